@@ -1,0 +1,1 @@
+"""Roofline Labs: marimo notebooks (this folder) and their shared package (`labs.core`)."""

@@ -1,0 +1,326 @@
+"""FLOPs, compulsory HBM bytes and arithmetic intensity (AI, FLOP/byte) of common operations.
+
+Counting conventions (../shared/reference/models-and-formats.md):
+- A multiply-add is 2 FLOPs. Matmul FLOPs are 2*M*N*K; this is what
+  ``torch.utils.flop_counter.FlopCounterMode`` counts, and it counts no elementwise work, so
+  matmul-bearing ops here (linear, attention, MLP) count only their matmuls too. Elementwise
+  ops (norms, softmax, activations) carry their own small per-element FLOP conventions below.
+- Bytes are *compulsory* traffic: every input read once and every output written once from/to
+  main memory (HBM/DRAM) by each kernel. Real kernels move at least this much.
+- ``precision`` is the *storage* format of the tensors (bytes moved); the *compute* precision
+  (which peak applies) follows from it unless given (see ``labs.core.precision``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from labs.core import precision as _fmt
+from labs.core._validate import close_matches, positive_int
+
+
+@dataclass(frozen=True)
+class Cost:
+    """FLOPs and compulsory bytes of one operation (or a sum of them)."""
+
+    name: str
+    flops: float
+    bytes: float
+    compute: str  # compute precision whose peak applies ("mixed" for sums across precisions)
+    kernels: int = 1
+    detail: Mapping[str, float] = field(default_factory=dict)  # named byte terms
+
+    @property
+    def ai(self) -> float:
+        """Arithmetic intensity in FLOP per byte."""
+        return self.flops / self.bytes
+
+    def __add__(self, other: "Cost") -> "Cost":
+        compute = self.compute if self.compute == other.compute else "mixed"
+        return Cost(f"{self.name} + {other.name}", self.flops + other.flops,
+                    self.bytes + other.bytes, compute, self.kernels + other.kernels)
+
+    def renamed(self, name: str) -> "Cost":
+        return Cost(name, self.flops, self.bytes, self.compute, self.kernels, self.detail)
+
+    def scaled(self, times: int, name: str | None = None) -> "Cost":
+        """The same op repeated ``times`` (e.g. per layer x layers)."""
+        return Cost(name or self.name, self.flops * times, self.bytes * times, self.compute,
+                    self.kernels * times, {k: v * times for k, v in self.detail.items()})
+
+
+def total(costs: Sequence[Cost], name: str = "total") -> Cost:
+    if not costs:
+        raise ValueError("total() needs at least one Cost")
+    computes = {c.compute for c in costs}
+    return Cost(name, sum(c.flops for c in costs), sum(c.bytes for c in costs),
+                computes.pop() if len(computes) == 1 else "mixed", sum(c.kernels for c in costs))
+
+
+def _b(fmt: str) -> float:
+    return _fmt.bytes_per_element(fmt)
+
+
+def _compute(precision: str, compute: str | None, *others: str | None) -> str:
+    """Compute precision: explicit, else the activation format's, else a native one among others."""
+    if compute is not None or _fmt.get(precision).native_compute is not None:
+        return _fmt.compute_precision(precision, compute)
+    for o in others:
+        if o is not None and _fmt.get(o).native_compute is not None:
+            return _fmt.compute_precision(o)
+    return _fmt.compute_precision(precision, compute)  # raises with a clear message
+
+
+# --- matrix products ------------------------------------------------------------------------
+
+def gemm(m, n, k, precision: str = "fp16", *, weight_precision: str | None = None,
+         out_precision: str | None = None, compute: str | None = None,
+         name: str = "GEMM") -> Cost:
+    """C[M,N] = A[M,K] @ B[K,N]. FLOPs 2MNK; bytes MK*a + KN*w + MN*out."""
+    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    w = weight_precision or precision
+    o = out_precision or precision
+    c = _compute(precision, compute, w)
+    detail = {"A": m * k * _b(precision), "B": k * n * _b(w), "C": m * n * _b(o)}
+    return Cost(name, 2.0 * m * n * k, sum(detail.values()), c, 1, detail)
+
+
+def gemv(n, k, precision: str = "fp16", *, weight_precision: str | None = None,
+         compute: str | None = None, name: str = "GEMV") -> Cost:
+    """y[N] = W[N,K] @ x[K]. FLOPs 2NK; bytes K*a + NK*w + N*a. AI ~ 1 FLOP/B at fp16."""
+    n, k = positive_int("n", n), positive_int("k", k)
+    w = weight_precision or precision
+    c = _compute(precision, compute, w)
+    detail = {"x": k * _b(precision), "W": n * k * _b(w), "y": n * _b(precision)}
+    return Cost(name, 2.0 * n * k, sum(detail.values()), c, 1, detail)
+
+
+def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: bool = False,
+           weight_precision: str | None = None, compute: str | None = None,
+           name: str = "linear") -> Cost:
+    """y = x W^T (+ b) over ``tokens`` rows. Matmul FLOPs only (bias add not counted, as in
+    FlopCounterMode); the bias vector's bytes are counted."""
+    g = gemm(tokens, out_features, in_features, precision, weight_precision=weight_precision,
+             compute=compute, name=name)
+    if not bias:
+        return g
+    detail = dict(g.detail, bias=out_features * _b(weight_precision or precision))
+    return Cost(name, g.flops, sum(detail.values()), g.compute, 1, detail)
+
+
+# --- attention ------------------------------------------------------------------------------
+
+def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fused: bool = False,
+              *, kv_heads: int | None = None, kv_precision: str | None = None,
+              compute: str | None = None, name: str | None = None) -> Cost:
+    """softmax(Q K^T) V for ``heads`` query heads (no masking), batched.
+
+    FLOPs: QK^T 2*Sq*Skv*dh + PV 2*Sq*Skv*dh per head (softmax's ~5 FLOP/score not counted,
+    matching FlopCounterMode; <1% at dh >= 128).
+    Bytes: Q and O (B*H*Sq*dh each) and K, V (B*Hkv*Skv*dh each, GQA: KV heads, not query heads).
+    Unfused (three kernels: QK^T -> softmax -> PV) also writes the score matrix S, the softmax
+    reads S and writes P, and PV reads P: 4 passes over B*H*Sq*Skv elements. Fused (flash)
+    keeps scores on chip: no score traffic, one kernel.
+    """
+    batch, heads = positive_int("batch", batch), positive_int("heads", heads)
+    seq_q, seq_kv = positive_int("seq_q", seq_q), positive_int("seq_kv", seq_kv)
+    head_dim = positive_int("head_dim", head_dim)
+    kvh = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
+    if heads % kvh:
+        raise ValueError(f"heads={heads} must be a multiple of kv_heads={kvh} (GQA groups)")
+    kvp = kv_precision or precision
+    c = _compute(precision, compute, kvp)
+    a = _b(precision)
+    detail = {
+        "Q": batch * heads * seq_q * head_dim * a,
+        "K": batch * kvh * seq_kv * head_dim * _b(kvp),
+        "V": batch * kvh * seq_kv * head_dim * _b(kvp),
+        "O": batch * heads * seq_q * head_dim * a,
+    }
+    if not fused:
+        detail["scores (S write, S read, P write, P read)"] = 4 * score_elements(
+            batch, heads, seq_q, seq_kv) * a
+    flops = 4.0 * batch * heads * seq_q * seq_kv * head_dim
+    label = name or ("attention (fused)" if fused else "attention (unfused)")
+    return Cost(label, flops, sum(detail.values()), c, 1 if fused else 3, detail)
+
+
+def score_elements(batch, heads, seq_q, seq_kv) -> int:
+    """Elements of the B x H x Sq x Skv score matrix an unfused attention materialises."""
+    return int(batch) * int(heads) * int(seq_q) * int(seq_kv)
+
+
+# --- elementwise and row-wise ops -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Elementwise:
+    """Per-element cost of an elementwise/row-wise op, for chains and fusion.
+
+    extra_inputs: additional full-size tensors read (a residual add reads a second one).
+    extra_output_bytes: bytes per element written besides the output (dropout's bool mask).
+    """
+
+    key: str
+    label: str
+    flops_per_element: float
+    extra_inputs: int = 0
+    extra_output_bytes: float = 0.0
+    why: str = ""
+
+
+ELEMENTWISE: dict[str, Elementwise] = {e.key: e for e in [
+    Elementwise("layernorm", "LayerNorm", 8,
+                why="mean 1 + variance 3 + normalise 2 + scale/shift 2 FLOPs per element"),
+    Elementwise("rmsnorm", "RMSNorm", 4, why="square 1 + sum 1 + scale 1 + weight 1"),
+    Elementwise("gelu", "GELU (tanh approx.)", 8, why="~8 FLOPs incl. tanh, a convention"),
+    Elementwise("silu_mul", "SiLU(gate) * up", 5, extra_inputs=1,
+                why="sigmoid ~3, two multiplies; reads gate and up"),
+    Elementwise("dropout", "Dropout (training)", 2, extra_output_bytes=1.0,
+                why="compare + scale; writes a 1-byte keep-mask for backward"),
+    Elementwise("residual_add", "Residual add", 1, extra_inputs=1, why="one add; reads x and skip"),
+    Elementwise("softmax", "Softmax", 5, why="max, subtract, exp, sum, divide"),
+    Elementwise("scale", "Scale", 1),
+    Elementwise("relu", "ReLU", 1),
+]}
+
+
+def _elementwise_op(key: str) -> Elementwise:
+    k = str(key).strip().lower()
+    if k not in ELEMENTWISE:
+        raise KeyError(f"unknown elementwise op={key!r}." + close_matches(k, ELEMENTWISE, always_list=True))
+    return ELEMENTWISE[k]
+
+
+def elementwise(op: str, n_elements, precision: str = "fp16") -> Cost:
+    """One elementwise op as its own kernel: read inputs, write output (+ mask)."""
+    return elementwise_chain(n_elements, [op], precision=precision).kernels_costs[0]
+
+
+def layernorm(tokens, d_model, precision: str = "fp16") -> Cost:
+    """LayerNorm over ``tokens`` rows of ``d_model``: 8 FLOP/element; reads x, writes y,
+    reads gamma and beta (2*d_model)."""
+    tokens, d_model = positive_int("tokens", tokens), positive_int("d_model", d_model)
+    base = elementwise("layernorm", tokens * d_model, precision)
+    detail = dict(base.detail, **{"gamma, beta": 2 * d_model * _b(precision)})
+    return Cost("LayerNorm", base.flops, sum(detail.values()), base.compute, 1, detail)
+
+
+def rmsnorm(tokens, d_model, precision: str = "fp16") -> Cost:
+    tokens, d_model = positive_int("tokens", tokens), positive_int("d_model", d_model)
+    base = elementwise("rmsnorm", tokens * d_model, precision)
+    detail = dict(base.detail, weight=d_model * _b(precision))
+    return Cost("RMSNorm", base.flops, sum(detail.values()), base.compute, 1, detail)
+
+
+def softmax(rows, cols, precision: str = "fp16") -> Cost:
+    rows, cols = positive_int("rows", rows), positive_int("cols", cols)
+    return elementwise("softmax", rows * cols, precision).renamed("softmax")
+
+
+@dataclass(frozen=True)
+class ChainCost:
+    """An elementwise chain under one fusion grouping: one Cost per kernel plus the total."""
+
+    ops: tuple[str, ...]
+    groups: tuple[tuple[int, ...], ...]
+    kernels_costs: tuple[Cost, ...]
+
+    @property
+    def total(self) -> Cost:
+        return total(list(self.kernels_costs), name=f"chain in {len(self.groups)} kernel(s)")
+
+    @property
+    def kernels(self) -> int:
+        return len(self.groups)
+
+
+def contiguous_groups(n_ops: int, n_kernels: int) -> list[list[int]]:
+    """Split ``n_ops`` ops into ``n_kernels`` contiguous groups as evenly as possible."""
+    n_ops, n_kernels = positive_int("n_ops", n_ops), positive_int("n_kernels", n_kernels)
+    if n_kernels > n_ops:
+        raise ValueError(f"n_kernels={n_kernels} cannot exceed the number of ops ({n_ops})")
+    sizes = [n_ops // n_kernels + (1 if i < n_ops % n_kernels else 0) for i in range(n_kernels)]
+    out, start = [], 0
+    for s in sizes:
+        out.append(list(range(start, start + s)))
+        start += s
+    return out
+
+
+def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[int]] | None = None,
+                      precision: str = "fp16") -> ChainCost:
+    """A chain of elementwise ops over a tensor of ``n_elements``, fused per ``groups``.
+
+    ``groups`` lists the ops each kernel runs, contiguous and in order, e.g. for 4 ops
+    ``[[0], [1], [2], [3]]`` (unfused, the default), ``[[0, 1], [2, 3]]`` or ``[[0, 1, 2, 3]]``.
+    Each kernel reads its input and every extra input of its ops once from memory and writes its
+    output (and any mask) once; intermediates inside a kernel stay in registers.
+    """
+    n = positive_int("n_elements", n_elements)
+    specs = [_elementwise_op(o) for o in ops]
+    if not specs:
+        raise ValueError("ops must name at least one elementwise op")
+    if groups is None:
+        groups = [[i] for i in range(len(specs))]
+    flat = [i for g in groups for i in g]
+    if flat != list(range(len(specs))) or any(len(g) == 0 for g in groups):
+        raise ValueError(
+            f"groups={groups!r} must split ops 0..{len(specs) - 1} into contiguous, ordered, "
+            "non-empty kernels, e.g. [[0, 1], [2, 3]]")
+    a = _b(precision)
+    compute = _fmt.compute_precision(precision) if _fmt.get(precision).native_compute else "fp16"
+    kernels = []
+    for g in groups:
+        members = [specs[i] for i in g]
+        detail = {
+            "read input": n * a,
+            "read extra inputs": n * a * sum(e.extra_inputs for e in members),
+            "write output": n * a,
+            "write masks": n * sum(e.extra_output_bytes for e in members),
+        }
+        detail = {k: v for k, v in detail.items() if v}
+        name = " + ".join(e.label for e in members)
+        kernels.append(Cost(name, n * sum(e.flops_per_element for e in members),
+                            sum(detail.values()), compute, 1, detail))
+    return ChainCost(tuple(e.key for e in specs), tuple(tuple(g) for g in groups), tuple(kernels))
+
+
+# --- MLP ------------------------------------------------------------------------------------
+
+def mlp(tokens, d_model, d_ff, precision: str = "fp16", *, gated: bool = False,
+        backward: bool = False, input_requires_grad: bool = True,
+        weight_precision: str | None = None, compute: str | None = None) -> Cost:
+    """Two-layer MLP (d -> d_ff -> d), or gated SwiGLU (gate, up: d -> d_ff; down: d_ff -> d).
+
+    FLOPs count matmuls only (as FlopCounterMode). Forward per matmul 2*T*in*out. Backward per
+    matmul: grad-input (2*T*in*out) and grad-weight (2*T*in*out); the first layer's grad-input
+    is skipped when the input does not require grad. So fwd+bwd = 3x forward with grad input.
+    Bytes: each matmul's operands and result once (composed from ``gemm``) plus the activation.
+    """
+    tokens = positive_int("tokens", tokens)
+    d_model, d_ff = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
+    wp = weight_precision
+    first = ["gate", "up"] if gated else ["up"]
+    parts = [linear(tokens, d_model, d_ff, precision, weight_precision=wp, compute=compute,
+                    name=f"{p}_proj") for p in first]
+    act = elementwise("silu_mul" if gated else "gelu", tokens * d_ff, precision)
+    parts += [act.renamed(act.name + " (not in FLOP total)"),
+              linear(tokens, d_ff, d_model, precision, weight_precision=wp, compute=compute,
+                     name="down_proj")]
+    if backward:
+        for inp, out, nm, is_first in [(d_model, d_ff, p, True) for p in first] + [
+                (d_ff, d_model, "down", False)]:
+            # grad_W[out,in] = grad_y^T[out,T] @ x[T,in]
+            parts.append(gemm(out, inp, tokens, precision, compute=compute, name=f"{nm} dW"))
+            if not is_first or input_requires_grad:
+                # grad_x[T,in] = grad_y[T,out] @ W[out,in]
+                parts.append(gemm(tokens, inp, out, precision, weight_precision=wp,
+                                  compute=compute, name=f"{nm} dX"))
+        parts.append(elementwise("silu_mul" if gated else "gelu", tokens * d_ff, precision)
+                     .renamed("activation backward (not in FLOP total)"))
+    matmul_flops = sum(p.flops for p in parts if "not in FLOP total" not in p.name)
+    bytes_ = sum(p.bytes for p in parts)
+    name = f"{'SwiGLU ' if gated else ''}MLP {'fwd+bwd' if backward else 'forward'}"
+    return Cost(name, matmul_flops, bytes_, parts[0].compute, len(parts),
+                {p.name: p.bytes for p in parts})

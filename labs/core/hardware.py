@@ -1,0 +1,298 @@
+"""Hardware registry: memory, bandwidth and *dense* peak throughput per precision, each sourced.
+
+Units: memory in GB (1e9 B), bandwidth in GB/s (1e9 B/s), peaks in TFLOP/s or TOPS (1e12 /s).
+
+"Dense" means without 2:4 structured sparsity. NVIDIA datacenter headline Tensor Core
+figures are quoted *with sparsity* (2x dense); those live in ``sparse_peaks`` only, never in
+``peaks``. Every number has an entry in ``sources``; derived or uncertain numbers also have a
+``notes`` entry saying why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from labs.core._validate import close_matches, positive
+
+#: Compute precisions a device can have a hardware rate for.
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+
+#: Device classes, used for the picker and for colour (one colour per class in the style system).
+DEVICE_CLASSES = ("datacenter", "desktop", "laptop", "edge", "tpu", "cpu", "custom")
+
+
+@dataclass(frozen=True)
+class Device:
+    key: str
+    name: str
+    device_class: str
+    memory_gb: float
+    memory_type: str
+    bandwidth_gbs: float
+    peaks: Mapping[str, float]  # dense TFLOP/s (TOPS for int8) per compute precision
+    sources: Mapping[str, str]  # field or precision -> where the number comes from
+    notes: Mapping[str, str] = field(default_factory=dict)  # why a number is derived/uncertain
+    sparse_peaks: Mapping[str, float] = field(default_factory=dict)  # headline figures, NOT used
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak for ``precision``; KeyError (with what the device has) if it has none."""
+        p = _precision_key(precision)
+        if p not in self.peaks:
+            have = ", ".join(self.precisions) or "none"
+            raise KeyError(
+                f"{self.name} has no hardware rate for precision={precision!r} in the registry "
+                f"(it has: {have}). Pick one of those; the labs never fall back silently."
+            )
+        return self.peaks[p]
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(p for p in PRECISIONS if p in self.peaks)
+
+    def has(self, precision: str) -> bool:
+        return _precision_key(precision) in self.peaks
+
+    def source(self, what: str) -> str:
+        """Source for a field (``"bandwidth_gbs"``, ``"memory_gb"``) or a precision's peak."""
+        return self.sources[what]
+
+    def note(self, what: str) -> str | None:
+        return self.notes.get(what)
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_gbs * 1e9
+
+
+def _precision_key(precision: str) -> str:
+    if not isinstance(precision, str):
+        raise ValueError(f"precision must be a string such as 'fp16', got {precision!r}")
+    p = precision.strip().lower()
+    if p not in PRECISIONS:
+        raise KeyError(
+            f"unknown compute precision={precision!r}; known: {', '.join(PRECISIONS)}"
+            + close_matches(p, PRECISIONS)
+        )
+    return p
+
+
+# --- sources, named once --------------------------------------------------------------------
+_S_H100 = "NVIDIA H100 Tensor Core GPU datasheet (dense = half the 'with sparsity' headline)"
+_S_H200 = "NVIDIA H200 product page / datasheet (dense = half the 'with sparsity' headline)"
+_S_B200 = "NVIDIA HGX B200 specifications, 1000 W part (dense = half the sparse headline)"
+_S_A100 = "NVIDIA A100 datasheet, SXM 80GB (dense = half the 'with sparsity' headline)"
+_S_L4 = "NVIDIA L4 datasheet (485 INT8 TOPS is 'with sparsity'; dense is half)"
+_S_GB10 = "NVIDIA DGX Spark product page (GB10: 128 GB LPDDR5x, 273 GB/s, 1 PFLOP FP4 'with sparsity')"
+_S_GB10_HC = "Hot Chips 2025 GB10 presentation (~31 TFLOP/s FP32)"
+_S_BW_WP = "NVIDIA RTX Blackwell GeForce architecture whitepaper"
+_S_5060 = "NVIDIA GeForce RTX 5060 product page (614 AI TOPS = FP4 with sparsity)"
+_S_5060L = "NVIDIA GeForce RTX 5060 Laptop spec: 128-bit bus x 24 Gbps GDDR7 / 8 = 384 GB/s"
+_S_ADA = "NVIDIA Ada Lovelace (RTX 4090) architecture whitepaper"
+_S_ORIN_NX = "NVIDIA Jetson Orin NX series datasheet ('up to 100 TOPS' = sparse INT8 incl. DLAs)"
+_S_AGX = "NVIDIA Jetson AGX Orin technical brief (275 TOPS = 170 GPU sparse + 105 DLA)"
+_S_TPU5E = "Google Cloud TPU v5e documentation; jax-ml/scaling-book"
+_S_TPU5P = "Google Cloud TPU v5p documentation"
+_S_TPU6E = "Google Cloud TPU v6e (Trillium) documentation"
+_S_TPU7X = "Google Cloud TPU7x (Ironwood) documentation"
+_S_MI300X = "AMD Instinct MI300X datasheet (sparse figures labelled 'with structured sparsity')"
+_S_MLENG = "stas00/ml-engineering compute/accelerator README"
+
+
+def _dev(key, name, cls, mem, mem_type, bw, peaks, src, *, notes=None, sparse=None, src_over=None):
+    """Build a Device whose every number defaults to one source, with per-field overrides."""
+    sources = {"memory_gb": src, "bandwidth_gbs": src, **{p: src for p in peaks}}
+    sources.update(src_over or {})
+    return Device(key, name, cls, mem, mem_type, bw, dict(peaks), sources, dict(notes or {}),
+                  dict(sparse or {}))
+
+
+_NV_TENSOR = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+
+
+def _sparse_2x(peaks):
+    """NVIDIA datacenter headline (with 2:4 sparsity) = 2x dense, for tensor precisions only."""
+    return {p: 2 * v for p, v in peaks.items() if p in _NV_TENSOR}
+
+
+_H100 = {"fp32": 67, "tf32": 494.7, "fp16": 989.5, "bf16": 989.5, "fp8": 1979, "int8": 1979}
+_H100P = {"fp32": 51, "tf32": 378, "fp16": 756, "bf16": 756, "fp8": 1513, "int8": 1513}
+_B200 = {"fp32": 80, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500, "int8": 4500,
+         "fp4": 9000}
+_A100 = {"fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624}
+_L4 = {"fp32": 30.3, "tf32": 60, "fp16": 121, "bf16": 121, "fp8": 242.5, "int8": 242.5}
+
+_DEVICES = [
+    _dev("h100-sxm", "NVIDIA H100 SXM5", "datacenter", 80, "HBM3", 3350, _H100, _S_H100,
+         sparse=_sparse_2x(_H100),
+         notes={"fp16": "The often-quoted 1979 TFLOP/s FP16 is the 2:4-sparse figure.",
+                "fp32": "FP32 on CUDA cores (non-tensor)."},
+         src_over={"fp32": f"{_S_H100}; {_S_MLENG}"}),
+    _dev("h100-pcie", "NVIDIA H100 PCIe", "datacenter", 80, "HBM2e", 2000, _H100P, _S_H100,
+         sparse=_sparse_2x(_H100P), notes={"fp32": "FP32 on CUDA cores (non-tensor)."}),
+    _dev("h200-sxm", "NVIDIA H200 SXM", "datacenter", 141, "HBM3e", 4800, _H100, _S_H200,
+         sparse=_sparse_2x(_H100),
+         notes={"fp32": "FP32 on CUDA cores; H200 compute equals H100 SXM, only memory differs."},
+         src_over={"fp32": f"{_S_H200}; {_S_MLENG}"}),
+    _dev("b200", "NVIDIA B200 (HGX, 1000 W)", "datacenter", 180, "HBM3e", 8000, _B200, _S_B200,
+         sparse=_sparse_2x(_B200),
+         notes={"memory_gb": "180 GB usable of 192 GB physical."},
+         src_over={"fp32": f"{_S_B200}; {_S_MLENG}"}),
+    _dev("gb10", "NVIDIA GB10 (DGX Spark)", "desktop", 128, "LPDDR5x", 273,
+         {"fp32": 31, "fp16": 62, "bf16": 62, "fp4": 500}, _S_GB10,
+         sparse={"fp4": 1000},
+         notes={"fp32": "~31: from a conference talk, not a datasheet.",
+                "fp16": "~62 derived: 1 PFLOP FP4 sparse / 16 (FP32 accumulate); NVIDIA states no "
+                        "FP16 figure.",
+                "bf16": "~62 derived as for fp16.",
+                "fp4": "~500 derived: half the 1 PFLOP 'with sparsity' headline."},
+         src_over={"fp32": _S_GB10_HC}),
+    _dev("rtx-5090", "NVIDIA GeForce RTX 5090", "desktop", 32, "GDDR7", 1792,
+         {"fp32": 104.8, "tf32": 104.8, "fp16": 209.5, "bf16": 209.5, "fp8": 419, "int8": 838,
+          "fp4": 1676}, _S_BW_WP,
+         notes={"fp16": "FP16 with FP32 accumulate (what torch uses); 419 with FP16 accumulate. "
+                        "GeForce half-rate accumulate is reported to be exceeded in practice: "
+                        "uncertain.",
+                "bf16": "as fp16: FP32 accumulate."}),
+    _dev("rtx-5060", "NVIDIA GeForce RTX 5060 (desktop)", "desktop", 8, "GDDR7", 448,
+         {"fp32": 19, "fp16": 38, "bf16": 38, "fp8": 77, "int8": 154, "fp4": 307}, _S_5060,
+         sparse={"fp4": 614},
+         notes={p: "~ derived from the 614 AI TOPS FP4-sparse headline (halving per precision step); "
+                   "no NVIDIA dense figure." for p in ("fp32", "fp16", "bf16", "fp8", "int8", "fp4")}),
+    _dev("rtx-5060-laptop", "NVIDIA GeForce RTX 5060 Laptop", "laptop", 8, "GDDR7", 384,
+         {"fp32": 11.5, "fp16": 31.5, "bf16": 31.5}, _S_5060L,
+         notes={"fp32": "9.7-13.4 depending on the laptop's power limit; midpoint 11.5 used.",
+                "fp16": "~27-36 derived (tensor dense, FP32 accumulate); midpoint 31.5 used.",
+                "bf16": "as fp16.",
+                "bandwidth_gbs": "128-bit bus: 128 bit x 24 Gbps / 8 = 384 GB/s (not 128 GB/s)."}),
+    _dev("rtx-4090", "NVIDIA GeForce RTX 4090", "desktop", 24, "GDDR6X", 1008,
+         {"fp32": 82.6, "tf32": 82.6, "fp16": 165.2, "bf16": 165.2, "fp8": 330, "int8": 660.6},
+         _S_ADA,
+         notes={"fp16": "FP32 accumulate (torch); 330 with FP16 accumulate.",
+                "bf16": "as fp16.", "fp8": "uncertain: whitepaper rate depends on accumulate."}),
+    _dev("a100-sxm-80gb", "NVIDIA A100 SXM 80GB", "datacenter", 80, "HBM2e", 2039, _A100, _S_A100,
+         sparse=_sparse_2x(_A100), notes={"fp32": "FP32 on CUDA cores (non-tensor)."}),
+    _dev("l4", "NVIDIA L4", "datacenter", 24, "GDDR6", 300, _L4, _S_L4, sparse=_sparse_2x(_L4)),
+    _dev("jetson-orin-nx-16gb", "NVIDIA Jetson Orin NX 16GB", "edge", 16, "LPDDR5", 102.4,
+         {"fp32": 1.9, "fp16": 15, "bf16": 15, "int8": 30}, _S_ORIN_NX,
+         sparse={"int8": 100},
+         notes={"fp32": "~ derived from GPU core count and clock; no NVIDIA figure.",
+                "fp16": "~ derived GPU tensor dense; '12 TFLOPS FP16' seen elsewhere has no NVIDIA "
+                        "source.",
+                "bf16": "as fp16.",
+                "int8": "~ derived: GPU-only dense INT8 (the 100 TOPS headline is sparse and "
+                        "includes the DLAs)."}),
+    _dev("jetson-agx-orin-64gb", "NVIDIA Jetson AGX Orin 64GB", "edge", 64, "LPDDR5", 204.8,
+         {"fp32": 5.3, "fp16": 42.5, "bf16": 42.5, "int8": 85}, _S_AGX,
+         sparse={"int8": 275},
+         notes={"fp16": "~ derived: half the GPU dense INT8 rate.", "bf16": "as fp16.",
+                "int8": "GPU dense: 170 GPU sparse TOPS / 2 (the DLAs' 105 excluded)."}),
+    _dev("tpu-v5e", "Google TPU v5e", "tpu", 16, "HBM2", 819,
+         {"bf16": 197, "int8": 394}, _S_TPU5E,
+         notes={"bf16": "TPU figures are dense; the MXU takes bf16 inputs (fp16 not native)."}),
+    _dev("tpu-v5p", "Google TPU v5p", "tpu", 95, "HBM2e", 2765, {"bf16": 459, "int8": 918},
+         _S_TPU5P),
+    _dev("tpu-v6e", "Google TPU v6e (Trillium)", "tpu", 32, "HBM", 1638,
+         {"bf16": 918, "int8": 1836}, _S_TPU6E),
+    _dev("tpu-v7x", "Google TPU7x (Ironwood)", "tpu", 192 * 1.073741824, "HBM3e", 7380,
+         {"bf16": 2307, "fp8": 4614}, _S_TPU7X,
+         notes={"memory_gb": "192 GiB = 206.2 GB."}),
+    _dev("mi300x", "AMD Instinct MI300X", "datacenter", 192, "HBM3", 5300,
+         {"fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "bf16": 1307.4, "fp8": 2614.9,
+          "int8": 2614.9}, _S_MI300X,
+         sparse={"fp16": 2614.9, "bf16": 2614.9, "fp8": 5229.8, "int8": 5229.8},
+         notes={"fp32": "FP32 matrix rate from the datasheet."}),
+]
+
+_REGISTRY: dict[str, Device] = {d.key: d for d in _DEVICES}
+_BUILTIN_KEYS = frozenset(_REGISTRY)
+
+
+def keys() -> list[str]:
+    """All registered device keys, built-in first in reference-table order."""
+    return list(_REGISTRY)
+
+
+def all_devices() -> list[Device]:
+    return list(_REGISTRY.values())
+
+
+def by_class(device_class: str) -> list[Device]:
+    return [d for d in _REGISTRY.values() if d.device_class == device_class]
+
+
+def get(key: str | Device) -> Device:
+    """Look a device up by key, case-insensitively. KeyError lists close matches."""
+    if isinstance(key, Device):
+        return key
+    if not isinstance(key, str):
+        raise KeyError(f"device key must be a string such as 'h100-sxm', got {key!r}")
+    k = key.strip().lower()
+    if k in _REGISTRY:
+        return _REGISTRY[k]
+    raise KeyError(f"unknown device={key!r}." + close_matches(k, _REGISTRY, always_list=True))
+
+
+def custom(name: str, *, bandwidth_gbs: float, peaks: Mapping[str, float], memory_gb: float,
+           key: str | None = None, device_class: str = "custom", memory_type: str = "unknown",
+           source: str = "entered by the student") -> Device:
+    """A device from a few numbers (e.g. your laptop). Validates every number; not registered.
+
+    >>> laptop = custom("My laptop", bandwidth_gbs=100, peaks={"fp32": 2}, memory_gb=16)
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("name must be a non-empty string")
+    positive("bandwidth_gbs", bandwidth_gbs)
+    positive("memory_gb", memory_gb)
+    if not peaks:
+        raise ValueError("peaks must name at least one precision, e.g. {'fp32': 2.0}")
+    clean = {}
+    for p, v in peaks.items():
+        clean[_precision_key(p)] = positive(f"peaks[{p!r}]", v)
+    if device_class not in DEVICE_CLASSES:
+        raise KeyError(f"unknown device_class={device_class!r}; known: {', '.join(DEVICE_CLASSES)}")
+    key = (key or name).strip().lower().replace(" ", "-")
+    return _dev(key, name.strip(), device_class, float(memory_gb), memory_type,
+                float(bandwidth_gbs), clean, source)
+
+
+def register(device: Device, *, replace: bool = False) -> Device:
+    """Add a custom device to the registry so pickers list it. Built-ins cannot be replaced."""
+    if not isinstance(device, Device):
+        raise ValueError("register() takes a Device, e.g. from hardware.custom(...)")
+    if device.key in _BUILTIN_KEYS:
+        raise ValueError(f"device key {device.key!r} is a built-in; choose another key")
+    if device.key in _REGISTRY and not replace:
+        raise ValueError(f"device key {device.key!r} already registered; pass replace=True")
+    _REGISTRY[device.key] = device
+    return device
+
+
+def unregister(key: str) -> None:
+    k = key.strip().lower()
+    if k in _BUILTIN_KEYS:
+        raise ValueError(f"cannot unregister built-in device {key!r}")
+    _REGISTRY.pop(k, None)
+
+
+def picker_options(device_classes: tuple[str, ...] | None = None) -> dict[str, str]:
+    """``{label: key}`` for a dropdown, grouped by class, labels say the class."""
+    out = {}
+    for cls in DEVICE_CLASSES:
+        if device_classes and cls not in device_classes:
+            continue
+        for d in by_class(cls):
+            out[f"{d.name} · {cls}"] = d.key
+    return out
+
+
+def _self_check() -> None:
+    for d in _DEVICES:
+        for f in ("memory_gb", "bandwidth_gbs", *d.peaks):
+            assert d.sources.get(f), (d.key, f)
+        for v in (d.memory_gb, d.bandwidth_gbs, *d.peaks.values()):
+            assert math.isfinite(v) and v > 0, d.key
+
+
+_self_check()

@@ -1,0 +1,244 @@
+"""Transformer configs (sourced), their memory footprints, per-layer op costs and serving bounds.
+
+KV cache (GQA): 2 (K and V) x layers x KV heads x head_dim x bytes/element x tokens x batch.
+It uses the *KV* head count (8 for Llama-3), not the query heads (32/64): using query heads
+overstates the Llama-3-8B cache 4x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labs.core import formulas as F
+from labs.core import hardware as _hw
+from labs.core import precision as _fmt
+from labs.core import roofline as R
+from labs.core._validate import close_matches, positive, positive_int
+
+_SRC = ("meta-llama/llama3 params.json (n_layers, dim, n_heads, n_kv_heads, vocab); FFN from "
+        "Llama's multiple_of/ffn_dim_multiplier rule; reported parameter count from the model card")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    key: str
+    name: str
+    layers: int
+    d_model: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    d_ff: int
+    vocab: int
+    params_reported: float
+    source: str = _SRC
+    tied_embeddings: bool = False
+
+    # --- parameters and memory ------------------------------------------------------------
+    @property
+    def params_per_layer(self) -> int:
+        attn = self.d_model * self.head_dim * (2 * self.heads + 2 * self.kv_heads)
+        mlp = 3 * self.d_model * self.d_ff  # SwiGLU: gate, up, down
+        return attn + mlp + 2 * self.d_model  # + two RMSNorm weights
+
+    @property
+    def params(self) -> int:
+        """Parameter count derived from the config (checked against ``params_reported``)."""
+        embed = self.vocab * self.d_model * (1 if self.tied_embeddings else 2)
+        return self.layers * self.params_per_layer + embed + self.d_model
+
+    def weight_bytes(self, precision: str = "bf16") -> float:
+        return self.params * _fmt.bytes_per_element(precision)
+
+    def kv_bytes_per_token(self, precision: str = "bf16") -> float:
+        return 2 * self.layers * self.kv_heads * self.head_dim * _fmt.bytes_per_element(precision)
+
+    def kv_cache_bytes(self, batch: int = 1, seq_len: int = 1, precision: str = "bf16") -> float:
+        batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+        return self.kv_bytes_per_token(precision) * seq_len * batch
+
+    def activation_bytes(self, batch: int, seq_len: int, precision: str = "bf16") -> float:
+        """Peak transient activations while serving, STATED ASSUMPTION: layers run one at a time,
+        so only one layer's tensors are alive: the residual stream and its normed copy
+        (2 x d_model) plus SwiGLU's gate and up outputs (2 x d_ff) per token, and the logits of
+        the last position (vocab per sequence, kept in fp32)."""
+        batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+        per_token = (2 * self.d_model + 2 * self.d_ff) * _fmt.bytes_per_element(precision)
+        return batch * seq_len * per_token + batch * self.vocab * 4
+
+    # --- per-layer operations --------------------------------------------------------------
+    def layer_ops(self, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
+                  weight_precision: str | None = None, kv_precision: str | None = None,
+                  fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
+        """The operations of one transformer layer.
+
+        prefill: ``seq_len`` new tokens per sequence attend to themselves (seq_q = seq_kv).
+        decode: one new token per sequence attends to ``seq_len`` cached tokens.
+        """
+        if phase not in ("prefill", "decode"):
+            raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
+        batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+        t = batch * (seq_len if phase == "prefill" else 1)
+        sq = seq_len if phase == "prefill" else 1
+        wp = weight_precision or precision
+        kw = dict(weight_precision=wp, compute=compute)
+        d, hd = self.d_model, self.head_dim
+        return [
+            F.rmsnorm(t, d, precision).renamed("RMSNorm (attention)"),
+            F.linear(t, d, self.heads * hd, precision, name="Q projection", **kw),
+            F.linear(t, d, 2 * self.kv_heads * hd, precision, name="K,V projections", **kw),
+            F.attention(batch, self.heads, sq, seq_len, hd, precision, fused=fused_attention,
+                        kv_heads=self.kv_heads, kv_precision=kv_precision or precision,
+                        compute=compute),
+            F.linear(t, self.heads * hd, d, precision, name="O projection", **kw),
+            F.elementwise("residual_add", t * d, precision).renamed("residual add (attention)"),
+            F.rmsnorm(t, d, precision).renamed("RMSNorm (MLP)"),
+            F.linear(t, d, 2 * self.d_ff, precision, name="gate, up projections", **kw),
+            F.elementwise("silu_mul", t * self.d_ff, precision).renamed("SiLU x up"),
+            F.linear(t, self.d_ff, d, precision, name="down projection", **kw),
+            F.elementwise("residual_add", t * d, precision).renamed("residual add (MLP)"),
+        ]
+
+
+MODELS: dict[str, ModelConfig] = {m.key: m for m in [
+    ModelConfig("llama-3-8b", "Llama-3-8B", 32, 4096, 32, 8, 128, 14336, 128256, 8.03e9),
+    ModelConfig("llama-3-70b", "Llama-3-70B", 80, 8192, 64, 8, 128, 28672, 128256, 70.6e9),
+]}
+
+
+def get(key: str | ModelConfig) -> ModelConfig:
+    if isinstance(key, ModelConfig):
+        return key
+    k = str(key).strip().lower()
+    if k in MODELS:
+        return MODELS[k]
+    raise KeyError(f"unknown model={key!r}." + close_matches(k, MODELS, always_list=True))
+
+
+# --- serving: memory budget and time bounds ---------------------------------------------------
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    capacity_bytes: float
+    terms: dict  # name -> bytes: weights, KV cache, activations
+
+    @property
+    def used_bytes(self) -> float:
+        return sum(self.terms.values())
+
+    @property
+    def fits(self) -> bool:
+        return self.used_bytes <= self.capacity_bytes
+
+    @property
+    def overflow_bytes(self) -> float:
+        return max(0.0, self.used_bytes - self.capacity_bytes)
+
+    @property
+    def largest_term(self) -> str:
+        return max(self.terms, key=self.terms.get)
+
+    def explain(self) -> str:
+        """One sentence: fits with headroom, or which term overflowed and by how much."""
+        gb = 1e9
+        if self.fits:
+            return (f"Fits: {self.used_bytes / gb:.1f} GB of {self.capacity_bytes / gb:.1f} GB "
+                    f"({self.capacity_bytes and self.used_bytes / self.capacity_bytes:.0%}).")
+        # The term that pushed it over: what remains for it after all the others.
+        name = self.largest_term
+        return (f"Out of memory by {self.overflow_bytes / gb:.1f} GB: needs "
+                f"{self.used_bytes / gb:.1f} GB of {self.capacity_bytes / gb:.1f} GB. "
+                f"The largest term is {name} at {self.terms[name] / gb:.1f} GB.")
+
+
+def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str = "bf16",
+                  kv_precision: str = "bf16", act_precision: str = "bf16",
+                  usable_fraction: float = 0.9) -> MemoryBudget:
+    """Weights + KV cache (GQA) + activations against ``usable_fraction`` of device memory
+    (STATED ASSUMPTION: ~10% goes to the CUDA context, allocator fragmentation and workspace)."""
+    m, d = get(model), _hw.get(hw)
+    f = positive("usable_fraction", usable_fraction)
+    if f > 1:
+        raise ValueError(f"usable_fraction must be <= 1, got {usable_fraction!r}")
+    return MemoryBudget(d.memory_gb * 1e9 * f, {
+        "weights": m.weight_bytes(weight_precision),
+        "KV cache": m.kv_cache_bytes(batch, seq_len, kv_precision),
+        "activations": m.activation_bytes(batch, seq_len, act_precision),
+    })
+
+
+def max_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
+              kv_precision: str = "bf16", act_precision: str = "bf16",
+              usable_fraction: float = 0.9) -> int:
+    """Largest batch whose budget fits (0 if not even batch 1 fits)."""
+    kw = dict(seq_len=seq_len, weight_precision=weight_precision, kv_precision=kv_precision,
+              act_precision=act_precision, usable_fraction=usable_fraction)
+    if not memory_budget(model, hw, batch=1, **kw).fits:
+        return 0
+    lo, hi = 1, 2
+    while memory_budget(model, hw, batch=hi, **kw).fits:
+        lo, hi = hi, hi * 2
+        if hi > 1 << 24:
+            return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if memory_budget(model, hw, batch=mid, **kw).fits:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
+             weight_precision: str | None = None, kv_precision: str | None = None,
+             fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
+    """All ops of one forward step: every layer's ops x layers, plus the LM head (last position
+    of each sequence; the embedding lookup moves only the rows it needs and is ignored)."""
+    m = get(model)
+    per_layer = m.layer_ops(phase, batch, seq_len, precision, weight_precision=weight_precision,
+                            kv_precision=kv_precision, fused_attention=fused_attention,
+                            compute=compute)
+    ops = [c.scaled(m.layers) for c in per_layer]
+    ops.append(F.linear(batch, m.d_model, m.vocab, precision, name="LM head",
+                        weight_precision=weight_precision, compute=compute))
+    return ops
+
+
+@dataclass(frozen=True)
+class StepBound:
+    phase: str
+    batch: int
+    seq_len: int
+    flops: float
+    bytes: float
+    t_compute: float
+    t_memory: float
+
+    @property
+    def seconds(self) -> float:
+        """Lower bound: a step takes at least max(FLOPs/peak, bytes/bandwidth)."""
+        return max(self.t_compute, self.t_memory)
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Decode: batch new tokens per step. Prefill: batch x seq_len tokens per step."""
+        n = self.batch * (self.seq_len if self.phase == "prefill" else 1)
+        return n / self.seconds
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.t_compute >= self.t_memory else "memory"
+
+
+def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
+               weight_precision: str | None = None, kv_precision: str | None = None,
+               compute: str | None = None, fused_attention: bool = True) -> StepBound:
+    """Roofline lower bound of one decode step or one prefill, at one compute precision."""
+    d = _hw.get(hw)
+    ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
+                   kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
+    comp = compute or _fmt.compute_precision(precision)
+    flops = sum(o.flops for o in ops)
+    bytes_ = sum(o.bytes for o in ops)
+    tb = R.time_bounds(flops, bytes_, d, comp)
+    return StepBound(phase, int(batch), int(seq_len), flops, bytes_, tb.t_compute, tb.t_memory)
