@@ -57,14 +57,18 @@ class ModelConfig:
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
         return self.kv_bytes_per_token(precision) * seq_len * batch
 
-    def activation_bytes(self, batch: int, seq_len: int, precision: str = "bf16") -> float:
-        """Peak transient activations while serving, STATED ASSUMPTION: layers run one at a time,
-        so only one layer's tensors are alive: the residual stream and its normed copy
-        (2 x d_model) plus SwiGLU's gate and up outputs (2 x d_ff) per token, and the logits of
-        the last position (vocab per sequence, kept in fp32)."""
+    def activation_bytes(self, batch: int, seq_len: int, precision: str = "bf16", *,
+                         prefill_tokens: int | None = None) -> float:
+        """Peak transient activations while serving. STATED ASSUMPTION: layers run one at a time
+        and sequences are prefilled one chunk at a time (``prefill_tokens``, default one whole
+        sequence of ``seq_len``), so only one layer's tensors for that chunk are alive: the
+        residual stream and its normed copy (2 x d_model) plus SwiGLU's gate and up outputs
+        (2 x d_ff) per token; plus the decode logits of every sequence in the batch (vocab each,
+        kept in fp32)."""
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+        chunk = seq_len if prefill_tokens is None else positive_int("prefill_tokens", prefill_tokens)
         per_token = (2 * self.d_model + 2 * self.d_ff) * _fmt.bytes_per_element(precision)
-        return batch * seq_len * per_token + batch * self.vocab * 4
+        return chunk * per_token + batch * self.vocab * 4
 
     # --- per-layer operations --------------------------------------------------------------
     def layer_ops(self, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,

@@ -1,0 +1,141 @@
+"""Operation costs against hand-derived values, and their error handling."""
+
+import math
+
+import pytest
+
+from labs.core import formulas as F
+
+
+def test_gemm_4096_cubed_fp16_and_fp32():
+    g = F.gemm(4096, 4096, 4096, "fp16")
+    assert g.flops == 2 * 4096**3  # 137.4 GFLOP
+    assert g.bytes == 3 * 4096**2 * 2  # A, B, C once: 100.7 MB
+    assert g.ai == pytest.approx(4096 / 3)  # 1365.3 FLOP/B
+    assert F.gemm(4096, 4096, 4096, "fp32").ai == pytest.approx(4096 / 6)  # 682.7
+    assert g.compute == "fp16"
+
+
+def test_gemm_rectangular_terms():
+    g = F.gemm(8, 1024, 4096, "bf16")
+    assert g.detail == {"A": 8 * 4096 * 2, "B": 4096 * 1024 * 2, "C": 8 * 1024 * 2}
+    assert g.flops == 2 * 8 * 1024 * 4096
+
+
+def test_gemm_weight_only_quantisation_moves_fewer_bytes_at_fp16_compute():
+    g = F.gemm(1, 4096, 4096, "fp16", weight_precision="int4-g128")
+    assert g.compute == "fp16"
+    assert g.detail["B"] == 4096 * 4096 * 4.125 / 8
+
+
+def test_gemv_ai_is_about_one_at_fp16():
+    v = F.gemv(4096, 4096, "fp16")
+    assert v.flops == 2 * 4096 * 4096
+    assert v.bytes == (4096 + 4096 * 4096 + 4096) * 2
+    assert v.ai == pytest.approx(1.0, rel=1e-3)
+    assert F.gemv(4096, 4096, "nvfp4").ai == pytest.approx(16 / 4.5, rel=1e-3)
+
+
+def test_linear_matches_gemm_and_counts_bias_bytes_only():
+    lin = F.linear(16, 4096, 1024, "fp16", bias=True)
+    assert lin.flops == 2 * 16 * 4096 * 1024
+    assert lin.bytes == (16 * 4096 + 4096 * 1024 + 16 * 1024 + 1024) * 2
+
+
+def test_attention_unfused_vs_fused_hand_derived():
+    b, h, s, dh = 2, 32, 1024, 128
+    un = F.attention(b, h, s, s, dh, "fp16", fused=False)
+    fu = F.attention(b, h, s, s, dh, "fp16", fused=True)
+    assert un.flops == fu.flops == 4 * b * h * s * s * dh
+    qkvo = 4 * b * h * s * dh * 2
+    assert fu.bytes == qkvo
+    assert un.bytes == qkvo + 4 * b * h * s * s * 2  # S write, S read, P write, P read
+    assert un.kernels == 3 and fu.kernels == 1
+    assert fu.ai > un.ai
+
+
+def test_attention_gqa_reads_kv_heads_not_query_heads():
+    gqa = F.attention(1, 32, 1, 8192, 128, "bf16", fused=True, kv_heads=8)
+    mha = F.attention(1, 32, 1, 8192, 128, "bf16", fused=True)
+    assert gqa.detail["K"] == 8 * 8192 * 128 * 2
+    assert mha.detail["K"] == 4 * gqa.detail["K"]
+    with pytest.raises(ValueError, match="multiple of kv_heads"):
+        F.attention(1, 32, 1, 8, 128, kv_heads=5)
+
+
+def test_layernorm_and_softmax():
+    ln = F.layernorm(4, 4096, "fp16")
+    assert ln.flops == 8 * 4 * 4096
+    assert ln.bytes == (2 * 4 * 4096 + 2 * 4096) * 2
+    sm = F.softmax(32, 1024, "fp32")
+    assert sm.flops == 5 * 32 * 1024 and sm.bytes == 2 * 32 * 1024 * 4
+
+
+CHAIN = ["layernorm", "gelu", "dropout", "residual_add"]
+
+
+def test_elementwise_chain_unfused_vs_fused_bytes():
+    n = 1 << 24
+    un = F.elementwise_chain(n, CHAIN, precision="fp16")
+    fu = F.elementwise_chain(n, CHAIN, [[0, 1, 2, 3]], precision="fp16")
+    # unfused: each of 4 kernels reads and writes n x 2 B; residual reads a 2nd input; mask 1 B.
+    assert un.total.bytes == (4 * 2 * 2 + 2) * n + n
+    # fused: read x and the residual input, write y and the mask.
+    assert fu.total.bytes == (2 + 2 + 2) * n + n
+    assert un.total.flops == fu.total.flops == (8 + 8 + 2 + 1) * n
+    assert un.kernels == 4 and fu.kernels == 1
+    assert un.total.bytes / fu.total.bytes == pytest.approx(19 / 7)
+
+
+def test_chain_groups_must_be_contiguous_and_complete():
+    with pytest.raises(ValueError, match="contiguous"):
+        F.elementwise_chain(10, CHAIN, [[0, 2], [1, 3]])
+    with pytest.raises(ValueError, match="contiguous"):
+        F.elementwise_chain(10, CHAIN, [[0, 1]])
+    with pytest.raises(KeyError, match="gelu"):
+        F.elementwise_chain(10, ["gelux"])
+    assert F.contiguous_groups(4, 2) == [[0, 1], [2, 3]]
+    assert F.contiguous_groups(4, 3) == [[0, 1], [2], [3]]
+    with pytest.raises(ValueError, match="n_kernels"):
+        F.contiguous_groups(2, 3)
+
+
+def test_mlp_flops_forward_and_backward():
+    t, d, f = 64, 512, 2048
+    assert F.mlp(t, d, f).flops == 2 * (2 * t * d * f)
+    assert F.mlp(t, d, f, gated=True).flops == 3 * (2 * t * d * f)
+    assert F.mlp(t, d, f, backward=True).flops == 3 * 2 * (2 * t * d * f)
+    no_dx = F.mlp(t, d, f, backward=True, input_requires_grad=False)
+    assert no_dx.flops == 3 * 2 * (2 * t * d * f) - 2 * t * d * f
+
+
+def test_cost_sum_and_scaling():
+    a, b = F.gemm(2, 2, 2), F.gemv(2, 2)
+    s = a + b
+    assert s.flops == a.flops + b.flops and s.bytes == a.bytes + b.bytes and s.kernels == 2
+    assert (a + F.gemm(2, 2, 2, "fp32")).compute == "mixed"
+    assert a.scaled(32).flops == 32 * a.flops
+    assert F.total([a, b]).bytes == s.bytes
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, float("nan"), float("inf"), "64", None, True])
+def test_bad_sizes_raise_naming_the_argument(bad):
+    with pytest.raises(ValueError, match=r"\bm\b"):
+        F.gemm(bad, 4, 4)
+    with pytest.raises(ValueError, match="seq_kv"):
+        F.attention(1, 1, 1, bad, 64)
+    with pytest.raises(ValueError, match="n_elements"):
+        F.elementwise_chain(bad, CHAIN)
+
+
+def test_unknown_precision_raises_with_matches():
+    with pytest.raises(KeyError, match="fp16"):
+        F.gemm(4, 4, 4, "fp61")
+    with pytest.raises(ValueError, match="storage format"):
+        F.gemm(4, 4, 4, "nf4")  # storage only: needs compute=
+    assert F.gemm(4, 4, 4, "nf4", compute="bf16").compute == "bf16"
+
+
+def test_nothing_returns_nan():
+    for c in [F.gemm(1, 1, 1), F.gemv(1, 1), F.attention(1, 1, 1, 1, 1), F.layernorm(1, 1)]:
+        assert math.isfinite(c.ai) and c.ai > 0

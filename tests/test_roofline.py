@@ -1,0 +1,142 @@
+"""Roofline math: hand-derived values and hypothesis properties."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labs.core import formulas as F
+from labs.core import hardware, roofline as R
+
+H100 = hardware.get("h100-sxm")
+
+
+def test_h100_ridges_per_precision():
+    assert R.ridge_point(H100, "fp16") == pytest.approx(989.5e12 / 3350e9)  # ~295, not ~591
+    assert R.ridge_point(H100, "fp16") == pytest.approx(295.4, abs=0.1)
+    assert R.ridge_point(H100, "fp32") == pytest.approx(20.0, abs=0.1)  # CUDA-core FP32
+
+
+def test_attainable_and_regime():
+    assert R.attainable_tflops(1.0, H100, "fp16") == pytest.approx(3.35)  # 1 FLOP/B x 3.35 TB/s
+    assert R.attainable_tflops(1e4, H100, "fp16") == pytest.approx(989.5)
+    assert R.regime(1.0, H100, "fp16") == R.MEMORY
+    assert R.regime(1365, H100, "fp16") == R.COMPUTE
+    arr = R.attainable_tflops(np.array([1.0, 1e4]), "h100-sxm", "fp16")
+    assert arr.tolist() == pytest.approx([3.35, 989.5])
+
+
+def test_time_bounds_for_4096_gemm_on_h100():
+    g = F.gemm(4096, 4096, 4096, "fp16")
+    tb = R.time_bounds(g.flops, g.bytes, H100, "fp16")
+    assert tb.t_compute == pytest.approx(2 * 4096**3 / 989.5e12)  # 139 us
+    assert tb.t_memory == pytest.approx(3 * 4096**2 * 2 / 3350e9)  # 30 us
+    assert tb.lower == tb.t_compute and tb.upper == tb.t_compute + tb.t_memory
+    assert tb.regime == R.COMPUTE
+
+
+def test_overhead_regime_for_tiny_kernels():
+    tiny = F.elementwise("gelu", 1000, "fp16")
+    tb = R.cost_time(tiny, H100, launch_overhead_us=5)
+    assert tb.t_overhead == pytest.approx(5e-6)
+    assert tb.regime == R.OVERHEAD
+    big = F.elementwise("gelu", 1 << 28, "fp16")
+    assert R.cost_time(big, H100, launch_overhead_us=5).regime == R.MEMORY
+    # n x 4 B (read + write fp16) / 3350 GB/s = 5 us  ->  n = 4.19e6 elements
+    assert R.overhead_crossover_elements(4, H100, launch_overhead_us=5) == pytest.approx(4.1875e6)
+
+
+def test_mfu_bandwidth_utilisation_and_bound():
+    assert R.mfu(494.75, H100, "fp16") == pytest.approx(0.5)
+    assert R.bandwidth_utilization(3015, H100) == pytest.approx(0.9)
+    # the 3%-of-peak kernel that is at 90% of bandwidth: AI = 0.9 x 3.35 / ... (Lab 1 misconception)
+    ai = 0.03 * 989.5 / 3.35 / 0.9
+    assert R.mfu_bound(ai, H100, "fp16") == pytest.approx(ai * 3.35 / 989.5)
+
+
+def test_rho_and_crossover():
+    assert R.rho(295.37, H100, "fp16") == pytest.approx(1.0, rel=1e-3)
+    # square GEMM AI = 2N/(3b): meets the fp16 ridge at N* = 1.5 x 2 x 295.4 = 886
+    n_star = R.gemm_crossover_n(H100, "fp16")
+    assert n_star == pytest.approx(886.1, abs=0.1)
+    assert F.gemm(round(n_star), round(n_star), round(n_star)).ai == pytest.approx(
+        R.ridge_point(H100, "fp16"), rel=1e-3)
+
+
+def test_fp32_to_fp16_moves_the_ridge_faster_than_the_workload():
+    g32, g16 = F.gemm(4096, 4096, 4096, "fp32"), F.gemm(4096, 4096, 4096, "fp16")
+    assert g16.ai / g32.ai == pytest.approx(2.0)
+    ratio = R.rho(g16.ai, H100, "fp16") / R.rho(g32.ai, H100, "fp32")
+    assert ratio == pytest.approx(2 * 67 / 989.5)  # rho falls ~7.4x
+    assert ratio < 1
+
+
+def test_i_bit():
+    g = F.gemm(4096, 4096, 4096, "fp16")
+    assert R.i_bit(g.flops, g.bytes, "fp16") == pytest.approx(g.ai / 8)
+    assert R.i_bit(g.flops, g.bytes, "fp16", weights={"fp16": 2}) == pytest.approx(g.ai / 4)
+    with pytest.raises(KeyError):
+        R.i_bit(1, 1, "fp64")
+    with pytest.raises(ValueError, match="weights"):
+        R.i_bit(1, 1, "fp16", weights={"fp16": 0})
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "x"])
+def test_bad_ai_raises(bad):
+    with pytest.raises(ValueError, match="ai"):
+        R.attainable_tflops(bad, H100, "fp16")
+    with pytest.raises(ValueError):
+        R.attainable_tflops([1.0, bad], H100, "fp16")
+
+
+def test_unknown_device_or_precision():
+    with pytest.raises(KeyError, match="h100-sxm"):
+        R.ridge_point("h100-sxn", "fp16")
+    with pytest.raises(KeyError, match="no hardware rate"):
+        R.ridge_point("tpu-v5e", "fp16")
+
+
+ais = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
+devices = st.sampled_from(hardware.keys())
+
+
+@settings(max_examples=200, deadline=None)
+@given(ai=ais, key=devices, data=st.data())
+def test_attainable_never_exceeds_either_roof(ai, key, data):
+    d = hardware.get(key)
+    p = data.draw(st.sampled_from(d.precisions))
+    a = R.attainable_tflops(ai, d, p)
+    assert a <= d.peak_tflops(p) * (1 + 1e-12)
+    assert a <= ai * d.bandwidth_gbs / 1e3 * (1 + 1e-12)
+    assert a == pytest.approx(min(d.peak_tflops(p), ai * d.bandwidth_gbs / 1e3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(a1=ais, a2=ais, key=devices)
+def test_attainable_is_monotone_in_ai(a1, a2, key):
+    d = hardware.get(key)
+    p = d.precisions[0]
+    lo, hi = sorted([a1, a2])
+    assert R.attainable_tflops(lo, d, p) <= R.attainable_tflops(hi, d, p)
+
+
+sizes = st.integers(min_value=1, max_value=1 << 14)
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=sizes, n=sizes, k=sizes, pair=st.sampled_from([("fp32", "fp16"), ("fp16", "fp8"),
+                                                         ("bf16", "int8"), ("fp8", "fp4")]))
+def test_ai_doubles_when_bytes_per_element_halve(m, n, k, pair):
+    wide, narrow = pair
+    assert F.gemm(m, n, k, narrow).ai == pytest.approx(2 * F.gemm(m, n, k, wide).ai)
+    assert F.gemv(n, k, narrow).ai == pytest.approx(2 * F.gemv(n, k, wide).ai)
+
+
+@settings(max_examples=100, deadline=None)
+@given(f=st.floats(0, 1e18), b=st.floats(1, 1e15), key=devices)
+def test_time_bounds_are_ordered_and_finite(f, b, key):
+    d = hardware.get(key)
+    tb = R.time_bounds(f, b, d, d.precisions[0])
+    assert math.isfinite(tb.upper) and tb.lower <= tb.upper <= 2 * tb.lower + 1e-30
