@@ -1,0 +1,318 @@
+"""Look and feel of every lab: design tokens, the plotly template, and small components.
+
+All lab HTML comes from here (labs never write inline HTML). Rules every component follows:
+
+* Text arguments are HTML-escaped (student text appears in some of them). To pass formatted
+  content on purpose, pass a marimo object (``mo.md(...)``, ``mo.Html(...)``): it is embedded
+  as is.
+* Colours come from :mod:`labs.core.tokens` (Okabe-Ito based, >= 3:1 on marimo's light and
+  dark backgrounds); page text uses marimo's CSS variables (``--foreground``,
+  ``--muted-foreground``, ``--border``) so it follows the theme; every state is also written in
+  words (colour is never the only carrier of meaning).
+* Styles are inline and short: marimo's CSS reset (Tailwind preflight) strips list bullets and
+  heading sizes from raw HTML, so the few that matter are set here; exports stay small.
+
+Importing this module registers the plotly template "roofline" and makes it the default.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import marimo as mo
+
+from labs.core.tokens import (  # noqa: F401  (re-exported: the style API)
+    BACKGROUNDS,
+    COLORS,
+    DEVICE_COLORS,
+    PRECISION_COLORS,
+    PRECISION_DASH,
+    PRECISION_SYMBOL,
+    REGIME_COLOR_KEY,
+    TEMPLATE_NAME,
+    format_bytes,
+    register_template,
+    term_colors,
+)
+
+register_template()
+
+# marimo theme variables, with fallbacks for pages rendered outside marimo.
+FG = "var(--foreground, currentColor)"
+MUTED_FG = "var(--muted-foreground, #6b7280)"
+BORDER = "var(--border, rgba(128,128,128,.35))"
+
+_CALLOUT_KIND = {"ok": "success", "warn": "warn", "danger": "danger", "info": "info"}
+_CALLOUT_WORD = {"ok": "✓", "warn": "≈", "danger": "✗", "info": "→"}
+
+
+# --- helpers --------------------------------------------------------------------------------
+def _t(value) -> str:
+    """Escaped text, or the HTML of a marimo object passed on purpose."""
+    if isinstance(value, mo.Html):
+        return value.text
+    if value is None:
+        return ""
+    return html.escape(str(value))
+
+
+def _paras(text) -> str:
+    """Escaped text split into paragraphs on blank lines (single newlines become <br>)."""
+    if isinstance(text, mo.Html):
+        return text.text
+    blocks = [b.strip() for b in str(text).replace("\r\n", "\n").split("\n\n") if b.strip()]
+    return "".join(
+        f'<p style="margin:.35em 0">{html.escape(b).replace(chr(10), "<br>")}</p>'
+        for b in blocks)
+
+
+def _tint(hex_color: str, alpha: float) -> str:
+    """``#RRGGBB`` + alpha as 8-digit hex: a translucent tint that works on both themes."""
+    return f"{hex_color}{round(alpha * 255):02x}"
+
+
+def _list(items: Iterable, ordered: bool = False) -> str:
+    tag = "ol" if ordered else "ul"
+    style = f'list-style:{"decimal" if ordered else "disc"};padding-left:1.4em;margin:.3em 0'
+    return f'<{tag} style="{style}">' + "".join(
+        f'<li style="margin:.15em 0">{_t(i)}</li>' for i in items) + f"</{tag}>"
+
+
+def _str_list(name: str, items) -> list:
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise ValueError(f"{name} must be a list of strings, got {items!r}")
+    return list(items)
+
+
+def _safe_url(url: str) -> str:
+    """Links may be http(s), mailto or relative; anything else (javascript: ...) is refused."""
+    u = str(url).strip()
+    scheme = u.split(":", 1)[0].lower() if ":" in u.split("/", 1)[0] else ""
+    if scheme not in ("", "http", "https", "mailto"):
+        raise ValueError(f"reading link {url!r} must be http(s), mailto or a relative path")
+    return html.escape(u, quote=True)
+
+
+def _small(text: str) -> str:
+    return f'<div style="font-size:.78rem;color:{MUTED_FG};letter-spacing:.02em">{text}</div>'
+
+
+# --- components -----------------------------------------------------------------------------
+def lab_header(title: str, subtitle: str, goals: list[str], minutes: int,
+               reading: list[tuple[str, str]]) -> mo.Html:
+    """Title, one-line scenario, learning goals, time, recommended reading (title, url)."""
+    goals = _str_list("goals", goals)
+    reading = _str_list("reading", reading)
+    if not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or not (
+            0 < minutes < 600):
+        raise ValueError(f"minutes must be a positive number of minutes, got {minutes!r}")
+    links = []
+    for item in reading:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise ValueError(f"reading items must be (title, url) pairs, got {item!r}")
+        links.append(mo.Html(f'<a href="{_safe_url(item[1])}" target="_blank" '
+                             f'rel="noopener">{_t(item[0])}</a>'))
+    cols = [f"<div style=\"flex:1 1 280px\"><strong>Learning goals</strong>"
+            f"{_list(goals, ordered=True)}</div>"]
+    if links:
+        cols.append(f"<div style=\"flex:1 1 220px\"><strong>Recommended reading</strong>"
+                    f"{_list(links)}</div>")
+    return mo.Html(
+        f'<header style="border-bottom:1px solid {BORDER};padding-bottom:.8em;margin-bottom:.4em">'
+        + _small(f"ROOFLINE LABS · about {round(minutes)} minutes")
+        + f'<h1 style="font-size:1.9rem;font-weight:700;line-height:1.2;margin:.2em 0">'
+          f"{_t(title)}</h1>"
+        + f'<p style="font-size:1.05rem;color:{MUTED_FG};margin:.1em 0 .7em">{_t(subtitle)}</p>'
+        + f'<div style="display:flex;flex-wrap:wrap;gap:.5em 2em">{"".join(cols)}</div></header>')
+
+
+def scenario_card(sender: str, role: str, message: str) -> mo.Html:
+    """An "incoming message" card that sets up a part's scenario."""
+    c = COLORS["accent"]
+    return mo.Html(
+        f'<div style="border:1px solid {BORDER};border-left:4px solid {c};border-radius:8px;'
+        f'padding:.6em .9em;background:{_tint(c, .07)}">'
+        + _small("✉ INCOMING MESSAGE")
+        + f'<div style="margin:.15em 0"><strong>{_t(sender)}</strong>'
+          f'<span style="color:{MUTED_FG}"> · {_t(role)}</span></div>'
+        + _paras(message) + "</div>")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric card: ``value`` carries its unit ("295 FLOP/B"); ``kind`` (optional) is a
+    COLORS key or a regime name and colours the card's edge (the value says it in words)."""
+
+    label: str
+    value: str
+    caption: str = ""
+    kind: str | None = None
+
+
+def _kind_color(kind: str | None) -> str | None:
+    if kind is None:
+        return None
+    key = REGIME_COLOR_KEY.get(kind, kind)
+    if key not in COLORS:
+        raise KeyError(f"unknown kind={kind!r}; use one of {', '.join(COLORS)} or a regime name")
+    return COLORS[key]
+
+
+def metric_cards(cards: Sequence[tuple[str, str, str]] | Sequence[Metric]) -> mo.Html:
+    """A responsive row of cards: label, value (with unit), caption."""
+    cards = _str_list("cards", cards)
+    out = []
+    for c in cards:
+        m = c if isinstance(c, Metric) else Metric(*c) if isinstance(c, (tuple, list)) else None
+        if m is None:
+            raise ValueError(f"cards must hold (label, value, caption) tuples or Metric, got {c!r}")
+        edge = _kind_color(m.kind) or BORDER
+        out.append(
+            f'<div style="border:1px solid {BORDER};border-top:3px solid {edge};border-radius:8px;'
+            f'padding:.5em .75em">{_small(_t(m.label))}'
+            f'<div style="font-size:1.35rem;font-weight:650;font-variant-numeric:tabular-nums;'
+            f'margin:.1em 0">{_t(m.value)}</div>'
+            + (f'<div style="font-size:.8rem;color:{MUTED_FG}">{_t(m.caption)}</div>'
+               if m.caption else "") + "</div>")
+    return mo.Html('<div style="display:grid;grid-template-columns:repeat(auto-fit,'
+                   'minmax(150px,1fr));gap:.6em">' + "".join(out) + "</div>")
+
+
+def comparison_callout(predicted: str, actual: str, verdict: str, kind: str = "info"):
+    """"You predicted X · The instrument shows Y · verdict"; kind in ok, warn, danger, info."""
+    if kind not in _CALLOUT_KIND:
+        raise ValueError(f"kind must be one of {', '.join(_CALLOUT_KIND)}, got {kind!r}")
+    body = (f"<div>You predicted <strong>{_t(predicted)}</strong> · The instrument shows "
+            f"<strong>{_t(actual)}</strong></div>"
+            f'<div style="margin-top:.25em">{_CALLOUT_WORD[kind]} {_t(verdict)}</div>')
+    return mo.callout(mo.Html(body), kind=_CALLOUT_KIND[kind])
+
+
+def math_peek(title: str, markdown: str):
+    """The governing equations, folded in an accordion. ``markdown`` is author markdown
+    (LaTeX allowed), rendered with ``mo.md``; the title is escaped."""
+    body = markdown if isinstance(markdown, mo.Html) else mo.md(str(markdown))
+    return mo.accordion({f"Math peek · {_t(title)}": body})
+
+
+def _regime_key(regime: str) -> str:
+    r = str(regime).strip().lower()
+    r = r if r.endswith("-bound") else f"{r}-bound"
+    if r not in REGIME_COLOR_KEY:
+        raise ValueError(f"regime must be one of {', '.join(REGIME_COLOR_KEY)}, got {regime!r}")
+    return r
+
+
+def regime_badge(regime: str) -> mo.Html:
+    """A pill that says the regime in words, coloured by it."""
+    r = _regime_key(regime)
+    c = COLORS[REGIME_COLOR_KEY[r]]
+    return mo.Html(
+        f'<span style="display:inline-flex;align-items:center;gap:.4em;padding:.1em .65em;'
+        f'border-radius:999px;border:1.5px solid {c};background:{_tint(c, .14)};'
+        f'font-weight:600;font-size:.85rem;white-space:nowrap">'
+        f'<span style="width:.6em;height:.6em;border-radius:50%;background:{c}"></span>{r}</span>')
+
+
+def _check_terms(terms: Mapping[str, float], capacity_bytes: float) -> dict[str, float]:
+    if not isinstance(terms, Mapping) or not terms:
+        raise ValueError("terms must be a non-empty dict {name: bytes}")
+    if not (isinstance(capacity_bytes, (int, float)) and math.isfinite(capacity_bytes)
+            and capacity_bytes > 0):
+        raise ValueError(f"capacity_bytes must be a finite number > 0, got {capacity_bytes!r}")
+    out = {}
+    for k, v in terms.items():
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise ValueError(f"terms[{k!r}] must be a finite number of bytes >= 0, got {v!r}")
+        out[str(k)] = float(v)
+    return out
+
+
+def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:
+    """Numbers behind the budget bar: total, free/over, and which term crosses capacity."""
+    t = _check_terms(terms, capacity_bytes)
+    total, running, crossing = sum(t.values()), 0.0, None
+    for k, v in t.items():
+        running += v
+        if crossing is None and running > capacity_bytes:
+            crossing = k
+    return {"total": total, "capacity": float(capacity_bytes), "fits": total <= capacity_bytes,
+            "over": max(0.0, total - capacity_bytes), "free": max(0.0, capacity_bytes - total),
+            "crossing": crossing, "fraction": total / capacity_bytes}
+
+
+def memory_budget_bar(terms: dict[str, float], capacity_bytes: float) -> mo.Html:
+    """Stacked bar of memory terms against device capacity; OOM is also stated in words
+    (which term crosses capacity and by how much the total is over)."""
+    t = _check_terms(terms, capacity_bytes)
+    s = budget_summary(t, capacity_bytes)
+    scale = max(s["total"], capacity_bytes)
+    colors = term_colors(list(t))
+    segs, legend = [], []
+    for (k, v), c in zip(t.items(), colors):
+        w = 100 * v / scale
+        segs.append(f'<div title="{_t(k)}: {format_bytes(v)}" style="width:{w:.3f}%;'
+                    f'background:{c};border-right:1px solid var(--background,#fff)"></div>')
+        legend.append(f'<span style="white-space:nowrap"><span style="display:inline-block;'
+                      f'width:.75em;height:.75em;border-radius:2px;background:{c};'
+                      f'margin-right:.3em"></span>{_t(k)} {format_bytes(v)}</span>')
+    cap = 100 * capacity_bytes / scale
+    over = ""
+    if not s["fits"]:  # hatched overflow region: a pattern, not only a colour
+        over = (f'<div style="position:absolute;left:{cap:.3f}%;right:0;top:0;bottom:0;'
+                f'background:repeating-linear-gradient(45deg,transparent 0 5px,'
+                f'{_tint(COLORS["danger"], .85)} 5px 8px)"></div>')
+    pct = f'{100 * s["fraction"]:.0f}%'
+    if s["fits"]:
+        status = (f'<strong style="color:{COLORS["ok"]}">✓ Fits</strong>: '
+                  f'{format_bytes(s["total"])} of {format_bytes(capacity_bytes)} ({pct}), '
+                  f'{format_bytes(s["free"])} free')
+    else:
+        status = (f'<strong style="color:{COLORS["danger"]}">✗ Out of memory</strong>: needs '
+                  f'{format_bytes(s["total"])}, the device has {format_bytes(capacity_bytes)}: '
+                  f'{format_bytes(s["over"])} over ({pct}). '
+                  f'<strong>{_t(s["crossing"])}</strong> is the term that crosses capacity.')
+    return mo.Html(
+        f'<div role="img" aria-label="{"fits" if s["fits"] else "out of memory"}">'
+        f'<div style="margin-bottom:.3em">{status}</div>'
+        f'<div style="position:relative;height:1.5em;border:1px solid {BORDER};border-radius:4px;'
+        f'overflow:hidden"><div style="display:flex;height:100%">{"".join(segs)}</div>{over}'
+        f'<div style="position:absolute;left:calc({cap:.3f}% - 1px);top:0;bottom:0;'
+        f'border-left:2px dashed {FG}"></div></div>'
+        f'<div style="display:flex;flex-wrap:wrap;gap:.2em 1em;font-size:.82rem;margin-top:.3em">'
+        + "".join(legend)
+        + f'<span style="color:{MUTED_FG}">┆ capacity {format_bytes(capacity_bytes)}</span>'
+          f"</div></div>")
+
+
+def ledger_status(path: str | None, student_id: str | None, events: int,
+                  warning: str | None = None):
+    """Where the ledger writes, for whom, how many events; a warning turns it into a callout."""
+    where = (f"writing to <code>{_t(path)}</code>" if path
+             else "<strong>not saving</strong> (no ledger file)")
+    who = f"student <code>{_t(student_id)}</code>" if student_id else "no student id set"
+    n = int(events)
+    line = f"Ledger: {where} · {who} · {n} event{'s' if n != 1 else ''} recorded"
+    if warning:
+        return mo.callout(mo.Html(f"<div>{line}</div><div>⚠ {_t(warning)}</div>"), kind="warn")
+    return mo.Html(f'<div style="font-size:.85rem;color:{MUTED_FG}">📒 {line}</div>')
+
+
+def error_callout(message: str):
+    """A student-facing error (bad slider combination, unknown precision ...), never a traceback."""
+    return mo.callout(mo.Html(f"<strong>✗ That combination does not work.</strong>"
+                              f"{_paras(message)}"), kind="danger")
+
+
+def gate_notice(message: str):
+    """What a closed prediction gate shows in place of the instrument."""
+    return mo.callout(mo.Html(f"🔒 {_t(message)}"), kind="neutral")
+
+
+def takeaways(items: list[str]):
+    """Key takeaways at the end of a lab."""
+    return mo.callout(mo.Html("<strong>Key takeaways</strong>"
+                              + _list(_str_list("items", items), ordered=True)), kind="success")

@@ -1,0 +1,145 @@
+"""Design tokens and the plotly template "roofline" (no marimo here: figures.py imports it).
+
+Colours are Okabe-Ito based (Okabe & Ito, "Color Universal Design", 2008), the palette most
+used for colour-vision-deficiency-safe figures. Orange, sky blue, yellow and reddish purple are
+darkened (each RGB channel scaled, hue kept) so that every token has >= 3:1 contrast - the
+WCAG 2.1 minimum for graphical objects - against BOTH marimo's light background (#ffffff) and
+its dark background (#181c1a, from marimo's CSS variable --background in the dark theme).
+Colour never carries meaning alone: figures also use line dash and marker symbol per
+precision, and text labels; components always print the regime / state in words.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+#: marimo's page backgrounds (CSS variable --background in light / dark theme, marimo 0.25).
+BACKGROUNDS = {"light": "#ffffff", "dark": "#181c1a"}
+
+# Okabe-Ito, adjusted for >= 3:1 against both backgrounds (see module docstring).
+_BLUE = "#0072B2"
+_VERMILLION = "#D55E00"
+_GREEN = "#009E73"
+_ORANGE = "#BF8400"  # Okabe-Ito #E69F00 x 0.83
+_SKY = "#4897C4"  # Okabe-Ito #56B4E9 x 0.84
+_PURPLE = "#C675A2"  # Okabe-Ito #CC79A7 x 0.97
+_YELLOW = "#9A922A"  # Okabe-Ito #F0E442 x 0.64 (olive: pure yellow is invisible on white)
+_GREY = "#7B8088"  # mid grey: ~4:1 on both backgrounds
+
+#: Semantic colours. Pairs that appear together (memory/compute/overhead; ok/warn/danger)
+#: stay distinguishable under simulated protanopia, deuteranopia and tritanopia (tested).
+COLORS: dict[str, str] = {
+    "memory": _BLUE,
+    "compute": _ORANGE,
+    "overhead": _PURPLE,
+    "danger": _VERMILLION,
+    "ok": _GREEN,
+    "warn": _YELLOW,
+    "muted": _GREY,
+    "accent": _SKY,
+}
+
+#: One colour per hardware device class (labs.core.hardware.DEVICE_CLASSES).
+DEVICE_COLORS: dict[str, str] = {
+    "datacenter": _BLUE,
+    "desktop": _VERMILLION,
+    "laptop": _PURPLE,
+    "edge": _GREEN,
+    "tpu": _ORANGE,
+    "cpu": _SKY,
+    "custom": _GREY,
+}
+
+#: One colour per compute precision (labs.core.hardware.PRECISIONS).
+PRECISION_COLORS: dict[str, str] = {
+    "fp32": _GREY,
+    "tf32": _SKY,
+    "fp16": _BLUE,
+    "bf16": _GREEN,
+    "fp8": _ORANGE,
+    "int8": _PURPLE,
+    "fp4": _VERMILLION,
+}
+
+#: Second, colour-free cue per precision: line dash of the roof and symbol of the ridge marker.
+PRECISION_DASH: dict[str, str] = {
+    "fp32": "dot", "tf32": "dashdot", "fp16": "solid", "bf16": "dash", "fp8": "longdash",
+    "int8": "longdashdot", "fp4": "solid",
+}
+PRECISION_SYMBOL: dict[str, str] = {
+    "fp32": "circle", "tf32": "square", "fp16": "diamond", "bf16": "triangle-up",
+    "fp8": "triangle-down", "int8": "star", "fp4": "hexagon",
+}
+
+#: Regime name (labs.core.roofline) -> semantic colour key.
+REGIME_COLOR_KEY = {"memory-bound": "memory", "compute-bound": "compute",
+                    "overhead-bound": "overhead"}
+
+#: Text colour inside plots. Plotly cannot read CSS variables, and marimo (0.25) passes the
+#: figure's own colours through unchanged in both themes, so plot text is a mid grey that has
+#: ~4:1 contrast on both backgrounds; backgrounds are transparent so the page shows through.
+PLOT_TEXT = "#7B8088"
+PLOT_GRID = "rgba(128, 128, 128, 0.28)"
+#: Hover boxes have their own opaque background, so they can use full-contrast text.
+HOVER_BG = "#1F2328"
+HOVER_TEXT = "#F5F5F5"
+FONT_FAMILY = ("Inter, ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Roboto, "
+               "'Helvetica Neue', Arial, sans-serif")
+
+
+def _axis() -> dict:
+    return dict(gridcolor=PLOT_GRID, linecolor=PLOT_GRID, zerolinecolor=PLOT_GRID,
+                tickcolor=PLOT_GRID, ticks="outside", showline=True, mirror=False,
+                title=dict(font=dict(size=13)), automargin=True)
+
+
+def build_template() -> go.layout.Template:
+    """The shared look: transparent backgrounds, mid-grey text, Okabe-Ito colourway."""
+    return go.layout.Template(layout=dict(
+        font=dict(family=FONT_FAMILY, size=12, color=PLOT_TEXT),
+        title=dict(font=dict(size=15), x=0.0, xanchor="left"),
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        colorway=[_BLUE, _ORANGE, _GREEN, _VERMILLION, _PURPLE, _SKY, _YELLOW, _GREY],
+        xaxis=_axis(),
+        yaxis=_axis(),
+        legend=dict(bgcolor="rgba(0,0,0,0)", font=dict(size=11)),
+        hoverlabel=dict(bgcolor=HOVER_BG, font=dict(color=HOVER_TEXT, size=12),
+                        bordercolor=_GREY),
+        margin=dict(l=64, r=24, t=48, b=56),
+    ))
+
+
+TEMPLATE_NAME = "roofline"
+
+
+def register_template(make_default: bool = True) -> str:
+    """Register the template once (idempotent) and make it plotly's default."""
+    if TEMPLATE_NAME not in pio.templates:
+        pio.templates[TEMPLATE_NAME] = build_template()
+    if make_default and pio.templates.default != TEMPLATE_NAME:
+        pio.templates.default = TEMPLATE_NAME
+    return TEMPLATE_NAME
+
+
+register_template()
+
+#: Colours for stacked memory terms (weights, KV cache, activations, ...), in order. Vermillion
+#: is left out: it means danger (the overflow region).
+TERM_COLORS = (_BLUE, _ORANGE, _GREEN, _PURPLE, _SKY, _YELLOW, _GREY)
+
+
+def term_colors(names: list[str]) -> list[str]:
+    """One colour per stacked term, cycling if there are more terms than colours."""
+    return [TERM_COLORS[i % len(TERM_COLORS)] for i in range(len(names))]
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in decimal units (GB = 1e9, as the labs' spec says): '80.0 GB', '512 MB', '0 B'."""
+    n = float(n)
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            v = n / size
+            return f"{v:.1f} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
+    return f"{n:.0f} B"
