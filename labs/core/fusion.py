@@ -1,0 +1,192 @@
+"""Lab 4 physics: fusion, the overhead regime, and the on-chip limit of fused kernels.
+
+- An elementwise chain split into kernels (``formulas.elementwise_chain``) takes, per kernel,
+  max(compute, memory, launch overhead) (``roofline.time_bounds``); fusing cuts HBM bytes
+  *and* launches.
+- Fused (flash) attention streams K and V through on-chip memory in tiles; the tile must fit
+  in one SM's shared memory + registers. Bigger tiles re-read K/V from HBM fewer times, which
+  is why on-chip capacity bounds what fusion can do (a two-level, "hierarchical" roofline).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from labs.core import formulas as F
+from labs.core import hardware as _hw
+from labs.core import precision as _fmt
+from labs.core import roofline as R
+from labs.core._validate import close_matches, positive, positive_int
+
+DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
+
+
+# --- fusion of an elementwise chain ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class ChainTiming:
+    chain: F.ChainCost
+    kernel_times: tuple[R.TimeBounds, ...]
+
+    @property
+    def seconds(self) -> float:
+        """Lower bound: kernels run back to back, each max(compute, memory, launch)."""
+        return sum(t.lower for t in self.kernel_times)
+
+    @property
+    def regime(self) -> str:
+        """The regime that holds most of the time."""
+        by = {}
+        for t in self.kernel_times:
+            by[t.regime] = by.get(t.regime, 0.0) + t.lower
+        return max(by, key=by.get)
+
+
+def chain_timing(n_elements, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
+                 precision: str = "fp16", *,
+                 launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> ChainTiming:
+    chain = F.elementwise_chain(n_elements, ops, groups, precision)
+    d = _hw.get(hw)
+    times = tuple(R.time_bounds(k.flops, k.bytes, d, k.compute, launches=1,
+                                launch_overhead_us=launch_overhead_us) for k in chain.kernels_costs)
+    return ChainTiming(chain, times)
+
+
+def fusion_speedup(n_elements, hw, groups_before, groups_after,
+                   ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16", *,
+                   launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+    kw = dict(ops=ops, precision=precision, launch_overhead_us=launch_overhead_us)
+    before = chain_timing(n_elements, hw, groups_before, **kw).seconds
+    return before / chain_timing(n_elements, hw, groups_after, **kw).seconds
+
+
+def chain_overhead_crossover(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
+                             precision: str = "fp16", *,
+                             launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+    """Elements below which the chain's *largest* kernel is launch-bound (so all are):
+    n * bytes_per_element(kernel) / bandwidth = overhead."""
+    per_elem = max(k.bytes for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs)
+    return R.overhead_crossover_elements(per_elem, hw, launch_overhead_us=launch_overhead_us)
+
+
+# --- on-chip memory -------------------------------------------------------------------------
+
+_S_CUDA = ("NVIDIA CUDA C++ Programming Guide, 'Technical Specifications per Compute Capability' "
+           "(shared memory per SM / per block, 64K 32-bit registers per SM)")
+
+
+@dataclass(frozen=True)
+class OnChip:
+    device_key: str
+    sms: int
+    smem_per_sm_kb: float  # KB (1024 B), as the CUDA guide states them
+    smem_per_block_kb: float
+    registers_kb_per_sm: float
+    boost_ghz: float
+    sources: dict
+    notes: dict
+
+    @property
+    def tile_capacity_bytes(self) -> float:
+        """What one thread block can hold: shared memory per block + the register file."""
+        return (self.smem_per_block_kb + self.registers_kb_per_sm) * 1024
+
+    @property
+    def smem_bandwidth_gbs(self) -> float:
+        """~ derived: SMs x 128 B/clock (32 banks x 4 B) x boost clock. Rough teaching figure."""
+        return self.sms * 128 * self.boost_ghz
+
+
+def _oc(key, sms, smem_sm, smem_block, ghz, sm_src, clk_src):
+    return OnChip(key, sms, smem_sm, smem_block, 256, ghz,
+                  {"smem": _S_CUDA, "sms": sm_src, "boost_ghz": clk_src},
+                  {"smem_bandwidth_gbs": "~ derived: SMs x 128 B/clk x boost clock; real "
+                                         "kernels reach less (bank conflicts, occupancy)."})
+
+
+_WP_H = "NVIDIA H100 Tensor Core GPU Architecture whitepaper"
+_WP_A = "NVIDIA A100 Tensor Core GPU Architecture whitepaper"
+_WP_ADA = "NVIDIA Ada GPU Architecture whitepaper"
+ONCHIP: dict[str, OnChip] = {o.device_key: o for o in [
+    _oc("h100-sxm", 132, 228, 227, 1.98, _WP_H, _WP_H + " (max boost, rough)"),
+    _oc("h100-pcie", 114, 228, 227, 1.755, _WP_H, _WP_H + " (max boost, rough)"),
+    _oc("h200-sxm", 132, 228, 227, 1.98, "H200 uses the H100 SXM GH100 configuration",
+        "as H100 SXM (rough)"),
+    _oc("a100-sxm-80gb", 108, 164, 163, 1.41, _WP_A, _WP_A),
+    _oc("l4", 58, 100, 99, 2.04, "NVIDIA L4 datasheet", "NVIDIA L4 datasheet (boost)"),
+    _oc("rtx-4090", 128, 100, 99, 2.52, _WP_ADA, _WP_ADA + " (boost)"),
+]}
+
+
+def onchip(hw) -> OnChip:
+    d = _hw.get(hw)
+    if d.key not in ONCHIP:
+        raise KeyError(f"no on-chip figures for {d.name} in the registry; have: "
+                       f"{', '.join(ONCHIP)}." + close_matches(d.key, ONCHIP))
+    return ONCHIP[d.key]
+
+
+# --- flash attention tiles ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TileFit:
+    block_q: int
+    block_kv: int
+    head_dim: int
+    smem_bytes: float  # Q, K, V tiles in the storage precision
+    register_bytes: float  # S tile and O accumulator in fp32
+    capacity_bytes: float
+
+    @property
+    def bytes(self) -> float:
+        return self.smem_bytes + self.register_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.bytes <= self.capacity_bytes
+
+    def explain(self) -> str:
+        kib = 1024
+        verdict = "fits" if self.fits else "does NOT fit"
+        return (f"Tile {self.block_q}x{self.block_kv} at head_dim {self.head_dim} needs "
+                f"{self.bytes / kib:.0f} KiB ({self.smem_bytes / kib:.0f} KiB Q/K/V tiles + "
+                f"{self.register_bytes / kib:.0f} KiB S and O accumulators) and {verdict} in "
+                f"{self.capacity_bytes / kib:.0f} KiB of on-chip memory per SM.")
+
+
+def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> TileFit:
+    """SIMPLIFIED working set of one flash-attention thread block: Q (Bq x d), K and V
+    (Bkv x d each) tiles in shared memory, the score tile S (Bq x Bkv) and the output
+    accumulator O (Bq x d) in fp32 registers. Real kernels also double-buffer K/V."""
+    bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
+    d = positive_int("head_dim", head_dim)
+    b = _fmt.bytes_per_element(precision)
+    return TileFit(bq, bkv, d, (bq * d + 2 * bkv * d) * b, (bq * bkv + bq * d) * 4,
+                   onchip(hw).tile_capacity_bytes)
+
+
+def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
+                              precision: str = "fp16", *, kv_heads: int | None = None) -> float:
+    """HBM traffic of tiled fused attention: Q read and O written once; each of the
+    ceil(Sq / Bq) query tiles streams all of K and V. (The untiled minimum is one pass.)"""
+    base = F.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
+                       kv_heads=kv_heads)
+    passes = math.ceil(positive_int("seq_q", seq_q) / positive_int("block_q", block_q))
+    # With GQA, query heads sharing a KV head re-read it unless scheduled together: assume not.
+    per_q_head_kv = 2 * batch * heads * seq_kv * head_dim * _fmt.bytes_per_element(precision)
+    return base.detail["Q"] + base.detail["O"] + passes * per_q_head_kv
+
+
+def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
+    """Two-level roofline: min(peak, AI_HBM x HBM bandwidth, AI_onchip x on-chip bandwidth)."""
+    d = _hw.get(hw)
+    a1, a2 = positive("ai_hbm", ai_hbm), positive("ai_onchip", ai_onchip)
+    return min(d.peak_tflops(precision), a1 * d.bandwidth_gbs / 1e3,
+               a2 * onchip(d).smem_bandwidth_gbs / 1e3)
+
+
+def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") -> float:
+    """Memory the unfused attention's score matrix occupies (it grows with S^2)."""
+    return F.score_elements(batch, heads, seq_q, seq_kv) * _fmt.bytes_per_element(precision)
