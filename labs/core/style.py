@@ -18,12 +18,12 @@ Importing this module registers the plotly template "roofline" and makes it the 
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import marimo as mo
 
+from labs.core.figures import budget_summary  # noqa: F401  (re-exported)
 from labs.core.tokens import (  # noqa: F401  (re-exported: the style API)
     BACKGROUNDS,
     COLORS,
@@ -217,38 +217,11 @@ def regime_badge(regime: str) -> mo.Html:
         f'<span style="width:.6em;height:.6em;border-radius:50%;background:{c}"></span>{r}</span>')
 
 
-def _check_terms(terms: Mapping[str, float], capacity_bytes: float) -> dict[str, float]:
-    if not isinstance(terms, Mapping) or not terms:
-        raise ValueError("terms must be a non-empty dict {name: bytes}")
-    if not (isinstance(capacity_bytes, (int, float)) and math.isfinite(capacity_bytes)
-            and capacity_bytes > 0):
-        raise ValueError(f"capacity_bytes must be a finite number > 0, got {capacity_bytes!r}")
-    out = {}
-    for k, v in terms.items():
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-            raise ValueError(f"terms[{k!r}] must be a finite number of bytes >= 0, got {v!r}")
-        out[str(k)] = float(v)
-    return out
-
-
-def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:
-    """Numbers behind the budget bar: total, free/over, and which term crosses capacity."""
-    t = _check_terms(terms, capacity_bytes)
-    total, running, crossing = sum(t.values()), 0.0, None
-    for k, v in t.items():
-        running += v
-        if crossing is None and running > capacity_bytes:
-            crossing = k
-    return {"total": total, "capacity": float(capacity_bytes), "fits": total <= capacity_bytes,
-            "over": max(0.0, total - capacity_bytes), "free": max(0.0, capacity_bytes - total),
-            "crossing": crossing, "fraction": total / capacity_bytes}
-
-
 def memory_budget_bar(terms: dict[str, float], capacity_bytes: float) -> mo.Html:
     """Stacked bar of memory terms against device capacity; OOM is also stated in words
     (which term crosses capacity and by how much the total is over)."""
-    t = _check_terms(terms, capacity_bytes)
-    s = budget_summary(t, capacity_bytes)
+    s = budget_summary(terms, capacity_bytes)
+    t = s["terms"]
     scale = max(s["total"], capacity_bytes)
     colors = term_colors(list(t))
     segs, legend = [], []

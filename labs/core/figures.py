@@ -1,0 +1,404 @@
+"""Shared figure builders: the roofline, bars, the memory budget. Plotly only (no marimo).
+
+Every number drawn comes from labs.core (roofline.attainable_tflops, roofline.ridge_point,
+hardware.Device), never recomputed here. Builders are fast enough to run on every slider move
+(a roofline with 3 roofs and 10 points builds in a few ms): each makes ONE go.Figure from
+plain dicts (validated once), with one trace per roof and one per point kind, no
+plotly.express and no update_layout calls.
+
+Colour is never the only cue: roofs also differ by line dash and ridge-marker symbol per
+precision and are named in the legend (device + precision); regimes are labelled in text;
+measured points use a different marker shape than predicted ones.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from labs.core import hardware, roofline
+from labs.core.tokens import (
+    COLORS,
+    DEVICE_COLORS,
+    PLOT_GRID,
+    PLOT_TEXT,
+    PRECISION_COLORS,
+    PRECISION_DASH,
+    PRECISION_SYMBOL,
+    REGIME_COLOR_KEY,
+    TEMPLATE_NAME,
+    TERM_COLORS,
+    format_bytes,
+    register_template,
+)
+
+register_template()
+
+
+def _figure(data: list, layout: dict) -> go.Figure:
+    """One go.Figure from plain dicts, WITHOUT plotly's per-property validation (it costs
+    ~7-15 ms per roofline, most of the slider budget). The builders' output is checked
+    instead by the tests, which rebuild every figure with validation on. The template is
+    passed as an object (a name would only be resolved by validation)."""
+    layout["template"] = pio.templates[TEMPLATE_NAME]
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+AI_TITLE = "Arithmetic intensity (FLOP/byte)"
+Y_TITLE = "Attainable throughput (TFLOP/s)"
+POINT_KINDS = ("predicted", "measured")
+_POINT_SYMBOL = {"predicted": "circle", "measured": "x-thin-open"}
+_LEGEND = dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top")
+# Extra colours for roofs of different devices in the same class (never vermillion = danger).
+_FALLBACK = (COLORS["accent"], COLORS["ok"], COLORS["overhead"], COLORS["warn"],
+             COLORS["compute"], COLORS["memory"], COLORS["muted"])
+
+
+@dataclass(frozen=True)
+class Point:
+    """An operation on the roofline. ``tflops=None`` places it on the roof of the first
+    (device, precision) in the figure; ``hover`` adds lines {name: value} to its tooltip."""
+
+    label: str
+    ai: float
+    tflops: float | None = None
+    kind: str = "predicted"
+    hover: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not (isinstance(self.ai, (int, float, np.floating)) and math.isfinite(self.ai)
+                and self.ai > 0):
+            raise ValueError(f"Point {self.label!r}: ai must be a finite number > 0 (FLOP/byte), "
+                             f"got {self.ai!r}")
+        if self.tflops is not None and not (
+                isinstance(self.tflops, (int, float, np.floating)) and math.isfinite(self.tflops)
+                and self.tflops > 0):
+            raise ValueError(f"Point {self.label!r}: tflops must be None or a finite number > 0, "
+                             f"got {self.tflops!r}")
+        if self.kind not in POINT_KINDS:
+            raise ValueError(f"Point {self.label!r}: kind must be one of {POINT_KINDS}, "
+                             f"got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One resolved (device, precision) roof as drawn: what tests and labs can read back."""
+
+    device: hardware.Device
+    precision: str
+    peak: float  # dense TFLOP/s
+    ridge: float  # FLOP/byte
+    color: str
+    name: str  # legend name: device + precision
+
+    @property
+    def ridge_label(self) -> str:
+        return ridge_label(self.precision, self.ridge)
+
+
+def ridge_label(precision: str, ridge: float) -> str:
+    """'ridge (fp16, dense) = 295 FLOP/B': a ridge point always names its precision."""
+    return f"ridge ({precision}, dense) = {_num(ridge)} FLOP/B"
+
+
+def short_name(device: hardware.Device) -> str:
+    """Device name without the vendor prefix, for labels in a crowded plot."""
+    n = device.name
+    for prefix in ("NVIDIA GeForce ", "NVIDIA ", "Google ", "AMD Instinct ", "AMD "):
+        if n.startswith(prefix):
+            return n[len(prefix):]
+    return n
+
+
+def _num(x: float) -> str:
+    """3 significant figures, no exponent for the ranges the labs show."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 1:
+        return f"{x:.3g}"
+    return f"{x:.2g}"
+
+
+def resolve_roofs(roofs) -> list[Roof]:
+    """Validate (device, precision) pairs and pick colours: by precision when all roofs share
+    one device, else by device class (with distinct fallbacks for same-class devices)."""
+    if isinstance(roofs, tuple) and len(roofs) == 2 and isinstance(roofs[1], str):
+        roofs = [roofs]  # one (device, precision) pair given bare
+    if not isinstance(roofs, (list, tuple)) or not roofs:
+        raise ValueError("roofs must be a non-empty list of (device, precision) pairs")
+    pairs = []
+    for r in roofs:
+        if not (isinstance(r, (tuple, list)) and len(r) == 2):
+            raise ValueError(f"roofs: each item must be a (device, precision) pair, got {r!r}")
+        d = hardware.get(r[0])
+        p = str(r[1]).strip().lower()
+        d.peak_tflops(p)  # KeyError naming the precision and what the device has
+        pairs.append((d, p))
+    one_device = len({d.key for d, _ in pairs}) == 1
+    used: dict[str, str] = {}  # colour -> device key that owns it
+    out = []
+    for d, p in pairs:
+        if one_device:
+            color = PRECISION_COLORS[p]
+        else:
+            color = DEVICE_COLORS[d.device_class]
+            if used.get(color, d.key) != d.key:
+                color = next((c for c in _FALLBACK if c not in used), color)
+            used.setdefault(color, d.key)
+        name = f"{short_name(d)} · {p}" if not one_device else f"{p} (dense)"
+        out.append(Roof(d, p, d.peak_tflops(p), roofline.ridge_point(d, p), color, name))
+    return out
+
+
+def auto_ai_range(roofs: Sequence[Roof], points: Sequence[Point] = ()) -> tuple[float, float]:
+    """Whole decades covering every ridge and point with at least ~3x margin either side."""
+    xs = [r.ridge for r in roofs] + [p.ai for p in points]
+    lo = 10 ** math.floor(math.log10(min(xs) / 3))
+    hi = 10 ** math.ceil(math.log10(max(xs) * 3))
+    return lo, hi
+
+
+def _check_range(ai_range) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in ai_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"ai_range must be (low, high) in FLOP/byte, got {ai_range!r}") from None
+    if not (0 < lo < hi and math.isfinite(hi)):
+        raise ValueError(f"ai_range must satisfy 0 < low < high, got {ai_range!r}")
+    return lo, hi
+
+
+def _roof_trace(r: Roof, lo: float, hi: float, show_device: bool) -> dict:
+    """Memory slope and compute roof as one polyline (exact on log-log axes: both pieces are
+    straight lines there), with the ridge marked and labelled at its vertex."""
+    x = [lo, r.ridge, hi] if lo < r.ridge < hi else [lo, hi]
+    y = roofline.attainable_tflops(np.asarray(x), r.device, r.precision).tolist()
+    ridge_i = 1 if len(x) == 3 else None
+    who = f"{short_name(r.device)} · " if show_device else ""
+    text = [""] * len(x)
+    size = [0] * len(x)
+    hover = [f"{html.escape(r.device.name)} · {r.precision}<br>AI {_num(xi)} FLOP/B → "
+             f"{_num(yi)} TFLOP/s" for xi, yi in zip(x, y)]
+    if ridge_i is not None:
+        text[ridge_i] = f"{who}{r.ridge_label}"
+        size[ridge_i] = 11
+        hover[ridge_i] = (f"{html.escape(r.device.name)}<br>{r.ridge_label}<br>peak "
+                          f"{_num(r.peak)} TFLOP/s · {_num(r.device.bandwidth_gbs)} GB/s")
+    return dict(
+        type="scatter", x=x, y=y, name=r.name, mode="lines+markers+text",
+        line=dict(color=r.color, width=2.5, dash=PRECISION_DASH[r.precision]),
+        marker=dict(size=size, color=r.color, symbol=PRECISION_SYMBOL[r.precision],
+                    line=dict(width=1, color=PLOT_TEXT)),
+        text=text, textposition="top left", textfont=dict(color=r.color, size=11),
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False)
+
+
+def _point_traces(points: Sequence[Point], roofs: Sequence[Roof], label_points: bool) -> list:
+    main = roofs[0]
+    traces = []
+    for kind in POINT_KINDS:
+        pts = [p for p in points if p.kind == kind]
+        if not pts:
+            continue
+        ai = np.array([p.ai for p in pts])
+        roof_y = {id(r): roofline.attainable_tflops(ai, r.device, r.precision) for r in roofs}
+        y, colors, hover = [], [], []
+        for i, p in enumerate(pts):
+            on_roof = float(roof_y[id(main)][i])
+            y.append(p.tflops if p.tflops is not None else on_roof)
+            reg = roofline.regime(p.ai, main.device, main.precision)
+            colors.append(COLORS[REGIME_COLOR_KEY[reg]])
+            lines = [f"<b>{html.escape(p.label)}</b> ({kind})", f"AI = {_num(p.ai)} FLOP/B"]
+            if p.tflops is not None:
+                lines.append(f"{kind} = {_num(p.tflops)} TFLOP/s")
+            for r in roofs[:4]:
+                rr = roofline.regime(p.ai, r.device, r.precision)
+                where = f" on {html.escape(short_name(r.device))} · {r.precision}" if len(
+                    roofs) > 1 else f" ({r.precision})"
+                lines.append(f"attainable{where} = {_num(float(roof_y[id(r)][i]))} TFLOP/s, {rr}")
+            lines += [f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in p.hover.items()]
+            hover.append("<br>".join(lines))
+        traces.append(dict(
+            type="scatter", x=ai.tolist(), y=y, name=f"{kind} point" + ("s" if len(pts) > 1 else ""),
+            mode="markers+text" if label_points else "markers",
+            marker=dict(size=11 if kind == "predicted" else 13, color=colors,
+                        symbol=_POINT_SYMBOL[kind],
+                        line=dict(width=1.5 if kind == "predicted" else 2.5,
+                                  color=PLOT_TEXT if kind == "predicted" else colors)),
+            text=[p.label for p in pts], textposition="bottom right",
+            textfont=dict(size=11), hovertext=hover,
+            hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False))
+    return traces
+
+
+def _regime_layout(main: Roof, lo: float, hi: float, many: bool) -> tuple[list, list]:
+    """Shaded bands left/right of the main ridge, each labelled in words at the top."""
+    span = math.log10(hi) - math.log10(lo)
+    f = min(max((math.log10(main.ridge) - math.log10(lo)) / span, 0.0), 1.0)
+    suffix = f"<br><span style='font-size:10px'>({html.escape(short_name(main.device))} · " \
+             f"{main.precision})</span>" if many else ""
+    shapes, notes = [], []
+    for x0, x1, key, text, anchor in ((0.0, f, "memory", "← memory-bound", "left"),
+                                      (f, 1.0, "compute", "compute-bound →", "right")):
+        if x1 - x0 < 1e-6:
+            continue
+        shapes.append(dict(type="rect", xref="x domain", yref="y domain", x0=x0, x1=x1, y0=0,
+                           y1=1, fillcolor=COLORS[key], opacity=0.09, line=dict(width=0),
+                           layer="below"))
+        notes.append(dict(xref="x domain", yref="y domain", x=x0 + 0.01 if anchor == "left"
+                          else x1 - 0.01, y=0.99, xanchor=anchor, yanchor="top",
+                          text=f"<b>{text}</b>{suffix}", showarrow=False,
+                          font=dict(color=COLORS[key], size=12), align=anchor))
+    return shapes, notes
+
+
+def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title=None,
+                    shade_regimes: bool = True, height: int = 420,
+                    label_points: bool | None = None) -> go.Figure:
+    """Log-log roofline: memory slope + compute roof per (device, precision), each ridge
+    marked "ridge (fp16, dense) = 295 FLOP/B", regimes of the FIRST roof shaded and labelled,
+    operation ``points`` with hover details (measured ones drawn as open crosses).
+
+    ``label_points`` writes each point's label next to it (default: when there are <= 8).
+    """
+    rs = resolve_roofs(roofs)
+    pts = list(points)
+    for p in pts:
+        if not isinstance(p, Point):
+            raise ValueError(f"points must be figures.Point objects, got {p!r}")
+    lo, hi = _check_range(ai_range) if ai_range is not None else auto_ai_range(rs, pts)
+    many_devices = len({r.device.key for r in rs}) > 1
+    label_points = len(pts) <= 8 if label_points is None else bool(label_points)
+    data = [_roof_trace(r, lo, hi, many_devices) for r in rs]
+    data += _point_traces(pts, rs, label_points)
+    ys = [float(roofline.attainable_tflops(lo, r.device, r.precision)) for r in rs]
+    ys += [p.tflops for p in pts if p.tflops is not None]
+    y_lo = min(ys) / 2
+    y_hi = max(r.peak for r in rs) * 3  # headroom for the ridge labels
+    shapes, notes = _regime_layout(rs[0], lo, hi, len(rs) > 1) if shade_regimes else ([], [])
+    if title is None:
+        names = list(dict.fromkeys(short_name(r.device) for r in rs))
+        title = "Roofline · " + " vs ".join(names)
+    y_title = Y_TITLE if not any(r.precision == "int8" for r in rs) else \
+        "Attainable throughput (TFLOP/s; TOPS for int8)"
+    axis = dict(type="log", dtick=1, exponentformat="none", minor=dict(showgrid=True,
+                gridcolor=PLOT_GRID.replace("0.28", "0.10")))
+    layout = dict(
+        height=int(height), title=dict(text=html.escape(title)),
+        xaxis=dict(axis, title=dict(text=AI_TITLE), range=[math.log10(lo), math.log10(hi)]),
+        yaxis=dict(axis, title=dict(text=y_title),
+                   range=[math.log10(y_lo), math.log10(y_hi)]),
+        shapes=shapes, annotations=notes, legend=_LEGEND, showlegend=True,
+        hovermode="closest", margin=dict(l=70, r=30, t=50, b=40))
+    return _figure(data, layout)
+
+
+def _resolve_color(c: str) -> str:
+    return COLORS.get(REGIME_COLOR_KEY.get(c, c), c)
+
+
+def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, title=None,
+               yaxis_title: str, log: bool = False, annotations=None) -> go.Figure:
+    """One bar per label; each bar also shows its value (or its annotation) as text.
+    ``colors``: colour strings or semantic keys ("memory", "compute-bound", "danger" ...).
+    ``annotations``: one string per bar, written above it instead of the value."""
+    labels = [str(v) for v in labels]
+    vals = [float(v) for v in values]
+    if not labels or len(labels) != len(vals):
+        raise ValueError("labels and values must be non-empty and the same length")
+    if not all(math.isfinite(v) for v in vals) or (log and min(vals) <= 0):
+        raise ValueError("values must be finite" + (" and > 0 on a log axis" if log else ""))
+    if not isinstance(yaxis_title, str) or not yaxis_title.strip():
+        raise ValueError("yaxis_title must name the quantity and its unit, e.g. 'time (µs)'")
+    if colors is None:
+        cols = [COLORS["accent"]] * len(vals)
+    elif isinstance(colors, str):
+        cols = [_resolve_color(colors)] * len(vals)
+    else:
+        cols = [_resolve_color(c) for c in colors]
+        if len(cols) != len(vals):
+            raise ValueError("colors must have one entry per bar")
+    if annotations is not None:
+        text = [str(a) for a in annotations]
+        if len(text) != len(vals):
+            raise ValueError("annotations must have one entry per bar")
+    else:
+        text = [_num(abs(v)) if v >= 0 else "-" + _num(-v) for v in vals]
+    data = [dict(type="bar", x=labels, y=vals, marker=dict(color=cols, line=dict(width=0)),
+                 text=[html.escape(t) for t in text], textposition="outside",
+                 cliponaxis=False, hovertemplate="%{x}: %{y:.4g}<extra></extra>")]
+    layout = dict(height=360, showlegend=False, title=dict(text=html.escape(title or "")),
+                  yaxis=dict(title=dict(text=html.escape(yaxis_title)),
+                             type="log" if log else "linear"),
+                  margin=dict(l=70, r=20, t=50 if title else 24, b=60))
+    return _figure(data, layout)
+
+
+def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:
+    """Numbers behind a memory budget: total, free/over, fraction of capacity, and the term
+    whose addition (in the given order) crosses capacity (None if it fits)."""
+    if not isinstance(terms, Mapping) or not terms:
+        raise ValueError("terms must be a non-empty dict {name: bytes}")
+    if not (isinstance(capacity_bytes, (int, float)) and math.isfinite(capacity_bytes)
+            and capacity_bytes > 0):
+        raise ValueError(f"capacity_bytes must be a finite number > 0, got {capacity_bytes!r}")
+    t = {}
+    for k, v in terms.items():
+        if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v >= 0):
+            raise ValueError(f"terms[{k!r}] must be a finite number of bytes >= 0, got {v!r}")
+        t[str(k)] = float(v)
+    total, running, crossing = sum(t.values()), 0.0, None
+    for k, v in t.items():
+        running += v
+        if crossing is None and running > capacity_bytes:
+            crossing = k
+    return {"terms": t, "total": total, "capacity": float(capacity_bytes),
+            "fits": total <= capacity_bytes, "over": max(0.0, total - capacity_bytes),
+            "free": max(0.0, capacity_bytes - total), "crossing": crossing,
+            "fraction": total / capacity_bytes}
+
+
+def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
+                         title=None) -> go.Figure:
+    """Horizontal stacked bar (GB) of memory terms with the capacity line; an overflow is
+    hatched and stated in words (which term crosses capacity, how much over)."""
+    s = budget_summary(terms, capacity_bytes)
+    data = []
+    for (k, v), c in zip(s["terms"].items(), TERM_COLORS * 4):
+        data.append(dict(type="bar", orientation="h", x=[v / 1e9], y=["memory"], name=k,
+                         marker=dict(color=c, line=dict(width=1, color="rgba(0,0,0,0)")),
+                         text=[f"{html.escape(k)}<br>{format_bytes(v)}"],
+                         textposition="inside", insidetextanchor="middle",
+                         hovertemplate=f"{html.escape(k)}: {format_bytes(v)}<extra></extra>"))
+    cap = s["capacity"] / 1e9
+    top = max(s["total"], s["capacity"]) / 1e9 * 1.05
+    shapes = [dict(type="line", xref="x", yref="paper", x0=cap, x1=cap, y0=0, y1=1,
+                   line=dict(color=PLOT_TEXT, width=2, dash="dash"))]
+    if s["fits"]:
+        verdict = (f"<b>✓ fits</b>: {format_bytes(s['total'])} of "
+                   f"{format_bytes(s['capacity'])}, {format_bytes(s['free'])} free")
+        vcolor = COLORS["ok"]
+    else:
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=cap, x1=s["total"] / 1e9,
+                           y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.15,
+                           line=dict(width=1.5, color=COLORS["danger"], dash="dot")))
+        verdict = (f"<b>✗ out of memory</b>: {format_bytes(s['over'])} over; "
+                   f"{html.escape(s['crossing'])} crosses capacity")
+        vcolor = COLORS["danger"]
+    notes = [dict(xref="x", yref="paper", x=cap, y=1.0, yanchor="bottom", showarrow=False,
+                  text=f"capacity {format_bytes(s['capacity'])}", font=dict(size=11)),
+             dict(xref="paper", yref="paper", x=0, y=-0.35, xanchor="left", yanchor="top",
+                  showarrow=False, text=verdict, font=dict(color=vcolor, size=13))]
+    layout = dict(barmode="stack", height=220, showlegend=False,
+                  title=dict(text=html.escape(title or "")),
+                  xaxis=dict(title=dict(text="Memory (GB, 1e9 bytes)"), range=[0, top]),
+                  yaxis=dict(showticklabels=False, showline=False),
+                  shapes=shapes, annotations=notes,
+                  margin=dict(l=20, r=20, t=50 if title else 30, b=80))
+    return _figure(data, layout)
