@@ -69,3 +69,84 @@ def test_decode_quant_table_speedup_is_the_byte_ratio():
 def test_unknown_op():
     with pytest.raises(KeyError, match="gemm"):
         P.op_cost("conv", SQUARE, "fp16")
+
+
+# --- Lab 3 additions (hand-derived) ----------------------------------------------------------
+
+def test_rho_change_parts_split_into_ai_and_ridge_factors():
+    parts = P.rho_change_parts("gemm", SQUARE, "h100-sxm", "fp32", "fp16")
+    assert parts.ai_ratio == pytest.approx(2.0)  # 4 -> 2 bytes per element
+    assert parts.ridge_ratio == pytest.approx(989.5 / 67)  # 14.77x: CUDA cores -> tensor cores
+    assert parts.rho_ratio == pytest.approx(2 * 67 / 989.5)  # 0.1354
+    assert parts.direction == "down"
+    assert parts.before.storage == "fp32" and parts.after.storage == "fp16"
+
+
+def test_weight_only_int4_raises_rho_because_the_peak_stays_fp16():
+    parts = P.rho_change_parts("gemm", SQUARE, "h100-sxm", "fp16", "int4-g128")
+    assert parts.ridge_ratio == pytest.approx(1.0)
+    # bytes: A and C fp16 (2 B), B at 4.125 bits: (2 + 4.125/8 + 2) / (2 + 2 + 2)
+    assert parts.ai_ratio == pytest.approx(6 / (4 + 4.125 / 8))
+    assert parts.direction == "up"
+
+
+def test_rho_change_parts_refuses_a_missing_rate():
+    with pytest.raises(ValueError, match="no fp32 rate"):
+        P.rho_change_parts("gemm", SQUARE, "tpu-v5e", "fp32", "bf16")
+
+
+def test_roof_precisions_one_per_compute_precision():
+    rows = P.study("gemm", SQUARE, "h100-sxm", ["fp16", "nf4", "int4-g128", "nvfp4", "fp8"])
+    assert P.roof_precisions(rows) == ["fp16", "fp8"]  # nvfp4 unsupported on H100
+
+
+def test_footprint_vs_traffic_gemv_iterations():
+    n = k = 4096
+    fvt = P.footprint_vs_traffic("gemv", {"n": n, "k": k}, "fp16", iterations=100)
+    one = 2 * (k + n * k + n)  # x, W, y in fp16, once each
+    assert fvt.footprint_bytes == pytest.approx(one)
+    assert fvt.traffic_bytes == pytest.approx(100 * one)
+    assert fvt.ratio == pytest.approx(100)
+
+
+def test_footprint_vs_traffic_mlp_counts_rereads():
+    t, d, f = 8, 4, 16
+    fvt = P.footprint_vs_traffic("mlp_train", {"tokens": t, "d_model": d, "d_ff": f}, "fp16")
+    # distinct tensors, 2 B each: x, y, grad y, grad x (t*d); h, a, grad a, grad h (t*f);
+    # W_up, W_down, their grads (d*f)
+    assert fvt.footprint_bytes == pytest.approx(2 * (4 * t * d + 4 * t * f + 4 * d * f))
+    # traffic: up (x, W1, h), gelu (h, a), down (a, W2, y), down dW (gy, a, dW2),
+    # down dX (gy, W2, ga), up dW (gh, x, dW1), up dX (gh, W1, gx), gelu bwd (ga, gh)
+    # = six matmuls each touching one (t*d), one (d*f) and one (t*f) tensor, plus two
+    # elementwise passes (read + write t*f)
+    per = 2 * (6 * (t * d + d * f + t * f) + 2 * 2 * t * f)
+    assert fvt.traffic_bytes == pytest.approx(per)
+    assert fvt.ratio > 1
+
+
+def test_footprint_weight_only_keeps_weights_in_their_format():
+    tens = P.tensor_footprint("gemv", {"n": 128, "k": 256}, "int4-g128")
+    assert tens["W"] == pytest.approx(128 * 256 * 4.125 / 8)
+    assert tens["x"] == pytest.approx(256 * 2)
+
+
+def test_footprint_iterations_validated():
+    with pytest.raises(ValueError, match="iterations"):
+        P.footprint_vs_traffic("gemv", {"n": 4, "k": 4}, "fp16", iterations=0)
+
+
+def test_tf32_is_a_compute_mode_with_32_bit_storage():
+    m = P.tf32_misreading("gemm", SQUARE, "h100-sxm")
+    assert m.ai == pytest.approx(2 * 4096**3 / (3 * 4096**2 * 4))  # 682.7 FLOP/B at 4 B
+    assert m.ai_overstatement == pytest.approx(32 / 19)
+    assert m.tf32_attainable == pytest.approx(494.7)  # AI 683 > ridge 148: at the tf32 roof
+    assert m.apparent_fp32_fraction == pytest.approx(494.7 / 67)  # 7.4x "the fp32 peak"
+    with pytest.raises(KeyError, match="no hardware rate"):
+        P.tf32_misreading("gemm", SQUARE, "tpu-v5e")
+
+
+def test_percent_error():
+    assert P.percent_error(110, 100) == pytest.approx(10)
+    assert P.percent_error(50, 100) == pytest.approx(-50)
+    with pytest.raises(ValueError, match="measured"):
+        P.percent_error(0, 1)

@@ -131,3 +131,138 @@ def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
     base_bytes, base_t = rows[0][2], rows[0][3]
     return [QuantRow(s, c, b, t, base_t / t, base_bytes / b, reg, note)
             for s, c, b, t, reg, note in rows]
+
+
+# --- Lab 3 additions: how rho splits into its two factors, and the naive measurements ---------
+
+@dataclass(frozen=True)
+class RhoChangeParts:
+    """rho(after)/rho(before) split into its two factors: rho = AI / ridge, so
+    rho_ratio = ai_ratio / ridge_ratio. Fewer bytes raise AI; a faster peak moves the ridge."""
+
+    before: PrecisionRow
+    after: PrecisionRow
+    ai_ratio: float  # AI(after) / AI(before)
+    ridge_ratio: float  # ridge(after) / ridge(before) = peak(after) / peak(before)
+    rho_ratio: float  # ai_ratio / ridge_ratio
+
+    @property
+    def direction(self) -> str:
+        """'up' (more compute-bound), 'down' (more memory-bound) or 'unchanged'."""
+        if abs(self.rho_ratio - 1) < 1e-9:
+            return "unchanged"
+        return "up" if self.rho_ratio > 1 else "down"
+
+
+def rho_change_parts(op: str, shape: Mapping[str, int], hw, before: str, after: str, *,
+                     compute_for_weight_only: str = "fp16") -> RhoChangeParts:
+    """The rho change from ``before`` to ``after`` storage, with its AI and ridge factors.
+    ValueError (saying why) if the device lacks either compute precision."""
+    a, b = study(op, shape, hw, [before, after], compute_for_weight_only=compute_for_weight_only)
+    for r in (a, b):
+        if not r.supported:
+            raise ValueError(r.reason)
+    return RhoChangeParts(a, b, b.ai / a.ai, b.ridge / a.ridge, b.rho / a.rho)
+
+
+def roof_precisions(rows: Sequence[PrecisionRow]) -> list[str]:
+    """Distinct compute precisions of the supported rows, in first-seen order: one roof each."""
+    return list(dict.fromkeys(r.compute for r in rows if r.supported))
+
+
+def tensor_footprint(op: str, shape: Mapping[str, int], storage: str,
+                     compute: str | None = None) -> dict[str, float]:
+    """Bytes of each distinct tensor the op touches, each counted ONCE (same storage
+    convention as ``op_cost``). mlp_train (non-gated, as ``op_cost``) holds the input x, both
+    weights, the saved pre-activation h and activation a, the output y, and in backward the
+    gradients of y, a, h, x and of both weights (weight gradients in the activation format)."""
+    fmt = _fmt.get(storage)
+    act = (compute or "fp16") if fmt.native_compute is None else fmt.key
+    a, w = _fmt.bytes_per_element(act), fmt.bytes_per_element
+    if op in ("gemm", "gemv"):
+        return dict(op_cost(op, shape, fmt.key, compute).detail)  # A, B, C once each
+    if op == "mlp_train":
+        t, d, f = shape["tokens"], shape["d_model"], shape["d_ff"]
+        return {"x": t * d * a, "W_up": d * f * w, "h (pre-activation)": t * f * a,
+                "a (activation)": t * f * a, "W_down": f * d * w, "y": t * d * a,
+                "grad y": t * d * a, "grad a": t * f * a, "grad h": t * f * a,
+                "grad x": t * d * a, "grad W_up": d * f * a, "grad W_down": f * d * a}
+    raise KeyError(f"unknown op={op!r}; known: {', '.join(OPS)}")
+
+
+@dataclass(frozen=True)
+class FootprintVsTraffic:
+    """What an allocator's peak shows (memory held) versus what HBM moved (traffic).
+
+    ``footprint_bytes`` counts every distinct tensor once: the most that
+    ``torch.cuda.max_memory_allocated()`` can show for them (less if some are freed early;
+    allocator rounding and workspaces ignored). ``traffic_bytes`` counts every read and write
+    of every kernel, over all iterations: the compulsory minimum (a tiled kernel that re-reads
+    moves more)."""
+
+    footprint_bytes: float
+    traffic_bytes: float
+    iterations: int
+    tensors: Mapping[str, float]
+
+    @property
+    def ratio(self) -> float:
+        """traffic / footprint: how many times too low 'peak memory / time' puts bandwidth."""
+        return self.traffic_bytes / self.footprint_bytes
+
+
+def footprint_vs_traffic(op: str, shape: Mapping[str, int], storage: str,
+                         compute: str | None = None, *, iterations: int = 1
+                         ) -> FootprintVsTraffic:
+    """Allocator peak (distinct tensors once) vs compulsory HBM traffic of ``iterations`` runs."""
+    from labs.core._validate import positive_int
+
+    n = positive_int("iterations", iterations)
+    tensors = tensor_footprint(op, shape, storage, compute)
+    traffic = op_cost(op, shape, storage, compute).bytes * n
+    return FootprintVsTraffic(sum(tensors.values()), traffic, n, tensors)
+
+
+#: Bits TF32 keeps in the tensor core's multiplier inputs: 1 sign + 8 exponent + 10 mantissa
+#: (NVIDIA Ampere architecture whitepaper). Tensors stay stored as 32-bit FP32 in memory.
+TF32_MATH_BITS = 19
+
+
+@dataclass(frozen=True)
+class TF32Misreading:
+    """Two ways to misread TF32, against the right reading (32-bit storage, tf32 peak)."""
+
+    ai: float  # FLOP/B with 32-bit storage (right)
+    ai_if_19_bit_storage: float  # FLOP/B if TF32 were (wrongly) counted as 19-bit storage
+    fp32_peak: float  # TFLOP/s, CUDA cores (dense)
+    tf32_peak: float  # TFLOP/s, tensor cores (dense)
+    tf32_attainable: float  # TFLOP/s the op can reach in TF32 mode
+
+    @property
+    def ai_overstatement(self) -> float:
+        """ai_if_19_bit_storage / ai: how much the 19-bit misreading inflates AI."""
+        return self.ai_if_19_bit_storage / self.ai
+
+    @property
+    def apparent_fp32_fraction(self) -> float:
+        """tf32_attainable / fp32 peak: above 1 a 'fp32' measurement can only have run in TF32."""
+        return self.tf32_attainable / self.fp32_peak
+
+
+def tf32_misreading(op: str, shape: Mapping[str, int], hw) -> TF32Misreading:
+    """TF32 is a compute mode: bytes are FP32's (32 bits per element), the peak is tf32's.
+    KeyError (naming what the device has) if it lacks an fp32 or tf32 rate."""
+    d = _hw.get(hw)
+    fp32_peak, tf32_peak = d.peak_tflops("fp32"), d.peak_tflops("tf32")
+    c = op_cost(op, shape, "tf32")
+    bytes_19 = c.bytes * TF32_MATH_BITS / _fmt.bits("tf32")
+    return TF32Misreading(c.ai, c.flops / bytes_19, fp32_peak, tf32_peak,
+                          float(R.attainable_tflops(c.ai, d, "tf32")))
+
+
+def percent_error(measured: float, predicted: float) -> float:
+    """(measured - predicted) / predicted x 100, in %. For times: positive = slower than
+    predicted; for throughputs: positive = faster."""
+    from labs.core._validate import positive
+
+    return (positive("measured", measured) - positive("predicted", predicted)) / predicted * 100
