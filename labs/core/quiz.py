@@ -764,9 +764,37 @@ def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_l
     return form
 
 
+def simulate_submit(form, **values: Any) -> None:
+    """Submit ``form`` as a browser would (headless tests): same conversion, same on_change.
+
+    Prediction forms: ``answer=`` (number, or an option *value* or label for choices),
+    ``confidence=`` (1-5), ``reason=``. Explain forms: ``observe=``, ``explain=``.
+    """
+    info = getattr(form, "roofline_item", None)
+    if not info:
+        raise ValueError("form must come from quiz.numeric_form/choice_form/explain_form")
+    handler = info["handler"]
+    if isinstance(handler, _ExplainHandler):
+        raw = {"observe": str(values.get("observe", "")), "explain": str(values.get("explain", ""))}
+    else:
+        answer = values.get("answer")
+        if handler.options is not None:
+            answer = answer if answer in handler.options else next(
+                (k for k, v in handler.options.items() if v == answer), None)
+        elif handler.steps is not None:
+            answer = min(range(len(handler.steps)),
+                         key=lambda i: abs(handler.steps[i] - float(answer)))
+        else:
+            answer = "" if answer is None else str(answer)
+        conf = next((k for k, v in CONFIDENCE_OPTIONS.items()
+                     if v == values.get("confidence")), None)
+        raw = {"answer": answer, "confidence": conf, "reason": values.get("reason", "")}
+    form._update(raw)
+
+
 __all__ = [
     "CONFIDENCE_OPTIONS", "LabSession", "Prediction", "choice_form", "compare",
     "explain_form", "format_value", "gate_notice", "ledger_settings", "lock_state",
     "log_steps", "numeric_form", "parse_number", "prediction_panel", "ratio_off",
-    "resolved_settings",
+    "resolved_settings", "simulate_submit",
 ]
