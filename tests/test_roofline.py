@@ -140,3 +140,62 @@ def test_time_bounds_are_ordered_and_finite(f, b, key):
     d = hardware.get(key)
     tb = R.time_bounds(f, b, d, d.precisions[0])
     assert math.isfinite(tb.upper) and tb.lower <= tb.upper <= 2 * tb.lower + 1e-30
+
+
+# --- Lab 1 helpers: fitting, yardsticks, levers (hand-derived) ------------------------------
+
+def test_require_fits_names_needed_and_available_memory():
+    # 4096^3 fp16: 3 x 4096^2 x 2 B = 100.7 MB of 80 GB
+    assert R.require_fits(3 * 4096**2 * 2, H100, what="this GEMM") == pytest.approx(
+        100_663_296 / 80e9)
+    # 131072^3 bf16: 3 x 131072^2 x 2 B = 103.1 GB > 80 GB
+    with pytest.raises(ValueError, match=r"this GEMM needs 103\.1 GB, the NVIDIA H100 SXM5 has 80 GB"):
+        R.require_fits(3 * 131072**2 * 2, H100, what="this GEMM")
+    with pytest.raises(ValueError, match="footprint_bytes"):
+        R.require_fits(0, H100)
+
+
+def test_yardsticks_for_3pct_mfu_at_90pct_bandwidth():
+    tflops, gbs = 0.03 * 989.5, 0.9 * 3350  # 29.685 TFLOP/s, 3015 GB/s
+    ai = R.implied_ai(tflops, gbs)
+    assert ai == pytest.approx(29.685e12 / 3015e9)  # 9.846 FLOP/B
+    assert ai == pytest.approx(R.ridge_point(H100, "fp16") * 0.03 / 0.9)
+    assert R.regime(ai, H100, "fp16") == R.MEMORY
+    # attainable 9.846 x 3.35 = 32.98 TFLOP/s: the kernel is at 90% of its own roof
+    assert R.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(0.9)
+    assert R.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(
+        R.bandwidth_utilization(gbs, H100))
+    assert R.mfu(tflops, H100, "fp16") == pytest.approx(0.03)
+    with pytest.raises(ValueError, match="achieved_gbs"):
+        R.implied_ai(1.0, 0)
+
+
+def test_tiled_gemm_bytes_from_naive_to_compulsory():
+    # M=N=K=4, fp16. T=1: A and B re-read per output: (64 + 64 + 16) x 2 B = 288 = 2MNK b + MN b
+    assert R.tiled_gemm_bytes(4, 4, 4, 1, 2) == 288
+    assert R.tiled_gemm_bytes(4, 4, 4, 2, 2) == (32 + 32 + 16) * 2  # each read twice
+    assert R.tiled_gemm_bytes(4, 4, 4, 4, 2) == F.gemm(4, 4, 4, "fp16").bytes  # compulsory
+    assert R.tiled_gemm_bytes(4, 4, 4, 64, 2) == F.gemm(4, 4, 4, "fp16").bytes
+    with pytest.raises(ValueError, match="tile"):
+        R.tiled_gemm_bytes(4, 4, 4, 0, 2)
+
+
+def test_ai_levers_for_4096_bf16_gemm_with_64_tiles():
+    lv = {x.name: x for x in R.ai_levers(4096, 4096, 4096, H100, "bf16", tile=64)}
+    ridge = R.ridge_point(H100, "bf16")
+    # bytes = 2 x 4096^2 x (64 + 64 + 1), FLOPs = 2 x 4096^3  ->  AI = 4096 / 129
+    assert lv["baseline"].ai == pytest.approx(4096 / 129)
+    assert lv["2x larger tiles"].ai == pytest.approx(4096 / 65)  # 32 + 32 + 1
+    # M = 16384 with 64-tiles: A 4x64 + B 256 + C 4 (units 4096^2 x 2 B), FLOPs 4x: no gain
+    assert lv["4x batch (M)"].ai == pytest.approx(8 * 4096 / (2 * 516))
+    assert lv["half the bytes per element"].ai == pytest.approx(2 * 4096 / 129)
+    assert lv["+20% core clock"].ai == lv["baseline"].ai
+    assert lv["+20% core clock"].ridge == pytest.approx(1.2 * ridge)
+    assert lv["2x memory capacity"].ai == lv["baseline"].ai
+    assert lv["2x memory capacity"].ridge == ridge
+    assert lv["baseline"].rho == pytest.approx((4096 / 129) / ridge)
+    # a skinny GEMM (decode batch 16) gains from batching: all rows fit one tile, so B is
+    # still read once. AI = M*N / (M*ceil(N/T) + N + M) in units of K x 2 B:
+    skinny = {x.name: x for x in R.ai_levers(16, 4096, 4096, H100, "bf16", tile=64)}
+    assert skinny["baseline"].ai == pytest.approx(16 * 4096 / (16 * 64 + 4096 + 16))  # 12.8
+    assert skinny["4x batch (M)"].ai == pytest.approx(64 * 4096 / (64 * 64 + 4096 + 64))  # 31.8

@@ -7,13 +7,14 @@ precision, because one device has one ridge per compute precision.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from labs.core import hardware as _hw
-from labs.core._validate import non_negative, positive
+from labs.core._validate import non_negative, positive, positive_int
 from labs.core.formulas import Cost
 
 #: A stated, editable figure: per-kernel launch overhead of a framework on a GPU, in µs
@@ -174,3 +175,97 @@ def i_bit(flops, bytes_, compute: str, weights: Mapping[str, float] | None = Non
         raise KeyError(f"no circuit weight for compute={compute!r}; have {', '.join(w)}")
     positive(f"weights[{compute!r}]", w[compute])
     return non_negative("flops", flops) * w[compute] / (8 * positive("bytes", bytes_))
+
+
+# --- Lab 1: fitting in memory, yardsticks, what moves AI ------------------------------------
+
+def require_fits(footprint_bytes, hw, *, what: str = "this operation") -> float:
+    """Fraction of the device's memory a footprint (bytes) takes; ValueError saying
+    "this GEMM needs X GB, the <device> has Y GB" when it does not fit."""
+    d = _device(hw)
+    b = positive("footprint_bytes", footprint_bytes)
+    cap = d.memory_gb * 1e9
+    if b > cap:
+        raise ValueError(f"{what} needs {b / 1e9:,.1f} GB, the {d.name} has {d.memory_gb:,.0f} GB "
+                         f"of memory ({b / cap:.1f}x too much).")
+    return b / cap
+
+
+def implied_ai(achieved_tflops, achieved_gbs) -> float:
+    """AI a kernel must have to run at ``achieved_tflops`` while moving ``achieved_gbs``:
+    FLOP/s / (B/s) = TFLOP/s x 1e12 / (GB/s x 1e9), in FLOP/byte."""
+    return positive("achieved_tflops", achieved_tflops) * 1e3 / positive("achieved_gbs",
+                                                                         achieved_gbs)
+
+
+def fraction_of_roof(achieved_tflops, ai, hw, precision: str) -> float:
+    """The right yardstick: achieved / attainable at the kernel's own AI (1 = on the roof).
+    For a memory-bound kernel this equals bandwidth utilisation; for a compute-bound one, MFU."""
+    return non_negative("achieved_tflops", achieved_tflops) / float(
+        attainable_tflops(ai, hw, precision))
+
+
+def tiled_gemm_bytes(m, n, k, tile, bytes_per_element) -> float:
+    """Main-memory bytes of C[M,N] = A[M,K] @ B[K,N] computed in T x T output tiles that keep
+    nothing on chip between tiles: every tile column re-reads all of A, every tile row all of B.
+    A: M*K*ceil(N/T), B: K*N*ceil(M/T), C: M*N written once. T >= max(M, N) gives the
+    compulsory bytes of formulas.gemm; T = 1 is the naive kernel (two loads per FMA)."""
+    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    t = positive_int("tile", tile)
+    b = positive("bytes_per_element", bytes_per_element)
+    return b * (m * k * math.ceil(n / t) + k * n * math.ceil(m / t) + m * n)
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One change to a kernel or machine, and what it does to AI and to the ridge."""
+
+    name: str
+    ai: float  # FLOP/byte after the change
+    ridge: float  # FLOP/byte of the (possibly changed) machine, same precision
+    why: str
+
+    @property
+    def rho(self) -> float:
+        return self.ai / self.ridge
+
+
+#: Stated, editable sizes of the "what moves AI" levers (Lab 1's reflection).
+LEVER_TILE_FACTOR = 2  # bigger on-chip tiles: 2x the tile edge
+LEVER_BATCH_FACTOR = 4  # 4x more rows (tokens) share the same weights
+LEVER_CLOCK_FACTOR = 1.2  # a 20% higher core clock
+LEVER_CAPACITY_FACTOR = 2  # twice the memory capacity
+
+
+def ai_levers(m, n, k, hw, precision: str, *, tile: int = 64,
+              bytes_per_element: float | None = None) -> list[Lever]:
+    """AI and ridge of a T-tiled GEMM (``tiled_gemm_bytes``) before and after each lever:
+    bigger tiles (more reuse), batching (more rows share B), half the bytes per element,
+    a faster core clock (peak up, bandwidth and AI unchanged: the ridge moves right),
+    more memory capacity (nothing in AI or ridge changes)."""
+    from labs.core import precision as _fmt
+
+    d = _device(hw)
+    b = bytes_per_element if bytes_per_element is not None else _fmt.bytes_per_element(precision)
+    t = positive_int("tile", tile)
+    ridge = ridge_point(d, precision)
+    flops = 2.0 * m * n * k
+
+    def ai(mm=m, tt=t, bb=b, f=flops):
+        return f / tiled_gemm_bytes(mm, n, k, tt, bb)
+
+    base = ai()
+    return [
+        Lever("baseline", base, ridge, f"{t} x {t} output tiles"),
+        Lever(f"{LEVER_TILE_FACTOR}x larger tiles", ai(tt=t * LEVER_TILE_FACTOR), ridge,
+              "each byte fetched is reused by more FMAs"),
+        Lever(f"{LEVER_BATCH_FACTOR}x batch (M)", ai(mm=m * LEVER_BATCH_FACTOR,
+                                                     f=flops * LEVER_BATCH_FACTOR), ridge,
+              "more rows share every weight read"),
+        Lever("half the bytes per element", ai(bb=b / 2), ridge,
+              "same FLOPs, half the bytes (e.g. fp8 storage, same compute precision)"),
+        Lever(f"+{LEVER_CLOCK_FACTOR - 1:.0%} core clock", base, ridge * LEVER_CLOCK_FACTOR,
+              "peak rises, bandwidth and AI do not: the ridge moves away"),
+        Lever(f"{LEVER_CAPACITY_FACTOR}x memory capacity", base, ridge,
+              "capacity decides what fits, not how fast bytes arrive"),
+    ]
