@@ -150,3 +150,40 @@ def test_percent_error():
     assert P.percent_error(50, 100) == pytest.approx(-50)
     with pytest.raises(ValueError, match="measured"):
         P.percent_error(0, 1)
+
+
+def test_naive_bandwidth_is_low_by_the_iteration_count_for_a_gemv():
+    nb = P.naive_bandwidth("gemv", {"n": 4096, "k": 4096}, "fp16", "h100-sxm", iterations=100)
+    one = 2 * (4096 + 4096 * 4096 + 4096)
+    assert nb.seconds == pytest.approx(100 * one / 3350e9)  # memory-bound: bytes / bandwidth
+    assert nb.traffic_gbs == pytest.approx(3350)  # the run used the full bandwidth ...
+    assert nb.naive_gbs == pytest.approx(33.5)  # ... the naive figure is 100x lower
+
+
+def test_naive_bandwidth_compute_bound_gemm_uses_the_compute_time():
+    nb = P.naive_bandwidth("gemm", SQUARE, "fp16", "h100-sxm", iterations=10)
+    assert nb.seconds == pytest.approx(10 * 2 * 4096**3 / 989.5e12)
+    assert nb.traffic_gbs == pytest.approx(10 * 3 * 4096**2 * 2 / nb.seconds / 1e9)
+
+
+def test_decode_gemv_shapes_llama3_8b_uses_kv_heads():
+    s = P.decode_gemv_shapes("llama-3-8b")
+    assert s["Q projection 4096×4096"] == (4096, 4096)
+    assert s["K or V projection 1024×4096"] == (1024, 4096)  # 8 KV heads x 128
+    assert s["gate or up projection 14336×4096"] == (14336, 4096)
+    assert s["down projection 4096×14336"] == (4096, 14336)
+
+
+def test_merge_measured_fills_measured_columns():
+    rows = P.decode_quant_table(4096, 4096, "h100-sxm", ["fp16", "fp8", "nvfp4"])
+    t16 = rows[0].seconds
+    merged = P.merge_measured(rows, {"fp16": 2 * t16, "fp8": t16})
+    assert merged[0]["error_pct"] == pytest.approx(100)
+    assert merged[1]["measured_speedup"] == pytest.approx(2.0)
+    assert merged[1]["error_pct"] == pytest.approx((t16 - rows[1].seconds) / rows[1].seconds * 100)
+    assert merged[2]["measured_s"] is None and merged[2]["error_pct"] is None
+    assert merged[2]["predicted_speedup"] == pytest.approx(rows[2].speedup)
+    no_base = P.merge_measured(rows, {"fp8": t16})
+    assert no_base[1]["measured_speedup"] is None
+    with pytest.raises(ValueError, match="measured_s"):
+        P.merge_measured(rows, {"fp16": 0.0})

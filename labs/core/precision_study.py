@@ -16,6 +16,7 @@ from labs.core import formulas as F
 from labs.core import hardware as _hw
 from labs.core import precision as _fmt
 from labs.core import roofline as R
+from labs.core._validate import positive, positive_int
 
 OPS = ("gemm", "gemv", "mlp_train")
 
@@ -215,8 +216,6 @@ def footprint_vs_traffic(op: str, shape: Mapping[str, int], storage: str,
                          compute: str | None = None, *, iterations: int = 1
                          ) -> FootprintVsTraffic:
     """Allocator peak (distinct tensors once) vs compulsory HBM traffic of ``iterations`` runs."""
-    from labs.core._validate import positive_int
-
     n = positive_int("iterations", iterations)
     tensors = tensor_footprint(op, shape, storage, compute)
     traffic = op_cost(op, shape, storage, compute).bytes * n
@@ -263,6 +262,68 @@ def tf32_misreading(op: str, shape: Mapping[str, int], hw) -> TF32Misreading:
 def percent_error(measured: float, predicted: float) -> float:
     """(measured - predicted) / predicted x 100, in %. For times: positive = slower than
     predicted; for throughputs: positive = faster."""
-    from labs.core._validate import positive
-
     return (positive("measured", measured) - positive("predicted", predicted)) / predicted * 100
+
+
+@dataclass(frozen=True)
+class NaiveBandwidth:
+    """'Peak memory / time' against 'traffic / time' for ``iterations`` runs on a device.
+    The run is assumed to take its roofline lower bound (each iteration max(compute, memory))."""
+
+    fvt: FootprintVsTraffic
+    seconds: float  # all iterations
+
+    @property
+    def naive_gbs(self) -> float:
+        """allocator peak / time in GB/s: what the naive measurement reports."""
+        return self.fvt.footprint_bytes / self.seconds / 1e9
+
+    @property
+    def traffic_gbs(self) -> float:
+        """compulsory traffic / time in GB/s: the bandwidth the run actually used (at least)."""
+        return self.fvt.traffic_bytes / self.seconds / 1e9
+
+
+def naive_bandwidth(op: str, shape: Mapping[str, int], storage: str, hw, *,
+                    iterations: int = 100, compute: str | None = None) -> NaiveBandwidth:
+    """What dividing the allocator's peak by the run time gives, vs the traffic it moved."""
+    d = _hw.get(hw)
+    fvt = footprint_vs_traffic(op, shape, storage, compute, iterations=iterations)
+    c = op_cost(op, shape, storage, compute)
+    one = R.time_bounds(c.flops, c.bytes, d, c.compute).lower
+    return NaiveBandwidth(fvt, one * fvt.iterations)
+
+
+def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:
+    """{label: (N, K)} of the weight matrices one decode token multiplies per layer
+    (y[N] = W[N,K] x[K]): the projections of ``model`` (GQA: K and V use the KV heads)."""
+    from labs.core import models as _models
+
+    m = _models.get(model)
+    q = m.heads * m.head_dim
+    kv = m.kv_heads * m.head_dim
+    return {f"Q projection {q}×{m.d_model}": (q, m.d_model),
+            f"K or V projection {kv}×{m.d_model}": (kv, m.d_model),
+            f"O projection {m.d_model}×{q}": (m.d_model, q),
+            f"gate or up projection {m.d_ff}×{m.d_model}": (m.d_ff, m.d_model),
+            f"down projection {m.d_model}×{m.d_ff}": (m.d_model, m.d_ff)}
+
+
+def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) -> list[dict]:
+    """The decode quantization table with measured times beside the predicted ones.
+
+    ``measured_s``: {storage: median seconds} for the formats that were timed. Each output row:
+    storage, compute, predicted_s, predicted_speedup, measured_s, measured_speedup (vs the
+    first row's measured time, when it was timed) and error_pct = (measured - predicted) /
+    predicted x 100; None where not measured."""
+    base = measured_s.get(rows[0].storage) if rows else None
+    out = []
+    for r in rows:
+        m = measured_s.get(r.storage)
+        if m is not None:
+            positive(f"measured_s[{r.storage!r}]", m)
+        out.append({"storage": r.storage, "compute": r.compute, "predicted_s": r.seconds,
+                    "predicted_speedup": r.speedup, "measured_s": m,
+                    "measured_speedup": base / m if (m is not None and base is not None) else None,
+                    "error_pct": percent_error(m, r.seconds) if m is not None else None})
+    return out
