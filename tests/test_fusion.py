@@ -68,3 +68,97 @@ def test_hierarchical_roof_and_smem_bandwidth():
     assert FU.hierarchical_attainable(1000, 1000, "h100-sxm", "fp16") == 989.5
     assert FU.hierarchical_attainable(10, 1000, "h100-sxm", "fp16") == pytest.approx(33.5)
     assert FU.hierarchical_attainable(1000, 10, "h100-sxm", "fp16") == pytest.approx(334.5, rel=0.01)
+
+
+# --- Lab 4 instrument helpers (appended) ----------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+from labs.core import hardware as HW  # noqa: E402
+
+
+def test_chain_time_curve_matches_chain_timing_and_hand_values():
+    # fused: 1,000 elements are launch-bound (5 us); 1e8 elements move 7 B each at 3350 GB/s
+    curve = FU.chain_time_curve([1_000, 100_000_000], "h100-sxm", FUSED, launch_overhead_us=5)
+    assert curve[0] == pytest.approx(5e-6)
+    assert curve[1] == pytest.approx(7e8 / 3350e9)
+    # unfused, large: every kernel memory-bound, 4 + 4 + 5 + 6 = 19 B/element in total
+    assert FU.chain_time_curve([1e8], "h100-sxm", UNFUSED)[0] == pytest.approx(19e8 / 3350e9)
+    for n in (10, 3_000, 2_000_000, 2_500_000, 40_000_000):
+        for groups in (UNFUSED, FUSED, [[0, 1], [2, 3]]):
+            want = FU.chain_timing(n, "l4", groups, launch_overhead_us=3).seconds
+            got = FU.chain_time_curve([n], "l4", groups, launch_overhead_us=3)[0]
+            assert got == pytest.approx(want)
+    with pytest.raises(ValueError, match="sizes"):
+        FU.chain_time_curve([], "h100-sxm")
+
+
+def test_kernel_tflops_below_the_roof_when_launch_bound():
+    # fused chain FLOPs per element: 8 + 8 + 2 + 1 = 19
+    tiny = FU.chain_timing(1000, "h100-sxm", FUSED, launch_overhead_us=5)
+    assert FU.kernel_tflops(tiny) == pytest.approx((19_000 / 5e-6 / 1e12,))
+    big = FU.chain_timing(10**8, "h100-sxm", FUSED)
+    # memory-bound: AI x bandwidth = (19 / 7) FLOP/B x 3.35 TB/s
+    assert FU.kernel_tflops(big)[0] == pytest.approx(19 / 7 * 3.35)
+
+
+def test_fusion_benefit_names_why_fusion_helps():
+    assert FU.fusion_benefit(1000, "h100-sxm") == FU.BENEFIT_LAUNCHES
+    assert FU.fusion_benefit(10**8, "h100-sxm") == FU.BENEFIT_BYTES
+    # a device with enormous bandwidth and a tiny peak: the chain is compute-bound, fusing
+    # changes no FLOPs, so no speedup
+    slow = HW.custom("slow alu", bandwidth_gbs=1e6, peaks={"fp16": 1e-3}, memory_gb=1)
+    assert FU.fusion_benefit(10**8, slow) == FU.BENEFIT_NONE
+
+
+def test_attention_memory_terms_and_the_oom_sequence_length():
+    t = FU.attention_memory_terms(1, 32, 4096, 128, fused=False)
+    assert t["Q, K, V, O"] == 4 * 32 * 4096 * 128 * 2  # 128 MiB
+    assert t["score matrix (B×H×S×S)"] == 32 * 4096**2 * 2  # 1 GiB
+    assert list(FU.attention_memory_terms(1, 32, 4096, 128, fused=True)) == ["Q, K, V, O"]
+    # H100 80 GB: 64 S^2 + 32768 S <= 80e9  ->  S = 35,100 (35,101 is over)
+    s = FU.unfused_max_seq_len("h100-sxm", 1, 32, 128)
+    assert s == 35_100
+    assert 64 * s**2 + 32768 * s <= 80e9 < 64 * (s + 1) ** 2 + 32768 * (s + 1)
+    terms = FU.attention_memory_terms(1, 32, s + 1, 128, fused=False)
+    assert sum(terms.values()) > 80e9 >= sum(
+        FU.attention_memory_terms(1, 32, s, 128, fused=False).values())
+
+
+def test_onchip_roof_and_onchip_bytes():
+    assert FU.onchip_roof_tflops(10, "h100-sxm", "fp16") == pytest.approx(334.54, rel=1e-4)
+    assert FU.onchip_roof_tflops(1000, "h100-sxm", "fp16") == 989.5
+    assert np.allclose(FU.onchip_roof_tflops([10, 1000], "h100-sxm", "fp16"), [334.54, 989.5],
+                       rtol=1e-4)
+    # S = 256, 128-row tiles: Q rows read once per KV tile (2 x 256), K and V rows once per
+    # query tile (2 x 2 x 256): 1536 rows x 64 x 2 B
+    assert FU.flash_onchip_bytes(1, 1, 256, 256, 64, 128, 128) == 1536 * 64 * 2
+    # partial tiles: S = 300 -> 3 tiles each way: 3 x 300 + 2 x 3 x 300 = 2700 rows
+    assert FU.flash_onchip_bytes(1, 1, 300, 300, 64, 128, 128) == 2700 * 64 * 2
+
+
+def test_flash_roof_point_names_the_binding_roof():
+    p = FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm")
+    assert p.flops == 4 * 32 * 4096**2 * 128
+    # Q + O once (64 MiB) + 32 query tiles x K and V (64 MiB each pass)
+    assert p.hbm_bytes == 67_108_864 * 33
+    assert p.ai_hbm == pytest.approx(124.12, rel=1e-4)
+    assert p.hbm_tflops == pytest.approx(124.1212 * 3.35, rel=1e-4)
+    assert p.limit == "HBM bandwidth" and p.attainable_tflops == p.hbm_tflops
+    # 512-row query tiles: 8 passes -> AI_HBM 455; on chip (256 x 4096 + 16 x 4096) rows
+    # -> AI 30.1 x 33.45 TB/s = 1008 > 989.5: compute-bound
+    assert FU.flash_roof_point(1, 32, 4096, 128, 512, 16, "h100-sxm").limit == "compute"
+    # 8-row KV tiles: Q re-read from shared memory 512 times -> AI_onchip 15.5 -> 519 TFLOP/s
+    low = FU.flash_roof_point(1, 32, 4096, 128, 512, 8, "h100-sxm")
+    assert low.limit == "on-chip bandwidth"
+    assert low.ai_onchip == pytest.approx(4 * 4096**2 * 128 / (2_162_688 * 128 * 2))
+
+
+def test_largest_square_tile():
+    # H100, d = 128: 128 x 128 needs 224 KiB, 256 x 256 needs 576 KiB > 483 KiB
+    assert FU.largest_square_tile(128, "h100-sxm") == 128
+    # d = 64: 256 x 256 needs 96 KiB (Q,K,V) + 320 KiB (S, O) = 416 KiB <= 483 KiB
+    assert FU.largest_square_tile(64, "h100-sxm") == 256
+    assert FU.largest_square_tile(128, "h100-sxm", candidates=(512,)) is None
+    with pytest.raises(KeyError, match="no on-chip figures"):
+        FU.largest_square_tile(128, "tpu-v5e")

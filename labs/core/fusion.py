@@ -190,3 +190,170 @@ def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
 def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") -> float:
     """Memory the unfused attention's score matrix occupies (it grows with S^2)."""
     return F.score_elements(batch, heads, seq_q, seq_kv) * _fmt.bytes_per_element(precision)
+
+
+# --- Lab 4 instruments: curves, verdicts, attention memory, flash on the two-level roofline ---
+
+import numpy as _np  # noqa: E402  (appended section; numpy is a core dependency)
+
+#: Verdicts of :func:`fusion_benefit`: why (or whether) fusing a chain helps.
+BENEFIT_LAUNCHES, BENEFIT_BYTES, BENEFIT_NONE = "launches", "bytes", "none"
+
+
+def chain_time_curve(sizes, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
+                     precision: str = "fp16", *,
+                     launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> _np.ndarray:
+    """Lower-bound time (s) of the chain at every size in ``sizes`` (elements), vectorised.
+
+    Each kernel's FLOPs and bytes are linear in the size, so per kernel
+    t(n) = max(n f / peak, n b / bandwidth, overhead) with f, b per element; the chain's time
+    is the sum over kernels. Equals ``chain_timing(n, ...).seconds`` at every n.
+    """
+    n = _np.asarray(sizes, dtype=float)
+    if n.ndim != 1 or n.size == 0 or not _np.all(_np.isfinite(n)) or _np.any(n < 1):
+        raise ValueError("sizes must be a non-empty 1-D list of element counts >= 1")
+    d = _hw.get(hw)
+    ov = R.time_bounds(0, 1, d, "fp32" if d.has("fp32") else d.precisions[0],
+                       launches=1, launch_overhead_us=launch_overhead_us).t_overhead
+    total = _np.zeros_like(n)
+    for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs:
+        per = R.time_bounds(k.flops, k.bytes, d, k.compute)  # one element, no launch
+        total += _np.maximum(_np.maximum(n * per.t_compute, n * per.t_memory), ov)
+    return total
+
+
+def kernel_tflops(timing: ChainTiming) -> tuple[float, ...]:
+    """Throughput each kernel of a chain reaches at its lower-bound time (TFLOP/s):
+    FLOPs / max(compute, memory, launch). Below the roof when launch overhead dominates."""
+    return tuple(k.flops / t.lower / 1e12
+                 for k, t in zip(timing.chain.kernels_costs, timing.kernel_times))
+
+
+def fusion_benefit(n_elements, hw, ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16",
+                   *, launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                   threshold: float = 1.05) -> str:
+    """Why fusing the whole chain into one kernel helps at this size.
+
+    ``"launches"``: the unfused chain is overhead-bound, so fusion wins by cutting launches;
+    ``"bytes"``: it is memory-bound, so fusion wins by cutting HBM traffic; ``"none"``: the
+    speedup is below ``threshold`` (e.g. a compute-bound chain).
+    """
+    k = len(ops)
+    unfused = [[i] for i in range(k)]
+    fused = [list(range(k))]
+    kw = dict(ops=ops, precision=precision, launch_overhead_us=launch_overhead_us)
+    if fusion_speedup(n_elements, hw, unfused, fused, **kw) < positive("threshold", threshold):
+        return BENEFIT_NONE
+    regime = chain_timing(n_elements, hw, unfused, **kw).regime
+    return {R.OVERHEAD: BENEFIT_LAUNCHES, R.MEMORY: BENEFIT_BYTES}.get(regime, BENEFIT_NONE)
+
+
+def attention_memory_terms(batch, heads, seq_len, head_dim, precision: str = "fp16", *,
+                           fused: bool, kv_heads: int | None = None) -> dict[str, float]:
+    """Device memory (bytes) one attention call needs at once: Q, K, V, O, and for the unfused
+    version the B x H x S x S score matrix (softmax assumed in place: one S-sized buffer).
+    Fused (flash) attention keeps scores in on-chip tiles: no score-matrix term."""
+    cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
+                       kv_heads=kv_heads)
+    terms = {"Q, K, V, O": float(sum(cost.detail.values()))}
+    if not fused:
+        terms["score matrix (B×H×S×S)"] = float(
+            unfused_score_bytes(batch, heads, seq_len, seq_len, precision))
+    return terms
+
+
+def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
+                        kv_heads: int | None = None) -> int:
+    """Longest sequence whose unfused attention fits in device memory (memory_gb x 1e9):
+    B H S^2 b + B (2 H + 2 H_kv) S d b <= capacity, solved for S (the quadratic's root)."""
+    d = _hw.get(hw)
+    b = _fmt.bytes_per_element(precision)
+    bt, h = positive_int("batch", batch), positive_int("heads", heads)
+    dh = positive_int("head_dim", head_dim)
+    kvh = h if kv_heads is None else positive_int("kv_heads", kv_heads)
+    qa, qb, cap = bt * h * b, bt * (2 * h + 2 * kvh) * dh * b, d.memory_gb * 1e9
+    s = int((-qb + math.sqrt(qb * qb + 4 * qa * cap)) / (2 * qa))
+    # Guard the float root: step to the exact integer boundary.
+    while s > 0 and qa * s * s + qb * s > cap:
+        s -= 1
+    while qa * (s + 1) ** 2 + qb * (s + 1) <= cap:
+        s += 1
+    return s
+
+
+def onchip_roof_tflops(ai, hw, precision: str):
+    """The on-chip roof: min(peak, AI_onchip x on-chip bandwidth) in TFLOP/s (array ok)."""
+    d = _hw.get(hw)
+    a = R._ai(ai)
+    return _np.minimum(d.peak_tflops(precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
+
+
+def flash_onchip_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, block_kv,
+                       precision: str = "fp16") -> float:
+    """SIMPLIFIED shared-memory read traffic of tiled flash attention: for every (query tile,
+    KV tile) pair the matmuls read the Q tile, the K tile and the V tile from shared memory,
+    so each query row is read once per KV tile and each K/V row once per query tile:
+    B H (ceil(Skv/Bkv) Sq + 2 ceil(Sq/Bq) Skv) d b. S and P stay in registers."""
+    bt, h = positive_int("batch", batch), positive_int("heads", heads)
+    sq, skv = positive_int("seq_q", seq_q), positive_int("seq_kv", seq_kv)
+    dh = positive_int("head_dim", head_dim)
+    bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
+    rows = math.ceil(skv / bkv) * sq + 2 * math.ceil(sq / bq) * skv
+    return float(bt * h * rows * dh * _fmt.bytes_per_element(precision))
+
+
+@dataclass(frozen=True)
+class FlashRoofPoint:
+    """Tiled flash attention on the two-level roofline: one kernel, two intensities."""
+
+    flops: float
+    hbm_bytes: float
+    onchip_bytes: float
+    peak_tflops: float
+    hbm_tflops: float  # AI_HBM x HBM bandwidth
+    onchip_tflops: float  # AI_onchip x on-chip bandwidth
+
+    @property
+    def ai_hbm(self) -> float:
+        return self.flops / self.hbm_bytes
+
+    @property
+    def ai_onchip(self) -> float:
+        return self.flops / self.onchip_bytes
+
+    @property
+    def attainable_tflops(self) -> float:
+        return min(self.peak_tflops, self.hbm_tflops, self.onchip_tflops)
+
+    @property
+    def limit(self) -> str:
+        """Which roof binds: "compute", "HBM bandwidth" or "on-chip bandwidth"."""
+        a = self.attainable_tflops
+        if a == self.peak_tflops:
+            return "compute"
+        return "HBM bandwidth" if a == self.hbm_tflops else "on-chip bandwidth"
+
+
+def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
+                     precision: str = "fp16", *, kv_heads: int | None = None) -> FlashRoofPoint:
+    """FLOPs, HBM bytes (``flash_attention_hbm_bytes``) and on-chip bytes
+    (``flash_onchip_bytes``) of tiled fused attention, and the roof each meets
+    (``hierarchical_attainable``: min of compute, HBM and on-chip roofs)."""
+    d = _hw.get(hw)
+    cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
+                       kv_heads=kv_heads)
+    hbm = flash_attention_hbm_bytes(batch, heads, seq_len, seq_len, head_dim, block_q,
+                                    precision, kv_heads=kv_heads)
+    chip = flash_onchip_bytes(batch, heads, seq_len, seq_len, head_dim, block_q, block_kv,
+                              precision)
+    oc = onchip(d)
+    return FlashRoofPoint(cost.flops, hbm, chip, d.peak_tflops(cost.compute),
+                          cost.flops / hbm * d.bandwidth_gbs / 1e3,  # FLOP/B x GB/s = GFLOP/s
+                          cost.flops / chip * oc.smem_bandwidth_gbs / 1e3)
+
+
+def largest_square_tile(head_dim, hw, precision: str = "fp16",
+                        candidates: Sequence[int] = (16, 32, 64, 128, 256, 512)) -> int | None:
+    """Largest B (from ``candidates``) whose B x B flash tile fits on chip, or None."""
+    fitting = [c for c in candidates if flash_tile(c, c, head_dim, hw, precision).fits]
+    return max(fitting) if fitting else None
