@@ -98,3 +98,111 @@ def test_unknown_model_and_bad_args():
         models.get("llama-3-8b").kv_cache_bytes(batch=0, seq_len=1)
     with pytest.raises(ValueError, match="usable_fraction"):
         models.memory_budget("llama-3-8b", "h100-sxm", batch=1, seq_len=1, usable_fraction=2)
+
+
+# --- Lab 2 additions: OOM batch, time by op group, roofline ops, design feasibility ---------
+
+def test_oom_batch_is_one_past_the_largest_batch_that_fits():
+    # max_batch is 51 for Llama-3-8B bf16 at 8k on an H100 (hand check above): batch 52 overflows
+    assert models.oom_batch("llama-3-8b", "h100-sxm", seq_len=8192) == 52
+    assert not models.memory_budget("llama-3-8b", "h100-sxm", batch=52, seq_len=8192).fits
+    # weights alone overflow: the first batch that does not fit is 1
+    assert models.oom_batch("llama-3-70b", "h100-sxm", seq_len=1024) == 1
+
+
+def test_op_groups_cover_every_step_op():
+    names = [o.name for o in models.step_ops("llama-3-8b", "decode", 1, 16)]
+    groups = {n: models.op_group(n) for n in names}
+    assert groups["Q projection"] == groups["down projection"] == groups["LM head"] == \
+        "weight GEMMs"
+    assert groups["attention (fused)"] == "attention (KV cache)"
+    assert groups["RMSNorm (MLP)"] == groups["SiLU x up"] == "norms & elementwise"
+
+
+def test_decode_time_at_batch_1_is_the_weight_gemms():
+    m = models.get("llama-3-8b")
+    t = models.step_time_by_group("llama-3-8b", "h100-sxm", "decode", batch=1, seq_len=4096)
+    # every op is memory-bound at batch 1 (AI ~1-4 << ridge 295): time = bytes / 3350 GB/s.
+    # GEMMs stream every weight except the embedding table and the norm vectors:
+    gemm_weights = (m.params - m.vocab * m.d_model - 2 * m.d_model * m.layers - m.d_model) * 2
+    assert t["weight GEMMs"] == pytest.approx(gemm_weights / 3350e9, rel=1e-3)  # ~4.48 ms
+    # attention reads the 4096-token KV cache: 131,072 B x 4096 = 0.537 GB -> ~160 us
+    assert t["attention (KV cache)"] == pytest.approx(131072 * 4096 / 3350e9, rel=1e-3)
+    assert models.dominant_group("llama-3-8b", "h100-sxm", batch=1, seq_len=4096) == \
+        "weight GEMMs"
+    # at batch 64 x 8k the KV cache (64 x 1.07 GB) outweighs the weights (16 GB): it flips
+    assert models.dominant_group("llama-3-8b", "h100-sxm", batch=64, seq_len=8192) == \
+        "attention (KV cache)"
+
+
+def test_roofline_ops_intensities_by_hand():
+    ops = {o.name: o for o in models.roofline_ops("llama-3-8b", "decode", batch=1,
+                                                   seq_len=4096)}
+    assert set(ops) == {"attention projections (Q, K, V, O)", "MLP GEMMs (gate, up, down)",
+                        "attention (fused)", "attention (unfused)", "softmax (unfused scores)",
+                        "RMSNorm"}
+    # one token: 2 FLOPs per 2-byte weight -> AI ~ 1 FLOP/B
+    assert ops["MLP GEMMs (gate, up, down)"].ai == pytest.approx(1.0, rel=1e-3)
+    # GQA decode attention: 4 x 32 heads x 4096 x 128 FLOPs over K, V of 8 KV heads (+ Q, O):
+    # 67,108,864 / (2 x 8 x 4096 x 128 x 2 + 2 x 32 x 128 x 2) = 3.996 FLOP/B
+    assert ops["attention (fused)"].ai == pytest.approx(67108864 / 16793600)
+    # unfused adds 4 passes over the 32 x 4096 bf16 scores
+    assert ops["attention (unfused)"].bytes - ops["attention (fused)"].bytes == 4 * 32 * 4096 * 2
+    assert ops["softmax (unfused scores)"].ai == pytest.approx(5 / 4)  # 5 FLOPs per 4 bytes
+    pre = {o.name: o for o in models.roofline_ops("llama-3-8b", "prefill", batch=1,
+                                                   seq_len=4096)}
+    ridge = 989.5e12 / 3350e9
+    assert pre["MLP GEMMs (gate, up, down)"].ai > ridge > ops["MLP GEMMs (gate, up, down)"].ai
+    # fused prefill attention is compute-bound; unfused is held down by the 4096^2 scores
+    assert pre["attention (fused)"].ai > ridge > pre["attention (unfused)"].ai
+
+
+def test_edge_target_needs_quantized_weights():
+    t = models.SERVING_TARGETS["edge"]
+    assert (t.model, t.device_class, t.context) == ("llama-3-8b", "edge", 4096)
+    kw = dict(model="llama-3-8b", batch=1, seq_len=4096)
+    plain = models.check_design("edge", "jetson-agx-orin-64gb", **kw)
+    # bf16: ~15.0 GB of GEMM weights + 0.54 GB KV per step at 204.8 GB/s -> 13.2 tokens/s < 20
+    assert plain.failed == ["tokens/s per user"]
+    per_user = next(c for c in plain.checks if c.name == "tokens/s per user").actual
+    assert per_user == pytest.approx(13.2, abs=0.1)
+    assert models.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int8",
+                               **kw).feasible
+    # Orin NX 16 GB: int4 weights fit and are fast enough, but a 4k prefill (~6.6e13 FLOP)
+    # takes 4.4 s at the 15 TFLOP/s bf16 peak; int8 math (30 TOPS) halves it to 2.2 s < 2.5 s
+    nx = dict(weight_precision="int4", **kw)
+    assert models.check_design("edge", "jetson-orin-nx-16gb", **nx).failed == ["prefill time"]
+    assert models.check_design("edge", "jetson-orin-nx-16gb", compute="int8", **nx).feasible
+    assert "memory" in models.check_design("edge", "jetson-orin-nx-16gb", **kw).failed
+
+
+def test_datacenter_target_needs_a_smaller_kv_cache_on_an_h100():
+    kw = dict(model="llama-3-8b", seq_len=8192)
+    # bf16 KV: aggregate decode is capped at bandwidth / KV per sequence = 3350 / 1.074
+    # = 3,119 tokens/s < 4,000 at any batch (and batch 44 already fills 80% of memory)
+    for b in (1, 20, 44):
+        assert "total tokens/s" in models.check_design("datacenter", "h100-sxm", batch=b,
+                                                       **kw).failed
+    # fp8 KV at batch 64: 15.0 GB weights + 64 x 0.537 GB KV + ~0.7 GB of activations in and
+    # out of every kernel (64 tokens) = 50.1 GB per step -> 14.9 ms, 67 tokens/s per user,
+    # 4,280 tokens/s in total; 51 GB <= 64 GB (80%); 8k prefill ~0.15 s
+    v = models.check_design("datacenter", "h100-sxm", batch=64, kv_precision="fp8", **kw)
+    assert v.feasible, v.summary()
+    total = next(c for c in v.checks if c.name == "total tokens/s").actual
+    assert total == pytest.approx(4280, rel=0.005)
+    # too large a batch overflows 80% of 80 GB
+    assert "memory" in models.check_design("datacenter", "h100-sxm", batch=100,
+                                           kv_precision="fp8", **kw).failed
+
+
+def test_design_verdict_names_wrong_model_device_and_context():
+    v = models.check_design("edge", "h100-sxm", model="llama-3-70b", batch=1, seq_len=1024)
+    assert {"model", "device class", "context"} <= set(v.failed)
+    assert "Not feasible" in v.summary() and "model" in v.summary()
+    import json
+    d = v.as_dict()
+    assert json.loads(json.dumps(d)) == d and d["feasible"] is False
+    with pytest.raises(KeyError, match="edge"):
+        models.check_design("cloud", "h100-sxm", model="llama-3-8b", batch=1, seq_len=1)
+    with pytest.raises(ValueError, match="batch"):
+        models.check_design("edge", "h100-sxm", model="llama-3-8b", batch=0, seq_len=1)

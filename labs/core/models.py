@@ -246,3 +246,202 @@ def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: st
     bytes_ = sum(o.bytes for o in ops)
     tb = R.time_bounds(flops, bytes_, d, comp)
     return StepBound(phase, int(batch), int(seq_len), flops, bytes_, tb.t_compute, tb.t_memory)
+
+
+# --- Lab 2: where decode time goes, when the KV cache overflows, is a design feasible ---------
+
+def oom_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
+              kv_precision: str = "bf16", act_precision: str = "bf16",
+              usable_fraction: float = 0.9) -> int:
+    """The first batch that does NOT fit: ``max_batch + 1``. With the weights fitting, the KV
+    cache is what grows with batch, so this is where it overflows the device (1 means even a
+    single sequence does not fit)."""
+    return max_batch(model, hw, seq_len=seq_len, weight_precision=weight_precision,
+                     kv_precision=kv_precision, act_precision=act_precision,
+                     usable_fraction=usable_fraction) + 1
+
+
+#: Groups of a step's operations, for "where does the time go": every op that streams a weight
+#: matrix, attention over the KV cache, and the elementwise/row-wise ops.
+OP_GROUPS = ("weight GEMMs", "attention (KV cache)", "norms & elementwise")
+
+
+def op_group(op_name: str) -> str:
+    """Which of :data:`OP_GROUPS` an op of :func:`step_ops` belongs to (by its name)."""
+    name = str(op_name)
+    if name.startswith("attention"):
+        return OP_GROUPS[1]
+    if "projection" in name or name == "LM head":
+        return OP_GROUPS[0]
+    return OP_GROUPS[2]
+
+
+def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
+                       precision: str = "bf16", weight_precision: str | None = None,
+                       kv_precision: str | None = None, compute: str | None = None,
+                       fused_attention: bool = True) -> dict:
+    """Seconds per step spent in each of :data:`OP_GROUPS`: each op (x layers) at its own
+    roofline bound max(FLOPs / peak, bytes / bandwidth), summed per group. Kernels run one after
+    another, so these add up to a little more than :func:`step_bound`'s whole-step bound."""
+    d = _hw.get(hw)
+    ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
+                   kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
+    comp = compute or _fmt.compute_precision(precision)
+    out = dict.fromkeys(OP_GROUPS, 0.0)
+    for op in ops:
+        out[op_group(op.name)] += R.time_bounds(op.flops, op.bytes, d, comp).lower
+    return out
+
+
+def dominant_group(model, hw, phase: str = "decode", **kwargs) -> str:
+    """The group of :data:`OP_GROUPS` that takes the most time in one step (see
+    :func:`step_time_by_group`, which takes the same keyword arguments)."""
+    shares = step_time_by_group(model, hw, phase, **kwargs)
+    return max(shares, key=shares.get)
+
+
+def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
+                 weight_precision: str | None = None, kv_precision: str | None = None,
+                 compute: str | None = None) -> list[F.Cost]:
+    """One layer's operations as points for a roofline: the attention projections (Q, K, V, O
+    summed), the MLP GEMMs (gate, up, down summed), attention fused (flash) AND unfused
+    (QK^T -> softmax -> PV), the softmax over the unfused score matrix, and RMSNorm.
+    Summed GEMMs share one AI because they see the same tokens (rows)."""
+    m = get(model)
+    kw = dict(weight_precision=weight_precision, kv_precision=kv_precision, compute=compute)
+    fused = {o.name: o for o in m.layer_ops(phase, batch, seq_len, precision,
+                                            fused_attention=True, **kw)}
+    unfused = m.layer_ops(phase, batch, seq_len, precision, fused_attention=False, **kw)
+    sq = seq_len if phase == "prefill" else 1
+    proj = F.total([fused["Q projection"], fused["K,V projections"], fused["O projection"]],
+                   name="attention projections (Q, K, V, O)")
+    mlp = F.total([fused["gate, up projections"], fused["down projection"]],
+                  name="MLP GEMMs (gate, up, down)")
+    attn_unfused = next(o for o in unfused if o.name.startswith("attention"))
+    scores = F.softmax(int(batch) * m.heads * sq, int(seq_len), precision)
+    return [proj, mlp, fused["attention (fused)"], attn_unfused,
+            scores.renamed("softmax (unfused scores)"), fused["RMSNorm (attention)"].renamed(
+                "RMSNorm")]
+
+
+@dataclass(frozen=True)
+class ServingTarget:
+    """What a deployment must achieve. Decode is judged at the full context (the slowest step
+    of a sequence: its KV cache is longest); prefill is one prompt of the whole context at
+    batch 1 (time to first token); memory must fit in ``memory_fraction`` of the device."""
+
+    key: str
+    label: str
+    model: str
+    device_class: str
+    context: int  # tokens per sequence the design must hold
+    min_users: int  # concurrent sequences (the batch)
+    min_user_tokens_per_s: float  # decode speed each user sees
+    min_total_tokens_per_s: float  # aggregate decode throughput (0: no requirement)
+    max_prefill_s: float  # time to first token for a full-context prompt
+    memory_fraction: float  # share of device memory the design may use
+
+    def describe(self) -> str:
+        parts = [f"{get(self.model).name} on a {self.device_class} device",
+                 f"{self.context:,}-token context", f"at least {self.min_users} concurrent "
+                 f"user{'s' if self.min_users != 1 else ''}",
+                 f">= {self.min_user_tokens_per_s:g} tokens/s per user"]
+        if self.min_total_tokens_per_s:
+            parts.append(f">= {self.min_total_tokens_per_s:,.0f} tokens/s in total")
+        parts += [f"first token of a full-context prompt within {self.max_prefill_s:g} s",
+                  f"memory within {self.memory_fraction:.0%} of the device"]
+        return "; ".join(parts) + "."
+
+
+#: The two targets of Lab 2 (edge and datacenter), checked achievable-but-not-trivially in
+#: tests/test_models.py: bf16 everything at batch 1 fails both.
+SERVING_TARGETS: dict[str, ServingTarget] = {t.key: t for t in [
+    ServingTarget("edge", "Edge: on-device assistant", "llama-3-8b", "edge", 4096, 1, 20.0, 0.0,
+                  2.5, 0.9),
+    ServingTarget("datacenter", "Datacenter: chat service", "llama-3-8b", "datacenter", 8192, 1,
+                  50.0, 4000.0, 0.5, 0.8),
+]}
+
+
+@dataclass(frozen=True)
+class DesignCheck:
+    """One requirement of a target: did the design meet it, and the numbers behind it."""
+
+    name: str
+    passed: bool
+    actual: float | str
+    required: float | str
+    unit: str
+    message: str
+
+
+@dataclass(frozen=True)
+class DesignVerdict:
+    target: str
+    checks: tuple[DesignCheck, ...]
+
+    @property
+    def feasible(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if not c.passed]
+
+    def summary(self) -> str:
+        if self.feasible:
+            return f"Feasible: the design meets every requirement of the {self.target} target."
+        return (f"Not feasible for the {self.target} target: fails "
+                + ", ".join(self.failed) + ".")
+
+    def as_dict(self) -> dict:
+        """Plain JSON for the ledger."""
+        return {"target": self.target, "feasible": self.feasible, "checks": [
+            {"name": c.name, "passed": c.passed, "actual": c.actual, "required": c.required,
+             "unit": c.unit} for c in self.checks]}
+
+
+def check_design(target, hw, *, model, batch: int, seq_len: int,
+                 weight_precision: str = "bf16", kv_precision: str = "bf16",
+                 compute: str = "bf16") -> DesignVerdict:
+    """Is this serving design feasible for ``target`` (a key of :data:`SERVING_TARGETS` or a
+    :class:`ServingTarget`)? Checks model, device class, context, users, memory (at the
+    target's memory fraction), per-user and total decode tokens/s at the full context, and the
+    prefill time of one full-context prompt. Activations are bf16; ``compute`` picks the peak."""
+    t = SERVING_TARGETS.get(str(target).strip().lower()) if isinstance(target, str) else target
+    if not isinstance(t, ServingTarget):
+        raise KeyError(f"unknown target={target!r}; known: {', '.join(SERVING_TARGETS)}")
+    d, m = _hw.get(hw), get(model)
+    batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+    kw = dict(weight_precision=weight_precision, kv_precision=kv_precision)
+    budget = memory_budget(m, d, batch=batch, seq_len=seq_len,
+                           usable_fraction=t.memory_fraction, **kw)
+    dec = step_bound(m, d, "decode", batch=batch, seq_len=seq_len, compute=compute, **kw)
+    pre = step_bound(m, d, "prefill", batch=1, seq_len=seq_len, compute=compute, **kw)
+    want_model = get(t.model)
+    checks = [
+        DesignCheck("model", m.key == want_model.key, m.name, want_model.name, "",
+                    f"serves {m.name} (the target is {want_model.name})"),
+        DesignCheck("device class", d.device_class == t.device_class, d.device_class,
+                    t.device_class, "", f"{d.name} is a {d.device_class} device"),
+        DesignCheck("context", seq_len >= t.context, seq_len, t.context, "tokens",
+                    f"holds {seq_len:,} tokens per sequence (needs {t.context:,})"),
+        DesignCheck("users", batch >= t.min_users, batch, t.min_users, "sequences",
+                    f"serves {batch} sequence(s) at once (needs {t.min_users})"),
+        DesignCheck("memory", budget.fits, budget.used_bytes / 1e9,
+                    budget.capacity_bytes / 1e9, "GB", budget.explain()),
+        DesignCheck("tokens/s per user", 1 / dec.seconds >= t.min_user_tokens_per_s,
+                    1 / dec.seconds, t.min_user_tokens_per_s, "tokens/s",
+                    f"each user gets at most {1 / dec.seconds:.1f} tokens/s "
+                    f"({dec.bound}-bound decode step)"),
+    ]
+    if t.min_total_tokens_per_s:
+        checks.append(DesignCheck(
+            "total tokens/s", dec.tokens_per_s >= t.min_total_tokens_per_s, dec.tokens_per_s,
+            t.min_total_tokens_per_s, "tokens/s",
+            f"all users together get at most {dec.tokens_per_s:,.0f} tokens/s"))
+    checks.append(DesignCheck(
+        "prefill time", pre.seconds <= t.max_prefill_s, pre.seconds, t.max_prefill_s, "s",
+        f"a {seq_len:,}-token prompt takes at least {pre.seconds:.2f} s to prefill "
+        f"({pre.bound}-bound)"))
+    return DesignVerdict(t.key, tuple(checks))
