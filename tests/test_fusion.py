@@ -162,3 +162,13 @@ def test_largest_square_tile():
     assert FU.largest_square_tile(128, "h100-sxm", candidates=(512,)) is None
     with pytest.raises(KeyError, match="no on-chip figures"):
         FU.largest_square_tile(128, "tpu-v5e")
+
+
+def test_kernel_crossovers_per_kernel():
+    # unfused default chain on an H100: 4, 4, 5, 6 B/element; n = 5 us x 3350 GB/s / bytes
+    got = FU.kernel_crossovers("h100-sxm", UNFUSED, launch_overhead_us=5)
+    assert got == pytest.approx(tuple(5e-6 * 3350e9 / b for b in (4, 4, 5, 6)))
+    assert min(got) == pytest.approx(FU.chain_overhead_crossover("h100-sxm", UNFUSED))
+    assert FU.kernel_crossovers("h100-sxm", FUSED) == pytest.approx((5e-6 * 3350e9 / 7,))
+    with pytest.raises(ValueError, match="launch_overhead_us"):
+        FU.kernel_crossovers("h100-sxm", FUSED, launch_overhead_us=0)

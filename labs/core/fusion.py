@@ -196,6 +196,8 @@ def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") ->
 
 import numpy as _np  # noqa: E402  (appended section; numpy is a core dependency)
 
+from labs.core._validate import non_negative as _non_negative  # noqa: E402
+
 #: Verdicts of :func:`fusion_benefit`: why (or whether) fusing a chain helps.
 BENEFIT_LAUNCHES, BENEFIT_BYTES, BENEFIT_NONE = "launches", "bytes", "none"
 
@@ -213,8 +215,7 @@ def chain_time_curve(sizes, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
     if n.ndim != 1 or n.size == 0 or not _np.all(_np.isfinite(n)) or _np.any(n < 1):
         raise ValueError("sizes must be a non-empty 1-D list of element counts >= 1")
     d = _hw.get(hw)
-    ov = R.time_bounds(0, 1, d, "fp32" if d.has("fp32") else d.precisions[0],
-                       launches=1, launch_overhead_us=launch_overhead_us).t_overhead
+    ov = _non_negative("launch_overhead_us", launch_overhead_us) * 1e-6
     total = _np.zeros_like(n)
     for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs:
         per = R.time_bounds(k.flops, k.bytes, d, k.compute)  # one element, no launch
@@ -357,3 +358,20 @@ def largest_square_tile(head_dim, hw, precision: str = "fp16",
     """Largest B (from ``candidates``) whose B x B flash tile fits on chip, or None."""
     fitting = [c for c in candidates if flash_tile(c, c, head_dim, hw, precision).fits]
     return max(fitting) if fitting else None
+
+
+def kernel_crossovers(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
+                      precision: str = "fp16", *,
+                      launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US
+                      ) -> tuple[float, ...]:
+    """Per kernel of the chain: the size (elements) at which its compute-or-memory time equals
+    one launch overhead, n = overhead / max(t_compute, t_memory per element). Below the
+    smallest every kernel is launch-bound; above the largest none is. For memory-bound
+    kernels the smallest equals :func:`chain_overhead_crossover`."""
+    d = _hw.get(hw)
+    ov = positive("launch_overhead_us", launch_overhead_us) * 1e-6
+    out = []
+    for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs:
+        per = R.time_bounds(k.flops, k.bytes, d, k.compute)
+        out.append(ov / max(per.t_compute, per.t_memory))
+    return tuple(out)
