@@ -1,0 +1,1181 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from labs.core import figures, formulas, hardware, quiz, reveal, roofline, style
+
+    LAB_ID = "lab01"
+    # The engineer's kernel in Part 1: one decode step of a 16-request batch through an
+    # 8192 x 8192 weight matrix, stored and computed in bf16 (every device in the registry has
+    # a bf16 rate, so the scenario reads the same whichever device is picked).
+    SCENARIO = {"m": 16, "n": 8192, "k": 8192, "precision": "bf16"}
+    # Part 3 compares one square GEMM across two fixed devices; Part 4 quotes a profiler.
+    OVERLAY_SCENARIO = {"n": 512, "precision": "bf16", "edge": "jetson-orin-nx-16gb",
+                        "datacenter": "h100-sxm"}
+    PROFILER = {"mfu": 0.03, "bandwidth": 0.90}
+    POW2 = [2**i for i in range(19)]  # 1 ... 262144: the GEMM size sliders
+
+    def fmt_time(seconds):
+        """A duration with its unit: ns, µs, ms or s."""
+        for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+            if seconds >= scale:
+                return f"{quiz.format_value(seconds / scale)} {unit}"
+        return f"{quiz.format_value(seconds / 1e-9)} ns"
+
+    def error_text(exc):
+        """The message of a core ValueError/KeyError, without KeyError's quotes."""
+        return str(exc.args[0]) if exc.args else str(exc)
+
+    return (LAB_ID, OVERLAY_SCENARIO, POW2, PROFILER, SCENARIO, error_text, figures,
+            fmt_time, formulas, hardware, mo, quiz, reveal, roofline, style)
+
+
+@app.cell
+def _(style):
+    style.lab_header(
+        "Lab 1 · The Memory Wall",
+        "A kernel engineer's GEMM runs at a small fraction of peak. Find the roof it hits, "
+        "and what would move it.",
+        goals=[
+            "Compute a kernel's arithmetic intensity (AI) from its shape and precision and "
+            "place it on a roofline.",
+            "Decide memory-bound vs compute-bound by comparing AI with the ridge point of one "
+            "precision (dense peak).",
+            "Predict the square-GEMM size N* where a GEMM crosses the ridge, and see why one "
+            "kernel is memory-bound on one chip and compute-bound on another.",
+            "Judge a kernel with the right yardstick: bandwidth utilisation when memory-bound, "
+            "MFU when compute-bound.",
+            "Tell what raises AI (reuse, batching, fewer bytes) from what does not (clock, "
+            "capacity).",
+        ],
+        minutes=40,
+        reading=[
+            ("Williams, Waterman, Patterson: Roofline (CACM 2009)",
+             "https://doi.org/10.1145/1498765.1498785"),
+            ("H. He: Making Deep Learning Go Brrrr From First Principles",
+             "https://horace.io/brrr_intro.html"),
+            ("How to Scale Your Model: All About Rooflines",
+             "https://jax-ml.github.io/scaling-book/roofline/"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _(quiz):
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _(hardware, mo):
+    device_picker = mo.ui.dropdown(
+        options=hardware.picker_options(), value="NVIDIA H100 SXM5 · datacenter",
+        label="Device", searchable=True)
+    device_picker
+    return (device_picker,)
+
+
+@app.cell
+def _(hardware, mo):
+    precision_picker = mo.ui.dropdown(
+        options=list(hardware.PRECISIONS), value="bf16",
+        label="Compute precision (also the storage format)")
+    precision_picker
+    return (precision_picker,)
+
+
+@app.cell
+def _(device_picker, error_text, hardware, mo, precision_picker, quiz, roofline, style):
+    _d = hardware.get(device_picker.value)
+    _p = precision_picker.value
+    try:
+        _cards = style.metric_cards([
+            ("Memory", f"{quiz.format_value(_d.memory_gb)} GB", _d.memory_type),
+            ("Bandwidth β", f"{quiz.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
+            (f"Peak π ({_p}, dense)", f"{quiz.format_value(_d.peak_tflops(_p))} TFLOP/s",
+             _d.note(_p) or "no 2:4 sparsity"),
+            (f"Ridge ({_p}, dense)", f"{quiz.format_value(roofline.ridge_point(_d, _p))} FLOP/B",
+             "π / β"),
+        ])
+    except KeyError as _exc:
+        _cards = style.error_callout(
+            error_text(_exc) + "\n\nThe instruments below need a precision this device has: "
+            "pick another precision or device.")
+    mo.vstack([mo.md(f"**{_d.name}** · {_d.device_class}"), _cards])
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 1 · Which roof does the GEMM hit?
+    """)
+    return
+
+
+@app.cell
+def _(SCENARIO, device_picker, formulas, hardware, quiz, roofline, style):
+    _d = hardware.get(device_picker.value)
+    _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
+    # What the engineer measured: 90% of the best this shape can do (a stated assumption).
+    _measured = 0.9 * roofline.mfu_bound(_g.ai, _d, SCENARIO["precision"])
+    style.scenario_card(
+        "Priya Raman", "kernel engineer",
+        f"Our decode-step GEMM (M = {SCENARIO['m']} tokens, N = K = {SCENARIO['n']}, "
+        f"{SCENARIO['precision']}) runs at {quiz.format_value(100 * _measured)}% of the "
+        f"{_d.name}'s {SCENARIO['precision']} peak. I have tried three tiling schemes and "
+        "nothing moves it. Is the GPU throttling, or is the kernel hitting some roof?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_which_roof, set_which_roof = quiz.lock_state(lab, "lab01.which_roof")
+    return get_which_roof, set_which_roof
+
+
+@app.cell
+def _():
+    WHICH_ROOF_OPTIONS = {
+        "The memory roof: it waits for bytes from memory": "memory-bound",
+        "The compute roof: the tensor cores are saturated": "compute-bound",
+        "Neither: a good kernel reaches peak, this one is badly written": "broken",
+    }
+    return (WHICH_ROOF_OPTIONS,)
+
+
+@app.cell
+def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, quiz, set_which_roof):
+    which_roof_form = quiz.choice_form(
+        lab, "lab01.which_roof",
+        question="**Prediction 1.** Which roof limits Priya's GEMM on the device you picked?",
+        options=WHICH_ROOF_OPTIONS, locked=get_which_roof(), on_lock=set_which_roof)
+    quiz.prediction_panel(which_roof_form, get_which_roof())
+    return (which_roof_form,)
+
+
+@app.cell
+def _(
+    SCENARIO,
+    WHICH_ROOF_OPTIONS,
+    device_picker,
+    formulas,
+    get_which_roof,
+    lab,
+    reveal,
+    roofline,
+):
+    _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
+    _ref = roofline.regime(_ai, device_picker.value, SCENARIO["precision"])
+    _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _ref)
+    which_roof_prediction = get_which_roof() or reveal.reference(
+        lab, "lab01.which_roof", _ref, label=_label)
+    return (which_roof_prediction,)
+
+
+@app.cell
+def _(POW2, SCENARIO, mo):
+    m_slider = mo.ui.slider(steps=POW2, value=SCENARIO["m"], label="M (rows: tokens)",
+                            show_value=True, full_width=True)
+    n_slider = mo.ui.slider(steps=POW2, value=SCENARIO["n"], label="N (output features)",
+                            show_value=True, full_width=True)
+    k_slider = mo.ui.slider(steps=POW2, value=SCENARIO["k"], label="K (input features)",
+                            show_value=True, full_width=True)
+    mo.vstack([mo.md("**Your GEMM** C[M,N] = A[M,K] · B[K,N] (precision and device: "
+                     "pickers at the top)"), m_slider, n_slider, k_slider])
+    return k_slider, m_slider, n_slider
+
+
+@app.cell
+def _(
+    device_picker,
+    error_text,
+    formulas,
+    k_slider,
+    m_slider,
+    mo,
+    n_slider,
+    precision_picker,
+    quiz,
+    roofline,
+    which_roof_prediction,
+):
+    mo.stop(which_roof_prediction is None,
+            quiz.gate_notice("Lock prediction 1 to reveal the roofline instrument."))
+    _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
+    try:
+        gemm_cost = formulas.gemm(_m, _n, _k, _p)
+        gemv_cost = formulas.gemv(_n, _k, _p, name="GEMV (decode, 1 token)")
+        gemm_fraction = roofline.require_fits(
+            gemm_cost.bytes, device_picker.value,
+            what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
+        gemm_bounds = roofline.time_bounds(gemm_cost.flops, gemm_cost.bytes,
+                                           device_picker.value, _p)
+        gemv_bounds = roofline.time_bounds(gemv_cost.flops, gemv_cost.bytes,
+                                           device_picker.value, _p)
+        gemm_error = None
+    except (KeyError, ValueError) as _exc:
+        gemm_cost = gemv_cost = gemm_bounds = gemv_bounds = gemm_fraction = None
+        gemm_error = error_text(_exc)
+    return gemm_bounds, gemm_cost, gemm_error, gemm_fraction, gemv_bounds, gemv_cost
+
+
+@app.cell
+def _(
+    device_picker,
+    figures,
+    fmt_time,
+    gemm_bounds,
+    gemm_cost,
+    gemm_error,
+    gemv_cost,
+    mo,
+    precision_picker,
+    quiz,
+    style,
+):
+    mo.stop(gemm_error is not None, style.error_callout(
+        f"{gemm_error}\n\nMove M, N or K back down (or pick a device with more memory) "
+        "and the instrument comes back."))
+    _hover = {"time bounds": f"{fmt_time(gemm_bounds.lower)} … {fmt_time(gemm_bounds.upper)}",
+              "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
+                  gemm_cost.bytes)}
+    gemm_figure = figures.roofline_figure(
+        [(device_picker.value, precision_picker.value)],
+        [figures.Point("your GEMM", gemm_cost.ai, hover=_hover),
+         figures.Point("GEMV (decode)", gemv_cost.ai)],
+        title=f"Your GEMM and its decode GEMV on the {device_picker.selected_key.split(' · ')[0]}")
+    gemm_figure
+    return (gemm_figure,)
+
+
+@app.cell
+def _(
+    device_picker,
+    fmt_time,
+    gemm_bounds,
+    gemm_cost,
+    gemm_error,
+    gemm_fraction,
+    mo,
+    precision_picker,
+    quiz,
+    roofline,
+    style,
+):
+    mo.stop(gemm_error is not None)
+    _d, _p = device_picker.value, precision_picker.value
+    gemm_regime = roofline.regime(gemm_cost.ai, _d, _p)
+    gemm_metrics = {
+        "ai": gemm_cost.ai, "ridge": roofline.ridge_point(_d, _p),
+        "attainable": float(roofline.attainable_tflops(gemm_cost.ai, _d, _p)),
+        "lower": gemm_bounds.lower, "upper": gemm_bounds.upper,
+        "mfu_bound": roofline.mfu_bound(gemm_cost.ai, _d, _p)}
+    mo.vstack([mo.hstack([mo.md("**Your GEMM is**"), style.regime_badge(gemm_regime)],
+                         justify="start"),
+               style.metric_cards([
+        ("Arithmetic intensity", f"{quiz.format_value(gemm_metrics['ai'])} FLOP/B",
+         "2MNK / bytes of A, B, C"),
+        (f"Ridge ({_p}, dense)", f"{quiz.format_value(gemm_metrics['ridge'])} FLOP/B", "π / β"),
+        style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} TFLOP/s",
+                     "min(π, AI · β)", gemm_regime),
+        ("Time bounds", f"{fmt_time(gemm_bounds.lower)} … {fmt_time(gemm_bounds.upper)}",
+         f"max(Tc, Tm) … Tc + Tm; Tc = {fmt_time(gemm_bounds.t_compute)}, "
+         f"Tm = {fmt_time(gemm_bounds.t_memory)}"),
+        style.Metric("MFU bound", f"{quiz.format_value(100 * gemm_metrics['mfu_bound'])}%",
+                     "the best fraction of peak this shape can reach", gemm_regime),
+        ("Memory footprint", style.format_bytes(gemm_cost.bytes),
+         f"{quiz.format_value(100 * gemm_fraction)}% of the device"),
+    ])])
+    return gemm_metrics, gemm_regime
+
+
+@app.cell
+def _(
+    device_picker,
+    fmt_time,
+    gemm_error,
+    gemv_bounds,
+    gemv_cost,
+    mo,
+    precision_picker,
+    quiz,
+    roofline,
+    style,
+):
+    mo.stop(gemm_error is not None)
+    _d, _p = device_picker.value, precision_picker.value
+    mo.vstack([
+        mo.md(f"**Decode case.** Generating one token multiplies the same N × K weights by one "
+              f"vector: a GEMV. Every weight is read once and used for one multiply-add."),
+        style.metric_cards([
+            ("GEMV AI", f"{quiz.format_value(gemv_cost.ai)} FLOP/B", "2NK / (x + W + y bytes)"),
+            style.Metric("GEMV attainable",
+                         f"{quiz.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} TFLOP/s",
+                         "AI · β", roofline.regime(gemv_cost.ai, _d, _p)),
+            ("GEMV time bound", fmt_time(gemv_bounds.lower), "≈ weight bytes / β"),
+            ("GEMV MFU bound",
+             f"{quiz.format_value(100 * roofline.mfu_bound(gemv_cost.ai, _d, _p))}%",
+             "no kernel trick changes this"),
+        ])])
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    **Try the failure state.** Push M, N and K towards 262,144 (or pick fp32, or a small edge
+    device): at some point the three matrices no longer fit in the device's memory and the
+    instrument says by how much. Move a slider back and it recovers.
+    """)
+    return
+
+
+@app.cell
+def _(
+    SCENARIO,
+    WHICH_ROOF_OPTIONS,
+    device_picker,
+    formulas,
+    lab,
+    mo,
+    quiz,
+    roofline,
+    which_roof_prediction,
+):
+    mo.stop(which_roof_prediction is None)
+    _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
+    _ridge = roofline.ridge_point(device_picker.value, SCENARIO["precision"])
+    _actual = roofline.regime(_g.ai, device_picker.value, SCENARIO["precision"])
+    _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _actual)
+    quiz.compare(
+        which_roof_prediction, _actual, lab=lab,
+        actual_label=f"{_label} (Priya's GEMM: AI = {quiz.format_value(_g.ai)} FLOP/B, ridge "
+                     f"({SCENARIO['precision']}, dense) = {quiz.format_value(_ridge)} FLOP/B)")
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, which_roof_prediction):
+    mo.stop(which_roof_prediction is None)
+    quiz.explain_form(
+        lab, "lab01.which_roof",
+        observe_label="What do the cards show for Priya's shape (AI, ridge, MFU bound)? "
+                      "Reset the sliders to M=16, N=K=8192 if you moved them.",
+        explain_label="Why can no tiling scheme fix this kernel? Which slider moves it off the "
+                      "memory roof, and why that one?")
+    return
+
+
+@app.cell
+def _(mo, style, which_roof_prediction):
+    mo.stop(which_roof_prediction is None)
+    style.math_peek("AI, the two roofs and the time bounds", r"""
+    A GEMM $C_{M\times N} = A_{M\times K}B_{K\times N}$ does $2MNK$ FLOPs (one multiply-add = 2
+    FLOPs) and must move at least every operand once, $b$ bytes per element:
+
+    $$\text{AI} = \frac{2MNK\ \text{[FLOP]}}{(MK + KN + MN)\,b\ \text{[B]}}\quad
+    \text{[FLOP/B]}$$
+
+    With a dense peak $\pi_p$ for precision $p$ [FLOP/s] and bandwidth $\beta$ [B/s]:
+
+    $$T_c = \frac{2MNK}{\pi_p}\ \text{[s]},\qquad T_m = \frac{\text{bytes}}{\beta}\
+    \text{[s]},\qquad \max(T_c, T_m) \le T \le T_c + T_m$$
+
+    $$P_{\text{attainable}} = \min(\pi_p,\ \text{AI}\cdot\beta)\ \text{[FLOP/s]},\qquad
+    \text{ridge}_p = \frac{\pi_p}{\beta}\ \text{[FLOP/B]},\qquad
+    \text{MFU bound} = \min\!\left(1, \frac{\text{AI}}{\text{ridge}_p}\right)$$
+
+    For $M \ll N = K$ (a small batch), $\text{AI} \approx \frac{2MNK}{NK\,b} = \frac{2M}{b}$:
+    16 tokens in bf16 give AI ≈ 16 FLOP/B, far left of any bf16 ridge. The GEMV ($M = 1$) has
+    $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b} = 1$ FLOP/B in 16-bit formats.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 2 · The crossover size N*
+    """)
+    return
+
+
+@app.cell
+def _(device_picker, precision_picker, style):
+    style.scenario_card(
+        "Priya Raman", "kernel engineer",
+        "OK, small batches are stuck on the memory roof. But our prefill GEMMs are big and "
+        f"square. How large must a square N × N × N GEMM be, in {precision_picker.value} on "
+        f"the {device_picker.selected_key.split(' · ')[0]}, before the compute roof is the "
+        "limit? I want one number to decide which layers are worth tuning for FLOPs.")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_crossover, set_crossover = quiz.lock_state(lab, "lab01.crossover_n")
+    return get_crossover, set_crossover
+
+
+@app.cell
+def _(get_crossover, lab, quiz, set_crossover):
+    crossover_form = quiz.numeric_form(
+        lab, "lab01.crossover_n",
+        question="**Prediction 2.** Above which N is a square GEMM compute-bound on the device "
+                 "and precision picked above? (N* = the matrix side where AI meets the ridge)",
+        units="", lo=10, hi=100_000, log_scale=True,
+        locked=get_crossover(), on_lock=set_crossover)
+    quiz.prediction_panel(crossover_form, get_crossover())
+    return (crossover_form,)
+
+
+@app.cell
+def _(device_picker, get_crossover, lab, precision_picker, reveal, roofline):
+    try:
+        _ref = roofline.gemm_crossover_n(device_picker.value, precision_picker.value)
+    except KeyError:  # the device has no rate for this precision: nothing to reveal
+        _ref = None
+    crossover_prediction = get_crossover() or (
+        reveal.reference(lab, "lab01.crossover_n", round(_ref)) if _ref else None)
+    return (crossover_prediction,)
+
+
+@app.cell
+def _(
+    crossover_prediction,
+    device_picker,
+    error_text,
+    mo,
+    precision_picker,
+    quiz,
+    roofline,
+):
+    mo.stop(crossover_prediction is None,
+            quiz.gate_notice("Lock prediction 2 to reveal the crossover instrument."))
+    try:
+        crossover_n = roofline.gemm_crossover_n(device_picker.value, precision_picker.value)
+        crossover_error = None
+    except KeyError as _exc:
+        crossover_n, crossover_error = None, error_text(_exc)
+    return crossover_error, crossover_n
+
+
+@app.cell
+def _(
+    crossover_error,
+    crossover_n,
+    crossover_prediction,
+    device_picker,
+    figures,
+    formulas,
+    mo,
+    precision_picker,
+    style,
+):
+    mo.stop(crossover_error is not None, style.error_callout(crossover_error))
+    _p = precision_picker.value
+    _pts = [figures.Point(f"N={_n}", formulas.gemm(_n, _n, _n, _p).ai)
+            for _n in (128, 512, 2048, 8192)]
+    _star = max(1, round(crossover_n))
+    _pts.append(figures.Point(f"N* ≈ {_star:,}", formulas.gemm(_star, _star, _star, _p).ai))
+    _guess = max(1, round(float(crossover_prediction.value)))
+    _pts.append(figures.Point(f"your N* = {_guess:,}", formulas.gemm(_guess, _guess, _guess, _p).ai,
+                              hover={"note": "where your prediction puts the crossover"}))
+    crossover_figure = figures.roofline_figure(
+        [(device_picker.value, _p)], _pts, label_points=True,
+        title=f"Square GEMMs N × N × N in {_p}: AI = 2N / (3b) grows with N")
+    crossover_figure
+    return (crossover_figure,)
+
+
+@app.cell
+def _(
+    crossover_error,
+    crossover_n,
+    device_picker,
+    mo,
+    precision_picker,
+    quiz,
+    roofline,
+    style,
+):
+    mo.stop(crossover_error is not None)
+    _p = precision_picker.value
+    style.metric_cards([
+        style.Metric(f"N* ({_p}, dense)", f"{quiz.format_value(round(crossover_n))}",
+                     "square GEMMs above this are compute-bound", "compute-bound"),
+        (f"Ridge ({_p}, dense)",
+         f"{quiz.format_value(roofline.ridge_point(device_picker.value, _p))} FLOP/B",
+         "AI a GEMM must reach"),
+        ("AI of a square GEMM", "2N / (3b) FLOP/B",
+         "grows linearly with N: bigger matrices reuse each byte more"),
+    ])
+    return
+
+
+@app.cell
+def _(crossover_error, crossover_n, crossover_prediction, lab, mo, quiz):
+    mo.stop(crossover_prediction is None or crossover_error is not None)
+    quiz.compare(crossover_prediction, round(crossover_n), lab=lab)
+    return
+
+
+@app.cell
+def _(crossover_prediction, lab, mo, quiz):
+    mo.stop(crossover_prediction is None)
+    quiz.explain_form(
+        lab, "lab01.crossover_n",
+        observe_label="What N* does the instrument show? Switch the precision to fp32 and "
+                      "to fp8 (or int8): how does N* move?",
+        explain_label="Why does a faster precision need a *bigger* matrix to be compute-bound?")
+    return
+
+
+@app.cell
+def _(crossover_prediction, mo, style):
+    mo.stop(crossover_prediction is None)
+    style.math_peek("the crossover N*", r"""
+    A square GEMM ($M = N = K$) does $2N^3$ FLOPs and moves $3N^2 b$ bytes (A, B, C):
+
+    $$\text{AI}(N) = \frac{2N^3\ \text{[FLOP]}}{3N^2 b\ \text{[B]}} = \frac{2N}{3b}\
+    \text{[FLOP/B]}$$
+
+    It meets the ridge $\pi_p / \beta$ where
+
+    $$\frac{2N^*}{3b} = \frac{\pi_p}{\beta}\quad\Longrightarrow\quad
+    N^* = \frac{3}{2}\, b\, \frac{\pi_p}{\beta}$$
+
+    Units: $b$ [B/element] × ridge [FLOP/B] = FLOP per element, and $\tfrac{3}{2}$ FLOP⁻¹
+    per element of the side comes from $2N^3 / 3N^2$: $N^*$ is a count of elements along
+    one side. Example: H100 SXM, bf16 dense, $\pi = 989.5$ TFLOP/s, $\beta = 3350$ GB/s:
+    ridge = 295 FLOP/B, $N^* = 1.5 \times 2 \times 295 \approx 886$. In fp8 the peak doubles
+    and $b$ halves, so $N^*$ stays the same; in fp32 (CUDA cores, ridge 20 FLOP/B, $b = 4$)
+    $N^* \approx 120$.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 3 · Same kernel, other devices
+    """)
+    return
+
+
+@app.cell
+def _(OVERLAY_SCENARIO, hardware, style):
+    _edge = hardware.get(OVERLAY_SCENARIO["edge"]).name
+    _dc = hardware.get(OVERLAY_SCENARIO["datacenter"]).name
+    _n = OVERLAY_SCENARIO["n"]
+    style.scenario_card(
+        "Sam Okafor", "ML platform lead",
+        f"The robotics team profiled our {_n} × {_n} × {_n} {OVERLAY_SCENARIO['precision']} "
+        f"GEMM on the {_edge}: compute-bound, tensor cores busy. We are moving the same model "
+        f"to the {_dc} in the datacenter. Same kernel, same shape: it stays compute-bound "
+        "there, right?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_other_device, set_other_device = quiz.lock_state(lab, "lab01.other_device")
+    return get_other_device, set_other_device
+
+
+@app.cell
+def _(OVERLAY_SCENARIO, get_other_device, hardware, lab, quiz, set_other_device):
+    other_device_form = quiz.choice_form(
+        lab, "lab01.other_device",
+        question=f"**Prediction 3.** On the {hardware.get(OVERLAY_SCENARIO['datacenter']).name}, "
+                 f"the same {OVERLAY_SCENARIO['n']}³ {OVERLAY_SCENARIO['precision']} GEMM is ...",
+        options={"compute-bound, like on the edge device": "compute-bound",
+                 "memory-bound": "memory-bound"},
+        locked=get_other_device(), on_lock=set_other_device)
+    quiz.prediction_panel(other_device_form, get_other_device())
+    return (other_device_form,)
+
+
+@app.cell
+def _(OVERLAY_SCENARIO, formulas, get_other_device, lab, reveal, roofline):
+    _n, _p = OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["precision"]
+    _ref = roofline.regime(formulas.gemm(_n, _n, _n, _p).ai, OVERLAY_SCENARIO["datacenter"], _p)
+    other_device_prediction = get_other_device() or reveal.reference(
+        lab, "lab01.other_device", _ref,
+        label="memory-bound" if _ref == "memory-bound" else "compute-bound, like on the edge device")
+    return (other_device_prediction,)
+
+
+@app.cell
+def _(OVERLAY_SCENARIO, hardware, mo):
+    _labels = {v: k for k, v in hardware.picker_options().items()}
+    overlay_devices = mo.ui.multiselect(
+        options=hardware.picker_options(),
+        value=[_labels[OVERLAY_SCENARIO["edge"]], _labels[OVERLAY_SCENARIO["datacenter"]]],
+        label="Devices to overlay (plus the one picked at the top)", max_selections=4)
+    overlay_n = mo.ui.slider(steps=[2**i for i in range(5, 15)], value=OVERLAY_SCENARIO["n"],
+                             label="Square GEMM size N", show_value=True, full_width=True)
+    mo.vstack([overlay_devices, overlay_n])
+    return overlay_devices, overlay_n
+
+
+@app.cell
+def _(
+    device_picker,
+    formulas,
+    hardware,
+    mo,
+    other_device_prediction,
+    overlay_devices,
+    overlay_n,
+    precision_picker,
+    quiz,
+):
+    mo.stop(other_device_prediction is None,
+            quiz.gate_notice("Lock prediction 3 to reveal the multi-device roofline."))
+    _p = precision_picker.value
+    _keys = list(dict.fromkeys([device_picker.value, *overlay_devices.value]))
+    overlay_keys = [k for k in _keys if hardware.get(k).has(_p)]
+    overlay_skipped = [hardware.get(k).name for k in _keys if not hardware.get(k).has(_p)]
+    overlay_cost = formulas.gemm(overlay_n.value, overlay_n.value, overlay_n.value, _p)
+    return overlay_cost, overlay_keys, overlay_skipped
+
+
+@app.cell
+def _(
+    figures,
+    mo,
+    overlay_cost,
+    overlay_keys,
+    overlay_n,
+    overlay_skipped,
+    precision_picker,
+    style,
+):
+    mo.stop(not overlay_keys, style.error_callout(
+        f"None of the chosen devices has a {precision_picker.value} rate in the registry "
+        f"({', '.join(overlay_skipped)}). Pick another precision."))
+    _n = overlay_n.value
+    overlay_figure = figures.roofline_figure(
+        [(k, precision_picker.value) for k in overlay_keys],
+        [figures.Point(f"{_n}³ GEMM", overlay_cost.ai)],
+        title=f"One {_n}³ {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} FLOP/B) "
+              "against several roofs")
+    mo.vstack([overlay_figure] + ([mo.md(
+        f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")]
+        if overlay_skipped else []))
+    return (overlay_figure,)
+
+
+@app.cell
+def _(
+    figures,
+    hardware,
+    mo,
+    overlay_cost,
+    overlay_keys,
+    precision_picker,
+    quiz,
+    roofline,
+    style,
+):
+    mo.stop(not overlay_keys)
+    _p = precision_picker.value
+    style.metric_cards([
+        style.Metric(figures.short_name(hardware.get(k)),
+                     roofline.regime(overlay_cost.ai, k, _p),
+                     f"ridge ({_p}, dense) = {quiz.format_value(roofline.ridge_point(k, _p))} "
+                     f"FLOP/B · N* = {quiz.format_value(round(roofline.gemm_crossover_n(k, _p)))}",
+                     roofline.regime(overlay_cost.ai, k, _p))
+        for k in overlay_keys])
+    return
+
+
+@app.cell
+def _(OVERLAY_SCENARIO, formulas, lab, mo, other_device_prediction, quiz, roofline):
+    mo.stop(other_device_prediction is None)
+    _n, _p, _dc = OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["precision"], OVERLAY_SCENARIO[
+        "datacenter"]
+    _ai = formulas.gemm(_n, _n, _n, _p).ai
+    _actual = roofline.regime(_ai, _dc, _p)
+    quiz.compare(other_device_prediction, _actual, lab=lab,
+                 actual_label=f"{_actual}: AI {quiz.format_value(_ai)} FLOP/B vs ridge ({_p}, "
+                              f"dense) = {quiz.format_value(roofline.ridge_point(_dc, _p))} "
+                              "FLOP/B")
+    return
+
+
+@app.cell
+def _(lab, mo, other_device_prediction, quiz):
+    mo.stop(other_device_prediction is None)
+    quiz.explain_form(
+        lab, "lab01.other_device",
+        observe_label="At N = 512, which devices are memory-bound and which compute-bound? "
+                      "Move N: at which N does each one switch?",
+        explain_label="The kernel did not change. What did, between the two chips?")
+    return
+
+
+@app.cell
+def _(mo, other_device_prediction, style):
+    mo.stop(other_device_prediction is None)
+    style.math_peek("one AI, many ridges", r"""
+    AI depends only on the operation: $\text{AI} = 2N/(3b)$ for a square GEMM, the same on
+    every chip. The regime depends on the chip through its ridge:
+
+    $$\text{memory-bound} \iff \text{AI} < \text{ridge}_p = \frac{\pi_p\ \text{[FLOP/s]}}
+    {\beta\ \text{[B/s]}}$$
+
+    A chip whose peak grew faster than its bandwidth has a ridge further right: the H100 SXM
+    (bf16 dense 989.5 TFLOP/s, 3350 GB/s) has ridge 295 FLOP/B; the Jetson Orin NX 16GB
+    (~15 TFLOP/s, 102.4 GB/s) has ~146 FLOP/B. A $512^3$ bf16 GEMM (AI = 171 FLOP/B) lies
+    between them.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 4 · Which yardstick?
+    """)
+    return
+
+
+@app.cell
+def _(PROFILER, device_picker, style):
+    style.scenario_card(
+        "Dana Weiss", "engineering manager",
+        f"The profiler says our decode kernel on the {device_picker.selected_key.split(' · ')[0]} "
+        f"runs at {PROFILER['mfu']:.0%} of peak FLOP/s. It also reports "
+        f"{PROFILER['bandwidth']:.0%} of peak memory bandwidth. I am about to put two engineers "
+        f"on it for a quarter: {PROFILER['mfu']:.0%} means we are wasting "
+        f"{1 - PROFILER['mfu']:.0%} of a very expensive chip, doesn't it?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_yardstick, set_yardstick = quiz.lock_state(lab, "lab01.yardstick")
+    return get_yardstick, set_yardstick
+
+
+@app.cell
+def _():
+    YARDSTICK_OPTIONS = {
+        "MFU (3% of peak FLOP/s): there is ~30x headroom": "mfu",
+        "Bandwidth utilisation (90%): the kernel is close to its roof": "bandwidth",
+        "Both equally: average the two": "both",
+    }
+    return (YARDSTICK_OPTIONS,)
+
+
+@app.cell
+def _(YARDSTICK_OPTIONS, get_yardstick, lab, quiz, set_yardstick):
+    yardstick_form = quiz.choice_form(
+        lab, "lab01.yardstick",
+        question="**Prediction 4.** Which number tells Dana how much faster this kernel can get?",
+        options=YARDSTICK_OPTIONS, locked=get_yardstick(), on_lock=set_yardstick)
+    quiz.prediction_panel(yardstick_form, get_yardstick())
+    return (yardstick_form,)
+
+
+@app.cell
+def _(
+    PROFILER,
+    SCENARIO,
+    YARDSTICK_OPTIONS,
+    device_picker,
+    get_yardstick,
+    hardware,
+    lab,
+    reveal,
+    roofline,
+):
+    _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
+    _ai = roofline.implied_ai(PROFILER["mfu"] * _d.peak_tflops(_p),
+                              PROFILER["bandwidth"] * _d.bandwidth_gbs)
+    _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "mfu"
+    yardstick_prediction = get_yardstick() or reveal.reference(
+        lab, "lab01.yardstick", _ref,
+        label=next(k for k, v in YARDSTICK_OPTIONS.items() if v == _ref))
+    return (yardstick_prediction,)
+
+
+@app.cell
+def _(PROFILER, mo):
+    mfu_slider = mo.ui.slider(0.5, 100, step=0.5, value=100 * PROFILER["mfu"],
+                              label="Achieved % of peak FLOP/s (MFU)", show_value=True,
+                              full_width=True)
+    bw_slider = mo.ui.slider(1, 100, step=1, value=100 * PROFILER["bandwidth"],
+                             label="Achieved % of peak bandwidth", show_value=True,
+                             full_width=True)
+    mo.vstack([mo.md("**The profiler's two numbers** (move them)"), mfu_slider, bw_slider])
+    return bw_slider, mfu_slider
+
+
+@app.cell
+def _(
+    bw_slider,
+    device_picker,
+    error_text,
+    hardware,
+    mfu_slider,
+    mo,
+    precision_picker,
+    quiz,
+    roofline,
+    yardstick_prediction,
+):
+    mo.stop(yardstick_prediction is None,
+            quiz.gate_notice("Lock prediction 4 to reveal the yardstick instrument."))
+    _d, _p = hardware.get(device_picker.value), precision_picker.value
+    try:
+        _tflops = mfu_slider.value / 100 * _d.peak_tflops(_p)
+        _gbs = bw_slider.value / 100 * _d.bandwidth_gbs
+        _ai = roofline.implied_ai(_tflops, _gbs)
+        yardstick = {
+            "tflops": _tflops, "gbs": _gbs, "ai": _ai,
+            "regime": roofline.regime(_ai, _d, _p),
+            "mfu": roofline.mfu(_tflops, _d, _p),
+            "bw_util": roofline.bandwidth_utilization(_gbs, _d),
+            "of_roof": roofline.fraction_of_roof(_tflops, _ai, _d, _p),
+            "mfu_bound": roofline.mfu_bound(_ai, _d, _p)}
+        yardstick_error = None
+    except (KeyError, ValueError) as _exc:
+        yardstick, yardstick_error = None, error_text(_exc)
+    return yardstick, yardstick_error
+
+
+@app.cell
+def _(
+    device_picker,
+    figures,
+    mo,
+    precision_picker,
+    quiz,
+    style,
+    yardstick,
+    yardstick_error,
+):
+    mo.stop(yardstick_error is not None, style.error_callout(yardstick_error))
+    yardstick_figure = figures.roofline_figure(
+        [(device_picker.value, precision_picker.value)],
+        [figures.Point("the profiled kernel", yardstick["ai"], yardstick["tflops"],
+                       kind="measured",
+                       hover={"MFU": f"{quiz.format_value(100 * yardstick['mfu'])}%",
+                              "bandwidth": f"{quiz.format_value(100 * yardstick['bw_util'])}%"})],
+        title="Where the profiler's numbers put the kernel")
+    yardstick_figure
+    return (yardstick_figure,)
+
+
+@app.cell
+def _(mo, quiz, style, yardstick, yardstick_error):
+    mo.stop(yardstick_error is not None)
+    _pct = lambda x: f"{quiz.format_value(100 * x)}%"  # noqa: E731
+    mo.vstack([
+        mo.hstack([mo.md("**The kernel is**"), style.regime_badge(yardstick["regime"])],
+                  justify="start"),
+        style.metric_cards([
+            ("Implied AI", f"{quiz.format_value(yardstick['ai'])} FLOP/B",
+             "achieved FLOP/s ÷ achieved B/s"),
+            ("MFU", _pct(yardstick["mfu"]), "achieved / peak FLOP/s"),
+            ("Bandwidth utilisation", _pct(yardstick["bw_util"]), "achieved / peak B/s"),
+            style.Metric("Fraction of its roof", _pct(yardstick["of_roof"]),
+                         "achieved / attainable at this AI: the headroom left",
+                         yardstick["regime"]),
+            ("MFU bound", _pct(yardstick["mfu_bound"]), "the best MFU this AI allows"),
+        ])])
+    return
+
+
+@app.cell
+def _(
+    PROFILER,
+    SCENARIO,
+    YARDSTICK_OPTIONS,
+    device_picker,
+    hardware,
+    lab,
+    mo,
+    quiz,
+    roofline,
+    yardstick_prediction,
+):
+    mo.stop(yardstick_prediction is None)
+    _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
+    _t = PROFILER["mfu"] * _d.peak_tflops(_p)
+    _ai = roofline.implied_ai(_t, PROFILER["bandwidth"] * _d.bandwidth_gbs)
+    _actual = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "mfu"
+    quiz.compare(yardstick_prediction, _actual, lab=lab, actual_label=(
+        f"{next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)}: at "
+        f"{quiz.format_value(_ai)} FLOP/B ({_p}) the kernel reaches "
+        f"{quiz.format_value(100 * roofline.fraction_of_roof(_t, _ai, _d, _p))}% of its roof"))
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, yardstick_prediction):
+    mo.stop(yardstick_prediction is None)
+    quiz.explain_form(
+        lab, "lab01.yardstick",
+        observe_label="Set MFU 3% and bandwidth 90%: what fraction of its roof does the kernel "
+                      "reach, and what is its MFU bound?",
+        explain_label="What should Dana's engineers do instead of tuning FLOPs? When would MFU "
+                      "be the right yardstick?")
+    return
+
+
+@app.cell
+def _(mo, style, yardstick_prediction):
+    mo.stop(yardstick_prediction is None)
+    style.math_peek("two yardsticks and the roof", r"""
+    From the profiler: achieved $P$ [FLOP/s] and achieved $B$ [B/s]. Then
+
+    $$\text{MFU} = \frac{P}{\pi_p},\qquad \text{BWU} = \frac{B}{\beta},\qquad
+    \text{AI} = \frac{P}{B}\ \text{[FLOP/B]} = \text{ridge}_p\cdot\frac{\text{MFU}}
+    {\text{BWU}}$$
+
+    The headroom is measured against the roof *at this AI*:
+
+    $$\frac{P}{\min(\pi_p,\ \text{AI}\cdot\beta)} = \max(\text{MFU},\ \text{BWU})$$
+
+    3% MFU at 90% BWU puts AI at $\tfrac{0.03}{0.9} = \tfrac{1}{30}$ of the ridge: memory-bound,
+    at 90% of its roof, with an MFU bound of 3.3%. Only raising AI (Part 5) lifts that bound.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 5 · What actually raises AI?
+    """)
+    return
+
+
+@app.cell
+def _(SCENARIO, style):
+    style.scenario_card(
+        "Priya Raman", "kernel engineer",
+        "Five proposals are on my desk for the decode GEMM (M = "
+        f"{SCENARIO['m']}, N = K = {SCENARIO['n']}, 64 × 64 tiles today): bigger tiles, batching "
+        "4x more requests together, fp8 weights (half the bytes, same bf16 math), the SKU with a "
+        "20% higher core clock, and the part with twice the memory. Which one gets us furthest "
+        "off the memory roof?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_levers, set_levers = quiz.lock_state(lab, "lab01.levers")
+    return get_levers, set_levers
+
+
+@app.cell
+def _():
+    LEVER_OPTIONS = {
+        "2x larger tiles (more reuse per byte)": "2x larger tiles",
+        "4x batch: more requests share each weight read": "4x batch (M)",
+        "half the bytes per element (fp8 weights)": "half the bytes per element",
+        "+20% core clock": "+20% core clock",
+        "2x memory capacity": "2x memory capacity",
+    }
+    LEVER_TILE = 64  # Priya's tiles today
+    return LEVER_OPTIONS, LEVER_TILE
+
+
+@app.cell
+def _(LEVER_OPTIONS, get_levers, lab, quiz, set_levers):
+    levers_form = quiz.choice_form(
+        lab, "lab01.levers",
+        question="**Prediction 5.** Which single change raises the AI of Priya's GEMM the most?",
+        options=LEVER_OPTIONS, locked=get_levers(), on_lock=set_levers)
+    quiz.prediction_panel(levers_form, get_levers())
+    return (levers_form,)
+
+
+@app.cell
+def _(
+    LEVER_OPTIONS,
+    LEVER_TILE,
+    SCENARIO,
+    device_picker,
+    get_levers,
+    lab,
+    reveal,
+    roofline,
+):
+    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], device_picker.value,
+                                 SCENARIO["precision"], tile=LEVER_TILE)
+    _best = max(_levers[1:], key=lambda lv: lv.ai).name
+    levers_prediction = get_levers() or reveal.reference(
+        lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best))
+    return (levers_prediction,)
+
+
+@app.cell
+def _(LEVER_TILE, mo):
+    tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
+                               label="Output tile edge T of the baseline kernel", show_value=True,
+                               full_width=True)
+    tile_slider
+    return (tile_slider,)
+
+
+@app.cell
+def _(
+    device_picker,
+    error_text,
+    k_slider,
+    levers_prediction,
+    m_slider,
+    mo,
+    n_slider,
+    precision_picker,
+    quiz,
+    roofline,
+    tile_slider,
+):
+    mo.stop(levers_prediction is None,
+            quiz.gate_notice("Lock prediction 5 to reveal the levers instrument."))
+    try:
+        levers = roofline.ai_levers(m_slider.value, n_slider.value, k_slider.value,
+                                    device_picker.value, precision_picker.value,
+                                    tile=tile_slider.value)
+        levers_error = None
+    except (KeyError, ValueError) as _exc:
+        levers, levers_error = None, error_text(_exc)
+    return levers, levers_error
+
+
+@app.cell
+def _(
+    figures,
+    k_slider,
+    levers,
+    levers_error,
+    m_slider,
+    mo,
+    n_slider,
+    precision_picker,
+    quiz,
+    style,
+):
+    mo.stop(levers_error is not None, style.error_callout(levers_error))
+    levers_figure = figures.bar_figure(
+        [lv.name for lv in levers], [lv.rho for lv in levers], log=True,
+        colors=["memory" if lv.rho < 1 else "compute" for lv in levers],
+        annotations=[f"AI {quiz.format_value(lv.ai)} · ridge {quiz.format_value(lv.ridge)}"
+                     for lv in levers],
+        yaxis_title="ρ = AI / ridge (1 = on the ridge)",
+        title=f"Your GEMM {m_slider.value:,} × {n_slider.value:,} × {k_slider.value:,} "
+              f"({precision_picker.value}, dense ridge): each lever alone")
+    mo.vstack([levers_figure, mo.md(
+        "ρ < 1 (blue bars) is memory-bound, ρ ≥ 1 (orange) compute-bound. Bytes are counted for "
+        "a kernel that re-reads A once per tile column and B once per tile row.")])
+    return (levers_figure,)
+
+
+@app.cell
+def _(levers, levers_error, mo, quiz, style):
+    mo.stop(levers_error is not None)
+    _base = levers[0]
+    style.metric_cards([
+        (lv.name, f"AI × {quiz.format_value(lv.ai / _base.ai)}",
+         f"ρ × {quiz.format_value(lv.rho / _base.rho)} · {lv.why}") for lv in levers[1:]])
+    return
+
+
+@app.cell
+def _(
+    LEVER_OPTIONS,
+    LEVER_TILE,
+    SCENARIO,
+    device_picker,
+    lab,
+    levers_prediction,
+    mo,
+    quiz,
+    roofline,
+):
+    mo.stop(levers_prediction is None)
+    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], device_picker.value,
+                                 SCENARIO["precision"], tile=LEVER_TILE)
+    _best = max(_levers[1:], key=lambda lv: lv.ai)
+    quiz.compare(levers_prediction, _best.name, lab=lab, actual_label=(
+        f"{next(k for k, v in LEVER_OPTIONS.items() if v == _best.name)}: AI "
+        f"{quiz.format_value(_levers[0].ai)} → {quiz.format_value(_best.ai)} FLOP/B for "
+        f"Priya's GEMM with {LEVER_TILE} × {LEVER_TILE} tiles"))
+    return
+
+
+@app.cell
+def _(lab, levers_prediction, mo, quiz):
+    mo.stop(levers_prediction is None)
+    quiz.explain_form(
+        lab, "lab01.levers",
+        observe_label="Which levers change AI, which change only the ridge, which change "
+                      "nothing? Try a large square GEMM (M = N = K = 8192) too.",
+        explain_label="Why do clock speed and memory capacity leave AI where it is? Why does "
+                      "batching stop helping once M is larger than the tile?")
+    return
+
+
+@app.cell
+def _(levers_prediction, mo, style):
+    mo.stop(levers_prediction is None)
+    style.math_peek("bytes of a tiled GEMM", r"""
+    A kernel computing $T\times T$ output tiles reads a $T\times K$ strip of A and a $K\times T$
+    strip of B per tile; with nothing kept on chip between tiles, A is re-read once per tile
+    column and B once per tile row:
+
+    $$\text{bytes}(T) = b\left(MK\left\lceil\tfrac{N}{T}\right\rceil + KN\left\lceil\tfrac{M}{T}
+    \right\rceil + MN\right)\ \text{[B]},\qquad \text{AI}(T) = \frac{2MNK}{\text{bytes}(T)}$$
+
+    For large $M, N$: $\text{AI} \approx \frac{T}{b}$ — reuse (tile size) and bytes per element
+    set it. For $M \le T$ (decode batches), B is read once and $\text{AI} \approx 2M/b$ —
+    batching sets it. A faster clock raises $\pi_p$, so the ridge $\pi_p/\beta$ moves right
+    and $\rho = \text{AI}/\text{ridge}$ falls. Capacity appears in neither formula.
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.takeaways([
+        "Arithmetic intensity (FLOP per byte moved) is a property of the operation and its "
+        "data layout; the ridge point π/β is a property of the chip and one precision (dense).",
+        "Below the ridge a kernel is memory-bound: its ceiling is AI × bandwidth, and no amount "
+        "of FLOP tuning lifts it. A decode GEMV sits at AI ≈ 1 FLOP/B.",
+        "A square GEMM crosses the ridge at N* = 1.5 · b · ridge: about 886 in bf16 on an H100 "
+        "SXM; faster precisions and chips push N* up unless the bytes shrink too.",
+        "The same kernel can be compute-bound on an edge device and memory-bound on a "
+        "datacenter GPU: the ridge moved, not the kernel.",
+        "Judge a memory-bound kernel by bandwidth utilisation (or fraction of its roof), not "
+        "MFU: 3% of peak FLOP/s can be 90% of what is possible.",
+        "AI rises with reuse (tiling), batching and fewer bytes per element; clock speed and "
+        "memory capacity do not raise it.",
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()
