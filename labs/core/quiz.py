@@ -637,17 +637,21 @@ def prediction_panel(form, locked_prediction: Prediction | None):
         return form
     info = getattr(form, "roofline_item", {}) or {}
     question = info.get("question", "")
-    conf = (f" · confidence {locked_prediction.confidence}/5"
-            if locked_prediction.confidence is not None else "")
-    when = _short_time(locked_prediction.timestamp)
-    body = (f"<div>🔒 <strong>Locked prediction:</strong> "
-            f"{html.escape(locked_prediction.display())}{html.escape(conf)}</div>")
-    if locked_prediction.reason:
-        body += f"<div><em>Why:</em> {html.escape(locked_prediction.reason)}</div>"
-    body += (f'<div style="font-size:.85em;opacity:.75">{html.escape(when)}'
-             "This is your first committed answer; it stays as it is.</div>")
-    card = mo.callout(mo.Html(body), kind="success")
+    card = mo.callout(mo.Html(locked_card_html(locked_prediction)), kind="success")
     return mo.vstack([mo.md(question), card]) if question else card
+
+
+def locked_card_html(prediction: Prediction) -> str:
+    """The locked answer as HTML, every piece of student text escaped."""
+    conf = (f" · confidence {prediction.confidence}/5"
+            if prediction.confidence is not None else "")
+    body = (f"<div>🔒 <strong>Locked prediction:</strong> "
+            f"{html.escape(prediction.display())}{html.escape(conf)}</div>")
+    if prediction.reason:
+        body += f"<div><em>Why:</em> {html.escape(prediction.reason)}</div>"
+    return body + (f'<div style="font-size:.85em;opacity:.75">'
+                   f"{html.escape(_short_time(prediction.timestamp))}"
+                   "This is your first committed answer; it stays as it is.</div>")
 
 
 def _short_time(ts: str) -> str:

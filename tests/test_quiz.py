@@ -1,0 +1,285 @@
+"""The prediction lock, headless: locked/unlocked runs, reload restores, revise, validation."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from labs.core import ledger as L
+from labs.core import quiz
+
+LAB_FILE = Path(__file__).parent / "_lock_lab.py"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A private ledger folder, config folder and student id for each test."""
+    monkeypatch.setenv(L.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
+    monkeypatch.setenv(L.ENV_STUDENT_ID, "ada")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "ledger"
+
+
+def _load_app():
+    spec = importlib.util.spec_from_file_location("_lock_lab_under_test", LAB_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+@pytest.fixture(scope="module")
+def app():
+    return _load_app()
+
+
+def _kinds(lab, item=None):
+    return [e["kind"] for e in lab.events(item)]
+
+
+def _html(obj) -> str:
+    return obj.text if hasattr(obj, "text") else str(obj)
+
+
+# --- the notebook, headless ---------------------------------------------------------------
+
+def test_unlocked_run_keeps_the_instrument_hidden(env, app):
+    _, defs = app.run()
+    assert defs["bw_prediction"] is None and defs["regime_prediction"] is None
+    assert "measured_bw" not in defs and "regime_reveal" not in defs
+    assert defs["lab"].events() == []
+
+
+def test_lock_then_reload_restores_the_lock_from_the_ledger(env, app):
+    _, defs = app.run()
+    quiz.simulate_submit(defs["bw_form"], answer="3e3", confidence=4, reason="HBM is ~3 TB/s")
+    locked = defs["get_bw"]()
+    assert isinstance(locked, quiz.Prediction) and locked.value == 3000
+    assert _kinds(defs["lab"], "locklab.bandwidth") == ["predict", "unlock"]
+
+    # a new run is a page reload: mo.state starts again, the ledger restores the lock
+    _, again = app.run()
+    restored = again["bw_prediction"]
+    assert restored == locked  # same value, confidence, reason, timestamp
+    assert again["measured_bw"] == 2000.0  # the gate opened
+    args = again["bw_form"]._args.args
+    assert args["submit-button-disabled"] is True
+    for name in ("answer", "confidence", "reason"):
+        assert again["bw_form"].element[name]._args.args["disabled"] is True
+    # the reveal recorded what the instrument showed, once
+    results = again["lab"].events("locklab.bandwidth", "result")
+    assert [r["payload"]["actual"] for r in results] == [2000.0]
+    assert results[0]["payload"]["ratio"] == pytest.approx(1.5)
+    # the other prediction is still open
+    assert again["regime_prediction"] is None and "regime_reveal" not in again
+
+
+def test_a_later_different_submission_is_a_revision_not_an_overwrite(env, app):
+    _, defs = app.run()
+    form = defs["bw_form"]
+    quiz.simulate_submit(form, answer=500, confidence=2, reason="first guess")
+    quiz.simulate_submit(form, answer=500, confidence=2, reason="first guess")  # duplicate
+    quiz.simulate_submit(form, answer=2000, confidence=5, reason="peeked")  # stale tab
+    assert _kinds(defs["lab"], "locklab.bandwidth") == ["predict", "unlock", "revise"]
+    assert defs["get_bw"]().value == 500
+    _, again = app.run()
+    assert again["bw_prediction"].value == 500
+
+
+def test_choice_lock_and_compare(env, app):
+    _, defs = app.run()
+    quiz.simulate_submit(defs["regime_form"], answer="compute", confidence=3,
+                         reason="it is a big kernel")
+    pred = defs["get_regime"]()
+    assert (pred.value, pred.label, pred.answer_type) == ("compute", "compute roof", "choice")
+    _, again = app.run()
+    text = _html(again["regime_reveal"])
+    assert "compute roof" in text and "memory roof" in text and "not what you predicted" in text
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"answer": "", "confidence": 3, "reason": "r"}, "as a number"),
+    ({"answer": "lots", "confidence": 3, "reason": "r"}, "as a number"),
+    ({"answer": "20000", "confidence": 3, "reason": "r"}, "between 1 and 10,000"),
+    ({"answer": "0.5", "confidence": 3, "reason": "r"}, "between 1 and 10,000"),
+    ({"answer": "100", "confidence": None, "reason": "r"}, "confident"),
+    ({"answer": "100", "confidence": 3, "reason": "  "}, "why"),
+    ({"answer": "100", "confidence": 3, "reason": "x" * 300}, "one line"),
+])
+def test_bad_submissions_give_a_message_and_record_nothing(env, app, values, message):
+    _, defs = app.run()
+    form = defs["bw_form"]
+    handler = form.roofline_item["handler"]
+    raw = {"answer": values["answer"], "reason": values["reason"],
+           "confidence": next((k for k, v in quiz.CONFIDENCE_OPTIONS.items()
+                               if v == values["confidence"]), None)}
+    assert message in handler.validate(raw)  # what the browser shows in the form
+    quiz.simulate_submit(form, **values)  # and if it arrives anyway: ignored, no exception
+    assert defs["get_bw"]() is None and defs["lab"].events() == []
+
+
+def test_defs_override_opens_and_closes_the_gate(env, app):
+    opened = quiz.Prediction("locklab.bandwidth", 1000.0, units="GB/s", confidence=3)
+    _, defs = app.run(defs={"bw_prediction": opened})
+    assert defs["measured_bw"] == 2000.0
+    _, defs = app.run(defs={"bw_prediction": None})
+    assert "measured_bw" not in defs
+
+
+def test_explain_form_records_observe_and_explain_and_prefills(env, app):
+    _, defs = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
+    form = defs["bw_explain"]
+    assert form.roofline_item["handler"].check({"observe": "", "explain": "x"})
+    quiz.simulate_submit(form, observe="2000 GB/s", explain="copy is memory-bound <script>")
+    evs = [e for e in defs["lab"].events("locklab.bandwidth") if e["kind"] != "result"]
+    assert [e["kind"] for e in evs] == ["observe", "explain"]
+    assert evs[1]["payload"]["text"] == "copy is memory-bound <script>"
+    _, again = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
+    assert again["bw_explain"].element["explain"].value == "copy is memory-bound <script>"
+
+
+# --- components ---------------------------------------------------------------------------
+
+@pytest.fixture
+def lab(env):
+    return quiz.LabSession("locklab", str(LAB_FILE))
+
+
+def test_locked_card_escapes_student_text(lab):
+    form = quiz.numeric_form(lab, "locklab.x", question="How fast?", units="GB/s", lo=1,
+                             hi=10, locked=None, on_lock=lambda p: None)
+    assert quiz.prediction_panel(form, None) is form
+    pred = quiz.Prediction("locklab.x", 3, units="GB/s", confidence=2,
+                           reason='<img src=x onerror="alert(1)">', timestamp=L.utc_now())
+    assert "marimo-callout" in _html(quiz.prediction_panel(form, pred))
+    text = quiz.locked_card_html(pred)
+    assert "<img" not in text and "&lt;img" in text and "3 GB/s" in text
+    assert "confidence 2/5" in text and "Locked 20" in text
+
+
+@pytest.mark.parametrize("pred, actual, expect, kind", [
+    (300, 100, "off by 3×", "warn"),
+    (100, 300, "off by 3× (too low)", "warn"),
+    (110, 100, "off by 1.1×", "success"),
+    (1, 1000, "off by 1e+03×", "danger"),
+    (-5, 5, "off by 10", "warn"),
+])
+def test_compare_numeric(pred, actual, expect, kind):
+    p = quiz.Prediction("lab01.x", pred, units="GB/s")
+    text = _html(quiz.compare(p, actual, units="GB/s"))
+    assert expect in text and kind in text
+
+
+def test_compare_choice_and_missing_prediction():
+    p = quiz.Prediction("lab01.r", "memory", label="memory roof", answer_type="choice")
+    assert "right" in _html(quiz.compare(p, "memory", actual_label="memory roof"))
+    assert "No prediction" in _html(quiz.compare(None, 3))
+    with pytest.raises(ValueError, match="actual"):
+        quiz.compare(quiz.Prediction("lab01.x", 3), float("nan"))
+
+
+def test_form_arguments_are_checked(lab):
+    kw = dict(question="q", units="", locked=None, on_lock=lambda p: None)
+    with pytest.raises(ValueError, match="lo must be < hi"):
+        quiz.numeric_form(lab, "locklab.x", lo=5, hi=1, **kw)
+    with pytest.raises(ValueError, match="log_scale"):
+        quiz.numeric_form(lab, "locklab.x", lo=0, hi=1, log_scale=True, **kw)
+    with pytest.raises(ValueError, match="item_id"):
+        quiz.numeric_form(lab, "other.x", lo=0, hi=1, **kw)
+    with pytest.raises(ValueError, match="options"):
+        quiz.choice_form(lab, "locklab.c", question="q", options={"only": 1}, locked=None,
+                         on_lock=lambda p: None)
+    with pytest.raises(ValueError, match="lab_id"):
+        quiz.LabSession("lab.01", None)
+
+
+def test_log_scale_slider_locks_a_round_number(lab):
+    got = []
+    form = quiz.numeric_form(lab, "locklab.n", question="q", units="tokens", lo=1, hi=1e6,
+                             locked=None, on_lock=got.append, log_scale=True)
+    steps = form.roofline_item["handler"].steps
+    assert steps[0] == 1 and steps[-1] == 1_000_000 and 300 in steps and 150_000 in steps
+    quiz.simulate_submit(form, answer=300, confidence=3, reason="guess")
+    assert got[0].value == 300 and lab.first_prediction("locklab.n").value == 300
+
+
+def test_number_parsing_and_formatting():
+    assert quiz.parse_number("3e5") == quiz.parse_number("300k") == quiz.parse_number(
+        "300,000") == 300000.0
+    assert quiz.parse_number("inf") is None and quiz.parse_number("1e999") is None
+    assert quiz.parse_number(True) is None and quiz.parse_number("") is None
+    assert [quiz.format_value(v) for v in (300000, 295.4, 0.01234, 1.5, 2e10, 0)] == [
+        "300,000", "295", "0.0123", "1.5", "2e+10", "0"]
+
+
+def test_events_before_the_student_id_are_kept_and_written_once_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv(L.ENV_STUDENT_ID, raising=False)
+    seen = []
+    lab = quiz.LabSession("locklab", str(LAB_FILE),
+                          settings={"student_id": None, "ledger_dir": str(tmp_path / "l")},
+                          on_settings=seen.append)
+    status = _html(lab.status())
+    assert "student id" in status.lower() and "Save my id" in status
+    locked = lab.commit(quiz.Prediction("locklab.x", 7, confidence=3, reason="r"))
+    assert locked.value == 7 and lab.first_prediction("locklab.x").value == 7
+    assert "Your student id must be" in lab.set_student_id("bad id")
+    assert lab.set_student_id("ada") is None
+    assert seen and seen[-1]["student_id"] == "ada" and seen[-1]["generation"] == 1
+    assert L.load_config()["student_id"] == "ada"  # remembered for next time
+    events = L.read_ledger_file(tmp_path / "l" / "roofline-ledger-ada.jsonl")
+    assert events.clean and [e["kind"] for e in events.events] == ["predict", "unlock"]
+    # a session re-created from the new settings restores the lock
+    again = quiz.LabSession("locklab", str(LAB_FILE), settings=seen[-1])
+    assert again.first_prediction("locklab.x").value == 7
+
+
+def test_status_shows_path_student_and_download(lab, env):
+    lab.record("decision", "locklab.choice", {"device": "h100"})
+    text = _html(lab.status())
+    assert str(env) in text and "ada" in text and "1 event" in text
+    assert "Download roofline-ledger-ada.jsonl" in text or "roofline-ledger-ada.jsonl" in text
+
+
+def test_status_reports_a_corrupt_ledger_and_keeps_it(env):
+    env.mkdir(parents=True)
+    bad = env / "roofline-ledger-ada.jsonl"
+    bad.write_bytes(b"this is not a ledger\n")
+    lab = quiz.LabSession("locklab", str(LAB_FILE))
+    text = _html(lab.status())
+    assert "kept untouched" in text and "recovery-1" in text
+    lab.record("decision", "locklab.c", {"x": 1})
+    assert bad.read_bytes() == b"this is not a ledger\n"
+
+
+def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, env):
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    lab = quiz.LabSession("locklab", str(LAB_FILE))
+    lab.commit(quiz.Prediction("locklab.x", 7, confidence=3, reason="r"))
+    text = _html(lab.status())
+    assert "browser-only" in text and "marimo-file" in text and "marimo-download" in text
+    [(name, data)] = lab.ledger.export_files()
+    fresh = quiz.LabSession("locklab", str(LAB_FILE))
+    assert fresh.first_prediction("locklab.x") is None
+    assert "Loaded 2 records" in fresh.upload(data, name)
+    assert fresh.first_prediction("locklab.x").value == 7
+
+
+def test_record_rejects_foreign_items_and_kinds(lab):
+    with pytest.raises(ValueError, match="item_id"):
+        lab.record("decision", "lab99.x", {})
+    with pytest.raises(ValueError, match="kind"):
+        lab.record("grade", "locklab.x", {})
+    with pytest.raises(ValueError, match="payload"):
+        lab.record("decision", "locklab.x", ["not", "a", "dict"])
+
+
+def test_lock_state_is_seeded_from_the_ledger(lab):
+    get, _ = quiz.lock_state(lab, "locklab.x")
+    assert get() is None
+    lab.commit(quiz.Prediction("locklab.x", 5, confidence=1, reason="r"))
+    get, _ = quiz.lock_state(lab, "locklab.x")
+    assert get().value == 5 and json.dumps(get().payload())
