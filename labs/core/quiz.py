@@ -378,9 +378,9 @@ class LabSession:
             if isinstance(value, dict) and value.get("student_id"):
                 self.set_student_id(value["student_id"])
 
-        form = mo.ui.dictionary({"student_id": mo.ui.text(
+        form = _stack(student_id=mo.ui.text(
             placeholder="e.g. your university login", max_length=64,
-            label="Your student id (asked once, remembered on this computer)")}).form(
+            label="Your student id (asked once, remembered on this computer)")).form(
             submit_button_label="Save my id", validate=validate, on_change=submit)
         self._widgets.append(form)
         return form
@@ -396,9 +396,9 @@ class LabSession:
             if isinstance(value, dict) and value.get("folder"):
                 self.set_ledger_dir(value["folder"])
 
-        form = mo.ui.dictionary({"folder": mo.ui.text(
+        form = _stack(folder=mo.ui.text(
             value=str(self.ledger_dir), full_width=True,
-            label="Write the ledger to another folder")}).form(
+            label="Write the ledger to another folder")).form(
             submit_button_label="Use this folder", validate=validate, on_change=submit)
         self._widgets.append(form)
         return form
@@ -423,6 +423,12 @@ class LabSession:
                             label="Upload a ledger you downloaded before", on_change=loaded)
         self._widgets.append(widget)
         return widget
+
+
+def _stack(**elements):
+    """Elements one under the other, as one batch (its value is a dict by name)."""
+    template = "\n\n".join("{%s}" % name for name in elements)
+    return mo.md(template).batch(**elements)
 
 
 def _md_code(text: str) -> str:
@@ -572,8 +578,7 @@ def _prediction_form(handler: _LockHandler, answer_element, question: str,
     reason = mo.ui.text(value=locked.reason if locked else "", max_length=MAX_REASON_CHARS,
                         placeholder="one line: why do you expect this?", full_width=True,
                         disabled=disabled, label="Reason")
-    form = mo.ui.dictionary({"answer": answer_element, "confidence": confidence,
-                             "reason": reason}).form(
+    form = _stack(answer=answer_element, confidence=confidence, reason=reason).form(
         label=question, submit_button_label=LOCK_LABEL,
         submit_button_disabled=disabled, validate=handler.validate, on_change=handler,
         submit_button_tooltip="Once locked, the prediction cannot be changed." if not disabled
@@ -711,9 +716,13 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
         out = style.comparison_callout(predicted, shown, verdict, kind)
         result = {"actual": a, "units": units, "ratio": r}
     if lab is not None:  # record what this student's instrument showed, once per value
-        if lab._last_result.get(prediction.item_id) != result:
-            lab._last_result[prediction.item_id] = result
-            lab.record("result", prediction.item_id, result)
+        item = prediction.item_id
+        if item not in lab._last_result:  # a reload must not record the same value again
+            earlier = lab.events(item, "result")
+            lab._last_result[item] = earlier[-1].get("payload") if earlier else None
+        if lab._last_result[item] != result:
+            lab._last_result[item] = result
+            lab.record("result", item, result)
     return out
 
 
@@ -756,13 +765,13 @@ def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_l
     lab._check_item(item_id)
     handler = _ExplainHandler(lab, item_id)
     saved = lab.last_text(item_id, "explain")
-    form = mo.ui.dictionary({
-        "observe": mo.ui.text_area(value=lab.last_text(item_id, "observe"), rows=2,
-                                   max_length=MAX_TEXT_CHARS, full_width=True,
-                                   label=observe_label),
-        "explain": mo.ui.text_area(value=saved, rows=3, max_length=MAX_TEXT_CHARS,
-                                   full_width=True, label=explain_label),
-    }).form(submit_button_label="Save", validate=handler.check, on_change=handler,
+    form = _stack(
+        observe=mo.ui.text_area(value=lab.last_text(item_id, "observe"), rows=2,
+                                max_length=MAX_TEXT_CHARS, full_width=True,
+                                label=observe_label),
+        explain=mo.ui.text_area(value=saved, rows=3, max_length=MAX_TEXT_CHARS,
+                                full_width=True, label=explain_label),
+    ).form(submit_button_label="Save", validate=handler.check, on_change=handler,
             label="Saved ✓ (you can edit and save again)" if saved else "")
     form.roofline_item = {"item_id": item_id, "handler": handler}
     return form
