@@ -32,8 +32,23 @@ def _():
         """The message of a core ValueError/KeyError, without KeyError's quotes."""
         return str(exc.args[0]) if exc.args else str(exc)
 
-    return (LAB_ID, OVERLAY_SCENARIO, POW2, PROFILER, SCENARIO, error_text, figures,
-            fmt_time, formulas, hardware, mo, quiz, reveal, roofline, style)
+    return (
+        LAB_ID,
+        OVERLAY_SCENARIO,
+        POW2,
+        PROFILER,
+        SCENARIO,
+        error_text,
+        figures,
+        fmt_time,
+        formulas,
+        hardware,
+        mo,
+        quiz,
+        reveal,
+        roofline,
+        style,
+    )
 
 
 @app.cell
@@ -100,7 +115,16 @@ def _(hardware, mo):
 
 
 @app.cell
-def _(device_picker, error_text, hardware, mo, precision_picker, quiz, roofline, style):
+def _(
+    device_picker,
+    error_text,
+    hardware,
+    mo,
+    precision_picker,
+    quiz,
+    roofline,
+    style,
+):
     _d = hardware.get(device_picker.value)
     _p = precision_picker.value
     try:
@@ -166,7 +190,7 @@ def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, quiz, set_which_roof):
         question="**Prediction 1.** Which roof limits Priya's GEMM on the device you picked?",
         options=WHICH_ROOF_OPTIONS, locked=get_which_roof(), on_lock=set_which_roof)
     quiz.prediction_panel(which_roof_form, get_which_roof())
-    return (which_roof_form,)
+    return
 
 
 @app.cell
@@ -232,7 +256,14 @@ def _(
     except (KeyError, ValueError) as _exc:
         gemm_cost = gemv_cost = gemm_bounds = gemv_bounds = gemm_fraction = None
         gemm_error = error_text(_exc)
-    return gemm_bounds, gemm_cost, gemm_error, gemm_fraction, gemv_bounds, gemv_cost
+    return (
+        gemm_bounds,
+        gemm_cost,
+        gemm_error,
+        gemm_fraction,
+        gemv_bounds,
+        gemv_cost,
+    )
 
 
 @app.cell
@@ -244,6 +275,7 @@ def _(
     gemm_cost,
     gemm_error,
     gemv_cost,
+    hardware,
     mo,
     precision_picker,
     quiz,
@@ -259,9 +291,9 @@ def _(
         [(device_picker.value, precision_picker.value)],
         [figures.Point("your GEMM", gemm_cost.ai, hover=_hover),
          figures.Point("GEMV (decode)", gemv_cost.ai)],
-        title=f"Your GEMM and its decode GEMV on the {device_picker.selected_key.split(' · ')[0]}")
+        title=f"Your GEMM and its decode GEMV on the {hardware.get(device_picker.value).name}")
     gemm_figure
-    return (gemm_figure,)
+    return
 
 
 @app.cell
@@ -302,7 +334,7 @@ def _(
         ("Memory footprint", style.format_bytes(gemm_cost.bytes),
          f"{quiz.format_value(100 * gemm_fraction)}% of the device"),
     ])])
-    return gemm_metrics, gemm_regime
+    return
 
 
 @app.cell
@@ -417,12 +449,12 @@ def _(mo):
 
 
 @app.cell
-def _(device_picker, precision_picker, style):
+def _(device_picker, hardware, precision_picker, style):
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         "OK, small batches are stuck on the memory roof. But our prefill GEMMs are big and "
         f"square. How large must a square N × N × N GEMM be, in {precision_picker.value} on "
-        f"the {device_picker.selected_key.split(' · ')[0]}, before the compute roof is the "
+        f"the {hardware.get(device_picker.value).name}, before the compute roof is the "
         "limit? I want one number to decide which layers are worth tuning for FLOPs.")
     return
 
@@ -442,7 +474,7 @@ def _(get_crossover, lab, quiz, set_crossover):
         units="", lo=10, hi=100_000, log_scale=True,
         locked=get_crossover(), on_lock=set_crossover)
     quiz.prediction_panel(crossover_form, get_crossover())
-    return (crossover_form,)
+    return
 
 
 @app.cell
@@ -501,7 +533,7 @@ def _(
         [(device_picker.value, _p)], _pts, label_points=True,
         title=f"Square GEMMs N × N × N in {_p}: AI = 2N / (3b) grows with N")
     crossover_figure
-    return (crossover_figure,)
+    return
 
 
 @app.cell
@@ -600,7 +632,14 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(OVERLAY_SCENARIO, get_other_device, hardware, lab, quiz, set_other_device):
+def _(
+    OVERLAY_SCENARIO,
+    get_other_device,
+    hardware,
+    lab,
+    quiz,
+    set_other_device,
+):
     other_device_form = quiz.choice_form(
         lab, "lab01.other_device",
         question=f"**Prediction 3.** On the {hardware.get(OVERLAY_SCENARIO['datacenter']).name}, "
@@ -609,7 +648,7 @@ def _(OVERLAY_SCENARIO, get_other_device, hardware, lab, quiz, set_other_device)
                  "memory-bound": "memory-bound"},
         locked=get_other_device(), on_lock=set_other_device)
     quiz.prediction_panel(other_device_form, get_other_device())
-    return (other_device_form,)
+    return
 
 
 @app.cell
@@ -680,7 +719,7 @@ def _(
     mo.vstack([overlay_figure] + ([mo.md(
         f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")]
         if overlay_skipped else []))
-    return (overlay_figure,)
+    return
 
 
 @app.cell
@@ -708,7 +747,15 @@ def _(
 
 
 @app.cell
-def _(OVERLAY_SCENARIO, formulas, lab, mo, other_device_prediction, quiz, roofline):
+def _(
+    OVERLAY_SCENARIO,
+    formulas,
+    lab,
+    mo,
+    other_device_prediction,
+    quiz,
+    roofline,
+):
     mo.stop(other_device_prediction is None)
     _n, _p, _dc = OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["precision"], OVERLAY_SCENARIO[
         "datacenter"]
@@ -759,10 +806,10 @@ def _(mo):
 
 
 @app.cell
-def _(PROFILER, device_picker, style):
+def _(PROFILER, device_picker, hardware, style):
     style.scenario_card(
         "Dana Weiss", "engineering manager",
-        f"The profiler says our decode kernel on the {device_picker.selected_key.split(' · ')[0]} "
+        f"The profiler says our decode kernel on the {hardware.get(device_picker.value).name} "
         f"runs at {PROFILER['mfu']:.0%} of peak FLOP/s. It also reports "
         f"{PROFILER['bandwidth']:.0%} of peak memory bandwidth. I am about to put two engineers "
         f"on it for a quarter: {PROFILER['mfu']:.0%} means we are wasting "
@@ -793,7 +840,7 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab, quiz, set_yardstick):
         question="**Prediction 4.** Which number tells Dana how much faster this kernel can get?",
         options=YARDSTICK_OPTIONS, locked=get_yardstick(), on_lock=set_yardstick)
     quiz.prediction_panel(yardstick_form, get_yardstick())
-    return (yardstick_form,)
+    return
 
 
 @app.cell
@@ -883,7 +930,7 @@ def _(
                               "bandwidth": f"{quiz.format_value(100 * yardstick['bw_util'])}%"})],
         title="Where the profiler's numbers put the kernel")
     yardstick_figure
-    return (yardstick_figure,)
+    return
 
 
 @app.cell
@@ -1009,7 +1056,7 @@ def _(LEVER_OPTIONS, get_levers, lab, quiz, set_levers):
         question="**Prediction 5.** Which single change raises the AI of Priya's GEMM the most?",
         options=LEVER_OPTIONS, locked=get_levers(), on_lock=set_levers)
     quiz.prediction_panel(levers_form, get_levers())
-    return (levers_form,)
+    return
 
 
 @app.cell
@@ -1091,7 +1138,7 @@ def _(
     mo.vstack([levers_figure, mo.md(
         "ρ < 1 (blue bars) is memory-bound, ρ ≥ 1 (orange) compute-bound. Bytes are counted for "
         "a kernel that re-reads A once per tile column and B once per tile row.")])
-    return (levers_figure,)
+    return
 
 
 @app.cell

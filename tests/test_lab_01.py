@@ -1,0 +1,190 @@
+"""Lab 1 "The Memory Wall", headless: locked and unlocked runs, the OOM failure state and its
+recovery, ledger events with stable item ids, and the HTML export."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import formulas, ledger, quiz, roofline
+
+LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_01_memory_wall.py"
+ITEMS = ("lab01.which_roof", "lab01.crossover_n", "lab01.other_device", "lab01.yardstick",
+         "lab01.levers")
+INSTRUMENTS = ("gemm_figure", "gemm_metrics", "crossover_figure", "crossover_n",
+               "overlay_figure", "yardstick_figure", "levers_figure")
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A private ledger folder, config folder and student id; reveal mode off."""
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
+    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def app():
+    spec = importlib.util.spec_from_file_location("_lab01_under_test", LAB_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+def _choice(item, value):
+    return quiz.Prediction(item, value, answer_type="choice", label=value, confidence=3,
+                           reason="test")
+
+
+PREDICTIONS = {
+    "which_roof_prediction": _choice("lab01.which_roof", "compute-bound"),
+    "crossover_prediction": quiz.Prediction("lab01.crossover_n", 500, confidence=2, reason="t"),
+    "other_device_prediction": _choice("lab01.other_device", "memory-bound"),
+    "yardstick_prediction": _choice("lab01.yardstick", "mfu"),
+    "levers_prediction": _choice("lab01.levers", "4x batch (M)"),
+}
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
+
+
+def _sliders(m, n, k):
+    return {"m_slider": SimpleNamespace(value=m), "n_slider": SimpleNamespace(value=n),
+            "k_slider": SimpleNamespace(value=k)}
+
+
+def test_locked_run_hides_every_instrument(env, app):
+    outputs, defs = app.run()
+    for name in PREDICTIONS:
+        assert defs[name] is None
+    for name in INSTRUMENTS:
+        assert name not in defs
+    text = _texts(outputs)
+    assert text.count("Lock prediction") >= 5  # five gate notices / lock buttons
+    assert "Lock prediction 1 to reveal the roofline instrument" in text
+    assert defs["lab"].events() == []
+
+
+def test_unlocked_run_shows_figures_with_core_numbers(env, app):
+    outputs, defs = app.run(defs=PREDICTIONS)
+    for name in ("gemm_figure", "crossover_figure", "overlay_figure", "yardstick_figure",
+                 "levers_figure"):
+        assert isinstance(defs[name], go.Figure), name
+    # Part 1: Priya's GEMM 16 x 8192 x 8192 bf16 on the default H100 SXM
+    g = formulas.gemm(16, 8192, 8192, "bf16")
+    tb = roofline.time_bounds(g.flops, g.bytes, "h100-sxm", "bf16")
+    met = defs["gemm_metrics"]
+    assert met["ai"] == pytest.approx(g.ai) and met["ai"] == pytest.approx(15.94, abs=0.01)
+    assert met["ridge"] == pytest.approx(roofline.ridge_point("h100-sxm", "bf16"))
+    assert met["attainable"] == pytest.approx(g.ai * 3.35)  # AI x 3.35 TB/s
+    assert (met["lower"], met["upper"]) == pytest.approx((tb.lower, tb.upper))
+    assert met["mfu_bound"] == pytest.approx(roofline.mfu_bound(g.ai, "h100-sxm", "bf16"))
+    assert defs["gemm_regime"] == roofline.MEMORY
+    assert defs["gemv_cost"].ai == pytest.approx(1.0, rel=0.01)  # decode GEMV: AI ~ 1
+    # Part 2: N* = 1.5 x 2 B x 295.4 FLOP/B ~ 886
+    assert defs["crossover_n"] == pytest.approx(roofline.gemm_crossover_n("h100-sxm", "bf16"))
+    assert defs["crossover_n"] == pytest.approx(886.1, abs=0.1)
+    # Part 3: 512^3 bf16 (AI 171) is compute-bound on the Jetson, memory-bound on the H100
+    assert set(defs["overlay_keys"]) == {"h100-sxm", "jetson-orin-nx-16gb"}
+    ai = defs["overlay_cost"].ai
+    assert roofline.regime(ai, "jetson-orin-nx-16gb", "bf16") == roofline.COMPUTE
+    assert roofline.regime(ai, "h100-sxm", "bf16") == roofline.MEMORY
+    # Part 4: 3% MFU at 90% bandwidth = 90% of its roof, memory-bound
+    ys = defs["yardstick"]
+    assert ys["regime"] == roofline.MEMORY
+    assert ys["of_roof"] == pytest.approx(0.9) and ys["mfu"] == pytest.approx(0.03)
+    assert ys["ai"] == pytest.approx(roofline.ridge_point("h100-sxm", "bf16") * 0.03 / 0.9)
+    # Part 5: the levers are core's
+    assert defs["levers"] == roofline.ai_levers(16, 8192, 8192, "h100-sxm", "bf16", tile=64)
+    text = _texts(outputs)
+    assert text.count("You predicted") == 5
+    assert "886" in text and "ridge (bf16, dense)" in text
+    labels = [t for tr in defs["gemm_figure"].data for t in (tr.text or ())]
+    assert "ridge (bf16, dense) = 295 FLOP/B" in labels
+    # the comparisons recorded what each instrument showed, under the stable item ids
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
+    assert set(results) == set(ITEMS)
+    assert results["lab01.crossover_n"]["actual"] == 886
+    assert results["lab01.which_roof"]["correct"] is False
+
+
+def test_oom_failure_state_is_reached_and_recovered(env, app):
+    big = dict(PREDICTIONS, **_sliders(131072, 131072, 131072))
+    outputs, defs = app.run(defs=big)
+    assert "gemm_figure" not in defs and "gemm_metrics" not in defs
+    msg = defs["gemm_error"]
+    assert "needs 103.1 GB" in msg and "has 80 GB" in msg  # 3 x 131072^2 x 2 B
+    assert "needs 103.1 GB" in _texts(outputs) and "Traceback" not in _texts(outputs)
+    # the rest of the lab keeps working
+    assert isinstance(defs["crossover_figure"], go.Figure)
+    # moving the sliders back recovers the instrument
+    _, defs = app.run(defs=dict(PREDICTIONS, **_sliders(4096, 4096, 4096)))
+    assert defs["gemm_error"] is None and isinstance(defs["gemm_figure"], go.Figure)
+    assert defs["gemm_metrics"]["ai"] == pytest.approx(formulas.gemm(4096, 4096, 4096, "bf16").ai)
+
+
+def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):
+    tpu = dict(PREDICTIONS, device_picker=SimpleNamespace(value="tpu-v5e"),
+               precision_picker=SimpleNamespace(value="fp16"))
+    outputs, defs = app.run(defs=tpu)
+    text = _texts(outputs)
+    assert "no hardware rate for precision='fp16'" in defs["gemm_error"]
+    assert "gemm_figure" not in defs and "crossover_figure" not in defs
+    assert "Traceback" not in text and "has no hardware rate" in text
+
+
+def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app):
+    _, defs = app.run()
+    answers = {"which_roof_form": "memory-bound", "crossover_form": 1000,
+               "other_device_form": "memory-bound", "yardstick_form": "bandwidth",
+               "levers_form": "4x batch (M)"}
+    for form, answer in answers.items():
+        quiz.simulate_submit(defs[form], answer=answer, confidence=4, reason="a reason")
+    lab = defs["lab"]
+    events = lab.events()
+    assert {e["item_id"] for e in events} == set(ITEMS)
+    for item in ITEMS:
+        assert [e["kind"] for e in lab.events(item)] == ["predict", "unlock"]
+    assert lab.first_prediction("lab01.crossover_n").value == 1000
+    # reopening the lab restores every lock from the ledger and opens the instruments
+    _, again = app.run()
+    assert again["crossover_prediction"].value == 1000
+    assert isinstance(again["gemm_figure"], go.Figure)
+    kinds = {(e["item_id"], e["kind"]) for e in again["lab"].events()}
+    assert {(i, "result") for i in ITEMS} <= kinds
+    assert all(e["lab_id"] == "lab01" for e in again["lab"].events())
+
+
+def _export(tmp_path, *extra):
+    out = tmp_path / "lab01.html"
+    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
+               ROOFLINE_STUDENT_ID="export", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env.pop("ROOFLINE_REVEAL", None)
+    marimo = Path(sys.executable).with_name("marimo")
+    proc = subprocess.run([str(marimo), "export", "html", str(LAB_FILE), "-o", str(out),
+                           "--no-include-code", *extra], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = out.read_text(encoding="utf-8")
+    assert "output is too large" not in html.lower()
+    assert "Traceback" not in html and "marimo-error" not in html
+    return html
+
+
+@pytest.mark.slow
+def test_export_html_student_and_instructor_copies(tmp_path):
+    student = _export(tmp_path)
+    assert "Lock prediction 1 to reveal the roofline instrument" in student
+    assert "ridge (bf16, dense) = 295 FLOP/B" not in student
+    teacher = _export(tmp_path, "--", "--reveal")
+    assert "ridge (bf16, dense) = 295 FLOP/B" in teacher  # the roofline figure is in the page
+    assert "Lock prediction 1 to reveal" not in teacher
