@@ -157,11 +157,13 @@ def resolve_roofs(roofs) -> list[Roof]:
 
 
 def auto_ai_range(roofs: Sequence[Roof], points: Sequence[Point] = ()) -> tuple[float, float]:
-    """Whole decades covering every ridge and point with at least ~3x margin either side."""
-    xs = [r.ridge for r in roofs] + [p.ai for p in points]
-    lo = 10 ** math.floor(math.log10(min(xs) / 3))
-    hi = 10 ** math.ceil(math.log10(max(xs) * 3))
-    return lo, hi
+    """Whole decades covering every point with >= 3x margin and every ridge with >= 10x margin
+    either side (a ridge label is about a decade wide and must not run off the plot)."""
+    ridges = [r.ridge for r in roofs]
+    ais = [p.ai for p in points]
+    lo = min(min(ridges) / 10, *(a / 3 for a in ais)) if ais else min(ridges) / 10
+    hi = max(max(ridges) * 10, *(a * 3 for a in ais)) if ais else max(ridges) * 10
+    return 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
 
 
 def _check_range(ai_range) -> tuple[float, float]:
@@ -174,29 +176,72 @@ def _check_range(ai_range) -> tuple[float, float]:
     return lo, hi
 
 
-def _roof_trace(r: Roof, lo: float, hi: float, show_device: bool) -> dict:
+_DASH_CYCLE = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+_SYMBOL_CYCLE = ("diamond", "square", "triangle-up", "circle", "triangle-down", "star",
+                 "hexagon")
+
+
+def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool) -> dict:
     """Memory slope and compute roof as one polyline (exact on log-log axes: both pieces are
-    straight lines there), with the ridge marked and labelled at its vertex."""
+    straight lines there), with the ridge marked and labelled at its vertex.
+
+    One device: dash and ridge symbol follow the precision, labels sit above-left of the
+    ridge (free space above the shared slope). Several devices: dash and symbol follow the
+    roof's index (a colour-free cue per device), labels sit below-right of the ridge (under
+    the roof's own flat part: above-left would cross the faster devices' slopes)."""
     x = [lo, r.ridge, hi] if lo < r.ridge < hi else [lo, hi]
     y = roofline.attainable_tflops(np.asarray(x), r.device, r.precision).tolist()
     ridge_i = 1 if len(x) == 3 else None
-    who = f"{short_name(r.device)} · " if show_device else ""
     text = [""] * len(x)
     size = [0] * len(x)
     hover = [f"{html.escape(r.device.name)} · {r.precision}<br>AI {_num(xi)} FLOP/B → "
              f"{_num(yi)} TFLOP/s" for xi, yi in zip(x, y)]
     if ridge_i is not None:
+        who = f"{html.escape(short_name(r.device))}: " if many_devices else ""
         text[ridge_i] = f"{who}{r.ridge_label}"
         size[ridge_i] = 11
         hover[ridge_i] = (f"{html.escape(r.device.name)}<br>{r.ridge_label}<br>peak "
                           f"{_num(r.peak)} TFLOP/s · {_num(r.device.bandwidth_gbs)} GB/s")
+    dash = _DASH_CYCLE[i % 6] if many_devices else PRECISION_DASH[r.precision]
+    symbol = _SYMBOL_CYCLE[i % 7] if many_devices else PRECISION_SYMBOL[r.precision]
     return dict(
         type="scatter", x=x, y=y, name=r.name, mode="lines+markers+text",
-        line=dict(color=r.color, width=2.5, dash=PRECISION_DASH[r.precision]),
-        marker=dict(size=size, color=r.color, symbol=PRECISION_SYMBOL[r.precision],
+        line=dict(color=r.color, width=2.5, dash=dash),
+        marker=dict(size=size, color=r.color, symbol=symbol,
                     line=dict(width=1, color=PLOT_TEXT)),
-        text=text, textposition="top left", textfont=dict(color=r.color, size=11),
+        text=text, textposition="bottom right" if many_devices else "top left",
+        textfont=dict(color=PLOT_TEXT, size=11),
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False)
+
+
+def _projection_trace(points: Sequence[Point], roofs: Sequence[Roof]) -> dict | None:
+    """"Same kernel, other devices": each roof-placed point's AI marked on every other roof,
+    joined by a dotted vertical guide (one trace, segments separated by None)."""
+    xs, ys, hover, size, color = [], [], [], [], []
+    for p in points:
+        if p.tflops is not None:
+            continue
+        for j, r in enumerate(roofs):
+            yv = float(roofline.attainable_tflops(p.ai, r.device, r.precision))
+            xs.append(p.ai)
+            ys.append(yv)
+            size.append(0 if j == 0 else 10)  # the point itself is drawn on the first roof
+            color.append(r.color)
+            hover.append(f"<b>{html.escape(p.label)}</b> on {html.escape(short_name(r.device))}"
+                         f" · {r.precision}<br>AI = {_num(p.ai)} FLOP/B<br>attainable = "
+                         f"{_num(yv)} TFLOP/s, {roofline.regime(p.ai, r.device, r.precision)}")
+        xs.append(None)
+        ys.append(None)
+        hover.append("")
+        size.append(0)
+        color.append(PLOT_TEXT)
+    if not any(size):
+        return None
+    return dict(type="scatter", x=xs, y=ys, name="same AI on the other roofs",
+                mode="lines+markers", connectgaps=False,
+                line=dict(color=PLOT_TEXT, width=1, dash="dot"),
+                marker=dict(size=size, color=color, symbol="circle-open", line=dict(width=2.5)),
+                hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False)
 
 
 def _point_traces(points: Sequence[Point], roofs: Sequence[Roof], label_points: bool) -> list:
@@ -244,28 +289,35 @@ def _regime_layout(main: Roof, lo: float, hi: float, many: bool) -> tuple[list, 
     suffix = f"<br><span style='font-size:10px'>({html.escape(short_name(main.device))} · " \
              f"{main.precision})</span>" if many else ""
     shapes, notes = [], []
+    # memory label top-left (above the slope: empty), compute label bottom-right (under the
+    # flat roofs: empty; the top right is where the roofs run)
     for x0, x1, key, text, anchor in ((0.0, f, "memory", "← memory-bound", "left"),
                                       (f, 1.0, "compute", "compute-bound →", "right")):
+        top = key == "memory"
         if x1 - x0 < 1e-6:
             continue
         shapes.append(dict(type="rect", xref="x domain", yref="y domain", x0=x0, x1=x1, y0=0,
                            y1=1, fillcolor=COLORS[key], opacity=0.09, line=dict(width=0),
                            layer="below"))
         notes.append(dict(xref="x domain", yref="y domain", x=x0 + 0.01 if anchor == "left"
-                          else x1 - 0.01, y=0.99, xanchor=anchor, yanchor="top",
+                          else x1 - 0.01, y=0.99 if top else 0.01, xanchor=anchor,
+                          yanchor="top" if top else "bottom",
                           text=f"<b>{text}</b>{suffix}", showarrow=False,
-                          font=dict(color=COLORS[key], size=12), align=anchor))
+                          font=dict(color=PLOT_TEXT, size=12), align=anchor))
     return shapes, notes
 
 
 def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title=None,
                     shade_regimes: bool = True, height: int = 420,
-                    label_points: bool | None = None) -> go.Figure:
+                    label_points: bool | None = None,
+                    project_points: bool | None = None) -> go.Figure:
     """Log-log roofline: memory slope + compute roof per (device, precision), each ridge
     marked "ridge (fp16, dense) = 295 FLOP/B", regimes of the FIRST roof shaded and labelled,
     operation ``points`` with hover details (measured ones drawn as open crosses).
 
     ``label_points`` writes each point's label next to it (default: when there are <= 8).
+    ``project_points`` marks each roof-placed point's AI on every other roof too ("same
+    kernel, other devices"; default: when the roofs span several devices).
     """
     rs = resolve_roofs(roofs)
     pts = list(points)
@@ -275,7 +327,11 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
     lo, hi = _check_range(ai_range) if ai_range is not None else auto_ai_range(rs, pts)
     many_devices = len({r.device.key for r in rs}) > 1
     label_points = len(pts) <= 8 if label_points is None else bool(label_points)
-    data = [_roof_trace(r, lo, hi, many_devices) for r in rs]
+    data = [_roof_trace(r, i, lo, hi, many_devices) for i, r in enumerate(rs)]
+    project = many_devices if project_points is None else bool(project_points)
+    proj = _projection_trace(pts, rs) if project and len(rs) > 1 else None
+    if proj is not None:
+        data.append(proj)
     data += _point_traces(pts, rs, label_points)
     ys = [float(roofline.attainable_tflops(lo, r.device, r.precision)) for r in rs]
     ys += [p.tflops for p in pts if p.tflops is not None]
@@ -366,8 +422,9 @@ def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:
 
 def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
                          title=None) -> go.Figure:
-    """Horizontal stacked bar (GB) of memory terms with the capacity line; an overflow is
-    hatched and stated in words (which term crosses capacity, how much over)."""
+    """Horizontal stacked bar (GB) of memory terms with the capacity line; the verdict (fits /
+    out of memory: how much over, which term crosses capacity) is written under the title.
+    Segments too small for their label hide it; the legend and hover still name them."""
     s = budget_summary(terms, capacity_bytes)
     data = []
     for (k, v), c in zip(s["terms"].items(), TERM_COLORS * 4):
@@ -391,14 +448,16 @@ def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
         verdict = (f"<b>✗ out of memory</b>: {format_bytes(s['over'])} over; "
                    f"{html.escape(s['crossing'])} crosses capacity")
         vcolor = COLORS["danger"]
+    # the verdict goes in the title block, in words, so it never collides with the axis
+    head = (html.escape(title) + "<br>") if title else ""
     notes = [dict(xref="x", yref="paper", x=cap, y=1.0, yanchor="bottom", showarrow=False,
-                  text=f"capacity {format_bytes(s['capacity'])}", font=dict(size=11)),
-             dict(xref="paper", yref="paper", x=0, y=-0.35, xanchor="left", yanchor="top",
-                  showarrow=False, text=verdict, font=dict(color=vcolor, size=13))]
-    layout = dict(barmode="stack", height=220, showlegend=False,
-                  title=dict(text=html.escape(title or "")),
+                  text=f"capacity {format_bytes(s['capacity'])}", font=dict(size=11))]
+    layout = dict(barmode="stack", height=240 if title else 210, showlegend=True,
+                  legend=dict(_LEGEND, y=-0.45, traceorder="normal"), uniformtext=dict(minsize=10, mode="hide"),
+                  title=dict(text=f"{head}<span style='font-size:13px;color:{vcolor}'>"
+                                  f"{verdict}</span>"),
                   xaxis=dict(title=dict(text="Memory (GB, 1e9 bytes)"), range=[0, top]),
                   yaxis=dict(showticklabels=False, showline=False),
                   shapes=shapes, annotations=notes,
-                  margin=dict(l=20, r=20, t=50 if title else 30, b=80))
+                  margin=dict(l=20, r=20, t=70 if title else 50, b=40))
     return _figure(data, layout)

@@ -54,7 +54,7 @@ DEVICE_COLORS: dict[str, str] = {
 #: One colour per compute precision (labs.core.hardware.PRECISIONS).
 PRECISION_COLORS: dict[str, str] = {
     "fp32": _GREY,
-    "tf32": _SKY,
+    "tf32": _YELLOW,  # not sky blue: next to fp16's blue it was hard to tell apart (dark theme)
     "fp16": _BLUE,
     "bf16": _GREEN,
     "fp8": _ORANGE,
