@@ -65,7 +65,15 @@ def test_tampered_reordered_and_deleted_lines_are_detected(tmp_path):
     lines = led.path.read_bytes().splitlines(keepends=True)
     edited = lines[1].replace(b'"value":1', b'"value":9')
     codes = lambda data: {p.code for p in L.read_ledger(data).problems}  # noqa: E731
-    assert codes(b"".join(lines[:1] + [edited] + lines[2:])) == {"hash_mismatch", "chain_break"}
+    # an edited line is pinpointed: its own hash no longer matches, the rest still links
+    result = L.read_ledger(b"".join(lines[:1] + [edited] + lines[2:]))
+    assert [(p.line, p.code) for p in result.problems] == [(2, "hash_mismatch")]
+    assert result.rejected[0][1]["payload"]["value"] == 9  # what it claims, kept for display
+    # re-hashing the edited line moves the break to the next line
+    forged = json.loads(edited)
+    forged["hash"] = L.event_hash(forged)
+    result = L.read_ledger(b"".join(lines[:1] + [L.event_line(forged)] + lines[2:]))
+    assert [(p.line, p.code) for p in result.problems] == [(3, "chain_break")]
     assert codes(b"".join([lines[0], lines[2], lines[1], lines[3]])) == {"chain_break",
                                                                           "seq_order"}
     assert codes(b"".join([lines[0]] + lines[2:])) == {"chain_break"}

@@ -334,6 +334,9 @@ class ReadResult:
     events: list[dict] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: lines that are not valid events: (line number, parsed object or None, raw text prefix),
+    #: so a grader can show what a tampered or broken line claimed without trusting it
+    rejected: list[tuple[int, Any, str]] = field(default_factory=list)
     head_hash: str = GENESIS_HASH
     last_seq: int = 0
     size: int = 0  # bytes consumed (up to the last newline)
@@ -368,6 +371,12 @@ def read_ledger(data: bytes, *, start_hash: str = GENESIS_HASH, start_seq: int =
         if event is None:
             code = "hash_mismatch" if why and why.startswith("hash does not") else "malformed"
             result.problems.append(Problem(line_no, code, why or "invalid"))
+            claimed = None
+            if code == "hash_mismatch":  # well-formed but edited: keep what it claims
+                claimed = json.loads(raw.decode("utf-8"))
+                prev_hash, last_seq = claimed["hash"], max(last_seq, claimed["seq"])
+            result.rejected.append((line_no, claimed,
+                                    raw[:200].decode("utf-8", errors="replace")))
             continue
         if event["prev_hash"] != prev_hash:
             result.problems.append(Problem(
