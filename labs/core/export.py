@@ -559,8 +559,11 @@ def export_site(out: Path, labs: Sequence[Path], *, reveal: bool = False, offlin
     if offline and results:
         bundle_offline_assets(out)
         for r in results:
-            r.page.write_text(make_page_offline(r.page.read_text(encoding="utf-8")),
-                              encoding="utf-8")
+            page = make_page_offline(r.page.read_text(encoding="utf-8"))
+            r.page.write_text(page, encoding="utf-8")
+            if r.report:
+                r.report.frontend_urls = len(_FRONTEND_URL_RE.findall(page))
+                r.report.size_bytes = len(page.encode("utf-8"))
 
     wasm_dirs: dict[str, str] = {}
     wasm_skipped = None

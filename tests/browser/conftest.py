@@ -1,0 +1,46 @@
+"""Real-browser fixtures: Debian's chromium driven by the ``playwright`` Python package.
+
+Never ``playwright install``: the browser is /usr/bin/chromium (``apt-get install chromium``).
+Every test here is marked ``browser`` and skips cleanly when chromium or playwright is missing.
+Servers (``marimo run``, ``python -m http.server``) listen on 127.0.0.1 at a free port and get
+their own ledger folder, so tests never touch a real ledger and can run beside other users.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, skip_reason
+
+
+@pytest.fixture(scope="session")
+def browser():
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        try:
+            b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        except Exception as exc:  # a chromium that cannot start here is an environment issue
+            pytest.skip(f"chromium did not start: {exc}")
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1600})
+    pg = context.new_page()
+    pg.set_default_timeout(SLOW_MS)
+    yield pg
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+

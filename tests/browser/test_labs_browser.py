@@ -1,0 +1,164 @@
+"""Each lab in a real browser (``marimo run`` + Debian chromium): gate, lock, slider, reload.
+
+One flow per lab, generic enough for any lab that follows LABS_SPEC §4:
+1. the fresh page shows at least one closed gate (🔒 notice) and a "Lock prediction" form;
+2. filling the first form (an option or a number inside the printed bounds, a confidence, a
+   reason) and pressing "Lock prediction" opens a gate: one notice fewer, more figures;
+3. moving a slider outside the prediction forms changes a figure's data;
+4. reloading the page keeps the lock (restored from the ledger): same gates open, the locked card
+   shown.
+Screenshots go to artifacts/browser/<lab>-{locked,unlocked,reloaded}.png.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from browser_support import LABS, SLOW_MS, isolated_env, marimo_run
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LOCK = "Lock prediction"
+# Gate notices vs the locked-answer card: both start with the lock emoji.
+_GATES_JS = ("els => els.filter(e => e.textContent.includes('\U0001f512') && "
+             "!e.textContent.includes('Locked prediction')).length")
+# Figures as marimo sent them (the ``data-figure`` JSON of each <marimo-plotly>): present even
+# for figures scrolled out of view, which plotly only draws once they are visible.
+_FIG_JS = "els => els.map(e => e.getAttribute('data-figure') || '')"
+_NUMBER = re.compile(r"[-+]?\d[\d,._]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*[kKMGT]?")
+
+
+def gate_count(page) -> int:
+    return page.get_by_text("\U0001f512").evaluate_all(_GATES_JS)
+
+
+def figures(page) -> list[str]:
+    return page.locator("marimo-plotly").evaluate_all(_FIG_JS)
+
+
+def show_drawn_figure(page, index: int = 0):
+    """Scroll figure ``index`` into view and wait until plotly has drawn it (an SVG)."""
+    fig = page.locator("marimo-plotly").nth(index)
+    fig.scroll_into_view_if_needed()
+    fig.locator(".main-svg").first.wait_for(state="visible")
+
+
+def settle(page, probe, *, quiet_ms: int = 1500, timeout_ms: int = SLOW_MS):
+    """Wait until ``probe(page)`` stops changing for ``quiet_ms`` (marimo streams outputs)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    last, since = probe(page), time.monotonic()
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+        now = probe(page)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif (time.monotonic() - since) * 1000 >= quiet_ms:
+            return now
+    return last
+
+
+def wait_until(page, cond, what: str, timeout_ms: int = SLOW_MS):
+    deadline = time.monotonic() + timeout_ms / 1000
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def open_lab(page, url):
+    page.goto(url)
+    page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
+    return settle(page, lambda p: (gate_count(p), len(figures(p))))
+
+
+def numeric_answer(placeholder: str) -> str | None:
+    """A number strictly inside the bounds a numeric form prints ("1 to 1e+06")."""
+    from labs.core.quiz import parse_number
+
+    parts = re.split(r"\s+to\s+", placeholder or "")
+    if len(parts) != 2:
+        return None
+    lo, hi = parse_number(parts[0]), parse_number(parts[1])
+    if lo is None or hi is None:
+        return None
+    if lo > 0 and hi > 0:
+        return f"{(lo * hi) ** 0.5:.4g}"
+    return f"{(lo + hi) / 2:.4g}"
+
+
+def fill_first_prediction(page):
+    form = page.locator("form").filter(has=page.get_by_role("button", name=LOCK)).first
+    form.scroll_into_view_if_needed()
+    for group in form.get_by_role("radiogroup").all():  # the answer (choice) and the confidence
+        group.get_by_role("radio").nth(1 if group.get_by_role("radio").count() > 1 else 0).click()
+    for box in form.get_by_role("textbox").all():
+        placeholder = box.get_attribute("placeholder") or ""
+        number = numeric_answer(placeholder)
+        box.fill(number if number is not None else "browser test: my reason")
+    form.get_by_role("button", name=LOCK).click()
+    return form
+
+
+def move_sliders_until_a_figure_changes(page, limit: int = 6) -> str | None:
+    """Press keys on sliders outside the prediction forms; the first that changes a figure."""
+    sliders = [s for s in page.get_by_role("slider").all()
+               if s.evaluate("e => !e.closest('form') && !e.closest('[aria-disabled=true]')")]
+    for slider in sliders[:limit]:
+        before = figures(page)
+        slider.scroll_into_view_if_needed()
+        slider.focus()
+        for key in ("ArrowRight", "ArrowRight", "ArrowRight"):
+            slider.press(key)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(250)
+            if figures(page) != before:
+                return slider.get_attribute("aria-valuenow") or "moved"
+        slider.press("Home")  # try the other end: the first value may have been the top
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(250)
+            if figures(page) != before:
+                return slider.get_attribute("aria-valuenow") or "moved"
+    return None
+
+
+def shoot(page, artifacts, name: str):
+    page.screenshot(path=str(artifacts / f"{name}.png"))
+
+
+@pytest.mark.skipif(not LABS, reason="no labs/lab_*.py yet")
+@pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
+def test_gate_lock_slider_reload(lab, page, artifacts, tmp_path):
+    env = isolated_env(tmp_path)
+    with marimo_run(lab, env) as url:
+        gates0, figs0 = open_lab(page, url)
+        assert gates0 >= 1, f"{lab.name}: the fresh page shows no closed gate (🔒 notice)"
+        page.evaluate("window.scrollTo(0, 0)")
+        shoot(page, artifacts, f"{lab.stem}-locked")
+
+        fill_first_prediction(page)
+        wait_until(page, lambda: gate_count(page) < gates0,
+                   f"{lab.name}: a gate to open after '{LOCK}'")
+        gates1, figs1 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+        assert figs1 > figs0, (f"{lab.name}: locking the first prediction rendered no new "
+                               f"figure ({figs0} before, {figs1} after)")
+        show_drawn_figure(page, figs0)  # the first figure the lock revealed
+        shoot(page, artifacts, f"{lab.stem}-unlocked")
+        assert list((tmp_path / "ledger").glob("roofline-ledger-browser-test*.jsonl")), \
+            f"{lab.name}: the lock wrote no ledger"
+
+        moved = move_sliders_until_a_figure_changes(page)
+        assert moved is not None, f"{lab.name}: no slider outside the forms changed a figure"
+
+        page.reload()
+        page.get_by_text("Locked prediction").first.wait_for(state="visible")
+        gates2, figs2 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+        assert gates2 == gates1, (f"{lab.name}: after a reload {gates2} gates are closed, "
+                                  f"{gates1} were before (the lock was not restored)")
+        assert figs2 >= figs1 > 0
+        show_drawn_figure(page, figs0)
+        shoot(page, artifacts, f"{lab.stem}-reloaded")

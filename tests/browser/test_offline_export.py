@@ -1,0 +1,87 @@
+"""The offline instructor export, served on loopback, renders every lab's figures with the
+network cut off: every request that does not go to 127.0.0.1 is aborted by ``page.route``.
+
+The check must be able to fail: the same page served WITHOUT the bundled ``_marimo`` folder
+draws nothing (the negative control below).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from browser_support import LABS, free_port, serve
+
+from labs.core import export
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def offline_site(tmp_path_factory):
+    if not LABS:
+        pytest.skip("no labs/lab_*.py yet")
+    site = tmp_path_factory.mktemp("offline-site")
+    result = export.export_site(site, LABS, reveal=True, offline=True, log=lambda *_: None)
+    assert not result.problems, "\n".join(result.problems)
+    return result
+
+
+def cut_off_network(page, origin: str) -> list[str]:
+    """Abort every request that is not to ``origin`` (or data:/blob:); return what was tried."""
+    attempted: list[str] = []
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(origin) or url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            attempted.append(url)
+            r.abort()
+
+    page.route("**/*", route)
+    return attempted
+
+
+def http_server(folder):
+    port = free_port()
+    cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+           "--directory", str(folder)]
+    return serve(cmd, f"http://127.0.0.1:{port}/")
+
+
+def test_index_links_every_lab(offline_site, page):
+    with http_server(offline_site.site) as origin:
+        attempted = cut_off_network(page, origin)
+        page.goto(origin)
+        for r in offline_site.labs:
+            assert page.locator(f'a[href="{r.page.name}"]').count() == 1
+        assert attempted == []
+
+
+@pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
+def test_offline_lab_renders_figures_without_network(lab, offline_site, page, artifacts):
+    r = next(r for r in offline_site.labs if r.meta.path == lab)
+    assert r.report.frontend_urls == 0, "the page still points at the CDN"
+    assert r.report.figures >= 1, f"{lab.name}: the instructor copy (--reveal) shows no figure"
+    with http_server(offline_site.site) as origin:
+        attempted = cut_off_network(page, origin)
+        page.goto(origin + r.page.name)
+        figs = page.locator("marimo-plotly")
+        figs.first.wait_for(state="attached")
+        assert figs.count() == r.report.figures
+        figs.first.scroll_into_view_if_needed()
+        figs.first.locator(".main-svg").first.wait_for(state="visible")
+        page.screenshot(path=str(artifacts / f"offline-{r.meta.slug}.png"))
+    assert attempted == [], f"{lab.name}: the page tried to leave the machine: {attempted[:5]}"
+
+
+def test_negative_control_without_bundled_assets_draws_nothing(offline_site, page, tmp_path):
+    first = offline_site.labs[0].page
+    shutil.copy(first, tmp_path / first.name)  # the page alone, no _marimo folder next to it
+    with http_server(tmp_path) as origin:
+        cut_off_network(page, origin)
+        page.goto(origin + first.name)
+        page.wait_for_timeout(3000)
+        assert page.locator("marimo-plotly .main-svg").count() == 0
