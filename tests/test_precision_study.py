@@ -158,6 +158,9 @@ def test_naive_bandwidth_is_low_by_the_iteration_count_for_a_gemv():
     assert nb.seconds == pytest.approx(100 * one / 3350e9)  # memory-bound: bytes / bandwidth
     assert nb.traffic_gbs == pytest.approx(3350)  # the run used the full bandwidth ...
     assert nb.naive_gbs == pytest.approx(33.5)  # ... the naive figure is 100x lower
+    assert nb.verdict == "too_low"
+    one_run = P.naive_bandwidth("gemm", SQUARE, "fp16", "h100-sxm", iterations=1)
+    assert one_run.verdict == "about_right"  # one GEMM: footprint = compulsory traffic
 
 
 def test_naive_bandwidth_compute_bound_gemm_uses_the_compute_time():
@@ -187,3 +190,22 @@ def test_merge_measured_fills_measured_columns():
     assert no_base[1]["measured_speedup"] is None
     with pytest.raises(ValueError, match="measured_s"):
         P.merge_measured(rows, {"fp16": 0.0})
+
+
+def test_row_label_names_the_math_of_weight_only_formats():
+    rows = P.study("gemv", {"n": 64, "k": 64}, "h100-sxm", ["fp8", "int4-g128"],
+                   compute_for_weight_only="bf16")
+    assert [P.row_label(r) for r in rows] == ["fp8", "int4-g128→bf16"]
+
+
+def test_roofline_view_merges_twin_roofs_and_coincident_points():
+    rows = P.study("gemm", SQUARE, "h100-sxm",
+                   ["fp32", "fp16", "bf16", "fp8", "int8", "nf4", "int4-g128", "nvfp4"])
+    view = P.roofline_view(rows, "h100-sxm")
+    # bf16 has fp16's peak (989.5) and int8 fp8's (1979): one roof each
+    assert view.roofs == ["fp32", "fp16", "fp8"]
+    assert view.same_roof == {"bf16": "fp16", "int8": "fp8"}
+    labels = [p[0] for p in view.points]
+    # fp16 and bf16 sit on the same spot; nf4 (AI 1796) and int4 (1814) are 1% apart
+    assert labels == ["fp32", "fp16, bf16", "fp8, int8", "nf4→fp16, int4-g128→fp16"]
+    assert sum(len(p[3]) for p in view.points) == 7  # nvfp4 unsupported on H100: no point

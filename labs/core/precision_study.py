@@ -283,6 +283,13 @@ class NaiveBandwidth:
         """compulsory traffic / time in GB/s: the bandwidth the run actually used (at least)."""
         return self.fvt.traffic_bytes / self.seconds / 1e9
 
+    @property
+    def verdict(self) -> str:
+        """The naive figure against the real one: 'too_low' (more than 2x low), 'too_high'
+        (more than 2x high) or 'about_right'."""
+        r = self.fvt.ratio  # = traffic_gbs / naive_gbs
+        return "too_low" if r > 2 else "too_high" if r < 0.5 else "about_right"
+
 
 def naive_bandwidth(op: str, shape: Mapping[str, int], storage: str, hw, *,
                     iterations: int = 100, compute: str | None = None) -> NaiveBandwidth:
@@ -327,3 +334,45 @@ def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) ->
                     "measured_speedup": base / m if (m is not None and base is not None) else None,
                     "error_pct": percent_error(m, r.seconds) if m is not None else None})
     return out
+
+
+def row_label(row: PrecisionRow) -> str:
+    """A row's short name: the format, plus '→<math>' for weight-only (storage-only) formats."""
+    return row.storage if _fmt.get(row.storage).native_compute else f"{row.storage}→{row.compute}"
+
+
+@dataclass(frozen=True)
+class RooflineView:
+    """What to draw for a set of rows on one device without overlapping labels.
+
+    ``roofs``: compute precisions to draw, one per distinct peak (first seen wins);
+    ``same_roof``: {precision: drawn precision with the same peak} for the ones left out;
+    ``points``: (label, ai, attainable TFLOP/s, rows) with rows closer than ``merge_within``
+    (relative, in AI, on the same roof height) merged into one labelled point."""
+
+    roofs: list[str]
+    same_roof: dict[str, str]
+    points: list[tuple[str, float, float, list[PrecisionRow]]]
+
+
+def roofline_view(rows: Sequence[PrecisionRow], hw, *, merge_within: float = 0.05
+                  ) -> RooflineView:
+    d = _hw.get(hw)
+    roofs, same = [], {}
+    for p in roof_precisions(rows):
+        twin = next((q for q in roofs if d.peak_tflops(q) == d.peak_tflops(p)), None)
+        if twin is None:
+            roofs.append(p)
+        else:
+            same[p] = twin
+    groups: list[list[PrecisionRow]] = []
+    for r in (r for r in rows if r.supported):
+        g = next((g for g in groups if abs(r.ai / g[0].ai - 1) <= merge_within
+                  and abs(r.attainable_tflops / g[0].attainable_tflops - 1) <= 1e-9), None)
+        if g is None:
+            groups.append([r])
+        else:
+            g.append(r)
+    points = [(", ".join(row_label(r) for r in g), g[0].ai, g[0].attainable_tflops, g)
+              for g in groups]
+    return RooflineView(roofs, same, points)
