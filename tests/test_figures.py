@@ -23,7 +23,9 @@ def _validated(fig: go.Figure) -> go.Figure:
 
 
 def _roof_traces(fig):
-    return [t for t in fig.data if t.mode == "lines+markers+text"]
+    """Roof traces in legend (= caller's) order."""
+    return sorted((t for t in fig.data if t.mode == "lines+markers+text"),
+                  key=lambda t: t.legendrank)
 
 
 def _by_name(fig, name):
@@ -80,6 +82,12 @@ def test_one_roof_per_device_precision_with_legend_names():
     roofs = _roof_traces(multi)
     assert len({t.line.color for t in roofs}) == 3 and len({t.line.dash for t in roofs}) == 3
     assert any("Jetson Orin NX 16GB: ridge (fp16, dense)" in s for s in roofs[1].text)
+
+
+def test_shared_slope_drawn_by_the_highest_roof_last():
+    fig = figures.roofline_figure([(H100, "fp16"), (H100, "fp8"), (H100, "fp32")])
+    drawn = [t.name for t in fig.data if t.mode == "lines+markers+text"]
+    assert drawn == ["fp32 (dense)", "fp16 (dense)", "fp8 (dense)"]
 
 
 def test_same_class_devices_get_distinct_colours():

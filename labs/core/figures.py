@@ -214,6 +214,22 @@ def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool) -> di
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False)
 
 
+def _point_hover(p: Point, roofs: Sequence[Roof]) -> str:
+    """Tooltip of a point: label, AI, its own throughput if given, and the attainable
+    throughput and regime on each roof (up to 4), so one hover answers "which roof?"."""
+    lines = [f"<b>{html.escape(p.label)}</b> ({p.kind})", f"AI = {_num(p.ai)} FLOP/B"]
+    if p.tflops is not None:
+        lines.append(f"{p.kind} = {_num(p.tflops)} TFLOP/s")
+    for r in roofs[:4]:
+        y = float(roofline.attainable_tflops(p.ai, r.device, r.precision))
+        where = (f" on {html.escape(short_name(r.device))} · {r.precision}" if len(roofs) > 1
+                 else f" ({r.precision})")
+        lines.append(f"attainable{where} = {_num(y)} TFLOP/s, "
+                     f"{roofline.regime(p.ai, r.device, r.precision)}")
+    lines += [f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in p.hover.items()]
+    return "<br>".join(lines)
+
+
 def _projection_trace(points: Sequence[Point], roofs: Sequence[Roof]) -> dict | None:
     """"Same kernel, other devices": each roof-placed point's AI marked on every other roof,
     joined by a dotted vertical guide (one trace, segments separated by None)."""
@@ -227,9 +243,11 @@ def _projection_trace(points: Sequence[Point], roofs: Sequence[Roof]) -> dict | 
             ys.append(yv)
             size.append(0 if j == 0 else 10)  # the point itself is drawn on the first roof
             color.append(r.color)
-            hover.append(f"<b>{html.escape(p.label)}</b> on {html.escape(short_name(r.device))}"
-                         f" · {r.precision}<br>AI = {_num(p.ai)} FLOP/B<br>attainable = "
-                         f"{_num(yv)} TFLOP/s, {roofline.regime(p.ai, r.device, r.precision)}")
+            # the first entry coincides with the point itself and may win the hover: same text
+            hover.append(_point_hover(p, roofs) if j == 0 else (
+                f"<b>{html.escape(p.label)}</b> on {html.escape(short_name(r.device))}"
+                f" · {r.precision}<br>AI = {_num(p.ai)} FLOP/B<br>attainable = "
+                f"{_num(yv)} TFLOP/s, {roofline.regime(p.ai, r.device, r.precision)}"))
         xs.append(None)
         ys.append(None)
         hover.append("")
@@ -252,23 +270,11 @@ def _point_traces(points: Sequence[Point], roofs: Sequence[Roof], label_points: 
         if not pts:
             continue
         ai = np.array([p.ai for p in pts])
-        roof_y = {id(r): roofline.attainable_tflops(ai, r.device, r.precision) for r in roofs}
-        y, colors, hover = [], [], []
-        for i, p in enumerate(pts):
-            on_roof = float(roof_y[id(main)][i])
-            y.append(p.tflops if p.tflops is not None else on_roof)
-            reg = roofline.regime(p.ai, main.device, main.precision)
-            colors.append(COLORS[REGIME_COLOR_KEY[reg]])
-            lines = [f"<b>{html.escape(p.label)}</b> ({kind})", f"AI = {_num(p.ai)} FLOP/B"]
-            if p.tflops is not None:
-                lines.append(f"{kind} = {_num(p.tflops)} TFLOP/s")
-            for r in roofs[:4]:
-                rr = roofline.regime(p.ai, r.device, r.precision)
-                where = f" on {html.escape(short_name(r.device))} · {r.precision}" if len(
-                    roofs) > 1 else f" ({r.precision})"
-                lines.append(f"attainable{where} = {_num(float(roof_y[id(r)][i]))} TFLOP/s, {rr}")
-            lines += [f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in p.hover.items()]
-            hover.append("<br>".join(lines))
+        on_roof = roofline.attainable_tflops(ai, main.device, main.precision)
+        y = [p.tflops if p.tflops is not None else float(v) for p, v in zip(pts, on_roof)]
+        colors = [COLORS[REGIME_COLOR_KEY[roofline.regime(p.ai, main.device, main.precision)]]
+                  for p in pts]
+        hover = [_point_hover(p, roofs) for p in pts]
         traces.append(dict(
             type="scatter", x=ai.tolist(), y=y, name=f"{kind} point" + ("s" if len(pts) > 1 else ""),
             mode="markers+text" if label_points else "markers",
@@ -276,7 +282,10 @@ def _point_traces(points: Sequence[Point], roofs: Sequence[Roof], label_points: 
                         symbol=_POINT_SYMBOL[kind],
                         line=dict(width=1.5 if kind == "predicted" else 2.5,
                                   color=PLOT_TEXT if kind == "predicted" else colors)),
-            text=[p.label for p in pts], textposition="bottom right",
+            # predicted points sit on a roof: label above (free space above the roofline);
+            # measured points sit below it: label below
+            text=[html.escape(p.label) for p in pts],
+            textposition="top center" if kind == "predicted" else "bottom center",
             textfont=dict(size=11), hovertext=hover,
             hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False))
     return traces
@@ -327,7 +336,12 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
     lo, hi = _check_range(ai_range) if ai_range is not None else auto_ai_range(rs, pts)
     many_devices = len({r.device.key for r in rs}) > 1
     label_points = len(pts) <= 8 if label_points is None else bool(label_points)
-    data = [_roof_trace(r, i, lo, hi, many_devices) for i, r in enumerate(rs)]
+    roof_traces = [_roof_trace(r, i, lo, hi, many_devices) for i, r in enumerate(rs)]
+    for i, t in enumerate(roof_traces):
+        t["legendrank"] = 1 + i  # legend in the caller's order ...
+    # ... but drawn lowest peak first: roofs of one device share their memory slope, and the
+    # roof that runs furthest along it is drawn on top, so the slope reads as one clean line
+    data = [roof_traces[i] for i in sorted(range(len(rs)), key=lambda i: rs[i].peak)]
     project = many_devices if project_points is None else bool(project_points)
     proj = _projection_trace(pts, rs) if project and len(rs) > 1 else None
     if proj is not None:
