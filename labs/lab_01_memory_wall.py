@@ -21,12 +21,18 @@ def _():
     PROFILER = {"mfu": 0.03, "bandwidth": 0.90}
     POW2 = [2**i for i in range(19)]  # 1 ... 262144: the GEMM size sliders
 
-    def fmt_time(seconds):
-        """A duration with its unit: ns, µs, ms or s."""
-        for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-            if seconds >= scale:
-                return f"{quiz.format_value(seconds / scale)} {unit}"
-        return f"{quiz.format_value(seconds / 1e-9)} ns"
+    def _time_unit(seconds):
+        return next(((u, s) for u, s in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
+                     if seconds >= s), ("ns", 1e-9))
+
+    def fmt_time(seconds, upper=None):
+        """A duration with its unit (ns, µs, ms, s); with ``upper``, a range "a–b unit"."""
+        unit, scale = _time_unit(seconds)
+        if upper is None:
+            return f"{quiz.format_value(seconds / scale)} {unit}"
+        if _time_unit(upper)[0] != unit:
+            return f"{fmt_time(seconds)} – {fmt_time(upper)}"
+        return f"{quiz.format_value(seconds / scale)}–{quiz.format_value(upper / scale)} {unit}"
 
     def error_text(exc):
         """The message of a core ValueError/KeyError, without KeyError's quotes."""
@@ -131,7 +137,7 @@ def _(
         _cards = style.metric_cards([
             ("Memory", f"{quiz.format_value(_d.memory_gb)} GB", _d.memory_type),
             ("Bandwidth β", f"{quiz.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
-            (f"Peak π ({_p}, dense)", f"{quiz.format_value(_d.peak_tflops(_p))} TFLOP/s",
+            (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} TFLOP/s",
              _d.note(_p) or "no 2:4 sparsity"),
             (f"Ridge ({_p}, dense)", f"{quiz.format_value(roofline.ridge_point(_d, _p))} FLOP/B",
              "π / β"),
@@ -284,7 +290,7 @@ def _(
     mo.stop(gemm_error is not None, style.error_callout(
         f"{gemm_error}\n\nMove M, N or K back down (or pick a device with more memory) "
         "and the instrument comes back."))
-    _hover = {"time bounds": f"{fmt_time(gemm_bounds.lower)} … {fmt_time(gemm_bounds.upper)}",
+    _hover = {"time bounds": fmt_time(gemm_bounds.lower, gemm_bounds.upper),
               "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
                   gemm_cost.bytes)}
     gemm_figure = figures.roofline_figure(
@@ -326,7 +332,7 @@ def _(
         (f"Ridge ({_p}, dense)", f"{quiz.format_value(gemm_metrics['ridge'])} FLOP/B", "π / β"),
         style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} TFLOP/s",
                      "min(π, AI · β)", gemm_regime),
-        ("Time bounds", f"{fmt_time(gemm_bounds.lower)} … {fmt_time(gemm_bounds.upper)}",
+        ("Time bounds", fmt_time(gemm_bounds.lower, gemm_bounds.upper),
          f"max(Tc, Tm) … Tc + Tm; Tc = {fmt_time(gemm_bounds.t_compute)}, "
          f"Tm = {fmt_time(gemm_bounds.t_memory)}"),
         style.Metric("MFU bound", f"{quiz.format_value(100 * gemm_metrics['mfu_bound'])}%",
@@ -369,7 +375,8 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _(mo, which_roof_prediction):
+    mo.stop(which_roof_prediction is None)
     mo.md("""
     **Try the failure state.** Push M, N and K towards 262,144 (or pick fp32, or a small edge
     device): at some point the three matrices no longer fit in the device's memory and the
@@ -415,8 +422,10 @@ def _(lab, mo, quiz, which_roof_prediction):
 
 
 @app.cell
-def _(mo, style, which_roof_prediction):
+def _(SCENARIO, formulas, mo, quiz, style, which_roof_prediction):
     mo.stop(which_roof_prediction is None)
+    _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
+    _v = formulas.gemv(SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     style.math_peek("AI, the two roofs and the time bounds", r"""
     A GEMM $C_{M\times N} = A_{M\times K}B_{K\times N}$ does $2MNK$ FLOPs (one multiply-add = 2
     FLOPs) and must move at least every operand once, $b$ bytes per element:
@@ -433,9 +442,11 @@ def _(mo, style, which_roof_prediction):
     \text{ridge}_p = \frac{\pi_p}{\beta}\ \text{[FLOP/B]},\qquad
     \text{MFU bound} = \min\!\left(1, \frac{\text{AI}}{\text{ridge}_p}\right)$$
 
-    For $M \ll N = K$ (a small batch), $\text{AI} \approx \frac{2MNK}{NK\,b} = \frac{2M}{b}$:
-    16 tokens in bf16 give AI ≈ 16 FLOP/B, far left of any bf16 ridge. The GEMV ($M = 1$) has
-    $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b} = 1$ FLOP/B in 16-bit formats.
+    For $M \ll N = K$ (a small batch), $\text{AI} \approx \frac{2MNK}{NK\,b} = \frac{2M}{b}$.
+    The GEMV ($M = 1$) has $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b}$.
+    """ + f"""
+    Priya's GEMM (M = {SCENARIO['m']}, N = K = {SCENARIO['n']}, {SCENARIO['precision']}):
+    AI = {quiz.format_value(_g.ai)} FLOP/B; its decode GEMV: AI = {quiz.format_value(_v.ai)} FLOP/B.
     """)
     return
 
@@ -524,14 +535,13 @@ def _(
     _p = precision_picker.value
     _pts = [figures.Point(f"N={_n}", formulas.gemm(_n, _n, _n, _p).ai)
             for _n in (128, 512, 2048, 8192)]
-    _star = max(1, round(crossover_n))
-    _pts.append(figures.Point(f"N* ≈ {_star:,}", formulas.gemm(_star, _star, _star, _p).ai))
     _guess = max(1, round(float(crossover_prediction.value)))
     _pts.append(figures.Point(f"your N* = {_guess:,}", formulas.gemm(_guess, _guess, _guess, _p).ai,
                               hover={"note": "where your prediction puts the crossover"}))
     crossover_figure = figures.roofline_figure(
         [(device_picker.value, _p)], _pts, label_points=True,
-        title=f"Square GEMMs N × N × N in {_p}: AI = 2N / (3b) grows with N")
+        title=f"Square GEMMs in {_p}: AI = 2N / (3b) grows with N; N* = "
+              f"{round(crossover_n):,} sits at the ridge")
     crossover_figure
     return
 
@@ -580,25 +590,29 @@ def _(crossover_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(crossover_prediction, mo, style):
+def _(crossover_prediction, hardware, mo, quiz, roofline, style):
     mo.stop(crossover_prediction is None)
+    _h = hardware.get("h100-sxm")
     style.math_peek("the crossover N*", r"""
     A square GEMM ($M = N = K$) does $2N^3$ FLOPs and moves $3N^2 b$ bytes (A, B, C):
 
     $$\text{AI}(N) = \frac{2N^3\ \text{[FLOP]}}{3N^2 b\ \text{[B]}} = \frac{2N}{3b}\
     \text{[FLOP/B]}$$
 
-    It meets the ridge $\pi_p / \beta$ where
+    It meets the ridge $\pi_p / \beta$ [FLOP/B] where
 
     $$\frac{2N^*}{3b} = \frac{\pi_p}{\beta}\quad\Longrightarrow\quad
     N^* = \frac{3}{2}\, b\, \frac{\pi_p}{\beta}$$
 
-    Units: $b$ [B/element] × ridge [FLOP/B] = FLOP per element, and $\tfrac{3}{2}$ FLOP⁻¹
-    per element of the side comes from $2N^3 / 3N^2$: $N^*$ is a count of elements along
-    one side. Example: H100 SXM, bf16 dense, $\pi = 989.5$ TFLOP/s, $\beta = 3350$ GB/s:
-    ridge = 295 FLOP/B, $N^* = 1.5 \times 2 \times 295 \approx 886$. In fp8 the peak doubles
-    and $b$ halves, so $N^*$ stays the same; in fp32 (CUDA cores, ridge 20 FLOP/B, $b = 4$)
-    $N^* \approx 120$.
+    Units: $b$ [B/element] × ridge [FLOP/B] = FLOP per element; dividing by the $2/3$ FLOP per
+    element of side that $2N^3 / 3N^2$ gives leaves $N^*$, a count of elements along one side.
+    """ + f"""
+    Example, {_h.name}: bf16 dense π = {_h.peak_tflops("bf16"):,.4g} TFLOP/s, β =
+    {_h.bandwidth_gbs:,.0f} GB/s, ridge = {quiz.format_value(roofline.ridge_point(_h, "bf16"))}
+    FLOP/B, N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "bf16")))}. In fp8 the
+    peak doubles and b halves: N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "fp8")))}.
+    In fp32 (CUDA cores, ridge {quiz.format_value(roofline.ridge_point(_h, "fp32"))} FLOP/B, b = 4):
+    N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "fp32")))}.
     """)
     return
 
@@ -780,8 +794,22 @@ def _(lab, mo, other_device_prediction, quiz):
 
 
 @app.cell
-def _(mo, other_device_prediction, style):
+def _(
+    OVERLAY_SCENARIO,
+    formulas,
+    hardware,
+    mo,
+    other_device_prediction,
+    quiz,
+    roofline,
+    style,
+):
     mo.stop(other_device_prediction is None)
+    _n, _p = OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["precision"]
+    _rows = [f"{hardware.get(k).name}: {_p} dense {hardware.get(k).peak_tflops(_p):,.4g} TFLOP/s, "
+             f"{hardware.get(k).bandwidth_gbs:,.4g} GB/s, ridge "
+             f"{quiz.format_value(roofline.ridge_point(k, _p))} FLOP/B"
+             for k in (OVERLAY_SCENARIO["datacenter"], OVERLAY_SCENARIO["edge"])]
     style.math_peek("one AI, many ridges", r"""
     AI depends only on the operation: $\text{AI} = 2N/(3b)$ for a square GEMM, the same on
     every chip. The regime depends on the chip through its ridge:
@@ -789,10 +817,11 @@ def _(mo, other_device_prediction, style):
     $$\text{memory-bound} \iff \text{AI} < \text{ridge}_p = \frac{\pi_p\ \text{[FLOP/s]}}
     {\beta\ \text{[B/s]}}$$
 
-    A chip whose peak grew faster than its bandwidth has a ridge further right: the H100 SXM
-    (bf16 dense 989.5 TFLOP/s, 3350 GB/s) has ridge 295 FLOP/B; the Jetson Orin NX 16GB
-    (~15 TFLOP/s, 102.4 GB/s) has ~146 FLOP/B. A $512^3$ bf16 GEMM (AI = 171 FLOP/B) lies
-    between them.
+    A chip whose peak grew faster than its bandwidth has its ridge further right.
+    """ + "\n\n".join(f"- {r}" for r in _rows) + f"""
+
+    A {_n}³ {_p} GEMM has AI = {quiz.format_value(formulas.gemm(_n, _n, _n, _p).ai)} FLOP/B:
+    between the two ridges.
     """)
     return
 
@@ -991,8 +1020,21 @@ def _(lab, mo, quiz, yardstick_prediction):
 
 
 @app.cell
-def _(mo, style, yardstick_prediction):
+def _(
+    PROFILER,
+    SCENARIO,
+    device_picker,
+    hardware,
+    mo,
+    quiz,
+    roofline,
+    style,
+    yardstick_prediction,
+):
     mo.stop(yardstick_prediction is None)
+    _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
+    _ai = roofline.implied_ai(PROFILER["mfu"] * _d.peak_tflops(_p),
+                              PROFILER["bandwidth"] * _d.bandwidth_gbs)
     style.math_peek("two yardsticks and the roof", r"""
     From the profiler: achieved $P$ [FLOP/s] and achieved $B$ [B/s]. Then
 
@@ -1003,9 +1045,13 @@ def _(mo, style, yardstick_prediction):
     The headroom is measured against the roof *at this AI*:
 
     $$\frac{P}{\min(\pi_p,\ \text{AI}\cdot\beta)} = \max(\text{MFU},\ \text{BWU})$$
-
-    3% MFU at 90% BWU puts AI at $\tfrac{0.03}{0.9} = \tfrac{1}{30}$ of the ridge: memory-bound,
-    at 90% of its roof, with an MFU bound of 3.3%. Only raising AI (Part 5) lifts that bound.
+    """ + f"""
+    On the {_d.name} ({_p}): {PROFILER['mfu']:.0%} MFU at {PROFILER['bandwidth']:.0%} bandwidth
+    puts AI at {quiz.format_value(_ai)} FLOP/B, {quiz.format_value(float(roofline.rho(_ai, _d, _p)))}
+    × the ridge: {roofline.regime(_ai, _d, _p)}, at
+    {quiz.format_value(100 * roofline.fraction_of_roof(PROFILER['mfu'] * _d.peak_tflops(_p), _ai, _d, _p))}%
+    of its roof, with an MFU bound of {quiz.format_value(100 * roofline.mfu_bound(_ai, _d, _p))}%.
+    Only raising AI (Part 5) lifts that bound.
     """)
     return
 
@@ -1128,15 +1174,16 @@ def _(
 ):
     mo.stop(levers_error is not None, style.error_callout(levers_error))
     levers_figure = figures.bar_figure(
-        [lv.name for lv in levers], [lv.rho for lv in levers], log=True,
+        [lv.name for lv in levers], [lv.rho for lv in levers],
         colors=["memory" if lv.rho < 1 else "compute" for lv in levers],
         annotations=[f"AI {quiz.format_value(lv.ai)} · ridge {quiz.format_value(lv.ridge)}"
                      for lv in levers],
-        yaxis_title="ρ = AI / ridge (1 = on the ridge)",
+        yaxis_title="ρ = AI / ridge",
         title=f"Your GEMM {m_slider.value:,} × {n_slider.value:,} × {k_slider.value:,} "
               f"({precision_picker.value}, dense ridge): each lever alone")
     mo.vstack([levers_figure, mo.md(
-        "ρ < 1 (blue bars) is memory-bound, ρ ≥ 1 (orange) compute-bound. Bytes are counted for "
+        "ρ = AI / ridge: below 1 (blue bars) memory-bound, 1 or more (orange) compute-bound. "
+        "Bytes are counted for "
         "a kernel that re-reads A once per tile column and B once per tile row.")])
     return
 
@@ -1206,18 +1253,22 @@ def _(levers_prediction, mo, style):
 
 
 @app.cell
-def _(style):
+def _(PROFILER, formulas, hardware, quiz, roofline, style):
+    _h = hardware.get("h100-sxm")
     style.takeaways([
         "Arithmetic intensity (FLOP per byte moved) is a property of the operation and its "
         "data layout; the ridge point π/β is a property of the chip and one precision (dense).",
         "Below the ridge a kernel is memory-bound: its ceiling is AI × bandwidth, and no amount "
-        "of FLOP tuning lifts it. A decode GEMV sits at AI ≈ 1 FLOP/B.",
-        "A square GEMM crosses the ridge at N* = 1.5 · b · ridge: about 886 in bf16 on an H100 "
-        "SXM; faster precisions and chips push N* up unless the bytes shrink too.",
+        "of FLOP tuning lifts it. A decode GEMV sits at AI ≈ 2 / (bytes per element): "
+        f"{quiz.format_value(formulas.gemv(8192, 8192, 'bf16').ai)} FLOP/B in bf16.",
+        "A square GEMM crosses the ridge at N* = 1.5 · b · ridge: about "
+        f"{quiz.format_value(round(roofline.gemm_crossover_n(_h, 'bf16')))} in bf16 on the "
+        f"{_h.name}; faster precisions and chips push N* up unless the bytes shrink too.",
         "The same kernel can be compute-bound on an edge device and memory-bound on a "
         "datacenter GPU: the ridge moved, not the kernel.",
         "Judge a memory-bound kernel by bandwidth utilisation (or fraction of its roof), not "
-        "MFU: 3% of peak FLOP/s can be 90% of what is possible.",
+        f"MFU: {PROFILER['mfu']:.0%} of peak FLOP/s can be {PROFILER['bandwidth']:.0%} of what "
+        "is possible.",
         "AI rises with reuse (tiling), batching and fewer bytes per element; clock speed and "
         "memory capacity do not raise it.",
     ])
