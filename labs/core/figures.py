@@ -181,7 +181,8 @@ _SYMBOL_CYCLE = ("diamond", "square", "triangle-up", "circle", "triangle-down", 
                  "hexagon")
 
 
-def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool) -> dict:
+def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool,
+                alone: bool = False) -> dict:
     """Memory slope and compute roof as one polyline (exact on log-log axes: both pieces are
     straight lines there), with the ridge marked and labelled at its vertex.
 
@@ -202,7 +203,8 @@ def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool) -> di
         size[ridge_i] = 11
         hover[ridge_i] = (f"{html.escape(r.device.name)}<br>{r.ridge_label}<br>peak "
                           f"{_num(r.peak)} TFLOP/s · {_num(r.device.bandwidth_gbs)} GB/s")
-    dash = _DASH_CYCLE[i % 6] if many_devices else PRECISION_DASH[r.precision]
+    dash = "solid" if alone else _DASH_CYCLE[i % 6] if many_devices else \
+        PRECISION_DASH[r.precision]
     symbol = _SYMBOL_CYCLE[i % 7] if many_devices else PRECISION_SYMBOL[r.precision]
     return dict(
         type="scatter", x=x, y=y, name=r.name, mode="lines+markers+text",
@@ -336,7 +338,8 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
     lo, hi = _check_range(ai_range) if ai_range is not None else auto_ai_range(rs, pts)
     many_devices = len({r.device.key for r in rs}) > 1
     label_points = len(pts) <= 8 if label_points is None else bool(label_points)
-    roof_traces = [_roof_trace(r, i, lo, hi, many_devices) for i, r in enumerate(rs)]
+    roof_traces = [_roof_trace(r, i, lo, hi, many_devices, alone=len(rs) == 1)
+                   for i, r in enumerate(rs)]
     for i, t in enumerate(roof_traces):
         t["legendrank"] = 1 + i  # legend in the caller's order ...
     # ... but drawn lowest peak first: roofs of one device share their memory slope, and the

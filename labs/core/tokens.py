@@ -98,7 +98,7 @@ def build_template() -> go.layout.Template:
     """The shared look: transparent backgrounds, mid-grey text, Okabe-Ito colourway."""
     return go.layout.Template(layout=dict(
         font=dict(family=FONT_FAMILY, size=12, color=PLOT_TEXT),
-        title=dict(font=dict(size=15), x=0.0, xanchor="left"),
+        title=dict(font=dict(size=15), x=0.0, xref="paper", xanchor="left"),
         paper_bgcolor="rgba(0,0,0,0)",
         plot_bgcolor="rgba(0,0,0,0)",
         colorway=[_BLUE, _ORANGE, _GREEN, _VERMILLION, _PURPLE, _SKY, _YELLOW, _GREY],
