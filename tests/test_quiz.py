@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -262,10 +263,22 @@ def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, en
     text = _html(lab.status())
     assert "browser-only" in text and "marimo-file" in text and "marimo-download" in text
     [(name, data)] = lab.ledger.export_files()
-    fresh = quiz.LabSession("locklab", str(LAB_FILE))
+    # re-created by a settings change in the same kernel: the records are still there
+    again = quiz.LabSession("locklab", str(LAB_FILE))
+    assert again.first_prediction("locklab.x").value == 7
+    # a new page (new kernel): empty until the student uploads the downloaded file
+    quiz._MEMORY_LEDGERS.clear()
+    seen = []
+    fresh = quiz.LabSession("locklab", str(LAB_FILE), on_settings=seen.append)
     assert fresh.first_prediction("locklab.x") is None
     assert "Loaded 2 records" in fresh.upload(data, name)
     assert fresh.first_prediction("locklab.x").value == 7
+    after = quiz.LabSession("locklab", str(LAB_FILE), settings=seen[-1])  # the re-run
+    assert after.first_prediction("locklab.x").value == 7
+    after.record("decision", "locklab.c", {"x": 1})
+    [(name2, data2)] = after.ledger.export_files()
+    assert name2 == name and data2.startswith(data) and L.read_ledger(data2).clean
+    quiz._MEMORY_LEDGERS.clear()
 
 
 def test_record_rejects_foreign_items_and_kinds(lab):
@@ -283,3 +296,87 @@ def test_lock_state_is_seeded_from_the_ledger(lab):
     lab.commit(quiz.Prediction("locklab.x", 5, confidence=1, reason="r"))
     get, _ = quiz.lock_state(lab, "locklab.x")
     assert get().value == 5 and json.dumps(get().payload())
+
+
+# --- in a real browser (marimo run + Debian chromium) --------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _browser_skip() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return "no chromium at /usr/bin/chromium"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(_browser_skip() is not None, reason=str(_browser_skip()))
+def test_browser_id_entry_lock_and_reload(tmp_path):
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    from playwright.sync_api import sync_playwright
+
+    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env.pop(L.ENV_STUDENT_ID, None)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    marimo = Path(sys.executable).with_name("marimo")
+    server = subprocess.Popen([str(marimo), "run", str(LAB_FILE), "--headless", "--port",
+                               str(port), "--no-token"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "no server"
+                time.sleep(0.25)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync"])
+            page = browser.new_page(viewport={"width": 1100, "height": 1300})
+            page.set_default_timeout(60_000)
+            page.goto(url)
+            # the id is asked once, then the status says where it writes
+            page.get_by_placeholder("e.g. your university login").fill("ada")
+            page.get_by_role("button", name="Save my id").click()
+            page.get_by_text("student ada").wait_for()
+            assert page.get_by_text("Instrument:").count() == 0  # the gate is closed
+            # an out-of-range answer is refused with a message, not a traceback
+            page.get_by_placeholder("1 to 10,000").fill("20000")
+            page.get_by_text("4", exact=True).first.click()
+            page.get_by_placeholder("one line: why do you expect this?").first.fill("HBM")
+            page.get_by_role("button", name="Lock prediction").first.click()
+            page.get_by_text("between 1 and 10,000").wait_for()
+            page.get_by_placeholder("1 to 10,000").fill("3000")
+            page.get_by_role("button", name="Lock prediction").first.click()
+            page.get_by_text("Instrument:").wait_for()
+            page.get_by_text("Locked prediction").first.wait_for()
+            # a reload restores the lock from the ledger: no form, instrument shown
+            page.reload()
+            page.get_by_text("Locked prediction").first.wait_for()
+            page.get_by_text("Instrument:").wait_for()
+            page.get_by_text("off by 1.5× (too high)").wait_for()
+            page.screenshot(path=str(tmp_path / "reloaded.png"), full_page=True)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    result = L.read_ledger_file(tmp_path / "ledger" / "roofline-ledger-ada.jsonl")
+    assert result.clean
+    assert [e["kind"] for e in result.events] == ["predict", "unlock", "result"]
+    assert result.events[0]["payload"]["value"] == 3000

@@ -815,7 +815,13 @@ class Ledger:
         if others:
             result.problems.append(Problem(0, "other_student",
                                            "contains records of another student id"))
-        chain = _Chain(None, name if name.endswith(".jsonl") else name + ".jsonl",
+        # downloads get renamed ("... (1).jsonl"): give it back the canonical name if free
+        taken = {c.name for c in self._chains}
+        if self.path.name not in taken:
+            name = self.path.name
+        elif not name.endswith(".jsonl"):
+            name += ".jsonl"
+        chain = _Chain(None, name,
                        events=result.events, problems=result.problems,
                        head_hash=result.head_hash, last_seq=result.last_seq, data=bytes(data))
         self._chains.append(chain)

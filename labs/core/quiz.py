@@ -150,6 +150,12 @@ def resolved_settings() -> dict:
             "ledger_dir": str(_ledger.default_ledger_dir()), "generation": 0}
 
 
+#: Ledgers that could only be kept in memory, by (student id, folder): a session re-created
+#: after a settings change or an upload (or a page reload served by the same kernel process)
+#: finds its records again instead of starting empty.
+_MEMORY_LEDGERS: dict[tuple[str, str], _ledger.Ledger] = {}
+
+
 class LabSession:
     """One lab opened by one student: records events to the ledger and renders its status.
 
@@ -179,6 +185,9 @@ class LabSession:
         self._widgets: list[Any] = []  # keep status widgets alive (marimo holds weak refs)
         self._last_result: dict[str, Any] = {}
         self.student_id: str | None = None
+        notices = self._settings.pop("notices", None)  # messages from the session before
+        if isinstance(notices, list):
+            self.problems += [str(n) for n in notices[:5]]
         sid = self._settings.get("student_id")
         if sid:
             try:
@@ -197,11 +206,18 @@ class LabSession:
         if self.student_id is None:
             self.ledger = None
             return
-        try:
-            self.ledger = _ledger.Ledger(self.student_id, self.ledger_dir)
-        except Exception as exc:  # never let storage stop the lab: fall back to memory
-            self.ledger = _ledger.Ledger(self.student_id, self.ledger_dir, memory=True)
-            self.ledger.warnings.insert(0, f"The ledger could not be opened ({exc}).")
+        key = (self.student_id, str(self.ledger_dir))
+        kept = _MEMORY_LEDGERS.get(key)
+        if kept is not None:  # memory mode: the same records across re-runs and uploads
+            self.ledger = kept
+        else:
+            try:
+                self.ledger = _ledger.Ledger(self.student_id, self.ledger_dir)
+            except Exception as exc:  # never let storage stop the lab: fall back to memory
+                self.ledger = _ledger.Ledger(self.student_id, self.ledger_dir, memory=True)
+                self.ledger.warnings.insert(0, f"The ledger could not be opened ({exc}).")
+            if self.ledger.mode == "memory":
+                _MEMORY_LEDGERS[key] = self.ledger
         pending, self._pending = self._pending, []
         for kind, item_id, payload, ts in pending:
             self.ledger.append(kind, lab_id=self.lab_id, item_id=item_id, payload=payload,
@@ -243,9 +259,11 @@ class LabSession:
         old = self.ledger.target_path if self.ledger else None
         self._settings["ledger_dir"] = str(path)
         self._open()
-        if old is not None:
-            self.problems.append(f"Earlier records stay in {old}; hand in both files.")
-        self._notify()
+        notice = None
+        if old is not None and old != self.ledger.target_path:
+            notice = f"Earlier records stay in {old}; hand in both files."
+            self.problems.append(notice)
+        self._notify(notice)
         return None
 
     def upload(self, data: bytes, name: str = "uploaded.jsonl") -> str:
@@ -258,13 +276,15 @@ class LabSession:
         if result.problems:
             msg += f" Problems: {'; '.join(str(p) for p in result.problems[:3])}."
         self.problems.append(msg)
-        self._notify()
+        self._notify(msg)
         return msg
 
-    def _notify(self) -> None:
+    def _notify(self, notice: str | None = None) -> None:
+        """Hand the new settings to the notebook so the cells using ``lab`` re-run."""
         if self._on_settings is not None:
             new = dict(self._settings)
             new["generation"] = int(new.get("generation") or 0) + 1
+            new["notices"] = [notice] if notice else []
             self._on_settings(new)
 
     # -- events ----------------------------------------------------------------------------
