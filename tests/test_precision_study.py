@@ -205,7 +205,13 @@ def test_roofline_view_merges_twin_roofs_and_coincident_points():
     # bf16 has fp16's peak (989.5) and int8 fp8's (1979): one roof each
     assert view.roofs == ["fp32", "fp16", "fp8"]
     assert view.same_roof == {"bf16": "fp16", "int8": "fp8"}
-    labels = [p[0] for p in view.points]
-    # fp16 and bf16 sit on the same spot; nf4 (AI 1796) and int4 (1814) are 1% apart
-    assert labels == ["fp32", "fp16, bf16", "fp8, int8", "nf4→fp16, int4-g128→fp16"]
+    # fp16 and bf16 sit on the same spot; nf4 (AI 1796) and int4 (1814) are 1% apart; and
+    # that pair is 0.12 decades right of fp16 on the same roof, so fp16's label carries it
+    assert [(p[0], round(p[1])) for p in view.points] == [
+        ("fp32", 683), ("fp16, bf16 | nf4→fp16, int4-g128→fp16", 1365), ("", 1796),
+        ("fp8, int8", 2731)]
+    assert [P.row_label(r) for r in view.points[2][3]] == ["nf4→fp16", "int4-g128→fp16"]
     assert sum(len(p[3]) for p in view.points) == 7  # nvfp4 unsupported on H100: no point
+    # fp32 and tf32 share AI 683 but not a roof height: two points, both labelled
+    both = P.roofline_view(P.study("gemm", SQUARE, "h100-sxm", ["fp32", "tf32"]), "h100-sxm")
+    assert [p[0] for p in both.points] == ["fp32", "tf32"]

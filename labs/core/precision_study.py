@@ -347,16 +347,21 @@ class RooflineView:
 
     ``roofs``: compute precisions to draw, one per distinct peak (first seen wins);
     ``same_roof``: {precision: drawn precision with the same peak} for the ones left out;
-    ``points``: (label, ai, attainable TFLOP/s, rows) with rows closer than ``merge_within``
-    (relative, in AI, on the same roof height) merged into one labelled point."""
+    ``points``: (text, ai, attainable TFLOP/s, rows). Rows closer than ``merge_within``
+    (relative AI, same height) become one point. Points at the same height closer than
+    ``label_gap_decades`` in AI would print their labels over each other, so the leftmost
+    carries all their names, left to right, joined by " | ", and the others an empty text.
+    Positions are never moved."""
 
     roofs: list[str]
     same_roof: dict[str, str]
     points: list[tuple[str, float, float, list[PrecisionRow]]]
 
 
-def roofline_view(rows: Sequence[PrecisionRow], hw, *, merge_within: float = 0.05
-                  ) -> RooflineView:
+def roofline_view(rows: Sequence[PrecisionRow], hw, *, merge_within: float = 0.05,
+                  label_gap_decades: float = 0.3) -> RooflineView:
+    import math
+
     d = _hw.get(hw)
     roofs, same = [], {}
     for p in roof_precisions(rows):
@@ -366,13 +371,21 @@ def roofline_view(rows: Sequence[PrecisionRow], hw, *, merge_within: float = 0.0
         else:
             same[p] = twin
     groups: list[list[PrecisionRow]] = []
-    for r in (r for r in rows if r.supported):
+    for r in sorted((r for r in rows if r.supported), key=lambda r: r.ai):
         g = next((g for g in groups if abs(r.ai / g[0].ai - 1) <= merge_within
                   and abs(r.attainable_tflops / g[0].attainable_tflops - 1) <= 1e-9), None)
         if g is None:
             groups.append([r])
         else:
             g.append(r)
-    points = [(", ".join(row_label(r) for r in g), g[0].ai, g[0].attainable_tflops, g)
-              for g in groups]
+    names = [", ".join(row_label(r) for r in g) for g in groups]
+    texts = list(names)
+    for i, g in enumerate(groups):  # groups are in AI order: fold a label into its left twin
+        for j in range(i - 1, -1, -1):
+            h = groups[j]
+            if (texts[j] and abs(h[0].attainable_tflops / g[0].attainable_tflops - 1) <= 1e-9
+                    and math.log10(g[0].ai / h[0].ai) < label_gap_decades):
+                texts[j], texts[i] = f"{texts[j]} | {names[i]}", ""
+                break
+    points = [(t, g[0].ai, g[0].attainable_tflops, g) for t, g in zip(texts, groups)]
     return RooflineView(roofs, same, points)
