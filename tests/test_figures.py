@@ -191,6 +191,14 @@ def test_bad_input_names_the_argument(kwargs, err, match):
         figures.roofline_figure(**kwargs)
 
 
+def test_point_accepts_numpy_numbers():
+    p = Point("n", np.int64(4), np.float32(2.5))
+    fig = figures.roofline_figure([(H100, "fp16")], [p])
+    _validated(fig)
+    with pytest.raises(ValueError, match="ai"):
+        Point("b", True)
+
+
 @pytest.mark.parametrize("kw,match", [(dict(ai=0), "ai"), (dict(ai=float("inf")), "ai"),
                                       (dict(tflops=-1), "tflops"), (dict(kind="guess"), "kind")])
 def test_point_validation(kw, match):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -60,6 +61,11 @@ _FALLBACK = (COLORS["accent"], COLORS["ok"], COLORS["overhead"], COLORS["warn"],
              COLORS["compute"], COLORS["memory"], COLORS["muted"])
 
 
+def _is_real(x) -> bool:
+    """A real number, numpy scalars included, bools excluded."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 @dataclass(frozen=True)
 class Point:
     """An operation on the roofline. ``tflops=None`` places it on the roof of the first
@@ -72,13 +78,11 @@ class Point:
     hover: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self):
-        if not (isinstance(self.ai, (int, float, np.floating)) and math.isfinite(self.ai)
-                and self.ai > 0):
+        if not (_is_real(self.ai) and math.isfinite(self.ai) and self.ai > 0):
             raise ValueError(f"Point {self.label!r}: ai must be a finite number > 0 (FLOP/byte), "
                              f"got {self.ai!r}")
         if self.tflops is not None and not (
-                isinstance(self.tflops, (int, float, np.floating)) and math.isfinite(self.tflops)
-                and self.tflops > 0):
+                _is_real(self.tflops) and math.isfinite(self.tflops) and self.tflops > 0):
             raise ValueError(f"Point {self.label!r}: tflops must be None or a finite number > 0, "
                              f"got {self.tflops!r}")
         if self.kind not in POINT_KINDS:
@@ -418,12 +422,11 @@ def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:
     whose addition (in the given order) crosses capacity (None if it fits)."""
     if not isinstance(terms, Mapping) or not terms:
         raise ValueError("terms must be a non-empty dict {name: bytes}")
-    if not (isinstance(capacity_bytes, (int, float)) and math.isfinite(capacity_bytes)
-            and capacity_bytes > 0):
+    if not (_is_real(capacity_bytes) and math.isfinite(capacity_bytes) and capacity_bytes > 0):
         raise ValueError(f"capacity_bytes must be a finite number > 0, got {capacity_bytes!r}")
     t = {}
     for k, v in terms.items():
-        if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v >= 0):
+        if not (_is_real(v) and math.isfinite(v) and v >= 0):
             raise ValueError(f"terms[{k!r}] must be a finite number of bytes >= 0, got {v!r}")
         t[str(k)] = float(v)
     total, running, crossing = sum(t.values()), 0.0, None
