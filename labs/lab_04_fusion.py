@@ -1,0 +1,1009 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import marimo as mo
+    import numpy as np
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from labs.core import figures, hardware, quiz, reveal, style
+    from labs.core import formulas as F
+    from labs.core import fusion as FU
+    from labs.core import roofline as R
+
+    LAB_ID = "lab04"
+    return F, FU, LAB_ID, R, figures, go, hardware, mo, np, pio, quiz, reveal, style
+
+
+@app.cell
+def _(style):
+    style.lab_header(
+        "Fusion and Overhead",
+        "Three regimes (compute, memory, overhead): what fusing kernels buys, and where it stops.",
+        goals=[
+            "Count the HBM bytes an elementwise chain moves per fusion grouping, and predict the "
+            "speedup of fusing it.",
+            "Recognise the overhead regime: below a crossover size, launches, not bytes, set "
+            "the time.",
+            "See why unfused attention's score matrix (∝ S²) costs traffic and memory, and what "
+            "flash attention keeps on chip instead.",
+            "Use a two-level (HBM + on-chip) roofline to explain why tiles help, and why on-chip "
+            "capacity bounds them.",
+        ],
+        minutes=40,
+        reading=[
+            ("H. He, Making Deep Learning Go Brrrr From First Principles (2022)",
+             "https://horace.io/brrr_intro.html"),
+            ("T. Dao et al., FlashAttention (2022)", "https://arxiv.org/abs/2205.14135"),
+            ("C. Yang et al., Hierarchical Roofline Analysis for GPUs (2020)",
+             "https://arxiv.org/abs/2009.02449"),
+            ("S. Williams et al., Roofline (CACM 2009)",
+             "https://doi.org/10.1145/1498765.1498785"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _(quiz):
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _(F, quiz):
+    # Wiring constants (no physics): the sizes the questions talk about and the widget steps.
+    LARGE_N = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16
+    TINY_N = 1_000  # one token's hidden state of a small model
+    SIZE_STEPS = quiz.log_steps(1e2, 1e9)
+    SEQ_STEPS = [2**k for k in range(9, 19)]  # 512 ... 262,144 tokens
+    TILE_STEPS = [8, 16, 32, 64, 128, 256, 512]
+    QUESTION_HEADS, QUESTION_HEAD_DIM = 32, 128
+    NO_OP = "— (empty)"
+    OP_OPTIONS = {NO_OP: ""} | {e.label: k for k, e in F.ELEMENTWISE.items()}
+    TINY_OPTIONS = {
+        "No effect: it is memory-bound anyway": "none",
+        "Helps: it cuts kernel launches (overhead-bound)": "launches",
+        "Helps: it cuts HBM bytes (memory-bound)": "bytes",
+        "Hurts: one big fused kernel is slower": "hurts",
+    }
+    TILE_OPTIONS = {f"{b} × {b}": b for b in (16, 32, 64, 128, 256, 512)}
+    return (LARGE_N, NO_OP, OP_OPTIONS, QUESTION_HEADS, QUESTION_HEAD_DIM, SEQ_STEPS,
+            SIZE_STEPS, TILE_OPTIONS, TILE_STEPS, TINY_N, TINY_OPTIONS)
+
+
+@app.cell
+def _(go, np, pio, style):
+    def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(),
+                            bands=(), x_ticks=None, height=400):
+        """A log-log line chart (labs.core.figures has no line-chart builder yet).
+
+        series: (name, x, y, colour, dash); vlines: (x, label, colour), labels staggered;
+        markers: (name, x, y, colour); bands: (x0, x1, label, colour); x_ticks: (values,
+        labels) or None for one tick per decade."""
+        data = [dict(type="scatter", x=np.asarray(x).tolist(), y=np.asarray(y).tolist(),
+                     name=n, mode="lines", line=dict(color=c, width=2.5, dash=d),
+                     hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>")
+                for n, x, y, c, d in series]
+        data += [dict(type="scatter", x=[x], y=[y], name=n, mode="markers+text", text=[n],
+                      textposition="top left", marker=dict(size=11, color=c, symbol="diamond",
+                                                           line=dict(width=1, color="#7B8088")),
+                      hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>",
+                      showlegend=False, cliponaxis=False) for n, x, y, c in markers]
+        shapes = [dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
+                       line=dict(color=c, width=1.5, dash="dot")) for x, _, c in vlines]
+        shapes += [dict(type="rect", xref="x", yref="paper", x0=a, x1=b, y0=0, y1=1,
+                        fillcolor=c, opacity=0.09, line=dict(width=0), layer="below")
+                   for a, b, _, c in bands]
+        notes = [dict(xref="x", yref="paper", x=np.log10(x), y=1.0 + 0.07 * i,
+                      yanchor="bottom", xanchor="right" if i == 0 else "left", text=lbl,
+                      showarrow=False, font=dict(color=c, size=11))
+                 for i, (x, lbl, c) in enumerate(sorted(vlines))]
+        notes += [dict(xref="x", yref="paper", x=np.log10((a * b) ** 0.5), y=0.97,
+                       yanchor="top", text=f"<b>{lbl}</b>", showarrow=False,
+                       font=dict(color=c, size=12)) for a, b, lbl, c in bands]
+        axis = dict(type="log", dtick=1, exponentformat="SI")
+        xaxis = dict(axis, title=dict(text=x_title))
+        if x_ticks is not None:
+            xaxis.update(tickmode="array", tickvals=list(x_ticks[0]), ticktext=list(x_ticks[1]))
+        # Built unvalidated, as labs.core.figures does (validation costs ~10 ms per slider
+        # move); tests/test_lab_04.py rebuilds these figures with validation on.
+        return go.Figure(data=data, _validate=False, layout=dict(
+            template=pio.templates[style.TEMPLATE_NAME], title=dict(text=title), height=height,
+            xaxis=xaxis, yaxis=dict(axis, title=dict(text=y_title)),
+            shapes=shapes, annotations=notes, hovermode="closest",
+            legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"),
+            margin=dict(l=70, r=30, t=60 + 18 * len(vlines), b=40)))
+
+    return (loglog_lines_figure,)
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Choose a device
+    Every number below is for this device. Devices without on-chip figures in the registry
+    (TPUs, edge and laptop parts) work for Parts 1-3; Part 4 says so instead of drawing.
+    """)
+    return
+
+
+@app.cell
+def _(hardware, mo):
+    _options = hardware.picker_options()
+    device_picker = mo.ui.dropdown(
+        _options, value=next(k for k, v in _options.items() if v == "h100-sxm"), label="Device")
+    device_picker
+    return (device_picker,)
+
+
+@app.cell
+def _(mo):
+    precision_picker = mo.ui.dropdown(["fp16", "bf16", "fp32"], value="fp16",
+                                      label="Storage precision of the tensors")
+    precision_picker
+    return (precision_picker,)
+
+
+@app.cell
+def _(FU, device_picker, hardware, style):
+    device = hardware.get(device_picker.value)
+    try:
+        _oc = FU.onchip(device)
+        _chip = (f"{_oc.sms} SMs", f"{_oc.smem_per_block_kb:.0f} KiB shared memory per block "
+                 f"+ {_oc.registers_kb_per_sm:.0f} KiB registers per SM")
+    except KeyError:
+        _chip = ("not in the registry", "Part 4 needs them")
+    style.metric_cards([
+        ("HBM / DRAM bandwidth", f"{device.bandwidth_gbs:,.0f} GB/s", device.memory_type),
+        ("Device memory", f"{device.memory_gb:,.0f} GB", "what a score matrix must fit in"),
+        ("Compute precisions", ", ".join(device.precisions), "dense peaks in the registry"),
+        ("On-chip", *_chip),
+    ])
+    return (device,)
+
+
+@app.cell
+def _(FU, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N, device):
+    # Reference answers, computed from labs.core for the chosen device (used by the
+    # instructor copy and by the prediction-vs-reality comparisons). The questions use 2-byte
+    # tensors: fp16, or bf16 on devices without an fp16 rate (TPUs); both move 2 B/element.
+    reference_precision = "fp16" if device.has("fp16") else "bf16"
+
+    def _answer(compute):
+        try:
+            return compute()
+        except (KeyError, ValueError):
+            return None
+
+    references = {
+        "fusion_speedup": _answer(lambda: FU.fusion_speedup(
+            LARGE_N, device, None, [list(range(len(FU.DEFAULT_CHAIN)))],
+            precision=reference_precision)),
+        "tiny_tensor": _answer(lambda: FU.fusion_benefit(
+            TINY_N, device, precision=reference_precision)),
+        "oom_seq_len": _answer(lambda: FU.unfused_max_seq_len(
+            device, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16")),
+        "largest_tile": _answer(lambda: FU.largest_square_tile(QUESTION_HEAD_DIM, device)),
+    }
+    return reference_precision, references
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 1 · Fusing an elementwise chain"),
+        style.scenario_card(
+            "Mei Tanaka", "performance engineer, training team",
+            "The profiler shows our block epilogue as four kernels back to back: LayerNorm → "
+            "GELU → dropout → residual add, on a 100 M-element activation. None of them does "
+            "real math, and together they take longer than I expected. A compiler can fuse all "
+            "four into one kernel. Before we spend a sprint on it: how much faster would the "
+            "fused kernel be?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_speedup, set_speedup = quiz.lock_state(lab, "lab04.fusion_speedup")
+    return get_speedup, set_speedup
+
+
+@app.cell
+def _(get_speedup, lab, quiz, set_speedup):
+    speedup_form = quiz.numeric_form(
+        lab, "lab04.fusion_speedup",
+        question="LayerNorm → GELU → dropout → residual add runs as 4 kernels on a 100 M-element "
+                 "fp16 tensor (bf16 on devices without an fp16 rate) on your device. Fused into "
+                 "ONE kernel, how many times faster is the chain?",
+        units="×", lo=0.1, hi=100, locked=get_speedup(), on_lock=set_speedup)
+    quiz.prediction_panel(speedup_form, get_speedup())
+    return (speedup_form,)
+
+
+@app.cell
+def _(get_speedup, lab, references, reveal):
+    speedup_prediction = get_speedup() or (
+        reveal.reference(lab, "lab04.fusion_speedup", references["fusion_speedup"], "×")
+        if references["fusion_speedup"] is not None else None)
+    return (speedup_prediction,)
+
+
+@app.cell
+def _(F, FU, NO_OP, OP_OPTIONS, mo):
+    _defaults = [F.ELEMENTWISE[k].label for k in FU.DEFAULT_CHAIN]
+    chain_slots = mo.ui.array(
+        [mo.ui.dropdown(OP_OPTIONS, value=(_defaults + [NO_OP] * 6)[i]) for i in range(6)],
+        label="Chain, in order (pick — to leave a slot empty)")
+    return (chain_slots,)
+
+
+@app.cell
+def _(mo):
+    kernels_slider = mo.ui.slider(1, 6, value=4, show_value=True,
+                                  label="Kernels (ops split into contiguous groups)")
+    return (kernels_slider,)
+
+
+@app.cell
+def _(SIZE_STEPS, mo):
+    size_slider = mo.ui.slider(steps=SIZE_STEPS, value=100_000_000, show_value=True,
+                               label="Tensor size (elements, log steps)")
+    return (size_slider,)
+
+
+@app.cell
+def _(R, mo):
+    overhead_us = mo.ui.number(start=0.5, stop=100, step=0.5, value=R.DEFAULT_LAUNCH_OVERHEAD_US,
+                               label="Launch overhead per kernel (µs)")
+    return (overhead_us,)
+
+
+@app.cell
+def _(chain_slots):
+    chain_ops = tuple(op for op in chain_slots.value if op)
+    return (chain_ops,)
+
+
+@app.cell
+def _(F, FU, chain_ops, device, kernels_slider, overhead_us, precision_picker, size_slider):
+    # The chain under the chosen grouping and, for comparison, one kernel per op.
+    try:
+        _kw = dict(ops=chain_ops, precision=precision_picker.value,
+                   launch_overhead_us=overhead_us.value)
+        # unfused first: its message names an empty chain or an unknown op
+        chain_unfused = FU.chain_timing(size_slider.value, device, None, **_kw)
+        chain_groups = F.contiguous_groups(len(chain_ops), kernels_slider.value)
+        chain_now = FU.chain_timing(size_slider.value, device, chain_groups, **_kw)
+        chain_speedup = FU.fusion_speedup(size_slider.value, device, None, chain_groups, **_kw)
+        chain_error = None
+    except (KeyError, ValueError) as _e:
+        chain_groups = chain_now = chain_unfused = chain_speedup = None
+        chain_error = str(_e.args[0] if _e.args else _e)
+    return chain_error, chain_groups, chain_now, chain_speedup, chain_unfused
+
+
+@app.cell
+def _(chain_slots, kernels_slider, mo, overhead_us, quiz, size_slider, speedup_prediction):
+    mo.stop(speedup_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the fusion instrument."))
+    mo.vstack([chain_slots.hstack(), mo.hstack([kernels_slider, overhead_us], justify="start"),
+               size_slider])
+    return
+
+
+@app.cell
+def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, mo, quiz,
+      speedup_prediction, style):
+    mo.stop(speedup_prediction is None)
+    if chain_error is not None:
+        fusion_metrics = style.error_callout(chain_error)
+    else:
+        _tot, _unf = chain_now.chain.total, chain_unfused.chain.total
+        _p = chain_now.chain.kernels_costs[0].compute
+        fusion_metrics = style.metric_cards([
+            ("HBM traffic", style.format_bytes(_tot.bytes),
+             f"unfused: {style.format_bytes(_unf.bytes)}"),
+            ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
+             f"ridge ({_p}, dense) = {R.ridge_point(device, _p):,.0f} FLOP/B"),
+            ("Time (lower bound)", f"{quiz.format_value(chain_now.seconds * 1e6)} µs",
+             f"{chain_now.chain.kernels} kernel(s); unfused "
+             f"{quiz.format_value(chain_unfused.seconds * 1e6)} µs"),
+            ("Speedup vs unfused", f"{chain_speedup:.2f}×", "same chain, same size"),
+            style.Metric("Regime", chain_now.regime, "where most of the time goes",
+                         chain_now.regime),
+        ])
+    fusion_metrics
+    return (fusion_metrics,)
+
+
+@app.cell
+def _(FU, chain_now, device, figures, mo, quiz, speedup_prediction):
+    mo.stop(speedup_prediction is None or chain_now is None)
+    # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
+    _spots = {}
+    for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
+                                           chain_now.kernel_times, FU.kernel_tflops(chain_now))):
+        _spots.setdefault((round(_c.ai, 9), round(_tf, 9)), []).append((f"K{_i + 1}", _c, _t))
+    fusion_roofline = figures.roofline_figure(
+        [(device, chain_now.chain.kernels_costs[0].compute)],
+        [figures.Point(", ".join(k for k, _, _ in ks), ai, tflops=tf, hover={
+            k: f"{c.name} · {quiz.format_value(t.lower * 1e6)} µs · {t.regime}"
+            for k, c, t in ks}) for (ai, tf), ks in _spots.items()],
+        ai_range=(0.01, 1e4), height=400,
+        title=f"Each kernel of the chain on the {device.name} roofline "
+              "(launch-bound kernels sit below the roof)")
+    fusion_roofline
+    return (fusion_roofline,)
+
+
+@app.cell
+def _(chain_now, figures, mo, quiz, speedup_prediction):
+    mo.stop(speedup_prediction is None or chain_now is None)
+    _ops = [c.name for c in chain_now.chain.kernels_costs]
+    fusion_bars = figures.bar_figure(
+        [f"K{i + 1}" for i in range(len(_ops))],
+        [t.lower * 1e6 for t in chain_now.kernel_times],
+        colors=[t.regime for t in chain_now.kernel_times],
+        annotations=[f"{quiz.format_value(t.lower * 1e6)} µs · {t.regime}"
+                     for t in chain_now.kernel_times],
+        title="Time per kernel: " + " | ".join(f"K{i + 1} = {o}" for i, o in enumerate(_ops)),
+        yaxis_title="time per kernel, lower bound (µs)")
+    fusion_bars
+    return (fusion_bars,)
+
+
+@app.cell
+def _(lab, mo, quiz, reference_precision, references, speedup_prediction):
+    mo.stop(speedup_prediction is None)
+    if references["fusion_speedup"] is None:
+        _out = mo.callout(mo.md("This device has neither an fp16 nor a bf16 rate, so the "
+                                "question's chain cannot be timed on it: pick another device."),
+                          kind="warn")
+    else:
+        _out = mo.vstack([
+            mo.md(f"**Prediction vs reality** · the default 4-op chain, 100 M elements, "
+                  f"{reference_precision}, 4 kernels → 1, at the stated launch overhead:"),
+            quiz.compare(speedup_prediction, references["fusion_speedup"], units="×",
+                         fmt=".2f", lab=lab)])
+    _out
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, speedup_prediction):
+    mo.stop(speedup_prediction is None)
+    speedup_explain = quiz.explain_form(
+        lab, "lab04.fusion_speedup",
+        observe_label="What did the instrument show? (bytes per element before and after, "
+                      "the speedup)",
+        explain_label="Why is the speedup the ratio of bytes, not the number of kernels (4×)?")
+    speedup_explain
+    return (speedup_explain,)
+
+
+@app.cell
+def _(style):
+    style.math_peek("fusing a memory-bound chain", r"""
+Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
+elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
+
+| kernel | reads | writes | bytes / element |
+|---|---|---|---|
+| LayerNorm | $x$ | $y$ | $2b = 4$ |
+| GELU | $y$ | $z$ | $2b = 4$ |
+| dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = 5$ |
+| residual add | $d$, skip | out | $3b = 6$ |
+| **all four, fused** | $x$, skip | out + mask | $3b + 1 = 7$ |
+
+Each kernel's time is $t_k = \max\left(\frac{F_k}{P},\ \frac{B_k}{\beta},\ t_\text{launch}\right)$
+(FLOPs over the dense peak in FLOP/s, bytes over bandwidth in B/s, one launch in s). On a
+large tensor the byte term wins for every kernel (AI ≈ 1 FLOP/B ≪ ridge), so
+
+$$\text{speedup} = \frac{\sum_k B_k/\beta}{B_\text{fused}/\beta} = \frac{19\,n\ \text{B}}{7\,n\
+\text{B}} \approx 2.7\times$$
+
+not 4×: fusion removes the *intermediate* round trips, but the fused kernel still reads its
+inputs and writes its outputs once. Intermediates stay in registers.
+""")
+    return
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 2 · The overhead regime"),
+        style.scenario_card(
+            "Mei Tanaka", "performance engineer, inference team",
+            "Same epilogue, different job: at decode, batch 1, a small model runs it on one "
+            "token's hidden state, about 1,000 elements. The kernels look instant in the "
+            "profiler, yet the GPU sits idle between them. Would fusing the four kernels help "
+            "here too?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_tiny, set_tiny = quiz.lock_state(lab, "lab04.tiny_tensor")
+    return get_tiny, set_tiny
+
+
+@app.cell
+def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
+    tiny_form = quiz.choice_form(
+        lab, "lab04.tiny_tensor",
+        question="The same 4-op chain on a 1,000-element fp16 tensor, with a launch overhead of "
+                 "5 µs per kernel: does fusing it into one kernel help, and why?",
+        options=TINY_OPTIONS, locked=get_tiny(), on_lock=set_tiny)
+    quiz.prediction_panel(tiny_form, get_tiny())
+    return (tiny_form,)
+
+
+@app.cell
+def _(TINY_OPTIONS, get_tiny, lab, references, reveal):
+    _label = next((k for k, v in TINY_OPTIONS.items() if v == references["tiny_tensor"]), None)
+    tiny_prediction = get_tiny() or (
+        reveal.reference(lab, "lab04.tiny_tensor", references["tiny_tensor"], label=_label)
+        if _label is not None else None)
+    return (tiny_prediction,)
+
+
+@app.cell
+def _(FU, chain_groups, chain_ops, device, overhead_us, precision_picker):
+    # Overhead-regime figures for the chain of Part 1 (unfused, chosen grouping, fused).
+    try:
+        _kw = dict(ops=chain_ops, precision=precision_picker.value,
+                   launch_overhead_us=overhead_us.value)
+        _n = len(chain_ops)
+        overhead_groupings = {f"unfused ({_n} kernels)": None,
+                              "fused (1 kernel)": [list(range(_n))]}
+        if chain_groups is not None and 1 < len(chain_groups) < _n:
+            overhead_groupings[f"your grouping ({len(chain_groups)} kernels)"] = chain_groups
+        overhead_crossovers = {k: FU.chain_overhead_crossover(device, g, **_kw)
+                               for k, g in overhead_groupings.items()}
+        overhead_kernel_crossovers = [x for g in overhead_groupings.values()
+                                      for x in FU.kernel_crossovers(device, g, **_kw)]
+        overhead_error = None
+    except (KeyError, ValueError) as _e:
+        overhead_groupings = overhead_crossovers = overhead_kernel_crossovers = None
+        overhead_error = str(_e.args[0] if _e.args else _e)
+    return overhead_crossovers, overhead_error, overhead_groupings, overhead_kernel_crossovers
+
+
+@app.cell
+def _(FU, TINY_N, chain_ops, device, mo, overhead_crossovers, overhead_error, overhead_us,
+      precision_picker, quiz, style, tiny_prediction):
+    mo.stop(tiny_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the overhead instrument."))
+    if overhead_error is not None:
+        overhead_metrics = style.error_callout(overhead_error)
+    else:
+        _kw = dict(ops=chain_ops, precision=precision_picker.value,
+                   launch_overhead_us=overhead_us.value)
+        _un = FU.chain_timing(TINY_N, device, None, **_kw)
+        _fu = FU.chain_timing(TINY_N, device, [list(range(len(chain_ops)))], **_kw)
+        _x = overhead_crossovers["fused (1 kernel)"]
+        overhead_metrics = style.metric_cards([
+            ("1,000 elements, unfused", f"{quiz.format_value(_un.seconds * 1e6)} µs",
+             f"{len(chain_ops)} launches"),
+            ("1,000 elements, fused", f"{quiz.format_value(_fu.seconds * 1e6)} µs", "1 launch"),
+            ("Fusion speedup at 1,000",
+             f"{FU.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))], **_kw):.2f}×",
+             f"{len(chain_ops)} launches → 1 when overhead-bound"),
+            style.Metric("Regime at 1,000 (unfused)", _un.regime, "", _un.regime),
+            ("Crossover, fused kernel", f"{quiz.format_value(_x)} elements",
+             "below it, launches set the time"),
+        ])
+    overhead_metrics
+    return (overhead_metrics,)
+
+
+@app.cell
+def _(FU, TINY_N, chain_ops, device, loglog_lines_figure, mo, np, overhead_error,
+      overhead_crossovers, overhead_groupings, overhead_kernel_crossovers, overhead_us,
+      precision_picker, quiz, size_slider, style, tiny_prediction):
+    mo.stop(tiny_prediction is None or overhead_error is not None)
+    _kw = dict(ops=chain_ops, precision=precision_picker.value,
+               launch_overhead_us=overhead_us.value)
+    _sizes = np.geomspace(1e2, 1e9, 71)
+    _colors = [style.COLORS["memory"], style.COLORS["ok"], style.COLORS["compute"]]
+    _dashes = ["solid", "dash", "dot"]
+    _series, _markers = [], []
+    for (_name, _g), _c, _d in zip(overhead_groupings.items(), _colors, _dashes):
+        _series.append((_name, _sizes, FU.chain_time_curve(_sizes, device, _g, **_kw) * 1e6,
+                        _c, _d))
+    for _n, _tag in ((TINY_N, "1,000"), (size_slider.value, "your size")):
+        _t = FU.chain_time_curve([_n], device, None, **_kw)[0] * 1e6
+        _markers.append((f"{_tag}, unfused", _n, _t, _colors[0]))
+    _lo, _hi = min(overhead_kernel_crossovers), max(overhead_kernel_crossovers)
+    _big = FU.chain_timing(10**9, device, None, **_kw).regime
+    overhead_figure = loglog_lines_figure(
+        _series, markers=_markers,
+        title=f"Chain time vs tensor size on the {device.name} "
+              f"(launch overhead {overhead_us.value:g} µs per kernel)",
+        x_title="Tensor size (elements)", y_title="Chain time, lower bound (µs)",
+        vlines=[(x, f"{k.split(' (')[0]}: {quiz.format_value(x)}", c)
+                for (k, x), c in zip(overhead_crossovers.items(), _colors)],
+        bands=[(1e2, _lo, "overhead-bound", style.COLORS["overhead"]),
+               (_hi, 1e9, _big, style.COLORS["memory" if _big == "memory-bound" else "compute"])])
+    overhead_figure
+    return (overhead_figure,)
+
+
+@app.cell
+def _(TINY_OPTIONS, lab, mo, quiz, references, tiny_prediction):
+    mo.stop(tiny_prediction is None)
+    _label = next((k for k, v in TINY_OPTIONS.items() if v == references["tiny_tensor"]),
+                  "the device cannot run the chain at fp16/bf16")
+    mo.vstack([mo.md("**Prediction vs reality** · the default 4-op chain, 1,000 elements, "
+                     "5 µs per launch:"),
+               quiz.compare(tiny_prediction, references["tiny_tensor"], actual_label=_label,
+                            lab=lab)])
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, tiny_prediction):
+    mo.stop(tiny_prediction is None)
+    tiny_explain = quiz.explain_form(
+        lab, "lab04.tiny_tensor",
+        observe_label="What sets the time at 1,000 elements, and where is the crossover?",
+        explain_label="Why does fusion help there even though bytes hardly matter?")
+    tiny_explain
+    return (tiny_explain,)
+
+
+@app.cell
+def _(style):
+    style.math_peek("the overhead crossover", r"""
+A launch costs $t_\text{launch}$ (a stated, editable figure: $5\ \mu s$ is typical of PyTorch
+eager launching CUDA kernels) however little the kernel does. A memory-bound kernel moving
+$b_k$ bytes per element takes $n\,b_k/\beta$. It is **overhead-bound** while
+
+$$\frac{n\,b_k}{\beta} < t_\text{launch} \iff n < n^* = \frac{t_\text{launch}\,\beta}{b_k}$$
+
+(s · B/s ÷ B/element = elements). On an H100 SXM ($\beta$ = 3,350 GB/s) the fused kernel
+($b$ = 7 B/element at fp16) crosses at $n^* = 5\times10^{-6} \cdot 3.35\times10^{12} / 7
+\approx 2.4$ M elements.
+
+Below $n^*$ a chain of $k$ kernels takes $\approx k\,t_\text{launch}$, so fusing $k \to 1$
+gives $\approx k\times$: fusion helps by cutting **launches**, not bytes. (CUDA graphs and
+persistent kernels attack the same term.) Above $n^*$ it gives the byte ratio of Part 1.
+""")
+    return
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 3 · Attention: unfused vs fused"),
+        style.scenario_card(
+            "Omar Haddad", "ML engineer, long-context team",
+            "Our reference attention is three kernels: S = QKᵀ, softmax, then P·V. It works at "
+            "4k context. At long context it runs out of memory, one head group at a time is "
+            "slow, and someone says 'use flash attention'. How long can the sequence get "
+            "before the unfused version stops fitting at all?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_oom, set_oom = quiz.lock_state(lab, "lab04.oom_seq_len")
+    return get_oom, set_oom
+
+
+@app.cell
+def _(get_oom, lab, quiz, set_oom):
+    oom_form = quiz.numeric_form(
+        lab, "lab04.oom_seq_len",
+        question="Unfused attention, batch 1, 32 heads, head_dim 128, fp16, on your device: "
+                 "the longest sequence length S whose score matrix (B×H×S×S) plus Q, K, V, O "
+                 "still fits in device memory?",
+        units="tokens", lo=128, hi=10_000_000, locked=get_oom(), on_lock=set_oom)
+    quiz.prediction_panel(oom_form, get_oom())
+    return (oom_form,)
+
+
+@app.cell
+def _(get_oom, lab, references, reveal):
+    oom_prediction = get_oom() or (
+        reveal.reference(lab, "lab04.oom_seq_len", references["oom_seq_len"], "tokens")
+        if references["oom_seq_len"] is not None else None)
+    return (oom_prediction,)
+
+
+@app.cell
+def _(SEQ_STEPS, mo):
+    seq_slider = mo.ui.slider(steps=SEQ_STEPS, value=4096, show_value=True,
+                              label="Sequence length S (tokens)")
+    return (seq_slider,)
+
+
+@app.cell
+def _(mo):
+    attn_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=1, show_value=True,
+                              label="Batch")
+    return (attn_batch,)
+
+
+@app.cell
+def _(mo):
+    attn_heads = mo.ui.dropdown({"8": 8, "16": 16, "32": 32, "64": 64}, value="32",
+                                label="Heads")
+    return (attn_heads,)
+
+
+@app.cell
+def _(mo):
+    head_dim_picker = mo.ui.dropdown({"64": 64, "128": 128, "256": 256}, value="128",
+                                     label="Head dim")
+    return (head_dim_picker,)
+
+
+@app.cell
+def _(F, R, attn_batch, attn_heads, device, head_dim_picker, precision_picker, seq_slider):
+    # Unfused and fused attention at the chosen shape (self-attention, MHA: KV heads = heads).
+    try:
+        _args = (attn_batch.value, attn_heads.value, seq_slider.value, seq_slider.value,
+                 head_dim_picker.value, precision_picker.value)
+        attn_unfused = F.attention(*_args, fused=False)
+        attn_fused = F.attention(*_args, fused=True)
+        attn_times = {k: R.cost_time(c, device).lower
+                      for k, c in (("unfused", attn_unfused), ("fused", attn_fused))}
+        attn_error = None
+    except (KeyError, ValueError) as _e:
+        attn_unfused = attn_fused = attn_times = None
+        attn_error = str(_e.args[0] if _e.args else _e)
+    return attn_error, attn_fused, attn_times, attn_unfused
+
+
+@app.cell
+def _(attn_batch, attn_heads, head_dim_picker, mo, oom_prediction, quiz, seq_slider):
+    mo.stop(oom_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the attention instrument."))
+    mo.vstack([seq_slider, mo.hstack([attn_batch, attn_heads, head_dim_picker],
+                                     justify="start")])
+    return
+
+
+@app.cell
+def _(attn_error, attn_fused, attn_times, attn_unfused, mo, oom_prediction, quiz, style):
+    mo.stop(oom_prediction is None)
+    if attn_error is not None:
+        attention_metrics = style.error_callout(attn_error)
+    else:
+        _scores = attn_unfused.detail["scores (S write, S read, P write, P read)"]
+        attention_metrics = style.metric_cards([
+            ("HBM traffic, unfused", style.format_bytes(attn_unfused.bytes),
+             f"of which score matrix: {style.format_bytes(_scores)} (4 passes)"),
+            ("HBM traffic, fused", style.format_bytes(attn_fused.bytes), "Q, K, V, O once"),
+            ("AI unfused → fused", f"{attn_unfused.ai:,.0f} → {attn_fused.ai:,.0f} FLOP/B",
+             f"FLOPs the same: {attn_fused.flops / 1e9:,.1f} GFLOP"),
+            ("Time bound unfused → fused",
+             f"{quiz.format_value(attn_times['unfused'] * 1e6)} → "
+             f"{quiz.format_value(attn_times['fused'] * 1e6)} µs",
+             "max(compute, memory), no launch overhead"),
+        ])
+    attention_metrics
+    return (attention_metrics,)
+
+
+@app.cell
+def _(F, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_picker,
+      loglog_lines_figure, mo, oom_prediction, precision_picker, seq_slider, style):
+    mo.stop(oom_prediction is None or attn_error is not None)
+    _args = (attn_batch.value, attn_heads.value)
+    _traffic = {f: [F.attention(*_args, s, s, head_dim_picker.value, precision_picker.value,
+                                fused=f).bytes / 1e9 for s in SEQ_STEPS] for f in (False, True)}
+    _now = seq_slider.value
+    _i = SEQ_STEPS.index(_now)
+    attention_figure = loglog_lines_figure(
+        [("unfused: Q, K, V, O + 4 passes over the S×S scores", SEQ_STEPS, _traffic[False],
+          style.COLORS["danger"], "solid"),
+         ("fused (flash): Q, K, V, O once", SEQ_STEPS, _traffic[True],
+          style.COLORS["memory"], "dash")],
+        markers=[(f"S = {_now:,}", _now, _traffic[False][_i], style.COLORS["danger"])],
+        title=f"Attention HBM traffic vs sequence length ({device.name}: "
+              f"{device.memory_gb:,.0f} GB of memory)",
+        x_title="Sequence length S (tokens)", y_title="HBM traffic per call (GB)",
+        x_ticks=(SEQ_STEPS, [f"{s // 1024}k" if s >= 1024 else str(s) for s in SEQ_STEPS]))
+    attention_figure
+    return (attention_figure,)
+
+
+@app.cell
+def _(FU, attn_batch, attn_error, attn_heads, device, head_dim_picker, mo, oom_prediction,
+      precision_picker, seq_slider, style):
+    mo.stop(oom_prediction is None or attn_error is not None)
+    _args = (attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
+             precision_picker.value)
+    _cap = device.memory_gb * 1e9
+    _max = FU.unfused_max_seq_len(device, attn_batch.value, attn_heads.value,
+                                  head_dim_picker.value, precision_picker.value)
+    attention_memory = mo.vstack([
+        mo.md(f"**Device memory for one attention call** (the model's weights not counted). "
+              f"Unfused fits up to S = {_max:,} tokens here; move S past it to see the "
+              f"out-of-memory state, and back to recover."),
+        mo.md("*Unfused (the B×H×S×S score matrix is materialised):*"),
+        style.memory_budget_bar(FU.attention_memory_terms(*_args, fused=False), _cap),
+        mo.md("*Fused (flash: scores live in on-chip tiles):*"),
+        style.memory_budget_bar(FU.attention_memory_terms(*_args, fused=True), _cap),
+    ])
+    attention_memory
+    return (attention_memory,)
+
+
+@app.cell
+def _(lab, mo, oom_prediction, quiz, references):
+    mo.stop(oom_prediction is None)
+    mo.vstack([mo.md("**Prediction vs reality** · batch 1, 32 heads, head_dim 128, fp16:"),
+               quiz.compare(oom_prediction, references["oom_seq_len"], units="tokens",
+                            lab=lab)])
+    return
+
+
+@app.cell
+def _(lab, mo, oom_prediction, quiz):
+    mo.stop(oom_prediction is None)
+    oom_explain = quiz.explain_form(
+        lab, "lab04.oom_seq_len",
+        observe_label="How do the traffic and the memory of the unfused version grow with S?",
+        explain_label="Why does the fused version avoid both?")
+    oom_explain
+    return (oom_explain,)
+
+
+@app.cell
+def _(style):
+    style.math_peek("attention's S² term", r"""
+Per head, $S = QK^\top$ ($S_q \times S_{kv}$), $P = \text{softmax}(S)$, $O = PV$.
+FLOPs $= 4\,B\,H\,S_q\,S_{kv}\,d$ for both versions (two matmuls, 2 FLOP per multiply-add).
+
+**Unfused** (3 kernels) writes $S$, reads it, writes $P$, reads it: 4 passes of
+$B H S_q S_{kv}$ elements of $b$ bytes on top of $Q, K, V, O$ ($B H S d\,b$ each):
+
+$$\text{bytes}_\text{unfused} = 4 B H S d\,b + 4 B H S^2 b \qquad
+\text{bytes}_\text{fused} = 4 B H S d\,b$$
+
+The score term grows with $S^2$, so at long context it dominates both traffic and memory.
+The score matrix must also exist at once in device memory, $B H S^2 b$ bytes: with 32 heads
+at fp16 that is $64\,S^2$ B, so on 80 GB
+$$64 S^2 + 4 \cdot 32 \cdot 128 \cdot 2\,S \le 8\times10^{10} \Rightarrow S \le 35{,}100 .$$
+**Fused** (flash) attention computes $S$ tile by tile on chip with an online softmax and
+never writes it: traffic and memory are linear in $S$, FLOPs unchanged, so AI grows with $S$.
+""")
+    return
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 4 · The limit: what fits on chip"),
+        style.scenario_card(
+            "Lena Fischer", "kernel engineer",
+            "Our flash kernel streams K and V from HBM once per query tile, so a bigger tile "
+            "means fewer re-reads and a higher arithmetic intensity. I tried 256 × 256 tiles "
+            "at head_dim 128 and the compiler refused: too much shared memory. What is the "
+            "largest square tile that fits, and what does it cost us?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_tile, set_tile = quiz.lock_state(lab, "lab04.largest_tile")
+    return get_tile, set_tile
+
+
+@app.cell
+def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
+    tile_form = quiz.choice_form(
+        lab, "lab04.largest_tile",
+        question="Flash attention at head_dim 128, fp16, on your device: the largest square "
+                 "tile (query block = KV block) whose Q, K, V tiles (shared memory) and fp32 "
+                 "score and output accumulators (registers) fit on one SM?",
+        options=TILE_OPTIONS, locked=get_tile(), on_lock=set_tile)
+    quiz.prediction_panel(tile_form, get_tile())
+    return (tile_form,)
+
+
+@app.cell
+def _(TILE_OPTIONS, get_tile, lab, references, reveal):
+    _label = next((k for k, v in TILE_OPTIONS.items() if v == references["largest_tile"]), None)
+    tile_prediction = get_tile() or (
+        reveal.reference(lab, "lab04.largest_tile", references["largest_tile"], label=_label)
+        if _label is not None else None)
+    return (tile_prediction,)
+
+
+@app.cell
+def _(TILE_STEPS, mo):
+    block_q_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
+                                  label="Query tile Bq (rows)")
+    return (block_q_slider,)
+
+
+@app.cell
+def _(TILE_STEPS, mo):
+    block_kv_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
+                                   label="KV tile Bkv (rows)")
+    return (block_kv_slider,)
+
+
+@app.cell
+def _(FU, attn_batch, attn_heads, block_kv_slider, block_q_slider, device, head_dim_picker,
+      precision_picker, seq_slider):
+    # The tile's on-chip working set and the tiled kernel on the two-level roofline.
+    try:
+        tile_fit = FU.flash_tile(block_q_slider.value, block_kv_slider.value,
+                                 head_dim_picker.value, device, precision_picker.value)
+        flash_point = FU.flash_roof_point(
+            attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
+            block_q_slider.value, block_kv_slider.value, device, precision_picker.value)
+        tile_error = None
+    except (KeyError, ValueError) as _e:
+        tile_fit = flash_point = None
+        tile_error = str(_e.args[0] if _e.args else _e)
+    return flash_point, tile_error, tile_fit
+
+
+@app.cell
+def _(block_kv_slider, block_q_slider, head_dim_picker, mo, quiz, seq_slider,
+      tile_prediction):
+    mo.stop(tile_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the tile picker."))
+    mo.vstack([mo.hstack([block_q_slider, block_kv_slider], justify="start"),
+               mo.md(f"Shape from Part 3: S = {seq_slider.value:,}, head_dim "
+                     f"{head_dim_picker.value} (change them there).")])
+    return
+
+
+@app.cell
+def _(flash_point, mo, quiz, style, tile_error, tile_fit, tile_prediction):
+    mo.stop(tile_prediction is None)
+    if tile_error is not None:
+        tile_status = style.error_callout(tile_error)
+    elif not tile_fit.fits:
+        tile_status = style.error_callout(
+            tile_fit.explain() + "\n\nThe kernel cannot launch with this tile. Make Bq or Bkv "
+            "smaller (or head_dim) to back out.")
+    else:
+        tile_status = mo.vstack([
+            mo.callout(mo.md(f"✓ {tile_fit.explain()}"), kind="success"),
+            style.metric_cards([
+                ("HBM traffic (tiled)", style.format_bytes(flash_point.hbm_bytes),
+                 "K and V re-read once per query tile"),
+                ("AI on HBM", f"{flash_point.ai_hbm:,.0f} FLOP/B", "grows with Bq"),
+                ("AI on chip", f"{flash_point.ai_onchip:,.0f} FLOP/B", "shared-memory reads"),
+                ("Attainable", f"{quiz.format_value(flash_point.attainable_tflops)} TFLOP/s",
+                 f"bound by the {flash_point.limit} roof"),
+            ])])
+    tile_status
+    return (tile_status,)
+
+
+@app.cell
+def _(FU, attn_unfused, device, figures, flash_point, mo, np, style, tile_fit,
+      tile_prediction):
+    mo.stop(tile_prediction is None or tile_fit is None or not tile_fit.fits
+            or attn_unfused is None)
+    _p = attn_unfused.compute
+    _oc = FU.onchip(device)
+    hierarchy_figure = figures.roofline_figure(
+        [(device, _p)],
+        [figures.Point("unfused attention", attn_unfused.ai),
+         figures.Point("flash · HBM AI", flash_point.ai_hbm,
+                       tflops=flash_point.attainable_tflops,
+                       hover={"binding roof": flash_point.limit})],
+        ai_range=(1, 1e4), height=440,
+        title=f"Two-level roofline of the {device.name}: HBM roof and on-chip roof")
+    # The on-chip roof and the kernel's on-chip point (figures.py draws one memory level).
+    _x = np.geomspace(1, 1e4, 41)
+    hierarchy_figure.add_trace(dict(
+        type="scatter", x=_x, y=FU.onchip_roof_tflops(_x, device, _p), mode="lines",
+        name=f"on-chip roof (~{_oc.smem_bandwidth_gbs / 1e3:,.1f} TB/s shared memory)",
+        line=dict(color=style.COLORS["ok"], width=2.5, dash="dash"),
+        hovertemplate="on-chip roof<br>AI %{x:.3s} FLOP/B → %{y:.3s} TFLOP/s<extra></extra>"))
+    hierarchy_figure.add_trace(dict(
+        type="scatter", x=[flash_point.ai_onchip], y=[flash_point.attainable_tflops], mode="markers+text",
+        text=["flash · on-chip AI"], textposition="top left", name="flash · on-chip AI",
+        marker=dict(size=11, color=style.COLORS["ok"], symbol="square"),
+        hovertemplate=f"flash · on-chip AI<br>AI {flash_point.ai_onchip:,.1f} FLOP/B<br>"
+                      f"binding roof: {flash_point.limit}<extra></extra>"))
+    hierarchy_figure
+    return (hierarchy_figure,)
+
+
+@app.cell
+def _(TILE_OPTIONS, lab, mo, quiz, references, tile_prediction):
+    mo.stop(tile_prediction is None)
+    if references["largest_tile"] is None:
+        _out = mo.callout(mo.md("This device has no on-chip figures in the registry, so the "
+                                "question has no reference answer here: pick an H100, H200, "
+                                "A100, L4 or RTX 4090."), kind="warn")
+    else:
+        _label = next(k for k, v in TILE_OPTIONS.items() if v == references["largest_tile"])
+        _out = mo.vstack([mo.md("**Prediction vs reality** · head_dim 128, fp16:"),
+                          quiz.compare(tile_prediction, references["largest_tile"],
+                                       actual_label=_label, lab=lab)])
+    _out
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, tile_prediction):
+    mo.stop(tile_prediction is None)
+    tile_explain = quiz.explain_form(
+        lab, "lab04.largest_tile",
+        observe_label="What happens to HBM AI as Bq grows, and where does the tile stop "
+                      "fitting?",
+        explain_label="Why does on-chip capacity, not on-chip bandwidth, limit the kernel?")
+    tile_explain
+    return (tile_explain,)
+
+
+@app.cell
+def _(style):
+    style.math_peek("tiles and the two-level roofline", r"""
+**Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
+accumulators fp32:
+
+$$\underbrace{(B_q d + 2 B_{kv} d)\,b}_{\text{Q, K, V tiles: shared memory}} +
+\underbrace{(B_q B_{kv} + B_q d)\cdot 4}_{\text{S tile, O accumulator: registers}}
+\le \text{SMEM per block} + \text{register file}$$
+
+H100, $d = 128$, fp16: $128\times128$ needs 96 + 128 = 224 KiB ≤ 227 + 256 KiB;
+$256\times256$ needs 192 + 384 = 576 KiB: it does not fit.
+
+**HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K and V:
+$\text{bytes}_\text{HBM} \approx 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
+$AI_\text{HBM} = 4BHS^2d / \text{bytes} \approx B_q$ FLOP/B at fp16 (real kernels also get
+K/V re-reads from the L2 cache, which this model ignores).
+
+**On-chip traffic**: per (query tile, KV tile) pair the matmuls read Q, K, V tiles from shared
+memory, $AI_\text{chip} \approx 4 B_q B_{kv} / ((B_q + 2B_{kv})\,b)$.
+
+**Two-level roofline**: attainable $= \min(P,\ AI_\text{HBM}\,\beta_\text{HBM},\
+AI_\text{chip}\,\beta_\text{chip})$, with $\beta_\text{chip} \approx$ SMs × 128 B/clock ×
+clock (~33 TB/s on an H100, ~10× HBM). Keeping the scores on chip moves traffic to the level
+with ~10× the bandwidth; the bigger the tile, the higher $AI_\text{HBM}$, until the tile no
+longer fits: capacity, not on-chip bandwidth, is the wall.
+""")
+    return
+
+
+@app.cell
+def _(style):
+    style.takeaways([
+        "An elementwise kernel's time is max(compute, memory, launch). At AI ≈ 1 FLOP/B it is "
+        "memory-bound on any modern device, or overhead-bound when the tensor is small.",
+        "Fusing a memory-bound chain speeds it up by the ratio of HBM bytes (≈ 2.7× for "
+        "LayerNorm → GELU → dropout → residual add), not by the number of kernels.",
+        "Below the crossover n* = launch overhead × bandwidth / bytes per element, launches "
+        "set the time: fusion (or CUDA graphs) helps by cutting launches, not bytes.",
+        "Unfused attention materialises a B×H×S×S score matrix: traffic and memory grow with "
+        "S² until it no longer fits. Flash attention keeps scores on chip: linear in S.",
+        "On-chip memory has ~10× HBM's bandwidth but kilobytes of capacity per SM: bigger "
+        "tiles raise HBM intensity only until they stop fitting.",
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,269 @@
+"""Lab 4 "Fusion and Overhead": headless locked/unlocked runs, numbers equal labs.core,
+failure states reached and recovered through widget values, ledger events, export."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+import marimo as mo
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import fusion as FU
+from labs.core import formulas as F
+from labs.core import quiz
+from labs.lab_04_fusion import app
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = ROOT / "labs" / "lab_04_fusion.py"
+ITEMS = ("lab04.fusion_speedup", "lab04.tiny_tensor", "lab04.oom_seq_len", "lab04.largest_tile")
+PREDICTIONS = {
+    "speedup_prediction": quiz.Prediction("lab04.fusion_speedup", 4.0, "×", confidence=3,
+                                          reason="four kernels"),
+    "tiny_prediction": quiz.Prediction("lab04.tiny_tensor", "bytes", answer_type="choice",
+                                       label="Helps: it cuts HBM bytes (memory-bound)"),
+    "oom_prediction": quiz.Prediction("lab04.oom_seq_len", 20_000, "tokens"),
+    "tile_prediction": quiz.Prediction("lab04.largest_tile", 256, answer_type="choice",
+                                       label="256 × 256"),
+}
+INSTRUMENTS = ("fusion_metrics", "fusion_roofline", "fusion_bars", "speedup_explain",
+               "overhead_metrics", "overhead_figure", "tiny_explain", "attention_metrics",
+               "attention_figure", "attention_memory", "oom_explain", "tile_status",
+               "hierarchy_figure", "tile_explain")
+FIGURES = ("fusion_roofline", "fusion_bars", "overhead_figure", "attention_figure",
+           "hierarchy_figure")
+
+
+@pytest.fixture(autouse=True)
+def ledger_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_LEDGER_DIR", str(tmp_path / "ledger"))
+    monkeypatch.setenv("ROOFLINE_STUDENT_ID", "tester")
+    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
+    return tmp_path
+
+
+def run(**defs):
+    return app.run(defs={**PREDICTIONS, **defs})
+
+
+def text(obj) -> str:
+    """Visible text of a marimo output: tags stripped, entities decoded, and the content that
+    nested components (callouts, accordions) keep in escaped ``data-*`` attributes included."""
+    import html
+    import json
+
+    parts = []
+
+    def pull(markup: str) -> None:
+        for m in re.finditer(r"data-[\w-]+='([^']*)'", markup):
+            inner = html.unescape(m.group(1))
+            try:
+                inner = json.loads(inner)
+            except ValueError:
+                pass
+            if isinstance(inner, str):
+                pull(inner)
+            elif isinstance(inner, list):
+                for item in inner:
+                    pull(str(item))
+        parts.append(html.unescape(re.sub(r"<[^>]+>", " ", markup)))
+
+    pull(obj.text if isinstance(obj, mo.Html) else str(obj))
+    return re.sub(r"\s+", " ", " ".join(parts))
+
+
+def chain(*keys):
+    """A real chain widget (the notebook calls .hstack() on it) holding ``keys``."""
+    labels = {k: F.ELEMENTWISE[k].label for k in F.ELEMENTWISE}
+    slots = [labels[k] for k in keys] + ["— (empty)"] * (6 - len(keys))
+    return mo.ui.array([mo.ui.dropdown({"— (empty)": "", **{v: k for k, v in labels.items()}},
+                                       value=s) for s in slots])
+
+
+# --- locked and unlocked --------------------------------------------------------------------
+
+def test_locked_run_hides_every_instrument_and_shows_the_gates():
+    outputs, defs = app.run()
+    for name in INSTRUMENTS:
+        assert name not in defs, name
+    for p in PREDICTIONS:
+        assert defs[p] is None
+    shown = " ".join(text(o) for o in outputs if o is not None)
+    for what in ("fusion instrument", "overhead instrument", "attention instrument",
+                 "tile picker"):
+        assert f"Lock your prediction to reveal the {what}" in shown
+
+
+def test_unlocked_run_shows_figures_and_core_numbers():
+    _, defs = run(kernels_slider=NS(value=1))
+    for name in INSTRUMENTS:
+        assert name in defs, name
+    for name in FIGURES:
+        fig = defs[name]
+        assert isinstance(fig, go.Figure)
+        go.Figure(fig.to_dict())  # every figure is valid plotly when validated
+    # Part 1: fully fused default chain at 100 M elements on the H100, fp16
+    want = FU.fusion_speedup(100_000_000, "h100-sxm", None, [[0, 1, 2, 3]])
+    assert defs["chain_speedup"] == pytest.approx(want) == pytest.approx(19 / 7)
+    assert f"{want:.2f}×" in text(defs["fusion_metrics"])
+    assert "700 MB" in text(defs["fusion_metrics"])  # 7 B/element x 1e8, fused
+    # Part 2: the time-vs-size curves are core's
+    curve = defs["overhead_figure"].data[0]
+    assert list(curve.y) == pytest.approx(list(FU.chain_time_curve(
+        curve.x, "h100-sxm", None) * 1e6))
+    assert "2,392,857 elements" in text(defs["overhead_metrics"])
+    assert "20 µs" in text(defs["overhead_metrics"]) and "4.00×" in text(defs["overhead_metrics"])
+    # Part 3 and 4
+    assert defs["attn_unfused"] == F.attention(1, 32, 4096, 4096, 128, fused=False)
+    assert defs["flash_point"] == FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm")
+    assert "124 FLOP/B" in text(defs["tile_status"])
+    assert "HBM bandwidth" in text(defs["tile_status"])
+    onchip = [t for t in defs["hierarchy_figure"].data if t.name.startswith("on-chip roof")]
+    assert onchip and max(onchip[0].y) == pytest.approx(989.5)
+
+
+def test_references_are_core_values():
+    _, defs = app.run()
+    assert defs["references"] == {
+        "fusion_speedup": pytest.approx(19 / 7),
+        "tiny_tensor": FU.BENEFIT_LAUNCHES,
+        "oom_seq_len": FU.unfused_max_seq_len("h100-sxm", 1, 32, 128),
+        "largest_tile": 128,
+    }
+
+
+def test_reveal_mode_opens_every_gate_with_the_reference(monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    assert defs["speedup_prediction"].value == pytest.approx(19 / 7)
+    assert defs["tiny_prediction"].value == "launches"
+    assert defs["oom_prediction"].value == 35_100
+    assert defs["tile_prediction"].label == "128 × 128"
+    for name in FIGURES:
+        assert name in defs
+
+
+# --- failure states, reached and recovered through widget values -----------------------------
+
+def test_tile_that_does_not_fit_is_an_error_and_recovers():
+    _, bad = run(block_q_slider=NS(value=256), block_kv_slider=NS(value=256))
+    assert "does NOT fit" in text(bad["tile_status"])
+    assert "hierarchy_figure" not in bad
+    _, good = run(block_q_slider=NS(value=128), block_kv_slider=NS(value=128))
+    assert "fits in 483 KiB" in text(good["tile_status"])
+    assert "hierarchy_figure" in good
+
+
+def test_long_sequence_overflows_unfused_attention_and_recovers():
+    _, bad = run(seq_slider=NS(value=65_536))
+    shown = text(bad["attention_memory"])
+    assert "Out of memory" in shown and "score matrix" in shown
+    assert shown.count("Fits") == 1  # the fused version still fits
+    _, good = run(seq_slider=NS(value=32_768))
+    assert "Out of memory" not in text(good["attention_memory"])
+
+
+def test_device_without_onchip_figures_says_so():
+    _, defs = run(device_picker=NS(value="tpu-v5e"), precision_picker=NS(value="bf16"))
+    assert "no on-chip figures" in text(defs["tile_status"])
+    assert "hierarchy_figure" not in defs
+    assert "fusion_roofline" in defs  # Parts 1-3 still work
+    assert defs["references"]["largest_tile"] is None
+
+
+def test_bad_widget_combinations_show_messages_not_tracebacks():
+    _, defs = run(device_picker=NS(value="tpu-v5e"))  # fp16 on a TPU
+    assert "no hardware rate for precision='fp16'" in text(defs["fusion_metrics"])
+    assert "fusion_roofline" not in defs
+    _, defs = run(kernels_slider=NS(value=6))  # 6 kernels for 4 ops
+    assert "cannot exceed the number of ops" in text(defs["fusion_metrics"])
+    _, defs = run(chain_slots=chain())  # every slot empty
+    assert "at least one elementwise op" in text(defs["fusion_metrics"])
+
+
+def test_editing_the_chain_changes_the_bytes():
+    _, defs = run(chain_slots=chain("rmsnorm", "silu_mul"), kernels_slider=NS(value=1))
+    # fused RMSNorm + SiLU*up: read x 2 + up 2 + write 2 = 6 B; unfused 4 + 6 = 10 B
+    assert defs["chain_speedup"] == pytest.approx(10 / 6)
+
+
+# --- the ledger -----------------------------------------------------------------------------
+
+def test_ledger_events_use_the_stable_item_ids(ledger_env):
+    _, defs = app.run()
+    lab = defs["lab"]
+    quiz.simulate_submit(defs["speedup_form"], answer=4, confidence=2, reason="four kernels")
+    quiz.simulate_submit(defs["tiny_form"], answer="launches", confidence=4, reason="launches")
+    quiz.simulate_submit(defs["oom_form"], answer="30k", confidence=3, reason="S squared")
+    quiz.simulate_submit(defs["tile_form"], answer=128, confidence=3, reason="smem")
+    kinds = {(e["item_id"], e["kind"]) for e in lab.events()}
+    for item in ITEMS:
+        assert (item, "predict") in kinds and (item, "unlock") in kinds
+    # reopening restores every lock from the ledger: instruments shown, comparisons recorded
+    _, again = app.run()
+    assert again["speedup_prediction"].value == 4
+    assert again["tile_prediction"].value == 128
+    for name in FIGURES:
+        assert name in again
+    quiz.simulate_submit(again["tiny_explain"], observe="20 us vs 5 us",
+                         explain="launch-bound: one launch instead of four")
+    events = again["lab"].events()
+    assert {e["item_id"] for e in events} == set(ITEMS)
+    results = {e["item_id"]: e["payload"] for e in events if e["kind"] == "result"}
+    assert results["lab04.fusion_speedup"]["actual"] == pytest.approx(19 / 7)
+    assert results["lab04.tiny_tensor"]["correct"] is True
+    assert results["lab04.oom_seq_len"]["actual"] == 35_100
+    assert {e["kind"] for e in events if e["item_id"] == "lab04.tiny_tensor"} >= {
+        "observe", "explain"}
+    ledger_file = next((ledger_env / "ledger").glob("roofline-ledger-tester*.jsonl"))
+    assert "lab04.largest_tile" in ledger_file.read_text()
+
+
+# --- speed and export -----------------------------------------------------------------------
+
+def test_instrument_cells_recompute_fast():
+    """Each instrument cell re-run with a new widget value stays well under the budget."""
+    _, defs = run()
+    env = {**defs, **PREDICTIONS}
+    slowest = {}
+    for cd in app._cell_manager.cell_data():
+        cell = cd.cell
+        if not set(cell.defs) & set(INSTRUMENTS):
+            continue
+        kw = {r: env[r] for r in cell.refs if r in env}
+        best = min(_timed(cell, kw) for _ in range(3))
+        slowest[tuple(sorted(cell.defs))] = best
+    assert slowest and max(slowest.values()) < 0.05, slowest  # 50 ms: generous on 2 cores
+
+
+def _timed(cell, kw):
+    t = time.perf_counter()
+    cell.run(**kw)
+    return time.perf_counter() - t
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reveal", [False, True])
+def test_export_html(tmp_path, reveal):
+    out = tmp_path / "lab04.html"
+    cmd = [sys.executable, "-m", "marimo", "export", "html", str(LAB), "-o", str(out)]
+    if reveal:
+        cmd += ["--", "--reveal"]
+    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
+               ROOFLINE_STUDENT_ID="exporter")
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=240)
+    assert res.returncode == 0, res.stderr
+    page = out.read_text()
+    assert "output is too large" not in page.lower()
+    assert "marimo-error" not in page and "Traceback" not in page
+    if reveal:
+        assert page.count("marimo-plotly") >= len(FIGURES)
+        assert "does NOT fit" not in page
+    else:
+        assert "marimo-plotly" not in page
+        assert "Lock your prediction to reveal the fusion instrument" in page
