@@ -193,6 +193,9 @@ def test_form_arguments_are_checked(lab):
     with pytest.raises(ValueError, match="options"):
         quiz.choice_form(lab, "locklab.c", question="q", options={"only": 1}, locked=None,
                          on_lock=lambda p: None)
+    with pytest.raises(ValueError, match="options values"):
+        quiz.choice_form(lab, "locklab.c", question="q", options={"a": object(), "b": 1},
+                         locked=None, on_lock=lambda p: None)
     with pytest.raises(ValueError, match="lab_id"):
         quiz.LabSession("lab.01", None)
 
@@ -279,6 +282,18 @@ def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, en
     [(name2, data2)] = after.ledger.export_files()
     assert name2 == name and data2.startswith(data) and L.read_ledger(data2).clean
     quiz._MEMORY_LEDGERS.clear()
+
+
+def test_record_converts_numpy_and_rejects_objects(lab):
+    import numpy as np
+
+    ev = lab.record("result", "locklab.x", {"n": np.int64(3), "v": np.float32(0.5),
+                                            "a": np.arange(3), "t": (1, 2)})
+    assert ev["payload"] == {"n": 3, "v": 0.5, "a": [0, 1, 2], "t": [1, 2]}
+    with pytest.raises(ValueError, match=r"payload\['d'\]"):
+        lab.record("result", "locklab.x", {"d": object()})
+    with pytest.raises(ValueError, match="finite"):
+        lab.record("result", "locklab.x", {"d": float("inf")})
 
 
 def test_record_rejects_foreign_items_and_kinds(lab):

@@ -302,6 +302,7 @@ class LabSession:
             raise ValueError(f"kind must be one of {', '.join(_ledger.KINDS)}, got {kind!r}")
         if not isinstance(payload, dict):
             raise ValueError(f"payload must be a dict, got {type(payload).__name__}")
+        payload = _plain(payload)
         if self.ledger is None:
             self._pending.append((kind, item_id, dict(payload), _ledger.utc_now()))
             return None
@@ -449,6 +450,26 @@ def _stack(**elements):
     """Elements one under the other, as one batch (its value is a dict by name)."""
     template = "\n\n".join("{%s}" % name for name in elements)
     return mo.md(template).batch(**elements)
+
+
+def _plain(value: Any, path: str = "payload", depth: int = 0) -> Any:
+    """``value`` as plain JSON: numpy scalars/arrays and tuples converted, else ValueError."""
+    if depth > _ledger.MAX_PAYLOAD_DEPTH:
+        raise ValueError(f"{path} is nested too deeply for the ledger")
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{path} must be finite, got {value!r}")
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, f"{path}[{k!r}]", depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy scalar or array
+        return _plain(value.tolist(), path, depth)
+    raise ValueError(f"{path} must be plain JSON (str, number, bool, None, list, dict), "
+                     f"got {type(value).__name__}")
 
 
 def _md_code(text: str) -> str:
@@ -645,6 +666,11 @@ def choice_form(lab: LabSession, item_id: str, *, question: str, options: Mappin
     if not isinstance(options, Mapping) or len(options) < 2 \
             or not all(isinstance(k, str) and k for k in options):
         raise ValueError(f"options must map at least two labels to values, got {options!r}")
+    odd = [k for k, v in options.items() if not (v is None or isinstance(v, (str, int, bool))
+                                                   or (isinstance(v, float) and math.isfinite(v)))]
+    if odd:  # the value goes into the ledger: it must be plain JSON
+        raise ValueError(f"options values must be str, int, float, bool or None (they are "
+                         f"recorded in the ledger); not so for {odd!r}")
     label = None
     if locked is not None:
         label = locked.label if locked.label in options else next(
