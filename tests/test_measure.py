@@ -1,0 +1,479 @@
+"""labs.core.measure: device detection, timing, safety, sweeps, the timer's own correctness.
+
+CPU tests use small shapes (the machine is 2 shared cores). GPU tests are marked ``gpu`` and
+skip without CUDA. Numbers checked against labs.core.formulas / roofline (hand-derived there).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from labs.core import formulas, hardware, roofline
+from labs.core import precision as formats
+from labs.core import measure as M
+
+torch = pytest.importorskip("torch")
+CUDA = torch.cuda.is_available()
+gpu = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+CPU = M.detect("cpu")
+
+
+# --- no torch / no device: messages, never exceptions ----------------------------------------
+
+def test_import_and_detect_without_torch():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None          # makes `import torch` raise ImportError
+        from labs.core import measure as M
+        info = M.detect()
+        assert info.kind == "none" and not info.available, info
+        assert "torch is not installed" in info.message and ".[live]" in info.message
+        try:
+            M.time_gemm(64, 64, 64)
+        except M.Unavailable as e:
+            assert "torch is not installed" in str(e)
+        else:
+            raise AssertionError("time_gemm ran without torch")
+        assert set(M.supported_precisions().values()) == {info.message}
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_wasm_gives_a_message(monkeypatch):
+    monkeypatch.setattr(M.sys, "platform", "emscripten")
+    info = M.detect()
+    assert info.kind == "none" and "browser" in info.message and "WebAssembly" in info.message
+    with pytest.raises(M.Unavailable, match="browser"):
+        M.time_gemm(32, 32, 32, device=None)
+
+
+@pytest.mark.parametrize("bad", ["tpu", "cuda:x", 3])
+def test_detect_bad_device_never_raises(bad):
+    info = M.detect(bad)
+    assert info.kind == "none" and "device must be" in info.message
+
+
+def test_detect_survives_internal_errors(monkeypatch):
+    def boom(_device):
+        raise OSError("sysfs unreadable")
+    monkeypatch.setattr(M, "_detect", boom)
+    info = M.detect()
+    assert info.kind == "none" and "sysfs unreadable" in info.message
+
+
+@pytest.mark.skipif(CUDA, reason="checks the no-GPU message")
+def test_detect_cuda_without_gpu_says_why():
+    info = M.detect("cuda")
+    assert info.kind == "none" and "No CUDA GPU" in info.message and "device='cpu'" in info.message
+    default = M.detect()
+    assert default.kind == "cpu" and "Measuring the CPU instead" in default.message
+
+
+def test_detect_cpu():
+    assert CPU.kind == "cpu" and CPU.available and CPU.torch_device == "cpu"
+    assert CPU.threads == torch.get_num_threads() and CPU.cores >= 1
+    assert CPU.name and CPU.registry_key is None and CPU.spec() is None
+    assert f"{CPU.threads} torch thread" in CPU.message
+    assert "not in the registry" in CPU.summary()
+    json.dumps(CPU.as_dict())
+
+
+# --- registry mapping -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, key", [
+    ("NVIDIA H200", "h200-sxm"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+    ("NVIDIA H100 SXM5 80GB", "h100-sxm"),
+    ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+    ("NVIDIA L4", "l4"),
+    ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+    ("NVIDIA GeForce RTX 5090", "rtx-5090"),
+    ("NVIDIA GeForce RTX 5060", "rtx-5060"),
+    ("NVIDIA GeForce RTX 5060 Laptop GPU", "rtx-5060-laptop"),
+    ("NVIDIA B200", "b200"),
+    ("NVIDIA GB10", "gb10"),
+    ("AMD Instinct MI300X", "mi300x"),
+    # variants with other memory, bandwidth or clocks must not borrow a spec sheet
+    ("NVIDIA H200 NVL", None),
+    ("NVIDIA H100 NVL", None),
+    ("NVIDIA A100-SXM4-40GB", None),
+    ("NVIDIA A100 80GB PCIe", None),
+    ("NVIDIA L40S", None),
+    ("NVIDIA L40", None),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", None),
+    ("NVIDIA GeForce RTX 4090 D", None),
+    ("NVIDIA GeForce RTX 5060 Ti", None),
+    ("Intel(R) Xeon(R) Processor", None),
+])
+def test_registry_key_for(name, key):
+    assert M.registry_key_for(name) == key
+    if key:
+        assert hardware.get(key).key == key  # every target exists in the registry
+
+
+# --- timing a GEMM on the CPU ---------------------------------------------------------------
+
+def test_time_gemm_fp32_cpu_figures_are_consistent():
+    n = 96
+    m = M.time_gemm(n, n, n, "fp32", device="cpu", budget_s=0.05, warmup_s=0.01, min_reps=7)
+    cost = formulas.gemm(n, n, n, "fp32")
+    assert m.op == "gemm" and m.shape == (n, n, n) and m.precision == "fp32"
+    assert m.flops == 2 * n**3 == cost.flops and m.bytes == 3 * n * n * 4 == cost.bytes
+    assert m.reps == len(m.samples_s) >= 7
+    assert 0 < m.min_s <= m.p10_s <= m.q25_s <= m.median_s <= m.q75_s <= m.p90_s
+    assert m.achieved_tflops == pytest.approx(2 * n**3 / m.median_s / 1e12)
+    assert m.effective_gbs == pytest.approx(cost.bytes / m.median_s / 1e9)
+    assert m.timer == "time.perf_counter" and m.threads == torch.get_num_threads()
+    row = m.as_row()
+    assert row["median_ms"] == pytest.approx(m.median_s * 1e3) and row["shape"] == "96×96×96"
+
+
+def test_explicit_reps_and_threads_are_honoured_and_restored():
+    before = torch.get_num_threads()
+    m = M.time_gemm(64, 64, 64, "fp32", device="cpu", reps=11, warmup_s=0, threads=1)
+    assert m.reps == 11 and m.threads == 1
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16", "int8"])
+def test_other_cpu_precisions_run(precision):
+    m = M.time_gemm(32, 64, 64, precision, device="cpu", budget_s=0.02, warmup_s=0)
+    assert m.achieved_tflops > 0
+    if precision == "int8":  # int32 output: 4 bytes per element of C
+        assert m.bytes == 32 * 64 + 64 * 64 + 32 * 64 * 4 and "_int_mm" in m.note
+
+
+def test_fp32_runs_with_tf32_and_reduced_precision_off_and_flags_are_restored(monkeypatch):
+    mm = torch.backends.cuda.matmul
+    if not hasattr(mm, "fp32_precision"):
+        pytest.skip("torch without the fp32_precision API")
+    seen = {}
+    real = M._time_fn
+
+    def spy(*a, **k):
+        seen["cuda"] = mm.fp32_precision
+        seen["mkldnn"] = torch.backends.mkldnn.matmul.fp32_precision
+        return real(*a, **k)
+
+    monkeypatch.setattr(M, "_time_fn", spy)
+    saved = (mm.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision)
+    try:
+        mm.fp32_precision = "tf32"
+        torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+        M.time_gemm(32, 32, 32, "fp32", device="cpu", reps=3, warmup_s=0)
+        assert seen == {"cuda": "ieee", "mkldnn": "ieee"}
+        assert mm.fp32_precision == "tf32"
+        assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"
+    finally:
+        mm.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision = saved
+
+
+@pytest.mark.parametrize("precision, words", [("tf32", "tensor-core mode"),
+                                              ("fp8", "no FP8 matrix units")])
+def test_cpu_refuses_tf32_and_fp8_with_a_reason(precision, words):
+    with pytest.raises(M.Unsupported, match=words):
+        M.time_gemm(64, 64, 64, precision, device="cpu")
+    assert words in M.supported_precisions("cpu")[precision]
+    assert M.supported_precisions("cpu")["fp32"] is None
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(ValueError, match="m must"):
+        M.time_gemm(0, 8, 8, device="cpu")
+    with pytest.raises(KeyError, match="precision='fp64'"):
+        M.time_gemm(8, 8, 8, "fp64", device="cpu")
+    with pytest.raises(ValueError, match="budget_s"):
+        M.time_gemm(8, 8, 8, device="cpu", budget_s=0)
+    with pytest.raises(ValueError, match="op must"):
+        M.estimate_bytes("conv", (1, 2, 3), "fp16")
+
+
+# --- memory safety --------------------------------------------------------------------------
+
+def test_estimate_bytes_hand_derived():
+    ws_gpu, ws_cpu = 256 * 2**20, 16 * 2**20
+    assert M.estimate_bytes("gemm", (1024, 1024, 1024), "fp16") == 3 * 1024**2 * 2 + ws_gpu
+    # int8: A, B 1 byte, C int32 4 bytes, plus an fp32 staging copy of the larger operand
+    assert M.estimate_bytes("gemm", (64, 128, 32), "int8", kind="cpu") == (
+        64 * 32 + 32 * 128 + 64 * 128 * 4 + 32 * 128 * 4 + ws_cpu)
+    assert M.estimate_bytes("gemv", (4096, 1024), "fp16", kind="cpu") == (
+        (1024 + 1024 * 4096) * 2 + 4096 * 2 + ws_cpu)
+    assert M.estimate_bytes("gemm", (8, 8, 8), "fp32", flush_l2=True) == (
+        3 * 64 * 4 + 256 * 2**20 + ws_gpu)
+
+
+def test_too_big_is_refused_before_allocating(monkeypatch):
+    def no_alloc(*a, **k):
+        raise AssertionError("allocated before checking")
+    monkeypatch.setattr(M, "_gemm_case", no_alloc)
+    with pytest.raises(M.DoesNotFit, match=r"needs .* GB but only .* GB is free"):
+        M.time_gemm(200_000, 200_000, 200_000, "fp32", device="cpu")
+    ok, why = M.fits(1e18, "cpu")
+    assert not ok and "refused before allocating" in why
+
+
+def test_out_of_memory_is_caught_and_recovered(monkeypatch):
+    real = M._gemm_case
+
+    def oom(*a, **k):
+        raise RuntimeError("[enforce fail] DefaultCPUAllocator: can't allocate memory: you tried")
+    monkeypatch.setattr(M, "_gemm_case", oom)
+    with pytest.raises(M.OutOfMemory, match="ran out of memory .* freed"):
+        M.time_gemm(64, 64, 64, device="cpu")
+    monkeypatch.setattr(M, "_gemm_case", real)
+    assert M.time_gemm(64, 64, 64, device="cpu", reps=3, warmup_s=0).median_s > 0
+
+
+def test_other_errors_are_not_swallowed(monkeypatch):
+    def bug(*a, **k):
+        raise RuntimeError("shape mismatch")
+    monkeypatch.setattr(M, "_gemm_case", bug)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        M.time_gemm(64, 64, 64, device="cpu")
+
+
+# --- GEMV and bandwidth ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "int8"])
+def test_time_gemv_counts_the_gemv_and_reads_cold_weights(precision):
+    n, k = 256, 512
+    m = M.time_gemv(n, k, precision, device="cpu", budget_s=0.03, warmup_s=0)
+    cost = formulas.gemv(n, k, precision)
+    assert m.flops == 2 * n * k and m.bytes == cost.bytes
+    copies = M._cold_copies(CPU, n * k * formats.bytes_per_element(precision))
+    assert copies > 1 and f"{copies} weight copies" in m.note
+    if precision == "int8":
+        assert "24 activation rows" in m.note
+
+
+def test_cold_copies_cover_twice_the_cache():
+    info = M.DeviceInfo("cuda", "x", "", cache_mb=50)
+    assert M._cold_copies(info, 10 * 2**20) == 10  # 10 x 10 MiB = 2 x 50 MiB
+    assert M._cold_copies(info, 500 * 2**20) == 1
+    assert M._cold_copies(info, 1) == 64
+
+
+def test_rotation_uses_every_copy_in_turn():
+    calls = []
+    fn = M._rotate([lambda i=i: calls.append(i) for i in range(3)])
+    for _ in range(7):
+        fn()
+    assert calls == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_stream_bandwidth_counts_stream_bytes():
+    bw = M.stream_bandwidth("cpu", size_mb=4, budget_s=0.1, warmup_s=0)
+    n = 4 * 2**20 // 4
+    assert bw.copy.bytes == 2 * n * 4 and bw.triad.bytes == 3 * n * 4
+    assert bw.triad.flops == 2 * n
+    assert bw.gbs == max(bw.copy.effective_gbs, bw.triad.effective_gbs) > 0
+
+
+# --- sweeps, the empirical roofline, tables -------------------------------------------------
+
+LAPTOP = hardware.custom("Test box", bandwidth_gbs=10, peaks={"fp32": 0.2, "bf16": 0.4},
+                         memory_gb=8)
+
+
+def test_sweep_square_gemm_rows_predictions_and_skips():
+    calls = []
+    rows = M.sweep_square_gemm([128, 64, 300_000], "fp32", device="cpu", budget_s=3,
+                               reference=LAPTOP, progress=lambda *a: calls.append(a))
+    assert [r["n"] for r in rows] == [64, 128, 300_000]  # ascending
+    assert [c[:2] for c in calls] == [(1, 3), (2, 3), (3, 3)]
+    for r in rows[:2]:
+        assert r["status"] == "ok" and r["measured_tflops"] > 0
+        ai = formulas.gemm(r["n"], r["n"], r["n"], "fp32").ai
+        assert r["ai"] == pytest.approx(ai)
+        assert r["predicted_tflops"] == pytest.approx(float(
+            roofline.attainable_tflops(ai, LAPTOP, "fp32")))
+        assert r["ratio"] == pytest.approx(r["measured_tflops"] / r["predicted_tflops"])
+        assert r["bound"] == roofline.regime(ai, LAPTOP, "fp32").split("-")[0]
+        assert r["roof"] == LAPTOP.key and r["threads"] == torch.get_num_threads()
+    assert rows[2]["status"].startswith("skipped: needs") and rows[2]["measured_tflops"] is None
+
+
+def test_sweep_stops_when_the_budget_is_spent():
+    rows = M.sweep_square_gemm([32, 48, 64, 96], "fp32", device="cpu", budget_s=1e-6)
+    assert rows[0]["status"] == "ok" or "budget" in rows[0]["status"]
+    assert all("budget" in r["status"] for r in rows[1:])
+
+
+def test_sweep_without_reference_on_cpu_has_no_prediction():
+    (row,) = M.sweep_square_gemm([32], "fp32", device="cpu", budget_s=0.5)
+    assert row["predicted_tflops"] is None and row["ratio"] is None
+    assert "empirical_roofline" in row["roof"]
+
+
+def test_sweep_gemv_table():
+    rows = M.sweep_gemv({"tiny": (128, 256)}, ["fp32", "fp8"], device="cpu", budget_s=2,
+                        reference=LAPTOP)
+    ok, fp8 = rows
+    cost = formulas.gemv(128, 256, "fp32")
+    assert ok["status"] == "ok" and ok["predicted_us"] == pytest.approx(
+        roofline.time_bounds(cost.flops, cost.bytes, LAPTOP, "fp32").lower * 1e6)
+    assert ok["error_pct"] == pytest.approx(
+        (ok["measured_us"] - ok["predicted_us"]) / ok["predicted_us"] * 100)
+    assert ok["measured_gbs"] == pytest.approx(cost.bytes / (ok["measured_us"] * 1e-6) / 1e9)
+    assert fp8["status"].startswith("unsupported:") and fp8["measured_us"] is None
+    # no fp8 compute peak on LAPTOP: the prediction falls back to the memory roof
+    assert fp8["predicted_us"] == pytest.approx(
+        formulas.gemv(128, 256, "fp8").bytes / 10e9 * 1e6)
+
+
+def test_empirical_roofline_is_a_device_figures_can_use():
+    steps = []
+    emp = M.empirical_roofline("cpu", precisions=["fp32", "tf32"], sizes=(48, 96),
+                               budget_s=2, stream_mb=4, progress=lambda *a: steps.append(a))
+    assert set(emp.peaks) == {"fp32"} and "tensor-core" in emp.unsupported["tf32"]
+    assert emp.peaks["fp32"] == emp.peak_measurements["fp32"].achieved_tflops > 0
+    assert [s[:2] for s in steps] == [(1, 3), (2, 3), (3, 3)]
+    dev = emp.as_device()
+    assert isinstance(dev, hardware.Device) and dev.device_class == "custom"
+    assert dev.bandwidth_gbs == pytest.approx(emp.bandwidth_gbs)
+    assert dev.peak_tflops("fp32") == pytest.approx(emp.peaks["fp32"])
+    assert "measured on this machine" in dev.source("fp32")
+    assert roofline.ridge_point(dev, "fp32") == pytest.approx(
+        emp.peaks["fp32"] * 1e3 / emp.bandwidth_gbs)
+    rows = emp.rows()
+    assert rows[0]["what"].startswith("memory bandwidth") and rows[0]["spec"] is None
+    assert any(r["what"] == "tf32 peak" and "tensor-core" in r["detail"] for r in rows)
+    # a sweep predicted from it
+    (row,) = M.sweep_square_gemm([64], "fp32", device="cpu", budget_s=0.5, reference=emp)
+    assert row["roof"] == "measured roofline of this machine" and row["predicted_tflops"] > 0
+
+
+def test_csv_and_ledger_payload():
+    rows = [{"n": 64, "measured_tflops": 0.0123456789, "status": "ok"},
+            {"n": 128, "status": "skipped: budget", "extra": None}]
+    text = M.to_csv(rows)
+    back = list(csv.DictReader(io.StringIO(text)))
+    assert list(back[0]) == ["n", "measured_tflops", "status", "extra"]
+    assert back[0]["measured_tflops"] == "0.0123457" and back[1]["status"] == "skipped: budget"
+    payload = M.ledger_payload(CPU, rows, item="lab01.sweep")
+    assert payload["device"] == CPU.name and payload["rows"][0]["measured_tflops"] == 0.012346
+    assert payload["item"] == "lab01.sweep"
+    json.dumps(payload)
+
+
+def test_nothing_runs_at_import():
+    code = ("import time, labs.core.measure as M; import sys; "
+            "assert 'torch' not in sys.modules, 'torch imported at import'; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# --- the timer against torch.utils.benchmark (same run, same thread count) ------------------
+
+@pytest.mark.slow
+def test_cpu_timer_agrees_with_torch_benchmark_within_5_percent():
+    """640^3 fp32 on one thread: ~5 ms per call here when the machine is quiet.
+
+    Robust to the other helpers' load without loosening 5%: the two timers alternate call
+    by call on the same tensors (both see the same load), medians are compared, and a
+    disagreement is measured again (twice). Only when this run's own noise makes 5%
+    unresolvable (95% bootstrap half-width of the ratio > 5%) and the medians still differ is
+    the verdict withheld (skip, saying so); a resolvable disagreement fails. One thread:
+    no OpenMP barrier stalls when the other core is busy."""
+    c = M.compare_with_reference(640, 640, 640, "fp32", device="cpu", rounds=9, budget_s=0.1,
+                                 retries=2, threads=1)
+    assert c.measurement.threads == 1 and c.samples >= 15
+    assert "torch.utils.benchmark" in c.reference and "1 threads" in c.reference
+    msg = (f"ours {c.ours_s * 1e3:.3f} ms vs torch.utils.benchmark {c.reference_s * 1e3:.3f} ms"
+           f" ({c.rel_diff:+.1%} ± {c.resolution:.1%}, {c.samples} pairs, {c.attempts} attempts)")
+    if abs(c.rel_diff) > 0.05 and c.resolution > 0.05:
+        pytest.skip(f"machine too loaded to resolve 5%: {msg}")
+    assert abs(c.rel_diff) <= 0.05, msg
+
+
+def test_ratio_resolution_shrinks_with_quieter_samples():
+    quiet = [1.0, 1.01, 0.99, 1.0] * 10
+    noisy = [1.0, 1.5, 0.7, 2.0] * 10
+    assert M._ratio_resolution(quiet, quiet) < 0.01 < 0.1 < M._ratio_resolution(noisy, noisy)
+
+
+def test_benchmark_cli_writes_json(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    rc = M.main(["--device", "cpu", "--sizes", "64", "--precisions", "fp32", "--rounds", "1",
+                 "--budget-s", "0.01", "--gemv", "128x256", "--gemv-budget-s", "0.2",
+                 "--stream-mb", "4", "--out",
+                 str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "measured TFLOP/s" in text and "reference TFLOP/s" in text and "64x64x64" in text
+    data = json.loads(out.read_text())
+    (row,) = data["gemm"]
+    assert row["precision"] == "fp32" and row["measured_tflops"] > 0
+    assert row["roof"] == "measured roof (this run)" and row["ratio"] == pytest.approx(1.0)
+    assert data["device"]["kind"] == "cpu" and data["bandwidth"]["triad_gbs"] > 0
+    assert data["gemv"][0]["precision"] == "fp32"
+
+
+# --- GPU (skipped without CUDA) -------------------------------------------------------------
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_detect():
+    info = M.detect()
+    assert info.kind == "cuda" and info.sm_count > 0 and info.memory_gb > 1
+    assert info.registry_key == M.registry_key_for(info.name)
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_gemm_uses_events_and_restores_tf32_flag():
+    mm = torch.backends.cuda.matmul
+    before = mm.fp32_precision if hasattr(mm, "fp32_precision") else mm.allow_tf32
+    m = M.time_gemm(2048, 2048, 2048, "tf32", budget_s=0.2)
+    after = mm.fp32_precision if hasattr(mm, "fp32_precision") else mm.allow_tf32
+    assert m.timer == "cuda events" and m.threads is None and after == before
+    f32 = M.time_gemm(2048, 2048, 2048, "fp32", budget_s=0.2)
+    assert m.achieved_tflops > f32.achieved_tflops  # TF32 tensor cores beat IEEE fp32
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_timer_agrees_with_reference_within_5_percent():
+    c = M.compare_with_reference(4096, 4096, 4096, "bf16", rounds=5, budget_s=0.2)
+    assert abs(c.rel_diff) <= 0.05, (c.ours_s, c.reference_s, c.reference)
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_bf16_8192_reaches_70_percent_of_dense_peak():
+    info = M.detect()
+    if info.registry_key not in ("h100-sxm", "h200-sxm"):
+        pytest.skip(f"criterion is for H100/H200-class GPUs, this is {info.name}")
+    m = M.time_gemm(8192, 8192, 8192, "bf16", budget_s=1.0)
+    frac = m.achieved_tflops / info.spec().peak_tflops("bf16")
+    assert frac >= 0.70, f"{m.achieved_tflops:.0f} TFLOP/s = {frac:.0%} of dense peak"
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_refuses_what_does_not_fit_and_recovers():
+    with pytest.raises(M.DoesNotFit):
+        M.time_gemm(400_000, 400_000, 400_000, "fp32")
+    assert M.time_gemm(1024, 1024, 1024, "bf16", budget_s=0.05).median_s > 0
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_gemv_and_stream():
+    bw = M.stream_bandwidth(budget_s=0.5)
+    rows = M.sweep_gemv({"4096²": (4096, 4096)}, M.GEMV_PRECISIONS, budget_s=5)
+    for r in rows:
+        assert r["status"] == "ok" or r["status"].startswith("unsupported")
+        if r["status"] == "ok":  # memory-bound: cannot beat the measured copy bandwidth by much
+            assert r["measured_gbs"] < 1.3 * bw.gbs
