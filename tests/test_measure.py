@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 
@@ -477,3 +478,102 @@ def test_gpu_gemv_and_stream():
         assert r["status"] == "ok" or r["status"].startswith("unsupported")
         if r["status"] == "ok":  # memory-bound: cannot beat the measured copy bandwidth by much
             assert r["measured_gbs"] < 1.3 * bw.gbs
+
+
+# --- labs.core.live: the marimo side ---------------------------------------------------------
+
+mo = pytest.importorskip("marimo")
+from marimo._runtime.control_flow import MarimoStopError  # noqa: E402
+
+from labs.core import live  # noqa: E402
+
+
+def test_device_card_shows_the_device_or_why_not():
+    card = live.device_card(CPU)
+    assert CPU.name in card.text and "threads" in card.text and "measured roofline" in card.text
+    off = live.device_card(M.DeviceInfo("none", "no device", "torch is not installed here"))
+    assert "Live measurement is off" in off.text and "torch is not installed here" in off.text
+
+
+def test_gated_run_stops_until_pressed_and_shows_errors():
+    ran = []
+    with pytest.raises(MarimoStopError):
+        live.gated_run(SimpleNamespace(value=False), lambda p: ran.append(1), total=1, title="t")
+    assert ran == []  # nothing measured before the button is pressed
+    with pytest.raises(MarimoStopError):
+        live.gated_run(SimpleNamespace(value=True), lambda p: ran.append(1), total=1, title="t",
+                       info=M.DeviceInfo("none", "no device", "browser run"))
+    assert ran == []
+
+    def refused(progress):
+        raise M.DoesNotFit("needs 5.00 GB but only 1.00 GB is free")
+    with pytest.raises(MarimoStopError) as stop:
+        live.gated_run(SimpleNamespace(value=True), refused, total=1, title="t")
+    assert "needs 5.00 GB" in stop.value.output.text
+
+    def job(progress):
+        progress(1, 2, "first")
+        progress(2, 2, "second")
+        return "done"
+    assert live.gated_run(SimpleNamespace(value=True), job, total=2, title="t") == "done"
+
+
+def test_bar_progress_increments_by_what_was_done():
+    updates = []
+    bar = SimpleNamespace(update=lambda increment, subtitle: updates.append((increment, subtitle)))
+    p = live._bar_progress(bar)
+    p(1, 3, "a")
+    p(3, 3, "c")
+    assert updates == [(1, "a"), (2, "c")]
+
+
+def test_results_table_and_csv_download():
+    rows = [{"n": 64, "measured_tflops": 0.0123456789}]
+    out = live.results_table(rows, filename="sweep.csv")
+    assert "sweep.csv" in out.text
+    assert "No rows" in live.results_table([], filename="x.csv").text
+    with pytest.raises(ValueError, match="filename"):
+        live.csv_download(rows, "sweep.txt")
+
+
+NOTEBOOK = '''
+import marimo
+app = marimo.App()
+
+
+@app.cell
+def _():
+    from labs.core import live, measure
+    return live, measure
+
+
+@app.cell
+def _(live):
+    button = live.run_button()
+    button
+    return (button,)
+
+
+@app.cell
+def _(button, live, measure):
+    rows = live.gated_run(button, lambda progress: measure.sweep_square_gemm(
+        [32, 48], "fp32", device="cpu", budget_s=1, progress=progress), total=2, title="GEMMs")
+    return (rows,)
+'''
+
+
+def test_a_notebook_measures_only_after_the_button(tmp_path, monkeypatch):
+    import importlib.util
+
+    path = tmp_path / "nb_live.py"
+    path.write_text(NOTEBOOK)
+    spec = importlib.util.spec_from_file_location("nb_live", path)
+    nb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nb)
+    calls = []
+    real = M.time_gemm
+    monkeypatch.setattr(M, "time_gemm", lambda *a, **k: calls.append(a) or real(*a, **k))
+    _, defs = nb.app.run()
+    assert "rows" not in defs and calls == []  # opening (or exporting) measures nothing
+    _, defs = nb.app.run(defs={"button": SimpleNamespace(value=True)})
+    assert [r["n"] for r in defs["rows"]] == [32, 48] and len(calls) == 2
