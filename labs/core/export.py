@@ -284,8 +284,26 @@ def _error_text(cell: dict, outputs: list) -> str:
     return "unknown error"
 
 
-def inspect_page(page: str) -> PageReport:
-    """Per-cell errors, placeholders, closed gates and figure counts of an exported page."""
+def lab_cell_code(path: str | os.PathLike) -> dict[str, str]:
+    """Cell id -> code of a notebook, as marimo numbers its cells (the ids an export uses).
+
+    Pages exported without code carry no code to name a failing cell by; this reads it from
+    the notebook file (parsed, not run). Empty if marimo cannot load the file.
+    """
+    try:
+        from marimo._ast.load import load_app
+
+        app = load_app(str(path))
+        return {str(c.cell_id): c.code for c in app._cell_manager.cell_data()} if app else {}
+    except Exception:  # naming cells is a courtesy: never let it hide the real problem
+        return {}
+
+
+def inspect_page(page: str, cell_code: dict[str, str] | None = None) -> PageReport:
+    """Per-cell errors, placeholders, closed gates and figure counts of an exported page.
+
+    ``cell_code`` (from :func:`lab_cell_code`) names cells when the page has no code in it.
+    """
     notebook = _mount_json(page, "notebook")
     session = _mount_json(page, "session") or {}
     code_by_id = {c.get("id"): c for c in (notebook or {}).get("cells", [])}
@@ -294,7 +312,8 @@ def inspect_page(page: str) -> PageReport:
     for scell in session.get("cells", []):
         cid = scell.get("id")
         ncell = code_by_id.get(cid, {})
-        code_lines = [ln.strip() for ln in str(ncell.get("code", "")).splitlines() if ln.strip()]
+        code = ncell.get("code") or (cell_code or {}).get(str(cid), "")
+        code_lines = [ln.strip() for ln in str(code).splitlines() if ln.strip()]
         first = code_lines[0] if code_lines else ""
         outputs = scell.get("outputs") or []
         kinds = [str(o.get("ename", "error")) for o in outputs if o.get("type") == "error"]
@@ -369,7 +388,8 @@ def export_lab(path: Path, out_html: Path, *, reveal: bool, include_code: bool =
     if not out_html.exists():
         tail = (proc.stderr or proc.stdout or "").strip()[-1500:]
         raise ExportError(f"{lab}: marimo export wrote no page (exit {proc.returncode}):\n{tail}")
-    report = inspect_page(out_html.read_text(encoding="utf-8"))
+    report = inspect_page(out_html.read_text(encoding="utf-8"),
+                          None if include_code else lab_cell_code(path))
     problems = report.problems(lab)
     if proc.returncode != 0 and not problems:
         tail = (proc.stderr or proc.stdout or "").strip()[-1500:]
@@ -521,8 +541,9 @@ class SiteResult:
 
 def export_site(out: Path, labs: Sequence[Path], *, reveal: bool = False, offline: bool = False,
                 wasm: bool = False, include_code: bool = False, jobs: int | None = None,
-                timeout: float = 300.0, log=print) -> SiteResult:
+                timeout: float = 300.0, log=None) -> SiteResult:
     """Export ``labs`` into the site folder ``out`` (created; old lab pages are replaced)."""
+    log = log or (lambda message: print(message, flush=True))
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     metas = [read_lab_meta(p) for p in labs]

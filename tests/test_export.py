@@ -1,0 +1,245 @@
+"""labs-export: metadata from lab sources, page checks, offline rewriting, and real exports of
+tiny fixture notebooks (student copy, --reveal, a broken lab that must fail loudly).
+
+The real labs are exported in tests/browser/test_offline_export.py (and by each lab's tests).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from labs.core import export
+
+# A miniature lab: header, a gate that only --reveal opens, a figure behind the gate.
+GOOD_LAB = '''
+import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import os
+    import marimo as mo
+    import plotly.graph_objects as go
+    from labs.core import style
+    return go, mo, os, style
+
+
+@app.cell
+def _(style):
+    style.lab_header("Fixture lab", "A tiny lab for the export tests.",
+                     goals=["See a gate", "See a figure"], minutes=5, reading=[])
+    return
+
+
+@app.cell
+def _(mo, os):
+    # What the export must guarantee: a throwaway ledger, never the instructor's own.
+    prediction = "reference" if "reveal" in mo.cli_args() else None
+    mo.plain_text(f"LEDGER {os.environ.get('ROOFLINE_LEDGER_DIR')} "
+                  f"{os.environ.get('ROOFLINE_STUDENT_ID')} REVEAL "
+                  f"{os.environ.get('ROOFLINE_REVEAL')}")
+    return (prediction,)
+
+
+@app.cell
+def _(go, mo, prediction, style):
+    mo.stop(prediction is None, style.gate_notice("Lock your prediction to see the figure."))
+    go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 4, 9], name="instrument"))
+    return
+'''
+
+BROKEN_LAB = '''
+import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import marimo as mo
+    return (mo,)
+
+
+@app.cell
+def _(mo):
+    mo.md("# Broken fixture")
+    return
+
+
+@app.cell
+def _():
+    ratio = 1 / 0
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("x" * 5000)
+    return
+'''
+
+
+def write_lab(folder: Path, name: str, source: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    return path
+
+
+# --- metadata ---------------------------------------------------------------------------------
+
+
+def test_meta_from_literal_header_call(tmp_path):
+    lab = write_lab(tmp_path, "lab_09_x.py", GOOD_LAB)
+    meta = export.read_lab_meta(lab)
+    assert (meta.title, meta.subtitle, meta.goals, meta.minutes) == (
+        "Fixture lab", "A tiny lab for the export tests.", ["See a gate", "See a figure"], 5)
+    assert meta.warnings == [] and meta.slug == "lab_09_x"
+
+
+def test_meta_resolves_names_and_lab_meta_wins(tmp_path):
+    src = '''
+    GOALS = ["one", "two"]
+    TITLE = "From a name"
+    def _(style):
+        style.lab_header(TITLE, "sub", goals=GOALS, minutes=30, reading=[])
+    '''
+    meta = export.read_lab_meta(write_lab(tmp_path, "lab_10_names.py", src))
+    assert (meta.title, meta.goals, meta.minutes) == ("From a name", ["one", "two"], 30)
+    src_meta = textwrap.dedent(src) + 'LAB_META = {"title": "Meta title", "minutes": 20}\n'
+    meta = export.read_lab_meta(write_lab(tmp_path, "lab_11_meta.py", src_meta))
+    assert (meta.title, meta.minutes, meta.goals) == ("Meta title", 20, ["one", "two"])
+
+
+def test_meta_missing_pieces_are_warnings_not_crashes(tmp_path):
+    meta = export.read_lab_meta(write_lab(tmp_path, "lab_12_bare.py", "x = compute()\n"))
+    assert meta.title == "lab 12 bare" and meta.goals == [] and meta.minutes is None
+    assert len(meta.warnings) == 3 and any("minutes" in w for w in meta.warnings)
+
+
+def test_discover_labs_globs_and_filters(tmp_path):
+    for name in ("lab_02_b.py", "lab_01_a.py", "gallery.py", "lab_notes.txt"):
+        write_lab(tmp_path, name, "")
+    assert [p.name for p in export.discover_labs(tmp_path)] == ["lab_01_a.py", "lab_02_b.py"]
+    assert [p.name for p in export.discover_labs(tmp_path, ["02"])] == ["lab_02_b.py"]
+    with pytest.raises(ValueError, match="no lab_"):
+        export.discover_labs(tmp_path, ["nope"])
+    with pytest.raises(ValueError, match="labs_dir"):
+        export.discover_labs(tmp_path / "missing")
+
+
+def test_real_labs_have_machine_readable_header():
+    """Every lab states title, goals and minutes in its style.lab_header(...) call."""
+    labs = sorted((export.DEFAULT_LABS_DIR).glob(export.LAB_GLOB))
+    if not labs:
+        pytest.skip("no labs yet")
+    for lab in labs:
+        meta = export.read_lab_meta(lab)
+        assert meta.warnings == [], f"{lab.name}: {meta.warnings}"
+        assert meta.goals and 10 <= meta.minutes <= 90
+
+
+# --- offline rewriting ------------------------------------------------------------------------
+
+
+def test_make_page_offline_rewrites_every_frontend_url():
+    cdn = "https://cdn.example.org/npm/@marimo-team/frontend@0.25.2/dist"
+    page = (f'<html><head><link href="{cdn}/favicon.ico"><script src="{cdn}/assets/i.js">'
+            f"</script></head><body>import('{cdn}/assets/x.js')</body></html>")
+    out = export.make_page_offline(page)
+    assert "@marimo-team/frontend@" not in out
+    assert out.count("./_marimo/assets/") == 2 and "./_marimo/favicon.ico" in out
+    assert 'location.protocol === "file:"' in out and "http.server" in out
+
+
+def test_bundle_offline_assets_copies_frontend_and_drops_mathjax_cdn(tmp_path):
+    target = export.bundle_offline_assets(tmp_path)
+    assert target == tmp_path / "_marimo" and (target / "assets").is_dir()
+    assert not (target / "index.html").exists()
+    src = export.marimo_static_dir() / "assets"
+    assert len(list((target / "assets").iterdir())) == len(list(src.iterdir()))
+    for js in (target / "assets").glob("index-*.js"):
+        text = js.read_text(encoding="utf-8", errors="surrogateescape")
+        assert "mathjax-full@" not in text and export.MATHJAX_LOCAL in text
+
+
+def test_export_env_uses_throwaway_ledger_and_drops_reveal(monkeypatch, tmp_path):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    monkeypatch.setenv("ROOFLINE_LEDGER_DIR", "/home/teacher/ledgers")
+    env = export.export_env(tmp_path, reveal=True)
+    assert env["ROOFLINE_LEDGER_DIR"] == str(tmp_path) and env["ROOFLINE_STUDENT_ID"] == "export"
+    assert "ROOFLINE_REVEAL" not in env  # the instructor copy is switched by `-- --reveal`
+
+
+# --- real exports of the fixtures (subprocess marimo export) ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def fixture_labs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("labs")
+    write_lab(folder, "lab_90_fixture.py", GOOD_LAB)
+    return folder
+
+
+@pytest.mark.slow
+def test_student_copy_offline_and_wasm_skip(fixture_labs, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(export, "find_uv", lambda: None)
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")  # must not leak into the student copy
+    site = tmp_path / "site"
+    rc = export.main(["-o", str(site), "--labs-dir", str(fixture_labs), "--offline", "--wasm"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "--wasm skipped: `uv` is not installed" in err and "http.server" in out
+    page = (site / "lab_90_fixture.html").read_text(encoding="utf-8")
+    report = export.inspect_page(page, export.lab_cell_code(fixture_labs / "lab_90_fixture.py"))
+    assert report.frontend_urls == 0 and report.errors == [] and report.figures == 0
+    assert [c.index for c in report.closed_gates] == [4]
+    assert report.closed_gates[0].where().startswith("cell 4 (`mo.stop(prediction is None")
+    assert re.search(r"LEDGER \S*roofline-export-ledger-\S* export REVEAL None", page)
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "Fixture lab" in index and "See a figure" in index and "about 5 min" in index
+    assert 'href="lab_90_fixture.html"' in index and "Student copy" in index
+    assert (site / "_marimo" / "assets").is_dir() and not (site / "wasm").exists()
+    assert "import plotly.graph_objects" not in page  # code left out by default
+
+
+@pytest.mark.slow
+def test_instructor_copy_opens_gates_via_cli_args(fixture_labs, tmp_path):
+    site = tmp_path / "instructor"
+    result = export.export_site(site, export.discover_labs(fixture_labs), reveal=True,
+                                log=lambda *_: None)
+    assert result.problems == [] and result.warnings == []
+    (r,) = result.labs
+    assert r.report.figures == 1 and r.report.closed_gates == []
+    assert r.report.frontend_urls > 100  # not --offline: the CDN pages marimo writes
+    assert "Instructor copy" in (site / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_broken_lab_fails_loudly_naming_lab_and_cells(tmp_path, monkeypatch, capsys):
+    labs = tmp_path / "labs"
+    write_lab(labs, "lab_91_broken.py", BROKEN_LAB)
+    monkeypatch.setenv("MARIMO_OUTPUT_MAX_BYTES", "2000")  # make cell 4's output "too large"
+    rc = export.main(["-o", str(tmp_path / "site"), "--labs-dir", str(labs)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "labs-export FAILED: 2 problem(s)" in err
+    assert "lab_91_broken.py: cell 3 (`ratio = 1 / 0`) raised an error (exception): " \
+           "division by zero" in err
+    assert "lab_91_broken.py: cell 4 (`mo.md(\"x\" * 5000)`) output was replaced by marimo's " \
+           "'output is too large' placeholder" in err
+
+
+def test_inspect_page_rejects_non_marimo_html():
+    with pytest.raises(export.ExportError, match="mount config"):
+        export.inspect_page("<html><body>hello</body></html>")
+
+
+def test_main_reports_missing_labs(tmp_path, capsys):
+    assert export.main(["--labs-dir", str(tmp_path)]) == 2
+    assert "no lab_*.py notebooks" in capsys.readouterr().err
