@@ -32,7 +32,8 @@ def _():
             return f"{quiz.format_value(seconds / scale)} {unit}"
         if _time_unit(upper)[0] != unit:
             return f"{fmt_time(seconds)} – {fmt_time(upper)}"
-        return f"{quiz.format_value(seconds / scale)}–{quiz.format_value(upper / scale)} {unit}"
+        lo, hi = quiz.format_value(seconds / scale), quiz.format_value(upper / scale)
+        return f"{lo} {unit}" if lo == hi else f"{lo}–{hi} {unit}"
 
     def error_text(exc):
         """The message of a core ValueError/KeyError, without KeyError's quotes."""
@@ -523,7 +524,6 @@ def _(
 def _(
     crossover_error,
     crossover_n,
-    crossover_prediction,
     device_picker,
     figures,
     formulas,
@@ -535,9 +535,6 @@ def _(
     _p = precision_picker.value
     _pts = [figures.Point(f"N={_n}", formulas.gemm(_n, _n, _n, _p).ai)
             for _n in (128, 512, 2048, 8192)]
-    _guess = max(1, round(float(crossover_prediction.value)))
-    _pts.append(figures.Point(f"your N* = {_guess:,}", formulas.gemm(_guess, _guess, _guess, _p).ai,
-                              hover={"note": "where your prediction puts the crossover"}))
     crossover_figure = figures.roofline_figure(
         [(device_picker.value, _p)], _pts, label_points=True,
         title=f"Square GEMMs in {_p}: AI = 2N / (3b) grows with N; N* = "
@@ -550,7 +547,9 @@ def _(
 def _(
     crossover_error,
     crossover_n,
+    crossover_prediction,
     device_picker,
+    formulas,
     mo,
     precision_picker,
     quiz,
@@ -558,7 +557,9 @@ def _(
     style,
 ):
     mo.stop(crossover_error is not None)
-    _p = precision_picker.value
+    _p, _d = precision_picker.value, device_picker.value
+    _guess = max(1, round(float(crossover_prediction.value)))
+    _gai = formulas.gemm(_guess, _guess, _guess, _p).ai
     style.metric_cards([
         style.Metric(f"N* ({_p}, dense)", f"{quiz.format_value(round(crossover_n))}",
                      "square GEMMs above this are compute-bound", "compute-bound"),
@@ -567,6 +568,10 @@ def _(
          "AI a GEMM must reach"),
         ("AI of a square GEMM", "2N / (3b) FLOP/B",
          "grows linearly with N: bigger matrices reuse each byte more"),
+        style.Metric(f"At your N* = {quiz.format_value(_guess)}",
+                     f"AI {quiz.format_value(_gai)} FLOP/B",
+                     f"{roofline.regime(_gai, _d, _p)} on this device",
+                     roofline.regime(_gai, _d, _p)),
     ])
     return
 
