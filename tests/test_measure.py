@@ -200,6 +200,32 @@ def test_bad_arguments_name_the_argument():
         M.estimate_bytes("conv", (1, 2, 3), "fp16")
 
 
+# --- the timed kernels compute the right thing ------------------------------------------------
+
+# ||out - ref|| / ||ref|| against float64 on the same (rounded) inputs (METHOD: fp32 far under
+# 1e-3, fp16 ~1e-4, bf16 1e-3..1e-2; int8 is exact in int32).
+CPU_TOL = {"fp32": 1e-5, "fp16": 1e-3, "bf16": 1e-2, "int8": 0.0}
+
+
+@pytest.mark.parametrize("precision", list(CPU_TOL))
+def test_cpu_cases_write_every_element_correctly(precision):
+    dev = M._resolve("cpu")
+    with M._matmul_mode(torch, precision, "cpu"):
+        gemm = M._gemm_case(dev, 40, 48, 72, precision, seed=3, copies=2)
+        assert gemm.verify() <= CPU_TOL[precision]
+        rows = M._MIN_ROWS.get(precision)
+        gemv = (M._gemm_case(dev, rows, 48, 72, precision, copies=3) if rows
+                else M._gemm_case(dev, 1, 48, 72, precision, gemv=True, copies=3))
+        assert gemv.verify() <= CPU_TOL[precision]
+
+
+def test_verify_catches_an_unwritten_output():
+    dev = M._resolve("cpu")
+    out = torch.empty(4)
+    v = M._verifier(dev, out, lambda: out[:2].fill_(1.0), lambda: torch.ones(4))
+    assert v() == float("inf")  # the NaN poison in the last two elements is caught
+
+
 # --- memory safety --------------------------------------------------------------------------
 
 def test_estimate_bytes_hand_derived():
@@ -441,6 +467,26 @@ def test_gpu_gemm_uses_events_and_restores_tf32_flag():
     assert m.timer == "cuda events" and m.threads is None and after == before
     f32 = M.time_gemm(2048, 2048, 2048, "fp32", budget_s=0.2)
     assert m.achieved_tflops > f32.achieved_tflops  # TF32 tensor cores beat IEEE fp32
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_precision_modes_are_really_applied():
+    """fp32 must be IEEE (error ~1e-6), tf32 visibly coarser (~3e-4): proves the flags bite."""
+    dev = M._resolve(None)
+    errs = {}
+    for p in ("fp32", "tf32", "fp16", "bf16"):
+        if M._support_reason(dev, p):
+            continue
+        with M._matmul_mode(torch, p, "cuda"):
+            errs[p] = M._gemm_case(dev, 512, 512, 512, p, seed=1).verify()
+    assert errs["fp32"] < 1e-5
+    if "tf32" in errs:
+        assert 1e-5 < errs["tf32"] < 2e-3
+    assert errs["fp16"] < 2e-3 and errs.get("bf16", 0) < 1e-2
+    for p in ("fp8", "int8"):
+        if M._support_reason(dev, p) is None:
+            assert M._gemm_case(dev, 512, 512, 512, p).verify() < (1e-2 if p == "fp8" else 1e-12)
 
 
 @pytest.mark.gpu

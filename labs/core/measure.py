@@ -634,9 +634,12 @@ def _timed_reps(dev: _Dev, fn: Callable[[], object], n: int,
         torch = dev.torch
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        # Keep the GPU busy (untimed) while the host queues start event, kernel, end event:
+        # otherwise a short kernel's launch gap lands between the events and is timed.
+        spacer = flush if flush is not None else _gpu_spacer(dev)
         for i in range(n):
-            if flush is not None:
-                flush()
+            if spacer is not None:
+                spacer()
             starts[i].record()
             fn()
             ends[i].record()
@@ -651,6 +654,23 @@ def _timed_reps(dev: _Dev, fn: Callable[[], object], n: int,
         fn()
         out.append(clock() - t)
     return out
+
+
+def _gpu_spacer(dev: _Dev, microseconds: float = 50.0):
+    """An untimed ~50 µs GPU spin (torch.cuda._sleep) queued before each start event."""
+    sleep = getattr(dev.torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
+    cycles = int(microseconds * (dev.info.sm_clock_mhz or 2000.0))
+    return lambda: sleep(cycles)
+
+
+def _gpu_clock_mhz(info: DeviceInfo) -> float | None:
+    """The SM clock right now (MHz, through NVML when torch can reach it), else None."""
+    try:
+        return float(_torch().cuda.clock_rate(int(info.torch_device.split(":")[1])))
+    except Exception:
+        return None
 
 
 def _time_fn(dev: _Dev, fn: Callable[[], object], *, budget_s: float, warmup_s: float,
@@ -680,6 +700,23 @@ class _Case:
     flops: float
     bytes: float
     note: str
+    #: Poison the output, run once, return ||out - ref|| / ||ref|| against float64 (tests).
+    verify: Callable[[], float] | None = None
+
+
+def _verifier(dev: _Dev, out, run: Callable[[], object], reference: Callable[[], object]):
+    """A check that every output element is written and right: NaN (or INT_MIN for int32)
+    goes in first; the relative error against a float64 reference comes out."""
+    torch = dev.torch
+
+    def verify() -> float:
+        out.fill_(float("nan") if out.is_floating_point() else -(2**31))
+        run()
+        dev.sync()
+        got, ref = out.double(), reference().double()
+        err = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
+        return err if math.isfinite(err) else math.inf
+    return verify
 
 
 _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -779,13 +816,15 @@ def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
             ws = weights(lambda: torch.randn(n, k, generator=g, device=d, dtype=dt))
             x = torch.randn(k, generator=g, device=d, dtype=dt)
             y = torch.empty(n, device=d, dtype=dt)
-            return _Case(_rotate([lambda w=w: torch.mv(w, x, out=y) for w in ws]), 0.0, 0.0,
-                         "torch.mv")
+            fn = _rotate([lambda w=w: torch.mv(w, x, out=y) for w in ws])
+            return _Case(fn, 0.0, 0.0, "torch.mv", _verifier(
+                dev, y, fn, lambda: ws[0].double() @ x.double()))
         a = torch.randn(m, k, generator=g, device=d, dtype=dt)
         bs = weights(lambda: torch.randn(k, n, generator=g, device=d, dtype=dt))
         c = torch.empty(m, n, device=d, dtype=dt)
-        return _Case(_rotate([lambda b=b: torch.mm(a, b, out=c) for b in bs]), 0.0, 0.0,
-                     "torch.mm")
+        fn = _rotate([lambda b=b: torch.mm(a, b, out=c) for b in bs])
+        return _Case(fn, 0.0, 0.0, "torch.mm", _verifier(
+            dev, c, fn, lambda: a.double() @ bs[0].double()))
     if precision == "fp8":
         for name, v in (("m", m), ("n", n), ("k", k)):
             if v % 16:
@@ -795,10 +834,11 @@ def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
         bts = weights(lambda: torch.randn(n, k, generator=g, device=d).to(torch.float8_e4m3fn))
         one = torch.ones((), device=d, dtype=torch.float32)
         c = torch.empty(m, n, device=d, dtype=torch.bfloat16)
-        return _Case(_rotate([lambda bt=bt: torch._scaled_mm(a, bt.t(), one, one,
-                                                             out_dtype=torch.bfloat16, out=c)
-                              for bt in bts]),
-                     0.0, 0.0, "torch._scaled_mm e4m3, unit scales, bf16 output")
+        fn = _rotate([lambda bt=bt: torch._scaled_mm(a, bt.t(), one, one,
+                                                     out_dtype=torch.bfloat16, out=c)
+                      for bt in bts])
+        return _Case(fn, 0.0, 0.0, "torch._scaled_mm e4m3, unit scales, bf16 output",
+                     _verifier(dev, c, fn, lambda: a.double() @ bts[0].double().t()))
     if precision == "int8":
         if m <= 16 or k % 8 or n % 8:
             raise Unsupported(f"int8 matmul (torch._int_mm) needs m > 16 and k, n multiples of "
@@ -807,8 +847,9 @@ def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
         bts = weights(lambda: torch.randint(-128, 128, (n, k), generator=g, device=d,
                                             dtype=torch.int8))
         c = torch.empty(m, n, device=d, dtype=torch.int32)
-        return _Case(_rotate([lambda bt=bt: torch._int_mm(a, bt.t(), out=c) for bt in bts]),
-                     0.0, 0.0, "torch._int_mm, int32 output")
+        fn = _rotate([lambda bt=bt: torch._int_mm(a, bt.t(), out=c) for bt in bts])
+        return _Case(fn, 0.0, 0.0, "torch._int_mm, int32 output",
+                     _verifier(dev, c, fn, lambda: a.double() @ bts[0].double().t()))
     raise KeyError(f"precision={precision!r} is not a measurable precision")
 
 
@@ -1316,20 +1357,26 @@ def _has_triton() -> bool:
         return False
 
 
-def _reference_round(dev: _Dev, fn: Callable[[], object], budget_s: float) -> tuple[float, str]:
-    """Median seconds per call of ``fn`` by an independent timer, over about ``budget_s``."""
+def _reference_round(dev: _Dev, fn: Callable[[], object],
+                     budget_s: float) -> tuple[list[float], str]:
+    """Seconds per call of ``fn`` by an independent timer over about ``budget_s``: its
+    samples (do_bench: one per repetition; blocked_autorange: one per block of calls)."""
     torch = dev.torch
     if dev.cuda and _has_triton():
         from triton.testing import do_bench  # noqa: PLC0415
 
-        ms = do_bench(fn, warmup=25, rep=max(int(budget_s * 1e3), 50), return_mode="median")
-        return ms / 1e3, "triton.testing.do_bench (median, L2 flushed)"
+        rep = max(int(budget_s * 1e3), 50)
+        try:
+            ms = list(do_bench(fn, warmup=25, rep=rep, return_mode="all"))
+        except (TypeError, ValueError):  # older triton: no "all"
+            ms = [do_bench(fn, warmup=25, rep=rep, return_mode="median")]
+        return [x / 1e3 for x in ms], "triton.testing.do_bench (L2 flushed)"
     from torch.utils import benchmark  # noqa: PLC0415
 
     t = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
     r = t.blocked_autorange(min_run_time=budget_s)
     sync = ", CUDA synchronized" if dev.cuda else f", {torch.get_num_threads()} threads"
-    return r.median, f"torch.utils.benchmark.Timer.blocked_autorange (median{sync})"
+    return list(r.times), f"torch.utils.benchmark.Timer.blocked_autorange ({sync[2:]})"
 
 
 #: On a CPU, calls at least this long are compared call by call (see compare_with_reference).
@@ -1348,11 +1395,12 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
     per sample (number=1), so the two timers alternate call by call (Timer.timeit(1), then
     ours, order swapped each pair) for about ``2 x rounds x budget_s`` seconds: on a shared
     machine both see the same load. Shorter calls: ``rounds`` rounds of blocked_autorange and
-    ours (``budget_s`` each, alternating which goes first), medians of the round medians.
+    ours (``budget_s`` each, alternating which goes first); medians of the pooled samples.
     GPU: rounds of triton.testing.do_bench (ours then flushes L2 as do_bench does) when triton
     imports, else of torch.utils.benchmark.Timer (which synchronizes the GPU).
     If the medians differ by more than ``tolerance`` the comparison is repeated (up to
     ``retries`` times) and the closest attempt returned (``attempts`` says how many ran).
+    ``resolution`` is the 95% bootstrap half-width of the ratio: the noise floor of this run.
     """
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     p = _precision(precision, GEMM_PRECISIONS)
@@ -1386,20 +1434,19 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
         return float(np.median(ours)), float(np.median(refs)), name, ours, len(ours), refs
 
     def per_round(fn, flush):
-        ours, refs, name, samples = [], [], "", []
+        ours, refs, name = [], [], ""
         for r in range(rounds):
             if r % 2 == 0:  # alternate the order so neither timer always goes first
-                samples += (s := _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
-                                          min_reps=5, max_reps=1000, flush=flush))
+                ours += _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
+                                 min_reps=5, max_reps=1000, flush=flush)
                 ref, name = _reference_round(dev, fn, budget_s)
             else:
                 ref, name = _reference_round(dev, fn, budget_s)
-                samples += (s := _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
-                                          min_reps=5, max_reps=1000, flush=flush))
-            ours.append(float(np.median(s)))
-            refs.append(ref)
+                ours += _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
+                                 min_reps=5, max_reps=1000, flush=flush)
+            refs += ref
         return (float(np.median(ours)), float(np.median(refs)),
-                f"{name}; {rounds} rounds alternating with ours", samples, rounds, ours, refs)
+                f"{name}; {rounds} rounds alternating with ours", ours, rounds, refs)
 
     def run():
         best, made = None, 0
@@ -1420,15 +1467,14 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
             nthreads = torch.get_num_threads() if not dev.cuda else None
         return best, made, nthreads
 
-    (ours_s, ref_s, name, samples, count, *compared), attempts, nthreads = _guarded(
+    (ours_s, ref_s, name, samples, count, refs), attempts, nthreads = _guarded(
         f"GEMM {m}x{n}x{k} {p}", dev.info, run)
-    ours_cmp, refs_cmp = (compared if len(compared) == 2 else (samples, compared[0]))
     meas = Measurement("gemm", (m, n, k), p, dev.info.name, dev.info.kind,
                        "cuda events" if dev.cuda else "time.perf_counter", nthreads,
                        len(samples), flops=cost.flops, bytes=cost.bytes, flush_l2=flush_l2,
                        note="timer check", samples_s=tuple(samples), **_stats(samples))
     return TimerCheck(meas, ours_s, ref_s, name, count, attempts,
-                      _ratio_resolution(ours_cmp, refs_cmp))
+                      _ratio_resolution(samples, refs))
 
 
 def _ratio_resolution(ours: Sequence[float], refs: Sequence[float], draws: int = 400) -> float:
@@ -1436,8 +1482,10 @@ def _ratio_resolution(ours: Sequence[float], refs: Sequence[float], draws: int =
     lets the two timers be compared (seeded, so the same samples give the same answer)."""
     import numpy as np
 
-    rng = np.random.default_rng(0)
     o, r = np.asarray(ours, dtype=float), np.asarray(refs, dtype=float)
+    if o.size < 3 or r.size < 3:
+        return math.inf  # too few samples to say anything
+    rng = np.random.default_rng(0)
     ratios = (np.median(rng.choice(o, (draws, o.size)), axis=1)
               / np.median(rng.choice(r, (draws, r.size)), axis=1))
     lo, hi = np.percentile(ratios, [2.5, 97.5])
@@ -1479,6 +1527,10 @@ def _fmt(v, spec=".3g", none="—"):
     return none if v is None else format(v, spec)
 
 
+def _fmt_res(pct: float | None) -> str:
+    return "?" if pct is None else f"{pct:.1f}" if pct <= 100 else ">100"
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
     cells = [[str(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
@@ -1499,8 +1551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--precisions", default=None, help="comma list (default: all supported)")
     ap.add_argument("--sizes", default=None, help="square N, comma list "
                     "(default: 256,512,1024,2048 on CPU; 1024,2048,4096,8192 on GPU)")
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved timer rounds per row")
-    ap.add_argument("--budget-s", type=float, default=0.3, help="timed seconds per timer round")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved timer rounds per row")
+    ap.add_argument("--budget-s", type=float, default=0.2, help="timed seconds per timer round")
     ap.add_argument("--gemv", default="4096x4096,14336x4096", help="decode GEMV shapes NxK "
                     "('' for none)")
     ap.add_argument("--stream-mb", type=float, default=None, help="MiB per STREAM array")
@@ -1513,8 +1565,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(info.summary())
     if not info.available:
         return 2
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"torch {info.torch_version}, {info.backend}; timer: "
-          f"{'CUDA events' if info.kind == 'cuda' else 'time.perf_counter'}")
+          f"{'CUDA events' if info.kind == 'cuda' else 'time.perf_counter'}"
+          + (f"; load average {load[0]:.1f} on {os.cpu_count()} CPUs" if load else ""))
     support = supported_precisions(info)
     ps = a.precisions.split(",") if a.precisions else [p for p, why in support.items()
                                                        if why is None]
@@ -1557,26 +1611,34 @@ def main(argv: Sequence[str] | None = None) -> int:
                      else None, "roof": roof if ref is not None and ref.has(p)
                      else "measured roof (this run)",
                      "reference_tflops": c.reference_tflops, "reference_timer": c.reference,
-                     "timer_diff_pct": c.rel_diff * 100, "threads": c.measurement.threads})
+                     "timer_diff_pct": c.rel_diff * 100,
+                     "timer_resolution_pct": (c.resolution * 100 if math.isfinite(c.resolution)
+                                              else None),
+                     "threads": c.measurement.threads})
     print()
     print(_table(["shape", "precision", "measured TFLOP/s", "predicted bound", "meas/pred",
                   "reference TFLOP/s", "timer diff"],
                  [[r["shape"], r["precision"], _fmt(r["measured_tflops"], ".4g"),
                    f"{_fmt(r['predicted_tflops'], '.4g')} ({(r['bound'] or '?').split()[0]})",
                    _fmt(r["ratio"], ".2f"), _fmt(r["reference_tflops"], ".4g"),
-                   f"{r['timer_diff_pct']:+.1f}%"] for r in rows]))
+                   f"{r['timer_diff_pct']:+.1f}% ±{_fmt_res(r['timer_resolution_pct'])}"]
+                  for r in rows]))
     print(f"predicted bound from: {roof}; reference timer: "
           f"{next(iter(checks.values())).reference if checks else '-'}")
     worst = max((abs(r["timer_diff_pct"]) for r in rows), default=float("nan"))
-    print(f"timer agreement: worst |diff| {worst:.1f}% (criterion: 5%)")
+    print(f"timer agreement: worst |diff| {worst:.1f}% (criterion: 5%; ± = 95% bootstrap "
+          "half-width of the ratio, i.e. what this run's noise can resolve)")
 
     verdict = None
     if spec and spec.key in ("h100-sxm", "h200-sxm") and ("bf16", 8192) in checks:
         frac = checks[("bf16", 8192)].measurement.flops / checks[("bf16", 8192)].ours_s / 1e12 / (
             spec.peak_tflops("bf16"))
         verdict = {"bf16_8192_fraction_of_dense_peak": frac, "pass": frac >= 0.70}
+        clock = _gpu_clock_mhz(info)
+        verdict["sm_clock_mhz_after"] = clock
         print(f"bf16 8192^3: {frac:.0%} of the dense spec peak (criterion >= 70%): "
-              f"{'PASS' if frac >= 0.7 else 'FAIL - check clocks, TF32 flags, timing'}")
+              f"{'PASS' if frac >= 0.7 else 'FAIL - check clocks, TF32 flags, timing'}; "
+              f"SM clock now {_fmt(clock, '.0f')} MHz (max {_fmt(info.sm_clock_mhz, '.0f')})")
 
     gemv_rows = []
     if a.gemv:
@@ -1598,6 +1660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(out, "w") as f:
         json.dump({"date": now.isoformat(timespec="seconds"), "host": socket.gethostname(),
                    "device": info.as_dict(), "cpu_model": _cpu_model(),
+                   "load_average_1min_at_start": load[0] if load else None,
                    "bandwidth": {"copy_gbs": bw.copy.effective_gbs,
                                  "triad_gbs": bw.triad.effective_gbs,
                                  "array_bytes": bw.copy.bytes / 2},
