@@ -1109,7 +1109,7 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
                "threads": None, "roof": roof, "device": dev.info.name}
         m = None
         left = budget_s - (time.perf_counter() - t0)
-        need = cost.flops / rate * (min_reps + 2) if rate else None  # rate rises with N: safe
+        need = cost.flops / rate * (min_reps + 3) if rate else None  # rate rises with N: safe
         ok, why = fits(estimate_bytes("gemm", (n, n, n), p, flush_l2=flush_l2,
                                       kind=dev.info.kind), dev.info)
         if stop:
