@@ -8,7 +8,8 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
-    from labs.core import figures, formulas, hardware, quiz, reveal, roofline, style
+    from labs.core import (figures, formulas, hardware, live, measure, quiz, reveal, roofline,
+                           style)
 
     LAB_ID = "lab01"
     # The engineer's kernel in Part 1: one decode step of a 16-request batch through an
@@ -50,6 +51,8 @@ def _():
         fmt_time,
         formulas,
         hardware,
+        live,
+        measure,
         mo,
         quiz,
         reveal,
@@ -1254,6 +1257,140 @@ def _(levers_prediction, mo, style):
     batching sets it. A faster clock raises $\pi_p$, so the ridge $\pi_p/\beta$ moves right
     and $\rho = \text{AI}/\text{ridge}$ falls. Capacity appears in neither formula.
     """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 6 · Measure it on this machine
+
+    Everything so far came from spec sheets. Here you time real square GEMMs (N = 128 … 8192,
+    as far as the time budget and memory allow) on this machine: a CUDA GPU if torch sees one,
+    else the CPU. The prediction is this machine's roofline: its registry entry when the device
+    is known (e.g. an H200 maps to `h200-sxm`), otherwise a roofline measured first (STREAM
+    bandwidth and the best GEMM rate). Nothing runs until you press the button, never when the
+    notebook opens or is exported.
+    """)
+    return
+
+
+@app.cell
+def _(measure):
+    LIVE_SIZES = measure.SQUARE_SIZES  # N = 128 ... 8192; the sweep skips what will not fit
+    LIVE_STREAM_MB = None  # None: measure sizes the bandwidth test well past the caches
+    return LIVE_SIZES, LIVE_STREAM_MB
+
+
+@app.cell
+def _(measure, mo):
+    live_precision = mo.ui.dropdown(
+        options={"auto: bf16 on a GPU, fp32 on a CPU": "auto",
+                 **{p: p for p in measure.GEMM_PRECISIONS}},
+        value="auto: bf16 on a GPU, fp32 on a CPU", label="Precision to measure")
+    live_budget = mo.ui.slider(5, 120, step=5, value=20, label="Time budget (s)",
+                               show_value=True)
+    mo.hstack([live_precision, live_budget], justify="start", gap=2)
+    return live_budget, live_precision
+
+
+@app.cell
+def _(live):
+    live_button = live.run_button("Measure square GEMMs on this machine")
+    live_button
+    return (live_button,)
+
+
+@app.cell
+def _(
+    LIVE_SIZES,
+    LIVE_STREAM_MB,
+    lab,
+    live,
+    live_budget,
+    live_button,
+    live_precision,
+    measure,
+    mo,
+):
+    mo.stop(not live_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
+    live_info = measure.detect()  # imports torch: only after the button is pressed
+    live_p = live_precision.value if live_precision.value != "auto" else (
+        "bf16" if live_info.kind == "cuda" else "fp32")
+    _empirical = live_info.available and live_info.spec() is None  # predict from a measured roof
+    _total = len(LIVE_SIZES) + (2 if _empirical else 0)
+
+    def _job(progress):
+        ref, start = None, 0
+        if _empirical:
+            ref = measure.empirical_roofline(
+                live_info, precisions=[live_p], budget_s=live_budget.value / 3,
+                stream_mb=LIVE_STREAM_MB,
+                progress=lambda d, t, label: progress(d, _total, f"this machine's roof: {label}"))
+            start = 2
+        rows = measure.sweep_square_gemm(
+            LIVE_SIZES, live_p, device=live_info, reference=ref,
+            budget_s=live_budget.value * (2 / 3 if _empirical else 1),
+            progress=lambda d, t, label: progress(start + d, _total, label))
+        return ref, rows
+
+    live_reference, live_rows = live.gated_run(live_button, _job, total=_total, info=live_info,
+                                               title=f"Timing {live_p} GEMMs")
+    lab.record("result", "lab01.measured_sweep", measure.ledger_payload(
+        live_info, live_rows, precision=live_p,
+        roof="measured roofline" if live_reference is not None else "spec sheet"))
+    live.device_card(live_info)
+    return live_info, live_p, live_reference, live_rows
+
+
+@app.cell
+def _(
+    error_text,
+    figures,
+    live_info,
+    live_p,
+    live_reference,
+    live_rows,
+    mo,
+    quiz,
+    style,
+):
+    _ok = [r for r in live_rows if r["status"] == "ok" and r["measured_tflops"]]
+    mo.stop(not _ok, style.error_callout("No size could be measured: " + "; ".join(
+        f"N={r['n']}: {r['status']}" for r in live_rows[:3])))
+    _roof = live_reference.as_device() if live_reference is not None else live_info.spec()
+    try:
+        live_figure = figures.roofline_figure(
+            [(_roof, live_p)],
+            [figures.Point(f"N={r['n']}", r["ai"], r["measured_tflops"], kind="measured",
+                           hover={"measured / predicted": quiz.format_value(r["ratio"]),
+                                  "median time": f"{quiz.format_value(r['median_ms'])} ms"})
+             for r in _ok],
+            title=f"Measured {live_p} square GEMMs against the predicted roofline of this machine")
+    except (KeyError, ValueError) as _exc:
+        live_figure = style.error_callout(error_text(_exc))
+    live_figure
+    return
+
+
+@app.cell
+def _(live, live_rows):
+    live.results_table(
+        live_rows, filename="lab01_gemm_sweep.csv",
+        columns=["n", "precision", "status", "ai", "measured_tflops", "predicted_tflops",
+                 "ratio", "bound", "median_ms", "reps", "roof"])
+    return
+
+
+@app.cell
+def _(lab, live_rows, mo, quiz):
+    mo.stop(not live_rows)
+    quiz.explain_form(
+        lab, "lab01.measured_sweep",
+        observe_label="How close do the measured points come to the predicted roof "
+                      "(measured / predicted)? At which N is the gap largest?",
+        explain_label="Why do small GEMMs fall furthest below the roof, even where the roof "
+                      "itself is low? (Think: launch and loop overhead, caches, tiles.)")
     return
 
 

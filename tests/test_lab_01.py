@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import formulas, ledger, quiz, roofline
+from labs.core import formulas, ledger, measure, quiz, roofline
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_01_memory_wall.py"
 ITEMS = ("lab01.which_roof", "lab01.crossover_n", "lab01.other_device", "lab01.yardstick",
          "lab01.levers")
 INSTRUMENTS = ("gemm_figure", "gemm_metrics", "crossover_figure", "crossover_n",
-               "overlay_figure", "yardstick_figure", "levers_figure")
+               "overlay_figure", "yardstick_figure", "levers_figure", "live_rows", "live_figure")
 
 
 @pytest.fixture
@@ -72,6 +72,7 @@ def test_locked_run_hides_every_instrument(env, app):
     text = _texts(outputs)
     assert text.count("Lock prediction") >= 5  # five gate notices / lock buttons
     assert "Lock prediction 1 to reveal the roofline instrument" in text
+    assert "Nothing has been measured yet" in text  # the live sweep waits for its button
     assert defs["lab"].events() == []
 
 
@@ -188,3 +189,44 @@ def test_export_html_student_and_instructor_copies(tmp_path):
     teacher = _export(tmp_path, "--", "--reveal")
     assert "ridge (bf16, dense) = 295 FLOP/B" in teacher  # the roofline figure is in the page
     assert "Lock prediction 1 to reveal" not in teacher
+
+
+PRESSED = {"live_button": SimpleNamespace(value=True)}
+
+
+def test_live_part_without_torch_or_gpu_says_so(env, app, monkeypatch):
+    none = measure.DeviceInfo("none", "no device", "torch is not installed, so this machine "
+                              "cannot be measured.")
+    monkeypatch.setattr(measure, "detect", lambda *a, **k: none)
+    outputs, defs = app.run(defs=PRESSED)
+    text = _texts(outputs)
+    assert "Live measurement is off" in text and "torch is not installed" in text
+    assert "live_rows" not in defs and "Traceback" not in text
+    assert defs["lab"].events(kind="result") == []
+
+
+@pytest.mark.slow
+def test_tiny_cpu_sweep_plots_measured_points_and_records_a_result(env, app, monkeypatch):
+    pytest.importorskip("torch")
+    cpu = measure.detect("cpu")  # the CPU even where a GPU exists: tiny and quick
+    monkeypatch.setattr(measure, "detect", lambda *a, **k: cpu)
+    tiny = dict(PRESSED, LIVE_SIZES=(64, 128), LIVE_STREAM_MB=4,
+                live_budget=SimpleNamespace(value=2), live_precision=SimpleNamespace(value="auto"))
+    outputs, defs = app.run(defs=tiny)
+    assert defs["live_p"] == "fp32"  # auto on a CPU
+    rows = defs["live_rows"]
+    assert [r["n"] for r in rows] == [64, 128]
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert ok, rows
+    for r in ok:  # measured / predicted against this machine's measured roofline
+        assert r["measured_tflops"] > 0 and r["predicted_tflops"] > 0
+        assert r["ratio"] == pytest.approx(r["measured_tflops"] / r["predicted_tflops"])
+        assert r["ai"] == pytest.approx(formulas.gemm(r["n"], r["n"], r["n"], "fp32").ai)
+    fig = defs["live_figure"]
+    assert isinstance(fig, go.Figure)
+    measured = [t for t in fig.data if t.name and t.name.startswith("measured")]
+    assert measured and len(measured[0].x) == len(ok)
+    assert "Download lab01_gemm_sweep.csv" in _texts(outputs)
+    results = defs["lab"].events("lab01.measured_sweep", "result")
+    assert len(results) == 1 and results[0]["payload"]["precision"] == "fp32"
+    assert [r["n"] for r in results[0]["payload"]["rows"]] == [64, 128]
