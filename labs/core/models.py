@@ -303,9 +303,9 @@ def dominant_group(model, hw, phase: str = "decode", **kwargs) -> str:
 def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                  weight_precision: str | None = None, kv_precision: str | None = None,
                  compute: str | None = None) -> list[F.Cost]:
-    """One layer's operations as points for a roofline: the attention projections (Q, K, V, O
-    summed), the MLP GEMMs (gate, up, down summed), attention fused (flash) AND unfused
-    (QK^T -> softmax -> PV), the softmax over the unfused score matrix, and RMSNorm.
+    """One layer's operations as points for a roofline: "QKV+O GEMMs" (the Q, K, V and O
+    projections summed), "MLP GEMMs" (gate, up, down summed), attention fused (flash) AND
+    unfused (QK^T -> softmax -> PV), the softmax over the unfused score matrix, and RMSNorm.
     Summed GEMMs share one AI because they see the same tokens (rows)."""
     m = get(model)
     kw = dict(weight_precision=weight_precision, kv_precision=kv_precision, compute=compute)
@@ -314,14 +314,12 @@ def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str 
     unfused = m.layer_ops(phase, batch, seq_len, precision, fused_attention=False, **kw)
     sq = seq_len if phase == "prefill" else 1
     proj = F.total([fused["Q projection"], fused["K,V projections"], fused["O projection"]],
-                   name="attention projections (Q, K, V, O)")
-    mlp = F.total([fused["gate, up projections"], fused["down projection"]],
-                  name="MLP GEMMs (gate, up, down)")
+                   name="QKV+O GEMMs")
+    mlp = F.total([fused["gate, up projections"], fused["down projection"]], name="MLP GEMMs")
     attn_unfused = next(o for o in unfused if o.name.startswith("attention"))
     scores = F.softmax(int(batch) * m.heads * sq, int(seq_len), precision)
     return [proj, mlp, fused["attention (fused)"], attn_unfused,
-            scores.renamed("softmax (unfused scores)"), fused["RMSNorm (attention)"].renamed(
-                "RMSNorm")]
+            scores.renamed("softmax (scores)"), fused["RMSNorm (attention)"].renamed("RMSNorm")]
 
 
 @dataclass(frozen=True)
@@ -342,12 +340,13 @@ class ServingTarget:
     memory_fraction: float  # share of device memory the design may use
 
     def describe(self) -> str:
-        parts = [f"{get(self.model).name} on a {self.device_class} device",
+        article = "an" if self.device_class[:1] in "aeiou" else "a"
+        parts = [f"{get(self.model).name} on {article} {self.device_class} device",
                  f"{self.context:,}-token context", f"at least {self.min_users} concurrent "
                  f"user{'s' if self.min_users != 1 else ''}",
-                 f">= {self.min_user_tokens_per_s:g} tokens/s per user"]
+                 f"≥ {self.min_user_tokens_per_s:g} tokens/s per user"]
         if self.min_total_tokens_per_s:
-            parts.append(f">= {self.min_total_tokens_per_s:,.0f} tokens/s in total")
+            parts.append(f"≥ {self.min_total_tokens_per_s:,.0f} tokens/s in total")
         parts += [f"first token of a full-context prompt within {self.max_prefill_s:g} s",
                   f"memory within {self.memory_fraction:.0%} of the device"]
         return "; ".join(parts) + "."
@@ -373,6 +372,24 @@ class DesignCheck:
     required: float | str
     unit: str
     message: str
+    relation: str = ">="  # how actual must compare with required: ">=", "<=" or "=="
+
+    def _fmt(self, v) -> str:
+        if isinstance(v, str):
+            return v
+        text = f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+        unit = self.unit[:-1] if v == 1 and self.unit in ("sequences", "tokens") else self.unit
+        return f"{text} {unit}".strip()
+
+    @property
+    def actual_text(self) -> str:
+        return self._fmt(self.actual)
+
+    @property
+    def requirement(self) -> str:
+        """e.g. 'needs >= 20 tokens/s', 'needs <= 64.0 GB', 'needs Llama-3-8B'."""
+        rel = {">=": "≥ ", "<=": "≤ ", "==": ""}[self.relation]
+        return f"needs {rel}{self._fmt(self.required)}"
 
 
 @dataclass(frozen=True)
@@ -398,7 +415,7 @@ class DesignVerdict:
         """Plain JSON for the ledger."""
         return {"target": self.target, "feasible": self.feasible, "checks": [
             {"name": c.name, "passed": c.passed, "actual": c.actual, "required": c.required,
-             "unit": c.unit} for c in self.checks]}
+             "relation": c.relation, "unit": c.unit} for c in self.checks]}
 
 
 def check_design(target, hw, *, model, batch: int, seq_len: int,
@@ -421,15 +438,15 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
     want_model = get(t.model)
     checks = [
         DesignCheck("model", m.key == want_model.key, m.name, want_model.name, "",
-                    f"serves {m.name} (the target is {want_model.name})"),
+                    f"serves {m.name} (the target is {want_model.name})", "=="),
         DesignCheck("device class", d.device_class == t.device_class, d.device_class,
-                    t.device_class, "", f"{d.name} is a {d.device_class} device"),
+                    t.device_class, "", f"{d.name} is a {d.device_class} device", "=="),
         DesignCheck("context", seq_len >= t.context, seq_len, t.context, "tokens",
                     f"holds {seq_len:,} tokens per sequence (needs {t.context:,})"),
         DesignCheck("users", batch >= t.min_users, batch, t.min_users, "sequences",
                     f"serves {batch} sequence(s) at once (needs {t.min_users})"),
         DesignCheck("memory", budget.fits, budget.used_bytes / 1e9,
-                    budget.capacity_bytes / 1e9, "GB", budget.explain()),
+                    budget.capacity_bytes / 1e9, "GB", budget.explain(), "<="),
         DesignCheck("tokens/s per user", 1 / dec.seconds >= t.min_user_tokens_per_s,
                     1 / dec.seconds, t.min_user_tokens_per_s, "tokens/s",
                     f"each user gets at most {1 / dec.seconds:.1f} tokens/s "
@@ -443,5 +460,5 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
     checks.append(DesignCheck(
         "prefill time", pre.seconds <= t.max_prefill_s, pre.seconds, t.max_prefill_s, "s",
         f"a {seq_len:,}-token prompt takes at least {pre.seconds:.2f} s to prefill "
-        f"({pre.bound}-bound)"))
+        f"({pre.bound}-bound)", "<="))
     return DesignVerdict(t.key, tuple(checks))

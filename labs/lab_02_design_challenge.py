@@ -1,0 +1,688 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import math
+
+    import marimo as mo
+
+    from labs.core import figures, hardware, models, precision, quiz, reveal, roofline, style
+
+    LAB_ID = "lab02"
+    return (LAB_ID, figures, hardware, math, mo, models, precision, quiz, reveal, roofline,
+            style)
+
+
+@app.cell
+def _():
+    def fmt_seconds(seconds):
+        """A duration with its unit: s, ms or µs, 3 significant figures."""
+        for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+            if seconds >= size:
+                return f"{seconds / size:.3g} {unit}"
+        return f"{seconds * 1e9:.3g} ns"
+
+    # The reference case of the OOM prediction (Part 2): fixed, so the answer does not move when
+    # the student changes the pickers after locking.
+    OOM_REF = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192}
+    # The decode-dominance question (Part 1) is asked at batch 1 and this context.
+    DOMINANT_CONTEXT = 4096
+    return DOMINANT_CONTEXT, OOM_REF, fmt_seconds
+
+
+@app.cell
+def _(figures, fmt_seconds, math, roofline, style):
+    def op_roofline(ops, device, compute, title):
+        """core's per-layer ops on the device's roofline, one point each (numbers in the
+        hover), labelled with leader lines staggered so that ops of similar AI stay legible."""
+        points = [figures.Point(op.name, op.ai, hover={
+            "per layer": f"{op.flops:.3g} FLOP, {style.format_bytes(op.bytes)} moved",
+            "time bound per layer": fmt_seconds(
+                roofline.time_bounds(op.flops, op.bytes, device, compute).lower),
+            "kernels": op.kernels}) for op in ops]
+        fig = figures.roofline_figure([(device, compute)], points, title=title, height=430,
+                                      label_points=False)
+        labels, prev_ai, k = [], None, 0
+        for p in sorted(points, key=lambda p: p.ai):
+            k = k + 1 if prev_ai is not None and p.ai / prev_ai < 10 ** 0.45 else 0
+            prev_ai, up, level = p.ai, k % 2 == 0, k // 2
+            y = float(roofline.attainable_tflops(p.ai, device, compute))
+            labels.append(dict(
+                x=math.log10(p.ai), y=math.log10(y), xref="x", yref="y", text=p.label,
+                showarrow=True, arrowhead=0, arrowwidth=1.2, arrowcolor=figures.PLOT_TEXT,
+                ax=-24 if up else 24,
+                ay=-(26 + 24 * level) if up else 26 + 24 * level,
+                xanchor="right" if up else "left", font=dict(size=11)))
+        fig.layout.annotations = tuple(fig.layout.annotations) + tuple(labels)
+        return fig
+    return (op_roofline,)
+
+
+@app.cell
+def _(style):
+    style.lab_header(
+        "Design Challenge: serving an LLM without running out of memory",
+        "An ML-infrastructure lead must serve Llama-3 on an edge device and on a datacenter "
+        "GPU, within a memory budget and a latency/throughput target.",
+        goals=[
+            "Place a transformer layer's operations (GEMMs, attention fused and unfused, "
+            "softmax, RMSNorm) on the roofline for prefill and for decode.",
+            "Bound decode tokens/s by the bytes moved per step, and prefill time by the FLOPs.",
+            "Budget memory as weights + KV cache (GQA: KV heads) + activations, and find the "
+            "batch at which the KV cache overflows the device.",
+            "Commit a design that meets a stated target on an edge device and on a datacenter "
+            "GPU, and check that it is feasible.",
+        ],
+        minutes=45,
+        reading=[
+            ("Kipply: Transformer inference arithmetic",
+             "https://kipp.ly/transformer-inference-arithmetic/"),
+            ("How to Scale Your Model: all about transformer inference",
+             "https://jax-ml.github.io/scaling-book/inference/"),
+            ("Kwon et al.: PagedAttention / vLLM (SOSP 2023)", "https://arxiv.org/abs/2309.06180"),
+            ("Williams, Waterman, Patterson: Roofline (CACM 2009)",
+             "https://doi.org/10.1145/1498765.1498785"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _(quiz):
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Your deployment
+
+    Pick the device and the model, how the weights and the KV cache are **stored** (bytes
+    moved and held) and which **compute** precision the matrix math runs at (which dense
+    peak applies; weight-only formats such as INT4 are dequantised to it). Activations are
+    bf16. The batch is the number of sequences decoded together; the context is the number
+    of tokens each one holds (Llama-3's window is 8,192).
+    """)
+    return
+
+
+@app.cell
+def _(hardware, mo):
+    device_picker = mo.ui.dropdown(hardware.picker_options(),
+                                   value="NVIDIA Jetson AGX Orin 64GB · edge", label="Device")
+    device_picker
+    return (device_picker,)
+
+
+@app.cell
+def _(mo, models, precision):
+    def _formats(keys):
+        return {precision.get(k).label: k for k in keys}
+
+    model_picker = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
+                                  value="Llama-3-8B", label="Model")
+    weight_picker = mo.ui.dropdown(_formats(["bf16", "fp8", "int8", "int4-g128", "nvfp4"]),
+                                   value="BF16", label="Weights stored as")
+    kv_picker = mo.ui.dropdown(_formats(["bf16", "fp8", "int8", "nvfp4"]), value="BF16",
+                               label="KV cache stored as")
+    compute_picker = mo.ui.dropdown(["bf16", "fp16", "fp8", "int8", "fp4"], value="bf16",
+                                    label="Math runs at (dense peak)")
+    mo.hstack([model_picker, weight_picker, kv_picker, compute_picker], justify="start",
+              wrap=True)
+    return compute_picker, kv_picker, model_picker, weight_picker
+
+
+@app.cell
+def _(mo):
+    batch_slider = mo.ui.slider(1, 512, value=1, include_input=True,
+                                label="Batch (sequences at once)")
+    context_slider = mo.ui.slider(steps=[512, 1024, 2048, 3072, 4096, 6144, 8192], value=4096,
+                                  show_value=True, label="Context (tokens per sequence)")
+    mo.hstack([batch_slider, context_slider], justify="start", wrap=True)
+    return batch_slider, context_slider
+
+
+@app.cell
+def _(batch_slider, compute_picker, context_slider, device_picker, kv_picker, model_picker,
+      weight_picker):
+    # The design as core's check_design takes it (the device travels separately).
+    device = device_picker.value
+    design = {"model": model_picker.value, "batch": int(batch_slider.value),
+              "seq_len": int(context_slider.value), "weight_precision": weight_picker.value,
+              "kv_precision": kv_picker.value, "compute": compute_picker.value}
+    return design, device
+
+
+@app.cell
+def _(batch_slider, compute_picker, context_slider, device_picker, kv_picker, mo,
+      model_picker, weight_picker):
+    # The same widgets again, shown next to each instrument (marimo keeps the copies in sync).
+    controls = mo.vstack([
+        mo.hstack([device_picker, model_picker], justify="start", wrap=True),
+        mo.hstack([weight_picker, kv_picker, compute_picker], justify="start", wrap=True),
+        mo.hstack([batch_slider, context_slider], justify="start", wrap=True)], gap=0.4)
+    return (controls,)
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Part 1 · Where does a decode step's time go?
+    """)
+    return
+
+
+@app.cell
+def _(hardware, models, style):
+    _hw = hardware.get("jetson-agx-orin-64gb")
+    _step = models.step_bound("llama-3-8b", _hw, "decode", batch=1, seq_len=4096)
+    _peak = _hw.peak_tflops("bf16")
+    style.scenario_card(
+        "Dana Okafor", "ML-infrastructure lead",
+        "We have to serve our Llama-3-8B assistant in two places: on a Jetson in the field "
+        "robot and on a GPU in our datacenter.\n\n"
+        f"The Jetson prototype generates at most {1 / _step.seconds:.1f} tokens/s for one user "
+        f"(bf16, 4k context). Its GPU does {_peak:g} TFLOP/s in bf16 (dense), and one token "
+        f"needs only {_step.flops / 1e9:.0f} GFLOP, so on paper it could do "
+        f"{_peak * 1e12 / _step.flops:,.0f} tokens/s. Before anyone tunes kernels: which "
+        "operation is eating the decode step?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_dominant, set_dominant = quiz.lock_state(lab, "lab02.decode_dominant")
+    return get_dominant, set_dominant
+
+
+@app.cell
+def _(DOMINANT_CONTEXT, get_dominant, lab, models, quiz, set_dominant):
+    DOMINANT_OPTIONS = {
+        "the weight-reading GEMMs (Q, K, V, O projections, MLP, LM head)": models.OP_GROUPS[0],
+        "attention over the KV cache": models.OP_GROUPS[1],
+        "RMSNorm, SiLU and residual adds (elementwise ops)": models.OP_GROUPS[2],
+    }
+    dominant_form = quiz.choice_form(
+        lab, "lab02.decode_dominant",
+        question=f"Decoding Llama-3-8B at **batch 1** with a **{DOMINANT_CONTEXT:,}-token "
+                 "context** on the device you picked: which operation takes most of each "
+                 "decode step's time?",
+        options=DOMINANT_OPTIONS, locked=get_dominant(), on_lock=set_dominant)
+    quiz.prediction_panel(dominant_form, get_dominant())
+    return DOMINANT_OPTIONS, dominant_form
+
+
+@app.cell
+def _(DOMINANT_CONTEXT, DOMINANT_OPTIONS, design, device, get_dominant, lab, models, reveal):
+    # Reference answer (instructor copy only): core's dominant group at batch 1.
+    _ref = models.dominant_group(design["model"], device, "decode", batch=1,
+                                 seq_len=DOMINANT_CONTEXT,
+                                 weight_precision=design["weight_precision"],
+                                 kv_precision=design["kv_precision"])
+    dominant_prediction = get_dominant() or reveal.reference(
+        lab, "lab02.decode_dominant", _ref,
+        label=next(k for k, v in DOMINANT_OPTIONS.items() if v == _ref))
+    return (dominant_prediction,)
+
+
+@app.cell
+def _(controls, design, device, dominant_prediction, mo, models, quiz, style):
+    mo.stop(dominant_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the roofline of a layer."))
+    step_kw = {k: v for k, v in design.items() if k != "model"}
+    try:
+        decode_step = models.step_bound(design["model"], device, "decode", **step_kw)
+        prefill_step = models.step_bound(design["model"], device, "prefill",
+                                          **{**step_kw, "batch": 1})
+        step_error = None
+    except (KeyError, ValueError) as _exc:
+        step_error = _exc.args[0] if _exc.args else str(_exc)
+    mo.stop(step_error is not None, mo.vstack([controls, style.error_callout(
+        f"{step_error} Pick a compute precision this device has.")]))
+    controls
+    return decode_step, prefill_step, step_kw
+
+
+
+
+@app.cell
+def _(decode_step, design, device, fmt_seconds, hardware, mo, models, prefill_step, style):
+    _hw = hardware.get(device)
+    _fits = models.memory_budget(design["model"], device, batch=design["batch"],
+                                 seq_len=design["seq_len"],
+                                 weight_precision=design["weight_precision"],
+                                 kv_precision=design["kv_precision"]).fits
+    _cards = style.metric_cards([
+        style.Metric("Decode, per user", f"{1 / decode_step.seconds:,.1f} tokens/s",
+                     f"one step ≥ {fmt_seconds(decode_step.seconds)}: "
+                     f"{decode_step.bytes / 1e9:.2f} GB at {_hw.bandwidth_gbs:g} GB/s",
+                     f"{decode_step.bound}-bound"),
+        style.Metric("Decode, all users", f"{decode_step.tokens_per_s:,.0f} tokens/s",
+                     f"batch {design['batch']} × one token per step; "
+                     f"{decode_step.bound}-bound"),
+        style.Metric(f"Prefill, one {design['seq_len']:,}-token prompt",
+                     fmt_seconds(prefill_step.seconds),
+                     f"{prefill_step.flops:.3g} FLOP at {_hw.peak_tflops(design['compute']):g} "
+                     f"TFLOP/s ({design['compute']}, dense); {prefill_step.bound}-bound",
+                     f"{prefill_step.bound}-bound"),
+    ])
+    mo.vstack([_cards] if _fits else [style.error_callout(
+        "This design does not fit in the device's memory (Part 2 shows by how much): these "
+        "bounds describe a machine you do not have."), _cards])
+    return
+
+
+@app.cell
+def _(design, device, models, op_roofline, step_kw):
+    decode_roofline = op_roofline(
+        models.roofline_ops(design["model"], "decode", **step_kw), device, design["compute"],
+        f"Decode · one layer · batch {design['batch']}, {design['seq_len']:,} cached tokens "
+        "per sequence")
+    decode_roofline
+    return (decode_roofline,)
+
+
+@app.cell
+def _(design, device, models, op_roofline, step_kw):
+    prefill_roofline = op_roofline(
+        models.roofline_ops(design["model"], "prefill", **step_kw), device, design["compute"],
+        f"Prefill · one layer · batch {design['batch']} × {design['seq_len']:,}-token prompts")
+    prefill_roofline
+    return (prefill_roofline,)
+
+
+@app.cell
+def _(design, device, figures, fmt_seconds, models, step_kw):
+    _t = models.step_time_by_group(design["model"], device, "decode", **step_kw)
+    _total = sum(_t.values())
+    decode_time_bars = figures.bar_figure(
+        list(_t), [v * 1e3 for v in _t.values()], colors=["accent", "memory", "muted"],
+        title=f"One decode step, all layers · batch {design['batch']}, "
+              f"{design['seq_len']:,}-token context",
+        yaxis_title="time per step (ms, each op at its roofline bound)",
+        annotations=[f"{fmt_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
+    decode_time_bars
+    return (decode_time_bars,)
+
+
+@app.cell
+def _(DOMINANT_CONTEXT, DOMINANT_OPTIONS, design, device, dominant_prediction, lab, models,
+      quiz, step_kw):
+    # The question's case: batch 1 at DOMINANT_CONTEXT, the picked device and storage formats
+    # (every op is memory-bound at batch 1, so the compute precision does not matter).
+    _kw = {"batch": 1, "seq_len": DOMINANT_CONTEXT,
+           "weight_precision": step_kw["weight_precision"],
+           "kv_precision": step_kw["kv_precision"]}
+    _t = models.step_time_by_group(design["model"], device, "decode", **_kw)
+    dominant_actual = models.dominant_group(design["model"], device, "decode", **_kw)
+    _label = next(k for k, v in DOMINANT_OPTIONS.items() if v == dominant_actual)
+    quiz.compare(dominant_prediction, dominant_actual, lab=lab,
+                 actual_label=f"{_label}: {_t[dominant_actual] / sum(_t.values()):.0%} of "
+                              f"the step at batch 1")
+    return (dominant_actual,)
+
+
+@app.cell
+def _(dominant_actual, lab, quiz):
+    dominant_explain = quiz.explain_form(
+        lab, "lab02.decode_dominant",
+        observe_label="Read the decode roofline and the time bars: where do the GEMMs sit at "
+                      "batch 1, and what happens to them and to attention as you raise the "
+                      f"batch and the context? (At batch 1: {dominant_actual}.)",
+        explain_label="Why is a decode step memory-bound at batch 1 although the device has "
+                      "TFLOP/s to spare, and why does prefill land on the other roof?")
+    dominant_explain
+    return (dominant_explain,)
+
+
+@app.cell
+def _(style):
+    style.math_peek("decode is bounded by bytes, prefill by FLOPs", r"""
+    One step runs every layer once. A roofline lower bound on its time, with $F$ FLOPs and
+    $Q$ bytes moved, peak $\pi$ (FLOP/s, dense, at the compute precision) and bandwidth
+    $\beta$ (B/s):
+
+    $$t_{\text{step}} \;\ge\; \max\!\left(\frac{F}{\pi},\ \frac{Q}{\beta}\right)
+    \qquad [\text{s}] = \left[\tfrac{\text{FLOP}}{\text{FLOP/s}}\right],\
+    \left[\tfrac{\text{B}}{\text{B/s}}\right]$$
+
+    **Decode** (batch $B$, one new token per sequence, $S$ cached tokens): every weight is
+    read once per step and every sequence's KV cache once,
+
+    $$Q_{\text{dec}} \approx P\,b_w + B\,S\,\kappa_{kv}, \qquad
+    \kappa_{kv} = 2\,L\,H_{kv}\,d_h\,b_{kv}\ \ [\text{B/token}]$$
+
+    ($P$ parameters, $b_w$ bytes per weight, $L$ layers, $H_{kv}$ **KV** heads (GQA),
+    $d_h$ head dim, $b_{kv}$ bytes per cached element). A weight GEMM on $B$ tokens does
+    $2B$ FLOPs per weight it reads: $\text{AI} \approx 2B/b_w$ FLOP/B, about $B$ at bf16,
+    far below a ridge of hundreds. So
+
+    $$\text{tokens/s per user} \le \frac{\beta}{Q_{\text{dec}}}, \qquad
+    \text{tokens/s in total} \le \frac{B\,\beta}{Q_{\text{dec}}}.$$
+
+    **Prefill** ($T$ prompt tokens at once): the GEMMs see $T$ rows, AI $\approx 2T/b_w$ is far
+    above the ridge, and
+
+    $$t_{\text{prefill}} \ge \frac{F}{\pi} \approx \frac{2\,P\,T + 4\,L\,H\,d_h\,T^2}{\pi}
+    \ [\text{s}].$$
+
+    Unfused attention also writes and reads the $H \times T \times T$ score matrix four times
+    (S write, S read, P write, P read): that traffic keeps it memory-bound where the fused
+    (flash) kernel is not.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Part 2 · How many conversations fit before the memory runs out?
+    """)
+    return
+
+
+@app.cell
+def _(OOM_REF, hardware, models, style):
+    _hw = hardware.get(OOM_REF["hw"])
+    _m = models.get(OOM_REF["model"])
+    style.scenario_card(
+        "Sam Whitfield", "datacenter capacity planner",
+        f"For the cloud side I'd put {_m.name} on one {_hw.name} ({_hw.memory_gb:g} GB) and "
+        f"pack in as many {OOM_REF['seq_len']:,}-token conversations as the memory takes: "
+        f"the weights are only {_m.weight_bytes('bf16') / 1e9:.1f} GB in bf16. Each "
+        f"conversation keeps its own KV cache. How many can we batch before it falls over?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_oom, set_oom = quiz.lock_state(lab, "lab02.oom_batch")
+    return get_oom, set_oom
+
+
+@app.cell
+def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
+    _hw = hardware.get(OOM_REF["hw"])
+    _usable = models.memory_budget(batch=1, **OOM_REF).capacity_bytes / (_hw.memory_gb * 1e9)
+    oom_form = quiz.numeric_form(
+        lab, "lab02.oom_batch",
+        question=f"{models.get(OOM_REF['model']).name}, bf16 weights and bf16 KV cache, "
+                 f"**{OOM_REF['seq_len']:,}-token context**, on an **{_hw.name}** "
+                 f"({_hw.memory_gb:g} GB, {_usable:.0%} of it usable): at what **batch** "
+                 "(number of concurrent sequences) does it first run out of memory?",
+        units="sequences", lo=1, hi=100000, locked=get_oom(), on_lock=set_oom)
+    quiz.prediction_panel(oom_form, get_oom())
+    return (oom_form,)
+
+
+@app.cell
+def _(OOM_REF, get_oom, lab, models, reveal):
+    oom_prediction = get_oom() or reveal.reference(
+        lab, "lab02.oom_batch", models.oom_batch(**OOM_REF), units="sequences")
+    return (oom_prediction,)
+
+
+@app.cell
+def _(controls, design, device, mo, models, oom_prediction, quiz, style):
+    mo.stop(oom_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the memory budget."))
+    _kw = {"batch": design["batch"], "seq_len": design["seq_len"],
+           "weight_precision": design["weight_precision"],
+           "kv_precision": design["kv_precision"]}
+    budget = models.memory_budget(design["model"], device, **_kw)
+    largest_batch = models.max_batch(design["model"], device, seq_len=design["seq_len"],
+                                     weight_precision=design["weight_precision"],
+                                     kv_precision=design["kv_precision"])
+    _parts = [controls, style.memory_budget_bar(budget.terms, budget.capacity_bytes)]
+    if not budget.fits:  # the failure state: say which term overflowed, and how to back out
+        _parts.append(style.error_callout(
+            f"{budget.explain()} Back out: lower the batch (at most {largest_batch} fit) or "
+            "the context, or store the KV cache or the weights in fewer bits."))
+    mo.vstack(_parts)
+    return budget, largest_batch
+
+
+@app.cell
+def _(budget, design, device, hardware, largest_batch, mo, models, style):
+    _m, _hw = models.get(design["model"]), hardware.get(device)
+    _S = design["seq_len"]
+    _kv_tok = _m.kv_bytes_per_token(design["kv_precision"])
+    _cards = style.metric_cards([
+        style.Metric("Weights", style.format_bytes(budget.terms["weights"]),
+                     f"{_m.params / 1e9:.2f} B parameters in {design['weight_precision']}"),
+        style.Metric("KV cache per sequence", style.format_bytes(_kv_tok * _S),
+                     f"{_kv_tok:,.0f} B/token × {_S:,} tokens ({_m.kv_heads} KV heads, "
+                     f"not {_m.heads} query heads)"),
+        style.Metric("Largest batch that fits", f"{largest_batch:,} sequences",
+                     f"batch {largest_batch + 1:,} runs out of memory",
+                     "ok" if largest_batch >= design["batch"] else "danger"),
+        style.Metric("Usable memory", style.format_bytes(budget.capacity_bytes),
+                     f"{budget.capacity_bytes / (_hw.memory_gb * 1e9):.0%} of "
+                     f"{_hw.memory_gb:g} GB on the {_hw.name}"),
+    ])
+    _notes = mo.md(
+        f"**Assumptions** (stated in `labs.core.models`): "
+        f"{budget.capacity_bytes / (_hw.memory_gb * 1e9):.0%} of device memory is usable (the "
+        "rest goes to the runtime context, allocator fragmentation and workspace). The KV cache "
+        "is reserved for the full context of every sequence (no paging). Activations: layers "
+        "run one at a time and a prompt is prefilled in one chunk, so only one layer's "
+        "tensors for one prompt are alive (residual, normed copy, SwiGLU gate and up outputs, "
+        "bf16), plus fp32 logits for every sequence in the batch.")
+    mo.vstack([_cards, _notes])
+    return
+
+
+@app.cell
+def _(OOM_REF, lab, mo, models, oom_prediction, quiz):
+    mo.stop(oom_prediction is None)
+    oom_actual = models.oom_batch(**OOM_REF)
+    quiz.compare(oom_prediction, oom_actual, units="sequences", lab=lab)
+    return (oom_actual,)
+
+
+@app.cell
+def _(lab, oom_actual, quiz):
+    oom_explain = quiz.explain_form(
+        lab, "lab02.oom_batch",
+        observe_label=f"The reference case runs out of memory at batch {oom_actual}. Which "
+                      "term grows with the batch, by how much per sequence, and what did the "
+                      "budget say when you crossed the limit?",
+        explain_label="Why does a model whose weights fill a fifth of the device run out of "
+                      "memory at a few dozen conversations? Which choices move the limit, and "
+                      "which do not?")
+    oom_explain
+    return (oom_explain,)
+
+
+@app.cell
+def _(design, models, style):
+    _m = models.get(design["model"])
+    _kv = _m.kv_bytes_per_token("bf16")
+    style.math_peek("the memory budget and the batch that overflows", r"""
+    Memory held while serving $B$ sequences of $S$ tokens, against a usable fraction $f$ of
+    capacity $C$:
+
+    $$M(B) = \underbrace{P\,b_w}_{\text{weights}}
+    + \underbrace{B\,S\,\kappa_{kv}}_{\text{KV cache}} + \underbrace{A(B)}_{\text{activations}}
+    \;\le\; f\,C \qquad [\text{B}]$$
+
+    $$\kappa_{kv} = 2\,L\,H_{kv}\,d_h\,b_{kv}\ [\text{B/token}] \qquad
+    B_{\max} = \left\lfloor \frac{f\,C - P\,b_w - A}{S\,\kappa_{kv}} \right\rfloor,
+    \qquad B_{\text{OOM}} = B_{\max} + 1$$
+
+    The factor 2 is K and V; $H_{kv}$ is the number of **KV** heads (grouped-query
+    attention), not the query heads.
+    """ + f"""
+    For {_m.name} in bf16: $\\kappa_{{kv}}$ = 2 × {_m.layers} layers × {_m.kv_heads} KV heads ×
+    {_m.head_dim} × 2 B = **{_kv:,.0f} B per token**; counting the {_m.heads} query heads
+    instead would claim {_m.heads // _m.kv_heads}× too much. Weights grow with $b_w$ only;
+    the KV cache grows with $B \\times S \\times b_{{kv}}$: batch, context and KV precision
+    move the limit, the compute precision and the clock do not.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Part 3 · The design challenge
+    """)
+    return
+
+
+@app.cell
+def _(models, style):
+    _e, _d = models.SERVING_TARGETS["edge"], models.SERVING_TARGETS["datacenter"]
+    style.scenario_card(
+        "Dana Okafor", "ML-infrastructure lead",
+        "Here are the two targets. Find a configuration that meets each one with the pickers "
+        "above (device, model, storage and compute precisions, batch, context), then commit "
+        "it: the checker records your decision and tells us whether it holds.\n\n"
+        f"{_e.label}: {_e.describe()}\n\n{_d.label}: {_d.describe()}\n\n"
+        "Decode is judged at the full context (the slowest step of a conversation); the "
+        "prefill time is one full-context prompt on its own.")
+    return
+
+
+@app.cell
+def _(mo, models):
+    target_picker = mo.ui.radio({t.label: t.key for t in models.SERVING_TARGETS.values()},
+                                value=models.SERVING_TARGETS["edge"].label, inline=True,
+                                label="Target")
+    commit_button = mo.ui.run_button(label="Commit this design", kind="success")
+    # shown in the live check below, next to the design they commit
+    return commit_button, target_picker
+
+
+@app.cell
+def _(commit_button, controls, design, device, dominant_prediction, mo, models, oom_prediction,
+      quiz, style, target_picker):
+    mo.stop(dominant_prediction is None or oom_prediction is None,
+            quiz.gate_notice("Lock both predictions (Parts 1 and 2) to open the challenge."))
+    try:
+        live_verdict, live_error = models.check_design(target_picker.value, device, **design), None
+    except (KeyError, ValueError) as _exc:
+        live_verdict, live_error = None, (_exc.args[0] if _exc.args else str(_exc))
+    mo.stop(live_error is not None, mo.vstack([controls, style.error_callout(
+        f"{live_error} Pick a compute precision this device has.")]))
+    mo.vstack([
+        controls, mo.hstack([target_picker, commit_button], justify="start", align="end"),
+        mo.md(f"**Live check against the {target_picker.value} target** (not recorded until "
+              "you commit):"),
+        style.metric_cards([style.Metric(c.name, ("✓ " if c.passed else "✗ ") + c.actual_text,
+                                         c.requirement, "ok" if c.passed else "danger")
+                            for c in live_verdict.checks])])
+    return live_error, live_verdict
+
+
+@app.cell
+def _(commit_button, design, device, lab, live_verdict, mo, target_picker):
+    # A click records the design as a decision, then the checker's verdict as a result.
+    last_commit = None
+    if commit_button.value:
+        _item = f"lab02.design_{target_picker.value}"
+        lab.record("decision", _item, {"target": target_picker.value, "device": device,
+                                       **design})
+        lab.record("result", _item, live_verdict.as_dict())
+        last_commit = live_verdict
+    (mo.callout(mo.md(f"**Committed.** {last_commit.summary()}"),
+                kind="success" if last_commit.feasible else "danger") if last_commit
+     else mo.md("Each commit goes into your ledger: the design as a *decision*, the "
+                "checker's verdict as a *result*. You may commit as often as you like."))
+    return (last_commit,)
+
+
+@app.cell
+def _(hardware, lab, last_commit, mo, models, style):
+    # Refreshes after every commit (last_commit); reads the ledger so a reload keeps the status.
+    _cards, _done = [], 0
+    for _t in models.SERVING_TARGETS.values():
+        _results = lab.events(f"lab02.design_{_t.key}", "result")
+        _decisions = lab.events(f"lab02.design_{_t.key}", "decision")
+        _ok = any(e["payload"].get("feasible") is True for e in _results)
+        _done += _ok
+        _last = _decisions[-1]["payload"] if _decisions else {}
+        _dev = str(_last.get("device", "?"))
+        _dev = hardware.get(_dev).name if _dev in hardware.keys() else _dev
+        _cards.append(style.Metric(
+            _t.label, "✓ met" if _ok else ("✗ not yet met" if _results else "not committed"),
+            f"last commit: {_dev}, {_last.get('weight_precision', '?')} weights, "
+            f"{_last.get('kv_precision', '?')} KV, {_last.get('compute', '?')} math, batch "
+            f"{_last.get('batch', '?')}, {_last.get('seq_len', '?')} tokens"
+            if _last else "commit a design above", "ok" if _ok else "muted"))
+    _head = mo.md("**Challenge status**, read from your ledger"
+                  + (f" (just committed for the {last_commit.target} target)"
+                     if last_commit is not None else ""))
+    mo.vstack([_head, style.metric_cards(_cards)] + (
+        [mo.callout(mo.md("**Challenge complete:** a feasible design is committed for both "
+                          "targets."), kind="success")] if _done == len(_cards) else []))
+    return
+
+
+@app.cell
+def _(lab, live_verdict, quiz):
+    design_explain = quiz.explain_form(
+        lab, "lab02.design",
+        observe_label="Your two designs: device, formats, batch, context, and which "
+                      f"requirement was hardest to meet (live: {live_verdict.summary()})",
+        explain_label="Using the roofline and the memory budget, explain why the edge design "
+                      "and the datacenter design differ: which roof or which memory term "
+                      "limited each one?")
+    design_explain
+    return (design_explain,)
+
+
+@app.cell
+def _(style):
+    style.math_peek("latency versus throughput in decode", r"""
+    With $W$ bytes of weights read per step and $\kappa_{kv}$ bytes of KV cache per token,
+    a decode step over $B$ sequences of $S$ tokens is memory-bound and
+
+    $$t_{\text{step}} \approx \frac{W + B\,S\,\kappa_{kv}}{\beta}, \qquad
+    \underbrace{\frac{1}{t_{\text{step}}}}_{\text{tokens/s per user}} \downarrow \text{ in } B,
+    \qquad
+    \underbrace{\frac{B}{t_{\text{step}}}}_{\text{tokens/s in total}}
+    \xrightarrow{B \to \infty} \frac{\beta}{S\,\kappa_{kv}}.$$
+
+    Batching shares the weight read among $B$ users, so the total rises, until the KV cache
+    dominates the bytes: then the total saturates at $\beta / (S\,\kappa_{kv})$ and only fewer
+    bytes per cached token (a smaller $b_{kv}$), a shorter context or more bandwidth raise it.
+    Memory caps the batch at $B_{\max} = \lfloor (fC - W - A) / (S\,\kappa_{kv}) \rfloor$.
+    Prefill time $\approx F/\pi$ falls only with a higher peak (a lower compute precision or
+    a bigger chip), not with fewer bytes.
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.takeaways([
+        "Decode at small batch is memory-bound: every step streams all the weights (and the "
+        "KV cache), so tokens/s per user ≤ bandwidth / bytes per step, whatever the TFLOP/s.",
+        "Prefill is compute-bound: time ≈ FLOPs / dense peak of the compute precision.",
+        "Weights fix a floor; the KV cache grows with batch × context × bytes per element, "
+        "counted with the KV heads (GQA), and it is what overflows first when you batch.",
+        "Batching raises total tokens/s until the KV cache dominates the bytes moved; per-user "
+        "speed falls as the batch grows: a target names both.",
+        "Storage precision (bytes held and moved) and compute precision (which peak) are "
+        "separate levers: weights and KV bits for memory and decode, the math's precision "
+        "for prefill.",
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,250 @@
+"""Lab 2 "Design Challenge", headless: locked and unlocked runs, the OOM failure state and its
+recovery, a precision the device lacks, design commits (decision + result events), locks
+restored from the ledger, the instructor reveal, and the HTML export."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import ledger, models, quiz
+
+LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_02_design_challenge.py"
+ITEMS = {"lab02.decode_dominant", "lab02.oom_batch", "lab02.design_edge",
+         "lab02.design_datacenter", "lab02.design"}
+INSTRUMENTS = ("decode_step", "prefill_step", "decode_roofline", "prefill_roofline",
+               "decode_time_bars", "dominant_actual", "budget", "largest_batch", "oom_actual",
+               "live_verdict", "last_commit")  # absent while the gates are closed
+EDGE = "jetson-agx-orin-64gb"  # the lab's default device
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A private ledger folder, config folder and student id; reveal mode off."""
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
+    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def app():
+    spec = importlib.util.spec_from_file_location("_lab02_under_test", LAB_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+PREDICTIONS = {
+    "dominant_prediction": quiz.Prediction(
+        "lab02.decode_dominant", "attention (KV cache)", answer_type="choice",
+        label="attention over the KV cache", confidence=3, reason="test"),
+    "oom_prediction": quiz.Prediction("lab02.oom_batch", 40, units="sequences", confidence=2,
+                                      reason="test"),
+}
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
+
+
+def _sizes(batch, seq_len):
+    return {"batch_slider": SimpleNamespace(value=batch),
+            "context_slider": SimpleNamespace(value=seq_len)}
+
+
+def _formats(model="llama-3-8b", weights="bf16", kv="bf16", compute="bf16"):
+    return {"model_picker": SimpleNamespace(value=model),
+            "weight_picker": SimpleNamespace(value=weights),
+            "kv_picker": SimpleNamespace(value=kv), "compute_picker": SimpleNamespace(value=compute)}
+
+
+def _device(key):
+    return {"device_picker": SimpleNamespace(value=key)}
+
+
+def _commit(target):
+    return {"target_picker": SimpleNamespace(value=target),
+            "commit_button": SimpleNamespace(value=True)}
+
+
+def test_locked_run_hides_every_instrument(env, app):
+    outputs, defs = app.run()
+    assert defs["dominant_prediction"] is None and defs["oom_prediction"] is None
+    for name in INSTRUMENTS:
+        assert name not in defs, name
+    text = _texts(outputs)
+    assert "Lock your prediction to reveal the roofline of a layer." in text
+    assert "Lock your prediction to reveal the memory budget." in text
+    assert "Lock both predictions (Parts 1 and 2) to open the challenge." in text
+    assert "Traceback" not in text
+    assert defs["lab"].events() == []
+
+
+def test_unlocked_run_shows_figures_with_core_numbers(env, app):
+    outputs, defs = app.run(defs=PREDICTIONS)
+    for name in ("decode_roofline", "prefill_roofline", "decode_time_bars"):
+        assert isinstance(defs[name], go.Figure), name
+    kw = dict(batch=1, seq_len=4096, weight_precision="bf16", kv_precision="bf16",
+              compute="bf16")
+    # Part 1: decode and prefill bounds are core's (Llama-3-8B bf16 on the AGX Orin: 13.2 tok/s)
+    dec = models.step_bound("llama-3-8b", EDGE, "decode", **kw)
+    pre = models.step_bound("llama-3-8b", EDGE, "prefill", **kw)
+    assert defs["decode_step"] == dec and defs["prefill_step"] == pre
+    assert 1 / dec.seconds == pytest.approx(13.2, abs=0.05)
+    text = _texts(outputs)
+    assert f"{1 / dec.seconds:,.1f} tokens/s" in text and "1.55 s" in text
+    # one point per op of the layer, at core's AI; ridge named with its precision
+    ops = models.roofline_ops("llama-3-8b", "decode", **kw)
+    pts = next(t for t in defs["decode_roofline"].data if t.name == "predicted points")
+    assert sorted(pts.x) == pytest.approx(sorted(o.ai for o in ops))
+    labels = {a.text for a in defs["decode_roofline"].layout.annotations}
+    assert {o.name for o in ops} <= labels
+    ridge = [t for tr in defs["decode_roofline"].data for t in (tr.text or ()) if "ridge" in t]
+    assert ridge == ["ridge (bf16, dense) = 208 FLOP/B"]
+    bars = defs["decode_time_bars"].data[0]
+    shares = models.step_time_by_group("llama-3-8b", EDGE, "decode", **kw)
+    assert list(bars.y) == pytest.approx([v * 1e3 for v in shares.values()])
+    assert defs["dominant_actual"] == "weight GEMMs"
+    # Part 2: the memory budget and the batch limit
+    budget = models.memory_budget("llama-3-8b", EDGE, batch=1, seq_len=4096)
+    assert defs["budget"] == budget and budget.fits
+    assert defs["largest_batch"] == models.max_batch("llama-3-8b", EDGE, seq_len=4096)
+    assert defs["oom_actual"] == models.oom_batch("llama-3-8b", "h100-sxm", seq_len=8192) == 52
+    assert "You predicted" in text and "40 sequences" in text and "52 sequences" in text
+    # Part 3: the live check is core's verdict; bf16 on the Jetson misses 20 tokens/s per user
+    assert defs["live_verdict"] == models.check_design("edge", EDGE, model="llama-3-8b", **kw)
+    assert defs["live_verdict"].failed == ["tokens/s per user"]
+    assert defs["last_commit"] is None  # nothing committed without a click
+    # the comparisons recorded what each instrument showed
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
+    assert results["lab02.oom_batch"]["actual"] == 52
+    assert results["lab02.decode_dominant"] == {"actual": "weight GEMMs", "correct": False}
+
+
+def test_oom_failure_state_is_reached_and_recovered(env, app):
+    outputs, defs = app.run(defs={**PREDICTIONS, **_sizes(400, 4096)})
+    budget = defs["budget"]
+    assert not budget.fits
+    text = _texts(outputs)
+    # which term, by how much: 16.1 GB weights + 400 x 0.537 GB KV + 0.5 GB vs 57.6 GB usable
+    assert f"Out of memory by {budget.overflow_bytes / 1e9:.1f} GB" in text
+    assert "is the term that crosses capacity" in text
+    assert f"The largest term is KV cache at {budget.terms['KV cache'] / 1e9:.1f} GB" in text
+    assert f"at most {models.max_batch('llama-3-8b', EDGE, seq_len=4096)} fit" in text
+    assert "does not fit in the device" in text  # Part 1 warns too
+    assert "live_verdict" in defs and "memory" in defs["live_verdict"].failed
+    # backing out: a batch that fits clears the failure state everywhere
+    outputs, defs = app.run(defs={**PREDICTIONS, **_sizes(8, 4096)})
+    assert defs["budget"].fits
+    text = _texts(outputs)
+    assert "Out of memory" not in text and "does not fit in the device" not in text
+
+
+def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):
+    outputs, defs = app.run(defs={**PREDICTIONS, **_formats(compute="fp8")})
+    text = _texts(outputs)
+    assert "has no hardware rate for precision=" in text and "fp8" in text
+    assert "Pick a compute precision this device has." in text
+    for name in ("decode_step", "decode_roofline", "last_commit"):
+        assert name not in defs
+    assert defs["live_verdict"] is None and "fp8" in defs["live_error"]
+    assert defs["budget"].fits  # the memory budget does not depend on the compute precision
+    assert "Traceback" not in text
+
+
+def test_committing_designs_records_decisions_and_verdicts(env, app):
+    # edge: int8 weights on the AGX Orin (8.9 GB, 25 tokens/s, 1.55 s prefill) is feasible
+    outputs, defs = app.run(defs={**PREDICTIONS, **_formats(weights="int8"), **_commit("edge")})
+    assert defs["last_commit"].feasible
+    assert "Committed." in _texts(outputs)
+    lab = defs["lab"]
+    kinds = [e["kind"] for e in lab.events("lab02.design_edge")]
+    assert kinds == ["decision", "result"]
+    decision = lab.events("lab02.design_edge", "decision")[0]["payload"]
+    assert decision == {"target": "edge", "device": EDGE, "model": "llama-3-8b", "batch": 1,
+                        "seq_len": 4096, "weight_precision": "int8", "kv_precision": "bf16",
+                        "compute": "bf16"}
+    result = lab.events("lab02.design_edge", "result")[0]["payload"]
+    assert result == models.check_design("edge", EDGE, model="llama-3-8b", batch=1, seq_len=4096,
+                                         weight_precision="int8").as_dict()
+    assert "Challenge complete" not in _texts(outputs)
+    # datacenter, first a failing commit (bf16 KV caps the total at ~3,100 tokens/s), then
+    # fp8 KV at batch 64 on an H100 SXM (~4,280 tokens/s, 67 per user, 51 of 64 GB)
+    dc = {**PREDICTIONS, **_device("h100-sxm"), **_commit("datacenter")}
+    _, defs = app.run(defs={**dc, **_sizes(44, 8192), **_formats()})
+    assert defs["last_commit"].failed == ["total tokens/s"]
+    outputs, defs = app.run(defs={**dc, **_sizes(64, 8192), **_formats(kv="fp8")})
+    assert defs["last_commit"].feasible
+    results = [e["payload"]["feasible"] for e in
+               defs["lab"].events("lab02.design_datacenter", "result")]
+    assert results == [False, True]
+    assert "Challenge complete" in _texts(outputs)
+    # a run without a click records nothing more
+    before = len(defs["lab"].events())
+    _, defs = app.run(defs=PREDICTIONS)
+    assert len(defs["lab"].events()) == before + 0 and defs["last_commit"] is None
+
+
+def test_locking_through_the_forms_and_reopening_restores_the_locks(env, app):
+    _, defs = app.run()
+    quiz.simulate_submit(defs["dominant_form"], answer="weight GEMMs", confidence=4,
+                         reason="every weight is read per token")
+    quiz.simulate_submit(defs["oom_form"], answer=50, confidence=3, reason="72 GB / 1 GB")
+    lab = defs["lab"]
+    for item in ("lab02.decode_dominant", "lab02.oom_batch"):
+        assert [e["kind"] for e in lab.events(item)] == ["predict", "unlock"]
+    _, again = app.run()  # reopening the lab: locks come back from the ledger
+    assert again["oom_prediction"].value == 50
+    assert again["dominant_prediction"].value == "weight GEMMs"
+    assert isinstance(again["decode_roofline"], go.Figure) and again["budget"].fits
+    quiz.simulate_submit(again["design_explain"], observe="edge: int8", explain="bytes per step")
+    events = again["lab"].events()
+    assert {e["item_id"] for e in events} <= ITEMS
+    assert {"lab02.decode_dominant", "lab02.oom_batch", "lab02.design"} <= {
+        e["item_id"] for e in events}
+    assert all(e["lab_id"] == "lab02" for e in events)
+
+
+def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    assert defs["dominant_prediction"].value == "weight GEMMs"
+    assert defs["oom_prediction"].value == 52
+    assert isinstance(defs["prefill_roofline"], go.Figure) and "live_verdict" in defs
+    assert defs["lab"].events(kind="predict") == []  # reference answers are not recorded
+
+
+def _export(tmp_path, *extra):
+    out = tmp_path / "lab02.html"
+    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
+               ROOFLINE_STUDENT_ID="export", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env.pop("ROOFLINE_REVEAL", None)
+    marimo = Path(sys.executable).with_name("marimo")
+    proc = subprocess.run([str(marimo), "export", "html", str(LAB_FILE), "-o", str(out),
+                           "--no-include-code", *extra], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = out.read_text(encoding="utf-8")
+    assert "output is too large" not in html.lower()
+    assert "Traceback" not in html and "marimo-error" not in html
+    return html
+
+
+@pytest.mark.slow
+def test_export_html_student_and_instructor_copies(tmp_path):
+    student = _export(tmp_path)
+    assert "Lock your prediction to reveal the roofline of a layer." in student
+    assert "ridge (bf16, dense) = 208 FLOP/B" not in student
+    teacher = _export(tmp_path, "--", "--reveal")
+    assert "ridge (bf16, dense) = 208 FLOP/B" in teacher  # the layer rooflines are in the page
+    assert "Live check against the edge target" in teacher
+    assert "Lock your prediction to reveal" not in teacher
