@@ -1,0 +1,1044 @@
+# /// script
+# requires-python = ">=3.10"
+# dependencies = ["marimo>=0.25,<0.26", "numpy", "plotly"]
+# ///
+"""Lab 3 · Precision and ρ: does lower precision make a workload more compute-bound?"""
+
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from labs.core import figures, hardware, measure, quiz, reveal, roofline, style
+    from labs.core import precision as formats
+    from labs.core import precision_study as PS
+
+    LAB_ID = "lab03"
+    fmt = quiz.format_value
+
+    def fmt_s(seconds):
+        """A time with its unit: µs below a millisecond, else ms."""
+        return f"{fmt(seconds * 1e6)} µs" if seconds < 1e-3 else f"{fmt(seconds * 1e3)} ms"
+
+    def rate_unit(precision):
+        return "TOPS" if precision == "int8" else "TFLOP/s"
+
+    return (LAB_ID, PS, figures, fmt, fmt_s, formats, hardware, measure, mo, quiz,
+            rate_unit, reveal, roofline, style)
+
+
+@app.cell
+def _(style):
+    style.lab_header(
+        "Lab 3 · Precision and ρ",
+        "Does lower precision make a workload more compute-bound? Halving the bytes doubles "
+        "the arithmetic intensity, but the peak for the new precision can grow far more.",
+        goals=[
+            "Compute ρ = AI / ridge for one operation at several precisions and explain why "
+            "FP32 → FP16 tensor cores moves a GEMM toward the memory roof.",
+            "Separate storage precision (bytes moved) from compute precision (which peak "
+            "applies): weight-only INT4 with FP16 math.",
+            "Predict the decode speedup of a quantized weight format from its bits per weight.",
+            "Spot two naive-measurement errors: allocator peak memory is not HBM traffic, and "
+            "TF32 is a compute mode with 32-bit storage.",
+        ],
+        minutes=40,
+        reading=[
+            ("Williams, Waterman, Patterson: Roofline (CACM 2009)",
+             "https://doi.org/10.1145/1498765.1498785"),
+            ("H. He: Making Deep Learning Go Brrrr From First Principles",
+             "https://horace.io/brrr_intro.html"),
+            ("OCP Microscaling (MX) Formats v1.0",
+             "https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf"),
+            ("Dettmers et al.: QLoRA (NF4), 2023", "https://arxiv.org/abs/2305.14314"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _(quiz):
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _():
+    # The scenarios' fixed cases (the questions name them); the instruments below use your picks.
+    GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
+    GEMV_4096 = {"n": 4096, "k": 4096}
+    SCENARIO_DEVICE = "h100-sxm"
+    DIRECTION_OPTIONS = {"ρ goes up (more compute-bound)": "up",
+                         "ρ goes down (more memory-bound)": "down",
+                         "ρ stays the same": "unchanged"}
+    OP_NAMES = {"gemm": "GEMM", "gemv": "GEMV", "mlp_train": "MLP fwd+bwd"}
+    NAIVE_OPTIONS = {"about right (within 2×)": "about_right",
+                     "far too low": "too_low", "far too high": "too_high"}
+    return DIRECTION_OPTIONS, GEMM_4096, GEMV_4096, NAIVE_OPTIONS, OP_NAMES, SCENARIO_DEVICE
+
+
+@app.cell
+def _(hardware, mo):
+    _options = hardware.picker_options()
+    device_picker = mo.ui.dropdown(
+        _options, value=next(k for k, v in _options.items() if v == "h100-sxm"),
+        label="Device (used by Parts 2-4)", searchable=True)
+    device_picker
+    return (device_picker,)
+
+
+@app.cell
+def _(device_picker, fmt, hardware, rate_unit, roofline, style):
+    device = hardware.get(device_picker.value)
+    style.metric_cards(
+        [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
+          f"{fmt(device.memory_gb)} GB {device.memory_type}")]
+        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {rate_unit(p)}",
+            f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} FLOP/B")
+           for p in device.precisions])
+    return (device,)
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 1 · The classic argument
+
+    One device has **one ridge point per compute precision**: ridge = peak / bandwidth. The
+    workload's position relative to the ridge is ρ = AI / ridge (ρ < 1 memory-bound, ρ > 1
+    compute-bound).
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.scenario_card(
+        "Priya", "ML engineer",
+        "Our 4096×4096×4096 GEMM runs in FP32 on an H100 SXM. If we switch to FP16 on the "
+        "tensor cores, every element is half the bytes, so the arithmetic intensity doubles "
+        "and the GEMM becomes twice as compute-bound. Right?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_rho_ratio, set_rho_ratio = quiz.lock_state(lab, "lab03.rho_ratio")
+    return get_rho_ratio, set_rho_ratio
+
+
+@app.cell
+def _(get_rho_ratio, lab, quiz, set_rho_ratio):
+    rho_ratio_form = quiz.numeric_form(
+        lab, "lab03.rho_ratio",
+        question="**Predict:** H100 SXM, 4096³ GEMM, FP32 (CUDA cores) → FP16 (tensor cores). "
+                 "What is ρ(fp16) / ρ(fp32)? Above 1 means more compute-bound, below 1 more "
+                 "memory-bound (Priya says 2).",
+        units="×", lo=0.01, hi=100, log_scale=True, locked=get_rho_ratio(),
+        on_lock=set_rho_ratio)
+    quiz.prediction_panel(rho_ratio_form, get_rho_ratio())
+    return (rho_ratio_form,)
+
+
+@app.cell
+def _(GEMM_4096, PS, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
+    rho_ratio_prediction = get_rho_ratio() or reveal.reference(
+        lab, "lab03.rho_ratio",
+        PS.rho_change("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16"), "×")
+    return (rho_ratio_prediction,)
+
+
+@app.cell
+def _(GEMM_4096, PS, SCENARIO_DEVICE, fmt, mo, quiz, rho_ratio_prediction, style):
+    mo.stop(rho_ratio_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the instrument."))
+    classic = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
+    _b, _a = classic.before, classic.after
+    style.metric_cards([
+        style.Metric("AI · fp32 → fp16", f"{fmt(_b.ai)} → {fmt(_a.ai)} FLOP/B",
+                     f"×{fmt(classic.ai_ratio)}: half the bytes per element"),
+        style.Metric("ridge (dense) · fp32 → fp16",
+                     f"{fmt(_b.ridge)} → {fmt(_a.ridge)} FLOP/B",
+                     f"×{fmt(classic.ridge_ratio)}: CUDA cores → tensor cores"),
+        style.Metric("ρ = AI / ridge · fp32 → fp16", f"{fmt(_b.rho)} → {fmt(_a.rho)}",
+                     f"×{fmt(classic.rho_ratio)}: {_b.regime} → {_a.regime}", kind=_a.regime),
+    ])
+    return (classic,)
+
+
+@app.cell
+def _(GEMM_4096, SCENARIO_DEVICE, classic, figures):
+    classic_figure = figures.roofline_figure(
+        [(SCENARIO_DEVICE, "fp16"), (SCENARIO_DEVICE, "fp32")],
+        [figures.Point(f"{GEMM_4096['m']}³ GEMM in {r.storage}", r.ai, r.attainable_tflops,
+                       hover={"ρ": f"{r.rho:.3g}"}) for r in (classic.before, classic.after)],
+        title="H100 SXM · one GEMM, two precisions, two ridges")
+    classic_figure
+    return (classic_figure,)
+
+
+@app.cell
+def _(classic, lab, quiz, rho_ratio_prediction):
+    quiz.compare(rho_ratio_prediction, classic.rho_ratio, units="×", lab=lab)
+    return
+
+
+@app.cell
+def _(GEMM_4096, PS, SCENARIO_DEVICE, classic, device, fmt, mo, style):
+    # The same switch on the device you picked (a TPU has no fp32 rate: a message, not a crash).
+    try:
+        _mine = PS.rho_change_parts("gemm", GEMM_4096, device, "fp32", "fp16")
+        _on_mine = style.metric_cards([style.Metric(
+            f"the same switch on {device.name}", f"ρ ×{fmt(_mine.rho_ratio)}",
+            f"AI ×{fmt(_mine.ai_ratio)} ÷ ridge ×{fmt(_mine.ridge_ratio)}")])
+    except (KeyError, ValueError) as _err:
+        _on_mine = mo.md(f"_{_err.args[0].rstrip('.')}: the fp32 → fp16 switch does not "
+                         "exist on this device._")
+    (_on_mine if device.key != SCENARIO_DEVICE else
+     mo.md("_Pick another device at the top to see the same switch there._")) if classic else None
+    return
+
+
+@app.cell
+def _(classic, fmt, lab, quiz):
+    rho_ratio_explain = quiz.explain_form(
+        lab, "lab03.rho_ratio",
+        observe_label=f"What does the instrument show? (ρ falls ×{fmt(classic.rho_ratio)}: "
+                      "which factor wins, AI or ridge?)",
+        explain_label="Why was Priya's argument wrong (or right), in your own words?")
+    rho_ratio_explain
+    return (rho_ratio_explain,)
+
+
+@app.cell
+def _(GEMM_4096, classic, fmt, style):
+    _m = GEMM_4096["m"]
+    style.math_peek("ρ under a precision change", rf"""
+    With $F$ FLOPs, $B$ compulsory bytes, peak $P_p$ (FLOP/s, dense, precision $p$) and
+    bandwidth $BW$ (B/s):
+
+    $$AI = \frac{{F}}{{B}}\ [\mathrm{{FLOP/B}}],\qquad
+    \mathrm{{ridge}}_p = \frac{{P_p}}{{BW}}\ [\mathrm{{FLOP/B}}],\qquad
+    \rho_p = \frac{{AI}}{{\mathrm{{ridge}}_p}}\ [\text{{dimensionless}}]$$
+
+    For an $M{{\times}}N{{\times}}K$ GEMM, $F = 2MNK$ and $B = (MK + KN + MN)\,b$ with $b$
+    bytes per element: $F$ = {fmt(classic.after.flops)} FLOP for $M=N=K={_m}$. Going
+    fp32 → fp16 changes $b$ (4 → 2 B) *and* $P_p$; $BW$ is the same memory:
+
+    $$\frac{{\rho_{{16}}}}{{\rho_{{32}}}} = \frac{{AI_{{16}}/AI_{{32}}}}{{P_{{16}}/P_{{32}}}}
+    = \frac{{{fmt(classic.ai_ratio)}}}{{{fmt(classic.ridge_ratio)}}}
+    = {fmt(classic.rho_ratio)}$$
+
+    AI doubles, but the ridge moves ×{fmt(classic.ridge_ratio)} (CUDA cores → tensor cores),
+    so the GEMM ends up *closer* to the memory roof. It is still compute-bound here
+    (ρ = {fmt(classic.after.rho)}), but a smaller GEMM that was comfortably compute-bound in
+    fp32 can become memory-bound in fp16.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 2 · Storage precision vs compute precision
+
+    A *storage* format decides the bytes moved; a *compute* precision decides which peak
+    applies. Formats with their own tensor-core rate (fp8, int8, mxfp8, nvfp4, ...) store all
+    operands in that format and run at its peak. Storage-only formats (nf4, int4 group-scaled)
+    hold only the weights; activations and math stay in the compute precision you pick below
+    (weight-only quantization: the weights are dequantized on the fly).
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.scenario_card(
+        "Sam", "inference lead",
+        "We quantized the weights of our 4096³ projection GEMM to INT4 (group 128, FP16 "
+        "scales) but kept FP16 activations and FP16 tensor-core math on the H100. "
+        "Did that make it more compute-bound, less, or neither?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_weight_only, set_weight_only = quiz.lock_state(lab, "lab03.weight_only_rho")
+    return get_weight_only, set_weight_only
+
+
+@app.cell
+def _(DIRECTION_OPTIONS, get_weight_only, lab, quiz, set_weight_only):
+    weight_only_form = quiz.choice_form(
+        lab, "lab03.weight_only_rho",
+        question="**Predict:** H100 SXM, 4096³ GEMM: weights INT4 (group 128) with FP16 math, "
+                 "versus everything in FP16. What happens to ρ?",
+        options=DIRECTION_OPTIONS, locked=get_weight_only(), on_lock=set_weight_only)
+    quiz.prediction_panel(weight_only_form, get_weight_only())
+    return (weight_only_form,)
+
+
+@app.cell
+def _(DIRECTION_OPTIONS, GEMM_4096, PS, SCENARIO_DEVICE, get_weight_only, lab, reveal):
+    _parts = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
+    weight_only_prediction = get_weight_only() or reveal.reference(
+        lab, "lab03.weight_only_rho", _parts.direction,
+        label=next(k for k, v in DIRECTION_OPTIONS.items() if v == _parts.direction))
+    return (weight_only_prediction,)
+
+
+@app.cell
+def _(mo):
+    op_picker = mo.ui.dropdown(
+        {"GEMM · C[M,N] = A[M,K] · B[K,N]": "gemm",
+         "GEMV (decode) · y[N] = W[N,K] · x[K]": "gemv",
+         "MLP forward + backward · M tokens, K = d_model, N = d_ff": "mlp_train"},
+        value="GEMM · C[M,N] = A[M,K] · B[K,N]", label="Operation")
+    op_picker
+    return (op_picker,)
+
+
+@app.cell
+def _(mo):
+    size_m = mo.ui.slider(steps=[2**i for i in range(0, 15)], value=4096, show_value=True,
+                          label="M · rows / tokens (a GEMV has M = 1)")
+    size_m
+    return (size_m,)
+
+
+@app.cell
+def _(mo):
+    size_n = mo.ui.slider(steps=[2**i for i in range(6, 16)], value=4096, show_value=True,
+                          label="N · output features (d_ff for the MLP)")
+    size_n
+    return (size_n,)
+
+
+@app.cell
+def _(mo):
+    size_k = mo.ui.slider(steps=[2**i for i in range(6, 16)], value=4096, show_value=True,
+                          label="K · reduction (d_model for the MLP)")
+    size_k
+    return (size_k,)
+
+
+@app.cell
+def _(formats, mo):
+    _keys = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "mxfp4", "nvfp4", "nf4",
+             "int4-g128", "int4-g32")
+    _options = {f"{formats.get(k).label} · {formats.bits(k):g} bits": k for k in _keys}
+    format_picker = mo.ui.multiselect(
+        _options, value=[l for l, k in _options.items() if k not in ("mxfp4", "nvfp4", "int4-g32")],
+        label="Storage formats to compare (bits per element include block scales)")
+    format_picker
+    return (format_picker,)
+
+
+@app.cell
+def _(mo):
+    weight_only_compute = mo.ui.dropdown(
+        ["fp16", "bf16", "fp8", "fp32"], value="fp16",
+        label="Compute precision for weight-only formats (nf4, int4): activations and math")
+    weight_only_compute
+    return (weight_only_compute,)
+
+
+@app.cell
+def _(mo, roofline):
+    circuit_weights = mo.ui.dictionary(
+        {p: mo.ui.number(start=0.001, stop=100.0, step=0.001, value=round(w, 3), label=p)
+         for p, w in roofline.CIRCUIT_WEIGHTS.items()})
+    mo.vstack([mo.md("**Circuit weight of one multiply-add per math precision** (FP16 = 1), "
+                     "used by I_bit. These are *rough, editable teaching estimates* "
+                     "(multiplier cost grows about with the square of the significand bits), "
+                     "not measurements: change them and watch I_bit move."),
+               circuit_weights.hstack(wrap=True, justify="start")])
+    return (circuit_weights,)
+
+
+@app.cell
+def _(PS, circuit_weights, device_picker, format_picker, mo, op_picker, quiz, size_k,
+      size_m, size_n, weight_only_compute, weight_only_prediction):
+    mo.stop(weight_only_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the precision explorer."))
+    explorer_shape = {
+        "gemm": {"m": size_m.value, "n": size_n.value, "k": size_k.value},
+        "gemv": {"n": size_n.value, "k": size_k.value},
+        "mlp_train": {"tokens": size_m.value, "d_model": size_k.value, "d_ff": size_n.value},
+    }[op_picker.value]
+    try:
+        explorer_rows = PS.study(op_picker.value, explorer_shape, device_picker.value,
+                                 format_picker.value,
+                                 compute_for_weight_only=weight_only_compute.value,
+                                 weights=circuit_weights.value)
+        explorer_error = None if format_picker.value else "Pick at least one storage format."
+    except (KeyError, ValueError) as _err:
+        explorer_rows, explorer_error = [], _err.args[0]
+    explorer_ok = [r for r in explorer_rows if r.supported]
+    return explorer_error, explorer_ok, explorer_rows, explorer_shape
+
+
+@app.cell
+def _(device, explorer_error, explorer_rows, style):
+    # The failure state: a precision the device has no rate for says so and names the way out.
+    _missing = [r for r in explorer_rows if not r.supported]
+    _msgs = [explorer_error] if explorer_error else []
+    if _missing:
+        _lacks = ", ".join(dict.fromkeys(r.compute for r in _missing))
+        _msgs.append(
+            f"{device.name} has no {_lacks} rate in the registry, so these formats cannot run "
+            "here: " + ", ".join(f"{r.storage} (math in {r.compute})" for r in _missing)
+            + f". It has rates for: {', '.join(device.precisions)}. Deselect those formats, "
+            "pick another compute precision for weight-only formats, or choose a device with "
+            "that rate (FP4 needs e.g. a B200 or an RTX 5090).")
+    style.error_callout("\n\n".join(_msgs)) if _msgs else None
+    return
+
+
+@app.cell
+def _(explorer_ok, fmt, fmt_s, formats, mo, rate_unit):
+    mo.ui.table(
+        [{"format": r.storage, "bits/element": f"{formats.bits(r.storage):g}",
+          "math (peak)": r.compute, "AI": f"{fmt(r.ai)} FLOP/B",
+          "ridge (dense)": f"{fmt(r.ridge)} FLOP/B", "ρ": fmt(r.rho), "regime": r.regime,
+          "time bound": fmt_s(r.seconds),
+          "attainable": f"{fmt(r.attainable_tflops)} {rate_unit(r.compute)}",
+          "I_bit": f"{fmt(r.i_bit)} op/bit", "how": r.reason} for r in explorer_ok],
+        selection=None, pagination=False, show_column_summaries=False,
+        label="One row per storage format on the chosen device") if explorer_ok else None
+    return
+
+
+@app.cell
+def _(PS, explorer_ok):
+    explorer_labels = [PS.row_label(r) for r in explorer_ok]
+    return (explorer_labels,)
+
+
+@app.cell
+def _(explorer_labels, explorer_ok, figures, style):
+    ai_bars = figures.bar_figure(
+        explorer_labels, [r.ai for r in explorer_ok],
+        colors=[style.PRECISION_COLORS[r.compute] for r in explorer_ok],
+        title="AI_std: FLOPs per byte moved (colour: math precision)",
+        yaxis_title="AI (FLOP/byte)"
+    ) if explorer_ok else None
+    return (ai_bars,)
+
+
+@app.cell
+def _(explorer_labels, explorer_ok, figures, style):
+    ibit_bars = figures.bar_figure(
+        explorer_labels, [r.i_bit for r in explorer_ok],
+        colors=[style.PRECISION_COLORS[r.compute] for r in explorer_ok],
+        title="I_bit: circuit-weighted ops per bit moved (rough weights)",
+        yaxis_title="I_bit (weighted op/bit)") if explorer_ok else None
+    return (ibit_bars,)
+
+
+@app.cell
+def _(explorer_labels, explorer_ok, figures, fmt, style):
+    ridge_bars = figures.bar_figure(
+        explorer_labels, [r.ridge for r in explorer_ok],
+        colors=[style.PRECISION_COLORS[r.compute] for r in explorer_ok],
+        annotations=[f"{fmt(r.ridge)} ({r.compute})" for r in explorer_ok],
+        title="Ridge point of the math precision (dense)",
+        yaxis_title="ridge (FLOP/byte)") if explorer_ok else None
+    return (ridge_bars,)
+
+
+@app.cell
+def _(explorer_labels, explorer_ok, figures, fmt):
+    rho_bars = figures.bar_figure(
+        explorer_labels, [r.rho for r in explorer_ok],
+        colors=[r.regime for r in explorer_ok],
+        annotations=[f"{fmt(r.rho)} · {r.regime.split('-')[0]}" for r in explorer_ok],
+        title="ρ = AI / ridge (above 1: compute-bound)",
+        yaxis_title="ρ (dimensionless)") if explorer_ok else None
+    return (rho_bars,)
+
+
+@app.cell
+def _(ai_bars, ibit_bars, mo, rho_bars, ridge_bars):
+    mo.ui.tabs({"ρ = AI / ridge": rho_bars, "AI_std": ai_bars, "ridge": ridge_bars,
+                "I_bit (rough)": ibit_bars}) if rho_bars else None
+    return
+
+
+@app.cell
+def _(OP_NAMES, PS, device, explorer_rows, explorer_shape, figures, fmt, mo, op_picker):
+    _view = PS.roofline_view(explorer_rows, device)
+    explorer_roofline = figures.roofline_figure(
+        [(device, p) for p in _view.roofs],
+        [figures.Point(label, ai, tflops, hover={
+            PS.row_label(r): f"ρ {fmt(r.rho)}, math {r.compute}" for r in rows})
+         for label, ai, tflops, rows in _view.points],
+        title=f"{OP_NAMES[op_picker.value]} "
+              f"{'×'.join(str(v) for v in explorer_shape.values())} on {device.name}: "
+              "one roof per math precision",
+        height=480, label_points=True) if _view.points else None
+    _twins = ", ".join(f"{p} has the same peak as {q} (same roof)"
+                       for p, q in _view.same_roof.items())
+    mo.vstack([explorer_roofline, mo.md(f"_{_twins}._") if _twins else None]
+              ) if explorer_roofline else None
+    return (explorer_roofline,)
+
+
+@app.cell
+def _(DIRECTION_OPTIONS, GEMM_4096, PS, SCENARIO_DEVICE, fmt, lab, mo, quiz, style,
+      weight_only_prediction):
+    mo.stop(weight_only_prediction is None)
+    weight_only = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
+    mo.vstack([
+        style.metric_cards([
+            style.Metric("AI · fp16 → int4 weights", f"{fmt(weight_only.before.ai)} → "
+                         f"{fmt(weight_only.after.ai)} FLOP/B", f"×{fmt(weight_only.ai_ratio)}"),
+            style.Metric("ridge (fp16, dense)", f"{fmt(weight_only.after.ridge)} FLOP/B",
+                         f"×{fmt(weight_only.ridge_ratio)}: the math is still fp16"),
+            style.Metric("ρ", f"{fmt(weight_only.before.rho)} → {fmt(weight_only.after.rho)}",
+                         f"×{fmt(weight_only.rho_ratio)}", kind=weight_only.after.regime)]),
+        quiz.compare(weight_only_prediction, weight_only.direction, lab=lab,
+                     actual_label=next(k for k, v in DIRECTION_OPTIONS.items()
+                                       if v == weight_only.direction)),
+    ])
+    return (weight_only,)
+
+
+@app.cell
+def _(lab, quiz, weight_only):
+    weight_only_explain = quiz.explain_form(
+        lab, "lab03.weight_only_rho",
+        observe_label=f"What does the instrument show? (ρ ×{weight_only.rho_ratio:.3g}; "
+                      "try the GEMV and the MLP too)",
+        explain_label="Why does weight-only INT4 move ρ the other way from FP32 → FP16?")
+    weight_only_explain
+    return (weight_only_explain,)
+
+
+@app.cell
+def _(circuit_weights, style, weight_only):
+    _w = circuit_weights.value
+    style.math_peek("storage vs compute, and I_bit", rf"""
+    Bytes follow the **storage** format, the peak follows the **compute** precision:
+
+    $$B = \sum_{{\text{{tensors}}}} n_t\,\frac{{\text{{bits}}_t}}{{8}}\ [\mathrm{{B}}],\qquad
+    \rho = \frac{{F/B}}{{P_{{\text{{compute}}}}/BW}}$$
+
+    Weight-only INT4 (group 128: 4 + 16/128 = 4.125 bits) with FP16 math lowers $B$ but
+    keeps $P_{{\text{{fp16}}}}$, so the ridge stays put and ρ rises
+    ×{weight_only.rho_ratio:.3g} for the 4096³ GEMM. Block formats pay for their scales:
+    MXFP4 = 4 + 8/32 = 4.25 bits, NVFP4 = 4 + 8/16 = 4.5 bits, NF4 = 4 + 32/64 = 4.5 bits.
+
+    **Bit-level intensity** weighs each FLOP by the rough circuit cost $w_p$ of its
+    multiply-add (FP16 = 1) and counts bits instead of bytes:
+
+    $$I_{{\text{{bit}}}} = \frac{{F \cdot w_p}}{{8B}}\ [\text{{weighted op / bit}}]$$
+
+    Your weights now: fp32 {_w["fp32"]:g}, fp16 {_w["fp16"]:g}, bf16 {_w["bf16"]:g},
+    fp8 {_w["fp8"]:g}, int8 {_w["int8"]:g}, fp4 {_w["fp4"]:g}. The default ones scale with
+    the square of the significand width (24, 11, 8, 4, 2 bits): a teaching estimate,
+    not a measurement. If $I_{{\text{{bit}}}}$ falls as precision drops, the wires (bits
+    moved) shrink less than the arithmetic does.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 3 · Decode: quantized weights, predicted speedup
+
+    At batch 1 every decode step multiplies one token by each weight matrix: a GEMV, AI ≈ 1
+    FLOP/B, far below every ridge. Its time is the weight bytes divided by the bandwidth.
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.scenario_card(
+        "Lee", "serving engineer",
+        "Batch-1 decode is all GEMVs. If we store the weights in NVFP4 instead of FP16, how "
+        "many times faster does one GEMV get on our device?")
+    return
+
+
+@app.cell
+def _(PS, mo):
+    decode_matrix = mo.ui.dropdown(
+        PS.decode_gemv_shapes("llama-3-8b"), value="Q projection 4096×4096",
+        label="Llama-3-8B weight matrix (N×K) for the decode GEMV")
+    decode_matrix
+    return (decode_matrix,)
+
+
+@app.cell
+def _(lab, quiz):
+    get_nvfp4, set_nvfp4 = quiz.lock_state(lab, "lab03.nvfp4_speedup")
+    return get_nvfp4, set_nvfp4
+
+
+@app.cell
+def _(get_nvfp4, lab, quiz, set_nvfp4):
+    nvfp4_form = quiz.numeric_form(
+        lab, "lab03.nvfp4_speedup",
+        question="**Predict:** batch-1 decode GEMV on the device you picked: how many times "
+                 "faster with NVFP4 weights than with FP16 weights?",
+        units="×", lo=0.1, hi=100, locked=get_nvfp4(), on_lock=set_nvfp4)
+    quiz.prediction_panel(nvfp4_form, get_nvfp4())
+    return (nvfp4_form,)
+
+
+@app.cell
+def _(PS, decode_matrix, device_picker, get_nvfp4, lab, reveal):
+    _rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
+    nvfp4_prediction = get_nvfp4() or reveal.reference(
+        lab, "lab03.nvfp4_speedup", next(r.speedup for r in _rows if r.storage == "nvfp4"), "×")
+    return (nvfp4_prediction,)
+
+
+@app.cell
+def _(PS, decode_matrix, device_picker, live_results, mo, nvfp4_prediction, quiz):
+    mo.stop(nvfp4_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the decode table."))
+    quant_rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
+    # Measured columns only when the live run measured this device and this matrix.
+    _live = live_results or {}
+    _same = (_live.get("registry_key") == device_picker.value
+             and _live.get("shape") == tuple(decode_matrix.value))
+    quant_table = PS.merge_measured(quant_rows, _live.get("measured_s", {}) if _same else {})
+    return quant_rows, quant_table
+
+
+@app.cell
+def _(device, fmt, fmt_s, formats, live_results, mo, quant_rows, quant_table):
+    _pct = lambda v: "—" if v is None else f"{v:+.0f} %"  # noqa: E731
+    _note = ("Measured columns: run Part 5 on a GPU from the registry and pick that device "
+             "and matrix here." if not any(r["measured_s"] for r in quant_table) else
+             f"Measured on {live_results['device']}.")
+    mo.vstack([mo.ui.table(
+        [{"format": q.storage, "bits/weight": f"{formats.bits(q.storage):g}",
+          "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
+          "predicted time": fmt_s(q.seconds), "speedup vs fp16": f"{fmt(q.speedup)}×",
+          "byte ratio": f"{fmt(q.byte_ratio)}×",
+          "measured time": fmt_s(m["measured_s"]) if m["measured_s"] else "—",
+          "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
+          "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
+         for q, m in zip(quant_rows, quant_table)],
+        selection=None, pagination=False, show_column_summaries=False,
+        label=f"Decode GEMV on {device.name}: predicted (roofline lower bound) and measured"),
+        mo.md(f"_{_note}_")])
+    return
+
+
+@app.cell
+def _(device, figures, fmt, quant_rows):
+    quant_figure = figures.bar_figure(
+        [q.storage for q in quant_rows], [q.speedup for q in quant_rows],
+        colors=[q.regime for q in quant_rows],
+        annotations=[f"{fmt(q.speedup)}× (bytes ÷{fmt(q.byte_ratio)})" for q in quant_rows],
+        title=f"Predicted decode GEMV speedup over fp16 on {device.name}",
+        yaxis_title="speedup over fp16 (×)")
+    quant_figure
+    return (quant_figure,)
+
+
+@app.cell
+def _(lab, nvfp4_prediction, quant_rows, quiz):
+    nvfp4_row = next(q for q in quant_rows if q.storage == "nvfp4")
+    quiz.compare(nvfp4_prediction, nvfp4_row.speedup, units="×", lab=lab)
+    return (nvfp4_row,)
+
+
+@app.cell
+def _(lab, nvfp4_row, quiz):
+    nvfp4_explain = quiz.explain_form(
+        lab, "lab03.nvfp4_speedup",
+        observe_label=f"What does the table show for NVFP4 ({nvfp4_row.speedup:.3g}×, "
+                      f"math in {nvfp4_row.compute})?",
+        explain_label="Why is the speedup close to the byte ratio and not 16/4 = 4×? Does "
+                      "the device's FP4 rate matter here?")
+    nvfp4_explain
+    return (nvfp4_explain,)
+
+
+@app.cell
+def _(decode_matrix, fmt, nvfp4_row, quant_rows, style):
+    _n, _k = decode_matrix.value
+    style.math_peek("decode GEMV time and speedup", rf"""
+    $y[N] = W[N,K]\,x[K]$ with $N$ = {_n}, $K$ = {_k}: $F = 2NK$ FLOPs and
+    $B = NK\,\frac{{\text{{bits}}_W}}{{8}} + (K + N)\cdot 2$ bytes (activations in fp16).
+    $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B: 1 at fp16, ~3.6 at NVFP4, far below any
+    ridge, so
+
+    $$t \approx \frac{{B}}{{BW}}\ [\mathrm{{s}}],\qquad
+    \text{{speedup}} = \frac{{t_{{16}}}}{{t_q}} \approx \frac{{B_{{16}}}}{{B_q}}
+    \approx \frac{{16}}{{\text{{bits}}_q}}$$
+
+    NVFP4 stores 4.5 bits per weight (4 + an 8-bit scale per 16), so
+    speedup = {fmt(nvfp4_row.speedup)}× (byte ratio {fmt(nvfp4_row.byte_ratio)}×), not 4×.
+    The compute rate barely matters: fp16 at {fmt(quant_rows[0].seconds * 1e6)} µs is
+    already bandwidth-bound. The device's FP4 rate changes the ridge, not this time.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 4 · What the naive measurement gets wrong
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.scenario_card(
+        "Kai", "student, first benchmark",
+        "I ran a 4096×4096 FP16 GEMV 100 times on an H100, took "
+        "torch.cuda.max_memory_allocated() as the bytes and divided by the total time. "
+        "Memory on this GPU is slow! Also, my FP32 matmul reached 400 TFLOP/s, six times "
+        "the FP32 peak. Who needs tensor cores?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_naive, set_naive = quiz.lock_state(lab, "lab03.naive_bandwidth")
+    return get_naive, set_naive
+
+
+@app.cell
+def _(NAIVE_OPTIONS, get_naive, lab, quiz, set_naive):
+    naive_form = quiz.choice_form(
+        lab, "lab03.naive_bandwidth",
+        question="**Predict:** Kai's bandwidth figure (allocator peak ÷ time for 100 "
+                 "iterations), compared with the bandwidth the GEMVs really used, is ...",
+        options=NAIVE_OPTIONS, locked=get_naive(), on_lock=set_naive)
+    quiz.prediction_panel(naive_form, get_naive())
+    return (naive_form,)
+
+
+@app.cell
+def _(GEMV_4096, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
+    _kai = PS.naive_bandwidth("gemv", GEMV_4096, "fp16", SCENARIO_DEVICE, iterations=100)
+    naive_prediction = get_naive() or reveal.reference(
+        lab, "lab03.naive_bandwidth", _kai.verdict,
+        label=next(k for k, v in NAIVE_OPTIONS.items() if v == _kai.verdict))
+    return (naive_prediction,)
+
+
+@app.cell
+def _(GEMM_4096, GEMV_4096, mo):
+    naive_op = mo.ui.dropdown(
+        {"GEMV 4096×4096 (fp16)": ("gemv", GEMV_4096),
+         "GEMM 4096³ (fp16)": ("gemm", GEMM_4096),
+         "MLP fwd+bwd, 2048 tokens, 4096 → 14336 (fp16)":
+             ("mlp_train", {"tokens": 2048, "d_model": 4096, "d_ff": 14336})},
+        value="GEMV 4096×4096 (fp16)", label="What Kai timed")
+    naive_op
+    return (naive_op,)
+
+
+@app.cell
+def _(mo):
+    naive_iterations = mo.ui.slider(steps=[1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], value=100,
+                                    show_value=True, label="Iterations timed")
+    naive_iterations
+    return (naive_iterations,)
+
+
+@app.cell
+def _(PS, device, fmt, mo, naive_iterations, naive_op, naive_prediction, quiz, style):
+    mo.stop(naive_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the instrument."))
+    try:
+        naive = PS.naive_bandwidth(*naive_op.value, "fp16", device,
+                                   iterations=naive_iterations.value)
+        _out = style.metric_cards([
+            style.Metric("allocator peak (each tensor once)", style.format_bytes(
+                naive.fvt.footprint_bytes), "what max_memory_allocated() shows, at most"),
+            style.Metric("HBM traffic (every read and write)", style.format_bytes(
+                naive.fvt.traffic_bytes), f"{naive.fvt.iterations} iterations, compulsory"),
+            style.Metric("naive 'bandwidth'", f"{fmt(naive.naive_gbs)} GB/s",
+                         "allocator peak ÷ time", kind="danger"),
+            style.Metric("bandwidth really used", f"{fmt(naive.traffic_gbs)} GB/s",
+                         f"traffic ÷ time; {device.name} has {fmt(device.bandwidth_gbs)} GB/s",
+                         kind="ok")])
+    except (KeyError, ValueError) as _err:
+        naive, _out = None, style.error_callout(_err.args[0])
+    _out
+    return (naive,)
+
+
+@app.cell
+def _(figures, naive):
+    naive_figure = figures.bar_figure(
+        ["allocator peak", "HBM traffic"],
+        [naive.fvt.footprint_bytes / 1e9, naive.fvt.traffic_bytes / 1e9], log=True,
+        colors=["danger", "memory"], title="Memory held is not memory moved",
+        yaxis_title="GB (1e9 bytes, log)") if naive else None
+    if naive_figure is not None:
+        naive_figure.layout.yaxis.dtick = 1  # decade ticks only: bar_figure's log axis labels 2, 5
+    naive_figure
+    return (naive_figure,)
+
+
+@app.cell
+def _(GEMV_4096, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, fmt, lab, mo, naive_prediction, quiz):
+    mo.stop(naive_prediction is None)
+    kai = PS.naive_bandwidth("gemv", GEMV_4096, "fp16", SCENARIO_DEVICE, iterations=100)
+    _label = next(k for k, v in NAIVE_OPTIONS.items() if v == kai.verdict)
+    quiz.compare(naive_prediction, kai.verdict, lab=lab,
+                 actual_label=f"{_label}: Kai's {fmt(kai.naive_gbs)} GB/s against "
+                              f"{fmt(kai.traffic_gbs)} GB/s really used (×{fmt(kai.fvt.ratio)})")
+    return (kai,)
+
+
+@app.cell
+def _(GEMM_4096, device, fmt, mo, naive_prediction, rate_unit, style, PS):
+    mo.stop(naive_prediction is None)
+    try:
+        tf32 = PS.tf32_misreading("gemm", GEMM_4096, device)
+        _out = style.metric_cards([
+            style.Metric("AI, TF32 stored as 32-bit", f"{fmt(tf32.ai)} FLOP/B",
+                         "right: tensors stay FP32 in memory", kind="ok"),
+            style.Metric("AI if TF32 were 19-bit storage", f"{fmt(tf32.ai_if_19_bit_storage)} "
+                         "FLOP/B", f"wrong: ×{fmt(tf32.ai_overstatement)} too high",
+                         kind="danger"),
+            style.Metric("TF32 attainable (4096³ GEMM)", f"{fmt(tf32.tf32_attainable)} "
+                         f"{rate_unit('tf32')}", f"= {fmt(tf32.apparent_fp32_fraction)}× the "
+                         f"FP32 peak ({fmt(tf32.fp32_peak)})", kind="compute")])
+    except (KeyError, ValueError) as _err:
+        tf32, _out = None, style.error_callout(
+            f"{_err.args[0]} TF32 is an NVIDIA tensor-core mode; pick an NVIDIA or AMD GPU.")
+    mo.vstack([mo.md(f"**TF32 on {device.name}: a compute mode, not a storage format** "
+                     "(4096³ GEMM)"), _out])
+    return (tf32,)
+
+
+@app.cell
+def _(kai, lab, quiz):
+    naive_explain = quiz.explain_form(
+        lab, "lab03.naive_bandwidth",
+        observe_label=f"What do the instruments show? (allocator peak vs traffic: "
+                      f"×{kai.fvt.ratio:.3g}; and the TF32 cards)",
+        explain_label="What should Kai divide by the time instead, and what was his "
+                      "'400 TFLOP/s FP32' really measuring?")
+    naive_explain
+    return (naive_explain,)
+
+
+@app.cell
+def _(fmt, kai, style):
+    style.math_peek("memory held vs memory moved; TF32", rf"""
+    An allocator's peak counts each tensor **once** while it is alive; HBM traffic counts
+    every read and write of every kernel, every iteration:
+
+    $$\text{{footprint}} = \sum_{{\text{{tensors}}}} n_t b_t\ [\mathrm{{B}}],\qquad
+    \text{{traffic}} = I \sum_{{\text{{kernels}}}} (\text{{bytes read}} +
+    \text{{bytes written}})\ [\mathrm{{B}}]$$
+
+    Kai's run: footprint {style.format_bytes(kai.fvt.footprint_bytes)}, traffic
+    {style.format_bytes(kai.fvt.traffic_bytes)} over $I$ = {kai.fvt.iterations} iterations,
+    so footprint ÷ time = {fmt(kai.naive_gbs)} GB/s while traffic ÷ time =
+    {fmt(kai.traffic_gbs)} GB/s. Even for one iteration the footprint is only a lower bound on
+    traffic: a tiled kernel re-reads its inputs, and training re-reads weights and
+    activations in the backward pass (try the MLP).
+
+    **TF32** rounds FP32 inputs to 1 + 8 + 10 = 19 bits *inside* the tensor core; tensors are
+    stored as 32-bit FP32, so $b$ = 4 B and the AI is FP32's. The peak is TF32's, which is why
+    a "FP32" matmul with TF32 allowed can run several times above the FP32 (CUDA-core) peak.
+    In PyTorch set `torch.backends.cuda.matmul.allow_tf32` (or
+    `torch.set_float32_matmul_precision`) explicitly and say which roof you compare against.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 5 · Measure this machine (optional, needs torch)
+
+    The measurement runs only when you press the button (never on open or export). It uses
+    `labs.core.measure`: explicit precision modes (fp32 with TF32 **off**, tf32 on), random
+    inputs, warm-up for a time budget, CUDA events on a GPU (a monotonic clock on a CPU, with
+    the thread count recorded), the **median** over repetitions, and a cache flush between
+    GEMV repetitions so the weights come from memory, as in a real decode step.
+    """)
+    return
+
+
+@app.cell
+def _(PS, mo):
+    live_matrix = mo.ui.dropdown(
+        PS.decode_gemv_shapes("llama-3-8b"), value="Q projection 4096×4096",
+        label="Decode GEMV to time (Llama-3-8B matrix)")
+    live_matrix
+    return (live_matrix,)
+
+
+@app.cell
+def _(mo):
+    live_budget = mo.ui.slider(steps=[5, 10, 20, 30, 60, 120], value=30, show_value=True,
+                               label="Time budget for the whole measurement (s)")
+    live_budget
+    return (live_budget,)
+
+
+@app.cell
+def _(mo):
+    live_run = mo.ui.run_button(label="Measure this machine", kind="success")
+    live_run
+    return (live_run,)
+
+
+@app.cell
+def _(PS, live_budget, live_matrix, live_run, measure, mo):
+    live_results = None
+    if live_run.value:
+        live_results = {"error": None, "shape": tuple(live_matrix.value)}
+        _info = measure.detect()
+        live_results.update(info=_info, device=_info.name, registry_key=_info.registry_key)
+        if not _info.available:
+            live_results["error"] = _info.message
+        else:
+            with mo.status.progress_bar(total=len(measure.GEMM_PRECISIONS) + 4,
+                                        title="Measuring this machine") as _bar:
+                def _tick(done, total, label):
+                    _bar.update(subtitle=label)
+                try:
+                    _emp = measure.empirical_roofline(
+                        _info, budget_s=0.6 * live_budget.value, progress=_tick)
+                    _ref = _info.spec() or _emp.as_device()
+                    _gemv = measure.sweep_gemv(
+                        {"decode": live_matrix.value}, ("fp16", "fp8", "int8"), device=_info,
+                        budget_s=0.4 * live_budget.value, reference=_ref, progress=_tick)
+                except (measure.MeasureError, ValueError) as _err:
+                    live_results["error"] = str(_err)
+                else:
+                    live_results.update(emp=_emp, reference=_ref, gemv=_gemv, measured_s={
+                        r["precision"]: r["measured_us"] * 1e-6 for r in _gemv
+                        if r["measured_us"]})
+    return (live_results,)
+
+
+@app.cell
+def _(live_results, mo, style):
+    if live_results is None:
+        _out = mo.md("_Nothing measured yet: press **Measure this machine**. Without torch or "
+                     "a GPU you get a message saying so; on a laptop CPU it measures the CPU._")
+    elif live_results["error"]:
+        _out = style.error_callout(f"No measurement: {live_results['error']}")
+    else:
+        _out = mo.md(f"Measured **{live_results['info'].summary()}**; predictions use "
+                     f"{live_results['gemv'][0]['roof']}.")
+    _out
+    return
+
+
+@app.cell
+def _(fmt, live_results, mo):
+    mo.stop(not live_results or bool(live_results["error"]))
+    live_peak_rows = live_results["emp"].rows()
+    mo.ui.table(
+        [{"what": r["what"], "measured": "—" if r["measured"] is None else fmt(r["measured"]),
+          "spec (dense)": "—" if r["spec"] is None else fmt(r["spec"]),
+          "measured / spec": "—" if r["ratio"] is None else f"{r['ratio']:.0%}",
+          "detail": r["detail"]} for r in live_peak_rows],
+        selection=None, pagination=False, show_column_summaries=False,
+        label="Achievable peak per precision and memory bandwidth on this machine")
+    return (live_peak_rows,)
+
+
+@app.cell
+def _(PS, live_results, mo):
+    mo.stop(not live_results or bool(live_results["error"]))
+    _n, _k = live_results["shape"]
+    live_quant = PS.decode_quant_table(_n, _k, live_results["reference"])
+    live_decode = PS.merge_measured(live_quant, live_results["measured_s"])
+    _status = {r["precision"]: r["status"] for r in live_results["gemv"]}
+    for _row in live_decode:
+        _row["status"] = _status.get(_row["storage"], "not timed: torch has no kernel for it")
+    return (live_decode,)
+
+
+@app.cell
+def _(fmt, fmt_s, live_decode, live_results, mo):
+    mo.ui.table(
+        [{"format": r["storage"], "math": r["compute"],
+          "predicted": fmt_s(r["predicted_s"]), "measured": fmt_s(r["measured_s"])
+          if r["measured_s"] else "—",
+          "error": "—" if r["error_pct"] is None else f"{r['error_pct']:+.0f} %",
+          "predicted speedup": f"{fmt(r['predicted_speedup'])}×",
+          "measured speedup": f"{fmt(r['measured_speedup'])}×" if r["measured_speedup"]
+          else "—", "status": r["status"]} for r in live_decode],
+        selection=None, pagination=False, show_column_summaries=False,
+        label=f"Decode GEMV {live_results['shape'][0]}×{live_results['shape'][1]} on "
+              f"{live_results['device']}: measured next to predicted")
+    return
+
+
+@app.cell
+def _(figures, live_results, measure, mo):
+    mo.stop(not live_results or bool(live_results["error"]))
+    _dev = live_results["emp"].as_device()
+    _points = [figures.Point(f"GEMV {r['precision']}", measure.gemv_cost(r["n"], r["k"],
+                             r["precision"]).ai, r["measured_gbs"] * measure.gemv_cost(
+                             r["n"], r["k"], r["precision"]).ai / 1e3, kind="measured")
+               for r in live_results["gemv"] if r["measured_gbs"]]
+    live_figure = figures.roofline_figure(
+        [(_dev, p) for p in _dev.precisions], _points,
+        title="Measured roofline of this machine (achievable peaks, STREAM bandwidth)")
+    live_figure
+    return (live_figure,)
+
+
+@app.cell
+def _(lab, live_decode, live_peak_rows, live_results, measure, mo):
+    _info = live_results["info"]
+    lab.record("result", "lab03.live_peaks", measure.ledger_payload(_info, live_peak_rows))
+    lab.record("result", "lab03.live_gemv", measure.ledger_payload(_info, live_decode))
+    _csv = measure.to_csv([{"table": "peaks", **r} for r in live_peak_rows]
+                          + [{"table": "decode_gemv", **r} for r in live_decode])
+    mo.download(data=_csv.encode(), filename="lab03-measurements.csv", mimetype="text/csv",
+                label="Download the measurements (CSV)")
+    return
+
+
+@app.cell
+def _(GEMM_4096, GEMV_4096, PS, SCENARIO_DEVICE, fmt, formats, style):
+    _c = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
+    _q = {q.storage: q for q in PS.decode_quant_table(GEMV_4096["n"], GEMV_4096["k"],
+                                                      SCENARIO_DEVICE)}
+    style.takeaways([
+        "ρ = AI / ridge, and the ridge belongs to a precision: lowering precision raises AI "
+        "by the byte ratio but moves the ridge by the peak ratio.",
+        f"FP32 → FP16 tensor cores on an H100: AI ×{fmt(_c.ai_ratio)}, ridge "
+        f"×{fmt(_c.ridge_ratio)}, so ρ changes ×{fmt(_c.rho_ratio)}. Lower precision often "
+        "makes a workload more memory-bound.",
+        "Storage and compute are separate choices: weight-only INT4 with FP16 math moves "
+        "fewer bytes at the same peak, so ρ rises.",
+        "Decode GEMVs are memory-bound at every precision: a weight format's speedup is its "
+        f"byte ratio (NVFP4, {formats.bits('nvfp4'):g} bits with its block scales: "
+        f"{fmt(_q['nvfp4'].speedup)}× over FP16, not 4×).",
+        "Measure traffic, not footprint: allocator peak ÷ time is not bandwidth. TF32 is a "
+        "compute mode; its tensors are 32-bit in memory.",
+    ])
+    return
+
+if __name__ == "__main__":
+    app.run()

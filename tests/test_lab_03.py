@@ -1,0 +1,285 @@
+"""Lab 3 "Precision and ρ", headless: locked and unlocked runs, the missing-rate failure state
+and its recovery, ledger events with stable item ids, the live part (message without a device,
+a tiny CPU measurement when torch is installed) and the HTML export."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import ledger, measure, quiz, roofline
+from labs.core import precision_study as PS
+
+LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_03_precision_rho.py"
+ITEMS = ("lab03.rho_ratio", "lab03.weight_only_rho", "lab03.nvfp4_speedup",
+         "lab03.naive_bandwidth")
+INSTRUMENTS = ("classic", "classic_figure", "explorer_rows", "explorer_roofline", "rho_bars",
+               "ai_bars", "ridge_bars", "ibit_bars", "weight_only", "quant_rows",
+               "quant_figure", "naive", "naive_figure", "kai", "tf32")
+GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
+DEFAULT_FORMATS = ["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "nf4", "int4-g128"]
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A private ledger folder, config folder and student id; reveal mode off."""
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
+    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def app():
+    spec = importlib.util.spec_from_file_location("_lab03_under_test", LAB_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+def _choice(item, value):
+    return quiz.Prediction(item, value, answer_type="choice", label=value, confidence=3,
+                           reason="test")
+
+
+PREDICTIONS = {
+    "rho_ratio_prediction": quiz.Prediction("lab03.rho_ratio", 2, units="×", confidence=3,
+                                            reason="bytes halve"),
+    "weight_only_prediction": _choice("lab03.weight_only_rho", "down"),
+    "nvfp4_prediction": quiz.Prediction("lab03.nvfp4_speedup", 4, units="×", confidence=2,
+                                        reason="16/4"),
+    "naive_prediction": _choice("lab03.naive_bandwidth", "about_right"),
+}
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
+
+
+def _ns(**values):
+    return {k: SimpleNamespace(value=v) for k, v in values.items()}
+
+
+def test_locked_run_hides_every_instrument(env, app):
+    outputs, defs = app.run()
+    for name in PREDICTIONS:
+        assert defs[name] is None
+    for name in INSTRUMENTS:
+        assert name not in defs, name
+    text = _texts(outputs)
+    assert text.count("Lock prediction") >= 4
+    assert "Lock your prediction to reveal the instrument." in text
+    assert "Lock your prediction to reveal the precision explorer." in text
+    assert "Lock your prediction to reveal the decode table." in text
+    assert defs["live_results"] is None  # nothing is measured on open
+    assert defs["lab"].events() == []
+
+
+def test_unlocked_run_shows_core_numbers(env, app):
+    outputs, defs = app.run(defs=PREDICTIONS)
+    for name in INSTRUMENTS:
+        assert name in defs, name
+    for name in ("classic_figure", "explorer_roofline", "rho_bars", "ai_bars", "ridge_bars",
+                 "ibit_bars", "quant_figure", "naive_figure"):
+        assert isinstance(defs[name], go.Figure), name
+    # Part 1: rho(fp16)/rho(fp32) = 2 x 67 / 989.5 on the H100 SXM
+    classic = defs["classic"]
+    assert classic.rho_ratio == pytest.approx(
+        PS.rho_change("gemm", GEMM_4096, "h100-sxm", "fp32", "fp16"))
+    assert classic.rho_ratio == pytest.approx(0.1354, abs=1e-4)
+    assert classic.ai_ratio == pytest.approx(2) and classic.ridge_ratio == pytest.approx(14.769,
+                                                                                          abs=1e-3)
+    labels = [t for tr in defs["classic_figure"].data for t in (tr.text or ())]
+    assert "ridge (fp16, dense) = 295 FLOP/B" in labels
+    assert "ridge (fp32, dense) = 20 FLOP/B" in labels
+    # Part 2: the explorer's rows are core's for the default widgets
+    weights = defs["circuit_weights"].value  # the editable estimates, shown to 3 decimals
+    assert weights == {p: round(w, 3) for p, w in roofline.CIRCUIT_WEIGHTS.items()}
+    assert defs["explorer_rows"] == PS.study("gemm", GEMM_4096, "h100-sxm", DEFAULT_FORMATS,
+                                             weights=weights)
+    rho_bar = defs["rho_bars"].data[0]
+    assert list(rho_bar.y) == [r.rho for r in defs["explorer_rows"]]
+    assert list(rho_bar.x) == [PS.row_label(r) for r in defs["explorer_rows"]]
+    roof_names = [tr.name for tr in defs["explorer_roofline"].data]
+    for p in ("fp32", "tf32", "fp16", "fp8"):
+        assert f"{p} (dense)" in roof_names
+    assert "bf16 has the same peak as fp16 (same roof)" in _texts(outputs)
+    assert defs["weight_only"].direction == "up"
+    # Part 3: decode table and the nvfp4 speedup ~ byte ratio 16 / 4.5
+    assert defs["quant_rows"] == PS.decode_quant_table(4096, 4096, "h100-sxm")
+    assert defs["nvfp4_row"].speedup == pytest.approx(defs["nvfp4_row"].byte_ratio)
+    assert defs["nvfp4_row"].speedup == pytest.approx(3.55, abs=0.01)
+    # Part 4: Kai's 100 GEMV iterations: the naive figure is 100x low
+    assert defs["kai"].fvt.ratio == pytest.approx(100)
+    assert defs["naive"] == PS.naive_bandwidth("gemv", {"n": 4096, "k": 4096}, "fp16",
+                                               defs["device"], iterations=100)
+    assert defs["tf32"] == PS.tf32_misreading("gemm", GEMM_4096, "h100-sxm")
+    text = _texts(outputs)
+    assert text.count("You predicted") == 4
+    for shown in ("0.135", "34.1 → 4.62", "3.55", "33.5 GB/s", "3,350 GB/s", "1,150 FLOP/B"):
+        assert shown in text, shown
+    # the comparisons recorded what each instrument showed, under the stable item ids
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
+    assert set(results) == set(ITEMS)
+    assert results["lab03.rho_ratio"]["actual"] == pytest.approx(0.1354, abs=1e-4)
+    assert results["lab03.weight_only_rho"] == {"actual": "up", "correct": False}
+    assert results["lab03.naive_bandwidth"]["actual"] == "too_low"
+
+
+def test_other_op_and_weight_only_compute(env, app):
+    widgets = _ns(op_picker="mlp_train", size_m=2048, size_n=14336, size_k=4096,
+                  weight_only_compute="bf16", format_picker=["bf16", "nf4"])
+    _, defs = app.run(defs=dict(PREDICTIONS, **widgets))
+    shape = {"tokens": 2048, "d_model": 4096, "d_ff": 14336}
+    assert defs["explorer_shape"] == shape
+    rows = defs["explorer_rows"]
+    assert rows == PS.study("mlp_train", shape, "h100-sxm", ["bf16", "nf4"],
+                            compute_for_weight_only="bf16",
+                            weights=defs["circuit_weights"].value)
+    assert [r.compute for r in rows] == ["bf16", "bf16"]
+    assert PS.row_label(rows[1]) == "nf4→bf16"
+
+
+def test_editing_circuit_weights_moves_i_bit_only(env, app):
+    weights = dict(roofline.CIRCUIT_WEIGHTS, fp16=2.0)
+    _, defs = app.run(defs=dict(PREDICTIONS, **_ns(circuit_weights=weights,
+                                                   format_picker=["fp16", "bf16"])))
+    fp16, bf16 = defs["explorer_rows"]
+    assert fp16.i_bit == pytest.approx(2.0 * fp16.ai / 8)  # I_bit = F w / (8 B)
+    assert bf16.i_bit == pytest.approx(roofline.CIRCUIT_WEIGHTS["bf16"] * bf16.ai / 8)
+    assert fp16.rho == pytest.approx(bf16.rho)  # the weights never touch AI, ridge or rho
+    assert list(defs["ibit_bars"].data[0].y) == [fp16.i_bit, bf16.i_bit]
+
+
+def test_missing_rate_failure_state_is_reached_and_recovered(env, app):
+    tpu = dict(PREDICTIONS, **_ns(device_picker="tpu-v5e",
+                                  format_picker=["fp32", "bf16", "int4-g128"]))
+    outputs, defs = app.run(defs=tpu)
+    text = _texts(outputs)
+    assert "That combination does not work" in text
+    assert "Google TPU v5e has no fp32, fp16 rate in the registry" in text
+    assert "Traceback" not in text
+    assert [r.storage for r in defs["explorer_ok"]] == ["bf16"]  # the rest keeps working
+    assert isinstance(defs["explorer_roofline"], go.Figure)
+    assert defs["tf32"] is None  # TPU: no fp32/tf32 rate, a message instead of cards
+    assert "TF32 is an NVIDIA tensor-core mode" in text
+    # FP4 formats on an H100: the same message; a B200 has the rate
+    fp4 = dict(PREDICTIONS, **_ns(format_picker=["fp16", "nvfp4"]))
+    text = _texts(app.run(defs=fp4)[0])
+    assert "NVIDIA H100 SXM5 has no fp4 rate" in text
+    outputs, defs = app.run(defs=dict(fp4, **_ns(device_picker="b200")))
+    assert "so these formats cannot run here" not in _texts(outputs)
+    assert [r.compute for r in defs["explorer_ok"]] == ["fp16", "fp4"]
+    # recovering: back to a supported choice, no message
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **_ns(device_picker="tpu-v5e",
+                                                         format_picker=["bf16", "int8"])))
+    text = _texts(outputs)
+    assert "so these formats cannot run here" not in text
+    assert len(defs["explorer_ok"]) == 2
+    assert "Google TPU v5e has no fp32 rate in the registry: the fp32 → fp16 switch" in text
+
+
+def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app):
+    _, defs = app.run()
+    answers = {"rho_ratio_form": 2, "weight_only_form": "down", "nvfp4_form": 4,
+               "naive_form": "about_right"}
+    for form, answer in answers.items():
+        quiz.simulate_submit(defs[form], answer=answer, confidence=4, reason="a reason")
+    lab = defs["lab"]
+    assert {e["item_id"] for e in lab.events()} == set(ITEMS)
+    for item in ITEMS:
+        assert [e["kind"] for e in lab.events(item)] == ["predict", "unlock"]
+    assert lab.first_prediction("lab03.nvfp4_speedup").value == 4
+    # reopening restores every lock from the ledger and opens the instruments
+    _, again = app.run()
+    assert again["nvfp4_prediction"].value == 4
+    assert isinstance(again["explorer_roofline"], go.Figure)
+    quiz.simulate_submit(again["rho_ratio_explain"], observe="rho fell",
+                         explain="the ridge moved 15x")
+    kinds = {(e["item_id"], e["kind"]) for e in again["lab"].events()}
+    assert {(i, "result") for i in ITEMS} <= kinds
+    assert {("lab03.rho_ratio", "observe"), ("lab03.rho_ratio", "explain")} <= kinds
+    assert all(e["lab_id"] == "lab03" for e in again["lab"].events())
+
+
+def test_reveal_mode_opens_every_gate_without_writing_predictions(env, app, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    outputs, defs = app.run()
+    assert defs["rho_ratio_prediction"].value == pytest.approx(0.1354, abs=1e-4)
+    assert defs["weight_only_prediction"].value == "up"
+    assert defs["naive_prediction"].value == "too_low"
+    assert defs["nvfp4_prediction"].value == pytest.approx(defs["nvfp4_row"].speedup)
+    for name in INSTRUMENTS:
+        assert name in defs, name
+    assert not defs["lab"].events(kind="predict")
+
+
+def test_live_without_a_device_is_a_message(env, app, monkeypatch):
+    none = measure.DeviceInfo("none", "no device", "torch is not installed, so this machine "
+                              "cannot be measured.")
+    monkeypatch.setattr(measure, "detect", lambda *a, **k: none)
+    outputs, defs = app.run(defs=_ns(live_run=True))
+    assert defs["live_results"]["error"].startswith("torch is not installed")
+    assert "No measurement: torch is not installed" in _texts(outputs)
+    assert "live_decode" not in defs and "Traceback" not in _texts(outputs)
+    assert defs["lab"].events() == []
+
+
+@pytest.mark.slow
+def test_live_tiny_cpu_measurement(env, app, monkeypatch):
+    pytest.importorskip("torch")
+    # tiny sizes so the real measurement path runs in a few seconds on a CPU
+    monkeypatch.setattr(measure, "empirical_roofline", functools.partial(
+        measure.empirical_roofline, sizes=(64, 128), stream_mb=4, precisions=("fp32",)))
+    outputs, defs = app.run(defs=_ns(live_run=True, live_budget=1.0, live_matrix=(128, 256)))
+    live = defs["live_results"]
+    assert live["error"] is None, live["error"]
+    assert "fp16" in live["measured_s"] or "int8" in live["measured_s"]
+    rows = {r["storage"]: r for r in defs["live_decode"]}
+    assert set(rows) == {"fp16", "fp8", "int8", "nvfp4", "int4-g128"}
+    assert rows["nvfp4"]["status"].startswith("not timed")
+    for r in rows.values():
+        if r["measured_s"]:
+            assert r["error_pct"] == pytest.approx(PS.percent_error(r["measured_s"],
+                                                                   r["predicted_s"]))
+    assert isinstance(defs["live_figure"], go.Figure)
+    events = defs["lab"].events(kind="result")
+    assert {e["item_id"] for e in events} == {"lab03.live_peaks", "lab03.live_gemv"}
+    assert events[0]["payload"]["kind"] == live["info"].kind
+    assert "Download the measurements (CSV)" in _texts(outputs)
+
+
+def _export(tmp_path, *extra):
+    out = tmp_path / "lab03.html"
+    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
+               ROOFLINE_STUDENT_ID="export", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env.pop("ROOFLINE_REVEAL", None)
+    marimo = Path(sys.executable).with_name("marimo")
+    proc = subprocess.run([str(marimo), "export", "html", str(LAB_FILE), "-o", str(out),
+                           "--no-include-code", *extra], capture_output=True, text=True,
+                          timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = out.read_text(encoding="utf-8")
+    assert "output is too large" not in html.lower()
+    assert "Traceback" not in html and "marimo-error" not in html
+    return html
+
+
+@pytest.mark.slow
+def test_export_html_student_and_instructor_copies(tmp_path):
+    student = _export(tmp_path)
+    assert "Lock your prediction to reveal the precision explorer." in student
+    assert "two precisions, two ridges" not in student  # Part 1's roofline title
+    teacher = _export(tmp_path, "--", "--reveal")
+    assert "two precisions, two ridges" in teacher
+    assert "GEMM in fp16" in teacher and "one roof per math precision" in teacher
+    assert "Lock your prediction to reveal" not in teacher
