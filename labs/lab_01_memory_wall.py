@@ -21,7 +21,27 @@ def _():
                         "datacenter": "h100-sxm"}
     PROFILER = {"mfu": 0.03, "bandwidth": 0.90}
     POW2 = [2**i for i in range(19)]  # 1 ... 262144: the GEMM size sliders
+    return (
+        LAB_ID,
+        OVERLAY_SCENARIO,
+        POW2,
+        PROFILER,
+        SCENARIO,
+        figures,
+        formulas,
+        hardware,
+        live,
+        measure,
+        mo,
+        quiz,
+        reveal,
+        roofline,
+        style,
+    )
 
+
+@app.cell
+def _(quiz):
     def _time_unit(seconds):
         return next(((u, s) for u, s in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
                      if seconds >= s), ("ns", 1e-9))
@@ -40,25 +60,7 @@ def _():
         """The message of a core ValueError/KeyError, without KeyError's quotes."""
         return str(exc.args[0]) if exc.args else str(exc)
 
-    return (
-        LAB_ID,
-        OVERLAY_SCENARIO,
-        POW2,
-        PROFILER,
-        SCENARIO,
-        error_text,
-        figures,
-        fmt_time,
-        formulas,
-        hardware,
-        live,
-        measure,
-        mo,
-        quiz,
-        reveal,
-        roofline,
-        style,
-    )
+    return error_text, fmt_time
 
 
 @app.cell
@@ -184,10 +186,10 @@ def _(lab, quiz):
 
 
 @app.cell
-def _():
+def _(roofline):
     WHICH_ROOF_OPTIONS = {
-        "The memory roof: it waits for bytes from memory": "memory-bound",
-        "The compute roof: the tensor cores are saturated": "compute-bound",
+        "The memory roof: it waits for bytes from memory": roofline.MEMORY,
+        "The compute roof: the tensor cores are saturated": roofline.COMPUTE,
         "Neither: a good kernel reaches peak, this one is badly written": "broken",
     }
     return (WHICH_ROOF_OPTIONS,)
@@ -414,12 +416,13 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, which_roof_prediction):
+def _(SCENARIO, lab, mo, quiz, which_roof_prediction):
     mo.stop(which_roof_prediction is None)
     quiz.explain_form(
         lab, "lab01.which_roof",
         observe_label="What do the cards show for Priya's shape (AI, ridge, MFU bound)? "
-                      "Reset the sliders to M=16, N=K=8192 if you moved them.",
+                      f"Reset the sliders to M = {SCENARIO['m']}, N = K = {SCENARIO['n']} if you "
+                      "moved them.",
         explain_label="Why can no tiling scheme fix this kernel? Which slider moves it off the "
                       "memory roof, and why that one?")
     return
@@ -791,11 +794,11 @@ def _(
 
 
 @app.cell
-def _(lab, mo, other_device_prediction, quiz):
+def _(OVERLAY_SCENARIO, lab, mo, other_device_prediction, quiz):
     mo.stop(other_device_prediction is None)
     quiz.explain_form(
         lab, "lab01.other_device",
-        observe_label="At N = 512, which devices are memory-bound and which compute-bound? "
+        observe_label=f"At N = {OVERLAY_SCENARIO['n']}, which devices are memory-bound and which compute-bound? "
                       "Move N: at which N does each one switch?",
         explain_label="The kernel did not change. What did, between the two chips?")
     return
@@ -861,10 +864,12 @@ def _(lab, quiz):
 
 
 @app.cell
-def _():
+def _(PROFILER):
     YARDSTICK_OPTIONS = {
-        "MFU (3% of peak FLOP/s): there is ~30x headroom": "mfu",
-        "Bandwidth utilisation (90%): the kernel is close to its roof": "bandwidth",
+        f"MFU ({PROFILER['mfu']:.0%} of peak FLOP/s): there is ~{1 / PROFILER['mfu']:.0f}x "
+        "headroom": "mfu",
+        f"Bandwidth utilisation ({PROFILER['bandwidth']:.0%}): the kernel is close to its "
+        "roof": "bandwidth",
         "Both equally: average the two": "both",
     }
     return (YARDSTICK_OPTIONS,)
@@ -1016,11 +1021,12 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, yardstick_prediction):
+def _(PROFILER, lab, mo, quiz, yardstick_prediction):
     mo.stop(yardstick_prediction is None)
     quiz.explain_form(
         lab, "lab01.yardstick",
-        observe_label="Set MFU 3% and bandwidth 90%: what fraction of its roof does the kernel "
+        observe_label=f"Set MFU {PROFILER['mfu']:.0%} and bandwidth {PROFILER['bandwidth']:.0%}: "
+                      "what fraction of its roof does the kernel "
                       "reach, and what is its MFU bound?",
         explain_label="What should Dana's engineers do instead of tuning FLOPs? When would MFU "
                       "be the right yardstick?")
@@ -1073,14 +1079,16 @@ def _(mo):
 
 
 @app.cell
-def _(SCENARIO, style):
+def _(LEVER_TILE, SCENARIO, roofline, style):
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         "Five proposals are on my desk for the decode GEMM (M = "
-        f"{SCENARIO['m']}, N = K = {SCENARIO['n']}, 64 × 64 tiles today): bigger tiles, batching "
-        "4x more requests together, fp8 weights (half the bytes, same bf16 math), the SKU with a "
-        "20% higher core clock, and the part with twice the memory. Which one gets us furthest "
-        "off the memory roof?")
+        f"{SCENARIO['m']}, N = K = {SCENARIO['n']}, {LEVER_TILE} × {LEVER_TILE} tiles today): "
+        f"bigger tiles, batching {roofline.LEVER_BATCH_FACTOR}x more requests together, fp8 "
+        "weights (half the bytes, same bf16 math), the SKU with a "
+        f"{roofline.LEVER_CLOCK_FACTOR - 1:.0%} higher core clock, and the part with "
+        f"{roofline.LEVER_CAPACITY_FACTOR}x the memory. Which one gets us furthest off the "
+        "memory roof?")
     return
 
 
@@ -1091,15 +1099,16 @@ def _(lab, quiz):
 
 
 @app.cell
-def _():
-    LEVER_OPTIONS = {
-        "2x larger tiles (more reuse per byte)": "2x larger tiles",
-        "4x batch: more requests share each weight read": "4x batch (M)",
-        "half the bytes per element (fp8 weights)": "half the bytes per element",
-        "+20% core clock": "+20% core clock",
-        "2x memory capacity": "2x memory capacity",
-    }
+def _(roofline):
     LEVER_TILE = 64  # Priya's tiles today
+    # Option values are core's lever names (in ai_levers' order, after the baseline).
+    LEVER_OPTIONS = dict(zip(
+        [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
+         f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
+         "half the bytes per element (fp8 weights)",
+         f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
+         f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
+        [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
     return LEVER_OPTIONS, LEVER_TILE
 
 
