@@ -132,6 +132,25 @@ def _(go, np, pio, style):
 
 
 @app.cell
+def _(quiz):
+    def fmt_time(seconds):
+        """A duration with its unit: µs below 1 ms, ms below 1 s, else s."""
+        for scale, unit in ((1e-3, "µs"), (1.0, "ms")):
+            if seconds < scale:
+                return f"{quiz.format_value(seconds / scale * 1e3)} {unit}"
+        return f"{quiz.format_value(seconds)} s"
+
+    def fmt_flop(flops):
+        """FLOPs with an SI prefix: 275 GFLOP, 70.4 TFLOP."""
+        for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if flops >= scale:
+                return f"{quiz.format_value(flops / scale)} {prefix}FLOP"
+        return f"{quiz.format_value(flops)} FLOP"
+
+    return fmt_flop, fmt_time
+
+
+@app.cell
 def _(mo):
     mo.md("""
     ## Choose a device
@@ -307,7 +326,7 @@ def _(chain_slots, kernels_slider, mo, overhead_us, quiz, size_slider, speedup_p
 
 
 @app.cell
-def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, mo, quiz,
+def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, fmt_time, mo,
       speedup_prediction, style):
     mo.stop(speedup_prediction is None)
     if chain_error is not None:
@@ -320,9 +339,9 @@ def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, mo, quiz,
              f"unfused: {style.format_bytes(_unf.bytes)}"),
             ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
              f"ridge ({_p}, dense) = {R.ridge_point(device, _p):,.0f} FLOP/B"),
-            ("Time (lower bound)", f"{quiz.format_value(chain_now.seconds * 1e6)} µs",
+            ("Time (lower bound)", fmt_time(chain_now.seconds),
              f"{chain_now.chain.kernels} kernel(s); unfused "
-             f"{quiz.format_value(chain_unfused.seconds * 1e6)} µs"),
+             f"{fmt_time(chain_unfused.seconds)}"),
             ("Speedup vs unfused", f"{chain_speedup:.2f}×", "same chain, same size"),
             style.Metric("Regime", chain_now.regime, "where most of the time goes",
                          chain_now.regime),
@@ -332,7 +351,7 @@ def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, mo, quiz,
 
 
 @app.cell
-def _(FU, chain_now, device, figures, mo, quiz, speedup_prediction):
+def _(FU, chain_now, device, figures, fmt_time, mo, speedup_prediction):
     mo.stop(speedup_prediction is None or chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
@@ -342,7 +361,7 @@ def _(FU, chain_now, device, figures, mo, quiz, speedup_prediction):
     fusion_roofline = figures.roofline_figure(
         [(device, chain_now.chain.kernels_costs[0].compute)],
         [figures.Point(", ".join(k for k, _, _ in ks), ai, tflops=tf, hover={
-            k: f"{c.name} · {quiz.format_value(t.lower * 1e6)} µs · {t.regime}"
+            k: f"{c.name} · {fmt_time(t.lower)} · {t.regime}"
             for k, c, t in ks}) for (ai, tf), ks in _spots.items()],
         ai_range=(0.01, 1e4), height=400,
         title=f"Each kernel of the chain on the {device.name} roofline "
@@ -397,7 +416,8 @@ def _(lab, mo, quiz, speedup_prediction):
 
 
 @app.cell
-def _(style):
+def _(mo, speedup_prediction, style):
+    mo.stop(speedup_prediction is None)  # the equations give the answer away
     style.math_peek("fusing a memory-bound chain", r"""
 Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
 elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
@@ -486,7 +506,8 @@ def _(FU, chain_groups, chain_ops, device, overhead_us, precision_picker):
 
 
 @app.cell
-def _(FU, TINY_N, chain_ops, device, mo, overhead_crossovers, overhead_error, overhead_us,
+def _(FU, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overhead_error,
+      overhead_us,
       precision_picker, quiz, style, tiny_prediction):
     mo.stop(tiny_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the overhead instrument."))
@@ -499,9 +520,9 @@ def _(FU, TINY_N, chain_ops, device, mo, overhead_crossovers, overhead_error, ov
         _fu = FU.chain_timing(TINY_N, device, [list(range(len(chain_ops)))], **_kw)
         _x = overhead_crossovers["fused (1 kernel)"]
         overhead_metrics = style.metric_cards([
-            ("1,000 elements, unfused", f"{quiz.format_value(_un.seconds * 1e6)} µs",
+            ("1,000 elements, unfused", fmt_time(_un.seconds),
              f"{len(chain_ops)} launches"),
-            ("1,000 elements, fused", f"{quiz.format_value(_fu.seconds * 1e6)} µs", "1 launch"),
+            ("1,000 elements, fused", fmt_time(_fu.seconds), "1 launch"),
             ("Fusion speedup at 1,000",
              f"{FU.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))], **_kw):.2f}×",
              f"{len(chain_ops)} launches → 1 when overhead-bound"),
@@ -569,7 +590,8 @@ def _(lab, mo, quiz, tiny_prediction):
 
 
 @app.cell
-def _(style):
+def _(mo, tiny_prediction, style):
+    mo.stop(tiny_prediction is None)  # the equations give the answer away
     style.math_peek("the overhead crossover", r"""
 A launch costs $t_\text{launch}$ (a stated, editable figure: $5\ \mu s$ is typical of PyTorch
 eager launching CUDA kernels) however little the kernel does. A memory-bound kernel moving
@@ -683,7 +705,8 @@ def _(attn_batch, attn_heads, head_dim_picker, mo, oom_prediction, quiz, seq_sli
 
 
 @app.cell
-def _(attn_error, attn_fused, attn_times, attn_unfused, mo, oom_prediction, quiz, style):
+def _(attn_error, attn_fused, attn_times, attn_unfused, fmt_flop, fmt_time, mo,
+      oom_prediction, style):
     mo.stop(oom_prediction is None)
     if attn_error is not None:
         attention_metrics = style.error_callout(attn_error)
@@ -694,10 +717,9 @@ def _(attn_error, attn_fused, attn_times, attn_unfused, mo, oom_prediction, quiz
              f"of which score matrix: {style.format_bytes(_scores)} (4 passes)"),
             ("HBM traffic, fused", style.format_bytes(attn_fused.bytes), "Q, K, V, O once"),
             ("AI unfused → fused", f"{attn_unfused.ai:,.0f} → {attn_fused.ai:,.0f} FLOP/B",
-             f"FLOPs the same: {attn_fused.flops / 1e9:,.1f} GFLOP"),
+             f"FLOPs the same: {fmt_flop(attn_fused.flops)}"),
             ("Time bound unfused → fused",
-             f"{quiz.format_value(attn_times['unfused'] * 1e6)} → "
-             f"{quiz.format_value(attn_times['fused'] * 1e6)} µs",
+             f"{fmt_time(attn_times['unfused'])} → {fmt_time(attn_times['fused'])}",
              "max(compute, memory), no launch overhead"),
         ])
     attention_metrics
@@ -705,7 +727,7 @@ def _(attn_error, attn_fused, attn_times, attn_unfused, mo, oom_prediction, quiz
 
 
 @app.cell
-def _(F, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_picker,
+def _(F, FU, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_picker,
       loglog_lines_figure, mo, oom_prediction, precision_picker, seq_slider, style):
     mo.stop(oom_prediction is None or attn_error is not None)
     _args = (attn_batch.value, attn_heads.value)
@@ -713,12 +735,14 @@ def _(F, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_picker,
                                 fused=f).bytes / 1e9 for s in SEQ_STEPS] for f in (False, True)}
     _now = seq_slider.value
     _i = SEQ_STEPS.index(_now)
+    _max = FU.unfused_max_seq_len(device, *_args, head_dim_picker.value, precision_picker.value)
     attention_figure = loglog_lines_figure(
         [("unfused: Q, K, V, O + 4 passes over the S×S scores", SEQ_STEPS, _traffic[False],
           style.COLORS["danger"], "solid"),
          ("fused (flash): Q, K, V, O once", SEQ_STEPS, _traffic[True],
           style.COLORS["memory"], "dash")],
         markers=[(f"S = {_now:,}", _now, _traffic[False][_i], style.COLORS["danger"])],
+        vlines=[(_max, f"unfused out of memory beyond S = {_max:,}", style.COLORS["danger"])],
         title=f"Attention HBM traffic vs sequence length ({device.name}: "
               f"{device.memory_gb:,.0f} GB of memory)",
         x_title="Sequence length S (tokens)", y_title="HBM traffic per call (GB)",
@@ -770,7 +794,8 @@ def _(lab, mo, oom_prediction, quiz):
 
 
 @app.cell
-def _(style):
+def _(mo, oom_prediction, style):
+    mo.stop(oom_prediction is None)  # the equations give the answer away
     style.math_peek("attention's S² term", r"""
 Per head, $S = QK^\top$ ($S_q \times S_{kv}$), $P = \text{softmax}(S)$, $O = PV$.
 FLOPs $= 4\,B\,H\,S_q\,S_{kv}\,d$ for both versions (two matmuls, 2 FLOP per multiply-add).
@@ -959,7 +984,8 @@ def _(lab, mo, quiz, tile_prediction):
 
 
 @app.cell
-def _(style):
+def _(mo, tile_prediction, style):
+    mo.stop(tile_prediction is None)  # the equations give the answer away
     style.math_peek("tiles and the two-level roofline", r"""
 **Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
 accumulators fp32:
@@ -989,7 +1015,9 @@ longer fits: capacity, not on-chip bandwidth, is the wall.
 
 
 @app.cell
-def _(style):
+def _(mo, oom_prediction, speedup_prediction, style, tile_prediction, tiny_prediction):
+    mo.stop(None in (speedup_prediction, tiny_prediction, oom_prediction, tile_prediction),
+            style.gate_notice("The key takeaways appear once all four predictions are locked."))
     style.takeaways([
         "An elementwise kernel's time is max(compute, memory, launch). At AI ≈ 1 FLOP/B it is "
         "memory-bound on any modern device, or overhead-bound when the tensor is small.",

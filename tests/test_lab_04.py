@@ -96,10 +96,15 @@ def test_locked_run_hides_every_instrument_and_shows_the_gates():
     for what in ("fusion instrument", "overhead instrument", "attention instrument",
                  "tile picker"):
         assert f"Lock your prediction to reveal the {what}" in shown
+    # nothing that gives an answer away before the lock: no equations, no takeaways
+    assert "Math peek" not in shown and "Key takeaways" not in shown
+    assert "appear once all four predictions are locked" in shown
 
 
 def test_unlocked_run_shows_figures_and_core_numbers():
-    _, defs = run(kernels_slider=NS(value=1))
+    outputs, defs = run(kernels_slider=NS(value=1))
+    shown = " ".join(text(o) for o in outputs if o is not None)
+    assert shown.count("Math peek") == 4 and "Key takeaways" in shown
     for name in INSTRUMENTS:
         assert name in defs, name
     for name in FIGURES:
@@ -260,7 +265,7 @@ def test_export_html(tmp_path, reveal):
     assert res.returncode == 0, res.stderr
     page = out.read_text()
     assert "output is too large" not in page.lower()
-    assert "marimo-error" not in page and "Traceback" not in page
+    assert "MarimoExceptionRaisedError" not in page and "Traceback" not in page
     if reveal:
         assert page.count("marimo-plotly") >= len(FIGURES)
         assert "does NOT fit" not in page
