@@ -106,17 +106,18 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(mo):
-    mo.md(r"""
+def _(mo, models):
+    MAX_CONTEXT = max(m.max_context for m in models.MODELS.values())
+    mo.md(f"""
     ## Your deployment
 
     Pick the device and the model, how the weights and the KV cache are **stored** (bytes
     moved and held) and which **compute** precision the matrix math runs at (which dense
     peak applies; weight-only formats such as INT4 are dequantised to it). Activations are
     bf16. The batch is the number of sequences decoded together; the context is the number
-    of tokens each one holds (Llama-3's window is 8,192).
+    of tokens each one holds (Llama-3 was trained for {MAX_CONTEXT:,}).
     """)
-    return
+    return (MAX_CONTEXT,)
 
 
 @app.cell
@@ -146,11 +147,12 @@ def _(mo, models, precision):
 
 
 @app.cell
-def _(mo):
+def _(MAX_CONTEXT, mo):
     batch_slider = mo.ui.slider(1, 512, value=1, include_input=True,
                                 label="Batch (sequences at once)")
-    context_slider = mo.ui.slider(steps=[512, 1024, 2048, 3072, 4096, 6144, 8192], value=4096,
-                                  show_value=True, label="Context (tokens per sequence)")
+    context_slider = mo.ui.slider(
+        steps=[s for s in (512, 1024, 2048, 3072, 4096, 6144, 8192) if s <= MAX_CONTEXT],
+        value=4096, show_value=True, label="Context (tokens per sequence)")
     mo.hstack([batch_slider, context_slider], justify="start", wrap=True)
     return batch_slider, context_slider
 
@@ -312,7 +314,7 @@ def _(design, device, figures, fmt_seconds, models, step_kw):
         list(_t), [v * 1e3 for v in _t.values()], colors=["accent", "memory", "muted"],
         title=f"One decode step, all layers · batch {design['batch']}, "
               f"{design['seq_len']:,}-token context",
-        yaxis_title="time per step (ms, each op at its roofline bound)",
+        yaxis_title="ms per step (roofline bound)",
         annotations=[f"{fmt_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
     decode_time_bars
     return (decode_time_bars,)
@@ -339,9 +341,9 @@ def _(DOMINANT_CONTEXT, DOMINANT_OPTIONS, design, device, dominant_prediction, l
 def _(dominant_actual, lab, quiz):
     dominant_explain = quiz.explain_form(
         lab, "lab02.decode_dominant",
-        observe_label="Read the decode roofline and the time bars: where do the GEMMs sit at "
-                      "batch 1, and what happens to them and to attention as you raise the "
-                      f"batch and the context? (At batch 1: {dominant_actual}.)",
+        observe_label="Read the decode roofline and the time bars: where do the "
+                      f"{dominant_actual} sit at batch 1, and what happens to them and to "
+                      "attention as you raise the batch and the context?",
         explain_label="Why is a decode step memory-bound at batch 1 although the device has "
                       "TFLOP/s to spare, and why does prefill land on the other roof?")
     dominant_explain
@@ -448,9 +450,11 @@ def _(controls, design, device, mo, models, oom_prediction, quiz, style):
                                      kv_precision=design["kv_precision"])
     _parts = [controls, style.memory_budget_bar(budget.terms, budget.capacity_bytes)]
     if not budget.fits:  # the failure state: say which term overflowed, and how to back out
-        _parts.append(style.error_callout(
-            f"{budget.explain()} Back out: lower the batch (at most {largest_batch} fit) or "
-            "the context, or store the KV cache or the weights in fewer bits."))
+        _parts.append(style.error_callout(budget.explain() + (
+            f" Back out: lower the batch (at most {largest_batch} fit) or the context, or "
+            "store the KV cache or the weights in fewer bits." if largest_batch else
+            " Not even one sequence fits: store the weights in fewer bits or pick a device "
+            "with more memory.")))
     mo.vstack(_parts)
     return budget, largest_batch
 
@@ -549,7 +553,7 @@ def _(models, style):
     style.scenario_card(
         "Dana Okafor", "ML-infrastructure lead",
         "Here are the two targets. Find a configuration that meets each one with the pickers "
-        "above (device, model, storage and compute precisions, batch, context), then commit "
+        "below (device, model, storage and compute precisions, batch, context), then commit "
         "it: the checker records your decision and tells us whether it holds.\n\n"
         f"{_e.label}: {_e.describe()}\n\n{_d.label}: {_d.describe()}\n\n"
         "Decode is judged at the full context (the slowest step of a conversation); the "

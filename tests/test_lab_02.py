@@ -147,6 +147,11 @@ def test_oom_failure_state_is_reached_and_recovered(env, app):
     assert defs["budget"].fits
     text = _texts(outputs)
     assert "Out of memory" not in text and "does not fit in the device" not in text
+    # Llama-3-70B's weights alone (141 GB in bf16) overflow a 16 GB Orin NX: the weights term
+    outputs, defs = app.run(defs={**PREDICTIONS, **_device("jetson-orin-nx-16gb"),
+                                  **_formats(model="llama-3-70b")})
+    assert defs["largest_batch"] == 0 and defs["budget"].largest_term == "weights"
+    assert "Not even one sequence fits" in _texts(outputs)
 
 
 def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):

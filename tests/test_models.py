@@ -211,3 +211,7 @@ def test_design_verdict_names_wrong_model_device_and_context():
         models.check_design("cloud", "h100-sxm", model="llama-3-8b", batch=1, seq_len=1)
     with pytest.raises(ValueError, match="batch"):
         models.check_design("edge", "h100-sxm", model="llama-3-8b", batch=0, seq_len=1)
+
+
+def test_llama_3_context_window_is_8k():
+    assert {m.max_context for m in models.MODELS.values()} == {8192}

@@ -33,6 +33,8 @@ class ModelConfig:
     params_reported: float
     source: str = _SRC
     tied_embeddings: bool = False
+    #: Context window the model was trained for (Meta Llama 3 model card: 8K for both sizes).
+    max_context: int = 8192
 
     # --- parameters and memory ------------------------------------------------------------
     @property
