@@ -14,7 +14,7 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
-    from labs.core import figures, hardware, measure, quiz, reveal, roofline, style
+    from labs.core import figures, hardware, live, measure, quiz, reveal, roofline, style
     from labs.core import precision as formats
     from labs.core import precision_study as PS
 
@@ -28,7 +28,7 @@ def _():
     def rate_unit(precision):
         return "TOPS" if precision == "int8" else "TFLOP/s"
 
-    return (LAB_ID, PS, figures, fmt, fmt_s, formats, hardware, measure, mo, quiz,
+    return (LAB_ID, PS, figures, fmt, fmt_s, formats, hardware, live, measure, mo, quiz,
             rate_unit, reveal, roofline, style)
 
 
@@ -900,52 +900,67 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    live_run = mo.ui.run_button(label="Measure this machine", kind="success")
+def _(live):
+    live_run = live.run_button("Measure this machine")
     live_run
     return (live_run,)
 
 
 @app.cell
-def _(PS, live_budget, live_matrix, live_run, measure, mo):
-    live_results = None
+def _():
+    # What Part 5 measures. None = labs.core.measure's defaults (bandwidth arrays sized past the
+    # caches, square GEMMs of 4096 and 8192 on a GPU); tests shrink them to run in seconds.
+    LIVE_PEAK_SIZES = None
+    LIVE_PEAK_PRECISIONS = None
+    LIVE_STREAM_MB = None
+    return LIVE_PEAK_PRECISIONS, LIVE_PEAK_SIZES, LIVE_STREAM_MB
+
+
+@app.cell
+def _(LIVE_PEAK_PRECISIONS, LIVE_PEAK_SIZES, LIVE_STREAM_MB, live_budget, live_matrix,
+      live_run, measure, mo):
+    live_results = None  # always defined, so Part 3's table does not wait for a measurement
     if live_run.value:
-        live_results = {"error": None, "shape": tuple(live_matrix.value)}
-        _info = measure.detect()
-        live_results.update(info=_info, device=_info.name, registry_key=_info.registry_key)
-        if not _info.available:
-            live_results["error"] = _info.message
-        else:
-            with mo.status.progress_bar(total=len(measure.GEMM_PRECISIONS) + 4,
-                                        title="Measuring this machine") as _bar:
-                def _tick(done, total, label):
-                    _bar.update(subtitle=label)
+        _info = measure.detect()  # imports torch: only after the button is pressed
+        live_results = {"info": _info, "device": _info.name, "registry_key": _info.registry_key,
+                        "shape": tuple(live_matrix.value),
+                        "error": None if _info.available else _info.message}
+        _total = len(LIVE_PEAK_PRECISIONS or measure.GEMM_PRECISIONS) + 1 + 3  # bandwidth, GEMVs
+        _budget = float(live_budget.value)
+
+        def _tick(done, total, label):  # measure reports once per finished step
+            _bar.update(increment=1, subtitle=label[:120])
+
+        if _info.available:
+            with mo.status.progress_bar(total=_total, title="Measuring this machine",
+                                        remove_on_exit=True) as _bar:
                 try:
                     _emp = measure.empirical_roofline(
-                        _info, budget_s=0.6 * live_budget.value, progress=_tick)
+                        _info, precisions=LIVE_PEAK_PRECISIONS, sizes=LIVE_PEAK_SIZES,
+                        stream_mb=LIVE_STREAM_MB, budget_s=0.6 * _budget, progress=_tick)
                     _ref = _info.spec() or _emp.as_device()
                     _gemv = measure.sweep_gemv(
                         {"decode": live_matrix.value}, ("fp16", "fp8", "int8"), device=_info,
-                        budget_s=0.4 * live_budget.value, reference=_ref, progress=_tick)
-                except (measure.MeasureError, ValueError) as _err:
-                    live_results["error"] = str(_err)
-                else:
+                        budget_s=0.4 * _budget, reference=_ref, progress=_tick)
                     live_results.update(emp=_emp, reference=_ref, gemv=_gemv, measured_s={
                         r["precision"]: r["measured_us"] * 1e-6 for r in _gemv
                         if r["measured_us"]})
+                except (measure.MeasureError, ValueError, KeyError) as _err:
+                    live_results["error"] = str(_err).strip("'\"")
     return (live_results,)
 
 
 @app.cell
-def _(live_results, mo, style):
+def _(live, live_results, mo, style):
     if live_results is None:
-        _out = mo.md("_Nothing measured yet: press **Measure this machine**. Without torch or "
-                     "a GPU you get a message saying so; on a laptop CPU it measures the CPU._")
+        _out = mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral")
+    elif not live_results["info"].available:
+        _out = live.device_card(live_results["info"])
     elif live_results["error"]:
         _out = style.error_callout(f"No measurement: {live_results['error']}")
     else:
-        _out = mo.md(f"Measured **{live_results['info'].summary()}**; predictions use "
-                     f"{live_results['gemv'][0]['roof']}.")
+        _out = mo.vstack([live.device_card(live_results["info"]),
+                          mo.md(f"Predictions below use **{live_results['reference'].name}**.")])
     _out
     return
 
@@ -993,29 +1008,34 @@ def _(fmt, fmt_s, live_decode, live_results, mo):
 
 
 @app.cell
-def _(figures, live_results, measure, mo):
+def _(PS, figures, live_results, measure, mo):
     mo.stop(not live_results or bool(live_results["error"]))
     _dev = live_results["emp"].as_device()
-    _points = [figures.Point(f"GEMV {r['precision']}", measure.gemv_cost(r["n"], r["k"],
-                             r["precision"]).ai, r["measured_gbs"] * measure.gemv_cost(
-                             r["n"], r["k"], r["precision"]).ai / 1e3, kind="measured")
-               for r in live_results["gemv"] if r["measured_gbs"]]
+    _timed = [r for r in live_results["gemv"] if r["measured_us"]]
+    _costs = [measure.gemv_cost(r["n"], r["k"], r["precision"]) for r in _timed]
+    # roofs of the timed GEMVs' precisions first; peaks within 1.5x share a roof (labels)
+    _roofs, _same = PS.distinct_roofs(
+        _dev, [r["precision"] for r in _timed if _dev.has(r["precision"])] + list(_dev.precisions),
+        within_factor=1.5)
     live_figure = figures.roofline_figure(
-        [(_dev, p) for p in _dev.precisions], _points,
+        [(_dev, p) for p in _roofs],
+        [figures.Point(f"GEMV {r['precision']}", c.ai, c.flops / (r["measured_us"] * 1e-6) / 1e12,
+                       kind="measured") for r, c in zip(_timed, _costs)],
         title="Measured roofline of this machine (achievable peaks, STREAM bandwidth)")
-    live_figure
+    _note = ", ".join(f"{p} (within 1.5× of {q})" for p, q in _same.items())
+    mo.vstack([live_figure, mo.md(f"_Roofs not drawn, peaks close to a drawn one: {_note}._")
+               if _note else None])
     return (live_figure,)
 
 
 @app.cell
-def _(lab, live_decode, live_peak_rows, live_results, measure, mo):
+def _(lab, live, live_decode, live_peak_rows, live_results, measure):
     _info = live_results["info"]
     lab.record("result", "lab03.live_peaks", measure.ledger_payload(_info, live_peak_rows))
     lab.record("result", "lab03.live_gemv", measure.ledger_payload(_info, live_decode))
-    _csv = measure.to_csv([{"table": "peaks", **r} for r in live_peak_rows]
-                          + [{"table": "decode_gemv", **r} for r in live_decode])
-    mo.download(data=_csv.encode(), filename="lab03-measurements.csv", mimetype="text/csv",
-                label="Download the measurements (CSV)")
+    live.csv_download([{"table": "peaks", **r} for r in live_peak_rows]
+                      + [{"table": "decode_gemv", **r} for r in live_decode],
+                      filename="lab03_measurements.csv")
     return
 
 

@@ -4,7 +4,6 @@ a tiny CPU measurement when torch is installed) and the HTML export."""
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import subprocess
@@ -229,18 +228,19 @@ def test_live_without_a_device_is_a_message(env, app, monkeypatch):
     monkeypatch.setattr(measure, "detect", lambda *a, **k: none)
     outputs, defs = app.run(defs=_ns(live_run=True))
     assert defs["live_results"]["error"].startswith("torch is not installed")
-    assert "No measurement: torch is not installed" in _texts(outputs)
+    assert "Live measurement is off." in _texts(outputs)
+    assert "torch is not installed, so this machine cannot be measured." in _texts(outputs)
     assert "live_decode" not in defs and "Traceback" not in _texts(outputs)
     assert defs["lab"].events() == []
 
 
 @pytest.mark.slow
-def test_live_tiny_cpu_measurement(env, app, monkeypatch):
+def test_live_tiny_cpu_measurement(env, app):
     pytest.importorskip("torch")
     # tiny sizes so the real measurement path runs in a few seconds on a CPU
-    monkeypatch.setattr(measure, "empirical_roofline", functools.partial(
-        measure.empirical_roofline, sizes=(64, 128), stream_mb=4, precisions=("fp32",)))
-    outputs, defs = app.run(defs=_ns(live_run=True, live_budget=1.0, live_matrix=(128, 256)))
+    tiny = {"LIVE_PEAK_SIZES": (64, 128), "LIVE_STREAM_MB": 4, "LIVE_PEAK_PRECISIONS": ("fp32",)}
+    outputs, defs = app.run(defs=dict(tiny, **_ns(live_run=True, live_budget=1.0,
+                                                  live_matrix=(128, 256))))
     live = defs["live_results"]
     assert live["error"] is None, live["error"]
     assert "fp16" in live["measured_s"] or "int8" in live["measured_s"]
@@ -255,7 +255,7 @@ def test_live_tiny_cpu_measurement(env, app, monkeypatch):
     events = defs["lab"].events(kind="result")
     assert {e["item_id"] for e in events} == {"lab03.live_peaks", "lab03.live_gemv"}
     assert events[0]["payload"]["kind"] == live["info"].kind
-    assert "Download the measurements (CSV)" in _texts(outputs)
+    assert "Download lab03_measurements.csv" in _texts(outputs)
 
 
 def _export(tmp_path, *extra):

@@ -215,3 +215,18 @@ def test_roofline_view_merges_twin_roofs_and_coincident_points():
     # fp32 and tf32 share AI 683 but not a roof height: two points, both labelled
     both = P.roofline_view(P.study("gemm", SQUARE, "h100-sxm", ["fp32", "tf32"]), "h100-sxm")
     assert [p[0] for p in both.points] == ["fp32", "tf32"]
+
+
+def test_distinct_roofs_exact_and_within_a_tolerance():
+    from labs.core import hardware
+
+    assert P.distinct_roofs("h100-sxm", ["fp16", "bf16", "fp8", "int8", "fp16"]) == (
+        ["fp16", "fp8"], {"bf16": "fp16", "int8": "fp8"})
+    laptop = hardware.custom("cpu", bandwidth_gbs=10, peaks={"fp32": 1.0, "fp16": 0.55,
+                                                             "bf16": 3.0}, memory_gb=8)
+    assert P.distinct_roofs(laptop, ["fp32", "fp16", "bf16"]) == (["fp32", "fp16", "bf16"], {})
+    # within 2x either way: fp16 (0.55, 1.8x below fp32) shares fp32's roof; bf16 (3x) not
+    assert P.distinct_roofs(laptop, ["fp32", "fp16", "bf16"], within_factor=2) == (
+        ["fp32", "bf16"], {"fp16": "fp32"})
+    with pytest.raises(ValueError, match="within_factor"):
+        P.distinct_roofs(laptop, ["fp32"], within_factor=0.5)

@@ -362,14 +362,7 @@ def roofline_view(rows: Sequence[PrecisionRow], hw, *, merge_within: float = 0.0
                   label_gap_decades: float = 0.3) -> RooflineView:
     import math
 
-    d = _hw.get(hw)
-    roofs, same = [], {}
-    for p in roof_precisions(rows):
-        twin = next((q for q in roofs if d.peak_tflops(q) == d.peak_tflops(p)), None)
-        if twin is None:
-            roofs.append(p)
-        else:
-            same[p] = twin
+    roofs, same = distinct_roofs(hw, roof_precisions(rows))
     groups: list[list[PrecisionRow]] = []
     for r in sorted((r for r in rows if r.supported), key=lambda r: r.ai):
         g = next((g for g in groups if abs(r.ai / g[0].ai - 1) <= merge_within
@@ -389,3 +382,24 @@ def roofline_view(rows: Sequence[PrecisionRow], hw, *, merge_within: float = 0.0
                 break
     points = [(t, g[0].ai, g[0].attainable_tflops, g) for t, g in zip(texts, groups)]
     return RooflineView(roofs, same, points)
+
+
+def distinct_roofs(hw, precisions: Sequence[str], *, within_factor: float = 1.0
+                   ) -> tuple[list[str], dict[str, str]]:
+    """Precisions whose roofs differ: one whose peak is within ``within_factor`` (>= 1, either
+    way) of an earlier kept one's shares that roof (its ridge label would sit on top of it).
+    Returns (kept, {left out: the kept precision it shares a roof with})."""
+    d = _hw.get(hw)
+    if positive("within_factor", within_factor) < 1:
+        raise ValueError(f"within_factor must be >= 1, got {within_factor!r}")
+    kept: list[str] = []
+    same: dict[str, str] = {}
+    for p in dict.fromkeys(precisions):
+        twin = next((q for q in kept if max(d.peak_tflops(p) / d.peak_tflops(q),
+                                            d.peak_tflops(q) / d.peak_tflops(p))
+                     <= within_factor * (1 + 1e-12)), None)
+        if twin is None:
+            kept.append(p)
+        else:
+            same[p] = twin
+    return kept, same
