@@ -506,7 +506,7 @@ def _(FU, chain_groups, chain_ops, device, overhead_us, precision_picker):
 
 
 @app.cell
-def _(FU, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overhead_error,
+def _(FU, R, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overhead_error,
       overhead_us,
       precision_picker, quiz, style, tiny_prediction):
     mo.stop(tiny_prediction is None,
@@ -530,7 +530,9 @@ def _(FU, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overhead
             ("Crossover, fused kernel", f"{quiz.format_value(_x)} elements",
              "below it, launches set the time"),
         ])
-    overhead_metrics
+    mo.vstack([mo.hstack([overhead_us, mo.md(
+        f"the stated figure is {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs, typical of PyTorch eager "
+        "launching CUDA kernels; edit it")], justify="start"), overhead_metrics])
     return (overhead_metrics,)
 
 
