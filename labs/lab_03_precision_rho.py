@@ -529,7 +529,7 @@ def _(lab, quiz, weight_only):
 
 
 @app.cell
-def _(circuit_weights, style, weight_only):
+def _(circuit_weights, formats, style, weight_only):
     _w = circuit_weights.value
     style.math_peek("storage vs compute, and I_bit", rf"""
     Bytes follow the **storage** format, the peak follows the **compute** precision:
@@ -537,10 +537,11 @@ def _(circuit_weights, style, weight_only):
     $$B = \sum_{{\text{{tensors}}}} n_t\,\frac{{\text{{bits}}_t}}{{8}}\ [\mathrm{{B}}],\qquad
     \rho = \frac{{F/B}}{{P_{{\text{{compute}}}}/BW}}$$
 
-    Weight-only INT4 (group 128: 4 + 16/128 = 4.125 bits) with FP16 math lowers $B$ but
-    keeps $P_{{\text{{fp16}}}}$, so the ridge stays put and ρ rises
+    Weight-only INT4 (group 128: 4 + 16/128 = {formats.bits("int4-g128"):g} bits) with FP16
+    math lowers $B$ but keeps $P_{{\text{{fp16}}}}$, so the ridge stays put and ρ rises
     ×{weight_only.rho_ratio:.3g} for the 4096³ GEMM. Block formats pay for their scales:
-    MXFP4 = 4 + 8/32 = 4.25 bits, NVFP4 = 4 + 8/16 = 4.5 bits, NF4 = 4 + 32/64 = 4.5 bits.
+    MXFP4 = 4 + 8/32 = {formats.bits("mxfp4"):g} bits, NVFP4 = 4 + 8/16 =
+    {formats.bits("nvfp4"):g} bits, NF4 = 4 + 32/64 = {formats.bits("nf4"):g} bits.
 
     **Bit-level intensity** weighs each FLOP by the rough circuit cost $w_p$ of its
     multiply-add (FP16 = 1) and counts bits instead of bytes:
@@ -676,19 +677,18 @@ def _(lab, nvfp4_row, quiz):
 
 
 @app.cell
-def _(decode_matrix, fmt, nvfp4_row, quant_rows, style):
+def _(decode_matrix, fmt, formats, nvfp4_row, quant_rows, style):
     _n, _k = decode_matrix.value
     style.math_peek("decode GEMV time and speedup", rf"""
     $y[N] = W[N,K]\,x[K]$ with $N$ = {_n}, $K$ = {_k}: $F = 2NK$ FLOPs and
     $B = NK\,\frac{{\text{{bits}}_W}}{{8}} + (K + N)\cdot 2$ bytes (activations in fp16).
-    $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B: 1 at fp16, ~3.6 at NVFP4, far below any
-    ridge, so
+    $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B (1 at fp16): far below any ridge, so
 
     $$t \approx \frac{{B}}{{BW}}\ [\mathrm{{s}}],\qquad
     \text{{speedup}} = \frac{{t_{{16}}}}{{t_q}} \approx \frac{{B_{{16}}}}{{B_q}}
     \approx \frac{{16}}{{\text{{bits}}_q}}$$
 
-    NVFP4 stores 4.5 bits per weight (4 + an 8-bit scale per 16), so
+    NVFP4 stores {formats.bits("nvfp4"):g} bits per weight (4 + an 8-bit scale per 16), so
     speedup = {fmt(nvfp4_row.speedup)}× (byte ratio {fmt(nvfp4_row.byte_ratio)}×), not 4×.
     The compute rate barely matters: fp16 at {fmt(quant_rows[0].seconds * 1e6)} µs is
     already bandwidth-bound. The device's FP4 rate changes the ridge, not this time.
@@ -843,7 +843,7 @@ def _(kai, lab, quiz):
 
 
 @app.cell
-def _(fmt, kai, style):
+def _(PS, fmt, kai, style):
     style.math_peek("memory held vs memory moved; TF32", rf"""
     An allocator's peak counts each tensor **once** while it is alive; HBM traffic counts
     every read and write of every kernel, every iteration:
@@ -859,7 +859,7 @@ def _(fmt, kai, style):
     traffic: a tiled kernel re-reads its inputs, and training re-reads weights and
     activations in the backward pass (try the MLP).
 
-    **TF32** rounds FP32 inputs to 1 + 8 + 10 = 19 bits *inside* the tensor core; tensors are
+    **TF32** rounds FP32 inputs to 1 + 8 + 10 = {PS.TF32_MATH_BITS} bits *inside* the tensor core; tensors are
     stored as 32-bit FP32, so $b$ = 4 B and the AI is FP32's. The peak is TF32's, which is why
     a "FP32" matmul with TF32 allowed can run several times above the FP32 (CUDA-core) peak.
     In PyTorch set `torch.backends.cuda.matmul.allow_tf32` (or
