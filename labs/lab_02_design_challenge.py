@@ -29,9 +29,10 @@ def _():
     # The reference case of the OOM prediction (Part 2): fixed, so the answer does not move when
     # the student changes the pickers after locking.
     OOM_REF = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192}
-    # The decode-dominance question (Part 1) is asked at batch 1 and this context.
-    DOMINANT_CONTEXT = 4096
-    return DOMINANT_CONTEXT, OOM_REF, fmt_seconds
+    # The decode-dominance question (Part 1): Dana's Jetson prototype, bf16, batch 1, 4k context.
+    DOMINANT_REF = {"model": "llama-3-8b", "hw": "jetson-agx-orin-64gb", "batch": 1,
+                    "seq_len": 4096}
+    return DOMINANT_REF, OOM_REF, fmt_seconds
 
 
 @app.cell
@@ -188,16 +189,16 @@ def _(mo):
 
 
 @app.cell
-def _(hardware, models, style):
-    _hw = hardware.get("jetson-agx-orin-64gb")
-    _step = models.step_bound("llama-3-8b", _hw, "decode", batch=1, seq_len=4096)
+def _(DOMINANT_REF, hardware, models, style):
+    _hw = hardware.get(DOMINANT_REF["hw"])
+    _step = models.step_bound(phase="decode", **DOMINANT_REF)
     _peak = _hw.peak_tflops("bf16")
     style.scenario_card(
         "Dana Okafor", "ML-infrastructure lead",
         "We have to serve our Llama-3-8B assistant in two places: on a Jetson in the field "
         "robot and on a GPU in our datacenter.\n\n"
         f"The Jetson prototype generates at most {1 / _step.seconds:.1f} tokens/s for one user "
-        f"(bf16, 4k context). Its GPU does {_peak:g} TFLOP/s in bf16 (dense), and one token "
+        f"(bf16, {DOMINANT_REF['seq_len']:,}-token context). Its GPU does {_peak:g} TFLOP/s in bf16 (dense), and one token "
         f"needs only {_step.flops / 1e9:.0f} GFLOP, so on paper it could do "
         f"{_peak * 1e12 / _step.flops:,.0f} tokens/s. Before anyone tunes kernels: which "
         "operation is eating the decode step?")
@@ -211,7 +212,7 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(DOMINANT_CONTEXT, get_dominant, lab, models, quiz, set_dominant):
+def _(DOMINANT_REF, get_dominant, hardware, lab, models, quiz, set_dominant):
     DOMINANT_OPTIONS = {
         "the weight-reading GEMMs (Q, K, V, O projections, MLP, LM head)": models.OP_GROUPS[0],
         "attention over the KV cache": models.OP_GROUPS[1],
@@ -219,21 +220,20 @@ def _(DOMINANT_CONTEXT, get_dominant, lab, models, quiz, set_dominant):
     }
     dominant_form = quiz.choice_form(
         lab, "lab02.decode_dominant",
-        question=f"Decoding Llama-3-8B at **batch 1** with a **{DOMINANT_CONTEXT:,}-token "
-                 "context** on the device you picked: which operation takes most of each "
-                 "decode step's time?",
+        question=f"Dana's prototype: {models.get(DOMINANT_REF['model']).name} in bf16 on the "
+                 f"{hardware.get(DOMINANT_REF['hw']).name}, **batch {DOMINANT_REF['batch']}**, "
+                 f"**{DOMINANT_REF['seq_len']:,}-token context**. Which operation takes most "
+                 "of each decode step's time?",
         options=DOMINANT_OPTIONS, locked=get_dominant(), on_lock=set_dominant)
     quiz.prediction_panel(dominant_form, get_dominant())
     return DOMINANT_OPTIONS, dominant_form
 
 
 @app.cell
-def _(DOMINANT_CONTEXT, DOMINANT_OPTIONS, design, device, get_dominant, lab, models, reveal):
-    # Reference answer (instructor copy only): core's dominant group at batch 1.
-    _ref = models.dominant_group(design["model"], device, "decode", batch=1,
-                                 seq_len=DOMINANT_CONTEXT,
-                                 weight_precision=design["weight_precision"],
-                                 kv_precision=design["kv_precision"])
+def _(DOMINANT_OPTIONS, DOMINANT_REF, get_dominant, lab, models, reveal):
+    # Reference answer (instructor copy only). This cell uses no widget, so moving a slider
+    # does not re-run the cells that depend on the prediction (forms keep what was typed).
+    _ref = models.dominant_group(phase="decode", **DOMINANT_REF)
     dominant_prediction = get_dominant() or reveal.reference(
         lab, "lab02.decode_dominant", _ref,
         label=next(k for k, v in DOMINANT_OPTIONS.items() if v == _ref))
@@ -244,18 +244,19 @@ def _(DOMINANT_CONTEXT, DOMINANT_OPTIONS, design, device, get_dominant, lab, mod
 def _(controls, design, device, dominant_prediction, mo, models, quiz, style):
     mo.stop(dominant_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the roofline of a layer."))
-    step_kw = {k: v for k, v in design.items() if k != "model"}
+    _kw = {k: v for k, v in design.items() if k != "model"}
     try:
-        decode_step = models.step_bound(design["model"], device, "decode", **step_kw)
-        prefill_step = models.step_bound(design["model"], device, "prefill",
-                                          **{**step_kw, "batch": 1})
+        _dec = models.step_bound(design["model"], device, "decode", **_kw)
+        _pre = models.step_bound(design["model"], device, "prefill", **{**_kw, "batch": 1})
         step_error = None
     except (KeyError, ValueError) as _exc:
         step_error = _exc.args[0] if _exc.args else str(_exc)
     mo.stop(step_error is not None, mo.vstack([controls, style.error_callout(
         f"{step_error} Pick a compute precision this device has.")]))
+    # defined only once the bounds exist: every cell below depends on them
+    decode_step, prefill_step, step_kw = _dec, _pre, _kw
     controls
-    return decode_step, prefill_step, step_kw
+    return decode_step, prefill_step, step_error, step_kw
 
 
 
@@ -321,15 +322,12 @@ def _(design, device, figures, fmt_seconds, models, step_kw):
 
 
 @app.cell
-def _(DOMINANT_CONTEXT, DOMINANT_OPTIONS, design, device, dominant_prediction, lab, models,
-      quiz, step_kw):
-    # The question's case: batch 1 at DOMINANT_CONTEXT, the picked device and storage formats
-    # (every op is memory-bound at batch 1, so the compute precision does not matter).
-    _kw = {"batch": 1, "seq_len": DOMINANT_CONTEXT,
-           "weight_precision": step_kw["weight_precision"],
-           "kv_precision": step_kw["kv_precision"]}
-    _t = models.step_time_by_group(design["model"], device, "decode", **_kw)
-    dominant_actual = models.dominant_group(design["model"], device, "decode", **_kw)
+def _(DOMINANT_OPTIONS, DOMINANT_REF, dominant_prediction, lab, mo, models, quiz):
+    # The question's case, fixed (not the pickers): the comparison stays valid whatever the
+    # student explores afterwards.
+    mo.stop(dominant_prediction is None)
+    _t = models.step_time_by_group(phase="decode", **DOMINANT_REF)
+    dominant_actual = models.dominant_group(phase="decode", **DOMINANT_REF)
     _label = next(k for k, v in DOMINANT_OPTIONS.items() if v == dominant_actual)
     quiz.compare(dominant_prediction, dominant_actual, lab=lab,
                  actual_label=f"{_label}: {_t[dominant_actual] / sum(_t.values()):.0%} of "
@@ -512,8 +510,8 @@ def _(lab, oom_actual, quiz):
 
 
 @app.cell
-def _(design, models, style):
-    _m = models.get(design["model"])
+def _(model_picker, models, style):
+    _m = models.get(model_picker.value)
     _kv = _m.kv_bytes_per_token("bf16")
     style.math_peek("the memory budget and the batch that overflows", r"""
     Memory held while serving $B$ sequences of $S$ tokens, against a usable fraction $f$ of
@@ -577,11 +575,12 @@ def _(commit_button, controls, design, device, dominant_prediction, mo, models, 
     mo.stop(dominant_prediction is None or oom_prediction is None,
             quiz.gate_notice("Lock both predictions (Parts 1 and 2) to open the challenge."))
     try:
-        live_verdict, live_error = models.check_design(target_picker.value, device, **design), None
+        _verdict, live_error = models.check_design(target_picker.value, device, **design), None
     except (KeyError, ValueError) as _exc:
-        live_verdict, live_error = None, (_exc.args[0] if _exc.args else str(_exc))
+        _verdict, live_error = None, (_exc.args[0] if _exc.args else str(_exc))
     mo.stop(live_error is not None, mo.vstack([controls, style.error_callout(
         f"{live_error} Pick a compute precision this device has.")]))
+    live_verdict = _verdict
     mo.vstack([
         controls, mo.hstack([target_picker, commit_button], justify="start", align="end"),
         mo.md(f"**Live check against the {target_picker.value} target** (not recorded until "
@@ -637,11 +636,12 @@ def _(hardware, lab, last_commit, mo, models, style):
 
 
 @app.cell
-def _(lab, live_verdict, quiz):
+def _(dominant_prediction, lab, mo, oom_prediction, quiz):
+    mo.stop(dominant_prediction is None or oom_prediction is None)
     design_explain = quiz.explain_form(
         lab, "lab02.design",
         observe_label="Your two designs: device, formats, batch, context, and which "
-                      f"requirement was hardest to meet (live: {live_verdict.summary()})",
+                      "requirement was hardest to meet on each.",
         explain_label="Using the roofline and the memory budget, explain why the edge design "
                       "and the datacenter design differ: which roof or which memory term "
                       "limited each one?")

@@ -159,9 +159,9 @@ def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):
     text = _texts(outputs)
     assert "has no hardware rate for precision=" in text and "fp8" in text
     assert "Pick a compute precision this device has." in text
-    for name in ("decode_step", "decode_roofline", "last_commit"):
+    for name in ("decode_step", "step_kw", "decode_roofline", "live_verdict", "last_commit"):
         assert name not in defs
-    assert defs["live_verdict"] is None and "fp8" in defs["live_error"]
+    assert "fp8" in defs["step_error"] and "fp8" in defs["live_error"]
     assert defs["budget"].fits  # the memory budget does not depend on the compute precision
     assert "Traceback" not in text
 
