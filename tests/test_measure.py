@@ -430,6 +430,12 @@ def test_ratio_resolution_shrinks_with_quieter_samples():
     assert M._ratio_resolution(quiet, quiet) < 0.01 < 0.1 < M._ratio_resolution(noisy, noisy)
 
 
+def test_block_means_match_blocked_autorange_samples():
+    assert M._block_means([1.0, 3.0, 2.0, 4.0, 9.0], 2) == [2.0, 3.0]  # remainder dropped
+    assert M._block_means([1.0, 2.0], 1) == [1.0, 2.0]
+    assert M._block_means([1.0, 2.0], 10) == [1.5]
+
+
 def test_benchmark_cli_writes_json(tmp_path, capsys):
     out = tmp_path / "r.json"
     rc = M.main(["--device", "cpu", "--sizes", "64", "--precisions", "fp32", "--rounds", "1",

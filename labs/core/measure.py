@@ -1358,9 +1358,10 @@ def _has_triton() -> bool:
 
 
 def _reference_round(dev: _Dev, fn: Callable[[], object],
-                     budget_s: float) -> tuple[list[float], str]:
+                     budget_s: float) -> tuple[list[float], str, int]:
     """Seconds per call of ``fn`` by an independent timer over about ``budget_s``: its
-    samples (do_bench: one per repetition; blocked_autorange: one per block of calls)."""
+    samples, its name, and how many calls each sample averages (do_bench: 1;
+    blocked_autorange: its block size)."""
     torch = dev.torch
     if dev.cuda and _has_triton():
         from triton.testing import do_bench  # noqa: PLC0415
@@ -1370,17 +1371,31 @@ def _reference_round(dev: _Dev, fn: Callable[[], object],
             ms = list(do_bench(fn, warmup=25, rep=rep, return_mode="all"))
         except (TypeError, ValueError):  # older triton: no "all"
             ms = [do_bench(fn, warmup=25, rep=rep, return_mode="median")]
-        return [x / 1e3 for x in ms], "triton.testing.do_bench (L2 flushed)"
+        return [x / 1e3 for x in ms], "triton.testing.do_bench (L2 flushed)", 1
     from torch.utils import benchmark  # noqa: PLC0415
 
     t = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
     r = t.blocked_autorange(min_run_time=budget_s)
     sync = ", CUDA synchronized" if dev.cuda else f", {torch.get_num_threads()} threads"
-    return list(r.times), f"torch.utils.benchmark.Timer.blocked_autorange ({sync[2:]})"
+    return (list(r.times), f"torch.utils.benchmark.Timer.blocked_autorange ({sync[2:]})",
+            int(r.number_per_run))
 
 
-#: On a CPU, calls at least this long are compared call by call (see compare_with_reference).
-_PER_CALL_MIN_S = 1e-3
+def _block_means(samples: Sequence[float], number: int) -> list[float]:
+    """Per-call samples averaged in consecutive blocks of ``number`` calls, as
+    blocked_autorange reports them (a mean of a block is not a median of calls: on a loaded
+    machine a few preempted calls pull a block's mean up)."""
+    if number <= 1:
+        return list(samples)
+    full = len(samples) // number
+    if full == 0:
+        return [sum(samples) / len(samples)]
+    return [sum(samples[i * number:(i + 1) * number]) / number for i in range(full)]
+
+
+#: On a CPU, calls at least this long are compared call by call (see compare_with_reference):
+#: Timer.timeit(1)'s own overhead (~1 µs) is then under 1%.
+_PER_CALL_MIN_S = 1e-4
 
 
 def compare_with_reference(m, n, k, precision: str = "fp32", *,
@@ -1391,11 +1406,12 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
     the same run, interleaved, and compare the two medians.
 
     CPU: the reference is torch.utils.benchmark.Timer with the same thread count (``threads``,
-    default torch's current). For calls of 1 ms or more its blocked_autorange takes one call
-    per sample (number=1), so the two timers alternate call by call (Timer.timeit(1), then
-    ours, order swapped each pair) for about ``2 x rounds x budget_s`` seconds: on a shared
-    machine both see the same load. Shorter calls: ``rounds`` rounds of blocked_autorange and
-    ours (``budget_s`` each, alternating which goes first); medians of the pooled samples.
+    default torch's current). For calls of 0.1 ms or more the two timers alternate call by
+    call (Timer.timeit(1), which is what blocked_autorange samples at number=1, then ours,
+    order swapped each pair) for about ``2 x rounds x budget_s`` seconds: on a shared machine
+    both see the same load. Shorter calls: ``rounds`` rounds of blocked_autorange and ours
+    (``budget_s`` each, alternating which goes first), ours averaged in blocks of the size
+    blocked_autorange chose (its samples are block means); medians of the pooled samples.
     GPU: rounds of triton.testing.do_bench (ours then flushes L2 as do_bench does) when triton
     imports, else of torch.utils.benchmark.Timer (which synchronizes the GPU).
     If the medians differ by more than ``tolerance`` the comparison is repeated (up to
@@ -1434,19 +1450,21 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
         return float(np.median(ours)), float(np.median(refs)), name, ours, len(ours), refs
 
     def per_round(fn, flush):
-        ours, refs, name = [], [], ""
+        ours, refs, name, number = [], [], "", 1
         for r in range(rounds):
             if r % 2 == 0:  # alternate the order so neither timer always goes first
-                ours += _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
-                                 min_reps=5, max_reps=1000, flush=flush)
-                ref, name = _reference_round(dev, fn, budget_s)
+                s = _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
+                             min_reps=5, max_reps=5000, flush=flush)
+                ref, name, number = _reference_round(dev, fn, budget_s)
             else:
-                ref, name = _reference_round(dev, fn, budget_s)
-                ours += _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
-                                 min_reps=5, max_reps=1000, flush=flush)
+                ref, name, number = _reference_round(dev, fn, budget_s)
+                s = _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
+                             min_reps=5, max_reps=5000, flush=flush)
+            ours += _block_means(s, number)  # like for like with the reference's samples
             refs += ref
+        blocks = f", ours averaged in blocks of {number} calls as it does" if number > 1 else ""
         return (float(np.median(ours)), float(np.median(refs)),
-                f"{name}; {rounds} rounds alternating with ours", ours, rounds, refs)
+                f"{name}; {rounds} rounds alternating with ours{blocks}", ours, rounds, refs)
 
     def run():
         best, made = None, 0
