@@ -517,8 +517,8 @@ def _(model_picker, models, style):
     Memory held while serving $B$ sequences of $S$ tokens, against a usable fraction $f$ of
     capacity $C$:
 
-    $$M(B) = \underbrace{P\,b_w}_{\text{weights}}
-    + \underbrace{B\,S\,\kappa_{kv}}_{\text{KV cache}} + \underbrace{A(B)}_{\text{activations}}
+    $$M(B) = \underbrace{P\,b_w}_{\text{weights}} +
+    \underbrace{B\,S\,\kappa_{kv}}_{\text{KV cache}} + \underbrace{A(B)}_{\text{activations}}
     \;\le\; f\,C \qquad [\text{B}]$$
 
     $$\kappa_{kv} = 2\,L\,H_{kv}\,d_h\,b_{kv}\ [\text{B/token}] \qquad
@@ -624,7 +624,7 @@ def _(hardware, lab, last_commit, mo, models, style):
             _t.label, "✓ met" if _ok else ("✗ not yet met" if _results else "not committed"),
             f"last commit: {_dev}, {_last.get('weight_precision', '?')} weights, "
             f"{_last.get('kv_precision', '?')} KV, {_last.get('compute', '?')} math, batch "
-            f"{_last.get('batch', '?')}, {_last.get('seq_len', '?')} tokens"
+            f"{_last.get('batch', '?')}, {_last.get('seq_len', 0):,} tokens"
             if _last else "commit a design above", "ok" if _ok else "muted"))
     _head = mo.md("**Challenge status**, read from your ledger"
                   + (f" (just committed for the {last_commit.target} target)"
