@@ -243,3 +243,29 @@ def test_inspect_page_rejects_non_marimo_html():
 def test_main_reports_missing_labs(tmp_path, capsys):
     assert export.main(["--labs-dir", str(tmp_path)]) == 2
     assert "no lab_*.py notebooks" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
+    """Needs uv (and, once, network for marimo to fetch ruff); skipped without uv."""
+    if export.find_uv() is None:
+        pytest.skip("uv is not installed (pip install uv)")
+    pkg = tmp_path / "labs"
+    (pkg / "core").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "__init__.py").write_text("from labs.core import unused\n")
+    (pkg / "core" / "style.py").write_text("from labs.core import tokens\n")
+    (pkg / "core" / "tokens.py").write_text("X = 1\n")
+    (pkg / "core" / "unused.py").write_text("Y = 2\n")
+    lab = write_lab(pkg, "lab_92_wasm.py", GOOD_LAB)
+    try:
+        export.export_wasm(lab, tmp_path / "wasm")
+    except export.ExportError as exc:
+        if "Failed to run uv" in str(exc) or "ruff" in str(exc).lower():
+            pytest.skip(f"uv could not fetch ruff here: {exc}")
+        raise
+    files = export.bundled_wasm_files(tmp_path / "wasm")
+    assert {"labs/__init__.py", "labs/core/__init__.py", "labs/core/style.py",
+            "labs/core/tokens.py"} <= files
+    assert "labs/core/unused.py" not in files  # only what the lab imports
+    assert (tmp_path / "wasm" / "index.html").exists()

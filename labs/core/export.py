@@ -445,21 +445,71 @@ def find_uv() -> str | None:
     return shutil.which("uv") or (str(local) if local.exists() else None)
 
 
+_STAGED_INIT = ('"""Staged for marimo html-wasm: imports nothing eagerly, so the bundle holds exactly the '
+                'modules the lab imports."""\n')
+
+
+def _stage_for_wasm(path: Path, stage: Path) -> Path:
+    """Copy the lab and its package into ``stage`` so marimo bundles the package by its name.
+
+    marimo bundles local modules relative to the notebook's folder: a lab inside ``labs/``
+    would ship ``labs/core`` as a package named ``core`` and ``from labs.core import ...``
+    would fail in the browser. Staged as ``stage/<lab>.py`` next to ``stage/labs/``, the
+    package is found as ``labs``. The staged ``labs/core/__init__.py`` imports nothing: marimo
+    follows the imports of the modules the notebook uses, not those of package initialisers,
+    so an eager ``__init__`` would import modules that were never bundled.
+    """
+    pkg = path.parent
+    if (pkg / "__init__.py").exists():
+        target = stage / pkg.name
+        shutil.copytree(pkg, target, ignore=shutil.ignore_patterns(
+            "__pycache__", "__marimo__", "lab_*.py", "*.pyc", "instructor_dashboard.py"))
+        for init in target.rglob("__init__.py"):
+            if init.parent != target:
+                init.write_text(_STAGED_INIT, encoding="utf-8")
+    staged = stage / path.name
+    shutil.copy2(path, staged)
+    return staged
+
+
+def bundled_wasm_files(out_dir: Path) -> set[str]:
+    """Paths inside the local-module wheels of an html-wasm export."""
+    import zipfile
+
+    names: set[str] = set()
+    for wheel in out_dir.glob("public/wheels/*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            names.update(z.namelist())
+    return names
+
+
 def export_wasm(path: Path, out_dir: Path, *, timeout: float = 600.0) -> float:
-    """``marimo export html-wasm`` (run mode) of one lab into ``out_dir``; returns seconds."""
+    """``marimo export html-wasm`` (run mode) of one lab into ``out_dir``; returns seconds.
+
+    Raises ExportError when uv is missing, the export fails, or the lab's package did not end
+    up in the bundle.
+    """
     uv = find_uv()
     if uv is None:
         raise ExportError("uv missing")
+    path, out_dir = Path(path).resolve(), Path(out_dir).resolve()
     env = dict(os.environ)
     env["PATH"] = str(Path(uv).parent) + os.pathsep + env.get("PATH", "")
-    cmd = marimo_cmd() + ["export", "html-wasm", str(path), "-o", str(out_dir), "--mode", "run",
-                          "--force"]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=str(path.parent), capture_output=True, text=True,
-                          timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="roofline-wasm-") as stage:
+        staged = _stage_for_wasm(path, Path(stage))
+        cmd = marimo_cmd() + ["export", "html-wasm", str(staged), "-o", str(out_dir),
+                              "--mode", "run", "--force"]
+        proc = subprocess.run(cmd, env=env, cwd=stage, capture_output=True, text=True,
+                              timeout=timeout)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout or "").strip()[-1500:]
         raise ExportError(f"{path.name}: marimo export html-wasm failed:\n{tail}")
+    if (path.parent / "__init__.py").exists():
+        pkg_init = f"{path.parent.name}/__init__.py"
+        if pkg_init not in bundled_wasm_files(out_dir):
+            raise ExportError(f"{path.name}: the WASM page does not bundle the "
+                              f"'{path.parent.name}' package, so its imports would fail")
     return time.perf_counter() - t0
 
 
