@@ -58,6 +58,14 @@ def test_index_links_every_lab(offline_site, page):
         assert attempted == []
 
 
+def test_from_disk_the_page_says_how_to_serve_it(offline_site, page):
+    r = offline_site.labs[0]
+    page.goto(r.page.as_uri())  # file://: browsers will not run marimo's ES modules here
+    alert = page.get_by_role("alert")
+    alert.wait_for(state="visible")
+    assert "python -m http.server" in alert.inner_text()
+
+
 @pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
 def test_offline_lab_renders_figures_without_network(lab, offline_site, page, artifacts):
     r = next((r for r in offline_site.labs if r.meta.path == lab), None)
