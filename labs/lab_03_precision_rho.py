@@ -450,31 +450,29 @@ def _(explorer_labels, explorer_ok, figures, style):
 
 
 @app.cell
-def _(explorer_labels, explorer_ok, figures, fmt, style):
+def _(explorer_labels, explorer_ok, figures, style):
     ridge_bars = figures.bar_figure(
         explorer_labels, [r.ridge for r in explorer_ok],
         colors=[style.PRECISION_COLORS[r.compute] for r in explorer_ok],
-        annotations=[f"{fmt(r.ridge)} ({r.compute})" for r in explorer_ok],
         title="Ridge point of the math precision (dense)",
         yaxis_title="ridge (FLOP/byte)") if explorer_ok else None
     return (ridge_bars,)
 
 
 @app.cell
-def _(explorer_labels, explorer_ok, figures, fmt):
+def _(explorer_labels, explorer_ok, figures):
     rho_bars = figures.bar_figure(
         explorer_labels, [r.rho for r in explorer_ok],
         colors=[r.regime for r in explorer_ok],
-        annotations=[f"{fmt(r.rho)} · {r.regime.split('-')[0]}" for r in explorer_ok],
-        title="ρ = AI / ridge (above 1: compute-bound)",
+        title="ρ = AI / ridge (< 1 memory-, > 1 compute-bound)",
         yaxis_title="ρ (dimensionless)") if explorer_ok else None
     return (rho_bars,)
 
 
 @app.cell
 def _(ai_bars, ibit_bars, mo, rho_bars, ridge_bars):
-    mo.ui.tabs({"ρ = AI / ridge": rho_bars, "AI_std": ai_bars, "ridge": ridge_bars,
-                "I_bit (rough)": ibit_bars}) if rho_bars else None
+    mo.vstack([mo.hstack([rho_bars, ai_bars], widths="equal"),
+               mo.hstack([ridge_bars, ibit_bars], widths="equal")]) if rho_bars else None
     return
 
 
