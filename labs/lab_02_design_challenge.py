@@ -36,30 +36,17 @@ def _():
 
 
 @app.cell
-def _(figures, fmt_seconds, math, roofline, style):
+def _(figures, fmt_seconds, roofline, style):
     def op_roofline(ops, device, compute, title):
         """core's per-layer ops on the device's roofline, one point each (numbers in the
-        hover), labelled with leader lines staggered so that ops of similar AI stay legible."""
+        hover), labelled on leader lines so that ops of similar AI stay legible."""
         points = [figures.Point(op.name, op.ai, hover={
             "per layer": f"{op.flops:.3g} FLOP, {style.format_bytes(op.bytes)} moved",
             "time bound per layer": fmt_seconds(
                 roofline.time_bounds(op.flops, op.bytes, device, compute).lower),
             "kernels": op.kernels}) for op in ops]
-        fig = figures.roofline_figure([(device, compute)], points, title=title, height=430,
-                                      label_points=False)
-        labels, prev_ai, k = [], None, 0
-        for p in sorted(points, key=lambda p: p.ai):
-            k = k + 1 if prev_ai is not None and p.ai / prev_ai < 10 ** 0.45 else 0
-            prev_ai, up, level = p.ai, k % 2 == 0, k // 2
-            y = float(roofline.attainable_tflops(p.ai, device, compute))
-            labels.append(dict(
-                x=math.log10(p.ai), y=math.log10(y), xref="x", yref="y", text=p.label,
-                showarrow=True, arrowhead=0, arrowwidth=1.2, arrowcolor=figures.PLOT_TEXT,
-                ax=-24 if up else 24,
-                ay=-(26 + 24 * level) if up else 26 + 24 * level,
-                xanchor="right" if up else "left", font=dict(size=11)))
-        fig.layout.annotations = tuple(fig.layout.annotations) + tuple(labels)
-        return fig
+        return figures.roofline_figure([(device, compute)], points, title=title, height=430,
+                                       label_points="leaders")
     return (op_roofline,)
 
 

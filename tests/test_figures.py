@@ -282,3 +282,16 @@ def test_memory_budget_figure_fits_and_oom():
     assert any(s.type == "rect" for s in oom.layout.shapes)
     with pytest.raises(ValueError, match="capacity_bytes"):
         figures.memory_budget_figure({"w": 1}, -1)
+
+
+def test_leader_labels_stagger_points_of_similar_ai():
+    from labs.core import figures as _f
+
+    pts = [_f.Point(f"op{i}", ai) for i, ai in enumerate([1.0, 1.2, 1.5, 300.0])]
+    fig = _f.roofline_figure([("h100-sxm", "fp16")], pts, label_points="leaders")
+    notes = [a for a in fig.layout.annotations if a.showarrow]
+    assert [a.text for a in notes] == ["op0", "op1", "op2", "op3"]
+    # the three close points alternate sides and step outwards; the far one starts over
+    assert notes[0].ay < 0 < notes[1].ay and notes[2].ay < notes[0].ay and notes[3].ay < 0
+    assert all(t.get("mode") != "markers+text" for t in fig.to_dict()["data"]
+               if t["name"].endswith(("point", "points")))

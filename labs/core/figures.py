@@ -297,6 +297,23 @@ def _point_traces(points: Sequence[Point], roofs: Sequence[Roof], label_points: 
     return traces
 
 
+def _leader_labels(points: Sequence[Point], main: Roof) -> list:
+    """Labels on leader lines, staggered above/below and further out for points whose AI is
+    within ~2.8x of the previous one, so many ops of similar AI stay legible."""
+    notes, prev_ai, k = [], None, 0
+    for p in sorted(points, key=lambda p: p.ai):
+        k = k + 1 if prev_ai is not None and p.ai / prev_ai < 10 ** 0.45 else 0
+        prev_ai, up, level = p.ai, k % 2 == 0, k // 2
+        y = p.tflops if p.tflops is not None else float(
+            roofline.attainable_tflops(p.ai, main.device, main.precision))
+        notes.append(dict(
+            x=math.log10(p.ai), y=math.log10(y), xref="x", yref="y", text=html.escape(p.label),
+            showarrow=True, arrowhead=0, arrowwidth=1.2, arrowcolor=PLOT_TEXT,
+            ax=-24 if up else 24, ay=-(26 + 24 * level) if up else 26 + 24 * level,
+            xanchor="right" if up else "left", font=dict(size=11, color=PLOT_TEXT)))
+    return notes
+
+
 def _regime_layout(main: Roof, lo: float, hi: float, many: bool) -> tuple[list, list]:
     """Shaded bands left/right of the main ridge, each labelled in words at the top."""
     span = math.log10(hi) - math.log10(lo)
@@ -324,13 +341,14 @@ def _regime_layout(main: Roof, lo: float, hi: float, many: bool) -> tuple[list, 
 
 def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title=None,
                     shade_regimes: bool = True, height: int = 420,
-                    label_points: bool | None = None,
+                    label_points: bool | str | None = None,
                     project_points: bool | None = None) -> go.Figure:
     """Log-log roofline: memory slope + compute roof per (device, precision), each ridge
     marked "ridge (fp16, dense) = 295 FLOP/B", regimes of the FIRST roof shaded and labelled,
     operation ``points`` with hover details (measured ones drawn as open crosses).
 
-    ``label_points`` writes each point's label next to it (default: when there are <= 8).
+    ``label_points`` writes each point's label next to it (default: when there are <= 8);
+    ``"leaders"`` puts the labels on staggered leader lines instead (many ops of similar AI).
     ``project_points`` marks each roof-placed point's AI on every other roof too ("same
     kernel, other devices"; default: when the roofs span several devices).
     """
@@ -341,7 +359,8 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
             raise ValueError(f"points must be figures.Point objects, got {p!r}")
     lo, hi = _check_range(ai_range) if ai_range is not None else auto_ai_range(rs, pts)
     many_devices = len({r.device.key for r in rs}) > 1
-    label_points = len(pts) <= 8 if label_points is None else bool(label_points)
+    leaders = label_points == "leaders"
+    label_points = len(pts) <= 8 if label_points is None else bool(label_points) and not leaders
     roof_traces = [_roof_trace(r, i, lo, hi, many_devices, alone=len(rs) == 1)
                    for i, r in enumerate(rs)]
     for i, t in enumerate(roof_traces):
@@ -359,6 +378,8 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
     y_lo = min(ys) / 2
     y_hi = max(r.peak for r in rs) * 3  # headroom for the ridge labels
     shapes, notes = _regime_layout(rs[0], lo, hi, len(rs) > 1) if shade_regimes else ([], [])
+    if leaders:
+        notes = notes + _leader_labels(pts, rs[0])
     if title is None:
         names = list(dict.fromkeys(short_name(r.device) for r in rs))
         title = "Roofline · " + " vs ".join(names)
