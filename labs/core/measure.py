@@ -1408,7 +1408,7 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
     CPU: the reference is torch.utils.benchmark.Timer with the same thread count (``threads``,
     default torch's current). For calls of 0.1 ms or more the two timers alternate call by
     call (Timer.timeit(1), which is what blocked_autorange samples at number=1, then ours,
-    order swapped each pair) for about ``2 x rounds x budget_s`` seconds: on a shared machine
+    order swapped each pair, each timed call after two untimed ones as timeit does) for about ``2 x rounds x budget_s`` seconds: on a shared machine
     both see the same load. Shorter calls: ``rounds`` rounds of blocked_autorange and ours
     (``budget_s`` each, alternating which goes first), ours averaged in blocks of the size
     blocked_autorange chose (its samples are block means); medians of the pooled samples.
@@ -1436,14 +1436,22 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
 
         nthreads = torch.get_num_threads()
         timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=nthreads)
+        def ours_once():
+            # Timer.timeit(1) runs two untimed calls before its timed one; so do we, so that
+            # both timed calls start equally hot (worker threads awake, caches warm), as our
+            # back-to-back repetitions do in time_gemm.
+            fn()
+            fn()
+            return _timed_reps(dev, fn, 1, None)
+
         ours, refs = [], []
         deadline = time.perf_counter() + 2 * rounds * budget_s
         while len(ours) < 15 or (time.perf_counter() < deadline and len(ours) < 400):
             if len(ours) % 2:
                 refs.append(timer.timeit(1).median)
-                ours += _timed_reps(dev, fn, 1, None)
+                ours += ours_once()
             else:
-                ours += _timed_reps(dev, fn, 1, None)
+                ours += ours_once()
                 refs.append(timer.timeit(1).median)
         name = (f"torch.utils.benchmark.Timer ({nthreads} threads), one call per sample as its "
                 f"blocked_autorange takes at this size; {len(ours)} pairs alternating with ours")
