@@ -696,7 +696,7 @@ def locked_card_html(prediction: Prediction) -> str:
     """The locked answer as HTML, every piece of student text escaped."""
     conf = (f" · confidence {prediction.confidence}/5"
             if prediction.confidence is not None else "")
-    body = (f"<div>🔒 <strong>Locked prediction:</strong> "
+    body = (f"<div><strong>Locked prediction:</strong> "
             f"{html.escape(prediction.display())}{html.escape(conf)}</div>")
     if prediction.reason:
         body += f"<div><em>Why:</em> {html.escape(prediction.reason)}</div>"

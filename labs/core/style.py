@@ -271,7 +271,7 @@ def ledger_status(path: str | None, student_id: str | None, events: int,
     line = f"Ledger: {where} · {who} · {n} event{'s' if n != 1 else ''} recorded"
     if warning:
         return mo.callout(mo.Html(f"<div>{line}</div><div>⚠ {_t(warning)}</div>"), kind="warn")
-    return mo.Html(f'<div style="font-size:.85rem;color:{MUTED_FG}">📒 {line}</div>')
+    return mo.Html(f'<div style="font-size:.85rem;color:{MUTED_FG}">{line}</div>')
 
 
 def error_callout(message: str):
@@ -282,7 +282,7 @@ def error_callout(message: str):
 
 def gate_notice(message: str):
     """What a closed prediction gate shows in place of the instrument."""
-    return mo.callout(mo.Html(f"🔒 {_t(message)}"), kind="neutral")
+    return mo.callout(mo.Html(f"<strong>Instrument hidden.</strong> {_t(message)}"), kind="neutral")
 
 
 def takeaways(items: list[str]):

@@ -1,7 +1,7 @@
 """Each lab in a real browser (``marimo run`` + Debian chromium): gate, lock, slider, reload.
 
 One flow per lab, generic enough for any lab that follows LABS_SPEC §4:
-1. the fresh page shows at least one closed gate (🔒 notice) and a "Lock prediction" form;
+1. the fresh page shows at least one closed gate (gate notice) and a "Lock prediction" form;
 2. filling the first form (an option or a number inside the printed bounds, a confidence, a
    reason) and pressing "Lock prediction" opens a gate: one notice fewer, more figures;
 3. moving a slider outside the prediction forms changes a figure's data;
@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOCK = "Lock prediction"
 # Gate notices vs the locked-answer card: both start with the lock emoji.
-_GATES_JS = ("els => els.filter(e => e.textContent.includes('\U0001f512') && "
-             "!e.textContent.includes('Locked prediction')).length")
+GATE_MARK = "Instrument hidden."  # how style.gate_notice begins
+_GATES_JS = "els => els.length"
 # Figures as marimo sent them (the ``data-figure`` JSON of each <marimo-plotly>): present even
 # for figures scrolled out of view, which plotly only draws once they are visible.
 _FIG_JS = "els => els.map(e => e.getAttribute('data-figure') || '')"
@@ -31,7 +31,7 @@ _NUMBER = re.compile(r"[-+]?\d[\d,._]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*[kKMGT]?")
 
 
 def gate_count(page) -> int:
-    return page.get_by_text("\U0001f512").evaluate_all(_GATES_JS)
+    return page.get_by_text(GATE_MARK, exact=True).evaluate_all(_GATES_JS)
 
 
 def figures(page) -> list[str]:
@@ -145,7 +145,7 @@ def test_gate_lock_slider_reload(lab, page, artifacts, tmp_path):
     env = isolated_env(tmp_path)
     with marimo_run(lab, env) as url:
         gates0, figs0 = open_lab(page, url)
-        assert gates0 >= 1, f"{lab.name}: the fresh page shows no closed gate (🔒 notice)"
+        assert gates0 >= 1, f"{lab.name}: the fresh page shows no closed gate (gate notice)"
         page.evaluate("window.scrollTo(0, 0)")
         shoot(page, artifacts, f"{lab.stem}-locked")
 
