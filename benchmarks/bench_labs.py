@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -198,6 +199,7 @@ def measure_updates(path: Path, *, values_per_widget: int, rounds: int) -> dict:
     graph = app._graph
     cells = dict(zip(app._cell_manager.cell_ids(), app._cell_manager.cells()))
     ns = dict(defs)
+    cell_ms: dict[str, list[float]] = defaultdict(list)
 
     def rerun(cell_ids) -> tuple[float, float, int, int, list[str]]:
         w0, c0 = time.perf_counter(), time.process_time()
@@ -210,6 +212,7 @@ def measure_updates(path: Path, *, values_per_widget: int, rounds: int) -> dict:
                 for d in impl.defs:  # an ancestor stopped: marimo cancels this cell
                     ns.pop(d, None)
                 continue
+            c_start = time.perf_counter()
             try:
                 output, cdefs = cells[cid].run(**refs)
             except Exception as exc:  # a lab bug: count it, keep measuring
@@ -225,6 +228,7 @@ def measure_updates(path: Path, *, values_per_widget: int, rounds: int) -> dict:
                 formatted = try_format(output)
                 figs += formatted.data.count("<marimo-plotly") if isinstance(
                     formatted.data, str) else 0
+            cell_ms[cid].append((time.perf_counter() - c_start) * 1e3)
         return ((time.perf_counter() - w0) * 1e3, (time.process_time() - c0) * 1e3, ran, figs,
                 errors)
 
@@ -260,13 +264,20 @@ def measure_updates(path: Path, *, values_per_widget: int, rounds: int) -> dict:
         per_widget[name] = {"type": type(el).__name__, "cells": samples[-1]["cells"],
                             "figures": max(s["figures"] for s in samples),
                             "p50_ms": pct(fig_walls, 50), "p95_ms": pct(fig_walls, 95)}
+    code = {cid: next((ln.strip() for ln in graph.cells[cid].code.splitlines() if ln.strip()),
+                      "") for cid in cell_ms}
+    order = list(app._cell_manager.cell_ids())
+    hot = sorted(cell_ms.items(), key=lambda kv: -statistics.median(kv[1]))[:6]
+    hot_cells = [{"cell": order.index(cid) + 1, "first_line": code[cid][:80],
+                  "median_ms": statistics.median(ms), "runs": len(ms)} for cid, ms in hot]
     inst = [u for u in updates if u["figures"]]
     walls = [u["wall_ms"] for u in inst]
     cpus = [u["cpu_ms"] for u in inst]
     return {"first_run_s": first_run_s, "widgets": per_widget, "updates": len(updates),
             "instrument_updates": len(inst), "p50_ms": pct(walls, 50), "p95_ms": pct(walls, 95),
             "cpu_p50_ms": pct(cpus, 50), "cpu_p95_ms": pct(cpus, 95),
-            "max_ms": max(walls) if walls else None, "errors": sorted(set(errors))[:20]}
+            "max_ms": max(walls) if walls else None, "errors": sorted(set(errors))[:20],
+            "hot_cells": hot_cells}
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,6 +431,11 @@ def main(argv=None) -> int:
     print()
     print(text)
     print(f"\nload average before/after: {info['load_before']} / {info['load_after']}")
+    print("\nslowest cells on a widget change (median ms per run, wall):")
+    for r in [ref] + rows:
+        hot = r.get("update", {}).get("hot_cells") or []
+        print(f"  {r['notebook']}: " + "; ".join(
+            f"cell {h['cell']} `{h['first_line'][:40]}` {h['median_ms']:.1f}" for h in hot[:3]))
     for r in rows:
         for e in r.get("update", {}).get("errors", []) or []:
             print(f"  {r['notebook']}: {e}")

@@ -326,7 +326,8 @@ def inspect_page(page: str, cell_code: dict[str, str] | None = None) -> PageRepo
             error_kinds=kinds, error_text=_error_text(scell, outputs) if kinds else "",
             html_bytes=len(blob.encode("utf-8")),
             too_large=TOO_LARGE_MARKER in blob.lower(),
-            gate_closed=GATE_MARKER in blob,
+            # the locked-answer card also starts with the lock; a gate notice never says this
+            gate_closed=GATE_MARKER in blob and "Locked prediction" not in blob,
             figures=blob.count("<marimo-plotly"),
         ))
     # The placeholder can only come from an output, but check the whole page too.
