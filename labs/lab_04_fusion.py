@@ -8,8 +8,6 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
     import numpy as np
-    import plotly.graph_objects as go
-    import plotly.io as pio
 
     from labs.core import figures, hardware, quiz, reveal, style
     from labs.core import formulas as F
@@ -17,7 +15,7 @@ def _():
     from labs.core import roofline as R
 
     LAB_ID = "lab04"
-    return F, FU, LAB_ID, R, figures, go, hardware, mo, np, pio, quiz, reveal, style
+    return F, FU, LAB_ID, R, figures, hardware, mo, np, quiz, reveal, style
 
 
 @app.cell
@@ -83,52 +81,6 @@ def _(F, quiz):
     TILE_OPTIONS = {f"{b} × {b}": b for b in (16, 32, 64, 128, 256, 512)}
     return (LARGE_N, NO_OP, OP_OPTIONS, QUESTION_HEADS, QUESTION_HEAD_DIM, SEQ_STEPS,
             SIZE_STEPS, TILE_OPTIONS, TILE_STEPS, TINY_N, TINY_OPTIONS)
-
-
-@app.cell
-def _(go, np, pio, style):
-    def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(),
-                            bands=(), x_ticks=None, height=400):
-        """A log-log line chart (labs.core.figures has no line-chart builder yet).
-
-        series: (name, x, y, colour, dash); vlines: (x, label, colour), labels staggered;
-        markers: (name, x, y, colour); bands: (x0, x1, label, colour); x_ticks: (values,
-        labels) or None for one tick per decade."""
-        data = [dict(type="scatter", x=np.asarray(x).tolist(), y=np.asarray(y).tolist(),
-                     name=n, mode="lines", line=dict(color=c, width=2.5, dash=d),
-                     hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>")
-                for n, x, y, c, d in series]
-        data += [dict(type="scatter", x=[x], y=[y], name=n, mode="markers+text", text=[n],
-                      textposition="top left", marker=dict(size=11, color=c, symbol="diamond",
-                                                           line=dict(width=1, color="#7B8088")),
-                      hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>",
-                      showlegend=False, cliponaxis=False) for n, x, y, c in markers]
-        shapes = [dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
-                       line=dict(color=c, width=1.5, dash="dot")) for x, _, c in vlines]
-        shapes += [dict(type="rect", xref="x", yref="paper", x0=a, x1=b, y0=0, y1=1,
-                        fillcolor=c, opacity=0.09, line=dict(width=0), layer="below")
-                   for a, b, _, c in bands]
-        notes = [dict(xref="x", yref="paper", x=np.log10(x), y=1.0 + 0.07 * i,
-                      yanchor="bottom", xanchor="right" if i == 0 else "left", text=lbl,
-                      showarrow=False, font=dict(color=c, size=11))
-                 for i, (x, lbl, c) in enumerate(sorted(vlines))]
-        notes += [dict(xref="x", yref="paper", x=np.log10((a * b) ** 0.5), y=0.97,
-                       yanchor="top", text=f"<b>{lbl}</b>", showarrow=False,
-                       font=dict(color=c, size=12)) for a, b, lbl, c in bands]
-        axis = dict(type="log", dtick=1, exponentformat="SI")
-        xaxis = dict(axis, title=dict(text=x_title))
-        if x_ticks is not None:
-            xaxis.update(tickmode="array", tickvals=list(x_ticks[0]), ticktext=list(x_ticks[1]))
-        # Built unvalidated, as labs.core.figures does (validation costs ~10 ms per slider
-        # move); tests/test_lab_04.py rebuilds these figures with validation on.
-        return go.Figure(data=data, _validate=False, layout=dict(
-            template=pio.templates[style.TEMPLATE_NAME], title=dict(text=title), height=height,
-            xaxis=xaxis, yaxis=dict(axis, title=dict(text=y_title)),
-            shapes=shapes, annotations=notes, hovermode="closest",
-            legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"),
-            margin=dict(l=70, r=30, t=60 + 18 * len(vlines), b=40)))
-
-    return (loglog_lines_figure,)
 
 
 @app.cell
@@ -537,7 +489,7 @@ def _(FU, R, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overh
 
 
 @app.cell
-def _(FU, TINY_N, chain_ops, device, loglog_lines_figure, mo, np, overhead_error,
+def _(FU, TINY_N, chain_ops, device, figures, mo, np, overhead_error,
       overhead_crossovers, overhead_groupings, overhead_kernel_crossovers, overhead_us,
       precision_picker, quiz, size_slider, style, tiny_prediction):
     mo.stop(tiny_prediction is None or overhead_error is not None)
@@ -555,7 +507,7 @@ def _(FU, TINY_N, chain_ops, device, loglog_lines_figure, mo, np, overhead_error
         _markers.append((f"{_tag}, unfused", _n, _t, _colors[0]))
     _lo, _hi = min(overhead_kernel_crossovers), max(overhead_kernel_crossovers)
     _big = FU.chain_timing(10**9, device, None, **_kw).regime
-    overhead_figure = loglog_lines_figure(
+    overhead_figure = figures.loglog_lines_figure(
         _series, markers=_markers,
         title=f"Chain time vs tensor size on the {device.name} "
               f"(launch overhead {overhead_us.value:g} µs per kernel)",
@@ -730,7 +682,7 @@ def _(attn_error, attn_fused, attn_times, attn_unfused, fmt_flop, fmt_time, mo,
 
 @app.cell
 def _(F, FU, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_picker,
-      loglog_lines_figure, mo, oom_prediction, precision_picker, seq_slider, style):
+      figures, mo, oom_prediction, precision_picker, seq_slider, style):
     mo.stop(oom_prediction is None or attn_error is not None)
     _args = (attn_batch.value, attn_heads.value)
     _traffic = {f: [F.attention(*_args, s, s, head_dim_picker.value, precision_picker.value,
@@ -738,7 +690,7 @@ def _(F, FU, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_pic
     _now = seq_slider.value
     _i = SEQ_STEPS.index(_now)
     _max = FU.unfused_max_seq_len(device, *_args, head_dim_picker.value, precision_picker.value)
-    attention_figure = loglog_lines_figure(
+    attention_figure = figures.loglog_lines_figure(
         [("unfused: Q, K, V, O + 4 passes over the S×S scores", SEQ_STEPS, _traffic[False],
           style.COLORS["danger"], "solid"),
          ("fused (flash): Q, K, V, O once", SEQ_STEPS, _traffic[True],
@@ -926,33 +878,24 @@ def _(flash_point, mo, quiz, style, tile_error, tile_fit, tile_prediction):
 
 
 @app.cell
-def _(FU, attn_unfused, device, figures, flash_point, mo, np, style, tile_fit,
-      tile_prediction):
+def _(FU, attn_unfused, device, figures, flash_point, mo, tile_fit, tile_prediction):
     mo.stop(tile_prediction is None or tile_fit is None or not tile_fit.fits
             or attn_unfused is None)
     _p = attn_unfused.compute
     _oc = FU.onchip(device)
-    hierarchy_figure = figures.roofline_figure(
-        [(device, _p)],
+    hierarchy_figure = figures.hierarchical_roofline_figure(
+        (device, _p),
         [figures.Point("unfused attention", attn_unfused.ai),
          figures.Point("flash · HBM AI", flash_point.ai_hbm,
                        tflops=flash_point.attainable_tflops,
                        hover={"binding roof": flash_point.limit})],
+        onchip_bandwidth_gbs=_oc.smem_bandwidth_gbs,
+        onchip_label=f"on-chip roof (~{_oc.smem_bandwidth_gbs / 1e3:,.1f} TB/s shared memory)",
+        onchip_points=[figures.Point("flash · on-chip AI", flash_point.ai_onchip,
+                                     tflops=flash_point.attainable_tflops,
+                                     hover={"binding roof": flash_point.limit})],
         ai_range=(1, 1e4), height=440,
         title=f"Two-level roofline of the {device.name}: HBM roof and on-chip roof")
-    # The on-chip roof and the kernel's on-chip point (figures.py draws one memory level).
-    _x = np.geomspace(1, 1e4, 41)
-    hierarchy_figure.add_trace(dict(
-        type="scatter", x=_x, y=FU.onchip_roof_tflops(_x, device, _p), mode="lines",
-        name=f"on-chip roof (~{_oc.smem_bandwidth_gbs / 1e3:,.1f} TB/s shared memory)",
-        line=dict(color=style.COLORS["ok"], width=2.5, dash="dash"),
-        hovertemplate="on-chip roof<br>AI %{x:.3s} FLOP/B → %{y:.3s} TFLOP/s<extra></extra>"))
-    hierarchy_figure.add_trace(dict(
-        type="scatter", x=[flash_point.ai_onchip], y=[flash_point.attainable_tflops], mode="markers+text",
-        text=["flash · on-chip AI"], textposition="top left", name="flash · on-chip AI",
-        marker=dict(size=11, color=style.COLORS["ok"], symbol="square"),
-        hovertemplate=f"flash · on-chip AI<br>AI {flash_point.ai_onchip:,.1f} FLOP/B<br>"
-                      f"binding roof: {flash_point.limit}<extra></extra>"))
     hierarchy_figure
     return (hierarchy_figure,)
 

@@ -295,3 +295,33 @@ def test_leader_labels_stagger_points_of_similar_ai():
     assert notes[0].ay < 0 < notes[1].ay and notes[2].ay < notes[0].ay and notes[3].ay < 0
     assert all(t.get("mode") != "markers+text" for t in fig.to_dict()["data"]
                if t["name"].endswith(("point", "points")))
+
+
+def test_loglog_lines_figure_is_valid_and_labelled():
+    import plotly.graph_objects as go
+
+    from labs.core import figures as _f
+
+    fig = _f.loglog_lines_figure(
+        [("unfused", [1e2, 1e6], [1e-5, 1e-3], "#0072B2", "solid")], title="time vs size",
+        x_title="elements", y_title="time (s)", vlines=[(1e4, "crossover", "#D55E00")],
+        markers=[("you", 1e3, 1e-4, "#009E73")], bands=[(1e2, 1e4, "overhead-bound", "#999")])
+    go.Figure(fig.to_dict())  # valid when validated
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text == "time (s)"
+    assert any(a.text == "crossover" for a in fig.layout.annotations)
+
+
+def test_hierarchical_roofline_adds_an_onchip_roof_computed_by_core():
+    import plotly.graph_objects as go
+
+    from labs.core import figures as _f
+
+    fig = _f.hierarchical_roofline_figure(
+        ("h100-sxm", "fp16"), [_f.Point("flash HBM", 50.0)], onchip_bandwidth_gbs=33_000,
+        onchip_label="on-chip roof", onchip_points=[_f.Point("flash on chip", 5.0)])
+    go.Figure(fig.to_dict())
+    roof = next(t for t in fig.data if t.name == "on-chip roof")
+    x, y = roof.x[0], roof.y[0]
+    assert y == pytest.approx(min(989.5, x * 33_000 / 1e3))
+    # the HBM roof is still the first roof, with its ridge label
+    assert "ridge (fp16, dense)" in str(fig.to_dict()["data"])

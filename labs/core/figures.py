@@ -352,6 +352,14 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
     ``project_points`` marks each roof-placed point's AI on every other roof too ("same
     kernel, other devices"; default: when the roofs span several devices).
     """
+    return _figure(*_roofline_parts(
+        roofs, points, ai_range=ai_range, title=title, shade_regimes=shade_regimes,
+        height=height, label_points=label_points, project_points=project_points))
+
+
+def _roofline_parts(roofs, points, *, ai_range, title, shade_regimes, height, label_points,
+                    project_points) -> tuple[list, dict]:
+    """(data, layout) of ``roofline_figure``, shared with the two-level roofline."""
     rs = resolve_roofs(roofs)
     pts = list(points)
     for p in pts:
@@ -394,7 +402,7 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
                    range=[math.log10(y_lo), math.log10(y_hi)]),
         shapes=shapes, annotations=notes, legend=_LEGEND, showlegend=True,
         hovermode="closest", margin=dict(l=70, r=30, t=50, b=40))
-    return _figure(data, layout)
+    return data, layout
 
 
 def _resolve_color(c: str) -> str:
@@ -502,3 +510,76 @@ def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
                   shapes=shapes, annotations=notes,
                   margin=dict(l=20, r=20, t=70 if title else 50, b=40))
     return _figure(data, layout)
+
+
+def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(),
+                        bands=(), x_ticks=None, height=400):
+    """A log-log line chart (time vs size, traffic vs sequence length ...).
+
+    series: (name, x, y, colour, dash); vlines: (x, label, colour), labels staggered;
+    markers: (name, x, y, colour); bands: (x0, x1, label, colour); x_ticks: (values,
+    labels) or None for one tick per decade."""
+    data = [dict(type="scatter", x=np.asarray(x).tolist(), y=np.asarray(y).tolist(),
+                 name=n, mode="lines", line=dict(color=c, width=2.5, dash=d),
+                 hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>")
+            for n, x, y, c, d in series]
+    data += [dict(type="scatter", x=[x], y=[y], name=n, mode="markers+text", text=[n],
+                  textposition="top left", marker=dict(size=11, color=c, symbol="diamond",
+                                                       line=dict(width=1, color=PLOT_TEXT)),
+                  hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>",
+                  showlegend=False, cliponaxis=False) for n, x, y, c in markers]
+    shapes = [dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
+                   line=dict(color=c, width=1.5, dash="dot")) for x, _, c in vlines]
+    shapes += [dict(type="rect", xref="x", yref="paper", x0=a, x1=b, y0=0, y1=1,
+                    fillcolor=c, opacity=0.09, line=dict(width=0), layer="below")
+               for a, b, _, c in bands]
+    notes = [dict(xref="x", yref="paper", x=np.log10(x), y=1.0 + 0.07 * i,
+                  yanchor="bottom", xanchor="right" if i == 0 else "left", text=lbl,
+                  showarrow=False, font=dict(color=c, size=11))
+             for i, (x, lbl, c) in enumerate(sorted(vlines))]
+    notes += [dict(xref="x", yref="paper", x=np.log10((a * b) ** 0.5), y=0.97,
+                   yanchor="top", text=f"<b>{lbl}</b>", showarrow=False,
+                   font=dict(color=c, size=12)) for a, b, lbl, c in bands]
+    axis = dict(type="log", dtick=1, exponentformat="SI")
+    xaxis = dict(axis, title=dict(text=x_title))
+    if x_ticks is not None:
+        xaxis.update(tickmode="array", tickvals=list(x_ticks[0]), ticktext=list(x_ticks[1]))
+    return _figure(data, dict(
+        title=dict(text=html.escape(title)), height=height,
+        xaxis=xaxis, yaxis=dict(axis, title=dict(text=y_title)),
+        shapes=shapes, annotations=notes, hovermode="closest",
+        legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"),
+        margin=dict(l=70, r=30, t=60 + 18 * len(vlines), b=40)))
+
+
+def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_bandwidth_gbs: float,
+                                 onchip_label: str, onchip_points: Sequence[Point] = (),
+                                 ai_range=None, title=None, height: int = 440) -> go.Figure:
+    """Two-level roofline: the (device, precision) roof with its HBM slope, plus an on-chip
+    memory roof (same compute peak, ``onchip_bandwidth_gbs``) and points placed by their
+    on-chip AI. The on-chip roof is computed by roofline.attainable_tflops on a device that
+    differs from the real one only in bandwidth."""
+    (main,) = resolve_roofs([roof])
+    data, layout = _roofline_parts([roof], points, ai_range=ai_range, title=title,
+                                   shade_regimes=True, height=height, label_points=None,
+                                   project_points=False)
+    lo, hi = (10 ** v for v in layout["xaxis"]["range"])
+    onchip = hardware.custom(f"{main.device.name} on-chip", bandwidth_gbs=onchip_bandwidth_gbs,
+                             peaks={main.precision: main.peak}, memory_gb=main.device.memory_gb,
+                             source="derived on-chip bandwidth")
+    x = np.geomspace(lo, hi, 41)
+    y = roofline.attainable_tflops(x, onchip, main.precision)
+    color = COLORS["ok"]
+    traces = [dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
+                   name=onchip_label, line=dict(color=color, width=2.5, dash="dash"),
+                   hovertemplate="on-chip roof<br>AI %{x:.3s} FLOP/B → %{y:.3s} TFLOP/s"
+                                 "<extra></extra>")]
+    for p in onchip_points:
+        yv = p.tflops if p.tflops is not None else float(
+            roofline.attainable_tflops(p.ai, onchip, main.precision))
+        traces.append(dict(
+            type="scatter", x=[p.ai], y=[yv], mode="markers+text", text=[html.escape(p.label)],
+            textposition="top left", name=html.escape(p.label),
+            marker=dict(size=11, color=color, symbol="square"),
+            hovertext=[_point_hover(p, [main])], hovertemplate="%{hovertext}<extra></extra>"))
+    return _figure(data + traces, layout)
