@@ -169,6 +169,12 @@ def test_bundle_offline_assets_copies_frontend_and_drops_mathjax_cdn(tmp_path):
         assert "mathjax-full@" not in text and export.MATHJAX_LOCAL in text
 
 
+def test_gate_text_is_what_style_shows():
+    from labs.core import style
+
+    assert export.GATE_TEXT in style.gate_notice("Lock it.").text
+
+
 def test_export_env_uses_throwaway_ledger_and_drops_reveal(monkeypatch, tmp_path):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     monkeypatch.setenv("ROOFLINE_LEDGER_DIR", "/home/teacher/ledgers")

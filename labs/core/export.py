@@ -47,8 +47,9 @@ ASSET_DIR_NAME = "_marimo"
 
 #: What marimo writes in place of an output over ``output_max_bytes`` (export still exits 0).
 TOO_LARGE_MARKER = "output is too large"
-#: What ``labs.core.style.gate_notice`` shows where an instrument would be.
-GATE_MARKER = "\U0001f512"  # the lock emoji
+#: The fixed words of ``labs.core.style.gate_notice``: what a closed gate shows where an
+#: instrument would be (tests/test_export.py checks that style still says it).
+GATE_TEXT = "Instrument hidden."
 #: marimo error kinds that are not failures: a cell below a ``mo.stop`` gate.
 BENIGN_ERROR_KINDS = frozenset({"ancestor-stopped"})
 
@@ -326,8 +327,7 @@ def inspect_page(page: str, cell_code: dict[str, str] | None = None) -> PageRepo
             error_kinds=kinds, error_text=_error_text(scell, outputs) if kinds else "",
             html_bytes=len(blob.encode("utf-8")),
             too_large=TOO_LARGE_MARKER in blob.lower(),
-            # the locked-answer card also starts with the lock; a gate notice never says this
-            gate_closed=GATE_MARKER in blob and "Locked prediction" not in blob,
+            gate_closed=GATE_TEXT in blob,
             figures=blob.count("<marimo-plotly"),
         ))
     # The placeholder can only come from an output, but check the whole page too.

@@ -21,17 +21,14 @@ from browser_support import LABS, SLOW_MS, isolated_env, marimo_run
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOCK = "Lock prediction"
-# Gate notices vs the locked-answer card: both start with the lock emoji.
-GATE_MARK = "Instrument hidden."  # how style.gate_notice begins
-_GATES_JS = "els => els.length"
+GATE_MARK = "Instrument hidden."  # how style.gate_notice begins (export.GATE_TEXT)
 # Figures as marimo sent them (the ``data-figure`` JSON of each <marimo-plotly>): present even
 # for figures scrolled out of view, which plotly only draws once they are visible.
 _FIG_JS = "els => els.map(e => e.getAttribute('data-figure') || '')"
-_NUMBER = re.compile(r"[-+]?\d[\d,._]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*[kKMGT]?")
 
 
 def gate_count(page) -> int:
-    return page.get_by_text(GATE_MARK, exact=True).evaluate_all(_GATES_JS)
+    return page.get_by_text(GATE_MARK, exact=True).count()
 
 
 def figures(page) -> list[str]:
