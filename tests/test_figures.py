@@ -325,3 +325,11 @@ def test_hierarchical_roofline_adds_an_onchip_roof_computed_by_core():
     assert y == pytest.approx(min(989.5, x * 33_000 / 1e3))
     # the HBM roof is still the first roof, with its ridge label
     assert "ridge (fp16, dense)" in str(fig.to_dict()["data"])
+
+
+def test_measured_points_above_the_roof_stay_on_the_chart():
+    from labs.core import figures as _f
+
+    fig = _f.roofline_figure([("h100-sxm", "fp16")],
+                             [_f.Point("odd measurement", 100.0, tflops=5000.0, kind="measured")])
+    assert 10 ** fig.layout.yaxis.range[1] >= 5000.0

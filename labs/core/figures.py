@@ -384,7 +384,9 @@ def _roofline_parts(roofs, points, *, ai_range, title, shade_regimes, height, la
     ys = [float(roofline.attainable_tflops(lo, r.device, r.precision)) for r in rs]
     ys += [p.tflops for p in pts if p.tflops is not None]
     y_lo = min(ys) / 2
-    y_hi = max(r.peak for r in rs) * 3  # headroom for the ridge labels
+    # headroom for the ridge labels, and room for measured points above the roofs (a noisy
+    # or mis-specified roofline must not push them off the chart)
+    y_hi = max([r.peak * 3 for r in rs] + [p.tflops * 2 for p in pts if p.tflops is not None])
     shapes, notes = _regime_layout(rs[0], lo, hi, len(rs) > 1) if shade_regimes else ([], [])
     if leaders:
         notes = notes + _leader_labels(pts, rs[0])
