@@ -62,7 +62,7 @@ def _(mo, style):
         style.error_callout("fp8 is not available on the NVIDIA A100 SXM 80GB "
                             "(it has: fp32, tf32, fp16, bf16, int8)."),
         style.ledger_status("ledger/lab01-student.jsonl", "s1234", 7),
-        style.ledger_status(None, None, 0, warning="No student id: set LABS_STUDENT_ID."),
+        style.ledger_status(None, None, 0, warning="No student id: set ROOFLINE_STUDENT_ID or enter one."),
         style.math_peek("the roofline",
                         r"$$P = \min(\pi,\ \beta \cdot I), \qquad I^* = \pi / \beta$$"),
         style.takeaways(["A ridge point names its precision.",

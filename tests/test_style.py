@@ -267,7 +267,7 @@ def test_metric_cards_accept_tuples_and_metrics():
 
 def test_ledger_status_states_where_who_and_count():
     out = style.ledger_status("ledger/x.jsonl", "s1", 1).text
-    assert "ledger/x.jsonl" in out and "s1" in out and "1 event recorded" in out
+    assert "ledger/x.jsonl" in out and "s1" in out and "1 event in it when this lab opened" in out
     off = style.ledger_status(None, None, 0).text
     assert "not saving" in off and "no student id" in off and "0 events" in off
     warn = style.ledger_status("p", "s", 2, warning="disk full").text

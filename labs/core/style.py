@@ -263,12 +263,14 @@ def memory_budget_bar(terms: dict[str, float], capacity_bytes: float) -> mo.Html
 
 def ledger_status(path: str | None, student_id: str | None, events: int,
                   warning: str | None = None):
-    """Where the ledger writes, for whom, how many events; a warning turns it into a callout."""
+    """Where the ledger writes, for whom, how many events it held when the lab opened (each
+    locked prediction confirms its own save); a warning turns it into a callout."""
     where = (f"writing to <code>{_t(path)}</code>" if path
              else "<strong>not saving</strong> (no ledger file)")
     who = f"student <code>{_t(student_id)}</code>" if student_id else "no student id set"
     n = int(events)
-    line = f"Ledger: {where} · {who} · {n} event{'s' if n != 1 else ''} recorded"
+    line = (f"Ledger: {where} · {who} · {n} event{'s' if n != 1 else ''} in it when this lab "
+            "opened (each locked prediction below confirms its own save)")
     if warning:
         return mo.callout(mo.Html(f"<div>{line}</div><div>⚠ {_t(warning)}</div>"), kind="warn")
     return mo.Html(f'<div style="font-size:.85rem;color:{MUTED_FG}">{line}</div>')
