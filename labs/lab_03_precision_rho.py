@@ -789,8 +789,6 @@ def _(figures, naive):
         [naive.fvt.footprint_bytes / 1e9, naive.fvt.traffic_bytes / 1e9], log=True,
         colors=["danger", "memory"], title="Memory held is not memory moved",
         yaxis_title="GB (1e9 bytes, log)") if naive else None
-    if naive_figure is not None:
-        naive_figure.layout.yaxis.dtick = 1  # decade ticks only: bar_figure's log axis labels 2, 5
     naive_figure
     return (naive_figure,)
 

@@ -443,7 +443,7 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
                  cliponaxis=False, hovertemplate="%{x}: %{y:.4g}<extra></extra>")]
     layout = dict(height=360, showlegend=False, title=dict(text=html.escape(title or "")),
                   yaxis=dict(title=dict(text=html.escape(yaxis_title)),
-                             type="log" if log else "linear"),
+                             type="log" if log else "linear", **({"dtick": 1} if log else {})),
                   margin=dict(l=70, r=20, t=50 if title else 24, b=60))
     return _figure(data, layout)
 
