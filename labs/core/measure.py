@@ -1569,11 +1569,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """labs-bench-gemm: time GEMMs per precision against the roofline and a reference timer,
     print a table and write JSON."""
     import argparse
-    import json
-    import socket
 
     ap = argparse.ArgumentParser(prog="labs-bench-gemm", description=main.__doc__)
     ap.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: GPU if any)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch CPU threads for the whole run (default: torch's choice)")
     ap.add_argument("--precisions", default=None, help="comma list (default: all supported)")
     ap.add_argument("--sizes", default=None, help="square N, comma list "
                     "(default: 256,512,1024,2048 on CPU; 1024,2048,4096,8192 on GPU)")
@@ -1586,6 +1586,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/"
                     "<host>-<date>.json)")
     a = ap.parse_args(argv)
+    torch = _torch()
+    if a.threads is not None and torch is not None:
+        saved_threads = torch.get_num_threads()
+        torch.set_num_threads(positive_int("--threads", a.threads))
+        try:
+            return _bench(a)
+        finally:
+            torch.set_num_threads(saved_threads)
+    return _bench(a)
+
+
+def _bench(a) -> int:
+    import json
+    import socket
 
     info = detect(a.device)
     print(info.summary())
