@@ -250,7 +250,7 @@ def _detect(device) -> DeviceInfo:
     if want == "":
         note = _why_no_cuda(torch)
         return DeviceInfo(**{**asdict(info), "message": f"{note} Measuring the CPU instead: "
-                                                        f"{info.message}"})
+                                                        f"{_cpu_desc(info)}"})
     return info
 
 
@@ -289,17 +289,20 @@ def _cuda_info(torch, dev: str) -> DeviceInfo:
         torch.__version__, backend)
 
 
+def _cpu_desc(info: DeviceInfo) -> str:
+    return (f"{info.name} with {info.threads} torch thread(s) on {info.cores} logical CPU(s). "
+            "CPUs are not in the registry: compare with the empirical roofline.")
+
+
 def _cpu_info(torch) -> DeviceInfo:
     name = _cpu_model()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = torch.get_num_threads()
     blas = "MKL" if torch.backends.mkl.is_available() else "no MKL"
-    msg = (f"Measuring the CPU ({name}) with {threads} torch thread(s) on {cores} logical "
-           "CPU(s). CPUs are not in the registry: compare with the empirical roofline.")
-    return DeviceInfo("cpu", name, msg, "cpu", None, _ram_bytes("MemTotal") / 1e9
-                      if _ram_bytes("MemTotal") else None, None, None, None, None, None,
-                      _llc_bytes() / 2**20 if _llc_bytes() else None, cores, threads,
-                      torch.__version__, f"CPU ({blas})")
+    ram, llc = _ram_bytes("MemTotal"), _llc_bytes()
+    info = DeviceInfo("cpu", name, "", "cpu", None, ram / 1e9 if ram else None, None, None,
+                      None, None, None, llc / 2**20 if llc else None, cores,
+                      torch.get_num_threads(), torch.__version__, f"CPU ({blas})")
+    return DeviceInfo(**{**asdict(info), "message": f"Measuring the CPU: {_cpu_desc(info)}"})
 
 
 def _cpu_model() -> str:
@@ -1100,6 +1103,8 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
     dev = _resolve(device)
     _check_precision_supported(dev, p, "gemm")
     ref, roof = _reference_device(reference, dev.info)
+    fitting = {n for n in ns if fits(estimate_bytes("gemm", (n, n, n), p, flush_l2=flush_l2,
+                                                    kind=dev.info.kind), dev.info)[0]}
     out, t0, rate, stop = [], time.perf_counter(), None, None
     for i, n in enumerate(ns):
         cost = gemm_cost(n, n, n, p)
@@ -1122,11 +1127,11 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
             row["status"] = (f"skipped: needs ~{need:.1f} s, {left:.1f} s of the "
                              f"{budget_s:g} s budget left")
         else:
-            share = left / (len(ns) - i)
-            try:
+            share = left / sum(1 for later in ns[i:] if later in fitting)
+            try:  # 200 repetitions pin a median; more would starve the larger sizes
                 m = time_gemm(n, n, n, p, device=dev.info, budget_s=0.8 * share,
                               warmup_s=min(0.1, 0.2 * share), min_reps=min_reps,
-                              flush_l2=flush_l2)
+                              max_reps=200, flush_l2=flush_l2)
             except (OutOfMemory, DoesNotFit) as e:
                 row["status"] = f"skipped: {e}"
                 stop = "skipped: a smaller size already ran out of memory"
@@ -1184,7 +1189,8 @@ def sweep_gemv(shapes, precisions: Sequence[str] = ("fp16", "bf16", "fp8", "int8
             else:
                 try:
                     m = time_gemv(n, k, p, device=dev.info, budget_s=0.8 * left / (total - done),
-                                  warmup_s=0.05, min_reps=min_reps, cold_cache=cold_cache)
+                                  warmup_s=0.05, min_reps=min_reps, max_reps=200,
+                                  cold_cache=cold_cache)
                     row.update(measured_us=m.median_s * 1e6, measured_gbs=m.effective_gbs,
                                p10_us=m.p10_s * 1e6, p90_us=m.p90_s * 1e6, reps=m.reps)
                     if row["predicted_us"]:
