@@ -22,7 +22,6 @@ dashboard shows it through marimo tables and plotly (which escape it), never as 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os

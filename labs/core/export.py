@@ -16,10 +16,11 @@ Modes (see the README, "For instructors"):
 * ``--wasm``: also run ``marimo export html-wasm`` per lab into ``<site>/wasm/<lab>/`` (needs
   ``uv``; skipped with a message when it is missing).
 
-The export fails (exit status 1, a message naming the lab and the cell) when a page contains
-marimo's "output is too large" placeholder or a cell that raised. Exporting never touches the
-instructor's own ledger: the labs run with ``ROOFLINE_LEDGER_DIR`` pointing to a temporary
-folder and ``ROOFLINE_STUDENT_ID=export``.
+Pages leave the notebook code out (``--with-code`` keeps it: about 150 KB more per lab; the
+students have the notebooks anyway). The export fails (exit status 1, a message naming the lab
+and the cell) when a page contains marimo's "output is too large" placeholder or a cell that
+raised. Exporting never touches the instructor's own ledger: the labs run with
+``ROOFLINE_LEDGER_DIR`` pointing to a temporary folder and ``ROOFLINE_STUDENT_ID=export``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_LABS_DIR = REPO_ROOT / "labs"

@@ -14,7 +14,10 @@ import pytest
 from browser_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, skip_reason
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: a sync Playwright left open would make every later
+# ``sync_playwright()`` in the run (other test files drive chromium too) fail with
+# "using Playwright Sync API inside the asyncio loop".
+@pytest.fixture(scope="module")
 def browser():
     reason = skip_reason()
     if reason:
