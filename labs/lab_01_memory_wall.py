@@ -110,20 +110,25 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 @app.cell
 def _(hardware, mo):
+    # What the picker shows on open (and in the exported instructor copy): reveal answers are
+    # computed for it, so prediction cells do not re-run on every device change.
+    initial_device = "h100-sxm"
+    _options = hardware.picker_options()
     device_picker = mo.ui.dropdown(
-        options=hardware.picker_options(), value="NVIDIA H100 SXM5 · datacenter",
+        options=_options, value=next(k for k, v in _options.items() if v == initial_device),
         label="Device", searchable=True)
     device_picker
-    return (device_picker,)
+    return device_picker, initial_device
 
 
 @app.cell
 def _(hardware, mo):
+    initial_precision = "bf16"  # as initial_device
     precision_picker = mo.ui.dropdown(
-        options=list(hardware.PRECISIONS), value="bf16",
+        options=list(hardware.PRECISIONS), value=initial_precision,
         label="Compute precision (also the storage format)")
     precision_picker
-    return (precision_picker,)
+    return initial_precision, precision_picker
 
 
 @app.cell
@@ -209,7 +214,7 @@ def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, quiz, set_which_roof):
 def _(
     SCENARIO,
     WHICH_ROOF_OPTIONS,
-    device_picker,
+    initial_device,
     formulas,
     get_which_roof,
     lab,
@@ -217,7 +222,7 @@ def _(
     roofline,
 ):
     _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
-    _ref = roofline.regime(_ai, device_picker.value, SCENARIO["precision"])
+    _ref = roofline.regime(_ai, initial_device, SCENARIO["precision"])
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _ref)
     which_roof_prediction = get_which_roof() or reveal.reference(
         lab, "lab01.which_roof", _ref, label=_label)
@@ -496,9 +501,9 @@ def _(get_crossover, lab, quiz, set_crossover):
 
 
 @app.cell
-def _(device_picker, get_crossover, lab, precision_picker, reveal, roofline):
+def _(initial_device, get_crossover, lab, initial_precision, reveal, roofline):
     try:
-        _ref = roofline.gemm_crossover_n(device_picker.value, precision_picker.value)
+        _ref = roofline.gemm_crossover_n(initial_device, initial_precision)
     except KeyError:  # the device has no rate for this precision: nothing to reveal
         _ref = None
     crossover_prediction = get_crossover() or (
@@ -890,14 +895,14 @@ def _(
     PROFILER,
     SCENARIO,
     YARDSTICK_OPTIONS,
-    device_picker,
+    initial_device,
     get_yardstick,
     hardware,
     lab,
     reveal,
     roofline,
 ):
-    _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
+    _d, _p = hardware.get(initial_device), SCENARIO["precision"]
     _ai = roofline.implied_ai(PROFILER["mfu"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
     _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "mfu"
@@ -1127,13 +1132,13 @@ def _(
     LEVER_OPTIONS,
     LEVER_TILE,
     SCENARIO,
-    device_picker,
+    initial_device,
     get_levers,
     lab,
     reveal,
     roofline,
 ):
-    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], device_picker.value,
+    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], initial_device,
                                  SCENARIO["precision"], tile=LEVER_TILE)
     _best = max(_levers[1:], key=lambda lv: lv.ai).name
     levers_prediction = get_levers() or reveal.reference(

@@ -92,12 +92,15 @@ def _():
 
 @app.cell
 def _(hardware, mo):
+    # What the picker shows on open (and in the exported instructor copy): reveal answers are
+    # computed for it, so prediction cells do not re-run on every device change.
+    initial_device = "h100-sxm"
     _options = hardware.picker_options()
     device_picker = mo.ui.dropdown(
-        _options, value=next(k for k, v in _options.items() if v == "h100-sxm"),
+        _options, value=next(k for k, v in _options.items() if v == initial_device),
         label="Device (used by Parts 2-4)", searchable=True)
     device_picker
-    return (device_picker,)
+    return device_picker, initial_device
 
 
 @app.cell
@@ -577,11 +580,12 @@ def _(style):
 
 @app.cell
 def _(PS, mo):
-    decode_matrix = mo.ui.dropdown(
-        PS.decode_gemv_shapes("llama-3-8b"), value="Q projection 4096×4096",
-        label="Llama-3-8B weight matrix (N×K) for the decode GEMV")
+    _shapes = PS.decode_gemv_shapes("llama-3-8b")
+    decode_matrix = mo.ui.dropdown(_shapes, value="Q projection 4096×4096",
+                                   label="Llama-3-8B weight matrix (N×K) for the decode GEMV")
+    initial_decode_matrix = _shapes["Q projection 4096×4096"]  # reveal answers use it
     decode_matrix
-    return (decode_matrix,)
+    return decode_matrix, initial_decode_matrix
 
 
 @app.cell
@@ -602,8 +606,8 @@ def _(get_nvfp4, lab, quiz, set_nvfp4):
 
 
 @app.cell
-def _(PS, decode_matrix, device_picker, get_nvfp4, lab, reveal):
-    _rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
+def _(PS, get_nvfp4, initial_decode_matrix, initial_device, lab, reveal):
+    _rows = PS.decode_quant_table(*initial_decode_matrix, initial_device)
     nvfp4_prediction = get_nvfp4() or reveal.reference(
         lab, "lab03.nvfp4_speedup", next(r.speedup for r in _rows if r.storage == "nvfp4"), "×")
     return (nvfp4_prediction,)

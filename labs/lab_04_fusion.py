@@ -114,11 +114,15 @@ def _(mo):
 
 @app.cell
 def _(hardware, mo):
+    # What the picker shows on open (and in the exported instructor copy): reveal answers are
+    # computed for it, so prediction cells do not re-run on every device change.
+    initial_device = hardware.get("h100-sxm")
     _options = hardware.picker_options()
     device_picker = mo.ui.dropdown(
-        _options, value=next(k for k, v in _options.items() if v == "h100-sxm"), label="Device")
+        _options, value=next(k for k, v in _options.items() if v == initial_device.key),
+        label="Device")
     device_picker
-    return (device_picker,)
+    return device_picker, initial_device
 
 
 @app.cell
@@ -148,29 +152,43 @@ def _(FU, device_picker, hardware, style):
 
 
 @app.cell
-def _(FU, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N, device):
-    # Reference answers, computed from labs.core for the chosen device (used by the
-    # instructor copy and by the prediction-vs-reality comparisons). The questions use 2-byte
-    # tensors: fp16, or bf16 on devices without an fp16 rate (TPUs); both move 2 B/element.
-    reference_precision = "fp16" if device.has("fp16") else "bf16"
+def _(FU, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N):
+    def lab_references(device):
+        """Reference answers from labs.core for ``device``: the questions use 2-byte tensors
+        (fp16, or bf16 on devices without an fp16 rate, e.g. TPUs); None where the device
+        lacks what a question needs."""
+        precision = "fp16" if device.has("fp16") else "bf16"
 
-    def _answer(compute):
-        try:
-            return compute()
-        except (KeyError, ValueError):
-            return None
+        def _answer(compute):
+            try:
+                return compute()
+            except (KeyError, ValueError):
+                return None
 
-    references = {
-        "fusion_speedup": _answer(lambda: FU.fusion_speedup(
-            LARGE_N, device, None, [list(range(len(FU.DEFAULT_CHAIN)))],
-            precision=reference_precision)),
-        "tiny_tensor": _answer(lambda: FU.fusion_benefit(
-            TINY_N, device, precision=reference_precision)),
-        "oom_seq_len": _answer(lambda: FU.unfused_max_seq_len(
-            device, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16")),
-        "largest_tile": _answer(lambda: FU.largest_square_tile(QUESTION_HEAD_DIM, device)),
-    }
+        return precision, {
+            "fusion_speedup": _answer(lambda: FU.fusion_speedup(
+                LARGE_N, device, None, [list(range(len(FU.DEFAULT_CHAIN)))],
+                precision=precision)),
+            "tiny_tensor": _answer(lambda: FU.fusion_benefit(TINY_N, device, precision=precision)),
+            "oom_seq_len": _answer(lambda: FU.unfused_max_seq_len(
+                device, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16")),
+            "largest_tile": _answer(lambda: FU.largest_square_tile(QUESTION_HEAD_DIM, device)),
+        }
+    return (lab_references,)
+
+
+@app.cell
+def _(device, lab_references):
+    # What the instruments show for the chosen device (the prediction-vs-reality comparisons).
+    reference_precision, references = lab_references(device)
     return reference_precision, references
+
+
+@app.cell
+def _(initial_device, lab_references):
+    # The instructor copy's filled-in answers: for the device the lab opens with.
+    _, reveal_references = lab_references(initial_device)
+    return (reveal_references,)
 
 
 @app.cell
@@ -207,10 +225,10 @@ def _(get_speedup, lab, quiz, set_speedup):
 
 
 @app.cell
-def _(get_speedup, lab, references, reveal):
+def _(get_speedup, lab, reveal_references, reveal):
     speedup_prediction = get_speedup() or (
-        reveal.reference(lab, "lab04.fusion_speedup", references["fusion_speedup"], "×")
-        if references["fusion_speedup"] is not None else None)
+        reveal.reference(lab, "lab04.fusion_speedup", reveal_references["fusion_speedup"], "×")
+        if reveal_references["fusion_speedup"] is not None else None)
     return (speedup_prediction,)
 
 
@@ -427,10 +445,10 @@ def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
 
 
 @app.cell
-def _(TINY_OPTIONS, get_tiny, lab, references, reveal):
-    _label = next((k for k, v in TINY_OPTIONS.items() if v == references["tiny_tensor"]), None)
+def _(TINY_OPTIONS, get_tiny, lab, reveal_references, reveal):
+    _label = next((k for k, v in TINY_OPTIONS.items() if v == reveal_references["tiny_tensor"]), None)
     tiny_prediction = get_tiny() or (
-        reveal.reference(lab, "lab04.tiny_tensor", references["tiny_tensor"], label=_label)
+        reveal.reference(lab, "lab04.tiny_tensor", reveal_references["tiny_tensor"], label=_label)
         if _label is not None else None)
     return (tiny_prediction,)
 
@@ -597,10 +615,10 @@ def _(get_oom, lab, quiz, set_oom):
 
 
 @app.cell
-def _(get_oom, lab, references, reveal):
+def _(get_oom, lab, reveal_references, reveal):
     oom_prediction = get_oom() or (
-        reveal.reference(lab, "lab04.oom_seq_len", references["oom_seq_len"], "tokens")
-        if references["oom_seq_len"] is not None else None)
+        reveal.reference(lab, "lab04.oom_seq_len", reveal_references["oom_seq_len"], "tokens")
+        if reveal_references["oom_seq_len"] is not None else None)
     return (oom_prediction,)
 
 
@@ -803,10 +821,10 @@ def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
 
 
 @app.cell
-def _(TILE_OPTIONS, get_tile, lab, references, reveal):
-    _label = next((k for k, v in TILE_OPTIONS.items() if v == references["largest_tile"]), None)
+def _(TILE_OPTIONS, get_tile, lab, reveal_references, reveal):
+    _label = next((k for k, v in TILE_OPTIONS.items() if v == reveal_references["largest_tile"]), None)
     tile_prediction = get_tile() or (
-        reveal.reference(lab, "lab04.largest_tile", references["largest_tile"], label=_label)
+        reveal.reference(lab, "lab04.largest_tile", reveal_references["largest_tile"], label=_label)
         if _label is not None else None)
     return (tile_prediction,)
 

@@ -135,8 +135,10 @@ def test_oom_failure_state_is_reached_and_recovered(env, app):
 
 
 def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):
+    # overriding a picker cell overrides its initial_* constant too (what reveal answers use)
     tpu = dict(PREDICTIONS, device_picker=SimpleNamespace(value="tpu-v5e"),
-               precision_picker=SimpleNamespace(value="fp16"))
+               initial_device="h100-sxm", precision_picker=SimpleNamespace(value="fp16"),
+               initial_precision="bf16")
     outputs, defs = app.run(defs=tpu)
     text = _texts(outputs)
     assert "no hardware rate for precision='fp16'" in defs["gemm_error"]
