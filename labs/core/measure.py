@@ -990,11 +990,12 @@ class Bandwidth:
 
 def _default_stream_bytes(info: DeviceInfo) -> int:
     """Bytes per array: well past the caches (GPU: 8x L2, >= 256 MiB; CPU: 2x LLC capped at
-    512 MiB, since RAM on a laptop or shared machine is precious)."""
+    256 MiB, since RAM on a laptop or shared machine is precious and three arrays of it, 768 MiB,
+    are far past any laptop's last-level cache)."""
     if info.kind == "cuda":
         return int(max(8 * (info.cache_mb or 64) * 2**20, 256 * 2**20))
     llc = _llc_bytes() or 32 * 2**20
-    return int(min(max(2 * llc, 64 * 2**20), 512 * 2**20))
+    return int(min(max(2 * llc, 64 * 2**20), 256 * 2**20))
 
 
 def stream_bandwidth(device: str | DeviceInfo | None = None, *, size_mb: float | None = None,
@@ -1018,12 +1019,13 @@ def stream_bandwidth(device: str | DeviceInfo | None = None, *, size_mb: float |
     out = {}
     for op, arrays, flops in (("copy", 2, 0.0), ("triad", 3, 2.0 * elements)):
         def build(op=op, arrays=arrays, flops=flops):
-            g = dev.generator(1)
-            a = torch.randn(elements, generator=g, device=dev.device, dtype=dt)
-            b = torch.randn(elements, generator=g, device=dev.device, dtype=dt)
+            # Constant fills, not randn: bandwidth does not depend on the values, and drawing
+            # hundreds of MB of normal samples took longer than the measurement's budget.
+            a = torch.full((elements,), 1.0, device=dev.device, dtype=dt)
+            b = torch.full((elements,), 2.0, device=dev.device, dtype=dt)
             if op == "copy":
                 return _Case(lambda: b.copy_(a), 0.0, arrays * elements * el, "b.copy_(a)")
-            c = torch.randn(elements, generator=g, device=dev.device, dtype=dt)
+            c = torch.full((elements,), 0.5, device=dev.device, dtype=dt)
             return _Case(lambda: torch.add(b, c, alpha=3.0, out=a), flops,
                          arrays * elements * el, "torch.add(b, c, alpha=3, out=a)")
         out[op] = _measure(dev, op, (elements,), p, build, budget_s=budget_s / 2,
