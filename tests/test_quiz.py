@@ -395,3 +395,12 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
     assert result.clean
     assert [e["kind"] for e in result.events] == ["predict", "unlock", "result"]
     assert result.events[0]["payload"]["value"] == 3000
+
+
+def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_STATIC_EXPORT", "1")
+    text = lab.status().text
+    assert "Static preview" in text and "not recorded" in text
+    assert "writing to" not in text  # not the exporter's throwaway ledger path
+    monkeypatch.delenv("ROOFLINE_STATIC_EXPORT")
+    assert "Ledger" in lab.status().text

@@ -348,6 +348,7 @@ def export_env(ledger_dir: str | os.PathLike, *, reveal: bool) -> dict[str, str]
     env = dict(os.environ)
     env["ROOFLINE_LEDGER_DIR"] = str(ledger_dir)
     env["ROOFLINE_STUDENT_ID"] = "export"
+    env["ROOFLINE_STATIC_EXPORT"] = "1"  # the page's ledger line says it records nothing
     # An instructor's shell setting must not leak into a student copy; the instructor copy is
     # switched on by the CLI argument ``-- --reveal`` alone (what labs.core.reveal reads).
     env.pop("ROOFLINE_REVEAL", None)

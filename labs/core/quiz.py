@@ -362,6 +362,10 @@ class LabSession:
         """The ledger status line: where it writes, the student id, warnings, and controls
         (student id entry, download, upload in memory mode, change folder)."""
         self._widgets = []
+        if os.environ.get("ROOFLINE_STATIC_EXPORT") == "1":
+            # A static page runs no Python: say so instead of showing the exporter's ledger.
+            return mo.md("*Static preview: predictions are not recorded on this page. Open the "
+                         "lab with `marimo edit` to lock predictions into your ledger.*")
         parts = []
         ledger = self.ledger
         if self.student_id is None:
