@@ -3,7 +3,6 @@ recovery, ledger events with stable item ids, and the HTML export."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import formulas, ledger, measure, quiz, roofline
+from notebook_support import choice, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_01_memory_wall.py"
 ITEMS = ("lab01.which_roof", "lab01.crossover_n", "lab01.other_device", "lab01.yardstick",
@@ -22,35 +22,17 @@ INSTRUMENTS = ("gemm_figure", "gemm_metrics", "crossover_figure", "crossover_n",
                "overlay_figure", "yardstick_figure", "levers_figure", "live_rows", "live_figure")
 
 
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    """A private ledger folder, config folder and student id; reveal mode off."""
-    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
-    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def app():
-    spec = importlib.util.spec_from_file_location("_lab01_under_test", LAB_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.app
-
-
-def _choice(item, value):
-    return quiz.Prediction(item, value, answer_type="choice", label=value, confidence=3,
-                           reason="test")
+    return load_app(LAB_FILE, "_lab01_under_test")
 
 
 PREDICTIONS = {
-    "which_roof_prediction": _choice("lab01.which_roof", "compute-bound"),
+    "which_roof_prediction": choice("lab01.which_roof", "compute-bound"),
     "crossover_prediction": quiz.Prediction("lab01.crossover_n", 500, confidence=2, reason="t"),
-    "other_device_prediction": _choice("lab01.other_device", "memory-bound"),
-    "yardstick_prediction": _choice("lab01.yardstick", "mfu"),
-    "levers_prediction": _choice("lab01.levers", "4x batch (M)"),
+    "other_device_prediction": choice("lab01.other_device", "memory-bound"),
+    "yardstick_prediction": choice("lab01.yardstick", "mfu"),
+    "levers_prediction": choice("lab01.levers", "4x batch (M)"),
 }
 
 

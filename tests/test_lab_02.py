@@ -4,7 +4,6 @@ restored from the ledger, the instructor reveal, and the HTML export."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import ledger, models, quiz
+from notebook_support import load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_02_design_challenge.py"
 ITEMS = {"lab02.decode_dominant", "lab02.oom_batch", "lab02.design_edge",
@@ -25,22 +25,9 @@ INSTRUMENTS = ("decode_step", "prefill_step", "decode_roofline", "prefill_roofli
 EDGE = "jetson-agx-orin-64gb"  # the lab's default device
 
 
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    """A private ledger folder, config folder and student id; reveal mode off."""
-    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
-    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def app():
-    spec = importlib.util.spec_from_file_location("_lab02_under_test", LAB_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.app
+    return load_app(LAB_FILE, "_lab02_under_test")
 
 
 PREDICTIONS = {

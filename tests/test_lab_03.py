@@ -4,7 +4,6 @@ a tiny CPU measurement when torch is installed) and the HTML export."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from labs.core import ledger, measure, quiz, roofline
 from labs.core import precision_study as PS
+from notebook_support import choice, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_03_precision_rho.py"
 ITEMS = ("lab03.rho_ratio", "lab03.weight_only_rho", "lab03.nvfp4_speedup",
@@ -27,36 +27,18 @@ GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
 DEFAULT_FORMATS = ["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "nf4", "int4-g128"]
 
 
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    """A private ledger folder, config folder and student id; reveal mode off."""
-    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
-    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def app():
-    spec = importlib.util.spec_from_file_location("_lab03_under_test", LAB_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.app
-
-
-def _choice(item, value):
-    return quiz.Prediction(item, value, answer_type="choice", label=value, confidence=3,
-                           reason="test")
+    return load_app(LAB_FILE, "_lab03_under_test")
 
 
 PREDICTIONS = {
     "rho_ratio_prediction": quiz.Prediction("lab03.rho_ratio", 2, units="×", confidence=3,
                                             reason="bytes halve"),
-    "weight_only_prediction": _choice("lab03.weight_only_rho", "down"),
+    "weight_only_prediction": choice("lab03.weight_only_rho", "down"),
     "nvfp4_prediction": quiz.Prediction("lab03.nvfp4_speedup", 4, units="×", confidence=2,
                                         reason="16/4"),
-    "naive_prediction": _choice("lab03.naive_bandwidth", "about_right"),
+    "naive_prediction": choice("lab03.naive_bandwidth", "about_right"),
 }
 
 

@@ -1,0 +1,20 @@
+"""Helpers for running the lab notebooks headless in tests."""
+
+import importlib.util
+from pathlib import Path
+
+from labs.core import quiz
+
+
+def load_app(path: Path, name: str):
+    """The notebook's marimo App, loaded from its file under a private module name."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+def choice(item: str, value) -> quiz.Prediction:
+    """A locked multiple-choice prediction whose label is its value."""
+    return quiz.Prediction(item, value, answer_type="choice", label=value, confidence=3,
+                           reason="test")
