@@ -667,11 +667,12 @@ def _(lab, nvfp4_prediction, quant_rows, quiz):
 
 
 @app.cell
-def _(lab, nvfp4_row, quiz):
+def _(lab, quiz):
+    # The labels stay fixed: a form rebuilt on every device change would drop typed text.
     nvfp4_explain = quiz.explain_form(
         lab, "lab03.nvfp4_speedup",
-        observe_label=f"What does the table show for NVFP4 ({nvfp4_row.speedup:.3g}×, "
-                      f"math in {nvfp4_row.compute})?",
+        observe_label="What does the table show for NVFP4: its speedup over FP16, and the "
+                      "precision the math runs in on your device?",
         explain_label="Why is the speedup close to the byte ratio and not 16/4 = 4×? Does "
                       "the device's FP4 rate matter here?")
     nvfp4_explain
@@ -831,11 +832,12 @@ def _(GEMM_4096, device, fmt, mo, naive_prediction, rate_unit, style, PS):
 
 
 @app.cell
-def _(kai, lab, quiz):
+def _(lab, quiz):
+    # Fixed labels: moving the sliders above must not drop what the student typed.
     naive_explain = quiz.explain_form(
         lab, "lab03.naive_bandwidth",
-        observe_label=f"What do the instruments show? (allocator peak vs traffic: "
-                      f"×{kai.fvt.ratio:.3g}; and the TF32 cards)",
+        observe_label="What do the instruments show? (allocator peak against traffic, as a "
+                      "ratio; and the TF32 cards)",
         explain_label="What should Kai divide by the time instead, and what was his "
                       "'400 TFLOP/s FP32' really measuring?")
     naive_explain
