@@ -445,3 +445,21 @@ def test_event_rows_keep_payload_json_parseable(graded):
     rows = G.event_rows(batch)
     assert all(isinstance(json.loads(r["payload"]), dict) for r in rows if r["valid"] == "true"
                and not r["payload"].startswith("'"))
+
+
+def test_for_student_index_follows_appends_and_reordering():
+    from labs.core.grading import Batch, EventRecord
+
+    def ev(student, lab, seq):
+        return EventRecord(student, lab, f"{lab}.x", "predict", seq, "", None, "v", "s", {},
+                           f"h{student}{seq}", "f", seq)
+
+    b = Batch(events=[ev("a", "lab01", 1), ev("b", "lab01", 1), ev("a", "lab02", 2)])
+    assert [e.seq for e in b.for_student("a")] == [1, 2]
+    assert [e.lab_id for e in b.for_student("a", "lab02")] == ["lab02"]
+    b.events.append(ev("a", "lab01", 3))  # added after a lookup: the index is rebuilt
+    assert [e.seq for e in b.for_student("a")] == [1, 2, 3]
+    b.events.reverse()
+    b.reindex()  # reordered in place: the index follows once told
+    assert [e.seq for e in b.for_student("a")] == [3, 2, 1]
+    assert b.for_student("nobody") == []

@@ -211,28 +211,6 @@ class Classroom:
 # Loading
 
 
-class IndexedBatch(grading.Batch):
-    """A grading.Batch whose ``for_student`` is a dict lookup instead of a scan.
-
-    ``grading.grade`` asks for every student's events in turn; with a scan that is
-    students × events (500 students × 20 000 events: ~80 % of the grading time).
-    The index is built on first use; the events must not change afterwards.
-    """
-
-    @classmethod
-    def of(cls, batch: grading.Batch) -> "IndexedBatch":
-        return cls(events=batch.events, files=batch.files, hashes=batch.hashes)
-
-    def for_student(self, student_id: str, lab_id: str | None = None):
-        index = self.__dict__.get("_index")
-        if index is None:
-            index = defaultdict(list)
-            for e in self.events:
-                index[e.student_id].append(e)
-            self.__dict__["_index"] = index
-        return [e for e in index.get(student_id, ()) if lab_id is None or e.lab_id == lab_id]
-
-
 def _csv_kind(path: Path) -> str | None:
     """``"events"`` for labs-grade's events.csv, ``"gradebook"`` for gradebook.csv, else None."""
     try:
@@ -311,7 +289,7 @@ def load_class(inputs: Sequence[str | os.PathLike], config: str | os.PathLike | 
     if not batch.events:
         raise ValueError("inputs: no ledger events found in "
                          + ", ".join(str(p) for p in paths))
-    batch = IndexedBatch.of(batch)
+    batch.reindex()  # events were added from several sources
     book = grading.grade(batch, course)
     items = summarise_items(batch, book)
     return Classroom([str(p) for p in paths], batch, book, items, grading.gradebook_rows(book),
