@@ -41,29 +41,6 @@ def _():
 
 
 @app.cell
-def _(quiz):
-    def _time_unit(seconds):
-        return next(((u, s) for u, s in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
-                     if seconds >= s), ("ns", 1e-9))
-
-    def fmt_time(seconds, upper=None):
-        """A duration with its unit (ns, µs, ms, s); with ``upper``, a range "a–b unit"."""
-        unit, scale = _time_unit(seconds)
-        if upper is None:
-            return f"{quiz.format_value(seconds / scale)} {unit}"
-        if _time_unit(upper)[0] != unit:
-            return f"{fmt_time(seconds)} – {fmt_time(upper)}"
-        lo, hi = quiz.format_value(seconds / scale), quiz.format_value(upper / scale)
-        return f"{lo} {unit}" if lo == hi else f"{lo}–{hi} {unit}"
-
-    def error_text(exc):
-        """The message of a core ValueError/KeyError, without KeyError's quotes."""
-        return str(exc.args[0]) if exc.args else str(exc)
-
-    return error_text, fmt_time
-
-
-@app.cell
 def _(style):
     style.lab_header(
         "Lab 1 · The Memory Wall",
@@ -132,16 +109,7 @@ def _(hardware, mo):
 
 
 @app.cell
-def _(
-    device_picker,
-    error_text,
-    hardware,
-    mo,
-    precision_picker,
-    quiz,
-    roofline,
-    style,
-):
+def _(device_picker, hardware, mo, precision_picker, quiz, roofline, style):
     _d = hardware.get(device_picker.value)
     _p = precision_picker.value
     try:
@@ -155,7 +123,7 @@ def _(
         ])
     except KeyError as _exc:
         _cards = style.error_callout(
-            error_text(_exc) + "\n\nThe instruments below need a precision this device has: "
+            style.error_message(_exc) + "\n\nThe instruments below need a precision this device has: "
             "pick another precision or device.")
     mo.vstack([mo.md(f"**{_d.name}** · {_d.device_class}"), _cards])
     return
@@ -214,9 +182,9 @@ def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, quiz, set_which_roof):
 def _(
     SCENARIO,
     WHICH_ROOF_OPTIONS,
-    initial_device,
     formulas,
     get_which_roof,
+    initial_device,
     lab,
     reveal,
     roofline,
@@ -245,7 +213,6 @@ def _(POW2, SCENARIO, mo):
 @app.cell
 def _(
     device_picker,
-    error_text,
     formulas,
     k_slider,
     m_slider,
@@ -254,6 +221,7 @@ def _(
     precision_picker,
     quiz,
     roofline,
+    style,
     which_roof_prediction,
 ):
     mo.stop(which_roof_prediction is None,
@@ -272,7 +240,7 @@ def _(
         gemm_error = None
     except (KeyError, ValueError) as _exc:
         gemm_cost = gemv_cost = gemm_bounds = gemv_bounds = gemm_fraction = None
-        gemm_error = error_text(_exc)
+        gemm_error = style.error_message(_exc)
     return (
         gemm_bounds,
         gemm_cost,
@@ -287,7 +255,6 @@ def _(
 def _(
     device_picker,
     figures,
-    fmt_time,
     gemm_bounds,
     gemm_cost,
     gemm_error,
@@ -301,7 +268,7 @@ def _(
     mo.stop(gemm_error is not None, style.error_callout(
         f"{gemm_error}\n\nMove M, N or K back down (or pick a device with more memory) "
         "and the instrument comes back."))
-    _hover = {"time bounds": fmt_time(gemm_bounds.lower, gemm_bounds.upper),
+    _hover = {"time bounds": style.format_seconds(gemm_bounds.lower, gemm_bounds.upper),
               "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
                   gemm_cost.bytes)}
     gemm_figure = figures.roofline_figure(
@@ -316,7 +283,6 @@ def _(
 @app.cell
 def _(
     device_picker,
-    fmt_time,
     gemm_bounds,
     gemm_cost,
     gemm_error,
@@ -343,9 +309,9 @@ def _(
         (f"Ridge ({_p}, dense)", f"{quiz.format_value(gemm_metrics['ridge'])} FLOP/B", "π / β"),
         style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} TFLOP/s",
                      "min(π, AI · β)", gemm_regime),
-        ("Time bounds", fmt_time(gemm_bounds.lower, gemm_bounds.upper),
-         f"max(Tc, Tm) … Tc + Tm; Tc = {fmt_time(gemm_bounds.t_compute)}, "
-         f"Tm = {fmt_time(gemm_bounds.t_memory)}"),
+        ("Time bounds", style.format_seconds(gemm_bounds.lower, gemm_bounds.upper),
+         f"max(Tc, Tm) … Tc + Tm; Tc = {style.format_seconds(gemm_bounds.t_compute)}, "
+         f"Tm = {style.format_seconds(gemm_bounds.t_memory)}"),
         style.Metric("MFU bound", f"{quiz.format_value(100 * gemm_metrics['mfu_bound'])}%",
                      "the best fraction of peak this shape can reach", gemm_regime),
         ("Memory footprint", style.format_bytes(gemm_cost.bytes),
@@ -357,7 +323,6 @@ def _(
 @app.cell
 def _(
     device_picker,
-    fmt_time,
     gemm_error,
     gemv_bounds,
     gemv_cost,
@@ -377,7 +342,7 @@ def _(
             style.Metric("GEMV attainable",
                          f"{quiz.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} TFLOP/s",
                          "AI · β", roofline.regime(gemv_cost.ai, _d, _p)),
-            ("GEMV time bound", fmt_time(gemv_bounds.lower), "≈ weight bytes / β"),
+            ("GEMV time bound", style.format_seconds(gemv_bounds.lower), "≈ weight bytes / β"),
             ("GEMV MFU bound",
              f"{quiz.format_value(100 * roofline.mfu_bound(gemv_cost.ai, _d, _p))}%",
              "no kernel trick changes this"),
@@ -501,7 +466,7 @@ def _(get_crossover, lab, quiz, set_crossover):
 
 
 @app.cell
-def _(initial_device, get_crossover, lab, initial_precision, reveal, roofline):
+def _(get_crossover, initial_device, initial_precision, lab, reveal, roofline):
     try:
         _ref = roofline.gemm_crossover_n(initial_device, initial_precision)
     except KeyError:  # the device has no rate for this precision: nothing to reveal
@@ -515,11 +480,11 @@ def _(initial_device, get_crossover, lab, initial_precision, reveal, roofline):
 def _(
     crossover_prediction,
     device_picker,
-    error_text,
     mo,
     precision_picker,
     quiz,
     roofline,
+    style,
 ):
     mo.stop(crossover_prediction is None,
             quiz.gate_notice("Lock prediction 2 to reveal the crossover instrument."))
@@ -527,7 +492,7 @@ def _(
         crossover_n = roofline.gemm_crossover_n(device_picker.value, precision_picker.value)
         crossover_error = None
     except KeyError as _exc:
-        crossover_n, crossover_error = None, error_text(_exc)
+        crossover_n, crossover_error = None, style.error_message(_exc)
     return crossover_error, crossover_n
 
 
@@ -895,9 +860,9 @@ def _(
     PROFILER,
     SCENARIO,
     YARDSTICK_OPTIONS,
-    initial_device,
     get_yardstick,
     hardware,
+    initial_device,
     lab,
     reveal,
     roofline,
@@ -928,13 +893,13 @@ def _(PROFILER, mo):
 def _(
     bw_slider,
     device_picker,
-    error_text,
     hardware,
     mfu_slider,
     mo,
     precision_picker,
     quiz,
     roofline,
+    style,
     yardstick_prediction,
 ):
     mo.stop(yardstick_prediction is None,
@@ -953,7 +918,7 @@ def _(
             "mfu_bound": roofline.mfu_bound(_ai, _d, _p)}
         yardstick_error = None
     except (KeyError, ValueError) as _exc:
-        yardstick, yardstick_error = None, error_text(_exc)
+        yardstick, yardstick_error = None, style.error_message(_exc)
     return yardstick, yardstick_error
 
 
@@ -1132,8 +1097,8 @@ def _(
     LEVER_OPTIONS,
     LEVER_TILE,
     SCENARIO,
-    initial_device,
     get_levers,
+    initial_device,
     lab,
     reveal,
     roofline,
@@ -1158,7 +1123,6 @@ def _(LEVER_TILE, mo):
 @app.cell
 def _(
     device_picker,
-    error_text,
     k_slider,
     levers_prediction,
     m_slider,
@@ -1167,6 +1131,7 @@ def _(
     precision_picker,
     quiz,
     roofline,
+    style,
     tile_slider,
 ):
     mo.stop(levers_prediction is None,
@@ -1177,7 +1142,7 @@ def _(
                                     tile=tile_slider.value)
         levers_error = None
     except (KeyError, ValueError) as _exc:
-        levers, levers_error = None, error_text(_exc)
+        levers, levers_error = None, style.error_message(_exc)
     return levers, levers_error
 
 
@@ -1358,17 +1323,7 @@ def _(
 
 
 @app.cell
-def _(
-    error_text,
-    figures,
-    live_info,
-    live_p,
-    live_reference,
-    live_rows,
-    mo,
-    quiz,
-    style,
-):
+def _(figures, live_info, live_p, live_reference, live_rows, mo, quiz, style):
     _ok = [r for r in live_rows if r["status"] == "ok" and r["measured_tflops"]]
     mo.stop(not _ok, style.error_callout("No size could be measured: " + "; ".join(
         f"N={r['n']}: {r['status']}" for r in live_rows[:3])))
@@ -1382,7 +1337,7 @@ def _(
              for r in _ok],
             title=f"Measured {live_p} square GEMMs against the predicted roofline of this machine")
     except (KeyError, ValueError) as _exc:
-        live_figure = style.error_callout(error_text(_exc))
+        live_figure = style.error_callout(style.error_message(_exc))
     live_figure
     return
 

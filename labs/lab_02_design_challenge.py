@@ -13,40 +13,44 @@ def _():
     from labs.core import figures, hardware, models, precision, quiz, reveal, roofline, style
 
     LAB_ID = "lab02"
-    return (LAB_ID, figures, hardware, math, mo, models, precision, quiz, reveal, roofline,
-            style)
+    return (
+        LAB_ID,
+        figures,
+        hardware,
+        mo,
+        models,
+        precision,
+        quiz,
+        reveal,
+        roofline,
+        style,
+    )
 
 
 @app.cell
 def _():
-    def fmt_seconds(seconds):
-        """A duration with its unit: s, ms or µs, 3 significant figures."""
-        for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-            if seconds >= size:
-                return f"{seconds / size:.3g} {unit}"
-        return f"{seconds * 1e9:.3g} ns"
-
     # The reference case of the OOM prediction (Part 2): fixed, so the answer does not move when
     # the student changes the pickers after locking.
     OOM_REF = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192}
     # The decode-dominance question (Part 1): Dana's Jetson prototype, bf16, batch 1, 4k context.
     DOMINANT_REF = {"model": "llama-3-8b", "hw": "jetson-agx-orin-64gb", "batch": 1,
                     "seq_len": 4096}
-    return DOMINANT_REF, OOM_REF, fmt_seconds
+    return DOMINANT_REF, OOM_REF
 
 
 @app.cell
-def _(figures, fmt_seconds, roofline, style):
+def _(figures, roofline, style):
     def op_roofline(ops, device, compute, title):
         """core's per-layer ops on the device's roofline, one point each (numbers in the
         hover), labelled on leader lines so that ops of similar AI stay legible."""
         points = [figures.Point(op.name, op.ai, hover={
             "per layer": f"{op.flops:.3g} FLOP, {style.format_bytes(op.bytes)} moved",
-            "time bound per layer": fmt_seconds(
+            "time bound per layer": style.format_seconds(
                 roofline.time_bounds(op.flops, op.bytes, device, compute).lower),
             "kernels": op.kernels}) for op in ops]
         return figures.roofline_figure([(device, compute)], points, title=title, height=430,
                                        label_points="leaders")
+
     return (op_roofline,)
 
 
@@ -146,8 +150,15 @@ def _(MAX_CONTEXT, mo):
 
 
 @app.cell
-def _(batch_slider, compute_picker, context_slider, device_picker, kv_picker, model_picker,
-      weight_picker):
+def _(
+    batch_slider,
+    compute_picker,
+    context_slider,
+    device_picker,
+    kv_picker,
+    model_picker,
+    weight_picker,
+):
     # The design as core's check_design takes it (the device travels separately).
     device = device_picker.value
     design = {"model": model_picker.value, "batch": int(batch_slider.value),
@@ -157,8 +168,16 @@ def _(batch_slider, compute_picker, context_slider, device_picker, kv_picker, mo
 
 
 @app.cell
-def _(batch_slider, compute_picker, context_slider, device_picker, kv_picker, mo,
-      model_picker, weight_picker):
+def _(
+    batch_slider,
+    compute_picker,
+    context_slider,
+    device_picker,
+    kv_picker,
+    mo,
+    model_picker,
+    weight_picker,
+):
     # The same widgets again, shown next to each instrument (marimo keeps the copies in sync).
     controls = mo.vstack([
         mo.hstack([device_picker, model_picker], justify="start", wrap=True),
@@ -213,7 +232,7 @@ def _(DOMINANT_REF, get_dominant, hardware, lab, models, quiz, set_dominant):
                  "of each decode step's time?",
         options=DOMINANT_OPTIONS, locked=get_dominant(), on_lock=set_dominant)
     quiz.prediction_panel(dominant_form, get_dominant())
-    return DOMINANT_OPTIONS, dominant_form
+    return (DOMINANT_OPTIONS,)
 
 
 @app.cell
@@ -237,19 +256,17 @@ def _(controls, design, device, dominant_prediction, mo, models, quiz, style):
         _pre = models.step_bound(design["model"], device, "prefill", **{**_kw, "batch": 1})
         step_error = None
     except (KeyError, ValueError) as _exc:
-        step_error = _exc.args[0] if _exc.args else str(_exc)
+        step_error = style.error_message(_exc)
     mo.stop(step_error is not None, mo.vstack([controls, style.error_callout(
         f"{step_error} Pick a compute precision this device has.")]))
     # defined only once the bounds exist: every cell below depends on them
     decode_step, prefill_step, step_kw = _dec, _pre, _kw
     controls
-    return decode_step, prefill_step, step_error, step_kw
-
-
+    return decode_step, prefill_step, step_kw
 
 
 @app.cell
-def _(decode_step, design, device, fmt_seconds, hardware, mo, models, prefill_step, style):
+def _(decode_step, design, device, hardware, mo, models, prefill_step, style):
     _hw = hardware.get(device)
     _fits = models.memory_budget(design["model"], device, batch=design["batch"],
                                  seq_len=design["seq_len"],
@@ -257,14 +274,14 @@ def _(decode_step, design, device, fmt_seconds, hardware, mo, models, prefill_st
                                  kv_precision=design["kv_precision"]).fits
     _cards = style.metric_cards([
         style.Metric("Decode, per user", f"{1 / decode_step.seconds:,.1f} tokens/s",
-                     f"one step ≥ {fmt_seconds(decode_step.seconds)}: "
+                     f"one step ≥ {style.format_seconds(decode_step.seconds)}: "
                      f"{decode_step.bytes / 1e9:.2f} GB at {_hw.bandwidth_gbs:g} GB/s",
                      f"{decode_step.bound}-bound"),
         style.Metric("Decode, all users", f"{decode_step.tokens_per_s:,.0f} tokens/s",
                      f"batch {design['batch']} × one token per step; "
                      f"{decode_step.bound}-bound"),
         style.Metric(f"Prefill, one {design['seq_len']:,}-token prompt",
-                     fmt_seconds(prefill_step.seconds),
+                     style.format_seconds(prefill_step.seconds),
                      f"{prefill_step.flops:.3g} FLOP at {_hw.peak_tflops(design['compute']):g} "
                      f"TFLOP/s ({design['compute']}, dense); {prefill_step.bound}-bound",
                      f"{prefill_step.bound}-bound"),
@@ -282,7 +299,7 @@ def _(design, device, models, op_roofline, step_kw):
         f"Decode · one layer · batch {design['batch']}, {design['seq_len']:,} cached tokens "
         "per sequence")
     decode_roofline
-    return (decode_roofline,)
+    return
 
 
 @app.cell
@@ -291,11 +308,11 @@ def _(design, device, models, op_roofline, step_kw):
         models.roofline_ops(design["model"], "prefill", **step_kw), device, design["compute"],
         f"Prefill · one layer · batch {design['batch']} × {design['seq_len']:,}-token prompts")
     prefill_roofline
-    return (prefill_roofline,)
+    return
 
 
 @app.cell
-def _(design, device, figures, fmt_seconds, models, step_kw):
+def _(design, device, figures, models, step_kw, style):
     _t = models.step_time_by_group(design["model"], device, "decode", **step_kw)
     _total = sum(_t.values())
     decode_time_bars = figures.bar_figure(
@@ -303,13 +320,21 @@ def _(design, device, figures, fmt_seconds, models, step_kw):
         title=f"One decode step, all layers · batch {design['batch']}, "
               f"{design['seq_len']:,}-token context",
         yaxis_title="ms per step (roofline bound)",
-        annotations=[f"{fmt_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
+        annotations=[f"{style.format_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
     decode_time_bars
-    return (decode_time_bars,)
+    return
 
 
 @app.cell
-def _(DOMINANT_OPTIONS, DOMINANT_REF, dominant_prediction, lab, mo, models, quiz):
+def _(
+    DOMINANT_OPTIONS,
+    DOMINANT_REF,
+    dominant_prediction,
+    lab,
+    mo,
+    models,
+    quiz,
+):
     # The question's case, fixed (not the pickers): the comparison stays valid whatever the
     # student explores afterwards.
     mo.stop(dominant_prediction is None)
@@ -332,7 +357,7 @@ def _(dominant_actual, lab, quiz):
         explain_label="Why is a decode step memory-bound at batch 1 although the device has "
                       "TFLOP/s to spare, and why does prefill land on the other roof?")
     dominant_explain
-    return (dominant_explain,)
+    return
 
 
 @app.cell
@@ -412,7 +437,7 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
                  "(number of concurrent sequences) does it first run out of memory?",
         units="sequences", lo=1, hi=100000, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
-    return (oom_form,)
+    return
 
 
 @app.cell
@@ -493,7 +518,7 @@ def _(lab, oom_actual, quiz):
                       "memory at a few dozen conversations? Which choices move the limit, and "
                       "which do not?")
     oom_explain
-    return (oom_explain,)
+    return
 
 
 @app.cell
@@ -557,14 +582,25 @@ def _(mo, models):
 
 
 @app.cell
-def _(commit_button, controls, design, device, dominant_prediction, mo, models, oom_prediction,
-      quiz, style, target_picker):
+def _(
+    commit_button,
+    controls,
+    design,
+    device,
+    dominant_prediction,
+    mo,
+    models,
+    oom_prediction,
+    quiz,
+    style,
+    target_picker,
+):
     mo.stop(dominant_prediction is None or oom_prediction is None,
             quiz.gate_notice("Lock both predictions (Parts 1 and 2) to open the challenge."))
     try:
         _verdict, live_error = models.check_design(target_picker.value, device, **design), None
     except (KeyError, ValueError) as _exc:
-        _verdict, live_error = None, (_exc.args[0] if _exc.args else str(_exc))
+        _verdict, live_error = None, style.error_message(_exc)
     mo.stop(live_error is not None, mo.vstack([controls, style.error_callout(
         f"{live_error} Pick a compute precision this device has.")]))
     live_verdict = _verdict
@@ -575,7 +611,7 @@ def _(commit_button, controls, design, device, dominant_prediction, mo, models, 
         style.metric_cards([style.Metric(c.name, ("✓ " if c.passed else "✗ ") + c.actual_text,
                                          c.requirement, "ok" if c.passed else "danger")
                             for c in live_verdict.checks])])
-    return live_error, live_verdict
+    return (live_verdict,)
 
 
 @app.cell
@@ -633,7 +669,7 @@ def _(dominant_prediction, lab, mo, oom_prediction, quiz):
                       "and the datacenter design differ: which roof or which memory term "
                       "limited each one?")
     design_explain
-    return (design_explain,)
+    return
 
 
 @app.cell

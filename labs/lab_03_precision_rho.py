@@ -21,15 +21,25 @@ def _():
     LAB_ID = "lab03"
     fmt = quiz.format_value
 
-    def fmt_s(seconds):
-        """A time with its unit: µs below a millisecond, else ms."""
-        return f"{fmt(seconds * 1e6)} µs" if seconds < 1e-3 else f"{fmt(seconds * 1e3)} ms"
-
     def rate_unit(precision):
         return "TOPS" if precision == "int8" else "TFLOP/s"
 
-    return (LAB_ID, PS, figures, fmt, fmt_s, formats, hardware, live, measure, mo, quiz,
-            rate_unit, reveal, roofline, style)
+    return (
+        LAB_ID,
+        PS,
+        figures,
+        fmt,
+        formats,
+        hardware,
+        live,
+        measure,
+        mo,
+        quiz,
+        rate_unit,
+        reveal,
+        roofline,
+        style,
+    )
 
 
 @app.cell
@@ -87,7 +97,14 @@ def _():
     OP_NAMES = {"gemm": "GEMM", "gemv": "GEMV", "mlp_train": "MLP fwd+bwd"}
     NAIVE_OPTIONS = {"about right (within 2×)": "about_right",
                      "far too low": "too_low", "far too high": "too_high"}
-    return DIRECTION_OPTIONS, GEMM_4096, GEMV_4096, NAIVE_OPTIONS, OP_NAMES, SCENARIO_DEVICE
+    return (
+        DIRECTION_OPTIONS,
+        GEMM_4096,
+        GEMV_4096,
+        NAIVE_OPTIONS,
+        OP_NAMES,
+        SCENARIO_DEVICE,
+    )
 
 
 @app.cell
@@ -153,7 +170,7 @@ def _(get_rho_ratio, lab, quiz, set_rho_ratio):
         units="×", lo=0.01, hi=100, log_scale=True, locked=get_rho_ratio(),
         on_lock=set_rho_ratio)
     quiz.prediction_panel(rho_ratio_form, get_rho_ratio())
-    return (rho_ratio_form,)
+    return
 
 
 @app.cell
@@ -165,7 +182,16 @@ def _(GEMM_4096, PS, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
 
 
 @app.cell
-def _(GEMM_4096, PS, SCENARIO_DEVICE, fmt, mo, quiz, rho_ratio_prediction, style):
+def _(
+    GEMM_4096,
+    PS,
+    SCENARIO_DEVICE,
+    fmt,
+    mo,
+    quiz,
+    rho_ratio_prediction,
+    style,
+):
     mo.stop(rho_ratio_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the instrument."))
     classic = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
@@ -190,7 +216,7 @@ def _(GEMM_4096, SCENARIO_DEVICE, classic, figures):
                        hover={"ρ": f"{r.rho:.3g}"}) for r in (classic.before, classic.after)],
         title="H100 SXM · one GEMM, two precisions, two ridges")
     classic_figure
-    return (classic_figure,)
+    return
 
 
 @app.cell
@@ -223,7 +249,7 @@ def _(classic, fmt, lab, quiz):
                       "which factor wins, AI or ridge?)",
         explain_label="Why was Priya's argument wrong (or right), in your own words?")
     rho_ratio_explain
-    return (rho_ratio_explain,)
+    return
 
 
 @app.cell
@@ -291,11 +317,19 @@ def _(DIRECTION_OPTIONS, get_weight_only, lab, quiz, set_weight_only):
                  "versus everything in FP16. What happens to ρ?",
         options=DIRECTION_OPTIONS, locked=get_weight_only(), on_lock=set_weight_only)
     quiz.prediction_panel(weight_only_form, get_weight_only())
-    return (weight_only_form,)
+    return
 
 
 @app.cell
-def _(DIRECTION_OPTIONS, GEMM_4096, PS, SCENARIO_DEVICE, get_weight_only, lab, reveal):
+def _(
+    DIRECTION_OPTIONS,
+    GEMM_4096,
+    PS,
+    SCENARIO_DEVICE,
+    get_weight_only,
+    lab,
+    reveal,
+):
     _parts = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
     weight_only_prediction = get_weight_only() or reveal.reference(
         lab, "lab03.weight_only_rho", _parts.direction,
@@ -373,8 +407,20 @@ def _(mo, roofline):
 
 
 @app.cell
-def _(PS, circuit_weights, device_picker, format_picker, mo, op_picker, quiz, size_k,
-      size_m, size_n, weight_only_compute, weight_only_prediction):
+def _(
+    PS,
+    circuit_weights,
+    device_picker,
+    format_picker,
+    mo,
+    op_picker,
+    quiz,
+    size_k,
+    size_m,
+    size_n,
+    weight_only_compute,
+    weight_only_prediction,
+):
     mo.stop(weight_only_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the precision explorer."))
     explorer_shape = {
@@ -412,12 +458,12 @@ def _(device, explorer_error, explorer_rows, style):
 
 
 @app.cell
-def _(explorer_ok, fmt, fmt_s, formats, mo, rate_unit):
+def _(explorer_ok, fmt, formats, mo, rate_unit, style):
     mo.ui.table(
         [{"format": r.storage, "bits/element": f"{formats.bits(r.storage):g}",
           "math (peak)": r.compute, "AI": f"{fmt(r.ai)} FLOP/B",
           "ridge (dense)": f"{fmt(r.ridge)} FLOP/B", "ρ": fmt(r.rho), "regime": r.regime,
-          "time bound": fmt_s(r.seconds),
+          "time bound": style.format_seconds(r.seconds),
           "attainable": f"{fmt(r.attainable_tflops)} {rate_unit(r.compute)}",
           "I_bit": f"{fmt(r.i_bit)} op/bit", "how": r.reason} for r in explorer_ok],
         selection=None, pagination=False, show_column_summaries=False,
@@ -480,7 +526,17 @@ def _(ai_bars, ibit_bars, mo, rho_bars, ridge_bars):
 
 
 @app.cell
-def _(OP_NAMES, PS, device, explorer_rows, explorer_shape, figures, fmt, mo, op_picker):
+def _(
+    OP_NAMES,
+    PS,
+    device,
+    explorer_rows,
+    explorer_shape,
+    figures,
+    fmt,
+    mo,
+    op_picker,
+):
     _view = PS.roofline_view(explorer_rows, device)
     explorer_roofline = figures.roofline_figure(
         [(device, p) for p in _view.roofs],
@@ -495,12 +551,22 @@ def _(OP_NAMES, PS, device, explorer_rows, explorer_shape, figures, fmt, mo, op_
                        for p, q in _view.same_roof.items())
     mo.vstack([explorer_roofline, mo.md(f"_{_twins}._") if _twins else None]
               ) if explorer_roofline else None
-    return (explorer_roofline,)
+    return
 
 
 @app.cell
-def _(DIRECTION_OPTIONS, GEMM_4096, PS, SCENARIO_DEVICE, fmt, lab, mo, quiz, style,
-      weight_only_prediction):
+def _(
+    DIRECTION_OPTIONS,
+    GEMM_4096,
+    PS,
+    SCENARIO_DEVICE,
+    fmt,
+    lab,
+    mo,
+    quiz,
+    style,
+    weight_only_prediction,
+):
     mo.stop(weight_only_prediction is None)
     weight_only = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
     mo.vstack([
@@ -526,7 +592,7 @@ def _(lab, quiz, weight_only):
                       "try the GEMV and the MLP too)",
         explain_label="Why does weight-only INT4 move ρ the other way from FP32 → FP16?")
     weight_only_explain
-    return (weight_only_explain,)
+    return
 
 
 @app.cell
@@ -602,7 +668,7 @@ def _(get_nvfp4, lab, quiz, set_nvfp4):
                  "faster with NVFP4 weights than with FP16 weights?",
         units="×", lo=0.1, hi=100, locked=get_nvfp4(), on_lock=set_nvfp4)
     quiz.prediction_panel(nvfp4_form, get_nvfp4())
-    return (nvfp4_form,)
+    return
 
 
 @app.cell
@@ -614,7 +680,15 @@ def _(PS, get_nvfp4, initial_decode_matrix, initial_device, lab, reveal):
 
 
 @app.cell
-def _(PS, decode_matrix, device_picker, live_results, mo, nvfp4_prediction, quiz):
+def _(
+    PS,
+    decode_matrix,
+    device_picker,
+    live_results,
+    mo,
+    nvfp4_prediction,
+    quiz,
+):
     mo.stop(nvfp4_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the decode table."))
     quant_rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
@@ -627,7 +701,7 @@ def _(PS, decode_matrix, device_picker, live_results, mo, nvfp4_prediction, quiz
 
 
 @app.cell
-def _(device, fmt, fmt_s, formats, live_results, mo, quant_rows, quant_table):
+def _(device, fmt, formats, live_results, mo, quant_rows, quant_table, style):
     _pct = lambda v: "—" if v is None else f"{v:+.0f} %"  # noqa: E731
     _note = ("Measured columns: run Part 5 on a GPU from the registry and pick that device "
              "and matrix here." if not any(r["measured_s"] for r in quant_table) else
@@ -635,9 +709,9 @@ def _(device, fmt, fmt_s, formats, live_results, mo, quant_rows, quant_table):
     mo.vstack([mo.ui.table(
         [{"format": q.storage, "bits/weight": f"{formats.bits(q.storage):g}",
           "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
-          "predicted time": fmt_s(q.seconds), "speedup vs fp16": f"{fmt(q.speedup)}×",
+          "predicted time": style.format_seconds(q.seconds), "speedup vs fp16": f"{fmt(q.speedup)}×",
           "byte ratio": f"{fmt(q.byte_ratio)}×",
-          "measured time": fmt_s(m["measured_s"]) if m["measured_s"] else "—",
+          "measured time": style.format_seconds(m["measured_s"]) if m["measured_s"] else "—",
           "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
           "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
          for q, m in zip(quant_rows, quant_table)],
@@ -656,7 +730,7 @@ def _(device, figures, fmt, quant_rows):
         title=f"Predicted decode GEMV speedup over fp16 on {device.name}",
         yaxis_title="speedup over fp16 (×)")
     quant_figure
-    return (quant_figure,)
+    return
 
 
 @app.cell
@@ -676,7 +750,7 @@ def _(lab, quiz):
         explain_label="Why is the speedup close to the byte ratio and not 16/4 = 4×? Does "
                       "the device's FP4 rate matter here?")
     nvfp4_explain
-    return (nvfp4_explain,)
+    return
 
 
 @app.cell
@@ -732,7 +806,7 @@ def _(NAIVE_OPTIONS, get_naive, lab, quiz, set_naive):
                  "iterations), compared with the bandwidth the GEMVs really used, is ...",
         options=NAIVE_OPTIONS, locked=get_naive(), on_lock=set_naive)
     quiz.prediction_panel(naive_form, get_naive())
-    return (naive_form,)
+    return
 
 
 @app.cell
@@ -765,7 +839,17 @@ def _(mo):
 
 
 @app.cell
-def _(PS, device, fmt, mo, naive_iterations, naive_op, naive_prediction, quiz, style):
+def _(
+    PS,
+    device,
+    fmt,
+    mo,
+    naive_iterations,
+    naive_op,
+    naive_prediction,
+    quiz,
+    style,
+):
     mo.stop(naive_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the instrument."))
     try:
@@ -782,7 +866,7 @@ def _(PS, device, fmt, mo, naive_iterations, naive_op, naive_prediction, quiz, s
                          f"traffic ÷ time; {device.name} has {fmt(device.bandwidth_gbs)} GB/s",
                          kind="ok")])
     except (KeyError, ValueError) as _err:
-        naive, _out = None, style.error_callout(_err.args[0])
+        naive, _out = None, style.error_callout(_err)
     _out
     return (naive,)
 
@@ -795,11 +879,21 @@ def _(figures, naive):
         colors=["danger", "memory"], title="Memory held is not memory moved",
         yaxis_title="GB (1e9 bytes, log)") if naive else None
     naive_figure
-    return (naive_figure,)
+    return
 
 
 @app.cell
-def _(GEMV_4096, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, fmt, lab, mo, naive_prediction, quiz):
+def _(
+    GEMV_4096,
+    NAIVE_OPTIONS,
+    PS,
+    SCENARIO_DEVICE,
+    fmt,
+    lab,
+    mo,
+    naive_prediction,
+    quiz,
+):
     mo.stop(naive_prediction is None)
     kai = PS.naive_bandwidth("gemv", GEMV_4096, "fp16", SCENARIO_DEVICE, iterations=100)
     _label = next(k for k, v in NAIVE_OPTIONS.items() if v == kai.verdict)
@@ -810,7 +904,7 @@ def _(GEMV_4096, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, fmt, lab, mo, naive_predict
 
 
 @app.cell
-def _(GEMM_4096, device, fmt, mo, naive_prediction, rate_unit, style, PS):
+def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, rate_unit, style):
     mo.stop(naive_prediction is None)
     try:
         tf32 = PS.tf32_misreading("gemm", GEMM_4096, device)
@@ -828,7 +922,7 @@ def _(GEMM_4096, device, fmt, mo, naive_prediction, rate_unit, style, PS):
             f"{_err.args[0]} TF32 is an NVIDIA tensor-core mode; pick an NVIDIA or AMD GPU.")
     mo.vstack([mo.md(f"**TF32 on {device.name}: a compute mode, not a storage format** "
                      "(4096³ GEMM)"), _out])
-    return (tf32,)
+    return
 
 
 @app.cell
@@ -841,7 +935,7 @@ def _(lab, quiz):
         explain_label="What should Kai divide by the time instead, and what was his "
                       "'400 TFLOP/s FP32' really measuring?")
     naive_explain
-    return (naive_explain,)
+    return
 
 
 @app.cell
@@ -919,8 +1013,17 @@ def _():
 
 
 @app.cell
-def _(LIVE_PEAK_PRECISIONS, LIVE_PEAK_SIZES, LIVE_STREAM_MB, live_budget, live_matrix,
-      live_run, measure, mo):
+def _(
+    LIVE_PEAK_PRECISIONS,
+    LIVE_PEAK_SIZES,
+    LIVE_STREAM_MB,
+    live_budget,
+    live_matrix,
+    live_run,
+    measure,
+    mo,
+    style,
+):
     live_results = None  # always defined, so Part 3's table does not wait for a measurement
     if live_run.value:
         _info = measure.detect()  # imports torch: only after the button is pressed
@@ -948,7 +1051,7 @@ def _(LIVE_PEAK_PRECISIONS, LIVE_PEAK_SIZES, LIVE_STREAM_MB, live_budget, live_m
                         r["precision"]: r["measured_us"] * 1e-6 for r in _gemv
                         if r["measured_us"]})
                 except (measure.MeasureError, ValueError, KeyError) as _err:
-                    live_results["error"] = str(_err).strip("'\"")
+                    live_results["error"] = style.error_message(_err)
     return (live_results,)
 
 
@@ -994,10 +1097,10 @@ def _(PS, live_results, mo):
 
 
 @app.cell
-def _(fmt, fmt_s, live_decode, live_results, mo):
+def _(fmt, live_decode, live_results, mo, style):
     mo.ui.table(
         [{"format": r["storage"], "math": r["compute"],
-          "predicted": fmt_s(r["predicted_s"]), "measured": fmt_s(r["measured_s"])
+          "predicted": style.format_seconds(r["predicted_s"]), "measured": style.format_seconds(r["measured_s"])
           if r["measured_s"] else "—",
           "error": "—" if r["error_pct"] is None else f"{r['error_pct']:+.0f} %",
           "predicted speedup": f"{fmt(r['predicted_speedup'])}×",
@@ -1027,7 +1130,7 @@ def _(PS, figures, live_results, measure, mo):
     _note = ", ".join(f"{p} (within 1.5× of {q})" for p, q in _same.items())
     mo.vstack([live_figure, mo.md(f"_Roofs not drawn, peaks close to a drawn one: {_note}._")
                if _note else None])
-    return (live_figure,)
+    return
 
 
 @app.cell
@@ -1061,6 +1164,7 @@ def _(GEMM_4096, GEMV_4096, PS, SCENARIO_DEVICE, fmt, formats, style):
         "compute mode; its tensors are 32-bit in memory.",
     ])
     return
+
 
 if __name__ == "__main__":
     app.run()

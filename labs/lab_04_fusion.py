@@ -79,27 +79,19 @@ def _(F, quiz):
         "Hurts: one big fused kernel is slower": "hurts",
     }
     TILE_OPTIONS = {f"{b} × {b}": b for b in (16, 32, 64, 128, 256, 512)}
-    return (LARGE_N, NO_OP, OP_OPTIONS, QUESTION_HEADS, QUESTION_HEAD_DIM, SEQ_STEPS,
-            SIZE_STEPS, TILE_OPTIONS, TILE_STEPS, TINY_N, TINY_OPTIONS)
-
-
-@app.cell
-def _(quiz):
-    def fmt_time(seconds):
-        """A duration with its unit: µs below 1 ms, ms below 1 s, else s."""
-        for scale, unit in ((1e-3, "µs"), (1.0, "ms")):
-            if seconds < scale:
-                return f"{quiz.format_value(seconds / scale * 1e3)} {unit}"
-        return f"{quiz.format_value(seconds)} s"
-
-    def fmt_flop(flops):
-        """FLOPs with an SI prefix: 275 GFLOP, 70.4 TFLOP."""
-        for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-            if flops >= scale:
-                return f"{quiz.format_value(flops / scale)} {prefix}FLOP"
-        return f"{quiz.format_value(flops)} FLOP"
-
-    return fmt_flop, fmt_time
+    return (
+        LARGE_N,
+        NO_OP,
+        OP_OPTIONS,
+        QUESTION_HEADS,
+        QUESTION_HEAD_DIM,
+        SEQ_STEPS,
+        SIZE_STEPS,
+        TILE_OPTIONS,
+        TILE_STEPS,
+        TINY_N,
+        TINY_OPTIONS,
+    )
 
 
 @app.cell
@@ -174,6 +166,7 @@ def _(FU, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N):
                 device, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16")),
             "largest_tile": _answer(lambda: FU.largest_square_tile(QUESTION_HEAD_DIM, device)),
         }
+
     return (lab_references,)
 
 
@@ -221,11 +214,11 @@ def _(get_speedup, lab, quiz, set_speedup):
                  "ONE kernel, how many times faster is the chain?",
         units="×", lo=0.1, hi=100, locked=get_speedup(), on_lock=set_speedup)
     quiz.prediction_panel(speedup_form, get_speedup())
-    return (speedup_form,)
+    return
 
 
 @app.cell
-def _(get_speedup, lab, reveal_references, reveal):
+def _(get_speedup, lab, reveal, reveal_references):
     speedup_prediction = get_speedup() or (
         reveal.reference(lab, "lab04.fusion_speedup", reveal_references["fusion_speedup"], "×")
         if reveal_references["fusion_speedup"] is not None else None)
@@ -269,7 +262,17 @@ def _(chain_slots):
 
 
 @app.cell
-def _(F, FU, chain_ops, device, kernels_slider, overhead_us, precision_picker, size_slider):
+def _(
+    F,
+    FU,
+    chain_ops,
+    device,
+    kernels_slider,
+    overhead_us,
+    precision_picker,
+    size_slider,
+    style,
+):
     # The chain under the chosen grouping and, for comparison, one kernel per op.
     try:
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
@@ -282,12 +285,20 @@ def _(F, FU, chain_ops, device, kernels_slider, overhead_us, precision_picker, s
         chain_error = None
     except (KeyError, ValueError) as _e:
         chain_groups = chain_now = chain_unfused = chain_speedup = None
-        chain_error = str(_e.args[0] if _e.args else _e)
+        chain_error = style.error_message(_e)
     return chain_error, chain_groups, chain_now, chain_speedup, chain_unfused
 
 
 @app.cell
-def _(chain_slots, kernels_slider, mo, overhead_us, quiz, size_slider, speedup_prediction):
+def _(
+    chain_slots,
+    kernels_slider,
+    mo,
+    overhead_us,
+    quiz,
+    size_slider,
+    speedup_prediction,
+):
     mo.stop(speedup_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the fusion instrument."))
     mo.vstack([chain_slots.hstack(), mo.hstack([kernels_slider, overhead_us], justify="start"),
@@ -296,8 +307,17 @@ def _(chain_slots, kernels_slider, mo, overhead_us, quiz, size_slider, speedup_p
 
 
 @app.cell
-def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, fmt_time, mo,
-      speedup_prediction, style):
+def _(
+    R,
+    chain_error,
+    chain_now,
+    chain_speedup,
+    chain_unfused,
+    device,
+    mo,
+    speedup_prediction,
+    style,
+):
     mo.stop(speedup_prediction is None)
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
@@ -309,19 +329,19 @@ def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, fmt_time,
              f"unfused: {style.format_bytes(_unf.bytes)}"),
             ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
              f"ridge ({_p}, dense) = {R.ridge_point(device, _p):,.0f} FLOP/B"),
-            ("Time (lower bound)", fmt_time(chain_now.seconds),
+            ("Time (lower bound)", style.format_seconds(chain_now.seconds),
              f"{chain_now.chain.kernels} kernel(s); unfused "
-             f"{fmt_time(chain_unfused.seconds)}"),
+             f"{style.format_seconds(chain_unfused.seconds)}"),
             ("Speedup vs unfused", f"{chain_speedup:.2f}×", "same chain, same size"),
             style.Metric("Regime", chain_now.regime, "where most of the time goes",
                          chain_now.regime),
         ])
     fusion_metrics
-    return (fusion_metrics,)
+    return
 
 
 @app.cell
-def _(FU, chain_now, device, figures, fmt_time, mo, speedup_prediction):
+def _(FU, chain_now, device, figures, mo, speedup_prediction, style):
     mo.stop(speedup_prediction is None or chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
@@ -331,13 +351,13 @@ def _(FU, chain_now, device, figures, fmt_time, mo, speedup_prediction):
     fusion_roofline = figures.roofline_figure(
         [(device, chain_now.chain.kernels_costs[0].compute)],
         [figures.Point(", ".join(k for k, _, _ in ks), ai, tflops=tf, hover={
-            k: f"{c.name} · {fmt_time(t.lower)} · {t.regime}"
+            k: f"{c.name} · {style.format_seconds(t.lower)} · {t.regime}"
             for k, c, t in ks}) for (ai, tf), ks in _spots.items()],
         ai_range=(0.01, 1e4), height=400,
         title=f"Each kernel of the chain on the {device.name} roofline "
               "(launch-bound kernels sit below the roof)")
     fusion_roofline
-    return (fusion_roofline,)
+    return
 
 
 @app.cell
@@ -353,7 +373,7 @@ def _(chain_now, figures, mo, quiz, speedup_prediction):
         title="Time per kernel: " + " | ".join(f"K{i + 1} = {o}" for i, o in enumerate(_ops)),
         yaxis_title="time per kernel, lower bound (µs)")
     fusion_bars
-    return (fusion_bars,)
+    return
 
 
 @app.cell
@@ -382,34 +402,34 @@ def _(lab, mo, quiz, speedup_prediction):
                       "the speedup)",
         explain_label="Why is the speedup the ratio of bytes, not the number of kernels (4×)?")
     speedup_explain
-    return (speedup_explain,)
+    return
 
 
 @app.cell
 def _(mo, speedup_prediction, style):
     mo.stop(speedup_prediction is None)  # the equations give the answer away
     style.math_peek("fusing a memory-bound chain", r"""
-Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
-elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
+    Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
+    elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
 
-| kernel | reads | writes | bytes / element |
-|---|---|---|---|
-| LayerNorm | $x$ | $y$ | $2b = 4$ |
-| GELU | $y$ | $z$ | $2b = 4$ |
-| dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = 5$ |
-| residual add | $d$, skip | out | $3b = 6$ |
-| **all four, fused** | $x$, skip | out + mask | $3b + 1 = 7$ |
+    | kernel | reads | writes | bytes / element |
+    |---|---|---|---|
+    | LayerNorm | $x$ | $y$ | $2b = 4$ |
+    | GELU | $y$ | $z$ | $2b = 4$ |
+    | dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = 5$ |
+    | residual add | $d$, skip | out | $3b = 6$ |
+    | **all four, fused** | $x$, skip | out + mask | $3b + 1 = 7$ |
 
-Each kernel's time is $t_k = \max\left(\frac{F_k}{P},\ \frac{B_k}{\beta},\ t_\text{launch}\right)$
-(FLOPs over the dense peak in FLOP/s, bytes over bandwidth in B/s, one launch in s). On a
-large tensor the byte term wins for every kernel (AI ≈ 1 FLOP/B ≪ ridge), so
+    Each kernel's time is $t_k = \max\left(\frac{F_k}{P},\ \frac{B_k}{\beta},\ t_\text{launch}\right)$
+    (FLOPs over the dense peak in FLOP/s, bytes over bandwidth in B/s, one launch in s). On a
+    large tensor the byte term wins for every kernel (AI ≈ 1 FLOP/B ≪ ridge), so
 
-$$\text{speedup} = \frac{\sum_k B_k/\beta}{B_\text{fused}/\beta} = \frac{19\,n\ \text{B}}{7\,n\
-\text{B}} \approx 2.7\times$$
+    $$\text{speedup} = \frac{\sum_k B_k/\beta}{B_\text{fused}/\beta} = \frac{19\,n\ \text{B}}{7\,n\
+    \text{B}} \approx 2.7\times$$
 
-not 4×: fusion removes the *intermediate* round trips, but the fused kernel still reads its
-inputs and writes its outputs once. Intermediates stay in registers.
-""")
+    not 4×: fusion removes the *intermediate* round trips, but the fused kernel still reads its
+    inputs and writes its outputs once. Intermediates stay in registers.
+    """)
     return
 
 
@@ -441,11 +461,11 @@ def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
                  "5 µs per kernel: does fusing it into one kernel help, and why?",
         options=TINY_OPTIONS, locked=get_tiny(), on_lock=set_tiny)
     quiz.prediction_panel(tiny_form, get_tiny())
-    return (tiny_form,)
+    return
 
 
 @app.cell
-def _(TINY_OPTIONS, get_tiny, lab, reveal_references, reveal):
+def _(TINY_OPTIONS, get_tiny, lab, reveal, reveal_references):
     _label = next((k for k, v in TINY_OPTIONS.items() if v == reveal_references["tiny_tensor"]), None)
     tiny_prediction = get_tiny() or (
         reveal.reference(lab, "lab04.tiny_tensor", reveal_references["tiny_tensor"], label=_label)
@@ -454,7 +474,15 @@ def _(TINY_OPTIONS, get_tiny, lab, reveal_references, reveal):
 
 
 @app.cell
-def _(FU, chain_groups, chain_ops, device, overhead_us, precision_picker):
+def _(
+    FU,
+    chain_groups,
+    chain_ops,
+    device,
+    overhead_us,
+    precision_picker,
+    style,
+):
     # Overhead-regime figures for the chain of Part 1 (unfused, chosen grouping, fused).
     try:
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
@@ -471,14 +499,31 @@ def _(FU, chain_groups, chain_ops, device, overhead_us, precision_picker):
         overhead_error = None
     except (KeyError, ValueError) as _e:
         overhead_groupings = overhead_crossovers = overhead_kernel_crossovers = None
-        overhead_error = str(_e.args[0] if _e.args else _e)
-    return overhead_crossovers, overhead_error, overhead_groupings, overhead_kernel_crossovers
+        overhead_error = style.error_message(_e)
+    return (
+        overhead_crossovers,
+        overhead_error,
+        overhead_groupings,
+        overhead_kernel_crossovers,
+    )
 
 
 @app.cell
-def _(FU, R, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overhead_error,
-      overhead_us,
-      precision_picker, quiz, style, tiny_prediction):
+def _(
+    FU,
+    R,
+    TINY_N,
+    chain_ops,
+    device,
+    mo,
+    overhead_crossovers,
+    overhead_error,
+    overhead_us,
+    precision_picker,
+    quiz,
+    style,
+    tiny_prediction,
+):
     mo.stop(tiny_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the overhead instrument."))
     if overhead_error is not None:
@@ -490,9 +535,9 @@ def _(FU, R, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overh
         _fu = FU.chain_timing(TINY_N, device, [list(range(len(chain_ops)))], **_kw)
         _x = overhead_crossovers["fused (1 kernel)"]
         overhead_metrics = style.metric_cards([
-            ("1,000 elements, unfused", fmt_time(_un.seconds),
+            ("1,000 elements, unfused", style.format_seconds(_un.seconds),
              f"{len(chain_ops)} launches"),
-            ("1,000 elements, fused", fmt_time(_fu.seconds), "1 launch"),
+            ("1,000 elements, fused", style.format_seconds(_fu.seconds), "1 launch"),
             ("Fusion speedup at 1,000",
              f"{FU.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))], **_kw):.2f}×",
              f"{len(chain_ops)} launches → 1 when overhead-bound"),
@@ -503,13 +548,29 @@ def _(FU, R, TINY_N, chain_ops, device, fmt_time, mo, overhead_crossovers, overh
     mo.vstack([mo.hstack([overhead_us, mo.md(
         f"the stated figure is {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs, typical of PyTorch eager "
         "launching CUDA kernels; edit it")], justify="start"), overhead_metrics])
-    return (overhead_metrics,)
+    return
 
 
 @app.cell
-def _(FU, TINY_N, chain_ops, device, figures, mo, np, overhead_error,
-      overhead_crossovers, overhead_groupings, overhead_kernel_crossovers, overhead_us,
-      precision_picker, quiz, size_slider, style, tiny_prediction):
+def _(
+    FU,
+    TINY_N,
+    chain_ops,
+    device,
+    figures,
+    mo,
+    np,
+    overhead_crossovers,
+    overhead_error,
+    overhead_groupings,
+    overhead_kernel_crossovers,
+    overhead_us,
+    precision_picker,
+    quiz,
+    size_slider,
+    style,
+    tiny_prediction,
+):
     mo.stop(tiny_prediction is None or overhead_error is not None)
     _kw = dict(ops=chain_ops, precision=precision_picker.value,
                launch_overhead_us=overhead_us.value)
@@ -535,7 +596,7 @@ def _(FU, TINY_N, chain_ops, device, figures, mo, np, overhead_error,
         bands=[(1e2, _lo, "overhead-bound", style.COLORS["overhead"]),
                (_hi, 1e9, _big, style.COLORS["memory" if _big == "memory-bound" else "compute"])])
     overhead_figure
-    return (overhead_figure,)
+    return
 
 
 @app.cell
@@ -558,27 +619,27 @@ def _(lab, mo, quiz, tiny_prediction):
         observe_label="What sets the time at 1,000 elements, and where is the crossover?",
         explain_label="Why does fusion help there even though bytes hardly matter?")
     tiny_explain
-    return (tiny_explain,)
+    return
 
 
 @app.cell
-def _(mo, tiny_prediction, style):
+def _(mo, style, tiny_prediction):
     mo.stop(tiny_prediction is None)  # the equations give the answer away
     style.math_peek("the overhead crossover", r"""
-A launch costs $t_\text{launch}$ (a stated, editable figure: $5\ \mu s$ is typical of PyTorch
-eager launching CUDA kernels) however little the kernel does. A memory-bound kernel moving
-$b_k$ bytes per element takes $n\,b_k/\beta$. It is **overhead-bound** while
+    A launch costs $t_\text{launch}$ (a stated, editable figure: $5\ \mu s$ is typical of PyTorch
+    eager launching CUDA kernels) however little the kernel does. A memory-bound kernel moving
+    $b_k$ bytes per element takes $n\,b_k/\beta$. It is **overhead-bound** while
 
-$$\frac{n\,b_k}{\beta} < t_\text{launch} \iff n < n^* = \frac{t_\text{launch}\,\beta}{b_k}$$
+    $$\frac{n\,b_k}{\beta} < t_\text{launch} \iff n < n^* = \frac{t_\text{launch}\,\beta}{b_k}$$
 
-(s · B/s ÷ B/element = elements). On an H100 SXM ($\beta$ = 3,350 GB/s) the fused kernel
-($b$ = 7 B/element at fp16) crosses at $n^* = 5\times10^{-6} \cdot 3.35\times10^{12} / 7
-\approx 2.4$ M elements.
+    (s · B/s ÷ B/element = elements). On an H100 SXM ($\beta$ = 3,350 GB/s) the fused kernel
+    ($b$ = 7 B/element at fp16) crosses at $n^* = 5\times10^{-6} \cdot 3.35\times10^{12} / 7
+    \approx 2.4$ M elements.
 
-Below $n^*$ a chain of $k$ kernels takes $\approx k\,t_\text{launch}$, so fusing $k \to 1$
-gives $\approx k\times$: fusion helps by cutting **launches**, not bytes. (CUDA graphs and
-persistent kernels attack the same term.) Above $n^*$ it gives the byte ratio of Part 1.
-""")
+    Below $n^*$ a chain of $k$ kernels takes $\approx k\,t_\text{launch}$, so fusing $k \to 1$
+    gives $\approx k\times$: fusion helps by cutting **launches**, not bytes. (CUDA graphs and
+    persistent kernels attack the same term.) Above $n^*$ it gives the byte ratio of Part 1.
+    """)
     return
 
 
@@ -611,11 +672,11 @@ def _(get_oom, lab, quiz, set_oom):
                  "still fits in device memory?",
         units="tokens", lo=128, hi=10_000_000, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
-    return (oom_form,)
+    return
 
 
 @app.cell
-def _(get_oom, lab, reveal_references, reveal):
+def _(get_oom, lab, reveal, reveal_references):
     oom_prediction = get_oom() or (
         reveal.reference(lab, "lab04.oom_seq_len", reveal_references["oom_seq_len"], "tokens")
         if reveal_references["oom_seq_len"] is not None else None)
@@ -651,7 +712,17 @@ def _(mo):
 
 
 @app.cell
-def _(F, R, attn_batch, attn_heads, device, head_dim_picker, precision_picker, seq_slider):
+def _(
+    F,
+    R,
+    attn_batch,
+    attn_heads,
+    device,
+    head_dim_picker,
+    precision_picker,
+    seq_slider,
+    style,
+):
     # Unfused and fused attention at the chosen shape (self-attention, MHA: KV heads = heads).
     try:
         _args = (attn_batch.value, attn_heads.value, seq_slider.value, seq_slider.value,
@@ -663,12 +734,20 @@ def _(F, R, attn_batch, attn_heads, device, head_dim_picker, precision_picker, s
         attn_error = None
     except (KeyError, ValueError) as _e:
         attn_unfused = attn_fused = attn_times = None
-        attn_error = str(_e.args[0] if _e.args else _e)
+        attn_error = style.error_message(_e)
     return attn_error, attn_fused, attn_times, attn_unfused
 
 
 @app.cell
-def _(attn_batch, attn_heads, head_dim_picker, mo, oom_prediction, quiz, seq_slider):
+def _(
+    attn_batch,
+    attn_heads,
+    head_dim_picker,
+    mo,
+    oom_prediction,
+    quiz,
+    seq_slider,
+):
     mo.stop(oom_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the attention instrument."))
     mo.vstack([seq_slider, mo.hstack([attn_batch, attn_heads, head_dim_picker],
@@ -677,8 +756,15 @@ def _(attn_batch, attn_heads, head_dim_picker, mo, oom_prediction, quiz, seq_sli
 
 
 @app.cell
-def _(attn_error, attn_fused, attn_times, attn_unfused, fmt_flop, fmt_time, mo,
-      oom_prediction, style):
+def _(
+    attn_error,
+    attn_fused,
+    attn_times,
+    attn_unfused,
+    mo,
+    oom_prediction,
+    style,
+):
     mo.stop(oom_prediction is None)
     if attn_error is not None:
         attention_metrics = style.error_callout(attn_error)
@@ -689,18 +775,32 @@ def _(attn_error, attn_fused, attn_times, attn_unfused, fmt_flop, fmt_time, mo,
              f"of which score matrix: {style.format_bytes(_scores)} (4 passes)"),
             ("HBM traffic, fused", style.format_bytes(attn_fused.bytes), "Q, K, V, O once"),
             ("AI unfused → fused", f"{attn_unfused.ai:,.0f} → {attn_fused.ai:,.0f} FLOP/B",
-             f"FLOPs the same: {fmt_flop(attn_fused.flops)}"),
+             f"FLOPs the same: {style.format_flops(attn_fused.flops)}"),
             ("Time bound unfused → fused",
-             f"{fmt_time(attn_times['unfused'])} → {fmt_time(attn_times['fused'])}",
+             f"{style.format_seconds(attn_times['unfused'])} → {style.format_seconds(attn_times['fused'])}",
              "max(compute, memory), no launch overhead"),
         ])
     attention_metrics
-    return (attention_metrics,)
+    return
 
 
 @app.cell
-def _(F, FU, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_picker,
-      figures, mo, oom_prediction, precision_picker, seq_slider, style):
+def _(
+    F,
+    FU,
+    SEQ_STEPS,
+    attn_batch,
+    attn_error,
+    attn_heads,
+    device,
+    figures,
+    head_dim_picker,
+    mo,
+    oom_prediction,
+    precision_picker,
+    seq_slider,
+    style,
+):
     mo.stop(oom_prediction is None or attn_error is not None)
     _args = (attn_batch.value, attn_heads.value)
     _traffic = {f: [F.attention(*_args, s, s, head_dim_picker.value, precision_picker.value,
@@ -720,12 +820,23 @@ def _(F, FU, SEQ_STEPS, attn_batch, attn_error, attn_heads, device, head_dim_pic
         x_title="Sequence length S (tokens)", y_title="HBM traffic per call (GB)",
         x_ticks=(SEQ_STEPS, [f"{s // 1024}k" if s >= 1024 else str(s) for s in SEQ_STEPS]))
     attention_figure
-    return (attention_figure,)
+    return
 
 
 @app.cell
-def _(FU, attn_batch, attn_error, attn_heads, device, head_dim_picker, mo, oom_prediction,
-      precision_picker, seq_slider, style):
+def _(
+    FU,
+    attn_batch,
+    attn_error,
+    attn_heads,
+    device,
+    head_dim_picker,
+    mo,
+    oom_prediction,
+    precision_picker,
+    seq_slider,
+    style,
+):
     mo.stop(oom_prediction is None or attn_error is not None)
     _args = (attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
              precision_picker.value)
@@ -742,7 +853,7 @@ def _(FU, attn_batch, attn_error, attn_heads, device, head_dim_picker, mo, oom_p
         style.memory_budget_bar(FU.attention_memory_terms(*_args, fused=True), _cap),
     ])
     attention_memory
-    return (attention_memory,)
+    return
 
 
 @app.cell
@@ -762,29 +873,29 @@ def _(lab, mo, oom_prediction, quiz):
         observe_label="How do the traffic and the memory of the unfused version grow with S?",
         explain_label="Why does the fused version avoid both?")
     oom_explain
-    return (oom_explain,)
+    return
 
 
 @app.cell
 def _(mo, oom_prediction, style):
     mo.stop(oom_prediction is None)  # the equations give the answer away
     style.math_peek("attention's S² term", r"""
-Per head, $S = QK^\top$ ($S_q \times S_{kv}$), $P = \text{softmax}(S)$, $O = PV$.
-FLOPs $= 4\,B\,H\,S_q\,S_{kv}\,d$ for both versions (two matmuls, 2 FLOP per multiply-add).
+    Per head, $S = QK^\top$ ($S_q \times S_{kv}$), $P = \text{softmax}(S)$, $O = PV$.
+    FLOPs $= 4\,B\,H\,S_q\,S_{kv}\,d$ for both versions (two matmuls, 2 FLOP per multiply-add).
 
-**Unfused** (3 kernels) writes $S$, reads it, writes $P$, reads it: 4 passes of
-$B H S_q S_{kv}$ elements of $b$ bytes on top of $Q, K, V, O$ ($B H S d\,b$ each):
+    **Unfused** (3 kernels) writes $S$, reads it, writes $P$, reads it: 4 passes of
+    $B H S_q S_{kv}$ elements of $b$ bytes on top of $Q, K, V, O$ ($B H S d\,b$ each):
 
-$$\text{bytes}_\text{unfused} = 4 B H S d\,b + 4 B H S^2 b \qquad
-\text{bytes}_\text{fused} = 4 B H S d\,b$$
+    $$\text{bytes}_\text{unfused} = 4 B H S d\,b + 4 B H S^2 b \qquad
+    \text{bytes}_\text{fused} = 4 B H S d\,b$$
 
-The score term grows with $S^2$, so at long context it dominates both traffic and memory.
-The score matrix must also exist at once in device memory, $B H S^2 b$ bytes: with 32 heads
-at fp16 that is $64\,S^2$ B, so on 80 GB
-$$64 S^2 + 4 \cdot 32 \cdot 128 \cdot 2\,S \le 8\times10^{10} \Rightarrow S \le 35{,}100 .$$
-**Fused** (flash) attention computes $S$ tile by tile on chip with an online softmax and
-never writes it: traffic and memory are linear in $S$, FLOPs unchanged, so AI grows with $S$.
-""")
+    The score term grows with $S^2$, so at long context it dominates both traffic and memory.
+    The score matrix must also exist at once in device memory, $B H S^2 b$ bytes: with 32 heads
+    at fp16 that is $64\,S^2$ B, so on 80 GB
+    $$64 S^2 + 4 \cdot 32 \cdot 128 \cdot 2\,S \le 8\times10^{10} \Rightarrow S \le 35{,}100 .$$
+    **Fused** (flash) attention computes $S$ tile by tile on chip with an online softmax and
+    never writes it: traffic and memory are linear in $S$, FLOPs unchanged, so AI grows with $S$.
+    """)
     return
 
 
@@ -817,11 +928,11 @@ def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
                  "score and output accumulators (registers) fit on one SM?",
         options=TILE_OPTIONS, locked=get_tile(), on_lock=set_tile)
     quiz.prediction_panel(tile_form, get_tile())
-    return (tile_form,)
+    return
 
 
 @app.cell
-def _(TILE_OPTIONS, get_tile, lab, reveal_references, reveal):
+def _(TILE_OPTIONS, get_tile, lab, reveal, reveal_references):
     _label = next((k for k, v in TILE_OPTIONS.items() if v == reveal_references["largest_tile"]), None)
     tile_prediction = get_tile() or (
         reveal.reference(lab, "lab04.largest_tile", reveal_references["largest_tile"], label=_label)
@@ -844,8 +955,18 @@ def _(TILE_STEPS, mo):
 
 
 @app.cell
-def _(FU, attn_batch, attn_heads, block_kv_slider, block_q_slider, device, head_dim_picker,
-      precision_picker, seq_slider):
+def _(
+    FU,
+    attn_batch,
+    attn_heads,
+    block_kv_slider,
+    block_q_slider,
+    device,
+    head_dim_picker,
+    precision_picker,
+    seq_slider,
+    style,
+):
     # The tile's on-chip working set and the tiled kernel on the two-level roofline.
     try:
         tile_fit = FU.flash_tile(block_q_slider.value, block_kv_slider.value,
@@ -856,13 +977,20 @@ def _(FU, attn_batch, attn_heads, block_kv_slider, block_q_slider, device, head_
         tile_error = None
     except (KeyError, ValueError) as _e:
         tile_fit = flash_point = None
-        tile_error = str(_e.args[0] if _e.args else _e)
+        tile_error = style.error_message(_e)
     return flash_point, tile_error, tile_fit
 
 
 @app.cell
-def _(block_kv_slider, block_q_slider, head_dim_picker, mo, quiz, seq_slider,
-      tile_prediction):
+def _(
+    block_kv_slider,
+    block_q_slider,
+    head_dim_picker,
+    mo,
+    quiz,
+    seq_slider,
+    tile_prediction,
+):
     mo.stop(tile_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the tile picker."))
     mo.vstack([mo.hstack([block_q_slider, block_kv_slider], justify="start"),
@@ -892,11 +1020,20 @@ def _(flash_point, mo, quiz, style, tile_error, tile_fit, tile_prediction):
                  f"bound by the {flash_point.limit} roof"),
             ])])
     tile_status
-    return (tile_status,)
+    return
 
 
 @app.cell
-def _(FU, attn_unfused, device, figures, flash_point, mo, tile_fit, tile_prediction):
+def _(
+    FU,
+    attn_unfused,
+    device,
+    figures,
+    flash_point,
+    mo,
+    tile_fit,
+    tile_prediction,
+):
     mo.stop(tile_prediction is None or tile_fit is None or not tile_fit.fits
             or attn_unfused is None)
     _p = attn_unfused.compute
@@ -915,7 +1052,7 @@ def _(FU, attn_unfused, device, figures, flash_point, mo, tile_fit, tile_predict
         ai_range=(1, 1e4), height=440,
         title=f"Two-level roofline of the {device.name}: HBM roof and on-chip roof")
     hierarchy_figure
-    return (hierarchy_figure,)
+    return
 
 
 @app.cell
@@ -943,42 +1080,49 @@ def _(lab, mo, quiz, tile_prediction):
                       "fitting?",
         explain_label="Why does on-chip capacity, not on-chip bandwidth, limit the kernel?")
     tile_explain
-    return (tile_explain,)
-
-
-@app.cell
-def _(mo, tile_prediction, style):
-    mo.stop(tile_prediction is None)  # the equations give the answer away
-    style.math_peek("tiles and the two-level roofline", r"""
-**Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
-accumulators fp32:
-
-$$\underbrace{(B_q d + 2 B_{kv} d)\,b}_{\text{Q, K, V tiles: shared memory}} +
-\underbrace{(B_q B_{kv} + B_q d)\cdot 4}_{\text{S tile, O accumulator: registers}}
-\le \text{SMEM per block} + \text{register file}$$
-
-H100, $d = 128$, fp16: $128\times128$ needs 96 + 128 = 224 KiB ≤ 227 + 256 KiB;
-$256\times256$ needs 192 + 384 = 576 KiB: it does not fit.
-
-**HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K and V:
-$\text{bytes}_\text{HBM} \approx 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
-$AI_\text{HBM} = 4BHS^2d / \text{bytes} \approx B_q$ FLOP/B at fp16 (real kernels also get
-K/V re-reads from the L2 cache, which this model ignores).
-
-**On-chip traffic**: per (query tile, KV tile) pair the matmuls read Q, K, V tiles from shared
-memory, $AI_\text{chip} \approx 4 B_q B_{kv} / ((B_q + 2B_{kv})\,b)$.
-
-**Two-level roofline**: attainable $= \min(P,\ AI_\text{HBM}\,\beta_\text{HBM},\
-AI_\text{chip}\,\beta_\text{chip})$, with $\beta_\text{chip} \approx$ SMs × 128 B/clock ×
-clock (~33 TB/s on an H100, ~10× HBM). Keeping the scores on chip moves traffic to the level
-with ~10× the bandwidth; the bigger the tile, the higher $AI_\text{HBM}$, until the tile no
-longer fits: capacity, not on-chip bandwidth, is the wall.
-""")
     return
 
 
 @app.cell
-def _(mo, oom_prediction, speedup_prediction, style, tile_prediction, tiny_prediction):
+def _(mo, style, tile_prediction):
+    mo.stop(tile_prediction is None)  # the equations give the answer away
+    style.math_peek("tiles and the two-level roofline", r"""
+    **Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
+    accumulators fp32:
+
+    $$\underbrace{(B_q d + 2 B_{kv} d)\,b}_{\text{Q, K, V tiles: shared memory}} +
+    \underbrace{(B_q B_{kv} + B_q d)\cdot 4}_{\text{S tile, O accumulator: registers}}
+    \le \text{SMEM per block} + \text{register file}$$
+
+    H100, $d = 128$, fp16: $128\times128$ needs 96 + 128 = 224 KiB ≤ 227 + 256 KiB;
+    $256\times256$ needs 192 + 384 = 576 KiB: it does not fit.
+
+    **HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K and V:
+    $\text{bytes}_\text{HBM} \approx 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
+    $AI_\text{HBM} = 4BHS^2d / \text{bytes} \approx B_q$ FLOP/B at fp16 (real kernels also get
+    K/V re-reads from the L2 cache, which this model ignores).
+
+    **On-chip traffic**: per (query tile, KV tile) pair the matmuls read Q, K, V tiles from shared
+    memory, $AI_\text{chip} \approx 4 B_q B_{kv} / ((B_q + 2B_{kv})\,b)$.
+
+    **Two-level roofline**: attainable $= \min(P,\ AI_\text{HBM}\,\beta_\text{HBM},\
+    AI_\text{chip}\,\beta_\text{chip})$, with $\beta_\text{chip} \approx$ SMs × 128 B/clock ×
+    clock (~33 TB/s on an H100, ~10× HBM). Keeping the scores on chip moves traffic to the level
+    with ~10× the bandwidth; the bigger the tile, the higher $AI_\text{HBM}$, until the tile no
+    longer fits: capacity, not on-chip bandwidth, is the wall.
+    """)
+    return
+
+
+@app.cell
+def _(
+    mo,
+    oom_prediction,
+    speedup_prediction,
+    style,
+    tile_prediction,
+    tiny_prediction,
+):
     mo.stop(None in (speedup_prediction, tiny_prediction, oom_prediction, tile_prediction),
             style.gate_notice("The key takeaways appear once all four predictions are locked."))
     style.takeaways([

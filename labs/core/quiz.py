@@ -34,6 +34,7 @@ import marimo as mo
 
 from labs.core import ledger as _ledger
 from labs.core import style
+from labs.core.units import format_value  # noqa: F401  (re-exported)
 
 MAX_REASON_CHARS = 200
 MAX_TEXT_CHARS = 2000
@@ -98,30 +99,6 @@ class Prediction:
     def same_answer(self, other: "Prediction") -> bool:
         return (self.value, self.confidence, self.reason.strip()) == (
             other.value, other.confidence, other.reason.strip())
-
-
-def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> str:
-    """A number to 3 significant figures with thousands separators (``300,000``, ``0.0123``).
-
-    ``fmt`` overrides: a format spec (``",.0f"``) or a callable.
-    """
-    if callable(fmt):
-        return str(fmt(value))
-    if isinstance(fmt, str):
-        return format(value, fmt)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    v = float(value)
-    if not math.isfinite(v):
-        return str(v)
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if 1e-3 <= a < 1e9:
-        digits = max(0, 2 - math.floor(math.log10(a)))
-        text = f"{round(v, digits):,.{digits}f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text
-    return f"{v:.3g}"
 
 
 def _with_units(text: str, units: str) -> str:

@@ -37,6 +37,12 @@ from labs.core.tokens import (  # noqa: F401  (re-exported: the style API)
     register_template,
     term_colors,
 )
+from labs.core.units import (  # noqa: F401  (re-exported: the style API)
+    error_message,
+    format_flops,
+    format_seconds,
+    format_value,
+)
 
 register_template()
 
@@ -276,8 +282,11 @@ def ledger_status(path: str | None, student_id: str | None, events: int,
     return mo.Html(f'<div style="font-size:.85rem;color:{MUTED_FG}">{line}</div>')
 
 
-def error_callout(message: str):
-    """A student-facing error (bad slider combination, unknown precision ...), never a traceback."""
+def error_callout(message: str | BaseException):
+    """A student-facing error (bad slider combination, unknown precision ...), never a traceback.
+    Pass the message, or the core ValueError/KeyError itself."""
+    if isinstance(message, BaseException):
+        message = error_message(message)
     return mo.callout(mo.Html(f"<strong>✗ That combination does not work.</strong>"
                               f"{_paras(message)}"), kind="danger")
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from labs.core.units import format_bytes  # noqa: F401  (re-exported)
+
 #: marimo's page backgrounds (CSS variable --background in light / dark theme, marimo 0.25).
 BACKGROUNDS = {"light": "#ffffff", "dark": "#181c1a"}
 
@@ -135,11 +137,3 @@ def term_colors(names: list[str]) -> list[str]:
     return [TERM_COLORS[i % len(TERM_COLORS)] for i in range(len(names))]
 
 
-def format_bytes(n: float) -> str:
-    """Bytes in decimal units (GB = 1e9, as the labs' spec says): '80.0 GB', '512 MB', '0 B'."""
-    n = float(n)
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= size:
-            v = n / size
-            return f"{v:.1f} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
-    return f"{n:.0f} B"
