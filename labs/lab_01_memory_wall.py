@@ -116,7 +116,7 @@ def _(device_picker, hardware, mo, precision_picker, quiz, roofline, style):
         _cards = style.metric_cards([
             ("Memory", f"{quiz.format_value(_d.memory_gb)} GB", _d.memory_type),
             ("Bandwidth β", f"{quiz.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
-            (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} TFLOP/s",
+            (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} {style.rate_unit(_p)}",
              _d.note(_p) or "no 2:4 sparsity"),
             (f"Ridge ({_p}, dense)", f"{quiz.format_value(roofline.ridge_point(_d, _p))} FLOP/B",
              "π / β"),
@@ -307,7 +307,8 @@ def _(
         ("Arithmetic intensity", f"{quiz.format_value(gemm_metrics['ai'])} FLOP/B",
          "2MNK / bytes of A, B, C"),
         (f"Ridge ({_p}, dense)", f"{quiz.format_value(gemm_metrics['ridge'])} FLOP/B", "π / β"),
-        style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} TFLOP/s",
+        style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} "
+                     f"{style.rate_unit(_p)}",
                      "min(π, AI · β)", gemm_regime),
         ("Time bounds", style.format_seconds(gemm_bounds.lower, gemm_bounds.upper),
          f"max(Tc, Tm) … Tc + Tm; Tc = {style.format_seconds(gemm_bounds.t_compute)}, "
@@ -340,7 +341,8 @@ def _(
         style.metric_cards([
             ("GEMV AI", f"{quiz.format_value(gemv_cost.ai)} FLOP/B", "2NK / (x + W + y bytes)"),
             style.Metric("GEMV attainable",
-                         f"{quiz.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} TFLOP/s",
+                         f"{quiz.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} "
+                         f"{style.rate_unit(_p)}",
                          "AI · β", roofline.regime(gemv_cost.ai, _d, _p)),
             ("GEMV time bound", style.format_seconds(gemv_bounds.lower), "≈ weight bytes / β"),
             ("GEMV MFU bound",

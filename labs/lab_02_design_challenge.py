@@ -283,7 +283,8 @@ def _(decode_step, design, device, hardware, mo, models, prefill_step, style):
         style.Metric(f"Prefill, one {design['seq_len']:,}-token prompt",
                      style.format_seconds(prefill_step.seconds),
                      f"{prefill_step.flops:.3g} FLOP at {_hw.peak_tflops(design['compute']):g} "
-                     f"TFLOP/s ({design['compute']}, dense); {prefill_step.bound}-bound",
+                     f"{style.rate_unit(design['compute'])} ({design['compute']}, dense); "
+                     f"{prefill_step.bound}-bound",
                      f"{prefill_step.bound}-bound"),
     ])
     mo.vstack([_cards] if _fits else [style.error_callout(

@@ -20,10 +20,6 @@ def _():
 
     LAB_ID = "lab03"
     fmt = quiz.format_value
-
-    def rate_unit(precision):
-        return "TOPS" if precision == "int8" else "TFLOP/s"
-
     return (
         LAB_ID,
         PS,
@@ -35,7 +31,6 @@ def _():
         measure,
         mo,
         quiz,
-        rate_unit,
         reveal,
         roofline,
         style,
@@ -121,12 +116,12 @@ def _(hardware, mo):
 
 
 @app.cell
-def _(device_picker, fmt, hardware, rate_unit, roofline, style):
+def _(device_picker, fmt, hardware, roofline, style):
     device = hardware.get(device_picker.value)
     style.metric_cards(
         [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
           f"{fmt(device.memory_gb)} GB {device.memory_type}")]
-        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {rate_unit(p)}",
+        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {style.rate_unit(p)}",
             f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} FLOP/B")
            for p in device.precisions])
     return (device,)
@@ -458,13 +453,13 @@ def _(device, explorer_error, explorer_rows, style):
 
 
 @app.cell
-def _(explorer_ok, fmt, formats, mo, rate_unit, style):
+def _(explorer_ok, fmt, formats, mo, style):
     mo.ui.table(
         [{"format": r.storage, "bits/element": f"{formats.bits(r.storage):g}",
           "math (peak)": r.compute, "AI": f"{fmt(r.ai)} FLOP/B",
           "ridge (dense)": f"{fmt(r.ridge)} FLOP/B", "ρ": fmt(r.rho), "regime": r.regime,
           "time bound": style.format_seconds(r.seconds),
-          "attainable": f"{fmt(r.attainable_tflops)} {rate_unit(r.compute)}",
+          "attainable": f"{fmt(r.attainable_tflops)} {style.rate_unit(r.compute)}",
           "I_bit": f"{fmt(r.i_bit)} op/bit", "how": r.reason} for r in explorer_ok],
         selection=None, pagination=False, show_column_summaries=False,
         label="One row per storage format on the chosen device") if explorer_ok else None
@@ -904,7 +899,7 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, rate_unit, style):
+def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, style):
     mo.stop(naive_prediction is None)
     try:
         tf32 = PS.tf32_misreading("gemm", GEMM_4096, device)
@@ -915,7 +910,7 @@ def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, rate_unit, style):
                          "FLOP/B", f"wrong: ×{fmt(tf32.ai_overstatement)} too high",
                          kind="danger"),
             style.Metric("TF32 attainable (4096³ GEMM)", f"{fmt(tf32.tf32_attainable)} "
-                         f"{rate_unit('tf32')}", f"= {fmt(tf32.apparent_fp32_fraction)}× the "
+                         f"{style.rate_unit('tf32')}", f"= {fmt(tf32.apparent_fp32_fraction)}× the "
                          f"FP32 peak ({fmt(tf32.fp32_peak)})", kind="compute")])
     except (KeyError, ValueError) as _err:
         tf32, _out = None, style.error_callout(

@@ -214,3 +214,11 @@ def test_tiny_cpu_sweep_plots_measured_points_and_records_a_result(env, app, mon
     results = defs["lab"].events("lab01.measured_sweep", "result")
     assert len(results) == 1 and results[0]["payload"]["precision"] == "fp32"
     assert [r["n"] for r in results[0]["payload"]["rows"]] == [64, 128]
+
+
+def test_int8_rates_read_in_tops(env, app):
+    int8 = dict(PREDICTIONS, precision_picker=SimpleNamespace(value="int8"),
+                initial_precision="bf16")
+    text = _texts(app.run(defs=int8)[0])
+    assert "1,979 TOPS" in text  # the H100's dense int8 peak
+    assert "1,979 TFLOP/s" not in text

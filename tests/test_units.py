@@ -41,3 +41,8 @@ def test_one_implementation_reexported():
 def test_error_callout_takes_the_exception():
     out = style.error_callout(KeyError("fp8 is not available")).text
     assert "fp8 is not available" in out and "&#x27;fp8" not in out and "'fp8" not in out
+
+
+def test_rate_unit_counts_integer_math_in_tops():
+    assert units.rate_unit("int8") == "TOPS"
+    assert [units.rate_unit(p) for p in ("fp32", "bf16", "fp8", "fp4")] == ["TFLOP/s"] * 4

@@ -60,6 +60,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from labs.core import formulas as _formulas
 from labs.core import hardware as _hw
 from labs.core import roofline as _roofline
+from labs.core import units as _units
 from labs.core._validate import positive, positive_int
 
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -1251,7 +1252,7 @@ class EmpiricalRoofline:
             s = spec.peaks.get(p) if spec else None
             if p in self.peaks:
                 m = self.peak_measurements[p]
-                out.append({"what": f"{p} peak ({'TOPS' if p == 'int8' else 'TFLOP/s'})",
+                out.append({"what": f"{p} peak ({_units.rate_unit(p)})",
                             "measured": self.peaks[p], "spec": s,
                             "ratio": self.peaks[p] / s if s else None,
                             "detail": f"best at {m.shape_label}, {m.reps} reps"})

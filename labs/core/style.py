@@ -42,6 +42,7 @@ from labs.core.units import (  # noqa: F401  (re-exported: the style API)
     format_flops,
     format_seconds,
     format_value,
+    rate_unit,
 )
 
 register_template()

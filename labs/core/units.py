@@ -71,6 +71,11 @@ def format_flops(flops: float) -> str:
     return f"{format_value(flops)} FLOP"
 
 
+def rate_unit(precision: str) -> str:
+    """The unit of a throughput at ``precision``: integer math is counted in TOPS, not FLOP/s."""
+    return "TOPS" if str(precision).lower().startswith("int") else "TFLOP/s"
+
+
 def error_message(exc: BaseException) -> str:
     """What a core ValueError/KeyError says, for a student (KeyError's str() adds quotes)."""
     return str(exc.args[0]) if exc.args else str(exc)
