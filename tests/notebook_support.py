@@ -18,3 +18,16 @@ def choice(item: str, value) -> quiz.Prediction:
     """A locked multiple-choice prediction whose label is its value."""
     return quiz.Prediction(item, value, answer_type="choice", label=value, confidence=3,
                            reason="test")
+
+
+def export_page(lab_file: Path, out_dir: Path, *, reveal: bool = False) -> str:
+    """The lab exported as ``labs-export`` does it (throwaway ledger, code left out, page
+    checked for cell errors and "output is too large"); the page's HTML."""
+    from labs.core import export
+
+    out = Path(out_dir) / f"{Path(lab_file).stem}{'-reveal' if reveal else ''}.html"
+    _, _, problems = export.export_lab(Path(lab_file), out, reveal=reveal)
+    assert not problems, problems
+    html = out.read_text(encoding="utf-8")
+    assert "Traceback" not in html
+    return html

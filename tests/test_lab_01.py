@@ -3,17 +3,14 @@ recovery, ledger events with stable item ids, and the HTML export."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import formulas, ledger, measure, quiz, roofline
-from notebook_support import choice, load_app
+from labs.core import formulas, measure, quiz, roofline
+from notebook_support import choice, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_01_memory_wall.py"
 ITEMS = ("lab01.which_roof", "lab01.crossover_n", "lab01.other_device", "lab01.yardstick",
@@ -150,27 +147,12 @@ def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app):
     assert all(e["lab_id"] == "lab01" for e in again["lab"].events())
 
 
-def _export(tmp_path, *extra):
-    out = tmp_path / "lab01.html"
-    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
-               ROOFLINE_STUDENT_ID="export", XDG_CONFIG_HOME=str(tmp_path / "config"))
-    env.pop("ROOFLINE_REVEAL", None)
-    marimo = Path(sys.executable).with_name("marimo")
-    proc = subprocess.run([str(marimo), "export", "html", str(LAB_FILE), "-o", str(out),
-                           "--no-include-code", *extra], capture_output=True, text=True, timeout=120, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    html = out.read_text(encoding="utf-8")
-    assert "output is too large" not in html.lower()
-    assert "Traceback" not in html and "marimo-error" not in html
-    return html
-
-
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path):
-    student = _export(tmp_path)
+    student = export_page(LAB_FILE, tmp_path)
     assert "Lock prediction 1 to reveal the roofline instrument" in student
     assert "ridge (bf16, dense) = 295 FLOP/B" not in student
-    teacher = _export(tmp_path, "--", "--reveal")
+    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
     assert "ridge (bf16, dense) = 295 FLOP/B" in teacher  # the roofline figure is in the page
     assert "Lock prediction 1 to reveal" not in teacher
 

@@ -4,17 +4,14 @@ restored from the ledger, the instructor reveal, and the HTML export."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import ledger, models, quiz
-from notebook_support import load_app
+from labs.core import models, quiz
+from notebook_support import export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_02_design_challenge.py"
 ITEMS = {"lab02.decode_dominant", "lab02.oom_batch", "lab02.design_edge",
@@ -215,28 +212,12 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
     assert defs["lab"].events(kind="predict") == []  # reference answers are not recorded
 
 
-def _export(tmp_path, *extra):
-    out = tmp_path / "lab02.html"
-    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
-               ROOFLINE_STUDENT_ID="export", XDG_CONFIG_HOME=str(tmp_path / "config"))
-    env.pop("ROOFLINE_REVEAL", None)
-    marimo = Path(sys.executable).with_name("marimo")
-    proc = subprocess.run([str(marimo), "export", "html", str(LAB_FILE), "-o", str(out),
-                           "--no-include-code", *extra], capture_output=True, text=True,
-                          timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    html = out.read_text(encoding="utf-8")
-    assert "output is too large" not in html.lower()
-    assert "Traceback" not in html and "marimo-error" not in html
-    return html
-
-
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path):
-    student = _export(tmp_path)
+    student = export_page(LAB_FILE, tmp_path)
     assert "Lock your prediction to reveal the roofline of a layer." in student
     assert "ridge (bf16, dense) = 208 FLOP/B" not in student
-    teacher = _export(tmp_path, "--", "--reveal")
+    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
     assert "ridge (bf16, dense) = 208 FLOP/B" in teacher  # the layer rooflines are in the page
     assert "Live check against the edge target" in teacher
     assert "Lock your prediction to reveal" not in teacher

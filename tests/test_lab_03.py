@@ -4,18 +4,15 @@ a tiny CPU measurement when torch is installed) and the HTML export."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import ledger, measure, quiz, roofline
+from labs.core import measure, quiz, roofline
 from labs.core import precision_study as PS
-from notebook_support import choice, load_app
+from notebook_support import choice, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_03_precision_rho.py"
 ITEMS = ("lab03.rho_ratio", "lab03.weight_only_rho", "lab03.nvfp4_speedup",
@@ -243,28 +240,12 @@ def test_live_tiny_cpu_measurement(env, app):
     assert "Download lab03_measurements.csv" in _texts(outputs)
 
 
-def _export(tmp_path, *extra):
-    out = tmp_path / "lab03.html"
-    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
-               ROOFLINE_STUDENT_ID="export", XDG_CONFIG_HOME=str(tmp_path / "config"))
-    env.pop("ROOFLINE_REVEAL", None)
-    marimo = Path(sys.executable).with_name("marimo")
-    proc = subprocess.run([str(marimo), "export", "html", str(LAB_FILE), "-o", str(out),
-                           "--no-include-code", *extra], capture_output=True, text=True,
-                          timeout=180, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    html = out.read_text(encoding="utf-8")
-    assert "output is too large" not in html.lower()
-    assert "Traceback" not in html and "marimo-error" not in html
-    return html
-
-
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path):
-    student = _export(tmp_path)
+    student = export_page(LAB_FILE, tmp_path)
     assert "Lock your prediction to reveal the precision explorer." in student
     assert "two precisions, two ridges" not in student  # Part 1's roofline title
-    teacher = _export(tmp_path, "--", "--reveal")
+    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
     assert "two precisions, two ridges" in teacher
     assert "GEMM in fp16" in teacher and "one roof per math precision" in teacher
     assert "Lock your prediction to reveal" not in teacher

@@ -1,10 +1,7 @@
 """Lab 4 "Fusion and Overhead": headless locked/unlocked runs, numbers equal labs.core,
 failure states reached and recovered through widget values, ledger events, export."""
 
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace as NS
@@ -17,6 +14,7 @@ from labs.core import fusion as FU
 from labs.core import formulas as F
 from labs.core import quiz
 from labs.lab_04_fusion import app
+from notebook_support import export_page
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "labs" / "lab_04_fusion.py"
@@ -258,18 +256,7 @@ def _timed(cell, kw):
 @pytest.mark.slow
 @pytest.mark.parametrize("reveal", [False, True])
 def test_export_html(tmp_path, reveal):
-    out = tmp_path / "lab04.html"
-    cmd = [sys.executable, "-m", "marimo", "export", "html", str(LAB), "-o", str(out)]
-    if reveal:
-        cmd += ["--", "--reveal"]
-    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
-               ROOFLINE_STUDENT_ID="exporter")
-    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=240)
-    assert res.returncode == 0, res.stderr
-    page = out.read_text()
-    assert "output is too large" not in page.lower()
-    assert "MarimoExceptionRaisedError" not in page and "Traceback" not in page
+    page = export_page(LAB, tmp_path, reveal=reveal)
     if reveal:
         assert page.count("marimo-plotly") >= len(FIGURES)
         assert "does NOT fit" not in page
