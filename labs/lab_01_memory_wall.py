@@ -20,9 +20,13 @@ def _():
     OVERLAY_SCENARIO = {"n": 512, "precision": "bf16", "edge": "jetson-orin-nx-16gb",
                         "datacenter": "h100-sxm"}
     PROFILER = {"mfu": 0.03, "bandwidth": 0.90}
+    # The pickers' opening values: the instructor copy's reveal answers are computed for these,
+    # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
+    OPENING = {"device": "h100-sxm", "precision": "bf16"}
     POW2 = [2**i for i in range(19)]  # 1 ... 262144: the GEMM size sliders
     return (
         LAB_ID,
+        OPENING,
         OVERLAY_SCENARIO,
         POW2,
         PROFILER,
@@ -86,26 +90,22 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(hardware, mo):
-    # What the picker shows on open (and in the exported instructor copy): reveal answers are
-    # computed for it, so prediction cells do not re-run on every device change.
-    initial_device = "h100-sxm"
+def _(OPENING, hardware, mo):
     _options = hardware.picker_options()
     device_picker = mo.ui.dropdown(
-        options=_options, value=next(k for k, v in _options.items() if v == initial_device),
+        options=_options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
         label="Device", searchable=True)
     device_picker
-    return device_picker, initial_device
+    return (device_picker,)
 
 
 @app.cell
-def _(hardware, mo):
-    initial_precision = "bf16"  # as initial_device
+def _(OPENING, hardware, mo):
     precision_picker = mo.ui.dropdown(
-        options=list(hardware.PRECISIONS), value=initial_precision,
+        options=list(hardware.PRECISIONS), value=OPENING["precision"],
         label="Compute precision (also the storage format)")
     precision_picker
-    return initial_precision, precision_picker
+    return (precision_picker,)
 
 
 @app.cell
@@ -180,17 +180,17 @@ def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, quiz, set_which_roof):
 
 @app.cell
 def _(
+    OPENING,
     SCENARIO,
     WHICH_ROOF_OPTIONS,
     formulas,
     get_which_roof,
-    initial_device,
     lab,
     reveal,
     roofline,
 ):
     _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
-    _ref = roofline.regime(_ai, initial_device, SCENARIO["precision"])
+    _ref = roofline.regime(_ai, OPENING["device"], SCENARIO["precision"])
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _ref)
     which_roof_prediction = get_which_roof() or reveal.reference(
         lab, "lab01.which_roof", _ref, label=_label)
@@ -468,9 +468,9 @@ def _(get_crossover, lab, quiz, set_crossover):
 
 
 @app.cell
-def _(get_crossover, initial_device, initial_precision, lab, reveal, roofline):
+def _(OPENING, get_crossover, lab, reveal, roofline):
     try:
-        _ref = roofline.gemm_crossover_n(initial_device, initial_precision)
+        _ref = roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])
     except KeyError:  # the device has no rate for this precision: nothing to reveal
         _ref = None
     crossover_prediction = get_crossover() or (
@@ -859,17 +859,17 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab, quiz, set_yardstick):
 
 @app.cell
 def _(
+    OPENING,
     PROFILER,
     SCENARIO,
     YARDSTICK_OPTIONS,
     get_yardstick,
     hardware,
-    initial_device,
     lab,
     reveal,
     roofline,
 ):
-    _d, _p = hardware.get(initial_device), SCENARIO["precision"]
+    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _ai = roofline.implied_ai(PROFILER["mfu"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
     _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "mfu"
@@ -1098,14 +1098,14 @@ def _(LEVER_OPTIONS, get_levers, lab, quiz, set_levers):
 def _(
     LEVER_OPTIONS,
     LEVER_TILE,
+    OPENING,
     SCENARIO,
     get_levers,
-    initial_device,
     lab,
     reveal,
     roofline,
 ):
-    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], initial_device,
+    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
     _best = max(_levers[1:], key=lambda lv: lv.ai).name
     levers_prediction = get_levers() or reveal.reference(

@@ -86,6 +86,9 @@ def _():
     GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
     GEMV_4096 = {"n": 4096, "k": 4096}
     SCENARIO_DEVICE = "h100-sxm"
+    # The pickers' opening values: the instructor copy's reveal answers are computed for these,
+    # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
+    OPENING = {"device": "h100-sxm", "decode_matrix": "Q projection 4096×4096"}
     DIRECTION_OPTIONS = {"ρ goes up (more compute-bound)": "up",
                          "ρ goes down (more memory-bound)": "down",
                          "ρ stays the same": "unchanged"}
@@ -97,22 +100,20 @@ def _():
         GEMM_4096,
         GEMV_4096,
         NAIVE_OPTIONS,
+        OPENING,
         OP_NAMES,
         SCENARIO_DEVICE,
     )
 
 
 @app.cell
-def _(hardware, mo):
-    # What the picker shows on open (and in the exported instructor copy): reveal answers are
-    # computed for it, so prediction cells do not re-run on every device change.
-    initial_device = "h100-sxm"
+def _(OPENING, hardware, mo):
     _options = hardware.picker_options()
     device_picker = mo.ui.dropdown(
-        _options, value=next(k for k, v in _options.items() if v == initial_device),
+        _options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
         label="Device (used by Parts 2-4)", searchable=True)
     device_picker
-    return device_picker, initial_device
+    return (device_picker,)
 
 
 @app.cell
@@ -640,13 +641,12 @@ def _(style):
 
 
 @app.cell
-def _(PS, mo):
-    _shapes = PS.decode_gemv_shapes("llama-3-8b")
-    decode_matrix = mo.ui.dropdown(_shapes, value="Q projection 4096×4096",
+def _(OPENING, PS, mo):
+    decode_matrix = mo.ui.dropdown(PS.decode_gemv_shapes("llama-3-8b"),
+                                   value=OPENING["decode_matrix"],
                                    label="Llama-3-8B weight matrix (N×K) for the decode GEMV")
-    initial_decode_matrix = _shapes["Q projection 4096×4096"]  # reveal answers use it
     decode_matrix
-    return decode_matrix, initial_decode_matrix
+    return (decode_matrix,)
 
 
 @app.cell
@@ -667,8 +667,9 @@ def _(get_nvfp4, lab, quiz, set_nvfp4):
 
 
 @app.cell
-def _(PS, get_nvfp4, initial_decode_matrix, initial_device, lab, reveal):
-    _rows = PS.decode_quant_table(*initial_decode_matrix, initial_device)
+def _(OPENING, PS, get_nvfp4, lab, reveal):
+    _rows = PS.decode_quant_table(
+        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
     nvfp4_prediction = get_nvfp4() or reveal.reference(
         lab, "lab03.nvfp4_speedup", next(r.speedup for r in _rows if r.storage == "nvfp4"), "×")
     return (nvfp4_prediction,)

@@ -64,6 +64,9 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 @app.cell
 def _(F, quiz):
     # Wiring constants (no physics): the sizes the questions talk about and the widget steps.
+    # The pickers' opening values: the instructor copy's reveal answers are computed for these,
+    # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
+    OPENING = {"device": "h100-sxm"}
     LARGE_N = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16
     TINY_N = 1_000  # one token's hidden state of a small model
     SIZE_STEPS = quiz.log_steps(1e2, 1e9)
@@ -82,6 +85,7 @@ def _(F, quiz):
     return (
         LARGE_N,
         NO_OP,
+        OPENING,
         OP_OPTIONS,
         QUESTION_HEADS,
         QUESTION_HEAD_DIM,
@@ -105,16 +109,13 @@ def _(mo):
 
 
 @app.cell
-def _(hardware, mo):
-    # What the picker shows on open (and in the exported instructor copy): reveal answers are
-    # computed for it, so prediction cells do not re-run on every device change.
-    initial_device = hardware.get("h100-sxm")
+def _(OPENING, hardware, mo):
     _options = hardware.picker_options()
     device_picker = mo.ui.dropdown(
-        _options, value=next(k for k, v in _options.items() if v == initial_device.key),
+        _options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
         label="Device")
     device_picker
-    return device_picker, initial_device
+    return (device_picker,)
 
 
 @app.cell
@@ -178,9 +179,9 @@ def _(device, lab_references):
 
 
 @app.cell
-def _(initial_device, lab_references):
+def _(OPENING, hardware, lab_references):
     # The instructor copy's filled-in answers: for the device the lab opens with.
-    _, reveal_references = lab_references(initial_device)
+    _, reveal_references = lab_references(hardware.get(OPENING["device"]))
     return (reveal_references,)
 
 

@@ -114,10 +114,8 @@ def test_oom_failure_state_is_reached_and_recovered(env, app):
 
 
 def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):
-    # overriding a picker cell overrides its initial_* constant too (what reveal answers use)
     tpu = dict(PREDICTIONS, device_picker=SimpleNamespace(value="tpu-v5e"),
-               initial_device="h100-sxm", precision_picker=SimpleNamespace(value="fp16"),
-               initial_precision="bf16")
+               precision_picker=SimpleNamespace(value="fp16"))
     outputs, defs = app.run(defs=tpu)
     text = _texts(outputs)
     assert "no hardware rate for precision='fp16'" in defs["gemm_error"]
@@ -199,8 +197,7 @@ def test_tiny_cpu_sweep_plots_measured_points_and_records_a_result(env, app, mon
 
 
 def test_int8_rates_read_in_tops(env, app):
-    int8 = dict(PREDICTIONS, precision_picker=SimpleNamespace(value="int8"),
-                initial_precision="bf16")
+    int8 = dict(PREDICTIONS, precision_picker=SimpleNamespace(value="int8"))
     text = _texts(app.run(defs=int8)[0])
     assert "1,979 TOPS" in text  # the H100's dense int8 peak
     assert "1,979 TFLOP/s" not in text

@@ -44,10 +44,7 @@ def _texts(outputs) -> str:
 
 
 def _ns(**values):
-    out = {k: SimpleNamespace(value=v) for k, v in values.items()}
-    if "device_picker" in values:  # the picker cell also defines what reveal answers use
-        out["initial_device"] = "h100-sxm"
-    return out
+    return {k: SimpleNamespace(value=v) for k, v in values.items()}
 
 
 def test_locked_run_hides_every_instrument(env, app):

@@ -45,10 +45,6 @@ def ledger_env(tmp_path, monkeypatch):
 
 
 def run(**defs):
-    if "device_picker" in defs:  # the picker cell also defines what reveal answers use
-        from labs.core import hardware
-
-        defs.setdefault("initial_device", hardware.get("h100-sxm"))
     return app.run(defs={**PREDICTIONS, **defs})
 
 
