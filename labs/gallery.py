@@ -17,7 +17,7 @@ def _():
 def _(style):
     style.lab_header(
         "Style gallery",
-        "Every component and figure of labs.core.style and labs.core.figures, for visual "
+        "Every component and figure of labs.core.ui.style and labs.core.ui.figures, for visual "
         "checks in the light and dark themes. Not a lab.",
         goals=["See each component once, with realistic content.",
                "Check legibility in both themes (View → theme, or ?theme=dark)."],

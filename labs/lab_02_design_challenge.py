@@ -489,7 +489,7 @@ def _(budget, design, device, hardware, largest_batch, mo, models, style):
                      f"{_hw.memory_gb:g} GB on the {_hw.name}"),
     ])
     _notes = mo.md(
-        f"**Assumptions** (stated in `labs.core.models`): "
+        f"**Assumptions** (stated in `labs.core.physics.models`): "
         f"{budget.capacity_bytes / (_hw.memory_gb * 1e9):.0%} of device memory is usable (the "
         "rest goes to the runtime context, allocator fragmentation and workspace). The KV cache "
         "is reserved for the full context of every sequence (no paging). Activations: layers "

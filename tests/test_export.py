@@ -257,12 +257,19 @@ def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
     if export.find_uv() is None:
         pytest.skip("uv is not installed (pip install uv)")
     pkg = tmp_path / "labs"
-    (pkg / "core").mkdir(parents=True)
+    (pkg / "core" / "ui").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "core" / "__init__.py").write_text("from labs.core import unused\n")
-    (pkg / "core" / "style.py").write_text("from labs.core import tokens\n")
-    (pkg / "core" / "tokens.py").write_text("X = 1\n")
-    (pkg / "core" / "unused.py").write_text("Y = 2\n")
+    # The real layout in miniature: a lazy short-name map and a wing.
+    (pkg / "core" / "__init__.py").write_text(
+        "import importlib\n"
+        "SHORT_NAMES = {'style': 'labs.core.ui.style', 'tokens': 'labs.core.ui.tokens',\n"
+        "               'unused': 'labs.core.ui.unused'}\n"
+        "def __getattr__(name):\n"
+        "    return importlib.import_module(SHORT_NAMES[name])\n")
+    (pkg / "core" / "ui" / "__init__.py").write_text("")
+    (pkg / "core" / "ui" / "style.py").write_text("from labs.core.ui import tokens\n")
+    (pkg / "core" / "ui" / "tokens.py").write_text("X = 1\n")
+    (pkg / "core" / "ui" / "unused.py").write_text("Y = 2\n")
     lab = write_lab(pkg, "lab_92_wasm.py", GOOD_LAB)
     try:
         export.export_wasm(lab, tmp_path / "wasm")
@@ -271,7 +278,23 @@ def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
             pytest.skip(f"uv could not fetch ruff here: {exc}")
         raise
     files = export.bundled_wasm_files(tmp_path / "wasm")
-    assert {"labs/__init__.py", "labs/core/__init__.py", "labs/core/style.py",
-            "labs/core/tokens.py"} <= files
-    assert "labs/core/unused.py" not in files  # only what the lab imports
+    assert {"labs/__init__.py", "labs/core/__init__.py", "labs/core/ui/style.py",
+            "labs/core/ui/tokens.py"} <= files
+    assert "labs/core/ui/unused.py" not in files  # only what the lab imports
     assert (tmp_path / "wasm" / "index.html").exists()
+
+
+def test_wasm_staging_names_every_short_import_by_its_real_module():
+    """The html-wasm bundle follows import statements, so each staged lab must name real files."""
+    import ast
+    import labs.core
+
+    root = Path(labs.core.__file__).parent.parent.parent
+    for lab in sorted((root / "labs").glob("lab_*.py")):
+        staged = export.resolve_short_imports(lab.read_text(), labs.core.SHORT_NAMES)
+        for node in ast.walk(ast.parse(staged)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("labs.core"):
+                for alias in node.names:
+                    mod = root.joinpath(*node.module.split("."), alias.name)
+                    assert mod.with_suffix(".py").exists() or (mod / "__init__.py").exists(), \
+                        f"{lab.name}: {node.module}.{alias.name} is not a module file"

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import figures, hardware, roofline, tokens
-from labs.core.figures import Point
+from labs.core.ui.figures import Point
 
 H100 = hardware.get("h100-sxm")
 ORIN = hardware.get("jetson-orin-nx-16gb")

@@ -401,7 +401,7 @@ def test_cli_end_to_end(submissions, config_file, tmp_path, capsys):
 def test_console_script_is_installed():
     from importlib.metadata import entry_points
     eps = [e for e in entry_points(group="console_scripts") if e.name == "labs-grade"]
-    assert eps and eps[0].value == "labs.core.grading:main"
+    assert eps and eps[0].value == "labs.core.course.grading:main"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -448,7 +448,7 @@ def test_event_rows_keep_payload_json_parseable(graded):
 
 
 def test_for_student_index_follows_appends_and_reordering():
-    from labs.core.grading import Batch, EventRecord
+    from labs.core.course.grading import Batch, EventRecord
 
     def ev(student, lab, seq):
         return EventRecord(student, lab, f"{lab}.x", "predict", seq, "", None, "v", "s", {},

@@ -1,7 +1,7 @@
 """labs.core.measure: device detection, timing, safety, sweeps, the timer's own correctness.
 
 CPU tests use small shapes (the machine is 2 shared cores). GPU tests are marked ``gpu`` and
-skip without CUDA. Numbers checked against labs.core.formulas / roofline (hand-derived there).
+skip without CUDA. Numbers checked against labs.core.physics.formulas / roofline (hand-derived there).
 """
 
 from __future__ import annotations
@@ -538,7 +538,7 @@ def test_gpu_gemv_and_stream():
             assert r["measured_gbs"] < 1.3 * bw.gbs
 
 
-# --- labs.core.live: the marimo side ---------------------------------------------------------
+# --- labs.core.measure.live: the marimo side ---------------------------------------------------------
 
 mo = pytest.importorskip("marimo")
 from marimo._runtime.control_flow import MarimoStopError  # noqa: E402

@@ -73,7 +73,7 @@ def open_lab(page, url):
 
 def numeric_answer(placeholder: str) -> str | None:
     """A number strictly inside the bounds a numeric form prints ("1 to 1e+06")."""
-    from labs.core.quiz import parse_number
+    from labs.core.course.quiz import parse_number
 
     parts = re.split(r"\s+to\s+", placeholder or "")
     if len(parts) != 2:

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from labs.core.ledger import Ledger
+from labs.core.course.ledger import Ledger
 
 args = sys.argv[1:]
 wait_for = None

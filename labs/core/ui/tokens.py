@@ -14,7 +14,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from labs.core.units import format_bytes  # noqa: F401  (re-exported)
+from labs.core.physics.units import format_bytes  # noqa: F401  (re-exported)
 
 #: marimo's page backgrounds (CSS variable --background in light / dark theme, marimo 0.25).
 BACKGROUNDS = {"light": "#ffffff", "dark": "#181c1a"}
@@ -42,7 +42,7 @@ COLORS: dict[str, str] = {
     "accent": _SKY,
 }
 
-#: One colour per hardware device class (labs.core.hardware.DEVICE_CLASSES).
+#: One colour per hardware device class (labs.core.physics.hardware.DEVICE_CLASSES).
 DEVICE_COLORS: dict[str, str] = {
     "datacenter": _BLUE,
     "desktop": _VERMILLION,
@@ -53,7 +53,7 @@ DEVICE_COLORS: dict[str, str] = {
     "custom": _GREY,
 }
 
-#: One colour per compute precision (labs.core.hardware.PRECISIONS).
+#: One colour per compute precision (labs.core.physics.hardware.PRECISIONS).
 PRECISION_COLORS: dict[str, str] = {
     "fp32": _GREY,
     "tf32": _YELLOW,  # not sky blue: next to fp16's blue it was hard to tell apart (dark theme)
@@ -74,7 +74,7 @@ PRECISION_SYMBOL: dict[str, str] = {
     "fp8": "triangle-down", "int8": "star", "fp4": "hexagon",
 }
 
-#: Regime name (labs.core.roofline) -> semantic colour key.
+#: Regime name (labs.core.physics.roofline) -> semantic colour key.
 REGIME_COLOR_KEY = {"memory-bound": "memory", "compute-bound": "compute",
                     "overhead-bound": "overhead"}
 

@@ -23,8 +23,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from labs.core import hardware, roofline
-from labs.core.tokens import (
+from labs.core.physics import hardware, roofline
+from labs.core.ui.tokens import (
     COLORS,
     DEVICE_COLORS,
     PLOT_GRID,

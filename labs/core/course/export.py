@@ -8,7 +8,7 @@ Modes (see the README, "For instructors"):
 
 * student copy (default, ``site/student``): gates closed, as a student first sees the lab;
 * ``--reveal`` instructor copy (``site/instructor``): the labs run with ``-- --reveal`` so every
-  prediction is filled with its reference answer (``labs.core.reveal``) and every instrument,
+  prediction is filled with its reference answer (``labs.core.course.reveal``) and every instrument,
   figure and explanation is shown;
 * ``--offline``: marimo's frontend (``marimo/_static`` of the installed package) is copied to
   ``<site>/_marimo/`` and the pages point there instead of the public CDN, so the site renders
@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_LABS_DIR = REPO_ROOT / "labs"
 LAB_GLOB = "lab_*.py"
 ASSET_DIR_NAME = "_marimo"
 
 #: What marimo writes in place of an output over ``output_max_bytes`` (export still exits 0).
 TOO_LARGE_MARKER = "output is too large"
-#: The fixed words of ``labs.core.style.gate_notice``: what a closed gate shows where an
+#: The fixed words of ``labs.core.ui.style.gate_notice``: what a closed gate shows where an
 #: instrument would be (tests/test_export.py checks that style still says it).
 GATE_TEXT = "Instrument hidden."
 #: marimo error kinds that are not failures: a cell below a ``mo.stop`` gate.
@@ -350,7 +350,7 @@ def export_env(ledger_dir: str | os.PathLike, *, reveal: bool) -> dict[str, str]
     env["ROOFLINE_STUDENT_ID"] = "export"
     env["ROOFLINE_STATIC_EXPORT"] = "1"  # the page's ledger line says it records nothing
     # An instructor's shell setting must not leak into a student copy; the instructor copy is
-    # switched on by the CLI argument ``-- --reveal`` alone (what labs.core.reveal reads).
+    # switched on by the CLI argument ``-- --reveal`` alone (what labs.core.course.reveal reads).
     env.pop("ROOFLINE_REVEAL", None)
     return env
 
@@ -448,8 +448,54 @@ def find_uv() -> str | None:
     return shutil.which("uv") or (str(local) if local.exists() else None)
 
 
-_STAGED_INIT = ('"""Staged for marimo html-wasm: imports nothing eagerly, so the bundle holds exactly the '
-                'modules the lab imports."""\n')
+def _short_names(package_dir: Path) -> dict[str, str]:
+    """The ``SHORT_NAMES`` map of a staged ``labs/core/__init__.py`` (read, never imported)."""
+    init = package_dir / "core" / "__init__.py"
+    try:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) else None)
+        if isinstance(target, ast.Name) and target.id == "SHORT_NAMES" and node.value is not None:
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return {}
+            return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    return {}
+
+
+def resolve_short_imports(source: str, short_names: dict[str, str]) -> str:
+    """Rewrite ``from labs.core import quiz, style`` to the wings' full paths.
+
+    marimo's html-wasm export bundles the modules a notebook imports by following import
+    statements; ``labs.core`` maps short names to modules lazily (PEP 562), which a static
+    reader cannot follow. The staged copy of the lab therefore names each module's real path
+    (``from labs.core.course import quiz``) and the bundle holds exactly what the lab uses.
+    """
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    edits = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.module == "labs.core" and node.level == 0):
+            continue
+        groups: dict[str, list[str]] = {}
+        for alias in node.names:
+            target = short_names.get(alias.name, f"labs.core.{alias.name}")
+            parent, _, leaf = target.rpartition(".")
+            name = leaf if alias.asname is None and leaf == alias.name else f"{leaf} as {alias.asname or alias.name}"
+            groups.setdefault(parent, []).append(name)
+        indent = lines[node.lineno - 1][: node.col_offset]
+        text = "\n".join(f"{indent if i else ''}from {parent} import {', '.join(names)}"
+                         for i, (parent, names) in enumerate(groups.items()))
+        edits.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
+    for lineno, col, end_lineno, end_col, text in sorted(edits, reverse=True):
+        head = lines[lineno - 1][:col]
+        tail = lines[end_lineno - 1][end_col:]
+        lines[lineno - 1:end_lineno] = [head + text + tail]
+    return "".join(lines)
 
 
 def _stage_for_wasm(path: Path, stage: Path) -> Path:
@@ -458,20 +504,18 @@ def _stage_for_wasm(path: Path, stage: Path) -> Path:
     marimo bundles local modules relative to the notebook's folder: a lab inside ``labs/``
     would ship ``labs/core`` as a package named ``core`` and ``from labs.core import ...``
     would fail in the browser. Staged as ``stage/<lab>.py`` next to ``stage/labs/``, the
-    package is found as ``labs``. The staged ``labs/core/__init__.py`` imports nothing: marimo
-    follows the imports of the modules the notebook uses, not those of package initialisers,
-    so an eager ``__init__`` would import modules that were never bundled.
+    package is found as ``labs``. The staged lab's short-name imports are rewritten to full
+    paths (:func:`resolve_short_imports`) so that marimo can follow them.
     """
     pkg = path.parent
+    source = path.read_text(encoding="utf-8")
     if (pkg / "__init__.py").exists():
         target = stage / pkg.name
         shutil.copytree(pkg, target, ignore=shutil.ignore_patterns(
             "__pycache__", "__marimo__", "lab_*.py", "*.pyc", "instructor_dashboard.py"))
-        for init in target.rglob("__init__.py"):
-            if init.parent != target:
-                init.write_text(_STAGED_INIT, encoding="utf-8")
+        source = resolve_short_imports(source, _short_names(target))
     staged = stage / path.name
-    shutil.copy2(path, staged)
+    staged.write_text(source, encoding="utf-8")
     return staged
 
 

@@ -1,6 +1,6 @@
 """The prediction lock: commit a prediction before the instrument renders, then compare and explain.
 
-Everything a lab needs for predict -> observe -> explain, backed by :mod:`labs.core.ledger`.
+Everything a lab needs for predict -> observe -> explain, backed by :mod:`labs.core.course.ledger`.
 The exact cells a lab writes are in LABS_SPEC.md §4. In short::
 
     get_ledger_settings, set_ledger_settings = quiz.ledger_settings()      # cell 1
@@ -32,9 +32,9 @@ from typing import Any, Callable, Mapping
 
 import marimo as mo
 
-from labs.core import ledger as _ledger
-from labs.core import style
-from labs.core.units import format_value  # noqa: F401  (re-exported)
+from labs.core.course import ledger as _ledger
+from labs.core.ui import style
+from labs.core.physics.units import format_value  # noqa: F401  (re-exported)
 
 MAX_REASON_CHARS = 200
 MAX_TEXT_CHARS = 2000

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labs.core import formulas as F
-from labs.core import hardware as _hw
-from labs.core import precision as _fmt
-from labs.core import roofline as R
-from labs.core._validate import close_matches, positive, positive_int
+from labs.core.physics import formulas as F
+from labs.core.physics import hardware as _hw
+from labs.core.physics import precision as _fmt
+from labs.core.physics import roofline as R
+from labs.core.physics._validate import close_matches, positive, positive_int
 
 _SRC = ("meta-llama/llama3 params.json (n_layers, dim, n_heads, n_kv_heads, vocab); FFN from "
         "Llama's multiple_of/ffn_dim_multiplier rule; reported parameter count from the model card")

@@ -63,7 +63,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from labs.core import ledger as _ledger
+from labs.core.course import ledger as _ledger
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,7 +8,7 @@ Counting conventions (../shared/reference/models-and-formats.md):
 - Bytes are *compulsory* traffic: every input read once and every output written once from/to
   main memory (HBM/DRAM) by each kernel. Real kernels move at least this much.
 - ``precision`` is the *storage* format of the tensors (bytes moved); the *compute* precision
-  (which peak applies) follows from it unless given (see ``labs.core.precision``).
+  (which peak applies) follows from it unless given (see ``labs.core.physics.precision``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from labs.core import precision as _fmt
-from labs.core._validate import close_matches, positive_int
+from labs.core.physics import precision as _fmt
+from labs.core.physics._validate import close_matches, positive_int
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from typing import Mapping
 
 import numpy as np
 
-from labs.core import hardware as _hw
-from labs.core._validate import non_negative, positive, positive_int
-from labs.core.formulas import Cost
+from labs.core.physics import hardware as _hw
+from labs.core.physics._validate import non_negative, positive, positive_int
+from labs.core.physics.formulas import Cost
 
 #: A stated, editable figure: per-kernel launch overhead of a framework on a GPU, in µs
 #: (a few µs is typical for CUDA launches from PyTorch eager; see "Making Deep Learning Go
@@ -148,7 +148,7 @@ def mfu_bound(ai, hw, precision: str) -> float:
 def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None) -> float:
     """N* where a square N^3 GEMM's AI = 2N^3 / (3N^2 b) = 2N/(3b) meets the ridge:
     N* = 1.5 * b * ridge. Storage bytes default to the compute precision's."""
-    from labs.core import precision as _fmt
+    from labs.core.physics import precision as _fmt
 
     b = bytes_per_element if bytes_per_element is not None else _fmt.bytes_per_element(precision)
     return 1.5 * positive("bytes_per_element", b) * ridge_point(hw, precision)
@@ -243,7 +243,7 @@ def ai_levers(m, n, k, hw, precision: str, *, tile: int = 64,
     bigger tiles (more reuse), batching (more rows share B), half the bytes per element,
     a faster core clock (peak up, bandwidth and AI unchanged: the ridge moves right),
     more memory capacity (nothing in AI or ridge changes)."""
-    from labs.core import precision as _fmt
+    from labs.core.physics import precision as _fmt
 
     d = _device(hw)
     b = bytes_per_element if bytes_per_element is not None else _fmt.bytes_per_element(precision)

@@ -14,11 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from labs.core import formulas as F
-from labs.core import hardware as _hw
-from labs.core import precision as _fmt
-from labs.core import roofline as R
-from labs.core._validate import close_matches, positive, positive_int
+from labs.core.physics import formulas as F
+from labs.core.physics import hardware as _hw
+from labs.core.physics import precision as _fmt
+from labs.core.physics import roofline as R
+from labs.core.physics._validate import close_matches, positive, positive_int
 
 DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
 
@@ -196,7 +196,7 @@ def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") ->
 
 import numpy as _np  # noqa: E402  (appended section; numpy is a core dependency)
 
-from labs.core._validate import non_negative as _non_negative  # noqa: E402
+from labs.core.physics._validate import non_negative as _non_negative  # noqa: E402
 
 #: Verdicts of :func:`fusion_benefit`: why (or whether) fusing a chain helps.
 BENEFIT_LAUNCHES, BENEFIT_BYTES, BENEFIT_NONE = "launches", "bytes", "none"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labs.core._validate import close_matches
+from labs.core.physics._validate import close_matches
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from labs.core import formulas as F
-from labs.core import hardware as _hw
-from labs.core import precision as _fmt
-from labs.core import roofline as R
-from labs.core._validate import positive, positive_int
+from labs.core.physics import formulas as F
+from labs.core.physics import hardware as _hw
+from labs.core.physics import precision as _fmt
+from labs.core.physics import roofline as R
+from labs.core.physics._validate import positive, positive_int
 
 OPS = ("gemm", "gemv", "mlp_train")
 
@@ -304,7 +304,7 @@ def naive_bandwidth(op: str, shape: Mapping[str, int], storage: str, hw, *,
 def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:
     """{label: (N, K)} of the weight matrices one decode token multiplies per layer
     (y[N] = W[N,K] x[K]): the projections of ``model`` (GQA: K and V use the KV heads)."""
-    from labs.core import models as _models
+    from labs.core.physics import models as _models
 
     m = _models.get(model)
     q = m.heads * m.head_dim

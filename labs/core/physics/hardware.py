@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from labs.core._validate import close_matches, positive
+from labs.core.physics._validate import close_matches, positive
 
 #: Compute precisions a device can have a hardware rate for.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")

@@ -1,6 +1,6 @@
 """A class's design ledgers, summarised per prediction item and per student (instructor dashboard).
 
-Loading and grading are :mod:`labs.core.grading`'s (``load_ledgers``, ``load_config``,
+Loading and grading are :mod:`labs.core.course.grading`'s (``load_ledgers``, ``load_config``,
 ``grade``, ``gradebook_rows``, ``event_rows``); this module only reshapes their results for
 ``labs/instructor_dashboard.py``:
 
@@ -35,8 +35,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from labs.core import grading
-from labs.core import ledger as _ledger
+from labs.core.course import grading
+from labs.core.course import ledger as _ledger
 
 #: Confidence levels a prediction form offers (quiz.CONFIDENCE_OPTIONS values).
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
@@ -495,7 +495,7 @@ def _go():
     import plotly.graph_objects as go
 
     from labs.core import figures  # noqa: F401  (registers the "roofline" template)
-    from labs.core.tokens import COLORS
+    from labs.core.ui.tokens import COLORS
 
     return go, COLORS
 

@@ -23,7 +23,8 @@ from typing import Callable, Mapping, Sequence, TypeVar
 
 import marimo as mo
 
-from labs.core import measure, style
+from labs.core import measure
+from labs.core.ui import style
 
 T = TypeVar("T")
 

@@ -30,7 +30,7 @@ The hash chain lets a grader who kept a later hash (a "receipt") detect edits, d
 insertions and reordering before it. It does not stop a student who rewrites the whole chain:
 there is no secret key. Nothing here is a security boundary.
 
-This module never imports marimo; :mod:`labs.core.quiz` builds the notebook UI on top of it.
+This module never imports marimo; :mod:`labs.core.course.quiz` builds the notebook UI on top of it.
 """
 
 from __future__ import annotations

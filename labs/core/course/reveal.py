@@ -37,7 +37,7 @@ def reference(lab: Any, item_id: str, value: Any, units: str = "", *,
     """
     if not is_revealed():
         return None
-    from labs.core.quiz import Prediction
+    from labs.core.course.quiz import Prediction
 
     lab_id = getattr(lab, "lab_id", None)
     if lab_id and not item_id.startswith(lab_id.split("_")[0]) and not item_id.startswith(lab_id):

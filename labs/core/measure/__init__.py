@@ -2,7 +2,7 @@
 
 torch is optional (the ``live`` extra) and imported lazily, so ``import labs.core.measure``
 works without torch and in a browser (WASM) run. Nothing runs at import; labs call these
-functions only behind a run button (see :mod:`labs.core.live`). Never imports marimo.
+functions only behind a run button (see :mod:`labs.core.measure.live`). Never imports marimo.
 
 API (units: seconds, TFLOP/s = 1e12/s (TOPS for int8), GB/s = 1e9 B/s, bytes)::
 
@@ -57,11 +57,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
-from labs.core import formulas as _formulas
-from labs.core import hardware as _hw
-from labs.core import roofline as _roofline
-from labs.core import units as _units
-from labs.core._validate import positive, positive_int
+from labs.core.physics import formulas as _formulas
+from labs.core.physics import hardware as _hw
+from labs.core.physics import roofline as _roofline
+from labs.core.physics import units as _units
+from labs.core.physics._validate import positive, positive_int
 
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 GEMV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8")
@@ -537,7 +537,7 @@ class Measurement:
     q75_s: float
     min_s: float
     flops: float  # useful FLOPs per repetition (2MNK; 2NK for a GEMV)
-    bytes: float  # compulsory bytes per repetition (labs.core.formulas; STREAM convention)
+    bytes: float  # compulsory bytes per repetition (labs.core.physics.formulas; STREAM convention)
     flush_l2: bool
     note: str = ""
     samples_s: tuple[float, ...] = field(default=(), repr=False)
@@ -929,7 +929,7 @@ def time_gemm(m, n, k, precision: str = "fp32", *, device: str | DeviceInfo | No
 
 
 def gemv_cost(n, k, precision: str) -> _formulas.Cost:
-    """Compulsory FLOPs and bytes of y[N] = W[N,K] x[K] (labs.core.formulas.gemv)."""
+    """Compulsory FLOPs and bytes of y[N] = W[N,K] x[K] (labs.core.physics.formulas.gemv)."""
     p = _precision(precision, GEMM_PRECISIONS)
     return _formulas.gemv(n, k, p)
 

@@ -5,7 +5,7 @@ All lab HTML comes from here (labs never write inline HTML). Rules every compone
 * Text arguments are HTML-escaped (student text appears in some of them). To pass formatted
   content on purpose, pass a marimo object (``mo.md(...)``, ``mo.Html(...)``): it is embedded
   as is.
-* Colours come from :mod:`labs.core.tokens` (Okabe-Ito based, >= 3:1 on marimo's light and
+* Colours come from :mod:`labs.core.ui.tokens` (Okabe-Ito based, >= 3:1 on marimo's light and
   dark backgrounds); page text uses marimo's CSS variables (``--foreground``,
   ``--muted-foreground``, ``--border``) so it follows the theme; every state is also written in
   words (colour is never the only carrier of meaning).
@@ -23,8 +23,8 @@ from typing import Iterable, Mapping, Sequence
 
 import marimo as mo
 
-from labs.core.figures import budget_summary  # noqa: F401  (re-exported)
-from labs.core.tokens import (  # noqa: F401  (re-exported: the style API)
+from labs.core.ui.figures import budget_summary  # noqa: F401  (re-exported)
+from labs.core.ui.tokens import (  # noqa: F401  (re-exported: the style API)
     BACKGROUNDS,
     COLORS,
     DEVICE_COLORS,
@@ -37,7 +37,7 @@ from labs.core.tokens import (  # noqa: F401  (re-exported: the style API)
     register_template,
     term_colors,
 )
-from labs.core.units import (  # noqa: F401  (re-exported: the style API)
+from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API)
     error_message,
     format_flops,
     format_seconds,

@@ -1,0 +1,8 @@
+"""The course wing: the record of what each student predicted, saw and explained.
+
+The ledger file (``ledger``), the prediction lock and forms a lab shows (``quiz``), the
+instructor copy's reference answers (``reveal``), grading a class's ledgers (``grading``), the
+class dashboard's data and figures (``classroom``), and publishing the labs as a site (``export``).
+
+May import: ``labs.core.physics`` and ``labs.core.ui``; never ``labs.core.measure``.
+"""

@@ -1,0 +1,131 @@
+"""labs.core's architecture, checked from the source: four wings and the directions they import.
+
+The rule (also in labs/core/__init__.py and LABS_SPEC §1):
+- physics imports nothing else of labs.core, and never marimo or plotly;
+- ui may import physics;
+- measure may import physics; its notebook face ``measure/live.py`` may also import ui;
+  nothing else in measure imports marimo;
+- course may import physics and ui, never measure.
+Every module is found by walking the package, so a new module is checked without being listed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+import labs.core
+
+CORE = Path(labs.core.__file__).parent
+WINGS = ("physics", "ui", "measure", "course")
+ALLOWED = {
+    "physics": set(),
+    "ui": {"physics"},
+    "measure": {"physics"},
+    "course": {"physics", "ui"},
+}
+#: Modules that may import one wing more than their own wing's rule (the notebook face of a wing).
+NOTEBOOK_FACES = {"labs.core.measure.live": {"ui"}}
+#: Third-party packages a wing must not import (physics stays importable without them).
+FORBIDDEN_PACKAGES = {"physics": {"marimo", "plotly", "torch"}, "measure": {"marimo", "plotly"}}
+MAX_LINES = 500
+#: Long modules whose split by responsibility is under way (issue 10). Must end empty.
+SPLIT_PENDING = {"labs.core.measure", "labs.core.course.grading", "labs.core.course.quiz",
+                 "labs.core.course.ledger", "labs.core.course.export",
+                 "labs.core.course.classroom", "labs.core.ui.figures"}
+
+
+def _modules():
+    for path in sorted(CORE.rglob("*.py")):
+        rel = path.relative_to(CORE.parent.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), path
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Every module name an import statement in ``path`` names, at any depth (lazy ones too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+            found += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]
+    return found
+
+
+def _wing_of(module: str) -> str | None:
+    """The wing a ``labs.core...`` module name belongs to (short names resolved through the map)."""
+    parts = module.split(".")
+    if parts[:2] != ["labs", "core"] or len(parts) < 3:
+        return None
+    if parts[2] in WINGS:
+        return parts[2]
+    target = labs.core.SHORT_NAMES.get(parts[2])
+    return target.split(".")[2] if target else None
+
+
+def test_every_module_sits_in_a_wing():
+    loose = [name for name, path in _modules()
+             if name.count(".") == 2 and name not in {f"labs.core.{w}" for w in WINGS}]
+    assert loose == [], f"modules outside the four wings: {loose}"
+
+
+@pytest.mark.parametrize("name,path", list(_modules()), ids=lambda v: str(v))
+def test_imports_follow_the_wing_directions(name, path):
+    wing = _wing_of(name)
+    if wing is None:  # labs.core itself: the short-name map, which imports lazily
+        return
+    allowed = ALLOWED[wing] | NOTEBOOK_FACES.get(name, set()) | {wing}
+    bad = []
+    for imported, line in _imports(path):
+        target = _wing_of(imported)
+        if target is not None and target not in allowed:
+            bad.append(f"line {line}: {imported} ({target})")
+        top = imported.split(".")[0]
+        if top in FORBIDDEN_PACKAGES.get(wing, set()) and name not in NOTEBOOK_FACES:
+            bad.append(f"line {line}: {imported} (the {wing} wing never imports {top})")
+    assert bad == [], f"{name} may import {sorted(allowed)} only:\n" + "\n".join(bad)
+
+
+def test_short_names_resolve_and_point_into_the_wings():
+    for short, target in labs.core.SHORT_NAMES.items():
+        assert _wing_of(target) in WINGS, (short, target)
+        module = importlib.import_module(target)
+        assert getattr(labs.core, short) is module
+
+
+def test_unknown_short_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_module"):
+        labs.core.no_such_module  # noqa: B018
+
+
+@pytest.mark.parametrize("name,path", list(_modules()), ids=lambda v: str(v))
+def test_modules_are_readable_in_one_sitting(name, path):
+    """No module over ~500 lines, unless its docstring says why it is one piece."""
+    lines = path.read_text(encoding="utf-8").count("\n")
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    if lines > MAX_LINES:
+        if name in SPLIT_PENDING:
+            pytest.xfail(f"{name}: split pending")
+        assert "one piece" in doc, (f"{name} has {lines} lines (> {MAX_LINES}); split it by "
+                                    "responsibility or say in its docstring why it is one piece")
+
+
+def test_physics_imports_without_marimo_or_plotly():
+    """The physics wing is usable on its own (a script, a grader, a browser build)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['marimo'] = None; sys.modules['plotly'] = None\n"
+            "from labs.core import hardware, formulas, roofline, models, precision, fusion, "
+            "precision_study, units\n"
+            "print(roofline.ridge_point(hardware.get('h100-sxm'), 'bf16'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
