@@ -35,7 +35,7 @@ MAX_LINES = 500
 #: Long modules whose split by responsibility is under way (issue 10). Must end empty.
 SPLIT_PENDING = {"labs.core.measure", "labs.core.course.grading", "labs.core.course.quiz",
                  "labs.core.course.ledger", "labs.core.course.export",
-                 "labs.core.course.classroom", "labs.core.ui.figures"}
+                 "labs.core.course.classroom"}
 
 
 def _modules():

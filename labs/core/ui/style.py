@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import marimo as mo
 
-from labs.core.ui.figures import budget_summary  # noqa: F401  (re-exported)
+from labs.core.ui.charts import budget_summary  # noqa: F401  (re-exported)
 from labs.core.ui.tokens import (  # noqa: F401  (re-exported: the style API)
     BACKGROUNDS,
     COLORS,

@@ -1,0 +1,164 @@
+"""Figures other than the roofline: bars, the memory budget, log-log line charts. Plotly only.
+
+Each builder makes one go.Figure from plain dicts (see :mod:`labs.core.ui.plotbase`); the
+verdict of a chart (fits / out of memory, which term crosses) is written in words, not colour alone.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
+from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS, format_bytes
+
+
+def _resolve_color(c: str) -> str:
+    return COLORS.get(REGIME_COLOR_KEY.get(c, c), c)
+
+
+def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, title=None,
+               yaxis_title: str, log: bool = False, annotations=None) -> go.Figure:
+    """One bar per label; each bar also shows its value (or its annotation) as text.
+    ``colors``: colour strings or semantic keys ("memory", "compute-bound", "danger" ...).
+    ``annotations``: one string per bar, written above it instead of the value."""
+    labels = [str(v) for v in labels]
+    vals = [float(v) for v in values]
+    if not labels or len(labels) != len(vals):
+        raise ValueError("labels and values must be non-empty and the same length")
+    if not all(math.isfinite(v) for v in vals) or (log and min(vals) <= 0):
+        raise ValueError("values must be finite" + (" and > 0 on a log axis" if log else ""))
+    if not isinstance(yaxis_title, str) or not yaxis_title.strip():
+        raise ValueError("yaxis_title must name the quantity and its unit, e.g. 'time (µs)'")
+    if colors is None:
+        cols = [COLORS["accent"]] * len(vals)
+    elif isinstance(colors, str):
+        cols = [_resolve_color(colors)] * len(vals)
+    else:
+        cols = [_resolve_color(c) for c in colors]
+        if len(cols) != len(vals):
+            raise ValueError("colors must have one entry per bar")
+    if annotations is not None:
+        text = [str(a) for a in annotations]
+        if len(text) != len(vals):
+            raise ValueError("annotations must have one entry per bar")
+    else:
+        text = [_num(abs(v)) if v >= 0 else "-" + _num(-v) for v in vals]
+    data = [dict(type="bar", x=labels, y=vals, marker=dict(color=cols, line=dict(width=0)),
+                 text=[html.escape(t) for t in text], textposition="outside",
+                 cliponaxis=False, hovertemplate="%{x}: %{y:.4g}<extra></extra>")]
+    layout = dict(height=360, showlegend=False, title=dict(text=html.escape(title or "")),
+                  yaxis=dict(title=dict(text=html.escape(yaxis_title)),
+                             type="log" if log else "linear", **({"dtick": 1} if log else {})),
+                  margin=dict(l=70, r=20, t=50 if title else 24, b=60))
+    return _figure(data, layout)
+
+
+def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:
+    """Numbers behind a memory budget: total, free/over, fraction of capacity, and the term
+    whose addition (in the given order) crosses capacity (None if it fits)."""
+    if not isinstance(terms, Mapping) or not terms:
+        raise ValueError("terms must be a non-empty dict {name: bytes}")
+    if not (_is_real(capacity_bytes) and math.isfinite(capacity_bytes) and capacity_bytes > 0):
+        raise ValueError(f"capacity_bytes must be a finite number > 0, got {capacity_bytes!r}")
+    t = {}
+    for k, v in terms.items():
+        if not (_is_real(v) and math.isfinite(v) and v >= 0):
+            raise ValueError(f"terms[{k!r}] must be a finite number of bytes >= 0, got {v!r}")
+        t[str(k)] = float(v)
+    total, running, crossing = sum(t.values()), 0.0, None
+    for k, v in t.items():
+        running += v
+        if crossing is None and running > capacity_bytes:
+            crossing = k
+    return {"terms": t, "total": total, "capacity": float(capacity_bytes),
+            "fits": total <= capacity_bytes, "over": max(0.0, total - capacity_bytes),
+            "free": max(0.0, capacity_bytes - total), "crossing": crossing,
+            "fraction": total / capacity_bytes}
+
+
+def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
+                         title=None) -> go.Figure:
+    """Horizontal stacked bar (GB) of memory terms with the capacity line; the verdict (fits /
+    out of memory: how much over, which term crosses capacity) is written under the title.
+    Segments too small for their label hide it; the legend and hover still name them."""
+    s = budget_summary(terms, capacity_bytes)
+    data = []
+    for (k, v), c in zip(s["terms"].items(), TERM_COLORS * 4):
+        data.append(dict(type="bar", orientation="h", x=[v / 1e9], y=["memory"], name=k,
+                         marker=dict(color=c, line=dict(width=1, color="rgba(0,0,0,0)")),
+                         text=[f"{html.escape(k)}<br>{format_bytes(v)}"],
+                         textposition="inside", insidetextanchor="middle",
+                         hovertemplate=f"{html.escape(k)}: {format_bytes(v)}<extra></extra>"))
+    cap = s["capacity"] / 1e9
+    top = max(s["total"], s["capacity"]) / 1e9 * 1.05
+    shapes = [dict(type="line", xref="x", yref="paper", x0=cap, x1=cap, y0=0, y1=1,
+                   line=dict(color=PLOT_TEXT, width=2, dash="dash"))]
+    if s["fits"]:
+        verdict = (f"<b>✓ fits</b>: {format_bytes(s['total'])} of "
+                   f"{format_bytes(s['capacity'])}, {format_bytes(s['free'])} free")
+        vcolor = COLORS["ok"]
+    else:
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=cap, x1=s["total"] / 1e9,
+                           y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.15,
+                           line=dict(width=1.5, color=COLORS["danger"], dash="dot")))
+        verdict = (f"<b>✗ out of memory</b>: {format_bytes(s['over'])} over; "
+                   f"{html.escape(s['crossing'])} crosses capacity")
+        vcolor = COLORS["danger"]
+    # the verdict goes in the title block, in words, so it never collides with the axis
+    head = (html.escape(title) + "<br>") if title else ""
+    notes = [dict(xref="x", yref="paper", x=cap, y=1.0, yanchor="bottom", showarrow=False,
+                  text=f"capacity {format_bytes(s['capacity'])}", font=dict(size=11))]
+    layout = dict(barmode="stack", height=240 if title else 210, showlegend=True,
+                  legend=dict(_LEGEND, y=-0.45, traceorder="normal"), uniformtext=dict(minsize=10, mode="hide"),
+                  title=dict(text=f"{head}<span style='font-size:13px;color:{vcolor}'>"
+                                  f"{verdict}</span>"),
+                  xaxis=dict(title=dict(text="Memory (GB, 1e9 bytes)"), range=[0, top]),
+                  yaxis=dict(showticklabels=False, showline=False),
+                  shapes=shapes, annotations=notes,
+                  margin=dict(l=20, r=20, t=70 if title else 50, b=40))
+    return _figure(data, layout)
+
+
+def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(),
+                        bands=(), x_ticks=None, height=400):
+    """A log-log line chart (time vs size, traffic vs sequence length ...).
+
+    series: (name, x, y, colour, dash); vlines: (x, label, colour), labels staggered;
+    markers: (name, x, y, colour); bands: (x0, x1, label, colour); x_ticks: (values,
+    labels) or None for one tick per decade."""
+    data = [dict(type="scatter", x=np.asarray(x).tolist(), y=np.asarray(y).tolist(),
+                 name=n, mode="lines", line=dict(color=c, width=2.5, dash=d),
+                 hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>")
+            for n, x, y, c, d in series]
+    data += [dict(type="scatter", x=[x], y=[y], name=n, mode="markers+text", text=[n],
+                  textposition="top left", marker=dict(size=11, color=c, symbol="diamond",
+                                                       line=dict(width=1, color=PLOT_TEXT)),
+                  hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>",
+                  showlegend=False, cliponaxis=False) for n, x, y, c in markers]
+    shapes = [dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
+                   line=dict(color=c, width=1.5, dash="dot")) for x, _, c in vlines]
+    shapes += [dict(type="rect", xref="x", yref="paper", x0=a, x1=b, y0=0, y1=1,
+                    fillcolor=c, opacity=0.09, line=dict(width=0), layer="below")
+               for a, b, _, c in bands]
+    notes = [dict(xref="x", yref="paper", x=np.log10(x), y=1.0 + 0.07 * i,
+                  yanchor="bottom", xanchor="right" if i == 0 else "left", text=lbl,
+                  showarrow=False, font=dict(color=c, size=11))
+             for i, (x, lbl, c) in enumerate(sorted(vlines))]
+    notes += [dict(xref="x", yref="paper", x=np.log10((a * b) ** 0.5), y=0.97,
+                   yanchor="top", text=f"<b>{lbl}</b>", showarrow=False,
+                   font=dict(color=c, size=12)) for a, b, lbl, c in bands]
+    axis = dict(type="log", dtick=1, exponentformat="SI")
+    xaxis = dict(axis, title=dict(text=x_title))
+    if x_ticks is not None:
+        xaxis.update(tickmode="array", tickvals=list(x_ticks[0]), ticktext=list(x_ticks[1]))
+    return _figure(data, dict(
+        title=dict(text=html.escape(title)), height=height,
+        xaxis=xaxis, yaxis=dict(axis, title=dict(text=y_title)),
+        shapes=shapes, annotations=notes, hovermode="closest",
+        legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"),
+        margin=dict(l=70, r=30, t=60 + 18 * len(vlines), b=40)))

@@ -1,0 +1,41 @@
+"""What every figure builder shares: one go.Figure from plain dicts, and number labels.
+
+Plotly only (no marimo). Importing this registers the "roofline" plotly template.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from labs.core.ui.tokens import TEMPLATE_NAME, register_template
+
+register_template()
+
+#: Legend below the plot, left-aligned (shared by every builder).
+_LEGEND = dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top")
+
+
+def _figure(data: list, layout: dict) -> go.Figure:
+    """One go.Figure from plain dicts, WITHOUT plotly's per-property validation (it costs
+    ~7-15 ms per roofline, most of the slider budget). The builders' output is checked
+    instead by the tests, which rebuild every figure with validation on. The template is
+    passed as an object (a name would only be resolved by validation)."""
+    layout["template"] = pio.templates[TEMPLATE_NAME]
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def _is_real(x) -> bool:
+    """A real number, numpy scalars included, bools excluded."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _num(x: float) -> str:
+    """3 significant figures, no exponent for the ranges the labs show."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 1:
+        return f"{x:.3g}"
+    return f"{x:.2g}"
