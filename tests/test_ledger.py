@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from labs.core import ledger as L
+from labs.core.course import ledger_config, ledger_store
 
 WRITER = Path(__file__).parent / "ledger_fixtures" / "writer.py"
 POSIX = os.name == "posix"
@@ -146,10 +147,10 @@ def test_default_dir_env_config_and_platform(tmp_path, monkeypatch):
     monkeypatch.setenv(L.ENV_LEDGER_DIR, str(tmp_path / "env"))
     assert L.default_ledger_dir() == tmp_path / "env"
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert L._platform_base("data") == Path.home() / "Library" / "Application Support"
+    assert ledger_config._platform_base("data") == Path.home() / "Library" / "Application Support"
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setenv("APPDATA", str(tmp_path / "Roaming"))
-    assert L._platform_base("data") == tmp_path / "Roaming"
+    assert ledger_config._platform_base("data") == tmp_path / "Roaming"
 
 
 def test_lab_version_ignores_line_endings(tmp_path):
@@ -352,7 +353,7 @@ def test_write_failure_midway_falls_back_to_memory(tmp_path, monkeypatch):
     def fail(*_a, **_k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(L, "_append_bytes", fail)
+    monkeypatch.setattr(ledger_store, "_append_bytes", fail)
     ev = _append(led, value=2)
     assert led.mode == "memory" and ev["seq"] == 2 and "No space left" in led.warnings[-1]
     [(_, data)] = led.export_files()

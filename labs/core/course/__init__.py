@@ -1,6 +1,8 @@
 """The course wing: the record of what each student predicted, saw and explained.
 
-The ledger file (``ledger``), the prediction lock and forms a lab shows (``quiz``), the
+The ledger file (``ledger``: a public face over ``ledger_config``, ``ledger_events``,
+``ledger_files`` and ``ledger_store``), the prediction lock and forms a lab shows (``quiz``: a
+public face over ``quiz_prediction``, ``quiz_session``, ``quiz_lock`` and ``quiz_explain``), the
 instructor copy's reference answers (``reveal``), grading a class's ledgers (``grading``), the
 class dashboard's data and figures (``classroom``), and publishing the labs as a site (``export``).
 

@@ -1,0 +1,129 @@
+"""After the reveal: compare a prediction with what the instrument shows, then observe and explain.
+
+:func:`compare` renders "You predicted X · the instrument shows Y" and records the ``result``;
+:func:`explain_form` records the student's ``observe`` and ``explain`` texts. Part of
+:mod:`labs.core.course.quiz` (import it through that name).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import marimo as mo
+
+from labs.core.course.quiz_lock import gate_notice
+from labs.core.course.quiz_prediction import (
+    Prediction,
+    _with_units,
+    format_value,
+    parse_number,
+)
+from labs.core.course.quiz_session import LabSession, _stack
+from labs.core.ui import style
+
+MAX_TEXT_CHARS = 2000
+
+
+def ratio_off(predicted: float, actual: float) -> float | None:
+    """How many times off (>= 1), or None when a ratio means nothing (zero or opposite signs)."""
+    if predicted == 0 or actual == 0 or (predicted > 0) != (actual > 0):
+        return None
+    r = predicted / actual
+    return max(r, 1 / r)
+
+
+def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
+            fmt: Callable[[Any], str] | str | None = None, actual_label: str | None = None,
+            lab: LabSession | None = None):
+    """"You predicted X · the instrument shows Y · off by Z×" (numeric) or right/wrong (choice).
+
+    With ``lab=``, the actual value is recorded once as a ``result`` event of the item (again
+    only when it changes), so the grader can report correctness against what this student's
+    instrument showed.
+    """
+    if prediction is None:
+        return gate_notice("No prediction locked yet.")
+    if prediction.answer_type == "choice":
+        right = prediction.value == actual
+        shown = actual_label if actual_label is not None else str(actual)
+        verdict = "right" if right else "not what you predicted: explain the difference below"
+        out = style.comparison_callout(prediction.display(), shown, verdict,
+                                       "ok" if right else "warn")
+        result = {"actual": _jsonable(actual), "correct": right}
+    else:
+        p, a = parse_number(prediction.value), parse_number(actual)
+        if a is None:
+            raise ValueError(f"actual must be a finite number, got {actual!r}")
+        shown = _with_units(format_value(a, fmt), units)
+        predicted = _with_units(format_value(prediction.value, fmt), units or prediction.units)
+        r = ratio_off(p, a) if p is not None else None
+        if r is None:
+            verdict, kind = (f"off by {_with_units(format_value(abs((p or 0) - a), fmt), units)}",
+                             "warn")
+        else:
+            direction = "" if r < 1.005 else (" (too high)" if p > a else " (too low)")
+            verdict = f"off by {r:.3g}×{direction}"
+            kind = "ok" if r <= 1.5 else ("warn" if r <= 10 else "danger")
+        out = style.comparison_callout(predicted, shown, verdict, kind)
+        result = {"actual": a, "units": units, "ratio": r}
+    if lab is not None:  # record what this student's instrument showed, once per value
+        item = prediction.item_id
+        if item not in lab._last_result:  # a reload must not record the same value again
+            earlier = lab.events(item, "result")
+            lab._last_result[item] = earlier[-1].get("payload") if earlier else None
+        if lab._last_result[item] != result:
+            lab._last_result[item] = result
+            lab.record("result", item, result)
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    return str(value)
+
+
+class _ExplainHandler:
+    def __init__(self, lab: LabSession, item_id: str):
+        self.lab, self.item_id = lab, item_id
+
+    @staticmethod
+    def check(value: Any) -> str | None:
+        if not isinstance(value, dict):
+            return "Fill in both boxes."
+        for key, what in (("observe", "what the instrument shows"),
+                          ("explain", "your explanation")):
+            text = value.get(key)
+            if not isinstance(text, str) or len(text.strip()) < 3:
+                return f"Write {what}."
+            if len(text) > MAX_TEXT_CHARS:
+                return f"Keep {what} under {MAX_TEXT_CHARS} characters."
+        return None
+
+    def __call__(self, value: Any) -> None:
+        if value is None or self.check(value) is not None:
+            return
+        self.lab.record("observe", self.item_id, {"text": value["observe"].strip()})
+        self.lab.record("explain", self.item_id, {"text": value["explain"].strip()})
+
+
+def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_label: str):
+    """Observe and explain: two text boxes; "Save" records an ``observe`` and an ``explain``
+    event. Pre-filled with the last saved texts, so a reload shows them; saving again appends
+    new events (nothing is overwritten)."""
+    lab._check_item(item_id)
+    handler = _ExplainHandler(lab, item_id)
+    saved = lab.last_text(item_id, "explain")
+    form = _stack(
+        observe=mo.ui.text_area(value=lab.last_text(item_id, "observe"), rows=2,
+                                max_length=MAX_TEXT_CHARS, full_width=True,
+                                label=observe_label),
+        explain=mo.ui.text_area(value=saved, rows=3, max_length=MAX_TEXT_CHARS,
+                                full_width=True, label=explain_label),
+    ).form(submit_button_label="Save", validate=handler.check, on_change=handler,
+            label="Saved ✓ (you can edit and save again)" if saved else "")
+    form.roofline_item = {"item_id": item_id, "handler": handler}
+    return form

@@ -1,0 +1,98 @@
+"""A committed prediction and how a typed answer becomes one number.
+
+:class:`Prediction` is what the lock holds and what ``predict``/``revise`` events record;
+:func:`parse_number` reads what a student types (``300``, ``3e5``, ``300k``). No marimo here.
+Part of :mod:`labs.core.course.quiz` (import it through that name).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from labs.core.physics.units import format_value
+
+MAX_REASON_CHARS = 200
+CONFIDENCE_OPTIONS = {"1 · a guess": 1, "2": 2, "3": 3, "4": 4, "5 · sure": 5}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A committed prediction. Tests construct it directly: ``Prediction("lab01.x", 300.0)``.
+
+    ``value`` is a number (numeric items) or the option's value (choice items, whose ``label``
+    is the text the student picked). ``timestamp`` is the UTC ISO time of the ``predict`` event.
+    """
+
+    item_id: str
+    value: Any
+    units: str = ""
+    confidence: int | None = None
+    reason: str = ""
+    timestamp: str = ""
+    label: str | None = None
+    answer_type: str = "numeric"  # "numeric" | "choice"
+    seq: int | None = None
+
+    def display(self, fmt: Callable[[Any], str] | str | None = None) -> str:
+        """The answer as text: the option label, or the number with its units."""
+        if self.answer_type == "choice":
+            return self.label if self.label is not None else str(self.value)
+        return _with_units(format_value(self.value, fmt), self.units)
+
+    def payload(self) -> dict:
+        """The ``predict``/``revise`` event payload for this prediction."""
+        out = {"value": self.value, "answer_type": self.answer_type, "units": self.units,
+               "confidence": self.confidence, "reason": self.reason}
+        if self.label is not None:
+            out["label"] = self.label
+        return out
+
+    @classmethod
+    def from_event(cls, event: Mapping) -> "Prediction | None":
+        """The prediction a ``predict``/``revise`` event records, or None if it holds none."""
+        p = event.get("payload") if isinstance(event, Mapping) else None
+        if not isinstance(p, Mapping) or "value" not in p:
+            return None
+        conf = p.get("confidence")
+        label = p.get("label")
+        return cls(
+            item_id=str(event.get("item_id", "")), value=p["value"],
+            units=str(p.get("units") or ""),
+            confidence=conf if isinstance(conf, int) and not isinstance(conf, bool) else None,
+            reason=str(p.get("reason") or ""), timestamp=str(event.get("ts", "")),
+            label=label if isinstance(label, str) else None,
+            answer_type="choice" if p.get("answer_type") == "choice" else "numeric",
+            seq=event.get("seq") if isinstance(event.get("seq"), int) else None,
+        )
+
+    def same_answer(self, other: "Prediction") -> bool:
+        return (self.value, self.confidence, self.reason.strip()) == (
+            other.value, other.confidence, other.reason.strip())
+
+
+def _with_units(text: str, units: str) -> str:
+    return f"{text} {units}".strip() if units else text
+
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def parse_number(text: Any) -> float | None:
+    """``"3e5"``, ``"300,000"``, ``"300k"`` -> 300000.0; None if it is not a finite number."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text) if math.isfinite(text) else None
+    if not isinstance(text, str):
+        return None
+    s = text.strip().replace(",", "").replace("_", "").replace(" ", "")
+    scale = 1.0
+    if s and s[-1].lower() in _SUFFIX and not s.lower().endswith("e"):
+        scale, s = _SUFFIX[s[-1].lower()], s[:-1]
+    try:
+        v = float(s) * scale
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
