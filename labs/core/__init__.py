@@ -6,8 +6,8 @@ wing                    what lives there                                        
 ``labs.core.physics``   devices, formats, FLOP/byte formulas, roofline maths, models     nothing of the others
 ``labs.core.ui``        the look: colour tokens, marimo components, plotly figures       physics
 ``labs.core.measure``   live timing on this machine (torch imported lazily)              physics; ui in ``live``
-``labs.core.course``    the course record: ledger, prediction lock, reveal, grading,     physics, ui
-                        class dashboard, export
+``labs.core.course``    the course record: ledger, prediction lock, reveal, catalogue,   physics, ui
+                        grading, class dashboard, export
 ======================  ==============================================================  =====================
 
 Notebooks and users import modules by their short names, ``from labs.core import hardware,
@@ -44,6 +44,7 @@ SHORT_NAMES = {
     "quiz": "labs.core.course.quiz",
     "reveal": "labs.core.course.reveal",
     "grading": "labs.core.course.grading",
+    "catalogue": "labs.core.course.catalogue",
     "classroom": "labs.core.course.classroom",
     "export": "labs.core.course.export",
 }
