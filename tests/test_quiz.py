@@ -12,6 +12,7 @@ import pytest
 
 from labs.core import ledger as L
 from labs.core import quiz
+from labs.core.course import quiz_explain
 
 LAB_FILE = Path(__file__).parent / "_lock_lab.py"
 
@@ -140,6 +141,54 @@ def test_explain_form_records_observe_and_explain_and_prefills(env, app):
     assert evs[1]["payload"]["text"] == "copy is memory-bound <script>"
     _, again = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
     assert again["bw_explain"].element["explain"].value == "copy is memory-bound <script>"
+
+
+# --- feedback on actions (issue 18, point 5) ----------------------------------------------
+
+def test_saving_an_explanation_says_saved_with_the_time_at_once(env, app, monkeypatch):
+    shown = []
+    monkeypatch.setattr(quiz_explain.mo.output, "replace", shown.append)
+    _, defs = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
+    form = defs["bw_explain"]
+    assert "Saved" not in form._args.label  # nothing saved yet
+    quiz.simulate_submit(form, observe="2000 GB/s", explain="the copy is memory-bound")
+    handler = form.roofline_item["handler"]
+    saved = defs["lab"].events("locklab.bandwidth", "explain")[-1]
+    hhmmss = saved["ts"][11:19]
+    assert handler.feedback.startswith("Saved ✓ at " + hhmmss) and "in your ledger" in \
+        handler.feedback
+    # the form is replaced in place (no reload): pre-filled, labelled with what happened
+    [view] = shown
+    assert hhmmss in view._args.label and view.element["explain"].value == (
+        "the copy is memory-bound")
+    # the same texts again: nothing new is written, and it says so
+    n = len(defs["lab"].events())
+    quiz.simulate_submit(view, observe="2000 GB/s", explain="the copy is memory-bound")
+    assert len(defs["lab"].events()) == n
+    assert view.roofline_item["handler"].feedback.startswith("No change since your last save")
+    assert shown[-1]._args.label.startswith("No change")
+    # a reload shows when it was saved
+    _, again = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
+    assert again["bw_explain"]._args.label.startswith("Saved ✓ at " + hhmmss)
+
+
+def test_a_stale_tab_is_told_that_the_first_answer_stands(env, app):
+    _, tab_a = app.run()
+    _, tab_b = app.run()  # opened before tab A locked: its form is still open
+    quiz.simulate_submit(tab_a["bw_form"], answer=500, confidence=2, reason="first")
+    quiz.simulate_submit(tab_b["bw_form"], answer=2000, confidence=5, reason="second")
+    assert tab_b["get_bw"]().value == 500  # tab B's lock shows the first answer
+    text = _html(quiz.prediction_panel(tab_b["bw_form"], tab_b["get_bw"]()))
+    assert "already locked" in text and "first answer stands" in text
+    assert "You submitted 2,000 GB/s" in text and "with 500 GB/s" in text
+    assert "500 GB/s · confidence 2/5" in text  # the card shows the answer that stands
+    # tab A locked its own answer: no such message there
+    text_a = _html(quiz.prediction_panel(tab_a["bw_form"], tab_a["get_bw"]()))
+    assert "already locked" not in text_a
+    # tab B submitting the same answer again is told it was already locked with it
+    quiz.simulate_submit(tab_b["bw_form"], answer=500, confidence=2, reason="first")
+    assert "with the same answer" in _html(
+        quiz.prediction_panel(tab_b["bw_form"], tab_b["get_bw"]()))
 
 
 # --- components ---------------------------------------------------------------------------

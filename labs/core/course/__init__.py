@@ -2,9 +2,9 @@
 
 The ledger file (``ledger``: a public face over ``ledger_config``, ``ledger_events``,
 ``ledger_files`` and ``ledger_store``), the prediction lock and forms a lab shows (``quiz``: a
-public face over ``quiz_prediction``, ``quiz_session``, ``quiz_lock`` and ``quiz_explain``), the
-instructor copy's reference answers (``reveal``), every lab's prediction items in order
-(``catalogue``, read from the notebooks' source), grading a class's ledgers (``grading``: a
+public face over ``quiz_prediction``, ``quiz_session``, ``quiz_status``, ``quiz_lock`` and
+``quiz_explain``), the instructor copy's reference answers (``reveal``), every lab's prediction
+items in order (``catalogue``, read from the notebooks' source), grading a class's ledgers (``grading``: a
 public face over ``grading_load``, ``grading_config``, ``grading_score``, ``grading_csv`` and
 ``grading_cli``), the class dashboard's data and figures (``classroom``), and publishing the labs
 as a site (``export``).

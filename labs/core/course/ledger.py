@@ -73,5 +73,5 @@ from labs.core.course.ledger_events import (  # noqa: F401
     read_ledger_file,
     utc_now,
 )
-from labs.core.course.ledger_files import file_lock, in_browser  # noqa: F401
-from labs.core.course.ledger_store import Ledger  # noqa: F401
+from labs.core.course.ledger_files import file_lock, in_browser, student_files  # noqa: F401
+from labs.core.course.ledger_store import Ledger, first_predictions  # noqa: F401

@@ -38,23 +38,25 @@ _REQUIRED = {
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_ts(ts: Any) -> datetime | None:
-    """An event timestamp as an aware UTC datetime, or None if it is not one."""
+    """An event timestamp as an aware UTC datetime, or None if it is not one.
+
+    None also for a time that cannot be expressed in UTC within years 1-9999 (for example
+    ``0001-01-01T00:00:00+14:00``): such a line is malformed, never a crash.
+    """
     if not isinstance(ts, str) or len(ts) > 40:
         return None
     try:
         dt = datetime.fromisoformat(ts[:-1] + "+00:00" if ts.endswith("Z") else ts)
-    except ValueError:
+        if dt.tzinfo is None:
+            return None
+        return dt.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
         return None
-    if dt.tzinfo is None:
-        return None
-    return dt.astimezone(timezone.utc)
-
 
 
 def canonical_bytes(event: dict) -> bytes:
@@ -243,15 +245,24 @@ def read_ledger(data: bytes, *, start_hash: str = GENESIS_HASH, start_seq: int =
     return result
 
 
-def read_ledger_file(path: str | os.PathLike, *, max_bytes: int = MAX_READ_BYTES) -> ReadResult:
-    """:func:`read_ledger` on a file; an unreadable or oversized file is one problem, not a crash."""
+def read_ledger_file(path: str | os.PathLike, *, max_bytes: int | None = None) -> ReadResult:
+    """:func:`read_ledger` on a file; never raises.
+
+    An unreadable file is one ``unreadable`` problem. A file larger than ``max_bytes`` (default
+    :data:`MAX_READ_BYTES`) is read up to that size: the events in that readable prefix are
+    kept (they restore the locks), and a ``too_large`` problem says the rest was not read, so
+    the file counts as not clean and is never appended to.
+    """
+    limit = MAX_READ_BYTES if max_bytes is None else max_bytes
     try:
         size = os.path.getsize(path)
-        if size > max_bytes:
-            return ReadResult(problems=[Problem(0, "too_large",
-                                                f"file is {size} bytes (limit {max_bytes})")])
         with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+            data = f.read(limit + 1)
     except OSError as exc:
         return ReadResult(problems=[Problem(0, "unreadable", f"cannot read the file ({exc})")])
-    return read_ledger(data)
+    if size <= limit and len(data) <= limit:
+        return read_ledger(data)
+    result = read_ledger(data[:limit], final=False)  # the cut line is not a torn write
+    result.problems.insert(0, Problem(0, "too_large", f"file is {size} bytes (limit {limit}); "
+                                                      f"only the first {result.size} were read"))
+    return result

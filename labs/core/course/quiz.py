@@ -21,7 +21,8 @@ the first. All student text is HTML-escaped wherever it is shown.
 
 This module is the public face (``from labs.core import quiz``); the work is done in
 ``quiz_prediction`` (the :class:`Prediction`, reading typed numbers), ``quiz_session`` (the
-:class:`LabSession` and its status line), ``quiz_lock`` (lock state and prediction forms) and
+:class:`LabSession`: settings, events, the first commit, changing folders), ``quiz_status`` (the
+ledger status line and its controls), ``quiz_lock`` (lock state and prediction forms) and
 ``quiz_explain`` (compare and explain).
 """
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import marimo as mo
 
+from labs.core.course import ledger as _ledger
 from labs.core.course.quiz_lock import gate_notice
 from labs.core.course.quiz_prediction import (
     Prediction,
@@ -19,7 +20,8 @@ from labs.core.course.quiz_prediction import (
     format_value,
     parse_number,
 )
-from labs.core.course.quiz_session import LabSession, _stack
+from labs.core.course.quiz_session import LabSession
+from labs.core.course.quiz_status import _stack
 from labs.core.ui import style
 
 MAX_TEXT_CHARS = 2000
@@ -87,8 +89,16 @@ def _jsonable(value: Any) -> Any:
 
 
 class _ExplainHandler:
-    def __init__(self, lab: LabSession, item_id: str):
-        self.lab, self.item_id = lab, item_id
+    """The explain form's on_change: record, then say what happened in place of the form.
+
+    The new form (pre-filled, labelled "Saved ✓ at <time>") replaces the cell's output at
+    once (``mo.output.replace`` runs in the context of the cell that made the form), so the
+    student sees the save without a reload; it is kept on the lab so marimo keeps it alive.
+    """
+
+    def __init__(self, lab: LabSession, item_id: str, labels: dict):
+        self.lab, self.item_id, self.labels = lab, item_id, labels
+        self.feedback: str | None = None  # what the last submission did, in words
 
     @staticmethod
     def check(value: Any) -> str | None:
@@ -106,24 +116,56 @@ class _ExplainHandler:
     def __call__(self, value: Any) -> None:
         if value is None or self.check(value) is not None:
             return
-        self.lab.record("observe", self.item_id, {"text": value["observe"].strip()})
-        self.lab.record("explain", self.item_id, {"text": value["explain"].strip()})
+        lab, item = self.lab, self.item_id
+        observe, explain = value["observe"].strip(), value["explain"].strip()
+        if (observe, explain) == (lab.last_text(item, "observe"), lab.last_text(item, "explain")):
+            last = lab.events(item, "explain")
+            self.feedback = "No change since your last save" + (
+                _when(last[-1].get("ts")) if last else "") + "."
+        else:
+            lab.record("observe", item, {"text": observe})
+            event = lab.record("explain", item, {"text": explain})
+            self.feedback = saved_label(lab, event)
+        view = explain_form(lab, item, **self.labels, _status=self.feedback)
+        lab._explain_views[item] = view
+        mo.output.replace(view)  # a no-op outside a running notebook (headless tests)
 
 
-def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_label: str):
+def _when(ts: Any) -> str:
+    dt = _ledger.parse_ts(ts)
+    return f" at {dt:%H:%M:%S} UTC on {dt:%Y-%m-%d}" if dt else ""
+
+
+def saved_label(lab: LabSession, event: dict | None) -> str:
+    """"Saved ✓ at <time>" and where it went, for the newest ``explain`` event (or None: kept
+    until the student id is given)."""
+    if event is None:
+        return ("Saved ✓ for now: it is written to your ledger as soon as you enter your "
+                "student id (top of the lab).")
+    where = ("in memory only: download your ledger before closing the lab"
+             if lab.ledger is not None and lab.ledger.mode == "memory" else "in your ledger")
+    return f"Saved ✓{_when(event.get('ts'))}, {where}. You can edit and save again."
+
+
+def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_label: str,
+                 _status: str | None = None):
     """Observe and explain: two text boxes; "Save" records an ``observe`` and an ``explain``
-    event. Pre-filled with the last saved texts, so a reload shows them; saving again appends
-    new events (nothing is overwritten)."""
+    event and says so at once ("Saved ✓ at <time>", or "No change" when the texts are the ones
+    already saved). Pre-filled with the last saved texts, so a reload shows them (with the time
+    of that save); saving again appends new events (nothing is overwritten)."""
     lab._check_item(item_id)
-    handler = _ExplainHandler(lab, item_id)
-    saved = lab.last_text(item_id, "explain")
+    handler = _ExplainHandler(lab, item_id, {"observe_label": observe_label,
+                                             "explain_label": explain_label})
+    saved = lab.events(item_id, "explain")
+    status = _status or (saved_label(lab, saved[-1]) if saved else "")
     form = _stack(
         observe=mo.ui.text_area(value=lab.last_text(item_id, "observe"), rows=2,
                                 max_length=MAX_TEXT_CHARS, full_width=True,
                                 label=observe_label),
-        explain=mo.ui.text_area(value=saved, rows=3, max_length=MAX_TEXT_CHARS,
-                                full_width=True, label=explain_label),
+        explain=mo.ui.text_area(value=lab.last_text(item_id, "explain"), rows=3,
+                                max_length=MAX_TEXT_CHARS, full_width=True,
+                                label=explain_label),
     ).form(submit_button_label="Save", validate=handler.check, on_change=handler,
-            label="Saved ✓ (you can edit and save again)" if saved else "")
+            label=status)
     form.roofline_item = {"item_id": item_id, "handler": handler}
     return form

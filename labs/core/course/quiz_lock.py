@@ -22,7 +22,8 @@ from labs.core.course.quiz_prediction import (
     format_value,
     parse_number,
 )
-from labs.core.course.quiz_session import LabSession, _stack
+from labs.core.course.quiz_session import LabSession
+from labs.core.course.quiz_status import _stack
 from labs.core.ui import style
 
 LOCK_LABEL = "Lock prediction"
@@ -209,21 +210,31 @@ def choice_form(lab: LabSession, item_id: str, *, question: str, options: Mappin
 
 
 def prediction_panel(form, locked_prediction: Prediction | None):
-    """The form while unlocked; once locked, a card with the locked answer (text escaped)."""
+    """The form while unlocked; once locked, a card with the locked answer (text escaped).
+
+    When this window's submission did not lock its own answer (the item was already locked,
+    e.g. in another tab), the card says so and shows the answer that stands.
+    """
     if locked_prediction is None:
         return form
     info = getattr(form, "roofline_item", {}) or {}
     question = info.get("question", "")
-    card = mo.callout(mo.Html(locked_card_html(locked_prediction)), kind="success")
+    handler = info.get("handler")
+    notices = getattr(getattr(handler, "lab", None), "commit_notices", {}) or {}
+    notice = notices.get(locked_prediction.item_id)
+    card = mo.callout(mo.Html(locked_card_html(locked_prediction, notice=notice)),
+                      kind="warn" if notice else "success")
     return mo.vstack([mo.md(question), card]) if question else card
 
 
-def locked_card_html(prediction: Prediction) -> str:
-    """The locked answer as HTML, every piece of student text escaped."""
+def locked_card_html(prediction: Prediction, *, notice: str | None = None) -> str:
+    """The locked answer as HTML, every piece of student text escaped; ``notice``: what this
+    window's last submission led to, when it was not locked (shown first)."""
     conf = (f" · confidence {prediction.confidence}/5"
             if prediction.confidence is not None else "")
-    body = (f"<div><strong>Locked prediction:</strong> "
-            f"{html.escape(prediction.display())}{html.escape(conf)}</div>")
+    body = (f"<div><strong>⚠ {html.escape(notice)}</strong></div>" if notice else "")
+    body += (f"<div><strong>Locked prediction:</strong> "
+             f"{html.escape(prediction.display())}{html.escape(conf)}</div>")
     if prediction.reason:
         body += f"<div><em>Why:</em> {html.escape(prediction.reason)}</div>"
     return body + (f'<div style="font-size:.85em;opacity:.75">'

@@ -1,8 +1,9 @@
 """The :class:`LabSession`: one lab opened by one student, its settings, events and status line.
 
 It resolves who the student is and where the ledger lives, records events (keeping those made
-before a student id is given), restores the first committed prediction of an item, and renders
-the ledger status with its controls (id entry, download, upload, change folder). Part of
+before a student id is given), commits and restores the first prediction of an item, and
+changes the ledger folder without unlocking anything (the status line it shows is drawn by
+:mod:`labs.core.course.quiz_status`). Part of
 :mod:`labs.core.course.quiz` (import it through that name).
 """
 
@@ -18,7 +19,7 @@ import marimo as mo
 
 from labs.core.course import ledger as _ledger
 from labs.core.course.quiz_prediction import Prediction
-from labs.core.ui import style
+from labs.core.course.quiz_status import status_view
 
 
 def ledger_settings():
@@ -73,6 +74,10 @@ class LabSession:
         self._pending: list[tuple[str, str, dict, str]] = []  # before a student id is known
         self._widgets: list[Any] = []  # keep status widgets alive (marimo holds weak refs)
         self._last_result: dict[str, Any] = {}
+        #: item id -> what the last submission in this window led to, when it did not lock
+        #: the submitted answer (the item was already locked, e.g. in another tab)
+        self.commit_notices: dict[str, str] = {}
+        self._explain_views: dict[str, Any] = {}  # explain forms re-made after a save (alive)
         self.student_id: str | None = None
         notices = self._settings.pop("notices", None)  # messages from the session before
         if isinstance(notices, list):
@@ -95,22 +100,33 @@ class LabSession:
         if self.student_id is None:
             self.ledger = None
             return
-        key = (self.student_id, str(self.ledger_dir))
-        kept = _MEMORY_LEDGERS.get(key)
+        kept = _MEMORY_LEDGERS.get(self._memory_key())
         if kept is not None:  # memory mode: the same records across re-runs and uploads
             self.ledger = kept
         else:
             try:
                 self.ledger = _ledger.Ledger(self.student_id, self.ledger_dir)
             except Exception as exc:  # never let storage stop the lab: fall back to memory
-                self.ledger = _ledger.Ledger(self.student_id, self.ledger_dir, memory=True)
-                self.ledger.warnings.insert(0, f"The ledger could not be opened ({exc}).")
-            if self.ledger.mode == "memory":
-                _MEMORY_LEDGERS[key] = self.ledger
+                self.ledger = _ledger.Ledger(
+                    self.student_id, self.ledger_dir, memory=True,
+                    memory_reason=f"The ledger in {self.ledger_dir} could not be opened "
+                                  f"({exc}). Your records are kept in memory only: download "
+                                  "them before closing the lab.")
         pending, self._pending = self._pending, []
         for kind, item_id, payload, ts in pending:
             self.ledger.append(kind, lab_id=self.lab_id, item_id=item_id, payload=payload,
                                lab_version=self.version, session=self.session, ts=ts)
+        self._keep_if_memory()
+
+    def _memory_key(self) -> tuple[str, str]:
+        return (str(self.student_id), str(self.ledger_dir))
+
+    def _keep_if_memory(self) -> None:
+        """A ledger that writes to memory (from the start, or since a write failed) is kept for
+        the kernel's life, so a session re-created by a settings change or an upload finds the
+        same records instead of opening the folder afresh."""
+        if self.ledger is not None and self.ledger.mode == "memory":
+            _MEMORY_LEDGERS[self._memory_key()] = self.ledger
 
     def set_student_id(self, student_id: str, *, remember: bool = True) -> str | None:
         """Use ``student_id`` from now on (and remember it); returns an error message or None."""
@@ -131,35 +147,93 @@ class LabSession:
         return None
 
     def set_ledger_dir(self, directory: str, *, remember: bool = True) -> str | None:
-        """Write to ``directory`` from now on; returns an error message or None.
+        """Write to ``directory`` from now on; returns None, or why not (nothing changed then).
 
-        Earlier records stay where they were (the message says so): nothing is moved.
+        The locks this lab has shown must hold in the new folder: a folder without a ledger of
+        this student receives a copy of every record (the old files stay as they were); a folder
+        that already holds one is used only if it has the same first answers, else the change is
+        refused with a message naming the items.
         """
-        if not isinstance(directory, str) or not directory.strip():
-            return "Enter a folder path."
-        path = Path(directory.strip()).expanduser()
-        if not path.is_absolute():
-            return "Enter a full folder path (starting at the root of the disk)."
+        path, problem = self.check_ledger_dir(directory)
+        if problem is not None or path is None:
+            return problem
+        if _same_folder(path, self.ledger_dir):
+            return None
+        notice = None
+        ledger = self.ledger
+        n = len(ledger.events()) if ledger is not None else 0
+        if n and not _ledger.student_files(path, ledger.student_id):
+            try:
+                ledger.copy_to(path)
+            except FileExistsError:
+                return (f"Another window just started a ledger in {path}; "
+                        "choose the folder again to compare it with this one.")
+            except OSError as exc:
+                return (f"The folder {path} cannot be written ({exc}). The lab keeps writing "
+                        f"to {self.ledger_dir}.")
+            notice = (f"Your {n} records were copied to {path}; the lab writes there from now "
+                      f"on. The files in {self.ledger_dir} stay as they were.")
+        elif n:
+            notice = (f"{path} already held your ledger with the same locked predictions. "
+                      f"Earlier records stay in {self.ledger_dir}; hand in the files of both "
+                      "folders.")
         if remember:
             try:
                 _ledger.save_config(ledger_dir=str(path))
             except OSError as exc:
                 self.problems.append(f"The folder could not be remembered ({exc}).")
-        old = self.ledger.target_path if self.ledger else None
         self._settings["ledger_dir"] = str(path)
         self._open()
-        notice = None
-        if old is not None and old != self.ledger.target_path:
-            notice = f"Earlier records stay in {old}; hand in both files."
+        if notice:
             self.problems.append(notice)
         self._notify(notice)
         return None
+
+    def check_ledger_dir(self, directory: Any) -> tuple[Path | None, str | None]:
+        """``(folder, None)`` if the lab may switch to ``directory``, else ``(None, why)``.
+
+        Reads only: used by the folder form to refuse before anything changes. A folder is
+        refused when it already holds a ledger of this student whose first answers differ from
+        (or lack) the ones this ledger has locked, since switching would unlock them.
+        """
+        if not isinstance(directory, str) or not directory.strip():
+            return None, "Enter a folder path."
+        path = Path(directory.strip()).expanduser()
+        if not path.is_absolute():
+            return None, "Enter a full folder path (starting at the root of the disk)."
+        ledger = self.ledger
+        if ledger is None or _same_folder(path, self.ledger_dir):
+            return path, None
+        if _ledger.in_browser():
+            return None, ("This is a browser-only run: there is no folder to write to. Use "
+                          "the download button to keep your ledger.")
+        files = _ledger.student_files(path, ledger.student_id)
+        if not files:
+            return path, None
+        there = _ledger.first_predictions(
+            [e for f in files for e in _ledger.read_ledger_file(f).events
+             if e.get("student_id") == ledger.student_id])
+        lost = []
+        for item, first in ledger.first_predictions().items():
+            other = there.get(item)
+            if other is None or other["payload"].get("value") != first["payload"].get("value"):
+                lost.append(f"{item}: {_answer(first)} here, "
+                            f"{_answer(other) if other else 'nothing'} there")
+        if not lost:
+            return path, None
+        more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
+        return None, (f"{path} already holds a ledger for {ledger.student_id} without the "
+                      f"predictions you locked here ({'; '.join(lost[:3])}{more}). Switching "
+                      f"would unlock them, so the lab keeps writing to {self.ledger_dir}. "
+                      "Choose an empty folder (your records are copied there) or move that "
+                      "ledger away first.")
 
     def upload(self, data: bytes, name: str = "uploaded.jsonl") -> str:
         """Adopt a downloaded ledger (browser-only runs); returns a message for the student."""
         if self.ledger is None:
             return "Enter your student id first."
         result = self.ledger.import_bytes(data, name)
+        self._keep_if_memory()
         n = sum(1 for e in result.events if e["student_id"] == self.student_id)
         msg = f"Loaded {n} records from {name}."
         if result.problems:
@@ -195,8 +269,10 @@ class LabSession:
         if self.ledger is None:
             self._pending.append((kind, item_id, dict(payload), _ledger.utc_now()))
             return None
-        return self.ledger.append(kind, lab_id=self.lab_id, item_id=item_id, payload=payload,
-                                  lab_version=self.version, session=self.session)
+        event = self.ledger.append(kind, lab_id=self.lab_id, item_id=item_id, payload=payload,
+                                   lab_version=self.version, session=self.session)
+        self._keep_if_memory()
+        return event
 
     def events(self, item_id: str | None = None, kind: str | None = None) -> list[dict]:
         """This lab's events (optionally of one item / kind), oldest first, pending included."""
@@ -220,19 +296,38 @@ class LabSession:
     def commit(self, prediction: Prediction) -> Prediction:
         """Lock ``prediction`` unless the item is already locked; returns the locked one.
 
-        First commit: a ``predict`` then an ``unlock`` event. Already locked with a different
-        answer: a ``revise`` event; the first prediction stays the locked one.
+        Decided under the ledger's lock, so two windows committing at once leave one
+        ``predict``. First commit: a ``predict`` then an ``unlock`` event. Already locked with
+        a different answer: a ``revise`` event; the first prediction stays the locked one, and
+        :attr:`commit_notices` says so for the form to show.
         """
-        existing = self.first_prediction(prediction.item_id)
-        if existing is not None:
-            if not existing.same_answer(prediction):
-                self.record("revise", prediction.item_id, prediction.payload())
-            return existing
-        event = self.record("predict", prediction.item_id, prediction.payload())
-        self.record("unlock", prediction.item_id,
-                    {"after_seq": event["seq"]} if event else {})
-        locked = self.first_prediction(prediction.item_id)
-        return locked if locked is not None else prediction
+        item = self._check_item(prediction.item_id)
+        payload = _plain(prediction.payload())
+        if self.ledger is None:  # no student id yet: decide among the pending events
+            first = self.first_prediction(item)
+            written = None
+            if first is None:
+                self.record("predict", item, payload)
+                self.record("unlock", item, {})
+            elif not first.same_answer(prediction):
+                self.record("revise", item, payload)
+            locked = first or self.first_prediction(item) or prediction
+        else:
+            first_event, written = self.ledger.commit_first(
+                lab_id=self.lab_id, item_id=item, payload=payload, lab_version=self.version,
+                session=self.session, same=_same_payload)
+            if written is not None and written["kind"] == "predict":
+                self.ledger.append("unlock", lab_id=self.lab_id, item_id=item,
+                                   payload={"after_seq": written["seq"]},
+                                   lab_version=self.version, session=self.session)
+            self._keep_if_memory()
+            first = None if written is first_event else Prediction.from_event(first_event)
+            locked = first or Prediction.from_event(first_event) or prediction
+        if first is None:
+            self.commit_notices.pop(item, None)
+        else:
+            self.commit_notices[item] = _already_locked(first, prediction)
+        return locked
 
     def last_text(self, item_id: str, kind: str) -> str:
         """The text of the newest ``observe``/``explain`` event of an item ("" if none)."""
@@ -250,99 +345,37 @@ class LabSession:
     def status(self):
         """The ledger status line: where it writes, the student id, warnings, and controls
         (student id entry, download, upload in memory mode, change folder)."""
-        self._widgets = []
-        if os.environ.get("ROOFLINE_STATIC_EXPORT") == "1":
-            # A static page runs no Python: say so instead of showing the exporter's ledger.
-            return mo.md("*Static preview: predictions are not recorded on this page. Open the "
-                         "lab with `marimo edit` to lock predictions into your ledger.*")
-        parts = []
-        ledger = self.ledger
-        if self.student_id is None:
-            parts.append(self._student_id_form())
-        path = str(ledger.target_path) if ledger and ledger.target_path else None
-        events = len(ledger.events()) if ledger else len(self._pending)
-        warning = " ".join(self.warnings) or None
-        if self.student_id is None and not warning:
-            warning = ("Enter your student id to start recording; what you do before that is "
-                       "kept and saved once you do.")
-        parts.append(style.ledger_status(path, self.student_id, events, warning))
-        if ledger is not None:
-            controls = self._downloads(ledger)
-            if ledger.mode == "memory":
-                controls.append(self._upload_widget())
-            details = [mo.md(f"Ledger folder: `{_md_code(str(self.ledger_dir))}`  \n"
-                             f"Lab version: `{self.version}` · receipt (hash of your newest "
-                             f"record): `{ledger.head_hash[:16]}`"),
-                       self._folder_form()]
-            parts.append(mo.hstack(controls, justify="start", gap=0.5) if controls
-                         else mo.md(""))
-            parts.append(mo.accordion({"Ledger details": mo.vstack(details)}))
-        return mo.vstack(parts, gap=0.5)
-
-    def _student_id_form(self):
-        def validate(value):
-            text = value.get("student_id") if isinstance(value, dict) else value
-            try:
-                _ledger.validate_student_id(text or "")
-            except ValueError as exc:
-                return str(exc).replace("student_id", "Your student id", 1)
-            return None
-
-        def submit(value):
-            if isinstance(value, dict) and value.get("student_id"):
-                self.set_student_id(value["student_id"])
-
-        form = _stack(student_id=mo.ui.text(
-            placeholder="e.g. your university login", max_length=64,
-            label="Your student id (asked once, remembered on this computer)")).form(
-            submit_button_label="Save my id", validate=validate, on_change=submit)
-        self._widgets.append(form)
-        return form
-
-    def _folder_form(self):
-        def validate(value):
-            text = value.get("folder") if isinstance(value, dict) else value
-            if not text or not os.path.isabs(os.path.expanduser(str(text).strip())):
-                return "Enter a full folder path."
-            return None
-
-        def submit(value):
-            if isinstance(value, dict) and value.get("folder"):
-                self.set_ledger_dir(value["folder"])
-
-        form = _stack(folder=mo.ui.text(
-            value=str(self.ledger_dir), full_width=True,
-            label="Write the ledger to another folder")).form(
-            submit_button_label="Use this folder", validate=validate, on_change=submit)
-        self._widgets.append(form)
-        return form
-
-    def _downloads(self, ledger: _ledger.Ledger) -> list:
-        files = ledger.export_files() or [(ledger.path.name, b"")]
-        out = []
-        for name, _ in files:
-            def data(name=name) -> bytes:  # read at click time: the ledger keeps growing
-                return dict(ledger.export_files()).get(name, b"")
-
-            out.append(mo.download(data=data, filename=name, mimetype="application/x-ndjson",
-                                   label=f"Download {name}"))
-        return out
-
-    def _upload_widget(self):
-        def loaded(files):
-            for f in files or ():
-                self.upload(bytes(f.contents), f.name)
-
-        widget = mo.ui.file(filetypes=[".jsonl", ".json", ".txt"], max_size=16_000_000,
-                            label="Upload a ledger you downloaded before", on_change=loaded)
-        self._widgets.append(widget)
-        return widget
+        return status_view(self)
 
 
-def _stack(**elements):
-    """Elements one under the other, as one batch (its value is a dict by name)."""
-    template = "\n\n".join("{%s}" % name for name in elements)
-    return mo.md(template).batch(**elements)
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a == b or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def _answer(event: Mapping) -> str:
+    """A ``predict`` event's answer as the student saw it (option label, or value + units)."""
+    pred = Prediction.from_event(event)
+    return pred.display() if pred is not None else "?"
+
+
+def _same_payload(first: dict, new: dict) -> bool:
+    a = Prediction.from_event({"payload": first})
+    b = Prediction.from_event({"payload": new})
+    return a is not None and b is not None and a.same_answer(b)
+
+
+def _already_locked(first: Prediction, submitted: Prediction) -> str:
+    dt = _ledger.parse_ts(first.timestamp)
+    when = f" at {dt:%Y-%m-%d %H:%M} UTC" if dt else ""
+    if first.same_answer(submitted):
+        return (f"This prediction was already locked{when} with the same answer, probably in "
+                "another window or tab.")
+    return (f"You submitted {submitted.display()} here, but this prediction was already locked"
+            f"{when} with {first.display()}, probably in another window or tab. The first "
+            "answer stands; yours is recorded as a revision.")
 
 
 def _plain(value: Any, path: str = "payload", depth: int = 0) -> Any:
@@ -363,7 +396,3 @@ def _plain(value: Any, path: str = "payload", depth: int = 0) -> Any:
         return _plain(value.tolist(), path, depth)
     raise ValueError(f"{path} must be plain JSON (str, number, bool, None, list, dict), "
                      f"got {type(value).__name__}")
-
-
-def _md_code(text: str) -> str:
-    return text.replace("`", "'")
