@@ -1,0 +1,94 @@
+"""The student's record in a real browser: what each action says (issue 18, point 5).
+
+- "Save" on an explain form says "Saved ✓ at <time>" at once, without a reload;
+- a stale second tab that submits a different answer is told that the first answer stands.
+Runs the tiny test lab (tests/_lock_lab.py) under ``marimo run`` with its own ledger folder and
+a marimo config that follows the browser's colour scheme, and takes light and dark screenshots
+(artifacts/browser/record-*.png).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from browser_support import isolated_env, marimo_run
+
+from labs.core import ledger
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LOCK_LAB = Path(__file__).resolve().parents[1] / "_lock_lab.py"
+
+
+def _env(tmp_path: Path) -> dict:
+    cfg = tmp_path / "config" / "marimo"
+    cfg.mkdir(parents=True)
+    (cfg / "marimo.toml").write_text('[display]\ntheme = "system"\n')
+    return isolated_env(tmp_path)
+
+
+def _wait_for_explains(path: Path, n: int, timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [e for e in ledger.read_ledger_file(path).events if e["kind"] == "explain"]
+        if len(found) >= n:
+            return found[n - 1]
+        time.sleep(0.2)
+    raise AssertionError(f"{n} explain events not written within {timeout:.0f} s")
+
+
+def _lock(page, answer: str, reason: str) -> None:
+    page.get_by_placeholder("1 to 10,000").fill(answer)
+    page.get_by_text("4", exact=True).first.click()
+    page.get_by_placeholder("one line: why do you expect this?").first.fill(reason)
+    page.get_by_role("button", name="Lock prediction").first.click()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, tmp_path, artifacts, scheme):
+    env = _env(tmp_path)
+    ledger_file = tmp_path / "ledger" / "roofline-ledger-browser-test.jsonl"
+    with marimo_run(LOCK_LAB, env) as url:
+        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
+        try:
+            tab_a, tab_b = ctx.new_page(), ctx.new_page()
+            for tab in (tab_a, tab_b):
+                tab.set_default_timeout(90_000)
+                tab.goto(url)
+                tab.get_by_role("button", name="Lock prediction").first.wait_for()
+            _lock(tab_a, "500", "HBM is fast")
+            tab_a.get_by_text("Instrument:").wait_for()
+
+            # the explain form answers a save in place: no reload
+            tab_a.get_by_label("What does the instrument show?").fill("2000 GB/s")
+            tab_a.get_by_label("Why does it differ from your prediction?").fill(
+                "the copy kernel only moves bytes")
+            tab_a.get_by_role("button", name="Save").click()
+            tab_a.get_by_text("Saved ✓ at").wait_for()
+            tab_a.screenshot(path=str(artifacts / f"record-explain-saved-{scheme}.png"),
+                             full_page=True)
+            # edited and saved again: the label moves to the new save's time
+            tab_a.get_by_label("Why does it differ from your prediction?").fill(
+                "the copy kernel only moves bytes: 2 x 8 bytes per element")
+            tab_a.get_by_role("button", name="Save").click()
+            second = _wait_for_explains(ledger_file, 2)
+            tab_a.get_by_text(f"Saved ✓ at {second['ts'][11:19]} UTC").wait_for()
+
+            # tab B was opened before the lock: its form is still open; its answer is refused
+            _lock(tab_b, "2000", "peeked at the other tab")
+            tab_b.get_by_text("The first answer stands").wait_for()
+            tab_b.get_by_text("Instrument:").wait_for()
+            tab_b.get_by_text("Locked prediction:").first.wait_for()
+            tab_b.screenshot(path=str(artifacts / f"record-stale-tab-{scheme}.png"),
+                             full_page=True)
+        finally:
+            ctx.close()
+    events = ledger.read_ledger_file(ledger_file).events
+    bw = [e for e in events if e["item_id"] == "locklab.bandwidth"]
+    assert [e["kind"] for e in bw if e["kind"] in ("predict", "revise")] == ["predict", "revise"]
+    assert [e["payload"]["value"] for e in bw if e["kind"] == "predict"] == [500]
+    assert [e["payload"]["text"] for e in bw if e["kind"] == "explain"] == [
+        "the copy kernel only moves bytes",
+        "the copy kernel only moves bytes: 2 x 8 bytes per element"]
