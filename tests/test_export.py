@@ -195,7 +195,7 @@ def fixture_labs(tmp_path_factory):
 
 @pytest.mark.slow
 def test_student_copy_offline_and_wasm_skip(fixture_labs, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(export, "find_uv", lambda: None)
+    monkeypatch.setattr("labs.core.course.export_wasm.find_uv", lambda: None)
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")  # must not leak into the student copy
     site = tmp_path / "site"
     rc = export.main(["-o", str(site), "--labs-dir", str(fixture_labs), "--offline", "--wasm"])

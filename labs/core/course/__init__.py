@@ -6,8 +6,10 @@ public face over ``quiz_prediction``, ``quiz_session``, ``quiz_status``, ``quiz_
 ``quiz_explain``), the instructor copy's reference answers (``reveal``), every lab's prediction
 items in order (``catalogue``, read from the notebooks' source), grading a class's ledgers (``grading``: a
 public face over ``grading_load``, ``grading_config``, ``grading_score``, ``grading_csv`` and
-``grading_cli``), the class dashboard's data and figures (``classroom``), and publishing the labs
-as a site (``export``).
+``grading_cli``), the class dashboard's data and figures (``classroom``: a public face over
+``classroom_data``, ``classroom_synth`` and ``classroom_figures``), and publishing the labs as a
+site (``export``: a public face over ``export_index``, ``export_lab``, ``export_inspect``,
+``export_offline``, ``export_wasm`` and ``export_site``).
 
 May import: ``labs.core.physics`` and ``labs.core.ui``; never ``labs.core.measure``.
 """

@@ -1,0 +1,341 @@
+"""A class's ledgers reshaped for the instructor dashboard: per item, per student, calibration.
+
+Loading and grading are :mod:`labs.core.course.grading`'s (``load_ledgers``, ``load_config``,
+``grade``, ``gradebook_rows``, ``event_rows``); :func:`load_class` only reshapes their results
+into a :class:`Classroom`:
+
+* per item (:class:`ItemSummary`): every student's *first* committed prediction (what grading
+  grades), the value that student's instrument showed (their latest ``result`` event), how far
+  off it was, the grader's verdicts (committed before unlocking, reasoned, explained, correct),
+  who has not predicted or not explained, and the grader's flags about the item;
+* calibration: share correct per confidence level (1-5);
+* per student: a timeline of events;
+* the gradebook as CSV bytes for a download button.
+
+Nothing here writes outside a temporary folder. Student text is data, kept as written.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from labs.core.course import grading
+from labs.core.course import ledger as _ledger
+
+#: Confidence levels a prediction form offers (quiz.CONFIDENCE_OPTIONS values).
+CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
+
+
+def _ratio(predicted: Any, actual: Any) -> float | None:
+    """How many times off (>= 1); None when a ratio means nothing (same rule as quiz.ratio_off)."""
+    if isinstance(predicted, bool) or isinstance(actual, bool):
+        return None
+    if not isinstance(predicted, (int, float)) or not isinstance(actual, (int, float)):
+        return None
+    p, a = float(predicted), float(actual)
+    if not (math.isfinite(p) and math.isfinite(a)) or p == 0 or a == 0 or (p > 0) != (a > 0):
+        return None
+    return max(p / a, a / p)
+
+
+@dataclass
+class PredictionRow:
+    """One student's first committed prediction of one item, with what grading made of it."""
+
+    student_id: str
+    item_id: str
+    answer_type: str  # "numeric" | "choice"
+    value: Any
+    label: str | None
+    units: str
+    confidence: int | None
+    reason: str
+    time: datetime | None
+    actual: Any = None  # what this student's instrument showed (latest result event)
+    ratio: float | None = None  # numeric: times off (>= 1)
+    correct: bool | None = None  # grading's verdict (None: unknown)
+    committed: bool = False  # predicted before unlocking / observing / explaining
+    explained: bool = False
+    revised: bool = False
+
+    @property
+    def shown(self) -> str:
+        if self.answer_type == "choice":
+            return self.label if self.label is not None else str(self.value)
+        return f"{self.value:.4g}" if isinstance(self.value, (int, float)) else str(self.value)
+
+
+@dataclass
+class ItemSummary:
+    item_id: str
+    lab_id: str
+    answer_type: str
+    units: str
+    rows: list[PredictionRow]
+    students: list[str]  # everyone expected to do this item (the roster or all seen)
+    not_predicted: list[str]
+    not_explained: list[str]  # predicted, not yet observed and explained
+    flags: dict[str, list[str]]  # student -> grader flags that name this item
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
+
+    @property
+    def committed_share(self) -> float | None:
+        """Share of predictions made before the student unlocked (or observed) the item."""
+        return sum(r.committed for r in self.rows) / self.n if self.rows else None
+
+    @property
+    def correct_share(self) -> float | None:
+        known = [r.correct for r in self.rows if r.correct is not None]
+        return sum(known) / len(known) if known else None
+
+    @property
+    def actuals(self) -> list[Any]:
+        return [r.actual for r in self.rows if r.actual is not None]
+
+    def reference_value(self) -> Any:
+        """The value most students' instruments showed (the median for numbers)."""
+        acts = self.actuals
+        if not acts:
+            return None
+        nums = [a for a in acts if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        if self.answer_type == "numeric" and nums:
+            return statistics.median(nums)
+        return Counter(str(a) for a in acts).most_common(1)[0][0]
+
+    def choice_counts(self) -> list[tuple[str, int, bool | None]]:
+        """(option shown, how many chose it, whether it was right) for a choice item."""
+        counts: Counter = Counter()
+        right: dict[str, set] = defaultdict(set)
+        for r in self.rows:
+            counts[r.shown] += 1
+            if r.correct is not None:
+                right[r.shown].add(r.correct)
+        return [(opt, n, (True in right[opt]) if right[opt] else None)
+                for opt, n in counts.most_common()]
+
+
+@dataclass
+class Classroom:
+    """Everything the dashboard shows, computed once per load."""
+
+    sources: list[str]
+    batch: grading.Batch | None
+    book: grading.Gradebook | None
+    items: dict[str, ItemSummary]
+    gradebook: list[dict]  # grading.gradebook_rows (or rows read from a gradebook.csv)
+    load_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def students(self) -> list[str]:
+        if self.book is not None:
+            return list(self.book.students)
+        col = self.id_column
+        return sorted({str(r.get(col, "")) for r in self.gradebook if r.get(col)})
+
+    @property
+    def id_column(self) -> str:
+        if self.book is not None:
+            return self.book.config.id_column
+        return next(iter(self.gradebook[0])) if self.gradebook else "student"
+
+    @property
+    def labs(self) -> list[str]:
+        return sorted({s.lab_id for s in self.items.values()})
+
+    def items_of(self, lab_id: str | None = None) -> list[ItemSummary]:
+        return [s for s in self.items.values() if lab_id is None or s.lab_id == lab_id]
+
+    def calibration(self, item_ids: Iterable[str] | None = None) -> list[dict]:
+        """Per confidence level: predictions, how many were right, the share right."""
+        ids = set(item_ids) if item_ids is not None else set(self.items)
+        tally = {c: [0, 0] for c in CONFIDENCE_LEVELS}
+        for item_id in ids:
+            for r in self.items[item_id].rows:
+                if r.confidence in tally and r.correct is not None:
+                    tally[r.confidence][0] += 1
+                    tally[r.confidence][1] += bool(r.correct)
+        return [{"confidence": c, "predictions": n, "correct": k,
+                 "share_correct": (k / n) if n else None} for c, (n, k) in tally.items()]
+
+    def timeline(self, student_id: str) -> list[dict]:
+        """The student's events in merged order (time, lab, item, kind, value/text, flags)."""
+        if self.batch is None:
+            return []
+        out = []
+        for e in self.batch.for_student(student_id):
+            p = e.payload if isinstance(e.payload, dict) else {}
+            what = p.get("label") or p.get("value", p.get("actual", p.get("text", "")))
+            out.append({"time": e.time, "lab": e.lab_id, "item": e.item_id, "kind": e.kind,
+                        "what": str(what)[:120], "valid": e.valid,
+                        "flags": ", ".join(e.flags)})
+        return out
+
+    def student_flags(self, student_id: str) -> list[str]:
+        if self.book is None:
+            return []
+        flags = list(self.book.student_flags.get(student_id, []))
+        for lab in self.book.labs:
+            g = self.book.grades.get((student_id, lab.lab_id))
+            if g is not None:
+                flags += [f"{lab.lab_id}: {f}" for f in g.flags]
+        return flags
+
+    def gradebook_csv(self) -> bytes:
+        """The gradebook as ``labs-grade`` writes it (UTF-8 with BOM, neutralised cells)."""
+        with tempfile.TemporaryDirectory(prefix="roofline-gradebook-") as tmp:
+            path = grading.write_csv(self.gradebook, Path(tmp) / "gradebook.csv")
+            return path.read_bytes()
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def _csv_kind(path: Path) -> str | None:
+    """``"events"`` for labs-grade's events.csv, ``"gradebook"`` for gradebook.csv, else None."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    if {"student_id", "item_id", "kind", "payload"} <= set(header):
+        return "events"
+    if "Total Points" in header:
+        return "gradebook"
+    return None
+
+
+def _events_from_csv(path: Path) -> grading.Batch:
+    """A Batch from labs-grade's events.csv (already checked by the grader: flags kept)."""
+    batch = grading.Batch()
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        for i, row in enumerate(csv.DictReader(f)):
+            text = row.get("payload", "")
+            try:
+                payload = json.loads(text.lstrip("'")) if text else {}
+            except ValueError:
+                payload = {}
+            sid = row.get("student_id", "").lstrip("'")
+            seq = row.get("seq", "")
+            batch.events.append(grading.EventRecord(
+                student_id=sid, lab_id=row.get("lab_id", ""), item_id=row.get("item_id", ""),
+                kind=row.get("kind", ""), seq=int(seq) if seq.isdigit() else 0,
+                ts=row.get("timestamp", ""), time=_ledger.parse_ts(row.get("timestamp", "")),
+                lab_version=row.get("lab_version", ""), session=row.get("session", ""),
+                payload=payload if isinstance(payload, dict) else {}, hash=row.get("hash", ""),
+                source=row.get("source", str(path)),
+                line=int(row["line"]) if str(row.get("line", "")).isdigit() else 0,
+                valid=str(row.get("valid", "true")).lower() == "true",
+                flags=[x for x in row.get("flags", "").split(";") if x], order=i))
+    return batch
+
+
+def _gradebook_from_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return [dict(r) for r in csv.DictReader(f)]
+
+
+def load_class(inputs: Sequence[str | os.PathLike], config: str | os.PathLike | None = None,
+               *, now: datetime | None = None) -> Classroom:
+    """Load ledgers (files, folders, zips), or labs-grade's ``events.csv`` / ``gradebook.csv``.
+
+    Raises ValueError naming ``inputs`` when nothing usable is given, and grading.ConfigError
+    for a bad course TOML.
+    """
+    t0 = time.perf_counter()
+    paths = [Path(p).expanduser() for p in inputs if str(p).strip()]
+    if not paths:
+        raise ValueError("inputs: give a folder, zip or file of ledgers (or events.csv)")
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise ValueError(f"inputs: not found: {', '.join(missing)}")
+    course = grading.load_config(config) if config else None
+    csvs = {p: _csv_kind(p) for p in paths if p.is_file() and p.suffix.lower() == ".csv"}
+    notes: list[str] = []
+    if any(k == "gradebook" for k in csvs.values()) and not any(
+            k == "events" for k in csvs.values()) and len(paths) == len(csvs):
+        rows = [r for p in paths for r in _gradebook_from_csv(p)]
+        notes.append("Only a gradebook was loaded: per-item predictions need the ledgers or "
+                     "labs-grade's events.csv.")
+        return Classroom([str(p) for p in paths], None, None, {}, rows,
+                         time.perf_counter() - t0, notes)
+    ledgers = [p for p in paths if p not in csvs]
+    batch = grading.load_ledgers(ledgers, now=now) if ledgers else grading.Batch()
+    for p, kind in csvs.items():
+        if kind == "events":
+            batch.events.extend(_events_from_csv(p).events)
+        else:
+            notes.append(f"{p.name}: not a ledger, events.csv or gradebook.csv; ignored")
+    if not batch.events:
+        raise ValueError("inputs: no ledger events found in "
+                         + ", ".join(str(p) for p in paths))
+    batch.reindex()  # events were added from several sources
+    book = grading.grade(batch, course)
+    items = summarise_items(batch, book)
+    return Classroom([str(p) for p in paths], batch, book, items, grading.gradebook_rows(book),
+                     time.perf_counter() - t0, notes)
+
+
+def summarise_items(batch: grading.Batch, book: grading.Gradebook) -> dict[str, ItemSummary]:
+    """Per item: first predictions with grading's verdicts, who is missing, flags. One pass."""
+    by_key: dict[tuple[str, str], list[grading.EventRecord]] = defaultdict(list)
+    for e in batch.events:
+        if e.valid:
+            by_key[(e.student_id, e.item_id)].append(e)
+    verdicts = {(g.student_id, it.item_id): it for g in book.grades.values() for it in g.items}
+    flags_by_student_lab = {(g.student_id, g.lab_id): g.flags for g in book.grades.values()}
+    out: dict[str, ItemSummary] = {}
+    for lab in book.labs:
+        expected = list(book.students)
+        for item_id in lab.items:
+            rows, not_pred, not_expl, flags = [], [], [], {}
+            answer_type, units = "numeric", ""
+            for sid in expected:
+                evs = by_key.get((sid, item_id), [])
+                first = next((e for e in evs if e.kind == "predict"), None)
+                item_flags = [f for f in flags_by_student_lab.get((sid, lab.lab_id), [])
+                              if f"({item_id})" in f or f"({item_id}" in f]
+                if item_flags:
+                    flags[sid] = item_flags
+                if first is None:
+                    not_pred.append(sid)
+                    continue
+                p = first.payload
+                answer_type = "choice" if p.get("answer_type") == "choice" else "numeric"
+                units = str(p.get("units") or units)
+                results = [e for e in evs if e.kind == "result" and e.order > first.order]
+                actual = results[-1].payload.get("actual") if results else None
+                v = verdicts.get((sid, item_id))
+                conf = p.get("confidence")
+                row = PredictionRow(
+                    student_id=sid, item_id=item_id, answer_type=answer_type,
+                    value=p.get("value"), label=p.get("label") if isinstance(
+                        p.get("label"), str) else None, units=str(p.get("units") or ""),
+                    confidence=conf if isinstance(conf, int) and not isinstance(conf, bool)
+                    else None, reason=str(p.get("reason") or ""), time=first.time,
+                    actual=actual,
+                    ratio=_ratio(p.get("value"), actual) if answer_type == "numeric" else None,
+                    correct=v.correct if v else None, committed=bool(v and v.committed),
+                    explained=bool(v and v.explained),
+                    revised=any(e.kind == "revise" for e in evs))
+                rows.append(row)
+                if not row.explained:
+                    not_expl.append(sid)
+            out[item_id] = ItemSummary(item_id, lab.lab_id, answer_type, units, rows, expected,
+                                       not_pred, not_expl, flags)
+    return out
