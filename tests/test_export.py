@@ -164,9 +164,50 @@ def test_bundle_offline_assets_copies_frontend_and_drops_mathjax_cdn(tmp_path):
     assert not (target / "index.html").exists()
     src = export.marimo_static_dir() / "assets"
     assert len(list((target / "assets").iterdir())) == len(list(src.iterdir()))
-    for js in (target / "assets").glob("index-*.js"):
+    rewritten = 0
+    for js in (target / "assets").glob("*.js"):
         text = js.read_text(encoding="utf-8", errors="surrogateescape")
-        assert "mathjax-full@" not in text and export.MATHJAX_LOCAL in text
+        assert "mathjax-full@" not in text
+        for url in re.findall(r"[\"'`](\./[^\"'`]*mathjax[^\"'`]*)[\"'`]", text):
+            # loaded as a <script src> by pages at the site's root: it must be there (no 404)
+            assert (tmp_path / url).is_file(), f"{js.name} loads {url}, which is not bundled"
+            rewritten += 1
+    assert rewritten >= 1
+
+
+def assert_only_needed_files(folder: Path, pages: list[Path]) -> None:
+    """Every file under ``folder`` is named by one of ``pages`` or by another file there (its
+    name, possibly URL-encoded, appears in it), and marimo's notes for coding assistants and
+    other Markdown never ship."""
+    from urllib.parse import quote
+
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert not [p for p in files if p.suffix == ".md"], "a Markdown file was published"
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in pages]
+    texts += [p.read_text(encoding="utf-8", errors="replace") for p in files
+              if p.suffix in (".js", ".css", ".json", ".html", ".webmanifest")]
+    blob = "\n".join(texts)
+    for p in files:
+        if p in pages:
+            continue
+        spellings = {p.name, quote(p.name), quote(quote(p.name))}
+        assert any(s in blob for s in spellings), f"{p.relative_to(folder)} is not needed"
+
+
+def test_needed_files_follows_names_and_prunes_the_rest(tmp_path):
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "index.html").write_text('<link href="./favicon.ico"><script src="./assets/a.js">')
+    (tmp_path / "assets" / "a.js").write_text("import('./b-x1.js'); fetch('../public/w%252Bx.whl')")
+    (tmp_path / "assets" / "b-x1.js").write_text("url(c.woff2)")
+    (tmp_path / "public").mkdir()
+    for name in ("favicon.ico", "assets/c.woff2", "public/w+x.whl", "CLAUDE.md",
+                 "assets/unused.js", "site.webmanifest"):
+        (tmp_path / name).write_bytes(b"x")
+    keep = export.needed_files(tmp_path, [tmp_path / "index.html"])
+    removed = export.prune_to(tmp_path, keep)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in removed) == [
+        "CLAUDE.md", "assets/unused.js", "site.webmanifest"]
+    assert_only_needed_files(tmp_path, [tmp_path / "index.html"])
 
 
 def test_gate_text_is_what_style_shows():
@@ -193,15 +234,26 @@ def fixture_labs(tmp_path_factory):
     return folder
 
 
-@pytest.mark.slow
-def test_student_copy_offline_and_wasm_skip(fixture_labs, tmp_path, monkeypatch, capsys):
+def test_wasm_without_uv_says_so_and_exits_non_zero(fixture_labs, tmp_path, monkeypatch,
+                                                    capsys):
+    """Asked for --wasm without uv: a message, a failing exit status, and no half-built site."""
     monkeypatch.setattr("labs.core.course.export_wasm.find_uv", lambda: None)
+    site = tmp_path / "site"
+    rc = export.main(["-o", str(site), "--labs-dir", str(fixture_labs), "--wasm"])
+    err = capsys.readouterr().err
+    assert rc != 0
+    assert "--wasm needs `uv`" in err and "pip install uv" in err and "Nothing was exported" in err
+    assert not site.exists() or not any(site.iterdir())
+
+
+@pytest.mark.slow
+def test_student_copy_offline(fixture_labs, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")  # must not leak into the student copy
     site = tmp_path / "site"
-    rc = export.main(["-o", str(site), "--labs-dir", str(fixture_labs), "--offline", "--wasm"])
+    rc = export.main(["-o", str(site), "--labs-dir", str(fixture_labs), "--offline"])
     out, err = capsys.readouterr()
     assert rc == 0, err
-    assert "--wasm skipped: `uv` is not installed" in err and "http.server" in out
+    assert "http.server" in out
     page = (site / "lab_90_fixture.html").read_text(encoding="utf-8")
     report = export.inspect_page(page, export.lab_cell_code(fixture_labs / "lab_90_fixture.py"))
     assert report.frontend_urls == 0 and report.errors == [] and report.figures == 0
@@ -213,6 +265,8 @@ def test_student_copy_offline_and_wasm_skip(fixture_labs, tmp_path, monkeypatch,
     assert 'href="lab_90_fixture.html"' in index and "Student copy" in index
     assert (site / "_marimo" / "assets").is_dir() and not (site / "wasm").exists()
     assert "import plotly.graph_objects" not in page  # code left out by default
+    assert (site / ".nojekyll").exists()  # GitHub Pages would skip _marimo/ without it
+    assert_only_needed_files(site / "_marimo", list(site.glob("*.html")))
 
 
 @pytest.mark.slow
@@ -282,6 +336,9 @@ def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
             "labs/core/ui/tokens.py"} <= files
     assert "labs/core/ui/unused.py" not in files  # only what the lab imports
     assert (tmp_path / "wasm" / "index.html").exists()
+    # only what the page needs: nothing else from marimo's package folder (issue 16)
+    assert_only_needed_files(tmp_path / "wasm", [tmp_path / "wasm" / "index.html"])
+    assert (tmp_path / "wasm" / "assets").is_dir() and list((tmp_path / "wasm").rglob("*.whl"))
 
 
 def test_wasm_staging_names_every_short_import_by_its_real_module():

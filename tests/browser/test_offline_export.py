@@ -1,5 +1,6 @@
 """The offline instructor export, served on loopback, renders every lab's figures with the
-network cut off: every request that does not go to 127.0.0.1 is aborted by ``page.route``.
+network cut off: every request that does not go to 127.0.0.1 is aborted by ``page.route``, and
+no request fails (404s included: the console stays clean).
 
 The check must be able to fail: the same page served WITHOUT the bundled ``_marimo`` folder
 draws nothing (the negative control below).
@@ -42,6 +43,16 @@ def cut_off_network(page, origin: str) -> list[str]:
     return attempted
 
 
+def failed_requests(page) -> list[str]:
+    """Every request of the page that failed (network error, abort) or was answered >= 400,
+    404s included: a published page shows no error in the console."""
+    failed: list[str] = []
+    page.on("requestfailed", lambda req: failed.append(f"{req.url} ({req.failure})"))
+    page.on("response", lambda res: res.status >= 400 and failed.append(
+        f"{res.url} (HTTP {res.status})"))
+    return failed
+
+
 def http_server(folder):
     port = free_port()
     cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
@@ -52,10 +63,12 @@ def http_server(folder):
 def test_index_links_every_lab(offline_site, page):
     with http_server(offline_site.site) as origin:
         attempted = cut_off_network(page, origin)
+        failed = failed_requests(page)
         page.goto(origin)
         for r in offline_site.labs:
             assert page.locator(f'a[href="{r.page.name}"]').count() == 1
-        assert attempted == []
+        page.wait_for_load_state("networkidle")
+        assert attempted == [] and failed == []
 
 
 def test_from_disk_the_page_says_how_to_serve_it(offline_site, page):
@@ -75,14 +88,17 @@ def test_offline_lab_renders_figures_without_network(lab, offline_site, page, ar
     assert r.report.figures >= 1, f"{lab.name}: the instructor copy (--reveal) shows no figure"
     with http_server(offline_site.site) as origin:
         attempted = cut_off_network(page, origin)
+        failed = failed_requests(page)
         page.goto(origin + r.page.name)
         figs = page.locator("marimo-plotly")
         figs.first.wait_for(state="attached")
         assert figs.count() == r.report.figures
         figs.first.scroll_into_view_if_needed()
         figs.first.locator(".main-svg").first.wait_for(state="visible")
+        page.wait_for_load_state("networkidle")
         page.screenshot(path=str(artifacts / f"offline-{r.meta.slug}.png"))
     assert attempted == [], f"{lab.name}: the page tried to leave the machine: {attempted[:5]}"
+    assert failed == [], f"{lab.name}: requests failed: {failed[:5]}"
 
 
 def test_negative_control_without_bundled_assets_draws_nothing(offline_site, page, tmp_path):

@@ -11,10 +11,13 @@ Modes (see the README, "For instructors"):
   prediction is filled with its reference answer (``labs.core.course.reveal``) and every instrument,
   figure and explanation is shown;
 * ``--offline``: marimo's frontend (``marimo/_static`` of the installed package) is copied to
-  ``<site>/_marimo/`` and the pages point there instead of the public CDN, so the site renders
-  with no internet when served over http (``python -m http.server`` in the site folder);
-* ``--wasm``: also run ``marimo export html-wasm`` per lab into ``<site>/wasm/<lab>/`` (needs
-  ``uv``; skipped with a message when it is missing).
+  ``<site>/_marimo/`` (only the files the pages need, with a local stand-in for the MathJax
+  script the plotly plugin asks for) and the pages point there instead of the public CDN, so
+  the site renders with no internet, and no request fails, when served over http
+  (``python -m http.server`` in the site folder);
+* ``--wasm``: also run ``marimo export html-wasm`` per lab into ``<site>/wasm/<lab>/``, keeping
+  only the files each page needs. Needs ``uv``: without it labs-export says so and exits with
+  status 2 before exporting anything.
 
 Pages leave the notebook code out (``--with-code`` keeps it: about 150 KB more per lab; the
 students have the notebooks anyway). The export fails (exit status 1, a message naming the lab
@@ -57,13 +60,18 @@ from labs.core.course.export_lab import LabResult, export_env, export_lab, marim
 from labs.core.course.export_offline import (  # noqa: F401
     _MATHJAX_URL_RE,
     ASSET_DIR_NAME,
+    MATHJAX_FILE,
     MATHJAX_LOCAL,
     bundle_offline_assets,
     make_page_offline,
     marimo_static_dir,
+    needed_files,
+    prune_offline_assets,
+    prune_to,
 )
 from labs.core.course.export_site import SiteResult, build_parser, export_site, main  # noqa: F401
 from labs.core.course.export_wasm import (  # noqa: F401
+    UV_MISSING,
     bundled_wasm_files,
     export_wasm,
     find_uv,

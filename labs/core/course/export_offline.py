@@ -11,17 +11,68 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Iterable
+from urllib.parse import unquote
 
 from labs.core.course.export_inspect import _FRONTEND_URL_RE, ExportError
 
 ASSET_DIR_NAME = "_marimo"
 
 # The plotly plugin asks a CDN for MathJax on every page (only needed for LaTeX in plotly
-# labels, which the labs do not use). Offline it is pointed at a local path that does not
-# exist: the request fails at once on the same server, the plot renders without it, and the
-# page makes no request off the machine.
+# labels, which the labs do not use). Offline it is pointed at a one-line local script that
+# stands in for it (MATHJAX_STUB): the request is answered by the same server, nothing fails
+# (no 404 in the console), the plot renders, and the page makes no request off the machine.
 _MATHJAX_URL_RE = re.compile(r"https?://[^\s\"'`()<>]*?/mathjax-full@[^\s\"'`]*?\.js")
-MATHJAX_LOCAL = "./mathjax-not-bundled.js"
+MATHJAX_FILE = "mathjax-not-bundled.js"
+#: Where the offline pages (at the site's root) load the stand-in from.
+MATHJAX_LOCAL = f"./{ASSET_DIR_NAME}/{MATHJAX_FILE}"
+MATHJAX_STUB = ("/* Roofline Labs offline copy: MathJax is not bundled (the labs' figures use no "
+                "LaTeX). This empty script stands in for it, so no request fails or leaves the "
+                "machine. */\n")
+
+# Text files whose contents name other files (followed by needed_files); binaries are leaves.
+_TEXT_SUFFIXES = {".html", ".js", ".mjs", ".css", ".json", ".webmanifest", ".svg", ".txt", ".map"}
+# A file name as pages and scripts write it: ``./assets/index-s-M1OXjs.js``, ``favicon.ico``.
+_NAME_RE = re.compile(r"[A-Za-z0-9_.@~+%-]+\.[A-Za-z0-9]{1,12}")
+
+
+def needed_files(folder: Path, roots: Iterable[Path]) -> set[Path]:
+    """The files under ``folder`` that ``roots`` need: the roots, every file whose name a needed
+    text file mentions (``<link href>``, ``import()``, a stylesheet's ``url()``, a manifest's
+    icons), and so on until nothing new is named. Names are matched by file name, URL-decoded;
+    a name no file has is ignored (it is a URL on the web or a name in code).
+    """
+    by_name: dict[str, list[Path]] = {}
+    for path in folder.rglob("*"):
+        if path.is_file():
+            by_name.setdefault(path.name, []).append(path)
+    needed: set[Path] = set()
+    todo = [Path(r) for r in roots]
+    while todo:
+        path = todo.pop()
+        if path in needed:
+            continue
+        needed.add(path)
+        if path.suffix.lower() not in _TEXT_SUFFIXES or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        names = set(_NAME_RE.findall(text))
+        names |= {unquote(unquote(n)) for n in names if "%" in n}
+        for name in names:
+            todo.extend(p for p in by_name.get(name.rsplit("/", 1)[-1], ()) if p not in needed)
+    return needed
+
+
+def prune_to(folder: Path, keep: set[Path]) -> list[Path]:
+    """Delete every file under ``folder`` not in ``keep`` (then empty folders); returns them."""
+    removed = [p for p in folder.rglob("*") if p.is_file() and p not in keep]
+    for path in removed:
+        path.unlink()
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+        if not any(sub.iterdir()):
+            sub.rmdir()
+    return removed
+
 
 # Shown instead of a blank page when an offline copy is opened from disk (file://): browsers
 # refuse to load ES modules from file:// pages, so marimo's frontend cannot start there.
@@ -54,7 +105,8 @@ def marimo_static_dir() -> Path:
 def bundle_offline_assets(site: Path) -> Path:
     """Copy marimo's frontend into ``site/_marimo`` (once per site); returns that folder.
 
-    The entry script's MathJax URL is pointed at a local path (see ``_MATHJAX_URL_RE``).
+    The entry script's MathJax URL is pointed at a local stand-in (see ``_MATHJAX_URL_RE``).
+    What the pages do not need is removed once they are written (:func:`prune_offline_assets`).
     """
     static = marimo_static_dir()
     target = site / ASSET_DIR_NAME
@@ -66,7 +118,14 @@ def bundle_offline_assets(site: Path) -> Path:
         if "mathjax-full@" in text:
             js.write_text(_MATHJAX_URL_RE.sub(MATHJAX_LOCAL, text), encoding="utf-8",
                           errors="surrogateescape")
+    (target / MATHJAX_FILE).write_text(MATHJAX_STUB, encoding="utf-8")
     return target
+
+
+def prune_offline_assets(site: Path, pages: Iterable[Path]) -> list[Path]:
+    """Keep in ``site/_marimo`` only what the offline ``pages`` need; returns what went."""
+    target = site / ASSET_DIR_NAME
+    return prune_to(target, needed_files(target, [*pages, target / MATHJAX_FILE]))
 
 
 def make_page_offline(page: str, asset_prefix: str = f"./{ASSET_DIR_NAME}") -> str:

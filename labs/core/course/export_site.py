@@ -26,7 +26,11 @@ from labs.core.course.export_index import (
 )
 from labs.core.course.export_inspect import _FRONTEND_URL_RE, ExportError
 from labs.core.course.export_lab import LabResult, export_lab
-from labs.core.course.export_offline import bundle_offline_assets, make_page_offline
+from labs.core.course.export_offline import (
+    bundle_offline_assets,
+    make_page_offline,
+    prune_offline_assets,
+)
 
 
 @dataclass
@@ -35,14 +39,18 @@ class SiteResult:
     labs: list[LabResult]
     problems: list[str]
     warnings: list[str]
-    wasm_skipped: str | None = None
 
 
 def export_site(out: Path, labs: Sequence[Path], *, reveal: bool = False, offline: bool = False,
                 wasm: bool = False, include_code: bool = False, jobs: int | None = None,
                 timeout: float = 300.0, log=None) -> SiteResult:
-    """Export ``labs`` into the site folder ``out`` (created; old lab pages are replaced)."""
+    """Export ``labs`` into the site folder ``out`` (created; old lab pages are replaced).
+
+    Raises ExportError before writing anything when ``wasm`` is asked for and uv is missing.
+    """
     log = log or (lambda message: print(message, flush=True))
+    if wasm and _wasm.find_uv() is None:
+        raise ExportError(_wasm.UV_MISSING)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     metas = [read_lab_meta(p) for p in labs]
@@ -84,28 +92,25 @@ def export_site(out: Path, labs: Sequence[Path], *, reveal: bool = False, offlin
             if r.report:
                 r.report.frontend_urls = len(_FRONTEND_URL_RE.findall(page))
                 r.report.size_bytes = len(page.encode("utf-8"))
+        prune_offline_assets(out, [r.page for r in results])
 
     wasm_dirs: dict[str, str] = {}
-    wasm_skipped = None
     if wasm:
-        if _wasm.find_uv() is None:
-            wasm_skipped = ("--wasm skipped: `uv` is not installed (marimo export html-wasm "
-                            "needs it on PATH; `pip install uv` or see the uv docs), "
-                            "the static pages were exported")
-        else:
-            for m in metas:
-                target = out / "wasm" / m.slug
-                try:
-                    secs = _wasm.export_wasm(m.path, target, timeout=max(timeout, 600.0))
-                    wasm_dirs[m.slug] = f"wasm/{m.slug}"
-                    log(f"  {m.path.name}: WASM in {secs:.1f} s")
-                except ExportError as exc:
-                    problems.append(str(exc))
+        for m in metas:
+            target = out / "wasm" / m.slug
+            try:
+                secs = _wasm.export_wasm(m.path, target, timeout=max(timeout, 600.0))
+                wasm_dirs[m.slug] = f"wasm/{m.slug}"
+                log(f"  {m.path.name}: WASM in {secs:.1f} s")
+            except ExportError as exc:
+                problems.append(str(exc))
 
     (out / "index.html").write_text(
         render_index(results, reveal=reveal, offline=offline, wasm_dirs=wasm_dirs),
         encoding="utf-8")
-    return SiteResult(out, results, problems, warnings, wasm_skipped)
+    # GitHub Pages (Jekyll) would leave out ``_marimo/``: folders starting with _ are skipped.
+    (out / ".nojekyll").touch()
+    return SiteResult(out, results, problems, warnings)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,12 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"labs-export: {exc}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    result = export_site(out, labs, reveal=args.reveal, offline=args.offline, wasm=args.wasm,
-                         include_code=args.with_code, jobs=args.jobs, timeout=args.timeout)
+    try:
+        result = export_site(out, labs, reveal=args.reveal, offline=args.offline,
+                             wasm=args.wasm, include_code=args.with_code, jobs=args.jobs,
+                             timeout=args.timeout)
+    except ExportError as exc:  # raised before anything is written (uv missing for --wasm)
+        print(f"labs-export: {exc}. Nothing was exported.", file=sys.stderr)
+        return 2
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    if result.wasm_skipped:
-        print(result.wasm_skipped, file=sys.stderr)
     if result.problems:
         print(f"labs-export FAILED: {len(result.problems)} problem(s); do not publish "
               f"{out}:", file=sys.stderr)

@@ -18,6 +18,11 @@ from pathlib import Path
 
 from labs.core.course.export_inspect import ExportError
 from labs.core.course.export_lab import marimo_cmd
+from labs.core.course.export_offline import needed_files, prune_to
+
+#: Why ``--wasm`` cannot run (labs-export says it, then exits non-zero).
+UV_MISSING = ("--wasm needs `uv` (marimo export html-wasm runs it): `pip install uv`, or leave "
+              "out --wasm")
 
 
 def find_uv() -> str | None:
@@ -111,12 +116,15 @@ def bundled_wasm_files(out_dir: Path) -> set[str]:
 def export_wasm(path: Path, out_dir: Path, *, timeout: float = 600.0) -> float:
     """``marimo export html-wasm`` (run mode) of one lab into ``out_dir``; returns seconds.
 
+    marimo copies its whole frontend folder (icons, web manifests, a notes file for coding
+    assistants) next to the page; only what the page needs is kept (:func:`needed_files`: the
+    page, what it names, what those name, ...), so a lab folder publishes nothing unrelated.
     Raises ExportError when uv is missing, the export fails, or the lab's package did not end
     up in the bundle.
     """
     uv = find_uv()
     if uv is None:
-        raise ExportError("uv missing")
+        raise ExportError(UV_MISSING)
     path, out_dir = Path(path).resolve(), Path(out_dir).resolve()
     env = dict(os.environ)
     env["PATH"] = str(Path(uv).parent) + os.pathsep + env.get("PATH", "")
@@ -135,4 +143,5 @@ def export_wasm(path: Path, out_dir: Path, *, timeout: float = 600.0) -> float:
         if pkg_init not in bundled_wasm_files(out_dir):
             raise ExportError(f"{path.name}: the WASM page does not bundle the "
                               f"'{path.parent.name}' package, so its imports would fail")
+    prune_to(out_dir, needed_files(out_dir, [out_dir / "index.html"]))
     return time.perf_counter() - t0
