@@ -7,12 +7,12 @@ Prints a table (shape, precision, measured TFLOP/s, predicted bound, measured/pr
 the reference timer's TFLOP/s and the two timers' difference), the STREAM bandwidth and a
 decode GEMV table, and writes everything as JSON (default
 benchmarks/results/<host>-<date>.json). On an H100/H200 it also checks that a bf16 8192^3
-GEMM reaches 70% of the dense spec peak. All of it lives in labs.core.measure.main.
+GEMM reaches 70% of the dense spec peak. All of it lives in labs.core.measure.cli.main.
 """
 
 import sys
 
-from labs.core.measure import main
+from labs.core.measure.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -33,7 +33,7 @@ NOTEBOOK_FACES = {"labs.core.measure.live": {"ui"}}
 FORBIDDEN_PACKAGES = {"physics": {"marimo", "plotly", "torch"}, "measure": {"marimo", "plotly"}}
 MAX_LINES = 500
 #: Long modules whose split by responsibility is under way (issue 10). Must end empty.
-SPLIT_PENDING = {"labs.core.measure"}
+SPLIT_PENDING: set[str] = set()
 
 
 def _modules():
