@@ -1,0 +1,366 @@
+"""Find reference answers in what a lab shows before its predictions are locked (issue 16.1).
+
+How the answer-leak test works (``tests/test_answer_leaks.py``):
+
+1. Run the lab in reveal mode (``ROOFLINE_REVEAL=1``) with ``reveal.reference`` wrapped, and
+   record every reference answer it returns: :func:`collect_references`.
+2. Run it again with an empty ledger and reveal off (every gate closed) and turn each cell's
+   output into text exactly as marimo formats it for the browser (HTML, widget attributes,
+   figure JSON with its hover text): :func:`rendered_cells`.
+3. Search that text for every plausible rendering of each answer: :func:`find_leaks`.
+
+What counts as a rendering (documented here so the rule, not today's wording, is tested):
+
+* **Numeric answers**: ``units.format_value`` (what the labs print); the integer with and
+  without thousands separators (for values >= 10, or whole numbers); the value rounded to 2 and
+  3 significant figures, with and without separators; scientific notation (``8.86e+02``,
+  ``8.9e2``, ``8.86 × 10^2``); a fraction below 1 also as a percentage. Thousands written
+  LaTeX-style (``35{,}100``, ``35\\,100``) or with thin spaces count as separators. A match
+  must stand alone as a number (no digit, letter or decimal part glued to it).
+* **Trivially common numbers are not evidence**: a rendering with fewer than two significant
+  digits (``1``, ``2``, ``0.5``, ``100``, ``3,000``) or whose value is a power of two (the
+  labs' own shapes and sizes: 128, 4,096, ...) appears in any lab for other reasons, so it is
+  not searched. An answer that is such a number must be asked as a choice (whose label is
+  searched) or stated nowhere before its gate by review.
+* **Choice answers**: the *label* a student reads (the value is a ledger code, never shown).
+  Its key phrase is the label up to the first ``:``, ``,`` or `` (`` (labels read "answer:
+  why"), unless another option of the same question has the same key phrase (then the whole
+  label). Matching ignores case and spacing. Two kinds of text are not evidence: the option
+  lists of widgets (a form offers every option equally; slider steps and ranges likewise), and
+  a sentence that names the key phrase of *every* option of the question ("memory-bound vs
+  compute-bound") since it cannot point to one of them.
+
+Limits (why labs gate whole cells rather than reword them): a paraphrase ("ρ rises" for the
+option "ρ goes up") or a number derived from the answer is not found by text search.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Iterable
+
+from labs.core import units
+
+#: Widget attributes that list a widget's options or range: every option equally, no answer.
+NEUTRAL_ATTRIBUTES = {"data-options", "data-steps", "data-start", "data-stop", "data-step"}
+#: Attributes that carry ids, styling or markup plumbing, never lab content.
+NOISE_ATTRIBUTES = {"object-id", "random-id", "data-element-id", "data-element-ids", "class",
+                    "style", "id", "href", "src"}
+_KEY_SEPARATORS = re.compile(r":|,|\s\(")
+_BLOCK_TAGS = {"p", "li", "div", "br", "tr", "td", "th", "h1", "h2", "h3", "h4", "span"}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reference answer of a lab, as ``reveal.reference`` returned it."""
+
+    item_id: str
+    value: Any
+    label: str | None = None  # the chosen option's text, for choice items
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int
+    code: str
+    text: str  # the rendered output, flattened (see rendered_text)
+    options: tuple = ()  # option lists of the widgets in this output
+
+    def where(self) -> str:
+        first = self.code.strip().splitlines()[0] if self.code.strip() else ""
+        return f"cell {self.index} (`{first[:60]}`)"
+
+
+@dataclass(frozen=True)
+class Leak:
+    cell: Cell
+    reference: Reference
+    rendering: str
+    context: str
+
+    def __str__(self) -> str:
+        answer = (f"option {self.reference.label!r}" if self.reference.label is not None
+                  else f"value {self.reference.value!r}")
+        return (f"{self.cell.where()} shows the answer to {self.reference.item_id} "
+                f"({answer}) as {self.rendering!r}: ...{self.context}...")
+
+
+# --- rendered text ----------------------------------------------------------------------------
+
+
+def _unescape_all(text: str) -> str:
+    """HTML entities and JSON \\uXXXX escapes, as often as they are nested."""
+    for _ in range(6):
+        new = html.unescape(text)
+        new = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), new)
+        if new == text:
+            break
+        text = new
+    return text
+
+
+class _Flattener(HTMLParser):
+    """Text nodes and attribute values of an HTML fragment (attributes holding JSON or HTML
+    are opened recursively), one piece per line; neutral and noise attributes are skipped."""
+
+    def __init__(self, pieces: list[str], options: list[list[str]]):
+        super().__init__(convert_charrefs=True)
+        self.pieces = pieces
+        self.options = options
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in _BLOCK_TAGS:
+            self.pieces.append("\n")
+        for name, value in attrs.items():
+            if name == "data-options" and value:
+                self.options.append(_option_labels(value))
+            if value is None or name in NEUTRAL_ATTRIBUTES or name in NOISE_ATTRIBUTES:
+                continue
+            if name == "data-initial-value" and "data-steps" in attrs:
+                value = _slider_value(value, attrs["data-steps"])
+            _flatten_value(value, self.pieces, self.options)
+        if tag in ("marimo-tex",):
+            self.pieces.append(" ")
+
+    def handle_endtag(self, tag):
+        if tag in _BLOCK_TAGS:
+            self.pieces.append("\n")
+
+    def handle_data(self, data):
+        self.pieces.append(data)
+
+
+def _option_labels(value: str) -> list[str]:
+    try:
+        opts = json.loads(value)
+    except ValueError:
+        return []
+    return [str(o) for o in opts] if isinstance(opts, (list, dict)) else []
+
+
+def _slider_value(index: str, steps: str) -> str:
+    """A steps slider stores the index of its value: show the value a student sees."""
+    try:
+        return json.dumps(json.loads(steps)[int(json.loads(index))])
+    except (ValueError, TypeError, IndexError, KeyError):
+        return index
+
+
+def _flatten_value(value: Any, pieces: list[str], options: list[list[str]]) -> None:
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in "[{\"" or stripped in ("null", "true", "false"):
+            try:
+                _flatten_json(json.loads(stripped), pieces, options)
+                return
+            except ValueError:
+                pass
+        _flatten_html(value, pieces, options)
+    else:
+        _flatten_json(value, pieces, options)
+
+
+def _flatten_json(obj: Any, pieces: list[str], options: list[list[str]]) -> None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k not in ("uid", "uuid", "id"):
+                _flatten_json(v, pieces, options)
+    elif isinstance(obj, list):
+        for v in obj:
+            _flatten_json(v, pieces, options)
+    elif isinstance(obj, str):
+        _flatten_html(obj, pieces, options)
+    elif isinstance(obj, bool) or obj is None:
+        return
+    else:
+        pieces.append(f"\n{obj!r}\n")
+
+
+def _flatten_html(fragment: str, pieces: list[str], options: list[list[str]]) -> None:
+    if "<" in fragment and ">" in fragment:
+        parser = _Flattener(pieces, options)
+        parser.feed(fragment)
+        parser.close()
+    else:
+        pieces.append(fragment)
+
+
+def flatten(html_text: str) -> tuple[str, list[list[str]]]:
+    """An HTML output flattened to text (see _Flattener), and its widgets' option lists."""
+    pieces: list[str] = []
+    options: list[list[str]] = []
+    _flatten_html(html_text, pieces, options)
+    text = _unescape_all("".join(pieces))
+    # Thousands separators as LaTeX ({,} or \,) or thin / no-break spaces read as commas.
+    text = re.sub(r"(\d)(?:\{,\}|\\,|[\u2009\u202f\u00a0])(?=\d{3}\b)", r"\1,", text)
+    return text, options
+
+
+def rendered_text(output: Any) -> tuple[str, list[list[str]]]:
+    """One cell output as the browser gets it (marimo's formatter), flattened."""
+    if output is None:
+        return "", []
+    from marimo._output.formatting import try_format
+
+    formatted = try_format(output)
+    data = formatted.data if isinstance(formatted.data, str) else json.dumps(formatted.data)
+    if "<" not in data:  # plain text or JSON: wrap so that the same flattener reads it
+        data = f"<pre>{html.escape(data)}</pre>"
+    return flatten(data)
+
+
+def run_with_outputs(app: Any) -> tuple[dict, Any]:
+    """``app.run()`` keeping each output with its cell id (``run`` drops cells that did not
+    run, so its list cannot be matched to cells by position)."""
+    captured: dict = {}
+    flatten_outputs = app._flatten_outputs
+
+    def capture(outputs):
+        captured.update(outputs)
+        return flatten_outputs(outputs)
+
+    app._flatten_outputs = capture
+    try:
+        _, defs = app.run()
+    finally:
+        del app._flatten_outputs
+    return captured, defs
+
+
+def rendered_cells(app: Any, outputs: dict, *, scrub: Iterable[str] = ()) -> list[Cell]:
+    """Each cell's code and rendered output (``outputs``: cell id -> output, from
+    :func:`run_with_outputs`); ``scrub`` strings (temporary paths, the test's student id) are
+    replaced first, so that the test's own environment cannot match."""
+    cells = []
+    for i, data in enumerate(app._cell_manager.cell_data()):
+        text, options = rendered_text(outputs.get(data.cell_id))
+        for s in scrub:
+            if s:
+                text = text.replace(s, "<scrubbed>")
+        cells.append(Cell(i, data.code, text, tuple(tuple(o) for o in options)))
+    return cells
+
+
+# --- renderings of an answer ------------------------------------------------------------------
+
+
+def _significant_digits(text: str) -> int:
+    digits = re.sub(r"\D", "", text.split("e")[0].split("×")[0]).lstrip("0").rstrip("0")
+    return len(digits)
+
+
+def _is_power_of_two(v: float) -> bool:
+    if v <= 0 or v != int(v):
+        return False
+    n = int(v)
+    return n & (n - 1) == 0
+
+
+def _fixed(v: float, sig: int) -> tuple[float, int]:
+    """v rounded to ``sig`` significant figures and the decimals that shows."""
+    if v == 0:
+        return 0.0, 0
+    exp = math.floor(math.log10(abs(v)))
+    decimals = max(0, sig - 1 - exp)
+    return round(v, sig - 1 - exp), decimals
+
+
+def numeric_renderings(value: float) -> set[str]:
+    """Every plausible way a lab could print ``value`` (see the module docstring), minus the
+    trivially common ones."""
+    v = float(value)
+    if not math.isfinite(v) or v == 0:
+        return set()
+    out = {units.format_value(v)}
+    if abs(v) >= 10 or v == round(v):
+        n = round(v)
+        out |= {str(n), f"{n:,}"}
+    for sig in (2, 3):
+        r, decimals = _fixed(v, sig)
+        out |= {f"{r:,.{decimals}f}", f"{r:.{decimals}f}"}
+        mantissa, exp = f"{v:.{sig - 1}e}".split("e")
+        e = int(exp)
+        out |= {f"{mantissa}e{exp}", f"{mantissa}e{e}", f"{mantissa} × 10^{e}",
+                f"{mantissa}×10^{e}", f"{mantissa} × 10^{{{e}}}", f"{mantissa}\\times10^{{{e}}}",
+                f"{mantissa} \\times 10^{{{e}}}"}
+        if 0 < abs(v) < 1:
+            p, d = _fixed(100 * v, sig)
+            out.add(f"{p:.{d}f}%")
+    keep = set()
+    for text in out:
+        try:
+            as_number = float(re.sub(r"[,%]", "", text).replace(" × 10^", "e").replace(
+                "×10^", "e").replace("\\times10^", "e").replace(" \\times 10^", "e").replace(
+                "{", "").replace("}", ""))
+        except ValueError:
+            as_number = None
+        if _significant_digits(text) < 2:
+            continue
+        if as_number is not None and _is_power_of_two(abs(as_number)):
+            continue
+        keep.add(text)
+    return keep
+
+
+def _number_pattern(rendering: str) -> re.Pattern:
+    # Standing alone: no word character or "<digit>." / "<digit>," glued before, no word
+    # character or decimal/thousands continuation after.
+    return re.compile(r"(?<![\w.])(?<!\d,)" + re.escape(rendering) + r"(?![\w])(?![.,]\d)")
+
+
+def key_phrase(label: str, other_labels: Iterable[str] = ()) -> str:
+    """The distinctive head of an option label ("The memory roof: it waits ..." -> "The memory
+    roof"); the whole label when another option shares that head."""
+    head = _KEY_SEPARATORS.split(label, maxsplit=1)[0].strip() or label
+    others = [_KEY_SEPARATORS.split(o, maxsplit=1)[0].strip().lower() for o in other_labels
+              if o != label]
+    return label.strip() if head.lower() in others else head
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+_SENTENCE_END = re.compile(r"\n+|(?<=[.!?;])\s+")
+
+
+def find_leaks(cells: Iterable[Cell], references: Iterable[Reference]) -> list[Leak]:
+    """Every occurrence of a reference answer in the cells' rendered text.
+
+    A choice's fellow options (for its key phrase and the contrast rule) are those of the
+    widget option list, in any cell, that contains its label.
+    """
+    cells = list(cells)
+    options = [list(o) for c in cells for o in c.options]
+    leaks: list[Leak] = []
+    for ref in references:
+        if ref.label is not None:
+            fellows = next((o for o in options if ref.label in o), [ref.label])
+            phrase = _norm(key_phrase(ref.label, fellows))
+            others = [_norm(key_phrase(o, fellows)) for o in fellows if o != ref.label]
+            for cell in cells:
+                for sentence in _SENTENCE_END.split(cell.text):
+                    s = _norm(sentence)
+                    if phrase in s and not (others and all(o in s for o in others)):
+                        leaks.append(Leak(cell, ref, phrase, sentence.strip()[:160]))
+        elif isinstance(ref.value, (int, float)) and not isinstance(ref.value, bool):
+            for rendering in sorted(numeric_renderings(ref.value)):
+                pattern = _number_pattern(rendering)
+                for cell in cells:
+                    m = pattern.search(cell.text)
+                    if m:
+                        a, b = max(0, m.start() - 70), m.end() + 70
+                        leaks.append(Leak(cell, ref, rendering,
+                                          re.sub(r"\s+", " ", cell.text[a:b])))
+    return leaks
+
+
+def lab_files(root: Path) -> list[Path]:
+    return sorted((root / "labs").glob("lab_*.py"))
