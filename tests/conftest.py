@@ -1,8 +1,76 @@
-"""Fixtures shared by the notebook tests."""
+"""Fixtures shared by the tests.
+
+Every test session runs as a user with nothing of their own (issue 18.1): a fresh HOME and XDG
+folders, no ``MARIMO_*`` or ``ROOFLINE_*`` variables (except ``ROOFLINE_CHROMIUM``, which only
+says where the test browser is), and a neutral working directory. So a student's marimo
+settings (``~/.config/marimo/marimo.toml``, ``~/.marimo.toml``: theme, output limits, lazy
+runtime), remembered student id and real ledger folder can neither change a result nor be
+written to. Subprocesses inherit the same environment. ``tests/test_isolation.py`` runs part
+of the suite under a deliberately hostile user configuration to prove it.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+from pathlib import Path
 
 import pytest
 
 from labs.core import ledger
+
+#: Environment variables a test run keeps although they start with a cleared prefix.
+KEEP = {"ROOFLINE_CHROMIUM"}
+CLEARED_PREFIXES = ("MARIMO_", "ROOFLINE_")
+
+
+def isolated_environment(home: Path, environ: dict | None = None) -> dict:
+    """``environ`` (default: this process's) as a user with nothing of their own at ``home``."""
+    env = dict(os.environ if environ is None else environ)
+    for name in list(env):
+        if name.startswith(CLEARED_PREFIXES) and name not in KEEP:
+            del env[name]
+    # Keep packages installed with `pip install --user` importable in subprocesses, and uv's
+    # download cache (a cache changes no result): both are found through HOME otherwise.
+    env.setdefault("PYTHONUSERBASE", site.getuserbase())
+    env.setdefault("UV_CACHE_DIR", str(Path(os.path.expanduser("~")) / ".cache" / "uv"))
+    env.update(
+        HOME=str(home), USERPROFILE=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local" / "state"),
+        APPDATA=str(home / "AppData" / "Roaming"), LOCALAPPDATA=str(home / "AppData" / "Local"),
+    )
+    return env
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_user(tmp_path_factory):
+    """The whole session (and every subprocess it starts) as a fresh user; see the module
+    docstring. The working directory is an empty folder, because marimo also reads a
+    ``.marimo.toml`` found by walking up from the working directory."""
+    home = tmp_path_factory.mktemp("home")
+    workdir = tmp_path_factory.mktemp("cwd")
+    target = isolated_environment(home)
+    mp = pytest.MonkeyPatch()
+    for name in set(os.environ) - set(target):
+        mp.delenv(name)
+    for name, value in target.items():
+        if os.environ.get(name) != value:
+            mp.setenv(name, value)
+    mp.chdir(workdir)
+    _forget_marimo_config_path()
+    yield home
+    mp.undo()
+    _forget_marimo_config_path()
+
+
+def _forget_marimo_config_path() -> None:
+    """marimo caches where it found the user config (per process): look again."""
+    try:
+        from marimo._config.utils import get_user_config_path
+    except ImportError:  # another marimo layout: nothing cached that we know of
+        return
+    get_user_config_path.cache_clear()
 
 
 @pytest.fixture

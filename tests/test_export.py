@@ -54,7 +54,13 @@ def _(go, mo, prediction, style):
     return
 '''
 
+# Its own output limit, in its PEP 723 header: a script's settings override the user's marimo
+# config and MARIMO_OUTPUT_MAX_BYTES alike, so the "too large" cell is too large everywhere.
 BROKEN_LAB = '''
+# /// script
+# [tool.marimo.runtime]
+# output_max_bytes = 2000
+# ///
 import marimo
 
 app = marimo.App()
@@ -285,7 +291,7 @@ def test_instructor_copy_opens_gates_via_cli_args(fixture_labs, tmp_path):
 def test_broken_lab_fails_loudly_naming_lab_and_cells(tmp_path, monkeypatch, capsys):
     labs = tmp_path / "labs"
     write_lab(labs, "lab_91_broken.py", BROKEN_LAB)
-    monkeypatch.setenv("MARIMO_OUTPUT_MAX_BYTES", "2000")  # make cell 4's output "too large"
+    monkeypatch.setenv("MARIMO_OUTPUT_MAX_BYTES", "8000000")  # what a user's config may say
     rc = export.main(["-o", str(tmp_path / "site"), "--labs-dir", str(labs)])
     err = capsys.readouterr().err
     assert rc == 1 and "labs-export FAILED: 2 problem(s)" in err

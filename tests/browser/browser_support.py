@@ -87,5 +87,7 @@ def marimo_run(lab: Path, env: dict, *args: str):
            "--no-token"]
     if args:
         cmd += ["--", *args]
-    with serve(cmd, f"http://127.0.0.1:{port}/", env=env, cwd=REPO) as url:
+    # The working directory is the test session's neutral one (tests/conftest.py), not the
+    # repository: marimo reads a `.marimo.toml` found by walking up from it.
+    with serve(cmd, f"http://127.0.0.1:{port}/", env=env) as url:
         yield url
