@@ -55,12 +55,12 @@ def _(style):
             "place it on a roofline.",
             "Decide memory-bound vs compute-bound by comparing AI with the ridge point of one "
             "precision (dense peak).",
-            "Predict the square-GEMM size N* where a GEMM crosses the ridge, and see why one "
-            "kernel is memory-bound on one chip and compute-bound on another.",
-            "Judge a kernel with the right yardstick: bandwidth utilisation when memory-bound, "
-            "MFU when compute-bound.",
-            "Tell what raises AI (reuse, batching, fewer bytes) from what does not (clock, "
-            "capacity).",
+            "Predict the square-GEMM size N* where a GEMM crosses the ridge, and whether a "
+            "kernel keeps its regime when it moves to another chip.",
+            "Pick the profiler number that says how much faster a kernel can still get, and "
+            "say why that one.",
+            "Tell which changes raise AI and which do not (tiles, batching, bytes per element, "
+            "clock, capacity).",
         ],
         minutes=40,
         reading=[
@@ -442,7 +442,7 @@ def _(mo):
 def _(device_picker, hardware, precision_picker, style):
     style.scenario_card(
         "Priya Raman", "kernel engineer",
-        "OK, small batches are stuck on the memory roof. But our prefill GEMMs are big and "
+        "Next, our prefill GEMMs: they are big and "
         f"square. How large must a square N × N × N GEMM be, in {precision_picker.value} on "
         f"the {hardware.get(device_picker.value).name}, before the compute roof is the "
         "limit? I want one number to decide which layers are worth tuning for FLOPs.")
@@ -1059,8 +1059,8 @@ def _(LEVER_TILE, SCENARIO, roofline, style):
         f"bigger tiles, batching {roofline.LEVER_BATCH_FACTOR}x more requests together, fp8 "
         "weights (half the bytes, same bf16 math), the SKU with a "
         f"{roofline.LEVER_CLOCK_FACTOR - 1:.0%} higher core clock, and the part with "
-        f"{roofline.LEVER_CAPACITY_FACTOR}x the memory. Which one gets us furthest off the "
-        "memory roof?")
+        f"{roofline.LEVER_CAPACITY_FACTOR}x the memory. Which one raises the arithmetic "
+        "intensity the most?")
     return
 
 
@@ -1366,7 +1366,24 @@ def _(lab, live_rows, mo, quiz):
 
 
 @app.cell
-def _(PROFILER, formulas, hardware, quiz, roofline, style):
+def _(
+    PROFILER,
+    crossover_prediction,
+    formulas,
+    hardware,
+    levers_prediction,
+    mo,
+    other_device_prediction,
+    quiz,
+    roofline,
+    style,
+    which_roof_prediction,
+    yardstick_prediction,
+):
+    _gate = style.takeaways_gate((which_roof_prediction, crossover_prediction,
+                                  other_device_prediction, yardstick_prediction,
+                                  levers_prediction))
+    mo.stop(_gate is not None, _gate)
     _h = hardware.get("h100-sxm")
     style.takeaways([
         "Arithmetic intensity (FLOP per byte moved) is a property of the operation and its "

@@ -63,7 +63,8 @@ def _(style):
         goals=[
             "Place a transformer layer's operations (GEMMs, attention fused and unfused, "
             "softmax, RMSNorm) on the roofline for prefill and for decode.",
-            "Bound decode tokens/s by the bytes moved per step, and prefill time by the FLOPs.",
+            "Bound decode tokens/s and prefill time with the roofline: bytes or FLOPs, which "
+            "one and when?",
             "Budget memory as weights + KV cache (GQA: KV heads) + activations, and find the "
             "batch at which the KV cache overflows the device.",
             "Commit a design that meets a stated target on an edge device and on a datacenter "
@@ -362,7 +363,8 @@ def _(dominant_actual, lab, quiz):
 
 
 @app.cell
-def _(style):
+def _(dominant_prediction, mo, style):
+    mo.stop(dominant_prediction is None)  # the title and equations give the answer away
     style.math_peek("decode is bounded by bytes, prefill by FLOPs", r"""
     One step runs every layer once. A roofline lower bound on its time, with $F$ FLOPs and
     $Q$ bytes moved, peak $\pi$ (FLOP/s, dense, at the compute precision) and bandwidth
@@ -523,7 +525,8 @@ def _(lab, oom_actual, quiz):
 
 
 @app.cell
-def _(model_picker, models, style):
+def _(mo, model_picker, models, oom_prediction, style):
+    mo.stop(oom_prediction is None)  # the formula for the answer
     _m = models.get(model_picker.value)
     _kv = _m.kv_bytes_per_token("bf16")
     style.math_peek("the memory budget and the batch that overflows", r"""
@@ -674,7 +677,8 @@ def _(dominant_prediction, lab, mo, oom_prediction, quiz):
 
 
 @app.cell
-def _(style):
+def _(dominant_prediction, mo, oom_prediction, style):
+    mo.stop(dominant_prediction is None or oom_prediction is None)  # answers Parts 1 and 2
     style.math_peek("latency versus throughput in decode", r"""
     With $W$ bytes of weights read per step and $\kappa_{kv}$ bytes of KV cache per token,
     a decode step over $B$ sequences of $S$ tokens is memory-bound and
@@ -696,7 +700,9 @@ def _(style):
 
 
 @app.cell
-def _(style):
+def _(dominant_prediction, mo, oom_prediction, style):
+    _gate = style.takeaways_gate((dominant_prediction, oom_prediction))
+    mo.stop(_gate is not None, _gate)
     style.takeaways([
         "Decode at small batch is memory-bound: every step streams all the weights (and the "
         "KV cache), so tokens/s per user ≤ bandwidth / bytes per step, whatever the TFLOP/s.",

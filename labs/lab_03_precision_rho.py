@@ -41,16 +41,17 @@ def _():
 def _(style):
     style.lab_header(
         "Lab 3 · Precision and ρ",
-        "Does lower precision make a workload more compute-bound? Halving the bytes doubles "
-        "the arithmetic intensity, but the peak for the new precision can grow far more.",
+        "Does lower precision make a workload more compute-bound? Fewer bytes per element "
+        "raise the arithmetic intensity, and every precision has its own peak and ridge.",
         goals=[
-            "Compute ρ = AI / ridge for one operation at several precisions and explain why "
-            "FP32 → FP16 tensor cores moves a GEMM toward the memory roof.",
+            "Compute ρ = AI / ridge for one operation at several precisions and explain which "
+            "way FP32 → FP16 tensor cores moves a GEMM, and why.",
             "Separate storage precision (bytes moved) from compute precision (which peak "
             "applies): weight-only INT4 with FP16 math.",
-            "Predict the decode speedup of a quantized weight format from its bits per weight.",
-            "Spot two naive-measurement errors: allocator peak memory is not HBM traffic, and "
-            "TF32 is a compute mode with 32-bit storage.",
+            "Predict the decode speedup of a quantized weight format and check it against the "
+            "roofline.",
+            "Spot two errors in a first benchmark: what was divided by the time, and what TF32 "
+            "really measures.",
         ],
         minutes=40,
         reading=[
@@ -625,8 +626,8 @@ def _(mo):
     mo.md("""
     ## Part 3 · Decode: quantized weights, predicted speedup
 
-    At batch 1 every decode step multiplies one token by each weight matrix: a GEMV, AI ≈ 1
-    FLOP/B, far below every ridge. Its time is the weight bytes divided by the bandwidth.
+    At batch 1 every decode step multiplies one token by each weight matrix: a GEMV. Where
+    does it sit on the roofline, and what sets its time?
     """)
     return
 
@@ -1141,7 +1142,23 @@ def _(lab, live, live_decode, live_peak_rows, live_results, measure):
 
 
 @app.cell
-def _(GEMM_4096, GEMV_4096, PS, SCENARIO_DEVICE, fmt, formats, style):
+def _(
+    GEMM_4096,
+    GEMV_4096,
+    PS,
+    SCENARIO_DEVICE,
+    fmt,
+    formats,
+    mo,
+    naive_prediction,
+    nvfp4_prediction,
+    rho_ratio_prediction,
+    style,
+    weight_only_prediction,
+):
+    _gate = style.takeaways_gate((rho_ratio_prediction, weight_only_prediction,
+                                  nvfp4_prediction, naive_prediction))
+    mo.stop(_gate is not None, _gate)
     _c = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
     _q = {q.storage: q for q in PS.decode_quant_table(GEMV_4096["n"], GEMV_4096["k"],
                                                       SCENARIO_DEVICE)}

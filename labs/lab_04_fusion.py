@@ -26,8 +26,8 @@ def _(style):
         goals=[
             "Count the HBM bytes an elementwise chain moves per fusion grouping, and predict the "
             "speedup of fusing it.",
-            "Recognise the overhead regime: below a crossover size, launches, not bytes, set "
-            "the time.",
+            "Recognise the overhead regime and find the tensor size below which it sets the "
+            "time.",
             "See why unfused attention's score matrix (∝ S²) costs traffic and memory, and what "
             "flash attention keeps on chip instead.",
             "Use a two-level (HBM + on-chip) roofline to explain why tiles help, and why on-chip "
@@ -442,8 +442,7 @@ def _(mo, style):
             "Mei Tanaka", "performance engineer, inference team",
             "Same epilogue, different job: at decode, batch 1, a small model runs it on one "
             "token's hidden state, about 1,000 elements. The kernels look instant in the "
-            "profiler, yet the GPU sits idle between them. Would fusing the four kernels help "
-            "here too?"),
+            "profiler. Would fusing the four kernels help here too?"),
     ])
     return
 
@@ -1124,8 +1123,9 @@ def _(
     tile_prediction,
     tiny_prediction,
 ):
-    mo.stop(None in (speedup_prediction, tiny_prediction, oom_prediction, tile_prediction),
-            style.gate_notice("The key takeaways appear once all four predictions are locked."))
+    _gate = style.takeaways_gate((speedup_prediction, tiny_prediction, oom_prediction,
+                                  tile_prediction))
+    mo.stop(_gate is not None, _gate)
     style.takeaways([
         "An elementwise kernel's time is max(compute, memory, launch). At AI ≈ 1 FLOP/B it is "
         "memory-bound on any modern device, or overhead-bound when the tensor is small.",

@@ -43,7 +43,10 @@ def collect_references(lab_file: Path, ledger_dir: Path) -> list[Reference]:
         mp.setattr(reveal, "reference", recording)
         mp.setenv("ROOFLINE_REVEAL", "1")
         mp.setenv(ledger.ENV_LEDGER_DIR, str(ledger_dir))
-        load_app(lab_file, f"_{lab_file.stem}_revealed").run()
+        outputs, _ = load_app(lab_file, f"_{lab_file.stem}_revealed").run()
+    shown = " ".join(getattr(o, "text", "") for o in outputs if o is not None)
+    # gating must not hide them for good: the instructor copy (every answer in) shows them
+    assert "Key takeaways" in shown, f"{lab_file.name}: reveal mode shows no takeaways"
     return seen
 
 

@@ -96,7 +96,7 @@ def test_locked_run_hides_every_instrument_and_shows_the_gates():
         assert f"Lock your prediction to reveal the {what}" in shown
     # nothing that gives an answer away before the lock: no equations, no takeaways
     assert "Math peek" not in shown and "Key takeaways" not in shown
-    assert "appear once all four predictions are locked" in shown
+    assert "appear once all 4 predictions of this lab are locked (0 so far)" in shown
 
 
 def test_unlocked_run_shows_figures_and_core_numbers():

@@ -184,6 +184,18 @@ def test_marimo_objects_pass_through_unescaped_on_purpose():
     assert "<strong>bold</strong>" in out or "<b>bold</b>" in out
 
 
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_takeaways_wait_for_every_prediction(n):
+    from labs.core import export
+
+    for locked in range(n):
+        notice = style.takeaways_gate([object()] * locked + [None] * (n - locked))
+        assert export.GATE_TEXT in notice.text  # a closed gate for labs-export too
+        assert f"all {n} predictions" in notice.text and f"({locked} so far)" in notice.text
+    assert style.takeaways_gate([object()] * n) is None
+    assert style.takeaways_gate([0, "", False]) is None  # locked values that are falsy
+
+
 def test_reading_links_refuse_javascript_urls():
     with pytest.raises(ValueError, match="reading"):
         style.lab_header("t", "s", ["g"], 40, [("x", "javascript:alert(1)")])

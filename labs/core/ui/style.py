@@ -297,6 +297,21 @@ def gate_notice(message: str):
     return mo.callout(mo.Html(f"<strong>Instrument hidden.</strong> {_t(message)}"), kind="neutral")
 
 
+def takeaways_gate(predictions: Sequence) -> mo.Html | None:
+    """The notice a lab's takeaways cell stops on while any of ``predictions`` (the lab's
+    prediction values, None until locked) is open, or None once all are locked. Takeaways
+    state the answers, so they wait for every prediction (issue 16)::
+
+        mo.stop(style.takeaways_gate(preds) is not None, style.takeaways_gate(preds))
+    """
+    total = len(predictions)
+    open_ = sum(p is None for p in predictions)
+    if not open_:
+        return None
+    return gate_notice(f"The key takeaways give the answers away: they appear once all {total} "
+                       f"predictions of this lab are locked ({total - open_} so far).")
+
+
 def takeaways(items: list[str]):
     """Key takeaways at the end of a lab."""
     return mo.callout(mo.Html("<strong>Key takeaways</strong>"
