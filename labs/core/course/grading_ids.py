@@ -1,0 +1,62 @@
+"""Student ids for ``labs-grade``: how two ids compare, the id a file name carries, close matches.
+
+**The rule, applied everywhere** (ledger events, file names, the roster, receipts, overrides,
+extensions): two ids are the same student when they are equal after Unicode NFKC
+normalisation, stripping surrounding whitespace and case-folding. ``" Ada "``, ``"ada"`` and
+``"ADA"`` are one student; ``"ada1"`` is another. The gradebook shows an id as the roster
+spells it, else as the student's first event wrote it. Part of :mod:`labs.core.course.grading`
+(import it through that name).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from pathlib import PurePosixPath
+from typing import Iterable
+
+from labs.core.course import ledger as _ledger
+
+#: ``roofline-ledger-<id>.jsonl`` as the lab names it, also with a recovery suffix, a browser's
+#: `` (1)`` copy suffix or an LMS prefix (Canvas: ``name_12345_67890_roofline-ledger-ada.jsonl``).
+_NAME_RE = re.compile(
+    re.escape(_ledger.FILE_PREFIX)
+    + r"(?P<id>[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}?)"
+    r"(?:\.recovery-\d+)?(?: ?\(\d+\))?\.jsonl$", re.IGNORECASE)
+_LMS_COPY = re.compile(r"-\d{1,3}$")  # Canvas renames a resubmitted file to name-1.jsonl
+
+
+def norm_id(student_id: str) -> str:
+    """The comparison key of a student id (see the module doc)."""
+    return unicodedata.normalize("NFKC", str(student_id)).strip().casefold()
+
+
+def id_from_name(source: str) -> str:
+    """The student id a ledger's file name carries (``""`` if the name carries none).
+
+    ``source`` may be a path or ``archive.zip!folder/name`` (a zip member).
+    """
+    name = PurePosixPath(str(source).split("!")[-1].replace("\\", "/")).name
+    m = _NAME_RE.search(name)
+    return m.group("id") if m else ""
+
+
+def same_owner(name_id: str, event_id: str) -> bool:
+    """Whether a file named for ``name_id`` may hold ``event_id``'s events (an LMS copy
+    suffix such as ``ada-1`` for ``ada`` is allowed)."""
+    a, b = norm_id(name_id), norm_id(event_id)
+    return a == b or _LMS_COPY.sub("", a) == b
+
+
+def closest(student_id: str, candidates: Iterable[str], n: int = 1) -> list[str]:
+    """The candidates most like ``student_id`` (by the comparison key), best first."""
+    by_key = {norm_id(c): c for c in candidates}
+    hits = difflib.get_close_matches(norm_id(student_id), list(by_key), n=n, cutoff=0.6)
+    return [by_key[h] for h in hits]
+
+
+def close_matches(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for a misspelt key, or ``""``."""
+    hits = difflib.get_close_matches(str(word), [str(c) for c in choices], n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(h) for h in hits)}?)" if hits else ""

@@ -1,0 +1,270 @@
+"""Issue 17: grading survives any single file, and the grader's side of "Locks and records".
+
+The contract: whatever is in one submission, every other student is graded, that file is
+reported with its reason, and the exit status says whether problems were found (0 none, 1 some),
+never that the grader crashed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from labs.core import classroom
+from labs.core import grading as G
+from labs.core import ledger as L
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+X, R = "lab01.crossover_n", "lab01.which_roof"  # a numeric and a choice item of Lab 1
+
+
+def _ts(minutes: float) -> str:
+    return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def honest_session(led: L.Ledger, *, x_value=300, start=0.0) -> None:
+    """Two items of Lab 1, each predict -> unlock -> result -> observe -> explain."""
+    t = start
+    for item, value, kind in ((X, x_value, "numeric"), (R, "memory-bound", "choice")):
+        for ev_kind, payload in (
+                ("predict", {"value": value, "answer_type": kind, "confidence": 3,
+                             "reason": "the ridge point", "units": ""}),
+                ("unlock", {}), ("result", {"actual": 886 if kind == "numeric" else value}),
+                ("observe", {"text": "the point sits under the slope"}),
+                ("explain", {"text": "AI is below the ridge, so bandwidth sets the time"})):
+            t += 1
+            led.append(ev_kind, lab_id="lab01", item_id=item, payload=payload, ts=_ts(t),
+                       lab_version="v1", session="s")
+
+
+def hashed_line(seq: int, prev: str, **fields) -> tuple[bytes, str]:
+    """A line whose hash is valid for whatever it holds (anyone can compute one)."""
+    ev = {"schema": 1, "seq": seq, "ts": _ts(seq), "student_id": "zed", "lab_id": "lab01",
+          "lab_version": "v1", "item_id": X, "kind": "predict",
+          "payload": {"value": 1, "answer_type": "numeric", "confidence": 3, "reason": "r"},
+          "session": "s", "prev_hash": prev}
+    ev.update(fields)
+    ev["hash"] = L.event_hash(ev)
+    return L.event_line(ev), ev["hash"]
+
+
+@pytest.fixture
+def good_class(tmp_path):
+    """Two honest students, as an LMS download holds them."""
+    sub = tmp_path / "sub"
+    for sid in ("ada", "bob"):
+        led = L.Ledger(sid, tmp_path / "work" / sid)
+        honest_session(led)
+        (sub / sid).mkdir(parents=True)
+        (sub / sid / led.path.name).write_bytes(led.path.read_bytes())
+    return sub
+
+
+def _grade_folder(sub: Path, out: Path, capsys=None) -> tuple[int, dict, str]:
+    rc = G.main([str(sub), "-o", str(out)])
+    console = capsys.readouterr().out if capsys else ""
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
+        rows = {r["SIS User ID"]: r for r in csv.DictReader(f)}
+    return rc, rows, console
+
+
+def _assert_others_graded(rows: dict) -> None:
+    for sid in ("ada", "bob"):
+        assert float(rows[sid]["Lab 1"]) == 5.0, rows[sid]
+        assert rows[sid]["Flags"] == "", rows[sid]
+
+
+# -- single hostile files --------------------------------------------------------------------
+
+HOSTILE_FIELDS = {
+    "400-digit answer": {"payload": {"value": 10**400, "answer_type": "numeric",
+                                     "confidence": 3, "reason": "r"}},
+    "400-digit confidence": {"payload": {"value": 1, "confidence": -(10**400), "reason": "r"}},
+    "lone surrogate in a reason": {"payload": {"value": 1, "confidence": 3,
+                                               "reason": "\ud800 and \udfff"}},
+    "lone surrogate in the student id": {"student_id": "zed\udc80"},
+    "surrogate in an item id": {"item_id": "lab01.\ud83d"},
+    "huge float": {"payload": {"value": 1.7e308, "confidence": 3, "reason": "r"}},
+    "tiny float": {"payload": {"value": 5e-324, "confidence": 3, "reason": "r"}},
+    "timestamp overflowing UTC (low)": {"ts": "0001-01-01T00:00:00+14:00"},
+    "timestamp overflowing UTC (high)": {"ts": "9999-12-31T23:59:59-14:00"},
+    "year 9999": {"ts": "9999-12-31T23:59:59Z"},
+    "year 1": {"ts": "0001-01-01T00:00:00Z"},
+    "result with a huge actual": {"kind": "result", "payload": {"actual": 10**300}},
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_FIELDS))
+def test_one_hostile_file_never_stops_the_class(good_class, tmp_path, capsys, case):
+    line, _ = hashed_line(1, L.GENESIS_HASH, **HOSTILE_FIELDS[case])
+    (good_class / "roofline-ledger-zed.jsonl").write_bytes(line)
+    rc, rows, _ = _grade_folder(good_class, tmp_path / "out", capsys)
+    assert rc in (0, 1)
+    _assert_others_graded(rows)
+    assert "zed" in rows  # the file's owner by its name is listed, never dropped
+    # the dashboard's loader reads the same files without crashing
+    cls = classroom.load_class([good_class])
+    assert {"ada", "bob"} <= set(cls.students)
+
+
+def test_parse_ts_out_of_range_is_none():
+    for ts in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"):
+        assert L.parse_ts(ts) is None
+    assert L.parse_ts("9999-12-31T23:59:59Z") == datetime(9999, 12, 31, 23, 59, 59,
+                                                           tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 2**53 + 1, "\ud800x", "a\udfffb"])
+def test_csv_safe_survives_huge_ints_and_surrogates(value, tmp_path):
+    cell = G.csv_safe(value)
+    path = G.write_csv([{"v": cell}], tmp_path / "c.csv")
+    text = path.read_text(encoding="utf-8-sig")
+    if isinstance(value, int):
+        assert str(value).lstrip("-")[:50] in text  # the digits, as text a sheet keeps
+    else:
+        assert "\ufffd" in text
+
+
+def test_ten_million_one_char_lines_are_bounded(tmp_path):
+    """19 MB of one-character lines: reported as too damaged, quickly, in bounded memory."""
+    path = tmp_path / "roofline-ledger-zed.jsonl"
+    path.write_bytes(b"x\n" * 9_500_000)
+    code = ("import resource, sys, time\n"
+            "from labs.core import grading as G\n"
+            "t = time.perf_counter()\n"
+            f"b = G.load_ledgers([{str(path)!r}])\n"
+            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+            "print(b.files[0].problems[-1])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    (seconds, max_kb), last = out.stdout.split("\n")[0].split(), out.stdout.split("\n")[1]
+    assert float(seconds) < 5.0
+    assert int(max_kb) < 400_000  # ru_maxrss is in KiB on Linux: < 400 MB in all
+    assert last.startswith("file_too_damaged")
+
+
+def test_limits_stop_reading_but_keep_what_was_read(tmp_path):
+    led = L.Ledger("ada", tmp_path / "l")
+    honest_session(led)
+    path = tmp_path / "roofline-ledger-ada.jsonl"
+    path.write_bytes(led.path.read_bytes() + b"junk\n" * 50)
+    batch = G.load_ledgers([path], limits=G.Limits(max_problems=10))
+    report = batch.files[0]
+    assert report.events == 10 and len(report.problems) <= 11
+    assert report.problems[-1].startswith("file_too_damaged")
+    batch = G.load_ledgers([path], limits=G.Limits(max_lines=5))
+    assert batch.files[0].events == 5 and batch.files[0].problems[-1].startswith(
+        "file_too_damaged")
+
+
+# -- the property: any hostile content inside otherwise valid hashed lines -------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**500), max_value=10**500)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=12)
+_offsets = st.integers(min_value=-14 * 60, max_value=14 * 60).map(
+    lambda m: timezone(timedelta(minutes=m)))
+_times = st.builds(lambda d, tz: d.replace(tzinfo=tz).isoformat(),
+                   st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)),
+                   _offsets)
+_fields = st.sampled_from(["payload", "ts", "item_id", "lab_id", "kind", "seq", "student_id",
+                           "lab_version", "session", "schema"])
+_deep = st.integers(min_value=1, max_value=3000).map(lambda n: "[" * n + "]" * n)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(lines=st.lists(st.tuples(_fields, _json | _times | _deep), min_size=1, max_size=6),
+       junk=st.lists(st.binary(max_size=200), max_size=3),
+       payload_value=_json)
+def test_any_single_submission_leaves_the_class_graded(good_class, tmp_path_factory, lines,
+                                                      junk, payload_value):
+    out = tmp_path_factory.mktemp("out")
+    data, prev = [], L.GENESIS_HASH
+    for seq, (name, value) in enumerate(lines, start=1):
+        fields = {name: value}
+        if name != "payload":
+            fields["payload"] = {"value": payload_value, "confidence": 3, "reason": "r"}
+        try:
+            line, prev = hashed_line(seq, prev, **fields)
+        except (ValueError, TypeError, RecursionError):  # not even hashable: write it raw
+            line = json.dumps({name: str(value)[:100]}).encode() + b"\n"
+        data.append(line)
+    data[len(data) // 2:len(data) // 2] = [j + b"\n" for j in junk]
+    hostile = good_class / "roofline-ledger-zed.jsonl"
+    hostile.write_bytes(b"".join(data))
+    try:
+        rc = G.main([str(good_class), "-o", str(out)])
+        assert rc in (0, 1)
+        with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
+            rows = {r["SIS User ID"]: r for r in csv.DictReader(f)}
+        _assert_others_graded(rows)
+        with open(out / "files.csv", newline="", encoding="utf-8-sig") as f:
+            assert any(r["source"].endswith("roofline-ledger-zed.jsonl")
+                       for r in csv.DictReader(f))
+    finally:
+        hostile.unlink()
+
+
+# -- locks and records: the grader's side ----------------------------------------------------
+
+def _events_of(led: L.Ledger) -> list[dict]:
+    return L.read_ledger_file(led.path).events
+
+
+def test_chain_order_is_the_truth_within_a_file(tmp_path):
+    """A correctly chained predict appended later but back-dated is a flag, never the answer."""
+    led = L.Ledger("ada", tmp_path / "l")
+    honest_session(led, x_value=300, start=10)
+    led.append("predict", lab_id="lab01", item_id=X, ts=_ts(0), lab_version="v1",
+               payload={"value": 886, "answer_type": "numeric", "confidence": 5,
+                        "reason": "now I know"})
+    batch = G.load_ledgers([led.path])
+    book = G.grade(batch)
+    g = book.grades[("ada", "lab01")]
+    x = next(i for i in g.items if i.item_id == X)
+    assert x.committed and x.points == 2.5
+    first = next(e for e in batch.for_student("ada") if e.kind == "predict")
+    assert first.payload["value"] == 300  # chain order, not timestamp order
+    text = " ".join(g.flags)
+    assert "ts_backwards (roofline-ledger-ada.jsonl: line 11)" in text
+    assert f"second_predict ({X})" in text
+
+
+def test_a_second_predict_is_flagged(tmp_path):
+    led = L.Ledger("ada", tmp_path / "l")
+    honest_session(led)
+    led.append("predict", lab_id="lab01", item_id=R, ts=_ts(60), lab_version="v1",
+               payload={"value": "compute-bound", "answer_type": "choice", "confidence": 3,
+                        "reason": "second window"})
+    g = G.grade(G.load_ledgers([led.path])).grades[("ada", "lab01")]
+    assert f"second_predict ({R})" in g.flags
+    assert not any("second_predict" in f and X in f for f in g.flags)
+
+
+@pytest.mark.parametrize("second_value, flagged", [(800, True), (300, False)])
+def test_files_whose_first_predictions_contradict_are_flagged(tmp_path, second_value,
+                                                              flagged):
+    """A fresh file in a new folder with a different first answer: flagged on the student."""
+    old = L.Ledger("ada", tmp_path / "old")
+    honest_session(old, x_value=300)
+    new = L.Ledger("ada", tmp_path / "new")
+    honest_session(new, x_value=second_value, start=100)
+    book = G.grade(G.load_ledgers([old.path, new.path]))
+    text = " ".join(book.student_flags["ada"])
+    assert ("contradicting_files" in text) is flagged
+    if flagged:
+        assert X in text and "300" in text and "800" in text
+        assert R not in text  # the same first answer in both files is no contradiction
