@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.core import classroom, grading, ledger
+from labs.core import catalogue, classroom, grading, ledger
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +119,14 @@ def test_flags_timeline_and_gradebook_download(small_class):
     assert classroom.timeline_figure(tl, sid).data
     for item in cls.items.values():
         fig = classroom.distribution_figure(item)
-        assert fig.data and item.item_id in fig.layout.title.text
+        assert item.item_id in fig.layout.title.text
+        assert bool(fig.data) == bool(item.rows)  # items nobody predicted yet draw nothing
 
 
 def test_events_csv_zip_and_gradebook_inputs(small_class, tmp_path):
     direct = classroom.load_class([small_class])
     out = tmp_path / "grades"
-    assert grading.main([str(small_class), "-o", str(out)]) == 0
+    assert grading.main([str(small_class), "-o", str(out)]) in (0, 1)  # 1: flags found
     from_csv = classroom.load_class([out / "events.csv"])
     assert set(from_csv.items) == set(direct.items)
     for item_id, s in direct.items.items():
@@ -181,7 +182,9 @@ def test_500_ledgers_load_and_items_switch_without_lag(tmp_path):
     t0 = time.perf_counter()
     cls = classroom.load_class([tmp_path])
     load_s = time.perf_counter() - t0
-    assert len(cls.students) == 500 and len(cls.items) == 10
+    # every item of the labs seen (the lab catalogue's), predicted or not
+    assert len(cls.students) == 500 and len(cls.items) == sum(
+        len(catalogue.lab(lab).items) for lab in classroom.SYNTH_COURSE)
     assert load_s < 60, f"loading 500 ledgers took {load_s:.1f} s"
     # what the dashboard recomputes when the instructor picks another item or student
     t0 = time.perf_counter()

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labs.core import catalogue
 from labs.core import grading as G
 from labs.core import ledger as L
 
@@ -39,26 +40,26 @@ def _lab_session(led: L.Ledger, *, start=0.0, version=GOOD_VERSION, x_value=300,
         out.append(led.append(kind, lab_id="lab01", item_id=item, payload=payload,
                               lab_version=version, session="s1", ts=_ts(t)))
 
-    add("predict", "lab01.x", {"value": x_value, "answer_type": "numeric", "units": "GB/s",
-                               "confidence": 4, "reason": reason})
-    add("unlock", "lab01.x", {"after_seq": 1})
-    add("result", "lab01.x", {"actual": 2000.0, "ratio": 2000 / x_value})
-    add("observe", "lab01.x", {"text": "2000 GB/s"})
-    add("explain", "lab01.x", {"text": explain})
-    add("predict", "lab01.r", {"value": "memory", "label": "memory roof",
-                               "answer_type": "choice", "units": "", "confidence": 3,
-                               "reason": "copies do no math"})
-    add("unlock", "lab01.r", {})
-    add("result", "lab01.r", {"actual": "memory", "correct": True})
-    add("observe", "lab01.r", {"text": "memory roof"})
-    add("explain", "lab01.r", {"text": "arithmetic intensity is tiny"})
+    add("predict", "lab01.crossover_n", {"value": x_value, "answer_type": "numeric",
+                                         "units": "GB/s", "confidence": 4, "reason": reason})
+    add("unlock", "lab01.crossover_n", {"after_seq": 1})
+    add("result", "lab01.crossover_n", {"actual": 2000.0, "ratio": 2000 / x_value})
+    add("observe", "lab01.crossover_n", {"text": "2000 GB/s"})
+    add("explain", "lab01.crossover_n", {"text": explain})
+    add("predict", "lab01.which_roof", {"value": "memory", "label": "memory roof",
+                                        "answer_type": "choice", "units": "", "confidence": 3,
+                                        "reason": "copies do no math"})
+    add("unlock", "lab01.which_roof", {})
+    add("result", "lab01.which_roof", {"actual": "memory", "correct": True})
+    add("observe", "lab01.which_roof", {"text": "memory roof"})
+    add("explain", "lab01.which_roof", {"text": "arithmetic intensity is tiny"})
     return out
 
 
 def _forged_line(student_id: str, seq: int, prev: str, **fields) -> tuple[bytes, str]:
     """A line with a *valid* hash for arbitrary content (anyone can compute one)."""
     ev = {"schema": 1, "seq": seq, "ts": _ts(seq), "student_id": student_id, "lab_id": "lab01",
-          "lab_version": GOOD_VERSION, "item_id": "lab01.x", "kind": "predict",
+          "lab_version": GOOD_VERSION, "item_id": "lab01.crossover_n", "kind": "predict",
           "payload": {"value": 1, "confidence": 3, "reason": "r"}, "session": "s",
           "prev_hash": prev}
     ev.update(fields)
@@ -165,7 +166,7 @@ id_column = "SID"
 title = "Lab 1"
 deadline = {DEADLINE.strftime('%Y-%m-%dT%H:%M:%SZ')}
 versions = ["{GOOD_VERSION}"]
-items = ["lab01.x", "lab01.r"]
+items = ["lab01.crossover_n", "lab01.which_roof"]
 
 [labs.lab01.rubric]
 commit = 1.0
@@ -182,6 +183,12 @@ def graded(submissions, config_file):
     batch = G.load_ledgers([submissions["dir"]], limits=G.Limits(max_file_bytes=1_000_000))
     book = G.grade(batch, G.load_config(config_file))
     return batch, book
+
+
+def test_every_flag_has_a_meaning_and_a_fix(graded):
+    from grading_support import assert_flags_explained
+
+    assert_flags_explained(graded[1])
 
 
 def _flags(book, sid):
@@ -202,7 +209,7 @@ def test_tampered_line_is_flagged_and_earns_nothing(graded):
     _, book = graded
     g = book.grades[("bob", "lab01")]
     assert "hash_mismatch (roofline-ledger-bob.jsonl: line 1)" in g.flags
-    x = next(i for i in g.items if i.item_id == "lab01.x")
+    x = next(i for i in g.items if i.item_id == "lab01.crossover_n")
     assert not x.committed and not x.explained  # the edited prediction does not count
     assert g.points == 2.5
 
@@ -300,21 +307,21 @@ def test_rubric_reasoning_and_reconciliation(tmp_path):
     _lab_session(led, reason="", explain="too short")
     book = G.grade(G.load_ledgers([led.path]), G.CourseConfig())
     g = book.grades[("ada", "lab01")]
-    x = next(i for i in g.items if i.item_id == "lab01.x")
+    x = next(i for i in g.items if i.item_id == "lab01.crossover_n")
     assert (x.committed, x.reasoned, x.explained) == (True, False, False)
     assert g.points == 1.0 + 2.5
 
 
 def test_explaining_before_predicting_is_an_impossible_order(tmp_path):
     led = L.Ledger("ada", tmp_path / "l")
-    led.append("explain", lab_id="lab01", item_id="lab01.x", payload={"text": "a" * 30},
+    led.append("explain", lab_id="lab01", item_id="lab01.crossover_n", payload={"text": "a" * 30},
                ts=_ts(1))
-    led.append("predict", lab_id="lab01", item_id="lab01.x",
+    led.append("predict", lab_id="lab01", item_id="lab01.crossover_n",
                payload={"value": 1, "confidence": 3, "reason": "r"}, ts=_ts(2))
-    led.append("unlock", lab_id="lab01", item_id="lab01.x", payload={}, ts=_ts(3))
+    led.append("unlock", lab_id="lab01", item_id="lab01.crossover_n", payload={}, ts=_ts(3))
     book = G.grade(G.load_ledgers([led.path]))
     g = book.grades[("ada", "lab01")]
-    assert "impossible_order (explain before predict (lab01.x))" in g.flags
+    assert "impossible_order (explain before predict (lab01.crossover_n))" in g.flags
     # an explanation that existed before the prediction means it was not committed blind
     assert not g.items[0].committed and not g.items[0].explained
 
@@ -323,7 +330,8 @@ def test_late_policy_deadline_and_penalty(tmp_path):
     led = L.Ledger("ada", tmp_path / "l")
     _lab_session(led, start=60 * 24 - 3)  # x predicted before the deadline, the rest after
     cfg = G.CourseConfig(configured=True, late_policy="deadline", labs={
-        "lab01": G.LabConfig("lab01", "Lab 1", DEADLINE, ["lab01.x", "lab01.r"])})
+        "lab01": G.LabConfig("lab01", "Lab 1", DEADLINE,
+                             ["lab01.crossover_n", "lab01.which_roof"])})
     g = G.grade(G.load_ledgers([led.path]), cfg).grades[("ada", "lab01")]
     assert g.status == "Late" and g.points == 1.5
     cfg.late_policy, cfg.late_penalty_per_day = "report", 0.25
@@ -343,7 +351,7 @@ def test_receipts(submissions, tmp_path):
 
 def test_roster_students_without_ledgers_are_missing(tmp_path):
     cfg = G.CourseConfig(configured=True, students=["zed"],
-                         labs={"lab01": G.LabConfig("lab01", "Lab 1", items=["lab01.x"])})
+                         labs={"lab01": G.LabConfig("lab01", "Lab 1", items=["lab01.crossover_n"])})
     book = G.grade(G.Batch(), cfg)
     assert book.grades[("zed", "lab01")].status == "Missing"
     assert G.gradebook_rows(book)[0]["Lab 1"] == 0
@@ -366,11 +374,10 @@ def test_config_errors_name_the_key(tmp_path, body, key):
 
 
 def test_example_config_parses(tmp_path):
-    lab_file = tmp_path / "labs" / "lab_01_memory_wall.py"
-    lab_file.parent.mkdir()
-    lab_file.write_text("x = 1\n")
-    (tmp_path / "c.toml").write_text(G.EXAMPLE_CONFIG)
+    (tmp_path / "labs").symlink_to(catalogue.LABS_DIR)
+    (tmp_path / "c.toml").write_text(G.example_config())
     cfg = G.load_config(tmp_path / "c.toml")
+    lab_file = catalogue.LABS_DIR / "lab_01_memory_wall.py"
     assert cfg.labs["lab01"].versions == {L.lab_version(lab_file)}
     assert cfg.labs["lab01"].deadline == datetime(2025, 3, 8, 4, 59, tzinfo=timezone.utc)
 
@@ -379,8 +386,8 @@ def test_cli_end_to_end(submissions, config_file, tmp_path, capsys):
     out = tmp_path / "grades"
     rc = G.main([str(submissions["dir"]), "-c", str(config_file), "-o", str(out),
                  "--max-file-mb", "1"])
-    assert rc == 0
-    assert "students flagged" in capsys.readouterr().out
+    assert rc == 1  # graded; problems found (hostile files, flagged students)
+    assert "student(s) flagged" in capsys.readouterr().out
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
         rows = {r["SID"]: r for r in csv.DictReader(f)}
     assert rows["ada"]["Lab 1"] == "5.0" and rows["bob"]["Flags"]
@@ -404,7 +411,8 @@ def test_console_script_is_installed():
     assert eps and eps[0].value == "labs.core.course.grading:main"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=2000), lines=st.lists(st.text(max_size=80), max_size=5))
 def test_random_bytes_never_crash_the_batch(tmp_path, data, lines):
     path = tmp_path / "fuzz.jsonl"

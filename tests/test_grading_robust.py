@@ -18,54 +18,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labs.core import classroom
+from labs.core import catalogue, classroom
 from labs.core import grading as G
 from labs.core import ledger as L
+from grading_support import (R, X, _ts, assert_flags_explained, hashed_line,
+                             honest_session, write_class)
 
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
-X, R = "lab01.crossover_n", "lab01.which_roof"  # a numeric and a choice item of Lab 1
-
-
-def _ts(minutes: float) -> str:
-    return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def honest_session(led: L.Ledger, *, x_value=300, start=0.0) -> None:
-    """Two items of Lab 1, each predict -> unlock -> result -> observe -> explain."""
-    t = start
-    for item, value, kind in ((X, x_value, "numeric"), (R, "memory-bound", "choice")):
-        for ev_kind, payload in (
-                ("predict", {"value": value, "answer_type": kind, "confidence": 3,
-                             "reason": "the ridge point", "units": ""}),
-                ("unlock", {}), ("result", {"actual": 886 if kind == "numeric" else value}),
-                ("observe", {"text": "the point sits under the slope"}),
-                ("explain", {"text": "AI is below the ridge, so bandwidth sets the time"})):
-            t += 1
-            led.append(ev_kind, lab_id="lab01", item_id=item, payload=payload, ts=_ts(t),
-                       lab_version="v1", session="s")
-
-
-def hashed_line(seq: int, prev: str, **fields) -> tuple[bytes, str]:
-    """A line whose hash is valid for whatever it holds (anyone can compute one)."""
-    ev = {"schema": 1, "seq": seq, "ts": _ts(seq), "student_id": "zed", "lab_id": "lab01",
-          "lab_version": "v1", "item_id": X, "kind": "predict",
-          "payload": {"value": 1, "answer_type": "numeric", "confidence": 3, "reason": "r"},
-          "session": "s", "prev_hash": prev}
-    ev.update(fields)
-    ev["hash"] = L.event_hash(ev)
-    return L.event_line(ev), ev["hash"]
+T1 = catalogue.lab("lab01").title  # an unconfigured lab is titled as the lab titles itself
 
 
 @pytest.fixture
 def good_class(tmp_path):
     """Two honest students, as an LMS download holds them."""
-    sub = tmp_path / "sub"
-    for sid in ("ada", "bob"):
-        led = L.Ledger(sid, tmp_path / "work" / sid)
-        honest_session(led)
-        (sub / sid).mkdir(parents=True)
-        (sub / sid / led.path.name).write_bytes(led.path.read_bytes())
-    return sub
+    return write_class(tmp_path / "sub", tmp_path / "work")
 
 
 def _grade_folder(sub: Path, out: Path, capsys=None) -> tuple[int, dict, str]:
@@ -78,7 +43,7 @@ def _grade_folder(sub: Path, out: Path, capsys=None) -> tuple[int, dict, str]:
 
 def _assert_others_graded(rows: dict) -> None:
     for sid in ("ada", "bob"):
-        assert float(rows[sid]["Lab 1"]) == 5.0, rows[sid]
+        assert float(rows[sid][T1]) == 5.0, rows[sid]
         assert rows[sid]["Flags"] == "", rows[sid]
 
 
@@ -109,6 +74,7 @@ def test_one_hostile_file_never_stops_the_class(good_class, tmp_path, capsys, ca
     rc, rows, _ = _grade_folder(good_class, tmp_path / "out", capsys)
     assert rc in (0, 1)
     _assert_others_graded(rows)
+    assert_flags_explained(G.grade(G.load_ledgers([good_class])))
     assert "zed" in rows  # the file's owner by its name is listed, never dropped
     # the dashboard's loader reads the same files without crashing
     cls = classroom.load_class([good_class])

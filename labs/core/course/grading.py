@@ -1,39 +1,51 @@
-"""``labs-grade``: grade design ledgers into a gradebook CSV and a long events CSV.
+"""``labs-grade``: grade design ledgers into a gradebook, LMS imports and feedback pages.
 
 Usage::
 
-    labs-grade SUBMISSIONS... [-c course.toml] [-o OUTDIR] [--receipts receipts.csv]
+    labs-grade SUBMISSIONS... [-c course.toml] [-o OUTDIR] [--roster roster.csv]
+               [--overrides overrides.csv] [--receipts receipts.csv]
+    labs-grade --example-config > course.toml                # every lab and its items
     labs-grade --lab-version labs/lab_01_memory_wall.py     # the version string to release
 
 SUBMISSIONS are ledger files, folders of them (searched recursively) or zip files as an LMS
 download gives them (nested zips too). OUTDIR (default ``grades``) receives:
 
-- ``gradebook.csv``: one row per student id (Canvas/Gradescope-style columns: the id column,
+- ``gradebook.csv``: one row per student (the id column, ``Name`` and ``Email`` from a roster,
   then per lab ``<title>`` (points), ``<title> - Max Points``, ``<title> - Submission Time``,
   ``<title> - Lateness (H:M:S)``, ``<title> - Status``, ``<title> - Correct``, then
-  ``Total Points``, ``Max Points``, ``Flags``);
+  ``Total Points``, ``Max Points``, ``Flags``, ``Notes``);
+- ``canvas.csv`` and ``gradescope.csv``: the same scores in the columns those import
+  (:mod:`~labs.core.course.grading_lms`);
 - ``events.csv``: every event, one row each, with its source file, line and flags;
-- ``files.csv``: every input file, what was found in it and what was wrong with it.
+- ``files.csv``: every input file, what was found in it and what was wrong with it;
+- ``feedback/<id>.html``: one page per student, ready to return (and ``feedback/index.html``).
 
 What is graded (per lab, per prediction item, configurable in the course TOML): *commitment*
 (a ``predict`` before the item was unlocked, observed or explained), *reasoning* (the prediction
 has a confidence and a reason), *reconciliation* (an ``observe`` and an ``explain`` of at least
 ``min_explain_chars`` after the prediction). Correctness is reported (``Correct``) and earns
-points only if the rubric gives it some (default 0).
+points only if the rubric gives it some (default 0). A lab's items are, by default, every
+prediction item the lab asks (the lab catalogue). Overrides replace an item's or a lab's
+points; extensions move a student's deadline.
 
 Checks, reported as flags and never silently dropped: hash chain (``hash_mismatch``: a line
 edited; ``chain_break``: lines removed, inserted or reordered; ``seq_order``), ``torn_tail``,
-``malformed`` lines, ``impossible_order`` (e.g. explain before predict), ``ts_backwards``,
-``future_timestamp``, ``unknown_lab_version``, ``duplicates_merged`` (the same event handed in
-twice counts once), ``recovery_merged`` (events from a recovery file), ``revised`` (a prediction
-changed after locking: the first one is graded), ``receipt_missing``, ``file_unreadable``,
-``file_too_large``, ``skipped_member``, ``mixed_students``, ``odd_student_id``, ``unknown_lab``.
-Lines whose own hash does not match (edited) are listed but never earn points.
+``malformed`` lines, ``impossible_order`` (e.g. explain before predict), ``ts_backwards`` (the
+file's own order is graded, never re-sorted by time), ``future_timestamp``,
+``unknown_lab_version``, ``duplicates_merged`` (the same event handed in twice counts once),
+``recovery_merged`` (events from a recovery file), ``revised`` and ``second_predict`` (only the
+first prediction is graded), ``contradicting_files`` (two files start an item differently),
+``receipt_missing``, ``unreadable_submission`` (a file named for the student gave nothing to
+grade: the row says "Unreadable submission", never "Missing"), ``id_mismatch``,
+``not_on_roster`` / ``possible_submission``, ``mixed_students``, ``odd_student_id``,
+``unknown_lab``. Lines whose own hash does not match (edited) are listed but never earn points.
+Ids compare ignoring case and surrounding spaces (:func:`norm_id`).
 
-Hostile input: nothing is executed or extracted to disk; sizes, zip member counts, nesting and
-line lengths are bounded; every string written to CSV that a spreadsheet could read as a
-formula (``=``, ``+``, ``-``, ``@``, tab, CR) is prefixed with ``'``. The CSVs are plain data:
-any page that shows their text (the instructor dashboard) must HTML-escape it.
+Hostile input: nothing is executed or extracted to disk; sizes, lines and problems per file,
+zip member counts and nesting are bounded; one file that breaks the reader is reported, never
+fatal; every string written to CSV that a spreadsheet could read as a formula (``=``, ``+``,
+``-``, ``@``, tab, CR) is prefixed with ``'``. The CSVs are plain data: any page that shows
+their text (the instructor dashboard) must HTML-escape it; the feedback pages do.
 
 The hash chain proves little on its own: edits after the fact are detectable by a grader who
 kept a later hash (``--receipts``: a CSV of student id, hash prefix shown in the lab's "Ledger
@@ -44,11 +56,15 @@ Functions for other tools (the instructor dashboard): :func:`load_ledgers` (inpu
 :class:`Batch` of :class:`EventRecord` with flags, and :class:`FileReport`), :func:`load_config`
 (TOML -> :class:`CourseConfig`), :func:`grade` (-> :class:`Gradebook` with :class:`LabGrade`
 per student and lab), :func:`gradebook_rows`, :func:`event_rows`, :func:`file_rows` (CSV-ready
-dicts, already neutralised), :func:`write_csv`, :func:`csv_safe`.
+dicts, already neutralised), :func:`write_csv`, :func:`csv_safe`, :func:`feedback_page`,
+:data:`FLAG_HELP` (what each flag means and how to fix it).
 
 This module is the grader's public face (``from labs.core import grading``); the work is done in
-``grading_load`` (reading submissions), ``grading_config`` (the course TOML), ``grading_score``
-(scoring), ``grading_csv`` (the CSVs) and ``grading_cli`` (the command line).
+``grading_sources`` (finding submissions), ``grading_load`` (reading them), ``grading_ids``
+(how ids compare), ``grading_inputs`` (roster, overrides, receipts), ``grading_config`` (the
+course TOML), ``grading_checks`` (student-level flags), ``grading_score`` (scoring),
+``grading_csv`` (the CSVs), ``grading_lms`` (Canvas and Gradescope files),
+``grading_feedback`` (the pages) and ``grading_cli`` (the command line).
 """
 
 from __future__ import annotations
@@ -57,11 +73,10 @@ import sys
 
 from labs.core.course.grading_cli import main  # noqa: F401  (the public API, re-exported)
 from labs.core.course.grading_config import (  # noqa: F401
-    EXAMPLE_CONFIG,
-    ConfigError,
     CourseConfig,
     LabConfig,
     Rubric,
+    example_config,
     load_config,
 )
 from labs.core.course.grading_csv import (  # noqa: F401
@@ -74,7 +89,24 @@ from labs.core.course.grading_csv import (  # noqa: F401
     file_rows,
     gradebook_rows,
     write_csv,
+    write_table,
 )
+from labs.core.course.grading_feedback import (  # noqa: F401
+    FLAG_HELP,
+    feedback_page,
+    write_feedback,
+)
+from labs.core.course.grading_ids import id_from_name, norm_id  # noqa: F401
+from labs.core.course.grading_inputs import (  # noqa: F401
+    ConfigError,
+    Override,
+    Roster,
+    RosterEntry,
+    load_overrides,
+    load_roster,
+    read_receipts,
+)
+from labs.core.course.grading_lms import canvas_rows, gradescope_rows  # noqa: F401
 from labs.core.course.grading_load import (  # noqa: F401
     LEDGER_SUFFIXES,
     Batch,
@@ -84,12 +116,12 @@ from labs.core.course.grading_load import (  # noqa: F401
     load_ledgers,
 )
 from labs.core.course.grading_score import (  # noqa: F401
+    UNREADABLE,
     Gradebook,
     ItemGrade,
     LabGrade,
     grade,
     grade_lab,
-    read_receipts,
 )
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,22 +21,38 @@ from labs.core.course.grading_score import Gradebook, _text
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_ODD_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_FORMULA_FIRST = frozenset(_FORMULA_START)  # each is one character
+_FORMULA_AFTER_SPACES = frozenset(_FORMULA_START[:4])
 MAX_CELL_CHARS = 2000
+#: Integers beyond this are written as text: a spreadsheet keeps 15 significant digits.
+MAX_EXACT_INT = 10**15
 
 
 def csv_safe(value: Any) -> Any:
     """A cell a spreadsheet will not run: formula-looking text gets a leading ``'``.
 
-    Numbers stay numbers. Control characters are dropped, text is cut at MAX_CELL_CHARS.
+    Numbers stay numbers (integers past 15 digits become text, as a sheet would round them).
+    Control characters are dropped, lone surrogates become U+FFFD, text is cut at
+    MAX_CELL_CHARS. Never raises.
     """
     if value is None:
         return ""
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        if abs(value) < MAX_EXACT_INT:
+            return value
+        value = str(value) if value.bit_length() < 10_000 else f"an integer of about " \
+            f"{int(value.bit_length() * 0.30103)} digits"
+    elif isinstance(value, float):
         return value if math.isfinite(value) else str(value)
-    text = _CONTROL_RE.sub("", str(value))[:MAX_CELL_CHARS]
-    if text.startswith(_FORMULA_START) or text.lstrip(" ").startswith(_FORMULA_START[:4]):
+    text = str(value)[:MAX_CELL_CHARS]
+    if _ODD_RE.search(text):  # rare: only then pay for the substitutions
+        text = _CONTROL_RE.sub("", text)
+        text = _SURROGATE_RE.sub("\ufffd", text)  # a lone surrogate cannot be UTF-8
+    if text[:1] in _FORMULA_FIRST or text.lstrip(" ")[:1] in _FORMULA_AFTER_SPACES:
         text = "'" + text
     return text
 
@@ -53,8 +69,14 @@ def _fmt_lateness(d: timedelta) -> str:
 def gradebook_rows(book: Gradebook) -> list[dict]:
     """Wide gradebook rows (one per student), neutralised for CSV."""
     rows = []
+    roster = book.config.roster
     for sid in book.students:
         row: dict[str, Any] = {book.config.id_column: sid}
+        entry = roster.get(sid) if roster else None
+        if roster and roster.has_names:
+            row["Name"] = entry.name if entry else ""
+        if roster and roster.has_emails:
+            row["Email"] = entry.email if entry else ""
         total = max_total = 0.0
         flags = list(book.student_flags.get(sid, []))
         for lab in book.labs:
@@ -72,13 +94,14 @@ def gradebook_rows(book: Gradebook) -> list[dict]:
         row["Total Points"] = round(total, 2)
         row["Max Points"] = round(max_total, 2)
         row["Flags"] = "; ".join(flags)
+        row["Notes"] = "; ".join(book.notes.get(sid, []))
         rows.append({csv_safe(k): csv_safe(v) for k, v in row.items()})
     return rows
 
 
 EVENT_COLUMNS = ("student_id", "lab_id", "item_id", "kind", "seq", "timestamp", "value",
                  "units", "confidence", "label", "text", "payload", "lab_version", "session",
-                 "valid", "duplicates", "flags", "source", "line", "hash")
+                 "valid", "duplicates", "flags", "source", "line", "hash", "written_id")
 
 
 def event_rows(batch: Batch) -> list[dict]:
@@ -95,9 +118,9 @@ def event_rows(batch: Batch) -> list[dict]:
             "text": text, "payload": json.dumps(p, sort_keys=True)[:MAX_CELL_CHARS],
             "lab_version": e.lab_version, "session": e.session, "valid": e.valid,
             "duplicates": e.duplicates, "flags": ";".join(e.flags), "source": e.source,
-            "line": e.line, "hash": e.hash,
+            "line": e.line, "hash": e.hash, "written_id": e.written_id,
         }
-        rows.append({k: csv_safe(v) for k, v in row.items()})
+        rows.append({k: csv_safe(v) for k, v in row.items()})  # keys are ours: plain
     return rows
 
 
@@ -107,15 +130,17 @@ def _scalar(v: Any) -> Any:
     return json.dumps(v)[:200]
 
 
-FILE_COLUMNS = ("source", "student_ids", "events", "recovery", "head_hash", "problems",
-                "skipped")
+FILE_COLUMNS = ("source", "name_id", "student_ids", "events", "edited", "recovery",
+                "head_hash", "unreadable", "problems", "notes", "skipped")
 
 
 def file_rows(batch: Batch) -> list[dict]:
     rows = []
     for f in batch.files:
-        row = {"source": f.source, "student_ids": " ".join(f.student_ids), "events": f.events,
-               "recovery": f.recovery, "head_hash": f.head_hash,
+        row = {"source": f.source, "name_id": f.name_id, "student_ids": " ".join(f.student_ids),
+               "events": f.events, "edited": f.edited, "recovery": f.recovery,
+               "head_hash": f.head_hash, "unreadable": f.unreadable,
+               "notes": "; ".join(f.notes),
                "problems": "; ".join(f.problems[:50]) + (
                    f"; ... {len(f.problems) - 50} more" if len(f.problems) > 50 else ""),
                "skipped": f.skipped}
@@ -129,9 +154,21 @@ def write_csv(rows: Sequence[dict], path: str | os.PathLike,
     path = Path(path)
     cols = list(columns) if columns else (list(rows[0].keys()) if rows else [])
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8-sig") as f:
+    with open(path, "w", newline="", encoding="utf-8-sig", errors="replace") as f:
         writer = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     return path
 
+
+
+def write_table(header: Sequence[str], rows: Sequence[Sequence[Any]],
+                path: str | os.PathLike) -> Path:
+    """Write a header and list rows as UTF-8 CSV with BOM (cells already neutralised)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8-sig", errors="replace") as f:
+        writer = csv.writer(f)
+        writer.writerow([csv_safe(h) for h in header])
+        writer.writerows(rows)
+    return path

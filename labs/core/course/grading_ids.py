@@ -11,6 +11,7 @@ spells it, else as the student's first event wrote it. Part of :mod:`labs.core.c
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import unicodedata
 from pathlib import PurePosixPath
@@ -27,6 +28,7 @@ _NAME_RE = re.compile(
 _LMS_COPY = re.compile(r"-\d{1,3}$")  # Canvas renames a resubmitted file to name-1.jsonl
 
 
+@functools.lru_cache(maxsize=65_536)  # called for every event and file: ids repeat
 def norm_id(student_id: str) -> str:
     """The comparison key of a student id (see the module doc)."""
     return unicodedata.normalize("NFKC", str(student_id)).strip().casefold()

@@ -1,39 +1,38 @@
-"""Reading submissions for ``labs-grade``: files, folders and zips into a :class:`Batch`.
+"""Reading submissions for ``labs-grade``: ledger bytes into a :class:`Batch` of events.
 
-Finds every candidate ledger in what an LMS download holds (files, folders searched
-recursively, zips nested up to a limit), reads each with the ledger's own parser, and keeps
-every event once with the flags it earned (hash chain, order, timestamps, duplicates, recovery
-files) and a :class:`FileReport` per input. Nothing is executed or extracted to disk; sizes,
-member counts and nesting are bounded by :class:`Limits`. Part of
+Each candidate file (found by :mod:`~labs.core.course.grading_sources`) is decoded (UTF-8;
+UTF-8 with a byte-order mark and UTF-16 are read and noted), parsed with the ledger's own
+reader in bounded pieces (:class:`~labs.core.course.grading_sources.Limits`: a file past its
+line or problem limit is reported ``file_too_damaged`` and the rest is not read), and every
+event is kept once with the flags it earned (hash chain, timestamps, duplicates, recovery
+files). Within a file the chain order is the truth: a timestamp going backwards is flagged,
+never reordered; files of one student are merged by time, each keeping its own order.
+Student ids are compared by :func:`~labs.core.course.grading_ids.norm_id`. A file that
+makes the reader fail in a way nobody foresaw is reported, never fatal. Part of
 :mod:`labs.core.course.grading` (import it through that name).
 """
 
 from __future__ import annotations
 
-import io
+import codecs
 import os
 import re
-import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from labs.core.course import ledger as _ledger
+from labs.core.course.grading_ids import norm_id
+from labs.core.course.grading_sources import (  # noqa: F401  (re-exported for grading)
+    LEDGER_SUFFIXES,
+    FileReport,
+    Limits,
+    iter_sources,
+)
 
-LEDGER_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".log")
 _RECOVERY_RE = re.compile(r"\.recovery-\d+\.jsonl$")
-
-
-@dataclass
-class Limits:
-    """Bounds that keep a hostile submission from exhausting the grader."""
-
-    max_file_bytes: int = 20 * 1024 * 1024
-    max_zip_members: int = 10_000
-    max_zip_total_bytes: int = 512 * 1024 * 1024
-    max_zip_depth: int = 3
-    max_files: int = 100_000
+_CHUNK = 64 * 1024  # bytes parsed at a time (limits are checked between pieces)
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 
 @dataclass
@@ -42,6 +41,9 @@ class EventRecord:
 
     ``valid`` is False for a line that is well-formed but whose hash does not match its content
     (edited): it is listed, never graded. ``flags`` are codes (see the module doc).
+    ``student_id`` is the student's id as the batch spells it (all of one student's events
+    spell it the same; the roster's spelling once graded with one); ``written_id`` is what
+    this event's line says.
     """
 
     student_id: str
@@ -62,19 +64,7 @@ class EventRecord:
     flags: list[str] = field(default_factory=list)
     duplicates: int = 0  # how many more times the same event appeared
     order: int = 0  # position in the merged order (set by load_ledgers)
-
-
-@dataclass
-class FileReport:
-    """One input file: what it held and what was wrong with it (problems: ``code@line`` text)."""
-
-    source: str
-    student_ids: list[str] = field(default_factory=list)
-    events: int = 0
-    problems: list[str] = field(default_factory=list)
-    skipped: str = ""
-    head_hash: str = ""
-    recovery: bool = False
+    written_id: str = ""
 
 
 @dataclass
@@ -83,13 +73,15 @@ class Batch:
 
     events: list[EventRecord] = field(default_factory=list)
     files: list[FileReport] = field(default_factory=list)
-    # per student: hashes of every line of every chain (for receipts)
+    # per student (by norm_id): hashes of every line of every chain (for receipts)
     hashes: dict[str, set[str]] = field(default_factory=dict)
 
     def students(self) -> list[str]:
+        """The students who have events, as the batch spells them."""
         return sorted({e.student_id for e in self.events})
 
     def for_student(self, student_id: str, lab_id: str | None = None) -> list[EventRecord]:
+        """A student's events in merged order (ids compared by ``norm_id``)."""
         # grade() asks for every student in turn: index once instead of scanning all events
         # per student (500 students x 20 000 events). Rebuilt when events were added;
         # reindex() after reordering them.
@@ -97,106 +89,132 @@ class Batch:
         if self.__dict__.get("_index_key") != key:
             index: dict[str, list[EventRecord]] = {}
             for e in self.events:
-                index.setdefault(e.student_id, []).append(e)
+                index.setdefault(norm_id(e.student_id), []).append(e)
             self.__dict__["_index"], self.__dict__["_index_key"] = index, key
-        return [e for e in self.__dict__["_index"].get(student_id, ())
+        return [e for e in self.__dict__["_index"].get(norm_id(student_id), ())
                 if lab_id is None or e.lab_id == lab_id]
 
     def reindex(self) -> None:
         """Forget the per-student index (call after reordering ``events`` in place)."""
         self.__dict__.pop("_index_key", None)
 
-
-def _iter_sources(inputs: Iterable[str | os.PathLike], limits: Limits,
-                  files: list[FileReport]) -> Iterator[tuple[str, bytes]]:
-    """(display name, bytes) of every candidate ledger; problems go into ``files``."""
-    count = 0
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            for root, dirs, names in os.walk(path, followlinks=False):
-                dirs.sort()
-                for name in sorted(names):
-                    count += 1
-                    if count > limits.max_files:
-                        files.append(FileReport(str(path), skipped="too many files"))
-                        return
-                    yield from _from_path(Path(root) / name, limits, files)
-        else:
-            yield from _from_path(path, limits, files)
+    def rename(self, spelling: dict[str, str]) -> None:
+        """Spell students as ``spelling`` says (norm key -> id), e.g. as the roster does."""
+        for e in self.events:
+            e.student_id = spelling.get(norm_id(e.student_id), e.student_id)
+        for f in self.files:
+            f.student_ids = sorted({spelling.get(norm_id(s), s) for s in f.student_ids})
+        self.reindex()
 
 
-def _from_path(path: Path, limits: Limits, files: list[FileReport]):
-    name = str(path)
-    if path.is_symlink() or not path.is_file():
-        files.append(FileReport(name, skipped="not a regular file"))
-        return
-    try:
-        size = path.stat().st_size
-        if name.lower().endswith(".zip") and not zipfile.is_zipfile(path):
-            files.append(FileReport(name, problems=["file_unreadable (not a valid zip)"]))
-            return
-        if zipfile.is_zipfile(path):
-            with open(path, "rb") as f:
-                yield from _from_zip(name, f, limits, files, depth=1)
-            return
-        if not name.lower().endswith(LEDGER_SUFFIXES):
-            files.append(FileReport(name, skipped="not a ledger file (by its name)"))
-            return
-        if size > limits.max_file_bytes:
-            files.append(FileReport(name, problems=[f"file_too_large ({size} bytes)"]))
-            return
-        with open(path, "rb") as f:
-            yield name, f.read(limits.max_file_bytes + 1)
-    except (OSError, zipfile.BadZipFile) as exc:
-        files.append(FileReport(name, problems=[f"file_unreadable ({type(exc).__name__})"]))
-
-
-def _from_zip(name: str, fileobj, limits: Limits, files: list[FileReport], depth: int):
-    if depth > limits.max_zip_depth:
-        files.append(FileReport(name, skipped="zip nested too deeply"))
-        return
-    try:
-        archive = zipfile.ZipFile(fileobj)
-        members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
-        files.append(FileReport(name, problems=[f"file_unreadable (zip: {type(exc).__name__})"]))
-        return
-    if len(members) > limits.max_zip_members:
-        files.append(FileReport(name, problems=[f"file_too_large ({len(members)} zip members)"]))
-        return
-    total = 0
-    for info in members:
-        member = f"{name}!{info.filename}"
-        if info.is_dir():
-            continue
-        lower = info.filename.lower()
-        is_zip = lower.endswith(".zip")
-        if not (is_zip or lower.endswith(LEDGER_SUFFIXES)):
-            files.append(FileReport(member, skipped="not a ledger file (by its name)"))
-            continue
-        limit = limits.max_zip_total_bytes if is_zip else limits.max_file_bytes
-        if info.file_size > limit:
-            files.append(FileReport(member, problems=[f"file_too_large ({info.file_size} bytes)"]))
-            continue
+def _decode(data: bytes, report: FileReport) -> bytes | None:
+    """UTF-8 bytes of the file (a BOM dropped, UTF-16 converted), or None if it cannot be."""
+    if data.startswith(codecs.BOM_UTF8):
+        report.notes.append("read as UTF-8 with a byte-order mark")
+        return data[len(codecs.BOM_UTF8):]
+    bom = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    if bom or data[:2] in (b"{\x00", b"\x00{"):
+        encoding = "utf-16" if bom else ("utf-16-le" if data[:1] == b"{" else "utf-16-be")
         try:
-            with archive.open(info) as f:
-                data = f.read(limit + 1)  # the header may lie: read at most limit + 1
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError,
-                EOFError) as exc:
-            files.append(FileReport(member, problems=[f"file_unreadable ({type(exc).__name__})"]))
-            continue
-        if len(data) > limit:
-            files.append(FileReport(member, problems=["file_too_large (more than declared)"]))
-            continue
-        total += len(data)
-        if total > limits.max_zip_total_bytes:
-            files.append(FileReport(member, skipped="zip larger than the total limit"))
-            return
-        if is_zip:
-            yield from _from_zip(member, io.BytesIO(data), limits, files, depth + 1)
-        else:
-            yield member, data
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            report.problems.append("wrong_encoding (UTF-16 that does not decode: re-save as "
+                                   "UTF-8)")
+            return None
+        report.notes.append("read as UTF-16 (the lab writes UTF-8: hand in the file as saved)")
+        return text.encode("utf-8")
+    return data
+
+
+def _read_bounded(data: bytes, limits: Limits, report: FileReport) -> _ledger.ReadResult:
+    """``read_ledger`` in pieces, stopping past ``limits.max_lines`` or ``max_problems``."""
+    out = _ledger.ReadResult()
+    pos, line_no, n = 0, 1, len(data)
+    while pos < n:
+        end = data.find(b"\n", min(pos + _CHUNK, n))
+        end = n if end < 0 else end + 1
+        chunk, stop = data[pos:end], ""
+        room = limits.max_lines - (line_no - 1)
+        if chunk.count(b"\n") + (not chunk.endswith(b"\n")) > room:
+            cut = 0
+            for _ in range(max(room, 0)):
+                cut = chunk.index(b"\n", cut) + 1
+            chunk, stop = chunk[:cut], f"more than {limits.max_lines} lines"
+        r = _ledger.read_ledger(chunk, start_hash=out.head_hash, start_seq=out.last_seq,
+                                first_line=line_no, final=end >= n and not stop)
+        out.events += r.events
+        out.lines += r.lines
+        out.problems += r.problems
+        out.rejected += [x for x in r.rejected if isinstance(x[1], dict)]
+        out.head_hash, out.last_seq = r.head_hash, r.last_seq
+        line_no += chunk.count(b"\n")
+        pos = end
+        if len(out.problems) > limits.max_problems:
+            last = out.problems[limits.max_problems - 1].line
+            del out.problems[limits.max_problems:]
+            stop = f"more than {limits.max_problems} problems by line {last}"
+        if stop:
+            report.problems.append(f"file_too_damaged ({stop}; the rest was not read)")
+            break
+    return out
+
+
+def _read_file(source: str, data: bytes, limits: Limits, report: FileReport):
+    """The (event dict, line, valid) records of one file, in chain (line) order."""
+    if len(data) > limits.max_file_bytes:
+        report.problems.append(f"file_too_large ({len(data)} bytes)")
+        return []
+    if not data.strip():
+        report.problems.append("file_empty")
+        return []
+    decoded = _decode(data, report)
+    if decoded is None:
+        return []
+    result = _read_bounded(decoded, limits, report)  # may add file_too_damaged
+    report.head_hash = result.head_hash
+    stopped = bool(report.problems)
+    report.problems[:0] = [f"{p.code}@{p.line}" if p.line else p.code for p in result.problems]
+    records = [(ev, ln, True) for ev, ln in zip(result.events, result.lines)]
+    records += [(obj, ln, False) for ln, obj, _ in result.rejected]
+    report.events, report.edited = len(result.events), len(result.rejected)
+    if not records:
+        lines = decoded.count(b"\n") + (not decoded.endswith(b"\n"))
+        if report.notes and "UTF-16" in report.notes[-1]:
+            report.problems.append("wrong_encoding (UTF-16 and not a ledger: re-save as "
+                                   "UTF-8, or hand in the file the lab's Download gives)")
+        elif not stopped:
+            first = f"; line {result.problems[0].line}: {result.problems[0].detail}" \
+                if result.problems else ""
+            report.problems.append(f"not_a_ledger (no valid event in {lines} line"
+                                   f"{'s' if lines != 1 else ''}{first})")
+    return sorted(records, key=lambda r: r[1])
+
+
+def _file_events(source: str, records, report: FileReport, now: datetime,
+                 line_flags: dict[int, list[str]]) -> list[EventRecord]:
+    """EventRecords of one file in chain order, with per-line flags."""
+    out, last_time = [], None
+    for ev, ln, valid in records:
+        t = _ledger.parse_ts(ev["ts"])
+        flags = list(line_flags.get(ln, []))
+        if report.recovery:
+            flags.append("recovery_merged")
+        if t is not None and last_time is not None and t < last_time:
+            flags.append("ts_backwards")  # flagged where it happens; the order stays
+        if t is not None and t > now + timedelta(days=1):
+            flags.append("future_timestamp")
+        last_time = max(t, last_time) if t is not None and last_time is not None else \
+            (t or last_time)
+        out.append(EventRecord(
+            student_id=ev["student_id"], lab_id=ev["lab_id"], item_id=ev["item_id"],
+            kind=ev["kind"], seq=ev["seq"], ts=ev["ts"], time=t,
+            lab_version=ev["lab_version"], session=ev["session"], payload=ev["payload"],
+            hash=ev["hash"], source=source, line=ln, valid=valid, recovery=report.recovery,
+            flags=flags, written_id=ev["student_id"]))
+        if valid and ev["kind"] == "predict":
+            report.first_predicts.setdefault((norm_id(ev["student_id"]), ev["item_id"]),
+                                             (ev["hash"], ev["payload"].get("value")))
+    return out
 
 
 def load_ledgers(inputs: Iterable[str | os.PathLike], *, limits: Limits | None = None,
@@ -206,72 +224,63 @@ def load_ledgers(inputs: Iterable[str | os.PathLike], *, limits: Limits | None =
     Every valid event is kept once (an event handed in twice, e.g. the same file uploaded two
     times or a download that extends the saved file, counts once and is flagged
     ``duplicates_merged`` with ``duplicates`` > 0). Edited lines are kept with ``valid=False``.
-    Events are ordered per student: each file in its own order, files merged by timestamp.
+    Events are ordered per student: each file in its own (chain) order, files merged by time.
     """
     limits = limits or Limits()
     now = now or datetime.now(timezone.utc)
     batch = Batch()
     by_hash: dict[str, EventRecord] = {}
-    rank = 0
-    for source, data in _iter_sources(inputs, limits, batch.files):
+    sort_keys: dict[int, tuple] = {}
+    for rank, (source, data) in enumerate(iter_sources(inputs, limits, batch.files)):
         report = FileReport(source, recovery=bool(_RECOVERY_RE.search(source.lower())))
         batch.files.append(report)
-        if len(data) > limits.max_file_bytes:
-            report.problems.append("file_too_large")
+        try:
+            records = _read_file(source, data, limits, report)
+            line_flags: dict[int, list[str]] = {}
+            for p in report.problems:
+                code, _, line = p.partition("@")
+                if line.isdigit():
+                    line_flags.setdefault(int(line), []).append(code)
+            events = _file_events(source, records, report, now, line_flags)
+        except Exception as exc:  # noqa: BLE001 - one file must never stop the class
+            report.problems.append(f"file_unreadable (the grader could not read it: "
+                                   f"{type(exc).__name__})")
+            report.events = report.edited = 0
             continue
-        result = _ledger.read_ledger(data)
-        report.head_hash = result.head_hash
-        line_flags: dict[int, list[str]] = {}
-        for p in result.problems:
-            report.problems.append(f"{p.code}@{p.line}" if p.line else p.code)
-            line_flags.setdefault(p.line, []).append(p.code)
-        records = [(ev, ln, True) for ev, ln in zip(result.events, result.lines)]
-        records += [(obj, ln, False) for ln, obj, _ in result.rejected
-                    if isinstance(obj, dict)]
-        report.events = len(result.events)
-        students = sorted({ev["student_id"] for ev, _, _ in records})
-        report.student_ids = students
-        for sid in students:  # every hash of this file, for receipts (also edited lines)
-            batch.hashes.setdefault(sid, set()).update(
-                ev["hash"] for ev, _, _ in records if ev["student_id"] == sid)
+        students = {norm_id(e.student_id): e.student_id for e in events}
+        report.student_ids = sorted(students.values())
         if len(students) > 1:
             report.problems.append("mixed_students")
-        last_time = None
-        for ev, ln, valid in sorted(records, key=lambda r: r[1]):
-            t = _ledger.parse_ts(ev["ts"])
-            flags = list(line_flags.get(ln, []))
-            if report.recovery:
-                flags.append("recovery_merged")
-            if t is not None and last_time is not None and t < last_time:
-                flags.append("ts_backwards")
-            if t is not None and t > now + timedelta(days=1):
-                flags.append("future_timestamp")
-            last_time = t or last_time
-            rank += 1
-            rec = EventRecord(
-                student_id=ev["student_id"], lab_id=ev["lab_id"], item_id=ev["item_id"],
-                kind=ev["kind"], seq=ev["seq"], ts=ev["ts"], time=t,
-                lab_version=ev["lab_version"], session=ev["session"], payload=ev["payload"],
-                hash=ev["hash"], source=source, line=ln, valid=valid,
-                recovery=report.recovery, flags=flags, order=rank)
-            key = ev["hash"] if valid else f"invalid:{source}:{ln}"
+        running = _EARLIEST
+        for e in events:  # every hash of this file, for receipts (also edited lines)
+            batch.hashes.setdefault(norm_id(e.student_id), set()).add(e.hash)
+            running = max(running, e.time or running)
+            key = e.hash if e.valid else f"invalid:{source}:{e.line}"
             if key in by_hash:
                 first = by_hash[key]
                 first.duplicates += 1
                 if "duplicates_merged" not in first.flags:
                     first.flags.append("duplicates_merged")
                 continue
-            by_hash[key] = rec
-            batch.events.append(rec)
-    # merged order per student: by time, ties (and untimed) in the order they were read
-    batch.events.sort(key=lambda e: (e.student_id, e.time or datetime.max.replace(
-        tzinfo=timezone.utc), e.order))
-    batch.reindex()
+            by_hash[key] = e
+            sort_keys[id(e)] = (norm_id(e.student_id), running, rank, e.line)
+            batch.events.append(e)
+    # merged order per student: by time, each file keeping its own (chain) order
+    batch.events.sort(key=lambda e: sort_keys[id(e)])
+    _spell_ids(batch)
     for i, e in enumerate(batch.events):
         e.order = i
-        if not _valid_student_id(e.student_id) and "odd_student_id" not in e.flags:
+        if not _valid_student_id(e.written_id) and "odd_student_id" not in e.flags:
             e.flags.append("odd_student_id")
     return batch
+
+
+def _spell_ids(batch: Batch) -> None:
+    """One spelling per student: the first event's, surrounding spaces stripped."""
+    spelling: dict[str, str] = {}
+    for e in batch.events:
+        spelling.setdefault(norm_id(e.student_id), e.student_id.strip() or e.student_id)
+    batch.rename(spelling)
 
 
 def _valid_student_id(sid: str) -> bool:
@@ -280,4 +289,3 @@ def _valid_student_id(sid: str) -> bool:
         return sid == sid.strip()
     except ValueError:
         return False
-

@@ -3,26 +3,31 @@ config into a :class:`Gradebook`.
 
 Per student and lab, per prediction item: commitment (a ``predict`` before the item was
 unlocked, observed or explained), reasoning (confidence and reason), reconciliation (observed
-and explained afterwards) and correctness (reported; points only if the rubric gives some);
-plus the flags a reader of the gradebook needs (impossible orders, revisions, receipts, file
-problems). Part of :mod:`labs.core.course.grading` (import it through that name).
+and explained afterwards) and correctness (reported; points only if the rubric gives some).
+The first ``predict`` of an item in the merged order is graded (each file in its chain order);
+a second one is flagged. Deadlines follow per-student extensions; an instructor's overrides
+replace an item's (or a lab's) points and are listed in the notes. A lab with no events is
+``Missing``, or ``Unreadable submission`` when a file named for the student could not be read.
+Student-level flags come from :mod:`~labs.core.course.grading_checks`. Part of
+:mod:`labs.core.course.grading` (import it through that name).
 """
 
 from __future__ import annotations
 
-import csv
 import math
-import os
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
+from labs.core.course import catalogue as _catalogue
+from labs.core.course.grading_checks import (LINE_FLAGS, check_extensions, check_overrides,
+                                             short_name, student_checks, summarise)
 from labs.core.course.grading_config import _LAB_ID_RE, CourseConfig, LabConfig
+from labs.core.course.grading_ids import norm_id
+from labs.core.course.grading_inputs import Override, load_overrides
 from labs.core.course.grading_load import Batch, EventRecord
 
-_FILE_LEVEL = ("malformed", "torn_tail", "mixed_students")
+UNREADABLE = "Unreadable submission"
 
 
 @dataclass
@@ -33,6 +38,8 @@ class ItemGrade:
     explained: bool = False
     correct: bool | None = None  # None: unknown (no answer and no recorded result)
     points: float = 0.0
+    override: float | None = None  # the instructor's points, replacing the rubric's
+    comment: str = ""  # the instructor's comment with an override
 
 
 @dataclass
@@ -45,9 +52,12 @@ class LabGrade:
     max_points: float = 0.0
     submitted: datetime | None = None  # time of the newest event of the lab
     lateness: timedelta = timedelta(0)
-    status: str = "Missing"  # Missing | On time | Late | Submitted (no deadline)
+    status: str = "Missing"  # Missing | Unreadable submission | On time | Late | Submitted
     items: list[ItemGrade] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # "code (detail)"
+    deadline: datetime | None = None  # the deadline that applied (extensions included)
+    override: float | None = None  # the instructor's points for the whole lab
+    comment: str = ""
 
     @property
     def correct_text(self) -> str:
@@ -62,45 +72,28 @@ class Gradebook:
     students: list[str]
     grades: dict[tuple[str, str], LabGrade]
     student_flags: dict[str, list[str]]
+    notes: dict[str, list[str]] = field(default_factory=dict)  # facts, not problems
 
 
 def _labs_for(batch: Batch, config: CourseConfig) -> list[LabConfig]:
     if config.configured and config.labs:
-        labs = list(config.labs.values())
-    else:
-        seen = sorted({e.lab_id for e in batch.events if _LAB_ID_RE.match(e.lab_id)})
-        labs = [config.labs.get(lab_id) or LabConfig(lab_id, lab_id) for lab_id in seen]
+        return list(config.labs.values())
+    entries = {e.lab_id: e for e in _catalogue.catalogue()}
+    seen = {e.lab_id for e in batch.events if _LAB_ID_RE.match(e.lab_id)}
+    order = [lab_id for lab_id in entries if lab_id in seen] + sorted(seen - set(entries))
     out = []
-    for lab in labs:
-        if not lab.items:  # infer: every item anyone predicted in this lab
-            items = sorted({e.item_id for e in batch.events if e.lab_id == lab.lab_id
-                            and e.kind == "predict" and e.valid})
+    for lab_id in order:
+        lab = config.labs.get(lab_id)
+        entry = entries.get(lab_id)
+        if lab is None:
+            lab = LabConfig(lab_id, entry.title if entry else lab_id)
+        if not lab.items:  # the lab's own items; for a lab not in the catalogue, those seen
+            items = entry.item_ids if entry and entry.items else sorted(
+                {e.item_id for e in batch.events if e.lab_id == lab_id and e.kind == "predict"
+                 and e.valid})
             lab = LabConfig(lab.lab_id, lab.title, lab.deadline, items, lab.versions,
-                            lab.answers, lab.rubric)
+                            lab.answers, lab.rubric, lab.extensions)
         out.append(lab)
-    return out
-
-
-_LINE_FLAGS = ("hash_mismatch", "chain_break", "seq_order", "torn_tail", "malformed",
-               "ts_backwards", "future_timestamp")
-
-
-def _short_name(source: str) -> str:
-    return Path(source.split("!")[-1]).name
-
-
-def _summarise(where: dict[tuple[str, str], list[int]]) -> list[str]:
-    """``code (file: line 1, 2, 6)`` per code and file; codes without lines stay bare."""
-    out = []
-    for (code, name), lines in where.items():
-        if code in _LINE_FLAGS and lines:
-            shown = ", ".join(str(n) for n in sorted(set(lines))[:10])
-            more = " ..." if len(set(lines)) > 10 else ""
-            text = f"{code} ({name}: line{'s' if len(set(lines)) > 1 else ''} {shown}{more})"
-        else:
-            text = code
-        if text not in out:
-            out.append(text)
     return out
 
 
@@ -140,7 +133,10 @@ def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig) ->
 def _finite(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:  # an integer of hundreds of digits: no ratio means anything
+        return None
     return v if math.isfinite(v) else None
 
 
@@ -172,34 +168,44 @@ def _order_problems(events: list[EventRecord]) -> list[str]:
 
 
 def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
-              config: CourseConfig) -> LabGrade:
-    """Grade one student's events of one lab (events in merged order, valid and invalid)."""
-    g = LabGrade(student_id, lab.lab_id, max_points=lab.rubric.per_item * len(lab.items))
+              config: CourseConfig, *, deadline: datetime | None = None,
+              unreadable: bool = False) -> LabGrade:
+    """Grade one student's events of one lab (events in merged order, valid and invalid).
+
+    ``deadline``: the one that applies to the student (default: the lab's); ``unreadable``:
+    a file named for the student could not be read, so no events means "Unreadable
+    submission", not "Missing".
+    """
+    deadline = lab.deadline if deadline is None else deadline
+    g = LabGrade(student_id, lab.lab_id, max_points=lab.rubric.per_item * len(lab.items),
+                 deadline=deadline)
     where: dict[tuple[str, str], list[int]] = {}
     for e in events:
         for f in e.flags:
             if f != "odd_student_id":  # a student-level flag
-                lines = where.setdefault((f, _short_name(e.source)), [])
-                if f in _LINE_FLAGS:
+                lines = where.setdefault((f, short_name(e.source)), [])
+                if f in LINE_FLAGS:
                     lines.append(e.line)
-    flags = _summarise(where)
+    flags = summarise(where)
     if lab.versions:
         odd = sorted({e.lab_version for e in events if e.lab_version not in lab.versions})
         flags += [f"unknown_lab_version ({v})" for v in odd]
     valid = [e for e in events if e.valid]
     if not events:
+        g.status = UNREADABLE if unreadable else "Missing"
+        g.items = [ItemGrade(item) for item in lab.items]
         g.flags = flags
         return g
     times = [e.time for e in events if e.time is not None]
     g.submitted = max(times) if times else None
-    if lab.deadline is not None and g.submitted is not None:
-        g.lateness = max(timedelta(0), g.submitted - lab.deadline)
+    if deadline is not None and g.submitted is not None:
+        g.lateness = max(timedelta(0), g.submitted - deadline)
         g.status = "Late" if g.lateness > timedelta(0) else "On time"
     else:
         g.status = "Submitted"
     counted = valid
-    if config.late_policy == "deadline" and lab.deadline is not None:
-        counted = [e for e in valid if e.time is not None and e.time <= lab.deadline]
+    if config.late_policy == "deadline" and deadline is not None:
+        counted = [e for e in valid if e.time is not None and e.time <= deadline]
     by_item: dict[str, list[EventRecord]] = {}
     for e in counted:
         by_item.setdefault(e.item_id, []).append(e)
@@ -225,69 +231,83 @@ def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
                 e.kind == "explain" and len(_text(e.payload).strip()) >= r.min_explain_chars
                 for e in after)
             ig.correct = _is_correct(first, after, lab)
+            if any(e.kind == "predict" for e in after):
+                flags.append(f"second_predict ({item})")  # only the first one is graded
             if any(e.kind == "revise" for e in after):
                 flags.append(f"revised ({item})")
         ig.points = (r.commit * ig.committed + r.reason * ig.reasoned
                      + r.explain * ig.explained + r.correct * bool(ig.correct))
         g.items.append(ig)
-    points = sum(i.points for i in g.items)
-    if config.late_penalty_per_day and g.lateness > timedelta(0):
-        days = math.ceil(g.lateness / timedelta(days=1))
-        points *= max(0.0, 1.0 - config.late_penalty_per_day * days)
-    g.points = round(points, 4)
+    g.points = _total(g, config)
     g.flags = flags
     return g
 
 
-def read_receipts(path: str | os.PathLike) -> dict[str, list[str]]:
-    """A CSV of (student id, hash or hash prefix >= 12 hex), header optional."""
-    out: dict[str, list[str]] = {}
-    with open(path, newline="", encoding="utf-8") as f:
-        for row in csv.reader(f):
-            if len(row) < 2:
-                continue
-            sid, h = row[0].strip(), row[1].strip().lower()
-            if re.fullmatch(r"[0-9a-f]{12,64}", h):
-                out.setdefault(sid, []).append(h)
-    return out
+def _total(g: LabGrade, config: CourseConfig) -> float:
+    """The lab's points: the items' (overrides included), less any late penalty; or the
+    instructor's points for the whole lab."""
+    if g.override is not None:
+        return round(g.override, 4)
+    points = sum(i.points for i in g.items)
+    if config.late_penalty_per_day and g.lateness > timedelta(0):
+        days = math.ceil(g.lateness / timedelta(days=1))
+        points *= max(0.0, 1.0 - config.late_penalty_per_day * days)
+    return round(points, 4)
+
+
+def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
+    """Merge the instructor's overrides (checked: student, item, one row each)."""
+    for o, sid, lab in check_overrides(book, overrides):
+        g = book.grades[(sid, lab.lab_id)]
+        note = f"{o.item}: override {o.points:g}" + (f" ({o.comment})" if o.comment else "")
+        if o.item == lab.lab_id:
+            g.override, g.comment = o.points, o.comment
+        else:
+            ig = next(i for i in g.items if i.item_id == o.item)
+            ig.points, ig.override, ig.comment = o.points, o.points, o.comment
+            per = lab.rubric.per_item
+            if o.points > per:
+                note += f" (above the item's {per:g})"
+        g.points = _total(g, book.config)
+        book.notes.setdefault(sid, []).append(note)
 
 
 def grade(batch: Batch, config: CourseConfig | None = None, *,
-          receipts: dict[str, list[str]] | None = None) -> Gradebook:
+          receipts: dict[str, list[str]] | None = None,
+          overrides: list[Override] | None = None) -> Gradebook:
     """Grade every student in ``batch`` (plus the roster) on every lab of ``config``.
 
-    Without a configured lab list, the labs seen in the submissions are graded with the default
-    rubric and no deadline. Events of labs not in the config are flagged ``unknown_lab``.
+    Without a configured lab list, the labs seen in the submissions are graded (with all of
+    their items, the default rubric and no deadline). Students are spelt as the roster spells
+    them (the batch's events are renamed to match); ids compare by ``norm_id``. Overrides
+    default to the config's ``overrides`` CSV. Raises ConfigError for an override or an
+    extension that names no student or item of the class (with close matches).
     """
     config = config or CourseConfig()
+    if overrides is None and config.overrides_path is not None:
+        overrides = load_overrides(config.overrides_path)
     labs = _labs_for(batch, config)
-    lab_ids = {lab.lab_id for lab in labs}
-    students = sorted(set(batch.students()) | set(config.students))
+    spelling = {norm_id(s): s for s in config.roster_ids()}
+    batch.rename(spelling)
+    for sid in batch.students():
+        spelling.setdefault(norm_id(sid), sid)
+    for f in batch.files:  # a file named for a student who has no events of their own
+        if f.name_id and (f.unreadable or f.student_ids):
+            spelling.setdefault(norm_id(f.name_id), f.name_id)
+    students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
+    check_extensions(config, labs, students)
+    student_flags, notes, unreadable = student_checks(batch, config, labs, students,
+                                                      receipts or {})
     grades: dict[tuple[str, str], LabGrade] = {}
-    student_flags: dict[str, list[str]] = {}
     for sid in students:
         mine = batch.for_student(sid)
-        sflags: list[str] = []
-        other_labs = sorted({e.lab_id for e in mine if e.lab_id not in lab_ids})
-        sflags += [f"unknown_lab ({lab_id})" for lab_id in other_labs]
-        if any("odd_student_id" in e.flags for e in mine):
-            sflags.append("odd_student_id")
-        for h in (receipts or {}).get(sid, []):
-            if not any(x.startswith(h) for x in batch.hashes.get(sid, ())):
-                sflags.append(f"receipt_missing ({h[:16]})")
-        where: dict[tuple[str, str], list[int]] = {}
-        for f in batch.files:  # problems no event carries: malformed lines, a torn tail
-            if sid in f.student_ids:
-                for p in f.problems:
-                    code, _, line = p.partition("@")
-                    if code in _FILE_LEVEL:
-                        lines = where.setdefault((code, _short_name(f.source)), [])
-                        if line.isdigit():
-                            lines.append(int(line))
-        sflags += _summarise(where)
-        student_flags[sid] = sflags
         for lab in labs:
-            grades[(sid, lab.lab_id)] = grade_lab(
-                sid, [e for e in mine if e.lab_id == lab.lab_id], lab, config)
-    return Gradebook(config, labs, students, grades, student_flags)
-
+            g = grade_lab(sid, [e for e in mine if e.lab_id == lab.lab_id], lab, config,
+                          deadline=lab.deadline_for(sid, config), unreadable=sid in unreadable)
+            grades[(sid, lab.lab_id)] = g
+            if g.deadline is not None and lab.deadline is not None and g.deadline != lab.deadline:
+                notes.setdefault(sid, []).append(
+                    f"{lab.lab_id}: extension to {g.deadline.strftime('%Y-%m-%d %H:%M')} UTC")
+    book = Gradebook(config, labs, students, grades, student_flags, notes)
+    _apply_overrides(book, overrides or [])
+    return book

@@ -1,0 +1,377 @@
+"""Issue 16 §2-§5: no silent Missing, identity, configuration, what instructors expect."""
+
+from __future__ import annotations
+
+import csv
+import html
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from labs.core import catalogue
+from labs.core import grading as G
+from labs.core import ledger as L
+from grading_support import (R, T0, X, _ts, assert_flags_explained, honest_session,
+                             write_class)
+
+T1 = catalogue.lab("lab01").title  # an unconfigured lab is titled as the lab titles itself
+
+
+def _rows(path: Path, key: str = "SIS User ID") -> dict[str, dict]:
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return {r[key]: r for r in csv.DictReader(f)}
+
+
+def _session_bytes(tmp_path: Path, sid: str, **kw) -> bytes:
+    led = L.Ledger(sid, tmp_path / "work" / f"{sid}-{len(kw)}")
+    honest_session(led, **kw)
+    return led.path.read_bytes()
+
+
+# -- §2 No silent Missing ----------------------------------------------------------------------
+
+@pytest.fixture
+def unreadable_class(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
+    good = {sid: _session_bytes(tmp_path, sid) for sid in ("bob", "cy", "gus")}
+    (sub / "roofline-ledger-bob.jsonl").write_bytes(good["bob"].decode().encode("utf-16"))
+    (sub / "roofline-ledger-cy.jsonl").write_bytes(b"\xef\xbb\xbf" + good["cy"])
+    (sub / "roofline-ledger-dee.jsonl").write_bytes(bytes(range(256)) * 20)
+    (sub / "roofline-ledger-eve.jsonl").write_bytes(b"")
+    (sub / "roofline-ledger-fay.jsonl").write_bytes(b"{}\n" * 400_000)  # over a 1 MB limit
+    (sub / "roofline-ledger-gus.jsonl").write_bytes(
+        "not a ledger at all\n".encode("utf-16"))
+    (sub / ".roofline-ledger-ada.lock").write_bytes(b"")  # the lab's lock side file
+    (sub / "ada" / ".roofline-ledger-ada.lock").write_bytes(b"")
+    return sub
+
+
+def test_unreadable_files_are_named_and_never_silently_missing(unreadable_class, tmp_path,
+                                                                capsys):
+    out = tmp_path / "out"
+    rc = G.main([str(unreadable_class), "-o", str(out), "--max-file-mb", "1"])
+    console = capsys.readouterr().out
+    assert rc == 1  # problems were found
+    rows = _rows(out / "gradebook.csv")
+    for sid in ("ada", "bob", "cy"):  # UTF-16 and UTF-8-with-BOM ledgers are read
+        assert float(rows[sid][T1]) == 5.0, rows[sid]
+    for sid, reason in (("dee", "not a ledger"), ("eve", "empty"), ("fay", "too large"),
+                        ("gus", "re-save as UTF-8")):
+        row = rows[sid]
+        assert row[f"{T1} - Status"] == "Unreadable submission", row
+        assert "unreadable_submission" in row["Flags"] and reason in row["Flags"], row
+        line = next(ln for ln in console.splitlines() if f"roofline-ledger-{sid}.jsonl" in ln)
+        assert f"student {sid}" in line and reason in line, line
+    assert "UTF-16" in rows["bob"]["Notes"]
+    with open(out / "files.csv", newline="", encoding="utf-8-sig") as f:
+        sources = [r["source"] for r in csv.DictReader(f)]
+    assert not any(s.endswith(".lock") for s in sources)  # side files are not inputs
+
+
+def test_a_student_with_one_unreadable_file_is_not_missing_in_other_labs(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
+    (sub / "roofline-ledger-ada (1).jsonl").write_bytes(b"\x00\x01binary")
+    cfg = G.CourseConfig(configured=True, labs={
+        "lab01": G.LabConfig("lab01", "Lab 1", items=[X, R]),
+        "lab02": G.LabConfig("lab02", "Lab 2", items=["lab02.oom_batch"])})
+    book = G.grade(G.load_ledgers([sub]), cfg)
+    assert book.grades[("ada", "lab01")].status == "Submitted"
+    assert book.grades[("ada", "lab02")].status == "Unreadable submission"
+
+
+# -- §3 Identity -------------------------------------------------------------------------------
+
+def _roster(tmp_path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    path = tmp_path / "roster.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["Name", "SIS User ID", "Email"])
+        w.writerows(rows)
+    return path
+
+
+ROSTER = [("Ada Lovelace", " Ada ", "ada@uni.edu"), ("Bob Smith", "bob", "bob@uni.edu"),
+          ("Carol Jones", "carol", "carol@uni.edu")]
+
+
+def test_roster_identity_mismatches_and_id_rule(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada", "carl"))
+    (sub / "bob").mkdir()  # bob's folder holds a file named for bob with dan's events
+    (sub / "bob" / "roofline-ledger-bob.jsonl").write_bytes(_session_bytes(tmp_path, "dan"))
+    cfg = G.load_config(None)
+    cfg.roster = G.load_roster(_roster(tmp_path, ROSTER))
+    book = G.grade(G.load_ledgers([sub]), cfg)
+    flags = {s: " ".join(book.student_flags[s]) for s in book.students}
+    # ids compare after stripping and case-folding: the roster's " Ada " is ada, spelt as listed
+    assert "Ada" in book.students and "ada" not in book.students
+    assert book.grades[("Ada", "lab01")].points == 5.0 and flags["Ada"] == ""
+    # an id not on the roster: flagged with the closest roster id; carol is not silently Missing
+    assert "not_on_roster (closest roster id: carol)" in flags["carl"]
+    assert book.grades[("carol", "lab01")].status == "Missing"
+    assert "possible_submission (carl" in flags["carol"]
+    # a file named for bob holding dan's events: flagged on both rows
+    assert "id_mismatch" in flags["bob"] and "dan" in flags["bob"]
+    assert "id_mismatch" in flags["dan"] and "roofline-ledger-bob.jsonl" in flags["dan"]
+    assert_flags_explained(book)
+
+
+def test_names_and_emails_pass_through_from_the_roster(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
+    out = tmp_path / "out"
+    assert G.main([str(sub), "-o", str(out), "--roster",
+                   str(_roster(tmp_path, ROSTER))]) in (0, 1)
+    rows = _rows(out / "gradebook.csv")
+    assert list(next(iter(rows.values())))[:3] == ["SIS User ID", "Name", "Email"]
+    assert (rows["Ada"]["Name"], rows["Ada"]["Email"]) == ("Ada Lovelace", "ada@uni.edu")
+    assert rows["carol"][f"{T1} - Status"] == "Missing"
+
+
+@pytest.mark.parametrize("a, b, same", [(" Ada ", "ada", True), ("ADA", "ada", True),
+                                        ("ada1", "ada", False), ("ａｄａ", "ada", True)])
+def test_id_comparison_rule(a, b, same):
+    assert (G.norm_id(a) == G.norm_id(b)) is same
+
+
+def test_id_rule_applies_to_receipts_overrides_and_extensions(tmp_path):
+    led = L.Ledger("ada", tmp_path / "l")
+    honest_session(led, start=60 * 24 + 5)  # after the deadline below
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text(f"""
+[labs.lab01]
+deadline = {(T0 + timedelta(days=1)).strftime('%Y-%m-%dT%H:%M:%SZ')}
+[labs.lab01.extensions]
+" ADA" = "2d"
+""")
+    overrides = tmp_path / "o.csv"
+    overrides.write_text(f"student,item,points,comment\nAda ,{X},2,checked by hand\n")
+    receipts = tmp_path / "r.csv"
+    receipts.write_text(f"ADA,{'f' * 16}\n")
+    cfg = G.load_config(cfg_path)
+    book = G.grade(G.load_ledgers([led.path]), cfg, receipts=G.read_receipts(receipts),
+                   overrides=G.load_overrides(overrides))
+    g = book.grades[("ada", "lab01")]
+    assert g.status == "On time"  # the extension applied
+    assert next(i for i in g.items if i.item_id == X).points == 2.0  # the override applied
+    assert "receipt_missing" in " ".join(book.student_flags["ada"])
+
+
+# -- §4 Configuration that cannot silently misgrade --------------------------------------------
+
+@pytest.mark.parametrize("body, words", [
+    ("[labs.lab01.rubrik]\ncommit = 2\n", ["labs.lab01.rubrik", "rubric"]),
+    ("[labs.lab01]\ntitel = 'x'\n", ["labs.lab01.titel", "title"]),
+    ("[course]\nlate_polcy = 'report'\n", ["course.late_polcy", "late_policy"]),
+    ("[lab.lab01]\n", ["lab", "labs"]),
+    ("[labs.lab1]\n", ["labs.lab1", "lab01"]),
+    ("[labs.lab01]\nitems = []\n", ["labs.lab01.items", "no items"]),
+    (f"[labs.lab01]\nitems = ['{X}x']\n", [f"{X}x", X]),
+    ("[labs.lab01.rubric]\ncomit = 1\n", ["labs.lab01.rubric.comit", "commit"]),
+])
+def test_config_errors_name_the_key_and_close_matches(tmp_path, body, words):
+    path = tmp_path / "c.toml"
+    path.write_text(body)
+    with pytest.raises(G.ConfigError) as info:
+        G.load_config(path)
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_a_lab_with_no_items_is_an_error(tmp_path):
+    labs_dir = tmp_path / "labs"
+    labs_dir.mkdir()
+    (labs_dir / "lab_01_x.py").write_text(
+        'import marimo\napp = marimo.App()\n@app.cell\ndef _():\n    LAB_ID = "labx"\n'
+        '    return\n')
+    path = tmp_path / "c.toml"
+    path.write_text("[labs.labx]\n")
+    with pytest.raises(G.ConfigError, match="labs.labx.*no prediction items"):
+        G.load_config(path, labs_dir=labs_dir)
+
+
+def test_example_config_is_generated_from_the_labs(tmp_path, capsys):
+    assert G.main(["--example-config"]) == 0
+    text = capsys.readouterr().out
+    positions = [text.index(i.item_id) for i in catalogue.items()]
+    assert positions == sorted(positions)  # every item, in lab order
+    for entry in catalogue.catalogue():
+        assert f"[labs.{entry.lab_id}]" in text and entry.title in text
+    (tmp_path / "labs").symlink_to(catalogue.LABS_DIR)
+    (tmp_path / "c.toml").write_text(text)
+    cfg = G.load_config(tmp_path / "c.toml")
+    assert [lab.lab_id for lab in cfg.labs.values()] == [e.lab_id for e in catalogue.catalogue()]
+    assert cfg.labs["lab01"].items == catalogue.lab("lab01").item_ids
+
+
+def test_example_config_follows_a_new_lab(tmp_path):
+    labs_dir = tmp_path / "labs"
+    labs_dir.mkdir()
+    (labs_dir / "lab_09_new.py").write_text(
+        "import marimo\napp = marimo.App()\n@app.cell\ndef _(quiz, lab):\n"
+        '    LAB_ID = "lab09"\n'
+        '    f = quiz.numeric_form(lab, "lab09.speed", question="How fast?", units="x",\n'
+        "                          lo=1, hi=10, locked=None, on_lock=None)\n    return\n")
+    text = G.example_config(labs_dir)
+    assert "[labs.lab09]" in text and "lab09.speed" in text and "How fast?" in text
+
+
+# -- §5 Extensions, overrides, feedback, LMS -------------------------------------------------
+
+def test_per_student_extensions(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada", "bob"),
+                      start=60 * 24 + 30)  # both finish 30 min after the deadline
+    path = tmp_path / "c.toml"
+    path.write_text(f"""
+[course]
+late_penalty_per_day = 0.5
+[labs.lab01]
+deadline = {(T0 + timedelta(days=1)).strftime('%Y-%m-%dT%H:%M:%SZ')}
+items = ["{X}", "{R}"]
+[labs.lab01.extensions]
+ada = {(T0 + timedelta(days=3)).strftime('%Y-%m-%dT%H:%M:%SZ')}
+""")
+    book = G.grade(G.load_ledgers([sub]), G.load_config(path))
+    ada, bob = book.grades[("ada", "lab01")], book.grades[("bob", "lab01")]
+    assert (ada.status, ada.points) == ("On time", 5.0)
+    assert (bob.status, bob.points) == ("Late", 2.5)
+    assert "extension" in " ".join(book.notes["ada"])
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("carl,{X},1,x", ["row 2", "carl", "carol"]),
+    ("ada,{X}z,1,x", ["row 2", f"{X}z", X]),
+    ("ada,{X},lots,x", ["row 2", "points", "lots"]),
+    ("ada,{X},-1,x", ["row 2", "points"]),
+])
+def test_override_errors_name_row_and_close_matches(tmp_path, bad, words):
+    path = tmp_path / "o.csv"
+    path.write_text("student,item,points,comment\n" + bad.format(X=X) + "\n")
+    cfg = G.load_config(None)
+    cfg.roster = G.load_roster(_roster(tmp_path, ROSTER))
+    led = L.Ledger("ada", tmp_path / "l")
+    honest_session(led)
+    with pytest.raises(G.ConfigError) as info:
+        G.grade(G.load_ledgers([led.path]), cfg, overrides=G.load_overrides(path))
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_overrides_are_merged_with_their_comment(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
+    path = tmp_path / "o.csv"
+    path.write_text(f"student,item,points,comment\nada,{X},1.25,"
+                    "\"explanation misses the ridge, <b>see me</b>\"\n")
+    out = tmp_path / "out"
+    G.main([str(sub), "-o", str(out), "--overrides", str(path)])
+    row = _rows(out / "gradebook.csv")["ada"]
+    assert float(row[T1]) == 2.5 + 1.25
+    assert "override" in row["Notes"] and "misses the ridge" in row["Notes"]
+    page = (out / "feedback" / "ada.html").read_text(encoding="utf-8")
+    assert "misses the ridge" in page and "<b>see me</b>" not in page
+
+
+def test_feedback_page_per_student(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada", "bob"))
+    evil = L.Ledger("eve", tmp_path / "work" / "eve")
+    evil.append("predict", lab_id="lab01", item_id=X, ts=_ts(1), lab_version="v1",
+                payload={"value": 300, "answer_type": "numeric", "confidence": 2,
+                         "reason": "<script>alert(1)</script> & <img src=x onerror=alert(2)>"})
+    evil.append("explain", lab_id="lab01", item_id=R, ts=_ts(0), lab_version="v1",
+                payload={"text": "</td><h1>injected</h1>"})
+    (sub / "eve").mkdir()
+    (sub / "eve" / evil.path.name).write_bytes(evil.path.read_bytes())
+    out = tmp_path / "out"
+    G.main([str(sub), "-o", str(out)])
+    pages = sorted(p.name for p in (out / "feedback").glob("*.html"))
+    assert pages == ["ada.html", "bob.html", "eve.html", "index.html"]
+    ada = (out / "feedback" / "ada.html").read_text(encoding="utf-8")
+    # their predictions vs what the instruments showed, with the lab's question text
+    assert catalogue.item(X).text.split("?")[0][:40] in html.unescape(ada)
+    assert "300" in ada and "886" in ada
+    g = G.grade(G.load_ledgers([sub])).grades[("ada", "lab01")]
+    assert f"{g.points:g} / {g.max_points:g}" in ada
+    assert "Calibration" in ada
+    eve = (out / "feedback" / "eve.html").read_text(encoding="utf-8")
+    assert "<script>" not in eve and "<img" not in eve and "<h1>injected" not in eve
+    assert "&lt;script&gt;" in eve
+    assert "ts_backwards" in eve and "How to fix" in eve  # flags and how to fix them
+    assert not re.search(r"<script|https?://", eve)  # self-contained, nothing fetched
+
+
+# -- LMS import formats ------------------------------------------------------------------------
+
+_CANVAS_RESERVED = ("Student", "LastName", "FirstName", "ID", "SIS User ID", "SIS Login ID",
+                    "Section", "Integration ID", "Root Account")
+_CANVAS_NON_ASSIGNMENT = re.compile("Current Score|Current Points|Current Grade|Final Score|"
+                                    "Final Points|Final Grade|Override Score|Override Grade|"
+                                    "Override Status")
+
+
+def canvas_import(path: Path) -> tuple[dict[str, float], dict[str, dict[str, str]]]:
+    """What Canvas's gradebook importer makes of a CSV (its header rules, re-stated from its
+    source): the assignments each non-student column becomes (with points possible from a
+    "Points Possible" row) and each student's grades, keyed by SIS User ID."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    head = rows[0]
+    assert len(head) > 3 and "Student" in head[0] and "ID" in head[1], head
+    n = 3
+    if re.search(r"SIS\s+Login\s+ID", head[2]):
+        n = 4
+    elif re.search(r"SIS\s+User\s+ID", head[2]) and re.search(r"SIS\s+Login\s+ID", head[3]):
+        n = 5 + bool(re.search(r"Integration\s+ID", head[4]))
+    assert "Section" in head[n - 1], "the last student column must be Section"
+    assignments = [h for h in head[n:] if not _CANVAS_NON_ASSIGNMENT.search(h)]
+    assert not set(assignments) & set(_CANVAS_RESERVED)
+    assert len(set(assignments)) == len(assignments)
+    points = {}
+    grades = {}
+    for row in rows[1:]:
+        if "Points Possible" in row[0]:
+            points = {h: float(row[head.index(h)]) for h in assignments}
+            continue
+        sis = row[2]
+        grades[sis] = {h: row[head.index(h)] for h in assignments}
+        for v in grades[sis].values():
+            assert v == "" or re.fullmatch(r"-?\d+(\.\d+)?", v), v
+    return points, grades
+
+
+def test_canvas_csv_follows_canvas_import_rules(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
+    (sub / "roofline-ledger-dee.jsonl").write_bytes(b"\x00\x01")
+    out = tmp_path / "out"
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[labs.lab01]\ntitle = "Roofline Lab 1"\nitems = ["{X}", "{R}"]\n'
+                   '[labs.lab02]\ntitle = "Roofline Lab 2"\n')
+    G.main([str(sub), "-o", str(out), "-c", str(cfg), "--roster",
+            str(_roster(tmp_path, ROSTER))])
+    points, grades = canvas_import(out / "canvas.csv")
+    n2 = len(catalogue.lab("lab02").items)
+    assert points == {"Roofline Lab 1": 5.0, "Roofline Lab 2": 2.5 * n2}
+    assert grades["Ada"]["Roofline Lab 1"] == "5.0"
+    assert grades["carol"]["Roofline Lab 1"] == ""  # Missing: left blank, never a made-up 0
+    assert grades["dee"]["Roofline Lab 1"] == ""  # unreadable: blank, flagged in gradebook
+
+
+def test_gradescope_csv_follows_its_roster_and_export_columns(tmp_path):
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
+    out = tmp_path / "out"
+    G.main([str(sub), "-o", str(out), "--roster", str(_roster(tmp_path, ROSTER))])
+    with open(out / "gradescope.csv", newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    head = list(rows[0])
+    assert head[:3] == ["Name", "Email", "SID"]
+    emails = [r["Email"] for r in rows]
+    assert all(emails) and len(set(emails)) == len(emails)  # unique, required
+    assert head[3:] == [T1, f"{T1} - Max Points", f"{T1} - Submission Time",
+                        f"{T1} - Lateness (H:M:S)"]
+    ada = next(r for r in rows if r["SID"] == "Ada")
+    assert (ada[T1], ada[f"{T1} - Max Points"]) == ("5.0", "12.5")
+
+
+def test_readme_says_what_an_edited_line_costs():
+    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## For instructors: grading", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"edited line[^.]*earns nothing", section)
