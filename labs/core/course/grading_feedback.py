@@ -91,9 +91,11 @@ padding-bottom:.2rem;margin-top:2rem}h3{font-size:1rem;margin:1.2rem 0 .3rem}
 .meta,.muted{color:var(--muted)}table{border-collapse:collapse;width:100%;margin:.4rem 0}
 th,td{border:1px solid var(--border);padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.items{table-layout:fixed}td{overflow-wrap:anywhere}
 .ok{color:var(--ok)}.danger{color:var(--danger)}.warn{color:var(--warn)}
 .flag{border-left:4px solid var(--danger);padding:.3rem .6rem;margin:.4rem 0;background:#fafafa}
 .note{border-left:4px solid var(--accent);padding:.3rem .6rem;margin:.4rem 0}
+td.note{border-left:4px solid var(--accent)}
 q{font-style:italic}code{font-size:.9em}
 @media print{body{margin:0;max-width:none;font-size:11pt}h2{break-after:avoid}
 tr,.flag,.note{break-inside:avoid}th{background:none}}
@@ -148,14 +150,18 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
         question = info.text if info else ig.item_id
         evs = by_item.get(ig.item_id, [])
         first = next((e for e in evs if e.kind == "predict"), None)
+        extra = (f"<tr><td colspan='5' class='note'>Instructor (override: {ig.points:g} "
+                 f"points){': ' + _e(ig.comment) if ig.comment else ''}</td></tr>"
+                 if ig.override is not None else "")
         if first is None:
             rows.append(f"<tr><td>{_e(question)}</td><td colspan='3' class='muted'>no "
-                        f"prediction</td><td class='num'>{ig.points:g}</td></tr>")
+                        f"prediction</td><td class='num'>{ig.points:g}</td></tr>{extra}")
             continue
         p = first.payload
         units = str(p.get("units") or (info.units if info else ""))
-        said = _e(p["label"]) if isinstance(p.get("label"), str) else _num(p.get("value"),
-                                                                            units)
+        label = p["label"] if isinstance(p.get("label"), str) else (
+            info.label_of(p.get("value")) if info else None)
+        said = _e(label) if label else _num(p.get("value"), units)
         results = [e for e in evs if e.kind == "result" and e.order > first.order]
         actual = results[-1].payload.get("actual") if results else None
         label = info.label_of(actual) if info and actual is not None else None
@@ -172,16 +178,16 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
             calib.append((conf, bool(ig.correct)))
         earned = ", ".join(w for w, ok in (("committed", ig.committed), ("reasoned",
                            ig.reasoned), ("explained", ig.explained)) if ok) or "nothing yet"
-        extra = f"<br><span class='note'>Instructor: {_e(ig.comment)}</span>" \
-            if ig.override is not None and ig.comment else ""
         rows.append(
             f"<tr><td>{_e(question)}</td><td>{said}<br><span class='muted'>confidence "
             f"{_e(conf)}/5 · <q>{_e(p.get('reason', ''))}</q></span></td><td>{shown}</td>"
             f"<td>{verdict} {ratio}</td><td class='num'>{ig.points:g}<br>"
-            f"<span class='muted'>{_e(earned)}</span>{extra}</td></tr>")
-    head = ("<tr><th>Question</th><th>You predicted</th><th>Your instrument showed</th>"
-            "<th>Verdict</th><th>Points</th></tr>")
-    return f"<table>{head}{''.join(rows)}</table>", calib
+            f"<span class='muted'>{_e(earned)}</span></td></tr>{extra}")
+    head = ("<colgroup><col style='width:32%'><col style='width:26%'><col style='width:16%'>"
+            "<col style='width:13%'><col style='width:13%'></colgroup><tr><th>Question</th>"
+            "<th>You predicted</th><th>Your instrument showed</th><th>Verdict</th>"
+            "<th>Points</th></tr>")
+    return f"<table class='items'>{head}{''.join(rows)}</table>", calib
 
 
 def _ratio_text(value: Any, actual: Any) -> str:
@@ -206,8 +212,8 @@ def _calibration(calib: list[tuple[int, bool]]) -> str:
         rows.append(f"<tr><td>{level}</td><td class='num'>{len(hits)}</td>"
                     f"<td class='num'>{sum(hits)}</td><td class='num'>{share}</td></tr>")
     return ("<table><tr><th>Confidence</th><th>Predictions</th><th>Right</th><th>Share right"
-            "</th></tr>" + "".join(rows) + "</table><p class='muted'>Well calibrated: the "
-            "share right rises with your confidence.</p>")
+            "</th></tr>" + "".join(rows) + "</table><p class='muted'>When your confidence is "
+            "well calibrated, the share right rises with it.</p>")
 
 
 def feedback_page(book: Gradebook, batch: Batch, student_id: str, *,

@@ -5,8 +5,8 @@ Section`` then one column per lab. Canvas's importer treats the columns up to ``
 the student's identity (it finds the student by Canvas ``ID``, then ``SIS User ID``, then
 ``SIS Login ID``, then by name) and turns **every later column into an assignment**: a column
 whose header equals an assignment's title (or ``Title (assignment id)``) updates it, any other
-creates a new assignment, except headers containing Current/Final/Override Score, Points or
-Grade, which it ignores. So the file holds nothing but lab scores; a second row
+creates a new assignment, except headers containing Current or Final Score/Points/Grade or
+Override Score/Grade/Status, which it ignores. So the file holds nothing but lab scores; a second row
 ``Points Possible`` gives new assignments their maximum. Missing and unreadable submissions
 are left blank (Canvas shows them ungraded; enter 0 yourself if that is your policy), so no
 one gets a zero the grader made up. With a roster exported from Canvas, its ``Student``,
