@@ -27,7 +27,8 @@ def test_feedback_page_shows_student_text_as_text(page, artifacts, tmp_path):
                         "confidence": 2, "reason": HOSTILE})
     (sub / "ada" / "roofline-ledger-ada (1).jsonl").write_bytes(led.path.read_bytes())
     overrides = tmp_path / "o.csv"
-    overrides.write_text(f'student,item,points,comment\nada,{X},2,"{HOSTILE.replace(chr(34), "")}"\n')
+    comment = HOSTILE.replace('"', "")
+    overrides.write_text(f'student,item,points,comment\nada,{X},2,"{comment}"\n')
     out = tmp_path / "out"
     G.main([str(sub), "-o", str(out), "--overrides", str(overrides)])
     requests: list[str] = []

@@ -6,12 +6,12 @@ the student's identity (it finds the student by Canvas ``ID``, then ``SIS User I
 ``SIS Login ID``, then by name) and turns **every later column into an assignment**: a column
 whose header equals an assignment's title (or ``Title (assignment id)``) updates it, any other
 creates a new assignment, except headers containing Current or Final Score/Points/Grade or
-Override Score/Grade/Status, which it ignores. So the file holds nothing but lab scores; a second row
-``Points Possible`` gives new assignments their maximum. Missing and unreadable submissions
-are left blank (Canvas shows them ungraded; enter 0 yourself if that is your policy), so no
-one gets a zero the grader made up. With a roster exported from Canvas, its ``Student``,
-``ID``, ``SIS User ID``, ``SIS Login ID`` and ``Section`` are copied; otherwise the student's
-ledger id goes in the ``id_column`` (``SIS User ID`` by default).
+Override Score/Grade/Status, which it ignores. So the file holds nothing but lab scores; a
+second row ``Points Possible`` gives new assignments their maximum. Missing and unreadable
+submissions are left blank (Canvas shows them ungraded; enter 0 yourself if that is your
+policy), so no one gets a zero the grader made up. With a roster exported from Canvas, its
+``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID`` and ``Section`` are copied; otherwise
+the student's ledger id goes in the ``id_column`` (``SIS User ID`` by default).
 
 **Gradescope**: ``Name, Email, SID`` (its roster columns: a header row, a unique e-mail per
 student, names in one column) then per lab ``<title>``, ``<title> - Max Points``,
