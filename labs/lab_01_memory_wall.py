@@ -16,10 +16,13 @@ def _():
     # 8192 x 8192 weight matrix, stored and computed in bf16 (every device in the registry has
     # a bf16 rate, so the scenario reads the same whichever device is picked).
     SCENARIO = {"m": 16, "n": 8192, "k": 8192, "precision": "bf16"}
-    # Part 3 compares one square GEMM across two fixed devices; Part 4 quotes a profiler.
-    OVERLAY_SCENARIO = {"n": 512, "precision": "bf16", "edge": "jetson-orin-nx-16gb",
-                        "datacenter": "h100-sxm"}
-    PROFILER = {"mfu": 0.03, "bandwidth": 0.90}
+    # Part 3 compares one GEMM across two fixed devices: a 256-token prefill chunk through an
+    # 8192 x 8192 weight (34 GFLOP, 128 output tiles of 128 x 128 for 132 SMs), big enough
+    # that the roofline, not launch overhead or idle SMs, sets its time on both devices (a
+    # 512^3 GEMM is ~0.5 us of work in 16 tiles: overhead-bound). Part 4 quotes a profiler.
+    OVERLAY_SCENARIO = {"m": 256, "n": 8192, "k": 8192, "precision": "bf16",
+                        "edge": "jetson-orin-nx-16gb", "datacenter": "h100-sxm"}
+    PROFILER = {"flop_util": 0.03, "bandwidth": 0.90}
     # The pickers' opening values: the instructor copy's reveal answers are computed for these,
     # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "precision": "bf16"}
@@ -114,7 +117,7 @@ def _(device_picker, hardware, mo, precision_picker, quiz, roofline, style):
     _p = precision_picker.value
     try:
         _cards = style.metric_cards([
-            ("Memory", f"{quiz.format_value(_d.memory_gb)} GB", _d.memory_type),
+            ("Memory", _d.memory_text, _d.memory_type),
             ("Bandwidth β", f"{quiz.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
             (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} {style.rate_unit(_p)}",
              _d.note(_p) or "no 2:4 sparsity"),
@@ -142,7 +145,7 @@ def _(SCENARIO, device_picker, formulas, hardware, quiz, roofline, style):
     _d = hardware.get(device_picker.value)
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     # What the engineer measured: 90% of the best this shape can do (a stated assumption).
-    _measured = 0.9 * roofline.mfu_bound(_g.ai, _d, SCENARIO["precision"])
+    _measured = 0.9 * roofline.flop_utilization_bound(_g.ai, _d, SCENARIO["precision"])
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         f"Our decode-step GEMM (M = {SCENARIO['m']} tokens, N = K = {SCENARIO['n']}, "
@@ -268,7 +271,8 @@ def _(
     mo.stop(gemm_error is not None, style.error_callout(
         f"{gemm_error}\n\nMove M, N or K back down (or pick a device with more memory) "
         "and the instrument comes back."))
-    _hover = {"time bounds": style.format_seconds(gemm_bounds.lower, gemm_bounds.upper),
+    _hover = {"time, lower bound": style.format_seconds(gemm_bounds.lower),
+              "no-overlap estimate": style.format_seconds(gemm_bounds.no_overlap),
               "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
                   gemm_cost.bytes)}
     gemm_figure = figures.roofline_figure(
@@ -299,8 +303,8 @@ def _(
     gemm_metrics = {
         "ai": gemm_cost.ai, "ridge": roofline.ridge_point(_d, _p),
         "attainable": float(roofline.attainable_tflops(gemm_cost.ai, _d, _p)),
-        "lower": gemm_bounds.lower, "upper": gemm_bounds.upper,
-        "mfu_bound": roofline.mfu_bound(gemm_cost.ai, _d, _p)}
+        "lower": gemm_bounds.lower, "no_overlap": gemm_bounds.no_overlap,
+        "flop_util_bound": roofline.flop_utilization_bound(gemm_cost.ai, _d, _p)}
     mo.vstack([mo.hstack([mo.md("**Your GEMM is**"), style.regime_badge(gemm_regime)],
                          justify="start"),
                style.metric_cards([
@@ -310,10 +314,12 @@ def _(
         style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} "
                      f"{style.rate_unit(_p)}",
                      "min(π, AI · β)", gemm_regime),
-        ("Time bounds", style.format_seconds(gemm_bounds.lower, gemm_bounds.upper),
-         f"max(Tc, Tm) … Tc + Tm; Tc = {style.format_seconds(gemm_bounds.t_compute)}, "
-         f"Tm = {style.format_seconds(gemm_bounds.t_memory)}"),
-        style.Metric("MFU bound", f"{quiz.format_value(100 * gemm_metrics['mfu_bound'])}%",
+        ("Time, lower bound", style.format_seconds(gemm_bounds.lower),
+         f"max(Tc, Tm); Tc = {style.format_seconds(gemm_bounds.t_compute)}, "
+         f"Tm = {style.format_seconds(gemm_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
+         f"{style.format_seconds(gemm_bounds.no_overlap)}"),
+        style.Metric("FLOP-utilisation bound",
+                     f"{quiz.format_value(100 * gemm_metrics['flop_util_bound'])}%",
                      "the best fraction of peak this shape can reach", gemm_regime),
         ("Memory footprint", style.format_bytes(gemm_cost.bytes),
          f"{quiz.format_value(100 * gemm_fraction)}% of the device"),
@@ -345,8 +351,8 @@ def _(
                          f"{style.rate_unit(_p)}",
                          "AI · β", roofline.regime(gemv_cost.ai, _d, _p)),
             ("GEMV time bound", style.format_seconds(gemv_bounds.lower), "≈ weight bytes / β"),
-            ("GEMV MFU bound",
-             f"{quiz.format_value(100 * roofline.mfu_bound(gemv_cost.ai, _d, _p))}%",
+            ("GEMV FLOP-utilisation bound",
+             f"{quiz.format_value(100 * roofline.flop_utilization_bound(gemv_cost.ai, _d, _p))}%",
              "no kernel trick changes this"),
         ])])
     return
@@ -392,7 +398,8 @@ def _(SCENARIO, lab, mo, quiz, which_roof_prediction):
     mo.stop(which_roof_prediction is None)
     quiz.explain_form(
         lab, "lab01.which_roof",
-        observe_label="What do the cards show for Priya's shape (AI, ridge, MFU bound)? "
+        observe_label="What do the cards show for Priya's shape (AI, ridge, FLOP-utilisation "
+                      "bound)? "
                       f"Reset the sliders to M = {SCENARIO['m']}, N = K = {SCENARIO['n']} if you "
                       "moved them.",
         explain_label="Why can no tiling scheme fix this kernel? Which slider moves it off the "
@@ -415,11 +422,14 @@ def _(SCENARIO, formulas, mo, quiz, style, which_roof_prediction):
     With a dense peak $\pi_p$ for precision $p$ [FLOP/s] and bandwidth $\beta$ [B/s]:
 
     $$T_c = \frac{2MNK}{\pi_p}\ \text{[s]},\qquad T_m = \frac{\text{bytes}}{\beta}\
-    \text{[s]},\qquad \max(T_c, T_m) \le T \le T_c + T_m$$
+    \text{[s]},\qquad T \ge \max(T_c, T_m)$$
+
+    $T_c + T_m$ (no overlap at all) is only an estimate, not a bound: a small kernel that
+    leaves SMs idle or waits on memory latency can take longer than both together.
 
     $$P_{\text{attainable}} = \min(\pi_p,\ \text{AI}\cdot\beta)\ \text{[FLOP/s]},\qquad
     \text{ridge}_p = \frac{\pi_p}{\beta}\ \text{[FLOP/B]},\qquad
-    \text{MFU bound} = \min\!\left(1, \frac{\text{AI}}{\text{ridge}_p}\right)$$
+    \text{FLOP-utilisation bound} = \min\!\left(1, \frac{\text{AI}}{\text{ridge}_p}\right)$$
 
     For $M \ll N = K$ (a small batch), $\text{AI} \approx \frac{2MNK}{NK\,b} = \frac{2M}{b}$.
     The GEMV ($M = 1$) has $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b}$.
@@ -612,13 +622,14 @@ def _(mo):
 def _(OVERLAY_SCENARIO, hardware, style):
     _edge = hardware.get(OVERLAY_SCENARIO["edge"]).name
     _dc = hardware.get(OVERLAY_SCENARIO["datacenter"]).name
-    _n = OVERLAY_SCENARIO["n"]
+    _o = OVERLAY_SCENARIO
     style.scenario_card(
         "Sam Okafor", "ML platform lead",
-        f"The robotics team profiled our {_n} × {_n} × {_n} {OVERLAY_SCENARIO['precision']} "
-        f"GEMM on the {_edge}: compute-bound, tensor cores busy. We are moving the same model "
-        f"to the {_dc} in the datacenter. Same kernel, same shape: it stays compute-bound "
-        "there, right?")
+        f"The robotics team profiled our prefill GEMM on the {_edge}: a chunk of {_o['m']} "
+        f"tokens through an {_o['n']:,} × {_o['k']:,} weight (M = {_o['m']}, N = K = "
+        f"{_o['n']:,}, {_o['precision']}): compute-bound, tensor cores busy. We are moving the "
+        f"same model to the {_dc} in the datacenter. Same kernel, same shape: it stays "
+        "compute-bound there, right?")
     return
 
 
@@ -637,10 +648,11 @@ def _(
     quiz,
     set_other_device,
 ):
+    _o = OVERLAY_SCENARIO
     other_device_form = quiz.choice_form(
         lab, "lab01.other_device",
-        question=f"**Prediction 3.** On the {hardware.get(OVERLAY_SCENARIO['datacenter']).name}, "
-                 f"the same {OVERLAY_SCENARIO['n']}³ {OVERLAY_SCENARIO['precision']} GEMM is ...",
+        question=f"**Prediction 3.** On the {hardware.get(_o['datacenter']).name}, the same "
+                 f"{_o['m']} × {_o['n']:,} × {_o['k']:,} {_o['precision']} GEMM is ...",
         options={"compute-bound, like on the edge device": "compute-bound",
                  "memory-bound": "memory-bound"},
         locked=get_other_device(), on_lock=set_other_device)
@@ -650,8 +662,9 @@ def _(
 
 @app.cell
 def _(OVERLAY_SCENARIO, formulas, get_other_device, lab, reveal, roofline):
-    _n, _p = OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["precision"]
-    _ref = roofline.regime(formulas.gemm(_n, _n, _n, _p).ai, OVERLAY_SCENARIO["datacenter"], _p)
+    _o = OVERLAY_SCENARIO
+    _ref = roofline.regime(formulas.gemm(_o["m"], _o["n"], _o["k"], _o["precision"]).ai,
+                           _o["datacenter"], _o["precision"])
     other_device_prediction = get_other_device() or reveal.reference(
         lab, "lab01.other_device", _ref,
         label="memory-bound" if _ref == "memory-bound" else "compute-bound, like on the edge device")
@@ -665,21 +678,23 @@ def _(OVERLAY_SCENARIO, hardware, mo):
         options=hardware.picker_options(),
         value=[_labels[OVERLAY_SCENARIO["edge"]], _labels[OVERLAY_SCENARIO["datacenter"]]],
         label="Devices to overlay (plus the one picked at the top)", max_selections=4)
-    overlay_n = mo.ui.slider(steps=[2**i for i in range(5, 15)], value=OVERLAY_SCENARIO["n"],
-                             label="Square GEMM size N", show_value=True, full_width=True)
-    mo.vstack([overlay_devices, overlay_n])
-    return overlay_devices, overlay_n
+    overlay_m = mo.ui.slider(steps=[2**i for i in range(4, 15)], value=OVERLAY_SCENARIO["m"],
+                             label=f"M (tokens in the chunk; N = K = {OVERLAY_SCENARIO['n']:,})",
+                             show_value=True, full_width=True)
+    mo.vstack([overlay_devices, overlay_m])
+    return overlay_devices, overlay_m
 
 
 @app.cell
 def _(
+    OVERLAY_SCENARIO,
     device_picker,
     formulas,
     hardware,
     mo,
     other_device_prediction,
     overlay_devices,
-    overlay_n,
+    overlay_m,
     precision_picker,
     quiz,
 ):
@@ -689,17 +704,18 @@ def _(
     _keys = list(dict.fromkeys([device_picker.value, *overlay_devices.value]))
     overlay_keys = [k for k in _keys if hardware.get(k).has(_p)]
     overlay_skipped = [hardware.get(k).name for k in _keys if not hardware.get(k).has(_p)]
-    overlay_cost = formulas.gemm(overlay_n.value, overlay_n.value, overlay_n.value, _p)
+    overlay_cost = formulas.gemm(overlay_m.value, OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["k"], _p)
     return overlay_cost, overlay_keys, overlay_skipped
 
 
 @app.cell
 def _(
+    OVERLAY_SCENARIO,
     figures,
     mo,
     overlay_cost,
     overlay_keys,
-    overlay_n,
+    overlay_m,
     overlay_skipped,
     precision_picker,
     style,
@@ -707,11 +723,11 @@ def _(
     mo.stop(not overlay_keys, style.error_callout(
         f"None of the chosen devices has a {precision_picker.value} rate in the registry "
         f"({', '.join(overlay_skipped)}). Pick another precision."))
-    _n = overlay_n.value
+    _shape = f"{overlay_m.value:,} × {OVERLAY_SCENARIO['n']:,} × {OVERLAY_SCENARIO['k']:,}"
     overlay_figure = figures.roofline_figure(
         [(k, precision_picker.value) for k in overlay_keys],
-        [figures.Point(f"{_n}³ GEMM", overlay_cost.ai)],
-        title=f"One {_n}³ {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} FLOP/B) "
+        [figures.Point(f"{_shape} GEMM", overlay_cost.ai)],
+        title=f"One {_shape} {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} FLOP/B) "
               "against several roofs")
     mo.vstack([overlay_figure] + ([mo.md(
         f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")]
@@ -737,7 +753,7 @@ def _(
         style.Metric(figures.short_name(hardware.get(k)),
                      roofline.regime(overlay_cost.ai, k, _p),
                      f"ridge ({_p}, dense) = {quiz.format_value(roofline.ridge_point(k, _p))} "
-                     f"FLOP/B · N* = {quiz.format_value(round(roofline.gemm_crossover_n(k, _p)))}",
+                     f"FLOP/B · this GEMM: AI {quiz.format_value(overlay_cost.ai)} FLOP/B",
                      roofline.regime(overlay_cost.ai, k, _p))
         for k in overlay_keys])
     return
@@ -754,9 +770,9 @@ def _(
     roofline,
 ):
     mo.stop(other_device_prediction is None)
-    _n, _p, _dc = OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["precision"], OVERLAY_SCENARIO[
-        "datacenter"]
-    _ai = formulas.gemm(_n, _n, _n, _p).ai
+    _o = OVERLAY_SCENARIO
+    _p, _dc = _o["precision"], _o["datacenter"]
+    _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
     _actual = roofline.regime(_ai, _dc, _p)
     quiz.compare(other_device_prediction, _actual, lab=lab,
                  actual_label=f"{_actual}: AI {quiz.format_value(_ai)} FLOP/B vs ridge ({_p}, "
@@ -770,8 +786,8 @@ def _(OVERLAY_SCENARIO, lab, mo, other_device_prediction, quiz):
     mo.stop(other_device_prediction is None)
     quiz.explain_form(
         lab, "lab01.other_device",
-        observe_label=f"At N = {OVERLAY_SCENARIO['n']}, which devices are memory-bound and which compute-bound? "
-                      "Move N: at which N does each one switch?",
+        observe_label=f"At M = {OVERLAY_SCENARIO['m']}, which devices are memory-bound and "
+                      "which compute-bound? Move M: at which M does each one switch?",
         explain_label="The kernel did not change. What did, between the two chips?")
     return
 
@@ -788,14 +804,17 @@ def _(
     style,
 ):
     mo.stop(other_device_prediction is None)
-    _n, _p = OVERLAY_SCENARIO["n"], OVERLAY_SCENARIO["precision"]
+    _o = OVERLAY_SCENARIO
+    _p = _o["precision"]
     _rows = [f"{hardware.get(k).name}: {_p} dense {hardware.get(k).peak_tflops(_p):,.4g} TFLOP/s, "
              f"{hardware.get(k).bandwidth_gbs:,.4g} GB/s, ridge "
              f"{quiz.format_value(roofline.ridge_point(k, _p))} FLOP/B"
-             for k in (OVERLAY_SCENARIO["datacenter"], OVERLAY_SCENARIO["edge"])]
+             for k in (_o["datacenter"], _o["edge"])]
     style.math_peek("one AI, many ridges", r"""
-    AI depends only on the operation: $\text{AI} = 2N/(3b)$ for a square GEMM, the same on
-    every chip. The regime depends on the chip through its ridge:
+    AI depends only on the operation: for $C_{M\times N} = A_{M\times K}B_{K\times N}$,
+    $\text{AI} = \frac{2MNK}{(MK + KN + MN)\,b}$, the same on every chip ($\approx 2M/b$ while
+    $M \ll N = K$: the weight matrix dominates the bytes). The regime depends on the chip
+    through its ridge:
 
     $$\text{memory-bound} \iff \text{AI} < \text{ridge}_p = \frac{\pi_p\ \text{[FLOP/s]}}
     {\beta\ \text{[B/s]}}$$
@@ -803,8 +822,12 @@ def _(
     A chip whose peak grew faster than its bandwidth has its ridge further right.
     """ + "\n\n".join(f"- {r}" for r in _rows) + f"""
 
-    A {_n}³ {_p} GEMM has AI = {quiz.format_value(formulas.gemm(_n, _n, _n, _p).ai)} FLOP/B:
-    between the two ridges.
+    The {_o['m']} × {_o['n']:,} × {_o['k']:,} {_p} GEMM has AI =
+    {quiz.format_value(formulas.gemm(_o['m'], _o['n'], _o['k'], _p).ai)} FLOP/B: between the
+    two ridges. It is also big enough for the roofline to be the right model on both: 34 GFLOP
+    in 128 output tiles of 128 × 128, about one per SM of an H100 and tens of microseconds of
+    work. (A 512³ GEMM would be 16 tiles and half a microsecond: launch overhead and idle SMs,
+    not either roof, would set its time.)
     """)
     return
 
@@ -822,10 +845,10 @@ def _(PROFILER, device_picker, hardware, style):
     style.scenario_card(
         "Dana Weiss", "engineering manager",
         f"The profiler says our decode kernel on the {hardware.get(device_picker.value).name} "
-        f"runs at {PROFILER['mfu']:.0%} of peak FLOP/s. It also reports "
+        f"runs at {PROFILER['flop_util']:.0%} of peak FLOP/s. It also reports "
         f"{PROFILER['bandwidth']:.0%} of peak memory bandwidth. I am about to put two engineers "
-        f"on it for a quarter: {PROFILER['mfu']:.0%} means we are wasting "
-        f"{1 - PROFILER['mfu']:.0%} of a very expensive chip, doesn't it?")
+        f"on it for a quarter: {PROFILER['flop_util']:.0%} means we are wasting "
+        f"{1 - PROFILER['flop_util']:.0%} of a very expensive chip, doesn't it?")
     return
 
 
@@ -838,8 +861,9 @@ def _(lab, quiz):
 @app.cell
 def _(PROFILER):
     YARDSTICK_OPTIONS = {
-        f"MFU ({PROFILER['mfu']:.0%} of peak FLOP/s): there is ~{1 / PROFILER['mfu']:.0f}x "
-        "headroom": "mfu",
+        f"FLOP utilisation ({PROFILER['flop_util']:.0%} of peak FLOP/s): there is "
+        f"~{1 / PROFILER['flop_util']:.0f}x "
+        "headroom": "flop_util",
         f"Bandwidth utilisation ({PROFILER['bandwidth']:.0%}): the kernel is close to its "
         "roof": "bandwidth",
         "Both equally: average the two": "both",
@@ -870,9 +894,9 @@ def _(
     roofline,
 ):
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
-    _ai = roofline.implied_ai(PROFILER["mfu"] * _d.peak_tflops(_p),
+    _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
-    _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "mfu"
+    _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
     yardstick_prediction = get_yardstick() or reveal.reference(
         lab, "lab01.yardstick", _ref,
         label=next(k for k, v in YARDSTICK_OPTIONS.items() if v == _ref))
@@ -881,14 +905,15 @@ def _(
 
 @app.cell
 def _(PROFILER, mo):
-    mfu_slider = mo.ui.slider(0.5, 100, step=0.5, value=100 * PROFILER["mfu"],
-                              label="Achieved % of peak FLOP/s (MFU)", show_value=True,
+    flop_util_slider = mo.ui.slider(0.5, 100, step=0.5, value=100 * PROFILER["flop_util"],
+                              label="Achieved % of peak FLOP/s (FLOP utilisation)",
+                              show_value=True,
                               full_width=True)
     bw_slider = mo.ui.slider(1, 100, step=1, value=100 * PROFILER["bandwidth"],
                              label="Achieved % of peak bandwidth", show_value=True,
                              full_width=True)
-    mo.vstack([mo.md("**The profiler's two numbers** (move them)"), mfu_slider, bw_slider])
-    return bw_slider, mfu_slider
+    mo.vstack([mo.md("**The profiler's two numbers** (move them)"), flop_util_slider, bw_slider])
+    return bw_slider, flop_util_slider
 
 
 @app.cell
@@ -896,7 +921,7 @@ def _(
     bw_slider,
     device_picker,
     hardware,
-    mfu_slider,
+    flop_util_slider,
     mo,
     precision_picker,
     quiz,
@@ -908,16 +933,16 @@ def _(
             quiz.gate_notice("Lock prediction 4 to reveal the yardstick instrument."))
     _d, _p = hardware.get(device_picker.value), precision_picker.value
     try:
-        _tflops = mfu_slider.value / 100 * _d.peak_tflops(_p)
+        _tflops = flop_util_slider.value / 100 * _d.peak_tflops(_p)
         _gbs = bw_slider.value / 100 * _d.bandwidth_gbs
         _ai = roofline.implied_ai(_tflops, _gbs)
         yardstick = {
             "tflops": _tflops, "gbs": _gbs, "ai": _ai,
             "regime": roofline.regime(_ai, _d, _p),
-            "mfu": roofline.mfu(_tflops, _d, _p),
+            "flop_util": roofline.flop_utilization(_tflops, _d, _p),
             "bw_util": roofline.bandwidth_utilization(_gbs, _d),
             "of_roof": roofline.fraction_of_roof(_tflops, _ai, _d, _p),
-            "mfu_bound": roofline.mfu_bound(_ai, _d, _p)}
+            "flop_util_bound": roofline.flop_utilization_bound(_ai, _d, _p)}
         yardstick_error = None
     except (KeyError, ValueError) as _exc:
         yardstick, yardstick_error = None, style.error_message(_exc)
@@ -940,7 +965,8 @@ def _(
         [(device_picker.value, precision_picker.value)],
         [figures.Point("the profiled kernel", yardstick["ai"], yardstick["tflops"],
                        kind="measured",
-                       hover={"MFU": f"{quiz.format_value(100 * yardstick['mfu'])}%",
+                       hover={"FLOP utilisation":
+                              f"{quiz.format_value(100 * yardstick['flop_util'])}%",
                               "bandwidth": f"{quiz.format_value(100 * yardstick['bw_util'])}%"})],
         title="Where the profiler's numbers put the kernel")
     yardstick_figure
@@ -957,12 +983,13 @@ def _(mo, quiz, style, yardstick, yardstick_error):
         style.metric_cards([
             ("Implied AI", f"{quiz.format_value(yardstick['ai'])} FLOP/B",
              "achieved FLOP/s ÷ achieved B/s"),
-            ("MFU", _pct(yardstick["mfu"]), "achieved / peak FLOP/s"),
+            ("FLOP utilisation", _pct(yardstick["flop_util"]), "achieved / peak FLOP/s"),
             ("Bandwidth utilisation", _pct(yardstick["bw_util"]), "achieved / peak B/s"),
             style.Metric("Fraction of its roof", _pct(yardstick["of_roof"]),
                          "achieved / attainable at this AI: the headroom left",
                          yardstick["regime"]),
-            ("MFU bound", _pct(yardstick["mfu_bound"]), "the best MFU this AI allows"),
+            ("FLOP-utilisation bound", _pct(yardstick["flop_util_bound"]),
+             "the best FLOP utilisation this AI allows"),
         ])])
     return
 
@@ -982,9 +1009,9 @@ def _(
 ):
     mo.stop(yardstick_prediction is None)
     _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
-    _t = PROFILER["mfu"] * _d.peak_tflops(_p)
+    _t = PROFILER["flop_util"] * _d.peak_tflops(_p)
     _ai = roofline.implied_ai(_t, PROFILER["bandwidth"] * _d.bandwidth_gbs)
-    _actual = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "mfu"
+    _actual = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
     quiz.compare(yardstick_prediction, _actual, lab=lab, actual_label=(
         f"{next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)}: at "
         f"{quiz.format_value(_ai)} FLOP/B ({_p}) the kernel reaches "
@@ -997,10 +1024,12 @@ def _(PROFILER, lab, mo, quiz, yardstick_prediction):
     mo.stop(yardstick_prediction is None)
     quiz.explain_form(
         lab, "lab01.yardstick",
-        observe_label=f"Set MFU {PROFILER['mfu']:.0%} and bandwidth {PROFILER['bandwidth']:.0%}: "
+        observe_label=f"Set FLOP utilisation {PROFILER['flop_util']:.0%} and bandwidth "
+                      f"{PROFILER['bandwidth']:.0%}: "
                       "what fraction of its roof does the kernel "
-                      "reach, and what is its MFU bound?",
-        explain_label="What should Dana's engineers do instead of tuning FLOPs? When would MFU "
+                      "reach, and what is its FLOP-utilisation bound?",
+        explain_label="What should Dana's engineers do instead of tuning FLOPs? When would "
+                      "FLOP utilisation "
                       "be the right yardstick?")
     return
 
@@ -1019,24 +1048,27 @@ def _(
 ):
     mo.stop(yardstick_prediction is None)
     _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
-    _ai = roofline.implied_ai(PROFILER["mfu"] * _d.peak_tflops(_p),
+    _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
     style.math_peek("two yardsticks and the roof", r"""
     From the profiler: achieved $P$ [FLOP/s] and achieved $B$ [B/s]. Then
 
-    $$\text{MFU} = \frac{P}{\pi_p},\qquad \text{BWU} = \frac{B}{\beta},\qquad
-    \text{AI} = \frac{P}{B}\ \text{[FLOP/B]} = \text{ridge}_p\cdot\frac{\text{MFU}}
+    $$\text{FU} = \frac{P}{\pi_p},\qquad \text{BWU} = \frac{B}{\beta},\qquad
+    \text{AI} = \frac{P}{B}\ \text{[FLOP/B]} = \text{ridge}_p\cdot\frac{\text{FU}}
     {\text{BWU}}$$
 
     The headroom is measured against the roof *at this AI*:
 
-    $$\frac{P}{\min(\pi_p,\ \text{AI}\cdot\beta)} = \max(\text{MFU},\ \text{BWU})$$
+    $$\frac{P}{\min(\pi_p,\ \text{AI}\cdot\beta)} = \max(\text{FU},\ \text{BWU})$$
+
+    FU is the kernel's FLOP utilisation. MFU (model FLOP utilisation) is the same ratio for a
+    whole model's step, counting the model's FLOPs: keep that name for models.
     """ + f"""
-    On the {_d.name} ({_p}): {PROFILER['mfu']:.0%} MFU at {PROFILER['bandwidth']:.0%} bandwidth
+    On the {_d.name} ({_p}): {PROFILER['flop_util']:.0%} FLOP utilisation at {PROFILER['bandwidth']:.0%} bandwidth
     puts AI at {quiz.format_value(_ai)} FLOP/B, {quiz.format_value(float(roofline.rho(_ai, _d, _p)))}
     × the ridge: {roofline.regime(_ai, _d, _p)}, at
-    {quiz.format_value(100 * roofline.fraction_of_roof(PROFILER['mfu'] * _d.peak_tflops(_p), _ai, _d, _p))}%
-    of its roof, with an MFU bound of {quiz.format_value(100 * roofline.mfu_bound(_ai, _d, _p))}%.
+    {quiz.format_value(100 * roofline.fraction_of_roof(PROFILER['flop_util'] * _d.peak_tflops(_p), _ai, _d, _p))}%
+    of its roof, with a FLOP-utilisation bound of {quiz.format_value(100 * roofline.flop_utilization_bound(_ai, _d, _p))}%.
     Only raising AI (Part 5) lifts that bound.
     """)
     return
@@ -1057,7 +1089,7 @@ def _(LEVER_TILE, SCENARIO, roofline, style):
         "Five proposals are on my desk for the decode GEMM (M = "
         f"{SCENARIO['m']}, N = K = {SCENARIO['n']}, {LEVER_TILE} × {LEVER_TILE} tiles today): "
         f"bigger tiles, batching {roofline.LEVER_BATCH_FACTOR}x more requests together, fp8 "
-        "weights (half the bytes, same bf16 math), the SKU with a "
+        "weights (half the weight bytes, dequantised to the same bf16 math), the SKU with a "
         f"{roofline.LEVER_CLOCK_FACTOR - 1:.0%} higher core clock, and the part with "
         f"{roofline.LEVER_CAPACITY_FACTOR}x the memory. Which one raises the arithmetic "
         "intensity the most?")
@@ -1077,7 +1109,7 @@ def _(roofline):
     LEVER_OPTIONS = dict(zip(
         [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
          f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
-         "half the bytes per element (fp8 weights)",
+         "fp8 weights: half the weight bytes, same bf16 math",
          f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
          f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
         [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
@@ -1114,18 +1146,27 @@ def _(
 
 
 @app.cell
-def _(LEVER_TILE, mo):
+def _(LEVER_TILE, SCENARIO, mo):
+    # The instrument opens on the question's case (Priya's GEMM, her tiles); the student may
+    # switch it to the Part 1 sliders' GEMM. The verdict below always names its own case.
+    levers_case = mo.ui.radio(
+        {f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}, the "
+         "question)": "scenario", "your GEMM from the Part 1 sliders": "sliders"},
+        value=f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}, the "
+              "question)", label="GEMM", inline=True)
     tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
                                label="Output tile edge T of the baseline kernel", show_value=True,
                                full_width=True)
-    tile_slider
-    return (tile_slider,)
+    mo.vstack([levers_case, tile_slider])
+    return levers_case, tile_slider
 
 
 @app.cell
 def _(
+    SCENARIO,
     device_picker,
     k_slider,
+    levers_case,
     levers_prediction,
     m_slider,
     mo,
@@ -1138,38 +1179,42 @@ def _(
 ):
     mo.stop(levers_prediction is None,
             quiz.gate_notice("Lock prediction 5 to reveal the levers instrument."))
+    levers_shape = ((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"]) if levers_case.value ==
+                    "scenario" else (m_slider.value, n_slider.value, k_slider.value))
+    _p = SCENARIO["precision"] if levers_case.value == "scenario" else precision_picker.value
     try:
-        levers = roofline.ai_levers(m_slider.value, n_slider.value, k_slider.value,
-                                    device_picker.value, precision_picker.value,
+        levers = roofline.ai_levers(*levers_shape, device_picker.value, _p,
                                     tile=tile_slider.value)
         levers_error = None
     except (KeyError, ValueError) as _exc:
         levers, levers_error = None, style.error_message(_exc)
-    return levers, levers_error
+    levers_precision = _p
+    return levers, levers_error, levers_precision, levers_shape
 
 
 @app.cell
 def _(
     figures,
-    k_slider,
     levers,
     levers_error,
-    m_slider,
+    levers_precision,
+    levers_shape,
     mo,
-    n_slider,
-    precision_picker,
     quiz,
     style,
+    tile_slider,
 ):
     mo.stop(levers_error is not None, style.error_callout(levers_error))
+    _best = max(levers[1:], key=lambda lv: lv.ai)
     levers_figure = figures.bar_figure(
         [lv.name for lv in levers], [lv.rho for lv in levers],
         colors=["memory" if lv.rho < 1 else "compute" for lv in levers],
         annotations=[f"AI {quiz.format_value(lv.ai)} · ridge {quiz.format_value(lv.ridge)}"
-                     for lv in levers],
+                     + (" · most AI" if lv is _best else "") for lv in levers],
         yaxis_title="ρ = AI / ridge",
-        title=f"Your GEMM {m_slider.value:,} × {n_slider.value:,} × {k_slider.value:,} "
-              f"({precision_picker.value}, dense ridge): each lever alone")
+        title=f"GEMM {levers_shape[0]:,} × {levers_shape[1]:,} × {levers_shape[2]:,} "
+              f"({levers_precision}, dense ridge), {tile_slider.value} × {tile_slider.value} "
+              "tiles: each lever alone")
     mo.vstack([levers_figure, mo.md(
         "ρ = AI / ridge: below 1 (blue bars) memory-bound, 1 or more (orange) compute-bound. "
         "Bytes are counted for "
@@ -1206,7 +1251,8 @@ def _(
     quiz.compare(levers_prediction, _best.name, lab=lab, actual_label=(
         f"{next(k for k, v in LEVER_OPTIONS.items() if v == _best.name)}: AI "
         f"{quiz.format_value(_levers[0].ai)} → {quiz.format_value(_best.ai)} FLOP/B for "
-        f"Priya's GEMM with {LEVER_TILE} × {LEVER_TILE} tiles"))
+        f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}) with "
+        f"{LEVER_TILE} × {LEVER_TILE} tiles: the case the chart opens on"))
     return
 
 
@@ -1230,13 +1276,16 @@ def _(levers_prediction, mo, style):
     strip of B per tile; with nothing kept on chip between tiles, A is re-read once per tile
     column and B once per tile row:
 
-    $$\text{bytes}(T) = b\left(MK\left\lceil\tfrac{N}{T}\right\rceil + KN\left\lceil\tfrac{M}{T}
-    \right\rceil + MN\right)\ \text{[B]},\qquad \text{AI}(T) = \frac{2MNK}{\text{bytes}(T)}$$
+    $$\text{bytes}(T) = b_a MK\left\lceil\tfrac{N}{T}\right\rceil + b_w KN\left\lceil\tfrac{M}{T}
+    \right\rceil + b_a MN\ \text{[B]},\qquad \text{AI}(T) = \frac{2MNK}{\text{bytes}(T)}$$
 
-    For large $M, N$: $\text{AI} \approx \frac{T}{b}$ — reuse (tile size) and bytes per element
-    set it. For $M \le T$ (decode batches), B is read once and $\text{AI} \approx 2M/b$ —
-    batching sets it. A faster clock raises $\pi_p$, so the ridge $\pi_p/\beta$ moves right
-    and $\rho = \text{AI}/\text{ridge}$ falls. Capacity appears in neither formula.
+    ($b_a$ bytes per activation and output element, $b_w$ per weight.) For large $M, N$:
+    $\text{AI} \approx \frac{T}{b}$ — reuse (tile size) and bytes per element set it. For
+    $M \le T$ (decode batches), B is read once and $\text{AI} \approx 2M/b$ — batching sets
+    it. fp8 weights halve only $b_w$: the re-read activations and the output keep their bf16
+    bytes, so AI rises by less than 2×. A faster clock raises $\pi_p$, so the ridge
+    $\pi_p/\beta$ moves right and $\rho = \text{AI}/\text{ridge}$ falls. Capacity appears in
+    neither formula.
     """)
     return
 
@@ -1397,7 +1446,7 @@ def _(
         "The same kernel can be compute-bound on an edge device and memory-bound on a "
         "datacenter GPU: the ridge moved, not the kernel.",
         "Judge a memory-bound kernel by bandwidth utilisation (or fraction of its roof), not "
-        f"MFU: {PROFILER['mfu']:.0%} of peak FLOP/s can be {PROFILER['bandwidth']:.0%} of what "
+        f"FLOP utilisation: {PROFILER['flop_util']:.0%} of peak FLOP/s can be {PROFILER['bandwidth']:.0%} of what "
         "is possible.",
         "AI rises with reuse (tiling), batching and fewer bytes per element; clock speed and "
         "memory capacity do not raise it.",

@@ -86,6 +86,9 @@ def _():
     # The scenarios' fixed cases (the questions name them); the instruments below use your picks.
     GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
     GEMV_4096 = {"n": 4096, "k": 4096}
+    # Kai's GEMV (Part 4): Llama-3-8B's gate projection, 117 MB of fp16 weights, more than an
+    # H100's 50 MB L2, so repeated iterations really stream the weights from HBM.
+    GEMV_KAI = {"n": 14336, "k": 4096}
     SCENARIO_DEVICE = "h100-sxm"
     # The pickers' opening values: the instructor copy's reveal answers are computed for these,
     # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
@@ -100,6 +103,7 @@ def _():
         DIRECTION_OPTIONS,
         GEMM_4096,
         GEMV_4096,
+        GEMV_KAI,
         NAIVE_OPTIONS,
         OPENING,
         OP_NAMES,
@@ -122,7 +126,7 @@ def _(device_picker, fmt, hardware, roofline, style):
     device = hardware.get(device_picker.value)
     style.metric_cards(
         [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
-          f"{fmt(device.memory_gb)} GB {device.memory_type}")]
+          f"{device.memory_text} {device.memory_type}")]
         + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {style.rate_unit(p)}",
             f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} FLOP/B")
            for p in device.precisions])
@@ -782,10 +786,10 @@ def _(mo):
 def _(style):
     style.scenario_card(
         "Kai", "student, first benchmark",
-        "I ran a 4096×4096 FP16 GEMV 100 times on an H100, took "
-        "torch.cuda.max_memory_allocated() as the bytes and divided by the total time. "
-        "Memory on this GPU is slow! Also, my FP32 matmul reached 400 TFLOP/s, six times "
-        "the FP32 peak. Who needs tensor cores?")
+        "I ran a 14336×4096 FP16 GEMV (Llama-3-8B's gate projection, 117 MB of weights) 100 "
+        "times on an H100, took torch.cuda.max_memory_allocated() as the bytes and divided by "
+        "the total time. Memory on this GPU is slow! Also, my FP32 matmul reached 400 TFLOP/s, "
+        "six times the FP32 peak. Who needs tensor cores?")
     return
 
 
@@ -807,8 +811,8 @@ def _(NAIVE_OPTIONS, get_naive, lab, quiz, set_naive):
 
 
 @app.cell
-def _(GEMV_4096, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
-    _kai = PS.naive_bandwidth("gemv", GEMV_4096, "fp16", SCENARIO_DEVICE, iterations=100)
+def _(GEMV_KAI, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
+    _kai = PS.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     naive_prediction = get_naive() or reveal.reference(
         lab, "lab03.naive_bandwidth", _kai.verdict,
         label=next(k for k, v in NAIVE_OPTIONS.items() if v == _kai.verdict))
@@ -816,13 +820,14 @@ def _(GEMV_4096, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
 
 
 @app.cell
-def _(GEMM_4096, GEMV_4096, mo):
+def _(GEMM_4096, GEMV_4096, GEMV_KAI, mo):
     naive_op = mo.ui.dropdown(
-        {"GEMV 4096×4096 (fp16)": ("gemv", GEMV_4096),
+        {"GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than L2)": ("gemv", GEMV_KAI),
+         "GEMV 4096×4096 (fp16, 34 MB: fits an H100's 50 MB L2)": ("gemv", GEMV_4096),
          "GEMM 4096³ (fp16)": ("gemm", GEMM_4096),
          "MLP fwd+bwd, 2048 tokens, 4096 → 14336 (fp16)":
              ("mlp_train", {"tokens": 2048, "d_model": 4096, "d_ff": 14336})},
-        value="GEMV 4096×4096 (fp16)", label="What Kai timed")
+        value="GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than L2)", label="What Kai timed")
     naive_op
     return (naive_op,)
 
@@ -852,16 +857,27 @@ def _(
     try:
         naive = PS.naive_bandwidth(*naive_op.value, "fp16", device,
                                    iterations=naive_iterations.value)
+        # a working set that fits in L2 is read from L2 after the first iteration: its
+        # traffic is real, but it is not HBM traffic (the second trap of this part)
+        _where = "L2 after the 1st iteration" if naive.fits_in_l2 else "HBM"
         _out = style.metric_cards([
             style.Metric("allocator peak (each tensor once)", style.format_bytes(
                 naive.fvt.footprint_bytes), "what max_memory_allocated() shows, at most"),
-            style.Metric("HBM traffic (every read and write)", style.format_bytes(
+            style.Metric(f"traffic from {_where} (every read and write)", style.format_bytes(
                 naive.fvt.traffic_bytes), f"{naive.fvt.iterations} iterations, compulsory"),
             style.Metric("naive 'bandwidth'", f"{fmt(naive.naive_gbs)} GB/s",
                          "allocator peak ÷ time", kind="danger"),
             style.Metric("bandwidth really used", f"{fmt(naive.traffic_gbs)} GB/s",
-                         f"traffic ÷ time; {device.name} has {fmt(device.bandwidth_gbs)} GB/s",
-                         kind="ok")])
+                         f"traffic ÷ time; {device.name} has {fmt(device.bandwidth_gbs)} GB/s "
+                         "of HBM", kind="warn" if naive.fits_in_l2 else "ok")])
+        if naive.fits_in_l2:
+            _out = mo.vstack([_out, mo.callout(mo.md(
+                f"**A second trap:** these {style.format_bytes(naive.fvt.footprint_bytes)} fit "
+                f"in the {device.name}'s {style.format_bytes(device.l2_bytes)} L2 cache, so "
+                "after the first iteration every read hits L2, not HBM. Repeating a small "
+                "kernel measures the cache: traffic ÷ time can even exceed the HBM "
+                "bandwidth. Time a working set larger than L2 (Kai's 117 MB), or rotate "
+                "through copies as Part 5 does."), kind="warn")])
     except (KeyError, ValueError) as _err:
         naive, _out = None, style.error_callout(_err)
     _out
@@ -871,7 +887,7 @@ def _(
 @app.cell
 def _(figures, naive):
     naive_figure = figures.bar_figure(
-        ["allocator peak", "HBM traffic"],
+        ["allocator peak", "L2 traffic" if naive and naive.fits_in_l2 else "HBM traffic"],
         [naive.fvt.footprint_bytes / 1e9, naive.fvt.traffic_bytes / 1e9], log=True,
         colors=["danger", "memory"], title="Memory held is not memory moved",
         yaxis_title="GB (1e9 bytes, log)") if naive else None
@@ -881,7 +897,7 @@ def _(figures, naive):
 
 @app.cell
 def _(
-    GEMV_4096,
+    GEMV_KAI,
     NAIVE_OPTIONS,
     PS,
     SCENARIO_DEVICE,
@@ -892,7 +908,7 @@ def _(
     quiz,
 ):
     mo.stop(naive_prediction is None)
-    kai = PS.naive_bandwidth("gemv", GEMV_4096, "fp16", SCENARIO_DEVICE, iterations=100)
+    kai = PS.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     _label = next(k for k, v in NAIVE_OPTIONS.items() if v == kai.verdict)
     quiz.compare(naive_prediction, kai.verdict, lab=lab,
                  actual_label=f"{_label}: Kai's {fmt(kai.naive_gbs)} GB/s against "
@@ -936,7 +952,8 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(PS, fmt, kai, style):
+def _(PS, SCENARIO_DEVICE, fmt, hardware, kai, style):
+    _kai_l2 = hardware.get(SCENARIO_DEVICE).l2_bytes
     style.math_peek("memory held vs memory moved; TF32", rf"""
     An allocator's peak counts each tensor **once** while it is alive; HBM traffic counts
     every read and write of every kernel, every iteration:
@@ -951,6 +968,12 @@ def _(PS, fmt, kai, style):
     {fmt(kai.traffic_gbs)} GB/s. Even for one iteration the footprint is only a lower bound on
     traffic: a tiled kernel re-reads its inputs, and training re-reads weights and
     activations in the backward pass (try the MLP).
+
+    **Where the traffic comes from.** Repeating a kernel whose working set fits in the L2
+    cache ({style.format_bytes(_kai_l2)} on an H100) reads it from L2 after the first
+    iteration: a 4096×4096 fp16 GEMV (34 MB) would time the cache, not HBM. Kai's
+    {style.format_bytes(kai.fvt.footprint_bytes)} do not fit, so his iterations do stream
+    from HBM; a benchmark of a small kernel must rotate through copies larger than the cache.
 
     **TF32** rounds FP32 inputs to 1 + 8 + 10 = {PS.TF32_MATH_BITS} bits *inside* the tensor core; tensors are
     stored as 32-bit FP32, so $b$ = 4 B and the AI is FP32's. The peak is TF32's, which is why
@@ -969,8 +992,10 @@ def _(mo):
     The measurement runs only when you press the button (never on open or export). It uses
     `labs.core.measure`: explicit precision modes (fp32 with TF32 **off**, tf32 on), random
     inputs, warm-up for a time budget, CUDA events on a GPU (a monotonic clock on a CPU, with
-    the thread count recorded), the **median** over repetitions, and a cache flush between
-    GEMV repetitions so the weights come from memory, as in a real decode step.
+    the thread count recorded), the **median** over repetitions, and cache-cold GEMV weights:
+    the repetitions rotate through copies of the weight matrix that together fill twice the
+    last-level cache, so each repetition reads its weights from memory, as in a real decode
+    step (and not from the L2 cache, Part 4's second trap).
     """)
     return
 

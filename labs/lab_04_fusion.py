@@ -131,13 +131,13 @@ def _(FU, device_picker, hardware, style):
     device = hardware.get(device_picker.value)
     try:
         _oc = FU.onchip(device)
-        _chip = (f"{_oc.sms} SMs", f"{_oc.smem_per_block_kb:.0f} KiB shared memory per block "
-                 f"+ {_oc.registers_kb_per_sm:.0f} KiB registers per SM")
+        _chip = (f"{_oc.sms} SMs", f"{_oc.smem_per_block_kb:.0f} KiB shared memory per block; "
+                 f"a separate {_oc.registers_kb_per_sm:.0f} KiB register file per SM")
     except KeyError:
         _chip = ("not in the registry", "Part 4 needs them")
     style.metric_cards([
         ("HBM / DRAM bandwidth", f"{device.bandwidth_gbs:,.0f} GB/s", device.memory_type),
-        ("Device memory", f"{device.memory_gb:,.0f} GB", "what a score matrix must fit in"),
+        ("Device memory", device.memory_text, "what a score matrix must fit in"),
         ("Compute precisions", ", ".join(device.precisions), "dense peaks in the registry"),
         ("On-chip", *_chip),
     ])
@@ -324,12 +324,12 @@ def _(
         fusion_metrics = style.error_callout(chain_error)
     else:
         _tot, _unf = chain_now.chain.total, chain_unfused.chain.total
-        _p = chain_now.chain.kernels_costs[0].compute
+        _p = chain_now.chain.kernels_costs[0].compute  # elementwise: the vector ceiling
         fusion_metrics = style.metric_cards([
             ("HBM traffic", style.format_bytes(_tot.bytes),
              f"unfused: {style.format_bytes(_unf.bytes)}"),
             ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
-             f"ridge ({_p}, dense) = {R.ridge_point(device, _p):,.0f} FLOP/B"),
+             f"ridge ({R.ceiling_label(_p)}) = {R.ridge_point(device, _p):,.1f} FLOP/B"),
             ("Time (lower bound)", style.format_seconds(chain_now.seconds),
              f"{chain_now.chain.kernels} kernel(s); unfused "
              f"{style.format_seconds(chain_unfused.seconds)}"),
@@ -342,22 +342,45 @@ def _(
 
 
 @app.cell
-def _(FU, chain_now, device, figures, mo, speedup_prediction, style):
+def _(
+    FU,
+    R,
+    chain_now,
+    device,
+    figures,
+    mo,
+    precision_picker,
+    speedup_prediction,
+    style,
+):
     mo.stop(speedup_prediction is None or chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
     for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
                                            chain_now.kernel_times, FU.kernel_tflops(chain_now))):
         _spots.setdefault((round(_c.ai, 9), round(_tf, 9)), []).append((f"K{_i + 1}", _c, _t))
+    # Two compute ceilings: elementwise kernels run on the vector units (their own, lower
+    # ceiling); the tensor-core roof of the storage precision is drawn for comparison.
+    _roofs = [(device, R.VECTOR)] + ([(device, precision_picker.value)]
+                                     if device.has(precision_picker.value) else [])
     fusion_roofline = figures.roofline_figure(
-        [(device, chain_now.chain.kernels_costs[0].compute)],
+        _roofs,
         [figures.Point(", ".join(k for k, _, _ in ks), ai, tflops=tf, hover={
             k: f"{c.name} · {style.format_seconds(t.lower)} · {t.regime}"
             for k, c, t in ks}) for (ai, tf), ks in _spots.items()],
         ai_range=(0.01, 1e4), height=400,
         title=f"Each kernel of the chain on the {device.name} roofline "
               "(launch-bound kernels sit below the roof)")
-    fusion_roofline
+    mo.vstack([fusion_roofline, mo.md(
+        "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
+        "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
+        f"vector ceiling ({R.peak_tflops(device, R.VECTOR):,.4g} TFLOP/s here), far below the "
+        "tensor-core roof that matrix multiplies reach. A real chip has several ceilings (per "
+        "precision, per unit); which one applies depends on the operation. That is a lesson "
+        "in itself: a roofline with one roof can hide the one that binds."
+        + ("" if device.vector_tflops is not None else
+           f" (The registry has no vector rate for the {device.name}: its matrix peak stands "
+           "in, so times here are optimistic lower bounds.)"))])
     return
 
 
@@ -816,7 +839,7 @@ def _(
         markers=[(f"S = {_now:,}", _now, _traffic[False][_i], style.COLORS["danger"])],
         vlines=[(_max, f"unfused out of memory beyond S = {_max:,}", style.COLORS["danger"])],
         title=f"Attention HBM traffic vs sequence length ({device.name}: "
-              f"{device.memory_gb:,.0f} GB of memory)",
+              f"{device.memory_text} of memory)",
         x_title="Sequence length S (tokens)", y_title="HBM traffic per call (GB)",
         x_ticks=(SEQ_STEPS, [f"{s // 1024}k" if s >= 1024 else str(s) for s in SEQ_STEPS]))
     attention_figure
@@ -840,7 +863,7 @@ def _(
     mo.stop(oom_prediction is None or attn_error is not None)
     _args = (attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
              precision_picker.value)
-    _cap = device.memory_gb * 1e9
+    _cap = device.memory_bytes
     _max = FU.unfused_max_seq_len(device, attn_batch.value, attn_heads.value,
                                   head_dim_picker.value, precision_picker.value)
     attention_memory = mo.vstack([
@@ -891,8 +914,8 @@ def _(mo, oom_prediction, style):
 
     The score term grows with $S^2$, so at long context it dominates both traffic and memory.
     The score matrix must also exist at once in device memory, $B H S^2 b$ bytes: with 32 heads
-    at fp16 that is $64\,S^2$ B, so on 80 GB
-    $$64 S^2 + 4 \cdot 32 \cdot 128 \cdot 2\,S \le 8\times10^{10} \Rightarrow S \le 35{,}100 .$$
+    at fp16 that is $64\,S^2$ B, so on an H100's 80 GiB ($80 \cdot 2^{30} = 8.59\times10^{10}$ B)
+    $$64 S^2 + 4 \cdot 32 \cdot 128 \cdot 2\,S \le 8.59\times10^{10} \Rightarrow S \le 36{,}380 .$$
     **Fused** (flash) attention computes $S$ tile by tile on chip with an online softmax and
     never writes it: traffic and memory are linear in $S$, FLOPs unchanged, so AI grows with $S$.
     """)
@@ -900,14 +923,20 @@ def _(mo, oom_prediction, style):
 
 
 @app.cell
-def _(mo, style):
+def _(FU, OPENING, QUESTION_HEAD_DIM, hardware, mo, style):
+    # Which pool Lena's refused tile overflows comes from core, so the story and the model
+    # agree (on an H100: the fp32 accumulators overflow the registers, not shared memory).
+    _t = FU.flash_tile(256, 256, QUESTION_HEAD_DIM, OPENING["device"])
+    _why = {"registers": "too many registers (the fp32 score and output accumulators)",
+            "shared memory": "too much shared memory (the Q, K and V tiles)"}
     mo.vstack([
         mo.md("## Part 4 · The limit: what fits on chip"),
         style.scenario_card(
             "Lena Fischer", "kernel engineer",
             "Our flash kernel streams K and V from HBM once per query tile, so a bigger tile "
             "means fewer re-reads and a higher arithmetic intensity. I tried 256 × 256 tiles "
-            "at head_dim 128 and the compiler refused: too much shared memory. What is the "
+            f"at head_dim {QUESTION_HEAD_DIM} on our {hardware.get(OPENING['device']).name} and "
+            f"the compiler refused: {' and '.join(_why[o] for o in _t.overflows)}. What is the "
             "largest square tile that fits, and what does it cost us?"),
     ])
     return
@@ -1088,14 +1117,17 @@ def _(mo, style, tile_prediction):
     mo.stop(tile_prediction is None)  # the equations give the answer away
     style.math_peek("tiles and the two-level roofline", r"""
     **Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
-    accumulators fp32:
+    accumulators fp32, in two separate pools, each with its own limit:
 
-    $$\underbrace{(B_q d + 2 B_{kv} d)\,b}_{\text{Q, K, V tiles: shared memory}} +
-    \underbrace{(B_q B_{kv} + B_q d)\cdot 4}_{\text{S tile, O accumulator: registers}}
-    \le \text{SMEM per block} + \text{register file}$$
+    $$\underbrace{(B_q d + 2 B_{kv} d)\,b}_{\text{Q, K, V tiles}} \le
+    \text{shared memory per block},\qquad
+    \underbrace{(B_q B_{kv} + B_q d)\cdot 4}_{\text{S tile, O accumulator}} \le
+    \text{register file}$$
 
-    H100, $d = 128$, fp16: $128\times128$ needs 96 + 128 = 224 KiB ≤ 227 + 256 KiB;
-    $256\times256$ needs 192 + 384 = 576 KiB: it does not fit.
+    H100, $d = 128$, fp16 (227 KiB of shared memory per block, a 256 KiB register file):
+    $128\times128$ needs 96 KiB and 128 KiB: both fit. $256\times256$ needs 192 KiB of shared
+    memory (fits) but 384 KiB of registers: the registers overflow, so it does not fit. Room
+    left in one pool does not help the other.
 
     **HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K and V:
     $\text{bytes}_\text{HBM} \approx 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so

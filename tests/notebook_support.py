@@ -31,3 +31,30 @@ def export_page(lab_file: Path, out_dir: Path, *, reveal: bool = False) -> str:
     html = out.read_text(encoding="utf-8")
     assert "Traceback" not in html
     return html
+
+
+def visible_text(obj) -> str:
+    """Visible text of a marimo output: tags stripped, entities decoded, and the content that
+    nested components (stacks, callouts, accordions) keep in escaped ``data-*`` attributes."""
+    import html
+    import json
+    import re
+
+    parts = []
+
+    def pull(markup: str) -> None:
+        for m in re.finditer(r"data-[\w-]+='([^']*)'", markup):
+            inner = html.unescape(m.group(1))
+            try:
+                inner = json.loads(inner)
+            except ValueError:
+                pass
+            if isinstance(inner, str):
+                pull(inner)
+            elif isinstance(inner, list):
+                for item in inner:
+                    pull(str(item))
+        parts.append(html.unescape(re.sub(r"<[^>]+>", " ", markup)))
+
+    pull(getattr(obj, "text", None) or str(obj))
+    return re.sub(r"\s+", " ", " ".join(parts))

@@ -131,9 +131,11 @@ def test_bad_sizes_raise_naming_the_argument(bad):
 def test_unknown_precision_raises_with_matches():
     with pytest.raises(KeyError, match="fp16"):
         F.gemm(4, 4, 4, "fp61")
-    with pytest.raises(ValueError, match="storage format"):
-        F.gemm(4, 4, 4, "nf4")  # storage only: needs compute=
-    assert F.gemm(4, 4, 4, "nf4", compute="bf16").compute == "bf16"
+    with pytest.raises(ValueError, match="weight-only storage format"):
+        F.gemm(4, 4, 4, "nf4")  # activations cannot be stored in a weight-only format
+    with pytest.raises(ValueError, match="weight-only storage format"):
+        F.gemm(4, 4, 4, "nf4", compute="bf16")
+    assert F.gemm(4, 4, 4, "bf16", weight_precision="nf4").compute == "bf16"
 
 
 def test_nothing_returns_nan():

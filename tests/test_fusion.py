@@ -39,9 +39,12 @@ def test_flash_tile_fits_and_overflows():
     ok = FU.flash_tile(128, 128, 128, "h100-sxm")
     # Q 32 KiB + K,V 64 KiB (fp16) ; S 64 KiB + O 64 KiB (fp32)
     assert ok.smem_bytes == 96 * 1024 and ok.register_bytes == 128 * 1024
-    assert ok.capacity_bytes == (227 + 256) * 1024 and ok.fits
+    assert (ok.smem_capacity_bytes, ok.register_capacity_bytes) == (227 * 1024, 256 * 1024)
+    assert ok.fits
     big = FU.flash_tile(256, 256, 128, "h100-sxm")
-    assert big.bytes == (192 + 256 + 128) * 1024 and not big.fits
+    # Q/K/V 192 KiB fit the 227 KiB of shared memory; S + O 384 KiB overflow 256 KiB registers
+    assert (big.smem_bytes, big.register_bytes) == (192 * 1024, (256 + 128) * 1024)
+    assert not big.fits and big.overflows == ("registers",)
     assert "does NOT fit" in big.explain()
     assert not FU.flash_tile(128, 128, 256, "l4").fits  # 99 KiB SMEM per block on Ada
     with pytest.raises(KeyError, match="no on-chip figures"):
@@ -116,12 +119,13 @@ def test_attention_memory_terms_and_the_oom_sequence_length():
     assert t["Q, K, V, O"] == 4 * 32 * 4096 * 128 * 2  # 128 MiB
     assert t["score matrix (B×H×S×S)"] == 32 * 4096**2 * 2  # 1 GiB
     assert list(FU.attention_memory_terms(1, 32, 4096, 128, fused=True)) == ["Q, K, V, O"]
-    # H100 80 GB: 64 S^2 + 32768 S <= 80e9  ->  S = 35,100 (35,101 is over)
+    # H100 80 GiB (85.9e9 B): 64 S^2 + 32768 S <= 85.9e9  ->  S = 36,380 (36,381 is over)
+    cap = 80 * 2**30
     s = FU.unfused_max_seq_len("h100-sxm", 1, 32, 128)
-    assert s == 35_100
-    assert 64 * s**2 + 32768 * s <= 80e9 < 64 * (s + 1) ** 2 + 32768 * (s + 1)
+    assert s == 36_380
+    assert 64 * s**2 + 32768 * s <= cap < 64 * (s + 1) ** 2 + 32768 * (s + 1)
     terms = FU.attention_memory_terms(1, 32, s + 1, 128, fused=False)
-    assert sum(terms.values()) > 80e9 >= sum(
+    assert sum(terms.values()) > cap >= sum(
         FU.attention_memory_terms(1, 32, s, 128, fused=False).values())
 
 
@@ -155,10 +159,12 @@ def test_flash_roof_point_names_the_binding_roof():
 
 
 def test_largest_square_tile():
-    # H100, d = 128: 128 x 128 needs 224 KiB, 256 x 256 needs 576 KiB > 483 KiB
+    # H100, d = 128: 128 x 128 needs 96 KiB smem + 128 KiB registers; 256 x 256's S and O
+    # need 384 KiB of registers > 256 KiB
     assert FU.largest_square_tile(128, "h100-sxm") == 128
-    # d = 64: 256 x 256 needs 96 KiB (Q,K,V) + 320 KiB (S, O) = 416 KiB <= 483 KiB
-    assert FU.largest_square_tile(64, "h100-sxm") == 256
+    # d = 64: 256 x 256 needs 96 KiB of shared memory (fits) but 320 KiB of registers
+    # (S, O): it did "fit" the old pooled 483 KiB; the separate pools refuse it
+    assert FU.largest_square_tile(64, "h100-sxm") == 128
     assert FU.largest_square_tile(128, "h100-sxm", candidates=(512,)) is None
     with pytest.raises(KeyError, match="no on-chip figures"):
         FU.largest_square_tile(128, "tpu-v5e")

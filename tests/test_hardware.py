@@ -6,18 +6,20 @@ import pytest
 
 from labs.core import hardware, roofline
 
-# Hand-derived from ../shared/reference/hardware.md: dense FP16/BF16 peak / bandwidth x 1000.
+# Hand-derived: dense FP16/BF16 peak / bandwidth x 1000 (B200 at the 7.7 TB/s of NVIDIA's
+# current Blackwell datasheet: 2250 / 7.7 = 292).
 REFERENCE_RIDGES_BF16 = {
-    "h100-sxm": 295, "h100-pcie": 378, "h200-sxm": 206, "b200": 281, "a100-sxm-80gb": 153,
+    "h100-sxm": 295, "h100-pcie": 378, "h200-sxm": 206, "b200": 292, "a100-sxm-80gb": 153,
     "l4": 403, "tpu-v5e": 240, "tpu-v5p": 166, "tpu-v6e": 560, "tpu-v7x": 313, "mi300x": 247,
 }
 
-# (memory GB, bandwidth GB/s, {precision: dense peak}) straight from the reference table.
+# (memory as the vendor prints it (GiB: DRAM is binary), bandwidth GB/s, {precision: dense
+# peak}) from the reference table; B200 from NVIDIA's current Blackwell datasheet.
 REFERENCE = {
     "h100-sxm": (80, 3350, {"fp32": 67, "tf32": 494.7, "fp16": 989.5, "fp8": 1979, "int8": 1979}),
     "h100-pcie": (80, 2000, {"fp32": 51, "tf32": 378, "fp16": 756, "fp8": 1513, "int8": 1513}),
     "h200-sxm": (141, 4800, {"fp32": 67, "tf32": 494.7, "bf16": 989.5, "fp8": 1979}),
-    "b200": (180, 8000, {"fp32": 80, "tf32": 1100, "fp16": 2250, "fp8": 4500, "fp4": 9000}),
+    "b200": (180, 7700, {"fp32": 75, "tf32": 1100, "fp16": 2250, "fp8": 4500, "fp4": 9000}),
     "gb10": (128, 273, {"fp32": 31, "fp16": 62, "fp4": 500}),
     "rtx-5090": (32, 1792, {"fp32": 104.8, "tf32": 104.8, "fp16": 209.5, "fp8": 419,
                             "int8": 838, "fp4": 1676}),
@@ -31,7 +33,7 @@ REFERENCE = {
     "tpu-v5e": (16, 819, {"bf16": 197, "int8": 394}),
     "tpu-v5p": (95, 2765, {"bf16": 459, "int8": 918}),
     "tpu-v6e": (32, 1638, {"bf16": 918, "int8": 1836}),
-    "tpu-v7x": (206.16, 7380, {"bf16": 2307, "fp8": 4614}),
+    "tpu-v7x": (192, 7380, {"bf16": 2307, "fp8": 4614}),
     "mi300x": (192, 5300, {"fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "fp8": 2614.9}),
 }
 
@@ -44,7 +46,9 @@ def test_registry_covers_the_reference_table():
 def test_entry_matches_reference(key):
     mem, bw, peaks = REFERENCE[key]
     d = hardware.get(key)
-    assert d.memory_gb == pytest.approx(mem, rel=1e-3)
+    assert d.memory_nominal == pytest.approx(mem, rel=1e-3) and d.memory_unit == "GiB"
+    assert d.memory_bytes == pytest.approx(mem * 2**30, rel=1e-3)
+    assert d.memory_gb == pytest.approx(mem * 2**30 / 1e9, rel=1e-3)
     assert d.bandwidth_gbs == pytest.approx(bw)
     for p, v in peaks.items():
         assert d.peak_tflops(p) == pytest.approx(v), (key, p)
@@ -53,7 +57,7 @@ def test_entry_matches_reference(key):
 @pytest.mark.parametrize("key", sorted(REFERENCE))
 def test_every_number_has_a_source(key):
     d = hardware.get(key)
-    for field in ("memory_gb", "bandwidth_gbs", *d.peaks):
+    for field in ("memory_bytes", "bandwidth_gbs", *d.peaks):
         assert len(d.source(field)) > 10, (key, field)
     for p, v in d.peaks.items():
         assert math.isfinite(v) and v > 0

@@ -28,7 +28,7 @@ PREDICTIONS = {
     "which_roof_prediction": choice("lab01.which_roof", "compute-bound"),
     "crossover_prediction": quiz.Prediction("lab01.crossover_n", 500, confidence=2, reason="t"),
     "other_device_prediction": choice("lab01.other_device", "memory-bound"),
-    "yardstick_prediction": choice("lab01.yardstick", "mfu"),
+    "yardstick_prediction": choice("lab01.yardstick", "flop_util"),
     "levers_prediction": choice("lab01.levers", "4x batch (M)"),
 }
 
@@ -67,14 +67,16 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert met["ai"] == pytest.approx(g.ai) and met["ai"] == pytest.approx(15.94, abs=0.01)
     assert met["ridge"] == pytest.approx(roofline.ridge_point("h100-sxm", "bf16"))
     assert met["attainable"] == pytest.approx(g.ai * 3.35)  # AI x 3.35 TB/s
-    assert (met["lower"], met["upper"]) == pytest.approx((tb.lower, tb.upper))
-    assert met["mfu_bound"] == pytest.approx(roofline.mfu_bound(g.ai, "h100-sxm", "bf16"))
+    assert (met["lower"], met["no_overlap"]) == pytest.approx((tb.lower, tb.no_overlap))
+    assert met["flop_util_bound"] == pytest.approx(
+        roofline.flop_utilization_bound(g.ai, "h100-sxm", "bf16"))
     assert defs["gemm_regime"] == roofline.MEMORY
     assert defs["gemv_cost"].ai == pytest.approx(1.0, rel=0.01)  # decode GEMV: AI ~ 1
     # Part 2: N* = 1.5 x 2 B x 295.4 FLOP/B ~ 886
     assert defs["crossover_n"] == pytest.approx(roofline.gemm_crossover_n("h100-sxm", "bf16"))
     assert defs["crossover_n"] == pytest.approx(886.1, abs=0.1)
-    # Part 3: 512^3 bf16 (AI 171) is compute-bound on the Jetson, memory-bound on the H100
+    # Part 3: 256 x 8192 x 8192 bf16 (AI 241) is compute-bound on the Jetson, memory-bound on
+    # the H100
     assert set(defs["overlay_keys"]) == {"h100-sxm", "jetson-orin-nx-16gb"}
     ai = defs["overlay_cost"].ai
     assert roofline.regime(ai, "jetson-orin-nx-16gb", "bf16") == roofline.COMPUTE
@@ -82,7 +84,7 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     # Part 4: 3% MFU at 90% bandwidth = 90% of its roof, memory-bound
     ys = defs["yardstick"]
     assert ys["regime"] == roofline.MEMORY
-    assert ys["of_roof"] == pytest.approx(0.9) and ys["mfu"] == pytest.approx(0.03)
+    assert ys["of_roof"] == pytest.approx(0.9) and ys["flop_util"] == pytest.approx(0.03)
     assert ys["ai"] == pytest.approx(roofline.ridge_point("h100-sxm", "bf16") * 0.03 / 0.9)
     # Part 5: the levers are core's
     assert defs["levers"] == roofline.ai_levers(16, 8192, 8192, "h100-sxm", "bf16", tile=64)
@@ -103,7 +105,7 @@ def test_oom_failure_state_is_reached_and_recovered(env, app):
     outputs, defs = app.run(defs=big)
     assert "gemm_figure" not in defs and "gemm_metrics" not in defs
     msg = defs["gemm_error"]
-    assert "needs 103.1 GB" in msg and "has 80 GB" in msg  # 3 x 131072^2 x 2 B
+    assert "needs 103.1 GB" in msg and "has 80 GiB (85.9 GB)" in msg  # 3 x 131072^2 x 2 B
     assert "needs 103.1 GB" in _texts(outputs) and "Traceback" not in _texts(outputs)
     # the rest of the lab keeps working
     assert isinstance(defs["crossover_figure"], go.Figure)

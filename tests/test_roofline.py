@@ -33,7 +33,7 @@ def test_time_bounds_for_4096_gemm_on_h100():
     tb = R.time_bounds(g.flops, g.bytes, H100, "fp16")
     assert tb.t_compute == pytest.approx(2 * 4096**3 / 989.5e12)  # 139 us
     assert tb.t_memory == pytest.approx(3 * 4096**2 * 2 / 3350e9)  # 30 us
-    assert tb.lower == tb.t_compute and tb.upper == tb.t_compute + tb.t_memory
+    assert tb.lower == tb.t_compute and tb.no_overlap == tb.t_compute + tb.t_memory
     assert tb.regime == R.COMPUTE
 
 
@@ -48,12 +48,13 @@ def test_overhead_regime_for_tiny_kernels():
     assert R.overhead_crossover_elements(4, H100, launch_overhead_us=5) == pytest.approx(4.1875e6)
 
 
-def test_mfu_bandwidth_utilisation_and_bound():
-    assert R.mfu(494.75, H100, "fp16") == pytest.approx(0.5)
+def test_flop_utilisation_bandwidth_utilisation_and_bound():
+    assert R.flop_utilization(494.75, H100, "fp16") == pytest.approx(0.5)
+    assert R.mfu(494.75, H100, "fp16") == pytest.approx(0.5)  # the same ratio, for models
     assert R.bandwidth_utilization(3015, H100) == pytest.approx(0.9)
     # the 3%-of-peak kernel that is at 90% of bandwidth: AI = 0.9 x 3.35 / ... (Lab 1 misconception)
     ai = 0.03 * 989.5 / 3.35 / 0.9
-    assert R.mfu_bound(ai, H100, "fp16") == pytest.approx(ai * 3.35 / 989.5)
+    assert R.flop_utilization_bound(ai, H100, "fp16") == pytest.approx(ai * 3.35 / 989.5)
 
 
 def test_rho_and_crossover():
@@ -139,17 +140,18 @@ def test_ai_doubles_when_bytes_per_element_halve(m, n, k, pair):
 def test_time_bounds_are_ordered_and_finite(f, b, key):
     d = hardware.get(key)
     tb = R.time_bounds(f, b, d, d.precisions[0])
-    assert math.isfinite(tb.upper) and tb.lower <= tb.upper <= 2 * tb.lower + 1e-30
+    assert math.isfinite(tb.no_overlap) and tb.lower <= tb.no_overlap <= 2 * tb.lower + 1e-30
 
 
 # --- Lab 1 helpers: fitting, yardsticks, levers (hand-derived) ------------------------------
 
 def test_require_fits_names_needed_and_available_memory():
-    # 4096^3 fp16: 3 x 4096^2 x 2 B = 100.7 MB of 80 GB
+    # 4096^3 fp16: 3 x 4096^2 x 2 B = 100.7 MB of 80 GiB
     assert R.require_fits(3 * 4096**2 * 2, H100, what="this GEMM") == pytest.approx(
-        100_663_296 / 80e9)
-    # 131072^3 bf16: 3 x 131072^2 x 2 B = 103.1 GB > 80 GB
-    with pytest.raises(ValueError, match=r"this GEMM needs 103\.1 GB, the NVIDIA H100 SXM5 has 80 GB"):
+        100_663_296 / (80 * 2**30))
+    # 131072^3 bf16: 3 x 131072^2 x 2 B = 103.1 GB > 80 GiB (85.9 GB)
+    with pytest.raises(ValueError, match=r"this GEMM needs 103\.1 GB, the NVIDIA H100 SXM5 has "
+                                         r"80 GiB \(85\.9 GB\)"):
         R.require_fits(3 * 131072**2 * 2, H100, what="this GEMM")
     with pytest.raises(ValueError, match="footprint_bytes"):
         R.require_fits(0, H100)
@@ -188,7 +190,8 @@ def test_ai_levers_for_4096_bf16_gemm_with_64_tiles():
     assert lv["2x larger tiles"].ai == pytest.approx(4096 / 65)  # 32 + 32 + 1
     # M = 16384 with 64-tiles: A 4x64 + B 256 + C 4 (units 4096^2 x 2 B), FLOPs 4x: no gain
     assert lv["4x batch (M)"].ai == pytest.approx(8 * 4096 / (2 * 516))
-    assert lv["half the bytes per element"].ai == pytest.approx(2 * 4096 / 129)
+    # weights (B) in half the bytes: A 64 + B 32 + C 1 (units 4096^2 x 2 B): < 2x
+    assert lv["weights in half the bytes"].ai == pytest.approx(4096 / 97)
     assert lv["+20% core clock"].ai == lv["baseline"].ai
     assert lv["+20% core clock"].ridge == pytest.approx(1.2 * ridge)
     assert lv["2x memory capacity"].ai == lv["baseline"].ai

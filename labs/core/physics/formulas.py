@@ -1,14 +1,19 @@
 """FLOPs, compulsory HBM bytes and arithmetic intensity (AI, FLOP/byte) of common operations.
 
-Counting conventions (../shared/reference/models-and-formats.md):
+Counting conventions (Williams, Waterman & Patterson, "Roofline", CACM 2009, for traffic;
+PyTorch's ``torch.utils.flop_counter`` for FLOPs):
 - A multiply-add is 2 FLOPs. Matmul FLOPs are 2*M*N*K; this is what
   ``torch.utils.flop_counter.FlopCounterMode`` counts, and it counts no elementwise work, so
   matmul-bearing ops here (linear, attention, MLP) count only their matmuls too. Elementwise
   ops (norms, softmax, activations) carry their own small per-element FLOP conventions below.
 - Bytes are *compulsory* traffic: every input read once and every output written once from/to
   main memory (HBM/DRAM) by each kernel. Real kernels move at least this much.
-- ``precision`` is the *storage* format of the tensors (bytes moved); the *compute* precision
-  (which peak applies) follows from it unless given (see ``labs.core.physics.precision``).
+- ``precision`` is the *storage* format of the activations (bytes moved); weights and the KV
+  cache may be stored differently (``weight_precision``, ``kv_precision``). The *compute*
+  precision (which peak applies) follows from the operands: a matmul runs at its widest
+  operand (``precision.matmul_compute``); ``compute=`` may be given only to state it, and is
+  refused when the operands do not give it. Elementwise ops run on the non-tensor vector
+  units: their Cost's ``compute`` is ``VECTOR`` (the device's vector ceiling).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Mapping, Sequence
 
 from labs.core.physics import precision as _fmt
 from labs.core.physics._validate import close_matches, positive_int
+from labs.core.physics.hardware import VECTOR
 
 
 @dataclass(frozen=True)
@@ -62,14 +68,15 @@ def _b(fmt: str) -> float:
     return _fmt.bytes_per_element(fmt)
 
 
-def _compute(precision: str, compute: str | None, *others: str | None) -> str:
-    """Compute precision: explicit, else the activation format's, else a native one among others."""
-    if compute is not None or _fmt.get(precision).native_compute is not None:
-        return _fmt.compute_precision(precision, compute)
-    for o in others:
-        if o is not None and _fmt.get(o).native_compute is not None:
-            return _fmt.compute_precision(o)
-    return _fmt.compute_precision(precision, compute)  # raises with a clear message
+def _compute(act: str, compute: str | None, weights: str, *, weight_arg: str = "weight_precision",
+             activation_arg: str = "precision") -> str:
+    """The precision a matmul of ``weights`` x ``act`` runs at; an explicit ``compute`` must
+    agree (ValueError naming the way out otherwise)."""
+    if compute is None:
+        return _fmt.matmul_compute(weights, act, weight_arg=weight_arg,
+                                   activation_arg=activation_arg)
+    return _fmt.explain_compute(weights, act, compute, weight_arg=weight_arg,
+                                activation_arg=activation_arg)
 
 
 # --- matrix products ------------------------------------------------------------------------
@@ -113,15 +120,27 @@ def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: 
 
 def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fused: bool = False,
               *, kv_heads: int | None = None, kv_precision: str | None = None,
-              compute: str | None = None, name: str | None = None) -> Cost:
-    """softmax(Q K^T) V for ``heads`` query heads (no masking), batched.
+              compute: str | None = None, causal: bool = False,
+              name: str | None = None) -> Cost:
+    """softmax(Q K^T) V for ``heads`` query heads, batched; ``causal`` masks future keys.
 
-    FLOPs: QK^T 2*Sq*Skv*dh + PV 2*Sq*Skv*dh per head (softmax's ~5 FLOP/score not counted,
-    matching FlopCounterMode; <1% at dh >= 128).
+    FLOPs: QK^T 2*d and PV 2*d per (query, key) pair computed, per head (softmax's
+    ~5 FLOP/score not counted, matching FlopCounterMode; <1% at dh >= 128). Without masking
+    every one of Sq*Skv pairs is computed. With ``causal`` (a decoder's prefill) only the
+    unmasked pairs are (:func:`causal_pairs`: S(S+1)/2 for Sq = Skv = S, about half), which
+    is what a causal-aware kernel such as FlashAttention does, so the count stays a lower
+    bound. FlopCounterMode does NOT apply the mask: for ``scaled_dot_product_attention(...,
+    is_causal=True)`` it counts the full 4*B*H*Sq*Skv*dh, both through the fused kernels'
+    formula (``sdpa_flop``, "we aren't accounting for causal attention here") and through the
+    math path's two matmuls; that is this function's ``causal=False`` count, and the causal
+    count is it times ``causal_pairs(Sq, Skv) / (Sq * Skv)``.
     Bytes: Q and O (B*H*Sq*dh each) and K, V (B*Hkv*Skv*dh each, GQA: KV heads, not query heads).
     Unfused (three kernels: QK^T -> softmax -> PV) also writes the score matrix S, the softmax
-    reads S and writes P, and PV reads P: 4 passes over B*H*Sq*Skv elements. Fused (flash)
-    keeps scores on chip: no score traffic, one kernel.
+    reads S and writes P, and PV reads P: 4 passes over the B*H*(pairs) computed scores (a
+    masked kernel skips the masked block; a dense one moves more). Fused (flash) keeps scores
+    on chip: no score traffic, one kernel.
+    Compute: QK^T and PV multiply activations (Q, P) by the KV cache, so the math runs at
+    ``precision.matmul_compute(kv_precision, precision)``.
     """
     batch, heads = positive_int("batch", batch), positive_int("heads", heads)
     seq_q, seq_kv = positive_int("seq_q", seq_q), positive_int("seq_kv", seq_kv)
@@ -129,8 +148,8 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
     kvh = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
     if heads % kvh:
         raise ValueError(f"heads={heads} must be a multiple of kv_heads={kvh} (GQA groups)")
-    kvp = kv_precision or precision
-    c = _compute(precision, compute, kvp)
+    kvp = precision if kv_precision is None else kv_precision
+    c = _compute(precision, compute, kvp, weight_arg="kv_precision")
     a = _b(precision)
     detail = {
         "Q": batch * heads * seq_q * head_dim * a,
@@ -138,17 +157,29 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
         "V": batch * kvh * seq_kv * head_dim * _b(kvp),
         "O": batch * heads * seq_q * head_dim * a,
     }
+    pairs = causal_pairs(seq_q, seq_kv) if causal else seq_q * seq_kv
     if not fused:
-        detail["scores (S write, S read, P write, P read)"] = 4 * score_elements(
-            batch, heads, seq_q, seq_kv) * a
-    flops = 4.0 * batch * heads * seq_q * seq_kv * head_dim
+        detail["scores (S write, S read, P write, P read)"] = 4.0 * batch * heads * pairs * a
+    flops = 4.0 * batch * heads * pairs * head_dim
     label = name or ("attention (fused)" if fused else "attention (unfused)")
     return Cost(label, flops, sum(detail.values()), c, 1 if fused else 3, detail)
 
 
+def causal_pairs(seq_q, seq_kv) -> int:
+    """(query, key) pairs a causal mask keeps, queries aligned to the END of the keys (query
+    i of Sq sees keys j <= i + Skv - Sq, as in prefill after Skv - Sq cached tokens):
+    Sq (Skv - Sq) + Sq (Sq + 1) / 2. Sq = Skv = S gives S(S+1)/2; one query sees all Skv."""
+    sq, skv = positive_int("seq_q", seq_q), positive_int("seq_kv", seq_kv)
+    if sq > skv:
+        raise ValueError(f"seq_q={sq} must be <= seq_kv={skv} for causal attention (queries "
+                         "are the last seq_q of the keys)")
+    return sq * (skv - sq) + sq * (sq + 1) // 2
+
+
 def score_elements(batch, heads, seq_q, seq_kv) -> int:
     """Elements of the B x H x Sq x Skv score matrix an unfused attention materialises."""
-    return int(batch) * int(heads) * int(seq_q) * int(seq_kv)
+    return (positive_int("batch", batch) * positive_int("heads", heads)
+            * positive_int("seq_q", seq_q) * positive_int("seq_kv", seq_kv))
 
 
 # --- elementwise and row-wise ops -----------------------------------------------------------
@@ -251,6 +282,8 @@ def contiguous_groups(n_ops: int, n_kernels: int) -> list[list[int]]:
 def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[int]] | None = None,
                       precision: str = "fp16") -> ChainCost:
     """A chain of elementwise ops over a tensor of ``n_elements``, fused per ``groups``.
+    Elementwise work runs on the non-tensor vector units (compute ``VECTOR``), not the
+    tensor cores: its ceiling is the device's vector rate (``roofline.peak_tflops``).
 
     ``groups`` lists the ops each kernel runs, contiguous and in order, e.g. for 4 ops
     ``[[0], [1], [2], [3]]`` (unfused, the default), ``[[0, 1], [2, 3]]`` or ``[[0, 1, 2, 3]]``.
@@ -269,7 +302,6 @@ def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[
             f"groups={groups!r} must split ops 0..{len(specs) - 1} into contiguous, ordered, "
             "non-empty kernels, e.g. [[0, 1], [2, 3]]")
     a = _b(precision)
-    compute = _fmt.compute_precision(precision) if _fmt.get(precision).native_compute else "fp16"
     kernels = []
     for g in groups:
         members = [specs[i] for i in g]
@@ -282,7 +314,7 @@ def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[
         detail = {k: v for k, v in detail.items() if v}
         name = " + ".join(e.label for e in members)
         kernels.append(Cost(name, n * sum(e.flops_per_element for e in members),
-                            sum(detail.values()), compute, 1, detail))
+                            sum(detail.values()), VECTOR, 1, detail))
     return ChainCost(tuple(e.key for e in specs), tuple(tuple(g) for g in groups), tuple(kernels))
 
 

@@ -3,9 +3,11 @@
 - An elementwise chain split into kernels (``formulas.elementwise_chain``) takes, per kernel,
   max(compute, memory, launch overhead) (``roofline.time_bounds``); fusing cuts HBM bytes
   *and* launches.
-- Fused (flash) attention streams K and V through on-chip memory in tiles; the tile must fit
-  in one SM's shared memory + registers. Bigger tiles re-read K/V from HBM fewer times, which
-  is why on-chip capacity bounds what fusion can do (a two-level, "hierarchical" roofline).
+- Fused (flash) attention streams K and V through on-chip memory in tiles; the tile's Q, K, V
+  must fit in the shared memory one thread block may use AND its fp32 accumulators in the
+  register file: two separate pools with separate limits. Bigger tiles re-read K/V from HBM
+  fewer times, which is why on-chip capacity bounds what fusion can do (a two-level,
+  "hierarchical" roofline).
 """
 
 from __future__ import annotations
@@ -81,17 +83,21 @@ _S_CUDA = ("NVIDIA CUDA C++ Programming Guide, 'Technical Specifications per Com
 class OnChip:
     device_key: str
     sms: int
-    smem_per_sm_kb: float  # KB (1024 B), as the CUDA guide states them
-    smem_per_block_kb: float
-    registers_kb_per_sm: float
+    smem_per_sm_kb: float  # KiB (1024 B), as the CUDA guide states them
+    smem_per_block_kb: float  # the most shared memory one thread block may use
+    registers_kb_per_sm: float  # register file per SM (64K 32-bit registers = 256 KiB)
     boost_ghz: float
     sources: dict
     notes: dict
 
     @property
-    def tile_capacity_bytes(self) -> float:
-        """What one thread block can hold: shared memory per block + the register file."""
-        return (self.smem_per_block_kb + self.registers_kb_per_sm) * 1024
+    def smem_per_block_bytes(self) -> float:
+        return self.smem_per_block_kb * 1024
+
+    @property
+    def register_bytes(self) -> float:
+        """The register file of one SM; a block can use at most this (64K registers)."""
+        return self.registers_kb_per_sm * 1024
 
     @property
     def smem_bandwidth_gbs(self) -> float:
@@ -121,39 +127,65 @@ ONCHIP: dict[str, OnChip] = {o.device_key: o for o in [
 
 
 def onchip(hw) -> OnChip:
+    """On-chip figures (SMs, shared memory, registers) of a device; KeyError with a sentence a
+    student can act on when the registry has none for it."""
     d = _hw.get(hw)
     if d.key not in ONCHIP:
-        raise KeyError(f"no on-chip figures for {d.name} in the registry; have: "
-                       f"{', '.join(ONCHIP)}." + close_matches(d.key, ONCHIP))
+        have = ", ".join(_hw.get(k).name for k in ONCHIP)
+        raise KeyError(f"The registry has no on-chip figures (shared memory per block, register "
+                       f"file) for the {d.name}, so its flash-attention tiles cannot be sized. "
+                       f"Pick one of: {have}.")
     return ONCHIP[d.key]
 
 
 # --- flash attention tiles ------------------------------------------------------------------
 
+SMEM, REGISTERS = "shared memory", "registers"
+
+
 @dataclass(frozen=True)
 class TileFit:
+    """One flash-attention tile against the two on-chip pools it needs: the Q, K, V tiles in
+    shared memory (at most ``smem_capacity_bytes`` per block) and the fp32 S tile and O
+    accumulator in registers (at most ``register_capacity_bytes``). Separate pools: a tile
+    that overflows either does not fit, however much room the other has."""
+
     block_q: int
     block_kv: int
     head_dim: int
     smem_bytes: float  # Q, K, V tiles in the storage precision
     register_bytes: float  # S tile and O accumulator in fp32
-    capacity_bytes: float
+    smem_capacity_bytes: float
+    register_capacity_bytes: float
 
     @property
-    def bytes(self) -> float:
-        return self.smem_bytes + self.register_bytes
+    def overflows(self) -> tuple[str, ...]:
+        """The pools the tile overflows: (), ("shared memory",), ("registers",) or both."""
+        return tuple(name for name, need, have in (
+            (SMEM, self.smem_bytes, self.smem_capacity_bytes),
+            (REGISTERS, self.register_bytes, self.register_capacity_bytes)) if need > have)
 
     @property
     def fits(self) -> bool:
-        return self.bytes <= self.capacity_bytes
+        return not self.overflows
 
     def explain(self) -> str:
         kib = 1024
-        verdict = "fits" if self.fits else "does NOT fit"
-        return (f"Tile {self.block_q}x{self.block_kv} at head_dim {self.head_dim} needs "
-                f"{self.bytes / kib:.0f} KiB ({self.smem_bytes / kib:.0f} KiB Q/K/V tiles + "
-                f"{self.register_bytes / kib:.0f} KiB S and O accumulators) and {verdict} in "
-                f"{self.capacity_bytes / kib:.0f} KiB of on-chip memory per SM.")
+        head = (f"Tile {self.block_q}×{self.block_kv} at head_dim {self.head_dim}: Q, K, V tiles "
+                f"need {self.smem_bytes / kib:.0f} KiB of the {self.smem_capacity_bytes / kib:.0f}"
+                f" KiB of shared memory a block may use; the fp32 S and O accumulators need "
+                f"{self.register_bytes / kib:.0f} KiB of the {self.register_capacity_bytes / kib:.0f}"
+                " KiB register file.")
+        if self.fits:
+            return head + " It fits both."
+        over = " and ".join(f"{name} (by {self._over(name) / kib:.0f} KiB)"
+                            for name in self.overflows)
+        return head + f" It does NOT fit: it overflows the {over}."
+
+    def _over(self, pool: str) -> float:
+        if pool == SMEM:
+            return self.smem_bytes - self.smem_capacity_bytes
+        return self.register_bytes - self.register_capacity_bytes
 
 
 def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> TileFit:
@@ -163,8 +195,9 @@ def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> Tile
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     d = positive_int("head_dim", head_dim)
     b = _fmt.bytes_per_element(precision)
+    oc = onchip(hw)
     return TileFit(bq, bkv, d, (bq * d + 2 * bkv * d) * b, (bq * bkv + bq * d) * 4,
-                   onchip(hw).tile_capacity_bytes)
+                   oc.smem_per_block_bytes, oc.register_bytes)
 
 
 def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
@@ -183,7 +216,7 @@ def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
     """Two-level roofline: min(peak, AI_HBM x HBM bandwidth, AI_onchip x on-chip bandwidth)."""
     d = _hw.get(hw)
     a1, a2 = positive("ai_hbm", ai_hbm), positive("ai_onchip", ai_onchip)
-    return min(d.peak_tflops(precision), a1 * d.bandwidth_gbs / 1e3,
+    return min(R.peak_tflops(d, precision), a1 * d.bandwidth_gbs / 1e3,
                a2 * onchip(d).smem_bandwidth_gbs / 1e3)
 
 
@@ -256,23 +289,26 @@ def attention_memory_terms(batch, heads, seq_len, head_dim, precision: str = "fp
     Fused (flash) attention keeps scores in on-chip tiles: no score-matrix term."""
     cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
-    terms = {"Q, K, V, O": float(sum(cost.detail.values()))}
+    # the S^2 term first: a budget names the term whose addition crosses capacity, and at long
+    # context that is the score matrix, not the linear Q, K, V, O
+    terms = {}
     if not fused:
         terms["score matrix (B×H×S×S)"] = float(
             unfused_score_bytes(batch, heads, seq_len, seq_len, precision))
+    terms["Q, K, V, O"] = float(sum(cost.detail.values()))
     return terms
 
 
 def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
                         kv_heads: int | None = None) -> int:
-    """Longest sequence whose unfused attention fits in device memory (memory_gb x 1e9):
+    """Longest sequence whose unfused attention fits in device memory (``memory_bytes``):
     B H S^2 b + B (2 H + 2 H_kv) S d b <= capacity, solved for S (the quadratic's root)."""
     d = _hw.get(hw)
     b = _fmt.bytes_per_element(precision)
     bt, h = positive_int("batch", batch), positive_int("heads", heads)
     dh = positive_int("head_dim", head_dim)
     kvh = h if kv_heads is None else positive_int("kv_heads", kv_heads)
-    qa, qb, cap = bt * h * b, bt * (2 * h + 2 * kvh) * dh * b, d.memory_gb * 1e9
+    qa, qb, cap = bt * h * b, bt * (2 * h + 2 * kvh) * dh * b, d.memory_bytes
     s = int((-qb + math.sqrt(qb * qb + 4 * qa * cap)) / (2 * qa))
     # Guard the float root: step to the exact integer boundary.
     while s > 0 and qa * s * s + qb * s > cap:
@@ -286,7 +322,7 @@ def onchip_roof_tflops(ai, hw, precision: str):
     """The on-chip roof: min(peak, AI_onchip x on-chip bandwidth) in TFLOP/s (array ok)."""
     d = _hw.get(hw)
     a = R._ai(ai)
-    return _np.minimum(d.peak_tflops(precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
+    return _np.minimum(R.peak_tflops(d, precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
 
 
 def flash_onchip_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, block_kv,
@@ -348,7 +384,7 @@ def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
     chip = flash_onchip_bytes(batch, heads, seq_len, seq_len, head_dim, block_q, block_kv,
                               precision)
     oc = onchip(d)
-    return FlashRoofPoint(cost.flops, hbm, chip, d.peak_tflops(cost.compute),
+    return FlashRoofPoint(cost.flops, hbm, chip, R.peak_tflops(d, cost.compute),
                           cost.flops / hbm * d.bandwidth_gbs / 1e3,  # FLOP/B x GB/s = GFLOP/s
                           cost.flops / chip * oc.smem_bandwidth_gbs / 1e3)
 

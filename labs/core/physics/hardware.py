@@ -1,6 +1,10 @@
 """Hardware registry: memory, bandwidth and *dense* peak throughput per precision, each sourced.
 
-Units: memory in GB (1e9 B), bandwidth in GB/s (1e9 B/s), peaks in TFLOP/s or TOPS (1e12 /s).
+Units: memory capacity in bytes (``memory_bytes``), with the unit the vendor's figure is in
+(``memory_unit``: vendors print "80 GB" for DRAM that is 80 GiB = 80 x 2^30 B, because DRAM
+dies are binary; see ``_MEM_NOTE``); bandwidth in GB/s (1e9 B/s, decimal, as every vendor
+means it); peaks in TFLOP/s or TOPS (1e12 /s). ``memory_gb`` is the capacity in decimal GB
+(1e9 B), the unit the labs display and ``measure.detect`` reports.
 
 "Dense" means without 2:4 structured sparsity. NVIDIA datacenter headline Tensor Core
 figures are quoted *with sparsity* (2x dense); those live in ``sparse_peaks`` only, never in
@@ -19,6 +23,14 @@ from labs.core.physics._validate import close_matches, positive
 #: Compute precisions a device can have a hardware rate for.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 
+#: The compute "precision" of elementwise work (norms, softmax, activations, residual adds):
+#: it runs on the general-purpose vector units (NVIDIA CUDA cores; ``exp`` on the special-
+#: function units), not the tensor cores, so its ceiling is the device's vector rate.
+VECTOR = "vector"
+
+#: Bytes per unit a capacity may be stated in.
+_UNITS = {"GiB": 2**30, "GB": 1e9}
+
 #: Device classes, used for the picker and for colour (one colour per class in the style system).
 DEVICE_CLASSES = ("datacenter", "desktop", "laptop", "edge", "tpu", "cpu", "custom")
 
@@ -28,13 +40,38 @@ class Device:
     key: str
     name: str
     device_class: str
-    memory_gb: float
+    memory_bytes: float  # capacity in bytes (the vendor's figure in memory_unit, converted)
     memory_type: str
     bandwidth_gbs: float
     peaks: Mapping[str, float]  # dense TFLOP/s (TOPS for int8) per compute precision
     sources: Mapping[str, str]  # field or precision -> where the number comes from
     notes: Mapping[str, str] = field(default_factory=dict)  # why a number is derived/uncertain
     sparse_peaks: Mapping[str, float] = field(default_factory=dict)  # headline figures, NOT used
+    #: Non-tensor (vector) TFLOP/s that elementwise ops run at: the FP32 CUDA-core (or AMD
+    #: vector) rate, because PyTorch computes elementwise ops on fp16/bf16 tensors in fp32 (its
+    #: "opmath" type). None where no vector rate is sourced (TPUs): see roofline.peak_tflops.
+    vector_tflops: float | None = None
+    memory_unit: str = "GB"  # the unit of the vendor's figure: "GiB" (2^30 B) or "GB" (1e9 B)
+    #: Last-level (L2) cache in bytes where sourced, else None: a working set smaller than this
+    #: is served from the cache when a kernel repeats, not from HBM.
+    l2_bytes: float | None = None
+
+    @property
+    def memory_gb(self) -> float:
+        """Capacity in decimal GB (1e9 B): what software such as torch reports, over 1e9."""
+        return self.memory_bytes / 1e9
+
+    @property
+    def memory_nominal(self) -> float:
+        """The capacity in ``memory_unit``: 80 for an H100's 80 GiB."""
+        return self.memory_bytes / _UNITS[self.memory_unit]
+
+    @property
+    def memory_text(self) -> str:
+        """'80 GiB (85.9 GB)': the vendor's figure in its unit, and in decimal GB."""
+        if self.memory_unit == "GB":
+            return f"{self.memory_nominal:,.4g} GB"
+        return f"{self.memory_nominal:,.4g} {self.memory_unit} ({self.memory_gb:,.1f} GB)"
 
     def peak_tflops(self, precision: str) -> float:
         """Dense peak for ``precision``; KeyError (with what the device has) if it has none."""
@@ -55,7 +92,8 @@ class Device:
         return _precision_key(precision) in self.peaks
 
     def source(self, what: str) -> str:
-        """Source for a field (``"bandwidth_gbs"``, ``"memory_gb"``) or a precision's peak."""
+        """Source for a field (``"bandwidth_gbs"``, ``"memory_bytes"``, ``"vector_tflops"``)
+        or a precision's peak."""
         return self.sources[what]
 
     def note(self, what: str) -> str | None:
@@ -81,7 +119,11 @@ def _precision_key(precision: str) -> str:
 # --- sources, named once --------------------------------------------------------------------
 _S_H100 = "NVIDIA H100 Tensor Core GPU datasheet (dense = half the 'with sparsity' headline)"
 _S_H200 = "NVIDIA H200 product page / datasheet (dense = half the 'with sparsity' headline)"
-_S_B200 = "NVIDIA HGX B200 specifications, 1000 W part (dense = half the sparse headline)"
+_S_B200 = ("NVIDIA Blackwell datasheet, HGX B200 per-GPU figures (2025 edition: FP32 75 "
+           "TFLOP/s, HBM3e 7.7 TB/s, 180 GB; Tensor Core figures 'with sparsity', dense = half)")
+_S_B200_BW = ("NVIDIA Blackwell datasheet, HGX B200 (2025): 7.7 TB/s per GPU; cross-check: the "
+              "driver reports a 7,680-bit bus at 3,996 MHz x 2 = 7.67 TB/s (pytorch/ao PR 4002, "
+              "March 2026)")
 _S_A100 = "NVIDIA A100 datasheet, SXM 80GB (dense = half the 'with sparsity' headline)"
 _S_L4 = "NVIDIA L4 datasheet (485 INT8 TOPS is 'with sparsity'; dense is half)"
 _S_GB10 = "NVIDIA DGX Spark product page (GB10: 128 GB LPDDR5x, 273 GB/s, 1 PFLOP FP4 'with sparsity')"
@@ -98,14 +140,53 @@ _S_TPU6E = "Google Cloud TPU v6e (Trillium) documentation"
 _S_TPU7X = "Google Cloud TPU7x (Ironwood) documentation"
 _S_MI300X = "AMD Instinct MI300X datasheet (sparse figures labelled 'with structured sparsity')"
 _S_MLENG = "stas00/ml-engineering compute/accelerator README"
+_S_L2_H = "NVIDIA Hopper Tuning Guide (CUDA docs): 50 MB L2 on H100; stas00/ml-engineering 'Caches'"
+_S_L2_A = "NVIDIA Ampere Tuning Guide (CUDA docs): 40 MB L2 on A100; stas00/ml-engineering 'Caches'"
+_S_L2_B = ("NVIDIA Blackwell Tuning Guide (CUDA docs), 126 MB L2; the driver reports 126.5 MiB on "
+           "a B200 (pytorch/ao PR 4002)")
+_S_L2_MI = "AMD ROCm workload-optimization docs: 256 MiB Infinity Cache on MI300X"
 
 
-def _dev(key, name, cls, mem, mem_type, bw, peaks, src, *, notes=None, sparse=None, src_over=None):
-    """Build a Device whose every number defaults to one source, with per-field overrides."""
-    sources = {"memory_gb": src, "bandwidth_gbs": src, **{p: src for p in peaks}}
+_VECTOR_NOTE = ("Vector ceiling = the FP32 non-tensor rate: PyTorch runs elementwise ops on "
+                "fp16/bf16 tensors in fp32 ('opmath'), on the CUDA cores (exp on the SFUs).")
+_NO_VECTOR_NOTE = ("No vector (non-matrix) rate sourced for this device: elementwise ops are "
+                   "bounded by its matrix peak instead, an optimistic ceiling, so their times "
+                   "stay lower bounds.")
+
+
+_S_GIB = ("DRAM capacity is binary: a vendor's 'GB' of HBM, GDDR or LPDDR is GiB (2^30 B) "
+          "(stas00/ml-engineering, compute/accelerator README, 'Accelerator memory size and "
+          "speed'); driver-reported totals agree: nvidia-smi shows 81,559 MiB on an 80 GB H100, "
+          "81,920 MiB on an A100 80GB, 23,034 MiB on a 24 GB L4 (ECC reserves 1/16), 183,359 "
+          "MiB on a B200 (180 GB)")
+
+
+def _dev(key, name, cls, mem, mem_type, bw, peaks, src, *, notes=None, sparse=None, src_over=None,
+         vector="fp32", mem_unit="GiB", l2=None):
+    """Build a Device whose every number defaults to one source, with per-field overrides.
+    ``mem`` is the vendor's capacity figure in ``mem_unit`` (vendors' GB of DRAM are GiB).
+    ``vector``: the precision whose (non-tensor) peak is the vector ceiling, a number, or None."""
+    mem_src = f"{src}; {_S_GIB}" if mem_unit == "GiB" else src
+    sources = {"memory_bytes": mem_src, "bandwidth_gbs": src, **{p: src for p in peaks}}
     sources.update(src_over or {})
-    return Device(key, name, cls, mem, mem_type, bw, dict(peaks), sources, dict(notes or {}),
-                  dict(sparse or {}))
+    notes = dict(notes or {})
+    if isinstance(vector, str) and vector in peaks:
+        vec = float(peaks[vector])
+        sources.setdefault("vector_tflops", sources[vector])
+        notes.setdefault("vector_tflops", _VECTOR_NOTE)
+    elif isinstance(vector, (int, float)):
+        vec = float(vector)
+        sources.setdefault("vector_tflops", src)
+        notes.setdefault("vector_tflops", _VECTOR_NOTE)
+    else:
+        vec = None
+        notes.setdefault("vector_tflops", _NO_VECTOR_NOTE)
+    l2_bytes = None
+    if l2 is not None:  # (MiB, source)
+        l2_bytes = l2[0] * 2**20
+        sources["l2_bytes"] = l2[1]
+    return Device(key, name, cls, float(mem) * _UNITS[mem_unit], mem_type, bw, dict(peaks),
+                  sources, notes, dict(sparse or {}), vec, mem_unit, l2_bytes)
 
 
 _NV_TENSOR = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
@@ -118,27 +199,36 @@ def _sparse_2x(peaks):
 
 _H100 = {"fp32": 67, "tf32": 494.7, "fp16": 989.5, "bf16": 989.5, "fp8": 1979, "int8": 1979}
 _H100P = {"fp32": 51, "tf32": 378, "fp16": 756, "bf16": 756, "fp8": 1513, "int8": 1513}
-_B200 = {"fp32": 80, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500, "int8": 4500,
+_B200 = {"fp32": 75, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500, "int8": 4500,
          "fp4": 9000}
 _A100 = {"fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624}
 _L4 = {"fp32": 30.3, "tf32": 60, "fp16": 121, "bf16": 121, "fp8": 242.5, "int8": 242.5}
 
 _DEVICES = [
     _dev("h100-sxm", "NVIDIA H100 SXM5", "datacenter", 80, "HBM3", 3350, _H100, _S_H100,
+         l2=(50, _S_L2_H),
          sparse=_sparse_2x(_H100),
          notes={"fp16": "The often-quoted 1979 TFLOP/s FP16 is the 2:4-sparse figure.",
                 "fp32": "FP32 on CUDA cores (non-tensor)."},
          src_over={"fp32": f"{_S_H100}; {_S_MLENG}"}),
     _dev("h100-pcie", "NVIDIA H100 PCIe", "datacenter", 80, "HBM2e", 2000, _H100P, _S_H100,
+         l2=(50, _S_L2_H),
          sparse=_sparse_2x(_H100P), notes={"fp32": "FP32 on CUDA cores (non-tensor)."}),
     _dev("h200-sxm", "NVIDIA H200 SXM", "datacenter", 141, "HBM3e", 4800, _H100, _S_H200,
+         l2=(50, f"{_S_L2_H} (H200 has the H100 SXM's GH100 configuration)"),
          sparse=_sparse_2x(_H100),
          notes={"fp32": "FP32 on CUDA cores; H200 compute equals H100 SXM, only memory differs."},
          src_over={"fp32": f"{_S_H200}; {_S_MLENG}"}),
-    _dev("b200", "NVIDIA B200 (HGX, 1000 W)", "datacenter", 180, "HBM3e", 8000, _B200, _S_B200,
+    _dev("b200", "NVIDIA B200 (HGX, 1000 W)", "datacenter", 180, "HBM3e", 7700, _B200, _S_B200,
+         l2=(126.5, _S_L2_B),
          sparse=_sparse_2x(_B200),
-         notes={"memory_gb": "180 GB usable of 192 GB physical."},
-         src_over={"fp32": f"{_S_B200}; {_S_MLENG}"}),
+         notes={"memory_bytes": "180 GiB usable of 192 GiB physical (8 stacks x 24 GiB); "
+                                "nvidia-smi reports 183,359 MiB = 179 GiB.",
+                "bandwidth_gbs": "7.7 TB/s in NVIDIA's current datasheet; the older '8 TB/s' was "
+                                 "an 'up to' figure.",
+                "fp32": "75 TFLOP/s in NVIDIA's current datasheet (the earlier HGX B200 spec "
+                        "sheet said 80)."},
+         src_over={"bandwidth_gbs": _S_B200_BW}),
     _dev("gb10", "NVIDIA GB10 (DGX Spark)", "desktop", 128, "LPDDR5x", 273,
          {"fp32": 31, "fp16": 62, "bf16": 62, "fp4": 500}, _S_GB10,
          sparse={"fp4": 1000},
@@ -172,6 +262,7 @@ _DEVICES = [
          notes={"fp16": "FP32 accumulate (torch); 330 with FP16 accumulate.",
                 "bf16": "as fp16.", "fp8": "uncertain: whitepaper rate depends on accumulate."}),
     _dev("a100-sxm-80gb", "NVIDIA A100 SXM 80GB", "datacenter", 80, "HBM2e", 2039, _A100, _S_A100,
+         l2=(40, _S_L2_A),
          sparse=_sparse_2x(_A100), notes={"fp32": "FP32 on CUDA cores (non-tensor)."}),
     _dev("l4", "NVIDIA L4", "datacenter", 24, "GDDR6", 300, _L4, _S_L4, sparse=_sparse_2x(_L4)),
     _dev("jetson-orin-nx-16gb", "NVIDIA Jetson Orin NX 16GB", "edge", 16, "LPDDR5", 102.4,
@@ -195,14 +286,16 @@ _DEVICES = [
          _S_TPU5P),
     _dev("tpu-v6e", "Google TPU v6e (Trillium)", "tpu", 32, "HBM", 1638,
          {"bf16": 918, "int8": 1836}, _S_TPU6E),
-    _dev("tpu-v7x", "Google TPU7x (Ironwood)", "tpu", 192 * 1.073741824, "HBM3e", 7380,
+    _dev("tpu-v7x", "Google TPU7x (Ironwood)", "tpu", 192, "HBM3e", 7380,
          {"bf16": 2307, "fp8": 4614}, _S_TPU7X,
-         notes={"memory_gb": "192 GiB = 206.2 GB."}),
+         notes={"memory_bytes": "192 GiB = 206.2 GB."}),
     _dev("mi300x", "AMD Instinct MI300X", "datacenter", 192, "HBM3", 5300,
          {"fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "bf16": 1307.4, "fp8": 2614.9,
           "int8": 2614.9}, _S_MI300X,
          sparse={"fp16": 2614.9, "bf16": 2614.9, "fp8": 5229.8, "int8": 5229.8},
-         notes={"fp32": "FP32 matrix rate from the datasheet."}),
+         notes={"fp32": "FP32 matrix rate from the datasheet (the FP32 vector rate is the "
+                        "same 163.4)."},
+         l2=(256, _S_L2_MI)),
 ]
 
 _REGISTRY: dict[str, Device] = {d.key: d for d in _DEVICES}
@@ -236,15 +329,16 @@ def get(key: str | Device) -> Device:
 
 def custom(name: str, *, bandwidth_gbs: float, peaks: Mapping[str, float], memory_gb: float,
            key: str | None = None, device_class: str = "custom", memory_type: str = "unknown",
-           source: str = "entered by the student") -> Device:
+           source: str = "entered by the student", vector_tflops: float | None = None) -> Device:
     """A device from a few numbers (e.g. your laptop). Validates every number; not registered.
+    ``vector_tflops``: its non-tensor rate for elementwise ops (default: its fp32 peak, if any).
 
     >>> laptop = custom("My laptop", bandwidth_gbs=100, peaks={"fp32": 2}, memory_gb=16)
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError("name must be a non-empty string")
     positive("bandwidth_gbs", bandwidth_gbs)
-    positive("memory_gb", memory_gb)
+    positive("memory_gb", memory_gb)  # decimal GB, as a student reads it off a spec sheet
     if not peaks:
         raise ValueError("peaks must name at least one precision, e.g. {'fp32': 2.0}")
     clean = {}
@@ -252,9 +346,10 @@ def custom(name: str, *, bandwidth_gbs: float, peaks: Mapping[str, float], memor
         clean[_precision_key(p)] = positive(f"peaks[{p!r}]", v)
     if device_class not in DEVICE_CLASSES:
         raise KeyError(f"unknown device_class={device_class!r}; known: {', '.join(DEVICE_CLASSES)}")
+    vec = "fp32" if vector_tflops is None else positive("vector_tflops", vector_tflops)
     key = (key or name).strip().lower().replace(" ", "-")
     return _dev(key, name.strip(), device_class, float(memory_gb), memory_type,
-                float(bandwidth_gbs), clean, source)
+                float(bandwidth_gbs), clean, source, vector=vec, mem_unit="GB")
 
 
 def register(device: Device, *, replace: bool = False) -> Device:
@@ -289,9 +384,9 @@ def picker_options(device_classes: tuple[str, ...] | None = None) -> dict[str, s
 
 def _self_check() -> None:
     for d in _DEVICES:
-        for f in ("memory_gb", "bandwidth_gbs", *d.peaks):
+        for f in ("memory_bytes", "bandwidth_gbs", *d.peaks):
             assert d.sources.get(f), (d.key, f)
-        for v in (d.memory_gb, d.bandwidth_gbs, *d.peaks.values()):
+        for v in (d.memory_bytes, d.bandwidth_gbs, *d.peaks.values()):
             assert math.isfinite(v) and v > 0, d.key
 
 

@@ -76,17 +76,21 @@ class ModelConfig:
     def layer_ops(self, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
                   weight_precision: str | None = None, kv_precision: str | None = None,
                   fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
-        """The operations of one transformer layer.
+        """The operations of one transformer layer. ``precision`` is the activations' format.
 
-        prefill: ``seq_len`` new tokens per sequence attend to themselves (seq_q = seq_kv).
-        decode: one new token per sequence attends to ``seq_len`` cached tokens.
+        prefill: ``seq_len`` new tokens per sequence attend causally to themselves
+        (seq_q = seq_kv, about half the score matrix is computed). decode: one new token per
+        sequence attends to ``seq_len`` cached tokens. The projections run at
+        ``precision.matmul_compute(weights, activations)`` (``compute``, if given, must agree),
+        attention at ``matmul_compute(kv, activations)``, norms and adds on the vector units.
         """
         if phase not in ("prefill", "decode"):
             raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
         t = batch * (seq_len if phase == "prefill" else 1)
         sq = seq_len if phase == "prefill" else 1
-        wp = weight_precision or precision
+        wp = precision if weight_precision is None else weight_precision
+        kvp = precision if kv_precision is None else kv_precision
         kw = dict(weight_precision=wp, compute=compute)
         d, hd = self.d_model, self.head_dim
         return [
@@ -94,8 +98,7 @@ class ModelConfig:
             F.linear(t, d, self.heads * hd, precision, name="Q projection", **kw),
             F.linear(t, d, 2 * self.kv_heads * hd, precision, name="K,V projections", **kw),
             F.attention(batch, self.heads, sq, seq_len, hd, precision, fused=fused_attention,
-                        kv_heads=self.kv_heads, kv_precision=kv_precision or precision,
-                        compute=compute),
+                        kv_heads=self.kv_heads, kv_precision=kvp, causal=True),
             F.linear(t, self.heads * hd, d, precision, name="O projection", **kw),
             F.elementwise("residual_add", t * d, precision).renamed("residual add (attention)"),
             F.rmsnorm(t, d, precision).renamed("RMSNorm (MLP)"),
@@ -166,7 +169,7 @@ def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str 
     f = positive("usable_fraction", usable_fraction)
     if f > 1:
         raise ValueError(f"usable_fraction must be <= 1, got {usable_fraction!r}")
-    return MemoryBudget(d.memory_gb * 1e9 * f, {
+    return MemoryBudget(d.memory_bytes * f, {
         "weights": m.weight_bytes(weight_precision),
         "KV cache": m.kv_cache_bytes(batch, seq_len, kv_precision),
         "activations": m.activation_bytes(batch, seq_len, act_precision),
@@ -206,12 +209,17 @@ def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16
                             compute=compute)
     ops = [c.scaled(m.layers) for c in per_layer]
     ops.append(F.linear(batch, m.d_model, m.vocab, precision, name="LM head",
-                        weight_precision=weight_precision, compute=compute))
+                        weight_precision=precision if weight_precision is None
+                        else weight_precision, compute=compute))
     return ops
 
 
 @dataclass(frozen=True)
 class StepBound:
+    """Roofline time of one decode step or prefill. ``t_compute`` sums every op's FLOPs over
+    its own ceiling (GEMMs at ``compute``, attention at its own, norms on the vector units),
+    ``t_memory`` all bytes over the bandwidth, both scaled by ``derating``."""
+
     phase: str
     batch: int
     seq_len: int
@@ -219,10 +227,12 @@ class StepBound:
     bytes: float
     t_compute: float
     t_memory: float
+    compute: str = "bf16"  # precision the weight GEMMs run at
+    derating: R.Derating = R.SPEC
 
     @property
     def seconds(self) -> float:
-        """Lower bound: a step takes at least max(FLOPs/peak, bytes/bandwidth)."""
+        """Lower bound (at these rates): a step takes at least max(compute, memory)."""
         return max(self.t_compute, self.t_memory)
 
     @property
@@ -238,16 +248,22 @@ class StepBound:
 
 def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                weight_precision: str | None = None, kv_precision: str | None = None,
-               compute: str | None = None, fused_attention: bool = True) -> StepBound:
-    """Roofline lower bound of one decode step or one prefill, at one compute precision."""
+               compute: str | None = None, fused_attention: bool = True,
+               derating: R.Derating | None = None) -> StepBound:
+    """Roofline time of one decode step or one prefill: a lower bound at the spec rates
+    (``derating`` None), or at the fractions of spec in ``derating`` (``R.achievable(hw)``).
+    ``precision`` is the activations' format; the GEMMs' compute precision follows from
+    weights and activations (``compute``, if given, must agree)."""
     d = _hw.get(hw)
+    der = R.SPEC if derating is None else R._derating(derating)
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
                    kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
-    comp = compute or _fmt.compute_precision(precision)
+    comp = next(o.compute for o in ops if o.name == "LM head")
+    t_c = sum(R.cost_time(o, d, derating=der).t_compute for o in ops)
     flops = sum(o.flops for o in ops)
     bytes_ = sum(o.bytes for o in ops)
-    tb = R.time_bounds(flops, bytes_, d, comp)
-    return StepBound(phase, int(batch), int(seq_len), flops, bytes_, tb.t_compute, tb.t_memory)
+    t_m = R.time_bounds(0, bytes_, d, comp, derating=der).t_memory
+    return StepBound(phase, int(batch), int(seq_len), flops, bytes_, t_c, t_m, comp, der)
 
 
 # --- Lab 2: where decode time goes, when the KV cache overflows, is a design feasible ---------
@@ -281,17 +297,18 @@ def op_group(op_name: str) -> str:
 def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
                        precision: str = "bf16", weight_precision: str | None = None,
                        kv_precision: str | None = None, compute: str | None = None,
-                       fused_attention: bool = True) -> dict:
+                       fused_attention: bool = True,
+                       derating: R.Derating | None = None) -> dict:
     """Seconds per step spent in each of :data:`OP_GROUPS`: each op (x layers) at its own
-    roofline bound max(FLOPs / peak, bytes / bandwidth), summed per group. Kernels run one after
-    another, so these add up to a little more than :func:`step_bound`'s whole-step bound."""
+    roofline bound max(FLOPs / its ceiling, bytes / bandwidth), summed per group. Kernels run
+    one after another, so these add up to a little more than :func:`step_bound`'s whole-step
+    bound."""
     d = _hw.get(hw)
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
                    kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
-    comp = compute or _fmt.compute_precision(precision)
     out = dict.fromkeys(OP_GROUPS, 0.0)
     for op in ops:
-        out[op_group(op.name)] += R.time_bounds(op.flops, op.bytes, d, comp).lower
+        out[op_group(op.name)] += R.cost_time(op, d, derating=derating).lower
     return out
 
 
@@ -319,148 +336,23 @@ def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str 
                    name="QKV+O GEMMs")
     mlp = F.total([fused["gate, up projections"], fused["down projection"]], name="MLP GEMMs")
     attn_unfused = next(o for o in unfused if o.name.startswith("attention"))
-    scores = F.softmax(int(batch) * m.heads * sq, int(seq_len), precision)
+    # the softmax of the unfused path runs over the scores it computed (causal: the lower
+    # triangle in prefill; one query over the whole cache in decode)
+    scores = F.elementwise("softmax", int(batch) * m.heads * F.causal_pairs(sq, seq_len),
+                           precision)
     return [proj, mlp, fused["attention (fused)"], attn_unfused,
             scores.renamed("softmax (scores)"), fused["RMSNorm (attention)"].renamed("RMSNorm")]
 
 
-@dataclass(frozen=True)
-class ServingTarget:
-    """What a deployment must achieve. Decode is judged at the full context (the slowest step
-    of a sequence: its KV cache is longest); prefill is one prompt of the whole context at
-    batch 1 (time to first token); memory must fit in ``memory_fraction`` of the device."""
-
-    key: str
-    label: str
-    model: str
-    device_class: str
-    context: int  # tokens per sequence the design must hold
-    min_users: int  # concurrent sequences (the batch)
-    min_user_tokens_per_s: float  # decode speed each user sees
-    min_total_tokens_per_s: float  # aggregate decode throughput (0: no requirement)
-    max_prefill_s: float  # time to first token for a full-context prompt
-    memory_fraction: float  # share of device memory the design may use
-
-    def describe(self) -> str:
-        article = "an" if self.device_class[:1] in "aeiou" else "a"
-        parts = [f"{get(self.model).name} on {article} {self.device_class} device",
-                 f"{self.context:,}-token context", f"at least {self.min_users} concurrent "
-                 f"user{'s' if self.min_users != 1 else ''}",
-                 f"≥ {self.min_user_tokens_per_s:g} tokens/s per user"]
-        if self.min_total_tokens_per_s:
-            parts.append(f"≥ {self.min_total_tokens_per_s:,.0f} tokens/s in total")
-        parts += [f"first token of a full-context prompt within {self.max_prefill_s:g} s",
-                  f"memory within {self.memory_fraction:.0%} of the device"]
-        return "; ".join(parts) + "."
+# Lab 2's serving design lives in its own module (labs.core.physics.serving); its public names
+# are served from here too, lazily (serving imports this module), so models.check_design works.
+_SERVING = ("SERVING_TARGETS", "DesignCheck", "DesignVerdict", "ServingTarget", "check_design",
+            "critical_decode_batch", "decode_attention_ai", "decode_gemm_ai")
 
 
-#: The two targets of Lab 2 (edge and datacenter), checked achievable-but-not-trivially in
-#: tests/test_models.py: bf16 everything at batch 1 fails both.
-SERVING_TARGETS: dict[str, ServingTarget] = {t.key: t for t in [
-    ServingTarget("edge", "Edge: on-device assistant", "llama-3-8b", "edge", 4096, 1, 20.0, 0.0,
-                  2.5, 0.9),
-    ServingTarget("datacenter", "Datacenter: chat service", "llama-3-8b", "datacenter", 8192, 1,
-                  50.0, 4000.0, 0.5, 0.8),
-]}
+def __getattr__(name: str):
+    if name in _SERVING:
+        from labs.core.physics import serving
 
-
-@dataclass(frozen=True)
-class DesignCheck:
-    """One requirement of a target: did the design meet it, and the numbers behind it."""
-
-    name: str
-    passed: bool
-    actual: float | str
-    required: float | str
-    unit: str
-    message: str
-    relation: str = ">="  # how actual must compare with required: ">=", "<=" or "=="
-
-    def _fmt(self, v) -> str:
-        if isinstance(v, str):
-            return v
-        text = f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
-        unit = self.unit[:-1] if v == 1 and self.unit in ("sequences", "tokens") else self.unit
-        return f"{text} {unit}".strip()
-
-    @property
-    def actual_text(self) -> str:
-        return self._fmt(self.actual)
-
-    @property
-    def requirement(self) -> str:
-        """e.g. 'needs >= 20 tokens/s', 'needs <= 64.0 GB', 'needs Llama-3-8B'."""
-        rel = {">=": "≥ ", "<=": "≤ ", "==": ""}[self.relation]
-        return f"needs {rel}{self._fmt(self.required)}"
-
-
-@dataclass(frozen=True)
-class DesignVerdict:
-    target: str
-    checks: tuple[DesignCheck, ...]
-
-    @property
-    def feasible(self) -> bool:
-        return all(c.passed for c in self.checks)
-
-    @property
-    def failed(self) -> list[str]:
-        return [c.name for c in self.checks if not c.passed]
-
-    def summary(self) -> str:
-        if self.feasible:
-            return f"Feasible: the design meets every requirement of the {self.target} target."
-        return (f"Not feasible for the {self.target} target: fails "
-                + ", ".join(self.failed) + ".")
-
-    def as_dict(self) -> dict:
-        """Plain JSON for the ledger."""
-        return {"target": self.target, "feasible": self.feasible, "checks": [
-            {"name": c.name, "passed": c.passed, "actual": c.actual, "required": c.required,
-             "relation": c.relation, "unit": c.unit} for c in self.checks]}
-
-
-def check_design(target, hw, *, model, batch: int, seq_len: int,
-                 weight_precision: str = "bf16", kv_precision: str = "bf16",
-                 compute: str = "bf16") -> DesignVerdict:
-    """Is this serving design feasible for ``target`` (a key of :data:`SERVING_TARGETS` or a
-    :class:`ServingTarget`)? Checks model, device class, context, users, memory (at the
-    target's memory fraction), per-user and total decode tokens/s at the full context, and the
-    prefill time of one full-context prompt. Activations are bf16; ``compute`` picks the peak."""
-    t = SERVING_TARGETS.get(str(target).strip().lower()) if isinstance(target, str) else target
-    if not isinstance(t, ServingTarget):
-        raise KeyError(f"unknown target={target!r}; known: {', '.join(SERVING_TARGETS)}")
-    d, m = _hw.get(hw), get(model)
-    batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
-    kw = dict(weight_precision=weight_precision, kv_precision=kv_precision)
-    budget = memory_budget(m, d, batch=batch, seq_len=seq_len,
-                           usable_fraction=t.memory_fraction, **kw)
-    dec = step_bound(m, d, "decode", batch=batch, seq_len=seq_len, compute=compute, **kw)
-    pre = step_bound(m, d, "prefill", batch=1, seq_len=seq_len, compute=compute, **kw)
-    want_model = get(t.model)
-    checks = [
-        DesignCheck("model", m.key == want_model.key, m.name, want_model.name, "",
-                    f"serves {m.name} (the target is {want_model.name})", "=="),
-        DesignCheck("device class", d.device_class == t.device_class, d.device_class,
-                    t.device_class, "", f"{d.name} is a {d.device_class} device", "=="),
-        DesignCheck("context", seq_len >= t.context, seq_len, t.context, "tokens",
-                    f"holds {seq_len:,} tokens per sequence (needs {t.context:,})"),
-        DesignCheck("users", batch >= t.min_users, batch, t.min_users, "sequences",
-                    f"serves {batch} sequence(s) at once (needs {t.min_users})"),
-        DesignCheck("memory", budget.fits, budget.used_bytes / 1e9,
-                    budget.capacity_bytes / 1e9, "GB", budget.explain(), "<="),
-        DesignCheck("tokens/s per user", 1 / dec.seconds >= t.min_user_tokens_per_s,
-                    1 / dec.seconds, t.min_user_tokens_per_s, "tokens/s",
-                    f"each user gets at most {1 / dec.seconds:.1f} tokens/s "
-                    f"({dec.bound}-bound decode step)"),
-    ]
-    if t.min_total_tokens_per_s:
-        checks.append(DesignCheck(
-            "total tokens/s", dec.tokens_per_s >= t.min_total_tokens_per_s, dec.tokens_per_s,
-            t.min_total_tokens_per_s, "tokens/s",
-            f"all users together get at most {dec.tokens_per_s:,.0f} tokens/s"))
-    checks.append(DesignCheck(
-        "prefill time", pre.seconds <= t.max_prefill_s, pre.seconds, t.max_prefill_s, "s",
-        f"a {seq_len:,}-token prompt takes at least {pre.seconds:.2f} s to prefill "
-        f"({pre.bound}-bound)", "<="))
-    return DesignVerdict(t.key, tuple(checks))
+        return getattr(serving, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

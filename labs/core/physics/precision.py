@@ -2,8 +2,17 @@
 
 Storage format (how many bytes move) and compute precision (which hardware peak runs the
 math) are separate choices: weight-only int4 with fp16 compute moves ~4.1 bits per weight but
-runs at the fp16 peak. Source for all bit counts: ../shared/reference/models-and-formats.md,
-which follows the OCP Microscaling (MX) v1.0 spec, NVIDIA's NVFP4 description and QLoRA.
+runs at the fp16 peak. Sources of the bit counts (each format names its own): the OCP
+Microscaling Formats (MX) Specification v1.0 (Open Compute Project, 2023), NVIDIA's NVFP4
+description ("Introducing NVFP4 for Efficient and Accurate Low-Precision Inference", NVIDIA
+technical blog, 2025), QLoRA (Dettmers et al., arXiv:2305.14314, 2023) and GPTQ/AWQ group
+quantization (Frantar et al. 2022; Lin et al. 2023).
+
+Which precision a matmul *computes* in follows from its operands (:func:`matmul_compute`):
+a tensor-core instruction takes both operands in one type, so the narrower operand is
+converted to the wider one. W8A8 int8 math needs int8 activations; weight-only formats
+(int4-g128, NF4, or fp8/int8 weights with bf16 activations) are dequantised to the
+activation precision, and the math runs there.
 """
 
 from __future__ import annotations
@@ -86,20 +95,95 @@ def bytes_per_element(key: str) -> float:
     return get(key).bytes_per_element
 
 
-def compute_precision(storage: str, compute: str | None = None) -> str:
-    """The compute precision whose peak applies. Storage-only formats need ``compute`` given."""
-    fmt = get(storage)
+def compute_precision(storage: str, compute: str | None = None, *, arg: str = "precision",
+                      compute_arg: str = "compute") -> str:
+    """The compute precision whose peak applies to data stored as ``storage``: its own, or
+    ``compute`` when given. Storage-only formats need ``compute``. ``arg``/``compute_arg``
+    name the caller's arguments in messages."""
+    fmt = _checked(storage, arg)
     if compute is not None:
-        c = get(compute)
+        c = _checked(compute, compute_arg)
         if c.native_compute is None:
-            raise ValueError(f"compute={compute!r} is a storage-only format; choose e.g. 'fp16'")
+            raise ValueError(f"{compute_arg}={compute!r} is a storage-only format with no "
+                             "compute rate; choose a compute precision such as 'bf16'")
         return c.native_compute
     if fmt.native_compute is None:
         raise ValueError(
-            f"{fmt.label} is a storage format with no compute rate of its own: pass compute= "
-            "(e.g. compute='fp16' for weight-only quantization that dequantises to FP16)."
-        )
+            f"{arg}={storage!r} ({fmt.label}) is a storage format with no compute rate of its "
+            f"own: pass {compute_arg}= (e.g. {compute_arg}='fp16' for weight-only quantization "
+            "that dequantises to FP16).")
     return fmt.native_compute
+
+
+#: Width in bits of each compute precision's operands (TF32 is a mode on 32-bit storage).
+COMPUTE_BITS = {"fp32": 32, "tf32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "fp4": 4}
+
+
+def matmul_compute(weights: str, activations: str, *, weight_arg: str = "weight_precision",
+                   activation_arg: str = "activation_precision") -> str:
+    """The precision a matmul of ``weights`` x ``activations`` runs at (whose peak applies).
+
+    A tensor-core instruction takes both operands in one type, so one is converted first and
+    the matmul runs at the rate of its widest operand:
+    - weights narrower than the activations, or storage-only (int4 group-scaled, NF4), or of
+      another type of the same width (int8 weights, fp8 activations): the weights are
+      dequantised to the activations' precision (weight-only quantization);
+    - activations narrower than the weights: they are converted up to the weights' precision.
+    So int8 math needs int8 activations (W8A8). Activations must be stored in a format the
+    hardware computes in (ValueError naming ``activation_arg`` otherwise).
+    """
+    wf = _checked(weights, weight_arg)
+    af = _checked(activations, activation_arg)
+    if af.native_compute is None:
+        raise ValueError(
+            f"{activation_arg}={activations!r} is a weight-only storage format "
+            f"({af.label}): activations must be stored in a format the hardware multiplies "
+            f"in, e.g. 'bf16', 'fp8' or 'int8'. Store the weights as {af.key!r} "
+            f"({weight_arg}={af.key!r}) and keep the activations in bf16.")
+    ca = af.native_compute
+    cw = wf.native_compute
+    if cw is None or cw == ca:
+        return ca
+    if {cw, ca} == {"fp32", "tf32"}:
+        return "tf32"  # TF32 is a mode on fp32 storage: either side asking for it gets it
+    return cw if COMPUTE_BITS[cw] > COMPUTE_BITS[ca] else ca
+
+
+def explain_compute(weights: str, activations: str, compute: str, *,
+                    weight_arg: str = "weight_precision",
+                    activation_arg: str = "activation_precision",
+                    compute_arg: str = "compute") -> str:
+    """Check that ``compute`` is what ``weights`` x ``activations`` run at; return it, or raise
+    ValueError saying what the operands give and which activations the wanted math needs."""
+    derived = matmul_compute(weights, activations, weight_arg=weight_arg,
+                             activation_arg=activation_arg)
+    want = compute_precision(_checked(compute, compute_arg).key, None, arg=compute_arg)
+    if want == derived:
+        return derived
+    a = get(activations)
+    need = next((k for k in ("int8", "fp8", "fp4", "fp16", "bf16", "fp32", "tf32")
+                 if FORMATS[k].native_compute == want), want)
+    raise ValueError(
+        f"{compute_arg}={compute!r} does not follow from the operands: "
+        f"{weight_arg}={weights!r} with {activation_arg}={activations!r} ({a.label}) runs at "
+        f"{derived}, because a matmul runs at its widest operand and weight-only formats are "
+        f"dequantised to the activations. {want} math needs {want} activations as well: set "
+        f"{activation_arg}={need!r} (e.g. W8A8), or leave {compute_arg} out and the math runs "
+        f"at {derived}.")
+
+
+def _checked(key, arg: str) -> Format:
+    """A format by key, with errors that name the caller's argument ``arg``."""
+    if isinstance(key, Format):
+        return key
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError(f"{arg} must be a format name such as 'bf16', got {key!r}")
+    try:
+        return get(key)
+    except KeyError:
+        k = key.strip().lower()
+        raise KeyError(f"unknown {arg}={key!r}." + close_matches(
+            ALIASES.get(k, k), FORMATS, always_list=True)) from None
 
 
 #: Formats the precision lab lists, in order of bits.

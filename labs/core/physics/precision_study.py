@@ -116,19 +116,23 @@ def _dequant_target(d: _hw.Device) -> str:
 def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
         "fp16", "fp8", "int8", "nvfp4", "int4-g128"), *, batch: int = 1) -> list[QuantRow]:
     """Decode (batch-1 GEMV-like) weight quantization: predicted time per format, speedup vs the
-    first row. Weights in the format, activations fp16; the math runs in the format's own
-    precision when the device has it, else dequantised to fp16 (weight-only). Memory-bound, so
-    speedup ~ byte ratio."""
+    first row. A format with its own compute rate that the device has runs W=A in it (e.g. W8A8:
+    the activation vector is quantised too, so the math runs at that rate); any other format is
+    weight-only: activations stay fp16 (bf16/fp32 where the device lacks fp16) and the weights
+    are dequantised to them. Memory-bound, so speedup ~ byte ratio."""
     d = _hw.get(hw)
     rows = []
     for s in storages:
         fmt = _fmt.get(s)
         native = fmt.native_compute
-        compute = native if native and d.has(native) else _dequant_target(d)
-        note = "native" if compute == native else f"weight-only, dequantised to {compute}"
-        c = F.gemm(batch, n, k, "fp16", weight_precision=fmt.key, compute=compute)
-        tb = R.time_bounds(c.flops, c.bytes, d, compute)
-        rows.append((fmt.key, compute, c.bytes, tb.lower, tb.regime, note))
+        if native and d.has(native):
+            act, note = fmt.key, f"W and A in {fmt.label}: {native} math"
+        else:
+            act = _dequant_target(d)
+            note = f"weight-only: dequantised to {act} (activations {act})"
+        c = F.gemm(batch, n, k, act, weight_precision=fmt.key)
+        tb = R.time_bounds(c.flops, c.bytes, d, c.compute)
+        rows.append((fmt.key, c.compute, c.bytes, tb.lower, tb.regime, note))
     base_bytes, base_t = rows[0][2], rows[0][3]
     return [QuantRow(s, c, b, t, base_t / t, base_bytes / b, reg, note)
             for s, c, b, t, reg, note in rows]
@@ -272,6 +276,14 @@ class NaiveBandwidth:
 
     fvt: FootprintVsTraffic
     seconds: float  # all iterations
+    l2_bytes: float | None = None  # the device's last-level cache, where the registry has it
+
+    @property
+    def fits_in_l2(self) -> bool | None:
+        """Whether the whole working set (every tensor once) fits in the device's L2: then
+        every iteration after the first reads it from L2, and traffic / time is not an HBM
+        bandwidth either. None where the registry has no L2 size for the device."""
+        return None if self.l2_bytes is None else self.fvt.footprint_bytes <= self.l2_bytes
 
     @property
     def naive_gbs(self) -> float:
@@ -298,7 +310,7 @@ def naive_bandwidth(op: str, shape: Mapping[str, int], storage: str, hw, *,
     fvt = footprint_vs_traffic(op, shape, storage, compute, iterations=iterations)
     c = op_cost(op, shape, storage, compute)
     one = R.time_bounds(c.flops, c.bytes, d, c.compute).lower
-    return NaiveBandwidth(fvt, one * fvt.iterations)
+    return NaiveBandwidth(fvt, one * fvt.iterations, d.l2_bytes)
 
 
 def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:

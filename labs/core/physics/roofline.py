@@ -2,13 +2,19 @@
 
 Units: AI in FLOP/byte, throughput in TFLOP/s (1e12), bandwidth GB/s (1e9), time in seconds.
 Peak (TFLOP/s) / bandwidth (GB/s) * 1000 = ridge (FLOP/byte): a ridge point always names its
-precision, because one device has one ridge per compute precision.
+precision, because one device has one ridge per compute precision. ``VECTOR`` is a ceiling
+too: the non-tensor rate that elementwise ops run at (``peak_tflops(hw, VECTOR)``).
+
+Spec peaks and bandwidths are upper bounds no real kernel reaches. ``Derating`` scales both to
+what kernels achieve: ``achievable(hw)`` is a sourced default per device (measured maximum
+achievable matmul throughput) and class, ``derating_from_measurement`` the student's own
+measured roofs. A design that passes only at spec is "not ruled out", never "feasible".
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
@@ -24,9 +30,132 @@ DEFAULT_LAUNCH_OVERHEAD_US = 5.0
 
 MEMORY, COMPUTE, OVERHEAD = "memory-bound", "compute-bound", "overhead-bound"
 
+#: The ceiling of elementwise work (re-exported from hardware): the non-tensor vector rate.
+VECTOR = _hw.VECTOR
+
 
 def _device(hw) -> _hw.Device:
     return _hw.get(hw)
+
+
+def peak_tflops(hw, precision: str) -> float:
+    """The compute ceiling for ``precision`` (dense TFLOP/s, TOPS for int8), or for
+    ``VECTOR``: the device's non-tensor rate, which elementwise ops run at. Where no vector
+    rate is sourced (TPUs) the device's highest floating-point matrix peak stands in: an optimistic
+    ceiling, so a time computed with it is still a lower bound (the device says so in
+    ``note("vector_tflops")``)."""
+    d = _device(hw)
+    if isinstance(precision, str) and precision.strip().lower() == VECTOR:
+        if d.vector_tflops is not None:
+            return d.vector_tflops
+        floats = [v for p, v in d.peaks.items() if not p.startswith("int")]
+        return max(floats or d.peaks.values())
+    return d.peak_tflops(precision)
+
+
+def ceiling_label(precision: str) -> str:
+    """How a ceiling is named next to its numbers: 'bf16, dense' or 'vector, non-tensor'."""
+    return "vector, non-tensor" if precision == VECTOR else f"{precision}, dense"
+
+
+# --- achievable fractions of the spec ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Derating:
+    """Fractions of the spec a real kernel reaches: ``compute`` of the dense peak (per
+    precision in ``per_precision`` where measured), ``bandwidth`` of the spec bandwidth."""
+
+    compute: float
+    bandwidth: float
+    source: str
+    per_precision: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name, v in (("compute", self.compute), ("bandwidth", self.bandwidth),
+                        *((f"per_precision[{k!r}]", x) for k, x in self.per_precision.items())):
+            if positive(name, v) > 1:
+                raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
+        if not isinstance(self.source, str) or not self.source.strip():
+            raise ValueError("source must say where the fractions come from")
+
+    def compute_for(self, precision: str) -> float:
+        """The fraction of ``precision``'s peak: measured for it, else ``compute``."""
+        return self.per_precision.get(str(precision).strip().lower(), self.compute)
+
+    @property
+    def is_spec(self) -> bool:
+        return self.compute == 1 and self.bandwidth == 1 and all(
+            v == 1 for v in self.per_precision.values())
+
+    def describe(self) -> str:
+        """'80% of the dense peak, 90% of the bandwidth (source)'."""
+        if self.is_spec:
+            return "100% of the spec sheet's dense peak and bandwidth"
+        return (f"{self.compute:.0%} of the dense peak, {self.bandwidth:.0%} of the bandwidth "
+                f"({self.source})")
+
+
+#: The spec sheet itself: 100% of the dense peak and of the bandwidth (an upper bound).
+SPEC = Derating(1.0, 1.0, "spec sheet (100%)")
+
+_MAMF = ("stas00/ml-engineering, 'Maximum Achievable Matmul FLOPS comparison table' "
+         "(compute/accelerator/README.md; mamf-finder.py, mean of 100 iterations, torch 2.5-2.7, "
+         "2025)")
+_BW = ("stated assumption: STREAM-like copy/triad kernels reach about 90% of the spec memory "
+       "bandwidth (e.g. ~3.0-3.1 of 3.35 TB/s on an H100 SXM); no vendor publishes an "
+       "achievable figure, so measure yours (Lab 3, Part 5)")
+#: Measured achievable matmul fractions (MAMF / dense spec), bf16 (fp8 where measured).
+_MEASURED = {
+    "h100-sxm": (794.5 / 989, {"fp8": 1402.6 / 1979}, "H100 SXM: 794.5 of 989 bf16, 1402.6 of "
+                 "1979 fp8"),
+    "h200-sxm": (794.5 / 989, {"fp8": 1453.4 / 1979}, "H200 SXM: bf16 as H100 (same compute), "
+                 "1453.4 of 1979 fp8"),
+    "a100-sxm-80gb": (271.2 / 312, {}, "A100 SXM: 271.2 of 312 bf16"),
+    "b200": (1745.0 / 2250, {"fp8": 3432.5 / 4500}, "B200 SXM: 1745 of 2250 bf16, 3432.5 of "
+             "4500 fp8"),
+    "mi300x": (668.4 / 1300, {}, "MI300X: 668.4 of 1300 bf16 (ROCm 6.3, TunableOp on)"),
+}
+#: Per device class: the datacenter GPUs' median measured fraction; other classes have no
+#: published measurement, so the same figure is a stated assumption there.
+CLASS_COMPUTE_FRACTION = 0.80
+_CLASS_SOURCE = {
+    "datacenter": f"{_MAMF}: NVIDIA datacenter GPUs reach 78-87% of the dense bf16 peak; 80% used",
+}
+_UNMEASURED = ("assumption: no achievable-matmul measurement is published for {cls} devices, "
+               "so the datacenter figure (80% of the dense peak; " + _MAMF + ") is used; "
+               "measure yours (Lab 3, Part 5)")
+BANDWIDTH_FRACTION = 0.90
+
+
+def achievable(hw) -> Derating:
+    """The sourced default fractions of spec a real kernel reaches on ``hw``: the device's
+    measured maximum achievable matmul throughput where published, else its class's."""
+    d = _device(hw)
+    if d.key in _MEASURED:
+        frac, per, what = _MEASURED[d.key]
+        return Derating(round(frac, 4), BANDWIDTH_FRACTION,
+                        f"compute: {_MAMF}, {what}; bandwidth: {_BW}",
+                        {k: round(v, 4) for k, v in per.items()})
+    src = _CLASS_SOURCE.get(d.device_class) or _UNMEASURED.format(cls=d.device_class)
+    return Derating(CLASS_COMPUTE_FRACTION, BANDWIDTH_FRACTION,
+                    f"compute: {src}; bandwidth: {_BW}")
+
+
+def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_bandwidth_gbs,
+                              *, source: str = "your own measurement") -> Derating:
+    """Fractions of ``hw``'s spec that a measurement of this machine reached: measured peak /
+    dense spec peak per precision (capped at 1), measured bandwidth / spec bandwidth.
+    Precisions not measured take the fraction of the fastest one that was."""
+    d = _device(hw)
+    if not isinstance(measured_peaks, Mapping) or not measured_peaks:
+        raise ValueError("measured_peaks must be a non-empty {precision: TFLOP/s} dict")
+    per = {}
+    for p, v in measured_peaks.items():
+        per[_hw._precision_key(p)] = min(1.0, positive(f"measured_peaks[{p!r}]", v)
+                                         / d.peak_tflops(p))
+    bw = min(1.0, positive("measured_bandwidth_gbs", measured_bandwidth_gbs) / d.bandwidth_gbs)
+    fastest = max(per, key=d.peak_tflops)
+    return Derating(per[fastest], bw, f"{source} on the {d.name}", per)
 
 
 def _ai(ai):
@@ -42,14 +171,14 @@ def _ai(ai):
 def ridge_point(hw, precision: str) -> float:
     """FLOP/byte where the memory slope meets the ``precision`` compute roof."""
     d = _device(hw)
-    return d.peak_tflops(precision) * 1e12 / (d.bandwidth_gbs * 1e9)
+    return peak_tflops(d, precision) * 1e12 / (d.bandwidth_gbs * 1e9)
 
 
 def attainable_tflops(ai, hw, precision: str):
     """min(peak, AI x bandwidth) in TFLOP/s; ``ai`` may be an array."""
     d = _device(hw)
     a = _ai(ai)
-    return np.minimum(d.peak_tflops(precision), a * d.bandwidth_gbs / 1e3)
+    return np.minimum(peak_tflops(d, precision), a * d.bandwidth_gbs / 1e3)
 
 
 def rho(ai, hw, precision: str):
@@ -74,8 +203,10 @@ class TimeBounds:
         return max(self.t_compute, self.t_memory, self.t_overhead)
 
     @property
-    def upper(self) -> float:
-        """No overlap at all: compute, memory and launch one after another."""
+    def no_overlap(self) -> float:
+        """The no-overlap estimate: compute, memory and launch one after another. An
+        estimate, not a bound: small kernels that do not fill the machine (few tiles, short
+        loops, latency-bound memory) can take longer than this."""
         return self.t_compute + self.t_memory + self.t_overhead
 
     @property
@@ -91,29 +222,43 @@ class TimeBounds:
 
 
 def time_bounds(flops, bytes_, hw, precision: str, *, launches: int = 0,
-                launch_overhead_us: float = DEFAULT_LAUNCH_OVERHEAD_US) -> TimeBounds:
+                launch_overhead_us: float = DEFAULT_LAUNCH_OVERHEAD_US,
+                derating: Derating | None = None) -> TimeBounds:
     """T_compute = FLOPs / peak, T_memory = bytes / bandwidth, T_overhead = launches x overhead.
 
     Launches are asynchronous, so a stream of tiny kernels runs no faster than one launch per
-    overhead interval: the lower bound is max of the three, the upper bound their sum.
+    overhead interval: the lower bound is max of the three; their sum is the no-overlap
+    estimate. ``derating`` (default: the spec itself) scales peak and bandwidth down to what
+    kernels achieve (``achievable(hw)``). ``precision`` may be ``VECTOR``.
     """
     d = _device(hw)
     f = non_negative("flops", flops)
     b = positive("bytes", bytes_)
     n = non_negative("launches", launches)
     ov = non_negative("launch_overhead_us", launch_overhead_us)
-    return TimeBounds(f / (d.peak_tflops(precision) * 1e12), b / (d.bandwidth_gbs * 1e9),
+    der = SPEC if derating is None else _derating(derating)
+    peak = peak_tflops(d, precision) * der.compute_for(precision)
+    return TimeBounds(f / (peak * 1e12), b / (d.bandwidth_gbs * der.bandwidth * 1e9),
                       n * ov * 1e-6)
 
 
+def _derating(derating) -> Derating:
+    if not isinstance(derating, Derating):
+        raise ValueError(f"derating must be a roofline.Derating (e.g. roofline.achievable(hw) "
+                         f"or roofline.SPEC), got {derating!r}")
+    return derating
+
+
 def cost_time(cost: Cost, hw, precision: str | None = None, *,
-              launch_overhead_us: float = 0.0) -> TimeBounds:
+              launch_overhead_us: float = 0.0, derating: Derating | None = None) -> TimeBounds:
     """Time bounds for a Cost at its own compute precision (or ``precision``)."""
+    if not isinstance(cost, Cost):
+        raise ValueError(f"cost must be a formulas.Cost, got {cost!r}")
     p = precision or cost.compute
     if p == "mixed":
         raise ValueError(f"{cost.name} mixes compute precisions; pass precision= explicitly")
     return time_bounds(cost.flops, cost.bytes, hw, p, launches=cost.kernels if launch_overhead_us
-                       else 0, launch_overhead_us=launch_overhead_us)
+                       else 0, launch_overhead_us=launch_overhead_us, derating=derating)
 
 
 def kernels_time(costs, hw, *, launch_overhead_us: float = DEFAULT_LAUNCH_OVERHEAD_US) -> float:
@@ -131,18 +276,26 @@ def overhead_crossover_elements(bytes_per_element: float, hw, *,
         bytes_per_element)
 
 
+def flop_utilization(achieved_tflops, hw, precision: str) -> float:
+    """FLOP utilisation of one kernel: achieved / dense peak for that precision. (For a whole
+    model's training or serving step the same ratio of *model* FLOPs is MFU: :func:`mfu`.)"""
+    return non_negative("achieved_tflops", achieved_tflops) / peak_tflops(hw, precision)
+
+
 def mfu(achieved_tflops, hw, precision: str) -> float:
-    """Model FLOP utilisation: achieved / dense peak for that precision."""
-    return non_negative("achieved_tflops", achieved_tflops) / _device(hw).peak_tflops(precision)
+    """Model FLOP utilisation of a whole model's step: the model's FLOPs per second achieved
+    / the dense peak. Reserve the name for models; for one kernel use
+    :func:`flop_utilization` (the same ratio, not the same claim)."""
+    return flop_utilization(achieved_tflops, hw, precision)
 
 
 def bandwidth_utilization(achieved_gbs, hw) -> float:
     return non_negative("achieved_gbs", achieved_gbs) / _device(hw).bandwidth_gbs
 
 
-def mfu_bound(ai, hw, precision: str) -> float:
-    """Best MFU a kernel of this AI can reach: attainable / peak."""
-    return float(attainable_tflops(ai, hw, precision)) / _device(hw).peak_tflops(precision)
+def flop_utilization_bound(ai, hw, precision: str) -> float:
+    """Best FLOP utilisation a kernel of this AI can reach: attainable / peak."""
+    return float(attainable_tflops(ai, hw, precision)) / peak_tflops(hw, precision)
 
 
 def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None) -> float:
@@ -181,12 +334,12 @@ def i_bit(flops, bytes_, compute: str, weights: Mapping[str, float] | None = Non
 
 def require_fits(footprint_bytes, hw, *, what: str = "this operation") -> float:
     """Fraction of the device's memory a footprint (bytes) takes; ValueError saying
-    "this GEMM needs X GB, the <device> has Y GB" when it does not fit."""
+    "this GEMM needs X GB, the <device> has Y GiB (Z GB)" when it does not fit."""
     d = _device(hw)
     b = positive("footprint_bytes", footprint_bytes)
-    cap = d.memory_gb * 1e9
+    cap = d.memory_bytes
     if b > cap:
-        raise ValueError(f"{what} needs {b / 1e9:,.1f} GB, the {d.name} has {d.memory_gb:,.0f} GB "
+        raise ValueError(f"{what} needs {b / 1e9:,.1f} GB, the {d.name} has {d.memory_text} "
                          f"of memory ({b / cap:.1f}x too much).")
     return b / cap
 
@@ -200,20 +353,26 @@ def implied_ai(achieved_tflops, achieved_gbs) -> float:
 
 def fraction_of_roof(achieved_tflops, ai, hw, precision: str) -> float:
     """The right yardstick: achieved / attainable at the kernel's own AI (1 = on the roof).
-    For a memory-bound kernel this equals bandwidth utilisation; for a compute-bound one, MFU."""
+    For a memory-bound kernel this equals bandwidth utilisation; for a compute-bound one,
+    FLOP utilisation."""
     return non_negative("achieved_tflops", achieved_tflops) / float(
         attainable_tflops(ai, hw, precision))
 
 
-def tiled_gemm_bytes(m, n, k, tile, bytes_per_element) -> float:
+def tiled_gemm_bytes(m, n, k, tile, bytes_per_element, *, weight_bytes=None,
+                     out_bytes=None) -> float:
     """Main-memory bytes of C[M,N] = A[M,K] @ B[K,N] computed in T x T output tiles that keep
     nothing on chip between tiles: every tile column re-reads all of A, every tile row all of B.
     A: M*K*ceil(N/T), B: K*N*ceil(M/T), C: M*N written once. T >= max(M, N) gives the
-    compulsory bytes of formulas.gemm; T = 1 is the naive kernel (two loads per FMA)."""
+    compulsory bytes of formulas.gemm; T = 1 is the naive kernel (two loads per FMA).
+    ``bytes_per_element`` is A's (the activations); B (the weights) and C may be stored
+    differently (``weight_bytes``, ``out_bytes``; default: the same)."""
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     t = positive_int("tile", tile)
-    b = positive("bytes_per_element", bytes_per_element)
-    return b * (m * k * math.ceil(n / t) + k * n * math.ceil(m / t) + m * n)
+    a = positive("bytes_per_element", bytes_per_element)
+    w = a if weight_bytes is None else positive("weight_bytes", weight_bytes)
+    o = a if out_bytes is None else positive("out_bytes", out_bytes)
+    return a * m * k * math.ceil(n / t) + w * k * n * math.ceil(m / t) + o * m * n
 
 
 @dataclass(frozen=True)
@@ -239,20 +398,23 @@ LEVER_CAPACITY_FACTOR = 2  # twice the memory capacity
 
 def ai_levers(m, n, k, hw, precision: str, *, tile: int = 64,
               bytes_per_element: float | None = None) -> list[Lever]:
-    """AI and ridge of a T-tiled GEMM (``tiled_gemm_bytes``) before and after each lever:
-    bigger tiles (more reuse), batching (more rows share B), half the bytes per element,
-    a faster core clock (peak up, bandwidth and AI unchanged: the ridge moves right),
-    more memory capacity (nothing in AI or ridge changes)."""
+    """AI and ridge of a T-tiled GEMM (``tiled_gemm_bytes``; A = activations, B = weights)
+    before and after each lever: bigger tiles (more reuse), batching (more rows share B),
+    weights in half the bytes (e.g. fp8 weights for bf16, dequantised: A, C and the math stay
+    as they were, so AI rises by less than 2x), a faster core clock (peak up, bandwidth and AI
+    unchanged: the ridge moves right), more memory capacity (nothing in AI or ridge changes)."""
     from labs.core.physics import precision as _fmt
 
     d = _device(hw)
     b = bytes_per_element if bytes_per_element is not None else _fmt.bytes_per_element(precision)
+    b = positive("bytes_per_element", b)
+    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     t = positive_int("tile", tile)
     ridge = ridge_point(d, precision)
     flops = 2.0 * m * n * k
 
-    def ai(mm=m, tt=t, bb=b, f=flops):
-        return f / tiled_gemm_bytes(mm, n, k, tt, bb)
+    def ai(mm=m, tt=t, wb=b, f=flops):
+        return f / tiled_gemm_bytes(mm, n, k, tt, b, weight_bytes=wb)
 
     base = ai()
     return [
@@ -262,8 +424,9 @@ def ai_levers(m, n, k, hw, precision: str, *, tile: int = 64,
         Lever(f"{LEVER_BATCH_FACTOR}x batch (M)", ai(mm=m * LEVER_BATCH_FACTOR,
                                                      f=flops * LEVER_BATCH_FACTOR), ridge,
               "more rows share every weight read"),
-        Lever("half the bytes per element", ai(bb=b / 2), ridge,
-              "same FLOPs, half the bytes (e.g. fp8 storage, same compute precision)"),
+        Lever("weights in half the bytes", ai(wb=b / 2), ridge,
+              "only B (the weights) shrinks, e.g. fp8 weights dequantised to bf16: "
+              "activations, output and math unchanged"),
         Lever(f"+{LEVER_CLOCK_FACTOR - 1:.0%} core clock", base, ridge * LEVER_CLOCK_FACTOR,
               "peak rises, bandwidth and AI do not: the ridge moves away"),
         Lever(f"{LEVER_CAPACITY_FACTOR}x memory capacity", base, ridge,

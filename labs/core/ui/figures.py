@@ -25,6 +25,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
+from labs.core.physics.units import rate_unit
 from labs.core.ui.charts import (  # noqa: F401  (re-exported: figures is the one figure API)
     bar_figure,
     budget_summary,
@@ -93,8 +94,13 @@ class Roof:
 
 
 def ridge_label(precision: str, ridge: float) -> str:
-    """'ridge (fp16, dense) = 295 FLOP/B': a ridge point always names its precision."""
-    return f"ridge ({precision}, dense) = {_num(ridge)} FLOP/B"
+    """'ridge (fp16, dense) = 295 FLOP/B': a ridge point always names its precision (or
+    'vector, non-tensor' for the ceiling elementwise ops run at)."""
+    return f"ridge ({roofline.ceiling_label(precision)}) = {_num(ridge)} FLOP/B"
+
+
+#: How the vector (non-tensor) ceiling is drawn: its own colour, dash and ridge symbol.
+VECTOR_STYLE = {"color": COLORS["accent"], "dash": "dot", "symbol": "x"}
 
 
 def short_name(device: hardware.Device) -> str:
@@ -119,21 +125,26 @@ def resolve_roofs(roofs) -> list[Roof]:
             raise ValueError(f"roofs: each item must be a (device, precision) pair, got {r!r}")
         d = hardware.get(r[0])
         p = str(r[1]).strip().lower()
-        d.peak_tflops(p)  # KeyError naming the precision and what the device has
+        roofline.peak_tflops(d, p)  # KeyError naming the precision and what the device has
         pairs.append((d, p))
     one_device = len({d.key for d, _ in pairs}) == 1
     used: dict[str, str] = {}  # colour -> device key that owns it
     out = []
     for d, p in pairs:
         if one_device:
-            color = PRECISION_COLORS[p]
+            color = VECTOR_STYLE["color"] if p == roofline.VECTOR else PRECISION_COLORS[p]
         else:
             color = DEVICE_COLORS[d.device_class]
             if used.get(color, d.key) != d.key:
                 color = next((c for c in _FALLBACK if c not in used), color)
             used.setdefault(color, d.key)
-        name = f"{short_name(d)} · {p}" if not one_device else f"{p} (dense)"
-        out.append(Roof(d, p, d.peak_tflops(p), roofline.ridge_point(d, p), color, name))
+        vec = "vector ceiling (non-tensor)"
+        if one_device:
+            name = vec if p == roofline.VECTOR else f"{p} (dense)"
+        else:
+            name = f"{short_name(d)} · {'vector' if p == roofline.VECTOR else p}"
+        out.append(Roof(d, p, roofline.peak_tflops(d, p), roofline.ridge_point(d, p), color,
+                        name))
     return out
 
 
@@ -176,17 +187,20 @@ def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool,
     ridge_i = 1 if len(x) == 3 else None
     text = [""] * len(x)
     size = [0] * len(x)
+    unit = rate_unit(r.precision)
     hover = [f"{html.escape(r.device.name)} · {r.precision}<br>AI {_num(xi)} FLOP/B → "
-             f"{_num(yi)} TFLOP/s" for xi, yi in zip(x, y)]
+             f"{_num(yi)} {unit}" for xi, yi in zip(x, y)]
     if ridge_i is not None:
         who = f"{html.escape(short_name(r.device))}: " if many_devices else ""
         text[ridge_i] = f"{who}{r.ridge_label}"
         size[ridge_i] = 11
         hover[ridge_i] = (f"{html.escape(r.device.name)}<br>{r.ridge_label}<br>peak "
-                          f"{_num(r.peak)} TFLOP/s · {_num(r.device.bandwidth_gbs)} GB/s")
+                          f"{_num(r.peak)} {unit} · {_num(r.device.bandwidth_gbs)} GB/s")
+    vector = r.precision == roofline.VECTOR
     dash = "solid" if alone else _DASH_CYCLE[i % 6] if many_devices else \
-        PRECISION_DASH[r.precision]
-    symbol = _SYMBOL_CYCLE[i % 7] if many_devices else PRECISION_SYMBOL[r.precision]
+        VECTOR_STYLE["dash"] if vector else PRECISION_DASH[r.precision]
+    symbol = _SYMBOL_CYCLE[i % 7] if many_devices else \
+        VECTOR_STYLE["symbol"] if vector else PRECISION_SYMBOL[r.precision]
     return dict(
         type="scatter", x=x, y=y, name=r.name, mode="lines+markers+text",
         line=dict(color=r.color, width=2.5, dash=dash),
@@ -202,12 +216,12 @@ def _point_hover(p: Point, roofs: Sequence[Roof]) -> str:
     throughput and regime on each roof (up to 4), so one hover answers "which roof?"."""
     lines = [f"<b>{html.escape(p.label)}</b> ({p.kind})", f"AI = {_num(p.ai)} FLOP/B"]
     if p.tflops is not None:
-        lines.append(f"{p.kind} = {_num(p.tflops)} TFLOP/s")
+        lines.append(f"{p.kind} = {_num(p.tflops)} {rate_unit(roofs[0].precision)}")
     for r in roofs[:4]:
         y = float(roofline.attainable_tflops(p.ai, r.device, r.precision))
         where = (f" on {html.escape(short_name(r.device))} · {r.precision}" if len(roofs) > 1
                  else f" ({r.precision})")
-        lines.append(f"attainable{where} = {_num(y)} TFLOP/s, "
+        lines.append(f"attainable{where} = {_num(y)} {rate_unit(r.precision)}, "
                      f"{roofline.regime(p.ai, r.device, r.precision)}")
     lines += [f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in p.hover.items()]
     return "<br>".join(lines)
@@ -230,7 +244,8 @@ def _projection_trace(points: Sequence[Point], roofs: Sequence[Roof]) -> dict | 
             hover.append(_point_hover(p, roofs) if j == 0 else (
                 f"<b>{html.escape(p.label)}</b> on {html.escape(short_name(r.device))}"
                 f" · {r.precision}<br>AI = {_num(p.ai)} FLOP/B<br>attainable = "
-                f"{_num(yv)} TFLOP/s, {roofline.regime(p.ai, r.device, r.precision)}"))
+                f"{_num(yv)} {rate_unit(r.precision)}, "
+                f"{roofline.regime(p.ai, r.device, r.precision)}"))
         xs.append(None)
         ys.append(None)
         hover.append("")
@@ -398,14 +413,14 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
     lo, hi = (10 ** v for v in layout["xaxis"]["range"])
     onchip = hardware.custom(f"{main.device.name} on-chip", bandwidth_gbs=onchip_bandwidth_gbs,
                              peaks={main.precision: main.peak}, memory_gb=main.device.memory_gb,
-                             source="derived on-chip bandwidth")
+                             source="derived on-chip bandwidth", vector_tflops=main.peak)
     x = np.geomspace(lo, hi, 41)
     y = roofline.attainable_tflops(x, onchip, main.precision)
     color = COLORS["ok"]
     traces = [dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
                    name=onchip_label, line=dict(color=color, width=2.5, dash="dash"),
-                   hovertemplate="on-chip roof<br>AI %{x:.3s} FLOP/B → %{y:.3s} TFLOP/s"
-                                 "<extra></extra>")]
+                   hovertemplate="on-chip roof<br>AI %{x:.3s} FLOP/B → %{y:.3s} "
+                                 f"{rate_unit(main.precision)}<extra></extra>")]
     for p in onchip_points:
         yv = p.tflops if p.tflops is not None else float(
             roofline.attainable_tflops(p.ai, onchip, main.precision))
