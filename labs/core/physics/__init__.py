@@ -2,8 +2,8 @@
 
 Devices with sourced dense peaks per precision (``hardware``), storage formats (``precision``),
 FLOP and compulsory-byte formulas (``formulas``), roofline maths (``roofline``), transformer
-models and serving budgets (``models``), and the lab-specific physics of precision (``precision_study``)
-and fusion (``fusion``); ``units`` formats numbers for people and ``_validate`` checks arguments.
+models and serving budgets (``models``; Lab 2's design checker in ``serving``, re-exported by
+models), and the lab-specific physics of precision (``precision_study``) and fusion (``fusion``); ``units`` formats numbers for people and ``_validate`` checks arguments.
 
 May import: nothing else of ``labs.core`` (and never marimo or plotly; numpy only). Everything
 here is unit-tested against hand-derived values.
