@@ -75,8 +75,8 @@ def _(style):
 @app.cell
 def _(H, lab, quiz, slider):
     _hw = H.get(REF["hw"])
-    _gb = _hw.memory_gb
-    first = quiz.numeric_form(lab, "labx.first", question=f"**On the {_hw.name}** ({_gb:g} GB), "
+    _gb = _hw.memory_nominal
+    first = quiz.numeric_form(lab, "labx.first", question=f"**On the {_hw.name}** ({_gb:g} GiB), "
                               f"N = {REF['n']}?", units="GB/s", lo=1, hi=1e4, log_scale=True,
                               locked=None, on_lock=None)
     second = quiz.choice_form(lab, LAB_ID + ".second", question=f"Now {slider.value}?",
@@ -93,8 +93,8 @@ def test_reads_constants_fstrings_comprehensions_and_physics(tmp_path):
     entry = catalogue.read_lab(path)
     assert (entry.lab_id, entry.title) == ("labx", "Lab X · 1,024")
     first, second, third = entry.items
-    assert first.question == "**On the NVIDIA H100 SXM5** (80 GB), N = 1024?"
-    assert first.text == "On the NVIDIA H100 SXM5 (80 GB), N = 1024?"
+    assert first.question == "**On the NVIDIA H100 SXM5** (80 GiB), N = 1024?"
+    assert first.text == "On the NVIDIA H100 SXM5 (80 GiB), N = 1024?"
     assert (first.kind, first.units, first.lo, first.hi, first.log_scale, first.resolved) == \
         ("numeric", "GB/s", 1.0, 1e4, True, True)
     # a widget value is not read: shown as … and the item says so; options still read

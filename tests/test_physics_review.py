@@ -268,7 +268,7 @@ _REPORTED_MIB = {"NVIDIA H100 80GB HBM3": 81_559, "NVIDIA A100-SXM4-80GB": 81_92
 def test_6_detect_and_the_registry_agree_on_capacity(name, mib):
     from types import SimpleNamespace
 
-    from labs.core.measure import _cuda_info
+    from labs.core.measure.device import _cuda_info
 
     props = SimpleNamespace(name=name, total_memory=mib * 2**20, multi_processor_count=132,
                             major=9, minor=0)
