@@ -726,7 +726,7 @@ def _(
     _shape = f"{overlay_m.value:,} × {OVERLAY_SCENARIO['n']:,} × {OVERLAY_SCENARIO['k']:,}"
     overlay_figure = figures.roofline_figure(
         [(k, precision_picker.value) for k in overlay_keys],
-        [figures.Point(f"{_shape} GEMM", overlay_cost.ai)],
+        [figures.Point(f"M = {overlay_m.value:,}", overlay_cost.ai)],
         title=f"One {_shape} {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} FLOP/B) "
               "against several roofs")
     mo.vstack([overlay_figure] + ([mo.md(
@@ -1210,12 +1210,13 @@ def _(
         [lv.name for lv in levers], [lv.rho for lv in levers],
         colors=["memory" if lv.rho < 1 else "compute" for lv in levers],
         annotations=[f"AI {quiz.format_value(lv.ai)} · ridge {quiz.format_value(lv.ridge)}"
-                     + (" · most AI" if lv is _best else "") for lv in levers],
+                     for lv in levers],
         yaxis_title="ρ = AI / ridge",
         title=f"GEMM {levers_shape[0]:,} × {levers_shape[1]:,} × {levers_shape[2]:,} "
               f"({levers_precision}, dense ridge), {tile_slider.value} × {tile_slider.value} "
               "tiles: each lever alone")
     mo.vstack([levers_figure, mo.md(
+        f"Most AI for this GEMM: **{_best.name}**. "
         "ρ = AI / ridge: below 1 (blue bars) memory-bound, 1 or more (orange) compute-bound. "
         "Bytes are counted for "
         "a kernel that re-reads A once per tile column and B once per tile row.")])

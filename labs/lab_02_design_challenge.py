@@ -484,7 +484,8 @@ def _(OOM_REF, hardware, models, style):
     _m = models.get(OOM_REF["model"])
     style.scenario_card(
         "Sam Whitfield", "datacenter capacity planner",
-        f"For the cloud side I'd put {_m.name} on one {_hw.name} ({_hw.memory_text}) and "
+        f"For the cloud side I'd put {_m.name} on one {_hw.name} with {_hw.memory_text} of "
+        "memory and "
         f"pack in as many {OOM_REF['seq_len']:,}-token conversations as the memory takes: "
         f"the weights are only {_m.weight_bytes('bf16') / 1e9:.1f} GB in bf16. Each "
         f"conversation keeps its own KV cache. At what batch does it fall over: the first "
@@ -506,7 +507,7 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
         lab, "lab02.oom_batch",
         question=f"{models.get(OOM_REF['model']).name}, bf16 weights and bf16 KV cache, "
                  f"**{OOM_REF['seq_len']:,}-token context**, on an **{_hw.name}** "
-                 f"({_hw.memory_text}, {_usable:.0%} of it usable): at what **batch** "
+                 f"with {_hw.memory_text} of memory ({_usable:.0%} of it usable): at what **batch** "
                  "(number of concurrent sequences) does it first run out of memory?",
         units="sequences", lo=1, hi=100000, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
@@ -738,6 +739,7 @@ def _(
         controls, mo.hstack([target_picker, commit_button], justify="start", align="end"),
         mo.md(f"**Live check against the {target_picker.value} target at achievable rates**: "
               f"{design_derating.describe()}. Not recorded until you commit."),
+        mo.accordion({"Where these fractions come from": mo.md(design_derating.source)}),
         style.metric_cards([style.Metric(c.name, ("✓ " if c.passed else "✗ ") + c.actual_text,
                                          c.requirement, "ok" if c.passed else "danger")
                             for c in live_verdict.checks]),

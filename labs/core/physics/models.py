@@ -169,10 +169,12 @@ def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str 
     f = positive("usable_fraction", usable_fraction)
     if f > 1:
         raise ValueError(f"usable_fraction must be <= 1, got {usable_fraction!r}")
+    # the KV cache last: it is what grows with batch x context, so a budget bar that names
+    # "the term that crosses capacity" (adding terms in order) names it, not the activations
     return MemoryBudget(d.memory_bytes * f, {
         "weights": m.weight_bytes(weight_precision),
-        "KV cache": m.kv_cache_bytes(batch, seq_len, kv_precision),
         "activations": m.activation_bytes(batch, seq_len, act_precision),
+        "KV cache": m.kv_cache_bytes(batch, seq_len, kv_precision),
     })
 
 

@@ -67,8 +67,9 @@ class Derating:
 
     compute: float
     bandwidth: float
-    source: str
+    source: str  # where the fractions come from, in full
     per_precision: Mapping[str, float] = field(default_factory=dict)
+    label: str = ""  # a short name for the source, for a sentence (default: ``source``)
 
     def __post_init__(self):
         for name, v in (("compute", self.compute), ("bandwidth", self.bandwidth),
@@ -88,11 +89,11 @@ class Derating:
             v == 1 for v in self.per_precision.values())
 
     def describe(self) -> str:
-        """'80% of the dense peak, 90% of the bandwidth (source)'."""
+        """'80% of the dense peak, 90% of the bandwidth (short source)'."""
         if self.is_spec:
             return "100% of the spec sheet's dense peak and bandwidth"
         return (f"{self.compute:.0%} of the dense peak, {self.bandwidth:.0%} of the bandwidth "
-                f"({self.source})")
+                f"({self.label or self.source})")
 
 
 #: The spec sheet itself: 100% of the dense peak and of the bandwidth (an upper bound).
@@ -135,10 +136,15 @@ def achievable(hw) -> Derating:
         frac, per, what = _MEASURED[d.key]
         return Derating(round(frac, 4), BANDWIDTH_FRACTION,
                         f"compute: {_MAMF}, {what}; bandwidth: {_BW}",
-                        {k: round(v, 4) for k, v in per.items()})
+                        {k: round(v, 4) for k, v in per.items()},
+                        label=f"best matmul measured on a {d.name}, MAMF table; STREAM-like "
+                              "bandwidth")
     src = _CLASS_SOURCE.get(d.device_class) or _UNMEASURED.format(cls=d.device_class)
+    label = ("median measured matmul of datacenter GPUs, MAMF table; STREAM-like bandwidth"
+             if d.device_class in _CLASS_SOURCE else
+             f"assumed as for datacenter GPUs: nothing published for {d.device_class} devices")
     return Derating(CLASS_COMPUTE_FRACTION, BANDWIDTH_FRACTION,
-                    f"compute: {src}; bandwidth: {_BW}")
+                    f"compute: {src}; bandwidth: {_BW}", label=label)
 
 
 def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_bandwidth_gbs,
@@ -155,7 +161,7 @@ def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_
                                          / d.peak_tflops(p))
     bw = min(1.0, positive("measured_bandwidth_gbs", measured_bandwidth_gbs) / d.bandwidth_gbs)
     fastest = max(per, key=d.peak_tflops)
-    return Derating(per[fastest], bw, f"{source} on the {d.name}", per)
+    return Derating(per[fastest], bw, f"{source} on the {d.name}", per, label=source)
 
 
 def _ai(ai):
