@@ -342,15 +342,21 @@ def _(decode_step, design, device, models, op_roofline, step_kw):
 
 
 @app.cell
-def _(decode_step, design, device, mo, models, op_roofline, roofline, step_kw):
+def _(decode_step, design, device, models, op_roofline, step_kw):
     prefill_roofline = op_roofline(
         models.roofline_ops(design["model"], "prefill", **step_kw), device, decode_step.compute,
         f"Prefill · one layer · batch {design['batch']} × {design['seq_len']:,}-token prompts")
-    mo.vstack([prefill_roofline, mo.md(
+    prefill_roofline
+    return
+
+
+@app.cell
+def _(decode_step, device, mo, roofline):
+    mo.md(
         f"Two compute ceilings on both charts: the {decode_step.compute} matmul roof (GEMMs, "
         "attention) and the lower vector ceiling of the general-purpose units "
         f"({roofline.peak_tflops(device, roofline.VECTOR):,.4g} TFLOP/s here) that RMSNorm "
-        "and the softmax run at. Prefill attention is causal: about half the score matrix.")])
+        "and the softmax run at. Prefill attention is causal: about half the score matrix.")
     return
 
 

@@ -371,7 +371,14 @@ def _(
         ai_range=(0.01, 1e4), height=400,
         title=f"Each kernel of the chain on the {device.name} roofline "
               "(launch-bound kernels sit below the roof)")
-    mo.vstack([fusion_roofline, mo.md(
+    fusion_roofline  # the figure alone: wrapping it in a stack would serialise it here (slow)
+    return
+
+
+@app.cell
+def _(R, chain_now, device, mo, speedup_prediction):
+    mo.stop(speedup_prediction is None or chain_now is None)
+    mo.md(
         "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
         "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
         f"vector ceiling ({R.peak_tflops(device, R.VECTOR):,.4g} TFLOP/s here), far below the "
@@ -380,7 +387,7 @@ def _(
         "in itself: a roofline with one roof can hide the one that binds."
         + ("" if device.vector_tflops is not None else
            f" (The registry has no vector rate for the {device.name}: its matrix peak stands "
-           "in, so times here are optimistic lower bounds.)"))])
+           "in, so times here are optimistic lower bounds.)"))
     return
 
 
