@@ -1,0 +1,89 @@
+"""What a student sees after ``roofline-labs`` (issue 18.2), in Debian chromium, light and dark.
+
+The launcher runs as a student whose own marimo config is hostile to the labs (cells not run on
+open, lazy re-runs, a tiny output limit): its workspace settings must win. The first page lists
+only the labs and says where the ledger lives; a lab opens in app view (no code, no "Ancestor
+stopped" notices); locking a prediction opens its instrument and draws a figure; the code view
+(Ctrl + .) shows code and still no "Ancestor stopped" notice.
+Screenshots: artifacts/browser/launcher-{index,lab,unlocked,code}-<theme>.png.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from browser_support import SLOW_MS, isolated_env
+from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, settle,
+                               wait_until)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_launcher import start_launcher, stop  # noqa: E402
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+HOSTILE = """\
+[runtime]
+auto_instantiate = false
+on_cell_change = "lazy"
+output_max_bytes = 3000
+
+[display]
+theme = "{theme}"
+"""
+
+_VISIBLE_NOTICES = """() => [...document.querySelectorAll('*')].filter(e =>
+    e.childElementCount === 0 && /Ancestor stopped|wasn't run because an ancestor/.test(
+    e.textContent) && e.offsetParent !== null).length"""
+_VISIBLE_CODE = "() => [...document.querySelectorAll('.cm-editor')].filter(e => e.offsetParent !== null).length"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_student_first_view_is_the_lab(browser, artifacts, tmp_path, theme):
+    env = isolated_env(tmp_path)
+    config = Path(env["XDG_CONFIG_HOME"]) / "marimo" / "marimo.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(HOSTILE.format(theme=theme), encoding="utf-8")
+    proc, links, index = start_launcher(tmp_path / "ws", env)
+    context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme=theme)
+    page = context.new_page()
+    page.set_default_timeout(SLOW_MS)
+    try:
+        page.goto(index.as_uri())
+        labs = page.locator("li.lab a")
+        assert labs.count() == len(links) and labs.count() >= 4
+        titles = labs.all_inner_texts()
+        assert all(re.match(r"Lab \d+ · ", t) for t in titles), titles
+        body = page.inner_text("body")
+        assert "gallery" not in body.lower() and "dashboard" not in body.lower()
+        assert "roofline-ledger-browser-test.jsonl" in body
+        page.screenshot(path=str(artifacts / f"launcher-index-{theme}.png"), full_page=True)
+
+        labs.first.click()
+        page.get_by_role("button", name=LOCK).first.wait_for(state="visible")  # ran on open
+        locks = lambda p: p.get_by_role("button", name=LOCK).count()  # noqa: E731
+        gates, forms = settle(page, lambda p: (gate_count(p), locks(p)), quiet_ms=4000)
+        assert gates >= 1 and forms >= 1
+        assert page.evaluate(_VISIBLE_CODE) == 0, "the app view shows code"
+        assert page.evaluate(_VISIBLE_NOTICES) == 0, "marimo's Ancestor-stopped notices show"
+        page.screenshot(path=str(artifacts / f"launcher-lab-{theme}.png"))
+
+        before = len(figures(page))
+        fill_first_prediction(page)
+        wait_until(page, lambda: len(figures(page)) > before and locks(page) == forms - 1,
+                   "the first instrument after locking its prediction")
+        assert "too large" not in page.inner_text("body").lower()
+        page.locator("marimo-plotly").first.scroll_into_view_if_needed()
+        page.locator("marimo-plotly .main-svg").first.wait_for(state="visible")
+        page.screenshot(path=str(artifacts / f"launcher-unlocked-{theme}.png"))
+
+        page.keyboard.press("Control+Period")  # the code, for the curious
+        page.locator(".cm-editor").first.wait_for(state="visible")
+        page.wait_for_timeout(1000)
+        assert page.evaluate(_VISIBLE_NOTICES) == 0, "Ancestor-stopped notices in the code view"
+        page.screenshot(path=str(artifacts / f"launcher-code-{theme}.png"))
+    finally:
+        context.close()
+        stop(proc)

@@ -1,0 +1,192 @@
+"""``roofline-labs`` (issue 18.2): a student workspace with only the labs, marimo settings that
+beat the student's own, links that open a lab in app view, and a start that cleans up.
+
+The browser side (what the student sees) is in tests/browser/test_launcher_browser.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from labs.core import ledger
+from labs.core.course import launcher
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fake_labs(folder: Path, titles: dict[str, str]) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, title in titles.items():
+        path = folder / name
+        path.write_text(f"def _(style):\n    style.lab_header({title!r}, 'sub', goals=['g1'], "
+                        "minutes=30, reading=[])\n", encoding="utf-8")
+        out.append(path)
+    return out
+
+
+def test_package_labs_are_the_labs_only():
+    names = [p.name for p in launcher.package_labs()]
+    assert names and all(re.fullmatch(r"lab_\d\d_\w+\.py", n) for n in names)
+    assert "gallery.py" not in names and "instructor_dashboard.py" not in names
+    assert names == sorted(names)
+
+
+def test_workspace_holds_released_copies_and_marimo_settings(tmp_path):
+    ws = launcher.prepare_workspace(tmp_path / "ws")
+    sources = launcher.package_labs()
+    assert [p.name for p in ws.labs] == [p.name for p in sources]
+    assert ws.installed == [p.name for p in sources] and not ws.updated and not ws.set_aside
+    for copy, src in zip(ws.labs, sources):
+        assert ledger.lab_version(copy) == ledger.lab_version(src)  # the ledger names a release
+    listed = sorted(p.name for p in ws.path.iterdir() if not p.name.startswith("."))
+    assert listed == sorted([p.name for p in sources] + ["pyproject.toml"])
+    settings = tomllib.loads((ws.path / "pyproject.toml").read_text())["tool"]["marimo"]
+    assert settings["runtime"]["auto_instantiate"] is True
+    assert settings["runtime"]["on_cell_change"] == "autorun"
+    assert settings["runtime"]["output_max_bytes"] >= 8_000_000
+    assert settings["save"]["autosave"] == "off"
+    (css,) = settings["display"]["custom_css"]
+    assert ".marimo-cell.stopped" in (ws.path / css).read_text()
+    again = launcher.prepare_workspace(tmp_path / "ws")  # nothing to do the second time
+    assert not (again.installed or again.updated or again.set_aside) and again.messages() == []
+
+
+def test_an_updated_lab_replaces_an_untouched_copy(tmp_path):
+    src = _fake_labs(tmp_path / "src", {"lab_01_a.py": "A", "lab_02_b.py": "B"})
+    launcher.prepare_workspace(tmp_path / "ws", src)
+    src[0].write_text(src[0].read_text() + "# fixed\n")
+    ws = launcher.prepare_workspace(tmp_path / "ws", src)
+    assert ws.updated == ["lab_01_a.py"] and not ws.set_aside
+    assert (ws.path / "lab_01_a.py").read_text() == src[0].read_text()
+    assert "Updated" in " ".join(ws.messages())
+
+
+def test_a_lab_the_student_edited_is_kept_aside_and_the_release_restored(tmp_path):
+    src = _fake_labs(tmp_path / "src", {"lab_01_a.py": "A"})
+    launcher.prepare_workspace(tmp_path / "ws", src)
+    mine = tmp_path / "ws" / "lab_01_a.py"
+    mine.write_text(mine.read_text() + "print('my experiment')\n")
+    ws = launcher.prepare_workspace(tmp_path / "ws", src, now=datetime(2026, 1, 2, 3, 4, 5))
+    ((name, moved),) = ws.set_aside
+    assert name == "lab_01_a.py" and moved == ws.path / "edited" / "lab_01_a.20260102-030405.py"
+    assert "my experiment" in moved.read_text()  # nothing the student wrote is lost
+    assert mine.read_text() == src[0].read_text()
+    assert str(moved) in " ".join(ws.messages())
+
+
+def test_an_unwritable_workspace_is_a_message_not_a_traceback(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert launcher.main(["--workspace", str(blocker / "ws"), "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert "could not prepare the workspace" in err and "--workspace" in err
+    assert "Traceback" not in err
+
+
+def test_lab_links_open_app_view_with_the_token():
+    url = launcher.lab_url("http://127.0.0.1:2718", Path("/w s/lab_01_x.py"), "tok&en")
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    assert query == {"file": ["/w s/lab_01_x.py"], "view-as": ["present"],
+                     "show-chrome": ["false"], "access_token": ["tok&en"]}
+
+
+def test_index_lists_each_lab_numbered_and_escaped_and_says_where_the_ledger_is(tmp_path):
+    labs = _fake_labs(tmp_path, {"lab_01_a.py": "Lab 1 · Alpha",
+                                 "lab_02_b.py": "Beta <script>x</script>"})
+    urls = [f"http://h/?file={i}&view-as=present" for i in range(2)]
+    page = launcher.render_index(labs, urls, "Your ledger is /x/roofline-ledger-ada.jsonl",
+                                 tmp_path)
+    assert "Lab 1 · Alpha" in page and "Lab 2 · Beta &lt;script&gt;" in page
+    assert "<script>" not in page and 'href="http://h/?file=0&amp;view-as=present"' in page
+    assert "roofline-ledger-ada.jsonl" in page and "about 30 minutes" in page
+    assert "Ctrl + ." in page
+
+
+def test_ledger_line_names_the_file_or_says_the_id_is_asked(monkeypatch, tmp_path):
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path))
+    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
+    folder, sid, line = launcher.ledger_summary()
+    assert (folder, sid) == (tmp_path, "ada") and str(tmp_path / "roofline-ledger-ada.jsonl") in line
+    monkeypatch.delenv(ledger.ENV_STUDENT_ID)
+    _, sid, line = launcher.ledger_summary()
+    assert sid is None and "asks for your student id" in line
+
+
+def test_console_command_is_declared():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["roofline-labs"] == "labs.core.course.launcher:main"
+
+
+def start_launcher(workspace: Path, env: dict) -> tuple[subprocess.Popen, list[str], Path]:
+    """``roofline-labs --no-browser`` in a subprocess; its lab links and index page."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "labs.core.course.launcher", "--workspace", str(workspace),
+         "--no-browser"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    links, lines = [], []
+    for line in proc.stdout:
+        lines.append(line)
+        links += re.findall(r"http://127\.0\.0\.1:\d+/\?\S+", line)
+        index = re.search(r"(file://\S+index\.html)", line)
+        if index:
+            return proc, links, Path(urllib.parse.unquote(index.group(1)[len("file://"):]))
+    proc.wait()
+    raise AssertionError("the launcher stopped early:\n" + "".join(lines))
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=3):
+            return True
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.mark.slow
+def test_launcher_serves_every_lab_and_stops_marimo_with_it(tmp_path):
+    env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
+               ROOFLINE_STUDENT_ID="ada")
+    proc, links, index = start_launcher(tmp_path / "ws", env)
+    try:
+        assert len(links) == len(launcher.package_labs())
+        assert index.exists() and (index.stat().st_mode & 0o077) == 0  # holds the token
+        for link in links:
+            assert "view-as=present" in link and "access_token=" in link
+            with urllib.request.urlopen(link, timeout=30) as r:
+                assert r.status == 200
+        base = links[0].split("/?")[0]
+        no_token = base + "/?" + re.sub(r"&?access_token=[^&]+", "", links[0].split("/?")[1])
+        with urllib.request.urlopen(no_token, timeout=30) as r:  # the token is required
+            assert "/auth/login" in r.geturl()
+    finally:
+        stop(proc)
+    assert proc.returncode is not None
+    deadline = time.monotonic() + 20
+    while _answers(base + "/health") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _answers(base + "/health"), "marimo kept running after the launcher stopped"
+    shutil.rmtree(tmp_path / "ws", ignore_errors=True)
