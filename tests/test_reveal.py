@@ -27,3 +27,77 @@ def test_item_must_belong_to_the_lab(monkeypatch):
     assert reveal.reference(Lab(), "lab01.x", 1).value == 1
     with pytest.raises(ValueError, match="does not belong"):
         reveal.reference(Lab(), "lab02.x", 1)
+
+
+# --- the instructor copy shows the reference answer, never a widget value (issue 16 §6) -----
+
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from notebook_support import load_app  # noqa: E402
+
+from labs.core import catalogue, quiz  # noqa: E402
+
+LABS = sorted((Path(__file__).parents[1] / "labs").glob("lab_*.py"))
+CARD = "Reference answer (instructor copy):"
+
+
+def _text(obj) -> str:
+    return obj.text if hasattr(obj, "text") else str(obj)
+
+
+def test_a_reference_carries_its_explanation_and_shows_as_a_card(monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    p = reveal.reference(None, "lab01.crossover_n", 886, explanation="N* = 1.5 b ridge <b>")
+    assert p.reference and p.reason == "N* = 1.5 b ridge <b>" and p.payload()["value"] == 886
+    card = _text(reveal.card(p))
+    assert CARD in card and "886" in card and "N* = 1.5 b ridge" in card and "<b>" not in card
+    # a student's own prediction, or none, shows no card
+    assert reveal.card(quiz.Prediction("lab01.crossover_n", 1000)) is None
+    assert reveal.card(None) is None
+    with pytest.raises(ValueError, match="explanation"):
+        reveal.reference(None, "lab01.x", 1, explanation=3)
+
+
+def test_instructor_copy_form_and_comparison_name_the_reference(monkeypatch, env):
+    lab = quiz.LabSession("lab01", None)
+    form = quiz.numeric_form(lab, "lab01.crossover_n", question="Above which N?", units="",
+                             lo=10, hi=100_000, log_scale=True, locked=None,
+                             on_lock=lambda p: None)
+    assert quiz.prediction_panel(form, None) is form  # a student copy: the form
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    panel = _text(quiz.prediction_panel(form, None))
+    assert "Above which N?" in panel and "Instructor copy" in panel
+    assert "marimo-slider" not in panel and "Lock prediction" not in panel  # no stray value
+    ref = reveal.reference(lab, "lab01.crossover_n", 886)
+    text = _text(quiz.compare(ref, 886.1))
+    assert "Reference answer" in text and "You predicted" not in text
+    own = quiz.Prediction("lab01.crossover_n", 1000)
+    assert "You predicted" in _text(quiz.compare(own, 886.1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab_file", LABS, ids=lambda p: p.stem)
+def test_every_prediction_of_the_instructor_copy_has_a_reference_card(lab_file, env,
+                                                                     monkeypatch):
+    items = [i.item_id for i in catalogue.read_lab(lab_file).items]
+    assert items
+    app = load_app(lab_file, f"reveal_{lab_file.stem}")
+    outputs, _ = app.run()
+    student = "\n".join(_text(o) for o in outputs if o is not None)
+    assert CARD not in student and "Instructor copy" not in student
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    outputs, defs = app.run()
+    teacher = "\n".join(_text(o) for o in outputs if o is not None)
+    assert teacher.count(CARD) == len(items)
+    assert "Lock prediction" not in teacher and "You predicted" not in teacher
+    assert reveal.REFERENCE_REASON not in teacher  # every card has its own explanation
+    for item in items:  # each explanation says something, with a number in it
+        name = item.split(".", 1)[1]
+        pred = defs.get(f"{name}_prediction") or next(
+            (v for k, v in defs.items() if k.endswith("_prediction")
+             and getattr(v, "item_id", None) == item), None)
+        assert pred is not None and pred.reference, item
+        assert len(pred.reason) > 60 and re.search(r"\d", pred.reason), (item, pred.reason)
+        # the explanation never appears in the student copy
+        assert pred.reason[:40] not in student

@@ -46,12 +46,13 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
     """
     if prediction is None:
         return gate_notice("No prediction locked yet.")
+    who = "Reference answer" if prediction.reference else "You predicted"
     if prediction.answer_type == "choice":
         right = prediction.value == actual
         shown = actual_label if actual_label is not None else str(actual)
         verdict = "right" if right else "not what you predicted: explain the difference below"
         out = style.comparison_callout(prediction.display(), shown, verdict,
-                                       "ok" if right else "warn")
+                                       "ok" if right else "warn", predicted_label=who)
         result = {"actual": _jsonable(actual), "correct": right}
     else:
         p, a = parse_number(prediction.value), parse_number(actual)
@@ -67,7 +68,7 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
             direction = "" if r < 1.005 else (" (too high)" if p > a else " (too low)")
             verdict = f"off by {r:.3g}×{direction}"
             kind = "ok" if r <= 1.5 else ("warn" if r <= 10 else "danger")
-        out = style.comparison_callout(predicted, shown, verdict, kind)
+        out = style.comparison_callout(predicted, shown, verdict, kind, predicted_label=who)
         result = {"actual": a, "units": units, "ratio": r}
     if lab is not None:  # record what this student's instrument showed, once per value
         item = prediction.item_id

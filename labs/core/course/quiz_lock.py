@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 import marimo as mo
 
 from labs.core.course import ledger as _ledger
+from labs.core.course import reveal as _reveal
 from labs.core.course.quiz_prediction import (
     CONFIDENCE_OPTIONS,
     MAX_REASON_CHARS,
@@ -211,14 +212,21 @@ def choice_form(lab: LabSession, item_id: str, *, question: str, options: Mappin
 
 def prediction_panel(form, locked_prediction: Prediction | None):
     """The form while unlocked; once locked, a card with the locked answer (text escaped).
+    In the instructor copy (reveal mode) an unlocked item shows its question only: the
+    prediction cell's :func:`reveal.card` shows the reference answer under it.
 
     When this window's submission did not lock its own answer (the item was already locked,
     e.g. in another tab), the card says so and shows the answer that stands.
     """
-    if locked_prediction is None:
-        return form
     info = getattr(form, "roofline_item", {}) or {}
     question = info.get("question", "")
+    if locked_prediction is None:
+        if not _reveal.is_revealed():
+            return form
+        # instructor copy: no widget showing a value nobody chose; the reference card follows
+        return mo.vstack([mo.md(question), mo.md(
+            "*Instructor copy: students lock their own answer in a form here; the reference "
+            "answer and its explanation follow.*")])
     handler = info.get("handler")
     notices = getattr(getattr(handler, "lab", None), "commit_notices", {}) or {}
     notice = notices.get(locked_prediction.item_id)
@@ -240,6 +248,16 @@ def locked_card_html(prediction: Prediction, *, notice: str | None = None) -> st
     return body + (f'<div style="font-size:.85em;opacity:.75">'
                    f"{html.escape(_short_time(prediction.timestamp))}"
                    "This is your first committed answer; it stays as it is.</div>")
+
+
+def reference_card_html(prediction: Prediction) -> str:
+    """The instructor copy's reference answer and its explanation as HTML (escaped)."""
+    body = (f"<div><strong>Reference answer (instructor copy):</strong> "
+            f"{html.escape(prediction.display())}</div>")
+    if prediction.reason:
+        body += f"<div><em>Why:</em> {html.escape(prediction.reason)}</div>"
+    return body + ('<div style="font-size:.85em;opacity:.75">Students see the answer they '
+                   "locked here; the comparisons below use this reference answer.</div>")
 
 
 def _short_time(ts: str) -> str:

@@ -23,6 +23,8 @@ class Prediction:
 
     ``value`` is a number (numeric items) or the option's value (choice items, whose ``label``
     is the text the student picked). ``timestamp`` is the UTC ISO time of the ``predict`` event.
+    ``reference`` marks the instructor copy's reference answer (:func:`reveal.reference`),
+    whose ``reason`` is the reference explanation; it is never recorded in a ledger.
     """
 
     item_id: str
@@ -34,6 +36,7 @@ class Prediction:
     label: str | None = None
     answer_type: str = "numeric"  # "numeric" | "choice"
     seq: int | None = None
+    reference: bool = False
 
     def display(self, fmt: Callable[[Any], str] | str | None = None) -> str:
         """The answer as text: the option label, or the number with its units."""

@@ -188,11 +188,13 @@ def metric_cards(cards: Sequence[tuple[str, str, str]] | Sequence[Metric]) -> mo
                    'minmax(150px,1fr));gap:.6em">' + "".join(out) + "</div>")
 
 
-def comparison_callout(predicted: str, actual: str, verdict: str, kind: str = "info"):
-    """"You predicted X · The instrument shows Y · verdict"; kind in ok, warn, danger, info."""
+def comparison_callout(predicted: str, actual: str, verdict: str, kind: str = "info", *,
+                       predicted_label: str = "You predicted"):
+    """"You predicted X · The instrument shows Y · verdict"; kind in ok, warn, danger, info.
+    ``predicted_label`` names whose answer X is (the instructor copy: "Reference answer")."""
     if kind not in _CALLOUT_KIND:
         raise ValueError(f"kind must be one of {', '.join(_CALLOUT_KIND)}, got {kind!r}")
-    body = (f"<div>You predicted <strong>{_t(predicted)}</strong> · The instrument shows "
+    body = (f"<div>{_t(predicted_label)} <strong>{_t(predicted)}</strong> · The instrument shows "
             f"<strong>{_t(actual)}</strong></div>"
             f'<div style="margin-top:.25em">{_CALLOUT_WORD[kind]} {_t(verdict)}</div>')
     return mo.callout(mo.Html(body), kind=_CALLOUT_KIND[kind])
