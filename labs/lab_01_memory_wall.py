@@ -188,15 +188,25 @@ def _(
     WHICH_ROOF_OPTIONS,
     formulas,
     get_which_roof,
+    hardware,
     lab,
     reveal,
     roofline,
 ):
-    _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
-    _ref = roofline.regime(_ai, OPENING["device"], SCENARIO["precision"])
+    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
+    _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p).ai
+    _ref = roofline.regime(_ai, _d, _p)
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _ref)
     which_roof_prediction = get_which_roof() or reveal.reference(
-        lab, "lab01.which_roof", _ref, label=_label)
+        lab, "lab01.which_roof", _ref, label=_label,
+        explanation=f"With M = {SCENARIO['m']} rows, every weight byte read serves only "
+                    f"{SCENARIO['m']} rows: AI = {_ai:.1f} FLOP/B against the {_d.name}'s "
+                    f"{_p} ridge of {roofline.ridge_point(_d, _p):.0f} FLOP/B, so it is "
+                    f"{_ref}. The roofline caps it at {roofline.mfu_bound(_ai, _d, _p):.1%} "
+                    "of peak whatever the tiling"
+                    + (": the GPU is not throttling, it waits for bytes." if _ref == roofline.MEMORY
+                       else "."))
+    reveal.card(which_roof_prediction)
     return (which_roof_prediction,)
 
 
@@ -478,13 +488,20 @@ def _(get_crossover, lab, quiz, set_crossover):
 
 
 @app.cell
-def _(OPENING, get_crossover, lab, reveal, roofline):
+def _(OPENING, get_crossover, hardware, lab, reveal, roofline):
     try:
         _ref = roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])
+        _ridge = roofline.ridge_point(OPENING["device"], OPENING["precision"])
     except KeyError:  # the device has no rate for this precision: nothing to reveal
         _ref = None
-    crossover_prediction = get_crossover() or (
-        reveal.reference(lab, "lab01.crossover_n", round(_ref)) if _ref else None)
+    crossover_prediction = get_crossover() or (reveal.reference(
+        lab, "lab01.crossover_n", round(_ref),
+        explanation=f"A square N³ GEMM does 2N³ FLOPs on 3N² elements, so its AI grows with "
+                    f"N: AI = N / {_ref / _ridge:g} FLOP/B in {OPENING['precision']}. It meets "
+                    f"the {hardware.get(OPENING['device']).name}'s ridge of {_ridge:.0f} FLOP/B "
+                    f"at N* = {_ref / _ridge:g} × {_ridge:.0f} ≈ {_ref:,.0f}; smaller squares "
+                    "are memory-bound.") if _ref else None)
+    reveal.card(crossover_prediction)
     return (crossover_prediction,)
 
 
@@ -661,13 +678,21 @@ def _(
 
 
 @app.cell
-def _(OVERLAY_SCENARIO, formulas, get_other_device, lab, reveal, roofline):
+def _(OVERLAY_SCENARIO, formulas, get_other_device, hardware, lab, reveal, roofline):
     _o = OVERLAY_SCENARIO
-    _ref = roofline.regime(formulas.gemm(_o["m"], _o["n"], _o["k"], _o["precision"]).ai,
-                           _o["datacenter"], _o["precision"])
+    _p = _o["precision"]
+    _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
+    _edge, _dc = (hardware.get(_o[k]) for k in ("edge", "datacenter"))
+    _ref = roofline.regime(_ai, _dc, _p)
     other_device_prediction = get_other_device() or reveal.reference(
         lab, "lab01.other_device", _ref,
-        label="memory-bound" if _ref == "memory-bound" else "compute-bound, like on the edge device")
+        label="memory-bound" if _ref == "memory-bound" else "compute-bound, like on the edge device",
+        explanation=f"The GEMM's AI is {_ai:.0f} FLOP/B on any device. The {_edge.name}'s {_p} "
+                    f"ridge is {roofline.ridge_point(_edge, _p):.0f} FLOP/B "
+                    f"({roofline.regime(_ai, _edge, _p)} there); the {_dc.name}'s is "
+                    f"{roofline.ridge_point(_dc, _p):.0f} FLOP/B: {_ref}. A faster chip needs "
+                    "more reuse per byte to stay busy.")
+    reveal.card(other_device_prediction)
     return (other_device_prediction,)
 
 
@@ -897,9 +922,18 @@ def _(
     _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
     _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
+    _cap = roofline.mfu_bound(_ai, _d, _p)
     yardstick_prediction = get_yardstick() or reveal.reference(
         lab, "lab01.yardstick", _ref,
-        label=next(k for k, v in YARDSTICK_OPTIONS.items() if v == _ref))
+        label=next(k for k, v in YARDSTICK_OPTIONS.items() if v == _ref),
+        explanation=f"Achieved FLOP/s ÷ achieved bytes/s gives the kernel's AI: {_ai:.1f} "
+                    f"FLOP/B, {'below' if _ref == 'bandwidth' else 'above'} the {_p} ridge of "
+                    f"{roofline.ridge_point(_d, _p):.0f}: "
+                    f"{roofline.regime(_ai, _d, _p)}. At that AI the roof allows only "
+                    f"{_cap:.1%} of peak FLOP/s, so {PROFILER['flop_util']:.0%} FLOP utilisation "
+                    f"is already {PROFILER['flop_util'] / _cap:.0%} of what is possible; the "
+                    "bandwidth figure is the one that measures the distance to the roof.")
+    reveal.card(yardstick_prediction)
     return (yardstick_prediction,)
 
 
@@ -1139,9 +1173,15 @@ def _(
 ):
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
-    _best = max(_levers[1:], key=lambda lv: lv.ai).name
+    _top = max(_levers[1:], key=lambda lv: lv.ai)
+    _best = _top.name
     levers_prediction = get_levers() or reveal.reference(
-        lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best))
+        lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best),
+        explanation=f"From AI {_levers[0].ai:.1f} FLOP/B ({_levers[0].why}): "
+                    + "; ".join(f"{lv.name} → {lv.ai:.1f}" for lv in _levers[1:])
+                    + f" FLOP/B. {_best} wins: {_top.why}. A faster clock raises the ridge, not "
+                    "the AI, and capacity does not change bytes per FLOP.")
+    reveal.card(levers_prediction)
     return (levers_prediction,)
 
 

@@ -267,13 +267,23 @@ def _(DOMINANT_REF, get_dominant, hardware, lab, models, quiz, set_dominant):
 
 
 @app.cell
-def _(DOMINANT_OPTIONS, DOMINANT_REF, get_dominant, lab, models, reveal):
+def _(DOMINANT_OPTIONS, DOMINANT_REF, get_dominant, hardware, lab, models, reveal):
     # Reference answer (instructor copy only). This cell uses no widget, so moving a slider
     # does not re-run the cells that depend on the prediction (forms keep what was typed).
     _ref = models.dominant_group(phase="decode", **DOMINANT_REF)
+    _t = models.step_time_by_group(DOMINANT_REF["model"], DOMINANT_REF["hw"], "decode",
+                                   batch=DOMINANT_REF["batch"], seq_len=DOMINANT_REF["seq_len"])
+    _hw = hardware.get(DOMINANT_REF["hw"])
     dominant_prediction = get_dominant() or reveal.reference(
         lab, "lab02.decode_dominant", _ref,
-        label=next(k for k, v in DOMINANT_OPTIONS.items() if v == _ref))
+        label=next(k for k, v in DOMINANT_OPTIONS.items() if v == _ref),
+        explanation=f"At batch {DOMINANT_REF['batch']} each decode step reads every weight once "
+                    f"for about one multiply-add per weight: memory-bound. On the {_hw.name} "
+                    f"({_hw.bandwidth_gbs:,.0f} GB/s) one step's time splits into "
+                    + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in _t.items())
+                    + f": {_ref} take {_t[_ref] / sum(_t.values()):.0%} of it. Attention grows "
+                    "with the context and the batch; the weights are read once per step.")
+    reveal.card(dominant_prediction)
     return (dominant_prediction,)
 
 
@@ -521,9 +531,19 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
 
 
 @app.cell
-def _(OOM_REF, get_oom, lab, models, reveal):
+def _(OOM_REF, get_oom, hardware, lab, models, reveal):
+    _ref = models.oom_batch(**OOM_REF)
+    _one, _two = (models.memory_budget(batch=b, **OOM_REF) for b in (1, 2))
+    _per_seq = _two.used_bytes - _one.used_bytes
     oom_prediction = get_oom() or reveal.reference(
-        lab, "lab02.oom_batch", models.oom_batch(**OOM_REF), units="sequences")
+        lab, "lab02.oom_batch", _ref, units="sequences",
+        explanation=f"Usable memory: {_one.capacity_bytes / 1e9:.0f} GB of the "
+                    f"{hardware.get(OOM_REF['hw']).memory_gb:g} GB. The bf16 weights take "
+                    f"{_one.terms['weights'] / 1e9:.1f} GB once; each sequence adds "
+                    f"{_per_seq / 1e9:.2f} GB, almost all KV cache "
+                    f"({_one.terms['KV cache'] / 1e9:.2f} GB at {OOM_REF['seq_len']:,} tokens). "
+                    f"So {_ref - 1} sequences fit and batch {_ref} is the first that runs out.")
+    reveal.card(oom_prediction)
     return (oom_prediction,)
 
 

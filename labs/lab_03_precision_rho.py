@@ -176,9 +176,17 @@ def _(get_rho_ratio, lab, quiz, set_rho_ratio):
 
 @app.cell
 def _(GEMM_4096, PS, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
+    _c = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
     rho_ratio_prediction = get_rho_ratio() or reveal.reference(
         lab, "lab03.rho_ratio",
-        PS.rho_change("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16"), "×")
+        PS.rho_change("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16"), "×",
+        explanation=f"FP16 halves the bytes, so AI rises {_c.ai_ratio:.1f}× ({_c.before.ai:.0f} "
+                    f"→ {_c.after.ai:.0f} FLOP/B); but the tensor cores raise the roof "
+                    f"{_c.ridge_ratio:.1f}× ({_c.before.attainable_tflops:.0f} → "
+                    f"{_c.after.attainable_tflops:.0f} TFLOP/s), so the ridge moves "
+                    f"{_c.before.ridge:.0f} → {_c.after.ridge:.0f} FLOP/B. ρ = AI / ridge goes "
+                    f"{_c.before.rho:.1f} → {_c.after.rho:.2f}: ×{_c.rho_ratio:.3f}, not 2.")
+    reveal.card(rho_ratio_prediction)
     return (rho_ratio_prediction,)
 
 
@@ -334,7 +342,14 @@ def _(
     _parts = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
     weight_only_prediction = get_weight_only() or reveal.reference(
         lab, "lab03.weight_only_rho", _parts.direction,
-        label=next(k for k, v in DIRECTION_OPTIONS.items() if v == _parts.direction))
+        label=next(k for k, v in DIRECTION_OPTIONS.items() if v == _parts.direction),
+        explanation=f"The math stays FP16, so the ridge stays {_parts.after.ridge:.0f} FLOP/B. "
+                    f"INT4 weights cut the bytes moved from {_parts.before.bytes / 1e6:.0f} MB "
+                    f"to {_parts.after.bytes / 1e6:.0f} MB for the same FLOPs, so AI and ρ "
+                    f"change ×{_parts.rho_ratio:.2f} ({_parts.before.rho:.2f} → "
+                    f"{_parts.after.rho:.2f}). Fewer bytes per FLOP at the same roof can only "
+                    "move a kernel towards the compute roof.")
+    reveal.card(weight_only_prediction)
     return (weight_only_prediction,)
 
 
@@ -675,8 +690,16 @@ def _(get_nvfp4, lab, quiz, set_nvfp4):
 def _(OPENING, PS, get_nvfp4, lab, reveal):
     _rows = PS.decode_quant_table(
         *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+    _fp16, _fp4 = (next(r for r in _rows if r.storage == s) for s in ("fp16", "nvfp4"))
     nvfp4_prediction = get_nvfp4() or reveal.reference(
-        lab, "lab03.nvfp4_speedup", next(r.speedup for r in _rows if r.storage == "nvfp4"), "×")
+        lab, "lab03.nvfp4_speedup", _fp4.speedup, "×",
+        explanation=f"A batch-1 GEMV does about one multiply-add per weight: {_fp16.regime}, so "
+                    f"its time follows the bytes it reads. FP16 weights: "
+                    f"{_fp16.bytes / 1e6:.1f} MB; NVFP4: {_fp4.bytes / 1e6:.1f} MB (4-bit values "
+                    f"plus their scales; the FP16 input and output vectors stay), "
+                    f"{_fp4.byte_ratio:.2f}× fewer bytes, so {_fp4.speedup:.2f}× faster "
+                    f"({_fp4.note}: the FP4 math rate does not matter here).")
+    reveal.card(nvfp4_prediction)
     return (nvfp4_prediction,)
 
 
@@ -815,7 +838,15 @@ def _(GEMV_KAI, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
     _kai = PS.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     naive_prediction = get_naive() or reveal.reference(
         lab, "lab03.naive_bandwidth", _kai.verdict,
-        label=next(k for k, v in NAIVE_OPTIONS.items() if v == _kai.verdict))
+        label=next(k for k, v in NAIVE_OPTIONS.items() if v == _kai.verdict),
+        explanation=f"The allocator peak is the footprint, {_kai.fvt.footprint_bytes / 1e6:.1f} "
+                    f"MB, counted once; but {_kai.fvt.iterations} GEMVs read the weights "
+                    f"{_kai.fvt.iterations} times: {_kai.fvt.traffic_bytes / 1e9:.2f} GB of "
+                    f"traffic. Footprint ÷ time gives {_kai.naive_gbs:,.1f} GB/s; traffic ÷ "
+                    f"time gives {_kai.traffic_gbs:,.0f} GB/s, "
+                    f"{_kai.traffic_gbs / _kai.naive_gbs:.0f}× more: the memory is not slow, "
+                    "the metric counts each byte once.")
+    reveal.card(naive_prediction)
     return (naive_prediction,)
 
 

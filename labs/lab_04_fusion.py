@@ -181,8 +181,8 @@ def _(device, lab_references):
 @app.cell
 def _(OPENING, hardware, lab_references):
     # The instructor copy's filled-in answers: for the device the lab opens with.
-    _, reveal_references = lab_references(hardware.get(OPENING["device"]))
-    return (reveal_references,)
+    reveal_precision, reveal_references = lab_references(hardware.get(OPENING["device"]))
+    return reveal_precision, reveal_references
 
 
 @app.cell
@@ -219,10 +219,30 @@ def _(get_speedup, lab, quiz, set_speedup):
 
 
 @app.cell
-def _(get_speedup, lab, reveal, reveal_references):
-    speedup_prediction = get_speedup() or (
-        reveal.reference(lab, "lab04.fusion_speedup", reveal_references["fusion_speedup"], "×")
+def _(
+    FU,
+    LARGE_N,
+    OPENING,
+    get_speedup,
+    lab,
+    reveal,
+    reveal_precision,
+    reveal_references,
+):
+    _p = reveal_precision
+    _before, _after = (FU.chain_timing(LARGE_N, OPENING["device"], g, precision=_p)
+                       for g in (None, [list(range(len(FU.DEFAULT_CHAIN)))]))
+    speedup_prediction = get_speedup() or (reveal.reference(
+        lab, "lab04.fusion_speedup", reveal_references["fusion_speedup"], "×",
+        explanation=f"Every kernel of the chain does a few FLOPs per byte: {_before.regime}. "
+                    f"Unfused, each reads and writes the whole {LARGE_N / 1e6:.0f} M-element "
+                    f"{_p} tensor: {_before.chain.total.bytes / 1e9:.1f} GB of HBM traffic in "
+                    f"{_before.seconds * 1e6:.0f} µs. Fused, the inputs, the output and the "
+                    f"dropout mask cross HBM once: {_after.chain.total.bytes / 1e9:.1f} GB in "
+                    f"{_after.seconds * 1e6:.0f} µs. Time follows bytes: "
+                    f"{reveal_references['fusion_speedup']:.2f}×, not 4×.")
         if reveal_references["fusion_speedup"] is not None else None)
+    reveal.card(speedup_prediction)
     return (speedup_prediction,)
 
 
@@ -495,11 +515,34 @@ def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
 
 
 @app.cell
-def _(TINY_OPTIONS, get_tiny, lab, reveal, reveal_references):
+def _(
+    FU,
+    OPENING,
+    TINY_N,
+    TINY_OPTIONS,
+    get_tiny,
+    lab,
+    reveal,
+    reveal_precision,
+    reveal_references,
+):
     _label = next((k for k, v in TINY_OPTIONS.items() if v == reveal_references["tiny_tensor"]), None)
-    tiny_prediction = get_tiny() or (
-        reveal.reference(lab, "lab04.tiny_tensor", reveal_references["tiny_tensor"], label=_label)
+    _p = reveal_precision
+    _before, _after = (FU.chain_timing(TINY_N, OPENING["device"], g, precision=_p)
+                       for g in (None, [list(range(len(FU.DEFAULT_CHAIN)))]))
+    _first = _before.kernel_times[0]
+    tiny_prediction = get_tiny() or (reveal.reference(
+        lab, "lab04.tiny_tensor", reveal_references["tiny_tensor"], label=_label,
+        explanation=f"On {TINY_N:,} {_p} elements the first kernel moves "
+                    f"{_before.chain.kernels_costs[0].bytes / 1e3:.0f} kB: "
+                    f"{_first.t_memory * 1e9:.1f} ns at full bandwidth, far less "
+                    f"than the {_first.t_overhead * 1e6:.0f} µs launch overhead, so the chain is "
+                    f"{_before.regime}: {len(_before.kernel_times)} launches = "
+                    f"{_before.seconds * 1e6:.0f} µs. Fused, one launch: "
+                    f"{_after.seconds * 1e6:.0f} µs, {_before.seconds / _after.seconds:.1f}× "
+                    "faster, by cutting launches, not bytes.")
         if _label is not None else None)
+    reveal.card(tiny_prediction)
     return (tiny_prediction,)
 
 
@@ -706,10 +749,31 @@ def _(get_oom, lab, quiz, set_oom):
 
 
 @app.cell
-def _(get_oom, lab, reveal, reveal_references):
-    oom_prediction = get_oom() or (
-        reveal.reference(lab, "lab04.oom_seq_len", reveal_references["oom_seq_len"], "tokens")
-        if reveal_references["oom_seq_len"] is not None else None)
+def _(
+    FU,
+    OPENING,
+    QUESTION_HEAD_DIM,
+    QUESTION_HEADS,
+    get_oom,
+    hardware,
+    lab,
+    reveal,
+    reveal_references,
+):
+    _s = reveal_references["oom_seq_len"]
+    _terms = FU.attention_memory_terms(1, QUESTION_HEADS, _s or 1, QUESTION_HEAD_DIM, "fp16",
+                                       fused=False)
+    _scores = next(v for k, v in _terms.items() if k.startswith("score"))
+    _hw = hardware.get(OPENING["device"])
+    oom_prediction = get_oom() or (reveal.reference(
+        lab, "lab04.oom_seq_len", _s, "tokens",
+        explanation=f"The score matrix holds B×H×S² fp16 values: at S = {_s:,} that is "
+                    f"{_scores / 1e9:.1f} GB, plus {(sum(_terms.values()) - _scores) / 1e9:.2f} "
+                    f"GB for Q, K, V, O: {sum(_terms.values()) / 1e9:.1f} GB of the {_hw.name}'s "
+                    f"{_hw.memory_gb:g} GB. It grows with S², so twice the context needs four "
+                    "times the memory; flash attention never stores it.")
+        if _s is not None else None)
+    reveal.card(oom_prediction)
     return (oom_prediction,)
 
 
@@ -968,11 +1032,29 @@ def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
 
 
 @app.cell
-def _(TILE_OPTIONS, get_tile, lab, reveal, reveal_references):
-    _label = next((k for k, v in TILE_OPTIONS.items() if v == reveal_references["largest_tile"]), None)
-    tile_prediction = get_tile() or (
-        reveal.reference(lab, "lab04.largest_tile", reveal_references["largest_tile"], label=_label)
+def _(
+    FU,
+    OPENING,
+    QUESTION_HEAD_DIM,
+    TILE_OPTIONS,
+    get_tile,
+    lab,
+    reveal,
+    reveal_references,
+):
+    _b = reveal_references["largest_tile"]
+    _label = next((k for k, v in TILE_OPTIONS.items() if v == _b), None)
+    _fit, _big = (FU.flash_tile(t, t, QUESTION_HEAD_DIM, OPENING["device"]) for t in (_b, 2 * _b))
+    tile_prediction = get_tile() or (reveal.reference(
+        lab, "lab04.largest_tile", _b, label=_label,
+        explanation=f"A {_b}×{_b} tile at head_dim {QUESTION_HEAD_DIM} needs "
+                    f"{_fit.bytes / 1024:.0f} KiB ({_fit.smem_bytes / 1024:.0f} KiB of Q, K, V "
+                    f"tiles in fp16 + {_fit.register_bytes / 1024:.0f} KiB of fp32 S and O "
+                    f"accumulators) of the {_fit.capacity_bytes / 1024:.0f} KiB on one SM. "
+                    f"{2 * _b}×{2 * _b} would need {_big.bytes / 1024:.0f} KiB: the S tile "
+                    "grows with the square of the block, so doubling the block quadruples it.")
         if _label is not None else None)
+    reveal.card(tile_prediction)
     return (tile_prediction,)
 
 
