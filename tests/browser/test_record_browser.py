@@ -9,6 +9,7 @@ a marimo config that follows the browser's colour scheme, and takes light and da
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -92,3 +93,28 @@ def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, tmp_path, arti
     assert [e["payload"]["text"] for e in bw if e["kind"] == "explain"] == [
         "the copy kernel only moves bytes",
         "the copy kernel only moves bytes: 2 x 8 bytes per element"]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_instructor_copy_shows_reference_cards_not_widgets(browser, tmp_path, artifacts, scheme):
+    lab = Path(__file__).resolve().parents[2] / "labs" / "lab_01_memory_wall.py"
+    with marimo_run(lab, _env(tmp_path), "--reveal") as url:
+        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
+        try:
+            page = ctx.new_page()
+            page.set_default_timeout(90_000)
+            page.goto(url)
+            cards = page.get_by_text("Reference answer (instructor copy):")
+            cards.nth(4).wait_for()  # one per prediction of the lab
+            assert cards.count() == 5
+            assert page.get_by_role("button", name="Lock prediction").count() == 0
+            assert page.get_by_text("You predicted").count() == 0
+            page.get_by_text(re.compile("Reference answer .*The instrument shows")).first.wait_for()
+            # the crossover question, its card (answer + explanation) and the comparison
+            card = cards.nth(1)
+            card.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(artifacts / f"record-instructor-card-{scheme}.png"))
+            assert "886" in card.locator("xpath=..").inner_text()
+        finally:
+            ctx.close()
