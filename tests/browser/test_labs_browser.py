@@ -65,9 +65,12 @@ def wait_until(page, cond, what: str, timeout_ms: int = SLOW_MS):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def open_lab(page, url):
+def open_lab(page, url, *, revealed: bool = False):
     page.goto(url)
-    page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
+    if revealed:  # the instructor copy shows reference cards instead of prediction forms
+        page.get_by_text("Reference answer (instructor copy):").first.wait_for(state="visible")
+    else:
+        page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
     return settle(page, lambda p: (gate_count(p), len(figures(p))))
 
 
@@ -172,7 +175,7 @@ def test_gate_lock_slider_reload(lab, page, artifacts, tmp_path):
         # The first instrument has no slider of its own (a fixed scenario): try the sliders of
         # the instructor copy, where every instrument is open.
         with marimo_run(lab, isolated_env(tmp_path / "reveal"), "--reveal") as url:
-            open_lab(page, url)
+            open_lab(page, url, revealed=True)
             moved = move_sliders_until_a_figure_changes(page, limit=8)
             shoot(page, artifacts, f"{lab.stem}-revealed-slider")
     assert moved is not None, f"{lab.name}: no slider outside the forms changed a figure"
