@@ -300,6 +300,15 @@ def test_appends_rotate_before_the_read_limit_and_every_event_comes_back(tmp_pat
     assert lab.first_prediction("lab01.x").value == 7
 
 
+def test_a_window_reading_follows_another_into_the_next_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(ledger_events, "MAX_READ_BYTES", 8 * 1024)
+    reader, writer = L.Ledger("ada", tmp_path), L.Ledger("ada", tmp_path)
+    for i in range(60):
+        writer.append("result", lab_id="lab01", item_id="lab01.x", payload={"i": i, "f": "x" * 150})
+    assert len(list(tmp_path.glob("roofline-ledger-ada*.jsonl"))) >= 2
+    assert [e["payload"]["i"] for e in reader.events()] == list(range(60))
+
+
 def test_an_oversized_file_keeps_its_readable_prefix_and_its_locks(tmp_path, monkeypatch):
     led = L.Ledger("ada", tmp_path)
     led.append("predict", lab_id="lab01", item_id="lab01.x", payload=_pred("x", 7).payload())

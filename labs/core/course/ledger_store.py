@@ -214,17 +214,22 @@ class Ledger:
 
     # -- reading -------------------------------------------------------------------------
     def refresh(self) -> None:
-        """Pick up events other processes appended since we last looked (no lock needed)."""
-        chain = self._target
-        if chain is None or chain.path is None:
-            return
-        try:
-            with open(chain.path, "rb") as f:
-                f.seek(chain.offset)
-                data = f.read(ledger_events.MAX_READ_BYTES)
-        except OSError:
-            return
-        self._consume(chain, data, final=False)
+        """Pick up events other processes appended since we last looked (no lock needed),
+        following them into the next file when the one we append to has filled up."""
+        for _ in range(1000):  # bounded: each round moves to the next continuation file
+            chain = self._target
+            if chain is None or chain.path is None:
+                return
+            try:
+                with open(chain.path, "rb") as f:
+                    f.seek(chain.offset)
+                    data = f.read(ledger_events.MAX_READ_BYTES)
+            except OSError:
+                return
+            self._consume(chain, data, final=False)
+            if not chain.clean or room_left(chain.offset):
+                return
+            self._pick_target()
 
     def _consume(self, chain: _Chain, data: bytes, *, final: bool) -> None:
         result = read_ledger(data, start_hash=chain.head_hash, start_seq=chain.last_seq,
