@@ -202,7 +202,7 @@ def _(
         explanation=f"With M = {SCENARIO['m']} rows, every weight byte read serves only "
                     f"{SCENARIO['m']} rows: AI = {_ai:.1f} FLOP/B against the {_d.name}'s "
                     f"{_p} ridge of {roofline.ridge_point(_d, _p):.0f} FLOP/B, so it is "
-                    f"{_ref}. The roofline caps it at {roofline.mfu_bound(_ai, _d, _p):.1%} "
+                    f"{_ref}. The roofline caps it at {roofline.flop_utilization_bound(_ai, _d, _p):.1%} "
                     "of peak whatever the tiling"
                     + (": the GPU is not throttling, it waits for bytes." if _ref == roofline.MEMORY
                        else "."))
@@ -922,7 +922,7 @@ def _(
     _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
     _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
-    _cap = roofline.mfu_bound(_ai, _d, _p)
+    _cap = roofline.flop_utilization_bound(_ai, _d, _p)
     yardstick_prediction = get_yardstick() or reveal.reference(
         lab, "lab01.yardstick", _ref,
         label=next(k for k, v in YARDSTICK_OPTIONS.items() if v == _ref),

@@ -538,7 +538,7 @@ def _(OOM_REF, get_oom, hardware, lab, models, reveal):
     oom_prediction = get_oom() or reveal.reference(
         lab, "lab02.oom_batch", _ref, units="sequences",
         explanation=f"Usable memory: {_one.capacity_bytes / 1e9:.0f} GB of the "
-                    f"{hardware.get(OOM_REF['hw']).memory_gb:g} GB. The bf16 weights take "
+                    f"{hardware.get(OOM_REF['hw']).memory_text}. The bf16 weights take "
                     f"{_one.terms['weights'] / 1e9:.1f} GB once; each sequence adds "
                     f"{_per_seq / 1e9:.2f} GB, almost all KV cache "
                     f"({_one.terms['KV cache'] / 1e9:.2f} GB at {OOM_REF['seq_len']:,} tokens). "

@@ -697,8 +697,8 @@ def _(OPENING, PS, get_nvfp4, lab, reveal):
                     f"its time follows the bytes it reads. FP16 weights: "
                     f"{_fp16.bytes / 1e6:.1f} MB; NVFP4: {_fp4.bytes / 1e6:.1f} MB (4-bit values "
                     f"plus their scales; the FP16 input and output vectors stay), "
-                    f"{_fp4.byte_ratio:.2f}× fewer bytes, so {_fp4.speedup:.2f}× faster "
-                    f"({_fp4.note}: the FP4 math rate does not matter here).")
+                    f"{_fp4.byte_ratio:.2f}× fewer bytes, so {_fp4.speedup:.2f}× faster. The "
+                    f"NVFP4 row is {_fp4.note}, so the FP4 math rate does not matter here.")
     reveal.card(nvfp4_prediction)
     return (nvfp4_prediction,)
 

@@ -770,7 +770,7 @@ def _(
         explanation=f"The score matrix holds B×H×S² fp16 values: at S = {_s:,} that is "
                     f"{_scores / 1e9:.1f} GB, plus {(sum(_terms.values()) - _scores) / 1e9:.2f} "
                     f"GB for Q, K, V, O: {sum(_terms.values()) / 1e9:.1f} GB of the {_hw.name}'s "
-                    f"{_hw.memory_gb:g} GB. It grows with S², so twice the context needs four "
+                    f"{_hw.memory_text}. It grows with S², so twice the context needs four "
                     "times the memory; flash attention never stores it.")
         if _s is not None else None)
     reveal.card(oom_prediction)
@@ -1047,12 +1047,14 @@ def _(
     _fit, _big = (FU.flash_tile(t, t, QUESTION_HEAD_DIM, OPENING["device"]) for t in (_b, 2 * _b))
     tile_prediction = get_tile() or (reveal.reference(
         lab, "lab04.largest_tile", _b, label=_label,
-        explanation=f"A {_b}×{_b} tile at head_dim {QUESTION_HEAD_DIM} needs "
-                    f"{_fit.bytes / 1024:.0f} KiB ({_fit.smem_bytes / 1024:.0f} KiB of Q, K, V "
-                    f"tiles in fp16 + {_fit.register_bytes / 1024:.0f} KiB of fp32 S and O "
-                    f"accumulators) of the {_fit.capacity_bytes / 1024:.0f} KiB on one SM. "
-                    f"{2 * _b}×{2 * _b} would need {_big.bytes / 1024:.0f} KiB: the S tile "
-                    "grows with the square of the block, so doubling the block quadruples it.")
+        explanation=f"A {_b}×{_b} tile at head_dim {QUESTION_HEAD_DIM}: the fp16 Q, K, V tiles "
+                    f"need {_fit.smem_bytes / 1024:.0f} KiB of the "
+                    f"{_fit.smem_capacity_bytes / 1024:.0f} KiB of shared memory a block may "
+                    f"use, the fp32 S and O accumulators {_fit.register_bytes / 1024:.0f} KiB of "
+                    f"the {_fit.register_capacity_bytes / 1024:.0f} KiB register file: both fit. "
+                    f"{2 * _b}×{2 * _b} would need {_big.smem_bytes / 1024:.0f} KiB and "
+                    f"{_big.register_bytes / 1024:.0f} KiB ({' and '.join(_big.overflows)} too "
+                    "small): the S tile grows with the square of the block.")
         if _label is not None else None)
     reveal.card(tile_prediction)
     return (tile_prediction,)
