@@ -25,8 +25,10 @@ def _(mo):
     ledgers students handed in (a folder, a zip as the LMS gives it, or single `.jsonl` files),
     or at `labs-grade`'s `events.csv`; a `gradebook.csv` alone shows the gradebook only.
     Start it with the folder already filled in:
-    `marimo run labs/instructor_dashboard.py -- --ledgers submissions.zip --config course.toml`.
-    Nothing is written anywhere; uploads go to a temporary folder.
+    `marimo run labs/instructor_dashboard.py -- --ledgers submissions.zip --config course.toml`
+    (add `--item lab01.crossover_n` or `--student s0042` to open on one item or student).
+    Nothing is written anywhere; uploads go to a temporary folder. What students wrote (ids,
+    reasons, explanations) is shown as text, exactly as written.
     """)
     return
 
@@ -34,8 +36,8 @@ def _(mo):
 @app.cell
 def _(mo):
     # Widgets in their own cell. The form only loads on "Load the class" (not per keystroke).
-    cli_defaults = {"ledgers": str(mo.cli_args().get("ledgers") or ""),
-                    "config": str(mo.cli_args().get("config") or "")}
+    cli_defaults = {key: str(mo.cli_args().get(key) or "")
+                    for key in ("ledgers", "config", "item", "student")}
     source_form = mo.md("{ledgers}\n\n{config}").batch(
         ledgers=mo.ui.text(value=cli_defaults["ledgers"], full_width=True,
                            label="Ledgers: folders, zips or files, separated by commas"),
@@ -81,7 +83,8 @@ def _(chosen, classroom, grading, mo, source_form, style, upload_dir):
         load_error = None
     except (ValueError, grading.ConfigError) as _exc:
         cls, load_error = None, str(_exc)
-    mo.stop(cls is None, style.error_callout(load_error or "Nothing loaded."))
+    mo.stop(cls is None, style.error_callout(load_error or "Nothing loaded.",
+                                             title="The class could not be loaded."))
     return (cls,)
 
 
@@ -98,7 +101,7 @@ def _(cls, mo, style):
             ("Flagged students", f"{_flagged}", "anomalies the grader found"),
             ("Files with problems", f"{_bad_files}", "see the files table"),
         ]),
-        *[mo.callout(mo.md(n), kind="warn") for n in cls.notes],
+        style.notice_list("Notes", cls.notes) if cls.notes else mo.md(""),
         mo.md(f"<small>Loaded in {cls.load_seconds:.1f} s from "
               f"{len(cls.sources)} source(s).</small>"),
     ])
@@ -106,11 +109,13 @@ def _(cls, mo, style):
 
 
 @app.cell
-def _(cls, mo):
-    item_picker = mo.ui.dropdown(
-        options={f"{s.item_id} · {s.answer_type}": s.item_id for s in cls.items.values()},
-        value=next(iter([f"{s.item_id} · {s.answer_type}" for s in cls.items.values()]), None),
-        label="Prediction item", searchable=True)
+def _(chosen, cls, mo):
+    # Items in lab order, named by their question (the catalogue of the labs).
+    _choices = cls.item_choices()
+    _start = next((k for k, v in _choices.items() if v == chosen.get("item")),
+                  next(iter(_choices), None))
+    item_picker = mo.ui.dropdown(options=_choices, value=_start, label="Prediction item",
+                                 searchable=True, full_width=True)
     item_picker
     return (item_picker,)
 
@@ -123,19 +128,22 @@ def _(cls, item_picker, mo):
 
 
 @app.cell
-def _(item, style):
+def _(item, mo, style):
     def _pct(x):
         return "n/a" if x is None else f"{100 * x:.0f}%"
 
-    _ref = item.reference_value()
-    style.metric_cards([
-        ("Predicted", f"{item.n} / {len(item.students)}", "first commits graded"),
-        ("Predicted before unlocking", _pct(item.committed_share), "committed, not peeked"),
-        ("Correct", _pct(item.correct_share), "grader's verdict"),
-        ("True value", "n/a" if _ref is None else (f"{_ref:.4g} {item.units}".strip()
-                                                    if isinstance(_ref, float) else str(_ref)),
-         "median of what instruments showed"),
-        ("Not explained", f"{len(item.not_explained)}", "predicted, no observe+explain"),
+    mo.vstack([
+        style.text_block(item.title),
+        style.metric_cards([
+            ("Predicted", f"{item.n:,} / {len(item.students):,}", "first commits graded"),
+            ("Predicted before unlocking", _pct(item.committed_share),
+             "committed, not peeked"),
+            ("Correct", _pct(item.correct_share), "grader's verdict"),
+            ("True value", item.reference_text(),
+             "median of what instruments showed" if item.answer_type == "numeric"
+             else "what most instruments showed"),
+            ("Not explained", f"{len(item.not_explained):,}", "predicted, no observe+explain"),
+        ]),
     ])
     return
 
@@ -151,20 +159,20 @@ def _(classroom, cls, item, mo):
 
 
 @app.cell
-def _(item, mo):
+def _(item, mo, style):
     _rows = [{"student": r.student_id, "prediction": r.shown, "confidence": r.confidence,
-              "actual": "" if r.actual is None else str(r.actual),
-              "off by ×": None if r.ratio is None else round(r.ratio, 3),
+              "actual": item.show(r.actual),
+              **({"off by ×": None if r.ratio is None else round(r.ratio, 2)}
+                 if item.answer_type == "numeric" else {}),
               "correct": r.correct, "before unlock": r.committed, "explained": r.explained,
               "revised": r.revised, "reason": r.reason} for r in item.rows]
     _missing = [{"student": s, "missing": "prediction"} for s in item.not_predicted] + [
         {"student": s, "missing": "observe + explain"} for s in item.not_explained]
     _flags = [{"student": s, "flags": "; ".join(f)} for s, f in sorted(item.flags.items())]
     mo.ui.tabs({
-        f"Predictions ({item.n})": mo.ui.table(_rows, page_size=15, selection=None),
-        f"Not finished ({len(_missing)})": mo.ui.table(_missing, page_size=15,
-                                                       selection=None),
-        f"Grader flags ({len(_flags)})": mo.ui.table(_flags, page_size=15, selection=None),
+        f"Predictions ({item.n:,})": style.text_table(_rows),
+        f"Not finished ({len(_missing):,})": style.text_table(_missing),
+        f"Grader flags ({len(_flags):,})": style.text_table(_flags),
     })
     return
 
@@ -179,31 +187,31 @@ def _(classroom, cls, mo):
 
 
 @app.cell
-def _(cls, mo):
+def _(chosen, cls, mo):
+    _start = chosen.get("student") if chosen.get("student") in cls.students else None
     student_picker = mo.ui.dropdown(options=cls.students,
-                                    value=cls.students[0] if cls.students else None,
+                                    value=_start or (cls.students[0] if cls.students else None),
                                     label="Student", searchable=True)
     mo.vstack([mo.md("## One student"), student_picker])
     return (student_picker,)
 
 
 @app.cell
-def _(classroom, cls, mo, student_picker):
+def _(classroom, cls, mo, student_picker, style):
     mo.stop(student_picker.value is None)
     _rows = cls.timeline(student_picker.value)
     _flags = cls.student_flags(student_picker.value)
     mo.vstack([
         classroom.timeline_figure(_rows, student_picker.value),
-        mo.callout(mo.md("**Flags:** " + "; ".join(f"`{f}`" for f in _flags)), kind="warn")
-        if _flags else mo.md("_No flags for this student._"),
-        mo.ui.table([{k: (v.strftime("%Y-%m-%d %H:%M:%S") if k == "time" and v else v)
-                      for k, v in r.items()} for r in _rows], page_size=10, selection=None),
+        style.notice_list("Flags", _flags) if _flags else mo.md("_No flags for this student._"),
+        style.text_table([{k: (v.strftime("%Y-%m-%d %H:%M:%S") if k == "time" and v else v)
+                           for k, v in r.items()} for r in _rows], page_size=10),
     ])
     return
 
 
 @app.cell
-def _(cls, grading, mo):
+def _(cls, grading, mo, style):
     def _events_csv() -> bytes:
         import tempfile as _tf
         from pathlib import Path as _P
@@ -220,17 +228,18 @@ def _(cls, grading, mo):
             mo.download(data=_events_csv, filename="events.csv", mimetype="text/csv",
                         label="Download events.csv", disabled=cls.batch is None),
         ], justify="start"),
-        mo.ui.table(cls.gradebook, page_size=15, selection=None),
+        style.text_table(cls.gradebook),
     ])
     return
 
 
 @app.cell
-def _(cls, grading, mo):
-    _files = grading.file_rows(cls.batch) if cls.batch else []
+def _(classroom, cls, grading, mo, style):
+    _files = [{k: classroom.uncsv(v) for k, v in f.items()}
+              for f in (grading.file_rows(cls.batch) if cls.batch else [])]
     _bad = [f for f in _files if f["problems"] or f["skipped"]]
-    mo.accordion({f"Files read ({len(_files)}, {len(_bad)} with problems or skipped)":
-                  mo.ui.table(_bad or _files, page_size=10, selection=None)})
+    mo.accordion({f"Files read ({len(_files):,}, {len(_bad):,} with problems or skipped)":
+                  style.text_table(_bad or _files, page_size=10)})
     return
 
 

@@ -15,8 +15,10 @@ Loading and grading are :mod:`labs.core.course.grading`'s (``load_ledgers``, ``l
   grader flags) for tests, benchmarks and demos.
 
 Figures (plotly) are built by the ``*_figure`` functions; they use the labs' plotly template.
-Nothing here writes outside the folder it is given. Student text is data: the dashboard shows it
-through marimo tables and plotly (which escape it), never as raw HTML.
+Nothing here writes outside the folder it is given. Student text is data, kept as written: the
+dashboard shows it through ``style.text_table``/``style.notice_list`` and :func:`plot_text`
+(escaped, never a link or an image, never markdown), and CSV escaping is applied only to the
+CSVs (:func:`uncsv` undoes it for text read back from them).
 
 This module is the dashboard's public face (``from labs.core import classroom``); the work is
 done in ``classroom_data`` (loading and the summaries), ``classroom_synth`` (the synthetic
@@ -31,16 +33,24 @@ from labs.core.course.classroom_data import (  # noqa: F401  (the public API, re
     ItemSummary,
     PredictionRow,
     load_class,
+    plain_number,
     summarise_items,
+    uncsv,
 )
 from labs.core.course.classroom_figures import (  # noqa: F401
     KIND_ORDER,
     calibration_figure,
     distribution_figure,
+    plot_text,
     timeline_figure,
+    timeline_points,
 )
 from labs.core.course.classroom_synth import (  # noqa: F401
+    HOSTILE_IDS,
+    HOSTILE_TEXTS,
     SYNTH_COURSE,
     SynthItem,
+    catalogue_course,
+    write_hostile_ledgers,
     write_synthetic_class,
 )

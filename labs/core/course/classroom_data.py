@@ -30,11 +30,41 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from labs.core.course import grading
+from labs.core.course import catalogue, grading
 from labs.core.course import ledger as _ledger
 
 #: Confidence levels a prediction form offers (quiz.CONFIDENCE_OPTIONS values).
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
+
+
+def plain_number(value: Any, units: str = "") -> str:
+    """A number as people write it: ``35,100``, ``0.135``, ``1,234.5`` (up to 7 significant
+    digits, thousands separated, never ``3.51e+04``), then the units. Beyond 10^15 or below
+    10^-6 (never a sensible prediction) it reads ``1.2 × 10^20``. Anything else: ``str()``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = str(value)
+    elif not math.isfinite(value):
+        text = str(float(value))
+    elif value == 0:
+        text = "0"
+    elif not 1e-6 <= abs(value) < 1e15:
+        mantissa, exponent = f"{value:.2e}".split("e")
+        text = f"{float(mantissa):g} × 10^{int(exponent)}"
+    elif float(value).is_integer():
+        text = f"{int(value):,}"
+    else:
+        digits = max(0, 6 - math.floor(math.log10(abs(value))))
+        text = f"{value:,.{digits}f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+    return f"{text} {units}".strip() if units else text
+
+
+def uncsv(text: Any) -> Any:
+    """The value ``grading.csv_safe`` was given, for the text it changed (a leading ``'``
+    before formula-looking text): CSV escaping is for spreadsheets, not for pages."""
+    if isinstance(text, str) and text.startswith("'") and grading.csv_safe(text[1:]) == text:
+        return text[1:]
+    return text
 
 
 def _ratio(predicted: Any, actual: Any) -> float | None:
@@ -71,9 +101,10 @@ class PredictionRow:
 
     @property
     def shown(self) -> str:
+        """The answer as the student saw it: the option's label, or the number with units."""
         if self.answer_type == "choice":
             return self.label if self.label is not None else str(self.value)
-        return f"{self.value:.4g}" if isinstance(self.value, (int, float)) else str(self.value)
+        return plain_number(self.value, self.units)
 
 
 @dataclass
@@ -81,12 +112,19 @@ class ItemSummary:
     item_id: str
     lab_id: str
     answer_type: str
-    units: str
+    units: str  # the lab's units for the item (the catalogue's; else what the ledgers say)
     rows: list[PredictionRow]
     students: list[str]  # everyone expected to do this item (the roster or all seen)
     not_predicted: list[str]
     not_explained: list[str]  # predicted, not yet observed and explained
     flags: dict[str, list[str]]  # student -> grader flags that name this item
+    question: str = ""  # the question as the lab asks it (plain text; "" if no lab asks it)
+    options: tuple[tuple[str, Any], ...] = ()  # choice: (label, value) as the lab offers them
+
+    @property
+    def title(self) -> str:
+        """How the dashboard names the item: its question (or its id, if no lab asks it)."""
+        return self.question or f"{self.item_id} (not asked by any lab in this copy)"
 
     @property
     def n(self) -> int:
@@ -116,6 +154,21 @@ class ItemSummary:
             return statistics.median(nums)
         return Counter(str(a) for a in acts).most_common(1)[0][0]
 
+    def show(self, value: Any) -> str:
+        """A value of this item as the lab shows it: the option's label (choice), or the number
+        with the item's units; anything else as ``str()``."""
+        if value is None:
+            return ""
+        if self.answer_type == "choice":
+            return next((label for label, v in self.options if str(v) == str(value)),
+                        str(value))
+        return plain_number(value, self.units)
+
+    def reference_text(self) -> str:
+        """:meth:`reference_value` as the lab shows it (number with units, or option label)."""
+        ref = self.reference_value()
+        return "n/a" if ref is None else self.show(ref)
+
     def choice_counts(self) -> list[tuple[str, int, bool | None]]:
         """(option shown, how many chose it, whether it was right) for a choice item."""
         counts: Counter = Counter()
@@ -136,7 +189,7 @@ class Classroom:
     batch: grading.Batch | None
     book: grading.Gradebook | None
     items: dict[str, ItemSummary]
-    gradebook: list[dict]  # grading.gradebook_rows (or rows read from a gradebook.csv)
+    gradebook: list[dict]  # one row per student, values as they are (not CSV-escaped)
     load_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -155,7 +208,23 @@ class Classroom:
 
     @property
     def labs(self) -> list[str]:
-        return sorted({s.lab_id for s in self.items.values()})
+        """Lab ids in lab order (the items are)."""
+        return list(dict.fromkeys(s.lab_id for s in self.items.values()))
+
+    def item_choices(self, width: int = 90) -> dict[str, str]:
+        """Dropdown label -> item id, in lab order: "lab01 · <question> · lab01.x" (cut to
+        ``width`` characters; the id ends each label, so two labels never read the same)."""
+        out: dict[str, str] = {}
+        for s in self.items.values():
+            text = " ".join(s.title.split())
+            room = max(10, width - len(s.lab_id) - min(len(s.item_id), 40) - 6)
+            short = text if len(text) <= room else text[: room - 1].rstrip() + "…"
+            sid = s.item_id if len(s.item_id) <= 40 else s.item_id[:39] + "…"
+            label = f"{s.lab_id} · {short} · {sid}"
+            while label in out:  # two ids cut to the same 40 characters
+                label += " ·"
+            out[label] = s.item_id
+        return out
 
     def items_of(self, lab_id: str | None = None) -> list[ItemSummary]:
         return [s for s in self.items.values() if lab_id is None or s.lab_id == lab_id]
@@ -197,8 +266,10 @@ class Classroom:
 
     def gradebook_csv(self) -> bytes:
         """The gradebook as ``labs-grade`` writes it (UTF-8 with BOM, neutralised cells)."""
+        rows = [{grading.csv_safe(k): grading.csv_safe(v) for k, v in r.items()}
+                for r in self.gradebook]
         with tempfile.TemporaryDirectory(prefix="roofline-gradebook-") as tmp:
-            path = grading.write_csv(self.gradebook, Path(tmp) / "gradebook.csv")
+            path = grading.write_csv(rows, Path(tmp) / "gradebook.csv")
             return path.read_bytes()
 
 
@@ -225,16 +296,17 @@ def _events_from_csv(path: Path) -> grading.Batch:
     batch = grading.Batch()
     with open(path, newline="", encoding="utf-8-sig") as f:
         for i, row in enumerate(csv.DictReader(f)):
+            row = {k: uncsv(v) for k, v in row.items()}  # the values, not their CSV escaping
             text = row.get("payload", "")
             try:
-                payload = json.loads(text.lstrip("'")) if text else {}
+                payload = json.loads(text) if text else {}
             except ValueError:
                 payload = {}
-            sid = row.get("student_id", "").lstrip("'")
             seq = row.get("seq", "")
             batch.events.append(grading.EventRecord(
-                student_id=sid, lab_id=row.get("lab_id", ""), item_id=row.get("item_id", ""),
-                kind=row.get("kind", ""), seq=int(seq) if seq.isdigit() else 0,
+                student_id=row.get("student_id", ""), lab_id=row.get("lab_id", ""),
+                item_id=row.get("item_id", ""), kind=row.get("kind", ""),
+                seq=int(seq) if seq.isdigit() else 0,
                 ts=row.get("timestamp", ""), time=_ledger.parse_ts(row.get("timestamp", "")),
                 lab_version=row.get("lab_version", ""), session=row.get("session", ""),
                 payload=payload if isinstance(payload, dict) else {}, hash=row.get("hash", ""),
@@ -247,12 +319,15 @@ def _events_from_csv(path: Path) -> grading.Batch:
 
 def _gradebook_from_csv(path: Path) -> list[dict]:
     with open(path, newline="", encoding="utf-8-sig") as f:
-        return [dict(r) for r in csv.DictReader(f)]
+        return [{uncsv(k): uncsv(v) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
 def load_class(inputs: Sequence[str | os.PathLike], config: str | os.PathLike | None = None,
-               *, now: datetime | None = None) -> Classroom:
+               *, now: datetime | None = None,
+               labs_dir: str | os.PathLike | None = None) -> Classroom:
     """Load ledgers (files, folders, zips), or labs-grade's ``events.csv`` / ``gradebook.csv``.
+
+    Items are ordered and named by the labs in ``labs_dir`` (default: the installed labs).
 
     Raises ValueError naming ``inputs`` when nothing usable is given, and grading.ConfigError
     for a bad course TOML.
@@ -286,56 +361,78 @@ def load_class(inputs: Sequence[str | os.PathLike], config: str | os.PathLike | 
                          + ", ".join(str(p) for p in paths))
     batch.reindex()  # events were added from several sources
     book = grading.grade(batch, course)
-    items = summarise_items(batch, book)
-    return Classroom([str(p) for p in paths], batch, book, items, grading.gradebook_rows(book),
-                     time.perf_counter() - t0, notes)
+    items = summarise_items(batch, book, labs_dir)
+    return Classroom([str(p) for p in paths], batch, book, items,
+                     grading.gradebook_rows(book, neutralise=False), time.perf_counter() - t0,
+                     notes)
 
 
-def summarise_items(batch: grading.Batch, book: grading.Gradebook) -> dict[str, ItemSummary]:
-    """Per item: first predictions with grading's verdicts, who is missing, flags. One pass."""
+def summarise_items(batch: grading.Batch, book: grading.Gradebook,
+                    labs_dir: str | os.PathLike | None = None) -> dict[str, ItemSummary]:
+    """Per item: first predictions with grading's verdicts, who is missing, flags. One pass.
+
+    Items come in lab order with their question, units and option labels from the lab
+    catalogue (:mod:`labs.core.course.catalogue`, read from ``labs_dir``, default the installed
+    labs); items no lab asks (another version, a hand-edited file) follow their lab's, by id.
+    """
+    asked = {i.item_id: i for i in catalogue.items(folder=labs_dir)}
+    item_rank = {item_id: n for n, item_id in enumerate(asked)}
+    lab_rank = {e.lab_id: n for n, e in enumerate(catalogue.catalogue(labs_dir))}
     by_key: dict[tuple[str, str], list[grading.EventRecord]] = defaultdict(list)
     for e in batch.events:
         if e.valid:
             by_key[(e.student_id, e.item_id)].append(e)
     verdicts = {(g.student_id, it.item_id): it for g in book.grades.values() for it in g.items}
     flags_by_student_lab = {(g.student_id, g.lab_id): g.flags for g in book.grades.values()}
-    out: dict[str, ItemSummary] = {}
+    out: list[ItemSummary] = []
     for lab in book.labs:
-        expected = list(book.students)
         for item_id in lab.items:
-            rows, not_pred, not_expl, flags = [], [], [], {}
-            answer_type, units = "numeric", ""
-            for sid in expected:
-                evs = by_key.get((sid, item_id), [])
-                first = next((e for e in evs if e.kind == "predict"), None)
-                item_flags = [f for f in flags_by_student_lab.get((sid, lab.lab_id), [])
-                              if f"({item_id})" in f or f"({item_id}" in f]
-                if item_flags:
-                    flags[sid] = item_flags
-                if first is None:
-                    not_pred.append(sid)
-                    continue
-                p = first.payload
-                answer_type = "choice" if p.get("answer_type") == "choice" else "numeric"
-                units = str(p.get("units") or units)
-                results = [e for e in evs if e.kind == "result" and e.order > first.order]
-                actual = results[-1].payload.get("actual") if results else None
-                v = verdicts.get((sid, item_id))
-                conf = p.get("confidence")
-                row = PredictionRow(
-                    student_id=sid, item_id=item_id, answer_type=answer_type,
-                    value=p.get("value"), label=p.get("label") if isinstance(
-                        p.get("label"), str) else None, units=str(p.get("units") or ""),
-                    confidence=conf if isinstance(conf, int) and not isinstance(conf, bool)
-                    else None, reason=str(p.get("reason") or ""), time=first.time,
-                    actual=actual,
-                    ratio=_ratio(p.get("value"), actual) if answer_type == "numeric" else None,
-                    correct=v.correct if v else None, committed=bool(v and v.committed),
-                    explained=bool(v and v.explained),
-                    revised=any(e.kind == "revise" for e in evs))
-                rows.append(row)
-                if not row.explained:
-                    not_expl.append(sid)
-            out[item_id] = ItemSummary(item_id, lab.lab_id, answer_type, units, rows, expected,
-                                       not_pred, not_expl, flags)
-    return out
+            out.append(_summarise_item(lab.lab_id, item_id, asked.get(item_id),
+                                       list(book.students), by_key, verdicts,
+                                       flags_by_student_lab))
+    out.sort(key=lambda s: (lab_rank.get(s.lab_id, len(lab_rank)), s.lab_id,
+                            item_rank.get(s.item_id, len(item_rank)), s.item_id))
+    return {s.item_id: s for s in out}
+
+
+def _summarise_item(lab_id: str, item_id: str, asked: Any, expected: list[str], by_key: dict,
+                    verdicts: dict, flags_by_student_lab: dict) -> ItemSummary:
+    """One item's summary; ``asked`` is its catalogue entry (None when no lab asks it)."""
+    rows, not_pred, not_expl, flags = [], [], [], {}
+    answer_type = asked.kind if asked else "numeric"
+    units = asked.units if asked else ""
+    for sid in expected:
+        evs = by_key.get((sid, item_id), [])
+        first = next((e for e in evs if e.kind == "predict"), None)
+        item_flags = [f for f in flags_by_student_lab.get((sid, lab_id), [])
+                      if f"({item_id})" in f or f"({item_id}" in f]
+        if item_flags:
+            flags[sid] = item_flags
+        if first is None:
+            not_pred.append(sid)
+            continue
+        p = first.payload
+        if not asked:
+            answer_type = "choice" if p.get("answer_type") == "choice" else "numeric"
+            units = str(p.get("units") or units)
+        results = [e for e in evs if e.kind == "result" and e.order > first.order]
+        actual = results[-1].payload.get("actual") if results else None
+        label = asked.label_of(p.get("value")) if asked else None
+        if label is None and isinstance(p.get("label"), str):
+            label = p["label"]
+        v = verdicts.get((sid, item_id))
+        conf = p.get("confidence")
+        row = PredictionRow(
+            student_id=sid, item_id=item_id, answer_type=answer_type, value=p.get("value"),
+            label=label, units=units if asked else str(p.get("units") or ""),
+            confidence=conf if isinstance(conf, int) and not isinstance(conf, bool) else None,
+            reason=str(p.get("reason") or ""), time=first.time, actual=actual,
+            ratio=_ratio(p.get("value"), actual) if answer_type == "numeric" else None,
+            correct=v.correct if v else None, committed=bool(v and v.committed),
+            explained=bool(v and v.explained), revised=any(e.kind == "revise" for e in evs))
+        rows.append(row)
+        if not row.explained:
+            not_expl.append(sid)
+    return ItemSummary(item_id, lab_id, answer_type, units, rows, expected, not_pred, not_expl,
+                       flags, question=asked.text if asked else "",
+                       options=tuple(asked.options) if asked else ())

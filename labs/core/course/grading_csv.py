@@ -66,8 +66,9 @@ def _fmt_lateness(d: timedelta) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def gradebook_rows(book: Gradebook) -> list[dict]:
-    """Wide gradebook rows (one per student), neutralised for CSV."""
+def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
+    """Wide gradebook rows (one per student), neutralised for CSV (``neutralise=False``: the
+    values as they are, for a page that shows them as text)."""
     rows = []
     roster = book.config.roster
     for sid in book.students:
@@ -95,7 +96,7 @@ def gradebook_rows(book: Gradebook) -> list[dict]:
         row["Max Points"] = round(max_total, 2)
         row["Flags"] = "; ".join(flags)
         row["Notes"] = "; ".join(book.notes.get(sid, []))
-        rows.append({csv_safe(k): csv_safe(v) for k, v in row.items()})
+        rows.append({csv_safe(k): csv_safe(v) for k, v in row.items()} if neutralise else row)
     return rows
 
 

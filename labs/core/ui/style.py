@@ -285,13 +285,68 @@ def ledger_status(path: str | None, student_id: str | None, events: int,
     return mo.Html(f'<div style="font-size:.85rem;color:{MUTED_FG}">{line}</div>')
 
 
-def error_callout(message: str | BaseException):
+def error_callout(message: str | BaseException, title: str = "That combination does not work."):
     """A student-facing error (bad slider combination, unknown precision ...), never a traceback.
-    Pass the message, or the core ValueError/KeyError itself."""
+    Pass the message, or the core ValueError/KeyError itself; ``title`` heads it."""
     if isinstance(message, BaseException):
         message = error_message(message)
-    return mo.callout(mo.Html(f"<strong>✗ That combination does not work.</strong>"
-                              f"{_paras(message)}"), kind="danger")
+    return mo.callout(mo.Html(f"<strong>✗ {_t(title)}</strong>{_paras(message)}"),
+                      kind="danger")
+
+
+#: Longest text a list line shows, and a table cell; the whole text is in its tooltip.
+TEXT_CHARS = 300
+CELL_CHARS = 160
+_WRAP = "overflow-wrap:anywhere;white-space:pre-wrap"
+
+
+def _shown(text, limit: int = TEXT_CHARS) -> tuple[str, str]:
+    """(escaped text cut at ``limit``, escaped full text for a tooltip or "")."""
+    s = str(text)
+    if len(s) <= limit:
+        return html.escape(s), ""
+    return (html.escape(s[:limit]) + f" … ({len(s):,} characters)",
+            html.escape(s, quote=True))
+
+
+def text_cell(value):
+    """Text anyone may have written (a student id, a reason, a file name) as a table cell that
+    shows it as typed: escaped, never made a link or an image (marimo's table does that to
+    plain string cells that hold a URL), wrapped anywhere, and cut at CELL_CHARS with the full
+    text in the tooltip. Non-text values pass through."""
+    if not isinstance(value, str):
+        return value
+    shown, full = _shown(value, CELL_CHARS)
+    tip = f' title="{full}"' if full else ""
+    return mo.Html(f'<span style="{_WRAP}"{tip}>{shown}</span>')
+
+
+def text_block(text, limit: int = 2000):
+    """A paragraph of text shown as typed (escaped, wrapped anywhere, cut at ``limit``)."""
+    shown, full = _shown(text, limit)
+    tip = f' title="{full}"' if full else ""
+    return mo.Html(f'<div style="{_WRAP};margin:.2em 0"{tip}>{shown}</div>')
+
+
+def text_table(rows: list[dict], *, page_size: int = 15, **kwargs):
+    """``mo.ui.table`` (no selection) whose text columns go through :func:`text_cell`; the
+    table still sorts, searches and downloads the values themselves."""
+    columns = {k for r in rows for k, v in r.items() if isinstance(v, str)}
+    return mo.ui.table(rows, page_size=page_size, selection=None,
+                       format_mapping={c: text_cell for c in columns}, **kwargs)
+
+
+def notice_list(title: str, items: Sequence, kind: str = "warn"):
+    """A callout: a bold title, then one line per item, each shown as typed (escaped, cut at
+    TEXT_CHARS): for flags and notes that carry student text. ``kind``: a marimo callout kind."""
+    lines = []
+    for item in _str_list("items", items):
+        shown, full = _shown(item)
+        tip = f' title="{full}"' if full else ""
+        lines.append(f'<li style="margin:.15em 0;{_WRAP}"{tip}>{shown}</li>')
+    return mo.callout(mo.Html(f"<strong>{_t(title)}</strong>"
+                              f'<ul style="list-style:disc;padding-left:1.4em;margin:.3em 0">'
+                              + "".join(lines) + "</ul>"), kind=kind)
 
 
 def gate_notice(message: str):
