@@ -188,10 +188,11 @@ def _(classroom, cls, mo):
 
 @app.cell
 def _(chosen, cls, mo):
-    _start = chosen.get("student") if chosen.get("student") in cls.students else None
-    student_picker = mo.ui.dropdown(options=cls.students,
-                                    value=_start or (cls.students[0] if cls.students else None),
-                                    label="Student", searchable=True)
+    _choices = cls.student_choices()  # "id · name" when the roster has names
+    _start = next((k for k, v in _choices.items() if v == chosen.get("student")),
+                  next(iter(_choices), None))
+    student_picker = mo.ui.dropdown(options=_choices, value=_start, label="Student",
+                                    searchable=True)
     mo.vstack([mo.md("## One student"), student_picker])
     return (student_picker,)
 
@@ -201,9 +202,11 @@ def _(classroom, cls, mo, student_picker, style):
     mo.stop(student_picker.value is None)
     _rows = cls.timeline(student_picker.value)
     _flags = cls.student_flags(student_picker.value)
+    _notes = cls.student_notes(student_picker.value)
     mo.vstack([
         classroom.timeline_figure(_rows, student_picker.value),
         style.notice_list("Flags", _flags) if _flags else mo.md("_No flags for this student._"),
+        style.notice_list("Notes", _notes, kind="info") if _notes else mo.md(""),
         style.text_table([{k: (v.strftime("%Y-%m-%d %H:%M:%S") if k == "time" and v else v)
                            for k, v in r.items()} for r in _rows], page_size=10),
     ])

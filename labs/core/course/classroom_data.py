@@ -254,6 +254,22 @@ class Classroom:
                         "flags": ", ".join(e.flags)})
         return out
 
+    def student_choices(self) -> dict[str, str]:
+        """Dropdown label -> student id: the id, with the roster's name when it has one."""
+        roster = self.book.config.roster if self.book is not None else None
+        out: dict[str, str] = {}
+        for sid in self.students:
+            entry = roster.get(sid) if roster else None
+            label = f"{sid} · {entry.name}" if entry is not None and entry.name else sid
+            while label in out:
+                label += " ·"
+            out[label] = sid
+        return out
+
+    def student_notes(self, student_id: str) -> list[str]:
+        """The grader's notes about a student (facts, not problems: an extension, an override)."""
+        return list(self.book.notes.get(student_id, [])) if self.book is not None else []
+
     def student_flags(self, student_id: str) -> list[str]:
         if self.book is None:
             return []
@@ -371,9 +387,10 @@ def summarise_items(batch: grading.Batch, book: grading.Gradebook,
                     labs_dir: str | os.PathLike | None = None) -> dict[str, ItemSummary]:
     """Per item: first predictions with grading's verdicts, who is missing, flags. One pass.
 
-    Items come in lab order with their question, units and option labels from the lab
-    catalogue (:mod:`labs.core.course.catalogue`, read from ``labs_dir``, default the installed
-    labs); items no lab asks (another version, a hand-edited file) follow their lab's, by id.
+    Items (the ones the grader grades) come in lab order with their question, units and option
+    labels from the lab catalogue (:mod:`labs.core.course.catalogue`, read from ``labs_dir``,
+    default the installed labs); an item no lab asks (a course TOML naming one) follows its
+    lab's, by id.
     """
     asked = {i.item_id: i for i in catalogue.items(folder=labs_dir)}
     item_rank = {item_id: n for n, item_id in enumerate(asked)}
