@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLEARED_PREFIXES, KEEP
+from isolation_support import CLEARED_PREFIXES, KEEP
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,0 +1,34 @@
+"""The fresh-user environment every test session runs in (issue 18.1); see tests/conftest.py.
+
+A module of its own (not conftest.py) so tests can import it: ``from conftest import ...`` is
+ambiguous while tests/browser/ has a conftest.py of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+from pathlib import Path
+
+#: Environment variables a test run keeps although they start with a cleared prefix.
+KEEP = {"ROOFLINE_CHROMIUM"}
+CLEARED_PREFIXES = ("MARIMO_", "ROOFLINE_")
+
+
+def isolated_environment(home: Path, environ: dict | None = None) -> dict:
+    """``environ`` (default: this process's) as a user with nothing of their own at ``home``."""
+    env = dict(os.environ if environ is None else environ)
+    for name in list(env):
+        if name.startswith(CLEARED_PREFIXES) and name not in KEEP:
+            del env[name]
+    # Keep packages installed with `pip install --user` importable in subprocesses, and uv's
+    # download cache (a cache changes no result): both are found through HOME otherwise.
+    env.setdefault("PYTHONUSERBASE", site.getuserbase())
+    env.setdefault("UV_CACHE_DIR", str(Path(os.path.expanduser("~")) / ".cache" / "uv"))
+    env.update(
+        HOME=str(home), USERPROFILE=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local" / "state"),
+        APPDATA=str(home / "AppData" / "Roaming"), LOCALAPPDATA=str(home / "AppData" / "Local"),
+    )
+    return env
