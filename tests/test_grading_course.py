@@ -375,3 +375,16 @@ def test_readme_says_what_an_edited_line_costs():
     text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     section = text.split("## For instructors: grading", 1)[1].split("\n## ", 1)[0]
     assert re.search(r"edited line[^.]*earns nothing", section)
+
+
+def test_an_lms_copy_suffix_is_the_same_student(tmp_path):
+    """Canvas renames a resubmission ada-1.jsonl: no phantom student, no false mismatch; an
+    unreadable copy still lands on ada's row."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "roofline-ledger-ada-1.jsonl").write_bytes(_session_bytes(tmp_path, "ada"))
+    (sub / "roofline-ledger-ada-2.jsonl").write_bytes(b"\x00\x01")
+    book = G.grade(G.load_ledgers([sub]))
+    assert book.students == ["ada"]
+    flags = " ".join(book.student_flags["ada"])
+    assert "id_mismatch" not in flags and "unreadable_submission (roofline-ledger-ada-2" in flags

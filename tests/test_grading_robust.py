@@ -11,6 +11,7 @@ import csv
 import json
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from labs.core import catalogue, classroom
 from labs.core import grading as G
 from labs.core import ledger as L
 from grading_support import (R, X, _ts, assert_flags_explained, hashed_line,
-                             honest_session, write_class)
+                             honest_session, write_class, write_hostile_set)
 
 T1 = catalogue.lab("lab01").title  # an unconfigured lab is titled as the lab titles itself
 
@@ -39,6 +40,11 @@ def _grade_folder(sub: Path, out: Path, capsys=None) -> tuple[int, dict, str]:
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
         rows = {r["SIS User ID"]: r for r in csv.DictReader(f)}
     return rc, rows, console
+
+
+def _grade_rows(out: Path) -> dict:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
+        return {r["SIS User ID"]: r for r in csv.DictReader(f)}
 
 
 def _assert_others_graded(rows: dict) -> None:
@@ -99,22 +105,26 @@ def test_csv_safe_survives_huge_ints_and_surrogates(value, tmp_path):
         assert "\ufffd" in text
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's VmHWM")
 def test_ten_million_one_char_lines_are_bounded(tmp_path):
     """19 MB of one-character lines: reported as too damaged, quickly, in bounded memory."""
     path = tmp_path / "roofline-ledger-zed.jsonl"
     path.write_bytes(b"x\n" * 9_500_000)
-    code = ("import resource, sys, time\n"
+    # peak memory of the new process: VmHWM (ru_maxrss would include this pytest process's
+    # size at fork time, which Linux carries across exec)
+    code = ("import re, time\n"
             "from labs.core import grading as G\n"
             "t = time.perf_counter()\n"
             f"b = G.load_ledgers([{str(path)!r}])\n"
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+            "print(time.perf_counter() - t, hwm)\n"
             "print(b.files[0].problems[-1])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     (seconds, max_kb), last = out.stdout.split("\n")[0].split(), out.stdout.split("\n")[1]
     assert float(seconds) < 5.0
-    assert int(max_kb) < 400_000  # ru_maxrss is in KiB on Linux: < 400 MB in all
+    assert int(max_kb) < 400_000  # KiB: < 400 MB in all (it was 5.3 GB)
     assert last.startswith("file_too_damaged")
 
 
@@ -234,3 +244,20 @@ def test_files_whose_first_predictions_contradict_are_flagged(tmp_path, second_v
     if flagged:
         assert X in text and "300" in text and "800" in text
         assert R not in text  # the same first answer in both files is no contradiction
+
+
+@pytest.mark.slow
+def test_200_students_and_the_hostile_set_grade_in_time(tmp_path, capsys):
+    """Issue 16: a class of 200 plus every hostile file grades in under 10 s. Measured as CPU
+    time of this process, so a machine shared with others does not make the test flaky."""
+    classroom.write_synthetic_class(tmp_path / "class", 200, seed=3)
+    write_hostile_set(tmp_path / "class" / "hostile")
+    t0, c0 = time.perf_counter(), time.process_time()
+    rc = G.main([str(tmp_path / "class"), "-o", str(tmp_path / "out")])
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    console = capsys.readouterr().out
+    assert rc == 1 and "could not be graded" in console
+    assert cpu < 10.0, f"grading took {cpu:.1f} s of CPU ({wall:.1f} s wall)"
+    rows = _grade_rows(tmp_path / "out")
+    assert len(rows) >= 200 + 10
+    assert rows["lines"][f"{T1} - Status"] == "Unreadable submission"

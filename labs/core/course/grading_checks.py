@@ -23,7 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from labs.core.course.grading_ids import close_matches, closest, norm_id, same_owner
+from labs.core.course.grading_ids import (close_matches, closest, name_owner, norm_id,
+                                          same_owner)
 from labs.core.course.grading_inputs import ConfigError, Override
 
 LINE_FLAGS = ("hash_mismatch", "chain_break", "seq_order", "torn_tail", "malformed",
@@ -55,12 +56,12 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _files_by_student(batch) -> dict[str, list]:
+def _files_by_student(batch, known) -> dict[str, list]:
     out: dict[str, list] = {}
     for f in batch.files:
         keys = {norm_id(s) for s in f.student_ids}
         if f.name_id:
-            keys.add(norm_id(f.name_id))
+            keys.add(name_owner(f.name_id, known))
         for k in keys:
             out.setdefault(k, []).append(f)
     return out
@@ -87,12 +88,13 @@ def student_checks(batch, config, labs, students: list[str],
                    receipts: dict[str, list[str]]) -> tuple[dict, dict, set]:
     """(flags per student, notes per student, students with an unreadable file)."""
     lab_ids = {lab.lab_id for lab in labs}
-    files_of = _files_by_student(batch)
+    receipts = {norm_id(k): v for k, v in receipts.items()}  # however the caller spelt them
+    by_key = {norm_id(s): s for s in students}
+    files_of = _files_by_student(batch, by_key)
     roster = {norm_id(s): s for s in config.roster_ids()}
     flags: dict[str, list[str]] = {s: [] for s in students}
     notes: dict[str, list[str]] = {}
     unreadable: set[str] = set()
-    by_key = {norm_id(s): s for s in students}
     for sid in students:
         key, mine = norm_id(sid), batch.for_student(sid)
         out = flags[sid]
@@ -104,7 +106,8 @@ def student_checks(batch, config, labs, students: list[str],
                 out.append(f"receipt_missing ({h[:16]})")
         where: dict[tuple[str, str], list[int]] = {}
         for f in files_of.get(key, []):
-            if f.unreadable and norm_id(f.name_id) == key:
+            named_mine = bool(f.name_id) and name_owner(f.name_id, by_key) == key
+            if f.unreadable and named_mine:
                 unreadable.add(sid)
                 out.append(f"unreadable_submission ({short_name(f.source)}: {f.reason})")
             if any(norm_id(s) == key for s in f.student_ids):
@@ -118,7 +121,7 @@ def student_checks(batch, config, labs, students: list[str],
                     f"{short_name(f.source)}: {n}" for n in f.notes)
             for other in f.student_ids:
                 if f.name_id and not same_owner(f.name_id, other):
-                    if norm_id(f.name_id) == key:
+                    if named_mine:
                         out.append(f"id_mismatch ({short_name(f.source)} is named for "
                                    f"{f.name_id} but holds events of {other})")
                     elif norm_id(other) == key:

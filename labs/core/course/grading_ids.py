@@ -51,6 +51,16 @@ def same_owner(name_id: str, event_id: str) -> bool:
     return a == b or _LMS_COPY.sub("", a) == b
 
 
+def name_owner(name_id: str, known) -> str:
+    """The key of the student a file's name stands for, given the ``known`` keys: the id itself,
+    or, when only that one is known, the id without an LMS copy suffix (``ada-1`` -> ``ada``)."""
+    key = norm_id(name_id)
+    if key in known:
+        return key
+    stripped = _LMS_COPY.sub("", key)
+    return stripped if stripped in known else key
+
+
 def closest(student_id: str, candidates: Iterable[str], n: int = 1) -> list[str]:
     """The candidates most like ``student_id`` (by the comparison key), best first."""
     by_key = {norm_id(c): c for c in candidates}

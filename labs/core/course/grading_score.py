@@ -23,7 +23,7 @@ from labs.core.course import catalogue as _catalogue
 from labs.core.course.grading_checks import (LINE_FLAGS, check_extensions, check_overrides,
                                              short_name, student_checks, summarise)
 from labs.core.course.grading_config import _LAB_ID_RE, CourseConfig, LabConfig
-from labs.core.course.grading_ids import norm_id
+from labs.core.course.grading_ids import name_owner, norm_id
 from labs.core.course.grading_inputs import Override, load_overrides
 from labs.core.course.grading_load import Batch, EventRecord
 
@@ -293,7 +293,7 @@ def grade(batch: Batch, config: CourseConfig | None = None, *,
         spelling.setdefault(norm_id(sid), sid)
     for f in batch.files:  # a file named for a student who has no events of their own
         if f.name_id and (f.unreadable or f.student_ids):
-            spelling.setdefault(norm_id(f.name_id), f.name_id)
+            spelling.setdefault(name_owner(f.name_id, spelling), f.name_id)
     students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
     check_extensions(config, labs, students)
     student_flags, notes, unreadable = student_checks(batch, config, labs, students,
