@@ -481,7 +481,7 @@ def _(get_crossover, lab, quiz, set_crossover):
         lab, "lab01.crossover_n",
         question="**Prediction 2.** Above which N is a square GEMM compute-bound on the device "
                  "and precision picked above? (N* = the matrix side where AI meets the ridge)",
-        units="", lo=10, hi=100_000, log_scale=True,
+        units="", lo=10, hi=100_000, log_scale=True, integer=True,
         locked=get_crossover(), on_lock=set_crossover)
     quiz.prediction_panel(crossover_form, get_crossover())
     return

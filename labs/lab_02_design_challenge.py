@@ -146,20 +146,29 @@ def _(mo, models, precision):
 
 
 @app.cell
-def _(MAX_CONTEXT, mo):
-    batch_slider = mo.ui.slider(1, 512, value=1, include_input=True,
+def _(MAX_CONTEXT, mo, style):
+    # The batch is typed and checked: a whole number of sequences from 1 to 512, else a
+    # message and the last good batch (a slider's own box rounded 12.5 to 12 and clamped 0 or
+    # 1e9 to 1 without a word).
+    batch_box = style.NumberBox(1, lo=1, hi=512, integer=True, units="sequences",
                                 label="Batch (sequences at once)")
     context_slider = mo.ui.slider(
         steps=[s for s in (512, 1024, 2048, 3072, 4096, 6144, 8192) if s <= MAX_CONTEXT],
         value=4096, show_value=True, label="Context (tokens per sequence)")
-    mo.hstack([batch_slider, context_slider], justify="start", wrap=True)
-    return batch_slider, context_slider
+    mo.hstack([batch_box, context_slider], justify="start", wrap=True)
+    return batch_box, context_slider
+
+
+@app.cell
+def _(batch_box, style):
+    style.input_messages(batch_box)
+    return
 
 
 @app.cell
 def _(
     activation_picker,
-    batch_slider,
+    batch_box,
     context_slider,
     device_picker,
     kv_picker,
@@ -168,7 +177,7 @@ def _(
 ):
     # The design as core's check_design takes it (the device travels separately).
     device = device_picker.value
-    design = {"model": model_picker.value, "batch": int(batch_slider.value),
+    design = {"model": model_picker.value, "batch": int(batch_box.value),
               "seq_len": int(context_slider.value), "weight_precision": weight_picker.value,
               "activation_precision": activation_picker.value,
               "kv_precision": kv_picker.value}
@@ -199,13 +208,14 @@ def _(design, device, hardware, mo, precision, style):
 @app.cell
 def _(
     activation_picker,
-    batch_slider,
+    batch_box,
     compute_note,
     context_slider,
     device_picker,
     kv_picker,
     mo,
     model_picker,
+    style,
     weight_picker,
 ):
     # The same widgets again, shown next to each instrument (marimo keeps the copies in sync).
@@ -213,7 +223,8 @@ def _(
         mo.hstack([device_picker, model_picker], justify="start", wrap=True),
         mo.hstack([weight_picker, activation_picker, kv_picker], justify="start", wrap=True),
         compute_note,
-        mo.hstack([batch_slider, context_slider], justify="start", wrap=True)], gap=0.4)
+        mo.hstack([batch_box, context_slider], justify="start", wrap=True),
+        style.input_messages(batch_box)], gap=0.4)
     return (controls,)
 
 
@@ -525,7 +536,7 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
                  f"**{OOM_REF['seq_len']:,}-token context**, on an **{_hw.name}** "
                  f"with {_hw.memory_text} of memory ({_usable:.0%} of it usable): at what **batch** "
                  "(number of concurrent sequences) does it first run out of memory?",
-        units="sequences", lo=1, hi=100000, locked=get_oom(), on_lock=set_oom)
+        units="sequences", lo=1, hi=100000, integer=True, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
     return
 

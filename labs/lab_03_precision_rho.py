@@ -410,16 +410,24 @@ def _(mo):
 
 
 @app.cell
-def _(mo, roofline):
+def _(mo, roofline, style):
+    # Text boxes, not mo.ui.number: a weight out of range is refused with a message (next
+    # cell) and the last good one kept, instead of being clamped in the browser.
     circuit_weights = mo.ui.dictionary(
-        {p: mo.ui.number(start=0.001, stop=100.0, step=0.001, value=round(w, 3), label=p)
+        {p: style.NumberBox(round(w, 3), lo=0.001, hi=100.0, label=p)
          for p, w in roofline.CIRCUIT_WEIGHTS.items()})
-    mo.vstack([mo.md("**Circuit weight of one multiply-add per math precision** (FP16 = 1), "
-                     "used by I_bit. These are *rough, editable teaching estimates* "
-                     "(multiplier cost grows about with the square of the significand bits), "
-                     "not measurements: change them and watch I_bit move."),
+    mo.vstack([mo.md("**Circuit weight of one multiply-add per math precision** (FP16 = 1, "
+                     "each from 0.001 to 100), used by I_bit. These are *rough, editable "
+                     "teaching estimates* (multiplier cost grows about with the square of the "
+                     "significand bits), not measurements: change them and watch I_bit move."),
                circuit_weights.hstack(wrap=True, justify="start")])
     return (circuit_weights,)
+
+
+@app.cell
+def _(circuit_weights, style):
+    style.input_messages(circuit_weights)
+    return
 
 
 @app.cell
@@ -565,7 +573,8 @@ def _(
         height=480, label_points=True) if _view.points else None
     _twins = ", ".join(f"{p} has the same peak as {q} (same roof)"
                        for p, q in _view.same_roof.items())
-    mo.vstack([explorer_roofline, mo.md(f"_{_twins}._") if _twins else None]
+    # (a None inside a stack would print "None" under the figure)
+    mo.vstack([explorer_roofline] + ([mo.md(f"_{_twins}._")] if _twins else [])
               ) if explorer_roofline else None
     return
 
@@ -1181,8 +1190,8 @@ def _(PS, figures, live_results, measure, mo):
                        kind="measured") for r, c in zip(_timed, _costs)],
         title="Measured roofline of this machine (achievable peaks, STREAM bandwidth)")
     _note = ", ".join(f"{p} (within 1.5× of {q})" for p, q in _same.items())
-    mo.vstack([live_figure, mo.md(f"_Roofs not drawn, peaks close to a drawn one: {_note}._")
-               if _note else None])
+    mo.vstack([live_figure] + ([mo.md(f"_Roofs not drawn, peaks close to a drawn one: "
+                                      f"{_note}._")] if _note else []))
     return
 
 

@@ -270,9 +270,10 @@ def _(SIZE_STEPS, mo):
 
 
 @app.cell
-def _(R, mo):
-    overhead_us = mo.ui.number(start=0.5, stop=100, step=0.5, value=R.DEFAULT_LAUNCH_OVERHEAD_US,
-                               label="Launch overhead per kernel (µs)")
+def _(R, style):
+    # A text box: a value out of range is refused with a message, never clamped in silence.
+    overhead_us = style.NumberBox(R.DEFAULT_LAUNCH_OVERHEAD_US, lo=0.5, hi=100, units="µs",
+                                  label="Launch overhead per kernel (µs)")
     return (overhead_us,)
 
 
@@ -319,11 +320,12 @@ def _(
     quiz,
     size_slider,
     speedup_prediction,
+    style,
 ):
     mo.stop(speedup_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the fusion instrument."))
     mo.vstack([chain_slots.hstack(), mo.hstack([kernels_slider, overhead_us], justify="start"),
-               size_slider])
+               style.input_messages(overhead_us), size_slider])
     return
 
 
@@ -620,7 +622,8 @@ def _(
         ])
     mo.vstack([mo.hstack([overhead_us, mo.md(
         f"the stated figure is {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs, typical of PyTorch eager "
-        "launching CUDA kernels; edit it")], justify="start"), overhead_metrics])
+        "launching CUDA kernels; edit it")], justify="start"),
+        style.input_messages(overhead_us), overhead_metrics])
     return
 
 
@@ -743,7 +746,7 @@ def _(get_oom, lab, quiz, set_oom):
         question="Unfused attention, batch 1, 32 heads, head_dim 128, fp16, on your device: "
                  "the longest sequence length S whose score matrix (B×H×S×S) plus Q, K, V, O "
                  "still fits in device memory?",
-        units="tokens", lo=128, hi=10_000_000, locked=get_oom(), on_lock=set_oom)
+        units="tokens", lo=128, hi=10_000_000, integer=True, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
     return
 

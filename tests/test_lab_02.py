@@ -41,7 +41,7 @@ def _texts(outputs) -> str:
 
 
 def _sizes(batch, seq_len):
-    return {"batch_slider": SimpleNamespace(value=batch),
+    return {"batch_box": SimpleNamespace(value=batch),
             "context_slider": SimpleNamespace(value=seq_len)}
 
 

@@ -84,9 +84,9 @@ def numeric_answer(placeholder: str) -> str | None:
     lo, hi = parse_number(parts[0]), parse_number(parts[1])
     if lo is None or hi is None:
         return None
-    if lo > 0 and hi > 0:
-        return f"{(lo * hi) ** 0.5:.4g}"
-    return f"{(lo + hi) / 2:.4g}"
+    middle = (lo * hi) ** 0.5 if lo > 0 and hi > 0 else (lo + hi) / 2
+    # a whole number where one fits: some forms count things (sequences, tokens)
+    return str(round(middle)) if hi - lo >= 2 and lo <= round(middle) <= hi else f"{middle:.4g}"
 
 
 def fill_first_prediction(page):

@@ -26,6 +26,7 @@ from labs.core.course.quiz_prediction import (
 from labs.core.course.quiz_session import LabSession
 from labs.core.course.quiz_status import _stack
 from labs.core.ui import style
+from labs.core.ui.numbers import check_number
 
 LOCK_LABEL = "Lock prediction"
 
@@ -71,9 +72,11 @@ class _LockHandler:
     def __init__(self, lab: LabSession, item_id: str, *, answer_type: str, units: str,
                  lo: float | None = None, hi: float | None = None,
                  options: Mapping[str, Any] | None = None,
-                 steps: list | None = None, on_lock: Callable[[Prediction], None]):
+                 steps: list | None = None, on_lock: Callable[[Prediction], None],
+                 integer: bool = False):
         self.lab, self.item_id, self.answer_type, self.units = lab, item_id, answer_type, units
         self.lo, self.hi, self.options, self.steps, self.on_lock = lo, hi, options, steps, on_lock
+        self.integer = integer
         self.last_error: str | None = None
 
     # raw = what the browser sends (text, slider index, option label); value = marimo's value
@@ -111,6 +114,9 @@ class _LockHandler:
             if not self.lo <= number <= self.hi:
                 return None, (f"Your prediction must be between {format_value(self.lo)} and "
                               f"{format_value(self.hi)} {self.units}".rstrip() + ".")
+            if self.integer and number != int(number):  # a count: never rounded in silence
+                return None, check_number(number, lo=self.lo, hi=self.hi, integer=True,
+                                          units=self.units)[1]
             answer = int(number) if number == int(number) and abs(number) < 2**53 else number
         if not (isinstance(conf, int) and 1 <= conf <= 5) or isinstance(conf, bool):
             return None, "Choose how confident you are (1-5)."
@@ -159,31 +165,35 @@ def _prediction_form(handler: _LockHandler, answer_element, question: str,
 
 def numeric_form(lab: LabSession, item_id: str, *, question: str, units: str, lo: float,
                  hi: float, locked: Prediction | None,
-                 on_lock: Callable[[Prediction], None], log_scale: bool = False):
+                 on_lock: Callable[[Prediction], None], log_scale: bool = False,
+                 integer: bool = False):
     """A bounded numeric prediction: answer, confidence 1-5, one-line reason, "Lock prediction".
 
     ``log_scale=False``: a text box (accepts 300, 3e5, 300k; no default to anchor on).
     ``log_scale=True``: a slider over round numbers spaced logarithmically from lo to hi.
-    Out-of-range or missing answers show a message in the form. Disabled once ``locked``.
+    ``integer=True``: a count (sequences, tokens): only whole numbers are accepted.
+    Out-of-range, fractional (for counts) or missing answers show a message in the form.
+    Disabled once ``locked``.
     """
     lab._check_item(item_id)
     lo, hi = _check_bounds(lo, hi, log_scale)
     disabled = locked is not None
     steps = None
+    what = ", ".join(x for x in (units, "a whole number" if integer else "") if x)
     if log_scale:
         steps = log_steps(lo, hi)
         start = locked.value if locked is not None and locked.value in steps else \
             min(steps, key=lambda s: abs(math.log(s) - (math.log(lo) + math.log(hi)) / 2))
         answer = mo.ui.slider(steps=steps, value=start, show_value=True, disabled=disabled,
-                              full_width=True, label=f"Your prediction ({units})" if units
+                              full_width=True, label=f"Your prediction ({what})" if what
                               else "Your prediction")
     else:
         answer = mo.ui.text(
             value=str(locked.value) if locked is not None else "",
             placeholder=f"{format_value(lo)} to {format_value(hi)}", disabled=disabled,
-            label=f"Your prediction ({units})" if units else "Your prediction")
+            label=f"Your prediction ({what})" if what else "Your prediction")
     handler = _LockHandler(lab, item_id, answer_type="numeric", units=units, lo=lo, hi=hi,
-                           steps=steps, on_lock=on_lock)
+                           steps=steps, on_lock=on_lock, integer=integer)
     return _prediction_form(handler, answer, question, locked)
 
 

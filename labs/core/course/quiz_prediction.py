@@ -7,7 +7,6 @@ Part of :mod:`labs.core.course.quiz` (import it through that name).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -79,23 +78,5 @@ def _with_units(text: str, units: str) -> str:
     return f"{text} {units}".strip() if units else text
 
 
-_SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
-
-
-def parse_number(text: Any) -> float | None:
-    """``"3e5"``, ``"300,000"``, ``"300k"`` -> 300000.0; None if it is not a finite number."""
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, (int, float)):
-        return float(text) if math.isfinite(text) else None
-    if not isinstance(text, str):
-        return None
-    s = text.strip().replace(",", "").replace("_", "").replace(" ", "")
-    scale = 1.0
-    if s and s[-1].lower() in _SUFFIX and not s.lower().endswith("e"):
-        scale, s = _SUFFIX[s[-1].lower()], s[:-1]
-    try:
-        v = float(s) * scale
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
+# One reading rule for every number a student types (labs.core.ui.inputs).
+from labs.core.ui.numbers import parse_number  # noqa: E402,F401  (re-exported)

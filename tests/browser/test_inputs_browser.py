@@ -1,0 +1,78 @@
+"""Typed numbers in a real browser (issue 18.4), light and dark: Lab 3's circuit-weight boxes
+refuse 0, -5 and 1e9 with a message and keep the last good weight; Lab 2's batch refuses 12.5
+(and 0) with a message, and its instrument keeps the last good batch.
+Screenshots: artifacts/browser/inputs-{lab03,lab02}-<theme>.png.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_support import REPO, isolated_env, marimo_run
+from test_labs_browser import LOCK, fill_first_prediction, figures, wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LAB2 = REPO / "labs" / "lab_02_design_challenge.py"
+LAB3 = REPO / "labs" / "lab_03_precision_rho.py"
+
+
+def _env(tmp_path: Path, theme: str) -> dict:
+    env = isolated_env(tmp_path)
+    config = Path(env["XDG_CONFIG_HOME"]) / "marimo" / "marimo.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[display]\ntheme = "{theme}"\n', encoding="utf-8")
+    return env
+
+
+def _type(page, box, text: str) -> None:
+    box.fill(text)
+    box.press("Enter")
+    box.blur()
+
+
+def _shows(page, text: str) -> bool:
+    """Whether ``text`` is on the page (get_by_text reads inside marimo's shadow roots, where
+    callouts render; innerText does not)."""
+    return page.get_by_text(text).count() > 0
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_circuit_weights_refuse_out_of_range_and_keep_the_last_good(page, artifacts, tmp_path,
+                                                                    theme):
+    with marimo_run(LAB3, _env(tmp_path, theme)) as url:
+        page.goto(url)
+        box = page.get_by_role("textbox", name="fp16", exact=True)
+        box.wait_for(state="visible")
+        for typed in ("0", "-5", "1e9"):
+            _type(page, box, typed)
+            wait_until(page, lambda: _shows(page, f"{typed} is out of range: enter a value from "
+                                                  "0.001 to 100"), f"the message for {typed}")
+            assert _shows(page, "keeps the last accepted value, 1.")
+        page.get_by_text("keeps the last accepted value").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / f"inputs-lab03-{theme}.png"))
+        _type(page, box, "2")
+        wait_until(page, lambda: not _shows(page, "is out of range"), "the message to go")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_batch_takes_whole_numbers_and_the_instrument_keeps_the_last_good(page, artifacts,
+                                                                          tmp_path, theme):
+    with marimo_run(LAB2, _env(tmp_path, theme)) as url:
+        page.goto(url)
+        page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
+        fill_first_prediction(page)  # opens Part 1: its figures name the batch
+        wait_until(page, lambda: any("batch 1," in f for f in figures(page)), "Part 1's figures")
+        box = page.get_by_role("textbox", name="Batch (sequences at once)").first
+        _type(page, box, "7")
+        wait_until(page, lambda: any("batch 7," in f for f in figures(page)), "batch 7")
+        for typed, says in (("12.5", "12.5 is not a whole number of sequences"),
+                            ("0", "0 sequences is out of range")):
+            _type(page, box, typed)
+            wait_until(page, lambda: _shows(page, says), f"the message for {typed}")
+            assert _shows(page, "keeps the last accepted value, 7.")
+            assert any("batch 7," in f for f in figures(page))  # nothing downstream changed
+            assert not any(f"batch {typed}," in f for f in figures(page))
+        page.get_by_text("keeps the last accepted value").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / f"inputs-lab02-{theme}.png"))
