@@ -92,6 +92,19 @@ def test_a_folder_holding_other_first_answers_is_refused_with_a_message(student)
     assert L.load_config().get("ledger_dir") != str(student / "c")
 
 
+def test_the_folder_form_refuses_before_anything_changes(student):
+    other = L.Ledger("ada", student / "c")
+    other.append("predict", lab_id="lab01", item_id="lab01.x", payload=_pred("x", 1).payload())
+    lab = _session(student / "a")
+    lab.commit(_pred("x", 7))
+    lab.status()
+    [folder_form] = [w for w in lab._widgets if "folder" in getattr(w, "element", {}).value]
+    message = folder_form.validate({"folder": str(student / "c")})
+    assert message and "lab01.x: 7 here, 1 there" in message
+    assert folder_form.validate({"folder": str(student / "empty")}) is None
+    assert folder_form.validate({"folder": "relative/path"}) is not None
+
+
 def test_a_folder_missing_a_shown_lock_is_refused(student):
     other = L.Ledger("ada", student / "d")
     other.append("result", lab_id="lab02", item_id="lab02.z", payload={"actual": 1})

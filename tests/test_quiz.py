@@ -172,6 +172,16 @@ def test_saving_an_explanation_says_saved_with_the_time_at_once(env, app, monkey
     assert again["bw_explain"]._args.label.startswith("Saved ✓ at " + hhmmss)
 
 
+def test_saving_in_memory_mode_says_where_it_went(env, monkeypatch):
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    quiz._MEMORY_LEDGERS.clear()
+    lab = quiz.LabSession("locklab", str(LAB_FILE))
+    form = quiz.explain_form(lab, "locklab.x", observe_label="o", explain_label="e")
+    quiz.simulate_submit(form, observe="seen it", explain="because of bytes")
+    assert "in memory only: download your ledger" in form.roofline_item["handler"].feedback
+    quiz._MEMORY_LEDGERS.clear()
+
+
 def test_a_stale_tab_is_told_that_the_first_answer_stands(env, app):
     _, tab_a = app.run()
     _, tab_b = app.run()  # opened before tab A locked: its form is still open
