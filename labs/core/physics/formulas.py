@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from labs.core.physics import precision as _fmt
-from labs.core.physics._validate import close_matches, positive_int
+from labs.core.physics._validate import (
+    close_matches,
+    flag,
+    instance,
+    optional,
+    positive_int,
+    sequence,
+    shown,
+    text,
+)
 from labs.core.physics.hardware import VECTOR
 
 
@@ -48,24 +57,34 @@ class Cost:
                     self.bytes + other.bytes, compute, self.kernels + other.kernels)
 
     def renamed(self, name: str) -> "Cost":
-        return Cost(name, self.flops, self.bytes, self.compute, self.kernels, self.detail)
+        return Cost(text("name", name), self.flops, self.bytes, self.compute, self.kernels,
+                    self.detail)
 
     def scaled(self, times: int, name: str | None = None) -> "Cost":
-        """The same op repeated ``times`` (e.g. per layer x layers)."""
-        return Cost(name or self.name, self.flops * times, self.bytes * times, self.compute,
+        """The same op repeated ``times`` (a whole number >= 1: per layer x layers)."""
+        times = positive_int("times", times)
+        name = self.name if name is None else text("name", name)
+        return Cost(name, self.flops * times, self.bytes * times, self.compute,
                     self.kernels * times, {k: v * times for k, v in self.detail.items()})
 
 
 def total(costs: Sequence[Cost], name: str = "total") -> Cost:
-    if not costs:
-        raise ValueError("total() needs at least one Cost")
+    """The sum of several Costs ("mixed" compute when they differ)."""
+    costs = [instance("costs[]", c, Cost, "a formulas.Cost") for c in sequence("costs", costs)]
+    name = text("name", name)
     computes = {c.compute for c in costs}
     return Cost(name, sum(c.flops for c in costs), sum(c.bytes for c in costs),
                 computes.pop() if len(computes) == 1 else "mixed", sum(c.kernels for c in costs))
 
 
-def _b(fmt: str) -> float:
-    return _fmt.bytes_per_element(fmt)
+def _b(fmt: str, arg: str = "precision") -> float:
+    return _fmt.bytes_per_element(fmt, arg=arg)
+
+
+def _fmt_or(value, arg: str, default: str) -> str:
+    """An optional format argument: None means ``default``; anything else must name a format
+    (an empty string is refused, never taken as the default)."""
+    return default if value is None else _fmt.get(value, arg=arg).key
 
 
 def _compute(act: str, compute: str | None, weights: str, *, weight_arg: str = "weight_precision",
@@ -86,21 +105,23 @@ def gemm(m, n, k, precision: str = "fp16", *, weight_precision: str | None = Non
          name: str = "GEMM") -> Cost:
     """C[M,N] = A[M,K] @ B[K,N]. FLOPs 2MNK; bytes MK*a + KN*w + MN*out."""
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
-    w = weight_precision or precision
-    o = out_precision or precision
-    c = _compute(precision, compute, w)
-    detail = {"A": m * k * _b(precision), "B": k * n * _b(w), "C": m * n * _b(o)}
-    return Cost(name, 2.0 * m * n * k, sum(detail.values()), c, 1, detail)
+    a = _fmt.get(precision, arg="precision").key
+    w = _fmt_or(weight_precision, "weight_precision", a)
+    o = _fmt_or(out_precision, "out_precision", a)
+    c = _compute(a, compute, w)
+    detail = {"A": m * k * _b(a), "B": k * n * _b(w), "C": m * n * _b(o)}
+    return Cost(text("name", name), 2.0 * m * n * k, sum(detail.values()), c, 1, detail)
 
 
 def gemv(n, k, precision: str = "fp16", *, weight_precision: str | None = None,
          compute: str | None = None, name: str = "GEMV") -> Cost:
     """y[N] = W[N,K] @ x[K]. FLOPs 2NK; bytes K*a + NK*w + N*a. AI ~ 1 FLOP/B at fp16."""
     n, k = positive_int("n", n), positive_int("k", k)
-    w = weight_precision or precision
-    c = _compute(precision, compute, w)
-    detail = {"x": k * _b(precision), "W": n * k * _b(w), "y": n * _b(precision)}
-    return Cost(name, 2.0 * n * k, sum(detail.values()), c, 1, detail)
+    a = _fmt.get(precision, arg="precision").key
+    w = _fmt_or(weight_precision, "weight_precision", a)
+    c = _compute(a, compute, w)
+    detail = {"x": k * _b(a), "W": n * k * _b(w), "y": n * _b(a)}
+    return Cost(text("name", name), 2.0 * n * k, sum(detail.values()), c, 1, detail)
 
 
 def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: bool = False,
@@ -108,11 +129,15 @@ def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: 
            name: str = "linear") -> Cost:
     """y = x W^T (+ b) over ``tokens`` rows. Matmul FLOPs only (bias add not counted, as in
     FlopCounterMode); the bias vector's bytes are counted."""
+    tokens = positive_int("tokens", tokens)
+    in_features = positive_int("in_features", in_features)
+    out_features = positive_int("out_features", out_features)
     g = gemm(tokens, out_features, in_features, precision, weight_precision=weight_precision,
              compute=compute, name=name)
-    if not bias:
+    if not flag("bias", bias):
         return g
-    detail = dict(g.detail, bias=out_features * _b(weight_precision or precision))
+    detail = dict(g.detail, bias=out_features * _b(_fmt_or(weight_precision, "weight_precision",
+                                                          precision)))
     return Cost(name, g.flops, sum(detail.values()), g.compute, 1, detail)
 
 
@@ -148,13 +173,16 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
     kvh = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
     if heads % kvh:
         raise ValueError(f"heads={heads} must be a multiple of kv_heads={kvh} (GQA groups)")
-    kvp = precision if kv_precision is None else kv_precision
+    fused, causal = flag("fused", fused), flag("causal", causal)
+    name = optional(text, "name", name)
+    precision = _fmt.get(precision, arg="precision").key
+    kvp = _fmt_or(kv_precision, "kv_precision", precision)
     c = _compute(precision, compute, kvp, weight_arg="kv_precision")
     a = _b(precision)
     detail = {
         "Q": batch * heads * seq_q * head_dim * a,
-        "K": batch * kvh * seq_kv * head_dim * _b(kvp),
-        "V": batch * kvh * seq_kv * head_dim * _b(kvp),
+        "K": batch * kvh * seq_kv * head_dim * _b(kvp, "kv_precision"),
+        "V": batch * kvh * seq_kv * head_dim * _b(kvp, "kv_precision"),
         "O": batch * heads * seq_q * head_dim * a,
     }
     pairs = causal_pairs(seq_q, seq_kv) if causal else seq_q * seq_kv
@@ -216,15 +244,17 @@ ELEMENTWISE: dict[str, Elementwise] = {e.key: e for e in [
 ]}
 
 
-def _elementwise_op(key: str) -> Elementwise:
-    k = str(key).strip().lower()
+def _elementwise_op(key: str, arg: str = "op") -> Elementwise:
+    k = text(arg, key).lower()
     if k not in ELEMENTWISE:
-        raise KeyError(f"unknown elementwise op={key!r}." + close_matches(k, ELEMENTWISE, always_list=True))
+        raise KeyError(f"unknown elementwise op {arg}={key!r}." + close_matches(
+            k, ELEMENTWISE, always_list=True))
     return ELEMENTWISE[k]
 
 
 def elementwise(op: str, n_elements, precision: str = "fp16") -> Cost:
     """One elementwise op as its own kernel: read inputs, write output (+ mask)."""
+    _elementwise_op(op)  # named "op" in any message
     return elementwise_chain(n_elements, [op], precision=precision).kernels_costs[0]
 
 
@@ -279,6 +309,24 @@ def contiguous_groups(n_ops: int, n_kernels: int) -> list[list[int]]:
     return out
 
 
+def chain_groups(groups, n_ops: int, *, arg: str = "groups") -> list[list[int]]:
+    """``groups`` checked against a chain of ``n_ops`` ops (None: one kernel per op): lists of
+    op indices, contiguous, in order, none empty, covering every op. ValueError naming ``arg``
+    otherwise."""
+    n_ops = positive_int("n_ops", n_ops)
+    arg = text("arg", arg)
+    if groups is None:
+        return [[i] for i in range(n_ops)]
+    ok = isinstance(groups, (list, tuple)) and all(
+        isinstance(g, (list, tuple)) and g and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in g) for g in groups)
+    if not ok or [i for g in groups for i in g] != list(range(n_ops)):
+        raise ValueError(
+            f"{arg}={shown(groups)} must split ops 0..{n_ops - 1} into contiguous, ordered, "
+            "non-empty kernels, e.g. [[0, 1], [2, 3]]")
+    return [list(g) for g in groups]
+
+
 def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[int]] | None = None,
                       precision: str = "fp16") -> ChainCost:
     """A chain of elementwise ops over a tensor of ``n_elements``, fused per ``groups``.
@@ -291,16 +339,10 @@ def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[
     output (and any mask) once; intermediates inside a kernel stay in registers.
     """
     n = positive_int("n_elements", n_elements)
-    specs = [_elementwise_op(o) for o in ops]
-    if not specs:
+    if isinstance(ops, (list, tuple)) and not ops:
         raise ValueError("ops must name at least one elementwise op")
-    if groups is None:
-        groups = [[i] for i in range(len(specs))]
-    flat = [i for g in groups for i in g]
-    if flat != list(range(len(specs))) or any(len(g) == 0 for g in groups):
-        raise ValueError(
-            f"groups={groups!r} must split ops 0..{len(specs) - 1} into contiguous, ordered, "
-            "non-empty kernels, e.g. [[0, 1], [2, 3]]")
+    specs = [_elementwise_op(o, "ops") for o in sequence("ops", ops)]
+    groups = chain_groups(groups, len(specs))
     a = _b(precision)
     kernels = []
     for g in groups:
@@ -332,7 +374,10 @@ def mlp(tokens, d_model, d_ff, precision: str = "fp16", *, gated: bool = False,
     """
     tokens = positive_int("tokens", tokens)
     d_model, d_ff = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
-    wp = weight_precision
+    gated, backward = flag("gated", gated), flag("backward", backward)
+    input_requires_grad = flag("input_requires_grad", input_requires_grad)
+    precision = _fmt.get(precision, arg="precision").key
+    wp = _fmt_or(weight_precision, "weight_precision", precision)
     first = ["gate", "up"] if gated else ["up"]
     parts = [linear(tokens, d_model, d_ff, precision, weight_precision=wp, compute=compute,
                     name=f"{p}_proj") for p in first]

@@ -20,7 +20,16 @@ from labs.core.physics import formulas as F
 from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics._validate import close_matches, positive, positive_int
+from labs.core.physics._validate import (
+    close_matches,
+    flag,
+    instance,
+    non_negative,
+    positive,
+    positive_int,
+    sequence,
+    shown,
+)
 
 DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
 
@@ -49,16 +58,25 @@ class ChainTiming:
 def chain_timing(n_elements, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                  precision: str = "fp16", *,
                  launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> ChainTiming:
+    non_negative("launch_overhead_us", launch_overhead_us)
     chain = F.elementwise_chain(n_elements, ops, groups, precision)
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     times = tuple(R.time_bounds(k.flops, k.bytes, d, k.compute, launches=1,
                                 launch_overhead_us=launch_overhead_us) for k in chain.kernels_costs)
     return ChainTiming(chain, times)
 
 
+def _ops(ops) -> list[str]:
+    """The chain's op keys, each known (KeyError naming ``ops`` otherwise)."""
+    return [F._elementwise_op(o, "ops").key for o in sequence("ops", ops)]
+
+
 def fusion_speedup(n_elements, hw, groups_before, groups_after,
                    ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16", *,
                    launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+    n_ops = len(_ops(ops))
+    groups_before = F.chain_groups(groups_before, n_ops, arg="groups_before")
+    groups_after = F.chain_groups(groups_after, n_ops, arg="groups_after")
     kw = dict(ops=ops, precision=precision, launch_overhead_us=launch_overhead_us)
     before = chain_timing(n_elements, hw, groups_before, **kw).seconds
     return before / chain_timing(n_elements, hw, groups_after, **kw).seconds
@@ -69,6 +87,7 @@ def chain_overhead_crossover(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN
                              launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
     """Elements below which the chain's *largest* kernel is launch-bound (so all are):
     n * bytes_per_element(kernel) / bandwidth = overhead."""
+    _hw.get(hw, arg="hw")
     per_elem = max(k.bytes for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs)
     return R.overhead_crossover_elements(per_elem, hw, launch_overhead_us=launch_overhead_us)
 
@@ -129,7 +148,7 @@ ONCHIP: dict[str, OnChip] = {o.device_key: o for o in [
 def onchip(hw) -> OnChip:
     """On-chip figures (SMs, shared memory, registers) of a device; KeyError with a sentence a
     student can act on when the registry has none for it."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     if d.key not in ONCHIP:
         have = ", ".join(_hw.get(k).name for k in ONCHIP)
         raise KeyError(f"The registry has no on-chip figures (shared memory per block, register "
@@ -194,7 +213,7 @@ def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> Tile
     accumulator O (Bq x d) in fp32 registers. Real kernels also double-buffer K/V."""
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     d = positive_int("head_dim", head_dim)
-    b = _fmt.bytes_per_element(precision)
+    b = _fmt.bytes_per_element(precision, arg="precision")
     oc = onchip(hw)
     return TileFit(bq, bkv, d, (bq * d + 2 * bkv * d) * b, (bq * bkv + bq * d) * 4,
                    oc.smem_per_block_bytes, oc.register_bytes)
@@ -208,13 +227,13 @@ def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
                        kv_heads=kv_heads)
     passes = math.ceil(positive_int("seq_q", seq_q) / positive_int("block_q", block_q))
     # With GQA, query heads sharing a KV head re-read it unless scheduled together: assume not.
-    per_q_head_kv = 2 * batch * heads * seq_kv * head_dim * _fmt.bytes_per_element(precision)
+    per_q_head_kv = 2 * batch * heads * seq_kv * head_dim * _fmt.bytes_per_element(precision, arg="precision")
     return base.detail["Q"] + base.detail["O"] + passes * per_q_head_kv
 
 
 def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
     """Two-level roofline: min(peak, AI_HBM x HBM bandwidth, AI_onchip x on-chip bandwidth)."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     a1, a2 = positive("ai_hbm", ai_hbm), positive("ai_onchip", ai_onchip)
     return min(R.peak_tflops(d, precision), a1 * d.bandwidth_gbs / 1e3,
                a2 * onchip(d).smem_bandwidth_gbs / 1e3)
@@ -222,7 +241,7 @@ def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
 
 def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") -> float:
     """Memory the unfused attention's score matrix occupies (it grows with S^2)."""
-    return F.score_elements(batch, heads, seq_q, seq_kv) * _fmt.bytes_per_element(precision)
+    return F.score_elements(batch, heads, seq_q, seq_kv) * _fmt.bytes_per_element(precision, arg="precision")
 
 
 # --- Lab 4 instruments: curves, verdicts, attention memory, flash on the two-level roofline ---
@@ -244,10 +263,14 @@ def chain_time_curve(sizes, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
     t(n) = max(n f / peak, n b / bandwidth, overhead) with f, b per element; the chain's time
     is the sum over kernels. Equals ``chain_timing(n, ...).seconds`` at every n.
     """
-    n = _np.asarray(sizes, dtype=float)
+    try:
+        n = _np.asarray(sizes, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        n = _np.asarray([])
     if n.ndim != 1 or n.size == 0 or not _np.all(_np.isfinite(n)) or _np.any(n < 1):
-        raise ValueError("sizes must be a non-empty 1-D list of element counts >= 1")
-    d = _hw.get(hw)
+        raise ValueError("sizes must be a non-empty 1-D list of element counts >= 1, got "
+                         f"{shown(sizes)}")
+    d = _hw.get(hw, arg="hw")
     ov = _non_negative("launch_overhead_us", launch_overhead_us) * 1e-6
     total = _np.zeros_like(n)
     for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs:
@@ -259,6 +282,7 @@ def chain_time_curve(sizes, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
 def kernel_tflops(timing: ChainTiming) -> tuple[float, ...]:
     """Throughput each kernel of a chain reaches at its lower-bound time (TFLOP/s):
     FLOPs / max(compute, memory, launch). Below the roof when launch overhead dominates."""
+    instance("timing", timing, ChainTiming, "a fusion.ChainTiming (from chain_timing)")
     return tuple(k.flops / t.lower / 1e12
                  for k, t in zip(timing.chain.kernels_costs, timing.kernel_times))
 
@@ -272,7 +296,7 @@ def fusion_benefit(n_elements, hw, ops: Sequence[str] = DEFAULT_CHAIN, precision
     ``"bytes"``: it is memory-bound, so fusion wins by cutting HBM traffic; ``"none"``: the
     speedup is below ``threshold`` (e.g. a compute-bound chain).
     """
-    k = len(ops)
+    k = len(_ops(ops))
     unfused = [[i] for i in range(k)]
     fused = [list(range(k))]
     kw = dict(ops=ops, precision=precision, launch_overhead_us=launch_overhead_us)
@@ -287,6 +311,7 @@ def attention_memory_terms(batch, heads, seq_len, head_dim, precision: str = "fp
     """Device memory (bytes) one attention call needs at once: Q, K, V, O, and for the unfused
     version the B x H x S x S score matrix (softmax assumed in place: one S-sized buffer).
     Fused (flash) attention keeps scores in on-chip tiles: no score-matrix term."""
+    fused, seq_len = flag("fused", fused), positive_int("seq_len", seq_len)
     cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
     # the S^2 term first: a budget names the term whose addition crosses capacity, and at long
@@ -303,8 +328,8 @@ def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
                         kv_heads: int | None = None) -> int:
     """Longest sequence whose unfused attention fits in device memory (``memory_bytes``):
     B H S^2 b + B (2 H + 2 H_kv) S d b <= capacity, solved for S (the quadratic's root)."""
-    d = _hw.get(hw)
-    b = _fmt.bytes_per_element(precision)
+    d = _hw.get(hw, arg="hw")
+    b = _fmt.bytes_per_element(precision, arg="precision")
     bt, h = positive_int("batch", batch), positive_int("heads", heads)
     dh = positive_int("head_dim", head_dim)
     kvh = h if kv_heads is None else positive_int("kv_heads", kv_heads)
@@ -320,7 +345,7 @@ def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
 
 def onchip_roof_tflops(ai, hw, precision: str):
     """The on-chip roof: min(peak, AI_onchip x on-chip bandwidth) in TFLOP/s (array ok)."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     a = R._ai(ai)
     return _np.minimum(R.peak_tflops(d, precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
 
@@ -336,7 +361,7 @@ def flash_onchip_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, block_kv,
     dh = positive_int("head_dim", head_dim)
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     rows = math.ceil(skv / bkv) * sq + 2 * math.ceil(sq / bq) * skv
-    return float(bt * h * rows * dh * _fmt.bytes_per_element(precision))
+    return float(bt * h * rows * dh * _fmt.bytes_per_element(precision, arg="precision"))
 
 
 @dataclass(frozen=True)
@@ -376,7 +401,8 @@ def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
     """FLOPs, HBM bytes (``flash_attention_hbm_bytes``) and on-chip bytes
     (``flash_onchip_bytes``) of tiled fused attention, and the roof each meets
     (``hierarchical_attainable``: min of compute, HBM and on-chip roofs)."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
+    seq_len = positive_int("seq_len", seq_len)
     cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
     hbm = flash_attention_hbm_bytes(batch, heads, seq_len, seq_len, head_dim, block_q,
@@ -392,7 +418,8 @@ def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
 def largest_square_tile(head_dim, hw, precision: str = "fp16",
                         candidates: Sequence[int] = (16, 32, 64, 128, 256, 512)) -> int | None:
     """Largest B (from ``candidates``) whose B x B flash tile fits on chip, or None."""
-    fitting = [c for c in candidates if flash_tile(c, c, head_dim, hw, precision).fits]
+    sizes = [positive_int("candidates", c) for c in sequence("candidates", candidates)]
+    fitting = [c for c in sizes if flash_tile(c, c, head_dim, hw, precision).fits]
     return max(fitting) if fitting else None
 
 
@@ -404,7 +431,7 @@ def kernel_crossovers(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
     one launch overhead, n = overhead / max(t_compute, t_memory per element). Below the
     smallest every kernel is launch-bound; above the largest none is. For memory-bound
     kernels the smallest equals :func:`chain_overhead_crossover`."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     ov = positive("launch_overhead_us", launch_overhead_us) * 1e-6
     out = []
     for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs:

@@ -18,7 +18,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from labs.core.physics._validate import close_matches, positive
+from labs.core.physics._validate import (
+    close_matches,
+    flag,
+    instance,
+    mapping,
+    one_of,
+    positive,
+    sequence,
+    shown,
+    text,
+)
 
 #: Compute precisions a device can have a hardware rate for.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
@@ -73,13 +83,14 @@ class Device:
             return f"{self.memory_nominal:,.4g} GB"
         return f"{self.memory_nominal:,.4g} {self.memory_unit} ({self.memory_gb:,.1f} GB)"
 
-    def peak_tflops(self, precision: str) -> float:
-        """Dense peak for ``precision``; KeyError (with what the device has) if it has none."""
-        p = _precision_key(precision)
+    def peak_tflops(self, precision: str, *, arg: str = "precision") -> float:
+        """Dense peak for ``precision``; KeyError (with what the device has) if it has none.
+        ``arg`` names the caller's argument in messages."""
+        p = _precision_key(precision, text("arg", arg))
         if p not in self.peaks:
             have = ", ".join(self.precisions) or "none"
             raise KeyError(
-                f"{self.name} has no hardware rate for precision={precision!r} in the registry "
+                f"{self.name} has no hardware rate for {arg}={precision!r} in the registry "
                 f"(it has: {have}). Pick one of those; the labs never fall back silently."
             )
         return self.peaks[p]
@@ -91,26 +102,41 @@ class Device:
     def has(self, precision: str) -> bool:
         return _precision_key(precision) in self.peaks
 
+    def _field(self, what) -> str:
+        """A field or precision name the registry can hold a number for, else KeyError."""
+        w = text("what", what)
+        known = {*self.sources, *self.notes, *PRECISIONS, "memory_bytes", "bandwidth_gbs",
+                 "vector_tflops", "l2_bytes"}
+        if w not in known:
+            raise KeyError(f"unknown what={what!r}; a device has numbers for: "
+                           f"{', '.join(sorted(known))}")
+        return w
+
     def source(self, what: str) -> str:
         """Source for a field (``"bandwidth_gbs"``, ``"memory_bytes"``, ``"vector_tflops"``)
-        or a precision's peak."""
-        return self.sources[what]
+        or a precision's peak. KeyError naming ``what`` when the device has no such number."""
+        w = self._field(what)
+        if w not in self.sources:
+            raise KeyError(f"{self.name} has no number what={what!r} (it has: "
+                           f"{', '.join(self.sources)})")
+        return self.sources[w]
 
     def note(self, what: str) -> str | None:
-        return self.notes.get(what)
+        """Why a number is derived or uncertain, or None when it needs no note."""
+        return self.notes.get(self._field(what))
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_gbs * 1e9
 
 
-def _precision_key(precision: str) -> str:
-    if not isinstance(precision, str):
-        raise ValueError(f"precision must be a string such as 'fp16', got {precision!r}")
+def _precision_key(precision: str, arg: str = "precision") -> str:
+    if not isinstance(precision, str) or not precision.strip():
+        raise ValueError(f"{arg} must be a precision name such as 'fp16', got {shown(precision)}")
     p = precision.strip().lower()
     if p not in PRECISIONS:
         raise KeyError(
-            f"unknown compute precision={precision!r}; known: {', '.join(PRECISIONS)}"
+            f"unknown compute precision {arg}={precision!r}; known: {', '.join(PRECISIONS)}"
             + close_matches(p, PRECISIONS)
         )
     return p
@@ -312,19 +338,26 @@ def all_devices() -> list[Device]:
 
 
 def by_class(device_class: str) -> list[Device]:
-    return [d for d in _REGISTRY.values() if d.device_class == device_class]
+    """Devices of one class; KeyError naming ``device_class`` for a class that does not exist."""
+    cls = one_of("device_class", device_class, DEVICE_CLASSES)
+    return [d for d in _REGISTRY.values() if d.device_class == cls]
 
 
-def get(key: str | Device) -> Device:
-    """Look a device up by key, case-insensitively. KeyError lists close matches."""
+def get(key: str | Device, *, arg: str = "key") -> Device:
+    """Look a device up by key, case-insensitively, or pass a Device through. ValueError for
+    something that is not a key; KeyError listing close matches for an unknown one. ``arg``
+    names the caller's argument in messages (``hw`` in most of the physics API)."""
+    arg = text("arg", arg)
     if isinstance(key, Device):
         return key
-    if not isinstance(key, str):
-        raise KeyError(f"device key must be a string such as 'h100-sxm', got {key!r}")
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError(f"{arg} must be a device key such as 'h100-sxm' or a hardware.Device, "
+                         f"got {shown(key)}")
     k = key.strip().lower()
     if k in _REGISTRY:
         return _REGISTRY[k]
-    raise KeyError(f"unknown device={key!r}." + close_matches(k, _REGISTRY, always_list=True))
+    raise KeyError(f"unknown device {arg}={key!r}." + close_matches(k, _REGISTRY,
+                                                                    always_list=True))
 
 
 def custom(name: str, *, bandwidth_gbs: float, peaks: Mapping[str, float], memory_gb: float,
@@ -335,27 +368,27 @@ def custom(name: str, *, bandwidth_gbs: float, peaks: Mapping[str, float], memor
 
     >>> laptop = custom("My laptop", bandwidth_gbs=100, peaks={"fp32": 2}, memory_gb=16)
     """
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("name must be a non-empty string")
+    name = text("name", name)
     positive("bandwidth_gbs", bandwidth_gbs)
     positive("memory_gb", memory_gb)  # decimal GB, as a student reads it off a spec sheet
-    if not peaks:
-        raise ValueError("peaks must name at least one precision, e.g. {'fp32': 2.0}")
+    if not isinstance(peaks, Mapping) or not peaks:
+        raise ValueError("peaks must name at least one precision, e.g. {'fp32': 2.0}, got "
+                         f"{shown(peaks)}")
     clean = {}
     for p, v in peaks.items():
-        clean[_precision_key(p)] = positive(f"peaks[{p!r}]", v)
-    if device_class not in DEVICE_CLASSES:
-        raise KeyError(f"unknown device_class={device_class!r}; known: {', '.join(DEVICE_CLASSES)}")
+        clean[_precision_key(p, f"peaks[{p!r}]")] = positive(f"peaks[{p!r}]", v)
+    device_class = one_of("device_class", device_class, DEVICE_CLASSES)
+    memory_type, source = text("memory_type", memory_type), text("source", source)
     vec = "fp32" if vector_tflops is None else positive("vector_tflops", vector_tflops)
-    key = (key or name).strip().lower().replace(" ", "-")
-    return _dev(key, name.strip(), device_class, float(memory_gb), memory_type,
+    key = (name if key is None else text("key", key)).lower().replace(" ", "-")
+    return _dev(key, name, device_class, float(memory_gb), memory_type,
                 float(bandwidth_gbs), clean, source, vector=vec, mem_unit="GB")
 
 
 def register(device: Device, *, replace: bool = False) -> Device:
     """Add a custom device to the registry so pickers list it. Built-ins cannot be replaced."""
-    if not isinstance(device, Device):
-        raise ValueError("register() takes a Device, e.g. from hardware.custom(...)")
+    instance("device", device, Device, "a hardware.Device, e.g. from hardware.custom(...)")
+    replace = flag("replace", replace)
     if device.key in _BUILTIN_KEYS:
         raise ValueError(f"device key {device.key!r} is a built-in; choose another key")
     if device.key in _REGISTRY and not replace:
@@ -365,17 +398,21 @@ def register(device: Device, *, replace: bool = False) -> Device:
 
 
 def unregister(key: str) -> None:
-    k = key.strip().lower()
+    """Remove a registered custom device (a key that is not registered is left alone)."""
+    k = text("key", key).lower()
     if k in _BUILTIN_KEYS:
-        raise ValueError(f"cannot unregister built-in device {key!r}")
+        raise ValueError(f"cannot unregister built-in device key={key!r}")
     _REGISTRY.pop(k, None)
 
 
 def picker_options(device_classes: tuple[str, ...] | None = None) -> dict[str, str]:
     """``{label: key}`` for a dropdown, grouped by class, labels say the class."""
+    wanted = None if device_classes is None else {
+        one_of("device_classes", c, DEVICE_CLASSES)
+        for c in sequence("device_classes", device_classes)}
     out = {}
     for cls in DEVICE_CLASSES:
-        if device_classes and cls not in device_classes:
+        if wanted and cls not in wanted:
             continue
         for d in by_class(cls):
             out[f"{d.name} · {cls}"] = d.key

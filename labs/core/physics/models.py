@@ -13,7 +13,16 @@ from labs.core.physics import formulas as F
 from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics._validate import close_matches, positive, positive_int
+from labs.core.physics._validate import (
+    close_matches,
+    flag,
+    fraction,
+    one_of,
+    optional,
+    positive_int,
+    shown,
+    text,
+)
 
 _SRC = ("meta-llama/llama3 params.json (n_layers, dim, n_heads, n_kv_heads, vocab); FFN from "
         "Llama's multiple_of/ffn_dim_multiplier rule; reported parameter count from the model card")
@@ -50,10 +59,10 @@ class ModelConfig:
         return self.layers * self.params_per_layer + embed + self.d_model
 
     def weight_bytes(self, precision: str = "bf16") -> float:
-        return self.params * _fmt.bytes_per_element(precision)
+        return self.params * _fmt.bytes_per_element(precision, arg="precision")
 
     def kv_bytes_per_token(self, precision: str = "bf16") -> float:
-        return 2 * self.layers * self.kv_heads * self.head_dim * _fmt.bytes_per_element(precision)
+        return 2 * self.layers * self.kv_heads * self.head_dim * _fmt.bytes_per_element(precision, arg="precision")
 
     def kv_cache_bytes(self, batch: int = 1, seq_len: int = 1, precision: str = "bf16") -> float:
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
@@ -69,7 +78,7 @@ class ModelConfig:
         kept in fp32)."""
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
         chunk = seq_len if prefill_tokens is None else positive_int("prefill_tokens", prefill_tokens)
-        per_token = (2 * self.d_model + 2 * self.d_ff) * _fmt.bytes_per_element(precision)
+        per_token = (2 * self.d_model + 2 * self.d_ff) * _fmt.bytes_per_element(precision, arg="precision")
         return chunk * per_token + batch * self.vocab * 4
 
     # --- per-layer operations --------------------------------------------------------------
@@ -84,9 +93,10 @@ class ModelConfig:
         ``precision.matmul_compute(weights, activations)`` (``compute``, if given, must agree),
         attention at ``matmul_compute(kv, activations)``, norms and adds on the vector units.
         """
-        if phase not in ("prefill", "decode"):
-            raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
+        phase = one_of("phase", phase, ("prefill", "decode"))
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+        fused_attention = flag("fused_attention", fused_attention)
+        precision = _fmt.get(precision, arg="precision").key
         t = batch * (seq_len if phase == "prefill" else 1)
         sq = seq_len if phase == "prefill" else 1
         wp = precision if weight_precision is None else weight_precision
@@ -115,13 +125,19 @@ MODELS: dict[str, ModelConfig] = {m.key: m for m in [
 ]}
 
 
-def get(key: str | ModelConfig) -> ModelConfig:
+def get(key: str | ModelConfig, *, arg: str = "key") -> ModelConfig:
+    """A model by key (case-insensitive) or a ModelConfig passed through; ValueError for
+    something that is not a key, KeyError listing the models for an unknown one. ``arg`` names
+    the caller's argument in messages (``model`` in the functions below)."""
+    arg = text("arg", arg)
     if isinstance(key, ModelConfig):
         return key
-    k = str(key).strip().lower()
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError(f"{arg} must be a model key such as 'llama-3-8b', got {shown(key)}")
+    k = key.strip().lower()
     if k in MODELS:
         return MODELS[k]
-    raise KeyError(f"unknown model={key!r}." + close_matches(k, MODELS, always_list=True))
+    raise KeyError(f"unknown model {arg}={key!r}." + close_matches(k, MODELS, always_list=True))
 
 
 # --- serving: memory budget and time bounds ---------------------------------------------------
@@ -165,10 +181,11 @@ def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str 
                   usable_fraction: float = 0.9) -> MemoryBudget:
     """Weights + KV cache (GQA) + activations against ``usable_fraction`` of device memory
     (STATED ASSUMPTION: ~10% goes to the CUDA context, allocator fragmentation and workspace)."""
-    m, d = get(model), _hw.get(hw)
-    f = positive("usable_fraction", usable_fraction)
-    if f > 1:
-        raise ValueError(f"usable_fraction must be <= 1, got {usable_fraction!r}")
+    m, d = get(model, arg="model"), _hw.get(hw, arg="hw")
+    f = fraction("usable_fraction", usable_fraction)
+    weight_precision = _fmt.get(weight_precision, arg="weight_precision").key
+    kv_precision = _fmt.get(kv_precision, arg="kv_precision").key
+    act_precision = _fmt.get(act_precision, arg="act_precision").key
     # the KV cache last: it is what grows with batch x context, so a budget bar that names
     # "the term that crosses capacity" (adding terms in order) names it, not the activations
     return MemoryBudget(d.memory_bytes * f, {
@@ -205,7 +222,7 @@ def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16
              fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
     """All ops of one forward step: every layer's ops x layers, plus the LM head (last position
     of each sequence; the embedding lookup moves only the rows it needs and is ignored)."""
-    m = get(model)
+    m = get(model, arg="model")
     per_layer = m.layer_ops(phase, batch, seq_len, precision, weight_precision=weight_precision,
                             kv_precision=kv_precision, fused_attention=fused_attention,
                             compute=compute)
@@ -256,7 +273,7 @@ def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: st
     (``derating`` None), or at the fractions of spec in ``derating`` (``R.achievable(hw)``).
     ``precision`` is the activations' format; the GEMMs' compute precision follows from
     weights and activations (``compute``, if given, must agree)."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     der = R.SPEC if derating is None else R._derating(derating)
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
                    kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
@@ -286,14 +303,21 @@ def oom_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
 OP_GROUPS = ("weight GEMMs", "attention (KV cache)", "norms & elementwise")
 
 
+_OP_NAMES = {
+    "Q projection": 0, "K,V projections": 0, "O projection": 0, "gate, up projections": 0,
+    "down projection": 0, "LM head": 0, "attention (fused)": 1, "attention (unfused)": 1,
+    "RMSNorm (attention)": 2, "RMSNorm (MLP)": 2, "residual add (attention)": 2,
+    "residual add (MLP)": 2, "SiLU x up": 2}
+
+
 def op_group(op_name: str) -> str:
-    """Which of :data:`OP_GROUPS` an op of :func:`step_ops` belongs to (by its name)."""
-    name = str(op_name)
-    if name.startswith("attention"):
-        return OP_GROUPS[1]
-    if "projection" in name or name == "LM head":
-        return OP_GROUPS[0]
-    return OP_GROUPS[2]
+    """Which of :data:`OP_GROUPS` an op of :func:`step_ops` belongs to (by its name); KeyError
+    naming ``op_name`` for a name step_ops does not produce."""
+    name = text("op_name", op_name)
+    if name not in _OP_NAMES:
+        raise KeyError(f"unknown op_name={op_name!r}; step_ops names its ops: "
+                       f"{', '.join(_OP_NAMES)}")
+    return OP_GROUPS[_OP_NAMES[name]]
 
 
 def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
@@ -305,7 +329,7 @@ def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
     roofline bound max(FLOPs / its ceiling, bytes / bandwidth), summed per group. Kernels run
     one after another, so these add up to a little more than :func:`step_bound`'s whole-step
     bound."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
                    kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
     out = dict.fromkeys(OP_GROUPS, 0.0)
@@ -328,7 +352,7 @@ def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str 
     projections summed), "MLP GEMMs" (gate, up, down summed), attention fused (flash) AND
     unfused (QK^T -> softmax -> PV), the softmax over the unfused score matrix, and RMSNorm.
     Summed GEMMs share one AI because they see the same tokens (rows)."""
-    m = get(model)
+    m = get(model, arg="model")
     kw = dict(weight_precision=weight_precision, kv_precision=kv_precision, compute=compute)
     fused = {o.name: o for o in m.layer_ops(phase, batch, seq_len, precision,
                                             fused_attention=True, **kw)}

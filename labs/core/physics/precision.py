@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labs.core.physics._validate import close_matches
+from labs.core.physics._validate import close_matches, shown, text
 
 
 @dataclass(frozen=True)
@@ -74,32 +74,27 @@ ALIASES = {"int4": "int4-g128", "e4m3": "fp8", "e5m2": "fp8", "e2m1": "fp4",
            "float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 
 
-def get(key: str | Format) -> Format:
-    """Look a format up by key (case-insensitive, aliases allowed); KeyError lists matches."""
-    if isinstance(key, Format):
-        return key
-    if not isinstance(key, str):
-        raise KeyError(f"precision must be a string such as 'fp16', got {key!r}")
-    k = key.strip().lower()
-    k = ALIASES.get(k, k)
-    if k in FORMATS:
-        return FORMATS[k]
-    raise KeyError(f"unknown precision/format={key!r}." + close_matches(k, FORMATS, always_list=True))
+def get(key: str | Format, *, arg: str = "key") -> Format:
+    """Look a format up by key (case-insensitive, aliases allowed). ValueError for something
+    that is not a name, KeyError listing close matches for an unknown one; ``arg`` names the
+    caller's argument in messages."""
+    return _checked(key, text("arg", arg))
 
 
 def bits(key: str) -> float:
-    return get(key).bits
+    return _checked(key, "key").bits
 
 
-def bytes_per_element(key: str) -> float:
-    return get(key).bytes_per_element
+def bytes_per_element(key: str, *, arg: str = "key") -> float:
+    return _checked(key, text("arg", arg)).bytes_per_element
 
 
-def compute_precision(storage: str, compute: str | None = None, *, arg: str = "precision",
+def compute_precision(storage: str, compute: str | None = None, *, arg: str = "storage",
                       compute_arg: str = "compute") -> str:
     """The compute precision whose peak applies to data stored as ``storage``: its own, or
     ``compute`` when given. Storage-only formats need ``compute``. ``arg``/``compute_arg``
     name the caller's arguments in messages."""
+    arg, compute_arg = text("arg", arg), text("compute_arg", compute_arg)
     fmt = _checked(storage, arg)
     if compute is not None:
         c = _checked(compute, compute_arg)
@@ -119,8 +114,8 @@ def compute_precision(storage: str, compute: str | None = None, *, arg: str = "p
 COMPUTE_BITS = {"fp32": 32, "tf32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "fp4": 4}
 
 
-def matmul_compute(weights: str, activations: str, *, weight_arg: str = "weight_precision",
-                   activation_arg: str = "activation_precision") -> str:
+def matmul_compute(weights: str, activations: str, *, weight_arg: str = "weights",
+                   activation_arg: str = "activations") -> str:
     """The precision a matmul of ``weights`` x ``activations`` runs at (whose peak applies).
 
     A tensor-core instruction takes both operands in one type, so one is converted first and
@@ -132,6 +127,8 @@ def matmul_compute(weights: str, activations: str, *, weight_arg: str = "weight_
     So int8 math needs int8 activations (W8A8). Activations must be stored in a format the
     hardware computes in (ValueError naming ``activation_arg`` otherwise).
     """
+    weight_arg, activation_arg = text("weight_arg", weight_arg), text("activation_arg",
+                                                                       activation_arg)
     wf = _checked(weights, weight_arg)
     af = _checked(activations, activation_arg)
     if af.native_compute is None:
@@ -150,13 +147,13 @@ def matmul_compute(weights: str, activations: str, *, weight_arg: str = "weight_
 
 
 def explain_compute(weights: str, activations: str, compute: str, *,
-                    weight_arg: str = "weight_precision",
-                    activation_arg: str = "activation_precision",
+                    weight_arg: str = "weights", activation_arg: str = "activations",
                     compute_arg: str = "compute") -> str:
     """Check that ``compute`` is what ``weights`` x ``activations`` run at; return it, or raise
     ValueError saying what the operands give and which activations the wanted math needs."""
     derived = matmul_compute(weights, activations, weight_arg=weight_arg,
                              activation_arg=activation_arg)
+    compute_arg = text("compute_arg", compute_arg)
     want = compute_precision(_checked(compute, compute_arg).key, None, arg=compute_arg)
     if want == derived:
         return derived
@@ -177,13 +174,13 @@ def _checked(key, arg: str) -> Format:
     if isinstance(key, Format):
         return key
     if not isinstance(key, str) or not key.strip():
-        raise ValueError(f"{arg} must be a format name such as 'bf16', got {key!r}")
-    try:
-        return get(key)
-    except KeyError:
-        k = key.strip().lower()
-        raise KeyError(f"unknown {arg}={key!r}." + close_matches(
-            ALIASES.get(k, k), FORMATS, always_list=True)) from None
+        raise ValueError(f"{arg} must be a format name such as 'bf16', got {shown(key)}")
+    k = key.strip().lower()
+    k = ALIASES.get(k, k)
+    if k in FORMATS:
+        return FORMATS[k]
+    raise KeyError(f"unknown format {arg}={key!r}." + close_matches(k, FORMATS,
+                                                                   always_list=True))
 
 
 #: Formats the precision lab lists, in order of bits.

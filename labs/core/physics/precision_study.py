@@ -16,7 +16,16 @@ from labs.core.physics import formulas as F
 from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics._validate import (
+    instance,
+    mapping,
+    one_of,
+    optional,
+    positive,
+    positive_int,
+    sequence,
+    text,
+)
 
 OPS = ("gemm", "gemv", "mlp_train")
 
@@ -41,13 +50,32 @@ class PrecisionRow:
         return R.MEMORY if self.rho < 1 else R.COMPUTE
 
 
+#: The dimensions each operation's ``shape`` needs.
+SHAPE_KEYS = {"gemm": ("m", "n", "k"), "gemv": ("n", "k"),
+              "mlp_train": ("tokens", "d_model", "d_ff")}
+
+
+def _op_shape(op, shape) -> tuple[str, dict]:
+    """``op`` one of :data:`OPS` and its ``shape`` with every dimension a whole number >= 1
+    (messages name ``op`` or ``shape[...]``)."""
+    op = one_of("op", op, OPS)
+    shape = mapping("shape", shape)
+    missing = [k for k in SHAPE_KEYS[op] if k not in shape]
+    if missing:
+        raise KeyError(f"shape for op={op!r} needs {', '.join(SHAPE_KEYS[op])}; missing: "
+                       f"{', '.join(missing)}")
+    return op, {k: positive_int(f"shape[{k!r}]", shape[k]) for k in SHAPE_KEYS[op]}
+
+
 def op_cost(op: str, shape: Mapping[str, int], storage: str, compute: str | None = None) -> F.Cost:
     """The Lab 3 operations under the convention above. Shapes:
     gemm {m, n, k}; gemv {n, k}; mlp_train {tokens, d_model, d_ff} (forward + backward)."""
-    fmt = _fmt.get(storage)
+    op, shape = _op_shape(op, shape)
+    fmt = _fmt.get(storage, arg="storage")
+    compute = optional(lambda n, v: _fmt.get(v, arg=n).key, "compute", compute)
     weight_only = fmt.native_compute is None
-    act = (compute or "fp16") if weight_only else storage
-    w = storage
+    act = (compute or "fp16") if weight_only else fmt.key
+    w = fmt.key
     if op == "gemm":
         return F.gemm(shape["m"], shape["n"], shape["k"], act, weight_precision=w, compute=compute)
     if op == "gemv":
@@ -63,10 +91,15 @@ def study(op: str, shape: Mapping[str, int], hw, storages: Sequence[str], *,
           weights: Mapping[str, float] | None = None) -> list[PrecisionRow]:
     """One row per storage format: AI, I_bit, ridge at its compute precision, rho, time bound.
     A format whose compute precision the device lacks gives an unsupported row saying so."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
+    op, shape = _op_shape(op, shape)
+    compute_for_weight_only = _fmt.compute_precision(
+        compute_for_weight_only, arg="compute_for_weight_only")
+    if weights is not None:
+        mapping("weights", weights)
     rows = []
-    for s in storages:
-        fmt = _fmt.get(s)
+    for s in sequence("storages", storages):
+        fmt = _fmt.get(s, arg="storages")
         compute = fmt.native_compute or compute_for_weight_only
         how = (f"weights in {fmt.label}, activations and math in {compute}"
                if fmt.native_compute is None else f"all operands in {fmt.label}")
@@ -86,6 +119,7 @@ def study(op: str, shape: Mapping[str, int], hw, storages: Sequence[str], *,
 
 def rho_change(op: str, shape: Mapping[str, int], hw, before: str, after: str) -> float:
     """rho(after) / rho(before): > 1 means the change made the workload more compute-bound."""
+    before, after = _fmt.get(before, arg="before").key, _fmt.get(after, arg="after").key
     a, b = study(op, shape, hw, [before, after])
     for r in (a, b):
         if not r.supported:
@@ -120,10 +154,11 @@ def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
     the activation vector is quantised too, so the math runs at that rate); any other format is
     weight-only: activations stay fp16 (bf16/fp32 where the device lacks fp16) and the weights
     are dequantised to them. Memory-bound, so speedup ~ byte ratio."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
+    n, k, batch = positive_int("n", n), positive_int("k", k), positive_int("batch", batch)
     rows = []
-    for s in storages:
-        fmt = _fmt.get(s)
+    for s in sequence("storages", storages):
+        fmt = _fmt.get(s, arg="storages")
         native = fmt.native_compute
         if native and d.has(native):
             act, note = fmt.key, f"W and A in {fmt.label}: {native} math"
@@ -163,6 +198,7 @@ def rho_change_parts(op: str, shape: Mapping[str, int], hw, before: str, after: 
                      compute_for_weight_only: str = "fp16") -> RhoChangeParts:
     """The rho change from ``before`` to ``after`` storage, with its AI and ridge factors.
     ValueError (saying why) if the device lacks either compute precision."""
+    before, after = _fmt.get(before, arg="before").key, _fmt.get(after, arg="after").key
     a, b = study(op, shape, hw, [before, after], compute_for_weight_only=compute_for_weight_only)
     for r in (a, b):
         if not r.supported:
@@ -170,9 +206,16 @@ def rho_change_parts(op: str, shape: Mapping[str, int], hw, before: str, after: 
     return RhoChangeParts(a, b, b.ai / a.ai, b.ridge / a.ridge, b.rho / a.rho)
 
 
+def _rows(rows, cls=None, arg: str = "rows") -> list:
+    """A list of rows from :func:`study` (or ``cls``), ValueError naming ``arg`` otherwise."""
+    cls = cls or PrecisionRow
+    return [instance(arg, r, cls, f"a list of precision_study.{cls.__name__}")
+            for r in sequence(arg, rows, allow_empty=True)]
+
+
 def roof_precisions(rows: Sequence[PrecisionRow]) -> list[str]:
     """Distinct compute precisions of the supported rows, in first-seen order: one roof each."""
-    return list(dict.fromkeys(r.compute for r in rows if r.supported))
+    return list(dict.fromkeys(r.compute for r in _rows(rows) if r.supported))
 
 
 def tensor_footprint(op: str, shape: Mapping[str, int], storage: str,
@@ -181,11 +224,13 @@ def tensor_footprint(op: str, shape: Mapping[str, int], storage: str,
     convention as ``op_cost``). mlp_train (non-gated, as ``op_cost``) holds the input x, both
     weights, the saved pre-activation h and activation a, the output y, and in backward the
     gradients of y, a, h, x and of both weights (weight gradients in the activation format)."""
-    fmt = _fmt.get(storage)
+    op, shape = _op_shape(op, shape)
+    cost = op_cost(op, shape, storage, compute)  # checks storage and compute by name
+    fmt = _fmt.get(storage, arg="storage")
     act = (compute or "fp16") if fmt.native_compute is None else fmt.key
     a, w = _fmt.bytes_per_element(act), fmt.bytes_per_element
     if op in ("gemm", "gemv"):
-        return dict(op_cost(op, shape, fmt.key, compute).detail)  # A, B, C once each
+        return dict(cost.detail)  # A, B, C once each
     if op == "mlp_train":
         t, d, f = shape["tokens"], shape["d_model"], shape["d_ff"]
         return {"x": t * d * a, "W_up": d * f * w, "h (pre-activation)": t * f * a,
@@ -255,7 +300,8 @@ class TF32Misreading:
 def tf32_misreading(op: str, shape: Mapping[str, int], hw) -> TF32Misreading:
     """TF32 is a compute mode: bytes are FP32's (32 bits per element), the peak is tf32's.
     KeyError (naming what the device has) if it lacks an fp32 or tf32 rate."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
+    op, shape = _op_shape(op, shape)
     fp32_peak, tf32_peak = d.peak_tflops("fp32"), d.peak_tflops("tf32")
     c = op_cost(op, shape, "tf32")
     bytes_19 = c.bytes * TF32_MATH_BITS / _fmt.bits("tf32")
@@ -306,7 +352,7 @@ class NaiveBandwidth:
 def naive_bandwidth(op: str, shape: Mapping[str, int], storage: str, hw, *,
                     iterations: int = 100, compute: str | None = None) -> NaiveBandwidth:
     """What dividing the allocator's peak by the run time gives, vs the traffic it moved."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     fvt = footprint_vs_traffic(op, shape, storage, compute, iterations=iterations)
     c = op_cost(op, shape, storage, compute)
     one = R.time_bounds(c.flops, c.bytes, d, c.compute).lower
@@ -318,7 +364,7 @@ def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:
     (y[N] = W[N,K] x[K]): the projections of ``model`` (GQA: K and V use the KV heads)."""
     from labs.core.physics import models as _models
 
-    m = _models.get(model)
+    m = _models.get(model, arg="model")
     q = m.heads * m.head_dim
     kv = m.kv_heads * m.head_dim
     return {f"Q projection {q}×{m.d_model}": (q, m.d_model),
@@ -335,6 +381,12 @@ def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) ->
     storage, compute, predicted_s, predicted_speedup, measured_s, measured_speedup (vs the
     first row's measured time, when it was timed) and error_pct = (measured - predicted) /
     predicted x 100; None where not measured."""
+    rows = _rows(rows, QuantRow)
+    measured_s = mapping("measured_s", measured_s, allow_empty=True)
+    unknown = [k for k in measured_s if k not in {r.storage for r in rows}]
+    if unknown:
+        raise KeyError(f"measured_s has times for formats not in rows: {unknown!r}; rows "
+                       f"has {', '.join(r.storage for r in rows) or 'none'}")
     base = measured_s.get(rows[0].storage) if rows else None
     out = []
     for r in rows:
@@ -350,6 +402,7 @@ def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) ->
 
 def row_label(row: PrecisionRow) -> str:
     """A row's short name: the format, plus '→<math>' for weight-only (storage-only) formats."""
+    instance("row", row, PrecisionRow, "a precision_study.PrecisionRow")
     return row.storage if _fmt.get(row.storage).native_compute else f"{row.storage}→{row.compute}"
 
 
@@ -374,6 +427,9 @@ def roofline_view(rows: Sequence[PrecisionRow], hw, *, merge_within: float = 0.0
                   label_gap_decades: float = 0.3) -> RooflineView:
     import math
 
+    rows = _rows(rows)
+    merge_within = positive("merge_within", merge_within)
+    label_gap_decades = positive("label_gap_decades", label_gap_decades)
     roofs, same = distinct_roofs(hw, roof_precisions(rows))
     groups: list[list[PrecisionRow]] = []
     for r in sorted((r for r in rows if r.supported), key=lambda r: r.ai):
@@ -401,12 +457,13 @@ def distinct_roofs(hw, precisions: Sequence[str], *, within_factor: float = 1.0
     """Precisions whose roofs differ: one whose peak is within ``within_factor`` (>= 1, either
     way) of an earlier kept one's shares that roof (its ridge label would sit on top of it).
     Returns (kept, {left out: the kept precision it shares a roof with})."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
     if positive("within_factor", within_factor) < 1:
         raise ValueError(f"within_factor must be >= 1, got {within_factor!r}")
     kept: list[str] = []
     same: dict[str, str] = {}
-    for p in dict.fromkeys(precisions):
+    for p in dict.fromkeys(d.peak_tflops(q, arg="precisions") and q.strip().lower()
+                           for q in sequence("precisions", precisions, allow_empty=True)):
         twin = next((q for q in kept if max(d.peak_tflops(p) / d.peak_tflops(q),
                                             d.peak_tflops(q) / d.peak_tflops(p))
                      <= within_factor * (1 + 1e-12)), None)

@@ -20,7 +20,19 @@ from typing import Mapping
 import numpy as np
 
 from labs.core.physics import hardware as _hw
-from labs.core.physics._validate import non_negative, positive, positive_int
+from labs.core.physics._validate import (
+    fraction,
+    instance,
+    mapping,
+    non_negative,
+    one_of,
+    optional,
+    positive,
+    positive_int,
+    sequence,
+    shown,
+    text,
+)
 from labs.core.physics.formulas import Cost
 
 #: A stated, editable figure: per-kernel launch overhead of a framework on a GPU, in µs
@@ -35,7 +47,12 @@ VECTOR = _hw.VECTOR
 
 
 def _device(hw) -> _hw.Device:
-    return _hw.get(hw)
+    return _hw.get(hw, arg="hw")
+
+
+def _ceiling(precision, arg: str = "precision") -> str:
+    """A compute precision or ``VECTOR``: ValueError/KeyError naming ``arg`` otherwise."""
+    return one_of(arg, precision, (*_hw.PRECISIONS, VECTOR))
 
 
 def peak_tflops(hw, precision: str) -> float:
@@ -45,17 +62,19 @@ def peak_tflops(hw, precision: str) -> float:
     ceiling, so a time computed with it is still a lower bound (the device says so in
     ``note("vector_tflops")``)."""
     d = _device(hw)
-    if isinstance(precision, str) and precision.strip().lower() == VECTOR:
+    p = _ceiling(precision)
+    if p == VECTOR:
         if d.vector_tflops is not None:
             return d.vector_tflops
-        floats = [v for p, v in d.peaks.items() if not p.startswith("int")]
+        floats = [v for q, v in d.peaks.items() if not q.startswith("int")]
         return max(floats or d.peaks.values())
-    return d.peak_tflops(precision)
+    return d.peak_tflops(p)
 
 
 def ceiling_label(precision: str) -> str:
     """How a ceiling is named next to its numbers: 'bf16, dense' or 'vector, non-tensor'."""
-    return "vector, non-tensor" if precision == VECTOR else f"{precision}, dense"
+    p = _ceiling(precision)
+    return "vector, non-tensor" if p == VECTOR else f"{p}, dense"
 
 
 # --- achievable fractions of the spec ----------------------------------------------------------
@@ -72,16 +91,18 @@ class Derating:
     label: str = ""  # a short name for the source, for a sentence (default: ``source``)
 
     def __post_init__(self):
-        for name, v in (("compute", self.compute), ("bandwidth", self.bandwidth),
-                        *((f"per_precision[{k!r}]", x) for k, x in self.per_precision.items())):
-            if positive(name, v) > 1:
-                raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
-        if not isinstance(self.source, str) or not self.source.strip():
-            raise ValueError("source must say where the fractions come from")
+        fraction("compute", self.compute)
+        fraction("bandwidth", self.bandwidth)
+        for k, x in mapping("per_precision", self.per_precision, allow_empty=True).items():
+            _hw._precision_key(k, "per_precision")
+            fraction(f"per_precision[{k!r}]", x)
+        text("source", self.source)
+        if not isinstance(self.label, str):
+            raise ValueError(f"label must be a string, got {shown(self.label)}")
 
     def compute_for(self, precision: str) -> float:
         """The fraction of ``precision``'s peak: measured for it, else ``compute``."""
-        return self.per_precision.get(str(precision).strip().lower(), self.compute)
+        return self.per_precision.get(_ceiling(precision), self.compute)
 
     @property
     def is_spec(self) -> bool:
@@ -153,25 +174,32 @@ def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_
     dense spec peak per precision (capped at 1), measured bandwidth / spec bandwidth.
     Precisions not measured take the fraction of the fastest one that was."""
     d = _device(hw)
-    if not isinstance(measured_peaks, Mapping) or not measured_peaks:
-        raise ValueError("measured_peaks must be a non-empty {precision: TFLOP/s} dict")
+    source = text("source", source)
     per = {}
-    for p, v in measured_peaks.items():
-        per[_hw._precision_key(p)] = min(1.0, positive(f"measured_peaks[{p!r}]", v)
-                                         / d.peak_tflops(p))
+    for p, v in mapping("measured_peaks", measured_peaks).items():
+        key = _hw._precision_key(p, "measured_peaks")
+        per[key] = min(1.0, positive(f"measured_peaks[{p!r}]", v)
+                       / d.peak_tflops(key, arg="measured_peaks"))
     bw = min(1.0, positive("measured_bandwidth_gbs", measured_bandwidth_gbs) / d.bandwidth_gbs)
     fastest = max(per, key=d.peak_tflops)
     return Derating(per[fastest], bw, f"{source} on the {d.name}", per, label=source)
 
 
-def _ai(ai):
-    """Validate AI: a positive finite number or an array of them (vectorised for figures)."""
+def _ai(ai, *, array: bool = True, arg: str = "ai"):
+    """Validate AI: a positive finite number, or (``array``) a list/array of them."""
     if isinstance(ai, (list, tuple, np.ndarray)):
-        arr = np.asarray(ai, dtype=float)
-        if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-            raise ValueError("ai must contain only finite values > 0 (FLOP/byte)")
+        if not array:
+            raise ValueError(f"{arg} must be one number (FLOP/byte), got {shown(ai)}")
+        try:
+            arr = np.asarray(ai, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            arr = None
+        if arr is None or arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)) \
+                or np.any(arr <= 0):
+            raise ValueError(f"{arg} must contain only finite values > 0 (FLOP/byte), got "
+                             f"{shown(ai)}")
         return arr
-    return positive("ai", ai)
+    return positive(arg, ai)
 
 
 def ridge_point(hw, precision: str) -> float:
@@ -188,13 +216,14 @@ def attainable_tflops(ai, hw, precision: str):
 
 
 def rho(ai, hw, precision: str):
-    """rho = AI / ridge(precision): < 1 memory-bound, > 1 compute-bound."""
+    """rho = AI / ridge(precision): < 1 memory-bound, > 1 compute-bound (``ai`` may be an
+    array)."""
     return _ai(ai) / ridge_point(hw, precision)
 
 
 def regime(ai, hw, precision: str) -> str:
     """Memory- or compute-bound by AI alone (the overhead regime needs sizes: see kernel_time)."""
-    return MEMORY if _ai(ai) < ridge_point(hw, precision) else COMPUTE
+    return MEMORY if _ai(ai, array=False) < ridge_point(hw, precision) else COMPUTE
 
 
 @dataclass(frozen=True)
@@ -239,7 +268,7 @@ def time_bounds(flops, bytes_, hw, precision: str, *, launches: int = 0,
     """
     d = _device(hw)
     f = non_negative("flops", flops)
-    b = positive("bytes", bytes_)
+    b = positive("bytes_", bytes_)
     n = non_negative("launches", launches)
     ov = non_negative("launch_overhead_us", launch_overhead_us)
     der = SPEC if derating is None else _derating(derating)
@@ -258,9 +287,8 @@ def _derating(derating) -> Derating:
 def cost_time(cost: Cost, hw, precision: str | None = None, *,
               launch_overhead_us: float = 0.0, derating: Derating | None = None) -> TimeBounds:
     """Time bounds for a Cost at its own compute precision (or ``precision``)."""
-    if not isinstance(cost, Cost):
-        raise ValueError(f"cost must be a formulas.Cost, got {cost!r}")
-    p = precision or cost.compute
+    instance("cost", cost, Cost, "a formulas.Cost")
+    p = cost.compute if precision is None else _ceiling(precision)
     if p == "mixed":
         raise ValueError(f"{cost.name} mixes compute precisions; pass precision= explicitly")
     return time_bounds(cost.flops, cost.bytes, hw, p, launches=cost.kernels if launch_overhead_us
@@ -269,6 +297,7 @@ def cost_time(cost: Cost, hw, precision: str | None = None, *,
 
 def kernels_time(costs, hw, *, launch_overhead_us: float = DEFAULT_LAUNCH_OVERHEAD_US) -> float:
     """Lower-bound time of kernels run one after another, each max(compute, memory, launch)."""
+    costs = [instance("costs[]", c, Cost, "a formulas.Cost") for c in sequence("costs", costs)]
     return sum(cost_time(c, hw, launch_overhead_us=launch_overhead_us).lower for c in costs)
 
 
@@ -301,7 +330,8 @@ def bandwidth_utilization(achieved_gbs, hw) -> float:
 
 def flop_utilization_bound(ai, hw, precision: str) -> float:
     """Best FLOP utilisation a kernel of this AI can reach: attainable / peak."""
-    return float(attainable_tflops(ai, hw, precision)) / peak_tflops(hw, precision)
+    return float(attainable_tflops(_ai(ai, array=False), hw, precision)) / peak_tflops(
+        hw, precision)
 
 
 def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None) -> float:
@@ -309,8 +339,10 @@ def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None)
     N* = 1.5 * b * ridge. Storage bytes default to the compute precision's."""
     from labs.core.physics import precision as _fmt
 
-    b = bytes_per_element if bytes_per_element is not None else _fmt.bytes_per_element(precision)
-    return 1.5 * positive("bytes_per_element", b) * ridge_point(hw, precision)
+    ridge = ridge_point(hw, precision)
+    b = (_fmt.bytes_per_element(_ceiling(precision), arg="precision")
+         if bytes_per_element is None else positive("bytes_per_element", bytes_per_element))
+    return 1.5 * b * ridge
 
 
 # --- bit-level intensity --------------------------------------------------------------------
@@ -329,11 +361,13 @@ def i_bit(flops, bytes_, compute: str, weights: Mapping[str, float] | None = Non
     """Bit-level intensity: circuit-weighted operations per *bit* moved,
     I_bit = FLOPs x w(compute) / (8 x bytes). Lower precision shrinks both numerator (cheaper
     ops) and denominator (fewer bits), so I_bit shows whether the silicon or the wires gain."""
-    w = dict(CIRCUIT_WEIGHTS if weights is None else weights)
+    w = dict(CIRCUIT_WEIGHTS if weights is None else mapping("weights", weights))
+    compute = one_of("compute", compute, _hw.PRECISIONS)
     if compute not in w:
-        raise KeyError(f"no circuit weight for compute={compute!r}; have {', '.join(w)}")
+        raise KeyError(f"weights has no circuit weight for compute={compute!r}; have "
+                       f"{', '.join(map(str, w))}")
     positive(f"weights[{compute!r}]", w[compute])
-    return non_negative("flops", flops) * w[compute] / (8 * positive("bytes", bytes_))
+    return non_negative("flops", flops) * w[compute] / (8 * positive("bytes_", bytes_))
 
 
 # --- Lab 1: fitting in memory, yardsticks, what moves AI ------------------------------------
@@ -343,6 +377,7 @@ def require_fits(footprint_bytes, hw, *, what: str = "this operation") -> float:
     "this GEMM needs X GB, the <device> has Y GiB (Z GB)" when it does not fit."""
     d = _device(hw)
     b = positive("footprint_bytes", footprint_bytes)
+    what = text("what", what)
     cap = d.memory_bytes
     if b > cap:
         raise ValueError(f"{what} needs {b / 1e9:,.1f} GB, the {d.name} has {d.memory_text} "
@@ -362,7 +397,7 @@ def fraction_of_roof(achieved_tflops, ai, hw, precision: str) -> float:
     For a memory-bound kernel this equals bandwidth utilisation; for a compute-bound one,
     FLOP utilisation."""
     return non_negative("achieved_tflops", achieved_tflops) / float(
-        attainable_tflops(ai, hw, precision))
+        attainable_tflops(_ai(ai, array=False), hw, precision))
 
 
 def tiled_gemm_bytes(m, n, k, tile, bytes_per_element, *, weight_bytes=None,
@@ -412,8 +447,9 @@ def ai_levers(m, n, k, hw, precision: str, *, tile: int = 64,
     from labs.core.physics import precision as _fmt
 
     d = _device(hw)
-    b = bytes_per_element if bytes_per_element is not None else _fmt.bytes_per_element(precision)
-    b = positive("bytes_per_element", b)
+    ridge_point(d, precision)  # a precision the device has, named in any message
+    b = (_fmt.bytes_per_element(_ceiling(precision), arg="precision")
+         if bytes_per_element is None else positive("bytes_per_element", bytes_per_element))
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     t = positive_int("tile", tile)
     ridge = ridge_point(d, precision)

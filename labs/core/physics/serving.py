@@ -168,10 +168,12 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
     activations; weight-only formats dequantise to the activation precision); ``compute``,
     if given, must agree, or the design is refused with a message naming the way out."""
     t = _target(target)
-    d, m = _hw.get(hw), get(model)
+    d, m = _hw.get(hw, arg="hw"), get(model, arg="model")
     batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
-    compute_used = (_fmt.matmul_compute(weight_precision, activation_precision) if compute is None
-                    else _fmt.explain_compute(weight_precision, activation_precision, compute))
+    names = dict(weight_arg="weight_precision", activation_arg="activation_precision")
+    compute_used = (_fmt.matmul_compute(weight_precision, activation_precision, **names)
+                    if compute is None else
+                    _fmt.explain_compute(weight_precision, activation_precision, compute, **names))
     der = R.achievable(d) if derating is None else R._derating(derating)
     kw = dict(precision=activation_precision, weight_precision=weight_precision,
               kv_precision=kv_precision, compute=compute)
@@ -222,6 +224,9 @@ def decode_gemm_ai(model, batch: int, *, weight_precision: str = "bf16",
                    activation_precision: str = "bf16") -> float:
     """AI of one decode step's weight GEMMs together (all projections and the LM head) at
     ``batch`` sequences: 2 x batch FLOPs per weight read, over weights + activations moved."""
+    batch = positive_int("batch", batch)
+    activation_precision = _fmt.get(activation_precision, arg="activation_precision").key
+    weight_precision = _fmt.get(weight_precision, arg="weight_precision").key
     ops = step_ops(model, "decode", batch, 1, activation_precision,
                    weight_precision=weight_precision)
     gemms = [o for o in ops if op_group(o.name) == OP_GROUPS[0]]
@@ -234,7 +239,8 @@ def critical_decode_batch(model, hw, *, weight_precision: str = "bf16",
     run at (``matmul_compute(weights, activations)``), i.e. become compute-bound:
     AI(B) = 2 B P / (P b_w + B (...) b_a) >= ridge, about B* = ridge x b_w / 2. 0 if no batch
     reaches it (the activations' own bytes keep AI below the ridge)."""
-    comp = _fmt.matmul_compute(weight_precision, activation_precision)
+    comp = _fmt.matmul_compute(weight_precision, activation_precision,
+                               weight_arg="weight_precision", activation_arg="activation_precision")
     ridge = R.ridge_point(hw, comp)
     kw = dict(weight_precision=weight_precision, activation_precision=activation_precision)
     if decode_gemm_ai(model, 1 << 22, **kw) < ridge:
@@ -257,7 +263,10 @@ def decode_attention_ai(model, batch: int, seq_len: int, *, kv_precision: str = 
     bytes grow with the batch exactly as the FLOPs do. Per sequence ~4 H S d FLOPs over
     2 H_kv S d b_kv bytes: AI ~ 2 (H / H_kv) / b_kv, whatever the batch (4 FLOP/B for
     Llama-3 in bf16): memory-bound on every device in the registry."""
-    m = get(model)
+    m = get(model, arg="model")
+    batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+    activation_precision = _fmt.get(activation_precision, arg="activation_precision").key
+    kv_precision = _fmt.get(kv_precision, arg="kv_precision").key
     c = F.attention(batch, m.heads, 1, seq_len, m.head_dim, activation_precision, fused=True,
                     kv_heads=m.kv_heads, kv_precision=kv_precision, causal=True)
     return c.ai

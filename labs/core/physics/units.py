@@ -7,7 +7,20 @@ lab writes "119 µs" or "1.9 GB" the same way.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Callable
+
+from labs.core.physics._validate import shown, text
+
+
+def _real(name: str, value) -> float:
+    """A real number to show (inf and nan are shown as such), else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {shown(value)}")
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise ValueError(f"{name} is too large to show, got {shown(value)}") from None
 
 
 def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> str:
@@ -18,7 +31,13 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> s
     if callable(fmt):
         return str(fmt(value))
     if isinstance(fmt, str):
-        return format(value, fmt)
+        try:
+            return format(value, fmt)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"fmt={fmt!r} cannot format {shown(value)}: {exc}") from None
+    if fmt is not None:
+        raise ValueError(f"fmt must be a format spec such as ',.0f', a function or None, got "
+                         f"{shown(fmt)}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     v = float(value)
@@ -36,7 +55,7 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> s
 
 def format_bytes(n: float) -> str:
     """Bytes in decimal units (GB = 1e9, as the labs' spec says): '80.0 GB', '512 MB', '0 B'."""
-    n = float(n)
+    n = _real("n", n)
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(n) >= size:
             v = n / size
@@ -54,6 +73,8 @@ def _time_unit(seconds: float) -> tuple[str, float]:
 def format_seconds(seconds: float, upper: float | None = None) -> str:
     """A duration in the unit that reads best (s, ms, µs, ns), 3 significant figures:
     '567 µs', '1.2 ms'. With ``upper``, a range: '119–179 µs'."""
+    seconds = _real("seconds", seconds)
+    upper = None if upper is None else _real("upper", upper)
     unit, scale = _time_unit(seconds)
     if upper is None:
         return f"{format_value(seconds / scale)} {unit}"
@@ -65,6 +86,7 @@ def format_seconds(seconds: float, upper: float | None = None) -> str:
 
 def format_flops(flops: float) -> str:
     """FLOPs with an SI prefix: '275 GFLOP', '70.4 TFLOP'."""
+    flops = _real("flops", flops)
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(flops) >= scale:
             return f"{format_value(flops / scale)} {prefix}FLOP"
@@ -72,8 +94,16 @@ def format_flops(flops: float) -> str:
 
 
 def rate_unit(precision: str) -> str:
-    """The unit of a throughput at ``precision``: integer math is counted in TOPS, not FLOP/s."""
-    return "TOPS" if str(precision).lower().startswith("int") else "TFLOP/s"
+    """The unit of a throughput at ``precision``: integer math is counted in TOPS, not FLOP/s.
+    KeyError naming ``precision`` for a name that is no compute precision."""
+    p = text("precision", precision).lower()
+    if p not in _RATE_PRECISIONS:
+        raise KeyError(f"unknown precision={precision!r}; known: {', '.join(_RATE_PRECISIONS)}")
+    return "TOPS" if p.startswith("int") else "TFLOP/s"
+
+
+#: Compute precisions a throughput can be quoted at (hardware.PRECISIONS and the vector ceiling).
+_RATE_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4", "vector")
 
 
 def error_message(exc: BaseException) -> str:

@@ -1,0 +1,320 @@
+"""Issue 17, "Bad input to the physics API": every public function and method of the physics wing,
+found by introspection (not a hand list), fed values of the wrong sign, type, size and
+finiteness, raises ValueError or KeyError whose message names the argument, or (for a value
+that is legitimately valid there, such as 0 flops or None for an optional argument) returns.
+Nothing else: no OverflowError, TypeError, AttributeError, no silent acceptance of an empty
+name, and no negative counts."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import labs.core.physics as physics_pkg
+from labs.core import formulas as F
+from labs.core import fusion as FU
+from labs.core import hardware, models
+from labs.core import precision_study as PS
+from labs.core import roofline as R
+
+# --- the public API, discovered -----------------------------------------------------------------
+
+MODULES = [importlib.import_module(f"labs.core.physics.{m.name}")
+           for m in pkgutil.iter_modules(physics_pkg.__path__) if not m.name.startswith("_")]
+
+
+def _samples() -> dict:
+    """One valid instance of every public class whose methods take arguments."""
+    cost = F.gemm(64, 64, 64)
+    return {
+        F.Cost: cost, hardware.Device: hardware.get("h100-sxm"),
+        models.ModelConfig: models.get("llama-3-8b"),
+        R.Derating: R.achievable("h100-sxm"),
+    }
+
+
+def _callables() -> list[tuple[str, object]]:
+    out = []
+    samples = _samples()
+    for mod in MODULES:
+        short = mod.__name__.rsplit(".", 1)[1]
+        for name, obj in sorted(vars(mod).items()):
+            if name.startswith("_"):
+                continue
+            if inspect.isfunction(obj) and obj.__module__ == mod.__name__:
+                out.append((f"{short}.{name}", obj))
+            elif inspect.isclass(obj) and obj.__module__ == mod.__name__:
+                for mname, meth in sorted(vars(obj).items()):
+                    if mname.startswith("_") or not inspect.isfunction(meth):
+                        continue
+                    if len(inspect.signature(meth).parameters) <= 1:
+                        continue  # no argument to get wrong
+                    inst = samples.get(obj)
+                    assert inst is not None, f"add a sample {obj.__name__} to test its .{mname}"
+                    out.append((f"{short}.{obj.__name__}.{mname}", getattr(inst, mname)))
+    return out
+
+
+CALLABLES = _callables()
+
+# --- valid arguments: by parameter name, overridden per function where a name means more -------
+
+_SHAPE = {"m": 64, "n": 64, "k": 64}
+VALID = {
+    "m": 64, "n": 64, "k": 64, "tokens": 16, "in_features": 64, "out_features": 32,
+    "batch": 2, "heads": 8, "seq_q": 16, "seq_kv": 32, "head_dim": 64, "kv_heads": 2,
+    "d_model": 64, "d_ff": 128, "rows": 8, "cols": 16, "n_elements": 1024, "n_ops": 4,
+    "n_kernels": 2, "block_q": 64, "block_kv": 64, "seq_len": 128, "tile": 16,
+    "precision": "bf16", "weight_precision": "bf16", "out_precision": "bf16",
+    "kv_precision": "bf16", "act_precision": "bf16", "activation_precision": "bf16",
+    "compute": "bf16", "storage": "bf16", "before": "fp32", "after": "fp16",
+    "compute_for_weight_only": "bf16", "key": "h100-sxm", "hw": "h100-sxm",
+    "arg": "precision", "compute_arg": "compute", "weight_arg": "weight_precision",
+    "activation_arg": "activation_precision",
+    "model": "llama-3-8b", "phase": "decode", "target": "datacenter", "op": "gemm",
+    "op_name": "Q projection", "device_class": "datacenter", "what": "bandwidth_gbs",
+    "name": "a name", "source": "a source", "memory_type": "HBM", "fused": False,
+    "bias": False, "gated": False, "backward": False, "input_requires_grad": True,
+    "causal": False, "fused_attention": True, "replace": False,
+    "ai": 10.0, "ai_hbm": 10.0, "ai_onchip": 10.0, "flops": 1e9, "bytes_": 1e6,
+    "launches": 1, "launch_overhead_us": 5.0, "bytes_per_element": 2.0, "weight_bytes": 1.0,
+    "out_bytes": 2.0, "achieved_tflops": 10.0, "achieved_gbs": 100.0, "footprint_bytes": 1e6,
+    "measured_bandwidth_gbs": 1000.0, "measured": 2.0, "predicted": 1.0, "times": 3,
+    "usable_fraction": 0.9, "threshold": 1.05, "within_factor": 1.0, "merge_within": 0.05,
+    "label_gap_decades": 0.3, "iterations": 10, "prefill_tokens": 64,
+    "bandwidth_gbs": 100.0, "memory_gb": 16.0, "vector_tflops": 2.0, "peaks": {"fp32": 2.0},
+    "measured_peaks": {"bf16": 500.0}, "measured_s": {"fp16": 1e-5},
+    "shape": _SHAPE, "storages": ["fp16", "fp8"], "precisions": ["fp16", "bf16"],
+    "ops": ["layernorm", "gelu", "dropout", "residual_add"], "groups": None, "groups_before": None,
+    "groups_after": [[0, 1, 2, 3]], "sizes": [10.0, 1000.0], "candidates": [16, 32],
+    "device_classes": ("datacenter",), "costs": [F.gemm(8, 8, 8)], "cost": F.gemm(8, 8, 8),
+    "weights": None, "derating": R.SPEC, "value": 3.0, "fmt": None, "seconds": 1e-3,
+    "upper": None, "exc": ValueError("x"), "timing": FU.chain_timing(1000, "h100-sxm"),
+    "device": hardware.custom("probe", bandwidth_gbs=10, peaks={"fp32": 1}, memory_gb=1),
+}
+OVERRIDES = {
+    "formulas.elementwise": {"op": "gelu"},
+    # the formulas' activations default to fp16: a stated compute must follow from them
+    "formulas.gemm": {"compute": "fp16"}, "formulas.gemv": {"compute": "fp16"},
+    "formulas.linear": {"compute": "fp16"}, "formulas.mlp": {"compute": "fp16"},
+    "formulas.attention": {"compute": "fp16"},
+    "formulas.total": {"name": "total"},
+    "precision.get": {"key": "fp16"}, "precision.bits": {"key": "fp16"},
+    "precision.bytes_per_element": {"key": "fp16"},
+    "precision.matmul_compute": {"weights": "int8", "activations": "bf16"},
+    "precision.explain_compute": {"weights": "int8", "activations": "bf16", "compute": "bf16"},
+    "models.get": {"key": "llama-3-8b"}, "roofline.i_bit": {"compute": "fp16"},
+    "precision_study.decode_quant_table": {"storages": ["fp16", "fp8"]},
+    "precision_study.merge_measured": {
+        "rows": PS.decode_quant_table(64, 64, "h100-sxm", ["fp16", "fp8"])},
+    "precision_study.roof_precisions": {"rows": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
+    "precision_study.roofline_view": {"rows": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
+    "precision_study.row_label": {"row": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])[0]},
+    "precision_study.decode_gemv_shapes": {"model": "llama-3-8b"},
+    "precision_study.study": {"weights": None},
+    "hardware.register": {"device": hardware.custom("probe-reg", bandwidth_gbs=10,
+                                                    peaks={"fp32": 1}, memory_gb=1),
+                          "replace": True},
+    "hardware.unregister": {"key": "probe-reg"},
+    "hardware.Device.source": {"what": "bandwidth_gbs"},
+    "hardware.Device.note": {"what": "fp32"},
+    "models.dominant_group": {"phase": "decode"},
+    "fusion.attention_memory_terms": {"fused": False},
+    "fusion.hierarchical_attainable": {"precision": "fp16"},
+    "units.format_bytes": {"n": 1e6}, "units.rate_unit": {"precision": "int8"},
+    "roofline.Derating.compute_for": {"precision": "bf16"},
+}
+#: Keyword arguments a function needs but has no parameter for (``**kwargs`` passed through).
+EXTRA = {"models.dominant_group": {"batch": 1, "seq_len": 64}}
+
+#: (function, parameter) pairs where any real number is valid input (formatters show it).
+ANY_NUMBER = {("units.format_bytes", "n"), ("units.format_seconds", "seconds"),
+              ("units.format_seconds", "upper"), ("units.format_flops", "flops")}
+#: Parameters not fed here, and why.
+SKIP = {("units.format_value", "value"),  # formats anything: Any is its contract
+        ("units.error_message", "exc")}  # takes any exception object
+
+
+#: Parameters that take any non-empty text (labels, and the argument names messages use).
+FREE_TEXT = ("name", "source", "memory_type", "arg", "compute_arg", "weight_arg",
+             "activation_arg", ("hardware.custom", "key"), ("hardware.unregister", "key"),
+             ("roofline.require_fits", "what"))
+#: Parameters that take a list of numbers (vectorised), where [1] is valid.
+LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai"),
+                    ("fusion.onchip_roof_tflops", "ai"), ("fusion.chain_time_curve", "sizes"),
+                    ("fusion.largest_square_tile", "candidates")}
+#: None is meaningful here (one kernel per op) although the argument has no default.
+NONE_OK = {("fusion.fusion_speedup", "groups_after")}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_probe_left_registered():
+    yield
+    hardware.unregister("probe-reg")
+
+
+def _valid(qual: str, param: str):
+    o = OVERRIDES.get(qual, {})
+    return o[param] if param in o else VALID[param]
+
+
+def _params(fn) -> list[inspect.Parameter]:
+    return [p for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
+
+
+def _call(qual, fn, **kw):
+    if qual == "hardware.register":
+        hardware.unregister("probe-reg")  # each call registers it afresh
+    pos, kws = [], dict(EXTRA.get(qual, {}))
+    for p in _params(fn):
+        if p.name not in kw and p.default is not p.empty:
+            continue
+        v = kw[p.name] if p.name in kw else _valid(qual, p.name)
+        if p.kind == p.KEYWORD_ONLY:
+            kws[p.name] = v
+        else:
+            if len(pos) != _index(fn, p.name):  # an earlier optional one was skipped
+                kws[p.name] = v
+            else:
+                pos.append(v)
+    return fn(*pos, **kws)
+
+
+def _index(fn, name):
+    return [p.name for p in _params(fn)].index(name)
+
+
+# every callable runs with its valid arguments (else the bad-value test would prove nothing)
+@pytest.mark.parametrize("qual,fn", CALLABLES, ids=[q for q, _ in CALLABLES])
+def test_every_public_callable_runs_with_valid_arguments(qual, fn):
+    _call(qual, fn)
+    for p in _params(fn):  # and with each optional argument given explicitly
+        if (qual, p.name) not in SKIP:
+            _call(qual, fn, **{p.name: _valid(qual, p.name)})
+
+
+# --- bad values --------------------------------------------------------------------------------
+
+class _Thing:
+    def __repr__(self):
+        return "<thing>"
+
+
+BAD = st.one_of(
+    st.integers(max_value=-1), st.floats(max_value=-1e-9, allow_nan=False),
+    st.sampled_from([0, 0.0, float("nan"), float("inf"), -float("inf"), 10**400, -10**400,
+                     1e308 * 10, "", " ", "zz-not-a-thing", None, True, _Thing(), [1], (),
+                     {}, {"zz": 1}, [[5, 0]], ["zz"], b"fp16"]),
+    st.text(max_size=6),
+)
+
+ARGS = [(q, fn, p.name) for q, fn in CALLABLES for p in _params(fn)
+        if (q, p.name) not in SKIP]
+
+
+def _names(msg: str, param: str) -> bool:
+    return re.search(rf"(?<![\w]){re.escape(param)}(?![\w])", msg) is not None
+
+
+def _same(a, b) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001  (numpy arrays and friends)
+        return False
+
+
+def _acceptable_success(qual, fn, param, value) -> bool:
+    """May this value be accepted silently? Only where it is legitimately valid."""
+    default = inspect.signature(fn).parameters[param].default
+    if value is None:
+        return default is None or (qual, param) in NONE_OK
+    if (qual, param) == ("units.format_value", "fmt") and isinstance(value, str):
+        return True  # "" and " " are valid format specs (str(), and a space for the sign)
+    if (qual, param) in LISTS_OF_NUMBERS and isinstance(value, list):
+        return all(isinstance(v, (int, float)) and v >= 1 for v in value)
+    if (qual, param) in ANY_NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            not isinstance(value, int) or abs(value) < 10**300)
+    if isinstance(_valid(qual, param), bool) or isinstance(default, bool):
+        return isinstance(value, (bool, int)) and not isinstance(value, float)  # flags: 0/1
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return True  # zero is valid for some quantities (0 flops, 0 launches): not judged
+    if isinstance(value, str) and value and value.strip():
+        valid = _valid(qual, param)
+        # free text (labels, names, sources) takes any non-empty string
+        return isinstance(valid, str) and (param in FREE_TEXT or (qual, param) in FREE_TEXT)
+    if param in ("rows", "measured_s", "precisions") and isinstance(
+            value, (list, tuple, dict)) and not value:
+        return True  # an empty table (nothing selected, nothing measured) is a valid table
+    if param in ("device_classes",) and isinstance(value, (list, tuple)):
+        return False
+    return False
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arg=st.sampled_from(ARGS), value=BAD)
+def test_bad_values_are_refused_with_a_message_naming_the_argument(arg, value):
+    qual, fn, param = arg
+    if _same(value, _valid(qual, param)):
+        return
+    try:
+        result = _call(qual, fn, **{param: value})
+    except (ValueError, KeyError) as exc:
+        msg = str(exc.args[0]) if exc.args else str(exc)
+        assert _names(msg, param), f"{qual}({param}={value!r}): {type(exc).__name__}: {msg}"
+        return
+    except Exception as exc:  # noqa: BLE001  (anything else is the bug this test is for)
+        pytest.fail(f"{qual}({param}={value!r}) raised {type(exc).__name__}: {exc}")
+    assert _acceptable_success(qual, fn, param, value), \
+        f"{qual}({param}={value!r}) accepted it silently, returning {result!r:.200}"
+
+
+# --- the cases the issue names -----------------------------------------------------------------
+
+def test_the_named_cases():
+    with pytest.raises(ValueError, match=r"\bbatch\b"):
+        F.score_elements(-1, 1, 1, 1)
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"\btimes\b"):
+            F.gemm(4, 4, 4).scaled(bad)
+    with pytest.raises(KeyError, match=r"\bdevice_class\b"):
+        hardware.by_class("x")
+    with pytest.raises(ValueError, match=r"\btokens\b"):
+        F.linear(0, 4, 4)
+    with pytest.raises(ValueError, match=r"\bm\b"):
+        F.gemm(10**400, 4, 4)
+    with pytest.raises((ValueError, KeyError), match=r"\bweight_precision\b"):
+        F.gemm(4, 4, 4, weight_precision="")
+    with pytest.raises((ValueError, KeyError), match=r"\bkv_precision\b"):
+        models.step_bound("llama-3-8b", "h100-sxm", "decode", batch=1, seq_len=8,
+                          kv_precision="fp61")
+    with pytest.raises(ValueError, match=r"\bhw\b"):
+        R.ridge_point(None, "fp16")
+    assert math.isfinite(F.gemm(4, 4, 4).scaled(2).flops)
+
+
+#: The same property over a fixed set of bad values for every argument (hypothesis samples;
+#: this covers every (callable, argument) pair each run).
+FIXED_BAD = [-1, -2.5, 0, float("nan"), float("inf"), -float("inf"), 10**400, -10**400, "", " ",
+             "zz-not-a-thing", None, True, _Thing(), [1], (), {}, {"zz": 1}, [[5, 0]], ["zz"],
+             b"fp16"]
+
+
+def test_every_argument_refuses_every_kind_of_bad_value():
+    failures = []
+    for arg in ARGS:
+        for value in FIXED_BAD:
+            try:
+                test_bad_values_are_refused_with_a_message_naming_the_argument.hypothesis \
+                    .inner_test(arg=arg, value=value)
+            except BaseException as exc:  # noqa: BLE001  (collect them all, report at once)
+                failures.append(str(exc).splitlines()[0][:200])
+    assert not failures, f"{len(failures)} bad calls:\n" + "\n".join(failures[:40])
