@@ -791,7 +791,10 @@ def _(decode_matrix, fmt, formats, nvfp4_row, quant_rows, style):
     _n, _k = decode_matrix.value
     style.math_peek("decode GEMV time and speedup", rf"""
     $y[N] = W[N,K]\,x[K]$ with $N$ = {_n}, $K$ = {_k}: $F = 2NK$ FLOPs and
-    $B = NK\,\frac{{\text{{bits}}_W}}{{8}} + (K + N)\cdot 2$ bytes (activations in fp16).
+    $B = NK\,\frac{{\text{{bits}}_W}}{{8}} + (K + N)\,b_a$ bytes, with $b_a$ = 2 B (fp16
+    activations; the weights are dequantised to them) unless the device computes in the
+    format itself, when the activation vector is quantised too (W8A8): the vector is tiny either
+    way.
     $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B (1 at fp16): far below any ridge, so
 
     $$t \approx \frac{{B}}{{BW}}\ [\mathrm{{s}}],\qquad

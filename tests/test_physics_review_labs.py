@@ -169,3 +169,27 @@ def test_18_lab4_tpu_in_part_4_is_a_sentence_not_a_keyerror(env, lab4):
     msg = visible_text(defs["tile_status"])
     assert "Pick one of" in msg and "KeyError" not in msg
     assert "'The registry" not in msg and '"The registry' not in msg
+
+
+def test_2_lab2_judges_at_the_students_own_measured_roofs_when_lab3_measured_the_device(env, lab2):
+    # Lab 3's Part 5 recorded a measurement of an H100 SXM: 700 of 989.5 TFLOP/s in bf16,
+    # 3,000 of 3,350 GB/s. Lab 2 judges an H100 design at those fractions, and says so.
+    lab3 = quiz.LabSession("lab03", str(LABS / "lab_03_precision_rho.py"))
+    lab3.record("result", "lab03.live_peaks", {
+        "device": "NVIDIA H100 80GB HBM3", "kind": "cuda", "registry_key": "h100-sxm",
+        "date": "2026-01-02T03:04:05", "rows": [
+            {"what": "memory bandwidth (GB/s)", "measured": 3000.0, "spec": 3350.0},
+            {"what": "bf16 peak (TFLOP/s)", "measured": 700.0, "spec": 989.5},
+            {"what": "fp8 peak", "measured": None, "spec": 1979, "detail": "no fp8 here"}]})
+    preds = {"dominant_prediction": choice("lab02.decode_dominant", "weight GEMMs"),
+             "oom_prediction": quiz.Prediction("lab02.oom_batch", 50, units="sequences")}
+    outputs, defs = lab2.run(defs={**preds, "device_picker": NS(value="h100-sxm")})
+    der = defs["design_derating"]
+    assert "your Lab 3 measurement of 2026-01-02" in der.source
+    assert der.compute_for("bf16") == pytest.approx(700 / 989.5)
+    assert der.bandwidth == pytest.approx(3000 / 3350)
+    assert defs["live_verdict"].derating == der
+    assert "your Lab 3 measurement" in _texts(outputs)
+    # another device: the sourced default, not this measurement
+    _, defs = lab2.run(defs={**preds, "device_picker": NS(value="b200")})
+    assert defs["design_derating"] == R.achievable("b200")
