@@ -285,7 +285,7 @@ def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: st
     return StepBound(phase, int(batch), int(seq_len), flops, bytes_, t_c, t_m, comp, der)
 
 
-# --- Lab 2: where decode time goes, when the KV cache overflows, is a design feasible ---------
+# --- Lab 2: where decode time goes, when the KV cache overflows -------------------------------
 
 def oom_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
               kv_precision: str = "bf16", act_precision: str = "bf16",
