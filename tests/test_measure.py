@@ -7,6 +7,7 @@ skip without CUDA. Numbers checked against labs.core.physics.formulas / roofline
 from __future__ import annotations
 
 import csv
+import dataclasses
 import inspect
 import io
 import json
@@ -523,6 +524,8 @@ def test_timer_check_verdicts():
     assert check(1.06, 1.0, 0.01).verdict == "disagree"
     assert check(0.90, 1.0, 0.04).verdict == "disagree"
     assert check(1.06, 1.0, 0.08).verdict == "unresolved"
+    assert check(0.26, 1.0, 0.25).verdict == "disagree"  # -74% is beyond 5% + its noise
+    assert check(1.29, 1.0, 0.25).verdict == "unresolved"
     with pytest.raises(ValueError, match="attempts"):
         M.compare_with_reference(32, 32, 32, device="cpu", attempts=0)
 
@@ -539,27 +542,54 @@ def test_block_means_match_blocked_autorange_samples():
     assert reference._block_means([1.0, 2.0], 10) == [1.5]
 
 
-def test_benchmark_cli_writes_json(tmp_path, capsys):
+def test_benchmark_cli_prints_the_readme_tables_and_writes_json(tmp_path, capsys):
     out = tmp_path / "r.json"
-    rc = cli.main(["--device", "cpu", "--sizes", "64", "--precisions", "fp32", "--rounds", "1",
-                 "--budget-s", "0.01", "--gemv", "128x256", "--gemv-budget-s", "0.2",
-                 "--stream-mb", "4", "--out",
-                 str(out)])
-    assert rc == 0
+    argv = ["--device", "cpu", "--sizes", "64", "--precisions", "fp32", "--rounds", "1",
+            "--budget-s", "0.01", "--gemv", "128x256", "--gemv-budget-s", "0.2",
+            "--stream-mb", "4", "--attempts", "3", "--out", str(out)]
+    assert cli.main(argv) == 0
     text = capsys.readouterr().out
-    assert "measured TFLOP/s" in text and "reference TFLOP/s" in text and "64x64x64" in text
     data = json.loads(out.read_text())
+    assert data["markdown"] in text  # what it prints is what it wrote, ready for the README
+    # caption: the command, the date, the machine as detected now, the load before and after
+    assert f"`labs-bench-gemm {' '.join(argv)}`" in text
+    assert data["date"][:10] in text and device.machine_line(data["machine"]) in text
+    assert data["machine"]["cpu"] == device._cpu_model()
+    assert "load average" in text and data["load_average_1min_before"] is not None
+    assert "| 64³ | fp32 |" in text and "timers within 5%?" in text
     (row,) = data["gemm"]
     assert row["precision"] == "fp32" and row["measured_tflops"] > 0
+    # every attempt is reported: 3 fixed in advance, none retried or dropped
+    assert row["attempts"] == 3 and len(row["measured_tflops_per_attempt"]) == 3
+    assert len(row["timer_diff_pct_per_attempt"]) == 3
+    assert row["timer_verdict"] in ("agree", "disagree", "unresolved")
+    lo, hi = min(row["measured_tflops_per_attempt"]), max(row["measured_tflops_per_attempt"])
+    assert lo <= row["measured_tflops"] * 1.0001 and row["measured_tflops"] <= hi * 1.0001
+    assert len(data["bandwidth"]["copy_gbs"]) == 3
     # CPU: no spec sheet, so the roof is this run's: peak = the best GEMM measured, bandwidth
-    # = the better STREAM figure
-    bw = max(data["bandwidth"]["copy_gbs"], data["bandwidth"]["triad_gbs"])
+    # = the median STREAM figure over the attempts
+    bw = data["bandwidth"]["gbs_median"]
     ai = formulas.gemm(64, 64, 64, "fp32").ai
     assert row["roof"] == "measured roof (this run)"
     assert row["predicted_tflops"] == pytest.approx(min(row["measured_tflops"], ai * bw / 1e3))
     assert row["ratio"] == pytest.approx(row["measured_tflops"] / row["predicted_tflops"])
-    assert data["device"]["kind"] == "cpu" and data["bandwidth"]["triad_gbs"] > 0
-    assert data["gemv"][0]["precision"] == "fp32"
+    assert data["device"]["kind"] == "cpu"
+    (gemv,) = [r for r in data["gemv"] if r["precision"] == "fp32"]
+    assert len(gemv["measured_us_per_attempt"]) == 3 and "| 128×256 | fp32 |" in text
+
+
+def test_benchmark_cli_says_when_the_timer_criterion_is_missed(monkeypatch, tmp_path, capsys):
+    real = reference.compare_with_reference
+
+    def skewed(*a, **k):  # a timer check that disagrees by +30%, resolvably
+        c = real(*a, **k)
+        return dataclasses.replace(c, ours_s=c.reference_s * 1.3, resolution=0.01)
+    monkeypatch.setattr(cli, "compare_with_reference", skewed)
+    assert cli.main(["--device", "cpu", "--sizes", "48", "--precisions", "fp32", "--rounds",
+                     "1", "--budget-s", "0.01", "--gemv", "", "--stream-mb", "4",
+                     "--attempts", "1", "--out", str(tmp_path / "r.json")]) == 0
+    text = capsys.readouterr().out
+    assert "**no: missed**" in text and "(criterion missed)" in text and "+30.0%" in text
 
 
 # --- GPU (skipped without CUDA) -------------------------------------------------------------

@@ -55,6 +55,7 @@ import importlib
 _OWNERS = {
     "errors": ("MeasureError", "Unavailable", "Unsupported", "DoesNotFit", "OutOfMemory"),
     "device": ("DeviceInfo", "detect", "registry_key_for", "free_bytes", "fits", "check_fits",
+               "machine_description", "machine_line", "load_average",
                "MEMORY_HEADROOM"),
     "timer": ("Measurement", "time_callable"),
     "cases": ("GEMM_PRECISIONS", "GEMV_PRECISIONS", "estimate_bytes", "gemm_cost", "gemv_cost",

@@ -69,12 +69,16 @@ class TimerCheck:
 
     @property
     def verdict(self) -> str:
-        """"agree" (|diff| <= tolerance), "disagree" (a larger diff this run's noise can
-        resolve) or "unresolved" (a larger diff, but the noise is larger than the tolerance,
-        so this run cannot tell): the result to show, whatever it is."""
-        if abs(self.rel_diff) <= self.tolerance:
+        """"agree" (|diff| <= tolerance); "disagree" (a larger diff that this run can
+        resolve: its noise is within the tolerance, or the diff exceeds tolerance + noise);
+        "unresolved" (a larger diff inside noise wider than the tolerance: this run cannot
+        tell). The result to show, whatever it is."""
+        diff = abs(self.rel_diff)
+        if diff <= self.tolerance:
             return "agree"
-        return "disagree" if self.resolution <= self.tolerance else "unresolved"
+        if self.resolution <= self.tolerance or diff - self.resolution > self.tolerance:
+            return "disagree"
+        return "unresolved"
 
     def summary(self) -> str:
         """One line: both medians, the difference with its noise, every attempt's difference."""
