@@ -453,6 +453,32 @@ def test_nothing_runs_at_import():
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
+@pytest.mark.parametrize("lab", ["lab_01_memory_wall", "lab_03_precision_rho"])
+def test_a_closed_gate_loads_no_measuring_code(lab, tmp_path):
+    """Opening a lab (run button not pressed) builds its pickers from measure.choices alone:
+    no timer, no cases, no device detection, no torch."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "labs" / f"{lab}.py"
+    code = textwrap.dedent(f"""
+        import importlib.util, sys
+        spec = importlib.util.spec_from_file_location("nb", {str(path)!r})
+        nb = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(nb)
+        nb.app.run()
+        loaded = sorted(m for m in sys.modules if m.startswith("labs.core.measure.")
+                        or m == "torch")
+        print(loaded)
+    """)
+    env = {**__import__("os").environ, "ROOFLINE_LEDGER_DIR": str(tmp_path),
+           "ROOFLINE_STUDENT_ID": "gate"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    loaded = eval(r.stdout.strip().splitlines()[-1])  # noqa: S307  (our own repr of a list)
+    assert set(loaded) <= {"labs.core.measure.choices", "labs.core.measure.live"}, loaded
+
+
 # --- the timer against torch.utils.benchmark (same run, same thread count) ------------------
 
 @pytest.mark.slow

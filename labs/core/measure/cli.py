@@ -23,7 +23,8 @@ import statistics
 import sys
 from collections.abc import Sequence
 
-from labs.core.measure.cases import GEMV_PRECISIONS, gemm_cost, supported_precisions
+from labs.core.measure.cases import gemm_cost, supported_precisions
+from labs.core.measure.choices import GEMV_PRECISIONS
 from labs.core.measure.device import (_gpu_clock_mhz, _torch, detect, load_average,
                                       machine_description, machine_line)
 from labs.core.measure.errors import MeasureError

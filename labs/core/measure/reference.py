@@ -16,8 +16,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from labs.core.measure.cases import (GEMM_PRECISIONS, _check_precision_supported, _gemm_case,
-                                     _matmul_mode, _precision, estimate_bytes, gemm_cost)
+from labs.core.measure.cases import (_check_precision_supported, _gemm_case, _matmul_mode,
+                                     _precision, estimate_bytes, gemm_cost)
+from labs.core.measure.choices import GEMM_PRECISIONS
 from labs.core.measure.device import DeviceInfo, _guarded, check_fits
 from labs.core.measure.timer import (Measurement, _Dev, _flusher, _resolve, _stats, _threads,
                                      _time_fn, _timed_reps, _warm_up)
