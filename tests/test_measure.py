@@ -618,6 +618,17 @@ def test_benchmark_cli_says_when_the_timer_criterion_is_missed(monkeypatch, tmp_
     assert "**no: missed**" in text and "(criterion missed)" in text and "+30.0%" in text
 
 
+def test_benchmark_cli_skips_a_size_too_slow_for_its_budget_and_says_so(tmp_path, capsys):
+    assert cli.main(["--device", "cpu", "--sizes", "1024,32", "--precisions", "fp32",
+                     "--rounds", "1", "--budget-s", "0.01", "--gemv", "", "--stream-mb", "4",
+                     "--attempts", "1", "--row-budget-s", "0.001",
+                     "--out", str(tmp_path / "r.json")]) == 0
+    text = capsys.readouterr().out
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert [r["n"] for r in data["gemm"]] == [32]  # the smallest always runs
+    assert "fp32 N=1024: not measured" in text and "--row-budget-s 0.001" in text
+
+
 # --- GPU (skipped without CUDA) -------------------------------------------------------------
 
 @pytest.mark.gpu

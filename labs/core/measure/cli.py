@@ -80,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=0.2, help="timed seconds per timer round")
     ap.add_argument("--gemv", default="4096x4096,14336x4096", help="decode GEMV shapes NxK "
                     "('' for none)")
+    ap.add_argument("--row-budget-s", type=float, default=60.0, help="skip a size (saying "
+                    "so) whose timer check would take longer, judged from the size below")
     ap.add_argument("--stream-mb", type=float, default=None, help="MiB per STREAM array")
     ap.add_argument("--gemv-budget-s", type=float, default=4.0,
                     help="seconds for the GEMV table, per attempt")
@@ -119,11 +121,19 @@ def _bench(a) -> int:
     bws = [stream_bandwidth(info, size_mb=a.stream_mb, budget_s=1.0) for _ in range(a.attempts)]
     checks: dict[tuple[str, int], TimerCheck] = {}
     for p in ps:
-        for n in sizes:
+        rate = None  # FLOP/s of the last size measured in this precision
+        for n in sorted(sizes):
+            need = _row_seconds(gemm_cost(n, n, n, p).flops / rate, a) if rate else None
+            if need is not None and need > a.row_budget_s:
+                notes.append(f"{p} N={n}: not measured: at the {rate / 1e12:.3g} TFLOP/s of "
+                             f"the size below, its timer check would take ~{need:.0f} s "
+                             f"(--row-budget-s {a.row_budget_s:g})")
+                continue
             try:
                 checks[(p, n)] = compare_with_reference(
                     n, n, n, p, device=info, rounds=a.rounds, budget_s=a.budget_s,
                     attempts=a.attempts, tolerance=TIMER_TOLERANCE)
+                rate = checks[(p, n)].measurement.flops / checks[(p, n)].ours_s
             except MeasureError as e:
                 notes.append(f"{p} N={n}: not measured: {e}")
     bw_gbs = statistics.median(b.gbs for b in bws)
@@ -155,6 +165,12 @@ def _bench(a) -> int:
         json.dump(result, f, indent=1)
     print(f"\nwrote {out}")
     return 0
+
+
+def _row_seconds(call_s: float, a) -> float:
+    """Rough time of one row's timer check: per attempt, at least 15 interleaved pairs of 3
+    calls each side (see compare_with_reference), or its rounds x budget, whichever is more."""
+    return a.attempts * max(90 * call_s, 2 * a.rounds * a.budget_s + 6 * call_s)
 
 
 def _gemm_row(p: str, n: int, c: TimerCheck, spec, emp) -> dict:
