@@ -524,11 +524,12 @@ def test_timer_check_runs_exactly_the_attempts_asked_and_reports_a_disagreement(
     made = _fake_attempts(monkeypatch, [far, near])
     c = M.compare_with_reference(32, 32, 32, "fp32", device="cpu", attempts=attempts)
     assert len(made) == attempts == c.attempts == len(c.per_attempt)
-    script = [far, near] * 3
-    ours = [x for o, _r in script[:attempts] for x in o]
-    refs = [x for _o, r in script[:attempts] for x in r]
-    assert c.ours_s == pytest.approx(statistics.median(ours))
-    assert c.reference_s == pytest.approx(statistics.median(refs))
+    script = ([far, near] * 3)[:attempts]
+    ours = [x for o, _r in script for x in o]
+    # headline: the median over attempts of each attempt's median (samples are not pooled)
+    assert c.ours_s == pytest.approx(statistics.median(statistics.median(o) for o, _r in script))
+    assert c.reference_s == pytest.approx(
+        statistics.median(statistics.median(r) for _o, r in script))
     assert list(c.measurement.samples_s) == ours and c.samples == 20 * attempts
     assert c.per_attempt[0].rel_diff == pytest.approx(0.3, abs=0.02)
     if attempts > 1:
@@ -559,7 +560,15 @@ def test_timer_check_verdicts():
 def test_ratio_resolution_shrinks_with_quieter_samples():
     quiet = [1.0, 1.01, 0.99, 1.0] * 10
     noisy = [1.0, 1.5, 0.7, 2.0] * 10
-    assert reference._ratio_resolution(quiet, quiet) < 0.01 < 0.1 < reference._ratio_resolution(noisy, noisy)
+    assert reference._ratio_resolution(quiet, quiet) < 0.01
+    assert reference._ratio_resolution(noisy, noisy) > 0.1
+    # over attempts: each resampled within itself, so a load change between two quiet
+    # attempts (all samples x2 in the second, for both timers) does not widen it
+    shifted = [x * 2 for x in quiet]
+    assert reference._ratio_resolution_attempts([(quiet, quiet), (shifted, shifted)]) < 0.01
+    assert reference._ratio_resolution_attempts([(quiet, quiet)]) == (
+        reference._ratio_resolution(quiet, quiet))
+    assert reference._ratio_resolution_attempts([(noisy, noisy), (noisy, noisy)]) > 0.1
 
 
 def test_block_means_match_blocked_autorange_samples():

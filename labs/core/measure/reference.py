@@ -44,14 +44,14 @@ class TimerAttempt:
 class TimerCheck:
     """This package's median vs a reference timer's, measured interleaved in the same run.
 
-    Every attempt is kept (``per_attempt``); the headline medians pool the samples of all of
-    them. The number of attempts is the one asked for: none is repeated or dropped because
+    Every attempt is kept (``per_attempt``); the headline is the median over attempts of each
+    attempt's medians (with two attempts, their mean). The number of attempts is the one asked for: none is repeated or dropped because
     of its result. ``verdict`` says what the pooled figures show against ``tolerance``.
     """
 
     measurement: Measurement  # ours: every sample of every attempt
-    ours_s: float  # our median, all attempts pooled
-    reference_s: float  # the reference timer's median, all attempts pooled
+    ours_s: float  # our median (median over attempts of each attempt's median)
+    reference_s: float  # the reference timer's median, the same way
     reference: str  # which reference timer, and how it was interleaved
     samples: int  # pairs or rounds, all attempts together
     attempts: int  # how many attempts ran (always the number asked for)
@@ -61,7 +61,7 @@ class TimerCheck:
 
     @property
     def rel_diff(self) -> float:
-        """ours / reference - 1 (pooled over attempts)."""
+        """ours / reference - 1 (the headline over attempts)."""
         return self.ours_s / self.reference_s - 1
 
     @property
@@ -160,9 +160,10 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
     (which synchronizes the GPU).
 
     ``attempts`` such comparisons run, a number fixed by the caller: all of them are
-    reported (``per_attempt``) and pooled into the medians; a disagreement is returned as a
-    result (``verdict``), never retried away. ``tolerance`` only labels the verdict.
-    ``resolution`` is the 95% bootstrap half-width of the pooled ratio: this run's noise floor.
+    reported (``per_attempt``) and the headline is the median over them of each attempt's
+    medians; a disagreement is returned as a result (``verdict``), never retried away.
+    ``tolerance`` only labels the verdict. ``resolution`` is the 95% bootstrap half-width of
+    the headline ratio (resampled within each attempt): this run's noise floor.
     """
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     p = _precision(precision, GEMM_PRECISIONS)
@@ -193,17 +194,21 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
 
     done, nthreads = _guarded(f"GEMM {m}x{n}x{k} {p}", dev.info, run)
     ours = [x for ours_i, _refs, _name, _count in done for x in ours_i]
-    refs = [x for _ours, refs_i, _name, _count in done for x in refs_i]
     per_attempt = tuple(TimerAttempt(_median(o), _median(r), count, _ratio_resolution(o, r))
                         for o, r, _name, count in done)
     meas = Measurement("gemm", (m, n, k), p, dev.info.name, dev.info.kind,
                        "cuda events" if dev.cuda else "time.perf_counter", nthreads,
                        len(ours), flops=cost.flops, bytes=cost.bytes, flush_l2=flush_l2,
                        note="timer check", samples_s=tuple(ours), **_stats(ours))
-    name = done[0][2] + (f"; {attempts} attempts pooled" if attempts > 1 else "")
-    return TimerCheck(meas, _median(ours), _median(refs), name,
+    name = done[0][2] + (f"; median over {attempts} attempts" if attempts > 1 else "")
+    # Headline: the median over attempts of each attempt's medians. Samples are not pooled
+    # across attempts: the load can change between them, and pooled bimodal samples put the
+    # two timers' medians in different modes.
+    return TimerCheck(meas, _median([a.ours_s for a in per_attempt]),
+                      _median([a.reference_s for a in per_attempt]), name,
                       sum(a.samples for a in per_attempt), attempts,
-                      _ratio_resolution(ours, refs), per_attempt, tolerance)
+                      _ratio_resolution_attempts([(o, r) for o, r, _n, _c in done]),
+                      per_attempt, tolerance)
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -258,6 +263,25 @@ def _per_round(dev: _Dev, fn: Callable[[], object], flush, rounds: int,
         refs += ref
     blocks = f", ours averaged in blocks of {number} calls as it does" if number > 1 else ""
     return ours, refs, f"{name}; {rounds} rounds alternating with ours{blocks}", rounds
+
+
+def _ratio_resolution_attempts(attempts: Sequence[tuple[Sequence[float], Sequence[float]]],
+                               draws: int = 400) -> float:
+    """95% bootstrap half-width of the headline ratio median_i(ours_i) / median_i(refs_i)
+    over attempts i, resampling within each attempt (one attempt: ``_ratio_resolution``)."""
+    import numpy as np
+
+    if len(attempts) == 1:
+        return _ratio_resolution(*attempts[0], draws=draws)
+    arrays = [(np.asarray(o, dtype=float), np.asarray(r, dtype=float)) for o, r in attempts]
+    if any(o.size < 3 or r.size < 3 for o, r in arrays):
+        return math.inf
+    rng = np.random.default_rng(0)
+    o_meds = np.stack([np.median(rng.choice(o, (draws, o.size)), axis=1) for o, _r in arrays])
+    r_meds = np.stack([np.median(rng.choice(r, (draws, r.size)), axis=1) for _o, r in arrays])
+    ratios = np.median(o_meds, axis=0) / np.median(r_meds, axis=0)
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float((hi - lo) / 2)
 
 
 def _ratio_resolution(ours: Sequence[float], refs: Sequence[float], draws: int = 400) -> float:
