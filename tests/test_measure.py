@@ -677,7 +677,8 @@ def test_gpu_precision_modes_are_really_applied():
     assert errs["fp16"] < 2e-3 and errs.get("bf16", 0) < 1e-2
     for p in ("fp8", "int8"):
         if cases._support_reason(dev, p) is None:
-            assert cases._gemm_case(dev, 512, 512, 512, p).verify() < (1e-2 if p == "fp8" else 1e-12)
+            err = cases._gemm_case(dev, 512, 512, 512, p).verify()
+            assert err < (1e-2 if p == "fp8" else 1e-12)
 
 
 @pytest.mark.gpu
