@@ -80,5 +80,6 @@ def test_before_after_uses_the_same_runs():
             for r, c, e in zip(RUNS, (1.5, 1.7), (2.9, 3.1))]
     text = B.before_after(runs, [REF, "lab_01.py (baseline)", "lab_01.py"])
     row = _line(text, "| lab_01.py")
-    assert "1.60 → 1.25" in row and "3.00 → 2.55" in row  # medians over the runs
+    assert "1.60 (n/a) → 1.25 (n/a)" in row  # medians over the runs (no CPU time given)
+    assert "3.00 (n/a) → 2.55 (n/a)" in row
     assert "0.60 → 0.25" in row  # minus the floor's median (1.0)
