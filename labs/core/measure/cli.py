@@ -52,6 +52,22 @@ def _range(values: Sequence[float], spec: str) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+def _num(v) -> str:
+    """A time or rate for the table: 4 significant digits, thousands with separators."""
+    if v is None:
+        return "—"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _with_range(v, per_attempt) -> str:
+    """'median (lo–hi)' over the attempts that measured something, else '—'."""
+    vals = [x for x in per_attempt if x is not None]
+    if v is None or not vals:
+        return "—"
+    lo, hi = _num(min(vals)), _num(max(vals))
+    return f"{_num(v)} ({lo if lo == hi else f'{lo}–{hi}'})"
+
+
 def _pct(v: float) -> str:
     return f"{v * 100:+.1f}%".replace("-", "−")
 
@@ -291,11 +307,10 @@ def _markdown(res: dict, info, spec) -> str:
             ["decode GEMV N×K", "precision", "measured µs (range)", "predicted µs",
              "measured vs predicted", "GB/s", "status"],
             [[r["name"], r["precision"],
-              f"{_fmt(r['measured_us'], '.4g')} "
-              f"({_range(r['measured_us_per_attempt'], '.4g')})" if r["measured_us"] else "—",
-              _fmt(r["predicted_us"], ".4g"),
+              _with_range(r["measured_us"], r["measured_us_per_attempt"]),
+              _num(r["predicted_us"]),
               _pct(r["error_pct"] / 100) if r["error_pct"] is not None else "—",
-              _fmt(r["measured_gbs"], ".3g"), r["status"][:80]] for r in res["gemv"]])]
+              _fmt(r["measured_gbs"], ".3g"), r["status"]] for r in res["gemv"]])]
     return "\n".join(lines)
 
 
