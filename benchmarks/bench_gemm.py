@@ -1,13 +1,14 @@
 """Time GEMMs per precision on this machine against the roofline and a reference timer.
 
-    python benchmarks/bench_gemm.py [--device cpu|cuda] [--sizes 256,512] [--out PATH]
+    python benchmarks/bench_gemm.py [--device cpu|cuda] [--threads 1] [--attempts 2] [--out PATH]
     labs-bench-gemm ...            # the same, installed as a console script
 
-Prints a table (shape, precision, measured TFLOP/s, predicted bound, measured/predicted,
-the reference timer's TFLOP/s and the two timers' difference), the STREAM bandwidth and a
-decode GEMV table, and writes everything as JSON (default
-benchmarks/results/<host>-<date>.json). On an H100/H200 it also checks that a bf16 8192^3
-GEMM reaches 70% of the dense spec peak. All of it lives in labs.core.measure.cli.main.
+Prints the README's block in Markdown (caption with the command, date, the machine as
+detected and the load; the STREAM line; the GEMM table with each figure's range over the
+attempts, the reference timer's figure and the timer check's verdict at 5%; the decode GEMV
+table) and writes it all as JSON (default benchmarks/results/<host>-<date>.json). On an
+H100/H200 it also checks that a bf16 8192^3 GEMM reaches 70% of the dense spec peak, and says
+so when it does not. All of it lives in labs.core.measure.cli.main.
 """
 
 import sys

@@ -1,12 +1,19 @@
-"""Speed benchmark of the labs, with a plain reference notebook measured in the same run.
+"""Speed benchmark of the labs, with a plain reference notebook and marimo's own floor
+measured in the same run; prints the README's table in Markdown.
 
-    python benchmarks/bench_labs.py                 # every labs/lab_*.py + the reference
-    python benchmarks/bench_labs.py --lab lab_01    # one lab (+ the reference)
+    python benchmarks/bench_labs.py                 # every labs/lab_*.py, 2 runs
+    python benchmarks/bench_labs.py --lab lab_01    # one lab (+ the reference and the floor)
+    python benchmarks/bench_labs.py --baseline /path/to/other/checkout --no-updates
+                                                    # before/after: cold runs and exports of
+                                                    # that checkout's labs, interleaved
 
 Per notebook it measures (method in the README, "Speed"):
 
 * **cold run**: ``python <notebook>.py`` in a fresh subprocess (imports + every cell, headless,
-  gates closed as a student first opens it); the median of ``--cold-runs``;
+  gates closed as a student first opens it); the median of ``--cold-runs`` per run;
+* **floor**: ``python -c "import marimo, numpy, plotly.graph_objects"`` the same way: what any
+  marimo + plotly notebook pays before its first cell, so "cold - floor" is what a lab's own
+  code costs;
 * **widget update**: how long the notebook takes to react to a widget change. The notebook runs
   once with every gate open (reveal mode, ``ROOFLINE_REVEAL=1``); then, for each widget (slider,
   dropdown, radio, number, switch) the widget's value is set the way the frontend sets it
@@ -17,8 +24,14 @@ Per notebook it measures (method in the README, "Speed"):
 * **export**: ``marimo export html`` time (student copy) and page size of the student and
   instructor (``-- --reveal``) copies, code left out as ``labs-export`` does.
 
-Targets (issue 7, this 2-core machine): p95 update < 25 ms, cold run < 1.5 s, export < 3 s,
-page < 300 KB. Prints a table and writes JSON to ``benchmarks/results/``.
+Everything is repeated ``--runs`` times (default 2, fixed in advance); the table shows the
+range over runs (min-max of each run's figure). The caption names the command, the date, the
+machine as detected (labs.core.measure.machine_description), the load average before and
+after, and the bytecode mode: ``--bytecode cached`` (default) lets Python keep compiled
+modules in a private cache primed by one untimed run, as a student's every open after the
+first; ``--bytecode none`` compiles every module every time (PYTHONDONTWRITEBYTECODE=1 and
+no cache). Targets (issue 7) are printed next to each figure, and a missed one says so.
+Writes JSON to ``benchmarks/results/`` (default ``latest.json``).
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -44,6 +58,7 @@ REFERENCE = REPO / "benchmarks" / "reference_notebook.py"
 RESULTS = REPO / "benchmarks" / "results"
 TARGETS = {"update_p95_ms": 25.0, "cold_s": 1.5, "export_s": 3.0, "page_kb": 300.0}
 WIDGET_TYPES = ("slider", "dropdown", "radio", "number", "switch", "checkbox", "multiselect")
+FLOOR_CODE = "import marimo, numpy, plotly.graph_objects"
 
 
 # --------------------------------------------------------------------------------------------
@@ -60,13 +75,24 @@ def pct(values: list[float], q: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def bench_env(tmp: str, *, reveal: bool) -> dict:
+#: Set by main(): the environment changes for the bytecode mode (and a baseline's PYTHONPATH).
+BYTECODE_ENV: dict[str, str | None] = {}
+
+
+def bench_env(tmp: str, *, reveal: bool, tree: Path = REPO) -> dict:
     env = dict(os.environ)
     env.update(ROOFLINE_LEDGER_DIR=str(Path(tmp) / "ledger"), ROOFLINE_STUDENT_ID="bench",
                XDG_CONFIG_HOME=str(Path(tmp) / "config"))
     env.pop("ROOFLINE_REVEAL", None)
     if reveal:
         env["ROOFLINE_REVEAL"] = "1"
+    for k, v in BYTECODE_ENV.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    if tree != REPO:  # a baseline checkout: its labs package, not this one
+        env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
@@ -76,36 +102,23 @@ def children_cpu() -> float:
 
 
 def machine() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gb = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem_gb = round(int(line.split()[1]) / 1e6, 1)
-    except OSError:
-        pass
+    """This machine as detected now (never typed in) and the versions that set the floor."""
     import marimo
     import numpy
     import plotly
 
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": mem_gb,
-            "os": platform.platform(), "python": platform.python_version(),
-            "marimo": marimo.__version__, "plotly": plotly.__version__,
-            "numpy": numpy.__version__}
+    from labs.core.measure.device import machine_description, machine_line
+
+    desc = machine_description()
+    return {**desc, "line": machine_line(desc), "marimo": marimo.__version__,
+            "plotly": plotly.__version__, "numpy": numpy.__version__,
+            "platform": platform.platform()}
 
 
 def loadavg() -> float | None:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
+    from labs.core.measure.device import load_average
+
+    return load_average()
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,13 +297,37 @@ def measure_updates(path: Path, *, values_per_widget: int, rounds: int) -> dict:
 # Cold runs and exports (subprocesses from the parent)
 
 
-def cold_runs(path: Path, n: int) -> dict:
+class _environ:
+    """Temporarily apply environment changes in this process (for subprocesses it starts
+    without an explicit env, such as labs.core.export's marimo export)."""
+
+    def __init__(self, changes: dict[str, str | None]):
+        self.changes, self.saved = changes, {}
+
+    def __enter__(self):
+        for k, v in self.changes.items():
+            self.saved[k] = os.environ.get(k)
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def cold_runs(cmd: list[str], n: int, *, tree: Path = REPO) -> dict:
+    """``cmd`` (a notebook run or the floor's imports) in a fresh process, ``n`` times."""
     walls, cpus = [], []
     for _ in range(n):
         with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
             c0, w0 = children_cpu(), time.perf_counter()
-            proc = subprocess.run([sys.executable, str(path)], env=bench_env(tmp, reveal=False),
-                                  cwd=str(REPO), capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(cmd, env=bench_env(tmp, reveal=False, tree=tree),
+                                  cwd=str(tree), capture_output=True, text=True, timeout=300)
             walls.append(time.perf_counter() - w0)
             cpus.append(children_cpu() - c0)
         if proc.returncode != 0:
@@ -299,11 +336,14 @@ def cold_runs(path: Path, n: int) -> dict:
             "cold_runs_s": walls}
 
 
-def exports(path: Path) -> dict:
+def exports(path: Path, *, tree: Path = REPO) -> dict:
     from labs.core import export
 
     out: dict = {}
-    with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
+    changes = dict(BYTECODE_ENV)
+    if tree != REPO:
+        changes["PYTHONPATH"] = str(tree) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp, _environ(changes):
         for mode, reveal in (("student", False), ("instructor", True)):
             page = Path(tmp) / f"{mode}.html"
             c0 = children_cpu()
@@ -332,78 +372,191 @@ def run_worker(path: Path, values: int, rounds: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def bench_notebook(path: Path, args) -> dict:
-    row = {"notebook": path.name}
-    print(f"  {path.name}: cold runs ...", flush=True)
-    row.update(cold_runs(path, args.cold_runs))
-    print(f"  {path.name}: widget updates ...", flush=True)
-    row["update"] = run_worker(path, args.values, args.rounds)
+def bench_notebook(path: Path, args, *, tree: Path = REPO, label: str | None = None) -> dict:
+    row = {"notebook": label or path.name}
+    print(f"  {row['notebook']}: cold runs ...", flush=True)
+    row.update(cold_runs([sys.executable, str(path)], args.cold_runs, tree=tree))
+    if not args.no_updates and tree == REPO:
+        print(f"  {row['notebook']}: widget updates ...", flush=True)
+        row["update"] = run_worker(path, args.values, args.rounds)
     if not args.no_export:
-        print(f"  {path.name}: exports ...", flush=True)
-        row.update(exports(path))
+        print(f"  {row['notebook']}: exports ...", flush=True)
+        row.update(exports(path, tree=tree))
     return row
 
 
+def notebooks(args) -> list[tuple[str, Path, Path]]:
+    """(label, notebook, tree) in the order each run measures them; a baseline's copy of a
+    lab right before this checkout's, so the two see the same load."""
+    labs = sorted((REPO / "labs").glob("lab_*.py"))
+    if args.lab:
+        labs = [x for x in labs if any(k in x.stem for k in args.lab)]
+    out = [(REFERENCE.name, REFERENCE, REPO)]
+    for lab in labs:
+        if args.baseline and (args.baseline / "labs" / lab.name).exists():
+            out.append((f"{lab.name} (baseline)", args.baseline / "labs" / lab.name,
+                        args.baseline))
+        out.append((lab.name, lab, REPO))
+    return out
+
+
+def one_run(args, items) -> dict:
+    """Every measurement once: the floor, then each notebook; a dict by label."""
+    rows = {"floor": {"notebook": "floor", **cold_runs([sys.executable, "-c", FLOOR_CODE],
+                                                      args.cold_runs)}}
+    for label, path, tree in items:
+        rows[label] = bench_notebook(path, args, tree=tree, label=label)
+    return rows
+
+
+def prime(items) -> None:
+    """One untimed run of everything, so that the bytecode cache is warm (cached mode)."""
+    cold_runs([sys.executable, "-c", FLOOR_CODE], 1)
+    for _label, path, tree in items:
+        cold_runs([sys.executable, str(path)], 1, tree=tree)
+    exports(REFERENCE)
+
+
 # --------------------------------------------------------------------------------------------
-# Report
+# Report: the README's Markdown
 
 
 def _f(v, spec: str, missing: str = "n/a") -> str:
     return missing if v is None else format(v, spec)
 
 
-def misses(row: dict) -> list[str]:
+def _span(values: list, spec: str) -> str:
+    """'lo–hi' over runs ('x' when they agree to the digits shown)."""
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return "n/a"
+    lo, hi = format(min(vals), spec), format(max(vals), spec)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _missed(values: list, target: float) -> str:
+    """'' when every run meets ``target``; else says so, next to the figure."""
+    vals = [v for v in values if v is not None]
+    over = sum(v > target for v in vals)
+    if not over:
+        return ""
+    return " **missed**" if over == len(vals) else f" **missed in {over} of {len(vals)} runs**"
+
+
+def _per_run(runs: list[dict], label: str, get) -> list:
     out = []
-    upd = row.get("update", {})
-    if upd.get("error"):
-        out.append("update benchmark failed")
-    elif upd.get("p95_ms") is None:
-        out.append("no widget re-rendered a figure")
-    elif upd["p95_ms"] > TARGETS["update_p95_ms"]:
-        out.append(f"update p95 {upd['p95_ms']:.1f} ms > {TARGETS['update_p95_ms']:.0f}")
-    if upd.get("errors"):
-        out.append(f"{len(upd['errors'])} cell error(s) on widget changes")
-    if row.get("error"):
-        out.append("cold run failed")
-    elif row.get("cold_s", 0) > TARGETS["cold_s"]:
-        out.append(f"cold {row['cold_s']:.2f} s > {TARGETS['cold_s']}")
-    if row.get("student_export_s", 0) > TARGETS["export_s"]:
-        out.append(f"export {row['student_export_s']:.1f} s > {TARGETS['export_s']:.0f}")
-    for mode in ("student", "instructor"):
-        if row.get(f"{mode}_page_kb", 0) > TARGETS["page_kb"]:
-            out.append(f"{mode} page {row[f'{mode}_page_kb']:.0f} KB > {TARGETS['page_kb']:.0f}")
-        if row.get(f"{mode}_problems") or row.get(f"{mode}_error"):
-            out.append(f"{mode} export has problems")
+    for run in runs:
+        row = run.get(label)
+        try:
+            out.append(get(row, run) if row is not None else None)
+        except (KeyError, TypeError, ZeroDivisionError):
+            out.append(None)
     return out
 
 
-def table(rows: list[dict], ref: dict | None) -> str:
-    head = ("| notebook | cold run s (CPU s) | update p50 / p95 ms (CPU p95) | × ref p95 | "
-            "export s (CPU s) | page KB student / instructor | misses |")
+def table(runs: list[dict], labels: list[str]) -> str:
+    t = TARGETS
+    head = (f"| notebook | cold run s (target < {t['cold_s']:g}) | cold − floor s | update p50 / "
+            f"p95 ms (target p95 < {t['update_p95_ms']:g}) | × reference p95 | export s "
+            f"(target < {t['export_s']:g}) | page KB student / instructor (target < "
+            f"{t['page_kb']:g}) |")
     lines = [head, "|" + "---|" * 7]
-    ref_p95 = (ref or {}).get("update", {}).get("p95_ms")
-    for r in rows:
-        u = r.get("update", {})
-        ratio = (f"{u['p95_ms'] / ref_p95:.2f}" if u.get("p95_ms") and ref_p95 else "n/a")
-        if r is ref:
-            ratio = "1"
+    floor = _per_run(runs, "floor", lambda r, _run: r["cold_s"])
+    lines.append(f"| floor: `{FLOOR_CODE}` | {_span(floor, '.2f')} | 0 | | | | |")
+    for label in labels:
+        is_ref = label == REFERENCE.name
+        cold = _per_run(runs, label, lambda r, _run: r["cold_s"])
+        above = _per_run(runs, label, lambda r, run: r["cold_s"] - run["floor"]["cold_s"])
+        p50 = _per_run(runs, label, lambda r, _run: r["update"]["p50_ms"])
+        p95 = _per_run(runs, label, lambda r, _run: r["update"]["p95_ms"])
+        ratio = _per_run(runs, label, lambda r, run: r["update"]["p95_ms"]
+                         / run[REFERENCE.name]["update"]["p95_ms"])
+        exp = _per_run(runs, label, lambda r, _run: r["student_export_s"])
+        pages = [_per_run(runs, label, lambda r, _run, m=m: r[f"{m}_page_kb"])
+                 for m in ("student", "instructor")]
+        flag = (lambda vals, key: "") if is_ref else (lambda vals, key: _missed(vals, t[key]))
+        upd = ("not measured" if all(v is None for v in p95) else
+               f"{_span(p50, '.1f')} / {_span(p95, '.1f')}{flag(p95, 'update_p95_ms')}")
         lines.append(
-            f"| {r['notebook']} | {_f(r.get('cold_s'), '.2f')} ({_f(r.get('cold_cpu_s'), '.2f')})"
-            f" | {_f(u.get('p50_ms'), '.1f')} / {_f(u.get('p95_ms'), '.1f')} "
-            f"({_f(u.get('cpu_p95_ms'), '.1f')}) | {ratio} "
-            f"| {_f(r.get('student_export_s'), '.1f')} ({_f(r.get('student_export_cpu_s'), '.1f')})"
-            f" | {_f(r.get('student_page_kb'), '.0f')} / {_f(r.get('instructor_page_kb'), '.0f')}"
-            f" | {'; '.join(misses(r)) if r is not ref else '(reference)'} |")
+            f"| {label} | {_span(cold, '.2f')}{flag(cold, 'cold_s')} | {_span(above, '.2f')} | "
+            f"{upd} | {'1' if is_ref else _span(ratio, '.2f')} | "
+            f"{_span(exp, '.1f')}{flag(exp, 'export_s')} | "
+            f"{_span(pages[0], '.0f')}{flag(pages[0], 'page_kb')} / "
+            f"{_span(pages[1], '.0f')}{flag(pages[1], 'page_kb')} |")
     return "\n".join(lines)
+
+
+def before_after(runs: list[dict], labels: list[str]) -> str:
+    """Medians over the runs, this checkout against the baseline, same runs, same load.
+    CPU seconds (the processes' user + system time) beside the wall time: on a shared machine
+    they move far less with the other jobs' load."""
+    def med(label, key):
+        vals = [v for v in _per_run(runs, label, lambda r, _run: r[key]) if v is not None]
+        return statistics.median(vals) if vals else None
+
+    def pair(label, key):
+        cpu = med(label, key.replace("_s", "_cpu_s"))
+        return f"{_f(med(label, key), '.2f')} ({_f(cpu, '.2f')})"
+
+    floor = med("floor", "cold_s")
+    lines = ["| notebook | cold s (CPU s) before → after | cold − floor s before → after | "
+             "export s (CPU s) before → after |", "|---|---|---|---|"]
+    for label in labels:
+        base = f"{label} (baseline)"
+        b, a = med(base, "cold_s"), med(label, "cold_s")
+        if label.endswith(" (baseline)") or label == REFERENCE.name or b is None:
+            continue
+        above_b = b - floor if floor else None
+        above_a = a - floor if floor and a is not None else None
+        lines.append(f"| {label} | {pair(base, 'cold_s')} → {pair(label, 'cold_s')} | "
+                     f"{_f(above_b, '.2f')} → {_f(above_a, '.2f')} | "
+                     f"{pair(base, 'student_export_s')} → {pair(label, 'student_export_s')} |")
+    lines.append(f"| (same runs) floor / reference notebook | {pair('floor', 'cold_s')} / "
+                 f"{pair(REFERENCE.name, 'cold_s')} | | reference "
+                 f"{pair(REFERENCE.name, 'student_export_s')} |")
+    return "\n".join(lines)
+
+
+def markdown(info: dict, runs: list[dict], labels: list[str], args) -> str:
+    m = info["machine"]
+    caption = (f"**`{info['command']}`, {info['started'][:16].replace('T', ' ')} UTC** on "
+               f"{m['line']}; marimo {m['marimo']}, plotly {m['plotly']}, numpy {m['numpy']}; "
+               f"load average {_f(info['load_before'], '.2f')} → {_f(info['load_after'], '.2f')}"
+               f" on {m['logical_cpus']} logical CPUs; bytecode {args.bytecode}; {args.runs} "
+               f"run(s) fixed in advance, each with the median of {args.cold_runs} cold runs"
+               + ("" if args.no_updates else f" and {args.rounds} updates per widget")
+               + "; every cell is the min–max over the runs.")
+    out = [caption, "", table(runs, labels)]
+    if args.baseline:
+        out += ["", f"Before (`{args.baseline}`, {info.get('baseline_commit', '?')}) and after "
+                f"({info.get('commit', '?')}), medians over the same run(s):", "",
+                before_after(runs, labels)]
+    return "\n".join(out)
+
+
+def _commit(tree: Path) -> str | None:
+    try:
+        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lab", action="append", default=[], help="only labs whose name contains this")
-    p.add_argument("--cold-runs", type=int, default=3)
+    p.add_argument("--runs", type=int, default=2, help="full repetitions, fixed in advance "
+                   "(the table shows the range over them; default 2)")
+    p.add_argument("--cold-runs", type=int, default=3, help="cold runs per notebook per run")
     p.add_argument("--values", type=int, default=6, help="distinct values per widget")
     p.add_argument("--rounds", type=int, default=12, help="timed updates per widget")
     p.add_argument("--no-export", action="store_true")
+    p.add_argument("--no-updates", action="store_true", help="skip the widget updates")
+    p.add_argument("--bytecode", choices=("cached", "none"), default="cached",
+                   help="cached: compiled modules kept (a student's every open after the "
+                   "first); none: every module compiled every time")
+    p.add_argument("--baseline", type=Path, default=None, help="another checkout: also measure "
+                   "its labs' cold runs and exports, interleaved with these (before/after)")
     p.add_argument("--out", type=Path, default=None, help="JSON file (default: results/)")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -414,33 +567,58 @@ def main(argv=None) -> int:
         return 0
 
     sys.path.insert(0, str(REPO))
-    labs = sorted((REPO / "labs").glob("lab_*.py"))
-    if args.lab:
-        labs = [x for x in labs if any(k in x.stem for k in args.lab)]
-    info = {"machine": machine(), "started": datetime.now(timezone.utc).isoformat(),
-            "load_before": loadavg(), "targets": TARGETS,
-            "settings": {"cold_runs": args.cold_runs, "values": args.values,
+    if args.runs < 1 or args.cold_runs < 1:
+        p.error("--runs and --cold-runs must be at least 1")
+    if args.baseline:
+        args.baseline = args.baseline.resolve()
+    cache = None
+    if args.bytecode == "cached":
+        cache = tempfile.TemporaryDirectory(prefix="bench-pycache-")
+        BYTECODE_ENV.update(PYTHONPYCACHEPREFIX=cache.name, PYTHONDONTWRITEBYTECODE=None)
+    else:
+        BYTECODE_ENV.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=None)
+    items = notebooks(args)
+    info = {"command": "python benchmarks/bench_labs.py " + shlex.join(
+                list(argv) if argv is not None else sys.argv[1:]),
+            "machine": machine(), "started": datetime.now(timezone.utc).isoformat(),
+            "load_before": loadavg(), "targets": TARGETS, "bytecode": args.bytecode,
+            "commit": _commit(REPO),
+            "baseline_commit": _commit(args.baseline) if args.baseline else None,
+            "settings": {"runs": args.runs, "cold_runs": args.cold_runs, "values": args.values,
                          "rounds": args.rounds}}
-    print(f"Benchmarking {len(labs)} lab(s) + the reference notebook on "
-          f"{info['machine']['cpu']} ({info['machine']['cores']} cores), load {loadavg()} ...")
-    ref = bench_notebook(REFERENCE, args)
-    rows = [bench_notebook(lab, args) for lab in labs]
+    print(f"Benchmarking {len(items)} notebook(s) and the floor, {args.runs} run(s), on "
+          f"{info['machine']['line']}, load {info['load_before']} ...", flush=True)
+    try:
+        if cache is not None:
+            print("priming the bytecode cache (untimed) ...", flush=True)
+            prime(items)
+        runs = []
+        for i in range(args.runs):
+            print(f"run {i + 1} of {args.runs}:", flush=True)
+            runs.append(one_run(args, items))
+    finally:
+        if cache is not None:
+            cache.cleanup()
     info["load_after"] = loadavg()
-    info["reference"], info["labs"] = ref, rows
-    text = table([ref] + rows, ref)
+    info["runs"] = runs
+    labels = [label for label, _path, _tree in items]
+    info["markdown"] = markdown(info, runs, labels, args)
     print()
-    print(text)
-    print(f"\nload average before/after: {info['load_before']} / {info['load_after']}")
-    print("\nslowest cells on a widget change (median ms per run, wall):")
-    for r in [ref] + rows:
-        hot = r.get("update", {}).get("hot_cells") or []
-        print(f"  {r['notebook']}: " + "; ".join(
-            f"cell {h['cell']} `{h['first_line'][:40]}` {h['median_ms']:.1f}" for h in hot[:3]))
-    for r in rows:
-        for e in r.get("update", {}).get("errors", []) or []:
-            print(f"  {r['notebook']}: {e}")
-        if r.get("update", {}).get("error"):
-            print(f"  {r['notebook']}: update benchmark failed:\n{r['update']['error']}")
+    print(info["markdown"])
+    print("\nslowest cells on a widget change (median ms per run, wall, last run):")
+    for label in labels:
+        hot = (runs[-1].get(label, {}).get("update") or {}).get("hot_cells") or []
+        if hot:
+            print(f"  {label}: " + "; ".join(
+                f"cell {h['cell']} `{h['first_line'][:40]}` {h['median_ms']:.1f}"
+                for h in hot[:3]))
+    for run in runs:
+        for label, r in run.items():
+            for e in (r.get("update") or {}).get("errors", []) or []:
+                print(f"  {label}: {e}")
+            for key in ("error", "student_error", "instructor_error"):
+                if r.get(key):
+                    print(f"  {label}: {key}: {r[key]}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = args.out or RESULTS / "latest.json"
     out.write_text(json.dumps(info, indent=1, default=str) + "\n", encoding="utf-8")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 
 import marimo as mo
 import numpy as np
+import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
@@ -133,7 +136,31 @@ def test_cvd_simulation_is_not_identity():
     assert delta_e("#ff0000", "#00a000", "deutan") < delta_e("#ff0000", "#00a000") / 2
 
 
+def test_template_is_a_plain_dict_plotly_accepts_unchanged():
+    """The labs' figures carry tokens.TEMPLATE as a dict (no Template built at import): plotly's
+    validation must accept it and give back exactly the same JSON."""
+    validated = go.layout.Template(tokens.template()).to_plotly_json()
+    assert validated == tokens.TEMPLATE
+    assert tokens.template() == tokens.TEMPLATE and tokens.template() is not tokens.TEMPLATE
+    lay = tokens.TEMPLATE["layout"]
+    assert lay["paper_bgcolor"] == lay["plot_bgcolor"] == "rgba(0,0,0,0)"
+
+
+def test_importing_the_ui_builds_no_plotly_template():
+    code = ("import sys, plotly.io as pio\n"
+            "from labs.core import figures, style, tokens\n"
+            "assert 'roofline' not in pio.templates, 'registered at import'\n"
+            "assert 'plotly.validator_cache' not in sys.modules, 'validators loaded'\n"
+            "fig = figures.roofline_figure([(__import__('labs.core.physics.hardware', "
+            "fromlist=['x']).get('h100-sxm'), 'bf16')])\n"
+            "assert fig.to_plotly_json()['layout']['template'] == tokens.TEMPLATE\n"
+            "print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 def test_template_registered_and_default_and_transparent():
+    tokens.register_template()
     assert "roofline" in pio.templates
     assert pio.templates.default == "roofline"
     lay = pio.templates["roofline"].layout

@@ -37,9 +37,9 @@ _LABEL_LINES = 3
 def _go():
     import plotly.graph_objects as go
 
-    from labs.core import figures  # noqa: F401  (registers the "roofline" template)
-    from labs.core.ui.tokens import COLORS
+    from labs.core.ui.tokens import COLORS, register_template
 
+    register_template()  # plain go.Figure() below takes the "roofline" look as plotly's default
     return go, COLORS
 
 

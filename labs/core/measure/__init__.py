@@ -2,6 +2,8 @@
 
 What lives here (each module one job; this file is only the public face)::
 
+    choices    what can be measured: GEMM_PRECISIONS, GEMV_PRECISIONS, SQUARE_SIZES (no code:
+               a closed gate builds its pickers from these alone)
     errors     MeasureError and its kinds: Unavailable, Unsupported, DoesNotFit, OutOfMemory
     device     detect() and DeviceInfo (what will be measured, registry entry); free memory,
                fits/check_fits (refuse before allocating), out-of-memory recovery
@@ -55,14 +57,16 @@ import importlib
 _OWNERS = {
     "errors": ("MeasureError", "Unavailable", "Unsupported", "DoesNotFit", "OutOfMemory"),
     "device": ("DeviceInfo", "detect", "registry_key_for", "free_bytes", "fits", "check_fits",
+               "machine_description", "machine_line", "load_average",
                "MEMORY_HEADROOM"),
     "timer": ("Measurement", "time_callable"),
-    "cases": ("GEMM_PRECISIONS", "GEMV_PRECISIONS", "estimate_bytes", "gemm_cost", "gemv_cost",
-              "time_gemm", "time_gemv", "supported_precisions"),
+    "choices": ("GEMM_PRECISIONS", "GEMV_PRECISIONS", "SQUARE_SIZES"),
+    "cases": ("estimate_bytes", "gemm_cost", "gemv_cost", "time_gemm", "time_gemv",
+              "supported_precisions"),
     "bandwidth": ("Bandwidth", "stream_bandwidth"),
-    "sweeps": ("SQUARE_SIZES", "Progress", "sweep_square_gemm", "sweep_gemv",
+    "sweeps": ("Progress", "sweep_square_gemm", "sweep_gemv",
                "EmpiricalRoofline", "empirical_roofline", "to_csv", "ledger_payload"),
-    "reference": ("TimerCheck", "compare_with_reference"),
+    "reference": ("TimerCheck", "TimerAttempt", "compare_with_reference"),
 }
 _EXPORTS = {name: module for module, names in _OWNERS.items() for name in names}
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from labs.core.measure.choices import GEMM_PRECISIONS, GEMV_PRECISIONS
 from labs.core.measure.device import (DeviceInfo, _free_cache, _guarded, _llc_bytes,
                                       check_fits, detect)
 from labs.core.measure.errors import Unsupported
@@ -29,9 +30,6 @@ from labs.core.measure.timer import (Measurement, _check_timing_args, _Dev, _flu
                                      _flusher, _resolve, _threads, _timed_measurement)
 from labs.core.physics import formulas as _formulas
 from labs.core.physics._validate import positive_int
-
-GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-GEMV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8")
 
 #: Allowance for library workspaces (cuBLAS/cuBLASLt keep tens of MB per handle).
 _WORKSPACE_BYTES = {"cuda": 256 * 2**20, "cpu": 16 * 2**20}

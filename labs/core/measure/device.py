@@ -271,6 +271,75 @@ def _llc_bytes() -> float | None:
     return best
 
 
+#: CPU features that change what a GEMM can reach here (vector width, matrix units), as
+#: /proc/cpuinfo spells them.
+_CPU_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def machine_description() -> dict:
+    """This machine as detected now, for a benchmark's header (never typed in by hand): CPU
+    model, logical CPUs this process may use, notable CPU features, caches, RAM, OS, Python,
+    and whether it is a virtual machine. Reads /proc and sysfs; no torch; never raises."""
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    hypervisor = "hypervisor" in flags
+    ram = _ram_bytes("MemTotal")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    caches = {}
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        try:
+            with open(os.path.join(base, entry, "level")) as f:
+                level = f.read().strip()
+            with open(os.path.join(base, entry, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(base, entry, "size")) as f:
+                size = f.read().strip()
+        except OSError:
+            continue
+        if kind != "Instruction":
+            caches[f"L{level}"] = size
+    return {"cpu": _cpu_model(), "machine": platform.machine(), "logical_cpus": cpus,
+            "features": [x for x in _CPU_FEATURES if x in flags] if flags else None,
+            "caches": caches, "virtual_machine": hypervisor,
+            "memory_gb": round(ram / 1e9, 1) if ram else None,
+            "os": platform.platform(terse=True), "python": platform.python_version()}
+
+
+def machine_line(desc: dict | None = None) -> str:
+    """``machine_description()`` as one line for a table's caption."""
+    d = desc or machine_description()
+    bits = [f"{d['logical_cpus']} logical CPUs"]
+    if d.get("features") is not None:
+        feats = d["features"]
+        bits.append(", ".join(feats) if feats else "no AVX2/AVX-512/AMX")
+        if "avx512f" not in feats:
+            bits.append("no AVX-512")
+        if not any(x.startswith("amx") for x in feats):
+            bits.append("no AMX")
+    if d.get("caches"):
+        bits.append(" ".join(f"{k} {v}" for k, v in d["caches"].items()))
+    if d.get("virtual_machine"):
+        bits.append("virtual machine")
+    mem = f", {d['memory_gb']} GB RAM" if d.get("memory_gb") else ""
+    return f"{d['cpu']} ({'; '.join(bits)}){mem}, {d['os']}, Python {d['python']}"
+
+
+def load_average() -> float | None:
+    """The 1-minute load average now (other jobs competing for the CPUs), or None."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
 def _gpu_clock_mhz(info: DeviceInfo) -> float | None:
     """The SM clock right now (MHz, through NVML when torch can reach it), else None."""
     try:

@@ -20,8 +20,9 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from labs.core.measure import cases
 from labs.core.measure.bandwidth import Bandwidth, stream_bandwidth
-from labs.core.measure.cases import (GEMM_PRECISIONS, _check_precision_supported, _precision,
-                                     _support_reason, estimate_bytes, gemm_cost, gemv_cost)
+from labs.core.measure.cases import (_check_precision_supported, _precision, _support_reason,
+                                     estimate_bytes, gemm_cost, gemv_cost)
+from labs.core.measure.choices import GEMM_PRECISIONS, SQUARE_SIZES
 from labs.core.measure.device import DeviceInfo, fits
 from labs.core.measure.errors import DoesNotFit, MeasureError, OutOfMemory
 from labs.core.measure.timer import Measurement, _resolve
@@ -29,9 +30,6 @@ from labs.core.physics import formulas as _formulas
 from labs.core.physics import hardware as _hw
 from labs.core.physics import units as _units
 from labs.core.physics._validate import positive, positive_int
-
-#: Square sizes Lab 1 sweeps (the budget and memory decide how far a machine gets).
-SQUARE_SIZES = (128, 256, 512, 1024, 2048, 4096, 8192)
 
 Progress = Callable[[int, int, str], None]  # (done, total, label)
 

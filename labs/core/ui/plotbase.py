@@ -1,6 +1,7 @@
 """What every figure builder shares: one go.Figure from plain dicts, and number labels.
 
-Plotly only (no marimo). Importing this registers the "roofline" plotly template.
+Plotly only (no marimo). Every figure gets the "roofline" template (tokens.TEMPLATE) as a
+plain dict; nothing is registered with plotly at import (see tokens.register_template).
 """
 
 from __future__ import annotations
@@ -8,11 +9,8 @@ from __future__ import annotations
 import numbers
 
 import plotly.graph_objects as go
-import plotly.io as pio
 
-from labs.core.ui.tokens import TEMPLATE_NAME, register_template
-
-register_template()
+from labs.core.ui.tokens import template
 
 #: Legend below the plot, left-aligned (shared by every builder).
 _LEGEND = dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top")
@@ -22,8 +20,8 @@ def _figure(data: list, layout: dict) -> go.Figure:
     """One go.Figure from plain dicts, WITHOUT plotly's per-property validation (it costs
     ~7-15 ms per roofline, most of the slider budget). The builders' output is checked
     instead by the tests, which rebuild every figure with validation on. The template is
-    passed as an object (a name would only be resolved by validation)."""
-    layout["template"] = pio.templates[TEMPLATE_NAME]
+    passed as its dict (a name would only be resolved by validation)."""
+    layout["template"] = template()
     return go.Figure(data=data, layout=layout, _validate=False)
 
 

@@ -36,6 +36,7 @@ from labs.core.ui.tokens import (  # noqa: F401  (re-exported: the style API)
     TEMPLATE_NAME,
     format_bytes,
     register_template,
+    template,
     term_colors,
 )
 from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API)
@@ -45,8 +46,6 @@ from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API
     format_value,
     rate_unit,
 )
-
-register_template()
 
 # marimo theme variables, with fallbacks for pages rendered outside marimo.
 FG = "var(--foreground, currentColor)"

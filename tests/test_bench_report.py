@@ -1,0 +1,85 @@
+"""benchmarks/bench_labs.py's report: the README's table is what the command prints, ranges
+over runs, every missed target said next to its figure, the machine as detected."""
+
+from __future__ import annotations
+
+import importlib.util
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from labs.core.measure import device
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_labs.py"
+spec = importlib.util.spec_from_file_location("bench_labs", BENCH)
+B = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(B)
+REF = B.REFERENCE.name
+
+
+def _row(name, cold, p50, p95, export, pages=(100, 200)):
+    return {"notebook": name, "cold_s": cold, "update": {"p50_ms": p50, "p95_ms": p95},
+            "student_export_s": export, "student_page_kb": pages[0],
+            "instructor_page_kb": pages[1]}
+
+
+RUNS = [
+    {"floor": {"cold_s": 0.9}, REF: _row(REF, 1.0, 30.0, 36.0, 2.2),
+     "lab_01.py": _row("lab_01.py", 1.2, 6.0, 28.0, 2.5),
+     "lab_02.py": _row("lab_02.py", 1.6, 5.0, 20.0, 3.4, (90, 320))},
+    {"floor": {"cold_s": 1.1}, REF: _row(REF, 1.1, 31.0, 40.0, 2.4),
+     "lab_01.py": _row("lab_01.py", 1.3, 6.5, 24.0, 2.6),
+     "lab_02.py": _row("lab_02.py", 1.8, 5.5, 21.0, 3.6, (91, 321))},
+]
+LABELS = [REF, "lab_01.py", "lab_02.py"]
+
+
+def _line(text, start):
+    return next(ln for ln in text.splitlines() if ln.startswith(start))
+
+
+def test_ranges_over_runs_and_misses_next_to_the_figure():
+    text = B.table(RUNS, LABELS)
+    lab1, lab2 = _line(text, "| lab_01.py"), _line(text, "| lab_02.py")
+    assert "| 1.20–1.30 |" in lab1 and "0.20–0.30" in lab1  # cold, and cold - floor per run
+    # p95 28 then 24 against < 25: missed in one run of two, said in the cell
+    assert "24.0–28.0 **missed in 1 of 2 runs**" in lab1
+    assert "0.60–0.78" in lab1  # x reference p95, per run
+    assert "1.60–1.80 **missed**" in lab2 and "3.4–3.6 **missed**" in lab2
+    assert "90–91 / 320–321 **missed**" in lab2  # instructor page over 300 KB
+    assert "missed" not in _line(text, f"| {REF}")  # the reference has no targets
+    assert "| floor: `import marimo, numpy, plotly.graph_objects` | 0.90–1.10 |" in text
+    assert "target < 1.5" in text.splitlines()[0]
+
+
+@pytest.mark.parametrize("values, target, said", [([1.0, 2.0], 1.5, "missed in 1 of 2"),
+                                                  ([2.0, 3.0], 1.5, "**missed**"),
+                                                  ([1.0, 1.4, None], 1.5, "")])
+def test_missed_rule(values, target, said):
+    assert (said in B._missed(values, target)) and (bool(said) == bool(B._missed(values, target)))
+
+
+def test_caption_names_command_machine_load_and_mode():
+    info = {"command": "python benchmarks/bench_labs.py --runs 2", "started":
+            "2026-11-23T10:00:00+00:00", "load_before": 1.5, "load_after": 2.0,
+            "machine": {**device.machine_description(), "line": device.machine_line(),
+                        "marimo": "0.25.2", "plotly": "7.1.0", "numpy": "2.4.6"}}
+    args = Namespace(bytecode="cached", runs=2, cold_runs=3, no_updates=False, rounds=12,
+                     baseline=None)
+    text = B.markdown(info, RUNS, LABELS, args)
+    first = text.splitlines()[0]
+    assert "`python benchmarks/bench_labs.py --runs 2`" in first and "2026-11-23 10:00 UTC" in first
+    assert device.machine_line() in first and device._cpu_model() in first
+    assert "load average 1.50 → 2.00" in first and "bytecode cached" in first
+    assert "2 run(s) fixed in advance" in first
+
+
+def test_before_after_uses_the_same_runs():
+    runs = [{**r, "lab_01.py (baseline)": _row("lab_01.py (baseline)", c, 0, 0, e)}
+            for r, c, e in zip(RUNS, (1.5, 1.7), (2.9, 3.1))]
+    text = B.before_after(runs, [REF, "lab_01.py (baseline)", "lab_01.py"])
+    row = _line(text, "| lab_01.py")
+    assert "1.60 (n/a) → 1.25 (n/a)" in row  # medians over the runs (no CPU time given)
+    assert "3.00 (n/a) → 2.55 (n/a)" in row
+    assert "0.60 → 0.25" in row  # minus the floor's median (1.0)
