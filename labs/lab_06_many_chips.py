@@ -646,7 +646,7 @@ def _(
                          "memory" if shard_now.binding == "HBM" else None),
             style.Metric("link (all-reduce)", style.format_seconds(shard_now.t_link),
                          f"{style.format_bytes(shard_mm.link_bytes)} sent per GPU, plus "
-                         "latency", "accent" if shard_now.binding == "link" else None),
+                         "latency", "communication-bound" if shard_now.binding == "link" else None),
             style.Metric("link intensity", f"{style.format_value(shard_mm.ai_link)} FLOP/B",
                          f"HBM intensity {style.format_value(shard_mm.ai_hbm)} FLOP/B"),
             style.Metric("critical K/n on this link", f"{style.format_value(_crit)}",
@@ -677,7 +677,8 @@ def _(
     shard_time_figure = figures.loglog_lines_figure(
         [("compute", _ts, [t.t_compute for t in _times], style.COLORS["compute"], "solid"),
          ("HBM", _ts, [t.t_hbm for t in _times], style.COLORS["memory"], "dash"),
-         ("link (all-reduce)", _ts, [t.t_link for t in _times], style.COLORS["accent"], "dot")],
+         ("link (all-reduce)", _ts, [t.t_link for t in _times], style.COLORS[figures.LINK_COLOR_KEY],
+          "dot")],
         title=f"Per-GPU time of this layer against the batch (K/n = {shard_mm.k_shard:,.0f})",
         x_title="Batch T (tokens)", y_title="Time per GPU (s)",
         vlines=[(shard_mm.tokens, "your batch", style.COLORS["muted"])], height=380)
@@ -926,7 +927,7 @@ def _(mo, serve_error, serve_now, style):
         style.Metric("collectives", style.format_seconds(_s.t_comm),
                      f"{_s.collectives} per step over {_s.link.name}; "
                      f"{style.format_bytes(_s.comm_bytes)} sent per GPU",
-                     "accent" if _s.bound == "communication-bound" else None),
+                     "communication-bound" if _s.bound == "communication-bound" else None),
         style.Metric("step is", _s.bound, "collectives after matmuls: max(compute, HBM) + "
                      "communication"),
     ])
@@ -950,21 +951,16 @@ def _(
     for _i, (_key, _rows) in enumerate(serve_rows.items()):
         _name = collectives.get_link(_key).name.split(" (")[0]
         _series.append((("your link: " if _key == link_picker.value else "") + _name,
-                        [s.n for s in _rows],
                         [s.tokens_per_s if s.fits else None for s in _rows],
-                        (style.COLORS["accent"], style.COLORS["ok"],
-                         style.COLORS["muted"])[_i % 3], ("solid", "dash", "dot")[_i % 3]))
+                        (figures.LINK_COLOR_KEY, "ok", "muted")[_i % 3], ("solid", "dash", "dot")[_i % 3]))
     _fits = [s.n for s in serve_rows[link_picker.value] if s.fits]
-    _bands = ([(0.8, min(_fits) / 1.25, "out of memory", style.COLORS["danger"])]
-              if _fits and min(_fits) > 1 else [])
-    serve_figure = figures.loglog_lines_figure(
-        _series, title="Decode tokens/s against the tensor-parallel degree "
-                       "(gaps: does not fit)",
-        x_title="GPUs (tensor-parallel degree)", y_title="tokens/s (all users)",
-        markers=[(f"{serve_now.n}-way", serve_now.n, serve_now.tokens_per_s,
-                  style.COLORS["danger"])] if serve_now.fits else [],
-        bands=_bands, x_ticks=(list(sharding.TP_DEGREES), [str(n) for n in sharding.TP_DEGREES]),
-        height=400)
+    serve_figure = figures.scaling_figure(
+        _series, sharding.TP_DEGREES,
+        title="Decode tokens/s (all users) against the tensor-parallel degree",
+        y_title="tokens/s", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
+        chosen=(f"{serve_now.n}-way", serve_now.n, serve_now.tokens_per_s)
+        if serve_now.fits else None,
+        oom_below=min(_fits) if _fits else max(sharding.TP_DEGREES) * 1.3)
     serve_figure
     return
 
@@ -1162,7 +1158,7 @@ def _(
     train_figure = figures.loglog_lines_figure(
         [("compute (forward + backward)", _ts, [s.t_compute for s in _steps],
           style.COLORS["compute"], "solid"),
-         ("gradient all-reduce", _ts, [s.t_comm for s in _steps], style.COLORS["accent"],
+         ("gradient all-reduce", _ts, [s.t_comm for s in _steps], style.COLORS[figures.LINK_COLOR_KEY],
           "dash"),
          ("step, no overlap (sum)", _ts, [s.t_compute + s.t_comm for s in _steps],
           style.COLORS["danger"], "dot"),
@@ -1187,7 +1183,7 @@ def _(mo, style, train_critical, train_error, train_now):
         style.Metric("compute", style.format_seconds(_s.t_compute),
                      f"6 × {_s.params / 1e9:.2f} B params × {_s.tokens_per_chip:,} tokens / π"),
         style.Metric("gradient all-reduce", style.format_seconds(_s.t_comm),
-                     f"ring over {_s.n} GPUs", "accent" if _s.comm_bound else None),
+                     f"ring over {_s.n} GPUs", "communication-bound" if _s.comm_bound else None),
         style.Metric("step", style.format_seconds(_s.t_step),
                      ("overlapped: max" if _s.overlap else "no overlap: sum")
                      + f"; GPUs compute {_s.compute_fraction:.0%} of the time",

@@ -107,7 +107,7 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["shard_now"].binding == "link"  # 1024 < 3848: communication-bound
     assert "communication-bound" in text
     link_pts = next(t for t in defs["three_roofs"].data
-                    if t.name == "layer at its link intensity")
+                    if t.name == "this layer at its link intensity")
     assert list(link_pts.x) == pytest.approx([mm.ai_link])
     # Part 3: Llama-3-70B at 4-way over NVLink 4 fits; the answer for PCIe Gen5 is 8-way
     assert defs["serve_now"] == sharding.tp_serving("llama-3-70b", DEVICE, "nvlink4", 4,

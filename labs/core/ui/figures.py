@@ -34,7 +34,9 @@ from labs.core.ui.charts import (  # noqa: F401  (re-exported: figures is the on
     memory_budget_figure,
 )
 from labs.core.ui.commcharts import (  # noqa: F401  (re-exported: Lab 6's figures)
+    LINK_COLOR_KEY,
     alpha_beta_figure,
+    scaling_figure,
     three_roof_figure,
 )
 from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
