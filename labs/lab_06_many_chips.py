@@ -151,7 +151,7 @@ def _(
     try:
         _cards = style.metric_cards([
             style.Metric(f"Peak π ({PRECISION}, dense)",
-                         f"{style.format_value(_d.peak_tflops(PRECISION))} TFLOP/s",
+                         f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
                          f"{_d.name}"),
             style.Metric("HBM bandwidth", f"{style.format_value(_d.bandwidth_gbs)} GB/s",
                          f"{_d.memory_gb:.0f} GB {_d.memory_type}"),
@@ -226,9 +226,9 @@ def _(mo):
 
 @app.cell
 def _(
+    ALLREDUCE_REF,
     allreduce_prediction,
     collectives,
-    context_controls,
     figures,
     link_picker,
     mo,
@@ -240,6 +240,10 @@ def _(
     mo.stop(allreduce_prediction is None,
             quiz.gate_notice("Lock prediction 1 to reveal the collective's cost model."))
     _n = int(workers_slider.value)
+    # the prediction, at the question's size (it was asked for n = 8 on NVLink 4)
+    _mark = (f"your prediction (n = {ALLREDUCE_REF['n']}, "
+             f"{collectives.get_link(ALLREDUCE_REF['link']).name.split(' (')[0]})",
+             ALLREDUCE_REF["nbytes"], allreduce_prediction.value / 1e3, "danger")
     _sizes = np.geomspace(1e3, 1e10, 57)
     _keys = list(dict.fromkeys([link_picker.value, "nvlink4", "pcie5-x16", "ib-ndr"]))
     try:
@@ -247,10 +251,11 @@ def _(
                    [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], None, None)
                   for k in _keys]
         allreduce_figure = figures.alpha_beta_figure(
-            _lines, title=f"Ring all-reduce, n = {_n}: α-β model on each link")
+            _lines, marks=[_mark], title=f"Ring all-reduce, n = {_n}: α-β model on each link")
     except (KeyError, ValueError) as _exc:
         allreduce_figure = style.error_callout(_exc)
-    mo.vstack([context_controls, workers_slider, allreduce_figure])
+    mo.vstack([mo.hstack([link_picker, workers_slider], justify="start", wrap=True),
+               allreduce_figure])
     return
 
 
@@ -286,10 +291,13 @@ def _(
 def _(ALLREDUCE_REF, allreduce_prediction, collectives, lab, mo, quiz):
     mo.stop(allreduce_prediction is None)
     allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
-    _lk = collectives.get_link(ALLREDUCE_REF["link"])
-    quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms", lab=lab,
-                 actual_label=f"{allreduce_actual_ms:.3g} ms: 2 × 7/8 × 1 GB / "
-                              f"{_lk.one_way_gbs:g} GB/s one way, plus 14 steps of α")
+    _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
+    mo.vstack([
+        quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
+                     lab=lab),
+        mo.md(f"The model: 2 × {_n - 1}/{_n} × {ALLREDUCE_REF['nbytes'] / 1e9:g} GB / "
+              f"{_lk.one_way_gbs:g} GB/s one way, plus {2 * (_n - 1)} steps of α = "
+              f"{_lk.latency_us:g} µs.")])
     return (allreduce_actual_ms,)
 
 
@@ -631,8 +639,10 @@ def _(
                                        shard_mm.n)
     _range = sharding.comm_bound_tokens(shard_mm.k, SHARD_REF["n_out"], shard_mm.n,
                                         device_picker.value, link_picker.value, PRECISION)
-    _where = ("never, at any batch" if _range is None else
+    _where = ("no batch" if _range is None else
+              "every batch" if _range[0] <= 1 and _range[1] == float("inf") else
               f"batches from {_range[0]:,.0f} tokens up" if _range[1] == float("inf") else
+              f"batches up to {_range[1]:,.0f} tokens" if _range[0] <= 1 else
               f"batches of {_range[0]:,.0f} to {_range[1]:,.0f} tokens")
     mo.vstack([
         mo.hstack([mo.md("**This layer is**"), style.regime_badge(shard_now.regime),
@@ -677,7 +687,8 @@ def _(
     shard_time_figure = figures.loglog_lines_figure(
         [("compute", _ts, [t.t_compute for t in _times], style.COLORS["compute"], "solid"),
          ("HBM", _ts, [t.t_hbm for t in _times], style.COLORS["memory"], "dash"),
-         ("link (all-reduce)", _ts, [t.t_link for t in _times], style.COLORS[figures.LINK_COLOR_KEY],
+         ("link (all-reduce)", _ts, [t.t_link for t in _times],
+          style.COLORS[figures.LINK_COLOR_KEY],
           "dot")],
         title=f"Per-GPU time of this layer against the batch (K/n = {shard_mm.k_shard:,.0f})",
         x_title="Batch T (tokens)", y_title="Time per GPU (s)",
@@ -703,10 +714,9 @@ def _(
     shard_actual = {key: sharding.tp_critical_shard(OPENING["device"], PRECISION,
                                                     SHARD_REF[key], SHARD_REF["n"])
                     for key in ("slow", "fast")}
-    mo.vstack([quiz.compare(
-        _p, round(shard_actual[_key]), units="elements", lab=lab,
-        actual_label=f"K/n* = {round(shard_actual[_key]):,} on "
-                     f"{collectives.get_link(SHARD_REF[_key]).name}")
+    mo.vstack([mo.vstack([
+        mo.md(f"**On {collectives.get_link(SHARD_REF[_key]).name}** (n = {SHARD_REF['n']}):"),
+        quiz.compare(_p, round(shard_actual[_key]), units="elements", lab=lab)])
         for _p, _key in ((shard_slow_prediction, "slow"), (shard_fast_prediction, "fast"))])
     return (shard_actual,)
 
@@ -944,7 +954,6 @@ def _(
     serve_now,
     serve_rows,
     sharding,
-    style,
 ):
     mo.stop(serve_error is not None)
     _series = []
@@ -952,7 +961,8 @@ def _(
         _name = collectives.get_link(_key).name.split(" (")[0]
         _series.append((("your link: " if _key == link_picker.value else "") + _name,
                         [s.tokens_per_s if s.fits else None for s in _rows],
-                        (figures.LINK_COLOR_KEY, "ok", "muted")[_i % 3], ("solid", "dash", "dot")[_i % 3]))
+                        (figures.LINK_COLOR_KEY, "ok", "muted")[_i % 3],
+                        ("solid", "dash", "dot")[_i % 3]))
     _fits = [s.n for s in serve_rows[link_picker.value] if s.fits]
     serve_figure = figures.scaling_figure(
         _series, sharding.TP_DEGREES,
@@ -1158,7 +1168,8 @@ def _(
     train_figure = figures.loglog_lines_figure(
         [("compute (forward + backward)", _ts, [s.t_compute for s in _steps],
           style.COLORS["compute"], "solid"),
-         ("gradient all-reduce", _ts, [s.t_comm for s in _steps], style.COLORS[figures.LINK_COLOR_KEY],
+         ("gradient all-reduce", _ts, [s.t_comm for s in _steps],
+          style.COLORS[figures.LINK_COLOR_KEY],
           "dash"),
          ("step, no overlap (sum)", _ts, [s.t_compute + s.t_comm for s in _steps],
           style.COLORS["danger"], "dot"),
@@ -1175,7 +1186,15 @@ def _(
 
 
 @app.cell
-def _(mo, style, train_critical, train_error, train_now):
+def _(
+    collectives,
+    link_picker,
+    mo,
+    style,
+    train_critical,
+    train_error,
+    train_now,
+):
     mo.stop(train_error is not None)
     _s = train_now
     _gain = (_s.t_compute + _s.t_comm) / max(_s.t_compute, _s.t_comm)
@@ -1183,7 +1202,9 @@ def _(mo, style, train_critical, train_error, train_now):
         style.Metric("compute", style.format_seconds(_s.t_compute),
                      f"6 × {_s.params / 1e9:.2f} B params × {_s.tokens_per_chip:,} tokens / π"),
         style.Metric("gradient all-reduce", style.format_seconds(_s.t_comm),
-                     f"ring over {_s.n} GPUs", "communication-bound" if _s.comm_bound else None),
+                     f"ring over {_s.n} GPUs: "
+                     f"{collectives.ring_link(link_picker.value, _s.n).name}",
+                     "communication-bound" if _s.comm_bound else None),
         style.Metric("step", style.format_seconds(_s.t_step),
                      ("overlapped: max" if _s.overlap else "no overlap: sum")
                      + f"; GPUs compute {_s.compute_fraction:.0%} of the time",

@@ -140,7 +140,7 @@ DEVICE_LINKS: dict[str, str] = {
     "a100-sxm-80gb": "nvlink3", "h100-sxm": "nvlink4", "h200-sxm": "nvlink4", "b200": "nvlink5",
     "h100-pcie": "pcie5-x16", "l4": "pcie4-x16", "rtx-4090": "pcie4-x16",
     "rtx-5090": "pcie5-x16", "rtx-5060": "pcie5-x16",
-    "gb10": "ethernet-10g",  # its 10 GbE port (its faster ConnectX-7 NIC has no sourced figure here)
+    "gb10": "ethernet-10g",  # its 10 GbE port (its faster ConnectX-7 NIC: no sourced figure)
     "rtx-5060-laptop": "ethernet-10g", "jetson-orin-nx-16gb": "ethernet-10g",
     "jetson-agx-orin-64gb": "ethernet-10g", "tpu-v5e": "tpu-v5e-ici", "tpu-v5p": "tpu-v5p-ici",
     "tpu-v6e": "tpu-v6e-ici", "mi300x": "infinity-fabric",

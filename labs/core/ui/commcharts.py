@@ -210,11 +210,12 @@ def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_ti
                                        "<extra></extra>"))
     shapes, notes = [], []
     if oom_below is not None and oom_below > min(xs):
+        below = [x for x in xs if x < oom_below]
+        edge = math.sqrt(max(below) * oom_below) if oom_below <= max(xs) else oom_below
         shapes.append(dict(type="rect", xref="x", yref="paper", x0=min(xs) / 1.3,
-                           x1=oom_below, y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.09,
+                           x1=edge, y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.09,
                            line=dict(width=0), layer="below"))
-        notes.append(dict(xref="x", yref="paper", x=math.log10((min(xs) / 1.3 * oom_below)
-                                                               ** 0.5),
+        notes.append(dict(xref="x", yref="paper", x=math.log10((min(xs) / 1.3 * edge) ** 0.5),
                           y=0.97, yanchor="top", showarrow=False,
                           text="<b>out of memory</b>", font=dict(color=COLORS["danger"])))
     if chosen is not None:
