@@ -506,19 +506,19 @@ def _(
     set_shard_fast,
     set_shard_slow,
 ):
-    def _question(key, number):
-        return (f"**Prediction {number}.** On {SHARD_REF['n']} "
-                f"{hardware.get(OPENING['device']).name} GPUs ({PRECISION}, dense) joined by "
-                f"**{collectives.get_link(SHARD_REF[key]).name}**, at large batch: below what "
-                "per-GPU slice **K/n** (elements of the contracted dimension) is the layer "
-                "communication-bound?")
-
+    _gpus = f"{SHARD_REF['n']} {hardware.get(OPENING['device']).name} GPUs ({PRECISION}, dense)"
+    _ask = (", at large batch: below what per-GPU slice **K/n** (elements of the contracted "
+            "dimension) is the layer communication-bound?")
     shard_slow_form = quiz.numeric_form(
-        lab, "lab06.tp_shard_pcie", question=_question("slow", 2), units="elements",
-        lo=1, hi=1e7, locked=get_shard_slow(), on_lock=set_shard_slow)
+        lab, "lab06.tp_shard_pcie",
+        question=f"**Prediction 2.** {_gpus} joined by "
+                 f"**{collectives.get_link(SHARD_REF['slow']).name}**{_ask}",
+        units="elements", lo=1, hi=1e7, locked=get_shard_slow(), on_lock=set_shard_slow)
     shard_fast_form = quiz.numeric_form(
-        lab, "lab06.tp_shard_nvlink", question=_question("fast", 3), units="elements",
-        lo=1, hi=1e7, locked=get_shard_fast(), on_lock=set_shard_fast)
+        lab, "lab06.tp_shard_nvlink",
+        question=f"**Prediction 3.** {_gpus} joined by "
+                 f"**{collectives.get_link(SHARD_REF['fast']).name}**{_ask}",
+        units="elements", lo=1, hi=1e7, locked=get_shard_fast(), on_lock=set_shard_fast)
     mo.vstack([quiz.prediction_panel(shard_slow_form, get_shard_slow()),
                quiz.prediction_panel(shard_fast_form, get_shard_fast())])
     return
