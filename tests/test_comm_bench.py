@@ -135,6 +135,23 @@ def test_backend_status_says_why_on_a_machine_without_two_gpus():
     assert not CB.comm_backend("mpi").available
 
 
+@pytest.mark.parametrize("gpus,want,backend,words", [
+    (0, None, "gloo", "No CUDA GPU here"),
+    (1, None, "gloo", "One CUDA GPU: a multi-GPU collective needs at least two"),
+    (1, "nccl", None, "NCCL needs two or more CUDA GPUs"),
+    (2, None, "nccl", "2 CUDA GPUs: NCCL"),
+    (4, "gloo", "gloo", "gloo chosen"),
+])
+def test_backend_choice_for_each_gpu_count(monkeypatch, gpus, want, backend, words):
+    """With one GPU or none the CPU path is kept and the message says why (simulated counts)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
+    status = CB.comm_backend(want)
+    assert status.backend == backend and words in status.message and status.gpus == gpus
+    assert status.max_world == (gpus if backend == "nccl" else CB._cpus() if backend else 0)
+
+
 @pytest.mark.parametrize("kwargs,name", [
     (dict(world_size=1), "world_size"),
     (dict(world_size=CB._cpus() + 1), "world_size"),
