@@ -54,10 +54,10 @@ def _(style):
         "Llama-3-70B does not fit on one GPU, so it is sharded, and now every layer waits for "
         "an all-reduce. Find when the link, not the chip, sets the pace.",
         goals=[
-            "Predict a collective's time with the α-β model (latency per step plus bytes over "
-            "the link's one-way bandwidth), then measure α and β on your own machine.",
-            "Read a link's bandwidth right: vendors quote both directions; a ring sees one, "
-            "and nccl-tests' bus bandwidth compares with that one-way figure.",
+            "Predict a collective's time from a datasheet, then measure its latency α and "
+            "bandwidth β on your own machine.",
+            "Turn a link's datasheet figure into what a collective actually sees, and read "
+            "nccl-tests' bus bandwidth against it.",
             "Place a sharded matmul under three roofs (compute, HBM, link) and find the "
             "per-chip slice below which it is communication-bound.",
             "Shard Llama-3-70B for serving: back out of running out of memory with too few "
@@ -101,9 +101,7 @@ def _(PRECISION, mo):
     ## Your cluster
 
     Pick the chip and the link that joins the chips. Everything below is in {PRECISION}
-    (storage and math, dense peak). A link's bandwidth is written **one way**: vendors quote
-    NVLink and PCIe as the sum of both directions, and a ring step sends one way while it
-    receives the other.
+    (storage and math, dense peak).
     """)
     return
 
@@ -137,6 +135,7 @@ def _(device_picker, link_picker, mo):
 @app.cell
 def _(
     PRECISION,
+    allreduce_prediction,
     collectives,
     device_picker,
     hardware,
@@ -148,25 +147,22 @@ def _(
     _d = hardware.get(device_picker.value)
     _lk = collectives.get_link(link_picker.value)
     _own = collectives.device_link(_d)
-    try:
-        _cards = style.metric_cards([
-            style.Metric(f"Peak π ({PRECISION}, dense)",
-                         f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
-                         f"{_d.name}"),
-            style.Metric("HBM bandwidth", f"{style.format_value(_d.bandwidth_gbs)} GB/s",
-                         f"{_d.memory_gb:.0f} GB {_d.memory_type}"),
+    _cards = [
+        style.Metric(f"Peak π ({PRECISION}, dense)", f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
+                     f"{_d.name}"),
+        style.Metric("HBM bandwidth", f"{style.format_value(_d.bandwidth_gbs)} GB/s",
+                     f"{_d.memory_gb:.0f} GB {_d.memory_type}"),
+        style.Metric("Link, as quoted", _lk.quoted, f"{_lk.name} ({_lk.source})")]
+    if allreduce_prediction is not None:  # how a quoted figure becomes B is Part 1's question
+        _cards += [
             style.Metric("Link, one way", f"{style.format_value(_lk.one_way_gbs)} GB/s",
-                         f"{_lk.name}: quoted {_lk.quoted}"),
+                         _lk.derivation),
             style.Metric(f"Link ridge ({PRECISION}, dense)",
                          f"{style.format_value(sharding.link_ridge(_d, PRECISION, _lk))} "
-                         "FLOP/B", "π / B_link: FLOPs per byte sent"),
-        ])
-    except (KeyError, ValueError) as _exc:
-        _cards = style.error_callout(_exc)
+                         "FLOP/B", "π / B: FLOPs per byte sent")]
     _native = (f"The {_d.name}'s own chip-to-chip link: **{_own.name}**." if _own else
                f"No chip-to-chip link is sourced for the {_d.name}: pick one.")
-    mo.vstack([_cards, mo.md(f"{_native} Link figures: {_lk.derivation} ({_lk.source})."
-                             )])
+    mo.vstack([style.metric_cards(_cards), mo.md(_native)])
     return
 
 
@@ -313,7 +309,8 @@ def _(allreduce_actual_ms, lab, quiz):
 
 
 @app.cell
-def _(style):
+def _(allreduce_prediction, mo, style):
+    mo.stop(allreduce_prediction is None)  # the equations give the answer away
     style.math_peek("the α-β model of a ring collective", r"""
     A ring of $n$ participants cuts the message of $S$ bytes into $n$ chunks. A
     **reduce-scatter** passes chunks around the ring $n-1$ times, each step sending $S/n$
@@ -742,7 +739,9 @@ def _(lab, mo, quiz, shard_actual):
 
 
 @app.cell
-def _(style):
+def _(mo, shard_fast_prediction, shard_slow_prediction, style):
+    # the equations give the answer away
+    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
     style.math_peek("the link roof of a row-parallel matmul", r"""
     $y = xW$ with $x: T \times K$ and $W: K \times N$ split along $K$ over $n$ chips. Per chip:
 
@@ -1013,7 +1012,8 @@ def _(lab, mo, quiz, serve_actual):
 
 
 @app.cell
-def _(style):
+def _(mo, serve_prediction, style):
+    mo.stop(serve_prediction is None)  # the equations give the answer away
     style.math_peek("a decode step sharded n ways", r"""
     Per GPU, with weights $W$, KV cache $K_v$ and $H_{kv}$ KV heads:
 
@@ -1250,7 +1250,8 @@ def _(lab, mo, quiz, train_actual):
 
 
 @app.cell
-def _(style):
+def _(mo, style, train_prediction):
+    mo.stop(train_prediction is None)  # the equations give the answer away
     style.math_peek("data parallelism: compute against the gradient all-reduce", r"""
     Each of $n$ chips runs forward and backward on $T$ tokens ($6PT$ FLOPs for $P$
     parameters, Kaplan et al. 2020) and then all-reduces $P$ gradients of $g$ bytes:
@@ -1281,9 +1282,9 @@ def _(
     style,
     train_prediction,
 ):
-    mo.stop(None in (allreduce_prediction, shard_slow_prediction, shard_fast_prediction,
-                     serve_prediction, train_prediction),
-            style.gate_notice("The key takeaways appear once all five predictions are locked."))
+    _gate = style.takeaways_gate((allreduce_prediction, shard_slow_prediction,
+                                  shard_fast_prediction, serve_prediction, train_prediction))
+    mo.stop(_gate is not None, _gate)
     style.takeaways([
         "A ring collective costs steps × α plus bytes over the one-way bandwidth: an "
         "all-reduce moves about 2 × S per chip whatever n. Small messages pay α, large ones "

@@ -83,7 +83,9 @@ def test_locked_run_hides_every_instrument(env, app):
     assert "Lock predictions 2 and 3 to reveal the three roofs." in text
     assert "Lock prediction 4 to reveal the serving instrument." in text
     assert "Lock prediction 5 to reveal the training-step instrument." in text
-    assert "key takeaways appear once all five predictions are locked" in text
+    assert "they appear once all 5 predictions of this lab are locked (0 so far)" in text
+    assert "Math peek" not in text  # the equations give the answers away
+    assert "Link, one way" not in text  # how a datasheet figure becomes B is Part 1's question
     assert "Key takeaways" not in text and "Traceback" not in text
     assert defs["lab"].events() == []
 

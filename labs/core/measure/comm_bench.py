@@ -23,10 +23,10 @@ interrupt (KeyboardInterrupt or marimo's stop), a worker dying, the time limit. 
 exit on their own when this process disappears. Limits: ``startup_s`` for the workers to import
 torch and join, then ``budget_s`` of measuring, plus a few seconds' grace.
 
-Timing: per repetition, a barrier, then ``inner`` back-to-back collectives timed with
-``time.perf_counter`` (after ``torch.cuda.synchronize`` on GPUs), divided by ``inner``; the
-slowest rank's time counts. Repetitions are summarised with the GEMM timer's statistics
-(median, p10, p90 of :mod:`labs.core.measure`).
+Timing: the measure wing's one timer (``timer.time_callable``: CUDA events on a GPU,
+``time.perf_counter`` on a CPU) in each worker, an untimed barrier before each repetition of
+``inner`` back-to-back collectives; the slowest rank's time counts. Repetitions are summarised
+with the same timer's statistics (median, p10, p90).
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import labs
-from labs.core import measure as _measure
-from labs.core.measure import MeasureError, Unavailable
+from labs.core.measure.device import detect
+from labs.core.measure.errors import MeasureError, Unavailable
+from labs.core.measure.timer import _stats
 from labs.core.physics import collectives as C
 from labs.core.physics._validate import positive, positive_int
 
@@ -85,7 +86,7 @@ def comm_backend(backend: str | None = None) -> CommBackend:
     want = (backend or "auto").strip().lower()
     if want not in ("auto", "gloo", "nccl"):
         return CommBackend(None, 0, f"backend must be 'auto', 'gloo' or 'nccl', got {backend!r}")
-    info = _measure.detect("cpu")  # imports torch lazily; says why not (no torch, WASM)
+    info = detect("cpu")  # imports torch lazily; says why not (no torch, WASM)
     if not info.available:
         return CommBackend(None, 0, info.message)
     import torch  # noqa: PLC0415  (detect succeeded: torch is there)
@@ -305,7 +306,7 @@ def _summarise(event: dict, n: int, backend: str) -> dict:
     row = {"op": event["op"], "bytes": event["bytes"], "n": n, "backend": backend,
            "status": event["status"], "reps": event["reps"], "inner": event["inner"]}
     if event["times"]:
-        st = _measure._stats(event["times"])  # the GEMM timer's summary statistics
+        st = _stats(event["times"])  # the GEMM timer's summary statistics
         row.update(median_s=st["median_s"], p10_s=st["p10_s"], p90_s=st["p90_s"],
                    algbw_gbs=C.algbw_gbs(event["bytes"], st["median_s"]),
                    busbw_gbs=C.busbw_gbs(event["op"], event["bytes"], n, st["median_s"]))
@@ -419,7 +420,7 @@ def measure_collectives(world_size: int = 2, sizes: Sequence[int] = COMM_SIZES,
     import torch  # noqa: PLC0415  (comm_backend found it)
 
     device = (torch.cuda.get_device_name(0) if status.backend == "nccl"
-              else _measure.detect("cpu").name)
+              else detect("cpu").name)
     return CollectiveRun(status.backend, ws, device, torch.__version__, rows, fits, errors,
                          time.monotonic() - t0, budget, pids, status.message)
 
@@ -440,6 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """labs-bench-comm: time collectives between worker processes on this machine, fit α and
     β per collective, print the tables and write JSON (like labs-bench-gemm)."""
     import argparse
+
+    from labs.core.measure.cli import _fmt, _table  # labs-bench-gemm's table printer
 
     ap = argparse.ArgumentParser(prog="labs-bench-comm", description=main.__doc__)
     ap.add_argument("--world-size", type=int, default=2, help="worker processes (default 2)")
@@ -467,11 +470,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{run.world_size} workers, {run.backend}, {run.device}, torch {run.torch_version}; "
           f"{run.elapsed_s:.1f} s" + (f"; load average {load[0]:.2f} on {_cpus()} CPUs at the "
                                      "start" if load else ""))
-    print(_measure._table(
+    print(_table(
         ["op", "bytes", "median µs", "p10-p90 µs", "busbw GB/s", "reps", "status"],
-        [[r["op"], f"{r['bytes']:,}", _measure._fmt(_us(r.get("median_s")), ".4g"),
+        [[r["op"], f"{r['bytes']:,}", _fmt(_us(r.get("median_s")), ".4g"),
           f"{r['p10_s'] * 1e6:.4g}-{r['p90_s'] * 1e6:.4g}" if "p10_s" in r else "—",
-          _measure._fmt(r.get("busbw_gbs"), ".3g"), r["reps"], r["status"]] for r in run.rows]))
+          _fmt(r.get("busbw_gbs"), ".3g"), r["reps"], r["status"]] for r in run.rows]))
     print()
     for f in run.fits.values():
         print(f"{f.op}: α = {f.alpha_s * 1e6:.1f} µs ({f.alpha_step_s * 1e6:.1f} µs per ring "
@@ -485,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     with open(out, "w") as fh:
         json.dump({"date": now.isoformat(timespec="seconds"), "host": socket.gethostname(),
-                   "cpu_model": _measure.detect("cpu").name, "cpus": _cpus(),
+                   "cpu_model": detect("cpu").name, "cpus": _cpus(),
                    "load_average_1min_at_start": load[0] if load else None, **run.as_dict()},
                   fh, indent=1)
     print(f"\nwrote {out}")

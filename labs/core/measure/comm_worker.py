@@ -6,9 +6,10 @@ it can import. Run as ``python -m labs.core.measure.comm_worker '<json config>'`
 sets MASTER_ADDR=127.0.0.1 and a free MASTER_PORT chosen at run time.
 
 What it does: joins the process group (``torch.distributed``, env:// rendezvous), then for
-each (op, size) warms up, times one call, and times ``reps`` repetitions of ``inner``
-back-to-back calls, each repetition started by a barrier; rank 0 decides ``reps`` and
-``inner`` from the time budget and broadcasts them, so every rank runs the same collectives.
+each (op, size) times one call, and then ``reps`` repetitions of ``inner`` back-to-back calls
+with the measure wing's timer (``timer.time_callable``: CUDA events on a GPU, perf_counter on
+a CPU), each repetition after an untimed barrier; rank 0 decides ``reps`` and ``inner`` from
+the time budget and broadcasts them, so every rank runs the same collectives.
 Per repetition the slowest rank's time counts (a collective ends when its last rank does):
 the times are all-reduced with MAX. Rank 0 writes one JSON line per event to stdout.
 
@@ -84,48 +85,48 @@ def run(cfg: dict) -> int:
     import torch
     import torch.distributed as dist
 
+    from labs.core.measure.timer import time_callable  # the package's one timer
+
     torch.set_num_threads(1)
     nccl = cfg["backend"] == "nccl"
     device = torch.device(f"cuda:{rank}" if nccl else "cpu")
     if nccl:
         torch.cuda.set_device(device)
-    sync = (lambda: torch.cuda.synchronize(device)) if nccl else (lambda: None)
     dist.init_process_group(cfg["backend"], init_method="env://", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=float(cfg["op_timeout_s"])))
     _emit(rank, event="ready")
+
+    def slowest(samples):  # a collective ends when its last rank does: max over ranks
+        t = torch.tensor(samples, dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.tolist()
+
+    def timed(fn, reps):
+        # warmup_s=0: exactly three untimed calls on every rank (the timer's minimum), then
+        # ``reps`` timed ones, each after an untimed barrier (the timer's ``flush`` slot)
+        return time_callable(fn, device=str(device), warmup_s=0, reps=reps,
+                             flush=dist.barrier).samples_s
+
     # size by size, every op at each size: when the budget runs out, the largest messages of
     # every op are the ones skipped
     pairs = [(op, int(s)) for s in cfg["sizes"] for op in cfg["ops"]]
     budget_end = time.perf_counter() + float(cfg["budget_s"])
     for i, (op, nbytes) in enumerate(pairs):
         fn, actual = _collective(torch, dist, op, nbytes, world, device)
-        fn()
-        fn()  # warm-up: the first call sets up buffers and connections
-        sync()
-        dist.barrier()
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        est = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
-        dist.all_reduce(est, op=dist.ReduceOp.MAX)
-        plan = torch.tensor(_plan(float(est.item()), budget_end - time.perf_counter(),
-                                  len(pairs) - i), dtype=torch.float64, device=device)
+        (est,) = slowest(timed(fn, 1))
+        plan = torch.tensor(_plan(est, budget_end - time.perf_counter(), len(pairs) - i),
+                            dtype=torch.float64, device=device)
         dist.broadcast(plan, src=0)  # rank 0's plan: every rank runs the same collectives
         reps, inner, skip = (int(v) for v in plan.tolist())
         times = []
-        for _ in range(reps):
-            dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            sync()
-            times.append((time.perf_counter() - t0) / inner)
-        if times:
-            tt = torch.tensor(times, dtype=torch.float64, device=device)
-            dist.all_reduce(tt, op=dist.ReduceOp.MAX)
-            times = tt.tolist()
-        _emit(rank, event="row", op=op, bytes=actual, requested=nbytes, reps=reps, inner=inner,
-              times=times, status="skipped: the time budget ran out" if skip else "ok")
+        if not skip:
+            def batch(fn=fn, inner=inner):  # short collectives back to back, timed together
+                for _ in range(inner):
+                    fn()
+            times = [t / inner for t in slowest(timed(batch, reps))]
+        _emit(rank, event="row", op=op, bytes=actual, requested=nbytes, reps=len(times),
+              inner=inner, times=times,
+              status="skipped: the time budget ran out" if skip else "ok")
         _emit(rank, event="progress", done=i + 1, total=len(pairs),
               label=f"{op}, {actual:,} bytes")
     dist.barrier()

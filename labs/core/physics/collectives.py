@@ -161,8 +161,9 @@ def get_link(key: str | Link) -> Link:
 
 
 def link_options() -> dict[str, str]:
-    """``{label: key}`` for a dropdown: name and one-way bandwidth."""
-    return {f"{lk.name} · {lk.one_way_gbs:g} GB/s one way": lk.key for lk in LINKS.values()}
+    """``{label: key}`` for a dropdown: the links' names (Lab 6 shows their figures once the
+    student has predicted how a datasheet figure turns into a collective's time)."""
+    return {lk.name: lk.key for lk in LINKS.values()}
 
 
 def device_link(device) -> Link | None:
