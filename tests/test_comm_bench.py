@@ -16,6 +16,7 @@ import pytest
 from labs.core import collectives as C
 from labs.core import comm_bench as CB
 from labs.core import measure
+from labs.core.measure import comm_cli
 
 # --- the α-β fit (pure numpy: no torch needed) ----------------------------------------------
 
@@ -242,7 +243,7 @@ def test_a_worker_exits_by_itself_when_its_parent_is_gone(tmp_path):
 
 def test_cli_writes_json(tmp_path, no_leftovers, capsys):
     out = tmp_path / "comm.json"
-    assert CB.main(["--sizes", "4k,64k,1m", "--budget-s", "2", "--out", str(out)]) == 0
+    assert comm_cli.main(["--sizes", "4k,64k,1m", "--budget-s", "2", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["world_size"] == 2 and data["rows"] and "load_average_1min_at_start" in data
     printed = capsys.readouterr().out
