@@ -221,6 +221,14 @@ def _(mo):
 
 
 @app.cell
+def _(allreduce_prediction, link_picker, mo, quiz, workers_slider):
+    mo.stop(allreduce_prediction is None,
+            quiz.gate_notice("Lock prediction 1 to reveal the collective's cost model."))
+    mo.hstack([link_picker, workers_slider], justify="start", wrap=True)
+    return
+
+
+@app.cell
 def _(
     ALLREDUCE_REF,
     allreduce_prediction,
@@ -229,12 +237,10 @@ def _(
     link_picker,
     mo,
     np,
-    quiz,
     style,
     workers_slider,
 ):
-    mo.stop(allreduce_prediction is None,
-            quiz.gate_notice("Lock prediction 1 to reveal the collective's cost model."))
+    mo.stop(allreduce_prediction is None)
     _n = int(workers_slider.value)
     # the prediction, at the question's size (it was asked for n = 8 on NVLink 4)
     _mark = (f"your prediction (n = {ALLREDUCE_REF['n']}, "
@@ -250,8 +256,7 @@ def _(
             _lines, marks=[_mark], title=f"Ring all-reduce, n = {_n}: α-β model on each link")
     except (KeyError, ValueError) as _exc:
         allreduce_figure = style.error_callout(_exc)
-    mo.vstack([mo.hstack([link_picker, workers_slider], justify="start", wrap=True),
-               allreduce_figure])
+    allreduce_figure  # the figure alone: a stack would serialise it on every update (slow)
     return
 
 
@@ -557,6 +562,7 @@ def _(mo):
 def _(
     PRECISION,
     SHARD_REF,
+    context_controls,
     device_picker,
     link_picker,
     mo,
@@ -581,6 +587,8 @@ def _(
     except (KeyError, ValueError) as _exc:
         shard_mm = shard_now = None
         shard_error = style.error_message(_exc)
+    mo.vstack([context_controls,
+               mo.hstack([shard_k_slider, shard_n_slider, shard_tokens_slider], wrap=True)])
     return shard_error, shard_mm, shard_now
 
 
@@ -588,21 +596,16 @@ def _(
 def _(
     PRECISION,
     collectives,
-    context_controls,
     device_picker,
     figures,
     link_picker,
     mo,
     shard_error,
-    shard_k_slider,
     shard_mm,
-    shard_n_slider,
     shard_now,
-    shard_tokens_slider,
     style,
 ):
-    mo.stop(shard_error is not None, mo.vstack([context_controls,
-                                                style.error_callout(shard_error)]))
+    mo.stop(shard_error is not None, style.error_callout(shard_error))
     _lk = collectives.ring_link(link_picker.value, shard_mm.n)
     _others = [(collectives.get_link(k).name.split(" (")[0], collectives.get_link(k).one_way_gbs)
                for k in ("nvlink4", "pcie5-x16") if k != _lk.key]
@@ -612,9 +615,7 @@ def _(
         attained_tflops=shard_mm.flops / shard_now.lower / 1e12,
         title=f"One row-parallel layer: T = {shard_mm.tokens:,}, K/n = {shard_mm.k_shard:,.0f}, "
               f"n = {shard_mm.n}")
-    mo.vstack([context_controls,
-               mo.hstack([shard_k_slider, shard_n_slider, shard_tokens_slider], wrap=True),
-               three_roofs])
+    three_roofs  # the figure alone: a stack would serialise it on every update (slow)
     return
 
 
@@ -1111,6 +1112,7 @@ def _(mo, models):
 def _(
     PRECISION,
     TRAIN_REF,
+    context_controls,
     device_picker,
     link_picker,
     mo,
@@ -1137,6 +1139,8 @@ def _(
     except (KeyError, ValueError) as _exc:
         train_now = train_critical = None
         train_error = style.error_message(_exc)
+    mo.vstack([context_controls,
+               mo.hstack([train_model, train_n, train_tokens, train_overlap], wrap=True)])
     return train_critical, train_error, train_now
 
 
@@ -1144,7 +1148,6 @@ def _(
 def _(
     PRECISION,
     TRAIN_REF,
-    context_controls,
     device_picker,
     figures,
     link_picker,
@@ -1154,13 +1157,9 @@ def _(
     train_critical,
     train_error,
     train_model,
-    train_n,
     train_now,
-    train_overlap,
-    train_tokens,
 ):
-    mo.stop(train_error is not None, mo.vstack([context_controls,
-                                                style.error_callout(train_error)]))
+    mo.stop(train_error is not None, style.error_callout(train_error))
     _ts = [2 ** i for i in range(6, 21)]
     _steps = [sharding.dp_step(train_model.value, train_now.n, t, device_picker.value,
                                PRECISION, link_picker.value, grad_bytes=TRAIN_REF["grad_bytes"])
@@ -1179,9 +1178,7 @@ def _(
         x_title="Tokens per GPU per step", y_title="Time per step (s)",
         vlines=[(train_critical, "critical batch", style.COLORS["muted"]),
                 (train_now.tokens_per_chip, "your batch", style.COLORS["danger"])], height=400)
-    mo.vstack([context_controls,
-               mo.hstack([train_model, train_n, train_tokens, train_overlap], wrap=True),
-               train_figure])
+    train_figure  # the figure alone: a stack would serialise it on every update (slow)
     return
 
 
