@@ -151,7 +151,7 @@ def _(
         style.Metric(f"Peak π ({PRECISION}, dense)", f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
                      f"{_d.name}"),
         style.Metric("HBM bandwidth", f"{style.format_value(_d.bandwidth_gbs)} GB/s",
-                     f"{_d.memory_gb:.0f} GB {_d.memory_type}"),
+                     f"{_d.memory_text} {_d.memory_type}"),
         style.Metric("Link, as quoted", _lk.quoted, f"{_lk.name} ({_lk.source})")]
     if allreduce_prediction is not None:  # how a quoted figure becomes B is Part 1's question
         _cards += [
@@ -207,9 +207,19 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, quiz, set_allreduce):
 
 @app.cell
 def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
+    _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
+    _lat, _bw = collectives.latency_bandwidth_split("all-reduce", ALLREDUCE_REF["nbytes"], _n,
+                                                     _lk.one_way_gbs, _lk.latency_s)
     allreduce_prediction = get_allreduce() or reveal.reference(
-        lab, "lab06.allreduce_ms",
-        float(f"{collectives.link_time(**ALLREDUCE_REF) * 1e3:.3g}"), units="ms")
+        lab, "lab06.allreduce_ms", float(f"{(_lat + _bw) * 1e3:.3g}"), units="ms",
+        explanation=f"A ring all-reduce sends 2(n-1)/n × S per GPU one way: "
+                    f"{_lk.name}'s {_lk.quoted} counts both directions, so B = "
+                    f"{_lk.one_way_gbs:g} GB/s. Bandwidth: 2 × {_n - 1}/{_n} × "
+                    f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s = "
+                    f"{_bw * 1e3:.3g} ms; latency: {2 * (_n - 1)} steps × α "
+                    f"({_lk.latency_us:g} µs, stated) = {_lat * 1e6:.3g} µs. Total "
+                    f"{(_lat + _bw) * 1e3:.3g} ms, not 1 GB / 900 GB/s.")
+    reveal.card(allreduce_prediction)
     return (allreduce_prediction,)
 
 
@@ -531,18 +541,32 @@ def _(
     OPENING,
     PRECISION,
     SHARD_REF,
+    collectives,
     get_shard_fast,
     get_shard_slow,
     lab,
+    mo,
     reveal,
     sharding,
 ):
     def _reference(item, key):
-        return reveal.reference(lab, item, round(sharding.tp_critical_shard(
-            OPENING["device"], PRECISION, SHARD_REF[key], SHARD_REF["n"])), units="elements")
+        _k = sharding.tp_critical_shard(OPENING["device"], PRECISION, SHARD_REF[key],
+                                        SHARD_REF["n"])
+        _lk = collectives.get_link(SHARD_REF[key])
+        _ridge = sharding.link_ridge(OPENING["device"], PRECISION, _lk, SHARD_REF["n"])
+        return reveal.reference(
+            lab, item, round(_k), units="elements",
+            explanation=f"Per GPU the layer does 2TKN/n FLOPs and sends 2(n-1)/n × T N b bytes "
+                        f"(ring all-reduce of its partial output), so its link intensity is "
+                        f"(K/n) / ((n-1)/n × b): T and N cancel. It meets the link ridge π / B "
+                        f"= {_ridge:,.0f} FLOP/B ({PRECISION}, dense; {_lk.name} "
+                        f"{_lk.one_way_gbs:g} GB/s one way) at K/n = {SHARD_REF['n'] - 1}/"
+                        f"{SHARD_REF['n']} × 2 B × {_ridge:,.0f} = {_k:,.0f}.")
 
     shard_slow_prediction = get_shard_slow() or _reference("lab06.tp_shard_pcie", "slow")
     shard_fast_prediction = get_shard_fast() or _reference("lab06.tp_shard_nvlink", "fast")
+    mo.vstack([c for c in (reveal.card(shard_slow_prediction),
+                           reveal.card(shard_fast_prediction)) if c is not None])
     return shard_fast_prediction, shard_slow_prediction
 
 
@@ -778,7 +802,7 @@ def _(OPENING, SERVE_REF, collectives, hardware, models, style):
     style.scenario_card(
         "Dana Okafor", "ML-infrastructure lead",
         f"{_m.name} in bf16 is {_m.weight_bytes('bf16') / 1e9:.0f} GB of weights: it does not "
-        f"fit on one {_d.name} ({_d.memory_gb:g} GB), so we shard it with tensor parallelism. "
+        f"fit on one {_d.name} ({_d.memory_text}), so we shard it with tensor parallelism. "
         f"Our inference boxes join their GPUs with "
         f"{collectives.get_link(SERVE_REF['link']).name}. Every layer now ends in two "
         "all-reduces. I want one user at the full "
@@ -796,6 +820,7 @@ def _(lab, quiz):
 @app.cell
 def _():
     SERVE_OPTIONS = {
+        "2-way": 2,
         "4-way": 4,
         "8-way": 8,
         "16-way": 16,
@@ -833,12 +858,20 @@ def _(
 
 @app.cell
 def _(OPENING, SERVE_OPTIONS, SERVE_REF, get_serve, lab, reveal, sharding):
+    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
+    _rows = sharding.tp_scaling(SERVE_REF["model"], OPENING["device"], SERVE_REF["link"], **_kw)
     _ref = sharding.first_comm_bound_degree(SERVE_REF["model"], OPENING["device"],
-                                            SERVE_REF["link"], batch=SERVE_REF["batch"],
-                                            seq_len=SERVE_REF["seq_len"])
+                                            SERVE_REF["link"], **_kw)
+    _steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
+                       f"{max(r.t_compute, r.t_hbm) * 1e3:.2f} ms" for r in _rows if r.fits)
     serve_prediction = get_serve() or reveal.reference(
         lab, "lab06.tp_comm_degree", _ref,
-        label=next(k for k, v in SERVE_OPTIONS.items() if v == _ref))
+        label=next(k for k, v in SERVE_OPTIONS.items() if v == _ref),
+        explanation=f"The matmuls read the weights (and KV cache) split n ways, so their time "
+                    f"falls as 1/n; each of the {_rows[-1].collectives} collectives per step "
+                    f"pays 2(n-1) latency steps, so their time grows with n. Per step: "
+                    f"{_steps}.")
+    reveal.card(serve_prediction)
     return (serve_prediction,)
 
 
@@ -1087,11 +1120,29 @@ def _(
 
 
 @app.cell
-def _(OPENING, PRECISION, TRAIN_REF, get_train, lab, reveal, sharding):
+def _(
+    OPENING,
+    PRECISION,
+    TRAIN_REF,
+    collectives,
+    get_train,
+    lab,
+    reveal,
+    sharding,
+):
+    _t = sharding.dp_critical_batch(OPENING["device"], PRECISION, TRAIN_REF["link"],
+                                    TRAIN_REF["n"], grad_bytes=TRAIN_REF["grad_bytes"])
+    _ridge = sharding.link_ridge(OPENING["device"], PRECISION, TRAIN_REF["link"], TRAIN_REF["n"])
+    _n = TRAIN_REF["n"]
     train_prediction = get_train() or reveal.reference(
-        lab, "lab06.dp_critical_batch", round(sharding.dp_critical_batch(
-            OPENING["device"], PRECISION, TRAIN_REF["link"], TRAIN_REF["n"],
-            grad_bytes=TRAIN_REF["grad_bytes"])), units="tokens")
+        lab, "lab06.dp_critical_batch", round(_t), units="tokens",
+        explanation=f"Compute 6 P T / π equals the all-reduce's 2(n-1)/n × P g / B when T = "
+                    f"2(n-1)/n × g/6 × π/B: the parameter count P cancels. With π/B = "
+                    f"{_ridge:,.0f} FLOP/B ({PRECISION} peak over "
+                    f"{collectives.get_link(TRAIN_REF['link']).name}) and g = "
+                    f"{TRAIN_REF['grad_bytes']} B: 2 × {_n - 1}/{_n} × "
+                    f"{TRAIN_REF['grad_bytes']}/6 × {_ridge:,.0f} = {_t:,.0f} tokens per GPU.")
+    reveal.card(train_prediction)
     return (train_prediction,)
 
 

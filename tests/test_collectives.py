@@ -212,9 +212,9 @@ def test_tp_serving_communication_is_two_all_reduces_per_layer():
 def test_the_two_failure_states_and_backing_out_of_them():
     kw = dict(batch=1, seq_len=8192)
     rows = S.tp_scaling("llama-3-70b", "h100-sxm", "pcie5-x16", **kw)
-    assert S.tp_diagnosis(rows, 2).kind == "oom"  # too few GPUs
-    assert "n = 4 fits" in S.tp_diagnosis(rows, 2).message
-    assert S.tp_diagnosis(rows, 4).kind == "ok"
+    assert S.tp_diagnosis(rows, 1).kind == "oom"  # too few GPUs: 141 GB on one 80 GiB GPU
+    assert "n = 2 fits" in S.tp_diagnosis(rows, 1).message
+    assert S.tp_diagnosis(rows, 2).kind == "ok"
     # too many over a slow link: 16 GPUs cross nodes and fall behind 8
     bad = S.tp_diagnosis(rows, 16)
     assert bad.kind == "comm" and "fewer GPUs or a faster link" in bad.message

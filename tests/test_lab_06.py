@@ -128,16 +128,16 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
 
 
 def test_too_few_gpus_is_out_of_memory_and_backing_out_recovers(env, app):
-    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=2)})
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=1)})
     assert defs["serve_diagnosis"].kind == "oom" and not defs["serve_now"].fits
     text = _texts(outputs)
-    assert "Out of memory: each GPU needs" in text and "n = 4 fits" in text
+    assert "Out of memory: each GPU needs" in text and "n = 2 fits" in text
     assert "does not fit" in text
-    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=4)})
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=2)})
     assert defs["serve_diagnosis"].kind == "ok"
     assert "Out of memory" not in _texts(outputs)
-    # fewer bits also backs out: int4 weights fit on 2 GPUs
-    _, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=2, serve_weights="int4-g128")})
+    # fewer bits also backs out: int4 weights fit on one GPU
+    _, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=1, serve_weights="int4-g128")})
     assert defs["serve_now"].fits
 
 
