@@ -32,6 +32,8 @@ SHORT_NAMES = {
     "models": "labs.core.physics.models",
     "fusion": "labs.core.physics.fusion",
     "precision_study": "labs.core.physics.precision_study",
+    "collectives": "labs.core.physics.collectives",
+    "sharding": "labs.core.physics.sharding",
     # ui
     "tokens": "labs.core.ui.tokens",
     "style": "labs.core.ui.style",
@@ -39,6 +41,7 @@ SHORT_NAMES = {
     # measure
     "measure": "labs.core.measure",
     "live": "labs.core.measure.live",
+    "comm_bench": "labs.core.measure.comm_bench",
     # course
     "ledger": "labs.core.course.ledger",
     "quiz": "labs.core.course.quiz",

@@ -16,6 +16,9 @@ What lives here (each module one job; this file is only the public face)::
                predictions; to_csv, ledger_payload
     reference  compare_with_reference: this timer against an independent one, same run
     cli        labs-bench-gemm (``main``): the benchmark tables the README quotes
+    comm_bench collectives between worker processes (Lab 6): backend choice, the run and its
+               cleanup, the α-β fit; ``comm_worker`` is the worker process, ``comm_cli`` is
+               labs-bench-comm (imported by their own names, not through this face)
     live       the marimo face (device card, run-button-gated runs, tables): the only module
                here that imports marimo (and labs.core.ui)
 

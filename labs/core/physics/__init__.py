@@ -3,7 +3,10 @@
 Devices with sourced dense peaks per precision (``hardware``), storage formats (``precision``),
 FLOP and compulsory-byte formulas (``formulas``), roofline maths (``roofline``), transformer
 models and serving budgets (``models``; Lab 2's design checker in ``serving``, re-exported by
-models), and the lab-specific physics of precision (``precision_study``) and fusion (``fusion``); ``units`` formats numbers for people and ``_validate`` checks arguments.
+models), the lab-specific physics of precision (``precision_study``) and fusion
+(``fusion``), and many chips (Lab 6): links and collective costs (``collectives``), sharded
+matmuls, tensor-parallel serving and data-parallel training (``sharding``); ``units`` formats
+numbers for people and ``_validate`` checks arguments.
 
 May import: nothing else of ``labs.core`` (and never marimo or plotly; numpy only). Everything
 here is unit-tested against hand-derived values.

@@ -1,7 +1,8 @@
 """Figure builders: the roofline (one or several devices, two-level), and the other charts.
 
 Plotly only (no marimo). The roofline lives here; bars, the memory budget and log-log line
-charts are in :mod:`labs.core.ui.charts` and re-exported, so labs call ``figures.<builder>``.
+charts are in :mod:`labs.core.ui.charts`, collective times and the three roofs (Lab 6) in
+:mod:`labs.core.ui.commcharts`; both are re-exported, so labs call ``figures.<builder>``.
 
 Every number drawn comes from labs.core (roofline.attainable_tflops, roofline.ridge_point,
 hardware.Device), never recomputed here. Builders are fast enough to run on every slider move
@@ -31,6 +32,12 @@ from labs.core.ui.charts import (  # noqa: F401  (re-exported: figures is the on
     budget_summary,
     loglog_lines_figure,
     memory_budget_figure,
+)
+from labs.core.ui.commcharts import (  # noqa: F401  (re-exported: Lab 6's figures)
+    LINK_COLOR_KEY,
+    alpha_beta_figure,
+    scaling_figure,
+    three_roof_figure,
 )
 from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
 from labs.core.ui.tokens import (

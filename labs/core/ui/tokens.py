@@ -76,7 +76,8 @@ PRECISION_SYMBOL: dict[str, str] = {
 
 #: Regime name (labs.core.physics.roofline) -> semantic colour key.
 REGIME_COLOR_KEY = {"memory-bound": "memory", "compute-bound": "compute",
-                    "overhead-bound": "overhead"}
+                    "overhead-bound": "overhead",
+                    "communication-bound": "overhead"}  # Lab 6's link roof: purple
 
 #: Text colour inside plots. Plotly cannot read CSS variables, and marimo (0.25) passes the
 #: figure's own colours through unchanged in both themes, so plot text is a mid grey that has

@@ -1,0 +1,397 @@
+"""Sharded work and its communication: tensor-parallel matmuls and serving, data-parallel
+training (Lab 6). Collective costs come from :mod:`labs.core.physics.collectives`; model
+configs, memory budgets and per-op costs from :mod:`labs.core.physics.models`.
+
+**The third roof.** A chip that must exchange bytes over a link has three resources: its
+compute peak π (FLOP/s, dense, per precision), its HBM bandwidth and the link's one-way
+bandwidth B. Like HBM intensity, the *link intensity* of an operation is its FLOPs per byte
+sent over the link, and the link's ridge is π / B: an operation whose link intensity is below
+that ridge is communication-bound. References: jax-ml/scaling-book chapters 3 (sharded
+matmuls) and 5 (training parallelism); Shoeybi et al., "Megatron-LM" (2019) for the
+row-parallel linear and its all-reduce.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from labs.core.physics import collectives as C
+from labs.core.physics import hardware as _hw
+from labs.core.physics import models as _models
+from labs.core.physics import precision as _fmt
+from labs.core.physics._validate import positive, positive_int
+
+COMMUNICATION = "communication-bound"
+RESOURCES = ("compute", "HBM", "link")
+#: Tensor-parallel degrees the serving instrument offers.
+TP_DEGREES = (1, 2, 4, 8, 16)
+#: Training FLOPs per parameter per token: 2 forward + 4 backward (Kaplan et al., "Scaling
+#: Laws for Neural Language Models", 2020; jax-ml/scaling-book chapter 5).
+TRAIN_FLOPS_PER_PARAM_TOKEN = 6
+
+
+def _peak(hw, precision: str) -> float:
+    return _hw.get(hw).peak_tflops(precision) * 1e12
+
+
+def link_ridge(hw, precision: str, link, n: int = 2) -> float:
+    """FLOP per link byte where the link roof meets the compute roof: π / B (dense peak of
+    ``precision``; B the one-way bandwidth of the link a ring of ``n`` uses)."""
+    return _peak(hw, precision) / C.ring_link(link, n).bytes_per_s
+
+
+# --- a tensor-parallel (row-parallel) matmul ----------------------------------------------------
+
+@dataclass(frozen=True)
+class ShardedMatmul:
+    """y[T, N] = x[T, K] · W[K, N] with W split along K over ``n`` chips (Megatron's
+    row-parallel linear): each chip multiplies its K/n slice, then the partial outputs are
+    summed by an all-reduce (or a reduce-scatter that leaves each chip N/n columns).
+    FLOPs and bytes are per chip."""
+
+    tokens: int
+    k: int
+    n_out: int
+    n: int
+    storage: str  # format of x, W and y (bytes moved)
+    compute: str  # precision whose peak applies
+    op: str  # the collective: "all-reduce" or "reduce-scatter"
+
+    @property
+    def bytes_per_element(self) -> float:
+        return _fmt.bytes_per_element(self.storage)
+
+    @property
+    def k_shard(self) -> float:
+        return self.k / self.n
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.tokens * self.k * self.n_out / self.n
+
+    @property
+    def hbm_bytes(self) -> float:
+        """x slice read, W slice read, the partial y written (compulsory traffic)."""
+        b, t = self.bytes_per_element, self.tokens
+        return b * (t * self.k / self.n + self.k * self.n_out / self.n + t * self.n_out)
+
+    @property
+    def message_bytes(self) -> float:
+        """The collective's nbytes (nccl-tests convention): the T × N partial output."""
+        return self.tokens * self.n_out * self.bytes_per_element
+
+    @property
+    def link_bytes(self) -> float:
+        """Bytes each chip sends over the link in a ring: bus factor × message."""
+        return C.bus_factor(self.op, self.n) * self.message_bytes
+
+    @property
+    def ai_hbm(self) -> float:
+        return self.flops / self.hbm_bytes
+
+    @property
+    def ai_link(self) -> float:
+        """FLOPs per byte sent over the link: 2K / (n × factor × b), whatever T and N."""
+        return self.flops / self.link_bytes
+
+
+def sharded_matmul(tokens, k, n_out, n, storage: str = "bf16", *, op: str = "all-reduce",
+                   compute: str | None = None) -> ShardedMatmul:
+    """A row-parallel matmul over ``n`` >= 2 chips (see :class:`ShardedMatmul`)."""
+    o = C._op(op)
+    if o == "all-gather":
+        raise ValueError("op must be 'all-reduce' or 'reduce-scatter' for a row-parallel "
+                         "matmul (its partial outputs are summed), got 'all-gather'")
+    nn = C._n(n)
+    k, n_out = positive_int("k", k), positive_int("n_out", n_out)
+    if k % nn:
+        raise ValueError(f"k={k} does not split evenly over n={nn} chips")
+    return ShardedMatmul(positive_int("tokens", tokens), k, n_out, nn, _fmt.get(storage).key,
+                         _fmt.compute_precision(storage, compute), o)
+
+
+@dataclass(frozen=True)
+class ShardTimes:
+    """Seconds per chip on each resource; the binding one is the largest."""
+
+    t_compute: float
+    t_hbm: float
+    t_link: float  # the collective, latency included
+
+    @property
+    def times(self) -> dict:
+        return dict(zip(RESOURCES, (self.t_compute, self.t_hbm, self.t_link)))
+
+    @property
+    def binding(self) -> str:
+        """"compute", "HBM" or "link": the roof this layer sits under."""
+        t = self.times
+        return max(t, key=t.get)
+
+    @property
+    def regime(self) -> str:
+        return {"compute": "compute-bound", "HBM": "memory-bound",
+                "link": COMMUNICATION}[self.binding]
+
+    @property
+    def lower(self) -> float:
+        """Perfect overlap of all three (the roofline bound)."""
+        return max(self.t_compute, self.t_hbm, self.t_link)
+
+    @property
+    def serial(self) -> float:
+        """The collective after the matmul (it needs the matmul's output)."""
+        return max(self.t_compute, self.t_hbm) + self.t_link
+
+
+def shard_times(mm: ShardedMatmul, hw, link, algorithm: str = "ring") -> ShardTimes:
+    """Per-chip seconds of a :class:`ShardedMatmul` on a device and a link."""
+    d = _hw.get(hw)
+    return ShardTimes(mm.flops / _peak(d, mm.compute), mm.hbm_bytes / (d.bandwidth_gbs * 1e9),
+                      C.link_time(mm.op, mm.message_bytes, mm.n, link, algorithm))
+
+
+def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
+                      storage: str | None = None) -> float:
+    """The per-chip slice K/n of the contracted dimension at which a row-parallel matmul's
+    link intensity equals the link ridge. Below it the layer is communication-bound however
+    large the batch (T cancels): K/n* = factor × b × π / (2 B), i.e. (n-1)/n × b × π / B for
+    an all-reduce."""
+    nn = C._n(n)
+    b = _fmt.bytes_per_element(storage or precision)
+    return C.bus_factor(op, nn) * b * link_ridge(hw, precision, link, nn) / 2
+
+
+def comm_bound_tokens(k, n_out, n, hw, link, storage: str = "bf16", *, op: str = "all-reduce",
+                      compute: str | None = None,
+                      algorithm: str = "ring") -> tuple[float, float] | None:
+    """The range of batch sizes T (tokens, >= 1) over which the link is the binding resource,
+    as (lo, hi) with hi = inf when it stays binding; None when it never binds.
+
+    Every per-chip time is linear in T: compute f·T, HBM h0 + h1·T (the weight slice is read
+    once), link L + c·T (L = the collective's latency term), so the link binds on an interval.
+    """
+    probe = sharded_matmul(1, k, n_out, n, storage, op=op, compute=compute)
+    d, lk = _hw.get(hw), C.ring_link(link, probe.n)
+    b, kk, nn, p = probe.bytes_per_element, probe.k, probe.n_out, probe.n
+    f = 2.0 * kk * nn / p / _peak(d, probe.compute)
+    h0 = b * kk * nn / p / (d.bandwidth_gbs * 1e9)
+    h1 = b * (kk / p + nn) / (d.bandwidth_gbs * 1e9)
+    steps = C.latency_steps(probe.op, p, algorithm)
+    big_l = steps * lk.latency_s
+    c = C.bandwidth_factor(probe.op, p, algorithm) * nn * b / lk.bytes_per_s
+    lo, hi = 1.0, math.inf
+    for slope, const in ((c - f, big_l), (c - h1, big_l - h0)):  # link > other: slope·T > -const
+        if slope > 0:
+            lo = max(lo, -const / slope)
+        elif slope < 0:
+            hi = min(hi, -const / slope)
+        elif const <= 0:
+            return None
+    return (lo, hi) if lo < hi else None
+
+
+# --- serving a model with tensor parallelism ----------------------------------------------------
+
+@dataclass(frozen=True)
+class TPServing:
+    """One decode step of a model sharded ``n`` ways (tensor parallel), per GPU."""
+
+    model: str
+    device: str
+    link: C.Link  # the link the ring really runs at (collectives.ring_link)
+    n: int
+    batch: int
+    seq_len: int
+    budget: _models.MemoryBudget  # per GPU
+    flops: float  # per GPU per step
+    bytes: float  # HBM bytes per GPU per step
+    collectives: int  # collectives per step
+    comm_bytes: float  # bytes each GPU sends per step
+    t_compute: float
+    t_hbm: float
+    t_comm: float
+
+    @property
+    def fits(self) -> bool:
+        return self.budget.fits
+
+    @property
+    def t_step(self) -> float:
+        """Matmuls, then their all-reduce: the next layer needs its result, so a decode step
+        cannot hide the communication (max of compute and HBM, plus communication)."""
+        return max(self.t_compute, self.t_hbm) + self.t_comm
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.t_step
+
+    @property
+    def user_tokens_per_s(self) -> float:
+        return 1.0 / self.t_step
+
+    @property
+    def bound(self) -> str:
+        if self.t_comm > max(self.t_compute, self.t_hbm):
+            return COMMUNICATION
+        return "compute-bound" if self.t_compute >= self.t_hbm else "memory-bound"
+
+
+def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "bf16",
+               kv_precision: str = "bf16", compute: str = "bf16", act_precision: str = "bf16",
+               algorithm: str = "ring") -> TPServing:
+    """Decode with the model split ``n`` ways (Megatron-style tensor parallelism).
+
+    Per GPU: weights / n; the KV cache / min(n, KV heads) (beyond that, KV heads are
+    replicated); activations whole (STATED: the residual stream is replicated, the budget of
+    :func:`models.memory_budget` kept as is). Per step: weight GEMMs' FLOPs and bytes / n,
+    attention's FLOPs / min(n, heads) and bytes / min(n, KV heads), norms and elementwise ops
+    replicated. Communication: 2 all-reduces per layer (after the O and down projections)
+    plus one for the vocab-parallel embedding, each of batch × d_model activations, and one
+    all-gather of batch × vocab logits."""
+    m, d = _models.get(model), _hw.get(hw)
+    n = positive_int("n", n)
+    batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+    full = _models.memory_budget(m, d, batch=batch, seq_len=seq_len,
+                                 weight_precision=weight_precision, kv_precision=kv_precision,
+                                 act_precision=act_precision)
+    kv_split = min(n, m.kv_heads)
+    budget = _models.MemoryBudget(full.capacity_bytes, {
+        "weights": full.terms["weights"] / n, "KV cache": full.terms["KV cache"] / kv_split,
+        "activations": full.terms["activations"]})
+    split = {_models.OP_GROUPS[0]: (n, n), _models.OP_GROUPS[1]: (min(n, m.heads), kv_split)}
+    flops = bytes_ = 0.0
+    for op in _models.step_ops(m, "decode", batch, seq_len, act_precision,
+                               weight_precision=weight_precision, kv_precision=kv_precision,
+                               compute=compute):
+        f_div, b_div = split.get(_models.op_group(op.name), (1, 1))
+        flops += op.flops / f_div
+        bytes_ += op.bytes / b_div
+    lk = C.ring_link(link, max(n, 2))
+    act = _fmt.bytes_per_element(act_precision)
+    n_ar, ar_bytes, ag_bytes = 2 * m.layers + 1, batch * m.d_model * act, batch * m.vocab * act
+    if n == 1:
+        t_comm = comm = 0.0
+        count = 0
+    else:
+        t_comm = (n_ar * C.link_time("all-reduce", ar_bytes, n, link, algorithm)
+                  + C.link_time("all-gather", ag_bytes, n, link))
+        comm = (n_ar * C.bus_factor("all-reduce", n) * ar_bytes
+                + C.bus_factor("all-gather", n) * ag_bytes)
+        count = n_ar + 1
+    return TPServing(m.key, d.key, lk, n, batch, seq_len, budget, flops, bytes_, count, comm,
+                     flops / _peak(d, compute), bytes_ / (d.bandwidth_gbs * 1e9), t_comm)
+
+
+def tp_scaling(model, hw, link, degrees=TP_DEGREES, **kwargs) -> list[TPServing]:
+    """:func:`tp_serving` at each degree (same keyword arguments)."""
+    return [tp_serving(model, hw, link, n, **kwargs) for n in degrees]
+
+
+def best_tp_degree(model, hw, link, degrees=TP_DEGREES, **kwargs) -> int | None:
+    """The degree with the most tokens/s among those whose per-GPU budget fits (the smallest
+    on a tie); None when none fits."""
+    ok = [s for s in tp_scaling(model, hw, link, degrees, **kwargs) if s.fits]
+    return max(ok, key=lambda s: (s.tokens_per_s, -s.n)).n if ok else None
+
+
+def first_comm_bound_degree(model, hw, link, degrees=TP_DEGREES, **kwargs) -> int:
+    """The smallest degree whose per-GPU budget fits and whose decode step is
+    communication-bound (its collectives take longer than its compute and HBM time); 0 when
+    none of ``degrees`` is."""
+    return next((s.n for s in tp_scaling(model, hw, link, degrees, **kwargs)
+                 if s.fits and s.bound == COMMUNICATION), 0)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What is wrong with a serving design, for the failure states: ``kind`` is "oom",
+    "comm" (adding GPUs made it slower) or "ok"; ``message`` says how to back out."""
+
+    kind: str
+    message: str
+
+
+def tp_diagnosis(rows: list[TPServing], n: int) -> Diagnosis:
+    """The design at degree ``n`` among ``rows`` (one :func:`tp_scaling`): out of memory, or
+    communication-bound and slower than the largest smaller degree that fits, or fine."""
+    by_n = {s.n: s for s in rows}
+    if n not in by_n:
+        raise ValueError(f"n={n} is not among the degrees computed ({sorted(by_n)})")
+    s = by_n[n]
+    fitting = [r.n for r in rows if r.fits]
+    if not s.fits:
+        more = min((k for k in fitting if k > n), default=None)
+        return Diagnosis("oom", f"Out of memory: each GPU needs {s.budget.used_bytes / 1e9:.1f} "
+                         f"GB of {s.budget.capacity_bytes / 1e9:.1f} GB usable. " + (
+                             f"Back out: shard over more GPUs (n = {more} fits)."
+                             if more else "No degree offered fits: shorten the context, "
+                             "lower the batch or store the weights in fewer bits."))
+    smaller = [r for r in rows if r.fits and r.n < n]
+    prev = max(smaller, key=lambda r: r.n) if smaller else None
+    if s.bound == COMMUNICATION and prev is not None and prev.tokens_per_s > s.tokens_per_s:
+        return Diagnosis("comm", f"Communication dominates: {s.t_comm * 1e3:.2f} ms of each "
+                         f"{s.t_step * 1e3:.2f} ms step is spent in {s.collectives} "
+                         f"collectives, and {s.n} GPUs give fewer tokens/s than {prev.n} "
+                         f"({s.tokens_per_s:,.0f} vs {prev.tokens_per_s:,.0f}). Back out: "
+                         "use fewer GPUs or a faster link.")
+    return Diagnosis("ok", f"{s.tokens_per_s:,.0f} tokens/s ({s.bound}).")
+
+
+# --- data-parallel training -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DPStep:
+    """One data-parallel training step per chip: compute, then the gradient all-reduce."""
+
+    params: float
+    n: int
+    tokens_per_chip: int
+    t_compute: float  # 6 P T / π: the roofline bound at the dense peak
+    t_comm: float  # all-reduce of P gradients
+    overlap: bool
+
+    @property
+    def t_step(self) -> float:
+        """Perfect overlap (buckets all-reduced during the backward pass): max; none: sum."""
+        return max(self.t_compute, self.t_comm) if self.overlap else self.t_compute + self.t_comm
+
+    @property
+    def comm_bound(self) -> bool:
+        return self.t_comm > self.t_compute
+
+    @property
+    def compute_fraction(self) -> float:
+        """Share of the step the chip spends computing (1 = never waits for the link)."""
+        return self.t_compute / self.t_step
+
+
+def _params(model_or_params) -> float:
+    if isinstance(model_or_params, (str, _models.ModelConfig)):
+        return float(_models.get(model_or_params).params)
+    return positive("params", model_or_params)
+
+
+def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
+            grad_bytes: float = 2, overlap: bool = True, algorithm: str = "ring") -> DPStep:
+    """A data-parallel step of a model (a key of models.MODELS or a parameter count) on ``n``
+    chips, each with ``tokens_per_chip`` tokens: gradients of ``grad_bytes`` bytes per
+    parameter (2: bf16) all-reduced over the link a ring of ``n`` uses."""
+    p = _params(model_or_params)
+    nn = C._n(n)
+    t = positive_int("tokens_per_chip", tokens_per_chip)
+    g = positive("grad_bytes", grad_bytes)
+    t_comp = TRAIN_FLOPS_PER_PARAM_TOKEN * p * t / _peak(hw, precision)
+    return DPStep(p, nn, t, t_comp, C.link_time("all-reduce", p * g, nn, link, algorithm),
+                  bool(overlap))
+
+
+def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2) -> float:
+    """Tokens per chip at which the step's compute equals the gradient all-reduce's bandwidth
+    term: 6 P T / π = 2(n-1)/n × P g / B, so T* = 2(n-1)/n × g × π / (6 B). The parameter
+    count cancels; below T* data-parallel training is communication-bound."""
+    nn = C._n(n)
+    g = positive("grad_bytes", grad_bytes)
+    return (C.bus_factor("all-reduce", nn) * g * link_ridge(hw, precision, link, nn)
+            / TRAIN_FLOPS_PER_PARAM_TOKEN)

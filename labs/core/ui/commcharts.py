@@ -1,0 +1,239 @@
+"""Figures of Lab 6 (many chips): collective time against message size, and the three roofs.
+Plotly only; re-exported by :mod:`labs.core.ui.figures`, so labs call ``figures.<builder>``.
+
+Every number drawn comes from labs.core (``roofline.attainable_tflops`` on the device and on a
+device that differs from it only in bandwidth, for a link; times from
+``physics.collectives``); nothing is recomputed here. Colour is never the only cue: lines
+differ by dash, measured points by symbol, and every roof and point is named in text.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from labs.core.physics import hardware, roofline
+from labs.core.ui.plotbase import _LEGEND, _figure, _num
+from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
+
+#: The link's colour (purple: distinct from HBM blue and compute orange for every colour
+#: vision, as tested for the regime trio); communication-bound uses it too (tokens).
+LINK_COLOR_KEY = "overhead"
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def _color(c: str | None, i: int) -> str:
+    return COLORS.get(c, c) if c else TERM_COLORS[i % len(TERM_COLORS)]
+
+
+def _log_axis(title: str, values, pad: float = 2.0) -> dict:
+    vals = [float(v) for v in values if v is not None and math.isfinite(v) and v > 0]
+    if not vals:
+        raise ValueError(f"nothing to draw on the axis {title!r}: no positive finite value")
+    lo, hi = math.log10(min(vals) / pad), math.log10(max(vals) * pad)
+    return dict(type="log", title=dict(text=title), exponentformat="SI", dtick=1,
+                range=[math.floor(lo), math.ceil(hi)],
+                minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
+
+
+def alpha_beta_figure(lines: Sequence = (), points: Sequence = (), *, marks: Sequence = (),
+                      title: str, height: int = 430) -> go.Figure:
+    """Time of one collective against message size, log-log.
+
+    ``lines``: (name, sizes, seconds, colour, dash) model curves (a link's α-β model, a fit);
+    ``points``: (name, sizes, seconds, colour) measured medians, drawn as open markers;
+    ``marks``: (label, size, seconds, colour) single labelled points (a prediction).
+    Colours are colour strings, COLORS keys, or None for the next term colour.
+    """
+    if not (lines or points or marks):
+        raise ValueError("alpha_beta_figure needs at least one line, point set or mark")
+    data, xs, ys = [], [], []
+    for i, (name, sizes, secs, color, dash) in enumerate(lines):
+        x, y = np.asarray(sizes, float), np.asarray(secs, float)
+        xs += x.tolist()
+        ys += y.tolist()
+        data.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
+                         name=html.escape(name), line=dict(color=_color(color, i), width=2.5,
+                                                           dash=dash or _DASHES[i % 6]),
+                         hovertemplate=f"{html.escape(name)}<br>%{{x:.3s}}B → %{{y:.3s}}s"
+                                       "<extra></extra>"))
+    for i, (name, sizes, secs, color) in enumerate(points):
+        x, y = np.asarray(sizes, float), np.asarray(secs, float)
+        xs += x.tolist()
+        ys += y.tolist()
+        c = _color(color, i)
+        data.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="markers",
+                         name=html.escape(name),
+                         marker=dict(size=10, color=c, symbol=_SYMBOLS[i % 6] + "-open",
+                                     line=dict(width=2, color=c)),
+                         hovertemplate=f"{html.escape(name)} (measured)<br>%{{x:.3s}}B → "
+                                       "%{y:.3s}s<extra></extra>"))
+    for i, (label, size, secs, color) in enumerate(marks):
+        xs.append(float(size))
+        ys.append(float(secs))
+        data.append(dict(type="scatter", x=[float(size)], y=[float(secs)], mode="markers+text",
+                         name=html.escape(label), text=[html.escape(label)],
+                         textposition="top left", showlegend=False, cliponaxis=False,
+                         marker=dict(size=13, color=_color(color, i), symbol="star",
+                                     line=dict(width=1, color=PLOT_TEXT)),
+                         hovertemplate=f"{html.escape(label)}<br>%{{x:.3s}}B → %{{y:.3s}}s"
+                                       "<extra></extra>"))
+    layout = dict(title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
+                  xaxis=_log_axis("Message size (bytes; k, M, G = 1e3, 1e6, 1e9)", xs, 1.5),
+                  yaxis=_log_axis("Time per collective (s; µ = 1e-6, m = 1e-3)", ys),
+                  legend=_LEGEND, showlegend=True, margin=dict(l=70, r=30, t=50, b=40))
+    return _figure(data, layout)
+
+
+def _roof_device(device: hardware.Device, precision: str, name: str, gbs: float):
+    """The device with another bandwidth: a link's roof is a roofline whose slope is the link."""
+    return hardware.custom(name, bandwidth_gbs=gbs, peaks={precision: device.peak_tflops(
+        precision)}, memory_gb=device.memory_gb, source="the link's one-way bandwidth")
+
+
+def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
+                      ai_link: float, attained_tflops: float | None = None,
+                      title: str | None = None, height: int = 450) -> go.Figure:
+    """Compute, HBM and link roofs on one log-log chart, the layer placed on each.
+
+    x is an intensity in FLOP per byte: of HBM traffic for the HBM roof, of link traffic for
+    the link roofs. ``links``: (name, one-way GB/s) pairs, the first the layer's own link (the
+    others drawn dotted for comparison). The layer appears twice (at its HBM intensity on the
+    HBM roof, at its link intensity on its link roof); the lower of the two is the binding
+    roof, stated in the legend and by a dashed line. ``attained_tflops``: the layer's
+    throughput with the collective's latency counted, drawn below its link point.
+    """
+    d = hardware.get(device)
+    peak = d.peak_tflops(precision)
+    if not links:
+        raise ValueError("links must hold at least one (name, one-way GB/s) pair")
+    for name, v in (("ai_hbm", ai_hbm), ("ai_link", ai_link)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0 (FLOP/byte), got {v!r}")
+    roofs = [("HBM", d, COLORS["memory"], "solid")] + [
+        (str(n), _roof_device(d, precision, str(n), gbs), COLORS[LINK_COLOR_KEY] if i == 0
+         else COLORS["muted"], "solid" if i == 0 else ("dot", "dash", "dashdot")[(i - 1) % 3])
+        for i, (n, gbs) in enumerate(links)]
+    ridges = [roofline.ridge_point(r, precision) for _, r, _, _ in roofs]
+    lo = 10 ** math.floor(math.log10(min(ridges + [ai_hbm, ai_link]) / 10))
+    hi = 10 ** math.ceil(math.log10(max(ridges + [ai_hbm, ai_link]) * 10))
+    data = [dict(type="scatter", x=[lo, hi], y=[peak, peak], mode="lines",
+                 name=f"compute roof: {_num(peak)} TFLOP/s ({precision}, dense)",
+                 line=dict(color=COLORS["compute"], width=2.5),
+                 hovertemplate=f"compute roof {_num(peak)} TFLOP/s<extra></extra>")]
+    for (name, dev, color, dash), ridge in zip(roofs, ridges):
+        # ridges sit on one line (the compute roof): their labels go in the legend, where
+        # they cannot collide, and in the hover
+        ridge_text = f"ridge ({precision}, dense) = {_num(ridge)} FLOP/B"
+        x = [lo, min(ridge, hi)]
+        y = roofline.attainable_tflops(np.asarray(x), dev, precision).tolist()
+        data.append(dict(type="scatter", x=x, y=y, mode="lines+markers",
+                         name=f"{html.escape(name)} roof: {_num(dev.bandwidth_gbs)} GB/s"
+                              + (" one way" if name != "HBM" else "") + f" · {ridge_text}",
+                         line=dict(color=color, width=2.5, dash=dash),
+                         marker=dict(size=[0, 10], color=color, symbol="diamond"),
+                         cliponaxis=False,
+                         hovertemplate=f"{html.escape(name)} roof, {ridge_text}<br>%{{x:.3s}} "
+                                       "FLOP/B → %{y:.3s} TFLOP/s<extra></extra>"))
+    on_hbm = float(roofline.attainable_tflops(ai_hbm, d, precision))
+    on_link = float(roofline.attainable_tflops(ai_link, roofs[1][1], precision))
+    binding = "link" if on_link < on_hbm else "HBM" if on_hbm < peak else "compute"
+    bound = min(on_hbm, on_link)
+    for label, x, y, key, pos in (
+            ("HBM intensity", ai_hbm, on_hbm, "memory", "top left"),
+            ("link intensity", ai_link, on_link, LINK_COLOR_KEY, "top right")):
+        data.append(dict(type="scatter", x=[x], y=[y], mode="markers+text",
+                         name=f"this layer at its {label}", text=[f"layer: {label}"],
+                         textposition=pos, cliponaxis=False, textfont=dict(size=11),
+                         marker=dict(size=13, color=COLORS[key], symbol="circle",
+                                     line=dict(width=1.5, color=PLOT_TEXT)),
+                         hovertemplate=f"this layer at its {label}<br>%{{x:.3s}} FLOP/B → "
+                                       "%{y:.3s} TFLOP/s<extra></extra>", showlegend=False))
+    data.append(dict(type="scatter", x=[lo, hi], y=[bound, bound], mode="lines",
+                     name=f"the layer's roof: {binding}, ≤ {_num(bound)} TFLOP/s (latency "
+                          "aside)",
+                     line=dict(color=COLORS["danger"], width=1.5, dash="dash"),
+                     hovertemplate="the layer's bound<extra></extra>"))
+    ys = [bound, peak] + [float(roofline.attainable_tflops(lo, r, precision))
+                          for _, r, _, _ in roofs]
+    if attained_tflops is not None:
+        data.append(dict(type="scatter", x=[ai_link], y=[float(attained_tflops)],
+                         mode="markers+text", name="with the collective's latency α",
+                         text=["with latency α"], textposition="bottom right",
+                         textfont=dict(size=11), cliponaxis=False,
+                         marker=dict(size=12, color=COLORS[LINK_COLOR_KEY],
+                                     symbol="x-thin-open",
+                                     line=dict(width=2.5, color=COLORS[LINK_COLOR_KEY])),
+                         hovertemplate="with latency: %{y:.3s} TFLOP/s<extra></extra>"))
+        ys.append(float(attained_tflops))
+    axis = dict(type="log", dtick=1, exponentformat="none",
+                minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
+    layout = dict(
+        title=dict(text=html.escape(title or f"Three roofs · {d.name} · {precision}")),
+        height=int(height), hovermode="closest", legend=dict(_LEGEND, y=-0.18), showlegend=True,
+        xaxis=dict(axis, title=dict(text="Intensity (FLOP per byte of HBM traffic, or per "
+                                         "byte sent over the link)"),
+                   range=[math.log10(lo), math.log10(hi)]),
+        yaxis=dict(axis, title=dict(text="Attainable throughput per chip (TFLOP/s)"),
+                   range=[math.log10(min(ys) / 3), math.log10(peak * 4)]),
+        margin=dict(l=70, r=30, t=50, b=40))
+    return _figure(data, layout)
+
+
+def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_title: str,
+                   x_title: str = "GPUs", chosen=None, oom_below: float | None = None,
+                   height: int = 400) -> go.Figure:
+    """A quantity (linear y, e.g. tokens/s) against a number of chips (log x, one tick per
+    entry of ``degrees``). ``series``: (name, values, colour, dash), a value None where the
+    design does not fit (a gap); ``chosen``: (label, x, y) marked; ``oom_below``: the chips
+    below this do not fit: shaded and labelled "out of memory"."""
+    xs = [int(v) for v in degrees]
+    if not xs or any(v <= 0 for v in xs):
+        raise ValueError("degrees must be positive integers")
+    data, ys = [], []
+    for i, (name, values, color, dash) in enumerate(series):
+        vals = [None if v is None else float(v) for v in values]
+        if len(vals) != len(xs):
+            raise ValueError(f"series {name!r} needs one value per degree ({len(xs)})")
+        ys += [v for v in vals if v is not None]
+        c = _color(color, i)
+        data.append(dict(type="scatter", x=xs, y=vals, mode="lines+markers",
+                         name=html.escape(name), connectgaps=False,
+                         line=dict(color=c, width=2.5, dash=dash or _DASHES[i % 6]),
+                         marker=dict(size=8, color=c, symbol=_SYMBOLS[i % 6]),
+                         hovertemplate=f"{html.escape(name)}<br>%{{x}} GPUs → %{{y:,.4g}}"
+                                       "<extra></extra>"))
+    shapes, notes = [], []
+    if oom_below is not None and oom_below > min(xs):
+        below = [x for x in xs if x < oom_below]
+        edge = math.sqrt(max(below) * oom_below) if oom_below <= max(xs) else oom_below
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=min(xs) / 1.3,
+                           x1=edge, y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.09,
+                           line=dict(width=0), layer="below"))
+        notes.append(dict(xref="x", yref="paper", x=math.log10((min(xs) / 1.3 * edge) ** 0.5),
+                          y=0.97, yanchor="top", showarrow=False,
+                          text="<b>out of memory</b>", font=dict(color=COLORS["danger"])))
+    if chosen is not None:
+        label, cx, cy = chosen
+        data.append(dict(type="scatter", x=[cx], y=[cy], mode="markers+text",
+                         name=html.escape(label), text=[html.escape(label)],
+                         textposition="top center", showlegend=False, cliponaxis=False,
+                         marker=dict(size=15, color=COLORS["danger"], symbol="diamond-open",
+                                     line=dict(width=2.5, color=COLORS["danger"])),
+                         hovertemplate=f"{html.escape(label)}: %{{y:,.4g}}<extra></extra>"))
+        ys.append(float(cy))
+    top = max(ys) * 1.15 if ys else 1.0
+    layout = dict(
+        title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
+        xaxis=dict(type="log", title=dict(text=x_title), tickmode="array", tickvals=xs,
+                   ticktext=[str(v) for v in xs],
+                   range=[math.log10(min(xs) / 1.3), math.log10(max(xs) * 1.3)]),
+        yaxis=dict(title=dict(text=y_title), range=[0, top], rangemode="tozero"),
+        shapes=shapes, annotations=notes, legend=_LEGEND, showlegend=True,
+        margin=dict(l=70, r=30, t=50, b=40))
+    return _figure(data, layout)

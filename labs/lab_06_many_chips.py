@@ -1,0 +1,1354 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import marimo as mo
+    import numpy as np
+
+    from labs.core import (collectives, comm_bench, figures, hardware, live, models, quiz,
+                           reveal, sharding, style)
+
+    LAB_ID = "lab06"
+    # The pickers' opening values: reveal answers use them, never later picks (LABS_SPEC §4.2b).
+    OPENING = {"device": "h100-sxm", "link": "nvlink4"}
+    PRECISION = "bf16"  # storage and compute precision throughout the lab (dense peak)
+    # Part 1: one node's gradient all-reduce, the case the student predicts.
+    ALLREDUCE_REF = {"op": "all-reduce", "nbytes": 1e9, "n": 8, "link": "nvlink4"}
+    # Part 2: a row-parallel layer over 8 chips at large batch, on a slow and a fast link.
+    SHARD_REF = {"n": 8, "slow": "pcie5-x16", "fast": "nvlink4", "n_out": 8192}
+    # Part 3: Llama-3-70B decode, bf16, one user, full 8k context, GPUs joined by PCIe Gen5.
+    SERVE_REF = {"model": "llama-3-70b", "link": "pcie5-x16", "batch": 1, "seq_len": 8192}
+    # Part 4: data-parallel training across nodes over InfiniBand NDR, bf16 gradients.
+    TRAIN_REF = {"model": "llama-3-8b", "n": 64, "link": "ib-ndr", "grad_bytes": 2}
+    return (
+        ALLREDUCE_REF,
+        LAB_ID,
+        OPENING,
+        PRECISION,
+        SERVE_REF,
+        SHARD_REF,
+        TRAIN_REF,
+        collectives,
+        comm_bench,
+        figures,
+        hardware,
+        live,
+        mo,
+        models,
+        np,
+        quiz,
+        reveal,
+        sharding,
+        style,
+    )
+
+
+@app.cell
+def _(style):
+    style.lab_header(
+        "Lab 6 · Many Chips: the communication roofline",
+        "Llama-3-70B does not fit on one GPU, so it is sharded, and now every layer waits for "
+        "an all-reduce. Find when the link, not the chip, sets the pace.",
+        goals=[
+            "Predict a collective's time from a datasheet, then measure its latency α and "
+            "bandwidth β on your own machine.",
+            "Turn a link's datasheet figure into what a collective actually sees, and read "
+            "nccl-tests' bus bandwidth against it.",
+            "Place a sharded matmul under three roofs (compute, HBM, link) and find the "
+            "per-chip slice below which it is communication-bound.",
+            "Shard Llama-3-70B for serving: back out of running out of memory with too few "
+            "GPUs, and of a slow link that makes more GPUs slower.",
+            "Find the per-chip batch below which data-parallel training waits for its "
+            "gradient all-reduce, and what overlapping them can buy.",
+        ],
+        minutes=45,
+        reading=[
+            ("How to Scale Your Model: sharded matmuls (ch. 3)",
+             "https://jax-ml.github.io/scaling-book/sharding/"),
+            ("How to Scale Your Model: training parallelism (ch. 5)",
+             "https://jax-ml.github.io/scaling-book/training/"),
+            ("NVIDIA nccl-tests: PERFORMANCE.md (algorithm and bus bandwidth)",
+             "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"),
+            ("Thakur, Rabenseifner, Gropp: collective operations in MPICH (IJHPCA 2005)",
+             "https://doi.org/10.1177/1094342005051521"),
+            ("Shoeybi et al.: Megatron-LM (2019)", "https://arxiv.org/abs/1909.08053"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _(quiz):
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _(PRECISION, mo):
+    mo.md(f"""
+    ## Your cluster
+
+    Pick the chip and the link that joins the chips. Everything below is in {PRECISION}
+    (storage and math, dense peak).
+    """)
+    return
+
+
+@app.cell
+def _(OPENING, hardware, mo):
+    _options = hardware.picker_options()
+    device_picker = mo.ui.dropdown(
+        options=_options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
+        label="Chip", searchable=True)
+    return (device_picker,)
+
+
+@app.cell
+def _(OPENING, collectives, mo):
+    _options = collectives.link_options()
+    link_picker = mo.ui.dropdown(
+        options=_options, value=next(k for k, v in _options.items() if v == OPENING["link"]),
+        label="Link between chips", searchable=True)
+    return (link_picker,)
+
+
+@app.cell
+def _(device_picker, link_picker, mo):
+    # Shown at the top and again next to each instrument (marimo keeps the copies in sync).
+    context_controls = mo.hstack([device_picker, link_picker], justify="start", wrap=True)
+    context_controls
+    return (context_controls,)
+
+
+@app.cell
+def _(
+    PRECISION,
+    allreduce_prediction,
+    collectives,
+    device_picker,
+    hardware,
+    link_picker,
+    mo,
+    sharding,
+    style,
+):
+    _d = hardware.get(device_picker.value)
+    _lk = collectives.get_link(link_picker.value)
+    _own = collectives.device_link(_d)
+    _cards = [
+        style.Metric(f"Peak π ({PRECISION}, dense)", f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
+                     f"{_d.name}"),
+        style.Metric("HBM bandwidth", f"{style.format_value(_d.bandwidth_gbs)} GB/s",
+                     f"{_d.memory_text} {_d.memory_type}"),
+        style.Metric("Link, as quoted", _lk.quoted, f"{_lk.name} ({_lk.source})")]
+    if allreduce_prediction is not None:  # how a quoted figure becomes B is Part 1's question
+        _cards += [
+            style.Metric("Link, one way", f"{style.format_value(_lk.one_way_gbs)} GB/s",
+                         _lk.derivation),
+            style.Metric(f"Link ridge ({PRECISION}, dense)",
+                         f"{style.format_value(sharding.link_ridge(_d, PRECISION, _lk))} "
+                         "FLOP/B", "π / B: FLOPs per byte sent")]
+    _native = (f"The {_d.name}'s own chip-to-chip link: **{_own.name}**." if _own else
+               f"No chip-to-chip link is sourced for the {_d.name}: pick one.")
+    mo.vstack([style.metric_cards(_cards), mo.md(_native)])
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Part 1 · What does one all-reduce cost?
+    """)
+    return
+
+
+@app.cell
+def _(ALLREDUCE_REF, collectives, style):
+    _lk = collectives.get_link(ALLREDUCE_REF["link"])
+    style.scenario_card(
+        "Mei Tan", "training-infrastructure engineer",
+        f"Every training step we all-reduce {ALLREDUCE_REF['nbytes'] / 1e9:g} GB of bf16 "
+        f"gradients across the {ALLREDUCE_REF['n']} GPUs of one node. They are joined by "
+        f"{_lk.name.split(' (')[0]}, and the datasheet says {_lk.quoted}. How long does that "
+        "all-reduce take? I need the number to size our overlap buckets.")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_allreduce, set_allreduce = quiz.lock_state(lab, "lab06.allreduce_ms")
+    return get_allreduce, set_allreduce
+
+
+@app.cell
+def _(ALLREDUCE_REF, collectives, get_allreduce, lab, quiz, set_allreduce):
+    allreduce_form = quiz.numeric_form(
+        lab, "lab06.allreduce_ms",
+        question=f"**Prediction 1.** A ring all-reduce of **{ALLREDUCE_REF['nbytes'] / 1e9:g} GB** "
+                 f"across **{ALLREDUCE_REF['n']} GPUs** joined by "
+                 f"{collectives.get_link(ALLREDUCE_REF['link']).name}: how many "
+                 "**milliseconds** does it take?",
+        units="ms", lo=0.001, hi=10000, locked=get_allreduce(), on_lock=set_allreduce)
+    quiz.prediction_panel(allreduce_form, get_allreduce())
+    return
+
+
+@app.cell
+def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
+    _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
+    _lat, _bw = collectives.latency_bandwidth_split("all-reduce", ALLREDUCE_REF["nbytes"], _n,
+                                                     _lk.one_way_gbs, _lk.latency_s)
+    allreduce_prediction = get_allreduce() or reveal.reference(
+        lab, "lab06.allreduce_ms", float(f"{(_lat + _bw) * 1e3:.3g}"), units="ms",
+        explanation=f"A ring all-reduce sends 2(n-1)/n × S per GPU one way: "
+                    f"{_lk.name}'s {_lk.quoted} counts both directions, so B = "
+                    f"{_lk.one_way_gbs:g} GB/s. Bandwidth: 2 × {_n - 1}/{_n} × "
+                    f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s = "
+                    f"{_bw * 1e3:.3g} ms; latency: {2 * (_n - 1)} steps × α "
+                    f"({_lk.latency_us:g} µs, stated) = {_lat * 1e6:.3g} µs. Total "
+                    f"{(_lat + _bw) * 1e3:.3g} ms, not 1 GB / 900 GB/s.")
+    reveal.card(allreduce_prediction)
+    return (allreduce_prediction,)
+
+
+@app.cell
+def _(mo):
+    workers_slider = mo.ui.slider(steps=[2, 4, 8, 16, 32, 64], value=8, show_value=True,
+                                  label="Participants n")
+    return (workers_slider,)
+
+
+@app.cell
+def _(allreduce_prediction, link_picker, mo, quiz, workers_slider):
+    mo.stop(allreduce_prediction is None,
+            quiz.gate_notice("Lock prediction 1 to reveal the collective's cost model."))
+    mo.hstack([link_picker, workers_slider], justify="start", wrap=True)
+    return
+
+
+@app.cell
+def _(
+    ALLREDUCE_REF,
+    allreduce_prediction,
+    collectives,
+    figures,
+    link_picker,
+    mo,
+    np,
+    style,
+    workers_slider,
+):
+    mo.stop(allreduce_prediction is None)
+    _n = int(workers_slider.value)
+    # the prediction, at the question's size (it was asked for n = 8 on NVLink 4)
+    _mark = (f"your prediction (n = {ALLREDUCE_REF['n']}, "
+             f"{collectives.get_link(ALLREDUCE_REF['link']).name.split(' (')[0]})",
+             ALLREDUCE_REF["nbytes"], allreduce_prediction.value / 1e3, "danger")
+    _sizes = np.geomspace(1e3, 1e10, 57)
+    _keys = list(dict.fromkeys([link_picker.value, "nvlink4", "pcie5-x16", "ib-ndr"]))
+    try:
+        _lines = [(collectives.ring_link(k, _n).name, _sizes,
+                   [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], None, None)
+                  for k in _keys]
+        allreduce_figure = figures.alpha_beta_figure(
+            _lines, marks=[_mark], title=f"Ring all-reduce, n = {_n}: α-β model on each link")
+    except (KeyError, ValueError) as _exc:
+        allreduce_figure = style.error_callout(_exc)
+    allreduce_figure  # the figure alone: a stack would serialise it on every update (slow)
+    return
+
+
+@app.cell
+def _(
+    allreduce_prediction,
+    collectives,
+    link_picker,
+    mo,
+    style,
+    workers_slider,
+):
+    mo.stop(allreduce_prediction is None)
+    _n, _lk = int(workers_slider.value), collectives.ring_link(link_picker.value,
+                                                              int(workers_slider.value))
+    _lat, _bw = collectives.latency_bandwidth_split("all-reduce", 1e9, _n, _lk.one_way_gbs,
+                                                     _lk.latency_s)
+    _cross = collectives.crossover_bytes("all-reduce", _n, _lk.one_way_gbs, _lk.latency_s)
+    style.metric_cards([
+        style.Metric(f"1 GB on {_lk.name}", style.format_seconds(_lat + _bw),
+                     f"n = {_n}: {2 * (_n - 1)} steps of α + 2(n-1)/n × S / B"),
+        style.Metric("latency term", style.format_seconds(_lat),
+                     f"2(n-1) × α, α = {_lk.latency_us:g} µs per step (stated)"),
+        style.Metric("bandwidth term", style.format_seconds(_bw),
+                     f"{2 * (_n - 1) / _n:.3g} × 1 GB / {_lk.one_way_gbs:g} GB/s"),
+        style.Metric("latency dominates below", style.format_bytes(_cross),
+                     "where the two terms are equal"),
+    ])
+    return
+
+
+@app.cell
+def _(ALLREDUCE_REF, allreduce_prediction, collectives, lab, mo, quiz):
+    mo.stop(allreduce_prediction is None)
+    allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
+    _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
+    mo.vstack([
+        quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
+                     lab=lab),
+        mo.md(f"The model: 2 × {_n - 1}/{_n} × {ALLREDUCE_REF['nbytes'] / 1e9:g} GB / "
+              f"{_lk.one_way_gbs:g} GB/s one way, plus {2 * (_n - 1)} steps of α = "
+              f"{_lk.latency_us:g} µs.")])
+    return (allreduce_actual_ms,)
+
+
+@app.cell
+def _(allreduce_actual_ms, lab, quiz):
+    quiz.explain_form(
+        lab, "lab06.allreduce_ms",
+        observe_label=f"The model gives {allreduce_actual_ms:.3g} ms. Which of the datasheet's "
+                      "numbers did you use, and which factor did you miss or add?",
+        explain_label="Why does a ring all-reduce send about 2 × S per GPU whatever n, and "
+                      "why is the right bandwidth the one-way figure?")
+    return
+
+
+@app.cell
+def _(allreduce_prediction, mo, style):
+    mo.stop(allreduce_prediction is None)  # the equations give the answer away
+    style.math_peek("the α-β model of a ring collective", r"""
+    A ring of $n$ participants cuts the message of $S$ bytes into $n$ chunks. A
+    **reduce-scatter** passes chunks around the ring $n-1$ times, each step sending $S/n$
+    bytes one way on every link at once; an **all-gather** does the same; an **all-reduce** is
+    one of each. With per-step latency $\alpha$ and one-way bandwidth $B$:
+
+    $$t_{\text{AR}} = 2(n-1)\,\alpha + \frac{2(n-1)}{n}\,\frac{S}{B}, \qquad
+    t_{\text{RS}} = t_{\text{AG}} = (n-1)\,\alpha + \frac{n-1}{n}\,\frac{S}{B}.$$
+
+    Latency dominates below $S^* = n\,\alpha B$ (all-reduce) and bandwidth above it. A tree
+    all-reduce pays $2\lceil\log_2 n\rceil\,\alpha$ for about $2S/B$: fewer steps, so NCCL
+    prefers trees for small messages on many GPUs.
+
+    **Bus bandwidth** (nccl-tests): the algorithm bandwidth $S/t$ times $2(n-1)/n$ (all-reduce)
+    or $(n-1)/n$ (all-gather, reduce-scatter). A perfect ring's bus bandwidth equals $B$
+    whatever $n$, which is why nccl-tests reports it: compare it with the link's **one-way**
+    figure, never with the "both directions" headline.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ### Measure α and β on this machine
+
+    The button below starts worker processes that talk through `torch.distributed`: on
+    several CUDA GPUs, one process per GPU over NCCL; otherwise CPU processes over gloo on
+    the loopback interface. They time all-reduce, all-gather and reduce-scatter from 4 KiB to
+    64 MiB (as far as the time budget allows), and the lab fits α and β to what they measure.
+    Nothing runs until you press the button; the workers are stopped when the run ends,
+    fails, runs out of time, or you stop the cell.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    comm_workers = mo.ui.slider(2, 8, value=2, show_value=True, label="Worker processes")
+    comm_budget = mo.ui.slider(4, 30, value=8, show_value=True,
+                               label="Time budget (s, after the workers start)")
+    comm_backend_choice = mo.ui.dropdown(
+        {"auto: NCCL with 2+ GPUs, else gloo": "auto", "gloo (CPU processes)": "gloo",
+         "nccl (one process per GPU)": "nccl"},
+        value="auto: NCCL with 2+ GPUs, else gloo", label="Backend")
+    mo.hstack([comm_workers, comm_budget, comm_backend_choice], justify="start", wrap=True)
+    return comm_backend_choice, comm_budget, comm_workers
+
+
+@app.cell
+def _(live):
+    comm_button = live.run_button("Measure collectives on this machine")
+    comm_button
+    return (comm_button,)
+
+
+@app.cell
+def _(
+    allreduce_prediction,
+    comm_backend_choice,
+    comm_bench,
+    comm_budget,
+    comm_button,
+    comm_workers,
+    lab,
+    live,
+    mo,
+    quiz,
+):
+    mo.stop(allreduce_prediction is None,
+            quiz.gate_notice("Lock prediction 1 first: then measure your own machine."))
+    mo.stop(not comm_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
+    comm_status = comm_bench.comm_backend(comm_backend_choice.value)  # imports torch: now
+    mo.stop(not comm_status.available, mo.callout(
+        mo.md(f"**No collective can run here.** {comm_status.message}"), kind="warn"))
+    comm_run = live.gated_run(
+        comm_button, lambda progress: comm_bench.measure_collectives(
+            comm_workers.value, comm_bench.COMM_SIZES, comm_backend_choice.value,
+            budget_s=comm_budget.value, progress=progress),
+        total=1 + 3 * len(comm_bench.COMM_SIZES),
+        title=f"Timing collectives across {comm_workers.value} workers")
+    lab.record("result", "lab06.measured_collectives", {
+        "backend": comm_run.backend, "world_size": comm_run.world_size,
+        "device": comm_run.device, "torch": comm_run.torch_version,
+        "fits": [{k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in r.items()}
+                 for r in comm_run.fit_rows()], "fit_errors": comm_run.fit_errors})
+    mo.callout(mo.md(f"{comm_status.message} Measured in {comm_run.elapsed_s:.0f} s "
+                     f"({comm_run.device}, torch {comm_run.torch_version})."), kind="info")
+    return (comm_run,)
+
+
+@app.cell
+def _(collectives, comm_run, figures, mo, np, style):
+    _ok = [r for r in comm_run.rows if r["status"] == "ok"]
+    mo.stop(not _ok, style.error_callout("No message size could be measured within the "
+                                         "budget: raise the time budget and measure again."))
+    _n = comm_run.world_size
+    _sizes = np.geomspace(min(r["bytes"] for r in _ok) / 2, 1e9, 41)
+    _points = [(f"{op} (measured)", [r["bytes"] for r in _ok if r["op"] == op],
+                [r["median_s"] for r in _ok if r["op"] == op], None)
+               for op in collectives.OPS if any(r["op"] == op for r in _ok)]
+    _fits = [(f"{f.op} fit: α {style.format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
+              _sizes, [f.predict(s) for s in _sizes], None, "dash")
+             for f in comm_run.fits.values()]
+    _links = [(f"{collectives.get_link(k).name.split(' (')[0]}, all-reduce model", _sizes,
+               [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], "muted", "dot")
+              for k in ("nvlink4", "pcie5-x16")]
+    comm_figure = figures.alpha_beta_figure(
+        _fits + _links, _points,
+        title=f"This machine ({comm_run.backend}, {_n} workers) next to NVLink and PCIe")
+    comm_figure
+    return
+
+
+@app.cell
+def _(comm_run, mo, style):
+    _cards = [style.Metric(
+        f"{f.op}: α and β", f"{style.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
+        f"residual {f.residual:.0%}; latency dominates below "
+        f"{style.format_bytes(f.crossover_bytes)}; α per ring step "
+        f"{style.format_seconds(f.alpha_step_s)}", "ok" if f.residual < 0.25 else "warn")
+        for f in comm_run.fits.values()]
+    _why = [mo.md(f"**{op}:** no fit ({why}).") for op, why in comm_run.fit_errors.items()]
+    mo.vstack(([style.metric_cards(_cards)] if _cards else []) + _why)
+    return
+
+
+@app.cell
+def _(comm_run, live):
+    live.results_table(comm_run.rows, filename="lab06_collectives.csv",
+                       columns=["op", "bytes", "n", "backend", "status", "reps", "median_s",
+                                "p10_s", "p90_s", "busbw_gbs"])
+    return
+
+
+@app.cell
+def _(comm_run, lab, mo, quiz):
+    mo.stop(not comm_run.rows)
+    quiz.explain_form(
+        lab, "lab06.measured_collectives",
+        observe_label="Your machine's α and β for each collective, and the size below which "
+                      "latency dominates. How far are they from NVLink's?",
+        explain_label="What sets α and β between processes on one machine (no link at all), "
+                      "and why do small messages stay near α whatever the bandwidth?")
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Part 2 · A third roof: the link
+    """)
+    return
+
+
+@app.cell
+def _(SHARD_REF, collectives, models, style):
+    _m = models.get("llama-3-70b")
+    style.scenario_card(
+        "Ravi Iyer", "inference engineer",
+        f"We split every big weight matrix {SHARD_REF['n']} ways (tensor parallel): each GPU "
+        "multiplies its slice of the contracted dimension K, then the partial outputs "
+        f"({SHARD_REF['n_out']:,} wide, like {_m.name}'s hidden size) are summed by an "
+        f"all-reduce. The old servers join the GPUs with "
+        f"{collectives.get_link(SHARD_REF['slow']).name}, the new ones with "
+        f"{collectives.get_link(SHARD_REF['fast']).name}. With a big batch, how thick must "
+        "each GPU's slice K/n be before the all-reduce stops being the bottleneck?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_shard_slow, set_shard_slow = quiz.lock_state(lab, "lab06.tp_shard_pcie")
+    get_shard_fast, set_shard_fast = quiz.lock_state(lab, "lab06.tp_shard_nvlink")
+    return get_shard_fast, get_shard_slow, set_shard_fast, set_shard_slow
+
+
+@app.cell
+def _(
+    OPENING,
+    PRECISION,
+    SHARD_REF,
+    collectives,
+    get_shard_fast,
+    get_shard_slow,
+    hardware,
+    lab,
+    mo,
+    quiz,
+    set_shard_fast,
+    set_shard_slow,
+):
+    _gpus = f"{SHARD_REF['n']} {hardware.get(OPENING['device']).name} GPUs ({PRECISION}, dense)"
+    _ask = (", at large batch: below what per-GPU slice **K/n** (elements of the contracted "
+            "dimension) is the layer communication-bound?")
+    shard_slow_form = quiz.numeric_form(
+        lab, "lab06.tp_shard_pcie",
+        question=f"**Prediction 2.** {_gpus} joined by "
+                 f"**{collectives.get_link(SHARD_REF['slow']).name}**{_ask}",
+        units="elements", lo=1, hi=1e7, locked=get_shard_slow(), on_lock=set_shard_slow)
+    shard_fast_form = quiz.numeric_form(
+        lab, "lab06.tp_shard_nvlink",
+        question=f"**Prediction 3.** {_gpus} joined by "
+                 f"**{collectives.get_link(SHARD_REF['fast']).name}**{_ask}",
+        units="elements", lo=1, hi=1e7, locked=get_shard_fast(), on_lock=set_shard_fast)
+    mo.vstack([quiz.prediction_panel(shard_slow_form, get_shard_slow()),
+               quiz.prediction_panel(shard_fast_form, get_shard_fast())])
+    return
+
+
+@app.cell
+def _(
+    OPENING,
+    PRECISION,
+    SHARD_REF,
+    collectives,
+    get_shard_fast,
+    get_shard_slow,
+    lab,
+    mo,
+    reveal,
+    sharding,
+):
+    def _reference(item, key):
+        _k = sharding.tp_critical_shard(OPENING["device"], PRECISION, SHARD_REF[key],
+                                        SHARD_REF["n"])
+        _lk = collectives.get_link(SHARD_REF[key])
+        _ridge = sharding.link_ridge(OPENING["device"], PRECISION, _lk, SHARD_REF["n"])
+        return reveal.reference(
+            lab, item, round(_k), units="elements",
+            explanation=f"Per GPU the layer does 2TKN/n FLOPs and sends 2(n-1)/n × T N b bytes "
+                        f"(ring all-reduce of its partial output), so its link intensity is "
+                        f"(K/n) / ((n-1)/n × b): T and N cancel. It meets the link ridge π / B "
+                        f"= {_ridge:,.0f} FLOP/B ({PRECISION}, dense; {_lk.name} "
+                        f"{_lk.one_way_gbs:g} GB/s one way) at K/n = {SHARD_REF['n'] - 1}/"
+                        f"{SHARD_REF['n']} × 2 B × {_ridge:,.0f} = {_k:,.0f}.")
+
+    shard_slow_prediction = get_shard_slow() or _reference("lab06.tp_shard_pcie", "slow")
+    shard_fast_prediction = get_shard_fast() or _reference("lab06.tp_shard_nvlink", "fast")
+    mo.vstack([c for c in (reveal.card(shard_slow_prediction),
+                           reveal.card(shard_fast_prediction)) if c is not None])
+    return shard_fast_prediction, shard_slow_prediction
+
+
+@app.cell
+def _(mo):
+    _pow2 = [2 ** i for i in range(7, 18)]  # 128 ... 131072
+    shard_k_slider = mo.ui.slider(steps=_pow2, value=1024, show_value=True,
+                                  label="K/n: per-GPU slice of K")
+    shard_n_slider = mo.ui.slider(steps=[2, 4, 8, 16], value=8, show_value=True,
+                                  label="GPUs n")
+    shard_tokens_slider = mo.ui.slider(steps=[2 ** i for i in range(0, 17)], value=4096,
+                                       show_value=True, label="Batch T (tokens)")
+    return shard_k_slider, shard_n_slider, shard_tokens_slider
+
+
+@app.cell
+def _(
+    PRECISION,
+    SHARD_REF,
+    context_controls,
+    device_picker,
+    link_picker,
+    mo,
+    quiz,
+    shard_fast_prediction,
+    shard_k_slider,
+    shard_n_slider,
+    shard_slow_prediction,
+    shard_tokens_slider,
+    sharding,
+    style,
+):
+    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None,
+            quiz.gate_notice("Lock predictions 2 and 3 to reveal the three roofs."))
+    _n = int(shard_n_slider.value)
+    try:
+        shard_mm = sharding.sharded_matmul(int(shard_tokens_slider.value),
+                                           int(shard_k_slider.value) * _n, SHARD_REF["n_out"],
+                                           _n, PRECISION)
+        shard_now = sharding.shard_times(shard_mm, device_picker.value, link_picker.value)
+        shard_error = None
+    except (KeyError, ValueError) as _exc:
+        shard_mm = shard_now = None
+        shard_error = style.error_message(_exc)
+    mo.vstack([context_controls,
+               mo.hstack([shard_k_slider, shard_n_slider, shard_tokens_slider], wrap=True)])
+    return shard_error, shard_mm, shard_now
+
+
+@app.cell
+def _(
+    PRECISION,
+    collectives,
+    device_picker,
+    figures,
+    link_picker,
+    mo,
+    shard_error,
+    shard_mm,
+    shard_now,
+    style,
+):
+    mo.stop(shard_error is not None, style.error_callout(shard_error))
+    _lk = collectives.ring_link(link_picker.value, shard_mm.n)
+    _others = [(collectives.get_link(k).name.split(" (")[0], collectives.get_link(k).one_way_gbs)
+               for k in ("nvlink4", "pcie5-x16") if k != _lk.key]
+    three_roofs = figures.three_roof_figure(
+        device_picker.value, PRECISION, [(_lk.name.split(" (")[0], _lk.one_way_gbs)] + _others,
+        ai_hbm=shard_mm.ai_hbm, ai_link=shard_mm.ai_link,
+        attained_tflops=shard_mm.flops / shard_now.lower / 1e12,
+        title=f"One row-parallel layer: T = {shard_mm.tokens:,}, K/n = {shard_mm.k_shard:,.0f}, "
+              f"n = {shard_mm.n}")
+    three_roofs  # the figure alone: a stack would serialise it on every update (slow)
+    return
+
+
+@app.cell
+def _(
+    PRECISION,
+    SHARD_REF,
+    device_picker,
+    link_picker,
+    mo,
+    shard_error,
+    shard_mm,
+    shard_now,
+    sharding,
+    style,
+):
+    mo.stop(shard_error is not None)
+    _crit = sharding.tp_critical_shard(device_picker.value, PRECISION, link_picker.value,
+                                       shard_mm.n)
+    _range = sharding.comm_bound_tokens(shard_mm.k, SHARD_REF["n_out"], shard_mm.n,
+                                        device_picker.value, link_picker.value, PRECISION)
+    _where = ("no batch" if _range is None else
+              "every batch" if _range[0] <= 1 and _range[1] == float("inf") else
+              f"batches from {_range[0]:,.0f} tokens up" if _range[1] == float("inf") else
+              f"batches up to {_range[1]:,.0f} tokens" if _range[0] <= 1 else
+              f"batches of {_range[0]:,.0f} to {_range[1]:,.0f} tokens")
+    mo.vstack([
+        mo.hstack([mo.md("**This layer is**"), style.regime_badge(shard_now.regime),
+                   mo.md(f"(the {shard_now.binding} roof binds)")], justify="start"),
+        style.metric_cards([
+            style.Metric("compute", style.format_seconds(shard_now.t_compute),
+                         f"{style.format_flops(shard_mm.flops)} per GPU / π",
+                         "compute" if shard_now.binding == "compute" else None),
+            style.Metric("HBM", style.format_seconds(shard_now.t_hbm),
+                         f"{style.format_bytes(shard_mm.hbm_bytes)} per GPU / HBM bandwidth",
+                         "memory" if shard_now.binding == "HBM" else None),
+            style.Metric("link (all-reduce)", style.format_seconds(shard_now.t_link),
+                         f"{style.format_bytes(shard_mm.link_bytes)} sent per GPU, plus "
+                         "latency", "communication-bound" if shard_now.binding == "link" else None),
+            style.Metric("link intensity", f"{style.format_value(shard_mm.ai_link)} FLOP/B",
+                         f"HBM intensity {style.format_value(shard_mm.ai_hbm)} FLOP/B"),
+            style.Metric("critical K/n on this link", f"{style.format_value(_crit)}",
+                         f"n = {shard_mm.n}; the link binds for {_where}"),
+        ])])
+    return
+
+
+@app.cell
+def _(
+    PRECISION,
+    SHARD_REF,
+    device_picker,
+    figures,
+    link_picker,
+    mo,
+    np,
+    shard_error,
+    shard_mm,
+    sharding,
+    style,
+):
+    mo.stop(shard_error is not None)
+    _ts = np.unique(np.geomspace(1, 1 << 20, 41).round().astype(int))
+    _times = [sharding.shard_times(sharding.sharded_matmul(int(t), shard_mm.k, SHARD_REF["n_out"],
+                                                           shard_mm.n, PRECISION),
+                                   device_picker.value, link_picker.value) for t in _ts]
+    shard_time_figure = figures.loglog_lines_figure(
+        [("compute", _ts, [t.t_compute for t in _times], style.COLORS["compute"], "solid"),
+         ("HBM", _ts, [t.t_hbm for t in _times], style.COLORS["memory"], "dash"),
+         ("link (all-reduce)", _ts, [t.t_link for t in _times],
+          style.COLORS[figures.LINK_COLOR_KEY],
+          "dot")],
+        title=f"Per-GPU time of this layer against the batch (K/n = {shard_mm.k_shard:,.0f})",
+        x_title="Batch T (tokens)", y_title="Time per GPU (s)",
+        vlines=[(shard_mm.tokens, "your batch", style.COLORS["muted"])], height=380)
+    shard_time_figure
+    return
+
+
+@app.cell
+def _(
+    OPENING,
+    PRECISION,
+    SHARD_REF,
+    collectives,
+    lab,
+    mo,
+    quiz,
+    shard_fast_prediction,
+    shard_slow_prediction,
+    sharding,
+):
+    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
+    shard_actual = {key: sharding.tp_critical_shard(OPENING["device"], PRECISION,
+                                                    SHARD_REF[key], SHARD_REF["n"])
+                    for key in ("slow", "fast")}
+    mo.vstack([mo.vstack([
+        mo.md(f"**On {collectives.get_link(SHARD_REF[_key]).name}** (n = {SHARD_REF['n']}):"),
+        quiz.compare(_p, round(shard_actual[_key]), units="elements", lab=lab)])
+        for _p, _key in ((shard_slow_prediction, "slow"), (shard_fast_prediction, "fast"))])
+    return (shard_actual,)
+
+
+@app.cell
+def _(lab, mo, quiz, shard_actual):
+    _ratio = shard_actual["slow"] / shard_actual["fast"]
+    mo.vstack([
+        quiz.explain_form(
+            lab, "lab06.tp_shard_pcie",
+            observe_label="Set K/n just below and just above the critical slice on the slow "
+                          "link. Which roof binds on each side, and does the batch change it?",
+            explain_label="Why does the batch T cancel from the link intensity, and what is "
+                          "left that a designer can change?"),
+        quiz.explain_form(
+            lab, "lab06.tp_shard_nvlink",
+            observe_label=f"The two critical slices differ by {_ratio:.3g}×. Where does that "
+                          "ratio come from? At a small batch, which roof binds instead?",
+            explain_label="Why is a layer with a thin slice communication-bound on any link "
+                          "at large batch, and why does latency matter at small batch?"),
+    ])
+    return
+
+
+@app.cell
+def _(mo, shard_fast_prediction, shard_slow_prediction, style):
+    # the equations give the answer away
+    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
+    style.math_peek("the link roof of a row-parallel matmul", r"""
+    $y = xW$ with $x: T \times K$ and $W: K \times N$ split along $K$ over $n$ chips. Per chip:
+
+    $$F = \frac{2\,T K N}{n}\ [\text{FLOP}], \qquad
+    Q_{\text{HBM}} = b\left(\frac{TK}{n} + \frac{KN}{n} + TN\right), \qquad
+    Q_{\text{link}} = \frac{2(n-1)}{n}\; T N b\ [\text{B, ring all-reduce}].$$
+
+    The **link intensity** $F / Q_{\text{link}} = \dfrac{K/n}{(n-1)/n \cdot b}$ does not
+    depend on $T$ or $N$. The link roof caps throughput at $\min(\pi,\ I_{\text{link}} B)$;
+    its ridge is $\pi / B$. The layer is communication-bound below
+
+    $$\left(\frac{K}{n}\right)^{\!*} = \frac{n-1}{n}\; b\; \frac{\pi}{B}
+    \qquad\text{(a reduce-scatter sends half: half this).}$$
+
+    At small $T$ the layer is HBM-bound (it reads its $KN/n$ slice of weights whatever $T$)
+    or latency-bound (the all-reduce pays $2(n-1)\alpha$ whatever its size): all three
+    times are linear in $T$, so the link binds on one interval of batch sizes.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Part 3 · Sharding Llama-3-70B for serving
+    """)
+    return
+
+
+@app.cell
+def _(OPENING, SERVE_REF, collectives, hardware, models, style):
+    _m, _d = models.get(SERVE_REF["model"]), hardware.get(OPENING["device"])
+    style.scenario_card(
+        "Dana Okafor", "ML-infrastructure lead",
+        f"{_m.name} in bf16 is {_m.weight_bytes('bf16') / 1e9:.0f} GB of weights: it does not "
+        f"fit on one {_d.name} ({_d.memory_text}), so we shard it with tensor parallelism. "
+        f"Our inference boxes join their GPUs with "
+        f"{collectives.get_link(SERVE_REF['link']).name}. Every layer now ends in two "
+        "all-reduces. I want one user at the full "
+        f"{SERVE_REF['seq_len']:,}-token context to get as many tokens/s as possible: do we "
+        "just keep adding GPUs?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_serve, set_serve = quiz.lock_state(lab, "lab06.tp_comm_degree")
+    return get_serve, set_serve
+
+
+@app.cell
+def _():
+    SERVE_OPTIONS = {
+        "2-way": 2,
+        "4-way": 4,
+        "8-way": 8,
+        "16-way": 16,
+        "none of these: the collectives never take longer than the matmuls": 0,
+    }
+    return (SERVE_OPTIONS,)
+
+
+@app.cell
+def _(
+    OPENING,
+    SERVE_OPTIONS,
+    SERVE_REF,
+    collectives,
+    get_serve,
+    hardware,
+    lab,
+    models,
+    quiz,
+    set_serve,
+):
+    serve_form = quiz.choice_form(
+        lab, "lab06.tp_comm_degree",
+        question=f"**Prediction 4.** {models.get(SERVE_REF['model']).name}, bf16, one "
+                 f"sequence at {SERVE_REF['seq_len']:,} tokens, on "
+                 f"{hardware.get(OPENING['device']).name} GPUs joined by "
+                 f"**{collectives.get_link(SERVE_REF['link']).name}**. Sharding it more and more "
+                 "ways, at which tensor-parallel degree (the first that fits in memory or "
+                 "later) does a decode step first spend **more time in its collectives than in "
+                 "its matmuls**?",
+        options=SERVE_OPTIONS, locked=get_serve(), on_lock=set_serve)
+    quiz.prediction_panel(serve_form, get_serve())
+    return
+
+
+@app.cell
+def _(OPENING, SERVE_OPTIONS, SERVE_REF, get_serve, lab, reveal, sharding):
+    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
+    _rows = sharding.tp_scaling(SERVE_REF["model"], OPENING["device"], SERVE_REF["link"], **_kw)
+    _ref = sharding.first_comm_bound_degree(SERVE_REF["model"], OPENING["device"],
+                                            SERVE_REF["link"], **_kw)
+    _steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
+                       f"{max(r.t_compute, r.t_hbm) * 1e3:.2f} ms" for r in _rows if r.fits)
+    serve_prediction = get_serve() or reveal.reference(
+        lab, "lab06.tp_comm_degree", _ref,
+        label=next(k for k, v in SERVE_OPTIONS.items() if v == _ref),
+        explanation=f"The matmuls read the weights (and KV cache) split n ways, so their time "
+                    f"falls as 1/n; each of the {_rows[-1].collectives} collectives per step "
+                    f"pays 2(n-1) latency steps, so their time grows with n. Per step: "
+                    f"{_steps}.")
+    reveal.card(serve_prediction)
+    return (serve_prediction,)
+
+
+@app.cell
+def _(mo, models, sharding):
+    serve_model = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
+                                 value="Llama-3-70B", label="Model")
+    serve_weights = mo.ui.dropdown({"bf16": "bf16", "fp8": "fp8", "int8": "int8",
+                                    "int4 (g128)": "int4-g128"}, value="bf16",
+                                   label="Weights stored as")
+    serve_tp = mo.ui.slider(steps=list(sharding.TP_DEGREES), value=4, show_value=True,
+                            label="Tensor-parallel degree (GPUs)")
+    serve_batch = mo.ui.slider(steps=[2 ** i for i in range(0, 9)], value=1, show_value=True,
+                               label="Batch (sequences)")
+    serve_context = mo.ui.slider(steps=[1024, 2048, 4096, 8192], value=8192, show_value=True,
+                                 label="Context (tokens)")
+    return serve_batch, serve_context, serve_model, serve_tp, serve_weights
+
+
+@app.cell
+def _(
+    PRECISION,
+    device_picker,
+    link_picker,
+    mo,
+    quiz,
+    serve_batch,
+    serve_context,
+    serve_model,
+    serve_prediction,
+    serve_weights,
+    sharding,
+    style,
+):
+    mo.stop(serve_prediction is None,
+            quiz.gate_notice("Lock prediction 4 to reveal the serving instrument."))
+    _kw = dict(batch=int(serve_batch.value), seq_len=int(serve_context.value),
+               weight_precision=serve_weights.value, compute=PRECISION)
+    try:
+        serve_rows = {k: sharding.tp_scaling(serve_model.value, device_picker.value, k, **_kw)
+                      for k in dict.fromkeys([link_picker.value, "nvlink4", "pcie5-x16"])}
+        serve_error = None
+    except (KeyError, ValueError) as _exc:
+        serve_rows, serve_error = None, style.error_message(_exc)
+    return serve_error, serve_rows
+
+
+@app.cell
+def _(
+    context_controls,
+    link_picker,
+    mo,
+    serve_batch,
+    serve_context,
+    serve_error,
+    serve_model,
+    serve_rows,
+    serve_tp,
+    serve_weights,
+    sharding,
+    style,
+):
+    mo.stop(serve_error is not None, mo.vstack([context_controls,
+                                                style.error_callout(serve_error)]))
+    serve_now = next(s for s in serve_rows[link_picker.value] if s.n == serve_tp.value)
+    serve_diagnosis = sharding.tp_diagnosis(serve_rows[link_picker.value], serve_now.n)
+    _parts = [context_controls,
+              mo.hstack([serve_model, serve_weights, serve_tp], justify="start", wrap=True),
+              mo.hstack([serve_batch, serve_context], justify="start", wrap=True),
+              mo.md(f"**Memory per GPU** at {serve_now.n}-way:"),
+              style.memory_budget_bar(serve_now.budget.terms, serve_now.budget.capacity_bytes)]
+    if serve_diagnosis.kind == "oom":
+        _parts.append(style.error_callout(serve_diagnosis.message))
+    elif serve_diagnosis.kind == "comm":
+        _parts.append(mo.callout(mo.md(f"**✗ More GPUs, fewer tokens/s.** "
+                                       f"{serve_diagnosis.message}"), kind="warn"))
+    mo.vstack(_parts)
+    return (serve_now,)
+
+
+@app.cell
+def _(mo, serve_error, serve_now, style):
+    mo.stop(serve_error is not None)
+    _s = serve_now
+    style.metric_cards([
+        style.Metric("Decode, tokens/s", f"{_s.tokens_per_s:,.1f}" + ("" if _s.fits else
+                                                                     " (does not fit)"),
+                     f"batch {_s.batch} / {style.format_seconds(_s.t_step)} per step; "
+                     f"{_s.user_tokens_per_s:,.1f} per user",
+                     "danger" if not _s.fits else _s.bound),
+        style.Metric("matmuls (compute | HBM)", style.format_seconds(max(_s.t_compute,
+                                                                         _s.t_hbm)),
+                     f"compute {style.format_seconds(_s.t_compute)}, HBM "
+                     f"{style.format_seconds(_s.t_hbm)} "
+                     f"({style.format_bytes(_s.bytes)} per GPU)"),
+        style.Metric("collectives", style.format_seconds(_s.t_comm),
+                     f"{_s.collectives} per step over {_s.link.name}; "
+                     f"{style.format_bytes(_s.comm_bytes)} sent per GPU",
+                     "communication-bound" if _s.bound == "communication-bound" else None),
+        style.Metric("step is", _s.bound, "collectives after matmuls: max(compute, HBM) + "
+                     "communication"),
+    ])
+    return
+
+
+@app.cell
+def _(
+    collectives,
+    figures,
+    link_picker,
+    mo,
+    serve_error,
+    serve_now,
+    serve_rows,
+    sharding,
+):
+    mo.stop(serve_error is not None)
+    _series = []
+    for _i, (_key, _rows) in enumerate(serve_rows.items()):
+        _name = collectives.get_link(_key).name.split(" (")[0]
+        _series.append((("your link: " if _key == link_picker.value else "") + _name,
+                        [s.tokens_per_s if s.fits else None for s in _rows],
+                        (figures.LINK_COLOR_KEY, "ok", "muted")[_i % 3],
+                        ("solid", "dash", "dot")[_i % 3]))
+    _fits = [s.n for s in serve_rows[link_picker.value] if s.fits]
+    serve_figure = figures.scaling_figure(
+        _series, sharding.TP_DEGREES,
+        title="Decode tokens/s (all users) against the tensor-parallel degree",
+        y_title="tokens/s", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
+        chosen=(f"{serve_now.n}-way", serve_now.n, serve_now.tokens_per_s)
+        if serve_now.fits else None,
+        oom_below=min(_fits) if _fits else max(sharding.TP_DEGREES) * 1.3)
+    serve_figure
+    return
+
+
+@app.cell
+def _(
+    OPENING,
+    SERVE_OPTIONS,
+    SERVE_REF,
+    lab,
+    mo,
+    quiz,
+    serve_prediction,
+    sharding,
+):
+    mo.stop(serve_prediction is None)
+    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
+    serve_actual = sharding.first_comm_bound_degree(SERVE_REF["model"], OPENING["device"],
+                                                    SERVE_REF["link"], **_kw)
+    _rows = {s.n: s for s in sharding.tp_scaling(SERVE_REF["model"], OPENING["device"],
+                                                 SERVE_REF["link"], **_kw)}
+    _label = next(k for k, v in SERVE_OPTIONS.items() if v == serve_actual)
+    _detail = (f": collectives {_rows[serve_actual].t_comm * 1e3:.2f} ms vs matmuls "
+               f"{max(_rows[serve_actual].t_compute, _rows[serve_actual].t_hbm) * 1e3:.2f} ms "
+               "per step" if serve_actual else "")
+    quiz.compare(serve_prediction, serve_actual, lab=lab, actual_label=_label + _detail)
+    return (serve_actual,)
+
+
+@app.cell
+def _(lab, mo, quiz, serve_actual):
+    mo.stop(serve_actual is None)
+    quiz.explain_form(
+        lab, "lab06.tp_comm_degree",
+        observe_label="Walk the degree up on the slow link and on NVLink: where does each "
+                      "run out of memory, where do tokens/s peak, and where do they fall?",
+        explain_label="Why do the matmuls' times fall as 1/n while the collectives' times "
+                      "grow with n? What backs you out of each failure state?")
+    return
+
+
+@app.cell
+def _(mo, serve_prediction, style):
+    mo.stop(serve_prediction is None)  # the equations give the answer away
+    style.math_peek("a decode step sharded n ways", r"""
+    Per GPU, with weights $W$, KV cache $K_v$ and $H_{kv}$ KV heads:
+
+    $$M = \frac{W}{n} + \frac{K_v}{\min(n, H_{kv})} + A \ \le\ f\,C, \qquad
+    t_{\text{step}} = \max\!\left(\frac{F/n}{\pi},\ \frac{Q/n}{\beta}\right) +
+    (2L+1)\,t_{\text{AR}}(B\,d\,b) + t_{\text{AG}}(B\,V\,b).$$
+
+    Two all-reduces per layer (after the attention output and the MLP down projection,
+    Megatron-LM), one for the vocab-parallel embedding, one all-gather of the logits. The
+    collectives cannot hide behind the matmuls: the next layer needs their result. The
+    matmul term falls as $1/n$; each ring all-reduce costs $2(n-1)\alpha + 2\frac{n-1}{n}
+    \frac{S}{B}$, which grows with $n$. Past $n \approx \sqrt{W / (2(2L+1)\,\alpha\,\beta)}$
+    more GPUs make each token slower; a ring wider than a node (8 GPUs) also crosses to
+    the scale-out network and runs at its speed.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Part 4 · Data-parallel training: when do gradients dominate?
+    """)
+    return
+
+
+@app.cell
+def _(OPENING, TRAIN_REF, collectives, hardware, models, style):
+    _m, _lk = models.get(TRAIN_REF["model"]), collectives.get_link(TRAIN_REF["link"])
+    style.scenario_card(
+        "Mei Tan", "training-infrastructure engineer",
+        f"Next we pre-train {_m.name} data-parallel on {TRAIN_REF['n']} "
+        f"{hardware.get(OPENING['device']).name} GPUs spread over nodes: each GPU has its own "
+        f"copy of the model and its own share of the batch, and every step all-reduces the "
+        f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.1f} GB) over "
+        f"{_lk.name}. Finance wants a smaller batch per GPU to save memory. How small can it "
+        "go before the GPUs sit waiting for the gradients?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_train, set_train = quiz.lock_state(lab, "lab06.dp_critical_batch")
+    return get_train, set_train
+
+
+@app.cell
+def _(
+    OPENING,
+    TRAIN_REF,
+    collectives,
+    get_train,
+    hardware,
+    lab,
+    models,
+    quiz,
+    set_train,
+):
+    train_form = quiz.numeric_form(
+        lab, "lab06.dp_critical_batch",
+        question=f"**Prediction 5.** {models.get(TRAIN_REF['model']).name}, "
+                 f"{TRAIN_REF['n']} {hardware.get(OPENING['device']).name} GPUs, bf16 "
+                 f"gradients all-reduced over **{collectives.get_link(TRAIN_REF['link']).name}**, "
+                 "compute at the dense bf16 peak, no overlap: below how many **tokens per GPU "
+                 "per step** does the all-reduce take longer than the forward and backward "
+                 "pass?",
+        units="tokens", lo=1, hi=1e8, locked=get_train(), on_lock=set_train)
+    quiz.prediction_panel(train_form, get_train())
+    return
+
+
+@app.cell
+def _(
+    OPENING,
+    PRECISION,
+    TRAIN_REF,
+    collectives,
+    get_train,
+    lab,
+    reveal,
+    sharding,
+):
+    _t = sharding.dp_critical_batch(OPENING["device"], PRECISION, TRAIN_REF["link"],
+                                    TRAIN_REF["n"], grad_bytes=TRAIN_REF["grad_bytes"])
+    _ridge = sharding.link_ridge(OPENING["device"], PRECISION, TRAIN_REF["link"], TRAIN_REF["n"])
+    _n = TRAIN_REF["n"]
+    train_prediction = get_train() or reveal.reference(
+        lab, "lab06.dp_critical_batch", round(_t), units="tokens",
+        explanation=f"Compute 6 P T / π equals the all-reduce's 2(n-1)/n × P g / B when T = "
+                    f"2(n-1)/n × g/6 × π/B: the parameter count P cancels. With π/B = "
+                    f"{_ridge:,.0f} FLOP/B ({PRECISION} peak over "
+                    f"{collectives.get_link(TRAIN_REF['link']).name}) and g = "
+                    f"{TRAIN_REF['grad_bytes']} B: 2 × {_n - 1}/{_n} × "
+                    f"{TRAIN_REF['grad_bytes']}/6 × {_ridge:,.0f} = {_t:,.0f} tokens per GPU.")
+    reveal.card(train_prediction)
+    return (train_prediction,)
+
+
+@app.cell
+def _(mo, models):
+    train_model = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
+                                 value="Llama-3-8B", label="Model")
+    train_n = mo.ui.slider(steps=[2 ** i for i in range(1, 11)], value=64, show_value=True,
+                           label="GPUs (data-parallel)")
+    train_tokens = mo.ui.slider(steps=[2 ** i for i in range(8, 18)], value=4096,
+                                show_value=True, label="Tokens per GPU per step")
+    train_overlap = mo.ui.switch(value=False, label="Overlap the all-reduce with the backward "
+                                                    "pass")
+    return train_model, train_n, train_overlap, train_tokens
+
+
+@app.cell
+def _(
+    PRECISION,
+    TRAIN_REF,
+    context_controls,
+    device_picker,
+    link_picker,
+    mo,
+    quiz,
+    sharding,
+    style,
+    train_model,
+    train_n,
+    train_overlap,
+    train_prediction,
+    train_tokens,
+):
+    mo.stop(train_prediction is None,
+            quiz.gate_notice("Lock prediction 5 to reveal the training-step instrument."))
+    _args = (train_model.value, int(train_n.value))
+    _on = (device_picker.value, PRECISION, link_picker.value)
+    try:
+        train_now = sharding.dp_step(*_args, int(train_tokens.value), *_on,
+                                     grad_bytes=TRAIN_REF["grad_bytes"],
+                                     overlap=train_overlap.value)
+        train_critical = sharding.dp_critical_batch(*_on, int(train_n.value),
+                                                    grad_bytes=TRAIN_REF["grad_bytes"])
+        train_error = None
+    except (KeyError, ValueError) as _exc:
+        train_now = train_critical = None
+        train_error = style.error_message(_exc)
+    mo.vstack([context_controls,
+               mo.hstack([train_model, train_n, train_tokens, train_overlap], wrap=True)])
+    return train_critical, train_error, train_now
+
+
+@app.cell
+def _(
+    PRECISION,
+    TRAIN_REF,
+    device_picker,
+    figures,
+    link_picker,
+    mo,
+    sharding,
+    style,
+    train_critical,
+    train_error,
+    train_model,
+    train_now,
+):
+    mo.stop(train_error is not None, style.error_callout(train_error))
+    _ts = [2 ** i for i in range(6, 21)]
+    _steps = [sharding.dp_step(train_model.value, train_now.n, t, device_picker.value,
+                               PRECISION, link_picker.value, grad_bytes=TRAIN_REF["grad_bytes"])
+              for t in _ts]
+    train_figure = figures.loglog_lines_figure(
+        [("compute (forward + backward)", _ts, [s.t_compute for s in _steps],
+          style.COLORS["compute"], "solid"),
+         ("gradient all-reduce", _ts, [s.t_comm for s in _steps],
+          style.COLORS[figures.LINK_COLOR_KEY],
+          "dash"),
+         ("step, no overlap (sum)", _ts, [s.t_compute + s.t_comm for s in _steps],
+          style.COLORS["danger"], "dot"),
+         ("step, perfect overlap (max)", _ts, [max(s.t_compute, s.t_comm) for s in _steps],
+          style.COLORS["ok"], "dashdot")],
+        title=f"One data-parallel step on {train_now.n} GPUs against the batch per GPU",
+        x_title="Tokens per GPU per step", y_title="Time per step (s)",
+        vlines=[(train_critical, "critical batch", style.COLORS["muted"]),
+                (train_now.tokens_per_chip, "your batch", style.COLORS["danger"])], height=400)
+    train_figure  # the figure alone: a stack would serialise it on every update (slow)
+    return
+
+
+@app.cell
+def _(
+    collectives,
+    link_picker,
+    mo,
+    style,
+    train_critical,
+    train_error,
+    train_now,
+):
+    mo.stop(train_error is not None)
+    _s = train_now
+    _gain = (_s.t_compute + _s.t_comm) / max(_s.t_compute, _s.t_comm)
+    style.metric_cards([
+        style.Metric("compute", style.format_seconds(_s.t_compute),
+                     f"6 × {_s.params / 1e9:.2f} B params × {_s.tokens_per_chip:,} tokens / π"),
+        style.Metric("gradient all-reduce", style.format_seconds(_s.t_comm),
+                     f"ring over {_s.n} GPUs: "
+                     f"{collectives.ring_link(link_picker.value, _s.n).name}",
+                     "communication-bound" if _s.comm_bound else None),
+        style.Metric("step", style.format_seconds(_s.t_step),
+                     ("overlapped: max" if _s.overlap else "no overlap: sum")
+                     + f"; GPUs compute {_s.compute_fraction:.0%} of the time",
+                     "danger" if _s.compute_fraction < 0.5 else "ok"),
+        style.Metric("critical batch", f"{train_critical:,.0f} tokens",
+                     "per GPU, where compute = all-reduce (bandwidth term)"),
+        style.Metric("overlap buys", f"{_gain:.2f}×", "sum / max: never more than 2×"),
+    ])
+    return
+
+
+@app.cell
+def _(
+    OPENING,
+    PRECISION,
+    TRAIN_REF,
+    lab,
+    mo,
+    quiz,
+    sharding,
+    train_prediction,
+):
+    mo.stop(train_prediction is None)
+    train_actual = sharding.dp_critical_batch(OPENING["device"], PRECISION, TRAIN_REF["link"],
+                                              TRAIN_REF["n"], grad_bytes=TRAIN_REF["grad_bytes"])
+    quiz.compare(train_prediction, round(train_actual), units="tokens", lab=lab,
+                 actual_label=f"{train_actual:,.0f} tokens per GPU per step, whatever the "
+                              "model's size")
+    return (train_actual,)
+
+
+@app.cell
+def _(lab, mo, quiz, train_actual):
+    mo.stop(train_actual is None)
+    quiz.explain_form(
+        lab, "lab06.dp_critical_batch",
+        observe_label="Switch the model between 8B and 70B and change the number of GPUs: "
+                      "what happens to the critical batch? Turn overlap on: what does it buy "
+                      "below and above the critical batch?",
+        explain_label="Why does the parameter count cancel, and which two numbers of the "
+                      "hardware set the critical batch?")
+    return
+
+
+@app.cell
+def _(mo, style, train_prediction):
+    mo.stop(train_prediction is None)  # the equations give the answer away
+    style.math_peek("data parallelism: compute against the gradient all-reduce", r"""
+    Each of $n$ chips runs forward and backward on $T$ tokens ($6PT$ FLOPs for $P$
+    parameters, Kaplan et al. 2020) and then all-reduces $P$ gradients of $g$ bytes:
+
+    $$t_{\text{comp}} = \frac{6PT}{\pi}, \qquad t_{\text{comm}} = 2(n-1)\alpha +
+    \frac{2(n-1)}{n}\,\frac{P g}{B}.$$
+
+    Setting them equal (bandwidth term only) gives the **critical batch per chip**
+
+    $$T^* = \frac{2(n-1)}{n}\;\frac{g}{6}\;\frac{\pi}{B},$$
+
+    the link ridge $\pi/B$ times a constant: $P$ cancels. Below $T^*$ the chips wait for the
+    network. Overlapping the all-reduce with the backward pass turns $t_{\text{comp}} +
+    t_{\text{comm}}$ into at best $\max(t_{\text{comp}}, t_{\text{comm}})$: it can at most halve
+    the step (when the two are equal) and cannot lift a communication-bound step above the
+    link's speed.
+    """)
+    return
+
+
+@app.cell
+def _(
+    allreduce_prediction,
+    mo,
+    serve_prediction,
+    shard_fast_prediction,
+    shard_slow_prediction,
+    style,
+    train_prediction,
+):
+    _gate = style.takeaways_gate((allreduce_prediction, shard_slow_prediction,
+                                  shard_fast_prediction, serve_prediction, train_prediction))
+    mo.stop(_gate is not None, _gate)
+    style.takeaways([
+        "A ring collective costs steps × α plus bytes over the one-way bandwidth: an "
+        "all-reduce moves about 2 × S per chip whatever n. Small messages pay α, large ones "
+        "pay bandwidth; nccl-tests' bus bandwidth compares with the link's one-way figure.",
+        "Datasheets quote NVLink and PCIe in both directions: halve them for a ring step.",
+        "A chip that exchanges data has a third roof: link intensity (FLOPs per byte sent) "
+        "against the link ridge π / B. A row-parallel matmul's link intensity depends on its "
+        "per-chip slice K/n, not on the batch: thin slices are communication-bound.",
+        "Tensor parallelism trades memory for communication: too few GPUs run out of memory, "
+        "too many over a slow link spend each step in collectives, and tokens/s fall as GPUs "
+        "are added.",
+        "Data parallelism is communication-bound below a critical batch per chip set by π / B "
+        "alone; overlap hides at most half of a step.",
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()

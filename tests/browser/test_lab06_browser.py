@@ -1,0 +1,108 @@
+"""Lab 6 in a real browser (``marimo run`` + Debian chromium), light and dark:
+
+1. fresh page: every instrument is behind a closed gate, no figure is drawn;
+2. locking prediction 1 opens its gate and draws the all-reduce cost model;
+3. the participants slider at both extremes (n = 2 and n = 64) redraws the figure;
+4. a reload keeps the lock (restored from the ledger);
+5. the instructor copy (``--reveal``) draws every figure of the lab: each is screenshot on its
+   own for a visual check (artifacts/browser/lab06-*.png).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from browser_support import REPO, isolated_env, marimo_run
+from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
+                               show_drawn_figure, wait_until)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LAB = REPO / "labs" / "lab_06_many_chips.py"
+
+
+def _env(tmp_path: Path) -> dict:
+    cfg = tmp_path / "config" / "marimo"
+    cfg.mkdir(parents=True)
+    (cfg / "marimo.toml").write_text('[display]\ntheme = "system"\n')  # follow the browser
+    return isolated_env(tmp_path)
+
+
+def _page(browser, scheme: str):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 1500}, color_scheme=scheme)
+    page = ctx.new_page()
+    page.set_default_timeout(90_000)
+    return ctx, page
+
+
+def _titles(page) -> list[str]:
+    out = []
+    for raw in figures(page):
+        try:
+            out.append(json.loads(raw)["layout"]["title"]["text"])
+        except (ValueError, KeyError, TypeError):
+            out.append("")
+    return out
+
+
+def _slider_value_changes_title(page, slider, key: str, want: str) -> None:
+    slider.scroll_into_view_if_needed()
+    slider.focus()
+    slider.press(key)
+    wait_until(page, lambda: any(want in t for t in _titles(page)),
+               f"a figure titled with {want!r} after {key}")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_lab06_gate_lock_slider_extremes_reload(browser, tmp_path, artifacts, scheme):
+    env = _env(tmp_path)
+    with marimo_run(LAB, env) as url:
+        ctx, page = _page(browser, scheme)
+        try:
+            page.goto(url)
+            page.get_by_role("button", name="Lock prediction").first.wait_for(state="visible")
+            gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
+            page.screenshot(path=str(artifacts / f"lab06-locked-{scheme}.png"))
+
+            fill_first_prediction(page)
+            wait_until(page, lambda: gate_count(page) < gates0, "the Part 1 gate to open")
+            settle(page, lambda p: (gate_count(p), len(figures(p))))
+            assert any("Ring all-reduce, n = 8" in t for t in _titles(page))
+            show_drawn_figure(page, 0)
+            page.screenshot(path=str(artifacts / f"lab06-unlocked-{scheme}.png"))
+
+            slider = page.get_by_role("slider").first  # Part 1's participants n
+            _slider_value_changes_title(page, slider, "End", "n = 64")
+            _slider_value_changes_title(page, slider, "Home", "n = 2")
+            show_drawn_figure(page, 0)
+            page.screenshot(path=str(artifacts / f"lab06-slider-min-{scheme}.png"))
+            gates1 = gate_count(page)
+
+            page.reload()
+            page.get_by_text("Locked prediction").first.wait_for(state="visible")
+            gates2, figs2 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            assert gates2 == gates1 and figs2 >= 1
+        finally:
+            ctx.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_lab06_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, scheme):
+    with marimo_run(LAB, _env(tmp_path), "--reveal") as url:
+        ctx, page = _page(browser, scheme)
+        try:
+            page.goto(url)
+            page.get_by_text("Key takeaways").first.wait_for(state="visible")
+            _, n = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            assert gate_count(page) == 0 and n >= 5
+            assert page.get_by_text("That combination does not work").count() == 0
+            for i, title in enumerate(_titles(page)):
+                show_drawn_figure(page, i)
+                page.locator("marimo-plotly").nth(i).screenshot(
+                    path=str(artifacts / f"lab06-figure{i}-{scheme}.png"))
+                assert title, f"figure {i} has no title"
+        finally:
+            ctx.close()

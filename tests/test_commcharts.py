@@ -1,0 +1,86 @@
+"""Lab 6's figure builders (labs.core.ui.commcharts, via figures): valid plotly (rebuilt with
+validation on), every drawn number from core, the binding roof said in words, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import collectives, figures, hardware, roofline, sharding
+
+
+def _valid(fig: go.Figure) -> go.Figure:
+    return go.Figure(fig.to_dict())  # raises on any invalid property
+
+
+def _trace(fig, prefix):
+    return next(t for t in fig.data if (t.name or "").startswith(prefix))
+
+
+@pytest.mark.parametrize("k_shard,binding", [(1024, "link"), (65536, "compute")])
+def test_three_roofs_place_the_layer_on_each_roof_and_name_the_binding_one(k_shard, binding):
+    mm = sharding.sharded_matmul(1 << 16, k_shard * 8, 8192, 8)
+    fig = _valid(figures.three_roof_figure("h100-sxm", "bf16", [("NVLink 4", 450),
+                                                                ("PCIe Gen5", 63.0)],
+                                           ai_hbm=mm.ai_hbm, ai_link=mm.ai_link))
+    d = hardware.get("h100-sxm")
+    hbm_pt = _trace(fig, "this layer at its HBM intensity")
+    assert list(hbm_pt.y) == pytest.approx([float(roofline.attainable_tflops(mm.ai_hbm, d,
+                                                                             "bf16"))])
+    link_pt = _trace(fig, "this layer at its link intensity")
+    assert list(link_pt.y) == pytest.approx([min(989.5, mm.ai_link * 450 / 1e3)])
+    assert _trace(fig, "compute roof").y[0] == 989.5
+    roof_line = _trace(fig, "the layer's roof")
+    assert f": {binding}," in roof_line.name
+    assert roof_line.y[0] == pytest.approx(min(link_pt.y[0], hbm_pt.y[0]))
+    # ridges name their precision (in the legend: on the plot they share one line); the
+    # link's ridge is π / B
+    names = [tr.name for tr in fig.data]
+    assert "HBM roof: 3,350 GB/s · ridge (bf16, dense) = 295 FLOP/B" in names
+    assert "NVLink 4 roof: 450 GB/s one way · ridge (bf16, dense) = 2,199 FLOP/B" in names
+    assert "PCIe Gen5 roof: 63 GB/s one way · ridge (bf16, dense) = 15,706 FLOP/B" in names
+
+
+def test_three_roofs_reject_bad_input():
+    with pytest.raises(ValueError, match="ai_link"):
+        figures.three_roof_figure("h100-sxm", "bf16", [("NVLink 4", 450)], ai_hbm=10,
+                                  ai_link=0)
+    with pytest.raises(ValueError, match="links"):
+        figures.three_roof_figure("h100-sxm", "bf16", [], ai_hbm=10, ai_link=10)
+    with pytest.raises(KeyError, match="fp8"):
+        figures.three_roof_figure("a100-sxm-80gb", "fp8", [("NVLink 3", 300)], ai_hbm=10,
+                                  ai_link=10)
+
+
+def test_alpha_beta_figure_draws_lines_points_and_marks_as_given():
+    sizes = np.geomspace(1e3, 1e9, 13)
+    times = [collectives.link_time("all-reduce", s, 8, "nvlink4") for s in sizes]
+    fig = _valid(figures.alpha_beta_figure(
+        [("NVLink 4", sizes, times, None, None)],
+        [("all-reduce (measured)", [1e4, 1e5], [2e-4, 3e-4], "memory")],
+        marks=[("your prediction", 1e9, 1.1e-3, "danger")], title="t"))
+    line = _trace(fig, "NVLink 4")
+    assert list(line.y) == pytest.approx(times)
+    assert _trace(fig, "all-reduce (measured)").marker.symbol.endswith("-open")
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "bytes" in fig.layout.xaxis.title.text and "(s" in fig.layout.yaxis.title.text
+    with pytest.raises(ValueError, match="at least one"):
+        figures.alpha_beta_figure(title="empty")
+    with pytest.raises(ValueError, match="positive"):
+        figures.alpha_beta_figure([("x", [0, -1], [0, 0], None, None)], title="bad")
+
+
+def test_scaling_figure_leaves_gaps_where_a_design_does_not_fit():
+    rows = sharding.tp_scaling("llama-3-70b", "h100-sxm", "pcie5-x16", batch=1, seq_len=8192)
+    vals = [s.tokens_per_s if s.fits else None for s in rows]
+    fig = _valid(figures.scaling_figure([("PCIe Gen5", vals, None, None)],
+                                        sharding.TP_DEGREES, title="t", y_title="tokens/s",
+                                        chosen=("8-way", 8, vals[3]), oom_below=4))
+    line = _trace(fig, "PCIe Gen5")
+    assert list(line.x) == list(sharding.TP_DEGREES)
+    assert line.y[0] is None and line.y[1] is None and line.y[2] == pytest.approx(vals[2])
+    assert fig.layout.yaxis.type != "log" and fig.layout.annotations[0].text == \
+        "<b>out of memory</b>"
+    with pytest.raises(ValueError, match="one value per degree"):
+        figures.scaling_figure([("x", [1.0], None, None)], [1, 2], title="t", y_title="y")

@@ -1,0 +1,259 @@
+"""Lab 6 "Many chips", headless: locked and unlocked runs, the two serving failure states and
+backing out of them, the link roof's binding switch, the live cell's no-backend message and a
+real run, ledger item ids and locks restored from the ledger, the instructor reveal, export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import collectives, quiz, sharding
+from notebook_support import export_page, load_app
+
+LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_06_many_chips.py"
+ITEMS = {"lab06.allreduce_ms", "lab06.tp_shard_pcie", "lab06.tp_shard_nvlink",
+         "lab06.tp_comm_degree", "lab06.dp_critical_batch", "lab06.measured_collectives"}
+PREDICTION_ITEMS = ITEMS - {"lab06.measured_collectives"}
+INSTRUMENTS = ("allreduce_figure", "allreduce_actual_ms", "comm_status", "comm_run",
+               "shard_mm", "shard_now", "three_roofs", "shard_time_figure", "shard_actual",
+               "serve_rows", "serve_now", "serve_diagnosis", "serve_figure", "serve_actual",
+               "train_now", "train_figure", "train_actual")  # absent while gates are closed
+DEVICE = "h100-sxm"  # the opening chip; the opening link is NVLink 4
+
+
+@pytest.fixture(scope="module")
+def app():
+    return load_app(LAB_FILE, "_lab06_under_test")
+
+
+PREDICTIONS = {
+    "allreduce_prediction": quiz.Prediction("lab06.allreduce_ms", 1.1, units="ms",
+                                            confidence=2, reason="900 GB/s"),
+    "shard_slow_prediction": quiz.Prediction("lab06.tp_shard_pcie", 4096, units="elements",
+                                             confidence=2, reason="t"),
+    "shard_fast_prediction": quiz.Prediction("lab06.tp_shard_nvlink", 512, units="elements",
+                                             confidence=2, reason="t"),
+    "serve_prediction": quiz.Prediction("lab06.tp_comm_degree", 16, answer_type="choice",
+                                        label="16-way", confidence=3, reason="t"),
+    "train_prediction": quiz.Prediction("lab06.dp_critical_batch", 1000, units="tokens",
+                                        confidence=1, reason="t"),
+}
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
+
+
+#: Each widget cell's names with their opening values: overriding one widget of a cell means
+#: providing all of that cell's definitions (marimo's rule for app.run(defs=...)).
+WIDGET_CELLS = (
+    {"device_picker": DEVICE}, {"link_picker": "nvlink4"},
+    {"comm_workers": 2, "comm_budget": 8, "comm_backend_choice": "auto"},
+    {"comm_button": False},
+    {"shard_k_slider": 1024, "shard_n_slider": 8, "shard_tokens_slider": 4096},
+    {"serve_model": "llama-3-70b", "serve_weights": "bf16", "serve_tp": 4, "serve_batch": 1,
+     "serve_context": 8192},
+    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_overlap": False},
+)
+
+
+def _set(**values):
+    """Widget stand-ins for ``values``, plus the opening values of the other widgets defined
+    in the same cells."""
+    out = {}
+    for cell in WIDGET_CELLS:
+        if set(cell) & set(values):
+            out.update({k: SimpleNamespace(value=values.get(k, v)) for k, v in cell.items()})
+    unknown = set(values) - set(out)
+    assert not unknown, f"not a widget of the lab: {unknown}"
+    return out
+
+
+def test_locked_run_hides_every_instrument(env, app):
+    outputs, defs = app.run()
+    for name in PREDICTIONS:
+        assert defs[name] is None, name
+    for name in INSTRUMENTS:
+        assert name not in defs, name
+    text = _texts(outputs)
+    assert "Lock prediction 1 to reveal the collective" in text
+    assert "Lock predictions 2 and 3 to reveal the three roofs." in text
+    assert "Lock prediction 4 to reveal the serving instrument." in text
+    assert "Lock prediction 5 to reveal the training-step instrument." in text
+    assert "they appear once all 5 predictions of this lab are locked (0 so far)" in text
+    assert "Math peek" not in text  # the equations give the answers away
+    assert "Link, one way" not in text  # how a datasheet figure becomes B is Part 1's question
+    assert "Key takeaways" not in text and "Traceback" not in text
+    assert defs["lab"].events() == []
+
+
+def test_unlocked_run_shows_figures_with_core_numbers(env, app):
+    outputs, defs = app.run(defs=PREDICTIONS)
+    for name in ("allreduce_figure", "three_roofs", "shard_time_figure", "serve_figure",
+                 "train_figure"):
+        assert isinstance(defs[name], go.Figure), name
+    # Part 1: 2 x 7/8 x 1 GB / 450 GB/s + 14 x 1 µs = 3.90 ms (not 1 GB / 900 GB/s = 1.1 ms)
+    assert defs["allreduce_actual_ms"] == pytest.approx(3.902889)
+    text = _texts(outputs)
+    assert "3.9 ms" in text and "You predicted" in text
+    # Part 2: the critical slices and the default layer (K/n 1024, n 8, T 4096, NVLink 4)
+    assert defs["shard_actual"]["slow"] == pytest.approx(
+        sharding.tp_critical_shard(DEVICE, "bf16", "pcie5-x16", 8))
+    assert defs["shard_actual"]["fast"] == pytest.approx(3848.06, abs=0.01)
+    mm = sharding.sharded_matmul(4096, 8192, 8192, 8, "bf16")
+    assert defs["shard_mm"] == mm
+    assert defs["shard_now"] == sharding.shard_times(mm, DEVICE, "nvlink4")
+    assert defs["shard_now"].binding == "link"  # 1024 < 3848: communication-bound
+    assert "communication-bound" in text
+    link_pts = next(t for t in defs["three_roofs"].data
+                    if t.name == "this layer at its link intensity")
+    assert list(link_pts.x) == pytest.approx([mm.ai_link])
+    # Part 3: Llama-3-70B at 4-way over NVLink 4 fits; the answer for PCIe Gen5 is 8-way
+    assert defs["serve_now"] == sharding.tp_serving("llama-3-70b", DEVICE, "nvlink4", 4,
+                                                    batch=1, seq_len=8192)
+    assert defs["serve_diagnosis"].kind == "ok" and defs["serve_actual"] == 8
+    # Part 4: T* = 2 x 63/64 x 2 x π / (6 x 50 GB/s) = 12,987 tokens per GPU
+    assert defs["train_actual"] == pytest.approx(12987.19, abs=0.01)
+    assert defs["train_now"] == sharding.dp_step("llama-3-8b", 64, 4096, DEVICE, "bf16",
+                                                 "nvlink4", overlap=False)
+    assert "Key takeaways" in text and "Traceback" not in text
+    # every comparison recorded what the instrument showed, under the stable item ids
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
+    assert set(results) == PREDICTION_ITEMS
+    assert results["lab06.tp_comm_degree"]["actual"] == 8
+    assert results["lab06.dp_critical_batch"]["actual"] == 12987
+
+
+def test_too_few_gpus_is_out_of_memory_and_backing_out_recovers(env, app):
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=1)})
+    assert defs["serve_diagnosis"].kind == "oom" and not defs["serve_now"].fits
+    text = _texts(outputs)
+    assert "Out of memory: each GPU needs" in text and "n = 2 fits" in text
+    assert "does not fit" in text
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=2)})
+    assert defs["serve_diagnosis"].kind == "ok"
+    assert "Out of memory" not in _texts(outputs)
+    # fewer bits also backs out: int4 weights fit on one GPU
+    _, defs = app.run(defs={**PREDICTIONS, **_set(serve_tp=1, serve_weights="int4-g128")})
+    assert defs["serve_now"].fits
+
+
+def test_too_many_gpus_over_a_slow_link_and_backing_out(env, app):
+    slow = {**PREDICTIONS, **_set(serve_tp=16, link_picker="pcie5-x16")}
+    outputs, defs = app.run(defs=slow)
+    assert defs["serve_diagnosis"].kind == "comm"
+    rows = {s.n: s for s in defs["serve_rows"]["pcie5-x16"]}
+    assert rows[16].tokens_per_s < rows[8].tokens_per_s
+    text = _texts(outputs)
+    assert "More GPUs, fewer tokens/s." in text and "fewer GPUs or a faster link" in text
+    # back out: fewer GPUs on the same link
+    outputs, defs = app.run(defs={**slow, **_set(serve_tp=8)})
+    assert defs["serve_diagnosis"].kind != "comm"
+    assert "More GPUs, fewer tokens/s." not in _texts(outputs)
+
+
+def test_a_device_where_nothing_fits_says_so(env, app):
+    # 256 sequences of 8k tokens: the KV cache alone is 687 GB, 86 GB per GPU at 8 KV heads
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(device_picker="jetson-orin-nx-16gb",
+                                                        serve_tp=16, serve_batch=256)})
+    assert not any(s.fits for s in defs["serve_rows"]["nvlink4"])
+    assert "No degree offered fits" in _texts(outputs)
+    assert "Traceback" not in _texts(outputs)
+
+
+def test_the_slice_size_moves_the_layer_off_the_link_roof(env, app):
+    link = "pcie5-x16"
+    crit = sharding.tp_critical_shard(DEVICE, "bf16", link, 8)
+    base = {**PREDICTIONS, **_set(link_picker=link, shard_tokens_slider=65536)}
+    _, thin = app.run(defs={**base, **_set(shard_k_slider=16384)})
+    _, thick = app.run(defs={**base, **_set(shard_k_slider=65536)})
+    assert 16384 < crit < 65536
+    assert thin["shard_now"].binding == "link" and thick["shard_now"].binding == "compute"
+    # a slice that does not split evenly is a message, not a traceback (K = K/n x n always
+    # splits, so use a bad n instead)
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(shard_n_slider=1)})
+    assert defs["shard_error"] and "n" in defs["shard_error"]
+    assert "three_roofs" not in defs and "Traceback" not in _texts(outputs)
+
+
+def test_overlap_switch_turns_sum_into_max(env, app):
+    _, off = app.run(defs=PREDICTIONS)
+    _, on = app.run(defs={**PREDICTIONS, **_set(train_overlap=True)})
+    a, b = off["train_now"], on["train_now"]
+    assert a.t_step == pytest.approx(a.t_compute + a.t_comm)
+    assert b.t_step == pytest.approx(max(b.t_compute, b.t_comm))
+
+
+def test_live_cell_waits_for_its_button_and_says_why_nothing_can_run(env, app):
+    outputs, defs = app.run(defs=PREDICTIONS)
+    assert "Nothing has been measured yet" in _texts(outputs) and "comm_run" not in defs
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.device_count() >= 2:
+        pytest.skip("this machine can run NCCL: the refusal message is not reachable")
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(comm_button=True,
+                                                        comm_backend_choice="nccl")})
+    text = _texts(outputs)
+    assert "No collective can run here." in text and "two or more CUDA GPUs" in text
+    assert "comm_run" not in defs and "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_live_cell_measures_fits_and_records_a_result(env, app):
+    pytest.importorskip("torch")
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(comm_button=True, comm_budget=4,
+                                                        comm_workers=2,
+                                                        comm_backend_choice="gloo")})
+    run = defs["comm_run"]
+    assert run.world_size == 2 and run.backend == "gloo"
+    assert isinstance(defs["comm_figure"], go.Figure)
+    payload = defs["lab"].events("lab06.measured_collectives", "result")[0]["payload"]
+    assert payload["backend"] == "gloo" and payload["world_size"] == 2
+    assert {f["op"] for f in payload["fits"]} | set(payload["fit_errors"]) == set(
+        collectives.OPS)
+    assert "gloo between worker processes" in _texts(outputs)
+
+
+def test_locking_through_the_forms_and_reopening_restores_the_locks(env, app):
+    _, defs = app.run()
+    answers = {"allreduce_form": 2, "shard_slow_form": 30000, "shard_fast_form": 4000,
+               "serve_form": 8, "train_form": 10000}
+    for form, answer in answers.items():
+        quiz.simulate_submit(defs[form], answer=answer, confidence=3, reason="a reason")
+    lab = defs["lab"]
+    for item in PREDICTION_ITEMS:
+        assert [e["kind"] for e in lab.events(item)] == ["predict", "unlock"], item
+    _, again = app.run()
+    assert again["allreduce_prediction"].value == 2
+    assert again["serve_prediction"].value == 8
+    assert isinstance(again["three_roofs"], go.Figure)
+    events = again["lab"].events()
+    assert {e["item_id"] for e in events} <= ITEMS
+    assert all(e["lab_id"] == "lab06" for e in events)
+
+
+def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    assert defs["allreduce_prediction"].value == pytest.approx(3.9)
+    assert defs["shard_slow_prediction"].value == round(
+        sharding.tp_critical_shard(DEVICE, "bf16", "pcie5-x16", 8))
+    assert defs["shard_fast_prediction"].value == 3848
+    assert defs["serve_prediction"].value == 8 and defs["serve_prediction"].label == "8-way"
+    assert defs["train_prediction"].value == 12987
+    assert isinstance(defs["train_figure"], go.Figure)
+    assert defs["lab"].events(kind="predict") == []
+
+
+@pytest.mark.slow
+def test_export_html_student_and_instructor_copies(tmp_path):
+    student = export_page(LAB_FILE, tmp_path)
+    assert "Lock predictions 2 and 3 to reveal the three roofs." in student
+    assert "One row-parallel layer" not in student
+    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
+    assert "One row-parallel layer" in teacher and "Key takeaways" in teacher
+    assert "Instrument hidden" not in teacher  # every gate open in the instructor copy
