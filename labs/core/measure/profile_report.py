@@ -50,6 +50,16 @@ class Profile:
     backward: bool = False
     elapsed_s: float = 0.0  # wall time the profile itself took (roofline measurement included)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    roof: object = None  # the hardware.Device the bounds were computed on (for figures)
+
+    @property
+    def main_precision(self) -> str:
+        """The precision that carries the most FLOPs (the roof to draw)."""
+        weight: dict[str, float] = {}
+        for r in self.rows:
+            if r["precision"] and r["flops"]:
+                weight[r["precision"]] = weight.get(r["precision"], 0.0) + r["flops"]
+        return max(weight, key=weight.get) if weight else "fp32"
 
     # --- totals ------------------------------------------------------------------------------
     @property

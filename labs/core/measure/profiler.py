@@ -560,7 +560,8 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
         timer="cuda events" if info.kind == "cuda" else "time.perf_counter",
         roofline=roof.name, roofline_source=source, predicted_only=predicted,
         bandwidth_gbs=roof.bandwidth_gbs, peaks=dict(roof.peaks), precision=p or "as given",
-        backward=backward, elapsed_s=time.perf_counter() - t_start, notes=tuple(notes))
+        backward=backward, elapsed_s=time.perf_counter() - t_start, notes=tuple(notes),
+        roof=roof)
 
 
 # --- built-in models ---------------------------------------------------------------------------
