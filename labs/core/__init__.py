@@ -32,6 +32,7 @@ SHORT_NAMES = {
     "models": "labs.core.physics.models",
     "fusion": "labs.core.physics.fusion",
     "precision_study": "labs.core.physics.precision_study",
+    "tiny_models": "labs.core.physics.tiny_models",
     # ui
     "tokens": "labs.core.ui.tokens",
     "style": "labs.core.ui.style",

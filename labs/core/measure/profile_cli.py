@@ -115,8 +115,9 @@ def write_outputs(prof, out_dir: Path, name: str, *, png: bool = False) -> list[
     roof_fig = figures.operator_roofline_figure(
         prof.all_rows(), prof.roof, prof.main_precision, kind=kind,
         title=f"{name}: every operator on {prof.roofline} ({kind})")
-    bars = figures.time_by_type_figure(prof.by_op_type(), title=f"{name}: time per operator "
-                                       f"type ({'roofline bounds' if kind == 'predicted' else 'measured'})")
+    what = "roofline bounds" if kind == "predicted" else "measured"
+    bars = figures.time_by_type_figure(prof.by_op_type(),
+                                       title=f"{name}: time per operator type ({what})")
     html_path = out_dir / f"{name}.html"
     parts = [roof_fig.to_html(full_html=False, include_plotlyjs=True),
              bars.to_html(full_html=False, include_plotlyjs=False)]

@@ -163,7 +163,8 @@ class Profile:
             "compute_bound_share": self.share(_roofline.COMPUTE),
             "overhead_share": self.share(_roofline.OVERHEAD),
             "dominant_type": self.dominant_type(), "flops_unknown": len(self.unknown_rows()),
-            "top_lost": (f"{top[0]['name']} ({top[0]['module'] or 'model'})" if top else None),
+            "top_lost": (top[0]["name"] + (f" ({top[0]['module']})" if top[0]["module"] else "")
+                         if top else None),
             "reps": self.reps, "elapsed_s": self.elapsed_s,
         }
 

@@ -38,11 +38,15 @@ import copy
 import dataclasses
 import statistics
 import time
-from typing import Callable
 
 from labs.core import measure as _m
-from labs.core.measure import opcost
+from labs.core.measure import opcost, recorder
+from labs.core.measure.cases import (
+    _matmul_mode,  # the wing's TF32 flags, threads and OOM
+)
+from labs.core.measure.device import _guarded
 from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile
+from labs.core.measure.timer import _resolve, _stats, _threads
 from labs.core.physics import hardware as _hw
 from labs.core.physics import roofline as _roofline
 from labs.core.physics import tiny_models as _tiny
@@ -50,7 +54,6 @@ from labs.core.physics._validate import positive
 
 #: A machine's measured roofline per device, measured once per session (``machine_roofline``).
 _ROOFLINES: dict = {}
-_RECORDER = None
 THIS_MACHINE = "this machine"
 #: Passes the per-operator medians need at least / use at most.
 MIN_PASSES, MAX_PASSES = 3, 30
@@ -168,148 +171,7 @@ def _prepare(model, args, kwargs, p, info):
     return model, tuple(move(a) for a in args), {k: move(v) for k, v in kwargs.items()}
 
 
-def _loss(out):
-    """A scalar to call backward on: the sum of every floating-point output."""
-    import torch
-
-    ts = [t for t in opcost._tensors(out) if t.is_floating_point() and t.requires_grad]
-    if not ts:
-        raise ValueError("backward=True needs an output that requires grad; this model's "
-                         "outputs do not (are its parameters frozen?)")
-    return torch.stack([t.float().sum() for t in ts]).sum()
-
-
 # --- the recorder ------------------------------------------------------------------------------
-
-class _Context:
-    """What the recorder needs to describe a call: module stack, parameter storages, phase."""
-
-    def __init__(self, model, tf32: bool):
-        import torch
-        from torch.utils.flop_counter import flop_registry
-
-        self.registry = flop_registry
-        self.names = {id(m): name for name, m in model.named_modules()}
-        self.names[id(model)] = f"({type(model).__name__})"  # the root module's own code
-        self.params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-        self.stack: list = []
-        self.phase = "forward"
-        self.tf32 = tf32
-        self.torch = torch
-
-    def hooks(self):
-        from torch.nn.modules import module as mm
-
-        def pre(mod, _args):
-            self.stack.append(mod)
-
-        def post(mod, _args, _out):
-            if self.stack and self.stack[-1] is mod:
-                self.stack.pop()
-        return [mm.register_module_forward_pre_hook(pre),
-                mm.register_module_forward_hook(post, always_call=True)]
-
-    def describe(self, func, args, kwargs, out) -> dict:
-        ts = opcost._tensors((args, kwargs))
-        uses_weights = False
-        for t in ts:
-            try:
-                uses_weights |= t.untyped_storage().data_ptr() in self.params
-            except Exception:  # a tensor without storage is no weight
-                pass
-        in_attn = any("attention" in type(m).__name__.lower() for m in self.stack)
-        note = ""
-        try:
-            flops, source = opcost.flops(func, args, kwargs, out, self.registry)
-        except Exception as e:  # a formula that cannot read these arguments: unknown, said so
-            flops, source = None, opcost.UNKNOWN
-            note = f"FLOP formula failed: {type(e).__name__}"
-        read, written = opcost.compulsory_bytes(func, args, kwargs, out)
-        dtype = opcost.data_dtype(args, out)
-        gemm_like = opcost.base_name(func) in opcost.GEMMS | opcost.CONVOLUTIONS
-        module = self.names.get(id(self.stack[-1]), "") if self.stack else ""
-        return {"phase": self.phase, "name": str(func._overloadpacket),
-                "op_type": opcost.op_type(func, uses_weights=uses_weights,
-                                          in_attention=in_attn and self.phase == "forward"),
-                "module": module if self.phase == "forward" else f"({self.phase})",
-                "shapes": opcost.shapes(args), "dtype": str(dtype).replace("torch.", ""),
-                "precision": opcost.precision_of(dtype, tf32=self.tf32 and gemm_like),
-                "flops": flops, "flops_source": source, "bytes": float(read + written),
-                "note": note}
-
-
-def _recorder_type():
-    """The TorchDispatchMode subclass (built on first use: torch is imported lazily)."""
-    global _RECORDER
-    if _RECORDER is None:
-        import torch
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        from torch.utils.flop_counter import flop_registry
-
-        aten = torch.ops.aten
-        passthrough = {aten.sym_size.default, aten.sym_stride.default, aten.size.default,
-                       aten.stride.default, aten.dim.default, aten.numel.default,
-                       aten.sym_numel.default, aten.is_contiguous.default,
-                       aten.storage_offset.default, aten.sym_storage_offset.default,
-                       torch.ops.prim.layout.default, torch.ops.prim.device.default}
-
-        class Recorder(TorchDispatchMode):
-            def __init__(self, clock, ctx: _Context | None):
-                super().__init__()
-                self.clock, self.ctx, self.calls = clock, ctx, []
-
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                kwargs = kwargs or {}
-                if func in passthrough:
-                    return func(*args, **kwargs)
-                # as FlopCounterMode does: an op with no formula runs as its decomposition
-                if func not in flop_registry:
-                    with self:
-                        r = func.decompose(*args, **kwargs)
-                        if r is not NotImplemented:
-                            return r
-                handle = self.clock.start()
-                out = func(*args, **kwargs)
-                handle = self.clock.stop(handle)
-                info = self.ctx.describe(func, args, kwargs, out) if self.ctx else None
-                self.calls.append((func, handle, info))
-                return out
-
-        _RECORDER = Recorder
-    return _RECORDER
-
-
-class _Clock:
-    """Per-operator time: perf_counter on a CPU; CUDA events after an untimed spin on a GPU."""
-
-    def __init__(self, dev):
-        self.dev = dev
-        self.cuda = dev.cuda
-        self.spacer = _m._gpu_spacer(dev) if self.cuda else None
-
-    def start(self):
-        if not self.cuda:
-            return time.perf_counter()
-        if self.spacer is not None:
-            self.spacer()
-        e = self.dev.torch.cuda.Event(enable_timing=True)
-        e.record()
-        return e
-
-    def stop(self, start):
-        if not self.cuda:
-            return time.perf_counter() - start
-        e = self.dev.torch.cuda.Event(enable_timing=True)
-        e.record()
-        return start, e
-
-    def seconds(self, handles) -> list[float]:
-        if not self.cuda:
-            return list(handles)
-        self.dev.sync()
-        return [s.elapsed_time(e) / 1e3 for s, e in handles]
-
 
 # --- profile_model -----------------------------------------------------------------------------
 
@@ -339,7 +201,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     args, kwargs = _split_inputs(example_inputs)
     p = _model_precision(precision, info)
-    dev = _m._resolve(info)
+    dev = _resolve(info)
     say = progress or (lambda *a: None)
     total = 3 + MIN_PASSES  # grows once the passes' cost is known
 
@@ -347,16 +209,16 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
         nonlocal model, args, kwargs
         model, args, kwargs = _prepare(model, args, kwargs, p, info)
         mode = p or "none"
-        with _m._threads(torch, threads), _flags(torch, mode, info.kind):
+        with _threads(torch, threads), _flags(torch, mode, info.kind):
             tf32 = info.kind == "cuda" and _tf32_on(torch)
-            phase = _Phase()
-            one_pass = _one_pass(model, args, kwargs, backward, phase)
-            _trial(one_pass, info)
+            phase = recorder.Phase()
+            one_pass = recorder.one_pass(model, args, kwargs, backward, phase)
+            recorder.trial(one_pass, info)
             say(1, total, "ran the model once (inputs match)")
-            ctx = _Context(model, tf32)
+            ctx = recorder.Context(model, tf32)
             t0 = time.perf_counter()
             phase.ctx = ctx
-            trace = _again(lambda: _recorded(one_pass, _Clock(dev), ctx))
+            trace = recorder.again(lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx))
             phase.ctx = None
             t_trace = time.perf_counter() - t0
             precisions = sorted({r["precision"] for *_x, r in trace if r["precision"]}
@@ -369,37 +231,44 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             if predicted:
                 return _build(trace, None, None, roof, source, True, info, p, backward, label,
                               0, t_start)
-            n_est = int(min(max(budget_s / (2 * max(t_trace, 1e-6)), MIN_PASSES), MAX_PASSES))
             samples, passes, n = _timed_passes(
                 dev, one_pass, trace, budget_s, t_trace,
-                lambda i: say(3 + min(i, n_est), 3 + n_est, f"timed pass {i} (plain + profiled)"))
+                lambda i, k: say(3 + i, 3 + k, f"profiled pass {i} of {k}"))
             return _build(trace, passes, samples, roof, source, False, info, p, backward, label,
                           n, t_start)
 
-    return _m._guarded(f"Profiling {label or type(model).__name__}", info, run)
+    return _guarded(f"Profiling {label or type(model).__name__}", info, run)
 
 
 def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
-    """Alternate a plain pass (the measure wing's timer, one repetition at a time: the model
-    is warm already) with a profiled pass, so both see the same load on a shared machine.
-    Returns (plain pass times, per-operator times of each profiled pass that ran the same
-    operators as the trace, passes run). Stops when ``budget_s`` is spent (>= MIN_PASSES)."""
-    samples, passes, t0, n = [], [], time.perf_counter(), 0
-    estimate = max(t_trace, 1e-6)  # a profiled pass costs at most what the trace did
-    while n < MAX_PASSES and (n < MIN_PASSES or time.perf_counter() - t0 + estimate < budget_s):
-        samples += _again(lambda: _m._timed_reps(dev, one_pass, 1, None))
-        calls = _again(lambda: _recorded(one_pass, _Clock(dev), None))
-        if [c[0] for c in calls] == [c[0] for c in trace]:
-            passes.append(_Clock(dev).seconds([c[1] for c in calls]))
-        n += 1
-        say(n)
-    return samples, passes, n
+    """Profiled passes around one block of plain passes timed by ``measure.time_callable``
+    (its warm-up, repetitions decided in advance, CUDA events / perf_counter), so both kinds
+    see the same load on a shared machine. Returns (plain pass times, per-operator times of
+    each profiled pass that ran the same operators as the trace, profiled passes run)."""
+    n = int(min(max(budget_s / 2 / max(t_trace, 1e-6), MIN_PASSES), MAX_PASSES))
+    passes, done = [], 0
+
+    def profiled(k):
+        nonlocal done
+        for _ in range(k):
+            calls = recorder.again(lambda: recorder.recorded(one_pass, recorder.Clock(dev), None))
+            if [c[0] for c in calls] == [c[0] for c in trace]:
+                passes.append(recorder.Clock(dev).seconds([c[1] for c in calls]))
+            done += 1
+            say(done, n)
+
+    profiled(n // 2)
+    plain = recorder.again(lambda: _m.time_callable(
+        one_pass, device=dev.info, budget_s=budget_s / 2, warmup_s=0.0, min_reps=MIN_PASSES,
+        max_reps=2 * MAX_PASSES, op="model pass"))
+    profiled(n - n // 2)
+    return list(plain.samples_s), passes, n
 
 
 def _flags(torch, mode: str, kind: str):
     """fp32 = TF32 off, tf32 = on (the measure wing's flags, restored after); else unchanged."""
     if mode in ("fp32", "tf32"):
-        return _m._matmul_mode(torch, mode, kind)
+        return _matmul_mode(torch, mode, kind)
     return contextlib.nullcontext()
 
 
@@ -408,87 +277,6 @@ def _tf32_on(torch) -> bool:
     if hasattr(mm, "fp32_precision"):
         return mm.fp32_precision == "tf32"
     return bool(mm.allow_tf32)
-
-
-class _Phase:
-    """Where a pass is (forward, loss, backward), for the recorder's rows."""
-
-    def __init__(self):
-        self.ctx = None
-
-    def __call__(self, phase: str) -> None:
-        if self.ctx is not None:
-            self.ctx.phase = phase
-
-
-def _one_pass(model, args, kwargs, backward: bool, phase: _Phase) -> Callable[[], object]:
-    import torch
-
-    if not backward:
-        def forward():
-            with torch.no_grad():
-                return model(*args, **kwargs)
-        return forward
-
-    def forward_backward():
-        model.zero_grad(set_to_none=True)
-        with torch.enable_grad():
-            phase("forward")
-            out = model(*args, **kwargs)
-            phase("loss")
-            loss = _loss(out)
-            phase("backward")
-            loss.backward()
-        return out
-    return forward_backward
-
-
-def _trial(one_pass, info) -> None:
-    """Run once: inputs that do not fit the model become a ValueError naming them."""
-    try:
-        one_pass()
-    except _m.MeasureError:
-        raise
-    except (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError) as e:
-        if _m._is_oom(e):
-            raise
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        raise ValueError(f"example_inputs do not fit the model: model(*example_inputs) failed on "
-                         f"{info.name} with {type(e).__name__}: {first}. Check their number, "
-                         "shapes, dtypes and order against the model's forward.") from e
-
-
-def _again(run):
-    """A pass after the first: a model that fails now changed its own state in the first."""
-    try:
-        return run()
-    except _m.MeasureError:
-        raise
-    except (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError) as e:
-        if _m._is_oom(e):
-            raise
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        raise _m.Unsupported(
-            f"The model ran once but failed when run again with the same inputs ({type(e).__name__}:"
-            f" {first}). Profiling runs it several times; a model that changes its own state "
-            "between calls (e.g. a KV cache written in place while backward=True) cannot be "
-            "profiled as it is.") from e
-
-
-def _recorded(one_pass, clock, ctx: _Context | None) -> list:
-    """One pass under the recorder: [(func, time handle, description or None)]."""
-    rec = _recorder_type()(clock, ctx)
-    handles = ctx.hooks() if ctx is not None else []
-    if ctx is not None:
-        ctx.stack.clear()
-        ctx.phase = "forward"
-    try:
-        with rec:
-            one_pass()
-    finally:
-        for h in handles:
-            h.remove()
-    return rec.calls
 
 
 def _bound(row: dict, roof: _hw.Device) -> dict:
@@ -531,7 +319,7 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
     overhead = forward = p10 = p90 = None
     notes = []
     if samples:
-        stats = _m._stats(samples)
+        stats = _stats(samples)
         forward, p10, p90 = stats["median_s"], stats["p10_s"], stats["p90_s"]
         gap = forward - sum(r["measured_s"] or 0.0 for r in rows)
         note = ("the whole pass (measured without the profiler) minus the sum of the "
@@ -591,6 +379,6 @@ def builtin_case(block: str = "decoder", *, phase: str = "decode", batch: int = 
     from labs.core.measure import tiny_modules
 
     dtype = getattr(torch, _TORCH_DTYPES[p])
-    return _m._guarded(f"Building the {block}", info, lambda: tiny_modules.build(
+    return _guarded(f"Building the {block}", info, lambda: tiny_modules.build(
         block, phase=phase, batch=batch, context=context, attention=attention, dtype=dtype,
         device=info.torch_device, seed=seed, cache=cache))

@@ -38,9 +38,9 @@ def plottable(rows: Sequence[Mapping], kind: str = "measured") -> tuple[list, li
 
 def _hover(r: Mapping, kind: str) -> str:
     t = r.get("measured_s")
-    lines = [f"<b>{html.escape(str(r['name']))}</b> · {html.escape(str(r.get('module') or ''))}",
-             f"shapes {html.escape(str(r.get('shapes', '')))} · {html.escape(str(r.get('dtype', '')))}",
-             f"{html.escape(str(r.get('op_type', '')))} · {html.escape(str(r.get('regime', '')))}",
+    e = lambda k: html.escape(str(r.get(k) or ""))  # noqa: E731
+    lines = [f"<b>{e('name')}</b> · {e('module')}", f"shapes {e('shapes')} · {e('dtype')}",
+             f"{e('op_type')} · {e('regime')}",
              f"FLOPs {units.format_flops(r['flops'])}"
              + (" (estimate)" if r.get("flops_source") == "estimate" else ""),
              f"bytes {units.format_bytes(r['bytes'])} · AI {_num(r['ai'])} FLOP/B",
