@@ -13,8 +13,9 @@ FLOPs, in order of preference (``flops_source`` says which applied):
   ``labs.core.physics.formulas`` (RMSNorm 4, LayerNorm 8, GELU 8, softmax 5, SiLU 4 = the
   SiLU·up convention 5 less its multiply, everything else 1 FLOP per element; reductions per
   input element), and torch's CPU attention kernel, which the counter does not register, gets
-  the counter's own SDPA formula (``sdpa_flop_count``). Labelled, never added to the counter's
-  total.
+  the counter's own SDPA formula (``sdpa_flop_count``), and matrix-vector products
+  (``mv``, ``addmv``, ``dot``), which it does not register either, get 2 FLOPs per matrix
+  element. Labelled, never added to the counter's total.
 * ``"none"``: operators that only move or select data (copies, concatenation, indexing,
   embedding lookups, fills, views): 0 FLOPs, stated.
 * ``"unknown"``: anything else. ``flops`` is None and the row says "FLOPs unknown": never a
@@ -196,6 +197,10 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
             return float(sdpa_flop_count(q, k, v)), ESTIMATE
         except (AssertionError, AttributeError, ValueError):
             return None, UNKNOWN
+    if name in ("mv", "addmv", "dot", "vdot"):  # the counter registers no formula for these
+        mats = [t for t in _tensors(args) if t.dim() >= 1]
+        big = max(mats, key=lambda t: t.numel()) if mats else None
+        return (float(2 * big.numel()), ESTIMATE) if big is not None else (None, UNKNOWN)
     if name in _PER_ELEMENT or name in _ONE_PER_ELEMENT:
         outs = _tensors(out)
         n = outs[0].numel() if outs else 0

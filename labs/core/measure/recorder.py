@@ -201,7 +201,7 @@ def trial(one_pass, info) -> None:
     except (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError) as e:
         if _is_oom(e):
             raise
-        first = (str(e).strip().splitlines() or [""])[0][:300]
+        first = (str(e).strip().splitlines() or [""])[0][:300].rstrip(".")
         raise ValueError(f"example_inputs do not fit the model: model(*example_inputs) failed on "
                          f"{info.name} with {type(e).__name__}: {first}. Check their number, "
                          "shapes, dtypes and order against the model's forward.") from e
@@ -216,7 +216,7 @@ def again(run):
     except (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError) as e:
         if _is_oom(e):
             raise
-        first = (str(e).strip().splitlines() or [""])[0][:300]
+        first = (str(e).strip().splitlines() or [""])[0][:300].rstrip(".")
         raise _errors.Unsupported(
             "The model ran once but failed when run again with the same inputs "
             f"({type(e).__name__}: {first}). Profiling runs it several times; a model that "
