@@ -69,7 +69,8 @@ _OWNERS = {
     "sweeps": ("SQUARE_SIZES", "Progress", "sweep_square_gemm", "sweep_gemv",
                "EmpiricalRoofline", "empirical_roofline", "to_csv", "ledger_payload"),
     "reference": ("TimerCheck", "compare_with_reference"),
-    "profiler": ("profile_model", "builtin_case", "machine_roofline", "clear_roofline_cache"),
+    "profiler": ("profile_model", "builtin_case", "machine_roofline", "clear_roofline_cache",
+                 "compile_unavailable", "time_compiled"),
     "profile_report": ("Profile", "markdown_summary"),
 }
 _EXPORTS = {name: module for module, names in _OWNERS.items() for name in names}

@@ -51,6 +51,15 @@ class Profile:
     elapsed_s: float = 0.0  # wall time the profile itself took (roofline measurement included)
     notes: tuple[str, ...] = field(default_factory=tuple)
     roof: object = None  # the hardware.Device the bounds were computed on (for figures)
+    load: tuple[float, ...] | None = None  # 1-min load average before and after (os.getloadavg)
+    cores: int | None = None  # logical CPUs this process may use
+
+    @property
+    def busy(self) -> bool:
+        """Other work competed for the CPUs while this ran (load average above half the
+        cores): whole-pass times then include time the OS gave to other processes, which the
+        per-operator medians mostly skip, so the overhead row reads high."""
+        return bool(self.load and self.cores and max(self.load) > 0.5 * self.cores)
 
     @property
     def main_precision(self) -> str:
@@ -136,6 +145,23 @@ class Profile:
         """Fraction (0-1) of the pass's time spent in operators of one regime."""
         return next((g["share"] for g in self.by_regime() if g["regime"] == regime), 0.0)
 
+    def error_by_type(self) -> list[dict]:
+        """How well the roofline predicted each operator type: [{op_type, calls,
+        median_ratio (measured / bound), median_log_error (|log10 ratio|: 0 = exact, 1 = a
+        factor of 10 either way)}], best predicted first. Rows with no bound (views, the
+        overhead row) are left out; nothing for a predicted-only profile."""
+        import math
+        import statistics
+
+        groups: dict[str, list[float]] = {}
+        for r in self.rows:
+            if r["ratio"] and r["ratio"] > 0:
+                groups.setdefault(r["op_type"], []).append(r["ratio"])
+        out = [{"op_type": t, "calls": len(v), "median_ratio": statistics.median(v),
+                "median_log_error": statistics.median(abs(math.log10(x)) for x in v)}
+               for t, v in groups.items()]
+        return sorted(out, key=lambda g: g["median_log_error"])
+
     def dominant_type(self) -> str:
         """The operator type (or the overhead) that takes the most time."""
         return self.by_op_type()[0]["op_type"]
@@ -166,6 +192,7 @@ class Profile:
             "top_lost": (top[0]["name"] + (f" ({top[0]['module']})" if top[0]["module"] else "")
                          if top else None),
             "reps": self.reps, "elapsed_s": self.elapsed_s,
+            "load": list(self.load) if self.load else None, "cores": self.cores,
         }
 
 

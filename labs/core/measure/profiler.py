@@ -191,6 +191,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
     label)`` is called as it goes.
     """
     t_start = time.perf_counter()
+    load0 = _loadavg()
     budget_s = positive("budget_s", budget_s)
     info = _m.detect(device)
     if not info.available:
@@ -230,12 +231,12 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             say(3, total, f"roofline: {roof.name}")
             if predicted:
                 return _build(trace, None, None, roof, source, True, info, p, backward, label,
-                              0, t_start)
+                              0, t_start, load0)
             samples, passes, n = _timed_passes(
                 dev, one_pass, trace, budget_s, t_trace,
                 lambda i, k: say(3 + i, 3 + k, f"profiled pass {i} of {k}"))
             return _build(trace, passes, samples, roof, source, False, info, p, backward, label,
-                          n, t_start)
+                          n, t_start, load0)
 
     return _guarded(f"Profiling {label or type(model).__name__}", info, run)
 
@@ -301,8 +302,18 @@ def _bound(row: dict, roof: _hw.Device) -> dict:
             "regime": regime, "note": note}
 
 
+def _loadavg() -> float | None:
+    """The 1-minute load average (None where the OS does not report one, e.g. Windows)."""
+    import os
+
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
+
+
 def _build(trace, passes, samples, roof, source, predicted, info, p, backward, label, reps,
-           t_start) -> Profile:
+           t_start, load0) -> Profile:
     import torch
 
     rows = []
@@ -337,6 +348,11 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
     if passes is not None and len(passes) < reps:
         notes.append(f"{reps - len(passes)} of {reps} passes ran other operators than the "
                      "first (data-dependent control flow) and were left out")
+    load = tuple(x for x in (load0, _loadavg()) if x is not None) or None
+    if load and info.cores and max(load) > 0.5 * info.cores and samples:
+        notes.append(f"This machine was busy (load average {max(load):.1f} on {info.cores} "
+                     "CPUs): whole-pass times include time other processes had the CPU, which "
+                     "the per-operator medians mostly skip, so the overhead row reads high.")
     unknown = sum(1 for r in rows if r["flops"] is None)
     if unknown:
         notes.append(f"{unknown} operator call(s) with FLOPs unknown to torch.utils.flop_counter "
@@ -349,7 +365,7 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
         roofline=roof.name, roofline_source=source, predicted_only=predicted,
         bandwidth_gbs=roof.bandwidth_gbs, peaks=dict(roof.peaks), precision=p or "as given",
         backward=backward, elapsed_s=time.perf_counter() - t_start, notes=tuple(notes),
-        roof=roof)
+        roof=roof, load=load, cores=info.cores)
 
 
 # --- built-in models ---------------------------------------------------------------------------
@@ -382,3 +398,65 @@ def builtin_case(block: str = "decoder", *, phase: str = "decode", batch: int = 
     return _guarded(f"Building the {block}", info, lambda: tiny_modules.build(
         block, phase=phase, batch=batch, context=context, attention=attention, dtype=dtype,
         device=info.torch_device, seed=seed, cache=cache))
+
+
+# --- torch.compile -----------------------------------------------------------------------------
+
+def compile_unavailable(device=None) -> str | None:
+    """None when ``torch.compile`` (inductor) can run here, else a sentence saying why not:
+    no torch, a torch without it, no C++ compiler for CPU code, no triton for GPU kernels."""
+    info = _m.detect(device)
+    if not info.available:
+        return info.message
+    import importlib.util
+    import os
+    import shutil
+
+    import torch
+
+    if not hasattr(torch, "compile"):
+        return f"torch {torch.__version__} has no torch.compile (it arrived in torch 2.0)."
+    if info.kind == "cuda" and importlib.util.find_spec("triton") is None:
+        return ("torch.compile makes GPU kernels with triton, which is not installed here; "
+                "the eager model is all there is to measure.")
+    if info.kind == "cpu":
+        compilers = [os.environ.get("CXX", ""), "g++", "c++", "clang++", "cl"]
+        if not any(c and shutil.which(c) for c in compilers):
+            return ("torch.compile makes CPU code with a C++ compiler and none was found "
+                    "(g++, clang++ or MSVC's cl); the eager model is all there is to measure.")
+    return None
+
+
+def time_compiled(model, example_inputs, *, device=None, budget_s: float = 4.0,
+                  threads: int | None = None) -> dict:
+    """Whole-pass times of ``model`` eager and under ``torch.compile`` (per-operator rows are
+    not visible inside compiled code): {eager_s, compiled_s, ratio (compiled / eager),
+    compile_s (the first call, which compiles), eager, compiled (the Measurements)}.
+    Raises ``measure.Unsupported`` with :func:`compile_unavailable`'s sentence when it can't."""
+    why = compile_unavailable(device)
+    if why:
+        raise _m.Unsupported(why)
+    info = _m.detect(device)
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    args, kwargs = _split_inputs(example_inputs)
+
+    def run():
+        with _threads(torch, threads):
+            compiled = torch.compile(model)
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                compiled(*args, **kwargs)
+            compile_s = time.perf_counter() - t0
+            timed = {}
+            for name, m in (("eager", model), ("compiled", compiled)):
+                timed[name] = _m.time_callable(lambda m=m: m(*args, **kwargs), device=info,
+                                               budget_s=budget_s / 2, warmup_s=0.05,
+                                               min_reps=MIN_PASSES, op=f"{name} pass")
+        return {"eager_s": timed["eager"].median_s, "compiled_s": timed["compiled"].median_s,
+                "ratio": timed["compiled"].median_s / timed["eager"].median_s,
+                "compile_s": compile_s, **timed}
+
+    return _guarded("torch.compile", info, run)

@@ -147,6 +147,32 @@ def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch:
     return mem / total
 
 
+def overhead_ratio_by_group(hw, config=TINY_DECODER, *,
+                            launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                            phase: str = "prefill", batch: int = 1, context: int = 1024,
+                            precision: str = "fp32", attention: str = "math") -> dict[str, float]:
+    """Per ``models.OP_GROUPS`` group: (its ops' bounds + kernels x launch overhead) / bounds.
+    How far above its roofline bound a group would run if every kernel paid a fixed launch
+    overhead (Lab 4's overhead regime, ``roofline.DEFAULT_LAUNCH_OVERHEAD_US``): near 1, the
+    roofline predicts the group well; far above 1, overhead decides its time."""
+    p = _check(phase, attention, precision)
+    d = _hw.get(hw)
+    bound = dict.fromkeys(_models.OP_GROUPS, 0.0)
+    extra = dict.fromkeys(_models.OP_GROUPS, 0.0)
+    for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
+                       attention=attention):
+        g = _models.op_group(op.name)
+        bound[g] += R.time_bounds(op.flops, op.bytes, d, p).lower
+        extra[g] += op.kernels * launch_overhead_us * 1e-6
+    return {g: (bound[g] + extra[g]) / bound[g] for g in bound if bound[g] > 0}
+
+
+def best_predicted_group(hw, config=TINY_DECODER, **kwargs) -> str:
+    """The group :func:`overhead_ratio_by_group` puts closest to its bound."""
+    r = overhead_ratio_by_group(hw, config, **kwargs)
+    return min(r, key=r.get)
+
+
 def step_seconds(hw, config=TINY_DECODER, **kwargs) -> float:
     """Predicted step time: the sum of every op's bound (ops run one after another)."""
     return sum(time_by_group(hw, config, **kwargs).values())

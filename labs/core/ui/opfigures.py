@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from labs.core.physics import units
 from labs.core.ui import figures as _f
 from labs.core.ui.charts import bar_figure
-from labs.core.ui.plotbase import _figure, _num
+from labs.core.ui.plotbase import _LEGEND, _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
 
 _SYMBOL = {"measured": "x-thin-open", "predicted": "circle"}
@@ -69,6 +69,8 @@ def operator_roofline_figure(rows: Sequence[Mapping], roof, precision: str, *,
         [(roof, precision)], anchors, ai_range=None, title=title, shade_regimes=True,
         height=height, label_points=False, project_points=False)
     data = [t for t in data if not str(t.get("name", "")).startswith(("measured", "predicted"))]
+    # small operators reach down to ~1e-7 TFLOP/s: powers of ten read better than decimals
+    layout["yaxis"] = dict(layout["yaxis"], exponentformat="power")
     for regime in _REGIME_ORDER:
         pts = [(r, y) for r, y in zip(drawn, ys) if r.get("regime") == regime]
         if not pts:
@@ -99,3 +101,31 @@ def time_by_type_figure(groups: Sequence[Mapping], *, title: str, key: str = "op
                       colors=colors, title=title, yaxis_title="time (ms)",
                       annotations=[f"{units.format_seconds(g[value])} · {g['share']:.0%}"
                                    for g in groups])
+
+
+def before_after_figure(before: Sequence[Mapping], after: Sequence[Mapping], *,
+                        labels: tuple[str, str], title: str, key: str = "op_type",
+                        value: str = "time_s") -> go.Figure:
+    """Grouped bars, ms per group, of two profiles' ``by_op_type()`` (or ``by_regime()``)
+    rows: one change, before and after. The legend names each side; groups in ``before``'s
+    order, then any only ``after`` has."""
+    order = [g[key] for g in before] + [g[key] for g in after
+                                        if g[key] not in {b[key] for b in before}]
+    if not order:
+        raise ValueError("no group to show")
+    data = []
+    for rows, name, color in ((before, labels[0], COLORS["muted"]),
+                              (after, labels[1], COLORS["accent"])):
+        t = {g[key]: g[value] for g in rows}
+        ys = [t.get(k, 0.0) * 1e3 for k in order]
+        data.append(dict(type="bar", name=html.escape(name), x=list(order), y=ys,
+                         marker=dict(color=color), text=[units.format_seconds(y / 1e3) if y
+                                                         else "" for y in ys],
+                         textposition="outside", cliponaxis=False,
+                         hovertemplate="%{x}: %{y:.4g} ms<extra>" + html.escape(name) +
+                                       "</extra>"))
+    layout = dict(height=380, barmode="group", title=dict(text=html.escape(title)),
+                  yaxis=dict(title=dict(text="time (ms)")), showlegend=True,
+                  legend=_LEGEND,
+                  margin=dict(l=70, r=20, t=50, b=60))
+    return _figure(data, layout)
