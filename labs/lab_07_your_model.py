@@ -22,7 +22,7 @@ def _():
     # the profiler's type names, labs.core.measure.opcost).
     TYPE_OPTIONS = {
         "Weight GEMMs: the projections and the LM head, which read every weight": "weight GEMMs",
-        "Attention: QKᵀ, softmax and PV over the KV cache": "attention (KV cache)",
+        "Attention over the KV cache: QKᵀ, softmax, PV": "attention (KV cache)",
         "Norms and elementwise ops: RMSNorm, SiLU, residual adds": "norms & elementwise",
         "Overhead outside the operators: Python, dispatch, allocation":
             "overhead (outside operators)",

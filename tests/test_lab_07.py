@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
+from notebook_support import choice, export_page, load_app
 
 from labs.core import measure, quiz, tiny_models
 from labs.core.measure import opcost
-from notebook_support import choice, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_07_your_model.py"
 ITEMS = ("lab07.dominant_b1", "lab07.dominant_b64", "lab07.memory_share",
