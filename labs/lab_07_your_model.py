@@ -202,17 +202,27 @@ def _(
     SCENARIO,
     TYPE_OPTIONS,
     get_dominant_small,
+    hardware,
     lab,
     reveal,
     tiny_models,
 ):
-    _ref = tiny_models.dominant_group(
-        OPENING["device"], phase="decode", batch=SCENARIO["small_batch"],
-        context=SCENARIO["context"], precision=SCENARIO["precision"],
-        attention=SCENARIO["attention"])
+    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _t = tiny_models.time_by_group(OPENING["device"], **_case)
+    _ref = max(_t, key=_t.get)
+    _terms = tiny_models.memory_terms(**_case)
     dominant_small_prediction = get_dominant_small() or reveal.reference(
         lab, "lab07.dominant_b1", _ref,
-        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref))
+        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
+        explanation=f"A batch-{SCENARIO['small_batch']} decode step reads every weight once "
+                    f"({_terms['weights'] / 1e6:.0f} MB in {SCENARIO['precision']}) to make one "
+                    f"token, but only {_terms['KV cache'] / 1e6:.1f} MB of KV cache: on the "
+                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
+                    f"{_t[_ref] * 1e6:.1f} µs of the {sum(_t.values()) * 1e6:.1f} µs bound "
+                    f"({_t[_ref] / sum(_t.values()):.0%}). A measured step adds overhead the "
+                    "roofline has no term for.")
+    reveal.card(dominant_small_prediction)
     return (dominant_small_prediction,)
 
 
@@ -246,17 +256,25 @@ def _(
     SCENARIO,
     TYPE_OPTIONS,
     get_dominant_large,
+    hardware,
     lab,
     reveal,
     tiny_models,
 ):
-    _ref = tiny_models.dominant_group(
-        OPENING["device"], phase="decode", batch=SCENARIO["large_batch"],
-        context=SCENARIO["context"], precision=SCENARIO["precision"],
-        attention=SCENARIO["attention"])
+    _case = dict(phase="decode", batch=SCENARIO["large_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _t = tiny_models.time_by_group(OPENING["device"], **_case)
+    _ref = max(_t, key=_t.get)
+    _terms = tiny_models.memory_terms(**_case)
     dominant_large_prediction = get_dominant_large() or reveal.reference(
         lab, "lab07.dominant_b64", _ref,
-        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref))
+        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
+        explanation=f"The weights are still read once per step ({_terms['weights'] / 1e6:.0f} MB)"
+                    f", but every one of the {SCENARIO['large_batch']} sequences reads its own "
+                    f"KV cache: {_terms['KV cache'] / 1e6:.0f} MB in all. On the "
+                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
+                    f"{_t[_ref] / sum(_t.values()):.0%} of the step's bound.")
+    reveal.card(dominant_large_prediction)
     return (dominant_large_prediction,)
 
 
@@ -278,13 +296,20 @@ def _(SCENARIO, get_memory_share, lab, quiz, set_memory_share):
 
 
 @app.cell
-def _(OPENING, SCENARIO, get_memory_share, lab, reveal, tiny_models):
-    _share = tiny_models.memory_bound_share(
-        OPENING["device"], phase="decode", batch=SCENARIO["small_batch"],
-        context=SCENARIO["context"], precision=SCENARIO["precision"],
-        attention=SCENARIO["attention"])
+def _(OPENING, SCENARIO, get_memory_share, hardware, lab, reveal, tiny_models):
+    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _share = tiny_models.memory_bound_share(OPENING["device"], **_case)
+    _ai = max(o.ai for o in tiny_models.step_ops(**_case))
+    _d = hardware.get(OPENING["device"])
     memory_share_prediction = get_memory_share() or reveal.reference(
-        lab, "lab07.memory_share", round(100 * _share, 1), units="%")
+        lab, "lab07.memory_share", round(100 * _share, 1), units="%",
+        explanation=f"No operator of a batch-{SCENARIO['small_batch']} decode step reaches the "
+                    f"ridge: the highest AI is {_ai:.2f} FLOP/B against the {_d.name}'s fp32 ridge "
+                    f"of {_d.peak_tflops('fp32') * 1e3 / _d.bandwidth_gbs:.0f} FLOP/B, so the "
+                    f"roofline puts {100 * _share:.0f}% of the step in memory-bound operators. "
+                    "On a real machine part of the step is overhead outside the operators.")
+    reveal.card(memory_share_prediction)
     return (memory_share_prediction,)
 
 
@@ -745,13 +770,19 @@ def _(
     reveal,
     tiny_models,
 ):
-    _ref = tiny_models.best_predicted_group(
-        OPENING["device"], phase="prefill", batch=SCENARIO["small_batch"],
-        context=SCENARIO["context"], precision=SCENARIO["precision"],
-        attention=SCENARIO["attention"])
+    _case = dict(phase="prefill", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _r = tiny_models.overhead_ratio_by_group(OPENING["device"], **_case)
+    _ref = min(_r, key=_r.get)
     best_predicted_prediction = get_best_predicted() or reveal.reference(
         lab, "lab07.best_predicted", _ref,
-        label=next(k for k, v in BEST_OPTIONS.items() if v == _ref))
+        label=next(k for k, v in BEST_OPTIONS.items() if v == _ref),
+        explanation="A fixed cost per operator (Python, dispatch, a launch) is small next to a "
+                    "large operator's bound and large next to a small one's. With 5 µs per "
+                    f"kernel, a {SCENARIO['context']}-token prefill's {_ref} run "
+                    f"{_r[_ref]:.2f}× their bound, its norms and elementwise ops "
+                    f"{_r['norms & elementwise']:.1f}×.")
+    reveal.card(best_predicted_prediction)
     return (best_predicted_prediction,)
 
 
@@ -1007,10 +1038,15 @@ def _(get_bf16_ratio, lab, quiz, set_bf16_ratio):
 def _(OPENING, SCENARIO, get_bf16_ratio, lab, reveal, tiny_models):
     _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _ratio = tiny_models.predicted_ratio("precision", OPENING["device"], _base)
+    _share = tiny_models.memory_bound_share(OPENING["device"], **_base)
     bf16_ratio_prediction = get_bf16_ratio() or reveal.reference(
-        lab, "lab07.bf16_ratio",
-        round(tiny_models.predicted_ratio("precision", OPENING["device"], _base), 3),
-        units="×")
+        lab, "lab07.bf16_ratio", round(_ratio, 3), units="×",
+        explanation=f"The step is {100 * _share:.0f}% memory-bound on the roofline, so halving "
+                    f"every byte gives {_ratio:.2f}× the time. What a machine measures depends "
+                    "on whether it computes in bf16 natively (many laptop CPUs convert every "
+                    "element) and on the overhead, which does not shrink with the bytes.")
+    reveal.card(bf16_ratio_prediction)
     return (bf16_ratio_prediction,)
 
 

@@ -213,6 +213,13 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
     return None, UNKNOWN
 
 
+def on_vector_units(func) -> bool:
+    """An elementwise op, norm or reduction: it runs at the device's vector (non-tensor)
+    ceiling, ``roofline.peak_tflops(hw, roofline.VECTOR)`` (LABS_SPEC §2), not a matmul peak."""
+    name = base_name(func)
+    return name in _PER_ELEMENT or name in _ONE_PER_ELEMENT or name in _REDUCTIONS
+
+
 def op_type(func, *, uses_weights: bool, in_attention: bool) -> str:
     """Which of :data:`OP_TYPES` one call belongs to. ``uses_weights``: an operand shares
     storage with a parameter of the model; ``in_attention``: the call runs inside a module

@@ -2,9 +2,12 @@
 aggregations a student reads (time by regime, by operator type, lost time). No torch, no marimo.
 
 Row fields (times in seconds, bytes in bytes, FLOPs in FLOPs):
-``index, phase, name, op_type, module, shapes, dtype, precision, flops, flops_source, bytes,
-ai, measured_s, bound_s, t_compute_s, t_memory_s, regime, ratio, error_pct, lost_s, note``.
-``bound_s`` = max(FLOPs / peak, bytes / bandwidth) on the profile's roofline; ``ratio`` =
+``index, phase, name, op_type, module, shapes, dtype, precision, ceiling, flops, flops_source,
+bytes, ai, measured_s, bound_s, t_compute_s, t_memory_s, regime, ratio, error_pct, lost_s,
+note``. ``ceiling`` is the compute roof the op runs under: its precision's peak, or "vector"
+(elementwise ops, norms, reductions: the non-tensor rate, ``roofline.peak_tflops(hw,
+roofline.VECTOR)``). ``bound_s`` = max(FLOPs / ceiling, bytes / bandwidth) on the profile's
+roofline; ``ratio`` =
 measured / bound; ``error_pct`` = (measured - bound) / bound x 100, the roofline's error as a
 prediction; ``lost_s`` = measured - bound. The overhead row (``op_type`` "overhead (outside
 operators)") holds the forward's wall time minus the sum of the operators' times.
@@ -22,7 +25,7 @@ from labs.core.physics import units as _units
 UNKNOWN_REGIME = "FLOPs unknown"
 REGIMES = (_roofline.MEMORY, _roofline.COMPUTE, _roofline.OVERHEAD, UNKNOWN_REGIME)
 COLUMNS = ("index", "phase", "name", "op_type", "module", "shapes", "dtype", "precision",
-           "flops", "flops_source", "bytes", "ai", "measured_s", "bound_s", "t_compute_s",
+           "ceiling", "flops", "flops_source", "bytes", "ai", "measured_s", "bound_s", "t_compute_s",
            "t_memory_s", "regime", "ratio", "error_pct", "lost_s", "note")
 
 

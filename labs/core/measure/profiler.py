@@ -281,25 +281,32 @@ def _tf32_on(torch) -> bool:
 
 
 def _bound(row: dict, roof: _hw.Device) -> dict:
-    """bound_s, t_compute_s, t_memory_s, ai, regime (and a note) for one operator row."""
+    """bound_s, t_compute_s, t_memory_s, ai, regime, ceiling (and a note) for one row: the
+    op's FLOPs at its ceiling (its precision's peak, or the vector rate for elementwise ops)."""
     f, b, p = row["flops"], row["bytes"], row["precision"]
     t_mem = b / (roof.bandwidth_gbs * 1e9)
     note = row.get("note", "")
+    ceiling = row.get("ceiling") or p
+    peak = None
+    if ceiling == _roofline.VECTOR:
+        peak = _roofline.peak_tflops(roof, _roofline.VECTOR)
+    elif p and roof.has(p):
+        peak = roof.peak_tflops(p)
     if f is None:
         t_comp, bound, regime = None, t_mem, UNKNOWN_REGIME
         note = note or "FLOPs unknown: bound is the memory term only (a lower bound)"
     elif f == 0 and b == 0:
         t_comp, bound, regime = 0.0, 0.0, _roofline.OVERHEAD
-    elif f > 0 and not (p and roof.has(p)):
+    elif f > 0 and peak is None:
         t_comp, bound, regime = None, t_mem, _roofline.MEMORY
         note = note or f"no {p or row['dtype']} compute peak on this roofline: memory term only"
     else:
-        t_comp = f / (roof.peak_tflops(p) * 1e12) if f else 0.0
+        t_comp = f / (peak * 1e12) if f else 0.0
         bound = max(t_comp, t_mem)
         regime = _roofline.COMPUTE if t_comp >= t_mem and f else _roofline.MEMORY
     ai = (f / b) if (f is not None and b) else None
     return {"ai": ai, "bound_s": bound, "t_compute_s": t_comp, "t_memory_s": t_mem,
-            "regime": regime, "note": note}
+            "regime": regime, "note": note, "ceiling": ceiling}
 
 
 def _loadavg() -> float | None:

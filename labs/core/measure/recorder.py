@@ -83,6 +83,7 @@ class Context:
                 "module": module if self.phase == "forward" else f"({self.phase})",
                 "shapes": opcost.shapes(args), "dtype": str(dtype).replace("torch.", ""),
                 "precision": opcost.precision_of(dtype, tf32=self.tf32 and gemm_like),
+                "ceiling": "vector" if opcost.on_vector_units(func) else None,
                 "flops": flops, "flops_source": source, "bytes": float(read + written),
                 "note": note}
 

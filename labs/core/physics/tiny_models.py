@@ -111,8 +111,8 @@ def step_ops(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
     """The roofline's view of one forward of the decoder (``models.step_ops``): per-layer ops x
     layers plus the LM head on the last position; "sdpa" is the fused attention."""
     p = _check(phase, attention, precision)
-    return _models.step_ops(config, phase, batch, context, storage(p),
-                            fused_attention=attention == "sdpa", compute=p)
+    return _models.step_ops(config, phase, batch, context, p,
+                            fused_attention=attention == "sdpa")
 
 
 def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
@@ -121,8 +121,7 @@ def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int 
     """Predicted seconds per ``models.OP_GROUPS`` group: each op at its roofline bound."""
     p = _check(phase, attention, precision)
     return _models.step_time_by_group(config, hw, phase, batch=batch, seq_len=context,
-                                      precision=storage(p), compute=p,
-                                      fused_attention=attention == "sdpa")
+                                      precision=p, fused_attention=attention == "sdpa")
 
 
 def dominant_group(hw, config=TINY_DECODER, **kwargs) -> str:
@@ -135,13 +134,15 @@ def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch:
                        context: int = 1024, precision: str = "fp32",
                        attention: str = "math") -> float:
     """Fraction (0-1) of the predicted step time spent in memory-bound ops: each op at its
-    bound max(FLOPs / peak, bytes / bandwidth), memory-bound where the bytes term is larger."""
+    bound max(FLOPs / its ceiling, bytes / bandwidth) (``roofline.cost_time``: matmuls at the
+    precision's peak, norms and adds at the vector rate), memory-bound where the bytes term is
+    larger."""
     p = _check(phase, attention, precision)
     d = _hw.get(hw)
     total = mem = 0.0
     for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
                        attention=attention):
-        tb = R.time_bounds(op.flops, op.bytes, d, p)
+        tb = R.cost_time(op, d)  # each op at its own ceiling (norms and adds: vector)
         total += tb.lower
         mem += tb.lower if tb.t_memory > tb.t_compute else 0.0
     return mem / total
@@ -162,7 +163,7 @@ def overhead_ratio_by_group(hw, config=TINY_DECODER, *,
     for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
                        attention=attention):
         g = _models.op_group(op.name)
-        bound[g] += R.time_bounds(op.flops, op.bytes, d, p).lower
+        bound[g] += R.cost_time(op, d).lower
         extra[g] += op.kernels * launch_overhead_us * 1e-6
     return {g: (bound[g] + extra[g]) / bound[g] for g in bound if bound[g] > 0}
 
