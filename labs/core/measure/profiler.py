@@ -214,17 +214,17 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             tf32 = info.kind == "cuda" and _tf32_on(torch)
             phase = recorder.Phase()
             one_pass = recorder.one_pass(model, args, kwargs, backward, phase)
-            recorder.trial(one_pass, info)
-            say(1, total, "ran the model once (inputs match)")
             ctx = recorder.Context(model, tf32)
             t0 = time.perf_counter()
-            phase.ctx = ctx
-            trace = recorder.again(lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx))
+            phase.ctx = ctx  # the first pass traces every operator (and checks the inputs)
+            trace = recorder.trial(
+                lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx), info)
             phase.ctx = None
             t_trace = time.perf_counter() - t0
+            say(1, total, "traced every operator (the inputs fit the model)")
             precisions = sorted({r["precision"] for *_x, r in trace if r["precision"]}
                                 & set(_m.GEMM_PRECISIONS)) or ["fp32"]
-            say(2, total, "traced every operator")
+            say(2, total, "the roofline")
             roof, source, predicted = _resolve_roofline(
                 roofline, info, precisions, roofline_budget_s,
                 lambda d, t, lbl: say(2, total, f"this machine's roofline: {lbl}"))

@@ -58,6 +58,18 @@ class Context:
         return [mm.register_module_forward_pre_hook(pre),
                 mm.register_module_forward_hook(post, always_call=True)]
 
+    def safe_describe(self, func, args, kwargs, out) -> dict:
+        """:meth:`describe`, or a row saying it could not be described (an operator whose
+        arguments the rules cannot read): the pass goes on, nothing is silently zero."""
+        try:
+            return self.describe(func, args, kwargs, out)
+        except Exception as e:
+            return {"phase": self.phase, "name": str(func._overloadpacket),
+                    "op_type": opcost.OTHER, "module": "", "shapes": "", "dtype": "",
+                    "precision": None, "ceiling": None, "flops": None,
+                    "flops_source": opcost.UNKNOWN, "bytes": 0.0,
+                    "note": f"could not read this operator's arguments ({type(e).__name__})"}
+
     def describe(self, func, args, kwargs, out) -> dict:
         ts = opcost._tensors((args, kwargs))
         uses_weights = False
@@ -121,7 +133,7 @@ def recorder_type():
                 handle = self.clock.start()
                 out = func(*args, **kwargs)
                 handle = self.clock.stop(handle)
-                info = self.ctx.describe(func, args, kwargs, out) if self.ctx else None
+                info = self.ctx.safe_describe(func, args, kwargs, out) if self.ctx else None
                 self.calls.append((func, handle, info))
                 return out
 
@@ -193,10 +205,11 @@ def one_pass(model, args, kwargs, backward: bool, phase: Phase) -> Callable[[], 
     return forward_backward
 
 
-def trial(one_pass, info) -> None:
-    """Run once: inputs that do not fit the model become a ValueError naming them."""
+def trial(run, info):
+    """The first pass (``run()``, returned): inputs that do not fit the model become a
+    ValueError naming them."""
     try:
-        one_pass()
+        return run()
     except _errors.MeasureError:
         raise
     except (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError) as e:
