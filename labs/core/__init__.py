@@ -34,6 +34,7 @@ SHORT_NAMES = {
     "precision_study": "labs.core.physics.precision_study",
     "collectives": "labs.core.physics.collectives",
     "sharding": "labs.core.physics.sharding",
+    "tiny_models": "labs.core.physics.tiny_models",
     # ui
     "tokens": "labs.core.ui.tokens",
     "style": "labs.core.ui.style",

@@ -19,6 +19,10 @@ What lives here (each module one job; this file is only the public face)::
     comm_bench collectives between worker processes (Lab 6): backend choice, the run and its
                cleanup, the α-β fit; ``comm_worker`` is the worker process, ``comm_cli`` is
                labs-bench-comm (imported by their own names, not through this face)
+    profiler   profile_model(): every aten operator of a model's pass on the roofline (Lab 7);
+               builtin_case() builds the built-in models (tiny_modules) after a fit check;
+               opcost (FLOPs, bytes, operator type per call), profile_report (Profile,
+               aggregations), profile_cli (labs-profile; also imports labs.core.ui)
     live       the marimo face (device card, run-button-gated runs, tables): the only module
                here that imports marimo (and labs.core.ui)
 
@@ -46,6 +50,8 @@ API (units: seconds, TFLOP/s = 1e12/s (TOPS for int8), GB/s = 1e9 B/s, bytes)::
     sweep_gemv(shapes, precisions, budget_s=30, reference=None, progress=None)     # rows
     estimate_bytes("gemm", (m, n, k), "bf16"); check_fits(nbytes, device)
     compare_with_reference(m, n, k, "fp32")  # this timer vs torch.utils.benchmark / do_bench
+    model, inputs = builtin_case("decoder", phase="decode", batch=1, context=1024)
+    prof = profile_model(model, inputs)  # Profile: rows, by_regime(), by_op_type(), lost_time()
     to_csv(rows); ledger_payload(info, rows)
 
 Failure modes are exceptions the labs can show as a message (all ``MeasureError``); bad
@@ -70,6 +76,9 @@ _OWNERS = {
     "sweeps": ("Progress", "sweep_square_gemm", "sweep_gemv",
                "EmpiricalRoofline", "empirical_roofline", "to_csv", "ledger_payload"),
     "reference": ("TimerCheck", "TimerAttempt", "compare_with_reference"),
+    "profiler": ("profile_model", "builtin_case", "machine_roofline", "clear_roofline_cache",
+                 "compile_unavailable", "time_compiled"),
+    "profile_report": ("Profile", "markdown_summary"),
 }
 _EXPORTS = {name: module for module, names in _OWNERS.items() for name in names}
 

@@ -437,3 +437,12 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
             marker=dict(size=11, color=color, symbol="square"),
             hovertext=[_point_hover(p, [main])], hovertemplate="%{hovertext}<extra></extra>"))
     return _figure(data + traces, layout)
+
+
+# Lab 7's profile figures build on the roofline above; re-exported so labs call figures.<builder>.
+from labs.core.ui.opfigures import (  # noqa: E402,F401
+    before_after_figure,
+    operator_roofline_figure,
+    plottable,
+    time_by_type_figure,
+)

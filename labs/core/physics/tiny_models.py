@@ -1,0 +1,212 @@
+"""Lab 7 physics: the built-in models' shapes, the memory a profile run of them needs, and what
+the roofline predicts for them. Pure Python (the torch modules are in
+``labs.core.measure.tiny_modules``), so a lab can predict, and refuse a configuration that does
+not fit, before torch is imported or anything is allocated.
+
+The tiny decoder keeps Llama-3-8B's proportions (meta-llama params.json, see
+``models.MODELS["llama-3-8b"]``: 4 query heads per KV head (32 / 8, GQA), FFN = 3.5 x d_model
+(14336 / 4096), RMSNorm, SwiGLU, rotary positions, no biases) at a size a laptop profiles in
+seconds: 4 layers, d_model 512, 8 heads of 64, 2 KV heads, FFN 1792, vocabulary 16384. Its
+weights (30.4 M parameters, 122 MB in fp32, 61 MB in bf16) are larger than a laptop CPU's
+last-level cache, so a decode step streams them from DRAM as a real model's would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from labs.core.physics import formulas as F
+from labs.core.physics import hardware as _hw
+from labs.core.physics import models as _models
+from labs.core.physics import precision as _fmt
+from labs.core.physics import roofline as R
+from labs.core.physics._validate import positive_int
+
+PHASES = ("prefill", "decode")
+#: "math": QK^T, softmax and PV as separate operators, KV heads repeated to the query heads
+#: (Llama's reference code); "sdpa": torch's fused scaled_dot_product_attention (GQA native).
+ATTENTION = ("math", "sdpa")
+#: Precisions a whole model can be cast to (fp8/int8 need quantised kernels, not a cast).
+MODEL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
+_base = _models.ModelConfig(
+    "tiny-decoder", "Tiny Llama-style decoder", layers=4, d_model=512, heads=8, kv_heads=2,
+    head_dim=64, d_ff=1792, vocab=16384, params_reported=0.0,
+    source="Llama-3-8B's proportions (meta-llama params.json: 32 heads / 8 KV heads, FFN "
+           "14336 / 4096 = 3.5 x d_model) scaled down; random weights, no model card",
+    max_context=8192)
+#: The built-in decoder. It has no model card, so ``params_reported`` is its derived count.
+TINY_DECODER = dataclasses.replace(_base, params_reported=float(_base.params))
+
+#: Sizes of the blocks profiled alone (the decoder's own MLP and attention shapes).
+BLOCKS = ("decoder", "mlp", "attention")
+
+
+def _check(phase: str, attention: str, precision: str) -> str:
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+    if attention not in ATTENTION:
+        raise ValueError(f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
+    p = str(precision).strip().lower()
+    if p not in MODEL_PRECISIONS:
+        raise KeyError(f"precision={precision!r} cannot be a whole model's precision; choose one "
+                       f"of {', '.join(MODEL_PRECISIONS)}")
+    return p
+
+
+def storage(precision: str) -> str:
+    """The storage format of a model precision (tf32 is an fp32 compute mode)."""
+    return "fp32" if precision == "tf32" else precision
+
+
+def memory_terms(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
+                 context: int = 1024, precision: str = "fp32", attention: str = "math",
+                 block: str = "decoder") -> dict[str, float]:
+    """Bytes a profile run allocates, by term, before anything is allocated.
+
+    weights: every parameter (``block`` "mlp"/"attention": that block's only).
+    KV cache: 2 x layers x KV heads x head_dim x context x batch elements (GQA: KV heads).
+    activations: STATED ASSUMPTION, the peak of one layer at a time: the residual stream and
+    its normed copy, Q, K, V and the attention output, SwiGLU's gate, up and product
+    (per token), plus for "math" attention the K and V repeated to every query head and the
+    score and probability matrices (batch x heads x query tokens x context; prefill also holds
+    a context x context causal mask), plus the last position's logits. "sdpa" attention keeps
+    scores on chip (no repeat, no score matrix).
+    """
+    p = _check(phase, attention, precision)
+    if block not in BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(BLOCKS)}, got {block!r}")
+    c = _models.get(config)
+    batch, context = positive_int("batch", batch), positive_int("context", context)
+    b = _fmt.bytes_per_element(storage(p))
+    sq = context if phase == "prefill" else 1
+    tokens = batch * sq
+    d, hd, h, kvh = c.d_model, c.head_dim, c.heads, c.kv_heads
+    layers = 1 if block != "decoder" else c.layers
+    if block == "mlp":
+        return {"weights": 3 * d * c.d_ff * b, "KV cache": 0.0,
+                "activations": tokens * (d + 3 * c.d_ff + d) * b}
+    attn_w = d * hd * (2 * h + 2 * kvh)
+    weights = c.params * b if block == "decoder" else attn_w * b
+    kv = 2 * layers * kvh * hd * context * batch * b
+    per_token = 2 * d + (2 * h + 2 * kvh) * hd + (3 * c.d_ff if block == "decoder" else 0)
+    act = tokens * per_token * b
+    if attention == "math":
+        act += 2 * batch * h * context * hd * b  # K, V repeated to the query heads
+        act += 2 * batch * h * sq * context * b  # scores and probabilities
+        act += (sq * context * b) if phase == "prefill" else 0  # causal mask
+    if block == "decoder":
+        act += batch * c.vocab * b
+    return {"weights": float(weights), "KV cache": float(kv), "activations": float(act)}
+
+
+def memory_bytes(config=TINY_DECODER, **kwargs) -> float:
+    """Total of :func:`memory_terms` (same keyword arguments)."""
+    return sum(memory_terms(config, **kwargs).values())
+
+
+def step_ops(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
+             context: int = 1024, precision: str = "fp32",
+             attention: str = "math") -> list[F.Cost]:
+    """The roofline's view of one forward of the decoder (``models.step_ops``): per-layer ops x
+    layers plus the LM head on the last position; "sdpa" is the fused attention."""
+    p = _check(phase, attention, precision)
+    return _models.step_ops(config, phase, batch, context, p,
+                            fused_attention=attention == "sdpa")
+
+
+def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
+                  context: int = 1024, precision: str = "fp32",
+                  attention: str = "math") -> dict[str, float]:
+    """Predicted seconds per ``models.OP_GROUPS`` group: each op at its roofline bound."""
+    p = _check(phase, attention, precision)
+    return _models.step_time_by_group(config, hw, phase, batch=batch, seq_len=context,
+                                      precision=p, fused_attention=attention == "sdpa")
+
+
+def dominant_group(hw, config=TINY_DECODER, **kwargs) -> str:
+    """The group of ``models.OP_GROUPS`` the roofline says takes the most time."""
+    t = time_by_group(hw, config, **kwargs)
+    return max(t, key=t.get)
+
+
+def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
+                       context: int = 1024, precision: str = "fp32",
+                       attention: str = "math") -> float:
+    """Fraction (0-1) of the predicted step time spent in memory-bound ops: each op at its
+    bound max(FLOPs / its ceiling, bytes / bandwidth) (``roofline.cost_time``: matmuls at the
+    precision's peak, norms and adds at the vector rate), memory-bound where the bytes term is
+    larger."""
+    p = _check(phase, attention, precision)
+    d = _hw.get(hw)
+    total = mem = 0.0
+    for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
+                       attention=attention):
+        tb = R.cost_time(op, d)  # each op at its own ceiling (norms and adds: vector)
+        total += tb.lower
+        mem += tb.lower if tb.t_memory > tb.t_compute else 0.0
+    return mem / total
+
+
+def overhead_ratio_by_group(hw, config=TINY_DECODER, *,
+                            launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                            phase: str = "prefill", batch: int = 1, context: int = 1024,
+                            precision: str = "fp32", attention: str = "math") -> dict[str, float]:
+    """Per ``models.OP_GROUPS`` group: (its ops' bounds + kernels x launch overhead) / bounds.
+    How far above its roofline bound a group would run if every kernel paid a fixed launch
+    overhead (Lab 4's overhead regime, ``roofline.DEFAULT_LAUNCH_OVERHEAD_US``): near 1, the
+    roofline predicts the group well; far above 1, overhead decides its time."""
+    p = _check(phase, attention, precision)
+    d = _hw.get(hw)
+    bound = dict.fromkeys(_models.OP_GROUPS, 0.0)
+    extra = dict.fromkeys(_models.OP_GROUPS, 0.0)
+    for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
+                       attention=attention):
+        g = _models.op_group(op.name)
+        bound[g] += R.cost_time(op, d).lower
+        extra[g] += op.kernels * launch_overhead_us * 1e-6
+    return {g: (bound[g] + extra[g]) / bound[g] for g in bound if bound[g] > 0}
+
+
+def best_predicted_group(hw, config=TINY_DECODER, **kwargs) -> str:
+    """The group :func:`overhead_ratio_by_group` puts closest to its bound."""
+    r = overhead_ratio_by_group(hw, config, **kwargs)
+    return min(r, key=r.get)
+
+
+def step_seconds(hw, config=TINY_DECODER, **kwargs) -> float:
+    """Predicted step time: the sum of every op's bound (ops run one after another)."""
+    return sum(time_by_group(hw, config, **kwargs).values())
+
+
+#: What Part 3 of Lab 7 can change, and the one setting that differs from the baseline.
+CHANGES = {
+    "batch": "batch 1 → 64",
+    "precision": "fp32 → bf16",
+    "sdpa": "math attention → scaled_dot_product_attention",
+    "compile": "eager → torch.compile",
+}
+
+
+def changed(change: str, base: dict) -> dict:
+    """The baseline settings (phase, batch, context, precision, attention) with one change."""
+    if change not in CHANGES:
+        raise KeyError(f"change={change!r} is not one of {', '.join(CHANGES)}")
+    new = dict(base)
+    if change == "batch":
+        new["batch"] = 64 if base.get("batch", 1) != 64 else 1
+    elif change == "precision":
+        new["precision"] = "bf16" if base.get("precision", "fp32") != "bf16" else "fp32"
+    elif change == "sdpa":
+        new["attention"] = "sdpa" if base.get("attention", "math") != "sdpa" else "math"
+    return new
+
+
+def predicted_ratio(change: str, hw, base: dict, config=TINY_DECODER) -> float | None:
+    """Roofline's new / old step time for one change, or None where the roofline cannot say
+    (torch.compile's fusion depends on what the compiler fuses). ``base``: keyword arguments
+    of :func:`time_by_group` (phase, batch, context, precision, attention)."""
+    new = changed(change, base)
+    if change == "compile":
+        return None
+    return step_seconds(hw, config, **new) / step_seconds(hw, config, **base)

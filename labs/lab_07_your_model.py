@@ -1,0 +1,1273 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from labs.core import figures, hardware, live, measure, quiz, reveal, style, tiny_models
+
+    LAB_ID = "lab07"
+    # The model every part profiles: the built-in tiny Llama-style decoder in fp32 with
+    # unfused ("math") attention, decoding with a 1,024-token context (Part 1: batch 1 and 64).
+    SCENARIO = {"context": 1024, "precision": "fp32", "attention": "math",
+                "small_batch": 1, "large_batch": 64, "prefill_context": 256}
+    # The context picker's opening value (LABS_SPEC §4.2b): the roofline the predictions are
+    # checked against before anything is measured; the instructor copy's answers use it.
+    OPENING = {"device": "h100-sxm"}
+    # Prediction 1 and 2 options: the operator types a profile adds time up by (the values are
+    # the profiler's type names, labs.core.measure.opcost).
+    TYPE_OPTIONS = {
+        "Weight GEMMs: the projections and the LM head, which read every weight": "weight GEMMs",
+        "Attention over the KV cache: QKᵀ, softmax, PV": "attention (KV cache)",
+        "Norms and elementwise ops: RMSNorm, SiLU, residual adds": "norms & elementwise",
+        "Overhead outside the operators: Python, dispatch, allocation":
+            "overhead (outside operators)",
+    }
+    # Prediction 4 options: which operator group the roofline predicts best.
+    BEST_OPTIONS = {
+        "The large weight GEMMs": "weight GEMMs",
+        "Attention over the KV cache": "attention (KV cache)",
+        "The small norms and elementwise ops": "norms & elementwise",
+    }
+    # Part 2's cases: (block, phase) of the built-in models.
+    CASES = {"decoder, prefill": ("decoder", "prefill"), "decoder, decode step": ("decoder", "decode"),
+             "MLP block alone, prefill": ("mlp", "prefill"),
+             "attention block alone, prefill": ("attention", "prefill")}
+    return (
+        BEST_OPTIONS,
+        CASES,
+        LAB_ID,
+        OPENING,
+        SCENARIO,
+        TYPE_OPTIONS,
+        figures,
+        hardware,
+        live,
+        measure,
+        mo,
+        quiz,
+        reveal,
+        style,
+        tiny_models,
+    )
+
+
+@app.cell
+def _(style):
+    style.lab_header(
+        "Lab 7 · Your model on the roofline",
+        "Every operator of a real PyTorch forward pass, placed on the roofline, predicted "
+        "and then measured on this machine.",
+        goals=[
+            "Place every operator of a model's forward pass on a roofline from its FLOPs and "
+            "compulsory bytes, and read its regime.",
+            "Predict where a decode step's time goes at batch 1 and batch 64, then measure it "
+            "operator by operator.",
+            "Fill in the predicted-vs-measured table operator by operator and explain where "
+            "the roofline's prediction holds and where something else decides the time.",
+            "Predict what one change (batch, precision, fused attention, torch.compile) does to "
+            "a step, then measure it.",
+            "Profile your own model with the same call: profile_model or labs-profile.",
+        ],
+        minutes=45,
+        reading=[
+            ("PyTorch: torch.utils.flop_counter (FlopCounterMode)",
+             "https://pytorch.org/docs/stable/generated/torch.utils.flop_counter.FlopCounterMode.html"),
+            ("H. He: Making Deep Learning Go Brrrr From First Principles",
+             "https://horace.io/brrr_intro.html"),
+            ("How to Scale Your Model: All About Rooflines",
+             "https://jax-ml.github.io/scaling-book/roofline/"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _(quiz):
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _(OPENING, hardware, mo):
+    _options = hardware.picker_options()
+    device_picker = mo.ui.dropdown(
+        options=_options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
+        label="Roofline to predict with (spec sheet)", searchable=True)
+    device_picker
+    return (device_picker,)
+
+
+@app.cell
+def _(SCENARIO, device_picker, hardware, mo, style, tiny_models):
+    _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
+    _c = tiny_models.TINY_DECODER
+    try:
+        _ridge = f"{_d.peak_tflops(_p) * 1e3 / _d.bandwidth_gbs:,.3g} FLOP/B"
+        _note = None
+    except KeyError as _exc:
+        _ridge, _note = "—", style.error_callout(
+            style.error_message(_exc) + "\n\nThe model runs in fp32: the predictions below need "
+            "a device with an fp32 rate. Pick another device.")
+    mo.vstack([mo.md(
+        f"**The model.** {_c.name}: {_c.layers} layers, d_model {_c.d_model}, {_c.heads} "
+        f"query heads sharing {_c.kv_heads} KV heads of {_c.head_dim}, SwiGLU MLP of "
+        f"{_c.d_ff}, vocabulary {_c.vocab:,}; {_c.params / 1e6:.1f} M parameters with random "
+        f"weights (Llama-3-8B's proportions, scaled down; nothing to download). It runs in "
+        f"{_p}. **Predictions** use the {_d.name} spec sheet (ridge ({_p}, dense) = {_ridge}); "
+        "**measurements** run on this machine, against its own roofline measured once per "
+        "session (memory bandwidth and the best GEMM rate)."), *([_note] if _note else [])])
+    return
+
+
+@app.cell
+def _(mo):
+    run_threads = mo.ui.dropdown(
+        options={"1 thread (steady timings on a shared or busy machine)": 1,
+                 "torch's default thread count": 0},
+        value="1 thread (steady timings on a shared or busy machine)", label="CPU threads")
+    run_budget = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=2, show_value=True,
+                              label="Timing budget per profile (s)")
+    mo.vstack([mo.md("**Measuring on this machine** (each run button below; nothing runs "
+                     "until you press one)"), mo.hstack([run_threads, run_budget],
+                                                        justify="start", gap=2)])
+    return run_budget, run_threads
+
+
+@app.cell
+def _(SCENARIO):
+    # What the run buttons profile; tests shrink the context to run in seconds.
+    LIVE = {"context": SCENARIO["context"], "roofline_budget_s": 3.0}
+    return (LIVE,)
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 1 · Where does a decode step's time go?
+    """)
+    return
+
+
+@app.cell
+def _(SCENARIO, style):
+    style.scenario_card(
+        "Ravi Menon", "inference engineer",
+        f"We serve this small decoder with {SCENARIO['context']:,}-token contexts, one user per "
+        f"decode step. Next week we batch {SCENARIO['large_batch']} users into every step. "
+        "Before anyone optimises anything: where does a step's time go today, where will it go "
+        "then, and how much of it is waiting on memory?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_dominant_small, set_dominant_small = quiz.lock_state(lab, "lab07.dominant_b1")
+    return get_dominant_small, set_dominant_small
+
+
+@app.cell
+def _(
+    SCENARIO,
+    TYPE_OPTIONS,
+    get_dominant_small,
+    lab,
+    quiz,
+    set_dominant_small,
+):
+    dominant_small_form = quiz.choice_form(
+        lab, "lab07.dominant_b1",
+        question=f"**Prediction 1.** In one decode step at batch {SCENARIO['small_batch']} "
+                 f"(context {SCENARIO['context']}), which operator type takes the most time?",
+        options=TYPE_OPTIONS, locked=get_dominant_small(), on_lock=set_dominant_small)
+    quiz.prediction_panel(dominant_small_form, get_dominant_small())
+    return (dominant_small_form,)
+
+
+@app.cell
+def _(
+    OPENING,
+    SCENARIO,
+    TYPE_OPTIONS,
+    get_dominant_small,
+    hardware,
+    lab,
+    reveal,
+    tiny_models,
+):
+    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _t = tiny_models.time_by_group(OPENING["device"], **_case)
+    _ref = max(_t, key=_t.get)
+    _terms = tiny_models.memory_terms(**_case)
+    dominant_small_prediction = get_dominant_small() or reveal.reference(
+        lab, "lab07.dominant_b1", _ref,
+        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
+        explanation=f"A batch-{SCENARIO['small_batch']} decode step reads every weight once "
+                    f"({_terms['weights'] / 1e6:.0f} MB in {SCENARIO['precision']}) to make one "
+                    f"token, but only {_terms['KV cache'] / 1e6:.1f} MB of KV cache: on the "
+                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
+                    f"{_t[_ref] * 1e6:.1f} µs of the {sum(_t.values()) * 1e6:.1f} µs bound "
+                    f"({_t[_ref] / sum(_t.values()):.0%}). A measured step adds overhead the "
+                    "roofline has no term for.")
+    reveal.card(dominant_small_prediction)
+    return (dominant_small_prediction,)
+
+
+@app.cell
+def _(lab, quiz):
+    get_dominant_large, set_dominant_large = quiz.lock_state(lab, "lab07.dominant_b64")
+    return get_dominant_large, set_dominant_large
+
+
+@app.cell
+def _(
+    SCENARIO,
+    TYPE_OPTIONS,
+    get_dominant_large,
+    lab,
+    quiz,
+    set_dominant_large,
+):
+    dominant_large_form = quiz.choice_form(
+        lab, "lab07.dominant_b64",
+        question=f"**Prediction 2.** And at batch {SCENARIO['large_batch']} (same context): "
+                 "which operator type takes the most time?",
+        options=TYPE_OPTIONS, locked=get_dominant_large(), on_lock=set_dominant_large)
+    quiz.prediction_panel(dominant_large_form, get_dominant_large())
+    return (dominant_large_form,)
+
+
+@app.cell
+def _(
+    OPENING,
+    SCENARIO,
+    TYPE_OPTIONS,
+    get_dominant_large,
+    hardware,
+    lab,
+    reveal,
+    tiny_models,
+):
+    _case = dict(phase="decode", batch=SCENARIO["large_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _t = tiny_models.time_by_group(OPENING["device"], **_case)
+    _ref = max(_t, key=_t.get)
+    _terms = tiny_models.memory_terms(**_case)
+    dominant_large_prediction = get_dominant_large() or reveal.reference(
+        lab, "lab07.dominant_b64", _ref,
+        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
+        explanation=f"The weights are still read once per step ({_terms['weights'] / 1e6:.0f} MB)"
+                    f", but every one of the {SCENARIO['large_batch']} sequences reads its own "
+                    f"KV cache: {_terms['KV cache'] / 1e6:.0f} MB in all. On the "
+                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
+                    f"{_t[_ref] / sum(_t.values()):.0%} of the step's bound.")
+    reveal.card(dominant_large_prediction)
+    return (dominant_large_prediction,)
+
+
+@app.cell
+def _(lab, quiz):
+    get_memory_share, set_memory_share = quiz.lock_state(lab, "lab07.memory_share")
+    return get_memory_share, set_memory_share
+
+
+@app.cell
+def _(SCENARIO, get_memory_share, lab, quiz, set_memory_share):
+    memory_share_form = quiz.numeric_form(
+        lab, "lab07.memory_share",
+        question=f"**Prediction 3.** What share of a batch-{SCENARIO['small_batch']} decode "
+                 "step's time is spent in memory-bound operators?",
+        units="%", lo=0, hi=100, locked=get_memory_share(), on_lock=set_memory_share)
+    quiz.prediction_panel(memory_share_form, get_memory_share())
+    return (memory_share_form,)
+
+
+@app.cell
+def _(OPENING, SCENARIO, get_memory_share, hardware, lab, reveal, tiny_models):
+    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _share = tiny_models.memory_bound_share(OPENING["device"], **_case)
+    _ai = max(o.ai for o in tiny_models.step_ops(**_case))
+    _d = hardware.get(OPENING["device"])
+    memory_share_prediction = get_memory_share() or reveal.reference(
+        lab, "lab07.memory_share", round(100 * _share, 1), units="%",
+        explanation=f"No operator of a batch-{SCENARIO['small_batch']} decode step reaches the "
+                    f"ridge: the highest AI is {_ai:.2f} FLOP/B against the {_d.name}'s fp32 ridge "
+                    f"of {_d.peak_tflops('fp32') * 1e3 / _d.bandwidth_gbs:.0f} FLOP/B, so the "
+                    f"roofline puts {100 * _share:.0f}% of the step in memory-bound operators. "
+                    "On a real machine part of the step is overhead outside the operators.")
+    reveal.card(memory_share_prediction)
+    return (memory_share_prediction,)
+
+
+@app.cell
+def _(SCENARIO, device_picker, style, tiny_models):
+    # The roofline's answer for both batches on the picked device (no torch: physics only).
+    def _case(batch):
+        return dict(phase="decode", batch=batch, context=SCENARIO["context"],
+                    precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+
+    try:
+        decode_predicted = {b: tiny_models.time_by_group(device_picker.value, **_case(b))
+                            for b in (SCENARIO["small_batch"], SCENARIO["large_batch"])}
+        decode_memory_share = tiny_models.memory_bound_share(
+            device_picker.value, **_case(SCENARIO["small_batch"]))
+        decode_error = None
+    except KeyError as _exc:
+        decode_predicted = decode_memory_share = None
+        decode_error = style.error_message(_exc)
+    return decode_error, decode_memory_share, decode_predicted
+
+
+@app.cell
+def _(
+    SCENARIO,
+    decode_error,
+    decode_predicted,
+    device_picker,
+    dominant_small_prediction,
+    figures,
+    hardware,
+    mo,
+    quiz,
+    style,
+):
+    mo.stop(dominant_small_prediction is None,
+            quiz.gate_notice("Lock prediction 1 to see the roofline's answer and measure."))
+    mo.stop(decode_error is not None, style.error_callout(decode_error))
+    _t = decode_predicted[SCENARIO["small_batch"]]
+    predicted_small_figure = figures.bar_figure(
+        list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
+        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.0%}" for v in _t.values()],
+        title=f"The roofline's answer: one decode step at batch {SCENARIO['small_batch']} on the "
+              f"{hardware.get(device_picker.value).name}")
+    mo.vstack([predicted_small_figure, mo.md(
+        "Each operator at its bound max(FLOPs / peak, bytes / bandwidth), summed per type "
+        "(`tiny_models.time_by_group`, spec sheet). No overhead: the roofline has no term "
+        "for it. Now measure the real thing.")])
+    return
+
+
+@app.cell
+def _(dominant_small_prediction, live, mo):
+    mo.stop(dominant_small_prediction is None)
+    decode_button = live.run_button("Profile decode steps on this machine (batch 1 and 64)")
+    decode_button
+    return (decode_button,)
+
+
+@app.cell
+def _(
+    LIVE,
+    SCENARIO,
+    decode_button,
+    lab,
+    live,
+    measure,
+    mo,
+    run_budget,
+    run_threads,
+):
+    mo.stop(not decode_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
+    live_info = measure.detect()  # imports torch: only after the button is pressed
+    _batches = (SCENARIO["small_batch"], SCENARIO["large_batch"])
+
+    def _job(progress):
+        out = {}
+        for i, b in enumerate(_batches):
+            model, inputs = measure.builtin_case(
+                "decoder", phase="decode", batch=b, context=LIVE["context"],
+                precision=SCENARIO["precision"], attention=SCENARIO["attention"],
+                device=live_info)
+            out[b] = measure.profile_model(
+                model, inputs, device=live_info, budget_s=run_budget.value,
+                roofline_budget_s=LIVE["roofline_budget_s"], threads=run_threads.value or None,
+                label=f"decode, batch {b}",
+                progress=lambda d, t, label, i=i: progress(i * 10 + min(d, 9), 20, label))
+            del model, inputs
+        return out
+
+    decode_profiles = live.gated_run(decode_button, _job, total=20, info=live_info,
+                                     title="Profiling decode steps")
+    lab.record("result", "lab07.measured_decode", {
+        "device": live_info.name, "profiles": [p.summary() for p in decode_profiles.values()]})
+    _first = next(iter(decode_profiles.values()))
+    mo.vstack([live.device_card(live_info), mo.md(
+        f"Profiled with {_first.threads or 'GPU'} CPU thread(s) (the setting above). "
+        + " ".join(_first.notes))])
+    return (decode_profiles,)
+
+
+@app.cell
+def _(
+    SCENARIO,
+    decode_profiles,
+    dominant_small_prediction,
+    figures,
+    mo,
+    style,
+):
+    mo.stop(dominant_small_prediction is None)
+    _p = decode_profiles[SCENARIO["small_batch"]]
+    decode_small_figure = figures.operator_roofline_figure(
+        _p.rows, _p.roof, _p.main_precision,
+        title=f"Every operator of a batch-{SCENARIO['small_batch']} decode step, measured on "
+              f"{_p.device}")
+    _drawn, _left = figures.plottable(_p.rows)
+    mo.vstack([
+        style.metric_cards([
+            ("Measured step", style.format_seconds(_p.forward_s),
+             f"median of the whole pass ({_p.threads} CPU thread(s))" if _p.threads else
+             "median of the whole pass (GPU)"),
+            ("Sum of operators", style.format_seconds(_p.op_sum_s),
+             f"{len(_p.rows)} aten calls, median of {_p.reps} profiled passes"),
+            style.Metric("Overhead", style.format_seconds(_p.overhead_s),
+                         "the step minus its operators: Python, dispatch", "overhead-bound"),
+            ("Roofline bound", style.format_seconds(_p.bound_s),
+             f"sum of max(FLOPs/peak, bytes/BW) on {_p.roofline}"),
+        ]),
+        decode_small_figure,
+        mo.md(f"{len(_drawn)} operators drawn (hover for name, shapes, FLOPs, bytes, time); "
+              f"{len(_left)} more move data without arithmetic (AI 0) or are views: they "
+              "are in the time totals, not on the log axis."),
+        figures.time_by_type_figure(_p.by_op_type(), title=f"Measured time per operator "
+                                    f"type, batch {SCENARIO['small_batch']}")])
+    return (decode_small_figure,)
+
+
+@app.cell
+def _(
+    SCENARIO,
+    TYPE_OPTIONS,
+    decode_predicted,
+    dominant_small_prediction,
+    lab,
+    mo,
+    quiz,
+):
+    mo.stop(dominant_small_prediction is None or decode_predicted is None)
+    _t = decode_predicted[SCENARIO["small_batch"]]
+    _ref = max(_t, key=_t.get)
+    _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
+    quiz.compare(dominant_small_prediction, _ref, lab=lab,
+                 actual_label=f"the roofline (spec sheet) says {_label[_ref]} "
+                              f"({_t[_ref] / sum(_t.values()):.0%} of the bound)")
+    return
+
+
+@app.cell
+def _(
+    SCENARIO,
+    TYPE_OPTIONS,
+    decode_profiles,
+    dominant_small_prediction,
+    mo,
+    quiz,
+):
+    mo.stop(dominant_small_prediction is None)
+    _p = decode_profiles[SCENARIO["small_batch"]]
+    _top = _p.by_op_type()[0]
+    _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
+    quiz.compare(dominant_small_prediction, _top["op_type"],
+                 actual_label=f"measured on {_p.device}: "
+                              f"{_label.get(_top['op_type'], _top['op_type'])} "
+                              f"({_top['share']:.0%} of the step)")
+    return
+
+
+@app.cell
+def _(dominant_small_prediction, lab, mo, quiz):
+    mo.stop(dominant_small_prediction is None)
+    quiz.explain_form(
+        lab, "lab07.dominant_b1",
+        observe_label="Which operators sit highest on the time bars, and where are they on the "
+                      "roofline (AI, distance below the roof)? How big is the overhead row?",
+        explain_label="Why does that type dominate at batch 1? Use bytes: what must every "
+                      "decode step read, whatever the batch?")
+    return
+
+
+@app.cell
+def _(dominant_small_prediction, mo, style, tiny_models):
+    mo.stop(dominant_small_prediction is None)
+    _c = tiny_models.TINY_DECODER
+    style.math_peek("one operator on the roofline", r"""
+    Every aten call the forward pass makes is one row. Its FLOPs come from
+    `torch.utils.flop_counter` (what `FlopCounterMode` counts: $2MNK$ for a GEMM) and its
+    **compulsory bytes** from its tensors: every input read once, every output written once,
+    $b$ bytes per element. A lower bound: caches, re-reads and temporaries are not in it.
+
+    $$\text{AI} = \frac{\text{FLOPs}}{\text{bytes}}\ \text{[FLOP/B]},\qquad
+    T_\text{bound} = \max\!\left(\frac{\text{FLOPs}}{\pi_p},\ \frac{\text{bytes}}{\beta}\right)
+    \ \text{[s]}$$
+
+    A decode step's linear layer with $B$ tokens, $K$ inputs, $N$ outputs:
+    $\text{FLOPs} = 2BNK$, $\text{bytes} = (BK + KN + BN)\,b$; at $B = 1$,
+    $\text{AI} = 2NK / ((K + NK + N)b) \approx 2/b$: 0.5 FLOP/B in fp32.
+    """ + f"""
+    All weights of this model: {_c.params / 1e6:.1f} M parameters = {_c.weight_bytes("fp32") / 1e6:.0f} MB
+    in fp32, read once per step (the embedding table only where the tokens point).
+    """)
+    return
+
+
+@app.cell
+def _(
+    SCENARIO,
+    decode_error,
+    decode_predicted,
+    device_picker,
+    dominant_large_prediction,
+    figures,
+    hardware,
+    mo,
+    quiz,
+    style,
+):
+    mo.stop(dominant_large_prediction is None,
+            quiz.gate_notice("Lock prediction 2 to see batch 64."))
+    mo.stop(decode_error is not None, style.error_callout(decode_error))
+    _t = decode_predicted[SCENARIO["large_batch"]]
+    predicted_large_figure = figures.bar_figure(
+        list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
+        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.0%}" for v in _t.values()],
+        title=f"The roofline's answer: one decode step at batch {SCENARIO['large_batch']} on the "
+              f"{hardware.get(device_picker.value).name}")
+    predicted_large_figure
+    return
+
+
+@app.cell
+def _(SCENARIO, decode_profiles, dominant_large_prediction, figures, mo):
+    mo.stop(dominant_large_prediction is None)
+    _p = decode_profiles[SCENARIO["large_batch"]]
+    decode_large_figure = figures.operator_roofline_figure(
+        _p.rows, _p.roof, _p.main_precision,
+        title=f"Every operator of a batch-{SCENARIO['large_batch']} decode step, measured")
+    mo.vstack([decode_large_figure, figures.time_by_type_figure(
+        _p.by_op_type(), title=f"Measured time per operator type, batch {SCENARIO['large_batch']}")])
+    return (decode_large_figure,)
+
+
+@app.cell
+def _(
+    SCENARIO,
+    TYPE_OPTIONS,
+    decode_predicted,
+    dominant_large_prediction,
+    lab,
+    mo,
+    quiz,
+):
+    mo.stop(dominant_large_prediction is None or decode_predicted is None)
+    _t = decode_predicted[SCENARIO["large_batch"]]
+    _ref = max(_t, key=_t.get)
+    _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
+    quiz.compare(dominant_large_prediction, _ref, lab=lab,
+                 actual_label=f"the roofline (spec sheet) says {_label[_ref]} "
+                              f"({_t[_ref] / sum(_t.values()):.0%} of the bound)")
+    return
+
+
+@app.cell
+def _(
+    SCENARIO,
+    TYPE_OPTIONS,
+    decode_profiles,
+    dominant_large_prediction,
+    mo,
+    quiz,
+):
+    mo.stop(dominant_large_prediction is None)
+    _p = decode_profiles[SCENARIO["large_batch"]]
+    _top = _p.by_op_type()[0]
+    _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
+    quiz.compare(dominant_large_prediction, _top["op_type"],
+                 actual_label=f"measured on {_p.device}: "
+                              f"{_label.get(_top['op_type'], _top['op_type'])} "
+                              f"({_top['share']:.0%} of the step)")
+    return
+
+
+@app.cell
+def _(dominant_large_prediction, lab, mo, quiz):
+    mo.stop(dominant_large_prediction is None)
+    quiz.explain_form(
+        lab, "lab07.dominant_b64",
+        observe_label="How did the weight GEMMs' time change from batch 1 to 64, and the "
+                      "attention's? Where did their points move on the roofline?",
+        explain_label="Which bytes grow with the batch and which do not? Why does grouped-query "
+                      "attention (2 KV heads for 8 query heads) matter here?")
+    return
+
+
+@app.cell
+def _(SCENARIO, dominant_large_prediction, mo, style, tiny_models):
+    mo.stop(dominant_large_prediction is None)
+    _c = tiny_models.TINY_DECODER
+    _kv = tiny_models.memory_terms(phase="decode", batch=SCENARIO["large_batch"],
+                                   context=SCENARIO["context"])["KV cache"]
+    style.math_peek("what grows with the batch", r"""
+    Per decode step, the weights are read once whatever the batch $B$; the KV cache is read
+    once per sequence:
+
+    $$\text{bytes}_\text{weights} = P\,b,\qquad
+    \text{bytes}_\text{KV} = 2\,L\,H_\text{kv}\,d_h\,S\,B\,b$$
+
+    ($L$ layers, $H_\text{kv}$ KV heads, $d_h$ head size, $S$ context). The weight GEMMs' AI
+    grows with $B$ (about $2B/b$); attention's stays near $H/H_\text{kv}$ FLOP per element
+    read whatever $B$, because every sequence has its own cache.
+    """ + f"""
+    Here: weights {_c.weight_bytes("fp32") / 1e6:.0f} MB, KV cache at batch
+    {SCENARIO['large_batch']} and context {SCENARIO['context']:,}: {_kv / 1e6:.0f} MB (fp32,
+    {_c.kv_heads} KV heads). The "math" attention also copies K and V to all {_c.heads} query
+    heads before QKᵀ (Llama's `repeat_kv`): {_c.heads // _c.kv_heads}× more bytes written and read.
+    """)
+    return
+
+
+@app.cell
+def _(
+    SCENARIO,
+    decode_error,
+    decode_memory_share,
+    memory_share_prediction,
+    mo,
+    quiz,
+    style,
+):
+    mo.stop(memory_share_prediction is None,
+            quiz.gate_notice("Lock prediction 3 to see the memory-bound share."))
+    mo.stop(decode_error is not None, style.error_callout(decode_error))
+    style.metric_cards([style.Metric(
+        "The roofline's memory-bound share", f"{100 * decode_memory_share:.1f}%",
+        f"of the bound of a batch-{SCENARIO['small_batch']} decode step", "memory-bound")])
+    return
+
+
+@app.cell
+def _(
+    SCENARIO,
+    decode_profiles,
+    figures,
+    memory_share_prediction,
+    mo,
+):
+    mo.stop(memory_share_prediction is None)
+    _p = decode_profiles[SCENARIO["small_batch"]]
+    regime_figure = figures.time_by_type_figure(
+        _p.by_regime(), key="regime",
+        title=f"Measured time by regime, batch-{SCENARIO['small_batch']} decode step")
+    mo.vstack([regime_figure, mo.md(
+        "Overhead-bound: the overhead row plus views (no bytes, no FLOPs: their time is all "
+        "dispatch). FLOPs unknown: operators no formula covers (none in this model).")])
+    return (regime_figure,)
+
+
+@app.cell
+def _(decode_memory_share, lab, memory_share_prediction, mo, quiz):
+    mo.stop(memory_share_prediction is None or decode_memory_share is None)
+    mo.vstack([mo.md("**Against the roofline** (spec sheet picked above):"),
+               quiz.compare(memory_share_prediction, round(100 * decode_memory_share, 1),
+                            units="%", lab=lab)])
+    return
+
+
+@app.cell
+def _(SCENARIO, decode_profiles, memory_share_prediction, mo, quiz):
+    mo.stop(memory_share_prediction is None)
+    _p = decode_profiles[SCENARIO["small_batch"]]
+    mo.vstack([mo.md(f"**Against the measurement** on {_p.device}:"),
+               quiz.compare(memory_share_prediction, round(100 * _p.share("memory-bound"), 1),
+                            units="%")])
+    return
+
+
+@app.cell
+def _(lab, memory_share_prediction, mo, quiz):
+    mo.stop(memory_share_prediction is None)
+    quiz.explain_form(
+        lab, "lab07.memory_share",
+        observe_label="What share does the roofline give, and what share did you measure? "
+                      "Where does the rest of the measured time go?",
+        explain_label="Why can no operator of a batch-1 decode step be compute-bound? What "
+                      "would it take to move time into compute-bound operators?")
+    return
+
+
+@app.cell
+def _(memory_share_prediction, mo, style):
+    mo.stop(memory_share_prediction is None)
+    style.math_peek("the shares", r"""
+    With $T_i$ the measured time of operator $i$ and $T$ the whole step (measured without the
+    profiler):
+
+    $$\text{share}_\text{memory} = \frac{\sum_{i\,\in\,\text{memory-bound}} T_i}{T},\qquad
+    T_\text{overhead} = T - \sum_i T_i$$
+
+    An operator is memory-bound when $\text{bytes}/\beta > \text{FLOPs}/\pi_p$, i.e.
+    $\text{AI} < \text{ridge}_p = \pi_p/\beta$. The roofline's own share divides bounds, not
+    measured times, and has no overhead term.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 2 · Predicted vs measured, operator by operator
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.scenario_card(
+        "Mei Lin", "performance lead",
+        "Every roofline guide I find ends with a predicted-vs-measured table full of 'TBD'. "
+        "Fill ours in: for every operator, the roofline's time and the measured one, with the "
+        "error. Then tell me where I can trust the roofline's number and where I can't.")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_best_predicted, set_best_predicted = quiz.lock_state(lab, "lab07.best_predicted")
+    return get_best_predicted, set_best_predicted
+
+
+@app.cell
+def _(BEST_OPTIONS, get_best_predicted, lab, quiz, set_best_predicted):
+    best_predicted_form = quiz.choice_form(
+        lab, "lab07.best_predicted",
+        question=f"**Prediction 4.** Profiling a {SCENARIO['prefill_context']}-token prefill, "
+                 "which operators' measured times will come closest to their roofline bounds?",
+        options=BEST_OPTIONS, locked=get_best_predicted(), on_lock=set_best_predicted)
+    quiz.prediction_panel(best_predicted_form, get_best_predicted())
+    return (best_predicted_form,)
+
+
+@app.cell
+def _(
+    BEST_OPTIONS,
+    OPENING,
+    SCENARIO,
+    get_best_predicted,
+    lab,
+    reveal,
+    tiny_models,
+):
+    _case = dict(phase="prefill", batch=SCENARIO["small_batch"],
+                 context=SCENARIO["prefill_context"], precision=SCENARIO["precision"],
+                 attention=SCENARIO["attention"])
+    _r = tiny_models.overhead_ratio_by_group(OPENING["device"], **_case)
+    _ref = min(_r, key=_r.get)
+    best_predicted_prediction = get_best_predicted() or reveal.reference(
+        lab, "lab07.best_predicted", _ref,
+        label=next(k for k, v in BEST_OPTIONS.items() if v == _ref),
+        explanation="A fixed cost per operator (Python, dispatch, a launch) is small next to a "
+                    "large operator's bound and large next to a small one's. With 5 µs per "
+                    f"kernel, a {SCENARIO['prefill_context']}-token prefill's {_ref} run "
+                    f"{_r[_ref]:.2f}× their bound, its norms and elementwise ops "
+                    f"{_r['norms & elementwise']:.1f}×.")
+    reveal.card(best_predicted_prediction)
+    return (best_predicted_prediction,)
+
+
+@app.cell
+def _(CASES, SCENARIO, mo):
+    case_picker = mo.ui.dropdown(options=CASES, value="decoder, prefill", label="Model")
+    case_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=1,
+                              label="Batch", show_value=True, full_width=True)
+    case_context = mo.ui.slider(steps=[64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768],
+                                value=SCENARIO["prefill_context"], label="Context (tokens)",
+                                show_value=True,
+                                full_width=True)
+    case_attention = mo.ui.dropdown(options={"math (QKᵀ, softmax, PV)": "math",
+                                             "scaled_dot_product_attention": "sdpa"},
+                                    value="math (QKᵀ, softmax, PV)", label="Attention")
+    mo.vstack([mo.hstack([case_picker, case_attention], justify="start", gap=2), case_batch,
+               case_context])
+    return case_attention, case_batch, case_context, case_picker
+
+
+@app.cell
+def _(
+    SCENARIO,
+    case_attention,
+    case_batch,
+    case_context,
+    case_picker,
+    device_picker,
+    figures,
+    hardware,
+    mo,
+    style,
+    tiny_models,
+):
+    _block, _phase = case_picker.value
+    _d = hardware.get(device_picker.value)
+    case_terms = tiny_models.memory_terms(
+        phase=_phase, batch=case_batch.value, context=case_context.value,
+        precision=SCENARIO["precision"], attention=case_attention.value, block=_block)
+    mo.vstack([mo.md(
+        f"**Memory this run needs**, before anything is allocated: "
+        f"{style.format_bytes(sum(case_terms.values()))} (weights, KV cache, activations). "
+        "The run button checks it against this machine's free memory and refuses what does "
+        "not fit."),
+        figures.memory_budget_figure(case_terms, _d.memory_gb * 1e9,
+                                     title=f"Against the {_d.name}'s {_d.memory_gb:g} GB")])
+    return (case_terms,)
+
+
+@app.cell
+def _(
+    SCENARIO,
+    best_predicted_prediction,
+    case_attention,
+    case_batch,
+    case_context,
+    case_picker,
+    device_picker,
+    figures,
+    hardware,
+    mo,
+    quiz,
+    style,
+    tiny_models,
+):
+    mo.stop(best_predicted_prediction is None,
+            quiz.gate_notice("Lock prediction 4 to see the overhead model and measure the table."))
+    _block, _phase = case_picker.value
+    try:
+        _r = tiny_models.overhead_ratio_by_group(
+            device_picker.value, phase=_phase, batch=case_batch.value,
+            context=case_context.value, precision=SCENARIO["precision"],
+            attention=case_attention.value)
+        overhead_figure = figures.bar_figure(
+            list(_r), list(_r.values()), log=True, yaxis_title="(bound + launches × 5 µs) / bound",
+            title=f"If every kernel paid a 5 µs launch: decoder {_phase}, batch "
+                  f"{case_batch.value}, context {case_context.value:,}, "
+                  f"{hardware.get(device_picker.value).name}")
+        _out = mo.vstack([overhead_figure, mo.md(
+            "Lab 4's overhead regime on the roofline's numbers (the whole decoder's ops, "
+            "whatever model is picked): near 1, the bound is the time; far above, the launch "
+            "decides it. Now measure the real table on this machine.")])
+    except KeyError as _exc:
+        _out = style.error_callout(_exc)
+    _out
+    return
+
+
+@app.cell
+def _(best_predicted_prediction, live, mo):
+    mo.stop(best_predicted_prediction is None)
+    case_button = live.run_button("Profile this model on this machine")
+    case_button
+    return (case_button,)
+
+
+@app.cell
+def _(
+    LIVE,
+    SCENARIO,
+    case_attention,
+    case_batch,
+    case_button,
+    case_context,
+    case_picker,
+    lab,
+    live,
+    measure,
+    mo,
+    run_budget,
+    run_threads,
+):
+    mo.stop(not case_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
+    case_info = measure.detect()
+    _block, _phase = case_picker.value
+
+    def _job(progress):
+        model, inputs = measure.builtin_case(
+            _block, phase=_phase, batch=case_batch.value, context=case_context.value,
+            precision=SCENARIO["precision"], attention=case_attention.value, device=case_info)
+        return measure.profile_model(
+            model, inputs, device=case_info, budget_s=run_budget.value,
+            roofline_budget_s=LIVE["roofline_budget_s"], threads=run_threads.value or None,
+            label=f"{_block} {_phase}, batch {case_batch.value}, context {case_context.value}",
+            progress=progress)
+
+    case_profile = live.gated_run(case_button, _job, total=10, info=case_info,
+                                  title="Profiling every operator")
+    lab.record("result", "lab07.measured_table", case_profile.summary())
+    mo.vstack([live.device_card(case_info), mo.md(
+        f"Profiled with {case_profile.threads or 'GPU'} CPU thread(s) (the setting above).")])
+    return (case_profile,)
+
+
+@app.cell
+def _(case_profile, live, mo, style):
+    _show = [{"operator": r["name"], "module": r["module"], "shapes": r["shapes"],
+              "predicted (bound)": style.format_seconds(r["bound_s"]) if r["bound_s"] else "—",
+              "measured": style.format_seconds(r["measured_s"]),
+              "error %": round(r["error_pct"]) if r["error_pct"] is not None else None,
+              "lost": style.format_seconds(r["lost_s"]), "regime": r["regime"]}
+             for r in case_profile.lost_time(25)]
+    case_table = mo.ui.table(_show, selection=None, show_download=False,
+                             label="The 25 operators that lose the most time (measured − bound)")
+    mo.vstack([case_table, live.csv_download(case_profile.all_rows(), "lab07_operators.csv"),
+               mo.md(f"All {len(case_profile.rows)} operators and the overhead row are in the "
+                     "CSV. " + " ".join(case_profile.notes))])
+    return (case_table,)
+
+
+@app.cell
+def _(case_profile, figures, mo):
+    case_figure = figures.operator_roofline_figure(
+        case_profile.rows, case_profile.roof, case_profile.main_precision,
+        title=f"{case_profile.label}: every operator, measured")
+    mo.vstack([case_figure, figures.bar_figure(
+        [g["op_type"] for g in case_profile.error_by_type()],
+        [g["median_ratio"] for g in case_profile.error_by_type()], log=True,
+        yaxis_title="median measured / bound",
+        title="Measured / bound per type (1 = the roofline is exact; below 1 = faster than the "
+              "DRAM bound: operands still in cache)")])
+    return (case_figure,)
+
+
+@app.cell
+def _(BEST_OPTIONS, best_predicted_prediction, case_profile, lab, mo, quiz):
+    mo.stop(best_predicted_prediction is None)
+    _errors = [g for g in case_profile.error_by_type() if g["op_type"] in BEST_OPTIONS.values()]
+    mo.stop(not _errors)
+    _best = _errors[0]
+    quiz.compare(best_predicted_prediction, _best["op_type"], lab=lab, actual_label=(
+        f"{next(k for k, v in BEST_OPTIONS.items() if v == _best['op_type'])}: median "
+        f"measured / bound {_best['median_ratio']:.2g} ({case_profile.label})"))
+    return
+
+
+@app.cell
+def _(best_predicted_prediction, lab, mo, quiz):
+    mo.stop(best_predicted_prediction is None)
+    quiz.explain_form(
+        lab, "lab07.best_predicted",
+        observe_label="Which operators have error % near 0, which in the hundreds or more? "
+                      "Try the decode step too: how do the errors change?",
+        explain_label="Why does the roofline predict large GEMMs well and tiny elementwise "
+                      "operators badly? What is in their measured time that the bound leaves out?")
+    return
+
+
+@app.cell
+def _(best_predicted_prediction, mo, style):
+    mo.stop(best_predicted_prediction is None)
+    style.math_peek("error % and lost time", r"""
+    For each operator $i$, with its roofline bound $\hat T_i$ and measured median $T_i$:
+
+    $$\text{error}_i = \frac{T_i - \hat T_i}{\hat T_i}\times 100\,\%,\qquad
+    \text{lost}_i = T_i - \hat T_i\ \text{[s]}$$
+
+    Sort by lost time to know what to optimise first: an operator 50× over a 1 µs bound loses
+    less than one 1.2× over a 10 ms bound. A fixed cost $c$ per operator (dispatch, launch)
+    gives $T_i \approx \hat T_i + c$, so $\text{error}_i \approx c / \hat T_i$: huge for small
+    operators, negligible for large ones.
+    """)
+    return
+
+
+@app.cell
+def _(best_predicted_prediction, mo):
+    mo.stop(best_predicted_prediction is None)
+    mo.md("""
+    **Try the failure state.** Pick the decoder's decode step, batch 256 and context 32,768,
+    and press the button: the KV cache alone needs tens of GB. The profiler refuses before
+    allocating anything and says by how much; lower the batch or the context and press again.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 3 · Change one thing
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.scenario_card(
+        "Ravi Menon", "inference engineer",
+        "Four proposals for the batch-1 decode step: batch more users, store the model in "
+        "bf16, swap our attention for PyTorch's fused scaled_dot_product_attention, or run it "
+        "through torch.compile. Start with bf16. What will it do to a step?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_bf16_ratio, set_bf16_ratio = quiz.lock_state(lab, "lab07.bf16_ratio")
+    return get_bf16_ratio, set_bf16_ratio
+
+
+@app.cell
+def _(get_bf16_ratio, lab, quiz, set_bf16_ratio):
+    bf16_ratio_form = quiz.numeric_form(
+        lab, "lab07.bf16_ratio",
+        question="**Prediction 5.** Decode step at batch 1: the whole model in bf16 instead of "
+                 "fp32. New step time ÷ old step time on this machine?",
+        units="×", lo=0.05, hi=20, log_scale=True, locked=get_bf16_ratio(),
+        on_lock=set_bf16_ratio)
+    quiz.prediction_panel(bf16_ratio_form, get_bf16_ratio())
+    return (bf16_ratio_form,)
+
+
+@app.cell
+def _(OPENING, SCENARIO, get_bf16_ratio, lab, reveal, tiny_models):
+    _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _ratio = tiny_models.predicted_ratio("precision", OPENING["device"], _base)
+    _share = tiny_models.memory_bound_share(OPENING["device"], **_base)
+    bf16_ratio_prediction = get_bf16_ratio() or reveal.reference(
+        lab, "lab07.bf16_ratio", round(_ratio, 3), units="×",
+        explanation=f"The step is {100 * _share:.0f}% memory-bound on the roofline, so halving "
+                    f"every byte gives {_ratio:.2f}× the time. What a machine measures depends "
+                    "on whether it computes in bf16 natively (many laptop CPUs convert every "
+                    "element) and on the overhead, which does not shrink with the bytes.")
+    reveal.card(bf16_ratio_prediction)
+    return (bf16_ratio_prediction,)
+
+
+@app.cell
+def _(mo, tiny_models):
+    change_picker = mo.ui.dropdown(
+        options={v: k for k, v in tiny_models.CHANGES.items()}, value="fp32 → bf16",
+        label="Change to measure (from the batch-1 fp32 decode step)")
+    change_picker
+    return (change_picker,)
+
+
+@app.cell
+def _(
+    SCENARIO,
+    bf16_ratio_prediction,
+    device_picker,
+    figures,
+    hardware,
+    mo,
+    quiz,
+    style,
+    tiny_models,
+):
+    mo.stop(bf16_ratio_prediction is None,
+            quiz.gate_notice("Lock prediction 5 to see the roofline's answer and measure."))
+    _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    try:
+        change_predicted = {c: tiny_models.predicted_ratio(c, device_picker.value, _base)
+                            for c in tiny_models.CHANGES}
+        _shown = {c: r for c, r in change_predicted.items() if r is not None}
+        _out = mo.vstack([figures.bar_figure(
+            [tiny_models.CHANGES[c] for c in _shown], list(_shown.values()),
+            yaxis_title="new step time / old (roofline)",
+            title=f"The roofline's answer for each change, {hardware.get(device_picker.value).name}"),
+            mo.md("torch.compile is not on the chart: what it saves depends on what the "
+                  "compiler fuses, which the roofline does not know. Measure it.")])
+    except KeyError as _exc:
+        change_predicted, _out = None, style.error_callout(_exc)
+    _out
+    return (change_predicted,)
+
+
+@app.cell
+def _(bf16_ratio_prediction, live, mo):
+    mo.stop(bf16_ratio_prediction is None)
+    change_button = live.run_button("Measure the change on this machine")
+    change_button
+    return (change_button,)
+
+
+@app.cell
+def _(
+    LIVE,
+    SCENARIO,
+    change_button,
+    change_picker,
+    lab,
+    live,
+    measure,
+    mo,
+    run_budget,
+    run_threads,
+    tiny_models,
+):
+    mo.stop(not change_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
+    change_info = measure.detect()
+    _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=LIVE["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _change = change_picker.value
+    _threads = run_threads.value or None
+
+    def _profile(case, progress, offset):
+        model, inputs = measure.builtin_case("decoder", device=change_info, **case)
+        return measure.profile_model(
+            model, inputs, device=change_info, budget_s=run_budget.value, threads=_threads,
+            roofline_budget_s=LIVE["roofline_budget_s"], progress=lambda d, t, label:
+            progress(offset + min(d, 9), 20, label),
+            label=f"{case['precision']}, batch {case['batch']}, {case['attention']} attention")
+
+    def _job(progress):
+        if _change == "compile":
+            model, inputs = measure.builtin_case("decoder", device=change_info, **_base)
+            progress(1, 20, "compiling (the first call; a minute or more)")
+            timed = measure.time_compiled(model, inputs, device=change_info,
+                                          budget_s=run_budget.value, threads=_threads)
+            return {"change": _change, "ratio": timed["ratio"], "compile_s": timed["compile_s"],
+                    "old_s": timed["eager_s"], "new_s": timed["compiled_s"], "profiles": None,
+                    "threads": timed["eager"].threads}
+        old = _profile(_base, progress, 0)
+        new = _profile(tiny_models.changed(_change, _base), progress, 10)
+        return {"change": _change, "ratio": new.forward_s / old.forward_s, "old_s": old.forward_s,
+                "new_s": new.forward_s, "profiles": (old, new), "threads": old.threads}
+
+    change_result = live.gated_run(change_button, _job, total=20, info=change_info,
+                                   title=f"Measuring: {tiny_models.CHANGES[_change]}")
+    lab.record("result", "lab07.measured_change", {
+        "device": change_info.name, "change": _change, "ratio": change_result["ratio"],
+        "old_s": change_result["old_s"], "new_s": change_result["new_s"]})
+    live.device_card(change_info)
+    return (change_result,)
+
+
+@app.cell
+def _(
+    bf16_ratio_prediction,
+    change_predicted,
+    change_result,
+    figures,
+    mo,
+    style,
+    tiny_models,
+):
+    mo.stop(bf16_ratio_prediction is None)
+    _c = change_result["change"]
+    _pred = (change_predicted or {}).get(_c)
+    _cards = style.metric_cards([
+        ("Before", style.format_seconds(change_result["old_s"]),
+         f"measured step, {change_result['threads'] or 'all'} CPU thread(s)"),
+        ("After", style.format_seconds(change_result["new_s"]), tiny_models.CHANGES[_c]),
+        ("Measured new / old", f"{change_result['ratio']:.3g}×", "this machine"),
+        ("Roofline's new / old", f"{_pred:.3g}×" if _pred else "not modelled",
+         "spec sheet picked above"),
+    ] + ([("Compile time", style.format_seconds(change_result["compile_s"]), "first call")]
+         if _c == "compile" else []))
+    _figs = []
+    if change_result["profiles"]:
+        _old, _new = change_result["profiles"]
+        _figs = [figures.before_after_figure(
+            _old.by_op_type(), _new.by_op_type(), labels=(f"before: {_old.label}",
+                                                          f"after: {_new.label}"),
+            title=f"Measured time per operator type: {tiny_models.CHANGES[_c]}")]
+    mo.vstack([_cards, *_figs])
+    return
+
+
+@app.cell
+def _(bf16_ratio_prediction, change_result, lab, mo, quiz):
+    mo.stop(bf16_ratio_prediction is None)
+    mo.stop(change_result["change"] != "precision", mo.md(
+        "Your prediction was for fp32 → bf16: pick that change and measure to compare."))
+    mo.vstack([mo.md("**Against the measurement** on this machine (the roofline's ratio is in "
+                     "the cards above):"),
+               quiz.compare(bf16_ratio_prediction, round(change_result["ratio"], 3), units="×",
+                            lab=lab)])
+    return
+
+
+@app.cell
+def _(bf16_ratio_prediction, lab, mo, quiz):
+    mo.stop(bf16_ratio_prediction is None)
+    quiz.explain_form(
+        lab, "lab07.bf16_ratio",
+        observe_label="What did bf16 do to the weight GEMMs and to the elementwise ops? Try "
+                      "the other changes: which one moved the step most, and which types moved?",
+        explain_label="Why does halving the bytes not always halve the time? (Think: does this "
+                      "machine compute in bf16 natively, and what else is in the step?)")
+    return
+
+
+@app.cell
+def _(bf16_ratio_prediction, mo, style):
+    mo.stop(bf16_ratio_prediction is None)
+    style.math_peek("the roofline's ratio for one change", r"""
+    The roofline predicts a step as the sum of its operators' bounds,
+    $\hat T = \sum_i \max(F_i/\pi_p,\ B_i/\beta)$. A change moves $F_i$, $B_i$ or $\pi_p$:
+
+    - **bf16**: $b$ halves ($B_i \to B_i/2$) and $\pi_p$ becomes the bf16 peak; a
+      memory-bound step gives $\hat T_\text{new}/\hat T_\text{old} \approx 1/2$.
+    - **batch** $1 \to 64$: the weights' bytes stay, the KV cache's grow $64\times$, FLOPs
+      grow $64\times$.
+    - **fused attention**: the score matrix ($B\,H\,S_q\,S_\text{kv}$ elements, written and
+      read twice) leaves the bytes; at one query token it is tiny.
+    - **torch.compile**: fuses chains of small operators into fewer kernels (fewer bytes
+      between them, fewer dispatches): outside the roofline's terms, so measured only.
+
+    The measured ratio adds what the bound leaves out: a CPU without native bf16 math converts
+    every element, and the overhead per operator does not shrink with the bytes.
+    """)
+    return
+
+
+@app.cell
+def _(
+    TYPE_OPTIONS,
+    best_predicted_prediction,
+    bf16_ratio_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+    style,
+    tiny_models,
+):
+    _gate = style.takeaways_gate((dominant_small_prediction, dominant_large_prediction,
+                                  memory_share_prediction, best_predicted_prediction,
+                                  bf16_ratio_prediction))
+    mo.stop(_gate is not None, _gate)
+    _c = tiny_models.TINY_DECODER
+    style.takeaways([
+        "Every operator of a forward pass has FLOPs and compulsory bytes, so it has an AI and a "
+        "place on the roofline: profile_model (or labs-profile) puts all of them there, with "
+        "FLOPs from torch's own counter and the time measured where each one runs.",
+        "At batch 1, a decode step reads every weight once to produce one token per sequence: "
+        f"weight GEMMs at about 2/b FLOP/B ({_c.weight_bytes('fp32') / 1e6:.0f} MB per step "
+        "for this model in fp32), memory-bound on every device.",
+        "Batching raises the weight GEMMs' AI but not attention's: every sequence reads its "
+        "own KV cache, so at large batch the KV cache, not the weights, fills the step.",
+        "The roofline predicts large operators well and small ones badly: a fixed cost per "
+        "operator (Python, dispatch, launch) is outside its terms. The overhead row is that "
+        "time, and it is real time to win back (fusion, compilation, fewer operators).",
+        "Sort by lost time (measured − bound), not by error %: what to optimise first is "
+        "where the most seconds are above their roof.",
+        "A change that halves the bytes halves the time only where the bytes set the time and "
+        "the hardware computes natively in the new format; measure before you believe it.",
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,71 @@
+"""Lab 7 in a real browser: lock prediction 1, see the roofline's answer, press the run button
+and get every operator of a real decode step on this machine's roofline (hover: name, shapes,
+FLOPs, bytes, time), in light and dark (artifacts/browser/lab07-*.png).
+
+The generic flow (gate, lock, slider, reload) covers Lab 7 in test_labs_browser.py; this one
+adds what only Lab 7 has: a measurement started from the page, with torch, on this CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from browser_support import isolated_env, marimo_run
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LAB = Path(__file__).resolve().parents[2] / "labs" / "lab_07_your_model.py"
+MEASURE_MS = 600_000  # a busy 2-core machine can take minutes to profile the decode steps
+
+
+def _env(tmp_path: Path) -> dict:
+    cfg = tmp_path / "config" / "marimo"
+    cfg.mkdir(parents=True)
+    (cfg / "marimo.toml").write_text('[display]\ntheme = "system"\n')
+    return isolated_env(tmp_path)
+
+
+def _operator_figure(page) -> dict:
+    for raw in page.locator("marimo-plotly").evaluate_all(
+            "els => els.map(e => e.getAttribute('data-figure') || '')"):
+        if "Every operator of a batch-1 decode step" in raw:
+            return json.loads(raw)
+    raise AssertionError("no operator roofline on the page")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_lock_then_profile_a_decode_step_in_the_browser(browser, tmp_path, artifacts, scheme):
+    pytest.importorskip("torch")
+    with marimo_run(LAB, _env(tmp_path)) as url:
+        ctx = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme=scheme)
+        try:
+            page = ctx.new_page()
+            page.set_default_timeout(90_000)
+            page.goto(url)
+            form = page.locator("form").filter(
+                has=page.get_by_role("button", name="Lock prediction")).first
+            form.get_by_text("Weight GEMMs", exact=False).first.click()
+            form.get_by_text("3", exact=True).first.click()
+            form.get_by_placeholder("one line: why do you expect this?").fill("weights, once")
+            form.get_by_role("button", name="Lock prediction").click()
+            page.get_by_text("The roofline's answer: one decode step at batch 1").first.wait_for()
+            button = page.get_by_role("button", name="Profile decode steps on this machine")
+            button.scroll_into_view_if_needed()
+            button.click()
+            page.get_by_text("Every operator of a batch-1 decode step").first.wait_for(
+                timeout=MEASURE_MS)
+            fig = _operator_figure(page)
+            points = [t for t in fig["data"] if t.get("mode") == "markers"]
+            assert points and all(t["name"].startswith(("memory-bound", "compute-bound"))
+                                  for t in points)
+            hover = " ".join(h for t in points for h in t["hovertext"])
+            for word in ("aten.mm", "shapes", "FLOPs", "bytes", "measured", "roofline bound"):
+                assert word in hover, word
+            page.get_by_text("Measured step").first.scroll_into_view_if_needed()
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(artifacts / f"lab07-measured-{scheme}.png"))
+            assert page.get_by_text("Traceback").count() == 0
+        finally:
+            ctx.close()

@@ -1,0 +1,230 @@
+"""Lab 7 "Your model on the roofline", headless: locked and unlocked runs, the measured parts
+behind their run buttons (tiny settings), the failure state (refused before allocating) and its
+recovery, ledger events with stable item ids, and the HTML export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import pytest
+from notebook_support import choice, export_page, load_app
+
+from labs.core import measure, quiz, tiny_models
+from labs.core.measure import opcost
+
+LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_07_your_model.py"
+ITEMS = ("lab07.dominant_b1", "lab07.dominant_b64", "lab07.memory_share",
+         "lab07.best_predicted", "lab07.bf16_ratio")
+PHYSICS = ("decode_predicted", "decode_memory_share", "change_predicted")
+MEASURED = ("decode_profiles", "case_profile", "change_result", "decode_small_figure",
+            "decode_large_figure", "regime_figure", "case_table", "case_figure")
+BASE = dict(phase="decode", batch=1, context=1024, precision="fp32", attention="math")
+
+
+@pytest.fixture(scope="module")
+def app():
+    return load_app(LAB_FILE, "_lab07_under_test")
+
+
+PREDICTIONS = {
+    "dominant_small_prediction": choice("lab07.dominant_b1", "weight GEMMs"),
+    "dominant_large_prediction": choice("lab07.dominant_b64", "weight GEMMs"),
+    "memory_share_prediction": quiz.Prediction("lab07.memory_share", 80, units="%",
+                                               confidence=2, reason="t"),
+    "best_predicted_prediction": choice("lab07.best_predicted", "norms & elementwise"),
+    "bf16_ratio_prediction": quiz.Prediction("lab07.bf16_ratio", 0.5, units="×", confidence=3,
+                                             reason="t"),
+}
+
+
+def _ns(**values):
+    return {k: SimpleNamespace(value=v) for k, v in values.items()}
+
+
+#: Every run button pressed, with settings that run in seconds on a shared 2-core machine.
+TINY = {"LIVE": {"context": 64, "roofline_budget_s": 0.4},
+        **_ns(decode_button=True, case_button=True, change_button=True, run_budget=0.3,
+              run_threads=1, case_picker=("decoder", "prefill"), case_batch=1, case_context=64,
+              case_attention="math")}
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
+
+
+@pytest.fixture
+def no_measuring(monkeypatch):
+    """Fail the test if anything is profiled."""
+    def refuse(*a, **k):
+        raise AssertionError("measured without a button press")
+
+    monkeypatch.setattr(measure, "profile_model", refuse)
+    monkeypatch.setattr(measure, "builtin_case", refuse)
+    monkeypatch.setattr(measure, "empirical_roofline", refuse)
+
+
+def test_locked_run_hides_every_instrument_and_measures_nothing(env, app, no_measuring):
+    outputs, defs = app.run()
+    for name in PREDICTIONS:
+        assert defs[name] is None
+    for name in ("decode_button", "case_button", "change_button", *MEASURED):
+        assert name not in defs, name
+    text = _texts(outputs)
+    assert "Lock prediction 1 to see the roofline" in text
+    assert "Lock prediction 5 to see" in text and "Key takeaways" not in text
+    assert "Traceback" not in text and defs["lab"].events() == []
+
+
+def test_option_values_are_the_profilers_operator_types(app):
+    _, defs = app.run()
+    assert set(defs["TYPE_OPTIONS"].values()) <= set(opcost.OP_TYPES)
+    assert set(defs["BEST_OPTIONS"].values()) <= set(opcost.OP_TYPES)
+    assert set(defs["TYPE_OPTIONS"].values()) >= set(tiny_models.time_by_group("h100-sxm"))
+
+
+def test_unlocked_run_shows_the_roofline_answers_from_core(env, app, no_measuring):
+    outputs, defs = app.run(defs=PREDICTIONS)
+    for b in (1, 64):
+        assert defs["decode_predicted"][b] == tiny_models.time_by_group(
+            "h100-sxm", **dict(BASE, batch=b))
+    assert defs["decode_memory_share"] == pytest.approx(
+        tiny_models.memory_bound_share("h100-sxm", **BASE))
+    assert defs["change_predicted"]["precision"] == pytest.approx(
+        tiny_models.predicted_ratio("precision", "h100-sxm", BASE))
+    assert defs["change_predicted"]["compile"] is None  # not modelled: said so
+    text = _texts(outputs)
+    assert text.count("Nothing has been measured yet") == 3  # three run buttons, unpressed
+    assert "torch.compile is not on the chart" in text and "Key takeaways" in text
+    assert isinstance(defs["case_terms"], dict)
+    # the comparisons against the roofline recorded what it showed, under the stable ids
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
+    assert set(results) == {"lab07.dominant_b1", "lab07.dominant_b64", "lab07.memory_share"}
+    assert results["lab07.dominant_b1"] == {"actual": "weight GEMMs", "correct": True}
+    assert results["lab07.dominant_b64"]["actual"] == "attention (KV cache)"
+    assert results["lab07.memory_share"]["actual"] == pytest.approx(
+        round(100 * tiny_models.memory_bound_share("h100-sxm", **BASE), 1))
+
+
+def test_a_device_without_an_fp32_rate_is_a_message(env, app, no_measuring):
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **_ns(device_picker="tpu-v5e")))
+    text = _texts(outputs)
+    assert defs["decode_predicted"] is None and "precision='fp32'" in defs["decode_error"]
+    assert "Pick another device" in text and "Traceback" not in text
+    # back to a GPU: the answers return
+    _, defs = app.run(defs=dict(PREDICTIONS, **_ns(device_picker="l4")))
+    assert defs["decode_error"] is None and defs["decode_predicted"][1]
+
+
+def test_reveal_mode_fills_every_prediction_from_core(env, app, monkeypatch, no_measuring):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    outputs, defs = app.run()
+    assert defs["dominant_small_prediction"].value == tiny_models.dominant_group(
+        "h100-sxm", **BASE)
+    assert defs["dominant_large_prediction"].value == tiny_models.dominant_group(
+        "h100-sxm", **dict(BASE, batch=64))
+    assert defs["best_predicted_prediction"].value == tiny_models.best_predicted_group(
+        "h100-sxm", **dict(BASE, phase="prefill"))
+    assert defs["bf16_ratio_prediction"].value == pytest.approx(
+        tiny_models.predicted_ratio("precision", "h100-sxm", BASE), abs=1e-3)
+    assert "Key takeaways" in _texts(outputs)
+    assert not defs["lab"].events(kind="predict")  # reveal answers are not predictions
+
+
+def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app, no_measuring):
+    _, defs = app.run()
+    answers = {"dominant_small_form": "weight GEMMs", "dominant_large_form": "attention (KV cache)",
+               "memory_share_form": 90, "best_predicted_form": "weight GEMMs",
+               "bf16_ratio_form": 2}
+    for form, answer in answers.items():
+        quiz.simulate_submit(defs[form], answer=answer, confidence=4, reason="a reason")
+    lab = defs["lab"]
+    assert {e["item_id"] for e in lab.events()} == set(ITEMS)
+    for item in ITEMS:
+        assert [e["kind"] for e in lab.events(item)] == ["predict", "unlock"]
+    _, again = app.run()  # reopening restores every lock from the ledger
+    assert again["memory_share_prediction"].value == 90
+    assert again["bf16_ratio_prediction"].value == 2
+    assert all(e["lab_id"] == "lab07" for e in again["lab"].events())
+
+
+def test_without_torch_or_a_device_the_buttons_say_why(env, app, monkeypatch):
+    none = measure.DeviceInfo("none", "no device", "torch is not installed, so this machine "
+                              "cannot be measured.")
+    monkeypatch.setattr(measure, "detect", lambda *a, **k: none)
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **TINY))
+    text = _texts(outputs)
+    assert text.count("Live measurement is off") == 3 and "torch is not installed" in text
+    assert not any(name in defs for name in MEASURED) and "Traceback" not in text
+    assert not [e for e in defs["lab"].events(kind="result")
+                if e["item_id"].startswith("lab07.measured")]
+
+
+@pytest.mark.slow
+def test_every_run_button_profiles_on_this_cpu(env, app):
+    pytest.importorskip("torch")
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **TINY))
+    text = _texts(outputs)
+    assert "Traceback" not in text, text[text.find("Traceback") - 500:][:2000]
+    profiles = defs["decode_profiles"]
+    assert set(profiles) == {1, 64}
+    for b, prof in profiles.items():
+        assert prof.label == f"decode, batch {b}" and prof.reps >= 3 and prof.threads == 1
+        assert prof.counted_flops == pytest.approx(sum(  # decode: causal changes nothing
+            o.flops for o in tiny_models.step_ops(**dict(BASE, batch=b, context=64))
+            if "projection" in o.name or o.name == "LM head" or o.name.startswith("attention")))
+        assert prof.overhead is not None and not prof.predicted_only
+    for name in ("decode_small_figure", "decode_large_figure", "regime_figure", "case_figure"):
+        assert isinstance(defs[name], go.Figure), name
+    assert defs["case_profile"].label == "decoder prefill, batch 1, context 64"
+    change = defs["change_result"]
+    assert change["change"] == "precision" and change["ratio"] > 0
+    old, new = change["profiles"]
+    assert {r["precision"] for r in old.rows if r["op_type"] == opcost.WEIGHT_GEMMS} == {"fp32"}
+    assert {r["precision"] for r in new.rows if r["op_type"] == opcost.WEIGHT_GEMMS} == {"bf16"}
+    assert change["ratio"] == pytest.approx(new.forward_s / old.forward_s)
+    kinds = {(e["item_id"], e["kind"]) for e in defs["lab"].events()}
+    for item in ("lab07.measured_decode", "lab07.measured_table", "lab07.measured_change",
+                 "lab07.best_predicted", "lab07.bf16_ratio"):
+        assert (item, "result") in kinds, item
+    assert "Download lab07_operators.csv" in text
+
+
+def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(
+        env, app, monkeypatch):
+    pytest.importorskip("torch")
+    built = []
+    real_build = measure.builtin_case
+
+    def watch(*a, **k):
+        built.append(k)
+        return real_build(*a, **k)
+
+    monkeypatch.setattr(measure, "builtin_case", watch)
+    huge = {**PREDICTIONS, **TINY, **_ns(case_picker=("decoder", "decode"), case_batch=256,
+                                         case_context=32768, decode_button=False,
+                                         change_button=False)}
+    outputs, defs = app.run(defs=huge)
+    text = _texts(outputs)
+    terms = tiny_models.memory_terms(phase="decode", batch=256, context=32768)
+    assert "refused before allocating" in text and "Traceback" not in text
+    assert f"KV cache {terms['KV cache'] / 1e9:.2f} GB" in text
+    assert "case_profile" not in defs and len(built) == 1  # checked, never built
+    assert defs["case_terms"] == terms  # the same numbers were on screen before the press
+    # backing out: a small configuration is built and profiled
+    back = {**huge, **_ns(case_batch=1, case_context=64)}
+    outputs, defs = app.run(defs=back)
+    assert built[-1]["batch"] == 1 and built[-1]["context"] == 64
+    assert defs["case_profile"].label == "decoder decode, batch 1, context 64"
+    assert "refused" not in _texts(outputs)
+
+
+@pytest.mark.slow
+def test_export_html_student_and_instructor_copies(tmp_path):
+    student = export_page(LAB_FILE, tmp_path)
+    assert "Lock prediction 1 to see the roofline" in student
+    assert "The roofline&#x27;s answer" not in student and "roofline's answer: one" not in student
+    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
+    assert "Key takeaways" in teacher and "Lock prediction 1 to see" not in teacher
+    assert "Nothing has been measured yet" in teacher  # the export never measures
