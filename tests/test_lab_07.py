@@ -228,3 +228,65 @@ def test_export_html_student_and_instructor_copies(tmp_path):
     teacher = export_page(LAB_FILE, tmp_path, reveal=True)
     assert "Key takeaways" in teacher and "Lock prediction 1 to see" not in teacher
     assert "Nothing has been measured yet" in teacher  # the export never measures
+
+
+def test_without_torch_installed_the_lab_says_so(env, tmp_path):
+    """torch blocked (as in a torch-less install or a browser build): the lab opens, every
+    prediction and the roofline's answers work, each pressed run button says why nothing can
+    be measured. In a subprocess, so torch stays importable here."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["torch"] = None  # `import torch` raises ImportError
+        from types import SimpleNamespace as NS
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from notebook_support import choice, load_app
+        from labs.core import quiz
+        app = load_app({str(LAB_FILE)!r}, "_lab07_no_torch")
+        preds = {{
+            "dominant_small_prediction": choice("lab07.dominant_b1", "weight GEMMs"),
+            "dominant_large_prediction": choice("lab07.dominant_b64", "weight GEMMs"),
+            "memory_share_prediction": quiz.Prediction("lab07.memory_share", 80, units="%"),
+            "best_predicted_prediction": choice("lab07.best_predicted", "weight GEMMs"),
+            "bf16_ratio_prediction": quiz.Prediction("lab07.bf16_ratio", 0.5, units="x"),
+        }}
+        pressed = {{k: NS(value=True) for k in ("decode_button", "case_button",
+                                                 "change_button")}}
+        outputs, defs = app.run(defs={{**preds, **pressed}})
+        text = "\\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
+        assert text.count("torch is not installed") >= 3, text[:2000]
+        assert "Traceback" not in text and "Key takeaways" in text
+        assert defs["decode_predicted"][1] and "decode_profiles" not in defs
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().endswith("ok")
+
+
+def test_torch_compile_that_cannot_run_is_a_message(env, app, monkeypatch):
+    pytest.importorskip("torch")
+    import shutil
+
+    from labs.core.measure import profiler
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # no C++ compiler anywhere
+    monkeypatch.delenv("CXX", raising=False)
+    why = profiler.compile_unavailable("cpu")
+    assert "C++ compiler" in why
+    with pytest.raises(measure.Unsupported, match="C\\+\\+ compiler"):
+        measure.time_compiled(torch_linear(), __import__("torch").randn(2, 8), device="cpu")
+    outputs, defs = app.run(defs={**PREDICTIONS, **TINY, **_ns(
+        change_picker="compile", decode_button=False, case_button=False)})
+    text = _texts(outputs)
+    assert "C++ compiler" in text and "change_result" not in defs and "Traceback" not in text
+
+
+def torch_linear():
+    import torch
+
+    return torch.nn.Linear(8, 4)
