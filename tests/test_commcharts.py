@@ -79,7 +79,11 @@ def test_scaling_figure_leaves_gaps_where_a_design_does_not_fit():
                                         chosen=("8-way", 8, vals[3]), oom_below=4))
     line = _trace(fig, "PCIe Gen5")
     assert list(line.x) == list(sharding.TP_DEGREES)
-    assert line.y[0] is None and line.y[1] is None and line.y[2] == pytest.approx(vals[2])
+    assert any(v is None for v in vals) and any(v is not None for v in vals)
+    for shown, design in zip(line.y, rows):  # a gap exactly where the design does not fit
+        assert (shown is None) == (not design.fits)
+        if design.fits:
+            assert shown == pytest.approx(design.tokens_per_s)
     assert fig.layout.yaxis.type != "log" and fig.layout.annotations[0].text == \
         "<b>out of memory</b>"
     with pytest.raises(ValueError, match="one value per degree"):

@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     β per collective, print the tables and write JSON (like labs-bench-gemm)."""
     import argparse
 
-    from labs.core.measure.cli import _fmt, _table  # labs-bench-gemm's table printer
+    from labs.core.measure.cli import _fmt, _md_table  # labs-bench-gemm's Markdown tables
 
     ap = argparse.ArgumentParser(prog="labs-bench-comm", description=main.__doc__)
     ap.add_argument("--world-size", type=int, default=2, help="worker processes (default 2)")
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{run.world_size} workers, {run.backend}, {run.device}, torch {run.torch_version}; "
           f"{run.elapsed_s:.1f} s" + (f"; load average {load[0]:.2f} on {_cpus()} CPUs at the "
                                      "start" if load else ""))
-    print(_table(
+    print(_md_table(
         ["op", "bytes", "median µs", "p10-p90 µs", "busbw GB/s", "reps", "status"],
         [[r["op"], f"{r['bytes']:,}", _fmt(_us(r.get("median_s")), ".4g"),
           f"{r['p10_s'] * 1e6:.4g}-{r['p90_s'] * 1e6:.4g}" if "p10_s" in r else "—",
