@@ -34,8 +34,6 @@ NOTEBOOK_FACES = {"labs.core.measure.live": {"ui"},
 #: Third-party packages a wing must not import (physics stays importable without them).
 FORBIDDEN_PACKAGES = {"physics": {"marimo", "plotly", "torch"}, "measure": {"marimo", "plotly"}}
 MAX_LINES = 500
-#: Long modules whose split by responsibility is under way (issue 10). Must end empty.
-SPLIT_PENDING: set[str] = set()
 
 
 def _modules():
@@ -112,8 +110,6 @@ def test_modules_are_readable_in_one_sitting(name, path):
     lines = path.read_text(encoding="utf-8").count("\n")
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     if lines > MAX_LINES:
-        if name in SPLIT_PENDING:
-            pytest.xfail(f"{name}: split pending")
         assert "one piece" in doc, (f"{name} has {lines} lines (> {MAX_LINES}); split it by "
                                     "responsibility or say in its docstring why it is one piece")
 

@@ -21,20 +21,9 @@ from labs.core.course.ledger_config import (
     ledger_filename,
     validate_student_id,
 )
-from labs.core.course.ledger_events import (
-    GENESIS_HASH,
-    KINDS,
-    MAX_ID_CHARS,
-    MAX_LINE_BYTES,
-    MAX_PAYLOAD_DEPTH,
-    SCHEMA_VERSION,
-    Problem,
-    ReadResult,
-    _finite_json,
-    event_hash,
-    event_line,
-    read_ledger,
-    read_ledger_file,
+from labs.core.course.ledger_events import (  # the event format; the store writes it
+    GENESIS_HASH, KINDS, MAX_ID_CHARS, MAX_LINE_BYTES, MAX_PAYLOAD_DEPTH, SCHEMA_VERSION,
+    Problem, ReadResult, _finite_json, event_hash, event_line, read_ledger, read_ledger_file,
     utc_now,
 )
 from labs.core.course.ledger_files import (

@@ -205,37 +205,38 @@ def one_pass(model, args, kwargs, backward: bool, phase: Phase) -> Callable[[], 
     return forward_backward
 
 
-def trial(run, info):
-    """The first pass (``run()``, returned): inputs that do not fit the model become a
-    ValueError naming them."""
+_MODEL_ERRORS = (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError)
+
+
+def _run_or_explain(run, explain):
+    """``run()``; a model's own error (not out of memory) becomes ``explain(e, first_line)``."""
     try:
         return run()
     except _errors.MeasureError:
         raise
-    except (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError) as e:
+    except _MODEL_ERRORS as e:
         if _is_oom(e):
             raise
         first = (str(e).strip().splitlines() or [""])[0][:300].rstrip(".")
-        raise ValueError(f"example_inputs do not fit the model: model(*example_inputs) failed on "
-                         f"{info.name} with {type(e).__name__}: {first}. Check their number, "
-                         "shapes, dtypes and order against the model's forward.") from e
+        raise explain(e, first) from e
+
+
+def trial(run, info):
+    """The first pass (``run()``, returned): inputs that do not fit the model become a
+    ValueError naming them."""
+    return _run_or_explain(run, lambda e, first: ValueError(
+        f"example_inputs do not fit the model: model(*example_inputs) failed on {info.name} "
+        f"with {type(e).__name__}: {first}. Check their number, shapes, dtypes and order "
+        "against the model's forward."))
 
 
 def again(run):
     """A pass after the first: a model that fails now changed its own state in the first."""
-    try:
-        return run()
-    except _errors.MeasureError:
-        raise
-    except (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError) as e:
-        if _is_oom(e):
-            raise
-        first = (str(e).strip().splitlines() or [""])[0][:300].rstrip(".")
-        raise _errors.Unsupported(
-            "The model ran once but failed when run again with the same inputs "
-            f"({type(e).__name__}: {first}). Profiling runs it several times; a model that "
-            "changes its own state between calls (e.g. a KV cache written in place while "
-            "backward=True) cannot be profiled as it is.") from e
+    return _run_or_explain(run, lambda e, first: _errors.Unsupported(
+        "The model ran once but failed when run again with the same inputs "
+        f"({type(e).__name__}: {first}). Profiling runs it several times; a model that "
+        "changes its own state between calls (e.g. a KV cache written in place while "
+        "backward=True) cannot be profiled as it is."))
 
 
 def recorded(one_pass, clock, ctx: Context | None) -> list:
