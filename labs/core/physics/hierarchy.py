@@ -1,0 +1,372 @@
+"""Lab 5 physics: the memory hierarchy and the cache-aware (hierarchical) roofline.
+
+A machine is a list of memory **levels**, fastest first (L1 or shared memory, L2, ...,
+DRAM/HBM last), each with a capacity and, where a source or a measurement gives one, a
+bandwidth. A kernel has **one arithmetic intensity per level**: its FLOPs over the bytes that
+level serves (Yang, Kurth, Williams, "Hierarchical Roofline Analysis for GPUs", 2020; the
+cache-aware roofline of Ilic, Pratas, Sousa, IEEE CAL 2014 draws one roof per level too). The
+level whose roof, AI_l x bandwidth_l, is lowest binds; a level that holds a kernel's reuse
+structure (its tile) sends fewer bytes to the levels below it.
+
+Traffic model (SIMPLIFIED, stated in every docstring it touches). Level 0 serves the core's
+loads. Each later level serves the misses of the level above it, and a level's misses are:
+
+* the kernel's **compulsory** bytes, when the whole problem fits in the level (its total
+  capacity: every core or SM works on the same matrices);
+* the kernel's **reuse** bytes, when its tile (working set) fits in the share of the level one
+  core or SM can use (``Level.tile_capacity_bytes``);
+* otherwise its **streaming** bytes: the tile spills, and the level passes on (nearly)
+  everything it was asked for.
+
+A level never sends more than it was asked for. Registers are not a level here (no sourced
+bandwidth); the register tile decides how many bytes level 0 serves. Measured levels (this
+machine's plateaus, Part 1) and registry levels (sourced sizes; bandwidths only where a public
+figure exists, marked as estimates where derived) use the same maths.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from labs.core.physics import formulas as F
+from labs.core.physics import fusion as _fu
+from labs.core.physics import hardware as _hw
+from labs.core.physics import precision as _fmt
+from labs.core.physics import roofline as R
+from labs.core.physics._validate import close_matches, positive, positive_int
+
+
+@dataclass(frozen=True)
+class Level:
+    """One memory level. Bytes, GB/s. ``bandwidth_gbs`` None: no public figure (not drawn)."""
+
+    name: str
+    capacity_bytes: float  # what the whole problem can be kept in: one SM's for a private
+    # level (shared memory), the whole level for a shared one (L2, DRAM)
+    tile_capacity_bytes: float  # what one core's or SM's tile may use of it
+    bandwidth_gbs: float | None
+    source: str  # where capacity and bandwidth come from
+    estimate: bool = False  # the bandwidth is derived or measured, not a vendor figure
+    note: str = ""
+    scope: str = ""  # "per SM", "shared by 108 SMs", "one thread's view" ...
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A machine's levels (fastest first, main memory last) and its compute roof."""
+
+    key: str
+    name: str
+    kind: str  # "gpu" or "cpu"
+    levels: tuple[Level, ...]
+    peak_tflops: float
+    precision: str  # the precision the peak and the kernels' bytes are for
+    source: str
+
+    def level(self, name: str) -> Level:
+        """The level called ``name`` (case-insensitive); KeyError naming the known ones."""
+        for lv in self.levels:
+            if lv.name.lower() == str(name).strip().lower():
+                return lv
+        names = [lv.name for lv in self.levels]
+        raise KeyError(f"unknown level={name!r} in {self.name}." + close_matches(
+            str(name), names, always_list=True))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(lv.name for lv in self.levels)
+
+
+def _check_levels(levels: Sequence[Level]) -> tuple[Level, ...]:
+    lv = tuple(levels)
+    if len(lv) < 2 or not all(isinstance(x, Level) for x in lv):
+        raise ValueError("levels must be at least two hierarchy.Level objects, fastest first")
+    for x in lv:
+        positive(f"capacity_bytes of {x.name}", x.capacity_bytes)
+        positive(f"tile_capacity_bytes of {x.name}", x.tile_capacity_bytes)
+        if x.bandwidth_gbs is not None:
+            positive(f"bandwidth_gbs of {x.name}", x.bandwidth_gbs)
+    if len({x.name.lower() for x in lv}) != len(lv):
+        raise ValueError("levels must have distinct names")
+    return lv
+
+
+def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflops: float,
+              precision: str, source: str) -> Hierarchy:
+    """A validated Hierarchy (levels fastest first, capacities > 0, bandwidths > 0 or None)."""
+    if kind not in ("gpu", "cpu"):
+        raise ValueError(f"kind must be 'gpu' or 'cpu', got {kind!r}")
+    return Hierarchy(key, name, kind, _check_levels(levels), positive("peak_tflops", peak_tflops),
+                     _fmt.get(precision).key, source)
+
+
+# --- GPU levels from the registry -----------------------------------------------------------
+
+#: L2 read bandwidth in bytes per clock where the vendor states one (the clock is not stated:
+#: the conversion uses the boost clock of ``fusion.onchip``, so the GB/s figure is an estimate).
+L2_READ_BYTES_PER_CLK = {
+    "a100-sxm-80gb": (5120, "NVIDIA A100 Tensor Core GPU Architecture whitepaper, p. 35: "
+                            "'The A100 L2 read bandwidth is 5120 Bytes/clk'"),
+}
+_NO_L2_BW = ("NVIDIA publishes no L2 bandwidth for this GPU: the level is listed, its roof is "
+             "not drawn (measure it: Part 1 on a GPU)")
+_SMEM_NOTE = ("~ derived: SMs x 128 B/clock x boost clock (fusion.onchip); FlashAttention "
+              "(Dao et al. 2022) quotes ~19 TB/s for the A100's on-chip SRAM")
+
+
+def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
+    """Shared memory (per SM), L2 and HBM of a registry GPU with on-chip figures.
+
+    Capacities: shared memory per block (what one tile may use) and per SM (what one SM can
+    keep: it is private to the SM) from ``fusion.onchip``, L2 (``Device.l2_bytes``; a tile's share = L2 / SMs, since every SM
+    holds a tile at once), HBM (``memory_bytes``). Bandwidths: shared memory ~ derived
+    (estimate), L2 from ``L2_READ_BYTES_PER_CLK`` x boost clock where NVIDIA states it
+    (estimate), else None; HBM from the datasheet. KeyError when the registry lacks the
+    on-chip figures or the L2 size."""
+    d = _hw.get(hw)
+    oc = _fu.onchip(d)
+    if d.l2_bytes is None:
+        raise KeyError(f"The registry has no L2 size for the {d.name}, so its hierarchy cannot "
+                       "be drawn.")
+    l2_bw, l2_src, l2_note = None, d.source("l2_bytes"), _NO_L2_BW
+    if d.key in L2_READ_BYTES_PER_CLK:
+        per_clk, src = L2_READ_BYTES_PER_CLK[d.key]
+        l2_bw = per_clk * oc.boost_ghz
+        l2_src = f"{d.source('l2_bytes')}; bandwidth: {src}"
+        l2_note = (f"~ derived: {per_clk} B/clock x {oc.boost_ghz} GHz boost clock (NVIDIA "
+                   "does not state the L2 clock)")
+    levels = (
+        Level("shared memory", oc.smem_per_sm_kb * 1024, oc.smem_per_block_bytes,
+              oc.smem_bandwidth_gbs, f"{oc.sources['smem']}; {oc.sources['sms']}", True,
+              _SMEM_NOTE, f"per SM ({oc.sms} SMs)"),
+        Level("L2", d.l2_bytes, d.l2_bytes / oc.sms, l2_bw, l2_src, l2_bw is not None, l2_note,
+              f"shared by {oc.sms} SMs"),
+        Level("HBM", d.memory_bytes, d.memory_bytes, d.bandwidth_gbs,
+              d.source("bandwidth_gbs"), False, d.memory_type, "device memory"),
+    )
+    return hierarchy(d.key, d.name, "gpu", levels, R.peak_tflops(d, precision), precision,
+                     f"registry: {d.name}")
+
+
+def gpu_keys() -> list[str]:
+    """Registry devices whose hierarchy can be built (on-chip figures and an L2 size)."""
+    return [k for k in _fu.ONCHIP if _hw.get(k).l2_bytes is not None]
+
+
+def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None]],
+                       peak_tflops: float, *, precision: str = "fp32",
+                       source: str = "measured on this machine", key: str = "measured",
+                       kind: str = "cpu") -> Hierarchy:
+    """A hierarchy from measurements: ``levels`` maps a name ("L1", "L2", "L3", "DRAM") to
+    (capacity bytes, measured GB/s or None), fastest first, main memory last. One thread's
+    view (the lab's sweep runs one thread), so a tile may use all of a level, shared or not."""
+    if not isinstance(levels, Mapping) or len(levels) < 2:
+        raise ValueError("levels must map at least two level names to (bytes, GB/s)")
+    out = []
+    for nm, (cap, bw) in levels.items():
+        out.append(Level(str(nm), positive(f"levels[{nm!r}] capacity", cap),
+                         float(cap), None if bw is None else positive(f"levels[{nm!r}] GB/s", bw),
+                         source, True, "measured plateau (median of its sizes)",
+                         "one thread's view"))
+    return hierarchy(key, name, kind, out, peak_tflops, precision, source)
+
+
+# --- kernels: bytes per level ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KernelModel:
+    """What the traffic model needs to know about one kernel (bytes, FLOPs)."""
+
+    name: str
+    flops: float
+    core_bytes: float  # what level 0 serves (the core's loads, after register reuse)
+    reuse_bytes: float  # misses of a level that holds the tile
+    stream_bytes: float  # misses of a level that holds neither tile nor problem
+    compulsory_bytes: float  # misses of a level that holds the whole problem
+    working_set: float  # bytes the tile needs in a level
+    footprint: float  # bytes of the whole problem
+    what: str = ""  # one line: shape, tiles, precision
+
+
+def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -> KernelModel:
+    """C[M,N] = A[M,K] B[K,N] with T x T cache tiles and r x r register tiles (SIMPLIFIED).
+
+    Level 0 serves ``roofline.tiled_gemm_bytes(.., r, ..)`` (each r x r block of C in
+    registers reads r elements of A and of B per step of K); a level holding the T-tile's
+    working set, 3 T^2 b (the C tile and the A and B blocks it multiplies), passes on
+    ``tiled_gemm_bytes(.., T, ..)``; one holding A, B and C passes on the compulsory bytes.
+    ``tile=1, register_tile=1`` is the naive kernel. ValueError when a tile is larger than
+    the matrix or the register tile is larger than the cache tile."""
+    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    t, r = positive_int("tile", tile), positive_int("register_tile", register_tile)
+    if t > max(m, n):
+        raise ValueError(f"tile={t} is larger than the matrix (M={m}, N={n})")
+    if r > t:
+        raise ValueError(f"register_tile={r} is larger than the cache tile (tile={t})")
+    b = _fmt.bytes_per_element(precision)
+    core = R.tiled_gemm_bytes(m, n, k, r, b)
+    foot = float(b * (m * k + k * n + m * n))
+    label = "naive GEMM" if t == 1 else f"tiled GEMM ({t}×{t} tile)"
+    return KernelModel(label, 2.0 * m * n * k, core, R.tiled_gemm_bytes(m, n, k, t, b), core,
+                       foot, 3.0 * t * t * b, foot,
+                       f"{m}×{k} · {k}×{n}, {precision}, tile {t}, register tile {r}")
+
+
+def stencil_kernel(n, precision: str) -> KernelModel:
+    """One sweep of a 2-D 5-point stencil on an n x n grid (out = 0.2 x (centre + 4
+    neighbours): 5 FLOPs per point), SIMPLIFIED: level 0 serves 5 reads + 1 write per
+    point; a level holding three input rows and the output row passes on one read and one
+    write per point; one holding less re-reads each input row three times (4 per point)."""
+    n = positive_int("n", n)
+    if n < 3:
+        raise ValueError(f"n must be >= 3 for a 5-point stencil, got {n}")
+    b = _fmt.bytes_per_element(precision)
+    pts = float(n) * n
+    return KernelModel("5-point stencil", 5 * pts, 6 * b * pts, 2 * b * pts, 4 * b * pts,
+                       2 * b * pts, 4.0 * n * b, 2.0 * b * pts, f"{n}×{n} grid, {precision}")
+
+
+def reduction_kernel(n_elements, precision: str) -> KernelModel:
+    """A sum over n elements, repeated (as Part 1's sweep reads): 1 FLOP and b bytes per
+    element at level 0; a level holding the whole array serves its repeats, so the levels
+    below it see nothing (steady state, after the first pass)."""
+    n = positive_int("n_elements", n_elements)
+    b = _fmt.bytes_per_element(precision)
+    size = float(n) * b
+    return KernelModel("sum reduction (re-read)", float(n), size, size, size, 0.0, size, size,
+                       f"{n:,} elements ({_fmt_bytes(size)}), {precision}")
+
+
+def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
+                 precision: str = "bf16") -> KernelModel:
+    """Lab 4's flash-attention tile: level 0 serves ``fusion.flash_onchip_bytes``; a level
+    holding the Q, K, V tiles ((Bq d + 2 Bkv d) b) passes on ``flash_attention_hbm_bytes``
+    (K and V re-read once per query tile); the fp32 accumulators stay in registers."""
+    bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
+    s, d = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim)
+    if bq > s or bkv > s:
+        raise ValueError(f"block_q={bq} and block_kv={bkv} must not exceed seq_len={s}")
+    cost = F.attention(batch, heads, s, s, d, precision, fused=True)
+    chip = _fu.flash_onchip_bytes(batch, heads, s, s, d, bq, bkv, precision)
+    reuse = _fu.flash_attention_hbm_bytes(batch, heads, s, s, d, bq, precision)
+    b = _fmt.bytes_per_element(precision)
+    return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
+                       (bq * d + 2 * bkv * d) * b, cost.bytes,
+                       f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}")
+
+
+def _fmt_bytes(x: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if x >= size:
+            return f"{x / size:.3g} {unit}"
+    return f"{x:.0f} B"
+
+
+# --- per-level AI, roofs, the binding level -------------------------------------------------
+
+COMPUTE = "compute"
+
+
+@dataclass(frozen=True)
+class LevelUse:
+    """One level as one kernel uses it."""
+
+    level: Level
+    bytes: float  # bytes this level serves
+    holds: str  # "problem", "tile" or "nothing": what of the kernel the level keeps
+
+    @property
+    def ai(self) -> float | None:
+        """FLOP per byte this level serves; None when it serves nothing."""
+        return None if self.bytes <= 0 else self._flops / self.bytes
+
+    _flops: float = field(default=0.0, repr=False)
+
+    def roof_tflops(self) -> float | None:
+        """AI_l x bandwidth_l in TFLOP/s; None without bytes or a known bandwidth."""
+        if self.ai is None or self.level.bandwidth_gbs is None:
+            return None
+        return self.ai * self.level.bandwidth_gbs / 1e3
+
+
+@dataclass(frozen=True)
+class HierarchyPoint:
+    """A kernel on a cache-aware roofline: its AI and roof at every level, what binds."""
+
+    kernel: KernelModel
+    hierarchy: Hierarchy
+    uses: tuple[LevelUse, ...]
+
+    @property
+    def attainable_tflops(self) -> float:
+        roofs = [u.roof_tflops() for u in self.uses if u.roof_tflops() is not None]
+        return min([self.hierarchy.peak_tflops] + roofs)
+
+    @property
+    def binding(self) -> str:
+        """The level whose roof is lowest, or "compute" when the peak is."""
+        best, name = self.hierarchy.peak_tflops, COMPUTE
+        for u in self.uses:
+            roof = u.roof_tflops()
+            if roof is not None and roof < best:
+                best, name = roof, u.level.name
+        return name
+
+    def use(self, level: str) -> LevelUse:
+        lv = self.hierarchy.level(level)
+        return next(u for u in self.uses if u.level is lv)
+
+    @property
+    def spills(self) -> tuple[str, ...]:
+        """Levels before the tile's home that it is too big for (empty when level 0 holds
+        it): the failure state, where those levels serve the streaming bytes."""
+        home = self.hierarchy.names.index(self.home)
+        return self.hierarchy.names[:home]
+
+    @property
+    def home(self) -> str:
+        """The first level that holds the tile or the whole problem (main memory if none)."""
+        return next((u.level.name for u in self.uses[:-1] if u.holds != "nothing"),
+                    self.uses[-1].level.name)
+
+
+def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
+    """Bytes every level serves for ``kernel`` (module doc's model) and its per-level AI."""
+    if not isinstance(kernel, KernelModel) or not isinstance(hier, Hierarchy):
+        raise ValueError("place(kernel, hierarchy) takes a KernelModel and a Hierarchy")
+    uses, served = [], kernel.core_bytes
+    for i, lv in enumerate(hier.levels):
+        last = i == len(hier.levels) - 1
+        if kernel.footprint <= lv.capacity_bytes and not last:
+            holds, miss = "problem", kernel.compulsory_bytes
+        elif kernel.working_set <= lv.tile_capacity_bytes and not last:
+            holds, miss = "tile", kernel.reuse_bytes
+        else:
+            holds, miss = "nothing", kernel.stream_bytes
+        uses.append(LevelUse(lv, served, holds, kernel.flops))
+        served = min(miss, served)
+    return HierarchyPoint(kernel, hier, tuple(uses))
+
+
+def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 16) -> int:
+    """Largest power-of-two GEMM tile T whose working set 3 T^2 b fits ``level``'s tile
+    capacity (0 if not even T = 1 fits)."""
+    b = _fmt.bytes_per_element(precision)
+    t = 0
+    while (2 * t if t else 1) <= max_tile and 3 * (2 * t if t else 1) ** 2 * b \
+            <= level.tile_capacity_bytes:
+        t = 2 * t if t else 1
+    return t
+
+
+def dram_traffic_curve(m, n, k, precision: str, tiles: Sequence[int], hier: Hierarchy, *,
+                       register_tile: int = 1) -> list[tuple[int, float, str]]:
+    """(tile, bytes main memory serves, binding level) of a T-tiled GEMM for each T."""
+    out = []
+    for t in tiles:
+        p = place(gemm_kernel(m, n, k, precision, tile=t, register_tile=min(register_tile, t)),
+                  hier)
+        out.append((int(t), p.uses[-1].bytes, p.binding))
+    return out

@@ -1,0 +1,105 @@
+"""Lab 5, Part 4: what a single roofline cannot tell you.
+
+Two effects the roofline's smooth curve misses, each predicted here and measured by
+``labs.core.measure.working_set``:
+
+* **Quantisation.** A GEMM is computed in T x T output tiles; a size that is not a multiple of
+  T pays for whole tiles anyway (tile quantisation), and on a GPU the tiles run in *waves* of
+  one tile per SM, so one tile past a multiple of the SM count costs a whole extra wave (wave
+  quantisation). Throughput follows a sawtooth in N that the roofline (a function of AI only)
+  does not have. On a CPU the tile is the BLAS micro-kernel's block (one core: one "SM").
+* **Fixed cost per call.** A call that reads a small array pays a fixed overhead (Python, the
+  framework's dispatch, a kernel launch) before any byte moves: time = overhead + bytes /
+  bandwidth. Below bytes = overhead x bandwidth the time hardly shrinks with the bytes, and
+  the kernel is latency- or overhead-bound, not on any memory roof.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from labs.core.physics._validate import non_negative, positive, positive_int
+
+#: A stated, editable figure: the output tile of a large bf16 GEMM on a datacenter GPU. CUTLASS's
+#: default threadblock shape for Ampere/Hopper tensor-core GEMMs is 128 x 128 (x 32 or 64 in K);
+#: cuBLAS picks among similar shapes per problem, so this is a model, not cuBLAS's choice.
+GPU_GEMM_TILE = 128
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """A square-ish GEMM's tiles and waves. ``efficiency`` = useful work / work paid for."""
+
+    m: int
+    n: int
+    tile: int
+    units: int  # SMs (GPU) or cores running tiles at once (1 for one CPU thread)
+    tiles: int
+    waves: int
+
+    @property
+    def tile_efficiency(self) -> float:
+        """Useful fraction of the padded tiles: M N / (T ceil(M/T) T ceil(N/T))."""
+        return self.m * self.n / (self.tile * self.tile * self.tiles)
+
+    @property
+    def wave_efficiency(self) -> float:
+        """Busy fraction of the units over all waves: tiles / (waves x units)."""
+        return self.tiles / (self.waves * self.units)
+
+    @property
+    def efficiency(self) -> float:
+        """The fraction of the peak this GEMM can reach (1 = no quantisation loss)."""
+        return self.tile_efficiency * self.wave_efficiency
+
+
+def quantization(m, n, tile, units: int = 1) -> Quantization:
+    """Tiles of an M x N output cut into T x T tiles, run ``units`` at a time."""
+    m, n = positive_int("m", m), positive_int("n", n)
+    t, u = positive_int("tile", tile), positive_int("units", units)
+    tiles = math.ceil(m / t) * math.ceil(n / t)
+    return Quantization(m, n, t, u, tiles, math.ceil(tiles / u))
+
+
+def relative_throughput(n_from, n_to, tile, units: int = 1) -> float:
+    """Throughput of the N = ``n_to`` square GEMM as a fraction of N = ``n_from``'s, when
+    only quantisation changes (both otherwise run at the same per-tile speed)."""
+    a = quantization(n_from, n_from, tile, units).efficiency
+    return quantization(n_to, n_to, tile, units).efficiency / a
+
+
+def efficiency_curve(sizes, tile, units: int = 1) -> list[float]:
+    """``quantization(n, n, tile, units).efficiency`` for every n in ``sizes``."""
+    return [quantization(n, n, tile, units).efficiency for n in sizes]
+
+
+def cpu_gemm_tile(simd_fp32_lanes: int) -> int:
+    """The N-width of a CPU BLAS micro-kernel's C block, taken as two vector registers of
+    fp32 (16 with AVX2's 8 lanes, 32 with AVX-512's 16): an assumption (MKL and oneDNN do
+    not publish their blocking) that the measured sawtooth checks."""
+    return 2 * positive_int("simd_fp32_lanes", simd_fp32_lanes)
+
+
+# --- fixed cost per call --------------------------------------------------------------------
+
+def call_time(nbytes, bandwidth_gbs, overhead_s) -> float:
+    """Seconds for one call that reads ``nbytes`` once: overhead + bytes / bandwidth (the
+    fixed cost comes before the read, so the two add; they do not overlap)."""
+    return non_negative("overhead_s", overhead_s) + non_negative("nbytes", nbytes) / (
+        positive("bandwidth_gbs", bandwidth_gbs) * 1e9)
+
+
+def overhead_crossover_bytes(bandwidth_gbs, overhead_s) -> float:
+    """Bytes at which reading costs as long as the fixed overhead: overhead x bandwidth.
+    Below it, the call is overhead-bound."""
+    return positive("overhead_s", overhead_s) * positive("bandwidth_gbs", bandwidth_gbs) * 1e9
+
+
+def shrink_speedup(big_bytes, small_bytes, bandwidth_gbs, overhead_s) -> float:
+    """How many times shorter a call gets when its array shrinks from ``big_bytes`` to
+    ``small_bytes`` (far less than the ratio of bytes once the overhead dominates)."""
+    if positive("small_bytes", small_bytes) > positive("big_bytes", big_bytes):
+        raise ValueError(f"small_bytes={small_bytes} must not exceed big_bytes={big_bytes}")
+    return call_time(big_bytes, bandwidth_gbs, overhead_s) / call_time(
+        small_bytes, bandwidth_gbs, overhead_s)
