@@ -35,6 +35,10 @@ SHORT_NAMES = {
     "collectives": "labs.core.physics.collectives",
     "sharding": "labs.core.physics.sharding",
     "tiny_models": "labs.core.physics.tiny_models",
+    "hierarchy": "labs.core.physics.hierarchy",
+    "staircase": "labs.core.physics.staircase",
+    "quantization": "labs.core.physics.quantization",
+    "reference_machine": "labs.core.physics.reference_machine",
     # ui
     "tokens": "labs.core.ui.tokens",
     "style": "labs.core.ui.style",

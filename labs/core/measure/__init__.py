@@ -15,6 +15,9 @@ What lives here (each module one job; this file is only the public face)::
     sweeps     sweep_square_gemm, sweep_gemv, empirical_roofline: rows with roofline
                predictions; to_csv, ledger_payload
     reference  compare_with_reference: this timer against an independent one, same run
+    caches     cache_sizes(): what the OS reports per cache level (sysfs, sysctl); never raises
+    working_set  working_set_sweep (bandwidth vs working set), hierarchy_levels (plateaus)
+    effects    call_overhead_sweep (fixed cost per call), gemm_sawtooth (quantisation)
     cli        labs-bench-gemm (``main``): the benchmark tables the README quotes
     comm_bench collectives between worker processes (Lab 6): backend choice, the run and its
                cleanup, the α-β fit; ``comm_worker`` is the worker process, ``comm_cli`` is
@@ -52,6 +55,10 @@ API (units: seconds, TFLOP/s = 1e12/s (TOPS for int8), GB/s = 1e9 B/s, bytes)::
     compare_with_reference(m, n, k, "fp32")  # this timer vs torch.utils.benchmark / do_bench
     model, inputs = builtin_case("decoder", phase="decode", batch=1, context=1024)
     prof = profile_model(model, inputs)  # Profile: rows, by_regime(), by_op_type(), lost_time()
+    cache_sizes()                       # CacheSizes: L1d/L2/L3 bytes, shared or per core, source
+    sweep = working_set_sweep(device=None, sizes=None, budget_s=20)  # bandwidth vs W, spread
+    hierarchy_levels(sweep)             # plateaus found from the data, named by the caches
+    call_overhead_sweep(); gemm_sawtooth()   # Lab 5 Part 4: fixed cost per call, quantisation
     to_csv(rows); ledger_payload(info, rows)
 
 Failure modes are exceptions the labs can show as a message (all ``MeasureError``); bad
@@ -79,6 +86,10 @@ _OWNERS = {
     "profiler": ("profile_model", "builtin_case", "machine_roofline", "clear_roofline_cache",
                  "compile_unavailable", "time_compiled"),
     "profile_report": ("Profile", "markdown_summary"),
+    "caches": ("CacheLevel", "CacheSizes", "cache_sizes", "gpu_cache_sizes"),
+    "working_set": ("SweepPoint", "WorkingSetSweep", "working_set_sweep", "hierarchy_levels",
+                    "default_sizes"),
+    "effects": ("OverheadSweep", "call_overhead_sweep", "Sawtooth", "gemm_sawtooth"),
 }
 _EXPORTS = {name: module for module, names in _OWNERS.items() for name in names}
 

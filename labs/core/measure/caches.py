@@ -62,7 +62,9 @@ class CacheSizes:
 
 
 def _kib(x: float) -> str:
-    return f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 1024:g} KiB"
+    from labs.core.physics.units import format_bytes
+
+    return format_bytes(x, binary=True)
 
 
 def parse_size(text: str) -> float | None:

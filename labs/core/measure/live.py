@@ -83,6 +83,28 @@ def gated_run(button, job: Callable[[measure.Progress], T], *, total: int, title
         raise  # pragma: no cover  (mo.stop raises)
 
 
+def run_if_pressed(button, job: Callable[[measure.Progress], T], *, total: int, title: str,
+                   idle_message: str = IDLE_MESSAGE) -> tuple[T | None, mo.Html | None]:
+    """``(job(progress), None)`` once ``button`` has been pressed, else ``(None, message)``.
+
+    The twin of :func:`gated_run` for a cell whose output must stay on screen when nothing is
+    measured (a figure of a recorded run, say): it never stops the cell. ``message`` is the
+    idle notice, the reason nothing can be measured here (no torch, browser build; torch is
+    only imported after the press), or the error callout of a refused or failed run."""
+    if not getattr(button, "value", False):
+        return None, mo.callout(mo.md(idle_message), kind="neutral")
+    info = measure.detect()
+    if not info.available:
+        return None, mo.callout(mo.md(f"**Live measurement is off.** {info.message}"),
+                                kind="warn")
+    try:
+        with mo.status.progress_bar(total=max(int(total), 1), title=title,
+                                    remove_on_exit=True) as bar:
+            return job(_bar_progress(bar)), None
+    except (measure.MeasureError, ValueError, KeyError) as e:
+        return None, style.error_callout(str(e).strip("'\""))
+
+
 def _bar_progress(bar) -> measure.Progress:
     """Adapt measure's progress(done, total, label) to a marimo progress bar's update()."""
     seen = {"done": 0}

@@ -29,10 +29,13 @@ Timing traps, and how each is handled:
   only ever slows a repetition down. Following STREAM, the bandwidth of a size is from its
   fastest repetition (``gbs``); the median (``median_gbs``) and the p10-p90 spread of the
   repetitions are kept beside it, and a plateau reports the spread of its sizes.
-* **Budget.** Sizes are timed coarse to fine (one per octave over the whole range first, then
-  the ones between: :func:`measure_order`), each with an equal share of what is left of
-  ``budget_s``; the sweep stops when the budget is spent and marks the sizes it skipped, so a
-  short budget gives a coarser staircase that still reaches main memory.
+* **Load that comes and goes.** Every size is timed in ``ROUNDS`` rounds spread over the run
+  and its repetitions pooled, so one burst of load does not shape a step.
+* **Budget.** Within a round, sizes are timed coarse to fine (one per octave over the whole
+  range first, then the ones between: :func:`measure_order`), each with an equal share of what
+  is left of the round's part of ``budget_s``; the sweep stops when the budget is spent and
+  marks the sizes it never reached, so a short budget gives a coarser staircase that still
+  reaches main memory.
 
 On a CUDA GPU the same sweep runs on the GPU (CUDA events; L2 vs HBM), chunks of 64 MiB.
 """
@@ -50,14 +53,18 @@ from labs.core.measure.errors import Unavailable
 from labs.core.measure.timer import time_callable
 from labs.core.physics import staircase
 from labs.core.physics._validate import positive, positive_int
+from labs.core.physics.units import format_bytes
 
 Progress = Callable[[int, int, str], None]
 _ELEMENT = 4  # fp32: bandwidth does not depend on the values' type; 4 B keeps sizes exact
 _CHUNK = {"cpu": 4 * 2**20, "cuda": 64 * 2**20}
 _MIN_BYTES = 4096
-#: Repetitions per size at most: the fastest of 100 is a stable estimate of what the level
-#: can do, and a shorter size leaves budget for the whole range.
+#: Repetitions per size and round at most: the fastest of 100 is a stable estimate of what the
+#: level can do, and a shorter size leaves budget for the whole range.
 MAX_REPS = 100
+#: Every size is timed in this many rounds spread over the run (its samples pooled), so a
+#: burst of load from other processes during one round does not shape the staircase.
+ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -199,20 +206,30 @@ def working_set_sweep(device: str | DeviceInfo | None = None, sizes: Sequence[in
     def run():
         buf = torch.full((max(todo) // _ELEMENT,), 1.0, dtype=torch.float32,
                          device=info.torch_device)  # written now: pages mapped before timing
-        done: dict[int, SweepPoint] = {}
+        samples: dict[int, list[float]] = {w: [] for w in todo}
+        shape: dict[int, tuple[int, float]] = {}
         order = measure_order(todo)
-        for i, w in enumerate(order):
-            spent = time.perf_counter() - t0
-            if spent > budget:
-                done.update({v: SweepPoint(v, "skipped: time budget") for v in order[i:]})
-                break
-            if progress is not None:
-                progress(i, len(order), f"{_label(w)} working set")
-            share = 0.8 * (budget - spent) / (len(order) - i)
-            done[w] = _time_size(torch, info, buf, w, chunk_elems, share, cpu_threads)
+        total = ROUNDS * len(order)
+        for rnd in range(ROUNDS):
+            end = budget * (rnd + 1) / ROUNDS  # each round gets its share of the budget
+            # sizes a cut-short round never reached go first in the next one
+            order = [w for w in order if not samples[w]] + [w for w in order if samples[w]]
+            for i, w in enumerate(order):
+                spent = time.perf_counter() - t0
+                if spent > (end if rnd + 1 < ROUNDS else budget):
+                    break
+                if progress is not None:
+                    progress(rnd * len(order) + i, total,
+                             f"{_label(w)} working set (round {rnd + 1} of {ROUNDS})")
+                share = 0.8 * (end - spent) / (len(order) - i)
+                got, reps_in_call, call_bytes = _time_size(torch, info, buf, w, chunk_elems,
+                                                           share, cpu_threads)
+                samples[w] += got
+                shape[w] = (reps_in_call, call_bytes)
         if progress is not None:
-            progress(len(order), len(order), "done")
-        return [done[w] for w in todo]
+            progress(total, total, "done")
+        return [_point(w, samples[w], *shape[w]) if samples[w]
+                else SweepPoint(w, "skipped: time budget") for w in todo]
 
     points = _guarded("working-set sweep", info, run)
     return WorkingSetSweep(info.name, info.kind, cpu_threads, tuple(points), caches, budget,
@@ -228,7 +245,9 @@ def measure_order(sizes: Sequence[int]) -> list[int]:
     return s[::2] + s[1::2]
 
 
-def _time_size(torch, info, buf, w: int, chunk_elems: int, share_s: float, threads) -> SweepPoint:
+def _time_size(torch, info, buf, w: int, chunk_elems: int, share_s: float,
+               threads) -> tuple[list[float], int, float]:
+    """One round of one size: (seconds per call, reads of W per call, bytes per call)."""
     fn, reps_in_call, elems, prepass, expect = _reader(torch, buf, w // _ELEMENT, chunk_elems)
     for _ in range(prepass):  # one untimed pass over the whole working set
         fn()
@@ -239,16 +258,19 @@ def _time_size(torch, info, buf, w: int, chunk_elems: int, share_s: float, threa
     m = time_callable(fn, device=info, budget_s=max(0.7 * share_s, 0.01),
                       warmup_s=min(0.02, 0.1 * share_s), min_reps=5, max_reps=MAX_REPS,
                       threads=threads, op="read", shape=(w,), nbytes=elems * _ELEMENT)
-    nbytes = elems * _ELEMENT
-    return SweepPoint(w, "ok", nbytes / m.min_s / 1e9, nbytes / m.median_s / 1e9, m.spread,
-                      m.reps, reps_in_call, float(nbytes))
+    return list(m.samples_s), reps_in_call, float(elems * _ELEMENT)
+
+
+def _point(w: int, samples: list[float], reps_in_call: int, call_bytes: float) -> SweepPoint:
+    import numpy as np
+
+    q10, q50, q90 = np.percentile(samples, [10, 50, 90])
+    return SweepPoint(w, "ok", call_bytes / min(samples) / 1e9, call_bytes / q50 / 1e9,
+                      float((q90 - q10) / q50), len(samples), reps_in_call, call_bytes)
 
 
 def _label(nbytes: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= size:
-            return f"{nbytes / size:.3g} {unit}"
-    return f"{nbytes:.0f} B"
+    return format_bytes(nbytes, binary=True)
 
 
 def hierarchy_levels(sweep: WorkingSetSweep, *, caches: dict | None = None,

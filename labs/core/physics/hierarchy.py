@@ -35,6 +35,7 @@ from labs.core.physics import fusion as _fu
 from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
+from labs.core.physics import units as _units
 from labs.core.physics._validate import close_matches, positive, positive_int
 
 
@@ -155,6 +156,27 @@ def gpu_keys() -> list[str]:
     return [k for k in _fu.ONCHIP if _hw.get(k).l2_bytes is not None]
 
 
+#: Stated, editable register-tile defaults (the reuse of every element level 0 hands to the
+#: core): a CPU BLAS micro-kernel of 6 x 16 fp32 reuses each loaded element about
+#: 2 x 6 x 16 / (6 + 16) ~ 9 times (so 8); a GPU tensor-core GEMM's 64 x 64 warp tile (CUTLASS's
+#: default warp shape under 128 x 128 blocks) 64 times.
+DEFAULT_REGISTER_TILE = {"cpu": 8, "gpu": 64}
+
+
+def with_bandwidths(hier: Hierarchy, measured: Mapping[str, float], *,
+                    source: str = "measured on this machine") -> Hierarchy:
+    """The same levels with the bandwidths in ``measured`` ({level name: GB/s}) replacing the
+    registry's (a GPU's measured L2 and HBM plateaus); other levels keep theirs."""
+    from dataclasses import replace
+
+    levels = tuple(replace(lv, bandwidth_gbs=positive(f"measured[{lv.name!r}]",
+                                                      measured[lv.name]),
+                           estimate=True, source=source, note="measured plateau")
+                   if lv.name in measured else lv for lv in hier.levels)
+    return hierarchy("measured", f"{hier.name} (measured)", hier.kind, levels, hier.peak_tflops,
+                     hier.precision, source)
+
+
 def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None]],
                        peak_tflops: float, *, precision: str = "fp32",
                        source: str = "measured on this machine", key: str = "measured",
@@ -171,6 +193,20 @@ def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None
                          source, True, "measured plateau (median of its sizes)",
                          "one thread's view"))
     return hierarchy(key, name, kind, out, peak_tflops, precision, source)
+
+
+def from_plateaus(name: str, caches: Mapping[str, float], plateaus: Sequence,
+                  memory_bytes: float, peak_tflops: float, *, precision: str = "fp32",
+                  source: str = "measured on this machine", key: str = "measured",
+                  memory_name: str = "DRAM", kind: str = "cpu") -> Hierarchy:
+    """A CPU hierarchy from measured plateaus (``staircase.name_plateaus``): one level per
+    reported cache ({name: bytes}, fastest first) and main memory, each with the bandwidth of
+    the plateau carrying its name, or None (no roof) when no plateau was found for it."""
+    by = {getattr(p, "name", ""): p.bandwidth_gbs for p in plateaus}
+    levels = {nm: (cap, by.get(nm)) for nm, cap in sorted(caches.items(), key=lambda kv: kv[1])}
+    levels[memory_name] = (positive("memory_bytes", memory_bytes), by.get(memory_name))
+    return measured_hierarchy(name, levels, peak_tflops, precision=precision, source=source,
+                              key=key, kind=kind)
 
 
 # --- kernels: bytes per level ---------------------------------------------------------------
@@ -258,10 +294,7 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
 
 
 def _fmt_bytes(x: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if x >= size:
-            return f"{x / size:.3g} {unit}"
-    return f"{x:.0f} B"
+    return _units.format_bytes(x, binary=True)
 
 
 # --- per-level AI, roofs, the binding level -------------------------------------------------
@@ -350,6 +383,16 @@ def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
     return HierarchyPoint(kernel, hier, tuple(uses))
 
 
+def level_roof_tflops(ai, level: Level, peak_tflops: float):
+    """A level's roof: min(peak, AI x bandwidth) in TFLOP/s (``ai`` may be an array);
+    ValueError for a level without a bandwidth."""
+    import numpy as np
+
+    if level.bandwidth_gbs is None:
+        raise ValueError(f"level {level.name!r} has no bandwidth figure, so it has no roof")
+    return np.minimum(positive("peak_tflops", peak_tflops), R._ai(ai) * level.bandwidth_gbs / 1e3)
+
+
 def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 16) -> int:
     """Largest power-of-two GEMM tile T whose working set 3 T^2 b fits ``level``'s tile
     capacity (0 if not even T = 1 fits)."""
@@ -361,12 +404,9 @@ def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 1
     return t
 
 
-def dram_traffic_curve(m, n, k, precision: str, tiles: Sequence[int], hier: Hierarchy, *,
-                       register_tile: int = 1) -> list[tuple[int, float, str]]:
-    """(tile, bytes main memory serves, binding level) of a T-tiled GEMM for each T."""
-    out = []
-    for t in tiles:
-        p = place(gemm_kernel(m, n, k, precision, tile=t, register_tile=min(register_tile, t)),
-                  hier)
-        out.append((int(t), p.uses[-1].bytes, p.binding))
-    return out
+def tile_sweep(n, precision: str, tiles: Sequence[int], hier: Hierarchy, *,
+               register_tile: int = 1) -> list[HierarchyPoint]:
+    """An N x N x N GEMM placed on ``hier`` for every cache tile T in ``tiles`` (register tile
+    min(r, T)): how the bytes each level serves, and the binding level, move with T."""
+    return [place(gemm_kernel(n, n, n, precision, tile=t, register_tile=min(register_tile, t)),
+                  hier) for t in tiles]

@@ -53,9 +53,16 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> s
     return f"{v:.3g}"
 
 
-def format_bytes(n: float) -> str:
-    """Bytes in decimal units (GB = 1e9, as the labs' spec says): '80.0 GB', '512 MB', '0 B'."""
+def format_bytes(n: float, *, binary: bool = False) -> str:
+    """Bytes in decimal units (GB = 1e9, as the labs' spec says): '80.0 GB', '512 MB', '0 B'.
+    ``binary=True`` for sizes that are powers of two by nature (caches, working sets): KiB,
+    MiB, GiB (2^10, 2^20, 2^30), 3 significant figures: '32 KiB', '1.41 MiB', '256 MiB'."""
     n = _real("n", n)
+    if binary:
+        for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if abs(n) >= size:
+                return f"{n / size:.3g} {unit}"
+        return f"{n:.0f} B"
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(n) >= size:
             v = n / size

@@ -39,6 +39,12 @@ from labs.core.ui.commcharts import (  # noqa: F401  (re-exported: Lab 6's figur
     scaling_figure,
     three_roof_figure,
 )
+from labs.core.ui.hierarchy_figures import (  # noqa: F401  (re-exported, Lab 5)
+    cache_roofline_figure,
+    level_style,
+    sawtooth_figure,
+    working_set_figure,
+)
 from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
 from labs.core.ui.tokens import (
     COLORS,

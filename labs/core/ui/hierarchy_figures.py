@@ -1,0 +1,238 @@
+"""Lab 5's figures: the working-set staircase, the cache-aware roofline (one roof per memory
+level), and the GEMM sawtooth. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
+
+Every number drawn comes from labs.core (``hierarchy.level_roof_tflops``, the kernels'
+``LevelUse``, the sweeps' rows), never recomputed here. Levels differ by colour AND line dash
+and marker symbol, are named in the legend and labelled on the plot; the binding level is
+said in words ("binds") next to its point.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from labs.core.physics import hierarchy as H
+from labs.core.physics.units import format_bytes
+from labs.core.ui.plotbase import _LEGEND, _figure, _num
+from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
+
+#: Cache levels fastest first (colour key, dash, symbol); main memory has its own style.
+_CACHE_STYLES = (("accent", "dot", "diamond"), ("ok", "dash", "square"),
+                 ("overhead", "dashdot", "triangle-up"), ("warn", "longdash", "star"))
+_MEMORY_STYLE = ("memory", "solid", "circle")
+
+
+def level_style(index: int, count: int) -> tuple[str, str, str]:
+    """(colour, dash, symbol) of level ``index`` of ``count`` (the last is main memory)."""
+    key, dash, symbol = _MEMORY_STYLE if index == count - 1 else \
+        _CACHE_STYLES[index % len(_CACHE_STYLES)]
+    return COLORS[key], dash, symbol
+
+
+def _binary_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Tick values every 4x from the power of 2 at or below ``lo``, labelled 16 KiB, 1 MiB."""
+    v = 2.0 ** math.floor(math.log2(lo))
+    vals = []
+    while v <= hi * 1.001:
+        vals.append(v)
+        v *= 4
+    return vals, [format_bytes(x, binary=True) for x in vals]
+
+
+def _bytes_axis(lo: float, hi: float, title: str) -> dict:
+    vals, text = _binary_ticks(lo, hi)
+    return dict(type="log", title=dict(text=title), tickmode="array", tickvals=vals,
+                ticktext=text, range=[math.log10(lo / 1.3), math.log10(hi * 1.3)])
+
+
+def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
+                       plateaus: Sequence = (), title: str, height: int = 440) -> go.Figure:
+    """Bandwidth (GB/s) vs working set (bytes), log-log.
+
+    ``series``: (name, sizes, gbs, kind), kind ``"measured"`` (solid, filled markers) or
+    ``"recorded"`` (a recorded run for comparison: dotted, open markers); ``caches``: (label,
+    bytes) drawn as vertical lines (what the OS or the registry reports); ``plateaus``: objects
+    with ``name``, ``lo_bytes``, ``hi_bytes``, ``bandwidth_gbs``, ``spread`` (found from the
+    first series), drawn as labelled horizontal bars over their range."""
+    data, xs, ys = [], [], []
+    for name, sizes, gbs, kind in series:
+        if kind not in ("measured", "recorded"):
+            raise ValueError(f"series kind must be 'measured' or 'recorded', got {kind!r}")
+        x, y = np.asarray(sizes, float), np.asarray(gbs, float)
+        if x.size == 0 or x.size != y.size or np.any(x <= 0) or np.any(y <= 0):
+            raise ValueError(f"series {name!r}: sizes and gbs must be non-empty, positive and "
+                             "the same length")
+        xs += x.tolist()
+        ys += y.tolist()
+        rec = kind == "recorded"
+        color = COLORS["muted"] if rec else COLORS["memory"]
+        data.append(dict(
+            type="scatter", x=x.tolist(), y=y.tolist(), name=html.escape(name),
+            mode="lines+markers", line=dict(color=color, width=1.5 if rec else 2.5,
+                                            dash="dot" if rec else "solid"),
+            marker=dict(size=7, color=color, symbol="circle-open" if rec else "circle"),
+            text=[format_bytes(v, binary=True) for v in x],
+            hovertemplate=f"{html.escape(name)}<br>%{{text}} → %{{y:.3s}} GB/s<extra></extra>"))
+    if not data:
+        raise ValueError("series must hold at least one (name, sizes, gbs, kind)")
+    for i, p in enumerate(plateaus):
+        color = COLORS["ok"]
+        data.append(dict(
+            type="scatter", x=[p.lo_bytes, p.hi_bytes], y=[p.bandwidth_gbs] * 2,
+            mode="lines+text", line=dict(color=color, width=7), opacity=0.55,
+            text=[f"{html.escape(p.name)} · {_num(p.bandwidth_gbs)} GB/s", ""],
+            textposition="top right", textfont=dict(color=PLOT_TEXT, size=11),
+            name="plateaus found in the data" if i == 0 else p.name, showlegend=i == 0,
+            legendgroup="plateaus", cliponaxis=False,
+            hovertemplate=(f"plateau {html.escape(p.name)}: {format_bytes(p.lo_bytes, binary=True)}"
+                           f" – {format_bytes(p.hi_bytes, binary=True)}<br>{_num(p.bandwidth_gbs)}"
+                           f" GB/s (spread {p.spread:.0%})<extra></extra>")))
+    lo, hi = min(xs + [c[1] for c in caches]), max(xs + [c[1] for c in caches])
+    shapes = [dict(type="line", xref="x", yref="paper", x0=b, x1=b, y0=0, y1=1,
+                   line=dict(color=PLOT_TEXT, width=1.2, dash="dash")) for _, b in caches]
+    notes = [dict(xref="x", yref="paper", x=math.log10(b), y=1.0 + 0.065 * (i % 2),
+                  yanchor="bottom", xanchor="center", text=html.escape(label), showarrow=False,
+                  font=dict(color=PLOT_TEXT, size=11))
+             for i, (label, b) in enumerate(sorted(caches, key=lambda c: c[1]))]
+    y_lo, y_hi = min(ys) / 2, max(ys) * 2.5
+    return _figure(data, dict(
+        title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
+        xaxis=_bytes_axis(lo, hi, "Working set (bytes read over and over)"),
+        yaxis=dict(type="log", title=dict(text="Bandwidth (GB/s)"),
+                   range=[math.log10(y_lo), math.log10(y_hi)]),
+        shapes=shapes, annotations=notes, legend=_LEGEND,
+        margin=dict(l=70, r=30, t=70 + 16 * bool(caches), b=40)))
+
+
+def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] = (), *,
+                          ai_range=None, title: str | None = None,
+                          height: int = 460) -> go.Figure:
+    """The cache-aware roofline: the compute roof and one memory roof per level with a
+    bandwidth (``hierarchy.level_roof_tflops``); levels without one are named in the legend as
+    "not drawn". Each kernel in ``points`` is drawn once per level at (that level's AI, the
+    kernel's attainable throughput): the points share one height, and the one on its own roof
+    is the binding level, labelled "binds"."""
+    if not isinstance(hier, H.Hierarchy):
+        raise ValueError("hier must be a hierarchy.Hierarchy")
+    ais = [u.ai for p in points for u in p.uses if u.ai is not None]
+    if ai_range is None:
+        lo = min([0.05] + [a / 4 for a in ais])
+        hi = max([1e3] + [a * 4 for a in ais])
+        lo, hi = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
+    else:
+        lo, hi = (float(v) for v in ai_range)
+        if not 0 < lo < hi:
+            raise ValueError(f"ai_range must satisfy 0 < low < high, got {ai_range!r}")
+    x = np.geomspace(lo, hi, 61)
+    n = len(hier.levels)
+    data = [dict(type="scatter", x=[lo, hi], y=[hier.peak_tflops] * 2, mode="lines",
+                 name=f"compute roof ({hier.precision}): {_num(hier.peak_tflops)} TFLOP/s",
+                 line=dict(color=COLORS["compute"], width=2.5),
+                 hovertemplate="compute roof %{y:.3s} TFLOP/s<extra></extra>")]
+    y_min = hier.peak_tflops
+    for i, lv in enumerate(hier.levels):
+        color, dash, symbol = level_style(i, n)
+        tag = f"{html.escape(lv.name)} · {_num(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
+            else f"{html.escape(lv.name)}: no bandwidth figure (not drawn)"
+        if lv.bandwidth_gbs is None:
+            data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=tag,
+                             line=dict(color=color, dash=dash, width=2.5)))
+            continue
+        y = H.level_roof_tflops(x, lv, hier.peak_tflops)
+        y_min = min(y_min, float(y[0]))
+        est = " (estimate)" if lv.estimate else ""
+        data.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
+                         name=f"{tag}{est}", line=dict(color=color, dash=dash, width=2.5),
+                         hovertemplate=f"{tag}<br>AI %{{x:.3s}} FLOP/B → %{{y:.3s}} "
+                                       "TFLOP/s<extra></extra>"))
+    for p in points:
+        data += _kernel_traces(p, n)
+        y_min = min(y_min, p.attainable_tflops)
+    if title is None:
+        title = f"Cache-aware roofline · {hier.name}"
+    axis = dict(type="log", dtick=1, exponentformat="none",
+                minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
+    return _figure(data, dict(
+        title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
+        xaxis=dict(axis, title=dict(text="Arithmetic intensity at each level (FLOP per byte "
+                                         "that level serves)"),
+                   range=[math.log10(lo), math.log10(hi)]),
+        yaxis=dict(axis, title=dict(text="Attainable throughput (TFLOP/s)"),
+                   range=[math.log10(y_min / 3), math.log10(hier.peak_tflops * 3)]),
+        legend=_LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
+
+
+def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
+    """One kernel: a dotted guide at its attainable height, a marker per level it touches."""
+    y = p.attainable_tflops
+    uses = [(i, u) for i, u in enumerate(p.uses) if u.ai is not None]
+    if not uses:
+        return []
+    ais = [u.ai for _, u in uses]
+    out = [dict(type="scatter", x=[min(ais), max(ais)], y=[y, y], mode="lines",
+                line=dict(color=PLOT_TEXT, width=1, dash="dot"), showlegend=False,
+                hoverinfo="skip")]
+    for i, u in uses:
+        color, _, symbol = level_style(i, n)
+        binds = u.level.name == p.binding
+        roof = u.roof_tflops()
+        hover = (f"<b>{html.escape(p.kernel.name)}</b> at {html.escape(u.level.name)}<br>"
+                 f"bytes served: {format_bytes(u.bytes)}<br>AI = {_num(u.ai)} FLOP/B<br>"
+                 + (f"this level's roof: {_num(roof)} TFLOP/s" if roof is not None else
+                    "no bandwidth figure for this level")
+                 + f"<br>the level holds: {u.holds}" + ("<br><b>binds</b>" if binds else ""))
+        out.append(dict(
+            type="scatter", x=[u.ai], y=[y], mode="markers+text",
+            name=f"{html.escape(p.kernel.name)} · AI at {html.escape(u.level.name)}",
+            marker=dict(size=16 if binds else 11, color=color, symbol=symbol,
+                        line=dict(width=2.5 if binds else 1, color=PLOT_TEXT)),
+            text=[f"binds: {html.escape(u.level.name)}" if binds else html.escape(u.level.name)],
+            textposition="bottom center", textfont=dict(color=PLOT_TEXT, size=11),
+            hovertext=[hover], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+            cliponaxis=False))
+    return out
+
+
+def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
+                    measured: Sequence[float] | None = None, *, tile: int, title: str,
+                    y_title: str = "Throughput relative to the best (1 = best)",
+                    predicted_label: str = "predicted (quantisation model)",
+                    measured_label: str = "measured on this machine",
+                    marks: Sequence[tuple[int, str]] = (), height: int = 400) -> go.Figure:
+    """Throughput vs N on linear axes: the quantisation model (dashed) and, when given, a
+    measurement (markers and line), with a faint vertical line at every multiple of ``tile``
+    and a labelled marker line at each (N, label) in ``marks``."""
+    n = [int(v) for v in sizes]
+    if not n or len(n) != len(predicted) or (measured is not None and len(n) != len(measured)):
+        raise ValueError("sizes, predicted (and measured) must be non-empty and the same length")
+    data = [dict(type="scatter", x=n, y=list(map(float, predicted)), mode="lines",
+                 name=html.escape(predicted_label),
+                 line=dict(color=COLORS["compute"], width=2, dash="dash"),
+                 hovertemplate="N = %{x}: predicted %{y:.2f}<extra></extra>")]
+    if measured is not None:
+        data.append(dict(type="scatter", x=n, y=list(map(float, measured)),
+                         mode="lines+markers", name=html.escape(measured_label),
+                         line=dict(color=COLORS["memory"], width=2),
+                         marker=dict(size=7, color=COLORS["memory"]),
+                         hovertemplate="N = %{x}: measured %{y:.2f}<extra></extra>"))
+    t = int(tile)
+    first = -(-min(n) // t) * t
+    shapes = [dict(type="line", xref="x", yref="paper", x0=v, x1=v, y0=0, y1=1,
+                   line=dict(color=PLOT_GRID, width=1, dash="dot"))
+              for v in range(first, max(n) + 1, t)]
+    shapes += [dict(type="line", xref="x", yref="paper", x0=v, x1=v, y0=0, y1=1,
+                    line=dict(color=COLORS["danger"], width=1.5, dash="dash")) for v, _ in marks]
+    notes = [dict(xref="x", yref="paper", x=v, y=1.0 + 0.07 * (i % 2), yanchor="bottom",
+                  text=html.escape(lbl), showarrow=False, font=dict(color=PLOT_TEXT, size=11))
+             for i, (v, lbl) in enumerate(marks)]
+    return _figure(data, dict(
+        title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
+        xaxis=dict(title=dict(text=f"N (square GEMM; dotted lines every {t})")),
+        yaxis=dict(title=dict(text=html.escape(y_title)), range=[0, 1.1]),
+        shapes=shapes, annotations=notes, legend=_LEGEND,
+        margin=dict(l=70, r=30, t=60 + 16 * bool(marks), b=40)))

@@ -1,0 +1,1306 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import time
+
+    import marimo as mo
+
+    from labs.core import (figures, formulas, fusion, hardware, hierarchy, live, measure,
+                           quantization, quiz, reference_machine, reveal, roofline, staircase,
+                           style, units)
+
+    LAB_ID = "lab05"
+    return (
+        LAB_ID,
+        figures,
+        formulas,
+        fusion,
+        hardware,
+        hierarchy,
+        live,
+        measure,
+        mo,
+        quantization,
+        quiz,
+        reference_machine,
+        reveal,
+        roofline,
+        staircase,
+        style,
+        time,
+        units,
+    )
+
+
+@app.cell
+def _(style):
+    style.lab_header(
+        "Lab 5 · The Memory Hierarchy",
+        "Your kernel beats the DRAM roof one day and falls off a cliff the next. Measure your "
+        "own machine's memory levels, then predict with one roof per level.",
+        goals=[
+            "Measure how bandwidth depends on the working set on your own machine, and find its "
+            "memory levels from the data.",
+            "Compute a kernel's arithmetic intensity at each level of the hierarchy and find the "
+            "level whose roof binds.",
+            "Change a kernel's tile and see which level it moves the traffic to, and what "
+            "happens when the tile no longer fits.",
+            "Measure two effects a single roofline cannot show: the fixed cost of a call, and "
+            "the quantisation of tiles and waves.",
+        ],
+        minutes=45,
+        reading=[
+            ("A. Ilic, F. Pratas, L. Sousa: Cache-aware Roofline Model, Upgrading the Loft "
+             "(IEEE CAL 2014)", "https://doi.org/10.1109/L-CA.2013.6"),
+            ("G. Ofenbeck et al.: Applying the Roofline Model (ISPASS 2014)",
+             "https://spiral.ece.cmu.edu/pub-spiral/abstract.jsp?id=177"),
+            ("C. Yang, T. Kurth, S. Williams: Hierarchical Roofline Analysis for GPUs (2020)",
+             "https://arxiv.org/abs/2009.02449"),
+            ("U. Drepper: What Every Programmer Should Know About Memory (2007)",
+             "https://people.freebsd.org/~lstewart/articles/cpumemory.pdf"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _(quiz):
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _(quantization):
+    # Wiring constants (no physics). The machine picker opens on OPENING["hierarchy"]: the
+    # instructor copy's answers are computed for it (LABS_SPEC §4.2b).
+    OPENING = {"hierarchy": "a100-sxm-80gb", "precision": "bf16"}
+    REFERENCE, MEASURED = "reference", "measured"  # picker values of the two CPU hierarchies
+    STAIRCASE_Q = {"upper": "L2", "lower": "DRAM"}
+    NAIVE_Q = {"n": 1024}
+    TILE_Q = {"n": 8192, "register_tile": 64, "from": 64, "to": 128}
+    SHRINK_Q = {"big": 2**20, "small": 2**10}
+    WAVE_Q = {"device": "h100-sxm", "tile": quantization.GPU_GEMM_TILE, "from": 1408,
+              "to": 1536}
+    BINDING_OPTIONS = {"The compute roof": "compute", "The HBM roof": "HBM",
+                       "The L2 roof": "L2", "The shared-memory roof": "shared memory"}
+    KERNELS = ("naive GEMM", "tiled GEMM", "5-point stencil", "sum reduction (re-read)",
+               "flash-attention tile (Lab 4)")
+    SIZE_STEPS = [2**k for k in range(6, 15)]  # N = 64 ... 16,384
+    TILE_STEPS = [2**k for k in range(0, 11)]  # 1 ... 1,024
+    FLASH = {"batch": 1, "heads": 32, "head_dim": 128}
+    return (
+        BINDING_OPTIONS,
+        FLASH,
+        KERNELS,
+        MEASURED,
+        NAIVE_Q,
+        OPENING,
+        REFERENCE,
+        SHRINK_Q,
+        SIZE_STEPS,
+        STAIRCASE_Q,
+        TILE_Q,
+        TILE_STEPS,
+        WAVE_Q,
+    )
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Choose a machine
+    Part 1 measures **your** machine. Parts 2 and 3 draw the memory levels of the machine you
+    pick here: a GPU from the registry (sizes from NVIDIA's documents; a level without a
+    published bandwidth is listed but not drawn), the course's reference machine (a recorded
+    CPU run), or your own machine once Part 1 has measured it.
+    """)
+    return
+
+
+@app.cell
+def _(MEASURED, OPENING, REFERENCE, hardware, mo, reference_machine):
+    _options = {f"Reference machine: {reference_machine.MACHINE} (recorded CPU run)": REFERENCE,
+                "This machine (your Part 1 measurement)": MEASURED,
+                **hardware.picker_options()}
+    machine_picker = mo.ui.dropdown(
+        _options, value=next(k for k, v in _options.items() if v == OPENING["hierarchy"]),
+        label="Machine (Parts 2 and 3)", searchable=True)
+    machine_picker
+    return (machine_picker,)
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 1 · The staircase, measured on your machine"),
+        style.scenario_card(
+            "Priya Raman", "performance engineer",
+            "The same summation kernel runs at very different speeds depending on how big its "
+            "array is. Our roofline has one memory roof, DRAM, so it predicts one speed. "
+            "Before we tune anything: how much faster does this machine read an array that "
+            "fits in a cache than one that lives in DRAM?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_staircase, set_staircase = quiz.lock_state(lab, "lab05.staircase_ratio")
+    return get_staircase, set_staircase
+
+
+@app.cell
+def _(get_staircase, lab, quiz, set_staircase):
+    staircase_form = quiz.numeric_form(
+        lab, "lab05.staircase_ratio",
+        question="Reading an array of W bytes over and over on your own machine (one thread): "
+                 "while W fits in the L2 cache the reads run at L2's bandwidth, and far past the "
+                 "last-level cache at DRAM's. How many times higher is the L2 plateau than the "
+                 "DRAM plateau?",
+        units="×", lo=1, hi=1000, locked=get_staircase(), on_lock=set_staircase)
+    quiz.prediction_panel(staircase_form, get_staircase())
+    return
+
+
+@app.cell
+def _(STAIRCASE_Q, get_staircase, lab, reference_machine, reveal, staircase):
+    _levels = {p.name: p for p in reference_machine.plateaus()}
+    _up, _low = _levels[STAIRCASE_Q["upper"]], _levels[STAIRCASE_Q["lower"]]
+    _ratio = staircase.plateau_ratio(reference_machine.plateaus(), STAIRCASE_Q["upper"],
+                                     STAIRCASE_Q["lower"])
+    staircase_prediction = get_staircase() or reveal.reference(
+        lab, "lab05.staircase_ratio", round(_ratio, 2), "×",
+        explanation=f"On the course's reference machine ({reference_machine.MACHINE}, recorded "
+                    f"{reference_machine.DATE}, one thread) the L2 plateau reads "
+                    f"{_up.bandwidth_gbs:.1f} GB/s and the DRAM plateau "
+                    f"{_low.bandwidth_gbs:.1f} GB/s: {_ratio:.1f}×. A cache sits next to the "
+                    "core and answers in a few cycles; DRAM is off chip and shared. Every "
+                    "student's machine differs: their comparison uses their own measurement.")
+    reveal.card(staircase_prediction)
+    return (staircase_prediction,)
+
+
+@app.cell
+def _(mo):
+    sweep_budget = mo.ui.slider(10, 60, step=5, value=25, show_value=True,
+                                label="Time budget for the whole measurement (s)")
+    return (sweep_budget,)
+
+
+@app.cell
+def _(live):
+    sweep_button = live.run_button("Measure the staircase on this machine")
+    return (sweep_button,)
+
+
+@app.cell
+def _(measure, mo, quiz, staircase_prediction, style, sweep_budget, sweep_button):
+    mo.stop(staircase_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the staircase instrument."))
+    _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
+    _cards = [(c.name, units_text, f"{c.scope} · {c.source}") for c, units_text in
+              ((c, style.format_bytes(c.size_bytes, binary=True)) for c in _c.levels)]
+    mo.vstack([
+        mo.md(f"**What your OS reports** ({_c.source}):" if _c.known else
+              f"**Your OS reports no cache sizes** ({_c.note})."),
+        style.metric_cards(_cards) if _cards else mo.md(""),
+        mo.md("The figure below starts with the course's reference machine (a recorded run). "
+              "Press the button to add yours: 16 KiB to well past your last-level cache, one "
+              "thread, each size timed in two rounds; nothing runs until you press it."),
+        mo.hstack([sweep_button, sweep_budget], justify="start", gap=2),
+    ])
+    return
+
+
+@app.cell
+def _(live, measure, staircase_prediction, sweep_budget, sweep_button, time):
+    # The measurement: only after a press (never on open or export). Not stopped when idle,
+    # so the figure of the recorded run below stays on screen.
+    def _job(progress):
+        _t0 = time.perf_counter()
+        _info = measure.detect()
+        _left = max(sweep_budget.value - (time.perf_counter() - _t0) - 2.0, 5.0)
+        _sweep = measure.working_set_sweep(_info, budget_s=_left, progress=progress)
+        _levels = measure.hierarchy_levels(_sweep) if len(_sweep.measured) > 1 else []
+        _prec = "bf16" if _info.kind == "cuda" else "fp32"
+        _gemm = measure.time_gemm(512, 512, 512, _prec, device=_info, budget_s=1.0,
+                                  threads=1 if _info.kind == "cpu" else None)
+        return {"info": _info, "sweep": _sweep, "levels": _levels, "precision": _prec,
+                "peak_tflops": _gemm.flops / _gemm.min_s / 1e12,
+                "seconds": time.perf_counter() - _t0}
+
+    if staircase_prediction is None:
+        hierarchy_run, _message = None, None
+    else:
+        hierarchy_run, _message = live.run_if_pressed(
+            sweep_button, _job, total=100, title="Reading working sets (bytes read over and over)")
+    _message
+    return (hierarchy_run,)
+
+
+@app.cell
+def _(hierarchy_run, lab, measure, mo, style):
+    mo.stop(hierarchy_run is None)
+    _s, _levels = hierarchy_run["sweep"], hierarchy_run["levels"]
+    lab.record("result", "lab05.measured_sweep", measure.ledger_payload(
+        hierarchy_run["info"], _s.rows(), caches=_s.caches.as_mapping(),
+        plateaus=[{"name": p.name, "lo_bytes": p.lo_bytes, "hi_bytes": p.hi_bytes,
+                   "gbs": p.bandwidth_gbs, "spread": p.spread} for p in _levels],
+        load_average=_s.load_average))
+    mo.md(f"Measured {len(_s.measured)} of {len(_s.points)} sizes in "
+          f"{style.format_seconds(hierarchy_run['seconds'])} on **{_s.device}** "
+          f"(load average {_s.load_average or 'unknown'}: other programs slow a shared "
+          "machine down)." + (f" Skipped for time: {len(_s.skipped)}." if _s.skipped else ""))
+    return
+
+
+@app.cell
+def _(figures, hierarchy_run, mo, reference_machine, staircase_prediction):
+    mo.stop(staircase_prediction is None)
+    _ref = reference_machine.SWEEP
+    _series = [(f"reference machine ({reference_machine.MACHINE}, recorded "
+                f"{reference_machine.DATE})", [p[0] for p in _ref], [p[1] for p in _ref],
+                "recorded")]
+    _caches = [(f"{k} (reference)", v) for k, v in reference_machine.CACHES.items()]
+    _plateaus = reference_machine.plateaus()
+    if hierarchy_run is not None and hierarchy_run["sweep"].measured:
+        _s = hierarchy_run["sweep"]
+        _series.insert(0, (f"this machine ({_s.device})", [p.bytes for p in _s.measured],
+                           [p.gbs for p in _s.measured], "measured"))
+        _caches = [(f"{c.name} (your OS)", c.size_bytes) for c in _s.caches.levels]
+        _plateaus = hierarchy_run["levels"]
+    staircase_figure = figures.working_set_figure(
+        _series, caches=_caches, plateaus=_plateaus,
+        title="Bandwidth of re-reading W bytes (best of each size's repetitions)")
+    staircase_figure
+    return
+
+
+@app.cell
+def _(hierarchy_run, mo, reference_machine, staircase_prediction, style):
+    mo.stop(staircase_prediction is None)
+    _mine = hierarchy_run is not None and bool(hierarchy_run["levels"])
+    _levels = hierarchy_run["levels"] if _mine else reference_machine.plateaus()
+    _rows = [{"level": p.name,
+              "working sets": f"{style.format_bytes(p.lo_bytes, binary=True)} – "
+                              f"{style.format_bytes(p.hi_bytes, binary=True)}",
+              "bandwidth (GB/s)": f"{p.bandwidth_gbs:.1f}",
+              "spread of its sizes": f"{p.spread:.0%}", "sizes": p.points} for p in _levels]
+    mo.vstack([mo.md("**Plateaus found from the data** (" + (
+        "your measurement" if _mine else "the reference machine: press the button for yours")
+        + "), named by the nearest reported cache size:"),
+        style.text_table(_rows)])
+    return
+
+
+@app.cell
+def _(
+    STAIRCASE_Q,
+    hierarchy_run,
+    lab,
+    mo,
+    quiz,
+    reference_machine,
+    staircase,
+    staircase_prediction,
+    style,
+):
+    mo.stop(staircase_prediction is None)
+    _args = (STAIRCASE_Q["upper"], STAIRCASE_Q["lower"])
+    if hierarchy_run is not None and hierarchy_run["levels"]:
+        try:
+            _out = mo.vstack([mo.md("**Prediction vs reality** · your machine's L2 plateau over "
+                                    "its DRAM plateau:"),
+                              quiz.compare(staircase_prediction, staircase.plateau_ratio(
+                                  hierarchy_run["levels"], *_args), units="×", fmt=".1f",
+                                  lab=lab)])
+        except KeyError as _e:
+            _out = style.error_callout(_e, title="Your sweep did not find both plateaus.")
+    else:
+        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (press the button "
+                                "above to compare with your own machine):"),
+                          quiz.compare(staircase_prediction, staircase.plateau_ratio(
+                              reference_machine.plateaus(), *_args), units="×", fmt=".1f")])
+    _out
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, staircase_prediction):
+    mo.stop(staircase_prediction is None)
+    staircase_explain = quiz.explain_form(
+        lab, "lab05.staircase_ratio",
+        observe_label="Where did the bandwidth drop, and by how much at each step?",
+        explain_label="Why do the drops sit near (not exactly at) the cache sizes your OS "
+                      "reports?")
+    staircase_explain
+    return
+
+
+@app.cell
+def _(mo, staircase_prediction, style):
+    mo.stop(staircase_prediction is None)  # the equations give the answer away
+    style.math_peek("the staircase", r"""
+    One timed call reads $B$ bytes (about 4 MiB: a small working set $W$ is read $B/W$ times,
+    a large one chunk by chunk) in $t$ seconds: bandwidth $= B / t$. Once the first pass has
+    loaded it, a working set that fits in level $\ell$ is served by $\ell$:
+
+    $$\beta(W) \approx \beta_\ell \quad\text{for the smallest level } \ell
+    \text{ with } W \le C_\ell .$$
+
+    So the curve is a **staircase**: one plateau per level, a drop near each capacity
+    $C_\ell$. The drops are soft and sit early: caches are set-associative and not perfectly
+    LRU, the page tables and the code need room too, a shared last-level cache is shared with
+    other programs, and hardware prefetchers hide part of the next level's latency.
+
+    **Finding the plateaus from the data:** split $\log\beta$ into contiguous segments that
+    minimise the squared deviation from each segment's mean (in units of the measured noise)
+    plus a penalty per segment, merge neighbours closer than 15%, then name each plateau by
+    the reported cache nearest to where it drops. A single roofline keeps only the last step,
+    $\beta_\text{DRAM}$.
+    """)
+    return
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 2 · One roof per level"),
+        style.scenario_card(
+            "Tomás Ortega", "GPU kernel engineer",
+            "A colleague's naive matrix multiply has operands that fit in L2. Counting only the "
+            "bytes it moves from HBM, its arithmetic intensity is far past the ridge, so the "
+            "roofline says it is compute-bound. The profiler says it runs at a few percent of "
+            "peak. Which roof is it actually under?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_binding, set_binding = quiz.lock_state(lab, "lab05.binding_level")
+    return get_binding, set_binding
+
+
+@app.cell
+def _(
+    BINDING_OPTIONS,
+    NAIVE_Q,
+    OPENING,
+    formulas,
+    get_binding,
+    hardware,
+    lab,
+    quiz,
+    roofline,
+    set_binding,
+    units,
+):
+    binding_form = quiz.choice_form(
+        lab, "lab05.binding_level",
+        question=f"A naive (untiled) {OPENING['precision']} GEMM, N = {NAIVE_Q['n']:,}, on the "
+                 f"{hardware.get(OPENING['hierarchy']).name} (the machine picker's opening "
+                 f"choice). Its A, B and C ("
+                 f"{units.format_bytes(3 * NAIVE_Q['n'] ** 2 * 2, binary=True)}) fit in the "
+                 f"L2 cache, and counted by HBM traffic alone its AI is "
+                 f"{formulas.gemm(NAIVE_Q['n'], NAIVE_Q['n'], NAIVE_Q['n'], OPENING['precision']).ai:.0f}"
+                 f" FLOP/B, past the {OPENING['precision']} ridge of "
+                 f"{roofline.ridge_point(OPENING['hierarchy'], OPENING['precision']):.0f} FLOP/B. "
+                 "Which level's roof binds it?",
+        options=BINDING_OPTIONS, locked=get_binding(), on_lock=set_binding)
+    quiz.prediction_panel(binding_form, get_binding())
+    return
+
+
+@app.cell
+def _(
+    BINDING_OPTIONS,
+    NAIVE_Q,
+    OPENING,
+    get_binding,
+    hierarchy,
+    lab,
+    reveal,
+    units,
+):
+    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    _n = NAIVE_Q["n"]
+    _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, OPENING["precision"], tile=1), _h)
+    _label = next(k for k, v in BINDING_OPTIONS.items() if v == _p.binding)
+    _l2, _hbm = _p.use("L2"), _p.use("HBM")
+    binding_prediction = get_binding() or reveal.reference(
+        lab, "lab05.binding_level", _p.binding, label=_label,
+        explanation=f"Without tiles every multiply-add loads both operands: "
+                    f"{units.format_bytes(_l2.bytes)} pass through L2 for "
+                    f"{_p.kernel.flops / 1e9:.1f} GFLOP, an AI of {_l2.ai:.1f} FLOP/B at L2, so "
+                    f"its roof is {_l2.roof_tflops():.1f} TFLOP/s. HBM serves only the "
+                    f"compulsory {units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}): its roof "
+                    f"({_hbm.roof_tflops():.0f} TFLOP/s) is far above. The lowest roof binds: "
+                    f"{_p.binding}, at {_p.attainable_tflops:.1f} TFLOP/s of "
+                    f"{_h.peak_tflops:.0f}.")
+    reveal.card(binding_prediction)
+    return (binding_prediction,)
+
+
+@app.cell
+def _(KERNELS, mo):
+    kernel_picker = mo.ui.dropdown(list(KERNELS), value=KERNELS[0], label="Kernel")
+    return (kernel_picker,)
+
+
+@app.cell
+def _(SIZE_STEPS, mo):
+    size_slider = mo.ui.slider(steps=SIZE_STEPS, value=1024, show_value=True,
+                               label="Size N (matrix side; stencil grid side; sequence length; "
+                                     "N² elements to sum)")
+    return (size_slider,)
+
+
+@app.cell
+def _(TILE_STEPS, mo):
+    tile_slider = mo.ui.slider(steps=TILE_STEPS, value=64, show_value=True,
+                               label="Cache tile T (T × T; flash: query and KV block)")
+    return (tile_slider,)
+
+
+@app.cell
+def _(hierarchy, machine, mo):
+    _default = hierarchy.DEFAULT_REGISTER_TILE[machine.kind] if machine is not None else 8
+    register_picker = mo.ui.dropdown({str(2**k): 2**k for k in range(7)}, value=str(_default),
+                                     label="Register tile r (r × r)")
+    return (register_picker,)
+
+
+@app.cell
+def _(MEASURED, REFERENCE, hierarchy, hierarchy_run, machine_picker, reference_machine):
+    # The levels Parts 2 and 3 draw: the recorded CPU, this machine's plateaus, or a registry GPU.
+    def _machine(choice):
+        if choice == REFERENCE:
+            return reference_machine.as_hierarchy()
+        if choice == MEASURED:
+            if hierarchy_run is None or not hierarchy_run["levels"]:
+                raise ValueError("This machine has not been measured yet: press the button in "
+                                 "Part 1 (it needs torch), or pick another machine.")
+            _r, _s = hierarchy_run, hierarchy_run["sweep"]
+            if _r["info"].kind == "cuda" and _r["info"].registry_key:
+                return hierarchy.with_bandwidths(
+                    hierarchy.gpu_hierarchy(_r["info"].registry_key, _r["precision"]),
+                    {p.name: p.bandwidth_gbs for p in _r["levels"]})
+            return hierarchy.from_plateaus(
+                f"This machine ({_s.device})", _s.caches.as_mapping(), _r["levels"],
+                (_r["info"].memory_gb or 16) * 1e9, _r["peak_tflops"],
+                precision=_r["precision"], memory_name=_s.memory_name,
+                kind="gpu" if _r["info"].kind == "cuda" else "cpu")
+        return hierarchy.gpu_hierarchy(choice, "bf16")
+
+    try:
+        machine, machine_error = _machine(machine_picker.value), None
+    except (KeyError, ValueError) as _e:
+        machine, machine_error = None, _e
+    return machine, machine_error
+
+
+@app.cell
+def _(FLASH, KERNELS, hierarchy, machine, register_picker, size_slider, tile_slider):
+    def kernel_for(name, n, tile, r, precision):
+        """The kernel model the picker names, at size n, tile T and register tile r."""
+        if name == KERNELS[0]:
+            return hierarchy.gemm_kernel(n, n, n, precision, tile=1)
+        if name == KERNELS[1]:
+            return hierarchy.gemm_kernel(n, n, n, precision, tile=tile, register_tile=r)
+        if name == KERNELS[2]:
+            return hierarchy.stencil_kernel(n, precision)
+        if name == KERNELS[3]:
+            return hierarchy.reduction_kernel(n * n, precision)
+        return hierarchy.flash_kernel(FLASH["batch"], FLASH["heads"], n, FLASH["head_dim"],
+                                      tile, tile, precision)
+
+    def kernel_points(n, tile, r):
+        """Every kernel placed on the current machine: {name: HierarchyPoint or the error}."""
+        out = {}
+        for _k in KERNELS:
+            try:
+                out[_k] = hierarchy.place(kernel_for(_k, n, tile, r, machine.precision), machine)
+            except (KeyError, ValueError) as _e:
+                out[_k] = _e
+        return out
+
+    all_points = (kernel_points(size_slider.value, tile_slider.value, register_picker.value)
+                  if machine is not None else {})
+    return all_points, kernel_for
+
+
+@app.cell
+def _(
+    binding_prediction,
+    kernel_picker,
+    machine_picker,
+    mo,
+    quiz,
+    register_picker,
+    size_slider,
+    tile_slider,
+):
+    mo.stop(binding_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the cache-aware roofline."))
+    mo.vstack([mo.hstack([machine_picker, kernel_picker], justify="start"),
+               mo.hstack([size_slider, tile_slider, register_picker], justify="start")])
+    return
+
+
+@app.cell
+def _(
+    all_points,
+    binding_prediction,
+    kernel_picker,
+    machine,
+    machine_error,
+    mo,
+    style,
+):
+    mo.stop(binding_prediction is None)
+    if machine is None:
+        level_cards = style.error_callout(machine_error)
+    elif isinstance(all_points[kernel_picker.value], Exception):
+        level_cards = style.error_callout(all_points[kernel_picker.value])
+    else:
+        _p = all_points[kernel_picker.value]
+        _cards = [style.Metric(
+            u.level.name, f"AI {style.format_value(u.ai)} FLOP/B" if u.ai else "serves nothing",
+            (f"{style.format_bytes(u.bytes)} · roof {style.format_value(u.roof_tflops())} "
+             f"TFLOP/s" if u.roof_tflops() is not None else f"{style.format_bytes(u.bytes)} · "
+             "no bandwidth figure") + f" · holds: {u.holds}",
+            "danger" if u.level.name == _p.binding else None) for u in _p.uses]
+        _cards.append(style.Metric("Binds", _p.binding,
+                                   f"attainable {style.format_value(_p.attainable_tflops)} "
+                                   f"TFLOP/s of {style.format_value(machine.peak_tflops)}",
+                                   "danger"))
+        level_cards = mo.vstack([mo.md(f"**{_p.kernel.name}** · {_p.kernel.what} · on "
+                                       f"{machine.name}"), style.metric_cards(_cards)])
+    level_cards
+    return
+
+
+@app.cell
+def _(
+    all_points,
+    binding_prediction,
+    figures,
+    kernel_picker,
+    machine,
+    mo,
+):
+    mo.stop(binding_prediction is None or machine is None
+            or isinstance(all_points.get(kernel_picker.value), Exception))
+    cache_roofline = figures.cache_roofline_figure(
+        machine, [all_points[kernel_picker.value]],
+        title=f"Cache-aware roofline of {machine.name}: "
+              f"{all_points[kernel_picker.value].kernel.name}")
+    cache_roofline
+    return
+
+
+@app.cell
+def _(all_points, binding_prediction, machine, mo, style):
+    mo.stop(binding_prediction is None or machine is None)
+    _rows = []
+    for _name, _p in all_points.items():
+        if isinstance(_p, Exception):
+            _rows.append({"kernel": _name, "binds": "—", "note": style.error_message(_p)})
+            continue
+        _rows.append({"kernel": _name, "binds": _p.binding,
+                      "attainable (TFLOP/s)": style.format_value(_p.attainable_tflops),
+                      **{f"AI at {u.level.name}": style.format_value(u.ai) if u.ai else "—"
+                         for u in _p.uses}})
+    mo.vstack([mo.md("**Every kernel at this size and tile** (AI in FLOP per byte each level "
+                     "serves):"), style.text_table(_rows)])
+    return
+
+
+@app.cell
+def _(
+    BINDING_OPTIONS,
+    NAIVE_Q,
+    binding_prediction,
+    hierarchy,
+    lab,
+    machine,
+    machine_error,
+    mo,
+    quiz,
+    style,
+):
+    mo.stop(binding_prediction is None)
+    if machine is None:
+        _out = style.error_callout(machine_error)
+    else:
+        _n = NAIVE_Q["n"]
+        _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, machine.precision, tile=1),
+                             machine)
+        _label = next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
+                      f"the {_p.binding} roof")
+        _out = mo.vstack([mo.md(f"**Prediction vs reality** · naive {machine.precision} GEMM, "
+                                f"N = {_n:,}, on {machine.name}:"),
+                          quiz.compare(binding_prediction, _p.binding, actual_label=_label,
+                                       lab=lab)])
+    _out
+    return
+
+
+@app.cell
+def _(binding_prediction, lab, mo, quiz):
+    mo.stop(binding_prediction is None)
+    binding_explain = quiz.explain_form(
+        lab, "lab05.binding_level",
+        observe_label="Which level binds the naive GEMM, and at what AI there?",
+        explain_label="Why can a kernel whose operands fit in a cache still be far below the "
+                      "compute roof?")
+    binding_explain
+    return
+
+
+@app.cell
+def _(binding_prediction, mo, style):
+    mo.stop(binding_prediction is None)  # the equations give the answer away
+    style.math_peek("one arithmetic intensity per level", r"""
+    A kernel does $F$ FLOPs. Level $\ell$ (L1 or shared memory, L2, ..., DRAM/HBM) serves
+    $Q_\ell$ bytes: the core's loads at the first level, the misses of the level above at
+    every other. Each level has its own intensity and its own roof:
+
+    $$AI_\ell = \frac{F}{Q_\ell}, \qquad
+    P \le \min\Big(P_\text{peak},\ \min_\ell AI_\ell\,\beta_\ell\Big).$$
+
+    The level with the lowest $AI_\ell\,\beta_\ell$ binds (Yang, Kurth, Williams 2020; Ilic et
+    al. 2014 draw the same roofs with one AI). **Naive GEMM** ($C = AB$, $N^3$ multiply-adds,
+    $b$ bytes per element): every multiply-add loads an element of $A$ and one of $B$, so
+    the first level serves $Q_0 \approx 2N^3 b$ and $AI_0 = 1/b$. A level that holds all of
+    $A$, $B$, $C$ passes on only the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it. Nothing
+    in between keeps the operands for reuse, so the level right under the cores serves
+    everything at $AI = 1/b$.
+
+    **Model (simplified):** a level holding the kernel's tile (its working set) passes on the
+    tiled traffic; one holding the whole problem passes on the compulsory bytes; otherwise it
+    passes on what it was asked for. GPU capacities: shared memory per block for a tile, its
+    share of L2 ($C_{L2}/\text{SMs}$) since every SM holds a tile at once.
+    """)
+    return
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 3 · Tiling moves you between roofs"),
+        style.scenario_card(
+            "Tomás Ortega", "GPU kernel engineer",
+            "Now the real kernel: 8,192-sized bf16 matrices, 64 × 64 register tiles per warp, "
+            "and a cache tile in shared memory we can choose. Bigger tiles reuse every byte "
+            "more, so they should cut HBM traffic. I want the biggest tile we can get. How "
+            "much does doubling it buy, and is there a catch?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_tile, set_tile = quiz.lock_state(lab, "lab05.tile_traffic")
+    return get_tile, set_tile
+
+
+@app.cell
+def _(OPENING, TILE_Q, get_tile, hardware, lab, quiz, set_tile):
+    tile_form = quiz.numeric_form(
+        lab, "lab05.tile_traffic",
+        question=f"A tiled {OPENING['precision']} GEMM, N = {TILE_Q['n']:,}, with "
+                 f"{TILE_Q['register_tile']} × {TILE_Q['register_tile']} register tiles, on the "
+                 f"{hardware.get(OPENING['hierarchy']).name} (the machine picker's opening "
+                 f"choice): the cache tile grows from {TILE_Q['from']} × {TILE_Q['from']} to "
+                 f"{TILE_Q['to']} × {TILE_Q['to']}. By what factor does the traffic from HBM "
+                 "(main memory) fall?",
+        units="×", lo=0.1, hi=100, locked=get_tile(), on_lock=set_tile)
+    quiz.prediction_panel(tile_form, get_tile())
+    return
+
+
+@app.cell
+def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
+    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    _a, _b = hierarchy.tile_sweep(TILE_Q["n"], OPENING["precision"],
+                                  [TILE_Q["from"], TILE_Q["to"]], _h,
+                                  register_tile=TILE_Q["register_tile"])
+    _ratio = _a.uses[-1].bytes / _b.uses[-1].bytes
+    _smem = _h.level("shared memory")
+    tile_prediction = get_tile() or reveal.reference(
+        lab, "lab05.tile_traffic", round(_ratio, 2), "×",
+        explanation=f"Each of A and B is re-read once per tile column or row: HBM traffic ∝ "
+                    f"1/T. At T = {TILE_Q['from']}: {units.format_bytes(_a.uses[-1].bytes)}; "
+                    f"at T = {TILE_Q['to']}: {units.format_bytes(_b.uses[-1].bytes)}, "
+                    f"{_ratio:.2f}× less (not 4×: the tile's area grows 4×, its edge 2×). Both "
+                    f"tiles fit the {units.format_bytes(_smem.tile_capacity_bytes, binary=True)}"
+                    f" of shared memory a block may use ({units.format_bytes(3 * TILE_Q['to'] ** 2 * 2, binary=True)}"
+                    " for 128 × 128); the next doubling does not, and spills.")
+    reveal.card(tile_prediction)
+    return (tile_prediction,)
+
+
+@app.cell
+def _(
+    TILE_STEPS,
+    hierarchy,
+    machine,
+    register_picker,
+    size_slider,
+    tile_slider,
+):
+    # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel).
+    if machine is None:
+        tile_point = tile_curve = tile_error = None
+    else:
+        try:
+            _n = size_slider.value
+            tile_point = hierarchy.place(hierarchy.gemm_kernel(
+                _n, _n, _n, machine.precision, tile=tile_slider.value,
+                register_tile=register_picker.value), machine)
+            _tiles = [t for t in TILE_STEPS if t <= _n]
+            tile_curve = list(zip(_tiles, hierarchy.tile_sweep(
+                _n, machine.precision, _tiles, machine, register_tile=register_picker.value)))
+            tile_error = None
+        except ValueError as _e:
+            tile_point, tile_curve, tile_error = None, None, _e
+    return tile_curve, tile_error, tile_point
+
+
+@app.cell
+def _(
+    machine,
+    machine_error,
+    mo,
+    quiz,
+    register_picker,
+    size_slider,
+    style,
+    tile_error,
+    tile_point,
+    tile_prediction,
+    tile_slider,
+):
+    mo.stop(tile_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the tiling instrument."))
+    _controls = mo.hstack([size_slider, tile_slider, register_picker], justify="start")
+    if machine is None:
+        _status = style.error_callout(machine_error)
+    elif tile_error is not None:
+        _status = style.error_callout(tile_error)
+    elif tile_point.spills:
+        _over = ", ".join(tile_point.spills)
+        _status = style.error_callout(
+            f"The {tile_slider.value} × {tile_slider.value} tile's working set "
+            f"({style.format_bytes(tile_point.kernel.working_set, binary=True)}) does not fit "
+            f"in {_over} (room for one tile: "
+            + ", ".join(f"{u.level.name} {style.format_bytes(u.level.tile_capacity_bytes, binary=True)}"
+                        for u in tile_point.uses if u.level.name in tile_point.spills)
+            + f"). It spills: {_over} now pass{'es' if len(tile_point.spills) == 1 else ''} on "
+            f"everything the register tiles ask for, and the kernel falls to the "
+            f"{tile_point.binding} roof at {style.format_value(tile_point.attainable_tflops)} "
+            "TFLOP/s.\n\nShrink the tile to back out.",
+            title="The tile no longer fits: it spills to the next level.")
+    else:
+        _status = mo.callout(mo.md(
+            f"✓ The tile ({style.format_bytes(tile_point.kernel.working_set, binary=True)}) "
+            f"lives in **{tile_point.home}**. Main memory serves "
+            f"{style.format_bytes(tile_point.uses[-1].bytes)}; the {tile_point.binding} roof "
+            f"binds at {style.format_value(tile_point.attainable_tflops)} TFLOP/s."),
+            kind="success")
+    mo.vstack([_controls, _status])
+    return
+
+
+@app.cell
+def _(
+    figures,
+    hierarchy,
+    machine,
+    mo,
+    size_slider,
+    style,
+    tile_curve,
+    tile_point,
+    tile_prediction,
+    tile_slider,
+):
+    mo.stop(tile_prediction is None or tile_curve is None)
+    _ts = [t for t, _ in tile_curve]
+    _n = len(machine.levels)
+    _series = []
+    for _i, _lv in enumerate(machine.levels):
+        _color, _dash, _ = figures.level_style(_i, _n)
+        _series.append((f"bytes {_lv.name} serves", _ts,
+                        [max(p.uses[_i].bytes, 1.0) / 1e9 for _, p in tile_curve], _color,
+                        _dash))
+    _fits = [(hierarchy.largest_fitting_tile(_lv, machine.precision),
+              f"largest tile that fits {_lv.name}", figures.level_style(_i, _n)[0])
+             for _i, _lv in enumerate(machine.levels[:-1])]
+    _markers = [] if tile_point is None else [
+        (f"T = {tile_slider.value}", tile_slider.value,
+         max(tile_point.uses[-1].bytes, 1.0) / 1e9, style.COLORS["danger"])]
+    tile_figure = figures.loglog_lines_figure(
+        _series, markers=_markers, vlines=[f for f in _fits if 1 <= f[0] <= _ts[-1]],
+        title=f"Bytes each level serves vs the cache tile, N = {size_slider.value:,} on "
+              f"{machine.name}",
+        x_title="Cache tile T (T × T)", y_title="Bytes each level serves (GB)",
+        x_ticks=(_ts, [str(t) for t in _ts]))
+    tile_figure
+    return
+
+
+@app.cell
+def _(OPENING, TILE_Q, hierarchy, lab, machine, machine_error, mo, quiz, style, tile_prediction):
+    mo.stop(tile_prediction is None)
+    if machine is None:
+        _out = style.error_callout(machine_error)
+    else:
+        _a, _b = hierarchy.tile_sweep(TILE_Q["n"], machine.precision,
+                                      [TILE_Q["from"], TILE_Q["to"]], machine,
+                                      register_tile=TILE_Q["register_tile"])
+        _out = mo.vstack([mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register "
+                                f"tile {TILE_Q['register_tile']}, T {TILE_Q['from']} → "
+                                f"{TILE_Q['to']}, on {machine.name}"
+                                + ("" if machine.key == OPENING["hierarchy"] else
+                                   " (the question was asked for the picker's opening choice)")
+                                + ":"),
+                          quiz.compare(tile_prediction, _a.uses[-1].bytes / _b.uses[-1].bytes,
+                                       units="×", fmt=".2f", lab=lab)])
+    _out
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, tile_prediction):
+    mo.stop(tile_prediction is None)
+    tile_explain = quiz.explain_form(
+        lab, "lab05.tile_traffic",
+        observe_label="How does main-memory traffic change as T doubles, and what happened "
+                      "when the tile stopped fitting?",
+        explain_label="Why does traffic fall with the tile's edge, not its area, and why does "
+                      "a tile that spills make things worse, not just stop helping?")
+    tile_explain
+    return
+
+
+@app.cell
+def _(mo, style, tile_prediction):
+    mo.stop(tile_prediction is None)  # the equations give the answer away
+    style.math_peek("tiles, traffic and the fit", r"""
+    $C = AB$ in $T \times T$ output tiles, each kept while its row panel of $A$ and column
+    panel of $B$ stream past (``roofline.tiled_gemm_bytes``): $A$ is re-read once per tile
+    column, $B$ once per tile row,
+
+    $$Q(T) = b\,\Big(MK\,\Big\lceil \tfrac{N}{T} \Big\rceil + KN\,\Big\lceil \tfrac{M}{T}
+    \Big\rceil + MN\Big) \approx \frac{2N^3 b}{T}\quad(M = N = K).$$
+
+    Doubling the tile's **edge** halves the traffic (its area grows 4×, the reuse only 2×).
+    The level that keeps the tile needs its working set, the $C$ tile and the blocks of $A$
+    and $B$ it multiplies:
+
+    $$W(T) = 3\,T^2 b \;\le\; C_\ell \quad(\text{bf16: } T = 128 \to 96\ \text{KiB}).$$
+
+    A tile that does not fit **spills**: the level meant to keep it passes on everything the
+    register tiles ask for, $Q_0 \approx 2N^3 b / r$, so the level below it now binds at
+    $AI = r/b$. Bigger is better only up to the largest tile that fits.
+    """)
+    return
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("## Part 4 · What one roof can't tell you"),
+        mo.md("Two effects the roofline's smooth curve does not have, measured on your "
+              "machine. First, calls that read very little."),
+        style.scenario_card(
+            "Priya Raman", "performance engineer",
+            "Our post-processing calls a library sum on small arrays from Python, thousands of "
+            "times per request. We could shrink each array a thousandfold by keeping only what "
+            "changed. How much faster would each call be?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_shrink, set_shrink = quiz.lock_state(lab, "lab05.shrink_speedup")
+    return get_shrink, set_shrink
+
+
+@app.cell
+def _(SHRINK_Q, get_shrink, lab, quiz, set_shrink, units):
+    shrink_form = quiz.numeric_form(
+        lab, "lab05.shrink_speedup",
+        question=f"One call from Python reads an array once (torch.sum, one thread). Shrink the "
+                 f"array from {units.format_bytes(SHRINK_Q['big'], binary=True)} to "
+                 f"{units.format_bytes(SHRINK_Q['small'], binary=True)} "
+                 f"({SHRINK_Q['big'] // SHRINK_Q['small']:,}× fewer bytes): how many times "
+                 "shorter does one call get?",
+        units="×", lo=1, hi=10000, locked=get_shrink(), on_lock=set_shrink)
+    quiz.prediction_panel(shrink_form, get_shrink())
+    return
+
+
+@app.cell
+def _(SHRINK_Q, get_shrink, lab, reference_machine, reveal, units):
+    _t = dict(reference_machine.OVERHEAD_ROWS)
+    _big, _small = _t[SHRINK_Q["big"]], _t[SHRINK_Q["small"]]
+    shrink_prediction = get_shrink() or reveal.reference(
+        lab, "lab05.shrink_speedup", round(_big / _small, 2), "×",
+        explanation=f"On the reference machine ({reference_machine.MACHINE}, recorded) a call "
+                    f"reading {units.format_bytes(SHRINK_Q['big'], binary=True)} took "
+                    f"{_big * 1e6:.1f} µs and one reading "
+                    f"{units.format_bytes(SHRINK_Q['small'], binary=True)} "
+                    f"{_small * 1e6:.2f} µs: {_big / _small:.1f}×, not "
+                    f"{SHRINK_Q['big'] // SHRINK_Q['small']:,}×. Every call pays a fixed "
+                    f"~{reference_machine.CALL_OVERHEAD_S * 1e6:.1f} µs (Python, torch's "
+                    "dispatch) before a byte moves; below a few tens of KiB that cost is "
+                    "the whole time.")
+    reveal.card(shrink_prediction)
+    return (shrink_prediction,)
+
+
+@app.cell
+def _(live):
+    overhead_button = live.run_button("Measure the cost of a call on this machine")
+    return (overhead_button,)
+
+
+@app.cell
+def _(live, measure, overhead_button, shrink_prediction):
+    if shrink_prediction is None:
+        overhead_run, _message = None, None
+    else:
+        overhead_run, _message = live.run_if_pressed(
+            overhead_button, lambda progress: measure.call_overhead_sweep(
+                budget_s=4.0, progress=progress),
+            total=8, title="Timing one read per call")
+    _message
+    return (overhead_run,)
+
+
+@app.cell
+def _(mo, overhead_button, quiz, shrink_prediction):
+    mo.stop(shrink_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the per-call instrument."))
+    mo.vstack([mo.md("The figure starts with the reference machine's recorded run; the button "
+                     "times yours (about 5 s, one thread, 256 B to 4 MiB per call)."),
+               overhead_button])
+    return
+
+
+@app.cell
+def _(
+    figures,
+    mo,
+    overhead_run,
+    quantization,
+    reference_machine,
+    shrink_prediction,
+    style,
+):
+    mo.stop(shrink_prediction is None)
+    _ref = reference_machine.OVERHEAD_ROWS
+    _series = [("reference machine (recorded)", [r[0] for r in _ref],
+                [r[1] * 1e6 for r in _ref], style.COLORS["muted"], "dot")]
+    _o, _bw = reference_machine.CALL_OVERHEAD_S, reference_machine.OVERHEAD_BANDWIDTH_GBS
+    if overhead_run is not None:
+        _series.insert(0, ("this machine (median per call)",
+                           [r["bytes"] for r in overhead_run.rows],
+                           [r["median_s"] * 1e6 for r in overhead_run.rows],
+                           style.COLORS["memory"], "solid"))
+        _o, _bw = overhead_run.overhead_s, overhead_run.bandwidth_gbs
+    _x = [2.0**k for k in range(8, 23)]
+    _series.append((f"model: {_o * 1e6:.2g} µs + bytes / {_bw:.0f} GB/s", _x,
+                    [quantization.call_time(x, _bw, _o) * 1e6 for x in _x],
+                    style.COLORS["compute"], "dash"))
+    _cross = quantization.overhead_crossover_bytes(_bw, _o)
+    overhead_figure = figures.loglog_lines_figure(
+        _series, vlines=[(_cross, f"overhead = read time at "
+                                  f"{style.format_bytes(_cross, binary=True)}",
+                          style.COLORS["overhead"])],
+        bands=[(_x[0], _cross, "overhead-bound", style.COLORS["overhead"])],
+        title="Time per call vs bytes read once per call",
+        x_title="Bytes read per call", y_title="Time per call (µs)")
+    overhead_figure
+    return
+
+
+@app.cell
+def _(SHRINK_Q, lab, mo, overhead_run, quiz, reference_machine, shrink_prediction):
+    mo.stop(shrink_prediction is None)
+    if overhead_run is not None:
+        _t = {r["bytes"]: r["median_s"] for r in overhead_run.rows}
+        _out = mo.vstack([mo.md("**Prediction vs reality** · your machine, median time per "
+                                "call:"),
+                          quiz.compare(shrink_prediction, _t[SHRINK_Q["big"]]
+                                       / _t[SHRINK_Q["small"]], units="×", fmt=".1f",
+                                       lab=lab)])
+    else:
+        _t = dict(reference_machine.OVERHEAD_ROWS)
+        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (press the button to "
+                                "compare with yours):"),
+                          quiz.compare(shrink_prediction, _t[SHRINK_Q["big"]]
+                                       / _t[SHRINK_Q["small"]], units="×", fmt=".1f")])
+    _out
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, shrink_prediction):
+    mo.stop(shrink_prediction is None)
+    shrink_explain = quiz.explain_form(
+        lab, "lab05.shrink_speedup",
+        observe_label="Below which size did the time per call stop shrinking?",
+        explain_label="What sets the time of a call there, if not any memory level's "
+                      "bandwidth?")
+    shrink_explain
+    return
+
+
+@app.cell
+def _(mo, style):
+    mo.vstack([
+        mo.md("Second, sizes that do not divide evenly."),
+        style.scenario_card(
+            "Tomás Ortega", "GPU kernel engineer",
+            "Our GEMM's throughput jumps around as the batch grows, although the arithmetic "
+            "intensity rises smoothly. The library cuts the output into 128 × 128 tiles and "
+            "runs one tile per SM at a time. What happens when N grows a little?"),
+    ])
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_wave, set_wave = quiz.lock_state(lab, "lab05.wave_fraction")
+    return get_wave, set_wave
+
+
+@app.cell
+def _(OPENING, WAVE_Q, fusion, get_wave, hardware, lab, quantization, quiz, set_wave):
+    wave_form = quiz.numeric_form(
+        lab, "lab05.wave_fraction",
+        question=f"A {OPENING['precision']} GEMM cut into {WAVE_Q['tile']} × {WAVE_Q['tile']} "
+                 f"output tiles on the {hardware.get(WAVE_Q['device']).name} "
+                 f"({fusion.onchip(WAVE_Q['device']).sms} SMs, one tile per SM at a time). "
+                 f"N = {WAVE_Q['from']:,} makes "
+                 f"{quantization.quantization(WAVE_Q['from'], WAVE_Q['from'], WAVE_Q['tile'], fusion.onchip(WAVE_Q['device']).sms).tiles}"
+                 f" tiles. At N = {WAVE_Q['to']:,}, what fraction of N = {WAVE_Q['from']:,}'s "
+                 "throughput does the GEMM reach (1 = the same)?",
+        units="", lo=0.01, hi=2, locked=get_wave(), on_lock=set_wave)
+    quiz.prediction_panel(wave_form, get_wave())
+    return
+
+
+@app.cell
+def _(WAVE_Q, fusion, get_wave, lab, quantization, reveal):
+    _sms = fusion.onchip(WAVE_Q["device"]).sms
+    _a, _b = (quantization.quantization(n, n, WAVE_Q["tile"], _sms)
+              for n in (WAVE_Q["from"], WAVE_Q["to"]))
+    _frac = quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], _sms)
+    wave_prediction = get_wave() or reveal.reference(
+        lab, "lab05.wave_fraction", round(_frac, 3),
+        explanation=f"N = {WAVE_Q['from']:,}: {_a.tiles} tiles in {_a.waves} wave on {_sms} "
+                    f"SMs ({_a.wave_efficiency:.0%} busy). N = {WAVE_Q['to']:,}: {_b.tiles} "
+                    f"tiles need {_b.waves} waves, the second with {_b.tiles - _sms} tiles on "
+                    f"{_sms} SMs: {_b.wave_efficiency:.0%} busy over the run. Throughput "
+                    f"follows the busy fraction: {_frac:.2f} of N = {WAVE_Q['from']:,}'s, for "
+                    "an AI that went up.")
+    reveal.card(wave_prediction)
+    return (wave_prediction,)
+
+
+@app.cell
+def _(
+    WAVE_Q,
+    figures,
+    fusion,
+    hardware,
+    mo,
+    quantization,
+    quiz,
+    wave_prediction,
+):
+    mo.stop(wave_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the quantisation instruments."))
+    _sms = fusion.onchip(WAVE_Q["device"]).sms
+    _ns = list(range(512, 4097, 32))
+    wave_figure = figures.sawtooth_figure(
+        _ns, quantization.efficiency_curve(_ns, WAVE_Q["tile"], _sms), tile=WAVE_Q["tile"],
+        y_title="Fraction of the peak the tiles can use",
+        predicted_label="tile × wave quantisation (model)",
+        marks=[(WAVE_Q["from"], f"N = {WAVE_Q['from']:,}"), (WAVE_Q["to"], f"N = {WAVE_Q['to']:,}")],
+        title=f"Quantisation model: {WAVE_Q['tile']} × {WAVE_Q['tile']} tiles in waves of "
+              f"{_sms} on the {hardware.get(WAVE_Q['device']).name}")
+    wave_figure
+    return
+
+
+@app.cell
+def _(live):
+    sawtooth_button = live.run_button("Measure the GEMM sawtooth on this machine")
+    return (sawtooth_button,)
+
+
+@app.cell
+def _(live, measure, sawtooth_button, wave_prediction):
+    if wave_prediction is None:
+        sawtooth_run, _message = None, None
+    else:
+        sawtooth_run, _message = live.run_if_pressed(
+            sawtooth_button, lambda progress: measure.gemm_sawtooth(
+                budget_s=10.0, progress=progress),
+            total=25, title="Timing square GEMMs across tile boundaries")
+    _message
+    return (sawtooth_run,)
+
+
+@app.cell
+def _(mo, sawtooth_button, wave_prediction):
+    mo.stop(wave_prediction is None)
+    mo.vstack([mo.md("On your machine: the button times square GEMMs whose N crosses tile "
+                     "boundaries (a GPU: bf16, waves of tiles; a CPU: fp32 on one core, the "
+                     "BLAS micro-kernel's tiles; about 12 s). Until then, the reference "
+                     "machine's recorded run is shown."),
+               sawtooth_button])
+    return
+
+
+@app.cell
+def _(
+    figures,
+    mo,
+    quantization,
+    reference_machine,
+    sawtooth_run,
+    wave_prediction,
+):
+    mo.stop(wave_prediction is None)
+    if sawtooth_run is not None and sawtooth_run.measured:
+        _rows = sawtooth_run.measured
+        _ns = [r["n"] for r in _rows]
+        _meas, _pred = [r["relative"] for r in _rows], [r["predicted"] for r in _rows]
+        _tile, _who = sawtooth_run.tile, f"this machine ({sawtooth_run.device})"
+        _note = sawtooth_run.tile_note
+    else:
+        _ns = [r[0] for r in reference_machine.SAWTOOTH]
+        _best = max(r[1] for r in reference_machine.SAWTOOTH)
+        _meas = [r[1] / _best for r in reference_machine.SAWTOOTH]
+        _tile = reference_machine.SAWTOOTH_TILE
+        _eff = quantization.efficiency_curve(_ns, _tile, 1)
+        _pred = [e / max(_eff) for e in _eff]
+        _who, _note = (f"reference machine ({reference_machine.MACHINE}, recorded)",
+                       f"assumed micro-kernel width {_tile}; one thread")
+    sawtooth_figure = figures.sawtooth_figure(
+        _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
+        title=f"GEMM throughput vs N: {_note}")
+    sawtooth_figure
+    return
+
+
+@app.cell
+def _(WAVE_Q, fusion, lab, mo, quantization, quiz, wave_prediction):
+    mo.stop(wave_prediction is None)
+    _sms = fusion.onchip(WAVE_Q["device"]).sms
+    mo.vstack([mo.md(f"**Prediction vs the quantisation model** · {WAVE_Q['tile']} × "
+                     f"{WAVE_Q['tile']} tiles, {_sms} SMs, N {WAVE_Q['from']:,} → "
+                     f"{WAVE_Q['to']:,}:"),
+               quiz.compare(wave_prediction, quantization.relative_throughput(
+                   WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], _sms), fmt=".2f", lab=lab)])
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, wave_prediction):
+    mo.stop(wave_prediction is None)
+    wave_explain = quiz.explain_form(
+        lab, "lab05.wave_fraction",
+        observe_label="Where are the steps of the sawtooth on the model and on your machine, "
+                      "and how deep are they?",
+        explain_label="Why can a larger N, with a higher arithmetic intensity, run slower?")
+    wave_explain
+    return
+
+
+@app.cell
+def _(mo, shrink_prediction, style, wave_prediction):
+    mo.stop(shrink_prediction is None or wave_prediction is None)  # the equations give answers
+    style.math_peek("fixed costs and quantisation", r"""
+    **A fixed cost per call.** A call that reads $W$ bytes once takes
+    $t(W) = t_0 + W/eta$ (the fixed cost $t_0$, Python and the library's dispatch, or a
+    kernel launch, comes first: the two add). Below $W^* = t_0\,eta$ the call is
+    overhead-bound: shrinking $W$ by $1000	imes$ saves at most $W/eta$, not $t$.
+
+    **Tiles.** An $N 	imes N$ output cut into $T 	imes T$ tiles pays for
+    $\lceil N/T 
+ceil^2$ whole tiles: tile efficiency $N^2 / (T\lceil N/T
+ceil)^2$.
+    **Waves.** With one tile per SM at a time on $S$ SMs the tiles run in
+    $w = \lceil 	ext{tiles}/S 
+ceil$ waves, and the last wave may be nearly empty: wave
+    efficiency $	ext{tiles} / (w S)$. The fraction of the peak the GEMM can reach is their
+    product, a sawtooth in $N$ that the roofline (a function of AI only) does not have:
+
+    $$\eta(N) = rac{N^2}{T^2\lceil N/T
+ceil^2} \cdot
+    rac{\lceil N/T
+ceil^2}{S\,\lceil \lceil N/T
+ceil^2 / S 
+ceil}.$$
+
+    On one CPU core $S = 1$ and the tile is the BLAS micro-kernel's block; libraries run the
+    ragged edge with narrower kernels, so measured dips are shallower than this model.
+    """)
+    return
+
+
+@app.cell
+def _(
+    binding_prediction,
+    mo,
+    shrink_prediction,
+    staircase_prediction,
+    style,
+    tile_prediction,
+    wave_prediction,
+):
+    _gate = style.takeaways_gate((staircase_prediction, binding_prediction, tile_prediction,
+                                  shrink_prediction, wave_prediction))
+    mo.stop(_gate is not None, _gate)
+    style.takeaways([
+        "Bandwidth depends on the working set: re-reading an array that fits in a cache runs at "
+        "that cache's bandwidth, several times DRAM's. The curve is a staircase with one "
+        "plateau per level, and you can find the levels from the data.",
+        "A kernel has one arithmetic intensity per level: FLOPs over the bytes that level "
+        "serves. The lowest of AI × bandwidth over the levels binds, and it is not always "
+        "DRAM: a naive GEMM whose operands fit in L2 is bound by L2, far below the compute "
+        "roof that its DRAM intensity suggests.",
+        "Tiling moves traffic off the slow levels: main-memory traffic falls with the tile's "
+        "edge. It works only while the tile's working set (3 T² b for a GEMM) fits the level "
+        "meant to keep it; a tile that spills drops the kernel onto a lower roof.",
+        "Two things one roofline cannot show: a fixed cost per call makes small kernels "
+        "overhead-bound, and tiles and waves quantise throughput into a sawtooth in N.",
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()
