@@ -207,7 +207,15 @@ def _(live):
 
 
 @app.cell
-def _(measure, mo, quiz, staircase_prediction, style, sweep_budget, sweep_button):
+def _(
+    measure,
+    mo,
+    quiz,
+    staircase_prediction,
+    style,
+    sweep_budget,
+    sweep_button,
+):
     mo.stop(staircase_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the staircase instrument."))
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
@@ -485,7 +493,14 @@ def _(hierarchy, machine, mo):
 
 
 @app.cell
-def _(MEASURED, REFERENCE, hierarchy, hierarchy_run, machine_picker, reference_machine):
+def _(
+    MEASURED,
+    REFERENCE,
+    hierarchy,
+    hierarchy_run,
+    machine_picker,
+    reference_machine,
+):
     # The levels Parts 2 and 3 draw: the recorded CPU, this machine's plateaus, or a registry GPU.
     def _machine(choice):
         if choice == REFERENCE:
@@ -514,7 +529,15 @@ def _(MEASURED, REFERENCE, hierarchy, hierarchy_run, machine_picker, reference_m
 
 
 @app.cell
-def _(FLASH, KERNELS, hierarchy, machine, register_picker, size_slider, tile_slider):
+def _(
+    FLASH,
+    KERNELS,
+    hierarchy,
+    machine,
+    register_picker,
+    size_slider,
+    tile_slider,
+):
     def kernel_for(name, n, tile, r, precision):
         """The kernel model the picker names, at size n, tile T and register tile r."""
         if name == KERNELS[0]:
@@ -540,7 +563,7 @@ def _(FLASH, KERNELS, hierarchy, machine, register_picker, size_slider, tile_sli
 
     all_points = (kernel_points(size_slider.value, tile_slider.value, register_picker.value)
                   if machine is not None else {})
-    return all_points, kernel_for
+    return (all_points,)
 
 
 @app.cell
@@ -595,14 +618,7 @@ def _(
 
 
 @app.cell
-def _(
-    all_points,
-    binding_prediction,
-    figures,
-    kernel_picker,
-    machine,
-    mo,
-):
+def _(all_points, binding_prediction, figures, kernel_picker, machine, mo):
     mo.stop(binding_prediction is None or machine is None
             or isinstance(all_points.get(kernel_picker.value), Exception))
     cache_roofline = figures.cache_roofline_figure(
@@ -756,24 +772,32 @@ def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
 
 
 @app.cell
+def _(SIZE_STEPS, TILE_Q, mo):
+    gemm_n_slider = mo.ui.slider(steps=SIZE_STEPS, value=TILE_Q["n"], show_value=True,
+                                 label="GEMM size N (N × N × N)")
+    return (gemm_n_slider,)
+
+
+@app.cell
 def _(
     TILE_STEPS,
+    gemm_n_slider,
     hierarchy,
     machine,
     register_picker,
-    size_slider,
     tile_slider,
 ):
-    # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel).
+    # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel); the curve
+    # runs over every cache tile from the register tile up to N.
     if machine is None:
         tile_point = tile_curve = tile_error = None
     else:
         try:
-            _n = size_slider.value
+            _n = gemm_n_slider.value
             tile_point = hierarchy.place(hierarchy.gemm_kernel(
                 _n, _n, _n, machine.precision, tile=tile_slider.value,
                 register_tile=register_picker.value), machine)
-            _tiles = [t for t in TILE_STEPS if t <= _n]
+            _tiles = [t for t in TILE_STEPS if register_picker.value <= t <= _n]
             tile_curve = list(zip(_tiles, hierarchy.tile_sweep(
                 _n, machine.precision, _tiles, machine, register_tile=register_picker.value)))
             tile_error = None
@@ -784,12 +808,13 @@ def _(
 
 @app.cell
 def _(
+    gemm_n_slider,
     machine,
     machine_error,
+    machine_picker,
     mo,
     quiz,
     register_picker,
-    size_slider,
     style,
     tile_error,
     tile_point,
@@ -798,7 +823,8 @@ def _(
 ):
     mo.stop(tile_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the tiling instrument."))
-    _controls = mo.hstack([size_slider, tile_slider, register_picker], justify="start")
+    _controls = mo.vstack([machine_picker, mo.hstack([gemm_n_slider, tile_slider,
+                                                      register_picker], justify="start")])
     if machine is None:
         _status = style.error_callout(machine_error)
     elif tile_error is not None:
@@ -830,43 +856,36 @@ def _(
 @app.cell
 def _(
     figures,
-    hierarchy,
+    gemm_n_slider,
     machine,
     mo,
-    size_slider,
-    style,
+    register_picker,
     tile_curve,
-    tile_point,
     tile_prediction,
     tile_slider,
 ):
-    mo.stop(tile_prediction is None or tile_curve is None)
-    _ts = [t for t, _ in tile_curve]
-    _n = len(machine.levels)
-    _series = []
-    for _i, _lv in enumerate(machine.levels):
-        _color, _dash, _ = figures.level_style(_i, _n)
-        _series.append((f"bytes {_lv.name} serves", _ts,
-                        [max(p.uses[_i].bytes, 1.0) / 1e9 for _, p in tile_curve], _color,
-                        _dash))
-    _fits = [(hierarchy.largest_fitting_tile(_lv, machine.precision),
-              f"largest tile that fits {_lv.name}", figures.level_style(_i, _n)[0])
-             for _i, _lv in enumerate(machine.levels[:-1])]
-    _markers = [] if tile_point is None else [
-        (f"T = {tile_slider.value}", tile_slider.value,
-         max(tile_point.uses[-1].bytes, 1.0) / 1e9, style.COLORS["danger"])]
-    tile_figure = figures.loglog_lines_figure(
-        _series, markers=_markers, vlines=[f for f in _fits if 1 <= f[0] <= _ts[-1]],
-        title=f"Bytes each level serves vs the cache tile, N = {size_slider.value:,} on "
-              f"{machine.name}",
-        x_title="Cache tile T (T × T)", y_title="Bytes each level serves (GB)",
-        x_ticks=(_ts, [str(t) for t in _ts]))
+    mo.stop(tile_prediction is None or not tile_curve)
+    tile_figure = figures.tile_traffic_figure(
+        machine, tile_curve, current=tile_slider.value,
+        title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
+              f"register tile {register_picker.value}, on {machine.name}")
     tile_figure
     return
 
 
 @app.cell
-def _(OPENING, TILE_Q, hierarchy, lab, machine, machine_error, mo, quiz, style, tile_prediction):
+def _(
+    OPENING,
+    TILE_Q,
+    hierarchy,
+    lab,
+    machine,
+    machine_error,
+    mo,
+    quiz,
+    style,
+    tile_prediction,
+):
     mo.stop(tile_prediction is None)
     if machine is None:
         _out = style.error_callout(machine_error)
@@ -1038,13 +1057,23 @@ def _(
                           style.COLORS["overhead"])],
         bands=[(_x[0], _cross, "overhead-bound", style.COLORS["overhead"])],
         title="Time per call vs bytes read once per call",
-        x_title="Bytes read per call", y_title="Time per call (µs)")
+        x_title="Bytes read per call", y_title="Time per call (µs)",
+        x_ticks=([4.0**k for k in range(4, 12)],
+                 [style.format_bytes(4.0**k, binary=True) for k in range(4, 12)]))
     overhead_figure
     return
 
 
 @app.cell
-def _(SHRINK_Q, lab, mo, overhead_run, quiz, reference_machine, shrink_prediction):
+def _(
+    SHRINK_Q,
+    lab,
+    mo,
+    overhead_run,
+    quiz,
+    reference_machine,
+    shrink_prediction,
+):
     mo.stop(shrink_prediction is None)
     if overhead_run is not None:
         _t = {r["bytes"]: r["median_s"] for r in overhead_run.rows}
@@ -1095,7 +1124,17 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(OPENING, WAVE_Q, fusion, get_wave, hardware, lab, quantization, quiz, set_wave):
+def _(
+    OPENING,
+    WAVE_Q,
+    fusion,
+    get_wave,
+    hardware,
+    lab,
+    quantization,
+    quiz,
+    set_wave,
+):
     wave_form = quiz.numeric_form(
         lab, "lab05.wave_fraction",
         question=f"A {OPENING['precision']} GEMM cut into {WAVE_Q['tile']} × {WAVE_Q['tile']} "
@@ -1202,15 +1241,14 @@ def _(
         _note = sawtooth_run.tile_note
     else:
         _ns = [r[0] for r in reference_machine.SAWTOOTH]
-        _best = max(r[1] for r in reference_machine.SAWTOOTH)
-        _meas = [r[1] / _best for r in reference_machine.SAWTOOTH]
         _tile = reference_machine.SAWTOOTH_TILE
-        _eff = quantization.efficiency_curve(_ns, _tile, 1)
-        _pred = [e / max(_eff) for e in _eff]
+        _meas, _pred = quantization.sawtooth_relative(
+            _ns, [r[1] for r in reference_machine.SAWTOOTH], _tile, 1, per_tile=True)
         _who, _note = (f"reference machine ({reference_machine.MACHINE}, recorded)",
                        f"assumed micro-kernel width {_tile}; one thread")
     sawtooth_figure = figures.sawtooth_figure(
         _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
+        y_title="Throughput vs the tile multiple below (CPU) or the best (GPU)",
         title=f"GEMM throughput vs N: {_note}")
     sawtooth_figure
     return
@@ -1245,26 +1283,19 @@ def _(mo, shrink_prediction, style, wave_prediction):
     mo.stop(shrink_prediction is None or wave_prediction is None)  # the equations give answers
     style.math_peek("fixed costs and quantisation", r"""
     **A fixed cost per call.** A call that reads $W$ bytes once takes
-    $t(W) = t_0 + W/eta$ (the fixed cost $t_0$, Python and the library's dispatch, or a
-    kernel launch, comes first: the two add). Below $W^* = t_0\,eta$ the call is
-    overhead-bound: shrinking $W$ by $1000	imes$ saves at most $W/eta$, not $t$.
+    $t(W) = t_0 + W/\beta$ (the fixed cost $t_0$, Python and the library's dispatch, or a
+    kernel launch, comes first: the two add). Below $W^* = t_0\,\beta$ the call is
+    overhead-bound: shrinking $W$ by $1000\times$ saves at most $W/\beta$, not $t_0$.
 
-    **Tiles.** An $N 	imes N$ output cut into $T 	imes T$ tiles pays for
-    $\lceil N/T 
-ceil^2$ whole tiles: tile efficiency $N^2 / (T\lceil N/T
-ceil)^2$.
+    **Tiles.** An $N \times N$ output cut into $T \times T$ tiles pays for
+    $\lceil N/T \rceil^2$ whole tiles: tile efficiency $N^2 / (T\lceil N/T \rceil)^2$.
     **Waves.** With one tile per SM at a time on $S$ SMs the tiles run in
-    $w = \lceil 	ext{tiles}/S 
-ceil$ waves, and the last wave may be nearly empty: wave
-    efficiency $	ext{tiles} / (w S)$. The fraction of the peak the GEMM can reach is their
+    $w = \lceil \text{tiles}/S \rceil$ waves, and the last wave may be nearly empty: wave
+    efficiency $\text{tiles} / (w S)$. The fraction of the peak the GEMM can reach is their
     product, a sawtooth in $N$ that the roofline (a function of AI only) does not have:
 
-    $$\eta(N) = rac{N^2}{T^2\lceil N/T
-ceil^2} \cdot
-    rac{\lceil N/T
-ceil^2}{S\,\lceil \lceil N/T
-ceil^2 / S 
-ceil}.$$
+    $$\eta(N) = \frac{N^2}{T^2\lceil N/T \rceil^2} \cdot
+    \frac{\lceil N/T \rceil^2}{S\,\lceil \lceil N/T \rceil^2 / S \rceil}.$$
 
     On one CPU core $S = 1$ and the tile is the BLAS micro-kernel's block; libraries run the
     ragged edge with narrower kernels, so measured dips are shallower than this model.

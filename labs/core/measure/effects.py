@@ -128,7 +128,9 @@ class Sawtooth:
         import statistics
 
         meas = statistics.median(b["tflops"] / a["tflops"] for a, b in pairs)
-        pred = statistics.median(b["predicted"] / a["predicted"] for a, b in pairs)
+        pred = statistics.median(Q.quantization(b["n"], b["n"], self.tile, self.units).efficiency
+                                 / Q.quantization(a["n"], a["n"], self.tile, self.units).efficiency
+                                 for a, b in pairs)
         return meas, pred
 
 
@@ -142,11 +144,22 @@ def simd_fp32_lanes(torch) -> int:
 
 
 def default_sawtooth_sizes(tile: int, kind: str) -> list[int]:
-    """CPU: 2T ... 8T in steps of T/4 (each tile boundary crossed four times); GPU: 1024 ...
-    3072 in steps of T/2 (several wave boundaries of a 100-plus-SM GPU)."""
+    """CPU: 4T ... 12T in steps of T/4 (each tile boundary crossed eight times, sizes large
+    enough that the call overhead stays small); GPU: 1024 ... 3072 in steps of T/2 (several
+    wave boundaries of a 100-plus-SM GPU)."""
     if kind == "cuda":
         return list(range(1024, 3072 + 1, max(tile // 2, 1)))
-    return list(range(2 * tile, 8 * tile + 1, max(tile // 4, 1)))
+    return list(range(4 * tile, 12 * tile + 1, max(tile // 4, 1)))
+
+
+def _relative(rows: list[dict], tile: int, units: int, *, per_tile: bool) -> None:
+    """Add ``relative`` (measured) and ``predicted`` to the measured rows
+    (``quantization.sawtooth_relative``)."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    rel, pred = Q.sawtooth_relative([r["n"] for r in ok], [r["tflops"] for r in ok], tile,
+                                    units, per_tile=per_tile)
+    for r, a, b in zip(ok, rel, pred):
+        r["relative"], r["predicted"] = a, b
 
 
 def gemm_sawtooth(device: str | DeviceInfo | None = None, sizes: Sequence[int] | None = None,
@@ -155,8 +168,8 @@ def gemm_sawtooth(device: str | DeviceInfo | None = None, sizes: Sequence[int] |
     """Time N x N x N GEMMs over ``sizes`` (default :func:`default_sawtooth_sizes`) and put the
     quantisation model beside them: GPU bf16 with ``quantization.GPU_GEMM_TILE`` tiles and one
     unit per SM; CPU fp32 on ONE thread with ``quantization.cpu_gemm_tile`` (an assumption the
-    data checks). ``relative`` and ``predicted`` are each over their own maximum. Stops when
-    the budget is spent (rows say "skipped: time budget")."""
+    data checks). ``relative`` and ``predicted``: see :func:`_relative`. Stops when the budget
+    is spent (rows say "skipped: time budget")."""
     budget = positive("budget_s", budget_s)
     info = _device(device)
     torch = _torch()
@@ -185,11 +198,5 @@ def gemm_sawtooth(device: str | DeviceInfo | None = None, sizes: Sequence[int] |
         rows.append({"n": n, "status": "ok", "tflops": m.flops / m.min_s / 1e12,
                      "median_tflops": m.achieved_tflops, "reps": m.reps})
     _tick(progress, len(todo), len(todo), "done")
-    ok = [r for r in rows if r["status"] == "ok"]
-    best = max((r["tflops"] for r in ok), default=1.0)
-    pred = {r["n"]: e for r, e in zip(ok, Q.efficiency_curve([r["n"] for r in ok], tile, units))}
-    top = max(pred.values(), default=1.0)
-    for r in ok:
-        r["relative"] = r["tflops"] / best
-        r["predicted"] = pred[r["n"]] / top
+    _relative(rows, tile, units, per_tile=not cuda)
     return Sawtooth(info.name, info.kind, p, tile, units, tuple(rows), note)

@@ -74,6 +74,32 @@ def efficiency_curve(sizes, tile, units: int = 1) -> list[float]:
     return [quantization(n, n, tile, units).efficiency for n in sizes]
 
 
+def sawtooth_relative(sizes, throughputs, tile, units: int = 1, *,
+                      per_tile: bool) -> tuple[list[float], list[float]]:
+    """(measured, predicted) throughput of square GEMMs relative to a baseline, for plotting a
+    measured sawtooth beside the model. ``per_tile`` (one CPU core): each N against the
+    multiple of ``tile`` at or below it, measured and predicted alike (that takes out the slow
+    rise of small GEMMs, which is call overhead, and leaves the sawtooth; an N whose base was
+    not measured falls back to the best); else (a GPU, where waves matter) against the best."""
+    ns = [positive_int("sizes", n) for n in sizes]
+    thr = [positive("throughputs", t) for t in throughputs]
+    if len(ns) != len(thr) or not ns:
+        raise ValueError("sizes and throughputs must be non-empty and the same length")
+    by = dict(zip(ns, thr))
+    eff = dict(zip(ns, efficiency_curve(ns, tile, units)))
+    best, top = max(thr), max(eff.values())
+    meas, pred = [], []
+    for n in ns:
+        base = (n // tile) * tile
+        if per_tile and base in by:
+            meas.append(by[n] / by[base])
+            pred.append(eff[n] / eff[base])
+        else:
+            meas.append(by[n] / best)
+            pred.append(eff[n] / top)
+    return meas, pred
+
+
 def cpu_gemm_tile(simd_fp32_lanes: int) -> int:
     """The N-width of a CPU BLAS micro-kernel's C block, taken as two vector registers of
     fp32 (16 with AVX2's 8 lanes, 32 with AVX-512's 16): an assumption (MKL and oneDNN do

@@ -43,6 +43,7 @@ from labs.core.ui.hierarchy_figures import (  # noqa: F401  (re-exported, Lab 5)
     cache_roofline_figure,
     level_style,
     sawtooth_figure,
+    tile_traffic_figure,
     working_set_figure,
 )
 from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num

@@ -27,6 +27,11 @@ _CACHE_STYLES = (("accent", "dot", "diamond"), ("ok", "dash", "square"),
 _MEMORY_STYLE = ("memory", "solid", "circle")
 
 
+#: Log axes with one labelled tick per decade and a faint minor grid (as the roofline's).
+_LOG_AXIS = dict(type="log", dtick=1, exponentformat="none",
+                 minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
+
+
 def level_style(index: int, count: int) -> tuple[str, str, str]:
     """(colour, dash, symbol) of level ``index`` of ``count`` (the last is main memory)."""
     key, dash, symbol = _MEMORY_STYLE if index == count - 1 else \
@@ -80,18 +85,23 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
             hovertemplate=f"{html.escape(name)}<br>%{{text}} → %{{y:.3s}} GB/s<extra></extra>"))
     if not data:
         raise ValueError("series must hold at least one (name, sizes, gbs, kind)")
+    plateau_notes = []
     for i, p in enumerate(plateaus):
         color = COLORS["ok"]
         data.append(dict(
             type="scatter", x=[p.lo_bytes, p.hi_bytes], y=[p.bandwidth_gbs] * 2,
-            mode="lines+text", line=dict(color=color, width=7), opacity=0.55,
-            text=[f"{html.escape(p.name)} · {_num(p.bandwidth_gbs)} GB/s", ""],
-            textposition="top right", textfont=dict(color=PLOT_TEXT, size=11),
+            mode="lines", line=dict(color=color, width=7), opacity=0.55,
             name="plateaus found in the data" if i == 0 else p.name, showlegend=i == 0,
             legendgroup="plateaus", cliponaxis=False,
             hovertemplate=(f"plateau {html.escape(p.name)}: {format_bytes(p.lo_bytes, binary=True)}"
                            f" – {format_bytes(p.hi_bytes, binary=True)}<br>{_num(p.bandwidth_gbs)}"
                            f" GB/s (spread {p.spread:.0%})<extra></extra>")))
+        # the label sits above the bar's middle, clear of the points that wobble around it
+        plateau_notes.append(dict(
+            xref="x", yref="y", x=math.log10(math.sqrt(p.lo_bytes * p.hi_bytes)),
+            y=math.log10(p.bandwidth_gbs), yshift=22, showarrow=False,
+            text=f"<b>{html.escape(p.name)}</b> · {_num(p.bandwidth_gbs)} GB/s",
+            font=dict(color=color, size=12)))
     lo, hi = min(xs + [c[1] for c in caches]), max(xs + [c[1] for c in caches])
     shapes = [dict(type="line", xref="x", yref="paper", x0=b, x1=b, y0=0, y1=1,
                    line=dict(color=PLOT_TEXT, width=1.2, dash="dash")) for _, b in caches]
@@ -103,9 +113,9 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
     return _figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=_bytes_axis(lo, hi, "Working set (bytes read over and over)"),
-        yaxis=dict(type="log", title=dict(text="Bandwidth (GB/s)"),
+        yaxis=dict(_LOG_AXIS, title=dict(text="Bandwidth (GB/s)"),
                    range=[math.log10(y_lo), math.log10(y_hi)]),
-        shapes=shapes, annotations=notes, legend=_LEGEND,
+        shapes=shapes, annotations=notes + plateau_notes, legend=_LEGEND,
         margin=dict(l=70, r=30, t=70 + 16 * bool(caches), b=40)))
 
 
@@ -135,6 +145,7 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
                  line=dict(color=COLORS["compute"], width=2.5),
                  hovertemplate="compute roof %{y:.3s} TFLOP/s<extra></extra>")]
     y_min = hier.peak_tflops
+    roof_notes = []
     for i, lv in enumerate(hier.levels):
         color, dash, symbol = level_style(i, n)
         tag = f"{html.escape(lv.name)} · {_num(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
@@ -145,6 +156,10 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
             continue
         y = H.level_roof_tflops(x, lv, hier.peak_tflops)
         y_min = min(y_min, float(y[0]))
+        roof_notes.append(dict(xref="x", yref="y", x=math.log10(x[3]), y=math.log10(y[3]),
+                               xanchor="left", yanchor="bottom", yshift=4, showarrow=False,
+                               text=f"<b>{html.escape(lv.name)}</b>",
+                               font=dict(color=color, size=11)))
         est = " (estimate)" if lv.estimate else ""
         data.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
                          name=f"{tag}{est}", line=dict(color=color, dash=dash, width=2.5),
@@ -164,7 +179,7 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
                    range=[math.log10(lo), math.log10(hi)]),
         yaxis=dict(axis, title=dict(text="Attainable throughput (TFLOP/s)"),
                    range=[math.log10(y_min / 3), math.log10(hier.peak_tflops * 3)]),
-        legend=_LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
+        annotations=roof_notes, legend=_LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
 
 
 def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
@@ -177,7 +192,15 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
     out = [dict(type="scatter", x=[min(ais), max(ais)], y=[y, y], mode="lines",
                 line=dict(color=PLOT_TEXT, width=1, dash="dot"), showlegend=False,
                 hoverinfo="skip")]
-    for i, u in uses:
+    # points at nearly the same AI (within 1.6x) take turns below and above, and the binding
+    # level is drawn last, on top
+    order = sorted(uses, key=lambda iu: iu[1].ai)
+    place_text, prev, k = {}, None, 0
+    for i, u in order:
+        k = k + 1 if prev is not None and u.ai / prev < 1.6 else 0
+        place_text[i] = "bottom center" if k % 2 == 0 else "top center"
+        prev = u.ai
+    for i, u in sorted(uses, key=lambda iu: iu[1].level.name == p.binding):
         color, _, symbol = level_style(i, n)
         binds = u.level.name == p.binding
         roof = u.roof_tflops()
@@ -191,11 +214,73 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
             name=f"{html.escape(p.kernel.name)} · AI at {html.escape(u.level.name)}",
             marker=dict(size=16 if binds else 11, color=color, symbol=symbol,
                         line=dict(width=2.5 if binds else 1, color=PLOT_TEXT)),
-            text=[f"binds: {html.escape(u.level.name)}" if binds else html.escape(u.level.name)],
-            textposition="bottom center", textfont=dict(color=PLOT_TEXT, size=11),
+            text=[f"<b>binds: {html.escape(u.level.name)}</b>" if binds
+                  else html.escape(u.level.name)],
+            textposition=place_text[i], textfont=dict(color=PLOT_TEXT, size=11),
             hovertext=[hover], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
             cliponaxis=False))
     return out
+
+
+def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.HierarchyPoint]], *,
+                        current: int | None = None, title: str,
+                        height: int = 440) -> go.Figure:
+    """Bytes each level serves (log) vs the cache tile T (log 2), one line per level (colour,
+    dash and symbol), the binding level written above every T, the tiles that spill shaded
+    and labelled, and the current tile marked. ``curve``: (T, ``hierarchy.place`` result)."""
+    pts = list(curve)
+    if not pts:
+        raise ValueError("curve must hold at least one (tile, HierarchyPoint)")
+    ts = [int(t) for t, _ in pts]
+    n = len(hier.levels)
+    data, ys = [], []
+    for i, lv in enumerate(hier.levels):
+        color, dash, symbol = level_style(i, n)
+        y = [p.uses[i].bytes / 1e9 for _, p in pts]
+        keep = [(t, v) for t, v in zip(ts, y) if v > 0]
+        if not keep:
+            continue
+        ys += [v for _, v in keep]
+        data.append(dict(type="scatter", x=[t for t, _ in keep], y=[v for _, v in keep],
+                         mode="lines+markers", name=f"bytes {html.escape(lv.name)} serves",
+                         line=dict(color=color, dash=dash, width=2.5),
+                         marker=dict(size=9 - 2 * (i % 2), color=color, symbol=symbol),
+                         hovertemplate=f"{html.escape(lv.name)}: T = %{{x}} → %{{y:.3s}} GB"
+                                       "<extra></extra>"))
+    notes = [dict(xref="x", yref="paper", x=math.log10(t), y=1.0, yanchor="bottom",
+                  text=f"{html.escape(p.binding)}", showarrow=False, textangle=-30,
+                  font=dict(color=COLORS["danger"] if p.spills else PLOT_TEXT, size=10))
+             for t, p in pts]
+    notes.append(dict(xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
+                      yanchor="bottom", text="binds:", showarrow=False,
+                      font=dict(color=PLOT_TEXT, size=10)))
+    spill = [t for t, p in pts if p.spills]
+    shapes = []
+    if spill:
+        lo = math.sqrt(spill[0] * (ts[ts.index(spill[0]) - 1] if ts.index(spill[0]) else
+                                   spill[0] / 2))
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=lo, x1=max(ts) * 1.2,
+                           y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.08,
+                           line=dict(width=0), layer="below"))
+        notes.append(dict(xref="x", yref="paper", x=math.log10(lo), y=0.02, xanchor="left",
+                          yanchor="bottom", text="<b>the tile spills</b>", showarrow=False,
+                          font=dict(color=COLORS["danger"], size=12)))
+    if current is not None and current in ts:
+        shapes.append(dict(type="line", xref="x", yref="paper", x0=current, x1=current,
+                           y0=0, y1=1, line=dict(color=COLORS["danger"], width=2)))
+        notes.append(dict(xref="x", yref="paper", x=math.log10(current), y=0.5,
+                          xanchor="left", text=f" your T = {current}", showarrow=False,
+                          font=dict(color=COLORS["danger"], size=11)))
+    lo_y, hi_y = min(ys), max(ys)
+    return _figure(data, dict(
+        title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
+        xaxis=dict(type="log", title=dict(text="Cache tile T (T × T)"), tickmode="array",
+                   tickvals=ts, ticktext=[str(t) for t in ts],
+                   range=[math.log10(min(ts) / 1.3), math.log10(max(ts) * 1.3)]),
+        yaxis=dict(type="log", title=dict(text="Bytes each level serves (GB)"),
+                   range=[math.log10(lo_y / 1.6), math.log10(hi_y * 1.6)]),
+        shapes=shapes, annotations=notes, legend=_LEGEND,
+        margin=dict(l=70, r=30, t=80, b=40)))
 
 
 def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
