@@ -1248,7 +1248,8 @@ def _(
                        f"assumed micro-kernel width {_tile}; one thread")
     sawtooth_figure = figures.sawtooth_figure(
         _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
-        y_title="Throughput vs the tile multiple below (CPU) or the best (GPU)",
+        y_title=("Throughput vs the best" if sawtooth_run is not None
+                 and sawtooth_run.kind == "cuda" else "Throughput vs the tile multiple below"),
         title=f"GEMM throughput vs N: {_note}")
     sawtooth_figure
     return

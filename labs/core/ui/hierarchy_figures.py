@@ -234,7 +234,9 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
     ts = [int(t) for t, _ in pts]
     n = len(hier.levels)
     data, ys = [], []
-    for i, lv in enumerate(hier.levels):
+    # main memory first, faster levels drawn over it with smaller markers: levels serving the
+    # same bytes overlap, and every one stays visible
+    for i, lv in reversed(list(enumerate(hier.levels))):
         color, dash, symbol = level_style(i, n)
         y = [p.uses[i].bytes / 1e9 for _, p in pts]
         keep = [(t, v) for t, v in zip(ts, y) if v > 0]
@@ -243,8 +245,9 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
         ys += [v for _, v in keep]
         data.append(dict(type="scatter", x=[t for t, _ in keep], y=[v for _, v in keep],
                          mode="lines+markers", name=f"bytes {html.escape(lv.name)} serves",
+                         legendrank=i + 1,
                          line=dict(color=color, dash=dash, width=2.5),
-                         marker=dict(size=9 - 2 * (i % 2), color=color, symbol=symbol),
+                         marker=dict(size=6 + 2 * i, color=color, symbol=symbol),
                          hovertemplate=f"{html.escape(lv.name)}: T = %{{x}} → %{{y:.3s}} GB"
                                        "<extra></extra>"))
     notes = [dict(xref="x", yref="paper", x=math.log10(t), y=1.0, yanchor="bottom",
@@ -318,6 +321,7 @@ def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
     return _figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=dict(title=dict(text=f"N (square GEMM; dotted lines every {t})")),
-        yaxis=dict(title=dict(text=html.escape(y_title)), range=[0, 1.1]),
+        yaxis=dict(title=dict(text=html.escape(y_title)),
+                   range=[0, max([1.1] + [1.1 * float(v) for v in (measured or ())])]),
         shapes=shapes, annotations=notes, legend=_LEGEND,
         margin=dict(l=70, r=30, t=60 + 16 * bool(marks), b=40)))

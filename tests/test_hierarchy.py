@@ -1,0 +1,245 @@
+"""Lab 5 physics: memory levels, bytes per level, per-level AI, the binding level, tile fit and
+spill (labs.core.physics.hierarchy), against hand-derived values and general rules."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labs.core import fusion as FU
+from labs.core import hierarchy as H
+from labs.core import reference_machine as RM
+from labs.core import roofline as R
+
+KIB, MIB = 2**10, 2**20
+
+
+def toy(l1=32 * KIB, l2=512 * KIB, bws=(100.0, 50.0, 10.0), peak_tflops=1.0):
+    """A CPU-like machine with round numbers: L1, L2, DRAM (GB/s), peak in TFLOP/s."""
+    return H.measured_hierarchy("toy", {"L1": (l1, bws[0]), "L2": (l2, bws[1]),
+                                        "DRAM": (2**34, bws[2])}, peak_tflops)
+
+
+# --- registry levels ------------------------------------------------------------------------
+
+def test_a100_levels_are_sourced_and_estimates_say_so():
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    smem, l2, hbm = h.levels
+    oc = FU.onchip("a100-sxm-80gb")
+    assert h.names == ("shared memory", "L2", "HBM")
+    assert smem.capacity_bytes == 164 * KIB and smem.tile_capacity_bytes == 163 * KIB
+    assert smem.bandwidth_gbs == pytest.approx(oc.smem_bandwidth_gbs) and smem.estimate
+    # 5120 B/clock (A100 whitepaper) x 1.41 GHz boost
+    assert l2.bandwidth_gbs == pytest.approx(5120 * 1.41) and l2.estimate
+    assert "5120 Bytes/clk" in l2.source and "~ derived" in l2.note
+    assert l2.capacity_bytes == 40 * MIB and l2.tile_capacity_bytes == pytest.approx(40 * MIB / 108)
+    assert (hbm.bandwidth_gbs, hbm.estimate) == (2039, False)
+    assert h.peak_tflops == 312
+
+
+def test_a_level_without_a_public_bandwidth_has_no_roof():
+    h = H.gpu_hierarchy("h100-sxm", "bf16")
+    assert h.level("L2").bandwidth_gbs is None and "publishes no L2 bandwidth" in h.level("L2").note
+    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    assert p.use("L2").roof_tflops() is None  # never invented
+    assert p.binding != "L2"
+    with pytest.raises(ValueError, match="no bandwidth figure"):
+        H.level_roof_tflops(1.0, h.level("L2"), 100)
+
+
+def test_gpu_hierarchy_refuses_devices_without_onchip_figures():
+    with pytest.raises(KeyError, match="no on-chip figures"):
+        H.gpu_hierarchy("tpu-v5e")
+    assert set(H.gpu_keys()) == {"h100-sxm", "h100-pcie", "h200-sxm", "a100-sxm-80gb"}
+
+
+def test_unknown_level_is_a_keyerror_naming_it():
+    with pytest.raises(KeyError, match="level='L9'.*Known: L1, L2, DRAM"):
+        toy().level("L9")
+
+
+@pytest.mark.parametrize("levels, match", [
+    ({"L1": (0, 1.0), "DRAM": (1e9, 1.0)}, "capacity"),
+    ({"L1": (-5, 1.0), "DRAM": (1e9, 1.0)}, "capacity"),
+    ({"L1": (1e3, 0.0), "DRAM": (1e9, 1.0)}, "GB/s"),
+    ({"DRAM": (1e9, 1.0)}, "at least two"),
+])
+def test_bad_levels_raise_naming_the_argument(levels, match):
+    with pytest.raises(ValueError, match=match):
+        H.measured_hierarchy("x", levels, 1.0)
+
+
+# --- bytes per level: hand-derived ------------------------------------------------------------
+
+def test_naive_gemm_bytes_per_level_by_hand():
+    """Naive bf16 GEMM, N = 1024, on the A100: every multiply-add loads one A and one B
+    element (2 x 2 B per 2 FLOP), C written once; A, B, C (6 MiB) fit in the 40 MiB L2."""
+    n, b = 1024, 2
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    p = H.place(H.gemm_kernel(n, n, n, "bf16", tile=1), h)
+    streamed = 2 * n**3 * b + n * n * b
+    compulsory = 3 * n * n * b
+    assert [u.bytes for u in p.uses] == [streamed, streamed, compulsory]
+    assert [u.holds for u in p.uses] == ["tile", "problem", "nothing"]
+    assert p.use("L2").ai == pytest.approx(2 * n**3 / streamed)  # ~0.5 FLOP/B
+    assert p.use("HBM").ai == pytest.approx(2 * n / (3 * b))  # 341 FLOP/B
+    # roofs: L2 5120 x 1.41 GB/s x 0.5 = 3.6 TFLOP/s binds, far below the 312 peak
+    assert p.binding == "L2"
+    assert p.attainable_tflops == pytest.approx(2 * n**3 / streamed * 5120 * 1.41 / 1e3)
+
+
+def test_tiled_gemm_reuse_and_spill_by_hand():
+    """N = 8192 bf16, register tile 64 on the A100: T = 128 (96 KiB) fits shared memory (163
+    KiB per block); T = 256 (384 KiB) fits neither it nor its L2 share (40 MiB / 108 = 379
+    KiB): it spills, and every level serves the register tiles' traffic."""
+    n, b, r = 8192, 2, 64
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    fits = H.place(H.gemm_kernel(n, n, n, "bf16", tile=128, register_tile=r), h)
+    assert fits.kernel.working_set == 3 * 128**2 * b == 96 * KIB
+    assert fits.use("shared memory").bytes == R.tiled_gemm_bytes(n, n, n, r, b)
+    assert fits.use("L2").bytes == fits.use("HBM").bytes == R.tiled_gemm_bytes(n, n, n, 128, b)
+    assert fits.home == "shared memory" and fits.spills == () and fits.binding == "HBM"
+    spill = H.place(H.gemm_kernel(n, n, n, "bf16", tile=256, register_tile=r), h)
+    assert spill.kernel.working_set == 384 * KIB
+    assert spill.spills == ("shared memory", "L2") and spill.home == "HBM"
+    assert {u.bytes for u in spill.uses} == {R.tiled_gemm_bytes(n, n, n, r, b)}
+    assert spill.use("HBM").ai == pytest.approx(2 * n**3 / R.tiled_gemm_bytes(n, n, n, r, b))
+    # the spilled tile's HBM traffic is the register tiles' (T = 64): twice T = 128's
+    assert spill.binding == "HBM" and spill.attainable_tflops == pytest.approx(
+        spill.use("HBM").roof_tflops())
+    assert fits.attainable_tflops / spill.attainable_tflops == pytest.approx(2, rel=0.01)
+
+
+def test_stencil_bytes_per_level_by_hand():
+    """5-point stencil on a 4096 x 4096 fp32 grid: level 0 serves 5 reads + 1 write per point
+    (24 B); L1 (32 KiB) cannot hold 4 rows (64 KiB): 3 row re-reads + 1 write (16 B); L2 (512
+    KiB) holds them: 1 read + 1 write (8 B)."""
+    n, b = 4096, 4
+    p = H.place(H.stencil_kernel(n, "fp32"), toy())
+    assert [u.bytes / n**2 for u in p.uses] == [6 * b, 4 * b, 2 * b]
+    assert p.use("DRAM").ai == pytest.approx(5 / (2 * b))
+
+
+def test_reduction_served_by_the_level_that_holds_it():
+    """A re-read sum: the first level holding the array serves every pass; below it, nothing."""
+    h = toy()
+    small = H.place(H.reduction_kernel(16 * KIB // 4, "fp32"), h)  # 16 KiB: in L1
+    assert [u.bytes for u in small.uses] == [16 * KIB, 0, 0]
+    assert small.use("L2").ai is None and small.binding in ("L1", "compute")
+    big = H.place(H.reduction_kernel(64 * MIB // 4, "fp32"), h)  # past every cache
+    assert [u.bytes for u in big.uses] == [64 * MIB] * 3
+    assert big.binding == "DRAM" and big.use("DRAM").ai == pytest.approx(0.25)
+
+
+def test_flash_tile_levels_are_lab4s_formulas():
+    h = H.gpu_hierarchy("h100-sxm", "bf16")
+    k = H.flash_kernel(1, 32, 4096, 128, 128, 128, "bf16")
+    p = H.place(k, h)
+    assert p.uses[0].bytes == FU.flash_onchip_bytes(1, 32, 4096, 4096, 128, 128, 128, "bf16")
+    assert p.use("HBM").bytes == FU.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128,
+                                                              "bf16")
+    assert k.working_set == FU.flash_tile(128, 128, 128, "h100-sxm", "bf16").smem_bytes
+
+
+# --- general rules --------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(64, 4096), t=st.sampled_from([2, 4, 8, 16, 32]),
+       r=st.sampled_from([1, 2, 4]), b=st.sampled_from(["fp32", "bf16"]))
+def test_traffic_never_grows_down_the_hierarchy(n, t, r, b):
+    p = H.place(H.gemm_kernel(n, n, n, b, tile=min(t, n), register_tile=min(r, t, n)), toy())
+    served = [u.bytes for u in p.uses]
+    assert all(a >= c for a, c in zip(served, served[1:]))
+    assert p.attainable_tflops <= p.hierarchy.peak_tflops
+    roofs = [u.roof_tflops() for u in p.uses if u.roof_tflops() is not None]
+    assert p.attainable_tflops == pytest.approx(min(roofs + [p.hierarchy.peak_tflops]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(3, 8), n=st.sampled_from([8192, 16384]))
+def test_main_memory_traffic_halves_when_a_fitting_tile_doubles(k, n):
+    """Tiled GEMM traffic ~ 2 N^3 b / T: doubling the tile's edge halves it (not a quarter),
+    as long as both tiles fit their level."""
+    t = 2**k
+    # a cache that holds any of these tiles (<= 3 MiB) but never the whole problem (>= 768 MiB)
+    h = H.measured_hierarchy("big cache", {"L1": (64 * MIB, 1.0), "DRAM": (1 << 40, 1.0)}, 1.0)
+    a, c = H.tile_sweep(n, "fp32", [t, 2 * t], h, register_tile=1)
+    assert a.uses[-1].bytes / c.uses[-1].bytes == pytest.approx(2, rel=0.02)
+
+
+@settings(max_examples=80, deadline=None)
+@given(cap=st.floats(16, 1e9), prec=st.sampled_from(["fp32", "bf16", "fp8"]))
+def test_largest_fitting_tile_is_the_largest_power_of_two_that_fits(cap, prec):
+    b = {"fp32": 4, "bf16": 2, "fp8": 1}[prec]
+    lv = H.Level("x", cap, cap, 1.0, "test")
+    t = H.largest_fitting_tile(lv, prec)
+    if t == 0:
+        assert 3 * b > cap
+    else:
+        assert 3 * t * t * b <= cap < 3 * (2 * t) ** 2 * b and t & (t - 1) == 0
+
+
+def test_a100_shared_memory_fits_128_not_256():
+    assert H.largest_fitting_tile(H.gpu_hierarchy("a100-sxm-80gb").level("shared memory"),
+                                  "bf16") == 128
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: H.gemm_kernel(0, 8, 8, "fp32", tile=1), "m"),
+    (lambda: H.gemm_kernel(8, -8, 8, "fp32", tile=1), "n"),
+    (lambda: H.gemm_kernel(64, 64, 64, "fp32", tile=128), "tile=128 is larger than the matrix"),
+    (lambda: H.gemm_kernel(64, 64, 64, "fp32", tile=8, register_tile=16), "register_tile"),
+    (lambda: H.gemm_kernel(64, 64, 64, "fp32", tile=0), "tile"),
+    (lambda: H.stencil_kernel(2, "fp32"), "n must be >= 3"),
+    (lambda: H.reduction_kernel(-1, "fp32"), "n_elements"),
+    (lambda: H.flash_kernel(1, 8, 64, 64, 128, 64), "block_q=128"),
+])
+def test_bad_kernel_arguments_raise_naming_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_place_refuses_other_objects():
+    with pytest.raises(ValueError, match="KernelModel and a Hierarchy"):
+        H.place("gemm", toy())
+
+
+# --- measured hierarchies -------------------------------------------------------------------
+
+def test_from_plateaus_takes_each_levels_bandwidth_or_none():
+    from labs.core.physics.staircase import Plateau
+
+    ps = [Plateau(16e3, 32e3, 120.0, 0.1, 3, "L1d"), Plateau(1e8, 2e8, 9.0, 0.1, 4, "DRAM")]
+    h = H.from_plateaus("m", {"L2": 512 * KIB, "L1d": 32 * KIB}, ps, 16e9, 0.05)
+    assert h.names == ("L1d", "L2", "DRAM")  # ordered by capacity
+    assert [lv.bandwidth_gbs for lv in h.levels] == [120.0, None, 9.0]
+    with pytest.raises(ValueError, match="memory_bytes"):
+        H.from_plateaus("m", {"L1d": 32 * KIB}, ps, 0, 0.05)
+
+
+def test_with_bandwidths_replaces_only_the_measured_levels():
+    h = H.with_bandwidths(H.gpu_hierarchy("h100-sxm"), {"L2": 9000.0, "HBM": 3000.0})
+    assert [lv.bandwidth_gbs for lv in h.levels][1:] == [9000.0, 3000.0]
+    assert h.level("shared memory").bandwidth_gbs == FU.onchip("h100-sxm").smem_bandwidth_gbs
+
+
+def test_reference_machine_is_a_measured_cpu_hierarchy():
+    h = RM.as_hierarchy()
+    assert h.kind == "cpu" and h.precision == "fp32" and h.names[-1] == "DRAM"
+    assert h.peak_tflops == pytest.approx(RM.GEMM_FP32_GFLOPS / 1e3)
+    assert RM.DATE in h.source and "load average" in h.source
+    bw = [lv.bandwidth_gbs for lv in h.levels if lv.bandwidth_gbs]
+    assert len(bw) >= 2 and bw[0] > bw[-1]  # caches faster than DRAM
+    assert all(math.isfinite(x) and x > 0 for x in bw)
+
+
+def test_level_roof_is_min_of_peak_and_ai_times_bandwidth():
+    lv = toy().level("DRAM")  # 10 GB/s
+    ai = np.array([0.1, 1.0, 1000.0])
+    assert H.level_roof_tflops(ai, lv, 1.0).tolist() == pytest.approx([1e-3, 1e-2, 1.0])

@@ -1,0 +1,194 @@
+"""Lab 5: plateau detection on bandwidth-vs-working-set staircases (labs.core.physics.staircase)
+and the quantisation / per-call models (labs.core.physics.quantization)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labs.core import quantization as Q
+from labs.core import reference_machine as RM
+from labs.core import staircase as S
+
+KIB, MIB = 2**10, 2**20
+SIZES = 16 * KIB * 2 ** (np.arange(29) / 2)  # the sweep's default grid: 16 KiB ... 256 MiB
+
+
+def staircase_curve(sizes, caps, bws):
+    """The ideal staircase: the bandwidth of the smallest level holding each size."""
+    return np.array([bws[next((i for i, c in enumerate(caps) if v <= c), len(caps))]
+                     for v in sizes], float)
+
+
+# --- synthetic staircases with noise ----------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000),
+       l1=st.sampled_from([32 * KIB, 48 * KIB, 64 * KIB]),
+       l2=st.sampled_from([256 * KIB, 512 * KIB, 1 * MIB, 2 * MIB]),
+       l3=st.sampled_from([8 * MIB, 16 * MIB, 32 * MIB]),
+       drops=st.tuples(st.floats(1.4, 2.5), st.floats(1.4, 2.5), st.floats(2.0, 10.0)),
+       noise=st.floats(0.0, 0.05))
+def test_every_level_is_found_and_named_under_noise(seed, l1, l2, l3, drops, noise):
+    """Four levels separated by >= 1.4x each, 5% noise at most: four plateaus, named L1d, L2,
+    L3, DRAM in order, each within 10% of its true bandwidth."""
+    bws = [200.0]
+    for d in drops:
+        bws.append(bws[-1] / d)
+    caps = (l1, l2, l3)
+    rng = np.random.default_rng(seed)
+    g = staircase_curve(SIZES, caps, bws) * np.exp(rng.normal(0, noise, SIZES.size))
+    found = S.name_plateaus(S.find_plateaus(SIZES, g), {"L1d": l1, "L2": l2, "L3": l3})
+    assert [p.name for p in found] == ["L1d", "L2", "L3", "DRAM"]
+    for p, want in zip(found, bws):
+        assert p.bandwidth_gbs == pytest.approx(want, rel=0.10)
+        assert p.points >= 2 and p.lo_bytes <= p.hi_bytes
+
+
+def test_noisy_staircases_are_found_most_of_the_time():
+    """10% noise (a loaded machine): the four levels are still found in >= 90% of curves."""
+    caps, bws = (32 * KIB, 512 * KIB, 32 * MIB), (150.0, 90.0, 60.0, 14.0)
+    hits = 0
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        g = staircase_curve(SIZES, caps, bws) * np.exp(rng.normal(0, 0.10, SIZES.size))
+        found = S.name_plateaus(S.find_plateaus(SIZES, g), dict(zip(("L1d", "L2", "L3"), caps)))
+        hits += [p.name for p in found] == ["L1d", "L2", "L3", "DRAM"]
+    assert hits >= 54
+
+
+def test_a_flat_curve_is_one_plateau():
+    rng = np.random.default_rng(1)
+    g = 40 * np.exp(rng.normal(0, 0.04, SIZES.size))
+    (only,) = S.find_plateaus(SIZES, g)
+    assert only.points == SIZES.size and only.bandwidth_gbs == pytest.approx(40, rel=0.05)
+
+
+def test_a_level_that_drops_early_is_still_named_by_the_nearest_cache():
+    """A shared L3 of which other processes leave this thread only 8 MiB: the drop comes at
+    8 MiB, not at the 32 MiB the OS reports, and the plateau is still L3, the next DRAM."""
+    g = staircase_curve(SIZES, (32 * KIB, 512 * KIB, 8 * MIB), (150, 90, 60, 14))
+    found = S.name_plateaus(S.find_plateaus(SIZES, g),
+                            {"L1d": 32 * KIB, "L2": 512 * KIB, "L3": 32 * MIB})
+    assert [p.name for p in found] == ["L1d", "L2", "L3", "DRAM"]
+
+
+def test_without_cache_sizes_plateaus_are_numbered_and_the_last_is_memory():
+    g = staircase_curve(SIZES, (32 * KIB, 1 * MIB), (100, 50, 10))
+    found = S.name_plateaus(S.find_plateaus(SIZES, g), {})
+    assert [p.name for p in found] == ["level 1", "level 2", "DRAM"]
+
+
+def test_a_sweep_that_starts_past_l1_names_what_it_saw():
+    x = SIZES[SIZES >= MIB]
+    g = staircase_curve(x, (32 * KIB, 512 * KIB, 32 * MIB), (150, 90, 60, 14))
+    found = S.name_plateaus(S.find_plateaus(x, g),
+                            {"L1d": 32 * KIB, "L2": 512 * KIB, "L3": 32 * MIB}, memory_name="HBM")
+    assert [p.name for p in found] == ["L3", "HBM"]
+    assert S.plateau_ratio(found, "L3", "HBM") == pytest.approx(60 / 14)
+
+
+def test_the_recorded_reference_run_has_l2_and_dram_plateaus():
+    found = RM.plateaus()
+    names = [p.name for p in found]
+    assert "L2" in names and "DRAM" in names and names[-1] == "DRAM"
+    assert S.plateau_ratio(found, "L2", "DRAM") > 1.5
+
+
+def test_plateau_ratio_names_what_is_missing():
+    found = S.name_plateaus(S.find_plateaus(SIZES, staircase_curve(SIZES, (MIB,), (50, 10))),
+                            {"L2": MIB})
+    with pytest.raises(KeyError, match="'L3'.*found: L2, DRAM"):
+        S.plateau_ratio(found, "L3", "DRAM")
+
+
+@pytest.mark.parametrize("sizes, gbs, spreads, match", [
+    ([0, 2, 3], [1, 1, 1], None, "sizes must be finite byte counts > 0"),
+    ([-1, 2, 3], [1, 1, 1], None, "sizes"),
+    ([1, 2, 3], [1, 0, 1], None, "gbs"),
+    ([1, 2, 3], [1, float("nan"), 1], None, "gbs"),
+    ([1, 3, 2], [1, 1, 1], None, "strictly increasing"),
+    ([1, 2], [1, 1, 1], None, "same length"),
+    ([1, 2, 3], [1, 1, 1], [0.1, -1, 0], "spreads"),
+])
+def test_bad_curves_raise_naming_the_argument(sizes, gbs, spreads, match):
+    with pytest.raises(ValueError, match=match):
+        S.find_plateaus(sizes, gbs, spreads)
+
+
+def test_bad_options_and_caches_raise():
+    with pytest.raises(ValueError, match="min_step"):
+        S.find_plateaus(SIZES, np.ones(SIZES.size), min_step=0)
+    with pytest.raises(ValueError, match=r"caches\['L2'\]"):
+        S.name_plateaus([], {"L2": -1})
+
+
+# --- quantisation ---------------------------------------------------------------------------
+
+def test_wave_quantisation_by_hand():
+    """H100 SXM, 132 SMs, 128 x 128 tiles: N = 1408 is 11 x 11 = 121 tiles in one wave (92%
+    busy); N = 1536 is 144 tiles in two waves (144 / 264 busy): 0.545 / 0.917 = 0.595."""
+    a, b = Q.quantization(1408, 1408, 128, 132), Q.quantization(1536, 1536, 128, 132)
+    assert (a.tiles, a.waves, b.tiles, b.waves) == (121, 1, 144, 2)
+    assert a.tile_efficiency == b.tile_efficiency == 1
+    assert b.wave_efficiency == pytest.approx(144 / 264)
+    assert Q.relative_throughput(1408, 1536, 128, 132) == pytest.approx((144 / 264) / (121 / 132))
+
+
+def test_tile_quantisation_by_hand():
+    q = Q.quantization(65, 65, 16)  # 5 x 5 tiles of 16 for a 65-wide output
+    assert q.tiles == 25 and q.efficiency == pytest.approx(65 * 65 / (80 * 80))
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(1, 5000), t=st.sampled_from([8, 16, 64, 128, 256]),
+       u=st.integers(1, 200))
+def test_efficiency_is_one_exactly_at_full_tiles_and_waves(n, t, u):
+    q = Q.quantization(n, n, t, u)
+    assert 0 < q.efficiency <= 1
+    full = n % t == 0 and q.tiles % u == 0
+    assert (q.efficiency == 1) == full
+
+
+def test_sawtooth_relative_per_tile_and_against_the_best():
+    ns, thr = [64, 68, 72, 80], [10.0, 8.0, 9.0, 12.0]
+    meas, pred = Q.sawtooth_relative(ns, thr, 16, per_tile=True)
+    assert meas == pytest.approx([1, 0.8, 0.9, 1])
+    assert pred[0] == 1 and pred[1] == pytest.approx((68 / 80) ** 2)
+    meas, _ = Q.sawtooth_relative(ns, thr, 16, per_tile=False)
+    assert meas == pytest.approx([t / 12 for t in thr])
+    with pytest.raises(ValueError, match="same length"):
+        Q.sawtooth_relative([64], [], 16, per_tile=True)
+
+
+def test_call_time_and_the_overhead_crossover():
+    # 5 us fixed + 1 MiB at 50 GB/s; crossover = 5e-6 x 50e9 = 250 kB
+    assert Q.call_time(MIB, 50, 5e-6) == pytest.approx(5e-6 + MIB / 50e9)
+    assert Q.overhead_crossover_bytes(50, 5e-6) == pytest.approx(250_000)
+    s = Q.shrink_speedup(MIB, KIB, 50, 5e-6)
+    assert s == pytest.approx((5e-6 + MIB / 50e9) / (5e-6 + KIB / 50e9))
+    assert s < 1024 / 50  # far below the ratio of bytes once the overhead dominates
+    assert Q.shrink_speedup(MIB, KIB, 50, 0.0) == pytest.approx(1024)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: Q.quantization(0, 8, 8), "m"),
+    (lambda: Q.quantization(8, 8, 0), "tile"),
+    (lambda: Q.quantization(8, 8, 8, units=-1), "units"),
+    (lambda: Q.call_time(-1, 10, 1e-6), "nbytes"),
+    (lambda: Q.call_time(1, 0, 1e-6), "bandwidth_gbs"),
+    (lambda: Q.shrink_speedup(KIB, MIB, 10, 1e-6), "small_bytes"),
+    (lambda: Q.cpu_gemm_tile(0), "simd_fp32_lanes"),
+])
+def test_bad_quantisation_arguments_raise_naming_them(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_cpu_tile_is_two_vector_registers():
+    assert (Q.cpu_gemm_tile(8), Q.cpu_gemm_tile(16)) == (16, 32)
+    assert math.isclose(Q.GPU_GEMM_TILE, 128)
