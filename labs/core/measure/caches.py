@@ -98,7 +98,8 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _linux(base: str = SYSFS) -> CacheSizes | None:
+def _linux(base: str | None = None) -> CacheSizes | None:
+    base = base or SYSFS
     try:
         entries = sorted(e for e in os.listdir(base) if e.startswith("index"))
     except OSError:

@@ -216,12 +216,12 @@ def working_set_sweep(device: str | DeviceInfo | None = None, sizes: Sequence[in
             order = [w for w in order if not samples[w]] + [w for w in order if samples[w]]
             for i, w in enumerate(order):
                 spent = time.perf_counter() - t0
-                if spent > (end if rnd + 1 < ROUNDS else budget):
-                    break
+                if spent > (end if rnd + 1 < ROUNDS else budget) and any(samples.values()):
+                    break  # (the first size always runs: a sweep of nothing helps nobody)
                 if progress is not None:
                     progress(rnd * len(order) + i, total,
                              f"{_label(w)} working set (round {rnd + 1} of {ROUNDS})")
-                share = 0.8 * (end - spent) / (len(order) - i)
+                share = max(0.8 * (end - spent) / (len(order) - i), 0.01)
                 got, reps_in_call, call_bytes = _time_size(torch, info, buf, w, chunk_elems,
                                                            share, cpu_threads)
                 samples[w] += got
