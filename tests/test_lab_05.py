@@ -1,0 +1,278 @@
+"""Lab 5 "The Memory Hierarchy": headless locked/unlocked runs, numbers equal labs.core, the
+failure state (a tile that spills) reached and recovered through widget values, a measured
+machine fed in as the measurement cell's result, ledger events, export."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import hierarchy as H
+from labs.core import measure, quiz
+from labs.core import quantization as Q
+from labs.core import reference_machine as RM
+from labs.core import staircase as S
+from labs.core.measure.caches import CacheLevel, CacheSizes
+from labs.core.measure.working_set import SweepPoint, WorkingSetSweep
+from labs.lab_05_memory_hierarchy import app
+from notebook_support import choice, export_page, visible_text
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = ROOT / "labs" / "lab_05_memory_hierarchy.py"
+ITEMS = ("lab05.staircase_ratio", "lab05.binding_level", "lab05.tile_traffic",
+         "lab05.shrink_speedup", "lab05.wave_fraction")
+PREDICTIONS = {
+    "staircase_prediction": quiz.Prediction("lab05.staircase_ratio", 3.0, "×"),
+    "binding_prediction": choice("lab05.binding_level", "HBM"),
+    "tile_prediction": quiz.Prediction("lab05.tile_traffic", 4.0, "×"),
+    "shrink_prediction": quiz.Prediction("lab05.shrink_speedup", 1000.0, "×"),
+    "wave_prediction": quiz.Prediction("lab05.wave_fraction", 0.9),
+}
+FIGURES = ("staircase_figure", "cache_roofline", "tile_figure", "overhead_figure",
+           "wave_figure", "sawtooth_figure")
+INSTRUMENTS = FIGURES + ("level_cards", "staircase_explain", "binding_explain", "tile_explain",
+                         "shrink_explain", "wave_explain")
+KIB, MIB = 2**10, 2**20
+
+
+@pytest.fixture(autouse=True)
+def ledger_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_LEDGER_DIR", str(tmp_path / "ledger"))
+    monkeypatch.setenv("ROOFLINE_STUDENT_ID", "tester")
+    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
+    return tmp_path
+
+
+def run(**defs):
+    return app.run(defs={**PREDICTIONS, **defs})
+
+
+def shown(outputs) -> str:
+    return " ".join(visible_text(o) for o in outputs if o is not None)
+
+
+def fake_run(l2_gbs=90.0, dram_gbs=15.0):
+    """What the Part 1 measurement cell returns after a press, built without torch."""
+    sizes = [16 * KIB * 2**k for k in range(15)]
+    bw = [150.0 if s <= 32 * KIB else l2_gbs if s <= 512 * KIB else 60.0 if s <= 8 * MIB
+          else dram_gbs for s in sizes]
+    caches = CacheSizes((CacheLevel("L1d", 1, 32 * KIB, 1), CacheLevel("L2", 2, 512 * KIB, 1),
+                         CacheLevel("L3", 3, 32 * MIB, 2)), "test sysfs")
+    sweep = WorkingSetSweep("Test CPU", "cpu", 1, tuple(
+        SweepPoint(s, "ok", g, g * 0.9, 0.1, 40) for s, g in zip(sizes, bw)), caches, 20, 12,
+        4 * MIB, (1.0, 1.0, 1.0))
+    info = measure.DeviceInfo("cpu", "Test CPU", "Measuring the CPU", "cpu", None, 16.0,
+                              cores=2, threads=2, torch_version="2.x")
+    return {"info": info, "sweep": sweep, "levels": measure.hierarchy_levels(sweep),
+            "precision": "fp32", "peak_tflops": 0.08, "seconds": 14.0}
+
+
+# --- locked and unlocked --------------------------------------------------------------------
+
+def test_locked_run_hides_every_instrument_and_measures_nothing():
+    outputs, defs = app.run()
+    for name in INSTRUMENTS:
+        assert name not in defs, name
+    for p in PREDICTIONS:
+        assert defs[p] is None
+    text = shown(outputs)
+    for what in ("staircase instrument", "cache-aware roofline", "tiling instrument",
+                 "per-call instrument", "quantisation instruments"):
+        assert f"Lock your prediction to reveal the {what}" in text
+    assert "Math peek" not in text and "Key takeaways" not in text
+    assert "appear once all 5 predictions of this lab are locked (0 so far)" in text
+    assert defs["hierarchy_run"] is None and defs["overhead_run"] is None
+    assert defs["sawtooth_run"] is None
+
+
+def test_unlocked_run_shows_figures_and_core_numbers():
+    outputs, defs = run()
+    text = shown(outputs)
+    assert text.count("Math peek") == 4 and "Key takeaways" in text
+    for name in INSTRUMENTS:
+        assert name in defs, name
+    for name in FIGURES:
+        assert isinstance(defs[name], go.Figure)
+        go.Figure(defs[name].to_dict())  # valid plotly when validated
+    # nothing measured: the staircase is the reference machine's recording
+    assert defs["hierarchy_run"] is None
+    ref = defs["staircase_figure"].data[0]
+    assert list(ref.y) == [p[1] for p in RM.SWEEP]
+    # Part 2 on the opening machine (A100, bf16): the picked kernel and every kernel are core's
+    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert defs["machine"] == a100
+    naive = defs["all_points"]["naive GEMM"]
+    assert naive == H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
+    assert naive.binding == "L2"
+    assert defs["register_picker"].value == H.DEFAULT_REGISTER_TILE["gpu"]
+    # Part 3: N = 8192, T = 64, r = 64
+    assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
+                                                       register_tile=64), a100)
+    # Part 4: the wave model's curve is core's
+    fig = defs["wave_figure"].data[0]
+    assert list(fig.y) == pytest.approx(Q.efficiency_curve(list(fig.x), 128, 132))
+
+
+def test_comparisons_use_core_values():
+    outputs, _ = run()
+    text = shown(outputs)
+    ratio = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
+    assert f"{ratio:.1f} ×" in text  # the reference machine's ratio, before measuring
+    assert "The L2 roof" in text  # Part 2's answer for the A100
+    a, b = H.tile_sweep(8192, "bf16", [64, 128], H.gpu_hierarchy("a100-sxm-80gb"),
+                        register_tile=64)
+    assert f"{a.uses[-1].bytes / b.uses[-1].bytes:.2f} ×" in text
+    assert f"{Q.relative_throughput(1408, 1536, 128, 132):.2f}" in text
+
+
+def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    outputs, defs = app.run()
+    assert defs["staircase_prediction"].value == pytest.approx(
+        S.plateau_ratio(RM.plateaus(), "L2", "DRAM"), abs=0.01)
+    assert defs["binding_prediction"].value == "L2"
+    assert defs["binding_prediction"].label == "The L2 roof"
+    assert defs["tile_prediction"].value == pytest.approx(1.99, abs=0.01)
+    rows = dict(RM.OVERHEAD_ROWS)
+    assert defs["shrink_prediction"].value == pytest.approx(rows[MIB] / rows[KIB], abs=0.01)
+    assert defs["wave_prediction"].value == pytest.approx(0.595, abs=0.001)
+    for name in FIGURES:
+        assert name in defs
+    assert "Reference answer (instructor copy)" in shown(outputs)
+
+
+# --- the failure state: a tile that spills, and backing out --------------------------------------
+
+def test_a_tile_too_big_spills_to_the_next_roof_and_recovers():
+    outputs, bad = run(tile_slider=NS(value=256))
+    msg = shown(outputs)
+    assert "The tile no longer fits: it spills to the next level." in msg
+    assert "Shrink the tile to back out." in msg
+    assert bad["tile_point"].spills == ("shared memory", "L2")
+    assert bad["tile_point"].binding == "HBM"
+    outputs, good = run(tile_slider=NS(value=128))
+    assert "spills to the next level" not in shown(outputs)
+    assert good["tile_point"].spills == () and good["tile_point"].home == "shared memory"
+    assert good["tile_point"].attainable_tflops > bad["tile_point"].attainable_tflops
+
+
+def test_machines_without_hierarchy_data_say_so():
+    outputs, defs = run(machine_picker=NS(value="tpu-v5e"))
+    text = shown(outputs)
+    assert defs["machine"] is None and "no on-chip figures" in text and "Pick one of" in text
+    assert "KeyError" not in text and "Traceback" not in text
+    assert "cache_roofline" not in defs and "tile_figure" not in defs
+    assert "staircase_figure" in defs and "wave_figure" in defs  # Parts 1 and 4 still work
+
+
+def test_this_machine_before_measuring_asks_for_the_measurement():
+    outputs, defs = run(machine_picker=NS(value="measured"))
+    assert defs["machine"] is None
+    assert "has not been measured yet: press the button in Part 1" in shown(outputs)
+
+
+def test_bad_widget_combinations_show_messages():
+    outputs, defs = run(tile_slider=NS(value=1024), gemm_n_slider=NS(value=512))
+    assert "larger than the matrix" in shown(outputs)
+    outputs, defs = run(machine_picker=NS(value="reference"), register_picker=NS(value=64),
+                        tile_slider=NS(value=16))
+    assert "register_tile=64 is larger than the cache tile" in shown(outputs)
+
+
+def test_the_reference_machine_is_a_cpu_hierarchy():
+    outputs, defs = run(machine_picker=NS(value="reference"), register_picker=NS(value=8))
+    assert defs["machine"] == RM.as_hierarchy()
+    assert defs["all_points"]["naive GEMM"].hierarchy.kind == "cpu"
+    assert "cache_roofline" in defs
+
+
+# --- a measured machine ---------------------------------------------------------------------------
+
+def test_a_measurement_feeds_the_figure_the_comparison_and_parts_2_and_3(ledger_env):
+    result = fake_run(l2_gbs=90.0, dram_gbs=15.0)
+    outputs, defs = run(hierarchy_run=result, machine_picker=NS(value="measured"),
+                        register_picker=NS(value=8))
+    text = shown(outputs)
+    fig = defs["staircase_figure"]
+    assert fig.data[0].name.startswith("this machine (Test CPU)")
+    assert "L2 (your OS)" in str(fig.layout.annotations)
+    assert "6.0 ×" in text  # 90 / 15, the measured plateaus
+    assert defs["machine"].name == "This machine (Test CPU)"
+    assert [lv.bandwidth_gbs for lv in defs["machine"].levels] == pytest.approx(
+        [150, 90, 60, 15])
+    assert "cache_roofline" in defs and "tile_figure" in defs
+    events = defs["lab"].events()
+    results = {e["item_id"]: e["payload"] for e in events if e["kind"] == "result"}
+    assert results["lab05.staircase_ratio"]["actual"] == pytest.approx(6.0)
+    assert results["lab05.measured_sweep"]["device"] == "Test CPU"
+    assert [p["name"] for p in results["lab05.measured_sweep"]["plateaus"]] == [
+        "L1d", "L2", "L3", "DRAM"]
+
+
+# --- the ledger -----------------------------------------------------------------------------------
+
+def test_ledger_events_use_the_stable_item_ids(ledger_env):
+    _, defs = app.run()
+    lab = defs["lab"]
+    quiz.simulate_submit(defs["staircase_form"], answer=5, confidence=2, reason="caches")
+    quiz.simulate_submit(defs["binding_form"], answer="HBM", confidence=3, reason="DRAM")
+    quiz.simulate_submit(defs["tile_form"], answer=4, confidence=3, reason="area")
+    quiz.simulate_submit(defs["shrink_form"], answer="1k", confidence=2, reason="bytes")
+    quiz.simulate_submit(defs["wave_form"], answer=0.9, confidence=2, reason="tiles")
+    kinds = {(e["item_id"], e["kind"]) for e in lab.events()}
+    for item in ITEMS:
+        assert (item, "predict") in kinds and (item, "unlock") in kinds
+    _, again = app.run()  # reopening restores every lock from the ledger
+    assert again["binding_prediction"].value == "HBM"
+    assert again["shrink_prediction"].value == 1000
+    for name in FIGURES:
+        assert name in again
+    quiz.simulate_submit(again["binding_explain"], observe="L2 binds at AI 0.5",
+                         explain="every multiply-add loads from L2")
+    events = again["lab"].events()
+    assert {e["item_id"] for e in events} == set(ITEMS)
+    results = {e["item_id"]: e["payload"] for e in events if e["kind"] == "result"}
+    assert results["lab05.binding_level"]["correct"] is False
+    assert results["lab05.wave_fraction"]["actual"] == pytest.approx(0.595, abs=0.001)
+    # nothing was measured, so Parts 1 and 4a compared with the recording: no result recorded
+    assert "lab05.staircase_ratio" not in results and "lab05.shrink_speedup" not in results
+
+
+# --- speed and export -----------------------------------------------------------------------------
+
+def test_instrument_cells_recompute_fast():
+    """Each instrument cell re-run with a new widget value stays well under the budget."""
+    _, defs = run()
+    env = {**defs, **PREDICTIONS}
+    slowest = {}
+    for cd in app._cell_manager.cell_data():
+        cell = cd.cell
+        if not set(cell.defs) & (set(INSTRUMENTS) | {"all_points", "tile_curve", "machine"}):
+            continue
+        kw = {r: env[r] for r in cell.refs if r in env}
+        best = min(_timed(cell, kw) for _ in range(3))
+        slowest[tuple(sorted(cell.defs))] = best
+    assert slowest and max(slowest.values()) < 0.1, slowest  # 100 ms: generous on 2 cores
+
+
+def _timed(cell, kw):
+    t = time.perf_counter()
+    cell.run(**kw)
+    return time.perf_counter() - t
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reveal", [False, True])
+def test_export_html(tmp_path, reveal):
+    page = export_page(LAB, tmp_path, reveal=reveal)
+    assert "Measure the staircase" not in page or reveal  # the button shows after the lock
+    if reveal:
+        assert page.count("marimo-plotly") >= len(FIGURES)
+        assert "Nothing has been measured yet" in page  # export never measures
+    else:
+        assert "marimo-plotly" not in page
+        assert "Lock your prediction to reveal the staircase instrument" in page
