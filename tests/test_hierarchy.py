@@ -206,8 +206,10 @@ def test_bad_kernel_arguments_raise_naming_the_argument(call, name):
 
 
 def test_place_refuses_other_objects():
-    with pytest.raises(ValueError, match="KernelModel and a Hierarchy"):
+    with pytest.raises(ValueError, match=r"\bkernel\b.*KernelModel"):
         H.place("gemm", toy())
+    with pytest.raises(ValueError, match=r"\bhier\b.*Hierarchy"):
+        H.place(H.gemm_kernel(64, 64, 64, "bf16", tile=16), "h100-sxm")
 
 
 # --- measured hierarchies -------------------------------------------------------------------

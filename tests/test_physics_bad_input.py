@@ -21,13 +21,19 @@ import labs.core.physics as physics_pkg
 from labs.core import formulas as F
 from labs.core import fusion as FU
 from labs.core import hardware, models
+from labs.core import hierarchy as HI
 from labs.core import precision_study as PS
 from labs.core import roofline as R
+from labs.core import staircase as ST
 
 # --- the public API, discovered -----------------------------------------------------------------
 
 MODULES = [importlib.import_module(f"labs.core.physics.{m.name}")
            for m in pkgutil.iter_modules(physics_pkg.__path__) if not m.name.startswith("_")]
+
+
+_HIER = HI.gpu_hierarchy("h100-sxm", "bf16")  # Lab 5's levels (shared memory, L2, HBM)
+_PLATEAUS = [ST.Plateau(1e4, 1e5, 100.0, 0.05, 4, "L2"), ST.Plateau(1e7, 1e8, 20.0, 0.05, 4, "DRAM")]
 
 
 def _samples() -> dict:
@@ -37,6 +43,8 @@ def _samples() -> dict:
         F.Cost: cost, hardware.Device: hardware.get("h100-sxm"),
         models.ModelConfig: models.get("llama-3-8b"),
         R.Derating: R.achievable("h100-sxm"),
+        HI.Hierarchy: _HIER, HI.HierarchyPoint: HI.place(HI.gemm_kernel(64, 64, 64, "bf16",
+                                                                        tile=16), _HIER),
     }
 
 
@@ -98,6 +106,16 @@ VALID = {
     "weights": None, "derating": R.SPEC, "value": 3.0, "fmt": None, "seconds": 1e-3,
     "upper": None, "exc": ValueError("x"), "timing": FU.chain_timing(1000, "h100-sxm"),
     "device": hardware.custom("probe", bandwidth_gbs=10, peaks={"fp32": 1}, memory_gb=1),
+    # Lab 5 (hierarchy, staircase, quantization)
+    "kind": "gpu", "levels": _HIER.levels, "peak_tflops": 10.0, "hier": _HIER,
+    "kernel": HI.gemm_kernel(64, 64, 64, "bf16", tile=16), "level": _HIER.levels[-1],
+    "register_tile": 4, "max_tile": 1024, "tiles": [16, 32], "memory_bytes": 1e9,
+    "caches": {"L2": 2.0**20}, "plateaus": _PLATEAUS, "memory_name": "DRAM",
+    "gbs": [50.0, 10.0], "spreads": [0.1, 0.1], "min_points": 3, "min_step": 0.15,
+    "penalty": 2.0, "noise_floor": 0.03, "log_gbs": [1.0, 2.0, 2.1], "floor": 0.03,
+    "lower": "DRAM", "units": 4, "n_from": 1408, "n_to": 1536, "throughputs": [5.0, 6.0],
+    "per_tile": False, "simd_fp32_lanes": 8, "nbytes": 1e6, "overhead_s": 5e-6,
+    "big_bytes": 2.0**20, "small_bytes": 2.0**10, "binary": False,
 }
 OVERRIDES = {
     "formulas.elementwise": {"op": "gelu"},
@@ -130,6 +148,12 @@ OVERRIDES = {
     "fusion.hierarchical_attainable": {"precision": "fp16"},
     "units.format_bytes": {"n": 1e6}, "units.rate_unit": {"precision": "int8"},
     "roofline.Derating.compute_for": {"precision": "bf16"},
+    "hierarchy.Hierarchy.level": {"level": "L2"}, "hierarchy.HierarchyPoint.use": {"level": "L2"},
+    "hierarchy.with_bandwidths": {"measured": {"L2": 5000.0}},
+    "hierarchy.measured_hierarchy": {"levels": {"L2": (2.0**20, 100.0), "DRAM": (1e9, 20.0)},
+                                     "kind": "cpu"},
+    "hierarchy.from_plateaus": {"kind": "cpu"},
+    "staircase.plateau_ratio": {"upper": "L2"},
 }
 #: Keyword arguments a function needs but has no parameter for (``**kwargs`` passed through).
 EXTRA = {"models.dominant_group": {"batch": 1, "seq_len": 64}}
@@ -145,11 +169,17 @@ SKIP = {("units.format_value", "value"),  # formats anything: Any is its contrac
 #: Parameters that take any non-empty text (labels, and the argument names messages use).
 FREE_TEXT = ("name", "source", "memory_type", "arg", "compute_arg", "weight_arg",
              "activation_arg", ("hardware.custom", "key"), ("hardware.unregister", "key"),
-             ("roofline.require_fits", "what"))
+             ("roofline.require_fits", "what"), "memory_name", ("hierarchy.hierarchy", "key"),
+             ("hierarchy.measured_hierarchy", "key"), ("hierarchy.from_plateaus", "key"))
 #: Parameters that take a list of numbers (vectorised), where [1] is valid.
 LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai"),
                     ("fusion.onchip_roof_tflops", "ai"), ("fusion.chain_time_curve", "sizes"),
-                    ("fusion.largest_square_tile", "candidates")}
+                    ("fusion.largest_square_tile", "candidates"),
+                    ("hierarchy.level_roof_tflops", "ai"), ("hierarchy.tile_sweep", "tiles"),
+                    ("quantization.efficiency_curve", "sizes"), ("staircase.noise_level", "log_gbs")}
+#: Mappings of free names to sizes, where any non-empty names with sizes > 0 are valid input,
+#: and so is an empty one (the OS names its caches, or reports none).
+FREE_SIZE_MAPPINGS = {("staircase.name_plateaus", "caches"), ("hierarchy.from_plateaus", "caches")}
 #: None is meaningful here (one kernel per op) although the argument has no default.
 NONE_OK = {("fusion.fusion_speedup", "groups_after")}
 
@@ -251,6 +281,9 @@ def _acceptable_success(qual, fn, param, value) -> bool:
         valid = _valid(qual, param)
         # free text (labels, names, sources) takes any non-empty string
         return isinstance(valid, str) and (param in FREE_TEXT or (qual, param) in FREE_TEXT)
+    if (qual, param) in FREE_SIZE_MAPPINGS and isinstance(value, dict):
+        return all(isinstance(k, str) and k.strip() and isinstance(v, (int, float))
+                   and not isinstance(v, bool) and 0 < v < math.inf for k, v in value.items())
     if param in ("rows", "measured_s", "precisions") and isinstance(
             value, (list, tuple, dict)) and not value:
         return True  # an empty table (nothing selected, nothing measured) is a valid table

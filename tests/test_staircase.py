@@ -107,7 +107,10 @@ def test_plateau_ratio_names_what_is_missing():
 
 
 @pytest.mark.parametrize("sizes, gbs, spreads, match", [
-    ([0, 2, 3], [1, 1, 1], None, "sizes must be finite byte counts > 0"),
+    ([0, 2, 3], [1, 1, 1], None, "sizes must be > 0"),
+    ([1, float("inf"), 3], [1, 1, 1], None, "sizes must be finite"),
+    ("123", [1, 1, 1], None, "sizes must be a list"),
+    ([1, 2, 3], None, None, "gbs must be a list"),
     ([-1, 2, 3], [1, 1, 1], None, "sizes"),
     ([1, 2, 3], [1, 0, 1], None, "gbs"),
     ([1, 2, 3], [1, float("nan"), 1], None, "gbs"),
@@ -123,8 +126,17 @@ def test_bad_curves_raise_naming_the_argument(sizes, gbs, spreads, match):
 def test_bad_options_and_caches_raise():
     with pytest.raises(ValueError, match="min_step"):
         S.find_plateaus(SIZES, np.ones(SIZES.size), min_step=0)
+    one = S.find_plateaus([1e3, 2e3, 4e3], [10, 10, 10])
     with pytest.raises(ValueError, match=r"caches\['L2'\]"):
-        S.name_plateaus([], {"L2": -1})
+        S.name_plateaus(one, {"L2": -1})
+    with pytest.raises(ValueError, match=r"\bplateaus\b"):
+        S.name_plateaus([], {"L2": 1})
+    with pytest.raises(ValueError, match=r"\bplateaus\b"):
+        S.name_plateaus([{"bandwidth_gbs": 3}], {"L2": 1})
+    with pytest.raises(ValueError, match=r"\bmemory_name\b"):
+        S.name_plateaus(one, {"L2": 1}, memory_name="")
+    with pytest.raises(KeyError, match=r"\bupper\b"):
+        S.plateau_ratio(S.name_plateaus(one, {}), "L9", "DRAM")
 
 
 # --- quantisation ---------------------------------------------------------------------------
@@ -162,7 +174,9 @@ def test_sawtooth_relative_per_tile_and_against_the_best():
     meas, _ = Q.sawtooth_relative(ns, thr, 16, per_tile=False)
     assert meas == pytest.approx([t / 12 for t in thr])
     with pytest.raises(ValueError, match="same length"):
-        Q.sawtooth_relative([64], [], 16, per_tile=True)
+        Q.sawtooth_relative([64, 80], [1.0], 16, per_tile=True)
+    with pytest.raises(ValueError, match=r"\bper_tile\b"):
+        Q.sawtooth_relative([64], [1.0], 16, per_tile="yes")
 
 
 def test_call_time_and_the_overhead_crossover():

@@ -26,9 +26,8 @@ figure exists, marked as estimates where derived) use the same maths.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from labs.core.physics import formulas as F
 from labs.core.physics import fusion as _fu
@@ -36,7 +35,17 @@ from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
 from labs.core.physics import units as _units
-from labs.core.physics._validate import close_matches, positive, positive_int
+from labs.core.physics._validate import (
+    close_matches,
+    instance,
+    mapping,
+    one_of,
+    positive,
+    positive_int,
+    sequence,
+    shown,
+    text,
+)
 
 
 @dataclass(frozen=True)
@@ -66,14 +75,15 @@ class Hierarchy:
     precision: str  # the precision the peak and the kernels' bytes are for
     source: str
 
-    def level(self, name: str) -> Level:
-        """The level called ``name`` (case-insensitive); KeyError naming the known ones."""
+    def level(self, level: str) -> Level:
+        """The level called ``level`` (case-insensitive); KeyError naming the known ones."""
+        want = text("level", level).lower()
         for lv in self.levels:
-            if lv.name.lower() == str(name).strip().lower():
+            if lv.name.lower() == want:
                 return lv
         names = [lv.name for lv in self.levels]
-        raise KeyError(f"unknown level={name!r} in {self.name}." + close_matches(
-            str(name), names, always_list=True))
+        raise KeyError(f"unknown level={shown(level)} in {self.name}." + close_matches(
+            want, names, always_list=True))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -81,26 +91,27 @@ class Hierarchy:
 
 
 def _check_levels(levels: Sequence[Level]) -> tuple[Level, ...]:
-    lv = tuple(levels)
+    lv = tuple(sequence("levels", levels))
     if len(lv) < 2 or not all(isinstance(x, Level) for x in lv):
-        raise ValueError("levels must be at least two hierarchy.Level objects, fastest first")
+        raise ValueError("levels must be at least two hierarchy.Level objects, fastest first, "
+                         f"got {shown(levels)}")
     for x in lv:
         positive(f"capacity_bytes of {x.name}", x.capacity_bytes)
         positive(f"tile_capacity_bytes of {x.name}", x.tile_capacity_bytes)
         if x.bandwidth_gbs is not None:
             positive(f"bandwidth_gbs of {x.name}", x.bandwidth_gbs)
     if len({x.name.lower() for x in lv}) != len(lv):
-        raise ValueError("levels must have distinct names")
+        raise ValueError("levels must have distinct names, got "
+                         f"{', '.join(x.name for x in lv)}")
     return lv
 
 
 def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflops: float,
               precision: str, source: str) -> Hierarchy:
     """A validated Hierarchy (levels fastest first, capacities > 0, bandwidths > 0 or None)."""
-    if kind not in ("gpu", "cpu"):
-        raise ValueError(f"kind must be 'gpu' or 'cpu', got {kind!r}")
-    return Hierarchy(key, name, kind, _check_levels(levels), positive("peak_tflops", peak_tflops),
-                     _fmt.get(precision).key, source)
+    return Hierarchy(text("key", key), text("name", name), one_of("kind", kind, ("gpu", "cpu")),
+                     _check_levels(levels), positive("peak_tflops", peak_tflops),
+                     _fmt.get(precision, arg="precision").key, text("source", source))
 
 
 # --- GPU levels from the registry -----------------------------------------------------------
@@ -108,8 +119,8 @@ def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflo
 #: L2 read bandwidth in bytes per clock where the vendor states one (the clock is not stated:
 #: the conversion uses the boost clock of ``fusion.onchip``, so the GB/s figure is an estimate).
 L2_READ_BYTES_PER_CLK = {
-    "a100-sxm-80gb": (5120, "NVIDIA A100 Tensor Core GPU Architecture whitepaper, p. 35: "
-                            "'The A100 L2 read bandwidth is 5120 Bytes/clk'"),
+    "a100-sxm-80gb": (5120, ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, p. 35: "
+                             "'The A100 L2 read bandwidth is 5120 Bytes/clk'")),
 }
 _NO_L2_BW = ("NVIDIA publishes no L2 bandwidth for this GPU: the level is listed, its roof is "
              "not drawn (measure it: Part 1 on a GPU)")
@@ -126,7 +137,8 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     (estimate), L2 from ``L2_READ_BYTES_PER_CLK`` x boost clock where NVIDIA states it
     (estimate), else None; HBM from the datasheet. KeyError when the registry lacks the
     on-chip figures or the L2 size."""
-    d = _hw.get(hw)
+    d = _hw.get(hw, arg="hw")
+    R.peak_tflops(d, precision)  # the precision is checked before anything is built
     oc = _fu.onchip(d)
     if d.l2_bytes is None:
         raise KeyError(f"The registry has no L2 size for the {d.name}, so its hierarchy cannot "
@@ -169,6 +181,13 @@ def with_bandwidths(hier: Hierarchy, measured: Mapping[str, float], *,
     registry's (a GPU's measured L2 and HBM plateaus); other levels keep theirs."""
     from dataclasses import replace
 
+    hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
+    measured = mapping("measured", measured)
+    for nm in measured:
+        if not isinstance(nm, str) or nm not in hier.names:
+            raise KeyError(f"unknown level {shown(nm)} in measured: {hier.name} has "
+                           f"{', '.join(hier.names)}")
+    source = text("source", source)
     levels = tuple(replace(lv, bandwidth_gbs=positive(f"measured[{lv.name!r}]",
                                                       measured[lv.name]),
                            estimate=True, source=source, note="measured plateau")
@@ -184,11 +203,19 @@ def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None
     """A hierarchy from measurements: ``levels`` maps a name ("L1", "L2", "L3", "DRAM") to
     (capacity bytes, measured GB/s or None), fastest first, main memory last. One thread's
     view (the lab's sweep runs one thread), so a tile may use all of a level, shared or not."""
-    if not isinstance(levels, Mapping) or len(levels) < 2:
-        raise ValueError("levels must map at least two level names to (bytes, GB/s)")
+    levels = mapping("levels", levels)
+    if len(levels) < 2:
+        raise ValueError(f"levels must map at least two level names to (bytes, GB/s), got "
+                         f"{shown(levels)}")
+    source = text("source", source)
     out = []
-    for nm, (cap, bw) in levels.items():
-        out.append(Level(str(nm), positive(f"levels[{nm!r}] capacity", cap),
+    for nm, pair in levels.items():
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"levels[{shown(nm)}] must be (capacity bytes, GB/s or None), "
+                             f"got {shown(pair)}")
+        cap, bw = pair
+        out.append(Level(text(f"a name in levels ({shown(nm)})", nm),
+                         positive(f"levels[{nm!r}] capacity", cap),
                          float(cap), None if bw is None else positive(f"levels[{nm!r}] GB/s", bw),
                          source, True, "measured plateau (median of its sizes)",
                          "one thread's view"))
@@ -202,8 +229,17 @@ def from_plateaus(name: str, caches: Mapping[str, float], plateaus: Sequence,
     """A CPU hierarchy from measured plateaus (``staircase.name_plateaus``): one level per
     reported cache ({name: bytes}, fastest first) and main memory, each with the bandwidth of
     the plateau carrying its name, or None (no roof) when no plateau was found for it."""
-    by = {getattr(p, "name", ""): p.bandwidth_gbs for p in plateaus}
+    from labs.core.physics import staircase as _st
+
+    by = {p.name: p.bandwidth_gbs for p in _st._check_plateaus(plateaus)}
+    caches = _st._check_caches(caches)
+    if not caches:
+        raise ValueError("caches must name at least one cache (the OS reported none: draw the "
+                         "measured staircase without levels)")
     levels = {nm: (cap, by.get(nm)) for nm, cap in sorted(caches.items(), key=lambda kv: kv[1])}
+    memory_name = text("memory_name", memory_name)
+    if memory_name in levels:
+        raise ValueError(f"memory_name={memory_name!r} is also a cache's name in caches")
     levels[memory_name] = (positive("memory_bytes", memory_bytes), by.get(memory_name))
     return measured_hierarchy(name, levels, peak_tflops, precision=precision, source=source,
                               key=key, kind=kind)
@@ -241,7 +277,7 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -
         raise ValueError(f"tile={t} is larger than the matrix (M={m}, N={n})")
     if r > t:
         raise ValueError(f"register_tile={r} is larger than the cache tile (tile={t})")
-    b = _fmt.bytes_per_element(precision)
+    b = _fmt.bytes_per_element(precision, arg="precision")
     core = R.tiled_gemm_bytes(m, n, k, r, b)
     foot = float(b * (m * k + k * n + m * n))
     label = "naive GEMM" if t == 1 else f"tiled GEMM ({t}×{t} tile)"
@@ -258,7 +294,7 @@ def stencil_kernel(n, precision: str) -> KernelModel:
     n = positive_int("n", n)
     if n < 3:
         raise ValueError(f"n must be >= 3 for a 5-point stencil, got {n}")
-    b = _fmt.bytes_per_element(precision)
+    b = _fmt.bytes_per_element(precision, arg="precision")
     pts = float(n) * n
     return KernelModel("5-point stencil", 5 * pts, 6 * b * pts, 2 * b * pts, 4 * b * pts,
                        2 * b * pts, 4.0 * n * b, 2.0 * b * pts, f"{n}×{n} grid, {precision}")
@@ -269,7 +305,7 @@ def reduction_kernel(n_elements, precision: str) -> KernelModel:
     element at level 0; a level holding the whole array serves its repeats, so the levels
     below it see nothing (steady state, after the first pass)."""
     n = positive_int("n_elements", n_elements)
-    b = _fmt.bytes_per_element(precision)
+    b = _fmt.bytes_per_element(precision, arg="precision")
     size = float(n) * b
     return KernelModel("sum reduction (re-read)", float(n), size, size, size, 0.0, size, size,
                        f"{n:,} elements ({_fmt_bytes(size)}), {precision}")
@@ -287,7 +323,7 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
     cost = F.attention(batch, heads, s, s, d, precision, fused=True)
     chip = _fu.flash_onchip_bytes(batch, heads, s, s, d, bq, bkv, precision)
     reuse = _fu.flash_attention_hbm_bytes(batch, heads, s, s, d, bq, precision)
-    b = _fmt.bytes_per_element(precision)
+    b = _fmt.bytes_per_element(precision, arg="precision")
     return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
                        (bq * d + 2 * bkv * d) * b, cost.bytes,
                        f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}")
@@ -348,6 +384,7 @@ class HierarchyPoint:
         return name
 
     def use(self, level: str) -> LevelUse:
+        """How the kernel uses the level called ``level`` (KeyError naming the known ones)."""
         lv = self.hierarchy.level(level)
         return next(u for u in self.uses if u.level is lv)
 
@@ -367,8 +404,8 @@ class HierarchyPoint:
 
 def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
     """Bytes every level serves for ``kernel`` (module doc's model) and its per-level AI."""
-    if not isinstance(kernel, KernelModel) or not isinstance(hier, Hierarchy):
-        raise ValueError("place(kernel, hierarchy) takes a KernelModel and a Hierarchy")
+    kernel = instance("kernel", kernel, KernelModel, "a hierarchy.KernelModel")
+    hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     uses, served = [], kernel.core_bytes
     for i, lv in enumerate(hier.levels):
         last = i == len(hier.levels) - 1
@@ -388,6 +425,7 @@ def level_roof_tflops(ai, level: Level, peak_tflops: float):
     ValueError for a level without a bandwidth."""
     import numpy as np
 
+    level = instance("level", level, Level, "a hierarchy.Level")
     if level.bandwidth_gbs is None:
         raise ValueError(f"level {level.name!r} has no bandwidth figure, so it has no roof")
     return np.minimum(positive("peak_tflops", peak_tflops), R._ai(ai) * level.bandwidth_gbs / 1e3)
@@ -396,7 +434,9 @@ def level_roof_tflops(ai, level: Level, peak_tflops: float):
 def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 16) -> int:
     """Largest power-of-two GEMM tile T whose working set 3 T^2 b fits ``level``'s tile
     capacity (0 if not even T = 1 fits)."""
-    b = _fmt.bytes_per_element(precision)
+    level = instance("level", level, Level, "a hierarchy.Level")
+    b = _fmt.bytes_per_element(precision, arg="precision")
+    max_tile = positive_int("max_tile", max_tile)
     t = 0
     while (2 * t if t else 1) <= max_tile and 3 * (2 * t if t else 1) ** 2 * b \
             <= level.tile_capacity_bytes:
@@ -408,5 +448,8 @@ def tile_sweep(n, precision: str, tiles: Sequence[int], hier: Hierarchy, *,
                register_tile: int = 1) -> list[HierarchyPoint]:
     """An N x N x N GEMM placed on ``hier`` for every cache tile T in ``tiles`` (register tile
     min(r, T)): how the bytes each level serves, and the binding level, move with T."""
-    return [place(gemm_kernel(n, n, n, precision, tile=t, register_tile=min(register_tile, t)),
-                  hier) for t in tiles]
+    n, r = positive_int("n", n), positive_int("register_tile", register_tile)
+    hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
+    tiles = [positive_int("tiles", t) for t in sequence("tiles", tiles)]
+    return [place(gemm_kernel(n, n, n, precision, tile=t, register_tile=min(r, t)), hier)
+            for t in tiles]

@@ -19,7 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from labs.core.physics._validate import non_negative, positive, positive_int
+from labs.core.physics._validate import (
+    flag,
+    non_negative,
+    positive,
+    positive_int,
+    sequence,
+)
 
 #: A stated, editable figure: the output tile of a large bf16 GEMM on a datacenter GPU. CUTLASS's
 #: default threadblock shape for Ampere/Hopper tensor-core GEMMs is 128 x 128 (x 32 or 64 in K);
@@ -65,13 +71,15 @@ def quantization(m, n, tile, units: int = 1) -> Quantization:
 def relative_throughput(n_from, n_to, tile, units: int = 1) -> float:
     """Throughput of the N = ``n_to`` square GEMM as a fraction of N = ``n_from``'s, when
     only quantisation changes (both otherwise run at the same per-tile speed)."""
+    n_from, n_to = positive_int("n_from", n_from), positive_int("n_to", n_to)
     a = quantization(n_from, n_from, tile, units).efficiency
     return quantization(n_to, n_to, tile, units).efficiency / a
 
 
 def efficiency_curve(sizes, tile, units: int = 1) -> list[float]:
     """``quantization(n, n, tile, units).efficiency`` for every n in ``sizes``."""
-    return [quantization(n, n, tile, units).efficiency for n in sizes]
+    return [quantization(n, n, tile, units).efficiency
+            for n in (positive_int("sizes", x) for x in sequence("sizes", sizes))]
 
 
 def sawtooth_relative(sizes, throughputs, tile, units: int = 1, *,
@@ -81,10 +89,12 @@ def sawtooth_relative(sizes, throughputs, tile, units: int = 1, *,
     multiple of ``tile`` at or below it, measured and predicted alike (that takes out the slow
     rise of small GEMMs, which is call overhead, and leaves the sawtooth; an N whose base was
     not measured falls back to the best); else (a GPU, where waves matter) against the best."""
-    ns = [positive_int("sizes", n) for n in sizes]
-    thr = [positive("throughputs", t) for t in throughputs]
-    if len(ns) != len(thr) or not ns:
-        raise ValueError("sizes and throughputs must be non-empty and the same length")
+    ns = [positive_int("sizes", n) for n in sequence("sizes", sizes)]
+    thr = [positive("throughputs", t) for t in sequence("throughputs", throughputs)]
+    per_tile = flag("per_tile", per_tile)
+    if len(ns) != len(thr):
+        raise ValueError(f"sizes and throughputs must be the same length ({len(ns)} sizes, "
+                         f"{len(thr)} throughputs)")
     by = dict(zip(ns, thr))
     eff = dict(zip(ns, efficiency_curve(ns, tile, units)))
     best, top = max(thr), max(eff.values())

@@ -25,12 +25,22 @@ the same name.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
 
 import numpy as np
 
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics._validate import (
+    instance,
+    mapping,
+    non_negative,
+    number,
+    positive,
+    positive_int,
+    sequence,
+    shown,
+    text,
+)
 
 
 @dataclass(frozen=True)
@@ -50,27 +60,43 @@ class Plateau:
         return math.sqrt(self.lo_bytes * self.hi_bytes)
 
 
+def _numbers(name: str, values, check=positive) -> np.ndarray:
+    """A list of finite numbers (each through ``check``) as an array; ValueError naming it."""
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    return np.array([check(name, v) for v in sequence(name, values)], dtype=float)
+
+
 def _check_curve(sizes, gbs, spreads):
-    x = np.asarray(sizes, dtype=float)
-    y = np.asarray(gbs, dtype=float)
-    if x.ndim != 1 or x.size != y.size or x.size < 2:
-        raise ValueError("sizes and gbs must be 1-D and the same length (at least 2 points)")
-    if not (np.all(np.isfinite(x)) and np.all(x > 0)):
-        raise ValueError("sizes must be finite byte counts > 0")
-    if not (np.all(np.isfinite(y)) and np.all(y > 0)):
-        raise ValueError("gbs must be finite bandwidths > 0 (GB/s)")
+    x, y = _numbers("sizes", sizes), _numbers("gbs", gbs)
+    if x.size != y.size or x.size < 2:
+        raise ValueError(f"sizes and gbs must have the same length, at least 2 points (got "
+                         f"{x.size} sizes and {y.size} gbs)")
     if np.any(np.diff(x) <= 0):
-        raise ValueError("sizes must be strictly increasing")
-    s = None if spreads is None else np.asarray(spreads, dtype=float)
-    if s is not None and (s.shape != x.shape or not np.all(np.isfinite(s)) or np.any(s < 0)):
-        raise ValueError("spreads must be finite, >= 0 and one per size")
+        raise ValueError(f"sizes must be strictly increasing, got {shown(sizes)}")
+    s = None if spreads is None else _numbers("spreads", spreads, non_negative)
+    if s is not None and s.shape != x.shape:
+        raise ValueError(f"spreads must give one value per size ({x.size}), got {s.size}")
     return x, y, s
 
 
-def noise_level(log_gbs: np.ndarray, floor: float) -> float:
+def _check_caches(caches) -> dict[str, float]:
+    """{cache name: bytes}: any non-empty names (the OS names its caches), sizes > 0; may be
+    empty (nothing reported)."""
+    return {text("caches", k): positive(f"caches[{k!r}]", v)
+            for k, v in mapping("caches", caches, allow_empty=True).items()}
+
+
+def _check_plateaus(plateaus) -> list[Plateau]:
+    return [instance("plateaus", p, Plateau, "a list of staircase.Plateau")
+            for p in sequence("plateaus", plateaus)]
+
+
+def noise_level(log_gbs, floor: float) -> float:
     """Robust noise of a log-bandwidth curve: median |difference of neighbours| / sqrt(2)
-    x 1.4826 (the MAD of a normal), never below ``floor``."""
-    d = np.abs(np.diff(log_gbs))
+    x 1.4826 (the MAD of a normal), never below ``floor`` (> 0)."""
+    floor = positive("floor", floor)
+    d = np.abs(np.diff(_numbers("log_gbs", log_gbs, number)))
     est = 1.4826 * float(np.median(d)) / math.sqrt(2) if d.size else 0.0
     return max(est, floor)
 
@@ -91,7 +117,7 @@ def _segments(y: np.ndarray, sigma: float, penalty: float, min_len: int) -> list
     best[0] = 0.0
     prev = np.zeros(n + 1, dtype=int)
     for j in range(min_len, n + 1):
-        for i in range(0, j - min_len + 1):
+        for i in range(j - min_len + 1):
             if not np.isfinite(best[i]):
                 continue
             v = best[i] + cost(i, j) + beta
@@ -164,10 +190,9 @@ def name_plateaus(plateaus: Sequence[Plateau], caches: Mapping[str, float], *,
     largest cache, else the next cache in order. Neighbours given the same name are merged
     (bytes joined, bandwidth the points-weighted mean). Without caches: "level 1", "level 2",
     ..., the last past every measured drop called ``memory_name``."""
-    if not isinstance(caches, Mapping):
-        raise ValueError("caches must map a cache name to its size in bytes")
-    order = sorted(((positive(f"caches[{k!r}]", v), str(k)) for k, v in caches.items()))
-    ps = list(plateaus)
+    ps = _check_plateaus(plateaus)
+    order = sorted((v, k) for k, v in _check_caches(caches).items())
+    memory_name = text("memory_name", memory_name)
     names: list[str] = []
     nxt = 0  # index of the first cache still free
     for i, p in enumerate(ps):
@@ -203,9 +228,9 @@ def name_plateaus(plateaus: Sequence[Plateau], caches: Mapping[str, float], *,
 def plateau_ratio(plateaus: Sequence[Plateau], upper: str, lower: str) -> float:
     """Bandwidth of the plateau named ``upper`` over the one named ``lower`` (KeyError naming
     the missing level and those found)."""
-    by = {p.name: p for p in plateaus}
-    for nm in (upper, lower):
-        if nm not in by:
-            raise KeyError(f"no plateau named {nm!r} was found (found: "
+    by = {p.name: p for p in _check_plateaus(plateaus)}
+    for arg, nm in (("upper", upper), ("lower", lower)):
+        if text(arg, nm) not in by:
+            raise KeyError(f"{arg}={nm!r}: no plateau of that name was found (found: "
                            f"{', '.join(by) or 'none'})")
     return by[upper].bandwidth_gbs / by[lower].bandwidth_gbs

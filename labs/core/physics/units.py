@@ -10,7 +10,7 @@ import math
 import numbers
 from typing import Any, Callable
 
-from labs.core.physics._validate import shown, text
+from labs.core.physics._validate import flag, shown, text
 
 
 def _real(name: str, value) -> float:
@@ -58,7 +58,7 @@ def format_bytes(n: float, *, binary: bool = False) -> str:
     ``binary=True`` for sizes that are powers of two by nature (caches, working sets): KiB,
     MiB, GiB (2^10, 2^20, 2^30), 3 significant figures: '32 KiB', '1.41 MiB', '256 MiB'."""
     n = _real("n", n)
-    if binary:
+    if flag("binary", binary):
         for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
             if abs(n) >= size:
                 return f"{n / size:.3g} {unit}"
