@@ -93,6 +93,8 @@ def test_plain_number_edges():
     assert classroom.plain_number(float("nan")) == "nan"
     assert classroom.plain_number("abc", "x") == "abc x"
     assert classroom.plain_number(True) == "True"
+    assert classroom.plain_number(10**400, "x") == "1 × 10^400 x"  # no float in the way
+    assert classroom.plain_number(-(10**400)) == "-1 × 10^400"
 
 
 def test_numbers_and_labels_are_the_labs(hostile):

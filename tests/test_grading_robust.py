@@ -85,6 +85,21 @@ def test_one_hostile_file_never_stops_the_class(good_class, tmp_path, capsys, ca
     # the dashboard's loader reads the same files without crashing
     cls = classroom.load_class([good_class])
     assert {"ada", "bob"} <= set(cls.students)
+    _dashboard_shows_everything(cls)
+
+
+def _dashboard_shows_everything(cls) -> None:
+    """What the dashboard draws from a class: every item's answers, its distribution and
+    calibration, every student's timeline (a 400-digit answer must not crash the page)."""
+    from labs.core.course import classroom_figures as F
+
+    for item in cls.items_of():
+        assert all(isinstance(row.shown, str) for row in item.rows)
+        item.reference_text, item.choice_counts(), item.title  # noqa: B018
+        F.distribution_figure(item)
+    F.calibration_figure(cls.calibration())
+    for sid in cls.students:
+        F.timeline_figure(cls.timeline(sid), sid)
 
 
 def test_parse_ts_out_of_range_is_none():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import decimal
 import math
 import os
 import statistics
@@ -43,12 +44,13 @@ def plain_number(value: Any, units: str = "") -> str:
     10^-6 (never a sensible prediction) it reads ``1.2 × 10^20``. Anything else: ``str()``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         text = str(value)
-    elif not math.isfinite(value):
+    elif isinstance(value, float) and not math.isfinite(value):
         text = str(float(value))
     elif value == 0:
         text = "0"
     elif not 1e-6 <= abs(value) < 1e15:
-        mantissa, exponent = f"{value:.2e}".split("e")
+        # Decimal: an int of any size (a ledger may hold 10**400) formats without a float
+        mantissa, exponent = f"{decimal.Decimal(value):.2e}".split("e")
         text = f"{float(mantissa):g} × 10^{int(exponent)}"
     elif float(value).is_integer():
         text = f"{int(value):,}"
