@@ -166,7 +166,8 @@ def _(lab, quiz):
 def _(get_staircase, lab, quiz, set_staircase):
     staircase_form = quiz.numeric_form(
         lab, "lab05.staircase_ratio",
-        question="Reading an array of W bytes over and over on your own machine (one thread): "
+        question="**Prediction 1.** Reading an array of W bytes over and over on your own "
+                 "machine (one thread): "
                  "while W fits in the L2 cache the reads run at L2's bandwidth, and far past the "
                  "last-level cache at DRAM's. How many times higher is the L2 plateau than the "
                  "DRAM plateau?",
@@ -419,7 +420,8 @@ def _(
 ):
     binding_form = quiz.choice_form(
         lab, "lab05.binding_level",
-        question=f"A naive (untiled) {OPENING['precision']} GEMM, N = {NAIVE_Q['n']:,}, on the "
+        question=f"**Prediction 2.** A naive (untiled) {OPENING['precision']} GEMM, "
+                 f"N = {NAIVE_Q['n']:,}, on the "
                  f"{hardware.get(OPENING['hierarchy']).name} (the machine picker's opening "
                  f"choice). Its A, B and C ("
                  f"{units.format_bytes(3 * NAIVE_Q['n'] ** 2 * 2, binary=True)}) fit in the "
@@ -739,7 +741,8 @@ def _(lab, quiz):
 def _(OPENING, TILE_Q, get_tile, hardware, lab, quiz, set_tile):
     tile_form = quiz.numeric_form(
         lab, "lab05.tile_traffic",
-        question=f"A tiled {OPENING['precision']} GEMM, N = {TILE_Q['n']:,}, with "
+        question=f"**Prediction 3.** A tiled {OPENING['precision']} GEMM, "
+                 f"N = {TILE_Q['n']:,}, with "
                  f"{TILE_Q['register_tile']} × {TILE_Q['register_tile']} register tiles, on the "
                  f"{hardware.get(OPENING['hierarchy']).name} (the machine picker's opening "
                  f"choice): the cache tile grows from {TILE_Q['from']} × {TILE_Q['from']} to "
@@ -967,7 +970,8 @@ def _(lab, quiz):
 def _(SHRINK_Q, get_shrink, lab, quiz, set_shrink, units):
     shrink_form = quiz.numeric_form(
         lab, "lab05.shrink_speedup",
-        question=f"One call from Python reads an array once (torch.sum, one thread). Shrink the "
+        question=f"**Prediction 4.** One call from Python reads an array once (torch.sum, "
+                 "one thread). Shrink the "
                  f"array from {units.format_bytes(SHRINK_Q['big'], binary=True)} to "
                  f"{units.format_bytes(SHRINK_Q['small'], binary=True)} "
                  f"({SHRINK_Q['big'] // SHRINK_Q['small']:,}× fewer bytes): how many times "
@@ -1137,7 +1141,8 @@ def _(
 ):
     wave_form = quiz.numeric_form(
         lab, "lab05.wave_fraction",
-        question=f"A {OPENING['precision']} GEMM cut into {WAVE_Q['tile']} × {WAVE_Q['tile']} "
+        question=f"**Prediction 5.** A {OPENING['precision']} GEMM cut into "
+                 f"{WAVE_Q['tile']} × {WAVE_Q['tile']} "
                  f"output tiles on the {hardware.get(WAVE_Q['device']).name} "
                  f"({fusion.onchip(WAVE_Q['device']).sms} SMs, one tile per SM at a time). "
                  f"N = {WAVE_Q['from']:,} makes "

@@ -1,0 +1,133 @@
+"""Lab 5 in a real browser (``marimo run`` + Debian chromium), light and dark:
+
+1. fresh page: every instrument is behind a closed gate, no figure is drawn;
+2. locking prediction 1 opens its gate and draws the staircase (the reference machine's run);
+3. (light) pressing "Measure the staircase" measures this machine from the page: the sweep
+   reports its time (under 30 s with the lab's default budget), its plateaus include L2 and
+   DRAM, and the figure gains this machine's curve;
+4. predictions 2 and 3 locked, Part 3's GEMM-size slider at both extremes redraws the tile
+   figure, the tile slider at its top reaches the failure state (the tile spills) and three
+   steps down backs out of it;
+5. a reload keeps the locks (restored from the ledger);
+6. the instructor copy (``--reveal``) draws every figure: each is screenshot on its own
+   (artifacts/browser/lab05-*.png) for a visual check.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from browser_support import REPO, SLOW_MS, marimo_run
+from test_lab06_browser import _env, _page, _titles
+from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
+                               show_drawn_figure, wait_until)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LAB = REPO / "labs" / "lab_05_memory_hierarchy.py"
+SPILL = "The tile no longer fits: it spills to the next level."
+MEASURED = re.compile(r"Measured (\d+) of (\d+) sizes in ([\d.]+) (s|ms)")
+
+
+def _lock_next(page, what: str):
+    gates = gate_count(page)
+    fill_first_prediction(page)
+    wait_until(page, lambda: gate_count(page) < gates, f"the gate of {what} to open")
+    settle(page, lambda p: (gate_count(p), len(figures(p))))
+
+
+def _visible(page, text: str) -> bool:
+    loc = page.get_by_text(text)
+    return loc.count() > 0 and loc.first.is_visible()
+
+
+def _press(page, slider, key: str, times: int = 1):
+    slider.scroll_into_view_if_needed()
+    slider.focus()
+    for _ in range(times):
+        slider.press(key)
+
+
+def _measure_from_the_page(page, artifacts):
+    page.get_by_role("button", name="Measure the staircase on this machine").click()
+    wait_until(page, lambda: MEASURED.search(page.inner_text("body")) is not None,
+               "the sweep's report", timeout_ms=max(SLOW_MS, 120_000))
+    n, total, secs, unit = MEASURED.search(page.inner_text("body")).groups()
+    seconds = float(secs) / (1000 if unit == "ms" else 1)
+    assert seconds < 30, f"the sweep took {seconds} s from the press (criterion: < 30 s)"
+    assert int(n) >= 10, f"only {n} of {total} sizes measured"
+    wait_until(page, lambda: _visible(page, "your measurement"), "the measured plateau table")
+    table = page.locator("table").filter(has_text="working sets").first.inner_text()
+    for level in ("L2", "DRAM"):
+        assert re.search(rf"^{level}\b", table, re.M), f"no {level} plateau found:\n{table}"
+    wait_until(page, lambda: any("this machine" in f for f in figures(page)),
+               "this machine's curve in the staircase figure")
+    show_drawn_figure(page, 0)
+    page.locator("marimo-plotly").first.screenshot(path=str(artifacts / "lab05-measured.png"))
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_lab05_gate_lock_measure_spill_and_back_out_reload(browser, tmp_path, artifacts,
+                                                           scheme):
+    with marimo_run(LAB, _env(tmp_path)) as url:
+        ctx, page = _page(browser, scheme)
+        try:
+            page.goto(url)
+            page.get_by_role("button", name="Lock prediction").first.wait_for(state="visible")
+            gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
+            page.screenshot(path=str(artifacts / f"lab05-locked-{scheme}.png"))
+
+            _lock_next(page, "Part 1")
+            assert any("Bandwidth of re-reading W bytes" in t for t in _titles(page))
+            show_drawn_figure(page, 0)
+            page.screenshot(path=str(artifacts / f"lab05-unlocked-{scheme}.png"))
+            if scheme == "light":  # one real measurement per run is enough
+                _measure_from_the_page(page, artifacts)
+
+            _lock_next(page, "Part 2")
+            _lock_next(page, "Part 3")
+            sliders = page.get_by_role("slider")  # budget, Part 2: N, T; Part 3: N, T
+            gemm_n, tile = sliders.nth(3), sliders.nth(4)
+            for key, want in (("End", "N = 16,384"), ("Home", "N = 64")):
+                _press(page, gemm_n, key)
+                wait_until(page, lambda w=want: any(w in t for t in _titles(page)),
+                           f"the tile figure titled with {want!r}")
+            _press(page, gemm_n, "End")
+            _press(page, gemm_n, "ArrowLeft")  # back to N = 8,192
+            wait_until(page, lambda: any("N = 8,192" in t for t in _titles(page)), "N = 8,192")
+
+            _press(page, tile, "End")  # 1,024 × 1,024: far too big for shared memory
+            wait_until(page, lambda: _visible(page, SPILL), "the spill (failure state)")
+            page.get_by_text(SPILL).first.scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts / f"lab05-spill-{scheme}.png"))
+            _press(page, tile, "ArrowLeft", 3)  # 1,024 -> 128: fits again
+            wait_until(page, lambda: not _visible(page, SPILL) and _visible(page, "lives in"),
+                       "backing out of the spill")
+            gates1 = gate_count(page)
+
+            page.reload()
+            page.get_by_text("Locked prediction").first.wait_for(state="visible")
+            gates2, figs2 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            assert gates2 == gates1 and figs2 >= 3, (gates1, gates2, figs2)
+        finally:
+            ctx.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_lab05_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, scheme):
+    with marimo_run(LAB, _env(tmp_path), "--reveal") as url:
+        ctx, page = _page(browser, scheme)
+        try:
+            page.goto(url)
+            page.get_by_text("Key takeaways").first.wait_for(state="visible")
+            _, n = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            assert gate_count(page) == 0 and n >= 6
+            for i, title in enumerate(_titles(page)):
+                show_drawn_figure(page, i)
+                page.locator("marimo-plotly").nth(i).screenshot(
+                    path=str(artifacts / f"lab05-figure{i}-{scheme}.png"))
+                assert title, f"figure {i} has no title"
+        finally:
+            ctx.close()
