@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.physics import hierarchy as H
-from labs.core.physics.units import format_bytes
+from labs.core.physics.units import format_bytes, format_value
 from labs.core.ui.plotbase import _LEGEND, _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
 
@@ -47,6 +47,18 @@ def _binary_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
         vals.append(v)
         v *= 4
     return vals, [format_bytes(x, binary=True) for x in vals]
+
+
+def _nice_log_ticks(lo: float, hi: float) -> list[float]:
+    """Decade ticks between ``lo`` and ``hi``, or 1-2-5 (then 1-1.5-2-3-5-7) where that
+    leaves fewer than three: plotly's own log ticks crowd together under a decade."""
+    for steps in ((1,), (1, 2, 5), (1, 1.5, 2, 3, 5, 7)):
+        vals = [m * 10.0**k for k in range(math.floor(math.log10(lo)) - 1,
+                                           math.ceil(math.log10(hi)) + 1)
+                for m in steps if lo <= m * 10.0**k <= hi]
+        if len(vals) >= 3:
+            break
+    return vals
 
 
 def _bytes_axis(lo: float, hi: float, title: str) -> dict:
@@ -246,7 +258,9 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
         data.append(dict(type="scatter", x=[t for t, _ in keep], y=[v for _, v in keep],
                          mode="lines+markers", name=f"bytes {html.escape(lv.name)} serves",
                          legendrank=i + 1,
-                         line=dict(color=color, dash=dash, width=2.5),
+                         # wider underneath: a level serving the same bytes as the one
+                         # below it shows as a dashed line over that level's band
+                         line=dict(color=color, dash=dash, width=2 + 2 * i),
                          marker=dict(size=6 + 2 * i, color=color, symbol=symbol),
                          hovertemplate=f"{html.escape(lv.name)}: T = %{{x}} → %{{y:.3s}} GB"
                                        "<extra></extra>"))
@@ -274,14 +288,16 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
         notes.append(dict(xref="x", yref="paper", x=math.log10(current), y=0.5,
                           xanchor="left", text=f" your T = {current}", showarrow=False,
                           font=dict(color=COLORS["danger"], size=11)))
-    lo_y, hi_y = min(ys), max(ys)
+    lo_y, hi_y = min(ys) / 1.6, max(ys) * 1.6
+    yticks = _nice_log_ticks(lo_y, hi_y)
     return _figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=dict(type="log", title=dict(text="Cache tile T (T × T)"), tickmode="array",
                    tickvals=ts, ticktext=[str(t) for t in ts],
                    range=[math.log10(min(ts) / 1.3), math.log10(max(ts) * 1.3)]),
         yaxis=dict(type="log", title=dict(text="Bytes each level serves (GB)"),
-                   range=[math.log10(lo_y / 1.6), math.log10(hi_y * 1.6)]),
+                   range=[math.log10(lo_y), math.log10(hi_y)], tickmode="array",
+                   tickvals=yticks, ticktext=[format_value(v) for v in yticks]),
         shapes=shapes, annotations=notes, legend=_LEGEND,
         margin=dict(l=70, r=30, t=80, b=40)))
 

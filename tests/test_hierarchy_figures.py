@@ -1,0 +1,116 @@
+"""Lab 5's figures (``labs/core/ui/hierarchy_figures.py``): every number drawn equals labs.core,
+one roof per level with a bandwidth, the OS's cache sizes as vertical lines, the plateaus as
+bars, the spilling tiles shaded, readable log ticks, and bad input refused."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from labs.core import figures
+from labs.core import hierarchy as H
+from labs.core import reference_machine as RM
+from labs.core.ui.hierarchy_figures import _nice_log_ticks
+
+KIB, MIB = 2**10, 2**20
+
+
+def _validated(fig: go.Figure) -> go.Figure:
+    """Builders skip plotly's validation for speed; rebuilding with it on must succeed."""
+    return go.Figure(fig.to_dict())
+
+
+def test_working_set_figure_draws_series_cache_lines_and_plateaus():
+    sweep = RM.SWEEP
+    caches = [("L1d", 32 * KIB), ("L2", 512 * KIB), ("L3", 32 * MIB)]
+    plateaus = RM.plateaus()
+    fig = _validated(figures.working_set_figure(
+        [("this machine", [p[0] for p in sweep], [p[1] for p in sweep], "measured")],
+        caches=caches, plateaus=plateaus, title="t"))
+    (series,) = [t for t in fig.data if t.name == "this machine"]
+    assert list(series.y) == [p[1] for p in sweep]
+    lines = [s.x0 for s in fig.layout.shapes if s.type == "line"]
+    assert sorted(lines) == [b for _, b in caches]  # one vertical line per reported cache
+    bars = [t for t in fig.data if t.legendgroup == "plateaus"]
+    assert [(t.x[0], t.y[0]) for t in bars] == [(p.lo_bytes, p.bandwidth_gbs) for p in plateaus]
+    labels = " ".join(a.text for a in fig.layout.annotations)
+    for name, _ in caches:
+        assert name in labels
+    for p in plateaus:
+        assert p.name in labels
+
+
+@pytest.mark.parametrize("series", [
+    [("x", [1, 2], [1, 2], "simulated")],  # kind
+    [("x", [1, 2], [1], "measured")],  # lengths
+    [("x", [0, 2], [1, 2], "measured")],  # a zero size
+    [],
+])
+def test_working_set_figure_refuses_bad_series(series):
+    with pytest.raises(ValueError, match="series"):
+        figures.working_set_figure(series, title="t")
+
+
+def test_cache_roofline_has_one_roof_per_level_with_a_bandwidth():
+    h = H.gpu_hierarchy("h100-sxm", "bf16")  # NVIDIA states no L2 bandwidth for the H100
+    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    fig = _validated(figures.cache_roofline_figure(h, [p], title="t"))
+    names = [t.name or "" for t in fig.data]
+    assert any(n.startswith("compute roof (bf16)") for n in names)
+    drawn = [lv for lv in h.levels if lv.bandwidth_gbs is not None]
+    for lv in drawn:
+        (roof,) = [t for t in fig.data if (t.name or "").startswith(f"{lv.name} · ")]
+        x = np.array(roof.x, float)
+        np.testing.assert_allclose(roof.y, H.level_roof_tflops(x, lv, h.peak_tflops))
+    assert any("L2: no bandwidth figure (not drawn)" in n for n in names)
+    points = [t for t in fig.data if t.mode == "markers+text"]
+    assert sorted(t.x[0] for t in points) == sorted(u.ai for u in p.uses)
+    assert all(t.y[0] == pytest.approx(p.attainable_tflops) for t in points)
+    with pytest.raises(ValueError, match="hier"):
+        figures.cache_roofline_figure("h100-sxm")
+    with pytest.raises(ValueError, match="ai_range"):
+        figures.cache_roofline_figure(h, ai_range=(10, 1))
+
+
+def test_tile_traffic_figure_shades_spills_and_keeps_every_level_visible():
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    tiles = [64, 128, 256, 512]
+    curve = list(zip(tiles, H.tile_sweep(8192, "bf16", tiles, h, register_tile=64)))
+    fig = _validated(figures.tile_traffic_figure(h, curve, current=512, title="t"))
+    lines = {t.name: t for t in fig.data}
+    for i, lv in enumerate(h.levels):
+        trace = lines[f"bytes {lv.name} serves"]
+        assert list(trace.y) == pytest.approx([p.uses[i].bytes / 1e9 for _, p in curve])
+    # a level drawn over a lower one is thinner, so overlapping lines both show
+    widths = [lines[f"bytes {lv.name} serves"].line.width for lv in h.levels]
+    assert widths == sorted(widths) and len(set(widths)) == len(widths)
+    spill = [t for t, p in curve if p.spills]
+    assert spill == [256, 512]
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert len(rects) == 1 and 128 < rects[0].x0 < 256
+    assert "the tile spills" in " ".join(a.text for a in fig.layout.annotations)
+    ticks = list(fig.layout.yaxis.tickvals)
+    lo, hi = (10**v for v in fig.layout.yaxis.range)
+    assert 2 <= len(ticks) <= 8 and all(lo <= t <= hi for t in ticks)
+    with pytest.raises(ValueError, match="curve"):
+        figures.tile_traffic_figure(h, [], title="t")
+
+
+@pytest.mark.parametrize("lo,hi", [(10.8, 55), (0.001, 1000), (30, 55), (2.0, 9.0), (1e9, 3e12)])
+def test_log_ticks_are_few_inside_the_range_and_evenly_readable(lo, hi):
+    ticks = _nice_log_ticks(lo, hi)
+    assert ticks == sorted(ticks) and all(lo <= t <= hi for t in ticks)
+    assert 2 <= len(ticks) <= max(8, math.ceil(math.log10(hi / lo)) + 1)
+
+
+def test_sawtooth_figure_marks_every_tile_multiple():
+    ns = list(range(64, 129, 4))
+    fig = _validated(figures.sawtooth_figure(ns, [1.0] * len(ns), [0.9] * len(ns), tile=16,
+                                             title="t", marks=[(80, "N = 80")]))
+    dotted = [s.x0 for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert dotted == [64, 80, 96, 112, 128]
+    with pytest.raises(ValueError, match="same length"):
+        figures.sawtooth_figure(ns, [1.0], tile=16, title="t")
