@@ -289,7 +289,9 @@ def _(figures, hierarchy_run, mo, reference_machine, staircase_prediction):
         _s = hierarchy_run["sweep"]
         _series.insert(0, (f"this machine ({_s.device})", [p.bytes for p in _s.measured],
                            [p.gbs for p in _s.measured], "measured"))
-        _caches = [(f"{c.name} (your OS)", c.size_bytes) for c in _s.caches.levels]
+        _who = {"cpu": "your OS"}.get(_s.kind)  # a GPU's come from the driver and registry
+        _caches = [(f"{c.name} ({_who or c.source.split(':')[0].split(' (')[0]})",
+                    c.size_bytes) for c in _s.caches.levels]
         _plateaus = hierarchy_run["levels"]
     staircase_figure = figures.working_set_figure(
         _series, caches=_caches, plateaus=_plateaus,
@@ -330,12 +332,13 @@ def _(
     mo.stop(staircase_prediction is None)
     _args = (STAIRCASE_Q["upper"], STAIRCASE_Q["lower"])
     if hierarchy_run is not None and hierarchy_run["levels"]:
+        _mem = hierarchy_run["sweep"].memory_name  # main memory: DRAM, or HBM on a GPU
         try:
-            _out = mo.vstack([mo.md("**Prediction vs reality** · your machine's L2 plateau over "
-                                    "its DRAM plateau:"),
+            _out = mo.vstack([mo.md(f"**Prediction vs reality** · your machine's L2 plateau "
+                                    f"over its {_mem} plateau:"),
                               quiz.compare(staircase_prediction, staircase.plateau_ratio(
-                                  hierarchy_run["levels"], *_args), units="×", fmt=".1f",
-                                  lab=lab)])
+                                  hierarchy_run["levels"], _args[0], _mem), units="×",
+                                  fmt=".1f", lab=lab)])
         except KeyError as _e:
             _out = style.error_callout(_e, title="Your sweep did not find both plateaus.")
     else:

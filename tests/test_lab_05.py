@@ -213,6 +213,46 @@ def test_a_measurement_feeds_the_figure_the_comparison_and_parts_2_and_3(ledger_
         "L1d", "L2", "L3", "DRAM"]
 
 
+def fake_gpu_run(l2_gbs=7000.0, hbm_gbs=2800.0):
+    """A CUDA sweep (H100: L2 vs HBM), as the measurement cell returns it, without a GPU."""
+    from labs.core.measure.caches import gpu_cache_sizes
+
+    info = measure.DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", "Measuring the GPU", "cuda:0",
+                              "h100-sxm", 80.0, sm_count=132, cache_mb=50.0)
+    sizes = [256 * KIB * 2**k for k in range(13)]
+    bw = [l2_gbs if s <= 32 * MIB else hbm_gbs for s in sizes]
+    sweep = WorkingSetSweep(info.name, "cuda", None, tuple(
+        SweepPoint(s, "ok", g, g * 0.95, 0.05, 40) for s, g in zip(sizes, bw)),
+        gpu_cache_sizes(info), 20, 9, 64 * MIB, (1.0, 1.0, 1.0), registry_key="h100-sxm")
+    return {"info": info, "sweep": sweep, "levels": measure.hierarchy_levels(sweep),
+            "precision": "bf16", "peak_tflops": 700.0, "seconds": 11.0}
+
+
+def test_a_gpu_measurement_compares_l2_with_hbm_and_draws_the_driver_and_registry_sizes():
+    result = fake_gpu_run()
+    assert [p.name for p in result["levels"]] == ["L2", "HBM"]
+    outputs, defs = run(hierarchy_run=result, machine_picker=NS(value="measured"))
+    text = shown(outputs)
+    assert "L2 plateau over its HBM plateau" in text and "2.5 ×" in text  # 7000 / 2800
+    notes = str(defs["staircase_figure"].layout.annotations)
+    assert "L2 (driver)" in notes and "shared memory (registry)" in notes
+    machine = defs["machine"]  # Parts 2 and 3 use the registry's sizes, the measured roofs
+    assert machine.level("L2").bandwidth_gbs == pytest.approx(7000)
+    assert machine.level("HBM").bandwidth_gbs == pytest.approx(2800)
+    assert machine.level("L2").capacity_bytes == H.gpu_hierarchy("h100-sxm").level(
+        "L2").capacity_bytes
+
+
+def test_pressing_measure_without_torch_says_why(monkeypatch):
+    monkeypatch.setattr(measure, "detect", lambda device=None: measure.DeviceInfo(
+        "none", "no device", "torch is not installed: pip install -e '.[live]'"))
+    outputs, defs = run(sweep_button=NS(value=True))
+    text = shown(outputs)
+    assert defs["hierarchy_run"] is None
+    assert "Live measurement is off" in text and "torch is not installed" in text
+    assert "staircase_figure" in defs  # the recorded run stays on screen
+
+
 # --- the ledger -----------------------------------------------------------------------------------
 
 def test_ledger_events_use_the_stable_item_ids(ledger_env):
