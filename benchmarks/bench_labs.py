@@ -6,6 +6,8 @@ measured in the same run; prints the README's table in Markdown.
     python benchmarks/bench_labs.py --baseline /path/to/other/checkout --no-updates
                                                     # before/after: cold runs and exports of
                                                     # that checkout's labs, interleaved
+    python benchmarks/bench_labs.py --browser       # in chromium: first figure, slider to
+                                                    # redrawn figure (benchmarks/bench_browser.py)
 
 Per notebook it measures (method in the README, "Speed"):
 
@@ -558,6 +560,9 @@ def main(argv=None) -> int:
     p.add_argument("--baseline", type=Path, default=None, help="another checkout: also measure "
                    "its labs' cold runs and exports, interleaved with these (before/after)")
     p.add_argument("--out", type=Path, default=None, help="JSON file (default: results/)")
+    p.add_argument("--browser", action="store_true", help="measure in chromium instead: "
+                   "time to first/all figures and widget-to-redraw (benchmarks/bench_browser.py)")
+    p.add_argument("--steps", type=int, default=6, help="browser mode: keyboard steps per widget")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -567,6 +572,8 @@ def main(argv=None) -> int:
         return 0
 
     sys.path.insert(0, str(REPO))
+    if args.browser:
+        return browser_main(args, argv)
     if args.runs < 1 or args.cold_runs < 1:
         p.error("--runs and --cold-runs must be at least 1")
     if args.baseline:
@@ -621,6 +628,44 @@ def main(argv=None) -> int:
                     print(f"  {label}: {key}: {r[key]}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = args.out or RESULTS / "latest.json"
+    out.write_text(json.dumps(info, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+def browser_main(args, argv) -> int:
+    """``--browser``: the felt speed in chromium (issue 15), reference interleaved per lab."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_browser
+
+    labs = sorted((REPO / "labs").glob("lab_*.py"))
+    if args.lab:
+        labs = [x for x in labs if any(k in x.stem for k in args.lab)]
+    info = {"command": "python benchmarks/bench_labs.py " + shlex.join(
+                list(argv) if argv is not None else sys.argv[1:]),
+            "machine": machine(), "started": datetime.now(timezone.utc).isoformat(),
+            "load_before": loadavg(), "commit": _commit(REPO), "targets": bench_browser.TARGETS,
+            "settings": {"runs": args.runs, "steps": args.steps,
+                         "quiet_ms": bench_browser.QUIET_MS}}
+    print(f"Browser benchmark: {len(labs)} lab(s), the reference before each, the floor "
+          f"notebook; {args.runs} run(s) on {info['machine']['line']}, load "
+          f"{info['load_before']} ...", flush=True)
+    runs = bench_browser.run_browser(labs, REFERENCE, runs=args.runs, steps=args.steps,
+                                     log=lambda m: print(m, flush=True))
+    info["load_after"], info["runs"] = loadavg(), runs
+    m = info["machine"]
+    info["markdown"] = (
+        f"**`{info['command']}`, {info['started'][:16].replace('T', ' ')} UTC** on {m['line']};"
+        f" marimo {m['marimo']}, plotly {m['plotly']}, Debian chromium headless; load average "
+        f"{_f(info['load_before'], '.2f')} → {_f(info['load_after'], '.2f')} on "
+        f"{m['logical_cpus']} logical CPUs; {args.runs} run(s), {args.steps} keyboard steps per "
+        "widget; each cell is the min–max over the runs.\n\n" + bench_browser.table(runs))
+    print()
+    print(info["markdown"])
+    print("\nper widget (last run):")
+    print("\n".join(bench_browser.widget_lines(runs)))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = args.out or RESULTS / "browser-latest.json"
     out.write_text(json.dumps(info, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"wrote {out}")
     return 0

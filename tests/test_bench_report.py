@@ -83,3 +83,28 @@ def test_before_after_uses_the_same_runs():
     assert "1.60 (n/a) → 1.25 (n/a)" in row  # medians over the runs (no CPU time given)
     assert "3.00 (n/a) → 2.55 (n/a)" in row
     assert "0.60 → 0.25" in row  # minus the floor's median (1.0)
+
+
+# The browser mode's report (benchmarks/bench_browser.py, issue 15)
+_BB = importlib.util.spec_from_file_location(
+    "bench_browser", BENCH.parent / "bench_browser.py")
+BB = importlib.util.module_from_spec(_BB)
+_BB.loader.exec_module(BB)
+
+
+def _brow(name, first, p50, p95, load=1.0):
+    return {"notebook": name, "first_figure_s": first, "all_sent_s": first,
+            "all_drawn_s": first + 1, "figures": 2, "p50_ms": p50, "p95_ms": p95,
+            "send_p50_ms": 5.0, "kernel_p50_ms": 40.0, "render_p50_ms": 30.0,
+            "load_before": load, "load_after": load}
+
+
+def test_browser_ratio_is_to_the_reference_measured_right_before():
+    runs = [{"floor": None, "pairs": [(_brow("ref.py", 3, 100, 200), _brow("lab_a.py", 4, 50, 90)),
+                                      (_brow("ref.py", 3, 200, 400), _brow("lab_b.py", 6, 50, 120))]}]
+    text = BB.table(runs)
+    a, b = _line(text, "| lab_a.py"), _line(text, "| lab_b.py")
+    assert "| 0.50 / 0.45 |" in a and "missed" not in a  # 50/100, 90/200
+    assert "| 0.25 / 0.30 |" in b  # against its own reference (200, 400), not the first one
+    assert "6.0 **missed**" in b and "120 **missed**" in b  # first figure > 5 s, p95 > 100 ms
+    assert "100–200 / 200–400" in _line(text, "| reference_notebook.py")

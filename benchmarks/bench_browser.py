@@ -1,0 +1,494 @@
+"""Browser mode of the speed benchmark: what a student feels in a real page (issue 15).
+
+    python benchmarks/bench_labs.py --browser              # every lab + reference + floor
+    python benchmarks/bench_labs.py --browser --lab lab_04 --steps 8
+
+Each notebook is served by ``marimo run <nb> --headless -- --reveal`` (gates open, with
+``ROOFLINE_REVEAL=1`` as well) on a free 127.0.0.1 port and opened in Debian chromium through
+the playwright Python package (as ``tests/browser``), one fresh browser context per notebook
+(an empty cache: a first open). A script injected before the page's own (``add_init_script``)
+records, with ``performance.now()`` (milliseconds since navigation started):
+
+* every DOM mutation inside a ``<marimo-plotly>`` element, its shadow root included (a
+  MutationObserver on the document and on every shadow root the page attaches);
+* the moment each figure first holds a drawn plotly SVG (``.main-svg``) and the moment each
+  ``<marimo-plotly>`` element appears (its data arrived from the kernel);
+* every key press (capture phase, before marimo sees it) and every websocket message sent or
+  received (the kernel's round trip).
+
+Measures per notebook:
+
+* **first figure**: navigation start to the first drawn figure; **all figures**: to the last
+  figure element arriving (``all sent``) and to the last figure drawn (``all drawn``: each is
+  scrolled into view once the page is quiet, as plotly draws only what is visible);
+* **redraw** for every slider (``[role=slider]``) and dropdown (``select``) outside the
+  prediction forms: ``--steps`` keyboard steps (arrow keys; back at the end of the range),
+  each timed from the key press to the last DOM change inside any figure, waiting until the
+  figures are quiet for ``QUIET_MS``. A step that changes no figure within ``NO_REDRAW_MS`` is
+  counted as "no redraw" and left out of the percentiles. Beside it, the split of each step:
+  key press -> message sent (frontend), sent -> last message received (kernel + websocket),
+  last message -> last figure change (marimo's output render + plotly);
+* the **floor** notebook (``benchmarks/floor_notebook.py``): the same steps on a cell with no
+  output (the websocket round trip), on a text-only output and on a two-point plotly figure.
+
+The reference notebook is measured before every lab (interleaved), and a lab's ratio is to
+the reference measured right before it. The load average is recorded before and after each
+notebook.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "browser"))
+from browser_support import (CHROMIUM, CHROMIUM_ARGS, free_port, isolated_env,  # noqa: E402
+                             skip_reason, wait_http)
+
+FLOOR_NOTEBOOK = REPO / "benchmarks" / "floor_notebook.py"
+QUIET_MS = 700  # a figure is redrawn once nothing inside any figure changed for this long
+NO_REDRAW_MS = 4000  # no figure change this long after a key press: the widget moves none
+LOAD_TIMEOUT_MS = 120_000
+VIEWPORT = {"width": 1280, "height": 1000}
+
+INIT_JS = r"""
+(() => {
+  const W = window.__bench = {plotMuts: 0, lastPlot: 0, lastText: 0, lastRecv: 0, keys: [], sent: [],
+                              recv: [], hostsSeen: 0, lastHostSeen: 0, firstDrawn: 0,
+                              drawn: 0, lastDrawn: 0};
+  const plotHost = (node) => {
+    for (let n = node; n; n = n.parentNode || n.host) {
+      if (n.nodeName === 'MARIMO-PLOTLY') return n;
+    }
+    return null;
+  };
+  const inText = (node) => {
+    const el = node.nodeType === 1 ? node : node.parentElement;
+    return !!(el && el.closest && el.closest('.bench-text'));
+  };
+  const newHost = (node) => {
+    if (node.nodeType !== 1) return;
+    const hosts = node.nodeName === 'MARIMO-PLOTLY' ? [node]
+      : Array.from(node.querySelectorAll ? node.querySelectorAll('marimo-plotly') : []);
+    for (const h of hosts) {
+      if (!h.__benchSeen) { h.__benchSeen = true; W.hostsSeen++; W.lastHostSeen = performance.now(); }
+    }
+  };
+  const obs = new MutationObserver((records) => {
+    const t = performance.now();
+    for (const r of records) {
+      for (const a of r.addedNodes || []) newHost(a);
+      if (inText(r.target)) W.lastText = t;
+      const host = plotHost(r.target);
+      if (!host) continue;
+      W.plotMuts++; W.lastPlot = t;
+      if (!host.__benchDrawn) {
+        const root = host.shadowRoot || host;
+        if (root.querySelector('.main-svg')) {
+          host.__benchDrawn = true; W.drawn++; W.lastDrawn = t;
+          if (!W.firstDrawn) W.firstDrawn = t;
+        }
+      }
+    }
+  });
+  const opts = {subtree: true, childList: true, attributes: true, characterData: true};
+  obs.observe(document, opts);
+  const attach = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init) {
+    const root = attach.call(this, init);
+    obs.observe(root, opts);
+    return root;
+  };
+  document.addEventListener('keydown', () => W.keys.push(performance.now()), true);
+  document.addEventListener('change', () => W.keys.push(performance.now()), true);
+  // The frontend sends a widget's value by HTTP (/api/kernel/...); outputs come back on the
+  // websocket.
+  const nativeFetch = window.fetch;
+  window.fetch = function (input, init) {
+    const url = typeof input === 'string' ? input : (input && input.url) || '';
+    if (url.includes('/api/kernel/')) W.sent.push(performance.now());
+    return nativeFetch.call(this, input, init);
+  };
+  const Native = window.WebSocket;
+  class BenchSocket extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', () => { const t = performance.now(); W.recv.push(t); W.lastRecv = t; });
+    }
+  }
+  window.WebSocket = BenchSocket;
+})();
+"""
+
+#: Sliders and dropdowns a student moves, outside the prediction forms (``<form>``).
+WIDGETS_JS = r"""
+() => {
+  const out = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) walk(el.shadowRoot);
+      const isSlider = el.getAttribute('role') === 'slider';
+      const isSelect = el.tagName === 'SELECT';
+      if (!isSlider && !isSelect) continue;
+      let inForm = false;
+      for (let n = el; n; n = n.parentNode || n.host) {
+        if (n.tagName === 'FORM' || n.tagName === 'MARIMO-FORM') { inForm = true; break; }
+      }
+      if (inForm || el.disabled) continue;
+      const id = 'bench-w' + out.length;
+      el.setAttribute('data-bench-id', id);
+      // marimo's widget element (<marimo-slider>, <marimo-dropdown>) carries its label
+      let label = el.getAttribute('aria-label') || '';
+      for (let n = el; n && !label; n = n.parentNode || n.host) {
+        if (n.getAttribute && n.tagName.startsWith('MARIMO-') && n.getAttribute('data-label')) {
+          const d = document.createElement('div');
+          try { d.innerHTML = JSON.parse(n.getAttribute('data-label')); } catch (e) { d.innerHTML = n.getAttribute('data-label'); }
+          label = d.textContent.trim();
+        }
+      }
+      out.push({id, kind: isSlider ? 'slider' : 'dropdown', label: label.slice(0, 60),
+                now: isSlider ? el.getAttribute('aria-valuenow') : el.selectedIndex,
+                max: isSlider ? el.getAttribute('aria-valuemax') : el.options.length - 1,
+                min: isSlider ? el.getAttribute('aria-valuemin') : 0});
+    }
+  };
+  walk(document);
+  return out;
+}
+"""
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    xs = sorted(values)
+    k = (len(xs) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def _state(page) -> dict:
+    return page.evaluate("() => ({...window.__bench, keys: window.__bench.keys.length, "
+                         "sent: window.__bench.sent.slice(-200), recv: window.__bench.recv.slice(-400)})")
+
+
+def _wait_quiet(page, since: float, key: str, *, quiet_ms: int, none_ms: int) -> float | None:
+    """Poll until ``key`` (lastPlot/lastText) moved past ``since`` and then stayed still for
+    ``quiet_ms``; None when it never moved within ``none_ms``."""
+    start = time.monotonic()
+    while True:
+        page.wait_for_timeout(60)
+        now, last = page.evaluate(f"() => [performance.now(), window.__bench.{key}]")
+        if last > since and now - last >= quiet_ms:
+            return last
+        if last <= since and (time.monotonic() - start) * 1000 > none_ms:
+            return None
+
+
+def _split(state: dict, t_key: float, t_last: float | None) -> dict:
+    sent = [t for t in state["sent"] if t >= t_key]
+    recv = [t for t in state["recv"] if t >= t_key and (t_last is None or t <= t_last + 1)]
+    out = {"send_ms": sent[0] - t_key if sent else None}
+    if sent and recv:
+        out["kernel_ms"] = recv[-1] - sent[0]
+        if t_last is not None:
+            out["render_ms"] = t_last - recv[-1]
+    return out
+
+
+def open_page(page, url: str) -> dict:
+    """Open ``url`` and time the figures (ms from navigation start)."""
+    page.goto(url, wait_until="commit")
+    page.wait_for_function("() => window.__bench && window.__bench.firstDrawn > 0",
+                           timeout=LOAD_TIMEOUT_MS, polling=100)
+    # marimo streams outputs: wait until no new figure element arrived for 3 s, then draw
+    # every figure by scrolling it into view (plotly draws only visible ones).
+    deadline = time.monotonic() + LOAD_TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+        now, last = page.evaluate("() => [performance.now(), window.__bench.lastHostSeen]")
+        if now - last > 3000:
+            break
+    hosts = page.locator("marimo-plotly")
+    for i in range(hosts.count()):
+        try:
+            hosts.nth(i).scroll_into_view_if_needed(timeout=5000)
+            hosts.nth(i).locator(".main-svg").first.wait_for(state="attached", timeout=15000)
+        except Exception:  # a figure that never draws is reported by the counts below
+            pass
+    page.evaluate("() => window.scrollTo(0, 0)")
+    s = _state(page)
+    return {"first_figure_s": s["firstDrawn"] / 1000, "all_sent_s": s["lastHostSeen"] / 1000,
+            "all_drawn_s": s["lastDrawn"] / 1000, "figures": s["hostsSeen"],
+            "figures_drawn": s["drawn"]}
+
+
+def _widget_key(page, w: dict, forward: bool) -> str:
+    if w["kind"] == "slider":
+        return "ArrowRight" if forward else "ArrowLeft"
+    return "ArrowDown" if forward else "ArrowUp"
+
+
+def _at_end(page, w: dict, forward: bool) -> bool:
+    el = page.locator(f"[data-bench-id={w['id']}]")
+    if w["kind"] == "slider":
+        now, lo, hi = el.evaluate("e => [e.getAttribute('aria-valuenow'), "
+                                  "e.getAttribute('aria-valuemin'), e.getAttribute('aria-valuemax')]")
+        return float(now) >= float(hi) if forward else float(now) <= float(lo)
+    idx, n = el.evaluate("e => [e.selectedIndex, e.options.length]")
+    return idx >= n - 1 if forward else idx <= 0
+
+
+def _rediscover(page, index: int, w: dict) -> dict:
+    """Widget ``w`` as the page holds it now: a change to another widget can re-run the cell
+    that made it (a new element). Waits until the kernel is quiet for 1 s first."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now, last = page.evaluate("() => [performance.now(), window.__bench.lastRecv]")
+        if now - last > 1000:
+            break
+        page.wait_for_timeout(100)
+    now = page.evaluate(WIDGETS_JS)
+    if index < len(now) and (now[index]["label"], now[index]["kind"]) == (w["label"], w["kind"]):
+        return now[index]
+    same = [x for x in now if (x["label"], x["kind"]) == (w["label"], w["kind"])]
+    if same:
+        return same[0]
+    raise RuntimeError(f"widget {w['label']!r} is gone from the page")
+
+
+def step_widget(page, w: dict, steps: int, key: str = "lastPlot") -> list[dict]:
+    """``steps`` keyboard steps on widget ``w``; one timing dict per step."""
+    el = page.locator(f"[data-bench-id={w['id']}]")
+    el.scroll_into_view_if_needed(timeout=10_000)
+    el.focus()
+    page.wait_for_timeout(300)
+    forward, samples, net = not _at_end(page, w, True), [], 0
+    for _ in range(steps):
+        if _at_end(page, w, forward):
+            forward = not forward
+        net += 1 if forward else -1
+        t_before = page.evaluate("() => performance.now()")
+        page.keyboard.press(_widget_key(page, w, forward))
+        keys = page.evaluate("() => window.__bench.keys")
+        t_key = next((t for t in keys if t >= t_before), t_before)
+        t_last = _wait_quiet(page, t_key, key, quiet_ms=QUIET_MS, none_ms=NO_REDRAW_MS)
+        sample = {"redraw_ms": None if t_last is None else t_last - t_key}
+        sample.update(_split(_state(page), t_key, t_last))
+        samples.append(sample)
+        if t_last is None:
+            page.wait_for_timeout(200)
+    # Back to where it started, so the next widget is measured in the lab's initial state
+    # (a precision left on one a device lacks would show an error instead of a figure).
+    for _ in range(abs(net)):
+        t0 = page.evaluate("() => performance.now()")
+        page.keyboard.press(_widget_key(page, w, net < 0))
+        _wait_quiet(page, t0, "lastRecv", quiet_ms=QUIET_MS, none_ms=NO_REDRAW_MS)
+    return samples
+
+
+def summarise(samples: list[dict]) -> dict:
+    red = [s["redraw_ms"] for s in samples if s["redraw_ms"] is not None]
+    out = {"steps": len(samples), "redraws": len(red), "p50_ms": pct(red, 50),
+           "p95_ms": pct(red, 95)}
+    for k in ("send_ms", "kernel_ms", "render_ms"):
+        vals = [s[k] for s in samples if s.get(k) is not None and s["redraw_ms"] is not None]
+        out[f"{k[:-3]}_p50_ms"] = pct(vals, 50)
+    return out
+
+
+def _load():
+    try:
+        return round(float(Path("/proc/loadavg").read_text().split()[0]), 2)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False) -> dict:
+    """Serve ``path`` in reveal mode, open it in a fresh context, time load and every widget."""
+    row: dict = {"notebook": path.name, "load_before": _load()}
+    with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
+        env = isolated_env(Path(tmp), ROOFLINE_REVEAL="1", ROOFLINE_STUDENT_ID="bench")
+        port = free_port()
+        cmd = [sys.executable, "-m", "marimo", "run", str(path.resolve()), "--headless", "--port",
+               str(port), "--no-token", "--", "--reveal"]
+        proc = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.STDOUT)
+        context = None
+        try:
+            wait_http(f"http://127.0.0.1:{port}/", proc)
+            context = browser.new_context(viewport=VIEWPORT)
+            context.add_init_script(INIT_JS)
+            page = context.new_page()
+            page.set_default_timeout(LOAD_TIMEOUT_MS)
+            row.update(open_page(page, f"http://127.0.0.1:{port}/"))
+            widgets = page.evaluate(WIDGETS_JS)
+            row["widgets"], all_samples = [], []
+            for i, w in enumerate(widgets):
+                key = "lastPlot"
+                if floor and "text" in w["label"]:
+                    key = "lastText"
+                elif floor and "empty" in w["label"]:
+                    key = "lastRecv"
+                try:
+                    w = _rediscover(page, i, w)
+                    samples = step_widget(page, w, steps, key)
+                except Exception as exc:  # a widget that cannot be stepped: said, not hidden
+                    row["widgets"].append({**w, "error": str(exc).splitlines()[0][:200]})
+                    continue
+                row["widgets"].append({**w, **summarise(samples), "samples": samples})
+                if not floor:
+                    all_samples += samples
+            row.update(summarise(all_samples))
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        finally:
+            if context is not None:
+                context.close()
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    row["load_after"] = _load()
+    return row
+
+
+def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
+                log=print) -> list[dict]:
+    """Every run: the floor notebook, then the reference before each lab (interleaved)."""
+    reason = skip_reason()
+    if reason:
+        raise SystemExit(f"browser mode cannot run: {reason}")
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for r in range(runs):
+                rows = {"floor": None, "pairs": []}
+                log(f"browser run {r + 1} of {runs}: floor notebook ...")
+                rows["floor"] = bench_notebook(browser, FLOOR_NOTEBOOK, steps=steps, floor=True)
+                for lab in labs:
+                    log(f"  reference, then {lab.name} ...")
+                    ref = bench_notebook(browser, reference, steps=steps)
+                    rows["pairs"].append((ref, bench_notebook(browser, lab, steps=steps)))
+                out.append(rows)
+        finally:
+            browser.close()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def _f(v, spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def _span(values, spec: str) -> str:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return "n/a"
+    lo, hi = format(min(vals), spec), format(max(vals), spec)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+TARGETS = {"redraw_p95_ms": 100.0, "ratio_p95": 0.5, "first_figure_s": 5.0}
+
+
+def _missed(values, target) -> str:
+    vals = [v for v in values if v is not None]
+    over = sum(v > target for v in vals)
+    if not over:
+        return ""
+    return " **missed**" if over == len(vals) else f" **missed in {over} of {len(vals)}**"
+
+
+def table(runs: list[dict]) -> str:
+    """Markdown: one row per lab (min–max over runs), the reference measured before each lab,
+    its ratio; then the floor rows."""
+    t = TARGETS
+    lines = [f"| notebook | first figure s (target ≤ {t['first_figure_s']:g}) | all figures "
+             "sent / drawn s | figures | redraw p50 / p95 ms (target p95 ≤ "
+             f"{t['redraw_p95_ms']:g}) | × reference p50 / p95 (target ≤ {t['ratio_p95']:g}) "
+             "| reference p50 / p95 ms | split p50 ms: frontend / kernel+ws / render | load |",
+             "|" + "---|" * 9]
+    labs: dict[str, list] = {}
+    for run in runs:
+        for ref, lab in run["pairs"]:
+            labs.setdefault(lab["notebook"], []).append((ref, lab))
+    for name, pairs in labs.items():
+        g = lambda key, which=1: [p[which].get(key) for p in pairs]  # noqa: E731
+        r50 = [_ratio(lab.get("p50_ms"), ref.get("p50_ms")) for ref, lab in pairs]
+        r95 = [_ratio(lab.get("p95_ms"), ref.get("p95_ms")) for ref, lab in pairs]
+        loads = [p[1].get("load_before") for p in pairs] + [p[1].get("load_after") for p in pairs]
+        err = "; ".join(p[1]["error"] for p in pairs if p[1].get("error"))
+        lines.append(
+            f"| {name}{' (' + err + ')' if err else ''} | "
+            f"{_span(g('first_figure_s'), '.1f')}{_missed(g('first_figure_s'), t['first_figure_s'])}"
+            f" | {_span(g('all_sent_s'), '.1f')} / {_span(g('all_drawn_s'), '.1f')} | "
+            f"{_span(g('figures'), 'd')} | {_span(g('p50_ms'), '.0f')} / "
+            f"{_span(g('p95_ms'), '.0f')}{_missed(g('p95_ms'), t['redraw_p95_ms'])} | "
+            f"{_span(r50, '.2f')} / {_span(r95, '.2f')}{_missed(r95, t['ratio_p95'])} | "
+            f"{_span(g('p50_ms', 0), '.0f')} / {_span(g('p95_ms', 0), '.0f')} | "
+            f"{_span(g('send_p50_ms'), '.0f')} / {_span(g('kernel_p50_ms'), '.0f')} / "
+            f"{_span(g('render_p50_ms'), '.0f')} | {_span(loads, '.1f')} |")
+    refs = [ref for run in runs for ref, _lab in run["pairs"]]
+    if refs:
+        lines.append(
+            f"| reference_notebook.py (all its runs) | {_span([r.get('first_figure_s') for r in refs], '.1f')}"
+            f" | {_span([r.get('all_sent_s') for r in refs], '.1f')} / "
+            f"{_span([r.get('all_drawn_s') for r in refs], '.1f')} | "
+            f"{_span([r.get('figures') for r in refs], 'd')} | "
+            f"{_span([r.get('p50_ms') for r in refs], '.0f')} / "
+            f"{_span([r.get('p95_ms') for r in refs], '.0f')} | 1 | | "
+            f"{_span([r.get('send_p50_ms') for r in refs], '.0f')} / "
+            f"{_span([r.get('kernel_p50_ms') for r in refs], '.0f')} / "
+            f"{_span([r.get('render_p50_ms') for r in refs], '.0f')} | "
+            f"{_span([r.get('load_before') for r in refs], '.1f')} |")
+    floors = [run["floor"] for run in runs if run.get("floor")]
+    names = []
+    for f in floors:
+        for w in f.get("widgets", []):
+            if w["label"] not in names:
+                names.append(w["label"])
+    for label in names:
+        ws = [w for f in floors for w in f.get("widgets", []) if w["label"] == label]
+        lines.append(
+            f"| floor: {label} | | | | {_span([w.get('p50_ms') for w in ws], '.0f')} / "
+            f"{_span([w.get('p95_ms') for w in ws], '.0f')} | | | "
+            f"{_span([w.get('send_p50_ms') for w in ws], '.0f')} / "
+            f"{_span([w.get('kernel_p50_ms') for w in ws], '.0f')} / "
+            f"{_span([w.get('render_p50_ms') for w in ws], '.0f')} | "
+            f"{_span([f.get('load_before') for f in floors], '.1f')} |")
+    return "\n".join(lines)
+
+
+def widget_lines(runs: list[dict]) -> list[str]:
+    """Per widget p50/p95 (last run), so a slow slider can be found."""
+    out = []
+    for ref, lab in runs[-1]["pairs"] if runs else []:
+        for w in lab.get("widgets", []):
+            what = w.get("error") or (f"p50 {_f(w.get('p50_ms'), '.0f')} / p95 "
+                                      f"{_f(w.get('p95_ms'), '.0f')} ms over {w.get('redraws')}"
+                                      f" of {w.get('steps')} steps")
+            out.append(f"  {lab['notebook']} {w['kind']} '{w['label']}': {what}")
+    return out
+
+
+def median(values):
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
