@@ -525,12 +525,14 @@ def _(
         lab, "lab06.tp_shard_pcie",
         question=f"**Prediction 2.** {_gpus} joined by "
                  f"**{collectives.get_link(SHARD_REF['slow']).name}**{_ask}",
-        units="elements", lo=1, hi=1e7, locked=get_shard_slow(), on_lock=set_shard_slow)
+        units="elements", integer=True, lo=1, hi=1e7, locked=get_shard_slow(),
+        on_lock=set_shard_slow)
     shard_fast_form = quiz.numeric_form(
         lab, "lab06.tp_shard_nvlink",
         question=f"**Prediction 3.** {_gpus} joined by "
                  f"**{collectives.get_link(SHARD_REF['fast']).name}**{_ask}",
-        units="elements", lo=1, hi=1e7, locked=get_shard_fast(), on_lock=set_shard_fast)
+        units="elements", integer=True, lo=1, hi=1e7, locked=get_shard_fast(),
+        on_lock=set_shard_fast)
     mo.vstack([quiz.prediction_panel(shard_slow_form, get_shard_slow()),
                quiz.prediction_panel(shard_fast_form, get_shard_fast())])
     return
@@ -1114,7 +1116,7 @@ def _(
                  "compute at the dense bf16 peak, no overlap: below how many **tokens per GPU "
                  "per step** does the all-reduce take longer than the forward and backward "
                  "pass?",
-        units="tokens", lo=1, hi=1e8, locked=get_train(), on_lock=set_train)
+        units="tokens", integer=True, lo=1, hi=1e8, locked=get_train(), on_lock=set_train)
     quiz.prediction_panel(train_form, get_train())
     return
 
