@@ -750,7 +750,7 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(BEST_OPTIONS, get_best_predicted, lab, quiz, set_best_predicted):
+def _(BEST_OPTIONS, SCENARIO, get_best_predicted, lab, quiz, set_best_predicted):
     best_predicted_form = quiz.choice_form(
         lab, "lab07.best_predicted",
         question=f"**Prediction 4.** Profiling a {SCENARIO['prefill_context']}-token prefill, "

@@ -161,6 +161,25 @@ def test_without_torch_or_a_device_the_buttons_say_why(env, app, monkeypatch):
                 if e["item_id"].startswith("lab07.measured")]
 
 
+def test_in_a_browser_build_every_run_button_says_it_cannot_measure(env, app, monkeypatch):
+    """WASM (sys.platform "emscripten"): the lab opens, the roofline's answers work, and each
+    pressed run button says the browser cannot run torch; nothing is built or profiled."""
+    import sys
+
+    def refuse(*a, **k):
+        raise AssertionError("measured in a browser build")
+
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    for name in ("profile_model", "builtin_case", "time_compiled"):
+        monkeypatch.setattr(measure, name, refuse)
+    for change in ("precision", "compile"):
+        outputs, defs = app.run(defs=dict(PREDICTIONS, **TINY, **_ns(change_picker=change)))
+        text = _texts(outputs)
+        assert text.count("runs in the browser (WebAssembly)") == 3, text[:3000]
+        assert not any(name in defs for name in MEASURED) and "Traceback" not in text
+        assert defs["decode_predicted"][1] and "Key takeaways" in text
+
+
 @pytest.mark.slow
 def test_every_run_button_profiles_on_this_cpu(env, app):
     pytest.importorskip("torch")

@@ -15,10 +15,11 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import figures, formulas, hardware, measure, models, roofline, tiny_models
-from labs.core.measure import opcost, profile_cli, profiler, tiny_modules
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch")  # before tiny_modules, which imports torch
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from labs.core.measure import opcost, profile_cli, profiler, tiny_modules  # noqa: E402
 
 CUDA = torch.cuda.is_available()
 gpu = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
@@ -41,12 +42,13 @@ def counted(model, inputs, backward=False) -> int:
 @pytest.fixture(scope="module")
 def cpu_roof():
     """A quick measured roofline of this CPU (one thread, small sizes): measured, not cached."""
+    before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         return measure.empirical_roofline("cpu", precisions=["fp32"], sizes=[128, 256],
                                           budget_s=0.6, stream_mb=16)
     finally:
-        torch.set_num_threads(torch.get_num_threads())
+        torch.set_num_threads(before)
 
 
 # --- FLOPs: FlopCounterMode's totals, and the physics -----------------------------------------
@@ -266,13 +268,22 @@ def test_memory_terms_use_kv_heads_and_follow_the_attention():
 def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
     """On this CPU, one thread: the operators' median times sum to within 25% of the whole
     pass timed without the profiler, for a model whose time is in large GEMMs (the rest is
-    the overhead row, shown, and noise from other jobs on the shared machine)."""
+    the overhead row, shown, and noise from other jobs on the shared machine). Other jobs can
+    take the CPU in the middle of a whole pass (a 40 ms pass on a 2-core machine at load 6
+    often loses a time slice) while the per-operator medians skip such slices, so one of up
+    to three profiles must land within the tolerance; a profiler that drops or double-counts
+    operators misses it every time."""
     model, inputs = measure.builtin_case("mlp", phase="prefill", batch=1, context=256,
                                          device="cpu")
-    prof = measure.profile_model(model, inputs, roofline=cpu_roof, threads=1, budget_s=2.0)
+    ratios = []
+    for _ in range(3):
+        prof = measure.profile_model(model, inputs, roofline=cpu_roof, threads=1, budget_s=2.0)
+        ratios.append(prof.op_sum_s / prof.forward_s)
+        if 0.75 <= ratios[-1] <= 1.25:
+            break
     assert prof.reps >= profiler.MIN_PASSES and prof.timer == "time.perf_counter"
     assert prof.threads == 1
-    assert 0.75 <= prof.op_sum_s / prof.forward_s <= 1.25, (prof.op_sum_s, prof.forward_s)
+    assert 0.75 <= ratios[-1] <= 1.25, (ratios, prof.load)
     assert prof.overhead["measured_s"] == pytest.approx(prof.forward_s - prof.op_sum_s)
     assert prof.all_rows()[-1] is prof.overhead and prof.overhead["op_type"] == opcost.OVERHEAD
     assert sum(g["time_s"] for g in prof.by_op_type()) == pytest.approx(prof.forward_s)
