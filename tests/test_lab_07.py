@@ -149,6 +149,29 @@ def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app, no
     assert all(e["lab_id"] == "lab07" for e in again["lab"].events())
 
 
+def test_the_grader_and_dashboard_know_lab_7(env, app, no_measuring, tmp_path):
+    """A ledger written by locking Lab 7's forms is graded under Lab 7's title, one column per
+    lab, every item counted; the dashboard's catalogue lists the same items."""
+    import csv
+
+    from labs.core import catalogue
+    from labs.core import grading as G
+
+    _, defs = app.run()
+    for form, answer in {"dominant_small_form": "weight GEMMs",
+                         "dominant_large_form": "attention (KV cache)", "memory_share_form": 90,
+                         "best_predicted_form": "weight GEMMs", "bf16_ratio_form": 2}.items():
+        quiz.simulate_submit(defs[form], answer=answer, confidence=4, reason="a reason")
+    entry = catalogue.lab("lab07")
+    assert entry.file == LAB_FILE.name and tuple(entry.item_ids) == ITEMS
+    assert [i.item_id for i in catalogue.items("lab07")] == list(ITEMS)
+    out = tmp_path / "graded"
+    G.main([str(env / "ledger"), "-o", str(out)])
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
+        row = next(r for r in csv.DictReader(f) if "ada" in r.values())
+    assert float(row[entry.title]) > 0, row
+
+
 def test_without_torch_or_a_device_the_buttons_say_why(env, app, monkeypatch):
     none = measure.DeviceInfo("none", "no device", "torch is not installed, so this machine "
                               "cannot be measured.")
