@@ -829,7 +829,7 @@ def _(
         "The run button checks it against this machine's free memory and refuses what does "
         "not fit."),
         figures.memory_budget_figure(case_terms, _d.memory_gb * 1e9,
-                                     title=f"Against the {_d.name}'s {_d.memory_gb:g} GB")])
+                                     title=f"Against the {_d.name}'s {_d.memory_gb:.3g} GB")])
     return (case_terms,)
 
 
