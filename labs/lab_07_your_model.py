@@ -858,7 +858,8 @@ def _(
             context=case_context.value, precision=SCENARIO["precision"],
             attention=case_attention.value)
         overhead_figure = figures.bar_figure(
-            list(_r), list(_r.values()), log=True, yaxis_title="(bound + launches × 5 µs) / bound",
+            list(_r), list(_r.values()), log=max(_r.values()) > 10 * min(_r.values()),
+            yaxis_title="(bound + launches × 5 µs) / bound",
             title=f"If every kernel paid a 5 µs launch: decoder {_phase}, batch "
                   f"{case_batch.value}, context {case_context.value:,}, "
                   f"{hardware.get(device_picker.value).name}")
@@ -939,9 +940,10 @@ def _(case_profile, figures, mo):
     case_figure = figures.operator_roofline_figure(
         case_profile.rows, case_profile.roof, case_profile.main_precision,
         title=f"{case_profile.label}: every operator, measured")
-    mo.vstack([case_figure, figures.bar_figure(
-        [g["op_type"] for g in case_profile.error_by_type()],
-        [g["median_ratio"] for g in case_profile.error_by_type()], log=True,
+    _ratios = [g["median_ratio"] for g in case_profile.error_by_type()]
+    mo.vstack([case_figure, figures.bar_figure(  # log only where it spans a decade (ticks)
+        [g["op_type"] for g in case_profile.error_by_type()], _ratios,
+        log=bool(_ratios) and max(_ratios) > 10 * min(_ratios),
         yaxis_title="median measured / bound",
         title="Measured / bound per type (1 = the roofline is exact; below 1 = faster than the "
               "DRAM bound: operands still in cache)")])
