@@ -435,7 +435,11 @@ def _(
             ("Sum of operators", style.format_seconds(_p.op_sum_s),
              f"{len(_p.rows)} aten calls, median of {_p.reps} profiled passes"),
             style.Metric("Overhead", style.format_seconds(_p.overhead_s),
-                         "the step minus its operators: Python, dispatch", "overhead-bound"),
+                         "the step minus its operators: Python, dispatch"
+                         if (_p.overhead_s or 0) >= 0
+                         else "negative: the operators' medians add up to more than the step's "
+                              "median (timing noise; other work on this machine)",
+                         "overhead-bound"),
             ("Roofline bound", style.format_seconds(_p.bound_s),
              f"sum of max(FLOPs/peak, bytes/BW) on {_p.roofline}"),
         ]),

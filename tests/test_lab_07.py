@@ -233,6 +233,32 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
     assert "Download lab07_operators.csv" in text
 
 
+def test_a_negative_overhead_is_explained_not_just_shown(env, app):
+    """The overhead card of a profile whose operators' medians add up to more than the step
+    (noise on a busy machine) says so; a positive one reads as Python and dispatch."""
+    import dataclasses
+
+    pytest.importorskip("torch")
+    model, inputs = measure.builtin_case("decoder", phase="decode", context=32, device="cpu")
+    what_if = measure.profile_model(model, inputs, device="cpu", roofline="h100-sxm")
+    rows = tuple(dict(r, measured_s=r["bound_s"]) for r in what_if.rows)
+
+    def measured(gap):
+        total = sum(r["measured_s"] for r in rows) + gap
+        over = dict(rows[0], name=opcost.OVERHEAD, op_type=opcost.OVERHEAD, regime="overhead",
+                    flops=0.0, bytes=0.0, bound_s=0.0, measured_s=gap, lost_s=gap)
+        return dataclasses.replace(what_if, rows=rows, overhead=over, forward_s=total,
+                                   predicted_only=False, reps=3)
+
+    for gap, words in ((-1e-4, "add up to more than the step"),
+                       (1e-4, "the step minus its operators: Python, dispatch")):
+        prof = measured(gap)
+        outputs, _ = app.run(defs={**PREDICTIONS, "decode_profiles": {1: prof, 64: prof},
+                                   "live_info": measure.detect("cpu")})
+        text = _texts(outputs)
+        assert words in text and "Traceback" not in text
+
+
 def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(
         env, app, monkeypatch):
     pytest.importorskip("torch")
