@@ -7,6 +7,7 @@ name, and no negative counts."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import math
@@ -25,6 +26,8 @@ from labs.core import hierarchy as HI
 from labs.core import precision_study as PS
 from labs.core import roofline as R
 from labs.core import staircase as ST
+from labs.core.physics import sharding as SH
+from labs.core.physics import tiny_models as TM
 
 # --- the public API, discovered -----------------------------------------------------------------
 
@@ -116,6 +119,15 @@ VALID = {
     "lower": "DRAM", "units": 4, "n_from": 1408, "n_to": 1536, "throughputs": [5.0, 6.0],
     "per_tile": False, "simd_fp32_lanes": 8, "nbytes": 1e6, "overhead_s": 5e-6,
     "big_bytes": 2.0**20, "small_bytes": 2.0**10, "binary": False,
+    # Lab 6 (collectives, sharding)
+    "link": "nvlink4", "algorithm": "ring", "link_gbs": 100.0, "latency_s": 1e-6,
+    "one_way_gbs": 50.0, "latency_us": 1.0, "n_out": 64, "mm": SH.sharded_matmul(16, 64, 64, 8),
+    "model_or_params": "llama-3-8b", "tokens_per_chip": 1024, "grad_bytes": 2.0,
+    "overlap": True, "degrees": [1, 2],
+    # Lab 7 (tiny_models)
+    "config": TM.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
+    "change": "batch", "base": {"phase": "decode", "batch": 1, "context": 64,
+                                "precision": "fp32", "attention": "math"},
 }
 OVERRIDES = {
     "formulas.elementwise": {"op": "gelu"},
@@ -154,9 +166,19 @@ OVERRIDES = {
                                      "kind": "cpu"},
     "hierarchy.from_plateaus": {"kind": "cpu"},
     "staircase.plateau_ratio": {"upper": "L2"},
+    # a collective, not a kernel, is the op of Lab 6's functions
+    **{f"collectives.{f}": {"op": "all-reduce"} for f in (
+        "bus_factor", "latency_steps", "bandwidth_factor", "collective_time", "link_time",
+        "latency_bandwidth_split", "crossover_bytes", "busbw_gbs")},
+    **{f"sharding.{f}": {"op": "all-reduce"} for f in (
+        "sharded_matmul", "tp_critical_shard", "comm_bound_tokens")},
+    "sharding.tp_diagnosis": {"rows": SH.tp_scaling("llama-3-8b", "h100-sxm", "nvlink4", [1, 2],
+                                                    batch=1, seq_len=64), "n": 2},
 }
 #: Keyword arguments a function needs but has no parameter for (``**kwargs`` passed through).
-EXTRA = {"models.dominant_group": {"batch": 1, "seq_len": 64}}
+EXTRA = {"models.dominant_group": {"batch": 1, "seq_len": 64},
+         **{f"sharding.{f}": {"batch": 1, "seq_len": 64} for f in (
+             "tp_scaling", "best_tp_degree", "first_comm_bound_degree")}}
 
 #: (function, parameter) pairs where any real number is valid input (formatters show it).
 ANY_NUMBER = {("units.format_bytes", "n"), ("units.format_seconds", "seconds"),
@@ -176,7 +198,10 @@ LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai")
                     ("fusion.onchip_roof_tflops", "ai"), ("fusion.chain_time_curve", "sizes"),
                     ("fusion.largest_square_tile", "candidates"),
                     ("hierarchy.level_roof_tflops", "ai"), ("hierarchy.tile_sweep", "tiles"),
-                    ("quantization.efficiency_curve", "sizes"), ("staircase.noise_level", "log_gbs")}
+                    ("quantization.efficiency_curve", "sizes"), ("staircase.noise_level", "log_gbs"),
+                    # tensor-parallel degrees: 1 is a valid degree (one GPU, no collective)
+                    ("sharding.tp_scaling", "degrees"), ("sharding.best_tp_degree", "degrees"),
+                    ("sharding.first_comm_bound_degree", "degrees")}
 #: Mappings of free names to sizes, where any non-empty names with sizes > 0 are valid input,
 #: and so is an empty one (the OS names its caches, or reports none).
 FREE_SIZE_MAPPINGS = {("staircase.name_plateaus", "caches"), ("hierarchy.from_plateaus", "caches")}
@@ -238,12 +263,27 @@ class _Thing:
         return "<thing>"
 
 
+def _defined_names() -> frozenset:
+    """Every string constant in the physics wing's source, lower case. Hypothesis draws text
+    from a project's own constants (and shrinks 'mxfp4' to 'MXFP4'), so random text can be a
+    name the wing defines and valid where it is fed ('ring' as an algorithm); unknown names are
+    still fed ("zz-not-a-thing", random text)."""
+    names = set()
+    for mod in MODULES:
+        for node in ast.walk(ast.parse(inspect.getsource(mod))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names.add(node.value.strip().lower())
+    return frozenset(names)
+
+
+_DEFINED_NAMES = _defined_names()
+
 BAD = st.one_of(
     st.integers(max_value=-1), st.floats(max_value=-1e-9, allow_nan=False),
     st.sampled_from([0, 0.0, float("nan"), float("inf"), -float("inf"), 10**400, -10**400,
                      1e308 * 10, "", " ", "zz-not-a-thing", None, True, _Thing(), [1], (),
                      {}, {"zz": 1}, [[5, 0]], ["zz"], b"fp16"]),
-    st.text(max_size=6),
+    st.text(max_size=6).filter(lambda s: s.strip().lower() not in _DEFINED_NAMES),
 )
 
 ARGS = [(q, fn, p.name) for q, fn in CALLABLES for p in _params(fn)

@@ -40,7 +40,8 @@ import math
 from dataclasses import dataclass, field
 
 from labs.core.physics import hardware as _hw
-from labs.core.physics._validate import close_matches, non_negative, positive, positive_int
+from labs.core.physics._validate import (close_matches, non_negative, positive,
+                                          positive_int, shown, text)
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 ALGORITHMS = ("ring", "tree")
@@ -149,15 +150,17 @@ DEVICE_LINKS: dict[str, str] = {
 SCALE_OUT_LINK = "ib-ndr"
 
 
-def get_link(key: str | Link) -> Link:
-    """A link by key (case-insensitive). Unknown keys raise :class:`UnknownLinkError` (a
-    KeyError and a ValueError) naming ``link`` and the close matches."""
-    if isinstance(key, Link):
-        return key
-    k = str(key).strip().lower()
+def get_link(link: str | Link) -> Link:
+    """A link by key (case-insensitive) or a :class:`Link` passed through. Something that is
+    not a key raises ValueError; an unknown key :class:`UnknownLinkError` (a KeyError and a
+    ValueError), both naming ``link``, the latter with the close matches."""
+    if isinstance(link, Link):
+        return link
+    k = text("link", link).lower()
     if k in LINKS:
         return LINKS[k]
-    raise UnknownLinkError(f"unknown link={key!r}." + close_matches(k, LINKS, always_list=True))
+    raise UnknownLinkError(f"unknown link={shown(link)}." + close_matches(k, LINKS,
+                                                                         always_list=True))
 
 
 def link_options() -> dict[str, str]:
@@ -168,19 +171,18 @@ def link_options() -> dict[str, str]:
 
 def device_link(device) -> Link | None:
     """The link between two chips of this device (None when no sourced one exists)."""
-    key = DEVICE_LINKS.get(_hw.get(device).key)
+    key = DEVICE_LINKS.get(_hw.get(device, arg="device").key)
     return LINKS[key] if key else None
 
 
 def custom_link(name: str, one_way_gbs: float, latency_us: float, *,
                 source: str = "measured on this machine") -> Link:
     """A link from two numbers, e.g. the α and β fitted to this machine's measurements."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("name must be a non-empty string")
+    name, source = text("name", name), text("source", source)
     gbs = positive("one_way_gbs", one_way_gbs)
     lat = non_negative("latency_us", latency_us)
-    key = name.strip().lower().replace(" ", "-")
-    return Link(key, name.strip(), gbs, f"{gbs:.3g} GB/s", source, "as given", lat,
+    key = name.lower().replace(" ", "-")
+    return Link(key, name, gbs, f"{gbs:.3g} GB/s", source, "as given", lat,
                 kind="measured")
 
 
@@ -204,26 +206,27 @@ def ring_link(link, n: int) -> Link:
 
 # --- the α-β model -----------------------------------------------------------------------------
 
-def _op(op) -> str:
-    o = str(op).strip().lower().replace("_", "-").replace(" ", "-")
+def _op(op, arg: str = "op") -> str:
+    o = text(arg, op).lower().replace("_", "-").replace(" ", "-")
     o = {"allreduce": "all-reduce", "allgather": "all-gather",
          "reducescatter": "reduce-scatter"}.get(o, o)
     if o not in OPS:
-        raise ValueError(f"op must be one of {', '.join(OPS)}, got {op!r}")
+        raise ValueError(f"{arg} must be one of {', '.join(OPS)}, got {shown(op)}")
     return o
 
 
-def _n(n) -> int:
-    v = positive_int("n", n)
+def _n(n, arg: str = "n") -> int:
+    v = positive_int(arg, n)
     if v < 2:
-        raise ValueError(f"n must be >= 2 participants for a collective, got {n!r}")
+        raise ValueError(f"{arg} must be >= 2 participants for a collective, got {shown(n)}")
     return v
 
 
 def _algorithm(op: str, algorithm) -> str:
-    a = str(algorithm).strip().lower()
+    a = text("algorithm", algorithm).lower()
     if a not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, "
+                         f"got {shown(algorithm)}")
     if a == "tree" and op != "all-reduce":
         raise ValueError(f"algorithm='tree' is modelled for all-reduce only, not {op}")
     return a

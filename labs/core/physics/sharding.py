@@ -20,7 +20,7 @@ from labs.core.physics import collectives as C
 from labs.core.physics import hardware as _hw
 from labs.core.physics import models as _models
 from labs.core.physics import precision as _fmt
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics._validate import flag, instance, positive, positive_int, sequence
 
 COMMUNICATION = "communication-bound"
 RESOURCES = ("compute", "HBM", "link")
@@ -31,8 +31,9 @@ TP_DEGREES = (1, 2, 4, 8, 16)
 TRAIN_FLOPS_PER_PARAM_TOKEN = 6
 
 
-def _peak(hw, precision: str) -> float:
-    return _hw.get(hw).peak_tflops(precision) * 1e12
+def _peak(hw, precision: str, arg: str = "precision") -> float:
+    """Dense peak in FLOP/s; errors name ``hw`` and the caller's precision argument."""
+    return _hw.get(hw, arg="hw").peak_tflops(precision, arg=arg) * 1e12
 
 
 def link_ridge(hw, precision: str, link, n: int = 2) -> float:
@@ -107,7 +108,8 @@ def sharded_matmul(tokens, k, n_out, n, storage: str = "bf16", *, op: str = "all
     k, n_out = positive_int("k", k), positive_int("n_out", n_out)
     if k % nn:
         raise ValueError(f"k={k} does not split evenly over n={nn} chips")
-    return ShardedMatmul(positive_int("tokens", tokens), k, n_out, nn, _fmt.get(storage).key,
+    return ShardedMatmul(positive_int("tokens", tokens), k, n_out, nn,
+                         _fmt.get(storage, arg="storage").key,
                          _fmt.compute_precision(storage, compute), o)
 
 
@@ -147,7 +149,8 @@ class ShardTimes:
 
 def shard_times(mm: ShardedMatmul, hw, link, algorithm: str = "ring") -> ShardTimes:
     """Per-chip seconds of a :class:`ShardedMatmul` on a device and a link."""
-    d = _hw.get(hw)
+    mm = instance("mm", mm, ShardedMatmul, "a ShardedMatmul (sharding.sharded_matmul)")
+    d = _hw.get(hw, arg="hw")
     return ShardTimes(mm.flops / _peak(d, mm.compute), mm.hbm_bytes / (d.bandwidth_gbs * 1e9),
                       C.link_time(mm.op, mm.message_bytes, mm.n, link, algorithm))
 
@@ -159,7 +162,8 @@ def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
     large the batch (T cancels): K/n* = factor × b × π / (2 B), i.e. (n-1)/n × b × π / B for
     an all-reduce."""
     nn = C._n(n)
-    b = _fmt.bytes_per_element(storage or precision)
+    b = (_fmt.bytes_per_element(precision, arg="precision") if storage is None
+         else _fmt.bytes_per_element(storage, arg="storage"))
     return C.bus_factor(op, nn) * b * link_ridge(hw, precision, link, nn) / 2
 
 
@@ -173,7 +177,7 @@ def comm_bound_tokens(k, n_out, n, hw, link, storage: str = "bf16", *, op: str =
     once), link L + c·T (L = the collective's latency term), so the link binds on an interval.
     """
     probe = sharded_matmul(1, k, n_out, n, storage, op=op, compute=compute)
-    d, lk = _hw.get(hw), C.ring_link(link, probe.n)
+    d, lk = _hw.get(hw, arg="hw"), C.ring_link(link, probe.n)
     b, kk, nn, p = probe.bytes_per_element, probe.k, probe.n_out, probe.n
     f = 2.0 * kk * nn / p / _peak(d, probe.compute)
     h0 = b * kk * nn / p / (d.bandwidth_gbs * 1e9)
@@ -250,9 +254,11 @@ def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "b
     replicated. Communication: 2 all-reduces per layer (after the O and down projections)
     plus one for the vocab-parallel embedding, each of batch × d_model activations, and one
     all-gather of batch × vocab logits."""
-    m, d = _models.get(model), _hw.get(hw)
+    m, d = _models.get(model, arg="model"), _hw.get(hw, arg="hw")
     n = positive_int("n", n)
     batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
+    C._algorithm("all-reduce", algorithm)  # checked even where n = 1 sends nothing
+    lk = C.ring_link(link, max(n, 2))
     full = _models.memory_budget(m, d, batch=batch, seq_len=seq_len,
                                  weight_precision=weight_precision, kv_precision=kv_precision,
                                  act_precision=act_precision)
@@ -268,8 +274,7 @@ def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "b
         f_div, b_div = split.get(_models.op_group(op.name), (1, 1))
         flops += op.flops / f_div
         bytes_ += op.bytes / b_div
-    lk = C.ring_link(link, max(n, 2))
-    act = _fmt.bytes_per_element(act_precision)
+    act = _fmt.bytes_per_element(act_precision, arg="act_precision")
     n_ar, ar_bytes, ag_bytes = 2 * m.layers + 1, batch * m.d_model * act, batch * m.vocab * act
     if n == 1:
         t_comm = comm = 0.0
@@ -281,11 +286,14 @@ def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "b
                 + C.bus_factor("all-gather", n) * ag_bytes)
         count = n_ar + 1
     return TPServing(m.key, d.key, lk, n, batch, seq_len, budget, flops, bytes_, count, comm,
-                     flops / _peak(d, compute), bytes_ / (d.bandwidth_gbs * 1e9), t_comm)
+                     flops / _peak(d, compute, "compute"), bytes_ / (d.bandwidth_gbs * 1e9),
+                     t_comm)
 
 
 def tp_scaling(model, hw, link, degrees=TP_DEGREES, **kwargs) -> list[TPServing]:
     """:func:`tp_serving` at each degree (same keyword arguments)."""
+    degrees = [positive_int(f"degrees[{i}]", d)
+               for i, d in enumerate(sequence("degrees", degrees))]
     return [tp_serving(model, hw, link, n, **kwargs) for n in degrees]
 
 
@@ -316,9 +324,13 @@ class Diagnosis:
 def tp_diagnosis(rows: list[TPServing], n: int) -> Diagnosis:
     """The design at degree ``n`` among ``rows`` (one :func:`tp_scaling`): out of memory, or
     communication-bound and slower than the largest smaller degree that fits, or fine."""
+    rows = sequence("rows", rows)
+    for i, r in enumerate(rows):
+        instance(f"rows[{i}]", r, TPServing, "a TPServing (one row of sharding.tp_scaling)")
+    n = positive_int("n", n)
     by_n = {s.n: s for s in rows}
     if n not in by_n:
-        raise ValueError(f"n={n} is not among the degrees computed ({sorted(by_n)})")
+        raise ValueError(f"n={n} is not among the degrees of rows ({sorted(by_n)})")
     s = by_n[n]
     fitting = [r.n for r in rows if r.fits]
     if not s.fits:
@@ -369,8 +381,8 @@ class DPStep:
 
 def _params(model_or_params) -> float:
     if isinstance(model_or_params, (str, _models.ModelConfig)):
-        return float(_models.get(model_or_params).params)
-    return positive("params", model_or_params)
+        return float(_models.get(model_or_params, arg="model_or_params").params)
+    return positive("model_or_params", model_or_params)
 
 
 def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
@@ -382,9 +394,9 @@ def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
     nn = C._n(n)
     t = positive_int("tokens_per_chip", tokens_per_chip)
     g = positive("grad_bytes", grad_bytes)
+    ov = flag("overlap", overlap)
     t_comp = TRAIN_FLOPS_PER_PARAM_TOKEN * p * t / _peak(hw, precision)
-    return DPStep(p, nn, t, t_comp, C.link_time("all-reduce", p * g, nn, link, algorithm),
-                  bool(overlap))
+    return DPStep(p, nn, t, t_comp, C.link_time("all-reduce", p * g, nn, link, algorithm), ov)
 
 
 def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2) -> float:

@@ -20,7 +20,7 @@ from labs.core.physics import hardware as _hw
 from labs.core.physics import models as _models
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics._validate import positive_int
+from labs.core.physics._validate import mapping, non_negative, one_of, positive_int, shown, text
 
 PHASES = ("prefill", "decode")
 #: "math": QK^T, softmax and PV as separate operators, KV heads repeated to the query heads
@@ -42,21 +42,33 @@ TINY_DECODER = dataclasses.replace(_base, params_reported=float(_base.params))
 BLOCKS = ("decoder", "mlp", "attention")
 
 
-def _check(phase: str, attention: str, precision: str) -> str:
-    if phase not in PHASES:
-        raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
-    if attention not in ATTENTION:
-        raise ValueError(f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
-    p = str(precision).strip().lower()
+def _precision(precision, arg: str = "precision") -> str:
+    p = text(arg, precision).lower()
     if p not in MODEL_PRECISIONS:
-        raise KeyError(f"precision={precision!r} cannot be a whole model's precision; choose one "
-                       f"of {', '.join(MODEL_PRECISIONS)}")
+        raise KeyError(f"{arg}={shown(precision)} cannot be a whole model's precision; choose "
+                       f"one of {', '.join(MODEL_PRECISIONS)}")
     return p
+
+
+def _check(phase: str, attention: str, precision: str) -> str:
+    one_of("phase", phase, PHASES)
+    one_of("attention", attention, ATTENTION)
+    return _precision(precision)
+
+
+def _case(config, phase, batch, context, precision, attention):
+    """Every setting checked under its own name: (config, phase, batch, context, precision,
+    attention), the names normalised (lower case)."""
+    p = _check(phase, attention, precision)
+    return (_models.get(config, arg="config"), phase.strip().lower(),
+            positive_int("batch", batch), positive_int("context", context), p,
+            attention.strip().lower())
 
 
 def storage(precision: str) -> str:
     """The storage format of a model precision (tf32 is an fp32 compute mode)."""
-    return "fp32" if precision == "tf32" else precision
+    p = _precision(precision)
+    return "fp32" if p == "tf32" else p
 
 
 def memory_terms(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
@@ -73,11 +85,9 @@ def memory_terms(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
     a context x context causal mask), plus the last position's logits. "sdpa" attention keeps
     scores on chip (no repeat, no score matrix).
     """
-    p = _check(phase, attention, precision)
-    if block not in BLOCKS:
-        raise ValueError(f"block must be one of {', '.join(BLOCKS)}, got {block!r}")
-    c = _models.get(config)
-    batch, context = positive_int("batch", batch), positive_int("context", context)
+    c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
+                                                   attention)
+    block = one_of("block", block, BLOCKS)
     b = _fmt.bytes_per_element(storage(p))
     sq = context if phase == "prefill" else 1
     tokens = batch * sq
@@ -110,17 +120,19 @@ def step_ops(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
              attention: str = "math") -> list[F.Cost]:
     """The roofline's view of one forward of the decoder (``models.step_ops``): per-layer ops x
     layers plus the LM head on the last position; "sdpa" is the fused attention."""
-    p = _check(phase, attention, precision)
-    return _models.step_ops(config, phase, batch, context, p,
-                            fused_attention=attention == "sdpa")
+    c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
+                                                   attention)
+    return _models.step_ops(c, phase, batch, context, p, fused_attention=attention == "sdpa")
 
 
 def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
                   context: int = 1024, precision: str = "fp32",
                   attention: str = "math") -> dict[str, float]:
     """Predicted seconds per ``models.OP_GROUPS`` group: each op at its roofline bound."""
-    p = _check(phase, attention, precision)
-    return _models.step_time_by_group(config, hw, phase, batch=batch, seq_len=context,
+    d = _hw.get(hw, arg="hw")
+    c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
+                                                   attention)
+    return _models.step_time_by_group(c, d, phase, batch=batch, seq_len=context,
                                       precision=p, fused_attention=attention == "sdpa")
 
 
@@ -137,8 +149,8 @@ def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch:
     bound max(FLOPs / its ceiling, bytes / bandwidth) (``roofline.cost_time``: matmuls at the
     precision's peak, norms and adds at the vector rate), memory-bound where the bytes term is
     larger."""
+    d = _hw.get(hw, arg="hw")
     p = _check(phase, attention, precision)
-    d = _hw.get(hw)
     total = mem = 0.0
     for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
                        attention=attention):
@@ -156,15 +168,16 @@ def overhead_ratio_by_group(hw, config=TINY_DECODER, *,
     How far above its roofline bound a group would run if every kernel paid a fixed launch
     overhead (Lab 4's overhead regime, ``roofline.DEFAULT_LAUNCH_OVERHEAD_US``): near 1, the
     roofline predicts the group well; far above 1, overhead decides its time."""
+    d = _hw.get(hw, arg="hw")
     p = _check(phase, attention, precision)
-    d = _hw.get(hw)
+    overhead_s = non_negative("launch_overhead_us", launch_overhead_us) * 1e-6
     bound = dict.fromkeys(_models.OP_GROUPS, 0.0)
     extra = dict.fromkeys(_models.OP_GROUPS, 0.0)
     for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
                        attention=attention):
         g = _models.op_group(op.name)
         bound[g] += R.cost_time(op, d).lower
-        extra[g] += op.kernels * launch_overhead_us * 1e-6
+        extra[g] += op.kernels * overhead_s
     return {g: (bound[g] + extra[g]) / bound[g] for g in bound if bound[g] > 0}
 
 
@@ -188,11 +201,30 @@ CHANGES = {
 }
 
 
+#: The settings a baseline of :func:`changed` may hold, and their defaults.
+_BASE_DEFAULTS = {"phase": "decode", "batch": 1, "context": 1024, "precision": "fp32",
+                  "attention": "math"}
+
+
+def _base(base) -> dict:
+    """``base`` checked: a dict of :data:`_BASE_DEFAULTS`' settings with valid values; errors
+    name ``base`` (and the setting)."""
+    mapping("base", base)
+    unknown = [k for k in base if k not in _BASE_DEFAULTS]
+    if unknown:
+        raise KeyError(f"base has unknown settings {', '.join(map(shown, unknown))}; it may "
+                       f"hold {', '.join(_BASE_DEFAULTS)}")
+    try:
+        _case(TINY_DECODER, **{**_BASE_DEFAULTS, **base})
+    except (ValueError, KeyError) as exc:
+        raise type(exc)(f"base: {exc.args[0] if exc.args else exc}") from None
+    return dict(base)
+
+
 def changed(change: str, base: dict) -> dict:
     """The baseline settings (phase, batch, context, precision, attention) with one change."""
-    if change not in CHANGES:
-        raise KeyError(f"change={change!r} is not one of {', '.join(CHANGES)}")
-    new = dict(base)
+    change = one_of("change", change, CHANGES)
+    new = dict(_base(base))
     if change == "batch":
         new["batch"] = 64 if base.get("batch", 1) != 64 else 1
     elif change == "precision":
@@ -207,6 +239,8 @@ def predicted_ratio(change: str, hw, base: dict, config=TINY_DECODER) -> float |
     (torch.compile's fusion depends on what the compiler fuses). ``base``: keyword arguments
     of :func:`time_by_group` (phase, batch, context, precision, attention)."""
     new = changed(change, base)
-    if change == "compile":
+    _hw.get(hw, arg="hw")
+    _models.get(config, arg="config")
+    if one_of("change", change, CHANGES) == "compile":
         return None
     return step_seconds(hw, config, **new) / step_seconds(hw, config, **base)
