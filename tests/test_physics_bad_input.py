@@ -374,6 +374,29 @@ def test_the_named_cases():
     assert math.isfinite(F.gemm(4, 4, 4).scaled(2).flops)
 
 
+def test_lab_6_and_7_cases_that_named_another_argument_or_passed_silently():
+    from labs.core.physics import collectives as C
+    with pytest.raises(ValueError, match=r"\bcontext\b"):  # said seq_len
+        TM.time_by_group("h100-sxm", context=0)
+    with pytest.raises(KeyError, match=r"\bconfig\b"):  # said model
+        TM.step_ops("zz")
+    with pytest.raises(ValueError, match=r"\bmodel_or_params\b"):  # said params
+        SH.dp_step(-1, 8, 1024, "h100-sxm", "bf16", "nvlink4")
+    with pytest.raises(ValueError, match=r"\boverlap\b"):  # bool("no") was True
+        SH.dp_step("llama-3-8b", 8, 1024, "h100-sxm", "bf16", "nvlink4", overlap="no")
+    with pytest.raises(ValueError, match=r"\bstorage\b"):  # "" fell back to precision
+        SH.tp_critical_shard("h100-sxm", "bf16", "nvlink4", 8, storage="")
+    with pytest.raises(ValueError, match=r"\bsource\b"):  # None was stored as the source
+        C.custom_link("mine", 10, 1, source=None)
+    with pytest.raises(ValueError, match=r"\bop\b"):  # str(None) was looked up
+        C.bus_factor(None, 8)
+    with pytest.raises(KeyError, match=r"\bbase\b"):  # an unknown setting was carried along
+        TM.changed("batch", {"batchsize": 4})
+    with pytest.raises(ValueError, match=r"\bbase\b.*\bbatch\b"):
+        TM.predicted_ratio("compile", "h100-sxm", {"batch": -1})
+    assert TM.predicted_ratio("compile", "h100-sxm", {"batch": 1}) is None  # valid: no answer
+
+
 #: The same property over a fixed set of bad values for every argument (hypothesis samples;
 #: this covers every (callable, argument) pair each run).
 FIXED_BAD = [-1, -2.5, 0, float("nan"), float("inf"), -float("inf"), 10**400, -10**400, "", " ",
