@@ -58,6 +58,7 @@ VIEWPORT = {"width": 1280, "height": 1000}
 
 INIT_JS = r"""
 (() => {
+  performance.setResourceTimingBufferSize(5000);
   const W = window.__bench = {plotMuts: 0, lastPlot: 0, lastText: 0, lastRecv: 0, keys: [], sent: [],
                               recv: [], hostsSeen: 0, lastHostSeen: 0, firstDrawn: 0,
                               drawn: 0, lastDrawn: 0};
@@ -86,7 +87,7 @@ INIT_JS = r"""
       if (inText(r.target)) W.lastText = t;
       const host = plotHost(r.target);
       if (!host) continue;
-      W.plotMuts++; W.lastPlot = t;
+      W.plotMuts++; W.lastPlot = t; host.__benchMuts = (host.__benchMuts || 0) + 1;
       if (!host.__benchDrawn) {
         const root = host.shadowRoot || host;
         if (root.querySelector('.main-svg')) {
@@ -361,8 +362,10 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False) -> d
 
 
 def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
-                log=print) -> list[dict]:
-    """Every run: the floor notebook, then the reference before each lab (interleaved)."""
+                log=print, checkpoint=None) -> list[dict]:
+    """Every run: the floor notebook, then the reference before each lab (interleaved).
+    ``checkpoint(runs_so_far)`` is called after every notebook, so a cut-off run keeps
+    what it measured."""
     reason = skip_reason()
     if reason:
         raise SystemExit(f"browser mode cannot run: {reason}")
@@ -374,13 +377,15 @@ def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
         try:
             for r in range(runs):
                 rows = {"floor": None, "pairs": []}
+                out.append(rows)
                 log(f"browser run {r + 1} of {runs}: floor notebook ...")
                 rows["floor"] = bench_notebook(browser, FLOOR_NOTEBOOK, steps=steps, floor=True)
                 for lab in labs:
                     log(f"  reference, then {lab.name} ...")
                     ref = bench_notebook(browser, reference, steps=steps)
                     rows["pairs"].append((ref, bench_notebook(browser, lab, steps=steps)))
-                out.append(rows)
+                    if checkpoint:
+                        checkpoint(out)
         finally:
             browser.close()
     return out

@@ -635,9 +635,13 @@ def main(argv=None) -> int:
 
 def browser_main(args, argv) -> int:
     """``--browser``: the felt speed in chromium (issue 15), reference interleaved per lab."""
+    import signal
+
     sys.path.insert(0, str(REPO / "benchmarks"))
     import bench_browser
 
+    # Stopped with SIGTERM: unwind (servers stopped, results so far kept), as on Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     labs = sorted((REPO / "labs").glob("lab_*.py"))
     if args.lab:
         labs = [x for x in labs if any(k in x.stem for k in args.lab)]
@@ -650,25 +654,37 @@ def browser_main(args, argv) -> int:
     print(f"Browser benchmark: {len(labs)} lab(s), the reference before each, the floor "
           f"notebook; {args.runs} run(s) on {info['machine']['line']}, load "
           f"{info['load_before']} ...", flush=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = args.out or RESULTS / "browser-latest.json"
+
+    def save(runs, final=False):
+        info["load_after"], info["runs"], info["complete"] = loadavg(), runs, final
+        info["markdown"] = _browser_markdown(info, runs, args)
+        out.write_text(json.dumps(info, indent=1, default=str) + "\n", encoding="utf-8")
+
     runs = bench_browser.run_browser(labs, REFERENCE, runs=args.runs, steps=args.steps,
-                                     log=lambda m: print(m, flush=True))
-    info["load_after"], info["runs"] = loadavg(), runs
-    m = info["machine"]
-    info["markdown"] = (
-        f"**`{info['command']}`, {info['started'][:16].replace('T', ' ')} UTC** on {m['line']};"
-        f" marimo {m['marimo']}, plotly {m['plotly']}, Debian chromium headless; load average "
-        f"{_f(info['load_before'], '.2f')} → {_f(info['load_after'], '.2f')} on "
-        f"{m['logical_cpus']} logical CPUs; {args.runs} run(s), {args.steps} keyboard steps per "
-        "widget; each cell is the min–max over the runs.\n\n" + bench_browser.table(runs))
+                                     log=lambda m: print(m, flush=True), checkpoint=save)
+    save(runs, final=True)
     print()
     print(info["markdown"])
     print("\nper widget (last run):")
     print("\n".join(bench_browser.widget_lines(runs)))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = args.out or RESULTS / "browser-latest.json"
-    out.write_text(json.dumps(info, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"wrote {out}")
     return 0
+
+
+def _browser_markdown(info: dict, runs: list, args) -> str:
+    import bench_browser
+
+    m = info["machine"]
+    return (
+        f"**`{info['command']}`, {info['started'][:16].replace('T', ' ')} UTC** on {m['line']};"
+        f" marimo {m['marimo']}, plotly {m['plotly']}, Debian chromium headless; load average "
+        f"{_f(info['load_before'], '.2f')} → {_f(info['load_after'], '.2f')} on "
+        f"{m['logical_cpus']} logical CPUs; {args.runs} run(s), {args.steps} keyboard steps per "
+        "widget; each cell is the min–max over the runs"
+        + ("" if info.get("complete") else " (**incomplete**: the run was cut off)")
+        + ".\n\n" + bench_browser.table(runs))
 
 
 if __name__ == "__main__":
