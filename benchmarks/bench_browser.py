@@ -60,7 +60,7 @@ INIT_JS = r"""
 (() => {
   performance.setResourceTimingBufferSize(5000);
   const W = window.__bench = {plotMuts: 0, lastPlot: 0, lastText: 0, lastRecv: 0, keys: [], sent: [],
-                              recv: [], hostsSeen: 0, lastHostSeen: 0, firstDrawn: 0,
+                              recv: [], hostsSeen: 0, lastHostSeen: 0, ids: 0, firstDrawn: 0,
                               drawn: 0, lastDrawn: 0};
   const plotHost = (node) => {
     for (let n = node; n; n = n.parentNode || n.host) {
@@ -245,6 +245,21 @@ def _at_end(page, w: dict, forward: bool) -> bool:
     return idx >= n - 1 if forward else idx <= 0
 
 
+#: (now, per figure element: [its id, DOM changes so far]); ids are given on first sight.
+_SNAPSHOT_JS = """() => [performance.now(), Array.from(document.querySelectorAll('marimo-plotly'))
+  .map(h => { if (!h.__benchId) h.__benchId = ++window.__bench.ids; return [h.__benchId, h.__benchMuts || 0]; })]"""
+
+
+def _figure_changes(page, before) -> dict:
+    """How many figures a step changed in place, and how many it mounted anew (a new
+    ``<marimo-plotly>`` element: plotly draws it from scratch, ~1.7x the cost of an update)."""
+    _now, after = page.evaluate(_SNAPSHOT_JS)
+    old = dict(before)
+    changed = sum(1 for k, n in after if k in old and n > old[k])
+    mounted = sum(1 for k, _n in after if k not in old)
+    return {"figures_changed": changed, "figures_mounted": mounted}
+
+
 def _rediscover(page, index: int, w: dict) -> dict:
     """Widget ``w`` as the page holds it now: a change to another widget can re-run the cell
     that made it (a new element). Waits until the kernel is quiet for 1 s first."""
@@ -274,13 +289,14 @@ def step_widget(page, w: dict, steps: int, key: str = "lastPlot") -> list[dict]:
         if _at_end(page, w, forward):
             forward = not forward
         net += 1 if forward else -1
-        t_before = page.evaluate("() => performance.now()")
+        t_before, seen = page.evaluate(_SNAPSHOT_JS)
         page.keyboard.press(_widget_key(page, w, forward))
         keys = page.evaluate("() => window.__bench.keys")
         t_key = next((t for t in keys if t >= t_before), t_before)
         t_last = _wait_quiet(page, t_key, key, quiet_ms=QUIET_MS, none_ms=NO_REDRAW_MS)
         sample = {"redraw_ms": None if t_last is None else t_last - t_key}
         sample.update(_split(_state(page), t_key, t_last))
+        sample.update(_figure_changes(page, seen))
         samples.append(sample)
         if t_last is None:
             page.wait_for_timeout(200)
@@ -297,6 +313,8 @@ def summarise(samples: list[dict]) -> dict:
     red = [s["redraw_ms"] for s in samples if s["redraw_ms"] is not None]
     out = {"steps": len(samples), "redraws": len(red), "p50_ms": pct(red, 50),
            "p95_ms": pct(red, 95)}
+    for k in ("figures_changed", "figures_mounted"):
+        out[k] = sum(s.get(k, 0) for s in samples)
     for k in ("send_ms", "kernel_ms", "render_ms"):
         vals = [s[k] for s in samples if s.get(k) is not None and s["redraw_ms"] is not None]
         out[f"{k[:-3]}_p50_ms"] = pct(vals, 50)
@@ -310,7 +328,8 @@ def _load():
         return None
 
 
-def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False) -> dict:
+def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
+                   only: tuple[str, ...] = ()) -> dict:
     """Serve ``path`` in reveal mode, open it in a fresh context, time load and every widget."""
     row: dict = {"notebook": path.name, "load_before": _load()}
     with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
@@ -331,6 +350,8 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False) -> d
             widgets = page.evaluate(WIDGETS_JS)
             row["widgets"], all_samples = [], []
             for i, w in enumerate(widgets):
+                if only and not any(o in w["label"] for o in only):
+                    continue
                 key = "lastPlot"
                 if floor and "text" in w["label"]:
                     key = "lastText"
@@ -489,7 +510,9 @@ def widget_lines(runs: list[dict]) -> list[str]:
         for w in lab.get("widgets", []):
             what = w.get("error") or (f"p50 {_f(w.get('p50_ms'), '.0f')} / p95 "
                                       f"{_f(w.get('p95_ms'), '.0f')} ms over {w.get('redraws')}"
-                                      f" of {w.get('steps')} steps")
+                                      f" of {w.get('steps')} steps; figures changed in "
+                                      f"place {w.get('figures_changed', 0)}, mounted anew "
+                                      f"{w.get('figures_mounted', 0)}")
             out.append(f"  {lab['notebook']} {w['kind']} '{w['label']}': {what}")
     return out
 

@@ -754,9 +754,9 @@ def _(
         [figures.Point(f"M = {overlay_m.value:,}", overlay_cost.ai)],
         title=f"One {_shape} {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} FLOP/B) "
               "against several roofs")
-    mo.vstack([overlay_figure] + ([mo.md(
-        f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")]
-        if overlay_skipped else []))
+    style.figure_with_note(overlay_figure, (
+        f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")
+        if overlay_skipped else None)
     return
 
 

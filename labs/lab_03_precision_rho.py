@@ -558,8 +558,8 @@ def _(
     explorer_shape,
     figures,
     fmt,
-    mo,
     op_picker,
+    style,
 ):
     _view = PS.roofline_view(explorer_rows, device)
     explorer_roofline = figures.roofline_figure(
@@ -574,8 +574,8 @@ def _(
     _twins = ", ".join(f"{p} has the same peak as {q} (same roof)"
                        for p, q in _view.same_roof.items())
     # (a None inside a stack would print "None" under the figure)
-    mo.vstack([explorer_roofline] + ([mo.md(f"_{_twins}._")] if _twins else [])
-              ) if explorer_roofline else None
+    style.figure_with_note(explorer_roofline, f"_{_twins}._" if _twins else None
+                           ) if explorer_roofline else None
     return
 
 
@@ -1178,7 +1178,7 @@ def _(fmt, live_decode, live_results, mo, style):
 
 
 @app.cell
-def _(PS, figures, live_results, measure, mo):
+def _(PS, figures, live_results, measure, mo, style):
     mo.stop(not live_results or bool(live_results["error"]))
     _dev = live_results["emp"].as_device()
     _timed = [r for r in live_results["gemv"] if r["measured_us"]]
@@ -1193,8 +1193,8 @@ def _(PS, figures, live_results, measure, mo):
                        kind="measured") for r, c in zip(_timed, _costs)],
         title="Measured roofline of this machine (achievable peaks, STREAM bandwidth)")
     _note = ", ".join(f"{p} (within 1.5× of {q})" for p, q in _same.items())
-    mo.vstack([live_figure] + ([mo.md(f"_Roofs not drawn, peaks close to a drawn one: "
-                                      f"{_note}._")] if _note else []))
+    style.figure_with_note(live_figure, f"_Roofs not drawn, peaks close to a drawn one: "
+                                        f"{_note}._" if _note else None)
     return
 
 

@@ -316,3 +316,37 @@ def test_ledger_status_states_where_who_and_count():
 def test_component_html_stays_small():
     big = [COMPONENTS[n]("text") for n in COMPONENTS]
     assert all(len(b.text) < 4000 for b in big)
+
+
+def _top_children(html_text: str) -> int:
+    """Direct children of the outermost element of marimo's stack markup."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        depth, count = 0, 0
+        VOID = {"br", "img", "hr", "input", "meta", "link"}
+
+        def handle_starttag(self, tag, attrs):
+            if self.depth == 1:
+                self.count += 1
+            if tag not in self.VOID:
+                self.depth += 1
+
+        def handle_endtag(self, tag):
+            self.depth -= 1
+
+    p = P()
+    p.feed(html_text)
+    return p.count
+
+
+@pytest.mark.parametrize("note", [None, "", "_Roofs not drawn: fp16._", "**two** lines\n\nof it"])
+def test_figure_with_note_keeps_one_shape_with_or_without_a_note(note):
+    """marimo mounts a figure anew (drawn from scratch) when its output changes shape, e.g.
+    from one child to two as a note appears (issue 15): the stack has two children always."""
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    out = style.figure_with_note(fig, note)
+    assert _top_children(out.text) == 2
+    assert _top_children(out.text) == _top_children(style.figure_with_note(fig, "x").text)
+    if note:
+        assert "Roofs not drawn" in out.text or "two" in out.text

@@ -321,6 +321,17 @@ def text_cell(value):
     return mo.Html(f'<span style="{_WRAP}"{tip}>{shown}</span>')
 
 
+def figure_with_note(figure, note: str | None = None) -> mo.Html:
+    """``figure`` with an optional markdown ``note`` under it, always as two children.
+
+    Why: marimo's frontend keeps a plotly figure and updates it in place (Plotly.react) only
+    while its output keeps the same shape. A stack that goes from one child to two as a note
+    appears or disappears mounts the figure anew, drawn from scratch: measured in chromium
+    at 1.0 s against 0.12 s per slider step (``benchmarks/bench_browser.py``, issue 15).
+    An empty note keeps the second child, and shows nothing."""
+    return mo.vstack([figure, mo.md(note or "")])
+
+
 def text_block(text, limit: int = 2000):
     """A paragraph of text shown as typed (escaped, wrapped anywhere, cut at ``limit``)."""
     shown, full = _shown(text, limit)
