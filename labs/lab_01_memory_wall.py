@@ -27,13 +27,20 @@ def _():
     # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "precision": "bf16"}
     POW2 = [2**i for i in range(19)]  # 1 ... 262144: the GEMM size sliders
+    # The ways out of the failure states, said the same way wherever they occur.
+    PICK_PRECISION = ("Pick a compute precision this device has (the picker at the top of the "
+                      "lab), or another device, and the instrument comes back.")
+    SHRINK_GEMM = ("Move M, N or K back down (or pick a device with more memory) and the "
+                   "instrument comes back.")
     return (
         LAB_ID,
         OPENING,
         OVERLAY_SCENARIO,
+        PICK_PRECISION,
         POW2,
         PROFILER,
         SCENARIO,
+        SHRINK_GEMM,
         figures,
         formulas,
         hardware,
@@ -225,6 +232,8 @@ def _(POW2, SCENARIO, mo):
 
 @app.cell
 def _(
+    PICK_PRECISION,
+    SHRINK_GEMM,
     device_picker,
     formulas,
     k_slider,
@@ -253,7 +262,9 @@ def _(
         gemm_error = None
     except (KeyError, ValueError) as _exc:
         gemm_cost = gemv_cost = gemm_bounds = gemv_bounds = gemm_fraction = None
-        gemm_error = style.error_message(_exc)
+        # a ValueError here is "does not fit in memory"; a KeyError, a rate the device lacks
+        gemm_error = style.error_message(_exc) + "\n\n" + (
+            SHRINK_GEMM if isinstance(_exc, ValueError) else PICK_PRECISION)
     return (
         gemm_bounds,
         gemm_cost,
@@ -278,9 +289,7 @@ def _(
     quiz,
     style,
 ):
-    mo.stop(gemm_error is not None, style.error_callout(
-        f"{gemm_error}\n\nMove M, N or K back down (or pick a device with more memory) "
-        "and the instrument comes back."))
+    mo.stop(gemm_error is not None, style.error_callout(gemm_error))
     _hover = {"time, lower bound": style.format_seconds(gemm_bounds.lower),
               "no-overlap estimate": style.format_seconds(gemm_bounds.no_overlap),
               "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
@@ -507,6 +516,7 @@ def _(OPENING, get_crossover, hardware, lab, reveal, roofline):
 
 @app.cell
 def _(
+    PICK_PRECISION,
     crossover_prediction,
     device_picker,
     mo,
@@ -521,7 +531,8 @@ def _(
         crossover_n = roofline.gemm_crossover_n(device_picker.value, precision_picker.value)
         crossover_error = None
     except KeyError as _exc:
-        crossover_n, crossover_error = None, style.error_message(_exc)
+        crossover_n = None
+        crossover_error = style.error_message(_exc) + "\n\n" + PICK_PRECISION
     return crossover_error, crossover_n
 
 
@@ -952,10 +963,11 @@ def _(PROFILER, mo):
 
 @app.cell
 def _(
+    PICK_PRECISION,
     bw_slider,
     device_picker,
-    hardware,
     flop_util_slider,
+    hardware,
     mo,
     precision_picker,
     quiz,
@@ -979,7 +991,8 @@ def _(
             "flop_util_bound": roofline.flop_utilization_bound(_ai, _d, _p)}
         yardstick_error = None
     except (KeyError, ValueError) as _exc:
-        yardstick, yardstick_error = None, style.error_message(_exc)
+        yardstick = None
+        yardstick_error = style.error_message(_exc) + "\n\n" + PICK_PRECISION
     return yardstick, yardstick_error
 
 
@@ -1203,6 +1216,7 @@ def _(LEVER_TILE, SCENARIO, mo):
 
 @app.cell
 def _(
+    PICK_PRECISION,
     SCENARIO,
     device_picker,
     k_slider,
@@ -1227,7 +1241,8 @@ def _(
                                     tile=tile_slider.value)
         levers_error = None
     except (KeyError, ValueError) as _exc:
-        levers, levers_error = None, style.error_message(_exc)
+        levers = None
+        levers_error = style.error_message(_exc) + "\n\n" + PICK_PRECISION
     levers_precision = _p
     return levers, levers_error, levers_precision, levers_shape
 
@@ -1418,7 +1433,8 @@ def _(
 def _(figures, live_info, live_p, live_reference, live_rows, mo, quiz, style):
     _ok = [r for r in live_rows if r["status"] == "ok" and r["measured_tflops"]]
     mo.stop(not _ok, style.error_callout("No size could be measured: " + "; ".join(
-        f"N={r['n']}: {r['status']}" for r in live_rows[:3])))
+        f"N={r['n']}: {r['status']}" for r in live_rows[:3]) + ".\n\nPick another precision "
+        "to measure, or a longer time budget, and press the button again."))
     _roof = live_reference.as_device() if live_reference is not None else live_info.spec()
     try:
         live_figure = figures.roofline_figure(

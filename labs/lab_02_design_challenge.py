@@ -348,7 +348,8 @@ def _(decode_step, design, device, hardware, mo, models, prefill_step, style):
     ])
     mo.vstack([_cards] if _fits else [style.error_callout(
         "This design does not fit in the device's memory (Part 2 shows by how much): these "
-        "bounds describe a machine you do not have."), _cards])
+        "bounds describe a machine you do not have. Lower the batch or the context, store the "
+        "weights or the KV cache in fewer bits, or pick a device with more memory."), _cards])
     return
 
 

@@ -243,8 +243,12 @@ def _(GEMM_4096, PS, SCENARIO_DEVICE, classic, device, fmt, mo, style):
             f"the same switch on {device.name}", f"ρ ×{fmt(_mine.rho_ratio)}",
             f"AI ×{fmt(_mine.ai_ratio)} ÷ ridge ×{fmt(_mine.ridge_ratio)}")])
     except (KeyError, ValueError) as _err:
-        _on_mine = mo.md(f"_{_err.args[0].rstrip('.')}: the fp32 → fp16 switch does not "
-                         "exist on this device._")
+        _lacks = [p for p in ("fp32", "fp16") if not device.has(p)]
+        _on_mine = mo.md(
+            f"_{device.name} has no {' or '.join(_lacks)} rate in the registry, so the fp32 → "
+            f"fp16 switch does not exist there: pick a device with both at the top "
+            f"({style.devices_with('fp32', 'fp16')}) to see it._" if _lacks else
+            f"_{style.error_message(_err)}_")
     (_on_mine if device.key != SCENARIO_DEVICE else
      mo.md("_Pick another device at the top to see the same switch there._")) if classic else None
     return
@@ -442,6 +446,7 @@ def _(
     size_k,
     size_m,
     size_n,
+    style,
     weight_only_compute,
     weight_only_prediction,
 ):
@@ -459,7 +464,7 @@ def _(
                                  weights=circuit_weights.value)
         explorer_error = None if format_picker.value else "Pick at least one storage format."
     except (KeyError, ValueError) as _err:
-        explorer_rows, explorer_error = [], _err.args[0]
+        explorer_rows, explorer_error = [], style.error_message(_err)
     explorer_ok = [r for r in explorer_rows if r.supported]
     return explorer_error, explorer_ok, explorer_rows, explorer_shape
 
@@ -922,7 +927,10 @@ def _(
                 "bandwidth. Time a working set larger than L2 (Kai's 117 MB), or rotate "
                 "through copies as Part 5 does."), kind="warn")])
     except (KeyError, ValueError) as _err:
-        naive, _out = None, style.error_callout(_err)
+        naive, _out = None, style.error_callout(
+            f"{device.name} has no fp16 rate in the registry, and what Kai timed is fp16: pick "
+            f"a device with one at the top ({style.devices_with('fp16')})." if not device.has(
+                "fp16") else _err)
     _out
     return (naive,)
 
@@ -974,8 +982,11 @@ def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, style):
                          f"{style.rate_unit('tf32')}", f"= {fmt(tf32.apparent_fp32_fraction)}× the "
                          f"FP32 peak ({fmt(tf32.fp32_peak)})", kind="compute")])
     except (KeyError, ValueError) as _err:
+        _lacks = [p for p in ("tf32", "fp32") if not device.has(p)]
         tf32, _out = None, style.error_callout(
-            f"{_err.args[0]} TF32 is an NVIDIA tensor-core mode; pick an NVIDIA or AMD GPU.")
+            f"{device.name} has no {' or '.join(_lacks)} rate in the registry: TF32 is a "
+            "tensor-core mode only some GPUs have. Pick one that has it at the top "
+            f"({style.devices_with('tf32', 'fp32')})." if _lacks else _err)
     mo.vstack([mo.md(f"**TF32 on {device.name}: a compute mode, not a storage format** "
                      "(4096³ GEMM)"), _out])
     return

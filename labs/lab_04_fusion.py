@@ -145,6 +145,19 @@ def _(FU, device_picker, hardware, style):
 
 
 @app.cell
+def _(style):
+    def student_error(exc):
+        """A core error as the student reads it: the cause, then the way out. A KeyError here
+        is a rate the device lacks for the storage precision picked at the top."""
+        if isinstance(exc, KeyError):
+            return (style.error_message(exc) + "\n\nSet the storage precision of the tensors "
+                    "(top of the lab) to one of those, or pick another device.")
+        return style.error_message(exc)
+
+    return (student_error,)
+
+
+@app.cell
 def _(FU, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N):
     def lab_references(device):
         """Reference answers from labs.core for ``device``: the questions use 2-byte tensors
@@ -293,10 +306,18 @@ def _(
     overhead_us,
     precision_picker,
     size_slider,
-    style,
+    student_error,
 ):
     # The chain under the chosen grouping and, for comparison, one kernel per op.
     try:
+        _n = len(chain_ops)
+        if not _n or kernels_slider.value > _n:  # say it in the chain's words, not core's
+            raise ValueError(
+                "The chain is empty: pick at least one op in the slots above (— leaves a "
+                "slot empty)." if not _n else
+                f"The chain has {_n} op{'s' if _n > 1 else ''}, so it runs as at most {_n} "
+                f"kernel{'s' if _n > 1 else ''}, not {kernels_slider.value}: move Kernels "
+                f"down to {_n} or fill more slots of the chain.")
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
                    launch_overhead_us=overhead_us.value)
         # unfused first: its message names an empty chain or an unknown op
@@ -307,7 +328,7 @@ def _(
         chain_error = None
     except (KeyError, ValueError) as _e:
         chain_groups = chain_now = chain_unfused = chain_speedup = None
-        chain_error = style.error_message(_e)
+        chain_error = student_error(_e)
     return chain_error, chain_groups, chain_now, chain_speedup, chain_unfused
 
 
@@ -549,15 +570,7 @@ def _(
 
 
 @app.cell
-def _(
-    FU,
-    chain_groups,
-    chain_ops,
-    device,
-    overhead_us,
-    precision_picker,
-    style,
-):
+def _(FU, chain_groups, chain_ops, device, overhead_us, precision_picker, student_error):
     # Overhead-regime figures for the chain of Part 1 (unfused, chosen grouping, fused).
     try:
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
@@ -574,7 +587,7 @@ def _(
         overhead_error = None
     except (KeyError, ValueError) as _e:
         overhead_groupings = overhead_crossovers = overhead_kernel_crossovers = None
-        overhead_error = style.error_message(_e)
+        overhead_error = student_error(_e)
     return (
         overhead_crossovers,
         overhead_error,
@@ -818,7 +831,7 @@ def _(
     head_dim_picker,
     precision_picker,
     seq_slider,
-    style,
+    student_error,
 ):
     # Unfused and fused attention at the chosen shape (self-attention, MHA: KV heads = heads).
     try:
@@ -831,7 +844,7 @@ def _(
         attn_error = None
     except (KeyError, ValueError) as _e:
         attn_unfused = attn_fused = attn_times = None
-        attn_error = style.error_message(_e)
+        attn_error = student_error(_e)
     return attn_error, attn_fused, attn_times, attn_unfused
 
 

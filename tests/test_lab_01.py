@@ -120,7 +120,9 @@ def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):
                precision_picker=SimpleNamespace(value="fp16"))
     outputs, defs = app.run(defs=tpu)
     text = _texts(outputs)
-    assert "no hardware rate for precision='fp16'" in defs["gemm_error"]
+    assert "no hardware rate for fp16" in defs["gemm_error"]  # in the student's words
+    assert "precision=" not in defs["gemm_error"]
+    assert "Pick a compute precision this device has" in defs["gemm_error"]  # the way out
     assert "gemm_figure" not in defs and "crossover_figure" not in defs
     assert "Traceback" not in text and "has no hardware rate" in text
 

@@ -151,7 +151,7 @@ def test_missing_rate_failure_state_is_reached_and_recovered(env, app):
     assert [r.storage for r in defs["explorer_ok"]] == ["bf16"]  # the rest keeps working
     assert isinstance(defs["explorer_roofline"], go.Figure)
     assert defs["tf32"] is None  # TPU: no fp32/tf32 rate, a message instead of cards
-    assert "TF32 is an NVIDIA tensor-core mode" in text
+    assert "TF32 is a tensor-core mode only some GPUs have. Pick one that has it" in text
     # FP4 formats on an H100: the same message; a B200 has the rate
     fp4 = dict(PREDICTIONS, **_ns(format_picker=["fp16", "nvfp4"]))
     text = _texts(app.run(defs=fp4)[0])

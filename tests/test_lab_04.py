@@ -187,9 +187,11 @@ def test_bad_widget_combinations_show_messages_not_tracebacks():
     # elementwise kernels run on the vector units whatever the storage: the chain works; the
     # attention matmuls need an fp16 rate, which the TPU lacks: a message, not a traceback
     assert "fusion_roofline" in defs
-    assert "no hardware rate for precision='fp16'" in text(defs["attention_metrics"])
+    assert "no hardware rate for fp16" in text(defs["attention_metrics"])
+    assert "Set the storage precision of the tensors" in text(defs["attention_metrics"])
     _, defs = run(kernels_slider=NS(value=6))  # 6 kernels for 4 ops
-    assert "cannot exceed the number of ops" in text(defs["fusion_metrics"])
+    assert "runs as at most 4 kernels, not 6: move Kernels down to 4" in text(
+        defs["fusion_metrics"])
     _, defs = run(chain_slots=chain())  # every slot empty
     assert "at least one elementwise op" in text(defs["fusion_metrics"])
 

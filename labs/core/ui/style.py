@@ -18,6 +18,7 @@ Importing this module registers the plotly template "roofline" and makes it the 
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -39,8 +40,8 @@ from labs.core.ui.tokens import (  # noqa: F401  (re-exported: the style API)
     template,
     term_colors,
 )
+from labs.core.physics import units as _units
 from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API)
-    error_message,
     format_flops,
     format_seconds,
     format_value,
@@ -285,11 +286,38 @@ def ledger_status(path: str | None, student_id: str | None, events: int,
     return mo.Html(f'<div style="font-size:.85rem;color:{MUTED_FG}">{line}</div>')
 
 
+# ``precision='fp16'``: core names the argument for programmers; a student reads ``fp16``.
+_ARGUMENT_VALUE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*=(['\"])([^'\"\n]{1,80})\1")
+
+
+def error_message(exc: BaseException | str) -> str:
+    """What a core ValueError/KeyError says, in a student's words: KeyError's quotes dropped
+    and argument names left out (core's "no rate for precision='fp16'" reads "no rate for
+    fp16"). A lab adds the way out that fits its widgets."""
+    text = _units.error_message(exc) if isinstance(exc, BaseException) else str(exc)
+    return _ARGUMENT_VALUE.sub(lambda m: m.group(2), text)
+
+
+def devices_with(*precisions: str, limit: int = 3) -> str:
+    """Devices of the registry that have a rate for every one of ``precisions``, named for a
+    way-out sentence: "e.g. NVIDIA H100 SXM5, NVIDIA A100 SXM 80GB or NVIDIA L4"."""
+    from labs.core.physics import hardware
+
+    having = [hardware.get(k) for k in hardware.keys()
+              if all(hardware.get(k).has(p) for p in precisions)]
+    # one of each kind first (datacenter, desktop, laptop, edge ...), then the rest
+    firsts = list({d.device_class: d for d in reversed(having)}.values())[::-1]
+    ordered = sorted(firsts, key=having.index) + [d for d in having if d not in firsts]
+    names = [d.name for d in ordered][:limit]
+    if not names:
+        return "none in the registry"
+    return "e.g. " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1])
+
+
 def error_callout(message: str | BaseException, title: str = "That combination does not work."):
     """A student-facing error (bad slider combination, unknown precision ...), never a traceback.
     Pass the message, or the core ValueError/KeyError itself; ``title`` heads it."""
-    if isinstance(message, BaseException):
-        message = error_message(message)
+    message = error_message(message)
     return mo.callout(mo.Html(f"<strong>✗ {_t(title)}</strong>{_paras(message)}"),
                       kind="danger")
 

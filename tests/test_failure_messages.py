@@ -1,0 +1,71 @@
+"""Messages written for students (issue 18.6): every failure state a lab's widgets can reach
+names the cause and the way out, in plain words.
+
+Each lab's dropdowns, multiselects and sliders are driven headless one at a time
+(tests/widget_sweep.py) and every failure callout is checked against the rule:
+- no programmer's words: no exception names, no tracebacks, no ``argument=value`` spelling;
+- a way out: an instruction the student can follow (pick, move, lower, deselect, set ...).
+New labs (``labs/lab_*.py``) are covered without editing this file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from labs.core import style
+from widget_sweep import failure_messages
+
+LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py"))
+
+#: Words that begin an instruction to the student.
+WAY_OUT = re.compile(r"\b(pick|choose|move|lower|raise|set|deselect|select|enter|type|use|"
+                     r"store|make|try|fill|press|add|drop|switch|shorten|reduce|increase|back "
+                     r"out|go back|turn)\b", re.IGNORECASE)
+PROGRAMMER = re.compile(r"Traceback|\b\w*Error\b|\bexc\b|\b[a-z_]+=(['\"]|\d)|\bNone\b(?! of)|"
+                        r"\bnan\b|\binf\b")
+
+
+def problems(message: str) -> list[str]:
+    found = []
+    if PROGRAMMER.search(message):
+        found.append(f"programmer's words ({PROGRAMMER.search(message).group(0)!r})")
+    if not WAY_OUT.search(message):
+        found.append("no way out")
+    return found
+
+
+@pytest.mark.parametrize("message, ok", [
+    ("✗ That combination does not work. TPU v5e has no fp16 rate (it has: bf16). Pick bf16.",
+     True),
+    ("✗ That combination does not work. n_kernels=6 cannot exceed the number of ops (4)", False),
+    ("✗ That combination does not work. TPU v5e has no rate for precision='fp16'.", False),
+    ("KeyError: 'fp16'", False),
+    ("The chain is empty.", False),
+])
+def test_the_rule_itself(message, ok):
+    assert (problems(message) == []) == ok
+
+
+def test_core_argument_names_are_left_out_for_students():
+    from labs.core import hardware
+
+    with pytest.raises(KeyError) as info:
+        hardware.get("tpu-v5e").peak_tflops("fp16")
+    text = style.error_message(info.value)
+    assert "precision=" not in text and "fp16" in text and not problems(text)
+    assert style.error_message(ValueError("kv_precision='nvfp4' is not a storage format")) \
+        == "nvfp4 is not a storage format"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab_file", LABS, ids=[p.stem for p in LABS])
+def test_every_failure_state_names_cause_and_way_out(lab_file, env, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    messages = failure_messages(lab_file)
+    assert messages, f"{lab_file.name}: no failure state reachable with its widgets (§3.5)"
+    bad = {m: (how, problems(m)) for m, how in messages.items() if problems(m)}
+    assert not bad, f"{lab_file.name}: " + "\n".join(
+        f"\n  [{how}] {', '.join(why)}:\n    {m[:400]}" for m, (how, why) in bad.items())
