@@ -458,11 +458,14 @@ def _(
         "mlp_train": {"tokens": size_m.value, "d_model": size_k.value, "d_ff": size_n.value},
     }[op_picker.value]
     try:
+        if not format_picker.value:  # the study refuses an empty list: say it as a way out
+            raise ValueError("No storage format is picked: pick at least one in the list "
+                             "above and the explorer comes back.")
         explorer_rows = PS.study(op_picker.value, explorer_shape, device_picker.value,
                                  format_picker.value,
                                  compute_for_weight_only=weight_only_compute.value,
                                  weights=circuit_weights.value)
-        explorer_error = None if format_picker.value else "Pick at least one storage format."
+        explorer_error = None
     except (KeyError, ValueError) as _err:
         explorer_rows, explorer_error = [], style.error_message(_err)
     explorer_ok = [r for r in explorer_rows if r.supported]

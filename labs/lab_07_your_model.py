@@ -111,16 +111,27 @@ def _(OPENING, hardware, mo):
 
 
 @app.cell
-def _(SCENARIO, device_picker, hardware, mo, style, tiny_models):
+def _(SCENARIO, style):
+    def device_error(exc):
+        """A core error as the student reads it, then the way out: the model runs in one
+        precision on every device, so a KeyError is a device without a rate for it."""
+        _p = SCENARIO["precision"]
+        return (style.error_message(exc) + f"\n\nThe model runs in {_p}, so the predictions "
+                f"need a device with an {_p} rate: pick one in the picker at the top "
+                f"({style.devices_with(_p)}).")
+
+    return (device_error,)
+
+
+@app.cell
+def _(SCENARIO, device_error, device_picker, hardware, mo, style, tiny_models):
     _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
     _c = tiny_models.TINY_DECODER
     try:
         _ridge = f"{_d.peak_tflops(_p) * 1e3 / _d.bandwidth_gbs:,.3g} FLOP/B"
         _note = None
     except KeyError as _exc:
-        _ridge, _note = "—", style.error_callout(
-            style.error_message(_exc) + "\n\nThe model runs in fp32: the predictions below need "
-            "a device with an fp32 rate. Pick another device.")
+        _ridge, _note = "—", style.error_callout(device_error(_exc))
     mo.vstack([mo.md(
         f"**The model.** {_c.name}: {_c.layers} layers, d_model {_c.d_model}, {_c.heads} "
         f"query heads sharing {_c.kv_heads} KV heads of {_c.head_dim}, SwiGLU MLP of "
@@ -314,7 +325,7 @@ def _(OPENING, SCENARIO, get_memory_share, hardware, lab, reveal, tiny_models):
 
 
 @app.cell
-def _(SCENARIO, device_picker, style, tiny_models):
+def _(SCENARIO, device_error, device_picker, tiny_models):
     # The roofline's answer for both batches on the picked device (no torch: physics only).
     def _case(batch):
         return dict(phase="decode", batch=batch, context=SCENARIO["context"],
@@ -328,7 +339,7 @@ def _(SCENARIO, device_picker, style, tiny_models):
         decode_error = None
     except KeyError as _exc:
         decode_predicted = decode_memory_share = None
-        decode_error = style.error_message(_exc)
+        decode_error = device_error(_exc)
     return decode_error, decode_memory_share, decode_predicted
 
 
@@ -845,6 +856,7 @@ def _(
     case_batch,
     case_context,
     case_picker,
+    device_error,
     device_picker,
     figures,
     hardware,
@@ -872,7 +884,7 @@ def _(
             "whatever model is picked): near 1, the bound is the time; far above, the launch "
             "decides it. Now measure the real table on this machine.")])
     except KeyError as _exc:
-        _out = style.error_callout(_exc)
+        _out = style.error_callout(device_error(_exc))
     _out
     return
 
@@ -1071,6 +1083,7 @@ def _(mo, tiny_models):
 def _(
     SCENARIO,
     bf16_ratio_prediction,
+    device_error,
     device_picker,
     figures,
     hardware,
@@ -1094,7 +1107,7 @@ def _(
             mo.md("torch.compile is not on the chart: what it saves depends on what the "
                   "compiler fuses, which the roofline does not know. Measure it.")])
     except KeyError as _exc:
-        change_predicted, _out = None, style.error_callout(_exc)
+        change_predicted, _out = None, style.error_callout(device_error(_exc))
     _out
     return (change_predicted,)
 

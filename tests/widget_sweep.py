@@ -1,17 +1,22 @@
-"""Drive a lab's widgets headless, one at a time, and collect every failure message it shows.
+"""Drive a lab's widgets headless and collect every failure message it shows.
 
 ``failure_messages(lab_file)`` runs the lab in reveal mode (every gate open), then once per
 setting of each dropdown (every option), multiselect (none, a few, all) and slider (both ends),
-the way the browser sets them (``UIElement._update`` on a copy, passed to ``app.run(defs=...)``
-together with the other names of its cell), and returns each distinct error callout
-("That combination does not work." or a warning/danger callout that is not a comparison) with
-the setting that produced it. Used by tests/test_failure_messages.py (issue 18.6).
+and once per cell with all of that cell's sliders at their low ends and once at their high
+ends (a GEMM that outgrows memory needs M, N and K large together). Each setting is made the
+way the browser makes it (``UIElement._update`` on a copy, passed to ``app.run(defs=...)``
+together with the other names of its cell). It returns the text of each distinct failure
+callout (kind danger or warn, not a comparison with the student's prediction) with the setting
+that produced it. Used by tests/test_failure_messages.py (issue 18.6).
 """
 
 from __future__ import annotations
 
 import copy
+import html
+import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -28,48 +33,96 @@ _NOT_FAILURES = ("You predicted", "Reference answer", "off by", "Committed.")
 
 
 def settings(widget: Any) -> list:
-    """The frontend values to try for ``widget``."""
+    """The frontend values to try for ``widget`` alone."""
     if isinstance(widget, _DROPDOWN):
         return [[label] for label in widget.options]
     if isinstance(widget, _MULTISELECT):
         labels = list(widget.options)
         return [[], labels[:3], labels]
     if isinstance(widget, _SLIDER):
-        args = widget._args.args
-        steps = args.get("steps")
-        return [0, len(steps) - 1] if steps else [args["start"], args["stop"]]
+        return list(_slider_ends(widget))
     return []
 
 
-def _failures(outputs) -> list[str]:
-    found = []
+def _slider_ends(widget) -> tuple:
+    args = widget._args.args
+    steps = args.get("steps")
+    return (0, len(steps) - 1) if steps else (args["start"], args["stop"])
+
+
+class _Callouts(HTMLParser):
+    """(kind, inner HTML) of every marimo callout in an output, nested ones included."""
+
+    def __init__(self, found: list[tuple[str, str]]):
+        super().__init__(convert_charrefs=True)
+        self.found = found
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "marimo-callout-output":
+            self.found.append((_json(attrs.get("data-kind")), _json(attrs.get("data-html"))))
+            return
+        for value in attrs.values():  # tabs, accordions ... carry their children as JSON/HTML
+            if value and "marimo-callout-output" in value:
+                _callouts(_json(value) if isinstance(_json(value), str) else value, self.found)
+
+
+def _json(value):
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _callouts(fragment: str, found: list[tuple[str, str]]) -> None:
+    parser = _Callouts(found)
+    parser.feed(fragment)
+    parser.close()
+
+
+def failures(outputs) -> list[str]:
+    """The text of each failure callout (danger or warn) among a run's cell outputs."""
+    found: list[tuple[str, str]] = []
     for out in outputs:
         raw = getattr(out, "text", "") or ""
-        if "marimo-callout-output" not in raw:
+        if "marimo-callout-output" in raw:
+            _callouts(raw, found)
+    texts = []
+    for kind, inner in found:
+        if kind not in ("danger", "warn") or not isinstance(inner, str):
             continue
-        if not re.search(r"data-kind='&quot;(danger|warn)&quot;'", raw):
-            continue
-        text = re.sub(r"\s+", " ", flatten(raw)[0]).replace(" danger", "").replace(" warn", "")
-        if not any(marker in text for marker in _NOT_FAILURES):
-            found.append(text.strip())
-    return found
+        text = re.sub(r"\s+", " ", html.unescape(flatten(inner)[0])).strip()
+        if text and not any(marker in text for marker in _NOT_FAILURES):
+            texts.append(text)
+    return texts
 
 
 def failure_messages(lab_file: Path) -> dict[str, str]:
     """{message: the widget setting that showed it} for one lab (reveal mode)."""
     app = load_app(lab_file, f"_{lab_file.stem}_sweep")
     _, base = app.run()
-    owner = {name: data for data in app._cell_manager.cell_data() for name in data.cell.defs}
-    seen: dict[str, str] = {}
+    cells = {data.cell_id: data for data in app._cell_manager.cell_data()}
+    owner = {name: cid for cid, data in cells.items() for name in data.cell.defs}
+    trials: list[tuple[str, dict]] = []
     for name, widget in base.items():
-        if name not in owner or not settings(widget):
-            continue
-        for value in settings(widget):
-            defs = {other: base[other] for other in owner[name].cell.defs}
-            changed = copy.deepcopy(widget)
+        if name in owner:
+            trials += [(f"{name} = {value!r}", {name: value}) for value in settings(widget)]
+    for cid, data in cells.items():  # every slider of a cell at one end together
+        sliders = [n for n in data.cell.defs if isinstance(base.get(n), _SLIDER)]
+        if len(sliders) > 1:
+            for end, label in ((0, "low"), (1, "high")):
+                trials.append((f"{', '.join(sorted(sliders))} all {label}",
+                               {n: _slider_ends(base[n])[end] for n in sliders}))
+    seen: dict[str, str] = {}
+    for how, values in trials:
+        defs = {}
+        for name, value in values.items():
+            defs.update({other: base[other] for other in cells[owner[name]].cell.defs
+                         if other not in defs})
+            changed = copy.deepcopy(base[name])
             changed._update(value)
             defs[name] = changed
-            outputs, _ = app.run(defs=defs)
-            for message in _failures(outputs):
-                seen.setdefault(message, f"{name} = {value!r}")
+        outputs, _ = app.run(defs=defs)
+        for message in failures(outputs):
+            seen.setdefault(message, how)
     return seen

@@ -91,7 +91,7 @@ class Device:
             have = ", ".join(self.precisions) or "none"
             raise KeyError(
                 f"{self.name} has no hardware rate for {arg}={precision!r} in the registry "
-                f"(it has: {have}). Pick one of those; the labs never fall back silently."
+                f"(it has: {have})."  # the caller says which picker to move: core cannot
             )
         return self.peaks[p]
 
