@@ -165,7 +165,9 @@ def test_missing_rate_failure_state_is_reached_and_recovered(env, app):
     text = _texts(outputs)
     assert "so these formats cannot run here" not in text
     assert len(defs["explorer_ok"]) == 2
-    assert "Google TPU v5e has no fp32 rate in the registry: the fp32 → fp16 switch" in text
+    # the classic switch: the cause (both rates missing) and the way out (a device with both)
+    assert ("Google TPU v5e has no fp32 or fp16 rate in the registry, so the fp32 → fp16 "
+            "switch does not exist there: pick a device with both at the top") in text
 
 
 def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app):

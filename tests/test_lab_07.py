@@ -110,8 +110,10 @@ def test_unlocked_run_shows_the_roofline_answers_from_core(env, app, no_measurin
 def test_a_device_without_an_fp32_rate_is_a_message(env, app, no_measuring):
     outputs, defs = app.run(defs=dict(PREDICTIONS, **_ns(device_picker="tpu-v5e")))
     text = _texts(outputs)
-    assert defs["decode_predicted"] is None and "precision='fp32'" in defs["decode_error"]
-    assert "Pick another device" in text and "Traceback" not in text
+    # the cause in the student's words, and the way out (a device with the rate)
+    assert defs["decode_predicted"] is None and "no hardware rate for fp32" in defs["decode_error"]
+    assert "precision=" not in defs["decode_error"]
+    assert "pick one in the picker at the top" in text and "Traceback" not in text
     # back to a GPU: the answers return
     _, defs = app.run(defs=dict(PREDICTIONS, **_ns(device_picker="l4")))
     assert defs["decode_error"] is None and defs["decode_predicted"][1]
