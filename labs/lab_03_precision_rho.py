@@ -504,37 +504,40 @@ def _(explorer_ok, fmt, formats, mo, style):
 
 
 @app.cell
-def _(PS, explorer_ok):
+def _(PS, explorer_ok, style):
     explorer_labels = [PS.row_label(r) for r in explorer_ok]
-    return (explorer_labels,)
+    # the bars' colour is the math precision; the legend says which is which
+    explorer_colors = [style.PRECISION_COLORS[r.compute] for r in explorer_ok]
+    math_legend = {f"math in {r.compute}": style.PRECISION_COLORS[r.compute]
+                   for r in explorer_ok}
+    return explorer_colors, explorer_labels, math_legend
 
 
 @app.cell
-def _(explorer_labels, explorer_ok, figures, style):
+def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
     ai_bars = figures.bar_figure(
-        explorer_labels, [r.ai for r in explorer_ok],
-        colors=[style.PRECISION_COLORS[r.compute] for r in explorer_ok],
-        title="AI_std: FLOPs per byte moved (colour: math precision)",
+        explorer_labels, [r.ai for r in explorer_ok], colors=explorer_colors,
+        legend=math_legend, title="AI_std: FLOPs per byte moved",
         yaxis_title="AI (FLOP/byte)"
     ) if explorer_ok else None
     return (ai_bars,)
 
 
 @app.cell
-def _(explorer_labels, explorer_ok, figures, style):
+def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
     ibit_bars = figures.bar_figure(
-        explorer_labels, [r.i_bit for r in explorer_ok],
-        colors=[style.PRECISION_COLORS[r.compute] for r in explorer_ok],
+        explorer_labels, [r.i_bit for r in explorer_ok], colors=explorer_colors,
+        legend=math_legend,
         title="I_bit: circuit-weighted ops per bit moved (rough weights)",
         yaxis_title="I_bit (weighted op/bit)") if explorer_ok else None
     return (ibit_bars,)
 
 
 @app.cell
-def _(explorer_labels, explorer_ok, figures, style):
+def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
     ridge_bars = figures.bar_figure(
-        explorer_labels, [r.ridge for r in explorer_ok],
-        colors=[style.PRECISION_COLORS[r.compute] for r in explorer_ok],
+        explorer_labels, [r.ridge for r in explorer_ok], colors=explorer_colors,
+        legend=math_legend,
         title="Ridge point of the math precision (dense)",
         yaxis_title="ridge (FLOP/byte)") if explorer_ok else None
     return (ridge_bars,)
@@ -545,6 +548,7 @@ def _(explorer_labels, explorer_ok, figures):
     rho_bars = figures.bar_figure(
         explorer_labels, [r.rho for r in explorer_ok],
         colors=[r.regime for r in explorer_ok],
+        legend={"memory-bound (ρ < 1)": "memory-bound", "compute-bound (ρ > 1)": "compute-bound"},
         title="ρ = AI / ridge (< 1 memory-, > 1 compute-bound)",
         yaxis_title="ρ (dimensionless)") if explorer_ok else None
     return (rho_bars,)

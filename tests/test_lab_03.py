@@ -87,6 +87,13 @@ def test_unlocked_run_shows_core_numbers(env, app):
     rho_bar = defs["rho_bars"].data[0]
     assert list(rho_bar.y) == [r.rho for r in defs["explorer_rows"]]
     assert list(rho_bar.x) == [PS.row_label(r) for r in defs["explorer_rows"]]
+    # every bar chart whose colours mean something has a legend naming each colour (18.7)
+    for name in ("rho_bars", "ai_bars", "ridge_bars", "ibit_bars"):
+        fig = defs[name]
+        named = {tr.marker.color for tr in fig.data if tr.showlegend}
+        assert fig.layout.showlegend and set(fig.data[0].marker.color) <= named, name
+    assert [tr.name for tr in defs["ai_bars"].data if tr.showlegend][:2] == [
+        "math in fp32", "math in tf32"]
     roof_names = [tr.name for tr in defs["explorer_roofline"].data]
     for p in ("fp32", "tf32", "fp16", "fp8"):
         assert f"{p} (dense)" in roof_names

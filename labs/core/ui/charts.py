@@ -22,10 +22,13 @@ def _resolve_color(c: str) -> str:
 
 
 def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, title=None,
-               yaxis_title: str, log: bool = False, annotations=None) -> go.Figure:
+               yaxis_title: str, log: bool = False, annotations=None,
+               legend: Mapping[str, str] | None = None) -> go.Figure:
     """One bar per label; each bar also shows its value (or its annotation) as text.
     ``colors``: colour strings or semantic keys ("memory", "compute-bound", "danger" ...).
-    ``annotations``: one string per bar, written above it instead of the value."""
+    ``annotations``: one string per bar, written above it instead of the value.
+    ``legend``: {what a colour means: colour or key} when the colours encode something the
+    bar labels do not say; every bar's colour must be in it (ValueError otherwise)."""
     labels = [str(v) for v in labels]
     vals = [float(v) for v in values]
     if not labels or len(labels) != len(vals):
@@ -49,13 +52,29 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
     else:
         text = [_num(abs(v)) if v >= 0 else "-" + _num(-v) for v in vals]
     data = [dict(type="bar", x=labels, y=vals, marker=dict(color=cols, line=dict(width=0)),
-                 text=[html.escape(t) for t in text], textposition="outside",
+                 text=[html.escape(t) for t in text], textposition="outside", showlegend=False,
                  cliponaxis=False, hovertemplate="%{x}: %{y:.4g}<extra></extra>")]
-    layout = dict(height=360, showlegend=False, title=dict(text=html.escape(title or "")),
+    data += _legend_entries(legend, cols)
+    layout = dict(height=360 + (40 if legend else 0), showlegend=bool(legend), legend=_LEGEND,
+                  title=dict(text=html.escape(title or "")),
                   yaxis=dict(title=dict(text=html.escape(yaxis_title)),
                              type="log" if log else "linear", **({"dtick": 1} if log else {})),
                   margin=dict(l=70, r=20, t=50 if title else 24, b=60))
     return _figure(data, layout)
+
+
+def _legend_entries(legend: Mapping[str, str] | None, bar_colors: list[str]) -> list:
+    """Legend-only square markers, one per meaning, checked to cover every bar's colour."""
+    if not legend:
+        return []
+    named = {_resolve_color(c): str(k) for k, c in legend.items()}
+    missing = sorted(set(bar_colors) - set(named))
+    if missing:
+        raise ValueError(f"legend names no meaning for the bar colour(s) {missing}")
+    return [dict(type="scatter", mode="markers", x=[None], y=[None], name=html.escape(name),
+                 showlegend=True, marker=dict(color=color, size=12, symbol="square"),
+                 hoverinfo="skip")
+            for color, name in named.items() if color in bar_colors]
 
 
 def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:

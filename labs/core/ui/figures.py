@@ -46,6 +46,7 @@ from labs.core.ui.hierarchy_figures import (  # noqa: F401  (re-exported, Lab 5)
     tile_traffic_figure,
     working_set_figure,
 )
+from labs.core.ui import labelplace
 from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
 from labs.core.ui.tokens import (
     COLORS,
@@ -289,6 +290,8 @@ def _point_traces(points: Sequence[Point], roofs: Sequence[Roof], label_points: 
         hover = [_point_hover(p, roofs) for p in pts]
         traces.append(dict(
             type="scatter", x=ai.tolist(), y=y, name=f"{kind} point" + ("s" if len(pts) > 1 else ""),
+            # the legend shows one marker per trace: the regimes get entries of their own
+            showlegend=False, legendgroup=f"{kind} points",
             mode="markers+text" if label_points else "markers",
             marker=dict(size=11 if kind == "predicted" else 13, color=colors,
                         symbol=_POINT_SYMBOL[kind],
@@ -300,7 +303,42 @@ def _point_traces(points: Sequence[Point], roofs: Sequence[Roof], label_points: 
             textposition="top center" if kind == "predicted" else "bottom center",
             textfont=dict(size=11), hovertext=hover,
             hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False))
+        traces += _regime_legend(kind, pts, main)
     return traces
+
+
+def _regime_legend(kind: str, pts: Sequence[Point], main: Roof) -> list:
+    """Legend-only entries, one per regime present, in the colour the points are drawn in
+    (one entry for points of two colours would name one and hide the other)."""
+    regimes = {roofline.regime(p.ai, main.device, main.precision) for p in pts}
+    return [dict(type="scatter", x=[None], y=[None], mode="markers", legendgroup=f"{kind} points",
+                 name=f"{kind}, {regime}",
+                 marker=dict(size=11, symbol=_POINT_SYMBOL[kind], color=COLORS[
+                     REGIME_COLOR_KEY[regime]], line=dict(width=1.5, color=PLOT_TEXT)),
+                 hoverinfo="skip")
+            for regime in ("memory-bound", "compute-bound") if regime in regimes]
+
+
+def _place_point_labels(data: list, n_roofs: int, frame: labelplace.Frame) -> None:
+    """Move each point label where it crosses no roof, ridge label, marker or other label
+    (see :mod:`labs.core.ui.labelplace`): sets the point traces' ``textposition`` lists."""
+    roofs = [t for t in data[:n_roofs]]
+    lines = [frame.px(t["x"], t["y"]) for t in roofs]
+    ridge_boxes = []
+    for t in roofs:
+        for xi, yi, text in zip(t["x"], t["y"], t["text"]):
+            if text:
+                ridge_boxes.append(labelplace.text_box(*map(float, frame.px(xi, yi)),
+                                                       t["textposition"], text, 6))
+    pts = [(t, i) for t in data[n_roofs:] if "text" in t and t.get("mode", "").endswith("text")
+           for i in range(len(t["x"]))]
+    where = [tuple(map(float, frame.px(t["x"][i], t["y"][i]))) for t, i in pts]
+    chosen = labelplace.place(
+        [(x, y, t["text"][i], t["textposition"] == "top center") for (x, y), (t, i) in
+         zip(where, pts)], lines, ridge_boxes, frame)
+    for t in data[n_roofs:]:
+        if "text" in t and t.get("mode", "").endswith("text"):
+            t["textposition"] = [pos for (tt, _), pos in zip(pts, chosen) if tt is t]
 
 
 def _leader_labels(points: Sequence[Point], main: Roof) -> list:
@@ -393,6 +431,9 @@ def _roofline_parts(roofs, points, *, ai_range, title, shade_regimes, height, la
     # headroom for the ridge labels, and room for measured points above the roofs (a noisy
     # or mis-specified roofline must not push them off the chart)
     y_hi = max([r.peak * 3 for r in rs] + [p.tflops * 2 for p in pts if p.tflops is not None])
+    if label_points:
+        _place_point_labels(data, len(rs), labelplace.Frame((lo, hi), (y_lo, y_hi),
+                                                            height - 150))
     shapes, notes = _regime_layout(rs[0], lo, hi, len(rs) > 1) if shade_regimes else ([], [])
     if leaders:
         notes = notes + _leader_labels(pts, rs[0])
