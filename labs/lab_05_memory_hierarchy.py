@@ -501,6 +501,7 @@ def _(hierarchy, machine, mo):
 def _(
     MEASURED,
     REFERENCE,
+    hardware,
     hierarchy,
     hierarchy_run,
     machine_picker,
@@ -526,11 +527,46 @@ def _(
                 kind="gpu" if _r["info"].kind == "cuda" else "cpu")
         return hierarchy.gpu_hierarchy(choice, "bf16")
 
+    def _drawable(limit=3):
+        """Registry GPUs whose hierarchy can be drawn: the way out named in the message."""
+        names = []
+        for _k in hardware.keys():
+            try:
+                hierarchy.gpu_hierarchy(_k, "bf16")
+            except (KeyError, ValueError):
+                continue
+            names.append(hardware.get(_k).name)
+        return ", ".join(names[:limit])
+
     try:
         machine, machine_error = _machine(machine_picker.value), None
-    except (KeyError, ValueError) as _e:
+    except KeyError:  # the registry lacks this device's L2 size or on-chip figures
+        machine, machine_error = None, ValueError(
+            f"The registry has no cache sizes for the {hardware.get(machine_picker.value).name} "
+            "(on-chip memory or L2), so its hierarchy cannot be drawn.\n\nPick a machine "
+            f"whose cache sizes it has ({_drawable()}, or the reference machine), or measure "
+            "this one in Part 1.")
+    except ValueError as _e:
         machine, machine_error = None, _e
     return machine, machine_error
+
+
+@app.cell
+def _():
+    def tile_problem(n, tile, r, size="N"):
+        """Why a tiled GEMM of side n cannot use cache tile ``tile`` and register tile ``r``,
+        with the way out in the sliders' words (None when it can). Core refuses the same
+        cases, in its argument names."""
+        if r > tile:
+            return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
+                    f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
+                    "a smaller register tile r.")
+        if tile > n:
+            return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
+                    f"move T down to {n} or less, or raise {size}.")
+        return None
+
+    return (tile_problem,)
 
 
 @app.cell
@@ -541,6 +577,7 @@ def _(
     machine,
     register_picker,
     size_slider,
+    tile_problem,
     tile_slider,
 ):
     def kernel_for(name, n, tile, r, precision):
@@ -548,6 +585,8 @@ def _(
         if name == KERNELS[0]:
             return hierarchy.gemm_kernel(n, n, n, precision, tile=1)
         if name == KERNELS[1]:
+            if tile_problem(n, tile, r):
+                raise ValueError(tile_problem(n, tile, r))
             return hierarchy.gemm_kernel(n, n, n, precision, tile=tile, register_tile=r)
         if name == KERNELS[2]:
             return hierarchy.stencil_kernel(n, precision)
@@ -791,6 +830,7 @@ def _(
     hierarchy,
     machine,
     register_picker,
+    tile_problem,
     tile_slider,
 ):
     # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel); the curve
@@ -800,6 +840,8 @@ def _(
     else:
         try:
             _n = gemm_n_slider.value
+            if tile_problem(_n, tile_slider.value, register_picker.value):
+                raise ValueError(tile_problem(_n, tile_slider.value, register_picker.value))
             tile_point = hierarchy.place(hierarchy.gemm_kernel(
                 _n, _n, _n, machine.precision, tile=tile_slider.value,
                 register_tile=register_picker.value), machine)

@@ -23,7 +23,8 @@ LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py"))
 #: Verbs that begin an instruction to the student.
 _VERBS = ("pick|choose|select|deselect|move|lower|raise|set|enter|type|use|store|make|try|fill|"
           "press|add|drop|switch|shorten|lengthen|reduce|increase|shard|back out|go back|turn|"
-          "time|rotate|measure|lock|save|open|run|install|keep|give|wait")
+          "time|rotate|measure|lock|save|open|run|install|keep|give|wait|shrink|grow|halve|"
+          "double|remove|clear|download|reload")
 #: A way out is an instruction: one of those verbs opening the message, a sentence or a clause
 #: (after ``:``, ``;``, a dash, ``⚠``/``✗`` or "or"/"then"). A verb inside a sentence does not
 #: count ("a working set of 117 MB" is no instruction), nor does a way out core wrote for every

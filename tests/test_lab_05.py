@@ -163,7 +163,9 @@ def test_a_tile_too_big_spills_to_the_next_roof_and_recovers():
 def test_machines_without_hierarchy_data_say_so():
     outputs, defs = run(machine_picker=NS(value="tpu-v5e"))
     text = shown(outputs)
-    assert defs["machine"] is None and "no on-chip figures" in text and "Pick one of" in text
+    # the cause and a way out that works in this lab (a machine whose hierarchy can be drawn)
+    assert defs["machine"] is None and "has no cache sizes for the Google TPU v5e" in text
+    assert "Pick a machine whose cache sizes it has (NVIDIA H100 SXM5" in text
     assert "KeyError" not in text and "Traceback" not in text
     assert "cache_roofline" not in defs and "tile_figure" not in defs
     assert "staircase_figure" in defs and "wave_figure" in defs  # Parts 1 and 4 still work
@@ -177,10 +179,12 @@ def test_this_machine_before_measuring_asks_for_the_measurement():
 
 def test_bad_widget_combinations_show_messages():
     outputs, defs = run(tile_slider=NS(value=1024), gemm_n_slider=NS(value=512))
-    assert "larger than the matrix" in shown(outputs)
+    assert "The cache tile T (1024) is larger than the matrix (N = 512): move T down" in shown(
+        outputs)
     outputs, defs = run(machine_picker=NS(value="reference"), register_picker=NS(value=64),
                         tile_slider=NS(value=16))
-    assert "register_tile=64 is larger than the cache tile" in shown(outputs)
+    assert ("The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
+            and "register_tile=" not in shown(outputs))
 
 
 def test_the_reference_machine_is_a_cpu_hierarchy():
