@@ -167,6 +167,9 @@ def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_l
                                 max_length=MAX_TEXT_CHARS, full_width=True,
                                 label=explain_label),
     ).form(submit_button_label="Save", validate=handler.check, on_change=handler,
-            label=status)
+            label=status, bordered=not status)
+    # marimo frames a form amber until it is submitted on this page, even when it holds the
+    # texts already saved (after a reload): a saved form is drawn without the frame, so it
+    # does not say "unsaved" next to "Saved ✓"; an unsaved one keeps marimo's amber card.
     form.roofline_item = {"item_id": item_id, "handler": handler}
     return form
