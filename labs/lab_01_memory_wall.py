@@ -757,7 +757,8 @@ def _(
     style,
 ):
     mo.stop(not overlay_keys, style.error_callout(
-        f"None of the chosen devices has a {precision_picker.value} rate in the registry "
+        f"None of the chosen devices has {'an' if precision_picker.value[0] in 'fi' else 'a'} "
+        f"{precision_picker.value} rate in the registry "
         f"({', '.join(overlay_skipped)}). Pick another precision."))
     _shape = f"{overlay_m.value:,} × {OVERLAY_SCENARIO['n']:,} × {OVERLAY_SCENARIO['k']:,}"
     overlay_figure = figures.roofline_figure(

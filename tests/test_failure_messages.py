@@ -34,8 +34,15 @@ PROGRAMMER = re.compile(r"Traceback|\b\w*Error\b|\bexc\b|\b[a-z_]+=(['\"]|\d)|\b
                         r"\bnan\b|\binf\b")
 
 
+#: Two numbers compared in a message ("4 GPUs give fewer tokens/s than 2 (35 vs 35)") that
+#: print the same: the comparison the message makes cannot be read from it.
+SAME_NUMBERS = re.compile(r"(?<![\d.,])(\d[\d,.]*) vs \1(?![\d.,]*\d)")
+
+
 def problems(message: str) -> list[str]:
     found = []
+    if SAME_NUMBERS.search(message):
+        found.append(f"a comparison printed as equal ({SAME_NUMBERS.search(message).group(0)!r})")
     if PROGRAMMER.search(message):
         found.append(f"programmer's words ({PROGRAMMER.search(message).group(0)!r})")
     if not WAY_OUT.search(message):
@@ -54,6 +61,9 @@ def problems(message: str) -> list[str]:
     ("Out of memory. Lower the batch, or store the weights in fewer bits.", True),
     ("These 117 MB are a working set that fits in L2.", False),  # 'set' is no instruction
     ("Google TPU v5e has no fp32 rate (it has: bf16, int8).", False),
+    ("4 GPUs give fewer tokens/s than 2 (35 vs 35). Back out: use fewer GPUs.", False),
+    ("4 GPUs give fewer tokens/s than 2 (35.2 vs 35.4). Back out: use fewer GPUs.", True),
+    ("16 GPUs give fewer tokens/s than 8 (37 vs 132). Back out: use fewer GPUs.", True),
 ])
 def test_the_rule_itself(message, ok):
     assert (problems(message) == []) == ok

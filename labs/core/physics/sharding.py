@@ -346,7 +346,7 @@ def tp_diagnosis(rows: list[TPServing], n: int) -> Diagnosis:
         return Diagnosis("comm", f"Communication dominates: {s.t_comm * 1e3:.2f} ms of each "
                          f"{s.t_step * 1e3:.2f} ms step is spent in {s.collectives} "
                          f"collectives, and {s.n} GPUs give fewer tokens/s than {prev.n} "
-                         f"({s.tokens_per_s:,.0f} vs {prev.tokens_per_s:,.0f}). Back out: "
+                         f"({_two_rates(s.tokens_per_s, prev.tokens_per_s)}). Back out: "
                          "use fewer GPUs or a faster link.")
     return Diagnosis("ok", f"{s.tokens_per_s:,.0f} tokens/s ({s.bound}).")
 
@@ -407,3 +407,13 @@ def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2) -> 
     g = positive("grad_bytes", grad_bytes)
     return (C.bus_factor("all-reduce", nn) * g * link_ridge(hw, precision, link, nn)
             / TRAIN_FLOPS_PER_PARAM_TOKEN)
+
+
+def _two_rates(a: float, b: float) -> str:
+    """"35.2 vs 35.4": two rates with as many decimals as it takes to show they differ
+    (whole numbers would print "35 vs 35" for a loss the sentence just named)."""
+    for decimals in range(4):
+        left, right = f"{a:,.{decimals}f}", f"{b:,.{decimals}f}"
+        if left != right:
+            break
+    return f"{left} vs {right}"
