@@ -1100,6 +1100,7 @@ def _(
                     [quantization.call_time(x, _bw, _o) * 1e6 for x in _x],
                     style.COLORS["compute"], "dash"))
     _cross = quantization.overhead_crossover_bytes(_bw, _o)
+    _yt = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # µs: the range spans about a decade
     overhead_figure = figures.loglog_lines_figure(
         _series, vlines=[(_cross, f"overhead = read time at "
                                   f"{style.format_bytes(_cross, binary=True)}",
@@ -1108,7 +1109,8 @@ def _(
         title="Time per call vs bytes read once per call",
         x_title="Bytes read per call", y_title="Time per call (µs)",
         x_ticks=([4.0**k for k in range(4, 12)],
-                 [style.format_bytes(4.0**k, binary=True) for k in range(4, 12)]))
+                 [style.format_bytes(4.0**k, binary=True) for k in range(4, 12)]),
+        y_ticks=(_yt, [style.format_value(v) for v in _yt]))
     overhead_figure
     return
 

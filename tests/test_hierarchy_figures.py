@@ -114,3 +114,12 @@ def test_sawtooth_figure_marks_every_tile_multiple():
     assert dotted == [64, 80, 96, 112, 128]
     with pytest.raises(ValueError, match="same length"):
         figures.sawtooth_figure(ns, [1.0], tile=16, title="t")
+
+
+def test_loglog_lines_figure_takes_y_ticks():
+    fig = _validated(figures.loglog_lines_figure(
+        [("t", [256, 4 * MIB], [2.0, 60.0], "#000000", "solid")], title="t", x_title="x",
+        y_title="y", y_ticks=([1, 2, 5, 10, 20, 50, 100], ["1", "2", "5", "10", "20", "50",
+                                                          "100"])))
+    assert list(fig.layout.yaxis.tickvals) == [1, 2, 5, 10, 20, 50, 100]
+    assert fig.layout.yaxis.ticktext[2] == "5"

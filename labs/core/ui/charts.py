@@ -144,12 +144,12 @@ def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
 
 
 def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(),
-                        bands=(), x_ticks=None, height=400):
+                        bands=(), x_ticks=None, y_ticks=None, height=400):
     """A log-log line chart (time vs size, traffic vs sequence length ...).
 
     series: (name, x, y, colour, dash); vlines: (x, label, colour), labels staggered;
-    markers: (name, x, y, colour); bands: (x0, x1, label, colour); x_ticks: (values,
-    labels) or None for one tick per decade."""
+    markers: (name, x, y, colour); bands: (x0, x1, label, colour); x_ticks, y_ticks:
+    (values, labels) or None for one tick per decade."""
     data = [dict(type="scatter", x=np.asarray(x).tolist(), y=np.asarray(y).tolist(),
                  name=n, mode="lines", line=dict(color=c, width=2.5, dash=d),
                  hovertemplate=f"{n}<br>%{{x:.3s}} → %{{y:.3s}}<extra></extra>")
@@ -175,9 +175,12 @@ def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(
     xaxis = dict(axis, title=dict(text=x_title))
     if x_ticks is not None:
         xaxis.update(tickmode="array", tickvals=list(x_ticks[0]), ticktext=list(x_ticks[1]))
+    yaxis = dict(axis, title=dict(text=y_title))
+    if y_ticks is not None:  # a range under a decade or two has no decade to label
+        yaxis.update(tickmode="array", tickvals=list(y_ticks[0]), ticktext=list(y_ticks[1]))
     return _figure(data, dict(
         title=dict(text=html.escape(title)), height=height,
-        xaxis=xaxis, yaxis=dict(axis, title=dict(text=y_title)),
+        xaxis=xaxis, yaxis=yaxis,
         shapes=shapes, annotations=notes, hovermode="closest",
         legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"),
         margin=dict(l=70, r=30, t=60 + 18 * len(vlines), b=40)))
