@@ -20,8 +20,14 @@ import re
 import pytest
 from browser_support import REPO, SLOW_MS, marimo_run
 from test_lab06_browser import _env, _page, _titles
-from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
-                               show_drawn_figure, wait_until)
+from test_labs_browser import (
+    figures,
+    fill_first_prediction,
+    gate_count,
+    settle,
+    show_drawn_figure,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
