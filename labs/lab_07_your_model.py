@@ -399,10 +399,14 @@ def _(
     def _job(progress):
         out = {}
         for i, b in enumerate(_batches):
-            model, inputs = measure.builtin_case(
-                "decoder", phase="decode", batch=b, context=LIVE["context"],
-                precision=SCENARIO["precision"], attention=SCENARIO["attention"],
-                device=live_info)
+            try:
+                model, inputs = measure.builtin_case(
+                    "decoder", phase="decode", batch=b, context=LIVE["context"],
+                    precision=SCENARIO["precision"], attention=SCENARIO["attention"],
+                    device=live_info)
+            except measure.DoesNotFit as _e:
+                raise measure.DoesNotFit(f"{_e} Use Part 2 below instead: pick a smaller "
+                                         "batch or context there and profile that.") from None
             out[b] = measure.profile_model(
                 model, inputs, device=live_info, budget_s=run_budget.value,
                 roofline_budget_s=LIVE["roofline_budget_s"], threads=run_threads.value or None,
@@ -918,9 +922,14 @@ def _(
     _block, _phase = case_picker.value
 
     def _job(progress):
-        model, inputs = measure.builtin_case(
-            _block, phase=_phase, batch=case_batch.value, context=case_context.value,
-            precision=SCENARIO["precision"], attention=case_attention.value, device=case_info)
+        try:  # refused before allocating: core gives the numbers, the lab the way out
+            model, inputs = measure.builtin_case(
+                _block, phase=_phase, batch=case_batch.value, context=case_context.value,
+                precision=SCENARIO["precision"], attention=case_attention.value,
+                device=case_info)
+        except measure.DoesNotFit as _e:
+            raise measure.DoesNotFit(f"{_e} Lower the batch or the context above and press "
+                                     "the button again.") from None
         return measure.profile_model(
             model, inputs, device=case_info, budget_s=run_budget.value,
             roofline_budget_s=LIVE["roofline_budget_s"], threads=run_threads.value or None,
@@ -1151,6 +1160,10 @@ def _(
 
     def _job(progress):
         if _change == "compile":
+            _why = measure.compile_unavailable(change_info)
+            if _why:  # say it before building anything, with the way out
+                raise measure.Unsupported(f"{_why} Pick another change above (batch, bf16 or "
+                                          "scaled_dot_product_attention) to measure it.")
             model, inputs = measure.builtin_case("decoder", device=change_info, **_base)
             progress(1, 20, "compiling (the first call; a minute or more)")
             timed = measure.time_compiled(model, inputs, device=change_info,

@@ -10,6 +10,8 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 from notebook_support import choice, export_page, load_app
+from test_failure_messages import problems
+from widget_sweep import failures
 
 from labs.core import measure, quiz, tiny_models
 from labs.core.measure import opcost
@@ -280,6 +282,8 @@ def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(
     terms = tiny_models.memory_terms(phase="decode", batch=256, context=32768)
     assert "refused before allocating" in text and "Traceback" not in text
     assert f"KV cache {terms['KV cache'] / 1e9:.2f} GB" in text
+    refusal = next(m for m in failures(outputs) if "refused before allocating" in m)
+    assert "Lower the batch or the context above" in refusal and not problems(refusal)
     assert "case_profile" not in defs and len(built) == 1  # checked, never built
     assert defs["case_terms"] == terms  # the same numbers were on screen before the press
     # backing out: a small configuration is built and profiled
@@ -354,6 +358,9 @@ def test_torch_compile_that_cannot_run_is_a_message(env, app, monkeypatch):
         change_picker="compile", decode_button=False, case_button=False)})
     text = _texts(outputs)
     assert "C++ compiler" in text and "change_result" not in defs and "Traceback" not in text
+    assert "Pick another change above" in text
+    message = next(m for m in failures(outputs) if "C++ compiler" in m)
+    assert not problems(message)  # issue 18.6: the cause and a way out
 
 
 def torch_linear():
