@@ -17,7 +17,7 @@ from labs.core.ui.figures import Point
 def _frame(fig: go.Figure) -> labelplace.Frame:
     x = [10 ** v for v in fig.layout.xaxis.range]
     y = [10 ** v for v in fig.layout.yaxis.range]
-    return labelplace.Frame(x, y, fig.layout.height - 150)
+    return labelplace.Frame(x, y, labelplace.plot_height_px(fig.layout.height))
 
 
 def _label_boxes(fig: go.Figure) -> list[tuple[str, tuple]]:

@@ -433,7 +433,7 @@ def _roofline_parts(roofs, points, *, ai_range, title, shade_regimes, height, la
     y_hi = max([r.peak * 3 for r in rs] + [p.tflops * 2 for p in pts if p.tflops is not None])
     if label_points:
         _place_point_labels(data, len(rs), labelplace.Frame((lo, hi), (y_lo, y_hi),
-                                                            height - 150))
+                                                            labelplace.plot_height_px(height)))
     shapes, notes = _regime_layout(rs[0], lo, hi, len(rs) > 1) if shade_regimes else ([], [])
     if leaders:
         notes = notes + _leader_labels(pts, rs[0])
