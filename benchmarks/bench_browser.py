@@ -135,7 +135,10 @@ WIDGETS_JS = r"""
       if (el.shadowRoot) walk(el.shadowRoot);
       const isSlider = el.getAttribute('role') === 'slider';
       const isSelect = el.tagName === 'SELECT';
-      if (!isSlider && !isSelect) continue;
+      // a searchable dropdown: a button that opens a list (cmdk) in a dialog
+      const isSearch = el.tagName === 'BUTTON' && el.getAttribute('aria-haspopup') === 'dialog'
+        && (el.getRootNode().host || {}).tagName === 'MARIMO-DROPDOWN';
+      if (!isSlider && !isSelect && !isSearch) continue;
       let inForm = false;
       for (let n = el; n; n = n.parentNode || n.host) {
         if (n.tagName === 'FORM' || n.tagName === 'MARIMO-FORM') { inForm = true; break; }
@@ -152,10 +155,8 @@ WIDGETS_JS = r"""
           label = d.textContent.trim();
         }
       }
-      out.push({id, kind: isSlider ? 'slider' : 'dropdown', label: label.slice(0, 60),
-                now: isSlider ? el.getAttribute('aria-valuenow') : el.selectedIndex,
-                max: isSlider ? el.getAttribute('aria-valuemax') : el.options.length - 1,
-                min: isSlider ? el.getAttribute('aria-valuemin') : 0});
+      out.push({id, kind: isSlider ? 'slider' : isSelect ? 'dropdown' : 'searchable dropdown',
+                label: label.slice(0, 60)});
     }
   };
   walk(document);
@@ -278,19 +279,49 @@ def _rediscover(page, index: int, w: dict) -> dict:
     raise RuntimeError(f"widget {w['label']!r} is gone from the page")
 
 
+_OPTIONS_JS = """() => { const o = Array.from(document.querySelectorAll('[role=option]'));
+  return [o.findIndex(e => e.getAttribute('aria-selected') === 'true'),
+          o.map(e => e.textContent.trim())]; }"""
+
+
+def _open_searchable(page, el, forward: bool) -> bool:
+    """Open a searchable dropdown (Enter) and move the highlight (arrow keys) to the option
+    next to the chosen one; the Enter that selects it is the timed key press. The list opens
+    highlighting its first option, so the chosen one is found by the button's text. Returns
+    the direction taken."""
+    chosen = (el.text_content() or "").strip()
+    el.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelectorAll('[role=option]').length > 0",
+                           timeout=10_000, polling=50)
+    highlight, texts = page.evaluate(_OPTIONS_JS)
+    now = texts.index(chosen) if chosen in texts else max(highlight, 0)
+    if (forward and now >= len(texts) - 1) or (not forward and now <= 0):
+        forward = not forward
+    target = now + (1 if forward else -1)
+    for _ in range(abs(target - highlight)):
+        page.keyboard.press("ArrowDown" if target > highlight else "ArrowUp")
+    page.wait_for_timeout(150)
+    return forward
+
+
 def step_widget(page, w: dict, steps: int, key: str = "lastPlot") -> list[dict]:
     """``steps`` keyboard steps on widget ``w``; one timing dict per step."""
     el = page.locator(f"[data-bench-id={w['id']}]")
     el.scroll_into_view_if_needed(timeout=10_000)
     el.focus()
     page.wait_for_timeout(300)
-    forward, samples, net = not _at_end(page, w, True), [], 0
+    search = w["kind"] == "searchable dropdown"
+    forward = True if search else not _at_end(page, w, True)
+    samples, net = [], 0
     for _ in range(steps):
-        if _at_end(page, w, forward):
+        if search:
+            forward = _open_searchable(page, el, forward)
+        elif _at_end(page, w, forward):
             forward = not forward
         net += 1 if forward else -1
         t_before, seen = page.evaluate(_SNAPSHOT_JS)
-        page.keyboard.press(_widget_key(page, w, forward))
+        page.keyboard.press("Enter" if search else _widget_key(page, w, forward))
         keys = page.evaluate("() => window.__bench.keys")
         t_key = next((t for t in keys if t >= t_before), t_before)
         t_last = _wait_quiet(page, t_key, key, quiet_ms=QUIET_MS, none_ms=NO_REDRAW_MS)
@@ -303,8 +334,10 @@ def step_widget(page, w: dict, steps: int, key: str = "lastPlot") -> list[dict]:
     # Back to where it started, so the next widget is measured in the lab's initial state
     # (a precision left on one a device lacks would show an error instead of a figure).
     for _ in range(abs(net)):
+        if search:
+            _open_searchable(page, el, net < 0)
         t0 = page.evaluate("() => performance.now()")
-        page.keyboard.press(_widget_key(page, w, net < 0))
+        page.keyboard.press("Enter" if search else _widget_key(page, w, net < 0))
         _wait_quiet(page, t0, "lastRecv", quiet_ms=QUIET_MS, none_ms=NO_REDRAW_MS)
     return samples
 
