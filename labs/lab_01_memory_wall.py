@@ -100,11 +100,9 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(OPENING, hardware, mo):
-    _options = hardware.picker_options()
-    device_picker = mo.ui.dropdown(
-        options=_options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
-        label="Device", searchable=True)
+def _(OPENING, hardware, style):
+    device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
+                                      label="Device", searchable=True)
     device_picker
     return (device_picker,)
 

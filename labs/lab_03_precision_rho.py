@@ -112,11 +112,9 @@ def _():
 
 
 @app.cell
-def _(OPENING, hardware, mo):
-    _options = hardware.picker_options()
-    device_picker = mo.ui.dropdown(
-        _options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
-        label="Device (used by Parts 2-4)", searchable=True)
+def _(OPENING, hardware, style):
+    device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
+                                      label="Device (used by Parts 2-4)", searchable=True)
     device_picker
     return (device_picker,)
 

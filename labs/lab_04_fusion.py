@@ -109,11 +109,9 @@ def _(mo):
 
 
 @app.cell
-def _(OPENING, hardware, mo):
-    _options = hardware.picker_options()
-    device_picker = mo.ui.dropdown(
-        _options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
-        label="Device")
+def _(OPENING, hardware, style):
+    device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
+                                      label="Device")
     device_picker
     return (device_picker,)
 

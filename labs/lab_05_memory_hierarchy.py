@@ -131,13 +131,12 @@ def _(mo):
 
 
 @app.cell
-def _(MEASURED, OPENING, REFERENCE, hardware, mo, reference_machine):
+def _(MEASURED, OPENING, REFERENCE, hardware, reference_machine, style):
     _options = {f"Reference machine: {reference_machine.MACHINE} (recorded CPU run)": REFERENCE,
                 "This machine (your Part 1 measurement)": MEASURED,
                 **hardware.picker_options()}
-    machine_picker = mo.ui.dropdown(
-        _options, value=next(k for k, v in _options.items() if v == OPENING["hierarchy"]),
-        label="Machine (Parts 2 and 3)", searchable=True)
+    machine_picker = style.dropdown_on(_options, OPENING["hierarchy"],
+                                       label="Machine (Parts 2 and 3)", searchable=True)
     machine_picker
     return (machine_picker,)
 

@@ -107,11 +107,9 @@ def _(PRECISION, mo):
 
 
 @app.cell
-def _(OPENING, hardware, mo):
-    _options = hardware.picker_options()
-    device_picker = mo.ui.dropdown(
-        options=_options, value=next(k for k, v in _options.items() if v == OPENING["device"]),
-        label="Chip", searchable=True)
+def _(OPENING, hardware, style):
+    device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
+                                      label="Chip", searchable=True)
     return (device_picker,)
 
 

@@ -350,3 +350,12 @@ def test_figure_with_note_keeps_one_shape_with_or_without_a_note(note):
     assert _top_children(out.text) == _top_children(style.figure_with_note(fig, "x").text)
     if note:
         assert "Roofs not drawn" in out.text or "two" in out.text
+
+
+def test_dropdown_on_opens_on_the_key_and_names_an_unknown_one():
+    options = hardware.picker_options()
+    for key in ("h100-sxm", next(iter(options.values()))):
+        picker = style.dropdown_on(options, key, label="Device")
+        assert picker.value == key  # the dropdown's value is the key behind the chosen label
+    with pytest.raises(ValueError, match="key='no-such-device'"):
+        style.dropdown_on(options, "no-such-device", label="Device")

@@ -63,3 +63,12 @@ def input_messages(*widgets: Any) -> mo.Html:
     if not lines:
         return mo.Html("")
     return mo.callout(mo.md("\n\n".join(lines)), kind="warn")
+
+
+def dropdown_on(options: dict[str, Any], key: Any, **kwargs: Any) -> mo.ui.dropdown:
+    """A dropdown over ``{label: key}`` options that opens on ``key`` (a lab's ``OPENING``
+    entry), not on a label typed into the notebook; an unknown key is a ValueError naming it."""
+    label = next((k for k, v in options.items() if v == key), None)
+    if label is None:
+        raise ValueError(f"key={key!r} is not among the dropdown's options")
+    return mo.ui.dropdown(options, value=label, **kwargs)
