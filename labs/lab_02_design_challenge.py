@@ -120,9 +120,9 @@ def _(mo, models):
 
 
 @app.cell
-def _(hardware, mo):
-    device_picker = mo.ui.dropdown(hardware.picker_options(),
-                                   value="NVIDIA Jetson AGX Orin 64GB · edge", label="Device")
+def _(hardware, style):
+    device_picker = style.dropdown_on(hardware.picker_options(), "jetson-agx-orin-64gb",
+                                      label="Device")
     device_picker
     return (device_picker,)
 
