@@ -85,6 +85,31 @@ def test_before_after_uses_the_same_runs():
     assert "0.60 → 0.25" in row  # minus the floor's median (1.0)
 
 
+def test_markdown_floor_row_is_measured_against_the_floor():
+    runs = [{**r, B.FLOOR_MD: {"cold_s": r["floor"]["cold_s"] + d}} for r, d in zip(RUNS, (.2, .3))]
+    row = _line(B.table(runs, LABELS), f"| {B.FLOOR_MD}")
+    assert "| 1.10–1.40 | 0.20–0.30 |" in row  # its cold run, and minus the same run's floor
+    assert "marimo.md(" in row
+    assert B.FLOOR_MD not in B.table(RUNS, LABELS)  # an older JSON without it: no empty row
+
+
+def test_cold_runs_are_interleaved_round_by_round(tmp_path, monkeypatch):
+    order = []
+
+    def fake(cmd, n, *, tree=B.REPO):
+        order.append(cmd[-1])
+        if cmd[-1] == "broken":
+            return {"error": "boom"}
+        return {"cold_s": 1.0, "cold_cpu_s": 0.9, "cold_runs_s": [1.0 + len(order) / 100]}
+
+    monkeypatch.setattr(B, "cold_runs", fake)
+    got = B.interleaved_cold_runs({"a": (["x", "a"], B.REPO), "b": (["x", "b"], B.REPO),
+                                   "c": (["x", "broken"], B.REPO)}, 3)
+    assert order == ["a", "b", "broken", "a", "b", "a", "b"]  # rounds, a failure not retried
+    assert got["a"]["cold_runs_s"] == [1.01, 1.04, 1.06] and got["a"]["cold_s"] == 1.04
+    assert got["c"] == {"error": "boom"}
+
+
 # The browser mode's report (benchmarks/bench_browser.py, issue 15)
 _BB = importlib.util.spec_from_file_location(
     "bench_browser", BENCH.parent / "bench_browser.py")

@@ -333,3 +333,23 @@ def test_measured_points_above_the_roof_stay_on_the_chart():
     fig = _f.roofline_figure([("h100-sxm", "fp16")],
                              [_f.Point("odd measurement", 100.0, tflops=5000.0, kind="measured")])
     assert 10 ** fig.layout.yaxis.range[1] >= 5000.0
+
+
+def test_reexported_builders_load_on_first_use_and_are_the_modules_own():
+    """figures is the one figure API, but a lab pays only for the figure modules it draws."""
+    import importlib
+    import subprocess
+    import sys
+
+    from labs.core.ui import figures as fig
+
+    for module, names in fig.REEXPORTS.items():
+        for name in names:
+            assert getattr(fig, name) is getattr(importlib.import_module(module), name)
+            assert name in dir(fig)
+    with pytest.raises(AttributeError, match="no_such_builder"):
+        fig.no_such_builder  # noqa: B018
+    code = ("import sys; from labs.core import figures; figures.roofline_figure; "
+            "print(sorted(m for m in sys.modules if m in %r))" % (sorted(fig.REEXPORTS),))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -2,7 +2,9 @@
 
 Plotly only (no marimo). The roofline lives here; bars, the memory budget and log-log line
 charts are in :mod:`labs.core.ui.charts`, collective times and the three roofs (Lab 6) in
-:mod:`labs.core.ui.commcharts`; both are re-exported, so labs call ``figures.<builder>``.
+:mod:`labs.core.ui.commcharts`, Lab 5's in :mod:`labs.core.ui.hierarchy_figures`, Lab 7's in
+:mod:`labs.core.ui.opfigures`; all are re-exported (``REEXPORTS``, imported on first use), so
+labs call ``figures.<builder>``.
 
 Every number drawn comes from labs.core (roofline.attainable_tflops, roofline.ridge_point,
 hardware.Device), never recomputed here. Builders are fast enough to run on every slider move
@@ -18,6 +20,7 @@ measured points use a different marker shape than predicted ones.
 from __future__ import annotations
 
 import html
+import importlib
 import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -27,25 +30,6 @@ import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
 from labs.core.physics.units import rate_unit
-from labs.core.ui.charts import (  # noqa: F401  (re-exported: figures is the one figure API)
-    bar_figure,
-    budget_summary,
-    loglog_lines_figure,
-    memory_budget_figure,
-)
-from labs.core.ui.commcharts import (  # noqa: F401  (re-exported: Lab 6's figures)
-    LINK_COLOR_KEY,
-    alpha_beta_figure,
-    scaling_figure,
-    three_roof_figure,
-)
-from labs.core.ui.hierarchy_figures import (  # noqa: F401  (re-exported, Lab 5)
-    cache_roofline_figure,
-    level_style,
-    sawtooth_figure,
-    tile_traffic_figure,
-    working_set_figure,
-)
 from labs.core.ui import labelplace
 from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
 from labs.core.ui.tokens import (
@@ -487,10 +471,30 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
     return _figure(data + traces, layout)
 
 
-# Lab 7's profile figures build on the roofline above; re-exported so labs call figures.<builder>.
-from labs.core.ui.opfigures import (  # noqa: E402,F401
-    before_after_figure,
-    operator_roofline_figure,
-    plottable,
-    time_by_type_figure,
-)
+#: Builders beside this module, re-exported on first use (PEP 562): a lab pays only for the
+#: figure modules it draws (Lab 5's and 6's cost every other lab ~30 ms of its cold run).
+REEXPORTS = {
+    "labs.core.ui.charts": ("bar_figure", "budget_summary", "loglog_lines_figure",
+                            "memory_budget_figure"),
+    "labs.core.ui.commcharts": ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure",
+                                "three_roof_figure"),
+    "labs.core.ui.hierarchy_figures": ("cache_roofline_figure", "level_style", "sawtooth_figure",
+                                       "tile_traffic_figure", "working_set_figure"),
+    "labs.core.ui.opfigures": ("before_after_figure", "operator_roofline_figure", "plottable",
+                               "time_by_type_figure"),
+}
+_REEXPORTED = {name: module for module, names in REEXPORTS.items() for name in names}
+
+
+def __getattr__(name: str):
+    try:
+        module = _REEXPORTED[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_REEXPORTED))
