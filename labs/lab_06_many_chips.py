@@ -9,8 +9,8 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from labs.core import (collectives, comm_bench, figures, hardware, live, models, quiz,
-                           reveal, sharding, style)
+    from labs.core import (collectives, figures, hardware, live, models, quiz, reveal,
+                           sharding, style)
 
     LAB_ID = "lab06"
     # The pickers' opening values: reveal answers use them, never later picks (LABS_SPEC §4.2b).
@@ -33,7 +33,6 @@ def _():
         SHARD_REF,
         TRAIN_REF,
         collectives,
-        comm_bench,
         figures,
         hardware,
         live,
@@ -384,7 +383,6 @@ def _(live):
 def _(
     allreduce_prediction,
     comm_backend_choice,
-    comm_bench,
     comm_budget,
     comm_button,
     comm_workers,
@@ -396,14 +394,16 @@ def _(
     mo.stop(allreduce_prediction is None,
             quiz.gate_notice("Lock prediction 1 first: then measure your own machine."))
     mo.stop(not comm_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
-    comm_status = comm_bench.comm_backend(comm_backend_choice.value)  # imports torch: now
+    from labs.core import comm_bench as _bench  # once pressed: a closed gate need not load it
+
+    comm_status = _bench.comm_backend(comm_backend_choice.value)  # imports torch: now
     mo.stop(not comm_status.available, mo.callout(
         mo.md(f"**No collective can run here.** {comm_status.message}"), kind="warn"))
     comm_run = live.gated_run(
-        comm_button, lambda progress: comm_bench.measure_collectives(
-            comm_workers.value, comm_bench.COMM_SIZES, comm_backend_choice.value,
+        comm_button, lambda progress: _bench.measure_collectives(
+            comm_workers.value, _bench.COMM_SIZES, comm_backend_choice.value,
             budget_s=comm_budget.value, progress=progress),
-        total=1 + 3 * len(comm_bench.COMM_SIZES),
+        total=1 + 3 * len(_bench.COMM_SIZES),
         title=f"Timing collectives across {comm_workers.value} workers")
     lab.record("result", "lab06.measured_collectives", {
         "backend": comm_run.backend, "world_size": comm_run.world_size,

@@ -453,7 +453,8 @@ def test_nothing_runs_at_import():
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
-@pytest.mark.parametrize("lab", ["lab_01_memory_wall", "lab_03_precision_rho"])
+@pytest.mark.parametrize("lab", sorted(p.stem for p in (
+    __import__("pathlib").Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py")))
 def test_a_closed_gate_loads_no_measuring_code(lab, tmp_path):
     """Opening a lab (run button not pressed) builds its pickers from measure.choices alone:
     no timer, no cases, no device detection, no torch."""
