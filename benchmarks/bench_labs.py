@@ -343,7 +343,9 @@ def cold_runs(cmd: list[str], n: int, *, tree: Path = REPO) -> dict:
             "cold_runs_s": walls}
 
 
-def exports(path: Path, *, tree: Path = REPO) -> dict:
+def exports(path: Path, *, tree: Path = REPO,
+            modes: tuple[str, ...] = ("student", "instructor")) -> dict:
+    """``labs-export``'s page of the notebook, timed, per mode (student, instructor)."""
     from labs.core import export
 
     out: dict = {}
@@ -351,7 +353,8 @@ def exports(path: Path, *, tree: Path = REPO) -> dict:
     if tree != REPO:
         changes["PYTHONPATH"] = str(tree) + os.pathsep + os.environ.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp, _environ(changes):
-        for mode, reveal in (("student", False), ("instructor", True)):
+        for mode in modes:
+            reveal = mode == "instructor"
             page = Path(tmp) / f"{mode}.html"
             c0 = children_cpu()
             try:
@@ -403,8 +406,34 @@ def interleaved_cold_runs(commands: dict[str, tuple[list[str], Path]], n: int) -
         "cold_runs_s": walls[label]} for label in commands}
 
 
+def interleaved_exports(items, n: int) -> dict:
+    """``n`` rounds of exports, each notebook once per round in turn (as the cold runs): the
+    first round exports the student and the instructor copies, the others the student copy
+    again; per label the first round's figures with ``student_export_s`` (and its CPU time)
+    the median over the rounds, every round's in ``student_export_runs_s``."""
+    out: dict = {}
+    for i in range(n):
+        print(f"  exports, round {i + 1} of {n} ...", flush=True)
+        for label, path, tree in items:
+            if i == 0:
+                out[label] = exports(path, tree=tree)
+                out[label]["student_export_runs_s"] = [out[label].get("student_export_s")]
+                out[label]["_cpu"] = [out[label].get("student_export_cpu_s")]
+            elif "student_export_s" in out[label]:
+                again = exports(path, tree=tree, modes=("student",))
+                out[label]["student_export_runs_s"].append(again.get("student_export_s"))
+                out[label]["_cpu"].append(again.get("student_export_cpu_s"))
+    for row in out.values():
+        walls = [v for v in row.pop("student_export_runs_s") if v is not None]
+        cpus = [v for v in row.pop("_cpu") if v is not None]
+        if walls:
+            row.update(student_export_s=statistics.median(walls), student_export_runs_s=walls,
+                       student_export_cpu_s=statistics.median(cpus))
+    return out
+
+
 def bench_notebook(path: Path, args, *, tree: Path = REPO, label: str | None = None,
-                   cold: dict | None = None) -> dict:
+                   cold: dict | None = None, exported: dict | None = None) -> dict:
     """One notebook's row: ``cold`` (its cold runs, measured by the caller) or its own cold
     runs, then the widget updates and the exports."""
     row = {"notebook": label or path.name}
@@ -415,7 +444,9 @@ def bench_notebook(path: Path, args, *, tree: Path = REPO, label: str | None = N
     if not args.no_updates and tree == REPO:
         print(f"  {row['notebook']}: widget updates ...", flush=True)
         row["update"] = run_worker(path, args.values, args.rounds)
-    if not args.no_export:
+    if exported is not None:
+        row.update(exported)
+    elif not args.no_export:
         print(f"  {row['notebook']}: exports ...", flush=True)
         row.update(exports(path, tree=tree))
     return row
@@ -443,9 +474,11 @@ def one_run(args, items) -> dict:
                 FLOOR_MD: ([sys.executable, "-c", FLOOR_MD_CODE], REPO)}
     commands.update({label: ([sys.executable, str(path)], tree) for label, path, tree in items})
     cold = interleaved_cold_runs(commands, args.cold_runs)
+    exported = {} if args.no_export else interleaved_exports(items, args.export_runs)
     rows = {label: {"notebook": label, **cold[label]} for label in ("floor", FLOOR_MD)}
     for label, path, tree in items:
-        rows[label] = bench_notebook(path, args, tree=tree, label=label, cold=cold[label])
+        rows[label] = bench_notebook(path, args, tree=tree, label=label, cold=cold[label],
+                                     exported=exported.get(label, {}))
     return rows
 
 
@@ -570,6 +603,8 @@ def markdown(info: dict, runs: list[dict], labels: list[str], args) -> str:
                f"load average {_f(info['load_before'], '.2f')} → {_f(info['load_after'], '.2f')}"
                f" on {m['logical_cpus']} logical CPUs; bytecode {args.bytecode}; {args.runs} "
                f"run(s) fixed in advance, each with the median of {args.cold_runs} cold runs"
+               + ("" if getattr(args, "no_export", True) else
+                  f", of {args.export_runs} student-copy exports")
                + ("" if args.no_updates else f" and {args.rounds} updates per widget")
                + "; every cell is the min–max over the runs.")
     out = [caption, "", table(runs, labels)]
@@ -594,6 +629,8 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=2, help="full repetitions, fixed in advance "
                    "(the table shows the range over them; default 2)")
     p.add_argument("--cold-runs", type=int, default=3, help="cold runs per notebook per run")
+    p.add_argument("--export-runs", type=int, default=3,
+                   help="student-copy exports per notebook per run (interleaved; the median)")
     p.add_argument("--values", type=int, default=6, help="distinct values per widget")
     p.add_argument("--rounds", type=int, default=12, help="timed updates per widget")
     p.add_argument("--no-export", action="store_true")
@@ -618,8 +655,8 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(REPO))
     if args.browser:
         return browser_main(args, argv)
-    if args.runs < 1 or args.cold_runs < 1:
-        p.error("--runs and --cold-runs must be at least 1")
+    if args.runs < 1 or args.cold_runs < 1 or args.export_runs < 1:
+        p.error("--runs, --cold-runs and --export-runs must be at least 1")
     if args.baseline:
         args.baseline = args.baseline.resolve()
     cache = None

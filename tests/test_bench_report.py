@@ -66,9 +66,10 @@ def test_caption_names_command_machine_load_and_mode():
             "machine": {**device.machine_description(), "line": device.machine_line(),
                         "marimo": "0.25.2", "plotly": "7.1.0", "numpy": "2.4.6"}}
     args = Namespace(bytecode="cached", runs=2, cold_runs=3, no_updates=False, rounds=12,
-                     baseline=None)
+                     baseline=None, no_export=False, export_runs=3)
     text = B.markdown(info, RUNS, LABELS, args)
     first = text.splitlines()[0]
+    assert "median of 3 cold runs, of 3 student-copy exports" in first
     assert "`python benchmarks/bench_labs.py --runs 2`" in first and "2026-11-23 10:00 UTC" in first
     assert device.machine_line() in first and device._cpu_model() in first
     assert "load average 1.50 → 2.00" in first and "bytecode cached" in first
@@ -110,6 +111,26 @@ def test_cold_runs_are_interleaved_round_by_round(tmp_path, monkeypatch):
     assert got["c"] == {"error": "boom"}
 
 
+def test_exports_are_interleaved_and_the_student_copy_repeated(monkeypatch):
+    calls = []
+
+    def fake(path, *, tree=B.REPO, modes=("student", "instructor")):
+        calls.append((path, modes))
+        if path == "broken":
+            return {"student_error": "boom"}
+        return {"student_export_s": 3.0 + len(calls) / 10, "student_export_cpu_s": 2.0,
+                **({"instructor_page_kb": 200.0} if "instructor" in modes else {})}
+
+    monkeypatch.setattr(B, "exports", fake)
+    items = [("a", "a", B.REPO), ("b", "broken", B.REPO)]
+    got = B.interleaved_exports(items, 3)
+    assert calls == [("a", ("student", "instructor")), ("broken", ("student", "instructor")),
+                     ("a", ("student",)), ("a", ("student",))]  # a failed copy is not retried
+    assert got["a"]["student_export_runs_s"] == [3.1, 3.3, 3.4]
+    assert got["a"]["student_export_s"] == 3.3 and got["a"]["instructor_page_kb"] == 200.0
+    assert got["b"] == {"student_error": "boom"}
+
+
 # The browser mode's report (benchmarks/bench_browser.py, issue 15)
 _BB = importlib.util.spec_from_file_location(
     "bench_browser", BENCH.parent / "bench_browser.py")
@@ -133,3 +154,25 @@ def test_browser_ratio_is_to_the_reference_measured_right_before():
     assert "| 0.25 / 0.30 |" in b  # against its own reference (200, 400), not the first one
     assert "6.0 **missed**" in b and "120 **missed**" in b  # first figure > 5 s, p95 > 100 ms
     assert "100–200 / 200–400" in _line(text, "| reference_notebook.py")
+
+
+# The dashboard's load time (benchmarks/bench_dashboard.py, issue 19.2)
+_BD = importlib.util.spec_from_file_location("bench_dashboard", BENCH.parent / "bench_dashboard.py")
+BD = importlib.util.module_from_spec(_BD)
+_BD.loader.exec_module(BD)
+
+
+def test_dashboard_benchmark_prints_every_run_with_the_machine(capsys):
+    assert BD.main(["--students", "6", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    caption, row = out.splitlines()[0], _line(out, "| 6 |")
+    assert "`python benchmarks/bench_dashboard.py --students 6 --runs 2`" in caption
+    assert device.machine_line() in caption and "load average" in caption
+    assert "2 run(s) fixed in advance" in caption
+    per_run = row.rstrip(" |").split("| ")[-1].split(", ")
+    assert len(per_run) == 2 and all(float(x) > 0 for x in per_run)  # both runs, as measured
+
+
+def test_dashboard_benchmark_refuses_nonsense():
+    with pytest.raises(SystemExit):
+        BD.main(["--students", "0"])
