@@ -86,6 +86,19 @@ def test_before_after_uses_the_same_runs():
     assert "0.60 → 0.25" in row  # minus the floor's median (1.0)
 
 
+def test_before_after_pairs_each_round():
+    """Each round ran the two copies back to back: the table gives the median of the per-round
+    differences and in how many rounds the new copy was faster, so drift cannot fake a gain."""
+    runs = [{"floor": {"cold_s": 1.0},
+             "lab_01.py (baseline)": {"cold_s": 1.6, "cold_runs_s": [1.5, 1.9, 1.6],
+                                      "student_export_runs_s": [3.0, 3.2]},
+             "lab_01.py": {"cold_s": 1.6, "cold_runs_s": [1.4, 1.8, 1.7],
+                           "student_export_runs_s": [3.1, 3.3]}}]
+    row = _line(B.before_after(runs, ["lab_01.py (baseline)", "lab_01.py"]), "| lab_01.py")
+    assert "-0.10 (faster in 2 of 3)" in row  # rounds: -0.1, -0.1, +0.1
+    assert "+0.10 (faster in 0 of 2)" in row  # the export got slower in both rounds: said
+
+
 def test_markdown_floor_row_is_measured_against_the_floor():
     runs = [{**r, B.FLOOR_MD: {"cold_s": r["floor"]["cold_s"] + d}} for r, d in zip(RUNS, (.2, .3))]
     row = _line(B.table(runs, LABELS), f"| {B.FLOOR_MD}")
