@@ -359,3 +359,24 @@ def test_dropdown_on_opens_on_the_key_and_names_an_unknown_one():
         assert picker.value == key  # the dropdown's value is the key behind the chosen label
     with pytest.raises(ValueError, match="key='no-such-device'"):
         style.dropdown_on(options, "no-such-device", label="Device")
+
+
+def test_lab_header_carries_a_hidden_textless_plotly_preload(monkeypatch):
+    """Every lab's first output loads plotly.js early (a student's first reveal draws at once),
+    but shows nothing, says nothing to a page's text search, and stays out of static exports."""
+    import html as _html
+    import json as _json
+    import re as _re
+
+    monkeypatch.delenv("ROOFLINE_STATIC_EXPORT", raising=False)
+    monkeypatch.delenv("ROOFLINE_NO_PRELOAD", raising=False)
+    head = style.lab_header("T", "s", ["g"], 30, []).text
+    assert head.startswith(f'<div class="{style.PRELOAD_CLASS}" aria-hidden="true" '
+                           'style="display:none"><marimo-plotly ')
+    figure = _json.loads(_html.unescape(_re.search(r"data-figure='([^']*)'", head).group(1)))
+    assert figure["data"] == [] and figure["layout"]["xaxis"] == {"visible": False}
+    assert figure["layout"]["yaxis"] == {"visible": False}
+    for env in ("ROOFLINE_STATIC_EXPORT", "ROOFLINE_NO_PRELOAD"):
+        monkeypatch.setenv(env, "1")
+        assert "marimo-plotly" not in style.lab_header("T", "s", ["g"], 30, []).text
+        monkeypatch.delenv(env)

@@ -18,6 +18,9 @@ ARTIFACTS = REPO / "artifacts" / "browser"
 CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
+#: A figure a student sees: every <marimo-plotly> but the hidden one in each lab's header
+#: (labs.core.ui.style.plotly_preload, which only loads plotly.js early).
+FIGURE = "marimo-plotly:not(.roofline-plotly-preload marimo-plotly)"
 #: Generous: on a busy 2-core machine a lab's first render can take ~20 s. Only reached on failure.
 SLOW_MS = 90_000
 

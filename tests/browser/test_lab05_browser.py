@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import REPO, SLOW_MS, marimo_run
+from browser_support import FIGURE, REPO, SLOW_MS, marimo_run
 from test_lab06_browser import _env, _page, _titles
 from test_labs_browser import (
     figures,
@@ -70,7 +70,7 @@ def _measure_from_the_page(page, artifacts):
     wait_until(page, lambda: any("this machine" in f for f in figures(page)),
                "this machine's curve in the staircase figure")
     show_drawn_figure(page, 0)
-    page.locator("marimo-plotly").first.screenshot(path=str(artifacts / "lab05-measured.png"))
+    page.locator(FIGURE).first.screenshot(path=str(artifacts / "lab05-measured.png"))
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -132,7 +132,7 @@ def test_lab05_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, 
             assert gate_count(page) == 0 and n >= 6
             for i, title in enumerate(_titles(page)):
                 show_drawn_figure(page, i)
-                page.locator("marimo-plotly").nth(i).screenshot(
+                page.locator(FIGURE).nth(i).screenshot(
                     path=str(artifacts / f"lab05-figure{i}-{scheme}.png"))
                 assert title, f"figure {i} has no title"
         finally:

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser_support import REPO, isolated_env, marimo_run
+from browser_support import FIGURE, REPO, isolated_env, marimo_run
 from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
                                show_drawn_figure, wait_until)
 
@@ -101,7 +101,7 @@ def test_lab06_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, 
             assert page.get_by_text("That combination does not work").count() == 0
             for i, title in enumerate(_titles(page)):
                 show_drawn_figure(page, i)
-                page.locator("marimo-plotly").nth(i).screenshot(
+                page.locator(FIGURE).nth(i).screenshot(
                     path=str(artifacts / f"lab06-figure{i}-{scheme}.png"))
                 assert title, f"figure {i} has no title"
         finally:

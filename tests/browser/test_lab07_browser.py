@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser_support import isolated_env, marimo_run
+from browser_support import FIGURE, isolated_env, marimo_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ def _env(tmp_path: Path) -> dict:
 
 
 def _operator_figure(page) -> dict:
-    for raw in page.locator("marimo-plotly").evaluate_all(
+    for raw in page.locator(FIGURE).evaluate_all(
             "els => els.map(e => e.getAttribute('data-figure') || '')"):
         if "Every operator of a batch-1 decode step" in raw:
             return json.loads(raw)

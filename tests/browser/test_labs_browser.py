@@ -16,7 +16,7 @@ import re
 import time
 
 import pytest
-from browser_support import LABS, SLOW_MS, isolated_env, marimo_run
+from browser_support import FIGURE, LABS, SLOW_MS, isolated_env, marimo_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -32,12 +32,12 @@ def gate_count(page) -> int:
 
 
 def figures(page) -> list[str]:
-    return page.locator("marimo-plotly").evaluate_all(_FIG_JS)
+    return page.locator(FIGURE).evaluate_all(_FIG_JS)
 
 
 def show_drawn_figure(page, index: int = 0):
     """Scroll figure ``index`` into view and wait until plotly has drawn it (an SVG)."""
-    fig = page.locator("marimo-plotly").nth(index)
+    fig = page.locator(FIGURE).nth(index)
     fig.scroll_into_view_if_needed()
     fig.locator(".main-svg").first.wait_for(state="visible")
 

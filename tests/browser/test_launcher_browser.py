@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_support import SLOW_MS, isolated_env
+from browser_support import FIGURE, SLOW_MS, isolated_env
 from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, settle,
                                wait_until)
 
@@ -75,8 +75,8 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path, theme):
         wait_until(page, lambda: len(figures(page)) > before and locks(page) == forms - 1,
                    "the first instrument after locking its prediction")
         assert "too large" not in page.inner_text("body").lower()
-        page.locator("marimo-plotly").first.scroll_into_view_if_needed()
-        page.locator("marimo-plotly .main-svg").first.wait_for(state="visible")
+        page.locator(FIGURE).first.scroll_into_view_if_needed()
+        page.locator(f"{FIGURE} .main-svg").first.wait_for(state="visible")
         page.screenshot(path=str(artifacts / f"launcher-unlocked-{theme}.png"))
 
         page.keyboard.press("Control+Period")  # the code, for the curious
