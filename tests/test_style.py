@@ -376,6 +376,7 @@ def test_lab_header_carries_a_hidden_textless_plotly_preload(monkeypatch):
     figure = _json.loads(_html.unescape(_re.search(r"data-figure='([^']*)'", head).group(1)))
     assert figure["data"] == [] and figure["layout"]["xaxis"] == {"visible": False}
     assert figure["layout"]["yaxis"] == {"visible": False}
+    assert not _re.search(r"\d", style.plotly_preload())  # no number a leak check could match
     for env in ("ROOFLINE_STATIC_EXPORT", "ROOFLINE_NO_PRELOAD"):
         monkeypatch.setenv(env, "1")
         assert "marimo-plotly" not in style.lab_header("T", "s", ["g"], 30, []).text

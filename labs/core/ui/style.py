@@ -150,13 +150,14 @@ def plotly_preload() -> str:
     ~2 s to load, parse and first draw on a 2-core machine, while the student reads and
     predicts. A student's first reveal then draws at once (Lab 1: 2.0-2.6 s -> 0.65-0.9 s from
     the lock to the figure; ``benchmarks/bench_first_reveal.py``). Written as marimo's own tag
-    (no go.Figure: a headless run pays nothing); no axes, so no stray text on the page. Left out
+    (no go.Figure: a headless run pays nothing); no axes and no numbers on the page. Left out
     of static exports (``ROOFLINE_STATIC_EXPORT``), whose pages may show no figure at all."""
     if "1" in (os.environ.get("ROOFLINE_STATIC_EXPORT"), os.environ.get("ROOFLINE_NO_PRELOAD")):
         return ""  # ROOFLINE_NO_PRELOAD: the benchmark's "before"
-    hidden_axis = {"visible": False}  # no tick labels: no stray text for a page's text search
+    # No axes and no size: not a tick label or a number on the page (text search, leak checks).
+    hidden_axis = {"visible": False}
     figure = html.escape(json.dumps({"data": [], "layout": {
-        "width": 10, "height": 10, "xaxis": hidden_axis, "yaxis": hidden_axis}}), quote=True)
+        "xaxis": hidden_axis, "yaxis": hidden_axis}}), quote=True)
     return (f'<div class="{PRELOAD_CLASS}" aria-hidden="true" style="display:none">'
             f"<marimo-plotly data-figure='{figure}' data-config='{{}}'></marimo-plotly></div>")
 
