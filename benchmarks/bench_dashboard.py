@@ -52,14 +52,15 @@ def markdown(command: str, started: str, machine: str, loads: tuple, runs: list[
         return vals[0] if min(vals) == max(vals) else f"{min(vals)}–{max(vals)}"
 
     before, after = (f"{x:.2f}" if x is not None else "n/a" for x in loads)
-    lines = [f"**`{command}`, {started} UTC** on {machine}; load average {before} → {after}; "
-             f"{len(runs)} run(s) fixed in advance; each cell is the min–max over the runs.", "",
-             "| students | events | items | load all ledgers s | switch item ms | "
-             "switch student ms | per run: load s |", "|---|---|---|---|---|---|---|",
-             f"| {runs[0]['students']} | {runs[0]['events']:,} | {runs[0]['items']} | "
-             f"{span('load_s', '.1f')} | {span('item_switch_ms', '.0f')} | "
-             f"{span('student_switch_ms', '.0f')} | "
-             f"{', '.join(format(r['load_s'], '.2f') for r in runs)} |"]
+    caption = (f"**`{command}`, {started} UTC** on {machine}; load average {before} → {after}; "
+               f"{len(runs)} run(s) fixed in advance; each cell is the min–max over the runs.")
+    head = ("| students | events | items | load all ledgers s | switch item ms | "
+            "switch student ms | per run: load s |")
+    row = (f"| {runs[0]['students']} | {runs[0]['events']:,} | {runs[0]['items']} | "
+           f"{span('load_s', '.1f')} | {span('item_switch_ms', '.0f')} | "
+           f"{span('student_switch_ms', '.0f')} | "
+           f"{', '.join(format(r['load_s'], '.2f') for r in runs)} |")
+    lines = [caption, "", head, "|---|---|---|---|---|---|---|", row]
     return "\n".join(lines)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -24,7 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-import bench_browser as bb  # noqa: E402
+import bench_browser as bb
+from browser_support import serve  # bench_browser put tests/browser on the path
 
 #: The first visible figure's arrival and its first drawn SVG (hidden elements are skipped).
 FIRST_VISIBLE_JS = r"""
@@ -51,41 +51,32 @@ def one_reveal(browser, lab: Path, *, preload: bool) -> float:
         if not preload:
             env["ROOFLINE_NO_PRELOAD"] = "1"
         port = bb.free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "marimo", "run", str(lab), "--headless",
-                                 "--port", str(port), "--no-token"], env=env, cwd=tmp,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        context = None
-        try:
-            bb.wait_http(f"http://127.0.0.1:{port}/", proc)
+        cmd = [sys.executable, "-m", "marimo", "run", str(lab), "--headless", "--port",
+               str(port), "--no-token"]
+        with serve(cmd, f"http://127.0.0.1:{port}/", env=env, cwd=Path(tmp)) as url:
             context = browser.new_context(viewport=bb.VIEWPORT)
-            context.add_init_script(FIRST_VISIBLE_JS)
-            page = context.new_page()
-            page.set_default_timeout(bb.LOAD_TIMEOUT_MS)
-            page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
-            lock = page.get_by_role("button", name="Lock prediction").first
-            lock.wait_for()
-            page.wait_for_timeout(6000)
-            if page.evaluate("() => window.__reveal.drawn"):
-                raise RuntimeError(f"{lab.name} shows a figure before the first prediction")
-            page.get_by_role("radio").first.check()
-            page.get_by_text("4", exact=True).first.click()
-            page.get_by_placeholder("one line: why do you expect this?").first.fill("bench")
-            page.wait_for_timeout(500)
-            t0 = page.evaluate("() => performance.now()")
-            lock.click()
-            page.wait_for_function("() => window.__reveal.drawn > 0", polling=20)
-            return page.evaluate("() => window.__reveal.drawn") - t0
-        except PlaywrightError as exc:
-            raise RuntimeError(f"{lab.name}: {str(exc).splitlines()[0]}") from None
-        finally:
-            if context is not None:
-                context.close()
-            proc.terminate()
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                context.add_init_script(FIRST_VISIBLE_JS)
+                page = context.new_page()
+                page.set_default_timeout(bb.LOAD_TIMEOUT_MS)
+                page.goto(url, wait_until="commit")
+                lock = page.get_by_role("button", name="Lock prediction").first
+                lock.wait_for()
+                page.wait_for_timeout(6000)
+                if page.evaluate("() => window.__reveal.drawn"):
+                    raise RuntimeError(f"{lab.name} shows a figure before the first prediction")
+                page.get_by_role("radio").first.check()
+                page.get_by_text("4", exact=True).first.click()
+                page.get_by_placeholder("one line: why do you expect this?").first.fill("bench")
+                page.wait_for_timeout(500)
+                t0 = page.evaluate("() => performance.now()")
+                lock.click()
+                page.wait_for_function("() => window.__reveal.drawn > 0", polling=20)
+                return page.evaluate("() => window.__reveal.drawn") - t0
+            except PlaywrightError as exc:
+                raise RuntimeError(f"{lab.name}: {str(exc).splitlines()[0]}") from None
+            finally:
+                context.close()
 
 
 def main(argv=None) -> int:

@@ -593,9 +593,9 @@ def before_after(runs: list[dict], labels: list[str]) -> str:
         return f"{statistics.median(deltas):+.2f} (faster in {faster} of {len(deltas)})"
 
     floor = med("floor", "cold_s")
-    lines = ["| notebook | cold s (CPU s) before → after | cold − floor s before → after | "
-             "cold: paired Δ s | export s (CPU s) before → after | export: paired Δ s |",
-             "|---|---|---|---|---|---|"]
+    head = ("| notebook | cold s (CPU s) before → after | cold − floor s before → after | "
+            "cold: paired Δ s | export s (CPU s) before → after | export: paired Δ s |")
+    lines = [head, "|---|---|---|---|---|---|"]
     for label in labels:
         base = f"{label} (baseline)"
         b, a = med(base, "cold_s"), med(label, "cold_s")
