@@ -47,8 +47,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
-from browser_support import (CHROMIUM, CHROMIUM_ARGS, FIGURE, free_port,  # noqa: E402
-                             isolated_env, skip_reason, wait_http)
+from browser_support import (CHROMIUM, CHROMIUM_ARGS, FIGURE, PRELOAD_CLASS,  # noqa: E402
+                             free_port, isolated_env, skip_reason, wait_http)
 
 FLOOR_NOTEBOOK = REPO / "benchmarks" / "floor_notebook.py"
 QUIET_MS = 700  # a figure is redrawn once nothing inside any figure changed for this long
@@ -64,7 +64,7 @@ INIT_JS = r"""
                               drawn: 0, lastDrawn: 0};
   // The hidden, empty figure in every lab's header (style.plotly_preload) only loads
   // plotly.js early: no student sees it, so it is not a figure here.
-  const preload = (h) => !!(h.closest && h.closest('.roofline-plotly-preload'));
+  const preload = (h) => !!(h.closest && h.closest('.__PRELOAD_CLASS__'));
   const plotHost = (node) => {
     for (let n = node; n; n = n.parentNode || n.host) {
       if (n.nodeName === 'MARIMO-PLOTLY') return preload(n) ? null : n;
@@ -128,7 +128,7 @@ INIT_JS = r"""
   }
   window.WebSocket = BenchSocket;
 })();
-"""
+""".replace("__PRELOAD_CLASS__", PRELOAD_CLASS)
 
 #: Sliders and dropdowns a student moves, outside the prediction forms (``<form>``).
 WIDGETS_JS = r"""

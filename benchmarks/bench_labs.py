@@ -65,9 +65,9 @@ FLOOR_CODE = "import marimo, numpy, plotly.graph_objects"
 #: The floor plus two one-time costs every notebook with text and a figure pays: marimo's
 #: markdown setup (the first ``mo.md`` builds its converter and extensions) and plotly's first
 #: figure (it loads its validator table, even for a figure built without validation).
-FLOOR_MD_CODE = (FLOOR_CODE + "; marimo.md('*a*').text; plotly.graph_objects.Figure("
+FLOOR_FIRST_CODE = (FLOOR_CODE + "; marimo.md('*a*').text; plotly.graph_objects.Figure("
                  "plotly.graph_objects.Scatter(x=[0, 1], y=[0, 1])).to_plotly_json()")
-FLOOR_MD = "floor + first text and figure"
+FLOOR_FIRST = "floor + first text and figure"
 
 
 # --------------------------------------------------------------------------------------------
@@ -411,46 +411,39 @@ def interleaved_cold_runs(commands: dict[str, tuple[list[str], Path]], n: int) -
 def interleaved_exports(items, n: int) -> dict:
     """``n`` rounds of exports, each notebook once per round in turn (as the cold runs): the
     first round exports the student and the instructor copies, the others the student copy
-    again; per label the first round's figures with ``student_export_s`` (and its CPU time)
-    the median over the rounds, every round's in ``student_export_runs_s``."""
+    again. Per label: the first round's figures, with ``student_export_s`` (and its CPU time)
+    the median over the rounds and every round's in ``student_export_runs_s``."""
     out: dict = {}
+    walls: dict = {label: [] for label, _p, _t in items}
+    cpus: dict = {label: [] for label, _p, _t in items}
     for i in range(n):
         print(f"  exports, round {i + 1} of {n} ...", flush=True)
         for label, path, tree in items:
+            if i and "student_export_s" not in out[label]:
+                continue  # its student copy failed in round 1: said once, not retried
+            got = exports(path, tree=tree, modes=("student", "instructor") if i == 0
+                          else ("student",))
             if i == 0:
-                out[label] = exports(path, tree=tree)
-                out[label]["student_export_runs_s"] = [out[label].get("student_export_s")]
-                out[label]["_cpu"] = [out[label].get("student_export_cpu_s")]
-            elif "student_export_s" in out[label]:
-                again = exports(path, tree=tree, modes=("student",))
-                out[label]["student_export_runs_s"].append(again.get("student_export_s"))
-                out[label]["_cpu"].append(again.get("student_export_cpu_s"))
-    for row in out.values():
-        walls = [v for v in row.pop("student_export_runs_s") if v is not None]
-        cpus = [v for v in row.pop("_cpu") if v is not None]
-        if walls:
-            row.update(student_export_s=statistics.median(walls), student_export_runs_s=walls,
-                       student_export_cpu_s=statistics.median(cpus))
+                out[label] = got
+            if "student_export_s" in got:
+                walls[label].append(got["student_export_s"])
+                cpus[label].append(got["student_export_cpu_s"])
+    for label, row in out.items():
+        if walls[label]:
+            row.update(student_export_s=statistics.median(walls[label]),
+                       student_export_cpu_s=statistics.median(cpus[label]),
+                       student_export_runs_s=walls[label])
     return out
 
 
-def bench_notebook(path: Path, args, *, tree: Path = REPO, label: str | None = None,
-                   cold: dict | None = None, exported: dict | None = None) -> dict:
-    """One notebook's row: ``cold`` (its cold runs, measured by the caller) or its own cold
-    runs, then the widget updates and the exports."""
-    row = {"notebook": label or path.name}
-    if cold is None:
-        print(f"  {row['notebook']}: cold runs ...", flush=True)
-        cold = cold_runs([sys.executable, str(path)], args.cold_runs, tree=tree)
-    row.update(cold)
-    if not args.no_updates and tree == REPO:
-        print(f"  {row['notebook']}: widget updates ...", flush=True)
+def bench_notebook(path: Path, args, *, label: str, cold: dict, exported: dict) -> dict:
+    """One notebook's row: its cold runs and exports (measured interleaved by the caller),
+    then its widget updates."""
+    row = {"notebook": label, **cold}
+    if not args.no_updates and not label.endswith(" (baseline)"):
+        print(f"  {label}: widget updates ...", flush=True)
         row["update"] = run_worker(path, args.values, args.rounds)
-    if exported is not None:
-        row.update(exported)
-    elif not args.no_export:
-        print(f"  {row['notebook']}: exports ...", flush=True)
-        row.update(exports(path, tree=tree))
+    row.update(exported)
     return row
 
 
@@ -473,13 +466,13 @@ def one_run(args, items) -> dict:
     """Every measurement once: the cold runs of the floors and every notebook, interleaved;
     then each notebook's updates and exports; a dict by label."""
     commands = {"floor": ([sys.executable, "-c", FLOOR_CODE], REPO),
-                FLOOR_MD: ([sys.executable, "-c", FLOOR_MD_CODE], REPO)}
+                FLOOR_FIRST: ([sys.executable, "-c", FLOOR_FIRST_CODE], REPO)}
     commands.update({label: ([sys.executable, str(path)], tree) for label, path, tree in items})
     cold = interleaved_cold_runs(commands, args.cold_runs)
     exported = {} if args.no_export else interleaved_exports(items, args.export_runs)
-    rows = {label: {"notebook": label, **cold[label]} for label in ("floor", FLOOR_MD)}
-    for label, path, tree in items:
-        rows[label] = bench_notebook(path, args, tree=tree, label=label, cold=cold[label],
+    rows = {label: {"notebook": label, **cold[label]} for label in ("floor", FLOOR_FIRST)}
+    for label, path, _tree in items:
+        rows[label] = bench_notebook(path, args, label=label, cold=cold[label],
                                      exported=exported.get(label, {}))
     return rows
 
@@ -487,7 +480,7 @@ def one_run(args, items) -> dict:
 def prime(items) -> None:
     """One untimed run of everything, so that the bytecode cache is warm (cached mode)."""
     cold_runs([sys.executable, "-c", FLOOR_CODE], 1)
-    cold_runs([sys.executable, "-c", FLOOR_MD_CODE], 1)
+    cold_runs([sys.executable, "-c", FLOOR_FIRST_CODE], 1)
     for _label, path, tree in items:
         cold_runs([sys.executable, str(path)], 1, tree=tree)
     exports(REFERENCE)
@@ -539,10 +532,10 @@ def table(runs: list[dict], labels: list[str]) -> str:
     lines = [head, "|" + "---|" * 7]
     floor = _per_run(runs, "floor", lambda r, _run: r["cold_s"])
     lines.append(f"| floor: `{FLOOR_CODE}` | {_span(floor, '.2f')} | 0 | | | | |")
-    md = _per_run(runs, FLOOR_MD, lambda r, _run: r["cold_s"])
-    md_above = _per_run(runs, FLOOR_MD, lambda r, run: r["cold_s"] - run["floor"]["cold_s"])
+    md = _per_run(runs, FLOOR_FIRST, lambda r, _run: r["cold_s"])
+    md_above = _per_run(runs, FLOOR_FIRST, lambda r, run: r["cold_s"] - run["floor"]["cold_s"])
     if any(v is not None for v in md):
-        lines.append(f"| {FLOOR_MD}: `{FLOOR_MD_CODE}` | {_span(md, '.2f')} | "
+        lines.append(f"| {FLOOR_FIRST}: `{FLOOR_FIRST_CODE}` | {_span(md, '.2f')} | "
                      f"{_span(md_above, '.2f')} | | | | |")
     for label in labels:
         is_ref = label == REFERENCE.name
@@ -621,7 +614,7 @@ def markdown(info: dict, runs: list[dict], labels: list[str], args) -> str:
                f"load average {_f(info['load_before'], '.2f')} → {_f(info['load_after'], '.2f')}"
                f" on {m['logical_cpus']} logical CPUs; bytecode {args.bytecode}; {args.runs} "
                f"run(s) fixed in advance, each with the median of {args.cold_runs} cold runs"
-               + ("" if getattr(args, "no_export", True) else
+               + ("" if args.no_export else
                   f", of {args.export_runs} student-copy exports")
                + ("" if args.no_updates else f" and {args.rounds} updates per widget")
                + "; every cell is the min–max over the runs.")

@@ -102,8 +102,9 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 @app.cell
 def _(OPENING, hardware, style):
-    device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
-                                      label="Roofline to predict with (spec sheet)", searchable=True)
+    device_picker = style.dropdown_on(
+        hardware.picker_options(), OPENING["device"],
+        label="Roofline to predict with (spec sheet)", searchable=True)
     device_picker
     return (device_picker,)
 

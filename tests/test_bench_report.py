@@ -100,11 +100,11 @@ def test_before_after_pairs_each_round():
 
 
 def test_markdown_floor_row_is_measured_against_the_floor():
-    runs = [{**r, B.FLOOR_MD: {"cold_s": r["floor"]["cold_s"] + d}} for r, d in zip(RUNS, (.2, .3))]
-    row = _line(B.table(runs, LABELS), f"| {B.FLOOR_MD}")
+    runs = [{**r, B.FLOOR_FIRST: {"cold_s": r["floor"]["cold_s"] + d}} for r, d in zip(RUNS, (.2, .3))]
+    row = _line(B.table(runs, LABELS), f"| {B.FLOOR_FIRST}")
     assert "| 1.10–1.40 | 0.20–0.30 |" in row  # its cold run, and minus the same run's floor
     assert "marimo.md(" in row
-    assert B.FLOOR_MD not in B.table(RUNS, LABELS)  # an older JSON without it: no empty row
+    assert B.FLOOR_FIRST not in B.table(RUNS, LABELS)  # an older JSON without it: no empty row
 
 
 def test_cold_runs_are_interleaved_round_by_round(tmp_path, monkeypatch):

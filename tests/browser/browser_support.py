@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from labs.core.ui.style import PRELOAD_CLASS
+
 REPO = Path(__file__).resolve().parents[2]
 LABS = sorted((REPO / "labs").glob("lab_*.py"))
 ARTIFACTS = REPO / "artifacts" / "browser"
@@ -20,7 +22,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync"]
 #: A figure a student sees: every <marimo-plotly> but the hidden one in each lab's header
 #: (labs.core.ui.style.plotly_preload, which only loads plotly.js early).
-FIGURE = "marimo-plotly:not(.roofline-plotly-preload marimo-plotly)"
+FIGURE = f"marimo-plotly:not(.{PRELOAD_CLASS} marimo-plotly)"
 #: Generous: on a busy 2-core machine a lab's first render can take ~20 s. Only reached on failure.
 SLOW_MS = 90_000
 

@@ -20,6 +20,8 @@ import numpy as np
 #: (~800-900 px of plot); judging at a narrower width errs towards moving a label.
 PLOT_WIDTH_PX = 640
 CHAR_PX, LINE_PX, GAP_PX = 6.3, 14.0, 7.0
+
+
 def plot_height_px(figure_height: float) -> float:
     """The plot area of a roofline ``figure_height`` px tall: title, axis title and legend
     take ~150 px (measured in Chromium at 420 and 480 px); never less than 100 px."""
