@@ -7,13 +7,14 @@ app = marimo.App(width="medium")
 @app.cell
 def _():
     import marimo as mo
-    import numpy as np
 
     from labs.core import figures, hardware, quiz, reveal, style
+    from labs.core.physics import deferred as _deferred
     from labs.core import formulas as F
     from labs.core import fusion as FU
     from labs.core import roofline as R
 
+    np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab04"
     return F, FU, LAB_ID, R, figures, hardware, mo, np, quiz, reveal, style
 

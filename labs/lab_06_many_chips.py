@@ -7,11 +7,12 @@ app = marimo.App(width="medium")
 @app.cell
 def _():
     import marimo as mo
-    import numpy as np
 
     from labs.core import (collectives, figures, hardware, live, models, quiz, reveal,
                            sharding, style)
+    from labs.core.physics import deferred as _deferred
 
+    np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab06"
     # The pickers' opening values: reveal answers use them, never later picks (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "link": "nvlink4"}

@@ -221,10 +221,12 @@ def test_locked_card_escapes_student_text(lab):
 
 
 @pytest.mark.parametrize("pred, actual, expect, kind", [
-    (300, 100, "off by 3×", "warn"),
+    (300, 100, "off by 3× (too high)", "warn"),
     (100, 300, "off by 3× (too low)", "warn"),
-    (110, 100, "off by 1.1×", "success"),
-    (1, 1000, "off by 1e+03×", "danger"),
+    (110, 100, "off by 1.1× (too high)", "success"),
+    (1, 1000, "off by 1,000× (too low)", "danger"),
+    (886, 886, "spot on (within 0.5 %)", "success"),
+    (1000, 1004, "spot on (within 0.5 %)", "success"),
     (-5, 5, "off by 10", "warn"),
 ])
 def test_compare_numeric(pred, actual, expect, kind):

@@ -65,8 +65,8 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
             verdict, kind = (f"off by {_with_units(format_value(abs((p or 0) - a), fmt), units)}",
                              "warn")
         else:
-            direction = "" if r < 1.005 else (" (too high)" if p > a else " (too low)")
-            verdict = f"off by {r:.3g}×{direction}"
+            verdict = ("spot on (within 0.5 %)" if r < 1.005 else
+                       f"off by {format_value(r)}× (too {'high' if p > a else 'low'})")
             kind = "ok" if r <= 1.5 else ("warn" if r <= 10 else "danger")
         out = style.comparison_callout(predicted, shown, verdict, kind, predicted_label=who)
         result = {"actual": a, "units": units, "ratio": r}

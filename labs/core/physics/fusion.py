@@ -20,6 +20,7 @@ from labs.core.physics import formulas as F
 from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
+from labs.core.physics.deferred import numpy as _np
 from labs.core.physics._validate import (
     close_matches,
     flag,
@@ -245,8 +246,6 @@ def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") ->
 
 
 # --- Lab 4 instruments: curves, verdicts, attention memory, flash on the two-level roofline ---
-
-import numpy as _np  # noqa: E402  (appended section; numpy is a core dependency)
 
 from labs.core.physics._validate import non_negative as _non_negative  # noqa: E402
 
