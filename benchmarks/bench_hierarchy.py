@@ -1,13 +1,15 @@
 """Record Lab 5's instruments on this machine: the working-set staircase, the per-call
 overhead, the GEMM sawtooth and a one-thread fp32 GEMM peak.
 
-    python benchmarks/bench_hierarchy.py [--budget 25] [--out PATH] [--write-reference]
+    python benchmarks/bench_hierarchy.py [--runs 2] [--budget 25] [--out PATH] [--write-reference]
 
-Prints the README's table (sizes, plateaus, the OS's cache sizes, date, CPU, load average) and
-writes JSON (default benchmarks/results/hierarchy-<host>-<date>.json). ``--write-reference``
-also rewrites ``labs/core/physics/reference_machine.py``, the recorded run Lab 5 shows before
-a student measures and computes its instructor-copy answers from: re-record it on a quiet
-machine and commit both files together.
+Records ``--runs`` runs (2, fixed in advance, back to back) and prints the README's tables: per
+working set the min–max over the runs, each run's plateaus, the OS's cache sizes, date, time,
+CPU and each run's load average; writes JSON with every run (default
+benchmarks/results/hierarchy-<host>-<date>.json). ``--write-reference`` also rewrites
+``labs/core/physics/reference_machine.py`` from the first run: the recorded run Lab 5 shows
+before a student measures and computes its instructor-copy answers from. Re-record it on a
+quiet machine and commit both files together.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def record(budget: float) -> dict:
     peak = measure.time_gemm(512, 512, 512, "fp32", device=info, budget_s=2, threads=1)
     return {
         "date": dt.date.today().isoformat(), "host": platform.node(), "cpu": info.name,
+        "time_utc": dt.datetime.now(dt.timezone.utc).strftime("%H:%M"),
         "device_kind": info.kind, "torch": info.torch_version, "threads": sweep.threads,
         "load_average": sweep.load_average, "memory_bytes": _ram_bytes("MemTotal"),
         "caches": [{"name": c.name, "bytes": c.size_bytes, "scope": c.scope,
@@ -65,28 +68,46 @@ def record(budget: float) -> dict:
     }
 
 
-def table(r: dict) -> str:
-    lines = [f"**{r['cpu']}**, {r['date']}, torch {r['torch']}, {r['threads']} thread, load "
-             f"average {r['load_average']}; caches ({r['cache_source']}): "
+def table(runs: list[dict]) -> str:
+    """The README's tables: working sets as min–max over the runs, each run's plateaus."""
+    from labs.core.measure.cli import _md_table, _range
+
+    r = runs[0]
+    lines = [f"**{r['cpu']}**, {r['date']}, torch {r['torch']}, {r['threads']} thread, "
+             f"{len(runs)} run(s) back to back, fixed in advance; caches ({r['cache_source']}): "
              + "; ".join(f"{c['name']} {_kib(c['bytes'])} ({c['scope']})" for c in r["caches"])
-             + f". Sweep {r['seconds']['sweep']:.1f} s (budget {r['seconds']['budget']:g} s), "
-             f"plus {r['seconds']['detect_incl_torch_import']:.1f} s to import torch.", "",
-             "| working set | GB/s (best) | GB/s (median) | spread |", "|---|---|---|---|"]
-    for p in r["sweep"]:
-        if p["status"] == "ok":
-            lines.append(f"| {_kib(p['bytes'])} | {p['gbs']:.1f} | {p['median_gbs']:.1f} | "
-                         f"{p['spread']:.2f} |")
-        else:
-            lines.append(f"| {_kib(p['bytes'])} | {p['status']} | | |")
-    lines += ["", "| plateau | sizes | GB/s | spread (p10-p90 of its sizes) |", "|---|---|---|---|"]
-    for p in r["plateaus"]:
-        lines.append(f"| {p['name']} | {_kib(p['lo_bytes'])} – {_kib(p['hi_bytes'])} | "
-                     f"{p['gbs']:.1f} | {p['spread']:.0%} |")
-    o, g, s = r["overhead"], r["gemm_fp32_1thread"], r["sawtooth"]
-    lines += ["", f"Per-call overhead {o['overhead_s'] * 1e6:.2f} µs; one-thread fp32 GEMM "
-              f"(512³, best) {g['best_gflops']:.1f} GFLOP/s; sawtooth tile {s['tile']}: "
-              f"throughput past a tile boundary / at it = measured {s['dips'][0]:.2f}, "
-              f"predicted {s['dips'][1]:.2f}."]
+             + ". " + "; ".join(
+                 f"run {i} at {x.get('time_utc', '?')} UTC, load average {x['load_average']}, "
+                 f"sweep {x['seconds']['sweep']:.1f} s (budget {x['seconds']['budget']:g} s) "
+                 f"plus {x['seconds']['detect_incl_torch_import']:.1f} s to import torch"
+                 for i, x in enumerate(runs, 1)) + ". Each cell is the min–max over the runs.",
+             ""]
+
+    def per_size(key: str, spec: str) -> dict:
+        got: dict[int, list] = {}
+        for x in runs:
+            for p in x["sweep"]:
+                got.setdefault(p["bytes"], []).append(p[key] if p["status"] == "ok" else None)
+        return {b: _range(v, spec) for b, v in got.items()}
+
+    best, median, spread = per_size("gbs", ".1f"), per_size("median_gbs", ".1f"), \
+        per_size("spread", ".2f")
+    lines.append(_md_table(["working set", "GB/s (best)", "GB/s (median)", "spread"],
+                           [[_kib(b), best[b], median[b], spread[b]] for b in sorted(best)]))
+    lines += ["", _md_table(["run", "plateau", "sizes", "GB/s", "spread (p10-p90 of its sizes)"],
+                            [[i, p["name"], f"{_kib(p['lo_bytes'])} – {_kib(p['hi_bytes'])}",
+                              f"{p['gbs']:.1f}", f"{p['spread']:.0%}"]
+                             for i, x in enumerate(runs, 1) for p in x["plateaus"]])]
+
+    def each(f, spec: str) -> str:
+        return _range([f(x) for x in runs], spec)
+
+    lines += ["", f"Per-call overhead {each(lambda x: x['overhead']['overhead_s'] * 1e6, '.2f')} µs; "
+              f"one-thread fp32 GEMM (512³, best) "
+              f"{each(lambda x: x['gemm_fp32_1thread']['best_gflops'], '.1f')} GFLOP/s; sawtooth "
+              f"tile {each(lambda x: x['sawtooth']['tile'], 'd')}: throughput past a tile boundary"
+              f" / at it = measured {each(lambda x: x['sawtooth']['dips'][0], '.2f')}, predicted "
+              f"{each(lambda x: x['sawtooth']['dips'][1], '.2f')}."]
     return "\n".join(lines)
 
 
@@ -119,13 +140,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=25.0, help="sweep budget, seconds")
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--write-reference", action="store_true")
+    ap.add_argument("--runs", type=int, default=2, help="runs, back to back (default 2)")
+    ap.add_argument("--write-reference", action="store_true",
+                    help="also rewrite labs/core/physics/reference_machine.py from the first run")
     a = ap.parse_args(argv)
-    r = record(a.budget)
+    if a.runs < 1:
+        ap.error("--runs must be at least 1")
+    runs = []
+    for i in range(a.runs):
+        print(f"run {i + 1} of {a.runs} ...", file=sys.stderr, flush=True)
+        runs.append(record(a.budget))
+    r = runs[0]
     out = a.out or ROOT / "benchmarks" / "results" / f"hierarchy-{r['host']}-{r['date']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(r, indent=1), encoding="utf-8")
-    print(table(r))
+    out.write_text(json.dumps({"command": " ".join(["python", "benchmarks/bench_hierarchy.py"]
+                                                   + list(sys.argv[1:] if argv is None else argv)),
+                               "runs": runs}, indent=1), encoding="utf-8")
+    print(table(runs))
     print(f"\nwritten: {out}")
     if a.write_reference:
         write_reference(r, ROOT / "labs" / "core" / "physics" / "reference_machine.py")

@@ -268,7 +268,8 @@ def _(DOMINANT_REF, get_dominant, hardware, lab, models, quiz, set_dominant):
     }
     dominant_form = quiz.choice_form(
         lab, "lab02.decode_dominant",
-        question=f"Dana's prototype: {models.get(DOMINANT_REF['model']).name} in bf16 on the "
+        question="**Prediction 1.** "
+                 f"Dana's prototype: {models.get(DOMINANT_REF['model']).name} in bf16 on the "
                  f"{hardware.get(DOMINANT_REF['hw']).name}, **batch {DOMINANT_REF['batch']}**, "
                  f"**{DOMINANT_REF['seq_len']:,}-token context**. Which operation takes most "
                  "of each decode step's time?",
@@ -533,7 +534,8 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
     _usable = models.memory_budget(batch=1, **OOM_REF).capacity_bytes / _hw.memory_bytes
     oom_form = quiz.numeric_form(
         lab, "lab02.oom_batch",
-        question=f"{models.get(OOM_REF['model']).name}, bf16 weights and bf16 KV cache, "
+        question="**Prediction 2.** "
+                 f"{models.get(OOM_REF['model']).name}, bf16 weights and bf16 KV cache, "
                  f"**{OOM_REF['seq_len']:,}-token context**, on an **{_hw.name}** "
                  f"with {_hw.memory_text} of memory ({_usable:.0%} of it usable): at what **batch** "
                  "(number of concurrent sequences) does it first run out of memory?",

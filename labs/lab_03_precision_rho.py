@@ -163,7 +163,8 @@ def _(lab, quiz):
 def _(get_rho_ratio, lab, quiz, set_rho_ratio):
     rho_ratio_form = quiz.numeric_form(
         lab, "lab03.rho_ratio",
-        question="**Predict:** H100 SXM, 4096³ GEMM, FP32 (CUDA cores) → FP16 (tensor cores). "
+        question="**Prediction 1.** "
+                 "H100 SXM, 4096³ GEMM, FP32 (CUDA cores) → FP16 (tensor cores). "
                  "What is ρ(fp16) / ρ(fp32)? Above 1 means more compute-bound, below 1 more "
                  "memory-bound (Priya says 2).",
         units="×", lo=0.01, hi=100, log_scale=True, locked=get_rho_ratio(),
@@ -324,7 +325,8 @@ def _(lab, quiz):
 def _(DIRECTION_OPTIONS, get_weight_only, lab, quiz, set_weight_only):
     weight_only_form = quiz.choice_form(
         lab, "lab03.weight_only_rho",
-        question="**Predict:** H100 SXM, 4096³ GEMM: weights INT4 (group 128) with FP16 math, "
+        question="**Prediction 2.** "
+                 "H100 SXM, 4096³ GEMM: weights INT4 (group 128) with FP16 math, "
                  "versus everything in FP16. What happens to ρ?",
         options=DIRECTION_OPTIONS, locked=get_weight_only(), on_lock=set_weight_only)
     quiz.prediction_panel(weight_only_form, get_weight_only())
@@ -698,7 +700,8 @@ def _(lab, quiz):
 def _(get_nvfp4, lab, quiz, set_nvfp4):
     nvfp4_form = quiz.numeric_form(
         lab, "lab03.nvfp4_speedup",
-        question="**Predict:** batch-1 decode GEMV on the device you picked: how many times "
+        question="**Prediction 3.** "
+                 "batch-1 decode GEMV on the device you picked: how many times "
                  "faster with NVFP4 weights than with FP16 weights?",
         units="×", lo=0.1, hi=100, locked=get_nvfp4(), on_lock=set_nvfp4)
     quiz.prediction_panel(nvfp4_form, get_nvfp4())
@@ -848,7 +851,8 @@ def _(lab, quiz):
 def _(NAIVE_OPTIONS, get_naive, lab, quiz, set_naive):
     naive_form = quiz.choice_form(
         lab, "lab03.naive_bandwidth",
-        question="**Predict:** Kai's bandwidth figure (allocator peak ÷ time for 100 "
+        question="**Prediction 4.** "
+                 "Kai's bandwidth figure (allocator peak ÷ time for 100 "
                  "iterations), compared with the bandwidth the GEMVs really used, is ...",
         options=NAIVE_OPTIONS, locked=get_naive(), on_lock=set_naive)
     quiz.prediction_panel(naive_form, get_naive())

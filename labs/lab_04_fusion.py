@@ -222,8 +222,8 @@ def _(lab, quiz):
 def _(get_speedup, lab, quiz, set_speedup):
     speedup_form = quiz.numeric_form(
         lab, "lab04.fusion_speedup",
-        question="LayerNorm → GELU → dropout → residual add runs as 4 kernels on a 100 M-element "
-                 "fp16 tensor (bf16 on devices without an fp16 rate) on your device. Fused into "
+        question="**Prediction 1.** LayerNorm → GELU → dropout → residual add runs as 4 "
+                 "kernels on a 100 M-element fp16 tensor (bf16 on devices without an fp16 rate) on your device. Fused into "
                  "ONE kernel, how many times faster is the chain?",
         units="×", lo=0.1, hi=100, locked=get_speedup(), on_lock=set_speedup)
     quiz.prediction_panel(speedup_form, get_speedup())
@@ -529,7 +529,8 @@ def _(lab, quiz):
 def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
     tiny_form = quiz.choice_form(
         lab, "lab04.tiny_tensor",
-        question="The same 4-op chain on a 1,000-element fp16 tensor, with a launch overhead of "
+        question="**Prediction 2.** "
+                 "The same 4-op chain on a 1,000-element fp16 tensor, with a launch overhead of "
                  "5 µs per kernel: does fusing it into one kernel help, and why?",
         options=TINY_OPTIONS, locked=get_tiny(), on_lock=set_tiny)
     quiz.prediction_panel(tiny_form, get_tiny())
@@ -755,7 +756,8 @@ def _(lab, quiz):
 def _(get_oom, lab, quiz, set_oom):
     oom_form = quiz.numeric_form(
         lab, "lab04.oom_seq_len",
-        question="Unfused attention, batch 1, 32 heads, head_dim 128, fp16, on your device: "
+        question="**Prediction 3.** "
+                 "Unfused attention, batch 1, 32 heads, head_dim 128, fp16, on your device: "
                  "the longest sequence length S whose score matrix (B×H×S×S) plus Q, K, V, O "
                  "still fits in device memory?",
         units="tokens", lo=128, hi=10_000_000, integer=True, locked=get_oom(), on_lock=set_oom)
@@ -1038,7 +1040,8 @@ def _(lab, quiz):
 def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
     tile_form = quiz.choice_form(
         lab, "lab04.largest_tile",
-        question="Flash attention at head_dim 128, fp16, on your device: the largest square "
+        question="**Prediction 4.** "
+                 "Flash attention at head_dim 128, fp16, on your device: the largest square "
                  "tile (query block = KV block) whose Q, K, V tiles (shared memory) and fp32 "
                  "score and output accumulators (registers) fit on one SM?",
         options=TILE_OPTIONS, locked=get_tile(), on_lock=set_tile)

@@ -189,3 +189,31 @@ def test_dashboard_benchmark_prints_every_run_with_the_machine(capsys):
 def test_dashboard_benchmark_refuses_nonsense():
     with pytest.raises(SystemExit):
         BD.main(["--students", "0"])
+
+
+def _hierarchy_run(scale: float, time_utc: str, plateau_gbs: float) -> dict:
+    sweep = [{"bytes": b, "status": "ok", "gbs": g * scale, "median_gbs": g * scale * 0.95,
+              "spread": 0.1} for b, g in ((16384, 150.0), (1 << 20, 56.0), (1 << 28, 17.0))]
+    sweep.append({"bytes": 1 << 29, "status": "budget"})
+    return {"cpu": "Test CPU", "date": "2026-11-23", "time_utc": time_utc, "torch": "2.13",
+            "threads": 1, "load_average": [0.5, 0.5, 0.5], "cache_source": "sysfs",
+            "caches": [{"name": "L1d", "bytes": 32768, "scope": "per core"}],
+            "seconds": {"sweep": 10.0, "budget": 25.0, "detect_incl_torch_import": 3.0},
+            "sweep": sweep,
+            "plateaus": [{"name": "DRAM", "lo_bytes": 1 << 26, "hi_bytes": 1 << 28,
+                          "gbs": plateau_gbs, "spread": 0.02}],
+            "overhead": {"overhead_s": 2e-6 * scale}, "gemm_fp32_1thread": {"best_gflops": 90.0},
+            "sawtooth": {"tile": 16, "dips": [0.93, 0.83]}}
+
+
+def test_hierarchy_benchmark_shows_every_run_as_a_range():
+    spec_h = importlib.util.spec_from_file_location(
+        "bench_hierarchy", BENCH.parent / "bench_hierarchy.py")
+    H = importlib.util.module_from_spec(spec_h)
+    spec_h.loader.exec_module(H)
+    text = H.table([_hierarchy_run(1.0, "20:01", 17.0), _hierarchy_run(1.1, "20:03", 18.5)])
+    assert "2 run(s)" in text and "run 1 at 20:01 UTC" in text and "run 2 at 20:03 UTC" in text
+    assert "| 16 KiB | 150.0–165.0 |" in text  # best GB/s: min–max over the runs
+    assert "| 512 MiB | — | — | — |" in text  # a size no run measured says so
+    assert "| 1 | DRAM |" in text and "| 2 | DRAM |" in text and "18.5" in text
+    assert "Per-call overhead 2.00–2.20 µs" in text and "GFLOP/s" in text
