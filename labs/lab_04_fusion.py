@@ -223,8 +223,9 @@ def _(get_speedup, lab, quiz, set_speedup):
     speedup_form = quiz.numeric_form(
         lab, "lab04.fusion_speedup",
         question="**Prediction 1.** LayerNorm → GELU → dropout → residual add runs as 4 "
-                 "kernels on a 100 M-element fp16 tensor (bf16 on devices without an fp16 rate) on your device. Fused into "
-                 "ONE kernel, how many times faster is the chain?",
+                 "kernels on a 100 M-element fp16 tensor (bf16 on devices without an fp16 "
+                 "rate) on your device. Fused into ONE kernel, how many times faster is the "
+                 "chain?",
         units="×", lo=0.1, hi=100, locked=get_speedup(), on_lock=set_speedup)
     quiz.prediction_panel(speedup_form, get_speedup())
     return
