@@ -153,9 +153,9 @@ def main(argv=None) -> int:
     r = runs[0]
     out = a.out or ROOT / "benchmarks" / "results" / f"hierarchy-{r['host']}-{r['date']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": " ".join(["python", "benchmarks/bench_hierarchy.py"]
-                                                   + list(sys.argv[1:] if argv is None else argv)),
-                               "runs": runs}, indent=1), encoding="utf-8")
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join(["python", "benchmarks/bench_hierarchy.py", *args])
+    out.write_text(json.dumps({"command": command, "runs": runs}, indent=1), encoding="utf-8")
     print(table(runs))
     print(f"\nwritten: {out}")
     if a.write_reference:

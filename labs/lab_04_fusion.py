@@ -9,7 +9,7 @@ def _():
     import marimo as mo
 
     from labs.core import figures, hardware, quiz, reveal, style
-    from labs.core.physics import deferred as _deferred
+    from labs.core.physics import _deferred
     from labs.core import formulas as F
     from labs.core import fusion as FU
     from labs.core import roofline as R

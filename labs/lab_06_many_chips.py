@@ -10,7 +10,7 @@ def _():
 
     from labs.core import (collectives, figures, hardware, live, models, quiz, reveal,
                            sharding, style)
-    from labs.core.physics import deferred as _deferred
+    from labs.core.physics import _deferred
 
     np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab06"

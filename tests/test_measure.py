@@ -466,7 +466,7 @@ NUMPY_BEFORE_THE_GATE = {
 def test_a_closed_gate_loads_no_measuring_code(lab, tmp_path):
     """Opening a lab (run button not pressed) builds its pickers from measure.choices alone:
     no timer, no cases, no device detection, no torch; and no numpy, which only figures and
-    sweeps past a gate need (``labs.core.physics.deferred``)."""
+    sweeps past a gate need (``labs.core.physics._deferred``)."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "labs" / f"{lab}.py"

@@ -465,3 +465,16 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
     assert "writing to" not in text  # not the exporter's throwaway ledger path
     monkeypatch.delenv("ROOFLINE_STATIC_EXPORT")
     assert "Ledger" in lab.status().text
+
+
+@pytest.mark.parametrize("pred, actual, words", [
+    (886, 886, "spot on (within 0.5 %)"),
+    (1004, 1000, "spot on (within 0.5 %)"),
+    (1010, 1000, "off by 1.01× (too high)"),
+    (1, 1000, "off by 1,000× (too low)"),
+    (0, 5, None), (-5, 5, None),
+])
+def test_ratio_verdict_is_one_rule_for_labs_and_feedback_pages(pred, actual, words):
+    from labs.core.course.grading_feedback import _ratio_text
+    assert quiz.ratio_verdict(pred, actual) == words
+    assert (_ratio_text(pred, actual) == "" if words is None else words in _ratio_text(pred, actual))

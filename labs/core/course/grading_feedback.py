@@ -25,6 +25,7 @@ from typing import Any
 from labs.core.course import catalogue as _catalogue
 from labs.core.course.grading_load import Batch
 from labs.core.course.grading_score import Gradebook, LabGrade
+from labs.core.course.quiz_prediction import ratio_verdict
 from labs.core.physics.units import format_value
 
 #: flag code -> (what it means, how to fix it). Every code the grader emits has an entry.
@@ -195,11 +196,8 @@ def _ratio_text(value: Any, actual: Any) -> str:
         p, a = float(value), float(actual)
     except (TypeError, ValueError, OverflowError):
         return ""
-    if isinstance(value, bool) or p <= 0 or a <= 0 or p == a:
-        return ""
-    off = max(p / a, a / p)
-    return f"<span class='muted'>off by {_e(format_value(off))}× " \
-           f"(too {'high' if p > a else 'low'})</span>"
+    words = None if isinstance(value, bool) or p <= 0 or a <= 0 else ratio_verdict(p, a)
+    return f"<span class='muted'>{_e(words)}</span>" if words else ""
 
 
 def _calibration(calib: list[tuple[int, bool]]) -> str:

@@ -32,7 +32,6 @@ from labs.core.course.quiz_explain import (  # noqa: F401  (the public API, re-e
     MAX_TEXT_CHARS,
     compare,
     explain_form,
-    ratio_off,
 )
 from labs.core.course.quiz_lock import (  # noqa: F401
     LOCK_LABEL,
@@ -51,6 +50,8 @@ from labs.core.course.quiz_prediction import (  # noqa: F401
     Prediction,
     format_value,
     parse_number,
+    ratio_off,
+    ratio_verdict,
 )
 from labs.core.course.quiz_session import (  # noqa: F401
     _MEMORY_LEDGERS,
@@ -63,5 +64,5 @@ __all__ = [
     "CONFIDENCE_OPTIONS", "LabSession", "Prediction", "choice_form", "compare",
     "explain_form", "format_value", "gate_notice", "ledger_settings", "lock_state",
     "log_steps", "numeric_form", "parse_number", "prediction_panel", "ratio_off",
-    "resolved_settings", "simulate_submit",
+    "ratio_verdict", "resolved_settings", "simulate_submit",
 ]

@@ -19,20 +19,14 @@ from labs.core.course.quiz_prediction import (
     _with_units,
     format_value,
     parse_number,
+    ratio_off,
+    ratio_verdict,
 )
 from labs.core.course.quiz_session import LabSession
 from labs.core.course.quiz_status import _stack
 from labs.core.ui import style
 
 MAX_TEXT_CHARS = 2000
-
-
-def ratio_off(predicted: float, actual: float) -> float | None:
-    """How many times off (>= 1), or None when a ratio means nothing (zero or opposite signs)."""
-    if predicted == 0 or actual == 0 or (predicted > 0) != (actual > 0):
-        return None
-    r = predicted / actual
-    return max(r, 1 / r)
 
 
 def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
@@ -65,8 +59,7 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
             verdict, kind = (f"off by {_with_units(format_value(abs((p or 0) - a), fmt), units)}",
                              "warn")
         else:
-            verdict = ("spot on (within 0.5 %)" if r < 1.005 else
-                       f"off by {format_value(r)}× (too {'high' if p > a else 'low'})")
+            verdict = ratio_verdict(p, a)
             kind = "ok" if r <= 1.5 else ("warn" if r <= 10 else "danger")
         out = style.comparison_callout(predicted, shown, verdict, kind, predicted_label=who)
         result = {"actual": a, "units": units, "ratio": r}

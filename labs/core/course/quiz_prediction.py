@@ -7,6 +7,7 @@ Part of :mod:`labs.core.course.quiz` (import it through that name).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -76,6 +77,29 @@ class Prediction:
 
 def _with_units(text: str, units: str) -> str:
     return f"{text} {units}".strip() if units else text
+
+
+def ratio_off(predicted: float, actual: float) -> float | None:
+    """How many times off (>= 1), or None when a ratio means nothing (zero or opposite signs)."""
+    if predicted == 0 or actual == 0 or (predicted > 0) != (actual > 0):
+        return None
+    r = predicted / actual
+    return max(r, 1 / r)
+
+
+#: A prediction this close (as a ratio) is called spot on, not "off by 1×".
+SPOT_ON_RATIO = 1.005
+
+
+def ratio_verdict(predicted: float, actual: float) -> str | None:
+    """"spot on (within 0.5 %)" or "off by 3× (too high)": the words a lab's comparison and a
+    student's feedback page both use; None when a ratio means nothing."""
+    r = ratio_off(predicted, actual)
+    if r is None or not math.isfinite(r):
+        return None
+    if r < SPOT_ON_RATIO:
+        return "spot on (within 0.5 %)"
+    return f"off by {format_value(r)}× (too {'high' if predicted > actual else 'low'})"
 
 
 # One reading rule for every number a student types (labs.core.ui.inputs).

@@ -20,7 +20,7 @@ from labs.core.physics import formulas as F
 from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics.deferred import numpy as _np
+from labs.core.physics._deferred import numpy as _np
 from labs.core.physics._validate import (
     close_matches,
     flag,

@@ -14,11 +14,11 @@ measured roofs. A design that passes only at spec is "not ruled out", never "fea
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from labs.core.physics.deferred import numpy as np
+from labs.core.physics._deferred import is_ndarray
+from labs.core.physics._deferred import numpy as np
 
 from labs.core.physics import hardware as _hw
 from labs.core.physics._validate import (
@@ -186,15 +186,9 @@ def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_
     return Derating(per[fastest], bw, f"{source} on the {d.name}", per, label=source)
 
 
-def _is_array(x) -> bool:
-    """A list, tuple or numpy array; asked without importing numpy (no array exists before)."""
-    numpy = sys.modules.get("numpy")
-    return isinstance(x, (list, tuple)) or (numpy is not None and isinstance(x, numpy.ndarray))
-
-
 def _ai(ai, *, array: bool = True, arg: str = "ai"):
     """Validate AI: a positive finite number, or (``array``) a list/array of them."""
-    if _is_array(ai):
+    if isinstance(ai, (list, tuple)) or is_ndarray(ai):
         if not array:
             raise ValueError(f"{arg} must be one number (FLOP/byte), got {shown(ai)}")
         try:

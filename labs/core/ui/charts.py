@@ -10,7 +10,7 @@ import html
 import math
 from typing import Mapping, Sequence
 
-from labs.core.physics.deferred import numpy as np
+from labs.core.physics._deferred import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from labs.core.physics.deferred import numpy as np
+from labs.core.physics._deferred import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline

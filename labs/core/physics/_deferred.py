@@ -1,4 +1,4 @@
-"""A module imported on first use: ``from labs.core.physics.deferred import numpy as np``.
+"""A module imported on first use: ``from labs.core.physics._deferred import numpy as np``.
 
 A lab whose prediction gates are closed draws no figure and computes on plain floats, so it
 never needs numpy; importing it anyway cost every cold run and every student-copy export
@@ -12,6 +12,7 @@ on answers from its own ``__dict__`` (one dictionary lookup, like a module's).
 from __future__ import annotations
 
 import importlib
+import sys
 
 
 class DeferredModule:
@@ -31,3 +32,9 @@ class DeferredModule:
 
 
 numpy = DeferredModule("numpy")
+
+
+def is_ndarray(x) -> bool:
+    """Is ``x`` a numpy array? Asked without importing numpy: no array exists before it is."""
+    module = sys.modules.get("numpy")
+    return module is not None and isinstance(x, module.ndarray)
