@@ -217,3 +217,18 @@ def test_hierarchy_benchmark_shows_every_run_as_a_range():
     assert "| 512 MiB | — | — | — |" in text  # a size no run measured says so
     assert "| 1 | DRAM |" in text and "| 2 | DRAM |" in text and "18.5" in text
     assert "Per-call overhead 2.00–2.20 µs" in text and "GFLOP/s" in text
+
+
+def test_plotly_react_benchmark_reports_each_notebook_over_its_figures():
+    spec_p = importlib.util.spec_from_file_location(
+        "bench_plotly_react", BENCH.parent / "bench_plotly_react.py")
+    P = importlib.util.module_from_spec(spec_p)
+    spec_p.loader.exec_module(P)
+    figs = {"a": {"react_ms": 10.0, "newplot_ms": 40.0}, "b": {"react_ms": 30.0,
+            "newplot_ms": 80.0}, "c": {"react_ms": 21.0, "newplot_ms": 50.0}}
+    text = P.markdown("python benchmarks/bench_plotly_react.py", "2026-11-23 22:00", "Test CPU",
+                      (0.5, 0.7), "4.1.1", {"lab_01.py": figs, "empty.py": {}})
+    assert "2026-11-23 22:00 UTC** on Test CPU" in text and "plotly.js 4.1.1" in text
+    assert "load average 0.5 → 0.7" in text
+    assert "| lab_01.py | 3 | 21 (10–30) | 50 |" in text  # median, then min–max over figures
+    assert "| empty.py | 0 | | |" in text

@@ -19,12 +19,38 @@ def test_browser_mode_times_first_figure_and_a_redraw(browser):
     spec.loader.exec_module(bb)
     row = bb.bench_notebook(browser, bb.FLOOR_NOTEBOOK, steps=2, floor=True)
     assert "error" not in row, row.get("error")
-    assert row["figures"] == row["figures_drawn"] == 1
+    assert row["figures"] == row["figures_drawn"] == 9
     assert 0 < row["first_figure_s"] < 120
     by_label = {w["label"]: w for w in row["widgets"]}
-    assert set(by_label) == {"empty cell", "text output", "plot, 2 points"}
+    assert set(by_label) == {"empty cell", "text output", "plot, 2 points", "4 plots in 4 cells",
+                             "4 plots in 1 cell"}
     plot = by_label["plot, 2 points"]
     # each key press redrew the figure, timed from the key press (never negative, never 0)
     assert plot["redraws"] == plot["steps"] == 2
     assert 0 < plot["p50_ms"] <= plot["p95_ms"] < bb.NO_REDRAW_MS + 1000
     assert plot["kernel_p50_ms"] is not None and plot["kernel_p50_ms"] > 0
+    # a step of the four-figure sliders changes all four figures, in place
+    for label in ("4 plots in 4 cells", "4 plots in 1 cell"):
+        steps = by_label[label]["samples"]
+        assert [s["figures_changed"] for s in steps] == [4, 4], label
+        assert [s["figures_mounted"] for s in steps] == [0, 0], label
+
+
+def test_plotly_react_benchmark_times_every_figure_of_a_notebook(browser):
+    spec = importlib.util.spec_from_file_location(
+        "bench_plotly_react", BENCH.parent / "bench_plotly_react.py")
+    P = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(P)
+    from plotly.offline import get_plotlyjs
+
+    figures = P.notebook_figures(P.bb.FLOOR_NOTEBOOK)
+    assert len(figures) == 5  # the floor's one-figure cell and its four cells of four figures
+    page = browser.new_page()
+    try:
+        page.set_content("<!doctype html><html><body></body></html>")
+        page.add_script_tag(content=get_plotlyjs())
+        rows = P.time_figures(page, figures, rounds=2)
+    finally:
+        page.close()
+    assert set(rows) == set(figures)
+    assert all(0 < r["react_ms"] < 10_000 and 0 < r["newplot_ms"] < 10_000 for r in rows.values())
