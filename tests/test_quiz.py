@@ -478,3 +478,17 @@ def test_ratio_verdict_is_one_rule_for_labs_and_feedback_pages(pred, actual, wor
     from labs.core.course.grading_feedback import _ratio_text
     assert quiz.ratio_verdict(pred, actual) == words
     assert (_ratio_text(pred, actual) == "" if words is None else words in _ratio_text(pred, actual))
+
+
+@pytest.mark.parametrize("pred, actual, ratio", [
+    (10, 2, 5.0), (2, 10, 5.0), (-4, -2, 2.0), (3, 3, 1.0),
+    (0, 5, None), (5, 0, None), (-5, 5, None), (True, 5, None), (5, False, None),
+    ("5", 5, None), (None, 5, None), (float("nan"), 5, None), (5, float("inf"), None),
+])
+def test_ratio_off_is_the_one_rule_for_the_lab_the_grade_and_the_dashboard(pred, actual, ratio):
+    from labs.core.course import classroom_data, classroom_synth, grading_score
+    assert quiz.ratio_off(pred, actual) == (None if ratio is None else pytest.approx(ratio))
+    # grading and the class dashboard call this rule; none keeps a private copy
+    for module in (grading_score, classroom_data, classroom_synth):
+        assert module.ratio_off is quiz.ratio_off
+        assert not hasattr(module, "_ratio")

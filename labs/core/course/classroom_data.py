@@ -33,6 +33,7 @@ from typing import Any, Iterable, Sequence
 
 from labs.core.course import catalogue, grading
 from labs.core.course import ledger as _ledger
+from labs.core.course.quiz_prediction import ratio_off
 
 #: Confidence levels a prediction form offers (quiz.CONFIDENCE_OPTIONS values).
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
@@ -67,18 +68,6 @@ def uncsv(text: Any) -> Any:
     if isinstance(text, str) and text.startswith("'") and grading.csv_safe(text[1:]) == text:
         return text[1:]
     return text
-
-
-def _ratio(predicted: Any, actual: Any) -> float | None:
-    """How many times off (>= 1); None when a ratio means nothing (same rule as quiz.ratio_off)."""
-    if isinstance(predicted, bool) or isinstance(actual, bool):
-        return None
-    if not isinstance(predicted, (int, float)) or not isinstance(actual, (int, float)):
-        return None
-    p, a = float(predicted), float(actual)
-    if not (math.isfinite(p) and math.isfinite(a)) or p == 0 or a == 0 or (p > 0) != (a > 0):
-        return None
-    return max(p / a, a / p)
 
 
 @dataclass
@@ -446,7 +435,7 @@ def _summarise_item(lab_id: str, item_id: str, asked: Any, expected: list[str], 
             label=label, units=units if asked else str(p.get("units") or ""),
             confidence=conf if isinstance(conf, int) and not isinstance(conf, bool) else None,
             reason=str(p.get("reason") or ""), time=first.time, actual=actual,
-            ratio=_ratio(p.get("value"), actual) if answer_type == "numeric" else None,
+            ratio=ratio_off(p.get("value"), actual) if answer_type == "numeric" else None,
             correct=v.correct if v else None, committed=bool(v and v.committed),
             explained=bool(v and v.explained), revised=any(e.kind == "revise" for e in evs))
         rows.append(row)

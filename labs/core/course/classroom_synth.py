@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.core.course import ledger as _ledger
-from labs.core.course.classroom_data import _ratio
+from labs.core.course.quiz_prediction import ratio_off
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def _synth_student(sid: str, rng: random.Random, start: datetime,
             # one click in the lab locks, unlocks and shows the result: the same second
             w.add("unlock", lab_id, it.item_id, {"after_seq": ev["seq"]}, minutes=0)
             result = ({"actual": it.actual, "units": it.units,
-                       "ratio": _ratio(payload["value"], it.actual)} if it.kind == "numeric"
+                       "ratio": ratio_off(payload["value"], it.actual)} if it.kind == "numeric"
                       else {"actual": it.actual, "correct": payload["value"] == it.actual})
             w.add("result", lab_id, it.item_id, result, minutes=0.005)
             if rng.random() < 0.03:  # changed their mind after seeing it

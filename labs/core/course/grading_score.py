@@ -26,6 +26,7 @@ from labs.core.course.grading_config import _LAB_ID_RE, CourseConfig, LabConfig
 from labs.core.course.grading_ids import name_owner, norm_id
 from labs.core.course.grading_inputs import Override, load_overrides
 from labs.core.course.grading_load import Batch, EventRecord
+from labs.core.course.quiz_prediction import ratio_off
 
 UNREADABLE = "Unreadable submission"
 
@@ -112,7 +113,7 @@ def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig) ->
         p, a = _finite(value), _finite(right)
         if p is None or a is None:
             return None
-        r = _ratio(p, a)
+        r = ratio_off(p, a)
         return r is not None and r <= lab.rubric.tolerance
     for e in later:
         if e.kind != "result":
@@ -125,7 +126,7 @@ def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig) ->
             continue
         p, a = _finite(value), _finite(e.payload.get("actual"))
         if p is not None and a is not None:
-            r = _ratio(p, a)
+            r = ratio_off(p, a)
             return r is not None and r <= lab.rubric.tolerance
     return None
 
@@ -138,12 +139,6 @@ def _finite(v: Any) -> float | None:
     except OverflowError:  # an integer of hundreds of digits: no ratio means anything
         return None
     return v if math.isfinite(v) else None
-
-
-def _ratio(p: float, a: float) -> float | None:
-    if p == 0 or a == 0 or (p > 0) != (a > 0):
-        return None
-    return max(p / a, a / p)
 
 
 def _order_problems(events: list[EventRecord]) -> list[str]:

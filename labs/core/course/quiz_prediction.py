@@ -79,11 +79,17 @@ def _with_units(text: str, units: str) -> str:
     return f"{text} {units}".strip() if units else text
 
 
-def ratio_off(predicted: float, actual: float) -> float | None:
-    """How many times off (>= 1), or None when a ratio means nothing (zero or opposite signs)."""
-    if predicted == 0 or actual == 0 or (predicted > 0) != (actual > 0):
+def ratio_off(predicted: Any, actual: Any) -> float | None:
+    """How many times off (>= 1), or None when a ratio means nothing: zero, opposite signs,
+    not finite, or not a number (a bool is not one). The one rule for the lab's comparison, the
+    grade and the class dashboard."""
+    if isinstance(predicted, bool) or isinstance(actual, bool) \
+            or not isinstance(predicted, (int, float)) or not isinstance(actual, (int, float)):
         return None
-    r = predicted / actual
+    p, a = float(predicted), float(actual)
+    if not (math.isfinite(p) and math.isfinite(a)) or p == 0 or a == 0 or (p > 0) != (a > 0):
+        return None
+    r = p / a
     return max(r, 1 / r)
 
 
