@@ -155,7 +155,7 @@ def _brow(name, first, p50, p95, load=1.0):
     return {"notebook": name, "first_figure_s": first, "all_sent_s": first,
             "all_drawn_s": first + 1, "figures": 2, "p50_ms": p50, "p95_ms": p95,
             "send_p50_ms": 5.0, "kernel_p50_ms": 40.0, "render_p50_ms": 30.0,
-            "load_before": load, "load_after": load}
+            "first_p50_ms": p50 * 0.6, "load_before": load, "load_after": load}
 
 
 def test_browser_ratio_is_to_the_reference_measured_right_before():
@@ -164,6 +164,8 @@ def test_browser_ratio_is_to_the_reference_measured_right_before():
     text = BB.table(runs)
     a, b = _line(text, "| lab_a.py"), _line(text, "| lab_b.py")
     assert "| 0.50 / 0.45 |" in a and "missed" not in a  # 50/100, 90/200
+    assert "| 50 / 90 | 30 | 0.50" in a  # the first figure changed, beside the last
+    assert all(ln.count("|") == 11 for ln in text.splitlines() if ln.startswith("|"))
     assert "| 0.25 / 0.30 |" in b  # against its own reference (200, 400), not the first one
     assert "6.0 **missed**" in b and "120 **missed**" in b  # first figure > 5 s, p95 > 100 ms
     assert "100–200 / 200–400" in _line(text, "| reference_notebook.py")

@@ -29,6 +29,8 @@ def test_browser_mode_times_first_figure_and_a_redraw(browser):
     assert plot["redraws"] == plot["steps"] == 2
     assert 0 < plot["p50_ms"] <= plot["p95_ms"] < bb.NO_REDRAW_MS + 1000
     assert plot["kernel_p50_ms"] is not None and plot["kernel_p50_ms"] > 0
+    # the first figure change of a step comes after the key press and no later than the last
+    assert all(0 < s["first_ms"] <= s["redraw_ms"] for s in plot["samples"])
     # a step of the four-figure sliders changes all four figures, in place
     for label in ("4 plots in 4 cells", "4 plots in 1 cell"):
         steps = by_label[label]["samples"]
