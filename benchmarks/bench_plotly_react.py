@@ -1,7 +1,7 @@
 """plotly.js's own share of a redraw: every figure a lab draws, updated in place with
 ``Plotly.react`` in headless chromium, with nothing of marimo around it (issue 15).
 
-    python benchmarks/bench_plotly_react.py [--rounds 10] [--lab lab_03]
+    python benchmarks/bench_plotly_react.py [--rounds 10] [--lab lab_03] [--bare]
 
 Per notebook (every lab, the reference and the floor notebook): the notebook runs once as a
 script in reveal mode (``app.run()``, a throwaway ledger), and every plotly figure it defines
@@ -94,19 +94,32 @@ def notebook_figures(path: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def time_figures(page, figures: dict, rounds: int) -> dict:
+def bare(fig: dict) -> dict:
+    """``fig`` without annotations, shapes, legend and minor grid lines."""
+    layout = {k: v for k, v in (fig.get("layout") or {}).items()
+              if k not in ("annotations", "shapes")}
+    layout["showlegend"] = False
+    for axis in [k for k in layout if k.startswith(("xaxis", "yaxis"))]:
+        layout[axis] = {**layout[axis], "minor": {"showgrid": False}}
+    return {**fig, "layout": layout}
+
+
+def time_figures(page, figures: dict, rounds: int, *, stripped: bool = False) -> dict:
     """Per figure: its newPlot and its median Plotly.react (warm-up left out), in ms."""
     rows = {}
     for name, fig in figures.items():
+        fig = bare(fig) if stripped else fig
         t = page.evaluate(REACT_JS, [fig, rounds + WARMUP])
         rows[name] = {"newplot_ms": t["newPlot"], "react_ms": statistics.median(t["react"][WARMUP:])}
     return rows
 
 
 def markdown(command: str, started: str, machine: str, load: tuple, version: str,
-             results: dict) -> str:
+             results: dict, stripped: bool = False) -> str:
     lines = [f"**`{command}`, {started} UTC** on {machine}; Debian chromium headless; plotly.js "
-             f"{version} (the plotly package's bundle); load average {load[0]} → {load[1]}.",
+             f"{version} (the plotly package's bundle); load average {load[0]} → {load[1]}"
+             + ("; every figure stripped of annotations, shapes, legend and minor grid lines."
+                if stripped else "."),
              "", "| notebook | figures | Plotly.react median ms (min–max over its figures) | "
              "Plotly.newPlot median ms |", "|---|---|---|---|"]
     for name, rows in results.items():
@@ -124,6 +137,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=10, help="timed redraws per figure")
     ap.add_argument("--lab", action="append", default=[], help="only labs whose name has this")
+    ap.add_argument("--bare", action="store_true",
+                    help="strip annotations, shapes, legend and minor grid lines first")
     a = ap.parse_args(argv)
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
@@ -149,13 +164,14 @@ def main(argv=None) -> int:
             page.add_script_tag(content=get_plotlyjs())
             for nb in notebooks:
                 print(f"{nb.name} ...", file=sys.stderr, flush=True)
-                results[nb.name] = time_figures(page, notebook_figures(nb), a.rounds)
+                results[nb.name] = time_figures(page, notebook_figures(nb), a.rounds,
+                                                stripped=a.bare)
         finally:
             browser.close()
     command = "python benchmarks/bench_plotly_react.py" + "".join(
         f" {x}" for x in (argv if argv is not None else sys.argv[1:]))
     print(markdown(command, started, machine_line(), (before, load_average()),
-                   get_plotlyjs_version(), results))
+                   get_plotlyjs_version(), results, a.bare))
     return 0
 
 
