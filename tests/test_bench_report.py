@@ -233,4 +233,9 @@ def test_plotly_react_benchmark_reports_each_notebook_over_its_figures():
     assert "2026-11-23 22:00 UTC** on Test CPU" in text and "plotly.js 4.1.1" in text
     assert "load average 0.5 → 0.7" in text
     assert "| lab_01.py | 3 | 21 (10–30) | 50 |" in text  # median, then min–max over figures
-    assert "| empty.py | 0 | | |" in text
+    assert "| empty.py | 0 | | |" in text and "stripped" not in text
+    fig = {"data": [{"y": [1]}], "layout": {"annotations": [{}], "shapes": [{}], "title": "t",
+                                            "xaxis": {"type": "log", "minor": {"showgrid": True}}}}
+    assert P.bare(fig)["layout"] == {"title": "t", "showlegend": False,
+                                     "xaxis": {"type": "log", "minor": {"showgrid": False}}}
+    assert fig["layout"]["annotations"] == [{}]  # the original is left as it was
