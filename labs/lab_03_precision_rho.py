@@ -490,16 +490,15 @@ def _(device, explorer_error, explorer_rows, style):
 
 
 @app.cell
-def _(explorer_ok, fmt, formats, mo, style):
-    mo.ui.table(
+def _(explorer_ok, fmt, formats, style):
+    style.value_table(
         [{"format": r.storage, "bits/element": f"{formats.bits(r.storage):g}",
           "math (peak)": r.compute, "AI": f"{fmt(r.ai)} FLOP/B",
           "ridge (dense)": f"{fmt(r.ridge)} FLOP/B", "ρ": fmt(r.rho), "regime": r.regime,
           "time bound": style.format_seconds(r.seconds),
           "attainable": f"{fmt(r.attainable_tflops)} {style.rate_unit(r.compute)}",
           "I_bit": f"{fmt(r.i_bit)} op/bit", "how": r.reason} for r in explorer_ok],
-        selection=None, pagination=False, show_column_summaries=False,
-        label="One row per storage format on the chosen device") if explorer_ok else None
+        caption="One row per storage format on the chosen device") if explorer_ok else None
     return
 
 
@@ -752,7 +751,7 @@ def _(device, fmt, formats, live_results, mo, quant_rows, quant_table, style):
     _note = ("Measured columns: run Part 5 on a GPU from the registry and pick that device "
              "and matrix here." if not any(r["measured_s"] for r in quant_table) else
              f"Measured on {live_results['device']}.")
-    mo.vstack([mo.ui.table(
+    mo.vstack([style.value_table(
         [{"format": q.storage, "bits/weight": f"{formats.bits(q.storage):g}",
           "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
           "predicted time": style.format_seconds(q.seconds), "speedup vs fp16": f"{fmt(q.speedup)}×",
@@ -761,8 +760,7 @@ def _(device, fmt, formats, live_results, mo, quant_rows, quant_table, style):
           "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
           "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
          for q, m in zip(quant_rows, quant_table)],
-        selection=None, pagination=False, show_column_summaries=False,
-        label=f"Decode GEMV on {device.name}: predicted (roofline lower bound) and measured"),
+        caption=f"Decode GEMV on {device.name}: predicted (roofline lower bound) and measured"),
         mo.md(f"_{_note}_")])
     return
 

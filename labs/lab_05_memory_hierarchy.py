@@ -685,7 +685,7 @@ def _(all_points, binding_prediction, machine, mo, style):
                       **{f"AI at {u.level.name}": style.format_value(u.ai) if u.ai else "—"
                          for u in _p.uses}})
     mo.vstack([mo.md("**Every kernel at this size and tile** (AI in FLOP per byte each level "
-                     "serves):"), style.text_table(_rows)])
+                     "serves):"), style.value_table(_rows)])
     return
 
 

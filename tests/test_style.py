@@ -381,3 +381,21 @@ def test_lab_header_carries_a_hidden_textless_plotly_preload(monkeypatch):
         monkeypatch.setenv(env, "1")
         assert "marimo-plotly" not in style.lab_header("T", "s", ["g"], 30, []).text
         monkeypatch.delenv(env)
+
+
+def test_value_table_is_static_escaped_html_in_the_markdown_look():
+    from labs.core.ui import style as st
+    t = st.value_table([{"kernel": "<b>naive</b>", "AI": 0.25},
+                        {"kernel": "tiled", "note": "T > N"}], caption="every kernel")
+    text = t.text
+    assert "<table>" in text and "marimo-table" not in text  # no data-grid component
+    assert "<caption>every kernel</caption>" in text
+    # columns in first-seen order; the first one (naming the row) and words read from the
+    # left, numbers from the right
+    assert ('<th style="text-align:left">kernel</th><th>AI</th>'
+            '<th style="text-align:left">note</th>') in text
+    assert "&lt;b&gt;naive&lt;/b&gt;" in text and "<b>naive</b>" not in text
+    assert '<td style="text-align:left">T &gt; N</td>' in text
+    assert '<td>0.25</td><td style="text-align:left">—</td>' in text  # a missing cell
+    assert "overflow-x:auto" in text  # a wide table scrolls sideways
+    assert "no rows" in st.value_table([]).text

@@ -400,6 +400,32 @@ def text_table(rows: list[dict], *, page_size: int = 15, **kwargs):
                        format_mapping={c: text_cell for c in columns}, **kwargs)
 
 
+def value_table(rows: Sequence[dict], *, caption: str | None = None):
+    """A small table of values the lab computed (kernels, formats: a few rows), as static
+    HTML in marimo's markdown table look, scrolling sideways when wide. Cells are escaped.
+
+    For a table that a widget re-draws on every step: a ``mo.ui.table`` (sorting, paging,
+    download) is a data-grid component that the browser rebuilds each time, which made a
+    one-figure step of Lab 5 noticeably slower (README, Speed: ``bench_labs.py --browser``).
+    Text anyone may have written goes in :func:`text_table` instead."""
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    if not columns:
+        return mo.md("_(no rows)_")
+    cells = [[str(r.get(c, "—")) for c in columns] for r in rows]
+    # numbers line up on the right; words (and the first column, naming the row) on the left
+    number = re.compile(r"^[-+−]?[\d.,]|^—$")
+    left = [i == 0 or not all(number.match(row[i]) for row in cells) for i in range(len(columns))]
+    align = [' style="text-align:left"' if x else "" for x in left]
+    head = "".join(f"<th{a}>{html.escape(str(c))}</th>" for a, c in zip(align, columns))
+    body = "".join("<tr>" + "".join(f"<td{a}>{html.escape(v)}</td>" for a, v in zip(align, row))
+                   + "</tr>" for row in cells)
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return mo.Html('<div class="roofline-value-table" style="overflow-x:auto">'
+                   '<span class="markdown prose dark:prose-invert contents">'
+                   f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+                   "</span></div>")
+
+
 def notice_list(title: str, items: Sequence, kind: str = "warn"):
     """A callout: a bold title, then one line per item, each shown as typed (escaped, cut at
     TEXT_CHARS): for flags and notes that carry student text. ``kind``: a marimo callout kind."""
