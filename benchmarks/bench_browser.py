@@ -38,6 +38,7 @@ notebook.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -371,11 +372,14 @@ def _load():
 
 
 def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
-                   only: tuple[str, ...] = ()) -> dict:
-    """Serve ``path`` in reveal mode, open it in a fresh context, time load and every widget."""
-    row: dict = {"notebook": path.name, "load_before": _load()}
+                   only: tuple[str, ...] = (), tree: Path | None = None) -> dict:
+    """Serve ``path`` in reveal mode, open it in a fresh context, time load and every widget.
+    ``tree``: another checkout whose ``labs`` package the notebook imports (a baseline)."""
+    row: dict = {"notebook": path.name + (" (baseline)" if tree else ""), "load_before": _load()}
     with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
         env = isolated_env(Path(tmp), ROOFLINE_REVEAL="1", ROOFLINE_STUDENT_ID="bench")
+        if tree is not None:  # its labs package, not this checkout's
+            env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
         port = free_port()
         cmd = [sys.executable, "-m", "marimo", "run", str(path.resolve()), "--headless", "--port",
                str(port), "--no-token", "--", "--reveal"]
@@ -425,10 +429,11 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
 
 
 def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
-                log=print, checkpoint=None) -> list[dict]:
-    """Every run: the floor notebook, then the reference before each lab (interleaved).
-    ``checkpoint(runs_so_far)`` is called after every notebook, so a cut-off run keeps
-    what it measured."""
+                log=print, checkpoint=None, baseline: Path | None = None) -> list[dict]:
+    """Every run: the floor notebook, then the reference before each lab (interleaved), and
+    right after a lab the same lab from the ``baseline`` checkout when it has one (against
+    the same reference). ``checkpoint(runs_so_far)`` is called after every notebook, so a
+    cut-off run keeps what it measured."""
     reason = skip_reason()
     if reason:
         raise SystemExit(f"browser mode cannot run: {reason}")
@@ -447,6 +452,11 @@ def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
                     log(f"  reference, then {lab.name} ...")
                     ref = bench_notebook(browser, reference, steps=steps)
                     rows["pairs"].append((ref, bench_notebook(browser, lab, steps=steps)))
+                    old = baseline / "labs" / lab.name if baseline else None
+                    if old is not None and old.exists():
+                        log(f"  {lab.name} from the baseline ...")
+                        rows["pairs"].append((ref, bench_notebook(browser, old, steps=steps,
+                                                                  tree=baseline)))
                     if checkpoint:
                         checkpoint(out)
         finally:

@@ -665,6 +665,10 @@ def main(argv=None) -> int:
 
     sys.path.insert(0, str(REPO))
     if args.browser:
+        if args.baseline:
+            args.baseline = args.baseline.resolve()
+            if not (args.baseline / "labs").is_dir():
+                p.error(f"--baseline {args.baseline} is not a checkout of this project")
         return browser_main(args, argv)
     if args.runs < 1 or args.cold_runs < 1 or args.export_runs < 1:
         p.error("--runs, --cold-runs and --export-runs must be at least 1")
@@ -754,8 +758,11 @@ def browser_main(args, argv) -> int:
         info["markdown"] = _browser_markdown(info, runs, args)
         out.write_text(json.dumps(info, indent=1, default=str) + "\n", encoding="utf-8")
 
+    if args.baseline:
+        info["baseline"], info["baseline_commit"] = str(args.baseline), _commit(args.baseline)
     runs = bench_browser.run_browser(labs, REFERENCE, runs=args.runs, steps=args.steps,
-                                     log=lambda m: print(m, flush=True), checkpoint=save)
+                                     log=lambda m: print(m, flush=True), checkpoint=save,
+                                     baseline=args.baseline)
     save(runs, final=True)
     print()
     print(info["markdown"])
@@ -775,6 +782,9 @@ def _browser_markdown(info: dict, runs: list, args) -> str:
         f"{_f(info['load_before'], '.2f')} → {_f(info['load_after'], '.2f')} on "
         f"{m['logical_cpus']} logical CPUs; {args.runs} run(s), {args.steps} keyboard steps per "
         "widget; each cell is the min–max over the runs"
+        + (f"; a lab marked (baseline) is the same lab from `{info['baseline']}` "
+           f"({info.get('baseline_commit', '?')}), measured right after it against the same "
+           "reference" if info.get("baseline") else "")
         + ("" if info.get("complete") else " (**incomplete**: the run was cut off)")
         + ".\n\n" + bench_browser.table(runs))
 

@@ -171,6 +171,15 @@ def test_browser_ratio_is_to_the_reference_measured_right_before():
     assert "100–200 / 200–400" in _line(text, "| reference_notebook.py")
 
 
+def test_browser_baseline_is_its_own_row_against_the_same_reference():
+    ref = _brow("ref.py", 3, 200, 400)
+    runs = [{"floor": None, "pairs": [(ref, _brow("lab_a.py", 4, 50, 90)),
+                                      (ref, _brow("lab_a.py (baseline)", 4, 100, 300))]}]
+    text = BB.table(runs)
+    assert "| 0.25 / 0.23 |" in _line(text, "| lab_a.py |")
+    assert "| 0.50 / 0.75 **missed** |" in _line(text, "| lab_a.py (baseline) |")
+
+
 # The dashboard's load time (benchmarks/bench_dashboard.py, issue 19.2)
 _BD = importlib.util.spec_from_file_location("bench_dashboard", BENCH.parent / "bench_dashboard.py")
 BD = importlib.util.module_from_spec(_BD)
