@@ -8,6 +8,8 @@ measured in the same run; prints the README's table in Markdown.
                                                     # that checkout's labs, interleaved
     python benchmarks/bench_labs.py --browser       # in chromium: first figure, slider to
                                                     # redrawn figure (benchmarks/bench_browser.py)
+    python benchmarks/bench_labs.py --browser --baseline /path/to/other/checkout
+                                                    # the same, each lab from that checkout too
 
 Per notebook it measures (method in the README, "Speed"):
 
