@@ -171,6 +171,21 @@ WIDGETS_JS = r"""
 """
 
 
+def cannot_run() -> bool:
+    """True (said on stderr) when chromium or playwright is missing: a browser benchmark's
+    command line stops there with exit code 1."""
+    why = skip_reason()
+    if why:
+        print(f"cannot run: {why}", file=sys.stderr)
+    return bool(why)
+
+
+def command_line(script: str, argv) -> str:
+    """The command as a reader would type it, for a table's caption."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    return f"python benchmarks/{script}" + "".join(f" {x}" for x in args)
+
+
 def pct(values: list[float], q: float) -> float | None:
     if not values:
         return None

@@ -86,9 +86,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
-    why = bb.skip_reason()
-    if why:
-        print(f"cannot run: {why}", file=sys.stderr)
+    if bb.cannot_run():
         return 1
     labs = [p for p in bb.REPO.joinpath("labs").glob("lab_*.py") if a.lab in p.stem]
     if len(labs) != 1:
@@ -110,8 +108,7 @@ def main(argv=None) -> int:
                           flush=True)
         finally:
             browser.close()
-    cmd = "python benchmarks/bench_first_reveal.py" + "".join(f" {x}" for x in
-                                                              (argv or sys.argv[1:]))
+    cmd = bb.command_line("bench_first_reveal.py", argv)
     print(f"**`{cmd}`, {started} UTC** on {machine_line()}; Debian chromium headless; load "
           f"average {before} → {load_average()}; {a.rounds} round(s) fixed in advance, the two "
           f"variants interleaved.\n\n| {labs[0].name}: Lock → first figure drawn | median ms | "

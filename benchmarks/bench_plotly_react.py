@@ -104,6 +104,16 @@ def bare(fig: dict) -> dict:
     return {**fig, "layout": layout}
 
 
+def plotly_page(browser):
+    """A blank page holding the plotly package's plotly.js, nothing of marimo."""
+    from plotly.offline import get_plotlyjs
+
+    page = browser.new_page(viewport=bb.VIEWPORT)
+    page.set_content("<!doctype html><html><body></body></html>")
+    page.add_script_tag(content=get_plotlyjs())
+    return page
+
+
 def time_figures(page, figures: dict, rounds: int, *, stripped: bool = False) -> dict:
     """Per figure: its newPlot and its median Plotly.react (warm-up left out), in ms."""
     rows = {}
@@ -142,15 +152,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
-    why = bb.skip_reason()
-    if why:
-        print(f"cannot run: {why}", file=sys.stderr)
+    if bb.cannot_run():
         return 1
     labs = sorted(p for p in (REPO / "labs").glob("lab_*.py")
                   if not a.lab or any(x in p.stem for x in a.lab))
     notebooks = labs + [REPO / "benchmarks" / "reference_notebook.py", bb.FLOOR_NOTEBOOK]
     from playwright.sync_api import sync_playwright
-    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+    from plotly.offline import get_plotlyjs_version
 
     from labs.core.measure.device import load_average, machine_line
 
@@ -159,18 +167,14 @@ def main(argv=None) -> int:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=bb.CHROMIUM, args=bb.CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=bb.VIEWPORT)
-            page.set_content("<!doctype html><html><body></body></html>")
-            page.add_script_tag(content=get_plotlyjs())
+            page = plotly_page(browser)
             for nb in notebooks:
                 print(f"{nb.name} ...", file=sys.stderr, flush=True)
                 results[nb.name] = time_figures(page, notebook_figures(nb), a.rounds,
                                                 stripped=a.bare)
         finally:
             browser.close()
-    command = "python benchmarks/bench_plotly_react.py" + "".join(
-        f" {x}" for x in (argv if argv is not None else sys.argv[1:]))
-    print(markdown(command, started, machine_line(), (before, load_average()),
+    print(markdown(bb.command_line("bench_plotly_react.py", argv), started, machine_line(), (before, load_average()),
                    get_plotlyjs_version(), results, a.bare))
     return 0
 

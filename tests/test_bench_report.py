@@ -248,3 +248,9 @@ def test_plotly_react_benchmark_reports_each_notebook_over_its_figures():
     assert P.bare(fig)["layout"] == {"title": "t", "showlegend": False,
                                      "xaxis": {"type": "log", "minor": {"showgrid": False}}}
     assert fig["layout"]["annotations"] == [{}]  # the original is left as it was
+
+
+def test_browser_benchmarks_write_their_command_as_typed():
+    assert BB.command_line("bench_plotly_react.py", ["--lab", "lab_03", "--bare"]) == \
+        "python benchmarks/bench_plotly_react.py --lab lab_03 --bare"
+    assert BB.command_line("bench_first_reveal.py", []) == "python benchmarks/bench_first_reveal.py"

@@ -43,14 +43,10 @@ def test_plotly_react_benchmark_times_every_figure_of_a_notebook(browser):
         "bench_plotly_react", BENCH.parent / "bench_plotly_react.py")
     P = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(P)
-    from plotly.offline import get_plotlyjs
-
     figures = P.notebook_figures(P.bb.FLOOR_NOTEBOOK)
     assert len(figures) == 5  # the floor's one-figure cell and its four cells of four figures
-    page = browser.new_page()
+    page = P.plotly_page(browser)
     try:
-        page.set_content("<!doctype html><html><body></body></html>")
-        page.add_script_tag(content=get_plotlyjs())
         rows = P.time_figures(page, figures, rounds=2)
     finally:
         page.close()

@@ -400,6 +400,10 @@ def text_table(rows: list[dict], *, page_size: int = 15, **kwargs):
                        format_mapping={c: text_cell for c in columns}, **kwargs)
 
 
+#: A table cell that reads as a number ("1,365 FLOP/B", "-3 %", "0.5") or as no value ("—").
+_NUMBER_CELL = re.compile(r"^[-+−]?[\d.,]|^—$")
+
+
 def value_table(rows: Sequence[dict], *, caption: str | None = None):
     """A small table of values the lab computed (kernels, formats: a few rows), as static
     HTML in marimo's markdown table look, scrolling sideways when wide. Cells are escaped.
@@ -413,8 +417,8 @@ def value_table(rows: Sequence[dict], *, caption: str | None = None):
         return mo.md("_(no rows)_")
     cells = [[str(r.get(c, "—")) for c in columns] for r in rows]
     # numbers line up on the right; words (and the first column, naming the row) on the left
-    number = re.compile(r"^[-+−]?[\d.,]|^—$")
-    left = [i == 0 or not all(number.match(row[i]) for row in cells) for i in range(len(columns))]
+    left = [i == 0 or not all(_NUMBER_CELL.match(row[i]) for row in cells)
+            for i in range(len(columns))]
     align = [' style="text-align:left"' if x else "" for x in left]
     head = "".join(f"<th{a}>{html.escape(str(c))}</th>" for a, c in zip(align, columns))
     body = "".join("<tr>" + "".join(f"<td{a}>{html.escape(v)}</td>" for a, v in zip(align, row))
