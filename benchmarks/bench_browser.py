@@ -38,6 +38,8 @@ notebook.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -277,9 +279,32 @@ def _figure_changes(page, before) -> dict:
     ``<marimo-plotly>`` element: plotly draws it from scratch, ~1.7x the cost of an update)."""
     _now, after = page.evaluate(_SNAPSHOT_JS)
     old = dict(before)
-    changed = sum(1 for k, n in after if k in old and n > old[k])
-    mounted = sum(1 for k, _n in after if k not in old)
-    return {"figures_changed": changed, "figures_mounted": mounted}
+    changed = [k for k, n in after if k in old and n > old[k]]
+    mounted = [k for k, _n in after if k not in old]
+    return {"figures_changed": len(changed), "figures_mounted": len(mounted),
+            "_ids": changed + mounted}
+
+
+#: Figure id -> the JSON marimo sent that figure (its ``data-figure``), for the ids given
+#: (every figure when none are), the hidden preload left out.
+_FIGURE_JSON_JS = """(ids) => Array.from(document.querySelectorAll('marimo-plotly'))
+  .filter(h => !h.closest('.__PRELOAD_CLASS__'))
+  .map(h => { if (!h.__benchId) h.__benchId = ++window.__bench.ids; return h; })
+  .filter(h => !ids.length || ids.includes(h.__benchId))
+  .map(h => [h.__benchId, h.getAttribute('data-figure')])""".replace(
+    "__PRELOAD_CLASS__", PRELOAD_CLASS)
+
+
+def replay_states(initial: dict, changes: list[dict]) -> list[list[dict]]:
+    """The figures a widget's steps changed, as they stood before the first step and after
+    each (id order; a figure that does not exist yet is left out of that state)."""
+    ids = sorted({i for step in changes for i in step})
+    now = {i: initial[i] for i in ids if i in initial}
+    states = [[now[i] for i in ids if i in now]]
+    for step in changes:
+        now.update(step)
+        states.append([now[i] for i in ids if i in now])
+    return states
 
 
 def _rediscover(page, index: int, w: dict) -> dict:
@@ -326,8 +351,13 @@ def _open_searchable(page, el, forward: bool) -> bool:
     return forward
 
 
-def step_widget(page, w: dict, steps: int, key: str = "lastPlot") -> list[dict]:
-    """``steps`` keyboard steps on widget ``w``; one timing dict per step."""
+def step_widget(page, w: dict, steps: int, key: str = "lastPlot",
+                record: list | None = None) -> list[dict]:
+    """``steps`` keyboard steps on widget ``w``; one timing dict per step. ``record``: a list
+    that receives the states for ``replay_states`` (read after each step's timing ends)."""
+    if record is not None:
+        initial = {i: json.loads(f) for i, f in page.evaluate(_FIGURE_JSON_JS, [])}
+        changes = []
     el = page.locator(f"[data-bench-id={w['id']}]")
     el.scroll_into_view_if_needed(timeout=10_000)
     el.focus()
@@ -353,6 +383,10 @@ def step_widget(page, w: dict, steps: int, key: str = "lastPlot") -> list[dict]:
             sample["first_ms"] = first - t_key if first >= t_key else None
         sample.update(_split(_state(page), t_key, t_last))
         sample.update(_figure_changes(page, seen))
+        ids = sample.pop("_ids")
+        if record is not None:
+            changes.append({i: json.loads(f) for i, f in page.evaluate(_FIGURE_JSON_JS, ids)}
+                           if ids else {})
         samples.append(sample)
         if t_last is None:
             page.wait_for_timeout(200)
@@ -364,6 +398,8 @@ def step_widget(page, w: dict, steps: int, key: str = "lastPlot") -> list[dict]:
         t0 = page.evaluate("() => performance.now()")
         page.keyboard.press("Enter" if search else _widget_key(page, w, net < 0))
         _wait_quiet(page, t0, "lastRecv", quiet_ms=QUIET_MS, none_ms=NO_REDRAW_MS)
+    if record is not None:
+        record.extend(replay_states(initial, changes))
     return samples
 
 
@@ -386,13 +422,16 @@ def _load():
         return None
 
 
-def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
-                   only: tuple[str, ...] = (), tree: Path | None = None) -> dict:
-    """Serve ``path`` in reveal mode, open it in a fresh context, time load and every widget.
+REPLAY_NOTEBOOK = REPO / "benchmarks" / "replay_notebook.py"
+
+
+@contextlib.contextmanager
+def _served(path: Path, tree: Path | None = None, **env_extra: str):
+    """``marimo run path`` in reveal mode on a free port, in a throwaway home; yields its URL.
     ``tree``: another checkout whose ``labs`` package the notebook imports (a baseline)."""
-    row: dict = {"notebook": path.name + (" (baseline)" if tree else ""), "load_before": _load()}
     with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
-        env = isolated_env(Path(tmp), ROOFLINE_REVEAL="1", ROOFLINE_STUDENT_ID="bench")
+        env = isolated_env(Path(tmp), ROOFLINE_REVEAL="1", ROOFLINE_STUDENT_ID="bench",
+                           **env_extra)
         if tree is not None:  # its labs package, not this checkout's
             env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
         port = free_port()
@@ -400,14 +439,42 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
                str(port), "--no-token", "--", "--reveal"]
         proc = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.STDOUT)
-        context = None
         try:
             wait_http(f"http://127.0.0.1:{port}/", proc)
-            context = browser.new_context(viewport=VIEWPORT)
-            context.add_init_script(INIT_JS)
-            page = context.new_page()
-            page.set_default_timeout(LOAD_TIMEOUT_MS)
-            row.update(open_page(page, f"http://127.0.0.1:{port}/"))
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextlib.contextmanager
+def _page(browser, url: str):
+    """A fresh context (an empty cache: a first open) on ``url``, timed by ``open_page``."""
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        context.add_init_script(INIT_JS)
+        page = context.new_page()
+        page.set_default_timeout(LOAD_TIMEOUT_MS)
+        yield page, open_page(page, url)
+    finally:
+        context.close()
+
+
+def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
+                   only: tuple[str, ...] = (), tree: Path | None = None,
+                   replay: bool = False) -> dict:
+    """Serve ``path`` in reveal mode, open it in a fresh context, time load and every widget.
+    ``tree``: another checkout whose ``labs`` package the notebook imports (a baseline).
+    ``replay``: also time each widget's figure changes replayed alone (``bench_replays``)."""
+    row: dict = {"notebook": path.name + (" (baseline)" if tree else ""), "load_before": _load()}
+    recorded: dict[int, list] = {}
+    try:
+        with _served(path, tree) as url, _page(browser, url) as (page, opened):
+            row.update(opened)
             widgets = page.evaluate(WIDGETS_JS)
             row["widgets"], all_samples = [], []
             for i, w in enumerate(widgets):
@@ -418,33 +485,54 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
                     key = "lastText"
                 elif floor and "empty" in w["label"]:
                     key = "lastRecv"
+                states = [] if replay else None
                 try:
                     w = _rediscover(page, i, w)
-                    samples = step_widget(page, w, steps, key)
+                    samples = step_widget(page, w, steps, key, record=states)
                 except Exception as exc:  # a widget that cannot be stepped: said, not hidden
                     row["widgets"].append({**w, "error": str(exc).splitlines()[0][:200]})
                     continue
                 row["widgets"].append({**w, **summarise(samples), "samples": samples})
+                if states and any(states[1:]):
+                    recorded[len(row["widgets"]) - 1] = states
                 if not floor:
                     all_samples += samples
             row.update(summarise(all_samples))
-        except Exception as exc:
-            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-        finally:
-            if context is not None:
-                context.close()
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    except Exception as exc:
+        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+    if recorded:  # after the lab's server is gone: the replay has the machine to itself
+        for index, replayed in bench_replays(browser, [
+                (row["widgets"][i]["label"], recorded[i]) for i in recorded], steps).items():
+            row["widgets"][list(recorded)[index]]["replay"] = replayed
+        row["replay"] = summarise([x for w in row["widgets"]
+                                   for x in w.get("replay", {}).get("samples", [])])
     row["load_after"] = _load()
     return row
 
 
+def bench_replays(browser, recorded: list[tuple[str, list]], steps: int) -> dict[int, dict]:
+    """Each widget's recorded figure states played back in ``replay_notebook.py`` (one
+    server, a fresh page per widget), stepped as the lab's widget was: {index: summary}."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
+        states_file = Path(tmp) / "states.json"
+        states_file.write_text(json.dumps({"widgets": [
+            {"label": label, "states": states} for label, states in recorded]}))
+        with _served(REPLAY_NOTEBOOK, ROOFLINE_REPLAY=str(states_file)) as url:
+            for index, (label, states) in enumerate(recorded):
+                try:
+                    with _page(browser, f"{url}?widget={index}") as (page, _opened):
+                        slider = page.evaluate(WIDGETS_JS)[0]
+                        samples = step_widget(page, slider, len(states) - 1)
+                    out[index] = {**summarise(samples), "samples": samples}
+                except Exception as exc:  # said in the widget's row, not hidden
+                    out[index] = {"error": str(exc).splitlines()[0][:200]}
+    return out
+
+
 def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
-                log=print, checkpoint=None, baseline: Path | None = None) -> list[dict]:
+                log=print, checkpoint=None, baseline: Path | None = None,
+                replay: bool = False) -> list[dict]:
     """Every run: the floor notebook, then the reference before each lab (interleaved), and
     right after a lab the same lab from the ``baseline`` checkout when it has one (against
     the same reference). ``checkpoint(runs_so_far)`` is called after every notebook, so a
@@ -466,7 +554,8 @@ def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
                 for lab in labs:
                     log(f"  reference, then {lab.name} ...")
                     ref = bench_notebook(browser, reference, steps=steps)
-                    rows["pairs"].append((ref, bench_notebook(browser, lab, steps=steps)))
+                    rows["pairs"].append((ref, bench_notebook(browser, lab, steps=steps,
+                                                              replay=replay)))
                     old = baseline / "labs" / lab.name if baseline else None
                     if old is not None and old.exists():
                         log(f"  {lab.name} from the baseline ...")
@@ -516,10 +605,11 @@ def table(runs: list[dict]) -> str:
     t = TARGETS
     lines = [f"| notebook | first figure s (target ≤ {t['first_figure_s']:g}) | all figures "
              "sent / drawn s | figures | redraw p50 / p95 ms (target p95 ≤ "
-             f"{t['redraw_p95_ms']:g}) | first figure changed p50 ms | × reference p50 / p95 "
+             f"{t['redraw_p95_ms']:g}) | same figure changes replayed alone p50 / p95 ms "
+             "(the floor) | first figure changed p50 ms | × reference p50 / p95 "
              f"(target ≤ {t['ratio_p95']:g}) | reference p50 / p95 ms | split p50 ms: frontend / "
              "kernel+ws / render | load |",
-             "|" + "---|" * 10]
+             "|" + "---|" * 11]
     labs: dict[str, list] = {}
     for run in runs:
         for ref, lab in run["pairs"]:
@@ -536,7 +626,7 @@ def table(runs: list[dict]) -> str:
             f" | {_span(g('all_sent_s'), '.1f')} / {_span(g('all_drawn_s'), '.1f')} | "
             f"{_span(g('figures'), 'd')} | {_span(g('p50_ms'), '.0f')} / "
             f"{_span(g('p95_ms'), '.0f')}{_missed(g('p95_ms'), t['redraw_p95_ms'])} | "
-            f"{_span(g('first_p50_ms'), '.0f')} | {_span(r50, '.2f')} / {_span(r95, '.2f')}{_missed(r95, t['ratio_p95'])} | "
+            f"{_replayed(p[1] for p in pairs)} | {_span(g('first_p50_ms'), '.0f')} | {_span(r50, '.2f')} / {_span(r95, '.2f')}{_missed(r95, t['ratio_p95'])} | "
             f"{_span(g('p50_ms', 0), '.0f')} / {_span(g('p95_ms', 0), '.0f')} | "
             f"{_span(g('send_p50_ms'), '.0f')} / {_span(g('kernel_p50_ms'), '.0f')} / "
             f"{_span(g('render_p50_ms'), '.0f')} | {_span(loads, '.1f')} |")
@@ -548,7 +638,7 @@ def table(runs: list[dict]) -> str:
             f"{_span([r.get('all_drawn_s') for r in refs], '.1f')} | "
             f"{_span([r.get('figures') for r in refs], 'd')} | "
             f"{_span([r.get('p50_ms') for r in refs], '.0f')} / "
-            f"{_span([r.get('p95_ms') for r in refs], '.0f')} | "
+            f"{_span([r.get('p95_ms') for r in refs], '.0f')} | | "
             f"{_span([r.get('first_p50_ms') for r in refs], '.0f')} | 1 | | "
             f"{_span([r.get('send_p50_ms') for r in refs], '.0f')} / "
             f"{_span([r.get('kernel_p50_ms') for r in refs], '.0f')} / "
@@ -564,12 +654,55 @@ def table(runs: list[dict]) -> str:
         ws = [w for f in floors for w in f.get("widgets", []) if w["label"] == label]
         lines.append(
             f"| floor: {label} | | | | {_span([w.get('p50_ms') for w in ws], '.0f')} / "
-            f"{_span([w.get('p95_ms') for w in ws], '.0f')} | "
+            f"{_span([w.get('p95_ms') for w in ws], '.0f')} | | "
             f"{_span([w.get('first_p50_ms') for w in ws], '.0f')} | | | "
             f"{_span([w.get('send_p50_ms') for w in ws], '.0f')} / "
             f"{_span([w.get('kernel_p50_ms') for w in ws], '.0f')} / "
             f"{_span([w.get('render_p50_ms') for w in ws], '.0f')} | "
             f"{_span([f.get('load_before') for f in floors], '.1f')} |")
+    return "\n".join(lines)
+
+
+def _replayed(rows) -> str:
+    """'p50 / p95' of the replays (min–max over ``rows``), or '' where none was replayed."""
+    reps = [r["replay"] for r in rows if r.get("replay", {}).get("redraws")]
+    if not reps:
+        return ""
+    return (f"{_span([r.get('p50_ms') for r in reps], '.0f')} / "
+            f"{_span([r.get('p95_ms') for r in reps], '.0f')}")
+
+
+def widget_table(runs: list[dict]) -> str:
+    """Markdown: every widget that redraws a figure, the lab's step against the same figure
+    changes replayed alone (min–max over the runs): what the lab's own cells add."""
+    rows: dict[tuple, list] = {}
+    for run in runs:
+        seen: dict[tuple, int] = {}
+        for _ref, lab in run["pairs"]:
+            for w in lab.get("widgets", []):
+                if not w.get("redraws"):
+                    continue
+                name = (lab["notebook"], w["label"])
+                seen[name] = seen.get(name, 0) + 1  # a label twice in a lab: kept apart
+                rows.setdefault((*name, seen[name]), []).append(w)
+    t = TARGETS["redraw_p95_ms"]
+    lines = ["| notebook | widget | figures changed per step | step p50 / p95 ms | same "
+             "changes replayed alone p50 / p95 ms (the floor) | step − replay, p50 ms |",
+             "|---|---|---|---|---|---|"]
+    for (notebook, label, _n), ws in rows.items():
+        reps = [w.get("replay", {}) for w in ws]
+        gap = [w["p50_ms"] - r["p50_ms"] for w, r in zip(ws, reps)
+               if w.get("p50_ms") is not None and r.get("p50_ms") is not None]
+        lines.append(
+            f"| {notebook} | {label} | "
+            f"{_span([w['figures_changed'] / w['steps'] for w in ws], '.1f')} | "
+            f"{_span([w.get('p50_ms') for w in ws], '.0f')} / "
+            f"{_span([w.get('p95_ms') for w in ws], '.0f')} | "
+            + (f"{_span([r.get('p50_ms') for r in reps], '.0f')} / "
+               f"{_span([r.get('p95_ms') for r in reps], '.0f')}"
+               f"{_missed([r.get('p95_ms') for r in reps], t)}"
+               if any(r.get("redraws") for r in reps) else "not replayed")
+            + f" | {_span(gap, '+.0f')} |")
     return "\n".join(lines)
 
 
@@ -584,7 +717,11 @@ def widget_lines(runs: list[dict]) -> list[str]:
                                       f"over {w.get('redraws')}"
                                       f" of {w.get('steps')} steps; figures changed in "
                                       f"place {w.get('figures_changed', 0)}, mounted anew "
-                                      f"{w.get('figures_mounted', 0)}")
+                                      f"{w.get('figures_mounted', 0)}"
+                                      + (f"; replayed alone p50 "
+                                         f"{_f(w['replay'].get('p50_ms'), '.0f')} / p95 "
+                                         f"{_f(w['replay'].get('p95_ms'), '.0f')} ms"
+                                         if w.get("replay") else ""))
             out.append(f"  {lab['notebook']} {w['kind']} '{w['label']}': {what}")
     return out
 

@@ -657,6 +657,8 @@ def main(argv=None) -> int:
     p.add_argument("--browser", action="store_true", help="measure in chromium instead: "
                    "time to first/all figures and widget-to-redraw (benchmarks/bench_browser.py)")
     p.add_argument("--steps", type=int, default=6, help="browser mode: keyboard steps per widget")
+    p.add_argument("--no-replay", action="store_true", help="browser mode: do not replay each "
+                   "widget's figure changes alone (benchmarks/replay_notebook.py, its floor)")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -748,7 +750,7 @@ def browser_main(args, argv) -> int:
             "machine": machine(), "started": datetime.now(timezone.utc).isoformat(),
             "load_before": loadavg(), "commit": _commit(REPO), "targets": bench_browser.TARGETS,
             "settings": {"runs": args.runs, "steps": args.steps,
-                         "quiet_ms": bench_browser.QUIET_MS}}
+                         "quiet_ms": bench_browser.QUIET_MS, "replay": not args.no_replay}}
     print(f"Browser benchmark: {len(labs)} lab(s), the reference before each, the floor "
           f"notebook; {args.runs} run(s) on {info['machine']['line']}, load "
           f"{info['load_before']} ...", flush=True)
@@ -764,7 +766,7 @@ def browser_main(args, argv) -> int:
         info["baseline"], info["baseline_commit"] = str(args.baseline), _commit(args.baseline)
     runs = bench_browser.run_browser(labs, REFERENCE, runs=args.runs, steps=args.steps,
                                      log=lambda m: print(m, flush=True), checkpoint=save,
-                                     baseline=args.baseline)
+                                     baseline=args.baseline, replay=not args.no_replay)
     save(runs, final=True)
     print()
     print(info["markdown"])
@@ -788,7 +790,11 @@ def _browser_markdown(info: dict, runs: list, args) -> str:
            f"({info.get('baseline_commit', '?')}), measured right after it against the same "
            "reference" if info.get("baseline") else "")
         + ("" if info.get("complete") else " (**incomplete**: the run was cut off)")
-        + ".\n\n" + bench_browser.table(runs))
+        + ".\n\n" + bench_browser.table(runs)
+        + ("\n\nEvery widget that redraws a figure, against its floor: the same figure "
+           "changes replayed alone (`benchmarks/replay_notebook.py`: one cell hands marimo the "
+           "recorded figure JSON; no physics, no other output).\n\n"
+           + bench_browser.widget_table(runs) if args.runs and not args.no_replay else ""))
 
 
 if __name__ == "__main__":

@@ -490,9 +490,17 @@ def _(TILE_STEPS, mo):
 
 @app.cell
 def _(hierarchy, machine, mo):
-    _default = hierarchy.DEFAULT_REGISTER_TILE[machine.kind] if machine is not None else 8
-    register_picker = mo.ui.dropdown({str(2**k): 2**k for k in range(7)}, value=str(_default),
-                                     label="Register tile r (r × r)")
+    def register_tile_picker():
+        """Parts 2 and 3 each have their own, so a step in one part redraws only that part."""
+        _default = hierarchy.DEFAULT_REGISTER_TILE[machine.kind] if machine is not None else 8
+        return mo.ui.dropdown({str(2**k): 2**k for k in range(7)}, value=str(_default),
+                              label="Register tile r (r × r)")
+    return (register_tile_picker,)
+
+
+@app.cell
+def _(register_tile_picker):
+    register_picker = register_tile_picker()
     return (register_picker,)
 
 
@@ -823,14 +831,27 @@ def _(SIZE_STEPS, TILE_Q, mo):
 
 
 @app.cell
+def _(TILE_Q, TILE_STEPS, mo):
+    gemm_tile_slider = mo.ui.slider(steps=TILE_STEPS, value=TILE_Q["from"], show_value=True,
+                                    label="Cache tile T (T × T)")
+    return (gemm_tile_slider,)
+
+
+@app.cell
+def _(register_tile_picker):
+    gemm_register_picker = register_tile_picker()
+    return (gemm_register_picker,)
+
+
+@app.cell
 def _(
     TILE_STEPS,
     gemm_n_slider,
     hierarchy,
     machine,
-    register_picker,
+    gemm_register_picker,
     tile_problem,
-    tile_slider,
+    gemm_tile_slider,
 ):
     # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel); the curve
     # runs over every cache tile from the register tile up to N.
@@ -839,14 +860,14 @@ def _(
     else:
         try:
             _n = gemm_n_slider.value
-            if tile_problem(_n, tile_slider.value, register_picker.value):
-                raise ValueError(tile_problem(_n, tile_slider.value, register_picker.value))
+            if tile_problem(_n, gemm_tile_slider.value, gemm_register_picker.value):
+                raise ValueError(tile_problem(_n, gemm_tile_slider.value, gemm_register_picker.value))
             tile_point = hierarchy.place(hierarchy.gemm_kernel(
-                _n, _n, _n, machine.precision, tile=tile_slider.value,
-                register_tile=register_picker.value), machine)
-            _tiles = [t for t in TILE_STEPS if register_picker.value <= t <= _n]
+                _n, _n, _n, machine.precision, tile=gemm_tile_slider.value,
+                register_tile=gemm_register_picker.value), machine)
+            _tiles = [t for t in TILE_STEPS if gemm_register_picker.value <= t <= _n]
             tile_curve = list(zip(_tiles, hierarchy.tile_sweep(
-                _n, machine.precision, _tiles, machine, register_tile=register_picker.value)))
+                _n, machine.precision, _tiles, machine, register_tile=gemm_register_picker.value)))
             tile_error = None
         except ValueError as _e:
             tile_point, tile_curve, tile_error = None, None, _e
@@ -861,17 +882,17 @@ def _(
     machine_picker,
     mo,
     quiz,
-    register_picker,
+    gemm_register_picker,
     style,
     tile_error,
     tile_point,
     tile_prediction,
-    tile_slider,
+    gemm_tile_slider,
 ):
     mo.stop(tile_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the tiling instrument."))
-    _controls = mo.vstack([machine_picker, mo.hstack([gemm_n_slider, tile_slider,
-                                                      register_picker], justify="start")])
+    _controls = mo.vstack([machine_picker, mo.hstack([gemm_n_slider, gemm_tile_slider,
+                                                      gemm_register_picker], justify="start")])
     if machine is None:
         _status = style.error_callout(machine_error)
     elif tile_error is not None:
@@ -879,7 +900,7 @@ def _(
     elif tile_point.spills:
         _over = ", ".join(tile_point.spills)
         _status = style.error_callout(
-            f"The {tile_slider.value} × {tile_slider.value} tile's working set "
+            f"The {gemm_tile_slider.value} × {gemm_tile_slider.value} tile's working set "
             f"({style.format_bytes(tile_point.kernel.working_set, binary=True)}) does not fit "
             f"in {_over} (room for one tile: "
             + ", ".join(f"{u.level.name} {style.format_bytes(u.level.tile_capacity_bytes, binary=True)}"
@@ -906,16 +927,16 @@ def _(
     gemm_n_slider,
     machine,
     mo,
-    register_picker,
+    gemm_register_picker,
     tile_curve,
     tile_prediction,
-    tile_slider,
+    gemm_tile_slider,
 ):
     mo.stop(tile_prediction is None or not tile_curve)
     tile_figure = figures.tile_traffic_figure(
-        machine, tile_curve, current=tile_slider.value,
+        machine, tile_curve, current=gemm_tile_slider.value,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
-              f"register tile {register_picker.value}, on {machine.name}")
+              f"register tile {gemm_register_picker.value}, on {machine.name}")
     tile_figure
     return
 

@@ -164,8 +164,8 @@ def test_browser_ratio_is_to_the_reference_measured_right_before():
     text = BB.table(runs)
     a, b = _line(text, "| lab_a.py"), _line(text, "| lab_b.py")
     assert "| 0.50 / 0.45 |" in a and "missed" not in a  # 50/100, 90/200
-    assert "| 50 / 90 | 30 | 0.50" in a  # the first figure changed, beside the last
-    assert all(ln.count("|") == 11 for ln in text.splitlines() if ln.startswith("|"))
+    assert "| 50 / 90 |  | 30 | 0.50" in a  # the first figure changed, beside the last
+    assert all(ln.count("|") == 12 for ln in text.splitlines() if ln.startswith("|"))
     assert "| 0.25 / 0.30 |" in b  # against its own reference (200, 400), not the first one
     assert "6.0 **missed**" in b and "120 **missed**" in b  # first figure > 5 s, p95 > 100 ms
     assert "100–200 / 200–400" in _line(text, "| reference_notebook.py")
@@ -178,6 +178,45 @@ def test_browser_baseline_is_its_own_row_against_the_same_reference():
     text = BB.table(runs)
     assert "| 0.25 / 0.23 |" in _line(text, "| lab_a.py |")
     assert "| 0.50 / 0.75 **missed** |" in _line(text, "| lab_a.py (baseline) |")
+
+
+def test_replay_states_follow_each_figure_the_steps_changed():
+    a0, a1, a2, b0, b2, c1 = ({"n": n} for n in ("a0", "a1", "a2", "b0", "b2", "c1"))
+    # step 1 changed figure 1 and mounted figure 3; step 2 changed figures 1 and 2
+    states = BB.replay_states({1: a0, 2: b0, 9: {"n": "never changed"}},
+                              [{1: a1, 3: c1}, {1: a2, 2: b2}])
+    assert states == [[a0, b0], [a1, b0, c1], [a2, b2, c1]]
+    assert BB.replay_states({1: a0}, [{}, {}]) == [[], [], []]  # nothing changed: nothing to play
+
+
+def _widget(label, p50, p95, figures=2, steps=2, replay=None):
+    w = {"label": label, "kind": "slider", "steps": steps, "redraws": steps, "p50_ms": p50,
+         "p95_ms": p95, "figures_changed": figures}
+    if replay:
+        w["replay"] = {"redraws": steps, "p50_ms": replay[0], "p95_ms": replay[1]}
+    return w
+
+
+def test_widget_table_sets_each_step_against_its_replayed_floor():
+    def lab(p50, rep):
+        return {**_brow("lab_a.py", 4, p50, p50 + 20),
+                "replay": {"redraws": 6, "p50_ms": rep[0] - 50, "p95_ms": 240}, "widgets": [
+            _widget("N", p50, p50 + 20, figures=8, replay=rep),
+            _widget("T", 90, 95, replay=(60, 70)), _widget("T", 300, 310, replay=(250, 260)),
+            {**_widget("machine", None, None), "redraws": 0}]}
+    ref = _brow("ref.py", 3, 200, 400)
+    runs = [{"floor": None, "pairs": [(ref, lab(180, (150, 130)))]},
+            {"floor": None, "pairs": [(ref, lab(200, (120, 110)))]}]
+    text = BB.widget_table(runs)
+    n = _line(text, "| lab_a.py | N |")
+    # 4 figures per step, the range over runs, the floor missed in both, the gap per run
+    assert "| 4.0 | 180–200 / 200–220 | 120–150 / 110–130 **missed** | +30–+80 |" in n
+    rows = [ln for ln in text.splitlines() if ln.startswith("| lab_a.py | T |")]
+    assert len(rows) == 2  # one label twice in a lab: two rows, never merged
+    assert "| 60 / 70 | +30 |" in rows[0] and "| 250 / 260 **missed** | +50 |" in rows[1]
+    assert "machine" not in text  # it redrew no figure
+    lab_row = _line(BB.table(runs), "| lab_a.py")
+    assert lab_row.count("|") == 12 and "| 180–200 / 200–220 **missed** | 70–100 / 240 |" in lab_row
 
 
 # The dashboard's load time (benchmarks/bench_dashboard.py, issue 19.2)

@@ -148,13 +148,13 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
 # --- the failure state: a tile that spills, and backing out --------------------------------------
 
 def test_a_tile_too_big_spills_to_the_next_roof_and_recovers():
-    outputs, bad = run(tile_slider=NS(value=256))
+    outputs, bad = run(gemm_tile_slider=NS(value=256))
     msg = shown(outputs)
     assert "The tile no longer fits: it spills to the next level." in msg
     assert "Shrink the tile to back out." in msg
     assert bad["tile_point"].spills == ("shared memory", "L2")
     assert bad["tile_point"].binding == "HBM"
-    outputs, good = run(tile_slider=NS(value=128))
+    outputs, good = run(gemm_tile_slider=NS(value=128))
     assert "spills to the next level" not in shown(outputs)
     assert good["tile_point"].spills == () and good["tile_point"].home == "shared memory"
     assert good["tile_point"].attainable_tflops > bad["tile_point"].attainable_tflops
@@ -178,13 +178,28 @@ def test_this_machine_before_measuring_asks_for_the_measurement():
 
 
 def test_bad_widget_combinations_show_messages():
-    outputs, defs = run(tile_slider=NS(value=1024), gemm_n_slider=NS(value=512))
+    outputs, defs = run(gemm_tile_slider=NS(value=1024), gemm_n_slider=NS(value=512))
     assert "The cache tile T (1024) is larger than the matrix (N = 512): move T down" in shown(
         outputs)
     outputs, defs = run(machine_picker=NS(value="reference"), register_picker=NS(value=64),
                         tile_slider=NS(value=16))
     assert ("The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
             and "register_tile=" not in shown(outputs))
+
+
+def test_parts_2_and_3_have_their_own_tile_widgets():
+    # a step in one part redraws only that part: Part 3 does not read Part 2's T and r
+    _, defs = run(tile_slider=NS(value=16), register_picker=NS(value=2))
+    assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
+                                                       register_tile=64),
+                                         H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
+    assert defs["all_points"]["tiled GEMM"] == H.place(
+        H.gemm_kernel(1024, 1024, 1024, "bf16", tile=16, register_tile=2),
+        H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
+    outputs, defs = run(gemm_register_picker=NS(value=64), gemm_tile_slider=NS(value=16))
+    assert "The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
+    assert defs["tile_point"] is None and not isinstance(defs["all_points"]["tiled GEMM"],
+                                                         Exception)
 
 
 def test_the_reference_machine_is_a_cpu_hierarchy():

@@ -1,5 +1,6 @@
 """Smoke test of the benchmark's browser mode (benchmarks/bench_browser.py, issue 15): on the
-floor notebook it sees the figure drawn and times a slider step to the redrawn figure."""
+floor notebook it sees the figure drawn, times a slider step to the redrawn figure, and
+replays each widget's figure changes alone (benchmarks/replay_notebook.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def test_browser_mode_times_first_figure_and_a_redraw(browser):
     spec = importlib.util.spec_from_file_location("bench_browser", BENCH)
     bb = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bb)
-    row = bb.bench_notebook(browser, bb.FLOOR_NOTEBOOK, steps=2, floor=True)
+    row = bb.bench_notebook(browser, bb.FLOOR_NOTEBOOK, steps=2, floor=True, replay=True)
     assert "error" not in row, row.get("error")
     assert row["figures"] == row["figures_drawn"] == 9
     assert 0 < row["first_figure_s"] < 120
@@ -36,6 +37,17 @@ def test_browser_mode_times_first_figure_and_a_redraw(browser):
         steps = by_label[label]["samples"]
         assert [s["figures_changed"] for s in steps] == [4, 4], label
         assert [s["figures_mounted"] for s in steps] == [0, 0], label
+    # the replay redraws the same figures, step for step, in place; a widget that changes no
+    # figure has nothing to replay
+    for label, figures in (("plot, 2 points", 1), ("4 plots in 4 cells", 4),
+                           ("4 plots in 1 cell", 4)):
+        replay = by_label[label]["replay"]
+        assert "error" not in replay, replay
+        assert replay["redraws"] == 2 and 0 < replay["p50_ms"] <= replay["p95_ms"]
+        assert [s["figures_changed"] for s in replay["samples"]] == [figures] * 2, label
+        assert [s["figures_mounted"] for s in replay["samples"]] == [0, 0], label
+    assert "replay" not in by_label["empty cell"] and "replay" not in by_label["text output"]
+    assert row["replay"]["redraws"] == 6
 
 
 def test_plotly_react_benchmark_times_every_figure_of_a_notebook(browser):
