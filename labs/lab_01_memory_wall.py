@@ -249,28 +249,44 @@ def _(
     _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
     try:
         gemm_cost = formulas.gemm(_m, _n, _k, _p)
-        gemv_cost = formulas.gemv(_n, _k, _p, name="GEMV (decode, 1 token)")
         gemm_fraction = roofline.require_fits(
             gemm_cost.bytes, device_picker.value,
             what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
         gemm_bounds = roofline.time_bounds(gemm_cost.flops, gemm_cost.bytes,
                                            device_picker.value, _p)
-        gemv_bounds = roofline.time_bounds(gemv_cost.flops, gemv_cost.bytes,
-                                           device_picker.value, _p)
         gemm_error = None
     except (KeyError, ValueError) as _exc:
-        gemm_cost = gemv_cost = gemm_bounds = gemv_bounds = gemm_fraction = None
+        gemm_cost = gemm_bounds = gemm_fraction = None
         # a ValueError here is "does not fit in memory"; a KeyError, a rate the device lacks
         gemm_error = style.error_message(_exc) + "\n\n" + (
             SHRINK_GEMM if isinstance(_exc, ValueError) else PICK_PRECISION)
-    return (
-        gemm_bounds,
-        gemm_cost,
-        gemm_error,
-        gemm_fraction,
-        gemv_bounds,
-        gemv_cost,
-    )
+    return gemm_bounds, gemm_cost, gemm_error, gemm_fraction
+
+
+@app.cell
+def _(
+    device_picker,
+    formulas,
+    k_slider,
+    mo,
+    n_slider,
+    precision_picker,
+    roofline,
+    which_roof_prediction,
+):
+    # Its own cell, without M: a step of the M slider leaves the decode GEMV alone. It fails
+    # only where the GEMM fails too (its bytes are fewer), and the GEMM's message says why.
+    mo.stop(which_roof_prediction is None)
+    _n, _k, _p = n_slider.value, k_slider.value, precision_picker.value
+    try:
+        gemv_cost = formulas.gemv(_n, _k, _p, name="GEMV (decode, 1 token)")
+        roofline.require_fits(gemv_cost.bytes, device_picker.value,
+                              what=f"This GEMV ({_n:,} x {_k:,}, {_p})")
+        gemv_bounds = roofline.time_bounds(gemv_cost.flops, gemv_cost.bytes,
+                                           device_picker.value, _p)
+    except (KeyError, ValueError):
+        gemv_cost = gemv_bounds = None
+    return gemv_bounds, gemv_cost
 
 
 @app.cell
@@ -347,7 +363,6 @@ def _(
 @app.cell
 def _(
     device_picker,
-    gemm_error,
     gemv_bounds,
     gemv_cost,
     mo,
@@ -356,7 +371,7 @@ def _(
     roofline,
     style,
 ):
-    mo.stop(gemm_error is not None)
+    mo.stop(gemv_cost is None)
     _d, _p = device_picker.value, precision_picker.value
     mo.vstack([
         mo.md(f"**Decode case.** Generating one token multiplies the same N × K weights by one "

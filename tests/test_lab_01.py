@@ -115,6 +115,29 @@ def test_oom_failure_state_is_reached_and_recovered(env, app):
     assert defs["gemm_metrics"]["ai"] == pytest.approx(formulas.gemm(4096, 4096, 4096, "bf16").ai)
 
 
+def test_an_m_step_leaves_the_decode_gemv_alone(env, app):
+    # The GEMV has no M: a step of the M slider re-runs no cell that reads or shows it
+    # (issue 15: each re-run cell is one more output update in the browser).
+    from marimo._runtime import dataflow
+
+    app._maybe_initialize()
+    graph = app._graph
+    readers = {cid for cid, c in graph.cells.items() if "m_slider" in c.refs}
+    rerun = dataflow.transitive_closure(graph, readers - set(graph.definitions["m_slider"]))
+    gemv = {cid for cid, c in graph.cells.items() if c.refs & {"gemv_cost", "gemv_bounds"}
+            and "gemm_cost" not in c.refs}  # the GEMV cards (the figure plots both kernels)
+    assert gemv and not rerun & gemv
+    assert not rerun & set(graph.definitions["gemv_cost"])
+    # A GEMM too big for the device still leaves its decode GEMV (N x K weights) on show.
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **_sliders(262144, 131072, 131072)))
+    assert defs["gemm_error"] is not None and "needs" in defs["gemm_error"]
+    assert defs["gemv_cost"].ai == pytest.approx(1.0, rel=0.01)
+    assert "GEMV time bound" in _texts(outputs)
+    # A GEMV whose weights do not fit shows no cards; the GEMM's message says why.
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **_sliders(16, 262144, 262144)))
+    assert defs["gemv_cost"] is None and "GEMV time bound" not in _texts(outputs)
+    assert "needs" in defs["gemm_error"] and "Traceback" not in _texts(outputs)
+
 def test_precision_the_device_lacks_is_a_message_not_a_traceback(env, app):
     tpu = dict(PREDICTIONS, device_picker=SimpleNamespace(value="tpu-v5e"),
                precision_picker=SimpleNamespace(value="fp16"))
