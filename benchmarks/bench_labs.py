@@ -659,6 +659,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=6, help="browser mode: keyboard steps per widget")
     p.add_argument("--no-replay", action="store_true", help="browser mode: do not replay each "
                    "widget's figure changes alone (benchmarks/replay_notebook.py, its floor)")
+    p.add_argument("--report", type=Path, metavar="JSON", help="browser mode: print the "
+                   "tables again from a kept results file (its own command, date and load)")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -668,6 +670,8 @@ def main(argv=None) -> int:
         return 0
 
     sys.path.insert(0, str(REPO))
+    if args.report:
+        return browser_report(args.report, p)
     if args.browser:
         if args.baseline:
             args.baseline = args.baseline.resolve()
@@ -776,6 +780,21 @@ def browser_main(args, argv) -> int:
     return 0
 
 
+def browser_report(path: Path, parser) -> int:
+    """``--report JSON``: a kept browser run's tables printed again (as the run printed them,
+    with the report's present rules: a results file outlives the code that wrote it)."""
+    try:
+        info = json.loads(Path(path).read_text(encoding="utf-8"))
+        settings, runs = info["settings"], info["runs"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        parser.error(f"--report {path}: not a browser benchmark's results file ({exc})")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    args = argparse.Namespace(runs=settings.get("runs", len(runs)), steps=settings.get("steps"),
+                              no_replay=not settings.get("replay", False))
+    print(_browser_markdown(info, runs, args))
+    return 0
+
+
 def _browser_markdown(info: dict, runs: list, args) -> str:
     import bench_browser
 
@@ -793,7 +812,8 @@ def _browser_markdown(info: dict, runs: list, args) -> str:
         + ".\n\n" + bench_browser.table(runs)
         + ("\n\nEvery widget that redraws a figure, against its floor: the same figure "
            "changes replayed alone (`benchmarks/replay_notebook.py`: one cell hands marimo the "
-           "recorded figure JSON; no physics, no other output).\n\n"
+           "recorded figure JSON; no physics, no other output). Per lab:\n\n"
+           + bench_browser.widget_summary(runs) + "\n\nPer widget:\n\n"
            + bench_browser.widget_table(runs) if args.runs and not args.no_replay else ""))
 
 
