@@ -889,7 +889,13 @@ def _(mo, models, sharding):
                                label="Batch (sequences)")
     serve_context = mo.ui.slider(steps=[1024, 2048, 4096, 8192], value=8192, show_value=True,
                                  label="Context (tokens)")
-    return serve_batch, serve_context, serve_model, serve_tp, serve_weights
+    # Laid out here, where the widgets are made: a cell that shows this names no widget, so a
+    # step re-runs only the cells that read a value (issue 15).
+    serve_controls = mo.vstack([
+        mo.hstack([serve_model, serve_weights, serve_tp], justify="start", wrap=True),
+        mo.hstack([serve_batch, serve_context], justify="start", wrap=True)])
+    return (serve_batch, serve_context, serve_controls, serve_model, serve_tp,
+            serve_weights)
 
 
 @app.cell
@@ -921,28 +927,18 @@ def _(
 
 
 @app.cell
-def _(
-    context_controls,
-    link_picker,
-    mo,
-    serve_batch,
-    serve_context,
-    serve_error,
-    serve_model,
-    serve_rows,
-    serve_tp,
-    serve_weights,
-    sharding,
-    style,
-):
-    mo.stop(serve_error is not None, mo.vstack([context_controls,
-                                                style.error_callout(serve_error)]))
+def _(context_controls, mo, serve_controls, serve_prediction):
+    mo.stop(serve_prediction is None)
+    mo.vstack([context_controls, serve_controls])
+    return
+
+
+@app.cell
+def _(link_picker, mo, serve_error, serve_rows, serve_tp, sharding, style):
+    mo.stop(serve_error is not None, style.error_callout(serve_error))
     serve_now = next(s for s in serve_rows[link_picker.value] if s.n == serve_tp.value)
     serve_diagnosis = sharding.tp_diagnosis(serve_rows[link_picker.value], serve_now.n)
-    _parts = [context_controls,
-              mo.hstack([serve_model, serve_weights, serve_tp], justify="start", wrap=True),
-              mo.hstack([serve_batch, serve_context], justify="start", wrap=True),
-              mo.md(f"**Memory per GPU** at {serve_now.n}-way:"),
+    _parts = [mo.md(f"**Memory per GPU** at {serve_now.n}-way:"),
               style.memory_budget_bar(serve_now.budget.terms, serve_now.budget.capacity_bytes)]
     if serve_diagnosis.kind == "oom":
         _parts.append(style.error_callout(serve_diagnosis.message))

@@ -58,3 +58,24 @@ def visible_text(obj) -> str:
 
     pull(getattr(obj, "text", None) or str(obj))
     return re.sub(r"\s+", " ", " ".join(parts))
+
+
+def cells_that_only_show(app, widget: str) -> list[str]:
+    """The code of every cell, other than the one that makes ``widget``, that names it without
+    reading anything from it (``widget.value`` and the like): a cell that only shows a widget.
+    marimo re-runs every cell that names a widget on each of its steps (issue 15), so a layout
+    of widgets is built where they are made and shown by a cell that names none of them."""
+    import ast
+
+    app._maybe_initialize()
+    graph = app._graph
+    makers = set(graph.definitions.get(widget, ()))
+    found = []
+    for cid, cell in graph.cells.items():
+        if cid in makers or widget not in cell.refs:
+            continue
+        read = any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                   and n.value.id == widget for n in ast.walk(ast.parse(cell.code)))
+        if not read:
+            found.append(cell.code)
+    return found

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import collectives, quiz, sharding
-from notebook_support import export_page, load_app
+from notebook_support import cells_that_only_show, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_06_many_chips.py"
 ITEMS = {"lab06.allreduce_ms", "lab06.tp_shard_pcie", "lab06.tp_shard_nvlink",
@@ -47,6 +47,10 @@ def _texts(outputs) -> str:
     return "\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
 
 
+#: A widget cell's layout of its widgets (shown by a cell that names no widget): overridden
+#: with a plain stand-in, never a widget.
+LAYOUT = object()
+
 #: Each widget cell's names with their opening values: overriding one widget of a cell means
 #: providing all of that cell's definitions (marimo's rule for app.run(defs=...)).
 WIDGET_CELLS = (
@@ -55,7 +59,7 @@ WIDGET_CELLS = (
     {"comm_button": False},
     {"shard_k_slider": 1024, "shard_n_slider": 8, "shard_tokens_slider": 4096},
     {"serve_model": "llama-3-70b", "serve_weights": "bf16", "serve_tp": 4, "serve_batch": 1,
-     "serve_context": 8192},
+     "serve_context": 8192, "serve_controls": LAYOUT},
     {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_overlap": False},
 )
 
@@ -66,7 +70,8 @@ def _set(**values):
     out = {}
     for cell in WIDGET_CELLS:
         if set(cell) & set(values):
-            out.update({k: SimpleNamespace(value=values.get(k, v)) for k, v in cell.items()})
+            out.update({k: f"({k})" if v is LAYOUT else SimpleNamespace(value=values.get(k, v))
+                        for k, v in cell.items()})
     unknown = set(values) - set(out)
     assert not unknown, f"not a widget of the lab: {unknown}"
     return out
@@ -257,3 +262,18 @@ def test_export_html_student_and_instructor_copies(tmp_path):
     teacher = export_page(LAB_FILE, tmp_path, reveal=True)
     assert "One row-parallel layer" in teacher and "Key takeaways" in teacher
     assert "Instrument hidden" not in teacher  # every gate open in the instructor copy
+
+
+def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
+    # The serving widgets are laid out where they are made (serve_controls): the panel that
+    # shows them names none, so a step re-runs only the cells that read a value (issue 15).
+    for widget in ("serve_model", "serve_weights", "serve_tp", "serve_batch", "serve_context"):
+        assert cells_that_only_show(app, widget) == [], widget
+    outputs, defs = app.run(defs=PREDICTIONS)
+    shown = _texts(outputs)
+    for label in ("Tensor-parallel degree (GPUs)", "Batch (sequences)", "Context (tokens)",
+                  "Weights stored as"):
+        assert label in shown
+    # a step that fails still shows the widgets above its message, to back out with
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_batch=256, serve_tp=16)})
+    assert "Traceback" not in _texts(outputs)
