@@ -747,8 +747,8 @@ def widget_summary(runs: list[dict]) -> str:
         ratios = [_ratio(w.get("replay", {}).get("p95_ms"), ref.get("p95_ms"))
                   for w, ref in pairs]
         c["ratio"] += bool(ratios) and all(x is not None and x > r for x in ratios)
-    lines = [f"| notebook | widgets that redraw a figure | p95 ≤ {t:g} ms met | out of reach ({FLOOR}) "
-             f"| missed by {OWN} | floor > {r:g} × reference p95 in every run |",
+    lines = [f"| notebook | widgets that redraw a figure | p95 ≤ {t:g} ms met | out of reach "
+             f"({FLOOR}) | missed by {OWN} | floor > {r:g} × reference p95 in every run |",
              "|---|---|---|---|---|---|"]
     for notebook, c in counts.items():
         lines.append(f"| {notebook} | {c['all']} | {c[MET]} | {c[FLOOR]} | {c[OWN]} | "

@@ -274,6 +274,11 @@ def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
     for label in ("Tensor-parallel degree (GPUs)", "Batch (sequences)", "Context (tokens)",
                   "Weights stored as"):
         assert label in shown
-    # a step that fails still shows the widgets above its message, to back out with
-    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_batch=256, serve_tp=16)})
-    assert "Traceback" not in _texts(outputs)
+    # a serving model that fails (core's error, whatever its cause) still shows the widgets,
+    # to back out with, and the message in the cell below them
+    outputs, defs = app.run(defs={**PREDICTIONS, "serve_rows": None,
+                                  "serve_error": "No hardware rate for fp16 on this chip."})
+    texts = [getattr(o, "text", "") or "" for o in outputs if o is not None]
+    panel = next(i for i, t in enumerate(texts) if "Tensor-parallel degree (GPUs)" in t)
+    assert "No hardware rate for fp16" in texts[panel + 1] and "Traceback" not in _texts(outputs)
+    assert "serve_now" not in defs
