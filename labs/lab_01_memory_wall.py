@@ -1224,22 +1224,40 @@ def _(LEVER_TILE, SCENARIO, mo):
     tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
                                label="Output tile edge T of the baseline kernel", show_value=True,
                                full_width=True)
+    # Part 5 reads its GEMM through this state, which the cell below sets only when the GEMM
+    # changes: a Part 1 slider step re-runs no Part 5 cell while Part 5 shows Priya's (issue 15).
+    get_levers_gemm, set_levers_gemm = mo.state(
+        (SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]))
     mo.vstack([levers_case, tile_slider])
-    return levers_case, tile_slider
+    return get_levers_gemm, levers_case, set_levers_gemm, tile_slider
+
+
+@app.cell
+def _(
+    SCENARIO,
+    get_levers_gemm,
+    k_slider,
+    levers_case,
+    m_slider,
+    n_slider,
+    precision_picker,
+    set_levers_gemm,
+):
+    _gemm = ((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
+             if levers_case.value == "scenario" else
+             (m_slider.value, n_slider.value, k_slider.value, precision_picker.value))
+    if _gemm != get_levers_gemm():
+        set_levers_gemm(_gemm)
+    return
 
 
 @app.cell
 def _(
     PICK_PRECISION,
-    SCENARIO,
     device_picker,
-    k_slider,
-    levers_case,
+    get_levers_gemm,
     levers_prediction,
-    m_slider,
     mo,
-    n_slider,
-    precision_picker,
     quiz,
     roofline,
     style,
@@ -1247,9 +1265,8 @@ def _(
 ):
     mo.stop(levers_prediction is None,
             quiz.gate_notice("Lock prediction 5 to reveal the levers instrument."))
-    levers_shape = ((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"]) if levers_case.value ==
-                    "scenario" else (m_slider.value, n_slider.value, k_slider.value))
-    _p = SCENARIO["precision"] if levers_case.value == "scenario" else precision_picker.value
+    *levers_shape, _p = get_levers_gemm()
+    levers_shape = tuple(levers_shape)
     try:
         levers = roofline.ai_levers(*levers_shape, device_picker.value, _p,
                                     tile=tile_slider.value)
