@@ -194,28 +194,24 @@ def _(STAIRCASE_Q, get_staircase, lab, reference_machine, reveal, staircase):
 
 
 @app.cell
-def _(mo):
+def _(live, mo):
     sweep_budget = mo.ui.slider(10, 60, step=5, value=25, show_value=True,
                                 label="Time budget for the whole measurement (s)")
-    return (sweep_budget,)
-
-
-@app.cell
-def _(live):
     sweep_button = live.run_button("Measure the staircase on this machine")
-    return (sweep_button,)
+    # Laid out here, where the widgets are made (issue 15). The measurement cell reads the
+    # budget through sweep_budget_s() when the button is pressed: naming the slider there would
+    # re-run it, and every cell below that uses its result, on each budget step.
+    sweep_controls = mo.hstack([sweep_button, sweep_budget], justify="start", gap=2)
+
+    def sweep_budget_s():
+        """The time budget (s) the slider shows now."""
+        return sweep_budget.value
+
+    return sweep_budget, sweep_budget_s, sweep_button, sweep_controls
 
 
 @app.cell
-def _(
-    measure,
-    mo,
-    quiz,
-    staircase_prediction,
-    style,
-    sweep_budget,
-    sweep_button,
-):
+def _(measure, mo, quiz, staircase_prediction, style, sweep_controls):
     mo.stop(staircase_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the staircase instrument."))
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
@@ -228,19 +224,19 @@ def _(
         mo.md("The figure below starts with the course's reference machine (a recorded run). "
               "Press the button to add yours: 16 KiB to well past your last-level cache, one "
               "thread, each size timed in two rounds; nothing runs until you press it."),
-        mo.hstack([sweep_button, sweep_budget], justify="start", gap=2),
+        sweep_controls,
     ])
     return
 
 
 @app.cell
-def _(live, measure, staircase_prediction, sweep_budget, sweep_button, time):
+def _(live, measure, staircase_prediction, sweep_budget_s, sweep_button, time):
     # The measurement: only after a press (never on open or export). Not stopped when idle,
     # so the figure of the recorded run below stays on screen.
     def _job(progress):
         _t0 = time.perf_counter()
         _info = measure.detect()
-        _left = max(sweep_budget.value - (time.perf_counter() - _t0) - 2.0, 5.0)
+        _left = max(sweep_budget_s() - (time.perf_counter() - _t0) - 2.0, 5.0)
         _sweep = measure.working_set_sweep(_info, budget_s=_left, progress=progress)
         _levels = measure.hierarchy_levels(_sweep) if len(_sweep.measured) > 1 else []
         _prec = "bf16" if _info.kind == "cuda" else "fp32"
@@ -468,24 +464,22 @@ def _(
 
 
 @app.cell
-def _(KERNELS, mo):
+def _(KERNELS, SIZE_STEPS, TILE_STEPS, mo):
     kernel_picker = mo.ui.dropdown(list(KERNELS), value=KERNELS[0], label="Kernel")
-    return (kernel_picker,)
-
-
-@app.cell
-def _(SIZE_STEPS, mo):
     size_slider = mo.ui.slider(steps=SIZE_STEPS, value=1024, show_value=True,
                                label="Size N (matrix side; stencil grid side; sequence length; "
                                      "N² elements to sum)")
-    return (size_slider,)
-
-
-@app.cell
-def _(TILE_STEPS, mo):
     tile_slider = mo.ui.slider(steps=TILE_STEPS, value=64, show_value=True,
                                label="Cache tile T (T × T; flash: query and KV block)")
-    return (tile_slider,)
+
+    def lay_out_kernel_controls(machine_control, register_control):
+        """Part 2's panel. Laid out here, where its widgets are made, so the cell that shows
+        it names none of them and a step re-runs only the cells that read a value (issue 15)."""
+        return mo.vstack([mo.hstack([machine_control, kernel_picker], justify="start"),
+                          mo.hstack([size_slider, tile_slider, register_control],
+                                    justify="start")])
+
+    return kernel_picker, lay_out_kernel_controls, size_slider, tile_slider
 
 
 @app.cell
@@ -499,9 +493,10 @@ def _(hierarchy, machine, mo):
 
 
 @app.cell
-def _(register_tile_picker):
-    register_picker = register_tile_picker()
-    return (register_picker,)
+def _(lay_out_kernel_controls, machine_picker, register_tile_picker):
+    register_picker = register_tile_picker()  # re-made, at its default, for each machine
+    kernel_controls = lay_out_kernel_controls(machine_picker, register_picker)
+    return kernel_controls, register_picker
 
 
 @app.cell
@@ -618,20 +613,10 @@ def _(
 
 
 @app.cell
-def _(
-    binding_prediction,
-    kernel_picker,
-    machine_picker,
-    mo,
-    quiz,
-    register_picker,
-    size_slider,
-    tile_slider,
-):
+def _(binding_prediction, kernel_controls, mo, quiz):
     mo.stop(binding_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the cache-aware roofline."))
-    mo.vstack([mo.hstack([machine_picker, kernel_picker], justify="start"),
-               mo.hstack([size_slider, tile_slider, register_picker], justify="start")])
+    kernel_controls
     return
 
 
@@ -824,23 +809,25 @@ def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
 
 
 @app.cell
-def _(SIZE_STEPS, TILE_Q, mo):
+def _(SIZE_STEPS, TILE_Q, TILE_STEPS, mo):
     gemm_n_slider = mo.ui.slider(steps=SIZE_STEPS, value=TILE_Q["n"], show_value=True,
                                  label="GEMM size N (N × N × N)")
-    return (gemm_n_slider,)
-
-
-@app.cell
-def _(TILE_Q, TILE_STEPS, mo):
     gemm_tile_slider = mo.ui.slider(steps=TILE_STEPS, value=TILE_Q["from"], show_value=True,
                                     label="Cache tile T (T × T)")
-    return (gemm_tile_slider,)
+
+    def lay_out_tile_controls(machine_control, register_control):
+        """Part 3's panel, laid out where its widgets are made (issue 15, as Part 2's)."""
+        return mo.vstack([machine_control, mo.hstack([gemm_n_slider, gemm_tile_slider,
+                                                      register_control], justify="start")])
+
+    return gemm_n_slider, gemm_tile_slider, lay_out_tile_controls
 
 
 @app.cell
-def _(register_tile_picker):
-    gemm_register_picker = register_tile_picker()
-    return (gemm_register_picker,)
+def _(lay_out_tile_controls, machine_picker, register_tile_picker):
+    gemm_register_picker = register_tile_picker()  # re-made, at its default, for each machine
+    tile_controls = lay_out_tile_controls(machine_picker, gemm_register_picker)
+    return gemm_register_picker, tile_controls
 
 
 @app.cell
@@ -875,24 +862,25 @@ def _(
 
 
 @app.cell
+def _(mo, quiz, tile_controls, tile_prediction):
+    mo.stop(tile_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the tiling instrument."))
+    tile_controls
+    return
+
+
+@app.cell
 def _(
-    gemm_n_slider,
+    gemm_tile_slider,
     machine,
     machine_error,
-    machine_picker,
     mo,
-    quiz,
-    gemm_register_picker,
     style,
     tile_error,
     tile_point,
     tile_prediction,
-    gemm_tile_slider,
 ):
-    mo.stop(tile_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the tiling instrument."))
-    _controls = mo.vstack([machine_picker, mo.hstack([gemm_n_slider, gemm_tile_slider,
-                                                      gemm_register_picker], justify="start")])
+    mo.stop(tile_prediction is None)  # the status of the tile under the panel above
     if machine is None:
         _status = style.error_callout(machine_error)
     elif tile_error is not None:
@@ -917,7 +905,7 @@ def _(
             f"{style.format_bytes(tile_point.uses[-1].bytes)}; the {tile_point.binding} roof "
             f"binds at {style.format_value(tile_point.attainable_tflops)} TFLOP/s."),
             kind="success")
-    mo.vstack([_controls, _status])
+    _status
     return
 
 

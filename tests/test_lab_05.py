@@ -19,7 +19,7 @@ from labs.core import staircase as S
 from labs.core.measure.caches import CacheLevel, CacheSizes
 from labs.core.measure.working_set import SweepPoint, WorkingSetSweep
 from labs.lab_05_memory_hierarchy import app
-from notebook_support import choice, export_page, visible_text
+from notebook_support import cells_that_only_show, choice, export_page, visible_text
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "labs" / "lab_05_memory_hierarchy.py"
@@ -47,8 +47,48 @@ def ledger_env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def run(**defs):
-    return app.run(defs={**PREDICTIONS, **defs})
+#: A widget cell's layout of its widgets (shown by a cell that names no widget), and a function
+#: that lays them out with widgets made elsewhere: overridden with plain stand-ins.
+LAYOUT, LAY_OUT = object(), object()
+#: The budget reader of the measurement's widget cell: overridden to return the budget given.
+BUDGET = object()
+
+#: Each widget cell's names with their opening values: overriding one widget of a cell means
+#: providing all of that cell's definitions (marimo's rule for app.run(defs=...)).
+WIDGET_CELLS = (
+    {"machine_picker": "a100-sxm-80gb"},
+    {"sweep_budget": 25, "sweep_button": False, "sweep_controls": LAYOUT,
+     "sweep_budget_s": BUDGET},
+    {"kernel_picker": "naive GEMM", "size_slider": 1024, "tile_slider": 64,
+     "lay_out_kernel_controls": LAY_OUT},
+    {"register_picker": 64, "kernel_controls": LAYOUT},
+    {"gemm_n_slider": 8192, "gemm_tile_slider": 64, "lay_out_tile_controls": LAY_OUT},
+    {"gemm_register_picker": 64, "tile_controls": LAYOUT},
+)
+PANEL_WIDGETS = ("sweep_budget", "kernel_picker", "size_slider", "tile_slider",
+                 "register_picker", "gemm_n_slider", "gemm_tile_slider", "gemm_register_picker")
+
+
+def _set(**values):
+    """Widget stand-ins for ``values``, plus the opening values of the other widgets defined
+    in the same cells."""
+    out = {}
+    for cell in WIDGET_CELLS:
+        if set(cell) & set(values):
+            now = {k: values.get(k, v) for k, v in cell.items()}
+            out.update({k: f"({k})" if v is LAYOUT
+                        else (lambda *_controls: "(controls)") if v is LAY_OUT
+                        else (lambda b=now["sweep_budget"]: b) if v is BUDGET
+                        else NS(value=v) for k, v in now.items()})
+    return out
+
+
+def run(**values):
+    """The lab with every prediction locked; widget names take plain values (see _set), any
+    other name its cell's result."""
+    widgets = {k: v for k, v in values.items() if any(k in cell for cell in WIDGET_CELLS)}
+    others = {k: v for k, v in values.items() if k not in widgets}
+    return app.run(defs={**PREDICTIONS, **_set(**widgets), **others})
 
 
 def shown(outputs) -> str:
@@ -148,20 +188,20 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
 # --- the failure state: a tile that spills, and backing out --------------------------------------
 
 def test_a_tile_too_big_spills_to_the_next_roof_and_recovers():
-    outputs, bad = run(gemm_tile_slider=NS(value=256))
+    outputs, bad = run(gemm_tile_slider=256)
     msg = shown(outputs)
     assert "The tile no longer fits: it spills to the next level." in msg
     assert "Shrink the tile to back out." in msg
     assert bad["tile_point"].spills == ("shared memory", "L2")
     assert bad["tile_point"].binding == "HBM"
-    outputs, good = run(gemm_tile_slider=NS(value=128))
+    outputs, good = run(gemm_tile_slider=128)
     assert "spills to the next level" not in shown(outputs)
     assert good["tile_point"].spills == () and good["tile_point"].home == "shared memory"
     assert good["tile_point"].attainable_tflops > bad["tile_point"].attainable_tflops
 
 
 def test_machines_without_hierarchy_data_say_so():
-    outputs, defs = run(machine_picker=NS(value="tpu-v5e"))
+    outputs, defs = run(machine_picker="tpu-v5e")
     text = shown(outputs)
     # the cause and a way out that works in this lab (a machine whose hierarchy can be drawn)
     assert defs["machine"] is None and "has no cache sizes for the Google TPU v5e" in text
@@ -172,38 +212,38 @@ def test_machines_without_hierarchy_data_say_so():
 
 
 def test_this_machine_before_measuring_asks_for_the_measurement():
-    outputs, defs = run(machine_picker=NS(value="measured"))
+    outputs, defs = run(machine_picker="measured")
     assert defs["machine"] is None
     assert "has not been measured yet: press the button in Part 1" in shown(outputs)
 
 
 def test_bad_widget_combinations_show_messages():
-    outputs, defs = run(gemm_tile_slider=NS(value=1024), gemm_n_slider=NS(value=512))
+    outputs, defs = run(gemm_tile_slider=1024, gemm_n_slider=512)
     assert "The cache tile T (1024) is larger than the matrix (N = 512): move T down" in shown(
         outputs)
-    outputs, defs = run(machine_picker=NS(value="reference"), register_picker=NS(value=64),
-                        tile_slider=NS(value=16))
+    outputs, defs = run(machine_picker="reference", register_picker=64,
+                        tile_slider=16)
     assert ("The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
             and "register_tile=" not in shown(outputs))
 
 
 def test_parts_2_and_3_have_their_own_tile_widgets():
     # a step in one part redraws only that part: Part 3 does not read Part 2's T and r
-    _, defs = run(tile_slider=NS(value=16), register_picker=NS(value=2))
+    _, defs = run(tile_slider=16, register_picker=2)
     assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
                                                        register_tile=64),
                                          H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
     assert defs["all_points"]["tiled GEMM"] == H.place(
         H.gemm_kernel(1024, 1024, 1024, "bf16", tile=16, register_tile=2),
         H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
-    outputs, defs = run(gemm_register_picker=NS(value=64), gemm_tile_slider=NS(value=16))
+    outputs, defs = run(gemm_register_picker=64, gemm_tile_slider=16)
     assert "The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
     assert defs["tile_point"] is None and not isinstance(defs["all_points"]["tiled GEMM"],
                                                          Exception)
 
 
 def test_the_reference_machine_is_a_cpu_hierarchy():
-    outputs, defs = run(machine_picker=NS(value="reference"), register_picker=NS(value=8))
+    outputs, defs = run(machine_picker="reference", register_picker=8)
     assert defs["machine"] == RM.as_hierarchy()
     assert defs["all_points"]["naive GEMM"].hierarchy.kind == "cpu"
     assert "cache_roofline" in defs
@@ -213,8 +253,8 @@ def test_the_reference_machine_is_a_cpu_hierarchy():
 
 def test_a_measurement_feeds_the_figure_the_comparison_and_parts_2_and_3(ledger_env):
     result = fake_run(l2_gbs=90.0, dram_gbs=15.0)
-    outputs, defs = run(hierarchy_run=result, machine_picker=NS(value="measured"),
-                        register_picker=NS(value=8))
+    outputs, defs = run(hierarchy_run=result, machine_picker="measured",
+                        register_picker=8)
     text = shown(outputs)
     fig = defs["staircase_figure"]
     assert fig.data[0].name.startswith("this machine (Test CPU)")
@@ -250,7 +290,7 @@ def fake_gpu_run(l2_gbs=7000.0, hbm_gbs=2800.0):
 def test_a_gpu_measurement_compares_l2_with_hbm_and_draws_the_driver_and_registry_sizes():
     result = fake_gpu_run()
     assert [p.name for p in result["levels"]] == ["L2", "HBM"]
-    outputs, defs = run(hierarchy_run=result, machine_picker=NS(value="measured"))
+    outputs, defs = run(hierarchy_run=result, machine_picker="measured")
     text = shown(outputs)
     assert "L2 plateau over its HBM plateau" in text and "2.5 ×" in text  # 7000 / 2800
     notes = str(defs["staircase_figure"].layout.annotations)
@@ -265,11 +305,60 @@ def test_a_gpu_measurement_compares_l2_with_hbm_and_draws_the_driver_and_registr
 def test_pressing_measure_without_torch_says_why(monkeypatch):
     monkeypatch.setattr(measure, "detect", lambda device=None: measure.DeviceInfo(
         "none", "no device", "torch is not installed: pip install -e '.[live]'"))
-    outputs, defs = run(sweep_button=NS(value=True))
+    outputs, defs = run(sweep_button=True)
     text = shown(outputs)
     assert defs["hierarchy_run"] is None
     assert "Live measurement is off" in text and "torch is not installed" in text
     assert "staircase_figure" in defs  # the recorded run stays on screen
+
+
+# --- what a widget step re-runs (issue 15) -------------------------------------------------------
+
+@pytest.mark.parametrize("widget", PANEL_WIDGETS)
+def test_a_widget_step_re_runs_no_cell_that_only_shows_it(widget):
+    # Each panel is laid out where its widgets are made and shown by a cell that names none of
+    # them. The machine picker, shared by Parts 2 and 3, is still named by the cells that make
+    # the register-tile pickers: a Machine step re-makes those pickers, and so both panels.
+    assert cells_that_only_show(app, widget) == []
+
+
+def test_the_panels_still_show_their_widgets_in_place():
+    outputs, _ = run()
+    texts = [visible_text(o) if o is not None else "" for o in outputs]
+
+    def cell_with(*labels):
+        return next(i for i, t in enumerate(texts) if all(lb in t for lb in labels))
+
+    cell_with("What your OS reports", "Measure the staircase on this machine",
+              "Time budget for the whole measurement (s)")
+    cell_with("Machine (Parts 2 and 3)", "Kernel", "Size N (matrix side", "Cache tile T (T × T; "
+              "flash", "Register tile r (r × r)")
+    part3 = cell_with("Machine (Parts 2 and 3)", "GEMM size N (N × N × N)",
+                      "Cache tile T (T × T)", "Register tile r (r × r)")
+    assert "lives in shared memory" in texts[part3 + 1]  # the tile's status, right under it
+
+
+def test_a_budget_step_re_runs_nothing_and_a_press_measures_within_the_budget(monkeypatch):
+    app._maybe_initialize()
+    graph = app._graph
+    makers = graph.definitions["sweep_budget"]
+    assert not [c.code for cid, c in graph.cells.items()
+                if "sweep_budget" in c.refs and cid not in makers]
+    _, defs = run()
+    defs["sweep_budget"]._update(40)  # a step in the page
+    assert defs["sweep_budget_s"]() == 40  # what a press reads is the budget on screen
+    seen = {}
+
+    def sweep(info, *, budget_s, progress):
+        seen.update(budget_s=budget_s, progress=progress)
+        return fake_run()["sweep"]
+
+    monkeypatch.setattr(measure, "detect", lambda device=None: fake_run()["info"])
+    monkeypatch.setattr(measure, "working_set_sweep", sweep)
+    monkeypatch.setattr(measure, "time_gemm", lambda *a, **k: NS(flops=2 * 512**3, min_s=1e-3))
+    _, defs = run(sweep_button=True, sweep_budget=40)
+    assert 37 < seen["budget_s"] <= 38 and callable(seen["progress"])  # 2 s kept for the GEMM
+    assert defs["hierarchy_run"]["sweep"].device == "Test CPU"
 
 
 # --- the ledger -----------------------------------------------------------------------------------
