@@ -1400,15 +1400,17 @@ def _(measure):
 
 
 @app.cell
-def _(measure, mo):
+def _(live, measure, mo):
     live_precision = mo.ui.dropdown(
         options={"auto: bf16 on a GPU, fp32 on a CPU": "auto",
                  **{p: p for p in measure.GEMM_PRECISIONS}},
         value="auto: bf16 on a GPU, fp32 on a CPU", label="Precision to measure")
     live_budget = mo.ui.slider(5, 120, step=5, value=20, label="Time budget (s)",
                                show_value=True)
+    # read at the press, so a settings step re-runs no measurement cell (issue 15)
+    live_settings = live.read_at_press(precision=live_precision, budget=live_budget)
     mo.hstack([live_precision, live_budget], justify="start", gap=2)
-    return live_budget, live_precision
+    return live_budget, live_precision, live_settings
 
 
 @app.cell
@@ -1424,15 +1426,15 @@ def _(
     LIVE_STREAM_MB,
     lab,
     live,
-    live_budget,
     live_button,
-    live_precision,
+    live_settings,
     measure,
     mo,
 ):
     mo.stop(not live_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     live_info = measure.detect()  # imports torch: only after the button is pressed
-    live_p = live_precision.value if live_precision.value != "auto" else (
+    _settings = live_settings()
+    live_p = _settings.precision if _settings.precision != "auto" else (
         "bf16" if live_info.kind == "cuda" else "fp32")
     _empirical = live_info.available and live_info.spec() is None  # predict from a measured roof
     _total = len(LIVE_SIZES) + (2 if _empirical else 0)
@@ -1441,13 +1443,13 @@ def _(
         ref, start = None, 0
         if _empirical:
             ref = measure.empirical_roofline(
-                live_info, precisions=[live_p], budget_s=live_budget.value / 3,
+                live_info, precisions=[live_p], budget_s=_settings.budget / 3,
                 stream_mb=LIVE_STREAM_MB,
                 progress=lambda d, t, label: progress(d, _total, f"this machine's roof: {label}"))
             start = 2
         rows = measure.sweep_square_gemm(
             LIVE_SIZES, live_p, device=live_info, reference=ref,
-            budget_s=live_budget.value * (2 / 3 if _empirical else 1),
+            budget_s=_settings.budget * (2 / 3 if _empirical else 1),
             progress=lambda d, t, label: progress(start + d, _total, label))
         return ref, rows
 

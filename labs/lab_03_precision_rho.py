@@ -1062,20 +1062,16 @@ def _(mo):
 
 
 @app.cell
-def _(PS, mo):
+def _(PS, live, mo):
     live_matrix = mo.ui.dropdown(
         PS.decode_gemv_shapes("llama-3-8b"), value="Q projection 4096×4096",
         label="Decode GEMV to time (Llama-3-8B matrix)")
-    live_matrix
-    return (live_matrix,)
-
-
-@app.cell
-def _(mo):
     live_budget = mo.ui.slider(steps=[5, 10, 20, 30, 60, 120], value=30, show_value=True,
                                label="Time budget for the whole measurement (s)")
-    live_budget
-    return (live_budget,)
+    # read at the press, so a settings step re-runs no measurement cell (issue 15)
+    live_settings = live.read_at_press(matrix=live_matrix, budget=live_budget)
+    mo.vstack([live_matrix, live_budget])
+    return live_budget, live_matrix, live_settings
 
 
 @app.cell
@@ -1100,9 +1096,8 @@ def _(
     LIVE_PEAK_PRECISIONS,
     LIVE_PEAK_SIZES,
     LIVE_STREAM_MB,
-    live_budget,
-    live_matrix,
     live_run,
+    live_settings,
     measure,
     mo,
     style,
@@ -1110,11 +1105,12 @@ def _(
     live_results = None  # always defined, so Part 3's table does not wait for a measurement
     if live_run.value:
         _info = measure.detect()  # imports torch: only after the button is pressed
+        _settings = live_settings()
         live_results = {"info": _info, "device": _info.name, "registry_key": _info.registry_key,
-                        "shape": tuple(live_matrix.value),
+                        "shape": tuple(_settings.matrix),
                         "error": None if _info.available else _info.message}
         _total = len(LIVE_PEAK_PRECISIONS or measure.GEMM_PRECISIONS) + 1 + 3  # bandwidth, GEMVs
-        _budget = float(live_budget.value)
+        _budget = float(_settings.budget)
 
         def _tick(done, total, label):  # measure reports once per finished step
             _bar.update(increment=1, subtitle=label[:120])
@@ -1128,7 +1124,7 @@ def _(
                         stream_mb=LIVE_STREAM_MB, budget_s=0.6 * _budget, progress=_tick)
                     _ref = _info.spec() or _emp.as_device()
                     _gemv = measure.sweep_gemv(
-                        {"decode": live_matrix.value}, ("fp16", "fp8", "int8"), device=_info,
+                        {"decode": _settings.matrix}, ("fp16", "fp8", "int8"), device=_info,
                         budget_s=0.4 * _budget, reference=_ref, progress=_tick)
                     live_results.update(emp=_emp, reference=_ref, gemv=_gemv, measured_s={
                         r["precision"]: r["measured_us"] * 1e-6 for r in _gemv

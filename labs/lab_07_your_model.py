@@ -143,7 +143,7 @@ def _(SCENARIO, device_error, device_picker, hardware, mo, style, tiny_models):
 
 
 @app.cell
-def _(mo):
+def _(live, mo):
     run_threads = mo.ui.dropdown(
         options={"1 thread (steady timings on a shared or busy machine)": 1,
                  "torch's default thread count": 0},
@@ -153,7 +153,9 @@ def _(mo):
     mo.vstack([mo.md("**Measuring on this machine** (each run button below; nothing runs "
                      "until you press one)"), mo.hstack([run_threads, run_budget],
                                                         justify="start", gap=2)])
-    return run_budget, run_threads
+    # read at each press, so a settings step re-runs no measurement cell (issue 15)
+    run_settings = live.read_at_press(budget=run_budget, threads=run_threads)
+    return run_budget, run_settings, run_threads
 
 
 @app.cell
@@ -388,11 +390,11 @@ def _(
     live,
     measure,
     mo,
-    run_budget,
-    run_threads,
+    run_settings,
 ):
     mo.stop(not decode_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     live_info = measure.detect()  # imports torch: only after the button is pressed
+    _settings = run_settings()
     _batches = (SCENARIO["small_batch"], SCENARIO["large_batch"])
 
     def _job(progress):
@@ -407,8 +409,9 @@ def _(
                 raise measure.DoesNotFit(f"{_e} Use Part 2 below instead: pick a smaller "
                                          "batch or context there and profile that.") from None
             out[b] = measure.profile_model(
-                model, inputs, device=live_info, budget_s=run_budget.value,
-                roofline_budget_s=LIVE["roofline_budget_s"], threads=run_threads.value or None,
+                model, inputs, device=live_info, budget_s=_settings.budget,
+                roofline_budget_s=LIVE["roofline_budget_s"],
+                threads=_settings.threads or None,
                 label=f"decode, batch {b}",
                 progress=lambda d, t, label, i=i: progress(i * 10 + min(d, 9), 20, label))
             del model, inputs
@@ -913,11 +916,11 @@ def _(
     live,
     measure,
     mo,
-    run_budget,
-    run_threads,
+    run_settings,
 ):
     mo.stop(not case_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     case_info = measure.detect()
+    _settings = run_settings()
     _block, _phase = case_picker.value
 
     def _job(progress):
@@ -930,8 +933,9 @@ def _(
             raise measure.DoesNotFit(f"{_e} Lower the batch or the context above and press "
                                      "the button again.") from None
         return measure.profile_model(
-            model, inputs, device=case_info, budget_s=run_budget.value,
-            roofline_budget_s=LIVE["roofline_budget_s"], threads=run_threads.value or None,
+            model, inputs, device=case_info, budget_s=_settings.budget,
+            roofline_budget_s=LIVE["roofline_budget_s"],
+            threads=_settings.threads or None,
             label=f"{_block} {_phase}, batch {case_batch.value}, context {case_context.value}",
             progress=progress)
 
@@ -1138,8 +1142,7 @@ def _(
     live,
     measure,
     mo,
-    run_budget,
-    run_threads,
+    run_settings,
     tiny_models,
 ):
     mo.stop(not change_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
@@ -1147,12 +1150,13 @@ def _(
     _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=LIVE["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     _change = change_picker.value
-    _threads = run_threads.value or None
+    _settings = run_settings()
+    _threads = _settings.threads or None
 
     def _profile(case, progress, offset):
         model, inputs = measure.builtin_case("decoder", device=change_info, **case)
         return measure.profile_model(
-            model, inputs, device=change_info, budget_s=run_budget.value, threads=_threads,
+            model, inputs, device=change_info, budget_s=_settings.budget, threads=_threads,
             roofline_budget_s=LIVE["roofline_budget_s"], progress=lambda d, t, label:
             progress(offset + min(d, 9), 20, label),
             label=f"{case['precision']}, batch {case['batch']}, {case['attention']} attention")
@@ -1166,7 +1170,7 @@ def _(
             model, inputs = measure.builtin_case("decoder", device=change_info, **_base)
             progress(1, 20, "compiling (the first call; a minute or more)")
             timed = measure.time_compiled(model, inputs, device=change_info,
-                                          budget_s=run_budget.value, threads=_threads)
+                                          budget_s=_settings.budget, threads=_threads)
             return {"change": _change, "ratio": timed["ratio"], "compile_s": timed["compile_s"],
                     "old_s": timed["eager_s"], "new_s": timed["compiled_s"], "profiles": None,
                     "threads": timed["eager"].threads}

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import formulas, measure, quiz, roofline
+from labs.core.measure import live
 from notebook_support import choice, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_01_memory_wall.py"
@@ -201,8 +202,11 @@ def test_tiny_cpu_sweep_plots_measured_points_and_records_a_result(env, app, mon
     pytest.importorskip("torch")
     cpu = measure.detect("cpu")  # the CPU even where a GPU exists: tiny and quick
     monkeypatch.setattr(measure, "detect", lambda *a, **k: cpu)
-    tiny = dict(PRESSED, LIVE_SIZES=(64, 128), LIVE_STREAM_MB=4,
-                live_budget=SimpleNamespace(value=2), live_precision=SimpleNamespace(value="auto"))
+    settings = {"live_budget": SimpleNamespace(value=2),  # the settings cell's names
+                "live_precision": SimpleNamespace(value="auto")}
+    settings["live_settings"] = live.read_at_press(precision=settings["live_precision"],
+                                                   budget=settings["live_budget"])
+    tiny = dict(PRESSED, LIVE_SIZES=(64, 128), LIVE_STREAM_MB=4, **settings)
     outputs, defs = app.run(defs=tiny)
     assert defs["live_p"] == "fp32"  # auto on a CPU
     rows = defs["live_rows"]

@@ -12,6 +12,7 @@ import pytest
 
 from labs.core import measure, quiz, roofline
 from labs.core import precision_study as PS
+from labs.core.measure import live as live_reader
 from notebook_support import choice, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_03_precision_rho.py"
@@ -229,8 +230,10 @@ def test_live_tiny_cpu_measurement(env, app):
     pytest.importorskip("torch")
     # tiny sizes so the real measurement path runs in a few seconds on a CPU
     tiny = {"LIVE_PEAK_SIZES": (64, 128), "LIVE_STREAM_MB": 4, "LIVE_PEAK_PRECISIONS": ("fp32",)}
-    outputs, defs = app.run(defs=dict(tiny, **_ns(live_run=True, live_budget=1.0,
-                                                  live_matrix=(128, 256))))
+    settings = _ns(live_budget=1.0, live_matrix=(128, 256))  # the settings cell's names
+    settings["live_settings"] = live_reader.read_at_press(matrix=settings["live_matrix"],
+                                                          budget=settings["live_budget"])
+    outputs, defs = app.run(defs=dict(tiny, **settings, **_ns(live_run=True)))
     live = defs["live_results"]
     assert live["error"] is None, live["error"]
     assert "fp16" in live["measured_s"] or "int8" in live["measured_s"]

@@ -14,7 +14,7 @@ from test_failure_messages import problems
 from widget_sweep import failures
 
 from labs.core import measure, quiz, tiny_models
-from labs.core.measure import opcost
+from labs.core.measure import live, opcost
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_07_your_model.py"
 ITEMS = ("lab07.dominant_b1", "lab07.dominant_b64", "lab07.memory_share",
@@ -45,10 +45,17 @@ def _ns(**values):
     return {k: SimpleNamespace(value=v) for k, v in values.items()}
 
 
+def _run_settings(budget, threads):
+    """The settings cell's names: its two widgets and the reader the measurement cells call."""
+    widgets = _ns(run_budget=budget, run_threads=threads)
+    return {**widgets, "run_settings": live.read_at_press(budget=widgets["run_budget"],
+                                                          threads=widgets["run_threads"])}
+
+
 #: Every run button pressed, with settings that run in seconds on a shared 2-core machine.
-TINY = {"LIVE": {"context": 64, "roofline_budget_s": 0.4},
-        **_ns(decode_button=True, case_button=True, change_button=True, run_budget=0.3,
-              run_threads=1, case_picker=("decoder", "prefill"), case_batch=1, case_context=64,
+TINY = {"LIVE": {"context": 64, "roofline_budget_s": 0.4}, **_run_settings(0.3, 1),
+        **_ns(decode_button=True, case_button=True, change_button=True,
+              case_picker=("decoder", "prefill"), case_batch=1, case_context=64,
               case_attention="math")}
 
 

@@ -769,6 +769,16 @@ def test_gated_run_stops_until_pressed_and_shows_errors():
     assert live.gated_run(SimpleNamespace(value=True), job, total=2, title="t") == "done"
 
 
+def test_read_at_press_gives_the_widgets_values_as_they_are_now():
+    budget = mo.ui.slider(steps=[5, 10, 20], value=10, label="Time budget (s)")
+    threads = mo.ui.dropdown({"one": 1, "default": 0}, value="one", label="Threads")
+    settings = live.read_at_press(budget=budget, threads=threads)
+    assert (settings().budget, settings().threads) == (10, 1)
+    budget._update(2)  # marimo sets a step's value on the same object, re-running no cell
+    threads._update(["default"])
+    assert (settings().budget, settings().threads) == (20, 0)
+
+
 def test_bar_progress_increments_by_what_was_done():
     updates = []
     bar = SimpleNamespace(update=lambda increment, subtitle: updates.append((increment, subtitle)))

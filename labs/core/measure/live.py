@@ -19,6 +19,7 @@ False until a person presses it.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Callable, Mapping, Sequence, TypeVar
 
 import marimo as mo
@@ -103,6 +104,18 @@ def run_if_pressed(button, job: Callable[[measure.Progress], T], *, total: int, 
             return job(_bar_progress(bar)), None
     except (measure.MeasureError, ValueError, KeyError) as e:
         return None, style.error_callout(str(e).strip("'\""))
+
+
+def read_at_press(**widgets) -> Callable[[], SimpleNamespace]:
+    """A function giving the widgets' values as they are now: ``settings().budget``.
+
+    A measurement cell that names its settings widgets re-runs on every step of them, which
+    (the button reset by then) throws a finished measurement away, and costs a browser step
+    every cell below (issue 15). Made in the settings' own cell and called inside the job, it
+    reads them at the press instead, and the measurement cell names no widget but its button."""
+    def settings() -> SimpleNamespace:
+        return SimpleNamespace(**{name: w.value for name, w in widgets.items()})
+    return settings
 
 
 def _bar_progress(bar) -> measure.Progress:
