@@ -22,10 +22,12 @@ Measures per notebook:
   figure element arriving (``all sent``) and to the last figure drawn (``all drawn``: each is
   scrolled into view once the page is quiet, as plotly draws only what is visible);
 * **redraw** for every slider (``[role=slider]``) and dropdown (``select``) outside the
-  prediction forms: ``--steps`` keyboard steps (arrow keys; back at the end of the range),
-  each timed from the key press to the last DOM change inside any figure, waiting until the
-  figures are quiet for ``QUIET_MS``. A step that changes no figure within ``NO_REDRAW_MS`` is
-  counted as "no redraw" and left out of the percentiles. Beside it, the split of each step:
+  prediction forms, once per marimo element (a widget that several cells show is one
+  element, stepped at its first visible copy): ``--steps`` keyboard steps (arrow keys; back
+  at the end of the range), each timed from the key press to the last DOM change inside any
+  figure, waiting until the figures are quiet for ``QUIET_MS``. A step that changes no
+  figure within ``NO_REDRAW_MS`` is counted as "no redraw" and left out of the percentiles.
+  Beside it, the split of each step:
   key press -> message sent (frontend), sent -> last message received (kernel + websocket),
   last message -> last figure change (marimo's output render + plotly);
 * the **floor** notebook (``benchmarks/floor_notebook.py``): the same steps on a cell with no
@@ -133,10 +135,25 @@ INIT_JS = r"""
 })();
 """.replace("__PRELOAD_CLASS__", PRELOAD_CLASS)
 
-#: Sliders and dropdowns a student moves, outside the prediction forms (``<form>``).
+#: Sliders and dropdowns a student moves, outside the prediction forms (``<form>``), each
+#: with the object-id of its ``<marimo-ui-element>`` (``oid``: copies of one element shown by
+#: several cells share it) and ``hidden: true`` where it is not visible.
 WIDGETS_JS = r"""
 () => {
   const out = [];
+  // The nearest text before an element in its tree, outside widgets: names a widget that has
+  // no label (Lab 4's chain slots, an array shown by .hstack(), which drops the array's label).
+  const textBefore = (start) => {
+    const tw = document.createTreeWalker(start.getRootNode(), NodeFilter.SHOW_TEXT);
+    tw.currentNode = start;
+    while (tw.previousNode()) {
+      const p = tw.currentNode.parentElement;
+      if (p && p.closest('marimo-ui-element, select, script, style')) continue;
+      const t = tw.currentNode.textContent.replace(/\s+/g, ' ').trim();
+      if (t) return t;
+    }
+    return '';
+  };
   const walk = (root) => {
     for (const el of root.querySelectorAll('*')) {
       if (el.shadowRoot) walk(el.shadowRoot);
@@ -146,13 +163,16 @@ WIDGETS_JS = r"""
       const isSearch = el.tagName === 'BUTTON' && el.getAttribute('aria-haspopup') === 'dialog'
         && (el.getRootNode().host || {}).tagName === 'MARIMO-DROPDOWN';
       if (!isSlider && !isSelect && !isSearch) continue;
-      let inForm = false;
+      let inForm = false, ui = null;
       for (let n = el; n; n = n.parentNode || n.host) {
         if (n.tagName === 'FORM' || n.tagName === 'MARIMO-FORM') { inForm = true; break; }
+        if (!ui && n.tagName === 'MARIMO-UI-ELEMENT') ui = n;
       }
       if (inForm || el.disabled) continue;
       const id = 'bench-w' + out.length;
       el.setAttribute('data-bench-id', id);
+      const kind = isSlider ? 'slider' : isSelect ? 'dropdown' : 'searchable dropdown';
+      const oid = ui ? ui.getAttribute('object-id') : null;
       // marimo's widget element (<marimo-slider>, <marimo-dropdown>) carries its label
       let label = el.getAttribute('aria-label') || '';
       for (let n = el; n && !label; n = n.parentNode || n.host) {
@@ -162,14 +182,49 @@ WIDGETS_JS = r"""
           label = d.textContent.trim();
         }
       }
-      out.push({id, kind: isSlider ? 'slider' : isSelect ? 'dropdown' : 'searchable dropdown',
-                label: label.slice(0, 60)});
+      if (!label) {
+        const before = textBefore(ui || el).slice(0, 30);
+        label = before ? `${kind} after '${before}' (${oid})` : `(unlabelled ${kind}, ${oid})`;
+      }
+      const w = {id, kind, label: label.slice(0, 60), oid};
+      if (!(el.checkVisibility ? el.checkVisibility() : el.getClientRects().length)) w.hidden = true;
+      out.push(w);
     }
   };
   walk(document);
   return out;
 }
 """
+
+
+def distinct_widgets(widgets: list[dict]) -> list[tuple[int, dict]]:
+    """(index on the page, widget) once per marimo element: a widget shown by several cells
+    is one element (one object-id), stepped once, at its first visible copy; ``copies`` says
+    in how many places it is shown. A widget without an object-id counts as its own."""
+    groups: dict = {}
+    for i, w in enumerate(widgets):
+        groups.setdefault(w.get("oid") or ("no oid", i), []).append(i)
+    out = []
+    for group in groups.values():
+        i = next((i for i in group if not widgets[i].get("hidden")), group[0])
+        out.append((i, {**widgets[i], "copies": len(group)}))
+    return out
+
+
+def choose_widget(now: list[dict], index: int, w: dict) -> dict | None:
+    """Widget ``w`` (found at ``index`` before) among the page's widgets ``now``: by its
+    object-id (stable across a re-run of the cell that made it: cell id + counter), at its
+    old place or its first visible copy; else by place, label and kind; else the first with
+    its label and kind (a label shown twice may pick the wrong one); None when gone."""
+    same_oid = [i for i, x in enumerate(now) if w.get("oid") and x.get("oid") == w["oid"]]
+    if same_oid:
+        i = index if index in same_oid else next(
+            (i for i in same_oid if not now[i].get("hidden")), same_oid[0])
+        return now[i]
+    named = lambda x: (x["label"], x["kind"]) == (w["label"], w["kind"])  # noqa: E731
+    if index < len(now) and named(now[index]):
+        return now[index]
+    return next((x for x in now if named(x)), None)
 
 
 def cannot_run() -> bool:
@@ -315,13 +370,10 @@ def _rediscover(page, index: int, w: dict) -> dict:
         if now - last > 1000:
             break
         page.wait_for_timeout(100)
-    now = page.evaluate(WIDGETS_JS)
-    if index < len(now) and (now[index]["label"], now[index]["kind"]) == (w["label"], w["kind"]):
-        return now[index]
-    same = [x for x in now if (x["label"], x["kind"]) == (w["label"], w["kind"])]
-    if same:
-        return same[0]
-    raise RuntimeError(f"widget {w['label']!r} is gone from the page")
+    found = choose_widget(page.evaluate(WIDGETS_JS), index, w)
+    if found is None:
+        raise RuntimeError(f"widget {w['label']!r} is gone from the page")
+    return {**found, "copies": w.get("copies", 1)}
 
 
 _OPTIONS_JS = """() => { const o = Array.from(document.querySelectorAll('[role=option]'));
@@ -464,9 +516,8 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
     try:
         with _served(path, tree) as url, _page(browser, url) as (page, opened):
             row.update(opened)
-            widgets = page.evaluate(WIDGETS_JS)
             row["widgets"], all_samples = [], []
-            for i, w in enumerate(widgets):
+            for i, w in distinct_widgets(page.evaluate(WIDGETS_JS)):
                 if only and not any(o in w["label"] for o in only):
                     continue
                 key = "lastPlot"
@@ -661,6 +712,13 @@ def _replayed(rows) -> str:
             f"{_span([r.get('p95_ms') for r in reps], '.0f')}")
 
 
+def _shown(widgets) -> str:
+    """' (shown in N places)' where the page shows one widget in several cells; '' else
+    (and for rows saved before ``copies`` was kept)."""
+    n = max((w.get("copies", 1) for w in widgets), default=1)
+    return f" (shown in {n} places)" if n > 1 else ""
+
+
 def _widget_rows(runs: list[dict]) -> dict[tuple, list[tuple[dict, dict]]]:
     """(notebook, label, n) -> [(widget, its reference), ...] over the runs, for every widget
     that redrew a figure; a label twice in a lab is kept apart by its order on the page."""
@@ -719,7 +777,7 @@ def widget_table(runs: list[dict]) -> str:
                if w.get("p50_ms") is not None and r.get("p50_ms") is not None]
         ratio = [_ratio(r.get("p95_ms"), ref.get("p95_ms")) for r, (_w, ref) in zip(reps, pairs)]
         lines.append(
-            f"| {notebook} | {label} | "
+            f"| {notebook} | {label}{_shown(ws)} | "
             f"{_span([w['figures_changed'] / w['steps'] for w in ws], '.1f')} | "
             f"{_span([w.get('p50_ms') for w in ws], '.0f')} / "
             f"{_span([w.get('p95_ms') for w in ws], '.0f')} | "
@@ -772,7 +830,7 @@ def widget_lines(runs: list[dict]) -> list[str]:
                                          f"{_f(w['replay'].get('p50_ms'), '.0f')} / p95 "
                                          f"{_f(w['replay'].get('p95_ms'), '.0f')} ms"
                                          if w.get("replay") else ""))
-            out.append(f"  {lab['notebook']} {w['kind']} '{w['label']}': {what}")
+            out.append(f"  {lab['notebook']} {w['kind']} '{w['label']}'{_shown([w])}: {what}")
     return out
 
 

@@ -361,3 +361,62 @@ def test_report_prints_a_kept_browser_run_again(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(SystemExit):
         B.main(["--report", str(tmp_path / "bad.json")])
+
+
+def _w(oid, label="w", hidden=False, kind="slider"):
+    w = {"id": f"bench-{oid}", "kind": kind, "label": label, "oid": oid}
+    return {**w, "hidden": True} if hidden else w
+
+
+def test_a_widget_shown_by_several_cells_is_stepped_once():
+    # Lab 2 shows its widgets in four places: one marimo element (object-id) is one widget,
+    # stepped at its first visible copy; the row keeps how many places show it
+    page = [_w("a-0", "Device"), _w("a-1", "Context"), _w("b-0", "N", hidden=True),
+            _w("a-0", "Device"), _w("a-1", "Context"), _w("b-0", "N"), _w("c-0", "T"),
+            _w(None, "no oid"), _w(None, "no oid")]
+    got = BB.distinct_widgets(page)
+    assert [i for i, _w_ in got] == [0, 1, 5, 6, 7, 8]  # b-0: its first visible copy
+    assert [w["copies"] for _i, w in got] == [2, 2, 2, 1, 1, 1]
+    assert got[2][1]["oid"] == "b-0" and "hidden" not in got[2][1]
+    assert [i for i, _w_ in BB.distinct_widgets([_w("h", hidden=True)] * 2)] == [0]
+
+
+def test_a_widget_is_found_again_by_its_object_id_before_its_label():
+    # two sliders share a label (Lab 5: "Register tile r", once per part): the second is
+    # found by its object-id even when the page's order changed, not as "the first T"
+    second = _w("y-0", "T")
+    now = [_w("n-0", "N"), _w("x-0", "T"), _w("y-0", "T")]
+    assert BB.choose_widget(now, 2, second) is now[2]
+    assert BB.choose_widget(now[::-1], 2, second) is now[::-1][0]
+    # several copies: the one at its old place, else its first visible copy
+    copies = [_w("y-0", "T", hidden=True), _w("x-0", "T"), _w("y-0", "T"), _w("y-0", "T")]
+    assert BB.choose_widget(copies, 3, second) is copies[3]
+    assert BB.choose_widget(copies, 1, second) is copies[2]
+    # a row without an object-id (a page older than the oid): place and label, then label
+    old = {"id": "bench-w2", "kind": "slider", "label": "T"}
+    assert BB.choose_widget(now, 2, old) is now[2]
+    assert BB.choose_widget(now, 0, old) is now[1]
+    assert BB.choose_widget(now, 2, {**old, "label": "gone"}) is None
+
+
+def test_a_widget_shown_in_several_places_says_so_in_the_report():
+    w, ref = _pair(90, 60)
+    runs = [{"floor": None, "pairs": [(ref, {**_brow("lab_a.py", 4, 80, 90), "widgets": [
+        {**w, "label": "Device", "copies": 4}, {**w, "label": "N", "copies": 1},
+        {**w, "label": "old row"}]})]}]  # a row saved before copies was kept
+    text = BB.widget_table(runs)
+    assert "| lab_a.py | Device (shown in 4 places) |" in text
+    assert "| lab_a.py | N |" in text and "| lab_a.py | old row |" in text
+    lines = BB.widget_lines(runs)
+    assert "'Device' (shown in 4 places):" in lines[0] and "'N':" in lines[1]
+
+
+def test_report_reads_a_results_file_written_before_object_ids():
+    kept = BENCH.parent / "results" / "browser-quiet-2026-11-24.json"
+    if not kept.exists():
+        pytest.skip(f"{kept.name} is not in this checkout")
+    runs = json.loads(kept.read_text(encoding="utf-8"))["runs"]
+    assert not any("oid" in w for run in runs for _ref, lab in run["pairs"]
+                   for w in lab.get("widgets", []))
+    assert "| notebook |" in BB.widget_summary(runs) and "| notebook |" in BB.widget_table(runs)
+    assert BB.widget_lines(runs)

@@ -1,6 +1,7 @@
 """Smoke test of the benchmark's browser mode (benchmarks/bench_browser.py, issue 15): on the
 floor notebook it sees the figure drawn, times a slider step to the redrawn figure, and
-replays each widget's figure changes alone (benchmarks/replay_notebook.py)."""
+replays each widget's figure changes alone (benchmarks/replay_notebook.py); on a small
+notebook, it steps a widget shown in two places once and tells same-labelled widgets apart."""
 
 from __future__ import annotations
 
@@ -15,9 +16,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_browser.py"
 
 
 def test_browser_mode_times_first_figure_and_a_redraw(browser):
-    spec = importlib.util.spec_from_file_location("bench_browser", BENCH)
-    bb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bb)
+    bb = _bench_browser()
     row = bb.bench_notebook(browser, bb.FLOOR_NOTEBOOK, steps=2, floor=True, replay=True)
     assert "error" not in row, row.get("error")
     assert row["figures"] == row["figures_drawn"] == 9
@@ -48,6 +47,71 @@ def test_browser_mode_times_first_figure_and_a_redraw(browser):
         assert [s["figures_mounted"] for s in replay["samples"]] == [0, 0], label
     assert "replay" not in by_label["empty cell"] and "replay" not in by_label["text output"]
     assert row["replay"]["redraws"] == 6
+
+
+#: A widget shown by two cells (a, t1), two sliders with one label (T), one of them made anew
+#: by every step of a (the same object-id, a new element), and a dropdown with no label.
+COPIES_NOTEBOOK = """
+import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import marimo as mo
+    import plotly.graph_objects as go
+    return go, mo
+
+
+@app.cell
+def _(mo):
+    a = mo.ui.slider(1, 3, value=1, label="a")
+    pick = mo.ui.dropdown(["x", "y"], value="x")
+    return a, pick
+
+
+@app.cell
+def _(a, mo):
+    t1 = mo.ui.slider(0, a.value + 3, value=1, label="T")
+    t2 = mo.ui.slider(0, 3, value=2, label="T")
+    return t1, t2
+
+
+@app.cell
+def _(a, go, mo, pick, t1, t2):
+    mo.vstack([mo.md("Pick one"), pick, a, t1, t2,
+               go.Figure(go.Scatter(y=[a.value, t1.value, t2.value, pick.value == "y"]))])
+    return
+
+
+@app.cell
+def _(a, mo, t1):
+    mo.hstack([a, t1])
+    return
+"""
+
+
+def test_browser_mode_steps_each_widget_once_and_tells_same_labels_apart(browser, tmp_path):
+    bb = _bench_browser()
+    notebook = tmp_path / "copies_notebook.py"
+    notebook.write_text(COPIES_NOTEBOOK)
+    row = bb.bench_notebook(browser, notebook, steps=1)
+    assert "error" not in row, row.get("error")
+    rows = row["widgets"]
+    assert [(w["kind"], w["label"][:21], w["copies"]) for w in rows] == [
+        ("dropdown", "dropdown after 'Pick ", 1), ("slider", "a", 2), ("slider", "T", 2),
+        ("slider", "T", 1)]
+    assert len({w["oid"] for w in rows}) == 4 and rows[0]["oid"] in rows[0]["label"]
+    # each stepped and redrew the figure, the second T too (not the first T found again)
+    assert all("error" not in w and w["redraws"] == w["steps"] == 1 for w in rows), rows
+
+
+def _bench_browser():
+    spec = importlib.util.spec_from_file_location("bench_browser", BENCH)
+    bb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bb)
+    return bb
 
 
 def test_plotly_react_benchmark_times_every_figure_of_a_notebook(browser):
