@@ -198,16 +198,11 @@ def _(live, mo):
     sweep_budget = mo.ui.slider(10, 60, step=5, value=25, show_value=True,
                                 label="Time budget for the whole measurement (s)")
     sweep_button = live.run_button("Measure the staircase on this machine")
-    # Laid out here, where the widgets are made (issue 15). The measurement cell reads the
-    # budget through sweep_budget_s() when the button is pressed: naming the slider there would
-    # re-run it, and every cell below that uses its result, on each budget step.
+    # Laid out here, where the widgets are made, and the budget read at the press through
+    # sweep_settings(): a budget step re-runs no cell (issue 15).
     sweep_controls = mo.hstack([sweep_button, sweep_budget], justify="start", gap=2)
-
-    def sweep_budget_s():
-        """The time budget (s) the slider shows now."""
-        return sweep_budget.value
-
-    return sweep_budget, sweep_budget_s, sweep_button, sweep_controls
+    sweep_settings = live.read_at_press(budget=sweep_budget)
+    return sweep_budget, sweep_button, sweep_controls, sweep_settings
 
 
 @app.cell
@@ -230,13 +225,13 @@ def _(measure, mo, quiz, staircase_prediction, style, sweep_controls):
 
 
 @app.cell
-def _(live, measure, staircase_prediction, sweep_budget_s, sweep_button, time):
+def _(live, measure, staircase_prediction, sweep_button, sweep_settings, time):
     # The measurement: only after a press (never on open or export). Not stopped when idle,
     # so the figure of the recorded run below stays on screen.
     def _job(progress):
         _t0 = time.perf_counter()
         _info = measure.detect()
-        _left = max(sweep_budget_s() - (time.perf_counter() - _t0) - 2.0, 5.0)
+        _left = max(sweep_settings().budget - (time.perf_counter() - _t0) - 2.0, 5.0)
         _sweep = measure.working_set_sweep(_info, budget_s=_left, progress=progress)
         _levels = measure.hierarchy_levels(_sweep) if len(_sweep.measured) > 1 else []
         _prec = "bf16" if _info.kind == "cuda" else "fp32"

@@ -13,6 +13,7 @@ import pytest
 
 from labs.core import hierarchy as H
 from labs.core import measure, quiz
+from labs.core.measure import live
 from labs.core import quantization as Q
 from labs.core import reference_machine as RM
 from labs.core import staircase as S
@@ -50,7 +51,7 @@ def ledger_env(tmp_path, monkeypatch):
 #: A widget cell's layout of its widgets (shown by a cell that names no widget), and a function
 #: that lays them out with widgets made elsewhere: overridden with plain stand-ins.
 LAYOUT, LAY_OUT = object(), object()
-#: The budget reader of the measurement's widget cell: overridden to return the budget given.
+#: The settings reader of the measurement's widget cell: overridden to read the budget given.
 BUDGET = object()
 
 #: Each widget cell's names with their opening values: overriding one widget of a cell means
@@ -58,7 +59,7 @@ BUDGET = object()
 WIDGET_CELLS = (
     {"machine_picker": "a100-sxm-80gb"},
     {"sweep_budget": 25, "sweep_button": False, "sweep_controls": LAYOUT,
-     "sweep_budget_s": BUDGET},
+     "sweep_settings": BUDGET},
     {"kernel_picker": "naive GEMM", "size_slider": 1024, "tile_slider": 64,
      "lay_out_kernel_controls": LAY_OUT},
     {"register_picker": 64, "kernel_controls": LAYOUT},
@@ -78,7 +79,8 @@ def _set(**values):
             now = {k: values.get(k, v) for k, v in cell.items()}
             out.update({k: f"({k})" if v is LAYOUT
                         else (lambda *_controls: "(controls)") if v is LAY_OUT
-                        else (lambda b=now["sweep_budget"]: b) if v is BUDGET
+                        else live.read_at_press(budget=NS(value=now["sweep_budget"]))
+                        if v is BUDGET
                         else NS(value=v) for k, v in now.items()})
     return out
 
@@ -346,7 +348,7 @@ def test_a_budget_step_re_runs_nothing_and_a_press_measures_within_the_budget(mo
                 if "sweep_budget" in c.refs and cid not in makers]
     _, defs = run()
     defs["sweep_budget"]._update(40)  # a step in the page
-    assert defs["sweep_budget_s"]() == 40  # what a press reads is the budget on screen
+    assert defs["sweep_settings"]().budget == 40  # what a press reads is the budget on screen
     seen = {}
 
     def sweep(info, *, budget_s, progress):
