@@ -260,34 +260,31 @@ def _(
 
 
 @app.cell
-def _(F, FU, NO_OP, OP_OPTIONS, mo):
+def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
     _defaults = [F.ELEMENTWISE[k].label for k in FU.DEFAULT_CHAIN]
     chain_slots = mo.ui.array(
         [mo.ui.dropdown(OP_OPTIONS, value=(_defaults + [NO_OP] * 6)[i]) for i in range(6)],
         label="Chain, in order (pick — to leave a slot empty)")
-    return (chain_slots,)
-
-
-@app.cell
-def _(mo):
     kernels_slider = mo.ui.slider(1, 6, value=4, show_value=True,
                                   label="Kernels (ops split into contiguous groups)")
-    return (kernels_slider,)
-
-
-@app.cell
-def _(SIZE_STEPS, mo):
     size_slider = mo.ui.slider(steps=SIZE_STEPS, value=100_000_000, show_value=True,
                                label="Tensor size (elements, log steps)")
-    return (size_slider,)
-
-
-@app.cell
-def _(R, style):
     # A text box: a value out of range is refused with a message, never clamped in silence.
     overhead_us = style.NumberBox(R.DEFAULT_LAUNCH_OVERHEAD_US, lo=0.5, hi=100, units="µs",
                                   label="Launch overhead per kernel (µs)")
-    return (overhead_us,)
+    # Laid out here, where the widgets are made: the panel that shows these names none of
+    # them but the overhead box, so a step re-runs only the cells that read a value (issue 15).
+    chain_controls = mo.vstack([chain_slots.hstack(),
+                                mo.hstack([kernels_slider, overhead_us], justify="start")])
+    size_control = mo.vstack([size_slider])
+    return (
+        chain_controls,
+        chain_slots,
+        kernels_slider,
+        overhead_us,
+        size_control,
+        size_slider,
+    )
 
 
 @app.cell
@@ -333,20 +330,11 @@ def _(
 
 
 @app.cell
-def _(
-    chain_slots,
-    kernels_slider,
-    mo,
-    overhead_us,
-    quiz,
-    size_slider,
-    speedup_prediction,
-    style,
-):
+def _(chain_controls, mo, overhead_us, quiz, size_control, speedup_prediction, style):
     mo.stop(speedup_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the fusion instrument."))
-    mo.vstack([chain_slots.hstack(), mo.hstack([kernels_slider, overhead_us], justify="start"),
-               style.input_messages(overhead_us), size_slider])
+    # The message under the overhead box reads what was typed, so it is built here.
+    mo.vstack([chain_controls, style.input_messages(overhead_us), size_control])
     return
 
 
@@ -571,16 +559,15 @@ def _(
 
 
 @app.cell
-def _(FU, chain_groups, chain_ops, device, overhead_us, precision_picker, student_error):
-    # Overhead-regime figures for the chain of Part 1 (unfused, chosen grouping, fused).
+def _(FU, chain_ops, device, overhead_us, precision_picker, student_error):
+    # Overhead regime of the chain of Part 1, unfused and fused. Part 1's grouping is added by
+    # the figure alone, so a Kernels step does not re-run the metrics (issue 15).
     try:
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
                    launch_overhead_us=overhead_us.value)
         _n = len(chain_ops)
         overhead_groupings = {f"unfused ({_n} kernels)": None,
                               "fused (1 kernel)": [list(range(_n))]}
-        if chain_groups is not None and 1 < len(chain_groups) < _n:
-            overhead_groupings[f"your grouping ({len(chain_groups)} kernels)"] = chain_groups
         overhead_crossovers = {k: FU.chain_overhead_crossover(device, g, **_kw)
                                for k, g in overhead_groupings.items()}
         overhead_kernel_crossovers = [x for g in overhead_groupings.values()
@@ -645,6 +632,7 @@ def _(
 def _(
     FU,
     TINY_N,
+    chain_groups,
     chain_ops,
     device,
     figures,
@@ -664,17 +652,24 @@ def _(
     mo.stop(tiny_prediction is None or overhead_error is not None)
     _kw = dict(ops=chain_ops, precision=precision_picker.value,
                launch_overhead_us=overhead_us.value)
+    _groups, _crossovers = dict(overhead_groupings), dict(overhead_crossovers)
+    _kernel_crossovers = list(overhead_kernel_crossovers)
+    if chain_groups is not None and 1 < len(chain_groups) < len(chain_ops):  # Part 1's grouping
+        _yours = f"your grouping ({len(chain_groups)} kernels)"
+        _groups[_yours] = chain_groups
+        _crossovers[_yours] = FU.chain_overhead_crossover(device, chain_groups, **_kw)
+        _kernel_crossovers += FU.kernel_crossovers(device, chain_groups, **_kw)
     _sizes = np.geomspace(1e2, 1e9, 71)
     _colors = [style.COLORS["memory"], style.COLORS["ok"], style.COLORS["compute"]]
     _dashes = ["solid", "dash", "dot"]
     _series, _markers = [], []
-    for (_name, _g), _c, _d in zip(overhead_groupings.items(), _colors, _dashes):
+    for (_name, _g), _c, _d in zip(_groups.items(), _colors, _dashes):
         _series.append((_name, _sizes, FU.chain_time_curve(_sizes, device, _g, **_kw) * 1e6,
                         _c, _d))
     for _n, _tag in ((TINY_N, "1,000"), (size_slider.value, "your size")):
         _t = FU.chain_time_curve([_n], device, None, **_kw)[0] * 1e6
         _markers.append((f"{_tag}, unfused", _n, _t, _colors[0]))
-    _lo, _hi = min(overhead_kernel_crossovers), max(overhead_kernel_crossovers)
+    _lo, _hi = min(_kernel_crossovers), max(_kernel_crossovers)
     _big = FU.chain_timing(10**9, device, None, **_kw).regime
     overhead_figure = figures.loglog_lines_figure(
         _series, markers=_markers,
@@ -682,7 +677,7 @@ def _(
               f"(launch overhead {overhead_us.value:g} µs per kernel)",
         x_title="Tensor size (elements)", y_title="Chain time, lower bound (µs)",
         vlines=[(x, f"{k.split(' (')[0]}: {quiz.format_value(x)}", c)
-                for (k, x), c in zip(overhead_crossovers.items(), _colors)],
+                for (k, x), c in zip(_crossovers.items(), _colors)],
         bands=[(1e2, _lo, "overhead-bound", style.COLORS["overhead"]),
                (_hi, 1e9, _big, style.COLORS["memory" if _big == "memory-bound" else "compute"])])
     overhead_figure
@@ -799,28 +794,23 @@ def _(
 def _(SEQ_STEPS, mo):
     seq_slider = mo.ui.slider(steps=SEQ_STEPS, value=4096, show_value=True,
                               label="Sequence length S (tokens)")
-    return (seq_slider,)
-
-
-@app.cell
-def _(mo):
     attn_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=1, show_value=True,
                               label="Batch")
-    return (attn_batch,)
-
-
-@app.cell
-def _(mo):
     attn_heads = mo.ui.dropdown({"8": 8, "16": 16, "32": 32, "64": 64}, value="32",
                                 label="Heads")
-    return (attn_heads,)
-
-
-@app.cell
-def _(mo):
     head_dim_picker = mo.ui.dropdown({"64": 64, "128": 128, "256": 256}, value="128",
                                      label="Head dim")
-    return (head_dim_picker,)
+    # Laid out here, where the widgets are made: the panel that shows this names no widget,
+    # so a step re-runs only the cells that read a value (issue 15).
+    attention_controls = mo.vstack([seq_slider, mo.hstack([attn_batch, attn_heads,
+                                                           head_dim_picker], justify="start")])
+    return (
+        attention_controls,
+        attn_batch,
+        attn_heads,
+        head_dim_picker,
+        seq_slider,
+    )
 
 
 @app.cell
@@ -851,19 +841,10 @@ def _(
 
 
 @app.cell
-def _(
-    attn_batch,
-    attn_heads,
-    head_dim_picker,
-    mo,
-    oom_prediction,
-    quiz,
-    seq_slider,
-):
+def _(attention_controls, mo, oom_prediction, quiz):
     mo.stop(oom_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the attention instrument."))
-    mo.vstack([seq_slider, mo.hstack([attn_batch, attn_heads, head_dim_picker],
-                                     justify="start")])
+    attention_controls
     return
 
 
@@ -1083,14 +1064,50 @@ def _(
 def _(TILE_STEPS, mo):
     block_q_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
                                   label="Query tile Bq (rows)")
-    return (block_q_slider,)
+    block_kv_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
+                                   label="KV tile Bkv (rows)")
+    # Laid out here, where the sliders are made: the panel that shows this names neither, so
+    # a step re-runs only the cells that read a value (issue 15).
+    tile_controls = mo.hstack([block_q_slider, block_kv_slider], justify="start")
+    return block_kv_slider, block_q_slider, tile_controls
 
 
 @app.cell
-def _(TILE_STEPS, mo):
-    block_kv_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
-                                   label="KV tile Bkv (rows)")
-    return (block_kv_slider,)
+def _(
+    F,
+    FU,
+    block_kv_slider,
+    block_q_slider,
+    device,
+    head_dim_picker,
+    precision_picker,
+    seq_slider,
+    style,
+):
+    # The tile's on-chip working set, and the two-level roofline's points for one head of one
+    # sequence: FLOPs and bytes both grow with batch × heads, so the intensities and the
+    # attainable rate do not, and a Batch or Heads step leaves the figure alone (issue 15).
+    _s, _d, _p = seq_slider.value, head_dim_picker.value, precision_picker.value
+    _bq, _bkv = block_q_slider.value, block_kv_slider.value
+    try:
+        tile_fit = FU.flash_tile(_bq, _bkv, _d, device, _p)
+        flash_one_head = FU.flash_roof_point(1, 1, _s, _d, _bq, _bkv, device, _p)
+        unfused_one_head = F.attention(1, 1, _s, _s, _d, _p, fused=False)
+        tile_error = None
+    except (KeyError, ValueError) as _e:
+        tile_fit = flash_one_head = unfused_one_head = None
+        tile_error = style.error_message(_e)
+    return flash_one_head, tile_error, tile_fit, unfused_one_head
+
+
+@app.cell
+def _(head_dim_picker, mo, quiz, seq_slider, tile_controls, tile_prediction):
+    mo.stop(tile_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the tile picker."))
+    mo.vstack([tile_controls,
+               mo.md(f"Shape from Part 3: S = {seq_slider.value:,}, head_dim "
+                     f"{head_dim_picker.value} (change them there).")])
+    return
 
 
 @app.cell
@@ -1102,45 +1119,20 @@ def _(
     block_q_slider,
     device,
     head_dim_picker,
-    precision_picker,
-    seq_slider,
-    style,
-):
-    # The tile's on-chip working set and the tiled kernel on the two-level roofline.
-    try:
-        tile_fit = FU.flash_tile(block_q_slider.value, block_kv_slider.value,
-                                 head_dim_picker.value, device, precision_picker.value)
-        flash_point = FU.flash_roof_point(
-            attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
-            block_q_slider.value, block_kv_slider.value, device, precision_picker.value)
-        tile_error = None
-    except (KeyError, ValueError) as _e:
-        tile_fit = flash_point = None
-        tile_error = style.error_message(_e)
-    return flash_point, tile_error, tile_fit
-
-
-@app.cell
-def _(
-    block_kv_slider,
-    block_q_slider,
-    head_dim_picker,
     mo,
+    precision_picker,
     quiz,
     seq_slider,
+    style,
+    tile_error,
+    tile_fit,
     tile_prediction,
 ):
-    mo.stop(tile_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the tile picker."))
-    mo.vstack([mo.hstack([block_q_slider, block_kv_slider], justify="start"),
-               mo.md(f"Shape from Part 3: S = {seq_slider.value:,}, head_dim "
-                     f"{head_dim_picker.value} (change them there).")])
-    return
-
-
-@app.cell
-def _(flash_point, mo, quiz, style, tile_error, tile_fit, tile_prediction):
     mo.stop(tile_prediction is None)
+    # The tiled kernel at Part 3's whole shape: its HBM traffic grows with batch × heads.
+    flash_point = None if tile_error is not None else FU.flash_roof_point(
+        attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
+        block_q_slider.value, block_kv_slider.value, device, precision_picker.value)
     if tile_error is not None:
         tile_status = style.error_callout(tile_error)
     elif not tile_fit.fits:
@@ -1159,35 +1151,33 @@ def _(flash_point, mo, quiz, style, tile_error, tile_fit, tile_prediction):
                  f"bound by the {flash_point.limit} roof"),
             ])])
     tile_status
-    return
+    return (flash_point,)
 
 
 @app.cell
 def _(
     FU,
-    attn_unfused,
     device,
     figures,
-    flash_point,
+    flash_one_head,
     mo,
     tile_fit,
     tile_prediction,
+    unfused_one_head,
 ):
-    mo.stop(tile_prediction is None or tile_fit is None or not tile_fit.fits
-            or attn_unfused is None)
-    _p = attn_unfused.compute
+    mo.stop(tile_prediction is None or tile_fit is None or not tile_fit.fits)
     _oc = FU.onchip(device)
+    _flash = flash_one_head  # the same intensities and rate as at Part 3's whole shape
     hierarchy_figure = figures.hierarchical_roofline_figure(
-        (device, _p),
-        [figures.Point("unfused attention", attn_unfused.ai),
-         figures.Point("flash · HBM AI", flash_point.ai_hbm,
-                       tflops=flash_point.attainable_tflops,
-                       hover={"binding roof": flash_point.limit})],
+        (device, unfused_one_head.compute),
+        [figures.Point("unfused attention", unfused_one_head.ai),
+         figures.Point("flash · HBM AI", _flash.ai_hbm, tflops=_flash.attainable_tflops,
+                       hover={"binding roof": _flash.limit})],
         onchip_bandwidth_gbs=_oc.smem_bandwidth_gbs,
         onchip_label=f"on-chip roof (~{_oc.smem_bandwidth_gbs / 1e3:,.1f} TB/s shared memory)",
-        onchip_points=[figures.Point("flash · on-chip AI", flash_point.ai_onchip,
-                                     tflops=flash_point.attainable_tflops,
-                                     hover={"binding roof": flash_point.limit})],
+        onchip_points=[figures.Point("flash · on-chip AI", _flash.ai_onchip,
+                                     tflops=_flash.attainable_tflops,
+                                     hover={"binding roof": _flash.limit})],
         ai_range=(1, 1e4), height=440,
         title=f"Two-level roofline of the {device.name}: HBM roof and on-chip roof")
     hierarchy_figure

@@ -13,8 +13,10 @@ import pytest
 from labs.core import fusion as FU
 from labs.core import formulas as F
 from labs.core import quiz
+from labs.core import roofline as R
+from labs.core import style
 from labs.lab_04_fusion import app
-from notebook_support import export_page
+from notebook_support import cells_that_only_show, export_page
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "labs" / "lab_04_fusion.py"
@@ -44,8 +46,37 @@ def ledger_env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def run(**defs):
-    return app.run(defs={**PREDICTIONS, **defs})
+#: A widget cell's layout of its widgets (shown by a cell that names no widget): overridden
+#: with a plain stand-in, never a widget.
+LAYOUT = object()
+
+#: Each widget cell's names with their opening values: overriding one widget of a cell means
+#: providing all of that cell's definitions (marimo's rule for app.run(defs=...)).
+WIDGET_CELLS = (
+    {"device_picker": "h100-sxm"}, {"precision_picker": "fp16"},
+    {"chain_slots": FU.DEFAULT_CHAIN, "kernels_slider": 4, "size_slider": 100_000_000,
+     "overhead_us": R.DEFAULT_LAUNCH_OVERHEAD_US, "chain_controls": LAYOUT,
+     "size_control": LAYOUT},
+    {"seq_slider": 4096, "attn_batch": 1, "attn_heads": 32, "head_dim_picker": 128,
+     "attention_controls": LAYOUT},
+    {"block_q_slider": 128, "block_kv_slider": 128, "tile_controls": LAYOUT},
+)
+
+
+def _set(**stand_ins):
+    """``stand_ins`` (widgets or ``NS(value=...)``), plus the opening values of the other
+    names defined in the same cells."""
+    out = {}
+    for cell in WIDGET_CELLS:
+        if set(cell) & set(stand_ins):
+            out.update({k: f"({k})" if v is LAYOUT else NS(value=v) for k, v in cell.items()})
+    unknown = set(stand_ins) - set(out)
+    assert not unknown, f"not a widget of the lab: {unknown}"
+    return {**out, **stand_ins}
+
+
+def run(**stand_ins):
+    return app.run(defs={**PREDICTIONS, **_set(**stand_ins)})
 
 
 def text(obj) -> str:
@@ -75,7 +106,7 @@ def text(obj) -> str:
 
 
 def chain(*keys):
-    """A real chain widget (the notebook calls .hstack() on it) holding ``keys``."""
+    """A real chain widget holding ``keys`` (its cell's other names: ``_set``)."""
     labels = {k: F.ELEMENTWISE[k].label for k in F.ELEMENTWISE}
     slots = [labels[k] for k in keys] + ["— (empty)"] * (6 - len(keys))
     return mo.ui.array([mo.ui.dropdown({"— (empty)": "", **{v: k for k, v in labels.items()}},
@@ -200,6 +231,52 @@ def test_editing_the_chain_changes_the_bytes():
     _, defs = run(chain_slots=chain("rmsnorm", "silu_mul"), kernels_slider=NS(value=1))
     # fused RMSNorm + SiLU*up: read x 2 + up 2 + write 2 = 6 B; unfused 4 + 6 = 10 B
     assert defs["chain_speedup"] == pytest.approx(10 / 6)
+
+
+# --- what a widget step re-runs (issue 15) ---------------------------------------------------
+
+def _re_run_by(widget: str) -> set[str]:
+    """The names defined by every cell a step of ``widget`` re-runs: those that name it, other
+    than its maker, and every cell below them."""
+    from marimo._runtime import dataflow
+
+    app._maybe_initialize()
+    graph = app._graph
+    named = {cid for cid, c in graph.cells.items() if widget in c.refs}
+    rerun = dataflow.transitive_closure(graph, named - set(graph.definitions[widget]))
+    return {name for cid in rerun for name in graph.cells[cid].defs}
+
+
+@pytest.mark.parametrize("widget", ["chain_slots", "kernels_slider", "size_slider", "seq_slider",
+                                    "attn_batch", "attn_heads", "head_dim_picker",
+                                    "block_q_slider", "block_kv_slider"])
+def test_a_step_re_runs_no_cell_that_only_shows_its_widget(widget):
+    # Each panel is laid out where its widgets are made and shown by a cell that names none
+    # (the fusion panel names the overhead box only, for the message under it).
+    assert cells_that_only_show(app, widget) == [], widget
+
+
+@pytest.mark.parametrize("widget, untouched", [
+    ("kernels_slider", "overhead_metrics"), ("size_slider", "overhead_metrics"),
+    ("attn_batch", "hierarchy_figure"), ("attn_heads", "hierarchy_figure"),
+])
+def test_a_step_leaves_the_outputs_it_cannot_change(widget, untouched):
+    assert untouched not in _re_run_by(widget)
+
+
+def test_the_two_level_roofline_is_the_same_at_any_batch_and_heads():
+    # The figure draws one head of one sequence: its intensities and attainable rate are those
+    # of Part 3's whole shape, while the HBM traffic on the cards grows with batch x heads.
+    _, wide = run(attn_batch=NS(value=32), attn_heads=NS(value=64))
+    full = FU.flash_roof_point(32, 64, 4096, 128, 128, 128, "h100-sxm")
+    assert wide["flash_point"] == full
+    points = next(t for t in wide["hierarchy_figure"].data if t.name == "predicted points")
+    unfused = F.attention(32, 64, 4096, 4096, 128, fused=False)
+    assert list(points.x) == pytest.approx([unfused.ai, full.ai_hbm])
+    assert points.y[1] == pytest.approx(full.attainable_tflops)
+    _, narrow = run()
+    assert wide["hierarchy_figure"].to_dict() == narrow["hierarchy_figure"].to_dict()
+    assert style.format_bytes(full.hbm_bytes) in text(wide["tile_status"])
 
 
 # --- the ledger -----------------------------------------------------------------------------

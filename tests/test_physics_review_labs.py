@@ -154,8 +154,11 @@ def test_18_lab2_sam_asks_the_question_the_form_asks(env, lab2):
 
 def test_18_lab4_out_of_memory_names_the_score_matrix(env, lab4):
     preds = {"oom_prediction": quiz.Prediction("lab04.oom_seq_len", 30_000, "tokens")}
+    # the attention widgets share one cell: all its names are given (with its layout's)
     _, defs = lab4.run(defs={**preds, "seq_slider": NS(value=262_144),
-                             "attn_batch": NS(value=32), "attn_heads": NS(value=64)})
+                             "attn_batch": NS(value=32), "attn_heads": NS(value=64),
+                             "head_dim_picker": NS(value=128),
+                             "attention_controls": "(attention_controls)"})
     shown = visible_text(defs["attention_memory"])
     # the unfused budget names its S^2 term; the fused one (Q, K, V, O alone: 550 GB) its own
     assert "score matrix (B×H×S×S) is the term that crosses capacity" in shown
