@@ -262,9 +262,10 @@ def _(
 @app.cell
 def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
     _defaults = [F.ELEMENTWISE[k].label for k in FU.DEFAULT_CHAIN]
+    _chain_label = "Chain, in order (pick — to leave a slot empty)"
     chain_slots = mo.ui.array(
         [mo.ui.dropdown(OP_OPTIONS, value=(_defaults + [NO_OP] * 6)[i]) for i in range(6)],
-        label="Chain, in order (pick — to leave a slot empty)")
+        label=_chain_label)
     kernels_slider = mo.ui.slider(1, 6, value=4, show_value=True,
                                   label="Kernels (ops split into contiguous groups)")
     size_slider = mo.ui.slider(steps=SIZE_STEPS, value=100_000_000, show_value=True,
@@ -274,7 +275,8 @@ def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
                                   label="Launch overhead per kernel (µs)")
     # Laid out here, where the widgets are made: the panel that shows these names none of
     # them but the overhead box, so a step re-runs only the cells that read a value (issue 15).
-    chain_controls = mo.vstack([chain_slots.hstack(),
+    # .hstack() shows the slots without the array's label: the label goes above them
+    chain_controls = mo.vstack([mo.md(_chain_label), chain_slots.hstack(),
                                 mo.hstack([kernels_slider, overhead_us], justify="start")])
     size_control = mo.vstack([size_slider])
     return (

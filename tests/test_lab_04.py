@@ -256,6 +256,18 @@ def test_a_step_re_runs_no_cell_that_only_shows_its_widget(widget):
     assert cells_that_only_show(app, widget) == [], widget
 
 
+def test_every_panel_names_its_widgets():
+    # laid out where they are made; the chain's slots (an array shown with .hstack(), which
+    # drops the array's own label) carry their label above them
+    outputs, _ = app.run(defs=PREDICTIONS)
+    shown = " ".join(text(o) for o in outputs if o is not None)
+    for label in ("Chain, in order (pick — to leave a slot empty)",
+                  "Kernels (ops split into contiguous groups)", "Launch overhead per kernel",
+                  "Tensor size (elements, log steps)", "Sequence length S", "Batch", "Heads",
+                  "Head dim", "Query tile Bq", "KV tile Bkv"):
+        assert label in shown, label
+
+
 @pytest.mark.parametrize("widget, untouched", [
     ("kernels_slider", "overhead_metrics"), ("size_slider", "overhead_metrics"),
     ("attn_batch", "hierarchy_figure"), ("attn_heads", "hierarchy_figure"),
