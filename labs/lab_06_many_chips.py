@@ -107,27 +107,19 @@ def _(PRECISION, mo):
 
 
 @app.cell
-def _(OPENING, hardware, style):
+def _(OPENING, collectives, hardware, mo, style):
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Chip", searchable=True)
-    return (device_picker,)
-
-
-@app.cell
-def _(OPENING, collectives, mo):
     _options = collectives.link_options()
     link_picker = mo.ui.dropdown(
         options=_options, value=next(k for k, v in _options.items() if v == OPENING["link"]),
         label="Link between chips", searchable=True)
-    return (link_picker,)
-
-
-@app.cell
-def _(device_picker, link_picker, mo):
-    # Shown at the top and again next to each instrument (marimo keeps the copies in sync).
+    # Shown here and again next to each instrument (marimo keeps the copies in sync). Laid
+    # out where the pickers are made, so a Chip or Link step does not re-run the cells that
+    # only show them (issue 15).
     context_controls = mo.hstack([device_picker, link_picker], justify="start", wrap=True)
     context_controls
-    return (context_controls,)
+    return context_controls, device_picker, link_picker
 
 
 @app.cell
@@ -225,14 +217,17 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
 def _(mo):
     workers_slider = mo.ui.slider(steps=[2, 4, 8, 16, 32, 64], value=8, show_value=True,
                                   label="Participants n")
-    return (workers_slider,)
+    # Laid out here: the panel below names no widget of its own, so an n step does not re-run
+    # it (issue 15).
+    workers_controls = mo.hstack([workers_slider], justify="start")
+    return workers_controls, workers_slider
 
 
 @app.cell
-def _(allreduce_prediction, link_picker, mo, quiz, workers_slider):
+def _(allreduce_prediction, link_picker, mo, quiz, workers_controls):
     mo.stop(allreduce_prediction is None,
             quiz.gate_notice("Lock prediction 1 to reveal the collective's cost model."))
-    mo.hstack([link_picker, workers_slider], justify="start", wrap=True)
+    mo.hstack([link_picker, workers_controls], justify="start", wrap=True)
     return
 
 
@@ -361,7 +356,7 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
+def _(live, mo):
     comm_workers = mo.ui.slider(2, 8, value=2, show_value=True, label="Worker processes")
     comm_budget = mo.ui.slider(4, 30, value=8, show_value=True,
                                label="Time budget (s, after the workers start)")
@@ -369,8 +364,11 @@ def _(mo):
         {"auto: NCCL with 2+ GPUs, else gloo": "auto", "gloo (CPU processes)": "gloo",
          "nccl (one process per GPU)": "nccl"},
         value="auto: NCCL with 2+ GPUs, else gloo", label="Backend")
+    # read at the press, so a settings step re-runs no cell (issue 15)
+    comm_settings = live.read_at_press(workers=comm_workers, budget=comm_budget,
+                                       backend=comm_backend_choice)
     mo.hstack([comm_workers, comm_budget, comm_backend_choice], justify="start", wrap=True)
-    return comm_backend_choice, comm_budget, comm_workers
+    return comm_backend_choice, comm_budget, comm_settings, comm_workers
 
 
 @app.cell
@@ -381,31 +379,22 @@ def _(live):
 
 
 @app.cell
-def _(
-    allreduce_prediction,
-    comm_backend_choice,
-    comm_budget,
-    comm_button,
-    comm_workers,
-    lab,
-    live,
-    mo,
-    quiz,
-):
+def _(allreduce_prediction, comm_button, comm_settings, lab, live, mo, quiz):
     mo.stop(allreduce_prediction is None,
             quiz.gate_notice("Lock prediction 1 first: then measure your own machine."))
     mo.stop(not comm_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     from labs.core import comm_bench as _bench  # once pressed: a closed gate need not load it
 
-    comm_status = _bench.comm_backend(comm_backend_choice.value)  # imports torch: now
+    _settings = comm_settings()
+    _workers, _budget, _backend = _settings.workers, _settings.budget, _settings.backend
+    comm_status = _bench.comm_backend(_backend)  # imports torch: now
     mo.stop(not comm_status.available, mo.callout(
         mo.md(f"**No collective can run here.** {comm_status.message}"), kind="warn"))
     comm_run = live.gated_run(
         comm_button, lambda progress: _bench.measure_collectives(
-            comm_workers.value, _bench.COMM_SIZES, comm_backend_choice.value,
-            budget_s=comm_budget.value, progress=progress),
+            _workers, _bench.COMM_SIZES, _backend, budget_s=_budget, progress=progress),
         total=1 + 3 * len(_bench.COMM_SIZES),
-        title=f"Timing collectives across {comm_workers.value} workers")
+        title=f"Timing collectives across {_workers} workers")
     lab.record("result", "lab06.measured_collectives", {
         "backend": comm_run.backend, "world_size": comm_run.world_size,
         "device": comm_run.device, "torch": comm_run.torch_version,
@@ -580,14 +569,16 @@ def _(mo):
                                   label="GPUs n")
     shard_tokens_slider = mo.ui.slider(steps=[2 ** i for i in range(0, 17)], value=4096,
                                        show_value=True, label="Batch T (tokens)")
-    return shard_k_slider, shard_n_slider, shard_tokens_slider
+    # Laid out here, where the sliders are made: the panel that shows this names none, so a
+    # step re-runs only the cells that read a value (issue 15).
+    shard_controls = mo.hstack([shard_k_slider, shard_n_slider, shard_tokens_slider], wrap=True)
+    return shard_controls, shard_k_slider, shard_n_slider, shard_tokens_slider
 
 
 @app.cell
 def _(
     PRECISION,
     SHARD_REF,
-    context_controls,
     device_picker,
     link_picker,
     mo,
@@ -612,9 +603,14 @@ def _(
     except (KeyError, ValueError) as _exc:
         shard_mm = shard_now = None
         shard_error = style.error_message(_exc)
-    mo.vstack([context_controls,
-               mo.hstack([shard_k_slider, shard_n_slider, shard_tokens_slider], wrap=True)])
     return shard_error, shard_mm, shard_now
+
+
+@app.cell
+def _(context_controls, mo, shard_controls, shard_fast_prediction, shard_slow_prediction):
+    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
+    mo.vstack([context_controls, shard_controls])
+    return
 
 
 @app.cell
@@ -1153,14 +1149,16 @@ def _(mo, models):
                                 show_value=True, label="Tokens per GPU per step")
     train_overlap = mo.ui.switch(value=False, label="Overlap the all-reduce with the backward "
                                                     "pass")
-    return train_model, train_n, train_overlap, train_tokens
+    # Laid out here, where the widgets are made: the panel that shows this names none, so a
+    # step re-runs only the cells that read a value (issue 15).
+    train_controls = mo.hstack([train_model, train_n, train_tokens, train_overlap], wrap=True)
+    return train_controls, train_model, train_n, train_overlap, train_tokens
 
 
 @app.cell
 def _(
     PRECISION,
     TRAIN_REF,
-    context_controls,
     device_picker,
     link_picker,
     mo,
@@ -1169,27 +1167,32 @@ def _(
     style,
     train_model,
     train_n,
-    train_overlap,
     train_prediction,
     train_tokens,
 ):
     mo.stop(train_prediction is None,
             quiz.gate_notice("Lock prediction 5 to reveal the training-step instrument."))
-    _args = (train_model.value, int(train_n.value))
+    # The overlap switch is read only by the cards below: the figure draws the step with and
+    # without overlap, so a flip of the switch need not redraw it (issue 15).
     _on = (device_picker.value, PRECISION, link_picker.value)
     try:
-        train_now = sharding.dp_step(*_args, int(train_tokens.value), *_on,
-                                     grad_bytes=TRAIN_REF["grad_bytes"],
-                                     overlap=train_overlap.value)
+        train_no_overlap = sharding.dp_step(train_model.value, int(train_n.value),
+                                            int(train_tokens.value), *_on,
+                                            grad_bytes=TRAIN_REF["grad_bytes"], overlap=False)
         train_critical = sharding.dp_critical_batch(*_on, int(train_n.value),
                                                     grad_bytes=TRAIN_REF["grad_bytes"])
         train_error = None
     except (KeyError, ValueError) as _exc:
-        train_now = train_critical = None
+        train_no_overlap = train_critical = None
         train_error = style.error_message(_exc)
-    mo.vstack([context_controls,
-               mo.hstack([train_model, train_n, train_tokens, train_overlap], wrap=True)])
-    return train_critical, train_error, train_now
+    return train_critical, train_error, train_no_overlap
+
+
+@app.cell
+def _(context_controls, mo, train_controls, train_prediction):
+    mo.stop(train_prediction is None)
+    mo.vstack([context_controls, train_controls])
+    return
 
 
 @app.cell
@@ -1205,11 +1208,11 @@ def _(
     train_critical,
     train_error,
     train_model,
-    train_now,
+    train_no_overlap,
 ):
     mo.stop(train_error is not None, style.error_callout(train_error))
     _ts = [2 ** i for i in range(6, 21)]
-    _steps = [sharding.dp_step(train_model.value, train_now.n, t, device_picker.value,
+    _steps = [sharding.dp_step(train_model.value, train_no_overlap.n, t, device_picker.value,
                                PRECISION, link_picker.value, grad_bytes=TRAIN_REF["grad_bytes"])
               for t in _ts]
     train_figure = figures.loglog_lines_figure(
@@ -1222,25 +1225,36 @@ def _(
           style.COLORS["danger"], "dot"),
          ("step, perfect overlap (max)", _ts, [max(s.t_compute, s.t_comm) for s in _steps],
           style.COLORS["ok"], "dashdot")],
-        title=f"One data-parallel step on {train_now.n} GPUs against the batch per GPU",
+        title=f"One data-parallel step on {train_no_overlap.n} GPUs against the batch per GPU",
         x_title="Tokens per GPU per step", y_title="Time per step (s)",
         vlines=[(train_critical, "critical batch", style.COLORS["muted"]),
-                (train_now.tokens_per_chip, "your batch", style.COLORS["danger"])], height=400)
+                (train_no_overlap.tokens_per_chip, "your batch", style.COLORS["danger"])],
+        height=400)
     train_figure  # the figure alone: a stack would serialise it on every update (slow)
     return
 
 
 @app.cell
 def _(
+    PRECISION,
+    TRAIN_REF,
     collectives,
+    device_picker,
     link_picker,
     mo,
+    sharding,
     style,
     train_critical,
     train_error,
-    train_now,
+    train_model,
+    train_no_overlap,
+    train_overlap,
 ):
     mo.stop(train_error is not None)
+    train_now = sharding.dp_step(train_model.value, train_no_overlap.n,
+                                 train_no_overlap.tokens_per_chip, device_picker.value,
+                                 PRECISION, link_picker.value,
+                                 grad_bytes=TRAIN_REF["grad_bytes"], overlap=train_overlap.value)
     _s = train_now
     _gain = (_s.t_compute + _s.t_comm) / max(_s.t_compute, _s.t_comm)
     style.metric_cards([
@@ -1258,7 +1272,7 @@ def _(
                      "per GPU, where compute = all-reduce (bandwidth term)"),
         style.Metric("overlap buys", f"{_gain:.2f}×", "sum / max: never more than 2×"),
     ])
-    return
+    return (train_now,)
 
 
 @app.cell

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import collectives, quiz, sharding
+from labs.core.measure import live
 from notebook_support import cells_that_only_show, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_06_many_chips.py"
@@ -51,17 +52,39 @@ def _texts(outputs) -> str:
 #: with a plain stand-in, never a widget.
 LAYOUT = object()
 
+
+class Reader(dict):
+    """A widget cell's ``live.read_at_press`` reader ({setting: widget name}): a run cell
+    reads its settings through it when its button is pressed; overridden with the same
+    reader over the stand-ins."""
+
+
 #: Each widget cell's names with their opening values: overriding one widget of a cell means
 #: providing all of that cell's definitions (marimo's rule for app.run(defs=...)).
 WIDGET_CELLS = (
-    {"device_picker": DEVICE}, {"link_picker": "nvlink4"},
-    {"comm_workers": 2, "comm_budget": 8, "comm_backend_choice": "auto"},
+    {"device_picker": DEVICE, "link_picker": "nvlink4", "context_controls": LAYOUT},
+    {"workers_slider": 8, "workers_controls": LAYOUT},
+    {"comm_workers": 2, "comm_budget": 8, "comm_backend_choice": "auto",
+     "comm_settings": Reader(workers="comm_workers", budget="comm_budget",
+                             backend="comm_backend_choice")},
     {"comm_button": False},
-    {"shard_k_slider": 1024, "shard_n_slider": 8, "shard_tokens_slider": 4096},
+    {"shard_k_slider": 1024, "shard_n_slider": 8, "shard_tokens_slider": 4096,
+     "shard_controls": LAYOUT},
     {"serve_model": "llama-3-70b", "serve_weights": "bf16", "serve_tp": 4, "serve_batch": 1,
      "serve_context": 8192, "serve_controls": LAYOUT},
-    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_overlap": False},
+    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_overlap": False,
+     "train_controls": LAYOUT},
 )
+
+
+def _stand_in(cell: dict, name: str, values: dict):
+    v = cell[name]
+    if v is LAYOUT:
+        return f"({name})"
+    if isinstance(v, Reader):
+        return live.read_at_press(**{setting: SimpleNamespace(value=values.get(k, cell[k]))
+                                     for setting, k in v.items()})
+    return SimpleNamespace(value=values.get(name, v))
 
 
 def _set(**values):
@@ -70,11 +93,22 @@ def _set(**values):
     out = {}
     for cell in WIDGET_CELLS:
         if set(cell) & set(values):
-            out.update({k: f"({k})" if v is LAYOUT else SimpleNamespace(value=values.get(k, v))
-                        for k, v in cell.items()})
+            out.update({k: _stand_in(cell, k, values) for k in cell})
     unknown = set(values) - set(out)
     assert not unknown, f"not a widget of the lab: {unknown}"
     return out
+
+
+def _re_run_by(app, widget: str) -> list[str]:
+    """The code of every cell a step of ``widget`` re-runs: those that name it, other than its
+    maker, and every cell below them."""
+    from marimo._runtime import dataflow
+
+    app._maybe_initialize()
+    graph = app._graph
+    named = {cid for cid, c in graph.cells.items() if widget in c.refs}
+    rerun = dataflow.transitive_closure(graph, named - set(graph.definitions[widget]))
+    return [graph.cells[cid].code for cid in rerun]
 
 
 def test_locked_run_hides_every_instrument(env, app):
@@ -282,3 +316,61 @@ def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
     panel = next(i for i, t in enumerate(texts) if "Tensor-parallel degree (GPUs)" in t)
     assert "No hardware rate for fp16" in texts[panel + 1] and "Traceback" not in _texts(outputs)
     assert "serve_now" not in defs
+
+
+#: The widgets of the collective, sharding and training panels and the pickers: each panel is
+#: laid out where its widgets are made (workers_controls, shard_controls, train_controls,
+#: context_controls) and shown by a cell that names none of them (issue 15).
+PANEL_WIDGETS = ("device_picker", "workers_slider", "shard_k_slider", "shard_n_slider",
+                 "shard_tokens_slider", "train_model", "train_n", "train_tokens",
+                 "train_overlap")
+
+
+@pytest.mark.parametrize("widget", PANEL_WIDGETS)
+def test_no_cell_only_shows_a_panel_widget(app, widget):
+    assert cells_that_only_show(app, widget) == []
+
+
+def test_only_the_collective_panel_shows_the_link_picker_by_name(app):
+    # It shows the link beside n (the chip is not asked there): a Link step re-runs it, as it
+    # re-runs most cells of the lab anyway.
+    (panel,) = cells_that_only_show(app, "link_picker")
+    assert "workers_controls" in panel
+
+
+def test_an_overlap_flip_re_runs_only_the_cards_and_a_run_setting_nothing(env, app):
+    (cards,) = _re_run_by(app, "train_overlap")  # not the figure: it draws both cases
+    assert "train_now = " in cards
+    for setting in ("comm_workers", "comm_budget", "comm_backend_choice"):
+        assert _re_run_by(app, setting) == [], setting
+    # what a press reads is the settings on screen
+    _, defs = app.run()
+    defs["comm_workers"]._update(5)
+    defs["comm_budget"]._update(20)
+    defs["comm_backend_choice"]._update(["gloo (CPU processes)"])
+    now = defs["comm_settings"]()
+    assert (now.workers, now.budget, now.backend) == (5, 20, "gloo")
+
+
+def test_each_panel_shows_its_widgets_past_its_gate_above_what_it_drives(env, app):
+    panels = (("Link between chips", "Participants n"),
+              ("Chip", "K/n: per-GPU slice of K", "GPUs n", "Batch T (tokens)"),
+              ("Chip", "GPUs (data-parallel)", "Tokens per GPU per step",
+               "Overlap the all-reduce with the backward pass"))
+    locked = _texts(app.run()[0])
+    for labels in panels:
+        assert labels[1] not in locked, labels
+    # a layer or a step that fails (core's error, whatever its cause) still shows the panel,
+    # to back out with, and the message in the cell below it
+    outputs, defs = app.run(defs={
+        **PREDICTIONS, "shard_mm": None, "shard_now": None,
+        "shard_error": "No layer: the shard error.", "train_no_overlap": None,
+        "train_critical": None, "train_error": "No step: the training error."})
+    texts = [getattr(o, "text", "") or "" for o in outputs if o is not None]
+    shown = [next(i for i, t in enumerate(texts) if all(lb in t for lb in labels))
+             for labels in panels]
+    assert shown == sorted(shown)
+    assert "No layer: the shard error." in texts[shown[1] + 1]
+    assert "No step: the training error." in texts[shown[2] + 1]
+    assert "Traceback" not in _texts(outputs)
+    assert "three_roofs" not in defs and "train_now" not in defs
