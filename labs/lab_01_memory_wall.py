@@ -1227,7 +1227,7 @@ def _(LEVER_TILE, SCENARIO, mo):
     # Part 5 reads its GEMM through this state, which the cell below sets only when the GEMM
     # changes: a Part 1 slider step re-runs no Part 5 cell while Part 5 shows Priya's (issue 15).
     get_levers_gemm, set_levers_gemm = mo.state(
-        (SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]))
+        ((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"]), SCENARIO["precision"]))
     mo.vstack([levers_case, tile_slider])
     return get_levers_gemm, levers_case, set_levers_gemm, tile_slider
 
@@ -1243,9 +1243,10 @@ def _(
     precision_picker,
     set_levers_gemm,
 ):
-    _gemm = ((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
+    # (M, N, K), precision
+    _gemm = (((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"]), SCENARIO["precision"])
              if levers_case.value == "scenario" else
-             (m_slider.value, n_slider.value, k_slider.value, precision_picker.value))
+             ((m_slider.value, n_slider.value, k_slider.value), precision_picker.value))
     if _gemm != get_levers_gemm():
         set_levers_gemm(_gemm)
     return
@@ -1265,16 +1266,14 @@ def _(
 ):
     mo.stop(levers_prediction is None,
             quiz.gate_notice("Lock prediction 5 to reveal the levers instrument."))
-    *levers_shape, _p = get_levers_gemm()
-    levers_shape = tuple(levers_shape)
+    levers_shape, levers_precision = get_levers_gemm()
     try:
-        levers = roofline.ai_levers(*levers_shape, device_picker.value, _p,
+        levers = roofline.ai_levers(*levers_shape, device_picker.value, levers_precision,
                                     tile=tile_slider.value)
         levers_error = None
     except (KeyError, ValueError) as _exc:
         levers = None
         levers_error = style.error_message(_exc) + "\n\n" + PICK_PRECISION
-    levers_precision = _p
     return levers, levers_error, levers_precision, levers_shape
 
 

@@ -1169,17 +1169,17 @@ def _(
 ):
     mo.stop(tile_prediction is None or tile_fit is None or not tile_fit.fits)
     _oc = FU.onchip(device)
-    _flash = flash_one_head  # the same intensities and rate as at Part 3's whole shape
     hierarchy_figure = figures.hierarchical_roofline_figure(
         (device, unfused_one_head.compute),
         [figures.Point("unfused attention", unfused_one_head.ai),
-         figures.Point("flash · HBM AI", _flash.ai_hbm, tflops=_flash.attainable_tflops,
-                       hover={"binding roof": _flash.limit})],
+         figures.Point("flash · HBM AI", flash_one_head.ai_hbm,
+                       tflops=flash_one_head.attainable_tflops,
+                       hover={"binding roof": flash_one_head.limit})],
         onchip_bandwidth_gbs=_oc.smem_bandwidth_gbs,
         onchip_label=f"on-chip roof (~{_oc.smem_bandwidth_gbs / 1e3:,.1f} TB/s shared memory)",
-        onchip_points=[figures.Point("flash · on-chip AI", _flash.ai_onchip,
-                                     tflops=_flash.attainable_tflops,
-                                     hover={"binding roof": _flash.limit})],
+        onchip_points=[figures.Point("flash · on-chip AI", flash_one_head.ai_onchip,
+                                     tflops=flash_one_head.attainable_tflops,
+                                     hover={"binding roof": flash_one_head.limit})],
         ai_range=(1, 1e4), height=440,
         title=f"Two-level roofline of the {device.name}: HBM roof and on-chip roof")
     hierarchy_figure

@@ -1172,20 +1172,21 @@ def _(
 ):
     mo.stop(train_prediction is None,
             quiz.gate_notice("Lock prediction 5 to reveal the training-step instrument."))
-    # The overlap switch is read only by the cards below: the figure draws the step with and
-    # without overlap, so a flip of the switch need not redraw it (issue 15).
+    # The step both ways ({overlap: step}): the overlap switch is read only by the cards
+    # below, and the figure draws both, so a flip of the switch need not redraw it (issue 15).
     _on = (device_picker.value, PRECISION, link_picker.value)
     try:
-        train_no_overlap = sharding.dp_step(train_model.value, int(train_n.value),
-                                            int(train_tokens.value), *_on,
-                                            grad_bytes=TRAIN_REF["grad_bytes"], overlap=False)
+        train_steps = {_ov: sharding.dp_step(train_model.value, int(train_n.value),
+                                             int(train_tokens.value), *_on,
+                                             grad_bytes=TRAIN_REF["grad_bytes"], overlap=_ov)
+                       for _ov in (False, True)}
         train_critical = sharding.dp_critical_batch(*_on, int(train_n.value),
                                                     grad_bytes=TRAIN_REF["grad_bytes"])
         train_error = None
     except (KeyError, ValueError) as _exc:
-        train_no_overlap = train_critical = None
+        train_steps = train_critical = None
         train_error = style.error_message(_exc)
-    return train_critical, train_error, train_no_overlap
+    return train_critical, train_error, train_steps
 
 
 @app.cell
@@ -1208,11 +1209,12 @@ def _(
     train_critical,
     train_error,
     train_model,
-    train_no_overlap,
+    train_steps,
 ):
     mo.stop(train_error is not None, style.error_callout(train_error))
+    _now = train_steps[False]  # n and the batch per GPU, the same both ways
     _ts = [2 ** i for i in range(6, 21)]
-    _steps = [sharding.dp_step(train_model.value, train_no_overlap.n, t, device_picker.value,
+    _steps = [sharding.dp_step(train_model.value, _now.n, t, device_picker.value,
                                PRECISION, link_picker.value, grad_bytes=TRAIN_REF["grad_bytes"])
               for t in _ts]
     train_figure = figures.loglog_lines_figure(
@@ -1225,10 +1227,10 @@ def _(
           style.COLORS["danger"], "dot"),
          ("step, perfect overlap (max)", _ts, [max(s.t_compute, s.t_comm) for s in _steps],
           style.COLORS["ok"], "dashdot")],
-        title=f"One data-parallel step on {train_no_overlap.n} GPUs against the batch per GPU",
+        title=f"One data-parallel step on {_now.n} GPUs against the batch per GPU",
         x_title="Tokens per GPU per step", y_title="Time per step (s)",
         vlines=[(train_critical, "critical batch", style.COLORS["muted"]),
-                (train_no_overlap.tokens_per_chip, "your batch", style.COLORS["danger"])],
+                (_now.tokens_per_chip, "your batch", style.COLORS["danger"])],
         height=400)
     train_figure  # the figure alone: a stack would serialise it on every update (slow)
     return
@@ -1236,25 +1238,17 @@ def _(
 
 @app.cell
 def _(
-    PRECISION,
-    TRAIN_REF,
     collectives,
-    device_picker,
     link_picker,
     mo,
-    sharding,
     style,
     train_critical,
     train_error,
-    train_model,
-    train_no_overlap,
     train_overlap,
+    train_steps,
 ):
     mo.stop(train_error is not None)
-    train_now = sharding.dp_step(train_model.value, train_no_overlap.n,
-                                 train_no_overlap.tokens_per_chip, device_picker.value,
-                                 PRECISION, link_picker.value,
-                                 grad_bytes=TRAIN_REF["grad_bytes"], overlap=train_overlap.value)
+    train_now = train_steps[train_overlap.value]
     _s = train_now
     _gain = (_s.t_compute + _s.t_comm) / max(_s.t_compute, _s.t_comm)
     style.metric_cards([

@@ -364,7 +364,7 @@ def test_each_panel_shows_its_widgets_past_its_gate_above_what_it_drives(env, ap
     # to back out with, and the message in the cell below it
     outputs, defs = app.run(defs={
         **PREDICTIONS, "shard_mm": None, "shard_now": None,
-        "shard_error": "No layer: the shard error.", "train_no_overlap": None,
+        "shard_error": "No layer: the shard error.", "train_steps": None,
         "train_critical": None, "train_error": "No step: the training error."})
     texts = [getattr(o, "text", "") or "" for o in outputs if o is not None]
     shown = [next(i for i, t in enumerate(texts) if all(lb in t for lb in labels))
