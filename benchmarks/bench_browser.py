@@ -124,11 +124,28 @@ INIT_JS = r"""
     if (url.includes('/api/kernel/')) W.sent.push(performance.now());
     return nativeFetch.call(this, input, init);
   };
+  // Every cell output the kernel sends, kept unparsed (a reference, no cost in the step) and
+  // parsed by flushOutputs() after a step's timing: what replay_notebook.py plays back.
+  W.outs = {}; W.pendingOut = [];
+  W.flushOutputs = () => {
+    const changed = new Set();
+    for (const raw of W.pendingOut.splice(0)) {
+      const m = JSON.parse(raw).data, o = m.output;
+      if (!o || (o.channel !== 'output' && o.channel !== 'marimo-error')) continue;
+      const old = W.outs[m.cell_id];
+      if (!old || old.mimetype !== o.mimetype || JSON.stringify(old.data) !== JSON.stringify(o.data)) changed.add(m.cell_id);
+      W.outs[m.cell_id] = {mimetype: o.mimetype, data: o.data};
+    }
+    return Array.from(changed);
+  };
   const Native = window.WebSocket;
   class BenchSocket extends Native {
     constructor(...args) {
       super(...args);
-      this.addEventListener('message', () => { const t = performance.now(); W.recv.push(t); W.lastRecv = t; });
+      this.addEventListener('message', (e) => {
+        const t = performance.now(); W.recv.push(t); W.lastRecv = t;
+        if (typeof e.data === 'string' && e.data.startsWith('{"op": "cell-op"') && e.data.includes('"output":{')) W.pendingOut.push(e.data);
+      });
     }
   }
   window.WebSocket = BenchSocket;
@@ -335,23 +352,25 @@ def _figure_changes(page, before) -> dict:
     old = dict(before)
     changed = [k for k, n in after if k in old and n > old[k]]
     mounted = [k for k, _n in after if k not in old]
-    return {"figures_changed": len(changed), "figures_mounted": len(mounted),
-            "_ids": changed + mounted}
+    return {"figures_changed": len(changed), "figures_mounted": len(mounted)}
 
 
-#: Figure id -> the JSON marimo sent that figure (its ``data-figure``), for the ids given
-#: (every figure when none are), the hidden preload left out.
-_FIGURE_JSON_JS = """(ids) => Array.from(document.querySelectorAll('marimo-plotly'))
-  .filter(h => !h.closest('.__PRELOAD_CLASS__'))
-  .map(h => { if (!h.__benchId) h.__benchId = ++window.__bench.ids; return h; })
-  .filter(h => !ids.length || ids.includes(h.__benchId))
-  .map(h => [h.__benchId, h.getAttribute('data-figure')])""".replace(
-    "__PRELOAD_CLASS__", PRELOAD_CLASS)
+#: Start recording: the outputs so far taken in, each cell's output as it stands kept aside.
+_RECORD_START_JS = """() => { const W = window.__bench; W.flushOutputs(); W.startOuts = {...W.outs}; }"""
+
+#: After a step: [page order of the cell, its output] for every cell whose output changed.
+#: ``cells`` given: those cells' outputs as they stood at the start of the recording.
+_OUTPUTS_JS = """(cells) => { const W = window.__bench;
+  const order = Array.from(document.querySelectorAll('.marimo-cell')).map(e => e.id.replace(/^cell-/, ''));
+  const ids = cells === null ? W.flushOutputs() : cells.map(i => order[i]);
+  const outs = cells === null ? W.outs : W.startOuts;
+  return ids.filter(c => outs[c] && order.includes(c)).map(c => [order.indexOf(c), outs[c]]); }"""
 
 
 def replay_states(initial: dict, changes: list[dict]) -> list[list[dict]]:
-    """The figures a widget's steps changed, as they stood before the first step and after
-    each (id order; a figure that does not exist yet is left out of that state)."""
+    """The outputs a widget's steps changed, as they stood before the first step and after
+    each (key order: the cells' order on the page; an output that does not exist yet is left
+    out of that state)."""
     ids = sorted({i for step in changes for i in step})
     now = {i: initial[i] for i in ids if i in initial}
     states = [[now[i] for i in ids if i in now]]
@@ -407,7 +426,7 @@ def step_widget(page, w: dict, steps: int, key: str = "lastPlot",
     """``steps`` keyboard steps on widget ``w``; one timing dict per step. ``record``: a list
     that receives the states for ``replay_states`` (read after each step's timing ends)."""
     if record is not None:
-        initial = {i: json.loads(f) for i, f in page.evaluate(_FIGURE_JSON_JS, [])}
+        page.evaluate(_RECORD_START_JS)
         changes = []
     el = page.locator(f"[data-bench-id={w['id']}]")
     el.scroll_into_view_if_needed(timeout=10_000)
@@ -434,10 +453,8 @@ def step_widget(page, w: dict, steps: int, key: str = "lastPlot",
             sample["first_ms"] = first - t_key if first >= t_key else None
         sample.update(_split(_state(page), t_key, t_last))
         sample.update(_figure_changes(page, seen))
-        ids = sample.pop("_ids")
         if record is not None:
-            changes.append({i: json.loads(f) for i, f in page.evaluate(_FIGURE_JSON_JS, ids)}
-                           if ids else {})
+            changes.append(dict(page.evaluate(_OUTPUTS_JS, None)))
         samples.append(sample)
         if t_last is None:
             page.wait_for_timeout(200)
@@ -450,7 +467,8 @@ def step_widget(page, w: dict, steps: int, key: str = "lastPlot",
         page.keyboard.press("Enter" if search else _widget_key(page, w, net < 0))
         _wait_quiet(page, t0, "lastRecv", quiet_ms=QUIET_MS, none_ms=NO_REDRAW_MS)
     if record is not None:
-        record.extend(replay_states(initial, changes))
+        cells = sorted({i for step in changes for i in step})
+        record.extend(replay_states(dict(page.evaluate(_OUTPUTS_JS, cells)), changes))
     return samples
 
 
@@ -533,7 +551,8 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
                     row["widgets"].append({**w, "error": str(exc).splitlines()[0][:200]})
                     continue
                 row["widgets"].append({**w, **summarise(samples), "samples": samples})
-                if states and any(states[1:]):
+                # the floor of a widget whose steps redraw a figure (what the lab's is timed by)
+                if key == "lastPlot" and any(s["redraw_ms"] is not None for s in samples):
                     recorded[len(row["widgets"]) - 1] = states
                 if not floor:
                     all_samples += samples

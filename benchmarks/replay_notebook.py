@@ -1,17 +1,19 @@
-"""A lab widget's figure changes replayed alone: the floor of that one widget (issue 15).
+"""A lab widget's output changes replayed alone: the floor of that one widget (issue 15).
 
-``bench_browser`` records, while it steps a lab's widget, every figure the step changed as
-marimo sent it (the ``data-figure`` JSON of its ``<marimo-plotly>`` element). This notebook
-plays those states back: its one slider walks the same sequence, and one cell shows the
-figures of the current state, stacked (one cell is cheaper than one per figure, so the floor
-is not flattered). The kernel does no physics and builds no figure: it hands marimo the JSON
-it was given. What a step costs here is marimo's round trip and output plus plotly.js
-redrawing exactly the figures the lab's step redrew, so no lab can step that widget faster
-on the same machine and load. NOT a lab.
+``bench_browser`` records, while it steps a lab's widget, every cell output the step changed
+as marimo sent it over the websocket (figures, cards, callouts, status lines: the HTML the
+page received). This notebook plays those states back: its one slider walks the same
+sequence, and one cell shows the outputs of the current state, stacked in the lab's order
+(one cell is cheaper than one per output, so the floor is not flattered). The kernel does no
+physics and builds no figure: it hands marimo the HTML it was given. What a step costs here
+is marimo's round trip and output plus the browser redrawing exactly the outputs the lab's
+step changed (plotly.js for its figures), so no lab can step that widget faster on the same
+machine and load without showing less. NOT a lab.
 
     ROOFLINE_REPLAY=states.json marimo run benchmarks/replay_notebook.py   # then ?widget=N
 
-``states.json``: ``{"widgets": [{"label": ..., "states": [[figure JSON, ...], ...]}]}``.
+``states.json``: ``{"widgets": [{"label": ..., "states": [[output, ...], ...]}]}``, each
+output ``{"mimetype": ..., "data": ...}`` as marimo sent it.
 """
 
 import marimo
@@ -22,17 +24,30 @@ app = marimo.App(width="medium")
 
 @app.cell
 def _():
+    import html
     import json
     import os
     from pathlib import Path
 
     import marimo as mo
-    from marimo._output.formatters.plotly_formatters import PlotlyFormatter
 
     _recorded = json.loads(Path(os.environ["ROOFLINE_REPLAY"]).read_text())["widgets"]
     replayed = _recorded[int(mo.query_params().get("widget") or 0)]
     states = replayed["states"]
-    return PlotlyFormatter, mo, replayed, states
+    return html, json, mo, replayed, states
+
+
+@app.cell
+def _(html, json, mo):
+    def as_sent(output: dict):
+        """An output as the lab's page received it: HTML as HTML, an empty output as
+        nothing; anything else (an error's list) as its text, which is cheaper to draw."""
+        if output["mimetype"] == "text/html":
+            return mo.Html(output["data"])
+        data = output["data"]
+        return mo.Html(f"<pre>{html.escape(data if isinstance(data, str) else json.dumps(data))}</pre>"
+                       if data else "")
+    return (as_sent,)
 
 
 @app.cell
@@ -43,8 +58,8 @@ def _(mo, replayed, states):
 
 
 @app.cell
-def _(PlotlyFormatter, mo, states, step):
-    mo.vstack([PlotlyFormatter.render_plotly_dict(fig) for fig in states[step.value]])
+def _(as_sent, mo, states, step):
+    mo.vstack([as_sent(output) for output in states[step.value]])
     return
 
 
