@@ -552,7 +552,8 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
                     continue
                 row["widgets"].append({**w, **summarise(samples), "samples": samples})
                 # the floor of a widget whose steps redraw a figure (what the lab's is timed by)
-                if key == "lastPlot" and any(s["redraw_ms"] is not None for s in samples):
+                if states is not None and key == "lastPlot" and any(
+                        s["redraw_ms"] is not None for s in samples):
                     recorded[len(row["widgets"]) - 1] = states
                 if not floor:
                     all_samples += samples
@@ -658,13 +659,23 @@ def _missed(values, target) -> str:
     return " **missed**" if over == len(vals) else f" **missed in {over} of {len(vals)}**"
 
 
-def table(runs: list[dict]) -> str:
+#: What a widget's floor replays (``replay_notebook.py``): every cell output its steps changed
+#: ("outputs", runs from 2026-11-25 04:00 UTC on) or, in the runs before, its figures alone
+#: ("figures"); a results file says which in its settings (``replay_kind``).
+REPLAY_KIND = "outputs"
+
+
+def replayed_words(kind: str = REPLAY_KIND) -> str:
+    return "same output changes" if kind == "outputs" else "same figure changes"
+
+
+def table(runs: list[dict], replayed: str = REPLAY_KIND) -> str:
     """Markdown: one row per lab (min–max over runs), the reference measured before each lab,
     its ratio; then the floor rows."""
     t = TARGETS
     lines = [f"| notebook | first figure s (target ≤ {t['first_figure_s']:g}) | all figures "
              "sent / drawn s | figures | redraw p50 / p95 ms (target p95 ≤ "
-             f"{t['redraw_p95_ms']:g}) | same figure changes replayed alone p50 / p95 ms "
+             f"{t['redraw_p95_ms']:g}) | {replayed_words(replayed)} replayed alone p50 / p95 ms "
              "(the floor) | first figure changed p50 ms | × reference p50 / p95 "
              f"(target ≤ {t['ratio_p95']:g}) | reference p50 / p95 ms | split p50 ms: frontend / "
              "kernel+ws / render | load |",
@@ -779,14 +790,15 @@ def verdict(pairs: list[tuple[dict, dict]], target: float | None = None) -> tupl
     return OWN, f"missed: {OWN} in {own} of {n}{also}"
 
 
-def widget_table(runs: list[dict]) -> str:
+def widget_table(runs: list[dict], replayed: str = REPLAY_KIND) -> str:
     """Markdown: every widget that redraws a figure, the lab's step against the same figure
     changes replayed alone (min–max over the runs): what the lab's own cells add, and why
     each misses the redraw target (``verdict``); the floor over the reference's p95 says
     whether the ratio target is within reach."""
     t = TARGETS["redraw_p95_ms"]
-    lines = ["| notebook | widget | figures changed per step | step p50 / p95 ms | same "
-             "changes replayed alone p50 / p95 ms (the floor) | step − replay, p50 ms | "
+    lines = ["| notebook | widget | figures changed per step | step p50 / p95 ms | "
+             f"{replayed_words(replayed)} replayed alone p50 / p95 ms (the floor) | "
+             "step − replay, p50 ms | "
              f"redraw p95 ≤ {t:g} ms | floor p95 / reference p95 |",
              "|---|---|---|---|---|---|---|---|"]
     for (notebook, label, _n), pairs in _widget_rows(runs).items():

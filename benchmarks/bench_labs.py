@@ -754,7 +754,8 @@ def browser_main(args, argv) -> int:
             "machine": machine(), "started": datetime.now(timezone.utc).isoformat(),
             "load_before": loadavg(), "commit": _commit(REPO), "targets": bench_browser.TARGETS,
             "settings": {"runs": args.runs, "steps": args.steps,
-                         "quiet_ms": bench_browser.QUIET_MS, "replay": not args.no_replay}}
+                         "quiet_ms": bench_browser.QUIET_MS, "replay": not args.no_replay,
+                         "replay_kind": bench_browser.REPLAY_KIND}}
     print(f"Browser benchmark: {len(labs)} lab(s), the reference before each, the floor "
           f"notebook; {args.runs} run(s) on {info['machine']['line']}, load "
           f"{info['load_before']} ...", flush=True)
@@ -790,7 +791,8 @@ def browser_report(path: Path, parser) -> int:
         parser.error(f"--report {path}: not a browser benchmark's results file ({exc})")
     sys.path.insert(0, str(REPO / "benchmarks"))
     args = argparse.Namespace(runs=settings.get("runs", len(runs)), steps=settings.get("steps"),
-                              no_replay=not settings.get("replay", False))
+                              no_replay=not settings.get("replay", False),
+                              replay_kind=settings.get("replay_kind", "figures"))
     print(_browser_markdown(info, runs, args))
     return 0
 
@@ -799,6 +801,7 @@ def _browser_markdown(info: dict, runs: list, args) -> str:
     import bench_browser
 
     m = info["machine"]
+    kind = getattr(args, "replay_kind", bench_browser.REPLAY_KIND)
     return (
         f"**`{info['command']}`, {info['started'][:16].replace('T', ' ')} UTC** on {m['line']};"
         f" marimo {m['marimo']}, plotly {m['plotly']}, Debian chromium headless; load average "
@@ -809,12 +812,15 @@ def _browser_markdown(info: dict, runs: list, args) -> str:
            f"({info.get('baseline_commit', '?')}), measured right after it against the same "
            "reference" if info.get("baseline") else "")
         + ("" if info.get("complete") else " (**incomplete**: the run was cut off)")
-        + ".\n\n" + bench_browser.table(runs)
-        + ("\n\nEvery widget that redraws a figure, against its floor: the same figure "
-           "changes replayed alone (`benchmarks/replay_notebook.py`: one cell hands marimo the "
-           "recorded figure JSON; no physics, no other output). Per lab:\n\n"
+        + ".\n\n" + bench_browser.table(runs, kind)
+        + (f"\n\nEvery widget that redraws a figure, against its floor: the "
+           f"{bench_browser.replayed_words(kind)} replayed alone "
+           "(`benchmarks/replay_notebook.py`: one cell hands marimo the recorded "
+           + ("outputs, as the page received them; no physics" if kind == "outputs" else
+              "figure JSON; no physics, no other output")
+           + "). Per lab:\n\n"
            + bench_browser.widget_summary(runs) + "\n\nPer widget:\n\n"
-           + bench_browser.widget_table(runs) if args.runs and not args.no_replay else ""))
+           + bench_browser.widget_table(runs, kind) if args.runs and not args.no_replay else ""))
 
 
 if __name__ == "__main__":
