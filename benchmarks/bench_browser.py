@@ -584,7 +584,8 @@ def bench_replays(browser, recorded: list[tuple[str, list]], steps: int) -> dict
                     with _page(browser, f"{url}?widget={index}") as (page, _opened):
                         slider = page.evaluate(WIDGETS_JS)[0]
                         samples = step_widget(page, slider, len(states) - 1)
-                    out[index] = {**summarise(samples), "samples": samples}
+                    out[index] = {**summarise(samples), "samples": samples,
+                                  "outputs": max(len(state) for state in states)}
                 except Exception as exc:  # said in the widget's row, not hidden
                     out[index] = {"error": str(exc).splitlines()[0][:200]}
     return out

@@ -107,6 +107,57 @@ def test_browser_mode_steps_each_widget_once_and_tells_same_labels_apart(browser
     assert all("error" not in w and w["redraws"] == w["steps"] == 1 for w in rows), rows
 
 
+#: One slider that changes a figure and, in another cell, a text; a third cell never changes.
+CARDS_NOTEBOOK = """
+import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import marimo as mo
+    import plotly.graph_objects as go
+    n = mo.ui.slider(1, 5, value=2, label="n")
+    n
+    return go, mo, n
+
+
+@app.cell
+def _(go, n):
+    go.Figure(go.Scatter(y=[0, n.value]))
+    return
+
+
+@app.cell
+def _(mo, n):
+    mo.md(f"<span class='card'>n is {n.value}</span>")
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("never changes")
+    return
+"""
+
+
+def test_replay_plays_back_every_output_a_step_changed(browser, tmp_path):
+    # the floor of a widget is its figure and its text (the outputs its steps changed), not
+    # the figure alone and not the output that never changed
+    bb = _bench_browser()
+    notebook = tmp_path / "cards_notebook.py"
+    notebook.write_text(CARDS_NOTEBOOK)
+    row = bb.bench_notebook(browser, notebook, steps=2, replay=True)
+    assert "error" not in row, row.get("error")
+    (w,) = row["widgets"]
+    replay = w["replay"]
+    assert "error" not in replay, replay
+    assert replay["outputs"] == 2
+    assert replay["redraws"] == 2
+    assert [s["figures_changed"] for s in replay["samples"]] == [1, 1]
+
+
 def _bench_browser():
     spec = importlib.util.spec_from_file_location("bench_browser", BENCH)
     bb = importlib.util.module_from_spec(spec)
