@@ -866,16 +866,22 @@ def _(mo, quiz, tile_controls, tile_prediction):
 
 @app.cell
 def _(
+    figures,
+    gemm_n_slider,
+    gemm_register_picker,
     gemm_tile_slider,
     machine,
     machine_error,
     mo,
     style,
+    tile_curve,
     tile_error,
     tile_point,
     tile_prediction,
 ):
-    mo.stop(tile_prediction is None)  # the status of the tile under the panel above
+    # The status of the tile under the panel above, and the traffic figure under it: one cell,
+    # so a step of N, T or r costs the browser one output update, not two (issue 15).
+    mo.stop(tile_prediction is None)
     if machine is None:
         _status = style.error_callout(machine_error)
     elif tile_error is not None:
@@ -900,28 +906,13 @@ def _(
             f"{style.format_bytes(tile_point.uses[-1].bytes)}; the {tile_point.binding} roof "
             f"binds at {style.format_value(tile_point.attainable_tflops)} TFLOP/s."),
             kind="success")
-    _status
-    return
-
-
-@app.cell
-def _(
-    figures,
-    gemm_n_slider,
-    machine,
-    mo,
-    gemm_register_picker,
-    tile_curve,
-    tile_prediction,
-    gemm_tile_slider,
-):
-    mo.stop(tile_prediction is None or not tile_curve)
     tile_figure = figures.tile_traffic_figure(
         machine, tile_curve, current=gemm_tile_slider.value,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
-              f"register tile {gemm_register_picker.value}, on {machine.name}")
-    tile_figure
-    return
+              f"register tile {gemm_register_picker.value}, on {machine.name}") if tile_curve else None
+    # two children always, so the figure is updated in place, never mounted anew
+    mo.vstack([_status, tile_figure if tile_figure is not None else mo.md("")])
+    return (tile_figure,)
 
 
 @app.cell

@@ -809,7 +809,7 @@ def _(
 
 
 @app.cell
-def _(CASES, SCENARIO, mo):
+def _(CASES, SCENARIO, live, mo):
     case_picker = mo.ui.dropdown(options=CASES, value="decoder, prefill", label="Model")
     case_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=1,
                               label="Batch", show_value=True, full_width=True)
@@ -820,9 +820,13 @@ def _(CASES, SCENARIO, mo):
     case_attention = mo.ui.dropdown(options={"math (QKᵀ, softmax, PV)": "math",
                                              "scaled_dot_product_attention": "sdpa"},
                                     value="math (QKᵀ, softmax, PV)", label="Attention")
+    # The profile reads the case at the press: a step here redraws the memory and overhead
+    # figures and keeps the last profile, labelled with its case, until the next press.
+    case_settings = live.read_at_press(model=case_picker, batch=case_batch, context=case_context,
+                                       attention=case_attention)
     mo.vstack([mo.hstack([case_picker, case_attention], justify="start", gap=2), case_batch,
                case_context])
-    return case_attention, case_batch, case_context, case_picker
+    return case_attention, case_batch, case_context, case_picker, case_settings
 
 
 @app.cell
@@ -907,11 +911,8 @@ def _(best_predicted_prediction, live, mo):
 def _(
     LIVE,
     SCENARIO,
-    case_attention,
-    case_batch,
     case_button,
-    case_context,
-    case_picker,
+    case_settings,
     lab,
     live,
     measure,
@@ -920,15 +921,14 @@ def _(
 ):
     mo.stop(not case_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     case_info = measure.detect()
-    _settings = run_settings()
-    _block, _phase = case_picker.value
+    _settings, _case = run_settings(), case_settings()
+    _block, _phase = _case.model
 
     def _job(progress):
         try:  # refused before allocating: core gives the numbers, the lab the way out
             model, inputs = measure.builtin_case(
-                _block, phase=_phase, batch=case_batch.value, context=case_context.value,
-                precision=SCENARIO["precision"], attention=case_attention.value,
-                device=case_info)
+                _block, phase=_phase, batch=_case.batch, context=_case.context,
+                precision=SCENARIO["precision"], attention=_case.attention, device=case_info)
         except measure.DoesNotFit as _e:
             raise measure.DoesNotFit(f"{_e} Lower the batch or the context above and press "
                                      "the button again.") from None
@@ -936,14 +936,16 @@ def _(
             model, inputs, device=case_info, budget_s=_settings.budget,
             roofline_budget_s=LIVE["roofline_budget_s"],
             threads=_settings.threads or None,
-            label=f"{_block} {_phase}, batch {case_batch.value}, context {case_context.value}",
+            label=f"{_block} {_phase}, batch {_case.batch}, context {_case.context}",
             progress=progress)
 
     case_profile = live.gated_run(case_button, _job, total=10, info=case_info,
                                   title="Profiling every operator")
     lab.record("result", "lab07.measured_table", case_profile.summary())
     mo.vstack([live.device_card(case_info), mo.md(
-        f"Profiled with {case_profile.threads or 'GPU'} CPU thread(s) (the setting above).")])
+        f"Profiled **{case_profile.label}**, {_case.attention} attention, with "
+        f"{case_profile.threads or 'GPU'} CPU thread(s) (the setting above). It stays until "
+        "the next press: change the model, batch or context above and press again to compare.")])
     return (case_profile,)
 
 

@@ -52,11 +52,18 @@ def _run_settings(budget, threads):
                                                           threads=widgets["run_threads"])}
 
 
+def _case(model=("decoder", "prefill"), batch=1, context=64, attention="math"):
+    """Part 4's case cell's names: its four widgets and the reader the profile calls."""
+    widgets = _ns(case_picker=model, case_batch=batch, case_context=context,
+                  case_attention=attention)
+    return {**widgets, "case_settings": live.read_at_press(
+        model=widgets["case_picker"], batch=widgets["case_batch"],
+        context=widgets["case_context"], attention=widgets["case_attention"])}
+
+
 #: Every run button pressed, with settings that run in seconds on a shared 2-core machine.
 TINY = {"LIVE": {"context": 64, "roofline_budget_s": 0.4}, **_run_settings(0.3, 1),
-        **_ns(decode_button=True, case_button=True, change_button=True,
-              case_picker=("decoder", "prefill"), case_batch=1, case_context=64,
-              case_attention="math")}
+        **_ns(decode_button=True, case_button=True, change_button=True), **_case()}
 
 
 def _texts(outputs) -> str:
@@ -231,6 +238,7 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
     for name in ("decode_small_figure", "decode_large_figure", "regime_figure", "case_figure"):
         assert isinstance(defs[name], go.Figure), name
     assert defs["case_profile"].label == "decoder prefill, batch 1, context 64"
+    assert "Profiled <strong>decoder prefill, batch 1, context 64</strong>" in text
     change = defs["change_result"]
     assert change["change"] == "precision" and change["ratio"] > 0
     old, new = change["profiles"]
@@ -281,9 +289,8 @@ def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(
         return real_build(*a, **k)
 
     monkeypatch.setattr(measure, "builtin_case", watch)
-    huge = {**PREDICTIONS, **TINY, **_ns(case_picker=("decoder", "decode"), case_batch=256,
-                                         case_context=32768, decode_button=False,
-                                         change_button=False)}
+    huge = {**PREDICTIONS, **TINY, **_case(("decoder", "decode"), batch=256, context=32768),
+            **_ns(decode_button=False, change_button=False)}
     outputs, defs = app.run(defs=huge)
     text = _texts(outputs)
     terms = tiny_models.memory_terms(phase="decode", batch=256, context=32768)
@@ -294,11 +301,25 @@ def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(
     assert "case_profile" not in defs and len(built) == 1  # checked, never built
     assert defs["case_terms"] == terms  # the same numbers were on screen before the press
     # backing out: a small configuration is built and profiled
-    back = {**huge, **_ns(case_batch=1, case_context=64)}
+    back = {**huge, **_case(("decoder", "decode"), batch=1, context=64)}
     outputs, defs = app.run(defs=back)
     assert built[-1]["batch"] == 1 and built[-1]["context"] == 64
     assert defs["case_profile"].label == "decoder decode, batch 1, context 64"
     assert "refused" not in _texts(outputs)
+
+
+def test_a_case_step_keeps_the_last_profile_until_the_next_press(app):
+    # the profile reads the case at the press (case_settings): no cell that profiles names a
+    # case widget, so a step redraws the memory and overhead figures and keeps the profile
+    app._maybe_initialize()
+    graph = app._graph
+    case_widgets = {"case_picker", "case_batch", "case_context", "case_attention"}
+    profile_cells = graph.definitions["case_profile"]
+    assert profile_cells and all(not graph.cells[c].refs & case_widgets for c in profile_cells)
+    assert all(graph.cells[c].refs & {"case_settings"} for c in profile_cells)
+    shown = [c for c, cell in graph.cells.items() if cell.refs & case_widgets]
+    assert not {d for c in shown for d in graph.cells[c].defs} & {"case_profile", "case_table",
+                                                                  "case_figure"}
 
 
 @pytest.mark.slow
