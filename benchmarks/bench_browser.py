@@ -244,6 +244,21 @@ def choose_widget(now: list[dict], index: int, w: dict) -> dict | None:
     return next((x for x in now if named(x)), None)
 
 
+def wanted(notebook: str, label: str, only: tuple[str, ...]) -> bool:
+    """Whether a widget is stepped under ``--widget``: no filter steps all; ``TEXT`` takes
+    every widget whose label contains TEXT; ``LAB:TEXT`` only those in a notebook whose name
+    contains LAB (``lab_04:Batch`` is Lab 4's Batch, not Lab 6's or Lab 7's)."""
+    if not only:
+        return True
+    for o in only:
+        lab, sep, text = o.partition(":")
+        if not sep:
+            lab, text = "", o
+        if lab in notebook and text in label:
+            return True
+    return False
+
+
 def cannot_run() -> bool:
     """True (said on stderr) when chromium or playwright is missing: a browser benchmark's
     command line stops there with exit code 1."""
@@ -536,7 +551,7 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
             row.update(opened)
             row["widgets"], all_samples = [], []
             for i, w in distinct_widgets(page.evaluate(WIDGETS_JS)):
-                if only and not any(o in w["label"] for o in only):
+                if not wanted(path.name, w["label"], only):
                     continue
                 key = "lastPlot"
                 if floor and "text" in w["label"]:
@@ -593,11 +608,12 @@ def bench_replays(browser, recorded: list[tuple[str, list]], steps: int) -> dict
 
 def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
                 log=print, checkpoint=None, baseline: Path | None = None,
-                replay: bool = False) -> list[dict]:
+                replay: bool = False, only: tuple[str, ...] = ()) -> list[dict]:
     """Every run: the floor notebook, then the reference before each lab (interleaved), and
     right after a lab the same lab from the ``baseline`` checkout when it has one (against
-    the same reference). ``checkpoint(runs_so_far)`` is called after every notebook, so a
-    cut-off run keeps what it measured."""
+    the same reference). ``only``: step just the lab widgets whose label contains one of
+    these (the floor and reference notebooks are stepped whole). ``checkpoint(runs_so_far)``
+    is called after every notebook, so a cut-off run keeps what it measured."""
     reason = skip_reason()
     if reason:
         raise SystemExit(f"browser mode cannot run: {reason}")
@@ -616,12 +632,12 @@ def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
                     log(f"  reference, then {lab.name} ...")
                     ref = bench_notebook(browser, reference, steps=steps)
                     rows["pairs"].append((ref, bench_notebook(browser, lab, steps=steps,
-                                                              replay=replay)))
+                                                              replay=replay, only=only)))
                     old = baseline / "labs" / lab.name if baseline else None
                     if old is not None and old.exists():
                         log(f"  {lab.name} from the baseline ...")
                         rows["pairs"].append((ref, bench_notebook(browser, old, steps=steps,
-                                                                  tree=baseline)))
+                                                                  tree=baseline, only=only)))
                     if checkpoint:
                         checkpoint(out)
         finally:

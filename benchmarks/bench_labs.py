@@ -657,6 +657,10 @@ def main(argv=None) -> int:
     p.add_argument("--browser", action="store_true", help="measure in chromium instead: "
                    "time to first/all figures and widget-to-redraw (benchmarks/bench_browser.py)")
     p.add_argument("--steps", type=int, default=6, help="browser mode: keyboard steps per widget")
+    p.add_argument("--widget", action="append", default=[], metavar="TEXT",
+                   help="browser mode: step only the lab widgets whose label contains TEXT, or "
+                   "LAB:TEXT for one lab's (repeatable; the floor and reference notebooks are "
+                   "stepped whole)")
     p.add_argument("--no-replay", action="store_true", help="browser mode: do not replay each "
                    "widget's figure changes alone (benchmarks/replay_notebook.py, its floor)")
     p.add_argument("--report", type=Path, metavar="JSON", help="browser mode: print the "
@@ -755,7 +759,7 @@ def browser_main(args, argv) -> int:
             "load_before": loadavg(), "commit": _commit(REPO), "targets": bench_browser.TARGETS,
             "settings": {"runs": args.runs, "steps": args.steps,
                          "quiet_ms": bench_browser.QUIET_MS, "replay": not args.no_replay,
-                         "replay_kind": bench_browser.REPLAY_KIND}}
+                         "replay_kind": bench_browser.REPLAY_KIND, "widgets": args.widget}}
     print(f"Browser benchmark: {len(labs)} lab(s), the reference before each, the floor "
           f"notebook; {args.runs} run(s) on {info['machine']['line']}, load "
           f"{info['load_before']} ...", flush=True)
@@ -771,7 +775,8 @@ def browser_main(args, argv) -> int:
         info["baseline"], info["baseline_commit"] = str(args.baseline), _commit(args.baseline)
     runs = bench_browser.run_browser(labs, REFERENCE, runs=args.runs, steps=args.steps,
                                      log=lambda m: print(m, flush=True), checkpoint=save,
-                                     baseline=args.baseline, replay=not args.no_replay)
+                                     baseline=args.baseline, replay=not args.no_replay,
+                                     only=tuple(args.widget))
     save(runs, final=True)
     print()
     print(info["markdown"])

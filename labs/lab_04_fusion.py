@@ -816,6 +816,14 @@ def _(SEQ_STEPS, mo):
 
 
 @app.cell
+def _(attention_controls, mo, oom_prediction, quiz):
+    mo.stop(oom_prediction is None,
+            quiz.gate_notice("Lock your prediction to reveal the attention instrument."))
+    attention_controls
+    return
+
+
+@app.cell
 def _(
     F,
     R,
@@ -823,11 +831,16 @@ def _(
     attn_heads,
     device,
     head_dim_picker,
+    mo,
+    oom_prediction,
     precision_picker,
     seq_slider,
     student_error,
+    style,
 ):
-    # Unfused and fused attention at the chosen shape (self-attention, MHA: KV heads = heads).
+    mo.stop(oom_prediction is None)
+    # Unfused and fused attention at the chosen shape (self-attention, MHA: KV heads = heads),
+    # computed where its cards are shown: a Batch or Heads step re-runs one cell fewer.
     try:
         _args = (attn_batch.value, attn_heads.value, seq_slider.value, seq_slider.value,
                  head_dim_picker.value, precision_picker.value)
@@ -839,28 +852,6 @@ def _(
     except (KeyError, ValueError) as _e:
         attn_unfused = attn_fused = attn_times = None
         attn_error = student_error(_e)
-    return attn_error, attn_fused, attn_times, attn_unfused
-
-
-@app.cell
-def _(attention_controls, mo, oom_prediction, quiz):
-    mo.stop(oom_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the attention instrument."))
-    attention_controls
-    return
-
-
-@app.cell
-def _(
-    attn_error,
-    attn_fused,
-    attn_times,
-    attn_unfused,
-    mo,
-    oom_prediction,
-    style,
-):
-    mo.stop(oom_prediction is None)
     if attn_error is not None:
         attention_metrics = style.error_callout(attn_error)
     else:
@@ -876,7 +867,7 @@ def _(
              "max(compute, memory), no launch overhead"),
         ])
     attention_metrics
-    return
+    return attn_error, attn_unfused
 
 
 @app.cell

@@ -399,6 +399,18 @@ def test_a_widget_is_found_again_by_its_object_id_before_its_label():
     assert BB.choose_widget(now, 2, {**old, "label": "gone"}) is None
 
 
+def test_widget_filter_takes_a_label_anywhere_or_in_one_lab():
+    # --widget TEXT steps every lab's widget whose label holds TEXT; LAB:TEXT only one lab's
+    assert BB.wanted("lab_04_fusion.py", "Batch", ())
+    assert BB.wanted("lab_04_fusion.py", "Batch", ("Batch",))
+    assert BB.wanted("lab_06_many_chips.py", "Batch T (tokens)", ("Batch",))
+    assert not BB.wanted("lab_06_many_chips.py", "Batch T (tokens)", ("lab_04:Batch",))
+    assert BB.wanted("lab_04_fusion.py", "Batch", ("lab_04:Batch",))
+    assert not BB.wanted("lab_04_fusion.py", "Heads", ("lab_04:Batch", "lab_07:Heads"))
+    assert BB.wanted("lab_04_fusion.py", "Heads", ("lab_04:Batch", "Heads"))
+    assert not BB.wanted("lab_04_fusion.py", "Device", ("lab_04:Batch",))
+
+
 def test_a_widget_shown_in_several_places_says_so_in_the_report():
     w, ref = _pair(90, 60)
     runs = [{"floor": None, "pairs": [(ref, {**_brow("lab_a.py", 4, 80, 90), "widgets": [

@@ -276,6 +276,22 @@ def test_a_step_leaves_the_outputs_it_cannot_change(widget, untouched):
     assert untouched not in _re_run_by(widget)
 
 
+@pytest.mark.parametrize("widget", ["attn_batch", "attn_heads"])
+def test_a_batch_or_heads_step_re_runs_one_cell_per_output_it_changes(widget):
+    # Four outputs follow the batch and heads (the attention cards, the traffic figure, the
+    # memory bars, Part 4's tile cards): a step re-runs those four cells and no cell without
+    # an output (issue 15: each re-run cell is one more round of marimo's messages).
+    from marimo._runtime import dataflow
+
+    app._maybe_initialize()
+    graph = app._graph
+    named = {cid for cid, c in graph.cells.items() if widget in c.refs}
+    rerun = dataflow.transitive_closure(graph, named - set(graph.definitions[widget]))
+    shows = {"attention_metrics", "attention_figure", "attention_memory", "tile_status"}
+    assert len(rerun) == len(shows)
+    assert all(graph.cells[cid].defs & shows for cid in rerun)
+
+
 def test_the_two_level_roofline_is_the_same_at_any_batch_and_heads():
     # The figure draws one head of one sequence: its intensities and attainable rate are those
     # of Part 3's whole shape, while the HBM traffic on the cards grows with batch x heads.
