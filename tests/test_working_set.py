@@ -105,6 +105,10 @@ def test_default_sizes_reach_well_past_the_last_cache():
     assert sizes[0] == 16 * KIB and sizes[-1] >= 8 * 32 * MIB and sizes == sorted(set(sizes))
     assert all(s % 4096 == 0 for s in sizes)
     assert all(1.3 <= b / a <= 1.5 for a, b in zip(sizes, sizes[1:]))  # two per octave
+    # a server's shared L3 (this VM reports 480 MiB): the sweep still ends well past it
+    big = C.CacheSizes((C.CacheLevel("L2", 2, 2 * MIB), C.CacheLevel("L3", 3, 480 * MIB)), "t")
+    sizes = W.default_sizes(info, big)
+    assert 1.4 * 480 * MIB <= sizes[-1] <= 2 * 480 * MIB
     gpu = W.default_sizes(SimpleNamespace(kind="cuda"),
                           C.CacheSizes((C.CacheLevel("L2", 2, 50 * MIB),), "t"))
     assert gpu[0] == 256 * KIB and gpu[-1] >= 400 * MIB
@@ -158,17 +162,20 @@ torch = pytest.importorskip("torch")
 @pytest.mark.slow
 def test_real_sweep_finds_caches_faster_than_dram():
     """A short real sweep on this machine, loose bounds: every size measured within budget,
-    a read that fits in L2 at least 1.5x faster than one 8x past the last-level cache, and
-    the plateaus end with DRAM."""
-    sizes = [64 * KIB, 128 * KIB, 256 * KIB, 128 * MIB, 192 * MIB, 256 * MIB]
+    a read that fits in L2 at least 1.5x faster than one past the last-level cache, and the
+    plateaus end with DRAM. The large sizes come from the caches this machine reports (at
+    least 8x a 32 MiB L3; twice a server's shared L3 of hundreds of MiB)."""
+    largest = max(C.cache_sizes().as_mapping().values(), default=32 * MIB)
+    top = max(256 * MIB, -(-2 * int(largest) // MIB) * MIB)
+    sizes = [64 * KIB, 128 * KIB, 256 * KIB, top // 2, top * 3 // 4, top]
     sweep = M.working_set_sweep("cpu", sizes=sizes, budget_s=8)
     assert sweep.elapsed_s < 8 + 5
     got = {p.bytes: p for p in sweep.measured}
     assert len(got) == len(sizes)
     for p in got.values():
         assert 0.1 < p.gbs < 2000 and p.median_gbs <= p.gbs * 1.001 and p.reps >= 5
-    assert got[128 * KIB].gbs > 1.5 * got[256 * MIB].gbs
-    assert got[64 * KIB].reads_per_call > 1 and got[256 * MIB].reads_per_call == 1
+    assert got[128 * KIB].gbs > 1.5 * got[top].gbs
+    assert got[64 * KIB].reads_per_call > 1 and got[top].reads_per_call == 1
     levels = M.hierarchy_levels(sweep, min_points=2)
     assert levels[-1].name == "DRAM" and len(levels) >= 2
 

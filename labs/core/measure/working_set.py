@@ -122,15 +122,17 @@ class WorkingSetSweep:
 
 def default_sizes(info: DeviceInfo, caches: CacheSizes | None = None) -> list[int]:
     """Two sizes per octave (x sqrt 2, rounded to 4 KiB) from 16 KiB (CPU; 256 KiB on a GPU)
-    to 8x the largest cache (at least 64 MiB on a CPU, 512 MiB on a GPU; at most 512 MiB /
-    2 GiB): past the last level, so main memory gets a plateau of its own."""
+    to 8x the largest cache (at least 64 MiB on a CPU, 512 MiB on a GPU; at most 2 GiB on a
+    GPU, and on a CPU 512 MiB or twice the largest cache, whichever is more: a server's
+    shared L3 can be hundreds of MiB): past the last level, so main memory gets a plateau of
+    its own."""
     caches = caches if caches is not None else (
         gpu_cache_sizes(info) if info.kind == "cuda" else cache_sizes())
     largest = max(caches.as_mapping().values(), default=32 * 2**20)
     if info.kind == "cuda":
         lo, hi = 256 * 2**10, min(max(8 * largest, 512 * 2**20), 2 * 2**30)
     else:
-        lo, hi = 16 * 2**10, min(max(8 * largest, 64 * 2**20), 512 * 2**20)
+        lo, hi = 16 * 2**10, min(max(8 * largest, 64 * 2**20), max(512 * 2**20, 2 * largest))
     out, k = [], 0
     while True:
         v = int(round(lo * 2 ** (k / 2) / 4096)) * 4096
