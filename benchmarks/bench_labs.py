@@ -823,7 +823,8 @@ def _browser_markdown(info: dict, runs: list, args) -> str:
            "(`benchmarks/replay_notebook.py`: one cell hands marimo the recorded "
            + ("outputs, as the page received them; no physics" if kind == "outputs" else
               "figure JSON; no physics, no other output")
-           + "). Per lab:\n\n"
+           + "); where the lab missed and that floor met, the same outputs in as many cells "
+           "as the lab shows them in (`bench_browser.laid_out_notebook`). Per lab:\n\n"
            + bench_browser.widget_summary(runs) + "\n\nPer widget:\n\n"
            + bench_browser.widget_table(runs, kind) if args.runs and not args.no_replay else ""))
 

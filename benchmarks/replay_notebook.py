@@ -4,7 +4,9 @@
 as marimo sent it over the websocket (figures, cards, callouts, status lines: the HTML the
 page received). This notebook plays those states back: its one slider walks the same
 sequence, and one cell shows the outputs of the current state, stacked in the lab's order
-(one cell is cheaper than one per output, so the floor is not flattered). The kernel does no
+(one cell is cheaper than one per output, so the floor is not flattered;
+``bench_browser.laid_out_notebook`` writes the variant with one cell per output, as the lab
+shows them, which adds what marimo's messages cost per cell). The kernel does no
 physics and builds no figure: it hands marimo the HTML it was given. What a step costs here
 is marimo's round trip and output plus the browser redrawing exactly the outputs the lab's
 step changed (plotly.js for its figures), so no lab can step that widget faster on the same
@@ -13,7 +15,8 @@ machine and load without showing less. NOT a lab.
     ROOFLINE_REPLAY=states.json marimo run benchmarks/replay_notebook.py   # then ?widget=N
 
 ``states.json``: ``{"widgets": [{"label": ..., "states": [[output, ...], ...]}]}``, each
-output ``{"mimetype": ..., "data": ...}`` as marimo sent it.
+output ``{"mimetype": ..., "data": ...}`` as marimo sent it, or null where that cell had no
+output yet.
 """
 
 import marimo
@@ -59,7 +62,7 @@ def _(mo, replayed, states):
 
 @app.cell
 def _(as_sent, mo, states, step):
-    mo.vstack([as_sent(output) for output in states[step.value]])
+    mo.vstack([as_sent(output) for output in states[step.value] if output is not None])
     return
 
 

@@ -186,8 +186,43 @@ def test_replay_states_follow_each_figure_the_steps_changed():
     # step 1 changed figure 1 and mounted figure 3; step 2 changed figures 1 and 2
     states = BB.replay_states({1: a0, 2: b0, 9: {"n": "never changed"}},
                               [{1: a1, 3: c1}, {1: a2, 2: b2}])
-    assert states == [[a0, b0], [a1, b0, c1], [a2, b2, c1]]
+    # one slot per cell whose output changed (a laid-out replay shows each in its own cell):
+    # None where that cell had no output yet
+    assert states == [[a0, b0, None], [a1, b0, c1], [a2, b2, c1]]
     assert BB.replay_states({1: a0}, [{}, {}]) == [[], [], []]  # nothing changed: nothing to play
+
+
+def test_a_laid_out_replay_shows_each_output_in_a_cell_of_its_own(tmp_path):
+    # the floor in the lab's layout: the stacked cell replaced by one cell per output, each
+    # read by the replay's one slider; a real marimo notebook that marimo can load
+    from marimo._ast.load import load_app
+
+    def cells(path):
+        app = load_app(str(path))
+        app._maybe_initialize()
+        return list(app._graph.cells.values())
+
+    stacked = cells(BB.REPLAY_NOTEBOOK)
+    assert BB.STACKED_CELL in BB.REPLAY_NOTEBOOK.read_text()
+    for slots in (1, 3):
+        path = tmp_path / f"replay_{slots}.py"
+        path.write_text(BB.laid_out_notebook(slots))
+        laid = cells(path)
+        assert len(laid) == len(stacked) - 1 + slots
+        shows = [c for c in laid if "step" in c.refs and "_output" in c.code]
+        assert sorted(c.code.split("[step.value][")[1].split("]")[0] for c in shows) == [
+            str(i) for i in range(slots)]
+        assert BB.STACKED_CELL not in path.read_text()
+
+
+def test_only_a_miss_over_a_met_floor_in_several_cells_is_replayed_laid_out():
+    two, one = [[{"a": 0}, {"b": 0}]], [[{"a": 0}]]
+    w = lambda step, floor: {"p95_ms": step, "replay": {"p95_ms": floor}}  # noqa: E731
+    assert BB.needs_laid_out(w(120, 90), two)
+    assert not BB.needs_laid_out(w(120, 90), one)  # one cell: the stacked floor is laid out
+    assert not BB.needs_laid_out(w(95, 90), two)  # met
+    assert not BB.needs_laid_out(w(120, 110), two)  # its floor misses already
+    assert not BB.needs_laid_out({"p95_ms": 120}, two)  # no floor measured
 
 
 def _widget(label, p50, p95, figures=2, steps=2, replay=None):
@@ -299,9 +334,12 @@ def test_browser_benchmarks_write_their_command_as_typed():
     assert BB.command_line("bench_first_reveal.py", []) == "python benchmarks/bench_first_reveal.py"
 
 
-def _pair(step_p95, floor_p95, ref_p95=300.0, figures=1):
+def _pair(step_p95, floor_p95, cells_p95=None, ref_p95=300.0, figures=1):
     w = _widget("w", step_p95 - 10, step_p95, figures=figures,
                 replay=None if floor_p95 is None else (floor_p95 - 10, floor_p95))
+    if cells_p95 is not None:
+        w["replay_cells"] = {"redraws": 2, "p50_ms": cells_p95 - 10, "p95_ms": cells_p95,
+                             "cells": 3}
     return w, {"p95_ms": ref_p95}
 
 
@@ -312,34 +350,45 @@ def _pair(step_p95, floor_p95, ref_p95=300.0, figures=1):
     ([(130, 70), (140, 120)], BB.OWN, "missed: the lab's own cost in 1 of 2"),
     ([(130, 70), (95, 60)], BB.OWN, "missed: the lab's own cost in 1 of 2 (met in 1 of 2)"),
     ([(130, None), (140, None)], BB.OWN, "missed: the lab's own cost in 2 of 2"),  # no floor
+    # the same outputs one per cell, as the lab shows them (third figure: that floor's p95)
+    ([(130, 70, 120), (140, 120)], BB.CELLS, "out of reach " + BB.CELLS),
+    ([(130, 70, 120), (95, 60)], BB.CELLS, f"out of reach {BB.CELLS} (met in 1 of 2)"),
+    ([(130, 70, 120), (140, 70, 90)], BB.OWN, "missed: the lab's own cost in 1 of 2"),
+    ([(130, 70, 95), (140, 70)], BB.OWN, "missed: the lab's own cost in 2 of 2"),
 ])
 def test_a_widget_out_of_reach_only_where_its_floor_misses_too(runs, kind, words):
     # the general rule: a miss is "out of reach" only when, in every run that missed, the same
-    # figure changes replayed alone missed as well; a floor that met the target, or none
-    # measured, leaves the miss to the lab
-    assert BB.verdict([_pair(step, floor) for step, floor in runs]) == (kind, words)
-    assert BB.verdict([_pair(step, floor) for step, floor in runs], target=1e9)[0] == BB.MET
+    # output changes replayed alone (stacked in one cell, or one per cell as the lab shows
+    # them) missed as well; floors that met the target, or none measured, leave the miss to
+    # the lab
+    assert BB.verdict([_pair(*r) for r in runs]) == (kind, words)
+    assert BB.verdict([_pair(*r) for r in runs], target=1e9)[0] == BB.MET
 
 
 def test_a_step_that_only_removes_a_figure_is_no_redraw_verdict():
     w, ref = _pair(150, None, figures=0)
     assert BB.verdict([(w, ref)])[0] == BB.REMOVED
     runs = [{"floor": None, "pairs": [(ref, {**_brow("lab_a.py", 4, 100, 150), "widgets": [w]})]}]
-    assert "| lab_a.py | 0 | 0 | 0 | 0 | 0 |" in BB.widget_summary(runs)
+    assert "| lab_a.py | 0 | 0 | 0 | 0 | 0 | 0 |" in BB.widget_summary(runs)
 
 
 def test_widget_summary_counts_each_lab_by_verdict_and_ratio():
     def lab(*pairs):
         ws = []
-        for label, (step, floor) in pairs:
-            w, _ = _pair(step, floor)
+        for label, floors in pairs:
+            w, _ = _pair(*floors)
             ws.append({**w, "label": label})
         return {**_brow("lab_a.py", 4, 100, 150), "widgets": ws}
     ref = _brow("ref.py", 3, 200, 300)
-    widgets = [("met", (90, 60)), ("floor", (200, 180)), ("own", (150, 70))]
+    widgets = [("met", (90, 60)), ("floor", (200, 180)), ("own", (150, 70)),
+               ("cells", (150, 70, 130))]
     runs = [{"floor": None, "pairs": [(ref, lab(*widgets))]} for _ in range(2)]
-    # floors 60, 180 and 70 against half the reference's 300 ms p95: one above
-    assert "| lab_a.py | 3 | 1 | 1 | 1 | 1 |" in BB.widget_summary(runs)
+    # floors 60, 180, 70 and 70 against half the reference's 300 ms p95: one above
+    assert "| lab_a.py | 4 | 1 | 1 | 1 | 1 | 1 |" in BB.widget_summary(runs)
+    # the one-per-cell floor beside the widget that needed it, nowhere else
+    table = BB.widget_table(runs)
+    assert _line(table, "| lab_a.py | cells |").endswith("| 120 / 130 **missed** (3 cells) |")
+    assert _line(table, "| lab_a.py | own |").endswith("| 0.23 |  |")
 
 
 def test_report_prints_a_kept_browser_run_again(tmp_path, capsys):

@@ -158,6 +158,23 @@ def test_replay_plays_back_every_output_a_step_changed(browser, tmp_path):
     assert [s["figures_changed"] for s in replay["samples"]] == [1, 1]
 
 
+def test_a_laid_out_replay_steps_each_output_in_a_cell_of_its_own(browser, tmp_path):
+    # the floor in the lab's layout: the figure and the text the steps changed, each in its
+    # own cell of the generated replay notebook, both redrawn on every replayed step
+    bb = _bench_browser()
+    notebook = tmp_path / "cards_notebook.py"
+    notebook.write_text(CARDS_NOTEBOOK)
+    states = []
+    with bb._served(notebook) as url, bb._page(browser, url) as (page, _opened):
+        ((index, w),) = bb.distinct_widgets(page.evaluate(bb.WIDGETS_JS))
+        bb.step_widget(page, bb._rediscover(page, index, w), 2, record=states)
+    assert len(states) == 3 and all(len(state) == 2 and None not in state for state in states)
+    replayed = bb.bench_replays(browser, [("n", states)], 2, laid_out=True)[0]
+    assert "error" not in replayed, replayed
+    assert (replayed["cells"], replayed["outputs"], replayed["redraws"]) == (2, 2, 2)
+    assert [s["figures_changed"] for s in replayed["samples"]] == [1, 1]
+
+
 def _bench_browser():
     spec = importlib.util.spec_from_file_location("bench_browser", BENCH)
     bb = importlib.util.module_from_spec(spec)
