@@ -841,7 +841,7 @@ def _widget_rows(runs: list[dict]) -> dict[tuple, list[tuple[dict, dict]]]:
 
 #: Why a widget misses the redraw target, run by run (``verdict``).
 MET, FLOOR, OWN = "met", "its floor misses too", "the lab's own cost"
-CELLS = "in its cells: the same outputs in as many cells miss too"
+CELLS = "in its cells"  # the same outputs, one per cell as the lab shows them, miss too
 REMOVED = "removed"  # a step whose only change inside a figure is a figure taken away
 
 
@@ -868,7 +868,7 @@ def verdict(pairs: list[tuple[dict, dict]], target: float | None = None) -> tupl
     if all(over(floor) for _, floor, _cells in missed):
         return FLOOR, f"out of reach: {FLOOR}{also}"
     if all(over(floor) or over(cells) for _, floor, cells in missed):
-        return CELLS, f"out of reach {CELLS}{also}"
+        return CELLS, f"out of reach {CELLS}: the same outputs in as many cells miss too{also}"
     own = sum(not over(floor) and not over(cells) for _, floor, cells in missed)
     return OWN, f"missed: {OWN} in {own} of {n}{also}"
 
@@ -936,7 +936,7 @@ def widget_summary(runs: list[dict]) -> str:
                   for w, ref in pairs]
         c["ratio"] += bool(ratios) and all(x is not None and x > r for x in ratios)
     lines = [f"| notebook | widgets that redraw a figure | p95 ≤ {t:g} ms met | out of reach "
-             f"({FLOOR}) | out of reach {CELLS.split(':')[0]} (one output per cell misses "
+             f"({FLOOR}) | out of reach {CELLS} (one output per cell misses "
              f"too) | missed by {OWN} | floor > {r:g} × reference p95 in every run |",
              "|---|---|---|---|---|---|---|"]
     for notebook, c in counts.items():

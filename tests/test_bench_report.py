@@ -351,8 +351,10 @@ def _pair(step_p95, floor_p95, cells_p95=None, ref_p95=300.0, figures=1):
     ([(130, 70), (95, 60)], BB.OWN, "missed: the lab's own cost in 1 of 2 (met in 1 of 2)"),
     ([(130, None), (140, None)], BB.OWN, "missed: the lab's own cost in 2 of 2"),  # no floor
     # the same outputs one per cell, as the lab shows them (third figure: that floor's p95)
-    ([(130, 70, 120), (140, 120)], BB.CELLS, "out of reach " + BB.CELLS),
-    ([(130, 70, 120), (95, 60)], BB.CELLS, f"out of reach {BB.CELLS} (met in 1 of 2)"),
+    ([(130, 70, 120), (140, 120)], BB.CELLS,
+     "out of reach in its cells: the same outputs in as many cells miss too"),
+    ([(130, 70, 120), (95, 60)], BB.CELLS,
+     "out of reach in its cells: the same outputs in as many cells miss too (met in 1 of 2)"),
     ([(130, 70, 120), (140, 70, 90)], BB.OWN, "missed: the lab's own cost in 1 of 2"),
     ([(130, 70, 95), (140, 70)], BB.OWN, "missed: the lab's own cost in 2 of 2"),
 ])

@@ -235,16 +235,21 @@ def test_editing_the_chain_changes_the_bytes():
 
 # --- what a widget step re-runs (issue 15) ---------------------------------------------------
 
-def _re_run_by(widget: str) -> set[str]:
-    """The names defined by every cell a step of ``widget`` re-runs: those that name it, other
-    than its maker, and every cell below them."""
+def _cells_re_run_by(widget: str) -> list[set[str]]:
+    """Each cell a step of ``widget`` re-runs (those that name it, other than its maker, and
+    every cell below them), as the names it defines."""
     from marimo._runtime import dataflow
 
     app._maybe_initialize()
     graph = app._graph
     named = {cid for cid, c in graph.cells.items() if widget in c.refs}
     rerun = dataflow.transitive_closure(graph, named - set(graph.definitions[widget]))
-    return {name for cid in rerun for name in graph.cells[cid].defs}
+    return [set(graph.cells[cid].defs) for cid in rerun]
+
+
+def _re_run_by(widget: str) -> set[str]:
+    """The names defined by every cell a step of ``widget`` re-runs."""
+    return set().union(*_cells_re_run_by(widget))
 
 
 @pytest.mark.parametrize("widget", ["chain_slots", "kernels_slider", "size_slider", "seq_slider",
@@ -281,15 +286,10 @@ def test_a_batch_or_heads_step_re_runs_one_cell_per_output_it_changes(widget):
     # Four outputs follow the batch and heads (the attention cards, the traffic figure, the
     # memory bars, Part 4's tile cards): a step re-runs those four cells and no cell without
     # an output (issue 15: each re-run cell is one more round of marimo's messages).
-    from marimo._runtime import dataflow
-
-    app._maybe_initialize()
-    graph = app._graph
-    named = {cid for cid, c in graph.cells.items() if widget in c.refs}
-    rerun = dataflow.transitive_closure(graph, named - set(graph.definitions[widget]))
+    cells = _cells_re_run_by(widget)
     shows = {"attention_metrics", "attention_figure", "attention_memory", "tile_status"}
-    assert len(rerun) == len(shows)
-    assert all(graph.cells[cid].defs & shows for cid in rerun)
+    assert len(cells) == len(shows)
+    assert all(defs & shows for defs in cells)
 
 
 def test_the_two_level_roofline_is_the_same_at_any_batch_and_heads():
