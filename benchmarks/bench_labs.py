@@ -823,8 +823,9 @@ def _browser_markdown(info: dict, runs: list, args) -> str:
            "(`benchmarks/replay_notebook.py`: one cell hands marimo the recorded "
            + ("outputs, as the page received them; no physics" if kind == "outputs" else
               "figure JSON; no physics, no other output")
-           + "); where the lab missed and that floor met, the same outputs in as many cells "
-           "as the lab shows them in (`bench_browser.laid_out_notebook`). Per lab:\n\n"
+           + "); where the lab missed and that floor met, the same outputs replayed on the "
+           "lab's page, each in its own cell among the lab's other cells as they stood "
+           "(`bench_browser.page_notebook`). Per lab:\n\n"
            + bench_browser.widget_summary(runs) + "\n\nPer widget:\n\n"
            + bench_browser.widget_table(runs, kind) if args.runs and not args.no_replay else ""))
 

@@ -186,43 +186,52 @@ def test_replay_states_follow_each_figure_the_steps_changed():
     # step 1 changed figure 1 and mounted figure 3; step 2 changed figures 1 and 2
     states = BB.replay_states({1: a0, 2: b0, 9: {"n": "never changed"}},
                               [{1: a1, 3: c1}, {1: a2, 2: b2}])
-    # one slot per cell whose output changed (a laid-out replay shows each in its own cell):
+    # one slot per cell whose output changed (a page replay shows each in its own cell):
     # None where that cell had no output yet
     assert states == [[a0, b0, None], [a1, b0, c1], [a2, b2, c1]]
     assert BB.replay_states({1: a0}, [{}, {}]) == [[], [], []]  # nothing changed: nothing to play
 
 
-def test_a_laid_out_replay_shows_each_output_in_a_cell_of_its_own(tmp_path):
-    # the floor in the lab's layout: the stacked cell replaced by one cell per output, each
-    # read by the replay's one slider; a real marimo notebook that marimo can load
+def test_a_page_replay_lays_the_outputs_out_as_the_lab_s_page(tmp_path):
+    # the floor on the lab's page: the stacked cell replaced by one cell per cell of the
+    # lab's page, those the steps changed read by the replay slider and the others showing
+    # the page as it stood; the slider in a cell of its own right before the widget's cell;
+    # a real marimo notebook that marimo can load
     from marimo._ast.load import load_app
 
     def cells(path):
         app = load_app(str(path))
         app._maybe_initialize()
-        return list(app._graph.cells.values())
+        return [c.code for c in app._graph.cells.values()]
 
     stacked = cells(BB.REPLAY_NOTEBOOK)
-    assert BB.STACKED_CELL in BB.REPLAY_NOTEBOOK.read_text()
-    for slots in (1, 3):
-        path = tmp_path / f"replay_{slots}.py"
-        path.write_text(BB.laid_out_notebook(slots))
+    text = BB.REPLAY_NOTEBOOK.read_text()
+    assert BB.STACKED_CELL in text and BB.STEP_CELL in text
+    for page, slots, widget in ((4, [1, 2], 0), (6, [5], 3), (3, [0, 2], -1)):
+        path = tmp_path / f"replay_{page}_{widget}.py"
+        path.write_text(BB.page_notebook(page, slots, widget))
         laid = cells(path)
-        assert len(laid) == len(stacked) - 1 + slots
-        shows = [c for c in laid if "step" in c.refs and "_output" in c.code]
-        assert sorted(c.code.split("[step.value][")[1].split("]")[0] for c in shows) == [
-            str(i) for i in range(slots)]
+        assert len(laid) == len(stacked) - 2 + page + 1  # the page's cells and the slider
+        body = laid[len(stacked) - 2:]
+        slider = body.index(next(c for c in body if "mo.ui.slider" in c))
+        assert slider == max(widget, 0)  # right before the widget's cell, or first
+        body.pop(slider)
+        for i, code in enumerate(body):
+            if i in slots:
+                assert f"states[step.value][{slots.index(i)}]" in code
+            else:
+                assert f'replayed["page"][{i}]' in code and "step" not in code
         assert BB.STACKED_CELL not in path.read_text()
 
 
-def test_only_a_miss_over_a_met_floor_in_several_cells_is_replayed_laid_out():
-    two, one = [[{"a": 0}, {"b": 0}]], [[{"a": 0}]]
+def test_only_a_miss_over_a_met_floor_is_replayed_on_the_lab_s_page():
+    states, whole = [[{"a": 0}]], {"cells": [None, {"a": 0}], "slots": [1], "widget_cell": 0}
     w = lambda step, floor: {"p95_ms": step, "replay": {"p95_ms": floor}}  # noqa: E731
-    assert BB.needs_laid_out(w(120, 90), two)
-    assert not BB.needs_laid_out(w(120, 90), one)  # one cell: the stacked floor is laid out
-    assert not BB.needs_laid_out(w(95, 90), two)  # met
-    assert not BB.needs_laid_out(w(120, 110), two)  # its floor misses already
-    assert not BB.needs_laid_out({"p95_ms": 120}, two)  # no floor measured
+    assert BB.needs_page_floor(w(120, 90), states, whole)  # one changed cell is enough
+    assert not BB.needs_page_floor(w(95, 90), states, whole)  # met
+    assert not BB.needs_page_floor(w(120, 110), states, whole)  # its floor misses already
+    assert not BB.needs_page_floor({"p95_ms": 120}, states, whole)  # no floor measured
+    assert not BB.needs_page_floor(w(120, 90), states, {})  # no page recorded
 
 
 def _widget(label, p50, p95, figures=2, steps=2, replay=None):
@@ -334,12 +343,12 @@ def test_browser_benchmarks_write_their_command_as_typed():
     assert BB.command_line("bench_first_reveal.py", []) == "python benchmarks/bench_first_reveal.py"
 
 
-def _pair(step_p95, floor_p95, cells_p95=None, ref_p95=300.0, figures=1):
+def _pair(step_p95, floor_p95, page_p95=None, ref_p95=300.0, figures=1):
     w = _widget("w", step_p95 - 10, step_p95, figures=figures,
                 replay=None if floor_p95 is None else (floor_p95 - 10, floor_p95))
-    if cells_p95 is not None:
-        w["replay_cells"] = {"redraws": 2, "p50_ms": cells_p95 - 10, "p95_ms": cells_p95,
-                             "cells": 3}
+    if page_p95 is not None:
+        w["replay_page"] = {"redraws": 2, "p50_ms": page_p95 - 10, "p95_ms": page_p95,
+                            "cells": 3, "page_cells": 40}
     return w, {"p95_ms": ref_p95}
 
 
@@ -350,11 +359,11 @@ def _pair(step_p95, floor_p95, cells_p95=None, ref_p95=300.0, figures=1):
     ([(130, 70), (140, 120)], BB.OWN, "missed: the lab's own cost in 1 of 2"),
     ([(130, 70), (95, 60)], BB.OWN, "missed: the lab's own cost in 1 of 2 (met in 1 of 2)"),
     ([(130, None), (140, None)], BB.OWN, "missed: the lab's own cost in 2 of 2"),  # no floor
-    # the same outputs one per cell, as the lab shows them (third figure: that floor's p95)
-    ([(130, 70, 120), (140, 120)], BB.CELLS,
-     "out of reach in its cells: the same outputs in as many cells miss too"),
-    ([(130, 70, 120), (95, 60)], BB.CELLS,
-     "out of reach in its cells: the same outputs in as many cells miss too (met in 1 of 2)"),
+    # the same outputs on the lab's page (third figure: that floor's p95)
+    ([(130, 70, 120), (140, 120)], BB.PAGE,
+     "out of reach on its page: the same outputs on the lab's page miss too"),
+    ([(130, 70, 120), (95, 60)], BB.PAGE,
+     "out of reach on its page: the same outputs on the lab's page miss too (met in 1 of 2)"),
     ([(130, 70, 120), (140, 70, 90)], BB.OWN, "missed: the lab's own cost in 1 of 2"),
     ([(130, 70, 95), (140, 70)], BB.OWN, "missed: the lab's own cost in 2 of 2"),
 ])
@@ -383,13 +392,14 @@ def test_widget_summary_counts_each_lab_by_verdict_and_ratio():
         return {**_brow("lab_a.py", 4, 100, 150), "widgets": ws}
     ref = _brow("ref.py", 3, 200, 300)
     widgets = [("met", (90, 60)), ("floor", (200, 180)), ("own", (150, 70)),
-               ("cells", (150, 70, 130))]
+               ("page", (150, 70, 130))]
     runs = [{"floor": None, "pairs": [(ref, lab(*widgets))]} for _ in range(2)]
     # floors 60, 180, 70 and 70 against half the reference's 300 ms p95: one above
     assert "| lab_a.py | 4 | 1 | 1 | 1 | 1 | 1 |" in BB.widget_summary(runs)
-    # the one-per-cell floor beside the widget that needed it, nowhere else
+    # the floor on the lab's page beside the widget that needed it, nowhere else
     table = BB.widget_table(runs)
-    assert _line(table, "| lab_a.py | cells |").endswith("| 120 / 130 **missed** (3 cells) |")
+    assert _line(table, "| lab_a.py | page |").endswith(
+        "| 120 / 130 **missed** (3 of 40 cells) |")
     assert _line(table, "| lab_a.py | own |").endswith("| 0.23 |  |")
 
 

@@ -158,20 +158,24 @@ def test_replay_plays_back_every_output_a_step_changed(browser, tmp_path):
     assert [s["figures_changed"] for s in replay["samples"]] == [1, 1]
 
 
-def test_a_laid_out_replay_steps_each_output_in_a_cell_of_its_own(browser, tmp_path):
-    # the floor in the lab's layout: the figure and the text the steps changed, each in its
-    # own cell of the generated replay notebook, both redrawn on every replayed step
+def test_a_page_replay_steps_each_output_in_its_place_on_the_lab_s_page(browser, tmp_path):
+    # the floor on the lab's page: the figure and the text the steps changed, each in its own
+    # cell where the lab shows it, among the lab's other cells as they stood (the widget's
+    # cell, the text that never changes), both redrawn on every replayed step
     bb = _bench_browser()
     notebook = tmp_path / "cards_notebook.py"
     notebook.write_text(CARDS_NOTEBOOK)
-    states = []
+    states, whole = [], {}
     with bb._served(notebook) as url, bb._page(browser, url) as (page, _opened):
         ((index, w),) = bb.distinct_widgets(page.evaluate(bb.WIDGETS_JS))
-        bb.step_widget(page, bb._rediscover(page, index, w), 2, record=states)
+        bb.step_widget(page, bb._rediscover(page, index, w), 2, record=states, whole=whole)
     assert len(states) == 3 and all(len(state) == 2 and None not in state for state in states)
-    replayed = bb.bench_replays(browser, [("n", states)], 2, laid_out=True)[0]
+    assert len(whole["cells"]) == 4 and whole["slots"] == [1, 2] and whole["widget_cell"] == 0
+    assert "never changes" in whole["cells"][3]["data"]
+    replayed = bb.bench_replays(browser, [("n", states)], 2, pages=[whole])[0]
     assert "error" not in replayed, replayed
-    assert (replayed["cells"], replayed["outputs"], replayed["redraws"]) == (2, 2, 2)
+    assert (replayed["cells"], replayed["page_cells"], replayed["outputs"],
+            replayed["redraws"]) == (2, 4, 2, 2)
     assert [s["figures_changed"] for s in replayed["samples"]] == [1, 1]
 
 
