@@ -524,9 +524,9 @@ def _load():
 
 
 REPLAY_NOTEBOOK = REPO / "benchmarks" / "replay_notebook.py"
-#: replay_notebook.py's replay slider and its one cell that shows a state's outputs stacked
-#: (``page_notebook`` puts the slider where the lab's widget is and the outputs each in its
-#: place among the lab's other cells).
+#: replay_notebook.py's replay widget and its one cell that shows a state's outputs stacked
+#: (``page_notebook`` puts the widget where the lab's is and the outputs each in its place
+#: among the lab's other cells).
 STEP_CELL = next(cell + "\n" for cell in REPLAY_NOTEBOOK.read_text(encoding="utf-8").split("\n\n\n")
                  if cell.startswith("@app.cell") and "    step = " in cell)
 STACKED_CELL = """@app.cell
@@ -551,10 +551,11 @@ def _(as_sent, replayed):
 def page_notebook(cells: int, slots: list[int], widget_cell: int) -> str:
     """replay_notebook.py laid out as the lab's page: ``cells`` cells in the lab's order, the
     ones at ``slots`` (page positions) replaying the outputs the steps changed, each other
-    cell showing its output as it stood (``replayed["page"]``), and the replay slider in a
+    cell showing its output as it stood (``replayed["page"]``), and the replay widget in a
     cell of its own right before ``widget_cell`` (first where that is -1), so the step is
     taken where the lab's is and marimo pays its per-cell messages, and the browser the
-    lab's whole page, as in the lab. What the lab adds over this is its own Python."""
+    lab's whole page, as in the lab. It runs none of the lab's code: what the lab's step
+    adds over this is what its own kernel does."""
     text = REPLAY_NOTEBOOK.read_text(encoding="utf-8")
     if STEP_CELL not in text or STACKED_CELL not in text:
         raise RuntimeError("replay_notebook.py no longer has the cells this expects")
