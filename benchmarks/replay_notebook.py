@@ -2,24 +2,23 @@
 
 ``bench_browser`` records, while it steps a lab's widget, every cell output the step changed
 as marimo sent it over the websocket (figures, cards, callouts, status lines: the HTML the
-page received). This notebook plays those states back: its one slider (a dropdown where the lab's
-widget is one) walks the same sequence, and one cell shows the outputs of the current state, stacked in the lab's order
-(one cell is cheaper than one per output, so the floor is not flattered;
-``bench_browser.page_notebook`` writes the variant laid out as the lab's page: each output in
-its own cell among the lab's other cells as they stood, the slider where the lab's widget is,
-which adds what marimo's messages cost per cell and the browser's cost of the whole page).
-The kernel does no
-physics and builds no figure: it hands marimo the HTML it was given. What a step costs here
-is marimo's round trip and output plus the browser redrawing exactly the outputs the lab's
-step changed (plotly.js for its figures), so no lab can step that widget faster on the same
-machine and load without showing less. NOT a lab.
+page received). This notebook plays those states back: its one slider (a dropdown where the
+lab's widget is one) walks the same sequence, and one cell shows the outputs of the current
+state, stacked in the lab's order (one cell is cheaper than one per output, so the floor is
+not flattered; ``bench_browser.page_notebook`` writes the variant laid out as the lab's page:
+each output in its own cell among the lab's other cells as they stood, the slider where the
+lab's widget is, which adds what marimo's messages cost per cell and the browser's cost of the
+whole page). The kernel does no physics and builds no figure: it hands marimo the HTML it
+was given. What a step costs here is marimo's round trip and output plus the browser
+redrawing exactly the outputs the lab's step changed (plotly.js for its figures), so no lab
+can step that widget faster on the same machine and load without showing less. NOT a lab.
 
     ROOFLINE_REPLAY=states.json marimo run benchmarks/replay_notebook.py   # then ?widget=N
 
-``states.json``: ``{"widgets": [{"label": ..., "states": [[output, ...], ...], "page":
-[output, ...] or null}]}``, each output ``{"mimetype": ..., "data": ...}`` as marimo sent it,
-or null where that cell had no output yet; ``page``: every cell of the lab's page as it stood
-before the first step (read by ``page_notebook``'s cells).
+``states.json``: ``{"widgets": [{"label": ..., "kind": "slider" or "dropdown", "states":
+[[output, ...], ...], "page": [output, ...] or null}]}``, each output ``{"mimetype": ...,
+"data": ...}`` as marimo sent it, or null where that cell had no output yet; ``page``: every
+cell of the lab's page as it stood before the first step (read by ``page_notebook``'s cells).
 """
 
 import marimo
