@@ -548,8 +548,9 @@ def _(as_sent, replayed):
 """
 
 
-def page_notebook(cells: int, slots: list[int], widget_cell: int) -> str:
-    """replay_notebook.py laid out as the lab's page: ``cells`` cells in the lab's order, the
+def page_notebook(cells: list, slots: list[int], widget_cell: int) -> str:
+    """replay_notebook.py laid out as the lab's page (``step_widget``'s ``whole``, so
+    ``page_notebook(**whole)``): one cell per entry of ``cells``, in the lab's order, the
     ones at ``slots`` (page positions) replaying the outputs the steps changed, each other
     cell showing its output as it stood (``replayed["page"]``), and the replay widget in a
     cell of its own right before ``widget_cell`` (first where that is -1), so the step is
@@ -559,8 +560,8 @@ def page_notebook(cells: int, slots: list[int], widget_cell: int) -> str:
     text = REPLAY_NOTEBOOK.read_text(encoding="utf-8")
     if STEP_CELL not in text or STACKED_CELL not in text:
         raise RuntimeError("replay_notebook.py no longer has the cells this expects")
-    out = [STEP_CELL] if not 0 <= widget_cell < cells else []
-    for i in range(cells):
+    out = [STEP_CELL] if not 0 <= widget_cell < len(cells) else []
+    for i in range(len(cells)):
         if i == widget_cell:
             out.append(STEP_CELL)
         out.append(SLOT_CELL.format(slot=slots.index(i)) if i in slots
@@ -569,16 +570,19 @@ def page_notebook(cells: int, slots: list[int], widget_cell: int) -> str:
 
 
 @contextlib.contextmanager
-def _served(path: Path, tree: Path | None = None, **env_extra: str):
+def _served(path: Path, tree: Path | None = None, marimo: tuple[str, ...] = ("-m", "marimo"),
+            **env_extra: str):
     """``marimo run path`` in reveal mode on a free port, in a throwaway home; yields its URL.
-    ``tree``: another checkout whose ``labs`` package the notebook imports (a baseline)."""
+    ``tree``: another checkout whose ``labs`` package the notebook imports (a baseline).
+    ``marimo``: what follows the Python interpreter to reach marimo's CLI (a wrapper script
+    that times the server, ``bench_server_split``)."""
     with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
         env = isolated_env(Path(tmp), ROOFLINE_REVEAL="1", ROOFLINE_STUDENT_ID="bench",
                            **env_extra)
         if tree is not None:  # its labs package, not this checkout's
             env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
         port = free_port()
-        cmd = [sys.executable, "-m", "marimo", "run", str(path.resolve()), "--headless", "--port",
+        cmd = [sys.executable, *marimo, "run", str(path.resolve()), "--headless", "--port",
                str(port), "--no-token", "--", "--reveal"]
         with serve(cmd, f"http://127.0.0.1:{port}/", env=env, cwd=Path(tmp)) as url:
             yield url
@@ -654,6 +658,21 @@ def bench_notebook(browser, path: Path, *, steps: int, floor: bool = False,
     return row
 
 
+def write_states(path: Path, recorded: list[tuple[str, list]], *,
+                 kinds: list[str] | None = None, pages: list[dict] | None = None) -> None:
+    """The file ``replay_notebook.py`` reads (``ROOFLINE_REPLAY``): per widget its label,
+    kind, recorded states and, for a page replay, the page they sit in."""
+    path.write_text(json.dumps({"widgets": [
+        {"label": label, "states": states, "kind": kinds[index] if kinds else "slider",
+         "page": pages[index]["cells"] if pages else None}
+        for index, (label, states) in enumerate(recorded)]}))
+
+
+def replay_stepper(page) -> dict:
+    """The replay notebook's own widget on its page (a page replay also shows the lab's)."""
+    return next(w for w in page.evaluate(WIDGETS_JS) if w["label"].startswith("replay: "))
+
+
 def needs_page_floor(widget: dict, states: list, whole: dict,
                      target: float | None = None) -> bool:
     """Whether a widget's floor is also replayed on the lab's page (``page_notebook``): its
@@ -677,26 +696,19 @@ def bench_replays(browser, recorded: list[tuple[str, list]], steps: int, *,
         return out
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
         states_file = Path(tmp) / "states.json"
-        states_file.write_text(json.dumps({"widgets": [
-            {"label": label, "states": states, "kind": kinds[index] if kinds else "slider",
-             "page": pages[index]["cells"] if pages else None}
-            for index, (label, states) in enumerate(recorded)]}))
+        write_states(states_file, recorded, kinds=kinds, pages=pages)
         groups = [[i] for i in range(len(recorded))] if pages else [list(range(len(recorded)))]
         for indices in groups:
             notebook = REPLAY_NOTEBOOK
             if pages:
-                whole = pages[indices[0]]
                 notebook = Path(tmp) / f"replay_page_{indices[0]}.py"
-                notebook.write_text(page_notebook(len(whole["cells"]), whole["slots"],
-                                                  whole["widget_cell"]), encoding="utf-8")
+                notebook.write_text(page_notebook(**pages[indices[0]]), encoding="utf-8")
             with _served(notebook, ROOFLINE_REPLAY=str(states_file)) as url:
                 for index in indices:
                     states = recorded[index][1]
                     try:
                         with _page(browser, f"{url}?widget={index}") as (page, _opened):
-                            stepper = next(w for w in page.evaluate(WIDGETS_JS)
-                                           if w["label"].startswith("replay: "))
-                            samples = step_widget(page, stepper, len(states) - 1)
+                            samples = step_widget(page, replay_stepper(page), len(states) - 1)
                         out[index] = {**summarise(samples), "samples": samples,
                                       "outputs": max(sum(o is not None for o in state)
                                                      for state in states),

@@ -18,7 +18,6 @@ lab's own cost and the rest is marimo's. Prints medians; ``--out`` keeps every s
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -30,9 +29,14 @@ from pathlib import Path
 MARK_ENV = "ROOFLINE_SERVER_MARKS"  # the file the wrapped server appends its marks to
 
 
+_marks: dict = {}  # the open marks file, one per path: a mark costs a write, not an open
+
+
 def mark(what: str) -> None:
-    with open(os.environ[MARK_ENV], "a", encoding="utf-8") as f:
-        f.write(f"{time.perf_counter() * 1000:.3f} {what}\n")
+    path = os.environ[MARK_ENV]
+    if path not in _marks:
+        _marks[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+    _marks[path].write(f"{time.perf_counter() * 1000:.3f} {what}\n")
 
 
 def timed_marimo(argv: list[str]) -> int:
@@ -109,18 +113,11 @@ def medians(steps: list[dict]) -> dict:
     return out
 
 
-@contextlib.contextmanager
 def _served_timed(notebook: Path, marks: Path, **env_extra: str):
-    from bench_browser import free_port, isolated_env, serve
-    with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
-        env = isolated_env(Path(tmp), ROOFLINE_REVEAL="1", ROOFLINE_STUDENT_ID="bench",
-                           **{MARK_ENV: str(marks)}, **env_extra)
-        port = free_port()
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--timed-marimo", "run",
-               str(notebook.resolve()), "--headless", "--port", str(port), "--no-token", "--",
-               "--reveal"]
-        with serve(cmd, f"http://127.0.0.1:{port}/", env=env, cwd=Path(tmp)) as url:
-            yield url
+    """``bench_browser._served`` through this script's timed marimo, marking into ``marks``."""
+    import bench_browser as bb
+    return bb._served(notebook, marimo=(str(Path(__file__).resolve()), "--timed-marimo"),
+                      **{MARK_ENV: str(marks)}, **env_extra)
 
 
 def _step(page, w, steps, marks: Path, **kwargs):
@@ -153,18 +150,14 @@ def run(lab: Path, label: str, steps: int) -> dict:
                 w = bb._rediscover(page, index, w)
                 out["lab_redraw_ms"], out["lab_split"] = _step(
                     page, w, steps, marks, record=states, whole=whole)
-            (tmp / "states.json").write_text(json.dumps({"widgets": [
-                {"label": label, "states": states, "kind": kind, "page": whole["cells"]}]}))
+            bb.write_states(tmp / "states.json", [(label, states)], kinds=[kind], pages=[whole])
             notebook = tmp / "page.py"
-            notebook.write_text(bb.page_notebook(len(whole["cells"]), whole["slots"],
-                                                 whole["widget_cell"]), encoding="utf-8")
+            notebook.write_text(bb.page_notebook(**whole), encoding="utf-8")
             marks = tmp / "page.marks"
             with _served_timed(notebook, marks, ROOFLINE_REPLAY=str(tmp / "states.json")) as url, \
                     bb._page(browser, f"{url}?widget=0") as (page, _):
-                stepper = next(x for x in page.evaluate(bb.WIDGETS_JS)
-                               if x["label"].startswith("replay: "))
-                out["page_redraw_ms"], out["page_split"] = _step(page, stepper,
-                                                                 len(states) - 1, marks)
+                out["page_redraw_ms"], out["page_split"] = _step(
+                    page, bb.replay_stepper(page), len(states) - 1, marks)
         finally:
             browser.close()
     out["load_after"] = bb._load()

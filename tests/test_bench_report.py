@@ -209,7 +209,7 @@ def test_a_page_replay_lays_the_outputs_out_as_the_lab_s_page(tmp_path):
     assert BB.STACKED_CELL in text and BB.STEP_CELL in text
     for page, slots, widget in ((4, [1, 2], 0), (6, [5], 3), (3, [0, 2], -1)):
         path = tmp_path / f"replay_{page}_{widget}.py"
-        path.write_text(BB.page_notebook(page, slots, widget))
+        path.write_text(BB.page_notebook([None] * page, slots, widget))
         laid = cells(path)
         assert len(laid) == len(stacked) - 2 + page + 1  # the page's cells and the slider
         body = laid[len(stacked) - 2:]
