@@ -820,8 +820,9 @@ def _(CASES, SCENARIO, live, mo):
     case_attention = mo.ui.dropdown(options={"math (QKᵀ, softmax, PV)": "math",
                                              "scaled_dot_product_attention": "sdpa"},
                                     value="math (QKᵀ, softmax, PV)", label="Attention")
-    # The profile reads the case at the press: a step here redraws the memory and overhead
-    # figures and keeps the last profile, labelled with its case, until the next press.
+    # The profile reads the case at the press: a step here redraws the memory figure (and,
+    # but for Model, the overhead one) and keeps the last profile, labelled with its case,
+    # until the next press.
     case_settings = live.read_at_press(model=case_picker, batch=case_batch, context=case_context,
                                        attention=case_attention)
     mo.vstack([mo.hstack([case_picker, case_attention], justify="start", gap=2), case_batch,
@@ -865,7 +866,6 @@ def _(
     case_attention,
     case_batch,
     case_context,
-    case_picker,
     device_error,
     device_picker,
     figures,
@@ -877,22 +877,26 @@ def _(
 ):
     mo.stop(best_predicted_prediction is None,
             quiz.gate_notice("Lock prediction 4 to see the overhead model and measure the table."))
-    _block, _phase = case_picker.value
+    # Both phases side by side, whatever model is picked: the contrast is the lesson, and a
+    # Model step then redraws only the memory figure above (issue 15).
     try:
-        _r = tiny_models.overhead_ratio_by_group(
+        _r = {_name: tiny_models.overhead_ratio_by_group(
             device_picker.value, phase=_phase, batch=case_batch.value,
             context=case_context.value, precision=SCENARIO["precision"],
             attention=case_attention.value)
-        overhead_figure = figures.bar_figure(
-            list(_r), list(_r.values()), log=max(_r.values()) > 10 * min(_r.values()),
+              for _name, _phase in (("prefill", "prefill"), ("decode step", "decode"))}
+        _all = [v for _g in _r.values() for v in _g.values()]
+        overhead_figure = figures.grouped_bar_figure(
+            list(_r["prefill"]), {_k: list(_g.values()) for _k, _g in _r.items()},
+            log=max(_all) > 10 * min(_all),
             yaxis_title="(bound + launches × 5 µs) / bound",
-            title=f"If every kernel paid a 5 µs launch: decoder {_phase}, batch "
+            title=f"If every kernel paid a 5 µs launch: the decoder at batch "
                   f"{case_batch.value}, context {case_context.value:,}, "
                   f"{hardware.get(device_picker.value).name}")
         _out = mo.vstack([overhead_figure, mo.md(
-            "Lab 4's overhead regime on the roofline's numbers (the whole decoder's ops, "
-            "whatever model is picked): near 1, the bound is the time; far above, the launch "
-            "decides it. Now measure the real table on this machine.")])
+            "Lab 4's overhead regime on the roofline's numbers, for the whole decoder's ops in "
+            "both phases (whatever model is picked): near 1, the bound is the time; far above, "
+            "the launch decides it. Now measure the real table on this machine.")])
     except KeyError as _exc:
         _out = style.error_callout(device_error(_exc))
     _out

@@ -267,6 +267,39 @@ def test_bar_figure_rejects_bad_input(kw, match):
         figures.bar_figure(**args)
 
 
+def test_grouped_bar_figure_one_bar_per_series_in_each_group():
+    fig = figures.grouped_bar_figure(["a", "b"], {"prefill": [1.5, 3.0], "decode": [20, 400]},
+                                     title="t", yaxis_title="ratio (×)", log=True, unit="×")
+    _validated(fig)
+    assert [t.name for t in fig.data] == ["prefill", "decode"]
+    assert [list(t.x) for t in fig.data] == [["a", "b"], ["a", "b"]]
+    assert list(fig.data[1].y) == [20.0, 400.0] and list(fig.data[1].text) == ["20", "400"]
+    assert fig.data[0].marker.color != fig.data[1].marker.color  # told apart, and named
+    assert fig.layout.barmode == "group" and fig.layout.showlegend
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.title.text == "ratio (×)"
+    assert "×" in fig.data[0].hovertemplate and "prefill" in fig.data[0].hovertemplate
+    texts = figures.grouped_bar_figure(["a"], {"x": [1.0]}, yaxis_title="t (s)",
+                                       texts={"x": ["one second"]}, colors=["memory"])
+    assert list(texts.data[0].text) == ["one second"]
+    assert texts.data[0].marker.color == tokens.COLORS["memory"]
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(labels=["a"], series={"s": [1, 2]}), "one value per label"),
+    (dict(labels=["a"], series={}), "non-empty"),
+    (dict(labels=["a"], series={"s": [0]}, log=True), "log"),
+    (dict(labels=["a"], series={"s": [float("inf")]}), "finite"),
+    (dict(labels=["a"], series={"s": [1]}, yaxis_title=""), "yaxis_title"),
+    (dict(labels=["a"], series={"s": [1], "t": [2]}, colors=["memory"]), "colors"),
+    (dict(labels=["a"], series={"s": [1]}, texts={"s": ["x", "y"]}), "texts"),
+])
+def test_grouped_bar_figure_rejects_bad_input(kw, match):
+    args = dict(yaxis_title="t (s)")
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        figures.grouped_bar_figure(**args)
+
+
 def test_memory_budget_figure_fits_and_oom():
     fits = figures.memory_budget_figure({"weights": 16e9, "KV cache": 8e9}, 80e9)
     _validated(fits)

@@ -123,6 +123,36 @@ def test_unlocked_run_shows_the_roofline_answers_from_core(env, app, no_measurin
         round(100 * tiny_models.memory_bound_share("h100-sxm", **BASE), 1))
 
 
+def test_the_overhead_figure_shows_both_phases_at_the_case_s_batch_and_context(
+        env, app, no_measuring):
+    """Whatever model is picked, the figure holds the whole decoder's prefill and decode step,
+    each bar core's ratio at the case's batch, context and attention, on the picked device."""
+    case = {**_case(model=("mlp", "prefill"), batch=8, context=512, attention="sdpa"),
+            **_ns(device_picker="a100-sxm-80gb")}
+    _, defs = app.run(defs=dict(PREDICTIONS, **case))
+    fig = defs["overhead_figure"]
+    assert [t.name for t in fig.data] == ["prefill", "decode step"]
+    for trace, phase in zip(fig.data, ("prefill", "decode")):
+        ratios = tiny_models.overhead_ratio_by_group(
+            "a100-sxm-80gb", phase=phase, batch=8, context=512, precision="fp32", attention="sdpa")
+        assert list(trace.x) == list(ratios) and list(trace.y) == pytest.approx(list(ratios.values()))
+    everything = [y for t in fig.data for y in t.y]
+    assert (fig.layout.yaxis.type == "log") == (max(everything) > 10 * min(everything))
+    assert "batch 8, context 512" in fig.layout.title.text
+    assert fig.layout.barmode == "group" and fig.layout.showlegend
+
+
+def test_a_model_step_redraws_only_the_memory_figure(app):
+    # the overhead figure names no model: a step of the Model picker re-runs one cell, the
+    # memory needed by the picked model (issue 15: one figure redrawn, not two)
+    app._maybe_initialize()
+    graph = app._graph
+    readers = [c for c, cell in graph.cells.items() if "case_picker" in cell.refs]
+    assert [graph.cells[c].defs for c in readers] == [{"case_terms"}]
+    # and nothing below it re-runs with it
+    assert not [c for c, cell in graph.cells.items() if cell.refs & {"case_terms"}]
+
+
 def test_a_device_without_an_fp32_rate_is_a_message(env, app, no_measuring):
     outputs, defs = app.run(defs=dict(PREDICTIONS, **_ns(device_picker="tpu-v5e")))
     text = _texts(outputs)
@@ -310,7 +340,8 @@ def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(
 
 def test_a_case_step_keeps_the_last_profile_until_the_next_press(app):
     # the profile reads the case at the press (case_settings): no cell that profiles names a
-    # case widget, so a step redraws the memory and overhead figures and keeps the profile
+    # case widget, so a step redraws the memory (and, but for Model, overhead) figures and
+    # keeps the profile
     app._maybe_initialize()
     graph = app._graph
     case_widgets = {"case_picker", "case_batch", "case_context", "case_attention"}

@@ -63,6 +63,46 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
     return _figure(data, layout)
 
 
+def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]], *,
+                       yaxis_title: str, title=None, log: bool = False, colors=None,
+                       texts: Mapping[str, Sequence[str]] | None = None,
+                       unit: str = "") -> go.Figure:
+    """Bars side by side: one group per label, one bar per series in each group, the legend
+    naming the series. ``series``: {name: one value per label}. Each bar shows its value
+    (or ``texts[name]``) above it; ``unit`` follows the value in the hover.
+    ``colors``: one colour (or semantic key) per series, in order; default TERM_COLORS."""
+    labels = [str(v) for v in labels]
+    if not labels or not series:
+        raise ValueError("labels and series must be non-empty")
+    if not isinstance(yaxis_title, str) or not yaxis_title.strip():
+        raise ValueError("yaxis_title must name the quantity and its unit, e.g. 'time (µs)'")
+    cols = list(TERM_COLORS if colors is None else [_resolve_color(c) for c in colors])
+    if len(cols) < len(series):
+        raise ValueError("colors must have one entry per series")
+    data = []
+    for (name, values), color in zip(series.items(), cols):
+        vals = [float(v) for v in values]
+        if len(vals) != len(labels):
+            raise ValueError(f"series {name!r} must have one value per label")
+        if not all(math.isfinite(v) for v in vals) or (log and min(vals) <= 0):
+            raise ValueError("values must be finite" + (" and > 0 on a log axis" if log else ""))
+        text = list((texts or {}).get(name) or [_num(v) if v >= 0 else "-" + _num(-v)
+                                                for v in vals])
+        if len(text) != len(vals):
+            raise ValueError(f"texts[{name!r}] must have one entry per label")
+        data.append(dict(type="bar", name=html.escape(str(name)), x=labels, y=vals,
+                         marker=dict(color=color, line=dict(width=0)),
+                         text=[html.escape(str(t)) for t in text], textposition="outside",
+                         cliponaxis=False, hovertemplate=f"%{{x}}: %{{y:.4g}}{html.escape(unit)}"
+                                                         f"<extra>{html.escape(str(name))}</extra>"))
+    layout = dict(height=380, barmode="group", showlegend=True, legend=_LEGEND,
+                  title=dict(text=html.escape(title or "")),
+                  yaxis=dict(title=dict(text=html.escape(yaxis_title)),
+                             type="log" if log else "linear", **({"dtick": 1} if log else {})),
+                  margin=dict(l=70, r=20, t=50 if title else 24, b=60))
+    return _figure(data, layout)
+
+
 def _legend_entries(legend: Mapping[str, str] | None, bar_colors: list[str]) -> list:
     """Legend-only square markers, one per meaning, checked to cover every bar's colour."""
     if not legend:

@@ -474,8 +474,8 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
 #: Builders beside this module, re-exported on first use (PEP 562): a lab pays only for the
 #: figure modules it draws (Lab 5's and 6's cost every other lab ~30 ms of its cold run).
 REEXPORTS = {
-    "labs.core.ui.charts": ("bar_figure", "budget_summary", "loglog_lines_figure",
-                            "memory_budget_figure"),
+    "labs.core.ui.charts": ("bar_figure", "budget_summary", "grouped_bar_figure",
+                            "loglog_lines_figure", "memory_budget_figure"),
     "labs.core.ui.commcharts": ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure",
                                 "three_roof_figure"),
     "labs.core.ui.hierarchy_figures": ("cache_roofline_figure", "level_style", "sawtooth_figure",

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from labs.core.physics import units
 from labs.core.ui import figures as _f
-from labs.core.ui.charts import bar_figure
+from labs.core.ui.charts import bar_figure, grouped_bar_figure
 from labs.core.ui.plotbase import _LEGEND, _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
 
@@ -113,19 +113,9 @@ def before_after_figure(before: Sequence[Mapping], after: Sequence[Mapping], *,
                                         if g[key] not in {b[key] for b in before}]
     if not order:
         raise ValueError("no group to show")
-    data = []
-    for rows, name, color in ((before, labels[0], COLORS["muted"]),
-                              (after, labels[1], COLORS["accent"])):
-        t = {g[key]: g[value] for g in rows}
-        ys = [t.get(k, 0.0) * 1e3 for k in order]
-        data.append(dict(type="bar", name=html.escape(name), x=list(order), y=ys,
-                         marker=dict(color=color), text=[units.format_seconds(y / 1e3) if y
-                                                         else "" for y in ys],
-                         textposition="outside", cliponaxis=False,
-                         hovertemplate="%{x}: %{y:.4g} ms<extra>" + html.escape(name) +
-                                       "</extra>"))
-    layout = dict(height=380, barmode="group", title=dict(text=html.escape(title)),
-                  yaxis=dict(title=dict(text="time (ms)")), showlegend=True,
-                  legend=_LEGEND,
-                  margin=dict(l=70, r=20, t=50, b=60))
-    return _figure(data, layout)
+    ms = {name: [{g[key]: g[value] for g in rows}.get(k, 0.0) * 1e3 for k in order]
+          for rows, name in ((before, labels[0]), (after, labels[1]))}
+    return grouped_bar_figure(
+        order, ms, colors=("muted", "accent"), title=title, yaxis_title="time (ms)", unit=" ms",
+        texts={name: [units.format_seconds(y / 1e3) if y else "" for y in ys]
+               for name, ys in ms.items()})
