@@ -21,6 +21,30 @@ def _resolve_color(c: str) -> str:
     return COLORS.get(REGIME_COLOR_KEY.get(c, c), c)
 
 
+def _check_axis_title(yaxis_title) -> None:
+    if not isinstance(yaxis_title, str) or not yaxis_title.strip():
+        raise ValueError("yaxis_title must name the quantity and its unit, e.g. 'time (µs)'")
+
+
+def _check_values(vals: Sequence[float], log: bool) -> None:
+    if not all(math.isfinite(v) for v in vals) or (log and min(vals) <= 0):
+        raise ValueError("values must be finite" + (" and > 0 on a log axis" if log else ""))
+
+
+def _value_text(v: float) -> str:
+    """A bar's value written above it: 3 significant figures, the sign kept."""
+    return _num(abs(v)) if v >= 0 else "-" + _num(-v)
+
+
+def _bar_layout(title, yaxis_title: str, log: bool, *, height: int, showlegend: bool) -> dict:
+    """The layout every bar chart shares: title, y axis (log: a tick per decade), legend below."""
+    return dict(height=height, showlegend=showlegend, legend=_LEGEND,
+                title=dict(text=html.escape(title or "")),
+                yaxis=dict(title=dict(text=html.escape(yaxis_title)),
+                           type="log" if log else "linear", **({"dtick": 1} if log else {})),
+                margin=dict(l=70, r=20, t=50 if title else 24, b=60))
+
+
 def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, title=None,
                yaxis_title: str, log: bool = False, annotations=None,
                legend: Mapping[str, str] | None = None) -> go.Figure:
@@ -33,10 +57,8 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
     vals = [float(v) for v in values]
     if not labels or len(labels) != len(vals):
         raise ValueError("labels and values must be non-empty and the same length")
-    if not all(math.isfinite(v) for v in vals) or (log and min(vals) <= 0):
-        raise ValueError("values must be finite" + (" and > 0 on a log axis" if log else ""))
-    if not isinstance(yaxis_title, str) or not yaxis_title.strip():
-        raise ValueError("yaxis_title must name the quantity and its unit, e.g. 'time (µs)'")
+    _check_values(vals, log)
+    _check_axis_title(yaxis_title)
     if colors is None:
         cols = [COLORS["accent"]] * len(vals)
     elif isinstance(colors, str):
@@ -50,17 +72,13 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
         if len(text) != len(vals):
             raise ValueError("annotations must have one entry per bar")
     else:
-        text = [_num(abs(v)) if v >= 0 else "-" + _num(-v) for v in vals]
+        text = [_value_text(v) for v in vals]
     data = [dict(type="bar", x=labels, y=vals, marker=dict(color=cols, line=dict(width=0)),
                  text=[html.escape(t) for t in text], textposition="outside", showlegend=False,
                  cliponaxis=False, hovertemplate="%{x}: %{y:.4g}<extra></extra>")]
     data += _legend_entries(legend, cols)
-    layout = dict(height=360 + (40 if legend else 0), showlegend=bool(legend), legend=_LEGEND,
-                  title=dict(text=html.escape(title or "")),
-                  yaxis=dict(title=dict(text=html.escape(yaxis_title)),
-                             type="log" if log else "linear", **({"dtick": 1} if log else {})),
-                  margin=dict(l=70, r=20, t=50 if title else 24, b=60))
-    return _figure(data, layout)
+    return _figure(data, _bar_layout(title, yaxis_title, log, height=360 + (40 if legend else 0),
+                                     showlegend=bool(legend)))
 
 
 def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]], *,
@@ -74,8 +92,7 @@ def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
     labels = [str(v) for v in labels]
     if not labels or not series:
         raise ValueError("labels and series must be non-empty")
-    if not isinstance(yaxis_title, str) or not yaxis_title.strip():
-        raise ValueError("yaxis_title must name the quantity and its unit, e.g. 'time (µs)'")
+    _check_axis_title(yaxis_title)
     cols = list(TERM_COLORS if colors is None else [_resolve_color(c) for c in colors])
     if len(cols) < len(series):
         raise ValueError("colors must have one entry per series")
@@ -84,10 +101,8 @@ def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
         vals = [float(v) for v in values]
         if len(vals) != len(labels):
             raise ValueError(f"series {name!r} must have one value per label")
-        if not all(math.isfinite(v) for v in vals) or (log and min(vals) <= 0):
-            raise ValueError("values must be finite" + (" and > 0 on a log axis" if log else ""))
-        text = list((texts or {}).get(name) or [_num(v) if v >= 0 else "-" + _num(-v)
-                                                for v in vals])
+        _check_values(vals, log)
+        text = list((texts or {}).get(name) or [_value_text(v) for v in vals])
         if len(text) != len(vals):
             raise ValueError(f"texts[{name!r}] must have one entry per label")
         data.append(dict(type="bar", name=html.escape(str(name)), x=labels, y=vals,
@@ -95,12 +110,8 @@ def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
                          text=[html.escape(str(t)) for t in text], textposition="outside",
                          cliponaxis=False, hovertemplate=f"%{{x}}: %{{y:.4g}}{html.escape(unit)}"
                                                          f"<extra>{html.escape(str(name))}</extra>"))
-    layout = dict(height=380, barmode="group", showlegend=True, legend=_LEGEND,
-                  title=dict(text=html.escape(title or "")),
-                  yaxis=dict(title=dict(text=html.escape(yaxis_title)),
-                             type="log" if log else "linear", **({"dtick": 1} if log else {})),
-                  margin=dict(l=70, r=20, t=50 if title else 24, b=60))
-    return _figure(data, layout)
+    return _figure(data, dict(_bar_layout(title, yaxis_title, log, height=380, showlegend=True),
+                              barmode="group"))
 
 
 def _legend_entries(legend: Mapping[str, str] | None, bar_colors: list[str]) -> list:

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from labs.core.physics import units
 from labs.core.ui import figures as _f
 from labs.core.ui.charts import bar_figure, grouped_bar_figure
-from labs.core.ui.plotbase import _LEGEND, _figure, _num
+from labs.core.ui.plotbase import _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
 
 _SYMBOL = {"measured": "x-thin-open", "predicted": "circle"}
