@@ -885,10 +885,8 @@ def _(
             context=case_context.value, precision=SCENARIO["precision"],
             attention=case_attention.value)
               for _name, _phase in (("prefill", "prefill"), ("decode step", "decode"))}
-        _all = [v for _g in _r.values() for v in _g.values()]
         overhead_figure = figures.grouped_bar_figure(
-            list(_r["prefill"]), {_k: list(_g.values()) for _k, _g in _r.items()},
-            log=max(_all) > 10 * min(_all),
+            list(_r["prefill"]), {_k: list(_g.values()) for _k, _g in _r.items()}, log="auto",
             yaxis_title="(bound + launches × 5 µs) / bound",
             title=f"If every kernel paid a 5 µs launch: the decoder at batch "
                   f"{case_batch.value}, context {case_context.value:,}, "
@@ -974,10 +972,9 @@ def _(case_profile, figures, mo):
     case_figure = figures.operator_roofline_figure(
         case_profile.rows, case_profile.roof, case_profile.main_precision,
         title=f"{case_profile.label}: every operator, measured")
-    _ratios = [g["median_ratio"] for g in case_profile.error_by_type()]
-    mo.vstack([case_figure, figures.bar_figure(  # log only where it spans a decade (ticks)
-        [g["op_type"] for g in case_profile.error_by_type()], _ratios,
-        log=bool(_ratios) and max(_ratios) > 10 * min(_ratios),
+    _types = case_profile.error_by_type()
+    mo.vstack([case_figure, figures.bar_figure(
+        [g["op_type"] for g in _types], [g["median_ratio"] for g in _types], log="auto",
         yaxis_title="median measured / bound",
         title="Measured / bound per type (1 = the roofline is exact; below 1 = faster than the "
               "DRAM bound: operands still in cache)")])

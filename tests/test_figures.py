@@ -284,6 +284,30 @@ def test_grouped_bar_figure_one_bar_per_series_in_each_group():
     assert texts.data[0].marker.color == tokens.COLORS["memory"]
 
 
+@pytest.mark.parametrize("values,log", [
+    ([1.0, 10.0], False), ([1.0, 10.01], True), ([0.5, 400.0], True), ([0.0, 400.0], False),
+    ([-1.0, 50.0], False), ([3.0], False)])
+def test_log_auto_means_more_than_a_decade_of_positive_values(values, log):
+    bar = figures.bar_figure([str(i) for i in range(len(values))], values, log="auto",
+                             yaxis_title="ratio (×)")
+    assert (bar.layout.yaxis.type == "log") is log
+    # grouped: the decade is over every series together
+    half = {"x": values[:1] * len(values), "y": values}
+    grouped = figures.grouped_bar_figure([str(i) for i in range(len(values))], half,
+                                         log="auto", yaxis_title="ratio (×)")
+    assert (grouped.layout.yaxis.type == "log") is log
+    with pytest.raises(ValueError, match="log must be"):
+        figures.bar_figure(["a"], [1.0], log="yes", yaxis_title="ratio (×)")
+
+
+def test_before_after_names_its_two_sides_differently():
+    rows = [{"op_type": "mm", "time_s": 1e-3}]
+    fig = figures.before_after_figure(rows, rows, labels=("eager", "compiled"), title="t")
+    assert [t.name for t in fig.data] == ["eager", "compiled"]
+    with pytest.raises(ValueError, match="two sides"):
+        figures.before_after_figure(rows, rows, labels=("same", "same"), title="t")
+
+
 @pytest.mark.parametrize("kw,match", [
     (dict(labels=["a"], series={"s": [1, 2]}), "one value per label"),
     (dict(labels=["a"], series={}), "non-empty"),

@@ -26,6 +26,16 @@ def _check_axis_title(yaxis_title) -> None:
         raise ValueError("yaxis_title must name the quantity and its unit, e.g. 'time (µs)'")
 
 
+def _log_axis(log: bool | str, vals: Sequence[float]) -> bool:
+    """``log="auto"``: a log axis only where the values, all > 0, span more than a decade
+    (below that a log axis has at most one labelled tick)."""
+    if log == "auto":
+        return bool(vals) and min(vals) > 0 and max(vals) > 10 * min(vals)
+    if not isinstance(log, bool):
+        raise ValueError(f"log must be True, False or 'auto', got {log!r}")
+    return log
+
+
 def _check_values(vals: Sequence[float], log: bool) -> None:
     if not all(math.isfinite(v) for v in vals) or (log and min(vals) <= 0):
         raise ValueError("values must be finite" + (" and > 0 on a log axis" if log else ""))
@@ -46,9 +56,10 @@ def _bar_layout(title, yaxis_title: str, log: bool, *, height: int, showlegend: 
 
 
 def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, title=None,
-               yaxis_title: str, log: bool = False, annotations=None,
+               yaxis_title: str, log: bool | str = False, annotations=None,
                legend: Mapping[str, str] | None = None) -> go.Figure:
     """One bar per label; each bar also shows its value (or its annotation) as text.
+    ``log``: True, False or "auto" (log where the values span more than a decade).
     ``colors``: colour strings or semantic keys ("memory", "compute-bound", "danger" ...).
     ``annotations``: one string per bar, written above it instead of the value.
     ``legend``: {what a colour means: colour or key} when the colours encode something the
@@ -57,6 +68,7 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
     vals = [float(v) for v in values]
     if not labels or len(labels) != len(vals):
         raise ValueError("labels and values must be non-empty and the same length")
+    log = _log_axis(log, vals)
     _check_values(vals, log)
     _check_axis_title(yaxis_title)
     if colors is None:
@@ -82,13 +94,14 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
 
 
 def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]], *,
-                       yaxis_title: str, title=None, log: bool = False, colors=None,
+                       yaxis_title: str, title=None, log: bool | str = False, colors=None,
                        texts: Mapping[str, Sequence[str]] | None = None,
                        unit: str = "") -> go.Figure:
     """Bars side by side: one group per label, one bar per series in each group, the legend
     naming the series. ``series``: {name: one value per label}. Each bar shows its value
     (or ``texts[name]``) above it; ``unit`` follows the value in the hover.
-    ``colors``: one colour (or semantic key) per series, in order; default TERM_COLORS."""
+    ``colors``: one colour (or semantic key) per series, in order; default TERM_COLORS.
+    ``log``: True, False or "auto" (log where all the values span more than a decade)."""
     labels = [str(v) for v in labels]
     if not labels or not series:
         raise ValueError("labels and series must be non-empty")
@@ -96,11 +109,12 @@ def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
     cols = list(TERM_COLORS if colors is None else [_resolve_color(c) for c in colors])
     if len(cols) < len(series):
         raise ValueError("colors must have one entry per series")
+    values = {name: [float(v) for v in vs] for name, vs in series.items()}
+    if any(len(vals) != len(labels) for vals in values.values()):
+        raise ValueError("every series must have one value per label")
+    log = _log_axis(log, [v for vals in values.values() for v in vals])
     data = []
-    for (name, values), color in zip(series.items(), cols):
-        vals = [float(v) for v in values]
-        if len(vals) != len(labels):
-            raise ValueError(f"series {name!r} must have one value per label")
+    for (name, vals), color in zip(values.items(), cols):
         _check_values(vals, log)
         text = list((texts or {}).get(name) or [_value_text(v) for v in vals])
         if len(text) != len(vals):

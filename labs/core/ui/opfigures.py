@@ -113,6 +113,8 @@ def before_after_figure(before: Sequence[Mapping], after: Sequence[Mapping], *,
                                         if g[key] not in {b[key] for b in before}]
     if not order:
         raise ValueError("no group to show")
+    if len(set(labels)) != 2:
+        raise ValueError(f"labels must name the two sides differently, got {labels!r}")
     ms = {name: [{g[key]: g[value] for g in rows}.get(k, 0.0) * 1e3 for k in order]
           for rows, name in ((before, labels[0]), (after, labels[1]))}
     return grouped_bar_figure(
