@@ -371,9 +371,10 @@ def test_gradescope_csv_follows_its_roster_and_export_columns(tmp_path):
     assert (ada[T1], ada[f"{T1} - Max Points"]) == ("5.0", "12.5")
 
 
-def test_readme_says_what_an_edited_line_costs():
-    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    section = text.split("## For instructors: grading", 1)[1].split("\n## ", 1)[0]
+def test_the_course_page_says_what_an_edited_line_costs():
+    text = (Path(__file__).parents[1] / "docs" / "instructors" / "index.md").read_text(
+        encoding="utf-8")
+    section = text.split("## 2. Write the course file", 1)[1].split("\n## ", 1)[0]
     assert re.search(r"edited line[^.]*earns nothing", section)
 
 

@@ -426,20 +426,3 @@ def torch_linear():
     import torch
 
     return torch.nn.Linear(8, 4)
-
-
-def test_readme_records_a_measured_default_profile():
-    """The README's Lab 7 section quotes one real run of benchmarks/bench_profile.py: the
-    summary table (markdown_summary's header), the date, the CPU and the load average; no
-    placeholder left in its place."""
-    import re
-
-    readme = (LAB_FILE.parents[1] / "README.md").read_text()
-    start = readme.index("**Default profile, measured**")
-    section = readme[start:readme.index("\n## ", start)]
-    header = measure.markdown_summary([]).splitlines()[0]
-    assert header in section
-    assert re.search(r"\| decoder prefill, batch 1, context \d+ \| \d+ \| [\d.]+ ms", section)
-    assert re.search(r"\| decoder decode, batch 1, context \d+ \| \d+ \| [\d.]+ ms", section)
-    assert re.search(r"20\d\d-\d\d-\d\d", section) and "load average" in section
-    assert not re.search(r"\b[A-Z]{3,}_[A-Z]{3,}\b|TBD|TODO", section)

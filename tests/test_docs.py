@@ -1,0 +1,223 @@
+"""The README is a front door and the documentation site tells no student an answer.
+
+* The README stays short (under 150 lines), keeps the test command `.ci/run` runs verbatim, and
+  every file it links to exists.
+* No text a student is sent to (the README, LABS_SPEC, every page in docs/, the docstrings the
+  API reference renders) shows a lab's reference answer, found the way the labs' own leak test
+  finds one (``tests/leak_support.py``): each lab is run in reveal mode and every reference
+  answer it returns is searched for. In the docs a number can also be a date, a time or a
+  benchmark's measurement, which are no answer: dates and times are scrubbed, and a benchmark's
+  verbatim output (marked ``<!-- benchmark output: verbatim -->`` in the page) is left out; it
+  appears on the measurement pages only, and what those benchmarks may print is checked below. A choice answer is searched
+  by its key phrase when that phrase has two words or more (one word such as "memory-bound" is
+  the vocabulary of every page), unless the sentence names every option of the question.
+* The measurement pages record each benchmark with its command, date, machine and load, and
+  leave out the figures that answer a lab's predictions (Lab 5's plateaus, Lab 7's profile table).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from leak_support import Cell, Reference, find_leaks, lab_files
+from notebook_support import load_app
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+TEST_COMMAND = 'pip install -e ".[test]" && python -m pytest -q'
+MEASUREMENT = DOCS / "measurement"
+_DATE_TIME = re.compile(r"\b\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?\b|\b\d\d:\d\d\b")
+
+
+def student_texts() -> dict[str, str]:
+    """Every Markdown text a student may be sent to, by its path."""
+    files = [README, ROOT / "LABS_SPEC.md", *sorted(DOCS.rglob("*.md"))]
+    return {str(f.relative_to(ROOT)): f.read_text(encoding="utf-8") for f in files}
+
+
+BENCHMARK_OUTPUT = re.compile(r"<!-- benchmark output: verbatim -->.*?<!-- end of benchmark output -->",
+                              re.S)
+
+
+def without_benchmark_output(text: str) -> str:
+    """The text less dates, times and the benchmarks' verbatim output (marked in the page)."""
+    return _DATE_TIME.sub(" ", BENCHMARK_OUTPUT.sub(" ", text))
+
+
+def rendered_docstrings() -> dict[str, str]:
+    """The docstrings of every module the API reference renders (``::: module`` lines): the
+    module's, and those of its public functions, classes and their public members."""
+    out = {}
+    for page in sorted((DOCS / "reference").glob("*.md")):
+        for name in re.findall(r"^::: ([\w.]+)", page.read_text(encoding="utf-8"), re.M):
+            module = importlib.import_module(name)
+            docs = [inspect.getdoc(module) or ""]
+            for attr, obj in vars(module).items():
+                if attr.startswith("_") or getattr(obj, "__module__", None) != name:
+                    continue
+                docs.append(inspect.getdoc(obj) or "")
+                if inspect.isclass(obj):
+                    docs += [inspect.getdoc(m) or "" for n, m in vars(obj).items()
+                             if not n.startswith("_")]
+            out[name] = "\n".join(docs)
+    return out
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory) -> list[Reference]:
+    """Every lab's reference answers, as its instructor copy returns them."""
+    from labs.core import ledger, reveal
+
+    seen: list[Reference] = []
+    original = reveal.reference
+
+    def recording(*args, **kwargs):
+        answer = original(*args, **kwargs)
+        if answer is not None:
+            is_choice = getattr(answer, "answer_type", "numeric") == "choice"
+            seen.append(Reference(answer.item_id, answer.value,
+                                  getattr(answer, "label", None) if is_choice else None))
+        return answer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reveal, "reference", recording)
+        mp.setenv("ROOFLINE_REVEAL", "1")
+        for lab_file in lab_files(ROOT):
+            mp.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path_factory.mktemp(lab_file.stem)))
+            load_app(lab_file, f"_{lab_file.stem}_docs_check").run()
+    assert {r.item_id.split(".")[0] for r in seen} >= {f"lab0{n}" for n in range(1, 8)}
+    return seen
+
+
+def _options() -> tuple[tuple[str, ...], ...]:
+    """Every choice question's option labels (a sentence naming all of them is no answer)."""
+    from labs.core.course import catalogue
+
+    items = catalogue.items()
+    items = items.values() if isinstance(items, dict) else items
+    return tuple(tuple(label for label, _ in item.options) for item in items if item.options)
+
+
+def _leaks(texts: dict[str, str], references: list[Reference]) -> list[str]:
+    options = _options()
+    cells = [Cell(i, path, text, options) for i, (path, text) in enumerate(texts.items())]
+    numeric = [r for r in references if r.label is None]
+    choices = [r for r in references if r.label is not None
+               and len(key_phrase_of(r.label, options).split()) >= 2]
+    return [str(leak) for leak in find_leaks(cells, numeric + choices)]
+
+
+def key_phrase_of(label: str, options) -> str:
+    from leak_support import key_phrase
+
+    fellows = next((o for o in options if label in o), (label,))
+    return key_phrase(label, fellows)
+
+
+# --- the README ----------------------------------------------------------------------------
+
+
+def test_readme_is_a_front_door():
+    text = README.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) < 150, f"the README has {len(lines)} lines (a front door: < 150)"
+    assert TEST_COMMAND in text
+    assert TEST_COMMAND in (ROOT / ".ci" / "run").read_text(), ".ci/run runs the README's command"
+    assert not re.search(r"\bissues? \d|#\d+\b", text), "no issue numbers in the README"
+    for target in re.findall(r"\]\(((?!https?:)[^)#\s]+)", text):
+        assert (ROOT / target).exists(), f"the README links to {target}, which does not exist"
+
+
+def test_every_docs_page_is_in_the_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = [str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "hooks" not in p.parts]
+    assert pages and not [p for p in pages if p not in nav]
+
+
+# --- no graded answer in what a student reads ----------------------------------------------
+
+
+def test_leak_check_finds_an_answer_in_docs_text(references):
+    """The check itself: an example that computes a graded case is found (a numeric answer with
+    separators, and a choice answer's key phrase)."""
+    numeric = next(r for r in references if r.label is None and r.value >= 1000)
+    choice = next(r for r in references if r.label is not None
+                  and len(key_phrase_of(r.label, _options()).split()) >= 2)
+    text = (f"an example that prints {numeric.value:,.0f} exactly\n"
+            f"so the answer is {key_phrase_of(choice.label, _options())}.")
+    assert len(_leaks({"docs/example.md": text}, references)) == 2
+
+
+def test_no_student_text_shows_a_reference_answer(references):
+    texts = {p: without_benchmark_output(t) for p, t in student_texts().items()}
+    leaks = _leaks(texts, references)
+    assert not leaks, "graded answers in the README/docs:\n" + "\n".join(leaks)
+
+
+def test_no_rendered_docstring_shows_a_numeric_reference_answer(references):
+    numeric = [r for r in references if r.label is None]
+    cells = [Cell(i, name, _DATE_TIME.sub(" ", text))
+             for i, (name, text) in enumerate(rendered_docstrings().items())]
+    leaks = [str(leak) for leak in find_leaks(cells, numeric)]
+    assert not leaks, "graded answers in the API reference:\n" + "\n".join(leaks)
+
+
+# --- the measurement pages -----------------------------------------------------------------
+
+
+def _section(page: Path, heading: str) -> str:
+    text = page.read_text(encoding="utf-8")
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    return text[start:end if end > 0 else None]
+
+
+def test_docs_record_lab_7s_default_profile_without_its_answers():
+    """One real run of benchmarks/bench_profile.py: its date, machine, load and wall times; the
+    summary table (largest operator type, memory-bound share of a batch-1 decode step) is what
+    Lab 7's predictions ask, so it is not quoted."""
+    from labs.core import measure
+
+    section = _section(MEASUREMENT / "instruments.md", "## Lab 7's default profile")
+    assert "python benchmarks/bench_profile.py" in section
+    assert re.search(r"20\d\d-\d\d-\d\d \d\d:\d\d UTC", section) and "load average" in section
+    assert re.search(r"[\d.]+ s and [\d.]+ s wall", section)
+    header = measure.markdown_summary([]).splitlines()[0]
+    assert header not in section
+    assert not re.search(r"\| decoder (decode|prefill), batch", section)
+    assert not re.search(r"\b[A-Z]{3,}_[A-Z]{3,}\b|TBD|TODO", section)
+
+
+def test_docs_record_lab_5s_staircase_run_without_its_plateaus():
+    section = _section(MEASUREMENT / "instruments.md", "## The memory hierarchy")
+    assert "python benchmarks/bench_hierarchy.py" in section
+    assert re.search(r"20\d\d-\d\d-\d\d \d\d:\d\d UTC", section) and "load average" in section
+    assert "| plateau |" not in section and "GB/s (best)" not in section
+
+
+def test_benchmark_output_is_marked_on_the_measurement_pages_only():
+    for path, text in student_texts().items():
+        blocks = BENCHMARK_OUTPUT.findall(text)
+        assert text.count("<!-- benchmark output") == len(blocks), f"{path}: an unclosed block"
+        if blocks:
+            assert path.startswith("docs/measurement/"), path
+            for block in blocks:
+                assert len(block) < 12_000, f"{path}: a long block left unchecked"
+
+
+def test_every_recorded_benchmark_names_its_command_date_machine_and_load():
+    for page in ("instruments.md", "speed.md"):
+        text = (MEASUREMENT / page).read_text(encoding="utf-8")
+        runs = text.count("**Recorded run")
+        assert runs >= 2, page
+        for block in text.split("**Recorded run")[1:]:
+            head = block[:3000]
+            assert re.search(r"20\d\d-\d\d-\d\d", head), f"{page}: a run without its date"
+            assert "load" in head, f"{page}: a run without its load"
+            assert re.search(r"EPYC|Xeon|GPU", head), f"{page}: a run without its machine"
