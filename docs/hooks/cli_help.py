@@ -33,7 +33,7 @@ def _scripts() -> dict[str, str]:
 
 
 def cli_help(name: str) -> str:
-    """What ``<name> --help`` prints, at a fixed width of 90 columns."""
+    """What ``<name> --help`` prints, at a fixed width of 80 columns."""
     if name in _cache:
         return _cache[name]
     scripts = _scripts()
@@ -46,7 +46,7 @@ def cli_help(name: str) -> str:
     main = getattr(importlib.import_module(module), function)
     out = io.StringIO()
     old_columns, old_argv = os.environ.get("COLUMNS"), sys.argv
-    os.environ["COLUMNS"] = "90"
+    os.environ["COLUMNS"] = "80"
     sys.argv = [name, "--help"]
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):

@@ -47,6 +47,10 @@ def _table(markdown: str, header_start: str) -> list[list[str]]:
     return rows
 
 
+def _short(name: str, width: int = 40) -> str:
+    return name if len(name) <= width else name[:width - 1].rstrip() + "…"
+
+
 def _bar(ax, y, lo_hi, color, height=0.34, label=None):
     lo, hi = lo_hi
     ax.barh(y, max(hi - lo, (hi or 1) * 0.012), left=lo, height=height, color=color, label=label)
@@ -66,19 +70,20 @@ def browser_widgets(source="browser-xeon-full-2026-11-26.json", out="speed-brows
             _bar(ax, y - 0.18, floor, "#9e9e9e",
                  label="same outputs replayed, no lab code (the floor), p95" if i == 0 else None)
     ax.axvline(100, color="#c62828", lw=1, ls="--", label="target: p95 ≤ 100 ms")
-    labels = [f"Lab {LAB.search(r[0]).group(1)} · {r[1][:38]}" for r in rows]
+    labels = [f"Lab {LAB.search(r[0]).group(1)} · {_short(r[1])}" for r in rows]
     ax.set_yticks(range(len(rows), 0, -1), labels)
     ax.set_xscale("log")
     ax.set_xticks([40, 60, 100, 200, 400], ["40", "60", "100", "200", "400"])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("redraw p95, key press to last figure change (ms, log scale; bar: min–max over 2 runs)")
-    ax.set_title(f"Every widget that redraws a figure\n{data['started'][:16].replace('T', ' ')} UTC, "
-                 f"load {data['load_before']:.2f} → {data['load_after']:.2f}", loc="left")
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.03), frameon=False, fontsize=8)
+    ax.set_xlabel("redraw p95, key press to last figure change\n(ms, log scale; a bar spans the min–max over 2 runs)")
+    fig.suptitle(f"Every widget that redraws a figure: {data['started'][:16].replace('T', ' ')} "
+                 f"UTC, load {data['load_before']:.2f} → {data['load_after']:.2f}", x=0.01,
+                 ha="left", fontsize=9)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False, fontsize=8)
     ax.set_ylim(0.3, len(rows) + 0.7)
     ax.grid(axis="x", which="both", color="#e0e0e0", lw=0.5)
     fig.tight_layout()
-    fig.savefig(ASSETS / out)
+    fig.savefig(ASSETS / out, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -109,7 +114,7 @@ def kernel_side(source="labs-vm-2026-11-23b.json", out="speed-kernel.svg"):
                  f"{data['load_before']:.2f} → {data['load_after']:.2f}", x=0.01, ha="left",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(ASSETS / out)
+    fig.savefig(ASSETS / out, bbox_inches="tight")
     plt.close(fig)
 
 
