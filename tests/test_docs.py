@@ -97,7 +97,7 @@ def references(tmp_path_factory) -> list[Reference]:
 
 def _options() -> tuple[tuple[str, ...], ...]:
     """Every choice question's option labels (a sentence naming all of them is no answer)."""
-    from labs.core.course import catalogue
+    from labs.core import catalogue
 
     items = catalogue.items()
     items = items.values() if isinstance(items, dict) else items
