@@ -1,5 +1,11 @@
-"""Lab 5's figures: the working-set staircase, the cache-aware roofline (one roof per memory
-level), and the GEMM sawtooth. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
+"""Lab 5's figures: the working-set staircase, the hierarchical roofline (one roof per memory
+level, each kernel drawn once per level at that level's intensity: Yang, Kurth, Williams,
+"Hierarchical Roofline Analysis for GPUs", 2020), the bytes each level serves vs the tile,
+and the GEMM sawtooth. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
+
+Naming: the per-level-intensity plot is the *hierarchical* roofline. Ilic, Pratas and Sousa's
+*cache-aware* roofline (IEEE CAL 2014) is a different plot, one core-side intensity under
+per-level roofs; this module does not draw it, and does not use its name for the other.
 
 Every number drawn comes from labs.core (``hierarchy.level_roof_tflops``, the kernels'
 ``LevelUse``, the sweeps' rows), never recomputed here. Levels differ by colour AND line dash
@@ -131,14 +137,17 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
         margin=dict(l=70, r=30, t=70 + 16 * bool(caches), b=40)))
 
 
-def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] = (), *,
-                          ai_range=None, title: str | None = None,
-                          height: int = 460) -> go.Figure:
-    """The cache-aware roofline: the compute roof and one memory roof per level with a
+def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] = (),
+                             *, ai_range=None, title: str | None = None,
+                             height: int = 460) -> go.Figure:
+    """The hierarchical roofline (Yang, Kurth, Williams 2020): the compute roof, the vector
+    (CUDA-core) ceiling where the hierarchy has one, and one memory roof per level with a
     bandwidth (``hierarchy.level_roof_tflops``); levels without one are named in the legend as
     "not drawn". Each kernel in ``points`` is drawn once per level at (that level's AI, the
     kernel's attainable throughput): the points share one height, and the one on its own roof
-    is the binding level, labelled "binds"."""
+    is the binding level, labelled "binds". Each roof is named in the legend with how its
+    bandwidth is known (published, derived, measured) and labelled on the plot at its left
+    end, under its own line, clear of the other roofs."""
     if not isinstance(hier, H.Hierarchy):
         raise ValueError("hier must be a hierarchy.Hierarchy")
     ais = [u.ai for p in points for u in p.uses if u.ai is not None]
@@ -152,12 +161,20 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
             raise ValueError(f"ai_range must satisfy 0 < low < high, got {ai_range!r}")
     x = np.geomspace(lo, hi, 61)
     n = len(hier.levels)
+    peak_name = f"{hier.precision} tensor-core peak" if hier.kind == "gpu" else \
+        f"compute roof ({hier.precision})"
     data = [dict(type="scatter", x=[lo, hi], y=[hier.peak_tflops] * 2, mode="lines",
-                 name=f"compute roof ({hier.precision}): {_num(hier.peak_tflops)} TFLOP/s",
+                 name=f"{peak_name}: {_num(hier.peak_tflops)} TFLOP/s",
                  line=dict(color=COLORS["compute"], width=2.5),
-                 hovertemplate="compute roof %{y:.3s} TFLOP/s<extra></extra>")]
-    y_min = hier.peak_tflops
-    roof_notes = []
+                 hovertemplate=f"{peak_name} %{{y:.3s}} TFLOP/s<extra></extra>")]
+    if hier.vector_tflops and hier.vector_tflops < hier.peak_tflops:
+        data.append(dict(type="scatter", x=[lo, hi], y=[hier.vector_tflops] * 2, mode="lines",
+                         name=f"vector (CUDA-core) ceiling: {_num(hier.vector_tflops)} TFLOP/s"
+                              " (scalar kernels)",
+                         line=dict(color=COLORS["compute"], width=1.5, dash="dot"),
+                         hovertemplate="vector ceiling %{y:.3s} TFLOP/s<extra></extra>"))
+    y_min = min(hier.peak_tflops, hier.vector_tflops or hier.peak_tflops)
+    roof_notes, placed = [], []
     for i, lv in enumerate(hier.levels):
         color, dash, symbol = level_style(i, n)
         tag = f"{html.escape(lv.name)} · {_num(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
@@ -168,20 +185,18 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
             continue
         y = H.level_roof_tflops(x, lv, hier.peak_tflops)
         y_min = min(y_min, float(y[0]))
-        roof_notes.append(dict(xref="x", yref="y", x=math.log10(x[3]), y=math.log10(y[3]),
-                               xanchor="left", yanchor="bottom", yshift=4, showarrow=False,
-                               text=f"<b>{html.escape(lv.name)}</b>",
-                               font=dict(color=color, size=11)))
-        est = " (estimate)" if lv.estimate else ""
+        roof_notes.append(_roof_label(lv, x, y, placed, color))
+        basis = {"published": "", "derived": " (derived)", "measured": " (measured)"}[
+            lv.bandwidth_basis]
         data.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
-                         name=f"{tag}{est}", line=dict(color=color, dash=dash, width=2.5),
-                         hovertemplate=f"{tag}<br>AI %{{x:.3s}} FLOP/B → %{{y:.3s}} "
+                         name=f"{tag}{basis}", line=dict(color=color, dash=dash, width=2.5),
+                         hovertemplate=f"{tag}{basis}<br>AI %{{x:.3s}} FLOP/B → %{{y:.3s}} "
                                        "TFLOP/s<extra></extra>"))
     for p in points:
         data += _kernel_traces(p, n)
         y_min = min(y_min, p.attainable_tflops)
     if title is None:
-        title = f"Cache-aware roofline · {hier.name}"
+        title = f"Hierarchical roofline · {hier.name}"
     axis = dict(type="log", dtick=1, exponentformat="none",
                 minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
     return _figure(data, dict(
@@ -192,6 +207,25 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
         yaxis=dict(axis, title=dict(text="Attainable throughput (TFLOP/s)"),
                    range=[math.log10(y_min / 3), math.log10(hier.peak_tflops * 3)]),
         annotations=roof_notes, legend=_LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
+
+
+#: The old name of :func:`per_level_roofline_figure` (the plot is Yang and Williams'
+#: hierarchical roofline, not Ilic's cache-aware one); kept so that callers keep working.
+cache_roofline_figure = per_level_roofline_figure
+
+
+def _roof_label(lv: H.Level, x, y, placed: list[float], color: str) -> dict:
+    """A roof's name under its own line, near its left end (the line rises away from the
+    text, so the two never cross). A roof that starts within 0.35 decades of one already
+    labelled has its label moved right along its line, a step per neighbour, so that labels
+    of close bandwidths do not sit on each other."""
+    y0 = math.log10(float(y[0]))
+    step = sum(1 for other in placed if abs(other - y0) < 0.35)
+    placed.append(y0)
+    j = min(3 + 10 * step, len(x) - 1)
+    return dict(xref="x", yref="y", x=math.log10(float(x[j])), y=math.log10(float(y[j])),
+                xanchor="left", yanchor="top", xshift=6, yshift=-3, showarrow=False,
+                text=f"<b>{html.escape(lv.name)}</b>", font=dict(color=color, size=11))
 
 
 def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
@@ -235,15 +269,19 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
 
 
 def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.HierarchyPoint]], *,
-                        current: int | None = None, title: str,
+                        current: int | None = None, failed: Sequence[int] = (), title: str,
                         height: int = 440) -> go.Figure:
     """Bytes each level serves (log) vs the cache tile T (log 2), one line per level (colour,
-    dash and symbol), the binding level written above every T, the tiles that spill shaded
-    and labelled, and the current tile marked. ``curve``: (T, ``hierarchy.place`` result)."""
+    dash and symbol), the binding level written above every T, the tiles whose cache thrashes
+    shaded, the tiles in ``failed`` (too big for shared memory: they fail to launch) shaded
+    and labelled with no traffic drawn, and the current tile marked. ``curve``: (T,
+    ``hierarchy.place`` result) for the tiles that launch."""
     pts = list(curve)
     if not pts:
         raise ValueError("curve must hold at least one (tile, HierarchyPoint)")
     ts = [int(t) for t, _ in pts]
+    bad = sorted(int(t) for t in failed)
+    every = sorted(set(ts) | set(bad))
     n = len(hier.levels)
     data, ys = [], []
     # main memory first, faster levels drawn over it with smaller markers: levels serving the
@@ -266,23 +304,34 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
                                        "<extra></extra>"))
     notes = [dict(xref="x", yref="paper", x=math.log10(t), y=1.0, yanchor="bottom",
                   text=f"{html.escape(p.binding)}", showarrow=False, textangle=-30,
-                  font=dict(color=COLORS["danger"] if p.spills else PLOT_TEXT, size=10))
+                  font=dict(color=COLORS["danger"] if p.thrashes else PLOT_TEXT, size=10))
              for t, p in pts]
     notes.append(dict(xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
                       yanchor="bottom", text="binds:", showarrow=False,
                       font=dict(color=PLOT_TEXT, size=10)))
-    spill = [t for t, p in pts if p.spills]
     shapes = []
-    if spill:
-        lo = math.sqrt(spill[0] * (ts[ts.index(spill[0]) - 1] if ts.index(spill[0]) else
-                                   spill[0] / 2))
-        shapes.append(dict(type="rect", xref="x", yref="paper", x0=lo, x1=max(ts) * 1.2,
-                           y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.08,
-                           line=dict(width=0), layer="below"))
+
+    def band(first, last, label):
+        i = every.index(first)
+        lo = math.sqrt(first * (every[i - 1] if i else first / 2))
+        j = every.index(last)
+        hi = math.sqrt(last * every[j + 1]) if j + 1 < len(every) else last * 1.3
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=lo, x1=hi, y0=0, y1=1,
+                           fillcolor=COLORS["danger"], opacity=0.08, line=dict(width=0),
+                           layer="below"))
         notes.append(dict(xref="x", yref="paper", x=math.log10(lo), y=0.02, xanchor="left",
-                          yanchor="bottom", text="<b>the tile spills</b>", showarrow=False,
+                          yanchor="bottom", text=f"<b>{label}</b>", showarrow=False,
                           font=dict(color=COLORS["danger"], size=12)))
-    if current is not None and current in ts:
+
+    thrash = [t for t, p in pts if p.thrashes]
+    if thrash:
+        band(thrash[0], thrash[-1], "the cache thrashes")
+    if bad:
+        band(bad[0], bad[-1], "fails to launch")
+        notes += [dict(xref="x", yref="paper", x=math.log10(t), y=1.0, yanchor="bottom",
+                       text="—", showarrow=False, font=dict(color=COLORS["danger"], size=10))
+                  for t in bad]
+    if current is not None and current in every:
         shapes.append(dict(type="line", xref="x", yref="paper", x0=current, x1=current,
                            y0=0, y1=1, line=dict(color=COLORS["danger"], width=2)))
         notes.append(dict(xref="x", yref="paper", x=math.log10(current), y=0.5,
@@ -293,8 +342,8 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
     return _figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=dict(type="log", title=dict(text="Cache tile T (T × T)"), tickmode="array",
-                   tickvals=ts, ticktext=[str(t) for t in ts],
-                   range=[math.log10(min(ts) / 1.3), math.log10(max(ts) * 1.3)]),
+                   tickvals=every, ticktext=[str(t) for t in every],
+                   range=[math.log10(min(every) / 1.3), math.log10(max(every) * 1.3)]),
         yaxis=dict(type="log", title=dict(text="Bytes each level serves (GB)"),
                    range=[math.log10(lo_y), math.log10(hi_y)], tickmode="array",
                    tickvals=yticks, ticktext=[format_value(v) for v in yticks]),
