@@ -214,14 +214,16 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
 cache_roofline_figure = per_level_roofline_figure
 
 
-def _roof_label(lv: H.Level, x, y, placed: list[float], color: str) -> dict:
+def _roof_label(lv: H.Level, x, y, placed: list[tuple[float, int]], color: str) -> dict:
     """A roof's name under its own line, near its left end (the line rises away from the
-    text, so the two never cross). A roof that starts within 0.35 decades of one already
-    labelled has its label moved right along its line, a step per neighbour, so that labels
-    of close bandwidths do not sit on each other."""
+    text, so the two never cross). The roofs are parallel, so two labels at the same x are as
+    far apart as their roofs: a roof within 0.35 decades of one already labelled at a spot
+    takes the next spot to the right along its line, so labels never sit on each other."""
     y0 = math.log10(float(y[0]))
-    step = sum(1 for other in placed if abs(other - y0) < 0.35)
-    placed.append(y0)
+    step = 0
+    while any(s == step and abs(other - y0) < 0.35 for other, s in placed):
+        step += 1
+    placed.append((y0, step))
     j = min(3 + 10 * step, len(x) - 1)
     return dict(xref="x", yref="y", x=math.log10(float(x[j])), y=math.log10(float(y[j])),
                 xanchor="left", yanchor="top", xshift=6, yshift=-3, showarrow=False,
