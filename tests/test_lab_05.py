@@ -463,3 +463,209 @@ def test_export_html(tmp_path, reveal):
     else:
         assert "marimo-plotly" not in page
         assert "Lock your prediction to reveal the staircase instrument" in page
+
+
+# --- the walk in prediction order: no instrument answers a later question (issue 34.1) --------
+
+ORDER = ("staircase_prediction", "binding_prediction", "tile_prediction", "shrink_prediction",
+         "wave_prediction")
+#: Every widget a student can move (the measurement buttons aside: their results are fed in
+#: as the cells' values below), and the values each one is tried at on its own.
+SWEPT = ("machine_picker", "kernel_picker", "size_slider", "tile_slider", "register_picker",
+         "gemm_n_slider", "gemm_tile_slider", "gemm_register_picker")
+MACHINES = ("a100-sxm-80gb", "h100-sxm", "reference", "measured", "tpu-v5e")
+
+
+def _references() -> list:
+    """Every reference answer, as the instructor copy computes it (reveal mode)."""
+    import os
+
+    from leak_support import Reference
+
+    os.environ["ROOFLINE_REVEAL"] = "1"
+    try:
+        _, defs = app.run()
+    finally:
+        del os.environ["ROOFLINE_REVEAL"]
+    out = []
+    for name in ORDER:
+        p = defs[name]
+        label = getattr(p, "label", None) if p.answer_type == "choice" else None
+        out.append(Reference(p.item_id, p.value, label))
+    return out
+
+
+def _frontend(widget, value):
+    """The browser's value for ``value`` of ``widget`` (a dropdown's label list, a steps
+    slider's index); None when the widget cannot reach it (not one of its options/steps)."""
+    import marimo as mo
+
+    if isinstance(widget, type(mo.ui.dropdown(["a"]))):
+        labels = [k for k, v in widget.options.items() if v == value or k == value]
+        return [labels[0]] if labels else None
+    steps = widget._args.args.get("steps")
+    if steps:
+        return steps.index(value) if value in steps else None
+    return value if widget.start <= value <= widget.stop else None
+
+
+def _values(widget) -> list:
+    """Sample values of one widget: every option of a short dropdown (the machine picker: a
+    few of each kind), a steps slider's ends, middle and every power-of-two step."""
+    import marimo as mo
+
+    if isinstance(widget, type(mo.ui.dropdown(["a"]))):
+        vals = list(widget.options.values())
+        return [v for v in vals if v in MACHINES] if len(vals) > 10 else vals
+    steps = widget._args.args.get("steps")
+    if steps:
+        return sorted(set([steps[0], steps[len(steps) // 2], steps[-1]]))
+    return [widget.start, widget.stop]
+
+
+def _scenarios() -> list[dict]:
+    """The graded scenarios, set together on every instrument that could show them."""
+    a100 = "a100-sxm-80gb"
+    part3 = [{"machine_picker": a100, "kernel_picker": "tiled GEMM", "size_slider": 8192,
+              "register_picker": 64, "tile_slider": t} for t in (64, 128)]
+    part3 += [{"machine_picker": a100, "gemm_n_slider": 8192, "gemm_register_picker": 64,
+               "gemm_tile_slider": t} for t in (64, 128)]
+    part2 = [{"machine_picker": a100, "kernel_picker": "naive GEMM", "size_slider": 1024}]
+    return part2 + part3 + [{"machine_picker": "measured", "__measured": True},
+                            {"machine_picker": "reference", "kernel_picker": "tiled GEMM",
+                             "size_slider": 8192, "tile_slider": 128, "register_picker": 8}]
+
+
+def _leaks(cells, reference) -> list:
+    """``leak_support.find_leaks`` for a choice; for a number, its renderings with three or more
+    significant digits anywhere, and its two-digit roundings only where a unit "×" follows
+    (a bare "11" or "0.60" is everywhere in a figure's styling: font sizes, widths, opacity)."""
+    import re
+
+    from leak_support import Leak, _number_pattern, _significant_digits, find_leaks,\
+        numeric_renderings
+
+    if reference.label is not None:
+        return find_leaks(cells, [reference])
+    out = []
+    for rendering in sorted(numeric_renderings(reference.value)):
+        pattern = _number_pattern(rendering)
+        if _significant_digits(rendering) < 3:
+            pattern = re.compile(pattern.pattern + r"(?=\s?×)")
+        for cell in cells:
+            m = pattern.search(cell.text)
+            if m:
+                out.append(Leak(cell, reference, rendering,
+                                re.sub(r"\s+", " ", cell.text[max(0, m.start() - 70):m.end() + 70])))
+    return out
+
+
+def _run_cells(defs):
+    """Run the lab with ``defs`` and return its cells' rendered text (tests/leak_support)."""
+    from leak_support import rendered_cells
+
+    captured: dict = {}
+    flatten_outputs = app._flatten_outputs
+
+    def capture(outputs):
+        captured.update(outputs)
+        return flatten_outputs(outputs)
+
+    app._flatten_outputs = capture
+    try:
+        app.run(defs=defs)
+    finally:
+        del app._flatten_outputs
+    return rendered_cells(app, captured, scrub=["tester"])
+
+
+def _settings(base, values: dict):
+    """Widget overrides for ``values`` the way the browser sets them: each widget a copy of
+    the one on screen, updated; the other names of its cell as they were. None when a widget
+    cannot reach its value (the instrument keeps that scenario out of range)."""
+    import copy
+
+    app._maybe_initialize()
+    owner = {n: cid for cid, c in app._graph.cells.items() for n in c.defs}
+    defs = {}
+    for name, value in values.items():
+        if name.startswith("__"):
+            continue
+        widget = base.get(name)
+        if widget is None:  # the instrument is not open at this stage
+            continue
+        frontend = _frontend(widget, value)
+        if frontend is None:
+            return None
+        for other in app._graph.cells[owner[name]].defs:
+            defs.setdefault(other, base[other])
+        changed = copy.deepcopy(widget)
+        changed._update(frontend)
+        defs[name] = changed
+    if values.get("__measured"):
+        defs["hierarchy_run"] = fake_run()
+    return defs
+
+
+@pytest.mark.parametrize("stage", range(len(ORDER)), ids=[n.split("_")[0] for n in ORDER])
+def test_no_open_instrument_shows_the_next_answer(stage):
+    """Issue 34.1/34.3 for Lab 5: with predictions 1..k-1 locked, every open instrument swept
+    over its widgets (sampled values, and the graded scenarios set together) shows nothing
+    within reach of prediction k's reference answer (tests/leak_support's renderings: the
+    numbers the grader would accept as it, or the choice's label)."""
+    reference = _references()[stage]
+    locked = {name: (PREDICTIONS[name] if i < stage else None) for i, name in enumerate(ORDER)}
+    _, base = app.run(defs=locked)
+    trials = [{name: v} for name in SWEPT if name in base for v in _values(base[name])]
+    trials += _scenarios()
+    checked = 0
+    for values in trials:
+        defs = _settings(base, values)
+        if defs is None:
+            continue
+        leaks = _leaks(_run_cells({**locked, **defs}), reference)
+        assert not leaks, (f"{ORDER[stage]} is shown before its lock with {values}:\n"
+                           + "\n".join(f"  - {leak}" for leak in leaks))
+        checked += 1
+    assert checked >= 5
+    # A ratio is read off two settings: moving an open instrument between the two settings of
+    # this prediction's graded scenario must change nothing on screen (or be out of reach).
+    for common, widget, pair in PAIRS.get(ORDER[stage], ()):
+        shown_at = []
+        for value in pair:
+            defs = _settings(base, {**common, widget: value})
+            if defs is None:
+                break
+            shown_at.append([_UUID.sub("<id>", c.text) for c in _run_cells({**locked, **defs})])
+        if len(shown_at) == 2:
+            changed = [i for i, (a, b) in enumerate(zip(*shown_at)) if a != b]
+            assert not changed, (f"{ORDER[stage]}: moving {widget} {pair[0]} -> {pair[1]} "
+                                 f"({common}) changes cells {changed} before the lock")
+
+
+_UUID = __import__("re").compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: The graded scenarios a ratio is read from: (the other widgets, the widget moved, its two
+#: values), per prediction (Prediction 3: T 64 -> 128, N = 8,192, r = 64, on the A100).
+PAIRS = {"tile_prediction": [
+    ({"machine_picker": "a100-sxm-80gb", "kernel_picker": "tiled GEMM", "size_slider": 8192,
+      "register_picker": 64}, "tile_slider", (64, 128)),
+    ({"machine_picker": "a100-sxm-80gb", "kernel_picker": "flash-attention tile (Lab 4)",
+      "size_slider": 8192}, "tile_slider", (64, 128)),
+    ({"machine_picker": "a100-sxm-80gb", "gemm_n_slider": 8192, "gemm_register_picker": 64},
+     "gemm_tile_slider", (64, 128)),
+]}
+
+
+def test_part_2_keeps_the_tiled_kernels_until_prediction_3_is_locked():
+    """Part 2's explorer once reached Part 3's exact case (tiled GEMM, r = 64, N = 8,192,
+    T 64 -> 128) after Prediction 2: the tiled kernels and the tile widgets now join it at the
+    third lock."""
+    locked = {name: (PREDICTIONS[name] if i < 2 else None) for i, name in enumerate(ORDER)}
+    outputs, defs = app.run(defs=locked)
+    assert "tiled GEMM" not in defs["kernel_picker"].options
+    assert "flash-attention tile (Lab 4)" not in defs["kernel_picker"].options
+    assert set(defs["all_points"]) == {"naive GEMM", "5-point stencil",
+                                       "sum reduction (re-read)"}
+    assert "join this panel once you have locked Prediction 3" in shown(outputs)
+    _, opened = app.run(defs={n: PREDICTIONS[n] for n in ORDER[:3]})
+    assert "tiled GEMM" in opened["kernel_picker"].options
