@@ -549,6 +549,8 @@ class HierarchyPoint:
 def launch_problem(kernel: KernelModel, hier: Hierarchy) -> str | None:
     """Why ``kernel`` cannot launch on ``hier`` (its staged tile is larger than a
     scratchpad's per-block limit), in words; None when it can."""
+    kernel = instance("kernel", kernel, KernelModel, "a hierarchy.KernelModel")
+    hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     if not kernel.staged:
         return None
     for lv in hier.levels:
@@ -654,6 +656,7 @@ def tile_traffic_ratio(n, precision: str, tile_from: int, tile_to: int, hier: Hi
     = 128 and ceil(8192/128) = 64, so (2 x 128 + 1) / (2 x 64 + 1) = 257 / 129 = 1.992: the
     edge doubles, the traffic halves (not 4x: the area grows 4x, the reuse only 2x). HBM
     traffic falls by less (1.8x there): L2 serves a whole wave of tiles (module doc)."""
+    tile_from, tile_to = positive_int("tile_from", tile_from), positive_int("tile_to", tile_to)
     a, b = tile_sweep(n, precision, [tile_from, tile_to], hier, register_tile=register_tile)
     i = hier.names.index(a.home) + 1
     if i >= len(hier.levels):
