@@ -97,21 +97,35 @@ def test_roof_names_say_how_the_bandwidth_is_known():
     assert any(n.startswith("HBM · ") and "(" not in n for n in a100)
 
 
-def test_roof_labels_sit_under_their_own_line_and_apart():
-    """Each roof's label starts under its own line, where the line rises away from the text
-    (yanchor top, left-aligned): a label never crosses its own line; labels of roofs that
-    start within 0.35 decades of each other move apart along their lines."""
+def test_roof_names_sit_above_their_knees_clear_of_every_line_and_each_other():
+    """Issue 34.10: a roof's name sits just above the compute roof, centred where its slanted
+    line meets it (AI = peak / bandwidth): every slanted line lies below the compute roof, so
+    no line runs through a name; two names that would touch take different rows; the points'
+    labels sharing an AI are merged ("binds: L2 = shared memory"), never printed twice."""
     for h in (H.gpu_hierarchy("a100-sxm-80gb"), RM.as_hierarchy()):
-        fig = figures.per_level_roofline_figure(h)
+        p = H.place(H.gemm_kernel(1024, 1024, 1024, h.precision, tile=1), h)
+        fig = figures.per_level_roofline_figure(h, [p])
         notes = [a for a in fig.layout.annotations if a.text and a.text.startswith("<b>")]
         drawn = [lv for lv in h.levels if lv.bandwidth_gbs]
-        assert len(notes) == len(drawn)
-        for a in notes:
-            assert (a.xanchor, a.yanchor) == ("left", "top")
-        # no two labels closer than 0.3 decades in both x and y
+        assert [a.text for a in notes] == [f"<b>{lv.name}</b>" for lv in drawn]
+        for a, lv in zip(notes, drawn):
+            assert (a.xanchor, a.yanchor) == ("center", "bottom") and a.yshift >= 3
+            assert a.y == pytest.approx(math.log10(h.peak_tflops))
+            assert a.x == pytest.approx(math.log10(h.peak_tflops * 1e3 / lv.bandwidth_gbs))
+        # names in one row are at least their half-widths apart (6.3 px per character, at
+        # 640 px for the x range: the narrowest plot a lab draws)
+        lo, hi = fig.layout.xaxis.range
+        px = 640 / (hi - lo)
         for i, a in enumerate(notes):
             for c in notes[i + 1:]:
-                assert abs(a.x - c.x) > 0.3 or abs(a.y - c.y) > 0.3, (a.text, c.text)
+                if a.yshift == c.yshift:
+                    need = (len(a.text) + len(c.text) - 14) * 6.3 / 2
+                    assert abs(a.x - c.x) * px >= need, (a.text, c.text)
+    h = H.gpu_hierarchy("a100-sxm-80gb")
+    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)  # L2 and shared memory
+    texts = [t.text[0] for t in figures.per_level_roofline_figure(h, [p]).data
+             if t.mode == "markers+text"]
+    assert "<b>binds: L2 = shared memory</b>" in texts and texts.count("") == 1
 
 
 def test_tile_traffic_figure_shades_tiles_that_fail_to_launch_and_keeps_levels_visible():

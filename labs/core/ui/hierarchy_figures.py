@@ -24,6 +24,7 @@ import plotly.graph_objects as go
 
 from labs.core.physics import hierarchy as H
 from labs.core.physics.units import format_bytes, format_value
+from labs.core.ui import labelplace
 from labs.core.ui.plotbase import _LEGEND, _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
 
@@ -146,8 +147,8 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
     "not drawn". Each kernel in ``points`` is drawn once per level at (that level's AI, the
     kernel's attainable throughput): the points share one height, and the one on its own roof
     is the binding level, labelled "binds". Each roof is named in the legend with how its
-    bandwidth is known (published, derived, measured) and labelled on the plot at its left
-    end, under its own line, clear of the other roofs."""
+    bandwidth is known (published, derived, measured) and on the plot above its knee, clear
+    of every line; the points' labels avoid the lines, the markers and each other."""
     if not isinstance(hier, H.Hierarchy):
         raise ValueError("hier must be a hierarchy.Hierarchy")
     ais = [u.ai for p in points for u in p.uses if u.ai is not None]
@@ -174,7 +175,6 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
                          line=dict(color=COLORS["compute"], width=1.5, dash="dot"),
                          hovertemplate="vector ceiling %{y:.3s} TFLOP/s<extra></extra>"))
     y_min = min(hier.peak_tflops, hier.vector_tflops or hier.peak_tflops)
-    roof_notes, placed = [], []
     for i, lv in enumerate(hier.levels):
         color, dash, symbol = level_style(i, n)
         tag = f"{html.escape(lv.name)} · {_num(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
@@ -185,7 +185,6 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
             continue
         y = H.level_roof_tflops(x, lv, hier.peak_tflops)
         y_min = min(y_min, float(y[0]))
-        roof_notes.append(_roof_label(lv, x, y, placed, color))
         basis = {"published": "", "derived": " (derived)", "measured": " (measured)"}[
             lv.bandwidth_basis]
         data.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
@@ -193,8 +192,18 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
                          hovertemplate=f"{tag}{basis}<br>AI %{{x:.3s}} FLOP/B → %{{y:.3s}} "
                                        "TFLOP/s<extra></extra>"))
     for p in points:
-        data += _kernel_traces(p, n)
         y_min = min(y_min, p.attainable_tflops)
+    y_range = (y_min / 3, hier.peak_tflops * 3)
+    frame = labelplace.Frame((lo, hi), y_range, labelplace.plot_height_px(height))
+    lines = [frame.px([lo, hi], [hier.peak_tflops] * 2)]
+    if hier.vector_tflops:
+        lines.append(frame.px([lo, hi], [hier.vector_tflops] * 2))
+    lines += [frame.px(x, H.level_roof_tflops(x, lv, hier.peak_tflops))
+              for lv in hier.levels if lv.bandwidth_gbs]
+    taken: list = []  # the points' labels and markers, placed first: the roof names avoid them
+    for p in points:
+        data += _kernel_traces(p, n, frame, lines, taken)
+    roof_notes = _roof_labels(hier, frame, lo, hi, taken)
     if title is None:
         title = f"Hierarchical roofline · {hier.name}"
     axis = dict(type="log", dtick=1, exponentformat="none",
@@ -205,7 +214,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
                                          "that level serves)"),
                    range=[math.log10(lo), math.log10(hi)]),
         yaxis=dict(axis, title=dict(text="Attainable throughput (TFLOP/s)"),
-                   range=[math.log10(y_min / 3), math.log10(hier.peak_tflops * 3)]),
+                   range=[math.log10(v) for v in y_range]),
         annotations=roof_notes, legend=_LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
 
 
@@ -214,24 +223,46 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
 cache_roofline_figure = per_level_roofline_figure
 
 
-def _roof_label(lv: H.Level, x, y, placed: list[tuple[float, int]], color: str) -> dict:
-    """A roof's name under its own line, near its left end (the line rises away from the
-    text, so the two never cross). The roofs are parallel, so two labels at the same x are as
-    far apart as their roofs: a roof within 0.35 decades of one already labelled at a spot
-    takes the next spot to the right along its line, so labels never sit on each other."""
-    y0 = math.log10(float(y[0]))
-    step = 0
-    while any(s == step and abs(other - y0) < 0.35 for other, s in placed):
-        step += 1
-    placed.append((y0, step))
-    j = min(3 + 10 * step, len(x) - 1)
-    return dict(xref="x", yref="y", x=math.log10(float(x[j])), y=math.log10(float(y[j])),
-                xanchor="left", yanchor="top", xshift=6, yshift=-3, showarrow=False,
-                text=f"<b>{html.escape(lv.name)}</b>", font=dict(color=color, size=11))
+def _roof_labels(hier: H.Hierarchy, frame, lo: float, hi: float, taken=()) -> list:
+    """Each drawn roof's name just above the compute roof, centred on its knee (where the
+    roof meets the compute roof: AI = peak / bandwidth), in its colour: clear of every
+    slanted line (they all lie below the compute roof), one row up (at most three) where it
+    would touch another name or a box in ``taken`` (the points' labels and markers, in
+    ``frame``'s pixels)."""
+    notes, boxes = [], []
+
+    def hits(box):
+        return any(min(box[2], t[2]) > max(box[0], t[0]) and min(box[3], t[3]) > max(box[1], t[1])
+                   for t in list(taken) + [b[:4] for b in boxes])
+    n = len(hier.levels)
+    for i, lv in enumerate(hier.levels):
+        if not lv.bandwidth_gbs:
+            continue
+        knee = hier.peak_tflops / (lv.bandwidth_gbs / 1e3)
+        if not lo <= knee <= hi:
+            continue
+        x, y = (float(v) for v in frame.px(knee, hier.peak_tflops))
+        w = len(lv.name) * labelplace.CHAR_PX + 4
+        row = 0
+        while row < 2 and hits((x - w / 2, y + 3 + row * labelplace.LINE_PX, x + w / 2,
+                                y + 3 + (row + 1) * labelplace.LINE_PX)):
+            row += 1
+        y0 = y + 3 + row * labelplace.LINE_PX
+        boxes.append((x - w / 2, y0, x + w / 2, y0 + labelplace.LINE_PX, x, w, row))
+        notes.append(dict(xref="x", yref="y", x=math.log10(knee),
+                          y=math.log10(hier.peak_tflops), xanchor="center", yanchor="bottom",
+                          yshift=3 + row * labelplace.LINE_PX, showarrow=False,
+                          text=f"<b>{html.escape(lv.name)}</b>",
+                          font=dict(color=level_style(i, n)[0], size=11)))
+    return notes
 
 
-def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
-    """One kernel: a dotted guide at its attainable height, a marker per level it touches."""
+def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
+                   boxes=()) -> list[dict]:
+    """One kernel: a dotted guide at its attainable height, a marker per level it touches.
+    Levels at the same AI (within 5%) share one label ("binds: L2 = shared memory"); each
+    label takes the first place that crosses no roof line, marker or other label
+    (``ui/labelplace.py``, judged in ``frame``'s pixels against the roof ``lines``)."""
     y = p.attainable_tflops
     uses = [(i, u) for i, u in enumerate(p.uses) if u.ai is not None]
     if not uses:
@@ -240,15 +271,30 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
     out = [dict(type="scatter", x=[min(ais), max(ais)], y=[y, y], mode="lines",
                 line=dict(color=PLOT_TEXT, width=1, dash="dot"), showlegend=False,
                 hoverinfo="skip")]
-    # points at nearly the same AI (within 1.6x) take turns below and above, and the binding
-    # level is drawn last, on top
-    order = sorted(uses, key=lambda iu: iu[1].ai)
-    place_text, prev, k = {}, None, 0
-    for i, u in order:
-        k = k + 1 if prev is not None and u.ai / prev < 1.6 else 0
-        place_text[i] = "bottom center" if k % 2 == 0 else "top center"
-        prev = u.ai
-    for i, u in sorted(uses, key=lambda iu: iu[1].level.name == p.binding):
+    # the binding level is drawn last, on top; a level at the AI of one drawn after it gives
+    # its name to that one's label
+    drawn = sorted(uses, key=lambda iu: iu[1].level.name == p.binding)
+    label = {}
+    for k, (i, u) in enumerate(drawn):
+        same = [v for _, v in drawn[k + 1:] if abs(math.log(v.ai / u.ai)) < math.log(1.05)]
+        if same:
+            label[i] = ""
+            continue
+        hidden = [v.level.name for _, v in drawn[:k] if label.get(_index(p, v)) == ""
+                  and abs(math.log(v.ai / u.ai)) < math.log(1.05)]
+        name = " = ".join([u.level.name] + hidden)
+        label[i] = f"binds: {name}" if u.level.name == p.binding else name
+    place_text = {i: "top center" for i in label}
+    shown = [(i, u) for i, u in drawn if label[i]]
+    if frame is not None and shown:
+        guide = frame.px([min(ais), max(ais)], [y, y])
+        pts = [(*(float(v) for v in frame.px(u.ai, y)), label[i], True) for i, u in shown]
+        for (i, _u), pos, pt in zip(shown, labelplace.place(pts, list(lines) + [guide],
+                                                              list(boxes), frame), pts):
+            place_text[i] = pos
+            boxes.append(labelplace.text_box(pt[0], pt[1], pos, pt[2]))
+        boxes.extend((px - 8, py - 8, px + 8, py + 8) for px, py, _t, _a in pts)
+    for i, u in drawn:
         color, _, symbol = level_style(i, n)
         binds = u.level.name == p.binding
         roof = u.roof_tflops()
@@ -262,8 +308,7 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
             name=f"{html.escape(p.kernel.name)} · AI at {html.escape(u.level.name)}",
             marker=dict(size=16 if binds else 11, color=color, symbol=symbol,
                         line=dict(width=2.5 if binds else 1, color=PLOT_TEXT)),
-            text=[f"<b>binds: {html.escape(u.level.name)}</b>" if binds
-                  else html.escape(u.level.name)],
+            text=[f"<b>{html.escape(label[i])}</b>" if binds else html.escape(label[i])],
             textposition=place_text[i], textfont=dict(color=PLOT_TEXT, size=11),
             hovertext=[hover], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
             cliponaxis=False))
@@ -392,3 +437,7 @@ def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
                    range=[0, max([1.1] + [1.1 * float(v) for v in (measured or ())])]),
         shapes=shapes, annotations=notes, legend=_LEGEND,
         margin=dict(l=70, r=30, t=60 + 16 * bool(marks), b=40)))
+
+
+def _index(p: H.HierarchyPoint, use: H.LevelUse) -> int:
+    return next(i for i, u in enumerate(p.uses) if u is use)
