@@ -219,7 +219,7 @@ def test_a_cpu_cache_too_small_thrashes_and_says_so():
     msg = shown(outputs)
     assert "The tile no longer fits its cache: the cache thrashes." in msg
     assert defs["tile_point"].thrashes == ("L1d",) and defs["tile_point"].home == "L2"
-    assert "fails to launch" not in msg  # a cache is not a scratchpad
+    assert "does not fit in shared memory" not in msg  # a cache is not a scratchpad
 
 
 def test_machines_without_hierarchy_data_say_so():
