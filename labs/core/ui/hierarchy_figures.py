@@ -198,8 +198,11 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
     lines = [frame.px([lo, hi], [hier.peak_tflops] * 2)]
     if hier.vector_tflops:
         lines.append(frame.px([lo, hi], [hier.vector_tflops] * 2))
-    lines += [frame.px(x, H.level_roof_tflops(x, lv, hier.peak_tflops))
-              for lv in hier.levels if lv.bandwidth_gbs]
+    for lv in hier.levels:  # a roof is two straight segments in log-log: slant, then flat
+        if lv.bandwidth_gbs:
+            knee = min(max(hier.peak_tflops * 1e3 / lv.bandwidth_gbs, lo), hi)
+            xs = np.array([lo, knee, hi])
+            lines.append(frame.px(xs, H.level_roof_tflops(xs, lv, hier.peak_tflops)))
     taken: list = []  # the points' labels and markers, placed first: the roof names avoid them
     for p in points:
         data += _kernel_traces(p, n, frame, lines, taken)
