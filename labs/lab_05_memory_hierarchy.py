@@ -1130,8 +1130,8 @@ def _(live, measure, overhead_button, shrink_prediction):
             overhead_button, lambda progress: measure.call_overhead_sweep(
                 budget_s=4.0, progress=progress),
             total=8, title="Timing one read per call",
-            idle_message="Nothing has been measured yet: press the button above to time calls "
-                         "on this machine (about 5 s).")
+            idle_message="Nothing has been measured yet: press “Measure the cost of a call on "
+                         "this machine” to time calls here (about 5 s).")
     _message
     return (overhead_run,)
 
@@ -1332,8 +1332,8 @@ def _(live, measure, sawtooth_button, wave_prediction):
             sawtooth_button, lambda progress: measure.gemm_sawtooth(
                 budget_s=10.0, progress=progress),
             total=25, title="Timing square GEMMs across tile boundaries",
-            idle_message="Nothing has been measured yet: press the button above to time the "
-                         "GEMMs on this machine (about 12 s).")
+            idle_message="Nothing has been measured yet: press “Measure the GEMM sawtooth on "
+                         "this machine” to time the GEMMs here (about 12 s).")
     _message
     return (sawtooth_run,)
 

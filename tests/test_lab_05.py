@@ -669,3 +669,13 @@ def test_part_2_keeps_the_tiled_kernels_until_prediction_3_is_locked():
     assert "join this panel once you have locked Prediction 3" in shown(outputs)
     _, opened = app.run(defs={n: PREDICTIONS[n] for n in ORDER[:3]})
     assert "tiled GEMM" in opened["kernel_picker"].options
+
+
+def test_part_4_says_what_a_press_costs_without_a_budget_it_does_not_show():
+    """Issue 34.9: Part 4 said "up to the time budget shown" with no budget on screen."""
+    outputs, _ = run()
+    text = shown(outputs)
+    assert "time budget shown" not in text.split("Part 4")[-1]
+    assert "press “Measure the cost of a call on this machine” to time calls here (about 5 s)" \
+        in text
+    assert "press “Measure the GEMM sawtooth on this machine”" in text
