@@ -72,7 +72,7 @@ MATRIX, VECTOR = "matrix", "vector"
 
 class LaunchError(ValueError):
     """A kernel that cannot run: its tile asks a scratchpad (shared memory) for more than the
-    per-block limit, so the launch fails (a scratchpad does not spill like a cache)."""
+    per-block limit, so the launch fails (a scratchpad does not spill; only registers do)."""
 
 
 @dataclass(frozen=True)
