@@ -49,7 +49,7 @@ def _(style):
             "Compute a kernel's arithmetic intensity at each level of the hierarchy and find the "
             "level whose roof binds.",
             "Change a kernel's tile and see which level it moves the traffic to, and what "
-            "happens when the tile no longer fits.",
+            "happens when the tile no longer fits (shared memory refuses it; a cache thrashes).",
             "Measure two effects a single roofline cannot show: the fixed cost of a call, and "
             "the quantisation of tiles and waves.",
         ],
@@ -98,6 +98,7 @@ def _(quantization):
                        "The L2 roof": "L2", "The shared-memory roof": "shared memory"}
     KERNELS = ("naive GEMM", "tiled GEMM", "5-point stencil", "sum reduction (re-read)",
                "flash-attention tile (Lab 4)")
+    TILE_KERNELS = (KERNELS[1], KERNELS[4])  # the kernels whose traffic depends on a tile
     SIZE_STEPS = [2**k for k in range(6, 15)]  # N = 64 ... 16,384
     TILE_STEPS = [2**k for k in range(0, 11)]  # 1 ... 1,024
     FLASH = {"batch": 1, "heads": 32, "head_dim": 128}
@@ -112,6 +113,7 @@ def _(quantization):
         SHRINK_Q,
         SIZE_STEPS,
         STAIRCASE_Q,
+        TILE_KERNELS,
         TILE_Q,
         TILE_STEPS,
         WAVE_Q,
@@ -452,15 +454,21 @@ def _(
                     f"its roof is {_l2.roof_tflops():.1f} TFLOP/s. HBM serves only the "
                     f"compulsory {units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}): its roof "
                     f"({_hbm.roof_tflops():.0f} TFLOP/s) is far above. The lowest roof binds: "
-                    f"{_p.binding}, at {_p.attainable_tflops:.1f} TFLOP/s of "
-                    f"{_h.peak_tflops:.0f}.")
+                    f"{_p.binding}, at {_p.attainable_tflops:.1f} TFLOP/s. A scalar GEMM "
+                    f"cannot use tensor cores, so its ceiling is the "
+                    f"{_p.ceiling_name} ({_p.ceiling_tflops:g} TFLOP/s), not the "
+                    f"{_h.peak_tflops:g} TFLOP/s tensor-core peak; L2's roof is lower still.")
     reveal.card(binding_prediction)
     return (binding_prediction,)
 
 
 @app.cell
-def _(KERNELS, SIZE_STEPS, TILE_STEPS, mo):
-    kernel_picker = mo.ui.dropdown(list(KERNELS), value=KERNELS[0], label="Kernel")
+def _(KERNELS, SIZE_STEPS, TILE_KERNELS, TILE_STEPS, mo, tile_prediction):
+    # The tiled kernels and the tile widgets join Part 2's panel once Prediction 3 is locked:
+    # two tiles of one kernel would show how its traffic falls with T, Part 3's answer.
+    tiles_open = tile_prediction is not None
+    kernel_picker = mo.ui.dropdown([k for k in KERNELS if tiles_open or k not in TILE_KERNELS],
+                                   value=KERNELS[0], label="Kernel")
     size_slider = mo.ui.slider(steps=SIZE_STEPS, value=1024, show_value=True,
                                label="Size N (matrix side; stencil grid side; sequence length; "
                                      "N² elements to sum)")
@@ -470,11 +478,19 @@ def _(KERNELS, SIZE_STEPS, TILE_STEPS, mo):
     def lay_out_kernel_controls(machine_control, register_control):
         """Part 2's panel. Laid out here, where its widgets are made, so the cell that shows
         it names none of them and a step re-runs only the cells that read a value (issue 15)."""
+        if not tiles_open:
+            return mo.vstack([mo.hstack([machine_control, kernel_picker], justify="start"),
+                              size_slider,
+                              mo.md("*The tiled kernels (a tiled GEMM, a flash-attention "
+                                    "tile) and their tile sizes join this panel once you "
+                                    "have locked Prediction 3.*")])
         return mo.vstack([mo.hstack([machine_control, kernel_picker], justify="start"),
                           mo.hstack([size_slider, tile_slider, register_control],
-                                    justify="start")])
+                                    justify="start"),
+                          mo.md("*The cache and register tiles apply to the tiled GEMM and "
+                                "the flash-attention tile only.*")])
 
-    return kernel_picker, lay_out_kernel_controls, size_slider, tile_slider
+    return kernel_picker, lay_out_kernel_controls, size_slider, tile_slider, tiles_open
 
 
 @app.cell
@@ -502,7 +518,9 @@ def _(
     hierarchy,
     hierarchy_run,
     machine_picker,
+    mo,
     reference_machine,
+    style,
 ):
     # The levels Parts 2 and 3 draw: the recorded CPU, this machine's plateaus, or a registry GPU.
     def _machine(choice):
@@ -538,13 +556,14 @@ def _(
     try:
         machine, machine_error = _machine(machine_picker.value), None
     except KeyError:  # the registry lacks this device's L2 size or on-chip figures
-        machine, machine_error = None, ValueError(
+        machine, machine_error = None, style.error_callout(
             f"The registry has no cache sizes for the {hardware.get(machine_picker.value).name} "
             "(on-chip memory or L2), so its hierarchy cannot be drawn.\n\nPick a machine "
             f"whose cache sizes it has ({_drawable()}, or the reference machine), or measure "
-            "this one in Part 1.")
-    except ValueError as _e:
-        machine, machine_error = None, _e
+            "this one in Part 1.", title="No cache sizes for this machine.")
+    except ValueError as _e:  # "This machine" before Part 1 has measured it
+        machine, machine_error = None, mo.callout(mo.md(
+            f"**Nothing measured yet.** {_e}"), kind="warn")
     return machine, machine_error
 
 
@@ -570,12 +589,14 @@ def _():
 def _(
     FLASH,
     KERNELS,
+    TILE_KERNELS,
     hierarchy,
     machine,
     register_picker,
     size_slider,
     tile_problem,
     tile_slider,
+    tiles_open,
 ):
     def kernel_for(name, n, tile, r, precision):
         """The kernel model the picker names, at size n, tile T and register tile r."""
@@ -593,9 +614,10 @@ def _(
                                       tile, tile, precision)
 
     def kernel_points(n, tile, r):
-        """Every kernel placed on the current machine: {name: HierarchyPoint or the error}."""
+        """Every kernel the picker offers, placed on the current machine: {name:
+        HierarchyPoint or the error}."""
         out = {}
-        for _k in KERNELS:
+        for _k in (k for k in KERNELS if tiles_open or k not in TILE_KERNELS):
             try:
                 out[_k] = hierarchy.place(kernel_for(_k, n, tile, r, machine.precision), machine)
             except (KeyError, ValueError) as _e:
@@ -610,7 +632,7 @@ def _(
 @app.cell
 def _(binding_prediction, kernel_controls, mo, quiz):
     mo.stop(binding_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the cache-aware roofline."))
+            quiz.gate_notice("Lock your prediction to reveal the hierarchical roofline."))
     kernel_controls
     return
 
@@ -619,6 +641,7 @@ def _(binding_prediction, kernel_controls, mo, quiz):
 def _(
     all_points,
     binding_prediction,
+    hierarchy,
     kernel_picker,
     machine,
     machine_error,
@@ -627,7 +650,11 @@ def _(
 ):
     mo.stop(binding_prediction is None)
     if machine is None:
-        level_cards = style.error_callout(machine_error)
+        level_cards = machine_error
+    elif isinstance(all_points[kernel_picker.value], hierarchy.LaunchError):
+        level_cards = style.error_callout(
+            f"{all_points[kernel_picker.value]}\n\nMove the cache tile T down to back out.",
+            title="This tile does not fit in shared memory: the kernel fails to launch.")
     elif isinstance(all_points[kernel_picker.value], Exception):
         level_cards = style.error_callout(all_points[kernel_picker.value])
     else:
@@ -640,7 +667,8 @@ def _(
             "danger" if u.level.name == _p.binding else None) for u in _p.uses]
         _cards.append(style.Metric("Binds", _p.binding,
                                    f"attainable {style.format_value(_p.attainable_tflops)} "
-                                   f"TFLOP/s of {style.format_value(machine.peak_tflops)}",
+                                   f"TFLOP/s under the {_p.ceiling_name} of "
+                                   f"{style.format_value(_p.ceiling_tflops)}",
                                    "danger"))
         level_cards = mo.vstack([mo.md(f"**{_p.kernel.name}** · {_p.kernel.what} · on "
                                        f"{machine.name}"), style.metric_cards(_cards)])
@@ -652,16 +680,16 @@ def _(
 def _(all_points, binding_prediction, figures, kernel_picker, machine, mo):
     mo.stop(binding_prediction is None or machine is None
             or isinstance(all_points.get(kernel_picker.value), Exception))
-    cache_roofline = figures.cache_roofline_figure(
+    hierarchical_roofline = figures.per_level_roofline_figure(
         machine, [all_points[kernel_picker.value]],
-        title=f"Cache-aware roofline of {machine.name}: "
+        title=f"Hierarchical roofline (one AI per level) of {machine.name}: "
               f"{all_points[kernel_picker.value].kernel.name}")
-    cache_roofline
+    hierarchical_roofline
     return
 
 
 @app.cell
-def _(all_points, binding_prediction, machine, mo, style):
+def _(all_points, binding_prediction, machine, mo, style, tiles_open):
     mo.stop(binding_prediction is None or machine is None)
     _rows = []
     for _name, _p in all_points.items():
@@ -672,8 +700,8 @@ def _(all_points, binding_prediction, machine, mo, style):
                       "attainable (TFLOP/s)": style.format_value(_p.attainable_tflops),
                       **{f"AI at {u.level.name}": style.format_value(u.ai) if u.ai else "—"
                          for u in _p.uses}})
-    mo.vstack([mo.md("**Every kernel at this size and tile** (AI in FLOP per byte each level "
-                     "serves):"), style.value_table(_rows)])
+    mo.vstack([mo.md(f"**Every kernel at this size{' and tile' if tiles_open else ''}** (AI "
+                     "in FLOP per byte each level serves):"), style.value_table(_rows)])
     return
 
 
@@ -681,29 +709,34 @@ def _(all_points, binding_prediction, machine, mo, style):
 def _(
     BINDING_OPTIONS,
     NAIVE_Q,
+    OPENING,
     binding_prediction,
     hierarchy,
     lab,
     machine,
-    machine_error,
     mo,
     quiz,
-    style,
 ):
+    # Graded on the machine the question names, whatever the picker shows; another machine's
+    # answer is shown beside it, not recorded.
     mo.stop(binding_prediction is None)
-    if machine is None:
-        _out = style.error_callout(machine_error)
-    else:
-        _n = NAIVE_Q["n"]
-        _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, machine.precision, tile=1),
-                             machine)
-        _label = next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
-                      f"the {_p.binding} roof")
-        _out = mo.vstack([mo.md(f"**Prediction vs reality** · naive {machine.precision} GEMM, "
-                                f"N = {_n:,}, on {machine.name}:"),
-                          quiz.compare(binding_prediction, _p.binding, actual_label=_label,
-                                       lab=lab)])
-    _out
+    _n = NAIVE_Q["n"]
+
+    def _naive_on(hier):
+        _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, hier.precision, tile=1), hier)
+        return _p, next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
+                        f"the {_p.binding} roof")
+
+    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    _p, _label = _naive_on(_h)
+    _parts = [mo.md(f"**Prediction vs reality** · naive {_h.precision} GEMM, N = {_n:,}, on "
+                    f"the {_h.name} (the question's machine):"),
+              quiz.compare(binding_prediction, _p.binding, actual_label=_label, lab=lab)]
+    if machine is not None and machine.key != _h.key:
+        _q, _other = _naive_on(machine)
+        _parts.append(mo.md(f"On **{machine.name}** (your pick, not graded) the same kernel "
+                            f"binds at: {_other} ({_q.attainable_tflops:.3g} TFLOP/s)."))
+    mo.vstack(_parts)
     return
 
 
@@ -730,18 +763,22 @@ def _(binding_prediction, mo, style):
     $$AI_\ell = \frac{F}{Q_\ell}, \qquad
     P \le \min\Big(P_\text{peak},\ \min_\ell AI_\ell\,\beta_\ell\Big).$$
 
-    The level with the lowest $AI_\ell\,\beta_\ell$ binds (Yang, Kurth, Williams 2020; Ilic et
-    al. 2014 draw the same roofs with one AI). **Naive GEMM** ($C = AB$, $N^3$ multiply-adds,
+    The level with the lowest $AI_\ell\,\beta_\ell$ binds. Drawn with one point per level at
+    its own $AI_\ell$, this is the **hierarchical roofline** (Yang, Kurth, Williams 2020);
+    Ilic et al.'s **cache-aware roofline** (2014) draws the same roofs against one
+    core-side intensity instead. **Naive GEMM** ($C = AB$, $N^3$ multiply-adds,
     $b$ bytes per element): every multiply-add loads an element of $A$ and one of $B$, so
     the first level serves $Q_0 \approx 2N^3 b$ and $AI_0 = 1/b$. A level that holds all of
     $A$, $B$, $C$ passes on only the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it. Nothing
     in between keeps the operands for reuse, so the level right under the cores serves
-    everything at $AI = 1/b$.
+    everything at $AI = 1/b$. Scalar code cannot use tensor cores: its ceiling is the
+    vector (CUDA-core) rate (A100: 19.5 TFLOP/s fp32), not the tensor-core peak.
 
     **Model (simplified):** a level holding the kernel's tile (its working set) passes on the
     tiled traffic; one holding the whole problem passes on the compulsory bytes; otherwise it
-    passes on what it was asked for. GPU capacities: shared memory per block for a tile, its
-    share of L2 ($C_{L2}/\text{SMs}$) since every SM holds a tile at once.
+    passes on what it was asked for. GPU capacities: shared memory per block for a tile (a
+    scratchpad: a bigger tile fails to launch); L2 is shared by all SMs, so the tiles running
+    at once (a wave) share what they read from it (Part 3).
     """)
     return
 
@@ -753,9 +790,10 @@ def _(mo, style):
         style.scenario_card(
             "Tomás Ortega", "GPU kernel engineer",
             "Now the real kernel: 8,192-sized bf16 matrices, 64 × 64 register tiles per warp, "
-            "and a cache tile in shared memory we can choose. Bigger tiles reuse every byte "
-            "more, so they should cut HBM traffic. I want the biggest tile we can get. How "
-            "much does doubling it buy, and is there a catch?"),
+            "and a cache tile in shared memory we can choose. Whatever the tile does not keep, "
+            "it reads again from L2. Bigger tiles reuse every byte more, so they should cut "
+            "that traffic. I want the biggest tile we can get. How much does doubling it "
+            "buy, and is there a catch?"),
     ])
     return
 
@@ -774,9 +812,10 @@ def _(OPENING, TILE_Q, get_tile, hardware, lab, quiz, set_tile):
                  f"N = {TILE_Q['n']:,}, with "
                  f"{TILE_Q['register_tile']} × {TILE_Q['register_tile']} register tiles, on the "
                  f"{hardware.get(OPENING['hierarchy']).name} (the machine picker's opening "
-                 f"choice): the cache tile grows from {TILE_Q['from']} × {TILE_Q['from']} to "
-                 f"{TILE_Q['to']} × {TILE_Q['to']}. By what factor does the traffic from HBM "
-                 "(main memory) fall?",
+                 "choice). Its cache tile lives in shared memory; what the tile does not keep "
+                 "is read again from L2. The cache tile grows from "
+                 f"{TILE_Q['from']} × {TILE_Q['from']} to {TILE_Q['to']} × {TILE_Q['to']}. "
+                 "By what factor does the traffic L2 serves fall?",
         units="×", lo=0.1, hi=100, locked=get_tile(), on_lock=set_tile)
     quiz.prediction_panel(tile_form, get_tile())
     return
@@ -788,17 +827,29 @@ def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
     _a, _b = hierarchy.tile_sweep(TILE_Q["n"], OPENING["precision"],
                                   [TILE_Q["from"], TILE_Q["to"]], _h,
                                   register_tile=TILE_Q["register_tile"])
-    _ratio = _a.uses[-1].bytes / _b.uses[-1].bytes
-    _smem = _h.level("shared memory")
+    _ratio = hierarchy.tile_traffic_ratio(TILE_Q["n"], OPENING["precision"], TILE_Q["from"],
+                                          TILE_Q["to"], _h, register_tile=TILE_Q["register_tile"])
+    _smem, _l2 = _h.level("shared memory"), _h.level("L2")
+    _next = 2 * TILE_Q["to"]
     tile_prediction = get_tile() or reveal.reference(
         lab, "lab05.tile_traffic", round(_ratio, 2), "×",
-        explanation=f"Each of A and B is re-read once per tile column or row: HBM traffic ∝ "
-                    f"1/T. At T = {TILE_Q['from']}: {units.format_bytes(_a.uses[-1].bytes)}; "
-                    f"at T = {TILE_Q['to']}: {units.format_bytes(_b.uses[-1].bytes)}, "
-                    f"{_ratio:.2f}× less (not 4×: the tile's area grows 4×, its edge 2×). Both "
-                    f"tiles fit the {units.format_bytes(_smem.tile_capacity_bytes, binary=True)}"
-                    f" of shared memory a block may use ({units.format_bytes(3 * TILE_Q['to'] ** 2 * 2, binary=True)}"
-                    " for 128 × 128); the next doubling does not, and spills.")
+        explanation=f"Each of A and B is re-read once per tile column or row, so the traffic "
+                    f"the tile passes on to L2 ∝ 1/T. At T = {TILE_Q['from']}: "
+                    f"{units.format_bytes(_a.use('L2').bytes)}; at T = {TILE_Q['to']}: "
+                    f"{units.format_bytes(_b.use('L2').bytes)}, {_ratio:.2f}× less (not 4×: "
+                    f"the tile's area grows 4×, its edge 2×). HBM traffic is smaller still "
+                    f"({units.format_bytes(_a.use('HBM').bytes)} → "
+                    f"{units.format_bytes(_b.use('HBM').bytes)}): L2 is shared by all "
+                    f"{_l2.sharers} SMs, and the tiles running at once (a wave) share the A "
+                    f"and B panels they read there. The kernel moves from the "
+                    f"{_a.binding} roof ({_a.attainable_tflops:.0f} TFLOP/s) to the "
+                    f"{_b.binding} roof ({_b.attainable_tflops:.0f} TFLOP/s). Both tiles fit "
+                    f"the {units.format_bytes(_smem.tile_capacity_bytes, binary=True)} of "
+                    "shared memory a block may use "
+                    f"({units.format_bytes(3 * TILE_Q['to'] ** 2 * 2, binary=True)} for "
+                    f"{TILE_Q['to']} × {TILE_Q['to']}); {_next} × {_next} "
+                    f"({units.format_bytes(3 * _next ** 2 * 2, binary=True)}) does not, and "
+                    "fails to launch: shared memory is a scratchpad, not a cache.")
     reveal.card(tile_prediction)
     return (tile_prediction,)
 
@@ -829,31 +880,32 @@ def _(lay_out_tile_controls, machine_picker, register_tile_picker):
 def _(
     TILE_STEPS,
     gemm_n_slider,
+    gemm_register_picker,
+    gemm_tile_slider,
     hierarchy,
     machine,
-    gemm_register_picker,
     tile_problem,
-    gemm_tile_slider,
 ):
     # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel); the curve
-    # runs over every cache tile from the register tile up to N.
-    if machine is None:
-        tile_point = tile_curve = tile_error = None
-    else:
+    # runs over every cache tile from the register tile up to N that launches, and names the
+    # ones too big for shared memory (they fail to launch: no traffic to draw).
+    tile_point = tile_curve = tile_error = None
+    tiles_failed = []
+    if machine is not None:
+        _n, _t, _r = gemm_n_slider.value, gemm_tile_slider.value, gemm_register_picker.value
         try:
-            _n = gemm_n_slider.value
-            if tile_problem(_n, gemm_tile_slider.value, gemm_register_picker.value):
-                raise ValueError(tile_problem(_n, gemm_tile_slider.value, gemm_register_picker.value))
+            if tile_problem(_n, _t, _r):
+                raise ValueError(tile_problem(_n, _t, _r))
+            _ok, tiles_failed = hierarchy.launchable_tiles(
+                _n, machine.precision, [t for t in TILE_STEPS if _r <= t <= _n], machine,
+                register_tile=_r)
+            tile_curve = list(zip(_ok, hierarchy.tile_sweep(
+                _n, machine.precision, _ok, machine, register_tile=_r))) or None
             tile_point = hierarchy.place(hierarchy.gemm_kernel(
-                _n, _n, _n, machine.precision, tile=gemm_tile_slider.value,
-                register_tile=gemm_register_picker.value), machine)
-            _tiles = [t for t in TILE_STEPS if gemm_register_picker.value <= t <= _n]
-            tile_curve = list(zip(_tiles, hierarchy.tile_sweep(
-                _n, machine.precision, _tiles, machine, register_tile=gemm_register_picker.value)))
-            tile_error = None
-        except ValueError as _e:
-            tile_point, tile_curve, tile_error = None, None, _e
-    return tile_curve, tile_error, tile_point
+                _n, _n, _n, machine.precision, tile=_t, register_tile=_r), machine)
+        except ValueError as _e:  # a bad combination, or a tile that fails to launch
+            tile_error = _e
+    return tile_curve, tile_error, tile_point, tiles_failed
 
 
 @app.cell
@@ -870,6 +922,7 @@ def _(
     gemm_n_slider,
     gemm_register_picker,
     gemm_tile_slider,
+    hierarchy,
     machine,
     machine_error,
     mo,
@@ -878,36 +931,46 @@ def _(
     tile_error,
     tile_point,
     tile_prediction,
+    tiles_failed,
 ):
     # The status of the tile under the panel above, and the traffic figure under it: one cell,
     # so a step of N, T or r costs the browser one output update, not two (issue 15).
     mo.stop(tile_prediction is None)
+    _t = gemm_tile_slider.value
     if machine is None:
-        _status = style.error_callout(machine_error)
+        _status = machine_error
+    elif isinstance(tile_error, hierarchy.LaunchError):
+        _status = style.error_callout(
+            f"{tile_error}\n\nShrink the tile to back out.",
+            title=f"The {_t} × {_t} tile does not fit in shared memory: the kernel fails to "
+                  "launch.")
     elif tile_error is not None:
         _status = style.error_callout(tile_error)
-    elif tile_point.spills:
-        _over = ", ".join(tile_point.spills)
+    elif tile_point.thrashes:
+        _over = ", ".join(tile_point.thrashes)
         _status = style.error_callout(
-            f"The {gemm_tile_slider.value} × {gemm_tile_slider.value} tile's working set "
+            f"The {_t} × {_t} tile's working set "
             f"({style.format_bytes(tile_point.kernel.working_set, binary=True)}) does not fit "
             f"in {_over} (room for one tile: "
             + ", ".join(f"{u.level.name} {style.format_bytes(u.level.tile_capacity_bytes, binary=True)}"
-                        for u in tile_point.uses if u.level.name in tile_point.spills)
-            + f"). It spills: {_over} now pass{'es' if len(tile_point.spills) == 1 else ''} on "
-            f"everything the register tiles ask for, and the kernel falls to the "
+                        for u in tile_point.uses if u.level.name in tile_point.thrashes)
+            + f"). The cache thrashes: {_over} now pass{'es' if len(tile_point.thrashes) == 1 else ''}"
+            " on everything the register tiles ask for, and the kernel falls to the "
             f"{tile_point.binding} roof at {style.format_value(tile_point.attainable_tflops)} "
             "TFLOP/s.\n\nShrink the tile to back out.",
-            title="The tile no longer fits: it spills to the next level.")
+            title="The tile no longer fits its cache: the cache thrashes.")
     else:
+        _miss = tile_point.tile_misses
         _status = mo.callout(mo.md(
             f"✓ The tile ({style.format_bytes(tile_point.kernel.working_set, binary=True)}) "
-            f"lives in **{tile_point.home}**. Main memory serves "
-            f"{style.format_bytes(tile_point.uses[-1].bytes)}; the {tile_point.binding} roof "
-            f"binds at {style.format_value(tile_point.attainable_tflops)} TFLOP/s."),
-            kind="success")
+            f"lives in **{tile_point.home}**"
+            + (f"; {_miss.level.name} serves its misses, "
+               f"{style.format_bytes(_miss.bytes)}" if _miss is not None else "")
+            + f". Main memory serves {style.format_bytes(tile_point.uses[-1].bytes)}; the "
+            f"{tile_point.binding} roof binds at "
+            f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s."), kind="success")
     tile_figure = figures.tile_traffic_figure(
-        machine, tile_curve, current=gemm_tile_slider.value,
+        machine, tile_curve, current=_t, failed=tiles_failed,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
               f"register tile {gemm_register_picker.value}, on {machine.name}") if tile_curve else None
     # two children always, so the figure is updated in place, never mounted anew
@@ -922,28 +985,31 @@ def _(
     hierarchy,
     lab,
     machine,
-    machine_error,
     mo,
     quiz,
-    style,
     tile_prediction,
 ):
+    # Graded on the machine the question names; the picked machine's factor is shown beside it.
     mo.stop(tile_prediction is None)
-    if machine is None:
-        _out = style.error_callout(machine_error)
-    else:
-        _a, _b = hierarchy.tile_sweep(TILE_Q["n"], machine.precision,
-                                      [TILE_Q["from"], TILE_Q["to"]], machine,
-                                      register_tile=TILE_Q["register_tile"])
-        _out = mo.vstack([mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register "
-                                f"tile {TILE_Q['register_tile']}, T {TILE_Q['from']} → "
-                                f"{TILE_Q['to']}, on {machine.name}"
-                                + ("" if machine.key == OPENING["hierarchy"] else
-                                   " (the question was asked for the picker's opening choice)")
-                                + ":"),
-                          quiz.compare(tile_prediction, _a.uses[-1].bytes / _b.uses[-1].bytes,
-                                       units="×", fmt=".2f", lab=lab)])
-    _out
+    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+
+    def _ratio(hier):
+        return hierarchy.tile_traffic_ratio(TILE_Q["n"], hier.precision, TILE_Q["from"],
+                                            TILE_Q["to"], hier,
+                                            register_tile=TILE_Q["register_tile"])
+
+    _parts = [mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register tile "
+                    f"{TILE_Q['register_tile']}, T {TILE_Q['from']} → {TILE_Q['to']}, on the "
+                    f"{_h.name} (the question's machine): the traffic L2 serves falls by"),
+              quiz.compare(tile_prediction, _ratio(_h), units="×", fmt=".2f", lab=lab)]
+    if machine is not None and machine.key != _h.key:
+        try:
+            _parts.append(mo.md(f"On **{machine.name}** (your pick, not graded) the traffic "
+                                "the level below the tile's home serves falls by "
+                                f"{_ratio(machine):.2f}×."))
+        except ValueError as _e:
+            _parts.append(mo.md(f"On **{machine.name}** (your pick): {_e}"))
+    mo.vstack(_parts)
     return
 
 
@@ -952,10 +1018,10 @@ def _(lab, mo, quiz, tile_prediction):
     mo.stop(tile_prediction is None)
     tile_explain = quiz.explain_form(
         lab, "lab05.tile_traffic",
-        observe_label="How does main-memory traffic change as T doubles, and what happened "
-                      "when the tile stopped fitting?",
-        explain_label="Why does traffic fall with the tile's edge, not its area, and why does "
-                      "a tile that spills make things worse, not just stop helping?")
+        observe_label="How does the traffic L2 serves change as T doubles, how does HBM's, and "
+                      "what happened at the tile that did not fit?",
+        explain_label="Why does the tile's traffic fall with its edge, not its area, and why "
+                      "does a tile too big for shared memory fail instead of just helping less?")
     tile_explain
     return
 
@@ -966,20 +1032,30 @@ def _(mo, style, tile_prediction):
     style.math_peek("tiles, traffic and the fit", r"""
     $C = AB$ in $T \times T$ output tiles, each kept while its row panel of $A$ and column
     panel of $B$ stream past (``roofline.tiled_gemm_bytes``): $A$ is re-read once per tile
-    column, $B$ once per tile row,
+    column, $B$ once per tile row. What the tile level passes on (L2 serves it on a GPU) is
 
     $$Q(T) = b\,\Big(MK\,\Big\lceil \tfrac{N}{T} \Big\rceil + KN\,\Big\lceil \tfrac{M}{T}
     \Big\rceil + MN\Big) \approx \frac{2N^3 b}{T}\quad(M = N = K).$$
 
-    Doubling the tile's **edge** halves the traffic (its area grows 4×, the reuse only 2×).
-    The level that keeps the tile needs its working set, the $C$ tile and the blocks of $A$
-    and $B$ it multiplies:
+    Doubling the tile's **edge** halves that traffic (its area grows 4×, the reuse only 2×).
+
+    **L2 is shared.** All SMs run a tile at once (a wave of $S$ tiles, rasterised into a block
+    of $r_w \times c_w$ tiles): they read the same panels of $A$ and $B$ at the same time, so
+    L2 fetches each panel from HBM once per wave, as if the wave were one
+    $r_w T \times c_w T$ tile:
+    $Q_\text{HBM} = b\,(MK\lceil N/(c_w T)\rceil + KN\lceil M/(r_w T)\rceil + MN)$. That is why
+    large tiled GEMMs are compute-bound on a GPU (cuBLAS reaches ~87% of the A100's peak).
+
+    **The fit.** The tile's working set, the $C$ tile and the blocks of $A$ and $B$ it
+    multiplies, must fit where it is kept:
 
     $$W(T) = 3\,T^2 b \;\le\; C_\ell \quad(\text{bf16: } T = 128 \to 96\ \text{KiB}).$$
 
-    A tile that does not fit **spills**: the level meant to keep it passes on everything the
-    register tiles ask for, $Q_0 \approx 2N^3 b / r$, so the level below it now binds at
-    $AI = r/b$. Bigger is better only up to the largest tile that fits.
+    Shared memory is a **scratchpad** the kernel allocates itself: a tile over the per-block
+    limit **fails to launch**; it does not spill. A **cache** (a CPU's L1 or L2) that is too
+    small **thrashes**: it passes on everything the register tiles ask for,
+    $Q_0 \approx 2N^3 b / r$, and the level below binds at $AI = r/b$. Only registers spill.
+    Bigger is better only up to the largest tile that fits.
     """)
     return
 
@@ -1053,7 +1129,9 @@ def _(live, measure, overhead_button, shrink_prediction):
         overhead_run, _message = live.run_if_pressed(
             overhead_button, lambda progress: measure.call_overhead_sweep(
                 budget_s=4.0, progress=progress),
-            total=8, title="Timing one read per call")
+            total=8, title="Timing one read per call",
+            idle_message="Nothing has been measured yet: press “Measure the cost of a call on "
+                         "this machine” to time calls here (about 5 s).")
     _message
     return (overhead_run,)
 
@@ -1253,7 +1331,9 @@ def _(live, measure, sawtooth_button, wave_prediction):
         sawtooth_run, _message = live.run_if_pressed(
             sawtooth_button, lambda progress: measure.gemm_sawtooth(
                 budget_s=10.0, progress=progress),
-            total=25, title="Timing square GEMMs across tile boundaries")
+            total=25, title="Timing square GEMMs across tile boundaries",
+            idle_message="Nothing has been measured yet: press “Measure the GEMM sawtooth on "
+                         "this machine” to time the GEMMs here (about 12 s).")
     _message
     return (sawtooth_run,)
 
@@ -1371,9 +1451,12 @@ def _(
         "serves. The lowest of AI × bandwidth over the levels binds, and it is not always "
         "DRAM: a naive GEMM whose operands fit in L2 is bound by L2, far below the compute "
         "roof that its DRAM intensity suggests.",
-        "Tiling moves traffic off the slow levels: main-memory traffic falls with the tile's "
-        "edge. It works only while the tile's working set (3 T² b for a GEMM) fits the level "
-        "meant to keep it; a tile that spills drops the kernel onto a lower roof.",
+        "Tiling moves traffic off the slow levels: the traffic the tile level passes on (to L2, "
+        "on a GPU) falls with the tile's edge, not its area. HBM sees less still, because the "
+        "tiles of a wave share L2: large tiled GEMMs are compute-bound, as cuBLAS measures. A "
+        "tile must fit where it is kept (3 T² b for a GEMM): too big for shared memory, the "
+        "kernel fails to launch; too big for a cache, the cache thrashes and the kernel drops "
+        "onto a lower roof.",
         "Two things one roofline cannot show: a fixed cost per call makes small kernels "
         "overhead-bound, and tiles and waves quantise throughput into a sawtooth in N.",
     ])

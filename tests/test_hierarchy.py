@@ -92,26 +92,142 @@ def test_naive_gemm_bytes_per_level_by_hand():
     assert p.attainable_tflops == pytest.approx(2 * n**3 / streamed * 5120 * 1.41 / 1e3)
 
 
-def test_tiled_gemm_reuse_and_spill_by_hand():
-    """N = 8192 bf16, register tile 64 on the A100: T = 128 (96 KiB) fits shared memory (163
-    KiB per block); T = 256 (384 KiB) fits neither it nor its L2 share (40 MiB / 108 = 379
-    KiB): it spills, and every level serves the register tiles' traffic."""
+def test_tiled_gemm_on_the_a100_by_hand():
+    """N = 8192 bf16, register tile 64, T = 128 on the A100 (issue 32.1). Shared memory holds
+    the tile (3 x 128^2 x 2 B = 96 KiB of 163 KiB per block) and passes on the tiled traffic
+    2 B x (2 x 8192^2 x 64 + 8192^2) = 17.3 GB to L2. L2 is shared by the 108 SMs: a wave of
+    108 tiles is rasterised as 11 x 10 tiles (ceil(sqrt 108) = 11 rows, ceil(108/11) = 10
+    columns) and reads each A and B panel once, so HBM serves
+    2 B x 8192^2 x (ceil(8192/1280) + ceil(8192/1408) + 1) = 2 x 8192^2 x (7 + 6 + 1) B.
+    Roofs: shared memory 34.5 GB at ~19.5 TB/s, L2 17.3 GB at 7.2 TB/s = 458 TFLOP/s, HBM
+    1.88 GB at 2039 GB/s = 1193 TFLOP/s: all above the 312 TFLOP/s bf16 peak, so compute
+    binds (cuBLAS measures ~271: tests/test_reality_anchors.py)."""
     n, b, r = 8192, 2, 64
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    fits = H.place(H.gemm_kernel(n, n, n, "bf16", tile=128, register_tile=r), h)
-    assert fits.kernel.working_set == 3 * 128**2 * b == 96 * KIB
-    assert fits.use("shared memory").bytes == R.tiled_gemm_bytes(n, n, n, r, b)
-    assert fits.use("L2").bytes == fits.use("HBM").bytes == R.tiled_gemm_bytes(n, n, n, 128, b)
-    assert fits.home == "shared memory" and fits.spills == () and fits.binding == "HBM"
-    spill = H.place(H.gemm_kernel(n, n, n, "bf16", tile=256, register_tile=r), h)
-    assert spill.kernel.working_set == 384 * KIB
-    assert spill.spills == ("shared memory", "L2") and spill.home == "HBM"
-    assert {u.bytes for u in spill.uses} == {R.tiled_gemm_bytes(n, n, n, r, b)}
-    assert spill.use("HBM").ai == pytest.approx(2 * n**3 / R.tiled_gemm_bytes(n, n, n, r, b))
-    # the spilled tile's HBM traffic is the register tiles' (T = 64): twice T = 128's
-    assert spill.binding == "HBM" and spill.attainable_tflops == pytest.approx(
-        spill.use("HBM").roof_tflops())
-    assert fits.attainable_tflops / spill.attainable_tflops == pytest.approx(2, rel=0.01)
+    p = H.place(H.gemm_kernel(n, n, n, "bf16", tile=128, register_tile=r), h)
+    assert p.kernel.working_set == 3 * 128**2 * b == 96 * KIB
+    assert H.wave_shape(n, n, 128, 108) == (11, 10)
+    assert p.use("shared memory").bytes == b * (2 * n * n * (n // r) + n * n)
+    assert p.use("L2").bytes == b * (2 * n * n * (n // 128) + n * n)
+    assert p.use("HBM").bytes == b * n * n * (7 + 6 + 1)
+    assert [u.holds for u in p.uses] == ["tile", "wave", "nothing"]
+    assert p.home == "shared memory" and p.thrashes == () and p.tile_misses.level.name == "L2"
+    assert p.use("L2").roof_tflops() == pytest.approx(2 * n**3 / (b * (2 * n * n * 64 + n * n))
+                                                      * 5120 * 1.41 / 1e3)
+    assert p.binding == "compute" and p.attainable_tflops == 312
+    # T = 64: L2 serves twice as much (2 x 128 + 1 per N^2 elements) and binds at ~230
+    q = H.place(H.gemm_kernel(n, n, n, "bf16", tile=64, register_tile=r), h)
+    assert q.binding == "L2" and q.attainable_tflops == pytest.approx(
+        2 * n**3 / (b * n * n * 257) * 5120 * 1.41 / 1e3)
+
+
+def test_a_tile_too_big_for_shared_memory_fails_to_launch():
+    """T = 256 needs 3 x 256^2 x 2 B = 384 KiB of shared memory per block; the A100 allows
+    163 KiB. Shared memory is a scratchpad: the launch fails (issue 32.7), nothing spills."""
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    k = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=256, register_tile=64)
+    with pytest.raises(H.LaunchError, match="384 KiB of shared memory per block.*at most 163 "
+                                            "KiB.*fails to launch"):
+        H.place(k, h)
+    assert isinstance(H.LaunchError("x"), ValueError)  # the labs' ValueError paths catch it
+    assert H.launchable_tiles(8192, "bf16", [64, 128, 256, 512], h, register_tile=64) == (
+        [64, 128], [256, 512])
+    # flash-attention tiles are staged in shared memory too: (Bq d + 2 Bkv d) b
+    with pytest.raises(H.LaunchError):
+        H.place(H.flash_kernel(1, 8, 4096, 128, 512, 512, "bf16"), h)  # 384 KiB
+    # a cache is not a scratchpad: on a CPU the same tile makes L1 thrash, and runs
+    p = H.place(H.gemm_kernel(8192, 8192, 8192, "fp32", tile=64, register_tile=8), toy())
+    assert p.thrashes == ("L1",) and p.home == "L2"
+
+
+def test_without_room_for_the_waves_slabs_l2_keeps_only_one_tiles_share():
+    """The wave's footprint, WAVE_SLABS x (rows + cols) x T^2 x b, must fit L2: on a made-up
+    GPU with a 1 MiB L2 and 108 SMs, T = 128 bf16 needs 2 x 21 x 128^2 x 2 B = 1.31 MiB, so
+    L2 falls back to one tile's share (1 MiB / 108 = 9.5 KiB: the 96 KiB tile does not fit)."""
+    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert H.wave_footprint_bytes(8192, 8192, 128, 108, 2) == 2 * 21 * 128**2 * 2
+    from dataclasses import replace
+    small = replace(a100.level("L2"), capacity_bytes=1 * MIB, tile_capacity_bytes=MIB / 108)
+    h = H.hierarchy("small", "small-L2 GPU", "gpu", (a100.levels[0], small, a100.levels[2]),
+                    312, "bf16", "test", vector_tflops=19.5)
+    p = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
+    assert p.use("L2").holds == "nothing"
+    assert p.use("HBM").bytes == R.tiled_gemm_bytes(8192, 8192, 8192, 128, 2)
+
+
+@pytest.mark.parametrize("m, n, t, ctas, shape", [
+    (8192, 8192, 128, 108, (11, 10)),  # A100
+    (8192, 8192, 128, 132, (12, 11)),  # H100 SXM: ceil(sqrt 132) = 12, ceil(132/12) = 11
+    (512, 512, 128, 108, (4, 4)),  # the whole 4 x 4 grid is one wave
+    (128, 8192, 128, 108, (1, 64)),  # one tile row: the wave runs along it
+])
+def test_wave_shape_by_hand(m, n, t, ctas, shape):
+    assert H.wave_shape(m, n, t, ctas) == shape
+
+
+def test_one_wave_covering_the_matrix_reads_a_and_b_once():
+    # 512^3 bf16, T = 128: 16 tiles, one wave: the compulsory 3 x 512^2 x 2 B
+    assert H.wave_gemm_bytes(512, 512, 512, 128, 108, 2) == 3 * 512**2 * 2
+
+
+def test_tile_traffic_ratio_is_the_edge_ratio_by_hand():
+    """Prediction 3's reference: (2 ceil(8192/64) + 1) / (2 ceil(8192/128) + 1) = 257/129."""
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert H.tile_traffic_ratio(8192, "bf16", 64, 128, h, register_tile=64) == pytest.approx(
+        257 / 129)
+
+
+def test_scalar_kernels_run_under_the_vector_ceiling():
+    """Issue 32.12: the naive GEMM, the stencil, the reduction cannot use tensor cores."""
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert h.vector_tflops == 19.5 and h.peak_tflops == 312  # A100 datasheet
+    naive = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    assert naive.kernel.compute == H.VECTOR and naive.ceiling_tflops == 19.5
+    assert naive.ceiling_name == "vector (CUDA-core) ceiling"
+    assert "no tiles" in naive.kernel.what and "tile 1" not in naive.kernel.what
+    tiled = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
+    assert tiled.ceiling_tflops == 312 and tiled.ceiling_name == "bf16 tensor-core peak"
+    # a stencil whose traffic the caches absorb is held by the vector ceiling, not 312
+    st_ = H.place(H.stencil_kernel(64, "bf16"), h)
+    assert st_.attainable_tflops <= 19.5
+    # a CPU hierarchy's measured peak is already a vector rate
+    assert toy().vector_tflops is None and H.place(H.stencil_kernel(64, "fp32"),
+                                                   toy()).ceiling_tflops == 1.0
+
+
+def test_mi300x_l2_is_four_mb_per_xcd_not_the_infinity_cache():
+    """AMD CDNA 3 whitepaper: 4 MB L2 per XCD, 8 XCDs; the 256 MB Infinity Cache is a
+    separate last level (issue 32.14)."""
+    from labs.core import hardware as HW
+    d = HW.get("mi300x")
+    assert d.l2_bytes == 8 * 4 * MIB
+    assert "Infinity Cache" in d.note("l2_bytes") and "4 MB" in d.source("l2_bytes")
+
+
+def test_a_measured_gpu_roofline_never_uses_a_tensor_peak_as_its_vector_ceiling():
+    """Issue 32.12: a measured roofline with only a bf16 (tensor-core) peak takes the
+    registry's CUDA-core rate for VECTOR (H100 SXM: 67 TFLOP/s fp32), never the bf16 peak."""
+    from labs.core import measure as M
+    from labs.core import roofline as RF
+    from labs.core.measure.sweeps import EmpiricalRoofline
+
+    def roof(key, peaks, kind="cuda"):
+        info = M.DeviceInfo(kind, "GPU X", "m", "cuda:0" if kind == "cuda" else "cpu", key,
+                            80.0)
+        return EmpiricalRoofline(info, None, peaks, {}, {}, "2026-01-01")
+
+    class _BW:  # the measured bandwidth, as sweeps.Bandwidth exposes it
+        gbs = 3000.0
+    import dataclasses
+    emp = dataclasses.replace(roof("h100-sxm", {"bf16": 700.0}), bandwidth=_BW())
+    assert RF.peak_tflops(emp.as_device(), RF.VECTOR) == 67
+    emp = dataclasses.replace(roof("h100-sxm", {"bf16": 700.0, "fp32": 50.0}), bandwidth=_BW())
+    assert RF.peak_tflops(emp.as_device(), RF.VECTOR) == 50  # measured fp32 wins
+    emp = dataclasses.replace(roof(None, {"bf16": 700.0}), bandwidth=_BW())
+    with pytest.raises(ValueError, match="no vector .*Measure fp32 too"):
+        emp.as_device()
+    emp = dataclasses.replace(roof(None, {"bf16": 0.3, "fp32": 0.2}, "cpu"), bandwidth=_BW())
+    assert RF.peak_tflops(emp.as_device(), RF.VECTOR) == 0.2
 
 
 def test_stencil_bytes_per_level_by_hand():
@@ -163,7 +279,7 @@ def test_traffic_never_grows_down_the_hierarchy(n, t, r, b):
 @given(k=st.integers(3, 8), n=st.sampled_from([8192, 16384]))
 def test_main_memory_traffic_halves_when_a_fitting_tile_doubles(k, n):
     """Tiled GEMM traffic ~ 2 N^3 b / T: doubling the tile's edge halves it (not a quarter),
-    as long as both tiles fit their level."""
+    as long as both tiles fit their level (one core: no wave shares the level)."""
     t = 2**k
     # a cache that holds any of these tiles (<= 3 MiB) but never the whole problem (>= 768 MiB)
     h = H.measured_hierarchy("big cache", {"L1": (64 * MIB, 1.0), "DRAM": (1 << 40, 1.0)}, 1.0)

@@ -1,6 +1,8 @@
 """Lab 5's figures (``labs/core/ui/hierarchy_figures.py``): every number drawn equals labs.core,
 one roof per level with a bandwidth, the OS's cache sizes as vertical lines, the plateaus as
-bars, the spilling tiles shaded, readable log ticks, and bad input refused."""
+bars, the tiles that fail to launch or thrash a cache shaded, readable log ticks, the plots
+named for what they are (the per-level plot is the hierarchical roofline), and bad input
+refused."""
 
 from __future__ import annotations
 
@@ -54,12 +56,14 @@ def test_working_set_figure_refuses_bad_series(series):
         figures.working_set_figure(series, title="t")
 
 
-def test_cache_roofline_has_one_roof_per_level_with_a_bandwidth():
+def test_hierarchical_roofline_has_one_roof_per_level_with_a_bandwidth():
     h = H.gpu_hierarchy("h100-sxm", "bf16")  # NVIDIA states no L2 bandwidth for the H100
     p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
-    fig = _validated(figures.cache_roofline_figure(h, [p], title="t"))
+    fig = _validated(figures.per_level_roofline_figure(h, [p], title="t"))
     names = [t.name or "" for t in fig.data]
-    assert any(n.startswith("compute roof (bf16)") for n in names)
+    assert any(n.startswith("bf16 tensor-core peak: 990 TFLOP/s") for n in names)  # 989.5
+    # the scalar kernels' ceiling, the H100's 67 TFLOP/s CUDA-core rate (issue 32.12)
+    assert any(n.startswith("vector (CUDA-core) ceiling: 67") for n in names)
     drawn = [lv for lv in h.levels if lv.bandwidth_gbs is not None]
     for lv in drawn:
         (roof,) = [t for t in fig.data if (t.name or "").startswith(f"{lv.name} · ")]
@@ -69,34 +73,98 @@ def test_cache_roofline_has_one_roof_per_level_with_a_bandwidth():
     points = [t for t in fig.data if t.mode == "markers+text"]
     assert sorted(t.x[0] for t in points) == sorted(u.ai for u in p.uses)
     assert all(t.y[0] == pytest.approx(p.attainable_tflops) for t in points)
+    assert fig.layout.title.text == "t"
+    default = figures.per_level_roofline_figure(h, [p])
+    assert default.layout.title.text.startswith("Hierarchical roofline")
+    assert figures.cache_roofline_figure is figures.per_level_roofline_figure  # the old name
     with pytest.raises(ValueError, match="hier"):
-        figures.cache_roofline_figure("h100-sxm")
+        figures.per_level_roofline_figure("h100-sxm")
     with pytest.raises(ValueError, match="ai_range"):
-        figures.cache_roofline_figure(h, ai_range=(10, 1))
+        figures.per_level_roofline_figure(h, ai_range=(10, 1))
 
 
-def test_tile_traffic_figure_shades_spills_and_keeps_every_level_visible():
+def test_roof_names_say_how_the_bandwidth_is_known():
+    """Issue 34.10: a measured bandwidth is "(measured)", not "(estimate)"; a derived one
+    (the A100's L2, from bytes per clock) "(derived)"; a vendor figure plain."""
+    h = H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"HBM": 1800.0})
+    names = [t.name or "" for t in figures.per_level_roofline_figure(h).data]
+    assert "HBM · 1,800 GB/s (measured)" in names or any(
+        n.startswith("HBM · ") and n.endswith("(measured)") for n in names)
+    assert any(n.startswith("L2 · ") and n.endswith("(derived)") for n in names)
+    assert not any("estimate" in n for n in names)
+    a100 = [t.name or "" for t in figures.per_level_roofline_figure(
+        H.gpu_hierarchy("a100-sxm-80gb")).data]
+    assert any(n.startswith("HBM · ") and "(" not in n for n in a100)
+
+
+def test_roof_names_sit_above_their_knees_clear_of_every_line_and_each_other():
+    """Issue 34.10: a roof's name sits just above the compute roof, centred where its slanted
+    line meets it (AI = peak / bandwidth): every slanted line lies below the compute roof, so
+    no line runs through a name; two names that would touch take different rows; the points'
+    labels sharing an AI are merged ("binds: L2 = shared memory"), never printed twice."""
+    for h in (H.gpu_hierarchy("a100-sxm-80gb"), RM.as_hierarchy()):
+        p = H.place(H.gemm_kernel(1024, 1024, 1024, h.precision, tile=1), h)
+        fig = figures.per_level_roofline_figure(h, [p])
+        notes = [a for a in fig.layout.annotations if a.text and a.text.startswith("<b>")]
+        drawn = [lv for lv in h.levels if lv.bandwidth_gbs]
+        assert [a.text for a in notes] == [f"<b>{lv.name}</b>" for lv in drawn]
+        for a, lv in zip(notes, drawn):
+            assert (a.xanchor, a.yanchor) == ("center", "bottom") and a.yshift >= 3
+            assert a.y == pytest.approx(math.log10(h.peak_tflops))
+            assert a.x == pytest.approx(math.log10(h.peak_tflops * 1e3 / lv.bandwidth_gbs))
+        # names in one row are at least their half-widths apart (6.3 px per character, at
+        # 640 px for the x range: the narrowest plot a lab draws)
+        lo, hi = fig.layout.xaxis.range
+        px = 640 / (hi - lo)
+        for i, a in enumerate(notes):
+            for c in notes[i + 1:]:
+                if a.yshift == c.yshift:
+                    need = (len(a.text) + len(c.text) - 14) * 6.3 / 2
+                    assert abs(a.x - c.x) * px >= need, (a.text, c.text)
+    h = H.gpu_hierarchy("a100-sxm-80gb")
+    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)  # L2 and shared memory
+    texts = [t.text[0] for t in figures.per_level_roofline_figure(h, [p]).data
+             if t.mode == "markers+text"]
+    assert "<b>binds: L2 = shared memory</b>" in texts and texts.count("") == 1
+
+
+def test_tile_traffic_figure_shades_tiles_that_fail_to_launch_and_keeps_levels_visible():
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    tiles = [64, 128, 256, 512]
-    curve = list(zip(tiles, H.tile_sweep(8192, "bf16", tiles, h, register_tile=64)))
-    fig = _validated(figures.tile_traffic_figure(h, curve, current=512, title="t"))
+    ok, failed = H.launchable_tiles(8192, "bf16", [64, 128, 256, 512], h, register_tile=64)
+    assert (ok, failed) == ([64, 128], [256, 512])
+    curve = list(zip(ok, H.tile_sweep(8192, "bf16", ok, h, register_tile=64)))
+    fig = _validated(figures.tile_traffic_figure(h, curve, current=512, failed=failed,
+                                                 title="t"))
     lines = {t.name: t for t in fig.data}
     for i, lv in enumerate(h.levels):
         trace = lines[f"bytes {lv.name} serves"]
         assert list(trace.y) == pytest.approx([p.uses[i].bytes / 1e9 for _, p in curve])
+        assert list(trace.x) == ok  # no traffic drawn for a kernel that does not launch
     # a level drawn over a lower one is thinner, so overlapping lines both show
     widths = [lines[f"bytes {lv.name} serves"].line.width for lv in h.levels]
     assert widths == sorted(widths) and len(set(widths)) == len(widths)
-    spill = [t for t, p in curve if p.spills]
-    assert spill == [256, 512]
+    # L2 (the wave) and HBM no longer coincide: HBM serves far less than L2 (issue 34.10)
+    assert all(h_ < l2 / 4 for h_, l2 in zip(lines["bytes HBM serves"].y,
+                                           lines["bytes L2 serves"].y))
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     assert len(rects) == 1 and 128 < rects[0].x0 < 256
-    assert "the tile spills" in " ".join(a.text for a in fig.layout.annotations)
+    text = " ".join(a.text for a in fig.layout.annotations)
+    assert "fails to launch" in text and "spill" not in text
+    assert list(fig.layout.xaxis.tickvals) == [64, 128, 256, 512]
     ticks = list(fig.layout.yaxis.tickvals)
     lo, hi = (10**v for v in fig.layout.yaxis.range)
     assert 2 <= len(ticks) <= 8 and all(lo <= t <= hi for t in ticks)
     with pytest.raises(ValueError, match="curve"):
         figures.tile_traffic_figure(h, [], title="t")
+
+
+def test_tile_traffic_figure_shades_a_thrashing_cache():
+    h = RM.as_hierarchy()  # L1d 32 KiB: T = 64 fp32 (48 KiB) thrashes it
+    tiles = [8, 16, 32, 64, 128]
+    curve = list(zip(tiles, H.tile_sweep(4096, "fp32", tiles, h, register_tile=8)))
+    text = " ".join(a.text for a in figures.tile_traffic_figure(h, curve, title="t")
+                    .layout.annotations)
+    assert "the cache thrashes" in text and "fails to launch" not in text
 
 
 @pytest.mark.parametrize("lo,hi", [(10.8, 55), (0.001, 1000), (30, 55), (2.0, 9.0), (1e9, 3e12)])

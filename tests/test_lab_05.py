@@ -1,6 +1,7 @@
 """Lab 5 "The Memory Hierarchy": headless locked/unlocked runs, numbers equal labs.core, the
-failure state (a tile that spills) reached and recovered through widget values, a measured
-machine fed in as the measurement cell's result, ledger events, export."""
+failure state (a tile too big for shared memory fails to launch) reached and recovered through
+widget values, a measured machine fed in as the measurement cell's result, ledger events,
+export, and the walk in prediction order: no open instrument shows a later answer."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ PREDICTIONS = {
     "shrink_prediction": quiz.Prediction("lab05.shrink_speedup", 1000.0, "×"),
     "wave_prediction": quiz.Prediction("lab05.wave_fraction", 0.9),
 }
-FIGURES = ("staircase_figure", "cache_roofline", "tile_figure", "overhead_figure",
+FIGURES = ("staircase_figure", "hierarchical_roofline", "tile_figure", "overhead_figure",
            "wave_figure", "sawtooth_figure")
 INSTRUMENTS = FIGURES + ("level_cards", "staircase_explain", "binding_explain", "tile_explain",
                          "shrink_explain", "wave_explain")
@@ -53,6 +54,8 @@ def ledger_env(tmp_path, monkeypatch):
 LAYOUT, LAY_OUT = object(), object()
 #: The settings reader of the measurement's widget cell: overridden to read the budget given.
 BUDGET = object()
+#: A plain value a widget cell defines beside its widgets (not a widget): kept as it is.
+OPEN = object()
 
 #: Each widget cell's names with their opening values: overriding one widget of a cell means
 #: providing all of that cell's definitions (marimo's rule for app.run(defs=...)).
@@ -61,7 +64,7 @@ WIDGET_CELLS = (
     {"sweep_budget": 25, "sweep_button": False, "sweep_controls": LAYOUT,
      "sweep_settings": BUDGET},
     {"kernel_picker": "naive GEMM", "size_slider": 1024, "tile_slider": 64,
-     "lay_out_kernel_controls": LAY_OUT},
+     "lay_out_kernel_controls": LAY_OUT, "tiles_open": OPEN},
     {"register_picker": 64, "kernel_controls": LAYOUT},
     {"gemm_n_slider": 8192, "gemm_tile_slider": 64, "lay_out_tile_controls": LAY_OUT},
     {"gemm_register_picker": 64, "tile_controls": LAYOUT},
@@ -81,6 +84,7 @@ def _set(**values):
                         else (lambda *_controls: "(controls)") if v is LAY_OUT
                         else live.read_at_press(budget=NS(value=now["sweep_budget"]))
                         if v is BUDGET
+                        else True if v is OPEN
                         else NS(value=v) for k, v in now.items()})
     return out
 
@@ -122,7 +126,7 @@ def test_locked_run_hides_every_instrument_and_measures_nothing():
     for p in PREDICTIONS:
         assert defs[p] is None
     text = shown(outputs)
-    for what in ("staircase instrument", "cache-aware roofline", "tiling instrument",
+    for what in ("staircase instrument", "hierarchical roofline", "tiling instrument",
                  "per-call instrument", "quantisation instruments"):
         assert f"Lock your prediction to reveal the {what}" in text
     assert "Math peek" not in text and "Key takeaways" not in text
@@ -165,9 +169,8 @@ def test_comparisons_use_core_values():
     ratio = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
     assert f"{ratio:.1f} ×" in text  # the reference machine's ratio, before measuring
     assert "The L2 roof" in text  # Part 2's answer for the A100
-    a, b = H.tile_sweep(8192, "bf16", [64, 128], H.gpu_hierarchy("a100-sxm-80gb"),
-                        register_tile=64)
-    assert f"{a.uses[-1].bytes / b.uses[-1].bytes:.2f} ×" in text
+    # Part 3: L2 serves the tile's misses, b (2 N^2 ceil(N/T) + N^2): (2*128+1) / (2*64+1)
+    assert f"{257 / 129:.2f} ×" in text
     assert f"{Q.relative_throughput(1408, 1536, 128, 132):.2f}" in text
 
 
@@ -178,7 +181,9 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
         S.plateau_ratio(RM.plateaus(), "L2", "DRAM"), abs=0.01)
     assert defs["binding_prediction"].value == "L2"
     assert defs["binding_prediction"].label == "The L2 roof"
-    assert defs["tile_prediction"].value == pytest.approx(1.99, abs=0.01)
+    # the traffic L2 serves (the shared-memory tile's misses), T 64 -> 128, N = 8192:
+    # (2 ceil(8192/64) + 1) / (2 ceil(8192/128) + 1) = 257 / 129 (derived by hand)
+    assert defs["tile_prediction"].value == pytest.approx(257 / 129, abs=0.005)
     rows = dict(RM.OVERHEAD_ROWS)
     assert defs["shrink_prediction"].value == pytest.approx(rows[MIB] / rows[KIB], abs=0.01)
     assert defs["wave_prediction"].value == pytest.approx(0.595, abs=0.001)
@@ -187,19 +192,34 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     assert "Reference answer (instructor copy)" in shown(outputs)
 
 
-# --- the failure state: a tile that spills, and backing out --------------------------------------
+# --- the failure state: a tile too big for shared memory, and backing out ---------------------
 
-def test_a_tile_too_big_spills_to_the_next_roof_and_recovers():
+def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
+    # 3 x 256^2 x 2 B = 384 KiB > the A100's 163 KiB per block: no launch (issue 32.7), never
+    # a kernel that "spills" shared memory to L2 and runs on
     outputs, bad = run(gemm_tile_slider=256)
     msg = shown(outputs)
-    assert "The tile no longer fits: it spills to the next level." in msg
-    assert "Shrink the tile to back out." in msg
-    assert bad["tile_point"].spills == ("shared memory", "L2")
-    assert bad["tile_point"].binding == "HBM"
+    assert "The 256 × 256 tile does not fit in shared memory: the kernel fails to launch." in msg
+    assert "384 KiB of shared memory per block" in msg and "at most 163 KiB" in msg
+    assert "Shrink the tile to back out." in msg and "spill" not in msg.split("fails to")[0]
+    assert bad["tile_point"] is None and isinstance(bad["tile_error"], H.LaunchError)
+    # the figure draws the tiles that launch and marks the rest
+    assert bad["tiles_failed"] == [256, 512, 1024, 2048, 4096, 8192][:len(bad["tiles_failed"])]
+    assert 256 in bad["tiles_failed"] and isinstance(bad["tile_figure"], go.Figure)
     outputs, good = run(gemm_tile_slider=128)
-    assert "spills to the next level" not in shown(outputs)
-    assert good["tile_point"].spills == () and good["tile_point"].home == "shared memory"
-    assert good["tile_point"].attainable_tflops > bad["tile_point"].attainable_tflops
+    assert "fails to launch." not in shown(outputs)
+    assert good["tile_point"].home == "shared memory" and good["tile_point"].thrashes == ()
+    assert good["tile_point"].binding == "compute"
+    assert good["tile_point"].attainable_tflops == pytest.approx(312)  # A100 bf16 dense
+
+
+def test_a_cpu_cache_too_small_thrashes_and_says_so():
+    # the reference machine's L1 (a cache, not a scratchpad): T = 64 fp32 needs 48 KiB
+    outputs, defs = run(machine_picker="reference", gemm_register_picker=8, gemm_tile_slider=64)
+    msg = shown(outputs)
+    assert "The tile no longer fits its cache: the cache thrashes." in msg
+    assert defs["tile_point"].thrashes == ("L1d",) and defs["tile_point"].home == "L2"
+    assert "does not fit in shared memory" not in msg  # a cache is not a scratchpad
 
 
 def test_machines_without_hierarchy_data_say_so():
@@ -209,14 +229,31 @@ def test_machines_without_hierarchy_data_say_so():
     assert defs["machine"] is None and "has no cache sizes for the Google TPU v5e" in text
     assert "Pick a machine whose cache sizes it has (NVIDIA H100 SXM5" in text
     assert "KeyError" not in text and "Traceback" not in text
-    assert "cache_roofline" not in defs and defs["tile_figure"] is None
+    assert "hierarchical_roofline" not in defs and defs["tile_figure"] is None
     assert "staircase_figure" in defs and "wave_figure" in defs  # Parts 1 and 4 still work
 
 
 def test_this_machine_before_measuring_asks_for_the_measurement():
     outputs, defs = run(machine_picker="measured")
+    text = shown(outputs)
     assert defs["machine"] is None
-    assert "has not been measured yet: press the button in Part 1" in shown(outputs)
+    # once per part that draws the machine (Parts 2 and 3), as a notice, not a failure title
+    assert text.count("has not been measured yet: press the button in Part 1") == 2
+    assert "Nothing measured yet." in text and "That combination does not work" not in text
+    # the graded comparisons still use the question's machine (the A100)
+    assert "The L2 roof" in text and f"{257 / 129:.2f} ×" in text
+
+
+def test_another_machine_never_regrades_the_a100_predictions(ledger_env):
+    """Issue 34.9: picking the reference machine (a CPU) must not grade Prediction 2 against
+    its L3 roof: the comparison stays on the A100 the question names."""
+    outputs, defs = run(machine_picker="reference", register_picker=8, gemm_register_picker=8)
+    text = shown(outputs)
+    assert "on the NVIDIA A100 SXM 80GB (the question's machine)" in text
+    assert "(your pick, not graded)" in text
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events() if e["kind"] == "result"}
+    assert results["lab05.binding_level"]["actual"] == "L2"
+    assert results["lab05.tile_traffic"]["actual"] == pytest.approx(257 / 129, abs=0.005)
 
 
 def test_bad_widget_combinations_show_messages():
@@ -248,7 +285,7 @@ def test_the_reference_machine_is_a_cpu_hierarchy():
     outputs, defs = run(machine_picker="reference", register_picker=8)
     assert defs["machine"] == RM.as_hierarchy()
     assert defs["all_points"]["naive GEMM"].hierarchy.kind == "cpu"
-    assert "cache_roofline" in defs
+    assert "hierarchical_roofline" in defs
 
 
 # --- a measured machine ---------------------------------------------------------------------------
@@ -265,7 +302,7 @@ def test_a_measurement_feeds_the_figure_the_comparison_and_parts_2_and_3(ledger_
     assert defs["machine"].name == "This machine (Test CPU)"
     assert [lv.bandwidth_gbs for lv in defs["machine"].levels] == pytest.approx(
         [150, 90, 60, 15])
-    assert "cache_roofline" in defs and defs["tile_figure"] is not None
+    assert "hierarchical_roofline" in defs and defs["tile_figure"] is not None
     events = defs["lab"].events()
     results = {e["item_id"]: e["payload"] for e in events if e["kind"] == "result"}
     assert results["lab05.staircase_ratio"]["actual"] == pytest.approx(6.0)
@@ -426,3 +463,219 @@ def test_export_html(tmp_path, reveal):
     else:
         assert "marimo-plotly" not in page
         assert "Lock your prediction to reveal the staircase instrument" in page
+
+
+# --- the walk in prediction order: no instrument answers a later question (issue 34.1) --------
+
+ORDER = ("staircase_prediction", "binding_prediction", "tile_prediction", "shrink_prediction",
+         "wave_prediction")
+#: Every widget a student can move (the measurement buttons aside: their results are fed in
+#: as the cells' values below), and the values each one is tried at on its own.
+SWEPT = ("machine_picker", "kernel_picker", "size_slider", "tile_slider", "register_picker",
+         "gemm_n_slider", "gemm_tile_slider", "gemm_register_picker")
+MACHINES = ("a100-sxm-80gb", "h100-sxm", "reference", "measured", "tpu-v5e")
+
+
+def _references() -> list:
+    """Every reference answer, as the instructor copy computes it (reveal mode)."""
+    import os
+
+    from leak_support import Reference
+
+    os.environ["ROOFLINE_REVEAL"] = "1"
+    try:
+        _, defs = app.run()
+    finally:
+        del os.environ["ROOFLINE_REVEAL"]
+    out = []
+    for name in ORDER:
+        p = defs[name]
+        label = getattr(p, "label", None) if p.answer_type == "choice" else None
+        out.append(Reference(p.item_id, p.value, label))
+    return out
+
+
+def _frontend(widget, value):
+    """The browser's value for ``value`` of ``widget`` (a dropdown's label list, a steps
+    slider's index); None when the widget cannot reach it (not one of its options/steps)."""
+    import marimo as mo
+
+    if isinstance(widget, type(mo.ui.dropdown(["a"]))):
+        labels = [k for k, v in widget.options.items() if v == value or k == value]
+        return [labels[0]] if labels else None
+    steps = widget._args.args.get("steps")
+    if steps:
+        return steps.index(value) if value in steps else None
+    return value if widget.start <= value <= widget.stop else None
+
+
+def _values(widget) -> list:
+    """Sample values of one widget: every option of a short dropdown (the machine picker: a
+    few of each kind), a steps slider's ends, middle and every power-of-two step."""
+    import marimo as mo
+
+    if isinstance(widget, type(mo.ui.dropdown(["a"]))):
+        vals = list(widget.options.values())
+        return [v for v in vals if v in MACHINES] if len(vals) > 10 else vals
+    steps = widget._args.args.get("steps")
+    if steps:
+        return sorted(set([steps[0], steps[len(steps) // 2], steps[-1]]))
+    return [widget.start, widget.stop]
+
+
+def _scenarios() -> list[dict]:
+    """The graded scenarios, set together on every instrument that could show them."""
+    a100 = "a100-sxm-80gb"
+    part3 = [{"machine_picker": a100, "kernel_picker": "tiled GEMM", "size_slider": 8192,
+              "register_picker": 64, "tile_slider": t} for t in (64, 128)]
+    part3 += [{"machine_picker": a100, "gemm_n_slider": 8192, "gemm_register_picker": 64,
+               "gemm_tile_slider": t} for t in (64, 128)]
+    part2 = [{"machine_picker": a100, "kernel_picker": "naive GEMM", "size_slider": 1024}]
+    return part2 + part3 + [{"machine_picker": "measured", "__measured": True},
+                            {"machine_picker": "reference", "kernel_picker": "tiled GEMM",
+                             "size_slider": 8192, "tile_slider": 128, "register_picker": 8}]
+
+
+def _leaks(cells, reference) -> list:
+    """``leak_support.find_leaks`` for a choice; for a number, its renderings with three or more
+    significant digits anywhere, and its two-digit roundings only where a unit "×" follows
+    (a bare "11" or "0.60" is everywhere in a figure's styling: font sizes, widths, opacity)."""
+    import re
+
+    from leak_support import Leak, _number_pattern, _significant_digits, find_leaks,\
+        numeric_renderings
+
+    if reference.label is not None:
+        return find_leaks(cells, [reference])
+    out = []
+    for rendering in sorted(numeric_renderings(reference.value)):
+        pattern = _number_pattern(rendering)
+        if _significant_digits(rendering) < 3:
+            pattern = re.compile(pattern.pattern + r"(?=\s?×)")
+        for cell in cells:
+            m = pattern.search(cell.text)
+            if m:
+                out.append(Leak(cell, reference, rendering,
+                                re.sub(r"\s+", " ", cell.text[max(0, m.start() - 70):m.end() + 70])))
+    return out
+
+
+def _run_cells(defs):
+    """Run the lab with ``defs`` and return its cells' rendered text (tests/leak_support)."""
+    from leak_support import rendered_cells
+
+    captured: dict = {}
+    flatten_outputs = app._flatten_outputs
+
+    def capture(outputs):
+        captured.update(outputs)
+        return flatten_outputs(outputs)
+
+    app._flatten_outputs = capture
+    try:
+        app.run(defs=defs)
+    finally:
+        del app._flatten_outputs
+    return rendered_cells(app, captured, scrub=["tester"])
+
+
+def _settings(base, values: dict):
+    """Widget overrides for ``values`` the way the browser sets them: each widget a copy of
+    the one on screen, updated; the other names of its cell as they were. None when a widget
+    cannot reach its value (the instrument keeps that scenario out of range)."""
+    import copy
+
+    app._maybe_initialize()
+    owner = {n: cid for cid, c in app._graph.cells.items() for n in c.defs}
+    defs = {}
+    for name, value in values.items():
+        if name.startswith("__"):
+            continue
+        widget = base.get(name)
+        if widget is None:  # the instrument is not open at this stage
+            continue
+        frontend = _frontend(widget, value)
+        if frontend is None:
+            return None
+        for other in app._graph.cells[owner[name]].defs:
+            defs.setdefault(other, base[other])
+        changed = copy.deepcopy(widget)
+        changed._update(frontend)
+        defs[name] = changed
+    if values.get("__measured"):
+        defs["hierarchy_run"] = fake_run()
+    return defs
+
+
+@pytest.mark.parametrize("stage", range(len(ORDER)), ids=[n.split("_")[0] for n in ORDER])
+def test_no_open_instrument_shows_the_next_answer(stage):
+    """Issue 34.1/34.3 for Lab 5: with predictions 1..k-1 locked, every open instrument swept
+    over its widgets (sampled values, and the graded scenarios set together) shows nothing
+    within reach of prediction k's reference answer (tests/leak_support's renderings: the
+    numbers the grader would accept as it, or the choice's label)."""
+    reference = _references()[stage]
+    locked = {name: (PREDICTIONS[name] if i < stage else None) for i, name in enumerate(ORDER)}
+    _, base = app.run(defs=locked)
+    trials = [{name: v} for name in SWEPT if name in base for v in _values(base[name])]
+    trials += _scenarios()
+    checked = 0
+    for values in trials:
+        defs = _settings(base, values)
+        if defs is None:
+            continue
+        leaks = _leaks(_run_cells({**locked, **defs}), reference)
+        assert not leaks, (f"{ORDER[stage]} is shown before its lock with {values}:\n"
+                           + "\n".join(f"  - {leak}" for leak in leaks))
+        checked += 1
+    assert checked >= 5
+    # A ratio is read off two settings: moving an open instrument between the two settings of
+    # this prediction's graded scenario must change nothing on screen (or be out of reach).
+    for common, widget, pair in PAIRS.get(ORDER[stage], ()):
+        shown_at = []
+        for value in pair:
+            defs = _settings(base, {**common, widget: value})
+            if defs is None:
+                break
+            shown_at.append([_UUID.sub("<id>", c.text) for c in _run_cells({**locked, **defs})])
+        if len(shown_at) == 2:
+            changed = [i for i, (a, b) in enumerate(zip(*shown_at)) if a != b]
+            assert not changed, (f"{ORDER[stage]}: moving {widget} {pair[0]} -> {pair[1]} "
+                                 f"({common}) changes cells {changed} before the lock")
+
+
+_UUID = __import__("re").compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: The graded scenarios a ratio is read from: (the other widgets, the widget moved, its two
+#: values), per prediction (Prediction 3: T 64 -> 128, N = 8,192, r = 64, on the A100).
+PAIRS = {"tile_prediction": [
+    ({"machine_picker": "a100-sxm-80gb", "kernel_picker": "tiled GEMM", "size_slider": 8192,
+      "register_picker": 64}, "tile_slider", (64, 128)),
+    ({"machine_picker": "a100-sxm-80gb", "kernel_picker": "flash-attention tile (Lab 4)",
+      "size_slider": 8192}, "tile_slider", (64, 128)),
+    ({"machine_picker": "a100-sxm-80gb", "gemm_n_slider": 8192, "gemm_register_picker": 64},
+     "gemm_tile_slider", (64, 128)),
+]}
+
+
+def test_part_2_keeps_the_tiled_kernels_until_prediction_3_is_locked():
+    """Part 2's explorer once reached Part 3's exact case (tiled GEMM, r = 64, N = 8,192,
+    T 64 -> 128) after Prediction 2: the tiled kernels and the tile widgets now join it at the
+    third lock."""
+    locked = {name: (PREDICTIONS[name] if i < 2 else None) for i, name in enumerate(ORDER)}
+    outputs, defs = app.run(defs=locked)
+    assert "tiled GEMM" not in defs["kernel_picker"].options
+    assert "flash-attention tile (Lab 4)" not in defs["kernel_picker"].options
+    assert set(defs["all_points"]) == {"naive GEMM", "5-point stencil",
+                                       "sum reduction (re-read)"}
+    assert "join this panel once you have locked Prediction 3" in shown(outputs)
+    _, opened = app.run(defs={n: PREDICTIONS[n] for n in ORDER[:3]})
+    assert "tiled GEMM" in opened["kernel_picker"].options
+
+
+def test_part_4_says_what_a_press_costs_without_a_budget_it_does_not_show():
+    """Issue 34.9: Part 4 said "up to the time budget shown" with no budget on screen."""
+    outputs, _ = run()
+    text = shown(outputs)
+    assert "time budget shown" not in text.split("Part 4")[-1]
+    assert "press “Measure the cost of a call on this machine” to time calls here (about 5 s)" \
+        in text
+    assert "press “Measure the GEMM sawtooth on this machine”" in text

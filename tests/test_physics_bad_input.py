@@ -119,6 +119,7 @@ VALID = {
     "lower": "DRAM", "units": 4, "n_from": 1408, "n_to": 1536, "throughputs": [5.0, 6.0],
     "per_tile": False, "simd_fp32_lanes": 8, "nbytes": 1e6, "overhead_s": 5e-6,
     "big_bytes": 2.0**20, "small_bytes": 2.0**10, "binary": False,
+    "ctas": 108, "tile_from": 16, "tile_to": 32,
     # Lab 6 (collectives, sharding)
     "link": "nvlink4", "algorithm": "ring", "link_gbs": 100.0, "latency_s": 1e-6,
     "one_way_gbs": 50.0, "latency_us": 1.0, "n_out": 64, "mm": SH.sharded_matmul(16, 64, 64, 8),
@@ -165,6 +166,7 @@ OVERRIDES = {
     "hierarchy.measured_hierarchy": {"levels": {"L2": (2.0**20, 100.0), "DRAM": (1e9, 20.0)},
                                      "kind": "cpu"},
     "hierarchy.from_plateaus": {"kind": "cpu"},
+    "hierarchy.Hierarchy.ceiling_tflops": {"compute": "vector"},
     "staircase.plateau_ratio": {"upper": "L2"},
     # a collective, not a kernel, is the op of Lab 6's functions
     **{f"collectives.{f}": {"op": "all-reduce"} for f in (
@@ -198,6 +200,7 @@ LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai")
                     ("fusion.onchip_roof_tflops", "ai"), ("fusion.chain_time_curve", "sizes"),
                     ("fusion.largest_square_tile", "candidates"),
                     ("hierarchy.level_roof_tflops", "ai"), ("hierarchy.tile_sweep", "tiles"),
+                    ("hierarchy.launchable_tiles", "tiles"),
                     ("quantization.efficiency_curve", "sizes"), ("staircase.noise_level", "log_gbs"),
                     # tensor-parallel degrees: 1 is a valid degree (one GPU, no collective)
                     ("sharding.tp_scaling", "degrees"), ("sharding.best_tp_degree", "degrees"),

@@ -6,8 +6,8 @@
    reports its time (under 30 s with the lab's default budget), its plateaus include L2 and
    DRAM, and the figure gains this machine's curve;
 4. predictions 2 and 3 locked, Part 3's GEMM-size slider at both extremes redraws the tile
-   figure, the tile slider at its top reaches the failure state (the tile spills) and three
-   steps down backs out of it;
+   figure, the tile slider at its top reaches the failure state (the tile is too big for
+   shared memory: the kernel fails to launch) and three steps down backs out of it;
 5. a reload keeps the locks (restored from the ledger);
 6. the instructor copy (``--reveal``) draws every figure: each is screenshot on its own
    (artifacts/browser/lab05-*.png) for a visual check.
@@ -33,7 +33,7 @@ from test_labs_browser import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAB = REPO / "labs" / "lab_05_memory_hierarchy.py"
-SPILL = "The tile no longer fits: it spills to the next level."
+FAILS = "does not fit in shared memory: the kernel fails to launch."
 MEASURED = re.compile(r"Measured (\d+) of (\d+) sizes in ([\d.]+) (s|ms)")
 
 
@@ -82,7 +82,7 @@ def _measure_from_the_page(page, artifacts):
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab05_gate_lock_measure_spill_and_back_out_reload(browser, tmp_path, artifacts,
+def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(browser, tmp_path, artifacts,
                                                            scheme):
     with marimo_run(LAB, _env(tmp_path)) as url:
         ctx, page = _page(browser, scheme)
@@ -113,12 +113,12 @@ def test_lab05_gate_lock_measure_spill_and_back_out_reload(browser, tmp_path, ar
             wait_until(page, lambda: any("N = 8,192" in t for t in _titles(page)), "N = 8,192")
 
             _press(page, tile, "End")  # 1,024 × 1,024: far too big for shared memory
-            wait_until(page, lambda: _visible(page, SPILL), "the spill (failure state)")
-            page.get_by_text(SPILL).first.scroll_into_view_if_needed()
-            page.screenshot(path=str(artifacts / f"lab05-spill-{scheme}.png"))
+            wait_until(page, lambda: _visible(page, FAILS), "the failed launch (failure state)")
+            page.get_by_text(FAILS).first.scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts / f"lab05-fails-to-launch-{scheme}.png"))
             _press(page, tile, "ArrowLeft", 3)  # 1,024 -> 128: fits again
-            wait_until(page, lambda: not _visible(page, SPILL) and _visible(page, "lives in"),
-                       "backing out of the spill")
+            wait_until(page, lambda: not _visible(page, FAILS) and _visible(page, "lives in"),
+                       "backing out of the failed launch")
             gates1 = gate_count(page)
 
             page.reload()

@@ -228,16 +228,39 @@ class EmpiricalRoofline:
     def bandwidth_gbs(self) -> float:
         return self.bandwidth.gbs
 
+    def vector_ceiling(self) -> tuple[float, str]:
+        """(TFLOP/s, where it comes from) of this machine's vector (non-tensor) ceiling, the
+        rate scalar kernels and elementwise ops run at: the measured fp32 GEMM (torch runs fp32
+        matmuls on the CUDA cores, TF32 off by default), else the registry's vector rate for
+        this GPU, else (a CPU: no tensor units) the best measured floating-point peak. Never a
+        GPU's tensor-core peak (issue 32.12). ValueError for a GPU with neither."""
+        if "fp32" in self.peaks:
+            return self.peaks["fp32"], "measured fp32 GEMM"
+        spec = self.info.spec()
+        if spec is not None and spec.vector_tflops is not None:
+            return spec.vector_tflops, f"registry: {spec.source('vector_tflops')}"
+        floats = [v for p, v in self.peaks.items() if not p.startswith("int")]
+        if self.info.kind != "cuda" and floats:
+            return max(floats), "best measured peak (a CPU has no tensor units)"
+        raise ValueError(
+            f"no vector (CUDA-core) rate for {self.info.name}: the measured peaks "
+            f"({', '.join(self.peaks) or 'none'}) are tensor-core rates and the registry does "
+            "not know this GPU. Measure fp32 too: empirical_roofline(precisions=[..., 'fp32'])")
+
     def as_device(self, key: str | None = None) -> _hw.Device:
+        """This machine as a hardware.Device (``hardware.custom``): the measured bandwidth and
+        peaks, and the vector ceiling of :meth:`vector_ceiling`."""
         if not self.peaks:
             raise ValueError("no precision could be measured, so there is no compute roof")
+        vector, vector_source = self.vector_ceiling()
         slug = re.sub(r"[^a-z0-9]+", "-", self.info.name.lower()).strip("-")
         return _hw.custom(f"{self.info.name} (measured {self.date})",
                           bandwidth_gbs=self.bandwidth_gbs, peaks=dict(self.peaks),
                           memory_gb=self.info.memory_gb or 1.0, key=key or f"measured-{slug}",
-                          memory_type="measured",
+                          memory_type="measured", vector_tflops=vector,
                           source=f"measured on this machine on {self.date} with "
-                                 "labs.core.measure (STREAM copy/triad; square GEMMs, median)")
+                                 "labs.core.measure (STREAM copy/triad; square GEMMs, median); "
+                                 f"vector ceiling: {vector_source}")
 
     def rows(self) -> list[dict]:
         """One row per precision: measured peak, spec peak (registry), measured/spec."""
@@ -273,13 +296,16 @@ def empirical_roofline(device: str | DeviceInfo | None = None, *,
     """Measure bandwidth (STREAM) and the achievable GEMM peak per precision.
 
     ``precisions`` defaults to every GEMM precision; the ones this device/torch cannot run go
-    to ``unsupported`` with the reason. ``sizes`` (square N) default to (4096, 8192) on a GPU
+    to ``unsupported`` with the reason. On a GPU the registry does not know, fp32 is measured
+    too: it is the vector (CUDA-core) ceiling ``as_device`` needs. ``sizes`` (square N) default to (4096, 8192) on a GPU
     and (512, 1024, 2048) on a CPU; the peak is the best of them. A quarter of ``budget_s``
     goes to bandwidth, the rest is shared by the precisions.
     """
     budget_s = positive("budget_s", budget_s)
     dev = _resolve(device)
     ps = [_precision(p, GEMM_PRECISIONS, "precisions") for p in (precisions or GEMM_PRECISIONS)]
+    if dev.info.kind == "cuda" and dev.info.spec() is None and "fp32" not in ps:
+        ps.append("fp32")  # the vector (CUDA-core) ceiling of an unknown GPU (as_device)
     ns = tuple(sizes) if sizes else _peak_sizes(dev.info)
     total = len(ps) + 1
     bw = stream_bandwidth(dev.info, size_mb=stream_mb, budget_s=budget_s / 4)

@@ -170,7 +170,9 @@ _S_L2_H = "NVIDIA Hopper Tuning Guide (CUDA docs): 50 MB L2 on H100; stas00/ml-e
 _S_L2_A = "NVIDIA Ampere Tuning Guide (CUDA docs): 40 MB L2 on A100; stas00/ml-engineering 'Caches'"
 _S_L2_B = ("NVIDIA Blackwell Tuning Guide (CUDA docs), 126 MB L2; the driver reports 126.5 MiB on "
            "a B200 (pytorch/ao PR 4002)")
-_S_L2_MI = "AMD ROCm workload-optimization docs: 256 MiB Infinity Cache on MI300X"
+_S_L2_MI = ("AMD CDNA 3 architecture whitepaper and ROCm MI300X docs: 4 MB L2 per XCD, 8 XCDs "
+            "(each XCD's L2 serves its own 38 CUs); the 256 MB Infinity Cache is a separate "
+            "last level in front of HBM")
 
 
 _VECTOR_NOTE = ("Vector ceiling = the FP32 non-tensor rate: PyTorch runs elementwise ops on "
@@ -320,8 +322,11 @@ _DEVICES = [
           "int8": 2614.9}, _S_MI300X,
          sparse={"fp16": 2614.9, "bf16": 2614.9, "fp8": 5229.8, "int8": 5229.8},
          notes={"fp32": "FP32 matrix rate from the datasheet (the FP32 vector rate is the "
-                        "same 163.4)."},
-         l2=(256, _S_L2_MI)),
+                        "same 163.4).",
+                "l2_bytes": "L2 = 8 XCDs x 4 MB, each private to its XCD (a kernel's tiles "
+                            "on one XCD share 4 MB, not 32). The 256 MB Infinity Cache (MALL) "
+                            "is a separate last level between L2 and HBM, not counted here."},
+         l2=(32, _S_L2_MI)),
 ]
 
 _REGISTRY: dict[str, Device] = {d.key: d for d in _DEVICES}

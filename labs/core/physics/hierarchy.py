@@ -1,31 +1,48 @@
-"""Lab 5 physics: the memory hierarchy and the cache-aware (hierarchical) roofline.
+"""Lab 5 physics: the memory hierarchy and the hierarchical roofline.
 
 A machine is a list of memory **levels**, fastest first (L1 or shared memory, L2, ...,
 DRAM/HBM last), each with a capacity and, where a source or a measurement gives one, a
 bandwidth. A kernel has **one arithmetic intensity per level**: its FLOPs over the bytes that
-level serves (Yang, Kurth, Williams, "Hierarchical Roofline Analysis for GPUs", 2020; the
-cache-aware roofline of Ilic, Pratas, Sousa, IEEE CAL 2014 draws one roof per level too). The
-level whose roof, AI_l x bandwidth_l, is lowest binds; a level that holds a kernel's reuse
-structure (its tile) sends fewer bytes to the levels below it.
+level serves. Drawn with one point per level, that is the *hierarchical* roofline (Yang,
+Kurth, Williams, "Hierarchical Roofline Analysis for GPUs", 2020). The *cache-aware* roofline
+(Ilic, Pratas, Sousa, IEEE CAL 2014) is a different plot: one core-side intensity (FLOPs per
+byte the core loads) under one roof per level. Both use the same roofs: the level whose roof,
+AI_l x bandwidth_l, is lowest binds; a level that holds a kernel's reuse structure (its tile)
+sends fewer bytes to the levels below it.
 
 Traffic model (SIMPLIFIED, stated in every docstring it touches). Level 0 serves the core's
 loads. Each later level serves the misses of the level above it, and a level's misses are:
 
 * the kernel's **compulsory** bytes, when the whole problem fits in the level (its total
   capacity: every core or SM works on the same matrices);
+* for a tiled GEMM in a level **shared by several SMs** (a GPU's L2): the **wave's** bytes,
+  when the wave's footprint fits (:func:`wave_shape`, :func:`wave_footprint_bytes`). L2 is
+  shared by all SMs; the CTAs resident at once (a wave) share the A and B panels they read,
+  so HBM traffic is set by the wave's footprint in L2, not by one tile's reuse alone
+  (``../shared/reference/hardware.md``, "On-chip memory facts"; CUTLASS's threadblock
+  swizzle and cuBLAS's rasterisation arrange the wave so). This is what puts large bf16
+  GEMMs under the compute roof, as cuBLAS measures (tests/test_reality_anchors.py);
 * the kernel's **reuse** bytes, when its tile (working set) fits in the share of the level one
   core or SM can use (``Level.tile_capacity_bytes``);
-* otherwise its **streaming** bytes: the tile spills, and the level passes on (nearly)
-  everything it was asked for.
+* otherwise its **streaming** bytes: the tile does not fit, the cache thrashes, and the level
+  passes on (nearly) everything it was asked for.
+
+Shared memory is a software-managed **scratchpad**, not a cache (``Level.scratchpad``): a
+kernel that stages its tile there (a tiled GEMM, a flash-attention tile) and asks for more
+than the per-block limit **fails to launch** (:class:`LaunchError`); it never "spills" to the
+next level. Only registers spill, and caches thrash.
 
 A level never sends more than it was asked for. Registers are not a level here (no sourced
-bandwidth); the register tile decides how many bytes level 0 serves. Measured levels (this
+bandwidth); the register tile decides how many bytes level 0 serves. Kernels that cannot use
+tensor cores (a naive scalar GEMM, a stencil, a reduction) sit under the vector (CUDA-core)
+ceiling, ``Hierarchy.vector_tflops``, not the tensor-core peak. Measured levels (this
 machine's plateaus, Part 1) and registry levels (sourced sizes; bandwidths only where a public
-figure exists, marked as estimates where derived) use the same maths.
+figure exists, marked as derived or measured) use the same maths.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -48,6 +65,16 @@ from labs.core.physics._validate import (
 )
 
 
+#: What a kernel's FLOPs run on: tensor cores / matrix units (the precision's dense peak), or
+#: the vector (CUDA-core) units that scalar code runs on (``Hierarchy.vector_tflops``).
+MATRIX, VECTOR = "matrix", "vector"
+
+
+class LaunchError(ValueError):
+    """A kernel that cannot run: its tile asks a scratchpad (shared memory) for more than the
+    per-block limit, so the launch fails (a scratchpad does not spill; only registers do)."""
+
+
 @dataclass(frozen=True)
 class Level:
     """One memory level. Bytes, GB/s. ``bandwidth_gbs`` None: no public figure (not drawn)."""
@@ -61,6 +88,17 @@ class Level:
     estimate: bool = False  # the bandwidth is derived or measured, not a vendor figure
     note: str = ""
     scope: str = ""  # "per SM", "shared by 108 SMs", "one thread's view" ...
+    sharers: int = 1  # SMs or cores whose tiles run from this level at once (a GPU's L2: SMs)
+    scratchpad: bool = False  # software-managed (shared memory): a tile too big fails to launch
+    measured: bool = False  # the bandwidth is this machine's measured plateau
+
+    @property
+    def bandwidth_basis(self) -> str:
+        """How the bandwidth is known: "measured", "derived" (an estimate from a published
+        per-clock figure) or "published" (a vendor figure); "" without a bandwidth."""
+        if self.bandwidth_gbs is None:
+            return ""
+        return "measured" if self.measured else "derived" if self.estimate else "published"
 
 
 @dataclass(frozen=True)
@@ -74,6 +112,15 @@ class Hierarchy:
     peak_tflops: float
     precision: str  # the precision the peak and the kernels' bytes are for
     source: str
+    #: The vector (CUDA-core, non-tensor) ceiling that scalar kernels run under; None where
+    #: the peak itself is a vector rate (a CPU's measured fp32 GEMM).
+    vector_tflops: float | None = None
+
+    def ceiling_tflops(self, compute: str) -> float:
+        """The compute ceiling of a kernel that runs on ``compute`` ("matrix" or "vector")."""
+        if one_of("compute", compute, (MATRIX, VECTOR)) == VECTOR and self.vector_tflops:
+            return self.vector_tflops
+        return self.peak_tflops
 
     def level(self, level: str) -> Level:
         """The level called ``level`` (case-insensitive); KeyError naming the known ones."""
@@ -96,6 +143,7 @@ def _check_levels(levels: Sequence[Level]) -> tuple[Level, ...]:
         raise ValueError("levels must be at least two hierarchy.Level objects, fastest first, "
                          f"got {shown(levels)}")
     for x in lv:
+        positive_int(f"sharers of {x.name}", x.sharers)
         positive(f"capacity_bytes of {x.name}", x.capacity_bytes)
         positive(f"tile_capacity_bytes of {x.name}", x.tile_capacity_bytes)
         if x.bandwidth_gbs is not None:
@@ -107,11 +155,13 @@ def _check_levels(levels: Sequence[Level]) -> tuple[Level, ...]:
 
 
 def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflops: float,
-              precision: str, source: str) -> Hierarchy:
-    """A validated Hierarchy (levels fastest first, capacities > 0, bandwidths > 0 or None)."""
+              precision: str, source: str, *, vector_tflops: float | None = None) -> Hierarchy:
+    """A validated Hierarchy (levels fastest first, capacities > 0, bandwidths > 0 or None;
+    ``vector_tflops`` > 0 or None)."""
     return Hierarchy(text("key", key), text("name", name), one_of("kind", kind, ("gpu", "cpu")),
                      _check_levels(levels), positive("peak_tflops", peak_tflops),
-                     _fmt.get(precision, arg="precision").key, text("source", source))
+                     _fmt.get(precision, arg="precision").key, text("source", source),
+                     None if vector_tflops is None else positive("vector_tflops", vector_tflops))
 
 
 # --- GPU levels from the registry -----------------------------------------------------------
@@ -131,11 +181,14 @@ _SMEM_NOTE = ("~ derived: SMs x 128 B/clock x boost clock (fusion.onchip); Flash
 def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     """Shared memory (per SM), L2 and HBM of a registry GPU with on-chip figures.
 
-    Capacities: shared memory per block (what one tile may use) and per SM (what one SM can
-    keep: it is private to the SM) from ``fusion.onchip``, L2 (``Device.l2_bytes``; a tile's share = L2 / SMs, since every SM
-    holds a tile at once), HBM (``memory_bytes``). Bandwidths: shared memory ~ derived
-    (estimate), L2 from ``L2_READ_BYTES_PER_CLK`` x boost clock where NVIDIA states it
-    (estimate), else None; HBM from the datasheet. KeyError when the registry lacks the
+    Capacities: shared memory per block (what one tile may use: a scratchpad, so a bigger tile
+    fails to launch) and per SM (what one SM can keep: it is private to the SM) from
+    ``fusion.onchip``, L2 (``Device.l2_bytes``, shared by all SMs: a wave of one CTA per SM
+    shares it, and one tile's share is L2 / SMs), HBM (``memory_bytes``). Bandwidths: shared
+    memory ~ derived (estimate), L2 from ``L2_READ_BYTES_PER_CLK`` x boost clock where NVIDIA
+    states it (estimate), else None; HBM from the datasheet. Compute: the dense ``precision``
+    peak (tensor cores) and the vector (CUDA-core) ceiling ``roofline.peak_tflops(d,
+    VECTOR)`` for kernels that cannot use tensor cores. KeyError when the registry lacks the
     on-chip figures or the L2 size."""
     d = _hw.get(hw, arg="hw")
     R.peak_tflops(d, precision)  # the precision is checked before anything is built
@@ -153,14 +206,15 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     levels = (
         Level("shared memory", oc.smem_per_sm_kb * 1024, oc.smem_per_block_bytes,
               oc.smem_bandwidth_gbs, f"{oc.sources['smem']}; {oc.sources['sms']}", True,
-              _SMEM_NOTE, f"per SM ({oc.sms} SMs)"),
+              _SMEM_NOTE, f"per SM ({oc.sms} SMs)", scratchpad=True),
         Level("L2", d.l2_bytes, d.l2_bytes / oc.sms, l2_bw, l2_src, l2_bw is not None, l2_note,
-              f"shared by {oc.sms} SMs"),
+              f"shared by {oc.sms} SMs", sharers=oc.sms),
         Level("HBM", d.memory_bytes, d.memory_bytes, d.bandwidth_gbs,
               d.source("bandwidth_gbs"), False, d.memory_type, "device memory"),
     )
+    vector = R.peak_tflops(d, R.VECTOR) if d.vector_tflops is not None else None
     return hierarchy(d.key, d.name, "gpu", levels, R.peak_tflops(d, precision), precision,
-                     f"registry: {d.name}")
+                     f"registry: {d.name}", vector_tflops=vector)
 
 
 def gpu_keys() -> list[str]:
@@ -190,10 +244,11 @@ def with_bandwidths(hier: Hierarchy, measured: Mapping[str, float], *,
     source = text("source", source)
     levels = tuple(replace(lv, bandwidth_gbs=positive(f"measured[{lv.name!r}]",
                                                       measured[lv.name]),
-                           estimate=True, source=source, note="measured plateau")
+                           estimate=True, source=source, note="measured plateau",
+                           measured=True)
                    if lv.name in measured else lv for lv in hier.levels)
     return hierarchy("measured", f"{hier.name} (measured)", hier.kind, levels, hier.peak_tflops,
-                     hier.precision, source)
+                     hier.precision, source, vector_tflops=hier.vector_tflops)
 
 
 def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None]],
@@ -218,7 +273,7 @@ def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None
                          positive(f"levels[{nm!r}] capacity", cap),
                          float(cap), None if bw is None else positive(f"levels[{nm!r}] GB/s", bw),
                          source, True, "measured plateau (median of its sizes)",
-                         "one thread's view"))
+                         "one thread's view", measured=bw is not None))
     return hierarchy(key, name, kind, out, peak_tflops, precision, source)
 
 
@@ -260,6 +315,9 @@ class KernelModel:
     working_set: float  # bytes the tile needs in a level
     footprint: float  # bytes of the whole problem
     what: str = ""  # one line: shape, tiles, precision
+    compute: str = MATRIX  # MATRIX (tensor cores) or VECTOR (scalar code: CUDA cores)
+    staged: bool = False  # the kernel stages its tile in a scratchpad (shared memory)
+    gemm: tuple | None = None  # (m, n, k, tile, bytes per element) of a tiled GEMM: its waves
 
 
 def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -> KernelModel:
@@ -268,9 +326,13 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -
     Level 0 serves ``roofline.tiled_gemm_bytes(.., r, ..)`` (each r x r block of C in
     registers reads r elements of A and of B per step of K); a level holding the T-tile's
     working set, 3 T^2 b (the C tile and the A and B blocks it multiplies), passes on
-    ``tiled_gemm_bytes(.., T, ..)``; one holding A, B and C passes on the compulsory bytes.
-    ``tile=1, register_tile=1`` is the naive kernel. ValueError when a tile is larger than
-    the matrix or the register tile is larger than the cache tile."""
+    ``tiled_gemm_bytes(.., T, ..)``; one holding A, B and C passes on the compulsory bytes; a
+    level shared by a wave of tiles (a GPU's L2) passes on the wave's bytes
+    (:func:`wave_gemm_bytes`). ``tile=1, register_tile=1`` is the naive kernel: scalar code
+    (it cannot use tensor cores, so it runs under the vector ceiling) that stages nothing.
+    A tiled kernel (T > 1) stages its tile in shared memory and runs on the tensor cores.
+    ValueError when a tile is larger than the matrix or the register tile is larger than the
+    cache tile."""
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     t, r = positive_int("tile", tile), positive_int("register_tile", register_tile)
     if t > max(m, n):
@@ -280,42 +342,49 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -
     b = _fmt.bytes_per_element(precision, arg="precision")
     core = R.tiled_gemm_bytes(m, n, k, r, b)
     foot = float(b * (m * k + k * n + m * n))
-    label = "naive GEMM" if t == 1 else f"tiled GEMM ({t}×{t} tile)"
+    naive = t == 1
+    label = "naive GEMM" if naive else f"tiled GEMM ({t}×{t} tile)"
+    what = (f"{m}×{k} · {k}×{n}, {precision}, no tiles (scalar code)" if naive else
+            f"{m}×{k} · {k}×{n}, {precision}, tile {t}, register tile {r}")
     return KernelModel(label, 2.0 * m * n * k, core, R.tiled_gemm_bytes(m, n, k, t, b), core,
-                       foot, 3.0 * t * t * b, foot,
-                       f"{m}×{k} · {k}×{n}, {precision}, tile {t}, register tile {r}")
+                       foot, 3.0 * t * t * b, foot, what,
+                       VECTOR if naive else MATRIX, not naive,
+                       None if naive else (m, n, k, t, b))
 
 
 def stencil_kernel(n, precision: str) -> KernelModel:
     """One sweep of a 2-D 5-point stencil on an n x n grid (out = 0.2 x (centre + 4
     neighbours): 5 FLOPs per point), SIMPLIFIED: level 0 serves 5 reads + 1 write per
     point; a level holding three input rows and the output row passes on one read and one
-    write per point; one holding less re-reads each input row three times (4 per point)."""
+    write per point; one holding less re-reads each input row three times (4 per point).
+    Scalar code: it runs under the vector ceiling, through the caches (it stages nothing)."""
     n = positive_int("n", n)
     if n < 3:
         raise ValueError(f"n must be >= 3 for a 5-point stencil, got {n}")
     b = _fmt.bytes_per_element(precision, arg="precision")
     pts = float(n) * n
     return KernelModel("5-point stencil", 5 * pts, 6 * b * pts, 2 * b * pts, 4 * b * pts,
-                       2 * b * pts, 4.0 * n * b, 2.0 * b * pts, f"{n}×{n} grid, {precision}")
+                       2 * b * pts, 4.0 * n * b, 2.0 * b * pts, f"{n}×{n} grid, {precision}",
+                       VECTOR)
 
 
 def reduction_kernel(n_elements, precision: str) -> KernelModel:
     """A sum over n elements, repeated (as Part 1's sweep reads): 1 FLOP and b bytes per
     element at level 0; a level holding the whole array serves its repeats, so the levels
-    below it see nothing (steady state, after the first pass)."""
+    below it see nothing (steady state, after the first pass). Scalar code (vector ceiling)."""
     n = positive_int("n_elements", n_elements)
     b = _fmt.bytes_per_element(precision, arg="precision")
     size = float(n) * b
     return KernelModel("sum reduction (re-read)", float(n), size, size, size, 0.0, size, size,
-                       f"{n:,} elements ({_fmt_bytes(size)}), {precision}")
+                       f"{n:,} elements ({_fmt_bytes(size)}), {precision}", VECTOR)
 
 
 def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
                  precision: str = "bf16") -> KernelModel:
     """Lab 4's flash-attention tile: level 0 serves ``fusion.flash_onchip_bytes``; a level
     holding the Q, K, V tiles ((Bq d + 2 Bkv d) b) passes on ``flash_attention_hbm_bytes``
-    (K and V re-read once per query tile); the fp32 accumulators stay in registers."""
+    (K and V re-read once per query tile); the fp32 accumulators stay in registers. The tiles
+    are staged in shared memory (a bigger tile fails to launch); the matmuls use tensor cores."""
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     s, d = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim)
     if bq > s or bkv > s:
@@ -326,11 +395,64 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
     b = _fmt.bytes_per_element(precision, arg="precision")
     return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
                        (bq * d + 2 * bkv * d) * b, cost.bytes,
-                       f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}")
+                       f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}",
+                       MATRIX, True)
 
 
 def _fmt_bytes(x: float) -> str:
     return _units.format_bytes(x, binary=True)
+
+
+# --- a wave of tiles sharing L2 ---------------------------------------------------------------
+
+#: K-steps of the wave's A and B slabs that L2 must keep at once (stated assumption): the
+#: CTAs of a wave start together and do the same work, so they advance through K together;
+#: L2 keeps the slab (depth T) they are reading and the next one, which their pipelines
+#: prefetch (CUTLASS's multistage mainloop). Swizzle/rasterisation keeps the wave's output
+#: tiles in a compact block, so they share panels (hardware.md "On-chip memory facts").
+WAVE_SLABS = 2
+
+
+def wave_shape(m, n, tile, ctas) -> tuple[int, int]:
+    """(rows, columns) of output tiles a wave of ``ctas`` concurrent CTAs covers: the most
+    nearly square block of the M/T x N/T tile grid (rasterised, as a swizzle does), rows =
+    ceil(sqrt(wave)), columns = ceil(wave / rows), each capped by the grid. A100 (108 SMs),
+    8192² with T = 128: 11 x 10."""
+    m, n, t = positive_int("m", m), positive_int("n", n), positive_int("tile", tile)
+    ctas = positive_int("ctas", ctas)
+    gm, gn = -(-m // t), -(-n // t)
+    wave = min(ctas, gm * gn)
+    rows = min(gm, math.isqrt(wave - 1) + 1)
+    cols = min(gn, -(-wave // rows))
+    rows = min(gm, -(-wave // cols))
+    return rows, cols
+
+
+def wave_footprint_bytes(m, n, tile, ctas, bytes_per_element) -> float:
+    """Bytes of L2 a wave needs to share its panels: the A slabs of its tile rows and the B
+    slabs of its tile columns, ``WAVE_SLABS`` K-steps of depth T: WAVE_SLABS (rows + cols) T²
+    b (stated assumption, see ``WAVE_SLABS``). A100, T = 128, bf16: 2 x 21 x 128² x 2 B =
+    1.3 MiB of its 40 MiB."""
+    rows, cols = wave_shape(m, n, tile, ctas)
+    t = positive_int("tile", tile)
+    return float(WAVE_SLABS * (rows + cols) * t * t * positive("bytes_per_element",
+                                                                    bytes_per_element))
+
+
+def wave_gemm_bytes(m, n, k, tile, ctas, bytes_per_element) -> float:
+    """Bytes a level shared by a wave of ``ctas`` tiles passes on for a tiled GEMM (SIMPLIFIED):
+    the wave reads each A and B panel once for all its tiles, so it acts as one tile of
+    (rows T) x (cols T) (:func:`wave_shape`): A is read once per wave column, B once per wave
+    row, C written once,
+
+        b (M K ceil(N / (cols T)) + K N ceil(M / (rows T)) + M N).
+
+    A100, 8192³ bf16, T = 128 (11 x 10 tiles a wave): 2 B x 8192² x (7 + 6 + 1) = 1.88 GB,
+    against 17.3 GB for tiles that share nothing (``roofline.tiled_gemm_bytes``)."""
+    rows, cols = wave_shape(m, n, tile, ctas)
+    b = positive("bytes_per_element", bytes_per_element)
+    m, n, k, t = (positive_int(a, v) for a, v in (("m", m), ("n", n), ("k", k), ("tile", tile)))
+    return b * (m * k * -(-n // (cols * t)) + k * n * -(-m // (rows * t)) + m * n)
 
 
 # --- per-level AI, roofs, the binding level -------------------------------------------------
@@ -344,7 +466,7 @@ class LevelUse:
 
     level: Level
     bytes: float  # bytes this level serves
-    holds: str  # "problem", "tile" or "nothing": what of the kernel the level keeps
+    holds: str  # "problem", "wave", "tile" or "nothing": what of the kernel the level keeps
 
     @property
     def ai(self) -> float | None:
@@ -362,21 +484,35 @@ class LevelUse:
 
 @dataclass(frozen=True)
 class HierarchyPoint:
-    """A kernel on a cache-aware roofline: its AI and roof at every level, what binds."""
+    """A kernel on a hierarchical roofline: its AI and roof at every level, what binds."""
 
     kernel: KernelModel
     hierarchy: Hierarchy
     uses: tuple[LevelUse, ...]
 
     @property
+    def ceiling_tflops(self) -> float:
+        """The kernel's compute ceiling: the dense peak for tensor-core code, the vector
+        (CUDA-core) rate for scalar code (``Hierarchy.ceiling_tflops``)."""
+        return self.hierarchy.ceiling_tflops(self.kernel.compute)
+
+    @property
+    def ceiling_name(self) -> str:
+        """'bf16 tensor-core peak' or 'vector (CUDA-core) ceiling' (a CPU: 'compute peak')."""
+        h = self.hierarchy
+        if self.kernel.compute == VECTOR and h.vector_tflops:
+            return "vector (CUDA-core) ceiling"
+        return f"{h.precision} tensor-core peak" if h.kind == "gpu" else f"{h.precision} peak"
+
+    @property
     def attainable_tflops(self) -> float:
         roofs = [u.roof_tflops() for u in self.uses if u.roof_tflops() is not None]
-        return min([self.hierarchy.peak_tflops] + roofs)
+        return min([self.ceiling_tflops] + roofs)
 
     @property
     def binding(self) -> str:
-        """The level whose roof is lowest, or "compute" when the peak is."""
-        best, name = self.hierarchy.peak_tflops, COMPUTE
+        """The level whose roof is lowest, or "compute" when the compute ceiling is."""
+        best, name = self.ceiling_tflops, COMPUTE
         for u in self.uses:
             roof = u.roof_tflops()
             if roof is not None and roof < best:
@@ -389,9 +525,10 @@ class HierarchyPoint:
         return next(u for u in self.uses if u.level is lv)
 
     @property
-    def spills(self) -> tuple[str, ...]:
-        """Levels before the tile's home that it is too big for (empty when level 0 holds
-        it): the failure state, where those levels serve the streaming bytes."""
+    def thrashes(self) -> tuple[str, ...]:
+        """Cache levels before the tile's home that it is too big for (empty when level 0
+        holds it): the failure state, where those caches thrash and serve the streaming
+        bytes. (A scratchpad never appears here: a tile too big for it fails to launch.)"""
         home = self.hierarchy.names.index(self.home)
         return self.hierarchy.names[:home]
 
@@ -401,16 +538,51 @@ class HierarchyPoint:
         return next((u.level.name for u in self.uses[:-1] if u.holds != "nothing"),
                     self.uses[-1].level.name)
 
+    @property
+    def tile_misses(self) -> LevelUse | None:
+        """The level right below the tile's home: it serves the traffic the tile level passes
+        on (what falls with the tile's edge). None when the home is main memory."""
+        i = self.hierarchy.names.index(self.home)
+        return self.uses[i + 1] if i + 1 < len(self.uses) else None
 
-def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
-    """Bytes every level serves for ``kernel`` (module doc's model) and its per-level AI."""
+
+def launch_problem(kernel: KernelModel, hier: Hierarchy) -> str | None:
+    """Why ``kernel`` cannot launch on ``hier`` (its staged tile is larger than a
+    scratchpad's per-block limit), in words; None when it can."""
     kernel = instance("kernel", kernel, KernelModel, "a hierarchy.KernelModel")
     hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
+    if not kernel.staged:
+        return None
+    for lv in hier.levels:
+        if lv.scratchpad and kernel.working_set > lv.tile_capacity_bytes:
+            return (f"The tile asks for {_fmt_bytes(kernel.working_set)} of {lv.name} per "
+                    f"block; the {hier.name} allows at most "
+                    f"{_fmt_bytes(lv.tile_capacity_bytes)}. {lv.name[0].upper()}{lv.name[1:]} "
+                    "is a scratchpad the kernel manages itself, not a cache: the kernel fails "
+                    "to launch (it does not spill).")
+    return None
+
+
+def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
+    """Bytes every level serves for ``kernel`` (module doc's model) and its per-level AI.
+    LaunchError (a ValueError) when the kernel's staged tile does not fit a scratchpad."""
+    kernel = instance("kernel", kernel, KernelModel, "a hierarchy.KernelModel")
+    hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
+    problem = launch_problem(kernel, hier)
+    if problem:
+        raise LaunchError(problem)
     uses, served = [], kernel.core_bytes
     for i, lv in enumerate(hier.levels):
         last = i == len(hier.levels) - 1
+        wave = None
+        if kernel.gemm is not None and lv.sharers > 1 and not last:
+            m, n, _k, t, b = kernel.gemm
+            if wave_footprint_bytes(m, n, t, lv.sharers, b) <= lv.capacity_bytes:
+                wave = wave_gemm_bytes(*kernel.gemm[:4], lv.sharers, b)
         if kernel.footprint <= lv.capacity_bytes and not last:
             holds, miss = "problem", kernel.compulsory_bytes
+        elif wave is not None:
+            holds, miss = "wave", min(wave, kernel.reuse_bytes)
         elif kernel.working_set <= lv.tile_capacity_bytes and not last:
             holds, miss = "tile", kernel.reuse_bytes
         else:
@@ -447,9 +619,47 @@ def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 1
 def tile_sweep(n, precision: str, tiles: Sequence[int], hier: Hierarchy, *,
                register_tile: int = 1) -> list[HierarchyPoint]:
     """An N x N x N GEMM placed on ``hier`` for every cache tile T in ``tiles`` (register tile
-    min(r, T)): how the bytes each level serves, and the binding level, move with T."""
+    min(r, T)): how the bytes each level serves, and the binding level, move with T.
+    LaunchError for a tile that does not fit a scratchpad (see :func:`launchable_tiles`)."""
     n, r = positive_int("n", n), positive_int("register_tile", register_tile)
     hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     tiles = [positive_int("tiles", t) for t in sequence("tiles", tiles)]
     return [place(gemm_kernel(n, n, n, precision, tile=t, register_tile=min(r, t)), hier)
             for t in tiles]
+
+
+def launchable_tiles(n, precision: str, tiles: Sequence[int], hier: Hierarchy, *,
+                     register_tile: int = 1) -> tuple[list[int], list[int]]:
+    """(tiles that launch, tiles that fail to launch) of an N x N x N GEMM on ``hier``."""
+    n, r = positive_int("n", n), positive_int("register_tile", register_tile)
+    hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
+    ok, failed = [], []
+    for t in (positive_int("tiles", t) for t in sequence("tiles", tiles)):
+        kernel = gemm_kernel(n, n, n, precision, tile=t, register_tile=min(r, t))
+        (failed if launch_problem(kernel, hier) else ok).append(t)
+    return ok, failed
+
+
+def tile_traffic_ratio(n, precision: str, tile_from: int, tile_to: int, hier: Hierarchy, *,
+                       register_tile: int = 1) -> float:
+    """By what factor the traffic the tile level passes on falls when an N x N x N GEMM's
+    cache tile grows from ``tile_from`` to ``tile_to`` (Lab 5, Prediction 3's reference).
+
+    The traffic is the bytes served by the level right below the ``tile_from`` tile's home
+    (``HierarchyPoint.tile_misses``): what the tile level does not keep. On a GPU the tile
+    lives in shared memory and L2 serves its misses, ``roofline.tiled_gemm_bytes``:
+
+        Q(T) = b (M K ceil(N/T) + K N ceil(M/T) + M N)  ->  Q(T1) / Q(T2)
+             = (2 ceil(N/T1) + 1) / (2 ceil(N/T2) + 1)  for M = N = K.
+
+    Derivation for the graded case (A100, N = 8192, bf16, r = 64, T 64 -> 128): ceil(8192/64)
+    = 128 and ceil(8192/128) = 64, so (2 x 128 + 1) / (2 x 64 + 1) = 257 / 129 = 1.992: the
+    edge doubles, the traffic halves (not 4x: the area grows 4x, the reuse only 2x). HBM
+    traffic falls by less (1.8x there): L2 serves a whole wave of tiles (module doc)."""
+    tile_from, tile_to = positive_int("tile_from", tile_from), positive_int("tile_to", tile_to)
+    a, b = tile_sweep(n, precision, [tile_from, tile_to], hier, register_tile=register_tile)
+    i = hier.names.index(a.home) + 1
+    if i >= len(hier.levels):
+        raise ValueError(f"the {tile_from} x {tile_from} tile fits no level of {hier.name}, "
+                         "so no level keeps it")
+    return a.uses[i].bytes / b.uses[i].bytes

@@ -1,5 +1,11 @@
-"""Lab 5's figures: the working-set staircase, the cache-aware roofline (one roof per memory
-level), and the GEMM sawtooth. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
+"""Lab 5's figures: the working-set staircase, the hierarchical roofline (one roof per memory
+level, each kernel drawn once per level at that level's intensity: Yang, Kurth, Williams,
+"Hierarchical Roofline Analysis for GPUs", 2020), the bytes each level serves vs the tile,
+and the GEMM sawtooth. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
+
+Naming: the per-level-intensity plot is the *hierarchical* roofline. Ilic, Pratas and Sousa's
+*cache-aware* roofline (IEEE CAL 2014) is a different plot, one core-side intensity under
+per-level roofs; this module does not draw it, and does not use its name for the other.
 
 Every number drawn comes from labs.core (``hierarchy.level_roof_tflops``, the kernels'
 ``LevelUse``, the sweeps' rows), never recomputed here. Levels differ by colour AND line dash
@@ -18,6 +24,7 @@ import plotly.graph_objects as go
 
 from labs.core.physics import hierarchy as H
 from labs.core.physics.units import format_bytes, format_value
+from labs.core.ui import labelplace
 from labs.core.ui.plotbase import _LEGEND, _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
 
@@ -131,14 +138,17 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
         margin=dict(l=70, r=30, t=70 + 16 * bool(caches), b=40)))
 
 
-def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] = (), *,
-                          ai_range=None, title: str | None = None,
-                          height: int = 460) -> go.Figure:
-    """The cache-aware roofline: the compute roof and one memory roof per level with a
+def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] = (),
+                             *, ai_range=None, title: str | None = None,
+                             height: int = 460) -> go.Figure:
+    """The hierarchical roofline (Yang, Kurth, Williams 2020): the compute roof, the vector
+    (CUDA-core) ceiling where the hierarchy has one, and one memory roof per level with a
     bandwidth (``hierarchy.level_roof_tflops``); levels without one are named in the legend as
     "not drawn". Each kernel in ``points`` is drawn once per level at (that level's AI, the
     kernel's attainable throughput): the points share one height, and the one on its own roof
-    is the binding level, labelled "binds"."""
+    is the binding level, labelled "binds". Each roof is named in the legend with how its
+    bandwidth is known (published, derived, measured) and on the plot above its knee, clear
+    of every line; the points' labels avoid the lines, the markers and each other."""
     if not isinstance(hier, H.Hierarchy):
         raise ValueError("hier must be a hierarchy.Hierarchy")
     ais = [u.ai for p in points for u in p.uses if u.ai is not None]
@@ -152,12 +162,19 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
             raise ValueError(f"ai_range must satisfy 0 < low < high, got {ai_range!r}")
     x = np.geomspace(lo, hi, 61)
     n = len(hier.levels)
+    peak_name = f"{hier.precision} tensor-core peak" if hier.kind == "gpu" else \
+        f"compute roof ({hier.precision})"
     data = [dict(type="scatter", x=[lo, hi], y=[hier.peak_tflops] * 2, mode="lines",
-                 name=f"compute roof ({hier.precision}): {_num(hier.peak_tflops)} TFLOP/s",
+                 name=f"{peak_name}: {_num(hier.peak_tflops)} TFLOP/s",
                  line=dict(color=COLORS["compute"], width=2.5),
-                 hovertemplate="compute roof %{y:.3s} TFLOP/s<extra></extra>")]
-    y_min = hier.peak_tflops
-    roof_notes = []
+                 hovertemplate=f"{peak_name} %{{y:.3s}} TFLOP/s<extra></extra>")]
+    if hier.vector_tflops and hier.vector_tflops < hier.peak_tflops:
+        data.append(dict(type="scatter", x=[lo, hi], y=[hier.vector_tflops] * 2, mode="lines",
+                         name=f"vector (CUDA-core) ceiling: {_num(hier.vector_tflops)} TFLOP/s"
+                              " (scalar kernels)",
+                         line=dict(color=COLORS["compute"], width=1.5, dash="dot"),
+                         hovertemplate="vector ceiling %{y:.3s} TFLOP/s<extra></extra>"))
+    y_min = min(hier.peak_tflops, hier.vector_tflops or hier.peak_tflops)
     for i, lv in enumerate(hier.levels):
         color, dash, symbol = level_style(i, n)
         tag = f"{html.escape(lv.name)} · {_num(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
@@ -168,20 +185,30 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
             continue
         y = H.level_roof_tflops(x, lv, hier.peak_tflops)
         y_min = min(y_min, float(y[0]))
-        roof_notes.append(dict(xref="x", yref="y", x=math.log10(x[3]), y=math.log10(y[3]),
-                               xanchor="left", yanchor="bottom", yshift=4, showarrow=False,
-                               text=f"<b>{html.escape(lv.name)}</b>",
-                               font=dict(color=color, size=11)))
-        est = " (estimate)" if lv.estimate else ""
+        basis = {"published": "", "derived": " (derived)", "measured": " (measured)"}[
+            lv.bandwidth_basis]
         data.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
-                         name=f"{tag}{est}", line=dict(color=color, dash=dash, width=2.5),
-                         hovertemplate=f"{tag}<br>AI %{{x:.3s}} FLOP/B → %{{y:.3s}} "
+                         name=f"{tag}{basis}", line=dict(color=color, dash=dash, width=2.5),
+                         hovertemplate=f"{tag}{basis}<br>AI %{{x:.3s}} FLOP/B → %{{y:.3s}} "
                                        "TFLOP/s<extra></extra>"))
     for p in points:
-        data += _kernel_traces(p, n)
         y_min = min(y_min, p.attainable_tflops)
+    y_range = (y_min / 3, hier.peak_tflops * 3)
+    frame = labelplace.Frame((lo, hi), y_range, labelplace.plot_height_px(height))
+    lines = [frame.px([lo, hi], [hier.peak_tflops] * 2)]
+    if hier.vector_tflops:
+        lines.append(frame.px([lo, hi], [hier.vector_tflops] * 2))
+    for lv in hier.levels:  # a roof is two straight segments in log-log: slant, then flat
+        if lv.bandwidth_gbs:
+            knee = min(max(hier.peak_tflops * 1e3 / lv.bandwidth_gbs, lo), hi)
+            xs = np.array([lo, knee, hi])
+            lines.append(frame.px(xs, H.level_roof_tflops(xs, lv, hier.peak_tflops)))
+    taken: list = []  # the points' labels and markers, placed first: the roof names avoid them
+    for p in points:
+        data += _kernel_traces(p, n, frame, lines, taken)
+    roof_notes = _roof_labels(hier, frame, lo, hi, taken)
     if title is None:
-        title = f"Cache-aware roofline · {hier.name}"
+        title = f"Hierarchical roofline · {hier.name}"
     axis = dict(type="log", dtick=1, exponentformat="none",
                 minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
     return _figure(data, dict(
@@ -190,12 +217,55 @@ def cache_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] 
                                          "that level serves)"),
                    range=[math.log10(lo), math.log10(hi)]),
         yaxis=dict(axis, title=dict(text="Attainable throughput (TFLOP/s)"),
-                   range=[math.log10(y_min / 3), math.log10(hier.peak_tflops * 3)]),
+                   range=[math.log10(v) for v in y_range]),
         annotations=roof_notes, legend=_LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
 
 
-def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
-    """One kernel: a dotted guide at its attainable height, a marker per level it touches."""
+#: The old name of :func:`per_level_roofline_figure` (the plot is Yang and Williams'
+#: hierarchical roofline, not Ilic's cache-aware one); kept so that callers keep working.
+cache_roofline_figure = per_level_roofline_figure
+
+
+def _roof_labels(hier: H.Hierarchy, frame, lo: float, hi: float, taken=()) -> list:
+    """Each drawn roof's name just above the compute roof, centred on its knee (where the
+    roof meets the compute roof: AI = peak / bandwidth), in its colour: clear of every
+    slanted line (they all lie below the compute roof), one row up (at most three) where it
+    would touch another name or a box in ``taken`` (the points' labels and markers, in
+    ``frame``'s pixels)."""
+    notes, boxes = [], []
+
+    def hits(box):
+        return any(min(box[2], t[2]) > max(box[0], t[0]) and min(box[3], t[3]) > max(box[1], t[1])
+                   for t in list(taken) + [b[:4] for b in boxes])
+    n = len(hier.levels)
+    for i, lv in enumerate(hier.levels):
+        if not lv.bandwidth_gbs:
+            continue
+        knee = hier.peak_tflops / (lv.bandwidth_gbs / 1e3)
+        if not lo <= knee <= hi:
+            continue
+        x, y = (float(v) for v in frame.px(knee, hier.peak_tflops))
+        w = len(lv.name) * labelplace.CHAR_PX + 4
+        row = 0
+        while row < 2 and hits((x - w / 2, y + 3 + row * labelplace.LINE_PX, x + w / 2,
+                                y + 3 + (row + 1) * labelplace.LINE_PX)):
+            row += 1
+        y0 = y + 3 + row * labelplace.LINE_PX
+        boxes.append((x - w / 2, y0, x + w / 2, y0 + labelplace.LINE_PX, x, w, row))
+        notes.append(dict(xref="x", yref="y", x=math.log10(knee),
+                          y=math.log10(hier.peak_tflops), xanchor="center", yanchor="bottom",
+                          yshift=3 + row * labelplace.LINE_PX, showarrow=False,
+                          text=f"<b>{html.escape(lv.name)}</b>",
+                          font=dict(color=level_style(i, n)[0], size=11)))
+    return notes
+
+
+def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
+                   boxes=()) -> list[dict]:
+    """One kernel: a dotted guide at its attainable height, a marker per level it touches.
+    Levels at the same AI (within 5%) share one label ("binds: L2 = shared memory"); each
+    label takes the first place that crosses no roof line, marker or other label
+    (``ui/labelplace.py``, judged in ``frame``'s pixels against the roof ``lines``)."""
     y = p.attainable_tflops
     uses = [(i, u) for i, u in enumerate(p.uses) if u.ai is not None]
     if not uses:
@@ -204,15 +274,30 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
     out = [dict(type="scatter", x=[min(ais), max(ais)], y=[y, y], mode="lines",
                 line=dict(color=PLOT_TEXT, width=1, dash="dot"), showlegend=False,
                 hoverinfo="skip")]
-    # points at nearly the same AI (within 1.6x) take turns below and above, and the binding
-    # level is drawn last, on top
-    order = sorted(uses, key=lambda iu: iu[1].ai)
-    place_text, prev, k = {}, None, 0
-    for i, u in order:
-        k = k + 1 if prev is not None and u.ai / prev < 1.6 else 0
-        place_text[i] = "bottom center" if k % 2 == 0 else "top center"
-        prev = u.ai
-    for i, u in sorted(uses, key=lambda iu: iu[1].level.name == p.binding):
+    # the binding level is drawn last, on top; a level at the AI of one drawn after it gives
+    # its name to that one's label
+    drawn = sorted(uses, key=lambda iu: iu[1].level.name == p.binding)
+    label = {}
+    for k, (i, u) in enumerate(drawn):
+        same = [v for _, v in drawn[k + 1:] if abs(math.log(v.ai / u.ai)) < math.log(1.05)]
+        if same:
+            label[i] = ""
+            continue
+        hidden = [v.level.name for _, v in drawn[:k] if label.get(_index(p, v)) == ""
+                  and abs(math.log(v.ai / u.ai)) < math.log(1.05)]
+        name = " = ".join([u.level.name] + hidden)
+        label[i] = f"binds: {name}" if u.level.name == p.binding else name
+    place_text = {i: "top center" for i in label}
+    shown = [(i, u) for i, u in drawn if label[i]]
+    if frame is not None and shown:
+        guide = frame.px([min(ais), max(ais)], [y, y])
+        pts = [(*(float(v) for v in frame.px(u.ai, y)), label[i], True) for i, u in shown]
+        for (i, _u), pos, pt in zip(shown, labelplace.place(pts, list(lines) + [guide],
+                                                              list(boxes), frame), pts):
+            place_text[i] = pos
+            boxes.append(labelplace.text_box(pt[0], pt[1], pos, pt[2]))
+        boxes.extend((px - 8, py - 8, px + 8, py + 8) for px, py, _t, _a in pts)
+    for i, u in drawn:
         color, _, symbol = level_style(i, n)
         binds = u.level.name == p.binding
         roof = u.roof_tflops()
@@ -226,8 +311,7 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
             name=f"{html.escape(p.kernel.name)} · AI at {html.escape(u.level.name)}",
             marker=dict(size=16 if binds else 11, color=color, symbol=symbol,
                         line=dict(width=2.5 if binds else 1, color=PLOT_TEXT)),
-            text=[f"<b>binds: {html.escape(u.level.name)}</b>" if binds
-                  else html.escape(u.level.name)],
+            text=[f"<b>{html.escape(label[i])}</b>" if binds else html.escape(label[i])],
             textposition=place_text[i], textfont=dict(color=PLOT_TEXT, size=11),
             hovertext=[hover], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
             cliponaxis=False))
@@ -235,15 +319,19 @@ def _kernel_traces(p: H.HierarchyPoint, n: int) -> list[dict]:
 
 
 def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.HierarchyPoint]], *,
-                        current: int | None = None, title: str,
+                        current: int | None = None, failed: Sequence[int] = (), title: str,
                         height: int = 440) -> go.Figure:
     """Bytes each level serves (log) vs the cache tile T (log 2), one line per level (colour,
-    dash and symbol), the binding level written above every T, the tiles that spill shaded
-    and labelled, and the current tile marked. ``curve``: (T, ``hierarchy.place`` result)."""
+    dash and symbol), the binding level written above every T, the tiles whose cache thrashes
+    shaded, the tiles in ``failed`` (too big for shared memory: they fail to launch) shaded
+    and labelled with no traffic drawn, and the current tile marked. ``curve``: (T,
+    ``hierarchy.place`` result) for the tiles that launch."""
     pts = list(curve)
     if not pts:
         raise ValueError("curve must hold at least one (tile, HierarchyPoint)")
     ts = [int(t) for t, _ in pts]
+    bad = sorted(int(t) for t in failed)
+    every = sorted(set(ts) | set(bad))
     n = len(hier.levels)
     data, ys = [], []
     # main memory first, faster levels drawn over it with smaller markers: levels serving the
@@ -266,23 +354,34 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
                                        "<extra></extra>"))
     notes = [dict(xref="x", yref="paper", x=math.log10(t), y=1.0, yanchor="bottom",
                   text=f"{html.escape(p.binding)}", showarrow=False, textangle=-30,
-                  font=dict(color=COLORS["danger"] if p.spills else PLOT_TEXT, size=10))
+                  font=dict(color=COLORS["danger"] if p.thrashes else PLOT_TEXT, size=10))
              for t, p in pts]
     notes.append(dict(xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
                       yanchor="bottom", text="binds:", showarrow=False,
                       font=dict(color=PLOT_TEXT, size=10)))
-    spill = [t for t, p in pts if p.spills]
     shapes = []
-    if spill:
-        lo = math.sqrt(spill[0] * (ts[ts.index(spill[0]) - 1] if ts.index(spill[0]) else
-                                   spill[0] / 2))
-        shapes.append(dict(type="rect", xref="x", yref="paper", x0=lo, x1=max(ts) * 1.2,
-                           y0=0, y1=1, fillcolor=COLORS["danger"], opacity=0.08,
-                           line=dict(width=0), layer="below"))
+
+    def band(first, last, label):
+        i = every.index(first)
+        lo = math.sqrt(first * (every[i - 1] if i else first / 2))
+        j = every.index(last)
+        hi = math.sqrt(last * every[j + 1]) if j + 1 < len(every) else last * 1.3
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=lo, x1=hi, y0=0, y1=1,
+                           fillcolor=COLORS["danger"], opacity=0.08, line=dict(width=0),
+                           layer="below"))
         notes.append(dict(xref="x", yref="paper", x=math.log10(lo), y=0.02, xanchor="left",
-                          yanchor="bottom", text="<b>the tile spills</b>", showarrow=False,
+                          yanchor="bottom", text=f"<b>{label}</b>", showarrow=False,
                           font=dict(color=COLORS["danger"], size=12)))
-    if current is not None and current in ts:
+
+    thrash = [t for t, p in pts if p.thrashes]
+    if thrash:
+        band(thrash[0], thrash[-1], "the cache thrashes")
+    if bad:
+        band(bad[0], bad[-1], "fails to launch")
+        notes += [dict(xref="x", yref="paper", x=math.log10(t), y=1.0, yanchor="bottom",
+                       text="—", showarrow=False, font=dict(color=COLORS["danger"], size=10))
+                  for t in bad]
+    if current is not None and current in every:
         shapes.append(dict(type="line", xref="x", yref="paper", x0=current, x1=current,
                            y0=0, y1=1, line=dict(color=COLORS["danger"], width=2)))
         notes.append(dict(xref="x", yref="paper", x=math.log10(current), y=0.5,
@@ -293,8 +392,8 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
     return _figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=dict(type="log", title=dict(text="Cache tile T (T × T)"), tickmode="array",
-                   tickvals=ts, ticktext=[str(t) for t in ts],
-                   range=[math.log10(min(ts) / 1.3), math.log10(max(ts) * 1.3)]),
+                   tickvals=every, ticktext=[str(t) for t in every],
+                   range=[math.log10(min(every) / 1.3), math.log10(max(every) * 1.3)]),
         yaxis=dict(type="log", title=dict(text="Bytes each level serves (GB)"),
                    range=[math.log10(lo_y), math.log10(hi_y)], tickmode="array",
                    tickvals=yticks, ticktext=[format_value(v) for v in yticks]),
@@ -341,3 +440,7 @@ def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
                    range=[0, max([1.1] + [1.1 * float(v) for v in (measured or ())])]),
         shapes=shapes, annotations=notes, legend=_LEGEND,
         margin=dict(l=70, r=30, t=60 + 16 * bool(marks), b=40)))
+
+
+def _index(p: H.HierarchyPoint, use: H.LevelUse) -> int:
+    return next(i for i, u in enumerate(p.uses) if u is use)
