@@ -111,7 +111,25 @@ def test_attainable_never_exceeds_either_roof(ai, key, data):
     a = R.attainable_tflops(ai, d, p)
     assert a <= d.peak_tflops(p) * (1 + 1e-12)
     assert a <= ai * d.bandwidth_gbs / 1e3 * (1 + 1e-12)
-    assert a == pytest.approx(min(d.peak_tflops(p), ai * d.bandwidth_gbs / 1e3))
+
+
+# Attainable TFLOP/s worked by hand from the published figures (shared reference hardware.md:
+# bandwidth in TB/s, dense peak), on both sides of each ridge (issue 36.4: the property test
+# above used to restate min(peak, ai x bw), which passes with any model that computes it).
+@pytest.mark.parametrize("key, precision, ai, want", [
+    ("a100-sxm-80gb", "fp16", 100, 203.9),    # 100 FLOP/B x 2.039 TB/s < 312
+    ("a100-sxm-80gb", "fp16", 200, 312),      # 200 x 2.039 = 407.8 > 312 dense
+    ("l4", "fp8", 500, 150),                  # 500 x 0.300 = 150 < 242.5
+    ("l4", "fp8", 1000, 242.5),               # 1000 x 0.300 = 300 > 242.5
+    ("h200-sxm", "fp8", 100, 480),            # 100 x 4.8 = 480 < 1979
+    ("mi300x", "fp16", 100, 530),             # 100 x 5.3 = 530 < 1307.4
+    ("mi300x", "fp16", 1000, 1307.4),         # 1000 x 5.3 = 5300 > 1307.4
+    ("tpu-v5e", "bf16", 100, 81.9),           # 100 x 0.819 = 81.9 < 197
+    ("rtx-4090", "fp32", 10, 10.08),          # 10 x 1.008 = 10.08 < 82.6 (CUDA cores)
+    ("jetson-agx-orin-64gb", "int8", 1000, 85),  # 1000 x 0.2048 = 204.8 > 85 (GPU, dense)
+])
+def test_attainable_from_published_figures(key, precision, ai, want):
+    assert R.attainable_tflops(ai, key, precision) == pytest.approx(want)
 
 
 @settings(max_examples=200, deadline=None)
