@@ -765,7 +765,7 @@ def test_gpu_gemv_and_stream():
 
 # --- labs.core.measure.live: the marimo side ---------------------------------------------------------
 
-# marimo is imported by these tests alone, so that the GPU tests above run where it is absent
+# marimo is imported by these tests alone: the GPU tests above run where it is absent
 
 
 @pytest.mark.torch

@@ -261,7 +261,7 @@ def _return_hint(qual, fn):
     """The declared return type: the annotation, else RETURNS (a new public callable needs one)."""
     hint = typing.get_type_hints(fn).get("return", inspect.Signature.empty)
     if hint is inspect.Signature.empty:
-        assert qual in RETURNS, f"{qual} has no return annotation: annotate it or list it in RETURNS"
+        assert qual in RETURNS, f"{qual} has no return annotation: annotate it or add it to RETURNS"
         return RETURNS[qual]
     return hint
 
