@@ -310,21 +310,23 @@ if torch is not None:
 def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
     """Three operators that sleep 10, 20 and 30 ms: the profiler must time each one at its
     duration and their sum at the whole pass (timed without the profiler). Sleeps make the
-    check tight and immune to other jobs on the machine (issue 36.5; it was a GEMM model,
-    accepted within 0.75-1.25 of the pass on the best of three profiles):
-    * each operator: at least its sleep, at most 4 ms more (waking up waits at most one
-      scheduler tick, 4 ms at Linux's slowest 250 Hz; 0.3 ms measured here at load 6);
-    * the sum over the pass: the pass is the operators plus Python and dispatch between them
-      (well under 1 ms of 60), so 0.95-1.02 (measured here: 0.975-0.9995 at load 6). A profiler
-      that drops or double-counts the 10 ms operator reads 0.83 or 1.17."""
+    check tight where the machine is quiet and keep it true where it is loaded (issue 36.5; it
+    was a GEMM model, accepted within 0.75-1.25 of the pass on the best of three profiles):
+    * each operator: at least its sleep (time.sleep never returns early), at most its sleep
+      plus what waking up and dispatch added to the whole pass (the pass's median minus the
+      60 ms of sleeps: 1-2 ms when quiet, ~36 ms at load 15 on this 2-core machine), + 1 ms;
+    * the sum over the pass: the operators' medians against the pass's median, each with the
+      same wake-ups, 0.9-1.05 (0.975-0.9995 measured here at load 6). A profiler that drops or
+      double-counts the 10 ms operator reads 0.83 or 1.17 quiet, 0.77 or 1.23 at load 15."""
     prof = measure.profile_model(Naps(), torch.randn(64), roofline=cpu_roof, threads=1,
                                  budget_s=1.2)
     naps = [r for r in prof.rows if r["name"] == "roofline_labs_test.nap"]
     assert len(naps) == len(NAPS_MS), [r["name"] for r in prof.rows]
+    added = prof.forward_s - sum(NAPS_MS) / 1e3
+    assert added >= 0, prof.forward_s
     for r, ms in zip(naps, NAPS_MS):
-        assert ms / 1e3 <= r["measured_s"] <= (ms + 4) / 1e3, (ms, r["measured_s"])
-    assert sum(NAPS_MS) / 1e3 <= prof.op_sum_s
-    assert 0.95 <= prof.op_sum_s / prof.forward_s <= 1.02, (prof.op_sum_s, prof.forward_s)
+        assert ms / 1e3 <= r["measured_s"] <= ms / 1e3 + added + 1e-3, (ms, r["measured_s"], added)
+    assert 0.9 <= prof.op_sum_s / prof.forward_s <= 1.05, (prof.op_sum_s, prof.forward_s)
     assert prof.reps >= profiler.MIN_PASSES and prof.timer == "time.perf_counter"
 
 
