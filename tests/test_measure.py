@@ -891,3 +891,31 @@ def test_a_notebook_measures_only_after_the_button(tmp_path, monkeypatch):
     ran = [r for r in rows if r["status"] == "ok"]
     assert len(calls) == len(ran) >= 1
     assert all(r["status"] == "ok" or "budget" in r["status"] for r in rows)
+
+
+# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# What the driver reports (nvidia-smi "MiB" totals) for cards of the registry.
+_REPORTED_MIB = {"NVIDIA H100 80GB HBM3": 81_559, "NVIDIA A100-SXM4-80GB": 81_920,
+                 "NVIDIA L4": 23_034, "NVIDIA B200": 183_359}
+
+
+@pytest.mark.parametrize("name,mib", sorted(_REPORTED_MIB.items()))
+def test_detect_and_the_registry_agree_on_capacity(name, mib):
+    """(Issue 14, the physics review, item 6: memory capacity in bytes, with its unit; detect and
+    the registry agree.)"""
+    from types import SimpleNamespace
+
+    from labs.core.measure.device import _cuda_info
+
+    props = SimpleNamespace(name=name, total_memory=mib * 2**20, multi_processor_count=132,
+                            major=9, minor=0)
+    fake = SimpleNamespace(cuda=SimpleNamespace(device_count=lambda: 1,
+                                                get_device_properties=lambda i: props),
+                           version=SimpleNamespace(hip=None, cuda="12.4"), __version__="x")
+    info = _cuda_info(fake, "cuda:0")
+    spec = info.spec()
+    assert spec is not None, name
+    # the driver reports the capacity less what it reserves (ECC, firmware): never more, and
+    # within 10% (L4 with ECC keeps 15/16)
+    assert 0.90 <= info.memory_gb * 1e9 / spec.memory_bytes <= 1.0
+    assert spec.memory_unit == "GiB" and "GiB" in spec.source("memory_bytes")
