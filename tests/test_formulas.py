@@ -141,3 +141,37 @@ def test_unknown_precision_raises_with_matches():
 def test_nothing_returns_nan():
     for c in [F.gemm(1, 1, 1), F.gemv(1, 1), F.attention(1, 1, 1, 1, 1), F.layernorm(1, 1)]:
         assert math.isfinite(c.ai) and c.ai > 0
+
+
+# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+def test_gemm_refuses_an_explicit_compute_that_contradicts_its_operands():
+    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    activations.)"""
+    with pytest.raises(ValueError, match="activation"):
+        F.gemm(16, 4096, 4096, "bf16", weight_precision="int8", compute="int8")
+    assert F.gemm(16, 4096, 4096, "int8", weight_precision="int8").compute == "int8"
+    assert F.gemm(16, 4096, 4096, "bf16", weight_precision="int8").compute == "bf16"
+
+
+@pytest.mark.parametrize("sq,skv", [(1, 1), (1, 40), (16, 16), (7, 20), (4096, 4096)])
+def test_causal_pairs(sq, skv):
+    # bottom-right aligned (query i sees keys j <= i + skv - sq), brute force
+    """(Issue 14, the physics review, item 4: causal prefill attention.)"""
+    want = sum(min(skv, i + skv - sq + 1) for i in range(sq)) if sq <= 64 else \
+        sq * (skv - sq) + sq * (sq + 1) // 2
+    assert F.causal_pairs(sq, skv) == want
+
+
+def test_causal_attention_flops_and_unfused_score_traffic():
+    """(Issue 14, the physics review, item 4: causal prefill attention.)"""
+    full = F.attention(2, 8, 1024, 1024, 128, "bf16")
+    causal = F.attention(2, 8, 1024, 1024, 128, "bf16", causal=True)
+    pairs = 1024 * 1025 // 2
+    assert causal.flops == pytest.approx(4 * 2 * 8 * pairs * 128)
+    assert causal.flops / full.flops == pytest.approx(pairs / 1024**2)
+    key = "scores (S write, S read, P write, P read)"
+    assert causal.detail[key] == pytest.approx(4 * 2 * 8 * pairs * 2)
+    fused = F.attention(2, 8, 1024, 1024, 128, "bf16", fused=True, causal=True)
+    assert key not in fused.detail and fused.flops == causal.flops
+    # decode (one query over the whole cache): causal changes nothing
+    assert F.attention(4, 8, 1, 777, 64, causal=True).flops == F.attention(4, 8, 1, 777, 64).flops

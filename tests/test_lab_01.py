@@ -232,3 +232,62 @@ def test_int8_rates_read_in_tops(env, app):
     text = _texts(app.run(defs=int8)[0])
     assert "1,979 TOPS" in text  # the H100's dense int8 peak
     assert "1,979 TFLOP/s" not in text
+
+
+# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+import math  # noqa: E402
+from types import SimpleNamespace as NS  # noqa: E402
+
+import labs  # noqa: E402
+from labs.core import formulas as F  # noqa: E402
+from labs.core import fusion as FU  # noqa: E402
+from labs.core import roofline as R  # noqa: E402
+
+LABS = Path(labs.__file__).parent
+
+
+def test_part_3_gemm_is_roofline_bound_on_both_devices_not_overhead():
+    """(Issue 14, the physics review, item 11: Lab 1 Part 3's shape is in the regime the question
+    teaches.)"""
+    import importlib.util
+    from pathlib import Path
+
+    import labs
+
+    lab = Path(labs.__file__).parent / "lab_01_memory_wall.py"
+    spec = importlib.util.spec_from_file_location("_lab01_consts", lab)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    _, defs = mod.app.run()
+    o = defs["OVERLAY_SCENARIO"]
+    g = F.gemm(o.get("m", o.get("n")), o["n"], o.get("k", o["n"]), o["precision"])
+    assert R.regime(g.ai, o["edge"], o["precision"]) == R.COMPUTE
+    assert R.regime(g.ai, o["datacenter"], o["precision"]) == R.MEMORY
+    # enough 128 x 128 output tiles to give every SM of the datacenter GPU work, and enough work
+    # that a 5 us launch is a small part of it
+    tiles = math.ceil(o.get("m", o["n"]) / 128) * math.ceil(o["n"] / 128)
+    assert tiles >= 0.9 * FU.onchip(o["datacenter"]).sms
+    assert R.time_bounds(g.flops, g.bytes, o["datacenter"], o["precision"]).lower >= 5 * 5e-6
+
+
+# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+@pytest.fixture(scope="module")
+def lab1():
+    return load_app(LABS / "lab_01_memory_wall.py", "_review_lab01")
+
+
+def test_lever_chart_opens_on_the_question_and_agrees_with_the_verdict(env, lab1):
+    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    preds = {"which_roof_prediction": choice("lab01.which_roof", "memory-bound"),
+             "crossover_prediction": quiz.Prediction("lab01.crossover_n", 900),
+             "other_device_prediction": choice("lab01.other_device", "memory-bound"),
+             "yardstick_prediction": choice("lab01.yardstick", "bandwidth"),
+             "levers_prediction": choice("lab01.levers", "4x batch (M)"),
+             # Part 1's sliders moved somewhere else: the lever chart must not follow them
+             "m_slider": NS(value=4096), "n_slider": NS(value=4096), "k_slider": NS(value=4096)}
+    outputs, defs = lab1.run(defs=preds)
+    sc = defs["SCENARIO"]
+    assert defs["levers_shape"] == (sc["m"], sc["n"], sc["k"])
+    best = max(defs["levers"][1:], key=lambda lv: lv.ai)
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
+    assert results["lab01.levers"]["actual"] == best.name  # chart and verdict: one answer

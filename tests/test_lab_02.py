@@ -252,3 +252,81 @@ def test_export_html_student_and_instructor_copies(tmp_path):
     assert "ridge (bf16, dense) = 208 FLOP/B" in teacher  # the layer rooflines are in the page
     assert "Live check against the edge target" in teacher
     assert "Lock your prediction to reveal" not in teacher
+
+
+# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+import re  # noqa: E402
+from types import SimpleNamespace as NS  # noqa: E402
+
+import labs  # noqa: E402
+from labs.core import roofline as R  # noqa: E402
+from notebook_support import choice  # noqa: E402
+
+LABS = Path(labs.__file__).parent
+
+
+@pytest.fixture(scope="module")
+def lab2():
+    return load_app(LABS / "lab_02_design_challenge.py", "_review_lab02")
+
+
+def test_offers_no_independent_math_picker_and_refuses_an_impossible_design(env, lab2):
+    """(Issue 14, the physics review, item 1, in the labs: the math precision follows from the
+    operands in Lab 2's pickers.)"""
+    preds = {"dominant_prediction": choice("lab02.decode_dominant", "weight GEMMs"),
+             "oom_prediction": quiz.Prediction("lab02.oom_batch", 50, units="sequences")}
+    outputs, defs = lab2.run(defs={**preds,
+                                   "weight_picker": NS(value="int4-g128"),
+                                   "activation_picker": NS(value="int8"),
+                                   "kv_picker": NS(value="bf16"),
+                                   "model_picker": NS(value="llama-3-8b"),
+                                   "device_picker": NS(value="jetson-orin-nx-16gb")})
+    assert "compute_picker" not in defs
+    assert defs["design_compute"] == "int8"  # W4A8: the int4 weights dequantise to int8
+    v = defs["live_verdict"]
+    assert v == models.check_design("edge", "jetson-orin-nx-16gb", model="llama-3-8b", batch=1,
+                                    seq_len=4096, weight_precision="int4-g128",
+                                    activation_precision="int8")
+    # not ruled out at spec, but the 4k prefill misses 2.5 s at achievable rates
+    assert v.not_ruled_out and v.failed == ["prefill time"]
+
+
+def test_never_calls_a_design_feasible(env, lab2):
+    """(Issue 14, the physics review, item 2, in the labs: spec-only is "not ruled out"; the
+    verdict is at achievable rates.)"""
+    src = (LABS / "lab_02_design_challenge.py").read_text(encoding="utf-8")
+    assert not re.search(r"\bfeasible\b", src, re.I)
+
+
+def test_sam_asks_the_question_the_form_asks(env, lab2):
+    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    outputs, defs = lab2.run()
+    text = _texts(outputs)
+    assert "first batch that runs out of memory" in text
+    assert "how many can we batch before" not in text.lower()
+
+
+def test_judges_at_the_students_own_measured_roofs_when_lab3_measured_the_device(env, lab2):
+    # Lab 3's Part 5 recorded a measurement of an H100 SXM: 700 of 989.5 TFLOP/s in bf16,
+    # 3,000 of 3,350 GB/s. Lab 2 judges an H100 design at those fractions, and says so.
+    """(Issue 14, the physics review, item 2, in the labs: spec-only is "not ruled out"; the
+    verdict is at achievable rates.)"""
+    lab3 = quiz.LabSession("lab03", str(LABS / "lab_03_precision_rho.py"))
+    lab3.record("result", "lab03.live_peaks", {
+        "device": "NVIDIA H100 80GB HBM3", "kind": "cuda", "registry_key": "h100-sxm",
+        "date": "2026-01-02T03:04:05", "rows": [
+            {"what": "memory bandwidth (GB/s)", "measured": 3000.0, "spec": 3350.0},
+            {"what": "bf16 peak (TFLOP/s)", "measured": 700.0, "spec": 989.5},
+            {"what": "fp8 peak", "measured": None, "spec": 1979, "detail": "no fp8 here"}]})
+    preds = {"dominant_prediction": choice("lab02.decode_dominant", "weight GEMMs"),
+             "oom_prediction": quiz.Prediction("lab02.oom_batch", 50, units="sequences")}
+    outputs, defs = lab2.run(defs={**preds, "device_picker": NS(value="h100-sxm")})
+    der = defs["design_derating"]
+    assert "your Lab 3 measurement of 2026-01-02" in der.source
+    assert der.compute_for("bf16") == pytest.approx(700 / 989.5)
+    assert der.bandwidth == pytest.approx(3000 / 3350)
+    assert defs["live_verdict"].derating == der
+    assert "your Lab 3 measurement" in _texts(outputs)
+    # another device: the sourced default, not this measurement
+    _, defs = lab2.run(defs={**preds, "device_picker": NS(value="b200")})
+    assert defs["design_derating"] == R.achievable("b200")

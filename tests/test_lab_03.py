@@ -260,3 +260,39 @@ def test_export_html_student_and_instructor_copies(tmp_path):
     assert "two precisions, two ridges" in teacher
     assert "GEMM in fp16" in teacher and "one roof per math precision" in teacher
     assert "Lock your prediction to reveal" not in teacher
+
+
+# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+from types import SimpleNamespace as NS  # noqa: E402
+
+import labs  # noqa: E402
+
+LABS = Path(labs.__file__).parent
+
+
+@pytest.fixture(scope="module")
+def lab3():
+    return load_app(LABS / "lab_03_precision_rho.py", "_review_lab03")
+
+
+def test_says_the_gemv_timing_rotates_cache_cold_copies(env, lab3):
+    """(Issue 14, the physics review, item 9, in the labs: Lab 3: what the GEMV timing does.)"""
+    outputs, _ = lab3.run()
+    text = _texts(outputs)
+    assert "cache flush between" not in text
+    assert "rotate through copies of the weight matrix" in text
+
+
+def test_kais_gemv_streams_from_hbm_and_the_small_one_is_flagged(env, lab3):
+    """(Issue 14, the physics review, item 10, in the labs: Lab 3: the L2 trap.)"""
+    naive = {"naive_prediction": choice("lab03.naive_bandwidth", "too_low")}
+    outputs, defs = lab3.run(defs=naive)
+    kai = defs["kai"]
+    assert kai.fits_in_l2 is False  # 117 MB > 50 MB: really HBM traffic
+    assert "14336×4096" in _texts(outputs)
+    small = {"naive_op": NS(value=("gemv", {"n": 4096, "k": 4096}))}
+    outputs, defs = lab3.run(defs={**naive, **small})
+    assert defs["naive"].fits_in_l2 is True
+    text = _texts(outputs)
+    assert "second trap" in text and "L2" in text
+    assert "traffic from L2 after the 1st iteration" in text

@@ -372,3 +372,76 @@ def test_export_html(tmp_path, reveal):
     else:
         assert "marimo-plotly" not in page
         assert "Lock your prediction to reveal the fusion instrument" in page
+
+
+# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+import labs  # noqa: E402
+from notebook_support import choice, load_app, visible_text  # noqa: E402
+
+LABS = Path(labs.__file__).parent
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
+
+
+def _plain(markup: str) -> str:
+    import html
+    return html.unescape(re.sub(r"<[^>]+>", " ", markup))
+
+
+@pytest.fixture(scope="module")
+def lab4():
+    return load_app(LABS / "lab_04_fusion.py", "_review_lab04")
+
+
+def test_scenario_names_the_pool_the_model_says_overflows(env, lab4):
+    """(Issue 14, the physics review, item 3, in the labs: Lab 4's refused tile: the story and the
+    model agree.)"""
+    outputs, defs = lab4.run()
+    card = next(_plain(o.text) for o in outputs if o is not None and "Lena Fischer" in o.text)
+    tile = FU.flash_tile(256, 256, 128, "h100-sxm")
+    assert tile.overflows == ("registers",)
+    story = card.split("refused:")[1].split(".")[0]
+    assert "registers" in story and "shared memory" not in story
+
+
+def test_draws_the_vector_ceiling_and_says_several_ceilings_is_a_lesson(env, lab4):
+    """(Issue 14, the physics review, item 5, in the labs: two ceilings in Lab 4's chain roofline,
+    and it says why.)"""
+    preds = {"speedup_prediction": quiz.Prediction("lab04.fusion_speedup", 2.0, "×"),
+             "tiny_prediction": choice("lab04.tiny_tensor", "launches"),
+             "oom_prediction": quiz.Prediction("lab04.oom_seq_len", 30_000, "tokens"),
+             "tile_prediction": choice("lab04.largest_tile", 128)}
+    outputs, defs = lab4.run(defs=preds)
+    fig = defs["fusion_roofline"]
+    names = [t.name for t in fig.data]
+    assert "vector ceiling (non-tensor)" in names and "fp16 (dense)" in names
+    vec = next(t for t in fig.data if t.name == "vector ceiling (non-tensor)")
+    assert max(vec.y) == pytest.approx(67)  # the H100's FP32 CUDA-core rate
+    shown = _texts(outputs)
+    assert "Two compute ceilings" in shown and "lesson" in shown
+
+
+def test_out_of_memory_names_the_score_matrix(env, lab4):
+    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    preds = {"oom_prediction": quiz.Prediction("lab04.oom_seq_len", 30_000, "tokens")}
+    # the attention widgets share one cell: all its names are given (with its layout's)
+    _, defs = lab4.run(defs={**preds, "seq_slider": NS(value=262_144),
+                             "attn_batch": NS(value=32), "attn_heads": NS(value=64),
+                             "head_dim_picker": NS(value=128),
+                             "attention_controls": "(attention_controls)"})
+    shown = visible_text(defs["attention_memory"])
+    # the unfused budget names its S^2 term; the fused one (Q, K, V, O alone: 550 GB) its own
+    assert "score matrix (B×H×S×S) is the term that crosses capacity" in shown
+    assert shown.count("Q, K, V, O is the term that crosses capacity") == 1
+
+
+def test_tpu_in_part_4_is_a_sentence_not_a_keyerror(env, lab4):
+    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    preds = {"tile_prediction": choice("lab04.largest_tile", 128)}
+    _, defs = lab4.run(defs={**preds, "device_picker": NS(value="tpu-v5e"),
+                             "precision_picker": NS(value="bf16")})
+    msg = visible_text(defs["tile_status"])
+    assert "Pick one of" in msg and "KeyError" not in msg
+    assert "'The registry" not in msg and '"The registry' not in msg

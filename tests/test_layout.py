@@ -125,3 +125,17 @@ def test_physics_imports_without_marimo_or_plotly():
             "print(roofline.ridge_point(hardware.get('h100-sxm'), 'bf16'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+def test_core_cites_no_file_outside_the_repository():
+    """(Issue 14, the physics review, item 12: TOPS on int8 hover text; docstrings cite public
+    sources.)"""
+    from pathlib import Path
+
+    import labs.core
+
+    files = list(Path(labs.core.__file__).parent.rglob("*.py"))
+    assert len(files) > 20
+    for f in files:
+        assert "shared/reference" not in f.read_text(encoding="utf-8"), f

@@ -227,3 +227,124 @@ def test_design_verdict_names_wrong_model_device_and_context():
 
 def test_llama_3_context_window_is_8k():
     assert {m.max_context for m in models.MODELS.values()} == {8192}
+
+
+# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+from labs.core import precision as P  # noqa: E402
+from labs.core import roofline as R  # noqa: E402
+
+LLAMA = models.get("llama-3-8b")
+
+
+def test_int8_math_needs_int8_activations_in_check_design():
+    # the review's case: Orin NX, int4 weights, "int8 math" with bf16 activations passed the
+    # edge target that the consistent bf16 version fails
+    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    activations.)"""
+    nx = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int4")
+    with pytest.raises(ValueError) as e:
+        models.check_design("edge", "jetson-orin-nx-16gb", compute="int8", **nx)
+    msg = str(e.value)
+    assert "activation_precision='int8'" in msg and "bf16" in msg  # names the way out
+    # consistent: int4 weights dequantised to int8 activations (W4A8) run at the int8 rate
+    v = models.check_design("edge", "jetson-orin-nx-16gb", activation_precision="int8", **nx)
+    assert v.compute == "int8"
+    # and with bf16 activations the math is bf16, whatever the weights
+    assert models.check_design("edge", "jetson-orin-nx-16gb", **nx).compute == "bf16"
+
+
+def test_step_bound_refuses_a_compute_the_operands_do_not_give():
+    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    activations.)"""
+    with pytest.raises(ValueError, match="activation"):
+        models.step_bound("llama-3-8b", "jetson-orin-nx-16gb", "prefill", batch=1, seq_len=512,
+                          weight_precision="int4", compute="int8")
+    # the same step with int8 activations is accepted and runs at the int8 peak
+    s = models.step_bound("llama-3-8b", "jetson-orin-nx-16gb", "prefill", batch=1, seq_len=512,
+                          precision="int8", weight_precision="int4", compute="int8")
+    gemm_flops = sum(o.flops for o in models.step_ops("llama-3-8b", "prefill", 1, 512, "int8",
+                                                      weight_precision="int4")
+                     if models.op_group(o.name) == models.OP_GROUPS[0])
+    assert s.t_compute >= gemm_flops / 30e12
+
+
+def test_prefill_time_uses_the_derived_compute_precision():
+    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    activations.)"""
+    kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int4")
+    v = models.check_design("edge", "jetson-orin-nx-16gb", derating=R.SPEC, **kw)
+    pre = next(c for c in v.checks if c.name == "prefill time")
+    flops = models.step_bound("llama-3-8b", "jetson-orin-nx-16gb", "prefill", batch=1,
+                              seq_len=4096, weight_precision="int4").flops
+    assert pre.actual >= 0.95 * flops / 15e12  # bf16 rate, not the int8 one
+    assert "prefill time" in v.failed
+
+
+def test_spec_only_pass_is_not_ruled_out_and_never_called_feasible():
+    # AGX Orin, int8 weights at batch 1: 25 tokens/s at spec bandwidth, < 20 at 75% of it
+    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    ruled out".)"""
+    kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int8")
+    tight = R.Derating(0.8, 0.75, "test")
+    v = models.check_design("edge", "jetson-agx-orin-64gb", derating=tight, **kw)
+    assert v.not_ruled_out and not v.meets_target
+    assert "not ruled out" in v.summary().lower() and "feasible" not in v.summary().lower()
+    assert "tokens/s per user" in v.failed
+    ok = models.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int4",
+                             model="llama-3-8b", batch=1, seq_len=4096)
+    assert ok.meets_target and "feasible" not in ok.summary().lower()
+    assert ok.derating == R.achievable("jetson-agx-orin-64gb")
+    bad = models.check_design("edge", "h100-sxm", model="llama-3-8b", batch=1, seq_len=4096)
+    assert not bad.not_ruled_out and "ruled out" in bad.summary().lower()
+    assert "feasible" not in bad.summary().lower()
+    d = v.as_dict()
+    assert d["meets_target"] is False and d["not_ruled_out"] is True and "feasible" not in d
+
+
+def test_prefill_lower_bound_counts_causal_attention():
+    """(Issue 14, the physics review, item 4: causal prefill attention.)"""
+    T = 4096
+    ops = models.step_ops("llama-3-8b", "prefill", 1, T)
+    attn = next(o for o in ops if o.name.startswith("attention"))
+    m = LLAMA
+    assert attn.flops == pytest.approx(m.layers * 4 * m.heads * m.head_dim * T * (T + 1) / 2)
+    gemms = sum(o.flops for o in ops if models.op_group(o.name) == models.OP_GROUPS[0])
+    # every projection of every layer on T tokens, plus the LM head on the last token
+    per_layer_w = m.d_model * m.head_dim * (2 * m.heads + 2 * m.kv_heads) + 3 * m.d_model * m.d_ff
+    assert gemms == pytest.approx(2 * T * m.layers * per_layer_w + 2 * m.d_model * m.vocab)
+
+
+def test_step_time_counts_norms_at_the_vector_ceiling():
+    """(Issue 14, the physics review, item 5: the vector (non-tensor) ceiling for elementwise
+    ops.)"""
+    ops = models.step_ops("llama-3-8b", "prefill", 1, 2048)
+    s = models.step_bound("llama-3-8b", "h100-sxm", "prefill", batch=1, seq_len=2048,
+                          derating=R.SPEC)
+    want = sum(o.flops / (R.peak_tflops("h100-sxm", o.compute) * 1e12) for o in ops)
+    assert s.t_compute == pytest.approx(want)
+
+
+@pytest.mark.parametrize("hw", ["h100-sxm", "jetson-agx-orin-64gb", "b200", "a100-sxm-80gb"])
+@pytest.mark.parametrize("w", ["bf16", "int8", "int4-g128"])
+def test_critical_decode_batch_is_where_the_gemms_cross_the_ridge(hw, w):
+    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    no-overlap estimate, the critical decode batch.)"""
+    b = models.critical_decode_batch("llama-3-8b", hw, weight_precision=w)
+    ridge = R.ridge_point(hw, P.matmul_compute(w, "bf16"))
+    kw = dict(weight_precision=w)
+    assert models.decode_gemm_ai("llama-3-8b", b, **kw) >= ridge
+    assert models.decode_gemm_ai("llama-3-8b", b - 1, **kw) < ridge
+    # about ridge x b_w / 2
+    assert b == pytest.approx(ridge * P.bytes_per_element(w) / 2, rel=0.2)
+
+
+def test_decode_attention_stays_memory_bound_at_any_batch():
+    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    no-overlap estimate, the critical decode batch.)"""
+    m = LLAMA
+    for batch in (1, 8, 64, 512):
+        ai = models.decode_attention_ai(m, batch, 4096)
+        assert ai == pytest.approx(2 * (m.heads / m.kv_heads) / 2, rel=0.01)  # ~4 FLOP/B bf16
+    for d in hardware.all_devices():
+        for p in d.precisions:
+            assert models.decode_attention_ai(m, 256, 8192) < R.ridge_point(d, p)

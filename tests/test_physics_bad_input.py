@@ -13,7 +13,10 @@ import inspect
 import math
 import pkgutil
 import re
+import types
+import typing
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -250,13 +253,76 @@ def _index(fn, name):
     return [p.name for p in _params(fn)].index(name)
 
 
-# every callable runs with its valid arguments (else the bad-value test would prove nothing)
+#: What the callables without a return annotation return: a float for one AI, an array for
+#: an array of them (vectorised).
+RETURNS = {q: float | np.ndarray for q in ("roofline.attainable_tflops", "roofline.rho",
+                                          "fusion.onchip_roof_tflops",
+                                          "hierarchy.level_roof_tflops")}
+
+
+def _return_hint(qual, fn):
+    """The declared return type: the annotation, else RETURNS (a new public callable needs one)."""
+    hint = typing.get_type_hints(fn).get("return", inspect.Signature.empty)
+    if hint is inspect.Signature.empty:
+        assert qual in RETURNS, f"{qual} has no return annotation: annotate it or add it to RETURNS"
+        return RETURNS[qual]
+    return hint
+
+
+def _conforms(value, hint) -> bool:
+    """Does ``value`` have the declared type ``hint`` (unions, list[X], tuple[X, ...],
+    dict[K, V] checked element by element; an int where float is declared, PEP 484)? A float
+    that is NaN conforms to nothing: a valid call must not return one."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is typing.Any:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, h) for h in args)
+    if hint is float:
+        return (isinstance(value, (int, float, np.integer, np.floating))
+                and not isinstance(value, bool) and not math.isnan(value))
+    if hint is int:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return isinstance(value, tuple) and all(_conforms(v, args[0]) for v in value)
+        return isinstance(value, tuple) and len(value) == len(args) and all(
+            _conforms(v, h) for v, h in zip(value, args))
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _conforms(k, args[0]) and _conforms(v, args[1]) for k, v in value.items())
+    if hint is np.ndarray:
+        return isinstance(value, np.ndarray) and not np.isnan(value).any()
+    assert isinstance(hint, type), f"_conforms does not know the hint {hint!r}"
+    return isinstance(value, hint)
+
+
+# every callable runs with its valid arguments (else the bad-value test would prove nothing) and
+# returns what it declares (issue 36.3: this test passed unless an exception escaped)
 @pytest.mark.parametrize("qual,fn", CALLABLES, ids=[q for q, _ in CALLABLES])
 def test_every_public_callable_runs_with_valid_arguments(qual, fn):
-    _call(qual, fn)
+    hint = _return_hint(qual, fn)
+    got = _call(qual, fn)
+    assert _conforms(got, hint), f"{qual} returned {got!r}, declared {hint}"
     for p in _params(fn):  # and with each optional argument given explicitly
         if (qual, p.name) not in SKIP:
-            _call(qual, fn, **{p.name: _valid(qual, p.name)})
+            got = _call(qual, fn, **{p.name: _valid(qual, p.name)})
+            assert _conforms(got, hint), f"{qual}({p.name}=...) returned {got!r}, declared {hint}"
+
+
+def test_the_return_check_refuses_what_does_not_conform():
+    """_conforms itself: a wrong type, a NaN, a wrong element or length, a None, are refused."""
+    assert _conforms(3, float) and _conforms(np.float64(2.5), float | None)
+    assert not _conforms(float("nan"), float) and not _conforms("3", float)
+    assert not _conforms(True, int) and not _conforms(None, float)
+    assert _conforms([1.0, 2], list[float]) and not _conforms([1.0, "x"], list[float])
+    assert not _conforms((1.0,), tuple[float, float]) and _conforms((1.0, 2.0), tuple[float, ...])
+    assert not _conforms({"a": "b"}, dict[str, float]) and _conforms(None, hardware.Device | None)
+    assert not _conforms(np.array([1.0, np.nan]), float | np.ndarray)
 
 
 # --- bad values --------------------------------------------------------------------------------

@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 
 import plotly.graph_objects as go
 import pytest
 
 from labs.core import figures, formulas, hardware, measure, models, roofline, tiny_models
 
-torch = pytest.importorskip("torch")  # before tiny_modules, which imports torch
-from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+from labs.core.measure import opcost, profile_cli, profiler
 
-from labs.core.measure import opcost, profile_cli, profiler, tiny_modules  # noqa: E402
+try:
+    import torch
+except ImportError:  # without the live extra: the tests marked torch are skipped (conftest.py)
+    torch = None
+else:
+    from torch.utils.flop_counter import FlopCounterMode
 
-CUDA = torch.cuda.is_available()
-gpu = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+    from labs.core.measure import tiny_modules  # imports torch
 WHAT_IF = "h100-sxm"  # a registry roofline: predicted only, nothing timed (fast)
 
 
@@ -59,6 +63,7 @@ BUILTINS = [("decoder", "decode", "math"), ("decoder", "prefill", "math"),
             ("attention", "prefill", "sdpa")]
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("block,phase,attention", BUILTINS)
 def test_flop_totals_equal_flop_counter_mode(block, phase, attention):
     model, inputs = measure.builtin_case(block, phase=phase, batch=2, context=48,
@@ -70,6 +75,7 @@ def test_flop_totals_equal_flop_counter_mode(block, phase, attention):
                                                       opcost.NONE}
 
 
+@pytest.mark.torch
 def test_backward_flops_equal_flop_counter_mode():
     model, inputs = measure.builtin_case("decoder", phase="prefill", batch=1, context=32,
                                          cache=False, device="cpu")
@@ -77,14 +83,18 @@ def test_backward_flops_equal_flop_counter_mode():
     assert prof.counted_flops == counted(model, inputs, backward=True)
     phases = {r["phase"] for r in prof.rows}
     assert phases == {"forward", "loss", "backward"}
-    # backward is about twice the forward's matmul FLOPs
+    # backward = exactly twice the forward's matmul FLOPs (issue 36.5; was within 35%): each
+    # matmul C = A B of the forward has two gradients, dA = dC B^T and dB = A^T dC, each
+    # 2 M N K FLOPs like the forward, and here both operands of every matmul need one (weights,
+    # and activations that come from the trainable embedding)
     fwd = sum(r["flops"] for r in prof.rows
               if r["phase"] == "forward" and r["flops_source"] == opcost.FLOP_COUNTER)
     bwd = sum(r["flops"] for r in prof.rows
               if r["phase"] == "backward" and r["flops_source"] == opcost.FLOP_COUNTER)
-    assert bwd == pytest.approx(2 * fwd, rel=0.35)
+    assert fwd > 0 and bwd == 2 * fwd
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("phase,batch,context", [("decode", 1, 64), ("decode", 3, 40),
                                                  ("prefill", 2, 24)])
 def test_decoder_matmul_flops_equal_the_physics(phase, batch, context):
@@ -105,6 +115,7 @@ def test_decoder_matmul_flops_equal_the_physics(phase, batch, context):
     assert causal <= attention
 
 
+@pytest.mark.torch
 def test_tiny_decoder_shapes_follow_llama_and_its_parameter_count():
     c, llama = tiny_models.TINY_DECODER, models.get("llama-3-8b")
     assert c.heads // c.kv_heads == llama.heads // llama.kv_heads == 4
@@ -116,6 +127,7 @@ def test_tiny_decoder_shapes_follow_llama_and_its_parameter_count():
 
 # --- bytes -----------------------------------------------------------------------------------
 
+@pytest.mark.torch
 @pytest.mark.parametrize("tokens,fin,fout,bias,shape3d,precision", [
     (8, 256, 384, True, False, "fp32"), (5, 64, 96, False, False, "fp32"),
     (12, 128, 32, True, True, "fp32"), (7, 96, 200, False, True, "bf16")])
@@ -137,15 +149,17 @@ def _bytes(fn, *args, **kwargs):
     return rows[0]
 
 
-class _Call(torch.nn.Module):
-    def __init__(self, fn, kwargs):
-        super().__init__()
-        self.fn, self.kw = fn, kwargs
+if torch is not None:  # torch modules the tests below profile
+    class _Call(torch.nn.Module):
+        def __init__(self, fn, kwargs):
+            super().__init__()
+            self.fn, self.kw = fn, kwargs
 
-    def forward(self, *args):
-        return self.fn(*args, **self.kw)
+        def forward(self, *args):
+            return self.fn(*args, **self.kw)
 
 
+@pytest.mark.torch
 def test_byte_rules_for_copies_lookups_and_in_place_ops():
     a, b = torch.randn(64, 32), torch.randn(64, 32)
     assert _bytes(lambda x, y: x.copy_(y), a.clone(), b)["bytes"] == 2 * a.nbytes  # no dst read
@@ -166,22 +180,24 @@ def test_byte_rules_for_copies_lookups_and_in_place_ops():
 
 # --- operators the counter does not know -----------------------------------------------------
 
-@torch.library.custom_op("roofline_labs_test::mystery", mutates_args=())
-def _mystery(x: torch.Tensor) -> torch.Tensor:
-    return x.flip(0).clone()
+if torch is not None:
+    @torch.library.custom_op("roofline_labs_test::mystery", mutates_args=())
+    def _mystery(x: torch.Tensor) -> torch.Tensor:
+        return x.flip(0).clone()
 
 
-@_mystery.register_fake
-def _(x):
-    return torch.empty_like(x)
+    @_mystery.register_fake
+    def _(x):
+        return torch.empty_like(x)
 
 
-class Unknowns(torch.nn.Module):
-    def forward(self, x):
-        y = torch.sort(torch.cumsum(x, 0), dim=0).values
-        return torch.ops.roofline_labs_test.mystery(y) + 1
+    class Unknowns(torch.nn.Module):
+        def forward(self, x):
+            y = torch.sort(torch.cumsum(x, 0), dim=0).values
+            return torch.ops.roofline_labs_test.mystery(y) + 1
 
 
+@pytest.mark.torch
 def test_unknown_operators_are_marked_flops_unknown_not_zero(cpu_roof):
     prof = measure.profile_model(Unknowns(), torch.randn(4096), roofline=cpu_roof, threads=1,
                                  budget_s=0.3)
@@ -203,11 +219,13 @@ def test_unknown_operators_are_marked_flops_unknown_not_zero(cpu_roof):
 
 # --- bad input -------------------------------------------------------------------------------
 
+@pytest.mark.torch
 def test_not_a_module_is_a_value_error():
     with pytest.raises(ValueError, match="model must be a torch.nn.Module, got function"):
         measure.profile_model(lambda x: x, torch.randn(3))
 
 
+@pytest.mark.torch
 def test_inputs_that_do_not_match_name_example_inputs():
     lin = torch.nn.Linear(8, 4)
     with pytest.raises(ValueError, match="example_inputs do not fit the model.*shapes"):
@@ -219,6 +237,7 @@ def test_inputs_that_do_not_match_name_example_inputs():
         measure.profile_model(dec, (torch.randn(1, 1), 15))
 
 
+@pytest.mark.torch
 def test_precision_the_device_lacks_is_a_clear_error():
     lin = torch.nn.Linear(8, 4)
     with pytest.raises(measure.Unsupported, match="precision='tf32' is not available on .*CPU"
@@ -230,6 +249,7 @@ def test_precision_the_device_lacks_is_a_clear_error():
         measure.builtin_case(precision="int4")
 
 
+@pytest.mark.torch
 def test_the_profile_leaves_your_model_as_it_was():
     lin = torch.nn.Linear(8, 4)
     before = lin.weight.clone()
@@ -237,6 +257,7 @@ def test_the_profile_leaves_your_model_as_it_was():
     assert lin.weight.dtype == torch.float32 and torch.equal(lin.weight, before)
 
 
+@pytest.mark.torch
 def test_a_configuration_that_does_not_fit_is_refused_before_allocating(monkeypatch):
     def no(*a, **k):
         raise AssertionError("built although it does not fit")
@@ -264,26 +285,61 @@ def test_memory_terms_use_kv_heads_and_follow_the_attention():
 
 # --- timing ----------------------------------------------------------------------------------
 
-@pytest.mark.slow
+#: Operators of known duration: each sleeps this many ms (time.sleep sleeps at least that long
+#: whatever the load, and a sleeping thread leaves the CPU to other jobs), 60 ms a pass.
+NAPS_MS = (10, 20, 30)
+
+if torch is not None:
+    @torch.library.custom_op("roofline_labs_test::nap", mutates_args=())
+    def _nap(x: torch.Tensor, ms: float) -> torch.Tensor:
+        time.sleep(ms / 1e3)
+        return x.clone()
+
+    @_nap.register_fake
+    def _(x, ms):
+        return torch.empty_like(x)
+
+    class Naps(torch.nn.Module):
+        def forward(self, x):
+            for ms in NAPS_MS:
+                x = torch.ops.roofline_labs_test.nap(x, ms)
+            return x
+
+
+@pytest.mark.torch
 def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
-    """On this CPU, one thread: the operators' median times sum to within 25% of the whole
-    pass timed without the profiler, for a model whose time is in large GEMMs (the rest is
-    the overhead row, shown, and noise from other jobs on the shared machine). Other jobs can
-    take the CPU in the middle of a whole pass (a 40 ms pass on a 2-core machine at load 6
-    often loses a time slice) while the per-operator medians skip such slices, so one of up
-    to three profiles must land within the tolerance; a profiler that drops or double-counts
-    operators misses it every time."""
+    """Three operators that sleep 10, 20 and 30 ms: the profiler must time each one at its
+    duration and their sum at the whole pass (timed without the profiler). Sleeps make the
+    check tight where the machine is quiet and keep it true where it is loaded (issue 36.5; it
+    was a GEMM model, accepted within 0.75-1.25 of the pass on the best of three profiles):
+    * each operator: at least its sleep (time.sleep never returns early), at most its sleep
+      plus what waking up and dispatch added to the whole pass (the pass's median minus the
+      60 ms of sleeps: 1-2 ms when quiet, ~36 ms at load 15 on this 2-core machine), + 1 ms;
+    * the sum over the pass: the operators' medians against the pass's median, each with the
+      same wake-ups, 0.9-1.05 (0.975-0.9995 measured here at load 6). A profiler that drops or
+      double-counts the 10 ms operator reads 0.83 or 1.17 quiet, 0.77 or 1.23 at load 15."""
+    prof = measure.profile_model(Naps(), torch.randn(64), roofline=cpu_roof, threads=1,
+                                 budget_s=1.2)
+    naps = [r for r in prof.rows if r["name"] == "roofline_labs_test.nap"]
+    assert len(naps) == len(NAPS_MS), [r["name"] for r in prof.rows]
+    added = prof.forward_s - sum(NAPS_MS) / 1e3
+    assert added >= 0, prof.forward_s
+    for r, ms in zip(naps, NAPS_MS):
+        assert ms / 1e3 <= r["measured_s"] <= ms / 1e3 + added + 1e-3, (ms, r["measured_s"], added)
+    assert 0.9 <= prof.op_sum_s / prof.forward_s <= 1.05, (prof.op_sum_s, prof.forward_s)
+    assert prof.reps >= profiler.MIN_PASSES and prof.timer == "time.perf_counter"
+
+
+@pytest.mark.torch
+def test_operator_rows_account_for_the_whole_pass(cpu_roof):
+    """A model whose time is in large GEMMs, on this CPU, one thread: the overhead row is the
+    pass minus the operators, the groups add up to the pass, and each row's ratio and the
+    largest GEMM's bound follow the roofline."""
     model, inputs = measure.builtin_case("mlp", phase="prefill", batch=1, context=256,
                                          device="cpu")
-    ratios = []
-    for _ in range(3):
-        prof = measure.profile_model(model, inputs, roofline=cpu_roof, threads=1, budget_s=2.0)
-        ratios.append(prof.op_sum_s / prof.forward_s)
-        if 0.75 <= ratios[-1] <= 1.25:
-            break
+    prof = measure.profile_model(model, inputs, roofline=cpu_roof, threads=1, budget_s=2.0)
     assert prof.reps >= profiler.MIN_PASSES and prof.timer == "time.perf_counter"
     assert prof.threads == 1
-    assert 0.75 <= ratios[-1] <= 1.25, (ratios, prof.load)
     assert prof.overhead["measured_s"] == pytest.approx(prof.forward_s - prof.op_sum_s)
     assert prof.all_rows()[-1] is prof.overhead and prof.overhead["op_type"] == opcost.OVERHEAD
     assert sum(g["time_s"] for g in prof.by_op_type()) == pytest.approx(prof.forward_s)
@@ -299,6 +355,7 @@ def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
     assert gemm["bound_s"] == pytest.approx(tb.lower) and gemm["regime"] == tb.regime
 
 
+@pytest.mark.torch
 def test_what_if_roofline_is_predicted_only_and_labelled():
     model, inputs = measure.builtin_case("decoder", phase="decode", context=32, device="cpu")
     prof = measure.profile_model(model, inputs, roofline=WHAT_IF)
@@ -312,6 +369,7 @@ def test_what_if_roofline_is_predicted_only_and_labelled():
         roofline.time_bounds(gemm["flops"], gemm["bytes"], h100, "fp32").lower)
 
 
+@pytest.mark.torch
 def test_the_machine_roofline_is_measured_once_per_session(monkeypatch, cpu_roof):
     calls = []
 
@@ -331,17 +389,27 @@ def test_the_machine_roofline_is_measured_once_per_session(monkeypatch, cpu_roof
         profiler.clear_roofline_cache()
 
 
-@gpu
+@pytest.mark.gpu
 def test_gpu_operator_times_are_cuda_event_times():
-    model, inputs = measure.builtin_case("mlp", phase="prefill", batch=8, context=512,
+    """An MLP whose time is in its GEMMs on the GPU: 8 x 4096 tokens, so each GEMM is about
+    100 µs on an H200 (at 8 x 512 they were 11-19 µs, the pass host-bound, and the operators,
+    each timed alone, summed to 1.24x the pass). Measured 2026-11-26, H200: views 1.3 µs, the
+    operators 1.06x the pass."""
+    model, inputs = measure.builtin_case("mlp", phase="prefill", batch=8, context=4096,
                                          device="cuda", precision="bf16")
     prof = measure.profile_model(model, inputs, device="cuda", budget_s=2.0)
     assert prof.timer == "cuda events" and prof.threads is None
+    # a view launches no kernel: its event pair brackets nothing on the GPU (~1 µs); more means
+    # the host's per-operator work was timed (39 µs on an H200 before the recorder's spacer
+    # outlasted it, 2026-11-26, when the operators summed to 2.0x the pass)
+    views = [r["measured_s"] for r in prof.rows if r["op_type"] == opcost.VIEWS]
+    assert views and max(views) < 5e-6, views
     assert 0.5 <= prof.op_sum_s / prof.forward_s <= 1.2
 
 
 # --- figures and the CLI ---------------------------------------------------------------------
 
+@pytest.mark.torch
 def test_operator_roofline_figure_names_regimes_and_hovers_every_operator(cpu_roof):
     model, inputs = measure.builtin_case("decoder", phase="prefill", batch=1, context=64,
                                          device="cpu")
@@ -360,6 +428,7 @@ def test_operator_roofline_figure_names_regimes_and_hovers_every_operator(cpu_ro
     go.Figure(bars.to_dict())
 
 
+@pytest.mark.torch
 def test_cli_writes_csv_and_html_for_a_students_module(tmp_path, capsys):
     src = tmp_path / "my_model.py"
     src.write_text("import torch\n"
@@ -378,6 +447,7 @@ def test_cli_writes_csv_and_html_for_a_students_module(tmp_path, capsys):
     assert "plotly" in page.lower() and "aten.addmm" in page
 
 
+@pytest.mark.torch
 def test_cli_reports_bad_targets_and_refusals(tmp_path, capsys):
     assert profile_cli.main(["no_colon_here"]) == 1
     assert "module:factory" in capsys.readouterr().err

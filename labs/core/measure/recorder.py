@@ -17,6 +17,12 @@ from labs.core.measure.device import _is_oom
 from labs.core.measure.timer import _gpu_spacer
 
 _RECORDER = None
+#: Untimed GPU spin before each operator's start event (µs): it must outlast the host's work
+#: per operator inside the recorder (dispatch, recording, event calls; ~90 µs measured on an
+#: H200 host), or that work lands between the events and is timed. At the timer's 50 µs a view
+#: (no kernel) read 39 µs and the MLP's operators summed to 2.0x the pass; at 1000 µs, 1.3 µs
+#: and 1.01x (2026-11-26, issue 36.7). Costs 1 ms of GPU idle per operator per profiled pass.
+OP_SPACER_US = 1000.0
 
 
 def loss_of(out):
@@ -147,7 +153,7 @@ class Clock:
     def __init__(self, dev):
         self.dev = dev
         self.cuda = dev.cuda
-        self.spacer = _gpu_spacer(dev) if self.cuda else None
+        self.spacer = _gpu_spacer(dev, OP_SPACER_US) if self.cuda else None
 
     def start(self):
         if not self.cuda:
