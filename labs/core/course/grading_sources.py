@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from labs.core.course.grading_ids import id_from_name
+from labs.core.course.grading_ids import id_from_name, lms_submission
 
 LEDGER_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".log")
 
@@ -60,10 +60,18 @@ class FileReport:
     edited: int = 0  # well-formed lines whose hash does not match (listed, never graded)
     #: (student key, item id) -> (hash, value) of the file's first valid predict of the item
     first_predicts: dict = field(default_factory=dict, repr=False)
+    written_ids: list[str] = field(default_factory=list)  # the ids its events carry
+    #: the submitter's LMS user id from the file's name (Canvas bulk download), and whether
+    #: the LMS marked the upload late
+    lms_id: str = ""
+    lms_late: bool = False
+    submitter: str = ""  # the roster student the LMS id names (set when graded with a roster)
 
     def __post_init__(self):
         if not self.name_id:
             self.name_id = id_from_name(self.source)
+        if not self.lms_id:
+            self.lms_id, self.lms_late = lms_submission(self.source)
 
     @property
     def unreadable(self) -> bool:
