@@ -53,7 +53,7 @@ SITUATIONS = {
     "email": "typed their e-mail instead of their SIS User ID",
     "duplicate": "uploaded the same ledger twice (Canvas renamed the second ...-1.jsonl)",
     "missing": "submitted nothing",
-    "unreadable": "submitted an empty file",
+    "unreadable": "submitted an empty file they had renamed lab1-ledger.jsonl",
     "leading_zeros": "typed their SIS User ID without its leading zero",
 }
 
@@ -178,11 +178,9 @@ def write_canvas_class(folder: str | os.PathLike, n_students: int = 30, *, seed:
                          late_explain_after=timedelta(days=3) if lab_id == labs[0]
                          and kind == "late_explain" else None)
             if lab_id == labs[0] and kind == "late_explain":
-                keep = w.t
                 w.t = deadline + timedelta(days=3)
                 w.add("explain", lab_id, course[lab_id][0].item_id,
                       {"text": "intensity is below the ridge, so bandwidth sets the time"})
-                w.t = keep
                 late_upload = True
         if kind == "revisit":
             w.t = DEADLINES[labs[0]] + timedelta(days=10)
@@ -192,8 +190,8 @@ def write_canvas_class(folder: str | os.PathLike, n_students: int = 30, *, seed:
         late = "_LATE" if late_upload or kind == "revisit" else ""
         stem = f"{s.lastfirst}{late}_{s.canvas_id}_{submission_id}_"
         name = _ledger.ledger_filename(typed)
-        if kind == "unreadable":
-            (sub / f"{stem}{name}").write_bytes(b"")
+        if kind == "unreadable":  # renamed by the student, and empty
+            (sub / f"{stem}lab1-ledger.jsonl").write_bytes(b"")
             continue
         (sub / f"{stem}{name}").write_bytes(data)
         if kind == "duplicate":

@@ -60,11 +60,47 @@ def _files_by_student(batch, known) -> dict[str, list]:
     out: dict[str, list] = {}
     for f in batch.files:
         keys = {norm_id(s) for s in f.student_ids}
-        if f.name_id:
+        if f.submitter:
+            keys.add(norm_id(f.submitter))
+        elif f.name_id:
             keys.add(name_owner(f.name_id, known))
+        keys |= {norm_id(w) for w in f.written_ids}
         for k in keys:
             out.setdefault(k, []).append(f)
     return out
+
+
+def _who(sid: str, roster) -> str:
+    entry = roster.get(sid) if roster else None
+    return f"{sid} ({entry.name})" if entry and entry.name else sid
+
+
+def _typed_as(written: str, sid: str, roster) -> str:
+    """How an id the student typed names them: ``"jdoe (their SIS Login ID)"``."""
+    hit = roster.resolve(written) if roster else None
+    column = hit[1] if hit and hit[0].student_id == sid else ""
+    return f"{written!r} (their {column})" if column else repr(written)
+
+
+def _submitter_checks(f, key: str, sid: str, roster, by_key, out: list, notes: dict) -> None:
+    """A file the LMS says ``f.submitter`` handed in, whose events carry other ids: flagged
+    on the submitter's row and on the row of each student whose id it carries."""
+    for written in f.written_ids:
+        hit = roster.resolve(written) if roster else None
+        named = hit[0].student_id if hit else written
+        if norm_id(named) == norm_id(f.submitter):
+            if key == norm_id(f.submitter) and hit and hit[1]:
+                notes.setdefault(sid, []).append(
+                    f"{short_name(f.source)}: id typed as {_typed_as(written, sid, roster)}")
+            continue
+        if key == norm_id(f.submitter):
+            whose = _who(named, roster) if hit else f"{written}, not on the roster"
+            out.append(f"id_mismatch ({short_name(f.source)}: submitted by you (LMS id "
+                       f"{f.lms_id}) but its events carry the id of {whose}; graded as yours)")
+        elif key == norm_id(named) and key in by_key:
+            out.append(f"id_mismatch ({short_name(f.source)}: submitted by "
+                       f"{_who(f.submitter, roster)} with your id in its events; graded as "
+                       f"theirs, not yours)")
 
 
 def _contradictions(files: list, key: str) -> list[str]:
@@ -82,6 +118,13 @@ def _contradictions(files: list, key: str) -> list[str]:
             said = "; ".join(f"{name} says {_shown(v)}" for name, v in distinct.values())
             out.append(f"contradicting_files ({item}: {said})")
     return out
+
+
+def f_submitted(e, batch) -> bool:
+    """Whether the event came from a file an LMS says who submitted (noted per file)."""
+    subs = batch.__dict__.setdefault("_submitted", {f.source for f in batch.files
+                                                    if f.submitter})
+    return e.source in subs
 
 
 def student_checks(batch, config, labs, students: list[str],
@@ -106,10 +149,14 @@ def student_checks(batch, config, labs, students: list[str],
                 out.append(f"receipt_missing ({h[:16]})")
         where: dict[tuple[str, str], list[int]] = {}
         for f in files_of.get(key, []):
-            named_mine = bool(f.name_id) and name_owner(f.name_id, by_key) == key
-            if f.unreadable and named_mine:
+            named_mine = norm_id(f.submitter) == key if f.submitter else (
+                bool(f.name_id) and name_owner(f.name_id, by_key) == key)
+            if named_mine and (f.unreadable or (f.submitter and not f.events)):
                 unreadable.add(sid)
                 out.append(f"unreadable_submission ({short_name(f.source)}: {f.reason})")
+            if f.submitter:
+                _submitter_checks(f, key, sid, config.roster, by_key, out, notes)
+                continue
             if any(norm_id(s) == key for s in f.student_ids):
                 for p in f.problems:  # problems no event carries: malformed lines, a torn tail
                     code, _, line = p.partition("@")
@@ -129,9 +176,13 @@ def student_checks(batch, config, labs, students: list[str],
                                    f"named for {f.name_id})")
         out += summarise(where)
         out += _contradictions(files_of.get(key, []), key)
-        spellings = sorted({e.written_id.strip() for e in mine} - {sid})
+        typed = {e.written_id.strip() for e in mine if not f_submitted(e, batch)} - {sid}
+        spellings = sorted(w for w in typed if norm_id(w) == key)
         if spellings:
             notes.setdefault(sid, []).append(f"id also written as {', '.join(spellings)}")
+        for w in sorted(typed - set(spellings)):
+            notes.setdefault(sid, []).append(
+                f"id typed as {_typed_as(w, sid, config.roster)}: matched on the roster")
         if roster and key not in roster and (mine or sid in unreadable):
             near = closest(sid, roster.values())
             out.append(f"not_on_roster (closest roster id: {near[0]})" if near

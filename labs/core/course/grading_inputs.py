@@ -70,8 +70,8 @@ class Roster:
     def _aliases(self) -> dict[str, tuple[RosterEntry, str]]:
         """norm key -> (entry, how it matched), built once; a value two students share is no
         alias of either (it could be both)."""
-        if "_aliases" in self.__dict__:
-            return self.__dict__["_aliases"]
+        if "_alias_map" in self.__dict__:
+            return self.__dict__["_alias_map"]
         found: dict[str, list[tuple[RosterEntry, str]]] = {}
         columns = [c for c in ALIAS_COLUMNS if c in self.columns and c != self.id_column]
         for e in self.entries:
@@ -88,7 +88,7 @@ class Roster:
         for key, hits in found.items():
             if len({id(e) for e, _ in hits}) == 1 and self.get(key) is None:
                 out[key] = hits[0]
-        self.__dict__["_aliases"] = out
+        self.__dict__["_alias_map"] = out
         return out
 
     def resolve(self, typed: str) -> tuple[RosterEntry, str] | None:

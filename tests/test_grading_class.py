@@ -1,0 +1,140 @@
+"""Issue 33: a generated class as Canvas gives it (bulk-download names, a roster with every
+identity column, extensions, an override, late and revisited work, a classmate's id, an alias
+typed for the id, duplicates) graded end to end by ``labs-grade``.
+
+Points by hand (the default rubric: commit 1 + reason 0.5 + explain 1 = 2.5 per item; Lab 1
+asks 5 items = 12.5, Lab 2 asks 2 = 5.0; the course takes 10 % per started day late).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from labs.core import catalogue
+from labs.core import grading as G
+from labs.core.course.classroom_lms import write_canvas_class
+
+T1, T2 = catalogue.lab("lab01").title, catalogue.lab("lab02").title
+
+
+def _rows(path: Path, key: str = "SIS User ID") -> dict[str, dict]:
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return {r[key]: r for r in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("canvas")
+    cls = write_canvas_class(root / "class", 30, seed=3)
+    out = root / "out"
+    rc = G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
+    return cls, out, rc, _rows(out / "gradebook.csv")
+
+
+def _row(graded, situation: str) -> dict:
+    cls, _, _, rows = graded
+    return rows[cls.situation[situation].sis_id]
+
+
+# -- §1 a file that carries a classmate's id ---------------------------------------------------
+
+def test_a_file_with_a_classmates_id_is_flagged_on_both_rows_and_graded_as_the_submitters(
+        graded):
+    victim, classmate = _row(graded, "victim"), _row(graded, "classmate")
+    # the victim submitted a whole, honest ledger: it is theirs (Canvas says who handed it in)
+    assert victim[f"{T1} - Status"] == "On time" and float(victim["Total Points"]) == 17.5
+    assert "id_mismatch" in victim["Flags"] and classmate["SIS User ID"] in victim["Flags"]
+    # the classmate is graded on their own file only, and told someone else used their id
+    assert float(classmate["Total Points"]) == 17.5
+    assert "id_mismatch" in classmate["Flags"] and victim["SIS User ID"] in classmate["Flags"]
+    assert "contradicting_files" not in classmate["Flags"]
+
+
+def test_a_file_submitted_under_a_students_lms_id_is_never_a_silent_missing(graded):
+    row = _row(graded, "unreadable")
+    assert row[f"{T1} - Status"] == "Unreadable submission"
+    assert "unreadable_submission" in row["Flags"]
+    missing = _row(graded, "missing")  # nothing submitted: Missing, honestly
+    assert missing[f"{T1} - Status"] == "Missing"
+
+
+# -- §2 an alias typed for the id --------------------------------------------------------------
+
+@pytest.mark.parametrize("situation, column", [
+    ("login", "SIS Login ID"), ("email", "Email"),
+    ("leading_zeros", "SIS User ID without its leading zeros")])
+def test_an_alias_from_any_roster_column_is_the_one_student(graded, situation, column):
+    cls, _, _, rows = graded
+    row = _row(graded, situation)
+    assert float(row["Total Points"]) == 17.5, row
+    assert f"(their {column})" in row["Notes"], row["Notes"]
+    assert cls.typed[row["SIS User ID"]] in row["Notes"]
+    assert len(rows) == len(cls.students)  # no extra not-on-roster row
+    assert not any("not_on_roster" in r["Flags"] for r in rows.values())
+
+
+def test_aliases_also_resolve_without_lms_file_names(tmp_path):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=1)
+    for f in cls.submissions.iterdir():  # as a student would name it, no Canvas prefix
+        f.rename(f.with_name(f.name.split("_", 3)[-1]))
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    rows = _rows(tmp_path / "o" / "gradebook.csv")
+    row = rows[cls.situation["login"].sis_id]
+    assert float(row["Total Points"]) == 17.5 and "(their SIS Login ID)" in row["Notes"]
+
+
+def test_an_alias_two_students_share_maps_to_neither(tmp_path):
+    roster = tmp_path / "r.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Email\n"
+                      "a,1,001,shared,a@x.example\nb,2,002,shared,b@x.example\n")
+    r = G.load_roster(roster)
+    assert r.resolve("shared") is None
+    assert r.resolve("a@x.example")[0].student_id == "001"
+    assert r.resolve("1") == (r.get("001"), "ID") and r.by_lms_id("2").student_id == "002"
+
+
+# -- §3 lateness per graded event --------------------------------------------------------------
+
+def test_revisiting_a_lab_after_its_deadline_leaves_on_time_work_on_time(graded):
+    row = _row(graded, "revisit")
+    assert row[f"{T1} - Status"] == "On time", row
+    assert float(row[T1]) == 12.5 and row[f"{T1} - Lateness (H:M:S)"] == "0:00:00"
+    assert row[f"{T1} - Submission Time"] < "2025-03-07T23:59:00Z"
+
+
+def test_late_work_loses_its_penalty_and_only_its_late_parts_do(graded):
+    late = _row(graded, "late")  # every part 2.5 days late: 3 started days, 1 - 0.3
+    assert late[f"{T1} - Status"] == "Late" and float(late[T1]) == pytest.approx(12.5 * 0.7)
+    # one explanation (1 point) 3 days and a minute late: 4 started days, keeps 0.6
+    part = _row(graded, "late_explain")
+    assert part[f"{T1} - Status"] == "Late"
+    assert float(part[T1]) == pytest.approx(12.5 - 1.0 + 1.0 * 0.6)
+    ext = _row(graded, "extension")  # a day late with two days' extension
+    assert ext[f"{T1} - Status"] == "On time" and float(ext[T1]) == 12.5
+
+
+def test_late_policy_deadline_never_penalises_on_time_events(tmp_path):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=2)
+    text = cls.config.read_text().replace("late_penalty_per_day = 0.1",
+                                          'late_penalty_per_day = 0.1\nlate_policy = "deadline"')
+    cls.config.write_text(text)
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    rows = _rows(tmp_path / "o" / "gradebook.csv")
+    row = lambda s: rows[cls.situation[s].sis_id]  # noqa: E731
+    assert float(row("revisit")[T1]) == 12.5
+    assert float(row("late_explain")[T1]) == pytest.approx(12.5 - 1.0)  # the late part: 0
+    assert float(row("late")[T1]) == 0.0
+    assert float(row("late")[T2]) == 5.0  # Lab 2 was on time
+
+
+def test_the_feedback_page_shows_per_item_times_and_the_penalty_arithmetic(graded):
+    cls, out, _, _ = graded
+    sid = cls.situation["late_explain"].sis_id
+    page = (out / "feedback" / f"{sid}.html").read_text(encoding="utf-8")
+    assert "2025-03-07 23:59 UTC" in page  # the deadline
+    assert "2025-03-11" in page  # the late explanation's time
+    assert "× 0.6" in page or "x 0.6" in page  # the arithmetic
+    assert "“”" not in page
