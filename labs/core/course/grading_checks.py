@@ -27,6 +27,35 @@ from labs.core.course.grading_ids import (close_matches, closest, name_owner, no
                                           same_owner)
 from labs.core.course.grading_inputs import ConfigError, Override
 
+#: How much a flag matters to the grade: "wrong" (the grade may be wrong: look before
+#: uploading), "check" (the grade stands, but something is odd), "info" (a fact: no action).
+SEVERITY = {
+    **dict.fromkeys(("contradicting_files", "id_mismatch", "not_on_roster",
+                     "possible_submission", "unknown_lab", "unreadable_submission",
+                     "hash_mismatch", "chain_break", "seq_order", "mixed_students",
+                     "receipt_missing"), "wrong"),
+    **dict.fromkeys(("impossible_order", "second_predict", "unknown_lab_version", "torn_tail",
+                     "malformed", "ts_backwards", "future_timestamp", "odd_student_id"),
+                    "check"),
+    **dict.fromkeys(("revised", "duplicates_merged", "recovery_merged"), "info"),
+}
+SEVERITY_WORDS = {"wrong": "grade may be wrong", "check": "worth a look", "info": "note"}
+
+
+def severity(flag: str) -> str:
+    """``"wrong"``, ``"check"`` or ``"info"`` for a flag such as ``id_mismatch (...)`` (a flag
+    this table does not know is "wrong": look at it)."""
+    return SEVERITY.get(flag.split(" ", 1)[0].split("@")[0], "wrong")
+
+
+def student_severity(book, sid: str) -> str:
+    """The most serious severity of a student's flags (``""`` for none)."""
+    flags = list(book.student_flags.get(sid, []))
+    flags += [f for lab in book.labs for f in book.grades[(sid, lab.lab_id)].flags]
+    found = {severity(f) for f in flags}
+    return next((s for s in ("wrong", "check", "info") if s in found), "")
+
+
 LINE_FLAGS = ("hash_mismatch", "chain_break", "seq_order", "torn_tail", "malformed",
               "ts_backwards", "future_timestamp")
 _FILE_LEVEL = ("malformed", "torn_tail", "mixed_students")

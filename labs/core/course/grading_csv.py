@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
+from labs.core.course.grading_checks import severity
 from labs.core.course.grading_load import Batch
 from labs.core.course.grading_score import Gradebook, _text
 
@@ -26,6 +27,8 @@ _ODD_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _FORMULA_FIRST = frozenset(_FORMULA_START)  # each is one character
 _FORMULA_AFTER_SPACES = frozenset(_FORMULA_START[:4])
 MAX_CELL_CHARS = 2000
+_ORDER = {"wrong": 0, "check": 1, "info": 2}
+_LAB_PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,40}: ")  # "lab01: revised (...)"
 #: Integers beyond this are written as text: a spreadsheet keeps 15 significant digits.
 MAX_EXACT_INT = 10**15
 
@@ -94,8 +97,11 @@ def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
             flags += [f"{lab.lab_id}: {f}" for f in g.flags]
         row["Total Points"] = round(total, 2)
         row["Max Points"] = round(max_total, 2)
+        info = [f for f in flags if severity(_LAB_PREFIX.sub("", f)) == "info"]
+        flags = [f for f in flags if f not in info]  # the most serious first
+        flags.sort(key=lambda f: _ORDER[severity(_LAB_PREFIX.sub("", f))])
         row["Flags"] = "; ".join(flags)
-        row["Notes"] = "; ".join(book.notes.get(sid, []))
+        row["Notes"] = "; ".join(info + book.notes.get(sid, []))
         rows.append({csv_safe(k): csv_safe(v) for k, v in row.items()} if neutralise else row)
     return rows
 

@@ -5,7 +5,8 @@
   ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``, ``id``; names come from ``Name``,
   ``Student`` or ``Full Name`` (or ``First Name`` + ``Last Name``), e-mails from ``Email``. A
   Canvas gradebook export or a Gradescope roster export works as it is; every other column
-  is kept for the Canvas/Gradescope files.
+  is kept for the Canvas file. Every identity column (SIS User ID, SIS Login ID, e-mail,
+  Canvas ``ID``) maps to the one student (:meth:`Roster.resolve`).
 - **Overrides** (``--overrides`` or ``[course] overrides``): ``student,item,points,comment``;
   ``item`` is a prediction item id (the points replace what the rubric gave that item) or a lab
   id (the points replace the whole lab's). Checked against the class when grading.
