@@ -72,8 +72,9 @@ def test_an_alias_from_any_roster_column_is_the_one_student(graded, situation, c
     assert float(row["Total Points"]) == 17.5, row
     assert f"(their {column})" in row["Notes"], row["Notes"]
     assert cls.typed[row["SIS User ID"]] in row["Notes"]
-    assert len(rows) == len(cls.students)  # no extra not-on-roster row
-    assert not any("not_on_roster" in r["Flags"] for r in rows.values())
+    # no extra not-on-roster row: only Canvas's test student is one
+    assert set(rows) == {s.sis_id for s in cls.students} | {"teststudent"}
+    assert [k for k, r in rows.items() if "not_on_roster" in r["Flags"]] == ["teststudent"]
 
 
 def test_aliases_also_resolve_without_lms_file_names(tmp_path):
@@ -138,3 +139,59 @@ def test_the_feedback_page_shows_per_item_times_and_the_penalty_arithmetic(grade
     assert "2025-03-11" in page  # the late explanation's time
     assert "× 0.6" in page or "x 0.6" in page  # the arithmetic
     assert "“”" not in page
+
+
+# -- §4 one run, one folder --------------------------------------------------------------------
+
+def test_a_second_run_never_mixes_with_the_first(tmp_path, capsys):
+    big = write_canvas_class(tmp_path / "big", 24, seed=4)
+    small = write_canvas_class(tmp_path / "small", 16, seed=5)
+    out = tmp_path / "grades"
+    G.main([str(big.submissions), "-c", str(big.config), "-o", str(out)])
+    first = (out / "gradebook.csv").read_bytes()
+    capsys.readouterr()
+    rc = G.main([str(small.submissions), "-c", str(small.config), "-o", str(out)])
+    assert rc == 2 and "--force" in capsys.readouterr().err
+    assert (out / "gradebook.csv").read_bytes() == first  # untouched
+    G.main([str(small.submissions), "-c", str(small.config), "-o", str(out), "--force"])
+    rows = _rows(out / "gradebook.csv")
+    assert set(rows) == {s.sis_id for s in small.students} | {"teststudent"}
+    pages = {p.name for p in (out / "feedback").iterdir()} - {"index.html"}
+    assert pages == {f"{s}.html" for s in rows}  # no stale page left
+    (out / "my-notes.txt").write_text("mine")
+    rc = G.main([str(small.submissions), "-c", str(small.config), "-o", str(out), "--force"])
+    assert rc == 2 and (out / "my-notes.txt").exists()  # never deletes what it did not write
+
+
+# -- §5 the console names who needs a look -----------------------------------------------------
+
+def test_the_console_names_the_students_whose_grade_may_be_wrong_first(tmp_path, capsys):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=6)
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    console = capsys.readouterr().out
+    wrong = console.split("Grades that may be wrong", 1)[1].split("\n  ", 1)[0]
+    head, body = console.split("Grades that may be wrong", 1)
+    listed = body.split("\n  Notes", 1)[0]
+    for who in ("victim", "classmate", "unreadable"):
+        s = cls.situation[who]
+        assert f"{s.sis_id} {s.name.split()[1]}" in listed or s.sis_id in listed, who
+    assert cls.situation["revisit"].sis_id not in listed  # a revision is a note, not a flag
+    assert "revised: 1 student" in console and wrong
+    row = _rows(tmp_path / "o" / "gradebook.csv")[cls.situation["revisit"].sis_id]
+    assert "revised" not in row["Flags"] and "revised" in row["Notes"]
+
+
+# -- §6 Canvas ---------------------------------------------------------------------------------
+
+def test_canvas_csv_matches_assignments_and_leaves_strangers_out(graded, capsys):
+    cls, out, _, _ = graded
+    with open(out / "canvas.csv", newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    assert rows[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert rows[0][5:] == [f"{T1} (880011)", f"{T2} (880012)"]
+    assert rows[1][0] == "Points Possible" and rows[1][5:] == ["12.5", "5.0"]
+    sis = [r[2] for r in rows[2:]]
+    assert sorted(sis) == sorted(s.sis_id for s in cls.students)  # leading zeros kept
+    assert "teststudent" in (out / "canvas-left-out.csv").read_text(encoding="utf-8-sig")
+    readme = (out / "README.txt").read_text(encoding="utf-8")
+    assert "already include this penalty" in readme and "10%" in readme

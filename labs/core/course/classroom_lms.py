@@ -9,6 +9,7 @@ hard (for tests, demos and an instructor's dry run).
   for a file uploaded after the due date; ``roofline-ledger-<id>-1.jsonl`` for a re-upload);
 - ``roster.csv``: ``Student, ID, SIS User ID, SIS Login ID, Section, Email`` (Canvas's
   gradebook export columns, plus e-mail); SIS User IDs are eight digits with leading zeros;
+- Canvas's test student's submission (``studenttest_...``), never on the roster;
 - ``course.toml`` (two labs with deadlines, Canvas assignment ids, a 10 %/day late penalty,
   extensions) and ``overrides.csv``.
 
@@ -197,6 +198,11 @@ def write_canvas_class(folder: str | os.PathLike, n_students: int = 30, *, seed:
         if kind == "duplicate":
             again = f"{s.lastfirst}{late}_{s.canvas_id}_{submission_id + 1}_"
             (sub / f"{again}{name[:-len('.jsonl')]}-1.jsonl").write_bytes(data)
+    # Canvas's "Student View" test student: submits, but is never on an exported roster
+    w = _Writer("teststudent", DEADLINES[labs[0]] - timedelta(days=1), rng)
+    _lab_session(w, labs[0], course[labs[0]], rng)
+    (sub / f"studenttest_{999_000 + n_students}_{submission_id + 7}_"
+           f"{_ledger.ledger_filename('teststudent')}").write_bytes(b"".join(w.lines))
     _write_roster(cls)
     _write_config(cls, labs)
     return cls
