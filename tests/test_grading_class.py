@@ -195,3 +195,29 @@ def test_canvas_csv_matches_assignments_and_leaves_strangers_out(graded, capsys)
     assert "teststudent" in (out / "canvas-left-out.csv").read_text(encoding="utf-8-sig")
     readme = (out / "README.txt").read_text(encoding="utf-8")
     assert "already include this penalty" in readme and "10%" in readme
+
+
+# -- §8 feedback pages -------------------------------------------------------------------------
+
+def test_the_feedback_index_has_names_and_severity_and_the_pages_style(graded):
+    cls, out, _, _ = graded
+    index = (out / "feedback" / "index.html").read_text(encoding="utf-8")
+    assert "<style>" in index and "grade may be wrong" in index
+    at = {s.sis_id: index.index(f">{s.sis_id}</a>") for s in cls.students
+          if s is not cls.situation["missing"]}
+    serious = [cls.situation[k].sis_id for k in ("victim", "classmate", "unreadable")]
+    ordinary = cls.students[0]  # on time, nothing odd
+    assert ordinary.name.split()[1] in index  # names from the roster
+    assert max(at[s] for s in serious) < at[ordinary.sis_id]  # the serious ones first
+
+
+def test_an_empty_reason_is_not_shown_as_empty_quotes(tmp_path):
+    from labs.core import ledger as L
+    from grading_support import _ts
+
+    led = L.Ledger("ada", tmp_path / "l")
+    led.append("predict", lab_id="lab01", item_id="lab01.crossover_n", ts=_ts(1),
+               payload={"value": 300, "confidence": 3, "reason": "", "answer_type": "numeric"})
+    book = G.grade(G.load_ledgers([led.path]))
+    page = G.feedback_page(book, G.load_ledgers([led.path]), "ada")
+    assert "<q></q>" not in page and "no reason given" in page
