@@ -221,3 +221,62 @@ def test_an_empty_reason_is_not_shown_as_empty_quotes(tmp_path):
     book = G.grade(G.load_ledgers([led.path]))
     page = G.feedback_page(book, G.load_ledgers([led.path]), "ada")
     assert "<q></q>" not in page and "no reason given" in page
+
+
+# -- §9 nothing silently dropped ---------------------------------------------------------------
+
+def test_every_path_under_a_submission_root_is_graded_or_reported(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    cls = write_canvas_class(tmp_path / "c", 16, seed=7)
+    sub, s = cls.submissions, cls.students
+    ledgers = sorted(sub.glob("*_roofline-ledger-*.jsonl"))
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    # 1. a folder link holding a real ledger, named for s[0] through the Canvas name
+    victim_file = next(p for p in ledgers if f"_{s[0].canvas_id}_" in p.name)
+    victim_file.rename(real / victim_file.name)
+    (sub / f"{s[0].lastfirst}_{s[0].canvas_id}_1_folder").symlink_to(real)
+    # 2. a folder that cannot be read (simulated: the grader may run as root)
+    locked = sub / f"{s[1].lastfirst}_{s[1].canvas_id}_2_roofline-ledger-{s[1].sis_id}"
+    locked.mkdir()
+    # 3. a folder link loop; 4. an empty folder named like a ledger
+    (sub / "loop").symlink_to(sub)
+    (sub / f"roofline-ledger-{s[2].sis_id}.jsonl.d").mkdir()
+    empty = sub / f"{s[3].lastfirst}_{s[3].canvas_id}_4_roofline-ledger-{s[3].sis_id}.jsonl"
+    for p in ledgers:  # s[1]..s[5] hand in only the odd paths
+        if any(f"_{x.canvas_id}_" in p.name for x in s[1:6]) and p.exists():
+            p.unlink()
+    empty.mkdir()
+    # 5. a link to a ledger file; 6. a FIFO; 7. a link to /dev/zero
+    (sub / f"{s[4].lastfirst}_{s[4].canvas_id}_5_roofline-ledger-{s[4].sis_id}.jsonl"
+     ).symlink_to(real / victim_file.name)
+    os.mkfifo(sub / f"{s[5].lastfirst}_{s[5].canvas_id}_6_roofline-ledger-{s[5].sis_id}.jsonl")
+    (sub / "roofline-ledger-zero.jsonl").symlink_to("/dev/zero")
+    scandir = os.scandir
+
+    def no_entry(path):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", no_entry)
+    signal.alarm(60)  # a FIFO or /dev/zero must never block the grader
+    try:
+        rc = G.main([str(sub), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    finally:
+        signal.alarm(0)
+    assert rc == 1
+    rows = _rows(tmp_path / "o" / "gradebook.csv")
+    with open(tmp_path / "o" / "files.csv", newline="", encoding="utf-8-sig") as f:
+        sources = {Path(r["source"]).name: r for r in csv.DictReader(f)}
+    for name in (f"{s[0].lastfirst}_{s[0].canvas_id}_1_folder", locked.name, "loop",
+                 f"roofline-ledger-{s[2].sis_id}.jsonl.d", empty.name,
+                 "roofline-ledger-zero.jsonl"):
+        assert name in sources, name
+        assert sources[name]["problems"] or sources[name]["skipped"], sources[name]
+    for x in (s[0], s[1], s[3], s[4], s[5]):  # named by their Canvas id: never silent
+        assert rows[x.sis_id][f"{T1} - Status"] == "Unreadable submission", x
+        assert "unreadable_submission" in rows[x.sis_id]["Flags"]
+    assert "zero" in rows  # a file named for a student who is not on the roster: a row
