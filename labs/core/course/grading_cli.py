@@ -30,6 +30,7 @@ from labs.core.course.grading_inputs import (ConfigError, load_overrides, load_r
                                              read_receipts)
 from labs.core.course.grading_lms import canvas_rows
 from labs.core.course.grading_load import Limits, load_ledgers
+from labs.core.course.ledger_events import MAX_READ_BYTES
 from labs.core.course.grading_score import grade
 
 MAX_LISTED = 50  # files named on the console; the rest are in files.csv
@@ -54,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overrides", help="CSV of student,item,points,comment merged into the "
                                        "gradebook")
     p.add_argument("--receipts", help="CSV of student id, hash (receipts collected earlier)")
-    p.add_argument("--max-file-mb", type=float, default=20.0,
-                   help="skip ledger files larger than this (default 20)")
+    p.add_argument("--max-file-mb", type=float, default=MAX_READ_BYTES / 2**20,
+                   help="skip ledger files larger than this many MiB (default "
+                        f"{MAX_READ_BYTES / 2**20:g}: the labs' own limit)")
     p.add_argument("--no-feedback", action="store_true", help="do not write feedback pages")
     p.add_argument("--force", action="store_true",
                    help="replace a non-empty output folder of an earlier run, whole")

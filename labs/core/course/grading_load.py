@@ -14,7 +14,6 @@ makes the reader fail in a way nobody foresaw is reported, never fatal. Part of
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -22,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable
 
 from labs.core.course import ledger as _ledger
+from labs.core.course import ledger_events as _ledger_events
 from labs.core.course.grading_ids import norm_id
 from labs.core.course.grading_sources import (  # noqa: F401  (re-exported for grading)
     LEDGER_SUFFIXES,
@@ -153,22 +153,16 @@ class Batch:
 
 
 def _decode(data: bytes, report: FileReport) -> bytes | None:
-    """UTF-8 bytes of the file (a BOM dropped, UTF-16 converted), or None if it cannot be."""
-    if data.startswith(codecs.BOM_UTF8):
-        report.notes.append("read as UTF-8 with a byte-order mark")
-        return data[len(codecs.BOM_UTF8):]
-    bom = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    if bom or data[:2] in (b"{\x00", b"\x00{"):
-        encoding = "utf-16" if bom else ("utf-16-le" if data[:1] == b"{" else "utf-16-be")
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError:
-            report.problems.append("wrong_encoding (UTF-16 that does not decode: re-save as "
-                                   "UTF-8)")
-            return None
-        report.notes.append("read as UTF-16 (the lab writes UTF-8: hand in the file as saved)")
-        return text.encode("utf-8")
-    return data
+    """UTF-8 bytes of the file (a BOM dropped, UTF-16 converted: the lab's own reading,
+    :func:`~labs.core.course.ledger_events.decode_ledger_bytes`), or None if it cannot be."""
+    decoded = _ledger_events.decode_ledger_bytes(data)
+    if decoded.data is None:
+        report.problems.append("wrong_encoding (UTF-16 that does not decode: re-save as "
+                               "UTF-8)")
+        return None
+    if decoded.note:
+        report.notes.append(decoded.note)
+    return decoded.data
 
 
 def _read_bounded(data: bytes, limits: Limits, report: FileReport) -> _ledger.ReadResult:

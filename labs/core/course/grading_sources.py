@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from labs.core.course.ledger_events import MAX_READ_BYTES
 from labs.core.course.grading_ids import id_from_name, lms_submission
 
 LEDGER_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".log")
@@ -35,7 +36,7 @@ class Limits:
     and reading stops (what was read before counts).
     """
 
-    max_file_bytes: int = 20 * 1024 * 1024
+    max_file_bytes: int = MAX_READ_BYTES  # the lab's own limit: one limit for both
     max_zip_members: int = 10_000
     max_zip_total_bytes: int = 512 * 1024 * 1024
     max_zip_depth: int = 3

@@ -173,7 +173,10 @@ class Ledger:
                    f"it is; its {len(chain.events)} records are still used.")
         else:
             first = chain.problems[0]
-            if first.code == "torn_tail":
+            if first.code == "re_encoded":
+                what = ("an editor re-saved it as UTF-16; every record in it is read, and new "
+                        "ones go to a new file")
+            elif first.code == "torn_tail":
                 what = ("its last record was cut off (the lab was probably interrupted while "
                         "writing)")
             else:
@@ -456,7 +459,14 @@ class Ledger:
         """
         if len(data) > ledger_events.MAX_READ_BYTES:
             return ReadResult(problems=[Problem(0, "too_large", "uploaded file is too large")])
-        result = read_ledger(bytes(data))
+        decoded = ledger_events.decode_ledger_bytes(bytes(data))
+        if decoded.data is None:
+            return ReadResult(problems=[Problem(0, "wrong_encoding",
+                                                "UTF-16 that does not decode")])
+        result = read_ledger(decoded.data)
+        if decoded.encoding == "utf-16":
+            result.problems.insert(0, Problem(0, "re_encoded", "an editor re-saved it as "
+                                              "UTF-16; its records are read"))
         others = {e["student_id"] for e in result.events} - {self.student_id}
         if others:
             result.problems.append(Problem(0, "other_student",
