@@ -136,7 +136,13 @@ class Ledger:
                             "are kept in memory only: download them before closing the lab.")
 
     def _takes_events(self, chain: _Chain) -> bool:
-        return chain.clean and room_left(chain.offset)
+        return chain.clean and room_left(chain.offset) and not self._read_only(chain)
+
+    @staticmethod
+    def _read_only(chain: _Chain) -> bool:
+        """A file that exists but cannot be written (the folder may still be writable)."""
+        return chain.path is not None and chain.path.exists() and not os.access(chain.path,
+                                                                                 os.W_OK)
 
     def _pick_target(self) -> None:
         """Append to the main file if it is clean and has room, else to the first continuation
@@ -167,7 +173,10 @@ class Ledger:
             self.warnings.append(msg)
 
     def _warn_skipped(self, chain: _Chain) -> None:
-        if chain.clean:  # full, not damaged
+        if chain.clean and self._read_only(chain):
+            msg = (f"Your ledger file {chain.path} is read-only (its folder is writable): it "
+                   f"is kept as it is and its {len(chain.events)} records are still used.")
+        elif chain.clean:  # full, not damaged
             msg = (f"Your ledger {chain.path} reached the size limit "
                    f"({ledger_events.MAX_READ_BYTES // (1024 * 1024) or 1} MiB) and is kept as "
                    f"it is; its {len(chain.events)} records are still used.")
