@@ -85,6 +85,15 @@ class Batch:
         counted and flagged), and a student's events are merged by time, each file in its
         own (chain) order. ``FileReport.student_ids`` become the owners."""
         owner = owner or (lambda report, written: written)
+        if not self.raw and self.events:  # a batch built from events (events.csv): keep them
+            reports = {f.source: f for f in self.files}
+            by_source: dict[str, list[EventRecord]] = {}
+            for e in self.events:
+                if not e.written_id:
+                    e.written_id = e.student_id
+                by_source.setdefault(e.source, []).append(e)
+            self.raw = [(reports.get(src) or FileReport(src), rank, evs)
+                        for rank, (src, evs) in enumerate(by_source.items())]
         self.events, self.hashes = [], {}
         by_hash: dict[tuple[str, str], EventRecord] = {}
         sort_keys: dict[int, tuple] = {}
