@@ -176,7 +176,7 @@ def test_the_console_names_the_students_whose_grade_may_be_wrong_first(tmp_path,
         s = cls.situation[who]
         assert f"{s.sis_id} {s.name.split()[1]}" in listed or s.sis_id in listed, who
     assert cls.situation["revisit"].sis_id not in listed  # a revision is a note, not a flag
-    assert "revised: 1 student" in console and wrong
+    assert "1 revised a prediction" in console and wrong
     row = _rows(tmp_path / "o" / "gradebook.csv")[cls.situation["revisit"].sis_id]
     assert "revised" not in row["Flags"] and "revised" in row["Notes"]
 
@@ -280,3 +280,13 @@ def test_every_path_under_a_submission_root_is_graded_or_reported(tmp_path, monk
         assert rows[x.sis_id][f"{T1} - Status"] == "Unreadable submission", x
         assert "unreadable_submission" in rows[x.sis_id]["Flags"]
     assert "zero" in rows  # a file named for a student who is not on the roster: a row
+
+
+def test_a_feedback_page_never_names_another_student(graded):
+    cls, out, _, rows = graded
+    victim, classmate = cls.situation["victim"], cls.situation["classmate"]
+    for me, other in ((victim, classmate), (classmate, victim)):
+        page = (out / "feedback" / f"{me.sis_id}.html").read_text(encoding="utf-8")
+        assert "id_mismatch" in page
+        assert other.sis_id not in page and other.name.split()[1] not in page
+        assert other.sis_id in rows[me.sis_id]["Flags"]  # the instructor's gradebook does

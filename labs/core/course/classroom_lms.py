@@ -238,3 +238,31 @@ def _write_config(cls: CanvasClass, labs: tuple[str, ...]) -> None:
         if "override" in cls.situation:
             out.writerow([cls.situation["override"].sis_id, course[labs[0]][1].item_id, "2.5",
                           "explained in office hours"])
+
+
+def main(argv=None) -> int:
+    """``python -m labs.core.course.classroom_lms FOLDER [N] [SEED]``: write a class to try
+    ``labs-grade`` on (see the module doc)."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or len(args) > 3:
+        print("usage: python -m labs.core.course.classroom_lms FOLDER [N_STUDENTS] [SEED]",
+              file=sys.stderr)
+        return 2
+    try:
+        n = int(args[1]) if len(args) > 1 else 30
+        seed = int(args[2]) if len(args) > 2 else 0
+        cls = write_canvas_class(args[0], n, seed=seed)
+    except ValueError as exc:
+        print(f"classroom_lms: {exc}", file=sys.stderr)
+        return 2
+    print(f"Wrote {cls.submissions} ({len(list(cls.submissions.iterdir()))} files), "
+          f"{cls.roster}, {cls.config}, {cls.overrides}.")
+    for name, s in cls.situation.items():
+        print(f"  {s.sis_id} {s.name}: {SITUATIONS[name]}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

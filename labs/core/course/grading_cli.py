@@ -94,6 +94,14 @@ OUTPUT_NAMES = {"gradebook.csv", "events.csv", "files.csv", "canvas.csv",
 RUN_FILE = "README.txt"
 
 
+_INFO_WORDS = {
+    "revised": "revised a prediction after locking it (the first is graded)",
+    "duplicates_merged": "handed in the same records twice (counted once)",
+    "recovery_merged": "handed in a recovery file too (merged)",
+    "alias": "typed another roster id (SIS Login ID, e-mail, ...) and were matched by it",
+}
+
+
 def _student_line(book, sid: str, level: str) -> str:
     from labs.core.course.grading_checks import severity
 
@@ -102,7 +110,7 @@ def _student_line(book, sid: str, level: str) -> str:
     flags = [f for f in book.student_flags.get(sid, []) if severity(f) == level]
     flags += [f"{lab.lab_id}: {f}" for lab in book.labs
               for f in book.grades[(sid, lab.lab_id)].flags if severity(f) == level]
-    shown = "; ".join(f if len(f) <= 140 else f[:137] + "..." for f in flags[:3])
+    shown = "; ".join(f if len(f) <= 240 else f[:237] + "..." for f in flags[:3])
     more = f" (and {len(flags) - 3} more)" if len(flags) > 3 else ""
     return f"    {sid}{name}: {shown}{more}"
 
@@ -158,11 +166,11 @@ def _report(batch, book, out: Path, written: list[str], left_out: list[str]) -> 
     aliases = [s for s in book.students if any("id typed as" in n
                                                for n in book.notes.get(s, []))]
     if aliases:
-        info["id typed as a roster alias (SIS Login ID, e-mail, ...)"] = set(aliases)
+        info["alias"] = set(aliases)
     if info:
         _say("  Notes, no action needed (the Notes column): " + "; ".join(
-            f"{code}: {len(who)} student{'s' if len(who) != 1 else ''}"
-            for code, who in sorted(info.items())))
+            f"{len(who)} {_INFO_WORDS.get(code, code)}" for code, who in sorted(info.items()))
+             + ".")
     _say(_late_line(book))
     if left_out:
         _say(f"  canvas.csv leaves out {len(left_out)} student(s) not on the roster (listed in "
@@ -229,6 +237,7 @@ def _write(batch, book, out: Path, feedback: bool, args) -> tuple[list[str], lis
     if feedback:
         pages = write_feedback(book, batch, out / "feedback")
         written.append(f"feedback/ ({len(pages)} pages)")
+    written.append(RUN_FILE)
     (out / RUN_FILE).write_text(_readme(book, args, written), encoding="utf-8")
     return written, left_out
 

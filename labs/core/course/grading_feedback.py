@@ -14,11 +14,12 @@ labs' semantic tokens (:mod:`labs.core.ui.tokens`) and never carry meaning alone
 from __future__ import annotations
 
 import hashlib
+import math
 import html
 import os
 import re
 import string
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,10 @@ FLAG_HELP: dict[str, tuple[str, str]] = {
     "unreadable_submission": ("A file you handed in could not be read, so it earned nothing.",
                               "Hand in the file the lab saved (or its Download button gives), "
                               "unchanged, as UTF-8: see the reason given."),
-    "id_mismatch": ("A file is named for one student but holds another's events.",
-                    "Hand in your own ledger; use your own id in every lab."),
+    "id_mismatch": ("A file you handed in carries another student's id (or is named for "
+                    "one), or another student handed in a file with your id. Your instructor "
+                    "decides whose work it is.", "Hand in your own ledger; type your own "
+                    "student id (the one your instructor gave you) in every lab."),
     "not_on_roster": ("The student id in the ledger is not on the class roster.",
                       "Enter exactly the id your instructor gave you in every lab."),
     "possible_submission": ("A ledger under a similar id may be yours.", "Tell your "
@@ -94,6 +97,7 @@ padding-bottom:.2rem;margin-top:2rem}h3{font-size:1rem;margin:1.2rem 0 .3rem}
 th,td{border:1px solid var(--border);padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.items{table-layout:fixed}td{overflow-wrap:anywhere}
+table.items td.num{overflow-wrap:normal;font-size:.9em}
 .ok{color:var(--ok)}.danger{color:var(--danger)}.warn{color:var(--warn)}
 .flag{border-left:4px solid var(--danger);padding:.3rem .6rem;margin:.4rem 0;background:#fafafa}
 .flag.check{border-left-color:var(--warn)}.flag.info{border-left-color:var(--accent)}
@@ -132,6 +136,18 @@ def page_name(student_id: str) -> str:
 
 _SEVERITY_TEXT = {"wrong": "Your grade may change: your instructor will look at this",
                   "check": "Worth a look", "info": "For your information"}
+
+
+def _student_facing(flag: str) -> str:
+    """A flag as its student may read it: never another student's id or name."""
+    code = flag.split(" ", 1)[0]
+    if code == "id_mismatch":
+        if "graded as yours" in flag or "holds events of" in flag:
+            return "id_mismatch (a file you handed in carries another student's id)"
+        return "id_mismatch (another student handed in a file with your id)"
+    if code in ("not_on_roster", "possible_submission"):
+        return code
+    return flag
 
 
 def _flags_html(flags: list[tuple[str, str]]) -> str:
@@ -203,8 +219,8 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
             f"<td>{verdict} {ratio}</td><td class='num'>{ig.points:g}<br>"
             f"<span class='muted'>{_e(earned)}</span></td><td>{_times(ig, g)}</td></tr>"
             f"{extra}")
-    head = ("<colgroup><col style='width:27%'><col style='width:22%'><col style='width:14%'>"
-            "<col style='width:11%'><col style='width:11%'><col style='width:15%'></colgroup>"
+    head = ("<colgroup><col style='width:25%'><col style='width:22%'><col style='width:14%'>"
+            "<col style='width:11%'><col style='width:13%'><col style='width:15%'></colgroup>"
             "<tr><th>Question</th><th>You predicted</th><th>Your instrument showed</th>"
             "<th>Verdict</th><th>Points</th><th>When (UTC)</th></tr>")
     return f"<table class='items'>{head}{''.join(rows)}</table>", calib
@@ -233,13 +249,24 @@ def _times(ig, g: LabGrade) -> str:
 
 
 def _duration(d) -> str:
-    """``2 d 3 h 5 min`` (whole minutes)."""
-    minutes = int(d.total_seconds() // 60)
+    """``2 d 3 h 5 min`` (minutes rounded up, so "3 d" is never a little over three days)."""
+    minutes = math.ceil(d.total_seconds() / 60)
     days, rest = divmod(minutes, 24 * 60)
     hours, mins = divmod(rest, 60)
-    parts = [f"{days} d" if days else "", f"{hours} h" if hours else "",
+    parts = [f"{days} d" if days else "", f"{hours} h" if hours or days and mins else "",
              f"{mins} min" if mins or not (days or hours) else ""]
     return " ".join(p for p in parts if p)
+
+
+def _late_term(points: float, lateness, factor: float, config) -> str:
+    """``1 × 0.6 (3 d 0 h 1 min late: 4 started days × 10 %)``."""
+    days = math.ceil(lateness / timedelta(days=1))
+    if config.late_policy == "deadline":
+        why = "late work earns nothing"
+    else:
+        why = (f"{days} started day{'s' if days != 1 else ''} × "
+               f"{config.late_penalty_per_day:.0%} off")
+    return f"{points:g} × {factor:g} ({_duration(lateness)} late: {why})"
 
 
 def _lab_timing(g: LabGrade, lab, config) -> str:
@@ -264,8 +291,8 @@ def _lab_timing(g: LabGrade, lab, config) -> str:
                 "started day late" if config.late_penalty_per_day else "no late penalty")
     on_time = round(sum(i.points for i in g.items) - sum(
         round(p * f, 4) for *_, p, _, f in parts), 4)
-    terms = " + ".join(f"{p:g} × {f:g}" for *_, p, _, f in parts)
-    arithmetic = (f"{on_time:g} on time + ({terms}) late = {g.points:g} points"
+    terms = " + ".join(_late_term(p, late, f, config) for *_, p, late, f in parts)
+    arithmetic = (f"{on_time:g} points on time + {terms} = {g.points:g} points"
                   if g.override is None else f"the instructor set {g.points:g} points")
     return (f"<p class='meta'>{_e(text)}Rule: {_e(rule)}. {_e(arithmetic)}.</p>")
 
@@ -317,7 +344,8 @@ def feedback_page(book: Gradebook, batch: Batch, student_id: str, *,
         comment = f"<p class='note'>Instructor: {_e(g.comment)}</p>" if g.comment else ""
         parts.append(f"<h3>{_e(lab.title)}: {g.points:g} / {g.max_points:g} · "
                      f"{_e(g.status)}</h3>{_lab_timing(g, lab, book.config)}{comment}{table}")
-    flags = [("", f) for f in book.student_flags.get(student_id, [])] + lab_flags
+    flags = [("", _student_facing(f)) for f in book.student_flags.get(student_id, [])] + [
+        (w, _student_facing(f)) for w, f in lab_flags]
     notes = "".join(f"<div class='note'>{_e(n)}</div>" for n in book.notes.get(student_id, []))
     name = f" · {_e(roster.name)}" if roster and roster.name else ""
     total = sum(book.grades[(student_id, lab.lab_id)].points for lab in book.labs)
