@@ -258,15 +258,25 @@ def _duration(d) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _late_term(points: float, lateness, factor: float, config) -> str:
-    """``1 × 0.6 (3 d 0 h 1 min late: 4 started days × 10 %)``."""
-    days = math.ceil(lateness / timedelta(days=1))
-    if config.late_policy == "deadline":
-        why = "late work earns nothing"
-    else:
-        why = (f"{days} started day{'s' if days != 1 else ''} × "
+def _late_terms(parts, config) -> str:
+    """The late parts grouped by what they keep: ``12.5 points done 2 d 12 h 3 min to
+    2 d 12 h 32 min late × 0.7 (3 started days × 10% off)``."""
+    groups: dict[float, list] = {}
+    for points, lateness, factor in parts:
+        groups.setdefault(factor, []).append((points, lateness))
+    out = []
+    for factor, got in sorted(groups.items(), reverse=True):
+        points = round(sum(p for p, _ in got), 4)
+        lo, hi = min(t for _, t in got), max(t for _, t in got)
+        when = _duration(lo) if _duration(lo) == _duration(hi) else \
+            f"{_duration(lo)} to {_duration(hi)}"
+        days = math.ceil(hi / timedelta(days=1))
+        why = ("late work earns nothing" if config.late_policy == "deadline" else
+               f"{days} started day{'s' if days != 1 else ''} × "
                f"{config.late_penalty_per_day:.0%} off")
-    return f"{points:g} × {factor:g} ({_duration(lateness)} late: {why})"
+        out.append(f"{points:g} point{'s' if points != 1 else ''} done {when} late × "
+                   f"{factor:g} ({why})")
+    return " + ".join(out)
 
 
 def _lab_timing(g: LabGrade, lab, config) -> str:
@@ -291,8 +301,9 @@ def _lab_timing(g: LabGrade, lab, config) -> str:
                 "started day late" if config.late_penalty_per_day else "no late penalty")
     on_time = round(sum(i.points for i in g.items) - sum(
         round(p * f, 4) for *_, p, _, f in parts), 4)
-    terms = " + ".join(_late_term(p, late, f, config) for *_, p, late, f in parts)
-    arithmetic = (f"{on_time:g} points on time + {terms} = {g.points:g} points"
+    terms = _late_terms([(p, late, f) for *_, p, late, f in parts], config)
+    arithmetic = (f"{on_time:g} point{'s' if on_time != 1 else ''} on time + {terms} = "
+                  f"{g.points:g} points"
                   if g.override is None else f"the instructor set {g.points:g} points")
     return (f"<p class='meta'>{_e(text)}Rule: {_e(rule)}. {_e(arithmetic)}.</p>")
 
