@@ -290,3 +290,21 @@ def test_a_feedback_page_never_names_another_student(graded):
         assert "id_mismatch" in page
         assert other.sis_id not in page and other.name.split()[1] not in page
         assert other.sis_id in rows[me.sis_id]["Flags"]  # the instructor's gradebook does
+
+
+def test_a_zip_a_student_uploaded_is_theirs_and_an_override_may_name_any_roster_id(tmp_path):
+    import zipfile
+
+    cls = write_canvas_class(tmp_path / "c", 16, seed=10)
+    login = cls.situation["login"]
+    f = next(cls.submissions.glob(f"*_{login.canvas_id}_*"))
+    with zipfile.ZipFile(f.with_name(f"{login.lastfirst}_{login.canvas_id}_1_ledger.zip"),
+                         "w") as z:
+        z.writestr("inner/" + f.name.split("_", 3)[-1], f.read_bytes())
+    f.unlink()
+    (tmp_path / "ov.csv").write_text(f"student,item,points,comment\n{login.email},lab01,1,x\n")
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o"),
+            "--overrides", str(tmp_path / "ov.csv")])
+    row = _rows(tmp_path / "o" / "gradebook.csv")[login.sis_id]
+    assert float(row[T1]) == 1.0 and float(row[T2]) == 5.0  # the override, by e-mail
+    assert "(their SIS Login ID)" in row["Notes"]

@@ -234,6 +234,9 @@ def check_overrides(book, overrides: list[Override]):
     for o in overrides:
         where = f"overrides {o.source}: row {o.row}"
         sid = students.get(norm_id(o.student_id))
+        hit = book.config.roster.resolve(o.student_id) if book.config.roster else None
+        if sid is None and hit:  # the student's SIS Login ID, e-mail, ...
+            sid = students.get(norm_id(hit[0].student_id))
         if sid is None:
             raise ConfigError(f"{where}: student {o.student_id!r} is not in the class"
                               f"{close_matches(o.student_id, list(students.values()))}")
@@ -241,7 +244,7 @@ def check_overrides(book, overrides: list[Override]):
         if lab is None:
             raise ConfigError(f"{where}: item {o.item!r} is not a graded item or lab"
                               f"{close_matches(o.item, list(items) + list(labs))}")
-        key = (norm_id(o.student_id), o.item)
+        key = (norm_id(sid), o.item)
         if key in seen:
             raise ConfigError(f"{where}: {o.student_id} / {o.item} is also on row {seen[key]}")
         seen[key] = o.row

@@ -53,9 +53,11 @@ def lms_submission(source: str) -> tuple[str, bool]:
     ``lindqvisthal_LATE_104125_5003809_roofline-ledger-02310296.jsonl`` -> ``("104125", True)``:
     the user id is the roster's ``ID`` column, whoever's id the file's own name or events carry.
     """
-    name = PurePosixPath(str(source).split("!")[-1].replace("\\", "/")).name
-    m = _CANVAS_RE.match(name)
-    return (m.group("uid"), bool(m.group("late"))) if m else ("", False)
+    for part in reversed(str(source).split("!")):  # a zip a student uploaded: its name counts
+        m = _CANVAS_RE.match(PurePosixPath(part.replace("\\", "/")).name)
+        if m:
+            return m.group("uid"), bool(m.group("late"))
+    return "", False
 
 
 def same_owner(name_id: str, event_id: str) -> bool:
