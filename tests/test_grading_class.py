@@ -308,3 +308,14 @@ def test_a_zip_a_student_uploaded_is_theirs_and_an_override_may_name_any_roster_
     row = _rows(tmp_path / "o" / "gradebook.csv")[login.sis_id]
     assert float(row[T1]) == 1.0 and float(row[T2]) == 5.0  # the override, by e-mail
     assert "(their SIS Login ID)" in row["Notes"]
+
+
+def test_without_the_rosters_id_column_two_accounts_behind_one_id_are_flagged(tmp_path):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=12)
+    with open(cls.roster, newline="") as f:
+        rows = [[c for i, c in enumerate(r) if i != 1] for r in csv.reader(f)]  # drop "ID"
+    with open(cls.roster, "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    row = _rows(tmp_path / "o" / "gradebook.csv")[cls.situation["classmate"].sis_id]
+    assert "id_mismatch" in row["Flags"] and "2 LMS accounts" in row["Flags"]

@@ -205,6 +205,12 @@ def student_checks(batch, config, labs, students: list[str],
                                    f"named for {f.name_id})")
         out += summarise(where)
         out += _contradictions(files_of.get(key, []), key)
+        accounts = sorted({f.lms_id for f in files_of.get(key, []) if f.lms_id and
+                           not f.submitter and any(norm_id(x) == key for x in f.student_ids)})
+        if len(accounts) > 1:  # no roster ID column to say who: at least say it is two people
+            out.append(f"id_mismatch (files handed in by {len(accounts)} LMS accounts "
+                       f"({', '.join(accounts[:4])}) carry this id; add the roster's ID column "
+                       "to tell whose is whose)")
         typed = {e.written_id.strip() for e in mine if not f_submitted(e, batch)} - {sid}
         spellings = sorted(w for w in typed if norm_id(w) == key)
         if spellings:
