@@ -124,12 +124,12 @@ def _submitter_checks(f, key: str, sid: str, roster, by_key, out: list, notes: d
             continue
         if key == norm_id(f.submitter):
             whose = _who(named, roster) if hit else f"{written}, not on the roster"
-            out.append(f"id_mismatch (you submitted {short_name(f.source)} (LMS id "
-                       f"{f.lms_id}) and its events carry the id of {whose}; graded as yours)")
+            out.append(f"id_mismatch (handed in {short_name(f.source)} (LMS id {f.lms_id}), "
+                       f"whose events carry the id of {whose}; graded as this student's)")
         elif key == norm_id(named) and key in by_key:
-            out.append(f"id_mismatch ({_who(f.submitter, roster)} submitted "
-                       f"{short_name(f.source)} with your id in its events; graded as "
-                       f"theirs, not yours)")
+            out.append(f"id_mismatch ({_who(f.submitter, roster)} handed in "
+                       f"{short_name(f.source)} with this student's id in its events; graded "
+                       f"as {f.submitter}'s, not this student's)")
 
 
 def _contradictions(files: list, key: str) -> list[str]:

@@ -137,14 +137,16 @@ def _scalar(v: Any) -> Any:
     return json.dumps(v)[:200]
 
 
-FILE_COLUMNS = ("source", "name_id", "student_ids", "events", "edited", "recovery",
+FILE_COLUMNS = ("source", "name_id", "lms_id", "submitter", "student_ids", "events", "edited",
+                "recovery",
                 "head_hash", "unreadable", "problems", "notes", "skipped")
 
 
 def file_rows(batch: Batch) -> list[dict]:
     rows = []
     for f in batch.files:
-        row = {"source": f.source, "name_id": f.name_id, "student_ids": " ".join(f.student_ids),
+        row = {"source": f.source, "name_id": f.name_id, "lms_id": f.lms_id,
+               "submitter": f.submitter, "student_ids": " ".join(f.student_ids),
                "events": f.events, "edited": f.edited, "recovery": f.recovery,
                "head_hash": f.head_hash, "unreadable": f.unreadable,
                "notes": "; ".join(f.notes),

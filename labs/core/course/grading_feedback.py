@@ -142,7 +142,7 @@ def _student_facing(flag: str) -> str:
     """A flag as its student may read it: never another student's id or name."""
     code = flag.split(" ", 1)[0]
     if code == "id_mismatch":
-        if "graded as yours" in flag or "holds events of" in flag:
+        if "graded as this student's" in flag or "holds events of" in flag:
             return "id_mismatch (a file you handed in carries another student's id)"
         return "id_mismatch (another student handed in a file with your id)"
     if code in ("not_on_roster", "possible_submission"):
