@@ -319,3 +319,24 @@ def test_without_the_rosters_id_column_two_accounts_behind_one_id_are_flagged(tm
     G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     row = _rows(tmp_path / "o" / "gradebook.csv")[cls.situation["classmate"].sis_id]
     assert "id_mismatch" in row["Flags"] and "2 LMS accounts" in row["Flags"]
+
+
+def test_a_canvas_roster_without_sis_ids_uses_the_next_identity_column(tmp_path):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=13)
+    with open(cls.roster, newline="") as f:
+        rows = list(csv.reader(f))
+    for r in rows[2:]:
+        r[2] = ""  # a course without SIS: Canvas exports the column, empty
+    with open(cls.roster, "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    r = G.load_roster(cls.roster, "SIS User ID")
+    assert r.id_column == "SIS Login ID" and len(r.entries) == 16
+
+
+def test_an_extension_may_name_a_student_by_any_roster_id(tmp_path):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=14)
+    ext = cls.situation["extension"]
+    cls.config.write_text(cls.config.read_text().replace(f'"{ext.sis_id}"', f'"{ext.login}"'))
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    row = _rows(tmp_path / "o" / "gradebook.csv")[ext.sis_id]
+    assert row[f"{T1} - Status"] == "On time" and float(row[T1]) == 12.5

@@ -195,7 +195,8 @@ class Classroom:
     @property
     def id_column(self) -> str:
         if self.book is not None:
-            return self.book.config.id_column
+            roster = self.book.config.roster
+            return (roster.id_column if roster else "") or self.book.config.id_column
         return next(iter(self.gradebook[0])) if self.gradebook else "student"
 
     @property

@@ -259,14 +259,19 @@ def check_overrides(book, overrides: list[Override]):
 
 
 def check_extensions(config, labs, students: list[str]) -> None:
-    """With a roster, an extension must name a roster student (ConfigError otherwise)."""
+    """With a roster, an extension must name a roster student, by any of their roster ids
+    (re-keyed to the id column); ConfigError otherwise."""
     roster = {norm_id(s): s for s in config.roster_ids()}
     if not roster:
         return
     tables = [("course.extensions", config.extensions)] + [
         (f"labs.{lab.lab_id}.extensions", lab.extensions) for lab in labs]
     for where, table in tables:
-        for key in table:
+        for key in list(table):
+            hit = config.roster.resolve(key) if key not in roster and config.roster else None
+            if hit and norm_id(hit[0].student_id) not in table:  # named by another roster id
+                table[norm_id(hit[0].student_id)] = table.pop(key)
+                continue
             if key not in roster:
                 raise ConfigError(f"{where}: {key!r} is not on the roster"
                                   f"{close_matches(key, [norm_id(s) for s in roster.values()])}")

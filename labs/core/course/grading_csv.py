@@ -75,7 +75,8 @@ def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
     rows = []
     roster = book.config.roster
     for sid in book.students:
-        row: dict[str, Any] = {book.config.id_column: sid}
+        row: dict[str, Any] = {(roster.id_column if roster else "") or book.config.id_column:
+                               sid}
         entry = roster.get(sid) if roster else None
         if roster and roster.has_names:
             row["Name"] = entry.name if entry else ""

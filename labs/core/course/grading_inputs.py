@@ -1,8 +1,8 @@
 """The instructor's CSVs for ``labs-grade``: the roster, manual overrides and receipts.
 
 - **Roster** (``--roster`` or ``[course] roster``): one row per student with a header row. The
-  id column is the course's ``id_column`` if the CSV has one, else the first of ``SID``,
-  ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``, ``id``; names come from ``Name``,
+  id column is the course's ``id_column`` if the CSV has one filled in for every student, else
+  the first such of ``SID``, ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``, ``id``; names come from ``Name``,
   ``Student`` or ``Full Name`` (or ``First Name`` + ``Last Name``), e-mails from ``Email``. A
   Canvas gradebook export or a Gradescope roster export works as it is; every other column
   is kept for the Canvas file. Every identity column (SIS User ID, SIS Login ID, e-mail,
@@ -153,7 +153,17 @@ def _column(header: list[str], names) -> int | None:
 def load_roster(path: str | os.PathLike, id_column: str = "") -> Roster:
     """Read a roster CSV (see the module doc)."""
     header, rows = _read_csv(path, "roster")
-    idc = _column(header, ([id_column] if id_column else []) + list(_ID_COLUMNS))
+    students = [r for r in rows if r and "Points Possible" not in r[0]]
+    idc = None
+    for name in ([id_column] if id_column else []) + list(_ID_COLUMNS):
+        c = _column(header, (name,))
+        # a column every student has (Canvas exports "SIS User ID" blank in a course without
+        # SIS ids: then the next identity column is the id)
+        if c is not None and all(c < len(r) and r[c] for r in students):
+            idc = c
+            break
+    if idc is None:
+        idc = _column(header, ([id_column] if id_column else []) + list(_ID_COLUMNS))
     if idc is None:
         raise ConfigError(f"roster {path}: no id column; name one of "
                           f"{', '.join(([id_column] if id_column else []) + list(_ID_COLUMNS[:5]))}"
