@@ -340,3 +340,13 @@ def test_an_extension_may_name_a_student_by_any_roster_id(tmp_path):
     G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     row = _rows(tmp_path / "o" / "gradebook.csv")[ext.sis_id]
     assert row[f"{T1} - Status"] == "On time" and float(row[T1]) == 12.5
+
+
+def test_the_console_says_when_canvas_marked_on_time_work_late(tmp_path, capsys):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=15)
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    console = capsys.readouterr().out
+    # the student who re-ran a lab after its deadline, and the one with an extension
+    assert "Canvas marked 2 upload(s) LATE whose graded work was on time" in console
+    said = console.split("Canvas marked", 1)[1].split("\n", 1)[0]
+    assert cls.situation["revisit"].sis_id in said and cls.situation["extension"].sis_id in said

@@ -171,7 +171,7 @@ def _report(batch, book, out: Path, written: list[str], left_out: list[str]) -> 
         _say("  Notes, no action needed (the Notes column): " + "; ".join(
             f"{len(who)} {_INFO_WORDS.get(code, code)}" for code, who in sorted(info.items()))
              + ".")
-    _say(_late_line(book))
+    _say(_late_line(book, batch.files))
     if left_out:
         _say(f"  canvas.csv leaves out {len(left_out)} student(s) not on the roster (listed in "
              f"canvas-left-out.csv): {', '.join(left_out[:10])}"
@@ -182,7 +182,7 @@ def _report(batch, book, out: Path, written: list[str], left_out: list[str]) -> 
     return 1 if problems or left_out else 0
 
 
-def _late_line(book) -> str:
+def _late_line(book, files) -> str:
     late = [s for s in book.students for lab in book.labs
             if book.grades[(s, lab.lab_id)].status == "Late"]
     penalised = any(book.grades[(s, lab.lab_id)].penalty > 0 for s in book.students
@@ -199,10 +199,20 @@ def _late_line(book) -> str:
     if penalised:
         text += (" The scores in canvas.csv already include this penalty: switch off Canvas's "
                  "own late policy for these assignments, or it is taken twice.")
+    marked = sorted({s for f in files if f.lms_late
+                     for s in ([f.submitter] if f.submitter else f.student_ids)
+                     if s in book.students and not any(
+                         book.grades[(s, lab.lab_id)].status == "Late" for lab in book.labs)})
+    if marked:
+        text += (f" Canvas marked {len(marked)} upload(s) LATE whose graded work was on time "
+                 f"({', '.join(marked[:5])}{' ...' if len(marked) > 5 else ''}): a re-run "
+                 "after the deadline changes nothing graded; Canvas's own late policy, if on, "
+                 "would still deduct from them.")
     return text
 
 
-def _readme(book, args, written: list[str]) -> str:
+
+def _readme(book, files, args, written: list[str]) -> str:
     lines = [f"labs-grade run of {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
              "inputs: " + " ".join(str(i) for i in args.inputs),
              f"course config: {args.config or '(none)'}", "",
@@ -213,7 +223,7 @@ def _readme(book, args, written: list[str]) -> str:
              "events.csv     every event, with its file, line and flags",
              "files.csv      every path under the submissions: graded, or why not",
              "feedback/      one page per student (feedback/index.html lists them)", "",
-             _late_line(book).strip()]
+             _late_line(book, files).strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -238,7 +248,7 @@ def _write(batch, book, out: Path, feedback: bool, args) -> tuple[list[str], lis
         pages = write_feedback(book, batch, out / "feedback")
         written.append(f"feedback/ ({len(pages)} pages)")
     written.append(RUN_FILE)
-    (out / RUN_FILE).write_text(_readme(book, args, written), encoding="utf-8")
+    (out / RUN_FILE).write_text(_readme(book, batch.files, args, written), encoding="utf-8")
     return written, left_out
 
 
