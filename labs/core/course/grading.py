@@ -34,6 +34,18 @@ points only if the rubric gives it some (default 0). A lab's items are, by defau
 prediction item the lab asks (the lab catalogue). Overrides replace an item's or a lab's
 points; extensions move a student's deadline.
 
+Lateness is decided per graded part: an item's prediction (commit, reason, correct) is dated by
+its first ``predict``, its explanation by the later of the observe and the explain that earned
+it. Events that change nothing graded (a re-measurement, a re-opened page, a ``revise``) never
+make on-time work late. ``late_penalty_per_day`` takes ``penalty x started days late`` from each
+late part only; ``late_policy = "deadline"`` gives late parts 0 and on-time parts their points.
+
+Identity, with a roster: a file whose name is a Canvas bulk-download name
+(``<lastfirst>[_LATE]_<user id>_<submission id>_<file>``) belongs to the student whose ``ID``
+is that user id, whatever id its events carry (a disagreement is ``id_mismatch`` on both rows);
+any other event belongs to the student whose id, or any roster identity column (SIS Login ID,
+e-mail, Canvas ID, the id without leading zeros), it carries (Notes say which).
+
 Checks, reported as flags and never silently dropped: hash chain (``hash_mismatch``: a line
 edited; ``chain_break``: lines removed, inserted or reordered; ``seq_order``), ``torn_tail``,
 ``malformed`` lines, ``impossible_order`` (e.g. explain before predict), ``ts_backwards`` (the

@@ -5,7 +5,9 @@ Per student and lab, per prediction item: commitment (a ``predict`` before the i
 unlocked, observed or explained), reasoning (confidence and reason), reconciliation (observed
 and explained afterwards) and correctness (reported; points only if the rubric gives some).
 The first ``predict`` of an item in the merged order is graded (each file in its chain order);
-a second one is flagged. Deadlines follow per-student extensions; an instructor's overrides
+a second one is flagged. Lateness is per graded part (see :func:`grade_lab`): events that
+change nothing graded never make work late. Deadlines follow per-student extensions; an
+instructor's overrides
 replace an item's (or a lab's) points and are listed in the notes. A lab with no events is
 ``Missing``, or ``Unreadable submission`` when a file named for the student could not be read.
 Student-level flags come from :mod:`~labs.core.course.grading_checks`. Part of
