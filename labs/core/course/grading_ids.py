@@ -27,7 +27,8 @@ _NAME_RE = re.compile(
     r"(?:\.recovery-\d+)?(?: ?\(\d+\))?\.jsonl$", re.IGNORECASE)
 _LMS_COPY = re.compile(r"-\d{1,3}$")  # Canvas renames a resubmitted file to name-1.jsonl
 #: Canvas's "Download Submissions" name: ``<lastfirst>[_LATE]_<user id>_<submission id>_<file>``
-_CANVAS_RE = re.compile(r"^[^_]*?(?P<late>_LATE)?_(?P<uid>\d{1,20})_(?P<sub>\d{1,20})_(?P<file>.+)$")
+_CANVAS_RE = re.compile(
+    r"^[^_]*?(?P<late>_LATE)?_(?P<uid>\d{1,20})_(?P<sub>\d{1,20})_(?P<file>.+)$")
 
 
 @functools.lru_cache(maxsize=65_536)  # called for every event and file: ids repeat

@@ -2,7 +2,8 @@
 
 - **Roster** (``--roster`` or ``[course] roster``): one row per student with a header row. The
   id column is the course's ``id_column`` if the CSV has one filled in for every student, else
-  the first such of ``SID``, ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``, ``id``; names come from ``Name``,
+  the first such of ``SID``, ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``,
+  ``id``; names come from ``Name``,
   ``Student`` or ``Full Name`` (or ``First Name`` + ``Last Name``), e-mails from ``Email``. A
   Canvas gradebook export or a Gradescope roster export works as it is; every other column
   is kept for the Canvas file. Every identity column (SIS User ID, SIS Login ID, e-mail,

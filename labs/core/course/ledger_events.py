@@ -170,7 +170,8 @@ class Problem:
     """Something wrong in a ledger file, at a 1-based line number (0: the whole file)."""
 
     line: int
-    code: str  # malformed | hash_mismatch | chain_break | seq_order | torn_tail | unreadable | too_large
+    code: str  # malformed | hash_mismatch | chain_break | seq_order | torn_tail | unreadable |
+    #            too_large | wrong_encoding | re_encoded
     detail: str
 
     def __str__(self) -> str:
