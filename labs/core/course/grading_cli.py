@@ -320,12 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say("labs-grade: internal error (please report it with this output):\n"
              + traceback.format_exc(), sys.stderr)
         return 3
-    tmp = out.with_name(f".{out.name}.labs-grade-{os.getpid()}")
+    target = out.resolve()
+    tmp = target.with_name(f".{target.name}.labs-grade-{os.getpid()}")
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         written, left_out = _write(batch, book, tmp, not args.no_feedback, args)
-        _replace(tmp, out)
+        _replace(tmp, target)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         _say(f"labs-grade: cannot write to {out}: {exc}", sys.stderr)
