@@ -350,3 +350,13 @@ def test_the_console_says_when_canvas_marked_on_time_work_late(tmp_path, capsys)
     assert "Canvas marked 2 upload(s) LATE whose graded work was on time" in console
     said = console.split("Canvas marked", 1)[1].split("\n", 1)[0]
     assert cls.situation["revisit"].sis_id in said and cls.situation["extension"].sis_id in said
+
+
+def test_a_canvas_named_file_keeps_its_file_level_flags(tmp_path):
+    cls = write_canvas_class(tmp_path / "c", 16, seed=16)
+    s = cls.students[0]
+    f = next(cls.submissions.glob(f"*_{s.canvas_id}_*"))
+    f.write_bytes(f.read_bytes()[:-20])  # the last line cut off
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    row = _rows(tmp_path / "o" / "gradebook.csv")[s.sis_id]
+    assert "torn_tail" in row["Flags"], row["Flags"]

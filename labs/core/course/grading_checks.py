@@ -185,7 +185,6 @@ def student_checks(batch, config, labs, students: list[str],
                 out.append(f"unreadable_submission ({short_name(f.source)}: {f.reason})")
             if f.submitter:
                 _submitter_checks(f, key, sid, config.roster, by_key, out, notes)
-                continue
             if any(norm_id(s) == key for s in f.student_ids):
                 for p in f.problems:  # problems no event carries: malformed lines, a torn tail
                     code, _, line = p.partition("@")
@@ -195,7 +194,7 @@ def student_checks(batch, config, labs, students: list[str],
                             lines.append(int(line))
                 notes.setdefault(sid, []).extend(
                     f"{short_name(f.source)}: {n}" for n in f.notes)
-            for other in f.student_ids:
+            for other in ([] if f.submitter else f.student_ids):  # the LMS said whose it is
                 if f.name_id and not same_owner(f.name_id, other):
                     if named_mine:
                         out.append(f"id_mismatch ({short_name(f.source)} is named for "
