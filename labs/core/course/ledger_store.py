@@ -138,11 +138,12 @@ class Ledger:
     def _takes_events(self, chain: _Chain) -> bool:
         return chain.clean and room_left(chain.offset) and not self._read_only(chain)
 
-    @staticmethod
-    def _read_only(chain: _Chain) -> bool:
-        """A file that exists but cannot be written (the folder may still be writable)."""
-        return chain.path is not None and chain.path.exists() and not os.access(chain.path,
-                                                                                 os.W_OK)
+    def _read_only(self, chain: _Chain) -> bool:
+        """A file that exists but cannot be written, in a folder that can (a read-only folder
+        is the memory mode's case: the chain goes on in memory from this file)."""
+        return (chain.path is not None and chain.path.exists()
+                and not os.access(chain.path, os.W_OK)
+                and os.access(self.directory, os.W_OK | os.X_OK))
 
     def _pick_target(self) -> None:
         """Append to the main file if it is clean and has room, else to the first continuation
