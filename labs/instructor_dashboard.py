@@ -38,6 +38,7 @@ def _(mo):
     # Widgets in their own cell. The form only loads on "Load the class" (not per keystroke).
     cli_defaults = {key: str(mo.cli_args().get(key) or "")
                     for key in ("ledgers", "config", "item", "student")}
+    cli_defaults["student"] = mo.cli_args().get("student")  # a number to marimo: matched later
     source_form = mo.md("{ledgers}\n\n{config}").batch(
         ledgers=mo.ui.text(value=cli_defaults["ledgers"], full_width=True,
                            label="Ledgers: folders, zips or files, separated by commas"),
@@ -189,8 +190,8 @@ def _(classroom, cls, mo):
 @app.cell
 def _(chosen, cls, mo):
     _choices = cls.student_choices()  # "id · name" when the roster has names
-    _start = next((k for k, v in _choices.items() if v == chosen.get("student")),
-                  next(iter(_choices), None))
+    _wanted = cls.find_student(chosen.get("student"))  # ids are text: "02310140" stays one
+    _start = next((k for k, v in _choices.items() if v == _wanted), next(iter(_choices), None))
     student_picker = mo.ui.dropdown(options=_choices, value=_start, label="Student",
                                     searchable=True)
     mo.vstack([mo.md("## One student"), student_picker])

@@ -62,7 +62,7 @@ def test_unreadable_files_are_named_and_never_silently_missing(unreadable_class,
         row = rows[sid]
         assert row[f"{T1} - Status"] == "Unreadable submission", row
         assert "unreadable_submission" in row["Flags"] and reason in row["Flags"], row
-        line = next(ln for ln in console.splitlines() if f"roofline-ledger-{sid}.jsonl" in ln)
+        line = next(ln for ln in console.splitlines() if f"roofline-ledger-{sid}.jsonl (" in ln)
         assert f"student {sid}" in line and reason in line, line
     assert "UTF-16" in rows["bob"]["Notes"]
     with open(out / "files.csv", newline="", encoding="utf-8-sig") as f:
@@ -352,23 +352,17 @@ def test_canvas_csv_follows_canvas_import_rules(tmp_path):
     assert points == {"Roofline Lab 1": 5.0, "Roofline Lab 2": 2.5 * n2}
     assert grades["Ada"]["Roofline Lab 1"] == "5.0"
     assert grades["carol"]["Roofline Lab 1"] == ""  # Missing: left blank, never a made-up 0
-    assert grades["dee"]["Roofline Lab 1"] == ""  # unreadable: blank, flagged in gradebook
+    assert "dee" not in grades  # not on the roster: Canvas would not know them (issue 33 §6)
+    assert "dee" in (out / "canvas-left-out.csv").read_text(encoding="utf-8-sig")
 
 
-def test_gradescope_csv_follows_its_roster_and_export_columns(tmp_path):
+def test_no_gradescope_file_is_claimed(tmp_path):
+    """Gradescope documents no CSV import of scores (issue 33 §7): no file pretends to be one."""
     sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
     out = tmp_path / "out"
     G.main([str(sub), "-o", str(out), "--roster", str(_roster(tmp_path, ROSTER))])
-    with open(out / "gradescope.csv", newline="", encoding="utf-8-sig") as f:
-        rows = list(csv.DictReader(f))
-    head = list(rows[0])
-    assert head[:3] == ["Name", "Email", "SID"]
-    emails = [r["Email"] for r in rows]
-    assert all(emails) and len(set(emails)) == len(emails)  # unique, required
-    assert head[3:] == [T1, f"{T1} - Max Points", f"{T1} - Submission Time",
-                        f"{T1} - Lateness (H:M:S)"]
-    ada = next(r for r in rows if r["SID"] == "Ada")
-    assert (ada[T1], ada[f"{T1} - Max Points"]) == ("5.0", "12.5")
+    assert not (out / "gradescope.csv").exists()
+    assert "gradescope" not in (out / "README.txt").read_text(encoding="utf-8").split("\n\n", 1)[1]
 
 
 def test_the_course_page_says_what_an_edited_line_costs():

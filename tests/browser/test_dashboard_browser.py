@@ -122,3 +122,23 @@ def test_dashboard_in_chromium(browser, dashboard, artifacts, scheme):
                 cell.screenshot(path=str(Path(artifacts) / f"dashboard-{scheme}-{i:02d}.png"))
     finally:
         ctx.close()
+
+
+def test_dashboard_opens_on_a_student_id_with_a_leading_zero(browser, tmp_path):
+    """Issue 33 §11: marimo reads ``--student 02310259`` as the number 2310259; the dashboard
+    still opens on that student (ids are text)."""
+    from labs.core.course.classroom_lms import write_canvas_class
+
+    cls = write_canvas_class(tmp_path / "c", 16, seed=9)
+    victim = cls.situation["victim"]
+    last = victim.name.split()[1]
+    with marimo_run(DASHBOARD, isolated_env(tmp_path), "--ledgers", str(cls.submissions),
+                    "--config", str(cls.config), "--student", victim.sis_id) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(180_000)
+        try:
+            page.goto(url)
+            page.locator(".gtitle", has_text=f"Timeline of {victim.sis_id}").wait_for()
+            page.get_by_text(f"{victim.sis_id} · {last}").first.wait_for()
+        finally:
+            page.close()

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from labs.core.course import catalogue, grading
+from labs.core.course.grading_ids import norm_id
 from labs.core.course import ledger as _ledger
 from labs.core.course.quiz_prediction import ratio_off
 
@@ -194,7 +195,8 @@ class Classroom:
     @property
     def id_column(self) -> str:
         if self.book is not None:
-            return self.book.config.id_column
+            roster = self.book.config.roster
+            return (roster.id_column if roster else "") or self.book.config.id_column
         return next(iter(self.gradebook[0])) if self.gradebook else "student"
 
     @property
@@ -256,6 +258,30 @@ class Classroom:
                 label += " ·"
             out[label] = sid
         return out
+
+    def find_student(self, wanted) -> str | None:
+        """The student a command line or a person names, as the class spells them: the id
+        (compared as the grader compares ids), any roster identity column (SIS Login ID,
+        e-mail, ...), or an id given as a number (``marimo``'s ``cli_args`` turns
+        ``--student 02310140`` into the integer 2310140: the same digits without their leading
+        zeros name the student when only one id has them). None when no one is named."""
+        if wanted is None or isinstance(wanted, bool) or wanted == "":
+            return None
+        text = str(wanted).strip()
+        students = self.students
+        by_key = {norm_id(s): s for s in students}
+        if norm_id(text) in by_key:
+            return by_key[norm_id(text)]
+        roster = self.book.config.roster if self.book is not None else None
+        hit = roster.resolve(text) if roster else None
+        if hit and norm_id(hit[0].student_id) in by_key:
+            return by_key[norm_id(hit[0].student_id)]
+        if text.isdigit():
+            same = [s for s in students if s.strip().isdigit() and s.strip().lstrip("0") ==
+                    text.lstrip("0")]
+            if len(same) == 1:
+                return same[0]
+        return None
 
     def student_notes(self, student_id: str) -> list[str]:
         """The grader's notes about a student (facts, not problems: an extension, an override)."""

@@ -14,11 +14,17 @@ download gives them (nested zips too). OUTDIR (default ``grades``) receives:
   then per lab ``<title>`` (points), ``<title> - Max Points``, ``<title> - Submission Time``,
   ``<title> - Lateness (H:M:S)``, ``<title> - Status``, ``<title> - Correct``, then
   ``Total Points``, ``Max Points``, ``Flags``, ``Notes``);
-- ``canvas.csv`` and ``gradescope.csv``: the same scores in the columns those import
-  (:mod:`~labs.core.course.grading_lms`);
+- ``canvas.csv``: the lab scores as Canvas's gradebook import takes them (``Title (id)``
+  headers from ``canvas_assignment_id``; students not on the roster apart, in
+  ``canvas-left-out.csv``) (:mod:`~labs.core.course.grading_lms`). There is no Gradescope
+  file: Gradescope documents no CSV import of scores;
 - ``events.csv``: every event, one row each, with its source file, line and flags;
 - ``files.csv``: every input file, what was found in it and what was wrong with it;
-- ``feedback/<id>.html``: one page per student, ready to return (and ``feedback/index.html``).
+- ``feedback/<id>.html``: one page per student, ready to return (and ``feedback/index.html``);
+- ``README.txt``: what each file is, and whether the scores include a late penalty.
+
+OUTDIR is written whole: a non-empty folder is refused unless ``--force`` (then replaced
+whole, and only if it holds nothing but what labs-grade writes), so two runs never mix.
 
 What is graded (per lab, per prediction item, configurable in the course TOML): *commitment*
 (a ``predict`` before the item was unlocked, observed or explained), *reasoning* (the prediction
@@ -27,6 +33,18 @@ has a confidence and a reason), *reconciliation* (an ``observe`` and an ``explai
 points only if the rubric gives it some (default 0). A lab's items are, by default, every
 prediction item the lab asks (the lab catalogue). Overrides replace an item's or a lab's
 points; extensions move a student's deadline.
+
+Lateness is decided per graded part: an item's prediction (commit, reason, correct) is dated by
+its first ``predict``, its explanation by the later of the observe and the explain that earned
+it. Events that change nothing graded (a re-measurement, a re-opened page, a ``revise``) never
+make on-time work late. ``late_penalty_per_day`` takes ``penalty x started days late`` from each
+late part only; ``late_policy = "deadline"`` gives late parts 0 and on-time parts their points.
+
+Identity, with a roster: a file whose name is a Canvas bulk-download name
+(``<lastfirst>[_LATE]_<user id>_<submission id>_<file>``) belongs to the student whose ``ID``
+is that user id, whatever id its events carry (a disagreement is ``id_mismatch`` on both rows);
+any other event belongs to the student whose id, or any roster identity column (SIS Login ID,
+e-mail, Canvas ID, the id without leading zeros), it carries (Notes say which).
 
 Checks, reported as flags and never silently dropped: hash chain (``hash_mismatch``: a line
 edited; ``chain_break``: lines removed, inserted or reordered; ``seq_order``), ``torn_tail``,
@@ -63,7 +81,7 @@ This module is the grader's public face (``from labs.core import grading``); the
 ``grading_sources`` (finding submissions), ``grading_load`` (reading them), ``grading_ids``
 (how ids compare), ``grading_inputs`` (roster, overrides, receipts), ``grading_config`` (the
 course TOML), ``grading_checks`` (student-level flags), ``grading_score`` (scoring),
-``grading_csv`` (the CSVs), ``grading_lms`` (Canvas and Gradescope files),
+``grading_csv`` (the CSVs), ``grading_lms`` (the Canvas file),
 ``grading_feedback`` (the pages) and ``grading_cli`` (the command line).
 """
 
@@ -106,7 +124,7 @@ from labs.core.course.grading_inputs import (  # noqa: F401
     load_roster,
     read_receipts,
 )
-from labs.core.course.grading_lms import canvas_rows, gradescope_rows  # noqa: F401
+from labs.core.course.grading_lms import canvas_header, canvas_rows  # noqa: F401
 from labs.core.course.grading_load import (  # noqa: F401
     LEDGER_SUFFIXES,
     Batch,

@@ -27,6 +27,35 @@ from labs.core.course.grading_ids import (close_matches, closest, name_owner, no
                                           same_owner)
 from labs.core.course.grading_inputs import ConfigError, Override
 
+#: How much a flag matters to the grade: "wrong" (the grade may be wrong: look before
+#: uploading), "check" (the grade stands, but something is odd), "info" (a fact: no action).
+SEVERITY = {
+    **dict.fromkeys(("contradicting_files", "id_mismatch", "not_on_roster",
+                     "possible_submission", "unknown_lab", "unreadable_submission",
+                     "hash_mismatch", "chain_break", "seq_order", "mixed_students",
+                     "receipt_missing"), "wrong"),
+    **dict.fromkeys(("impossible_order", "second_predict", "unknown_lab_version", "torn_tail",
+                     "malformed", "ts_backwards", "future_timestamp", "odd_student_id"),
+                    "check"),
+    **dict.fromkeys(("revised", "duplicates_merged", "recovery_merged"), "info"),
+}
+SEVERITY_WORDS = {"wrong": "grade may be wrong", "check": "worth a look", "info": "note"}
+
+
+def severity(flag: str) -> str:
+    """``"wrong"``, ``"check"`` or ``"info"`` for a flag such as ``id_mismatch (...)`` (a flag
+    this table does not know is "wrong": look at it)."""
+    return SEVERITY.get(flag.split(" ", 1)[0].split("@")[0], "wrong")
+
+
+def student_severity(book, sid: str) -> str:
+    """The most serious severity of a student's flags (``""`` for none)."""
+    flags = list(book.student_flags.get(sid, []))
+    flags += [f for lab in book.labs for f in book.grades[(sid, lab.lab_id)].flags]
+    found = {severity(f) for f in flags}
+    return next((s for s in ("wrong", "check", "info") if s in found), "")
+
+
 LINE_FLAGS = ("hash_mismatch", "chain_break", "seq_order", "torn_tail", "malformed",
               "ts_backwards", "future_timestamp")
 _FILE_LEVEL = ("malformed", "torn_tail", "mixed_students")
@@ -60,11 +89,47 @@ def _files_by_student(batch, known) -> dict[str, list]:
     out: dict[str, list] = {}
     for f in batch.files:
         keys = {norm_id(s) for s in f.student_ids}
-        if f.name_id:
+        if f.submitter:
+            keys.add(norm_id(f.submitter))
+        elif f.name_id:
             keys.add(name_owner(f.name_id, known))
+        keys |= {norm_id(w) for w in f.written_ids}
         for k in keys:
             out.setdefault(k, []).append(f)
     return out
+
+
+def _who(sid: str, roster) -> str:
+    entry = roster.get(sid) if roster else None
+    return f"{sid} ({entry.name})" if entry and entry.name else sid
+
+
+def _typed_as(written: str, sid: str, roster) -> str:
+    """How an id the student typed names them: ``"jdoe (their SIS Login ID)"``."""
+    hit = roster.resolve(written) if roster else None
+    column = hit[1] if hit and hit[0].student_id == sid else ""
+    return f"{written!r} (their {column})" if column else repr(written)
+
+
+def _submitter_checks(f, key: str, sid: str, roster, by_key, out: list, notes: dict) -> None:
+    """A file the LMS says ``f.submitter`` handed in, whose events carry other ids: flagged
+    on the submitter's row and on the row of each student whose id it carries."""
+    for written in f.written_ids:
+        hit = roster.resolve(written) if roster else None
+        named = hit[0].student_id if hit else written
+        if norm_id(named) == norm_id(f.submitter):
+            if key == norm_id(f.submitter) and hit and hit[1]:
+                notes.setdefault(sid, []).append(
+                    f"{short_name(f.source)}: id typed as {_typed_as(written, sid, roster)}")
+            continue
+        if key == norm_id(f.submitter):
+            whose = _who(named, roster) if hit else f"{written}, not on the roster"
+            out.append(f"id_mismatch (handed in {short_name(f.source)} (LMS id {f.lms_id}), "
+                       f"whose events carry the id of {whose}; graded as this student's)")
+        elif key == norm_id(named) and key in by_key:
+            out.append(f"id_mismatch ({_who(f.submitter, roster)} handed in "
+                       f"{short_name(f.source)} with this student's id in its events; graded "
+                       f"as {f.submitter}'s, not this student's)")
 
 
 def _contradictions(files: list, key: str) -> list[str]:
@@ -82,6 +147,13 @@ def _contradictions(files: list, key: str) -> list[str]:
             said = "; ".join(f"{name} says {_shown(v)}" for name, v in distinct.values())
             out.append(f"contradicting_files ({item}: {said})")
     return out
+
+
+def f_submitted(e, batch) -> bool:
+    """Whether the event came from a file an LMS says who submitted (noted per file)."""
+    subs = batch.__dict__.setdefault("_submitted", {f.source for f in batch.files
+                                                    if f.submitter})
+    return e.source in subs
 
 
 def student_checks(batch, config, labs, students: list[str],
@@ -106,10 +178,13 @@ def student_checks(batch, config, labs, students: list[str],
                 out.append(f"receipt_missing ({h[:16]})")
         where: dict[tuple[str, str], list[int]] = {}
         for f in files_of.get(key, []):
-            named_mine = bool(f.name_id) and name_owner(f.name_id, by_key) == key
-            if f.unreadable and named_mine:
+            named_mine = norm_id(f.submitter) == key if f.submitter else (
+                bool(f.name_id) and name_owner(f.name_id, by_key) == key)
+            if named_mine and (f.unreadable or (f.submitter and not f.events)):
                 unreadable.add(sid)
                 out.append(f"unreadable_submission ({short_name(f.source)}: {f.reason})")
+            if f.submitter:
+                _submitter_checks(f, key, sid, config.roster, by_key, out, notes)
             if any(norm_id(s) == key for s in f.student_ids):
                 for p in f.problems:  # problems no event carries: malformed lines, a torn tail
                     code, _, line = p.partition("@")
@@ -119,7 +194,7 @@ def student_checks(batch, config, labs, students: list[str],
                             lines.append(int(line))
                 notes.setdefault(sid, []).extend(
                     f"{short_name(f.source)}: {n}" for n in f.notes)
-            for other in f.student_ids:
+            for other in ([] if f.submitter else f.student_ids):  # the LMS said whose it is
                 if f.name_id and not same_owner(f.name_id, other):
                     if named_mine:
                         out.append(f"id_mismatch ({short_name(f.source)} is named for "
@@ -129,9 +204,19 @@ def student_checks(batch, config, labs, students: list[str],
                                    f"named for {f.name_id})")
         out += summarise(where)
         out += _contradictions(files_of.get(key, []), key)
-        spellings = sorted({e.written_id.strip() for e in mine} - {sid})
+        accounts = sorted({f.lms_id for f in files_of.get(key, []) if f.lms_id and
+                           not f.submitter and any(norm_id(x) == key for x in f.student_ids)})
+        if len(accounts) > 1:  # no roster ID column to say who: at least say it is two people
+            out.append(f"id_mismatch (files handed in by {len(accounts)} LMS accounts "
+                       f"({', '.join(accounts[:4])}) carry this id; add the roster's ID column "
+                       "to tell whose is whose)")
+        typed = {e.written_id.strip() for e in mine if not f_submitted(e, batch)} - {sid}
+        spellings = sorted(w for w in typed if norm_id(w) == key)
         if spellings:
             notes.setdefault(sid, []).append(f"id also written as {', '.join(spellings)}")
+        for w in sorted(typed - set(spellings)):
+            notes.setdefault(sid, []).append(
+                f"id typed as {_typed_as(w, sid, config.roster)}: matched on the roster")
         if roster and key not in roster and (mine or sid in unreadable):
             near = closest(sid, roster.values())
             out.append(f"not_on_roster (closest roster id: {near[0]})" if near
@@ -154,6 +239,9 @@ def check_overrides(book, overrides: list[Override]):
     for o in overrides:
         where = f"overrides {o.source}: row {o.row}"
         sid = students.get(norm_id(o.student_id))
+        hit = book.config.roster.resolve(o.student_id) if book.config.roster else None
+        if sid is None and hit:  # the student's SIS Login ID, e-mail, ...
+            sid = students.get(norm_id(hit[0].student_id))
         if sid is None:
             raise ConfigError(f"{where}: student {o.student_id!r} is not in the class"
                               f"{close_matches(o.student_id, list(students.values()))}")
@@ -161,7 +249,7 @@ def check_overrides(book, overrides: list[Override]):
         if lab is None:
             raise ConfigError(f"{where}: item {o.item!r} is not a graded item or lab"
                               f"{close_matches(o.item, list(items) + list(labs))}")
-        key = (norm_id(o.student_id), o.item)
+        key = (norm_id(sid), o.item)
         if key in seen:
             raise ConfigError(f"{where}: {o.student_id} / {o.item} is also on row {seen[key]}")
         seen[key] = o.row
@@ -170,14 +258,19 @@ def check_overrides(book, overrides: list[Override]):
 
 
 def check_extensions(config, labs, students: list[str]) -> None:
-    """With a roster, an extension must name a roster student (ConfigError otherwise)."""
+    """With a roster, an extension must name a roster student, by any of their roster ids
+    (re-keyed to the id column); ConfigError otherwise."""
     roster = {norm_id(s): s for s in config.roster_ids()}
     if not roster:
         return
     tables = [("course.extensions", config.extensions)] + [
         (f"labs.{lab.lab_id}.extensions", lab.extensions) for lab in labs]
     for where, table in tables:
-        for key in table:
+        for key in list(table):
+            hit = config.roster.resolve(key) if key not in roster and config.roster else None
+            if hit and norm_id(hit[0].student_id) not in table:  # named by another roster id
+                table[norm_id(hit[0].student_id)] = table.pop(key)
+                continue
             if key not in roster:
                 raise ConfigError(f"{where}: {key!r} is not on the roster"
                                   f"{close_matches(key, [norm_id(s) for s in roster.values()])}")

@@ -37,7 +37,7 @@ KEYS = {
     "course": ("name", "id_column", "late_policy", "late_penalty_per_day", "students",
                "roster", "overrides", "extensions"),
     "lab": ("title", "deadline", "file", "versions", "items", "answers", "rubric",
-            "extensions"),
+            "extensions", "canvas_assignment_id"),
     "rubric": ("commit", "reason", "explain", "correct", "min_explain_chars", "tolerance"),
 }
 
@@ -68,6 +68,9 @@ class LabConfig:
     answers: dict[str, Any] = field(default_factory=dict)  # item -> right value (optional)
     rubric: Rubric = field(default_factory=Rubric)
     extensions: dict[str, Any] = field(default_factory=dict)  # student -> datetime|timedelta
+    #: the Canvas assignment this lab's scores go to (its id is in the assignment's address:
+    #: .../assignments/<id>); canvas.csv heads the column ``Title (id)``
+    canvas_assignment_id: str = ""
 
     def deadline_for(self, student_id: str, course: CourseConfig | None = None):
         """The deadline that applies to one student (an extension moves it); None if none."""
@@ -226,6 +229,12 @@ def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
         tolerance=_number(r, "tolerance", 1.5, w, lo=1.0))
     lab.extensions, _ = _extensions(table.get("extensions", {}), f"{where}.extensions",
                                     dates=True)
+    cid = table.get("canvas_assignment_id", "")
+    if isinstance(cid, bool) or not (isinstance(cid, int) and cid > 0 or isinstance(cid, str)
+                                     and re.fullmatch(r"\d{0,20}", cid.strip())):
+        raise ConfigError(f"{where}.canvas_assignment_id must be the number at the end of the "
+                          f"assignment's Canvas address (.../assignments/123456), got {cid!r}")
+    lab.canvas_assignment_id = str(cid).strip()
     return lab
 
 
@@ -295,6 +304,7 @@ def example_config(labs_dir: str | os.PathLike | None = None) -> str:
         deadline = (start + timedelta(weeks=n)).strftime("%Y-%m-%dT%H:%M:00-05:00")
         out += [f"[labs.{entry.lab_id}]", f"title = {_toml_str(entry.title)}",
                 f"deadline = {deadline}",
+                "# canvas_assignment_id = 123456   # from the assignment's Canvas address",
                 f'file = "labs/{entry.file}"   # the released version: its hash is accepted',
                 "items = [                        # default: all of them, in this order"]
         for i in entry.items:

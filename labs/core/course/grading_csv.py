@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
+from labs.core.course.grading_checks import severity
 from labs.core.course.grading_load import Batch
 from labs.core.course.grading_score import Gradebook, _text
 
@@ -26,6 +27,8 @@ _ODD_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _FORMULA_FIRST = frozenset(_FORMULA_START)  # each is one character
 _FORMULA_AFTER_SPACES = frozenset(_FORMULA_START[:4])
 MAX_CELL_CHARS = 2000
+_ORDER = {"wrong": 0, "check": 1, "info": 2}
+_LAB_PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,40}: ")  # "lab01: revised (...)"
 #: Integers beyond this are written as text: a spreadsheet keeps 15 significant digits.
 MAX_EXACT_INT = 10**15
 
@@ -72,7 +75,8 @@ def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
     rows = []
     roster = book.config.roster
     for sid in book.students:
-        row: dict[str, Any] = {book.config.id_column: sid}
+        row: dict[str, Any] = {(roster.id_column if roster else "") or book.config.id_column:
+                               sid}
         entry = roster.get(sid) if roster else None
         if roster and roster.has_names:
             row["Name"] = entry.name if entry else ""
@@ -94,8 +98,11 @@ def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
             flags += [f"{lab.lab_id}: {f}" for f in g.flags]
         row["Total Points"] = round(total, 2)
         row["Max Points"] = round(max_total, 2)
+        info = [f for f in flags if severity(_LAB_PREFIX.sub("", f)) == "info"]
+        flags = [f for f in flags if f not in info]  # the most serious first
+        flags.sort(key=lambda f: _ORDER[severity(_LAB_PREFIX.sub("", f))])
         row["Flags"] = "; ".join(flags)
-        row["Notes"] = "; ".join(book.notes.get(sid, []))
+        row["Notes"] = "; ".join(info + book.notes.get(sid, []))
         rows.append({csv_safe(k): csv_safe(v) for k, v in row.items()} if neutralise else row)
     return rows
 
@@ -131,14 +138,16 @@ def _scalar(v: Any) -> Any:
     return json.dumps(v)[:200]
 
 
-FILE_COLUMNS = ("source", "name_id", "student_ids", "events", "edited", "recovery",
+FILE_COLUMNS = ("source", "name_id", "lms_id", "submitter", "student_ids", "events", "edited",
+                "recovery",
                 "head_hash", "unreadable", "problems", "notes", "skipped")
 
 
 def file_rows(batch: Batch) -> list[dict]:
     rows = []
     for f in batch.files:
-        row = {"source": f.source, "name_id": f.name_id, "student_ids": " ".join(f.student_ids),
+        row = {"source": f.source, "name_id": f.name_id, "lms_id": f.lms_id,
+               "submitter": f.submitter, "student_ids": " ".join(f.student_ids),
                "events": f.events, "edited": f.edited, "recovery": f.recovery,
                "head_hash": f.head_hash, "unreadable": f.unreadable,
                "notes": "; ".join(f.notes),

@@ -14,15 +14,17 @@ labs' semantic tokens (:mod:`labs.core.ui.tokens`) and never carry meaning alone
 from __future__ import annotations
 
 import hashlib
+import math
 import html
 import os
 import re
 import string
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from labs.core.course import catalogue as _catalogue
+from labs.core.course.grading_checks import severity, student_severity
 from labs.core.course.grading_load import Batch
 from labs.core.course.grading_score import Gradebook, LabGrade
 from labs.core.course.quiz_prediction import ratio_verdict
@@ -71,8 +73,10 @@ FLAG_HELP: dict[str, tuple[str, str]] = {
     "unreadable_submission": ("A file you handed in could not be read, so it earned nothing.",
                               "Hand in the file the lab saved (or its Download button gives), "
                               "unchanged, as UTF-8: see the reason given."),
-    "id_mismatch": ("A file is named for one student but holds another's events.",
-                    "Hand in your own ledger; use your own id in every lab."),
+    "id_mismatch": ("A file you handed in carries another student's id (or is named for "
+                    "one), or another student handed in a file with your id. Your instructor "
+                    "decides whose work it is.", "Hand in your own ledger; type your own "
+                    "student id (the one your instructor gave you) in every lab."),
     "not_on_roster": ("The student id in the ledger is not on the class roster.",
                       "Enter exactly the id your instructor gave you in every lab."),
     "possible_submission": ("A ledger under a similar id may be yours.", "Tell your "
@@ -93,8 +97,12 @@ padding-bottom:.2rem;margin-top:2rem}h3{font-size:1rem;margin:1.2rem 0 .3rem}
 th,td{border:1px solid var(--border);padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.items{table-layout:fixed}td{overflow-wrap:anywhere}
+table.items td.num{overflow-wrap:normal;font-size:.9em}
 .ok{color:var(--ok)}.danger{color:var(--danger)}.warn{color:var(--warn)}
 .flag{border-left:4px solid var(--danger);padding:.3rem .6rem;margin:.4rem 0;background:#fafafa}
+.flag.check{border-left-color:var(--warn)}.flag.info{border-left-color:var(--accent)}
+.sev{font-size:.8em;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}
+td.wrong{color:var(--danger);font-weight:600}td.check{color:var(--warn)}
 .note{border-left:4px solid var(--accent);padding:.3rem .6rem;margin:.4rem 0}
 td.note{border-left:4px solid var(--accent)}
 q{font-style:italic}code{font-size:.9em}
@@ -126,15 +134,38 @@ def page_name(student_id: str) -> str:
     return f"student-{digest}.html"
 
 
+_SEVERITY_TEXT = {"wrong": "Your grade may change: your instructor will look at this",
+                  "check": "Worth a look", "info": "For your information"}
+
+
+def _student_facing(flag: str) -> str:
+    """A flag as its student may read it: never another student's id or name."""
+    code = flag.split(" ", 1)[0]
+    if code == "id_mismatch":
+        if "graded as this student's" in flag or "holds events of" in flag:
+            return "id_mismatch (a file you handed in carries another student's id)"
+        return "id_mismatch (another student handed in a file with your id)"
+    if code in ("not_on_roster", "possible_submission"):
+        return code
+    return flag
+
+
 def _flags_html(flags: list[tuple[str, str]]) -> str:
-    """(where, flag) pairs: each flag with its meaning and how to fix it."""
-    if not flags:
-        return "<p class='ok'>✓ No flags: the ledger is intact and in order.</p>"
-    out = []
-    for where, f in flags:
+    """(where, flag) pairs, the most serious first: each with its meaning and how to fix it."""
+    if not [f for _, f in flags if severity(f) != "info"]:
+        head = "<p class='ok'>✓ No flags: the ledger is intact and in order.</p>"
+        if not flags:
+            return head
+    else:
+        head = ""
+    out = [head]
+    order = {"wrong": 0, "check": 1, "info": 2}
+    for where, f in sorted(flags, key=lambda wf: order[severity(wf[1])]):
         code = f.split(" ", 1)[0]
+        level = severity(f)
         meaning, fix = FLAG_HELP.get(code, ("", "Ask your instructor."))
-        out.append(f"<div class='flag'><strong>{_e(where)}{_e(f)}</strong><br>{_e(meaning)}<br>"
+        out.append(f"<div class='flag {level}'><span class='sev'>{_SEVERITY_TEXT[level]}</span>"
+                   f"<br><strong>{_e(where)}{_e(f)}</strong><br>{_e(meaning)}<br>"
                    f"<em>How to fix:</em> {_e(fix)}</div>")
     return "\n".join(out)
 
@@ -151,12 +182,13 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
         question = info.text if info else ig.item_id
         evs = by_item.get(ig.item_id, [])
         first = next((e for e in evs if e.kind == "predict"), None)
-        extra = (f"<tr><td colspan='5' class='note'>Instructor (override: {ig.points:g} "
+        extra = (f"<tr><td colspan='6' class='note'>Instructor (override: {ig.points:g} "
                  f"points){': ' + _e(ig.comment) if ig.comment else ''}</td></tr>"
                  if ig.override is not None else "")
         if first is None:
             rows.append(f"<tr><td>{_e(question)}</td><td colspan='3' class='muted'>no "
-                        f"prediction</td><td class='num'>{ig.points:g}</td></tr>{extra}")
+                        f"prediction</td><td class='num'>{ig.points:g}</td><td></td></tr>"
+                        f"{extra}")
             continue
         p = first.payload
         units = str(p.get("units") or (info.units if info else ""))
@@ -179,16 +211,101 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
             calib.append((conf, bool(ig.correct)))
         earned = ", ".join(w for w, ok in (("committed", ig.committed), ("reasoned",
                            ig.reasoned), ("explained", ig.explained)) if ok) or "nothing yet"
+        reason = p.get("reason") if isinstance(p.get("reason"), str) else ""
+        reason = f" · <q>{_e(reason)}</q>" if reason.strip() else " · no reason given"
         rows.append(
             f"<tr><td>{_e(question)}</td><td>{said}<br><span class='muted'>confidence "
-            f"{_e(conf)}/5 · <q>{_e(p.get('reason', ''))}</q></span></td><td>{shown}</td>"
+            f"{_e(conf)}/5{reason}</span></td><td>{shown}</td>"
             f"<td>{verdict} {ratio}</td><td class='num'>{ig.points:g}<br>"
-            f"<span class='muted'>{_e(earned)}</span></td></tr>{extra}")
-    head = ("<colgroup><col style='width:32%'><col style='width:26%'><col style='width:16%'>"
-            "<col style='width:13%'><col style='width:13%'></colgroup><tr><th>Question</th>"
-            "<th>You predicted</th><th>Your instrument showed</th><th>Verdict</th>"
-            "<th>Points</th></tr>")
+            f"<span class='muted'>{_e(earned)}</span></td><td>{_times(ig, g)}</td></tr>"
+            f"{extra}")
+    head = ("<colgroup><col style='width:25%'><col style='width:22%'><col style='width:14%'>"
+            "<col style='width:11%'><col style='width:13%'><col style='width:15%'></colgroup>"
+            "<tr><th>Question</th><th>You predicted</th><th>Your instrument showed</th>"
+            "<th>Verdict</th><th>Points</th><th>When (UTC)</th></tr>")
     return f"<table class='items'>{head}{''.join(rows)}</table>", calib
+
+
+def _when(t) -> str:
+    return t.strftime("%Y-%m-%d %H:%M") if t else "–"
+
+
+def _times(ig, g: LabGrade) -> str:
+    """The graded events' times (the prediction; observed and explained), late ones marked
+    with what the penalty kept."""
+    late = {what: (lateness, factor) for what, _, lateness, factor in ig.late_parts}
+    out = []
+    for what, label, t in (("prediction", "predicted", ig.predicted_at),
+                           ("explanation", "explained", ig.explained_at)):
+        if t is None:
+            continue
+        text = f"{label} {_when(t)}"
+        if what in late:
+            lateness, factor = late[what]
+            text += (f" <span class='danger'>late {_e(_duration(lateness))}, × {factor:g}"
+                     "</span>")
+        out.append(text)
+    return "<br>".join(out) or "<span class='muted'>–</span>"
+
+
+def _duration(d) -> str:
+    """``2 d 3 h 5 min`` (minutes rounded up, so "3 d" is never a little over three days)."""
+    minutes = math.ceil(d.total_seconds() / 60)
+    days, rest = divmod(minutes, 24 * 60)
+    hours, mins = divmod(rest, 60)
+    parts = [f"{days} d" if days else "", f"{hours} h" if hours or days and mins else "",
+             f"{mins} min" if mins or not (days or hours) else ""]
+    return " ".join(p for p in parts if p)
+
+
+def _late_terms(parts, config) -> str:
+    """The late parts grouped by what they keep: ``12.5 points done 2 d 12 h 3 min to
+    2 d 12 h 32 min late × 0.7 (3 started days × 10% off)``."""
+    groups: dict[float, list] = {}
+    for points, lateness, factor in parts:
+        groups.setdefault(factor, []).append((points, lateness))
+    out = []
+    for factor, got in sorted(groups.items(), reverse=True):
+        points = round(sum(p for p, _ in got), 4)
+        lo, hi = min(t for _, t in got), max(t for _, t in got)
+        when = _duration(lo) if _duration(lo) == _duration(hi) else \
+            f"{_duration(lo)} to {_duration(hi)}"
+        days = math.ceil(hi / timedelta(days=1))
+        why = ("late work earns nothing" if config.late_policy == "deadline" else
+               f"{days} started day{'s' if days != 1 else ''} × "
+               f"{config.late_penalty_per_day:.0%} off")
+        out.append(f"{points:g} point{'s' if points != 1 else ''} done {when} late × "
+                   f"{factor:g} ({why})")
+    return " + ".join(out)
+
+
+def _lab_timing(g: LabGrade, lab, config) -> str:
+    """The deadline that applied, the lateness and the late-penalty arithmetic, in words."""
+    if g.deadline is None:
+        return ""
+    ext = (" (with your extension)" if lab.deadline is not None and g.deadline != lab.deadline
+           else "")
+    text = f"Deadline {g.deadline.strftime('%Y-%m-%d %H:%M')} UTC{ext}. "
+    if g.status != "Late":
+        text += ("Everything graded was done by then." if g.submitted else "")
+        return f"<p class='meta'>{text}</p>"
+    text += f"Last graded work {_duration(g.lateness)} after it. "
+    parts = [(ig.item_id, what, pts, lateness, factor) for ig in g.items
+             if ig.override is None for what, pts, lateness, factor in ig.late_parts]
+    if not parts:
+        return f"<p class='meta'>{_e(text)}</p>"
+    if config.late_policy == "deadline":
+        rule = "work done after the deadline earns nothing"
+    else:
+        rule = (f"work done after the deadline loses {config.late_penalty_per_day:.0%} per "
+                "started day late" if config.late_penalty_per_day else "no late penalty")
+    on_time = round(sum(i.points for i in g.items) - sum(
+        round(p * f, 4) for *_, p, _, f in parts), 4)
+    terms = _late_terms([(p, late, f) for *_, p, late, f in parts], config)
+    arithmetic = (f"{on_time:g} point{'s' if on_time != 1 else ''} on time + {terms} = "
+                  f"{g.points:g} points"
+                  if g.override is None else f"the instructor set {g.points:g} points")
+    return (f"<p class='meta'>{_e(text)}Rule: {_e(rule)}. {_e(arithmetic)}.</p>")
 
 
 def _ratio_text(value: Any, actual: Any) -> str:
@@ -227,15 +344,19 @@ def feedback_page(book: Gradebook, batch: Batch, student_id: str, *,
     for lab in book.labs:
         g = book.grades[(student_id, lab.lab_id)]
         when = g.submitted.strftime("%Y-%m-%d %H:%M UTC") if g.submitted else "–"
+        late = f" ({_duration(g.lateness)})" if g.status == "Late" else ""
+        deadline = g.deadline.strftime("%Y-%m-%d %H:%M UTC") if g.deadline else "–"
         summary.append(f"<tr><td>{_e(lab.title)}</td><td class='num'>{g.points:g} / "
-                       f"{g.max_points:g}</td><td>{_e(g.status)}</td><td>{_e(when)}</td></tr>")
+                       f"{g.max_points:g}</td><td>{_e(g.status + late)}</td>"
+                       f"<td>{_e(deadline)}</td><td>{_e(when)}</td></tr>")
         table, c = _item_rows([e for e in mine if e.lab_id == lab.lab_id], g, items)
         calib += c
         lab_flags += [(f"{lab.title}: ", f) for f in g.flags]
         comment = f"<p class='note'>Instructor: {_e(g.comment)}</p>" if g.comment else ""
         parts.append(f"<h3>{_e(lab.title)}: {g.points:g} / {g.max_points:g} · "
-                     f"{_e(g.status)}</h3>{comment}{table}")
-    flags = [("", f) for f in book.student_flags.get(student_id, [])] + lab_flags
+                     f"{_e(g.status)}</h3>{_lab_timing(g, lab, book.config)}{comment}{table}")
+    flags = [("", _student_facing(f)) for f in book.student_flags.get(student_id, [])] + [
+        (w, _student_facing(f)) for w, f in lab_flags]
     notes = "".join(f"<div class='note'>{_e(n)}</div>" for n in book.notes.get(student_id, []))
     name = f" · {_e(roster.name)}" if roster and roster.name else ""
     total = sum(book.grades[(student_id, lab.lab_id)].points for lab in book.labs)
@@ -249,8 +370,8 @@ def feedback_page(book: Gradebook, batch: Batch, student_id: str, *,
         f"<p class='meta'>{_e(book.config.name or 'Roofline Labs')} · generated "
         f"{datetime.now(timezone.utc).strftime('%Y-%m-%d')} · total {total:g} / {most:g} "
         "points</p>"
-        "<h2>Labs</h2><table><tr><th>Lab</th><th>Points</th><th>Status</th><th>Last event"
-        "</th></tr>" + "".join(summary) + "</table>"
+        "<h2>Labs</h2><table><tr><th>Lab</th><th>Points</th><th>Status</th><th>Deadline</th>"
+        "<th>Last graded work</th></tr>" + "".join(summary) + "</table>"
         "<p class='muted'>Each prediction earns points for committing before the reveal, for a "
         "confidence and a reason, and for observing and explaining afterwards; being right is "
         "reported (and counts only if your instructor says so). A line edited after the lab "
@@ -266,24 +387,46 @@ def write_feedback(book: Gradebook, batch: Batch, folder: str | os.PathLike) -> 
 
     A student whose page cannot be made is listed in the index with the reason (never fatal).
     """
+    from labs.core.ui.tokens import COLORS
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    written, links = [], []
+    written, rows = [], []
     items = {i.item_id: i for i in _catalogue.items()}
-    for sid in book.students:
+    roster = book.config.roster
+    words = {"wrong": "grade may be wrong", "check": "worth a look", "info": "notes only",
+             "": "–"}
+    order = {"wrong": 0, "check": 1, "info": 2, "": 3}
+    listed = sorted(book.students, key=lambda s: (order[student_severity(book, s)], s))
+    for sid in listed:
         path = folder / page_name(sid)
+        entry = roster.get(sid) if roster else None
+        name = _e(entry.name) if entry and entry.name else "<span class='muted'>not on the " \
+            "roster</span>" if roster else ""
         try:
             path.write_text(feedback_page(book, batch, sid, items=items), encoding="utf-8",
                             errors="replace")
         except Exception as exc:  # noqa: BLE001 - one page must never stop the others
-            links.append(f"<li>{_e(sid)}: no page ({_e(type(exc).__name__)})</li>")
+            rows.append(f"<tr><td>{_e(sid)}</td><td>{name}</td><td colspan='3'>no page "
+                        f"({_e(type(exc).__name__)})</td></tr>")
             continue
         written.append(path)
-        flagged = " · flagged" if book.student_flags.get(sid) or any(
-            book.grades[(sid, lab.lab_id)].flags for lab in book.labs) else ""
-        links.append(f"<li><a href='{_e(path.name)}'>{_e(sid)}</a>{flagged}</li>")
+        level = student_severity(book, sid)
+        total = sum(book.grades[(sid, lab.lab_id)].points for lab in book.labs)
+        most = sum(book.grades[(sid, lab.lab_id)].max_points for lab in book.labs)
+        status = ", ".join(sorted({book.grades[(sid, lab.lab_id)].status
+                                   for lab in book.labs}))
+        rows.append(f"<tr><td><a href='{_e(path.name)}'>{_e(sid)}</a></td><td>{name}</td>"
+                    f"<td class='num'>{total:g} / {most:g}</td><td>{_e(status)}</td>"
+                    f"<td class='{level}'>{words[level]}</td></tr>")
+    css = string.Template(_CSS).substitute(COLORS)
+    title = _e(book.config.name or "Roofline Labs")
     (folder / "index.html").write_text(
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Feedback pages"
-        f"</title></head><body><h1>Feedback pages ({len(written)})</h1><ul>{''.join(links)}"
-        "</ul></body></html>", encoding="utf-8")
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>Feedback pages · {title}</title><style>{css}</style></head><body>"
+        f"<h1>Feedback pages · {title}</h1><p class='meta'>{len(written)} students, the ones "
+        "whose grade may be wrong first. Each page is ready to return to its student.</p>"
+        "<table><tr><th>Student</th><th>Name</th><th>Points</th><th>Status</th><th>Flags</th>"
+        "</tr>" + "".join(rows) + "</table></body></html>", encoding="utf-8")
     return written

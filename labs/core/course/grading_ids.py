@@ -26,6 +26,9 @@ _NAME_RE = re.compile(
     + r"(?P<id>[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}?)"
     r"(?:\.recovery-\d+)?(?: ?\(\d+\))?\.jsonl$", re.IGNORECASE)
 _LMS_COPY = re.compile(r"-\d{1,3}$")  # Canvas renames a resubmitted file to name-1.jsonl
+#: Canvas's "Download Submissions" name: ``<lastfirst>[_LATE]_<user id>_<submission id>_<file>``
+_CANVAS_RE = re.compile(
+    r"^[^_]*?(?P<late>_LATE)?_(?P<uid>\d{1,20})_(?P<sub>\d{1,20})_(?P<file>.+)$")
 
 
 @functools.lru_cache(maxsize=65_536)  # called for every event and file: ids repeat
@@ -42,6 +45,20 @@ def id_from_name(source: str) -> str:
     name = PurePosixPath(str(source).split("!")[-1].replace("\\", "/")).name
     m = _NAME_RE.search(name)
     return m.group("id") if m else ""
+
+
+def lms_submission(source: str) -> tuple[str, bool]:
+    """(the submitter's Canvas user id, whether Canvas marked the upload LATE) that a Canvas
+    bulk-download file name carries, or ``("", False)`` for any other name.
+
+    ``lindqvisthal_LATE_104125_5003809_roofline-ledger-02310296.jsonl`` -> ``("104125", True)``:
+    the user id is the roster's ``ID`` column, whoever's id the file's own name or events carry.
+    """
+    for part in reversed(str(source).split("!")):  # a zip a student uploaded: its name counts
+        m = _CANVAS_RE.match(PurePosixPath(part.replace("\\", "/")).name)
+        if m:
+            return m.group("uid"), bool(m.group("late"))
+    return "", False
 
 
 def same_owner(name_id: str, event_id: str) -> bool:

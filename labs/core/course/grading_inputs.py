@@ -1,11 +1,13 @@
 """The instructor's CSVs for ``labs-grade``: the roster, manual overrides and receipts.
 
 - **Roster** (``--roster`` or ``[course] roster``): one row per student with a header row. The
-  id column is the course's ``id_column`` if the CSV has one, else the first of ``SID``,
-  ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``, ``id``; names come from ``Name``,
+  id column is the course's ``id_column`` if the CSV has one filled in for every student, else
+  the first such of ``SID``, ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``,
+  ``id``; names come from ``Name``,
   ``Student`` or ``Full Name`` (or ``First Name`` + ``Last Name``), e-mails from ``Email``. A
   Canvas gradebook export or a Gradescope roster export works as it is; every other column
-  is kept for the Canvas/Gradescope files.
+  is kept for the Canvas file. Every identity column (SIS User ID, SIS Login ID, e-mail,
+  Canvas ``ID``) maps to the one student (:meth:`Roster.resolve`).
 - **Overrides** (``--overrides`` or ``[course] overrides``): ``student,item,points,comment``;
   ``item`` is a prediction item id (the points replace what the rubric gave that item) or a lab
   id (the points replace the whole lab's). Checked against the class when grading.
@@ -45,9 +47,18 @@ class RosterEntry:
     extra: dict[str, str] = field(default_factory=dict)  # every column of the row
 
 
+#: Identity columns a student may have typed instead of the id column, in the order they are
+#: tried (an LMS export has several; each maps to the one student). Canvas's ``ID`` is its
+#: user id, the number in a bulk download's file names.
+ALIAS_COLUMNS = ("SIS User ID", "SIS Login ID", "Email", "E-mail", "Email Address",
+                 "Integration ID", "SID", "Student ID", "ID", "Login ID")
+LMS_ID_COLUMN = "ID"
+
+
 @dataclass
 class Roster:
-    """Students in roster order, looked up by ``norm_id``."""
+    """Students in roster order, looked up by ``norm_id`` of the id column, or of any identity
+    column (:meth:`resolve`)."""
 
     entries: list[RosterEntry] = field(default_factory=list)
     id_column: str = ""
@@ -57,6 +68,48 @@ class Roster:
         by_key = self.__dict__.setdefault(
             "_by_key", {norm_id(e.student_id): e for e in self.entries})
         return by_key.get(norm_id(student_id))
+
+    def _aliases(self) -> dict[str, tuple[RosterEntry, str]]:
+        """norm key -> (entry, how it matched), built once; a value two students share is no
+        alias of either (it could be both)."""
+        if "_alias_map" in self.__dict__:
+            return self.__dict__["_alias_map"]
+        found: dict[str, list[tuple[RosterEntry, str]]] = {}
+        columns = [c for c in ALIAS_COLUMNS if c in self.columns and c != self.id_column]
+        for e in self.entries:
+            for col in columns:
+                value = e.extra.get(col, "").strip()
+                if value:
+                    found.setdefault(norm_id(value), []).append((e, col))
+            for col in [self.id_column] + columns:  # an id a spreadsheet stripped of zeros
+                value = e.extra.get(col, "").strip()
+                if value.isdigit() and value.startswith("0") and value.lstrip("0"):
+                    found.setdefault(norm_id(value.lstrip("0")), []).append(
+                        (e, f"{col} without its leading zeros"))
+        out = {}
+        for key, hits in found.items():
+            if len({id(e) for e, _ in hits}) == 1 and self.get(key) is None:
+                out[key] = hits[0]
+        self.__dict__["_alias_map"] = out
+        return out
+
+    def resolve(self, typed: str) -> tuple[RosterEntry, str] | None:
+        """(the student, the column it matched) for an id as typed: the id column itself
+        (``""``), else any identity column the roster has (SIS User ID, SIS Login ID, e-mail,
+        LMS ``ID``, the same digits without leading zeros); None if no one's."""
+        entry = self.get(typed)
+        if entry is not None:
+            return entry, ""
+        return self._aliases().get(norm_id(typed))
+
+    def by_lms_id(self, lms_id: str) -> RosterEntry | None:
+        """The student whose LMS user id (Canvas's ``ID`` column) is ``lms_id``."""
+        if LMS_ID_COLUMN not in self.columns or not lms_id:
+            return None
+        by_lms = self.__dict__.setdefault("_by_lms", {
+            norm_id(e.extra.get(LMS_ID_COLUMN, "")): e for e in self.entries
+            if e.extra.get(LMS_ID_COLUMN, "").strip()})
+        return by_lms.get(norm_id(lms_id))
 
     @property
     def ids(self) -> list[str]:
@@ -101,7 +154,17 @@ def _column(header: list[str], names) -> int | None:
 def load_roster(path: str | os.PathLike, id_column: str = "") -> Roster:
     """Read a roster CSV (see the module doc)."""
     header, rows = _read_csv(path, "roster")
-    idc = _column(header, ([id_column] if id_column else []) + list(_ID_COLUMNS))
+    students = [r for r in rows if r and "Points Possible" not in r[0]]
+    idc = None
+    for name in ([id_column] if id_column else []) + list(_ID_COLUMNS):
+        c = _column(header, (name,))
+        # a column every student has (Canvas exports "SIS User ID" blank in a course without
+        # SIS ids: then the next identity column is the id)
+        if c is not None and all(c < len(r) and r[c] for r in students):
+            idc = c
+            break
+    if idc is None:
+        idc = _column(header, ([id_column] if id_column else []) + list(_ID_COLUMNS))
     if idc is None:
         raise ConfigError(f"roster {path}: no id column; name one of "
                           f"{', '.join(([id_column] if id_column else []) + list(_ID_COLUMNS[:5]))}"

@@ -14,14 +14,14 @@ makes the reader fail in a way nobody foresaw is reported, never fatal. Part of
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Iterable
+from typing import Callable, Iterable
 
 from labs.core.course import ledger as _ledger
+from labs.core.course import ledger_events as _ledger_events
 from labs.core.course.grading_ids import norm_id
 from labs.core.course.grading_sources import (  # noqa: F401  (re-exported for grading)
     LEDGER_SUFFIXES,
@@ -75,6 +75,60 @@ class Batch:
     files: list[FileReport] = field(default_factory=list)
     # per student (by norm_id): hashes of every line of every chain (for receipts)
     hashes: dict[str, set[str]] = field(default_factory=dict)
+    #: (file, rank, its events as read) of every file that had events: :meth:`attribute`
+    #: builds ``events`` from them
+    raw: list = field(default_factory=list, repr=False)
+
+    def attribute(self, owner: Callable[[FileReport, str], str] | None = None) -> None:
+        """(Re)build ``events`` from the files: each event belongs to ``owner(file, id it
+        carries)`` (default: the id it carries), is kept once per owner (duplicates merged,
+        counted and flagged), and a student's events are merged by time, each file in its
+        own (chain) order. ``FileReport.student_ids`` become the owners."""
+        owner = owner or (lambda report, written: written)
+        if not self.raw and self.events:  # a batch built from events (events.csv): keep them
+            reports = {f.source: f for f in self.files}
+            by_source: dict[str, list[EventRecord]] = {}
+            for e in self.events:
+                if not e.written_id:
+                    e.written_id = e.student_id
+                by_source.setdefault(e.source, []).append(e)
+            self.raw = [(reports.get(src) or FileReport(src), rank, evs)
+                        for rank, (src, evs) in enumerate(by_source.items())]
+        self.events, self.hashes = [], {}
+        by_hash: dict[tuple[str, str], EventRecord] = {}
+        sort_keys: dict[int, tuple] = {}
+        for report, rank, events in self.raw:
+            owners = set()
+            running = _EARLIEST
+            report.first_predicts = {}
+            for template in events:
+                e = replace(template, flags=list(template.flags), duplicates=0)
+                e.student_id = owner(report, template.written_id) or template.written_id
+                key_student = norm_id(e.student_id)
+                owners.add(e.student_id)
+                if e.valid and e.kind == "predict":
+                    report.first_predicts.setdefault((key_student, e.item_id),
+                                                     (e.hash, e.payload.get("value")))
+                self.hashes.setdefault(key_student, set()).add(e.hash)
+                running = max(running, e.time or running)
+                key = (key_student, e.hash if e.valid else f"invalid:{e.source}:{e.line}")
+                if key in by_hash:
+                    first = by_hash[key]
+                    first.duplicates += 1
+                    if "duplicates_merged" not in first.flags:
+                        first.flags.append("duplicates_merged")
+                    continue
+                by_hash[key] = e
+                sort_keys[id(e)] = (key_student, running, rank, e.line)
+                self.events.append(e)
+            report.student_ids = sorted(owners)
+        # merged order per student: by time, each file keeping its own (chain) order
+        self.events.sort(key=lambda e: sort_keys[id(e)])
+        _spell_ids(self)
+        for i, e in enumerate(self.events):
+            e.order = i
+            if not _valid_student_id(e.written_id) and "odd_student_id" not in e.flags:
+                e.flags.append("odd_student_id")
 
     def students(self) -> list[str]:
         """The students who have events, as the batch spells them."""
@@ -108,22 +162,16 @@ class Batch:
 
 
 def _decode(data: bytes, report: FileReport) -> bytes | None:
-    """UTF-8 bytes of the file (a BOM dropped, UTF-16 converted), or None if it cannot be."""
-    if data.startswith(codecs.BOM_UTF8):
-        report.notes.append("read as UTF-8 with a byte-order mark")
-        return data[len(codecs.BOM_UTF8):]
-    bom = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    if bom or data[:2] in (b"{\x00", b"\x00{"):
-        encoding = "utf-16" if bom else ("utf-16-le" if data[:1] == b"{" else "utf-16-be")
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError:
-            report.problems.append("wrong_encoding (UTF-16 that does not decode: re-save as "
-                                   "UTF-8)")
-            return None
-        report.notes.append("read as UTF-16 (the lab writes UTF-8: hand in the file as saved)")
-        return text.encode("utf-8")
-    return data
+    """UTF-8 bytes of the file (a BOM dropped, UTF-16 converted: the lab's own reading,
+    :func:`~labs.core.course.ledger_events.decode_ledger_bytes`), or None if it cannot be."""
+    decoded = _ledger_events.decode_ledger_bytes(data)
+    if decoded.data is None:
+        report.problems.append("wrong_encoding (UTF-16 that does not decode: re-save as "
+                               "UTF-8)")
+        return None
+    if decoded.note:
+        report.notes.append(decoded.note)
+    return decoded.data
 
 
 def _read_bounded(data: bytes, limits: Limits, report: FileReport) -> _ledger.ReadResult:
@@ -211,9 +259,6 @@ def _file_events(source: str, records, report: FileReport, now: datetime,
             lab_version=ev["lab_version"], session=ev["session"], payload=ev["payload"],
             hash=ev["hash"], source=source, line=ln, valid=valid, recovery=report.recovery,
             flags=flags, written_id=ev["student_id"]))
-        if valid and ev["kind"] == "predict":
-            report.first_predicts.setdefault((norm_id(ev["student_id"]), ev["item_id"]),
-                                             (ev["hash"], ev["payload"].get("value")))
     return out
 
 
@@ -221,16 +266,16 @@ def load_ledgers(inputs: Iterable[str | os.PathLike], *, limits: Limits | None =
                  now: datetime | None = None) -> Batch:
     """Read ledger files / folders / zips into a :class:`Batch`. Never raises for bad input.
 
-    Every valid event is kept once (an event handed in twice, e.g. the same file uploaded two
-    times or a download that extends the saved file, counts once and is flagged
+    Every valid event is kept once per student (an event handed in twice, e.g. the same file
+    uploaded two times or a download that extends the saved file, counts once and is flagged
     ``duplicates_merged`` with ``duplicates`` > 0). Edited lines are kept with ``valid=False``.
     Events are ordered per student: each file in its own (chain) order, files merged by time.
+    Events belong to the id they carry until :meth:`Batch.attribute` says otherwise (the
+    grader does, with the roster: see :func:`~labs.core.course.grading_score.grade`).
     """
     limits = limits or Limits()
     now = now or datetime.now(timezone.utc)
     batch = Batch()
-    by_hash: dict[str, EventRecord] = {}
-    sort_keys: dict[int, tuple] = {}
     for rank, (source, data) in enumerate(iter_sources(inputs, limits, batch.files)):
         report = FileReport(source, recovery=bool(_RECOVERY_RE.search(source.lower())))
         batch.files.append(report)
@@ -249,29 +294,11 @@ def load_ledgers(inputs: Iterable[str | os.PathLike], *, limits: Limits | None =
             continue
         students = {norm_id(e.student_id): e.student_id for e in events}
         report.student_ids = sorted(students.values())
+        report.written_ids = list(report.student_ids)
         if len(students) > 1:
             report.problems.append("mixed_students")
-        running = _EARLIEST
-        for e in events:  # every hash of this file, for receipts (also edited lines)
-            batch.hashes.setdefault(norm_id(e.student_id), set()).add(e.hash)
-            running = max(running, e.time or running)
-            key = e.hash if e.valid else f"invalid:{source}:{e.line}"
-            if key in by_hash:
-                first = by_hash[key]
-                first.duplicates += 1
-                if "duplicates_merged" not in first.flags:
-                    first.flags.append("duplicates_merged")
-                continue
-            by_hash[key] = e
-            sort_keys[id(e)] = (norm_id(e.student_id), running, rank, e.line)
-            batch.events.append(e)
-    # merged order per student: by time, each file keeping its own (chain) order
-    batch.events.sort(key=lambda e: sort_keys[id(e)])
-    _spell_ids(batch)
-    for i, e in enumerate(batch.events):
-        e.order = i
-        if not _valid_student_id(e.written_id) and "odd_student_id" not in e.flags:
-            e.flags.append("odd_student_id")
+        batch.raw.append((report, rank, events))
+    batch.attribute()
     return batch
 
 

@@ -5,7 +5,9 @@ Per student and lab, per prediction item: commitment (a ``predict`` before the i
 unlocked, observed or explained), reasoning (confidence and reason), reconciliation (observed
 and explained afterwards) and correctness (reported; points only if the rubric gives some).
 The first ``predict`` of an item in the merged order is graded (each file in its chain order);
-a second one is flagged. Deadlines follow per-student extensions; an instructor's overrides
+a second one is flagged. Lateness is per graded part (see :func:`grade_lab`): events that
+change nothing graded never make work late. Deadlines follow per-student extensions; an
+instructor's overrides
 replace an item's (or a lab's) points and are listed in the notes. A lab with no events is
 ``Missing``, or ``Unreadable submission`` when a file named for the student could not be read.
 Student-level flags come from :mod:`~labs.core.course.grading_checks`. Part of
@@ -41,6 +43,16 @@ class ItemGrade:
     points: float = 0.0
     override: float | None = None  # the instructor's points, replacing the rubric's
     comment: str = ""  # the instructor's comment with an override
+    predicted_at: datetime | None = None  # the graded (first) prediction: commit, reason
+    explained_at: datetime | None = None  # when observed and explained were both true
+    earned: float = 0.0  # the rubric's points before any late penalty
+    #: (what, points, lateness, factor) of each part earned after the deadline
+    late_parts: list[tuple[str, float, timedelta, float]] = field(default_factory=list)
+
+    @property
+    def penalty(self) -> float:
+        """Points the late penalty took from this item."""
+        return 0.0 if self.override is not None else round(self.earned - self.points, 4)
 
 
 @dataclass
@@ -51,14 +63,24 @@ class LabGrade:
     lab_id: str
     points: float = 0.0
     max_points: float = 0.0
-    submitted: datetime | None = None  # time of the newest event of the lab
-    lateness: timedelta = timedelta(0)
+    #: time of the newest graded event (a prediction, or the observe + explain that earned
+    #: points); later events that change nothing graded (a re-measurement, a revision) do not
+    #: count; ``last_event``: the newest event of any kind
+    submitted: datetime | None = None
+    last_event: datetime | None = None
+    lateness: timedelta = timedelta(0)  # of the newest graded event past the deadline
     status: str = "Missing"  # Missing | Unreadable submission | On time | Late | Submitted
     items: list[ItemGrade] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # "code (detail)"
     deadline: datetime | None = None  # the deadline that applied (extensions included)
     override: float | None = None  # the instructor's points for the whole lab
     comment: str = ""
+
+    @property
+    def penalty(self) -> float:
+        """Points the late penalty took from the lab (0 with an override of the lab)."""
+        return 0.0 if self.override is not None else round(
+            sum(i.penalty for i in self.items), 4)
 
     @property
     def correct_text(self) -> str:
@@ -192,22 +214,15 @@ def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
         g.flags = flags
         return g
     times = [e.time for e in events if e.time is not None]
-    g.submitted = max(times) if times else None
-    if deadline is not None and g.submitted is not None:
-        g.lateness = max(timedelta(0), g.submitted - deadline)
-        g.status = "Late" if g.lateness > timedelta(0) else "On time"
-    else:
-        g.status = "Submitted"
-    counted = valid
-    if config.late_policy == "deadline" and deadline is not None:
-        counted = [e for e in valid if e.time is not None and e.time <= deadline]
+    g.last_event = max(times) if times else None
     by_item: dict[str, list[EventRecord]] = {}
-    for e in counted:
+    for e in valid:
         by_item.setdefault(e.item_id, []).append(e)
     for item_events in by_item.values():
         for problem in _order_problems(item_events):
             flags.append(f"impossible_order ({problem})")
     r = lab.rubric
+    graded_times = []
     for item in lab.items:
         evs = by_item.get(item, [])
         ig = ItemGrade(item)
@@ -221,33 +236,62 @@ def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
             ig.reasoned = (isinstance(conf, int) and not isinstance(conf, bool)
                            and 1 <= conf <= 5 and bool(_text(first.payload, "reason").strip()))
             after = evs[first_i + 1:]
-            observed = any(e.kind == "observe" and _text(e.payload).strip() for e in after)
-            ig.explained = observed and any(
-                e.kind == "explain" and len(_text(e.payload).strip()) >= r.min_explain_chars
-                for e in after)
+            observe = next((e for e in after if e.kind == "observe"
+                            and _text(e.payload).strip()), None)
+            explain = next((e for e in after if e.kind == "explain"
+                            and len(_text(e.payload).strip()) >= r.min_explain_chars), None)
+            ig.explained = observe is not None and explain is not None
+            ig.predicted_at = first.time
+            if ig.explained:
+                both = [e.time for e in (observe, explain) if e.time is not None]
+                ig.explained_at = max(both) if both else None
             ig.correct = _is_correct(first, after, lab)
             if any(e.kind == "predict" for e in after):
                 flags.append(f"second_predict ({item})")  # only the first one is graded
             if any(e.kind == "revise" for e in after):
                 flags.append(f"revised ({item})")
-        ig.points = (r.commit * ig.committed + r.reason * ig.reasoned
-                     + r.explain * ig.explained + r.correct * bool(ig.correct))
+        parts = (("prediction", r.commit * ig.committed + r.reason * ig.reasoned
+                  + r.correct * bool(ig.correct), ig.predicted_at),
+                 ("explanation", r.explain * ig.explained, ig.explained_at))
+        ig.earned = ig.points = sum(p for _, p, _ in parts)
+        for what, pts, when in parts:
+            if pts <= 0 or when is None:
+                continue
+            graded_times.append(when)
+            late = when - deadline if deadline is not None else timedelta(0)
+            if late > timedelta(0):
+                factor = 0.0 if config.late_policy == "deadline" else late_factor(
+                    late, config.late_penalty_per_day)
+                ig.late_parts.append((what, pts, late, factor))
+                ig.points -= pts * (1.0 - factor)
+        ig.points = round(ig.points, 4)
         g.items.append(ig)
+    g.submitted = max(graded_times) if graded_times else g.last_event
+    if deadline is not None and g.submitted is not None:
+        g.lateness = max(timedelta(0), g.submitted - deadline)
+        g.status = "Late" if g.lateness > timedelta(0) else "On time"
+    else:
+        g.status = "Submitted"
     g.points = _total(g, config)
     g.flags = flags
     return g
 
 
+def late_factor(lateness: timedelta, per_day: float) -> float:
+    """What share of a late part's points it keeps: ``1 - per_day x started days late``
+    (at least 0). 2 days 1 hour late at 0.1 per day: 3 started days, 0.7."""
+    if lateness <= timedelta(0) or not per_day:
+        return 1.0
+    return max(0.0, 1.0 - per_day * math.ceil(lateness / timedelta(days=1)))
+
+
 def _total(g: LabGrade, config: CourseConfig) -> float:
-    """The lab's points: the items' (overrides included), less any late penalty; or the
-    instructor's points for the whole lab."""
+    """The lab's points: the items' (each part earned after the deadline less its late
+    penalty; an instructor's item override as given), or the instructor's points for the
+    whole lab."""
     if g.override is not None:
         return round(g.override, 4)
-    points = sum(i.points for i in g.items)
-    if config.late_penalty_per_day and g.lateness > timedelta(0):
-        days = math.ceil(g.lateness / timedelta(days=1))
-        points *= max(0.0, 1.0 - config.late_penalty_per_day * days)
-    return round(points, 4)
+    return round(sum(i.points for i in g.items), 4)
 
 
 def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
@@ -259,12 +303,32 @@ def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
             g.override, g.comment = o.points, o.comment
         else:
             ig = next(i for i in g.items if i.item_id == o.item)
-            ig.points, ig.override, ig.comment = o.points, o.points, o.comment
+            ig.points, ig.override, ig.comment = o.points, o.points, o.comment  # as given
             per = lab.rubric.per_item
             if o.points > per:
                 note += f" (above the item's {per:g})"
         g.points = _total(g, book.config)
         book.notes.setdefault(sid, []).append(note)
+
+
+def attribute(batch: Batch, config: CourseConfig) -> None:
+    """Whose events are whose, with the roster: a file an LMS says who submitted (Canvas's
+    user id in its download name, the roster's ``ID``) is that student's, whatever id its
+    events carry (a disagreement is flagged on both rows by ``student_checks``); any other
+    event is the student whose id, or any identity column (SIS Login ID, e-mail, ...), it
+    carries. Without a roster, events are the id they carry."""
+    roster = config.roster
+    for f in batch.files:
+        entry = roster.by_lms_id(f.lms_id) if roster else None
+        f.submitter = entry.student_id if entry else ""
+
+    def owner(report, written: str) -> str:
+        if report.submitter:
+            return report.submitter
+        hit = roster.resolve(written) if roster else None
+        return hit[0].student_id if hit else written
+
+    batch.attribute(owner)
 
 
 def grade(batch: Batch, config: CourseConfig | None = None, *,
@@ -282,12 +346,13 @@ def grade(batch: Batch, config: CourseConfig | None = None, *,
     if overrides is None and config.overrides_path is not None:
         overrides = load_overrides(config.overrides_path)
     labs = _labs_for(batch, config)
+    attribute(batch, config)
     spelling = {norm_id(s): s for s in config.roster_ids()}
     batch.rename(spelling)
     for sid in batch.students():
         spelling.setdefault(norm_id(sid), sid)
     for f in batch.files:  # a file named for a student who has no events of their own
-        if f.name_id and (f.unreadable or f.student_ids):
+        if f.name_id and not f.submitter and (f.unreadable or f.student_ids):
             spelling.setdefault(name_owner(f.name_id, spelling), f.name_id)
     students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
     check_extensions(config, labs, students)

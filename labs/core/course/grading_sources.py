@@ -1,7 +1,10 @@
 """Finding submissions for ``labs-grade``: every candidate ledger in files, folders and zips.
 
 What an LMS download holds: files, folders (searched recursively, symbolic links not followed)
-and zips nested up to a limit, read in memory (nothing is extracted to disk). Sizes, member
+and zips nested up to a limit, read in memory (nothing is extracted to disk). Every path under a
+submission root is either read or reported (a link, a FIFO, a device, a folder that cannot be
+read, an empty folder), with its student when its name names one; only regular files are
+opened (non-blocking, so a FIFO never stalls the grader). Sizes, member
 counts and nesting are bounded by :class:`Limits`; a file that cannot be taken in becomes a
 :class:`FileReport` with its reason. Side files are not inputs: the lab's ``.lock`` files, a
 Mac zip's ``__MACOSX/`` and ``._*`` resource forks, ``.DS_Store``. Part of
@@ -12,12 +15,14 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from labs.core.course.grading_ids import id_from_name
+from labs.core.course.ledger_events import MAX_READ_BYTES
+from labs.core.course.grading_ids import id_from_name, lms_submission
 
 LEDGER_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".log")
 
@@ -31,7 +36,7 @@ class Limits:
     and reading stops (what was read before counts).
     """
 
-    max_file_bytes: int = 20 * 1024 * 1024
+    max_file_bytes: int = MAX_READ_BYTES  # the lab's own limit: one limit for both
     max_zip_members: int = 10_000
     max_zip_total_bytes: int = 512 * 1024 * 1024
     max_zip_depth: int = 3
@@ -60,10 +65,18 @@ class FileReport:
     edited: int = 0  # well-formed lines whose hash does not match (listed, never graded)
     #: (student key, item id) -> (hash, value) of the file's first valid predict of the item
     first_predicts: dict = field(default_factory=dict, repr=False)
+    written_ids: list[str] = field(default_factory=list)  # the ids its events carry
+    #: the submitter's LMS user id from the file's name (Canvas bulk download), and whether
+    #: the LMS marked the upload late
+    lms_id: str = ""
+    lms_late: bool = False
+    submitter: str = ""  # the roster student the LMS id names (set when graded with a roster)
 
     def __post_init__(self):
         if not self.name_id:
             self.name_id = id_from_name(self.source)
+        if not self.lms_id:
+            self.lms_id, self.lms_late = lms_submission(self.source)
 
     @property
     def unreadable(self) -> bool:
@@ -99,44 +112,125 @@ def _ignored(name: str) -> bool:
                                                                        "Thumbs.db")
 
 
+def _names_student(name: str) -> bool:
+    """Whether a path's name names a student (a ledger's name, or an LMS download's)."""
+    probe = FileReport(name)
+    return bool(probe.name_id or probe.lms_id)
+
+
+def _not_graded(path: str, why: str) -> FileReport:
+    """A path that gives nothing to grade: a problem on its student's row when its name names
+    one ("Unreadable submission", never "Missing"), else a line in files.csv."""
+    if _names_student(path):
+        return FileReport(path, problems=[f"file_unreadable ({why})"])
+    return FileReport(path, skipped=why)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe), not a file"),
+          (stat.S_ISCHR, "a device, not a file"), (stat.S_ISBLK, "a device, not a file"),
+          (stat.S_ISSOCK, "a socket, not a file"))
+
+
+def _walk(folder: Path, files: list[FileReport]) -> Iterator[Path]:
+    """Every regular file under ``folder`` (sorted; links never followed); every other path
+    (a link, a FIFO, a folder that cannot be read, an empty folder) becomes a FileReport."""
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        files.append(_not_graded(str(folder), f"a folder that could not be read: "
+                                              f"{type(exc).__name__}"))
+        return
+    if not entries:
+        files.append(_not_graded(str(folder), "an empty folder"))
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.name == "__MACOSX" or _ignored(entry.name):
+            continue  # a Mac zip's resource forks, the lab's lock files: never a ledger
+        try:
+            if entry.is_symlink():
+                target = "a folder" if path.is_dir() else "a file" if path.is_file() \
+                    else "nothing readable"
+                files.append(_not_graded(str(path), f"a symbolic link to {target}, not "
+                                                    "followed: hand in the file itself"))
+                continue
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError as exc:
+            files.append(_not_graded(str(path), f"could not be examined: "
+                                                f"{type(exc).__name__}"))
+            continue
+        if stat.S_ISDIR(mode):
+            yield from _walk(path, files)
+        elif stat.S_ISREG(mode):
+            yield path
+        else:
+            why = next((w for test, w in _KINDS if test(mode)), "not a regular file")
+            files.append(_not_graded(str(path), why))
+
+
 def iter_sources(inputs: Iterable[str | os.PathLike], limits: Limits,
                   files: list[FileReport]) -> Iterator[tuple[str, bytes]]:
-    """(display name, bytes) of every candidate ledger; problems go into ``files``."""
+    """(display name, bytes) of every candidate ledger; every other path under the inputs
+    (links, FIFOs, devices, unreadable or empty folders, too many files) goes into ``files``,
+    with its student when its name names one. Nothing but a regular file is ever opened."""
     count = 0
     for item in inputs:
         path = Path(item)
-        if path.is_dir():
-            for root, dirs, names in os.walk(path, followlinks=False):
-                dirs.sort()
-                if "__MACOSX" in dirs:  # a Mac zip's resource forks, never a ledger
-                    dirs.remove("__MACOSX")
-                for name in sorted(names):
-                    if _ignored(name):
-                        continue
-                    count += 1
-                    if count > limits.max_files:
-                        files.append(FileReport(str(path), skipped="too many files"))
-                        return
-                    yield from _from_path(Path(root) / name, limits, files)
+        if path.is_dir() and not path.is_symlink():
+            paths: Iterable[Path] = _walk(path, files)
         else:
-            yield from _from_path(path, limits, files)
+            paths = [path]
+        for p in paths:
+            count += 1
+            if count > limits.max_files:
+                files.append(FileReport(str(path), skipped="too many files"))
+                return
+            yield from _from_path(p, limits, files)
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file; OSError for anything else (a FIFO is never
+    waited on, a device never read: opened non-blocking, checked, then read)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
 
 
 def _from_path(path: Path, limits: Limits, files: list[FileReport]):
     name = str(path)
     if _ignored(path.name):
         return
-    if path.is_symlink() or not path.is_file():
-        files.append(FileReport(name, skipped="not a regular file"))
+    try:
+        st = path.stat()  # an input named on the command line: its link is followed
+    except OSError as exc:
+        files.append(_not_graded(name, f"could not be examined: {type(exc).__name__}"))
+        return
+    if not stat.S_ISREG(st.st_mode):
+        why = next((w for test, w in _KINDS if test(st.st_mode)), "not a regular file")
+        files.append(_not_graded(name, why))
         return
     try:
-        size = path.stat().st_size
-        if name.lower().endswith(".zip") and not zipfile.is_zipfile(path):
-            files.append(FileReport(name, problems=["file_unreadable (not a valid zip)"]))
-            return
-        if zipfile.is_zipfile(path):
+        size = st.st_size
+        is_zip = name.lower().endswith(".zip")
+        if not is_zip and not name.lower().endswith(LEDGER_SUFFIXES):
             with open(path, "rb") as f:
-                yield from _from_zip(name, f, limits, files, depth=1)
+                is_zip = f.read(4) == b"PK\x03\x04" and zipfile.is_zipfile(path)
+        if is_zip:
+            if size > limits.max_zip_total_bytes:
+                files.append(FileReport(name, problems=[f"file_too_large ({size} bytes)"]))
+                return
+            data = _read_regular(path, limits.max_zip_total_bytes + 1)
+            if not zipfile.is_zipfile(io.BytesIO(data)):
+                files.append(FileReport(name, problems=["file_unreadable (not a valid zip)"]))
+                return
+            yield from _from_zip(name, io.BytesIO(data), limits, files, depth=1)
             return
         if not name.lower().endswith(LEDGER_SUFFIXES):
             files.append(FileReport(name, skipped="not a ledger file (by its name)"))
@@ -144,8 +238,7 @@ def _from_path(path: Path, limits: Limits, files: list[FileReport]):
         if size > limits.max_file_bytes:
             files.append(FileReport(name, problems=[f"file_too_large ({size} bytes)"]))
             return
-        with open(path, "rb") as f:
-            yield name, f.read(limits.max_file_bytes + 1)
+        yield name, _read_regular(path, limits.max_file_bytes + 1)
     except (OSError, zipfile.BadZipFile) as exc:
         files.append(FileReport(name, problems=[f"file_unreadable ({type(exc).__name__})"]))
 

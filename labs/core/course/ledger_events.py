@@ -7,6 +7,7 @@ bad input, so the lab and the grader read hostile files the same way.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import math
@@ -28,7 +29,10 @@ GENESIS_HASH = "0" * 64
 MAX_LINE_BYTES = 64 * 1024  # one event; a reason or an explanation is far shorter
 MAX_PAYLOAD_DEPTH = 6
 MAX_ID_CHARS = 200
-MAX_READ_BYTES = 64 * 1024 * 1024  # the lab refuses to read a ledger larger than this
+#: The one size limit of a ledger file, for the lab and the grader alike: the lab starts a
+#: continuation file before a file would pass it (an event is at most MAX_LINE_BYTES, so no
+#: explanation can push a file past it), and the grader refuses a larger file by default.
+MAX_READ_BYTES = 20 * 1024 * 1024
 
 _REQUIRED = {
     "schema": int, "seq": int, "ts": str, "student_id": str, "lab_id": str,
@@ -166,7 +170,8 @@ class Problem:
     """Something wrong in a ledger file, at a 1-based line number (0: the whole file)."""
 
     line: int
-    code: str  # malformed | hash_mismatch | chain_break | seq_order | torn_tail | unreadable | too_large
+    code: str  # malformed | hash_mismatch | chain_break | seq_order | torn_tail | unreadable |
+    #            too_large | wrong_encoding | re_encoded
     detail: str
 
     def __str__(self) -> str:
@@ -245,6 +250,39 @@ def read_ledger(data: bytes, *, start_hash: str = GENESIS_HASH, start_seq: int =
     return result
 
 
+@dataclass
+class Decoded:
+    """Ledger bytes as UTF-8 (``data``; None if they cannot be), how they were stored
+    (``"utf-8"``, ``"utf-8-bom"``, ``"utf-16"``) and how many leading bytes were a
+    byte-order mark (``skipped``)."""
+
+    data: bytes | None
+    encoding: str = "utf-8"
+    skipped: int = 0
+
+    @property
+    def note(self) -> str:
+        return {"utf-8-bom": "read as UTF-8 with a byte-order mark",
+                "utf-16": "read as UTF-16 (the lab writes UTF-8: hand in the file as saved)"
+                }.get(self.encoding, "")
+
+
+def decode_ledger_bytes(data: bytes) -> Decoded:
+    """The one reading of a ledger's bytes, for the lab and the grader: UTF-8 as written; a
+    file an editor re-saved with a UTF-8 byte-order mark or as UTF-16 (with or without a mark)
+    is read the same; UTF-16 that does not decode gives ``data=None``."""
+    if data.startswith(codecs.BOM_UTF8):
+        return Decoded(data[len(codecs.BOM_UTF8):], "utf-8-bom", len(codecs.BOM_UTF8))
+    bom = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    if bom or data[:2] in (b"{\x00", b"\x00{"):
+        encoding = "utf-16" if bom else ("utf-16-le" if data[:1] == b"{" else "utf-16-be")
+        try:
+            return Decoded(data.decode(encoding).encode("utf-8"), "utf-16")
+        except UnicodeDecodeError:
+            return Decoded(None, "utf-16")
+    return Decoded(data)
+
+
 def read_ledger_file(path: str | os.PathLike, *, max_bytes: int | None = None) -> ReadResult:
     """:func:`read_ledger` on a file; never raises.
 
@@ -260,9 +298,17 @@ def read_ledger_file(path: str | os.PathLike, *, max_bytes: int | None = None) -
             data = f.read(limit + 1)
     except OSError as exc:
         return ReadResult(problems=[Problem(0, "unreadable", f"cannot read the file ({exc})")])
+    decoded = decode_ledger_bytes(data[:limit])
+    if decoded.data is None:
+        return ReadResult(problems=[Problem(0, "wrong_encoding", "UTF-16 that does not decode")])
     if size <= limit and len(data) <= limit:
-        return read_ledger(data)
-    result = read_ledger(data[:limit], final=False)  # the cut line is not a torn write
+        result = read_ledger(decoded.data)
+        if decoded.encoding == "utf-16":  # read, but never appended to: it is not UTF-8
+            result.problems.insert(0, Problem(0, "re_encoded", "an editor re-saved it as "
+                                              "UTF-16; its records are read"))
+        result.size += decoded.skipped  # the file's own offsets (a BOM is 3 bytes)
+        return result
+    result = read_ledger(decoded.data, final=False)  # the cut line is not a torn write
     result.problems.insert(0, Problem(0, "too_large", f"file is {size} bytes (limit {limit}); "
                                                       f"only the first {result.size} were read"))
     return result

@@ -136,7 +136,14 @@ class Ledger:
                             "are kept in memory only: download them before closing the lab.")
 
     def _takes_events(self, chain: _Chain) -> bool:
-        return chain.clean and room_left(chain.offset)
+        return chain.clean and room_left(chain.offset) and not self._read_only(chain)
+
+    def _read_only(self, chain: _Chain) -> bool:
+        """A file that exists but cannot be written, in a folder that can (a read-only folder
+        is the memory mode's case: the chain goes on in memory from this file)."""
+        return (chain.path is not None and chain.path.exists()
+                and not os.access(chain.path, os.W_OK)
+                and os.access(self.directory, os.W_OK | os.X_OK))
 
     def _pick_target(self) -> None:
         """Append to the main file if it is clean and has room, else to the first continuation
@@ -167,13 +174,19 @@ class Ledger:
             self.warnings.append(msg)
 
     def _warn_skipped(self, chain: _Chain) -> None:
-        if chain.clean:  # full, not damaged
+        if chain.clean and self._read_only(chain):
+            msg = (f"Your ledger file {chain.path} is read-only (its folder is writable): it "
+                   f"is kept as it is and its {len(chain.events)} records are still used.")
+        elif chain.clean:  # full, not damaged
             msg = (f"Your ledger {chain.path} reached the size limit "
                    f"({ledger_events.MAX_READ_BYTES // (1024 * 1024) or 1} MiB) and is kept as "
                    f"it is; its {len(chain.events)} records are still used.")
         else:
             first = chain.problems[0]
-            if first.code == "torn_tail":
+            if first.code == "re_encoded":
+                what = ("an editor re-saved it as UTF-16; every record in it is read, and new "
+                        "ones go to a new file")
+            elif first.code == "torn_tail":
                 what = ("its last record was cut off (the lab was probably interrupted while "
                         "writing)")
             else:
@@ -456,7 +469,14 @@ class Ledger:
         """
         if len(data) > ledger_events.MAX_READ_BYTES:
             return ReadResult(problems=[Problem(0, "too_large", "uploaded file is too large")])
-        result = read_ledger(bytes(data))
+        decoded = ledger_events.decode_ledger_bytes(bytes(data))
+        if decoded.data is None:
+            return ReadResult(problems=[Problem(0, "wrong_encoding",
+                                                "UTF-16 that does not decode")])
+        result = read_ledger(decoded.data)
+        if decoded.encoding == "utf-16":
+            result.problems.insert(0, Problem(0, "re_encoded", "an editor re-saved it as "
+                                              "UTF-16; its records are read"))
         others = {e["student_id"] for e in result.events} - {self.student_id}
         if others:
             result.problems.append(Problem(0, "other_student",
