@@ -72,7 +72,7 @@ def test_alpha_beta_figure_draws_lines_points_and_marks_as_given():
 
 
 def test_scaling_figure_leaves_gaps_where_a_design_does_not_fit():
-    rows = sharding.tp_scaling("llama-3-70b", "h100-sxm", "pcie5-x16", batch=1, seq_len=8192)
+    rows = sharding.tp_scaling("llama-3-70b", "h100-pcie", "pcie5-x16", batch=1, seq_len=8192)
     vals = [s.tokens_per_s if s.fits else None for s in rows]
     fig = _valid(figures.scaling_figure([("PCIe Gen5", vals, None, None)],
                                         sharding.TP_DEGREES, title="t", y_title="tokens/s",

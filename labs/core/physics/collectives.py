@@ -161,13 +161,17 @@ def get_link(link: str | Link) -> Link:
     """A link by key (case-insensitive) or a :class:`Link` passed through. Something that is
     not a key raises ValueError; an unknown key :class:`UnknownLinkError` (a KeyError and a
     ValueError), both naming ``link``, the latter with the close matches."""
+    return _get_link(link, "link")
+
+
+def _get_link(link, arg: str) -> Link:
     if isinstance(link, Link):
         return link
-    k = text("link", link).lower()
+    k = text(arg, link).lower()
     if k in LINKS:
         return LINKS[k]
-    raise UnknownLinkError(f"unknown link={shown(link)}." + close_matches(k, LINKS,
-                                                                         always_list=True))
+    raise UnknownLinkError(f"unknown {arg}={shown(link)}." + close_matches(k, LINKS,
+                                                                          always_list=True))
 
 
 def link_options() -> dict[str, str]:
@@ -360,7 +364,7 @@ def collective_path(link, n, *, nics_per_node: int | None = None, nic=None,
     if nn % g:
         raise ValueError(f"n={shown(n)} chips do not fill whole nodes of {g} ({lk.name} joins "
                          f"at most {g}): pick a multiple of {g}")
-    out = get_link(SCALE_OUT_LINK if nic is None else nic)
+    out = _get_link(SCALE_OUT_LINK if nic is None else nic, "nic")
     if out.kind != "scale-out":
         raise ValueError(f"nic={shown(out.key)} is not a link between nodes: pick one of "
                          + ", ".join(k for k, v in LINKS.items() if v.kind == "scale-out"))

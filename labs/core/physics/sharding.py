@@ -49,7 +49,7 @@ def link_ridge(hw, precision: str, link, n: int = 2, *,
     ``precision``; B the one-way bandwidth of the link within a node, or beyond one the
     all-reduce bus bandwidth of the two-level path, :func:`collectives.collective_path`).
     A chip and a link that cannot be paired raise ValueError (:func:`collectives.check_pair`)."""
-    C.check_pair(hw, link)
+    C.check_pair(_hw.get(hw, arg="hw"), link)
     path = C.collective_path(link, n, nics_per_node=nics_per_node)
     return _peak(hw, precision) / (path.bus_gbs("all-reduce") * 1e9)
 
@@ -200,7 +200,7 @@ def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
     m = _matmuls(matmuls)
     b = (_fmt.bytes_per_element(precision, arg="precision") if storage is None
          else _fmt.bytes_per_element(storage, arg="storage"))
-    C.check_pair(hw, link)
+    C.check_pair(_hw.get(hw, arg="hw"), link)
     spb = C.collective_path(link, nn).seconds_per_byte(op)
     return spb * _peak(hw, precision) * b / (2 * m)
 
@@ -463,7 +463,7 @@ def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
     t = positive_int("tokens_per_chip", tokens_per_chip)
     g = positive("grad_bytes", grad_bytes)
     ov = flag("overlap", overlap)
-    C.check_pair(hw, link)
+    C.check_pair(_hw.get(hw, arg="hw"), link)
     peak = _peak(hw, precision)
     return DPStep(p, nn, t, FORWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
                   BACKWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
@@ -481,7 +481,7 @@ def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2,
     batch > C / W_collective, ~2,475 tokens across H100 nodes)."""
     nn = C._n(n)
     g = positive("grad_bytes", grad_bytes)
-    C.check_pair(hw, link)
+    C.check_pair(_hw.get(hw, arg="hw"), link)
     spb = C.collective_path(link, nn, nics_per_node=nics_per_node).seconds_per_byte(
         "all-reduce")
     return g * spb * _peak(hw, precision) / BACKWARD_FLOPS_PER_PARAM_TOKEN
