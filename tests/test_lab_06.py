@@ -462,25 +462,34 @@ def _shown_cells(app, defs):
     return rendered_cells(app, captured, scrub=["ada"])
 
 
+#: Numbers that give an answer by one multiplication (issue 34.1): the link ridge π / B of a
+#: graded chip and link, from which K/n* = (n-1)/n x b / m x π / B.
+TELLTALES = {"lab06.tp_shard_pcie": sharding.link_ridge("h100-pcie", "bf16", "pcie5-x16"),
+             "lab06.tp_shard_nvlink": sharding.link_ridge("h100-sxm", "bf16", "nvlink4")}
+
+
+@pytest.mark.slow
 def test_no_prediction_is_answered_before_its_lock_by_any_open_instrument(env, app):
     """Issue 34.3 for Lab 6: for each prediction k, with 1..k-1 locked and every open
     instrument swept (sampled values, and the exact graded scenarios), no rendered output shows
     k's reference answer (leak_support's renderings; a choice's label)."""
-    from leak_support import find_leaks
+    from leak_support import Reference, find_leaks
 
     refs = _references(env)
     assert set(refs) == PREDICTION_ITEMS
     values = {name: _widget_values(app, name) for names in OPENS.values() for name in names}
     leaks = []
     for k, (item, _name) in enumerate(ORDER):
-        locked = {n: PREDICTIONS[n] for _, n in ORDER[:k]}
+        # locked before k; None (what a student's open prediction is) from k on
+        locked = {n: PREDICTIONS[n] if i < k else None for i, (_, n) in enumerate(ORDER)}
         open_widgets = [w for j in range(k + 1) for w in OPENS.get(j, ())]
         settings = [{}] + [{w: v} for w in open_widgets for v in values[w]]
         settings += [g for g in GRADED if set(g) <= set(open_widgets)]
         for setting in settings:
             cells = _shown_cells(app, {**locked, **_set(**setting)})
-            leaks += [f"P{k + 1} with {setting}: {leak}" for leak in find_leaks(cells,
-                                                                              [refs[item]])]
+            answers = [refs[item]] + ([Reference(item, TELLTALES[item])]
+                                      if item in TELLTALES else [])
+            leaks += [f"P{k + 1} with {setting}: {leak}" for leak in find_leaks(cells, answers)]
     assert not leaks, "\n".join(leaks[:20])
 
 
