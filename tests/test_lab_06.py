@@ -551,3 +551,12 @@ def test_no_doubled_parentheses_anywhere_in_the_lab(env, app):
                          if "Plotly" not in line and "document." not in line)
         bad = re.search(r".{0,60}(\)\s*\(|\(\(|\)\)).{0,40}", text)
         assert bad is None, bad.group(0)
+
+
+@pytest.mark.parametrize("typed", ["1234.5", "1,234.5", "7000.25"])
+def test_a_fraction_typed_into_a_count_is_refused_as_typed(env, app, typed):
+    # issue 34.9: "1,235 is not a whole number" for 1234.5: the message must show what was typed
+    _, defs = app.run()
+    handler = defs["shard_slow_form"].roofline_item["handler"]
+    message = handler.validate({"answer": typed, "confidence": "3", "reason": "r"})
+    assert message.startswith(f"{typed} is not a whole number of elements")
