@@ -279,7 +279,8 @@ def _(
                    [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], None, None)
                   for k in _keys]
         _mine = collectives.collective_path(link_picker.value, _n, achievable=True)
-        _lines.insert(1, (f"{_mine.name}, achievable ({_mine.efficiency:.0%}, nccl-tests)",
+        _lines.insert(1, (f"{_mine.name.split(' (')[0]} at {_mine.efficiency:.0%}: achievable, "
+                          "nccl-tests",
                           _sizes, [_mine.time("all-reduce", s) for s in _sizes], "muted",
                           "longdash"))
         allreduce_figure = figures.alpha_beta_figure(

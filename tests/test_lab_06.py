@@ -150,7 +150,7 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["shard_now"].binding == "link"  # 1024 < 1283: communication-bound
     assert "communication-bound" in text
     link_pts = next(t for t in defs["three_roofs"].data
-                    if t.name == "this layer at its link intensity")
+                    if t.name.startswith("this layer at its link intensity"))
     assert list(link_pts.x) == pytest.approx([mm.ai_link])
     # Part 3 opens on the question's case (H100 PCIe on PCIe Gen5): 4-way fits; the answer
     # is 16-way
