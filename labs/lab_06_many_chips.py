@@ -160,7 +160,8 @@ def _(
                          _lk.derivation),
             style.Metric("Link, achievable", f"{style.format_value(_lk.one_way_gbs * _eff.fraction)}"
                          f" GB/s ({_eff.fraction:.0%})",
-                         ("measured: " if _eff.measured else "") + _eff.source)]
+                         "nccl-tests bus bandwidth on 8xH100 (scaling book)" if _eff.measured
+                         else "assumed as measured on NVLink 4: no published figure")]
     # the ridge π / B gives Predictions 2 and 3 by one multiplication: after both are locked
     if (shard_slow_prediction is not None and shard_fast_prediction is not None
             and _problem is None):
@@ -639,6 +640,7 @@ def _(mo):
 def _(
     PRECISION,
     SHARD_REF,
+    collectives,
     device_picker,
     link_picker,
     mo,
@@ -662,7 +664,9 @@ def _(
         shard_error = None
     except (KeyError, ValueError) as _exc:
         shard_mm = shard_now = None
-        shard_error = style.error_message(_exc)
+        _why = collectives.pair_problem(device_picker.value, link_picker.value)
+        shard_error = (f"{_why} Then pick a chip and a link that go together above." if _why
+                       else style.error_message(_exc))
     return shard_error, shard_mm, shard_now
 
 
@@ -1016,7 +1020,10 @@ def _(
                       for k in dict.fromkeys(_keys)}
         serve_error = None
     except (KeyError, ValueError) as _exc:
-        serve_rows, serve_error = None, style.error_message(_exc)
+        _why = collectives.pair_problem(serve_device.value, serve_link.value)
+        serve_rows = None
+        serve_error = (f"{_why} Then pick a chip and a link that go together in the serving "
+                       "pickers above." if _why else style.error_message(_exc))
     return serve_error, serve_rows
 
 
@@ -1178,8 +1185,8 @@ def _(OPENING, TRAIN_REF, collectives, hardware, models, style):
         f"Next we pre-train {_m.name} data-parallel on {TRAIN_REF['n']} "
         f"{hardware.get(OPENING['device']).name} GPUs: {TRAIN_REF['n'] // _lk.domain} HGX "
         f"nodes of {_lk.domain}, {_lk.name.split(' (')[0]} inside each node and "
-        f"{TRAIN_REF['nics_per_node']} {collectives.get_link(TRAIN_REF['nic']).name} NICs per "
-        "node between them (one per GPU). Each GPU has its own copy of the model and its own "
+        f"{TRAIN_REF['nics_per_node']} {collectives.get_link(TRAIN_REF['nic']).name.split(' (')[0]}"
+        " NICs per node between them (one per GPU). Each GPU has its own copy of the model and its own "
         "share of the batch, and every step all-reduces the bf16 gradients "
         f"({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.1f} GB) while the backward pass runs. "
         "Finance wants a smaller batch per GPU to save memory. How small can it go before the "
@@ -1281,6 +1288,7 @@ def _(mo, models):
 def _(
     PRECISION,
     TRAIN_REF,
+    collectives,
     device_picker,
     link_picker,
     mo,
@@ -1311,7 +1319,9 @@ def _(
         train_error = None
     except (KeyError, ValueError) as _exc:
         train_steps = train_critical = None
-        train_error = style.error_message(_exc)
+        _why = collectives.pair_problem(device_picker.value, link_picker.value)
+        train_error = (f"{_why} Then pick a chip and a link that go together above." if _why
+                       else style.error_message(_exc))
     return train_critical, train_error, train_steps
 
 

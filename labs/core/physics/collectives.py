@@ -258,9 +258,13 @@ def pair_problem(device, link) -> str | None:
     if lk.key in _LINK_PCIE_GEN:
         gen = _PCIE_GEN.get(d.key)
         if gen is None:
-            native = LINKS[own].name if own else "a network link"
-            return (f"The {d.name} is not a PCIe card: its chips are joined by {native}. For "
-                    "GPUs joined by PCIe pick a PCIe card (e.g. the NVIDIA H100 PCIe).")
+            own_link = LINKS[own] if own else None
+            native = ("it has no chip-to-chip link, only a network port" if own_link is None
+                      else f"its only link to another machine is {own_link.name}"
+                      if own_link.kind != "scale-up"
+                      else f"its chips are joined by {own_link.name}")
+            return (f"The {d.name} is not a PCIe card: {native}. Pick a PCIe card (e.g. the "
+                    "NVIDIA H100 PCIe) for GPUs joined by PCIe.")
         if gen < _LINK_PCIE_GEN[lk.key]:
             return (f"The {d.name} is a PCIe Gen{gen} card: it cannot run {lk.name}. Pick "
                     f"PCIe Gen{gen} x16.")
