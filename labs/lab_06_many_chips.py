@@ -1163,8 +1163,9 @@ def _(mo, serve_prediction, style):
     collectives cannot hide behind the matmuls: the next layer needs their result. The
     matmul term falls as $1/n$; each ring all-reduce costs $2(n-1)\alpha + 2\frac{n-1}{n}
     \frac{S}{B}$, which grows with $n$. Past $n \approx \sqrt{W / (2(2L+1)\,\alpha\,\beta)}$
-    more GPUs make each token slower; a ring wider than a node (8 GPUs) also crosses to
-    the scale-out network and runs at its speed.
+    more GPUs make each token slower. Past one node (8 GPUs) each all-reduce adds a second
+    level between nodes, over the NICs, with its own latency steps: small decode messages pay
+    mostly latency there, so the collectives' time jumps.
     """)
     return
 
