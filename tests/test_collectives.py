@@ -140,6 +140,8 @@ def test_bus_bandwidth_follows_nccl_tests_arithmetic():
 @given(op=st.sampled_from(C.OPS), n=st.integers(2, 512), gbs=st.floats(0.1, 2000),
        alpha=st.floats(1e-8, 1e-3))
 def test_crossover_size_splits_latency_and_bandwidth_evenly(op, n, gbs, alpha):
+    # hand-derived: all-reduce, 8 GPUs, 450 GB/s, α 1 µs: S* = 14 x 1e-6 x 450e9 / 1.75 = 3.6 MB
+    assert C.crossover_bytes("all-reduce", 8, 450, 1e-6) == pytest.approx(3.6e6)
     s = C.crossover_bytes(op, n, gbs, alpha)
     lat, bw = C.latency_bandwidth_split(op, s, n, gbs, alpha)
     assert lat == pytest.approx(bw, rel=1e-9)
