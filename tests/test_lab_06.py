@@ -301,9 +301,9 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 def test_export_html_student_and_instructor_copies(tmp_path):
     student = export_page(LAB_FILE, tmp_path)
     assert "Lock predictions 2 and 3 to reveal the three roofs." in student
-    assert "One row-parallel layer" not in student
+    assert "One SwiGLU MLP block" not in student
     teacher = export_page(LAB_FILE, tmp_path, reveal=True)
-    assert "One row-parallel layer" in teacher and "Key takeaways" in teacher
+    assert "One SwiGLU MLP block" in teacher and "Key takeaways" in teacher
     assert "Instrument hidden" not in teacher  # every gate open in the instructor copy
 
 
