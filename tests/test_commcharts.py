@@ -61,6 +61,8 @@ def test_alpha_beta_figure_draws_lines_points_and_marks_as_given():
         [("all-reduce (measured)", [1e4, 1e5], [2e-4, 3e-4], "memory")],
         marks=[("your prediction", 1e9, 1.1e-3, "danger")], title="t"))
     line = _trace(fig, "NVLink 4")
+    mark = _trace(fig, "your prediction")  # in the legend, no label across the lines (34.10)
+    assert mark.showlegend and "text" not in mark.mode
     assert list(line.y) == pytest.approx(times)
     assert _trace(fig, "all-reduce (measured)").marker.symbol.endswith("-open")
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"

@@ -58,7 +58,7 @@ def alpha_beta_figure(lines: Sequence = (), points: Sequence = (), *, marks: Seq
 
     ``lines``: (name, sizes, seconds, colour, dash) model curves (a link's α-β model, a fit);
     ``points``: (name, sizes, seconds, colour) measured medians, drawn as open markers;
-    ``marks``: (label, size, seconds, colour) single labelled points (a prediction).
+    ``marks``: (label, size, seconds, colour) single points named in the legend (a prediction).
     Colours are colour strings, COLORS keys, or None for the next term colour.
     """
     if not (lines or points or marks):
@@ -87,9 +87,9 @@ def alpha_beta_figure(lines: Sequence = (), points: Sequence = (), *, marks: Seq
     for i, (label, size, secs, color) in enumerate(marks):
         xs.append(float(size))
         ys.append(float(secs))
-        data.append(dict(type="scatter", x=[float(size)], y=[float(secs)], mode="markers+text",
-                         name=html.escape(label), text=[html.escape(label)],
-                         textposition="top left", showlegend=False, cliponaxis=False,
+        # named in the legend: a label beside the point ran across the other links' lines
+        data.append(dict(type="scatter", x=[float(size)], y=[float(secs)], mode="markers",
+                         name=html.escape(label), showlegend=True, cliponaxis=False,
                          marker=dict(size=13, color=_color(color, i), symbol="star",
                                      line=dict(width=1, color=PLOT_TEXT)),
                          hovertemplate=f"{html.escape(label)}<br>%{{x:.3s}}B → %{{y:.3s}}s"
