@@ -964,11 +964,11 @@ def _(SERVE_OPTIONS, SERVE_REF, get_serve, lab, reveal, sharding):
 def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
     # the serving cluster's own chip and link, opening on the question's case (issue 34.9)
     serve_device = style.dropdown_on(hardware.picker_options(), SERVE_REF["device"],
-                                     label="Chip", searchable=True)
+                                     label="Serving chip", searchable=True)
     _links = collectives.link_options()
     serve_link = mo.ui.dropdown(
         options=_links, value=next(k for k, v in _links.items() if v == SERVE_REF["link"]),
-        label="Link between chips", searchable=True)
+        label="Link between the serving GPUs", searchable=True)
     serve_model = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
                                  value="Llama-3-70B", label="Model")
     serve_weights = mo.ui.dropdown({"bf16": "bf16", "fp8": "fp8", "int8": "int8",
