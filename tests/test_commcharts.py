@@ -61,10 +61,15 @@ def test_alpha_beta_figure_draws_lines_points_and_marks_as_given():
         [("all-reduce (measured)", [1e4, 1e5], [2e-4, 3e-4], "memory")],
         marks=[("your prediction", 1e9, 1.1e-3, "danger")], title="t"))
     line = _trace(fig, "NVLink 4")
+    mark = _trace(fig, "your prediction")  # in the legend, no label across the lines (34.10)
+    assert mark.showlegend and "text" not in mark.mode
     assert list(line.y) == pytest.approx(times)
     assert _trace(fig, "all-reduce (measured)").marker.symbol.endswith("-open")
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
-    assert "bytes" in fig.layout.xaxis.title.text and "(s" in fig.layout.yaxis.title.text
+    assert "bytes" in fig.layout.xaxis.title.text and "Time" in fig.layout.yaxis.title.text
+    # one unit per tick, never plotly's "100µ" next to "0.001" (issue 34.10)
+    assert list(fig.layout.yaxis.ticktext) == ["1 µs", "10 µs", "100 µs", "1 ms", "10 ms"]
+    assert list(fig.layout.yaxis.tickvals) == pytest.approx([1e-6, 1e-5, 1e-4, 1e-3, 1e-2])
     with pytest.raises(ValueError, match="at least one"):
         figures.alpha_beta_figure(title="empty")
     with pytest.raises(ValueError, match="positive"):
@@ -72,7 +77,7 @@ def test_alpha_beta_figure_draws_lines_points_and_marks_as_given():
 
 
 def test_scaling_figure_leaves_gaps_where_a_design_does_not_fit():
-    rows = sharding.tp_scaling("llama-3-70b", "h100-sxm", "pcie5-x16", batch=1, seq_len=8192)
+    rows = sharding.tp_scaling("llama-3-70b", "h100-pcie", "pcie5-x16", batch=1, seq_len=8192)
     vals = [s.tokens_per_s if s.fits else None for s in rows]
     fig = _valid(figures.scaling_figure([("PCIe Gen5", vals, None, None)],
                                         sharding.TP_DEGREES, title="t", y_title="tokens/s",
@@ -88,3 +93,14 @@ def test_scaling_figure_leaves_gaps_where_a_design_does_not_fit():
         "<b>out of memory</b>"
     with pytest.raises(ValueError, match="one value per degree"):
         figures.scaling_figure([("x", [1.0], None, None)], [1, 2], title="t", y_title="y")
+
+
+def test_three_roof_points_are_named_in_the_legend_not_by_labels_on_the_plot():
+    # issue 34.10: "layer: HBM intensity" sat on the compute roof and "layer: link intensity"
+    # on "with latency α" (Lab 6 Part 2)
+    fig = figures.three_roof_figure("h100-sxm", "bf16", [("NVLink 4", 450), ("IB NDR", 50)],
+                                    ai_hbm=950, ai_link=1755, attained_tflops=780)
+    assert not [t.name for t in fig.data if "text" in (t.mode or "")]
+    names = [t.name for t in fig.data if t.showlegend is not False]
+    assert "this layer at its link intensity: 1,755 FLOP/B" in names
+    assert "with the collective's latency α" in names

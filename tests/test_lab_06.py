@@ -70,10 +70,11 @@ WIDGET_CELLS = (
     {"comm_button": False},
     {"shard_k_slider": 1024, "shard_n_slider": 8, "shard_tokens_slider": 4096,
      "shard_controls": LAYOUT},
-    {"serve_model": "llama-3-70b", "serve_weights": "bf16", "serve_tp": 4, "serve_batch": 1,
-     "serve_context": 8192, "serve_controls": LAYOUT},
-    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_overlap": False,
-     "train_controls": LAYOUT},
+    {"serve_device": "h100-pcie", "serve_link": "pcie5-x16", "serve_model": "llama-3-70b",
+     "serve_weights": "bf16", "serve_tp": 4, "serve_batch": 1, "serve_context": 8192,
+     "serve_controls": LAYOUT},
+    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_nics": 8,
+     "train_overlap": False, "train_controls": LAYOUT},
 )
 
 
@@ -138,32 +139,35 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["allreduce_actual_ms"] == pytest.approx(3.902889)
     text = _texts(outputs)
     assert "3.9 ms" in text and "You predicted" in text
-    # Part 2: the critical slices and the default layer (K/n 1024, n 8, T 4096, NVLink 4)
-    assert defs["shard_actual"]["slow"] == pytest.approx(
-        sharding.tp_critical_shard(DEVICE, "bf16", "pcie5-x16", 8))
-    assert defs["shard_actual"]["fast"] == pytest.approx(3848.06, abs=0.01)
-    mm = sharding.sharded_matmul(4096, 8192, 8192, 8, "bf16")
+    # Part 2: the critical slices of a SwiGLU block (3 matmuls per all-reduce), n = 8:
+    # H100 PCIe on PCIe Gen5 7/8 x 2 x 756e12 / 63e9 / 3 = 7,000; H100 SXM on NVLink 4
+    # 7/8 x 2 x 989.5e12 / 450e9 / 3 = 1,282.7
+    assert defs["shard_actual"]["slow"] == pytest.approx(7000, rel=1e-3)
+    assert defs["shard_actual"]["fast"] == pytest.approx(1282.69, abs=0.01)
+    mm = sharding.sharded_matmul(4096, 8192, 8192, 8, "bf16", matmuls=3)
     assert defs["shard_mm"] == mm
     assert defs["shard_now"] == sharding.shard_times(mm, DEVICE, "nvlink4")
-    assert defs["shard_now"].binding == "link"  # 1024 < 3848: communication-bound
+    assert defs["shard_now"].binding == "link"  # 1024 < 1283: communication-bound
     assert "communication-bound" in text
     link_pts = next(t for t in defs["three_roofs"].data
-                    if t.name == "this layer at its link intensity")
+                    if t.name.startswith("this layer at its link intensity"))
     assert list(link_pts.x) == pytest.approx([mm.ai_link])
-    # Part 3: Llama-3-70B at 4-way over NVLink 4 fits; the answer for PCIe Gen5 is 8-way
-    assert defs["serve_now"] == sharding.tp_serving("llama-3-70b", DEVICE, "nvlink4", 4,
+    # Part 3 opens on the question's case (H100 PCIe on PCIe Gen5): 4-way fits; the answer
+    # is 16-way
+    assert defs["serve_now"] == sharding.tp_serving("llama-3-70b", "h100-pcie", "pcie5-x16", 4,
                                                     batch=1, seq_len=8192)
-    assert defs["serve_diagnosis"].kind == "ok" and defs["serve_actual"] == 8
-    # Part 4: T* = 2 x 63/64 x 2 x π / (6 x 50 GB/s) = 12,987 tokens per GPU
-    assert defs["train_actual"] == pytest.approx(12987.19, abs=0.01)
+    assert defs["serve_diagnosis"].kind == "ok" and defs["serve_actual"] == 16
+    # Part 4: 8 nodes, a NIC per GPU: the slower level is the NICs, 2 x 7/8 / 8 / 50e9 =
+    # 4.375 ps/B; T* = 2 B x 4.375e-12 x 989.5e12 / 4 (backward FLOPs) = 2,164.5 per GPU
+    assert defs["train_actual"] == pytest.approx(2 * 4.375e-12 * 989.5e12 / 4)
     assert defs["train_now"] == sharding.dp_step("llama-3-8b", 64, 4096, DEVICE, "bf16",
-                                                 "nvlink4", overlap=False)
+                                                 "nvlink4", overlap=False, nics_per_node=8)
     assert "Key takeaways" in text and "Traceback" not in text
     # every comparison recorded what the instrument showed, under the stable item ids
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert set(results) == PREDICTION_ITEMS
-    assert results["lab06.tp_comm_degree"]["actual"] == 8
-    assert results["lab06.dp_critical_batch"]["actual"] == 12987
+    assert results["lab06.tp_comm_degree"]["actual"] == 16
+    assert results["lab06.dp_critical_batch"]["actual"] == 2165
 
 
 def test_too_few_gpus_is_out_of_memory_and_backing_out_recovers(env, app):
@@ -181,10 +185,11 @@ def test_too_few_gpus_is_out_of_memory_and_backing_out_recovers(env, app):
 
 
 def test_too_many_gpus_over_a_slow_link_and_backing_out(env, app):
-    slow = {**PREDICTIONS, **_set(serve_tp=16, link_picker="pcie5-x16")}
+    # H100 PCIe cards one per machine, joined by InfiniBand NDR: 16 GPUs fall behind 8
+    slow = {**PREDICTIONS, **_set(serve_tp=16, serve_link="ib-ndr")}
     outputs, defs = app.run(defs=slow)
     assert defs["serve_diagnosis"].kind == "comm"
-    rows = {s.n: s for s in defs["serve_rows"]["pcie5-x16"]}
+    rows = {s.n: s for s in defs["serve_rows"]["ib-ndr"]}
     assert rows[16].tokens_per_s < rows[8].tokens_per_s
     text = _texts(outputs)
     assert "More GPUs, fewer tokens/s." in text and "fewer GPUs or a faster link" in text
@@ -196,20 +201,22 @@ def test_too_many_gpus_over_a_slow_link_and_backing_out(env, app):
 
 def test_a_device_where_nothing_fits_says_so(env, app):
     # 256 sequences of 8k tokens: the KV cache alone is 687 GB, 86 GB per GPU at 8 KV heads
-    outputs, defs = app.run(defs={**PREDICTIONS, **_set(device_picker="jetson-orin-nx-16gb",
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(serve_device="jetson-orin-nx-16gb",
+                                                        serve_link="ethernet-10g",
                                                         serve_tp=16, serve_batch=256)})
-    assert not any(s.fits for s in defs["serve_rows"]["nvlink4"])
+    assert not any(s.fits for s in defs["serve_rows"]["ethernet-10g"])
     assert "No degree offered fits" in _texts(outputs)
     assert "Traceback" not in _texts(outputs)
 
 
 def test_the_slice_size_moves_the_layer_off_the_link_roof(env, app):
     link = "pcie5-x16"
-    crit = sharding.tp_critical_shard(DEVICE, "bf16", link, 8)
-    base = {**PREDICTIONS, **_set(link_picker=link, shard_tokens_slider=65536)}
-    _, thin = app.run(defs={**base, **_set(shard_k_slider=16384)})
-    _, thick = app.run(defs={**base, **_set(shard_k_slider=65536)})
-    assert 16384 < crit < 65536
+    crit = sharding.tp_critical_shard("h100-pcie", "bf16", link, 8, matmuls=3)  # 7,000
+    base = {**PREDICTIONS, **_set(device_picker="h100-pcie", link_picker=link,
+                                  shard_tokens_slider=65536)}
+    _, thin = app.run(defs={**base, **_set(shard_k_slider=4096)})
+    _, thick = app.run(defs={**base, **_set(shard_k_slider=16384)})
+    assert 4096 < crit < 16384
     assert thin["shard_now"].binding == "link" and thick["shard_now"].binding == "compute"
     # a slice that does not split evenly is a message, not a traceback (K = K/n x n always
     # splits, so use a bad n instead)
@@ -218,12 +225,15 @@ def test_the_slice_size_moves_the_layer_off_the_link_roof(env, app):
     assert "three_roofs" not in defs and "Traceback" not in _texts(outputs)
 
 
-def test_overlap_switch_turns_sum_into_max(env, app):
+def test_overlap_switch_hides_the_all_reduce_behind_the_backward_pass_only(env, app):
     _, off = app.run(defs=PREDICTIONS)
-    _, on = app.run(defs={**PREDICTIONS, **_set(train_overlap=True)})
+    outputs, on = app.run(defs={**PREDICTIONS, **_set(train_overlap=True)})
     a, b = off["train_now"], on["train_now"]
-    assert a.t_step == pytest.approx(a.t_compute + a.t_comm)
-    assert b.t_step == pytest.approx(max(b.t_compute, b.t_comm))
+    assert a.t_step == pytest.approx(a.t_fwd + a.t_bwd + a.t_comm)
+    assert b.t_step == pytest.approx(b.t_fwd + max(b.t_bwd, b.t_comm))
+    text = _texts(outputs)
+    assert "at most 1.67×" in text and "never more than 2×" not in text
+    assert "at most halve" not in text
 
 
 def test_live_cell_waits_for_its_button_and_says_why_nothing_can_run(env, app):
@@ -279,11 +289,10 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     _, defs = app.run()
     assert defs["allreduce_prediction"].value == pytest.approx(3.9)
-    assert defs["shard_slow_prediction"].value == round(
-        sharding.tp_critical_shard(DEVICE, "bf16", "pcie5-x16", 8))
-    assert defs["shard_fast_prediction"].value == 3848
-    assert defs["serve_prediction"].value == 8 and defs["serve_prediction"].label == "8-way"
-    assert defs["train_prediction"].value == 12987
+    assert defs["shard_slow_prediction"].value == 7000  # was 27,488 (H100 SXM "on PCIe")
+    assert defs["shard_fast_prediction"].value == 1283  # was 3,848 (one matmul per all-reduce)
+    assert defs["serve_prediction"].value == 16 and defs["serve_prediction"].label == "16-way"
+    assert defs["train_prediction"].value == 2165  # was 12,987 (one ring at 50 GB/s)
     assert isinstance(defs["train_figure"], go.Figure)
     assert defs["lab"].events(kind="predict") == []
 
@@ -292,16 +301,17 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 def test_export_html_student_and_instructor_copies(tmp_path):
     student = export_page(LAB_FILE, tmp_path)
     assert "Lock predictions 2 and 3 to reveal the three roofs." in student
-    assert "One row-parallel layer" not in student
+    assert "One SwiGLU MLP block" not in student
     teacher = export_page(LAB_FILE, tmp_path, reveal=True)
-    assert "One row-parallel layer" in teacher and "Key takeaways" in teacher
+    assert "One SwiGLU MLP block" in teacher and "Key takeaways" in teacher
     assert "Instrument hidden" not in teacher  # every gate open in the instructor copy
 
 
 def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
     # The serving widgets are laid out where they are made (serve_controls): the panel that
     # shows them names none, so a step re-runs only the cells that read a value (issue 15).
-    for widget in ("serve_model", "serve_weights", "serve_tp", "serve_batch", "serve_context"):
+    for widget in ("serve_device", "serve_link", "serve_model", "serve_weights", "serve_tp",
+                   "serve_batch", "serve_context"):
         assert cells_that_only_show(app, widget) == [], widget
     outputs, defs = app.run(defs=PREDICTIONS)
     shown = _texts(outputs)
@@ -322,7 +332,7 @@ def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
 #: laid out where its widgets are made (workers_controls, shard_controls, train_controls,
 #: context_controls) and shown by a cell that names none of them (issue 15).
 PANEL_WIDGETS = ("device_picker", "workers_slider", "shard_k_slider", "shard_n_slider",
-                 "shard_tokens_slider", "train_model", "train_n", "train_tokens",
+                 "shard_tokens_slider", "train_model", "train_n", "train_tokens", "train_nics",
                  "train_overlap")
 
 
@@ -354,7 +364,8 @@ def test_an_overlap_flip_re_runs_only_the_cards_and_a_run_setting_nothing(env, a
 
 def test_each_panel_shows_its_widgets_past_its_gate_above_what_it_drives(env, app):
     panels = (("Link between chips", "Participants n"),
-              ("Chip", "K/n: per-GPU slice of K", "GPUs n", "Batch T (tokens)"),
+              ("Chip", "F/n: per-GPU slice of the hidden dimension", "GPUs n",
+               "Batch T (tokens)"),
               ("Chip", "GPUs (data-parallel)", "Tokens per GPU per step",
                "Overlap the all-reduce with the backward pass"))
     locked = _texts(app.run()[0])
@@ -374,3 +385,178 @@ def test_each_panel_shows_its_widgets_past_its_gate_above_what_it_drives(env, ap
     assert "No step: the training error." in texts[shown[2] + 1]
     assert "Traceback" not in _texts(outputs)
     assert "three_roofs" not in defs and "train_now" not in defs
+
+
+# --- no answer before its lock, with every open instrument swept (issue 34.1 and 34.3) --------
+
+#: The predictions in the order the lab asks them: (item, the name its cell defines).
+ORDER = (("lab06.allreduce_ms", "allreduce_prediction"),
+         ("lab06.tp_shard_pcie", "shard_slow_prediction"),
+         ("lab06.tp_shard_nvlink", "shard_fast_prediction"),
+         ("lab06.tp_comm_degree", "serve_prediction"),
+         ("lab06.dp_critical_batch", "train_prediction"))
+#: Widgets an instrument opens with each lock (the pickers show cards from the start).
+OPENS = {0: ("device_picker", "link_picker"), 1: ("workers_slider",), 2: (), 3: (
+    "shard_k_slider", "shard_n_slider", "shard_tokens_slider"), 4: (
+    "serve_device", "serve_link", "serve_model", "serve_weights", "serve_tp", "serve_batch",
+    "serve_context")}
+#: The graded scenarios, set together where an instrument can reach them.
+GRADED = ({"device_picker": "h100-pcie", "link_picker": "pcie5-x16"},
+          {"device_picker": "h100-sxm", "link_picker": "nvlink4"},
+          {"device_picker": "h100-pcie", "link_picker": "pcie5-x16", "shard_n_slider": 8,
+           "shard_tokens_slider": 65536},
+          {"serve_device": "h100-pcie", "serve_link": "pcie5-x16", "serve_batch": 1,
+           "serve_context": 8192})
+
+
+def _references(env) -> dict:
+    """{item: leak_support.Reference} from the instructor copy (reveal mode)."""
+    from leak_support import Reference
+
+    from labs.core import ledger, reveal
+
+    seen = {}
+    original = reveal.reference
+
+    def recording(*args, **kwargs):
+        answer = original(*args, **kwargs)
+        if answer is not None:
+            choice = getattr(answer, "answer_type", "numeric") == "choice"
+            seen[answer.item_id] = Reference(answer.item_id, answer.value,
+                                             answer.label if choice else None)
+        return answer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reveal, "reference", recording)
+        mp.setenv("ROOFLINE_REVEAL", "1")
+        mp.setenv(ledger.ENV_LEDGER_DIR, str(env / "reveal-ledger"))
+        load_app(LAB_FILE, "_lab06_revealed").run()
+    return seen
+
+
+def _widget_values(app, name) -> list:
+    """Every option of a dropdown; a slider's ends, middle and every fourth step."""
+    _, defs = app.run()
+    w = defs[name]
+    if hasattr(w, "options") and isinstance(w.options, dict):
+        return list(w.options.values())
+    steps = w._args.args.get("steps")
+    return sorted({steps[0], steps[len(steps) // 2], steps[-1], *steps[::4]})
+
+
+def _shown_cells(app, defs):
+    from leak_support import rendered_cells
+
+    captured = {}
+    flatten = app._flatten_outputs
+
+    def capture(outputs):
+        captured.update(outputs)
+        return flatten(outputs)
+
+    app._flatten_outputs = capture
+    try:
+        app.run(defs=defs)
+    finally:
+        del app._flatten_outputs
+    return rendered_cells(app, captured, scrub=["ada"])
+
+
+#: Numbers that give an answer by one multiplication (issue 34.1): the link ridge π / B of a
+#: graded chip and link, from which K/n* = (n-1)/n x b / m x π / B.
+TELLTALES = {"lab06.tp_shard_pcie": sharding.link_ridge("h100-pcie", "bf16", "pcie5-x16"),
+             "lab06.tp_shard_nvlink": sharding.link_ridge("h100-sxm", "bf16", "nvlink4")}
+
+
+@pytest.mark.slow
+def test_no_prediction_is_answered_before_its_lock_by_any_open_instrument(env, app):
+    """Issue 34.3 for Lab 6: for each prediction k, with 1..k-1 locked and every open
+    instrument swept (sampled values, and the exact graded scenarios), no rendered output shows
+    k's reference answer (leak_support's renderings; a choice's label)."""
+    from leak_support import Reference, find_leaks
+
+    refs = _references(env)
+    assert set(refs) == PREDICTION_ITEMS
+    values = {name: _widget_values(app, name) for names in OPENS.values() for name in names}
+    leaks = []
+    for k, (item, _name) in enumerate(ORDER):
+        # locked before k; None (what a student's open prediction is) from k on
+        locked = {n: PREDICTIONS[n] if i < k else None for i, (_, n) in enumerate(ORDER)}
+        open_widgets = [w for j in range(k + 1) for w in OPENS.get(j, ())]
+        settings = [{}] + [{w: v} for w in open_widgets for v in values[w]]
+        settings += [g for g in GRADED if set(g) <= set(open_widgets)]
+        for setting in settings:
+            cells = _shown_cells(app, {**locked, **_set(**setting)})
+            answers = [refs[item]] + ([Reference(item, TELLTALES[item])]
+                                      if item in TELLTALES else [])
+            leaks += [f"P{k + 1} with {setting}: {leak}" for leak in find_leaks(cells, answers)]
+    assert not leaks, "\n".join(leaks[:20])
+
+
+def test_the_link_ridge_card_waits_for_predictions_2_and_3(env, app):
+    # issue 34.1: "Link ridge 2,199 FLOP/B" after Prediction 1 gave Prediction 3 by one
+    # multiplication (and Prediction 2 by switching the link)
+    one = {"allreduce_prediction": PREDICTIONS["allreduce_prediction"]}
+    for setting in ({}, {"device_picker": "h100-pcie", "link_picker": "pcie5-x16"}):
+        text = _texts(app.run(defs={**one, **_set(**setting)})[0])
+        assert "Link, one way" in text and "Link ridge" not in text and "2,199" not in text
+    text = _texts(app.run(defs={**one, "shard_slow_prediction":
+                                PREDICTIONS["shard_slow_prediction"],
+                                "shard_fast_prediction": PREDICTIONS["shard_fast_prediction"]})[0])
+    assert "Link ridge" in text and "2,199" in text
+
+
+@pytest.mark.parametrize("device,link,words", [
+    ("a100-sxm-80gb", "nvlink4", "NVLink 4 (H100/H200 SXM) joins only"),
+    ("h100-sxm", "pcie5-x16", "is not a PCIe card"),
+    ("l4", "pcie5-x16", "PCIe Gen4 card"),
+])
+def test_an_impossible_chip_and_link_pair_is_refused_with_a_message(env, app, device, link,
+                                                                    words):
+    # issue 34.9: the chip picker accepted an A100 with NVLink 4
+    outputs, defs = app.run(defs={**PREDICTIONS, **_set(device_picker=device, link_picker=link)})
+    text = _texts(outputs)
+    assert "This chip and this link do not go together." in text and words in text
+    assert "Traceback" not in text
+    assert defs["shard_error"] and defs["train_error"]  # the instruments say so too
+    assert "three_roofs" not in defs and "train_now" not in defs
+
+
+def test_part_3_opens_on_the_question_and_plots_the_times_it_compares(env, app):
+    # issue 34.9: Prediction 4 asks about H100 PCIe on PCIe Gen5; its instrument opens there
+    # and plots the collectives' and the matmuls' times per degree that the comparison quotes
+    outputs, defs = app.run(defs=PREDICTIONS)
+    assert defs["serve_now"].device == "h100-pcie" and defs["serve_now"].link.key == "pcie5-x16"
+    fig = defs["serve_time_figure"]
+    comm = next(t for t in fig.data if t.name == "collectives")
+    rows = {s.n: s for s in defs["serve_rows"]["pcie5-x16"]}
+    assert list(comm.y)[-1] == pytest.approx(rows[16].t_comm * 1e3)
+    assert f"{rows[16].t_comm * 1e3:.2f} ms" in _texts(outputs)  # the comparison's figure
+
+
+def test_no_doubled_parentheses_anywhere_in_the_lab(env, app):
+    # issue 34.10: "NVLink 4 (H100/H200 SXM) (NVIDIA H100 and H200 datasheets)"
+    import re
+
+    from leak_support import flatten
+
+    for defs in (PREDICTIONS, {}):
+        outputs, _ = app.run(defs=defs)
+        text = "\n".join(flatten(re.sub(r"<script.*?</script>", " ", getattr(o, "text", "")
+                                         or "", flags=re.S))[0] for o in outputs
+                         if o is not None)
+        text = re.sub(r"\|\|\(.*?\|\|\)|\|\|\[.*?\|\|\]|\$[^$]*\$", " ", text,
+                      flags=re.S)  # math
+        text = "\n".join(line for line in text.splitlines()  # plotly's loader script
+                         if "Plotly" not in line and "document." not in line)
+        bad = re.search(r".{0,60}(\)\s*\(|\(\(|\)\)).{0,40}", text)
+        assert bad is None, bad.group(0)
+
+
+@pytest.mark.parametrize("typed", ["1234.5", "1,234.5", "7000.25"])
+def test_a_fraction_typed_into_a_count_is_refused_as_typed(env, app, typed):
+    # issue 34.9: "1,235 is not a whole number" for 1234.5: the message must show what was typed
+    _, defs = app.run()
+    handler = defs["shard_slow_form"].roofline_item["handler"]
+    message = handler.validate({"answer": typed, "confidence": "3", "reason": "r"})
+    assert message.startswith(f"{typed} is not a whole number of elements")

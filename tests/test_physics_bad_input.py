@@ -29,6 +29,7 @@ from labs.core import hierarchy as HI
 from labs.core import precision_study as PS
 from labs.core import roofline as R
 from labs.core import staircase as ST
+from labs.core.physics import collectives as C
 from labs.core.physics import sharding as SH
 from labs.core.physics import tiny_models as TM
 
@@ -49,6 +50,7 @@ def _samples() -> dict:
         F.Cost: cost, hardware.Device: hardware.get("h100-sxm"),
         models.ModelConfig: models.get("llama-3-8b"),
         R.Derating: R.achievable("h100-sxm"),
+        C.Path: C.collective_path("nvlink4", 16),
         HI.Hierarchy: _HIER, HI.HierarchyPoint: HI.place(HI.gemm_kernel(64, 64, 64, "bf16",
                                                                         tile=16), _HIER),
     }
@@ -127,7 +129,8 @@ VALID = {
     "link": "nvlink4", "algorithm": "ring", "link_gbs": 100.0, "latency_s": 1e-6,
     "one_way_gbs": 50.0, "latency_us": 1.0, "n_out": 64, "mm": SH.sharded_matmul(16, 64, 64, 8),
     "model_or_params": "llama-3-8b", "tokens_per_chip": 1024, "grad_bytes": 2.0,
-    "overlap": True, "degrees": [1, 2],
+    "overlap": True, "degrees": [1, 2], "nics_per_node": 8, "nic": "ib-ndr",
+    "achievable": False, "matmuls": 1,
     # Lab 7 (tiny_models)
     "config": TM.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
     "change": "batch", "base": {"phase": "decode", "batch": 1, "context": 64,
@@ -174,7 +177,8 @@ OVERRIDES = {
     # a collective, not a kernel, is the op of Lab 6's functions
     **{f"collectives.{f}": {"op": "all-reduce"} for f in (
         "bus_factor", "latency_steps", "bandwidth_factor", "collective_time", "link_time",
-        "latency_bandwidth_split", "crossover_bytes", "busbw_gbs")},
+        "latency_bandwidth_split", "crossover_bytes", "busbw_gbs", "Path.latency",
+        "Path.seconds_per_byte", "Path.time", "Path.bus_gbs")},
     **{f"sharding.{f}": {"op": "all-reduce"} for f in (
         "sharded_matmul", "tp_critical_shard", "comm_bound_tokens")},
     "sharding.tp_diagnosis": {"rows": SH.tp_scaling("llama-3-8b", "h100-sxm", "nvlink4", [1, 2],

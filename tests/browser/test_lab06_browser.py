@@ -2,7 +2,7 @@
 
 1. fresh page: every instrument is behind a closed gate, no figure is drawn;
 2. locking prediction 1 opens its gate and draws the all-reduce cost model;
-3. the participants slider at both extremes (n = 2 and n = 64) redraws the figure;
+3. the participants slider at both extremes (n = 2 and n = 16, two nodes) redraws the figure;
 4. a reload keeps the lock (restored from the ledger);
 5. the instructor copy (``--reveal``) draws every figure of the lab: each is screenshot on its
    own for a visual check (artifacts/browser/lab06-*.png).
@@ -75,7 +75,7 @@ def test_lab06_gate_lock_slider_extremes_reload(browser, tmp_path, artifacts, sc
             page.screenshot(path=str(artifacts / f"lab06-unlocked-{scheme}.png"))
 
             slider = page.get_by_role("slider").first  # Part 1's participants n
-            _slider_value_changes_title(page, slider, "End", "n = 64")
+            _slider_value_changes_title(page, slider, "End", "n = 16")
             _slider_value_changes_title(page, slider, "Home", "n = 2")
             show_drawn_figure(page, 0)
             page.screenshot(path=str(artifacts / f"lab06-slider-min-{scheme}.png"))

@@ -115,7 +115,7 @@ class _LockHandler:
                 return None, (f"Your prediction must be between {format_value(self.lo)} and "
                               f"{format_value(self.hi)} {self.units}".rstrip() + ".")
             if self.integer and number != int(number):  # a count: never rounded in silence
-                return None, check_number(number, lo=self.lo, hi=self.hi, integer=True,
+                return None, check_number(answer, lo=self.lo, hi=self.hi, integer=True,
                                           units=self.units)[1]
             answer = int(number) if number == int(number) and abs(number) < 2**53 else number
         if not (isinstance(conf, int) and 1 <= conf <= 5) or isinstance(conf, bool):

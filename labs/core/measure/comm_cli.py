@@ -47,6 +47,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/"
                     "comm-<host>-<date>.json)")
     a = ap.parse_args(argv)
+    try:
+        return _run(a, _fmt, _md_table)
+    except KeyboardInterrupt:
+        # measure_collectives stops every worker before the interrupt reaches here
+        print("\nInterrupted (Ctrl+C): every worker process was stopped; nothing was written.")
+        return 130
+
+
+def _run(a, _fmt, _md_table) -> int:
     status = comm_backend(a.backend)
     print(status.message)
     if not status.available:

@@ -29,6 +29,13 @@ binary tree approaches: Sanders, Speck, Träff, "Two-tree algorithms for full ba
 broadcast, reduction and scan", Parallel Computing 2009): fewer latency steps (log n instead of
 n) for about the ring's bandwidth term, so trees win for small messages on many chips.
 
+**Beyond one node** (more chips than a link's ``domain``): two levels, pipelined, with the
+NICs per node (rails) as a parameter; see :data:`HIERARCHY_NOTE` and :func:`collective_path`.
+
+**Achievable bandwidth**: the model runs at the spec by default; ``achievable=True`` scales every
+link to what nccl-tests reaches (:func:`link_efficiency`: ~370 of 450 GB/s on 8xH100 NVLink),
+as ``roofline.achievable`` derates compute.
+
 **Bus bandwidth** (nccl-tests): algbw = S / t; busbw = algbw × 2(n-1)/n for all-reduce and
 × (n-1)/n for all-gather and reduce-scatter, so that a perfect ring's busbw equals the link's
 one-way bandwidth, whatever n.
@@ -146,21 +153,25 @@ DEVICE_LINKS: dict[str, str] = {
     "jetson-agx-orin-64gb": "ethernet-10g", "tpu-v5e": "tpu-v5e-ici", "tpu-v5p": "tpu-v5p-ici",
     "tpu-v6e": "tpu-v6e-ici", "mi300x": "infinity-fabric",
 }
-#: A ring larger than a link's domain crosses nodes: it is then as fast as this link.
+#: The link between nodes when a collective outgrows a link's domain (8 GPUs per NVLink or PCIe
+#: node): InfiniBand NDR, one ConnectX-7 port per GPU as in HGX/DGX H100 nodes.
 SCALE_OUT_LINK = "ib-ndr"
-
 
 def get_link(link: str | Link) -> Link:
     """A link by key (case-insensitive) or a :class:`Link` passed through. Something that is
     not a key raises ValueError; an unknown key :class:`UnknownLinkError` (a KeyError and a
     ValueError), both naming ``link``, the latter with the close matches."""
+    return _get_link(link, "link")
+
+
+def _get_link(link, arg: str) -> Link:
     if isinstance(link, Link):
         return link
-    k = text("link", link).lower()
+    k = text(arg, link).lower()
     if k in LINKS:
         return LINKS[k]
-    raise UnknownLinkError(f"unknown link={shown(link)}." + close_matches(k, LINKS,
-                                                                         always_list=True))
+    raise UnknownLinkError(f"unknown {arg}={shown(link)}." + close_matches(k, LINKS,
+                                                                          always_list=True))
 
 
 def link_options() -> dict[str, str]:
@@ -186,21 +197,202 @@ def custom_link(name: str, one_way_gbs: float, latency_us: float, *,
                 kind="measured")
 
 
+#: Why a collective wider than a node is modelled in two levels (not one ring at one hop).
+HIERARCHY_NOTE = (
+    "An HGX/DGX H100 node has 8 GPUs and 8 ConnectX-7 NICs (400 Gb/s each): one NIC per GPU, "
+    "and NCCL runs one ring per NIC (rail), each carrying its share of the data. A collective "
+    "across nodes is therefore modelled in two levels: inside each node over its link (for an "
+    "all-reduce: a reduce-scatter, then, after the cross-node step, an all-gather), and across "
+    "the M nodes over the NICs, each GPU carrying S / g of the data on its own rail. NCCL "
+    "pipelines chunks through the levels, so the bandwidth time is the slower level's, the "
+    "latencies add (jax-ml/scaling-book, 'How to Think About GPUs', cross-node collectives: "
+    "T = max(T at node, T in scale-out network); NVIDIA DGX H100 user guide: 8x ConnectX-7).")
+
+
+@dataclass(frozen=True)
+class LinkEfficiency:
+    """The fraction of a link's one-way bandwidth a large collective reaches (nccl-tests bus
+    bandwidth / spec), like ``roofline.achievable`` for compute; ``measured`` says whether a
+    published measurement backs it or it is a stated assumption."""
+
+    fraction: float
+    source: str
+    measured: bool
+
+
+#: nccl-tests all_reduce_perf on one 8xH100 SXM node (SHARP off): bus bandwidth reaches about
+#: 370 of 450 GB/s for large messages (jax-ml/scaling-book, 'How to Think About GPUs',
+#: empirical AllReduce measurement: "it is difficult in practice to exceed 370 GB/s").
+NVLINK_ACHIEVABLE = LinkEfficiency(
+    370 / 450, "nccl-tests all-reduce bus bandwidth on 8xH100 SXM: ~370 of 450 GB/s "
+    "(jax-ml/scaling-book, 'How to Think About GPUs', empirical measurement)", True)
+_ASSUMED_ACHIEVABLE = LinkEfficiency(
+    370 / 450, "stated assumption: no published nccl-tests figure for this link in the "
+    "project's references, so the NVLink 4 measurement's fraction (370 of 450 GB/s, 82%) is "
+    "used; measure yours (Part 1)", False)
+
+
+def link_efficiency(link) -> LinkEfficiency:
+    """The sourced achievable fraction of ``link``'s one-way bandwidth (see
+    :class:`LinkEfficiency`)."""
+    lk = get_link(link)
+    return NVLINK_ACHIEVABLE if lk.key == "nvlink4" else _ASSUMED_ACHIEVABLE
+
+
+#: Each link's PCIe generation on the devices that have one (a Gen5 link on a Gen4 card runs at
+#: Gen4) and the devices an NVLink, Infinity Fabric or ICI link belongs to.
+_PCIE_GEN = {"h100-pcie": 5, "rtx-5090": 5, "rtx-5060": 5, "l4": 4, "rtx-4090": 4}
+_LINK_PCIE_GEN = {"pcie4-x16": 4, "pcie5-x16": 5}
+
+
+def pair_problem(device, link) -> str | None:
+    """Why ``device`` cannot be joined by ``link`` (a sentence that says what to pick instead),
+    or None when the pair exists. NVLink, Infinity Fabric and TPU ICI belong to their own chips;
+    an SXM/OAM module's GPUs are joined on their board, not over PCIe; a PCIe card runs at its
+    own generation; edge boards and laptops have only a network port. Scale-out links (InfiniBand,
+    Ethernet) join any two machines. Devices outside the registry (custom) are not checked."""
+    d, lk = _hw.get(device, arg="device"), get_link(link)
+    if lk.kind != "scale-up" or d.key not in _hw.keys():
+        return None
+    own = DEVICE_LINKS.get(d.key)
+    if lk.key in _LINK_PCIE_GEN:
+        gen = _PCIE_GEN.get(d.key)
+        if gen is None:
+            own_link = LINKS[own] if own else None
+            native = ("it has no chip-to-chip link, only a network port" if own_link is None
+                      else f"its only link to another machine is {own_link.name}"
+                      if own_link.kind != "scale-up"
+                      else f"its chips are joined by {own_link.name}")
+            return (f"The {d.name} is not a PCIe card: {native}. Pick a PCIe card (e.g. the "
+                    "NVIDIA H100 PCIe) for GPUs joined by PCIe.")
+        if gen < _LINK_PCIE_GEN[lk.key]:
+            return (f"The {d.name} is a PCIe Gen{gen} card: it cannot run {lk.name}. Pick "
+                    f"PCIe Gen{gen} x16.")
+        return None
+    if own != lk.key:
+        owners = [_hw.get(k).name for k, v in DEVICE_LINKS.items() if v == lk.key]
+        native = f" Its own link is {LINKS[own].name}." if own else ""
+        return (f"{lk.name} joins only the {' and the '.join(owners)}, not the {d.name}."
+                f"{native} Pick the chip's own link, or a network link between machines.")
+    return None
+
+
+def check_pair(device, link) -> None:
+    """ValueError naming ``link`` when :func:`pair_problem` finds one."""
+    why = pair_problem(device, link)
+    if why:
+        raise ValueError(f"link={shown(get_link(link).key)} with device="
+                         f"{shown(_hw.get(device, arg='device').key)}: {why}")
+
+
+@dataclass(frozen=True)
+class Path:
+    """How a collective over ``n`` chips runs on a link: one ring inside the link's domain, or,
+    beyond it, two levels (see :data:`HIERARCHY_NOTE`): ``g`` chips per node over ``link``,
+    ``nodes`` nodes over ``nic`` with ``nics`` NICs (rails) per node. Bandwidths are scaled by
+    ``efficiency`` (1: the spec; :func:`link_efficiency`: what nccl-tests reaches)."""
+
+    link: Link
+    n: int
+    g: int  # chips per node (= n within the domain)
+    nodes: int  # M (1 within the domain)
+    nic: Link | None
+    nics: int  # NICs per node (rails)
+    efficiency: float
+
+    @property
+    def hierarchical(self) -> bool:
+        return self.nodes > 1
+
+    @property
+    def node_gbs(self) -> float:
+        """One-way GB/s each chip sees inside the node."""
+        return self.link.one_way_gbs * self.efficiency
+
+    @property
+    def rail_gbs(self) -> float:
+        """One-way GB/s each chip has across nodes: the node's NICs shared by its g chips."""
+        return self.nic.one_way_gbs * self.nics / self.g * self.efficiency if self.nic else 0.0
+
+    def latency(self, op, algorithm: str = "ring") -> float:
+        """Seconds of per-step latency: the node level's steps plus the cross-node level's."""
+        o = _op(op)
+        if not self.hierarchical:
+            return latency_steps(o, self.n, algorithm) * self.link.latency_s
+        t = self.nic.latency_s * latency_steps(o, self.nodes, algorithm)
+        return t + (latency_steps(o, self.g, algorithm) * self.link.latency_s if self.g > 1
+                    else 0.0)
+
+    def seconds_per_byte(self, op, algorithm: str = "ring") -> float:
+        """The bandwidth term per byte of ``nbytes``: factor / B in one ring; beyond a node the
+        slower of the two pipelined levels, factor(g) / B_node and factor(M) / g / B_rail."""
+        o = _op(op)
+        if not self.hierarchical:
+            return bandwidth_factor(o, self.n, algorithm) / (self.node_gbs * 1e9)
+        cross = bandwidth_factor(o, self.nodes, algorithm) / self.g / (self.rail_gbs * 1e9)
+        node = (bandwidth_factor(o, self.g, algorithm) / (self.node_gbs * 1e9) if self.g > 1
+                else 0.0)
+        return max(node, cross)
+
+    def time(self, op, nbytes, algorithm: str = "ring") -> float:
+        s = positive("nbytes", nbytes)
+        return self.latency(op, algorithm) + self.seconds_per_byte(op, algorithm) * s
+
+    def bus_gbs(self, op: str = "all-reduce", algorithm: str = "ring") -> float:
+        """nccl-tests bus bandwidth of a large collective on this path (latency aside)."""
+        return bus_factor(op, self.n) / self.seconds_per_byte(op, algorithm) / 1e9
+
+    @property
+    def name(self) -> str:
+        if not self.hierarchical:
+            return self.link.name
+        return (f"{self.link.name.split(' (')[0]} within {self.g}, {self.nics} x "
+                f"{self.nic.name.split(' (')[0]} per node between {self.nodes} nodes")
+
+
+def collective_path(link, n, *, nics_per_node: int | None = None, nic=None,
+                    achievable: bool = False) -> Path:
+    """The :class:`Path` a collective of ``n`` chips takes on ``link``. Within the link's
+    ``domain`` (or on a link without one): one ring. Beyond it: ``n / domain`` nodes joined by
+    ``nic`` (default :data:`SCALE_OUT_LINK`) with ``nics_per_node`` NICs each (default one per
+    chip, as in HGX nodes). ``achievable``: bandwidths at :func:`link_efficiency`."""
+    lk, nn = get_link(link), _n(n)
+    if not isinstance(achievable, bool):
+        raise ValueError(f"achievable must be True or False, got {shown(achievable)}")
+    eff = link_efficiency(lk).fraction if achievable else 1.0
+    if lk.domain is None or nn <= lk.domain:
+        if nics_per_node is not None:
+            positive_int("nics_per_node", nics_per_node)
+        return Path(lk, nn, nn, 1, None, 0, eff)
+    g = lk.domain
+    if nn % g:
+        raise ValueError(f"n={shown(n)} chips do not fill whole nodes of {g} ({lk.name} joins "
+                         f"at most {g}): pick a multiple of {g}")
+    out = _get_link(SCALE_OUT_LINK if nic is None else nic, "nic")
+    if out.kind != "scale-out":
+        raise ValueError(f"nic={shown(out.key)} is not a link between nodes: pick one of "
+                         + ", ".join(k for k, v in LINKS.items() if v.kind == "scale-out"))
+    rails = g if nics_per_node is None else positive_int("nics_per_node", nics_per_node)
+    if rails > g:
+        raise ValueError(f"nics_per_node={shown(nics_per_node)} is more than the {g} chips of a "
+                         "node: each chip drives at most one NIC here")
+    return Path(lk, nn, g, nn // g, out, rails, eff)
+
+
 def ring_link(link, n: int) -> Link:
-    """The link a ring of ``n`` chips actually runs at: a ring larger than the link's domain
-    (8 GPUs per NVLink or PCIe node) crosses nodes, and a ring is only as fast as its slowest
-    hop, so it runs at the scale-out link (:data:`SCALE_OUT_LINK`) when that is slower."""
+    """The link one ring of ``n`` chips would run at, as a single :class:`Link` (kept for
+    callers that need one bandwidth): within the domain the link itself; beyond it a link whose
+    one-way bandwidth is the all-reduce bus bandwidth of the two-level :func:`collective_path`
+    (NICs one per chip) and whose latency is the scale-out link's."""
     lk = get_link(link)
     n = positive_int("n", n)
     if lk.domain is None or n <= lk.domain:
         return lk
-    out = LINKS[SCALE_OUT_LINK]
-    slow_bw = min(lk.one_way_gbs, out.one_way_gbs)
-    return Link(f"{lk.key}+{out.key}", f"{lk.name} within {lk.domain}, {out.name} between",
-                slow_bw, lk.quoted, f"{lk.source}; {out.source}",
-                f"a ring of {n} spans {math.ceil(n / lk.domain)} groups of {lk.domain}: its "
-                f"slowest hop ({slow_bw:g} GB/s) sets the pace", max(lk.latency_us,
-                                                                     out.latency_us),
+    p = collective_path(lk, n)
+    return Link(f"{lk.key}+{p.nic.key}", p.name, p.bus_gbs("all-reduce"), lk.quoted,
+                f"{lk.source}; {p.nic.source}",
+                f"two levels: {lk.name} inside each node of {p.g}, one {p.nic.name} per chip "
+                "between nodes (the slower level sets the pace)", p.nic.latency_us,
                 kind="scale-out")
 
 
@@ -264,11 +456,16 @@ def collective_time(op, nbytes, n, link_gbs, latency_s, algorithm: str = "ring")
     return latency_steps(o, k, algorithm) * a + bandwidth_factor(o, k, algorithm) * s / b
 
 
-def link_time(op, nbytes, n, link, algorithm: str = "ring") -> float:
-    """:func:`collective_time` on a registry link (or a :class:`Link`), with its α, on the
-    link a ring of ``n`` really uses (:func:`ring_link`)."""
-    lk = ring_link(link, n)
-    return collective_time(op, nbytes, n, lk.one_way_gbs, lk.latency_s, algorithm)
+def link_time(op, nbytes, n, link, algorithm: str = "ring", *,
+              nics_per_node: int | None = None, nic=None, achievable: bool = False) -> float:
+    """Seconds for one collective on a registry link (or a :class:`Link`), with its α, on the
+    :func:`collective_path` of ``n`` chips: one ring inside the link's domain, two pipelined
+    levels (node, then NICs between nodes) beyond it. ``achievable``: at
+    :func:`link_efficiency` of the spec (what nccl-tests reaches), else at the spec."""
+    o = _op(op)
+    _algorithm(o, algorithm)
+    p = collective_path(link, n, nics_per_node=nics_per_node, nic=nic, achievable=achievable)
+    return p.time(o, nbytes, algorithm)
 
 
 def latency_bandwidth_split(op, nbytes, n, link_gbs, latency_s,

@@ -29,6 +29,13 @@ TP_DEGREES = (1, 2, 4, 8, 16)
 #: Training FLOPs per parameter per token: 2 forward + 4 backward (Kaplan et al., "Scaling
 #: Laws for Neural Language Models", 2020; jax-ml/scaling-book chapter 5).
 TRAIN_FLOPS_PER_PARAM_TOKEN = 6
+FORWARD_FLOPS_PER_PARAM_TOKEN = 2
+BACKWARD_FLOPS_PER_PARAM_TOKEN = 4  # the only pass a gradient all-reduce can hide behind
+#: Matmuls per all-reduce in a Megatron block: a column-parallel matmul feeds a row-parallel
+#: one, and only the second's partial outputs are summed (Shoeybi et al. 2019). A GeLU MLP or
+#: attention's QKV (fused) and O projections: 2; Llama's SwiGLU MLP (gate, up; down): 3.
+MEGATRON_PAIR = 2
+SWIGLU_MLP = 3
 
 
 def _peak(hw, precision: str, arg: str = "precision") -> float:
@@ -36,10 +43,15 @@ def _peak(hw, precision: str, arg: str = "precision") -> float:
     return _hw.get(hw, arg="hw").peak_tflops(precision, arg=arg) * 1e12
 
 
-def link_ridge(hw, precision: str, link, n: int = 2) -> float:
+def link_ridge(hw, precision: str, link, n: int = 2, *,
+               nics_per_node: int | None = None) -> float:
     """FLOP per link byte where the link roof meets the compute roof: π / B (dense peak of
-    ``precision``; B the one-way bandwidth of the link a ring of ``n`` uses)."""
-    return _peak(hw, precision) / C.ring_link(link, n).bytes_per_s
+    ``precision``; B the one-way bandwidth of the link within a node, or beyond one the
+    all-reduce bus bandwidth of the two-level path, :func:`collectives.collective_path`).
+    A chip and a link that cannot be paired raise ValueError (:func:`collectives.check_pair`)."""
+    C.check_pair(_hw.get(hw, arg="hw"), link)
+    path = C.collective_path(link, n, nics_per_node=nics_per_node)
+    return _peak(hw, precision) / (path.bus_gbs("all-reduce") * 1e9)
 
 
 # --- a tensor-parallel (row-parallel) matmul ----------------------------------------------------
@@ -49,7 +61,12 @@ class ShardedMatmul:
     """y[T, N] = x[T, K] · W[K, N] with W split along K over ``n`` chips (Megatron's
     row-parallel linear): each chip multiplies its K/n slice, then the partial outputs are
     summed by an all-reduce (or a reduce-scatter that leaves each chip N/n columns).
-    FLOPs and bytes are per chip."""
+    FLOPs and bytes are per chip.
+
+    ``matmuls`` > 1: a Megatron block, ``matmuls - 1`` column-parallel matmuls x[T, N] ·
+    W[N, K/n] (each chip its K/n columns, no communication) feeding the row-parallel one,
+    with ONE all-reduce for the block: 2 for a GeLU MLP or attention (QKV, O), 3 for Llama's
+    SwiGLU MLP (gate and up, then down). K is then the hidden size F, N the model width."""
 
     tokens: int
     k: int
@@ -58,6 +75,7 @@ class ShardedMatmul:
     storage: str  # format of x, W and y (bytes moved)
     compute: str  # precision whose peak applies
     op: str  # the collective: "all-reduce" or "reduce-scatter"
+    matmuls: int = 1  # matmuls per collective (1: one row-parallel matmul; see the docstring)
 
     @property
     def bytes_per_element(self) -> float:
@@ -69,13 +87,18 @@ class ShardedMatmul:
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.tokens * self.k * self.n_out / self.n
+        return self.matmuls * 2.0 * self.tokens * self.k * self.n_out / self.n
 
     @property
     def hbm_bytes(self) -> float:
-        """x slice read, W slice read, the partial y written (compulsory traffic)."""
-        b, t = self.bytes_per_element, self.tokens
-        return b * (t * self.k / self.n + self.k * self.n_out / self.n + t * self.n_out)
+        """Compulsory traffic. One matmul: x slice read, W slice read, the partial y written.
+        A block: x[T, N] read, every weight slice read, each column-parallel output [T, K/n]
+        written once and read once (the activation fused into its neighbours), y written."""
+        b, t, ks = self.bytes_per_element, self.tokens, self.k / self.n
+        if self.matmuls == 1:
+            return b * (t * ks + self.k * self.n_out / self.n + t * self.n_out)
+        return b * (t * self.n_out + self.matmuls * ks * self.n_out
+                    + 2 * (self.matmuls - 1) * t * ks + t * self.n_out)
 
     @property
     def message_bytes(self) -> float:
@@ -93,13 +116,22 @@ class ShardedMatmul:
 
     @property
     def ai_link(self) -> float:
-        """FLOPs per byte sent over the link: 2K / (n × factor × b), whatever T and N."""
+        """FLOPs per byte sent over the link: m × 2K / (n × factor × b), whatever T and N."""
         return self.flops / self.link_bytes
 
 
+def _matmuls(matmuls) -> int:
+    m = positive_int("matmuls", matmuls)
+    if m > 3:
+        raise ValueError(f"matmuls must be 1 (one row-parallel matmul), 2 (a Megatron "
+                         f"column + row pair) or 3 (a SwiGLU MLP), got {matmuls!r}")
+    return m
+
+
 def sharded_matmul(tokens, k, n_out, n, storage: str = "bf16", *, op: str = "all-reduce",
-                   compute: str | None = None) -> ShardedMatmul:
-    """A row-parallel matmul over ``n`` >= 2 chips (see :class:`ShardedMatmul`)."""
+                   compute: str | None = None, matmuls: int = 1) -> ShardedMatmul:
+    """A row-parallel matmul over ``n`` >= 2 chips, or with ``matmuls`` = 2 or 3 the Megatron
+    block that ends in it (see :class:`ShardedMatmul`)."""
     o = C._op(op)
     if o == "all-gather":
         raise ValueError("op must be 'all-reduce' or 'reduce-scatter' for a row-parallel "
@@ -110,7 +142,7 @@ def sharded_matmul(tokens, k, n_out, n, storage: str = "bf16", *, op: str = "all
         raise ValueError(f"k={k} does not split evenly over n={nn} chips")
     return ShardedMatmul(positive_int("tokens", tokens), k, n_out, nn,
                          _fmt.get(storage, arg="storage").key,
-                         _fmt.compute_precision(storage, compute), o)
+                         _fmt.compute_precision(storage, compute), o, _matmuls(matmuls))
 
 
 @dataclass(frozen=True)
@@ -151,40 +183,49 @@ def shard_times(mm: ShardedMatmul, hw, link, algorithm: str = "ring") -> ShardTi
     """Per-chip seconds of a :class:`ShardedMatmul` on a device and a link."""
     mm = instance("mm", mm, ShardedMatmul, "a ShardedMatmul (sharding.sharded_matmul)")
     d = _hw.get(hw, arg="hw")
+    C.check_pair(d, link)
     return ShardTimes(mm.flops / _peak(d, mm.compute), mm.hbm_bytes / (d.bandwidth_gbs * 1e9),
                       C.link_time(mm.op, mm.message_bytes, mm.n, link, algorithm))
 
 
 def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
-                      storage: str | None = None) -> float:
-    """The per-chip slice K/n of the contracted dimension at which a row-parallel matmul's
-    link intensity equals the link ridge. Below it the layer is communication-bound however
-    large the batch (T cancels): K/n* = factor × b × π / (2 B), i.e. (n-1)/n × b × π / B for
-    an all-reduce."""
+                      storage: str | None = None, matmuls: int = 1) -> float:
+    """The per-chip slice K/n of the contracted dimension at which the layer's link intensity
+    equals the link ridge. Below it the layer is communication-bound however large the batch
+    (T cancels): K/n* = factor × b × π / (2 m B), i.e. (n-1)/n × b × π / (m B) for an
+    all-reduce in one node, with m = ``matmuls`` per collective (1: one row-parallel matmul;
+    2: a Megatron column + row pair; 3: a SwiGLU MLP, where K/n is the hidden slice F/n).
+    Beyond a node, factor / B is the two-level path's time per byte."""
     nn = C._n(n)
+    m = _matmuls(matmuls)
     b = (_fmt.bytes_per_element(precision, arg="precision") if storage is None
          else _fmt.bytes_per_element(storage, arg="storage"))
-    return C.bus_factor(op, nn) * b * link_ridge(hw, precision, link, nn) / 2
+    C.check_pair(_hw.get(hw, arg="hw"), link)
+    spb = C.collective_path(link, nn).seconds_per_byte(op)
+    return spb * _peak(hw, precision) * b / (2 * m)
 
 
 def comm_bound_tokens(k, n_out, n, hw, link, storage: str = "bf16", *, op: str = "all-reduce",
-                      compute: str | None = None,
-                      algorithm: str = "ring") -> tuple[float, float] | None:
+                      compute: str | None = None, algorithm: str = "ring",
+                      matmuls: int = 1) -> tuple[float, float] | None:
     """The range of batch sizes T (tokens, >= 1) over which the link is the binding resource,
     as (lo, hi) with hi = inf when it stays binding; None when it never binds.
 
     Every per-chip time is linear in T: compute f·T, HBM h0 + h1·T (the weight slice is read
     once), link L + c·T (L = the collective's latency term), so the link binds on an interval.
     """
-    probe = sharded_matmul(1, k, n_out, n, storage, op=op, compute=compute)
-    d, lk = _hw.get(hw, arg="hw"), C.ring_link(link, probe.n)
-    b, kk, nn, p = probe.bytes_per_element, probe.k, probe.n_out, probe.n
-    f = 2.0 * kk * nn / p / _peak(d, probe.compute)
-    h0 = b * kk * nn / p / (d.bandwidth_gbs * 1e9)
-    h1 = b * (kk / p + nn) / (d.bandwidth_gbs * 1e9)
-    steps = C.latency_steps(probe.op, p, algorithm)
-    big_l = steps * lk.latency_s
-    c = C.bandwidth_factor(probe.op, p, algorithm) * nn * b / lk.bytes_per_s
+    probe = sharded_matmul(1, k, n_out, n, storage, op=op, compute=compute, matmuls=matmuls)
+    two = sharded_matmul(2, k, n_out, n, storage, op=op, compute=compute, matmuls=matmuls)
+    d = _hw.get(hw, arg="hw")
+    C.check_pair(d, link)
+    C._algorithm(probe.op, algorithm)
+    path = C.collective_path(link, probe.n)
+    bw = d.bandwidth_gbs * 1e9
+    f = probe.flops / _peak(d, probe.compute)
+    h1 = (two.hbm_bytes - probe.hbm_bytes) / bw
+    h0 = probe.hbm_bytes / bw - h1
+    big_l = path.latency(probe.op, algorithm)
+    c = path.seconds_per_byte(probe.op, algorithm) * probe.message_bytes
     lo, hi = 1.0, math.inf
     for slope, const in ((c - f, big_l), (c - h1, big_l - h0)):  # link > other: slope·T > -const
         if slope > 0:
@@ -204,7 +245,7 @@ class TPServing:
 
     model: str
     device: str
-    link: C.Link  # the link the ring really runs at (collectives.ring_link)
+    link: C.Link  # the link the collectives run at (collectives.ring_link: two levels past a node)
     n: int
     batch: int
     seq_len: int
@@ -258,6 +299,7 @@ def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "b
     n = positive_int("n", n)
     batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
     C._algorithm("all-reduce", algorithm)  # checked even where n = 1 sends nothing
+    C.check_pair(d, link)
     lk = C.ring_link(link, max(n, 2))
     full = _models.memory_budget(m, d, batch=batch, seq_len=seq_len,
                                  weight_precision=weight_precision, kv_precision=kv_precision,
@@ -355,28 +397,52 @@ def tp_diagnosis(rows: list[TPServing], n: int) -> Diagnosis:
 
 @dataclass(frozen=True)
 class DPStep:
-    """One data-parallel training step per chip: compute, then the gradient all-reduce."""
+    """One data-parallel training step per chip: forward, backward, and the gradient
+    all-reduce, which can overlap only the backward pass (buckets of gradients are all-reduced
+    as the backward pass produces them; the forward pass needs the updated weights first:
+    jax-ml/scaling-book ch. 5, 'How to Think About GPUs')."""
 
     params: float
     n: int
     tokens_per_chip: int
-    t_compute: float  # 6 P T / π: the roofline bound at the dense peak
+    t_fwd: float  # 2 P T / π: the roofline bound at the dense peak
+    t_bwd: float  # 4 P T / π
     t_comm: float  # all-reduce of P gradients
     overlap: bool
 
     @property
+    def t_compute(self) -> float:
+        """Forward and backward: 6 P T / π."""
+        return self.t_fwd + self.t_bwd
+
+    @property
     def t_step(self) -> float:
-        """Perfect overlap (buckets all-reduced during the backward pass): max; none: sum."""
-        return max(self.t_compute, self.t_comm) if self.overlap else self.t_compute + self.t_comm
+        """With overlap: t_fwd + max(t_bwd, t_comm); without: the sum of all three."""
+        if self.overlap:
+            return self.t_fwd + max(self.t_bwd, self.t_comm)
+        return self.t_fwd + self.t_bwd + self.t_comm
+
+    @property
+    def overlap_gain(self) -> float:
+        """Step without overlap / step with it: at most (t_fwd + 2 t_bwd) / (t_fwd + t_bwd) =
+        5/3 (when t_comm = t_bwd), 1.5 when t_comm equals the whole compute."""
+        return ((self.t_fwd + self.t_bwd + self.t_comm)
+                / (self.t_fwd + max(self.t_bwd, self.t_comm)))
 
     @property
     def comm_bound(self) -> bool:
-        return self.t_comm > self.t_compute
+        """The all-reduce outlasts the backward pass: even overlapped, the chip waits."""
+        return self.t_comm > self.t_bwd
 
     @property
     def compute_fraction(self) -> float:
         """Share of the step the chip spends computing (1 = never waits for the link)."""
         return self.t_compute / self.t_step
+
+
+#: The most overlapping the all-reduce with the backward pass can buy: (2 + 4 + 4) / (2 + 4).
+MAX_OVERLAP_GAIN = (FORWARD_FLOPS_PER_PARAM_TOKEN + 2 * BACKWARD_FLOPS_PER_PARAM_TOKEN) / (
+    FORWARD_FLOPS_PER_PARAM_TOKEN + BACKWARD_FLOPS_PER_PARAM_TOKEN)
 
 
 def _params(model_or_params) -> float:
@@ -386,27 +452,39 @@ def _params(model_or_params) -> float:
 
 
 def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
-            grad_bytes: float = 2, overlap: bool = True, algorithm: str = "ring") -> DPStep:
+            grad_bytes: float = 2, overlap: bool = True, algorithm: str = "ring",
+            nics_per_node: int | None = None) -> DPStep:
     """A data-parallel step of a model (a key of models.MODELS or a parameter count) on ``n``
     chips, each with ``tokens_per_chip`` tokens: gradients of ``grad_bytes`` bytes per
-    parameter (2: bf16) all-reduced over the link a ring of ``n`` uses."""
+    parameter (2: bf16) all-reduced on the :func:`collectives.collective_path` of ``n`` chips
+    (two levels beyond a node, ``nics_per_node`` NICs per node, default one per chip)."""
     p = _params(model_or_params)
     nn = C._n(n)
     t = positive_int("tokens_per_chip", tokens_per_chip)
     g = positive("grad_bytes", grad_bytes)
     ov = flag("overlap", overlap)
-    t_comp = TRAIN_FLOPS_PER_PARAM_TOKEN * p * t / _peak(hw, precision)
-    return DPStep(p, nn, t, t_comp, C.link_time("all-reduce", p * g, nn, link, algorithm), ov)
+    C.check_pair(_hw.get(hw, arg="hw"), link)
+    peak = _peak(hw, precision)
+    return DPStep(p, nn, t, FORWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
+                  BACKWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
+                  C.link_time("all-reduce", p * g, nn, link, algorithm,
+                              nics_per_node=nics_per_node), ov)
 
 
-def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2) -> float:
-    """Tokens per chip at which the step's compute equals the gradient all-reduce's bandwidth
-    term: 6 P T / π = 2(n-1)/n × P g / B, so T* = 2(n-1)/n × g × π / (6 B). The parameter
-    count cancels; below T* data-parallel training is communication-bound."""
+def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2,
+                      nics_per_node: int | None = None) -> float:
+    """Tokens per chip at which the backward pass (the only part the gradient all-reduce can
+    hide behind) takes as long as the all-reduce's bandwidth term: 4 P T / π = P g × c, with c
+    the path's seconds per byte (2(n-1)/n / B in one ring), so T* = g × c × π / 4, i.e.
+    (n-1)/n × g/2 × π/B in a node. P cancels; below T* the step waits for the gradients even
+    with perfect overlap (jax-ml/scaling-book ch. 5 and 'How to Think About GPUs': per-GPU
+    batch > C / W_collective, ~2,475 tokens across H100 nodes)."""
     nn = C._n(n)
     g = positive("grad_bytes", grad_bytes)
-    return (C.bus_factor("all-reduce", nn) * g * link_ridge(hw, precision, link, nn)
-            / TRAIN_FLOPS_PER_PARAM_TOKEN)
+    C.check_pair(_hw.get(hw, arg="hw"), link)
+    spb = C.collective_path(link, nn, nics_per_node=nics_per_node).seconds_per_byte(
+        "all-reduce")
+    return g * spb * _peak(hw, precision) / BACKWARD_FLOPS_PER_PARAM_TOKEN
 
 
 def _two_rates(a: float, b: float) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
+from labs.core.physics.units import format_seconds
 from labs.core.ui.plotbase import _LEGEND, _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
 
@@ -41,13 +42,23 @@ def _log_axis(title: str, values, pad: float = 2.0) -> dict:
                 minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
 
 
+def _seconds_axis(title: str, values) -> dict:
+    """A log time axis whose decades read "10 µs", "1 ms", "1 s": one unit per tick, never
+    plotly's mix of "100µ" and "0.001" (issue 34.10)."""
+    axis = _log_axis(title, values)
+    lo, hi = axis["range"]
+    ticks = [10.0 ** e for e in range(int(lo), int(hi) + 1)]
+    return dict(axis, tickmode="array", tickvals=ticks,
+                ticktext=[format_seconds(t) for t in ticks])
+
+
 def alpha_beta_figure(lines: Sequence = (), points: Sequence = (), *, marks: Sequence = (),
                       title: str, height: int = 430) -> go.Figure:
     """Time of one collective against message size, log-log.
 
     ``lines``: (name, sizes, seconds, colour, dash) model curves (a link's α-β model, a fit);
     ``points``: (name, sizes, seconds, colour) measured medians, drawn as open markers;
-    ``marks``: (label, size, seconds, colour) single labelled points (a prediction).
+    ``marks``: (label, size, seconds, colour) single points named in the legend (a prediction).
     Colours are colour strings, COLORS keys, or None for the next term colour.
     """
     if not (lines or points or marks):
@@ -76,16 +87,16 @@ def alpha_beta_figure(lines: Sequence = (), points: Sequence = (), *, marks: Seq
     for i, (label, size, secs, color) in enumerate(marks):
         xs.append(float(size))
         ys.append(float(secs))
-        data.append(dict(type="scatter", x=[float(size)], y=[float(secs)], mode="markers+text",
-                         name=html.escape(label), text=[html.escape(label)],
-                         textposition="top left", showlegend=False, cliponaxis=False,
+        # named in the legend: a label beside the point ran across the other links' lines
+        data.append(dict(type="scatter", x=[float(size)], y=[float(secs)], mode="markers",
+                         name=html.escape(label), showlegend=True, cliponaxis=False,
                          marker=dict(size=13, color=_color(color, i), symbol="star",
                                      line=dict(width=1, color=PLOT_TEXT)),
                          hovertemplate=f"{html.escape(label)}<br>%{{x:.3s}}B → %{{y:.3s}}s"
                                        "<extra></extra>"))
     layout = dict(title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
                   xaxis=_log_axis("Message size (bytes; k, M, G = 1e3, 1e6, 1e9)", xs, 1.5),
-                  yaxis=_log_axis("Time per collective (s; µ = 1e-6, m = 1e-3)", ys),
+                  yaxis=_seconds_axis("Time per collective", ys),
                   legend=_LEGEND, showlegend=True, margin=dict(l=70, r=30, t=50, b=40))
     return _figure(data, layout)
 
@@ -144,16 +155,18 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
     on_link = float(roofline.attainable_tflops(ai_link, roofs[1][1], precision))
     binding = "link" if on_link < on_hbm else "HBM" if on_hbm < peak else "compute"
     bound = min(on_hbm, on_link)
-    for label, x, y, key, pos in (
-            ("HBM intensity", ai_hbm, on_hbm, "memory", "top left"),
-            ("link intensity", ai_link, on_link, LINK_COLOR_KEY, "top right")):
-        data.append(dict(type="scatter", x=[x], y=[y], mode="markers+text",
-                         name=f"this layer at its {label}", text=[f"layer: {label}"],
-                         textposition=pos, cliponaxis=False, textfont=dict(size=11),
-                         marker=dict(size=13, color=COLORS[key], symbol="circle",
+    # the points are named in the legend, not by text on the plot: a label beside a point
+    # sat on the compute roof or on the other label (issue 34.10)
+    for label, x, y, key, symbol in (
+            ("HBM intensity", ai_hbm, on_hbm, "memory", "circle"),
+            ("link intensity", ai_link, on_link, LINK_COLOR_KEY, "square")):
+        data.append(dict(type="scatter", x=[x], y=[y], mode="markers",
+                         name=f"this layer at its {label}: {_num(x)} FLOP/B",
+                         cliponaxis=False,
+                         marker=dict(size=13, color=COLORS[key], symbol=symbol,
                                      line=dict(width=1.5, color=PLOT_TEXT)),
                          hovertemplate=f"this layer at its {label}<br>%{{x:.3s}} FLOP/B → "
-                                       "%{y:.3s} TFLOP/s<extra></extra>", showlegend=False))
+                                       "%{y:.3s} TFLOP/s<extra></extra>"))
     data.append(dict(type="scatter", x=[lo, hi], y=[bound, bound], mode="lines",
                      name=f"the layer's roof: {binding}, ≤ {_num(bound)} TFLOP/s (latency "
                           "aside)",
@@ -163,9 +176,8 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
                           for _, r, _, _ in roofs]
     if attained_tflops is not None:
         data.append(dict(type="scatter", x=[ai_link], y=[float(attained_tflops)],
-                         mode="markers+text", name="with the collective's latency α",
-                         text=["with latency α"], textposition="bottom right",
-                         textfont=dict(size=11), cliponaxis=False,
+                         mode="markers", name="with the collective's latency α",
+                         cliponaxis=False,
                          marker=dict(size=12, color=COLORS[LINK_COLOR_KEY],
                                      symbol="x-thin-open",
                                      line=dict(width=2.5, color=COLORS[LINK_COLOR_KEY])),
