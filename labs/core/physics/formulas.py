@@ -149,21 +149,27 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
               name: str | None = None) -> Cost:
     """softmax(Q K^T) V for ``heads`` query heads, batched; ``causal`` masks future keys.
 
+    ``fused`` says which kernel runs, and with a causal mask it decides the work:
+
+    * unfused ("math": QK^T -> mask + softmax -> PV, three kernels; ``fused=False``, the
+      default): QK^T computes EVERY one of the Sq*Skv scores and the mask is applied to
+      them afterwards, so ``causal`` changes neither the FLOPs nor the score traffic. This is
+      what ``FlopCounterMode`` counts for the math path (two full matmuls).
+    * fused (flash; ``fused=True``): a causal-aware kernel skips the key blocks that are
+      entirely masked, so only the unmasked pairs are computed (:func:`causal_pairs`:
+      S(S+1)/2 for Sq = Skv = S, about half): a lower bound on what FlashAttention and
+      torch's CPU flash kernel do (they compute whole blocks on the diagonal). FlopCounterMode
+      does NOT apply the mask here either: for ``scaled_dot_product_attention(...,
+      is_causal=True)`` its ``sdpa_flop`` counts the full 4*B*H*Sq*Skv*dh ("we aren't
+      accounting for causal attention here"), this function's ``causal=False`` count; the
+      causal fused count is it times ``causal_pairs(Sq, Skv) / (Sq * Skv)``.
+
     FLOPs: QK^T 2*d and PV 2*d per (query, key) pair computed, per head (softmax's
-    ~5 FLOP/score not counted, matching FlopCounterMode; <1% at dh >= 128). Without masking
-    every one of Sq*Skv pairs is computed. With ``causal`` (a decoder's prefill) only the
-    unmasked pairs are (:func:`causal_pairs`: S(S+1)/2 for Sq = Skv = S, about half), which
-    is what a causal-aware kernel such as FlashAttention does, so the count stays a lower
-    bound. FlopCounterMode does NOT apply the mask: for ``scaled_dot_product_attention(...,
-    is_causal=True)`` it counts the full 4*B*H*Sq*Skv*dh, both through the fused kernels'
-    formula (``sdpa_flop``, "we aren't accounting for causal attention here") and through the
-    math path's two matmuls; that is this function's ``causal=False`` count, and the causal
-    count is it times ``causal_pairs(Sq, Skv) / (Sq * Skv)``.
+    ~5 FLOP/score not counted, matching FlopCounterMode; <1% at dh >= 128).
     Bytes: Q and O (B*H*Sq*dh each) and K, V (B*Hkv*Skv*dh each, GQA: KV heads, not query heads).
-    Unfused (three kernels: QK^T -> softmax -> PV) also writes the score matrix S, the softmax
-    reads S and writes P, and PV reads P: 4 passes over the B*H*(pairs) computed scores (a
-    masked kernel skips the masked block; a dense one moves more). Fused (flash) keeps scores
-    on chip: no score traffic, one kernel.
+    Unfused also writes the score matrix S, the softmax reads S and writes P, and PV reads P:
+    4 passes over all B*H*Sq*Skv scores (the mask, fused into the softmax at best, adds no
+    compulsory pass). Fused keeps scores on chip: no score traffic, one kernel.
     Compute: QK^T and PV multiply activations (Q, P) by the KV cache, so the math runs at
     ``precision.matmul_compute(kv_precision, precision)``.
     """
@@ -185,7 +191,10 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
         "V": batch * kvh * seq_kv * head_dim * _b(kvp, "kv_precision"),
         "O": batch * heads * seq_q * head_dim * a,
     }
-    pairs = causal_pairs(seq_q, seq_kv) if causal else seq_q * seq_kv
+    # only a fused (causal-aware) kernel skips masked pairs; the math path computes them all
+    pairs = causal_pairs(seq_q, seq_kv) if (causal and fused) else seq_q * seq_kv
+    if causal and not fused:
+        causal_pairs(seq_q, seq_kv)  # the same check of seq_q <= seq_kv either way
     if not fused:
         detail["scores (S write, S read, P write, P read)"] = 4.0 * batch * heads * pairs * a
     flops = 4.0 * batch * heads * pairs * head_dim

@@ -59,7 +59,22 @@ class ModelConfig:
         return self.layers * self.params_per_layer + embed + self.d_model
 
     def weight_bytes(self, precision: str = "bf16") -> float:
+        """Bytes every parameter takes in memory (the allocation, embedding table included)."""
         return self.params * _fmt.bytes_per_element(precision, arg="precision")
+
+    def weight_bytes_read(self, precision: str = "bf16", *, tokens: int = 1) -> float:
+        """Weight bytes one forward step READS for ``tokens`` tokens (``batch`` in decode,
+        ``batch x seq_len`` in prefill): every layer's weights, the final norm and the LM head
+        whole, but of an untied embedding table only the rows the tokens gather (at most
+        ``min(tokens, vocab)`` rows of ``d_model``). With a tied embedding the LM head reads
+        that table whole, so every parameter is read. Less than :meth:`weight_bytes` (the
+        allocation) by the table less its gathered rows when untied."""
+        tokens = positive_int("tokens", tokens)
+        b = _fmt.bytes_per_element(precision, arg="precision")
+        if self.tied_embeddings:
+            return self.params * b
+        table = self.vocab * self.d_model
+        return (self.params - table + min(tokens, self.vocab) * self.d_model) * b
 
     def kv_bytes_per_token(self, precision: str = "bf16") -> float:
         return 2 * self.layers * self.kv_heads * self.head_dim * _fmt.bytes_per_element(precision, arg="precision")
@@ -88,8 +103,9 @@ class ModelConfig:
         """The operations of one transformer layer. ``precision`` is the activations' format.
 
         prefill: ``seq_len`` new tokens per sequence attend causally to themselves
-        (seq_q = seq_kv, about half the score matrix is computed). decode: one new token per
-        sequence attends to ``seq_len`` cached tokens. The projections run at
+        (seq_q = seq_kv): a fused kernel (``fused_attention``) computes about half the score
+        matrix, the unfused math path all of it and masks afterwards (``formulas.attention``).
+        decode: one new token per sequence attends to ``seq_len`` cached tokens. The projections run at
         ``precision.matmul_compute(weights, activations)`` (``compute``, if given, must agree),
         attention at ``matmul_compute(kv, activations)``, norms and adds on the vector units.
         """
@@ -221,7 +237,10 @@ def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16
              weight_precision: str | None = None, kv_precision: str | None = None,
              fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
     """All ops of one forward step: every layer's ops x layers, plus the LM head (last position
-    of each sequence; the embedding lookup moves only the rows it needs and is ignored)."""
+    of each sequence). The embedding lookup gathers only one row per token (``batch`` rows of
+    ``d_model`` in decode, a few KB) and is left out; with a tied embedding the LM head is
+    that table and reads it whole, as it does here either way. So the weight bytes a step
+    reads are :meth:`ModelConfig.weight_bytes_read`, not the allocation ``weight_bytes``."""
     m = get(model, arg="model")
     per_layer = m.layer_ops(phase, batch, seq_len, precision, weight_precision=weight_precision,
                             kv_precision=kv_precision, fused_attention=fused_attention,
@@ -362,10 +381,9 @@ def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str 
                    name="QKV+O GEMMs")
     mlp = F.total([fused["gate, up projections"], fused["down projection"]], name="MLP GEMMs")
     attn_unfused = next(o for o in unfused if o.name.startswith("attention"))
-    # the softmax of the unfused path runs over the scores it computed (causal: the lower
-    # triangle in prefill; one query over the whole cache in decode)
-    scores = F.elementwise("softmax", int(batch) * m.heads * F.causal_pairs(sq, seq_len),
-                           precision)
+    # the softmax of the unfused path runs over every score QK^T computed: all Sq x Skv of
+    # them (the causal mask is applied to the full matrix, not skipped)
+    scores = F.elementwise("softmax", F.score_elements(batch, m.heads, sq, seq_len), precision)
     return [proj, mlp, fused["attention (fused)"], attn_unfused,
             scores.renamed("softmax (scores)"), fused["RMSNorm (attention)"].renamed("RMSNorm")]
 
