@@ -22,6 +22,16 @@ How it measures (the honest parts):
 * The whole pass is timed separately, without the profiler, with the measure wing's timer
   (warm-up, repetitions, median). The difference to the sum of the operators' medians is the
   overhead row (Python, dispatch, allocation, launch gaps): shown, never hidden.
+* The profiler's own cost is taken out, so the operators never add up to more than the pass
+  they came from: on a CPU each timed call carries the cost of being called from the
+  profiler (about a microsecond, :func:`call_cost`, calibrated on this machine by timing a
+  1-element add under the profiler and called directly), which is subtracted from every call;
+  the first profiled pass after the trace is a warm-up and is not kept. If the operators'
+  medians still add up to more than the pass (a model of a few tiny operators, a busy
+  machine), they are scaled down to fit it (``Profile.op_scale`` < 1), the overhead row is 0
+  because it cannot be told apart, and ``Profile.op_time_caveat`` says the per-operator times
+  cannot be trusted one by one. A profile never shows a share above 100% or a negative
+  overhead.
 * The roofline is this machine's measured one (``measure.empirical_roofline`` for the
   precisions the model uses, measured once per session and cached) or, for "what if it ran on
   an H100", a registry device: then nothing is timed and every row is a prediction, labelled so.
@@ -171,6 +181,73 @@ def _prepare(model, args, kwargs, p, info):
     return model, tuple(move(a) for a in args), {k: move(v) for k, v in kwargs.items()}
 
 
+def _refuse_meta(model, args, kwargs) -> None:
+    """ValueError naming what is on the meta device (shapes without data: a model built under
+    ``torch.device("meta")`` or with empty weights), with the way out, before anything runs."""
+    import torch
+
+    meta = [f"parameter {n!r}" for n, t in model.named_parameters() if t.is_meta]
+    meta += [f"buffer {n!r}" for n, t in model.named_buffers() if t.is_meta]
+    where = "the model"
+    if not meta:
+        from torch.utils._pytree import tree_flatten
+
+        meta = [f"input {i}" for i, t in enumerate(tree_flatten((args, kwargs))[0])
+                if isinstance(t, torch.Tensor) and t.is_meta]
+        where = "example_inputs"
+    if meta:
+        raise ValueError(
+            f"{where} has {len(meta)} tensor(s) on the meta device ({', '.join(meta[:3])}"
+            f"{', ...' if len(meta) > 3 else ''}): they have shapes but no data, so nothing can "
+            "run or be timed. Give them real storage first, e.g. model.to_empty(device='cpu') "
+            "and then model.load_state_dict(...) (or build the model without "
+            "torch.device('meta') / init_empty_weights), then profile it.")
+
+
+def _where(exc) -> str:
+    """'file.py:12 in forward': the innermost frame of the traceback outside torch itself."""
+    import os
+    import traceback
+
+    import torch
+
+    torch_dir = os.path.dirname(torch.__file__)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(torch_dir) and "labs/core/measure" not in
+              f.filename.replace("\\", "/")]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" at {os.path.basename(f.filename)}:{f.lineno} in {f.name}"
+
+
+def _first_pass(run, info, model, args, kwargs):
+    """The first pass (``run()``, returned). Inputs that cannot be passed to ``forward`` at all
+    (wrong number or names) are named as such; an error raised inside the forward says where
+    it was raised and that it may be the model's own code, not the inputs."""
+    import inspect
+
+    try:
+        inspect.signature(model.forward).bind(*args, **kwargs)
+    except TypeError as e:
+        raise ValueError(f"example_inputs do not fit the model: "
+                         f"{type(model).__name__}.forward{inspect.signature(model.forward)}: "
+                         f"{e}. Pass a tuple of its positional arguments or a dict of its "
+                         "keyword arguments.") from None
+    except ValueError:  # a forward without a readable signature: let it run and tell
+        pass
+
+    def explain(e, first):
+        return ValueError(
+            f"The model's forward, model(*example_inputs), raised {type(e).__name__}"
+            f"{_where(e)} on {info.name}: {first}. "
+            "The inputs match forward's signature, so either example_inputs do not fit the "
+            "model (their shapes or dtypes are not what it expects) or the model's own code "
+            "fails there: call model(*example_inputs) without the profiler to see the whole "
+            "traceback.")
+    return recorder._run_or_explain(run, explain)
+
+
 # --- the recorder ------------------------------------------------------------------------------
 
 # --- profile_model -----------------------------------------------------------------------------
@@ -201,6 +278,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     args, kwargs = _split_inputs(example_inputs)
+    _refuse_meta(model, args, kwargs)
     p = _model_precision(precision, info)
     dev = _resolve(info)
     say = progress or (lambda *a: None)
@@ -217,8 +295,9 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             ctx = recorder.Context(model, tf32)
             t0 = time.perf_counter()
             phase.ctx = ctx  # the first pass traces every operator (and checks the inputs)
-            trace = recorder.trial(
-                lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx), info)
+            trace = _first_pass(
+                lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx), info, model,
+                args, kwargs)
             phase.ctx = None
             t_trace = time.perf_counter() - t0
             say(1, total, "traced every operator (the inputs fit the model)")
@@ -236,7 +315,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
                 dev, one_pass, trace, budget_s, t_trace,
                 lambda i, k: say(3 + i, 3 + k, f"profiled pass {i} of {k}"))
             return _build(trace, passes, samples, roof, source, False, info, p, backward, label,
-                          n, t_start, load0)
+                          n, t_start, load0, cost=call_cost(dev))
 
     return _guarded(f"Profiling {label or type(model).__name__}", info, run)
 
@@ -244,9 +323,14 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
 def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
     """Profiled passes around one block of plain passes timed by ``measure.time_callable``
     (its warm-up, repetitions decided in advance, CUDA events / perf_counter), so both kinds
-    see the same load on a shared machine. Returns (plain pass times, per-operator times of
-    each profiled pass that ran the same operators as the trace, profiled passes run)."""
-    n = int(min(max(budget_s / 2 / max(t_trace, 1e-6), MIN_PASSES), MAX_PASSES))
+    see the same load on a shared machine. One profiled pass first is a warm-up (caches and
+    allocator as in a steady run; its time sets how many passes fit the budget) and is not
+    kept. Returns (plain pass times, per-operator times of each profiled pass that ran the
+    same operators as the trace, profiled passes run)."""
+    t0 = time.perf_counter()
+    recorder.again(lambda: recorder.recorded(one_pass, recorder.Clock(dev), None))
+    t_pass = min(time.perf_counter() - t0, t_trace)
+    n = int(min(max(budget_s / 2 / max(t_pass, 1e-6), MIN_PASSES), MAX_PASSES))
     passes, done = [], 0
 
     def profiled(k):
@@ -264,6 +348,31 @@ def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
         max_reps=2 * MAX_PASSES, op="model pass"))
     profiled(n - n // 2)
     return list(plain.samples_s), passes, n
+
+
+def call_cost(dev, *, calls: int = 100, rounds: int = 5) -> float:
+    """Seconds the profiler adds to each call it times, calibrated here: the median time the
+    recorder gives a 1-element ``add`` minus the best per-call time of the same ``a + b``
+    called directly (a loop of ``calls``, best of ``rounds``); 0 where it comes out negative.
+    On a GPU the events time the kernels, not the host's call: 0."""
+    if dev.cuda:
+        return 0.0
+    import torch
+
+    a, b = torch.ones(1), torch.ones(1)
+
+    def loop():
+        for _ in range(calls):
+            a + b
+    timed = []
+    for _ in range(rounds):
+        timed += [c[1] for c in recorder.recorded(loop, recorder.Clock(dev), None)]
+    direct = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        loop()
+        direct.append((time.perf_counter() - t0) / calls)
+    return max(statistics.median(timed) - min(direct), 0.0)
 
 
 def _flags(torch, mode: str, kind: str):
@@ -319,32 +428,52 @@ def _loadavg() -> float | None:
         return None
 
 
+def fit_to_pass(times: list, forward_s: float | None, cost_s: float = 0.0):
+    """The per-operator times of one profile, made honest: each call's ``cost_s`` (the
+    profiler's own, :func:`call_cost`) taken out (never below 0), then, if they still add up
+    to more than the pass they came from (``forward_s``, timed without the profiler), scaled
+    down to fit it. Returns (times, scale): scale 1.0 when nothing had to be scaled. None
+    entries (no measurement) stay None."""
+    out = [None if t is None else max(t - cost_s, 0.0) for t in times]
+    total = sum(t for t in out if t is not None)
+    if forward_s is None or total <= forward_s or total <= 0:
+        return out, 1.0
+    scale = forward_s / total
+    return [None if t is None else t * scale for t in out], scale
+
+
 def _build(trace, passes, samples, roof, source, predicted, info, p, backward, label, reps,
-           t_start, load0) -> Profile:
+           t_start, load0, cost: float = 0.0) -> Profile:
     import torch
 
+    forward = p10 = p90 = None
+    if samples:
+        stats = _stats(samples)
+        forward, p10, p90 = stats["median_s"], stats["p10_s"], stats["p90_s"]
+    raw = [statistics.median(ps[i] for ps in passes) if passes else None
+           for i in range(len(trace))]
+    raw_sum = sum(t or 0.0 for t in raw)
+    times, scale = fit_to_pass(raw, forward, cost)
     rows = []
     for i, (_func, _h, desc) in enumerate(trace):
         row = {"index": i, **desc}
         row.update(_bound(row, roof))
-        m = statistics.median(ps[i] for ps in passes) if passes else None
+        m = times[i]
         bound = row["bound_s"]
         row.update(measured_s=m,
                    ratio=m / bound if (m is not None and bound) else None,
                    error_pct=(m - bound) / bound * 100 if (m is not None and bound) else None,
                    lost_s=m - bound if m is not None else None)
         rows.append({k: row.get(k) for k in COLUMNS})
-    overhead = forward = p10 = p90 = None
+    overhead = None
     notes = []
     if samples:
-        stats = _stats(samples)
-        forward, p10, p90 = stats["median_s"], stats["p10_s"], stats["p90_s"]
-        gap = forward - sum(r["measured_s"] or 0.0 for r in rows)
+        gap = max(forward - sum(r["measured_s"] or 0.0 for r in rows), 0.0)
         note = ("the whole pass (measured without the profiler) minus the sum of the "
                 "operators' times: Python, dispatch, allocation, launch gaps")
-        if gap < 0:
-            note += ("; negative: the operators' medians add up to more than the pass's "
-                     "median (noise from other work on this machine)")
+        if scale < 1.0:
+            note += ("; 0 here because it cannot be told apart: the operators' profiled "
+                     "times were scaled down to fit the pass")
         overhead = {"index": len(rows), "phase": "forward" if not backward else "forward+backward",
                     "name": opcost.OVERHEAD, "op_type": opcost.OVERHEAD, "module": "",
                     "shapes": "", "dtype": "", "precision": "", "flops": 0.0,
@@ -352,6 +481,9 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
                     "bound_s": 0.0, "t_compute_s": 0.0, "t_memory_s": 0.0,
                     "regime": _roofline.OVERHEAD, "ratio": None, "error_pct": None,
                     "lost_s": gap, "note": note}
+        if cost > 0:
+            notes.append(f"Each operator's time excludes the profiler's own cost per call "
+                         f"({cost * 1e6:.2g} µs, calibrated on this machine).")
     if passes is not None and len(passes) < reps:
         notes.append(f"{reps - len(passes)} of {reps} passes ran other operators than the "
                      "first (data-dependent control flow) and were left out")
@@ -372,7 +504,8 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
         roofline=roof.name, roofline_source=source, predicted_only=predicted,
         bandwidth_gbs=roof.bandwidth_gbs, peaks=dict(roof.peaks), precision=p or "as given",
         backward=backward, elapsed_s=time.perf_counter() - t_start, notes=tuple(notes),
-        roof=roof, load=load, cores=info.cores)
+        roof=roof, load=load, cores=info.cores, call_cost_s=cost, op_scale=scale,
+        profiled_sum_s=raw_sum if passes else None)
 
 
 # --- built-in models ---------------------------------------------------------------------------
