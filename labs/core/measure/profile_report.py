@@ -242,3 +242,17 @@ def markdown_summary(profiles: Sequence[Profile]) -> str:
             f"{s['memory_bound_share']:.0%} | {s['compute_bound_share']:.0%} | "
             f"{s['overhead_share']:.0%} | {s['dominant_type']} | {s['top_lost'] or '—'} |")
     return "\n".join(lines)
+
+
+def fit_to_pass(times: list, forward_s: float | None, cost_s: float = 0.0):
+    """The per-operator times of one profile, made honest: each call's ``cost_s`` (the
+    profiler's own, :func:`call_cost`) taken out (never below 0), then, if they still add up
+    to more than the pass they came from (``forward_s``, timed without the profiler), scaled
+    down to fit it. Returns (times, scale): scale 1.0 when nothing had to be scaled. None
+    entries (no measurement) stay None."""
+    out = [None if t is None else max(t - cost_s, 0.0) for t in times]
+    total = sum(t for t in out if t is not None)
+    if forward_s is None or total <= forward_s or total <= 0:
+        return out, 1.0
+    scale = forward_s / total
+    return [None if t is None else t * scale for t in out], scale

@@ -50,12 +50,13 @@ import statistics
 import time
 
 from labs.core import measure as _m
-from labs.core.measure import opcost, recorder
+from labs.core.measure import opcost, profile_guard, recorder
 from labs.core.measure.cases import (
     _matmul_mode,  # the wing's TF32 flags, threads and OOM
 )
 from labs.core.measure.device import _guarded
-from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile
+from labs.core.measure.profile_guard import call_cost  # noqa: F401  (profiler.call_cost)
+from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile, fit_to_pass
 from labs.core.measure.timer import _resolve, _stats, _threads
 from labs.core.physics import hardware as _hw
 from labs.core.physics import roofline as _roofline
@@ -181,73 +182,6 @@ def _prepare(model, args, kwargs, p, info):
     return model, tuple(move(a) for a in args), {k: move(v) for k, v in kwargs.items()}
 
 
-def _refuse_meta(model, args, kwargs) -> None:
-    """ValueError naming what is on the meta device (shapes without data: a model built under
-    ``torch.device("meta")`` or with empty weights), with the way out, before anything runs."""
-    import torch
-
-    meta = [f"parameter {n!r}" for n, t in model.named_parameters() if t.is_meta]
-    meta += [f"buffer {n!r}" for n, t in model.named_buffers() if t.is_meta]
-    where = "the model"
-    if not meta:
-        from torch.utils._pytree import tree_flatten
-
-        meta = [f"input {i}" for i, t in enumerate(tree_flatten((args, kwargs))[0])
-                if isinstance(t, torch.Tensor) and t.is_meta]
-        where = "example_inputs"
-    if meta:
-        raise ValueError(
-            f"{where} has {len(meta)} tensor(s) on the meta device ({', '.join(meta[:3])}"
-            f"{', ...' if len(meta) > 3 else ''}): they have shapes but no data, so nothing can "
-            "run or be timed. Give them real storage first, e.g. model.to_empty(device='cpu') "
-            "and then model.load_state_dict(...) (or build the model without "
-            "torch.device('meta') / init_empty_weights), then profile it.")
-
-
-def _where(exc) -> str:
-    """'file.py:12 in forward': the innermost frame of the traceback outside torch itself."""
-    import os
-    import traceback
-
-    import torch
-
-    torch_dir = os.path.dirname(torch.__file__)
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not f.filename.startswith(torch_dir) and "labs/core/measure" not in
-              f.filename.replace("\\", "/")]
-    if not frames:
-        return ""
-    f = frames[-1]
-    return f" at {os.path.basename(f.filename)}:{f.lineno} in {f.name}"
-
-
-def _first_pass(run, info, model, args, kwargs):
-    """The first pass (``run()``, returned). Inputs that cannot be passed to ``forward`` at all
-    (wrong number or names) are named as such; an error raised inside the forward says where
-    it was raised and that it may be the model's own code, not the inputs."""
-    import inspect
-
-    try:
-        inspect.signature(model.forward).bind(*args, **kwargs)
-    except TypeError as e:
-        raise ValueError(f"example_inputs do not fit the model: "
-                         f"{type(model).__name__}.forward{inspect.signature(model.forward)}: "
-                         f"{e}. Pass a tuple of its positional arguments or a dict of its "
-                         "keyword arguments.") from None
-    except ValueError:  # a forward without a readable signature: let it run and tell
-        pass
-
-    def explain(e, first):
-        return ValueError(
-            f"The model's forward, model(*example_inputs), raised {type(e).__name__}"
-            f"{_where(e)} on {info.name}: {first}. "
-            "The inputs match forward's signature, so either example_inputs do not fit the "
-            "model (their shapes or dtypes are not what it expects) or the model's own code "
-            "fails there: call model(*example_inputs) without the profiler to see the whole "
-            "traceback.")
-    return recorder._run_or_explain(run, explain)
-
-
 # --- the recorder ------------------------------------------------------------------------------
 
 # --- profile_model -----------------------------------------------------------------------------
@@ -278,7 +212,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     args, kwargs = _split_inputs(example_inputs)
-    _refuse_meta(model, args, kwargs)
+    profile_guard.refuse_meta(model, args, kwargs)
     p = _model_precision(precision, info)
     dev = _resolve(info)
     say = progress or (lambda *a: None)
@@ -295,7 +229,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             ctx = recorder.Context(model, tf32)
             t0 = time.perf_counter()
             phase.ctx = ctx  # the first pass traces every operator (and checks the inputs)
-            trace = _first_pass(
+            trace = profile_guard.first_pass(
                 lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx), info, model,
                 args, kwargs)
             phase.ctx = None
@@ -350,31 +284,6 @@ def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
     return list(plain.samples_s), passes, n
 
 
-def call_cost(dev, *, calls: int = 100, rounds: int = 5) -> float:
-    """Seconds the profiler adds to each call it times, calibrated here: the median time the
-    recorder gives a 1-element ``add`` minus the best per-call time of the same ``a + b``
-    called directly (a loop of ``calls``, best of ``rounds``); 0 where it comes out negative.
-    On a GPU the events time the kernels, not the host's call: 0."""
-    if dev.cuda:
-        return 0.0
-    import torch
-
-    a, b = torch.ones(1), torch.ones(1)
-
-    def loop():
-        for _ in range(calls):
-            a + b
-    timed = []
-    for _ in range(rounds):
-        timed += [c[1] for c in recorder.recorded(loop, recorder.Clock(dev), None)]
-    direct = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        loop()
-        direct.append((time.perf_counter() - t0) / calls)
-    return max(statistics.median(timed) - min(direct), 0.0)
-
-
 def _flags(torch, mode: str, kind: str):
     """fp32 = TF32 off, tf32 = on (the measure wing's flags, restored after); else unchanged."""
     if mode in ("fp32", "tf32"):
@@ -426,20 +335,6 @@ def _loadavg() -> float | None:
         return float(os.getloadavg()[0])
     except (AttributeError, OSError):
         return None
-
-
-def fit_to_pass(times: list, forward_s: float | None, cost_s: float = 0.0):
-    """The per-operator times of one profile, made honest: each call's ``cost_s`` (the
-    profiler's own, :func:`call_cost`) taken out (never below 0), then, if they still add up
-    to more than the pass they came from (``forward_s``, timed without the profiler), scaled
-    down to fit it. Returns (times, scale): scale 1.0 when nothing had to be scaled. None
-    entries (no measurement) stay None."""
-    out = [None if t is None else max(t - cost_s, 0.0) for t in times]
-    total = sum(t for t in out if t is not None)
-    if forward_s is None or total <= forward_s or total <= 0:
-        return out, 1.0
-    scale = forward_s / total
-    return [None if t is None else t * scale for t in out], scale
 
 
 def _build(trace, passes, samples, roof, source, predicted, info, p, backward, label, reps,

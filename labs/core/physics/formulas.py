@@ -23,7 +23,9 @@ from typing import Mapping, Sequence
 
 from labs.core.physics import precision as _fmt
 from labs.core.physics._validate import (
+    at_most,
     close_matches,
+    finite_results,
     flag,
     instance,
     optional,
@@ -60,6 +62,7 @@ class Cost:
         return Cost(text("name", name), self.flops, self.bytes, self.compute, self.kernels,
                     self.detail)
 
+    @finite_results
     def scaled(self, times: int, name: str | None = None) -> "Cost":
         """The same op repeated ``times`` (a whole number >= 1: per layer x layers)."""
         times = positive_int("times", times)
@@ -68,6 +71,7 @@ class Cost:
                     self.kernels * times, {k: v * times for k, v in self.detail.items()})
 
 
+@finite_results
 def total(costs: Sequence[Cost], name: str = "total") -> Cost:
     """The sum of several Costs ("mixed" compute when they differ)."""
     costs = [instance("costs[]", c, Cost, "a formulas.Cost") for c in sequence("costs", costs)]
@@ -100,6 +104,7 @@ def _compute(act: str, compute: str | None, weights: str, *, weight_arg: str = "
 
 # --- matrix products ------------------------------------------------------------------------
 
+@finite_results
 def gemm(m, n, k, precision: str = "fp16", *, weight_precision: str | None = None,
          out_precision: str | None = None, compute: str | None = None,
          name: str = "GEMM") -> Cost:
@@ -113,6 +118,7 @@ def gemm(m, n, k, precision: str = "fp16", *, weight_precision: str | None = Non
     return Cost(text("name", name), 2.0 * m * n * k, sum(detail.values()), c, 1, detail)
 
 
+@finite_results
 def gemv(n, k, precision: str = "fp16", *, weight_precision: str | None = None,
          compute: str | None = None, name: str = "GEMV") -> Cost:
     """y[N] = W[N,K] @ x[K]. FLOPs 2NK; bytes K*a + NK*w + N*a. AI ~ 1 FLOP/B at fp16."""
@@ -124,6 +130,7 @@ def gemv(n, k, precision: str = "fp16", *, weight_precision: str | None = None,
     return Cost(text("name", name), 2.0 * n * k, sum(detail.values()), c, 1, detail)
 
 
+@finite_results
 def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: bool = False,
            weight_precision: str | None = None, compute: str | None = None,
            name: str = "linear") -> Cost:
@@ -143,6 +150,7 @@ def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: 
 
 # --- attention ------------------------------------------------------------------------------
 
+@finite_results
 def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fused: bool = False,
               *, kv_heads: int | None = None, kv_precision: str | None = None,
               compute: str | None = None, causal: bool = False,
@@ -261,12 +269,14 @@ def _elementwise_op(key: str, arg: str = "op") -> Elementwise:
     return ELEMENTWISE[k]
 
 
+@finite_results
 def elementwise(op: str, n_elements, precision: str = "fp16") -> Cost:
     """One elementwise op as its own kernel: read inputs, write output (+ mask)."""
     _elementwise_op(op)  # named "op" in any message
     return elementwise_chain(n_elements, [op], precision=precision).kernels_costs[0]
 
 
+@finite_results
 def layernorm(tokens, d_model, precision: str = "fp16") -> Cost:
     """LayerNorm over ``tokens`` rows of ``d_model``: 8 FLOP/element; reads x, writes y,
     reads gamma and beta (2*d_model)."""
@@ -276,6 +286,7 @@ def layernorm(tokens, d_model, precision: str = "fp16") -> Cost:
     return Cost("LayerNorm", base.flops, sum(detail.values()), base.compute, 1, detail)
 
 
+@finite_results
 def rmsnorm(tokens, d_model, precision: str = "fp16") -> Cost:
     tokens, d_model = positive_int("tokens", tokens), positive_int("d_model", d_model)
     base = elementwise("rmsnorm", tokens * d_model, precision)
@@ -283,6 +294,7 @@ def rmsnorm(tokens, d_model, precision: str = "fp16") -> Cost:
     return Cost("RMSNorm", base.flops, sum(detail.values()), base.compute, 1, detail)
 
 
+@finite_results
 def softmax(rows, cols, precision: str = "fp16") -> Cost:
     rows, cols = positive_int("rows", rows), positive_int("cols", cols)
     return elementwise("softmax", rows * cols, precision).renamed("softmax")
@@ -308,6 +320,7 @@ class ChainCost:
 def contiguous_groups(n_ops: int, n_kernels: int) -> list[list[int]]:
     """Split ``n_ops`` ops into ``n_kernels`` contiguous groups as evenly as possible."""
     n_ops, n_kernels = positive_int("n_ops", n_ops), positive_int("n_kernels", n_kernels)
+    at_most("n_ops", n_ops, what="ops in a chain")
     if n_kernels > n_ops:
         raise ValueError(f"n_kernels={n_kernels} cannot exceed the number of ops ({n_ops})")
     sizes = [n_ops // n_kernels + (1 if i < n_ops % n_kernels else 0) for i in range(n_kernels)]
@@ -322,7 +335,7 @@ def chain_groups(groups, n_ops: int, *, arg: str = "groups") -> list[list[int]]:
     """``groups`` checked against a chain of ``n_ops`` ops (None: one kernel per op): lists of
     op indices, contiguous, in order, none empty, covering every op. ValueError naming ``arg``
     otherwise."""
-    n_ops = positive_int("n_ops", n_ops)
+    n_ops = at_most("n_ops", positive_int("n_ops", n_ops), what="ops in a chain")
     arg = text("arg", arg)
     if groups is None:
         return [[i] for i in range(n_ops)]
@@ -336,6 +349,7 @@ def chain_groups(groups, n_ops: int, *, arg: str = "groups") -> list[list[int]]:
     return [list(g) for g in groups]
 
 
+@finite_results
 def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[int]] | None = None,
                       precision: str = "fp16") -> ChainCost:
     """A chain of elementwise ops over a tensor of ``n_elements``, fused per ``groups``.
@@ -371,6 +385,7 @@ def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[
 
 # --- MLP ------------------------------------------------------------------------------------
 
+@finite_results
 def mlp(tokens, d_model, d_ff, precision: str = "fp16", *, gated: bool = False,
         backward: bool = False, input_requires_grad: bool = True,
         weight_precision: str | None = None, compute: str | None = None) -> Cost:

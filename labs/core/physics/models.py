@@ -15,6 +15,7 @@ from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
 from labs.core.physics._validate import (
     close_matches,
+    finite_results,
     flag,
     fraction,
     one_of,
@@ -58,10 +59,12 @@ class ModelConfig:
         embed = self.vocab * self.d_model * (1 if self.tied_embeddings else 2)
         return self.layers * self.params_per_layer + embed + self.d_model
 
+    @finite_results
     def weight_bytes(self, precision: str = "bf16") -> float:
         """Bytes every parameter takes in memory (the allocation, embedding table included)."""
         return self.params * _fmt.bytes_per_element(precision, arg="precision")
 
+    @finite_results
     def weight_bytes_read(self, precision: str = "bf16", *, tokens: int = 1) -> float:
         """Weight bytes one forward step READS for ``tokens`` tokens (``batch`` in decode,
         ``batch x seq_len`` in prefill): every layer's weights, the final norm and the LM head
@@ -76,13 +79,16 @@ class ModelConfig:
         table = self.vocab * self.d_model
         return (self.params - table + min(tokens, self.vocab) * self.d_model) * b
 
+    @finite_results
     def kv_bytes_per_token(self, precision: str = "bf16") -> float:
         return 2 * self.layers * self.kv_heads * self.head_dim * _fmt.bytes_per_element(precision, arg="precision")
 
+    @finite_results
     def kv_cache_bytes(self, batch: int = 1, seq_len: int = 1, precision: str = "bf16") -> float:
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
         return self.kv_bytes_per_token(precision) * seq_len * batch
 
+    @finite_results
     def activation_bytes(self, batch: int, seq_len: int, precision: str = "bf16", *,
                          prefill_tokens: int | None = None) -> float:
         """Peak transient activations while serving. STATED ASSUMPTION: layers run one at a time
@@ -97,6 +103,7 @@ class ModelConfig:
         return chunk * per_token + batch * self.vocab * 4
 
     # --- per-layer operations --------------------------------------------------------------
+    @finite_results
     def layer_ops(self, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
                   weight_precision: str | None = None, kv_precision: str | None = None,
                   fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
@@ -192,6 +199,7 @@ class MemoryBudget:
                 f"The largest term is {name} at {self.terms[name] / gb:.1f} GB.")
 
 
+@finite_results
 def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str = "bf16",
                   kv_precision: str = "bf16", act_precision: str = "bf16",
                   usable_fraction: float = 0.9) -> MemoryBudget:
@@ -211,6 +219,7 @@ def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str 
     })
 
 
+@finite_results
 def max_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
               kv_precision: str = "bf16", act_precision: str = "bf16",
               usable_fraction: float = 0.9) -> int:
@@ -233,6 +242,7 @@ def max_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
     return lo
 
 
+@finite_results
 def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
              weight_precision: str | None = None, kv_precision: str | None = None,
              fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
@@ -284,6 +294,7 @@ class StepBound:
         return "compute" if self.t_compute >= self.t_memory else "memory"
 
 
+@finite_results
 def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                weight_precision: str | None = None, kv_precision: str | None = None,
                compute: str | None = None, fused_attention: bool = True,
@@ -306,6 +317,7 @@ def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: st
 
 # --- Lab 2: where decode time goes, when the KV cache overflows -------------------------------
 
+@finite_results
 def oom_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
               kv_precision: str = "bf16", act_precision: str = "bf16",
               usable_fraction: float = 0.9) -> int:
@@ -339,6 +351,7 @@ def op_group(op_name: str) -> str:
     return OP_GROUPS[_OP_NAMES[name]]
 
 
+@finite_results
 def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
                        precision: str = "bf16", weight_precision: str | None = None,
                        kv_precision: str | None = None, compute: str | None = None,
@@ -364,6 +377,7 @@ def dominant_group(model, hw, phase: str = "decode", **kwargs) -> str:
     return max(shares, key=shares.get)
 
 
+@finite_results
 def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                  weight_precision: str | None = None, kv_precision: str | None = None,
                  compute: str | None = None) -> list[F.Cost]:
