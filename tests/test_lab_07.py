@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
-from notebook_support import choice, export_page, load_app
+from notebook_support import choice, export_page, load_app, visible_text
 from test_failure_messages import problems
 from widget_sweep import failures
 
@@ -282,30 +282,40 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
     assert "Download lab07_operators.csv" in text
 
 
-def test_a_negative_overhead_is_explained_not_just_shown(env, app):
-    """The overhead card of a profile whose operators' medians add up to more than the step
-    (noise on a busy machine) says so; a positive one reads as Python and dispatch."""
+def _measured(what_if, scale=1.0, gap=1e-4):
+    """A what-if profile dressed as measured: each operator at its bound, the overhead row
+    ``gap``, ``op_scale`` as given (below 1: the times were scaled to fit the pass)."""
     import dataclasses
 
+    rows = tuple(dict(r, measured_s=r["bound_s"]) for r in what_if.rows)
+    total = sum(r["measured_s"] for r in rows) + gap
+    over = dict(rows[0], name=opcost.OVERHEAD, op_type=opcost.OVERHEAD, regime="overhead-bound",
+                flops=0.0, bytes=0.0, bound_s=0.0, measured_s=gap, lost_s=gap, ai=None)
+    return dataclasses.replace(what_if, rows=rows, overhead=over, forward_s=total,
+                               predicted_only=False, reps=3, op_scale=scale,
+                               profiled_sum_s=total / scale if scale < 1 else None)
+
+
+@pytest.fixture(scope="module")
+def what_if_decode():
     pytest.importorskip("torch")
     model, inputs = measure.builtin_case("decoder", phase="decode", context=32, device="cpu")
-    what_if = measure.profile_model(model, inputs, device="cpu", roofline="h100-sxm")
-    rows = tuple(dict(r, measured_s=r["bound_s"]) for r in what_if.rows)
+    return measure.profile_model(model, inputs, device="cpu", roofline="h100-sxm")
 
-    def measured(gap):
-        total = sum(r["measured_s"] for r in rows) + gap
-        over = dict(rows[0], name=opcost.OVERHEAD, op_type=opcost.OVERHEAD, regime="overhead",
-                    flops=0.0, bytes=0.0, bound_s=0.0, measured_s=gap, lost_s=gap)
-        return dataclasses.replace(what_if, rows=rows, overhead=over, forward_s=total,
-                                   predicted_only=False, reps=3)
 
-    for gap, words in ((-1e-4, "add up to more than the step"),
-                       (1e-4, "the step minus its operators: Python, dispatch")):
-        prof = measured(gap)
+def test_a_profile_scaled_to_fit_its_step_says_its_times_cannot_be_trusted(env, app,
+                                                                           what_if_decode):
+    """Issue 32 item 11: operator times that summed past the step are scaled to fit it; the
+    step's card then says the overhead cannot be told apart, and a callout says why the
+    per-operator times cannot be trusted. A profile that fits reads as Python and dispatch."""
+    for scale, words in ((0.5, "cannot be trusted"),
+                         (1.0, "the step minus its operators: Python, dispatch")):
+        prof = _measured(what_if_decode, scale, gap=0.0 if scale < 1 else 1e-4)
         outputs, _ = app.run(defs={**PREDICTIONS, "decode_profiles": {1: prof, 64: prof},
                                    "live_info": measure.detect("cpu")})
-        text = _texts(outputs)
+        text = " ".join(visible_text(o) for o in outputs if o is not None)
         assert words in text and "Traceback" not in text
+        assert ("cannot be told apart" in text) == (scale < 1)
 
 
 def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(

@@ -102,3 +102,50 @@ def call_cost(dev, *, calls: int = 100, rounds: int = 5) -> float:
         loop()
         direct.append((time.perf_counter() - t0) / calls)
     return max(statistics.median(timed) - min(direct), 0.0)
+
+
+# --- before a button is pressed (no torch import) ---------------------------------------------
+
+INSTALL_TORCH = 'pip install -e ".[live]"'
+
+
+def measurement_unavailable(what: str = "This comparison") -> str | None:
+    """None when this machine can be measured as far as can be told without importing torch
+    (torch is installed, not a browser build); else a sentence for a student: why nothing can
+    be measured, the exact command to install torch, and that the labs must be restarted."""
+    import importlib.util
+    import sys
+
+    if sys.platform == "emscripten":
+        return (f"{what} needs a measurement of this machine, and this notebook runs in the "
+                "browser (WebAssembly), where torch cannot run. Run the lab locally to "
+                f"measure: in the labs' folder, {INSTALL_TORCH}, then roofline-labs.")
+    try:
+        missing = importlib.util.find_spec("torch") is None
+    except (ImportError, ValueError):
+        missing = True
+    if missing:
+        return (f"{what} needs a measurement of this machine, and torch is not installed, so "
+                "nothing can be measured. Install it in the environment the labs run from: "
+                f"`{INSTALL_TORCH}` (on a CPU-only machine, install the CPU build of torch "
+                "first, as the README says, so pip does not fetch several GB of CUDA "
+                "packages); then stop roofline-labs (Ctrl+C) and start it again.")
+    return None
+
+
+def host_memory_bytes() -> float | None:
+    """This machine's available RAM in bytes (Linux ``MemAvailable``, else total physical
+    memory from ``os.sysconf``), read without torch; None where neither can be read."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None

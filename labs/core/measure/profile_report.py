@@ -77,8 +77,9 @@ class Profile:
                 f"pass ({_units.format_seconds(self.forward_s)}) timed without it, even with "
                 f"the profiler's own cost per call taken out: its cost is most of what these "
                 f"operators take. They were scaled by {self.op_scale:.2f} to fit the pass, so "
-                "the shares add up to 100%, but no single operator's time can be trusted here, "
-                "and the overhead outside the operators cannot be told apart (shown as 0). "
+                "the shares add up to 100%, but the per-operator times cannot be trusted one by "
+                "one here, and the overhead outside the operators cannot be told apart (shown "
+                "as 0). "
                 "Profile a larger model or batch for per-operator times.")
 
     @property
