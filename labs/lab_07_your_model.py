@@ -997,7 +997,8 @@ def _(
 
 
 @app.cell
-def _(case_profile, live, mo, style):
+def _(best_predicted_prediction, case_profile, live, mo, style):
+    mo.stop(best_predicted_prediction is None)
     _show = [{"operator": r["name"], "module": r["module"], "shapes": r["shapes"],
               "predicted (bound)": style.format_seconds(r["bound_s"]) if r["bound_s"] else "—",
               "measured": style.format_seconds(r["measured_s"]),
@@ -1013,7 +1014,8 @@ def _(case_profile, live, mo, style):
 
 
 @app.cell
-def _(case_profile, figures, mo):
+def _(best_predicted_prediction, case_profile, figures, mo):
+    mo.stop(best_predicted_prediction is None)
     case_figure = figures.operator_roofline_figure(
         case_profile.rows, case_profile.roof, case_profile.main_precision,
         title=f"{case_profile.label}: every operator, measured")
@@ -1022,7 +1024,9 @@ def _(case_profile, figures, mo):
         [g["op_type"] for g in _types], [g["median_ratio"] for g in _types], log="auto",
         yaxis_title="median measured / bound",
         title="Measured / bound per type (1 = the roofline is exact; below 1 = faster than the "
-              "DRAM bound: operands still in cache)")])
+              "DRAM bound: operands still in cache)") if _types else mo.md(
+        "No operator has both a bound and a measured time, so there is no measured / bound "
+        "to show.")])
     return (case_figure,)
 
 

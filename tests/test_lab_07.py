@@ -287,7 +287,9 @@ def _measured(what_if, scale=1.0, gap=1e-4):
     ``gap``, ``op_scale`` as given (below 1: the times were scaled to fit the pass)."""
     import dataclasses
 
-    rows = tuple(dict(r, measured_s=r["bound_s"]) for r in what_if.rows)
+    rows = tuple(dict(r, measured_s=r["bound_s"], lost_s=0.0,
+                      ratio=1.0 if r["bound_s"] else None,
+                      error_pct=0.0 if r["bound_s"] else None) for r in what_if.rows)
     total = sum(r["measured_s"] for r in rows) + gap
     over = dict(rows[0], name=opcost.OVERHEAD, op_type=opcost.OVERHEAD, regime="overhead-bound",
                 flops=0.0, bytes=0.0, bound_s=0.0, measured_s=gap, lost_s=gap, ai=None)
@@ -453,3 +455,99 @@ def test_readme_records_a_measured_default_profile():
     assert re.search(r"\| decoder decode, batch 1, context \d+ \| \d+ \| [\d.]+ ms", section)
     assert re.search(r"20\d\d-\d\d-\d\d", section) and "load average" in section
     assert not re.search(r"\b[A-Z]{3,}_[A-Z]{3,}\b|TBD|TODO", section)
+
+
+# --- issue 34.1: walk the lab in prediction order --------------------------------------------
+
+ORDER = ("dominant_small_prediction", "dominant_large_prediction", "memory_share_prediction",
+         "best_predicted_prediction", "bf16_ratio_prediction")
+#: What shows each prediction's answer besides its reference value or label: the figures and
+#: words of its own instrument (the scenario it asks about), which must wait for its lock.
+MARKERS = {
+    1: [r"answer: one decode step at batch 1\b", r"operator type, batch 1\b"],
+    2: [r"answer: one decode step at batch 64\b", r"operator type, batch 64\b",
+        r"batch-64 decode step"],
+    3: [r"memory-bound \((?:measured|predicted)", r"by regime", r"FLOP/B in fp32",
+        r"The roofline's memory-bound share"],
+    4: [r"If every kernel paid", r"measured / bound", r"Measured / bound"],
+    5: [r"answer for each change", r"new step time / old"],
+}
+DEVICES = ("h100-sxm", "a100-sxm-80gb", "l4")
+
+
+def _rendered(app, defs, env):
+    from leak_support import rendered_cells
+
+    captured: dict = {}
+    flat = app._flatten_outputs
+
+    def capture(outputs):
+        captured.update(outputs)
+        return flat(outputs)
+
+    app._flatten_outputs = capture
+    try:
+        app.run(defs=defs)
+    finally:
+        del app._flatten_outputs
+    return rendered_cells(app, captured, scrub=[str(env), "ada"])
+
+
+def _references(app, monkeypatch):
+    from leak_support import Reference
+
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    monkeypatch.delenv("ROOFLINE_REVEAL")
+    refs = []
+    for name in ORDER:
+        r = defs[name]
+        is_choice = getattr(r, "answer_type", "numeric") == "choice"
+        refs.append(Reference(r.item_id, r.value, r.label if is_choice else None))
+    return refs
+
+
+def _sweeps(k):
+    """The open instruments' settings with predictions 1..k-1 locked: the device picker
+    (a sample), and once Part 2 is open its case widgets at their ends and at every graded
+    scenario, and Part 3's change picker."""
+    out = [_ns(device_picker=d) for d in DEVICES]
+    if k >= 5:  # Prediction 4 locked: Part 2's case widgets are open
+        for model in (("decoder", "prefill"), ("decoder", "decode"), ("mlp", "prefill"),
+                      ("attention", "prefill")):
+            for batch, context in ((1, 64), (256, 32768), (1, 1024), (64, 1024), (1, 256)):
+                out.append(_case(model, batch, context))
+        out += [_ns(change_picker=c) for c in tiny_models.CHANGES]
+    return out
+
+
+@pytest.mark.slow
+def test_walking_in_prediction_order_never_shows_a_later_answer(env, app, monkeypatch,
+                                                                what_if_decode):
+    """For every prediction k, with 1..k-1 locked and every open instrument swept (measured
+    profiles in place where their buttons are visible), nothing visible shows prediction k's
+    reference answer (its value or choice label, leak_support's rule) or its instrument's
+    figures (MARKERS)."""
+    import re
+
+    from leak_support import find_leaks
+
+    refs = _references(app, monkeypatch)
+    measured = {"decode_profiles": {1: _measured(what_if_decode), 64: _measured(what_if_decode)},
+                "live_info": measure.detect("cpu"), "case_info": measure.detect("cpu"),
+                "case_profile": _measured(what_if_decode)}
+    problems_found = []
+    for k in range(1, 6):
+        locked = {name: PREDICTIONS[name] for name in ORDER[:k - 1]}
+        for setting in _sweeps(k):
+            cells = _rendered(app, {**locked, **measured, **setting}, env)
+            for leak in find_leaks(cells, [refs[k - 1]]):
+                problems_found.append(f"P{k} {setting}: {leak}")
+            for cell in cells:
+                for marker in MARKERS[k]:
+                    m = re.search(marker, cell.text)
+                    if m:
+                        problems_found.append(
+                            f"P{k} {sorted(setting)}: {cell.where()} shows {marker!r}: "
+                            f"...{cell.text[max(0, m.start() - 60):m.end() + 60]}...")
+    assert not problems_found, "\n".join(problems_found[:20])
