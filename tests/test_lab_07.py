@@ -268,7 +268,8 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
     for name in ("decode_small_figure", "decode_large_figure", "regime_figure", "case_figure"):
         assert isinstance(defs[name], go.Figure), name
     assert defs["case_profile"].label == "decoder prefill, batch 1, context 64"
-    assert "Profiled <strong>decoder prefill, batch 1, context 64</strong>" in text
+    assert "This is <strong>decoder prefill, batch 1, context 64</strong>" in text
+    assert "Profiled with 1 torch thread on this machine's" in text
     change = defs["change_result"]
     assert change["change"] == "precision" and change["ratio"] > 0
     old, new = change["profiles"]
