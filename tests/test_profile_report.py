@@ -204,3 +204,35 @@ def test_a_factory_that_raises_is_named(factories, tmp_path, capsys):
     assert rc == 1 and "Traceback" not in err
     assert "factory_raises() raised RuntimeError: no weights file here" in err
     assert "nothing was profiled" in err
+
+
+# --- on a GPU (skipped without CUDA) ------------------------------------------------------------
+
+CUDA = torch.cuda.is_available()
+gpu = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+
+
+@gpu
+@pytest.mark.parametrize("phase,context", [("decode", 1024), ("prefill", 256)])
+def test_gpu_profile_of_the_lab_s_decoder_never_sums_past_its_pass(phase, context):
+    """CUDA events time the kernels, not the host's call: no call cost to take out, and the
+    operators (kernels) still never add up to more than the pass."""
+    model, inputs = measure.builtin_case("decoder", phase=phase, context=context, device="cuda")
+    prof = measure.profile_model(model, inputs, device="cuda", budget_s=1.0,
+                                 roofline_budget_s=2.0)
+    print(phase, prof.summary())
+    assert prof.kind == "cuda" and prof.call_cost_s == 0.0
+    assert prof.op_sum_s <= prof.forward_s * (1 + 1e-9) and prof.overhead_s >= 0
+    assert all(0 <= g["share"] <= 1 + 1e-9 for g in prof.by_regime())
+
+
+@gpu
+def test_gpu_sdpa_causal_row_is_torch_s_own_count():
+    """On CUDA the fused kernels are in FlopCounterMode's registry: their rows carry its count
+    (the full 4 B H Sq Skv dh, as torch documents), labelled flop_counter."""
+    model, inputs = measure.builtin_case("attention", phase="prefill", batch=1, context=256,
+                                         attention="sdpa", device="cuda", precision="bf16")
+    prof = measure.profile_model(model, inputs, device="cuda", roofline="h100-sxm")
+    rows = [r for r in prof.rows if "attention" in r["name"] and r["flops"]]
+    print([(r["name"], r["flops"], r["flops_source"]) for r in rows])
+    assert rows
