@@ -83,7 +83,9 @@ def test_a_llama_3_8b_decode_step_streams_its_weights_near_the_gpus_bandwidth():
     bf16, multiplied by one token's vector, replayed as one CUDA graph (no launch gaps). The
     model's step time, weight_bytes_read / spec bandwidth, is a lower bound: the measurement
     must not beat it, and reaches at least 60% of that bandwidth (vendors' HBM runs at 80-90% of
-    spec in STREAM-like kernels; GEMV kernels at batch 1 a little less)."""
+    spec in STREAM-like kernels; GEMV kernels at batch 1 a little less). Seen on an NVIDIA H200
+    (torch 2.11, cuBLAS through torch.mm, 2026-11-26): 15.01 GB in 4.64 ms, 3,235 GB/s of the
+    4,800 spec (67%), against the bound's 3.13 ms."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
