@@ -150,11 +150,12 @@ def _(live, mo):
         value="1 thread (steady timings on a shared or busy machine)", label="CPU threads")
     run_budget = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=2, show_value=True,
                               label="Timing budget per profile (s)")
+    # read at each press, so a settings step re-runs no measurement cell (issue 15)
+    run_settings = live.read_at_press(budget=run_budget, threads=run_threads)
+    # the cell's last expression is what it shows (an assignment last would show nothing)
     mo.vstack([mo.md("**Measuring on this machine** (each run button below; nothing runs "
                      "until you press one)"), mo.hstack([run_threads, run_budget],
                                                         justify="start", gap=2)])
-    # read at each press, so a settings step re-runs no measurement cell (issue 15)
-    run_settings = live.read_at_press(budget=run_budget, threads=run_threads)
     return run_budget, run_settings, run_threads
 
 

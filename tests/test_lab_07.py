@@ -93,6 +93,17 @@ def test_locked_run_hides_every_instrument_and_measures_nothing(env, app, no_mea
     assert "Traceback" not in text and defs["lab"].events() == []
 
 
+def test_the_measuring_settings_the_run_cards_point_to_are_on_the_page(env, app,
+                                                                        no_measuring):
+    """Issue 34.8: the run cards say the thread count comes from the "CPU threads" setting
+    under "Measuring on this machine"; that setting must be shown (it was built but never
+    displayed: its cell ended with an assignment)."""
+    outputs, _ = app.run()
+    text = " ".join(visible_text(o) for o in outputs if o is not None)
+    assert "Measuring on this machine" in text and "CPU threads" in text
+    assert "Timing budget per profile" in text
+
+
 def test_option_values_are_the_profilers_operator_types(app):
     _, defs = app.run()
     assert set(defs["TYPE_OPTIONS"].values()) <= set(opcost.OP_TYPES)
