@@ -174,7 +174,8 @@ def _(live, mo):
         import dataclasses
 
         if info.kind == "cpu" and threads:
-            info = dataclasses.replace(info, threads=threads)
+            info = dataclasses.replace(info, threads=threads, message=info.message.replace(
+                f"{info.threads} torch thread(s)", f"{threads} torch thread(s)"))
             said = (f"Profiled with {threads} torch thread{'s' if threads > 1 else ''} on "
                     f"this machine's {info.cores} logical CPUs (the **CPU threads** setting "
                     "under *Measuring on this machine*, at the top of the lab).")
@@ -443,8 +444,8 @@ def _(dominant_small_prediction, lab, mo, quiz):
     mo.stop(dominant_small_prediction is None)
     quiz.explain_form(
         lab, "lab07.dominant_b1",
-        observe_label="Which operators sit highest on the time bars, and where are they on the "
-                      "roofline (AI, distance below the roof)? How big is the overhead row?",
+        observe_label="Which operator types sit highest on the measured time bars, and on the "
+                      "roofline's answer? How big is the overhead row?",
         explain_label="Why does that type dominate at batch 1? Use bytes: what must every "
                       "decode step read, whatever the batch?")
     return
@@ -852,10 +853,11 @@ def _(
 
 
 @app.cell
-def _(CASES, SCENARIO, best_predicted_prediction, live, mo):
+def _(CASES, SCENARIO, best_predicted_prediction, live, mo, quiz):
     # Part 2's instrument opens with its prediction: a decode step at batch 64 in the memory
     # figure below would answer Prediction 2 before Part 2 is reached (issue 34.1)
-    mo.stop(best_predicted_prediction is None)
+    mo.stop(best_predicted_prediction is None, quiz.gate_notice(
+        "Lock prediction 4 to pick a model, see the overhead model and measure the table."))
     case_picker = mo.ui.dropdown(options=CASES, value="decoder, prefill", label="Model")
     case_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=1,
                               label="Batch", show_value=True, full_width=True)
