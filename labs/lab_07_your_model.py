@@ -616,7 +616,7 @@ def _(dominant_large_prediction, lab, mo, quiz):
     quiz.explain_form(
         lab, "lab07.dominant_b64",
         observe_label="How did the weight GEMMs' time change from batch 1 to 64, and the "
-                      "attention's? Where did their points move on the roofline?",
+                      "attention's? Which type now leads the measured bars?",
         explain_label="Which bytes grow with the batch and which do not? Why does grouped-query "
                       "attention (2 KV heads for 8 query heads) matter here?")
     return
