@@ -400,7 +400,7 @@ def test_without_torch_installed_the_lab_says_so(env, tmp_path):
         sys.modules["torch"] = None  # `import torch` raises ImportError
         from types import SimpleNamespace as NS
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from notebook_support import choice, load_app
+        from notebook_support import choice, load_app, visible_text
         from labs.core import quiz
         app = load_app({str(LAB_FILE)!r}, "_lab07_no_torch")
         preds = {{
@@ -415,6 +415,13 @@ def test_without_torch_installed_the_lab_says_so(env, tmp_path):
         outputs, defs = app.run(defs={{**preds, **pressed}})
         text = "\\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
         assert text.count("torch is not installed") >= 3, text[:2000]
+        # issue 34.8: before any press, the comparisons of Predictions 4 and 5 say why they
+        # cannot come, with the exact command that brings torch
+        unpressed, _ = app.run(defs=preds)
+        shown = " ".join(visible_text(o) for o in unpressed if o is not None)
+        for k in (4, 5):
+            assert f"The comparison of Prediction {{k}} needs a measurement" in shown, k
+        assert shown.count('pip install -e ".[live]"') >= 2, shown[:2000]
         assert "Traceback" not in text and "Key takeaways" in text
         assert defs["decode_predicted"][1] and "decode_profiles" not in defs
         print("ok")
