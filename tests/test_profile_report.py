@@ -236,3 +236,18 @@ def test_gpu_sdpa_causal_row_is_torch_s_own_count():
     rows = [r for r in prof.rows if "attention" in r["name"] and r["flops"]]
     print([(r["name"], r["flops"], r["flops_source"]) for r in rows])
     assert rows
+
+
+def test_labs_profile_prints_the_caveat_of_a_scaled_profile(tmp_path, capsys, monkeypatch):
+    import dataclasses
+
+    what_if = measure.profile_model(torch.nn.Linear(8, 8), torch.randn(2, 8),
+                                    roofline="h100-sxm")
+    rows = tuple(dict(r, measured_s=1e-6, lost_s=0.0) for r in what_if.rows)
+    scaled = dataclasses.replace(what_if, rows=rows, predicted_only=False, forward_s=1e-5,
+                                 op_scale=0.5, profiled_sum_s=2e-5, reps=3)
+    monkeypatch.setattr(profiler, "profile_model", lambda *a, **k: scaled)
+    rc = profile_cli.main(["builtin:mlp-prefill", "--arg", "context=8", "--out",
+                           str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "cannot be trusted one by one" in out

@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not prof.predicted_only:
         print(f"\nMost time lost against the roofline (measured - bound):\n\n"
               f"{_lost_table(prof, a.top)}")
-    for note in prof.notes:
+    for note in prof.notes + ((prof.op_time_caveat,) if prof.op_time_caveat else ()):
         print(f"\nNote: {note}")
     for path in write_outputs(prof, Path(a.out), name, png=a.png):
         print(f"wrote {path}")
