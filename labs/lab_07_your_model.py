@@ -21,7 +21,8 @@ def _():
     # Prediction 1 and 2 options: the operator types a profile adds time up by (the values are
     # the profiler's type names, labs.core.measure.opcost).
     TYPE_OPTIONS = {
-        "Weight GEMMs: the projections and the LM head, which read every weight": "weight GEMMs",
+        "Weight GEMMs: the projections and the LM head, which read their weight matrices":
+            "weight GEMMs",
         "Attention over the KV cache: QKᵀ, softmax, PV": "attention (KV cache)",
         "Norms and elementwise ops: RMSNorm, SiLU, residual adds": "norms & elementwise",
         "Overhead outside the operators: Python, dispatch, allocation":
