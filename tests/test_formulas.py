@@ -163,15 +163,50 @@ def test_causal_pairs(sq, skv):
 
 
 def test_causal_attention_flops_and_unfused_score_traffic():
-    """(Issue 14, the physics review, item 4: causal prefill attention.)"""
+    """(Issue 14, the physics review, item 4: causal prefill attention; issue 32 item 4: only a
+    fused (causal-aware) kernel skips the masked pairs; the unfused math path computes every
+    score and masks afterwards, as FlopCounterMode counts.)"""
     full = F.attention(2, 8, 1024, 1024, 128, "bf16")
     causal = F.attention(2, 8, 1024, 1024, 128, "bf16", causal=True)
     pairs = 1024 * 1025 // 2
-    assert causal.flops == pytest.approx(4 * 2 * 8 * pairs * 128)
-    assert causal.flops / full.flops == pytest.approx(pairs / 1024**2)
+    assert causal.flops == full.flops == 4 * 2 * 8 * 1024**2 * 128
     key = "scores (S write, S read, P write, P read)"
-    assert causal.detail[key] == pytest.approx(4 * 2 * 8 * pairs * 2)
+    assert causal.detail[key] == pytest.approx(4 * 2 * 8 * 1024**2 * 2)
     fused = F.attention(2, 8, 1024, 1024, 128, "bf16", fused=True, causal=True)
-    assert key not in fused.detail and fused.flops == causal.flops
+    assert key not in fused.detail
+    assert fused.flops == pytest.approx(4 * 2 * 8 * pairs * 128)
+    assert fused.flops / full.flops == pytest.approx(pairs / 1024**2)
     # decode (one query over the whole cache): causal changes nothing
     assert F.attention(4, 8, 1, 777, 64, causal=True).flops == F.attention(4, 8, 1, 777, 64).flops
+
+
+# --- issue 32 item 4: the causal halving belongs to fused kernels only ------------------------
+
+def test_causal_unfused_attention_computes_every_score():
+    """The math path computes all Sq x Skv scores and masks afterwards: causal changes neither
+    its FLOPs nor its score traffic. Only a fused (causal-aware) kernel skips masked pairs."""
+    b, h, s, dh = 2, 8, 1024, 128
+    unfused = F.attention(b, h, s, s, dh, "bf16", fused=False, causal=True)
+    assert unfused.flops == 4 * b * h * s * s * dh  # QK^T 2*s*s*dh + PV 2*s*s*dh, per head
+    assert unfused.detail["scores (S write, S read, P write, P read)"] == 4 * b * h * s * s * 2
+    fused = F.attention(b, h, s, s, dh, "bf16", fused=True, causal=True)
+    assert fused.flops == 4 * b * h * (s * (s + 1) // 2) * dh  # the lower triangle, diagonal in
+    with pytest.raises(ValueError, match="seq_q"):  # the causal check holds either way
+        F.attention(1, 1, 8, 4, 16, fused=False, causal=True)
+
+
+@pytest.mark.parametrize("sq,skv", [(16, 16), (1, 40), (24, 24)])
+def test_causal_math_attention_flops_equal_flop_counter_mode(sq, skv):
+    """FlopCounterMode (torch's own counter, the world's truth for matmul FLOPs) on the math
+    path with a causal mask: the same count as formulas.attention(causal=True, fused=False)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    b, h, dh = 2, 4, 32
+    q, k, v = (torch.randn(b, h, n, dh) for n in (sq, skv, skv))
+    mask = torch.full((sq, skv), float("-inf")).triu(skv - sq + 1)
+    with FlopCounterMode(display=False) as counter:
+        ((q @ k.transpose(-1, -2) + mask).softmax(-1) @ v)
+    assert counter.get_total_flops() == 4 * b * h * sq * skv * dh
+    assert F.attention(b, h, sq, skv, dh, "fp32", fused=False, causal=True).flops == \
+        counter.get_total_flops()

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
-from notebook_support import choice, export_page, load_app
+from notebook_support import choice, export_page, load_app, visible_text
 from test_failure_messages import problems
 from widget_sweep import failures
 
@@ -91,6 +91,17 @@ def test_locked_run_hides_every_instrument_and_measures_nothing(env, app, no_mea
     assert "Lock prediction 1 to see the roofline" in text
     assert "Lock prediction 5 to see" in text and "Key takeaways" not in text
     assert "Traceback" not in text and defs["lab"].events() == []
+
+
+def test_the_measuring_settings_the_run_cards_point_to_are_on_the_page(env, app,
+                                                                        no_measuring):
+    """Issue 34.8: the run cards say the thread count comes from the "CPU threads" setting
+    under "Measuring on this machine"; that setting must be shown (it was built but never
+    displayed: its cell ended with an assignment)."""
+    outputs, _ = app.run()
+    text = " ".join(visible_text(o) for o in outputs if o is not None)
+    assert "Measuring on this machine" in text and "CPU threads" in text
+    assert "Timing budget per profile" in text
 
 
 def test_option_values_are_the_profilers_operator_types(app):
@@ -268,7 +279,8 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
     for name in ("decode_small_figure", "decode_large_figure", "regime_figure", "case_figure"):
         assert isinstance(defs[name], go.Figure), name
     assert defs["case_profile"].label == "decoder prefill, batch 1, context 64"
-    assert "Profiled <strong>decoder prefill, batch 1, context 64</strong>" in text
+    assert "This is <strong>decoder prefill, batch 1, context 64</strong>" in text
+    assert "Profiled with 1 torch thread on this machine's" in text
     change = defs["change_result"]
     assert change["change"] == "precision" and change["ratio"] > 0
     old, new = change["profiles"]
@@ -282,30 +294,42 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
     assert "Download lab07_operators.csv" in text
 
 
-def test_a_negative_overhead_is_explained_not_just_shown(env, app):
-    """The overhead card of a profile whose operators' medians add up to more than the step
-    (noise on a busy machine) says so; a positive one reads as Python and dispatch."""
+def _measured(what_if, scale=1.0, gap=1e-4):
+    """A what-if profile dressed as measured: each operator at its bound, the overhead row
+    ``gap``, ``op_scale`` as given (below 1: the times were scaled to fit the pass)."""
     import dataclasses
 
+    rows = tuple(dict(r, measured_s=r["bound_s"], lost_s=0.0,
+                      ratio=1.0 if r["bound_s"] else None,
+                      error_pct=0.0 if r["bound_s"] else None) for r in what_if.rows)
+    total = sum(r["measured_s"] for r in rows) + gap
+    over = dict(rows[0], name=opcost.OVERHEAD, op_type=opcost.OVERHEAD, regime="overhead-bound",
+                flops=0.0, bytes=0.0, bound_s=0.0, measured_s=gap, lost_s=gap, ai=None)
+    return dataclasses.replace(what_if, rows=rows, overhead=over, forward_s=total,
+                               predicted_only=False, reps=3, op_scale=scale,
+                               profiled_sum_s=total / scale if scale < 1 else None)
+
+
+@pytest.fixture(scope="module")
+def what_if_decode():
     pytest.importorskip("torch")
     model, inputs = measure.builtin_case("decoder", phase="decode", context=32, device="cpu")
-    what_if = measure.profile_model(model, inputs, device="cpu", roofline="h100-sxm")
-    rows = tuple(dict(r, measured_s=r["bound_s"]) for r in what_if.rows)
+    return measure.profile_model(model, inputs, device="cpu", roofline="h100-sxm")
 
-    def measured(gap):
-        total = sum(r["measured_s"] for r in rows) + gap
-        over = dict(rows[0], name=opcost.OVERHEAD, op_type=opcost.OVERHEAD, regime="overhead",
-                    flops=0.0, bytes=0.0, bound_s=0.0, measured_s=gap, lost_s=gap)
-        return dataclasses.replace(what_if, rows=rows, overhead=over, forward_s=total,
-                                   predicted_only=False, reps=3)
 
-    for gap, words in ((-1e-4, "add up to more than the step"),
-                       (1e-4, "the step minus its operators: Python, dispatch")):
-        prof = measured(gap)
+def test_a_profile_scaled_to_fit_its_step_says_its_times_cannot_be_trusted(env, app,
+                                                                           what_if_decode):
+    """Issue 32 item 11: operator times that summed past the step are scaled to fit it; the
+    step's card then says the overhead cannot be told apart, and a callout says why the
+    per-operator times cannot be trusted. A profile that fits reads as Python and dispatch."""
+    for scale, words in ((0.5, "cannot be trusted"),
+                         (1.0, "the step minus its operators: Python, dispatch")):
+        prof = _measured(what_if_decode, scale, gap=0.0 if scale < 1 else 1e-4)
         outputs, _ = app.run(defs={**PREDICTIONS, "decode_profiles": {1: prof, 64: prof},
                                    "live_info": measure.detect("cpu")})
-        text = _texts(outputs)
+        text = " ".join(visible_text(o) for o in outputs if o is not None)
         assert words in text and "Traceback" not in text
+        assert ("cannot be told apart" in text) == (scale < 1)
 
 
 def test_a_configuration_that_does_not_fit_is_refused_and_the_student_backs_out(
@@ -376,7 +400,7 @@ def test_without_torch_installed_the_lab_says_so(env, tmp_path):
         sys.modules["torch"] = None  # `import torch` raises ImportError
         from types import SimpleNamespace as NS
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from notebook_support import choice, load_app
+        from notebook_support import choice, load_app, visible_text
         from labs.core import quiz
         app = load_app({str(LAB_FILE)!r}, "_lab07_no_torch")
         preds = {{
@@ -391,6 +415,13 @@ def test_without_torch_installed_the_lab_says_so(env, tmp_path):
         outputs, defs = app.run(defs={{**preds, **pressed}})
         text = "\\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
         assert text.count("torch is not installed") >= 3, text[:2000]
+        # issue 34.8: before any press, the comparisons of Predictions 4 and 5 say why they
+        # cannot come, with the exact command that brings torch
+        unpressed, _ = app.run(defs=preds)
+        shown = " ".join(visible_text(o) for o in unpressed if o is not None)
+        for k in (4, 5):
+            assert f"The comparison of Prediction {{k}} needs a measurement" in shown, k
+        assert shown.count('pip install -e ".[live]"') >= 2, shown[:2000]
         assert "Traceback" not in text and "Key takeaways" in text
         assert defs["decode_predicted"][1] and "decode_profiles" not in defs
         print("ok")
@@ -426,3 +457,81 @@ def torch_linear():
     import torch
 
     return torch.nn.Linear(8, 4)
+
+
+def _rendered(app, defs, env):
+    from leak_support import rendered_cells
+
+    captured: dict = {}
+    flat = app._flatten_outputs
+
+    def capture(outputs):
+        captured.update(outputs)
+        return flat(outputs)
+
+    app._flatten_outputs = capture
+    try:
+        app.run(defs=defs)
+    finally:
+        del app._flatten_outputs
+    return rendered_cells(app, captured, scrub=[str(env), "ada"])
+
+
+def _references(app, monkeypatch):
+    from leak_support import Reference
+
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    monkeypatch.delenv("ROOFLINE_REVEAL")
+    refs = []
+    for name in ORDER:
+        r = defs[name]
+        is_choice = getattr(r, "answer_type", "numeric") == "choice"
+        refs.append(Reference(r.item_id, r.value, r.label if is_choice else None))
+    return refs
+
+
+def _sweeps(k):
+    """The open instruments' settings with predictions 1..k-1 locked: the device picker
+    (a sample), and once Part 2 is open its case widgets at their ends and at every graded
+    scenario, and Part 3's change picker."""
+    out = [_ns(device_picker=d) for d in DEVICES]
+    if k >= 5:  # Prediction 4 locked: Part 2's case widgets are open
+        for model in (("decoder", "prefill"), ("decoder", "decode"), ("mlp", "prefill"),
+                      ("attention", "prefill")):
+            for batch, context in ((1, 64), (256, 32768), (1, 1024), (64, 1024), (1, 256)):
+                out.append(_case(model, batch, context))
+        out += [_ns(change_picker=c) for c in tiny_models.CHANGES]
+    return out
+
+
+@pytest.mark.slow
+def test_walking_in_prediction_order_never_shows_a_later_answer(env, app, monkeypatch,
+                                                                what_if_decode):
+    """For every prediction k, with 1..k-1 locked and every open instrument swept (measured
+    profiles in place where their buttons are visible), nothing visible shows prediction k's
+    reference answer (its value or choice label, leak_support's rule) or its instrument's
+    figures (MARKERS)."""
+    import re
+
+    from leak_support import find_leaks
+
+    refs = _references(app, monkeypatch)
+    measured = {"decode_profiles": {1: _measured(what_if_decode), 64: _measured(what_if_decode)},
+                "live_info": measure.detect("cpu"), "case_info": measure.detect("cpu"),
+                "case_profile": _measured(what_if_decode)}
+    problems_found = []
+    for k in range(1, 6):
+        locked = {name: PREDICTIONS[name] for name in ORDER[:k - 1]}
+        for setting in _sweeps(k):
+            cells = _rendered(app, {**locked, **measured, **setting}, env)
+            for leak in find_leaks(cells, [refs[k - 1]]):
+                problems_found.append(f"P{k} {setting}: {leak}")
+            for cell in cells:
+                for marker in MARKERS[k]:
+                    m = re.search(marker, cell.text)
+                    if m:
+                        problems_found.append(
+                            f"P{k} {sorted(setting)}: {cell.where()} shows {marker!r}: "
+                            f"...{cell.text[max(0, m.start() - 60):m.end() + 60]}...")
+    assert not problems_found, "\n".join(problems_found[:20])

@@ -348,3 +348,64 @@ def test_decode_attention_stays_memory_bound_at_any_batch():
     for d in hardware.all_devices():
         for p in d.precisions:
             assert models.decode_attention_ai(m, 256, 8192) < R.ridge_point(d, p)
+
+
+# --- issue 32 items 4 and 5 -------------------------------------------------------------------
+
+def test_prefill_attention_fused_or_not_decides_the_causal_halving():
+    """One Llama-3-8B layer's prefill at T tokens: the math (unfused) attention computes all
+    T^2 scores, the fused one the T(T+1)/2 unmasked ones."""
+    m, T = models.get("llama-3-8b"), 2048
+    unfused = next(o for o in m.layer_ops("prefill", 1, T, fused_attention=False)
+                   if o.name.startswith("attention"))
+    fused = next(o for o in m.layer_ops("prefill", 1, T, fused_attention=True)
+                 if o.name.startswith("attention"))
+    assert unfused.flops == 4 * 32 * T * T * 128
+    assert fused.flops == 4 * 32 * (T * (T + 1) // 2) * 128
+    # the unfused softmax runs over every score too
+    soft = {o.name: o for o in models.roofline_ops("llama-3-8b", "prefill", batch=1,
+                                                   seq_len=T)}["softmax (scores)"]
+    assert soft.flops == 5 * 32 * T * T
+
+
+def test_tiny_decoder_prefill_math_attention_flops_equal_flop_counter_mode():
+    """Lab 7's prefill (math attention, causal mask): the physics' attention FLOPs equal what
+    FlopCounterMode counts on the real module (it was half before issue 32 item 4)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from labs.core import tiny_models
+    from labs.core.measure import tiny_modules
+
+    c, S = tiny_models.TINY_DECODER, 32
+    block, (x, pos) = tiny_modules.build("attention", phase="prefill", batch=1, context=S)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        block(x, pos)
+    proj = 2 * S * c.d_model * c.head_dim * (2 * c.heads + 2 * c.kv_heads)  # Q, K, V, O
+    attn = next(o for o in tiny_models.step_ops(phase="prefill", batch=1, context=S)
+                if o.name.startswith("attention"))
+    assert attn.flops / c.layers == 4 * c.heads * S * S * c.head_dim
+    assert counter.get_total_flops() == proj + attn.flops / c.layers
+
+
+def test_a_decode_step_reads_less_weight_than_it_allocates():
+    """The tiny decoder: 4 layers x (512 x 64 x (2 x 8 + 2 x 2) + 3 x 512 x 1792) + the LM head
+    16384 x 512 + norms (2 x 512 per layer + 512) are read; of the 16384 x 512 embedding table
+    only one row per token. fp32: 88.1 MB read of 121.7 MB allocated."""
+    from labs.core import tiny_models
+
+    c = tiny_models.TINY_DECODER
+    layers = 4 * (512 * 64 * (2 * 8 + 2 * 2) + 3 * 512 * 1792 + 2 * 512)
+    read = (layers + 16384 * 512 + 512 + 512) * 4
+    assert c.weight_bytes_read("fp32", tokens=1) == read == 88_100_864
+    assert c.weight_bytes("fp32") == (layers + 2 * 16384 * 512 + 512) * 4 == 121_653_248
+    assert c.weight_bytes_read("fp32", tokens=64) == read + 63 * 512 * 4
+    # step_ops' weight GEMMs read exactly the matrices (norm weights are with the norms)
+    ops = tiny_models.step_ops(phase="decode", batch=1, context=1024)
+    gemm_w = sum(o.detail["B"] for o in ops if models.op_group(o.name) == "weight GEMMs")
+    assert gemm_w == (4 * (512 * 64 * 20 + 3 * 512 * 1792) + 16384 * 512) * 4
+    # a tied embedding: the LM head reads the one table whole, so every parameter is read
+    import dataclasses
+    tied = dataclasses.replace(c, tied_embeddings=True)
+    assert tied.weight_bytes_read("fp32") == tied.weight_bytes("fp32") == \
+        (layers + 16384 * 512 + 512) * 4

@@ -1,6 +1,7 @@
 """Lab 7 in a real browser: lock prediction 1, see the roofline's answer, press the run button
-and get every operator of a real decode step on this machine's roofline (hover: name, shapes,
-FLOPs, bytes, time), in light and dark (artifacts/browser/lab07-*.png).
+and get the measured step; lock predictions 2 and 3 and get every operator of that real decode
+step on this machine's roofline (hover: name, shapes, FLOPs, bytes, time), in light and dark
+(artifacts/browser/lab07-*.png).
 
 The generic flow (gate, lock, slider, reload) covers Lab 7 in test_labs_browser.py; this one
 adds what only Lab 7 has: a measurement started from the page, with torch, on this CPU.
@@ -54,8 +55,24 @@ def test_lock_then_profile_a_decode_step_in_the_browser(browser, tmp_path, artif
             button = page.get_by_role("button", name="Profile decode steps on this machine")
             button.scroll_into_view_if_needed()
             button.click()
-            page.get_by_text("Every operator of a batch-1 decode step").first.wait_for(
-                timeout=MEASURE_MS)
+            page.get_by_text("Measured step").first.wait_for(timeout=MEASURE_MS)
+            # where the operators sit is Prediction 3's answer: not shown before its lock
+            assert not [raw for raw in page.locator(FIGURE).evaluate_all(
+                "els => els.map(e => e.getAttribute('data-figure') || '')")
+                if "Every operator of a batch-1 decode step" in raw]
+            for number, answer in ((2, "Weight GEMMs"), (3, None)):
+                form = page.locator("form").filter(
+                    has=page.get_by_role("button", name="Lock prediction")).first
+                form.scroll_into_view_if_needed()
+                if answer:
+                    form.get_by_text(answer, exact=False).first.click()
+                else:
+                    form.get_by_placeholder("0 to 100").fill("90")
+                form.get_by_text("3", exact=True).first.click()
+                form.get_by_placeholder("one line: why do you expect this?").fill("a reason")
+                form.get_by_role("button", name="Lock prediction").click()
+                page.wait_for_timeout(2000)
+            page.get_by_text("Every operator of a batch-1 decode step").first.wait_for()
             fig = _operator_figure(page)
             points = [t for t in fig["data"] if t.get("mode") == "markers"]
             assert points and all(t["name"].startswith(("memory-bound", "compute-bound"))

@@ -86,6 +86,7 @@ _OWNERS = {
     "profiler": ("profile_model", "builtin_case", "machine_roofline", "clear_roofline_cache",
                  "compile_unavailable", "time_compiled"),
     "profile_report": ("Profile", "markdown_summary"),
+    "profile_guard": ("measurement_unavailable", "host_memory_bytes"),
     "caches": ("CacheLevel", "CacheSizes", "cache_sizes", "gpu_cache_sizes"),
     "working_set": ("SweepPoint", "WorkingSetSweep", "working_set_sweep", "hierarchy_levels",
                     "default_sizes"),

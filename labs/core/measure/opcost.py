@@ -13,7 +13,9 @@ FLOPs, in order of preference (``flops_source`` says which applied):
   ``labs.core.physics.formulas`` (RMSNorm 4, LayerNorm 8, GELU 8, softmax 5, SiLU 4 = the
   SiLU·up convention 5 less its multiply, everything else 1 FLOP per element; reductions per
   input element), and torch's CPU attention kernel, which the counter does not register, gets
-  the counter's own SDPA formula (``sdpa_flop_count``), and matrix-vector products
+  the counter's own SDPA formula (``sdpa_flop_count``) times the share of (query, key) pairs
+  a causal mask keeps when ``is_causal=True`` (:func:`causal_fraction`: that kernel skips the
+  masked key blocks), and matrix-vector products
   (``mv``, ``addmv``, ``dot``), which it does not register either, get 2 FLOPs per matrix
   element. Labelled, never added to the counter's total.
 * ``"none"``: operators that only move or select data (copies, concatenation, indexing,
@@ -194,9 +196,13 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
 
         try:
             q, k, v = (tuple(a.shape) for a in args[:3])
-            return float(sdpa_flop_count(q, k, v)), ESTIMATE
+            full = float(sdpa_flop_count(q, k, v))
         except (AssertionError, AttributeError, ValueError):
             return None, UNKNOWN
+        if name != "_scaled_dot_product_attention_math" and _is_causal(func, args, kwargs):
+            # a fused kernel skips fully masked key blocks (the math path computes them all)
+            return full * causal_fraction(q[-2], k[-2]), ESTIMATE
+        return full, ESTIMATE
     if name in ("mv", "addmv", "dot", "vdot"):  # the counter registers no formula for these
         mats = [t for t in _tensors(args) if t.dim() >= 1]
         big = max(mats, key=lambda t: t.numel()) if mats else None
@@ -211,6 +217,31 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
     if is_view(func) or name in _DATA_MOVEMENT:
         return 0.0, NONE
     return None, UNKNOWN
+
+
+def _is_causal(func, args, kwargs) -> bool:
+    """The call's ``is_causal`` argument (False where the schema has none)."""
+    try:
+        named = {a.name: v for a, v in _arguments(func, args, kwargs)}
+    except Exception:  # no schema to read: no mask assumed, the full (upper) count
+        return False
+    return bool(named.get("is_causal", False))
+
+
+def causal_fraction(seq_q: int, seq_kv: int) -> float:
+    """Fraction of the Sq x Skv (query, key) pairs that ``is_causal=True`` keeps in torch's
+    SDPA: the mask is aligned to the top left (``torch.ones(Sq, Skv).tril()``: query i sees
+    keys 0..i), so the kept pairs are sum over i < Sq of min(i + 1, Skv). torch's CPU flash
+    kernel (``_scaled_dot_product_flash_attention_for_cpu``) stops each query block at its
+    last unmasked key (FlashAttentionKernel.cpp, ``num_keys = min(m + qBlockSize, kvSize)``),
+    so the masked blocks are never computed; the count is the exact triangle, a lower bound
+    (the blocks on the diagonal are computed whole)."""
+    sq, skv = int(seq_q), int(seq_kv)
+    if sq <= 0 or skv <= 0:
+        return 1.0
+    n = min(sq, skv)
+    kept = n * (n + 1) // 2 + (sq - n) * skv
+    return kept / (sq * skv)
 
 
 def on_vector_units(func) -> bool:

@@ -37,6 +37,10 @@ from labs.core.physics import units
 _BUILTIN = re.compile(r"^builtin:(decoder|mlp|attention)-(prefill|decode)$")
 
 
+class FactoryError(RuntimeError):
+    """The user's factory raised while building (model, example_inputs)."""
+
+
 def _parse_args(pairs: Sequence[str]) -> dict:
     out = {}
     for pair in pairs:
@@ -83,7 +87,13 @@ def _case(target: str, kwargs: dict, device, precision):
         model, inputs = profiler.builtin_case(block, phase=phase, device=device, **kw)
         bits = [block, phase] + [f"{k}{v}" for k, v in sorted(kwargs.items())]
         return model, inputs, "-".join(str(b) for b in bits)
-    made = _load_factory(target)(**kwargs)
+    factory = _load_factory(target)
+    try:
+        made = factory(**kwargs)
+    except Exception as e:  # the factory is the user's code: say that it raised, and where
+        raise FactoryError(f"{target}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())}) "
+                           f"raised {type(e).__name__}: {units.error_message(e)}. The model was "
+                           "not built, so nothing was profiled.") from e
     if isinstance(made, dict) and {"model", "inputs"} <= set(made):
         made = (made["model"], made["inputs"])
     if not (isinstance(made, tuple) and len(made) == 2):
@@ -154,14 +164,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=10, help="rows of the lost-time table")
     ap.add_argument("--out", default="profiles", help="folder for the CSV and HTML")
     ap.add_argument("--png", action="store_true", help="also write PNGs (needs kaleido)")
+    ap.add_argument("--traceback", action="store_true",
+                    help="on an unexpected error, show the whole Python traceback")
     a = ap.parse_args(argv)
     try:
         model, inputs, name = _case(a.target, _parse_args(a.arg), a.device, a.precision)
         prof = profiler.profile_model(model, inputs, device=a.device, precision=a.precision,
                                       backward=a.backward, roofline=a.roofline,
                                       budget_s=a.budget, threads=a.threads, label=name)
-    except (ValueError, KeyError, ImportError, _m.MeasureError) as e:
+    except (ValueError, KeyError, ImportError, FactoryError, _m.MeasureError) as e:
         print(f"labs-profile: {units.error_message(e)}", file=sys.stderr)
+        return 1
+    except Exception as e:  # anything else: what happened, in one line, never a bare traceback
+        if a.traceback:
+            raise
+        print(f"labs-profile: profiling {a.target} failed with {type(e).__name__}: "
+              f"{units.error_message(e)}. Run again with --traceback to see where.",
+              file=sys.stderr)
         return 1
     print(f"{prof.device} · threads {prof.threads} · timer {prof.timer} · roofline "
           f"{prof.roofline} ({prof.roofline_source})\n")
@@ -169,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not prof.predicted_only:
         print(f"\nMost time lost against the roofline (measured - bound):\n\n"
               f"{_lost_table(prof, a.top)}")
-    for note in prof.notes:
+    for note in prof.notes + ((prof.op_time_caveat,) if prof.op_time_caveat else ()):
         print(f"\nNote: {note}")
     for path in write_outputs(prof, Path(a.out), name, png=a.png):
         print(f"wrote {path}")

@@ -10,7 +10,10 @@ roofline.VECTOR)``). ``bound_s`` = max(FLOPs / ceiling, bytes / bandwidth) on th
 roofline; ``ratio`` =
 measured / bound; ``error_pct`` = (measured - bound) / bound x 100, the roofline's error as a
 prediction; ``lost_s`` = measured - bound. The overhead row (``op_type`` "overhead (outside
-operators)") holds the forward's wall time minus the sum of the operators' times.
+operators)") holds the forward's wall time minus the sum of the operators' times, never
+negative: ``measured_s`` is the profiler's median with its own cost per call taken out and,
+where those still add up to more than the pass, scaled to fit it (``Profile.op_scale``,
+``Profile.op_time_caveat``), so no share is above 100%.
 """
 
 from __future__ import annotations
@@ -56,6 +59,28 @@ class Profile:
     roof: object = None  # the hardware.Device the bounds were computed on (for figures)
     load: tuple[float, ...] | None = None  # 1-min load average before and after (os.getloadavg)
     cores: int | None = None  # logical CPUs this process may use
+    #: Seconds the profiler adds to each timed call (calibrated; subtracted from every row).
+    call_cost_s: float = 0.0
+    #: Factor the per-operator times were scaled by so they fit the pass (1.0: not scaled).
+    op_scale: float = 1.0
+    #: Sum of the operators' medians before that scaling (after the call cost), or None.
+    profiled_sum_s: float | None = None
+
+    @property
+    def op_time_caveat(self) -> str | None:
+        """None when the per-operator times can be read one by one; else a sentence saying
+        why not (they were scaled to fit the pass they came from)."""
+        if self.predicted_only or self.op_scale >= 1.0 or self.forward_s is None:
+            return None
+        return (f"The operators' times measured under the profiler add up to "
+                f"{_units.format_seconds(self.profiled_sum_s or 0.0)}, more than the whole "
+                f"pass ({_units.format_seconds(self.forward_s)}) timed without it, even with "
+                f"the profiler's own cost per call taken out: its cost is most of what these "
+                f"operators take. They were scaled by {self.op_scale:.2f} to fit the pass, so "
+                "the shares add up to 100%, but the per-operator times cannot be trusted one by "
+                "one here, and the overhead outside the operators cannot be told apart (shown "
+                "as 0). "
+                "Profile a larger model or batch for per-operator times.")
 
     @property
     def busy(self) -> bool:
@@ -196,6 +221,7 @@ class Profile:
                          if top else None),
             "reps": self.reps, "elapsed_s": self.elapsed_s,
             "load": list(self.load) if self.load else None, "cores": self.cores,
+            "call_cost_s": self.call_cost_s, "op_scale": self.op_scale,
         }
 
 
@@ -217,3 +243,17 @@ def markdown_summary(profiles: Sequence[Profile]) -> str:
             f"{s['memory_bound_share']:.0%} | {s['compute_bound_share']:.0%} | "
             f"{s['overhead_share']:.0%} | {s['dominant_type']} | {s['top_lost'] or '—'} |")
     return "\n".join(lines)
+
+
+def fit_to_pass(times: list, forward_s: float | None, cost_s: float = 0.0):
+    """The per-operator times of one profile, made honest: each call's ``cost_s`` (the
+    profiler's own, :func:`call_cost`) taken out (never below 0), then, if they still add up
+    to more than the pass they came from (``forward_s``, timed without the profiler), scaled
+    down to fit it. Returns (times, scale): scale 1.0 when nothing had to be scaled. None
+    entries (no measurement) stay None."""
+    out = [None if t is None else max(t - cost_s, 0.0) for t in times]
+    total = sum(t for t in out if t is not None)
+    if forward_s is None or total <= forward_s or total <= 0:
+        return out, 1.0
+    scale = forward_s / total
+    return [None if t is None else t * scale for t in out], scale

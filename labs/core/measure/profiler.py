@@ -22,6 +22,16 @@ How it measures (the honest parts):
 * The whole pass is timed separately, without the profiler, with the measure wing's timer
   (warm-up, repetitions, median). The difference to the sum of the operators' medians is the
   overhead row (Python, dispatch, allocation, launch gaps): shown, never hidden.
+* The profiler's own cost is taken out, so the operators never add up to more than the pass
+  they came from: on a CPU each timed call carries the cost of being called from the
+  profiler (about a microsecond, :func:`call_cost`, calibrated on this machine by timing a
+  1-element add under the profiler and called directly), which is subtracted from every call;
+  the first profiled pass after the trace is a warm-up and is not kept. If the operators'
+  medians still add up to more than the pass (a model of a few tiny operators, a busy
+  machine), they are scaled down to fit it (``Profile.op_scale`` < 1), the overhead row is 0
+  because it cannot be told apart, and ``Profile.op_time_caveat`` says the per-operator times
+  cannot be trusted one by one. A profile never shows a share above 100% or a negative
+  overhead.
 * The roofline is this machine's measured one (``measure.empirical_roofline`` for the
   precisions the model uses, measured once per session and cached) or, for "what if it ran on
   an H100", a registry device: then nothing is timed and every row is a prediction, labelled so.
@@ -40,12 +50,13 @@ import statistics
 import time
 
 from labs.core import measure as _m
-from labs.core.measure import opcost, recorder
+from labs.core.measure import opcost, profile_guard, recorder
 from labs.core.measure.cases import (
     _matmul_mode,  # the wing's TF32 flags, threads and OOM
 )
 from labs.core.measure.device import _guarded
-from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile
+from labs.core.measure.profile_guard import call_cost  # noqa: F401  (profiler.call_cost)
+from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile, fit_to_pass
 from labs.core.measure.timer import _resolve, _stats, _threads
 from labs.core.physics import hardware as _hw
 from labs.core.physics import roofline as _roofline
@@ -201,6 +212,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     args, kwargs = _split_inputs(example_inputs)
+    profile_guard.refuse_meta(model, args, kwargs)
     p = _model_precision(precision, info)
     dev = _resolve(info)
     say = progress or (lambda *a: None)
@@ -217,8 +229,9 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             ctx = recorder.Context(model, tf32)
             t0 = time.perf_counter()
             phase.ctx = ctx  # the first pass traces every operator (and checks the inputs)
-            trace = recorder.trial(
-                lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx), info)
+            trace = profile_guard.first_pass(
+                lambda: recorder.recorded(one_pass, recorder.Clock(dev), ctx), info, model,
+                args, kwargs)
             phase.ctx = None
             t_trace = time.perf_counter() - t0
             say(1, total, "traced every operator (the inputs fit the model)")
@@ -236,7 +249,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
                 dev, one_pass, trace, budget_s, t_trace,
                 lambda i, k: say(3 + i, 3 + k, f"profiled pass {i} of {k}"))
             return _build(trace, passes, samples, roof, source, False, info, p, backward, label,
-                          n, t_start, load0)
+                          n, t_start, load0, cost=call_cost(dev))
 
     return _guarded(f"Profiling {label or type(model).__name__}", info, run)
 
@@ -244,9 +257,14 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
 def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
     """Profiled passes around one block of plain passes timed by ``measure.time_callable``
     (its warm-up, repetitions decided in advance, CUDA events / perf_counter), so both kinds
-    see the same load on a shared machine. Returns (plain pass times, per-operator times of
-    each profiled pass that ran the same operators as the trace, profiled passes run)."""
-    n = int(min(max(budget_s / 2 / max(t_trace, 1e-6), MIN_PASSES), MAX_PASSES))
+    see the same load on a shared machine. One profiled pass first is a warm-up (caches and
+    allocator as in a steady run; its time sets how many passes fit the budget) and is not
+    kept. Returns (plain pass times, per-operator times of each profiled pass that ran the
+    same operators as the trace, profiled passes run)."""
+    t0 = time.perf_counter()
+    recorder.again(lambda: recorder.recorded(one_pass, recorder.Clock(dev), None))
+    t_pass = min(time.perf_counter() - t0, t_trace)
+    n = int(min(max(budget_s / 2 / max(t_pass, 1e-6), MIN_PASSES), MAX_PASSES))
     passes, done = [], 0
 
     def profiled(k):
@@ -320,31 +338,37 @@ def _loadavg() -> float | None:
 
 
 def _build(trace, passes, samples, roof, source, predicted, info, p, backward, label, reps,
-           t_start, load0) -> Profile:
+           t_start, load0, cost: float = 0.0) -> Profile:
     import torch
 
+    forward = p10 = p90 = None
+    if samples:
+        stats = _stats(samples)
+        forward, p10, p90 = stats["median_s"], stats["p10_s"], stats["p90_s"]
+    raw = [statistics.median(ps[i] for ps in passes) if passes else None
+           for i in range(len(trace))]
+    raw_sum = sum(t or 0.0 for t in raw)
+    times, scale = fit_to_pass(raw, forward, cost)
     rows = []
     for i, (_func, _h, desc) in enumerate(trace):
         row = {"index": i, **desc}
         row.update(_bound(row, roof))
-        m = statistics.median(ps[i] for ps in passes) if passes else None
+        m = times[i]
         bound = row["bound_s"]
         row.update(measured_s=m,
                    ratio=m / bound if (m is not None and bound) else None,
                    error_pct=(m - bound) / bound * 100 if (m is not None and bound) else None,
                    lost_s=m - bound if m is not None else None)
         rows.append({k: row.get(k) for k in COLUMNS})
-    overhead = forward = p10 = p90 = None
+    overhead = None
     notes = []
     if samples:
-        stats = _stats(samples)
-        forward, p10, p90 = stats["median_s"], stats["p10_s"], stats["p90_s"]
-        gap = forward - sum(r["measured_s"] or 0.0 for r in rows)
+        gap = max(forward - sum(r["measured_s"] or 0.0 for r in rows), 0.0)
         note = ("the whole pass (measured without the profiler) minus the sum of the "
                 "operators' times: Python, dispatch, allocation, launch gaps")
-        if gap < 0:
-            note += ("; negative: the operators' medians add up to more than the pass's "
-                     "median (noise from other work on this machine)")
+        if scale < 1.0:
+            note += ("; 0 here because it cannot be told apart: the operators' profiled "
+                     "times were scaled down to fit the pass")
         overhead = {"index": len(rows), "phase": "forward" if not backward else "forward+backward",
                     "name": opcost.OVERHEAD, "op_type": opcost.OVERHEAD, "module": "",
                     "shapes": "", "dtype": "", "precision": "", "flops": 0.0,
@@ -352,6 +376,9 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
                     "bound_s": 0.0, "t_compute_s": 0.0, "t_memory_s": 0.0,
                     "regime": _roofline.OVERHEAD, "ratio": None, "error_pct": None,
                     "lost_s": gap, "note": note}
+        if cost > 0:
+            notes.append(f"Each operator's time excludes the profiler's own cost per call "
+                         f"({cost * 1e6:.2g} µs, calibrated on this machine).")
     if passes is not None and len(passes) < reps:
         notes.append(f"{reps - len(passes)} of {reps} passes ran other operators than the "
                      "first (data-dependent control flow) and were left out")
@@ -372,7 +399,8 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
         roofline=roof.name, roofline_source=source, predicted_only=predicted,
         bandwidth_gbs=roof.bandwidth_gbs, peaks=dict(roof.peaks), precision=p or "as given",
         backward=backward, elapsed_s=time.perf_counter() - t_start, notes=tuple(notes),
-        roof=roof, load=load, cores=info.cores)
+        roof=roof, load=load, cores=info.cores, call_cost_s=cost, op_scale=scale,
+        profiled_sum_s=raw_sum if passes else None)
 
 
 # --- built-in models ---------------------------------------------------------------------------

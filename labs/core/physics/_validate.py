@@ -138,3 +138,142 @@ def instance(name: str, value, cls, what: str):
     if not isinstance(value, cls):
         raise ValueError(f"{name} must be {what}, got {shown(value)}")
     return value
+
+
+# --- finite results -------------------------------------------------------------------------
+# Each argument may be finite and still give a result that is not (memory_gb=1e300 is 1e309
+# bytes: inf; a 1e-300 GB/s bandwidth gives an infinite ridge; 10**15 ops cannot be listed).
+# The rule: a physics result is a finite number, or the call is refused with a message naming
+# the argument that took it out of range.
+
+#: The most items a function builds a list of (ops in a chain, groups): far above any real
+#: kernel chain, far below a list that exhausts memory.
+MAX_ITEMS = 100_000
+
+
+def at_most(name: str, value: int, limit: int = MAX_ITEMS, what: str = "items") -> int:
+    """``value`` <= ``limit``, else ValueError naming the argument (a list that large would
+    exhaust memory, not describe a real case)."""
+    if value > limit:
+        raise ValueError(f"{name}={shown(value)} is too many {what} to list here: at most "
+                         f"{limit:,}")
+    return value
+
+
+def _bad_number(value, depth: int = 0):
+    """The first number in ``value`` (a number, a mapping's values, a sequence, a dataclass's
+    fields, an object's ``flops``/``bytes``) that is inf or NaN, else None."""
+    import dataclasses
+
+    if depth > 4 or isinstance(value, (bool, str, bytes)) or value is None:
+        return None
+    if isinstance(value, numbers.Real):
+        try:
+            v = float(value)
+        except OverflowError:  # an integer past float's range
+            return math.inf
+        return v if (math.isinf(v) or math.isnan(v)) else None
+    if isinstance(value, _Mapping):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    else:
+        return None
+    for item in items[:10_000]:
+        bad = _bad_number(item, depth + 1)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _numbers_in(name: str, value, out: dict, depth: int = 0) -> None:
+    import dataclasses
+
+    if depth > 2 or isinstance(value, (bool, str, bytes)) or value is None:
+        return
+    if isinstance(value, numbers.Real):
+        out[name] = value
+    elif isinstance(value, _Mapping):
+        for k, v in list(value.items())[:100]:
+            _numbers_in(f"{name}[{k!r}]", v, out, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value)[:50]:  # a config's own fields (self: no prefix)
+            _numbers_in(f"{name}.{f.name}" if name else f.name, getattr(value, f.name), out,
+                        depth + 1)
+
+
+def culprit(arguments: _Mapping) -> str:
+    """'name=value' of the argument furthest from 1 in orders of magnitude (the one that
+    overflows or underflows a result), among the numbers in ``arguments``."""
+    nums: dict = {}
+    for k, v in arguments.items():
+        _numbers_in(k, v, nums)
+
+    def magnitude(item):
+        try:
+            v = abs(float(item[1]))
+        except OverflowError:
+            return math.inf
+        return abs(math.log10(v)) if v and not math.isinf(v) and not math.isnan(v) else math.inf
+    if not nums:
+        return "an argument"
+    k, v = max(nums.items(), key=magnitude)
+    return f"{k}={shown(v)}"
+
+
+def require_finite(result, arguments: _Mapping, what: str = "the result"):
+    """``result`` if every number in it is finite, else ValueError naming the argument that
+    took it out of range (:func:`culprit`)."""
+    bad = _bad_number(result)
+    if bad is not None:
+        raise ValueError(f"{culprit(arguments)} is out of range: {what} would be {shown(bad)}, "
+                         "not a finite number. Use a value a real machine or model could have.")
+    return result
+
+
+def finite_results(func):
+    """Decorator: ``func``'s result passes :func:`require_finite`, naming the argument that
+    took it out of range (an OverflowError inside becomes the same message)."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(func)
+
+    def arguments(args, kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return {}
+        return {("" if k == "self" else k): v for k, v in bound.arguments.items()}
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        outermost = not getattr(_DEPTH, "n", 0)
+        _DEPTH.n = getattr(_DEPTH, "n", 0) + 1
+        try:
+            out = func(*args, **kwargs)
+        except (OverflowError, ValueError) as e:
+            # an overflow, or an inner check refusing an intermediate that is no longer finite:
+            # the call the student made names its own argument that caused it
+            inner = isinstance(e, OverflowError) or any(
+                m in str(e) for m in (" must be finite, got inf", " must be finite, got nan",
+                                      "too large to be a number"))
+            given = {}
+            for k, v in arguments(args, kwargs).items():
+                _numbers_in(k, v, given)
+            if not outermost or not inner or _bad_number(list(given.values())) is not None:
+                raise  # not an overflow, or an argument itself not finite: already named
+            raise ValueError(f"{culprit(arguments(args, kwargs))} is out of range: "
+                             f"{func.__name__} overflows. Use a value a real machine or model "
+                             "could have.") from None
+        finally:
+            _DEPTH.n -= 1
+        if not outermost:  # the call the student made checks, naming its own arguments
+            return out
+        return require_finite(out, arguments(args, kwargs), f"{func.__name__}'s result")
+    return wrapper
+
+
+_DEPTH = __import__("threading").local()

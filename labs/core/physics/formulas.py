@@ -23,7 +23,9 @@ from typing import Mapping, Sequence
 
 from labs.core.physics import precision as _fmt
 from labs.core.physics._validate import (
+    at_most,
     close_matches,
+    finite_results,
     flag,
     instance,
     optional,
@@ -60,6 +62,7 @@ class Cost:
         return Cost(text("name", name), self.flops, self.bytes, self.compute, self.kernels,
                     self.detail)
 
+    @finite_results
     def scaled(self, times: int, name: str | None = None) -> "Cost":
         """The same op repeated ``times`` (a whole number >= 1: per layer x layers)."""
         times = positive_int("times", times)
@@ -68,6 +71,7 @@ class Cost:
                     self.kernels * times, {k: v * times for k, v in self.detail.items()})
 
 
+@finite_results
 def total(costs: Sequence[Cost], name: str = "total") -> Cost:
     """The sum of several Costs ("mixed" compute when they differ)."""
     costs = [instance("costs[]", c, Cost, "a formulas.Cost") for c in sequence("costs", costs)]
@@ -100,6 +104,7 @@ def _compute(act: str, compute: str | None, weights: str, *, weight_arg: str = "
 
 # --- matrix products ------------------------------------------------------------------------
 
+@finite_results
 def gemm(m, n, k, precision: str = "fp16", *, weight_precision: str | None = None,
          out_precision: str | None = None, compute: str | None = None,
          name: str = "GEMM") -> Cost:
@@ -113,6 +118,7 @@ def gemm(m, n, k, precision: str = "fp16", *, weight_precision: str | None = Non
     return Cost(text("name", name), 2.0 * m * n * k, sum(detail.values()), c, 1, detail)
 
 
+@finite_results
 def gemv(n, k, precision: str = "fp16", *, weight_precision: str | None = None,
          compute: str | None = None, name: str = "GEMV") -> Cost:
     """y[N] = W[N,K] @ x[K]. FLOPs 2NK; bytes K*a + NK*w + N*a. AI ~ 1 FLOP/B at fp16."""
@@ -124,6 +130,7 @@ def gemv(n, k, precision: str = "fp16", *, weight_precision: str | None = None,
     return Cost(text("name", name), 2.0 * n * k, sum(detail.values()), c, 1, detail)
 
 
+@finite_results
 def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: bool = False,
            weight_precision: str | None = None, compute: str | None = None,
            name: str = "linear") -> Cost:
@@ -143,27 +150,34 @@ def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: 
 
 # --- attention ------------------------------------------------------------------------------
 
+@finite_results
 def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fused: bool = False,
               *, kv_heads: int | None = None, kv_precision: str | None = None,
               compute: str | None = None, causal: bool = False,
               name: str | None = None) -> Cost:
     """softmax(Q K^T) V for ``heads`` query heads, batched; ``causal`` masks future keys.
 
+    ``fused`` says which kernel runs, and with a causal mask it decides the work:
+
+    * unfused ("math": QK^T -> mask + softmax -> PV, three kernels; ``fused=False``, the
+      default): QK^T computes EVERY one of the Sq*Skv scores and the mask is applied to
+      them afterwards, so ``causal`` changes neither the FLOPs nor the score traffic. This is
+      what ``FlopCounterMode`` counts for the math path (two full matmuls).
+    * fused (flash; ``fused=True``): a causal-aware kernel skips the key blocks that are
+      entirely masked, so only the unmasked pairs are computed (:func:`causal_pairs`:
+      S(S+1)/2 for Sq = Skv = S, about half): a lower bound on what FlashAttention and
+      torch's CPU flash kernel do (they compute whole blocks on the diagonal). FlopCounterMode
+      does NOT apply the mask here either: for ``scaled_dot_product_attention(...,
+      is_causal=True)`` its ``sdpa_flop`` counts the full 4*B*H*Sq*Skv*dh ("we aren't
+      accounting for causal attention here"), this function's ``causal=False`` count; the
+      causal fused count is it times ``causal_pairs(Sq, Skv) / (Sq * Skv)``.
+
     FLOPs: QK^T 2*d and PV 2*d per (query, key) pair computed, per head (softmax's
-    ~5 FLOP/score not counted, matching FlopCounterMode; <1% at dh >= 128). Without masking
-    every one of Sq*Skv pairs is computed. With ``causal`` (a decoder's prefill) only the
-    unmasked pairs are (:func:`causal_pairs`: S(S+1)/2 for Sq = Skv = S, about half), which
-    is what a causal-aware kernel such as FlashAttention does, so the count stays a lower
-    bound. FlopCounterMode does NOT apply the mask: for ``scaled_dot_product_attention(...,
-    is_causal=True)`` it counts the full 4*B*H*Sq*Skv*dh, both through the fused kernels'
-    formula (``sdpa_flop``, "we aren't accounting for causal attention here") and through the
-    math path's two matmuls; that is this function's ``causal=False`` count, and the causal
-    count is it times ``causal_pairs(Sq, Skv) / (Sq * Skv)``.
+    ~5 FLOP/score not counted, matching FlopCounterMode; <1% at dh >= 128).
     Bytes: Q and O (B*H*Sq*dh each) and K, V (B*Hkv*Skv*dh each, GQA: KV heads, not query heads).
-    Unfused (three kernels: QK^T -> softmax -> PV) also writes the score matrix S, the softmax
-    reads S and writes P, and PV reads P: 4 passes over the B*H*(pairs) computed scores (a
-    masked kernel skips the masked block; a dense one moves more). Fused (flash) keeps scores
-    on chip: no score traffic, one kernel.
+    Unfused also writes the score matrix S, the softmax reads S and writes P, and PV reads P:
+    4 passes over all B*H*Sq*Skv scores (the mask, fused into the softmax at best, adds no
+    compulsory pass). Fused keeps scores on chip: no score traffic, one kernel.
     Compute: QK^T and PV multiply activations (Q, P) by the KV cache, so the math runs at
     ``precision.matmul_compute(kv_precision, precision)``.
     """
@@ -185,7 +199,10 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
         "V": batch * kvh * seq_kv * head_dim * _b(kvp, "kv_precision"),
         "O": batch * heads * seq_q * head_dim * a,
     }
-    pairs = causal_pairs(seq_q, seq_kv) if causal else seq_q * seq_kv
+    # only a fused (causal-aware) kernel skips masked pairs; the math path computes them all
+    pairs = causal_pairs(seq_q, seq_kv) if (causal and fused) else seq_q * seq_kv
+    if causal and not fused:
+        causal_pairs(seq_q, seq_kv)  # the same check of seq_q <= seq_kv either way
     if not fused:
         detail["scores (S write, S read, P write, P read)"] = 4.0 * batch * heads * pairs * a
     flops = 4.0 * batch * heads * pairs * head_dim
@@ -252,12 +269,14 @@ def _elementwise_op(key: str, arg: str = "op") -> Elementwise:
     return ELEMENTWISE[k]
 
 
+@finite_results
 def elementwise(op: str, n_elements, precision: str = "fp16") -> Cost:
     """One elementwise op as its own kernel: read inputs, write output (+ mask)."""
     _elementwise_op(op)  # named "op" in any message
     return elementwise_chain(n_elements, [op], precision=precision).kernels_costs[0]
 
 
+@finite_results
 def layernorm(tokens, d_model, precision: str = "fp16") -> Cost:
     """LayerNorm over ``tokens`` rows of ``d_model``: 8 FLOP/element; reads x, writes y,
     reads gamma and beta (2*d_model)."""
@@ -267,6 +286,7 @@ def layernorm(tokens, d_model, precision: str = "fp16") -> Cost:
     return Cost("LayerNorm", base.flops, sum(detail.values()), base.compute, 1, detail)
 
 
+@finite_results
 def rmsnorm(tokens, d_model, precision: str = "fp16") -> Cost:
     tokens, d_model = positive_int("tokens", tokens), positive_int("d_model", d_model)
     base = elementwise("rmsnorm", tokens * d_model, precision)
@@ -274,6 +294,7 @@ def rmsnorm(tokens, d_model, precision: str = "fp16") -> Cost:
     return Cost("RMSNorm", base.flops, sum(detail.values()), base.compute, 1, detail)
 
 
+@finite_results
 def softmax(rows, cols, precision: str = "fp16") -> Cost:
     rows, cols = positive_int("rows", rows), positive_int("cols", cols)
     return elementwise("softmax", rows * cols, precision).renamed("softmax")
@@ -299,6 +320,7 @@ class ChainCost:
 def contiguous_groups(n_ops: int, n_kernels: int) -> list[list[int]]:
     """Split ``n_ops`` ops into ``n_kernels`` contiguous groups as evenly as possible."""
     n_ops, n_kernels = positive_int("n_ops", n_ops), positive_int("n_kernels", n_kernels)
+    at_most("n_ops", n_ops, what="ops in a chain")
     if n_kernels > n_ops:
         raise ValueError(f"n_kernels={n_kernels} cannot exceed the number of ops ({n_ops})")
     sizes = [n_ops // n_kernels + (1 if i < n_ops % n_kernels else 0) for i in range(n_kernels)]
@@ -313,7 +335,7 @@ def chain_groups(groups, n_ops: int, *, arg: str = "groups") -> list[list[int]]:
     """``groups`` checked against a chain of ``n_ops`` ops (None: one kernel per op): lists of
     op indices, contiguous, in order, none empty, covering every op. ValueError naming ``arg``
     otherwise."""
-    n_ops = positive_int("n_ops", n_ops)
+    n_ops = at_most("n_ops", positive_int("n_ops", n_ops), what="ops in a chain")
     arg = text("arg", arg)
     if groups is None:
         return [[i] for i in range(n_ops)]
@@ -327,6 +349,7 @@ def chain_groups(groups, n_ops: int, *, arg: str = "groups") -> list[list[int]]:
     return [list(g) for g in groups]
 
 
+@finite_results
 def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[int]] | None = None,
                       precision: str = "fp16") -> ChainCost:
     """A chain of elementwise ops over a tensor of ``n_elements``, fused per ``groups``.
@@ -362,6 +385,7 @@ def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[
 
 # --- MLP ------------------------------------------------------------------------------------
 
+@finite_results
 def mlp(tokens, d_model, d_ff, precision: str = "fp16", *, gated: bool = False,
         backward: bool = False, input_requires_grad: bool = True,
         weight_precision: str | None = None, compute: str | None = None) -> Cost:

@@ -22,6 +22,7 @@ from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
 from labs.core.physics._deferred import numpy as _np
 from labs.core.physics._validate import (
+    finite_results,
     close_matches,
     flag,
     instance,
@@ -56,6 +57,7 @@ class ChainTiming:
         return max(by, key=by.get)
 
 
+@finite_results
 def chain_timing(n_elements, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                  precision: str = "fp16", *,
                  launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> ChainTiming:
@@ -72,6 +74,7 @@ def _ops(ops) -> list[str]:
     return [F._elementwise_op(o, "ops").key for o in sequence("ops", ops)]
 
 
+@finite_results
 def fusion_speedup(n_elements, hw, groups_before, groups_after,
                    ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16", *,
                    launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
@@ -83,6 +86,7 @@ def fusion_speedup(n_elements, hw, groups_before, groups_after,
     return before / chain_timing(n_elements, hw, groups_after, **kw).seconds
 
 
+@finite_results
 def chain_overhead_crossover(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                              precision: str = "fp16", *,
                              launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
@@ -220,6 +224,7 @@ def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> Tile
                    oc.smem_per_block_bytes, oc.register_bytes)
 
 
+@finite_results
 def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
                               precision: str = "fp16", *, kv_heads: int | None = None) -> float:
     """HBM traffic of tiled fused attention: Q read and O written once; each of the
@@ -232,6 +237,7 @@ def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
     return base.detail["Q"] + base.detail["O"] + passes * per_q_head_kv
 
 
+@finite_results
 def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
     """Two-level roofline: min(peak, AI_HBM x HBM bandwidth, AI_onchip x on-chip bandwidth)."""
     d = _hw.get(hw, arg="hw")
@@ -240,6 +246,7 @@ def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
                a2 * onchip(d).smem_bandwidth_gbs / 1e3)
 
 
+@finite_results
 def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") -> float:
     """Memory the unfused attention's score matrix occupies (it grows with S^2)."""
     return F.score_elements(batch, heads, seq_q, seq_kv) * _fmt.bytes_per_element(precision, arg="precision")
@@ -286,6 +293,7 @@ def kernel_tflops(timing: ChainTiming) -> tuple[float, ...]:
                  for k, t in zip(timing.chain.kernels_costs, timing.kernel_times))
 
 
+@finite_results
 def fusion_benefit(n_elements, hw, ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16",
                    *, launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
                    threshold: float = 1.05) -> str:
@@ -305,6 +313,7 @@ def fusion_benefit(n_elements, hw, ops: Sequence[str] = DEFAULT_CHAIN, precision
     return {R.OVERHEAD: BENEFIT_LAUNCHES, R.MEMORY: BENEFIT_BYTES}.get(regime, BENEFIT_NONE)
 
 
+@finite_results
 def attention_memory_terms(batch, heads, seq_len, head_dim, precision: str = "fp16", *,
                            fused: bool, kv_heads: int | None = None) -> dict[str, float]:
     """Device memory (bytes) one attention call needs at once: Q, K, V, O, and for the unfused
@@ -323,6 +332,7 @@ def attention_memory_terms(batch, heads, seq_len, head_dim, precision: str = "fp
     return terms
 
 
+@finite_results
 def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
                         kv_heads: int | None = None) -> int:
     """Longest sequence whose unfused attention fits in device memory (``memory_bytes``):
@@ -349,6 +359,7 @@ def onchip_roof_tflops(ai, hw, precision: str):
     return _np.minimum(R.peak_tflops(d, precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
 
 
+@finite_results
 def flash_onchip_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, block_kv,
                        precision: str = "fp16") -> float:
     """SIMPLIFIED shared-memory read traffic of tiled flash attention: for every (query tile,
@@ -395,6 +406,7 @@ class FlashRoofPoint:
         return "HBM bandwidth" if a == self.hbm_tflops else "on-chip bandwidth"
 
 
+@finite_results
 def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
                      precision: str = "fp16", *, kv_heads: int | None = None) -> FlashRoofPoint:
     """FLOPs, HBM bytes (``flash_attention_hbm_bytes``) and on-chip bytes
@@ -422,6 +434,7 @@ def largest_square_tile(head_dim, hw, precision: str = "fp16",
     return max(fitting) if fitting else None
 
 
+@finite_results
 def kernel_crossovers(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                       precision: str = "fp16", *,
                       launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US

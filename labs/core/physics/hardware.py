@@ -25,6 +25,7 @@ from labs.core.physics._validate import (
     mapping,
     one_of,
     positive,
+    require_finite,
     sequence,
     shown,
     text,
@@ -386,6 +387,21 @@ def custom(name: str, *, bandwidth_gbs: float, peaks: Mapping[str, float], memor
     memory_type, source = text("memory_type", memory_type), text("source", source)
     vec = "fp32" if vector_tflops is None else positive("vector_tflops", vector_tflops)
     key = (name if key is None else text("key", key)).lower().replace(" ", "-")
+    # every number the roofline derives from these must be finite and non-zero: bytes, B/s,
+    # FLOP/s, and each precision's ridge (peak / bandwidth)
+    bw_bytes = float(bandwidth_gbs) * 1e9
+    derived = {"memory bytes": float(memory_gb) * 1e9, "bandwidth (B/s)": bw_bytes}
+    rates = {**clean, **({} if isinstance(vec, str) else {"vector": vec})}
+    for p, v in rates.items():
+        derived[f"{p} peak (FLOP/s)"] = v * 1e12
+        derived[f"{p} ridge (FLOP/B)"] = v * 1e12 / bw_bytes
+    args = {"memory_gb": memory_gb, "bandwidth_gbs": bandwidth_gbs, "peaks": peaks,
+            "vector_tflops": vector_tflops}
+    require_finite(derived, args, "the device's " + next(
+        (k for k, v in derived.items() if not math.isfinite(v)), "numbers"))
+    tiny = next((k for k, v in derived.items() if v == 0.0), None)
+    if tiny:
+        require_finite({tiny: math.inf}, args, f"the device's {tiny}")
     return _dev(key, name, device_class, float(memory_gb), memory_type,
                 float(bandwidth_gbs), clean, source, vector=vec, mem_unit="GB")
 

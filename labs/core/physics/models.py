@@ -15,6 +15,7 @@ from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
 from labs.core.physics._validate import (
     close_matches,
+    finite_results,
     flag,
     fraction,
     one_of,
@@ -58,16 +59,36 @@ class ModelConfig:
         embed = self.vocab * self.d_model * (1 if self.tied_embeddings else 2)
         return self.layers * self.params_per_layer + embed + self.d_model
 
+    @finite_results
     def weight_bytes(self, precision: str = "bf16") -> float:
+        """Bytes every parameter takes in memory (the allocation, embedding table included)."""
         return self.params * _fmt.bytes_per_element(precision, arg="precision")
 
+    @finite_results
+    def weight_bytes_read(self, precision: str = "bf16", *, tokens: int = 1) -> float:
+        """Weight bytes one forward step READS for ``tokens`` tokens (``batch`` in decode,
+        ``batch x seq_len`` in prefill): every layer's weights, the final norm and the LM head
+        whole, but of an untied embedding table only the rows the tokens gather (at most
+        ``min(tokens, vocab)`` rows of ``d_model``). With a tied embedding the LM head reads
+        that table whole, so every parameter is read. Less than :meth:`weight_bytes` (the
+        allocation) by the table less its gathered rows when untied."""
+        tokens = positive_int("tokens", tokens)
+        b = _fmt.bytes_per_element(precision, arg="precision")
+        if self.tied_embeddings:
+            return self.params * b
+        table = self.vocab * self.d_model
+        return (self.params - table + min(tokens, self.vocab) * self.d_model) * b
+
+    @finite_results
     def kv_bytes_per_token(self, precision: str = "bf16") -> float:
         return 2 * self.layers * self.kv_heads * self.head_dim * _fmt.bytes_per_element(precision, arg="precision")
 
+    @finite_results
     def kv_cache_bytes(self, batch: int = 1, seq_len: int = 1, precision: str = "bf16") -> float:
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
         return self.kv_bytes_per_token(precision) * seq_len * batch
 
+    @finite_results
     def activation_bytes(self, batch: int, seq_len: int, precision: str = "bf16", *,
                          prefill_tokens: int | None = None) -> float:
         """Peak transient activations while serving. STATED ASSUMPTION: layers run one at a time
@@ -82,14 +103,16 @@ class ModelConfig:
         return chunk * per_token + batch * self.vocab * 4
 
     # --- per-layer operations --------------------------------------------------------------
+    @finite_results
     def layer_ops(self, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
                   weight_precision: str | None = None, kv_precision: str | None = None,
                   fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
         """The operations of one transformer layer. ``precision`` is the activations' format.
 
         prefill: ``seq_len`` new tokens per sequence attend causally to themselves
-        (seq_q = seq_kv, about half the score matrix is computed). decode: one new token per
-        sequence attends to ``seq_len`` cached tokens. The projections run at
+        (seq_q = seq_kv): a fused kernel (``fused_attention``) computes about half the score
+        matrix, the unfused math path all of it and masks afterwards (``formulas.attention``).
+        decode: one new token per sequence attends to ``seq_len`` cached tokens. The projections run at
         ``precision.matmul_compute(weights, activations)`` (``compute``, if given, must agree),
         attention at ``matmul_compute(kv, activations)``, norms and adds on the vector units.
         """
@@ -176,6 +199,7 @@ class MemoryBudget:
                 f"The largest term is {name} at {self.terms[name] / gb:.1f} GB.")
 
 
+@finite_results
 def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str = "bf16",
                   kv_precision: str = "bf16", act_precision: str = "bf16",
                   usable_fraction: float = 0.9) -> MemoryBudget:
@@ -195,6 +219,7 @@ def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str 
     })
 
 
+@finite_results
 def max_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
               kv_precision: str = "bf16", act_precision: str = "bf16",
               usable_fraction: float = 0.9) -> int:
@@ -217,11 +242,15 @@ def max_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
     return lo
 
 
+@finite_results
 def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
              weight_precision: str | None = None, kv_precision: str | None = None,
              fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
     """All ops of one forward step: every layer's ops x layers, plus the LM head (last position
-    of each sequence; the embedding lookup moves only the rows it needs and is ignored)."""
+    of each sequence). The embedding lookup gathers only one row per token (``batch`` rows of
+    ``d_model`` in decode, a few KB) and is left out; with a tied embedding the LM head is
+    that table and reads it whole, as it does here either way. So the weight bytes a step
+    reads are :meth:`ModelConfig.weight_bytes_read`, not the allocation ``weight_bytes``."""
     m = get(model, arg="model")
     per_layer = m.layer_ops(phase, batch, seq_len, precision, weight_precision=weight_precision,
                             kv_precision=kv_precision, fused_attention=fused_attention,
@@ -265,6 +294,7 @@ class StepBound:
         return "compute" if self.t_compute >= self.t_memory else "memory"
 
 
+@finite_results
 def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                weight_precision: str | None = None, kv_precision: str | None = None,
                compute: str | None = None, fused_attention: bool = True,
@@ -287,6 +317,7 @@ def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: st
 
 # --- Lab 2: where decode time goes, when the KV cache overflows -------------------------------
 
+@finite_results
 def oom_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
               kv_precision: str = "bf16", act_precision: str = "bf16",
               usable_fraction: float = 0.9) -> int:
@@ -320,6 +351,7 @@ def op_group(op_name: str) -> str:
     return OP_GROUPS[_OP_NAMES[name]]
 
 
+@finite_results
 def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
                        precision: str = "bf16", weight_precision: str | None = None,
                        kv_precision: str | None = None, compute: str | None = None,
@@ -345,6 +377,7 @@ def dominant_group(model, hw, phase: str = "decode", **kwargs) -> str:
     return max(shares, key=shares.get)
 
 
+@finite_results
 def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                  weight_precision: str | None = None, kv_precision: str | None = None,
                  compute: str | None = None) -> list[F.Cost]:
@@ -362,10 +395,9 @@ def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str 
                    name="QKV+O GEMMs")
     mlp = F.total([fused["gate, up projections"], fused["down projection"]], name="MLP GEMMs")
     attn_unfused = next(o for o in unfused if o.name.startswith("attention"))
-    # the softmax of the unfused path runs over the scores it computed (causal: the lower
-    # triangle in prefill; one query over the whole cache in decode)
-    scores = F.elementwise("softmax", int(batch) * m.heads * F.causal_pairs(sq, seq_len),
-                           precision)
+    # the softmax of the unfused path runs over every score QK^T computed: all Sq x Skv of
+    # them (the causal mask is applied to the full matrix, not skipped)
+    scores = F.elementwise("softmax", F.score_elements(batch, m.heads, sq, seq_len), precision)
     return [proj, mlp, fused["attention (fused)"], attn_unfused,
             scores.renamed("softmax (scores)"), fused["RMSNorm (attention)"].renamed("RMSNorm")]
 

@@ -22,6 +22,7 @@ from labs.core.physics._deferred import numpy as np
 
 from labs.core.physics import hardware as _hw
 from labs.core.physics._validate import (
+    finite_results,
     fraction,
     instance,
     mapping,
@@ -403,6 +404,7 @@ def fraction_of_roof(achieved_tflops, ai, hw, precision: str) -> float:
         attainable_tflops(_ai(ai, array=False), hw, precision))
 
 
+@finite_results
 def tiled_gemm_bytes(m, n, k, tile, bytes_per_element, *, weight_bytes=None,
                      out_bytes=None) -> float:
     """Main-memory bytes of C[M,N] = A[M,K] @ B[K,N] computed in T x T output tiles that keep

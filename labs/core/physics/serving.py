@@ -15,7 +15,7 @@ from labs.core.physics import hardware as _hw
 from labs.core.physics import models as _m
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics._validate import positive_int
+from labs.core.physics._validate import finite_results, positive_int
 
 get, memory_budget, step_bound, step_ops = _m.get, _m.memory_budget, _m.step_bound, _m.step_ops
 OP_GROUPS, op_group = _m.OP_GROUPS, _m.op_group
@@ -154,6 +154,7 @@ def _target(target) -> ServingTarget:
     return t
 
 
+@finite_results
 def check_design(target, hw, *, model, batch: int, seq_len: int,
                  weight_precision: str = "bf16", activation_precision: str = "bf16",
                  kv_precision: str = "bf16", compute: str | None = None,
@@ -220,6 +221,7 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
 
 # --- Lab 2's math peek: where decode's GEMMs cross the ridge, and why attention never does ---
 
+@finite_results
 def decode_gemm_ai(model, batch: int, *, weight_precision: str = "bf16",
                    activation_precision: str = "bf16") -> float:
     """AI of one decode step's weight GEMMs together (all projections and the LM head) at
@@ -233,6 +235,7 @@ def decode_gemm_ai(model, batch: int, *, weight_precision: str = "bf16",
     return sum(o.flops for o in gemms) / sum(o.bytes for o in gemms)
 
 
+@finite_results
 def critical_decode_batch(model, hw, *, weight_precision: str = "bf16",
                           activation_precision: str = "bf16") -> int:
     """The smallest batch at which decode's weight GEMMs reach the ridge of the precision they
@@ -257,6 +260,7 @@ def critical_decode_batch(model, hw, *, weight_precision: str = "bf16",
     return hi
 
 
+@finite_results
 def decode_attention_ai(model, batch: int, seq_len: int, *, kv_precision: str = "bf16",
                         activation_precision: str = "bf16") -> float:
     """AI of decode attention over the KV cache: every sequence reads its OWN cache, so the

@@ -20,7 +20,15 @@ from labs.core.physics import hardware as _hw
 from labs.core.physics import models as _models
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics._validate import mapping, non_negative, one_of, positive_int, shown, text
+from labs.core.physics._validate import (
+    finite_results,
+    mapping,
+    non_negative,
+    one_of,
+    positive_int,
+    shown,
+    text,
+)
 
 PHASES = ("prefill", "decode")
 #: "math": QK^T, softmax and PV as separate operators, KV heads repeated to the query heads
@@ -71,6 +79,7 @@ def storage(precision: str) -> str:
     return "fp32" if p == "tf32" else p
 
 
+@finite_results
 def memory_terms(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
                  context: int = 1024, precision: str = "fp32", attention: str = "math",
                  block: str = "decoder") -> dict[str, float]:
@@ -110,11 +119,13 @@ def memory_terms(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
     return {"weights": float(weights), "KV cache": float(kv), "activations": float(act)}
 
 
+@finite_results
 def memory_bytes(config=TINY_DECODER, **kwargs) -> float:
     """Total of :func:`memory_terms` (same keyword arguments)."""
     return sum(memory_terms(config, **kwargs).values())
 
 
+@finite_results
 def step_ops(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
              context: int = 1024, precision: str = "fp32",
              attention: str = "math") -> list[F.Cost]:
@@ -125,6 +136,7 @@ def step_ops(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
     return _models.step_ops(c, phase, batch, context, p, fused_attention=attention == "sdpa")
 
 
+@finite_results
 def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
                   context: int = 1024, precision: str = "fp32",
                   attention: str = "math") -> dict[str, float]:
@@ -142,6 +154,7 @@ def dominant_group(hw, config=TINY_DECODER, **kwargs) -> str:
     return max(t, key=t.get)
 
 
+@finite_results
 def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
                        context: int = 1024, precision: str = "fp32",
                        attention: str = "math") -> float:
@@ -160,6 +173,7 @@ def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch:
     return mem / total
 
 
+@finite_results
 def overhead_ratio_by_group(hw, config=TINY_DECODER, *,
                             launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
                             phase: str = "prefill", batch: int = 1, context: int = 1024,
@@ -187,6 +201,7 @@ def best_predicted_group(hw, config=TINY_DECODER, **kwargs) -> str:
     return min(r, key=r.get)
 
 
+@finite_results
 def step_seconds(hw, config=TINY_DECODER, **kwargs) -> float:
     """Predicted step time: the sum of every op's bound (ops run one after another)."""
     return sum(time_by_group(hw, config, **kwargs).values())
@@ -234,6 +249,7 @@ def changed(change: str, base: dict) -> dict:
     return new
 
 
+@finite_results
 def predicted_ratio(change: str, hw, base: dict, config=TINY_DECODER) -> float | None:
     """Roofline's new / old step time for one change, or None where the roofline cannot say
     (torch.compile's fusion depends on what the compiler fuses). ``base``: keyword arguments
