@@ -63,6 +63,7 @@ class Reference:
     item_id: str
     value: Any
     label: str | None = None  # the chosen option's text, for choice items
+    units: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ class Cell:
 
     def where(self) -> str:
         first = self.code.strip().splitlines()[0] if self.code.strip() else ""
+        if "\n" not in self.code.strip() and not self.code.startswith(("mo.", "_")) \
+                and self.code.endswith((".md", "(docstrings)")):
+            return first  # a text a student reads (student_texts)
         return f"cell {self.index} (`{first[:60]}`)"
 
 
@@ -216,9 +220,9 @@ def rendered_text(output: Any) -> tuple[str, list[list[str]]]:
     return flatten(data)
 
 
-def run_with_outputs(app: Any) -> tuple[dict, Any]:
-    """``app.run()`` keeping each output with its cell id (``run`` drops cells that did not
-    run, so its list cannot be matched to cells by position)."""
+def run_with_outputs(app: Any, defs: dict | None = None) -> tuple[dict, Any]:
+    """``app.run(defs=defs)`` keeping each output with its cell id (``run`` drops cells that did
+    not run, so its list cannot be matched to cells by position)."""
     captured: dict = {}
     flatten_outputs = app._flatten_outputs
 
@@ -228,10 +232,10 @@ def run_with_outputs(app: Any) -> tuple[dict, Any]:
 
     app._flatten_outputs = capture
     try:
-        _, defs = app.run()
+        _, out_defs = app.run(defs=defs) if defs else app.run()
     finally:
         del app._flatten_outputs
-    return captured, defs
+    return captured, out_defs
 
 
 def rendered_cells(app: Any, outputs: dict, *, scrub: Iterable[str] = ()) -> list[Cell]:
@@ -331,7 +335,27 @@ def _norm(text: str) -> str:
 _SENTENCE_END = re.compile(r"\n+|(?<=[.!?;])\s+")
 
 
-def find_leaks(cells: Iterable[Cell], references: Iterable[Reference]) -> list[Leak]:
+def text_renderings(value: float) -> set[str]:
+    """The renderings of ``value`` that count in prose (README, docs, docstrings): those with
+    three or more significant digits, and shorter ones only when they are the value itself
+    (within 0.2 %): "3.9" for 3.9 counts, "11" for 10.92 (a font size) does not."""
+    v = float(value)
+    out = set()
+    for text in numeric_renderings(v):
+        try:
+            as_number = float(re.sub(r"[,%]", "", text))
+        except ValueError:
+            out.add(text)  # scientific forms: kept
+            continue
+        if text.endswith("%"):
+            as_number /= 100
+        if _significant_digits(text) >= 3 or abs(as_number - v) <= 0.002 * abs(v):
+            out.add(text)
+    return out
+
+
+def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
+               renderings=numeric_renderings) -> list[Leak]:
     """Every occurrence of a reference answer in the cells' rendered text.
 
     A choice's fellow options (for its key phrase and the contrast rule) are those of the
@@ -351,7 +375,7 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference]) -> list[L
                     if phrase in s and not (others and all(o in s for o in others)):
                         leaks.append(Leak(cell, ref, phrase, sentence.strip()[:160]))
         elif isinstance(ref.value, (int, float)) and not isinstance(ref.value, bool):
-            for rendering in sorted(numeric_renderings(ref.value)):
+            for rendering in sorted(renderings(ref.value)):
                 pattern = _number_pattern(rendering)
                 for cell in cells:
                     m = pattern.search(cell.text)
@@ -364,3 +388,78 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference]) -> list[L
 
 def lab_files(root: Path) -> list[Path]:
     return sorted((root / "labs").glob("lab_*.py"))
+
+
+# --- the walk: each prediction in order, the instruments before it swept (issue 34.3) ---------
+
+_PREDICTION_CELL = re.compile(
+    r"(\w+_prediction)\s*=\s*get_\w+\(\)\s*or\s*\(?\s*(?:reveal\.reference|_reference)\(\s*"
+    r"(?:lab\s*,\s*)?[\"']([\w.]+)[\"']")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One prediction of a lab, in the lab's order: its item, the notebook variable that holds
+    the locked prediction (the gate), the cell that defines it, and its reference answer."""
+
+    item_id: str
+    variable: str
+    cell_id: Any
+    reference: "Reference"
+
+
+def prediction_steps(app: Any, references: Iterable["Reference"]) -> list[Step]:
+    """The lab's predictions in notebook order (the order a student meets them)."""
+    by_item = {r.item_id: r for r in references}
+    steps = []
+    for data in app._cell_manager.cell_data():
+        for variable, item in _PREDICTION_CELL.findall(data.code):
+            if item in by_item:
+                steps.append(Step(item, variable, data.cell_id, by_item[item]))
+    return steps
+
+
+def locked(ref: "Reference", units: str = "") -> Any:
+    """A student's locked prediction that holds the reference answer (what a student who
+    guessed right would have locked)."""
+    from labs.core import quiz
+
+    if ref.label is not None:
+        return quiz.Prediction(ref.item_id, ref.value, label=ref.label, answer_type="choice",
+                               confidence=3, reason="walk")
+    return quiz.Prediction(ref.item_id, ref.value, units=units or ref.units, confidence=3,
+                           reason="walk")
+
+
+# --- texts a student is sent to (issue 34.2) --------------------------------------------------
+
+
+def student_texts(root: Path) -> dict[str, str]:
+    """{name: text} of what a student reads outside the labs: README.md, every docs/**/*.md
+    (whatever exists), LABS_SPEC.md, and the docstrings of labs/core's public modules,
+    classes and functions (``help()`` and the API pages show them)."""
+    import ast
+
+    out = {}
+    for path in [root / "README.md", root / "LABS_SPEC.md",
+                 *sorted((root / "docs").rglob("*.md"))]:
+        if path.is_file():
+            out[str(path.relative_to(root))] = path.read_text(encoding="utf-8")
+    for path in sorted((root / "labs" / "core").rglob("*.py")):
+        if any(part.startswith("_") and part != "__init__.py" for part in path.parts[-1:]):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = [ast.get_docstring(tree) or ""]
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and not node.name.startswith("_"):
+                docs.append(ast.get_docstring(node) or "")
+        text = "\n\n".join(d for d in docs if d)
+        if text:
+            out[f"{path.relative_to(root)} (docstrings)"] = text
+    return out
+
+
+def text_cells(texts: dict[str, str]) -> list[Cell]:
+    """Each text as a :class:`Cell` for :func:`find_leaks` (its name in place of the code)."""
+    return [Cell(i, name, text) for i, (name, text) in enumerate(texts.items())]

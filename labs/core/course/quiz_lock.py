@@ -95,7 +95,7 @@ class _LockHandler:
 
     def preview(self, value: dict, prediction: Prediction) -> str | None:
         """What to say before a numeric lock whose stored value is not plainly what the student
-        typed ("5,5", "3.9 ms", "4k tokens"), or whose slider was never moved: "You are
+        typed ("5,5", "2.4 ms", "4k tokens"), or whose slider was never moved: "You are
         locking 5.5 ×" and that a second press locks it. None when nothing needs saying."""
         if self.answer_type != "numeric":
             return None

@@ -129,7 +129,7 @@ def verdict_kind(predicted: float, actual: float, *,
 def distinct_texts(predicted: float, actual: float,
                    fmt: Callable[[Any], str] | str | None = None) -> tuple[str, str]:
     """The two numbers as text, with enough significant digits that they differ when the
-    verdict is not "right" (0.60 against 0.595 reads "0.6" and "0.595", never "0.60" twice)."""
+    verdict is not "right" (0.80 against 0.795 reads "0.8" and "0.795", never "0.80" twice)."""
     p_text, a_text = format_value(predicted, fmt), format_value(actual, fmt)
     r = ratio_off(predicted, actual)
     if p_text != a_text or r is None or r < SPOT_ON_RATIO:

@@ -10,8 +10,8 @@ instead. It accepts:
 * a **decimal comma** where it cannot be a thousands separator: ``5,5`` is 5.5 and ``0,6`` is
   0.6. ``5,500`` could be either: it is read the one way that fits the box's range, and refused
   with a message when both fit. ``"5,5"`` is never read as 55;
-* the **units of the question**: ``2x`` in a ``×`` box, ``3.9 ms`` in an ``ms`` box (and
-  ``3900 µs``, converted), ``70%`` in a ``%`` box, ``4k tokens`` in a ``tokens`` box. A unit
+* the **units of the question**: ``2x`` in a ``×`` box, ``2.4 ms`` in an ``ms`` box (and
+  ``2400 µs``, converted), ``70%`` in a ``%`` box, ``4k tokens`` in a ``tokens`` box. A unit
   of another kind is refused with a message naming the box's unit.
 * In a ``%`` box, a number from 0 to 1 without ``%`` (``0.7``) is refused: it could be a
   fraction (70 %) or 0.7 %; the message says the box is in percent.
