@@ -441,6 +441,7 @@ def _(
     device_picker,
     format_picker,
     mo,
+    nvfp4_prediction,
     op_picker,
     quiz,
     size_k,
@@ -452,6 +453,13 @@ def _(
 ):
     mo.stop(weight_only_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the precision explorer."))
+    # the decode GEMV (or a GEMM of one row, the same thing) is Prediction 3's case: with
+    # 4-bit weights its rows answer it (issue 34.1)
+    mo.stop((op_picker.value == "gemv" or (op_picker.value == "gemm" and size_m.value == 1))
+            and nvfp4_prediction is None,
+            quiz.gate_notice("A decode GEMV (a GEMM with M = 1 is one) is Prediction 3's case "
+                             "(Part 3): lock Prediction 3 to explore it here. Larger M and the "
+                             "MLP are open."))
     explorer_shape = {
         "gemm": {"m": size_m.value, "n": size_n.value, "k": size_k.value},
         "gemv": {"n": size_n.value, "k": size_k.value},

@@ -17,6 +17,12 @@ What counts as a rendering (documented here so the rule, not today's wording, is
   ``8.9e2``, ``8.86 × 10^2``); a fraction below 1 also as a percentage. Thousands written
   LaTeX-style (``35{,}100``, ``35\\,100``) or with thin spaces count as separators. A match
   must stand alone as a number (no digit, letter or decimal part glued to it).
+* **A time or a size is not a count or a ratio**: a match followed by a time unit (``ms``,
+  ``µs``, ``s``) or a size (``GB``, ``MiB``, ``GB/s``) is not evidence for an answer of
+  another dimension ("one step ≥ 57 ms" does not answer "batch 57"), nor one followed by
+  ``%`` for an answer that is not a percentage; followed by any other unit (``FLOP/B``,
+  ``×``, none) it is. Numbers under figure styling keys (``size``, ``width``: a font size of
+  11) are not read.
 * **Trivially common numbers are not evidence**: a rendering with fewer than two significant
   digits (``1``, ``2``, ``0.5``, ``100``, ``3,000``) or whose value is a power of two (the
   labs' own shapes and sizes: 128, 4,096, ...) appears in any lab for other reasons, so it is
@@ -171,9 +177,17 @@ def _flatten_value(value: Any, pieces: list[str], options: list[list[str]]) -> N
         _flatten_json(value, pieces, options)
 
 
+#: Figure JSON keys whose numbers are styling (a font size of 11, a line width), not content.
+STYLE_KEYS = {"size", "width", "height", "opacity", "borderwidth", "tickangle", "standoff",
+              "pad", "l", "r", "t", "b", "zorder", "dtick", "tick0", "ticklen", "nticks",
+              "bgcolor", "gridwidth", "linewidth", "sizes"}
+
+
 def _flatten_json(obj: Any, pieces: list[str], options: list[list[str]]) -> None:
     if isinstance(obj, dict):
         for k, v in obj.items():
+            if k in STYLE_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool):
+                continue
             if k not in ("uid", "uuid", "id"):
                 _flatten_json(v, pieces, options)
     elif isinstance(obj, list):
@@ -335,6 +349,31 @@ def _norm(text: str) -> str:
 _SENTENCE_END = re.compile(r"\n+|(?<=[.!?;])\s+")
 
 
+_DIMENSIONS = {
+    "time": re.compile(r"\s?(?:ns|µs|μs|us|ms|s|sec|seconds?|minutes?|hours?)\b"),
+    "size": re.compile(r"\s?(?:[kKMGTP]i?B|bytes?|B)(?:/s)?(?![\w/])"),
+}
+
+
+def _dimension(units: str) -> str | None:
+    return next((d for d, p in _DIMENSIONS.items() if p.fullmatch(" " + units.strip())),
+                None) if units else None
+
+
+_PERCENT = re.compile(r"\s?%")
+
+
+def _other_dimension(after: str, ref_units: str) -> bool:
+    """True when the number is followed by a time or a size and the answer is not one: "57 ms"
+    is not an answer of 57 sequences (a ratio or a count stays evidence in any unit); and a
+    number followed by "%" is not an answer that is not a percentage (11 % is not 10.9 ×; a
+    fraction's own percentage form, "13.5%", is a rendering of its own)."""
+    mine = _dimension(ref_units)
+    if ref_units.strip() != "%" and _PERCENT.match(after):
+        return True
+    return any(p.match(after) for d, p in _DIMENSIONS.items() if d != mine)
+
+
 def text_renderings(value: float) -> set[str]:
     """The renderings of ``value`` that count in prose (README, docs, docstrings): those with
     three or more significant digits, and shorter ones only when they are the value itself
@@ -378,7 +417,8 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
             for rendering in sorted(renderings(ref.value)):
                 pattern = _number_pattern(rendering)
                 for cell in cells:
-                    m = pattern.search(cell.text)
+                    m = next((m for m in pattern.finditer(cell.text)
+                              if not _other_dimension(cell.text[m.end():], ref.units)), None)
                     if m:
                         a, b = max(0, m.start() - 70), m.end() + 70
                         leaks.append(Leak(cell, ref, rendering,
