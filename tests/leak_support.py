@@ -23,6 +23,9 @@ What counts as a rendering (documented here so the rule, not today's wording, is
   ``%`` for an answer that is not a percentage; followed by any other unit (``FLOP/B``,
   ``×``, none) it is. Numbers under figure styling keys (``size``, ``width``: a font size of
   11) are not read.
+* **Within the grader's tolerance**: the walk (issue 34.3) also reports any number written
+  with the answer's own unit (``2.4 ms``, ``1.3×``, ``70 %``, ``4,000 tokens``) that the
+  grader would count as correct (``find_leaks(..., tolerance=1.5)``).
 * **Trivially common numbers are not evidence**: a rendering with fewer than two significant
   digits (``1``, ``2``, ``0.5``, ``100``, ``3,000``) or whose value is a power of two (the
   labs' own shapes and sizes: 128, 4,096, ...) appears in any lab for other reasons, so it is
@@ -393,8 +396,33 @@ def text_renderings(value: float) -> set[str]:
     return out
 
 
+#: How a unit may be written after a number, per answer unit (lower case).
+_UNIT_WORDS = {"×": ("×", "x"), "%": ("%", " %", "percent"), "ms": (" ms", "ms"),
+               "tokens": (" tokens", " token"), "sequences": (" sequences", " sequence"),
+               "elements": (" elements", " element")}
+_ANY_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.,]\d)")
+
+
+def near_answers(text: str, ref: Reference, tolerance: float) -> list[tuple[str, int, int]]:
+    """Numbers in ``text`` written with the answer's unit ("2.4 ms", "1.3×", "70 %") that
+    the grader would count as correct (within ``tolerance`` as a ratio): (text, start, end)."""
+    words = _UNIT_WORDS.get(ref.units.strip())
+    if not words or not isinstance(ref.value, (int, float)) or ref.value <= 0:
+        return []
+    out = []
+    for m in _ANY_NUMBER.finditer(text):
+        after = text[m.end():m.end() + 12]
+        if not any(after.startswith(w) and not after[len(w):len(w) + 1].isalpha()
+                   for w in words):
+            continue
+        v = float((m.group(1) + (m.group(2) or "")).replace(",", ""))
+        if v > 0 and max(v / ref.value, ref.value / v) <= tolerance:
+            out.append((m.group(0), m.start(), m.end()))
+    return out
+
+
 def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
-               renderings=numeric_renderings) -> list[Leak]:
+               renderings=numeric_renderings, tolerance: float | None = None) -> list[Leak]:
     """Every occurrence of a reference answer in the cells' rendered text.
 
     A choice's fellow options (for its key phrase and the contrast rule) are those of the
@@ -423,6 +451,12 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
                         a, b = max(0, m.start() - 70), m.end() + 70
                         leaks.append(Leak(cell, ref, rendering,
                                           re.sub(r"\s+", " ", cell.text[a:b])))
+            if tolerance is not None:  # the answer's unit, a value the grader counts correct
+                for cell in cells:
+                    for shown, start, end in near_answers(cell.text, ref, tolerance)[:1]:
+                        a, b = max(0, start - 70), end + 70
+                        leaks.append(Leak(cell, ref, f"{shown} {ref.units} (within "
+                                          f"{tolerance:g}x)", re.sub(r"\s+", " ", cell.text[a:b])))
     return leaks
 
 

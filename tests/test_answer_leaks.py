@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.core import reveal
+from labs.core import quiz, reveal
 from leak_support import (Cell, Reference, find_leaks, flatten, key_phrase, lab_files, locked,
                           numeric_renderings, prediction_steps, rendered_cells, run_with_outputs,
                           student_texts, text_cells, text_renderings)
@@ -108,7 +108,8 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 def _leaks_at(app, outputs, env, refs) -> list:
-    return find_leaks(rendered_cells(app, outputs, scrub=[str(env), "ada"]), refs)
+    return find_leaks(rendered_cells(app, outputs, scrub=[str(env), "ada"]), refs,
+                      tolerance=quiz.GRADE_TOLERANCE)
 
 
 def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
@@ -281,6 +282,16 @@ def test_a_time_or_a_size_is_not_evidence_for_a_count_or_a_ratio():
     assert not find_leaks([_cell("<p>2.73 GB</p>")], ms)
     assert not find_leaks([_cell("<p>spread 11%</p>")], [Reference("x.s", 10.92, units="×")])
     assert find_leaks([_cell("<p>13.5%</p>")], [Reference("x.f", 0.13542)])
+
+
+def test_a_number_in_the_answers_unit_within_the_graders_tolerance_is_a_leak():
+    ms = [Reference("lab06.allreduce_ms", 2.73, units="ms")]
+    assert find_leaks([_cell("<p>the ring takes 3.6 ms</p>")], ms, tolerance=1.5)
+    assert not find_leaks([_cell("<p>the ring takes 4.2 ms</p>")], ms, tolerance=1.5)
+    assert not find_leaks([_cell("<p>the ring takes 3.6 ms</p>")], ms)  # exact search only
+    ratio = [Reference("x.r", 2.0, units="×")]
+    assert find_leaks([_cell("<p>fused: 2.6× faster</p>")], ratio, tolerance=1.5)
+    assert not find_leaks([_cell("<p>2.6 GB, 2.6 FLOP/B</p>")], ratio, tolerance=1.5)
 
 
 def test_figure_styling_numbers_are_not_content():
