@@ -793,8 +793,11 @@ def _(lab, nvfp4_prediction, quant_rows, quiz):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab, mo, nvfp4_prediction, quiz):
     # The labels stay fixed: a form rebuilt on every device change would drop typed text.
+    # Its question names the answer's reason ("close to the byte ratio, not 4×"): it waits
+    # for the lock (issue 34.1).
+    mo.stop(nvfp4_prediction is None)
     nvfp4_explain = quiz.explain_form(
         lab, "lab03.nvfp4_speedup",
         observe_label="What does the table show for NVFP4: its speedup over FP16, and the "

@@ -126,8 +126,11 @@ class _Flattener(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.pieces = pieces
         self.options = options
+        self.in_code = 0  # inside <script> or <style>: code, not text a student reads
 
     def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self.in_code += 1
         attrs = dict(attrs)
         if tag in _BLOCK_TAGS:
             self.pieces.append("\n")
@@ -143,11 +146,14 @@ class _Flattener(HTMLParser):
             self.pieces.append(" ")
 
     def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self.in_code = max(0, self.in_code - 1)
         if tag in _BLOCK_TAGS:
             self.pieces.append("\n")
 
     def handle_data(self, data):
-        self.pieces.append(data)
+        if not self.in_code:
+            self.pieces.append(data)
 
 
 def _option_labels(value: str) -> list[str]:

@@ -96,6 +96,13 @@ SCENARIO_ONLY = {"lab01.other_device"}
 #: names the leak. Remove an entry once its lab is fixed (xfail is not strict: a fixed lab
 #: passes).
 KNOWN_LEAKS: dict[str, str] = {
+    "lab_07_your_model": (
+        "issue 34.1, Lab 7 (being fixed by its helper): after Prediction 1 locks, the per-type "
+        "bars and the comparison show the weight GEMMs at 95 % of a batch-1 step's bound (and "
+        "at batch 64 attention at 67-73 %), within the grader's 1.5x of Prediction 3's answer "
+        "(lab07.memory_share, 100 % of the step in memory-bound operators); the 'AI ~ 2/b' "
+        "card and the legend 'memory-bound (measured, 147)' the issue names are derived and "
+        "not found by text search"),
     "lab_05_memory_hierarchy": (
         "issue 34.1, Lab 5 (being fixed by its helper): after Prediction 2 locks, Part 2's "
         "kernel table on the reference machine (machine picker) shows the tiled GEMM's traffic "
@@ -292,6 +299,13 @@ def test_a_number_in_the_answers_unit_within_the_graders_tolerance_is_a_leak():
     ratio = [Reference("x.r", 2.0, units="×")]
     assert find_leaks([_cell("<p>fused: 2.6× faster</p>")], ratio, tolerance=1.5)
     assert not find_leaks([_cell("<p>2.6 GB, 2.6 FLOP/B</p>")], ratio, tolerance=1.5)
+
+
+def test_script_and_style_text_is_not_content():
+    shown = ("<iframe srcdoc='<style>body{height:100%}</style><script>w = \"886\"</script>'>"
+             "</iframe>")
+    assert not find_leaks([_cell(shown)], [Reference("x.n", 886.3),
+                                           Reference("x.p", 100.0, units="%")], tolerance=1.5)
 
 
 def test_figure_styling_numbers_are_not_content():
