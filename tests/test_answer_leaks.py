@@ -78,6 +78,12 @@ def test_closed_lab_shows_no_reference_answer(lab_file, env):
 GRADED_SCENARIOS: dict[str, list[dict]] = {
     # Prediction 3 (256 x 8192 x 8192 bf16 on the H100): Part 1's explorer can be set to it
     "lab01.other_device": [{"m_slider": 256, "n_slider": 8192, "k_slider": 8192}],
+    # Prediction 2 (Llama-3-8B, bf16, 8,192 tokens on the H100 SXM: the batch that first runs
+    # out of memory): Part 1's explorer set to it, one batch below and at the answer
+    "lab02.oom_batch": [{"device_picker": "h100-sxm", "context_slider": 8192,
+                         "batch_box": "56"},
+                        {"device_picker": "h100-sxm", "context_slider": 8192,
+                         "batch_box": "57"}],
     # Prediction 3 (tiled GEMM, N = 8,192, register tile 64): Part 2's explorer set to it
     "lab05.tile_traffic": [
         {"kernel_picker": "tiled GEMM", "register_picker": 64, "size_slider": 8192,
@@ -91,6 +97,9 @@ GRADED_SCENARIOS: dict[str, list[dict]] = {
 #: regime badge's "memory-bound"): they are searched only in the runs of their own graded
 #: scenario (above), where that word is the answer.
 SCENARIO_ONLY = {"lab01.other_device"}
+#: What a graded scenario's run must not show (a verdict that answers a threshold question:
+#: "does not fit" one batch above the largest that fits gives the answer by bisection).
+SCENARIO_VERDICTS = {"lab02.oom_batch": ("does not fit",)}
 
 #: Leaks the walk finds in labs other helpers are fixing at the same time (issue 34.1); each
 #: names the leak. Remove an entry once its lab is fixed (xfail is not strict: a fixed lab
@@ -164,7 +173,14 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
             leaks = _leaks_at(app, outputs, env, refs)
             if not values:
                 opened = {c.index: _UUID.sub("", c.text) for c in rendered_cells(app, outputs)}
-            elif how.startswith("graded scenario") and step.item_id in SCENARIO_ONLY:
+            if how.startswith("graded scenario"):
+                shown = " ".join(c.text for c in rendered_cells(app, outputs)).lower()
+                for verdict in SCENARIO_VERDICTS.get(step.item_id, ()):
+                    if verdict in shown:
+                        found.setdefault((step.item_id, how, verdict), (
+                            f"locked {[s.item_id for s in steps[:k]]}, {how}",
+                            f"the verdict {verdict!r} is shown for {step.item_id}'s case"))
+            if how.startswith("graded scenario") and step.item_id in SCENARIO_ONLY:
                 # its word counts where the scenario changed what a cell shows
                 changed = [c for c in rendered_cells(app, outputs, scrub=[str(env), "ada"])
                            if _UUID.sub("", c.text) != opened.get(c.index)]
