@@ -339,7 +339,7 @@ def numeric_renderings(value: float) -> set[str]:
 def _number_pattern(rendering: str) -> re.Pattern:
     # Standing alone: no word character or "<digit>." / "<digit>," glued before, no word
     # character or decimal/thousands continuation after.
-    return re.compile(r"(?<![\w.])(?<!\d,)" + re.escape(rendering) + r"(?![\w])(?![.,]\d)")
+    return re.compile(r"(?<![\w.])(?<!\d,)(?<!\d:)" + re.escape(rendering) + r"(?![\w])(?![.,]\d)")
 
 
 def key_phrase(label: str, other_labels: Iterable[str] = ()) -> str:
