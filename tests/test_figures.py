@@ -410,3 +410,29 @@ def test_reexported_builders_load_on_first_use_and_are_the_modules_own():
             "print(sorted(m for m in sys.modules if m in %r))" % (sorted(fig.REEXPORTS),))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_two_level_roofline_labels_do_not_print_over_each_other():
+    """Issue 34.10 (Lab 4 Part 4): the on-chip point's label was fixed at "top left" and
+    printed over the HBM point's label ("flash · on-chip AIHBM AI")."""
+    from labs.core.ui import labelplace
+
+    fig = figures.hierarchical_roofline_figure(
+        ("h100-sxm", "fp16"), [figures.Point("unfused attention", 62),
+                               figures.Point("flash · HBM AI", 122, tflops=410)],
+        onchip_bandwidth_gbs=33_500, onchip_label="on-chip roof",
+        onchip_points=[figures.Point("flash · on-chip AI", 85, tflops=410)],
+        ai_range=(1, 1e4), height=440)
+    frame = labelplace.Frame((1, 1e4), tuple(10 ** v for v in fig.layout.yaxis.range),
+                             labelplace.plot_height_px(440))
+    boxes = []
+    for t in fig.data[1:]:
+        if t.mode and "text" in t.mode and t.text:
+            positions = [t.textposition] * len(t.x) if isinstance(t.textposition, str) \
+                else list(t.textposition)
+            for x, y, text, pos in zip(t.x, t.y, t.text, positions):
+                boxes.append(labelplace.text_box(*map(float, frame.px(x, y)), pos, text, 6))
+    assert len(boxes) == 3
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)

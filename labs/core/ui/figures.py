@@ -468,6 +468,11 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
             textposition="top left", name=html.escape(p.label),
             marker=dict(size=11, color=color, symbol="square"),
             hovertext=[_point_hover(p, [main])], hovertemplate="%{hovertext}<extra></extra>"))
+    y_range = layout.get("yaxis", {}).get("range")
+    if onchip_points and y_range:  # place every label again, the on-chip ones included, so
+        # that "flash · on-chip AI" and "flash · HBM AI" do not print over each other
+        _place_point_labels(data + traces, 1, labelplace.Frame(
+            (lo, hi), tuple(10 ** v for v in y_range), labelplace.plot_height_px(height)))
     return _figure(data + traces, layout)
 
 
