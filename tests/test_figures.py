@@ -436,3 +436,18 @@ def test_two_level_roofline_labels_do_not_print_over_each_other():
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+
+
+@pytest.mark.parametrize("values, labels", [
+    ((0.016, 17_000), ["0.01", "0.1", "1", "10", "100", "1,000", "10,000", "100,000"]),
+    ((1e-7, 0.05), ["10⁻⁷", "10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹"]),
+])
+def test_log_axis_labels_are_in_one_style(values, labels):
+    """Issue 34.10: plotly's SI labels mixed "100µ" with "0.001" and "10k" with "1000"."""
+    from labs.core.ui.charts import decade_ticks
+
+    assert decade_ticks(values)["ticktext"] == labels
+    fig = figures.loglog_lines_figure([("a", [values[0], values[1]], [values[0], values[1]],
+                                        "#000000", "solid")], title="t", x_title="x",
+                                      y_title="y")
+    assert list(fig.layout.yaxis.ticktext) == labels and fig.layout.yaxis.exponentformat is None
