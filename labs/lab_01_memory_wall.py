@@ -230,6 +230,7 @@ def _(POW2, SCENARIO, mo):
 
 @app.cell
 def _(
+    OVERLAY_SCENARIO,
     PICK_PRECISION,
     SHRINK_GEMM,
     device_picker,
@@ -238,6 +239,7 @@ def _(
     m_slider,
     mo,
     n_slider,
+    other_device_prediction,
     precision_picker,
     quiz,
     roofline,
@@ -247,6 +249,14 @@ def _(
     mo.stop(which_roof_prediction is None,
             quiz.gate_notice("Lock prediction 1 to reveal the roofline instrument."))
     _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
+    # Prediction 3's GEMM on its datacenter GPU: this explorer would answer it (issue 34.1)
+    _o = OVERLAY_SCENARIO
+    mo.stop(other_device_prediction is None
+            and (_m, _n, _k, _p, device_picker.value)
+            == (_o["m"], _o["n"], _o["k"], _o["precision"], _o["datacenter"]),
+            quiz.gate_notice(f"{_m} × {_n:,} × {_k:,} in {_p} on this device is Prediction 3's "
+                             "GEMM: lock Prediction 3 (Part 3) to see it here, or move a "
+                             "slider."))
     try:
         gemm_cost = formulas.gemm(_m, _n, _k, _p)
         gemm_fraction = roofline.require_fits(

@@ -300,10 +300,29 @@ def _(DOMINANT_OPTIONS, DOMINANT_REF, get_dominant, hardware, lab, models, revea
 
 
 @app.cell
-def _(compute_error, controls, design, device, dominant_prediction, mo, models, quiz, style):
+def _(
+    OOM_REF,
+    compute_error,
+    controls,
+    design,
+    device,
+    dominant_prediction,
+    mo,
+    models,
+    oom_prediction,
+    quiz,
+    style,
+):
     mo.stop(dominant_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the roofline of a layer."))
     mo.stop(compute_error is not None, controls)  # the controls show the message
+    # Prediction 2's case: stepping the batch here would find its answer (issue 34.1)
+    mo.stop(oom_prediction is None and (device, design["model"], design["seq_len"],
+                                        design["weight_precision"], design["kv_precision"])
+            == (OOM_REF["hw"], OOM_REF["model"], OOM_REF["seq_len"], "bf16", "bf16"),
+            mo.vstack([controls, quiz.gate_notice(
+                "This is Prediction 2's case (Part 2): lock Prediction 2 to see this design "
+                "here, or change the device, the context or a format.")]))
     # core's step functions take the activations' format as ``precision``
     _kw = {"batch": design["batch"], "seq_len": design["seq_len"],
            "precision": design["activation_precision"],

@@ -441,6 +441,7 @@ def _(
     device_picker,
     format_picker,
     mo,
+    nvfp4_prediction,
     op_picker,
     quiz,
     size_k,
@@ -452,6 +453,13 @@ def _(
 ):
     mo.stop(weight_only_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the precision explorer."))
+    # the decode GEMV (or a GEMM of one row, the same thing) is Prediction 3's case: with
+    # 4-bit weights its rows answer it (issue 34.1)
+    mo.stop((op_picker.value == "gemv" or (op_picker.value == "gemm" and size_m.value == 1))
+            and nvfp4_prediction is None,
+            quiz.gate_notice("A decode GEMV (a GEMM with M = 1 is one) is Prediction 3's case "
+                             "(Part 3): lock Prediction 3 to explore it here. Larger M and the "
+                             "MLP are open."))
     explorer_shape = {
         "gemm": {"m": size_m.value, "n": size_n.value, "k": size_k.value},
         "gemv": {"n": size_n.value, "k": size_k.value},
@@ -785,8 +793,11 @@ def _(lab, nvfp4_prediction, quant_rows, quiz):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab, mo, nvfp4_prediction, quiz):
     # The labels stay fixed: a form rebuilt on every device change would drop typed text.
+    # Its question names the answer's reason ("close to the byte ratio, not 4×"): it waits
+    # for the lock (issue 34.1).
+    mo.stop(nvfp4_prediction is None)
     nvfp4_explain = quiz.explain_form(
         lab, "lab03.nvfp4_speedup",
         observe_label="What does the table show for NVFP4: its speedup over FP16, and the "

@@ -17,6 +17,15 @@ What counts as a rendering (documented here so the rule, not today's wording, is
   ``8.9e2``, ``8.86 × 10^2``); a fraction below 1 also as a percentage. Thousands written
   LaTeX-style (``35{,}100``, ``35\\,100``) or with thin spaces count as separators. A match
   must stand alone as a number (no digit, letter or decimal part glued to it).
+* **A time or a size is not a count or a ratio**: a match followed by a time unit (``ms``,
+  ``µs``, ``s``) or a size (``GB``, ``MiB``, ``GB/s``) is not evidence for an answer of
+  another dimension ("one step ≥ 57 ms" does not answer "batch 57"), nor one followed by
+  ``%`` for an answer that is not a percentage; followed by any other unit (``FLOP/B``,
+  ``×``, none) it is. Numbers under figure styling keys (``size``, ``width``: a font size of
+  11) are not read.
+* **Within the grader's tolerance**: the walk (issue 34.3) also reports any number written
+  with the answer's own unit (``2.4 ms``, ``1.3×``, ``70 %``, ``4,000 tokens``) that the
+  grader would count as correct (``find_leaks(..., tolerance=1.5)``).
 * **Trivially common numbers are not evidence**: a rendering with fewer than two significant
   digits (``1``, ``2``, ``0.5``, ``100``, ``3,000``) or whose value is a power of two (the
   labs' own shapes and sizes: 128, 4,096, ...) appears in any lab for other reasons, so it is
@@ -63,6 +72,7 @@ class Reference:
     item_id: str
     value: Any
     label: str | None = None  # the chosen option's text, for choice items
+    units: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,9 @@ class Cell:
 
     def where(self) -> str:
         first = self.code.strip().splitlines()[0] if self.code.strip() else ""
+        if "\n" not in self.code.strip() and not self.code.startswith(("mo.", "_")) \
+                and self.code.endswith((".md", "(docstrings)")):
+            return first  # a text a student reads (student_texts)
         return f"cell {self.index} (`{first[:60]}`)"
 
 
@@ -113,8 +126,11 @@ class _Flattener(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.pieces = pieces
         self.options = options
+        self.in_code = 0  # inside <script> or <style>: code, not text a student reads
 
     def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self.in_code += 1
         attrs = dict(attrs)
         if tag in _BLOCK_TAGS:
             self.pieces.append("\n")
@@ -130,11 +146,14 @@ class _Flattener(HTMLParser):
             self.pieces.append(" ")
 
     def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self.in_code = max(0, self.in_code - 1)
         if tag in _BLOCK_TAGS:
             self.pieces.append("\n")
 
     def handle_data(self, data):
-        self.pieces.append(data)
+        if not self.in_code:
+            self.pieces.append(data)
 
 
 def _option_labels(value: str) -> list[str]:
@@ -167,9 +186,17 @@ def _flatten_value(value: Any, pieces: list[str], options: list[list[str]]) -> N
         _flatten_json(value, pieces, options)
 
 
+#: Figure JSON keys whose numbers are styling (a font size of 11, a line width), not content.
+STYLE_KEYS = {"size", "width", "height", "opacity", "borderwidth", "tickangle", "standoff",
+              "pad", "l", "r", "t", "b", "zorder", "dtick", "tick0", "ticklen", "nticks",
+              "bgcolor", "gridwidth", "linewidth", "sizes"}
+
+
 def _flatten_json(obj: Any, pieces: list[str], options: list[list[str]]) -> None:
     if isinstance(obj, dict):
         for k, v in obj.items():
+            if k in STYLE_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool):
+                continue
             if k not in ("uid", "uuid", "id"):
                 _flatten_json(v, pieces, options)
     elif isinstance(obj, list):
@@ -216,9 +243,9 @@ def rendered_text(output: Any) -> tuple[str, list[list[str]]]:
     return flatten(data)
 
 
-def run_with_outputs(app: Any) -> tuple[dict, Any]:
-    """``app.run()`` keeping each output with its cell id (``run`` drops cells that did not
-    run, so its list cannot be matched to cells by position)."""
+def run_with_outputs(app: Any, defs: dict | None = None) -> tuple[dict, Any]:
+    """``app.run(defs=defs)`` keeping each output with its cell id (``run`` drops cells that did
+    not run, so its list cannot be matched to cells by position)."""
     captured: dict = {}
     flatten_outputs = app._flatten_outputs
 
@@ -228,10 +255,10 @@ def run_with_outputs(app: Any) -> tuple[dict, Any]:
 
     app._flatten_outputs = capture
     try:
-        _, defs = app.run()
+        _, out_defs = app.run(defs=defs) if defs else app.run()
     finally:
         del app._flatten_outputs
-    return captured, defs
+    return captured, out_defs
 
 
 def rendered_cells(app: Any, outputs: dict, *, scrub: Iterable[str] = ()) -> list[Cell]:
@@ -312,7 +339,7 @@ def numeric_renderings(value: float) -> set[str]:
 def _number_pattern(rendering: str) -> re.Pattern:
     # Standing alone: no word character or "<digit>." / "<digit>," glued before, no word
     # character or decimal/thousands continuation after.
-    return re.compile(r"(?<![\w.])(?<!\d,)" + re.escape(rendering) + r"(?![\w])(?![.,]\d)")
+    return re.compile(r"(?<![\w.])(?<!\d,)(?<!\d:)" + re.escape(rendering) + r"(?![\w])(?![.,]\d)")
 
 
 def key_phrase(label: str, other_labels: Iterable[str] = ()) -> str:
@@ -331,7 +358,77 @@ def _norm(text: str) -> str:
 _SENTENCE_END = re.compile(r"\n+|(?<=[.!?;])\s+")
 
 
-def find_leaks(cells: Iterable[Cell], references: Iterable[Reference]) -> list[Leak]:
+_DIMENSIONS = {
+    "time": re.compile(r"\s?(?:ns|µs|μs|us|ms|s|sec|seconds?|minutes?|hours?)\b"),
+    "size": re.compile(r"\s?(?:[kKMGTP]i?B|bytes?|B)(?:/s)?(?![\w/])"),
+}
+
+
+def _dimension(units: str) -> str | None:
+    return next((d for d, p in _DIMENSIONS.items() if p.fullmatch(" " + units.strip())),
+                None) if units else None
+
+
+_PERCENT = re.compile(r"\s?%")
+
+
+def _other_dimension(after: str, ref_units: str) -> bool:
+    """True when the number is followed by a time or a size and the answer is not one: "57 ms"
+    is not an answer of 57 sequences (a ratio or a count stays evidence in any unit); and a
+    number followed by "%" is not an answer that is not a percentage (11 % is not 10.9 ×; a
+    fraction's own percentage form, "13.5%", is a rendering of its own)."""
+    mine = _dimension(ref_units)
+    if ref_units.strip() != "%" and _PERCENT.match(after):
+        return True
+    return any(p.match(after) for d, p in _DIMENSIONS.items() if d != mine)
+
+
+def text_renderings(value: float) -> set[str]:
+    """The renderings of ``value`` that count in prose (README, docs, docstrings): those with
+    three or more significant digits, and shorter ones only when they are the value itself
+    (within 0.2 %): "3.9" for 3.9 counts, "11" for 10.92 (a font size) does not."""
+    v = float(value)
+    out = set()
+    for text in numeric_renderings(v):
+        try:
+            as_number = float(re.sub(r"[,%]", "", text))
+        except ValueError:
+            out.add(text)  # scientific forms: kept
+            continue
+        if text.endswith("%"):
+            as_number /= 100
+        if _significant_digits(text) >= 3 or abs(as_number - v) <= 0.002 * abs(v):
+            out.add(text)
+    return out
+
+
+#: How a unit may be written after a number, per answer unit (lower case).
+_UNIT_WORDS = {"×": ("×", "x"), "%": ("%", " %", "percent"), "ms": (" ms", "ms"),
+               "tokens": (" tokens", " token"), "sequences": (" sequences", " sequence"),
+               "elements": (" elements", " element")}
+_ANY_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.,]\d)")
+
+
+def near_answers(text: str, ref: Reference, tolerance: float) -> list[tuple[str, int, int]]:
+    """Numbers in ``text`` written with the answer's unit ("2.4 ms", "1.3×", "70 %") that
+    the grader would count as correct (within ``tolerance`` as a ratio): (text, start, end)."""
+    words = _UNIT_WORDS.get(ref.units.strip())
+    if not words or not isinstance(ref.value, (int, float)) or ref.value <= 0:
+        return []
+    out = []
+    for m in _ANY_NUMBER.finditer(text):
+        after = text[m.end():m.end() + 12]
+        if not any(after.startswith(w) and not after[len(w):len(w) + 1].isalpha()
+                   for w in words):
+            continue
+        v = float((m.group(1) + (m.group(2) or "")).replace(",", ""))
+        if v > 0 and max(v / ref.value, ref.value / v) <= tolerance:
+            out.append((m.group(0), m.start(), m.end()))
+    return out
+
+
+def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
+               renderings=numeric_renderings, tolerance: float | None = None) -> list[Leak]:
     """Every occurrence of a reference answer in the cells' rendered text.
 
     A choice's fellow options (for its key phrase and the contrast rule) are those of the
@@ -351,16 +448,98 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference]) -> list[L
                     if phrase in s and not (others and all(o in s for o in others)):
                         leaks.append(Leak(cell, ref, phrase, sentence.strip()[:160]))
         elif isinstance(ref.value, (int, float)) and not isinstance(ref.value, bool):
-            for rendering in sorted(numeric_renderings(ref.value)):
+            for rendering in sorted(renderings(ref.value)):
                 pattern = _number_pattern(rendering)
                 for cell in cells:
-                    m = pattern.search(cell.text)
+                    m = next((m for m in pattern.finditer(cell.text)
+                              if not _other_dimension(cell.text[m.end():], ref.units)), None)
                     if m:
                         a, b = max(0, m.start() - 70), m.end() + 70
                         leaks.append(Leak(cell, ref, rendering,
                                           re.sub(r"\s+", " ", cell.text[a:b])))
+            if tolerance is not None:  # the answer's unit, a value the grader counts correct
+                for cell in cells:
+                    for shown, start, end in near_answers(cell.text, ref, tolerance)[:1]:
+                        a, b = max(0, start - 70), end + 70
+                        leaks.append(Leak(cell, ref, f"{shown} {ref.units} (within "
+                                          f"{tolerance:g}x)", re.sub(r"\s+", " ", cell.text[a:b])))
     return leaks
 
 
 def lab_files(root: Path) -> list[Path]:
     return sorted((root / "labs").glob("lab_*.py"))
+
+
+# --- the walk: each prediction in order, the instruments before it swept (issue 34.3) ---------
+
+_PREDICTION_CELL = re.compile(
+    r"(\w+_prediction)\s*=\s*get_\w+\(\)\s*or\s*\(?\s*(?:reveal\.reference|_reference)\(\s*"
+    r"(?:lab\s*,\s*)?[\"']([\w.]+)[\"']")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One prediction of a lab, in the lab's order: its item, the notebook variable that holds
+    the locked prediction (the gate), the cell that defines it, and its reference answer."""
+
+    item_id: str
+    variable: str
+    cell_id: Any
+    reference: "Reference"
+
+
+def prediction_steps(app: Any, references: Iterable["Reference"]) -> list[Step]:
+    """The lab's predictions in notebook order (the order a student meets them)."""
+    by_item = {r.item_id: r for r in references}
+    steps = []
+    for data in app._cell_manager.cell_data():
+        for variable, item in _PREDICTION_CELL.findall(data.code):
+            if item in by_item:
+                steps.append(Step(item, variable, data.cell_id, by_item[item]))
+    return steps
+
+
+def locked(ref: "Reference", units: str = "") -> Any:
+    """A student's locked prediction that holds the reference answer (what a student who
+    guessed right would have locked)."""
+    from labs.core import quiz
+
+    if ref.label is not None:
+        return quiz.Prediction(ref.item_id, ref.value, label=ref.label, answer_type="choice",
+                               confidence=3, reason="walk")
+    return quiz.Prediction(ref.item_id, ref.value, units=units or ref.units, confidence=3,
+                           reason="walk")
+
+
+# --- texts a student is sent to (issue 34.2) --------------------------------------------------
+
+
+def student_texts(root: Path) -> dict[str, str]:
+    """{name: text} of what a student reads outside the labs: README.md, every docs/**/*.md
+    (whatever exists), LABS_SPEC.md, and the docstrings of labs/core's public modules,
+    classes and functions (``help()`` and the API pages show them)."""
+    import ast
+
+    out = {}
+    for path in [root / "README.md", root / "LABS_SPEC.md",
+                 *sorted((root / "docs").rglob("*.md"))]:
+        if path.is_file():
+            out[str(path.relative_to(root))] = path.read_text(encoding="utf-8")
+    for path in sorted((root / "labs" / "core").rglob("*.py")):
+        if any(part.startswith("_") and part != "__init__.py" for part in path.parts[-1:]):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = [ast.get_docstring(tree) or ""]
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and not node.name.startswith("_"):
+                docs.append(ast.get_docstring(node) or "")
+        text = "\n\n".join(d for d in docs if d)
+        if text:
+            out[f"{path.relative_to(root)} (docstrings)"] = text
+    return out
+
+
+def text_cells(texts: dict[str, str]) -> list[Cell]:
+    """Each text as a :class:`Cell` for :func:`find_leaks` (its name in place of the code)."""
+    return [Cell(i, name, text) for i, (name, text) in enumerate(texts.items())]

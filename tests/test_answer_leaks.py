@@ -10,14 +10,17 @@ without editing this file.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from labs.core import reveal
-from leak_support import (Cell, Reference, find_leaks, flatten, key_phrase, lab_files,
-                          numeric_renderings, rendered_cells, run_with_outputs)
+from labs.core import quiz, reveal
+from leak_support import (Cell, Reference, find_leaks, flatten, key_phrase, lab_files, locked,
+                          numeric_renderings, prediction_steps, rendered_cells, run_with_outputs,
+                          student_texts, text_cells, text_renderings)
 from notebook_support import load_app
+from widget_sweep import changed_defs, frontend_value, sample_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = lab_files(ROOT)
@@ -36,7 +39,8 @@ def collect_references(lab_file: Path, ledger_dir: Path) -> list[Reference]:
         if answer is not None:
             is_choice = getattr(answer, "answer_type", "numeric") == "choice"
             seen.append(Reference(answer.item_id, answer.value,
-                                  getattr(answer, "label", None) if is_choice else None))
+                                  getattr(answer, "label", None) if is_choice else None,
+                                  getattr(answer, "units", "") or ""))
         return answer
 
     with pytest.MonkeyPatch.context() as mp:
@@ -63,6 +67,191 @@ def test_closed_lab_shows_no_reference_answer(lab_file, env):
     leaks = find_leaks(cells, references)
     assert not leaks, (f"{lab_file.name}: {len(leaks)} answer(s) visible before their "
                        f"prediction ({len(items)} items checked):\n"
+                       + "\n".join(f"  - {leak}" for leak in leaks))
+
+
+# --- the walk: each prediction k with 1..k-1 locked and the open instruments swept (34.3) ----
+
+#: The exact graded scenario of a prediction, where widgets opened earlier can reach it: a lab's
+#: widget values (the values the lab reads: a slider's number, a dropdown's key), set together,
+#: while that prediction is still open. The walk's samples may miss a combination; these not.
+GRADED_SCENARIOS: dict[str, list[dict]] = {
+    # Prediction 3 (256 x 8192 x 8192 bf16 on the H100): Part 1's explorer can be set to it
+    "lab01.other_device": [{"m_slider": 256, "n_slider": 8192, "k_slider": 8192}],
+    # Prediction 2 (Llama-3-8B, bf16, 8,192 tokens on the H100 SXM: the batch that first runs
+    # out of memory): Part 1's explorer set to it, one batch below and at the answer
+    "lab02.oom_batch": [{"device_picker": "h100-sxm", "context_slider": 8192,
+                         "batch_box": "56"},
+                        {"device_picker": "h100-sxm", "context_slider": 8192,
+                         "batch_box": "57"}],
+    # Prediction 3 (tiled GEMM, N = 8,192, register tile 64): Part 2's explorer set to it
+    "lab05.tile_traffic": [
+        {"kernel_picker": "tiled GEMM", "register_picker": 64, "size_slider": 8192,
+         "tile_slider": 64},
+        {"kernel_picker": "tiled GEMM", "register_picker": 64, "size_slider": 8192,
+         "tile_slider": 128},
+    ],
+}
+
+#: Choice answers whose label is a word every instrument of the lab uses for other cases (a
+#: regime badge's "memory-bound"): they are searched only in the runs of their own graded
+#: scenario (above), where that word is the answer.
+SCENARIO_ONLY = {"lab01.other_device"}
+#: What a graded scenario's run must not show (a verdict that answers a threshold question:
+#: "does not fit" one batch above the largest that fits gives the answer by bisection).
+SCENARIO_VERDICTS = {"lab02.oom_batch": ("does not fit",)}
+
+#: Leaks the walk finds in labs other helpers are fixing at the same time (issue 34.1); each
+#: names the leak. Remove an entry once its lab is fixed (xfail is not strict: a fixed lab
+#: passes).
+KNOWN_LEAKS: dict[str, str] = {
+    "lab_07_your_model": (
+        "issue 34.1, Lab 7 (being fixed by its helper): after Prediction 1 locks, the per-type "
+        "bars and the comparison show the weight GEMMs at 95 % of a batch-1 step's bound (and "
+        "at batch 64 attention at 67-73 %), within the grader's 1.5x of Prediction 3's answer "
+        "(lab07.memory_share, 100 % of the step in memory-bound operators); the 'AI ~ 2/b' "
+        "card and the legend 'memory-bound (measured, 147)' the issue names are derived and "
+        "not found by text search"),
+    "lab_05_memory_hierarchy": (
+        "issue 34.1, Lab 5 (being fixed by its helper): after Prediction 2 locks, Part 2's "
+        "kernel table on the reference machine (machine picker) shows the tiled GEMM's traffic "
+        "ratio 1.99, Prediction 3's answer (lab05.tile_traffic), and Part 2's explorer reaches "
+        "Part 3's exact case (tiled GEMM, N = 8192, register tile 64, cache tile 64 -> 128)"),
+}
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # plotly divs
+
+
+def _leaks_at(app, outputs, env, refs) -> list:
+    return find_leaks(rendered_cells(app, outputs, scrub=[str(env), "ada"]), refs,
+                      tolerance=quiz.GRADE_TOLERANCE)
+
+
+def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
+    """Every leak found walking the lab in prediction order (see the module docstring), and the
+    number of runs it took. At step k the predictions before k are locked (with their
+    reference answers), and every widget whose cells depend on the newest lock (all widgets at
+    step 1) is swept over :func:`widget_sweep.sample_settings`; each run's rendered outputs are
+    searched for the answers of k and every later prediction (all still open)."""
+    references = collect_references(lab_file, env / "reveal-ledger")
+    app = load_app(lab_file, f"_{lab_file.stem}_walk")
+    steps = prediction_steps(app, references)
+    assert {s.item_id for s in steps} == {r.item_id for r in references}, (
+        f"{lab_file.name}: every reference answer needs its prediction cell "
+        "(`x_prediction = get_x() or reveal.reference(lab, \"item\", ...)`)")
+    _, closed = run_with_outputs(app)
+    graph = app._graph
+    cells = {d.cell_id: d for d in app._cell_manager.cell_data()}
+    owner = {name: cid for cid, d in cells.items() for name in d.cell.defs}
+    found: dict = {}
+    runs = 0
+    for k, step in enumerate(steps):
+        locks: dict = {}
+        for s in steps[:k]:
+            locks.update({n: closed[n] for n in cells[s.cell_id].cell.defs if n in closed})
+            locks[s.variable] = locked(s.reference)
+        refs = [s.reference for s in steps[k:] if s.item_id not in SCENARIO_ONLY]
+        outputs, base = run_with_outputs(app, locks)
+        runs += 1
+        trials = [("(as it opens)", {})]
+        newly = graph.descendants(steps[k - 1].cell_id) if k else None
+        for name, widget in base.items():
+            if name not in owner or name in locks or not sample_settings(widget):
+                continue
+            if newly is not None and not (graph.descendants(owner[name]) & newly):
+                continue  # its instruments do not change with the newest lock
+            trials += [(f"{name} = {v!r}", {name: v}) for v in sample_settings(widget)]
+        for scenario in GRADED_SCENARIOS.get(step.item_id, []):
+            if all(n in base for n in scenario):
+                trials.append((f"graded scenario {scenario}",
+                               {n: frontend_value(base[n], v) for n, v in scenario.items()}))
+        for how, values in trials:
+            if values:
+                outputs, _ = run_with_outputs(app, {**locks, **changed_defs(app, base, values)})
+                runs += 1
+            leaks = _leaks_at(app, outputs, env, refs)
+            if not values:
+                opened = {c.index: _UUID.sub("", c.text) for c in rendered_cells(app, outputs)}
+            if how.startswith("graded scenario"):
+                shown = " ".join(c.text for c in rendered_cells(app, outputs)).lower()
+                for verdict in SCENARIO_VERDICTS.get(step.item_id, ()):
+                    if verdict in shown:
+                        found.setdefault((step.item_id, how, verdict), (
+                            f"locked {[s.item_id for s in steps[:k]]}, {how}",
+                            f"the verdict {verdict!r} is shown for {step.item_id}'s case"))
+            if how.startswith("graded scenario") and step.item_id in SCENARIO_ONLY:
+                # its word counts where the scenario changed what a cell shows
+                changed = [c for c in rendered_cells(app, outputs, scrub=[str(env), "ada"])
+                           if _UUID.sub("", c.text) != opened.get(c.index)]
+                leaks += find_leaks(changed, [step.reference])
+            for leak in leaks:
+                key = (leak.reference.item_id, leak.cell.index, leak.rendering)
+                found.setdefault(key, (f"locked {[s.item_id for s in steps[:k]]}, {how}", leak))
+    return list(found.values()), runs
+
+
+def _walk_params():
+    out = []
+    for lab in LABS:
+        reason = KNOWN_LEAKS.get(lab.stem)
+        marks = [pytest.mark.xfail(strict=False, reason=reason)] if reason else []
+        out.append(pytest.param(lab, id=lab.stem, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("lab_file", _walk_params())
+def test_no_answer_is_reachable_before_its_lock(lab_file, env):
+    """Issue 34.3: for every prediction k, with 1..k-1 locked and every open instrument swept,
+    nothing visible shows k's reference answer (or a later one's)."""
+    leaks, runs = walk_lab(lab_file, env)
+    assert not leaks, (f"{lab_file.name}: {len(leaks)} answer(s) reachable before their lock "
+                       f"({runs} runs):\n"
+                       + "\n".join(f"  - [{how}] {leak}" for how, leak in leaks))
+
+
+# --- texts a student is sent to (issue 34.2) --------------------------------------------------
+
+#: Which texts each check reads: the README (being rewritten into docs/ at the same time), the
+#: docs site when it exists, LABS_SPEC, and labs/core's public docstrings.
+TEXT_GROUPS = {
+    "README.md": lambda name: name == "README.md",
+    "docs": lambda name: name.startswith("docs/"),
+    "LABS_SPEC.md": lambda name: name == "LABS_SPEC.md",
+    "labs/core docstrings": lambda name: name.endswith("(docstrings)"),
+}
+#: Texts that leak today and are being rewritten by someone else (not strict: passes once fixed).
+TEXT_XFAIL = {
+    "README.md": "issue 34.2: the README's API examples compute graded cases (Lab 6 Predictions "
+                 "1, 2, 5; Lab 5 Predictions 2, 5); it is being replaced by a docs site",
+}
+
+
+@pytest.fixture(scope="module")
+def graded_numbers(tmp_path_factory) -> list[Reference]:
+    """Every numeric reference answer of every lab (what the grader compares with), read from
+    the labs themselves in reveal mode, never typed here."""
+    out = []
+    for lab_file in LABS:
+        folder = tmp_path_factory.mktemp(f"{lab_file.stem}-reveal")
+        out += [r for r in collect_references(lab_file, folder)
+                if r.label is None and isinstance(r.value, (int, float))
+                and not isinstance(r.value, bool)]
+    return out
+
+
+@pytest.mark.parametrize("group", [
+    pytest.param(g, marks=[pytest.mark.xfail(strict=False, reason=TEXT_XFAIL[g])]
+                 if g in TEXT_XFAIL else []) for g in TEXT_GROUPS])
+def test_no_text_a_student_reads_contains_a_graded_answer(group, graded_numbers):
+    """Issue 34.2: README, docs, LABS_SPEC and labs/core's docstrings state no numeric reference
+    answer (in any of the renderings the lab test searches): their examples use other cases
+    than the graded ones."""
+    texts = {n: t for n, t in student_texts(ROOT).items() if TEXT_GROUPS[group](n)}
+    if not texts:
+        pytest.skip(f"no {group} in this checkout")
+    leaks = find_leaks(text_cells(texts), graded_numbers, renderings=text_renderings)
+    assert not leaks, (f"{group}: {len(leaks)} graded answer(s) stated:\n"
                        + "\n".join(f"  - {leak}" for leak in leaks))
 
 
@@ -102,6 +291,44 @@ def test_trivially_common_numbers_are_not_searched(value):
 def test_numbers_are_found_in_text_latex_and_nested_attributes(shown):
     refs = [Reference("lab01.n", 886.3), Reference("lab04.s", 35112)]
     assert find_leaks([_cell(shown)], refs)
+
+
+def test_a_time_or_a_size_is_not_evidence_for_a_count_or_a_ratio():
+    batch = [Reference("lab02.oom_batch", 57, units="sequences")]
+    assert not find_leaks([_cell("<p>one step ≥ 57 ms: 15.56 GB at 273 GB/s</p>")], batch)
+    assert not find_leaks([_cell("<p>57 GB/s</p>"), _cell("<p>57 MiB</p>")], batch)
+    assert find_leaks([_cell("<p>fits 57 sequences</p>")], batch)
+    speedup = [Reference("lab03.nvfp4_speedup", 3.551, units="×")]
+    assert find_leaks([_cell("<p>AI = 3.55 FLOP/B</p>")], speedup)  # a ratio in any unit
+    ms = [Reference("lab06.allreduce_ms", 2.73, units="ms")]
+    assert find_leaks([_cell("<p>takes 2.73 ms</p>")], ms)
+    assert not find_leaks([_cell("<p>2.73 GB</p>")], ms)
+    assert not find_leaks([_cell("<p>spread 11%</p>")], [Reference("x.s", 10.92, units="×")])
+    assert find_leaks([_cell("<p>13.5%</p>")], [Reference("x.f", 0.13542)])
+
+
+def test_a_number_in_the_answers_unit_within_the_graders_tolerance_is_a_leak():
+    ms = [Reference("lab06.allreduce_ms", 2.73, units="ms")]
+    assert find_leaks([_cell("<p>the ring takes 3.6 ms</p>")], ms, tolerance=1.5)
+    assert not find_leaks([_cell("<p>the ring takes 4.2 ms</p>")], ms, tolerance=1.5)
+    assert not find_leaks([_cell("<p>the ring takes 3.6 ms</p>")], ms)  # exact search only
+    ratio = [Reference("x.r", 2.0, units="×")]
+    assert find_leaks([_cell("<p>fused: 2.6× faster</p>")], ratio, tolerance=1.5)
+    assert not find_leaks([_cell("<p>2.6 GB, 2.6 FLOP/B</p>")], ratio, tolerance=1.5)
+
+
+def test_script_and_style_text_is_not_content():
+    shown = ("<iframe srcdoc='<style>body{height:100%}</style><script>w = \"886\"</script>'>"
+             "</iframe>")
+    assert not find_leaks([_cell(shown)], [Reference("x.n", 886.3),
+                                           Reference("x.p", 100.0, units="%")], tolerance=1.5)
+
+
+def test_figure_styling_numbers_are_not_content():
+    figure = json.dumps({"data": [{"y": [3], "marker": {"size": 11}}],
+                         "layout": {"font": {"size": 11}, "width": 886}})
+    shown = f"<marimo-plotly data-figure='{figure}'></marimo-plotly>"
+    assert not find_leaks([_cell(shown)], [Reference("x.n", 886.3), Reference("x.s", 10.92)])
 
 
 def test_numbers_are_found_in_figure_hover_text():

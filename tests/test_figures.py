@@ -530,3 +530,44 @@ def test_a_bar_chart_legend_names_every_bar_colour():
     with pytest.raises(ValueError, match="legend names no meaning"):
         figures.bar_figure(["a", "b"], [1, 2], colors=["memory", "compute"],
                            legend={"memory-bound": "memory"}, yaxis_title="x (s)")
+
+
+def test_two_level_roofline_labels_do_not_print_over_each_other():
+    """Issue 34.10 (Lab 4 Part 4): the on-chip point's label was fixed at "top left" and
+    printed over the HBM point's label ("flash · on-chip AIHBM AI")."""
+    from labs.core.ui import labelplace
+
+    fig = figures.hierarchical_roofline_figure(
+        ("h100-sxm", "fp16"), [figures.Point("unfused attention", 62),
+                               figures.Point("flash · HBM AI", 122, tflops=410)],
+        onchip_bandwidth_gbs=33_500, onchip_label="on-chip roof",
+        onchip_points=[figures.Point("flash · on-chip AI", 85, tflops=410)],
+        ai_range=(1, 1e4), height=440)
+    frame = labelplace.Frame((1, 1e4), tuple(10 ** v for v in fig.layout.yaxis.range),
+                             labelplace.plot_height_px(440))
+    boxes = []
+    for t in fig.data[1:]:
+        if t.mode and "text" in t.mode and t.text:
+            positions = [t.textposition] * len(t.x) if isinstance(t.textposition, str) \
+                else list(t.textposition)
+            for x, y, text, pos in zip(t.x, t.y, t.text, positions):
+                boxes.append(labelplace.text_box(*map(float, frame.px(x, y)), pos, text, 6))
+    assert len(boxes) == 3
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+
+
+@pytest.mark.parametrize("values, labels", [
+    ((0.016, 17_000), ["0.01", "0.1", "1", "10", "100", "1,000", "10,000", "100,000"]),
+    ((1e-7, 0.05), ["10⁻⁷", "10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹"]),
+])
+def test_log_axis_labels_are_in_one_style(values, labels):
+    """Issue 34.10: plotly's SI labels mixed "100µ" with "0.001" and "10k" with "1000"."""
+    from labs.core.ui.charts import decade_ticks
+
+    assert decade_ticks(values)["ticktext"] == labels
+    fig = figures.loglog_lines_figure([("a", [values[0], values[1]], [values[0], values[1]],
+                                        "#000000", "solid")], title="t", x_title="x",
+                                      y_title="y")
+    assert list(fig.layout.yaxis.ticktext) == labels and fig.layout.yaxis.exponentformat is None

@@ -53,8 +53,111 @@ def test_whole_numbers_come_back_as_int_and_shorthand_is_read():
     assert check_number("52", lo=1, hi=512, integer=True) == (52, None)
     assert check_number("3k", lo=1, hi=1e4, integer=True) == (3000, None)
     assert check_number("2.5", lo=0.5, hi=100) == (2.5, None)
-    assert parse_number("300,000") == 300000 and parse_number(True) is None
+    assert parse_number("1,000,000") == 1e6 and parse_number(True) is None
+    assert parse_number("300,000") is None  # 300000 or 300.0: the box's range decides
+    assert check_number("300,000", lo=1, hi=1e6) == (None, check_number(
+        "300,000", lo=1, hi=1e6)[1]) and check_number("300,000", lo=1000, hi=1e6) == (300000, None)
     assert quiz.parse_number is parse_number  # one reading rule for the forms too
+
+
+# --- issue 34.4: a decimal comma is read as one, never dropped --------------------------------
+
+
+@pytest.mark.parametrize("typed, lo, hi, integer, stored", [
+    ("5,5", 0.1, 100, False, 5.5),        # was 55: the comma was dropped
+    ("0,6", 0.01, 2, False, 0.6),         # was 6, refused as out of range
+    ("3,14159", 0.1, 100, False, 3.14159),
+    ("1234,5", 1, 1e4, False, 1234.5),
+    ("1,5k", 1, 1e4, True, 1500),
+    ("5,500", 0.1, 100, False, 5.5),      # 5500 is out of this range: only 5.5 fits
+    ("5,500", 128, 1e7, True, 5500),      # 5.5 is not a whole number: only 5500 fits
+    ("1,000,000", 1, 1e7, False, 1_000_000),
+    ("1,234.5", 1, 1e4, False, 1234.5),
+])
+def test_a_comma_is_read_the_one_way_that_fits(typed, lo, hi, integer, stored):
+    assert check_number(typed, lo=lo, hi=hi, integer=integer) == (stored, None)
+
+
+@pytest.mark.parametrize("typed, says", [
+    ("5,500", "thousands separator (5500) or a decimal comma (5.5)"),
+    ("1.234,5", "mixes a comma and a point"),
+    ("1,23,456", "groups of three"),
+    ("5,", "ends in a comma"),
+])
+def test_an_ambiguous_comma_is_refused_with_a_message(typed, says):
+    value, message = check_number(typed, lo=0.1, hi=1e4)
+    assert value is None and says in message
+
+
+# --- issue 34.5: the units of the question ----------------------------------------------------
+
+
+@pytest.mark.parametrize("typed, units, lo, hi, integer, stored", [
+    ("2x", "×", 0.1, 100, False, 2), ("2 ×", "×", 0.1, 100, False, 2),
+    ("2.5X", "×", 0.1, 100, False, 2.5),
+    ("3.9 ms", "ms", 0.001, 1e4, False, 3.9), ("1.1 ms", "ms", 0.001, 1e4, False, 1.1),
+    ("3900 µs", "ms", 0.001, 1e4, False, 3.9), ("0.5 s", "ms", 0.001, 1e4, False, 500),
+    ("70%", "%", 0, 100, False, 70), ("0.7 %", "%", 0, 100, False, 0.7),
+    ("4k tokens", "tokens", 1, 1e8, True, 4000), ("4k", "tokens", 1, 1e8, True, 4000),
+    ("64 sequences", "sequences", 1, 1000, True, 64),
+])
+def test_the_units_of_the_question_are_accepted_and_converted(typed, units, lo, hi, integer,
+                                                              stored):
+    assert check_number(typed, lo=lo, hi=hi, integer=integer, units=units) == (stored, None)
+
+
+@pytest.mark.parametrize("typed, units, says", [
+    ("4 GB", "ms", "this box is in ms"), ("2x", "ms", "this box is in ms"),
+    ("70%", "×", "this box is in ×"), ("3 ms", "", "plain number, without a unit"),
+    ("60%", "", "write 60% as 0.6"),
+])
+def test_another_unit_is_refused_naming_the_expected_one(typed, units, says):
+    value, message = check_number(typed, lo=0.001, hi=1e4, units=units)
+    assert value is None and says in message
+
+
+@pytest.mark.parametrize("typed", ["0.7", "1", "0,7"])
+def test_a_percent_box_says_its_scale_instead_of_taking_a_fraction(typed):
+    value, message = check_number(typed, lo=0, hi=100, units="%")
+    assert value is None and "this box is in percent" in message and "type 70" in message \
+        if typed != "1" else "type 100" in message
+
+
+# --- issue 34.4 / 34.6: the value is shown before a lock that could surprise ------------------
+
+
+def _handler(env, **kwargs):
+    from labs.core.course.quiz_session import LabSession
+
+    lab = LabSession("lab99", __file__)
+    locked: list = []
+    form = quiz.numeric_form(lab, "lab99.x", question="q", locked=None, on_lock=locked.append,
+                             **kwargs)
+    return form, form.roofline_item["handler"], locked
+
+
+def _raw(answer):
+    return {"answer": answer, "confidence": "3", "reason": "r"}
+
+
+def test_a_reread_number_is_shown_as_stored_before_it_locks(env):
+    form, handler, _ = _handler(env, units="×", lo=0.1, hi=100)
+    assert handler.validate(_raw("5.5")) is None  # typed as stored: nothing to say
+    first = handler.validate(_raw("5,5"))
+    assert first is not None and "You are locking 5.5 ×" in first and "again" in first
+    assert handler.validate(_raw("5,5")) is None  # the second press locks
+    assert "You are locking 2 ×" in handler.validate(_raw("2x"))
+    assert "You are locking 0.5 ×" in handler.validate(_raw("0,5"))  # another value: asks again
+
+
+def test_an_untouched_slider_needs_a_second_press(env):
+    form, handler, _ = _handler(env, units="×", lo=0.05, hi=20, log_scale=True)
+    start = handler.steps.index(handler.start)
+    first = handler.validate(_raw(start))
+    assert first is not None and "still where it started" in first
+    assert handler.validate(_raw(start)) is None
+    moved = start + 1
+    assert handler.validate(_raw(moved)) is None  # a value the student chose: no question
 
 
 @pytest.mark.parametrize("typed", ["0", "-5", "1e9", "abc", ""])

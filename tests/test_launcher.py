@@ -190,3 +190,47 @@ def test_launcher_serves_every_lab_and_stops_marimo_with_it(tmp_path):
         time.sleep(0.5)
     assert not _answers(base + "/health"), "marimo kept running after the launcher stopped"
     shutil.rmtree(tmp_path / "ws", ignore_errors=True)
+
+
+# --- issue 34.11: the same address after a restart; what to do without torch -----------------
+
+
+def test_a_workspace_keeps_its_port_and_token(tmp_path):
+    ws = tmp_path / "ws"
+    first = launcher.stable_address(ws)
+    again = launcher.stable_address(ws)
+    assert (again.port, again.token) == (first.port, first.token) and not again.notice
+    assert first.port == launcher.DEFAULT_PORT or first.notice  # the default, unless taken
+    kept = ws / launcher.STATE_DIR / launcher.SERVER_FILE
+    assert (kept.stat().st_mode & 0o077) == 0  # the token opens the student's labs
+    other = launcher.stable_address(tmp_path / "other")
+    assert other.token != first.token  # a token per workspace
+
+
+def test_a_taken_port_gives_way_to_the_next_free_one_and_says_so(tmp_path):
+    import socket
+
+    ws = tmp_path / "ws"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        address = launcher.stable_address(ws, requested=taken)
+        assert address.port != taken and f"Port {taken} is in use" in address.notice
+    assert launcher.stable_address(ws).port == address.port  # kept for next time
+
+
+def test_without_torch_the_start_gives_the_exact_cpu_command(monkeypatch):
+    import importlib.util
+
+    from labs.core.measure import device
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    notice = launcher.torch_notice()
+    command = launcher.torch_cpu_command()
+    assert command in notice and "--torch-backend=cpu" in command and sys.executable in command
+    assert "stop roofline-labs (Ctrl+C" in notice and "run roofline-labs again" in notice
+    assert command in device._NO_TORCH  # the lab's notice gives the same command
+    assert "stop roofline-labs" in device._NO_TORCH

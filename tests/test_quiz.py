@@ -103,10 +103,10 @@ def test_choice_lock_and_compare(env, app):
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"answer": "", "confidence": 3, "reason": "r"}, "as a number"),
-    ({"answer": "lots", "confidence": 3, "reason": "r"}, "as a number"),
-    ({"answer": "20000", "confidence": 3, "reason": "r"}, "between 1 and 10,000"),
-    ({"answer": "0.5", "confidence": 3, "reason": "r"}, "between 1 and 10,000"),
+    ({"answer": "", "confidence": 3, "reason": "r"}, "The box is empty"),
+    ({"answer": "lots", "confidence": 3, "reason": "r"}, "is not a number"),
+    ({"answer": "20000", "confidence": 3, "reason": "r"}, "from 1 to 10000 GB/s"),
+    ({"answer": "0.5", "confidence": 3, "reason": "r"}, "from 1 to 10000 GB/s"),
     ({"answer": "100", "confidence": None, "reason": "r"}, "confident"),
     ({"answer": "100", "confidence": 3, "reason": "  "}, "why"),
     ({"answer": "100", "confidence": 3, "reason": "x" * 300}, "one line"),
@@ -221,12 +221,15 @@ def test_locked_card_escapes_student_text(lab):
 
 
 @pytest.mark.parametrize("pred, actual, expect, kind", [
-    (300, 100, "off by 3× (too high)", "warn"),
-    (100, 300, "off by 3× (too low)", "warn"),
-    (110, 100, "off by 1.1× (too high)", "success"),
+    (300, 100, "off by 3× (too high)", "danger"),
+    (100, 300, "off by 3× (too low)", "danger"),
+    # issue 34.7: within the grader's 1.5x is "close" (≈), not a ✓ that reads as right
+    (110, 100, "close: off by 1.1× (too high), within the 1.5× graded as correct", "warn"),
+    (147, 100, "close: off by 1.47× (too high)", "warn"),
+    (151, 100, "off by 1.51× (too high)", "danger"),
     (1, 1000, "off by 1,000× (too low)", "danger"),
-    (886, 886, "spot on (within 0.5 %)", "success"),
-    (1000, 1004, "spot on (within 0.5 %)", "success"),
+    (886, 886, "✓ right (within 0.5 %)", "success"),
+    (1000, 1004, "✓ right (within 0.5 %)", "success"),
     (-5, 5, "off by 10", "warn"),
 ])
 def test_compare_numeric(pred, actual, expect, kind):
@@ -273,7 +276,7 @@ def test_log_scale_slider_locks_a_round_number(lab):
 
 def test_number_parsing_and_formatting():
     assert quiz.parse_number("3e5") == quiz.parse_number("300k") == quiz.parse_number(
-        "300,000") == 300000.0
+        "300,000,000") / 1000 == 300000.0
     assert quiz.parse_number("inf") is None and quiz.parse_number("1e999") is None
     assert quiz.parse_number(True) is None and quiz.parse_number("") is None
     assert [quiz.format_value(v) for v in (300000, 295.4, 0.01234, 1.5, 2e10, 0)] == [
@@ -433,12 +436,12 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
             page.get_by_text("student ada").wait_for()
             assert page.get_by_text("Instrument:").count() == 0  # the gate is closed
             # an out-of-range answer is refused with a message, not a traceback
-            page.get_by_placeholder("1 to 10,000").fill("20000")
+            page.get_by_placeholder("1 to 10000").fill("20000")
             page.get_by_text("4", exact=True).first.click()
             page.get_by_placeholder("one line: why do you expect this?").first.fill("HBM")
             page.get_by_role("button", name="Lock prediction").first.click()
-            page.get_by_text("between 1 and 10,000").wait_for()
-            page.get_by_placeholder("1 to 10,000").fill("3000")
+            page.get_by_text("from 1 to 10000 GB/s").wait_for()
+            page.get_by_placeholder("1 to 10000").fill("3000")
             page.get_by_role("button", name="Lock prediction").first.click()
             page.get_by_text("Instrument:").wait_for()
             page.get_by_text("Locked prediction").first.wait_for()
@@ -446,7 +449,7 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
             page.reload()
             page.get_by_text("Locked prediction").first.wait_for()
             page.get_by_text("Instrument:").wait_for()
-            page.get_by_text("off by 1.5× (too high)").wait_for()
+            page.get_by_text("close: off by 1.5× (too high)").wait_for()
             page.screenshot(path=str(tmp_path / "reloaded.png"), full_page=True)
             browser.close()
     finally:
@@ -468,9 +471,9 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
 
 
 @pytest.mark.parametrize("pred, actual, words", [
-    (886, 886, "spot on (within 0.5 %)"),
-    (1004, 1000, "spot on (within 0.5 %)"),
-    (1010, 1000, "off by 1.01× (too high)"),
+    (886, 886, "right (within 0.5 %)"),
+    (1004, 1000, "right (within 0.5 %)"),
+    (1010, 1000, "close: off by 1.01× (too high), within the 1.5× graded as correct"),
     (1, 1000, "off by 1,000× (too low)"),
     (0, 5, None), (-5, 5, None),
 ])
@@ -492,3 +495,20 @@ def test_ratio_off_is_the_one_rule_for_the_lab_the_grade_and_the_dashboard(pred,
     for module in (grading_score, classroom_data, classroom_synth):
         assert module.ratio_off is quiz.ratio_off
         assert not hasattr(module, "_ratio")
+
+
+def test_the_verdict_follows_the_graders_tolerance():
+    from labs.core.course.grading_config import Rubric
+    assert quiz.GRADE_TOLERANCE == Rubric().tolerance  # the lab's words and the grade agree
+
+
+@pytest.mark.parametrize("pred, actual, fmt, shown", [
+    (0.60, 0.595, ".2f", ("0.60", "0.59")),      # issue 34.7: never "0.60" against "0.60"
+    (0.6, 0.5951, None, ("0.6", "0.595")),
+    (1001, 1003, None, ("1,001", "1,003")),
+    (886, 886.2, None, ("886", "886")),          # right: the same text is honest
+])
+def test_numbers_shown_differ_when_the_verdict_is_not_right(pred, actual, fmt, shown):
+    assert quiz.distinct_texts(pred, actual, fmt) == shown
+    text = _html(quiz.compare(quiz.Prediction("lab01.x", pred), actual, fmt=fmt))
+    assert f"{shown[0]}" in text and f"{shown[1]}" in text

@@ -126,3 +126,69 @@ def failure_messages(lab_file: Path) -> dict[str, str]:
         for message in failures(outputs):
             seen.setdefault(message, how)
     return seen
+
+
+# --- the answer-leak walk (issue 34.3) --------------------------------------------------------
+
+_RADIO = type(mo.ui.radio(["a"]))
+_SWITCH = type(mo.ui.switch())
+_CHECKBOX = type(mo.ui.checkbox())
+
+
+def sample_settings(widget: Any) -> list:
+    """Frontend values that sample what ``widget`` can show: every option of a dropdown or
+    radio, none/some/all of a multiselect, five points of a slider (ends, quartiles), both
+    states of a switch, the ends and the middle of a course number box. Buttons, forms and
+    free text are not swept (a button starts a measurement; forms are the predictions)."""
+    from labs.core.ui.inputs import NumberBox
+
+    if isinstance(widget, (_DROPDOWN, _RADIO)):
+        return [[label] if isinstance(widget, _DROPDOWN) else label for label in widget.options]
+    if isinstance(widget, _MULTISELECT):
+        return settings(widget)
+    if isinstance(widget, _SLIDER):
+        args = widget._args.args
+        steps = args.get("steps")
+        if steps:
+            n = len(steps) - 1
+            return sorted({0, n // 4, n // 2, (3 * n) // 4, n})
+        lo, hi, step = args["start"], args["stop"], args.get("step") or 1
+        points = {lo, hi}
+        for q in (0.25, 0.5, 0.75):
+            points.add(lo + round((hi - lo) * q / step) * step)
+        return sorted(points)
+    if isinstance(widget, (_SWITCH, _CHECKBOX)):
+        return [True, False]
+    if isinstance(widget, NumberBox):
+        from labs.core.ui.numbers import plain
+        middle = (widget.lo * widget.hi) ** 0.5 if widget.lo > 0 else (widget.lo + widget.hi) / 2
+        return [plain(widget.lo), plain(middle), plain(widget.hi)]
+    return []
+
+
+def frontend_value(widget: Any, value: Any) -> Any:
+    """The frontend value that makes ``widget.value == value`` (a scenario is written in the
+    values a lab reads: a slider's number, a dropdown's key)."""
+    if isinstance(widget, _SLIDER):
+        steps = widget._args.args.get("steps")
+        return list(steps).index(value) if steps else value
+    if isinstance(widget, (_DROPDOWN, _RADIO)):
+        options = widget.options
+        label = value if value in options else next(k for k, v in options.items() if v == value)
+        return [label] if isinstance(widget, _DROPDOWN) else label
+    return value
+
+
+def changed_defs(app: Any, base: dict, values: dict) -> dict:
+    """``defs`` for ``app.run``: each widget in ``values`` (name -> frontend value) set as the
+    browser sets it, with the other names of its cell as they were."""
+    cells = {data.cell_id: data for data in app._cell_manager.cell_data()}
+    owner = {name: cid for cid, data in cells.items() for name in data.cell.defs}
+    defs: dict = {}
+    for name, value in values.items():
+        defs.update({other: base[other] for other in cells[owner[name]].cell.defs
+                     if other not in defs and other in base})
+        changed = copy.deepcopy(base[name])
+        changed._update(value)
+        defs[name] = changed
+    return defs

@@ -1,7 +1,9 @@
 """Typed numbers in a real browser (issue 18.4), light and dark: Lab 3's circuit-weight boxes
 refuse 0, -5 and 1e9 with a message and keep the last good weight; Lab 2's batch refuses 12.5
-(and 0) with a message, and its instrument keeps the last good batch.
-Screenshots: artifacts/browser/inputs-{lab03,lab02}-<theme>.png.
+(and 0) with a message, and its instrument keeps the last good batch. Issue 34.4-34.6: Lab 4's
+first prediction refuses "3.9 ms" (its box is in ×), reads "5,5" as 5.5 and says "You are
+locking 5.5 ×" before a second press locks it; Lab 3's untouched slider asks for a second press.
+Screenshots: artifacts/browser/inputs-{lab03,lab02,lab04-lock,lab03-slider}-<theme>.png.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAB2 = REPO / "labs" / "lab_02_design_challenge.py"
 LAB3 = REPO / "labs" / "lab_03_precision_rho.py"
+LAB4 = REPO / "labs" / "lab_04_fusion.py"
 
 
 def _env(tmp_path: Path, theme: str) -> dict:
@@ -76,3 +79,45 @@ def test_batch_takes_whole_numbers_and_the_instrument_keeps_the_last_good(page, 
             assert not any(f"batch {typed}," in f for f in figures(page))
         page.get_by_text("keeps the last accepted value").first.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / f"inputs-lab02-{theme}.png"))
+
+
+def _first_form(page):
+    form = page.locator("form").filter(has=page.get_by_role("button", name=LOCK)).first
+    form.wait_for(state="visible")
+    form.scroll_into_view_if_needed()
+    form.get_by_text("3", exact=True).first.click()
+    form.get_by_placeholder("one line: why do you expect this?").fill("fewer passes over HBM")
+    return form
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_decimal_comma_is_shown_as_stored_before_it_locks(page, artifacts, tmp_path, theme):
+    with marimo_run(LAB4, _env(tmp_path, theme)) as url:
+        page.goto(url)
+        form = _first_form(page)
+        box = form.get_by_role("textbox").first
+        box.fill("3.9 ms")
+        form.get_by_role("button", name=LOCK).click()
+        wait_until(page, lambda: _shows(page, "this box is in ×"), "the unit message")
+        box.fill("5,5")
+        form.get_by_role("button", name=LOCK).click()
+        wait_until(page, lambda: _shows(page, "You are locking 5.5 ×"), "the preview")
+        assert not _shows(page, "Locked prediction:")
+        page.screenshot(path=str(artifacts / f"inputs-lab04-lock-{theme}.png"))
+        form.get_by_role("button", name=LOCK).click()
+        wait_until(page, lambda: _shows(page, "Locked prediction:"), "the lock")
+        assert page.get_by_text("5.5 ×").count() > 0 and not _shows(page, "55 ×")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_an_untouched_slider_needs_a_deliberate_second_press(page, artifacts, tmp_path, theme):
+    with marimo_run(LAB3, _env(tmp_path, theme)) as url:
+        page.goto(url)
+        form = _first_form(page)
+        form.get_by_role("button", name=LOCK).click()
+        wait_until(page, lambda: _shows(page, "The slider is still where it started"),
+                   "the question")
+        assert not _shows(page, "Locked prediction:")
+        page.screenshot(path=str(artifacts / f"inputs-lab03-slider-{theme}.png"))
+        form.get_by_role("button", name=LOCK).click()
+        wait_until(page, lambda: _shows(page, "Locked prediction:"), "the lock")

@@ -41,7 +41,7 @@ CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
 
 
 def plain_number(value: Any, units: str = "") -> str:
-    """A number as people write it: ``35,100``, ``0.135``, ``1,234.5`` (up to 7 significant
+    """A number as people write it: ``35,100``, ``0.246``, ``1,234.5`` (up to 7 significant
     digits, thousands separated, never ``3.51e+04``), then the units. Beyond 10^15 or below
     10^-6 (never a sensible prediction) it reads ``1.2 × 10^20``. Anything else: ``str()``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -13,10 +13,17 @@ that waits for a prediction. The launcher instead
    precedence over the student's own marimo config (the labs run on open, widgets re-run the
    instruments, figures are never cut for size, the lab files are not auto-saved) and a style
    sheet that hides marimo's "Ancestor stopped" notice in the code view;
-3. starts ``marimo edit`` on the workspace (127.0.0.1, a fresh access token, no browser of its
-   own) and opens a local page listing the labs (title, time, goals) and saying where the
-   ledger lives; each link opens a lab in marimo's app view without the editor's panels
+3. starts ``marimo edit`` on the workspace (127.0.0.1, no browser of its own) at a **stable
+   address** (issue 34.11): the port and access token are kept in the workspace
+   (``.roofline/server.json``, readable by the student only), so a link or bookmark from an
+   earlier session works again after a restart. The port is :data:`DEFAULT_PORT` the first
+   time (or ``--port``); when it is taken, the next free one is used, said, and kept. Then it
+   opens a local page listing the labs (title, time, goals) and saying where the ledger lives;
+   each link opens a lab in marimo's app view without the editor's panels
    (``view-as=present&show-chrome=false``: outputs only; Ctrl/Cmd + . shows the code).
+4. without torch, says that nothing can be measured, the exact command that installs the CPU
+   build into this Python (:func:`torch_cpu_command`), and that restarting means stopping
+   ``roofline-labs`` (Ctrl+C) and starting it again.
 
 ``roofline-labs --no-browser`` prints the links instead of opening them. Ctrl+C stops marimo.
 """
@@ -47,6 +54,12 @@ from labs.core.course import ledger
 from labs.core.course.export_index import DEFAULT_LABS_DIR, discover_labs, read_lab_meta
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
+#: The port a workspace's server takes the first time (marimo's own default is 2718, which a
+#: student's other marimo session may hold); then the workspace keeps the one it used.
+DEFAULT_PORT = 27182
+#: How many ports after the kept one are tried before giving up on a stable address.
+PORT_TRIES = 20
+SERVER_FILE = "server.json"
 STATE_DIR = ".roofline"  # manifest, style sheet, index page (hidden from marimo's file list)
 EDITED_DIR = "edited"
 
@@ -223,7 +236,8 @@ waits until you lock a prediction. Work top to bottom.</p>
 <p>{html.escape(ledger_line)}</p>
 <p class="muted">Your copies of the labs are in <code>{html.escape(str(workspace))}</code>.
 These links work while <code>roofline-labs</code> runs in your terminal (Ctrl+C stops it; run it
-again to come back: your predictions are restored from the ledger). Curious how a lab works?
+again to come back: the same links work again, and your predictions are restored from the
+ledger). Curious how a lab works?
 Press Ctrl + . (Cmd + . on a Mac) in the lab to show its code, and again to hide it.</p>
 </body></html>
 """
@@ -242,6 +256,80 @@ def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass
+class Address:
+    """Where a workspace's server listens: its port, its access token, and what to tell the
+    student about it (a moved port), if anything."""
+
+    port: int
+    token: str
+    notice: str = ""
+
+
+def stable_address(workspace: Path, host: str = "127.0.0.1",
+                   requested: int | None = None) -> Address:
+    """The workspace's kept port and token (``.roofline/server.json``), so links from an
+    earlier session still work; the first time, :data:`DEFAULT_PORT` (or ``requested``) and a
+    new token. A kept port that is taken gives way to the next free one (said in ``notice``),
+    which is then kept. ``requested`` (``--port``) wins over the kept port."""
+    path = Path(workspace) / STATE_DIR / SERVER_FILE
+    try:
+        kept = json.loads(path.read_text("utf-8"))
+        kept = kept if isinstance(kept, dict) else {}
+    except (OSError, ValueError):
+        kept = {}
+    token = kept.get("token")
+    if not (isinstance(token, str) and len(token) >= 16 and token.replace("-", "").replace(
+            "_", "").isalnum()):
+        token = secrets.token_urlsafe(18)
+    wanted = kept.get("port")
+    wanted = requested or (wanted if isinstance(wanted, int) and 1024 <= wanted <= 65535
+                           else DEFAULT_PORT)
+    port, notice = wanted, ""
+    if not _port_is_free(host, wanted):
+        port = next((p for p in range(wanted + 1, min(wanted + 1 + PORT_TRIES, 65536))
+                     if _port_is_free(host, p)), None) or _free_port(host)
+        notice = (f"Port {wanted} is in use (roofline-labs may already be running in another "
+                  f"terminal: its links still work there). This session uses port {port}; "
+                  "the links below and the list of labs are up to date, and this port is "
+                  "kept for next time.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"port": port, "token": token}), encoding="utf-8")
+    os.chmod(path, 0o600)  # the token opens the student's labs
+    return Address(port, token, notice)
+
+
+def torch_cpu_command(python: str | None = None) -> str:
+    """The command that installs PyTorch's CPU build into this Python (uv's ``--torch-backend
+    cpu`` picks PyTorch's CPU wheels; plain ``pip install torch`` on Linux fetches the CUDA
+    build, gigabytes a CPU-only machine cannot use)."""
+    return (f'uv pip install --python "{python or sys.executable}" --torch-backend=cpu '
+            '"torch>=2.3"')
+
+
+def torch_notice() -> str | None:
+    """What to say at start when torch is missing (None when it is installed)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        return None
+    return ("torch is not installed: every lab works, but nothing can be measured on this "
+            "machine. To measure, install the CPU build of PyTorch into this Python:\n"
+            f"    python -m pip install uv && {torch_cpu_command()}\n"
+            "(with an NVIDIA GPU: python -m pip install torch). Then restart: stop "
+            "roofline-labs (Ctrl+C in this terminal) and run roofline-labs again; your links "
+            "and your locked predictions stay as they are.")
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -271,7 +359,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", type=Path, default=None,
                    help=f"folder for your copies of the labs (default: ${ENV_WORKSPACE} or "
                         "~/roofline-labs)")
-    p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=int, default=None,
+                   help=f"port on 127.0.0.1 (default: the one this workspace used last, "
+                        f"{DEFAULT_PORT} the first time; the next free one if it is taken)")
     p.add_argument("--no-browser", action="store_true",
                    help="print the links instead of opening a browser")
     p.add_argument("--timeout", type=float, default=120.0,
@@ -290,8 +380,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for line in ws.messages():
         print(line)
-    port = args.port or _free_port(host)
-    token = secrets.token_urlsafe(18)
+    address = stable_address(ws.path, host, args.port)
+    port, token = address.port, address.token
+    if address.notice:
+        print(address.notice)
+    notice = torch_notice()
+    if notice:
+        print(notice)
     base = f"http://{host}:{port}"
     # marimo's own banner would point the student at its file browser: keep its output in a
     # log, shown only if it fails.

@@ -46,12 +46,15 @@ from labs.core.course.quiz_lock import (  # noqa: F401
 )
 from labs.core.course.quiz_prediction import (  # noqa: F401
     CONFIDENCE_OPTIONS,
+    GRADE_TOLERANCE,
     MAX_REASON_CHARS,
     Prediction,
+    distinct_texts,
     format_value,
     parse_number,
     ratio_off,
     ratio_verdict,
+    verdict_kind,
 )
 from labs.core.course.quiz_session import (  # noqa: F401
     _MEMORY_LEDGERS,

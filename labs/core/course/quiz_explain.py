@@ -17,10 +17,12 @@ from labs.core.course.quiz_lock import gate_notice
 from labs.core.course.quiz_prediction import (
     Prediction,
     _with_units,
+    distinct_texts,
     format_value,
     parse_number,
     ratio_off,
     ratio_verdict,
+    verdict_kind,
 )
 from labs.core.course.quiz_session import LabSession
 from labs.core.course.quiz_status import _stack
@@ -52,15 +54,16 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
         p, a = parse_number(prediction.value), parse_number(actual)
         if a is None:
             raise ValueError(f"actual must be a finite number, got {actual!r}")
-        shown = _with_units(format_value(a, fmt), units)
-        predicted = _with_units(format_value(prediction.value, fmt), units or prediction.units)
         r = ratio_off(p, a) if p is not None else None
+        p_text, a_text = (distinct_texts(p, a, fmt) if r is not None
+                          else (format_value(prediction.value, fmt), format_value(a, fmt)))
+        shown = _with_units(a_text, units)
+        predicted = _with_units(p_text, units or prediction.units)
         if r is None:
             verdict, kind = (f"off by {_with_units(format_value(abs((p or 0) - a), fmt), units)}",
                              "warn")
-        else:
-            verdict = ratio_verdict(p, a)
-            kind = "ok" if r <= 1.5 else ("warn" if r <= 10 else "danger")
+        else:  # the grader's tolerance decides the words: right, close, or off by
+            verdict, kind = ratio_verdict(p, a), verdict_kind(p, a)
         out = style.comparison_callout(predicted, shown, verdict, kind, predicted_label=who)
         result = {"actual": a, "units": units, "ratio": r}
     if lab is not None:  # record what this student's instrument showed, once per value

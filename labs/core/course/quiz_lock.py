@@ -20,13 +20,11 @@ from labs.core.course.quiz_prediction import (
     CONFIDENCE_OPTIONS,
     MAX_REASON_CHARS,
     Prediction,
-    format_value,
-    parse_number,
 )
 from labs.core.course.quiz_session import LabSession
 from labs.core.course.quiz_status import _stack
 from labs.core.ui import style
-from labs.core.ui.numbers import check_number
+from labs.core.ui.numbers import as_stored, check_number, plain
 
 LOCK_LABEL = "Lock prediction"
 
@@ -78,6 +76,8 @@ class _LockHandler:
         self.lo, self.hi, self.options, self.steps, self.on_lock = lo, hi, options, steps, on_lock
         self.integer = integer
         self.last_error: str | None = None
+        self.start: Any = None  # a slider's starting value (locking it needs a second press)
+        self._previewed: Any = None  # the value the last "You are locking ..." named
 
     # raw = what the browser sends (text, slider index, option label); value = marimo's value
     def from_frontend(self, raw: Any) -> dict:
@@ -93,6 +93,27 @@ class _LockHandler:
                 "confidence": CONFIDENCE_OPTIONS.get(conf) if isinstance(conf, str) else None,
                 "_label": raw.get("answer") if self.options is not None else None}
 
+    def preview(self, value: dict, prediction: Prediction) -> str | None:
+        """What to say before a numeric lock whose stored value is not plainly what the student
+        typed ("5,5", "2.4 ms", "4k tokens"), or whose slider was never moved: "You are
+        locking 5.5 ×" and that a second press locks it. None when nothing needs saying."""
+        if self.answer_type != "numeric":
+            return None
+        stored = as_stored(prediction.value, self.units)
+        if self.steps is not None:
+            if prediction.value != self.start:
+                return None
+            message = (f"The slider is still where it started ({stored}). If {stored} is your "
+                       f"prediction, press “{LOCK_LABEL}” again to lock it; otherwise move "
+                       "the slider first.")
+        else:
+            typed = str(value.get("answer") or "").strip()
+            if typed == as_stored(prediction.value):
+                return None
+            message = (f"You are locking {stored} (you typed “{typed[:40]}”). Press "
+                       f"“{LOCK_LABEL}” again to lock it, or correct the box first.")
+        return message
+
     def check(self, value: Any) -> tuple[Prediction | None, str | None]:
         """(prediction, None) for a valid submission, else (None, message for the student)."""
         if not isinstance(value, dict):
@@ -106,18 +127,16 @@ class _LockHandler:
             if answer is None or label is None:
                 return None, "Choose one of the options."
         else:
-            number = parse_number(answer)
-            if number is None:
-                return None, ("Enter your prediction as a number (e.g. 300, 3e5 or 300k)."
-                              if answer in (None, "") or isinstance(answer, str)
-                              else "Enter a number.")
-            if not self.lo <= number <= self.hi:
-                return None, (f"Your prediction must be between {format_value(self.lo)} and "
-                              f"{format_value(self.hi)} {self.units}".rstrip() + ".")
-            if self.integer and number != int(number):  # a count: never rounded in silence
-                return None, check_number(answer, lo=self.lo, hi=self.hi, integer=True,
-                                          units=self.units)[1]
-            answer = int(number) if number == int(number) and abs(number) < 2**53 else number
+            if answer is None or isinstance(answer, bool) \
+                    or not isinstance(answer, (str, int, float)):
+                return None, "Enter your prediction as a number (e.g. 300, 3e5 or 300k)."
+            # one reading rule (labs.core.ui.numbers): decimal commas, the question's units,
+            # whole numbers for counts; out of range is refused, never clamped or rounded
+            number, error = check_number(answer, lo=self.lo, hi=self.hi, integer=self.integer,
+                                         units=self.units)
+            if error is not None:
+                return None, error
+            answer = number
         if not (isinstance(conf, int) and 1 <= conf <= 5) or isinstance(conf, bool):
             return None, "Choose how confident you are (1-5)."
         if not isinstance(reason, str) or not reason.strip():
@@ -129,8 +148,20 @@ class _LockHandler:
                           label=label, answer_type=self.answer_type), None
 
     def validate(self, raw: Any) -> str | None:
-        """The form's ``validate``: a message shown in the form instead of submitting."""
-        return self.check(self.from_frontend(raw))[1]
+        """The form's ``validate``: a message shown in the form instead of submitting. A
+        numeric answer whose stored value needs saying first (:meth:`preview`) is refused once
+        with "You are locking ..."; pressing again with the same value locks it."""
+        value = self.from_frontend(raw)
+        prediction, error = self.check(value)
+        if prediction is None:
+            self._previewed = None
+            return error
+        message = self.preview(value, prediction)
+        if message is None or self._previewed == prediction.value:
+            self._previewed = None
+            return None
+        self._previewed = prediction.value
+        return message
 
     def __call__(self, value: Any) -> None:
         if value is None:
@@ -190,10 +221,11 @@ def numeric_form(lab: LabSession, item_id: str, *, question: str, units: str, lo
     else:
         answer = mo.ui.text(
             value=str(locked.value) if locked is not None else "",
-            placeholder=f"{format_value(lo)} to {format_value(hi)}", disabled=disabled,
+            placeholder=f"{plain(lo)} to {plain(hi)}", disabled=disabled,
             label=f"Your prediction ({what})" if what else "Your prediction")
     handler = _LockHandler(lab, item_id, answer_type="numeric", units=units, lo=lo, hi=hi,
                            steps=steps, on_lock=on_lock, integer=integer)
+    handler.start = start if log_scale else None
     return _prediction_form(handler, answer, question, locked)
 
 

@@ -93,19 +93,63 @@ def ratio_off(predicted: Any, actual: Any) -> float | None:
     return max(r, 1 / r)
 
 
-#: A prediction this close (as a ratio) is called spot on, not "off by 1×".
+#: A prediction this close (as a ratio) is called right, not "off by 1×".
 SPOT_ON_RATIO = 1.005
+#: The grader's default tolerance (``grading_config.Rubric.tolerance``): a numeric prediction
+#: off by at most this factor is graded correct. The lab's words follow it (issue 34.7).
+GRADE_TOLERANCE = 1.5
 
 
-def ratio_verdict(predicted: float, actual: float) -> str | None:
-    """"spot on (within 0.5 %)" or "off by 3× (too high)": the words a lab's comparison and a
-    student's feedback page both use; None when a ratio means nothing."""
+def ratio_verdict(predicted: float, actual: float, *,
+                  tolerance: float = GRADE_TOLERANCE) -> str | None:
+    """The words a lab's comparison and a student's feedback page both use: "right (within
+    0.5 %)", "close: off by 1.47× (too high), within the 1.5× graded as correct", or "off by
+    3× (too high)"; None when a ratio means nothing."""
     r = ratio_off(predicted, actual)
     if r is None or not math.isfinite(r):
         return None
     if r < SPOT_ON_RATIO:
-        return "spot on (within 0.5 %)"
-    return f"off by {format_value(r)}× (too {'high' if predicted > actual else 'low'})"
+        return "right (within 0.5 %)"
+    off = f"off by {format_value(r)}× (too {'high' if predicted > actual else 'low'})"
+    if r <= tolerance:
+        return f"close: {off}, within the {format_value(tolerance)}× graded as correct"
+    return off
+
+
+def verdict_kind(predicted: float, actual: float, *,
+                 tolerance: float = GRADE_TOLERANCE) -> str:
+    """The callout kind that goes with :func:`ratio_verdict`: "ok" (✓) for right only,
+    "warn" (≈) for close, "danger" (✗) beyond the tolerance or when no ratio means anything."""
+    r = ratio_off(predicted, actual)
+    if r is None or not math.isfinite(r):
+        return "warn"
+    return "ok" if r < SPOT_ON_RATIO else ("warn" if r <= tolerance else "danger")
+
+
+def distinct_texts(predicted: float, actual: float,
+                   fmt: Callable[[Any], str] | str | None = None) -> tuple[str, str]:
+    """The two numbers as text, with enough significant digits that they differ when the
+    verdict is not "right" (0.80 against 0.795 reads "0.8" and "0.795", never "0.80" twice)."""
+    p_text, a_text = format_value(predicted, fmt), format_value(actual, fmt)
+    r = ratio_off(predicted, actual)
+    if p_text != a_text or r is None or r < SPOT_ON_RATIO:
+        return p_text, a_text
+    for sig in range(3, 10):
+        p_text, a_text = _sig(predicted, sig), _sig(actual, sig)
+        if p_text != a_text:
+            break
+    return p_text, a_text
+
+
+def _sig(v: float, sig: int) -> str:
+    v = float(v)
+    if v == 0:
+        return "0"
+    decimals = max(0, sig - 1 - math.floor(math.log10(abs(v))))
+    if abs(v) >= 1e9 or abs(v) < 1e-3:
+        return f"{v:.{sig}g}"
+    text = f"{v:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 # One reading rule for every number a student types (labs.core.ui.inputs).

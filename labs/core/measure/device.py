@@ -126,9 +126,14 @@ class DeviceInfo:
         return " · ".join(bits)
 
 
-_NO_TORCH = ("torch is not installed, so this machine cannot be measured. Install it with "
-             "pip install -e '.[live]' (on a CPU-only machine install the CPU build of torch "
-             "first) and restart the notebook.")
+#: The same command as ``launcher.torch_cpu_command`` (measure may not import course; a test
+#: checks that the two agree).
+_NO_TORCH = ("torch is not installed, so this machine cannot be measured. Install PyTorch's "
+             "CPU build into the Python that runs the labs: python -m pip install uv && "
+             'uv pip install --python "' + sys.executable + '" --torch-backend=cpu "torch>=2.3" '
+             "(with an NVIDIA GPU: python -m pip install torch). Then restart: stop "
+             "roofline-labs (Ctrl+C in its terminal) and run roofline-labs again (or stop and "
+             "start marimo if you opened the lab with marimo); your locked predictions stay.")
 _WASM = ("This notebook runs in the browser (WebAssembly), where torch cannot run, so nothing "
          "can be measured. Run the lab locally (pip install -e '.[live]', then marimo edit) to "
          "measure your own machine.")

@@ -208,6 +208,25 @@ def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
     return _figure(data, layout)
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def decade_ticks(values) -> dict:
+    """One tick per decade of a log axis, every label in one style (issue 34.10: plotly's SI
+    labels mixed "100µ" with "0.001" and "10k" with "1000"): plain numbers with thousands
+    separators ("0.01", "1", "10,000") when the decades run from 0.001 to 1,000,000, else
+    powers of ten for all ("10⁻⁷", "10⁻³", "10⁰")."""
+    vals = [float(v) for v in values if v is not None and np.isfinite(v) and v > 0]
+    if not vals:
+        return dict(dtick=1)
+    lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
+    decades = range(lo, hi + 1)
+    plain = lo >= -3 and hi <= 6
+    text = [(f"{10.0 ** e:,.{max(0, -e)}f}" if plain else f"10{str(e).translate(_SUPERSCRIPT)}")
+            for e in decades]
+    return dict(tickmode="array", tickvals=[10.0 ** e for e in decades], ticktext=text)
+
+
 def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(),
                         bands=(), x_ticks=None, y_ticks=None, height=400):
     """A log-log line chart (time vs size, traffic vs sequence length ...).
@@ -236,11 +255,12 @@ def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(
     notes += [dict(xref="x", yref="paper", x=np.log10((a * b) ** 0.5), y=0.97,
                    yanchor="top", text=f"<b>{lbl}</b>", showarrow=False,
                    font=dict(color=c, size=12)) for a, b, lbl, c in bands]
-    axis = dict(type="log", dtick=1, exponentformat="SI")
-    xaxis = dict(axis, title=dict(text=x_title))
+    xs = [v for _, x, _, _, _ in series for v in np.ravel(x)] + [m[1] for m in markers]
+    ys = [v for _, _, y, _, _ in series for v in np.ravel(y)] + [m[2] for m in markers]
+    xaxis = dict(type="log", title=dict(text=x_title), **decade_ticks(xs))
     if x_ticks is not None:
         xaxis.update(tickmode="array", tickvals=list(x_ticks[0]), ticktext=list(x_ticks[1]))
-    yaxis = dict(axis, title=dict(text=y_title))
+    yaxis = dict(type="log", title=dict(text=y_title), **decade_ticks(ys))
     if y_ticks is not None:  # a range under a decade or two has no decade to label
         yaxis.update(tickmode="array", tickvals=list(y_ticks[0]), ticktext=list(y_ticks[1]))
     return _figure(data, dict(

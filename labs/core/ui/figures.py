@@ -442,22 +442,19 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
                                  onchip_label: str, onchip_points: Sequence[Point] = (),
                                  ai_range=None, title=None, height: int = 440) -> go.Figure:
     """Two-level roofline: the (device, precision) roof with its HBM slope, plus an on-chip
-    memory roof (same compute peak, ``onchip_bandwidth_gbs``) and points placed by their
-    on-chip AI. The on-chip roof is computed by roofline.attainable_tflops on a device that
-    differs from the real one only in bandwidth."""
+    memory roof (same compute peak, ``onchip_bandwidth_gbs``; roofline.attainable_tflops on a
+    device differing only in bandwidth) and points placed by their on-chip AI."""
     (main,) = resolve_roofs([roof])
-    data, layout = _roofline_parts([roof], points, ai_range=ai_range, title=title,
-                                   shade_regimes=True, height=height, label_points=None,
-                                   project_points=False)
+    data, layout = _roofline_parts([roof], points, ai_range=ai_range, title=title, height=height,
+                                   shade_regimes=True, label_points=None, project_points=False)
     lo, hi = (10 ** v for v in layout["xaxis"]["range"])
     onchip = hardware.custom(f"{main.device.name} on-chip", bandwidth_gbs=onchip_bandwidth_gbs,
                              peaks={main.precision: main.peak}, memory_gb=main.device.memory_gb,
                              source="derived on-chip bandwidth", vector_tflops=main.peak)
-    x = np.geomspace(lo, hi, 41)
-    y = roofline.attainable_tflops(x, onchip, main.precision)
-    color = COLORS["ok"]
-    traces = [dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="lines",
-                   name=onchip_label, line=dict(color=color, width=2.5, dash="dash"),
+    x, color = np.geomspace(lo, hi, 41), COLORS["ok"]
+    traces = [dict(type="scatter", x=x.tolist(), mode="lines", name=onchip_label,
+                   y=roofline.attainable_tflops(x, onchip, main.precision).tolist(),
+                   line=dict(color=color, width=2.5, dash="dash"),
                    hovertemplate="on-chip roof<br>AI %{x:.3s} FLOP/B → %{y:.3s} "
                                  f"{rate_unit(main.precision)}<extra></extra>")]
     for p in onchip_points:
@@ -468,6 +465,9 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
             textposition="top left", name=html.escape(p.label),
             marker=dict(size=11, color=color, symbol="square"),
             hovertext=[_point_hover(p, [main])], hovertemplate="%{hovertext}<extra></extra>"))
+    if onchip_points:  # all labels placed together: an on-chip one never over an HBM one
+        _place_point_labels(data + traces, 1, labelplace.Frame((lo, hi), tuple(
+            10 ** v for v in layout["yaxis"]["range"]), labelplace.plot_height_px(height)))
     return _figure(data + traces, layout)
 
 

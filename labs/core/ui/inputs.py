@@ -11,7 +11,7 @@ from typing import Any
 import marimo as mo
 
 from labs.core.physics.units import format_value
-from labs.core.ui.numbers import check_number, parse_number  # noqa: F401  (re-exported)
+from labs.core.ui.numbers import check_number, parse_number, plain  # noqa: F401  (re-exported)
 
 class NumberBox(mo.ui.text):
     """A text box for one bounded number (``mo.ui.number`` clamps out-of-range input in the
@@ -27,8 +27,8 @@ class NumberBox(mo.ui.text):
             raise ValueError(f"value: {error}")
         self.lo, self.hi, self.integer, self.units = lo, hi, integer, units
         self.last_good, self.message, self.label_text = good, None, label
-        super().__init__(value=format_value(good).replace(",", ""), label=label,
-                         placeholder=f"{format_value(lo)} to {format_value(hi)}")
+        super().__init__(value=plain(good), label=label,
+                         placeholder=f"{plain(lo)} to {plain(hi)}")
 
     def _convert_value(self, value: str) -> float | int:
         good, error = check_number(value, lo=self.lo, hi=self.hi, integer=self.integer,

@@ -1,66 +1,216 @@
-"""How a number a student types is read and checked: one rule for the whole course (issue 18.4).
+"""How a number a student types is read and checked: one rule for the whole course (issues 18.4,
+34.4, 34.5).
 
-:func:`parse_number` reads ``300``, ``3e5``, ``300,000`` and ``300k``; :func:`check_number` adds
-the rule every input follows: a whole-number quantity (a batch, a token count) accepts whole
-numbers only, and a value outside its range is refused with a message that says the range,
-never clamped or rounded in silence. Used by the prediction forms (``quiz.numeric_form``) and
-by :class:`labs.core.ui.inputs.NumberBox`. No marimo here (the grader reads predictions too).
+:func:`check_number` reads what a student types into a box of known units and range and either
+returns the number as it will be stored or a message that says what was wrong and what to type
+instead. It accepts:
+
+* ``300``, ``3e5``, ``300k`` (k, M, G, T: thousand, million, ...), ``1,000,000`` and
+  ``1,234.5`` (thousands separators in groups of three, a point for decimals);
+* a **decimal comma** where it cannot be a thousands separator: ``5,5`` is 5.5 and ``0,6`` is
+  0.6. ``5,500`` could be either: it is read the one way that fits the box's range, and refused
+  with a message when both fit. ``"5,5"`` is never read as 55;
+* the **units of the question**: ``2x`` in a ``×`` box, ``2.4 ms`` in an ``ms`` box (and
+  ``2400 µs``, converted), ``70%`` in a ``%`` box, ``4k tokens`` in a ``tokens`` box. A unit
+  of another kind is refused with a message naming the box's unit.
+* In a ``%`` box, a number from 0 to 1 without ``%`` (``0.7``) is refused: it could be a
+  fraction (70 %) or 0.7 %; the message says the box is in percent.
+
+A whole-number quantity (a batch, a token count) accepts whole numbers only, and a value outside
+its range is refused with a message that says the range, never clamped or rounded in silence.
+Used by the prediction forms (``quiz.numeric_form``) and by
+:class:`labs.core.ui.inputs.NumberBox`. No marimo here (the grader reads predictions too).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from labs.core.physics.units import format_value
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+#: Units of time, in seconds: a box in one of them takes the others, converted.
+_TIME = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
+#: Other ways of writing a box's unit (lower case, spaces removed).
+_ALIASES = {
+    "×": {"×", "x", "times"},
+    "%": {"%", "percent", "pct"},
+    "tokens": {"token", "tokens", "tok"},
+    "sequences": {"sequence", "sequences", "seq", "seqs"},
+    "elements": {"element", "elements", "elems"},
+}
+_NUMBER = re.compile(r"^(?P<sign>[+-]?)(?P<num>\d[\d,]*(?:\.\d*)?|\.\d+)(?P<exp>[eE][+-]?\d+)?"
+                     r"(?P<rest>.*)$")
 
 
-def parse_number(text: Any) -> float | None:
-    """``"3e5"``, ``"300,000"``, ``"300k"`` -> 300000.0; None if it is not a finite number."""
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, (int, float)):
-        return float(text) if math.isfinite(text) else None
-    if not isinstance(text, str):
-        return None
-    s = text.strip().replace(",", "").replace("_", "").replace(" ", "")
-    scale = 1.0
-    if s and s[-1].lower() in _SUFFIX and not s.lower().endswith("e"):
-        scale, s = _SUFFIX[s[-1].lower()], s[:-1]
-    try:
-        v = float(s) * scale
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
+class _Refused(ValueError):
+    """What was wrong with a typed number, in words for the student."""
 
 
 def _shown(text: Any) -> str:
     return f"“{str(text).strip()[:40]}”"
 
 
+def plain(value: float) -> str:
+    """A number as a student can type it back: no thousands separators (``100000``, ``0.5``)."""
+    return format_value(value).replace(",", "")
+
+
+def _digits(num: str, typed: str) -> list[str]:
+    """The readings of the digits part, comma-free (one, or two when a comma is ambiguous)."""
+    if "," not in num:
+        return [num]
+    whole, _, decimals = num.partition(".")
+    groups = whole.split(",")
+    thousands = (1 <= len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:]))
+    if "." in num:
+        if thousands:
+            return [whole.replace(",", "") + "." + decimals]
+        raise _Refused(f"{_shown(typed)} mixes a comma and a point: write the number with a "
+                       "point for decimals and no thousands separators (e.g. 1234.5).")
+    if len(groups) > 2:
+        if thousands:
+            return [whole.replace(",", "")]
+        raise _Refused(f"{_shown(typed)} is not a number: use commas only between groups of "
+                       "three digits (1,000,000), or one decimal comma (5,5).")
+    head, tail = groups
+    if not tail:
+        raise _Refused(f"{_shown(typed)} ends in a comma: write the whole number.")
+    decimal = f"{head}.{tail}"
+    if thousands:  # 5,500: 5500 or 5.5
+        return [head + tail, decimal]
+    return [decimal]
+
+
+def _unit_factor(rest: str, units: str, typed: str) -> float:
+    """The factor that turns a number followed by ``rest`` (a unit, a k/M suffix, both) into the
+    box's ``units``."""
+    r = rest.strip().replace(" ", "")
+    if not r:
+        return 1.0
+    factor = _unit_only(r, units)
+    if factor is not None:
+        return factor
+    if r[0].lower() in _SUFFIX:  # 4k, 4k tokens, 1.5M
+        factor = _unit_only(r[1:], units) if r[1:] else 1.0
+        if factor is not None:
+            return _SUFFIX[r[0].lower()] * factor
+    want = (f"this box is in {units}: enter a number of {units}" if units
+            else "this box takes a plain number, without a unit")
+    if units == "" and r == "%":
+        want += " (write 60% as 0.6)"
+    raise _Refused(f"{_shown(typed)}: {want}.")
+
+
+def _unit_only(r: str, units: str) -> float | None:
+    """The factor for a unit written ``r`` in a box of ``units``, or None if it is another."""
+    u = units.strip().replace(" ", "")
+    low = r.lower()
+    if u in _TIME and r in _TIME:
+        return _TIME[r] / _TIME[u]
+    names = _ALIASES.get(u, {u.lower(), u.lower().rstrip("s")} if u else set())
+    return 1.0 if low in names else None
+
+
+def read_number(text: Any, *, units: str = "") -> list[float]:
+    """The readings of ``text`` as a number in ``units`` (one; two when a comma could be a
+    thousands separator or a decimal comma: ``"5,500"`` -> ``[5500.0, 5.5]``).
+
+    Raises ValueError with a message for the student when it is not a number in these units.
+    """
+    if isinstance(text, bool) or text is None:
+        raise _Refused("The box is empty.")
+    if isinstance(text, (int, float)):
+        if not math.isfinite(text):
+            raise _Refused(f"{_shown(text)} is not a number.")
+        return [float(text)]
+    s = str(text).strip().replace("_", "").replace("\u2009", "").replace("\u202f", "")
+    m = _NUMBER.match(s)
+    if not m:
+        raise _Refused(f"{_shown(text)} is not a number.")
+    if m["rest"].strip()[:1] in (",", "."):  # 1.234,5 (thousands points), 1.2.3
+        raise _Refused(f"{_shown(text)} mixes a comma and a point: write the number with a "
+                       "point for decimals and no thousands separators (e.g. 1234.5).")
+    factor = _unit_factor(m["rest"], units, text)
+    out = []
+    for digits in _digits(m["num"], text):
+        v = float(m["sign"] + digits + (m["exp"] or ""))
+        if factor != 1.0:  # 3.9 ms in s and back: 0.0039, not 0.0039000000000000003
+            v = float(f"{v * factor:.15g}")
+        if not math.isfinite(v):
+            raise _Refused(f"{_shown(text)} is not a finite number.")
+        out.append(v)
+    return out
+
+
+def parse_number(text: Any) -> float | None:
+    """``"3e5"``, ``"1,000,000"``, ``"300k"``, ``"5,5"`` (decimal comma) -> a float; None if it
+    is not a finite number or could be read two ways (``"5,500"``). No units."""
+    try:
+        readings = read_number(text)
+    except ValueError:
+        return None
+    return readings[0] if len(readings) == 1 else None
+
+
 def check_number(text: Any, *, lo: float, hi: float, integer: bool = False,
                  units: str = "") -> tuple[float | int | None, str | None]:
-    """``(value, None)`` if ``text`` is a number in ``[lo, hi]`` (a whole one if ``integer``),
-    else ``(None, message)``: the message says what was wrong and what to enter instead.
+    """``(value, None)`` if ``text`` is a number in ``[lo, hi]`` (a whole one if ``integer``)
+    in the box's ``units`` (see the module docstring for what is read), else
+    ``(None, message)``: the message says what was wrong and what to enter instead.
 
     Whole numbers come back as ``int``.
     """
     unit = f" {units}" if units else ""
-    span = f"from {format_value(lo)} to {format_value(hi)}{unit}"
-    number = parse_number(text)
-    typed = str(text).strip()[:40] if isinstance(text, str) else format_value(number)
-    if number is None:
-        if not str(text if text is not None else "").strip():
-            return None, f"The box is empty: enter a number {span}."
-        return None, (f"{_shown(text)} is not a number: enter one {span} "
-                      "(e.g. 300, 3e5 or 300k).")
+    span = f"from {plain(lo)} to {plain(hi)}{unit}"
+    typed = str(text).strip()[:40] if isinstance(text, str) else None
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return None, f"The box is empty: enter a number {span}."
+    try:
+        readings = read_number(text, units=units)
+    except ValueError as refused:
+        message = str(refused)
+        if "not a number" in message and "use commas" not in message:
+            message = message.rstrip(".") + f": enter one {span} (e.g. 300, 3e5 or 300k)."
+        elif "enter" not in message:
+            message = message.rstrip(".") + f": enter a number {span}."
+        else:
+            message = message.rstrip(".") + f" {span}."
+        return None, message
+    typed = typed if typed is not None else format_value(readings[0])
+    if units == "%" and isinstance(text, str) and "%" not in text and "percent" not in \
+            text.lower() and 0 < readings[0] <= 1:
+        return None, (f"{_shown(text)}: this box is in percent (0 to 100). For "
+                      f"{format_value(100 * readings[0])} % type {plain(100 * readings[0])}; "
+                      f"for {typed} % type {typed}%.")
+    fits = [v for v in readings if lo <= v <= hi and (not integer or v == int(v))]
+    if len(readings) == 2:
+        if len(fits) == 2:
+            a, b = readings
+            return None, (f"{_shown(text)}: is the comma a thousands separator ({plain(a)}) or a "
+                          f"decimal comma ({plain(b)})? Type {plain(a)} or {plain(b)}.")
+        number = fits[0] if fits else readings[0]
+    else:
+        number = readings[0]
     if integer and number != int(number):
         return None, (f"{typed} is not a whole number{' of ' + units if units else ''}: "
                       f"enter a whole number {span}.")
     if not lo <= number <= hi:
-        return None, f"{typed}{unit} is out of range: enter a value {span}."
+        return None, (f"{typed}{'' if _has_unit(typed) else unit} is out of range: "
+                      f"enter a value {span}.")
     if number == int(number) and abs(number) < 2**53:
         return int(number), None
     return number, None
+
+
+def _has_unit(typed: str) -> bool:
+    return bool(re.search(r"[^\d\s.,+\-eE]", typed or ""))
+
+
+def as_stored(value: float, units: str = "") -> str:
+    """The number as it will be stored, for a lock's preview: every digit kept (``5.5 ×``,
+    ``0.0039 ms``, ``5500 tokens``)."""
+    text = f"{value:.15g}" if isinstance(value, float) else str(value)
+    return f"{text} {units}".strip()
