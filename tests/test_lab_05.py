@@ -191,7 +191,17 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     assert defs["wave_prediction"].value == pytest.approx(0.595, abs=0.001)
     for name in FIGURES:
         assert name in defs
-    assert "Reference answer (instructor copy)" in shown(outputs)
+    text = shown(outputs)
+    assert "Reference answer (instructor copy)" in text
+    # review F1: the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312
+    assert "at 9.7 TFLOP/s, 3% of the tensor-core peak" in text
+    assert "L1/load-store-bound" in text and "vector (CUDA-core, fp32 FMA) ceiling" in text
+    # review F2: staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
+    # register file ruling out 256 x 256 (65,536 x 4 B = 256 KiB)
+    assert "48 KiB at 128 × 128" in text and "cudaFuncAttributeMaxDynamicSharedMemorySize" in text
+    assert "65,536 accumulators (256 KiB) fill the SM's whole register file (256 KiB)" in text
+    # review F7, F8: L2's bandwidth is an upper estimate; libraries make the wave dip shallower
+    assert "upper estimate" in text and "stream-K" in text
 
 
 # --- the failure state: a tile too big for shared memory, and backing out ---------------------
