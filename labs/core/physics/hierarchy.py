@@ -727,8 +727,9 @@ def level_roof_tflops(ai, level: Level, peak_tflops: float):
 
 
 def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 16) -> int:
-    """Largest power-of-two GEMM tile T whose working set 3 T^2 b fits ``level``'s tile
-    capacity (0 if not even T = 1 fits)."""
+    """Largest power-of-two GEMM tile T whose cache working set 3 T^2 b fits ``level``'s tile
+    capacity (0 if not even T = 1 fits). A cache's model: whether a GPU's tiled GEMM launches
+    is :func:`launch_problem`'s (staged K-slabs in shared memory, accumulators in registers)."""
     level = instance("level", level, Level, "a hierarchy.Level")
     b = _fmt.bytes_per_element(precision, arg="precision")
     max_tile = positive_int("max_tile", max_tile)
