@@ -502,7 +502,7 @@ def wave_shape(m, n, tile, ctas) -> tuple[int, int]:
     """(rows, columns) of output tiles a wave of ``ctas`` concurrent CTAs covers: the most
     nearly square block of the M/T x N/T tile grid (rasterised, as a swizzle does), rows =
     ceil(sqrt(wave)), columns = ceil(wave / rows), each capped by the grid. A100 (108 SMs),
-    8192² with T = 128: 11 x 10."""
+    8192² with T = 128: ten columns, and rows = ceil(108 / 10) = one more."""
     m, n, t = positive_int("m", m), positive_int("n", n), positive_int("tile", tile)
     ctas = positive_int("ctas", ctas)
     gm, gn = -(-m // t), -(-n // t)
@@ -532,7 +532,7 @@ def wave_gemm_bytes(m, n, k, tile, ctas, bytes_per_element) -> float:
 
         b (M K ceil(N / (cols T)) + K N ceil(M / (rows T)) + M N).
 
-    A100, 8192³ bf16, T = 128 (11 x 10 tiles a wave): 2 B x 8192² x (7 + 6 + 1) = 1.88 GB,
+    A100, 8192³ bf16, T = 128 (a wave of ten tile columns and one row more): 2 B x 8192² x (7 + 6 + 1) = 1.88 GB,
     against 17.3 GB for tiles that share nothing (``roofline.tiled_gemm_bytes``)."""
     rows, cols = wave_shape(m, n, tile, ctas)
     b = positive("bytes_per_element", bytes_per_element)
