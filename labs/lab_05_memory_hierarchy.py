@@ -95,7 +95,7 @@ def _(quantization):
     WAVE_Q = {"device": "h100-sxm", "tile": quantization.GPU_GEMM_TILE, "from": 1408,
               "to": 1536}
     BINDING_OPTIONS = {"The compute roof": "compute", "The HBM roof": "HBM",
-                       "The L2 roof": "L2", "The shared-memory roof": "shared memory"}
+                       "The L2 roof": "L2", "The L1 / shared-memory roof": "L1 / shared memory"}
     KERNELS = ("naive GEMM", "tiled GEMM", "5-point stencil", "sum reduction (re-read)",
                "flash-attention tile (Lab 4)")
     TILE_KERNELS = (KERNELS[1], KERNELS[4])  # the kernels whose traffic depends on a tile
@@ -418,7 +418,9 @@ def _(
         question=f"**Prediction 2.** A naive (untiled) {OPENING['precision']} GEMM, "
                  f"N = {NAIVE_Q['n']:,}, on the "
                  f"{hardware.get(OPENING['hierarchy']).name} (the machine picker's opening "
-                 f"choice). Its A, B and C ("
+                 "choice): one thread per element of C, in 32 × 32-thread blocks (each warp "
+                 "one row of the block), no shared memory. L1 and shared memory are one "
+                 f"on-chip SRAM per SM. Its A, B and C ("
                  f"{units.format_bytes(3 * NAIVE_Q['n'] ** 2 * 2, binary=True)}) fit in the "
                  f"L2 cache, and counted by HBM traffic alone its AI is "
                  f"{formulas.gemm(NAIVE_Q['n'], NAIVE_Q['n'], NAIVE_Q['n'], OPENING['precision']).ai:.0f}"
@@ -445,19 +447,25 @@ def _(
     _n = NAIVE_Q["n"]
     _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, OPENING["precision"], tile=1), _h)
     _label = next(k for k, v in BINDING_OPTIONS.items() if v == _p.binding)
-    _l2, _hbm = _p.use("L2"), _p.use("HBM")
+    _l1, _l2, _hbm = _p.use(hierarchy.L1_SMEM), _p.use("L2"), _p.use("HBM")
     binding_prediction = get_binding() or reveal.reference(
         lab, "lab05.binding_level", _p.binding, label=_label,
-        explanation=f"Without tiles every multiply-add loads both operands: "
-                    f"{units.format_bytes(_l2.bytes)} pass through L2 for "
-                    f"{_p.kernel.flops / 1e9:.1f} GFLOP, an AI of {_l2.ai:.1f} FLOP/B at L2, so "
-                    f"its roof is {_l2.roof_tflops():.1f} TFLOP/s. HBM serves only the "
-                    f"compulsory {units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}): its roof "
-                    f"({_hbm.roof_tflops():.0f} TFLOP/s) is far above. The lowest roof binds: "
-                    f"{_p.binding}, at {_p.attainable_tflops:.1f} TFLOP/s. A scalar GEMM "
-                    f"cannot use tensor cores, so its ceiling is the "
+        explanation=f"Without tiles every multiply-add loads both operands: the SMs' loads, "
+                    f"{units.format_bytes(_l1.bytes)} for {_p.kernel.flops / 1e9:.1f} GFLOP, "
+                    f"go through L1 at an AI of {_l1.ai:.2f} FLOP/B, so its roof is "
+                    f"{_l1.roof_tflops():.1f} TFLOP/s. L1 keeps what a block's warps share (a "
+                    f"warp's A load is one broadcast; the row of B it loads is re-read by the "
+                    f"block's other 31 warps): L2 serves only "
+                    f"{units.format_bytes(_l2.bytes)} (AI {_l2.ai:.1f}, roof "
+                    f"{_l2.roof_tflops():.0f} TFLOP/s, an upper estimate), HBM the compulsory "
+                    f"{units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}, roof "
+                    f"{_hbm.roof_tflops():.0f} TFLOP/s). The lowest roof binds: "
+                    f"{_p.binding}, at {_p.attainable_tflops:.1f} TFLOP/s, "
+                    f"{_p.attainable_tflops / _h.peak_tflops:.0%} of the tensor-core peak: a "
+                    f"profiler (Nsight Compute) reports such a kernel L1/load-store-bound. A "
+                    f"scalar GEMM cannot use tensor cores, so its ceiling is the "
                     f"{_p.ceiling_name} ({_p.ceiling_tflops:g} TFLOP/s), not the "
-                    f"{_h.peak_tflops:g} TFLOP/s tensor-core peak; L2's roof is lower still.")
+                    f"{_h.peak_tflops:g} TFLOP/s tensor-core peak; L1's roof is lower still.")
     reveal.card(binding_prediction)
     return (binding_prediction,)
 
@@ -556,9 +564,14 @@ def _(
     try:
         machine, machine_error = _machine(machine_picker.value), None
     except KeyError:  # the registry lacks this device's L2 size or on-chip figures
+        _dev = hardware.get(machine_picker.value)
+        _missing = ("its L2 size and its on-chip figures (shared memory or LDS per SM or "
+                    "CU, register file)" if _dev.l2_bytes is None else
+                    "its on-chip figures (shared memory or LDS per SM or CU, register file; "
+                    "its L2 size is known)")
         machine, machine_error = None, style.error_callout(
-            f"The registry has no cache sizes for the {hardware.get(machine_picker.value).name} "
-            "(on-chip memory or L2), so its hierarchy cannot be drawn.\n\nPick a machine "
+            f"The registry has no cache sizes for the {_dev.name}: it lacks {_missing}, so "
+            "its hierarchy cannot be drawn.\n\nPick a machine "
             f"whose cache sizes it has ({_drawable()}, or the reference machine), or measure "
             "this one in Part 1.", title="No cache sizes for this machine.")
     except ValueError as _e:  # "This machine" before Part 1 has measured it
@@ -654,7 +667,8 @@ def _(
     elif isinstance(all_points[kernel_picker.value], hierarchy.LaunchError):
         level_cards = style.error_callout(
             f"{all_points[kernel_picker.value]}\n\nMove the cache tile T down to back out.",
-            title="This tile does not fit in shared memory: the kernel fails to launch.")
+            title="This tile does not fit on an SM (shared memory or registers): the kernel "
+                  "fails to launch.")
     elif isinstance(all_points[kernel_picker.value], Exception):
         level_cards = style.error_callout(all_points[kernel_picker.value])
     else:
@@ -756,7 +770,7 @@ def _(binding_prediction, lab, mo, quiz):
 def _(binding_prediction, mo, style):
     mo.stop(binding_prediction is None)  # the equations give the answer away
     style.math_peek("one arithmetic intensity per level", r"""
-    A kernel does $F$ FLOPs. Level $\ell$ (L1 or shared memory, L2, ..., DRAM/HBM) serves
+    A kernel does $F$ FLOPs. Level $\ell$ (L1 / shared memory, L2, ..., DRAM/HBM) serves
     $Q_\ell$ bytes: the core's loads at the first level, the misses of the level above at
     every other. Each level has its own intensity and its own roof:
 
@@ -768,17 +782,21 @@ def _(binding_prediction, mo, style):
     Ilic et al.'s **cache-aware roofline** (2014) draws the same roofs against one
     core-side intensity instead. **Naive GEMM** ($C = AB$, $N^3$ multiply-adds,
     $b$ bytes per element): every multiply-add loads an element of $A$ and one of $B$, so
-    the first level serves $Q_0 \approx 2N^3 b$ and $AI_0 = 1/b$. A level that holds all of
-    $A$, $B$, $C$ passes on only the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it. Nothing
-    in between keeps the operands for reuse, so the level right under the cores serves
-    everything at $AI = 1/b$. Scalar code cannot use tensor cores: its ceiling is the
-    vector (CUDA-core) rate (A100: 19.5 TFLOP/s fp32), not the tensor-core peak.
+    the first level, L1, serves $Q_0 \approx 2N^3 b$ and $AI_0 = 1/b$. L1 is a cache: the
+    $32 \times 32$ threads of a block share what they load (a warp's $A$ element is one
+    broadcast, the row of $B$ it loads is re-read by the block's other warps), so L2 sees
+    far fewer bytes than the SMs load. A level that holds
+    all of $A$, $B$, $C$ passes on only the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it.
+    Scalar code cannot use tensor cores: its ceiling is the vector (CUDA-core) rate (A100:
+    19.5 TFLOP/s with fp32 FMAs; packed bf16x2 FMAs would give ~39), not the tensor-core
+    peak.
 
     **Model (simplified):** a level holding the kernel's tile (its working set) passes on the
     tiled traffic; one holding the whole problem passes on the compulsory bytes; otherwise it
-    passes on what it was asked for. GPU capacities: shared memory per block for a tile (a
-    scratchpad: a bigger tile fails to launch); L2 is shared by all SMs, so the tiles running
-    at once (a wave) share what they read from it (Part 3).
+    passes on what it was asked for. On NVIDIA GPUs L1 and shared memory are one SRAM per
+    SM: a cache for kernels that stage nothing, a scratchpad for those that stage tiles (a
+    tile too big fails to launch); L2 is shared by all SMs, so the tiles running at once (a
+    wave) share what they read from it (Part 3).
     """)
     return
 
@@ -829,8 +847,10 @@ def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
                                   register_tile=TILE_Q["register_tile"])
     _ratio = hierarchy.tile_traffic_ratio(TILE_Q["n"], OPENING["precision"], TILE_Q["from"],
                                           TILE_Q["to"], _h, register_tile=TILE_Q["register_tile"])
-    _smem, _l2 = _h.level("shared memory"), _h.level("L2")
+    _smem, _l2 = _h.level(hierarchy.L1_SMEM), _h.level("L2")
     _next = 2 * TILE_Q["to"]
+    _big = hierarchy.gemm_kernel(TILE_Q["n"], TILE_Q["n"], TILE_Q["n"], OPENING["precision"],
+                                 tile=_next, register_tile=TILE_Q["register_tile"])
     tile_prediction = get_tile() or reveal.reference(
         lab, "lab05.tile_traffic", round(_ratio, 2), "×",
         explanation=f"Each of A and B is re-read once per tile column or row, so the traffic "
@@ -843,13 +863,26 @@ def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
                     f"{_l2.sharers} SMs, and the tiles running at once (a wave) share the A "
                     f"and B panels they read there. The kernel moves from the "
                     f"{_a.binding} roof ({_a.attainable_tflops:.0f} TFLOP/s) to the "
-                    f"{_b.binding} roof ({_b.attainable_tflops:.0f} TFLOP/s). Both tiles fit "
-                    f"the {units.format_bytes(_smem.tile_capacity_bytes, binary=True)} of "
-                    "shared memory a block may use "
-                    f"({units.format_bytes(3 * TILE_Q['to'] ** 2 * 2, binary=True)} for "
-                    f"{TILE_Q['to']} × {TILE_Q['to']}); {_next} × {_next} "
-                    f"({units.format_bytes(3 * _next ** 2 * 2, binary=True)}) does not, and "
-                    "fails to launch: shared memory is a scratchpad, not a cache.")
+                    f"{_b.binding} roof ({_b.attainable_tflops:.0f} TFLOP/s; L2's bandwidth "
+                    "is an upper estimate from NVIDIA's bytes per clock, and microbenchmarks "
+                    "measure less). The kernel stages thin K-slabs in shared memory, "
+                    f"{hierarchy.GEMM_STAGES} stages × (T + T) × {hierarchy.GEMM_BK} × 2 B "
+                    f"(CUTLASS's defaults): "
+                    f"{units.format_bytes(_b.kernel.staged_bytes, binary=True)} at "
+                    f"{TILE_Q['to']} × {TILE_Q['to']}, within the "
+                    f"{units.format_bytes(_smem.tile_capacity_bytes, binary=True)} a block may "
+                    "use (above 48 KB only with the kernel's opt-in, "
+                    "cudaFuncAttributeMaxDynamicSharedMemorySize); C stays in registers as "
+                    f"fp32 accumulators, {units.format_bytes(_b.kernel.accumulator_bytes, binary=True)}"
+                    f" per block. At {_next} × {_next} the slabs would still fit "
+                    f"({units.format_bytes(_big.staged_bytes, binary=True)}), but the "
+                    f"{_next * _next:,} accumulators "
+                    f"({units.format_bytes(_big.accumulator_bytes, binary=True)}) fill the "
+                    f"SM's whole register file "
+                    f"({units.format_bytes(_h.register_file_bytes, binary=True)}): that tile "
+                    "cannot launch (CUTLASS's largest is 256 × 128). Shared memory is a "
+                    "scratchpad, not a cache: a tile too big for it fails to launch rather "
+                    "than spill.")
     reveal.card(tile_prediction)
     return (tile_prediction,)
 
@@ -942,8 +975,8 @@ def _(
     elif isinstance(tile_error, hierarchy.LaunchError):
         _status = style.error_callout(
             f"{tile_error}\n\nShrink the tile to back out.",
-            title=f"The {_t} × {_t} tile does not fit in shared memory: the kernel fails to "
-                  "launch.")
+            title=f"The {_t} × {_t} tile does not fit on an SM (shared memory or registers): "
+                  "the kernel fails to launch.")
     elif tile_error is not None:
         _status = style.error_callout(tile_error)
     elif tile_point.thrashes:
@@ -962,7 +995,7 @@ def _(
     else:
         _miss = tile_point.tile_misses
         _status = mo.callout(mo.md(
-            f"✓ The tile ({style.format_bytes(tile_point.kernel.working_set, binary=True)}) "
+            f"✓ The tile ({style.format_bytes(tile_point.tile_bytes, binary=True)}) "
             f"lives in **{tile_point.home}**"
             + (f"; {_miss.level.name} serves its misses, "
                f"{style.format_bytes(_miss.bytes)}" if _miss is not None else "")
@@ -1046,13 +1079,20 @@ def _(mo, style, tile_prediction):
     $Q_\text{HBM} = b\,(MK\lceil N/(c_w T)\rceil + KN\lceil M/(r_w T)\rceil + MN)$. That is why
     large tiled GEMMs are compute-bound on a GPU (cuBLAS reaches ~87% of the A100's peak).
 
-    **The fit.** The tile's working set, the $C$ tile and the blocks of $A$ and $B$ it
-    multiplies, must fit where it is kept:
+    **The fit.** On a GPU the tile is staged in shared memory as thin K-slabs of $A$ and
+    $B$, $s$ pipeline stages of depth $B_K$ (CUTLASS's defaults: $s = 3$, $B_K = 32$), and
+    the $C$ tile stays in registers as fp32 accumulators:
 
-    $$W(T) = 3\,T^2 b \;\le\; C_\ell \quad(\text{bf16: } T = 128 \to 96\ \text{KiB}).$$
+    $$S(T) = s\,(T_m + T_n)\,B_K\,b \;\le\; C_\text{smem}, \qquad
+    4\,T_m T_n < \text{register file}$$
 
-    Shared memory is a **scratchpad** the kernel allocates itself: a tile over the per-block
-    limit **fails to launch**; it does not spill. A **cache** (a CPU's L1 or L2) that is too
+    (bf16, $128 \times 128$: 48 KiB of shared memory, 64 KiB of accumulators; A100/H100: 64K
+    registers = 256 KiB per SM, at most 255 per thread). More than 48 KB of shared memory
+    needs the kernel's opt-in (``cudaFuncAttributeMaxDynamicSharedMemorySize``). Shared
+    memory is a **scratchpad** the kernel allocates itself: a tile over the per-block limit
+    **fails to launch**; it does not spill. A cache tile's working set is modelled as the $C$
+    tile and the blocks of $A$ and $B$ it multiplies, $W(T) = 3\,T^2 b$. A **cache** (a
+    CPU's L1 or L2) that is too
     small **thrashes**: it passes on everything the register tiles ask for,
     $Q_0 \approx 2N^3 b / r$, and the level below binds at $AI = r/b$. Only registers spill.
     Bigger is better only up to the largest tile that fits.
@@ -1286,7 +1326,9 @@ def _(WAVE_Q, fusion, get_wave, lab, quantization, reveal):
                     f"tiles need {_b.waves} waves, the second with {_b.tiles - _sms} tiles on "
                     f"{_sms} SMs: {_b.wave_efficiency:.0%} busy over the run. Throughput "
                     f"follows the busy fraction: {_frac:.2f} of N = {WAVE_Q['from']:,}'s, for "
-                    "an AI that went up.")
+                    "an AI that went up. Libraries avoid much of this with other tile shapes "
+                    "and stream-K or split-K schedules, and a GEMM this small is dominated by "
+                    "launch and ramp-up: a measured dip is shallower.")
     reveal.card(wave_prediction)
     return (wave_prediction,)
 
@@ -1449,14 +1491,15 @@ def _(
         "plateau per level, and you can find the levels from the data.",
         "A kernel has one arithmetic intensity per level: FLOPs over the bytes that level "
         "serves. The lowest of AI × bandwidth over the levels binds, and it is not always "
-        "DRAM: a naive GEMM whose operands fit in L2 is bound by L2, far below the compute "
-        "roof that its DRAM intensity suggests.",
+        "DRAM: a naive GEMM whose operands fit in L2 is bound by the SMs' own load path "
+        "(L1 / shared memory, at an AI of 1/b), far below the compute roof that its DRAM "
+        "intensity suggests; what L1 keeps for a thread block spares L2.",
         "Tiling moves traffic off the slow levels: the traffic the tile level passes on (to L2, "
         "on a GPU) falls with the tile's edge, not its area. HBM sees less still, because the "
         "tiles of a wave share L2: large tiled GEMMs are compute-bound, as cuBLAS measures. A "
-        "tile must fit where it is kept (3 T² b for a GEMM): too big for shared memory, the "
-        "kernel fails to launch; too big for a cache, the cache thrashes and the kernel drops "
-        "onto a lower roof.",
+        "tile must fit where it is kept: its staged K-slabs in shared memory and its "
+        "accumulators in registers, or the kernel fails to launch; too big for a cache, the "
+        "cache thrashes and the kernel drops onto a lower roof.",
         "Two things one roofline cannot show: a fixed cost per call makes small kernels "
         "overhead-bound, and tiles and waves quantise throughput into a sawtooth in N.",
     ])

@@ -30,7 +30,7 @@ def test_a100_levels_are_sourced_and_estimates_say_so():
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
     smem, l2, hbm = h.levels
     oc = FU.onchip("a100-sxm-80gb")
-    assert h.names == ("shared memory", "L2", "HBM")
+    assert h.names == ("L1 / shared memory", "L2", "HBM")
     assert smem.capacity_bytes == 164 * KIB and smem.tile_capacity_bytes == 163 * KIB
     assert smem.bandwidth_gbs == pytest.approx(oc.smem_bandwidth_gbs) and smem.estimate
     # 5120 B/clock (A100 whitepaper) x 1.41 GHz boost
@@ -76,20 +76,43 @@ def test_bad_levels_raise_naming_the_argument(levels, match):
 # --- bytes per level: hand-derived ------------------------------------------------------------
 
 def test_naive_gemm_bytes_per_level_by_hand():
-    """Naive bf16 GEMM, N = 1024, on the A100: every multiply-add loads one A and one B
-    element (2 x 2 B per 2 FLOP), C written once; A, B, C (6 MiB) fit in the 40 MiB L2."""
+    """Naive bf16 GEMM, N = 1024, on the A100 (review F1, Lab 5 Prediction 2): every
+    multiply-add loads one A and one B element (2 x 2 B per 2 FLOP), C written once, so the
+    SMs' loads through L1 are 2 N^3 b + N^2 b. L1 keeps what a 32 x 32-thread block's warps
+    share (one broadcast A element per warp, one B row re-read by the block's 32 warps): L2
+    serves b (2 N^3 / 32 + N^2). A, B, C (6 MiB) fit in the 40 MiB L2: HBM serves 3 N^2 b.
+    Roofs: L1 / shared memory 0.5 FLOP/B x 108 x 128 B x 1.41 GHz = 19.49 TB/s -> 9.74
+    TFLOP/s; L2 1024/65 = 15.75 FLOP/B x 7.22 TB/s = 114; HBM 341 x 2.04 = 696; the fp32
+    vector ceiling 19.5. L1 / shared memory binds (a profiler: L1/LSU-bound), not L2 (the
+    old answer, 3.6 TFLOP/s, counted every load at L2)."""
     n, b = 1024, 2
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
     p = H.place(H.gemm_kernel(n, n, n, "bf16", tile=1), h)
-    streamed = 2 * n**3 * b + n * n * b
+    loads = 2 * n**3 * b + n * n * b
+    block = b * (2 * n**3 / 32 + n * n)
     compulsory = 3 * n * n * b
-    assert [u.bytes for u in p.uses] == [streamed, streamed, compulsory]
-    assert [u.holds for u in p.uses] == ["tile", "problem", "nothing"]
-    assert p.use("L2").ai == pytest.approx(2 * n**3 / streamed)  # ~0.5 FLOP/B
+    assert [u.bytes for u in p.uses] == [loads, block, compulsory]
+    assert [u.holds for u in p.uses] == [H.BLOCK_REUSE, "problem", "nothing"]
+    assert p.use("L1 / shared memory").ai == pytest.approx(2 * n**3 / loads)  # ~0.5 FLOP/B
+    assert p.use("L2").ai == pytest.approx(1024 / 65)  # 15.75 FLOP/B
     assert p.use("HBM").ai == pytest.approx(2 * n / (3 * b))  # 341 FLOP/B
-    # roofs: L2 5120 x 1.41 GB/s x 0.5 = 3.6 TFLOP/s binds, far below the 312 peak
-    assert p.binding == "L2"
-    assert p.attainable_tflops == pytest.approx(2 * n**3 / streamed * 5120 * 1.41 / 1e3)
+    assert p.binding == "L1 / shared memory" == H.L1_SMEM
+    assert p.attainable_tflops == pytest.approx(2 * n**3 / loads * 108 * 128 * 1.41 / 1e3)
+    assert p.attainable_tflops == pytest.approx(9.74, abs=0.01)
+
+
+@pytest.mark.parametrize("device", ["a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200-sxm"])
+def test_the_naive_gemm_binds_at_l1_on_every_gpu_the_lab_offers(device):
+    """Review F1: the answer must not depend on whether NVIDIA publishes an L2 bandwidth (the
+    H100 has none): on every drawable GPU the naive bf16 GEMM binds at L1 / shared memory,
+    at 0.5 FLOP/B x SMs x 128 B x boost clock."""
+    from labs.core import fusion as FU
+
+    oc = FU.onchip(device)
+    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), H.gpu_hierarchy(device))
+    assert p.binding == "L1 / shared memory"
+    assert p.attainable_tflops == pytest.approx(0.5 * oc.sms * 128 * oc.boost_ghz / 1e3,
+                                                rel=1e-3)
 
 
 def test_tiled_gemm_on_the_a100_by_hand():
@@ -107,11 +130,11 @@ def test_tiled_gemm_on_the_a100_by_hand():
     p = H.place(H.gemm_kernel(n, n, n, "bf16", tile=128, register_tile=r), h)
     assert p.kernel.working_set == 3 * 128**2 * b == 96 * KIB
     assert H.wave_shape(n, n, 128, 108) == (11, 10)
-    assert p.use("shared memory").bytes == b * (2 * n * n * (n // r) + n * n)
+    assert p.use("L1 / shared memory").bytes == b * (2 * n * n * (n // r) + n * n)
     assert p.use("L2").bytes == b * (2 * n * n * (n // 128) + n * n)
     assert p.use("HBM").bytes == b * n * n * (7 + 6 + 1)
     assert [u.holds for u in p.uses] == ["tile", "wave", "nothing"]
-    assert p.home == "shared memory" and p.thrashes == () and p.tile_misses.level.name == "L2"
+    assert p.home == "L1 / shared memory" and p.thrashes == () and p.tile_misses.level.name == "L2"
     assert p.use("L2").roof_tflops() == pytest.approx(2 * n**3 / (b * (2 * n * n * 64 + n * n))
                                                       * 5120 * 1.41 / 1e3)
     assert p.binding == "compute" and p.attainable_tflops == 312
@@ -122,16 +145,56 @@ def test_tiled_gemm_on_the_a100_by_hand():
 
 
 def test_a_tile_too_big_for_shared_memory_fails_to_launch():
-    """T = 256 needs 3 x 256^2 x 2 B = 384 KiB of shared memory per block; the A100 allows
-    163 KiB. Shared memory is a scratchpad: the launch fails (issue 32.7), nothing spills."""
+    """Review F2: a tiled GEMM stages 3 stages x (T + T) x BK 32 x b of shared memory (C in
+    registers). T = 128: 3 x 256 x 32 x 2 B = 48 KiB; T = 512: 3 x 1024 x 32 x 2 B = 192
+    KiB > the A100's 163 KiB per block: the launch fails (issue 32.7), nothing spills."""
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    k = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=256, register_tile=64)
-    with pytest.raises(H.LaunchError, match="384 KiB of shared memory per block.*at most 163 "
-                                            "KiB.*fails to launch"):
+    assert H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64).staged_bytes \
+        == 3 * 256 * 32 * 2 == 48 * KIB
+    assert H.staged_gemm_bytes(256, 128, 8192, 2, bk=64) == 3 * 384 * 64 * 2 == 144 * KIB
+    k = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=512, register_tile=64)
+    with pytest.raises(H.LaunchError, match="192 KiB of shared memory per block.*at most 163 "
+                                            "KiB.*48 KiB without the kernel's opt-in.*fails to "
+                                            "launch"):
         H.place(k, h)
     assert isinstance(H.LaunchError("x"), ValueError)  # the labs' ValueError paths catch it
     assert H.launchable_tiles(8192, "bf16", [64, 128, 256, 512], h, register_tile=64) == (
         [64, 128], [256, 512])
+
+
+def test_a_256_tile_is_ruled_out_by_the_register_file_not_shared_memory():
+    """Review F2: 256 x 256 stages only 3 x 512 x 32 x 2 B = 96 KiB (fits 163 KiB), but its
+    256^2 fp32 accumulators take 256^2 x 4 B = 256 KiB, the A100's whole register file (64K x
+    4 B): no room left, it cannot launch. 128 x 128 (64 KiB of accumulators) can."""
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert h.register_file_bytes == 65536 * 4
+    k = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=256, register_tile=64)
+    assert k.staged_bytes == 96 * KIB and k.accumulator_bytes == 256 * KIB
+    with pytest.raises(H.LaunchError, match="accumulators take 256 KiB of registers.*256 KiB "
+                                            "of registers in all"):
+        H.place(k, h)
+    assert H.launch_problem(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128,
+                                          register_tile=64), h) is None
+
+
+def test_the_launch_error_says_what_spills_and_what_thrashes():
+    """Review F3: caches do not spill; they thrash. Registers spill."""
+    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    msg = H.launch_problem(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=1024,
+                                         register_tile=64), h)
+    assert "does not spill (registers do) or thrash (caches do)" in msg
+    assert "spill like a cache" not in (H.LaunchError.__doc__ or "")
+
+
+def test_a_measured_shared_memory_plateau_lands_on_the_l1_level():
+    """The driver's cache sizes call the level "shared memory": a measured plateau of that
+    name replaces the bandwidth of L1 / shared memory."""
+    h = H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"shared memory": 15000.0,
+                                                             "L2": 5000.0})
+    assert h.level("L1 / shared memory").bandwidth_gbs == 15000.0
+    assert h.level("L2").bandwidth_gbs == 5000.0 and h.register_file_bytes == 256 * KIB
+    with pytest.raises(KeyError, match="L3"):
+        H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"L3": 1.0})
     # flash-attention tiles are staged in shared memory too: (Bq d + 2 Bkv d) b
     with pytest.raises(H.LaunchError):
         H.place(H.flash_kernel(1, 8, 4096, 128, 512, 512, "bf16"), h)  # 384 KiB
@@ -183,7 +246,7 @@ def test_scalar_kernels_run_under_the_vector_ceiling():
     assert h.vector_tflops == 19.5 and h.peak_tflops == 312  # A100 datasheet
     naive = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     assert naive.kernel.compute == H.VECTOR and naive.ceiling_tflops == 19.5
-    assert naive.ceiling_name == "vector (CUDA-core) ceiling"
+    assert naive.ceiling_name == "vector (CUDA-core, fp32 FMA) ceiling"  # review F5
     assert "no tiles" in naive.kernel.what and "tile 1" not in naive.kernel.what
     tiled = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
     assert tiled.ceiling_tflops == 312 and tiled.ceiling_name == "bf16 tensor-core peak"
@@ -300,7 +363,7 @@ def test_largest_fitting_tile_is_the_largest_power_of_two_that_fits(cap, prec):
 
 
 def test_a100_shared_memory_fits_128_not_256():
-    assert H.largest_fitting_tile(H.gpu_hierarchy("a100-sxm-80gb").level("shared memory"),
+    assert H.largest_fitting_tile(H.gpu_hierarchy("a100-sxm-80gb").level("L1 / shared memory"),
                                   "bf16") == 128
 
 
@@ -344,7 +407,7 @@ def test_from_plateaus_takes_each_levels_bandwidth_or_none():
 def test_with_bandwidths_replaces_only_the_measured_levels():
     h = H.with_bandwidths(H.gpu_hierarchy("h100-sxm"), {"L2": 9000.0, "HBM": 3000.0})
     assert [lv.bandwidth_gbs for lv in h.levels][1:] == [9000.0, 3000.0]
-    assert h.level("shared memory").bandwidth_gbs == FU.onchip("h100-sxm").smem_bandwidth_gbs
+    assert h.level("L1 / shared memory").bandwidth_gbs == FU.onchip("h100-sxm").smem_bandwidth_gbs
 
 
 def test_reference_machine_is_a_measured_cpu_hierarchy():

@@ -101,7 +101,7 @@ def test_roof_names_sit_above_their_knees_clear_of_every_line_and_each_other():
     """Issue 34.10: a roof's name sits just above the compute roof, centred where its slanted
     line meets it (AI = peak / bandwidth): every slanted line lies below the compute roof, so
     no line runs through a name; two names that would touch take different rows; the points'
-    labels sharing an AI are merged ("binds: L2 = shared memory"), never printed twice."""
+    labels sharing an AI are merged ("binds: L2 = L1 / shared memory"), never printed twice."""
     for h in (H.gpu_hierarchy("a100-sxm-80gb"), RM.as_hierarchy()):
         p = H.place(H.gemm_kernel(1024, 1024, 1024, h.precision, tile=1), h)
         fig = figures.per_level_roofline_figure(h, [p])
@@ -122,10 +122,10 @@ def test_roof_names_sit_above_their_knees_clear_of_every_line_and_each_other():
                     need = (len(a.text) + len(c.text) - 14) * 6.3 / 2
                     assert abs(a.x - c.x) * px >= need, (a.text, c.text)
     h = H.gpu_hierarchy("a100-sxm-80gb")
-    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)  # L2 and shared memory
+    p = H.place(H.reduction_kernel(2**20, "bf16"), h)  # L1 and L2 serve the same bytes
     texts = [t.text[0] for t in figures.per_level_roofline_figure(h, [p]).data
              if t.mode == "markers+text"]
-    assert "<b>binds: L2 = shared memory</b>" in texts and texts.count("") == 1
+    assert "<b>binds: L2 = L1 / shared memory</b>" in texts and texts.count("") == 1
 
 
 def test_tile_traffic_figure_shades_tiles_that_fail_to_launch_and_keeps_levels_visible():

@@ -153,7 +153,7 @@ def test_unlocked_run_shows_figures_and_core_numbers():
     assert defs["machine"] == a100
     naive = defs["all_points"]["naive GEMM"]
     assert naive == H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
-    assert naive.binding == "L2"
+    assert naive.binding == "L1 / shared memory"  # review F1: L1 absorbs the block's loads
     assert defs["register_picker"].value == H.DEFAULT_REGISTER_TILE["gpu"]
     # Part 3: N = 8192, T = 64, r = 64
     assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
@@ -168,7 +168,7 @@ def test_comparisons_use_core_values():
     text = shown(outputs)
     ratio = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
     assert f"{ratio:.1f} ×" in text  # the reference machine's ratio, before measuring
-    assert "The L2 roof" in text  # Part 2's answer for the A100
+    assert "The L1 / shared-memory roof" in text  # Part 2's answer for the A100 (review F1)
     # Part 3: L2 serves the tile's misses, b (2 N^2 ceil(N/T) + N^2): (2*128+1) / (2*64+1)
     assert f"{257 / 129:.2f} ×" in text
     assert f"{Q.relative_throughput(1408, 1536, 128, 132):.2f}" in text
@@ -179,8 +179,10 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     outputs, defs = app.run()
     assert defs["staircase_prediction"].value == pytest.approx(
         S.plateau_ratio(RM.plateaus(), "L2", "DRAM"), abs=0.01)
-    assert defs["binding_prediction"].value == "L2"
-    assert defs["binding_prediction"].label == "The L2 roof"
+    # review F1: the SMs' loads, 2 N^3 b at 0.5 FLOP/B x 19.5 TB/s = 9.7 TFLOP/s, bind (L1
+    # keeps what a 32 x 32 block's warps share; L2's roof is 15.75 x 7.2 = 114 TFLOP/s)
+    assert defs["binding_prediction"].value == "L1 / shared memory"
+    assert defs["binding_prediction"].label == "The L1 / shared-memory roof"
     # the traffic L2 serves (the shared-memory tile's misses), T 64 -> 128, N = 8192:
     # (2 ceil(8192/64) + 1) / (2 ceil(8192/128) + 1) = 257 / 129 (derived by hand)
     assert defs["tile_prediction"].value == pytest.approx(257 / 129, abs=0.005)
@@ -189,26 +191,45 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     assert defs["wave_prediction"].value == pytest.approx(0.595, abs=0.001)
     for name in FIGURES:
         assert name in defs
-    assert "Reference answer (instructor copy)" in shown(outputs)
+    text = shown(outputs)
+    assert "Reference answer (instructor copy)" in text
+    # review F1: the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312
+    assert "at 9.7 TFLOP/s, 3% of the tensor-core peak" in text
+    assert "L1/load-store-bound" in text and "vector (CUDA-core, fp32 FMA) ceiling" in text
+    # review F2: staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
+    # register file ruling out 256 x 256 (65,536 x 4 B = 256 KiB)
+    assert "48 KiB at 128 × 128" in text and "cudaFuncAttributeMaxDynamicSharedMemorySize" in text
+    assert "65,536 accumulators (256 KiB) fill the SM's whole register file (256 KiB)" in text
+    # review F7, F8: L2's bandwidth is an upper estimate; libraries make the wave dip shallower
+    assert "upper estimate" in text and "stream-K" in text
 
 
 # --- the failure state: a tile too big for shared memory, and backing out ---------------------
 
 def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
-    # 3 x 256^2 x 2 B = 384 KiB > the A100's 163 KiB per block: no launch (issue 32.7), never
-    # a kernel that "spills" shared memory to L2 and runs on
+    # review F2: T = 512 stages 3 x (512 + 512) x 32 x 2 B = 192 KiB > the A100's 163 KiB per
+    # block: no launch (issue 32.7), never a kernel that "spills" shared memory to L2
+    outputs, bad = run(gemm_tile_slider=512)
+    msg = shown(outputs)
+    assert ("The 512 × 512 tile does not fit on an SM (shared memory or registers): the kernel "
+            "fails to launch.") in msg
+    assert "192 KiB of shared memory per block" in msg and "at most 163 KiB" in msg
+    assert "Shrink the tile to back out." in msg and "spill" not in msg.split("fails to")[0]
+    # T = 256 stages only 96 KiB, but its 65,536 fp32 accumulators (256 KiB) fill the SM's
+    # register file (64K x 4 B): it fails too, for that reason
     outputs, bad = run(gemm_tile_slider=256)
     msg = shown(outputs)
-    assert "The 256 × 256 tile does not fit in shared memory: the kernel fails to launch." in msg
-    assert "384 KiB of shared memory per block" in msg and "at most 163 KiB" in msg
-    assert "Shrink the tile to back out." in msg and "spill" not in msg.split("fails to")[0]
+    assert "accumulators take 256 KiB of registers per block" in msg
+    assert "has 256 KiB of registers in all" in msg and "Shrink the tile to back out." in msg
     assert bad["tile_point"] is None and isinstance(bad["tile_error"], H.LaunchError)
     # the figure draws the tiles that launch and marks the rest
     assert bad["tiles_failed"] == [256, 512, 1024, 2048, 4096, 8192][:len(bad["tiles_failed"])]
     assert 256 in bad["tiles_failed"] and isinstance(bad["tile_figure"], go.Figure)
     outputs, good = run(gemm_tile_slider=128)
     assert "fails to launch." not in shown(outputs)
-    assert good["tile_point"].home == "shared memory" and good["tile_point"].thrashes == ()
+    assert good["tile_point"].home == "L1 / shared memory" and good["tile_point"].thrashes == ()
+    # the tile the status shows is the staged slabs: 3 x 256 x 32 x 2 B = 48 KiB
+    assert good["tile_point"].tile_bytes == 48 * KIB and "(48 KiB) lives in" in shown(outputs)
     assert good["tile_point"].binding == "compute"
     assert good["tile_point"].attainable_tflops == pytest.approx(312)  # A100 bf16 dense
 
@@ -233,6 +254,16 @@ def test_machines_without_hierarchy_data_say_so():
     assert "staircase_figure" in defs and "wave_figure" in defs  # Parts 1 and 4 still work
 
 
+def test_a_gpu_with_an_l2_size_but_no_on_chip_figures_says_which_are_missing():
+    """Review F6: the MI300X has its L2 size; what the registry lacks is the on-chip (LDS per
+    CU, register file) figures."""
+    outputs, defs = run(machine_picker="mi300x")
+    text = shown(outputs)
+    assert defs["machine"] is None
+    assert "lacks its on-chip figures (shared memory or LDS per SM or CU" in text
+    assert "its L2 size is known" in text and "(on-chip memory or L2)" not in text
+
+
 def test_this_machine_before_measuring_asks_for_the_measurement():
     outputs, defs = run(machine_picker="measured")
     text = shown(outputs)
@@ -252,7 +283,7 @@ def test_another_machine_never_regrades_the_a100_predictions(ledger_env):
     assert "on the NVIDIA A100 SXM 80GB (the question's machine)" in text
     assert "(your pick, not graded)" in text
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events() if e["kind"] == "result"}
-    assert results["lab05.binding_level"]["actual"] == "L2"
+    assert results["lab05.binding_level"]["actual"] == "L1 / shared memory"
     assert results["lab05.tile_traffic"]["actual"] == pytest.approx(257 / 129, abs=0.005)
 
 
@@ -374,7 +405,7 @@ def test_the_panels_still_show_their_widgets_in_place():
               "flash", "Register tile r (r × r)")
     part3 = cell_with("Machine (Parts 2 and 3)", "GEMM size N (N × N × N)",
                       "Cache tile T (T × T)", "Register tile r (r × r)")
-    assert "lives in shared memory" in texts[part3 + 1]  # the tile's status, right under it
+    assert "lives in L1 / shared memory" in texts[part3 + 1]  # the tile's status, right under it
 
 
 def test_a_budget_step_re_runs_nothing_and_a_press_measures_within_the_budget(monkeypatch):
@@ -418,8 +449,8 @@ def test_ledger_events_use_the_stable_item_ids(ledger_env):
     assert again["shrink_prediction"].value == 1000
     for name in FIGURES:
         assert name in again
-    quiz.simulate_submit(again["binding_explain"], observe="L2 binds at AI 0.5",
-                         explain="every multiply-add loads from L2")
+    quiz.simulate_submit(again["binding_explain"], observe="L1 binds at AI 0.5",
+                         explain="every multiply-add loads through L1")
     events = again["lab"].events()
     assert {e["item_id"] for e in events} == set(ITEMS)
     results = {e["item_id"]: e["payload"] for e in events if e["kind"] == "result"}

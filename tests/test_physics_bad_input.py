@@ -88,6 +88,7 @@ VALID = {
     "batch": 2, "heads": 8, "seq_q": 16, "seq_kv": 32, "head_dim": 64, "kv_heads": 2,
     "d_model": 64, "d_ff": 128, "rows": 8, "cols": 16, "n_elements": 1024, "n_ops": 4,
     "n_kernels": 2, "block_q": 64, "block_kv": 64, "seq_len": 128, "tile": 16,
+    "tile_m": 128, "tile_n": 128, "bk": 32, "stages": 3, "register_file_bytes": 262144.0,
     "precision": "bf16", "weight_precision": "bf16", "out_precision": "bf16",
     "kv_precision": "bf16", "act_precision": "bf16", "activation_precision": "bf16",
     "compute": "bf16", "storage": "bf16", "before": "fp32", "after": "fp16",

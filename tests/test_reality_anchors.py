@@ -103,3 +103,61 @@ def test_scalar_kernels_sit_under_the_cuda_core_ceiling():
         p = H.place(kernel, h)
         assert p.ceiling_tflops == pytest.approx(19.5), kernel.name
         assert p.attainable_tflops <= 19.5, kernel.name
+
+
+# --- the naive (unstaged) GEMM: L1 absorbs the block's shared loads ---------------------------
+
+#: NVIDIA RTX A6000 (GA102), the GPU of S. Boehm's measurements below. NVIDIA RTX A6000
+#: datasheet: 10,752 CUDA cores (84 SMs x 128), boost clock 1,800 MHz, 38.7 TFLOP/s FP32,
+#: 48 GB GDDR6 at 768 GB/s; NVIDIA Ampere GA102 GPU Architecture whitepaper: 6 MB L2, 128 KB
+#: of L1 / shared memory per SM; CUDA C++ Programming Guide (compute capability 8.6): at most
+#: 99 KB of shared memory per block. L1 bandwidth derived as for the registry GPUs: SMs x
+#: 128 B/clock x boost clock. NVIDIA publishes no L2 bandwidth for it (no roof).
+A6000_SMS, A6000_BOOST_GHZ = 84, 1.80
+
+#: S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance: a Worklog"
+#: (siboehm.com/articles/22/CUDA-MMM, 2022), fp32 SGEMM, 4092 x 4092 matrices, RTX A6000:
+#: kernel 1 "Naive" 309.0 GFLOP/s (1.3% of cuBLAS) and kernel 2 "GMEM Coalescing" 1986.5
+#: GFLOP/s (8.5%), one thread per element of C in 32 x 32-thread blocks, no shared memory.
+#: Nsight Compute shows such kernels limited by the L1/TEX and load-store path (the SMs'
+#: loads), not by L2 or DRAM bandwidth.
+BOEHM_NAIVE = {"naive": 309.0, "coalesced": 1986.5}
+#: A naive kernel is latency-bound well below its load-path roof: the bound may be at most
+#: this much above the best naive measurement (the coalesced kernel).
+NAIVE_BAND = 3.0
+
+
+def _a6000():
+    sm = A6000_SMS
+    levels = (
+        H.Level("L1 / shared memory", 128 * 1024, 99 * 1024, sm * 128 * A6000_BOOST_GHZ,
+                "RTX A6000 datasheet; GA102 whitepaper; CUDA guide (CC 8.6)", True,
+                scope=f"per SM ({sm} SMs)", scratchpad=True),
+        H.Level("L2", 6 * 2**20, 6 * 2**20 / sm, None, "GA102 whitepaper: 6 MB", False,
+                scope=f"shared by {sm} SMs", sharers=sm),
+        H.Level("DRAM", 48e9, 48e9, 768.0, "RTX A6000 datasheet: 768 GB/s GDDR6"),
+    )
+    return H.hierarchy("rtx-a6000", "NVIDIA RTX A6000", "gpu", levels, 38.7, "fp32",
+                       "RTX A6000 datasheet", vector_tflops=38.7)
+
+
+def test_a_naive_sgemm_is_bound_by_l1_and_sits_under_it_as_boehm_measures():
+    """Review F1. A naive fp32 GEMM, N = 4092, on an RTX A6000: every multiply-add loads one
+    A and one B element, 2 N^3 x 4 B through L1 (AI 1/4 FLOP/B): roof 0.25 x 84 x 128 B x
+    1.8 GHz = 4.84 TFLOP/s. L1 keeps what a 32 x 32-thread block's warps share, so L2 and DRAM
+    see 32x less: DRAM's roof is 32/4 FLOP/B x 0.768 TB/s = 6.1 TFLOP/s (L2: no figure).
+    Boehm measures 0.31 and 1.99 TFLOP/s: both under the bound, the coalesced kernel within
+    NAIVE_BAND of it, and the binding level is the SMs' load path, as Nsight Compute reports.
+    The old model (every load passed to the next level) put DRAM's roof at 0.25 x 0.768 =
+    0.19 TFLOP/s, below both measurements."""
+    n = 4092
+    p = H.place(H.gemm_kernel(n, n, n, "fp32", tile=1), _a6000())
+    l1_roof = 2 * n**3 / (4 * (2 * n**3 + n * n)) * A6000_SMS * 128 * A6000_BOOST_GHZ / 1e3
+    for kernel, measured in BOEHM_NAIVE.items():
+        assert measured / 1e3 <= p.attainable_tflops, (kernel, p.binding, p.attainable_tflops)
+        for u in p.uses:  # no level's roof below what was measured
+            roof = u.roof_tflops()
+            assert roof is None or roof >= measured / 1e3, (kernel, u.level.name, roof)
+    assert p.binding == "L1 / shared memory"
+    assert p.attainable_tflops == pytest.approx(l1_roof, rel=1e-6)  # 4.84
+    assert p.attainable_tflops <= NAIVE_BAND * BOEHM_NAIVE["coalesced"] / 1e3

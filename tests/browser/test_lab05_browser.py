@@ -7,7 +7,8 @@
    DRAM, and the figure gains this machine's curve;
 4. predictions 2 and 3 locked, Part 3's GEMM-size slider at both extremes redraws the tile
    figure, the tile slider at its top reaches the failure state (the tile is too big for
-   shared memory: the kernel fails to launch) and three steps down backs out of it;
+   an SM: its staged slabs or its accumulators; the kernel fails to launch) and three steps
+   down (128 x 128) backs out of it;
 5. a reload keeps the locks (restored from the ledger);
 6. the instructor copy (``--reveal``) draws every figure: each is screenshot on its own
    (artifacts/browser/lab05-*.png) for a visual check.
@@ -33,7 +34,7 @@ from test_labs_browser import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAB = REPO / "labs" / "lab_05_memory_hierarchy.py"
-FAILS = "does not fit in shared memory: the kernel fails to launch."
+FAILS = "does not fit on an SM (shared memory or registers): the kernel fails to launch."
 MEASURED = re.compile(r"Measured (\d+) of (\d+) sizes in ([\d.]+) (s|ms)")
 
 

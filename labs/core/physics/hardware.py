@@ -325,8 +325,12 @@ _DEVICES = [
          notes={"fp32": "FP32 matrix rate from the datasheet (the FP32 vector rate is the "
                         "same 163.4).",
                 "l2_bytes": "L2 = 8 XCDs x 4 MB, each private to its XCD (a kernel's tiles "
-                            "on one XCD share 4 MB, not 32). The 256 MB Infinity Cache (MALL) "
-                            "is a separate last level between L2 and HBM, not counted here."},
+                            "on one XCD share 4 MB, not 32): the total, 32 MB, is what all "
+                            "XCDs together keep on chip, the test a working set 'fits in a "
+                            "cache' (Lab 3) uses; a working set up to 256 MB is still served "
+                            "by the Infinity Cache (MALL), a separate last level between L2 "
+                            "and HBM, not counted here. No per-CU (LDS, register file) "
+                            "figures: Lab 5 cannot draw its hierarchy."},
          l2=(32, _S_L2_MI)),
 ]
 

@@ -1,6 +1,6 @@
 """Lab 5 physics: the memory hierarchy and the hierarchical roofline.
 
-A machine is a list of memory **levels**, fastest first (L1 or shared memory, L2, ...,
+A machine is a list of memory **levels**, fastest first (L1 / shared memory, L2, ...,
 DRAM/HBM last), each with a capacity and, where a source or a measurement gives one, a
 bandwidth. A kernel has **one arithmetic intensity per level**: its FLOPs over the bytes that
 level serves. Drawn with one point per level, that is the *hierarchical* roofline (Yang,
@@ -27,10 +27,28 @@ loads. Each later level serves the misses of the level above it, and a level's m
 * otherwise its **streaming** bytes: the tile does not fit, the cache thrashes, and the level
   passes on (nearly) everything it was asked for.
 
-Shared memory is a software-managed **scratchpad**, not a cache (``Level.scratchpad``): a
-kernel that stages its tile there (a tiled GEMM, a flash-attention tile) and asks for more
-than the per-block limit **fails to launch** (:class:`LaunchError`); it never "spills" to the
-next level. Only registers spill, and caches thrash.
+On NVIDIA GPUs since Volta, L1 and shared memory are **one on-chip SRAM per SM**, split by a
+carveout (NVIDIA CUDA C++ Programming Guide, "Shared Memory" of compute capability 8.x/9.x:
+"the L1 cache and shared memory ... unified data cache"), so the GPU's first level is called
+``L1_SMEM`` ("L1 / shared memory") and has one bandwidth. It plays two roles:
+
+* a **cache (L1)** for a kernel that stages nothing (a naive GEMM, a stencil): the loads of a
+  thread block's warps that hit the same sectors are served once from L2. A naive GEMM with
+  one thread per C element in ``NAIVE_BLOCK`` x ``NAIVE_BLOCK`` blocks (each warp one row of
+  the block, so its B loads are coalesced and its A load is one broadcast; the block's warps
+  re-read the same B row segment) makes L2 see the block's traffic,
+  ``roofline.tiled_gemm_bytes(.., NAIVE_BLOCK, ..)``, not every load (``KernelModel.l1_bytes``).
+  Nsight Compute reports such kernels L1/TEX- or LSU-throughput-bound, not L2-bound; a
+  published measurement sits under this bound (tests/test_reality_anchors.py: S. Boehm's
+  naive and coalesced SGEMMs on an RTX A6000);
+* a software-managed **scratchpad** (shared memory, ``Level.scratchpad``) for a kernel that
+  stages its tiles there (a tiled GEMM, a flash-attention tile). Asking for more than the
+  per-block limit **fails to launch** (:class:`LaunchError`); it never "spills" to the next
+  level. Only registers spill, and caches thrash. A tiled GEMM stages thin K-slabs,
+  ``GEMM_STAGES`` x (T_m + T_n) x ``GEMM_BK`` x b (:func:`staged_gemm_bytes`), and keeps its
+  C tile in registers as fp32 accumulators, T_m T_n x 4 B per CTA, which must leave room in
+  the SM's register file (64K 32-bit registers = 256 KiB on A100/H100, at most 255 per
+  thread; :func:`launch_problem`).
 
 A level never sends more than it was asked for. Registers are not a level here (no sourced
 bandwidth); the register tile decides how many bytes level 0 serves. Kernels that cannot use
@@ -70,9 +88,32 @@ from labs.core.physics._validate import (
 MATRIX, VECTOR = "matrix", "vector"
 
 
+#: The name of a GPU's first level: L1 and shared memory are one SRAM per SM (module doc).
+L1_SMEM = "L1 / shared memory"
+
+#: A naive GEMM's thread block edge (stated assumption): 32 x 32 threads, one per element of
+#: C, each warp one row of the block (the common naive launch, e.g. S. Boehm, "How to Optimize
+#: a CUDA Matmul Kernel", kernels 1-2). L1 keeps what the block's warps share.
+NAIVE_BLOCK = 32
+
+#: Shared-memory staging of a tiled GEMM (stated, CUTLASS/cuBLAS Ampere defaults): K-slabs of
+#: depth BK = 32 in a 3-stage pipeline, as the kernel names say (CUTLASS profiler
+#: ``cutlass_tensorop_bf16_s16816gemm_bf16_128x128_32x3_*``; cuBLAS
+#: ``ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x3_*``: tile 128 x 128, BK 32, 3
+#: stages). 128 x 128 bf16: 3 x 256 x 32 x 2 B = 48 KiB.
+GEMM_BK, GEMM_STAGES = 32, 3
+
+#: Shared memory a block gets without the per-kernel opt-in: above 48 KB a kernel must use
+#: dynamic shared memory and call cudaFuncSetAttribute(..,
+#: cudaFuncAttributeMaxDynamicSharedMemorySize, ..) (CUDA C++ Programming Guide, compute
+#: capability 7.x-9.x, "Shared Memory"); without it the launch fails at 48 KB.
+SMEM_NO_OPT_IN_BYTES = 48 * 1024
+
+
 class LaunchError(ValueError):
     """A kernel that cannot run: its tile asks a scratchpad (shared memory) for more than the
-    per-block limit, so the launch fails (a scratchpad does not spill; only registers do)."""
+    per-block limit, or its fp32 accumulators fill the register file, so the launch fails (a
+    scratchpad does not spill (registers do) or thrash (caches do))."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +156,9 @@ class Hierarchy:
     #: The vector (CUDA-core, non-tensor) ceiling that scalar kernels run under; None where
     #: the peak itself is a vector rate (a CPU's measured fp32 GEMM).
     vector_tflops: float | None = None
+    #: One SM's register file in bytes (a CTA's fp32 accumulators must leave room in it);
+    #: None where it is not modelled (a CPU).
+    register_file_bytes: float | None = None
 
     def ceiling_tflops(self, compute: str) -> float:
         """The compute ceiling of a kernel that runs on ``compute`` ("matrix" or "vector")."""
@@ -155,13 +199,16 @@ def _check_levels(levels: Sequence[Level]) -> tuple[Level, ...]:
 
 
 def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflops: float,
-              precision: str, source: str, *, vector_tflops: float | None = None) -> Hierarchy:
+              precision: str, source: str, *, vector_tflops: float | None = None,
+              register_file_bytes: float | None = None) -> Hierarchy:
     """A validated Hierarchy (levels fastest first, capacities > 0, bandwidths > 0 or None;
-    ``vector_tflops`` > 0 or None)."""
+    ``vector_tflops`` and ``register_file_bytes`` > 0 or None)."""
     return Hierarchy(text("key", key), text("name", name), one_of("kind", kind, ("gpu", "cpu")),
                      _check_levels(levels), positive("peak_tflops", peak_tflops),
                      _fmt.get(precision, arg="precision").key, text("source", source),
-                     None if vector_tflops is None else positive("vector_tflops", vector_tflops))
+                     None if vector_tflops is None else positive("vector_tflops", vector_tflops),
+                     None if register_file_bytes is None
+                     else positive("register_file_bytes", register_file_bytes))
 
 
 # --- GPU levels from the registry -----------------------------------------------------------
@@ -175,11 +222,13 @@ L2_READ_BYTES_PER_CLK = {
 _NO_L2_BW = ("NVIDIA publishes no L2 bandwidth for this GPU: the level is listed, its roof is "
              "not drawn (measure it: Part 1 on a GPU)")
 _SMEM_NOTE = ("~ derived: SMs x 128 B/clock x boost clock (fusion.onchip); FlashAttention "
-              "(Dao et al. 2022) quotes ~19 TB/s for the A100's on-chip SRAM")
+              "(Dao et al. 2022) quotes ~19 TB/s for the A100's on-chip SRAM. L1 and shared "
+              "memory are the same SRAM: a cache for kernels that stage nothing, a scratchpad "
+              "for those that stage tiles")
 
 
 def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
-    """Shared memory (per SM), L2 and HBM of a registry GPU with on-chip figures.
+    """L1 / shared memory (per SM), L2 and HBM of a registry GPU with on-chip figures.
 
     Capacities: shared memory per block (what one tile may use: a scratchpad, so a bigger tile
     fails to launch) and per SM (what one SM can keep: it is private to the SM) from
@@ -188,7 +237,8 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     memory ~ derived (estimate), L2 from ``L2_READ_BYTES_PER_CLK`` x boost clock where NVIDIA
     states it (estimate), else None; HBM from the datasheet. Compute: the dense ``precision``
     peak (tensor cores) and the vector (CUDA-core) ceiling ``roofline.peak_tflops(d,
-    VECTOR)`` for kernels that cannot use tensor cores. KeyError when the registry lacks the
+    VECTOR)`` for kernels that cannot use tensor cores; the register file of one SM
+    (``fusion.onchip``) for the accumulator check. KeyError when the registry lacks the
     on-chip figures or the L2 size."""
     d = _hw.get(hw, arg="hw")
     R.peak_tflops(d, precision)  # the precision is checked before anything is built
@@ -201,10 +251,10 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
         per_clk, src = L2_READ_BYTES_PER_CLK[d.key]
         l2_bw = per_clk * oc.boost_ghz
         l2_src = f"{d.source('l2_bytes')}; bandwidth: {src}"
-        l2_note = (f"~ derived: {per_clk} B/clock x {oc.boost_ghz} GHz boost clock (NVIDIA "
-                   "does not state the L2 clock)")
+        l2_note = (f"~ derived upper estimate: {per_clk} B/clock x {oc.boost_ghz} GHz boost "
+                   "clock (NVIDIA does not state the L2 clock; microbenchmarks measure less)")
     levels = (
-        Level("shared memory", oc.smem_per_sm_kb * 1024, oc.smem_per_block_bytes,
+        Level(L1_SMEM, oc.smem_per_sm_kb * 1024, oc.smem_per_block_bytes,
               oc.smem_bandwidth_gbs, f"{oc.sources['smem']}; {oc.sources['sms']}", True,
               _SMEM_NOTE, f"per SM ({oc.sms} SMs)", scratchpad=True),
         Level("L2", d.l2_bytes, d.l2_bytes / oc.sms, l2_bw, l2_src, l2_bw is not None, l2_note,
@@ -214,7 +264,8 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     )
     vector = R.peak_tflops(d, R.VECTOR) if d.vector_tflops is not None else None
     return hierarchy(d.key, d.name, "gpu", levels, R.peak_tflops(d, precision), precision,
-                     f"registry: {d.name}", vector_tflops=vector)
+                     f"registry: {d.name}", vector_tflops=vector,
+                     register_file_bytes=oc.register_bytes)
 
 
 def gpu_keys() -> list[str]:
@@ -232,15 +283,22 @@ DEFAULT_REGISTER_TILE = {"cpu": 8, "gpu": 64}
 def with_bandwidths(hier: Hierarchy, measured: Mapping[str, float], *,
                     source: str = "measured on this machine") -> Hierarchy:
     """The same levels with the bandwidths in ``measured`` ({level name: GB/s}) replacing the
-    registry's (a GPU's measured L2 and HBM plateaus); other levels keep theirs."""
+    registry's (a GPU's measured L2 and HBM plateaus); other levels keep theirs. A name may be
+    one part of a level's " / " name ("shared memory" or "L1" for ``L1_SMEM``, as the
+    driver's cache sizes name it)."""
     from dataclasses import replace
 
     hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     measured = mapping("measured", measured)
-    for nm in measured:
-        if not isinstance(nm, str) or nm not in hier.names:
-            raise KeyError(f"unknown level {shown(nm)} in measured: {hier.name} has "
-                           f"{', '.join(hier.names)}")
+
+    def _level_name(nm):
+        for lv in hier.names:
+            if nm == lv or (isinstance(nm, str) and nm in lv.split(" / ")):
+                return lv
+        raise KeyError(f"unknown level {shown(nm)} in measured: {hier.name} has "
+                       f"{', '.join(hier.names)}")
+
+    measured = {_level_name(nm): bw for nm, bw in measured.items()}
     source = text("source", source)
     levels = tuple(replace(lv, bandwidth_gbs=positive(f"measured[{lv.name!r}]",
                                                       measured[lv.name]),
@@ -248,7 +306,8 @@ def with_bandwidths(hier: Hierarchy, measured: Mapping[str, float], *,
                            measured=True)
                    if lv.name in measured else lv for lv in hier.levels)
     return hierarchy("measured", f"{hier.name} (measured)", hier.kind, levels, hier.peak_tflops,
-                     hier.precision, source, vector_tflops=hier.vector_tflops)
+                     hier.precision, source, vector_tflops=hier.vector_tflops,
+                     register_file_bytes=hier.register_file_bytes)
 
 
 def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None]],
@@ -318,21 +377,43 @@ class KernelModel:
     compute: str = MATRIX  # MATRIX (tensor cores) or VECTOR (scalar code: CUDA cores)
     staged: bool = False  # the kernel stages its tile in a scratchpad (shared memory)
     gemm: tuple | None = None  # (m, n, k, tile, bytes per element) of a tiled GEMM: its waves
+    staged_bytes: float = 0.0  # what a staged kernel asks of a scratchpad per block
+    accumulator_bytes: float = 0.0  # registers a CTA's fp32 accumulators take (0: not modelled)
+    l1_bytes: float | None = None  # misses of a GPU's L1 for a kernel that stages nothing (the
+    # thread block's shared loads); None: L1 is not modelled for it (it is a cache level like
+    # any other)
+
+
+def staged_gemm_bytes(tile_m, tile_n, k, bytes_per_element, *, bk: int = GEMM_BK,
+                      stages: int = GEMM_STAGES) -> float:
+    """Shared memory a tiled GEMM's block stages: ``stages`` K-slabs of A (T_m x BK) and B
+    (BK x T_n), stages (T_m + T_n) min(BK, K) b; C stays in registers. A100/H100, 128 x 128 x
+    32, 3 stages, bf16: 3 x 256 x 32 x 2 B = 48 KiB (CUTLASS's 256 x 128 x 64 x 3: 144 KiB)."""
+    tm, tn = positive_int("tile_m", tile_m), positive_int("tile_n", tile_n)
+    depth = min(positive_int("bk", bk), positive_int("k", k))
+    return float(positive_int("stages", stages) * (tm + tn) * depth
+                 * positive("bytes_per_element", bytes_per_element))
 
 
 def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -> KernelModel:
     """C[M,N] = A[M,K] B[K,N] with T x T cache tiles and r x r register tiles (SIMPLIFIED).
 
     Level 0 serves ``roofline.tiled_gemm_bytes(.., r, ..)`` (each r x r block of C in
-    registers reads r elements of A and of B per step of K); a level holding the T-tile's
-    working set, 3 T^2 b (the C tile and the A and B blocks it multiplies), passes on
-    ``tiled_gemm_bytes(.., T, ..)``; one holding A, B and C passes on the compulsory bytes; a
-    level shared by a wave of tiles (a GPU's L2) passes on the wave's bytes
-    (:func:`wave_gemm_bytes`). ``tile=1, register_tile=1`` is the naive kernel: scalar code
-    (it cannot use tensor cores, so it runs under the vector ceiling) that stages nothing.
-    A tiled kernel (T > 1) stages its tile in shared memory and runs on the tensor cores.
-    ValueError when a tile is larger than the matrix or the register tile is larger than the
-    cache tile."""
+    registers reads r elements of A and of B per step of K); a cache holding the T-tile's
+    working set, 3 T^2 b (the C tile and the A and B blocks it multiplies: a cache's model),
+    passes on ``tiled_gemm_bytes(.., T, ..)``; one holding A, B and C passes on the compulsory
+    bytes; a level shared by a wave of tiles (a GPU's L2) passes on the wave's bytes
+    (:func:`wave_gemm_bytes`).
+
+    ``tile=1, register_tile=1`` is the naive kernel: scalar code (no tensor cores: it runs
+    under the vector ceiling) that stages nothing, one thread per C element in NAIVE_BLOCK x
+    NAIVE_BLOCK blocks; a GPU's L1 keeps what the block's warps share and passes on
+    ``tiled_gemm_bytes(.., NAIVE_BLOCK, ..)`` (``l1_bytes``, module doc).
+
+    A tiled kernel (T > 1) runs on the tensor cores and stages K-slabs in shared memory,
+    :func:`staged_gemm_bytes` (``staged_bytes``), with its C tile in registers as fp32
+    accumulators, T^2 x 4 B (``accumulator_bytes``). ValueError when a tile is larger than
+    the matrix or the register tile is larger than the cache tile."""
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     t, r = positive_int("tile", tile), positive_int("register_tile", register_tile)
     if t > max(m, n):
@@ -346,10 +427,14 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -
     label = "naive GEMM" if naive else f"tiled GEMM ({t}×{t} tile)"
     what = (f"{m}×{k} · {k}×{n}, {precision}, no tiles (scalar code)" if naive else
             f"{m}×{k} · {k}×{n}, {precision}, tile {t}, register tile {r}")
+    block = min(NAIVE_BLOCK, m, n)
     return KernelModel(label, 2.0 * m * n * k, core, R.tiled_gemm_bytes(m, n, k, t, b), core,
                        foot, 3.0 * t * t * b, foot, what,
                        VECTOR if naive else MATRIX, not naive,
-                       None if naive else (m, n, k, t, b))
+                       None if naive else (m, n, k, t, b),
+                       0.0 if naive else staged_gemm_bytes(t, t, k, b),
+                       0.0 if naive else 4.0 * t * t,
+                       R.tiled_gemm_bytes(m, n, k, block, b) if naive else None)
 
 
 def stencil_kernel(n, precision: str) -> KernelModel:
@@ -396,7 +481,7 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
     return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
                        (bq * d + 2 * bkv * d) * b, cost.bytes,
                        f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}",
-                       MATRIX, True)
+                       MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b)
 
 
 def _fmt_bytes(x: float) -> str:
@@ -417,7 +502,7 @@ def wave_shape(m, n, tile, ctas) -> tuple[int, int]:
     """(rows, columns) of output tiles a wave of ``ctas`` concurrent CTAs covers: the most
     nearly square block of the M/T x N/T tile grid (rasterised, as a swizzle does), rows =
     ceil(sqrt(wave)), columns = ceil(wave / rows), each capped by the grid. A100 (108 SMs),
-    8192² with T = 128: eleven rows by ten columns of tiles."""
+    8192² with T = 128: ten columns, and rows = ceil(108 / 10) = one more."""
     m, n, t = positive_int("m", m), positive_int("n", n), positive_int("tile", tile)
     ctas = positive_int("ctas", ctas)
     gm, gn = -(-m // t), -(-n // t)
@@ -447,7 +532,7 @@ def wave_gemm_bytes(m, n, k, tile, ctas, bytes_per_element) -> float:
 
         b (M K ceil(N / (cols T)) + K N ceil(M / (rows T)) + M N).
 
-    A100, 8192³ bf16, T = 128 (a wave of eleven by ten tiles): 2 B x 8192² x (7 + 6 + 1) = 1.88 GB,
+    A100, 8192³ bf16, T = 128 (a wave of ten tile columns and one row more): 2 B x 8192² x (7 + 6 + 1) = 1.88 GB,
     against 17.3 GB for tiles that share nothing (``roofline.tiled_gemm_bytes``)."""
     rows, cols = wave_shape(m, n, tile, ctas)
     b = positive("bytes_per_element", bytes_per_element)
@@ -466,7 +551,7 @@ class LevelUse:
 
     level: Level
     bytes: float  # bytes this level serves
-    holds: str  # "problem", "wave", "tile" or "nothing": what of the kernel the level keeps
+    holds: str  # "problem", "wave", "tile", BLOCK_REUSE or "nothing": what the level keeps
 
     @property
     def ai(self) -> float | None:
@@ -498,10 +583,13 @@ class HierarchyPoint:
 
     @property
     def ceiling_name(self) -> str:
-        """'bf16 tensor-core peak' or 'vector (CUDA-core) ceiling' (a CPU: 'compute peak')."""
+        """'bf16 tensor-core peak' or 'vector (CUDA-core, fp32 FMA) ceiling' (a CPU: 'fp32
+        peak'). The vector rate is the fp32 FMA rate (A100: 19.5 TFLOP/s); packed bf16x2 FMAs
+        with bf16 accumulation would reach about twice it, which a GEMM accumulating in fp32
+        does not use."""
         h = self.hierarchy
         if self.kernel.compute == VECTOR and h.vector_tflops:
-            return "vector (CUDA-core) ceiling"
+            return "vector (CUDA-core, fp32 FMA) ceiling"
         return f"{h.precision} tensor-core peak" if h.kind == "gpu" else f"{h.precision} peak"
 
     @property
@@ -533,6 +621,12 @@ class HierarchyPoint:
         return self.hierarchy.names[:home]
 
     @property
+    def tile_bytes(self) -> float:
+        """What the tile asks of its home: the staged slabs in a scratchpad
+        (``KernelModel.staged_bytes``), else the cache working set."""
+        return _fit_bytes(self.kernel, self.hierarchy.level(self.home))
+
+    @property
     def home(self) -> str:
         """The first level that holds the tile or the whole problem (main memory if none)."""
         return next((u.level.name for u in self.uses[:-1] if u.holds != "nothing"),
@@ -546,20 +640,45 @@ class HierarchyPoint:
         return self.uses[i + 1] if i + 1 < len(self.uses) else None
 
 
+#: What a GPU's L1 keeps of a kernel that stages nothing (``KernelModel.l1_bytes``).
+BLOCK_REUSE = "block's shared loads (L1 cache)"
+
+
+def _fit_bytes(kernel: KernelModel, lv: Level) -> float:
+    """Bytes the kernel's tile needs in ``lv``: its staged slabs in a scratchpad, else its
+    cache working set."""
+    return kernel.staged_bytes if lv.scratchpad and kernel.staged else kernel.working_set
+
+
 def launch_problem(kernel: KernelModel, hier: Hierarchy) -> str | None:
-    """Why ``kernel`` cannot launch on ``hier`` (its staged tile is larger than a
-    scratchpad's per-block limit), in words; None when it can."""
+    """Why ``kernel`` cannot launch on ``hier``, in words; None when it can. Two limits:
+
+    * its staged slabs (``staged_bytes``) exceed a scratchpad's per-block limit (A100: 163
+      KiB, with the > 48 KB opt-in, ``SMEM_NO_OPT_IN_BYTES``);
+    * its fp32 accumulators (``accumulator_bytes``, T^2 x 4 B) take the whole register file of
+      an SM or more (A100/H100: 64K 32-bit registers = 256 KiB; a thread at most 255): no room
+      for addresses and operand fragments. 256 x 256 is ruled out so (65,536 accumulators =
+      256 KiB); 256 x 128 (128 KiB) is what CUTLASS runs."""
     kernel = instance("kernel", kernel, KernelModel, "a hierarchy.KernelModel")
     hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     if not kernel.staged:
         return None
     for lv in hier.levels:
-        if lv.scratchpad and kernel.working_set > lv.tile_capacity_bytes:
-            return (f"The tile asks for {_fmt_bytes(kernel.working_set)} of {lv.name} per "
+        if lv.scratchpad and kernel.staged_bytes > lv.tile_capacity_bytes:
+            return (f"The tile stages {_fmt_bytes(kernel.staged_bytes)} of shared memory per "
                     f"block; the {hier.name} allows at most "
-                    f"{_fmt_bytes(lv.tile_capacity_bytes)}. {lv.name[0].upper()}{lv.name[1:]} "
-                    "is a scratchpad the kernel manages itself, not a cache: the kernel fails "
-                    "to launch (it does not spill).")
+                    f"{_fmt_bytes(lv.tile_capacity_bytes)} (and only "
+                    f"{_fmt_bytes(SMEM_NO_OPT_IN_BYTES)} without the kernel's opt-in). Shared "
+                    "memory is a scratchpad the kernel manages itself, not a cache: the kernel "
+                    "fails to launch. It does not spill (registers do) or thrash (caches do).")
+    rf = hier.register_file_bytes
+    if rf is not None and kernel.accumulator_bytes >= rf:
+        return (f"The tile's fp32 accumulators take {_fmt_bytes(kernel.accumulator_bytes)} of "
+                f"registers per block; an SM of the {hier.name} has {_fmt_bytes(rf)} of "
+                "registers in all (a thread at most 255), so nothing is left for addresses "
+                "and operands: the launch fails (too many resources requested), or, capped "
+                "at 255 registers a thread, the accumulators spill to local memory and the "
+                "tile's reuse is lost.")
     return None
 
 
@@ -583,8 +702,12 @@ def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
             holds, miss = "problem", kernel.compulsory_bytes
         elif wave is not None:
             holds, miss = "wave", min(wave, kernel.reuse_bytes)
-        elif kernel.working_set <= lv.tile_capacity_bytes and not last:
-            holds, miss = "tile", kernel.reuse_bytes
+        elif lv.scratchpad and not kernel.staged and kernel.l1_bytes is not None and not last:
+            holds, miss = BLOCK_REUSE, kernel.l1_bytes  # the GPU's L1 (module doc)
+        elif _fit_bytes(kernel, lv) <= lv.tile_capacity_bytes and not last:
+            # an unstaged kernel's reuse in a GPU's L1 / shared memory is cached, not staged
+            holds = "reuse (L1 cache)" if lv.scratchpad and not kernel.staged else "tile"
+            miss = kernel.reuse_bytes
         else:
             holds, miss = "nothing", kernel.stream_bytes
         uses.append(LevelUse(lv, served, holds, kernel.flops))
@@ -604,8 +727,9 @@ def level_roof_tflops(ai, level: Level, peak_tflops: float):
 
 
 def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 16) -> int:
-    """Largest power-of-two GEMM tile T whose working set 3 T^2 b fits ``level``'s tile
-    capacity (0 if not even T = 1 fits)."""
+    """Largest power-of-two GEMM tile T whose cache working set 3 T^2 b fits ``level``'s tile
+    capacity (0 if not even T = 1 fits). A cache's model: whether a GPU's tiled GEMM launches
+    is :func:`launch_problem`'s (staged K-slabs in shared memory, accumulators in registers)."""
     level = instance("level", level, Level, "a hierarchy.Level")
     b = _fmt.bytes_per_element(precision, arg="precision")
     max_tile = positive_int("max_tile", max_tile)

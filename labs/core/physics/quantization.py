@@ -8,6 +8,10 @@ Two effects the roofline's smooth curve misses, each predicted here and measured
   one tile per SM, so one tile past a multiple of the SM count costs a whole extra wave (wave
   quantisation). Throughput follows a sawtooth in N that the roofline (a function of AI only)
   does not have. On a CPU the tile is the BLAS micro-kernel's block (one core: one "SM").
+  This is the model's step, an upper limit on the dip: libraries soften it with other tile
+  shapes (cuBLAS on H100 also runs 128 x 256 tiles with clusters) and stream-K or split-K
+  schedules for ragged wave counts, and a small GEMM's time is dominated by launch and
+  ramp-up, so a measured curve shows a shallower dip (review F8).
 * **Fixed cost per call.** A call that reads a small array pays a fixed overhead (Python, the
   framework's dispatch, a kernel launch) before any byte moves: time = overhead + bytes /
   bandwidth. Below bytes = overhead x bandwidth the time hardly shrinks with the bytes, and

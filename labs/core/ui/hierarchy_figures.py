@@ -263,7 +263,7 @@ def _roof_labels(hier: H.Hierarchy, frame, lo: float, hi: float, taken=()) -> li
 def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
                    boxes=()) -> list[dict]:
     """One kernel: a dotted guide at its attainable height, a marker per level it touches.
-    Levels at the same AI (within 5%) share one label ("binds: L2 = shared memory"); each
+    Levels at the same AI (within 5%) share one label ("binds: L2 = L1 / shared memory"); each
     label takes the first place that crosses no roof line, marker or other label
     (``ui/labelplace.py``, judged in ``frame``'s pixels against the roof ``lines``)."""
     y = p.attainable_tflops
@@ -323,7 +323,7 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
                         height: int = 440) -> go.Figure:
     """Bytes each level serves (log) vs the cache tile T (log 2), one line per level (colour,
     dash and symbol), the binding level written above every T, the tiles whose cache thrashes
-    shaded, the tiles in ``failed`` (too big for shared memory: they fail to launch) shaded
+    shaded, the tiles in ``failed`` (too big for shared memory or the register file: they fail to launch) shaded
     and labelled with no traffic drawn, and the current tile marked. ``curve``: (T,
     ``hierarchy.place`` result) for the tiles that launch."""
     pts = list(curve)
