@@ -514,6 +514,18 @@ def locked(ref: "Reference", units: str = "") -> Any:
 # --- texts a student is sent to (issue 34.2) --------------------------------------------------
 
 
+#: Benchmark output quoted verbatim in a docs page (a recorded run's table): measured numbers,
+#: not examples, left out of the search like dates and times of day.
+BENCHMARK_OUTPUT = re.compile(
+    r"<!-- benchmark output: verbatim -->.*?<!-- end of benchmark output -->", re.S)
+DATE_TIME = re.compile(r"\b\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?\b|\b\d\d:\d\d\b")
+
+
+def without_benchmark_output(text: str) -> str:
+    """The text less dates, times and the benchmarks' verbatim output (marked in the page)."""
+    return DATE_TIME.sub(" ", BENCHMARK_OUTPUT.sub(" ", text))
+
+
 def student_texts(root: Path) -> dict[str, str]:
     """{name: text} of what a student reads outside the labs: README.md, every docs/**/*.md
     (whatever exists), LABS_SPEC.md, and the docstrings of labs/core's public modules,
@@ -524,7 +536,8 @@ def student_texts(root: Path) -> dict[str, str]:
     for path in [root / "README.md", root / "LABS_SPEC.md",
                  *sorted((root / "docs").rglob("*.md"))]:
         if path.is_file():
-            out[str(path.relative_to(root))] = path.read_text(encoding="utf-8")
+            out[str(path.relative_to(root))] = without_benchmark_output(
+                path.read_text(encoding="utf-8"))
     for path in sorted((root / "labs" / "core").rglob("*.py")):
         if any(part.startswith("_") and part != "__init__.py" for part in path.parts[-1:]):
             continue

@@ -41,13 +41,7 @@ def student_texts() -> dict[str, str]:
     return {str(f.relative_to(ROOT)): f.read_text(encoding="utf-8") for f in files}
 
 
-BENCHMARK_OUTPUT = re.compile(r"<!-- benchmark output: verbatim -->.*?<!-- end of benchmark output -->",
-                              re.S)
-
-
-def without_benchmark_output(text: str) -> str:
-    """The text less dates, times and the benchmarks' verbatim output (marked in the page)."""
-    return _DATE_TIME.sub(" ", BENCHMARK_OUTPUT.sub(" ", text))
+from leak_support import BENCHMARK_OUTPUT, without_benchmark_output  # noqa: E402  (one rule for both checks)
 
 
 def rendered_docstrings() -> dict[str, str]:

@@ -174,7 +174,10 @@ def frontend_value(widget: Any, value: Any) -> Any:
         return list(steps).index(value) if steps else value
     if isinstance(widget, (_DROPDOWN, _RADIO)):
         options = widget.options
-        label = value if value in options else next(k for k, v in options.items() if v == value)
+        label = value if value in options else next(
+            (k for k, v in options.items() if v == value), None)
+        if label is None:  # the widget does not offer it (yet): that scenario is unreachable
+            raise ValueError(f"{value!r} is not an option of this widget")
         return [label] if isinstance(widget, _DROPDOWN) else label
     return value
 
