@@ -128,9 +128,10 @@ class DeviceInfo:
 
 #: The same command as ``launcher.torch_cpu_command`` (measure may not import course; a test
 #: checks that the two agree).
+TORCH_CPU_COMMAND = ('python -m pip install uv && uv pip install --python "' + sys.executable
+                     + '" --torch-backend=cpu "torch>=2.3"')
 _NO_TORCH = ("torch is not installed, so this machine cannot be measured. Install PyTorch's "
-             "CPU build into the Python that runs the labs: python -m pip install uv && "
-             'uv pip install --python "' + sys.executable + '" --torch-backend=cpu "torch>=2.3" '
+             "CPU build into the Python that runs the labs: " + TORCH_CPU_COMMAND + " "
              "(with an NVIDIA GPU: python -m pip install torch). Then restart: stop "
              "roofline-labs (Ctrl+C in its terminal) and run roofline-labs again (or stop and "
              "start marimo if you opened the lab with marimo); your locked predictions stay.")

@@ -106,7 +106,11 @@ def call_cost(dev, *, calls: int = 100, rounds: int = 5) -> float:
 
 # --- before a button is pressed (no torch import) ---------------------------------------------
 
-INSTALL_TORCH = 'pip install -e ".[live]"'
+#: The command the no-torch notices give (one command for every notice: measure.device's).
+def _install_torch() -> str:
+    from labs.core.measure.device import TORCH_CPU_COMMAND
+
+    return TORCH_CPU_COMMAND
 
 
 def measurement_unavailable(what: str = "This comparison") -> str | None:
@@ -119,7 +123,7 @@ def measurement_unavailable(what: str = "This comparison") -> str | None:
     if sys.platform == "emscripten":
         return (f"{what} needs a measurement of this machine, and this notebook runs in the "
                 "browser (WebAssembly), where torch cannot run. Run the lab locally to "
-                f"measure: in the labs' folder, {INSTALL_TORCH}, then roofline-labs.")
+                "measure on your own machine with roofline-labs.")
     try:
         missing = importlib.util.find_spec("torch") is None
     except (ImportError, ValueError):
@@ -127,9 +131,9 @@ def measurement_unavailable(what: str = "This comparison") -> str | None:
     if missing:
         return (f"{what} needs a measurement of this machine, and torch is not installed, so "
                 "nothing can be measured. Install it in the environment the labs run from: "
-                f"`{INSTALL_TORCH}` (on a CPU-only machine, install the CPU build of torch "
-                "first, as the README says, so pip does not fetch several GB of CUDA "
-                "packages); then stop roofline-labs (Ctrl+C) and start it again.")
+                f"`{_install_torch()}` (PyTorch's CPU build; with an NVIDIA GPU: "
+                "`python -m pip install torch`); then stop roofline-labs (Ctrl+C) and start it "
+                "again.")
     return None
 
 

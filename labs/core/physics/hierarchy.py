@@ -19,8 +19,8 @@ loads. Each later level serves the misses of the level above it, and a level's m
   when the wave's footprint fits (:func:`wave_shape`, :func:`wave_footprint_bytes`). L2 is
   shared by all SMs; the CTAs resident at once (a wave) share the A and B panels they read,
   so HBM traffic is set by the wave's footprint in L2, not by one tile's reuse alone
-  (``../shared/reference/hardware.md``, "On-chip memory facts"; CUTLASS's threadblock
-  swizzle and cuBLAS's rasterisation arrange the wave so). This is what puts large bf16
+  (CUTLASS's threadblock swizzle and cuBLAS's rasterisation arrange the wave so; the JAX
+  scaling book's GPU chapter describes the same L2 reuse). This is what puts large bf16
   GEMMs under the compute roof, as cuBLAS measures (tests/test_reality_anchors.py);
 * the kernel's **reuse** bytes, when its tile (working set) fits in the share of the level one
   core or SM can use (``Level.tile_capacity_bytes``);
@@ -56,6 +56,10 @@ tensor cores (a naive scalar GEMM, a stencil, a reduction) sit under the vector 
 ceiling, ``Hierarchy.vector_tflops``, not the tensor-core peak. Measured levels (this
 machine's plateaus, Part 1) and registry levels (sourced sizes; bandwidths only where a public
 figure exists, marked as derived or measured) use the same maths.
+
+This module is one piece, although long: the levels, the kernels' bytes per level and the
+placement are one traffic model whose stated assumptions (the wave, the staging, the L1 of an
+unstaged kernel) each touch all three; split apart, every part would restate them.
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ charts are in :mod:`labs.core.ui.charts`, collective times and the three roofs (
 labs call ``figures.<builder>``.
 
 Every number drawn comes from labs.core (roofline.attainable_tflops, roofline.ridge_point,
-hardware.Device), never recomputed here. Builders are fast enough to run on every slider move
-(a roofline with 3 roofs and 10 points builds in a few ms): each makes ONE go.Figure from
-plain dicts (validated once), with one trace per roof and one per point kind, no
-plotly.express and no update_layout calls.
+hardware.Device), never recomputed here. Builders are fast enough for every slider move (a
+roofline with 3 roofs and 10 points builds in a few ms): ONE go.Figure from plain dicts,
+validated once, one trace per roof and per point kind, no plotly.express or update_layout.
 
 Colour is never the only cue: roofs also differ by line dash and ridge-marker symbol per
 precision and are named in the legend (device + precision); regimes are labelled in text;
