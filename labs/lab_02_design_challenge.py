@@ -10,7 +10,8 @@ def _():
 
     import marimo as mo
 
-    from labs.core import figures, hardware, models, precision, quiz, reveal, roofline, style
+    from labs.core import (figures, hardware, models, precision, quiz, reveal, roofline,
+                           serving, style)
 
     LAB_ID = "lab02"
     return (
@@ -23,6 +24,7 @@ def _():
         quiz,
         reveal,
         roofline,
+        serving,
         style,
     )
 
@@ -452,14 +454,14 @@ def _(dominant_actual, lab, quiz):
 
 
 @app.cell
-def _(dominant_prediction, hardware, mo, models, roofline, style):
+def _(dominant_prediction, hardware, mo, models, roofline, serving, style):
     mo.stop(dominant_prediction is None)  # the title and equations give the answer away
     _m = models.get("llama-3-8b")
-    _crit = {k: models.critical_decode_batch(_m, k) for k in ("jetson-agx-orin-64gb", "h100-sxm")}
+    _crit = {k: serving.critical_decode_batch(_m, k) for k in ("jetson-agx-orin-64gb", "h100-sxm")}
     _crit_lines = "; ".join(
         f"{hardware.get(k).name}: ridge (bf16, dense) {roofline.ridge_point(k, 'bf16'):.0f} "
         f"FLOP/B, **B\\* = {b}**" for k, b in _crit.items())
-    _attn = models.decode_attention_ai(_m, 1, 4096)
+    _attn = serving.decode_attention_ai(_m, 1, 4096)
     style.math_peek("decode is bounded by bytes, prefill by FLOPs", r"""
     One step runs every layer once. A roofline lower bound on its time, with $F$ FLOPs and
     $Q$ bytes moved, peak $\pi$ (FLOP/s, dense, at the compute precision) and bandwidth
@@ -714,8 +716,8 @@ def _(mo):
 
 
 @app.cell
-def _(models, style):
-    _e, _d = models.SERVING_TARGETS["edge"], models.SERVING_TARGETS["datacenter"]
+def _(models, serving, style):
+    _e, _d = serving.SERVING_TARGETS["edge"], serving.SERVING_TARGETS["datacenter"]
     style.scenario_card(
         "Dana Okafor", "ML-infrastructure lead",
         "Here are the two targets. Find a configuration that meets each one with the pickers "
@@ -729,9 +731,9 @@ def _(models, style):
 
 
 @app.cell
-def _(mo, models):
-    target_picker = mo.ui.radio({t.label: t.key for t in models.SERVING_TARGETS.values()},
-                                value=models.SERVING_TARGETS["edge"].label, inline=True,
+def _(mo, models, serving):
+    target_picker = mo.ui.radio({t.label: t.key for t in serving.SERVING_TARGETS.values()},
+                                value=serving.SERVING_TARGETS["edge"].label, inline=True,
                                 label="Target")
     commit_button = mo.ui.run_button(label="Commit this design", kind="success")
     # shown in the live check below, next to the design they commit
@@ -777,13 +779,14 @@ def _(
     models,
     oom_prediction,
     quiz,
+    serving,
     style,
     target_picker,
 ):
     mo.stop(dominant_prediction is None or oom_prediction is None,
             quiz.gate_notice("Lock both predictions (Parts 1 and 2) to open the challenge."))
     try:
-        _verdict, live_error = models.check_design(target_picker.value, device,
+        _verdict, live_error = serving.check_design(target_picker.value, device,
                                                    derating=design_derating, **design), None
     except (KeyError, ValueError) as _exc:
         _verdict, live_error = None, style.error_message(_exc)
@@ -833,10 +836,10 @@ def _(
 
 
 @app.cell
-def _(hardware, lab, last_commit, mo, models, style):
+def _(hardware, lab, last_commit, mo, models, serving, style):
     # Refreshes after every commit (last_commit); reads the ledger so a reload keeps the status.
     _cards, _done = [], 0
-    for _t in models.SERVING_TARGETS.values():
+    for _t in serving.SERVING_TARGETS.values():
         _results = lab.events(f"lab02.design_{_t.key}", "result")
         _decisions = lab.events(f"lab02.design_{_t.key}", "decision")
         _ok = any(e["payload"].get("meets_target") is True for e in _results)

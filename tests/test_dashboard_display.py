@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from labs.core import classroom, grading
 from labs.core.course import catalogue
-from labs.core.course import classroom_figures as figs
-from labs.core.course.classroom_synth import HOSTILE_IDS, HOSTILE_TEXTS
+from labs.core.course.classroom import figures as figs
+from labs.core.course.classroom.synth import HOSTILE_IDS, HOSTILE_TEXTS
 
 
 @pytest.fixture(scope="module")

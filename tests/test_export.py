@@ -243,7 +243,7 @@ def fixture_labs(tmp_path_factory):
 def test_wasm_without_uv_says_so_and_exits_non_zero(fixture_labs, tmp_path, monkeypatch,
                                                     capsys):
     """Asked for --wasm without uv: a message, a failing exit status, and no half-built site."""
-    monkeypatch.setattr("labs.core.course.export_wasm.find_uv", lambda: None)
+    monkeypatch.setattr("labs.core.course.export.wasm.find_uv", lambda: None)
     site = tmp_path / "site"
     rc = export.main(["-o", str(site), "--labs-dir", str(fixture_labs), "--wasm"])
     err = capsys.readouterr().err

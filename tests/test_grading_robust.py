@@ -91,7 +91,7 @@ def test_one_hostile_file_never_stops_the_class(good_class, tmp_path, capsys, ca
 def _dashboard_shows_everything(cls) -> None:
     """What the dashboard draws from a class: every item's answers, its distribution and
     calibration, every student's timeline (a 400-digit answer must not crash the page)."""
-    from labs.core.course import classroom_figures as F
+    from labs.core.course.classroom import figures as F
 
     for item in cls.items_of():
         assert all(isinstance(row.shown, str) for row in item.rows)

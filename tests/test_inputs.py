@@ -127,7 +127,7 @@ def test_a_percent_box_says_its_scale_instead_of_taking_a_fraction(typed):
 
 
 def _handler(env, **kwargs):
-    from labs.core.course.quiz_session import LabSession
+    from labs.core.course.quiz.session import LabSession
 
     lab = LabSession("lab99", __file__)
     locked: list = []
@@ -188,8 +188,8 @@ def test_a_box_cannot_start_outside_its_own_rule():
 
 
 def test_integer_prediction_forms_refuse_fractions(env):
-    from labs.core.course.quiz_lock import _LockHandler
-    from labs.core.course.quiz_session import LabSession
+    from labs.core.course.quiz.lock import _LockHandler
+    from labs.core.course.quiz.session import LabSession
 
     lab = LabSession("lab99", __file__)
     locked = []
@@ -221,7 +221,7 @@ def test_no_lab_widget_clamps_or_rounds_in_silence(lab_file, env, monkeypatch):
     """Every lab, all gates open: no ``mo.ui.number`` and no slider with a typing box (marimo
     clamps and rounds what is typed there without a word), and every numeric prediction in a
     counting unit refuses fractions."""
-    from labs.core.course import quiz_lock
+    from labs.core.course.quiz import lock as quiz_lock
 
     forms = []
     original = quiz_lock.numeric_form

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import models, quiz, style
+from labs.core import models, quiz, serving, style
 from notebook_support import export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_02_design_challenge.py"
@@ -114,7 +114,7 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert "You predicted" in text and "40 sequences" in text and "57 sequences" in text
     # Part 3: the live check is core's verdict at achievable rates; bf16 on the Jetson misses
     # 20 tokens/s per user even at spec
-    assert defs["live_verdict"] == models.check_design(
+    assert defs["live_verdict"] == serving.check_design(
         "edge", EDGE, model="llama-3-8b", batch=1, seq_len=4096)
     assert defs["live_verdict"].failed == ["tokens/s per user"]
     assert "at achievable rates" in text and "ruled out even at 100% of the spec sheet" in text
@@ -190,7 +190,7 @@ def test_committing_designs_records_decisions_and_verdicts(env, app):
                         "seq_len": 4096, "weight_precision": "int8", "kv_precision": "bf16",
                         "activation_precision": "bf16", "compute": "bf16"}
     result = lab.events("lab02.design_edge", "result")[0]["payload"]
-    assert result == models.check_design("edge", EDGE, model="llama-3-8b", batch=1, seq_len=4096,
+    assert result == serving.check_design("edge", EDGE, model="llama-3-8b", batch=1, seq_len=4096,
                                          weight_precision="int8").as_dict()
     assert "Challenge complete" not in _texts(outputs)
     # datacenter: bf16 KV caps the total at ~3,100 tokens/s (ruled out); fp8 KV at batch 64
@@ -284,7 +284,7 @@ def test_offers_no_independent_math_picker_and_refuses_an_impossible_design(env,
     assert "compute_picker" not in defs
     assert defs["design_compute"] == "int8"  # W4A8: the int4 weights dequantise to int8
     v = defs["live_verdict"]
-    assert v == models.check_design("edge", "jetson-orin-nx-16gb", model="llama-3-8b", batch=1,
+    assert v == serving.check_design("edge", "jetson-orin-nx-16gb", model="llama-3-8b", batch=1,
                                     seq_len=4096, weight_precision="int4-g128",
                                     activation_precision="int8")
     # not ruled out at spec, but the 4k prefill misses 2.5 s at achievable rates

@@ -139,3 +139,109 @@ def test_core_cites_no_file_outside_the_repository():
     assert len(files) > 20
     for f in files:
         assert "shared/reference" not in f.read_text(encoding="utf-8"), f
+
+
+# --- the course wing in rooms, and no import cycles -------------------------------------------
+
+COURSE = CORE / "course"
+
+
+def _core_graph() -> dict[str, set[str]]:
+    """module -> the labs.core modules it imports (lazy imports too), names resolved to modules."""
+    modules = dict(_modules())
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for imported, _line in _imports(path):
+            parts = imported.split(".")
+            if parts[:2] != ["labs", "core"]:
+                continue
+            if len(parts) >= 3 and parts[2] in labs.core.SHORT_NAMES and parts[2] not in WINGS:
+                parts = labs.core.SHORT_NAMES[parts[2]].split(".") + parts[3:]
+            # the longest prefix that is a module (``from pkg import name`` names a module or not)
+            for cut in range(len(parts), 2, -1):
+                target = ".".join(parts[:cut])
+                if target in modules:
+                    if target != name:
+                        graph[name].add(target)
+                    break
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _is_face_of(package: str, module: str) -> bool:
+    """A package's ``__init__`` re-exports its own modules: that edge is not a cycle of rooms."""
+    return module.startswith(package + ".")
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No import cycle between modules of labs.core, lazy imports included (LABS_SPEC §1). A
+    package face importing its own modules is the one expected direction and is left out."""
+    graph = {m: {t for t in ts if not _is_face_of(m, t) and not _is_face_of(t, m)}
+             for m, ts in _core_graph().items()}
+    assert _cycles(graph) == []
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:3] != ["labs", "core", "course"] or len(parts) < 4:
+        return None
+    return parts[3]
+
+
+def test_course_rooms_import_downward_only():
+    """The course wing's rooms (subpackages and the launcher) form no cycle: a room imports no
+    room that imports it back (LABS_SPEC §1 draws the directions)."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in _core_graph().items():
+        src = _room(module)
+        if src is None:
+            continue
+        for target in targets:
+            dst = _room(target)
+            if dst is not None and dst != src:
+                rooms.setdefault(src, set()).add(dst)
+    assert _cycles(rooms) == [], rooms
+
+
+def test_course_wing_has_rooms_not_prefix_families():
+    """Modules of one concern live in a folder, not in a flat family of ``prefix_*.py`` files."""
+    flat = [p.stem for p in COURSE.glob("*.py") if p.stem != "__init__"]
+    prefixes = [name.split("_")[0] for name in flat if "_" in name]
+    families = sorted({p for p in prefixes if prefixes.count(p) + flat.count(p) > 1})
+    assert families == [], f"flat prefix families in labs/core/course/: {families}; move each into a subpackage"
+    for room in [p for p in COURSE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]:
+        doc = ast.get_docstring(ast.parse((room / "__init__.py").read_text(encoding="utf-8"))) or ""
+        assert doc.strip(), f"course/{room.name}/__init__.py needs a docstring map of the room"
+        stale = [p.stem for p in room.glob("*.py") if p.stem.startswith(room.name + "_")]
+        assert stale == [], f"course/{room.name}/ repeats its name as a prefix: {stale}"

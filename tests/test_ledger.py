@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from labs.core import ledger as L
-from labs.core.course import ledger_config, ledger_store
+from labs.core.course.ledger import config as ledger_config
+from labs.core.course.ledger import store as ledger_store
 
 WRITER = Path(__file__).parent / "ledger_fixtures" / "writer.py"
 POSIX = os.name == "posix"

@@ -8,7 +8,7 @@ import pytest
 
 from labs.core import grading as G
 from labs.core import ledger as L
-from labs.core.course import ledger_store
+from labs.core.course.ledger import store as ledger_store
 from grading_support import X, honest_session
 
 

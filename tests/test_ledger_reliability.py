@@ -20,7 +20,9 @@ import pytest
 
 from labs.core import ledger as L
 from labs.core import quiz
-from labs.core.course import ledger_events, ledger_files, ledger_store
+from labs.core.course.ledger import events as ledger_events
+from labs.core.course.ledger import files as ledger_files
+from labs.core.course.ledger import store as ledger_store
 
 FIXTURES = Path(__file__).parent / "ledger_fixtures"
 

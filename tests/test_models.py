@@ -3,7 +3,7 @@
 import pytest
 
 from labs.core import formulas as F
-from labs.core import hardware, models
+from labs.core import hardware, models, serving
 
 
 def test_llama_3_8b_kv_cache_is_128_kib_per_token_in_bf16():
@@ -157,10 +157,10 @@ def test_roofline_ops_intensities_by_hand():
 
 
 def test_edge_target_needs_quantized_weights():
-    t = models.SERVING_TARGETS["edge"]
+    t = serving.SERVING_TARGETS["edge"]
     assert (t.model, t.device_class, t.context) == ("llama-3-8b", "edge", 4096)
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096)
-    plain = models.check_design("edge", "jetson-agx-orin-64gb", **kw)
+    plain = serving.check_design("edge", "jetson-agx-orin-64gb", **kw)
     # bf16: ~15.0 GB of GEMM weights + 0.54 GB KV per step at 204.8 GB/s -> 13.2 tokens/s < 20
     # at spec, 11.8 at the achievable 90% of the bandwidth
     assert plain.failed == plain.spec_failed == ["tokens/s per user"]
@@ -172,18 +172,18 @@ def test_edge_target_needs_quantized_weights():
     assert derated.actual == pytest.approx(0.9 * per_user.actual, rel=0.01)
     mem = next(c for c in plain.checks if c.name == "memory")
     assert mem.requirement == "needs ≤ 61.8 GB"  # 90% of 64 GiB = 68.7 GB
-    assert models.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int8",
+    assert serving.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int8",
                                **kw).meets_target
     # Orin NX 16 GB: int4 weights fit and are fast enough, but a 4k prefill (~6.3e13 FLOP) in
     # bf16 math takes > 4 s at the 15 TFLOP/s peak: ruled out
     nx = dict(weight_precision="int4", **kw)
-    v = models.check_design("edge", "jetson-orin-nx-16gb", **nx)
+    v = serving.check_design("edge", "jetson-orin-nx-16gb", **nx)
     assert v.failed == v.spec_failed == ["prefill time"] and v.compute == "bf16"
     # int8 activations (W4A8) run the math at 30 TOPS: 2.2 s at spec passes, 2.8 s at the
     # achievable 80% does not -- not ruled out, and not met
-    w4a8 = models.check_design("edge", "jetson-orin-nx-16gb", activation_precision="int8", **nx)
+    w4a8 = serving.check_design("edge", "jetson-orin-nx-16gb", activation_precision="int8", **nx)
     assert w4a8.compute == "int8" and w4a8.not_ruled_out and w4a8.failed == ["prefill time"]
-    assert "memory" in models.check_design("edge", "jetson-orin-nx-16gb", **kw).failed
+    assert "memory" in serving.check_design("edge", "jetson-orin-nx-16gb", **kw).failed
 
 
 def test_datacenter_target_needs_a_smaller_kv_cache_on_an_h100():
@@ -191,38 +191,38 @@ def test_datacenter_target_needs_a_smaller_kv_cache_on_an_h100():
     # bf16 KV: aggregate decode is capped at bandwidth / KV per sequence = 3350 / 1.074
     # = 3,119 tokens/s < 4,000 at any batch, even at 100% of spec
     for b in (1, 20, 44):
-        v = models.check_design("datacenter", "h100-sxm", batch=b, **kw)
+        v = serving.check_design("datacenter", "h100-sxm", batch=b, **kw)
         assert "total tokens/s" in v.spec_failed and not v.not_ruled_out
     # fp8 KV at batch 64: 15.0 GB weights + 64 x 0.537 GB KV + ~0.7 GB of activations in and
     # out of every kernel = 50.1 GB per step -> 4,280 tokens/s at spec: not ruled out, but at
     # the achievable 90% of the bandwidth 3,850 < 4,000
-    v = models.check_design("datacenter", "h100-sxm", batch=64, kv_precision="fp8", **kw)
+    v = serving.check_design("datacenter", "h100-sxm", batch=64, kv_precision="fp8", **kw)
     assert v.not_ruled_out and not v.meets_target and v.failed == ["total tokens/s"]
     total = next(c for c in v.spec_checks if c.name == "total tokens/s").actual
     assert total == pytest.approx(4280, rel=0.005)
     # fp8 weights as well: 4,530 tokens/s at achievable rates
-    v = models.check_design("datacenter", "h100-sxm", batch=64, kv_precision="fp8",
+    v = serving.check_design("datacenter", "h100-sxm", batch=64, kv_precision="fp8",
                             weight_precision="fp8", **kw)
     assert v.meets_target, v.summary()
     # too large a batch overflows 80% of the memory
-    assert "memory" in models.check_design("datacenter", "h100-sxm", batch=130,
+    assert "memory" in serving.check_design("datacenter", "h100-sxm", batch=130,
                                            kv_precision="fp8", **kw).failed
 
 
 def test_design_verdict_names_wrong_model_device_and_context():
-    v = models.check_design("edge", "h100-sxm", model="llama-3-70b", batch=1, seq_len=1024)
+    v = serving.check_design("edge", "h100-sxm", model="llama-3-70b", batch=1, seq_len=1024)
     assert {"model", "device class", "context"} <= set(v.failed)
     assert "Ruled out" in v.summary() and "model" in v.summary()
     users = next(c for c in v.checks if c.name == "users")
     assert (users.actual_text, users.requirement) == ("1 sequence", "needs ≥ 1 sequence")
-    assert "on an edge device" in models.SERVING_TARGETS["edge"].describe()
+    assert "on an edge device" in serving.SERVING_TARGETS["edge"].describe()
     import json
     d = v.as_dict()
     assert json.loads(json.dumps(d)) == d and d["meets_target"] is False
     with pytest.raises(KeyError, match="edge"):
-        models.check_design("cloud", "h100-sxm", model="llama-3-8b", batch=1, seq_len=1)
+        serving.check_design("cloud", "h100-sxm", model="llama-3-8b", batch=1, seq_len=1)
     with pytest.raises(ValueError, match="batch"):
-        models.check_design("edge", "h100-sxm", model="llama-3-8b", batch=0, seq_len=1)
+        serving.check_design("edge", "h100-sxm", model="llama-3-8b", batch=0, seq_len=1)
 
 
 def test_llama_3_context_window_is_8k():
@@ -243,14 +243,14 @@ def test_int8_math_needs_int8_activations_in_check_design():
     activations.)"""
     nx = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int4")
     with pytest.raises(ValueError) as e:
-        models.check_design("edge", "jetson-orin-nx-16gb", compute="int8", **nx)
+        serving.check_design("edge", "jetson-orin-nx-16gb", compute="int8", **nx)
     msg = str(e.value)
     assert "activation_precision='int8'" in msg and "bf16" in msg  # names the way out
     # consistent: int4 weights dequantised to int8 activations (W4A8) run at the int8 rate
-    v = models.check_design("edge", "jetson-orin-nx-16gb", activation_precision="int8", **nx)
+    v = serving.check_design("edge", "jetson-orin-nx-16gb", activation_precision="int8", **nx)
     assert v.compute == "int8"
     # and with bf16 activations the math is bf16, whatever the weights
-    assert models.check_design("edge", "jetson-orin-nx-16gb", **nx).compute == "bf16"
+    assert serving.check_design("edge", "jetson-orin-nx-16gb", **nx).compute == "bf16"
 
 
 def test_step_bound_refuses_a_compute_the_operands_do_not_give():
@@ -272,7 +272,7 @@ def test_prefill_time_uses_the_derived_compute_precision():
     """(Issue 14, the physics review, item 1: compute precision follows from weights and
     activations.)"""
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int4")
-    v = models.check_design("edge", "jetson-orin-nx-16gb", derating=R.SPEC, **kw)
+    v = serving.check_design("edge", "jetson-orin-nx-16gb", derating=R.SPEC, **kw)
     pre = next(c for c in v.checks if c.name == "prefill time")
     flops = models.step_bound("llama-3-8b", "jetson-orin-nx-16gb", "prefill", batch=1,
                               seq_len=4096, weight_precision="int4").flops
@@ -286,15 +286,15 @@ def test_spec_only_pass_is_not_ruled_out_and_never_called_feasible():
     ruled out".)"""
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int8")
     tight = R.Derating(0.8, 0.75, "test")
-    v = models.check_design("edge", "jetson-agx-orin-64gb", derating=tight, **kw)
+    v = serving.check_design("edge", "jetson-agx-orin-64gb", derating=tight, **kw)
     assert v.not_ruled_out and not v.meets_target
     assert "not ruled out" in v.summary().lower() and "feasible" not in v.summary().lower()
     assert "tokens/s per user" in v.failed
-    ok = models.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int4",
+    ok = serving.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int4",
                              model="llama-3-8b", batch=1, seq_len=4096)
     assert ok.meets_target and "feasible" not in ok.summary().lower()
     assert ok.derating == R.achievable("jetson-agx-orin-64gb")
-    bad = models.check_design("edge", "h100-sxm", model="llama-3-8b", batch=1, seq_len=4096)
+    bad = serving.check_design("edge", "h100-sxm", model="llama-3-8b", batch=1, seq_len=4096)
     assert not bad.not_ruled_out and "ruled out" in bad.summary().lower()
     assert "feasible" not in bad.summary().lower()
     d = v.as_dict()
@@ -329,11 +329,11 @@ def test_step_time_counts_norms_at_the_vector_ceiling():
 def test_critical_decode_batch_is_where_the_gemms_cross_the_ridge(hw, w):
     """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
-    b = models.critical_decode_batch("llama-3-8b", hw, weight_precision=w)
+    b = serving.critical_decode_batch("llama-3-8b", hw, weight_precision=w)
     ridge = R.ridge_point(hw, P.matmul_compute(w, "bf16"))
     kw = dict(weight_precision=w)
-    assert models.decode_gemm_ai("llama-3-8b", b, **kw) >= ridge
-    assert models.decode_gemm_ai("llama-3-8b", b - 1, **kw) < ridge
+    assert serving.decode_gemm_ai("llama-3-8b", b, **kw) >= ridge
+    assert serving.decode_gemm_ai("llama-3-8b", b - 1, **kw) < ridge
     # about ridge x b_w / 2
     assert b == pytest.approx(ridge * P.bytes_per_element(w) / 2, rel=0.2)
 
@@ -343,11 +343,11 @@ def test_decode_attention_stays_memory_bound_at_any_batch():
     no-overlap estimate, the critical decode batch.)"""
     m = LLAMA
     for batch in (1, 8, 64, 512):
-        ai = models.decode_attention_ai(m, batch, 4096)
+        ai = serving.decode_attention_ai(m, batch, 4096)
         assert ai == pytest.approx(2 * (m.heads / m.kv_heads) / 2, rel=0.01)  # ~4 FLOP/B bf16
     for d in hardware.all_devices():
         for p in d.precisions:
-            assert models.decode_attention_ai(m, 256, 8192) < R.ridge_point(d, p)
+            assert serving.decode_attention_ai(m, 256, 8192) < R.ridge_point(d, p)
 
 
 # --- issue 32 items 4 and 5 -------------------------------------------------------------------

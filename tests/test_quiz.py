@@ -12,7 +12,7 @@ import pytest
 
 from labs.core import ledger as L
 from labs.core import quiz
-from labs.core.course import quiz_explain
+from labs.core.course.quiz import explain as quiz_explain
 
 LAB_FILE = Path(__file__).parent / "_lock_lab.py"
 
@@ -478,7 +478,7 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
     (0, 5, None), (-5, 5, None),
 ])
 def test_ratio_verdict_is_one_rule_for_labs_and_feedback_pages(pred, actual, words):
-    from labs.core.course.grading_feedback import _ratio_text
+    from labs.core.course.grading.feedback import _ratio_text
     assert quiz.ratio_verdict(pred, actual) == words
     assert (_ratio_text(pred, actual) == "" if words is None else words in _ratio_text(pred, actual))
 
@@ -489,7 +489,9 @@ def test_ratio_verdict_is_one_rule_for_labs_and_feedback_pages(pred, actual, wor
     ("5", 5, None), (None, 5, None), (float("nan"), 5, None), (5, float("inf"), None),
 ])
 def test_ratio_off_is_the_one_rule_for_the_lab_the_grade_and_the_dashboard(pred, actual, ratio):
-    from labs.core.course import classroom_data, classroom_synth, grading_score
+    from labs.core.course.classroom import data as classroom_data
+    from labs.core.course.classroom import synth as classroom_synth
+    from labs.core.course.grading import score as grading_score
     assert quiz.ratio_off(pred, actual) == (None if ratio is None else pytest.approx(ratio))
     # grading and the class dashboard call this rule; none keeps a private copy
     for module in (grading_score, classroom_data, classroom_synth):
@@ -498,7 +500,7 @@ def test_ratio_off_is_the_one_rule_for_the_lab_the_grade_and_the_dashboard(pred,
 
 
 def test_the_verdict_follows_the_graders_tolerance():
-    from labs.core.course.grading_config import Rubric
+    from labs.core.course.grading.config import Rubric
     assert quiz.GRADE_TOLERANCE == Rubric().tolerance  # the lab's words and the grade agree
 
 

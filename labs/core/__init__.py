@@ -30,6 +30,7 @@ SHORT_NAMES = {
     "formulas": "labs.core.physics.formulas",
     "roofline": "labs.core.physics.roofline",
     "models": "labs.core.physics.models",
+    "serving": "labs.core.physics.serving",
     "fusion": "labs.core.physics.fusion",
     "precision_study": "labs.core.physics.precision_study",
     "collectives": "labs.core.physics.collectives",
@@ -50,7 +51,7 @@ SHORT_NAMES = {
     # course
     "ledger": "labs.core.course.ledger",
     "quiz": "labs.core.course.quiz",
-    "reveal": "labs.core.course.reveal",
+    "reveal": "labs.core.course.quiz.reveal",
     "grading": "labs.core.course.grading",
     "catalogue": "labs.core.course.catalogue",
     "classroom": "labs.core.course.classroom",

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Sequence
 
 from labs.core.course import ledger
-from labs.core.course.export_index import DEFAULT_LABS_DIR, discover_labs, read_lab_meta
+from labs.core.course.export.index import DEFAULT_LABS_DIR, discover_labs, read_lab_meta
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
 #: The port a workspace's server takes the first time (marimo's own default is 2718, which a

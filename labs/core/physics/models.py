@@ -400,17 +400,3 @@ def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str 
     scores = F.elementwise("softmax", F.score_elements(batch, m.heads, sq, seq_len), precision)
     return [proj, mlp, fused["attention (fused)"], attn_unfused,
             scores.renamed("softmax (scores)"), fused["RMSNorm (attention)"].renamed("RMSNorm")]
-
-
-# Lab 2's serving design lives in its own module (labs.core.physics.serving); its public names
-# are served from here too, lazily (serving imports this module), so models.check_design works.
-_SERVING = ("SERVING_TARGETS", "DesignCheck", "DesignVerdict", "ServingTarget", "check_design",
-            "critical_decode_batch", "decode_attention_ai", "decode_gemm_ai")
-
-
-def __getattr__(name: str):
-    if name in _SERVING:
-        from labs.core.physics import serving
-
-        return getattr(serving, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,276 @@
+"""Student-level checks for ``labs-grade``: files, identity, records, and the instructor's inputs.
+
+Per student (ids compared by :func:`~labs.core.course.grading.ids.norm_id`):
+
+- files: ``unreadable_submission (file: reason)`` for a file named for the student that gave
+  nothing to grade; file-level problems of their files (``malformed``, ``torn_tail``,
+  ``mixed_students``);
+- identity: ``id_mismatch`` on both rows when a file named for one id holds another's events;
+  with a roster, ``not_on_roster (closest roster id: x)`` and, on the roster student it
+  probably belongs to, ``possible_submission (id: file)``;
+- records: ``contradicting_files (item: file A says x; file B says y)`` when two files of the
+  student start an item with different predictions; ``receipt_missing``; ``unknown_lab``;
+  ``odd_student_id``.
+
+Facts that are not problems (an id spelt two ways, a file read as UTF-16) become notes. The
+instructor's overrides and extensions are checked here too: one naming no student or item of
+the class raises ConfigError with the close matches. Part of :mod:`labs.core.course.grading`
+(import it through that name).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from labs.core.course.grading.ids import (close_matches, closest, name_owner, norm_id,
+                                          same_owner)
+from labs.core.course.grading.inputs import ConfigError, Override
+
+#: How much a flag matters to the grade: "wrong" (the grade may be wrong: look before
+#: uploading), "check" (the grade stands, but something is odd), "info" (a fact: no action).
+SEVERITY = {
+    **dict.fromkeys(("contradicting_files", "id_mismatch", "not_on_roster",
+                     "possible_submission", "unknown_lab", "unreadable_submission",
+                     "hash_mismatch", "chain_break", "seq_order", "mixed_students",
+                     "receipt_missing"), "wrong"),
+    **dict.fromkeys(("impossible_order", "second_predict", "unknown_lab_version", "torn_tail",
+                     "malformed", "ts_backwards", "future_timestamp", "odd_student_id"),
+                    "check"),
+    **dict.fromkeys(("revised", "duplicates_merged", "recovery_merged"), "info"),
+}
+SEVERITY_WORDS = {"wrong": "grade may be wrong", "check": "worth a look", "info": "note"}
+
+
+def severity(flag: str) -> str:
+    """``"wrong"``, ``"check"`` or ``"info"`` for a flag such as ``id_mismatch (...)`` (a flag
+    this table does not know is "wrong": look at it)."""
+    return SEVERITY.get(flag.split(" ", 1)[0].split("@")[0], "wrong")
+
+
+def student_severity(book, sid: str) -> str:
+    """The most serious severity of a student's flags (``""`` for none)."""
+    flags = list(book.student_flags.get(sid, []))
+    flags += [f for lab in book.labs for f in book.grades[(sid, lab.lab_id)].flags]
+    found = {severity(f) for f in flags}
+    return next((s for s in ("wrong", "check", "info") if s in found), "")
+
+
+LINE_FLAGS = ("hash_mismatch", "chain_break", "seq_order", "torn_tail", "malformed",
+              "ts_backwards", "future_timestamp")
+_FILE_LEVEL = ("malformed", "torn_tail", "mixed_students")
+
+
+def short_name(source: str) -> str:
+    return Path(source.split("!")[-1].replace("\\", "/")).name
+
+
+def summarise(where: dict[tuple[str, str], list[int]]) -> list[str]:
+    """``code (file: line 1, 2, 6)`` per code and file; codes without lines stay bare."""
+    out = []
+    for (code, name), lines in where.items():
+        if code in LINE_FLAGS and lines:
+            shown = ", ".join(str(n) for n in sorted(set(lines))[:10])
+            more = " ..." if len(set(lines)) > 10 else ""
+            text = f"{code} ({name}: line{'s' if len(set(lines)) > 1 else ''} {shown}{more})"
+        else:
+            text = code
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _files_by_student(batch, known) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in batch.files:
+        keys = {norm_id(s) for s in f.student_ids}
+        if f.submitter:
+            keys.add(norm_id(f.submitter))
+        elif f.name_id:
+            keys.add(name_owner(f.name_id, known))
+        keys |= {norm_id(w) for w in f.written_ids}
+        for k in keys:
+            out.setdefault(k, []).append(f)
+    return out
+
+
+def _who(sid: str, roster) -> str:
+    entry = roster.get(sid) if roster else None
+    return f"{sid} ({entry.name})" if entry and entry.name else sid
+
+
+def _typed_as(written: str, sid: str, roster) -> str:
+    """How an id the student typed names them: ``"jdoe (their SIS Login ID)"``."""
+    hit = roster.resolve(written) if roster else None
+    column = hit[1] if hit and hit[0].student_id == sid else ""
+    return f"{written!r} (their {column})" if column else repr(written)
+
+
+def _submitter_checks(f, key: str, sid: str, roster, by_key, out: list, notes: dict) -> None:
+    """A file the LMS says ``f.submitter`` handed in, whose events carry other ids: flagged
+    on the submitter's row and on the row of each student whose id it carries."""
+    for written in f.written_ids:
+        hit = roster.resolve(written) if roster else None
+        named = hit[0].student_id if hit else written
+        if norm_id(named) == norm_id(f.submitter):
+            if key == norm_id(f.submitter) and hit and hit[1]:
+                notes.setdefault(sid, []).append(
+                    f"{short_name(f.source)}: id typed as {_typed_as(written, sid, roster)}")
+            continue
+        if key == norm_id(f.submitter):
+            whose = _who(named, roster) if hit else f"{written}, not on the roster"
+            out.append(f"id_mismatch (handed in {short_name(f.source)} (LMS id {f.lms_id}), "
+                       f"whose events carry the id of {whose}; graded as this student's)")
+        elif key == norm_id(named) and key in by_key:
+            out.append(f"id_mismatch ({_who(f.submitter, roster)} handed in "
+                       f"{short_name(f.source)} with this student's id in its events; graded "
+                       f"as {f.submitter}'s, not this student's)")
+
+
+def _contradictions(files: list, key: str) -> list[str]:
+    firsts: dict[str, list[tuple[str, str, Any]]] = {}
+    for f in files:
+        for (k, item), (h, value) in f.first_predicts.items():
+            if k == key:
+                firsts.setdefault(item, []).append((short_name(f.source), h, value))
+    out = []
+    for item, seen in firsts.items():
+        distinct = {}
+        for name, h, value in seen:
+            distinct.setdefault(repr(value), (name, value))
+        if len(distinct) > 1:
+            said = "; ".join(f"{name} says {_shown(v)}" for name, v in distinct.values())
+            out.append(f"contradicting_files ({item}: {said})")
+    return out
+
+
+def f_submitted(e, batch) -> bool:
+    """Whether the event came from a file an LMS says who submitted (noted per file)."""
+    subs = batch.__dict__.setdefault("_submitted", {f.source for f in batch.files
+                                                    if f.submitter})
+    return e.source in subs
+
+
+def student_checks(batch, config, labs, students: list[str],
+                   receipts: dict[str, list[str]]) -> tuple[dict, dict, set]:
+    """(flags per student, notes per student, students with an unreadable file)."""
+    lab_ids = {lab.lab_id for lab in labs}
+    receipts = {norm_id(k): v for k, v in receipts.items()}  # however the caller spelt them
+    by_key = {norm_id(s): s for s in students}
+    files_of = _files_by_student(batch, by_key)
+    roster = {norm_id(s): s for s in config.roster_ids()}
+    flags: dict[str, list[str]] = {s: [] for s in students}
+    notes: dict[str, list[str]] = {}
+    unreadable: set[str] = set()
+    for sid in students:
+        key, mine = norm_id(sid), batch.for_student(sid)
+        out = flags[sid]
+        out += [f"unknown_lab ({x})" for x in sorted({e.lab_id for e in mine} - lab_ids)]
+        if any("odd_student_id" in e.flags for e in mine):
+            out.append("odd_student_id")
+        for h in receipts.get(key, []):
+            if not any(x.startswith(h) for x in batch.hashes.get(key, ())):
+                out.append(f"receipt_missing ({h[:16]})")
+        where: dict[tuple[str, str], list[int]] = {}
+        for f in files_of.get(key, []):
+            named_mine = norm_id(f.submitter) == key if f.submitter else (
+                bool(f.name_id) and name_owner(f.name_id, by_key) == key)
+            if named_mine and (f.unreadable or (f.submitter and not f.events)):
+                unreadable.add(sid)
+                out.append(f"unreadable_submission ({short_name(f.source)}: {f.reason})")
+            if f.submitter:
+                _submitter_checks(f, key, sid, config.roster, by_key, out, notes)
+            if any(norm_id(s) == key for s in f.student_ids):
+                for p in f.problems:  # problems no event carries: malformed lines, a torn tail
+                    code, _, line = p.partition("@")
+                    if code in _FILE_LEVEL:
+                        lines = where.setdefault((code, short_name(f.source)), [])
+                        if line.isdigit():
+                            lines.append(int(line))
+                notes.setdefault(sid, []).extend(
+                    f"{short_name(f.source)}: {n}" for n in f.notes)
+            for other in ([] if f.submitter else f.student_ids):  # the LMS said whose it is
+                if f.name_id and not same_owner(f.name_id, other):
+                    if named_mine:
+                        out.append(f"id_mismatch ({short_name(f.source)} is named for "
+                                   f"{f.name_id} but holds events of {other})")
+                    elif norm_id(other) == key:
+                        out.append(f"id_mismatch (events in {short_name(f.source)}, a file "
+                                   f"named for {f.name_id})")
+        out += summarise(where)
+        out += _contradictions(files_of.get(key, []), key)
+        accounts = sorted({f.lms_id for f in files_of.get(key, []) if f.lms_id and
+                           not f.submitter and any(norm_id(x) == key for x in f.student_ids)})
+        if len(accounts) > 1:  # no roster ID column to say who: at least say it is two people
+            out.append(f"id_mismatch (files handed in by {len(accounts)} LMS accounts "
+                       f"({', '.join(accounts[:4])}) carry this id; add the roster's ID column "
+                       "to tell whose is whose)")
+        typed = {e.written_id.strip() for e in mine if not f_submitted(e, batch)} - {sid}
+        spellings = sorted(w for w in typed if norm_id(w) == key)
+        if spellings:
+            notes.setdefault(sid, []).append(f"id also written as {', '.join(spellings)}")
+        for w in sorted(typed - set(spellings)):
+            notes.setdefault(sid, []).append(
+                f"id typed as {_typed_as(w, sid, config.roster)}: matched on the roster")
+        if roster and key not in roster and (mine or sid in unreadable):
+            near = closest(sid, roster.values())
+            out.append(f"not_on_roster (closest roster id: {near[0]})" if near
+                       else "not_on_roster (no roster id is close)")
+            if near and not batch.for_student(near[0]):
+                source = next((short_name(e.source) for e in mine), "")
+                flags_of = flags.setdefault(by_key.get(norm_id(near[0]), near[0]), [])
+                flags_of.append(f"possible_submission ({sid}" + (f": {source})" if source
+                                                                  else ")"))
+    return flags, notes, unreadable
+
+
+def check_overrides(book, overrides: list[Override]):
+    """(override, student as the gradebook spells it, lab) per row; ConfigError otherwise."""
+    students = {norm_id(s): s for s in book.students}
+    items = {i: lab for lab in book.labs for i in lab.items}
+    labs = {lab.lab_id: lab for lab in book.labs}
+    seen: dict[tuple[str, str], int] = {}
+    out = []
+    for o in overrides:
+        where = f"overrides {o.source}: row {o.row}"
+        sid = students.get(norm_id(o.student_id))
+        hit = book.config.roster.resolve(o.student_id) if book.config.roster else None
+        if sid is None and hit:  # the student's SIS Login ID, e-mail, ...
+            sid = students.get(norm_id(hit[0].student_id))
+        if sid is None:
+            raise ConfigError(f"{where}: student {o.student_id!r} is not in the class"
+                              f"{close_matches(o.student_id, list(students.values()))}")
+        lab = items.get(o.item) or labs.get(o.item)
+        if lab is None:
+            raise ConfigError(f"{where}: item {o.item!r} is not a graded item or lab"
+                              f"{close_matches(o.item, list(items) + list(labs))}")
+        key = (norm_id(sid), o.item)
+        if key in seen:
+            raise ConfigError(f"{where}: {o.student_id} / {o.item} is also on row {seen[key]}")
+        seen[key] = o.row
+        out.append((o, sid, lab))
+    return out
+
+
+def check_extensions(config, labs, students: list[str]) -> None:
+    """With a roster, an extension must name a roster student, by any of their roster ids
+    (re-keyed to the id column); ConfigError otherwise."""
+    roster = {norm_id(s): s for s in config.roster_ids()}
+    if not roster:
+        return
+    tables = [("course.extensions", config.extensions)] + [
+        (f"labs.{lab.lab_id}.extensions", lab.extensions) for lab in labs]
+    for where, table in tables:
+        for key in list(table):
+            hit = config.roster.resolve(key) if key not in roster and config.roster else None
+            if hit and norm_id(hit[0].student_id) not in table:  # named by another roster id
+                table[norm_id(hit[0].student_id)] = table.pop(key)
+                continue
+            if key not in roster:
+                raise ConfigError(f"{where}: {key!r} is not on the roster"
+                                  f"{close_matches(key, [norm_id(s) for s in roster.values()])}")

@@ -1,0 +1,326 @@
+"""The course configuration for ``labs-grade``: the TOML file, checked against the labs.
+
+:func:`load_config` turns the course TOML (see :func:`example_config`, generated from the lab
+catalogue so it is never out of date) into a :class:`CourseConfig` of :class:`LabConfig` with a
+:class:`Rubric` each. It cannot silently misgrade: an unknown key (``rubrik``), a lab id that
+is not a lab, an item the lab does not ask, a lab with no items, a malformed deadline or
+extension all raise :class:`ConfigError` naming the key and the close matches. A lab's items
+default to every prediction item the lab asks (from :mod:`labs.core.course.catalogue`). Part
+of :mod:`labs.core.course.grading` (import it through that name).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from labs.core.course import catalogue as _catalogue
+from labs.core.course import ledger as _ledger
+from labs.core.course.grading.ids import close_matches, norm_id
+from labs.core.course.grading.inputs import (ConfigError, Roster, load_roster,
+                                             parse_duration, roster_path)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+_LAB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+KEYS = {
+    "": ("course", "labs"),
+    "course": ("name", "id_column", "late_policy", "late_penalty_per_day", "students",
+               "roster", "overrides", "extensions"),
+    "lab": ("title", "deadline", "file", "versions", "items", "answers", "rubric",
+            "extensions", "canvas_assignment_id"),
+    "rubric": ("commit", "reason", "explain", "correct", "min_explain_chars", "tolerance"),
+}
+
+
+@dataclass
+class Rubric:
+    """Points per prediction item; correctness earns nothing unless ``correct`` > 0."""
+
+    commit: float = 1.0  # predicted before the item was unlocked / observed / explained
+    reason: float = 0.5  # the prediction has a confidence 1-5 and a one-line reason
+    explain: float = 1.0  # observed and explained (>= min_explain_chars) after predicting
+    correct: float = 0.0  # prediction within `tolerance` of the instrument (or the right choice)
+    min_explain_chars: int = 15
+    tolerance: float = 1.5  # numeric: correct if off by at most this factor
+
+    @property
+    def per_item(self) -> float:
+        return self.commit + self.reason + self.explain + self.correct
+
+
+@dataclass
+class LabConfig:
+    lab_id: str
+    title: str
+    deadline: datetime | None = None
+    items: list[str] = field(default_factory=list)  # empty: the catalogue's (or as seen)
+    versions: set[str] = field(default_factory=set)  # empty: not checked
+    answers: dict[str, Any] = field(default_factory=dict)  # item -> right value (optional)
+    rubric: Rubric = field(default_factory=Rubric)
+    extensions: dict[str, Any] = field(default_factory=dict)  # student -> datetime|timedelta
+    #: the Canvas assignment this lab's scores go to (its id is in the assignment's address:
+    #: .../assignments/<id>); canvas.csv heads the column ``Title (id)``
+    canvas_assignment_id: str = ""
+
+    def deadline_for(self, student_id: str, course: CourseConfig | None = None):
+        """The deadline that applies to one student (an extension moves it); None if none."""
+        if self.deadline is None:
+            return None
+        ext = self.extensions.get(norm_id(student_id))
+        if ext is None and course is not None:
+            ext = course.extensions.get(norm_id(student_id))
+        if isinstance(ext, datetime):
+            return max(ext, self.deadline)
+        return self.deadline + ext if isinstance(ext, timedelta) else self.deadline
+
+
+@dataclass
+class CourseConfig:
+    name: str = ""
+    id_column: str = "SIS User ID"
+    late_policy: str = "report"  # "report": all events count; "deadline": only those before it
+    late_penalty_per_day: float = 0.0  # fraction of the lab's points per started day late
+    labs: dict[str, LabConfig] = field(default_factory=dict)
+    students: list[str] = field(default_factory=list)  # roster ids: listed even with no ledger
+    configured: bool = False  # False: labs are inferred from the submissions
+    roster: Roster | None = None  # names and e-mails (``roster`` CSV)
+    overrides_path: Path | None = None
+    extensions: dict[str, timedelta] = field(default_factory=dict)  # every lab, by norm_id
+    extension_ids: dict[str, str] = field(default_factory=dict)  # norm_id -> as written
+
+    def roster_ids(self) -> list[str]:
+        """Every id the course lists (roster CSV first, then ``students``), once each."""
+        out, seen = [], set()
+        for sid in (self.roster.ids if self.roster else []) + list(self.students):
+            if norm_id(sid) not in seen:
+                seen.add(norm_id(sid))
+                out.append(sid.strip())
+        return out
+
+
+def _check_keys(table: dict, allowed: tuple[str, ...], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            name = f"{where}.{key}" if where else key
+            raise ConfigError(f"{name}: unknown key{close_matches(key, allowed)}; allowed: "
+                              f"{', '.join(allowed)}")
+
+
+def _deadline(value: Any, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(f"{where}: deadline {value!r} is not an ISO date-time") from None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        raise ConfigError(f"{where}: deadline needs a time and a UTC offset, e.g. "
+                          f"{value.isoformat()}T23:59:00-05:00")
+    if not isinstance(value, datetime):
+        raise ConfigError(f"{where}: deadline must be a date-time, got {value!r}")
+    if value.tzinfo is None:
+        raise ConfigError(f"{where}: deadline {value.isoformat()} has no UTC offset; write "
+                          f"e.g. {value.isoformat()}-05:00 or {value.isoformat()}Z")
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ConfigError(f"{where}: deadline {value.isoformat()} is out of range") from None
+
+
+def _number(table: dict, key: str, default: float, where: str, *, lo: float = 0.0) -> float:
+    v = table.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < lo:
+        raise ConfigError(f"{where}.{key} must be a number >= {lo}, got {v!r}")
+    return float(v)
+
+
+def _extensions(table: Any, where: str, *, dates: bool) -> tuple[dict, dict]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table of student = extension")
+    out, ids = {}, {}
+    for sid, value in table.items():
+        w = f"{where}.{sid.strip()}"
+        if isinstance(value, (datetime, date)):
+            if not dates:
+                raise ConfigError(f"{w}: a course-wide extension is extra time such as \"2d\"")
+            value = _deadline(value, w)
+        else:
+            value = parse_duration(value, w)
+        if norm_id(sid) in out:
+            raise ConfigError(f"{w}: the student has two extensions (ids ignore case and "
+                              "spaces)")
+        out[norm_id(sid)], ids[norm_id(sid)] = value, sid.strip()
+    return out, ids
+
+
+def _items(table: dict, where: str, entry: _catalogue.LabEntry) -> list[str]:
+    known = entry.item_ids
+    if "items" not in table:
+        if not known:
+            raise ConfigError(f"{where}: the lab has no prediction items ({entry.file}: "
+                              f"{'; '.join(entry.problems) or 'no numeric_form/choice_form'})")
+        return known
+    items = table["items"]
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"{where}.items must be a list of item ids")
+    if not items:
+        raise ConfigError(f"{where}.items: no items (a lab graded on nothing); leave the key "
+                          f"out for all of the lab's items: {', '.join(known)}")
+    for i in items:
+        if i not in known:
+            raise ConfigError(f"{where}.items: {i!r} is not a prediction item of "
+                              f"{entry.lab_id}{close_matches(i, known)}; its items: "
+                              f"{', '.join(known)}")
+    if len(set(items)) != len(items):
+        raise ConfigError(f"{where}.items lists an item twice")
+    return items
+
+
+def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
+    where = f"labs.{lab_id}"
+    if not _LAB_ID_RE.match(lab_id) or not isinstance(table, dict):
+        raise ConfigError(f"{where}: lab ids are letters, digits, _ and -; got {lab_id!r}")
+    if lab_id not in entries:
+        raise ConfigError(f"{where}: {lab_id!r} is not a lab{close_matches(lab_id, entries)}; "
+                          f"the labs are {', '.join(entries)}")
+    _check_keys(table, KEYS["lab"], where)
+    entry = entries[lab_id]
+    lab = LabConfig(lab_id, str(table.get("title", entry.title)),
+                    _deadline(table.get("deadline"), where), _items(table, where, entry))
+    versions = table.get("versions", [])
+    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        raise ConfigError(f"{where}.versions must be a list of strings")
+    lab.versions = set(versions)
+    if "file" in table:
+        f = Path(str(table["file"]))
+        f = f if f.is_absolute() else path.parent / f
+        v = _ledger.lab_version(f)
+        if v == "unknown":
+            raise ConfigError(f"{where}.file: cannot read {f}")
+        lab.versions.add(v)
+    answers = table.get("answers", {})
+    if not isinstance(answers, dict):
+        raise ConfigError(f"{where}.answers must be a table of item = value")
+    for item in answers:
+        if item not in entry.item_ids:
+            raise ConfigError(f"{where}.answers: {item!r} is not a prediction item of "
+                              f"{lab_id}{close_matches(item, entry.item_ids)}")
+    lab.answers = dict(answers)
+    r = table.get("rubric", {})
+    if not isinstance(r, dict):
+        raise ConfigError(f"{where}.rubric must be a table")
+    w = f"{where}.rubric"
+    _check_keys(r, KEYS["rubric"], w)
+    lab.rubric = Rubric(
+        commit=_number(r, "commit", 1.0, w), reason=_number(r, "reason", 0.5, w),
+        explain=_number(r, "explain", 1.0, w), correct=_number(r, "correct", 0.0, w),
+        min_explain_chars=int(_number(r, "min_explain_chars", 15, w)),
+        tolerance=_number(r, "tolerance", 1.5, w, lo=1.0))
+    lab.extensions, _ = _extensions(table.get("extensions", {}), f"{where}.extensions",
+                                    dates=True)
+    cid = table.get("canvas_assignment_id", "")
+    if isinstance(cid, bool) or not (isinstance(cid, int) and cid > 0 or isinstance(cid, str)
+                                     and re.fullmatch(r"\d{0,20}", cid.strip())):
+        raise ConfigError(f"{where}.canvas_assignment_id must be the number at the end of the "
+                          f"assignment's Canvas address (.../assignments/123456), got {cid!r}")
+    lab.canvas_assignment_id = str(cid).strip()
+    return lab
+
+
+def load_config(path: str | os.PathLike | None, *,
+                labs_dir: str | os.PathLike | None = None) -> CourseConfig:
+    """Read the course TOML (see :func:`example_config`); None gives an empty config.
+
+    ``labs_dir``: where the lab notebooks are (default: the installed labs). Raises
+    :class:`ConfigError` naming the offending key and close matches.
+    """
+    if path is None:
+        return CourseConfig()
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the course config {path}: {exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    _check_keys(data, KEYS[""], "")
+    course = data.get("course", {})
+    if not isinstance(course, dict):
+        raise ConfigError("[course] must be a table")
+    _check_keys(course, KEYS["course"], "course")
+    cfg = CourseConfig(
+        name=str(course.get("name", "")), id_column=str(course.get("id_column", "SIS User ID")),
+        late_policy=str(course.get("late_policy", "report")),
+        late_penalty_per_day=_number(course, "late_penalty_per_day", 0.0, "course"),
+        configured=True)
+    if cfg.late_policy not in ("report", "deadline"):
+        raise ConfigError(f"course.late_policy must be 'report' or 'deadline', "
+                          f"got {cfg.late_policy!r}")
+    students = course.get("students", [])
+    if not isinstance(students, list) or not all(isinstance(s, str) for s in students):
+        raise ConfigError("course.students must be a list of student ids")
+    cfg.students = students
+    if "roster" in course:
+        cfg.roster = load_roster(roster_path(course["roster"], path, "course.roster"),
+                                 cfg.id_column)
+    if "overrides" in course:
+        cfg.overrides_path = roster_path(course["overrides"], path, "course.overrides")
+    cfg.extensions, cfg.extension_ids = _extensions(course.get("extensions", {}),
+                                                    "course.extensions", dates=False)
+    labs = data.get("labs", {})
+    if not isinstance(labs, dict):
+        raise ConfigError("[labs] must be a table of [labs.<lab_id>] tables")
+    entries = {e.lab_id: e for e in _catalogue.catalogue(labs_dir)}
+    for lab_id, table in labs.items():
+        cfg.labs[lab_id] = _lab(lab_id, table, path, entries)
+    return cfg
+
+
+def example_config(labs_dir: str | os.PathLike | None = None) -> str:
+    """A course TOML listing every lab with its prediction items, read from the labs."""
+    out = ["# labs-grade course config, generated from the labs (labs-grade --example-config).",
+           "[course]", 'name = "Roofline Labs, spring term"',
+           'id_column = "SIS User ID"          # the gradebook\'s id column; Gradescope: "SID"',
+           'late_policy = "report"             # or "deadline": later events earn nothing',
+           "late_penalty_per_day = 0.0         # fraction of a lab's points per started day",
+           '# roster = "roster.csv"            # ids, names, e-mails (a Canvas/Gradescope export)',
+           '# overrides = "overrides.csv"      # student,item,points,comment: merged in',
+           '# students = ["ada", "bob"]        # or a roster without names',
+           "", "# [course.extensions]             # extra time on every lab, per student",
+           '# ada = "2d"', ""]
+    start = datetime(2025, 3, 7, 23, 59)
+    for n, entry in enumerate(_catalogue.catalogue(labs_dir)):
+        deadline = (start + timedelta(weeks=n)).strftime("%Y-%m-%dT%H:%M:00-05:00")
+        out += [f"[labs.{entry.lab_id}]", f"title = {_toml_str(entry.title)}",
+                f"deadline = {deadline}",
+                "# canvas_assignment_id = 123456   # from the assignment's Canvas address",
+                f'file = "labs/{entry.file}"   # the released version: its hash is accepted',
+                "items = [                        # default: all of them, in this order"]
+        for i in entry.items:
+            text = re.sub(r"\s+", " ", i.text)
+            out.append(f"    {_toml_str(i.item_id)},  # {i.kind}: {text[:70]}"
+                       f"{'…' if len(text) > 70 else ''}")
+        out += ["]", f"# answers = {{ {_toml_str(entry.items[0].item_id) if entry.items else ''}"
+                     " = ... }  # default: what each student's instrument showed",
+                f"# [labs.{entry.lab_id}.extensions]",
+                "# ada = 2025-03-21T23:59:00-05:00   # a new deadline, or \"48h\" more", ""]
+        if n == 0:
+            out += [f"[labs.{entry.lab_id}.rubric]          # the default; each lab may have one",
+                    "commit = 1.0", "reason = 0.5", "explain = 1.0", "correct = 0.0",
+                    "min_explain_chars = 15", "tolerance = 1.5", ""]
+    return "\n".join(out)
+
+
+def _toml_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

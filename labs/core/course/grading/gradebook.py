@@ -1,0 +1,184 @@
+"""The CSVs ``labs-grade`` writes: gradebook, events and files rows, neutralised for spreadsheets.
+
+Every cell goes through :func:`csv_safe` (formula-looking text gets a leading ``'``, control
+characters are dropped, cells are cut); :func:`write_csv` writes UTF-8 with a BOM. Part of
+:mod:`labs.core.course.grading` (import it through that name).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Sequence
+
+from labs.core.course.grading.checks import severity
+from labs.core.course.grading.load import Batch
+from labs.core.course.grading.score import Gradebook, _text
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_ODD_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_FORMULA_FIRST = frozenset(_FORMULA_START)  # each is one character
+_FORMULA_AFTER_SPACES = frozenset(_FORMULA_START[:4])
+MAX_CELL_CHARS = 2000
+_ORDER = {"wrong": 0, "check": 1, "info": 2}
+_LAB_PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,40}: ")  # "lab01: revised (...)"
+#: Integers beyond this are written as text: a spreadsheet keeps 15 significant digits.
+MAX_EXACT_INT = 10**15
+
+
+def csv_safe(value: Any) -> Any:
+    """A cell a spreadsheet will not run: formula-looking text gets a leading ``'``.
+
+    Numbers stay numbers (integers past 15 digits become text, as a sheet would round them).
+    Control characters are dropped, lone surrogates become U+FFFD, text is cut at
+    MAX_CELL_CHARS. Never raises.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        if abs(value) < MAX_EXACT_INT:
+            return value
+        value = str(value) if value.bit_length() < 10_000 else f"an integer of about " \
+            f"{int(value.bit_length() * 0.30103)} digits"
+    elif isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    text = str(value)[:MAX_CELL_CHARS]
+    if _ODD_RE.search(text):  # rare: only then pay for the substitutions
+        text = _CONTROL_RE.sub("", text)
+        text = _SURROGATE_RE.sub("\ufffd", text)  # a lone surrogate cannot be UTF-8
+    if text[:1] in _FORMULA_FIRST or text.lstrip(" ")[:1] in _FORMULA_AFTER_SPACES:
+        text = "'" + text
+    return text
+
+
+def _fmt_time(t: datetime | None) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else ""
+
+
+def _fmt_lateness(d: timedelta) -> str:
+    s = int(d.total_seconds())
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
+    """Wide gradebook rows (one per student), neutralised for CSV (``neutralise=False``: the
+    values as they are, for a page that shows them as text)."""
+    rows = []
+    roster = book.config.roster
+    for sid in book.students:
+        row: dict[str, Any] = {(roster.id_column if roster else "") or book.config.id_column:
+                               sid}
+        entry = roster.get(sid) if roster else None
+        if roster and roster.has_names:
+            row["Name"] = entry.name if entry else ""
+        if roster and roster.has_emails:
+            row["Email"] = entry.email if entry else ""
+        total = max_total = 0.0
+        flags = list(book.student_flags.get(sid, []))
+        for lab in book.labs:
+            g = book.grades[(sid, lab.lab_id)]
+            t = lab.title
+            row[t] = round(g.points, 2)
+            row[f"{t} - Max Points"] = round(g.max_points, 2)
+            row[f"{t} - Submission Time"] = _fmt_time(g.submitted)
+            row[f"{t} - Lateness (H:M:S)"] = _fmt_lateness(g.lateness)
+            row[f"{t} - Status"] = g.status
+            row[f"{t} - Correct"] = g.correct_text
+            total += g.points
+            max_total += g.max_points
+            flags += [f"{lab.lab_id}: {f}" for f in g.flags]
+        row["Total Points"] = round(total, 2)
+        row["Max Points"] = round(max_total, 2)
+        info = [f for f in flags if severity(_LAB_PREFIX.sub("", f)) == "info"]
+        flags = [f for f in flags if f not in info]  # the most serious first
+        flags.sort(key=lambda f: _ORDER[severity(_LAB_PREFIX.sub("", f))])
+        row["Flags"] = "; ".join(flags)
+        row["Notes"] = "; ".join(info + book.notes.get(sid, []))
+        rows.append({csv_safe(k): csv_safe(v) for k, v in row.items()} if neutralise else row)
+    return rows
+
+
+EVENT_COLUMNS = ("student_id", "lab_id", "item_id", "kind", "seq", "timestamp", "value",
+                 "units", "confidence", "label", "text", "payload", "lab_version", "session",
+                 "valid", "duplicates", "flags", "source", "line", "hash", "written_id")
+
+
+def event_rows(batch: Batch) -> list[dict]:
+    """Long events rows (one per unique event, merged order), neutralised for CSV."""
+    rows = []
+    for e in batch.events:
+        p = e.payload if isinstance(e.payload, dict) else {}
+        text = _text(p, "reason") if e.kind in ("predict", "revise") else _text(p)
+        row = {
+            "student_id": e.student_id, "lab_id": e.lab_id, "item_id": e.item_id,
+            "kind": e.kind, "seq": e.seq, "timestamp": e.ts,
+            "value": _scalar(p.get("value", p.get("actual"))), "units": _scalar(p.get("units")),
+            "confidence": _scalar(p.get("confidence")), "label": _scalar(p.get("label")),
+            "text": text, "payload": json.dumps(p, sort_keys=True)[:MAX_CELL_CHARS],
+            "lab_version": e.lab_version, "session": e.session, "valid": e.valid,
+            "duplicates": e.duplicates, "flags": ";".join(e.flags), "source": e.source,
+            "line": e.line, "hash": e.hash, "written_id": e.written_id,
+        }
+        rows.append({k: csv_safe(v) for k, v in row.items()})  # keys are ours: plain
+    return rows
+
+
+def _scalar(v: Any) -> Any:
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    return json.dumps(v)[:200]
+
+
+FILE_COLUMNS = ("source", "name_id", "lms_id", "submitter", "student_ids", "events", "edited",
+                "recovery",
+                "head_hash", "unreadable", "problems", "notes", "skipped")
+
+
+def file_rows(batch: Batch) -> list[dict]:
+    rows = []
+    for f in batch.files:
+        row = {"source": f.source, "name_id": f.name_id, "lms_id": f.lms_id,
+               "submitter": f.submitter, "student_ids": " ".join(f.student_ids),
+               "events": f.events, "edited": f.edited, "recovery": f.recovery,
+               "head_hash": f.head_hash, "unreadable": f.unreadable,
+               "notes": "; ".join(f.notes),
+               "problems": "; ".join(f.problems[:50]) + (
+                   f"; ... {len(f.problems) - 50} more" if len(f.problems) > 50 else ""),
+               "skipped": f.skipped}
+        rows.append({k: csv_safe(v) for k, v in row.items()})
+    return rows
+
+
+def write_csv(rows: Sequence[dict], path: str | os.PathLike,
+              columns: Sequence[str] | None = None) -> Path:
+    """Write rows as UTF-8 CSV (with BOM, so spreadsheet programs detect the encoding)."""
+    path = Path(path)
+    cols = list(columns) if columns else (list(rows[0].keys()) if rows else [])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8-sig", errors="replace") as f:
+        writer = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+
+def write_table(header: Sequence[str], rows: Sequence[Sequence[Any]],
+                path: str | os.PathLike) -> Path:
+    """Write a header and list rows as UTF-8 CSV with BOM (cells already neutralised)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8-sig", errors="replace") as f:
+        writer = csv.writer(f)
+        writer.writerow([csv_safe(h) for h in header])
+        writer.writerows(rows)
+    return path

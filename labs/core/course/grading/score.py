@@ -1,0 +1,373 @@
+"""Scoring for ``labs-grade``: a :class:`~labs.core.course.grading.load.Batch` and a course
+config into a :class:`Gradebook`.
+
+Per student and lab, per prediction item: commitment (a ``predict`` before the item was
+unlocked, observed or explained), reasoning (confidence and reason), reconciliation (observed
+and explained afterwards) and correctness (reported; points only if the rubric gives some).
+The first ``predict`` of an item in the merged order is graded (each file in its chain order);
+a second one is flagged. Lateness is per graded part (see :func:`grade_lab`): events that
+change nothing graded never make work late. Deadlines follow per-student extensions; an
+instructor's overrides
+replace an item's (or a lab's) points and are listed in the notes. A lab with no events is
+``Missing``, or ``Unreadable submission`` when a file named for the student could not be read.
+Student-level flags come from :mod:`~labs.core.course.grading.checks`. Part of
+:mod:`labs.core.course.grading` (import it through that name).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from labs.core.course import catalogue as _catalogue
+from labs.core.course.grading.checks import (LINE_FLAGS, check_extensions, check_overrides,
+                                             short_name, student_checks, summarise)
+from labs.core.course.grading.config import _LAB_ID_RE, CourseConfig, LabConfig
+from labs.core.course.grading.ids import name_owner, norm_id
+from labs.core.course.grading.inputs import Override, load_overrides
+from labs.core.course.grading.load import Batch, EventRecord
+from labs.core.course.quiz.prediction import ratio_off
+
+UNREADABLE = "Unreadable submission"
+
+
+@dataclass
+class ItemGrade:
+    item_id: str
+    committed: bool = False
+    reasoned: bool = False
+    explained: bool = False
+    correct: bool | None = None  # None: unknown (no answer and no recorded result)
+    points: float = 0.0
+    override: float | None = None  # the instructor's points, replacing the rubric's
+    comment: str = ""  # the instructor's comment with an override
+    predicted_at: datetime | None = None  # the graded (first) prediction: commit, reason
+    explained_at: datetime | None = None  # when observed and explained were both true
+    earned: float = 0.0  # the rubric's points before any late penalty
+    #: (what, points, lateness, factor) of each part earned after the deadline
+    late_parts: list[tuple[str, float, timedelta, float]] = field(default_factory=list)
+
+    @property
+    def penalty(self) -> float:
+        """Points the late penalty took from this item."""
+        return 0.0 if self.override is not None else round(self.earned - self.points, 4)
+
+
+@dataclass
+class LabGrade:
+    """One student's result for one lab."""
+
+    student_id: str
+    lab_id: str
+    points: float = 0.0
+    max_points: float = 0.0
+    #: time of the newest graded event (a prediction, or the observe + explain that earned
+    #: points); later events that change nothing graded (a re-measurement, a revision) do not
+    #: count; ``last_event``: the newest event of any kind
+    submitted: datetime | None = None
+    last_event: datetime | None = None
+    lateness: timedelta = timedelta(0)  # of the newest graded event past the deadline
+    status: str = "Missing"  # Missing | Unreadable submission | On time | Late | Submitted
+    items: list[ItemGrade] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # "code (detail)"
+    deadline: datetime | None = None  # the deadline that applied (extensions included)
+    override: float | None = None  # the instructor's points for the whole lab
+    comment: str = ""
+
+    @property
+    def penalty(self) -> float:
+        """Points the late penalty took from the lab (0 with an override of the lab)."""
+        return 0.0 if self.override is not None else round(
+            sum(i.penalty for i in self.items), 4)
+
+    @property
+    def correct_text(self) -> str:
+        known = [i.correct for i in self.items if i.correct is not None]
+        return f"{sum(known)}/{len(known)}" if known else ""
+
+
+@dataclass
+class Gradebook:
+    config: CourseConfig
+    labs: list[LabConfig]
+    students: list[str]
+    grades: dict[tuple[str, str], LabGrade]
+    student_flags: dict[str, list[str]]
+    notes: dict[str, list[str]] = field(default_factory=dict)  # facts, not problems
+
+
+def _labs_for(batch: Batch, config: CourseConfig) -> list[LabConfig]:
+    if config.configured and config.labs:
+        return list(config.labs.values())
+    entries = {e.lab_id: e for e in _catalogue.catalogue()}
+    seen = {e.lab_id for e in batch.events if _LAB_ID_RE.match(e.lab_id)}
+    order = [lab_id for lab_id in entries if lab_id in seen] + sorted(seen - set(entries))
+    out = []
+    for lab_id in order:
+        lab = config.labs.get(lab_id)
+        entry = entries.get(lab_id)
+        if lab is None:
+            lab = LabConfig(lab_id, entry.title if entry else lab_id)
+        if not lab.items:  # the lab's own items; for a lab not in the catalogue, those seen
+            items = entry.item_ids if entry and entry.items else sorted(
+                {e.item_id for e in batch.events if e.lab_id == lab_id and e.kind == "predict"
+                 and e.valid})
+            lab = LabConfig(lab.lab_id, lab.title, lab.deadline, items, lab.versions,
+                            lab.answers, lab.rubric, lab.extensions)
+        out.append(lab)
+    return out
+
+
+def _text(payload: dict, key: str = "text") -> str:
+    v = payload.get(key)
+    return v if isinstance(v, str) else ""
+
+
+def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig) -> bool | None:
+    value = first.payload.get("value")
+    choice = first.payload.get("answer_type") == "choice"
+    if first.item_id in lab.answers:
+        right = lab.answers[first.item_id]
+        if choice or isinstance(right, str) or isinstance(value, (str, bool)):
+            return value == right
+        p, a = _finite(value), _finite(right)
+        if p is None or a is None:
+            return None
+        r = ratio_off(p, a)
+        return r is not None and r <= lab.rubric.tolerance
+    for e in later:
+        if e.kind != "result":
+            continue
+        if choice:
+            if isinstance(e.payload.get("correct"), bool):
+                return e.payload["correct"]
+            if "actual" in e.payload:
+                return e.payload["actual"] == value
+            continue
+        p, a = _finite(value), _finite(e.payload.get("actual"))
+        if p is not None and a is not None:
+            r = ratio_off(p, a)
+            return r is not None and r <= lab.rubric.tolerance
+    return None
+
+
+def _finite(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        v = float(v)
+    except OverflowError:  # an integer of hundreds of digits: no ratio means anything
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _order_problems(events: list[EventRecord]) -> list[str]:
+    """Impossible orders within one item: unlock/observe/explain/revise before its predict,
+    observe/explain before its unlock."""
+    out = []
+    has_predict = any(e.kind == "predict" for e in events)
+    has_unlock = any(e.kind == "unlock" for e in events)
+    seen_predict = seen_unlock = False
+    for e in events:
+        if e.kind == "predict":
+            seen_predict = True
+        elif e.kind == "unlock":
+            if not seen_predict:
+                out.append(f"unlock before predict ({e.item_id})")
+            seen_unlock = True
+        elif e.kind in ("observe", "explain", "revise") and has_predict and not seen_predict:
+            out.append(f"{e.kind} before predict ({e.item_id})")
+        elif e.kind in ("observe", "explain") and has_unlock and not seen_unlock:
+            out.append(f"{e.kind} before unlock ({e.item_id})")
+    return sorted(set(out))
+
+
+def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
+              config: CourseConfig, *, deadline: datetime | None = None,
+              unreadable: bool = False) -> LabGrade:
+    """Grade one student's events of one lab (events in merged order, valid and invalid).
+
+    ``deadline``: the one that applies to the student (default: the lab's); ``unreadable``:
+    a file named for the student could not be read, so no events means "Unreadable
+    submission", not "Missing".
+    """
+    deadline = lab.deadline if deadline is None else deadline
+    g = LabGrade(student_id, lab.lab_id, max_points=lab.rubric.per_item * len(lab.items),
+                 deadline=deadline)
+    where: dict[tuple[str, str], list[int]] = {}
+    for e in events:
+        for f in e.flags:
+            if f != "odd_student_id":  # a student-level flag
+                lines = where.setdefault((f, short_name(e.source)), [])
+                if f in LINE_FLAGS:
+                    lines.append(e.line)
+    flags = summarise(where)
+    if lab.versions:
+        odd = sorted({e.lab_version for e in events if e.lab_version not in lab.versions})
+        flags += [f"unknown_lab_version ({v})" for v in odd]
+    valid = [e for e in events if e.valid]
+    if not events:
+        g.status = UNREADABLE if unreadable else "Missing"
+        g.items = [ItemGrade(item) for item in lab.items]
+        g.flags = flags
+        return g
+    times = [e.time for e in events if e.time is not None]
+    g.last_event = max(times) if times else None
+    by_item: dict[str, list[EventRecord]] = {}
+    for e in valid:
+        by_item.setdefault(e.item_id, []).append(e)
+    for item_events in by_item.values():
+        for problem in _order_problems(item_events):
+            flags.append(f"impossible_order ({problem})")
+    r = lab.rubric
+    graded_times = []
+    for item in lab.items:
+        evs = by_item.get(item, [])
+        ig = ItemGrade(item)
+        first_i = next((i for i, e in enumerate(evs) if e.kind == "predict"), None)
+        if first_i is not None:
+            first = evs[first_i]
+            before = evs[:first_i]
+            ig.committed = not any(e.kind in ("unlock", "observe", "explain", "result")
+                                   for e in before)
+            conf = first.payload.get("confidence")
+            ig.reasoned = (isinstance(conf, int) and not isinstance(conf, bool)
+                           and 1 <= conf <= 5 and bool(_text(first.payload, "reason").strip()))
+            after = evs[first_i + 1:]
+            observe = next((e for e in after if e.kind == "observe"
+                            and _text(e.payload).strip()), None)
+            explain = next((e for e in after if e.kind == "explain"
+                            and len(_text(e.payload).strip()) >= r.min_explain_chars), None)
+            ig.explained = observe is not None and explain is not None
+            ig.predicted_at = first.time
+            if ig.explained:
+                both = [e.time for e in (observe, explain) if e.time is not None]
+                ig.explained_at = max(both) if both else None
+            ig.correct = _is_correct(first, after, lab)
+            if any(e.kind == "predict" for e in after):
+                flags.append(f"second_predict ({item})")  # only the first one is graded
+            if any(e.kind == "revise" for e in after):
+                flags.append(f"revised ({item})")
+        parts = (("prediction", r.commit * ig.committed + r.reason * ig.reasoned
+                  + r.correct * bool(ig.correct), ig.predicted_at),
+                 ("explanation", r.explain * ig.explained, ig.explained_at))
+        ig.earned = ig.points = sum(p for _, p, _ in parts)
+        for what, pts, when in parts:
+            if pts <= 0 or when is None:
+                continue
+            graded_times.append(when)
+            late = when - deadline if deadline is not None else timedelta(0)
+            if late > timedelta(0):
+                factor = 0.0 if config.late_policy == "deadline" else late_factor(
+                    late, config.late_penalty_per_day)
+                ig.late_parts.append((what, pts, late, factor))
+                ig.points -= pts * (1.0 - factor)
+        ig.points = round(ig.points, 4)
+        g.items.append(ig)
+    g.submitted = max(graded_times) if graded_times else g.last_event
+    if deadline is not None and g.submitted is not None:
+        g.lateness = max(timedelta(0), g.submitted - deadline)
+        g.status = "Late" if g.lateness > timedelta(0) else "On time"
+    else:
+        g.status = "Submitted"
+    g.points = _total(g, config)
+    g.flags = flags
+    return g
+
+
+def late_factor(lateness: timedelta, per_day: float) -> float:
+    """What share of a late part's points it keeps: ``1 - per_day x started days late``
+    (at least 0). 2 days 1 hour late at 0.1 per day: 3 started days, 0.7."""
+    if lateness <= timedelta(0) or not per_day:
+        return 1.0
+    return max(0.0, 1.0 - per_day * math.ceil(lateness / timedelta(days=1)))
+
+
+def _total(g: LabGrade, config: CourseConfig) -> float:
+    """The lab's points: the items' (each part earned after the deadline less its late
+    penalty; an instructor's item override as given), or the instructor's points for the
+    whole lab."""
+    if g.override is not None:
+        return round(g.override, 4)
+    return round(sum(i.points for i in g.items), 4)
+
+
+def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
+    """Merge the instructor's overrides (checked: student, item, one row each)."""
+    for o, sid, lab in check_overrides(book, overrides):
+        g = book.grades[(sid, lab.lab_id)]
+        note = f"{o.item}: override {o.points:g}" + (f" ({o.comment})" if o.comment else "")
+        if o.item == lab.lab_id:
+            g.override, g.comment = o.points, o.comment
+        else:
+            ig = next(i for i in g.items if i.item_id == o.item)
+            ig.points, ig.override, ig.comment = o.points, o.points, o.comment  # as given
+            per = lab.rubric.per_item
+            if o.points > per:
+                note += f" (above the item's {per:g})"
+        g.points = _total(g, book.config)
+        book.notes.setdefault(sid, []).append(note)
+
+
+def attribute(batch: Batch, config: CourseConfig) -> None:
+    """Whose events are whose, with the roster: a file an LMS says who submitted (Canvas's
+    user id in its download name, the roster's ``ID``) is that student's, whatever id its
+    events carry (a disagreement is flagged on both rows by ``student_checks``); any other
+    event is the student whose id, or any identity column (SIS Login ID, e-mail, ...), it
+    carries. Without a roster, events are the id they carry."""
+    roster = config.roster
+    for f in batch.files:
+        entry = roster.by_lms_id(f.lms_id) if roster else None
+        f.submitter = entry.student_id if entry else ""
+
+    def owner(report, written: str) -> str:
+        if report.submitter:
+            return report.submitter
+        hit = roster.resolve(written) if roster else None
+        return hit[0].student_id if hit else written
+
+    batch.attribute(owner)
+
+
+def grade(batch: Batch, config: CourseConfig | None = None, *,
+          receipts: dict[str, list[str]] | None = None,
+          overrides: list[Override] | None = None) -> Gradebook:
+    """Grade every student in ``batch`` (plus the roster) on every lab of ``config``.
+
+    Without a configured lab list, the labs seen in the submissions are graded (with all of
+    their items, the default rubric and no deadline). Students are spelt as the roster spells
+    them (the batch's events are renamed to match); ids compare by ``norm_id``. Overrides
+    default to the config's ``overrides`` CSV. Raises ConfigError for an override or an
+    extension that names no student or item of the class (with close matches).
+    """
+    config = config or CourseConfig()
+    if overrides is None and config.overrides_path is not None:
+        overrides = load_overrides(config.overrides_path)
+    labs = _labs_for(batch, config)
+    attribute(batch, config)
+    spelling = {norm_id(s): s for s in config.roster_ids()}
+    batch.rename(spelling)
+    for sid in batch.students():
+        spelling.setdefault(norm_id(sid), sid)
+    for f in batch.files:  # a file named for a student who has no events of their own
+        if f.name_id and not f.submitter and (f.unreadable or f.student_ids):
+            spelling.setdefault(name_owner(f.name_id, spelling), f.name_id)
+    students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
+    check_extensions(config, labs, students)
+    student_flags, notes, unreadable = student_checks(batch, config, labs, students,
+                                                      receipts or {})
+    grades: dict[tuple[str, str], LabGrade] = {}
+    for sid in students:
+        mine = batch.for_student(sid)
+        for lab in labs:
+            g = grade_lab(sid, [e for e in mine if e.lab_id == lab.lab_id], lab, config,
+                          deadline=lab.deadline_for(sid, config), unreadable=sid in unreadable)
+            grades[(sid, lab.lab_id)] = g
+            if g.deadline is not None and lab.deadline is not None and g.deadline != lab.deadline:
+                notes.setdefault(sid, []).append(
+                    f"{lab.lab_id}: extension to {g.deadline.strftime('%Y-%m-%d %H:%M')} UTC")
+    book = Gradebook(config, labs, students, grades, student_flags, notes)
+    _apply_overrides(book, overrides or [])
+    return book

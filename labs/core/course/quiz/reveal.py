@@ -1,0 +1,82 @@
+"""Instructor copy: fill every prediction with its reference answer so all instruments show.
+
+Reveal mode is on when the lab runs with ``-- --reveal`` (``marimo export html lab.py -o x.html
+-- --reveal``, ``marimo run lab.py -- --reveal``) or with the environment variable
+``ROOFLINE_REVEAL=1``. A lab's prediction cell reads::
+
+    x_prediction = get_x() or reveal.reference(
+        lab, "lab01.x", value, units="FLOP/B",
+        explanation=f"AI = ... = {ai:.0f} FLOP/B, below the ridge ({ridge:.0f}) ...")
+    reveal.card(x_prediction)
+
+where ``value`` and every number in ``explanation`` are computed from ``labs.core`` in that
+cell, never typed in. Outside reveal mode ``reference`` returns None, so the gate stays closed
+until the student locks a prediction, and ``card`` shows nothing (a student's own prediction is
+shown by the form's locked card). In reveal mode the prediction form is replaced by its question
+(:func:`quiz.prediction_panel`) and ``card`` shows the reference answer with its explanation,
+so the widget never shows a value the comparisons do not use. Reveal answers are not written
+to the ledger.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any
+
+REFERENCE_REASON = "reference answer (instructor copy)"
+
+
+def is_revealed() -> bool:
+    if os.environ.get("ROOFLINE_REVEAL", "").strip().lower() in ("1", "true", "yes"):
+        return True
+    try:
+        import marimo as mo
+
+        return "reveal" in mo.cli_args()
+    except Exception:  # no marimo context (plain import): not revealed
+        return False
+
+
+def reference(lab: Any, item_id: str, value: Any, units: str = "", *,
+              label: str | None = None, explanation: str = ""):
+    """The reference answer as a ``quiz.Prediction`` in reveal mode, else None.
+
+    ``label`` is the option text for choice items (``value`` is then the option's value).
+    ``explanation``: why this is the answer, in a sentence or two, its numbers computed from
+    ``labs.core`` by the calling cell; shown by :func:`card` in the instructor copy only.
+    ``lab`` is the lab's ``LabSession``; its lab id must prefix ``item_id``.
+    """
+    if not is_revealed():
+        return None
+    from labs.core.course.quiz.prediction import Prediction
+
+    lab_id = getattr(lab, "lab_id", None)
+    if lab_id and not item_id.startswith(lab_id.split("_")[0]) and not item_id.startswith(lab_id):
+        raise ValueError(f"item_id {item_id!r} does not belong to lab {lab_id!r}")
+    if not isinstance(explanation, str):
+        raise ValueError(f"explanation must be a string, got {type(explanation).__name__}")
+    return Prediction(item_id, value, units=units, confidence=None,
+                      reason=explanation.strip() or REFERENCE_REASON, label=label,
+                      answer_type="choice" if label is not None else "numeric", reference=True)
+
+
+def card(prediction: Any):
+    """The reference answer's card (answer and explanation) when ``prediction`` is one, else
+    None: a prediction cell ends with ``reveal.card(x_prediction)``, which shows nothing in a
+    student's copy."""
+    if not getattr(prediction, "reference", False):
+        return None
+    import marimo as mo
+
+    return mo.callout(mo.Html(reference_card_html(prediction)), kind="info")
+
+
+def reference_card_html(prediction: Any) -> str:
+    """The instructor copy's reference answer and its explanation as HTML (escaped)."""
+    body = (f"<div><strong>Reference answer (instructor copy):</strong> "
+            f"{html.escape(prediction.display())}</div>")
+    if prediction.reason:
+        body += f"<div><em>Why:</em> {html.escape(prediction.reason)}</div>"
+    return body + ('<div style="font-size:.85em;opacity:.75">Students see the answer they '
+                   "locked here; the comparisons below use this reference answer.</div>")
