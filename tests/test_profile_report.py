@@ -137,6 +137,55 @@ def test_the_builtin_sdpa_prefill_row_is_causal():
     assert row["flops"] == 4 * 1 * 8 * (64 * 65 // 2) * 64
 
 
+# --- Lab 7 review F6: on CUDA the counter's sdpa formulas ignore is_causal ----------------------
+
+def test_a_causal_fused_kernel_the_counter_registers_gets_the_computed_share():
+    """torch's flop_counter registers the CUDA SDPA kernels (flash, efficient, cuDNN) with the
+    full 4 B H Sq Skv dh ("we aren't accounting for causal attention here"). A causal call
+    computes about half: the row gets the CPU path's causal share (an estimate), the counter's
+    number stays in counter_flops. Meta tensors: nothing runs. B 1, H 8, S 256, dh 64:
+    counter 4 x 8 x 256^2 x 64 = 134,217,728; kept 256 x 257 / 2 = 32,896 of 65,536 pairs."""
+    from torch.utils.flop_counter import flop_registry
+
+    q, k, v = (torch.empty(1, 8, 256, 64, device="meta") for _ in range(3))
+    func = torch.ops.aten._scaled_dot_product_efficient_attention.default
+    args = (q, k, v, None, False, 0.0, True)
+    full = 4 * 8 * 256 * 256 * 64
+    assert full == 134_217_728
+    assert opcost.flops(func, args, {}, None, flop_registry) == (
+        full * 32_896 / 65_536, opcost.ESTIMATE)
+    assert opcost.counter_flops(func, args, {}, None, flop_registry) == full
+    # not causal: the counter's own number, labelled as its
+    plain = (q, k, v, None, False, 0.0, False)
+    assert opcost.flops(func, plain, {}, None, flop_registry) == (full, opcost.FLOP_COUNTER)
+    # counted_flops stays the counter's total (the row shows the computed share)
+    row = {"flops": full / 2, "flops_source": opcost.ESTIMATE, "counter_flops": full}
+    import dataclasses
+    base = measure.profile_model(torch.nn.Linear(8, 8), torch.randn(2, 8), roofline="h100-sxm")
+    prof = dataclasses.replace(base, rows=base.rows + (dict(base.rows[0], **row),))
+    assert prof.counted_flops == base.counted_flops + full
+
+
+# --- Lab 7 review F5: an expanded input is read once per distinct element ---------------------
+
+def test_an_expanded_input_is_charged_its_distinct_elements_not_its_numel():
+    """repeat_kv: a 1 x 2 x 1024 x 64 fp32 cache slice (524,288 B) expanded to 4 query heads
+    per KV head and copied: the copy reads 524,288 B and writes 1 x 8 x 1024 x 64 x 4 =
+    2,097,152 B (it was charged 2,097,152 B of reads, the expanded numel)."""
+    cache = torch.randn(1, 2, 1024, 64)
+    expanded = cache[:, :, None].expand(1, 2, 4, 1024, 64)
+    out = expanded.clone()
+    read, written = opcost.compulsory_bytes(torch.ops.aten.clone.default, (expanded,), {}, out)
+    assert (read, written) == (524_288, 2_097_152)
+    # a slice of a larger storage is read only where it reaches; a plain tensor as before
+    assert opcost.compulsory_bytes(torch.ops.aten.clone.default, (cache,), {},
+                                   cache.clone()) == (524_288, 524_288)
+    # a broadcast scalar reads one element, capped by the storage
+    one = torch.ones(1).expand(1000)
+    assert opcost.compulsory_bytes(torch.ops.aten.clone.default, (one,), {},
+                                   one.clone()) == (4, 4000)
+
+
 # --- issue 32 item 15: say what happened --------------------------------------------------------
 
 FACTORIES = '''

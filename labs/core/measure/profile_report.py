@@ -4,7 +4,8 @@ aggregations a student reads (time by regime, by operator type, lost time). No t
 Row fields (times in seconds, bytes in bytes, FLOPs in FLOPs):
 ``index, phase, name, op_type, module, shapes, dtype, precision, ceiling, flops, flops_source,
 bytes, ai, measured_s, bound_s, t_compute_s, t_memory_s, regime, ratio, error_pct, lost_s,
-note``. ``ceiling`` is the compute roof the op runs under: its precision's peak, or "vector"
+note, counter_flops`` (``counter_flops``: what FlopCounterMode counts, set only where the row's
+FLOPs differ from it: a causal fused attention kernel on CUDA). ``ceiling`` is the compute roof the op runs under: its precision's peak, or "vector"
 (elementwise ops, norms, reductions: the non-tensor rate, ``roofline.peak_tflops(hw,
 roofline.VECTOR)``). ``bound_s`` = max(FLOPs / ceiling, bytes / bandwidth) on the profile's
 roofline; ``ratio`` =
@@ -29,7 +30,7 @@ UNKNOWN_REGIME = "FLOPs unknown"
 REGIMES = (_roofline.MEMORY, _roofline.COMPUTE, _roofline.OVERHEAD, UNKNOWN_REGIME)
 COLUMNS = ("index", "phase", "name", "op_type", "module", "shapes", "dtype", "precision",
            "ceiling", "flops", "flops_source", "bytes", "ai", "measured_s", "bound_s", "t_compute_s",
-           "t_memory_s", "regime", "ratio", "error_pct", "lost_s", "note")
+           "t_memory_s", "regime", "ratio", "error_pct", "lost_s", "note", "counter_flops")
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,11 @@ class Profile:
 
     @property
     def counted_flops(self) -> float:
-        """FLOPs of the rows counted by torch.utils.flop_counter: FlopCounterMode's total."""
-        return sum(r["flops"] for r in self.rows if r["flops_source"] == opcost.FLOP_COUNTER)
+        """FLOPs of the rows counted by torch.utils.flop_counter: FlopCounterMode's total (a
+        causal fused attention row adds the counter's number, ``counter_flops``, not the
+        computed share it shows)."""
+        return sum(r["flops"] if r["flops_source"] == opcost.FLOP_COUNTER
+                   else (r.get("counter_flops") or 0.0) for r in self.rows)
 
     @property
     def flops(self) -> float:
