@@ -254,7 +254,6 @@ def _(
     _terms = tiny_models.memory_terms(**_case)
     _read = tiny_models.TINY_DECODER.weight_bytes_read(SCENARIO["precision"],
                                                        tokens=SCENARIO["small_batch"])
-    _launch = tiny_models.time_with_launches(OPENING["device"], **_case)[tiny_models.LAUNCHES]
     dominant_small_prediction = get_dominant_small() or reveal.reference(
         lab, "lab07.dominant_b1", _ref,
         label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
@@ -264,11 +263,11 @@ def _(
                     f"token, but only {_terms['KV cache'] / 1e6:.1f} MB of KV cache: on the "
                     f"{hardware.get(OPENING['device']).name} the {_ref} take "
                     f"{_t[_ref] * 1e6:.1f} µs of the {sum(_t.values()) * 1e6:.1f} µs bound "
-                    f"({_t[_ref] / sum(_t.values()):.0%}). That is the roofline's answer, not "
-                    "a GPU's: in eager mode every kernel of the step also pays a launch, and at "
-                    f"5 µs each its kernels add {_launch * 1e6:.0f} µs, "
-                    f"{_launch / sum(_t.values()):.0f}× the bound. A measured batch-1 step is "
-                    "mostly overhead; the profile below shows how much.")
+                    f"({_t[_ref] / sum(_t.values()):.1%}). That is the roofline's answer, not "
+                    "a GPU's: in eager mode every kernel of the step also pays a launch of a "
+                    "few µs, which the roofline has no term for and which does not shrink with "
+                    "the bytes. Prediction 3 asks what that does to the step; the profile "
+                    "below shows what this machine adds.")
     reveal.card(dominant_small_prediction)
     return (dominant_small_prediction,)
 
@@ -314,14 +313,14 @@ def _(
     _t = decode_predicted[SCENARIO["small_batch"]]
     predicted_small_figure = figures.bar_figure(
         list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
-        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.0%}" for v in _t.values()],
+        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
         title=f"The roofline's answer: one decode step at batch {SCENARIO['small_batch']} on the "
               f"{hardware.get(device_picker.value).name}")
     mo.vstack([predicted_small_figure, mo.md(
         "Each operator at its bound max(FLOPs / peak, bytes / bandwidth), summed per type "
         "(`tiny_models.time_by_group`, spec sheet). No overhead: the roofline has no term "
-        "for it, and on a GPU in eager mode a step this small is mostly overhead (every "
-        "kernel pays a launch of a few µs). Now measure the real thing.")])
+        "for it, though on a GPU in eager mode every kernel also pays a launch of a few µs. "
+        "Now measure the real thing.")])
     return
 
 
@@ -430,7 +429,7 @@ def _(
     _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
     quiz.compare(dominant_small_prediction, _ref, lab=lab,
                  actual_label=f"the roofline (spec sheet) says {_label[_ref]} "
-                              f"({_t[_ref] / sum(_t.values()):.0%} of the bound)")
+                              f"({_t[_ref] / sum(_t.values()):.1%} of the bound)")
     return
 
 
@@ -544,7 +543,7 @@ def _(
                     "attention copies it to every query head (write, then read again) before "
                     "QKᵀ and PV. On the "
                     f"{hardware.get(OPENING['device']).name} the {_ref} take "
-                    f"{_t[_ref] / sum(_t.values()):.0%} of the step's bound.")
+                    f"{_t[_ref] / sum(_t.values()):.1%} of the step's bound.")
     reveal.card(dominant_large_prediction)
     return (dominant_large_prediction,)
 
@@ -568,7 +567,7 @@ def _(
     _t = decode_predicted[SCENARIO["large_batch"]]
     predicted_large_figure = figures.bar_figure(
         list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
-        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.0%}" for v in _t.values()],
+        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
         title=f"The roofline's answer: one decode step at batch {SCENARIO['large_batch']} on the "
               f"{hardware.get(device_picker.value).name}")
     predicted_large_figure
@@ -602,7 +601,7 @@ def _(
     _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
     quiz.compare(dominant_large_prediction, _ref, lab=lab,
                  actual_label=f"the roofline (spec sheet) says {_label[_ref]} "
-                              f"({_t[_ref] / sum(_t.values()):.0%} of the bound)")
+                              f"({_t[_ref] / sum(_t.values()):.1%} of the bound)")
     return
 
 
