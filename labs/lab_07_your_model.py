@@ -1377,7 +1377,7 @@ def _(bf16_ratio_prediction, mo, style):
     - **batch** $1 \to 64$: the weights' bytes stay, the KV cache's grow $64\times$, FLOPs
       grow $64\times$.
     - **fused attention**: the copies of K and V to every query head ($2\,B\,H\,S_\text{kv}\,d_h$
-      elements written, then read again by $QK^\top$ and $PV$: at batch 1 about a third of
+      elements written, then read again by $QK^\top$ and $PV$: at batch 1 about a quarter of
       the step's bytes) and the score matrix ($B\,H\,S_q\,S_\text{kv}$ elements, written and
       read twice; at one query token it is tiny) leave the bytes: the fused kernel reads the
       $H_\text{kv}$ heads of the cache directly.
