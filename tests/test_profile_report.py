@@ -159,6 +159,12 @@ def test_a_causal_fused_kernel_the_counter_registers_gets_the_computed_share():
     # not causal: the counter's own number, labelled as its
     plain = (q, k, v, None, False, 0.0, False)
     assert opcost.flops(func, plain, {}, None, flop_registry) == (full, opcost.FLOP_COUNTER)
+    # a backward kernel's query and key come after the output's gradient: 4 queries of 10 keys
+    # (decode-like), top-left causal mask keeps 1 + 2 + 3 + 4 = 10 of 40 pairs
+    bwd = torch.ops.aten._scaled_dot_product_efficient_attention_backward.default
+    gq, kk = torch.empty(1, 8, 4, 64, device="meta"), torch.empty(1, 8, 10, 64, device="meta")
+    assert opcost._query_key(opcost.base_name(bwd), (gq, gq, kk, kk)) == (
+        (1, 8, 4, 64), (1, 8, 10, 64))
     # counted_flops stays the counter's total (the row shows the computed share)
     row = {"flops": full / 2, "flops_source": opcost.ESTIMATE, "counter_flops": full}
     import dataclasses

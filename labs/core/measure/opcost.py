@@ -219,7 +219,7 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
         if _causal_fused(func, args, kwargs):
             # the counter's sdpa formulas ignore is_causal ("we aren't accounting for causal
             # attention here"); the CUDA kernels skip the masked key blocks, as the CPU one
-            q, k = args[0].shape, args[1].shape
+            q, k = _query_key(name, args)
             return counted * causal_fraction(q[-2], k[-2]), ESTIMATE
         return counted, FLOP_COUNTER
     if name in FUSED_ATTENTION and len(args) >= 3:
@@ -232,7 +232,8 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
             return None, UNKNOWN
         if name != "_scaled_dot_product_attention_math" and _is_causal(func, args, kwargs):
             # a fused kernel skips fully masked key blocks (the math path computes them all)
-            return full * causal_fraction(q[-2], k[-2]), ESTIMATE
+            qs, ks = _query_key(name, args)
+            return full * causal_fraction(qs[-2], ks[-2]), ESTIMATE
         return full, ESTIMATE
     if name in ("mv", "addmv", "dot", "vdot"):  # the counter registers no formula for these
         mats = [t for t in _tensors(args) if t.dim() >= 1]
@@ -259,6 +260,13 @@ def counter_flops(func, args, kwargs, out, registry) -> float | None:
     if packet not in registry:
         return None
     return float(registry[packet](*args, **kwargs, out_val=out))
+
+
+def _query_key(name: str, args) -> tuple:
+    """Query and key shapes of an SDPA call: a backward kernel takes the output's gradient
+    first (grad_out, query, key, value, ...)."""
+    first = 1 if name.endswith("_backward") else 0
+    return tuple(args[first].shape), tuple(args[first + 1].shape)
 
 
 def _causal_fused(func, args, kwargs) -> bool:
