@@ -63,6 +63,24 @@ def test_attention_gqa_reads_kv_heads_not_query_heads():
         F.attention(1, 32, 1, 8, 128, kv_heads=5)
 
 
+def test_math_attention_with_repeat_kv_writes_and_reads_the_copies():
+    """Lab 7 review F4: Llama's math path copies K and V from the KV heads to every query head
+    (expand + reshape) before QK^T. B 1, H 8, Hkv 2, Sq 1, Skv 1024, dh 64, fp32: Q = O =
+    8 x 64 x 4 = 2,048 B; K = V = 2 x 1024 x 64 x 4 = 524,288 B read once; scores 4 passes x
+    8 x 1024 x 4 = 131,072 B; the copies written then read: 2 x 2 x 8 x 1024 x 64 x 4 =
+    8,388,608 B. Two more kernels (the copies)."""
+    plain = F.attention(1, 8, 1, 1024, 64, "fp32", kv_heads=2)
+    rep = F.attention(1, 8, 1, 1024, 64, "fp32", kv_heads=2, repeat_kv=True)
+    assert plain.bytes == 2_048 * 2 + 524_288 * 2 + 131_072
+    assert rep.bytes == plain.bytes + 8_388_608 == 9_572_352
+    assert rep.flops == plain.flops and (plain.kernels, rep.kernels) == (3, 5)
+    # no GQA, nothing copied; a fused kernel reads the KV heads directly
+    assert F.attention(1, 8, 1, 1024, 64, "fp32", repeat_kv=True).bytes == \
+        F.attention(1, 8, 1, 1024, 64, "fp32").bytes
+    with pytest.raises(ValueError, match="repeat_kv"):
+        F.attention(1, 8, 1, 1024, 64, "fp32", kv_heads=2, fused=True, repeat_kv=True)
+
+
 def test_layernorm_and_softmax():
     ln = F.layernorm(4, 4096, "fp16")
     assert ln.flops == 8 * 4 * 4096

@@ -409,3 +409,63 @@ def test_a_decode_step_reads_less_weight_than_it_allocates():
     tied = dataclasses.replace(c, tied_embeddings=True)
     assert tied.weight_bytes_read("fp32") == tied.weight_bytes("fp32") == \
         (layers + 16384 * 512 + 512) * 4
+
+
+def test_the_tiny_decoder_s_math_step_counts_the_kv_copies_it_runs():
+    """Lab 7 review F4: the tiny decoder's math attention copies K and V to the 8 query heads
+    (tiny_modules.Attention._math). A batch-1 fp32 decode step at context 1,024 then reads:
+    weight matrices (4 x (512 x 64 x 20 + 3 x 512 x 1792) + 16384 x 512) x 4 = 88,080,384 B,
+    the KV cache 2 x 4 x 2 x 64 x 1024 x 4 = 4,194,304 B, the copies (written, read)
+    4 layers x 4 x 8 x 1024 x 64 x 4 = 33,554,432 B, scores 4 x 4 x 8 x 1024 x 4 = 524,288 B:
+    126,353,408 B, plus small activations. On the H100 (3,350 GB/s, every op memory-bound)
+    that is 37.7 us, attention 30% of it (5% without the copies)."""
+    from labs.core import tiny_models
+
+    ops = tiny_models.step_ops(phase="decode", batch=1, context=1024)
+    total = sum(o.bytes for o in ops)
+    assert 126_353_408 <= total <= 126_353_408 * 1.01
+    t = tiny_models.time_by_group("h100-sxm")
+    assert sum(t.values()) == pytest.approx(126_353_408 / 3350e9, rel=0.01)
+    assert t["attention (KV cache)"] / sum(t.values()) == pytest.approx(
+        (4_194_304 + 33_554_432 + 524_288) / 126_353_408, abs=0.01)
+    # sdpa reads the KV heads directly: no copies
+    fused = sum(o.bytes for o in tiny_models.step_ops(attention="sdpa"))
+    assert total - fused == pytest.approx(33_554_432 + 524_288, rel=0.01)
+
+
+@pytest.mark.parametrize("hw", ["a100-sxm-80gb", "b200", "h100-sxm"])
+def test_prediction_2_is_no_knife_edge_on_any_datacenter_gpu(hw):
+    """Lab 7 review F4: at batch 64 attention (KV cache + its copies: 64 x (4,194,304 +
+    33,554,432 + 524,288) = 2.45 GB) against the weights' 88 MB: attention takes far more than
+    half the roofline's step on every device (it was 49.8% against 48.4% on the A100)."""
+    from labs.core import tiny_models
+
+    t = tiny_models.time_by_group(hw, batch=64)
+    assert t["attention (KV cache)"] / sum(t.values()) > 0.8
+
+
+def test_the_launch_model_of_a_batch_1_decode_step():
+    """Lab 7 Predictions 3 and 5 (review F2, F3). Kernels of the math step: 4 layers x
+    (2 RMSNorms + 5 GEMMs (Q, K and V, O, gate and up, down) + 5 attention kernels (2 K/V
+    copies, QK^T, softmax, PV) + 2 residual adds + SiLU x up) + the LM head = 61; at 5 us each
+    305 us. The bound T = 126.35 MB / 3,350 GB/s = 37.7 us, all memory-bound, so the
+    memory-bound share with the launches is T / (T + 305 us) = 11.0%, and bf16 (half the
+    bytes, still memory-bound) gives (T/2 + 305) / (T + 305) = 0.945, where the roofline alone
+    says 100% and 0.5."""
+    from labs.core import tiny_models
+
+    ops = tiny_models.step_ops(phase="decode", batch=1, context=1024)
+    assert sum(o.kernels for o in ops) == 4 * (2 + 5 + 5 + 2 + 1) + 1 == 61
+    t = tiny_models.time_with_launches("h100-sxm")
+    assert t[tiny_models.LAUNCHES] == pytest.approx(61 * 5e-6)
+    bound = 126_353_408 / 3350e9
+    assert tiny_models.memory_bound_share("h100-sxm") == 1.0
+    assert tiny_models.memory_bound_share_with_launches("h100-sxm") == pytest.approx(
+        bound / (bound + 305e-6), abs=0.002)
+    base = dict(phase="decode", batch=1, context=1024, precision="fp32", attention="math")
+    assert tiny_models.predicted_ratio("precision", "h100-sxm", base) == pytest.approx(0.5)
+    assert tiny_models.predicted_ratio_with_launches("precision", "h100-sxm", base) == \
+        pytest.approx((bound / 2 + 305e-6) / (bound + 305e-6), abs=0.002)
+    assert tiny_models.predicted_ratio_with_launches("compile", "h100-sxm", base) is None
+    # no launch cost: the roofline's own answers
+    assert tiny_models.memory_bound_share_with_launches("h100-sxm", launch_overhead_us=0) == 1.0

@@ -99,7 +99,7 @@ VALID = {
     "op_name": "Q projection", "device_class": "datacenter", "what": "bandwidth_gbs",
     "name": "a name", "source": "a source", "memory_type": "HBM", "fused": False,
     "bias": False, "gated": False, "backward": False, "input_requires_grad": True,
-    "causal": False, "fused_attention": True, "replace": False,
+    "causal": False, "repeat_kv": False, "fused_attention": True, "replace": False,
     "ai": 10.0, "ai_hbm": 10.0, "ai_onchip": 10.0, "flops": 1e9, "bytes_": 1e6,
     "launches": 1, "launch_overhead_us": 5.0, "bytes_per_element": 2.0, "weight_bytes": 1.0,
     "out_bytes": 2.0, "achieved_tflops": 10.0, "achieved_gbs": 100.0, "footprint_bytes": 1e6,

@@ -116,6 +116,22 @@ def test_decoder_matmul_flops_equal_the_physics(phase, batch, context):
 
 
 @pytest.mark.torch
+def test_the_kv_copies_of_a_decode_step_are_charged_what_they_move():
+    """Lab 7 review F4/F5: each layer's math attention copies K and V (1 x 2 x 64 x 64 fp32,
+    32,768 B each) to 8 query heads (131,072 B each): a copy reads 32,768 and writes 131,072 B,
+    163,840 B (the expanded input was charged 131,072 B of reads before). 4 layers x 2 copies.
+    The physics' copy term writes and reads them: 4 x 8 x 64 x 64 x 4 = 524,288 B per layer."""
+    model, inputs = measure.builtin_case("decoder", phase="decode", batch=1, context=64,
+                                         device="cpu")
+    prof = measure.profile_model(model, inputs, roofline=WHAT_IF)
+    clones = [r["bytes"] for r in prof.rows if r["name"] == "aten.clone"]
+    assert clones == [163_840.0] * 8
+    attn = next(o for o in tiny_models.step_ops(phase="decode", batch=1, context=64)
+                if o.name.startswith("attention"))
+    assert attn.detail["K, V repeated to the query heads (write + read)"] == 4 * 524_288
+
+
+@pytest.mark.torch
 def test_tiny_decoder_shapes_follow_llama_and_its_parameter_count():
     c, llama = tiny_models.TINY_DECODER, models.get("llama-3-8b")
     assert c.heads // c.kv_heads == llama.heads // llama.kv_heads == 4

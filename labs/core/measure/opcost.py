@@ -15,7 +15,10 @@ FLOPs, in order of preference (``flops_source`` says which applied):
   input element), and torch's CPU attention kernel, which the counter does not register, gets
   the counter's own SDPA formula (``sdpa_flop_count``) times the share of (query, key) pairs
   a causal mask keeps when ``is_causal=True`` (:func:`causal_fraction`: that kernel skips the
-  masked key blocks), and matrix-vector products
+  masked key blocks). The CUDA SDPA kernels (flash, memory-efficient, cuDNN) ARE registered,
+  but the counter's formula ignores ``is_causal``: called causal, their rows get the same
+  causal share of its count, labelled an estimate (the counter's own number stays in the
+  row's ``counter_flops`` and in ``Profile.counted_flops``), and matrix-vector products
   (``mv``, ``addmv``, ``dot``), which it does not register either, get 2 FLOPs per matrix
   element. Labelled, never added to the counter's total.
 * ``"none"``: operators that only move or select data (copies, concatenation, indexing,
@@ -24,7 +27,8 @@ FLOPs, in order of preference (``flops_source`` says which applied):
   silent zero, never a crash.
 
 Compulsory bytes are a LOWER BOUND on the data the operator must touch: every distinct input
-tensor read once and every output written once (element count x element size). It ignores
+tensor read once and every output written once (element count x element size; an expanded
+input, stride 0, is read once per distinct element, at most its storage's size). It ignores
 re-reads (tiling, cache misses), temporaries inside the operator, padding and alignment, and
 it does not know which memory level serves the bytes: an operand still in a cache from the
 previous operator costs less than bytes / DRAM bandwidth, so a small operator can beat the
@@ -123,6 +127,27 @@ def _nbytes(t) -> int:
     return t.numel() * t.element_size()
 
 
+def _read_nbytes(t) -> int:
+    """Bytes a read of ``t`` reaches: the elements of its non-broadcast dimensions (an
+    expanded view, stride 0, repeats the same elements: they are read once), capped at its
+    storage's size. ``x[:, None].expand(...)`` of a 512 KB cache slice reads 512 KB, not the
+    expanded numel x element size."""
+    try:
+        n = 1
+        for size, stride in zip(t.shape, t.stride()):
+            if size == 0:
+                return 0
+            if stride != 0:
+                n *= size
+        reached = n * t.element_size()
+    except Exception:  # no strides (sparse, nested, some subclasses): the plain count
+        return _nbytes(t)
+    try:
+        return min(reached, t.untyped_storage().nbytes())
+    except Exception:  # tensors without storage (meta, some subclasses): no cap
+        return reached
+
+
 def _key(t):
     try:
         ptr = t.untyped_storage().data_ptr()
@@ -171,9 +196,9 @@ def compulsory_bytes(func, args, kwargs, out) -> tuple[int, int]:
             if is_out or arg.name in write_only:
                 continue
             if _GATHERS.get(name) == arg.name:
-                reads[("gathered", _key(t))] = min(_nbytes(t), gathered)
+                reads[("gathered", _key(t))] = min(_read_nbytes(t), gathered)
             else:
-                reads[_key(t)] = _nbytes(t)
+                reads[_key(t)] = _read_nbytes(t)
     returns = func._schema.returns
     fresh = out if isinstance(out, (tuple, list)) else (out,)
     for i, value in enumerate(fresh):
@@ -190,7 +215,13 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
     name = base_name(func)
     packet = func._overloadpacket
     if packet in registry:
-        return float(registry[packet](*args, **kwargs, out_val=out)), FLOP_COUNTER
+        counted = float(registry[packet](*args, **kwargs, out_val=out))
+        if _causal_fused(func, args, kwargs):
+            # the counter's sdpa formulas ignore is_causal ("we aren't accounting for causal
+            # attention here"); the CUDA kernels skip the masked key blocks, as the CPU one
+            q, k = _query_key(name, args)
+            return counted * causal_fraction(q[-2], k[-2]), ESTIMATE
+        return counted, FLOP_COUNTER
     if name in FUSED_ATTENTION and len(args) >= 3:
         from torch.utils.flop_counter import sdpa_flop_count
 
@@ -201,7 +232,8 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
             return None, UNKNOWN
         if name != "_scaled_dot_product_attention_math" and _is_causal(func, args, kwargs):
             # a fused kernel skips fully masked key blocks (the math path computes them all)
-            return full * causal_fraction(q[-2], k[-2]), ESTIMATE
+            qs, ks = _query_key(name, args)
+            return full * causal_fraction(qs[-2], ks[-2]), ESTIMATE
         return full, ESTIMATE
     if name in ("mv", "addmv", "dot", "vdot"):  # the counter registers no formula for these
         mats = [t for t in _tensors(args) if t.dim() >= 1]
@@ -217,6 +249,33 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
     if is_view(func) or name in _DATA_MOVEMENT:
         return 0.0, NONE
     return None, UNKNOWN
+
+
+def counter_flops(func, args, kwargs, out, registry) -> float | None:
+    """What FlopCounterMode counts for one call (None where it registers no formula). It
+    differs from :func:`flops` only for a causal fused attention kernel, whose row holds the
+    computed share; ``Profile.counted_flops`` adds this number so it stays the counter's
+    total."""
+    packet = func._overloadpacket
+    if packet not in registry:
+        return None
+    return float(registry[packet](*args, **kwargs, out_val=out))
+
+
+def _query_key(name: str, args) -> tuple:
+    """Query and key shapes of an SDPA call: a backward kernel takes the output's gradient
+    first (grad_out, query, key, value, ...)."""
+    first = 1 if name.endswith("_backward") else 0
+    return tuple(args[first].shape), tuple(args[first + 1].shape)
+
+
+def _causal_fused(func, args, kwargs) -> bool:
+    """A torch SDPA kernel other than the math one (query, key, value laid out B x H x S x d),
+    called with ``is_causal=True``: it skips the masked key blocks."""
+    name = base_name(func)
+    return (name.startswith("_scaled_dot_product_") and name in FUSED_ATTENTION
+            and name != "_scaled_dot_product_attention_math" and len(args) >= 3
+            and _is_causal(func, args, kwargs))
 
 
 def _is_causal(func, args, kwargs) -> bool:

@@ -27,12 +27,17 @@ def refuse_meta(model, args, kwargs) -> None:
                 if isinstance(t, torch.Tensor) and t.is_meta]
         where = "example_inputs"
     if meta:
+        way_out = ("Give them real storage first, e.g. model.to_empty(device='cpu') and then "
+                   "model.load_state_dict(...) (or build the model without "
+                   "torch.device('meta') / init_empty_weights), then profile it."
+                   if where == "the model" else
+                   "Pass real tensors of the same shapes instead, e.g. "
+                   "torch.randn(*shape, device='cpu') (torch.randint(...) for token ids), "
+                   "built outside any torch.device('meta') block.")
         raise ValueError(
             f"{where} has {len(meta)} tensor(s) on the meta device ({', '.join(meta[:3])}"
             f"{', ...' if len(meta) > 3 else ''}): they have shapes but no data, so nothing can "
-            "run or be timed. Give them real storage first, e.g. model.to_empty(device='cpu') "
-            "and then model.load_state_dict(...) (or build the model without "
-            "torch.device('meta') / init_empty_weights), then profile it.")
+            f"run or be timed. {way_out}")
 
 
 def where(exc) -> str:

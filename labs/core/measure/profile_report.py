@@ -4,7 +4,8 @@ aggregations a student reads (time by regime, by operator type, lost time). No t
 Row fields (times in seconds, bytes in bytes, FLOPs in FLOPs):
 ``index, phase, name, op_type, module, shapes, dtype, precision, ceiling, flops, flops_source,
 bytes, ai, measured_s, bound_s, t_compute_s, t_memory_s, regime, ratio, error_pct, lost_s,
-note``. ``ceiling`` is the compute roof the op runs under: its precision's peak, or "vector"
+note, counter_flops`` (``counter_flops``: what FlopCounterMode counts, set only where the row's
+FLOPs differ from it: a causal fused attention kernel on CUDA). ``ceiling`` is the compute roof the op runs under: its precision's peak, or "vector"
 (elementwise ops, norms, reductions: the non-tensor rate, ``roofline.peak_tflops(hw,
 roofline.VECTOR)``). ``bound_s`` = max(FLOPs / ceiling, bytes / bandwidth) on the profile's
 roofline; ``ratio`` =
@@ -29,7 +30,7 @@ UNKNOWN_REGIME = "FLOPs unknown"
 REGIMES = (_roofline.MEMORY, _roofline.COMPUTE, _roofline.OVERHEAD, UNKNOWN_REGIME)
 COLUMNS = ("index", "phase", "name", "op_type", "module", "shapes", "dtype", "precision",
            "ceiling", "flops", "flops_source", "bytes", "ai", "measured_s", "bound_s", "t_compute_s",
-           "t_memory_s", "regime", "ratio", "error_pct", "lost_s", "note")
+           "t_memory_s", "regime", "ratio", "error_pct", "lost_s", "note", "counter_flops")
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,26 @@ class Profile:
 
     @property
     def op_time_caveat(self) -> str | None:
-        """None when the per-operator times can be read one by one; else a sentence saying
-        why not (they were scaled to fit the pass they came from)."""
+        """None when the per-operator times can be read one by one; else what their scaling
+        to fit the pass means: where the profiler's cost per call x calls covers the excess,
+        that cost is most of what the operators take and their times cannot be trusted one by
+        one; where it does not, the excess is run-to-run noise and only the overhead is lost."""
         if self.predicted_only or self.op_scale >= 1.0 or self.forward_s is None:
             return None
+        excess = (self.profiled_sum_s or 0.0) - self.forward_s
+        profiler_cost = len(self.rows) * self.call_cost_s
+        if profiler_cost < excess:  # the profiler's cost cannot explain the gap: noise can
+            return (f"The operators' times measured under the profiler add up to "
+                    f"{_units.format_seconds(self.profiled_sum_s or 0.0)}, a little more than "
+                    f"the whole pass ({_units.format_seconds(self.forward_s)}) timed without "
+                    f"it, by more than the profiler's own cost explains ({len(self.rows)} calls "
+                    f"x {_units.format_seconds(self.call_cost_s)} = "
+                    f"{_units.format_seconds(profiler_cost)}): run-to-run noise (other work on "
+                    "this machine) is larger than the time outside the operators here. They "
+                    f"were scaled by {self.op_scale:.3f} to fit the pass, so the shares add up "
+                    "to 100%; the operators' times hold as measured to within that noise, but "
+                    "the overhead outside them cannot be told apart (shown as 0). Profile again "
+                    "on a quieter machine, or with a larger timing budget, to see it.")
         return (f"The operators' times measured under the profiler add up to "
                 f"{_units.format_seconds(self.profiled_sum_s or 0.0)}, more than the whole "
                 f"pass ({_units.format_seconds(self.forward_s)}) timed without it, even with "
@@ -124,8 +141,11 @@ class Profile:
 
     @property
     def counted_flops(self) -> float:
-        """FLOPs of the rows counted by torch.utils.flop_counter: FlopCounterMode's total."""
-        return sum(r["flops"] for r in self.rows if r["flops_source"] == opcost.FLOP_COUNTER)
+        """FLOPs of the rows counted by torch.utils.flop_counter: FlopCounterMode's total (a
+        causal fused attention row adds the counter's number, ``counter_flops``, not the
+        computed share it shows)."""
+        return sum(r["flops"] if r["flops_source"] == opcost.FLOP_COUNTER
+                   else (r.get("counter_flops") or 0.0) for r in self.rows)
 
     @property
     def flops(self) -> float:

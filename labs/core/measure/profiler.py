@@ -386,7 +386,9 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
     if load and info.cores and max(load) > 0.5 * info.cores and samples:
         notes.append(f"This machine was busy (load average {max(load):.1f} on {info.cores} "
                      "CPUs): whole-pass times include time other processes had the CPU, which "
-                     "the per-operator medians mostly skip, so the overhead row reads high.")
+                     "the per-operator medians mostly skip" + (
+                         ", so the overhead row reads high." if scale >= 1 else
+                         " (here the noise exceeded the overhead: see the note on scaling)."))
     unknown = sum(1 for r in rows if r["flops"] is None)
     if unknown:
         notes.append(f"{unknown} operator call(s) with FLOPs unknown to torch.utils.flop_counter "

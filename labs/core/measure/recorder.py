@@ -91,6 +91,12 @@ class Context:
         except Exception as e:  # a formula that cannot read these arguments: unknown, said so
             flops, source = None, opcost.UNKNOWN
             note = f"FLOP formula failed: {type(e).__name__}"
+        counted = None
+        if source == opcost.ESTIMATE:  # a causal fused kernel: keep what the counter says
+            try:
+                counted = opcost.counter_flops(func, args, kwargs, out, self.registry)
+            except Exception:
+                counted = None
         read, written = opcost.compulsory_bytes(func, args, kwargs, out)
         dtype = opcost.data_dtype(args, out)
         gemm_like = opcost.base_name(func) in opcost.GEMMS | opcost.CONVOLUTIONS
@@ -103,7 +109,7 @@ class Context:
                 "precision": opcost.precision_of(dtype, tf32=self.tf32 and gemm_like),
                 "ceiling": "vector" if opcost.on_vector_units(func) else None,
                 "flops": flops, "flops_source": source, "bytes": float(read + written),
-                "note": note}
+                "note": note, "counter_flops": counted}
 
 
 def recorder_type():

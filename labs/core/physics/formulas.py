@@ -153,7 +153,7 @@ def linear(tokens, in_features, out_features, precision: str = "fp16", *, bias: 
 @finite_results
 def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fused: bool = False,
               *, kv_heads: int | None = None, kv_precision: str | None = None,
-              compute: str | None = None, causal: bool = False,
+              compute: str | None = None, causal: bool = False, repeat_kv: bool = False,
               name: str | None = None) -> Cost:
     """softmax(Q K^T) V for ``heads`` query heads, batched; ``causal`` masks future keys.
 
@@ -178,6 +178,11 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
     Unfused also writes the score matrix S, the softmax reads S and writes P, and PV reads P:
     4 passes over all B*H*Sq*Skv scores (the mask, fused into the softmax at best, adds no
     compulsory pass). Fused keeps scores on chip: no score traffic, one kernel.
+    ``repeat_kv`` (unfused only; Llama's reference ``repeat_kv`` and Lab 7's tiny decoder):
+    before QK^T the math path copies K and V from the ``kv_heads`` to all ``heads`` query heads
+    (expand + reshape materialises them), two more kernels that read the cache once (counted in
+    K and V above) and WRITE 2*B*H*Skv*dh elements, which QK^T and PV then READ again instead of
+    the cache: 4*B*H*Skv*dh elements more in all (nothing when kv_heads == heads).
     Compute: QK^T and PV multiply activations (Q, P) by the KV cache, so the math runs at
     ``precision.matmul_compute(kv_precision, precision)``.
     """
@@ -188,6 +193,10 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
     if heads % kvh:
         raise ValueError(f"heads={heads} must be a multiple of kv_heads={kvh} (GQA groups)")
     fused, causal = flag("fused", fused), flag("causal", causal)
+    repeat_kv = flag("repeat_kv", repeat_kv)
+    if repeat_kv and fused:
+        raise ValueError("repeat_kv=True describes the unfused math path; a fused kernel reads "
+                         "the KV heads directly (use fused=False)")
     name = optional(text, "name", name)
     precision = _fmt.get(precision, arg="precision").key
     kvp = _fmt_or(kv_precision, "kv_precision", precision)
@@ -205,9 +214,14 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
         causal_pairs(seq_q, seq_kv)  # the same check of seq_q <= seq_kv either way
     if not fused:
         detail["scores (S write, S read, P write, P read)"] = 4.0 * batch * heads * pairs * a
+    copies = repeat_kv and kvh < heads
+    if copies:
+        detail["K, V repeated to the query heads (write + read)"] = (
+            4.0 * batch * heads * seq_kv * head_dim * _b(kvp, "kv_precision"))
     flops = 4.0 * batch * heads * pairs * head_dim
     label = name or ("attention (fused)" if fused else "attention (unfused)")
-    return Cost(label, flops, sum(detail.values()), c, 1 if fused else 3, detail)
+    return Cost(label, flops, sum(detail.values()), c,
+                1 if fused else 3 + (2 if copies else 0), detail)
 
 
 def causal_pairs(seq_q, seq_kv) -> int:

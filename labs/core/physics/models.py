@@ -106,7 +106,8 @@ class ModelConfig:
     @finite_results
     def layer_ops(self, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
                   weight_precision: str | None = None, kv_precision: str | None = None,
-                  fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
+                  fused_attention: bool = True, compute: str | None = None,
+                  repeat_kv: bool = False) -> list[F.Cost]:
         """The operations of one transformer layer. ``precision`` is the activations' format.
 
         prefill: ``seq_len`` new tokens per sequence attend causally to themselves
@@ -115,6 +116,8 @@ class ModelConfig:
         decode: one new token per sequence attends to ``seq_len`` cached tokens. The projections run at
         ``precision.matmul_compute(weights, activations)`` (``compute``, if given, must agree),
         attention at ``matmul_compute(kv, activations)``, norms and adds on the vector units.
+        ``repeat_kv`` (unfused only): the math path copies K and V to every query head first
+        (``formulas.attention``), as Llama's reference code and Lab 7's tiny decoder do.
         """
         phase = one_of("phase", phase, ("prefill", "decode"))
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
@@ -131,7 +134,8 @@ class ModelConfig:
             F.linear(t, d, self.heads * hd, precision, name="Q projection", **kw),
             F.linear(t, d, 2 * self.kv_heads * hd, precision, name="K,V projections", **kw),
             F.attention(batch, self.heads, sq, seq_len, hd, precision, fused=fused_attention,
-                        kv_heads=self.kv_heads, kv_precision=kvp, causal=True),
+                        kv_heads=self.kv_heads, kv_precision=kvp, causal=True,
+                        repeat_kv=repeat_kv),
             F.linear(t, self.heads * hd, d, precision, name="O projection", **kw),
             F.elementwise("residual_add", t * d, precision).renamed("residual add (attention)"),
             F.rmsnorm(t, d, precision).renamed("RMSNorm (MLP)"),
@@ -245,7 +249,8 @@ def max_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
 @finite_results
 def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
              weight_precision: str | None = None, kv_precision: str | None = None,
-             fused_attention: bool = True, compute: str | None = None) -> list[F.Cost]:
+             fused_attention: bool = True, compute: str | None = None,
+             repeat_kv: bool = False) -> list[F.Cost]:
     """All ops of one forward step: every layer's ops x layers, plus the LM head (last position
     of each sequence). The embedding lookup gathers only one row per token (``batch`` rows of
     ``d_model`` in decode, a few KB) and is left out; with a tied embedding the LM head is
@@ -254,7 +259,7 @@ def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16
     m = get(model, arg="model")
     per_layer = m.layer_ops(phase, batch, seq_len, precision, weight_precision=weight_precision,
                             kv_precision=kv_precision, fused_attention=fused_attention,
-                            compute=compute)
+                            compute=compute, repeat_kv=repeat_kv)
     ops = [c.scaled(m.layers) for c in per_layer]
     ops.append(F.linear(batch, m.d_model, m.vocab, precision, name="LM head",
                         weight_precision=precision if weight_precision is None
@@ -356,14 +361,15 @@ def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
                        precision: str = "bf16", weight_precision: str | None = None,
                        kv_precision: str | None = None, compute: str | None = None,
                        fused_attention: bool = True,
-                       derating: R.Derating | None = None) -> dict:
+                       derating: R.Derating | None = None, repeat_kv: bool = False) -> dict:
     """Seconds per step spent in each of :data:`OP_GROUPS`: each op (x layers) at its own
     roofline bound max(FLOPs / its ceiling, bytes / bandwidth), summed per group. Kernels run
     one after another, so these add up to a little more than :func:`step_bound`'s whole-step
     bound."""
     d = _hw.get(hw, arg="hw")
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
-                   kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
+                   kv_precision=kv_precision, fused_attention=fused_attention, compute=compute,
+                   repeat_kv=repeat_kv)
     out = dict.fromkeys(OP_GROUPS, 0.0)
     for op in ops:
         out[op_group(op.name)] += R.cost_time(op, d, derating=derating).lower

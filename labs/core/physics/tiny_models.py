@@ -130,10 +130,14 @@ def step_ops(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
              context: int = 1024, precision: str = "fp32",
              attention: str = "math") -> list[F.Cost]:
     """The roofline's view of one forward of the decoder (``models.step_ops``): per-layer ops x
-    layers plus the LM head on the last position; "sdpa" is the fused attention."""
+    layers plus the LM head on the last position; "sdpa" is the fused attention, "math" the
+    unfused one WITH the copy of K and V to every query head that the tiny decoder runs
+    (``formulas.attention(repeat_kv=True)``: at batch 1 and context 1,024 in fp32 those copies
+    are about a quarter of the step's bytes: 33.6 of 126.8 MB)."""
     c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
                                                    attention)
-    return _models.step_ops(c, phase, batch, context, p, fused_attention=attention == "sdpa")
+    return _models.step_ops(c, phase, batch, context, p, fused_attention=attention == "sdpa",
+                            repeat_kv=attention == "math")
 
 
 @finite_results
@@ -145,7 +149,8 @@ def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int 
     c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
                                                    attention)
     return _models.step_time_by_group(c, d, phase, batch=batch, seq_len=context,
-                                      precision=p, fused_attention=attention == "sdpa")
+                                      precision=p, fused_attention=attention == "sdpa",
+                                      repeat_kv=attention == "math")
 
 
 def dominant_group(hw, config=TINY_DECODER, **kwargs) -> str:
@@ -171,6 +176,69 @@ def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch:
         total += tb.lower
         mem += tb.lower if tb.t_memory > tb.t_compute else 0.0
     return mem / total
+
+
+#: The launch model's name for the time outside the operators (Lab 7, Predictions 3 and 5).
+LAUNCHES = "launches (kernels x launch overhead)"
+
+
+@finite_results
+def time_with_launches(hw, config=TINY_DECODER, *,
+                       launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                       phase: str = "decode", batch: int = 1, context: int = 1024,
+                       precision: str = "fp32", attention: str = "math") -> dict[str, float]:
+    """The roofline plus the lab's launch model: seconds per ``models.OP_GROUPS`` group (each
+    op at its bound, :func:`time_by_group`) and :data:`LAUNCHES`, every kernel of the step
+    paying a fixed ``launch_overhead_us`` one after another (Lab 4's overhead regime,
+    ``roofline.DEFAULT_LAUNCH_OVERHEAD_US``, the model of :func:`overhead_ratio_by_group`).
+
+    Derivation, the tiny decoder's batch-1 fp32 decode step with math attention: 4 layers x
+    (2 norms + 5 GEMMs (Q, K and V, O, gate and up, down) + 5 attention kernels (2 K/V copies, QK^T, softmax, PV) +
+    2 adds + SiLU x up) + the LM head = 4 x 15 + 1 = 61 kernels, 61 x 5 us = 305 us, about 8x
+    the H100's 38 us bound: a step that small is overhead-bound on a GPU in eager mode (the
+    profiler measures the same regime as its overhead row; a real eager step launches more
+    kernels than this model counts, so its overhead is larger still)."""
+    c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
+                                                   attention)
+    overhead_s = non_negative("launch_overhead_us", launch_overhead_us) * 1e-6
+    out = time_by_group(hw, c, phase=phase, batch=batch, context=context, precision=p,
+                        attention=attention)
+    kernels = sum(op.kernels for op in step_ops(c, phase=phase, batch=batch, context=context,
+                                                precision=p, attention=attention))
+    out[LAUNCHES] = kernels * overhead_s
+    return out
+
+
+@finite_results
+def memory_bound_share_with_launches(hw, config=TINY_DECODER, *,
+                                     launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                                     **case) -> float:
+    """Fraction (0-1) of a step's time in memory-bound ops once every kernel pays a launch
+    (:func:`time_with_launches`): sum of the memory-bound ops' bounds / (sum of all bounds +
+    kernels x launch overhead). The roofline's own share (:func:`memory_bound_share`) has no
+    overhead term, so it is 1 for any step whose ops all sit below the ridge."""
+    t = time_with_launches(hw, config, launch_overhead_us=launch_overhead_us, **case)
+    bound = sum(v for k, v in t.items() if k != LAUNCHES)
+    return memory_bound_share(hw, config, **case) * bound / sum(t.values())
+
+
+@finite_results
+def predicted_ratio_with_launches(change: str, hw, base: dict, config=TINY_DECODER, *,
+                                  launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US
+                                  ) -> float | None:
+    """New / old step time for one change under the roofline plus the launch model
+    (:func:`time_with_launches`): (sum of bounds + kernels x overhead) after / before; None
+    for torch.compile (as :func:`predicted_ratio`). Halving the bytes (fp32 -> bf16) halves
+    only the bounds, not the launches: for the batch-1 fp32 decode step on the H100,
+    (19 + 305) / (38 + 305) us, about 0.94, where the pure roofline says 0.5."""
+    new = changed(change, base)
+    if one_of("change", change, CHANGES) == "compile":
+        return None
+    old_t = sum(time_with_launches(hw, config, launch_overhead_us=launch_overhead_us,
+                                   **_base(base)).values())
+    new_t = sum(time_with_launches(hw, config, launch_overhead_us=launch_overhead_us,
+                                   **new).values())
+    return new_t / old_t
 
 
 @finite_results
