@@ -1,9 +1,8 @@
 """Lab 2's serving design: targets, the design checker (at achievable rates and at spec), and
 the decode facts its math peek states (the critical decode batch; decode attention's AI).
 
-Split from :mod:`labs.core.physics.models` (which re-exports every public name here, so
-``models.check_design`` keeps working): models holds the transformer, its ops and bounds;
-this module judges a deployment built on them.
+Split from :mod:`labs.core.physics.models`: models holds the transformer, its ops and bounds;
+this module (short name ``serving``) judges a deployment built on them.
 """
 
 from __future__ import annotations
