@@ -16,7 +16,7 @@ from notebook_support import cells_that_only_show, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_06_many_chips.py"
 ITEMS = {"lab06.allreduce_ms", "lab06.tp_shard_pcie", "lab06.tp_shard_nvlink",
-         "lab06.tp_comm_degree", "lab06.dp_critical_batch", "lab06.measured_collectives"}
+         "lab06.tp_comm_degree", "lab06.dp_exposed_ms", "lab06.measured_collectives"}
 PREDICTION_ITEMS = ITEMS - {"lab06.measured_collectives"}
 INSTRUMENTS = ("allreduce_figure", "allreduce_actual_ms", "comm_status", "comm_run",
                "shard_mm", "shard_now", "three_roofs", "shard_time_figure", "shard_actual",
@@ -39,7 +39,7 @@ PREDICTIONS = {
                                              confidence=2, reason="t"),
     "serve_prediction": quiz.Prediction("lab06.tp_comm_degree", 16, answer_type="choice",
                                         label="16-way", confidence=3, reason="t"),
-    "train_prediction": quiz.Prediction("lab06.dp_critical_batch", 1000, units="tokens",
+    "train_prediction": quiz.Prediction("lab06.dp_exposed_ms", 10, units="ms",
                                         confidence=1, reason="t"),
 }
 
@@ -69,11 +69,11 @@ WIDGET_CELLS = (
                              backend="comm_backend_choice")},
     {"comm_button": False},
     {"shard_k_slider": 1024, "shard_n_slider": 8, "shard_tokens_slider": 4096,
-     "shard_controls": LAYOUT},
+     "shard_block": 2, "shard_controls": LAYOUT},
     {"serve_device": "h100-pcie", "serve_link": "pcie5-x16", "serve_model": "llama-3-70b",
      "serve_weights": "bf16", "serve_tp": 4, "serve_batch": 1, "serve_context": 8192,
      "serve_controls": LAYOUT},
-    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_nics": 8,
+    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 1024, "train_nics": 8,
      "train_overlap": False, "train_controls": LAYOUT},
 )
 
@@ -139,15 +139,15 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["allreduce_actual_ms"] == pytest.approx(3.902889)
     text = _texts(outputs)
     assert "3.9 ms" in text and "You predicted" in text
-    # Part 2: the critical slices of a SwiGLU block (3 matmuls per all-reduce), n = 8:
-    # H100 PCIe on PCIe Gen5 7/8 x 2 x 756e12 / 63e9 / 3 = 7,000; H100 SXM on NVLink 4
-    # 7/8 x 2 x 989.5e12 / 450e9 / 3 = 1,282.7
-    assert defs["shard_actual"]["slow"] == pytest.approx(7000, rel=1e-3)
-    assert defs["shard_actual"]["fast"] == pytest.approx(1282.69, abs=0.01)
-    mm = sharding.sharded_matmul(4096, 8192, 8192, 8, "bf16", matmuls=3)
+    # Part 2: the critical slices of a GeLU MLP block (2 matmuls per all-reduce), n = 8:
+    # H100 PCIe on PCIe Gen5 7/8 x 2 x 756e12 / 63e9 / 2 = 10,500; H100 SXM on NVLink 4
+    # 7/8 x 2 x 989.5e12 / 450e9 / 2 = 1,924.0
+    assert defs["shard_actual"]["slow"] == pytest.approx(10500, rel=1e-3)
+    assert defs["shard_actual"]["fast"] == pytest.approx(7 / 8 * 989.5e12 / 450e9, abs=0.01)
+    mm = sharding.sharded_matmul(4096, 8192, 8192, 8, "bf16", matmuls=2)
     assert defs["shard_mm"] == mm
     assert defs["shard_now"] == sharding.shard_times(mm, DEVICE, "nvlink4")
-    assert defs["shard_now"].binding == "link"  # 1024 < 1283: communication-bound
+    assert defs["shard_now"].binding == "link"  # 1024 < 1924: communication-bound
     assert "communication-bound" in text
     link_pts = next(t for t in defs["three_roofs"].data
                     if t.name.startswith("this layer at its link intensity"))
@@ -158,16 +158,21 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
                                                     batch=1, seq_len=8192)
     assert defs["serve_diagnosis"].kind == "ok" and defs["serve_actual"] == 16
     # Part 4: 8 nodes, a NIC per GPU: the slower level is the NICs, 2 x 7/8 / 8 / 50e9 =
-    # 4.375 ps/B; T* = 2 B x 4.375e-12 x 989.5e12 / 4 (backward FLOPs) = 2,164.5 per GPU
-    assert defs["train_actual"] == pytest.approx(2 * 4.375e-12 * 989.5e12 / 4)
-    assert defs["train_now"] == sharding.dp_step("llama-3-8b", 64, 4096, DEVICE, "bf16",
+    # 4.375 ps/B; the all-reduce of P = 8.030e9 bf16 gradients takes 2P x 4.375 ps/B +
+    # (14 x 1 + 14 x 5) µs = 70.35 ms; the backward pass 4 P x 1,024 / 989.5e12 = 33.24 ms;
+    # each GPU waits 37.1 ms per step
+    p = 8_030_261_248
+    wait_ms = (2 * p * 4.375e-12 + 84e-6 - 4 * p * 1024 / 989.5e12) * 1e3
+    assert defs["train_actual"] == pytest.approx(wait_ms) and round(wait_ms, 1) == 37.1
+    assert defs["train_critical"] == pytest.approx(2 * 4.375e-12 * 989.5e12 / 4)  # 2,164.5
+    assert defs["train_now"] == sharding.dp_step("llama-3-8b", 64, 1024, DEVICE, "bf16",
                                                  "nvlink4", overlap=False, nics_per_node=8)
     assert "Key takeaways" in text and "Traceback" not in text
     # every comparison recorded what the instrument showed, under the stable item ids
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert set(results) == PREDICTION_ITEMS
     assert results["lab06.tp_comm_degree"]["actual"] == 16
-    assert results["lab06.dp_critical_batch"]["actual"] == 2165
+    assert results["lab06.dp_exposed_ms"]["actual"] == 37.1
 
 
 def test_too_few_gpus_is_out_of_memory_and_backing_out_recovers(env, app):
@@ -211,7 +216,7 @@ def test_a_device_where_nothing_fits_says_so(env, app):
 
 def test_the_slice_size_moves_the_layer_off_the_link_roof(env, app):
     link = "pcie5-x16"
-    crit = sharding.tp_critical_shard("h100-pcie", "bf16", link, 8, matmuls=3)  # 7,000
+    crit = sharding.tp_critical_shard("h100-pcie", "bf16", link, 8, matmuls=2)  # 10,500
     base = {**PREDICTIONS, **_set(device_picker="h100-pcie", link_picker=link,
                                   shard_tokens_slider=65536)}
     _, thin = app.run(defs={**base, **_set(shard_k_slider=4096)})
@@ -289,10 +294,12 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     _, defs = app.run()
     assert defs["allreduce_prediction"].value == pytest.approx(3.9)
-    assert defs["shard_slow_prediction"].value == 7000  # was 27,488 (H100 SXM "on PCIe")
-    assert defs["shard_fast_prediction"].value == 1283  # was 3,848 (one matmul per all-reduce)
+    # a GeLU block, 2 matmuls per all-reduce (was SwiGLU's 3: 7,000 and 1,283)
+    assert defs["shard_slow_prediction"].value == 10500
+    assert defs["shard_fast_prediction"].value == 1924
     assert defs["serve_prediction"].value == 16 and defs["serve_prediction"].label == "16-way"
-    assert defs["train_prediction"].value == 2165  # was 12,987 (one ring at 50 GB/s)
+    # the wait per step at 1,024 tokens per GPU (was the critical batch, 2,165 tokens)
+    assert defs["train_prediction"].value == 37.1
     assert isinstance(defs["train_figure"], go.Figure)
     assert defs["lab"].events(kind="predict") == []
 
@@ -301,9 +308,9 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 def test_export_html_student_and_instructor_copies(tmp_path):
     student = export_page(LAB_FILE, tmp_path)
     assert "Lock predictions 2 and 3 to reveal the three roofs." in student
-    assert "One SwiGLU MLP block" not in student
+    assert "One block of 2 matmuls per all-reduce" not in student
     teacher = export_page(LAB_FILE, tmp_path, reveal=True)
-    assert "One SwiGLU MLP block" in teacher and "Key takeaways" in teacher
+    assert "One block of 2 matmuls per all-reduce" in teacher and "Key takeaways" in teacher
     assert "Instrument hidden" not in teacher  # every gate open in the instructor copy
 
 
@@ -331,7 +338,8 @@ def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
 #: The widgets of the collective, sharding and training panels and the pickers: each panel is
 #: laid out where its widgets are made (workers_controls, shard_controls, train_controls,
 #: context_controls) and shown by a cell that names none of them (issue 15).
-PANEL_WIDGETS = ("device_picker", "workers_slider", "shard_k_slider", "shard_n_slider",
+PANEL_WIDGETS = ("device_picker", "workers_slider", "shard_block", "shard_k_slider",
+                 "shard_n_slider",
                  "shard_tokens_slider", "train_model", "train_n", "train_tokens", "train_nics",
                  "train_overlap")
 
@@ -394,10 +402,10 @@ ORDER = (("lab06.allreduce_ms", "allreduce_prediction"),
          ("lab06.tp_shard_pcie", "shard_slow_prediction"),
          ("lab06.tp_shard_nvlink", "shard_fast_prediction"),
          ("lab06.tp_comm_degree", "serve_prediction"),
-         ("lab06.dp_critical_batch", "train_prediction"))
+         ("lab06.dp_exposed_ms", "train_prediction"))
 #: Widgets an instrument opens with each lock (the pickers show cards from the start).
 OPENS = {0: ("device_picker", "link_picker"), 1: ("workers_slider",), 2: (), 3: (
-    "shard_k_slider", "shard_n_slider", "shard_tokens_slider"), 4: (
+    "shard_block", "shard_k_slider", "shard_n_slider", "shard_tokens_slider"), 4: (
     "serve_device", "serve_link", "serve_model", "serve_weights", "serve_tp", "serve_batch",
     "serve_context")}
 #: The graded scenarios, set together where an instrument can reach them.
