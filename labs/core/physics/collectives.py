@@ -92,8 +92,8 @@ class Link:
 
     @property
     def approximate(self) -> bool:
-        """The one-way figure is derived and unverified (shown with "~")."""
-        return bool(self.notes.get("approximate")) or self.derivation.startswith("~")
+        """The one-way figure is derived and unverified, an upper bound (shown with "~")."""
+        return bool(self.notes.get("approximate"))
 
     @property
     def one_way_text(self) -> str:
