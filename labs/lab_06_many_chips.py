@@ -1265,7 +1265,7 @@ def _(OPENING, TRAIN_REF, collectives, hardware, models, style):
 
 @app.cell
 def _(lab, quiz):
-    get_train, set_train = quiz.lock_state(lab, "lab06.dp_exposed_ms")
+    get_train, set_train = quiz.lock_state(lab, "lab06.dp_exposed_us")
     return get_train, set_train
 
 
@@ -1283,7 +1283,7 @@ def _(
 ):
     _m = models.get(TRAIN_REF["model"])
     train_form = quiz.numeric_form(
-        lab, "lab06.dp_exposed_ms",
+        lab, "lab06.dp_exposed_us",
         question=f"**Prediction 5.** {_m.name} ({_m.params / 1e9:.2f} B parameters), "
                  f"{TRAIN_REF['n']} {hardware.get(OPENING['device']).name} GPUs in nodes of 8 "
                  f"(**{collectives.get_link(TRAIN_REF['link']).name.split(' (')[0]}** inside, "
@@ -1291,9 +1291,10 @@ def _(
                  f"GPU** between nodes), **{TRAIN_REF['tokens_per_gpu']:,} tokens per GPU per "
                  "step**, bf16 gradients all-reduced while the backward pass runs, compute at "
                  "the dense bf16 peak, links at their datasheet bandwidth: how many "
-                 "**milliseconds per step** does each GPU sit **waiting** for the all-reduce "
+                 "**microseconds per step** (nccl-tests' unit) does each GPU sit **waiting** "
+                 "for the all-reduce "
                  "(the part of it that no computation hides)?",
-        units="ms", lo=0.001, hi=1e6, locked=get_train(), on_lock=set_train)
+        units="µs", lo=0.001, hi=1e9, locked=get_train(), on_lock=set_train)
     quiz.prediction_panel(train_form, get_train())
     return
 
@@ -1321,7 +1322,7 @@ def _(
     _gb = _s.params * TRAIN_REF["grad_bytes"] / 1e9
     _lat = _p.latency("all-reduce")
     train_prediction = get_train() or reveal.reference(
-        lab, "lab06.dp_exposed_ms", float(f"{_s.t_exposed * 1e3:.3g}"), units="ms",
+        lab, "lab06.dp_exposed_us", float(f"{_s.t_exposed * 1e6:.3g}"), units="µs",
         explanation=f"Across {_p.nodes} nodes the all-reduce runs in two pipelined levels: "
                     f"inside a node 2 × {_p.g - 1}/{_p.g} / {_p.node_gbs:g} GB/s = "
                     f"{_node * 1e12:.3g} ps/B; between nodes each GPU all-reduces 1/{_p.g} of "
@@ -1333,6 +1334,7 @@ def _(
                     f"4 P T / π = 4 × {_s.params / 1e9:.2f}e9 × {_s.tokens_per_chip:,} / "
                     f"{_pi / 1e12:g} TFLOP/s = {_s.t_bwd * 1e3:.3g} ms. Each GPU waits "
                     f"{_s.t_comm * 1e3:.3g} − {_s.t_bwd * 1e3:.3g} = {_s.t_exposed * 1e3:.3g} ms "
+                    f"= {float(f'{_s.t_exposed * 1e6:.3g}'):,.0f} µs "
                     f"per step. Hiding it behind the whole step (6 P T / π = "
                     f"{_s.t_compute * 1e3:.3g} ms) would say "
                     f"{max(0.0, _s.t_comm - _s.t_compute) * 1e3:.3g} ms; no overlap, "
@@ -1501,10 +1503,10 @@ def _(OPENING, PRECISION, TRAIN_REF, lab, mo, quiz, sharding, train_prediction):
                           OPENING["device"], PRECISION, TRAIN_REF["link"],
                           grad_bytes=TRAIN_REF["grad_bytes"], overlap=True,
                           nics_per_node=TRAIN_REF["nics_per_node"])
-    train_actual = _s.t_exposed * 1e3
-    quiz.compare(train_prediction, float(f"{train_actual:.3g}"), units="ms", lab=lab,
-                 actual_label=f"{train_actual:.3g} ms per step: the all-reduce's "
-                              f"{_s.t_comm * 1e3:.3g} ms less the backward pass's "
+    train_actual = _s.t_exposed * 1e6
+    quiz.compare(train_prediction, float(f"{train_actual:.3g}"), units="µs", lab=lab,
+                 actual_label=f"{float(f'{train_actual:.3g}'):,.0f} µs per step: the "
+                              f"all-reduce's {_s.t_comm * 1e3:.3g} ms less the backward pass's "
                               f"{_s.t_bwd * 1e3:.3g} ms (overlap on, the opening case)")
     return (train_actual,)
 
@@ -1513,7 +1515,7 @@ def _(OPENING, PRECISION, TRAIN_REF, lab, mo, quiz, sharding, train_prediction):
 def _(lab, mo, quiz, train_actual):
     mo.stop(train_actual is None)
     quiz.explain_form(
-        lab, "lab06.dp_exposed_ms",
+        lab, "lab06.dp_exposed_us",
         observe_label="Turn overlap on and off, then move the batch per GPU: where does the "
                       "wait reach zero (the critical batch)? Switch the model between 8B and "
                       "70B and change the NICs per node: what moves the critical batch?",

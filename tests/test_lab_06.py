@@ -16,7 +16,7 @@ from notebook_support import cells_that_only_show, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_06_many_chips.py"
 ITEMS = {"lab06.allreduce_ms", "lab06.tp_shard_pcie", "lab06.tp_shard_nvlink",
-         "lab06.tp_comm_degree", "lab06.dp_exposed_ms", "lab06.measured_collectives"}
+         "lab06.tp_comm_degree", "lab06.dp_exposed_us", "lab06.measured_collectives"}
 PREDICTION_ITEMS = ITEMS - {"lab06.measured_collectives"}
 INSTRUMENTS = ("allreduce_figure", "allreduce_actual_ms", "comm_status", "comm_run",
                "shard_mm", "shard_now", "three_roofs", "shard_time_figure", "shard_actual",
@@ -39,7 +39,7 @@ PREDICTIONS = {
                                              confidence=2, reason="t"),
     "serve_prediction": quiz.Prediction("lab06.tp_comm_degree", 16, answer_type="choice",
                                         label="16-way", confidence=3, reason="t"),
-    "train_prediction": quiz.Prediction("lab06.dp_exposed_ms", 10, units="ms",
+    "train_prediction": quiz.Prediction("lab06.dp_exposed_us", 10000, units="µs",
                                         confidence=1, reason="t"),
 }
 
@@ -162,8 +162,8 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     # bf16 gradients takes 2P x 3.889 ps/B + (14 x 1 + 6 x 5) µs = 62.50 ms; the backward
     # pass 4 P x 1,024 / 989.5e12 = 33.24 ms; each GPU waits 29.3 ms per step
     p = 8_030_261_248
-    wait_ms = (2 * p * 1.75 / 450e9 + 44e-6 - 4 * p * 1024 / 989.5e12) * 1e3
-    assert defs["train_actual"] == pytest.approx(wait_ms) and round(wait_ms, 1) == 29.3
+    wait_us = (2 * p * 1.75 / 450e9 + 44e-6 - 4 * p * 1024 / 989.5e12) * 1e6
+    assert defs["train_actual"] == pytest.approx(wait_us) and round(wait_us, -2) == 29300
     assert defs["train_critical"] == pytest.approx(2 * 1.75 / 450e9 * 989.5e12 / 4)  # 1,924
     assert defs["train_now"] == sharding.dp_step("llama-3-8b", 32, 1024, DEVICE, "bf16",
                                                  "nvlink4", overlap=False, nics_per_node=8)
@@ -172,7 +172,7 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert set(results) == PREDICTION_ITEMS
     assert results["lab06.tp_comm_degree"]["actual"] == 16
-    assert results["lab06.dp_exposed_ms"]["actual"] == 29.3
+    assert results["lab06.dp_exposed_us"]["actual"] == 29300
 
 
 def test_too_few_gpus_is_out_of_memory_and_backing_out_recovers(env, app):
@@ -299,7 +299,7 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
     assert defs["shard_fast_prediction"].value == 1924
     assert defs["serve_prediction"].value == 16 and defs["serve_prediction"].label == "16-way"
     # the wait per step at 1,024 tokens per GPU (was the critical batch, 2,165 tokens)
-    assert defs["train_prediction"].value == 29.3
+    assert defs["train_prediction"].value == 29300
     assert isinstance(defs["train_figure"], go.Figure)
     assert defs["lab"].events(kind="predict") == []
 
@@ -402,7 +402,7 @@ ORDER = (("lab06.allreduce_ms", "allreduce_prediction"),
          ("lab06.tp_shard_pcie", "shard_slow_prediction"),
          ("lab06.tp_shard_nvlink", "shard_fast_prediction"),
          ("lab06.tp_comm_degree", "serve_prediction"),
-         ("lab06.dp_exposed_ms", "train_prediction"))
+         ("lab06.dp_exposed_us", "train_prediction"))
 #: Widgets an instrument opens with each lock (the pickers show cards from the start).
 OPENS = {0: ("device_picker", "link_picker"), 1: ("workers_slider",), 2: (), 3: (
     "shard_block", "shard_k_slider", "shard_n_slider", "shard_tokens_slider"), 4: (
@@ -615,17 +615,17 @@ def test_p5_hiding_the_all_reduce_behind_the_whole_step_is_graded_wrong(env, app
     refs = _reveal_refs(app, monkeypatch)
     p, t, pi = 8_030_261_248, 1024, 989.5e12
     comm, bwd, fwd = 2 * p * 1.75 / 450e9 + 44e-6, 4 * p * t / pi, 2 * p * t / pi
-    right_ms = (comm - bwd) * 1e3
-    assert refs["train_prediction"] == pytest.approx(right_ms, rel=2e-3)  # 29.3 ms
-    wrong_ms = {"hidden behind forward + backward": (comm - bwd - fwd) * 1e3,  # 12.6
-                "no overlap at all": comm * 1e3,  # 62.5
-                "one ring of 32 at one 50 GB/s NIC": (2 * 31 / 32 * 2 * p / 50e9 - bwd) * 1e3}
-    for why, value in wrong_ms.items():
+    right_us = (comm - bwd) * 1e6
+    assert refs["train_prediction"] == pytest.approx(right_us, rel=2e-3)  # 29,300 µs
+    wrong_us = {"hidden behind forward + backward": (comm - bwd - fwd) * 1e6,  # 12,600
+                "no overlap at all": comm * 1e6,  # 62,500
+                "one ring of 32 at one 50 GB/s NIC": (2 * 31 / 32 * 2 * p / 50e9 - bwd) * 1e6}
+    for why, value in wrong_us.items():
         assert not _graded_right(value, refs["train_prediction"]), why
     # slips that keep the model stay right: the NIC level taken as the slower (3.75 ps/B), or
     # the node ring's (n-1)/n left out
-    assert _graded_right((2 * p * 2 * 3 / 4 / 8 / 50e9 - bwd) * 1e3, refs["train_prediction"])
-    assert _graded_right((2 * p * 2 / 450e9 - bwd) * 1e3, refs["train_prediction"])
+    assert _graded_right((2 * p * 2 * 3 / 4 / 8 / 50e9 - bwd) * 1e6, refs["train_prediction"])
+    assert _graded_right((2 * p * 2 / 450e9 - bwd) * 1e6, refs["train_prediction"])
 
 
 def test_nccl_default_nvlink_sharp_is_named_where_the_lab_says_what_a_real_node_does(env, app):

@@ -104,7 +104,7 @@ def test_lab06_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, 
             for words, shot in (("NVLink SHARP sums the data inside the switch", "nvls"),
                                 ("beyond 8 GPUs the cards span two boxes", "p4-question"),
                                 ("16 steps at 16-way, not 30", "p4-reveal"),
-                                ("milliseconds per step", "p5-question")):
+                                ("microseconds per step", "p5-question")):
                 where = page.get_by_text(words).first
                 where.scroll_into_view_if_needed()
                 where.screenshot(path=str(artifacts / f"lab06-{shot}-{scheme}.png"))
