@@ -347,7 +347,8 @@ def best_tp_degree(model, hw, link, degrees=TP_DEGREES, **kwargs) -> int | None:
     return max(ok, key=lambda s: (s.tokens_per_s, -s.n)).n if ok else None
 
 
-def alpha_where_collectives_equal_matmuls(model, hw, link, n, **kwargs) -> float | None:
+def alpha_where_collectives_equal_matmuls(model, hw, link, n, *, batch, seq_len,
+                                          **kwargs) -> float | None:
     """The per-step latency α (seconds) of ``link`` at which a decode step sharded ``n`` ways
     spends as long in its collectives as in its matmuls (keyword arguments of
     :func:`tp_serving`); the scale-out NIC's α is kept. The collectives' time is linear in α
@@ -358,6 +359,7 @@ def alpha_where_collectives_equal_matmuls(model, hw, link, n, **kwargs) -> float
     lk = C.get_link(link)
     if positive_int("n", n) < 2:
         return None
+    kwargs.update(batch=batch, seq_len=seq_len)
     zero = tp_serving(model, hw, _replace(lk, latency_us=0.0), n, **kwargs)
     one = tp_serving(model, hw, _replace(lk, latency_us=1.0), n, **kwargs)
     per_s = (one.t_comm - zero.t_comm) / 1e-6  # collectives' seconds per second of α
