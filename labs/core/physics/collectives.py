@@ -45,6 +45,10 @@ GPUs, faster than the ring at its datasheet bandwidth. The ring model does not d
 **Bus bandwidth** (nccl-tests): algbw = S / t; busbw = algbw × 2(n-1)/n for all-reduce and
 × (n-1)/n for all-gather and reduce-scatter, so that a perfect ring's busbw equals the link's
 one-way bandwidth, whatever n.
+
+The module is kept as one piece (past 500 lines): the links, their achievable fractions, the
+path a collective takes on them and its α-β cost are one model read together (a link's domain
+decides the path, the path the cost), and Lab 6 cites them side by side.
 """
 
 from __future__ import annotations

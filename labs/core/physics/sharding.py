@@ -9,6 +9,10 @@ sent over the link, and the link's ridge is π / B: an operation whose link inte
 that ridge is communication-bound. References: jax-ml/scaling-book chapters 3 (sharded
 matmuls) and 5 (training parallelism); Shoeybi et al., "Megatron-LM" (2019) for the
 row-parallel linear and its all-reduce.
+
+The module is kept as one piece (past 500 lines): tensor-parallel matmuls, serving and
+data-parallel training are the same argument (work per chip against the bytes its collective
+sends on :func:`collectives.collective_path`), and Lab 6 walks them in that order.
 """
 
 from __future__ import annotations
