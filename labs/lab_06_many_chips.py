@@ -593,22 +593,21 @@ def _(
     set_shard_fast,
     set_shard_slow,
 ):
-    def _gpus(key):
-        _dev, _link = SHARD_REF[key]
-        return (f"{SHARD_REF['n']} **{hardware.get(_dev).name}** GPUs ({PRECISION}, dense) "
-                f"joined by **{collectives.get_link(_link).name}**")
-
     _ask = (": one GeLU MLP block (2 matmuls, one all-reduce), at large batch, compute at "
             "the dense peak, links at their datasheet bandwidth. Below what per-GPU slice "
             "**F/n** (elements of the hidden dimension) is the block communication-bound?")
     shard_slow_form = quiz.numeric_form(
         lab, "lab06.tp_shard_pcie",
-        question=f"**Prediction 2.** {_gpus('slow')}{_ask}",
+        question=f"**Prediction 2.** {SHARD_REF['n']} "
+                 f"**{hardware.get(SHARD_REF['slow'][0]).name}** GPUs ({PRECISION}, dense) "
+                 f"joined by **{collectives.get_link(SHARD_REF['slow'][1]).name}**{_ask}",
         units="elements", integer=True, lo=1, hi=1e7, locked=get_shard_slow(),
         on_lock=set_shard_slow)
     shard_fast_form = quiz.numeric_form(
         lab, "lab06.tp_shard_nvlink",
-        question=f"**Prediction 3.** {_gpus('fast')}{_ask}",
+        question=f"**Prediction 3.** {SHARD_REF['n']} "
+                 f"**{hardware.get(SHARD_REF['fast'][0]).name}** GPUs ({PRECISION}, dense) "
+                 f"joined by **{collectives.get_link(SHARD_REF['fast'][1]).name}**{_ask}",
         units="elements", integer=True, lo=1, hi=1e7, locked=get_shard_fast(),
         on_lock=set_shard_fast)
     mo.vstack([quiz.prediction_panel(shard_slow_form, get_shard_slow()),
@@ -973,7 +972,7 @@ def _(
                  f"sequence at {SERVE_REF['seq_len']:,} tokens, on "
                  f"**{hardware.get(SERVE_REF['device']).name}** GPUs joined by "
                  f"**{_lk.name}**, {_lk.domain} cards per box; beyond {_lk.domain} GPUs the "
-                 f"cards span two boxes, joined by **one {_nic.name.split(' (')[0]} NIC per "
+                 f"cards span two boxes, joined by **one {_nic.short_name} NIC per "
                  "GPU**. Each ring "
                  f"step costs **α = {_lk.latency_us:g} µs** on PCIe and **{_nic.latency_us:g} "
                  "µs** between boxes (stated), links at their datasheet bandwidth. Sharding it "
@@ -1286,8 +1285,8 @@ def _(
         lab, "lab06.dp_exposed_us",
         question=f"**Prediction 5.** {_m.name} ({_m.params / 1e9:.2f} B parameters), "
                  f"{TRAIN_REF['n']} {hardware.get(OPENING['device']).name} GPUs in nodes of 8 "
-                 f"(**{collectives.get_link(TRAIN_REF['link']).name.split(' (')[0]}** inside, "
-                 f"**one {collectives.get_link(TRAIN_REF['nic']).name.split(' (')[0]} NIC per "
+                 f"(**{collectives.get_link(TRAIN_REF['link']).short_name}** inside, "
+                 f"**one {collectives.get_link(TRAIN_REF['nic']).short_name} NIC per "
                  f"GPU** between nodes), **{TRAIN_REF['tokens_per_gpu']:,} tokens per GPU per "
                  "step**, bf16 gradients all-reduced while the backward pass runs, compute at "
                  "the dense bf16 peak, links at their datasheet bandwidth: how many "

@@ -95,6 +95,11 @@ class Link:
         return self.one_way_gbs * 1e9
 
     @property
+    def short_name(self) -> str:
+        """The name without its parenthesis: "NVLink 4", "InfiniBand NDR"."""
+        return self.name.split(" (")[0]
+
+    @property
     def approximate(self) -> bool:
         """The one-way figure is derived and unverified, an upper bound (shown with "~")."""
         return bool(self.notes.get("approximate"))
