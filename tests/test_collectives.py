@@ -342,6 +342,69 @@ def test_overlap_hides_the_all_reduce_only_behind_the_backward_pass():
         S.dp_step("llama-3-8b", 1, 4096, "h100-sxm", "bf16", "nvlink4")
 
 
+def test_the_wait_per_step_is_the_all_reduce_the_backward_pass_does_not_hide():
+    # Lab 6 P5: Llama-3-8B (P = 8.030e9), 64 H100 SXM in 8 nodes, 1,024 tokens per GPU.
+    # All-reduce 2P x 4.375 ps/B + (14 x 1 + 14 x 5) µs = 70.35 ms; backward 4 P x 1024 /
+    # 989.5e12 = 33.24 ms; wait 37.11 ms. Without overlap the wait is the whole all-reduce.
+    p = models.get("llama-3-8b").params
+    comm, bwd = 2 * p * 4.375e-12 + 84e-6, 4 * p * 1024 / H100_BF16
+    on = S.dp_step("llama-3-8b", 64, 1024, "h100-sxm", "bf16", "nvlink4", overlap=True)
+    off = S.dp_step("llama-3-8b", 64, 1024, "h100-sxm", "bf16", "nvlink4", overlap=False)
+    assert on.t_exposed == pytest.approx(comm - bwd, rel=1e-6)
+    assert off.t_exposed == pytest.approx(comm, rel=1e-6)
+    # above the critical batch nothing waits
+    big = S.dp_step("llama-3-8b", 64, 4096, "h100-sxm", "bf16", "nvlink4", overlap=True)
+    assert big.t_exposed == 0
+
+
+def test_alpha_where_collectives_equal_matmuls_hand_derived():
+    # Lab 6 P4 at 8-way (F12): the HBM time reads the weights but the input embedding table
+    # (70.55e9 - 128,256 x 8,192 params x 2 B) plus the 8k KV cache (80 layers x 8 KV heads x
+    # 128 x 2 x 2 B x 8,192 = 2.68 GB), / 8 GPUs / 2.0 TB/s = 8.856 ms. Collectives at α = 0:
+    # 161 x 1.75 x 16,384 B / 63e9 + 7/8 x 256,512 B / 63e9 = 0.0768 ms; α steps per step:
+    # 161 x 14 + 7 = 2,261. α* = (8.856 - 0.0768) ms / 2,261 = 3.883 µs.
+    m = models.get("llama-3-70b")
+    weights = (m.params - m.vocab * m.d_model) * 2
+    kv = 80 * 8 * 128 * 2 * 2 * 8192
+    t_mm = (weights + kv) / 8 / 2.0e12
+    zero = 161 * 1.75 * 16384 / 63e9 + 7 / 8 * m.vocab * 2 / 63e9
+    hand = (t_mm - zero) / (161 * 14 + 7)
+    a8 = S.alpha_where_collectives_equal_matmuls(m, "h100-pcie", "pcie5-x16", 8, batch=1,
+                                                 seq_len=8192)
+    assert a8 == pytest.approx(hand, rel=0.01)
+    # at α* the two times are equal (the defining property)
+    import dataclasses
+
+    at = S.tp_serving(m, "h100-pcie", dataclasses.replace(C.get_link("pcie5-x16"),
+                                                          latency_us=a8 * 1e6), 8, batch=1,
+                      seq_len=8192)
+    assert at.t_comm == pytest.approx(max(at.t_compute, at.t_hbm), rel=1e-9)
+    assert S.alpha_where_collectives_equal_matmuls(m, "h100-pcie", "pcie5-x16", 1, batch=1,
+                                                   seq_len=8192) is None
+
+
+def test_unverified_link_figures_are_marked_and_derated_as_upper_bounds():
+    # F14: MI300X Infinity Fabric, 7 x 64 GB/s one way if every link ran at full rate: derived,
+    # unverified, an upper bound
+    lf = C.get_link("infinity-fabric")
+    assert lf.approximate and lf.one_way_text == "~448 GB/s" and "UPPER BOUND" in lf.derivation
+    eff = C.link_efficiency(lf)
+    assert not eff.measured and "upper bound" in eff.source
+    assert C.get_link("nvlink4").one_way_text == "450 GB/s"
+    assert not C.get_link("nvlink4").approximate
+
+
+def test_nvlink_sharp_all_reduce_is_stated_apart_from_the_ring():
+    # F9: NCCL's default on 8xH100 SXM: busbw ~480, algbw ~275 GB/s (NVIDIA/nccl-tests issue
+    # 212): 1 GB in 1e9 x 2 x 7/8 / 480e9 = 3.65 ms, faster than the ring at its datasheet
+    # bandwidth (3.90 ms); the 82% derating is the ring's
+    assert C.NVLS_H100.time(1e9) == pytest.approx(1.75e9 / 480e9)
+    assert C.NVLS_H100.time(1e9) < C.link_time("all-reduce", 1e9, 8, "nvlink4")
+    assert "Ring" in C.NVLINK_ACHIEVABLE.source and "NVLink SHARP" in C.__doc__
+    with pytest.raises(ValueError, match="nbytes"):
+        C.NVLS_H100.time(0)
+
+
 def test_module_docstrings_name_their_sources():
     assert "nccl-tests" in C.__doc__ and "Thakur" in C.__doc__
     assert "scaling-book" in S.__doc__ and "Megatron" in S.__doc__

@@ -16,7 +16,7 @@ from notebook_support import cells_that_only_show, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_06_many_chips.py"
 ITEMS = {"lab06.allreduce_ms", "lab06.tp_shard_pcie", "lab06.tp_shard_nvlink",
-         "lab06.tp_comm_degree", "lab06.dp_critical_batch", "lab06.measured_collectives"}
+         "lab06.tp_comm_degree", "lab06.dp_exposed_us", "lab06.measured_collectives"}
 PREDICTION_ITEMS = ITEMS - {"lab06.measured_collectives"}
 INSTRUMENTS = ("allreduce_figure", "allreduce_actual_ms", "comm_status", "comm_run",
                "shard_mm", "shard_now", "three_roofs", "shard_time_figure", "shard_actual",
@@ -39,7 +39,7 @@ PREDICTIONS = {
                                              confidence=2, reason="t"),
     "serve_prediction": quiz.Prediction("lab06.tp_comm_degree", 16, answer_type="choice",
                                         label="16-way", confidence=3, reason="t"),
-    "train_prediction": quiz.Prediction("lab06.dp_critical_batch", 1000, units="tokens",
+    "train_prediction": quiz.Prediction("lab06.dp_exposed_us", 10000, units="µs",
                                         confidence=1, reason="t"),
 }
 
@@ -69,11 +69,11 @@ WIDGET_CELLS = (
                              backend="comm_backend_choice")},
     {"comm_button": False},
     {"shard_k_slider": 1024, "shard_n_slider": 8, "shard_tokens_slider": 4096,
-     "shard_controls": LAYOUT},
+     "shard_block": 2, "shard_controls": LAYOUT},
     {"serve_device": "h100-pcie", "serve_link": "pcie5-x16", "serve_model": "llama-3-70b",
      "serve_weights": "bf16", "serve_tp": 4, "serve_batch": 1, "serve_context": 8192,
      "serve_controls": LAYOUT},
-    {"train_model": "llama-3-8b", "train_n": 64, "train_tokens": 4096, "train_nics": 8,
+    {"train_model": "llama-3-8b", "train_n": 32, "train_tokens": 1024, "train_nics": 8,
      "train_overlap": False, "train_controls": LAYOUT},
 )
 
@@ -139,15 +139,15 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["allreduce_actual_ms"] == pytest.approx(3.902889)
     text = _texts(outputs)
     assert "3.9 ms" in text and "You predicted" in text
-    # Part 2: the critical slices of a SwiGLU block (3 matmuls per all-reduce), n = 8:
-    # H100 PCIe on PCIe Gen5 7/8 x 2 x 756e12 / 63e9 / 3 = 7,000; H100 SXM on NVLink 4
-    # 7/8 x 2 x 989.5e12 / 450e9 / 3 = 1,282.7
-    assert defs["shard_actual"]["slow"] == pytest.approx(7000, rel=1e-3)
-    assert defs["shard_actual"]["fast"] == pytest.approx(1282.69, abs=0.01)
-    mm = sharding.sharded_matmul(4096, 8192, 8192, 8, "bf16", matmuls=3)
+    # Part 2: the critical slices of a GeLU MLP block (2 matmuls per all-reduce), n = 8:
+    # H100 PCIe on PCIe Gen5 7/8 x 2 x 756e12 / 63e9 / 2 = 10,500; H100 SXM on NVLink 4
+    # 7/8 x 2 x 989.5e12 / 450e9 / 2 = 1,924.0
+    assert defs["shard_actual"]["slow"] == pytest.approx(10500, rel=1e-3)
+    assert defs["shard_actual"]["fast"] == pytest.approx(7 / 8 * 989.5e12 / 450e9, abs=0.01)
+    mm = sharding.sharded_matmul(4096, 8192, 8192, 8, "bf16", matmuls=2)
     assert defs["shard_mm"] == mm
     assert defs["shard_now"] == sharding.shard_times(mm, DEVICE, "nvlink4")
-    assert defs["shard_now"].binding == "link"  # 1024 < 1283: communication-bound
+    assert defs["shard_now"].binding == "link"  # 1024 < 1924: communication-bound
     assert "communication-bound" in text
     link_pts = next(t for t in defs["three_roofs"].data
                     if t.name.startswith("this layer at its link intensity"))
@@ -157,17 +157,22 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["serve_now"] == sharding.tp_serving("llama-3-70b", "h100-pcie", "pcie5-x16", 4,
                                                     batch=1, seq_len=8192)
     assert defs["serve_diagnosis"].kind == "ok" and defs["serve_actual"] == 16
-    # Part 4: 8 nodes, a NIC per GPU: the slower level is the NICs, 2 x 7/8 / 8 / 50e9 =
-    # 4.375 ps/B; T* = 2 B x 4.375e-12 x 989.5e12 / 4 (backward FLOPs) = 2,164.5 per GPU
-    assert defs["train_actual"] == pytest.approx(2 * 4.375e-12 * 989.5e12 / 4)
-    assert defs["train_now"] == sharding.dp_step("llama-3-8b", 64, 4096, DEVICE, "bf16",
+    # Part 4: 4 nodes, a NIC per GPU: the slower level is the node's, 2 x 7/8 / 450e9 =
+    # 3.889 ps/B (the NICs: 2 x 3/4 / 8 / 50e9 = 3.75 ps/B); the all-reduce of P = 8.030e9
+    # bf16 gradients takes 2P x 3.889 ps/B + (14 x 1 + 6 x 5) µs = 62.50 ms; the backward
+    # pass 4 P x 1,024 / 989.5e12 = 33.24 ms; each GPU waits 29.3 ms per step
+    p = 8_030_261_248
+    wait_us = (2 * p * 1.75 / 450e9 + 44e-6 - 4 * p * 1024 / 989.5e12) * 1e6
+    assert defs["train_actual"] == pytest.approx(wait_us) and round(wait_us, -2) == 29300
+    assert defs["train_critical"] == pytest.approx(2 * 1.75 / 450e9 * 989.5e12 / 4)  # 1,924
+    assert defs["train_now"] == sharding.dp_step("llama-3-8b", 32, 1024, DEVICE, "bf16",
                                                  "nvlink4", overlap=False, nics_per_node=8)
     assert "Key takeaways" in text and "Traceback" not in text
     # every comparison recorded what the instrument showed, under the stable item ids
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert set(results) == PREDICTION_ITEMS
     assert results["lab06.tp_comm_degree"]["actual"] == 16
-    assert results["lab06.dp_critical_batch"]["actual"] == 2165
+    assert results["lab06.dp_exposed_us"]["actual"] == 29300
 
 
 def test_too_few_gpus_is_out_of_memory_and_backing_out_recovers(env, app):
@@ -211,7 +216,7 @@ def test_a_device_where_nothing_fits_says_so(env, app):
 
 def test_the_slice_size_moves_the_layer_off_the_link_roof(env, app):
     link = "pcie5-x16"
-    crit = sharding.tp_critical_shard("h100-pcie", "bf16", link, 8, matmuls=3)  # 7,000
+    crit = sharding.tp_critical_shard("h100-pcie", "bf16", link, 8, matmuls=2)  # 10,500
     base = {**PREDICTIONS, **_set(device_picker="h100-pcie", link_picker=link,
                                   shard_tokens_slider=65536)}
     _, thin = app.run(defs={**base, **_set(shard_k_slider=4096)})
@@ -289,10 +294,12 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     _, defs = app.run()
     assert defs["allreduce_prediction"].value == pytest.approx(3.9)
-    assert defs["shard_slow_prediction"].value == 7000  # was 27,488 (H100 SXM "on PCIe")
-    assert defs["shard_fast_prediction"].value == 1283  # was 3,848 (one matmul per all-reduce)
+    # a GeLU block, 2 matmuls per all-reduce (was SwiGLU's 3: 7,000 and 1,283)
+    assert defs["shard_slow_prediction"].value == 10500
+    assert defs["shard_fast_prediction"].value == 1924
     assert defs["serve_prediction"].value == 16 and defs["serve_prediction"].label == "16-way"
-    assert defs["train_prediction"].value == 2165  # was 12,987 (one ring at 50 GB/s)
+    # the wait per step at 1,024 tokens per GPU (was the critical batch, 2,165 tokens)
+    assert defs["train_prediction"].value == 29300
     assert isinstance(defs["train_figure"], go.Figure)
     assert defs["lab"].events(kind="predict") == []
 
@@ -301,9 +308,9 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 def test_export_html_student_and_instructor_copies(tmp_path):
     student = export_page(LAB_FILE, tmp_path)
     assert "Lock predictions 2 and 3 to reveal the three roofs." in student
-    assert "One SwiGLU MLP block" not in student
+    assert "One block of 2 matmuls per all-reduce" not in student
     teacher = export_page(LAB_FILE, tmp_path, reveal=True)
-    assert "One SwiGLU MLP block" in teacher and "Key takeaways" in teacher
+    assert "One block of 2 matmuls per all-reduce" in teacher and "Key takeaways" in teacher
     assert "Instrument hidden" not in teacher  # every gate open in the instructor copy
 
 
@@ -331,7 +338,8 @@ def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
 #: The widgets of the collective, sharding and training panels and the pickers: each panel is
 #: laid out where its widgets are made (workers_controls, shard_controls, train_controls,
 #: context_controls) and shown by a cell that names none of them (issue 15).
-PANEL_WIDGETS = ("device_picker", "workers_slider", "shard_k_slider", "shard_n_slider",
+PANEL_WIDGETS = ("device_picker", "workers_slider", "shard_block", "shard_k_slider",
+                 "shard_n_slider",
                  "shard_tokens_slider", "train_model", "train_n", "train_tokens", "train_nics",
                  "train_overlap")
 
@@ -394,10 +402,10 @@ ORDER = (("lab06.allreduce_ms", "allreduce_prediction"),
          ("lab06.tp_shard_pcie", "shard_slow_prediction"),
          ("lab06.tp_shard_nvlink", "shard_fast_prediction"),
          ("lab06.tp_comm_degree", "serve_prediction"),
-         ("lab06.dp_critical_batch", "train_prediction"))
+         ("lab06.dp_exposed_us", "train_prediction"))
 #: Widgets an instrument opens with each lock (the pickers show cards from the start).
 OPENS = {0: ("device_picker", "link_picker"), 1: ("workers_slider",), 2: (), 3: (
-    "shard_k_slider", "shard_n_slider", "shard_tokens_slider"), 4: (
+    "shard_block", "shard_k_slider", "shard_n_slider", "shard_tokens_slider"), 4: (
     "serve_device", "serve_link", "serve_model", "serve_weights", "serve_tp", "serve_batch",
     "serve_context")}
 #: The graded scenarios, set together where an instrument can reach them.
@@ -560,3 +568,125 @@ def test_a_fraction_typed_into_a_count_is_refused_as_typed(env, app, typed):
     handler = defs["shard_slow_form"].roofline_item["handler"]
     message = handler.validate({"answer": typed, "confidence": "3", "reason": "r"})
     assert message.startswith(f"{typed} is not a whole number of elements")
+
+
+# --- the physics review of Lab 6 (F9-F14) -------------------------------------------------------
+
+def _reveal_refs(app, monkeypatch) -> dict:
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    return {name: defs[name].value for name in PREDICTIONS}
+
+
+def _graded_right(predicted, reference) -> bool:
+    """The grader's rule (labs-grade): within the rubric's tolerance, as a ratio."""
+    from labs.core.course.grading_config import Rubric
+
+    r = quiz.ratio_off(predicted, reference)
+    return r is not None and r <= Rubric().tolerance
+
+
+def test_p2_p3_one_matmul_per_all_reduce_or_the_headline_figure_is_graded_wrong(
+        env, app, monkeypatch):
+    # F11: with SwiGLU's 3 matmuls, a student who used 2 (a GeLU pair) was exactly x1.5 off and
+    # graded right: any answer scales as 1/matmuls. The graded block is now a GeLU MLP (2
+    # matmuls), whose common slips land 1.75-2x off.
+    refs = _reveal_refs(app, monkeypatch)
+    cases = {"shard_slow_prediction": (756e12, 63e9), "shard_fast_prediction": (989.5e12, 450e9)}
+    for name, (peak, one_way) in cases.items():
+        right = 7 / 8 * 2 / 2 * peak / one_way  # (n-1)/n x b / m x π / B, m = 2
+        assert refs[name] == round(right), name  # 10,500 and 1,924 (were 7,000 and 1,283)
+        wrong = {"one matmul per all-reduce (m = 1)": 7 / 8 * 2 / 1 * peak / one_way,
+                 "the both-directions headline as B": 7 / 8 * 2 / 2 * peak / (2 * one_way),
+                 "the message sent once, not 2(n-1)/n times": 2 / (2 * 2) * peak / one_way}
+        for why, value in wrong.items():
+            assert not _graded_right(value, refs[name]), (name, why)
+        # a slip that does not change the physics stays right: the ring's (n-1)/n left out
+        assert _graded_right(2 / 2 * peak / one_way, refs[name])
+        assert _graded_right(right, refs[name])
+
+
+def test_p5_hiding_the_all_reduce_behind_the_whole_step_is_graded_wrong(env, app, monkeypatch):
+    # F11: the critical batch against 6PT instead of 4PT was exactly x1.5 off (1,443 vs 2,165)
+    # and graded right, whatever the case. Prediction 5 now asks the wait per step at 1,024
+    # tokens per GPU on 4 nodes. Hand-derived: all-reduce 2P x 2 x 7/8 / 450e9 (the node
+    # level, slower than the NICs' 2 x 3/4 / 8 / 50e9) + 44 µs = 62.50 ms, backward
+    # 4 P T / π = 33.24 ms, forward 16.62 ms (P = 8.030e9, T = 1,024, π = 989.5e12).
+    refs = _reveal_refs(app, monkeypatch)
+    p, t, pi = 8_030_261_248, 1024, 989.5e12
+    comm, bwd, fwd = 2 * p * 1.75 / 450e9 + 44e-6, 4 * p * t / pi, 2 * p * t / pi
+    right_us = (comm - bwd) * 1e6
+    assert refs["train_prediction"] == pytest.approx(right_us, rel=2e-3)  # 29,300 µs
+    wrong_us = {"hidden behind forward + backward": (comm - bwd - fwd) * 1e6,  # 12,600
+                "no overlap at all": comm * 1e6,  # 62,500
+                "one ring of 32 at one 50 GB/s NIC": (2 * 31 / 32 * 2 * p / 50e9 - bwd) * 1e6}
+    for why, value in wrong_us.items():
+        assert not _graded_right(value, refs["train_prediction"]), why
+    # slips that keep the model stay right: the NIC level taken as the slower (3.75 ps/B), or
+    # the node ring's (n-1)/n left out
+    assert _graded_right((2 * p * 2 * 3 / 4 / 8 / 50e9 - bwd) * 1e6, refs["train_prediction"])
+    assert _graded_right((2 * p * 2 / 450e9 - bwd) * 1e6, refs["train_prediction"])
+
+
+def test_nccl_default_nvlink_sharp_is_named_where_the_lab_says_what_a_real_node_does(env, app):
+    # F9: "NCCL reaches ~82% ... the same all-reduce takes about 4.7 ms on a real node" is the
+    # ring's figure; NCCL's default on an NVSwitch H100 node (NVLink SHARP) is ~480 GB/s busbw,
+    # 1 GB in about 1e9 x 1.75 / 480e9 = 3.6 ms (NVIDIA/nccl-tests issue 212)
+    outputs, _ = app.run(defs=PREDICTIONS)
+    text = _texts(outputs)
+    assert "the same all-reduce takes about" not in text
+    assert "a ring all-reduce takes about 4.7 ms" in text
+    assert "NVLink SHARP" in text and "480 GB/s bus bandwidth" in text and "3.6 ms" in text
+    assert "achievable, ring" in text and "NCCL_ALGO=Ring" in text
+
+
+def test_p2_and_p3_state_the_datasheet_bandwidth_and_p4_its_alpha_and_boxes(env, app):
+    # F13 and F12: the questions say what the graded answers assume
+    text = _texts(app.run()[0])
+    q2 = text[text.index("Prediction 2."):text.index("Prediction 3.")]
+    q3 = text[text.index("Prediction 3."):]
+    for q in (q2, q3):
+        assert "links at their datasheet bandwidth" in q[:600]
+    q4 = text[text.index("Prediction 4."):][:900]
+    for words in ("α = 3 µs", "5 µs", "8 cards per box",
+                  "beyond 8 GPUs the cards span two boxes", "one InfiniBand NDR NIC per GPU"):
+        assert words in q4, words
+
+
+def test_p4_reveal_counts_two_level_steps_and_says_how_the_answer_rests_on_alpha(
+        env, app, monkeypatch):
+    # F10 and F12: past a node the latency is 2(g-1)α + 2(M-1)α_NIC (16 steps at 16-way,
+    # not 2(n-1) = 30), and the answer holds for α between ~1.3 and ~3.9 µs per PCIe step
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    outputs, _ = app.run()
+    text = _texts(outputs)
+    assert "pays 2(n-1) latency steps (past 8 GPUs" not in text
+    assert "16 steps at 16-way, not 30" in text
+    assert "16-way for α between 1.3 and 3.9 µs per PCIe step" in text
+    assert "it would be 8-way" in text
+    # the math peek restricts the square-root peak to one flat ring
+    assert "Within one node" in text and "2(M-1)" in text
+
+
+@pytest.mark.parametrize("alpha_pcie_us", [2.0, 2.5, 3.0, 3.5])
+@pytest.mark.parametrize("alpha_nic_us", [2.0, 5.0, 10.0, 20.0])
+def test_p4_answer_holds_over_the_stated_alpha_range(alpha_pcie_us, alpha_nic_us, monkeypatch):
+    # F12: 16-way for α_PCIe from 2 to 3.5 µs per step (the stated 3 µs; a published 8-byte
+    # all-reduce over 8 PCIe GPUs takes ~40-42 µs, ~2.9 µs per step of 14: NVIDIA/nccl issue
+    # 1530) and any NIC step from 2 to 20 µs. (Below ~1.3 µs no degree is; above ~3.9 µs,
+    # 8-way: the reveal says so.)
+    import dataclasses
+
+    monkeypatch.setitem(collectives.LINKS, "ib-ndr", dataclasses.replace(
+        collectives.LINKS["ib-ndr"], latency_us=alpha_nic_us))
+    pcie = dataclasses.replace(collectives.LINKS["pcie5-x16"], latency_us=alpha_pcie_us)
+    assert sharding.first_comm_bound_degree("llama-3-70b", "h100-pcie", pcie, batch=1,
+                                            seq_len=8192) == 16
+
+
+def test_an_unverified_link_figure_is_shown_with_a_tilde(env, app):
+    # F14: MI300X Infinity Fabric 448 GB/s one way is derived and unverified (an upper bound)
+    one = {"allreduce_prediction": PREDICTIONS["allreduce_prediction"]}
+    text = _texts(app.run(defs={**one, **_set(device_picker="mi300x",
+                                              link_picker="infinity-fabric")})[0])
+    assert "~448 GB/s" in text and "upper bound" in text

@@ -50,7 +50,7 @@ def _samples() -> dict:
         F.Cost: cost, hardware.Device: hardware.get("h100-sxm"),
         models.ModelConfig: models.get("llama-3-8b"),
         R.Derating: R.achievable("h100-sxm"),
-        C.Path: C.collective_path("nvlink4", 16),
+        C.Path: C.collective_path("nvlink4", 16), C.SwitchAllReduce: C.NVLS_H100,
         HI.Hierarchy: _HIER, HI.HierarchyPoint: HI.place(HI.gemm_kernel(64, 64, 64, "bf16",
                                                                         tile=16), _HIER),
     }

@@ -99,6 +99,15 @@ def test_lab06_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, 
             _, n = settle(page, lambda p: (gate_count(p), len(figures(p))))
             assert gate_count(page) == 0 and n >= 5
             assert page.get_by_text("That combination does not work").count() == 0
+            # the review's corrections (F9-F13), where a student reads them
+            assert any("One block of 2 matmuls per all-reduce" in t for t in _titles(page))
+            for words, shot in (("NVLink SHARP sums the data inside the switch", "nvls"),
+                                ("beyond 8 GPUs the cards span two boxes", "p4-question"),
+                                ("16 steps at 16-way, not 30", "p4-reveal"),
+                                ("microseconds per step", "p5-question")):
+                where = page.get_by_text(words).first
+                where.scroll_into_view_if_needed()
+                where.screenshot(path=str(artifacts / f"lab06-{shot}-{scheme}.png"))
             for i, title in enumerate(_titles(page)):
                 show_drawn_figure(page, i)
                 page.locator(FIGURE).nth(i).screenshot(

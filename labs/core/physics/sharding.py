@@ -9,12 +9,17 @@ sent over the link, and the link's ridge is π / B: an operation whose link inte
 that ridge is communication-bound. References: jax-ml/scaling-book chapters 3 (sharded
 matmuls) and 5 (training parallelism); Shoeybi et al., "Megatron-LM" (2019) for the
 row-parallel linear and its all-reduce.
+
+The module is kept as one piece (past 500 lines): tensor-parallel matmuls, serving and
+data-parallel training are the same argument (work per chip against the bytes its collective
+sends on :func:`collectives.collective_path`), and Lab 6 walks them in that order.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from dataclasses import replace as _replace
 
 from labs.core.physics import collectives as C
 from labs.core.physics import hardware as _hw
@@ -346,6 +351,26 @@ def best_tp_degree(model, hw, link, degrees=TP_DEGREES, **kwargs) -> int | None:
     return max(ok, key=lambda s: (s.tokens_per_s, -s.n)).n if ok else None
 
 
+def alpha_where_collectives_equal_matmuls(model, hw, link, n, *, batch, seq_len,
+                                          **kwargs) -> float | None:
+    """The per-step latency α (seconds) of ``link`` at which a decode step sharded ``n`` ways
+    spends as long in its collectives as in its matmuls (keyword arguments of
+    :func:`tp_serving`); the scale-out NIC's α is kept. The collectives' time is linear in α
+    (α x the steps of the node level, summed over the step's collectives, plus the rest), so
+    α* = (max(compute, HBM) - t_comm at α = 0) / (steps per step). None where the
+    collectives outlast the matmuls even at α = 0, or where ``n`` < 2 sends nothing. Used to
+    say how far Prediction 4's answer rests on the stated α."""
+    lk = C.get_link(link)
+    if positive_int("n", n) < 2:
+        return None
+    kwargs.update(batch=batch, seq_len=seq_len)
+    zero = tp_serving(model, hw, _replace(lk, latency_us=0.0), n, **kwargs)
+    one = tp_serving(model, hw, _replace(lk, latency_us=1.0), n, **kwargs)
+    per_s = (one.t_comm - zero.t_comm) / 1e-6  # collectives' seconds per second of α
+    room = max(zero.t_compute, zero.t_hbm) - zero.t_comm
+    return room / per_s if room > 0 and per_s > 0 else None
+
+
 def first_comm_bound_degree(model, hw, link, degrees=TP_DEGREES, **kwargs) -> int:
     """The smallest degree whose per-GPU budget fits and whose decode step is
     communication-bound (its collectives take longer than its compute and HBM time); 0 when
@@ -428,6 +453,14 @@ class DPStep:
         5/3 (when t_comm = t_bwd), 1.5 when t_comm equals the whole compute."""
         return ((self.t_fwd + self.t_bwd + self.t_comm)
                 / (self.t_fwd + max(self.t_bwd, self.t_comm)))
+
+    @property
+    def t_exposed(self) -> float:
+        """Seconds per step the chip waits for the all-reduce (no computation hides them):
+        overlapped, max(0, t_comm - t_bwd), since the forward pass cannot hide it (it needs the
+        updated weights); without overlap, all of t_comm. A model that hides the all-reduce
+        behind the whole step would say max(0, t_comm - t_fwd - t_bwd): too little."""
+        return self.t_step - self.t_compute
 
     @property
     def comm_bound(self) -> bool:
