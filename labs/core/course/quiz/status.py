@@ -23,7 +23,7 @@ def status_view(lab):
     if os.environ.get("ROOFLINE_STATIC_EXPORT") == "1":
         # A static page runs no Python: say so instead of showing the exporter's ledger.
         return mo.md("*Static preview: predictions are not recorded on this page. Open the "
-                     "lab with `marimo edit` to lock predictions into your ledger.*")
+                     "lab with `roofline-labs` to lock predictions into your ledger.*")
     parts = []
     ledger = lab.ledger
     if lab.student_id is None:
