@@ -215,3 +215,112 @@ def test_every_recorded_benchmark_names_its_command_date_machine_and_load():
             assert re.search(r"20\d\d-\d\d-\d\d", head), f"{page}: a run without its date"
             assert "load" in head, f"{page}: a run without its load"
             assert re.search(r"EPYC|Xeon|GPU", head), f"{page}: a run without its machine"
+
+
+# --- the examples in docs/ run, and say what they return ------------------------------------
+
+_FENCE = re.compile(r"(?P<mark><!-- example: not run \((?P<why>[^)]*)\) -->\s*\n)?"
+                    r"^```python[^\n]*\n(?P<code>.*?)^```\s*$", re.M | re.S)
+
+
+def docs_examples() -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every page's ```python blocks, in page order, as (code, why it is not run or None). A
+    block that is a fragment (a registry entry, undefined names, a timing run) is marked in the
+    page with ``<!-- example: not run (why) -->`` on the line before its fence."""
+    pages = []
+    for page in sorted(DOCS.rglob("*.md")):
+        blocks = [(m["code"], m["why"]) for m in _FENCE.finditer(page.read_text(encoding="utf-8"))]
+        if blocks:
+            pages.append((str(page.relative_to(ROOT)), blocks))
+    return pages
+
+
+def _stated_result(comment: str):
+    """The Python literal a result comment starts with (``# 403.3 FLOP/B`` -> 403.3), or a
+    marker that there is none. The longest prefix that is a literal wins."""
+    import ast
+
+    cuts = [i for i, ch in enumerate(comment) if ch in " :"] + [len(comment)]
+    for cut in sorted(set(cuts), reverse=True):
+        head = comment[:cut].rstrip(",")
+        try:
+            return head, ast.literal_eval(head)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return None, _NO_RESULT
+
+
+_NO_RESULT = object()
+
+
+def _matches(shown: str, stated, value) -> bool:
+    """``value`` rounds to what the page shows: a number to the digits written, a string,
+    tuple or list item by item."""
+    import decimal
+    import numbers
+
+    if isinstance(stated, (tuple, list)):
+        parts = re.findall(r"'[^']*'|\"[^\"]*\"|[^,\s()\[\]]+", shown)
+        return (isinstance(value, (tuple, list)) and len(value) == len(stated) == len(parts)
+                and all(_matches(p, s, v) for p, s, v in zip(parts, stated, value)))
+    if isinstance(stated, numbers.Number) and not isinstance(stated, bool):
+        if not isinstance(value, numbers.Number):
+            return False
+        exponent = decimal.Decimal(shown.replace("_", "")).as_tuple().exponent
+        return abs(value - stated) <= 0.5 * 10.0 ** exponent * (1 + 1e-9)
+    return value == stated
+
+
+def _run_page(page: str, blocks) -> list[str]:
+    """Runs a page's blocks in one namespace (a later block uses an earlier one's names);
+    every expression followed by a ``# result`` comment line is checked against it."""
+    import ast
+
+    wrong, namespace = [], {"__name__": f"docs_example_{Path(page).stem}"}
+    for code, why in blocks:
+        tree = ast.parse(code, filename=page)  # a block not run must still be Python
+        if why is not None:
+            continue
+        lines = code.splitlines()
+        for stmt in tree.body:
+            following = lines[stmt.end_lineno].strip() if stmt.end_lineno < len(lines) else ""
+            if isinstance(stmt, ast.Expr) and following.startswith("#"):
+                shown, stated = _stated_result(following.lstrip("#").strip())
+                value = eval(compile(ast.Expression(stmt.value), page, "eval"), namespace)
+                if stated is _NO_RESULT:
+                    wrong.append(f"{page}: `{ast.unparse(stmt)}` is followed by a comment that "
+                                 f"does not start with its result: {following!r}")
+                elif not _matches(shown, stated, value):
+                    wrong.append(f"{page}: `{ast.unparse(stmt)}` returns {value!r}; the page "
+                                 f"says {shown}")
+            else:
+                exec(compile(ast.Module([stmt], []), page, "exec"), namespace)
+    return wrong
+
+
+@pytest.mark.parametrize("page,blocks", docs_examples(), ids=lambda v: v if isinstance(v, str) else "")
+def test_docs_examples_run_and_return_what_the_page_says(page, blocks, tmp_path, monkeypatch):
+    """Every ```python block in docs/ runs (in a temporary folder, with a temporary ledger
+    folder and a copy of the device registry), and each result a comment states is what the
+    code returns now, so an example made stale by a change fails here."""
+    from labs.core import hardware, ledger
+
+    if any(re.search(r"^\s*import torch", code, re.M) for code, why in blocks if why is None):
+        pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledgers"))
+    monkeypatch.setattr(hardware, "_REGISTRY", dict(hardware._REGISTRY))
+    wrong = _run_page(page, blocks)
+    assert not wrong, "stale examples in docs/:\n" + "\n".join(wrong)
+
+
+def test_docs_example_check_finds_a_stale_result():
+    """The check itself: a stated result that is no longer returned fails, one that rounds to
+    the value passes, and prose after an expression is refused."""
+    ok = ("x = 2 / 3\nx\n# 0.667: two thirds\n(x, 'a b')\n# (0.67, 'a b'): a tuple\n", None)
+    assert _run_page("docs/ok.md", [ok]) == []
+    stale = ("x = 2 / 3\nx\n# 0.6: two thirds\n", None)
+    assert len(_run_page("docs/stale.md", [stale])) == 1
+    prose = ("x = 1\nx\n# the value of x\n", None)
+    assert "does not start with its result" in _run_page("docs/prose.md", [prose])[0]
+    assert _run_page("docs/skipped.md", [("undefined_name\n", "a fragment")]) == []
