@@ -361,6 +361,8 @@ _SENTENCE_END = re.compile(r"\n+|(?<=[.!?;])\s+")
 _DIMENSIONS = {
     "time": re.compile(r"\s?(?:ns|µs|μs|us|ms|s|sec|seconds?|minutes?|hours?)\b"),
     "size": re.compile(r"\s?(?:[kKMGTP]i?B|bytes?|B)(?:/s)?(?![\w/])"),
+    # a layout length (a label's font, a plot's width) is never a lab's answer
+    "length": re.compile(r"\s?(?:px|pt|em)\b"),
 }
 
 

@@ -580,7 +580,7 @@ def _reveal_refs(app, monkeypatch) -> dict:
 
 def _graded_right(predicted, reference) -> bool:
     """The grader's rule (labs-grade): within the rubric's tolerance, as a ratio."""
-    from labs.core.course.grading_config import Rubric
+    from labs.core.course.grading.config import Rubric
 
     r = quiz.ratio_off(predicted, reference)
     return r is not None and r <= Rubric().tolerance

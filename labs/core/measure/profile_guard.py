@@ -1,7 +1,7 @@
 """The profiler's guards around running a model: meta tensors refused before anything runs, the
 first pass's errors said as what happened (and where), and the profiler's own cost per timed
-call calibrated on this machine. Part of :mod:`labs.core.measure.profiler` (issue 32 items 11
-and 15); torch is imported lazily.
+call calibrated on this machine. Part of :mod:`labs.core.measure.profiler`; torch is imported
+lazily.
 """
 
 from __future__ import annotations
