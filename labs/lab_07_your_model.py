@@ -1109,7 +1109,7 @@ def _(best_predicted_prediction, mo, style):
     \text{lost}_i = T_i - \hat T_i\ \text{[s]}$$
 
     Sort by lost time to know what to optimise first: an operator 50× over a 1 µs bound loses
-    less than one 1.2× over a 10 ms bound. A fixed minimum $c$ per operator (a GPU kernel's
+    less than one 2× over a 10 ms bound. A fixed minimum $c$ per operator (a GPU kernel's
     few µs) gives $T_i \approx \hat T_i + c$, so $\text{error}_i \approx c / \hat T_i$: huge
     for small operators, negligible for large ones. On a CPU a small operator's operands can
     still sit in cache, so it may beat its DRAM bound (negative error). Launch and dispatch

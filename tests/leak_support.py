@@ -423,6 +423,8 @@ def near_answers(text: str, ref: Reference, tolerance: float) -> list[tuple[str,
         if not any(after.startswith(w) and not after[len(w):len(w) + 1].isalpha()
                    for w in words):
             continue
+        if text[max(0, m.start() - 8):m.start()].lower().endswith("off by "):
+            continue  # a verdict's ratio (your prediction against its instrument), not a value
         v = float((m.group(1) + (m.group(2) or "")).replace(",", ""))
         if v > 0 and max(v / ref.value, ref.value / v) <= tolerance:
             out.append((m.group(0), m.start(), m.end()))
