@@ -19,8 +19,8 @@ import importlib.util
 import re
 
 import pytest
-from browser_support import FIGURE, REPO, SLOW_MS, marimo_run
-from test_lab06_browser import _env, _page, _titles
+from browser_support import FIGURE, REPO, SLOW_MS
+from test_lab06_browser import _page, _titles
 from test_labs_browser import (
     figures,
     fill_first_prediction,
@@ -82,9 +82,10 @@ def _measure_from_the_page(page, artifacts):
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab05_gate_lock_measure_spill_and_back_out_reload(browser, tmp_path, artifacts,
+def test_lab05_gate_lock_measure_spill_and_back_out_reload(browser, lab_servers, artifacts,
                                                            scheme):
-    with marimo_run(LAB, _env(tmp_path)) as url:
+    with lab_servers.run(LAB, theme="system") as server:
+        url = server.url
         ctx, page = _page(browser, scheme)
         try:
             page.goto(url)
@@ -130,8 +131,9 @@ def test_lab05_gate_lock_measure_spill_and_back_out_reload(browser, tmp_path, ar
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab05_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, scheme):
-    with marimo_run(LAB, _env(tmp_path), "--reveal") as url:
+def test_lab05_instructor_copy_draws_every_figure(browser, lab_servers, artifacts, scheme):
+    with lab_servers.run(LAB, "--reveal", theme="system") as server:
+        url = server.url
         ctx, page = _page(browser, scheme)
         try:
             page.goto(url)
