@@ -86,7 +86,7 @@ def test_suite_passes_with_a_hostile_user_config(tmp_path):
     proc = subprocess.run(
         # -n 0: in this process, not in parallel workers (five tests; this one already runs
         # beside the rest of the suite)
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--numprocesses=0",
          *UNDER_HOSTILE_CONFIG],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
