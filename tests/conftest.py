@@ -36,19 +36,6 @@ def pytest_addoption(parser, pluginmanager):
                     help="ignored: pytest-xdist is not installed")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    """Under ``--dist loadgroup`` (pyproject addopts), keep the tests of a module on one
-    worker when they share a module-scoped fixture (a browser, an exported site, a server, a
-    loaded lab): split over workers, each would build it again. Other tests go one by one to
-    whichever worker is free."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info else ()
-        if any(d and d[-1].scope in ("module", "class", "package") for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
 @pytest.fixture(scope="session", autouse=True)
 def isolated_user(tmp_path_factory):
     """The whole session (and every subprocess it starts) as a fresh user; see the module

@@ -22,6 +22,7 @@ import pytest
 from browser_support import FIGURE, REPO, SLOW_MS
 from test_lab06_browser import _page, _titles
 from test_labs_browser import (
+    GATE_MARK,
     figures,
     fill_first_prediction,
     gate_count,
@@ -90,6 +91,9 @@ def test_lab05_gate_lock_measure_spill_and_back_out_reload(browser, lab_servers,
         try:
             page.goto(url)
             page.get_by_role("button", name="Lock prediction").first.wait_for(state="visible")
+            # the first gate notice too: on a busy machine the form can stand alone for longer
+            # than settle's quiet time while the kernel still runs the cells below it
+            page.get_by_text(GATE_MARK, exact=True).first.wait_for(state="attached")
             gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
             assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
             page.screenshot(path=str(artifacts / f"lab05-locked-{scheme}.png"))
