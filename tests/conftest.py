@@ -7,6 +7,9 @@ settings (``~/.config/marimo/marimo.toml``, ``~/.marimo.toml``: theme, output li
 runtime), remembered student id and real ledger folder can neither change a result nor be
 written to. Subprocesses inherit the same environment. ``tests/test_isolation.py`` runs part
 of the suite under a deliberately hostile user configuration to prove it.
+
+The suite runs in parallel (pytest-xdist, see pyproject's addopts): each worker is a process of
+its own with its own fresh user, temporary folders and servers (tests/browser/conftest.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,21 @@ import pytest
 from isolation_support import isolated_environment
 
 from labs.core import ledger
+
+def pytest_addoption(parser, pluginmanager):
+    """Without pytest-xdist (installed by the ``test`` extra; ``-p no:xdist`` turns it off) the
+    ``--numprocesses``, ``--maxprocesses`` and ``--dist`` of pyproject's addopts are accepted
+    and ignored: the suite runs in one process instead of stopping at an unknown option."""
+    if pluginmanager.has_plugin("xdist") or pluginmanager.has_plugin("xdist.plugin"):
+        return
+    group = parser.getgroup("xdist", "parallel runs (pytest-xdist is not installed)")
+    group.addoption("--numprocesses", dest="numprocesses", default=None,
+                    help="ignored: pytest-xdist is not installed")
+    group.addoption("--maxprocesses", dest="maxprocesses", default=None,
+                    help="ignored: pytest-xdist is not installed")
+    group.addoption("--dist", dest="dist", default="no",
+                    help="ignored: pytest-xdist is not installed")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_user(tmp_path_factory):

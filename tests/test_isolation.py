@@ -84,7 +84,10 @@ def test_suite_passes_with_a_hostile_user_config(tmp_path):
                MARIMO_OUTPUT_MAX_BYTES="100", ROOFLINE_REVEAL="1",
                ROOFLINE_LEDGER_DIR=str(real_ledger), ROOFLINE_STUDENT_ID="the-student")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *UNDER_HOSTILE_CONFIG],
+        # -n 0: in this process, not in parallel workers (five tests; this one already runs
+        # beside the rest of the suite)
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--numprocesses=0",
+         *UNDER_HOSTILE_CONFIG],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

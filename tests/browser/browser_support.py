@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.core.ui.style import PRELOAD_CLASS
@@ -58,13 +60,14 @@ def wait_http(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
 
 
 @contextlib.contextmanager
-def serve(cmd: list[str], url: str, *, env: dict | None = None, cwd: Path | None = None):
-    """Run a server process until the block ends; stop only that process."""
-    log = open(os.devnull, "w")
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+def serve_process(cmd: list[str], url: str, *, env: dict | None = None,
+                  cwd: Path | None = None):
+    """Run a server process until the block ends (yields the process); stop only it."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         wait_http(url, proc)
-        yield url
+        yield proc
     finally:
         proc.terminate()
         try:
@@ -72,7 +75,13 @@ def serve(cmd: list[str], url: str, *, env: dict | None = None, cwd: Path | None
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
+
+
+@contextlib.contextmanager
+def serve(cmd: list[str], url: str, *, env: dict | None = None, cwd: Path | None = None):
+    """Run a server process until the block ends (yields ``url``); stop only that process."""
+    with serve_process(cmd, url, env=env, cwd=cwd):
+        yield url
 
 
 def isolated_env(tmp: Path, **extra: str) -> dict:
@@ -85,14 +94,107 @@ def isolated_env(tmp: Path, **extra: str) -> dict:
     return env
 
 
-@contextlib.contextmanager
-def marimo_run(lab: Path, env: dict, *args: str):
+def marimo_run_command(lab: Path, *args: str) -> tuple[list[str], str]:
+    """The command of a headless ``marimo run`` of ``lab`` on a free port, and its URL."""
     port = free_port()
     cmd = [sys.executable, "-m", "marimo", "run", str(lab), "--headless", "--port", str(port),
            "--no-token"]
     if args:
         cmd += ["--", *args]
+    return cmd, f"http://127.0.0.1:{port}/"
+
+
+@contextlib.contextmanager
+def marimo_run(lab: Path, env: dict, *args: str):
+    """A ``marimo run`` server of its own for the block (yields its URL). Tests that only need
+    a fresh student use the shared servers of the ``lab_servers`` fixture instead."""
+    cmd, url = marimo_run_command(lab, *args)
     # The working directory is the test session's neutral one (tests/conftest.py), not the
     # repository: marimo reads a `.marimo.toml` found by walking up from it.
-    with serve(cmd, f"http://127.0.0.1:{port}/", env=env) as url:
+    with serve(cmd, url, env=env):
         yield url
+
+
+@dataclass
+class LabServer:
+    """A ``marimo run`` server of one notebook, shared by the tests of one test process.
+
+    Its files live under ``root``: ``ledger/`` (``ROOFLINE_LEDGER_DIR``), ``config/``
+    (``XDG_CONFIG_HOME``, with the marimo config that sets its theme) and ``data/``.
+    """
+
+    url: str
+    root: Path
+    proc: subprocess.Popen = field(repr=False)
+    stop: contextlib.ExitStack = field(repr=False)
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / "ledger"
+
+    def forget_students(self) -> None:
+        """Remove every file a student's session left (ledger, data, remembered settings):
+        the next page opened on this server is a fresh student's first visit. Each page of a
+        ``marimo run`` server runs a kernel of its own, which reads the ledger when it starts."""
+        shutil.rmtree(self.ledger, ignore_errors=True)
+        shutil.rmtree(self.root / "data", ignore_errors=True)
+        for entry in (self.root / "config").glob("*"):
+            if entry.name == "marimo":
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink()
+
+
+def theme_config(root: Path, theme: str | None) -> None:
+    """Write the marimo user config of the isolated environment at ``root`` (see
+    :func:`isolated_env`) naming ``theme`` ("light", "dark", or "system": follow the browser's
+    colour scheme); None writes nothing (marimo's default)."""
+    if theme is None:
+        return
+    config = root / "config" / "marimo" / "marimo.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[display]\ntheme = "{theme}"\n', encoding="utf-8")
+
+
+class LabServers:
+    """One ``marimo run`` server per (notebook, arguments, theme) and test process (each
+    pytest-xdist worker has its own), started when a test first asks for it and stopped when
+    the session ends. Starting marimo and importing a lab's packages costs seconds on a busy
+    machine, and a test only needs a fresh student: :meth:`run` wipes the server's ledger
+    first (:meth:`LabServer.forget_students`)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._servers: dict[tuple, LabServer] = {}
+        self._count = 0
+
+    @contextlib.contextmanager
+    def run(self, lab: Path, *args: str, theme: str | None = None):
+        """The server of ``lab`` with ``args`` (after ``--``) and ``theme`` (see
+        :func:`theme_config`) as a fresh student finds it. Yields the :class:`LabServer`."""
+        key = (str(Path(lab).resolve()), args, theme)
+        server = self._servers.get(key)
+        if server is not None and server.proc.poll() is not None:  # it died: start anew
+            server.stop.close()
+            server = None
+        if server is None:
+            server = self._servers[key] = self._start(Path(lab), args, theme)
+        server.forget_students()
+        yield server
+
+    def _start(self, lab: Path, args: tuple, theme: str | None) -> LabServer:
+        self._count += 1
+        root = self.root / f"{self._count}-{lab.stem}"
+        root.mkdir(parents=True)
+        theme_config(root, theme)
+        cmd, url = marimo_run_command(lab, *args)
+        stop = contextlib.ExitStack()
+        proc = stop.enter_context(serve_process(cmd, url, env=isolated_env(root)))
+        return LabServer(url=url, root=root, proc=proc, stop=stop)
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.stop.close()
+        self._servers.clear()

@@ -4,6 +4,8 @@ Never ``playwright install``: the browser is /usr/bin/chromium (``apt-get instal
 Every test here is marked ``browser`` and skips cleanly when chromium or playwright is missing.
 Servers (``marimo run``, ``python -m http.server``) listen on 127.0.0.1 at a free port and get
 their own ledger folder, so tests never touch a real ledger and can run beside other users.
+``lab_servers`` shares one ``marimo run`` server per notebook (and arguments, and theme) among
+the tests of a test process (an xdist worker), each test starting as a fresh student.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, skip_reason
+from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, LabServers,
+                             skip_reason)
 
 
 # Module scope, not session: a sync Playwright left open would make every later
@@ -47,3 +50,12 @@ def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
 
+
+
+@pytest.fixture(scope="session")
+def lab_servers(tmp_path_factory):
+    """``lab_servers.run(lab, *args, theme=...)``: a shared ``marimo run`` server whose ledger
+    is empty (browser_support.LabServers)."""
+    servers = LabServers(tmp_path_factory.mktemp("lab-servers"))
+    yield servers
+    servers.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import isolated_env, marimo_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,12 +21,11 @@ AMBER = "[class*='amber-1']"
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_a_saved_explanation_is_not_framed_as_unsaved_after_reload(browser, tmp_path,
+def test_a_saved_explanation_is_not_framed_as_unsaved_after_reload(browser, lab_servers,
                                                                       artifacts, scheme):
-    cfg = tmp_path / "config" / "marimo"
-    cfg.mkdir(parents=True)
-    (cfg / "marimo.toml").write_text('[display]\ntheme = "system"\n')
-    with marimo_run(LOCK_LAB, isolated_env(tmp_path)) as url:
+    # theme "system": marimo follows the browser's colour scheme
+    with lab_servers.run(LOCK_LAB, theme="system") as server:
+        url = server.url
         ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
         try:
             page = ctx.new_page()

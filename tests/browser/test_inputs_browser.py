@@ -8,10 +8,9 @@ Screenshots: artifacts/browser/inputs-{lab03,lab02,lab04-lock,lab03-slider}-<the
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from browser_support import REPO, isolated_env, marimo_run
+from browser_support import REPO
 from test_labs_browser import LOCK, fill_first_prediction, figures, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -19,14 +18,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LAB2 = REPO / "labs" / "lab_02_design_challenge.py"
 LAB3 = REPO / "labs" / "lab_03_precision_rho.py"
 LAB4 = REPO / "labs" / "lab_04_fusion.py"
-
-
-def _env(tmp_path: Path, theme: str) -> dict:
-    env = isolated_env(tmp_path)
-    config = Path(env["XDG_CONFIG_HOME"]) / "marimo" / "marimo.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f'[display]\ntheme = "{theme}"\n', encoding="utf-8")
-    return env
 
 
 def _type(page, box, text: str) -> None:
@@ -42,10 +33,10 @@ def _shows(page, text: str) -> bool:
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_circuit_weights_refuse_out_of_range_and_keep_the_last_good(page, artifacts, tmp_path,
-                                                                    theme):
-    with marimo_run(LAB3, _env(tmp_path, theme)) as url:
-        page.goto(url)
+def test_circuit_weights_refuse_out_of_range_and_keep_the_last_good(page, artifacts,
+                                                                    lab_servers, theme):
+    with lab_servers.run(LAB3, theme=theme) as server:
+        page.goto(server.url)
         box = page.get_by_role("textbox", name="fp16", exact=True)
         box.wait_for(state="visible")
         for typed in ("0", "-5", "1e9"):
@@ -61,9 +52,9 @@ def test_circuit_weights_refuse_out_of_range_and_keep_the_last_good(page, artifa
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_batch_takes_whole_numbers_and_the_instrument_keeps_the_last_good(page, artifacts,
-                                                                          tmp_path, theme):
-    with marimo_run(LAB2, _env(tmp_path, theme)) as url:
-        page.goto(url)
+                                                                          lab_servers, theme):
+    with lab_servers.run(LAB2, theme=theme) as server:
+        page.goto(server.url)
         page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
         fill_first_prediction(page)  # opens Part 1: its figures name the batch
         wait_until(page, lambda: any("batch 1," in f for f in figures(page)), "Part 1's figures")

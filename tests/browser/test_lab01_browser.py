@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from browser_support import REPO, isolated_env, marimo_run
+from browser_support import REPO
 from test_labs_browser import figures, settle, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -38,8 +38,9 @@ def _step_m(page, key: str) -> None:
     slider.press(key)
 
 
-def test_levers_follow_the_part1_gemm_only_when_picked(browser, tmp_path):
-    with marimo_run(LAB, isolated_env(tmp_path), "--reveal") as url:
+def test_levers_follow_the_part1_gemm_only_when_picked(browser, lab_servers):
+    with lab_servers.run(LAB, "--reveal") as server:
+        url = server.url
         page = browser.new_page(viewport={"width": 1280, "height": 1500})
         page.set_default_timeout(90_000)
         try:

@@ -20,9 +20,10 @@ import importlib.util
 import re
 
 import pytest
-from browser_support import FIGURE, REPO, SLOW_MS, marimo_run
-from test_lab06_browser import _env, _page, _titles
+from browser_support import FIGURE, REPO, SLOW_MS
+from test_lab06_browser import _page, _titles
 from test_labs_browser import (
+    GATE_MARK,
     figures,
     fill_first_prediction,
     gate_count,
@@ -83,13 +84,17 @@ def _measure_from_the_page(page, artifacts):
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(browser, tmp_path, artifacts,
-                                                           scheme):
-    with marimo_run(LAB, _env(tmp_path)) as url:
+def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
+        browser, lab_servers, artifacts, scheme):
+    with lab_servers.run(LAB, theme="system") as server:
+        url = server.url
         ctx, page = _page(browser, scheme)
         try:
             page.goto(url)
             page.get_by_role("button", name="Lock prediction").first.wait_for(state="visible")
+            # the first gate notice too: on a busy machine the form can stand alone for longer
+            # than settle's quiet time while the kernel still runs the cells below it
+            page.get_by_text(GATE_MARK, exact=True).first.wait_for(state="attached")
             gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
             assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
             page.screenshot(path=str(artifacts / f"lab05-locked-{scheme}.png"))
@@ -131,8 +136,9 @@ def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(browser, tmp
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab05_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, scheme):
-    with marimo_run(LAB, _env(tmp_path), "--reveal") as url:
+def test_lab05_instructor_copy_draws_every_figure(browser, lab_servers, artifacts, scheme):
+    with lab_servers.run(LAB, "--reveal", theme="system") as server:
+        url = server.url
         ctx, page = _page(browser, scheme)
         try:
             page.goto(url)

@@ -11,23 +11,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from browser_support import FIGURE, REPO, isolated_env, marimo_run
+from browser_support import FIGURE, REPO
 from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
                                show_drawn_figure, wait_until)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAB = REPO / "labs" / "lab_06_many_chips.py"
-
-
-def _env(tmp_path: Path) -> dict:
-    cfg = tmp_path / "config" / "marimo"
-    cfg.mkdir(parents=True)
-    (cfg / "marimo.toml").write_text('[display]\ntheme = "system"\n')  # follow the browser
-    return isolated_env(tmp_path)
 
 
 def _page(browser, scheme: str):
@@ -56,9 +48,10 @@ def _slider_value_changes_title(page, slider, key: str, want: str) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab06_gate_lock_slider_extremes_reload(browser, tmp_path, artifacts, scheme):
-    env = _env(tmp_path)
-    with marimo_run(LAB, env) as url:
+def test_lab06_gate_lock_slider_extremes_reload(browser, lab_servers, artifacts, scheme):
+    # theme "system": marimo follows the browser's colour scheme
+    with lab_servers.run(LAB, theme="system") as server:
+        url = server.url
         ctx, page = _page(browser, scheme)
         try:
             page.goto(url)
@@ -90,8 +83,9 @@ def test_lab06_gate_lock_slider_extremes_reload(browser, tmp_path, artifacts, sc
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab06_instructor_copy_draws_every_figure(browser, tmp_path, artifacts, scheme):
-    with marimo_run(LAB, _env(tmp_path), "--reveal") as url:
+def test_lab06_instructor_copy_draws_every_figure(browser, lab_servers, artifacts, scheme):
+    with lab_servers.run(LAB, "--reveal", theme="system") as server:
+        url = server.url
         ctx, page = _page(browser, scheme)
         try:
             page.goto(url)

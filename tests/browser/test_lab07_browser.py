@@ -13,19 +13,12 @@ import json
 from pathlib import Path
 
 import pytest
-from browser_support import FIGURE, isolated_env, marimo_run
+from browser_support import FIGURE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAB = Path(__file__).resolve().parents[2] / "labs" / "lab_07_your_model.py"
 MEASURE_MS = 600_000  # a busy 2-core machine can take minutes to profile the decode steps
-
-
-def _env(tmp_path: Path) -> dict:
-    cfg = tmp_path / "config" / "marimo"
-    cfg.mkdir(parents=True)
-    (cfg / "marimo.toml").write_text('[display]\ntheme = "system"\n')
-    return isolated_env(tmp_path)
 
 
 def _operator_figure(page) -> dict:
@@ -37,9 +30,11 @@ def _operator_figure(page) -> dict:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lock_then_profile_a_decode_step_in_the_browser(browser, tmp_path, artifacts, scheme):
+def test_lock_then_profile_a_decode_step_in_the_browser(browser, lab_servers, artifacts,
+                                                        scheme):
     pytest.importorskip("torch")
-    with marimo_run(LAB, _env(tmp_path)) as url:
+    with lab_servers.run(LAB, theme="system") as server:  # marimo follows the browser's scheme
+        url = server.url
         ctx = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme=scheme)
         try:
             page = ctx.new_page()

@@ -16,7 +16,7 @@ import re
 import time
 
 import pytest
-from browser_support import FIGURE, LABS, SLOW_MS, isolated_env, marimo_run
+from browser_support import FIGURE, LABS, SLOW_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -152,9 +152,9 @@ def shoot(page, artifacts, name: str):
 
 @pytest.mark.skipif(not LABS, reason="no labs/lab_*.py yet")
 @pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
-def test_gate_lock_slider_reload(lab, page, artifacts, tmp_path):
-    env = isolated_env(tmp_path)
-    with marimo_run(lab, env) as url:
+def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
+    with lab_servers.run(lab) as server:
+        url = server.url
         gates0, figs0 = open_lab(page, url)
         assert gates0 >= 1, f"{lab.name}: the fresh page shows no closed gate (gate notice)"
         page.evaluate("window.scrollTo(0, 0)")
@@ -168,7 +168,7 @@ def test_gate_lock_slider_reload(lab, page, artifacts, tmp_path):
                                f"figure ({figs0} before, {figs1} after)")
         show_drawn_figure(page, figs0)  # the first figure the lock revealed
         shoot(page, artifacts, f"{lab.stem}-unlocked")
-        assert list((tmp_path / "ledger").glob("roofline-ledger-browser-test*.jsonl")), \
+        assert list(server.ledger.glob("roofline-ledger-browser-test*.jsonl")), \
             f"{lab.name}: the lock wrote no ledger"
 
         moved = move_sliders_until_a_figure_changes(page, above_next_form=True)
@@ -185,8 +185,8 @@ def test_gate_lock_slider_reload(lab, page, artifacts, tmp_path):
     if moved is None:
         # The first instrument has no slider of its own (a fixed scenario): try the sliders of
         # the instructor copy, where every instrument is open.
-        with marimo_run(lab, isolated_env(tmp_path / "reveal"), "--reveal") as url:
-            open_lab(page, url, revealed=True)
+        with lab_servers.run(lab, "--reveal") as server:
+            open_lab(page, server.url, revealed=True)
             moved = move_sliders_until_a_figure_changes(page, limit=8)
             shoot(page, artifacts, f"{lab.stem}-revealed-slider")
     assert moved is not None, f"{lab.name}: no slider outside the forms changed a figure"

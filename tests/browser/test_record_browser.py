@@ -14,20 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import isolated_env, marimo_run
 
 from labs.core import ledger
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOCK_LAB = Path(__file__).resolve().parents[1] / "_lock_lab.py"
-
-
-def _env(tmp_path: Path) -> dict:
-    cfg = tmp_path / "config" / "marimo"
-    cfg.mkdir(parents=True)
-    (cfg / "marimo.toml").write_text('[display]\ntheme = "system"\n')
-    return isolated_env(tmp_path)
 
 
 def _wait_for_explains(path: Path, n: int, timeout: float = 60.0) -> dict:
@@ -48,10 +40,12 @@ def _lock(page, answer: str, reason: str) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, tmp_path, artifacts, scheme):
-    env = _env(tmp_path)
-    ledger_file = tmp_path / "ledger" / "roofline-ledger-browser-test.jsonl"
-    with marimo_run(LOCK_LAB, env) as url:
+def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, lab_servers, artifacts,
+                                                        scheme):
+    # theme "system": marimo follows the browser's colour scheme
+    with lab_servers.run(LOCK_LAB, theme="system") as server:
+        url = server.url
+        ledger_file = server.ledger / "roofline-ledger-browser-test.jsonl"
         ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
         try:
             tab_a, tab_b = ctx.new_page(), ctx.new_page()
@@ -96,9 +90,11 @@ def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, tmp_path, arti
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_instructor_copy_shows_reference_cards_not_widgets(browser, tmp_path, artifacts, scheme):
+def test_instructor_copy_shows_reference_cards_not_widgets(browser, lab_servers, artifacts,
+                                                          scheme):
     lab = Path(__file__).resolve().parents[2] / "labs" / "lab_01_memory_wall.py"
-    with marimo_run(lab, _env(tmp_path), "--reveal") as url:
+    with lab_servers.run(lab, "--reveal", theme="system") as server:
+        url = server.url
         ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
         try:
             page = ctx.new_page()
