@@ -399,3 +399,20 @@ def test_value_table_is_static_escaped_html_in_the_markdown_look():
     assert '<td>0.25</td><td style="text-align:left">—</td>' in text  # a missing cell
     assert "overflow-x:auto" in text  # a wide table scrolls sideways
     assert "no rows" in st.value_table([]).text
+
+
+def test_loglog_vline_labels_read_on_both_themes():
+    """Issue 34.10: a vertical line's label (Lab 5/7's "HBM" marker) was drawn in the line's own
+    colour, dark blue on the dark theme (3.4:1). The line keeps its colour; its label is text and
+    uses the plot's text colour, readable on both backgrounds."""
+    from labs.core.ui import charts
+    from labs.core.ui.tokens import BACKGROUNDS, COLORS
+
+    fig = charts.loglog_lines_figure(
+        [("a", [1, 10], [1, 10], COLORS["memory"], "solid")], title="t", x_title="x",
+        y_title="y", vlines=[(3.0, "HBM", COLORS["memory"]), (5.0, "L2", COLORS["accent"])])
+    labels = [a for a in fig.layout.annotations if a.text in ("HBM", "L2")]
+    assert len(labels) == 2
+    for a in labels:
+        # as readable as the plots' other text (PLOT_TEXT: 3.97 on white, 4.33 on dark)
+        assert all(contrast(a.font.color, bg) >= 3.9 for bg in BACKGROUNDS.values()), a.font.color

@@ -250,8 +250,8 @@ def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(
                for a, b, _, c in bands]
     notes = [dict(xref="x", yref="paper", x=np.log10(x), y=1.0 + 0.07 * i,
                   yanchor="bottom", xanchor="right" if i == 0 else "left", text=lbl,
-                  showarrow=False, font=dict(color=c, size=11))
-             for i, (x, lbl, c) in enumerate(sorted(vlines))]
+                  showarrow=False, font=dict(color=PLOT_TEXT, size=11))  # the line has the
+             for i, (x, lbl, c) in enumerate(sorted(vlines))]  # colour; text must read on both themes
     notes += [dict(xref="x", yref="paper", x=np.log10((a * b) ** 0.5), y=0.97,
                    yanchor="top", text=f"<b>{lbl}</b>", showarrow=False,
                    font=dict(color=c, size=12)) for a, b, lbl, c in bands]
