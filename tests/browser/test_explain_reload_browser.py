@@ -31,7 +31,7 @@ def test_a_saved_explanation_is_not_framed_as_unsaved_after_reload(browser, lab_
             page = ctx.new_page()
             page.set_default_timeout(90_000)
             page.goto(url)
-            page.get_by_placeholder("1 to 10,000").fill("500")
+            page.get_by_placeholder("1 to 10000").fill("500")
             page.get_by_text("4", exact=True).first.click()
             page.get_by_placeholder("one line: why do you expect this?").first.fill("HBM")
             page.get_by_role("button", name="Lock prediction").first.click()

@@ -8,9 +8,10 @@ Screenshots: artifacts/browser/inputs-{lab03,lab02,lab04-lock,lab03-slider}-<the
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
-from browser_support import REPO
+from browser_support import REPO, isolated_env, marimo_run
 from test_labs_browser import LOCK, fill_first_prediction, figures, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -18,6 +19,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LAB2 = REPO / "labs" / "lab_02_design_challenge.py"
 LAB3 = REPO / "labs" / "lab_03_precision_rho.py"
 LAB4 = REPO / "labs" / "lab_04_fusion.py"
+
+
+def _env(tmp_path: Path, theme: str) -> dict:
+    """A server of its own (marimo_run) for the tests that need a fresh kernel per theme."""
+    env = isolated_env(tmp_path)
+    config = Path(env["XDG_CONFIG_HOME"]) / "marimo" / "marimo.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[display]\ntheme = "{theme}"\n', encoding="utf-8")
+    return env
 
 
 def _type(page, box, text: str) -> None:

@@ -33,7 +33,7 @@ def _wait_for_explains(path: Path, n: int, timeout: float = 60.0) -> dict:
 
 
 def _lock(page, answer: str, reason: str) -> None:
-    page.get_by_placeholder("1 to 10,000").fill(answer)
+    page.get_by_placeholder("1 to 10000").fill(answer)
     page.get_by_text("4", exact=True).first.click()
     page.get_by_placeholder("one line: why do you expect this?").first.fill(reason)
     page.get_by_role("button", name="Lock prediction").first.click()
