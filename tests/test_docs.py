@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from leak_support import Cell, Reference, find_leaks, lab_files
-from notebook_support import load_app
+from leak_support import (BENCHMARK_OUTPUT, Cell, Reference, find_leaks, lab_files,
+                          without_benchmark_output)
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -41,7 +41,6 @@ def student_texts() -> dict[str, str]:
     return {str(f.relative_to(ROOT)): f.read_text(encoding="utf-8") for f in files}
 
 
-from leak_support import BENCHMARK_OUTPUT, without_benchmark_output  # noqa: E402  (one rule for both checks)
 
 
 def rendered_docstrings() -> dict[str, str]:
@@ -66,25 +65,10 @@ def rendered_docstrings() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def references(tmp_path_factory) -> list[Reference]:
     """Every lab's reference answers, as its instructor copy returns them."""
-    from labs.core import ledger, reveal
+    from test_answer_leaks import collect_references  # one recorder of the reveal answers
 
-    seen: list[Reference] = []
-    original = reveal.reference
-
-    def recording(*args, **kwargs):
-        answer = original(*args, **kwargs)
-        if answer is not None:
-            is_choice = getattr(answer, "answer_type", "numeric") == "choice"
-            seen.append(Reference(answer.item_id, answer.value,
-                                  getattr(answer, "label", None) if is_choice else None))
-        return answer
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(reveal, "reference", recording)
-        mp.setenv("ROOFLINE_REVEAL", "1")
-        for lab_file in lab_files(ROOT):
-            mp.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path_factory.mktemp(lab_file.stem)))
-            load_app(lab_file, f"_{lab_file.stem}_docs_check").run()
+    seen = [r for lab_file in lab_files(ROOT)
+            for r in collect_references(lab_file, tmp_path_factory.mktemp(lab_file.stem))]
     assert {r.item_id.split(".")[0] for r in seen} >= {f"lab0{n}" for n in range(1, 8)}
     return seen
 

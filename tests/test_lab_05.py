@@ -593,20 +593,9 @@ def _leaks(cells, reference) -> list:
 
 def _run_cells(defs):
     """Run the lab with ``defs`` and return its cells' rendered text (tests/leak_support)."""
-    from leak_support import rendered_cells
+    from leak_support import rendered_cells, run_with_outputs
 
-    captured: dict = {}
-    flatten_outputs = app._flatten_outputs
-
-    def capture(outputs):
-        captured.update(outputs)
-        return flatten_outputs(outputs)
-
-    app._flatten_outputs = capture
-    try:
-        app.run(defs=defs)
-    finally:
-        del app._flatten_outputs
+    captured, _ = run_with_outputs(app, defs)
     return rendered_cells(app, captured, scrub=["tester"])
 
 
