@@ -453,20 +453,9 @@ def _widget_values(app, name) -> list:
 
 
 def _shown_cells(app, defs):
-    from leak_support import rendered_cells
+    from leak_support import rendered_cells, run_with_outputs
 
-    captured = {}
-    flatten = app._flatten_outputs
-
-    def capture(outputs):
-        captured.update(outputs)
-        return flatten(outputs)
-
-    app._flatten_outputs = capture
-    try:
-        app.run(defs=defs)
-    finally:
-        del app._flatten_outputs
+    captured, _ = run_with_outputs(app, defs)
     return rendered_cells(app, captured, scrub=["ada"])
 
 

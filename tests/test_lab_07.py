@@ -509,20 +509,9 @@ DEVICES = ("h100-sxm", "a100-sxm-80gb", "l4")
 
 
 def _rendered(app, defs, env):
-    from leak_support import rendered_cells
+    from leak_support import rendered_cells, run_with_outputs
 
-    captured: dict = {}
-    flat = app._flatten_outputs
-
-    def capture(outputs):
-        captured.update(outputs)
-        return flat(outputs)
-
-    app._flatten_outputs = capture
-    try:
-        app.run(defs=defs)
-    finally:
-        del app._flatten_outputs
+    captured, _ = run_with_outputs(app, defs)
     cells = rendered_cells(app, captured, scrub=[str(env), "ada"])
     # a figure's font sizes ("size":11 in its layout JSON) are no number a student reads:
     # without this, Prediction 3's 11.0% would be "found" in every figure
