@@ -127,10 +127,8 @@ def _(PRECISION, mo):
 def _(OPENING, collectives, hardware, mo, style):
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Chip", searchable=True)
-    _options = collectives.link_options()
-    link_picker = mo.ui.dropdown(
-        options=_options, value=next(k for k, v in _options.items() if v == OPENING["link"]),
-        label="Link between chips", searchable=True)
+    link_picker = style.dropdown_on(collectives.link_options(), OPENING["link"],
+                                    label="Link between chips", searchable=True)
     # Shown here and again next to each instrument (marimo keeps the copies in sync). Laid
     # out where the pickers are made, so a Chip or Link step does not re-run the cells that
     # only show them (issue 15).
@@ -1026,10 +1024,8 @@ def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
     # the serving cluster's own chip and link, opening on the question's case (issue 34.9)
     serve_device = style.dropdown_on(hardware.picker_options(), SERVE_REF["device"],
                                      label="Serving chip", searchable=True)
-    _links = collectives.link_options()
-    serve_link = mo.ui.dropdown(
-        options=_links, value=next(k for k, v in _links.items() if v == SERVE_REF["link"]),
-        label="Link between the serving GPUs", searchable=True)
+    serve_link = style.dropdown_on(collectives.link_options(), SERVE_REF["link"],
+                                   label="Link between the serving GPUs", searchable=True)
     serve_model = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
                                  value="Llama-3-70B", label="Model")
     serve_weights = mo.ui.dropdown({"bf16": "bf16", "fp8": "fp8", "int8": "int8",
