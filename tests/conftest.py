@@ -14,6 +14,7 @@ its own with its own fresh user, temporary folders and servers (tests/browser/co
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 
@@ -21,6 +22,26 @@ import pytest
 from isolation_support import isolated_environment
 
 from labs.core import ledger
+
+
+def _memoize_marimo_markdown() -> None:
+    """Notebook runs in this process convert each ``mo.md`` text once, not once per run.
+
+    marimo turns markdown into HTML with a fixed set of extensions, reset before every text, so
+    the HTML is a function of the text alone; the leak walks and lab tests re-run each lab
+    hundreds of times with the same texts, and the conversion was about a quarter of a run.
+    Another marimo layout (no ``_render_markdown``) is left as it is: slower, not wrong."""
+    try:
+        import marimo._output.md as marimo_md
+    except ImportError:
+        return
+    render = getattr(marimo_md, "_render_markdown", None)
+    if render is not None and not hasattr(render, "cache_info"):
+        marimo_md._render_markdown = functools.lru_cache(maxsize=16_384)(render)
+
+
+_memoize_marimo_markdown()
+
 
 def pytest_addoption(parser, pluginmanager):
     """Without pytest-xdist (installed by the ``test`` extra; ``-p no:xdist`` turns it off) the

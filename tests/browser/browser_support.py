@@ -171,9 +171,11 @@ class LabServers:
         self._count = 0
 
     @contextlib.contextmanager
-    def run(self, lab: Path, *args: str, theme: str | None = None):
+    def run(self, lab: Path, *args: str, theme: str | None = "system"):
         """The server of ``lab`` with ``args`` (after ``--``) and ``theme`` (see
-        :func:`theme_config`) as a fresh student finds it. Yields the :class:`LabServer`."""
+        :func:`theme_config`) as a fresh student finds it. Yields the :class:`LabServer`.
+        The default theme, "system", follows the browser's colour scheme, so one server serves
+        the light and the dark pages (:func:`use_scheme`) of every test of that notebook."""
         key = (str(Path(lab).resolve()), args, theme)
         server = self._servers.get(key)
         if server is not None and server.proc.poll() is not None:  # it died: start anew
@@ -198,3 +200,27 @@ class LabServers:
         for server in self._servers.values():
             server.stop.close()
         self._servers.clear()
+
+
+#: The two colour schemes every page is looked at in.
+SCHEMES = ("light", "dark")
+
+
+def use_scheme(page, scheme: str) -> None:
+    """Switch the page to ``scheme`` ("light" or "dark") and wait until marimo has applied it.
+    A server whose theme is "system" (:func:`theme_config`) follows the browser's colour
+    scheme live, so one page, one flow, can be looked at in both themes without reloading:
+    the kernel's outputs do not depend on the theme, only their colours do."""
+    page.emulate_media(color_scheme=scheme)
+    page.wait_for_function("s => document.body.classList.contains(s)", arg=scheme)
+    # two frames: the restyle is painted before a screenshot
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def shoot_schemes(page, path_for, target=None, **screenshot_args) -> None:
+    """Screenshot ``target`` (a locator; the page when None) in the light and the dark scheme,
+    to ``path_for(scheme)``; the page is left in light."""
+    for scheme in SCHEMES:
+        use_scheme(page, scheme)
+        (target or page).screenshot(path=str(path_for(scheme)), **screenshot_args)
+    use_scheme(page, "light")

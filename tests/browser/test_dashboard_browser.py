@@ -2,10 +2,12 @@
 (classroom.write_hostile_ledgers), opened on a choice item with long labels and on the tampered
 student whose flags name item ids full of backticks, HTML, markdown and links.
 
-Checked in light and dark: no element is made from student text (no link, image, bold, script,
-event handler; no dialog opens), the text is visible as typed, plotly's toolbar never covers a
-figure's title, long choice labels leave the bars their room and the title whole, and the page
-does not scroll sideways. Screenshots of every cell: artifacts/browser/dashboard-<scheme>-*.png.
+Checked: no element is made from student text (no link, image, bold, script, event handler; no
+dialog opens), the text is visible as typed, plotly's toolbar never covers a figure's title, long
+choice labels leave the bars their room and the title whole, and the page does not scroll
+sideways. The server's theme is "system", which follows the browser's colour scheme live: the
+page is then switched to dark, checked for elements made from student text again, and every
+cell is shot in both schemes: artifacts/browser/dashboard-<scheme>-*.png.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import REPO, isolated_env, marimo_run
+from browser_support import REPO, SCHEMES, isolated_env, marimo_run, use_scheme
 
 from labs.core import classroom
 from labs.core.course import catalogue
@@ -69,10 +71,9 @@ def dashboard(tmp_path_factory):
         yield url, item
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_dashboard_in_chromium(browser, dashboard, artifacts, scheme):
+def test_dashboard_in_chromium(browser, dashboard, artifacts):
     url, item = dashboard
-    ctx = browser.new_context(viewport={"width": 1280, "height": 1000}, color_scheme=scheme)
+    ctx = browser.new_context(viewport={"width": 1280, "height": 1000}, color_scheme="light")
     page = ctx.new_page()
     page.set_default_timeout(180_000)
     dialogs: list[str] = []
@@ -114,12 +115,16 @@ def test_dashboard_in_chromium(browser, dashboard, artifacts, scheme):
             "document.documentElement.scrollWidth <= window.innerWidth + 1"), "sideways scroll"
 
         cells = page.locator(".output-area")
-        for i in range(cells.count()):
-            cell = cells.nth(i)
-            box = cell.bounding_box()
-            if box and box["height"] > 5:
-                cell.scroll_into_view_if_needed()
-                cell.screenshot(path=str(Path(artifacts) / f"dashboard-{scheme}-{i:02d}.png"))
+        for scheme in SCHEMES:
+            use_scheme(page, scheme)
+            made = page.evaluate(FIND_MADE_FROM_TEXT)
+            assert made == [], f"{scheme}: elements made from student text: {made[:8]}"
+            for i in range(cells.count()):
+                cell = cells.nth(i)
+                box = cell.bounding_box()
+                if box and box["height"] > 5:
+                    cell.scroll_into_view_if_needed()
+                    cell.screenshot(path=str(Path(artifacts) / f"dashboard-{scheme}-{i:02d}.png"))
     finally:
         ctx.close()
 

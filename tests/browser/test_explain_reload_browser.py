@@ -4,7 +4,8 @@ marimo draws a form amber ("not submitted") until it is submitted on the current
 pre-filled explain form read "Saved ✓ at ..." inside an amber frame after a reload. The tiny
 test lab (tests/_lock_lab.py) runs under ``marimo run``; the test locks, saves an explanation,
 reloads, and checks that the saved form carries no amber frame while a form still to fill
-keeps it. Light and dark screenshots: artifacts/browser/explain-reload-*.png.
+keeps it, in light and in dark (the server's theme is "system", which follows the browser's
+colour scheme live). Screenshots: artifacts/browser/explain-reload-*.png.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from browser_support import SCHEMES, use_scheme
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -20,13 +22,12 @@ LOCK_LAB = Path(__file__).resolve().parents[1] / "_lock_lab.py"
 AMBER = "[class*='amber-1']"
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_a_saved_explanation_is_not_framed_as_unsaved_after_reload(browser, lab_servers,
-                                                                      artifacts, scheme):
+                                                                      artifacts):
     # theme "system": marimo follows the browser's colour scheme
-    with lab_servers.run(LOCK_LAB, theme="system") as server:
+    with lab_servers.run(LOCK_LAB) as server:
         url = server.url
-        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
+        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme="light")
         try:
             page = ctx.new_page()
             page.set_default_timeout(90_000)
@@ -51,7 +52,11 @@ def test_a_saved_explanation_is_not_framed_as_unsaved_after_reload(browser, lab_
             page.wait_for_timeout(1500)
             assert page.get_by_label("What does the instrument show?").input_value() == \
                 "2000 GB/s"
-            assert page.locator(AMBER).count() == 1  # the saved form is not framed as unsaved
-            page.screenshot(path=str(artifacts / f"explain-reload-{scheme}.png"), full_page=True)
+            for scheme in SCHEMES:
+                use_scheme(page, scheme)
+                # the saved form is not framed as unsaved
+                assert page.locator(AMBER).count() == 1, scheme
+                page.screenshot(path=str(artifacts / f"explain-reload-{scheme}.png"),
+                                full_page=True)
         finally:
             ctx.close()

@@ -1,17 +1,18 @@
-"""Typed numbers in a real browser (issue 18.4), light and dark: Lab 3's circuit-weight boxes
+"""Typed numbers in a real browser (issue 18.4): Lab 3's circuit-weight boxes
 refuse 0, -5 and 1e9 with a message and keep the last good weight; Lab 2's batch refuses 12.5
 (and 0) with a message, and its instrument keeps the last good batch. Issue 34.4-34.6: Lab 4's
 first prediction refuses "3.9 ms" (its box is in ×), reads "5,5" as 5.5 and says "You are
 locking 5.5 ×" before a second press locks it; Lab 3's untouched slider asks for a second press.
-Screenshots: artifacts/browser/inputs-{lab03,lab02,lab04-lock,lab03-slider}-<theme>.png.
+Each message is shot in light and dark (the servers' theme is "system", which follows the
+browser's colour scheme live): artifacts/browser/inputs-{lab03,lab02,lab04-lock,lab03-slider}-
+<theme>.png.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from browser_support import REPO, isolated_env, marimo_run
+from browser_support import REPO, shoot_schemes
 from test_labs_browser import LOCK, fill_first_prediction, figures, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -19,15 +20,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LAB2 = REPO / "labs" / "lab_02_design_challenge.py"
 LAB3 = REPO / "labs" / "lab_03_precision_rho.py"
 LAB4 = REPO / "labs" / "lab_04_fusion.py"
-
-
-def _env(tmp_path: Path, theme: str) -> dict:
-    """A server of its own (marimo_run) for the tests that need a fresh kernel per theme."""
-    env = isolated_env(tmp_path)
-    config = Path(env["XDG_CONFIG_HOME"]) / "marimo" / "marimo.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f'[display]\ntheme = "{theme}"\n', encoding="utf-8")
-    return env
 
 
 def _type(page, box, text: str) -> None:
@@ -42,10 +34,9 @@ def _shows(page, text: str) -> bool:
     return page.get_by_text(text).count() > 0
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_circuit_weights_refuse_out_of_range_and_keep_the_last_good(page, artifacts,
-                                                                    lab_servers, theme):
-    with lab_servers.run(LAB3, theme=theme) as server:
+                                                                    lab_servers):
+    with lab_servers.run(LAB3) as server:
         page.goto(server.url)
         box = page.get_by_role("textbox", name="fp16", exact=True)
         box.wait_for(state="visible")
@@ -55,15 +46,14 @@ def test_circuit_weights_refuse_out_of_range_and_keep_the_last_good(page, artifa
                                                   "0.001 to 100"), f"the message for {typed}")
             assert _shows(page, "keeps the last accepted value, 1.")
         page.get_by_text("keeps the last accepted value").first.scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts / f"inputs-lab03-{theme}.png"))
+        shoot_schemes(page, lambda theme: artifacts / f"inputs-lab03-{theme}.png")
         _type(page, box, "2")
         wait_until(page, lambda: not _shows(page, "is out of range"), "the message to go")
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_batch_takes_whole_numbers_and_the_instrument_keeps_the_last_good(page, artifacts,
-                                                                          lab_servers, theme):
-    with lab_servers.run(LAB2, theme=theme) as server:
+                                                                          lab_servers):
+    with lab_servers.run(LAB2) as server:
         page.goto(server.url)
         page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
         fill_first_prediction(page)  # opens Part 1: its figures name the batch
@@ -79,7 +69,7 @@ def test_batch_takes_whole_numbers_and_the_instrument_keeps_the_last_good(page, 
             assert any("batch 7," in f for f in figures(page))  # nothing downstream changed
             assert not any(f"batch {typed}," in f for f in figures(page))
         page.get_by_text("keeps the last accepted value").first.scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts / f"inputs-lab02-{theme}.png"))
+        shoot_schemes(page, lambda theme: artifacts / f"inputs-lab02-{theme}.png")
 
 
 def _first_form(page):
@@ -91,10 +81,9 @@ def _first_form(page):
     return form
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_a_decimal_comma_is_shown_as_stored_before_it_locks(page, artifacts, tmp_path, theme):
-    with marimo_run(LAB4, _env(tmp_path, theme)) as url:
-        page.goto(url)
+def test_a_decimal_comma_is_shown_as_stored_before_it_locks(page, artifacts, lab_servers):
+    with lab_servers.run(LAB4) as server:
+        page.goto(server.url)
         form = _first_form(page)
         box = form.get_by_role("textbox").first
         box.fill("3.9 ms")
@@ -104,21 +93,20 @@ def test_a_decimal_comma_is_shown_as_stored_before_it_locks(page, artifacts, tmp
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "You are locking 5.5 ×"), "the preview")
         assert not _shows(page, "Locked prediction:")
-        page.screenshot(path=str(artifacts / f"inputs-lab04-lock-{theme}.png"))
+        shoot_schemes(page, lambda theme: artifacts / f"inputs-lab04-lock-{theme}.png")
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "Locked prediction:"), "the lock")
         assert page.get_by_text("5.5 ×").count() > 0 and not _shows(page, "55 ×")
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_an_untouched_slider_needs_a_deliberate_second_press(page, artifacts, tmp_path, theme):
-    with marimo_run(LAB3, _env(tmp_path, theme)) as url:
-        page.goto(url)
+def test_an_untouched_slider_needs_a_deliberate_second_press(page, artifacts, lab_servers):
+    with lab_servers.run(LAB3) as server:
+        page.goto(server.url)
         form = _first_form(page)
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "The slider is still where it started"),
                    "the question")
         assert not _shows(page, "Locked prediction:")
-        page.screenshot(path=str(artifacts / f"inputs-lab03-slider-{theme}.png"))
+        shoot_schemes(page, lambda theme: artifacts / f"inputs-lab03-slider-{theme}.png")
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "Locked prediction:"), "the lock")

@@ -1,8 +1,9 @@
-"""Lab 5 in a real browser (``marimo run`` + Debian chromium), light and dark:
+"""Lab 5 in a real browser (``marimo run`` + Debian chromium), each step shot in light and dark
+(the server's theme is "system", which follows the browser's colour scheme live):
 
 1. fresh page: every instrument is behind a closed gate, no figure is drawn;
 2. locking prediction 1 opens its gate and draws the staircase (the reference machine's run);
-3. (light) pressing "Measure the staircase" measures this machine from the page: the sweep
+3. pressing "Measure the staircase" measures this machine from the page: the sweep
    reports its time (under 30 s with the lab's default budget), its plateaus include L2 and
    DRAM, and the figure gains this machine's curve;
 4. predictions 2 and 3 locked, Part 3's GEMM-size slider at both extremes redraws the tile
@@ -20,7 +21,7 @@ import importlib.util
 import re
 
 import pytest
-from browser_support import FIGURE, REPO, SLOW_MS
+from browser_support import FIGURE, REPO, SCHEMES, SLOW_MS, shoot_schemes, use_scheme
 from test_lab06_browser import _page, _titles
 from test_labs_browser import (
     GATE_MARK,
@@ -83,12 +84,11 @@ def _measure_from_the_page(page, artifacts):
     page.locator(FIGURE).first.screenshot(path=str(artifacts / "lab05-measured.png"))
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
-        browser, lab_servers, artifacts, scheme):
-    with lab_servers.run(LAB, theme="system") as server:
+        browser, lab_servers, artifacts):
+    with lab_servers.run(LAB) as server:
         url = server.url
-        ctx, page = _page(browser, scheme)
+        ctx, page = _page(browser)
         try:
             page.goto(url)
             page.get_by_role("button", name="Lock prediction").first.wait_for(state="visible")
@@ -97,14 +97,13 @@ def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
             page.get_by_text(GATE_MARK, exact=True).first.wait_for(state="attached")
             gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
             assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
-            page.screenshot(path=str(artifacts / f"lab05-locked-{scheme}.png"))
+            shoot_schemes(page, lambda scheme: artifacts / f"lab05-locked-{scheme}.png")
 
             _lock_next(page, "Part 1")
             assert any("Bandwidth of re-reading W bytes" in t for t in _titles(page))
             show_drawn_figure(page, 0)
-            page.screenshot(path=str(artifacts / f"lab05-unlocked-{scheme}.png"))
-            if scheme == "light":  # one real measurement per run is enough
-                _measure_from_the_page(page, artifacts)
+            shoot_schemes(page, lambda scheme: artifacts / f"lab05-unlocked-{scheme}.png")
+            _measure_from_the_page(page, artifacts)
 
             _lock_next(page, "Part 2")
             _lock_next(page, "Part 3")
@@ -121,7 +120,7 @@ def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
             _press(page, tile, "End")  # 1,024 × 1,024: far too big for shared memory
             wait_until(page, lambda: _visible(page, FAILS), "the failed launch (failure state)")
             page.get_by_text(FAILS).first.scroll_into_view_if_needed()
-            page.screenshot(path=str(artifacts / f"lab05-fails-to-launch-{scheme}.png"))
+            shoot_schemes(page, lambda scheme: artifacts / f"lab05-fails-to-launch-{scheme}.png")
             _press(page, tile, "ArrowLeft", 3)  # 1,024 -> 128: fits again
             wait_until(page, lambda: not _visible(page, FAILS) and _visible(page, "lives in"),
                        "backing out of the failed launch")
@@ -135,20 +134,22 @@ def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
             ctx.close()
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab05_instructor_copy_draws_every_figure(browser, lab_servers, artifacts, scheme):
-    with lab_servers.run(LAB, "--reveal", theme="system") as server:
+def test_lab05_instructor_copy_draws_every_figure(browser, lab_servers, artifacts):
+    with lab_servers.run(LAB, "--reveal") as server:
         url = server.url
-        ctx, page = _page(browser, scheme)
+        ctx, page = _page(browser)
         try:
             page.goto(url)
             page.get_by_text("Key takeaways").first.wait_for(state="visible")
             _, n = settle(page, lambda p: (gate_count(p), len(figures(p))))
             assert gate_count(page) == 0 and n >= 6
-            for i, title in enumerate(_titles(page)):
-                show_drawn_figure(page, i)
-                page.locator(FIGURE).nth(i).screenshot(
-                    path=str(artifacts / f"lab05-figure{i}-{scheme}.png"))
-                assert title, f"figure {i} has no title"
+            titles = _titles(page)
+            assert all(titles), f"a figure has no title: {titles}"
+            for scheme in SCHEMES:
+                use_scheme(page, scheme)
+                for i in range(len(titles)):
+                    show_drawn_figure(page, i)
+                    page.locator(FIGURE).nth(i).screenshot(
+                        path=str(artifacts / f"lab05-figure{i}-{scheme}.png"))
         finally:
             ctx.close()

@@ -1,4 +1,5 @@
-"""Lab 6 in a real browser (``marimo run`` + Debian chromium), light and dark:
+"""Lab 6 in a real browser (``marimo run`` + Debian chromium), each step shot in light and dark
+(the server's theme is "system", which follows the browser's colour scheme live):
 
 1. fresh page: every instrument is behind a closed gate, no figure is drawn;
 2. locking prediction 1 opens its gate and draws the all-reduce cost model;
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_support import FIGURE, REPO
+from browser_support import FIGURE, REPO, SCHEMES, shoot_schemes, use_scheme
 from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
                                show_drawn_figure, wait_until)
 
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LAB = REPO / "labs" / "lab_06_many_chips.py"
 
 
-def _page(browser, scheme: str):
+def _page(browser, scheme: str = "light"):
     ctx = browser.new_context(viewport={"width": 1280, "height": 1500}, color_scheme=scheme)
     page = ctx.new_page()
     page.set_default_timeout(90_000)
@@ -47,31 +48,30 @@ def _slider_value_changes_title(page, slider, key: str, want: str) -> None:
                f"a figure titled with {want!r} after {key}")
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab06_gate_lock_slider_extremes_reload(browser, lab_servers, artifacts, scheme):
+def test_lab06_gate_lock_slider_extremes_reload(browser, lab_servers, artifacts):
     # theme "system": marimo follows the browser's colour scheme
-    with lab_servers.run(LAB, theme="system") as server:
+    with lab_servers.run(LAB) as server:
         url = server.url
-        ctx, page = _page(browser, scheme)
+        ctx, page = _page(browser)
         try:
             page.goto(url)
             page.get_by_role("button", name="Lock prediction").first.wait_for(state="visible")
             gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
             assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
-            page.screenshot(path=str(artifacts / f"lab06-locked-{scheme}.png"))
+            shoot_schemes(page, lambda scheme: artifacts / f"lab06-locked-{scheme}.png")
 
             fill_first_prediction(page)
             wait_until(page, lambda: gate_count(page) < gates0, "the Part 1 gate to open")
             settle(page, lambda p: (gate_count(p), len(figures(p))))
             assert any("Ring all-reduce, n = 8" in t for t in _titles(page))
             show_drawn_figure(page, 0)
-            page.screenshot(path=str(artifacts / f"lab06-unlocked-{scheme}.png"))
+            shoot_schemes(page, lambda scheme: artifacts / f"lab06-unlocked-{scheme}.png")
 
             slider = page.get_by_role("slider").first  # Part 1's participants n
             _slider_value_changes_title(page, slider, "End", "n = 16")
             _slider_value_changes_title(page, slider, "Home", "n = 2")
             show_drawn_figure(page, 0)
-            page.screenshot(path=str(artifacts / f"lab06-slider-min-{scheme}.png"))
+            shoot_schemes(page, lambda scheme: artifacts / f"lab06-slider-min-{scheme}.png")
             gates1 = gate_count(page)
 
             page.reload()
@@ -82,11 +82,10 @@ def test_lab06_gate_lock_slider_extremes_reload(browser, lab_servers, artifacts,
             ctx.close()
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lab06_instructor_copy_draws_every_figure(browser, lab_servers, artifacts, scheme):
-    with lab_servers.run(LAB, "--reveal", theme="system") as server:
+def test_lab06_instructor_copy_draws_every_figure(browser, lab_servers, artifacts):
+    with lab_servers.run(LAB, "--reveal") as server:
         url = server.url
-        ctx, page = _page(browser, scheme)
+        ctx, page = _page(browser)
         try:
             page.goto(url)
             page.get_by_text("Key takeaways").first.wait_for(state="visible")
@@ -95,17 +94,20 @@ def test_lab06_instructor_copy_draws_every_figure(browser, lab_servers, artifact
             assert page.get_by_text("That combination does not work").count() == 0
             # the review's corrections (F9-F13), where a student reads them
             assert any("One block of 2 matmuls per all-reduce" in t for t in _titles(page))
-            for words, shot in (("NVLink SHARP sums the data inside the switch", "nvls"),
-                                ("beyond 8 GPUs the cards span two boxes", "p4-question"),
-                                ("16 steps at 16-way, not 30", "p4-reveal"),
-                                ("microseconds per step", "p5-question")):
-                where = page.get_by_text(words).first
-                where.scroll_into_view_if_needed()
-                where.screenshot(path=str(artifacts / f"lab06-{shot}-{scheme}.png"))
-            for i, title in enumerate(_titles(page)):
-                show_drawn_figure(page, i)
-                page.locator(FIGURE).nth(i).screenshot(
-                    path=str(artifacts / f"lab06-figure{i}-{scheme}.png"))
-                assert title, f"figure {i} has no title"
+            titles = _titles(page)
+            assert all(titles), f"a figure has no title: {titles}"
+            for scheme in SCHEMES:
+                use_scheme(page, scheme)
+                for words, shot in (("NVLink SHARP sums the data inside the switch", "nvls"),
+                                    ("beyond 8 GPUs the cards span two boxes", "p4-question"),
+                                    ("16 steps at 16-way, not 30", "p4-reveal"),
+                                    ("microseconds per step", "p5-question")):
+                    where = page.get_by_text(words).first
+                    where.scroll_into_view_if_needed()
+                    where.screenshot(path=str(artifacts / f"lab06-{shot}-{scheme}.png"))
+                for i in range(len(titles)):
+                    show_drawn_figure(page, i)
+                    page.locator(FIGURE).nth(i).screenshot(
+                        path=str(artifacts / f"lab06-figure{i}-{scheme}.png"))
         finally:
             ctx.close()

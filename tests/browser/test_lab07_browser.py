@@ -1,7 +1,8 @@
 """Lab 7 in a real browser: lock prediction 1, see the roofline's answer, press the run button
 and get the measured step; lock predictions 2 and 3 and get every operator of that real decode
-step on this machine's roofline (hover: name, shapes, FLOPs, bytes, time), in light and dark
-(artifacts/browser/lab07-*.png).
+step on this machine's roofline (hover: name, shapes, FLOPs, bytes, time). The measured page
+is shot in light and dark (artifacts/browser/lab07-*.png): the server's theme is "system",
+which follows the browser's colour scheme live, so one profiled run is looked at in both.
 
 The generic flow (gate, lock, slider, reload) covers Lab 7 in test_labs_browser.py; this one
 adds what only Lab 7 has: a measurement started from the page, with torch, on this CPU.
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser_support import FIGURE
+from browser_support import FIGURE, shoot_schemes
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,13 +30,11 @@ def _operator_figure(page) -> dict:
     raise AssertionError("no operator roofline on the page")
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_lock_then_profile_a_decode_step_in_the_browser(browser, lab_servers, artifacts,
-                                                        scheme):
+def test_lock_then_profile_a_decode_step_in_the_browser(browser, lab_servers, artifacts):
     pytest.importorskip("torch")
-    with lab_servers.run(LAB, theme="system") as server:  # marimo follows the browser's scheme
+    with lab_servers.run(LAB) as server:  # marimo follows the browser's scheme
         url = server.url
-        ctx = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme=scheme)
+        ctx = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
         try:
             page = ctx.new_page()
             page.set_default_timeout(90_000)
@@ -77,7 +76,7 @@ def test_lock_then_profile_a_decode_step_in_the_browser(browser, lab_servers, ar
                 assert word in hover, word
             page.get_by_text("Measured step").first.scroll_into_view_if_needed()
             page.wait_for_timeout(1500)
-            page.screenshot(path=str(artifacts / f"lab07-measured-{scheme}.png"))
+            shoot_schemes(page, lambda scheme: artifacts / f"lab07-measured-{scheme}.png")
             assert page.get_by_text("Traceback").count() == 0
         finally:
             ctx.close()

@@ -13,18 +13,20 @@ import sys
 
 import pytest
 from browser_support import LABS, free_port, serve
+from run_support import build_once
 
 from labs.core import export
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def offline_site(tmp_path_factory):
+    """The offline instructor site of every lab, exported once per test run (run_support)."""
     if not LABS:
         pytest.skip("no labs/lab_*.py yet")
-    site = tmp_path_factory.mktemp("offline-site")
-    return export.export_site(site, LABS, reveal=True, offline=True, log=lambda *_: None)
+    return build_once(tmp_path_factory, "offline-site", lambda site: export.export_site(
+        site, LABS, reveal=True, offline=True, log=lambda *_: None))
 
 
 def cut_off_network(page, origin: str) -> list[str]:

@@ -3,8 +3,8 @@
 - "Save" on an explain form says "Saved ✓ at <time>" at once, without a reload;
 - a stale second tab that submits a different answer is told that the first answer stands.
 Runs the tiny test lab (tests/_lock_lab.py) under ``marimo run`` with its own ledger folder and
-a marimo config that follows the browser's colour scheme, and takes light and dark screenshots
-(artifacts/browser/record-*.png).
+a marimo config that follows the browser's colour scheme (live), and shoots each step in light
+and dark (artifacts/browser/record-*.png).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from browser_support import shoot_schemes
 
 from labs.core import ledger
 
@@ -39,14 +40,12 @@ def _lock(page, answer: str, reason: str) -> None:
     page.get_by_role("button", name="Lock prediction").first.click()
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, lab_servers, artifacts,
-                                                        scheme):
+def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, lab_servers, artifacts):
     # theme "system": marimo follows the browser's colour scheme
-    with lab_servers.run(LOCK_LAB, theme="system") as server:
+    with lab_servers.run(LOCK_LAB) as server:
         url = server.url
         ledger_file = server.ledger / "roofline-ledger-browser-test.jsonl"
-        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
+        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme="light")
         try:
             tab_a, tab_b = ctx.new_page(), ctx.new_page()
             for tab in (tab_a, tab_b):
@@ -62,8 +61,8 @@ def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, lab_servers, a
                 "the copy kernel only moves bytes")
             tab_a.get_by_role("button", name="Save").click()
             tab_a.get_by_text("Saved ✓ at").wait_for()
-            tab_a.screenshot(path=str(artifacts / f"record-explain-saved-{scheme}.png"),
-                             full_page=True)
+            shoot_schemes(tab_a, lambda scheme: artifacts / f"record-explain-saved-{scheme}.png",
+                          full_page=True)
             # edited and saved again: the label moves to the new save's time
             tab_a.get_by_label("Why does it differ from your prediction?").fill(
                 "the copy kernel only moves bytes: 2 x 8 bytes per element")
@@ -76,8 +75,8 @@ def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, lab_servers, a
             tab_b.get_by_text("The first answer stands").wait_for()
             tab_b.get_by_text("Instrument:").wait_for()
             tab_b.get_by_text("Locked prediction:").first.wait_for()
-            tab_b.screenshot(path=str(artifacts / f"record-stale-tab-{scheme}.png"),
-                             full_page=True)
+            shoot_schemes(tab_b, lambda scheme: artifacts / f"record-stale-tab-{scheme}.png",
+                          full_page=True)
         finally:
             ctx.close()
     events = ledger.read_ledger_file(ledger_file).events
@@ -89,13 +88,11 @@ def test_explain_save_says_saved_and_a_stale_tab_is_told(browser, lab_servers, a
         "the copy kernel only moves bytes: 2 x 8 bytes per element"]
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_instructor_copy_shows_reference_cards_not_widgets(browser, lab_servers, artifacts,
-                                                          scheme):
+def test_instructor_copy_shows_reference_cards_not_widgets(browser, lab_servers, artifacts):
     lab = Path(__file__).resolve().parents[2] / "labs" / "lab_01_memory_wall.py"
-    with lab_servers.run(lab, "--reveal", theme="system") as server:
+    with lab_servers.run(lab, "--reveal") as server:
         url = server.url
-        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme=scheme)
+        ctx = browser.new_context(viewport={"width": 1100, "height": 1400}, color_scheme="light")
         try:
             page = ctx.new_page()
             page.set_default_timeout(90_000)
@@ -110,7 +107,7 @@ def test_instructor_copy_shows_reference_cards_not_widgets(browser, lab_servers,
             card = cards.nth(1)
             card.scroll_into_view_if_needed()
             page.wait_for_timeout(500)
-            page.screenshot(path=str(artifacts / f"record-instructor-card-{scheme}.png"))
+            shoot_schemes(page, lambda scheme: artifacts / f"record-instructor-card-{scheme}.png")
             assert "886" in card.locator("xpath=..").inner_text()
         finally:
             ctx.close()
