@@ -26,7 +26,9 @@ Measures per notebook:
   element, stepped at its first visible copy): ``--steps`` keyboard steps (arrow keys; back
   at the end of the range), each timed from the key press to the last DOM change inside any
   figure, waiting until the figures are quiet for ``QUIET_MS``. A step that changes no
-  figure within ``NO_REDRAW_MS`` is counted as "no redraw" and left out of the percentiles.
+  figure within ``NO_REDRAW_MS``, or within ``NO_REDRAW_AFTER_RUN_MS`` of the kernel finishing
+  the run the step set off (marimo's ``completed-run`` message), is counted as "no redraw" and
+  left out of the percentiles.
   Beside it, the split of each step:
   key press -> message sent (frontend), sent -> last message received (kernel + websocket),
   last message -> last figure change (marimo's output render + plotly);
@@ -57,13 +59,15 @@ from browser_support import (CHROMIUM, CHROMIUM_ARGS, FIGURE, PRELOAD_CLASS,  # 
 FLOOR_NOTEBOOK = REPO / "benchmarks" / "floor_notebook.py"
 QUIET_MS = 700  # a figure is redrawn once nothing inside any figure changed for this long
 NO_REDRAW_MS = 4000  # no figure change this long after a key press: the widget moves none
+#: The kernel finished the step's run this long ago and no figure changed: none will.
+NO_REDRAW_AFTER_RUN_MS = 1500
 LOAD_TIMEOUT_MS = 120_000
 VIEWPORT = {"width": 1280, "height": 1000}
 
 INIT_JS = r"""
 (() => {
   performance.setResourceTimingBufferSize(5000);
-  const W = window.__bench = {plotMuts: 0, lastPlot: 0, lastText: 0, lastRecv: 0, keys: [], sent: [],
+  const W = window.__bench = {plotMuts: 0, lastPlot: 0, lastText: 0, lastRecv: 0, lastRun: 0, keys: [], sent: [],
                               recv: [], hostsSeen: 0, lastHostSeen: 0, ids: 0, firstDrawn: 0,
                               drawn: 0, lastDrawn: 0, mark: 0, firstPlot: 0};
   // The hidden, empty figure in every lab's header (style.plotly_preload) only loads
@@ -144,6 +148,7 @@ INIT_JS = r"""
       super(...args);
       this.addEventListener('message', (e) => {
         const t = performance.now(); W.recv.push(t); W.lastRecv = t;
+        if (typeof e.data === 'string' && e.data.includes('"op": "completed-run"')) W.lastRun = t;
         if (typeof e.data === 'string' && e.data.startsWith('{"op": "cell-op"') && e.data.includes('"output":{')) W.pendingOut.push(e.data);
       });
     }
@@ -290,14 +295,17 @@ def _state(page) -> dict:
 
 def _wait_quiet(page, since: float, key: str, *, quiet_ms: int, none_ms: int) -> float | None:
     """Poll until ``key`` (lastPlot/lastText) moved past ``since`` and then stayed still for
-    ``quiet_ms``; None when it never moved within ``none_ms``."""
+    ``quiet_ms``; None when it never moved within ``none_ms``, or within
+    ``NO_REDRAW_AFTER_RUN_MS`` of the kernel finishing a run after ``since``."""
     start = time.monotonic()
     while True:
         page.wait_for_timeout(60)
-        now, last = page.evaluate(f"() => [performance.now(), window.__bench.{key}]")
+        now, last, run = page.evaluate(
+            f"() => [performance.now(), window.__bench.{key}, window.__bench.lastRun]")
         if last > since and now - last >= quiet_ms:
             return last
-        if last <= since and (time.monotonic() - start) * 1000 > none_ms:
+        if last <= since and ((time.monotonic() - start) * 1000 > none_ms
+                              or (run > since and now - run >= NO_REDRAW_AFTER_RUN_MS)):
             return None
 
 
@@ -317,13 +325,15 @@ def open_page(page, url: str) -> dict:
     page.goto(url, wait_until="commit")
     page.wait_for_function("() => window.__bench && window.__bench.firstDrawn > 0",
                            timeout=LOAD_TIMEOUT_MS, polling=100)
-    # marimo streams outputs: wait until no new figure element arrived for 3 s, then draw
-    # every figure by scrolling it into view (plotly draws only visible ones).
+    # marimo streams outputs: wait until the kernel finished its first run (``completed-run``)
+    # and no new figure element arrived for 1 s after it, or none for 3 s, then draw every
+    # figure by scrolling it into view (plotly draws only visible ones).
     deadline = time.monotonic() + LOAD_TIMEOUT_MS / 1000
     while time.monotonic() < deadline:
         page.wait_for_timeout(250)
-        now, last = page.evaluate("() => [performance.now(), window.__bench.lastHostSeen]")
-        if now - last > 3000:
+        now, last, run = page.evaluate(
+            "() => [performance.now(), window.__bench.lastHostSeen, window.__bench.lastRun]")
+        if now - last > 3000 or (run > 0 and now - max(last, run) > 1000):
             break
     hosts = page.locator(FIGURE)
     for i in range(hosts.count()):

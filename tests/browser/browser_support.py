@@ -224,3 +224,33 @@ def shoot_schemes(page, path_for, target=None, **screenshot_args) -> None:
         use_scheme(page, scheme)
         (target or page).screenshot(path=str(path_for(scheme)), **screenshot_args)
     use_scheme(page, "light")
+
+
+class KernelRuns:
+    """Counts the runs the page's kernel has finished: marimo sends ``completed-run`` on the
+    websocket when every cell a change set off has run. Attach before ``page.goto``."""
+
+    def __init__(self, page):
+        self.page = page
+        self.completed = 0
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if isinstance(payload, str) and '"completed-run"' in payload:
+            self.completed += 1
+
+    def wait_after(self, since: int, *, timeout_ms: int = 5000, quiet_ms: int = 400) -> bool:
+        """After an action taken when :attr:`completed` was ``since``: wait until a run has
+        completed and no other for ``quiet_ms`` (True), or none within ``timeout_ms`` (False:
+        the action changed no value, so the kernel ran nothing)."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        seen, quiet_since = self.completed, time.monotonic()
+        while True:
+            self.page.wait_for_timeout(100)
+            now = time.monotonic()
+            if self.completed != seen:
+                seen, quiet_since = self.completed, now
+            if seen > since and (now - quiet_since) * 1000 >= quiet_ms:
+                return True
+            if seen == since and now > deadline:
+                return False

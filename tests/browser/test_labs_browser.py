@@ -16,7 +16,7 @@ import re
 import time
 
 import pytest
-from browser_support import FIGURE, LABS, SLOW_MS
+from browser_support import FIGURE, LABS, SLOW_MS, KernelRuns
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -113,12 +113,14 @@ def fill_first_prediction(page):
     return form
 
 
-def move_sliders_until_a_figure_changes(page, limit: int = 4,
-                                        above_next_form: bool = False) -> str | None:
+def move_sliders_until_a_figure_changes(page, limit: int = 4, above_next_form: bool = False,
+                                        runs: KernelRuns | None = None) -> str | None:
     """Press keys on sliders outside the prediction forms; the first that changes a figure.
 
     ``above_next_form``: only sliders placed above the next unlocked prediction form (the
     widgets of the parts already unlocked; the others only feed closed gates).
+    ``runs``: the page's :class:`KernelRuns`; a slider whose press the kernel has finished
+    running without changing a figure is left at once (without it, after a few seconds).
     """
     sliders = [s for s in page.get_by_role("slider").all()
                if s.evaluate("e => !e.closest('form') && !e.closest('[aria-disabled=true]')")]
@@ -130,19 +132,26 @@ def move_sliders_until_a_figure_changes(page, limit: int = 4,
         before = figures(page)
         slider.scroll_into_view_if_needed()
         slider.focus()
-        for key in ("ArrowRight", "ArrowRight", "ArrowRight"):
-            slider.press(key)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            page.wait_for_timeout(250)
-            if figures(page) != before:
-                return slider.get_attribute("aria-valuenow") or "moved"
-        slider.press("Home")  # try the other end: the first value may have been the top
-        deadline = time.monotonic() + 4
-        while time.monotonic() < deadline:
-            page.wait_for_timeout(250)
-            if figures(page) != before:
-                return slider.get_attribute("aria-valuenow") or "moved"
+        # the first value may have been the top: then Home is what moves it
+        for keys, wait_s in ((("ArrowRight",) * 3, 5), (("Home",), 4)):
+            since = runs.completed if runs else 0
+            for key in keys:
+                slider.press(key)
+            if runs is not None:
+                ran = runs.wait_after(since, timeout_ms=wait_s * 1000)
+                # the page draws what the kernel sent: a moment for a busy browser to catch up
+                for _ in range(5 if ran else 1):
+                    if figures(page) != before:
+                        return slider.get_attribute("aria-valuenow") or "moved"
+                    page.wait_for_timeout(200)
+                if ran:  # the kernel ran this value and no figure changed: not this slider
+                    break
+                continue
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                page.wait_for_timeout(250)
+                if figures(page) != before:
+                    return slider.get_attribute("aria-valuenow") or "moved"
     return None
 
 
@@ -153,6 +162,7 @@ def shoot(page, artifacts, name: str):
 @pytest.mark.skipif(not LABS, reason="no labs/lab_*.py yet")
 @pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
 def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
+    runs = KernelRuns(page)
     with lab_servers.run(lab) as server:
         url = server.url
         gates0, figs0 = open_lab(page, url)
@@ -171,7 +181,7 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
         assert list(server.ledger.glob("roofline-ledger-browser-test*.jsonl")), \
             f"{lab.name}: the lock wrote no ledger"
 
-        moved = move_sliders_until_a_figure_changes(page, above_next_form=True)
+        moved = move_sliders_until_a_figure_changes(page, above_next_form=True, runs=runs)
 
         page.reload()
         page.get_by_text("Locked prediction").first.wait_for(state="visible")
@@ -187,6 +197,6 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
         # the instructor copy, where every instrument is open.
         with lab_servers.run(lab, "--reveal") as server:
             open_lab(page, server.url, revealed=True)
-            moved = move_sliders_until_a_figure_changes(page, limit=8)
+            moved = move_sliders_until_a_figure_changes(page, limit=8, runs=runs)
             shoot(page, artifacts, f"{lab.stem}-revealed-slider")
     assert moved is not None, f"{lab.name}: no slider outside the forms changed a figure"
