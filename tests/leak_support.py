@@ -45,6 +45,7 @@ option "ρ goes up") or a number derived from the answer is not found by text se
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -261,13 +262,92 @@ def run_with_outputs(app: Any, defs: dict | None = None) -> tuple[dict, Any]:
     return captured, out_defs
 
 
-def rendered_cells(app: Any, outputs: dict, *, scrub: Iterable[str] = ()) -> list[Cell]:
+class DownstreamRuns:
+    """A lab run once with ``defs`` (the base), then re-run for widget changes the way marimo's
+    kernel re-runs a notebook when a student moves a widget: only the cells downstream of the
+    changed cells run again, every other cell keeps its output and its definitions.
+
+    ``run(changes)`` gives what ``run_with_outputs(app, {**defs, **changes})`` gives (tested
+    against it in test_answer_leaks), at the cost of the cells the change reaches: the walks
+    sweep one part's widgets hundreds of times, and a whole run re-made every part's figures.
+    A cell downstream of one that stopped (``mo.stop``) or did not run in the base does not
+    run either, as in a whole run.
+    """
+
+    def __init__(self, app: Any, defs: dict | None = None):
+        self.app = app
+        self.fixed = dict(defs or {})
+        self.outputs, namespace = run_with_outputs(app, self.fixed or None)
+        self.defs = dict(namespace)
+        self._cells = {d.cell_id: d.cell for d in app._cell_manager.cell_data()}
+        self._order = list(app._graph.cells)  # a topological order is all we need below
+        try:
+            from marimo._ast.app import InternalApp
+            self._order = list(InternalApp(app).execution_order)
+        except (ImportError, AttributeError):
+            pass
+
+    def _ran(self, cid) -> bool:
+        """The cell ran in the base run and defined all its names (not stopped)."""
+        return cid in self.outputs and all(n in self.defs for n in self._cells[cid].defs)
+
+    def run(self, changes: dict) -> tuple[dict, dict]:
+        """(outputs by cell id, definitions) with ``changes`` (name -> value) made."""
+        from marimo._ast.app import InternalApp
+        from marimo._runtime.app.script_runner import AppScriptRunner
+        from marimo._runtime.runner.scheduler import SequentialScheduler
+
+        graph = self.app._graph
+        overridden = set(self.fixed) | set(changes)
+        changed = {cid for cid, cell in self._cells.items() if set(cell.defs) & set(changes)}
+        reached = set()
+        for cid in changed:
+            reached |= graph.descendants(cid)
+        reached -= {cid for cid in reached if set(self._cells[cid].defs) & overridden}
+        given = {cid for cid, cell in self._cells.items() if set(cell.defs) & overridden}
+
+        def ready(parent) -> bool:  # its names hold this run's values
+            if parent in reached:
+                return parent in to_run
+            return parent in given or self._ran(parent)
+
+        to_run: list = []
+        for cid in self._order:
+            if cid in reached and all(ready(p) for p in graph.parents[cid]):
+                to_run.append(cid)
+        stale = {n for cid in reached for n in self._cells[cid].defs}
+        glbls = {k: v for k, v in self.defs.items() if k not in stale}
+        glbls.update(changes)
+        runner = AppScriptRunner(InternalApp(self.app), filename=self.app._filename,
+                                 glbls=glbls)
+        runner._scheduler = SequentialScheduler(to_run, graph)
+        new_outputs, namespace = runner.run()
+        # a changed cell does not run (its names are given), so it shows nothing, as in a
+        # whole run with those names given
+        outputs = {cid: out for cid, out in self.outputs.items()
+                   if cid not in reached and cid not in changed}
+        outputs.update(new_outputs)
+        defs = {name: namespace[name] for name in self.app._defs if name in namespace}
+        return outputs, defs
+
+
+def rendered_cells(app: Any, outputs: dict, *, scrub: Iterable[str] = (),
+                   memo: dict | None = None) -> list[Cell]:
     """Each cell's code and rendered output (``outputs``: cell id -> output, from
     :func:`run_with_outputs`); ``scrub`` strings (temporary paths, the test's student id) are
-    replaced first, so that the test's own environment cannot match."""
+    replaced first, so that the test's own environment cannot match. ``memo``: a dict kept
+    between calls whose outputs are often the very same objects (:class:`DownstreamRuns`):
+    an output object already rendered is not rendered again."""
     cells = []
     for i, data in enumerate(app._cell_manager.cell_data()):
-        text, options = rendered_text(outputs.get(data.cell_id))
+        output = outputs.get(data.cell_id)
+        known = memo.get(data.cell_id) if memo is not None else None
+        if known is not None and known[0] is output:
+            text, options = known[1]
+        else:
+            text, options = rendered_text(output)
+            if memo is not None:  # holds the output, so the identity test stays sound
+                memo[data.cell_id] = (output, (text, options))
         for s in scrub:
             if s:
                 text = text.replace(s, "<scrubbed>")
@@ -431,6 +511,22 @@ def near_answers(text: str, ref: Reference, tolerance: float) -> list[tuple[str,
     return out
 
 
+# The walks search the same texts (the cells a trial did not change) for the same answers
+# hundreds of times: each search is a function of its arguments, so it is remembered.
+@functools.lru_cache(maxsize=1 << 16)
+def _rendering_at(rendering: str, text: str, units: str) -> tuple[int, int] | None:
+    """Where ``rendering`` first stands in ``text`` as a number of the answer's dimension."""
+    for m in _number_pattern(rendering).finditer(text):
+        if not _other_dimension(text[m.end():], units):
+            return m.start(), m.end()
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _near_answers(text: str, ref: Reference, tolerance: float) -> tuple:
+    return tuple(near_answers(text, ref, tolerance))
+
+
 def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
                renderings=numeric_renderings, tolerance: float | None = None) -> list[Leak]:
     """Every occurrence of a reference answer in the cells' rendered text.
@@ -453,17 +549,15 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
                         leaks.append(Leak(cell, ref, phrase, sentence.strip()[:160]))
         elif isinstance(ref.value, (int, float)) and not isinstance(ref.value, bool):
             for rendering in sorted(renderings(ref.value)):
-                pattern = _number_pattern(rendering)
                 for cell in cells:
-                    m = next((m for m in pattern.finditer(cell.text)
-                              if not _other_dimension(cell.text[m.end():], ref.units)), None)
+                    m = _rendering_at(rendering, cell.text, ref.units)
                     if m:
-                        a, b = max(0, m.start() - 70), m.end() + 70
+                        a, b = max(0, m[0] - 70), m[1] + 70
                         leaks.append(Leak(cell, ref, rendering,
                                           re.sub(r"\s+", " ", cell.text[a:b])))
             if tolerance is not None:  # the answer's unit, a value the grader counts correct
                 for cell in cells:
-                    for shown, start, end in near_answers(cell.text, ref, tolerance)[:1]:
+                    for shown, start, end in _near_answers(cell.text, ref, tolerance)[:1]:
                         a, b = max(0, start - 70), end + 70
                         leaks.append(Leak(cell, ref, f"{shown} {ref.units} (within "
                                           f"{tolerance:g}x)", re.sub(r"\s+", " ", cell.text[a:b])))

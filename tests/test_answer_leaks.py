@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from labs.core import quiz, reveal
-from leak_support import (Cell, Reference, find_leaks, flatten, key_phrase, lab_files, locked,
-                          numeric_renderings, prediction_steps, rendered_cells, run_with_outputs,
+from leak_support import (Cell, DownstreamRuns, Reference, find_leaks, flatten, key_phrase,
+                          lab_files, locked, numeric_renderings, prediction_steps, rendered_cells, run_with_outputs,
                           student_texts, text_cells, text_renderings)
 from notebook_support import load_app
 from widget_sweep import changed_defs, frontend_value, sample_settings
@@ -110,8 +110,8 @@ KNOWN_LEAKS: dict[str, str] = {}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # plotly divs
 
 
-def _leaks_at(app, outputs, env, refs) -> list:
-    return find_leaks(rendered_cells(app, outputs, scrub=[str(env), "ada"]), refs,
+def _leaks_at(app, outputs, env, refs, memo=None) -> list:
+    return find_leaks(rendered_cells(app, outputs, scrub=[str(env), "ada"], memo=memo), refs,
                       tolerance=quiz.GRADE_TOLERANCE)
 
 
@@ -139,7 +139,11 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
             locks.update({n: closed[n] for n in cells[s.cell_id].cell.defs if n in closed})
             locks[s.variable] = locked(s.reference)
         refs = [s.reference for s in steps[k:] if s.item_id not in SCENARIO_ONLY]
-        outputs, base = run_with_outputs(app, locks)
+        # the instruments as the student finds them with 1..k-1 locked; each trial below
+        # re-runs what its widgets reach, as the kernel does when the student moves them
+        downstream = DownstreamRuns(app, locks)
+        outputs, base = downstream.outputs, downstream.defs
+        memo: dict = {}  # the rendering of each output object (most are the base's)
         runs += 1
         trials = [("(as it opens)", {})]
         newly = graph.descendants(steps[k - 1].cell_id) if k else None
@@ -158,13 +162,14 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
                 trials.append((f"graded scenario {scenario}", values))
         for how, values in trials:
             if values:
-                outputs, _ = run_with_outputs(app, {**locks, **changed_defs(app, base, values)})
+                outputs, _ = downstream.run(changed_defs(app, base, values))
                 runs += 1
-            leaks = _leaks_at(app, outputs, env, refs)
+            leaks = _leaks_at(app, outputs, env, refs, memo)
             if not values:
-                opened = {c.index: _UUID.sub("", c.text) for c in rendered_cells(app, outputs)}
+                opened = {c.index: _UUID.sub("", c.text)
+                          for c in rendered_cells(app, outputs, memo=memo)}
             if how.startswith("graded scenario"):
-                shown = " ".join(c.text for c in rendered_cells(app, outputs)).lower()
+                shown = " ".join(c.text for c in rendered_cells(app, outputs, memo=memo)).lower()
                 for verdict in SCENARIO_VERDICTS.get(step.item_id, ()):
                     if verdict in shown:
                         found.setdefault((step.item_id, how, verdict), (
@@ -172,7 +177,8 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
                             f"the verdict {verdict!r} is shown for {step.item_id}'s case"))
             if how.startswith("graded scenario") and step.item_id in SCENARIO_ONLY:
                 # its word counts where the scenario changed what a cell shows
-                changed = [c for c in rendered_cells(app, outputs, scrub=[str(env), "ada"])
+                changed = [c for c in rendered_cells(app, outputs, scrub=[str(env), "ada"],
+                                                     memo=memo)
                            if _UUID.sub("", c.text) != opened.get(c.index)]
                 leaks += find_leaks(changed, [step.reference])
             for leak in leaks:
@@ -198,6 +204,35 @@ def test_no_answer_is_reachable_before_its_lock(lab_file, env):
     assert not leaks, (f"{lab_file.name}: {len(leaks)} answer(s) reachable before their lock "
                        f"({runs} runs):\n"
                        + "\n".join(f"  - [{how}] {leak}" for how, leak in leaks))
+
+
+def _shown(app, outputs, ledger_dir) -> list[str]:
+    return [_UUID.sub("", c.text) for c in rendered_cells(app, outputs, scrub=[str(ledger_dir)])]
+
+
+@pytest.mark.parametrize("lab_file", LABS, ids=[p.stem for p in LABS])
+def test_a_downstream_run_shows_what_a_whole_run_shows(lab_file, env, monkeypatch):
+    """The walk's re-runs (leak_support.DownstreamRuns: only the cells a widget reaches run
+    again) show, cell by cell, what a whole run with the same widget values shows. Checked in
+    the instructor copy, where every instrument is open, for an end of every widget. Each
+    whole run opens an empty ledger, as the base run did (a lab that opens a ledger says how
+    many events it found)."""
+    from labs.core import ledger
+
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(env / "base-ledger"))
+    app = load_app(lab_file, f"_{lab_file.stem}_downstream")
+    downstream = DownstreamRuns(app)
+    widgets = {n: w for n, w in downstream.defs.items() if sample_settings(w)}
+    assert widgets, f"{lab_file.name}: no widget to move"
+    for i, (name, widget) in enumerate(widgets.items()):
+        changes = changed_defs(app, downstream.defs, {name: sample_settings(widget)[-1]})
+        fast, fast_defs = downstream.run(changes)
+        monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(env / f"whole-ledger-{i}"))
+        whole, whole_defs = run_with_outputs(app, changes)
+        assert _shown(app, fast, env / "base-ledger") == \
+            _shown(app, whole, env / f"whole-ledger-{i}"), f"{lab_file.name}: {name} moved"
+        assert set(fast_defs) == set(whole_defs), f"{lab_file.name}: {name} moved"
 
 
 # --- texts a student is sent to (issue 34.2) --------------------------------------------------
