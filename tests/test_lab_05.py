@@ -591,12 +591,12 @@ def _leaks(cells, reference) -> list:
     return out
 
 
-def _run_cells(defs):
-    """Run the lab with ``defs`` and return its cells' rendered text (tests/leak_support)."""
-    from leak_support import rendered_cells, run_with_outputs
+def _run_cells(runs, defs, memo):
+    """The lab's cells' rendered text (tests/leak_support) with ``defs`` set on ``runs`` (a
+    leak_support.DownstreamRuns: what ``defs`` reaches re-runs, as in the kernel)."""
+    from leak_support import rendered_cells
 
-    captured, _ = run_with_outputs(app, defs)
-    return rendered_cells(app, captured, scrub=["tester"])
+    return rendered_cells(app, runs.run(defs)[0], scrub=["tester"], memo=memo)
 
 
 def _settings(base, values: dict):
@@ -633,9 +633,14 @@ def test_no_open_instrument_shows_the_next_answer(stage):
     over its widgets (sampled values, and the graded scenarios set together) shows nothing
     within reach of prediction k's reference answer (tests/leak_support's renderings: the
     numbers the grader would accept as it, or the choice's label)."""
+    from leak_support import DownstreamRuns
+
     reference = _references()[stage]
     locked = {name: (PREDICTIONS[name] if i < stage else None) for i, name in enumerate(ORDER)}
-    _, base = app.run(defs=locked)
+    # each trial re-runs what its widgets reach (test_answer_leaks holds DownstreamRuns
+    # against whole runs)
+    runs, memo = DownstreamRuns(app, locked), {}
+    base = runs.defs
     trials = [{name: v} for name in SWEPT if name in base for v in _values(base[name])]
     trials += _scenarios()
     checked = 0
@@ -643,7 +648,7 @@ def test_no_open_instrument_shows_the_next_answer(stage):
         defs = _settings(base, values)
         if defs is None:
             continue
-        leaks = _leaks(_run_cells({**locked, **defs}), reference)
+        leaks = _leaks(_run_cells(runs, defs, memo), reference)
         assert not leaks, (f"{ORDER[stage]} is shown before its lock with {values}:\n"
                            + "\n".join(f"  - {leak}" for leak in leaks))
         checked += 1
@@ -656,7 +661,7 @@ def test_no_open_instrument_shows_the_next_answer(stage):
             defs = _settings(base, {**common, widget: value})
             if defs is None:
                 break
-            shown_at.append([_UUID.sub("<id>", c.text) for c in _run_cells({**locked, **defs})])
+            shown_at.append([_UUID.sub("<id>", c.text) for c in _run_cells(runs, defs, memo)])
         if len(shown_at) == 2:
             changed = [i for i, (a, b) in enumerate(zip(*shown_at)) if a != b]
             assert not changed, (f"{ORDER[stage]}: moving {widget} {pair[0]} -> {pair[1]} "

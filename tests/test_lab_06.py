@@ -452,13 +452,6 @@ def _widget_values(app, name) -> list:
     return sorted({steps[0], steps[len(steps) // 2], steps[-1], *steps[::4]})
 
 
-def _shown_cells(app, defs):
-    from leak_support import rendered_cells, run_with_outputs
-
-    captured, _ = run_with_outputs(app, defs)
-    return rendered_cells(app, captured, scrub=["ada"])
-
-
 #: Numbers that give an answer by one multiplication (issue 34.1): the link ridge π / B of a
 #: graded chip and link, from which K/n* = (n-1)/n x b / m x π / B.
 TELLTALES = {"lab06.tp_shard_pcie": sharding.link_ridge("h100-pcie", "bf16", "pcie5-x16"),
@@ -470,7 +463,7 @@ def test_no_prediction_is_answered_before_its_lock_by_any_open_instrument(env, a
     """Issue 34.3 for Lab 6: for each prediction k, with 1..k-1 locked and every open
     instrument swept (sampled values, and the exact graded scenarios), no rendered output shows
     k's reference answer (leak_support's renderings; a choice's label)."""
-    from leak_support import Reference, find_leaks
+    from leak_support import DownstreamRuns, Reference, find_leaks, rendered_cells
 
     refs = _references(env)
     assert set(refs) == PREDICTION_ITEMS
@@ -482,8 +475,12 @@ def test_no_prediction_is_answered_before_its_lock_by_any_open_instrument(env, a
         open_widgets = [w for j in range(k + 1) for w in OPENS.get(j, ())]
         settings = [{}] + [{w: v} for w in open_widgets for v in values[w]]
         settings += [g for g in GRADED if set(g) <= set(open_widgets)]
+        # each setting re-runs what its widgets reach, as the kernel does (test_answer_leaks
+        # holds DownstreamRuns against whole runs)
+        downstream, memo = DownstreamRuns(app, locked), {}
         for setting in settings:
-            cells = _shown_cells(app, {**locked, **_set(**setting)})
+            outputs = downstream.run(_set(**setting))[0] if setting else downstream.outputs
+            cells = rendered_cells(app, outputs, scrub=["ada"], memo=memo)
             answers = [refs[item]] + ([Reference(item, TELLTALES[item])]
                                       if item in TELLTALES else [])
             leaks += [f"P{k + 1} with {setting}: {leak}" for leak in find_leaks(cells, answers)]

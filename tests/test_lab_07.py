@@ -508,11 +508,11 @@ MARKERS = {
 DEVICES = ("h100-sxm", "a100-sxm-80gb", "l4")
 
 
-def _rendered(app, defs, env):
-    from leak_support import rendered_cells, run_with_outputs
+def _rendered(app, outputs, env, memo=None):
+    """The cells of a run's ``outputs`` (leak_support.run_with_outputs, DownstreamRuns)."""
+    from leak_support import rendered_cells
 
-    captured, _ = run_with_outputs(app, defs)
-    cells = rendered_cells(app, captured, scrub=[str(env), "ada"])
+    cells = rendered_cells(app, outputs, scrub=[str(env), "ada"], memo=memo)
     # a figure's font sizes ("size":11 in its layout JSON) are no number a student reads:
     # without this, Prediction 3's 11.0% would be "found" in every figure
     import dataclasses
@@ -558,7 +558,7 @@ def test_walking_in_prediction_order_never_shows_a_later_answer(env, app, monkey
     figures (MARKERS)."""
     import re
 
-    from leak_support import find_leaks
+    from leak_support import DownstreamRuns, find_leaks
 
     refs = _references(app, monkeypatch)
     measured = {"decode_profiles": {1: _measured(what_if_decode), 64: _measured(what_if_decode)},
@@ -567,8 +567,11 @@ def test_walking_in_prediction_order_never_shows_a_later_answer(env, app, monkey
     problems_found = []
     for k in range(1, 6):
         locked = {name: PREDICTIONS[name] for name in ORDER[:k - 1]}
+        # each setting re-runs what its widgets reach, as the kernel does (test_answer_leaks
+        # holds DownstreamRuns against whole runs)
+        downstream, memo = DownstreamRuns(app, {**locked, **measured}), {}
         for setting in _sweeps(k):
-            cells = _rendered(app, {**locked, **measured, **setting}, env)
+            cells = _rendered(app, downstream.run(setting)[0], env, memo)
             for leak in find_leaks(cells, [refs[k - 1]]):
                 problems_found.append(f"P{k} {setting}: {leak}")
             for cell in cells:
