@@ -22,7 +22,7 @@ from typing import Any
 
 import marimo as mo
 
-from leak_support import flatten
+from leak_support import DownstreamRuns, flatten
 from notebook_support import load_app
 
 _DROPDOWN = type(mo.ui.dropdown(["a"]))
@@ -80,13 +80,26 @@ def _callouts(fragment: str, found: list[tuple[str, str]]) -> None:
     parser.close()
 
 
-def failures(outputs) -> list[str]:
-    """The text of each failure callout (danger or warn) among a run's cell outputs."""
-    found: list[tuple[str, str]] = []
+def failures(outputs, memo: dict | None = None) -> list[str]:
+    """The text of each failure callout (danger or warn) among a run's cell outputs.
+    ``memo``: a dict kept between calls whose outputs are often the very same objects; an
+    output already read is not parsed again."""
+    texts = []
     for out in outputs:
-        raw = getattr(out, "text", "") or ""
-        if "marimo-callout-output" in raw:
-            _callouts(raw, found)
+        known = memo.get(id(out)) if memo is not None else None
+        if known is None or known[0] is not out:
+            known = (out, _output_failures(out))
+            if memo is not None:  # holds the output, so its id stays its own
+                memo[id(out)] = known
+        texts += known[1]
+    return texts
+
+
+def _output_failures(out) -> list[str]:
+    found: list[tuple[str, str]] = []
+    raw = getattr(out, "text", "") or ""
+    if "marimo-callout-output" in raw:
+        _callouts(raw, found)
     texts = []
     for kind, inner in found:
         if kind not in ("danger", "warn") or not isinstance(inner, str):
@@ -100,7 +113,10 @@ def failures(outputs) -> list[str]:
 def failure_messages(lab_file: Path) -> dict[str, str]:
     """{message: the widget setting that showed it} for one lab (reveal mode)."""
     app = load_app(lab_file, f"_{lab_file.stem}_sweep")
-    _, base = app.run()
+    # each setting re-runs what it reaches, as the kernel does (leak_support.DownstreamRuns,
+    # held against whole runs in test_answer_leaks)
+    runs, memo = DownstreamRuns(app), {}
+    base = runs.defs
     cells = {data.cell_id: data for data in app._cell_manager.cell_data()}
     owner = {name: cid for cid, data in cells.items() for name in data.cell.defs}
     trials: list[tuple[str, dict]] = []
@@ -122,8 +138,8 @@ def failure_messages(lab_file: Path) -> dict[str, str]:
             changed = copy.deepcopy(base[name])
             changed._update(value)
             defs[name] = changed
-        outputs, _ = app.run(defs=defs)
-        for message in failures(outputs):
+        outputs, _ = runs.run(defs)
+        for message in failures([outputs[cid] for cid in cells if cid in outputs], memo):
             seen.setdefault(message, how)
     return seen
 
