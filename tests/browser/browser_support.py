@@ -206,24 +206,27 @@ class LabServers:
 SCHEMES = ("light", "dark")
 
 
-def use_scheme(page, scheme: str) -> None:
-    """Switch the page to ``scheme`` ("light" or "dark") and wait until marimo has applied it.
+def use_scheme(page, scheme: str, *, marimo: bool = True) -> None:
+    """Switch the page to ``scheme`` ("light" or "dark") and wait until marimo has applied it
+    (``marimo=False``: a plain page, styled by its own CSS media queries).
     A server whose theme is "system" (:func:`theme_config`) follows the browser's colour
     scheme live, so one page, one flow, can be looked at in both themes without reloading:
     the kernel's outputs do not depend on the theme, only their colours do."""
     page.emulate_media(color_scheme=scheme)
-    page.wait_for_function("s => document.body.classList.contains(s)", arg=scheme)
+    if marimo:
+        page.wait_for_function("s => document.body.classList.contains(s)", arg=scheme)
     # two frames: the restyle is painted before a screenshot
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def shoot_schemes(page, path_for, target=None, **screenshot_args) -> None:
+def shoot_schemes(page, path_for, target=None, *, marimo: bool = True,
+                  **screenshot_args) -> None:
     """Screenshot ``target`` (a locator; the page when None) in the light and the dark scheme,
-    to ``path_for(scheme)``; the page is left in light."""
+    to ``path_for(scheme)``; the page is left in light. ``marimo``: see :func:`use_scheme`."""
     for scheme in SCHEMES:
-        use_scheme(page, scheme)
+        use_scheme(page, scheme, marimo=marimo)
         (target or page).screenshot(path=str(path_for(scheme)), **screenshot_args)
-    use_scheme(page, "light")
+    use_scheme(page, "light", marimo=marimo)
 
 
 class KernelRuns:

@@ -1,11 +1,12 @@
-"""What a student sees after ``roofline-labs`` (issue 18.2), in Debian chromium, light and dark.
+"""What a student sees after ``roofline-labs`` (issue 18.2), in Debian chromium.
 
 The launcher runs as a student whose own marimo config is hostile to the labs (cells not run on
 open, lazy re-runs, a tiny output limit): its workspace settings must win. The first page lists
 only the labs and says where the ledger lives; a lab opens in app view (no code, no "Ancestor
 stopped" notices); locking a prediction opens its instrument and draws a figure; the code view
-(Ctrl + .) shows code and still no "Ancestor stopped" notice.
-Screenshots: artifacts/browser/launcher-{index,lab,unlocked,code}-<theme>.png.
+(Ctrl + .) shows code and still no "Ancestor stopped" notice. The student's theme is "system",
+which follows the browser's colour scheme live: each step is shot in light and dark,
+artifacts/browser/launcher-{index,lab,unlocked,code}-<theme>.png.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_support import FIGURE, SLOW_MS, isolated_env
+from browser_support import FIGURE, SLOW_MS, isolated_env, shoot_schemes
 from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, settle,
                                wait_until)
 
@@ -31,7 +32,7 @@ on_cell_change = "lazy"
 output_max_bytes = 3000
 
 [display]
-theme = "{theme}"
+theme = "system"
 """
 
 _VISIBLE_NOTICES = """() => [...document.querySelectorAll('*')].filter(e =>
@@ -40,14 +41,13 @@ _VISIBLE_NOTICES = """() => [...document.querySelectorAll('*')].filter(e =>
 _VISIBLE_CODE = "() => [...document.querySelectorAll('.cm-editor')].filter(e => e.offsetParent !== null).length"
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_student_first_view_is_the_lab(browser, artifacts, tmp_path, theme):
+def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
     env = isolated_env(tmp_path)
     config = Path(env["XDG_CONFIG_HOME"]) / "marimo" / "marimo.toml"
     config.parent.mkdir(parents=True)
-    config.write_text(HOSTILE.format(theme=theme), encoding="utf-8")
+    config.write_text(HOSTILE, encoding="utf-8")
     proc, links, index = start_launcher(tmp_path / "ws", env)
-    context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme=theme)
+    context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
     page = context.new_page()
     page.set_default_timeout(SLOW_MS)
     try:
@@ -59,7 +59,8 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path, theme):
         body = page.inner_text("body")
         assert "gallery" not in body.lower() and "dashboard" not in body.lower()
         assert "roofline-ledger-browser-test.jsonl" in body
-        page.screenshot(path=str(artifacts / f"launcher-index-{theme}.png"), full_page=True)
+        shoot_schemes(page, lambda theme: artifacts / f"launcher-index-{theme}.png",
+                      marimo=False, full_page=True)
 
         labs.first.click()
         page.get_by_role("button", name=LOCK).first.wait_for(state="visible")  # ran on open
@@ -68,7 +69,7 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path, theme):
         assert gates >= 1 and forms >= 1
         assert page.evaluate(_VISIBLE_CODE) == 0, "the app view shows code"
         assert page.evaluate(_VISIBLE_NOTICES) == 0, "marimo's Ancestor-stopped notices show"
-        page.screenshot(path=str(artifacts / f"launcher-lab-{theme}.png"))
+        shoot_schemes(page, lambda theme: artifacts / f"launcher-lab-{theme}.png")
 
         before = len(figures(page))
         fill_first_prediction(page)
@@ -77,13 +78,13 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path, theme):
         assert "too large" not in page.inner_text("body").lower()
         page.locator(FIGURE).first.scroll_into_view_if_needed()
         page.locator(f"{FIGURE} .main-svg").first.wait_for(state="visible")
-        page.screenshot(path=str(artifacts / f"launcher-unlocked-{theme}.png"))
+        shoot_schemes(page, lambda theme: artifacts / f"launcher-unlocked-{theme}.png")
 
         page.keyboard.press("Control+Period")  # the code, for the curious
         page.locator(".cm-editor").first.wait_for(state="visible")
         page.wait_for_timeout(1000)
         assert page.evaluate(_VISIBLE_NOTICES) == 0, "Ancestor-stopped notices in the code view"
-        page.screenshot(path=str(artifacts / f"launcher-code-{theme}.png"))
+        shoot_schemes(page, lambda theme: artifacts / f"launcher-code-{theme}.png")
     finally:
         context.close()
         stop(proc)
