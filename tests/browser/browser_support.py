@@ -231,16 +231,40 @@ def shoot_schemes(page, path_for, target=None, *, marimo: bool = True,
 
 class KernelRuns:
     """Counts the runs the page's kernel has finished: marimo sends ``completed-run`` on the
-    websocket when every cell a change set off has run. Attach before ``page.goto``."""
+    websocket when every cell a change set off has run; :attr:`busy` while cells are queued or
+    running. Attach before ``page.goto`` (:meth:`watch` also keeps it on the page, for
+    ``settle``)."""
 
     def __init__(self, page):
         self.page = page
         self.completed = 0
+        self.busy = False
+        self.last_frame = time.monotonic()
         page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
 
+    @classmethod
+    def watch(cls, page) -> "KernelRuns":
+        page.roofline_kernel_runs = cls(page)
+        return page.roofline_kernel_runs
+
+    @staticmethod
+    def of(page) -> "KernelRuns | None":
+        return getattr(page, "roofline_kernel_runs", None)
+
     def _frame(self, payload) -> None:
-        if isinstance(payload, str) and '"completed-run"' in payload:
+        if not isinstance(payload, str):
+            return
+        self.last_frame = time.monotonic()
+        if '"completed-run"' in payload:
             self.completed += 1
+            self.busy = False
+        elif '"status": "queued"' in payload or '"status": "running"' in payload:
+            self.busy = True
+
+    def quiet_for(self, seconds: float) -> bool:
+        """A run has finished, none is under way and no message came for ``seconds``."""
+        return (self.completed > 0 and not self.busy
+                and time.monotonic() - self.last_frame >= seconds)
 
     def wait_after(self, since: int, *, timeout_ms: int = 5000, quiet_ms: int = 400) -> bool:
         """After an action taken when :attr:`completed` was ``since``: wait until a run has

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, LabServers,
-                             skip_reason)
+from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, KernelRuns,
+                             LabServers, skip_reason)
 
 
 # Module scope, not session: a sync Playwright left open would make every later
@@ -41,6 +41,7 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 1600})
     pg = context.new_page()
     pg.set_default_timeout(SLOW_MS)
+    KernelRuns.watch(pg)  # settle() ends once the kernel is done
     yield pg
     context.close()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_support import FIGURE, REPO, SCHEMES, shoot_schemes, use_scheme
+from browser_support import FIGURE, REPO, SCHEMES, KernelRuns, shoot_schemes, use_scheme
 from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
                                show_drawn_figure, wait_until)
 
@@ -27,6 +27,7 @@ def _page(browser, scheme: str = "light"):
     ctx = browser.new_context(viewport={"width": 1280, "height": 1500}, color_scheme=scheme)
     page = ctx.new_page()
     page.set_default_timeout(90_000)
+    KernelRuns.watch(page)  # settle() ends once the kernel is done
     return ctx, page
 
 

@@ -43,7 +43,11 @@ def show_drawn_figure(page, index: int = 0):
 
 
 def settle(page, probe, *, quiet_ms: int = 1500, timeout_ms: int = SLOW_MS):
-    """Wait until ``probe(page)`` stops changing for ``quiet_ms`` (marimo streams outputs)."""
+    """Wait until ``probe(page)`` stops changing for ``quiet_ms`` (marimo streams outputs).
+    A page watched by :class:`KernelRuns` is settled sooner: once its kernel has finished
+    every run (none queued or running, no message for half a second) and ``probe`` has not
+    changed for half a second."""
+    runs = KernelRuns.of(page)
     deadline = time.monotonic() + timeout_ms / 1000
     last, since = probe(page), time.monotonic()
     while time.monotonic() < deadline:
@@ -51,7 +55,10 @@ def settle(page, probe, *, quiet_ms: int = 1500, timeout_ms: int = SLOW_MS):
         now = probe(page)
         if now != last:
             last, since = now, time.monotonic()
-        elif (time.monotonic() - since) * 1000 >= quiet_ms:
+            continue
+        still = time.monotonic() - since
+        if still * 1000 >= quiet_ms or (runs is not None and still >= 0.5
+                                         and runs.quiet_for(0.5)):
             return now
     return last
 
@@ -162,7 +169,7 @@ def shoot(page, artifacts, name: str):
 @pytest.mark.skipif(not LABS, reason="no labs/lab_*.py yet")
 @pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
 def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
-    runs = KernelRuns(page)
+    runs = KernelRuns.watch(page)
     with lab_servers.run(lab) as server:
         url = server.url
         gates0, figs0 = open_lab(page, url)
