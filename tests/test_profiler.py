@@ -333,17 +333,30 @@ def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
       60 ms of sleeps: 1-2 ms when quiet, ~36 ms at load 15 on this 2-core machine), + 1 ms;
     * the sum over the pass: the operators' medians against the pass's median, each with the
       same wake-ups, 0.9-1.05 (0.975-0.9995 measured here at load 6). A profiler that drops or
-      double-counts the 10 ms operator reads 0.83 or 1.17 quiet, 0.77 or 1.23 at load 15."""
-    prof = measure.profile_model(Naps(), torch.randn(64), roofline=cpu_roof, threads=1,
-                                 budget_s=1.2)
-    naps = [r for r in prof.rows if r["name"] == "roofline_labs_test.nap"]
-    assert len(naps) == len(NAPS_MS), [r["name"] for r in prof.rows]
-    added = prof.forward_s - sum(NAPS_MS) / 1e3
-    assert added >= 0, prof.forward_s
-    for r, ms in zip(naps, NAPS_MS):
-        assert ms / 1e3 <= r["measured_s"] <= ms / 1e3 + added + 1e-3, (ms, r["measured_s"], added)
-    assert 0.9 <= prof.op_sum_s / prof.forward_s <= 1.05, (prof.op_sum_s, prof.forward_s)
-    assert prof.reps >= profiler.MIN_PASSES and prof.timer == "time.perf_counter"
+      double-counts the 10 ms operator reads 0.83 or 1.17 quiet, 0.77 or 1.23 at load 15.
+    The pass and the operators are timed at different moments; when the load jumps between
+    them (the whole suite with chromium on two cores read 64 ms of operators against a 101 ms
+    pass), the profile is taken again, at most three times: a profiler that drops or
+    double-counts an operator misses the sum on every try."""
+    misses = []
+    for _ in range(3):
+        prof = measure.profile_model(Naps(), torch.randn(64), roofline=cpu_roof, threads=1,
+                                     budget_s=1.2)
+        naps = [r for r in prof.rows if r["name"] == "roofline_labs_test.nap"]
+        assert len(naps) == len(NAPS_MS), [r["name"] for r in prof.rows]
+        assert prof.reps >= profiler.MIN_PASSES and prof.timer == "time.perf_counter"
+        added = prof.forward_s - sum(NAPS_MS) / 1e3
+        assert added >= 0, prof.forward_s
+        for r, ms in zip(naps, NAPS_MS):
+            assert ms / 1e3 <= r["measured_s"], (ms, r["measured_s"])  # a sleep never ends early
+        late = [(ms, r["measured_s"], added) for r, ms in zip(naps, NAPS_MS)
+                if r["measured_s"] > ms / 1e3 + added + 1e-3]
+        ratio = prof.op_sum_s / prof.forward_s
+        if not late and 0.9 <= ratio <= 1.05:
+            return
+        misses.append({"late operators": late, "operators / pass": (prof.op_sum_s,
+                                                                     prof.forward_s)})
+    raise AssertionError(f"three profiles missed: {misses}")
 
 
 @pytest.mark.torch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -229,6 +230,11 @@ def shoot_schemes(page, path_for, target=None, *, marimo: bool = True,
     use_scheme(page, "light", marimo=marimo)
 
 
+#: A cell-op message that puts a cell in the queue or running (marimo writes the message's
+#: data without spaces: ``"status":"queued"``).
+_RUNNING = re.compile(r'"status":\s*"(?:queued|running)"')
+
+
 class KernelRuns:
     """Counts the runs the page's kernel has finished: marimo sends ``completed-run`` on the
     websocket when every cell a change set off has run; :attr:`busy` while cells are queued or
@@ -258,7 +264,7 @@ class KernelRuns:
         if '"completed-run"' in payload:
             self.completed += 1
             self.busy = False
-        elif '"status": "queued"' in payload or '"status": "running"' in payload:
+        elif _RUNNING.search(payload):
             self.busy = True
 
     def quiet_for(self, seconds: float) -> bool:
