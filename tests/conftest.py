@@ -58,15 +58,6 @@ def pytest_addoption(parser, pluginmanager):
                     help="ignored: pytest-xdist is not installed")
 
 
-def pytest_xdist_auto_num_workers(config):
-    """``--numprocesses=auto``: one worker more than the CPU cores this process may use. The
-    browser tests spend part of their time waiting on chromium and marimo (a page to load, a
-    kernel to answer), and a third worker on two cores turns that wait into work: measured on
-    a 2-core machine, 2 workers left 12% of the CPU idle, 3 left 2%, and ran 40 s faster."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) + 1
-
-
 @pytest.fixture(scope="session", autouse=True)
 def isolated_user(tmp_path_factory):
     """The whole session (and every subprocess it starts) as a fresh user; see the module
