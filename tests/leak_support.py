@@ -280,12 +280,6 @@ class DownstreamRuns:
         self.outputs, namespace = run_with_outputs(app, self.fixed or None)
         self.defs = dict(namespace)
         self._cells = {d.cell_id: d.cell for d in app._cell_manager.cell_data()}
-        self._order = list(app._graph.cells)  # a topological order is all we need below
-        try:
-            from marimo._ast.app import InternalApp
-            self._order = list(InternalApp(app).execution_order)
-        except (ImportError, AttributeError):
-            pass
 
     def _ran(self, cid) -> bool:
         """The cell ran in the base run and defined all its names (not stopped)."""
@@ -312,7 +306,7 @@ class DownstreamRuns:
             return parent in given or self._ran(parent)
 
         to_run: list = []
-        for cid in self._order:
+        for cid in InternalApp(self.app).execution_order:  # parents before children
             if cid in reached and all(ready(p) for p in graph.parents[cid]):
                 to_run.append(cid)
         stale = {n for cid in reached for n in self._cells[cid].defs}

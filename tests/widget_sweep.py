@@ -131,14 +131,7 @@ def failure_messages(lab_file: Path) -> dict[str, str]:
                                {n: _slider_ends(base[n])[end] for n in sliders}))
     seen: dict[str, str] = {}
     for how, values in trials:
-        defs = {}
-        for name, value in values.items():
-            defs.update({other: base[other] for other in cells[owner[name]].cell.defs
-                         if other not in defs})
-            changed = copy.deepcopy(base[name])
-            changed._update(value)
-            defs[name] = changed
-        outputs, _ = runs.run(defs)
+        outputs, _ = runs.run(changed_defs(app, base, values))
         for message in failures([outputs[cid] for cid in cells if cid in outputs], memo):
             seen.setdefault(message, how)
     return seen
