@@ -30,4 +30,7 @@ while n == 0 or i < n:
     event = ledger.append("result", lab_id="lab01", item_id="lab01.stress",
                           payload={"i": i, "writer": session, "filler": filler},
                           session=session)
-    print(event["seq"], event["payload"]["i"], flush=True)
+    # one write per line: under PYTHONUNBUFFERED, print() issues a syscall per piece, and a
+    # kill between them would leave half a line on the pipe
+    sys.stdout.write(f"{event['seq']} {event['payload']['i']}\n")
+    sys.stdout.flush()
