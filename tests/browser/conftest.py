@@ -5,7 +5,9 @@ Every test here is marked ``browser`` and skips cleanly when chromium or playwri
 Servers (``marimo run``, ``python -m http.server``) listen on 127.0.0.1 at a free port and get
 their own ledger folder, so tests never touch a real ledger and can run beside other users.
 ``lab_servers`` shares one ``marimo run`` server per notebook (and arguments, and theme) among
-the tests of a test process (an xdist worker), each test starting as a fresh student.
+the tests of a test process (an xdist worker), each test starting as a fresh student, and
+``browser`` keeps one chromium profile per test process, so the cache of marimo's frontend
+outlives a test while cookies and stored data do not.
 """
 
 from __future__ import annotations
@@ -13,32 +15,58 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, KernelRuns,
-                             LabServers, skip_reason)
+from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, CachedBrowser,
+                             KernelRuns, LabServers, skip_reason)
 
 
 # Module scope, not session: a sync Playwright left open would make every later
 # ``sync_playwright()`` in the run (other test files drive chromium too) fail with
 # "using Playwright Sync API inside the asyncio loop".
 @pytest.fixture(scope="module")
-def browser():
+def playwright_driver():
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        try:
-            b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except Exception as exc:  # a chromium that cannot start here is an environment issue
-            pytest.skip(f"chromium did not start: {exc}")
-        yield b
-        b.close()
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def chromium_profile(tmp_path_factory) -> Path:
+    """The profile folder of this test process's chromium (each xdist worker has its own):
+    the modules of a process open it one after another and find the cache of the last."""
+    return tmp_path_factory.mktemp("chromium-profile")
+
+
+@pytest.fixture(scope="module")
+def browser(playwright_driver, chromium_profile):
+    """Chromium whose cache outlives a test, as a student's does (browser_support.CachedBrowser);
+    each context it opens starts with no cookies and no stored data."""
+    try:
+        b = CachedBrowser(playwright_driver, chromium_profile)
+    except Exception as exc:  # a chromium that cannot start here is an environment issue
+        pytest.skip(f"chromium did not start: {exc}")
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def plain_browser(playwright_driver):
+    """Chromium as Playwright launches it: every context starts with an empty cache (the
+    browser benchmark times a first open)."""
+    try:
+        b = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    except Exception as exc:
+        pytest.skip(f"chromium did not start: {exc}")
+    yield b
+    b.close()
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 1600})
+    context = browser.new_context()
     pg = context.new_page()
     pg.set_default_timeout(SLOW_MS)
     KernelRuns.watch(pg)  # settle() ends once the kernel is done
