@@ -43,6 +43,28 @@ def _memoize_marimo_markdown() -> None:
 _memoize_marimo_markdown()
 
 
+def _memoize_plotly_js_hash() -> None:
+    """A figure shown by a notebook run in this process reads plotly.js and hashes it once.
+
+    Outside marimo's kernel (``app.run``) a figure is shown through its ``_repr_html_``, and
+    plotly's ``to_html`` then reads its 3.5 MB plotly.js bundle and computes the bundle's
+    SHA-256 (the script tag's integrity hash) for every figure: about a third of a leak walk.
+    The bundle is a file of the installed plotly, so the text and its hash are the same for
+    the whole run. Another plotly layout is left as it is."""
+    try:
+        from plotly.io import _html
+    except ImportError:
+        return
+    read, digest = (getattr(_html, name, None) for name in ("get_plotlyjs", "_generate_sri_hash"))
+    if read is None or digest is None or hasattr(read, "cache_info"):
+        return
+    _html.get_plotlyjs = functools.cache(read)  # one string object: its hash is kept
+    _html._generate_sri_hash = functools.lru_cache(maxsize=4)(digest)
+
+
+_memoize_plotly_js_hash()
+
+
 def pytest_addoption(parser, pluginmanager):
     """Without pytest-xdist (installed by the ``test`` extra; ``-p no:xdist`` turns it off) the
     ``--numprocesses``, ``--maxprocesses`` and ``--dist`` of pyproject's addopts are accepted
