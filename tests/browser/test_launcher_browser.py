@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_support import FIGURE, SLOW_MS, isolated_env, shoot_schemes
+from browser_support import FIGURE, SLOW_MS, KernelRuns, isolated_env, shoot_schemes
 from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, settle,
                                wait_until)
 
@@ -50,6 +50,7 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
     context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
     page = context.new_page()
     page.set_default_timeout(SLOW_MS)
+    KernelRuns.watch(page)  # settle() ends once the lab's kernel has run every cell
     try:
         page.goto(index.as_uri())
         labs = page.locator("li.lab a")
