@@ -1,7 +1,8 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="Roofline Labs · instructor dashboard")
+app = marimo.App(width="medium", app_title="Roofline Labs · instructor dashboard",
+                 css_file="labs.css")
 
 
 @app.cell

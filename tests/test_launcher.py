@@ -54,7 +54,9 @@ def test_workspace_holds_released_copies_and_marimo_settings(tmp_path):
     for copy, src in zip(ws.labs, sources):
         assert ledger.lab_version(copy) == ledger.lab_version(src)  # the ledger names a release
     listed = sorted(p.name for p in ws.path.iterdir() if not p.name.startswith("."))
-    assert listed == sorted([p.name for p in sources] + ["pyproject.toml"])
+    assert listed == sorted([p.name for p in sources] + ["labs.css", "pyproject.toml"])
+    # the style sheet the labs name (css_file) sits beside them, as in the package
+    assert (ws.path / "labs.css").read_bytes() == (sources[0].parent / "labs.css").read_bytes()
     settings = tomllib.loads((ws.path / "pyproject.toml").read_text())["tool"]["marimo"]
     assert settings["runtime"]["auto_instantiate"] is True
     assert settings["runtime"]["on_cell_change"] == "autorun"

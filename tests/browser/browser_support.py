@@ -394,3 +394,46 @@ class CachedContext:
             if not page.is_closed():
                 page.close()
         self.pages.clear()
+
+
+#: WCAG 2 contrast ratio of an element's text against the first opaque background behind it
+#: (through shadow roots): 4.5 is the floor for body text.
+_CONTRAST_JS = """e => {
+  const parse = s => {
+    let m = s.match(/^rgba?\\(([^)]+)\\)/);
+    if (m) { const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+             return [p[0] / 255, p[1] / 255, p[2] / 255, p.length > 3 ? p[3] : 1]; }
+    m = s.match(/^color\\(srgb ([^)]+)\\)/);
+    if (m) { const p = m[1].split(/[\\s\\/]+/).filter(Boolean).map(Number);
+             return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; }
+    return null;
+  };
+  const fg = parse(getComputedStyle(e).color);
+  let node = e, bg = null;
+  while (node && !bg) {
+    const c = parse(getComputedStyle(node).backgroundColor);
+    if (c && c[3] > 0.99) bg = c;
+    node = node.parentElement || node.getRootNode().host || null;
+  }
+  bg = bg || parse(getComputedStyle(document.body).backgroundColor) || [1, 1, 1, 1];
+  const lum = c => { const f = v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+                     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+  return (hi + 0.05) / (lo + 0.05);
+}"""
+
+
+def text_contrast(locator) -> float:
+    """The contrast ratio (1 to 21) of ``locator``'s text with the background it sits on."""
+    return locator.evaluate(_CONTRAST_JS)
+
+
+def contrast_in_schemes(page, locator, *, marimo: bool = True) -> dict[str, float]:
+    """:func:`text_contrast` of ``locator`` in the light and the dark scheme (the page is left
+    in light)."""
+    ratios = {}
+    for scheme in SCHEMES:
+        use_scheme(page, scheme, marimo=marimo)
+        ratios[scheme] = round(text_contrast(locator), 2)
+    use_scheme(page, "light", marimo=marimo)
+    return ratios

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 import pytest
-from browser_support import REPO, shoot_schemes
+from browser_support import REPO, contrast_in_schemes, shoot_schemes
 from test_labs_browser import LOCK, fill_first_prediction, figures, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -72,6 +72,13 @@ def test_batch_takes_whole_numbers_and_the_instrument_keeps_the_last_good(page, 
         shoot_schemes(page, lambda theme: artifacts / f"inputs-lab02-{theme}.png")
 
 
+def _assert_readable(page, text: str) -> None:
+    """The form's message that guards a lock reads at 4.5:1 or more in both schemes (marimo's
+    own colour for it is about 1.9:1 in the dark theme: labs/labs.css)."""
+    ratios = contrast_in_schemes(page, page.get_by_text(text).first)
+    assert min(ratios.values()) >= 4.5, f"{text!r} is hard to read: contrast {ratios}"
+
+
 def _first_form(page):
     form = page.locator("form").filter(has=page.get_by_role("button", name=LOCK)).first
     form.wait_for(state="visible")
@@ -93,6 +100,7 @@ def test_a_decimal_comma_is_shown_as_stored_before_it_locks(page, artifacts, lab
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "You are locking 5.5 ×"), "the preview")
         assert not _shows(page, "Locked prediction:")
+        _assert_readable(page, "You are locking 5.5 ×")
         shoot_schemes(page, lambda theme: artifacts / f"inputs-lab04-lock-{theme}.png")
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "Locked prediction:"), "the lock")
@@ -107,6 +115,7 @@ def test_an_untouched_slider_needs_a_deliberate_second_press(page, artifacts, la
         wait_until(page, lambda: _shows(page, "The slider is still where it started"),
                    "the question")
         assert not _shows(page, "Locked prediction:")
+        _assert_readable(page, "The slider is still where it started")
         shoot_schemes(page, lambda theme: artifacts / f"inputs-lab03-slider-{theme}.png")
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "Locked prediction:"), "the lock")

@@ -5,7 +5,8 @@ instructor dashboard next to the labs, and an "Ancestor stopped" error under eve
 that waits for a prediction. The launcher instead
 
 1. keeps a **student workspace** (default ``~/roofline-labs``, or ``--workspace`` /
-   ``$ROOFLINE_WORKSPACE``) holding only the labs (``labs/lab_*.py`` of the installed package),
+   ``$ROOFLINE_WORKSPACE``) holding only the labs (``labs/lab_*.py`` of the installed package,
+   and ``labs.css``, the style sheet they name),
    copied byte for byte, so the ledger's ``lab_version`` is the released one. A copy the
    course has since updated is replaced; a copy the student edited is first moved to
    ``edited/`` (nothing is lost) and the released version is put back;
@@ -51,7 +52,8 @@ from pathlib import Path
 from typing import Sequence
 
 from labs.core.course import ledger
-from labs.core.course.export.index import DEFAULT_LABS_DIR, discover_labs, read_lab_meta
+from labs.core.course.export.index import (DEFAULT_LABS_DIR, LAB_STYLE_SHEET, discover_labs,
+                                          read_lab_meta)
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
 #: The port a workspace's server takes the first time (marimo's own default is 2718, which a
@@ -170,6 +172,12 @@ def prepare_workspace(workspace: str | os.PathLike, sources: Sequence[Path] | No
         shutil.copyfile(src, target)
         installed[src.name] = list(dict.fromkeys(history + [released]))
         ws.labs.append(target)
+    # the style sheet the labs name (css_file), beside them as in the package: the course's
+    # file, replaced like a lab the student never touched
+    sheet = next((src.parent / LAB_STYLE_SHEET for src in sources
+                  if (src.parent / LAB_STYLE_SHEET).is_file()), None)
+    if sheet is not None:
+        shutil.copyfile(sheet, ws.path / LAB_STYLE_SHEET)
     (ws.path / "pyproject.toml").write_text(WORKSPACE_PYPROJECT, encoding="utf-8")
     (state / "student.css").write_text(STUDENT_CSS, encoding="utf-8")
     (state / "manifest.json").write_text(json.dumps({"installed": installed}, indent=1),

@@ -20,6 +20,9 @@ import labs
 REPO_ROOT = Path(labs.__file__).resolve().parent.parent  # the folder holding labs/
 DEFAULT_LABS_DIR = REPO_ROOT / "labs"
 LAB_GLOB = "lab_*.py"
+#: The style sheet next to the labs that each lab names (``marimo.App(css_file=...)``): a copy
+#: of a lab that goes elsewhere (a student workspace, a WebAssembly stage) takes it along.
+LAB_STYLE_SHEET = "labs.css"
 
 
 @dataclass
