@@ -373,3 +373,15 @@ def test_a_lab_staged_for_webassembly_keeps_its_style_sheet_beside_it(tmp_path):
     assert staged.parent == tmp_path
     assert (tmp_path / LAB_STYLE_SHEET).read_bytes() == (
         DEFAULT_LABS_DIR / LAB_STYLE_SHEET).read_bytes()
+
+
+def test_a_lab_whose_style_sheet_is_missing_is_warned_about(tmp_path):
+    # marimo would only log it and draw the page without the sheet: the export says so
+    from labs.core.course.export.index import DEFAULT_LABS_DIR, LAB_STYLE_SHEET
+
+    lab = tmp_path / "lab_01_copy.py"
+    lab.write_bytes(sorted(DEFAULT_LABS_DIR.glob("lab_*.py"))[0].read_bytes())
+    (warning,) = [w for w in export.read_lab_meta(lab).warnings if LAB_STYLE_SHEET in w]
+    assert "not beside it" in warning
+    (tmp_path / LAB_STYLE_SHEET).write_text("/* the sheet */\n")
+    assert not [w for w in export.read_lab_meta(lab).warnings if LAB_STYLE_SHEET in w]

@@ -91,6 +91,18 @@ def test_a_lab_the_student_edited_is_kept_aside_and_the_release_restored(tmp_pat
     assert str(moved) in " ".join(ws.messages())
 
 
+def test_a_set_aside_lab_keeps_the_style_sheet_it_names(tmp_path):
+    src = _fake_labs(tmp_path / "src", {"lab_01_a.py": "A"})
+    (tmp_path / "src" / "labs.css").write_text(".text-error.text-error { color: red; }\n")
+    launcher.prepare_workspace(tmp_path / "ws", src)
+    mine = tmp_path / "ws" / "lab_01_a.py"
+    mine.write_text(mine.read_text() + "print('my experiment')\n")
+    ws = launcher.prepare_workspace(tmp_path / "ws", src)
+    ((_, moved),) = ws.set_aside
+    for folder in (ws.path, moved.parent):  # css_file resolves beside each copy
+        assert (folder / "labs.css").read_text() == (tmp_path / "src" / "labs.css").read_text()
+
+
 def test_an_unwritable_workspace_is_a_message_not_a_traceback(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -365,6 +365,8 @@ class CachedBrowser:
         self._origins.clear()
 
     def close(self) -> None:
+        # the profile outlives this browser (the next module opens it): leave no stored data
+        self._forget_origins()
         self._context.close()
 
 
@@ -396,26 +398,41 @@ class CachedContext:
         self.pages.clear()
 
 
-#: WCAG 2 contrast ratio of an element's text against the first opaque background behind it
-#: (through shadow roots): 4.5 is the floor for body text.
+#: WCAG 2 contrast ratio of an element's text against what is painted behind it: every
+#: background up to the first opaque one (through shadow roots; the page's, else white) blended
+#: in order, and the text's colour at its own and its ancestors' opacity over that. Colours go
+#: through a canvas, so any CSS colour (rgb, color(srgb/display-p3 ...), oklch, a name) is read
+#: as the screen shows it; one the canvas cannot read is an error, never a guess.
 _CONTRAST_JS = """e => {
-  const parse = s => {
-    let m = s.match(/^rgba?\\(([^)]+)\\)/);
-    if (m) { const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
-             return [p[0] / 255, p[1] / 255, p[2] / 255, p.length > 3 ? p[3] : 1]; }
-    m = s.match(/^color\\(srgb ([^)]+)\\)/);
-    if (m) { const p = m[1].split(/[\\s\\/]+/).filter(Boolean).map(Number);
-             return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; }
-    return null;
+  const g = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
+  g.canvas.width = g.canvas.height = 1;
+  const rgba = css => {
+    g.fillStyle = '#010203'; g.fillStyle = css;
+    if (g.fillStyle === '#010203' && !/^#010203$/i.test(css)) throw new Error('colour ' + css);
+    g.clearRect(0, 0, 1, 1); g.fillRect(0, 0, 1, 1);
+    const d = g.getImageData(0, 0, 1, 1).data;
+    return [d[0] / 255, d[1] / 255, d[2] / 255, d[3] / 255];
   };
-  const fg = parse(getComputedStyle(e).color);
-  let node = e, bg = null;
-  while (node && !bg) {
-    const c = parse(getComputedStyle(node).backgroundColor);
-    if (c && c[3] > 0.99) bg = c;
-    node = node.parentElement || node.getRootNode().host || null;
+  const over = (top, under, alpha) => under.map((u, i) => i < 3 ? top[i] * alpha + u * (1 - alpha) : 1);
+  const up = n => n.parentElement || (n.getRootNode() instanceof ShadowRoot ? n.getRootNode().host : null);
+  const layers = [];
+  let opacity = 1;
+  for (let n = e; n; n = up(n)) {
+    const cs = getComputedStyle(n);
+    opacity *= Number(cs.opacity);
+    const c = rgba(cs.backgroundColor);
+    if (c[3] > 0) layers.push(c);
+    if (c[3] >= 0.999) break;
   }
-  bg = bg || parse(getComputedStyle(document.body).backgroundColor) || [1, 1, 1, 1];
+  let bg = [1, 1, 1, 1];
+  if (!layers.length || layers[layers.length - 1][3] < 0.999) {
+    const page = rgba(getComputedStyle(document.documentElement).backgroundColor);
+    const body = rgba(getComputedStyle(document.body).backgroundColor);
+    bg = over(body, over(page, bg, page[3]), body[3]);
+  }
+  for (const c of layers.reverse()) bg = over(c, bg, c[3]);
+  const text = rgba(getComputedStyle(e).color);
+  const fg = over(text, bg, text[3] * opacity);
   const lum = c => { const f = v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
                      return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
   const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);

@@ -4,7 +4,7 @@ Never ``playwright install``: the browser is /usr/bin/chromium (``apt-get instal
 Every test here is marked ``browser`` and skips cleanly when chromium or playwright is missing.
 Servers (``marimo run``, ``python -m http.server``) listen on 127.0.0.1 at a free port and get
 their own ledger folder, so tests never touch a real ledger and can run beside other users.
-``lab_servers`` shares one ``marimo run`` server per notebook (and arguments, and theme) among
+``lab_servers`` shares one ``marimo run`` server of every lab per argument list and theme among
 the tests of a test process (an xdist worker), each test starting as a fresh student, and
 ``browser`` keeps one chromium profile per test process, so the cache of marimo's frontend
 outlives a test while cookies and stored data do not.

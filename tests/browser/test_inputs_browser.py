@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 import pytest
-from browser_support import REPO, contrast_in_schemes, shoot_schemes
+from browser_support import REPO, contrast_in_schemes, shoot_schemes, text_contrast
 from test_labs_browser import LOCK, fill_first_prediction, figures, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -119,3 +119,30 @@ def test_an_untouched_slider_needs_a_deliberate_second_press(page, artifacts, la
         shoot_schemes(page, lambda theme: artifacts / f"inputs-lab03-slider-{theme}.png")
         form.get_by_role("button", name=LOCK).click()
         wait_until(page, lambda: _shows(page, "Locked prediction:"), "the lock")
+
+
+_KNOWN_PAIRS = """<body style="background:#fff">
+<p id=black style="color:#000">black on white</p>
+<div style="background:#191111"><p id=marimo-dark style="color:#72232d">marimo's dark red</p></div>
+<div style="background:rgba(0,0,0,0.5)"><p id=veiled style="color:#fff">over 50% black</p></div>
+<p id=faded style="color:#000; opacity:0.5">black at half opacity</p>
+<div id=host></div>
+<script>document.getElementById('host').attachShadow({mode: 'open'}).innerHTML =
+  '<div style="background:#191111"><span id=shadowed style="color:#ff9592">red-11</span></div>';
+</script></body>"""
+
+
+def test_the_contrast_reader_agrees_with_hand_computed_ratios(browser):
+    # WCAG 2 ratios worked by hand: 21:1; #72232d on #191111 1.77:1; white on the 50% grey that
+    # black at half alpha makes of white, and black at half opacity on white, both 3.98:1;
+    # #ff9592 on #191111 inside a shadow root 8.82:1
+    page = browser.new_page()
+    try:
+        page.set_content(_KNOWN_PAIRS)
+        ratios = {name: round(text_contrast(page.locator(f"#{name}")), 2)
+                  for name in ("black", "marimo-dark", "veiled", "faded")}
+        ratios["shadowed"] = round(text_contrast(page.locator("#host #shadowed")), 2)
+    finally:
+        page.close()
+    assert ratios == pytest.approx({"black": 21.0, "marimo-dark": 1.77, "veiled": 3.98,
+                                    "faded": 3.98, "shadowed": 8.82}, abs=0.05), ratios

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_support import FIGURE, SLOW_MS, KernelRuns, isolated_env, shoot_schemes
+from browser_support import (FIGURE, SLOW_MS, KernelRuns, contrast_in_schemes, isolated_env,
+                             shoot_schemes)
 from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, settle,
                                wait_until)
 
@@ -39,6 +40,17 @@ _VISIBLE_NOTICES = """() => [...document.querySelectorAll('*')].filter(e =>
     e.childElementCount === 0 && /Ancestor stopped|wasn't run because an ancestor/.test(
     e.textContent) && e.offsetParent !== null).length"""
 _VISIBLE_CODE = "() => [...document.querySelectorAll('.cm-editor')].filter(e => e.offsetParent !== null).length"
+
+
+#: A message line as marimo's form draws one (class ``text-error``), put at the top of the first
+#: prediction form, inside the widget's shadow root.
+_FORM_MESSAGE_PROBE = """() => {
+  const host = [...document.querySelectorAll('*')].find(
+      e => e.shadowRoot && e.shadowRoot.querySelector('form'));
+  const probe = document.createElement('div');
+  probe.id = 'css-probe'; probe.className = 'text-sm p-2 text-error'; probe.textContent = 'probe';
+  host.shadowRoot.querySelector('form').prepend(probe);
+}"""
 
 
 def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
@@ -71,6 +83,12 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
         assert page.evaluate(_VISIBLE_CODE) == 0, "the app view shows code"
         assert page.evaluate(_VISIBLE_NOTICES) == 0, "marimo's Ancestor-stopped notices show"
         shoot_schemes(page, lambda theme: artifacts / f"launcher-lab-{theme}.png")
+        # the labs' style sheet reaches the forms' shadow roots in marimo's editor too (the
+        # workspace's own sheet does not): a form message's colour, on a probe in the form
+        page.evaluate(_FORM_MESSAGE_PROBE)
+        ratios = contrast_in_schemes(page, page.locator("#css-probe"))
+        assert min(ratios.values()) >= 4.5, f"a form message is hard to read here: {ratios}"
+        page.locator("#css-probe").evaluate("e => e.remove()")
 
         before = len(figures(page))
         fill_first_prediction(page)

@@ -88,7 +88,9 @@ custom_css = [".roofline/student.css"]
 #: notice is marimo's, not the lab's: the gate's own cell says what to do.
 STUDENT_CSS = """\
 /* Written by roofline-labs. The cell that waits for a prediction says so itself; the cells
-   below it would each add marimo's "Ancestor stopped ... cell-NN" notice. */
+   below it would each add marimo's "Ancestor stopped ... cell-NN" notice.
+   Rules here reach the page only: marimo copies one custom sheet into its widgets' shadow
+   roots, the labs' own labs.css (css_file), so a rule for a widget belongs there. */
 .marimo-cell.stopped [data-cell-role="output"] { display: none; }
 """
 
@@ -168,21 +170,26 @@ def prepare_workspace(workspace: str | os.PathLike, sources: Sequence[Path] | No
                 edited.mkdir(exist_ok=True)
                 moved = edited / f"{src.stem}.{stamp}.py"
                 shutil.move(str(target), moved)
+                _copy_style_sheet(sources, edited)  # the set-aside copy still names it
                 ws.set_aside.append((src.name, moved))
         shutil.copyfile(src, target)
         installed[src.name] = list(dict.fromkeys(history + [released]))
         ws.labs.append(target)
-    # the style sheet the labs name (css_file), beside them as in the package: the course's
-    # file, replaced like a lab the student never touched
-    sheet = next((src.parent / LAB_STYLE_SHEET for src in sources
-                  if (src.parent / LAB_STYLE_SHEET).is_file()), None)
-    if sheet is not None:
-        shutil.copyfile(sheet, ws.path / LAB_STYLE_SHEET)
+    _copy_style_sheet(sources, ws.path)
     (ws.path / "pyproject.toml").write_text(WORKSPACE_PYPROJECT, encoding="utf-8")
     (state / "student.css").write_text(STUDENT_CSS, encoding="utf-8")
     (state / "manifest.json").write_text(json.dumps({"installed": installed}, indent=1),
                                          encoding="utf-8")
     return ws
+
+
+def _copy_style_sheet(sources: Sequence[Path], folder: Path) -> None:
+    """Put the style sheet the labs name (``css_file``) into ``folder``, beside its copies of
+    them as in the package: the course's file, replaced like a lab the student never touched."""
+    sheet = next((src.parent / LAB_STYLE_SHEET for src in sources
+                  if (src.parent / LAB_STYLE_SHEET).is_file()), None)
+    if sheet is not None:
+        shutil.copyfile(sheet, folder / LAB_STYLE_SHEET)
 
 
 def lab_url(base_url: str, lab: Path, token: str | None) -> str:

@@ -81,6 +81,17 @@ def _simple_assignments(tree: ast.AST) -> dict[str, Any]:
     return names
 
 
+def _css_file(tree: ast.Module) -> str | None:
+    """The ``css_file`` that ``app = marimo.App(...)`` names, if a literal."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func) == "marimo.App"):
+            for kw in node.value.keywords:
+                if kw.arg == "css_file" and isinstance(kw.value, ast.Constant):
+                    return str(kw.value.value)
+    return None
+
+
 def read_lab_meta(path: str | os.PathLike) -> LabMeta:
     """Title, subtitle, goals and minutes of a lab, from its source.
 
@@ -125,6 +136,10 @@ def read_lab_meta(path: str | os.PathLike) -> LabMeta:
     if not (isinstance(minutes, (int, float)) and not isinstance(minutes, bool) and minutes > 0):
         minutes = None
         warnings.append("no literal estimated minutes in style.lab_header(minutes=N)")
+    sheet = _css_file(tree)
+    if sheet and not (path.parent / sheet).is_file():
+        warnings.append(f"its style sheet {sheet} (css_file) is not beside it: the page is "
+                        "drawn without it (form messages hard to read in the dark theme)")
     return LabMeta(path=path, title=title.strip(), subtitle=subtitle.strip(), goals=list(goals),
                    minutes=minutes, warnings=warnings)
 
