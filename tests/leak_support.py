@@ -325,6 +325,18 @@ class DownstreamRuns:
         return outputs, defs
 
 
+def remembered(memo: dict | None, key, obj, make):
+    """``make(obj)``, made once per object under ``key`` while ``memo`` lives (None: always
+    made). The entry holds ``obj``, so the identity test stays sound: re-runs
+    (:class:`DownstreamRuns`) hand back the very objects of the cells they did not re-run."""
+    if memo is None:
+        return make(obj)
+    known = memo.get(key)
+    if known is None or known[0] is not obj:
+        known = memo[key] = (obj, make(obj))
+    return known[1]
+
+
 def rendered_cells(app: Any, outputs: dict, *, scrub: Iterable[str] = (),
                    memo: dict | None = None) -> list[Cell]:
     """Each cell's code and rendered output (``outputs``: cell id -> output, from
@@ -334,14 +346,8 @@ def rendered_cells(app: Any, outputs: dict, *, scrub: Iterable[str] = (),
     an output object already rendered is not rendered again."""
     cells = []
     for i, data in enumerate(app._cell_manager.cell_data()):
-        output = outputs.get(data.cell_id)
-        known = memo.get(data.cell_id) if memo is not None else None
-        if known is not None and known[0] is output:
-            text, options = known[1]
-        else:
-            text, options = rendered_text(output)
-            if memo is not None:  # holds the output, so the identity test stays sound
-                memo[data.cell_id] = (output, (text, options))
+        text, options = remembered(memo, data.cell_id, outputs.get(data.cell_id),
+                                   rendered_text)
         for s in scrub:
             if s:
                 text = text.replace(s, "<scrubbed>")

@@ -17,8 +17,9 @@ import pytest
 
 from labs.core import quiz, reveal
 from leak_support import (Cell, DownstreamRuns, Reference, find_leaks, flatten, key_phrase,
-                          lab_files, locked, numeric_renderings, prediction_steps, rendered_cells, run_with_outputs,
-                          student_texts, text_cells, text_renderings)
+                          lab_files, locked, numeric_renderings, prediction_steps,
+                          rendered_cells, run_with_outputs, student_texts, text_cells,
+                          text_renderings)
 from notebook_support import load_app
 from widget_sweep import changed_defs, frontend_value, sample_settings
 

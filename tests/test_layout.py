@@ -247,24 +247,15 @@ def test_course_wing_has_rooms_not_prefix_families():
         assert stale == [], f"course/{room.name}/ repeats its name as a prefix: {stale}"
 
 
-def _app_keywords(notebook: Path) -> dict:
-    """The keyword arguments of ``app = marimo.App(...)`` in ``notebook``, as literals."""
-    for node in ast.parse(notebook.read_text(encoding="utf-8")).body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and ast.unparse(node.value.func) == "marimo.App"):
-            return {k.arg: ast.literal_eval(k.value) for k in node.value.keywords}
-    raise AssertionError(f"{notebook.name}: no app = marimo.App(...)")
-
-
 def test_every_notebook_names_the_labs_style_sheet_beside_it():
     # the sheet makes the forms' messages readable in both themes (tests/browser/
     # test_inputs_browser.py measures it); the launcher and the WebAssembly export take it
     # along with a lab (export.index.LAB_STYLE_SHEET)
-    from labs.core.course.export.index import DEFAULT_LABS_DIR, LAB_STYLE_SHEET
+    from labs.core.course.export.index import DEFAULT_LABS_DIR, LAB_STYLE_SHEET, app_css_file
 
     notebooks = [p for p in sorted(DEFAULT_LABS_DIR.glob("*.py"))
                  if "marimo.App(" in p.read_text(encoding="utf-8")]  # labs, dashboard, gallery
     assert len(notebooks) >= 9
     for notebook in notebooks:
-        assert _app_keywords(notebook).get("css_file") == LAB_STYLE_SHEET, notebook.name
+        assert app_css_file(notebook) == LAB_STYLE_SHEET, notebook.name
     assert ".text-error" in (DEFAULT_LABS_DIR / LAB_STYLE_SHEET).read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ from typing import Any
 
 import marimo as mo
 
-from leak_support import DownstreamRuns, flatten
+from leak_support import DownstreamRuns, flatten, remembered
 from notebook_support import load_app
 
 _DROPDOWN = type(mo.ui.dropdown(["a"]))
@@ -84,15 +84,8 @@ def failures(outputs, memo: dict | None = None) -> list[str]:
     """The text of each failure callout (danger or warn) among a run's cell outputs.
     ``memo``: a dict kept between calls whose outputs are often the very same objects; an
     output already read is not parsed again."""
-    texts = []
-    for out in outputs:
-        known = memo.get(id(out)) if memo is not None else None
-        if known is None or known[0] is not out:
-            known = (out, _output_failures(out))
-            if memo is not None:  # holds the output, so its id stays its own
-                memo[id(out)] = known
-        texts += known[1]
-    return texts
+    return [text for out in outputs
+            for text in remembered(memo, id(out), out, _output_failures)]
 
 
 def _output_failures(out) -> list[str]:

@@ -228,14 +228,23 @@ def use_scheme(page, scheme: str, *, marimo: bool = True) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
+def in_each_scheme(page, *, marimo: bool = True):
+    """Yield each of :data:`SCHEMES` with the page switched to it (:func:`use_scheme`); the
+    page is left in light."""
+    try:
+        for scheme in SCHEMES:
+            use_scheme(page, scheme, marimo=marimo)
+            yield scheme
+    finally:
+        use_scheme(page, "light", marimo=marimo)
+
+
 def shoot_schemes(page, path_for, target=None, *, marimo: bool = True,
                   **screenshot_args) -> None:
     """Screenshot ``target`` (a locator; the page when None) in the light and the dark scheme,
     to ``path_for(scheme)``; the page is left in light. ``marimo``: see :func:`use_scheme`."""
-    for scheme in SCHEMES:
-        use_scheme(page, scheme, marimo=marimo)
+    for scheme in in_each_scheme(page, marimo=marimo):
         (target or page).screenshot(path=str(path_for(scheme)), **screenshot_args)
-    use_scheme(page, "light", marimo=marimo)
 
 
 #: A cell-op message that puts a cell in the queue or running (marimo writes the message's
@@ -448,9 +457,5 @@ def text_contrast(locator) -> float:
 def contrast_in_schemes(page, locator, *, marimo: bool = True) -> dict[str, float]:
     """:func:`text_contrast` of ``locator`` in the light and the dark scheme (the page is left
     in light)."""
-    ratios = {}
-    for scheme in SCHEMES:
-        use_scheme(page, scheme, marimo=marimo)
-        ratios[scheme] = round(text_contrast(locator), 2)
-    use_scheme(page, "light", marimo=marimo)
-    return ratios
+    return {scheme: round(text_contrast(locator), 2)
+            for scheme in in_each_scheme(page, marimo=marimo)}

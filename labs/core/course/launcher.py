@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Sequence
 
 from labs.core.course import ledger
-from labs.core.course.export.index import (DEFAULT_LABS_DIR, LAB_STYLE_SHEET, discover_labs,
+from labs.core.course.export.index import (DEFAULT_LABS_DIR, copy_style_sheet, discover_labs,
                                           read_lab_meta)
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
@@ -186,10 +186,9 @@ def prepare_workspace(workspace: str | os.PathLike, sources: Sequence[Path] | No
 def _copy_style_sheet(sources: Sequence[Path], folder: Path) -> None:
     """Put the style sheet the labs name (``css_file``) into ``folder``, beside its copies of
     them as in the package: the course's file, replaced like a lab the student never touched."""
-    sheet = next((src.parent / LAB_STYLE_SHEET for src in sources
-                  if (src.parent / LAB_STYLE_SHEET).is_file()), None)
-    if sheet is not None:
-        shutil.copyfile(sheet, folder / LAB_STYLE_SHEET)
+    for labs_dir in dict.fromkeys(src.parent for src in sources):
+        if copy_style_sheet(labs_dir, folder):
+            return
 
 
 def lab_url(base_url: str, lab: Path, token: str | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import html
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -81,8 +82,11 @@ def _simple_assignments(tree: ast.AST) -> dict[str, Any]:
     return names
 
 
-def _css_file(tree: ast.Module) -> str | None:
-    """The ``css_file`` that ``app = marimo.App(...)`` names, if a literal."""
+def app_css_file(notebook: str | os.PathLike | ast.Module) -> str | None:
+    """The ``css_file`` that ``app = marimo.App(...)`` names in ``notebook`` (a path or its
+    parsed source), if a literal."""
+    tree = notebook if isinstance(notebook, ast.Module) else ast.parse(
+        Path(notebook).read_text(encoding="utf-8"))
     for node in tree.body:
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and ast.unparse(node.value.func) == "marimo.App"):
@@ -90,6 +94,16 @@ def _css_file(tree: ast.Module) -> str | None:
                 if kw.arg == "css_file" and isinstance(kw.value, ast.Constant):
                     return str(kw.value.value)
     return None
+
+
+def copy_style_sheet(labs_dir: Path, folder: Path) -> bool:
+    """Copy the labs' style sheet (:data:`LAB_STYLE_SHEET`) from ``labs_dir`` into ``folder``,
+    where copies of the labs go; False when ``labs_dir`` has none."""
+    sheet = Path(labs_dir) / LAB_STYLE_SHEET
+    if not sheet.is_file():
+        return False
+    shutil.copyfile(sheet, Path(folder) / LAB_STYLE_SHEET)
+    return True
 
 
 def read_lab_meta(path: str | os.PathLike) -> LabMeta:
@@ -136,7 +150,7 @@ def read_lab_meta(path: str | os.PathLike) -> LabMeta:
     if not (isinstance(minutes, (int, float)) and not isinstance(minutes, bool) and minutes > 0):
         minutes = None
         warnings.append("no literal estimated minutes in style.lab_header(minutes=N)")
-    sheet = _css_file(tree)
+    sheet = app_css_file(tree)
     if sheet and not (path.parent / sheet).is_file():
         warnings.append(f"its style sheet {sheet} (css_file) is not beside it: the page is "
                         "drawn without it (form messages hard to read in the dark theme)")

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from labs.core.course.export.index import LAB_STYLE_SHEET
+from labs.core.course.export.index import copy_style_sheet
 from labs.core.course.export.inspection import ExportError
 from labs.core.course.export.lab import marimo_cmd
 from labs.core.course.export.offline import needed_files, prune_to
@@ -100,8 +100,7 @@ def _stage_for_wasm(path: Path, stage: Path) -> Path:
         source = resolve_short_imports(source, _short_names(target))
     staged = stage / path.name
     staged.write_text(source, encoding="utf-8")
-    if (pkg / LAB_STYLE_SHEET).exists():  # the lab's css_file, beside it as in labs/
-        shutil.copyfile(pkg / LAB_STYLE_SHEET, stage / LAB_STYLE_SHEET)
+    copy_style_sheet(pkg, stage)  # the lab's css_file, beside it as in labs/
     return staged
 
 
