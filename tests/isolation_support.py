@@ -14,6 +14,26 @@ from pathlib import Path
 KEEP = {"ROOFLINE_CHROMIUM"}
 CLEARED_PREFIXES = ("MARIMO_", "ROOFLINE_")
 
+#: The browsers the tests can drive, the lighter first: Debian's ``chromium-headless-shell``
+#: (chromium's own engine without the desktop browser around it: about a tenth fewer
+#: CPU-seconds per page) and ``chromium``. ``ROOFLINE_CHROMIUM`` names another.
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
+#: The tests' chromium resolves no host name: every page a test opens is served on 127.0.0.1,
+#: so a page that reaches for the internet fails at once instead of depending on the network
+#: (the offline export's test relies on it).
+NO_NETWORK = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", NO_NETWORK]
+
+
+def chromium_path(candidates: tuple[str, ...] = CHROMIUM_CANDIDATES) -> str:
+    """``ROOFLINE_CHROMIUM`` if set, else the first of ``candidates`` installed (the last when
+    none is: the skip message names it)."""
+    chosen = os.environ.get("ROOFLINE_CHROMIUM")
+    if chosen:
+        return chosen
+    return next((c for c in candidates if Path(c).exists()), candidates[-1])
+
 
 def isolated_environment(home: Path, environ: dict | None = None) -> dict:
     """``environ`` (default: this process's) as a user with nothing of their own at ``home``."""

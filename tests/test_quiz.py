@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from isolation_support import CHROMIUM_ARGS, chromium_path
 
 from labs.core import ledger as L
 from labs.core import quiz
@@ -379,12 +380,12 @@ def test_lock_state_is_seeded_from_the_ledger(lab):
 
 # --- in a real browser (marimo run + Debian chromium) --------------------------------------
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = chromium_path()
 
 
 def _browser_skip() -> str | None:
     if not Path(CHROMIUM).exists():
-        return "no chromium at /usr/bin/chromium"
+        return f"no chromium at {CHROMIUM}"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -424,9 +425,7 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
                 assert time.monotonic() < deadline and server.poll() is None, "no server"
                 time.sleep(0.25)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync"])
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1100, "height": 1300})
             page.set_default_timeout(60_000)
             page.goto(url)

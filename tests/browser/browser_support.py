@@ -16,14 +16,14 @@ import urllib.request
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from isolation_support import CHROMIUM_ARGS, chromium_path
+
 from labs.core.ui.style import PRELOAD_CLASS
 
 REPO = Path(__file__).resolve().parents[2]
 LABS = sorted((REPO / "labs").glob("lab_*.py"))
 ARTIFACTS = REPO / "artifacts" / "browser"
-CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM = chromium_path()
 #: A figure a student sees: every <marimo-plotly> but the hidden one in each lab's header
 #: (labs.core.ui.style.plotly_preload, which only loads plotly.js early).
 FIGURE = f"marimo-plotly:not(.{PRELOAD_CLASS} marimo-plotly)"
@@ -31,10 +31,10 @@ FIGURE = f"marimo-plotly:not(.{PRELOAD_CLASS} marimo-plotly)"
 SLOW_MS = 90_000
 
 
-def skip_reason() -> str | None:
-    """Why browser tests cannot run here, or None."""
-    if not Path(CHROMIUM).exists():
-        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
+def skip_reason(chromium: str = CHROMIUM) -> str | None:
+    """Why browser tests (or a benchmark driving ``chromium``) cannot run here, or None."""
+    if not Path(chromium).exists():
+        return f"no chromium at {chromium} (apt-get install {Path(chromium).name})"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -323,8 +323,8 @@ class CachedBrowser:
     ``Browser.new_context`` that the tests use (``viewport``, ``color_scheme``), and each
     context starts as a student's first visit: the cookies and the storage of every origin an
     earlier context opened are cleared first (the cache stays). Pages that intercept requests
-    (``page.route``) bypass the cache, as Playwright turns it off for them. Tests that must
-    time a first open with an empty cache (the benchmark's) use a plain browser instead."""
+    (``page.route``) bypass the cache, as Playwright turns it off for them. The benchmarks,
+    which time a first open, launch a plain chromium of their own instead."""
 
     def __init__(self, playwright, profile: Path):
         self._context = playwright.chromium.launch_persistent_context(

@@ -1,6 +1,7 @@
 """Real-browser fixtures: Debian's chromium driven by the ``playwright`` Python package.
 
-Never ``playwright install``: the browser is /usr/bin/chromium (``apt-get install chromium``).
+Never ``playwright install``: the browser is Debian's ``chromium-headless-shell``, else
+``chromium`` (``apt-get install chromium-headless-shell``; isolation_support.chromium_path).
 Every test here is marked ``browser`` and skips cleanly when chromium or playwright is missing.
 Servers (``marimo run``, ``python -m http.server``) listen on 127.0.0.1 at a free port and get
 their own ledger folder, so tests never touch a real ledger and can run beside other users.
@@ -15,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW_MS, CachedBrowser,
-                             KernelRuns, LabServers, skip_reason)
+from browser_support import (ARTIFACTS, SLOW_MS, CachedBrowser, KernelRuns, LabServers,
+                             skip_reason)
 
 
 # Module scope, not session: a sync Playwright left open would make every later
@@ -47,18 +48,6 @@ def browser(playwright_driver, chromium_profile):
     try:
         b = CachedBrowser(playwright_driver, chromium_profile)
     except Exception as exc:  # a chromium that cannot start here is an environment issue
-        pytest.skip(f"chromium did not start: {exc}")
-    yield b
-    b.close()
-
-
-@pytest.fixture(scope="module")
-def plain_browser(playwright_driver):
-    """Chromium as Playwright launches it: every context starts with an empty cache (the
-    browser benchmark times a first open)."""
-    try:
-        b = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    except Exception as exc:
         pytest.skip(f"chromium did not start: {exc}")
     yield b
     b.close()

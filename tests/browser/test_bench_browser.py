@@ -1,7 +1,11 @@
 """Smoke test of the benchmark's browser mode (benchmarks/bench_browser.py, issue 15): on the
 floor notebook it sees the figure drawn, times a slider step to the redrawn figure, and
 replays each widget's figure changes alone (benchmarks/replay_notebook.py); on a small
-notebook, it steps a widget shown in two places once and tells same-labelled widgets apart."""
+notebook, it steps a widget shown in two places once and tells same-labelled widgets apart.
+
+The tests drive the benchmark's code in the suite's ``browser`` (whose cache outlives a page):
+they check what it measures and how, not how long a first open takes; the benchmark's own
+command line opens every page in a fresh context of a plain chromium."""
 
 from __future__ import annotations
 
@@ -15,9 +19,9 @@ pytestmark = [pytest.mark.browser]
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_browser.py"
 
 
-def test_browser_mode_times_first_figure_and_a_redraw(plain_browser):
+def test_browser_mode_times_first_figure_and_a_redraw(browser):
     bb = _bench_browser()
-    row = bb.bench_notebook(plain_browser, bb.FLOOR_NOTEBOOK, steps=2, floor=True, replay=True)
+    row = bb.bench_notebook(browser, bb.FLOOR_NOTEBOOK, steps=2, floor=True, replay=True)
     assert "error" not in row, row.get("error")
     assert row["figures"] == row["figures_drawn"] == 9
     assert 0 < row["first_figure_s"] < 120
@@ -92,11 +96,11 @@ def _(a, mo, t1):
 """
 
 
-def test_browser_mode_steps_each_widget_once_and_tells_same_labels_apart(plain_browser, tmp_path):
+def test_browser_mode_steps_each_widget_once_and_tells_same_labels_apart(browser, tmp_path):
     bb = _bench_browser()
     notebook = tmp_path / "copies_notebook.py"
     notebook.write_text(COPIES_NOTEBOOK)
-    row = bb.bench_notebook(plain_browser, notebook, steps=1)
+    row = bb.bench_notebook(browser, notebook, steps=1)
     assert "error" not in row, row.get("error")
     rows = row["widgets"]
     assert [(w["kind"], w["label"][:21], w["copies"]) for w in rows] == [
@@ -142,13 +146,13 @@ def _(mo):
 """
 
 
-def test_replay_plays_back_every_output_a_step_changed(plain_browser, tmp_path):
+def test_replay_plays_back_every_output_a_step_changed(browser, tmp_path):
     # the floor of a widget is its figure and its text (the outputs its steps changed), not
     # the figure alone and not the output that never changed
     bb = _bench_browser()
     notebook = tmp_path / "cards_notebook.py"
     notebook.write_text(CARDS_NOTEBOOK)
-    row = bb.bench_notebook(plain_browser, notebook, steps=2, replay=True)
+    row = bb.bench_notebook(browser, notebook, steps=2, replay=True)
     assert "error" not in row, row.get("error")
     (w,) = row["widgets"]
     replay = w["replay"]
@@ -158,7 +162,7 @@ def test_replay_plays_back_every_output_a_step_changed(plain_browser, tmp_path):
     assert [s["figures_changed"] for s in replay["samples"]] == [1, 1]
 
 
-def test_a_page_replay_steps_each_output_in_its_place_on_the_lab_s_page(plain_browser, tmp_path):
+def test_a_page_replay_steps_each_output_in_its_place_on_the_lab_s_page(browser, tmp_path):
     # the floor on the lab's page: the figure and the text the steps changed, each in its own
     # cell where the lab shows it, among the lab's other cells as they stood (the widget's
     # cell, the text that never changes), both redrawn on every replayed step
@@ -166,13 +170,13 @@ def test_a_page_replay_steps_each_output_in_its_place_on_the_lab_s_page(plain_br
     notebook = tmp_path / "cards_notebook.py"
     notebook.write_text(CARDS_NOTEBOOK)
     states, whole = [], {}
-    with bb._served(notebook) as url, bb._page(plain_browser, url) as (page, _opened):
+    with bb._served(notebook) as url, bb._page(browser, url) as (page, _opened):
         ((index, w),) = bb.distinct_widgets(page.evaluate(bb.WIDGETS_JS))
         bb.step_widget(page, bb._rediscover(page, index, w), 2, record=states, whole=whole)
     assert len(states) == 3 and all(len(state) == 2 and None not in state for state in states)
     assert len(whole["cells"]) == 4 and whole["slots"] == [1, 2] and whole["widget_cell"] == 0
     assert "never changes" in whole["cells"][3]["data"]
-    replayed = bb.bench_replays(plain_browser, [("n", states)], 2, pages=[whole])[0]
+    replayed = bb.bench_replays(browser, [("n", states)], 2, pages=[whole])[0]
     assert "error" not in replayed, replayed
     assert (replayed["cells"], replayed["page_cells"], replayed["outputs"],
             replayed["redraws"]) == (2, 4, 2, 2)
@@ -186,14 +190,14 @@ def _bench_browser():
     return bb
 
 
-def test_plotly_react_benchmark_times_every_figure_of_a_notebook(plain_browser):
+def test_plotly_react_benchmark_times_every_figure_of_a_notebook(browser):
     spec = importlib.util.spec_from_file_location(
         "bench_plotly_react", BENCH.parent / "bench_plotly_react.py")
     P = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(P)
     figures = P.notebook_figures(P.bb.FLOOR_NOTEBOOK)
     assert len(figures) == 5  # the floor's one-figure cell and its four cells of four figures
-    page = P.plotly_page(plain_browser)
+    page = P.plotly_page(browser)
     try:
         rows = P.time_figures(page, figures, rounds=2)
     finally:

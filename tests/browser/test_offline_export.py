@@ -1,6 +1,8 @@
 """The offline instructor export, served on loopback, renders every lab's figures with the
-network cut off: every request that does not go to 127.0.0.1 is aborted by ``page.route``, and
-no request fails (404s included: the console stays clean).
+network cut off: the tests' chromium resolves no host name (isolation_support.NO_NETWORK,
+checked below), no page even tries a request that does not go to the site's server, and no
+request fails (404s included: the console stays clean). One server serves the site to every
+test of the module, so the browser caches the bundled frontend as a student's would.
 
 The check must be able to fail: the same page served WITHOUT the bundled ``_marimo`` folder
 draws nothing (the negative control below).
@@ -29,19 +31,12 @@ def offline_site(tmp_path_factory):
         site, LABS, reveal=True, offline=True, log=lambda *_: None))
 
 
-def cut_off_network(page, origin: str) -> list[str]:
-    """Abort every request that is not to ``origin`` (or data:/blob:); return what was tried."""
+def requests_leaving(page, origin: str) -> list[str]:
+    """Every request of the page that is not to ``origin`` (or data:/blob:): none may be tried,
+    and the browser could not reach one anyway (it resolves no host name)."""
     attempted: list[str] = []
-
-    def route(r):
-        url = r.request.url
-        if url.startswith(origin) or url.startswith(("data:", "blob:")):
-            r.continue_()
-        else:
-            attempted.append(url)
-            r.abort()
-
-    page.route("**/*", route)
+    page.on("request", lambda req: req.url.startswith((origin, "data:", "blob:"))
+            or attempted.append(req.url))
     return attempted
 
 
@@ -62,15 +57,30 @@ def http_server(folder):
     return serve(cmd, f"http://127.0.0.1:{port}/")
 
 
-def test_index_links_every_lab(offline_site, page):
+@pytest.fixture(scope="module")
+def site_origin(offline_site):
+    """The site on one loopback server for the module (one origin: the browser's cache of the
+    bundled frontend serves every lab after the first)."""
     with http_server(offline_site.site) as origin:
-        attempted = cut_off_network(page, origin)
-        failed = failed_requests(page)
-        page.goto(origin)
-        for r in offline_site.labs:
-            assert page.locator(f'a[href="{r.page.name}"]').count() == 1
-        page.wait_for_load_state("networkidle")
-        assert attempted == [] and failed == []
+        yield origin
+
+
+def test_the_browser_reaches_no_host_by_name(page, site_origin):
+    # the network cut the tests rely on: even "localhost", which this machine resolves to the
+    # site's own address, is not reached
+    by_name = site_origin.replace("127.0.0.1", "localhost")
+    with pytest.raises(Exception, match="ERR_NAME_NOT_RESOLVED"):
+        page.goto(by_name)
+
+
+def test_index_links_every_lab(offline_site, site_origin, page):
+    attempted = requests_leaving(page, site_origin)
+    failed = failed_requests(page)
+    page.goto(site_origin)
+    for r in offline_site.labs:
+        assert page.locator(f'a[href="{r.page.name}"]').count() == 1
+    page.wait_for_load_state("networkidle")
+    assert attempted == [] and failed == []
 
 
 def test_from_disk_the_page_says_how_to_serve_it(offline_site, page):
@@ -82,23 +92,23 @@ def test_from_disk_the_page_says_how_to_serve_it(offline_site, page):
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
-def test_offline_lab_renders_figures_without_network(lab, offline_site, page, artifacts):
+def test_offline_lab_renders_figures_without_network(lab, offline_site, site_origin, page,
+                                                    artifacts):
     r = next((r for r in offline_site.labs if r.meta.path == lab), None)
     mine = [p for p in offline_site.problems if lab.name in p]
     assert r is not None and not mine, "\n".join(mine) or f"{lab.name} was not exported"
     assert r.report.frontend_urls == 0, "the page still points at the CDN"
     assert r.report.figures >= 1, f"{lab.name}: the instructor copy (--reveal) shows no figure"
-    with http_server(offline_site.site) as origin:
-        attempted = cut_off_network(page, origin)
-        failed = failed_requests(page)
-        page.goto(origin + r.page.name)
-        figs = page.locator("marimo-plotly")
-        figs.first.wait_for(state="attached")
-        assert figs.count() == r.report.figures
-        figs.first.scroll_into_view_if_needed()
-        figs.first.locator(".main-svg").first.wait_for(state="visible")
-        page.wait_for_load_state("networkidle")
-        page.screenshot(path=str(artifacts / f"offline-{r.meta.slug}.png"))
+    attempted = requests_leaving(page, site_origin)
+    failed = failed_requests(page)
+    page.goto(site_origin + r.page.name)
+    figs = page.locator("marimo-plotly")
+    figs.first.wait_for(state="attached")
+    assert figs.count() == r.report.figures
+    figs.first.scroll_into_view_if_needed()
+    figs.first.locator(".main-svg").first.wait_for(state="visible")
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(artifacts / f"offline-{r.meta.slug}.png"))
     assert attempted == [], f"{lab.name}: the page tried to leave the machine: {attempted[:5]}"
     assert failed == [], f"{lab.name}: requests failed: {failed[:5]}"
 
@@ -107,7 +117,6 @@ def test_negative_control_without_bundled_assets_draws_nothing(offline_site, pag
     first = offline_site.labs[0].page
     shutil.copy(first, tmp_path / first.name)  # the page alone, no _marimo folder next to it
     with http_server(tmp_path) as origin:
-        cut_off_network(page, origin)
         page.goto(origin + first.name)
         page.wait_for_timeout(3000)
         assert page.locator("marimo-plotly .main-svg").count() == 0
