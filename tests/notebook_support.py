@@ -7,11 +7,24 @@ from labs.core import quiz
 
 
 def load_app(path: Path, name: str):
-    """The notebook's marimo App, loaded from its file under a private module name."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.app
+    """The notebook's marimo App, loaded from its file under a private module name.
+
+    Loaded once per file and test process while the file is unchanged: marimo tokenizes and
+    compiles every cell (about half a second for a lab, which tests load ~150 times in a run).
+    A lab defines only cells, which ``App.run`` executes afresh on every run, so the tests
+    sharing an App share no state (a module's tests already share one)."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if key not in _LOADED:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _LOADED[key] = module.app
+    return _LOADED[key]
+
+
+_LOADED: dict = {}
 
 
 def choice(item: str, value) -> quiz.Prediction:
