@@ -33,15 +33,32 @@ def choice(item: str, value) -> quiz.Prediction:
                            reason="test")
 
 
-def export_page(lab_file: Path, out_dir: Path, *, reveal: bool = False) -> str:
-    """The lab exported as ``labs-export`` does it (throwaway ledger, code left out, page
-    checked for cell errors and "output is too large"); the page's HTML."""
+#: Every lab, as ``labs-export`` finds them.
+LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py"))
+
+
+def exported_site(tmp_path_factory, *, reveal: bool):
+    """Every lab exported as ``labs-export`` does it, once per test run for all workers
+    (run_support.build_once): the student site, or with ``reveal`` the offline instructor site
+    (the one the offline browser test serves). ``export.export_site``'s result."""
+    from run_support import build_once
+
     from labs.core import export
 
-    out = Path(out_dir) / f"{Path(lab_file).stem}{'-reveal' if reveal else ''}.html"
-    _, _, problems = export.export_lab(Path(lab_file), out, reveal=reveal)
+    name, offline = ("offline-site", True) if reveal else ("student-site", False)
+    return build_once(tmp_path_factory, name, lambda site: export.export_site(
+        site, LABS, reveal=reveal, offline=offline, log=lambda *_: None))
+
+
+def export_page(lab_file: Path, tmp_path_factory, *, reveal: bool = False) -> str:
+    """The lab's page in the run's export of every lab (:func:`exported_site`: throwaway
+    ledger, code left out, each page checked for cell errors and "output is too large")."""
+    site = exported_site(tmp_path_factory, reveal=reveal)
+    lab_file = Path(lab_file).resolve()
+    problems = [p for p in site.problems if lab_file.name in p]
     assert not problems, problems
-    html = out.read_text(encoding="utf-8")
+    (result,) = [r for r in site.labs if Path(r.meta.path).resolve() == lab_file]
+    html = result.page.read_text(encoding="utf-8")
     assert "Traceback" not in html
     return html
 

@@ -174,11 +174,11 @@ def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app):
 
 
 @pytest.mark.slow
-def test_export_html_student_and_instructor_copies(tmp_path):
-    student = export_page(LAB_FILE, tmp_path)
+def test_export_html_student_and_instructor_copies(tmp_path_factory):
+    student = export_page(LAB_FILE, tmp_path_factory)
     assert "Lock prediction 1 to reveal the roofline instrument" in student
     assert "ridge (bf16, dense) = 295 FLOP/B" not in student
-    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
+    teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "ridge (bf16, dense) = 295 FLOP/B" in teacher  # the roofline figure is in the page
     assert "Lock prediction 1 to reveal" not in teacher
 

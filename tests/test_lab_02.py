@@ -244,11 +244,11 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 
 
 @pytest.mark.slow
-def test_export_html_student_and_instructor_copies(tmp_path):
-    student = export_page(LAB_FILE, tmp_path)
+def test_export_html_student_and_instructor_copies(tmp_path_factory):
+    student = export_page(LAB_FILE, tmp_path_factory)
     assert "Lock your prediction to reveal the roofline of a layer." in student
     assert "ridge (bf16, dense) = 208 FLOP/B" not in student
-    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
+    teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "ridge (bf16, dense) = 208 FLOP/B" in teacher  # the layer rooflines are in the page
     assert "Live check against the edge target" in teacher
     assert "Lock your prediction to reveal" not in teacher

@@ -252,11 +252,11 @@ def test_live_tiny_cpu_measurement(env, app):
 
 
 @pytest.mark.slow
-def test_export_html_student_and_instructor_copies(tmp_path):
-    student = export_page(LAB_FILE, tmp_path)
+def test_export_html_student_and_instructor_copies(tmp_path_factory):
+    student = export_page(LAB_FILE, tmp_path_factory)
     assert "Lock your prediction to reveal the precision explorer." in student
     assert "two precisions, two ridges" not in student  # Part 1's roofline title
-    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
+    teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "two precisions, two ridges" in teacher
     assert "GEMM in fp16" in teacher and "one roof per math precision" in teacher
     assert "Lock your prediction to reveal" not in teacher

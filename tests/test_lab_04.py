@@ -364,8 +364,8 @@ def _timed(cell, kw):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("reveal", [False, True])
-def test_export_html(tmp_path, reveal):
-    page = export_page(LAB, tmp_path, reveal=reveal)
+def test_export_html(tmp_path_factory, reveal):
+    page = export_page(LAB, tmp_path_factory, reveal=reveal)
     if reveal:
         assert page.count("marimo-plotly") >= len(FIGURES)
         assert "does NOT fit" not in page

@@ -485,8 +485,8 @@ def _timed(cell, kw):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("reveal", [False, True])
-def test_export_html(tmp_path, reveal):
-    page = export_page(LAB, tmp_path, reveal=reveal)
+def test_export_html(tmp_path_factory, reveal):
+    page = export_page(LAB, tmp_path_factory, reveal=reveal)
     assert "Measure the staircase" not in page or reveal  # the button shows after the lock
     if reveal:
         assert page.count("marimo-plotly") >= len(FIGURES)

@@ -305,11 +305,11 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 
 
 @pytest.mark.slow
-def test_export_html_student_and_instructor_copies(tmp_path):
-    student = export_page(LAB_FILE, tmp_path)
+def test_export_html_student_and_instructor_copies(tmp_path_factory):
+    student = export_page(LAB_FILE, tmp_path_factory)
     assert "Lock predictions 2 and 3 to reveal the three roofs." in student
     assert "One block of 2 matmuls per all-reduce" not in student
-    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
+    teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "One block of 2 matmuls per all-reduce" in teacher and "Key takeaways" in teacher
     assert "Instrument hidden" not in teacher  # every gate open in the instructor copy
 

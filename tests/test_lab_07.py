@@ -406,11 +406,11 @@ def test_a_case_step_keeps_the_last_profile_until_the_next_press(app):
 
 
 @pytest.mark.slow
-def test_export_html_student_and_instructor_copies(tmp_path):
-    student = export_page(LAB_FILE, tmp_path)
+def test_export_html_student_and_instructor_copies(tmp_path_factory):
+    student = export_page(LAB_FILE, tmp_path_factory)
     assert "Lock prediction 1 to see the roofline" in student
     assert "The roofline&#x27;s answer" not in student and "roofline's answer: one" not in student
-    teacher = export_page(LAB_FILE, tmp_path, reveal=True)
+    teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "Key takeaways" in teacher and "Lock prediction 1 to see" not in teacher
     assert "Nothing has been measured yet" in teacher  # the export never measures
 

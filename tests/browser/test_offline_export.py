@@ -15,20 +15,18 @@ import sys
 
 import pytest
 from browser_support import LABS, REPO, free_port, serve
-from run_support import build_once
-
-from labs.core import export
+from notebook_support import exported_site
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
 def offline_site(tmp_path_factory):
-    """The offline instructor site of every lab, exported once per test run (run_support)."""
+    """The offline instructor site of every lab, exported once per test run (shared with the
+    lab tests' checks of the instructor copy)."""
     if not LABS:
         pytest.skip("no labs/lab_*.py yet")
-    return build_once(tmp_path_factory, "offline-site", lambda site: export.export_site(
-        site, LABS, reveal=True, offline=True, log=lambda *_: None))
+    return exported_site(tmp_path_factory, reveal=True)
 
 
 def requests_leaving(page, origin: str) -> list[str]:
