@@ -336,8 +336,9 @@ def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
       double-counts the 10 ms operator reads 0.83 or 1.17 quiet, 0.77 or 1.23 at load 15.
     The pass and the operators are timed at different moments; when the load jumps between
     them (the whole suite with chromium on two cores read 64 ms of operators against a 101 ms
-    pass), the profile is taken again, at most three times: a profiler that drops or
-    double-counts an operator misses the sum on every try."""
+    pass, and once, in three workers, its 10 ms operator at 7.8 ms: the operators scaled down
+    to fit a quieter pass), the profile is taken again, at most three times: a profiler that
+    drops, double-counts or shortens an operator misses on every try."""
     misses = []
     for _ in range(3):
         prof = measure.profile_model(Naps(), torch.randn(64), roofline=cpu_roof, threads=1,
@@ -347,15 +348,17 @@ def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
         assert prof.reps >= profiler.MIN_PASSES and prof.timer == "time.perf_counter"
         added = prof.forward_s - sum(NAPS_MS) / 1e3
         assert added >= 0, prof.forward_s
-        for r, ms in zip(naps, NAPS_MS):
-            assert ms / 1e3 <= r["measured_s"], (ms, r["measured_s"])  # a sleep never ends early
+        # a sleep never ends early: an operator read short was scaled down to fit a pass
+        # timed while the machine was quieter (profile_report.fit_to_pass), or is a bug
+        early = [(ms, r["measured_s"]) for r, ms in zip(naps, NAPS_MS)
+                 if r["measured_s"] < ms / 1e3]
         late = [(ms, r["measured_s"], added) for r, ms in zip(naps, NAPS_MS)
                 if r["measured_s"] > ms / 1e3 + added + 1e-3]
         ratio = prof.op_sum_s / prof.forward_s
-        if not late and 0.9 <= ratio <= 1.05:
+        if not early and not late and 0.9 <= ratio <= 1.05:
             return
-        misses.append({"late operators": late, "operators / pass": (prof.op_sum_s,
-                                                                     prof.forward_s)})
+        misses.append({"early operators": early, "late operators": late,
+                       "operators / pass": (prof.op_sum_s, prof.forward_s)})
     raise AssertionError(f"three profiles missed: {misses}")
 
 
