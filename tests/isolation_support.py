@@ -15,8 +15,8 @@ KEEP = {"ROOFLINE_CHROMIUM"}
 CLEARED_PREFIXES = ("MARIMO_", "ROOFLINE_")
 
 #: The browsers the tests can drive, the lighter first: Debian's ``chromium-headless-shell``
-#: (chromium's own engine without the desktop browser around it: about a tenth fewer
-#: CPU-seconds per page) and ``chromium``. ``ROOFLINE_CHROMIUM`` names another.
+#: (chromium's own engine without the desktop browser around it: about 8% fewer
+#: CPU-seconds per page here) and ``chromium``. ``ROOFLINE_CHROMIUM`` names another.
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
 #: The tests' chromium resolves no host name: every page a test opens is served on 127.0.0.1,
 #: so a page that reaches for the internet fails at once instead of depending on the network
