@@ -53,13 +53,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests" / "browser"), str(REPO / "tests")]
-from browser_support import (CHROMIUM_ARGS, FIGURE, PRELOAD_CLASS, free_port,  # noqa: E402
-                             isolated_env, serve, skip_reason)
-from isolation_support import chromium_path  # noqa: E402
+from browser_support import (FIGURE, PRELOAD_CLASS, free_port, isolated_env,  # noqa: E402
+                             serve, skip_reason)
+from isolation_support import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 
 #: The desktop chromium a student opens (``ROOFLINE_CHROMIUM`` names another), not the
-#: headless shell the tests prefer: the benchmark times what a student waits for.
+#: headless shell the tests prefer, with the network a student's browser has (the tests cut
+#: it): the benchmark times what a student waits for.
 CHROMIUM = chromium_path(("/usr/bin/chromium",))
+CHROMIUM_ARGS = CHROMIUM_FLAGS
 
 FLOOR_NOTEBOOK = REPO / "benchmarks" / "floor_notebook.py"
 QUIET_MS = 700  # a figure is redrawn once nothing inside any figure changed for this long
@@ -272,7 +274,7 @@ def wanted(notebook: str, label: str, only: tuple[str, ...]) -> bool:
 def cannot_run() -> bool:
     """True (said on stderr) when chromium or playwright is missing: a browser benchmark's
     command line stops there with exit code 1."""
-    why = skip_reason(CHROMIUM)
+    why = skip_reason(CHROMIUM, package="chromium")
     if why:
         print(f"cannot run: {why}", file=sys.stderr)
     return bool(why)
@@ -743,7 +745,7 @@ def run_browser(labs: list[Path], reference: Path, *, runs: int, steps: int,
     the same reference). ``only``: step just the lab widgets whose label contains one of
     these (the floor and reference notebooks are stepped whole). ``checkpoint(runs_so_far)``
     is called after every notebook, so a cut-off run keeps what it measured."""
-    reason = skip_reason(CHROMIUM)
+    reason = skip_reason(CHROMIUM, package="chromium")
     if reason:
         raise SystemExit(f"browser mode cannot run: {reason}")
     from playwright.sync_api import sync_playwright

@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench_browser as bb
-    reason = bb.skip_reason(bb.CHROMIUM)
+    reason = bb.skip_reason(bb.CHROMIUM, package="chromium")
     if reason:
         raise SystemExit(f"cannot run: {reason}")
     labs = [p for p in sorted((bb.REPO / "labs").glob("lab_*.py")) if p.name.startswith(args.lab)]

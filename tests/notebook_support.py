@@ -37,28 +37,38 @@ def choice(item: str, value) -> quiz.Prediction:
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py"))
 
 
-def exported_site(tmp_path_factory, *, reveal: bool):
-    """Every lab exported as ``labs-export`` does it, once per test run for all workers
-    (run_support.build_once): the student site, or with ``reveal`` the offline instructor site
-    (the one the offline browser test serves). ``export.export_site``'s result."""
+def exported_site(tmp_path_factory):
+    """The offline instructor site of every lab (``labs-export --reveal --offline``), exported
+    once per test run for all workers (run_support.build_once) and shared by the lab tests'
+    instructor copies and the offline browser test. ``export.export_site``'s result."""
     from run_support import build_once
 
     from labs.core import export
 
-    name, offline = ("offline-site", True) if reveal else ("student-site", False)
-    return build_once(tmp_path_factory, name, lambda site: export.export_site(
-        site, LABS, reveal=reveal, offline=offline, log=lambda *_: None))
+    return build_once(tmp_path_factory, "offline-site", lambda site: export.export_site(
+        site, LABS, reveal=True, offline=True, log=lambda *_: None))
 
 
 def export_page(lab_file: Path, tmp_path_factory, *, reveal: bool = False) -> str:
-    """The lab's page in the run's export of every lab (:func:`exported_site`: throwaway
-    ledger, code left out, each page checked for cell errors and "output is too large")."""
-    site = exported_site(tmp_path_factory, reveal=reveal)
+    """The lab exported as ``labs-export`` does it (throwaway ledger, code left out, the page
+    checked for cell errors and "output is too large"), once per test run: the student copy
+    on its own, the instructor copy from :func:`exported_site`. The page's HTML."""
+    from run_support import build_once
+
+    from labs.core import export
+
     lab_file = Path(lab_file).resolve()
-    problems = [p for p in site.problems if lab_file.name in p]
+    if reveal:
+        site = exported_site(tmp_path_factory)
+        problems = [p for p in site.problems if lab_file.name in p]
+        (result,) = [r for r in site.labs if Path(r.meta.path).resolve() == lab_file]
+        page = result.page
+    else:
+        page, problems = build_once(tmp_path_factory, f"student-{lab_file.stem}", lambda out: (
+            out / f"{lab_file.stem}.html",
+            export.export_lab(lab_file, out / f"{lab_file.stem}.html", reveal=False)[2]))
     assert not problems, problems
-    (result,) = [r for r in site.labs if Path(r.meta.path).resolve() == lab_file]
-    html = result.page.read_text(encoding="utf-8")
+    html = page.read_text(encoding="utf-8")
     assert "Traceback" not in html
     return html
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from isolation_support import CHROMIUM_ARGS, chromium_path
+from isolation_support import CHROMIUM_ARGS, CHROMIUM_CANDIDATES, chromium_path
 
 from labs.core import ledger as L
 from labs.core import quiz
@@ -380,7 +380,9 @@ def test_lock_state_is_seeded_from_the_ledger(lab):
 
 # --- in a real browser (marimo run + Debian chromium) --------------------------------------
 
-CHROMIUM = chromium_path()
+#: The desktop chromium a student opens, where installed: the browser tests in tests/browser/
+#: drive the lighter headless shell, so this flow is also walked in the real browser.
+CHROMIUM = chromium_path(("/usr/bin/chromium", *CHROMIUM_CANDIDATES))
 
 
 def _browser_skip() -> str | None:

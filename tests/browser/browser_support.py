@@ -31,10 +31,11 @@ FIGURE = f"marimo-plotly:not(.{PRELOAD_CLASS} marimo-plotly)"
 SLOW_MS = 90_000
 
 
-def skip_reason(chromium: str = CHROMIUM) -> str | None:
+def skip_reason(chromium: str = CHROMIUM,
+                package: str = "chromium-headless-shell or chromium") -> str | None:
     """Why browser tests (or a benchmark driving ``chromium``) cannot run here, or None."""
     if not Path(chromium).exists():
-        return f"no chromium at {chromium} (apt-get install {Path(chromium).name})"
+        return f"no chromium at {chromium} (apt-get install {package})"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:

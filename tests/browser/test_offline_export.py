@@ -26,7 +26,7 @@ def offline_site(tmp_path_factory):
     lab tests' checks of the instructor copy)."""
     if not LABS:
         pytest.skip("no labs/lab_*.py yet")
-    return exported_site(tmp_path_factory, reveal=True)
+    return exported_site(tmp_path_factory)
 
 
 def requests_leaving(page, origin: str) -> list[str]:
@@ -115,6 +115,8 @@ def test_negative_control_without_bundled_assets_draws_nothing(offline_site, pag
     first = offline_site.labs[0].page
     shutil.copy(first, tmp_path / first.name)  # the page alone, no _marimo folder next to it
     with http_server(tmp_path) as origin:
+        # a route turns the browser's cache off: only this server, without the assets, answers
+        page.route("**/*", lambda route: route.continue_())
         page.goto(origin + first.name)
         page.wait_for_timeout(3000)
         assert page.locator("marimo-plotly .main-svg").count() == 0
