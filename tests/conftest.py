@@ -175,3 +175,26 @@ def pytest_runtest_setup(item):
 
         if not torch.cuda.is_available():
             pytest.skip("needs a CUDA GPU")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Spread the browser tests' modules evenly among the others (each module's tests stay
+    together, in order). pytest-xdist gives each worker a contiguous share of this list: in
+    file order one worker got every browser test, which mostly waits for a page, while the
+    other computed, and at the end both waited on pages at once."""
+    modules: dict = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    browser = [tests for path, tests in modules.items() if "browser" in path.parent.name]
+    others = [tests for path, tests in modules.items() if "browser" not in path.parent.name]
+    if not browser or not others:
+        return
+    every = len(others) / len(browser)
+    order, placed = [], 0
+    for index, tests in enumerate(others):
+        while placed < len(browser) and placed * every <= index:
+            order.append(browser[placed])
+            placed += 1
+        order.append(tests)
+    order.extend(browser[placed:])
+    items[:] = [item for tests in order for item in tests]
