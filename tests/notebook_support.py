@@ -33,10 +33,6 @@ def choice(item: str, value) -> quiz.Prediction:
                            reason="test")
 
 
-#: Every lab, as ``labs-export`` finds them.
-LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py"))
-
-
 def exported_site(tmp_path_factory):
     """The offline instructor site of every lab (``labs-export --reveal --offline``), exported
     once per test run for all workers (run_support.build_once) and shared by the lab tests'
@@ -46,7 +42,17 @@ def exported_site(tmp_path_factory):
     from labs.core import export
 
     return build_once(tmp_path_factory, "offline-site", lambda site: export.export_site(
-        site, LABS, reveal=True, offline=True, log=lambda *_: None))
+        site, export.discover_labs(), reveal=True, offline=True, log=lambda *_: None))
+
+
+def exported_lab(site, lab_file: Path):
+    """``lab_file``'s result in an exported ``site``, which must have exported it without a
+    problem (a problem names the lab's file)."""
+    lab_file = Path(lab_file).resolve()
+    mine = [p for p in site.problems if lab_file.name in p]
+    result = next((r for r in site.labs if Path(r.meta.path).resolve() == lab_file), None)
+    assert result is not None and not mine, "\n".join(mine) or f"{lab_file.name} was not exported"
+    return result
 
 
 def export_page(lab_file: Path, tmp_path_factory, *, reveal: bool = False) -> str:
@@ -59,15 +65,12 @@ def export_page(lab_file: Path, tmp_path_factory, *, reveal: bool = False) -> st
 
     lab_file = Path(lab_file).resolve()
     if reveal:
-        site = exported_site(tmp_path_factory)
-        problems = [p for p in site.problems if lab_file.name in p]
-        (result,) = [r for r in site.labs if Path(r.meta.path).resolve() == lab_file]
-        page = result.page
+        page = exported_lab(exported_site(tmp_path_factory), lab_file).page
     else:
         page, problems = build_once(tmp_path_factory, f"student-{lab_file.stem}", lambda out: (
             out / f"{lab_file.stem}.html",
             export.export_lab(lab_file, out / f"{lab_file.stem}.html", reveal=False)[2]))
-    assert not problems, problems
+        assert not problems, problems
     html = page.read_text(encoding="utf-8")
     assert "Traceback" not in html
     return html
