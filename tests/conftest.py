@@ -10,6 +10,9 @@ of the suite under a deliberately hostile user configuration to prove it.
 
 The suite runs in parallel (pytest-xdist, see pyproject's addopts): each worker is a process of
 its own with its own fresh user, temporary folders and servers (tests/browser/conftest.py).
+There is one worker more than the machine has cores, as the browser tests spend much of their
+time waiting for a page, and a test marked ``alone`` (it times wall-clock work) runs while no
+other test of the run does.
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ import copy
 import functools
 import importlib.util
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from isolation_support import isolated_environment
+from run_support import TURNS_KEY, TurnTaking, fcntl
 
 from labs.core import ledger
 
@@ -120,6 +127,62 @@ def pytest_addoption(parser, pluginmanager):
                     help="ignored: pytest-xdist is not installed")
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``--numprocesses=auto``: one worker per core this process may use, plus one. The browser
+    tests spend much of their time waiting for a page to draw or to settle; the extra worker
+    keeps the cores busy meanwhile (docs/authors/testing.md has the timings).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides where it is set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
+
+#: The run's lock folder (in the controlling process) and this worker's TurnTaking (None when
+#: the run is not parallel or the platform has no file locks).
+_TURNS_FOLDER = pytest.StashKey[Path]()
+_TURNS = pytest.StashKey["TurnTaking | None"]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """In the controlling process of a parallel run: one lock file for the run's
+    :class:`run_support.TurnTaking`, handed to every worker."""
+    if fcntl is None:
+        return
+    stash = node.config.stash
+    if _TURNS_FOLDER not in stash:
+        stash[_TURNS_FOLDER] = Path(tempfile.mkdtemp(prefix="pytest-turns-"))
+    node.workerinput[TURNS_KEY] = str(stash[_TURNS_FOLDER] / "turns.lock")
+
+
+def pytest_configure(config):
+    lock_file = getattr(config, "workerinput", {}).get(TURNS_KEY)
+    config.stash[_TURNS] = TurnTaking(Path(lock_file)) if lock_file else None
+
+
+def pytest_unconfigure(config):
+    turns = config.stash.get(_TURNS, None)
+    if turns is not None:
+        turns.close()
+    folder = config.stash.get(_TURNS_FOLDER, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """In a parallel run, a test marked ``alone`` waits until the tests under way have ended
+    and runs while the other workers wait; every other test runs beside the others."""
+    turns = item.config.stash[_TURNS]
+    if turns is None:
+        yield
+        return
+    with turns.turn(alone=item.get_closest_marker("alone") is not None):
+        yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_user(tmp_path_factory):
     """The whole session (and every subprocess it starts) as a fresh user; see the module
@@ -178,23 +241,46 @@ def pytest_runtest_setup(item):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Spread the browser tests' modules evenly among the others (each module's tests stay
-    together, in order). pytest-xdist gives each worker a contiguous share of this list: in
-    file order one worker got every browser test, which mostly waits for a page, while the
-    other computed, and at the end both waited on pages at once."""
+    """Order the tests for pytest-xdist's worksteal, which gives each of the n workers one of n
+    contiguous, equal shares of this list and, when a worker runs out, moves it the end of the
+    longest queue left. So each share begins with long tests and ends with short ones: first
+    its part of the modules that drive a browser (they mostly wait for pages; begun first,
+    they do not end the run alone), then of the modules with a ``slow`` test, then the other
+    modules in file order, and last the modules with a test that runs ``alone`` (reached when
+    the tests under way are short, so it waits little for them). A module's tests stay
+    together and in order (its module-scoped fixtures are made once), and the long modules go
+    to the share with the fewest such tests yet."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     modules: dict = {}
     for item in items:
         modules.setdefault(item.path, []).append(item)
-    browser = [tests for path, tests in modules.items() if "browser" in path.parent.name]
-    others = [tests for path, tests in modules.items() if "browser" not in path.parent.name]
-    if not browser or not others:
-        return
-    every = len(others) / len(browser)
-    order, placed = [], 0
-    for index, tests in enumerate(others):
-        while placed < len(browser) and placed * every <= index:
-            order.append(browser[placed])
-            placed += 1
-        order.append(tests)
-    order.extend(browser[placed:])
-    items[:] = [item for tests in order for item in tests]
+
+    def count(tests, marker):
+        return sum(t.get_closest_marker(marker) is not None for t in tests)
+
+    def deal(group, marker):
+        """The modules of ``group``, the most ``marker`` tests first, each to the share with
+        the fewest such tests yet."""
+        shares, load = [[] for _ in range(workers)], [0] * workers
+        for tests in sorted(group, key=lambda t: -count(t, marker)):
+            k = load.index(min(load))
+            shares[k] += tests
+            load[k] += count(tests, marker)
+        return shares
+
+    groups: dict = {"browser": [], "alone": [], "slow": [], "rest": []}
+    for tests in modules.values():
+        kind = next((m for m in ("browser", "alone", "slow") if count(tests, m)), "rest")
+        groups[kind].append(tests)
+    heads = [b + s for b, s in zip(deal(groups["browser"], "browser"),
+                                   deal(groups["slow"], "slow"))]
+    tails = deal(groups["alone"], "alone")
+    rest = [item for tests in groups["rest"] for item in tests]
+    order, left, used = [], len(items), 0
+    for k in range(workers):
+        size = left // (workers - k)  # how pytest-xdist cuts the list into shares
+        left -= size
+        fill = max(0, size - len(heads[k]) - len(tails[k]))
+        order += heads[k] + rest[used:used + fill] + tails[k]
+        used += fill
+    items[:] = order + rest[used:]

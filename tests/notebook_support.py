@@ -1,6 +1,7 @@
 """Helpers for running the lab notebooks headless in tests."""
 
 import importlib.util
+import time
 from pathlib import Path
 
 from labs.core import quiz
@@ -122,3 +123,12 @@ def cells_that_only_show(app, widget: str) -> list[str]:
         if not read:
             found.append(cell.code)
     return found
+
+
+def cell_cpu_seconds(cell, kw: dict) -> float:
+    """One run of ``cell`` with inputs ``kw``, in CPU seconds of this process (every thread):
+    what the recompute costs, which the other jobs of a shared machine do not change, as they
+    change its wall-clock time."""
+    start = time.process_time()
+    cell.run(**kw)
+    return time.process_time() - start

@@ -1,9 +1,11 @@
-"""What the test processes of one run share: a result built once for all pytest-xdist workers.
+"""What the test processes of one run share: a result built once for all pytest-xdist workers,
+and a machine to itself for a test that times wall-clock work.
 
 Each worker is a process of its own, so a session fixture is still built once per worker (and a
 module fixture once per stretch of its module's tests a worker runs). :func:`build_once` builds
 in the run's shared temporary folder under a file lock: the first worker to ask builds, the
-others wait and read the same result.
+others wait and read the same result. :class:`TurnTaking` lets a test marked ``alone`` run while
+no other test of the run does (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -46,3 +48,51 @@ def build_once(tmp_path_factory, name: str, build: Callable[[Path], Any]) -> Any
         result = build(folder)
         result_file.write_bytes(pickle.dumps(result))
         return result
+
+
+#: Where a worker of a parallel run finds the lock file of the run's :class:`TurnTaking`
+#: (pytest-xdist's ``workerinput``; tests/conftest.py).
+TURNS_KEY = "roofline_turns_lock"
+
+
+class TurnTaking:
+    """A readers-writer lock between the workers of one run, on a file every worker opens:
+    :meth:`turn` holds it shared around each test and exclusive around a test that must run
+    alone. A test waiting to run alone goes first: the workers start no new test once it
+    waits (byte 0 of the file is the turnstile), and it starts when the tests under way have
+    ended (byte 1 is the room). POSIX record locks (``lockf``) belong to the process, so each
+    worker holds its own and the kernel drops them if a worker dies."""
+
+    _TURNSTILE, _ROOM = 0, 1
+
+    def __init__(self, lock_file: Path):
+        self._handle = open(lock_file, "a+b")  # noqa: SIM115  (held for the worker's life)
+
+    def _lock(self, byte: int, mode: int) -> None:
+        fcntl.lockf(self._handle, mode, 1, byte)
+
+    @contextlib.contextmanager
+    def turn(self, alone: bool):
+        if alone:
+            self._lock(self._TURNSTILE, fcntl.LOCK_EX)
+            try:
+                self._lock(self._ROOM, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    self._lock(self._ROOM, fcntl.LOCK_UN)
+            finally:
+                self._lock(self._TURNSTILE, fcntl.LOCK_UN)
+        else:
+            self._lock(self._TURNSTILE, fcntl.LOCK_SH)
+            try:
+                self._lock(self._ROOM, fcntl.LOCK_SH)
+            finally:
+                self._lock(self._TURNSTILE, fcntl.LOCK_UN)
+            try:
+                yield
+            finally:
+                self._lock(self._ROOM, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        self._handle.close()

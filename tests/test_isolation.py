@@ -78,7 +78,9 @@ def test_suite_passes_with_a_hostile_user_config(tmp_path):
         path.write_text(HOSTILE_MARIMO_TOML, encoding="utf-8")
     real_ledger = home / "my-real-ledger"
     env = dict(os.environ)
-    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+    # not a worker of this run: its temporary folders and locks are its own (tests/run_support.py)
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", *[
+            n for n in env if n.startswith("PYTEST_XDIST_")]):
         env.pop(name, None)
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
                MARIMO_OUTPUT_MAX_BYTES="100", ROOFLINE_REVEAL="1",

@@ -522,6 +522,7 @@ def test_a_closed_gate_loads_no_measuring_code(lab, tmp_path):
 
 # --- the timer against torch.utils.benchmark (same run, same thread count) ------------------
 
+@pytest.mark.alone
 @pytest.mark.torch
 @pytest.mark.slow
 def test_cpu_timer_agrees_with_torch_benchmark_within_5_percent():

@@ -322,6 +322,7 @@ if torch is not None:
             return x
 
 
+@pytest.mark.alone
 @pytest.mark.torch
 def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
     """Three operators that sleep 10, 20 and 30 ms: the profiler must time each one at its

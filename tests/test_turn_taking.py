@@ -1,0 +1,123 @@
+"""A test marked ``alone`` has the run to itself (tests/conftest.py, run_support.TurnTaking).
+
+A test that times wall-clock work (a timer held against torch.utils.benchmark, operators that
+sleep a known time) reads the other workers' load as its own result. In a parallel run it waits
+until the tests under way have ended, and the workers start no other test until it has ended.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import pytest
+from run_support import TURNS_KEY, TurnTaking, fcntl
+
+pytestmark = pytest.mark.skipif(fcntl is None, reason="no file locks on this platform")
+
+
+def _take_turn(lock_file, alone, stamps, name, hold_s, entered=None, release=None):
+    """A worker: take a turn, stamp when it began and ended, hold it ``hold_s`` (or until
+    ``release`` is set)."""
+    turns = TurnTaking(lock_file)
+    with turns.turn(alone=alone):
+        stamps[f"{name} in"] = time.monotonic()
+        if entered is not None:
+            entered.set()
+        if release is not None:
+            release.wait(30)
+        time.sleep(hold_s)
+        stamps[f"{name} out"] = time.monotonic()
+    turns.close()
+
+
+def _turnstile_held(lock_file) -> bool:
+    """Whether another process holds the turnstile (byte 0) exclusively: an alone test waits."""
+    with open(lock_file, "a+b") as handle:  # this process holds no lock on the file
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0)
+        except OSError:
+            return True
+        fcntl.lockf(handle, fcntl.LOCK_UN, 1, 0)
+        return False
+
+
+def _wait(condition, what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def workers(tmp_path):
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    manager = context.Manager()
+    started = []
+
+    def start(name, alone, hold_s=0.0, entered=None, release=None):
+        proc = context.Process(target=_take_turn, args=(
+            tmp_path / "turns.lock", alone, stamps, name, hold_s, entered, release))
+        proc.start()
+        started.append(proc)
+        return proc
+
+    stamps = manager.dict()
+    start.stamps, start.context, start.manager = stamps, context, manager
+    start.lock_file = tmp_path / "turns.lock"
+    start.lock_file.touch()
+    yield start
+    for proc in started:
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
+    manager.shutdown()
+
+
+def test_tests_beside_each_other_share_the_run(workers):
+    entered, release = workers.manager.Event(), workers.manager.Event()
+    first = workers("first", alone=False, entered=entered, release=release)
+    assert entered.wait(30)
+    second = workers("second", alone=False)
+    second.join(30)
+    assert "second out" in workers.stamps and "first out" not in workers.stamps
+    release.set()
+    first.join(30)
+
+
+def test_an_alone_test_waits_for_the_tests_under_way_and_holds_off_new_ones(workers):
+    entered, release = workers.manager.Event(), workers.manager.Event()
+    workers("under way", alone=False, entered=entered, release=release)
+    assert entered.wait(30)
+    workers("alone", alone=True, hold_s=0.3)
+    _wait(lambda: _turnstile_held(workers.lock_file), "the alone test waits at the turnstile")
+    later = workers("later", alone=False)
+    time.sleep(0.3)  # the later test had time to start, were it let in
+    assert "alone in" not in workers.stamps and "later in" not in workers.stamps
+    release.set()
+    later.join(30)
+    s = workers.stamps
+    assert s["under way out"] <= s["alone in"] < s["alone out"] <= s["later in"], dict(s)
+
+
+@pytest.mark.alone
+def test_in_a_parallel_run_an_alone_test_holds_the_run(request):
+    """This test is marked ``alone``: while it runs, no other worker can hold a turn (byte 1,
+    the room, cannot even be shared)."""
+    lock_file = getattr(request.config, "workerinput", {}).get(TURNS_KEY)
+    if lock_file is None:
+        pytest.skip("not a parallel run: no other worker to hold off")
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with context.Pool(1) as pool:
+        assert pool.apply(_room_is_free, (lock_file,)) is False
+
+
+def _room_is_free(lock_file) -> bool:
+    with open(lock_file, "a+b") as handle:
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 1)
+        except OSError:
+            return False
+        fcntl.lockf(handle, fcntl.LOCK_UN, 1, 1)
+        return True
