@@ -42,11 +42,20 @@ def show_drawn_figure(page, index: int = 0):
     fig.locator(".main-svg").first.wait_for(state="visible")
 
 
+#: Resolves once the page's main thread has had nothing to do twice in a row: every message
+#: received and every render it set off (React's, marimo's) has run. A starved renderer on a
+#: busy machine can lag the kernel by seconds; then a quiet moment means nothing. (At most
+#: 10 s for each: a page that is never idle is settled anyway.)
+_FRONTEND_IDLE_JS = """() => new Promise(r => requestIdleCallback(
+    () => requestIdleCallback(r, {timeout: 10000}), {timeout: 10000}))"""
+
+
 def settle(page, probe, *, quiet_ms: int = 1500, timeout_ms: int = SLOW_MS):
-    """Wait until ``probe(page)`` stops changing for ``quiet_ms`` (marimo streams outputs).
+    """Wait until ``probe(page)`` stops changing for ``quiet_ms`` (marimo streams outputs) and
+    the page has drawn all it received (``_FRONTEND_IDLE_JS``; the probe is then read again).
     A page watched by :class:`KernelRuns` is settled sooner: once its kernel has finished
     every run (none queued or running, no message for half a second) and ``probe`` has not
-    changed for half a second."""
+    changed for half a second; and never while its kernel is running cells."""
     runs = KernelRuns.of(page)
     deadline = time.monotonic() + timeout_ms / 1000
     last, since = probe(page), time.monotonic()
@@ -56,10 +65,16 @@ def settle(page, probe, *, quiet_ms: int = 1500, timeout_ms: int = SLOW_MS):
         if now != last:
             last, since = now, time.monotonic()
             continue
+        if runs is not None and runs.busy:
+            continue  # what the running cells draw is still to come
         still = time.monotonic() - since
         if still * 1000 >= quiet_ms or (runs is not None and still >= 0.5
                                          and runs.quiet_for(0.5)):
-            return now
+            page.evaluate(_FRONTEND_IDLE_JS)
+            now = probe(page)
+            if now == last:
+                return now
+            last, since = now, time.monotonic()
     return last
 
 
