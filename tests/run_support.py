@@ -73,26 +73,21 @@ class TurnTaking:
 
     @contextlib.contextmanager
     def turn(self, alone: bool):
-        if alone:
-            self._lock(self._TURNSTILE, fcntl.LOCK_EX)
-            try:
-                self._lock(self._ROOM, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    self._lock(self._ROOM, fcntl.LOCK_UN)
-            finally:
+        mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
+        self._lock(self._TURNSTILE, mode)
+        try:
+            self._lock(self._ROOM, mode)
+        except BaseException:
+            self._lock(self._TURNSTILE, fcntl.LOCK_UN)
+            raise
+        if not alone:  # the next test, alone or not, may come in at once
+            self._lock(self._TURNSTILE, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            self._lock(self._ROOM, fcntl.LOCK_UN)
+            if alone:
                 self._lock(self._TURNSTILE, fcntl.LOCK_UN)
-        else:
-            self._lock(self._TURNSTILE, fcntl.LOCK_SH)
-            try:
-                self._lock(self._ROOM, fcntl.LOCK_SH)
-            finally:
-                self._lock(self._TURNSTILE, fcntl.LOCK_UN)
-            try:
-                yield
-            finally:
-                self._lock(self._ROOM, fcntl.LOCK_UN)
 
     def close(self) -> None:
         self._handle.close()

@@ -32,15 +32,16 @@ def _take_turn(lock_file, alone, stamps, name, hold_s, entered=None, release=Non
     turns.close()
 
 
-def _turnstile_held(lock_file) -> bool:
-    """Whether another process holds the turnstile (byte 0) exclusively: an alone test waits."""
+def _can_share(lock_file, byte: int) -> bool:
+    """Whether a process holding no lock on the file could share ``byte`` now: not while
+    another holds it exclusively (byte 0: an alone test waits; byte 1: one runs)."""
     with open(lock_file, "a+b") as handle:  # this process holds no lock on the file
         try:
-            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0)
+            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, byte)
         except OSError:
-            return True
-        fcntl.lockf(handle, fcntl.LOCK_UN, 1, 0)
-        return False
+            return False
+        fcntl.lockf(handle, fcntl.LOCK_UN, 1, byte)
+        return True
 
 
 def _wait(condition, what: str, timeout_s: float = 30.0) -> None:
@@ -91,7 +92,7 @@ def test_an_alone_test_waits_for_the_tests_under_way_and_holds_off_new_ones(work
     workers("under way", alone=False, entered=entered, release=release)
     assert entered.wait(30)
     workers("alone", alone=True, hold_s=0.3)
-    _wait(lambda: _turnstile_held(workers.lock_file), "the alone test waits at the turnstile")
+    _wait(lambda: not _can_share(workers.lock_file, 0), "the alone test waits at the turnstile")
     later = workers("later", alone=False)
     time.sleep(0.3)  # the later test had time to start, were it let in
     assert "alone in" not in workers.stamps and "later in" not in workers.stamps
@@ -110,14 +111,4 @@ def test_in_a_parallel_run_an_alone_test_holds_the_run(request):
         pytest.skip("not a parallel run: no other worker to hold off")
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with context.Pool(1) as pool:
-        assert pool.apply(_room_is_free, (lock_file,)) is False
-
-
-def _room_is_free(lock_file) -> bool:
-    with open(lock_file, "a+b") as handle:
-        try:
-            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 1)
-        except OSError:
-            return False
-        fcntl.lockf(handle, fcntl.LOCK_UN, 1, 1)
-        return True
+        assert pool.apply(_can_share, (lock_file, 1)) is False
