@@ -129,14 +129,15 @@ def pytest_addoption(parser, pluginmanager):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """``--numprocesses=auto``: one worker per core this process may use, plus one. The browser
+    """``--numprocesses=auto``: pytest-xdist's count (the physical cores) plus one. The browser
     tests spend much of their time waiting for a page to draw or to settle; the extra worker
     keeps the cores busy meanwhile (docs/authors/testing.md has the timings).
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides where it is set."""
+    from xdist.plugin import pytest_xdist_auto_num_workers as xdist_count
+
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist reads it
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) + 1
+    return xdist_count(config) + 1
 
 
 #: The run's lock folder (in the controlling process) and this worker's TurnTaking (None when
@@ -179,7 +180,9 @@ def pytest_runtest_protocol(item, nextitem):
     if turns is None:
         yield
         return
-    with turns.turn(alone=item.get_closest_marker("alone") is not None):
+    # a test skipped for want of torch or a GPU times nothing: it need not hold the others off
+    alone = item.get_closest_marker("alone") is not None and not _missing_requirement(item)
+    with turns.turn(alone=alone):
         yield
 
 
@@ -223,33 +226,43 @@ def env(tmp_path, monkeypatch):
     return tmp_path
 
 
+def _missing_requirement(item) -> str | None:
+    """Why ``item`` is skipped for want of torch or a GPU (see pytest_runtest_setup), or None."""
+    needs_gpu = item.get_closest_marker("gpu") is not None
+    if (needs_gpu or item.get_closest_marker("torch") is not None) and (
+            importlib.util.find_spec("torch") is None):
+        return "needs torch (pip install -e '.[live]')"
+    if needs_gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            return "needs a CUDA GPU"
+    return None
+
+
 def pytest_runtest_setup(item):
     """``@pytest.mark.torch``: the test needs torch (the ``live`` extra, which the plain
     install leaves out), so it is skipped, saying so, where torch is not installed; every
     other test in the same file still runs (issue 36.2: no module-level skip).
     ``@pytest.mark.gpu``: the test needs a CUDA GPU (and torch); ``python -m pytest -m gpu``
     runs exactly these. torch is imported only for a gpu test (it costs seconds)."""
-    needs_gpu = item.get_closest_marker("gpu") is not None
-    if (needs_gpu or item.get_closest_marker("torch") is not None) and (
-            importlib.util.find_spec("torch") is None):
-        pytest.skip("needs torch (pip install -e '.[live]')")
-    if needs_gpu:
-        import torch
-
-        if not torch.cuda.is_available():
-            pytest.skip("needs a CUDA GPU")
+    reason = _missing_requirement(item)
+    if reason:
+        pytest.skip(reason)
 
 
+@pytest.hookimpl(trylast=True)  # after -m, -k and --deselect have taken their tests out
 def pytest_collection_modifyitems(session, config, items):
     """Order the tests for pytest-xdist's worksteal, which gives each of the n workers one of n
-    contiguous, equal shares of this list and, when a worker runs out, moves it the end of the
-    longest queue left. So each share begins with long tests and ends with short ones: first
-    its part of the modules that drive a browser (they mostly wait for pages; begun first,
-    they do not end the run alone), then of the modules with a ``slow`` test, then the other
-    modules in file order, and last the modules with a test that runs ``alone`` (reached when
-    the tests under way are short, so it waits little for them). A module's tests stay
-    together and in order (its module-scoped fixtures are made once), and the long modules go
-    to the share with the fewest such tests yet."""
+    contiguous, equal shares of this list and, when a worker runs out, moves to it half of the
+    longest queue left (from its end). So each share begins with long tests and ends with
+    short ones: first its part of the modules that drive a browser (they mostly wait for
+    pages; begun first, they do not end the run alone), then of the modules with a ``slow``
+    test, then the other modules in file order, and last the modules with a test that runs
+    ``alone`` (reached when the tests under way are short, so it waits little for them).
+    A module's tests stay together and in order (its module-scoped fixtures are made once;
+    only where one share ends and the next begins may a module of the rest be cut), and each
+    long module goes to the share with the fewest long tests yet."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     modules: dict = {}
     for item in items:
@@ -258,10 +271,12 @@ def pytest_collection_modifyitems(session, config, items):
     def count(tests, marker):
         return sum(t.get_closest_marker(marker) is not None for t in tests)
 
+    load = [0] * workers
+
     def deal(group, marker):
         """The modules of ``group``, the most ``marker`` tests first, each to the share with
-        the fewest such tests yet."""
-        shares, load = [[] for _ in range(workers)], [0] * workers
+        the fewest long tests yet."""
+        shares = [[] for _ in range(workers)]
         for tests in sorted(group, key=lambda t: -count(t, marker)):
             k = load.index(min(load))
             shares[k] += tests
@@ -274,6 +289,7 @@ def pytest_collection_modifyitems(session, config, items):
         groups[kind].append(tests)
     heads = [b + s for b, s in zip(deal(groups["browser"], "browser"),
                                    deal(groups["slow"], "slow"))]
+    load[:] = [0] * workers
     tails = deal(groups["alone"], "alone")
     rest = [item for tests in groups["rest"] for item in tests]
     order, left, used = [], len(items), 0

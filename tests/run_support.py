@@ -14,6 +14,7 @@ import contextlib
 import os
 import pickle
 import shutil
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -64,6 +65,9 @@ class TurnTaking:
     worker holds its own and the kernel drops them if a worker dies."""
 
     _TURNSTILE, _ROOM = 0, 1
+    #: How long a test waiting to run alone waits for the tests under way (the longest takes
+    #: about a minute here): a test hung elsewhere must not stop every worker for good.
+    WAIT_S = 600.0
 
     def __init__(self, lock_file: Path):
         self._handle = open(lock_file, "a+b")  # noqa: SIM115  (held for the worker's life)
@@ -71,12 +75,23 @@ class TurnTaking:
     def _lock(self, byte: int, mode: int) -> None:
         fcntl.lockf(self._handle, mode, 1, byte)
 
+    def _wait_for_the_room(self) -> None:
+        deadline = time.monotonic() + self.WAIT_S
+        while True:
+            try:
+                return self._lock(self._ROOM, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"a test marked alone waited {self.WAIT_S:.0f} s for "
+                                       "the tests under way to end") from None
+                time.sleep(0.05)
+
     @contextlib.contextmanager
     def turn(self, alone: bool):
         mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
         self._lock(self._TURNSTILE, mode)
         try:
-            self._lock(self._ROOM, mode)
+            self._wait_for_the_room() if alone else self._lock(self._ROOM, mode)
         except BaseException:
             self._lock(self._TURNSTILE, fcntl.LOCK_UN)
             raise

@@ -8,7 +8,6 @@ until the tests under way have ended, and the workers start no other test until 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 
 import pytest
@@ -51,9 +50,16 @@ def _wait(condition, what: str, timeout_s: float = 30.0) -> None:
         time.sleep(0.01)
 
 
+def _context():
+    """Processes started afresh (a forkserver where there is one), not forked from a worker
+    whose other threads could hold a lock the child then waits on for ever."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
 @pytest.fixture
 def workers(tmp_path):
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    context = _context()
     manager = context.Manager()
     started = []
 
@@ -106,9 +112,9 @@ def test_an_alone_test_waits_for_the_tests_under_way_and_holds_off_new_ones(work
 def test_in_a_parallel_run_an_alone_test_holds_the_run(request):
     """This test is marked ``alone``: while it runs, no other worker can hold a turn (byte 1,
     the room, cannot even be shared)."""
-    lock_file = getattr(request.config, "workerinput", {}).get(TURNS_KEY)
-    if lock_file is None:
+    if not hasattr(request.config, "workerinput"):
         pytest.skip("not a parallel run: no other worker to hold off")
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with context.Pool(1) as pool:
-        assert pool.apply(_can_share, (lock_file, 1)) is False
+    lock_file = request.config.workerinput.get(TURNS_KEY)
+    assert lock_file, "the workers of this parallel run were handed no lock file"
+    with _context().Pool(1) as pool:
+        assert pool.apply_async(_can_share, (lock_file, 1)).get(timeout=60) is False

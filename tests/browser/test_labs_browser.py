@@ -65,8 +65,8 @@ def settle(page, probe, *, quiet_ms: int = 1500, timeout_ms: int = SLOW_MS):
         if now != last:
             last, since = now, time.monotonic()
             continue
-        if runs is not None and runs.busy:
-            continue  # what the running cells draw is still to come
+        if runs is not None and runs.busy and time.monotonic() - runs.last_frame < 10:
+            continue  # what the running cells draw is still to come (unless it went silent)
         still = time.monotonic() - since
         if still * 1000 >= quiet_ms or (runs is not None and still >= 0.5
                                          and runs.quiet_for(0.5)):
