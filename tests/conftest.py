@@ -10,9 +10,9 @@ of the suite under a deliberately hostile user configuration to prove it.
 
 The suite runs in parallel (pytest-xdist, see pyproject's addopts): each worker is a process of
 its own with its own fresh user, temporary folders and servers (tests/browser/conftest.py).
-There is one worker more than the machine has cores, as the browser tests spend much of their
-time waiting for a page, and a test marked ``alone`` (it times wall-clock work) runs while no
-other test of the run does.
+There is one worker more than pytest-xdist would start (one per physical core), as the browser
+tests spend much of their time waiting for a page, and a test marked ``alone`` (it times
+wall-clock work) runs while no other test of the run does.
 """
 
 from __future__ import annotations
@@ -271,11 +271,9 @@ def pytest_collection_modifyitems(session, config, items):
     def count(tests, marker):
         return sum(t.get_closest_marker(marker) is not None for t in tests)
 
-    load = [0] * workers
-
-    def deal(group, marker):
-        """The modules of ``group``, the most ``marker`` tests first, each to the share with
-        the fewest long tests yet."""
+    def deal(group, marker, load):
+        """The modules of ``group``, the most ``marker`` tests first, each to the share whose
+        ``load`` (long tests so far) is least."""
         shares = [[] for _ in range(workers)]
         for tests in sorted(group, key=lambda t: -count(t, marker)):
             k = load.index(min(load))
@@ -287,10 +285,10 @@ def pytest_collection_modifyitems(session, config, items):
     for tests in modules.values():
         kind = next((m for m in ("browser", "alone", "slow") if count(tests, m)), "rest")
         groups[kind].append(tests)
-    heads = [b + s for b, s in zip(deal(groups["browser"], "browser"),
-                                   deal(groups["slow"], "slow"))]
-    load[:] = [0] * workers
-    tails = deal(groups["alone"], "alone")
+    long_tests = [0] * workers  # the slow modules are dealt on top of the browser ones
+    heads = [b + s for b, s in zip(deal(groups["browser"], "browser", long_tests),
+                                   deal(groups["slow"], "slow", long_tests))]
+    tails = deal(groups["alone"], "alone", [0] * workers)
     rest = [item for tests in groups["rest"] for item in tests]
     order, left, used = [], len(items), 0
     for k in range(workers):

@@ -127,8 +127,8 @@ def cells_that_only_show(app, widget: str) -> list[str]:
 
 def cell_cpu_seconds(cell, kw: dict) -> float:
     """One run of ``cell`` with inputs ``kw``, in CPU seconds of this process (every thread):
-    what the recompute costs, which the other jobs of a shared machine do not change, as they
-    change its wall-clock time."""
+    what the recompute costs, which the other jobs of a shared machine change far less than
+    its wall-clock time."""
     start = time.process_time()
     cell.run(**kw)
     return time.process_time() - start
