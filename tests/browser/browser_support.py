@@ -330,6 +330,9 @@ class CachedBrowser:
     def __init__(self, playwright, profile: Path):
         self._context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, viewport=VIEWPORT)
+        #: chromium has gone (closed, or it died)
+        self.closed = False
+        self._context.on("close", lambda _context: setattr(self, "closed", True))
         # a persistent context opens with a blank page; it stays, for the DevTools session
         self._blank = (self._context.pages or [self._context.new_page()])[0]
         self._origins: set[str] = set()
@@ -375,9 +378,10 @@ class CachedBrowser:
         self._origins.clear()
 
     def close(self) -> None:
-        # the profile outlives this browser (the next module opens it): leave no stored data
+        # the profile outlives this browser (the next one opens it): leave no stored data
         self._forget_origins()
         self._context.close()
+        self.closed = True
 
 
 class CachedContext:

@@ -8,7 +8,8 @@ their own ledger folder, so tests never touch a real ledger and can run beside o
 ``lab_servers`` shares one ``marimo run`` server of every lab per argument list and theme among
 the tests of a test process (an xdist worker), each test starting as a fresh student, and
 ``browser`` keeps one chromium profile per test process, so the cache of marimo's frontend
-outlives a test while cookies and stored data do not.
+outlives a test while cookies and stored data do not; one chromium serves each stretch of
+consecutive browser tests (``BrowserStretch``).
 """
 
 from __future__ import annotations
@@ -20,37 +21,84 @@ from browser_support import (ARTIFACTS, SLOW_MS, CachedBrowser, KernelRuns, LabS
                              skip_reason)
 
 
-# Module scope, not session: a sync Playwright left open would make every later
-# ``sync_playwright()`` in the run (other test files drive chromium too) fail with
-# "using Playwright Sync API inside the asyncio loop".
-@pytest.fixture(scope="module")
-def playwright_driver():
-    reason = skip_reason()
-    if reason:
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+class BrowserStretch:
+    """One Playwright driver and one chromium (:class:`CachedBrowser`) for each stretch of
+    consecutive tests of a test process that drive a browser: started by the first test of a
+    stretch that asks for ``browser``, closed after the last (``pytest_runtest_teardown``).
+    Not kept open for the whole session: an open sync Playwright holds an asyncio loop on
+    this thread, and every later ``asyncio.run`` or ``sync_playwright()`` in the process
+    (marimo's ``app.run``, tests/test_quiz.py) would fail with "using Playwright Sync API
+    inside the asyncio loop". Tests are ordered so that each process runs its browser tests
+    together (tests/conftest.py), so most processes start one chromium, not one a module."""
 
-    with sync_playwright() as pw:
-        yield pw
+    def __init__(self, profile: Path):
+        self.profile = profile
+        self._playwright = None
+        self._browser = None
+
+    def get(self) -> CachedBrowser:
+        if self._browser is not None and self._browser.closed:  # chromium died: start anew
+            self.close()
+        if self._browser is None:
+            reason = skip_reason()
+            if reason:
+                pytest.skip(reason)
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+            try:
+                self._browser = CachedBrowser(self._playwright, self.profile)
+            except Exception as exc:  # a chromium that cannot start here is an environment issue
+                self.close()
+                pytest.skip(f"chromium did not start: {exc}")
+        return self._browser
+
+    def close(self) -> None:
+        browser, driver = self._browser, self._playwright
+        self._browser = self._playwright = None
+        try:
+            if browser is not None and not browser.closed:
+                browser.close()
+        finally:
+            if driver is not None:
+                driver.stop()
+
+
+_STRETCH: BrowserStretch | None = None
 
 
 @pytest.fixture(scope="session")
 def chromium_profile(tmp_path_factory) -> Path:
     """The profile folder of this test process's chromium (each xdist worker has its own):
-    the modules of a process open it one after another and find the cache of the last."""
+    each stretch's chromium opens it in turn and finds the cache of the last."""
     return tmp_path_factory.mktemp("chromium-profile")
 
 
-@pytest.fixture(scope="module")
-def browser(playwright_driver, chromium_profile):
+@pytest.fixture(scope="session")
+def browser_stretch(chromium_profile):
+    global _STRETCH
+    _STRETCH = BrowserStretch(chromium_profile)
+    yield _STRETCH
+    _STRETCH.close()
+    _STRETCH = None
+
+
+@pytest.fixture
+def browser(browser_stretch) -> CachedBrowser:
     """Chromium whose cache outlives a test, as a student's does (browser_support.CachedBrowser);
     each context it opens starts with no cookies and no stored data."""
+    return browser_stretch.get()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test's own fixtures are gone: close the stretch's chromium and driver unless
+    the next test of this process drives them too."""
     try:
-        b = CachedBrowser(playwright_driver, chromium_profile)
-    except Exception as exc:  # a chromium that cannot start here is an environment issue
-        pytest.skip(f"chromium did not start: {exc}")
-    yield b
-    b.close()
+        return (yield)
+    finally:
+        if _STRETCH is not None and (nextitem is None or "browser" not in nextitem.fixturenames):
+            _STRETCH.close()
 
 
 @pytest.fixture
