@@ -385,3 +385,17 @@ def test_a_lab_whose_style_sheet_is_missing_is_warned_about(tmp_path):
     assert "not beside it" in warning
     (tmp_path / LAB_STYLE_SHEET).write_text("/* the sheet */\n")
     assert not [w for w in export.read_lab_meta(lab).warnings if LAB_STYLE_SHEET in w]
+
+
+@pytest.mark.slow
+def test_every_offline_page_carries_the_labs_style_sheet(tmp_path_factory):
+    # marimo inlines the sheet each lab names (css_file): a page without it draws the forms'
+    # messages at marimo's 1.8:1 in the dark theme
+    from notebook_support import exported_site
+
+    rule = ".text-error.text-error"
+    assert rule in (Path(__file__).resolve().parents[1] / "labs" / "labs.css").read_text(
+        encoding="utf-8")
+    site = exported_site(tmp_path_factory)
+    missing = [r.page.name for r in site.labs if rule not in r.page.read_text(encoding="utf-8")]
+    assert site.labs and not missing, missing

@@ -335,7 +335,18 @@ class CachedBrowser:
         self._context.on("close", lambda _context: setattr(self, "closed", True))
         # a persistent context opens with a blank page; it stays, for the DevTools session
         self._blank = (self._context.pages or [self._context.new_page()])[0]
-        self._origins: set[str] = set()
+        #: the origins whose stored data the next context clears first
+        self.origins: set[str] = set()
+
+    def alive(self) -> bool:
+        """Chromium and the driver still answer (a dead driver never reports the close)."""
+        if self.closed:
+            return False
+        try:
+            self._blank.evaluate("0")
+        except Exception:
+            return False
+        return True
 
     def new_context(self, *, viewport: dict | None = None,
                     color_scheme: str | None = None) -> "CachedContext":
@@ -362,26 +373,101 @@ class CachedBrowser:
     def _saw(self, url: str) -> None:
         match = re.match(r"(https?://[^/]+)", url)
         if match:
-            self._origins.add(match.group(1))
+            self.origins.add(match.group(1))
 
     def _forget_origins(self) -> None:
         self._context.clear_cookies()
-        if not self._origins:
+        if not self.origins:
             return
         session = self._context.new_cdp_session(self._blank)
         try:
-            for origin in sorted(self._origins):
+            for origin in sorted(self.origins):
                 session.send("Storage.clearDataForOrigin",
                              {"origin": origin, "storageTypes": _ORIGIN_STORAGE})
         finally:
             session.detach()
-        self._origins.clear()
+        self.origins.clear()
 
     def close(self) -> None:
         # the profile outlives this browser (the next one opens it): leave no stored data
         self._forget_origins()
         self._context.close()
         self.closed = True
+
+
+class BrowserStretch:
+    """One Playwright driver and one chromium (:class:`CachedBrowser`) for each stretch of
+    consecutive tests of a test process that use the ``browser`` fixture (directly or through
+    ``page``): started by the first test of a stretch, closed after the last (the
+    ``pytest_runtest_teardown`` of tests/browser/conftest.py). Not kept open for the whole
+    session: an open sync Playwright leaves an asyncio loop running on this thread, so a
+    later ``sync_playwright()`` (tests/test_quiz.py) would fail ("using Playwright Sync API
+    inside the asyncio loop"), as would an ``asyncio.run``. Tests are ordered so that each
+    process runs its browser tests together (tests/conftest.py), so most processes start one
+    chromium, not one a module.
+    A chromium that cannot start skips every later browser test of the process at once; one
+    that died is started anew, and the stored data of the origins it opened is cleared."""
+
+    def __init__(self, profile: Path, *, start_driver=None, open_browser=None,
+                 unavailable=None):
+        self.profile = profile
+        # what starts a driver, opens a chromium on it, and says why none can run here
+        self._start_driver = start_driver or _start_sync_playwright
+        self._open_browser = open_browser or CachedBrowser
+        self._unavailable = unavailable or skip_reason
+        self._playwright = None
+        self._browser: CachedBrowser | None = None
+        self._failed: str | None = None
+
+    def get(self) -> CachedBrowser:
+        """The stretch's chromium, started if there is none or the last one died; skips the
+        test (pytest) where chromium cannot run."""
+        import pytest
+
+        if self._failed:
+            pytest.skip(self._failed)
+        origins: set[str] = set()
+        if self._browser is not None and not self._browser.alive():  # it died: start anew
+            origins = set(self._browser.origins)
+            self.close(quiet=True)
+        if self._browser is None:
+            reason = self._unavailable()
+            if reason:
+                self._failed = reason
+                pytest.skip(reason)
+            try:
+                self._playwright = self._start_driver()
+                self._browser = self._open_browser(self._playwright, self.profile)
+            except Exception as exc:  # a chromium that cannot start here is an environment issue
+                self.close(quiet=True)
+                self._failed = f"chromium did not start: {exc}"
+                pytest.skip(self._failed)
+            self._browser.origins |= origins  # what the dead one left: cleared before a test
+        return self._browser
+
+    def close(self, *, quiet: bool = False) -> None:
+        """Close chromium, then stop the driver (``quiet``: ignoring what a dead one raises)."""
+        browser, driver = self._browser, self._playwright
+        self._browser = self._playwright = None
+        try:
+            if browser is not None and not browser.closed:
+                browser.close()
+        except Exception:
+            if not quiet:
+                raise
+        finally:
+            if driver is not None:
+                try:
+                    driver.stop()
+                except Exception:
+                    if not quiet:
+                        raise
+
+
+def _start_sync_playwright():
+    from playwright.sync_api import sync_playwright
+
+    return sync_playwright().start()
 
 
 class CachedContext:

@@ -17,51 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import (ARTIFACTS, SLOW_MS, CachedBrowser, KernelRuns, LabServers,
-                             skip_reason)
-
-
-class BrowserStretch:
-    """One Playwright driver and one chromium (:class:`CachedBrowser`) for each stretch of
-    consecutive tests of a test process that drive a browser: started by the first test of a
-    stretch that asks for ``browser``, closed after the last (``pytest_runtest_teardown``).
-    Not kept open for the whole session: an open sync Playwright holds an asyncio loop on
-    this thread, and every later ``asyncio.run`` or ``sync_playwright()`` in the process
-    (marimo's ``app.run``, tests/test_quiz.py) would fail with "using Playwright Sync API
-    inside the asyncio loop". Tests are ordered so that each process runs its browser tests
-    together (tests/conftest.py), so most processes start one chromium, not one a module."""
-
-    def __init__(self, profile: Path):
-        self.profile = profile
-        self._playwright = None
-        self._browser = None
-
-    def get(self) -> CachedBrowser:
-        if self._browser is not None and self._browser.closed:  # chromium died: start anew
-            self.close()
-        if self._browser is None:
-            reason = skip_reason()
-            if reason:
-                pytest.skip(reason)
-            from playwright.sync_api import sync_playwright
-
-            self._playwright = sync_playwright().start()
-            try:
-                self._browser = CachedBrowser(self._playwright, self.profile)
-            except Exception as exc:  # a chromium that cannot start here is an environment issue
-                self.close()
-                pytest.skip(f"chromium did not start: {exc}")
-        return self._browser
-
-    def close(self) -> None:
-        browser, driver = self._browser, self._playwright
-        self._browser = self._playwright = None
-        try:
-            if browser is not None and not browser.closed:
-                browser.close()
-        finally:
-            if driver is not None:
-                driver.stop()
+from browser_support import (ARTIFACTS, SLOW_MS, BrowserStretch, CachedBrowser, KernelRuns,
+                             LabServers)
 
 
 _STRETCH: BrowserStretch | None = None
@@ -78,9 +35,11 @@ def chromium_profile(tmp_path_factory) -> Path:
 def browser_stretch(chromium_profile):
     global _STRETCH
     _STRETCH = BrowserStretch(chromium_profile)
-    yield _STRETCH
-    _STRETCH.close()
-    _STRETCH = None
+    try:
+        yield _STRETCH
+    finally:
+        _STRETCH.close()
+        _STRETCH = None
 
 
 @pytest.fixture
@@ -95,10 +54,17 @@ def pytest_runtest_teardown(item, nextitem):
     """After a test's own fixtures are gone: close the stretch's chromium and driver unless
     the next test of this process drives them too."""
     try:
-        return (yield)
-    finally:
-        if _STRETCH is not None and (nextitem is None or "browser" not in nextitem.fixturenames):
-            _STRETCH.close()
+        result = yield
+    except BaseException:
+        _end_stretch_before(nextitem, quiet=True)  # the test's own error is the one to see
+        raise
+    _end_stretch_before(nextitem)
+    return result
+
+
+def _end_stretch_before(nextitem, *, quiet: bool = False) -> None:
+    if _STRETCH is not None and "browser" not in getattr(nextitem, "fixturenames", ()):
+        _STRETCH.close(quiet=quiet)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import shutil
 import sys
 
 import pytest
-from browser_support import LABS, REPO, free_port, serve
+from browser_support import LABS, free_port, serve
 from notebook_support import exported_lab, exported_site
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -118,13 +118,3 @@ def test_negative_control_without_bundled_assets_draws_nothing(offline_site, pag
         page.goto(origin + first.name)
         page.wait_for_timeout(3000)
         assert page.locator("marimo-plotly .main-svg").count() == 0
-
-
-def test_every_page_carries_the_labs_style_sheet(offline_site):
-    # marimo inlines the sheet each lab names (css_file): a page without it draws the forms'
-    # messages at marimo's 1.8:1 in the dark theme
-    rule = ".text-error.text-error"
-    assert rule in (REPO / "labs" / "labs.css").read_text(encoding="utf-8")
-    missing = [r.page.name for r in offline_site.labs
-               if rule not in r.page.read_text(encoding="utf-8")]
-    assert offline_site.labs and not missing, missing
