@@ -102,8 +102,12 @@ def marimo_run_command(lab: Path | tuple[Path, ...], *args: str) -> tuple[list[s
     then at ``URL?file=<its path>``) on a free port, and its URL."""
     port = free_port()
     notebooks = [str(p) for p in (lab if isinstance(lab, tuple) else (lab,))]
+    # --no-check: marimo's linter, which `marimo run` runs on every notebook before it serves
+    # (about 1.5 CPU-seconds for the seven labs), runs once per test run instead, where a
+    # finding of any kind fails (tests/test_marimo_check.py); a notebook that does not parse
+    # still stops the server.
     cmd = [sys.executable, "-m", "marimo", "run", *notebooks, "--headless", "--port", str(port),
-           "--no-token"]
+           "--no-token", "--no-check"]
     if args:
         cmd += ["--", *args]
     return cmd, f"http://127.0.0.1:{port}/"
