@@ -227,27 +227,34 @@ def use_scheme(page, scheme: str, *, marimo: bool = True) -> None:
     scheme live, so one page, one flow, can be looked at in both themes without reloading:
     the kernel's outputs do not depend on the theme, only their colours do."""
     page.emulate_media(color_scheme=scheme)
+    page.roofline_scheme = scheme
     if marimo:
         page.wait_for_function("s => document.body.classList.contains(s)", arg=scheme)
     # two frames: the restyle is painted before a screenshot
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
+def scheme_of(page) -> str:
+    """The scheme :func:`use_scheme` last set on ``page`` (a new page is light)."""
+    return getattr(page, "roofline_scheme", "light")
+
+
 def in_each_scheme(page, *, marimo: bool = True):
-    """Yield each of :data:`SCHEMES` with the page switched to it (:func:`use_scheme`); the
-    page is left in light."""
-    try:
-        for scheme in SCHEMES:
-            use_scheme(page, scheme, marimo=marimo)
-            yield scheme
-    finally:
-        use_scheme(page, "light", marimo=marimo)
+    """Yield each of :data:`SCHEMES` with the page switched to it (:func:`use_scheme`), the
+    page's own scheme first, and leave the page in the other: one switch per call, not a third
+    one back (a switch restyles every cell and redraws every figure, seconds of CPU on marimo's
+    editor page). What a test checks afterwards does not depend on the scheme."""
+    first = scheme_of(page)
+    for scheme in sorted(SCHEMES, key=lambda s: s != first):
+        use_scheme(page, scheme, marimo=marimo)
+        yield scheme
 
 
 def shoot_schemes(page, path_for, target=None, *, marimo: bool = True,
                   **screenshot_args) -> None:
     """Screenshot ``target`` (a locator; the page when None) in the light and the dark scheme,
-    to ``path_for(scheme)``; the page is left in light. ``marimo``: see :func:`use_scheme`."""
+    to ``path_for(scheme)`` (the page is left in the second: :func:`in_each_scheme`).
+    ``marimo``: see :func:`use_scheme`."""
     for scheme in in_each_scheme(page, marimo=marimo):
         (target or page).screenshot(path=str(path_for(scheme)), **screenshot_args)
 
@@ -369,6 +376,7 @@ class CachedBrowser:
         page.set_viewport_size(viewport)
         if color_scheme:
             page.emulate_media(color_scheme=color_scheme)
+        page.roofline_scheme = color_scheme or "light"  # for in_each_scheme
         for script in scripts:
             page.add_init_script(script)
         page.on("framenavigated", lambda frame: self._saw(frame.url))
@@ -551,6 +559,6 @@ def text_contrast(locator) -> float:
 
 def contrast_in_schemes(page, locator, *, marimo: bool = True) -> dict[str, float]:
     """:func:`text_contrast` of ``locator`` in the light and the dark scheme (the page is left
-    in light)."""
+    in the second: :func:`in_each_scheme`)."""
     return {scheme: round(text_contrast(locator), 2)
             for scheme in in_each_scheme(page, marimo=marimo)}

@@ -6,8 +6,10 @@ One flow per lab, generic enough for any lab that follows LABS_SPEC §4:
    reason) and pressing "Lock prediction" opens a gate: one notice fewer, more figures;
 3. moving a slider outside the prediction forms changes a figure's data;
 4. reloading the page keeps the lock (restored from the ledger): same gates open, the locked card
-   shown.
-Screenshots go to artifacts/browser/<lab>-{locked,unlocked,reloaded}.png.
+   shown;
+5. where the first instrument has no such slider (a fixed scenario), the student locks the next
+   predictions until an instrument with one opens, and moves it (step 3).
+Screenshots go to artifacts/browser/<lab>-{locked,unlocked,reloaded,slider}.png.
 """
 
 from __future__ import annotations
@@ -215,9 +217,21 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
         show_drawn_figure(page, figs0)
         shoot(page, artifacts, f"{lab.stem}-reloaded")
 
+        # The first instrument has no slider of its own (a fixed scenario): lock the next
+        # predictions, as the student goes on, until an instrument they open has one.
+        while moved is None and page.get_by_role("button", name=LOCK).count():
+            opened = gate_count(page)
+            fill_first_prediction(page)
+            wait_until(page, lambda: gate_count(page) < opened,
+                       f"{lab.name}: a gate to open after the next '{LOCK}'")
+            settle(page, lambda p: (gate_count(p), len(figures(p))))
+            moved = move_sliders_until_a_figure_changes(page, above_next_form=True, runs=runs)
+        if moved is not None:
+            shoot(page, artifacts, f"{lab.stem}-slider")
+
     if moved is None:
-        # The first instrument has no slider of its own (a fixed scenario): try the sliders of
-        # the instructor copy, where every instrument is open.
+        # No instrument of the student's copy has a slider that changes a figure: try the
+        # instructor copy's, where every instrument is open (and say so below if none does).
         with lab_servers.run(lab, "--reveal") as server:
             open_lab(page, server.url, revealed=True)
             moved = move_sliders_until_a_figure_changes(page, limit=8, runs=runs)
