@@ -219,11 +219,10 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
 
         # The first instrument has no slider of its own (a fixed scenario): lock the next
         # predictions, as the student goes on, until an instrument they open has one.
-        while moved is None and page.get_by_role("button", name=LOCK).count():
-            opened = gate_count(page)
+        while moved is None and (forms := page.get_by_role("button", name=LOCK).count()):
             fill_first_prediction(page)
-            wait_until(page, lambda: gate_count(page) < opened,
-                       f"{lab.name}: a gate to open after the next '{LOCK}'")
+            wait_until(page, lambda: page.get_by_role("button", name=LOCK).count() < forms,
+                       f"{lab.name}: the next prediction to lock")
             settle(page, lambda p: (gate_count(p), len(figures(p))))
             moved = move_sliders_until_a_figure_changes(page, above_next_form=True, runs=runs)
         if moved is not None:
