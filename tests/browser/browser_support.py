@@ -103,9 +103,9 @@ def marimo_run_command(lab: Path | tuple[Path, ...], *args: str) -> tuple[list[s
     port = free_port()
     notebooks = [str(p) for p in (lab if isinstance(lab, tuple) else (lab,))]
     # --no-check: marimo's linter, which `marimo run` runs on every notebook before it serves
-    # (about 1.5 CPU-seconds for the seven labs), runs once per test run instead, where a
-    # finding of any kind fails (tests/test_marimo_check.py); a notebook that does not parse
-    # still stops the server.
+    # (about 1.5 CPU-seconds for the seven labs), runs once per test run instead, where an
+    # error fails (tests/test_marimo_check.py); a notebook that does not parse, or is not a
+    # marimo app, still stops the server.
     cmd = [sys.executable, "-m", "marimo", "run", *notebooks, "--headless", "--port", str(port),
            "--no-token", "--no-check"]
     if args:

@@ -21,7 +21,8 @@ import importlib.util
 import re
 
 import pytest
-from browser_support import FIGURE, REPO, SCHEMES, SLOW_MS, shoot_schemes, use_scheme
+from browser_support import (FIGURE, REPO, SCHEMES, SLOW_MS, scheme_of, shoot_schemes,
+                             use_scheme)
 from test_lab06_browser import _page, _titles
 from test_labs_browser import (
     GATE_MARK,
@@ -81,7 +82,8 @@ def _measure_from_the_page(page, artifacts):
     wait_until(page, lambda: any("this machine" in f for f in figures(page)),
                "this machine's curve in the staircase figure")
     show_drawn_figure(page, 0)
-    page.locator(FIGURE).first.screenshot(path=str(artifacts / "lab05-measured.png"))
+    page.locator(FIGURE).first.screenshot(
+        path=str(artifacts / f"lab05-measured-{scheme_of(page)}.png"))
 
 
 def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
