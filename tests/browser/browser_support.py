@@ -227,7 +227,6 @@ def use_scheme(page, scheme: str, *, marimo: bool = True) -> None:
     scheme live, so one page, one flow, can be looked at in both themes without reloading:
     the kernel's outputs do not depend on the theme, only their colours do."""
     page.emulate_media(color_scheme=scheme)
-    page.roofline_scheme = scheme
     if marimo:
         page.wait_for_function("s => document.body.classList.contains(s)", arg=scheme)
     # two frames: the restyle is painted before a screenshot
@@ -235,8 +234,9 @@ def use_scheme(page, scheme: str, *, marimo: bool = True) -> None:
 
 
 def scheme_of(page) -> str:
-    """The scheme :func:`use_scheme` last set on ``page`` (a new page is light)."""
-    return getattr(page, "roofline_scheme", "light")
+    """The colour scheme ``page`` shows now, as its CSS media queries see it."""
+    return "dark" if page.evaluate(
+        "() => matchMedia('(prefers-color-scheme: dark)').matches") else "light"
 
 
 def in_each_scheme(page, *, marimo: bool = True):
@@ -376,7 +376,6 @@ class CachedBrowser:
         page.set_viewport_size(viewport)
         if color_scheme:
             page.emulate_media(color_scheme=color_scheme)
-        page.roofline_scheme = color_scheme or "light"  # for in_each_scheme
         for script in scripts:
             page.add_init_script(script)
         page.on("framenavigated", lambda frame: self._saw(frame.url))

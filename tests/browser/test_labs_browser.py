@@ -34,6 +34,11 @@ def gate_count(page) -> int:
     return page.get_by_text(GATE_MARK, exact=True).count()
 
 
+def lock_count(page) -> int:
+    """The prediction forms still open (each has a "Lock prediction" button)."""
+    return page.get_by_role("button", name=LOCK).count()
+
+
 def figures(page) -> list[str]:
     return page.locator(FIGURE).evaluate_all(_FIG_JS)
 
@@ -137,7 +142,6 @@ def fill_first_prediction(page):
     return form
 
 
-
 def move_sliders_until_a_figure_changes(page, limit: int = 4, above_next_form: bool = False,
                                         runs: KernelRuns | None = None) -> str | None:
     """Press keys on sliders outside the prediction forms; the first that changes a figure.
@@ -221,9 +225,9 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
         # predictions, as the student goes on, until an instrument they open has one.
         # Each time, every slider above the next form again: one tried before may feed a
         # figure only the new lock has opened.
-        while moved is None and (forms := page.get_by_role("button", name=LOCK).count()):
+        while moved is None and (forms := lock_count(page)):
             fill_first_prediction(page)
-            wait_until(page, lambda: page.get_by_role("button", name=LOCK).count() < forms,
+            wait_until(page, lambda: lock_count(page) < forms,
                        f"{lab.name}: the next prediction to lock")
             settle(page, lambda p: (gate_count(p), len(figures(p))))
             moved = move_sliders_until_a_figure_changes(page, limit=8, above_next_form=True,

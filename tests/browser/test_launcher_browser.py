@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from browser_support import FIGURE, SLOW_MS, contrast_in_schemes, isolated_env, shoot_schemes
-from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, settle,
-                               wait_until)
+from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, lock_count,
+                               settle, wait_until)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_launcher import start_launcher, stop  # noqa: E402
@@ -75,10 +75,9 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
 
         labs.first.click()
         page.get_by_role("button", name=LOCK).first.wait_for(state="visible")  # ran on open
-        locks = lambda p: p.get_by_role("button", name=LOCK).count()  # noqa: E731
         # 4 s of quiet, not the kernel's completed run: in marimo's editor a busy machine can
         # draw the forms more than half a second after the run (the form count then came short)
-        gates, forms = settle(page, lambda p: (gate_count(p), locks(p)), quiet_ms=4000)
+        gates, forms = settle(page, lambda p: (gate_count(p), lock_count(p)), quiet_ms=4000)
         assert gates >= 1 and forms >= 1
         assert page.evaluate(_VISIBLE_CODE) == 0, "the app view shows code"
         assert page.evaluate(_VISIBLE_NOTICES) == 0, "marimo's Ancestor-stopped notices show"
@@ -92,7 +91,7 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
 
         before = len(figures(page))
         fill_first_prediction(page)
-        wait_until(page, lambda: len(figures(page)) > before and locks(page) == forms - 1,
+        wait_until(page, lambda: len(figures(page)) > before and lock_count(page) == forms - 1,
                    "the first instrument after locking its prediction")
         assert "too large" not in page.inner_text("body").lower()
         page.locator(FIGURE).first.scroll_into_view_if_needed()
