@@ -29,6 +29,7 @@ from test_labs_browser import (
     figures,
     fill_first_prediction,
     gate_count,
+    gates_and_figures,
     settle,
     show_drawn_figure,
     wait_until,
@@ -45,7 +46,7 @@ def _lock_next(page, what: str):
     gates = gate_count(page)
     fill_first_prediction(page)
     wait_until(page, lambda: gate_count(page) < gates, f"the gate of {what} to open")
-    settle(page, lambda p: (gate_count(p), len(figures(p))))
+    settle(page, gates_and_figures)
 
 
 def _visible(page, text: str) -> bool:
@@ -97,7 +98,7 @@ def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
             # the first gate notice too: on a busy machine the form can stand alone for longer
             # than settle's quiet time while the kernel still runs the cells below it
             page.get_by_text(GATE_MARK, exact=True).first.wait_for(state="attached")
-            gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            gates0, figs0 = settle(page, gates_and_figures)
             assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
             shoot_schemes(page, lambda scheme: artifacts / f"lab05-locked-{scheme}.png")
 
@@ -130,7 +131,7 @@ def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
 
             page.reload()
             page.get_by_text("Locked prediction").first.wait_for(state="visible")
-            gates2, figs2 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            gates2, figs2 = settle(page, gates_and_figures)
             assert gates2 == gates1 and figs2 >= 3, (gates1, gates2, figs2)
         finally:
             ctx.close()
@@ -143,7 +144,7 @@ def test_lab05_instructor_copy_draws_every_figure(browser, lab_servers, artifact
         try:
             page.goto(url)
             page.get_by_text("Key takeaways").first.wait_for(state="visible")
-            _, n = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            _, n = settle(page, gates_and_figures)
             assert gate_count(page) == 0 and n >= 6
             titles = _titles(page)
             assert all(titles), f"a figure has no title: {titles}"

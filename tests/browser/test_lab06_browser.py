@@ -15,8 +15,8 @@ import json
 
 import pytest
 from browser_support import FIGURE, REPO, SCHEMES, KernelRuns, shoot_schemes, use_scheme
-from test_labs_browser import (fill_first_prediction, figures, gate_count, settle,
-                               show_drawn_figure, wait_until)
+from test_labs_browser import (fill_first_prediction, figures, gate_count, gates_and_figures,
+                               settle, show_drawn_figure, wait_until)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -57,13 +57,13 @@ def test_lab06_gate_lock_slider_extremes_reload(browser, lab_servers, artifacts)
         try:
             page.goto(url)
             page.get_by_role("button", name="Lock prediction").first.wait_for(state="visible")
-            gates0, figs0 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            gates0, figs0 = settle(page, gates_and_figures)
             assert gates0 >= 5 and figs0 == 0, (gates0, figs0)  # nothing drawn before a lock
             shoot_schemes(page, lambda scheme: artifacts / f"lab06-locked-{scheme}.png")
 
             fill_first_prediction(page)
             wait_until(page, lambda: gate_count(page) < gates0, "the Part 1 gate to open")
-            settle(page, lambda p: (gate_count(p), len(figures(p))))
+            settle(page, gates_and_figures)
             assert any("Ring all-reduce, n = 8" in t for t in _titles(page))
             show_drawn_figure(page, 0)
             shoot_schemes(page, lambda scheme: artifacts / f"lab06-unlocked-{scheme}.png")
@@ -77,7 +77,7 @@ def test_lab06_gate_lock_slider_extremes_reload(browser, lab_servers, artifacts)
 
             page.reload()
             page.get_by_text("Locked prediction").first.wait_for(state="visible")
-            gates2, figs2 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            gates2, figs2 = settle(page, gates_and_figures)
             assert gates2 == gates1 and figs2 >= 1
         finally:
             ctx.close()
@@ -90,7 +90,7 @@ def test_lab06_instructor_copy_draws_every_figure(browser, lab_servers, artifact
         try:
             page.goto(url)
             page.get_by_text("Key takeaways").first.wait_for(state="visible")
-            _, n = settle(page, lambda p: (gate_count(p), len(figures(p))))
+            _, n = settle(page, gates_and_figures)
             assert gate_count(page) == 0 and n >= 5
             assert page.get_by_text("That combination does not work").count() == 0
             # the review's corrections (F9-F13), where a student reads them

@@ -43,6 +43,12 @@ def figures(page) -> list[str]:
     return page.locator(FIGURE).evaluate_all(_FIG_JS)
 
 
+def gates_and_figures(page) -> tuple[int, int]:
+    """The closed gates and the figures on the page: what a lock or a reload changes, the
+    probe :func:`settle` waits on."""
+    return gate_count(page), page.locator(FIGURE).count()
+
+
 def show_drawn_figure(page, index: int = 0):
     """Scroll figure ``index`` into view and wait until plotly has drawn it (an SVG)."""
     fig = page.locator(FIGURE).nth(index)
@@ -98,7 +104,7 @@ def wait_until(page, cond, what: str, timeout_ms: int = SLOW_MS):
 def open_lab(page, url):
     page.goto(url)
     page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
-    return settle(page, lambda p: (gate_count(p), len(figures(p))))
+    return settle(page, gates_and_figures)
 
 
 def numeric_answer(placeholder: str) -> str | None:
@@ -202,7 +208,7 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
         fill_first_prediction(page)
         wait_until(page, lambda: gate_count(page) < gates0,
                    f"{lab.name}: a gate to open after '{LOCK}'")
-        gates1, figs1 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+        gates1, figs1 = settle(page, gates_and_figures)
         assert figs1 > figs0, (f"{lab.name}: locking the first prediction rendered no new "
                                f"figure ({figs0} before, {figs1} after)")
         show_drawn_figure(page, figs0)  # the first figure the lock revealed
@@ -214,7 +220,7 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
 
         page.reload()
         page.get_by_text("Locked prediction").first.wait_for(state="visible")
-        gates2, figs2 = settle(page, lambda p: (gate_count(p), len(figures(p))))
+        gates2, figs2 = settle(page, gates_and_figures)
         assert gates2 == gates1, (f"{lab.name}: after a reload {gates2} gates are closed, "
                                   f"{gates1} were before (the lock was not restored)")
         assert figs2 >= figs1 > 0
@@ -229,7 +235,7 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
             fill_first_prediction(page)
             wait_until(page, lambda: lock_count(page) < forms,
                        f"{lab.name}: the next prediction to lock")
-            settle(page, lambda p: (gate_count(p), len(figures(p))))
+            settle(page, gates_and_figures)
             moved = move_sliders_until_a_figure_changes(page, limit=8, above_next_form=True,
                                                         runs=runs)
         if moved is not None:
