@@ -1252,6 +1252,12 @@ def _(OPENING, TRAIN_REF, collectives, hardware, models, style):
         " NICs per node between them (one per GPU). Each GPU has its own copy of the model and its own "
         "share of the batch, and every step all-reduces the bf16 gradients "
         f"({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.1f} GB) while the backward pass runs. "
+        f"Adam's fp32 states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients "
+        f"plus fp32 master weights and two moments, 16 bytes a parameter, would be "
+        f"{_m.params * 16 / 1e9:.0f} GB on each GPU, more than its "
+        f"{hardware.get(OPENING['device']).memory_gb:.0f} GB. The sharded update turns the "
+        "all-reduce into a reduce-scatter and an all-gather that move the same bytes, so the "
+        "time does not change. "
         f"Finance wants a small batch, {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU per "
         "step, to save memory. How long will each GPU sit waiting for the gradients every "
         "step?")
@@ -1538,10 +1544,11 @@ def _(mo, style, train_prediction):
     and $2(M-1)/M \cdot 1/(r B_{\text{NIC}})$ (each GPU's $1/g_n$ share over its rail).
     Setting $t_{\text{bwd}} = t_{\text{comm}}$ gives the **critical batch per chip**
 
-    $$T^* = \frac{g\,c\,\pi}{4}\ \ \approx\ \frac{\pi}{400\ \text{GB/s}}\ \text{across H100
-    nodes (bf16)},$$
+    $$T^* = \frac{g\,c\,\pi}{4},$$
 
-    $P$ cancels. Below $T^*$ the chips wait for the network even with perfect overlap.
+    $P$ cancels. Which level sets $c$ depends on $M$: across many H100 nodes
+    ($(M-1)/M \to 1$) the rail, $T^* \approx \pi / 400$ GB/s (bf16); across a few nodes the
+    NVLink term inside the node can be the slower one. Compare the two before you use either. Below $T^*$ the chips wait for the network even with perfect overlap.
     Overlap turns $t_{\text{fwd}} + t_{\text{bwd}} + t_{\text{comm}}$ into
     $t_{\text{fwd}} + \max(t_{\text{bwd}}, t_{\text{comm}})$: at most $10/6 \approx 1.67\times$
     (when $t_{\text{comm}} = t_{\text{bwd}}$), $1.5\times$ when the all-reduce equals the whole
