@@ -1548,7 +1548,8 @@ def _(mo, style, train_prediction):
 
     $P$ cancels. Which level sets $c$ depends on $M$: across many H100 nodes
     ($(M-1)/M \to 1$) the rail, $T^* \approx \pi / 400$ GB/s (bf16); across a few nodes the
-    NVLink term inside the node can be the slower one. Compare the two before you use either. Below $T^*$ the chips wait for the network even with perfect overlap.
+    NVLink term inside the node can be the slower one. Compare the two before you use either.
+    Below $T^*$ the chips wait for the network even with perfect overlap.
     Overlap turns $t_{\text{fwd}} + t_{\text{bwd}} + t_{\text{comm}}$ into
     $t_{\text{fwd}} + \max(t_{\text{bwd}}, t_{\text{comm}})$: at most $10/6 \approx 1.67\times$
     (when $t_{\text{comm}} = t_{\text{bwd}}$), $1.5\times$ when the all-reduce equals the whole
