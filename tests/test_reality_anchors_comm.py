@@ -13,9 +13,17 @@ Sources:
 * NVLS_8XH100: NCCL's DEFAULT all-reduce on the same node is NVLink SHARP: "On 8 GPUs, you
   should reach a peak busBw of ~480GB/s (algbw ~275GB/s)" (S. Jeaugey, NVIDIA/nccl-tests issue
   212); NVLS 480 GB/s busbw on 8 H100s, algbw ~273 (NVIDIA/nccl issue 1455).
-* TWO_NODES: a 1 GB bf16 all-reduce over 2 HGX H100 nodes (8 NVLink GPUs and 8 ConnectX-7 NICs
-  each) takes about 4.7 ms (physics review of Labs 5-7, issue 32 item 2; the shared hardware
-  reference, "Many GPUs across nodes": NCCL runs one ring per rail, ~400 GB/s node egress).
+* TWO_NODES: all-reduce over 2 HGX H100 nodes (8 NVLink GPUs and 8 ConnectX-7 NDR NICs each)
+  with NCCL_ALGO=Ring, whose bus bandwidth "is going to reflect exactly what's going through
+  the NICs" (S. Jeaugey, NVIDIA/nccl-tests issue 160): "For NDR @ 400Gbps you should see
+  46-48GB/s per NIC" (NVIDIA, nccl-tests issue 290), so 8 x 46-48 = 368-384 GB/s; "With 8 400
+  Gbps NICs your peak would be at 400 GB/s ... may get you above 380 GB/s" (NVIDIA, nccl-tests
+  issue 309). On 2 DGX-A100 (8 x 200 Gb/s HDR each) NVIDIA measures "192GB/s AllReduce
+  BusBW" with Ring (NVIDIA/nccl issue 812).
+* GPT_FAST_TP: pytorch-labs/gpt-fast README, "Tensor Parallelism": batch-1 decode, bf16, a
+  5-token prompt, on 8 x A100-80GB power-limited to 330 W (peak bandwidth "about 1700 GB/s",
+  same README): Llama-2-7B at 1/2/4/8 GPUs 104.9/168.84/254.02/328.43 tokens/s, Llama-2-70B at
+  2/4/8 GPUs 21.32/38.01/62.50.
 * SCALING_BOOK: jax-ml/scaling-book, "How to Think About GPUs": Pop Quiz 1 (an 8xH100
   all-gather), Quiz 4 Question 5 (an all-gather over exactly 2 nodes is bound by the node level,
   B / 514e9), "Data Parallelism" (per-GPU batch > C / W_collective: ~2,475 tokens across H100
@@ -29,7 +37,9 @@ from __future__ import annotations
 import pytest
 
 from labs.core import collectives as C
+from labs.core import models
 from labs.core import sharding as S
+from test_reality_anchors_profile import LLAMA_2_7B
 
 H100_BF16_BOOK = 990e12  # the scaling book's round H100 bf16 figure (FLOP/s, dense)
 
@@ -64,14 +74,69 @@ def test_nccls_default_nvlink_sharp_all_reduce_on_8xh100_matches_nccl_tests():
     assert "Ring" in C.link_efficiency("nvlink4").source
 
 
-def test_a_1_gb_all_reduce_over_two_hgx_h100_nodes_takes_about_4_7_ms():
-    # TWO_NODES: ~4.7 ms. Tolerance 15% (a single published figure; NCCL's algorithm choice
-    # and tuning move it by about that much). The old model (one ring of 16 at one 50 GB/s
-    # NIC hop) said 37.6 ms.
-    t = C.link_time("all-reduce", 1e9, 16, "nvlink4", achievable=True)
-    assert t == pytest.approx(4.7e-3, rel=0.15)
-    # even at the datasheet's bandwidth the model stays within 30% of the measurement
-    assert C.link_time("all-reduce", 1e9, 16, "nvlink4") == pytest.approx(4.7e-3, rel=0.30)
+def test_a_ring_all_reduce_over_two_hgx_h100_nodes_matches_the_nics_bus_bandwidth():
+    # TWO_NODES: a Ring all-reduce over 2 nodes of 8 H100s with 8 NDR NICs each runs at a bus
+    # bandwidth of 368-400 GB/s (8 x 46-48 GB/s per NIC; 400 the peak, 380+ tuned). Tolerance
+    # 5% outside that range. A 1 GB all-reduce then takes 1.875e9 / (368..400)e9 = 4.7-5.1 ms.
+    # The old model (one ring of 16 at one 50 GB/s NIC hop) said 37.6 ms: busbw 50 GB/s.
+    t = C.link_time("all-reduce", 1e9, 16, "nvlink4", nic="ib-ndr", nics_per_node=8,
+                    achievable=True)
+    busbw = _busbw("all-reduce", 1e9, 16, t)
+    assert 368 * 0.95 <= busbw <= 400 * 1.05
+    # at the datasheet's bandwidths the model is an upper bound the measurement stays under
+    spec = _busbw("all-reduce", 1e9, 16, C.link_time("all-reduce", 1e9, 16, "nvlink4",
+                                                     nic="ib-ndr", nics_per_node=8))
+    assert spec >= 400
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known model gap: the two-level model is the hierarchical algorithm (reduce-scatter in "
+    "the node, all-reduce of 1/8 per rail, all-gather): across M nodes its NICs carry "
+    "2(M-1)/M of the rail's share. NCCL's Ring sends 2(n-1)/n through them, 1.875x more on "
+    "2 nodes of 8, so where the NICs are the slower level (A100 with HDR) the model is about "
+    "1.4x optimistic; it agrees where NVLink binds (H100 with NDR, above) and at many nodes. "
+    "Remove this mark once the model says which algorithm it times."))
+def test_a_ring_all_reduce_over_two_dgx_a100_nodes_matches_nvidias_192_gb_s():
+    # TWO_NODES: NVIDIA measures 192 GB/s bus bandwidth (Ring) on 2 DGX-A100 with 8 x HDR
+    # each (8 x 24 GB/s). Tolerance 15%. The model says about 264 GB/s.
+    t = C.link_time("all-reduce", 4e9, 16, "nvlink3", nic="ib-hdr", nics_per_node=8,
+                    achievable=True)
+    assert _busbw("all-reduce", 4e9, 16, t) == pytest.approx(192, rel=0.15)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_a_ring_inside_an_h100_node_has_the_same_bus_bandwidth_at_any_size(n):
+    # NCCL_8XH100: the Ring's bus bandwidth is the link's effective bandwidth, ~370 GB/s, on 2,
+    # 4 and 8 GPUs alike (nccl issue 1455; busbw is defined so that it does not depend on n).
+    # The model is calibrated at 370 of 450 on 8 GPUs; on 2 and 4 it is a prediction: a model
+    # with the wrong (n-1)/n factor (or none) misses by 1.14-2x. Tolerance 5%; 8 GB makes the
+    # latency term negligible.
+    t = C.link_time("all-reduce", 8e9, n, "nvlink4", achievable=True)
+    assert _busbw("all-reduce", 8e9, n, t) == pytest.approx(370, rel=0.05)
+
+
+#: Llama-2-70B as published (meta-llama params.json: dim 8192, n_layers 80, n_heads 64,
+#: n_kv_heads 8; FFN 28672 from multiple_of; vocab 32000; untied embeddings; 69.0e9 parameters).
+LLAMA_2_70B = models.ModelConfig("llama-2-70b", "Llama-2-70B", 80, 8192, 64, 8, 128, 28672,
+                                 32000, 68.98e9, max_context=4096)
+LLAMA_2 = {"7b": LLAMA_2_7B, "70b": LLAMA_2_70B}
+GPT_FAST_TP = {("7b", 1): 104.9, ("7b", 2): 168.84, ("7b", 4): 254.02, ("7b", 8): 328.43,
+               ("70b", 2): 21.32, ("70b", 4): 38.01, ("70b", 8): 62.50}
+
+
+@pytest.mark.parametrize("size,n", list(GPT_FAST_TP), ids=[f"{s}-tp{n}" for s, n in GPT_FAST_TP])
+def test_tensor_parallel_decode_bounds_gpt_fast_and_stays_near_it(size, n):
+    # GPT_FAST_TP: the model's step (weights / n streamed at the 1700 GB/s that A100 reaches,
+    # plus 2 all-reduces per layer and the logits' all-gather over NVLink 3, which a decode
+    # step cannot hide) must be an upper bound on the measured tokens/s and within 1.8x of it
+    # (measured / model: 0.82 at 1 GPU, 0.60-0.87 with tensor parallelism: launch gaps and the
+    # small all-reduces' real latency, which the model's 1 us per hop underestimates). Without
+    # the communication term the model would say 1,000 tokens/s at TP 8 for the 7B: 0.33.
+    r = S.tp_serving(LLAMA_2[size], "a100-sxm-80gb", "nvlink3", n, batch=1, seq_len=200)
+    predicted = 1 / (max(r.t_compute, r.bytes / 1700e9) + r.t_comm)
+    measured = GPT_FAST_TP[(size, n)]
+    assert measured <= predicted
+    assert measured / predicted >= 1 / 1.8
 
 
 def test_scaling_book_8xh100_all_gather_pop_quiz():
