@@ -356,6 +356,30 @@ def test_canvas_csv_follows_canvas_import_rules(tmp_path):
     assert "dee" in (out / "canvas-left-out.csv").read_text(encoding="utf-8-sig")
 
 
+def test_an_item_override_of_a_missing_or_unreadable_lab_reaches_canvas_csv(tmp_path):
+    """Review finding 1: a hand regrade of one item (a file e-mailed in) for a student with no
+    readable submission is in canvas.csv, as in gradebook.csv; a lab nobody graded stays
+    blank."""
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
+    (sub / "roofline-ledger-bob.jsonl").write_bytes(b"")  # unreadable
+    overrides = tmp_path / "o.csv"
+    overrides.write_text(f"student,item,points,comment\nbob,{X},2,by e-mail\n"
+                         f"carol,{R},1.5,office hours\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[labs.lab01]\ntitle = "Roofline Lab 1"\nitems = ["{X}", "{R}"]\n'
+                   '[labs.lab02]\ntitle = "Roofline Lab 2"\n')
+    out = tmp_path / "out"
+    G.main([str(sub), "-o", str(out), "-c", str(cfg), "--roster",
+            str(_roster(tmp_path, ROSTER)), "--overrides", str(overrides)])
+    book = _rows(out / "gradebook.csv")
+    assert book["bob"]["Roofline Lab 1 - Status"] == "Unreadable submission"
+    assert book["carol"]["Roofline Lab 1 - Status"] == "Missing"
+    _, grades = canvas_import(out / "canvas.csv")
+    assert grades["bob"]["Roofline Lab 1"] == "2.0" == book["bob"]["Roofline Lab 1"]
+    assert grades["carol"]["Roofline Lab 1"] == "1.5" == book["carol"]["Roofline Lab 1"]
+    assert grades["bob"]["Roofline Lab 2"] == grades["carol"]["Roofline Lab 2"] == ""
+
+
 def test_no_gradescope_file_is_claimed(tmp_path):
     """Gradescope documents no CSV import of scores (issue 33 §7): no file pretends to be one."""
     sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))

@@ -11,7 +11,9 @@ assignment; headers containing Current or Final Score/Points/Grade or Override
 Score/Grade/Status are ignored. So the file holds nothing but lab scores; a second row
 ``Points Possible`` gives new assignments their maximum. Missing and unreadable submissions are
 left blank (Canvas shows them ungraded; enter 0 yourself if that is your policy), so no one
-gets a zero the grader made up. With a roster exported from Canvas, its ``Student``, ``ID``,
+gets a zero the grader made up, unless the instructor's overrides give points to the lab or
+to any of its items (a file e-mailed in and graded by hand): then the lab's points are written,
+as in ``gradebook.csv``. With a roster exported from Canvas, its ``Student``, ``ID``,
 ``SIS User ID``, ``SIS Login ID`` and ``Section`` are copied, and students who are not on the
 roster are left out (Canvas would not find them: :func:`canvas_rows` returns them apart);
 without a roster, the student's ledger id goes in the ``id_column`` (``SIS User ID`` by
@@ -42,8 +44,11 @@ CANVAS_RESERVED = CANVAS_STUDENT_COLUMNS + ("LastName", "FirstName", "Integratio
 
 
 def _score(book: Gradebook, sid: str, lab_id: str) -> Any:
+    """The lab's points; blank for a Missing or unreadable lab that the instructor gave no
+    points by hand (no override of the lab, nor of any of its items)."""
     g = book.grades[(sid, lab_id)]
-    if g.status in ("Missing", UNREADABLE) and g.override is None:
+    by_hand = g.override is not None or any(i.override is not None for i in g.items)
+    if g.status in ("Missing", UNREADABLE) and not by_hand:
         return ""
     return round(g.points, 2)
 
