@@ -178,6 +178,67 @@ def test_config_errors_name_the_key_and_close_matches(tmp_path, body, words):
         assert w in str(info.value)
 
 
+def _answers(tmp_path: Path, lab: str, answers: str):
+    path = tmp_path / "c.toml"
+    path.write_text(f"[labs.{lab}]\nanswers = {{ {answers} }}\n", encoding="utf-8")
+    return G.load_config(path).labs[lab].answers
+
+
+def test_answers_take_an_option_label_or_a_quoted_number_as_the_ledger_records_them(tmp_path):
+    """Review finding 2: an answer written as the option's label, or a number in quotes, is
+    what the ledger records (the option's value, a number), so it can match a student's."""
+    item = catalogue.item(R)
+    label, value = item.options[0]
+    assert label != value
+    assert _answers(tmp_path, "lab01", f'"{R}" = "{label}", "{X}" = "300"') == {
+        R: value, X: 300.0}
+    assert _answers(tmp_path, "lab01", f'"{R}" = "  {label.upper()} "') == {R: value}
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))  # predicts 300, and
+    cfg = tmp_path / "c.toml"  # honest_session's choice value
+    cfg.write_text(f'[labs.lab01]\nitems = ["{X}", "{R}"]\nanswers = {{ "{X}" = "300", '
+                   f'"{R}" = "{item.label_of("memory-bound")}" }}\n', encoding="utf-8")
+    book = G.grade(G.load_ledgers([sub]), G.load_config(cfg))
+    assert book.grades[("ada", "lab01")].correct_text == "2/2"
+    tile = catalogue.item("lab04.largest_tile")  # options whose values are numbers
+    tile_label, tile_value = tile.options[1]
+    assert isinstance(tile_value, int)
+    for written in (f'"{tile_label}"', f'"{tile_value}"', str(tile_value), f"{tile_value}.0"):
+        got = _answers(tmp_path, "lab04", f'"lab04.largest_tile" = {written}')
+        assert got == {"lab04.largest_tile": tile_value} and type(got[tile.item_id]) is int
+
+
+@pytest.mark.parametrize("item, written, words", [
+    (R, '"the memory one"', ["not an option", "memory-bound", "compute-bound", "broken"]),
+    (R, "1", ["not an option", "memory-bound"]),
+    (R, "true", ["not an option"]),
+    ("lab04.largest_tile", '"sixty-four"', ["not an option", "64", "64 × 64"]),
+    (X, '"443 ms"', ["asks for a number", "'443 ms'"]),
+    (X, "0", ["other than 0"]),
+    (X, '"nan"', ["finite"]),
+    (X, "true", ["asks for a number"]),
+    (X, "[443]", ["asks for a number"]),
+])
+def test_an_answer_no_ledger_can_record_is_a_config_error(tmp_path, item, written, words):
+    """Review finding 2: a value that no student's ledger can ever equal would mark the whole
+    class wrong; it is an error naming the item and the values it takes."""
+    with pytest.raises(G.ConfigError) as info:
+        _answers(tmp_path, item.split(".")[0], f'"{item}" = {written}')
+    assert f"answers.\"{item}\"" in str(info.value)
+    for w in words:
+        assert w in str(info.value), str(info.value)
+
+
+def test_example_config_lists_each_choices_values(capsys):
+    assert G.main(["--example-config"]) == 0
+    text = capsys.readouterr().out
+    for item in catalogue.items():
+        if item.kind == "choice":
+            shown = " | ".join(f'"{v}"' if isinstance(v, str) else str(v)
+                               for _, v in item.options)
+            assert f"#   values: {shown}" in text, item.item_id
+    assert "its label also works" in text
+
+
 def test_a_lab_with_no_items_is_an_error(tmp_path):
     labs_dir = tmp_path / "labs"
     labs_dir.mkdir()

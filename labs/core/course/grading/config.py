@@ -4,7 +4,10 @@
 catalogue so it is never out of date) into a :class:`CourseConfig` of :class:`LabConfig` with a
 :class:`Rubric` each. It cannot silently misgrade: an unknown key (``rubrik``), a lab id that
 is not a lab, an item the lab does not ask, a lab with no items, a malformed deadline or
-extension all raise :class:`ConfigError` naming the key and the close matches. A lab's items
+extension, an ``answers`` value that is not one of the item's options (a choice; the option's
+label is taken and mapped to its value) or not a finite, non-zero number (a numeric item; a
+number in quotes is taken) all raise :class:`ConfigError` naming the key, the allowed values
+and the close matches. A lab's items
 default to every prediction item the lab asks (from :mod:`labs.core.course.catalogue`). Part
 of :mod:`labs.core.course.grading` (import it through that name).
 """
@@ -187,6 +190,54 @@ def _items(table: dict, where: str, entry: _catalogue.LabEntry) -> list[str]:
     return items
 
 
+def _toml_value(value: Any) -> str:
+    return _toml_str(value) if isinstance(value, str) else repr(value)
+
+
+def _answer(item: _catalogue.CatalogueItem, value: Any, where: str) -> Any:
+    """An instructor's reference answer, checked against the lab's item and returned as the
+    ledger records it. A choice: one of the item's option values, or the label the student
+    sees (mapped to its value; for a number-valued option its digits in quotes too). A number:
+    a finite, non-zero number, quoted or not. ConfigError naming the allowed values otherwise
+    (a value no student's ledger can ever equal would silently mark everyone wrong)."""
+    if item.kind == "choice":
+        if not item.options:  # the catalogue could not read them: nothing to check against
+            return value
+        values = [v for _, v in item.options]
+        if not isinstance(value, bool) and isinstance(value, (str, int, float)):
+            for v in values:  # the value itself (a number-valued option: 64 or 64.0)
+                if type(v) is not bool and v == value and (
+                        isinstance(v, str) == isinstance(value, str)):
+                    return v
+            if isinstance(value, str):
+                text = " ".join(value.split()).casefold()
+                for label, v in item.options:  # the label the student sees
+                    if " ".join(label.split()).casefold() == text:
+                        return v
+                for v in values:  # a number-valued option in quotes: "64"
+                    if not isinstance(v, str) and str(v) == value.strip():
+                        return v
+        shown = ", ".join(f"{_toml_value(v)} ({label})" if label != v else _toml_value(v)
+                          for label, v in item.options)
+        words = [str(v) for v in values] + [label for label, _ in item.options]
+        raise ConfigError(f"{where}: {value!r} is not an option of {item.item_id}"
+                          f"{close_matches(str(value), words)}; write one of its values: "
+                          f"{shown}")
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) \
+            or not math.isfinite(number) or number == 0:
+        units = f" in {item.units}" if item.units else ""
+        raise ConfigError(f"{where}: {item.item_id} asks for a number{units}; its answer must "
+                          f"be a finite number other than 0 (e.g. 12.5, no units), got "
+                          f"{value!r}")
+    return float(number)
+
+
 def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
     where = f"labs.{lab_id}"
     if not _LAB_ID_RE.match(lab_id) or not isinstance(table, dict):
@@ -212,11 +263,12 @@ def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
     answers = table.get("answers", {})
     if not isinstance(answers, dict):
         raise ConfigError(f"{where}.answers must be a table of item = value")
-    for item in answers:
-        if item not in entry.item_ids:
+    items = {i.item_id: i for i in entry.items}
+    for item, value in answers.items():
+        if item not in items:
             raise ConfigError(f"{where}.answers: {item!r} is not a prediction item of "
                               f"{lab_id}{close_matches(item, entry.item_ids)}")
-    lab.answers = dict(answers)
+        lab.answers[item] = _answer(items[item], value, f"{where}.answers.{_toml_str(item)}")
     r = table.get("rubric", {})
     if not isinstance(r, dict):
         raise ConfigError(f"{where}.rubric must be a table")
@@ -311,8 +363,14 @@ def example_config(labs_dir: str | os.PathLike | None = None) -> str:
             text = re.sub(r"\s+", " ", i.text)
             out.append(f"    {_toml_str(i.item_id)},  # {i.kind}: {text[:70]}"
                        f"{'…' if len(text) > 70 else ''}")
+            if i.kind == "choice" and i.options:
+                out.append("    #   values: " + " | ".join(_toml_value(v) for _, v in i.options))
+            elif i.kind == "numeric" and i.units:
+                out.append(f"    #   a number in {i.units}")
         out += ["]", f"# answers = {{ {_toml_str(entry.items[0].item_id) if entry.items else ''}"
                      " = ... }  # default: what each student's instrument showed",
+                "#   a choice: one of its values above (its label also works); a number: a "
+                "number, no units",
                 f"# [labs.{entry.lab_id}.extensions]",
                 "# ada = 2025-03-21T23:59:00-05:00   # a new deadline, or \"48h\" more", ""]
         if n == 0:
