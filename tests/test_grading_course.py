@@ -299,6 +299,57 @@ ada = {(T0 + timedelta(days=3)).strftime('%Y-%m-%dT%H:%M:%SZ')}
     assert "extension" in " ".join(book.notes["ada"])
 
 
+def _extension_class(tmp_path: Path, key: str) -> tuple[Path, Path]:
+    """One student, 02310222, whose lab 1 is 30 minutes late; an extension keyed ``key``."""
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("02310222",),
+                      start=60 * 24 + 30)
+    path = tmp_path / "c.toml"
+    path.write_text(f"""
+[course]
+late_penalty_per_day = 0.5
+[labs.lab01]
+deadline = {(T0 + timedelta(days=1)).strftime('%Y-%m-%dT%H:%M:%SZ')}
+items = ["{X}", "{R}"]
+[labs.lab01.extensions]
+"{key}" = "1d"
+""")
+    return sub, path
+
+
+@pytest.mark.parametrize("key", ["2310222", "002310222"])
+def test_without_a_roster_an_extension_with_leading_zeros_lost_or_added_is_an_error(
+        tmp_path, capsys, key):
+    """Review finding 3: without a roster, an extension keyed by a graded student's id whose
+    leading zeros were lost (or added) was silently not applied; it is a config error naming
+    the student (exit 2, nothing written)."""
+    sub, cfg = _extension_class(tmp_path, key)
+    with pytest.raises(G.ConfigError) as info:
+        G.grade(G.load_ledgers([sub]), G.load_config(cfg))
+    assert "labs.lab01.extensions" in str(info.value) and "'02310222'" in str(info.value)
+    assert "leading zeros" in str(info.value)
+    assert G.main([str(sub), "-c", str(cfg), "-o", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists() and "'02310222'" in capsys.readouterr().err
+
+
+def test_without_a_roster_an_extension_naming_no_graded_student_is_reported(tmp_path, capsys):
+    """Review finding 3: an extension for a student who handed in nothing (or a wrong id) is
+    not applied to anyone, and the console says so (exit 1), with the close ids."""
+    sub, cfg = _extension_class(tmp_path, "02310223")
+    book = G.grade(G.load_ledgers([sub]), G.load_config(cfg))
+    assert book.grades[("02310222", "lab01")].status == "Late"
+    assert len(book.warnings) == 1 and "'02310223'" in book.warnings[0]
+    assert "'02310222'" in book.warnings[0] and "not applied" in book.warnings[0]
+    out = tmp_path / "o"
+    assert G.main([str(sub), "-c", str(cfg), "-o", str(out)]) == 1
+    console = capsys.readouterr().out
+    assert "The course config names something the class does not have" in console
+    assert "labs.lab01.extensions: '02310223'" in console
+    assert "02310223" in (out / "README.txt").read_text(encoding="utf-8")
+    sub2, cfg2 = _extension_class(tmp_path / "exact", "02310222")  # the id itself: applied
+    book = G.grade(G.load_ledgers([sub2]), G.load_config(cfg2))
+    assert book.warnings == [] and book.grades[("02310222", "lab01")].status == "On time"
+
+
 @pytest.mark.parametrize("bad, words", [
     ("carl,{X},1,x", ["row 2", "carl", "carol"]),
     ("ada,{X}z,1,x", ["row 2", f"{X}z", X]),

@@ -394,6 +394,7 @@ def load_class(inputs: Sequence[str | os.PathLike], config: str | os.PathLike | 
                          + ", ".join(str(p) for p in paths))
     batch.reindex()  # events were added from several sources
     book = grading.grade(batch, course)
+    notes += book.warnings  # e.g. an extension naming no student in the ledgers
     items = summarise_items(batch, book, labs_dir)
     return Classroom([str(p) for p in paths], batch, book, items,
                      grading.gradebook_rows(book, neutralise=False), time.perf_counter() - t0,

@@ -13,8 +13,10 @@ Per student (ids compared by :func:`~labs.core.course.grading.ids.norm_id`):
   ``odd_student_id``.
 
 Facts that are not problems (an id spelt two ways, a file read as UTF-16) become notes. The
-instructor's overrides and extensions are checked here too: one naming no student or item of
-the class raises ConfigError with the close matches. Part of :mod:`labs.core.course.grading`
+instructor's overrides and extensions are checked here too: an override naming no student or
+item of the class raises ConfigError with the close matches; so does an extension naming no
+roster student (without a roster: one that is a graded student's id with leading zeros added or
+lost; any other naming no graded student is a warning for the console). Part of :mod:`labs.core.course.grading`
 (import it through that name).
 """
 
@@ -23,8 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from labs.core.course.grading.ids import (close_matches, closest, name_owner, norm_id,
-                                          same_owner)
+from labs.core.course.grading.ids import (close_ids, close_matches, closest, name_owner,
+                                          norm_id, same_digits, same_owner)
 from labs.core.course.grading.inputs import ConfigError, Override
 
 #: How much a flag matters to the grade: "wrong" (the grade may be wrong: look before
@@ -257,20 +259,39 @@ def check_overrides(book, overrides: list[Override]):
     return out
 
 
-def check_extensions(config, labs, students: list[str]) -> None:
-    """With a roster, an extension must name a roster student, by any of their roster ids
-    (re-keyed to the id column); ConfigError otherwise."""
+def check_extensions(config, labs, students: list[str]) -> list[str]:
+    """Every extension must name a student, by any of their ids; it is re-keyed to the
+    student's id as the gradebook spells it. With a roster (or ``course.students``), a key on
+    no roster row raises ConfigError. Without one, the class is the students graded: a key
+    that is one of them with leading zeros added or lost raises ConfigError (``"2310222"`` for
+    ``02310222``); any other key naming no one is returned as a warning, for the console
+    (the student may not have handed in yet, or the key is wrong: it was not applied)."""
     roster = {norm_id(s): s for s in config.roster_ids()}
-    if not roster:
-        return
+    graded = {norm_id(s): s for s in students}
     tables = [("course.extensions", config.extensions)] + [
         (f"labs.{lab.lab_id}.extensions", lab.extensions) for lab in labs]
+    warnings = []
     for where, table in tables:
         for key in list(table):
-            hit = config.roster.resolve(key) if key not in roster and config.roster else None
-            if hit and norm_id(hit[0].student_id) not in table:  # named by another roster id
-                table[norm_id(hit[0].student_id)] = table.pop(key)
+            if roster:
+                hit = config.roster.resolve(key) if key not in roster and config.roster \
+                    else None
+                if hit and norm_id(hit[0].student_id) not in table:  # another roster id
+                    table[norm_id(hit[0].student_id)] = table.pop(key)
+                    continue
+                if key not in roster:
+                    raise ConfigError(f"{where}: {key!r} is not on the roster"
+                                      f"{close_ids(key, roster.values())}")
                 continue
-            if key not in roster:
-                raise ConfigError(f"{where}: {key!r} is not on the roster"
-                                  f"{close_matches(key, [norm_id(s) for s in roster.values()])}")
+            if key in graded:
+                continue
+            zeros = [s for s in graded.values() if same_digits(key, s)]
+            if zeros:
+                raise ConfigError(
+                    f"{where}: {key!r} names no student in the submissions{close_ids(key, zeros)} "
+                    "(the same digits with the leading zeros added or lost); write the id as "
+                    "the student's ledger does")
+            warnings.append(f"{where}: {key!r} names no student in the submissions"
+                            f"{close_ids(key, graded.values())}; not applied (a student who "
+                            "has handed in nothing yet, or a wrong id: give a roster to check)")
+    return warnings

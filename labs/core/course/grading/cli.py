@@ -134,6 +134,12 @@ def _report(batch, book, out: Path, written: list[str], left_out: list[str]) -> 
         if len(who) > MAX_LISTED:
             _say(f"    ... and {len(who) - MAX_LISTED} more: the Flags column of "
                  f"{out / 'gradebook.csv'}")
+    warnings = getattr(book, "warnings", [])
+    if warnings:
+        _say("  The course config names something the class does not have (look before "
+             "uploading):")
+        for w in warnings[:MAX_LISTED]:
+            _say(f"    {w}")
     if unreadable:
         _say(f"  {len(unreadable)} file(s) could not be graded (their students' rows say "
              f"\"Unreadable submission\"):")
@@ -177,8 +183,8 @@ def _report(batch, book, out: Path, written: list[str], left_out: list[str]) -> 
              f"canvas-left-out.csv): {', '.join(left_out[:10])}"
              f"{' ...' if len(left_out) > 10 else ''}")
     _say("Wrote " + ", ".join(written) + ".")
-    problems = unreadable or damaged or any(level[s] in ("wrong", "check")
-                                            for s in book.students)
+    problems = unreadable or damaged or warnings or any(level[s] in ("wrong", "check")
+                                                        for s in book.students)
     return 1 if problems or left_out else 0
 
 
@@ -224,6 +230,7 @@ def _readme(book, files, args, written: list[str]) -> str:
              "files.csv      every path under the submissions: graded, or why not",
              "feedback/      one page per student (feedback/index.html lists them)", "",
              _late_line(book, files).strip()]
+    lines += [f"course config warning: {w}" for w in book.warnings]
     return "\n".join(lines) + "\n"
 
 

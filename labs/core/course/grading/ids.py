@@ -85,6 +85,23 @@ def closest(student_id: str, candidates: Iterable[str], n: int = 1) -> list[str]
     return [by_key[h] for h in hits]
 
 
+def same_digits(a: str, b: str) -> bool:
+    """Whether two ids are the same digits, one with leading zeros the other lost
+    (``"2310222"`` and ``"02310222"``: a spreadsheet drops them)."""
+    a, b = norm_id(a), norm_id(b)
+    return a != b and a.isdigit() and b.isdigit() and a.lstrip("0") == b.lstrip("0") != ""
+
+
+def close_ids(student_id: str, candidates: Iterable[str]) -> str:
+    """:func:`close_matches` for a student id: the same digits with or without leading zeros
+    first, then the ids spelt most alike."""
+    candidates = list(candidates)
+    zeros = [c for c in candidates if same_digits(student_id, c)]
+    alike = [c for c in closest(student_id, candidates, n=2) if c not in zeros]
+    hits = (zeros + alike)[:3]
+    return f" (did you mean {' or '.join(repr(h) for h in hits)}?)" if hits else ""
+
+
 def close_matches(word: str, choices: Iterable[str]) -> str:
     """``" (did you mean 'x'?)"`` for a misspelt key, or ``""``."""
     hits = difflib.get_close_matches(str(word), [str(c) for c in choices], n=2, cutoff=0.6)

@@ -96,6 +96,9 @@ class Gradebook:
     grades: dict[tuple[str, str], LabGrade]
     student_flags: dict[str, list[str]]
     notes: dict[str, list[str]] = field(default_factory=dict)  # facts, not problems
+    #: problems of the instructor's inputs that are no student's (an extension naming no
+    #: student graded, without a roster to check it): the console lists them
+    warnings: list[str] = field(default_factory=list)
 
 
 def _labs_for(batch: Batch, config: CourseConfig) -> list[LabConfig]:
@@ -340,7 +343,9 @@ def grade(batch: Batch, config: CourseConfig | None = None, *,
     their items, the default rubric and no deadline). Students are spelt as the roster spells
     them (the batch's events are renamed to match); ids compare by ``norm_id``. Overrides
     default to the config's ``overrides`` CSV. Raises ConfigError for an override or an
-    extension that names no student or item of the class (with close matches).
+    extension that names no student or item of the class (with close matches; without a
+    roster, an extension naming no graded student is in ``warnings`` unless it is one with
+    leading zeros added or lost).
     """
     config = config or CourseConfig()
     if overrides is None and config.overrides_path is not None:
@@ -355,7 +360,7 @@ def grade(batch: Batch, config: CourseConfig | None = None, *,
         if f.name_id and not f.submitter and (f.unreadable or f.student_ids):
             spelling.setdefault(name_owner(f.name_id, spelling), f.name_id)
     students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
-    check_extensions(config, labs, students)
+    warnings = check_extensions(config, labs, students)
     student_flags, notes, unreadable = student_checks(batch, config, labs, students,
                                                       receipts or {})
     grades: dict[tuple[str, str], LabGrade] = {}
@@ -368,6 +373,6 @@ def grade(batch: Batch, config: CourseConfig | None = None, *,
             if g.deadline is not None and lab.deadline is not None and g.deadline != lab.deadline:
                 notes.setdefault(sid, []).append(
                     f"{lab.lab_id}: extension to {g.deadline.strftime('%Y-%m-%d %H:%M')} UTC")
-    book = Gradebook(config, labs, students, grades, student_flags, notes)
+    book = Gradebook(config, labs, students, grades, student_flags, notes, warnings)
     _apply_overrides(book, overrides or [])
     return book
