@@ -126,8 +126,10 @@ def _(mo):
     ## Choose a machine
     Part 1 measures **your** machine. Parts 2 and 3 draw the memory levels of the machine you
     pick here: a GPU from the registry (sizes from NVIDIA's documents; a level without a
-    published bandwidth is listed but not drawn), the course's reference machine (a recorded
-    CPU run), or your own machine once Part 1 has measured it.
+    published bandwidth is listed but not drawn, and where it could be the one that binds, the
+    lab says the verdict is *undetermined* and how fast that level would have to be), the
+    course's reference machine (a recorded CPU run), or your own machine once Part 1 has
+    measured it.
     """)
     return
 
@@ -424,7 +426,7 @@ def _(
                  f"{units.format_bytes(3 * NAIVE_Q['n'] ** 2 * 2, binary=True)}) fit in the "
                  f"L2 cache, and counted by HBM traffic alone its AI is "
                  f"{formulas.gemm(NAIVE_Q['n'], NAIVE_Q['n'], NAIVE_Q['n'], OPENING['precision']).ai:.0f}"
-                 f" FLOP/B, past the {OPENING['precision']} ridge of "
+                 f" FLOP/B, past the dense {OPENING['precision']} ridge of "
                  f"{roofline.ridge_point(OPENING['hierarchy'], OPENING['precision']):.0f} FLOP/B. "
                  "Which level's roof binds it?",
         options=BINDING_OPTIONS, locked=get_binding(), on_lock=set_binding)
@@ -673,17 +675,39 @@ def _(
         level_cards = style.error_callout(all_points[kernel_picker.value])
     else:
         _p = all_points[kernel_picker.value]
+        _unknown = {r.level.name: r for r in _p.unknown_roofs}
+        _open = {r.level.name for r in _p.undetermined_by}
+
+        def _roof_text(u):
+            """A level's roof, or for a level without a bandwidth what it would need."""
+            if u.roof_tflops() is not None:
+                return f"roof {style.format_value(u.roof_tflops())} TFLOP/s"
+            _r = _unknown.get(u.level.name)
+            if _r is None:
+                return "no bandwidth figure"
+            return (f"no bandwidth figure: needs ≥ {style.format_value(_r.needs_gbs / 1e3)} "
+                    f"TB/s for {style.format_value(_r.target_tflops)} TFLOP/s"
+                    + ("" if _r.could_bind else f" (it carries {_r.floor_level}'s "
+                       f"{style.format_value(_r.floor_gbs / 1e3)} TB/s: cannot bind)"))
+
         _cards = [style.Metric(
             u.level.name, f"AI {style.format_value(u.ai)} FLOP/B" if u.ai else "serves nothing",
-            (f"{style.format_bytes(u.bytes)} · roof {style.format_value(u.roof_tflops())} "
-             f"TFLOP/s" if u.roof_tflops() is not None else f"{style.format_bytes(u.bytes)} · "
-             "no bandwidth figure") + f" · holds: {u.holds}",
-            "danger" if u.level.name == _p.binding else None) for u in _p.uses]
-        _cards.append(style.Metric("Binds", _p.binding,
-                                   f"attainable {style.format_value(_p.attainable_tflops)} "
-                                   f"TFLOP/s under the {_p.ceiling_name} of "
-                                   f"{style.format_value(_p.ceiling_tflops)}",
-                                   "danger"))
+            f"{style.format_bytes(u.bytes)} · {_roof_text(u)} · holds: {u.holds}",
+            "danger" if u.level.name == _p.binding else "warn" if u.level.name in _open
+            else None) for u in _p.uses]
+        if _p.determined:
+            _cards.append(style.Metric("Binds", _p.binding,
+                                       f"attainable {style.format_value(_p.attainable_tflops)} "
+                                       f"TFLOP/s under the {_p.ceiling_name} of "
+                                       f"{style.format_value(_p.ceiling_tflops)}",
+                                       "danger"))
+        else:
+            _cards.append(style.Metric(
+                "Binds", "? undetermined",
+                "; ".join(r.describe() for r in _p.undetermined_by)
+                + f". The known roofs allow at most "
+                f"{style.format_value(_p.attainable_tflops)} TFLOP/s (the {_p.known_binding} "
+                "roof); the level without a figure can only lower that.", "warn"))
         level_cards = mo.vstack([mo.md(f"**{_p.kernel.name}** · {_p.kernel.what} · on "
                                        f"{machine.name}"), style.metric_cards(_cards)])
     level_cards
@@ -710,8 +734,12 @@ def _(all_points, binding_prediction, machine, mo, style, tiles_open):
         if isinstance(_p, Exception):
             _rows.append({"kernel": _name, "binds": "—", "note": style.error_message(_p)})
             continue
-        _rows.append({"kernel": _name, "binds": _p.binding,
-                      "attainable (TFLOP/s)": style.format_value(_p.attainable_tflops),
+        _rows.append({"kernel": _name,
+                      "binds": _p.binding if _p.determined else
+                      "? undetermined (" + ", ".join(r.level.name for r in _p.undetermined_by)
+                      + " has no bandwidth figure)",
+                      "attainable (TFLOP/s)": style.format_value(_p.attainable_tflops)
+                      if _p.determined else f"≤ {style.format_value(_p.attainable_tflops)}",
                       **{f"AI at {u.level.name}": style.format_value(u.ai) if u.ai else "—"
                          for u in _p.uses}})
     mo.vstack([mo.md(f"**Every kernel at this size{' and tile' if tiles_open else ''}** (AI "
@@ -739,7 +767,7 @@ def _(
     def _naive_on(hier):
         _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, hier.precision, tile=1), hier)
         return _p, next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
-                        f"the {_p.binding} roof")
+                        f"the {_p.binding} roof" if _p.determined else _p.verdict)
 
     _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
     _p, _label = _naive_on(_h)
@@ -748,8 +776,11 @@ def _(
               quiz.compare(binding_prediction, _p.binding, actual_label=_label, lab=lab)]
     if machine is not None and machine.key != _h.key:
         _q, _other = _naive_on(machine)
-        _parts.append(mo.md(f"On **{machine.name}** (your pick, not graded) the same kernel "
-                            f"binds at: {_other} ({_q.attainable_tflops:.3g} TFLOP/s)."))
+        _parts.append(mo.md(
+            f"On **{machine.name}** (your pick, not graded) the same kernel binds at: {_other} "
+            f"({_q.attainable_tflops:.3g} TFLOP/s)." if _q.determined else
+            f"On **{machine.name}** (your pick, not graded) what binds the same kernel is "
+            f"{_other} (at most {_q.attainable_tflops:.3g} TFLOP/s)."))
     mo.vstack(_parts)
     return
 
@@ -777,7 +808,11 @@ def _(binding_prediction, mo, style):
     $$AI_\ell = \frac{F}{Q_\ell}, \qquad
     P \le \min\Big(P_\text{peak},\ \min_\ell AI_\ell\,\beta_\ell\Big).$$
 
-    The level with the lowest $AI_\ell\,\beta_\ell$ binds. Drawn with one point per level at
+    The level with the lowest $AI_\ell\,\beta_\ell$ binds. A level with no bandwidth figure
+    (NVIDIA publishes none for most GPUs' L2) has an unknown roof, not an infinite one: the
+    known roofs give an upper bound $\hat P$, and that level would need
+    $\beta_\ell \ge \hat P / AI_\ell$. Unless a slower level whose bytes cross it (HBM, for
+    L2) already runs that fast, the verdict is **undetermined**. Drawn with one point per level at
     its own $AI_\ell$, this is the **hierarchical roofline** (Yang, Kurth, Williams 2020);
     Ilic et al.'s **cache-aware roofline** (2014) draws the same roofs against one
     core-side intensity instead. **Naive GEMM** ($C = AB$, $N^3$ multiply-adds,
@@ -988,20 +1023,34 @@ def _(
             + ", ".join(f"{u.level.name} {style.format_bytes(u.level.tile_capacity_bytes, binary=True)}"
                         for u in tile_point.uses if u.level.name in tile_point.thrashes)
             + f"). The cache thrashes: {_over} now pass{'es' if len(tile_point.thrashes) == 1 else ''}"
-            " on everything the register tiles ask for, and the kernel falls to the "
-            f"{tile_point.binding} roof at {style.format_value(tile_point.attainable_tflops)} "
-            "TFLOP/s.\n\nShrink the tile to back out.",
+            " on everything the register tiles ask for, and the kernel falls to "
+            + (f"the {tile_point.binding} roof at "
+               f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s"
+               if tile_point.determined else
+               f"at most {style.format_value(tile_point.attainable_tflops)} TFLOP/s (what "
+               f"binds is {tile_point.verdict})")
+            + ".\n\nShrink the tile to back out.",
             title="The tile no longer fits its cache: the cache thrashes.")
     else:
         _miss = tile_point.tile_misses
-        _status = mo.callout(mo.md(
+        _fits = (
             f"✓ The tile ({style.format_bytes(tile_point.tile_bytes, binary=True)}) "
             f"lives in **{tile_point.home}**"
             + (f"; {_miss.level.name} serves its misses, "
                f"{style.format_bytes(_miss.bytes)}" if _miss is not None else "")
-            + f". Main memory serves {style.format_bytes(tile_point.uses[-1].bytes)}; the "
-            f"{tile_point.binding} roof binds at "
-            f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s."), kind="success")
+            + f". Main memory serves {style.format_bytes(tile_point.uses[-1].bytes)}; ")
+        if tile_point.determined:
+            _status = mo.callout(mo.md(
+                _fits + f"the {tile_point.binding} roof binds at "
+                f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s."), kind="success")
+        else:
+            _status = mo.callout(mo.md(
+                _fits + "**what binds is undetermined**: "
+                + "; ".join(r.describe() for r in tile_point.undetermined_by)
+                + f". The known roofs allow at most "
+                f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s (the "
+                f"{tile_point.known_binding} roof); a missing figure is unknown, not "
+                "unlimited."), kind="warn")
     tile_figure = figures.tile_traffic_figure(
         machine, tile_curve, current=_t, failed=tiles_failed,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "

@@ -144,6 +144,114 @@ def test_tiled_gemm_on_the_a100_by_hand():
         2 * n**3 / (b * n * n * 257) * 5120 * 1.41 / 1e3)
 
 
+# --- a level without a bandwidth figure: unknown, never "no limit" --------------------------
+
+def _tiled(device, tile):
+    return H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=tile,
+                                 register_tile=min(64, tile)), H.gpu_hierarchy(device, "bf16"))
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "h200-sxm"])
+def test_a_64_tile_on_hopper_is_undetermined_not_compute(device):
+    """Physics review: NVIDIA publishes no L2 bandwidth for the H100/H200, and the model used to
+    skip L2 as if it were infinitely fast: it named "compute" at 989.5 TFLOP/s. By hand,
+    N = 8192, bf16 (b = 2), T = 64, r = 64:
+      L2 serves the tile's misses, b (2 N^2 ceil(N/T) + N^2) = 2 x N^2 x (2 x 128 + 1)
+        = 2 x 257 N^2 B, for 2 N^3 FLOP: AI_L2 = 2 N^3 / (2 x 257 N^2) = N / 257
+        = 8192 / 257 = 31.875 FLOP/B;
+      the known roofs: shared memory 31.875 x 33.45 TB/s = 1,066 TFLOP/s, HBM above 1,100,
+        the dense bf16 peak 989.5: the bound is 989.5 TFLOP/s;
+      L2 would need 989.5e12 FLOP/s / 31.875 FLOP/B = 31.04e12 B/s = 31,043 GB/s,
+        about the SM array's whole shared-memory bandwidth (132 x 128 B x 1.98 GHz =
+        33.5 TB/s); HBM's 3.35 (H100) or 4.8 TB/s (H200) is all that is known of it."""
+    p = _tiled(device, 64)
+    assert p.binding == H.UNDETERMINED and p.binding != H.COMPUTE and not p.determined
+    assert p.known_binding == H.COMPUTE and p.attainable_tflops == pytest.approx(989.5)
+    (l2,) = p.undetermined_by
+    assert l2.level.name == "L2" and l2.could_bind
+    assert l2.ai == pytest.approx(8192 / 257)  # 31.875 FLOP/B
+    assert l2.needs_gbs == pytest.approx(989.5e3 * 257 / 8192)  # 31,043 GB/s
+    assert l2.needs_gbs == pytest.approx(31_043, rel=1e-4)
+    assert l2.floor_level == "HBM" and l2.floor_gbs == {"h100-sxm": 3350, "h200-sxm": 4800}[device]
+    assert p.verdict.startswith("undetermined: L2 has no published or measured bandwidth; to "
+                                "reach 989.5 TFLOP/s it needs ≥ 31 TB/s")
+
+
+def test_the_a100_64_tile_keeps_its_l2_verdict():
+    """The A100 has an L2 figure (5120 B/clock x 1.41 GHz = 7,219 GB/s): the same kernel binds
+    at L2, 31.875 FLOP/B x 7.219 TB/s = 230.1 TFLOP/s; nothing is unknown."""
+    p = _tiled("a100-sxm-80gb", 64)
+    assert p.determined and p.unknown_roofs == () and p.undetermined_by == ()
+    assert p.binding == p.known_binding == p.verdict == "L2"
+    assert p.attainable_tflops == pytest.approx(8192 / 257 * 5120 * 1.41 / 1e3)  # 230.1
+
+
+def test_a_slower_level_is_not_named_on_the_strength_of_skipping_l2():
+    """H100 PCIe (114 SMs, HBM 2,000 GB/s), T = 64: the model used to say HBM binds at 655
+    TFLOP/s. By hand: a wave of 114 tiles is 11 x 11 (ceil(sqrt 114) = 11 rows, ceil(114/11)
+    = 11 columns), so HBM serves 2 N^2 (ceil(8192/704) + ceil(8192/704) + 1) = 2 x 25 N^2 B:
+    AI_HBM = N / 25 = 327.68 FLOP/B, roof 327.68 x 2 TB/s = 655.36 TFLOP/s. L2 (AI N / 257)
+    would need 655.36 / 31.875 TB/s = 2,000 x 257 / 25 = 20,560 GB/s for it: undetermined."""
+    p = _tiled("h100-pcie", 64)
+    assert p.known_binding == "HBM" and p.attainable_tflops == pytest.approx(2000 * 8192 / 25 / 1e3)
+    assert p.binding == H.UNDETERMINED
+    assert p.undetermined_by[0].needs_gbs == pytest.approx(2000 * 257 / 25)  # 20,560
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "h100-pcie", "h200-sxm"])
+@pytest.mark.parametrize("tile", [32, 64, 128])
+def test_no_registry_gpu_without_an_l2_figure_names_a_roof_for_a_tiled_gemm(device, tile):
+    """Every tile of the large tiled GEMM needs far more L2 bandwidth than the HBM rate that is
+    all we know of L2 (>= 11 TB/s against <= 4.8): nothing may be named as binding."""
+    p = _tiled(device, tile)
+    assert p.binding == H.UNDETERMINED and p.verdict.startswith("undetermined: L2 ")
+    assert p.undetermined_by[0].needs_gbs > 2 * p.undetermined_by[0].floor_gbs
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "h100-pcie", "h200-sxm"])
+@pytest.mark.parametrize("tile", [32, 64, 128])
+def test_the_needed_bandwidth_is_the_threshold_at_which_l2_would_bind(device, tile):
+    """What the need means, checked by giving L2 a bandwidth: 1% above the need, the known
+    verdict stands; 1% below it, L2 binds."""
+    p = _tiled(device, tile)
+    need = p.undetermined_by[0].needs_gbs
+    kernel = p.kernel
+    above = H.place(kernel, H.with_bandwidths(p.hierarchy, {"L2": need * 1.01}))
+    below = H.place(kernel, H.with_bandwidths(p.hierarchy, {"L2": need * 0.99}))
+    assert above.binding == p.known_binding
+    assert above.attainable_tflops == pytest.approx(p.attainable_tflops)
+    assert below.binding == "L2" and below.attainable_tflops < p.attainable_tflops
+
+
+def test_a_level_the_bytes_of_a_slower_one_cross_cannot_bind_below_their_rate():
+    """The floor (hierarchy.FLOOR_RULE): L2 carries every byte HBM serves, so it is at least as
+    fast as HBM. A naive GEMM on the H100 (N = 1024, bf16): L1 binds at 0.5 FLOP/B x 33.45
+    TB/s = 16.7 TFLOP/s, and L2 (AI ~ 16: the block's 32 x 32 reuse) would need only
+    16.7 / 16 ~ 1.05 TB/s < 3.35: determined. A stencil streaming through L2 (L2 serves what
+    HBM serves): L2 needs exactly HBM's 3.35 TB/s for HBM's roof: HBM binds."""
+    h = H.gpu_hierarchy("h100-sxm", "bf16")
+    naive = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    (l2,) = naive.unknown_roofs
+    assert not l2.could_bind and l2.needs_gbs < 3350 and naive.undetermined_by == ()
+    assert naive.binding == "L1 / shared memory" and "cannot bind" in l2.describe()
+    sten = H.place(H.stencil_kernel(1024, "bf16"), h)
+    assert sten.use("L2").bytes == sten.use("HBM").bytes
+    assert sten.unknown_roofs[0].needs_gbs == pytest.approx(3350)
+    assert sten.binding == "HBM"
+
+
+def test_a_level_without_a_figure_and_nothing_below_it_is_undetermined():
+    """No floor (main memory itself unmeasured): a kernel that streams from it is undetermined,
+    never bound by a faster level's roof."""
+    h = H.measured_hierarchy("m", {"L1": (32 * KIB, 100.0), "DRAM": (2**34, None)}, 1.0)
+    p = H.place(H.reduction_kernel(64 * MIB // 4, "fp32"), h)
+    assert p.known_binding == "L1" and p.binding == H.UNDETERMINED
+    (dram,) = p.undetermined_by
+    assert dram.floor_gbs is None and dram.needs_gbs == pytest.approx(100.0)
+    assert p.verdict == ("undetermined: DRAM has no published or measured bandwidth; to reach "
+                         "0.025 TFLOP/s it needs ≥ 100 GB/s")
+
+
 def test_a_tile_too_big_for_shared_memory_fails_to_launch():
     """Review F2: a tiled GEMM stages 3 stages x (T + T) x BK 32 x b of shared memory (C in
     registers). T = 128: 3 x 256 x 32 x 2 B = 48 KiB; T = 512: 3 x 1024 x 32 x 2 B = 192

@@ -191,3 +191,47 @@ def test_loglog_lines_figure_takes_y_ticks():
                                                           "100"])))
     assert list(fig.layout.yaxis.tickvals) == [1, 2, 5, 10, 20, 50, 100]
     assert fig.layout.yaxis.ticktext[2] == "5"
+
+
+def test_an_undetermined_verdict_is_drawn_as_such_not_as_a_binding_roof():
+    """Physics review: on the H100 (no published L2 bandwidth) the 8192^3 bf16 GEMM with a
+    64 tile needs >= 989.5 / (8192/257) = 31 TB/s of L2 to reach its bound. The hierarchical
+    roofline names no binding level, draws no L2 roof, puts the L2 point at the known bound
+    labelled "undetermined" with that need, in the warning colour, on a dashed guide; the
+    A100's same kernel still says "binds: L2"."""
+    from labs.core.ui.tokens import COLORS
+
+    kernel = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64, register_tile=64)
+    h = H.gpu_hierarchy("h100-sxm", "bf16")
+    p = H.place(kernel, h)
+    fig = _validated(figures.per_level_roofline_figure(h, [p]))
+    points = {t.name.split(" · AI at ")[1]: t for t in fig.data if t.mode == "markers+text"}
+    texts = [t.text[0] for t in points.values()]
+    assert not any("binds" in t for t in texts)
+    # L1 / shared memory sits at the same AI (T = r = 64): one label, the need is L2's
+    assert points["L2"].text[0] == ("<b>undetermined: L2 (needs ≥ 31 TB/s) = L1 / shared "
+                                    "memory</b>")
+    assert points["L1 / shared memory"].text[0] == ""
+    assert points["L2"].marker.line.color == COLORS["warn"]
+    assert points["L2"].y[0] == pytest.approx(989.5)  # the known roofs' bound, no more
+    assert "undetermined" in points["L2"].hovertext[0] and "at most" in points["L2"].hovertext[0]
+    assert not any((t.name or "").startswith("L2 · ") for t in fig.data)  # no L2 roof
+    (guide,) = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
+    assert (guide.line.color, guide.line.dash) == (COLORS["warn"], "dash")
+    a100 = H.place(kernel, H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
+    texts = [t.text[0] for t in figures.per_level_roofline_figure(a100.hierarchy, [a100]).data
+             if t.mode == "markers+text"]
+    assert "<b>binds: L2 = L1 / shared memory</b>" in texts
+    assert not any("undetermined" in t for t in texts)
+    # the tile figure: "undetermined" above every tile on the H100, the verdict on hover
+    tiles = [32, 64, 128]
+    for hier, want in ((h, ["undetermined"] * 3), (a100.hierarchy, ["L2", "L2", "compute"])):
+        curve = list(zip(tiles, H.tile_sweep(8192, "bf16", tiles, hier, register_tile=64)))
+        notes = [a for a in figures.tile_traffic_figure(hier, curve, title="t").layout.annotations
+                 if a.textangle == -30]
+        assert [a.text for a in notes] == want
+        for a in notes:
+            if a.text == "undetermined":
+                assert a.font.color == COLORS["warn"] and "needs ≥" in a.hovertext
+            else:
+                assert a.hovertext is None

@@ -234,6 +234,33 @@ def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
     assert good["tile_point"].attainable_tflops == pytest.approx(312)  # A100 bf16 dense
 
 
+def test_a_gpu_without_an_l2_figure_reads_undetermined_never_compute():
+    """Physics review: NVIDIA publishes no H100 L2 bandwidth, and Parts 2-3 used to skip L2 as
+    if unlimited: the 8192^3 bf16 GEMM with a 64 tile read "compute" on the H100 and "L2" on
+    the A100. Now the Binds card, the every-kernel table and Part 3's status say
+    "undetermined", with the bandwidth L2 would need: AI_L2 = 8192 / 257 = 31.875 FLOP/B, so
+    989.5 TFLOP/s needs 989.5 / 31.875 = 31 TB/s; the A100 keeps its L2 verdict."""
+    outputs, defs = run(machine_picker="h100-sxm", kernel_picker="tiled GEMM",
+                        size_slider=8192, tile_slider=64, register_picker=64,
+                        gemm_tile_slider=64, gemm_register_picker=64)
+    text = shown(outputs)
+    for p in (defs["all_points"]["tiled GEMM"], defs["tile_point"]):
+        assert p.binding == H.UNDETERMINED and p.known_binding == H.COMPUTE
+    assert "Binds ? undetermined L2 has no published or measured bandwidth; to reach 989.5 " \
+           "TFLOP/s it needs ≥ 31 TB/s" in text
+    assert "The known roofs allow at most 990 TFLOP/s (the compute roof)" in text
+    assert "no bandwidth figure: needs ≥ 31 TB/s for 990 TFLOP/s" in text  # L2's own card
+    assert "tiled GEMM ? undetermined (L2 has no bandwidth figure) ≤ 990" in text  # the table
+    assert "what binds is undetermined" in text  # Part 3's status, a warning not a success
+    assert "compute roof binds" not in text and "Binds compute" not in text
+    outputs, defs = run(kernel_picker="tiled GEMM", size_slider=8192, tile_slider=64,
+                        register_picker=64)  # the A100, the question's machine
+    text = shown(outputs)
+    assert defs["tile_point"].binding == "L2" and defs["all_points"]["tiled GEMM"].determined
+    assert "? undetermined" not in text and "what binds is undetermined" not in text
+    assert "the L2 roof binds at 230 TFLOP/s." in text  # 31.875 x 7.219 TB/s
+
+
 def test_a_cpu_cache_too_small_thrashes_and_says_so():
     # the reference machine's L1 (a cache, not a scratchpad): T = 64 fp32 needs 48 KiB
     outputs, defs = run(machine_picker="reference", gemm_register_picker=8, gemm_tile_slider=64)

@@ -57,6 +57,14 @@ ceiling, ``Hierarchy.vector_tflops``, not the tensor-core peak. Measured levels 
 machine's plateaus, Part 1) and registry levels (sourced sizes; bandwidths only where a public
 figure exists, marked as derived or measured) use the same maths.
 
+A level without a bandwidth figure (every registry GPU's L2 but the A100's: NVIDIA publishes
+none) is **unknown, not unlimited**. The known roofs give an upper bound; the unknown level
+would need AI_l x bandwidth_l >= that bound, i.e. ``bandwidth_l >= bound / AI_l``
+(:class:`UnknownRoof`). It cannot bind when that need is at most the bandwidth of a slower
+level below it (stated assumption, :data:`FLOOR_RULE`: every byte a slower level delivers
+crosses it, so it sustains at least that rate); otherwise the binding roof is
+:data:`UNDETERMINED`, and the model says how fast the level would have to be.
+
 This module is one piece, although long: the levels, the kernels' bytes per level and the
 placement are one traffic model whose stated assumptions (the wave, the staging, the L1 of an
 unstaged kernel) each touch all three; split apart, every part would restate them.
@@ -224,7 +232,8 @@ L2_READ_BYTES_PER_CLK = {
                              "'The A100 L2 read bandwidth is 5120 Bytes/clk'")),
 }
 _NO_L2_BW = ("NVIDIA publishes no L2 bandwidth for this GPU: the level is listed, its roof is "
-             "not drawn (measure it: Part 1 on a GPU)")
+             "not drawn, and a verdict that hangs on it is undetermined, never 'compute' "
+             "(measure it: Part 1 on a GPU)")
 _SMEM_NOTE = ("~ derived: SMs x 128 B/clock x boost clock (fusion.onchip); FlashAttention "
               "(Dao et al. 2022) quotes ~19 TB/s for the A100's on-chip SRAM. L1 and shared "
               "memory are the same SRAM: a cache for kernels that stage nothing, a scratchpad "
@@ -548,6 +557,20 @@ def wave_gemm_bytes(m, n, k, tile, ctas, bytes_per_element) -> float:
 
 COMPUTE = "compute"
 
+#: ``HierarchyPoint.binding`` when a level the kernel uses has no bandwidth figure and could be
+#: the one that binds: its bandwidth is unknown, not unlimited (:class:`UnknownRoof`).
+UNDETERMINED = "undetermined"
+
+#: The lower bound a level without a bandwidth figure is given (stated assumption): it is at
+#: least as fast as the fastest slower level below it that has one, because every byte those
+#: levels deliver to the cores crosses it. On NVIDIA GPUs every device-memory access goes
+#: through L2 (NVIDIA Nsight Visual Studio Edition, "Memory Statistics - Global": global memory
+#: traffic "is routed through the data caches (L1 cache and/or L2 cache)"; each HBM read is an
+#: L2 fill), so L2 sustains at least HBM's rate. The bound only clears a level (a need at or
+#: below it); it is never drawn as a roof and never lowers a kernel's bound.
+FLOOR_RULE = ("at least as fast as the slower level below it, whose every byte crosses it "
+              "(on NVIDIA GPUs every device-memory access goes through L2)")
+
 
 @dataclass(frozen=True)
 class LevelUse:
@@ -569,6 +592,58 @@ class LevelUse:
         if self.ai is None or self.level.bandwidth_gbs is None:
             return None
         return self.ai * self.level.bandwidth_gbs / 1e3
+
+
+@dataclass(frozen=True)
+class UnknownRoof:
+    """A level the kernel uses (it serves bytes) that has no bandwidth figure: unknown, not
+    unlimited. ``target_tflops`` is the kernel's bound from the known roofs
+    (``HierarchyPoint.attainable_tflops``); to let the kernel reach it the level must serve
+    its bytes at ``needs_gbs`` = target / AI or more. ``floor_gbs`` is the bandwidth of the
+    fastest slower level below it (:data:`FLOOR_RULE`: the level is at least that fast), None
+    when no level below has a figure. It could bind (``could_bind``) unless the need is at or
+    below the floor."""
+
+    level: Level
+    ai: float  # FLOP per byte the level serves
+    target_tflops: float  # the bound the known roofs set
+    floor_gbs: float | None  # a lower bound on its bandwidth (FLOOR_RULE), None if none
+    floor_level: str = ""  # the level the floor comes from
+
+    @property
+    def needs_gbs(self) -> float:
+        """The bandwidth (GB/s) the level needs for the kernel to reach ``target_tflops``:
+        target x 1e12 FLOP/s / AI FLOP/B = target / AI x 1e3 GB/s."""
+        return self.target_tflops * 1e3 / self.ai
+
+    @property
+    def could_bind(self) -> bool:
+        """True unless the floor already covers the need (then the level cannot bind)."""
+        return self.floor_gbs is None or self.needs_gbs > self.floor_gbs * (1 + 1e-9)
+
+    def describe(self) -> str:
+        """One sentence: what the level would need, and what is known of it."""
+        if not self.could_bind:
+            return (f"{self.level.name} has no published or measured bandwidth, but the "
+                    f"{_fmt_tflops(self.target_tflops)} TFLOP/s bound needs only "
+                    f"{_fmt_gbs(self.needs_gbs)} of it, no more than the "
+                    f"{_fmt_gbs(self.floor_gbs)} of {self.floor_level} that crosses it: it "
+                    "cannot bind")
+        floor = ("" if self.floor_gbs is None else
+                 f" (all that is known: it carries {self.floor_level}'s "
+                 f"{_fmt_gbs(self.floor_gbs)})")
+        return (f"{self.level.name} has no published or measured bandwidth; to reach "
+                f"{_fmt_tflops(self.target_tflops)} TFLOP/s it needs ≥ "
+                f"{_fmt_gbs(self.needs_gbs)}{floor}")
+
+
+def _fmt_gbs(gbs: float) -> str:
+    """1.05e4 GB/s -> '10.5 TB/s'; 605 -> '605 GB/s' (3 significant figures)."""
+    return f"{gbs / 1e3:.3g} TB/s" if gbs >= 1e3 else f"{gbs:.3g} GB/s"
+
+
+def _fmt_tflops(tflops: float) -> str:
+    return f"{tflops:,.1f}" if tflops >= 100 else f"{tflops:.3g}"
 
 
 @dataclass(frozen=True)
@@ -598,18 +673,63 @@ class HierarchyPoint:
 
     @property
     def attainable_tflops(self) -> float:
+        """The lowest known roof: min(ceiling, AI_l x bandwidth_l over the levels with a
+        bandwidth). When ``determined`` it is the kernel's attainable rate; otherwise an upper
+        bound only (a level without a figure can lower it, never raise it)."""
         roofs = [u.roof_tflops() for u in self.uses if u.roof_tflops() is not None]
         return min([self.ceiling_tflops] + roofs)
 
     @property
-    def binding(self) -> str:
-        """The level whose roof is lowest, or "compute" when the compute ceiling is."""
+    def known_binding(self) -> str:
+        """The lowest of the known roofs: a level's name, or "compute" when the compute
+        ceiling is. Only the binding roof when ``determined``."""
         best, name = self.ceiling_tflops, COMPUTE
         for u in self.uses:
             roof = u.roof_tflops()
             if roof is not None and roof < best:
                 best, name = roof, u.level.name
         return name
+
+    @property
+    def unknown_roofs(self) -> tuple[UnknownRoof, ...]:
+        """Every level that serves the kernel bytes but has no bandwidth figure, with the
+        bandwidth it would need for the known bound (``UnknownRoof``), fastest first."""
+        out, target = [], self.attainable_tflops
+        levels = self.hierarchy.levels
+        for i, u in enumerate(self.uses):
+            if u.ai is None or u.level.bandwidth_gbs is not None:
+                continue
+            below = [lv for lv in levels[i + 1:] if lv.bandwidth_gbs is not None]
+            floor = max(below, key=lambda lv: lv.bandwidth_gbs, default=None)
+            out.append(UnknownRoof(u.level, u.ai, target,
+                                   None if floor is None else floor.bandwidth_gbs,
+                                   "" if floor is None else floor.name))
+        return tuple(out)
+
+    @property
+    def undetermined_by(self) -> tuple[UnknownRoof, ...]:
+        """The levels without a figure that could bind (``UnknownRoof.could_bind``)."""
+        return tuple(r for r in self.unknown_roofs if r.could_bind)
+
+    @property
+    def determined(self) -> bool:
+        """Whether the known roofs decide what binds (no level without a figure could)."""
+        return not self.undetermined_by
+
+    @property
+    def binding(self) -> str:
+        """The level whose roof is lowest, "compute" when the compute ceiling is, or
+        :data:`UNDETERMINED` when a level without a bandwidth figure could bind: a missing
+        figure is unknown, never "no limit" (``undetermined_by`` says what it would need)."""
+        return self.known_binding if self.determined else UNDETERMINED
+
+    @property
+    def verdict(self) -> str:
+        """The binding roof in words: ``binding`` when determined, else "undetermined: L2 has
+        no published or measured bandwidth; to reach X TFLOP/s it needs ≥ Y TB/s (...)"."""
+        if self.determined:
+            return self.binding
+        return f"{UNDETERMINED}: " + "; ".join(r.describe() for r in self.undetermined_by)
 
     def use(self, level: str) -> LevelUse:
         """How the kernel uses the level called ``level`` (KeyError naming the known ones)."""

@@ -10,7 +10,10 @@ per-level roofs; this module does not draw it, and does not use its name for the
 Every number drawn comes from labs.core (``hierarchy.level_roof_tflops``, the kernels'
 ``LevelUse``, the sweeps' rows), never recomputed here. Levels differ by colour AND line dash
 and marker symbol, are named in the legend and labelled on the plot; the binding level is
-said in words ("binds") next to its point.
+said in words ("binds") next to its point. A level without a bandwidth figure is never drawn as
+a roof and never skipped as if unlimited: where it could bind, the verdict is "undetermined"
+(``HierarchyPoint.undetermined_by``), said next to its point with the bandwidth it would need,
+in the warning colour, and the points' height is an upper bound.
 """
 
 from __future__ import annotations
@@ -146,7 +149,10 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
     bandwidth (``hierarchy.level_roof_tflops``); levels without one are named in the legend as
     "not drawn". Each kernel in ``points`` is drawn once per level at (that level's AI, the
     kernel's attainable throughput): the points share one height, and the one on its own roof
-    is the binding level, labelled "binds". Each roof is named in the legend with how its
+    is the binding level, labelled "binds". When a level without a bandwidth could bind
+    (``HierarchyPoint.determined`` is False) no point says "binds": the height is the known
+    roofs' upper bound (dashed guide, warning colour) and that level's point says
+    "undetermined" with the bandwidth it would need. Each roof is named in the legend with how its
     bandwidth is known (published, derived, measured) and on the plot above its knee, clear
     of every line; the points' labels avoid the lines, the markers and each other."""
     if not isinstance(hier, H.Hierarchy):
@@ -265,18 +271,23 @@ def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
     """One kernel: a dotted guide at its attainable height, a marker per level it touches.
     Levels at the same AI (within 5%) share one label ("binds: L2 = L1 / shared memory"); each
     label takes the first place that crosses no roof line, marker or other label
-    (``ui/labelplace.py``, judged in ``frame``'s pixels against the roof ``lines``)."""
+    (``ui/labelplace.py``, judged in ``frame``'s pixels against the roof ``lines``). When the
+    verdict is undetermined the guide is dashed in the warning colour (an upper bound) and
+    the level without a figure is labelled "undetermined: L2 (needs ≥ 31 TB/s)"."""
     y = p.attainable_tflops
     uses = [(i, u) for i, u in enumerate(p.uses) if u.ai is not None]
     if not uses:
         return []
     ais = [u.ai for _, u in uses]
+    open_ = {r.level.name: r for r in p.undetermined_by}
     out = [dict(type="scatter", x=[min(ais), max(ais)], y=[y, y], mode="lines",
-                line=dict(color=PLOT_TEXT, width=1, dash="dot"), showlegend=False,
-                hoverinfo="skip")]
-    # the binding level is drawn last, on top; a level at the AI of one drawn after it gives
-    # its name to that one's label
-    drawn = sorted(uses, key=lambda iu: iu[1].level.name == p.binding)
+                line=dict(color=PLOT_TEXT if not open_ else COLORS["warn"],
+                          width=1 if not open_ else 1.5, dash="dot" if not open_ else "dash"),
+                showlegend=False, hoverinfo="skip")]
+    # the binding level (or the undetermined one) is drawn last, on top; a level at the AI of
+    # one drawn after it gives its name to that one's label
+    drawn = sorted(uses, key=lambda iu: iu[1].level.name == p.binding
+                   or iu[1].level.name in open_)
     label = {}
     for k, (i, u) in enumerate(drawn):
         same = [v for _, v in drawn[k + 1:] if abs(math.log(v.ai / u.ai)) < math.log(1.05)]
@@ -286,7 +297,12 @@ def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
         hidden = [v.level.name for _, v in drawn[:k] if label.get(_index(p, v)) == ""
                   and abs(math.log(v.ai / u.ai)) < math.log(1.05)]
         name = " = ".join([u.level.name] + hidden)
-        label[i] = f"binds: {name}" if u.level.name == p.binding else name
+        if u.level.name in open_:
+            need = open_[u.level.name].needs_gbs
+            label[i] = " = ".join([f"undetermined: {u.level.name} (needs ≥ "
+                                   f"{_num(need / 1e3)} TB/s)"] + hidden)
+        else:
+            label[i] = f"binds: {name}" if u.level.name == p.binding else name
     place_text = {i: "top center" for i in label}
     shown = [(i, u) for i, u in drawn if label[i]]
     if frame is not None and shown:
@@ -300,18 +316,25 @@ def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
     for i, u in drawn:
         color, _, symbol = level_style(i, n)
         binds = u.level.name == p.binding
+        unknown = open_.get(u.level.name)
         roof = u.roof_tflops()
         hover = (f"<b>{html.escape(p.kernel.name)}</b> at {html.escape(u.level.name)}<br>"
                  f"bytes served: {format_bytes(u.bytes)}<br>AI = {_num(u.ai)} FLOP/B<br>"
                  + (f"this level's roof: {_num(roof)} TFLOP/s" if roof is not None else
                     "no bandwidth figure for this level")
-                 + f"<br>the level holds: {u.holds}" + ("<br><b>binds</b>" if binds else ""))
+                 + f"<br>the level holds: {u.holds}" + ("<br><b>binds</b>" if binds else "")
+                 + (f"<br><b>undetermined</b>: {html.escape(unknown.describe())}"
+                    if unknown is not None else "")
+                 + (f"<br>height: at most {_num(y)} TFLOP/s (the known roofs' bound)"
+                    if open_ else ""))
         out.append(dict(
             type="scatter", x=[u.ai], y=[y], mode="markers+text",
             name=f"{html.escape(p.kernel.name)} · AI at {html.escape(u.level.name)}",
-            marker=dict(size=16 if binds else 11, color=color, symbol=symbol,
-                        line=dict(width=2.5 if binds else 1, color=PLOT_TEXT)),
-            text=[f"<b>{html.escape(label[i])}</b>" if binds else html.escape(label[i])],
+            marker=dict(size=16 if binds or unknown else 11, color=color, symbol=symbol,
+                        line=dict(width=2.5 if binds or unknown else 1,
+                                  color=COLORS["warn"] if unknown else PLOT_TEXT)),
+            text=[f"<b>{html.escape(label[i])}</b>" if binds or unknown
+                  else html.escape(label[i])],
             textposition=place_text[i], textfont=dict(color=PLOT_TEXT, size=11),
             hovertext=[hover], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
             cliponaxis=False))
@@ -322,7 +345,9 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
                         current: int | None = None, failed: Sequence[int] = (), title: str,
                         height: int = 440) -> go.Figure:
     """Bytes each level serves (log) vs the cache tile T (log 2), one line per level (colour,
-    dash and symbol), the binding level written above every T, the tiles whose cache thrashes
+    dash and symbol), the binding level written above every T ("undetermined", in the warning
+    colour with the verdict on hover, where a level without a bandwidth could bind), the tiles
+    whose cache thrashes
     shaded, the tiles in ``failed`` (too big for shared memory or the register file: they fail to launch) shaded
     and labelled with no traffic drawn, and the current tile marked. ``curve``: (T,
     ``hierarchy.place`` result) for the tiles that launch."""
@@ -354,7 +379,9 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
                                        "<extra></extra>"))
     notes = [dict(xref="x", yref="paper", x=math.log10(t), y=1.0, yanchor="bottom",
                   text=f"{html.escape(p.binding)}", showarrow=False, textangle=-30,
-                  font=dict(color=COLORS["danger"] if p.thrashes else PLOT_TEXT, size=10))
+                  font=dict(color=COLORS["danger"] if p.thrashes else PLOT_TEXT if p.determined
+                            else COLORS["warn"], size=10),
+                  **({} if p.determined else {"hovertext": html.escape(p.verdict)}))
              for t, p in pts]
     notes.append(dict(xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
                       yanchor="bottom", text="binds:", showarrow=False,
