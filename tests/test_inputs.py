@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labs.core import quiz, style
-from labs.core.ui.numbers import check_number, parse_number
+from labs.core.ui.numbers import check_number, parse_number, plain
 from notebook_support import load_app
 
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py"))
@@ -55,27 +55,73 @@ def test_whole_numbers_come_back_as_int_and_shorthand_is_read():
     assert check_number("2.5", lo=0.5, hi=100) == (2.5, None)
     assert parse_number("1,000,000") == 1e6 and parse_number(True) is None
     assert parse_number("300,000") is None  # 300000 or 300.0: the box's range decides
-    assert check_number("300,000", lo=1, hi=1e6) == (None, check_number(
-        "300,000", lo=1, hi=1e6)[1]) and check_number("300,000", lo=1000, hi=1e6) == (300000, None)
+    assert check_number("300,000", lo=1, hi=1e6, previewed=True) == (None, check_number(
+        "300,000", lo=1, hi=1e6)[1])
+    assert check_number("300,000", lo=1000, hi=1e6, previewed=True) == (300000, None)
+    assert check_number("300,000", lo=1000, hi=1e6)[0] is None  # no preview: both are named
     assert quiz.parse_number is parse_number  # one reading rule for the forms too
 
 
 # --- issue 34.4: a decimal comma is read as one, never dropped --------------------------------
 
 
-@pytest.mark.parametrize("typed, lo, hi, integer, stored", [
-    ("5,5", 0.1, 100, False, 5.5),        # was 55: the comma was dropped
-    ("0,6", 0.01, 2, False, 0.6),         # was 6, refused as out of range
-    ("3,14159", 0.1, 100, False, 3.14159),
-    ("1234,5", 1, 1e4, False, 1234.5),
-    ("1,5k", 1, 1e4, True, 1500),
-    ("5,500", 0.1, 100, False, 5.5),      # 5500 is out of this range: only 5.5 fits
-    ("5,500", 128, 1e7, True, 5500),      # 5.5 is not a whole number: only 5500 fits
-    ("1,000,000", 1, 1e7, False, 1_000_000),
-    ("1,234.5", 1, 1e4, False, 1234.5),
+@pytest.mark.parametrize("typed, lo, hi, integer, stored, ambiguous", [
+    ("5,5", 0.1, 100, False, 5.5, False),        # was 55: the comma was dropped
+    ("0,6", 0.01, 2, False, 0.6, False),         # was 6, refused as out of range
+    ("3,14159", 0.1, 100, False, 3.14159, False),
+    ("1234,5", 1, 1e4, False, 1234.5, False),
+    ("1,5k", 1, 1e4, True, 1500, False),
+    ("5,500", 0.1, 100, False, 5.5, True),       # 5500 is out of this range: only 5.5 fits
+    ("5,500", 128, 1e7, True, 5500, True),       # 5.5 is not a whole number: only 5500 fits
+    ("1,000", 1, 512, True, 1, True),            # Lab 2's batch box: one thousand, or 1?
+    ("5,000", 0.5, 100, False, 5, True),         # Lab 4's launch overhead (µs)
+    ("1,000,000", 1, 1e7, False, 1_000_000, False),
+    ("1,234.5", 1, 1e4, False, 1234.5, False),
 ])
-def test_a_comma_is_read_the_one_way_that_fits(typed, lo, hi, integer, stored):
-    assert check_number(typed, lo=lo, hi=hi, integer=integer) == (stored, None)
+def test_a_comma_is_read_the_one_way_that_fits(typed, lo, hi, integer, stored, ambiguous):
+    """Where the reading is shown before it is used (a prediction form: "You are locking …"),
+    a comma is read the one way that fits. Where it is not (a NumberBox, the default), a comma
+    that could be either (I-1: "1,000" in a 1-512 box was 1) is refused naming both readings;
+    a comma with one reading is read so everywhere."""
+    assert check_number(typed, lo=lo, hi=hi, integer=integer, previewed=True) == (stored, None)
+    value, message = check_number(typed, lo=lo, hi=hi, integer=integer)
+    if not ambiguous:
+        assert (value, message) == (stored, None)
+        return
+    thousands, decimal = (plain(float(typed.replace(",", x))) for x in ("", "."))
+    assert value is None and "thousands separator" in message and "decimal comma" in message
+    for reading in (thousands, decimal):  # both readings, each as it can be typed
+        assert f"Type {thousands} or {decimal}" in message and f"({reading})" in message
+    assert f"from {plain(lo)} to {plain(hi)}" in message  # and the range, to say which one the box takes
+
+
+@pytest.mark.parametrize("start, lo, hi, integer, units, typed", [
+    (1, 1, 512, True, "sequences", "1,000"),     # Lab 2 batch box: was read as 1
+    (1, 1, 512, True, "sequences", "2,000"),     # was 2
+    (1, 1, 512, True, "sequences", "512,000"),   # was 512
+    (5, 0.5, 100, False, "µs", "5,000"),         # Lab 4 launch overhead: was 5 µs
+    (1.0, 0.001, 100.0, False, "", "1,000"),     # Lab 3 circuit weight: was 1
+])
+def test_number_box_refuses_a_comma_it_cannot_preview(start, lo, hi, integer, units, typed):
+    box = style.NumberBox(start, lo=lo, hi=hi, integer=integer, units=units, label="box")
+    box._update("2")  # a good value first: the refused entry must leave it in use
+    box._update(typed)
+    assert box.value == 2 and box.message is not None
+    thousands, decimal = typed.replace(",", ""), typed.replace(",", ".").rstrip("0").rstrip(".")
+    assert f"Type {thousands} or {decimal}" in box.message
+    shown = style.input_messages(box).text
+    assert "thousands separator" in shown and "last accepted value, 2" in shown
+    box._update(thousands if float(thousands) <= hi else decimal)  # typed as asked: read
+    assert box.message is None
+
+
+def test_a_dictionary_of_number_boxes_refuses_an_ambiguous_comma():
+    weights = mo.ui.dictionary({p: style.NumberBox(0.5, lo=0.001, hi=100.0, label=p)
+                                for p in ("fp16", "fp8")})
+    weights._update({"fp16": "1,000", "fp8": "1,5"})  # Lab 3: every weight "1,000" gave 1
+    assert weights.value == {"fp16": 0.5, "fp8": 1.5}
+    shown = style.input_messages(weights).text
+    assert "fp16" in shown and "Type 1000 or 1" in shown and "fp8" not in shown
 
 
 @pytest.mark.parametrize("typed, says", [
@@ -148,6 +194,15 @@ def test_a_reread_number_is_shown_as_stored_before_it_locks(env):
     assert handler.validate(_raw("5,5")) is None  # the second press locks
     assert "You are locking 2 ×" in handler.validate(_raw("2x"))
     assert "You are locking 0.5 ×" in handler.validate(_raw("0,5"))  # another value: asks again
+
+
+def test_a_prediction_form_says_how_it_read_a_comma(env):
+    form, handler, _ = _handler(env, units="×", lo=0.1, hi=100)
+    first = handler.validate(_raw("5,500"))
+    assert "You are locking 5.5 ×" in first and "decimal comma, not 5500" in first
+    assert handler.validate(_raw("5,500")) is None  # read, shown, pressed again: locks
+    form, handler, _ = _handler(env, units="sequences", lo=128, hi=1e7, integer=True)
+    assert "thousands separator, not 5.5" in handler.validate(_raw("5,500"))
 
 
 def test_an_untouched_slider_needs_a_second_press(env):

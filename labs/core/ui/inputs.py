@@ -18,6 +18,10 @@ class NumberBox(mo.ui.text):
     browser without a word). ``.value`` is the last accepted number, so a refused entry
     changes nothing downstream; ``.message`` says why it was refused (None when accepted).
     Show the messages with :func:`input_messages`.
+
+    The value is used as soon as it is typed, with no "You are locking …" preview, so an entry
+    that could be read two ways ("1,000": one thousand, or 1 with a decimal comma) is refused
+    with a message naming both readings, never read the one way that fits the range.
     """
 
     def __init__(self, value: float, *, lo: float, hi: float, label: str, integer: bool = False,
@@ -32,7 +36,7 @@ class NumberBox(mo.ui.text):
 
     def _convert_value(self, value: str) -> float | int:
         good, error = check_number(value, lo=self.lo, hi=self.hi, integer=self.integer,
-                                   units=self.units)
+                                   units=self.units, previewed=False)  # no preview: ask
         self.message = error
         if error is None:
             self.last_good = good

@@ -8,8 +8,10 @@ instead. It accepts:
 * ``300``, ``3e5``, ``300k`` (k, M, G, T: thousand, million, ...), ``1,000,000`` and
   ``1,234.5`` (thousands separators in groups of three, a point for decimals);
 * a **decimal comma** where it cannot be a thousands separator: ``5,5`` is 5.5 and ``0,6`` is
-  0.6. ``5,500`` could be either: it is read the one way that fits the box's range, and refused
-  with a message when both fit. ``"5,5"`` is never read as 55;
+  0.6. ``5,500`` could be either (5500 or 5.5): it is refused with a message naming both
+  readings, unless the caller shows the reading before using it (``previewed=True``: a
+  prediction form's "You are locking …"); there it is read the one way that fits the box's
+  range, and refused when both fit. ``"5,5"`` is never read as 55;
 * the **units of the question**: ``2x`` in a ``×`` box, ``2.4 ms`` in an ``ms`` box (and
   ``2400 µs``, converted), ``70%`` in a ``%`` box, ``4k tokens`` in a ``tokens`` box. A unit
   of another kind is refused with a message naming the box's unit.
@@ -156,10 +158,17 @@ def parse_number(text: Any) -> float | None:
 
 
 def check_number(text: Any, *, lo: float, hi: float, integer: bool = False,
-                 units: str = "") -> tuple[float | int | None, str | None]:
+                 units: str = "", previewed: bool = False) -> tuple[float | int | None, str | None]:
     """``(value, None)`` if ``text`` is a number in ``[lo, hi]`` (a whole one if ``integer``)
     in the box's ``units`` (see the module docstring for what is read), else
     ``(None, message)``: the message says what was wrong and what to enter instead.
+
+    ``previewed``: the caller shows the value as stored before it is used (a prediction form's
+    "You are locking …", with :func:`comma_reading`), so a comma that could be a thousands
+    separator or a decimal comma (``5,500``) is read the one way that fits the range. Without
+    it such a comma is refused with a message naming both readings: a box that uses the value
+    at once (:class:`labs.core.ui.inputs.NumberBox`) must not pick one in silence (``1,000``
+    in a 1-512 box was read as 1).
 
     Whole numbers come back as ``int``.
     """
@@ -187,10 +196,14 @@ def check_number(text: Any, *, lo: float, hi: float, integer: bool = False,
                       f"for {typed} % type {typed}%.")
     fits = [v for v in readings if lo <= v <= hi and (not integer or v == int(v))]
     if len(readings) == 2:
-        if len(fits) == 2:
+        if len(fits) == 2 or (fits and not previewed):
             a, b = readings
-            return None, (f"{_shown(text)}: is the comma a thousands separator ({plain(a)}) or a "
-                          f"decimal comma ({plain(b)})? Type {plain(a)} or {plain(b)}.")
+            message = (f"{_shown(text)}: is the comma a thousands separator ({plain(a)}) or a "
+                       f"decimal comma ({plain(b)})? Type {plain(a)} or {plain(b)}, without "
+                       "the comma.")
+            if len(fits) == 1:
+                message += f" This box takes {'whole numbers' if integer else 'values'} {span}."
+            return None, message
         number = fits[0] if fits else readings[0]
     else:
         number = readings[0]
@@ -203,6 +216,20 @@ def check_number(text: Any, *, lo: float, hi: float, integer: bool = False,
     if number == int(number) and abs(number) < 2**53:
         return int(number), None
     return number, None
+
+
+def comma_reading(text: Any, value: float, *, units: str = "") -> str | None:
+    """How a comma in ``text`` was read to give ``value`` ("the comma read as a decimal
+    comma"), for a preview; None when ``text`` has no comma that could be read two ways."""
+    try:
+        readings = read_number(text, units=units)
+    except ValueError:
+        return None
+    if len(readings) != 2 or value not in readings:
+        return None
+    other = readings[1] if value == readings[0] else readings[0]
+    how = "a thousands separator" if value == readings[0] else "a decimal comma"
+    return f"the comma read as {how}, not {plain(other)}"
 
 
 def _has_unit(typed: str) -> bool:

@@ -24,7 +24,7 @@ from labs.core.course.quiz.prediction import (
 from labs.core.course.quiz.session import LabSession
 from labs.core.course.quiz.status import _stack
 from labs.core.ui import style
-from labs.core.ui.numbers import as_stored, check_number, plain
+from labs.core.ui.numbers import as_stored, check_number, comma_reading, plain
 
 LOCK_LABEL = "Lock prediction"
 
@@ -110,7 +110,9 @@ class _LockHandler:
             typed = str(value.get("answer") or "").strip()
             if typed == as_stored(prediction.value):
                 return None
-            message = (f"You are locking {stored} (you typed “{typed[:40]}”). Press "
+            how = comma_reading(typed, prediction.value, units=self.units)
+            message = (f"You are locking {stored} (you typed “{typed[:40]}”"
+                       f"{': ' + how if how else ''}). Press "
                        f"“{LOCK_LABEL}” again to lock it, or correct the box first.")
         return message
 
@@ -132,8 +134,10 @@ class _LockHandler:
                 return None, "Enter your prediction as a number (e.g. 300, 3e5 or 300k)."
             # one reading rule (labs.core.ui.numbers): decimal commas, the question's units,
             # whole numbers for counts; out of range is refused, never clamped or rounded
+            # previewed: validate says "You are locking ..." (and how a comma was read)
+            # before a value that is not plainly what was typed is locked
             number, error = check_number(answer, lo=self.lo, hi=self.hi, integer=self.integer,
-                                         units=self.units)
+                                         units=self.units, previewed=True)
             if error is not None:
                 return None, error
             answer = number
