@@ -33,6 +33,10 @@ def _():
     # Part 3: Llama-3-70B decode, bf16, one user, full 8k context, H100 PCIe cards on PCIe Gen5.
     SERVE_REF = {"model": "llama-3-70b", "device": "h100-pcie", "link": "pcie5-x16",
                  "batch": 1, "seq_len": 8192}
+    # Part 2's instrument at decode-sized batches on Prediction 4's chip and link answers it by
+    # analogy (one SwiGLU block turns communication-bound at the graded degree), so those
+    # batches wait for that lock.
+    SERVE_GATE_TOKENS = 64
     # Part 4: data-parallel training on 4 HGX H100 nodes: NVLink 4 inside each node, one
     # InfiniBand NDR NIC per GPU between nodes (8 rails), bf16 gradients.
     # Prediction 5 asks how long each GPU waits for the all-reduce per step at 1,024 tokens per
@@ -46,6 +50,7 @@ def _():
         LAB_ID,
         OPENING,
         PRECISION,
+        SERVE_GATE_TOKENS,
         SERVE_REF,
         SHARD_BLOCKS,
         SHARD_REF,
@@ -674,12 +679,16 @@ def _(SHARD_BLOCKS, SHARD_REF, mo):
 @app.cell
 def _(
     PRECISION,
+    SERVE_GATE_TOKENS,
+    SERVE_REF,
     SHARD_REF,
     collectives,
     device_picker,
+    hardware,
     link_picker,
     mo,
     quiz,
+    serve_prediction,
     shard_block,
     shard_fast_prediction,
     shard_k_slider,
@@ -691,6 +700,16 @@ def _(
 ):
     mo.stop(shard_slow_prediction is None or shard_fast_prediction is None,
             quiz.gate_notice("Lock predictions 2 and 3 to reveal the three roofs."))
+    mo.stop(serve_prediction is None
+            and (device_picker.value, link_picker.value) == (SERVE_REF["device"],
+                                                             SERVE_REF["link"])
+            and int(shard_tokens_slider.value) <= SERVE_GATE_TOKENS,
+            quiz.gate_notice(
+                f"Decode-sized batches (T ≤ {SERVE_GATE_TOKENS}) on "
+                f"{hardware.get(SERVE_REF['device']).name} cards over "
+                f"{collectives.get_link(SERVE_REF['link']).name.split(' (')[0]} are "
+                "Prediction 4's case: lock Prediction 4 to see them here, or pick a larger "
+                "batch, another chip or another link."))
     _n = int(shard_n_slider.value)
     try:
         shard_mm = sharding.sharded_matmul(int(shard_tokens_slider.value),

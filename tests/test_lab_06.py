@@ -676,3 +676,32 @@ def test_an_unverified_link_figure_is_shown_with_a_tilde(env, app):
     text = _texts(app.run(defs={**one, **_set(device_picker="mi300x",
                                               link_picker="infinity-fabric")})[0])
     assert "~448 GB/s" in text and "upper bound" in text
+
+
+@pytest.mark.parametrize("block", [sharding.MEGATRON_PAIR, sharding.SWIGLU_MLP, 1])
+def test_part_2_at_decode_batches_on_the_p4_pair_waits_for_prediction_4(env, app, block):
+    # Part 2's three roofs at T = 1 on Prediction 4's H100 PCIe cards over PCIe Gen5, with
+    # Llama-3-70B's FFN split n ways (F/n = 28,672 / n, the slider's nearest step), turned
+    # communication-bound first at n = 16 for a SwiGLU block: Prediction 4's answer by
+    # analogy, open once predictions 2 and 3 were locked.
+    before_p4 = {k: v for k, v in PREDICTIONS.items() if k != "serve_prediction"}
+    before_p4["serve_prediction"] = None
+    pair = dict(device_picker="h100-pcie", link_picker="pcie5-x16", shard_block=block)
+    for n, k in ((8, 4096), (16, 2048)):
+        for tokens in (1, 64):
+            setting = _set(**pair, shard_n_slider=n, shard_k_slider=k,
+                           shard_tokens_slider=tokens)
+            outputs, defs = app.run(defs={**before_p4, **setting})
+            text = _texts(outputs)
+            assert "shard_now" not in defs and "three_roofs" not in defs, (n, tokens)
+            # the instrument's cells below (badge, figure, comparison) did not run either
+            assert "shard_error" not in defs and "shard_time_figure" not in defs
+            assert "lock Prediction 4 to see them here" in text
+            # once Prediction 4 is locked the same setting shows its roofs
+            _, after = app.run(defs={**PREDICTIONS, **setting})
+            assert after["shard_now"] is not None and "three_roofs" in after
+    # a larger batch, or another link, stays open before Prediction 4
+    for setting in (_set(**pair, shard_tokens_slider=128),
+                    _set(device_picker="h100-sxm", link_picker="nvlink4", shard_tokens_slider=1)):
+        _, defs = app.run(defs={**before_p4, **setting})
+        assert defs["shard_now"] is not None
