@@ -321,16 +321,74 @@ def test_without_the_rosters_id_column_two_accounts_behind_one_id_are_flagged(tm
     assert "id_mismatch" in row["Flags"] and "2 LMS accounts" in row["Flags"]
 
 
-def test_a_canvas_roster_without_sis_ids_uses_the_next_identity_column(tmp_path):
+TEST_STUDENT_ROW = ["Student, Test", "999999", "", "", "Section 1", ""]  # as Canvas exports it
+
+
+def test_a_canvas_roster_without_sis_ids_uses_the_next_identity_column(tmp_path, capsys):
     cls = write_canvas_class(tmp_path / "c", 16, seed=13)
     with open(cls.roster, newline="") as f:
         rows = list(csv.reader(f))
     for r in rows[2:]:
         r[2] = ""  # a course without SIS: Canvas exports the column, empty
     with open(cls.roster, "w", newline="") as f:
-        csv.writer(f).writerows(rows)
+        csv.writer(f).writerows(rows + [TEST_STUDENT_ROW])
     r = G.load_roster(cls.roster, "SIS User ID")
     assert r.id_column == "SIS Login ID" and len(r.entries) == 16
+    assert r.notes == ["the roster's SIS User ID column is blank on every row: its ids are its "
+                       "SIS Login ID column"]
+    assert [why for _, _, why in r.left_out] == ["Canvas's test student"]
+    for path in (cls.config, cls.overrides):  # the course names students by their login now
+        text = path.read_text()
+        for st in cls.students:
+            text = text.replace(st.sis_id, st.login)
+        path.write_text(text)
+    out = tmp_path / "o"
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
+    assert "its ids are its SIS Login ID column" in capsys.readouterr().out
+    with open(out / "canvas.csv", newline="", encoding="utf-8-sig") as f:
+        canvas = list(csv.DictReader(f))[1:]
+    logins = {s.login for s in cls.students}
+    assert {c["SIS Login ID"] for c in canvas} == logins
+    assert {c["SIS User ID"] for c in canvas} == {""}  # blank as exported: never a login
+
+
+def test_a_roster_with_the_test_student_or_a_row_without_a_sis_id_keeps_the_id_column(
+        tmp_path, capsys):
+    """Review finding 4: Canvas's export lists its test student with no SIS User ID (and a
+    student added by hand may have none). The gradebook stays keyed by the configured id
+    column; those rows are left out and named on the console; canvas.csv never imports the
+    test student, nor puts another column's value in SIS User ID."""
+    cls = write_canvas_class(tmp_path / "c", 16, seed=16)
+    with open(cls.roster, newline="") as f:
+        rows = list(csv.reader(f))
+    auditor = cls.students[0]  # an ordinary student, with a file handed in
+    row = next(r for r in rows if r[2] == auditor.sis_id)
+    row[2] = ""  # no SIS User ID
+    with open(cls.roster, "w", newline="") as f:
+        csv.writer(f).writerows(rows + [TEST_STUDENT_ROW])
+    r = G.load_roster(cls.roster, "SIS User ID")
+    assert r.id_column == "SIS User ID" and r.notes == []
+    assert len(r.entries) == 15 and [x[2] for x in r.left_out] == [
+        "no SIS User ID", "Canvas's test student"]
+    out = tmp_path / "o"
+    assert G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)]) == 1
+    console = capsys.readouterr().out
+    assert "Roster: 2 row(s) left out, not graded and never in canvas.csv" in console
+    assert "Student, Test (Canvas's test student)" in console
+    assert "(no SIS User ID)" in console
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
+        book = list(csv.DictReader(f))
+    assert list(book[0])[0] == "SIS User ID"
+    assert not any("(their SIS User ID)" in b["Notes"] for b in book)  # nobody re-keyed
+    keys = {b["SIS User ID"] for b in book}
+    assert {s.sis_id for s in cls.students if s is not auditor} <= keys
+    assert not keys & {s.canvas_id for s in cls.students} and "999999" not in keys
+    with open(out / "canvas.csv", newline="", encoding="utf-8-sig") as f:
+        canvas = list(csv.DictReader(f))[1:]
+    assert "Student, Test" not in {c["Student"] for c in canvas}
+    assert {c["SIS User ID"] for c in canvas} == {s.sis_id for s in cls.students
+                                                  if s is not auditor}
+    assert all(c["SIS User ID"] != c["ID"] for c in canvas)
 
 
 def test_an_extension_may_name_a_student_by_any_roster_id(tmp_path):

@@ -395,6 +395,7 @@ def load_class(inputs: Sequence[str | os.PathLike], config: str | os.PathLike | 
     batch.reindex()  # events were added from several sources
     book = grading.grade(batch, course)
     notes += book.warnings  # e.g. an extension naming no student in the ledgers
+    notes += book.config.roster.report() if book.config.roster else []
     items = summarise_items(batch, book, labs_dir)
     return Classroom([str(p) for p in paths], batch, book, items,
                      grading.gradebook_rows(book, neutralise=False), time.perf_counter() - t0,

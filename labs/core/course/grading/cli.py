@@ -140,6 +140,9 @@ def _report(batch, book, out: Path, written: list[str], left_out: list[str]) -> 
              "uploading):")
         for w in warnings[:MAX_LISTED]:
             _say(f"    {w}")
+    roster = book.config.roster
+    for line in roster.report() if roster else []:
+        _say(f"  {line}")
     if unreadable:
         _say(f"  {len(unreadable)} file(s) could not be graded (their students' rows say "
              f"\"Unreadable submission\"):")
@@ -183,8 +186,8 @@ def _report(batch, book, out: Path, written: list[str], left_out: list[str]) -> 
              f"canvas-left-out.csv): {', '.join(left_out[:10])}"
              f"{' ...' if len(left_out) > 10 else ''}")
     _say("Wrote " + ", ".join(written) + ".")
-    problems = unreadable or damaged or warnings or any(level[s] in ("wrong", "check")
-                                                        for s in book.students)
+    problems = unreadable or damaged or warnings or (roster and roster.rows_without_id) \
+        or any(level[s] in ("wrong", "check") for s in book.students)
     return 1 if problems or left_out else 0
 
 
@@ -231,6 +234,7 @@ def _readme(book, files, args, written: list[str]) -> str:
              "feedback/      one page per student (feedback/index.html lists them)", "",
              _late_line(book, files).strip()]
     lines += [f"course config warning: {w}" for w in book.warnings]
+    lines += book.config.roster.report(limit=10_000) if book.config.roster else []
     return "\n".join(lines) + "\n"
 
 

@@ -1,10 +1,14 @@
 """The instructor's CSVs for ``labs-grade``: the roster, manual overrides and receipts.
 
 - **Roster** (``--roster`` or ``[course] roster``): one row per student with a header row. The
-  id column is the course's ``id_column`` if the CSV has one filled in for every student, else
-  the first such of ``SID``, ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``,
-  ``id``; names come from ``Name``,
-  ``Student`` or ``Full Name`` (or ``First Name`` + ``Last Name``), e-mails from ``Email``. A
+  id column is the course's ``id_column`` whenever the CSV has it filled in for anyone (a row
+  where it is blank is left out and reported in :attr:`Roster.left_out`, never keyed by
+  another column); only when it is absent or blank on every row (a Canvas course without SIS
+  ids) is it the first of ``SID``, ``SIS User ID``, ``SIS Login ID``, ``Student ID``, ``ID``,
+  ``id`` that every student has (said in :attr:`Roster.notes`). Canvas's test student
+  (``Student, Test``) is always left out and reported. Names come from ``Name``,
+  ``Student`` or ``Full Name`` (or ``First Name`` + ``Last Name``, ``FirstName`` +
+  ``LastName``), e-mails from ``Email``. A
   Canvas gradebook export or a Gradescope roster export works as it is; every other column
   is kept for the Canvas file. Every identity column (SIS User ID, SIS Login ID, e-mail,
   Canvas ``ID``) maps to the one student (:meth:`Roster.resolve`).
@@ -63,6 +67,27 @@ class Roster:
     entries: list[RosterEntry] = field(default_factory=list)
     id_column: str = ""
     columns: list[str] = field(default_factory=list)
+    #: rows that are no student of the class: (CSV row, name, why), e.g. Canvas's test
+    #: student, or a row whose id column is blank; reported, never graded
+    left_out: list[tuple[int, str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. which column the ids came from
+
+    @property
+    def rows_without_id(self) -> list[tuple[int, str, str]]:
+        """Left-out rows of people (not the test student) whom the roster gives no id."""
+        return [x for x in self.left_out if x[2] != "Canvas's test student"]
+
+    def report(self, limit: int = 10) -> list[str]:
+        """What the instructor should know about how the roster was read, one line each: the
+        column the ids came from when it is not the configured one, and the rows left out."""
+        out = [f"Roster: {n}." for n in self.notes]
+        if self.left_out:
+            shown = "; ".join(f"row {n} {name} ({why})" for n, name, why in self.left_out[:limit])
+            more = f" ... and {len(self.left_out) - limit} more" \
+                if len(self.left_out) > limit else ""
+            out.append(f"Roster: {len(self.left_out)} row(s) left out, not graded and never in "
+                       f"canvas.csv: {shown}{more}.")
+        return out
 
     def get(self, student_id: str) -> RosterEntry | None:
         by_key = self.__dict__.setdefault(
@@ -151,40 +176,66 @@ def _column(header: list[str], names) -> int | None:
     return None
 
 
+#: How Canvas's gradebook export names its "Student View" test student (last, first).
+TEST_STUDENT_NAMES = ("student, test", "test student")
+
+
+def _is_test_student(name: str) -> bool:
+    return " ".join(name.split()).casefold() in TEST_STUDENT_NAMES
+
+
 def load_roster(path: str | os.PathLike, id_column: str = "") -> Roster:
     """Read a roster CSV (see the module doc)."""
     header, rows = _read_csv(path, "roster")
-    students = [r for r in rows if r and "Points Possible" not in r[0]]
-    idc = None
-    for name in ([id_column] if id_column else []) + list(_ID_COLUMNS):
-        c = _column(header, (name,))
-        # a column every student has (Canvas exports "SIS User ID" blank in a course without
-        # SIS ids: then the next identity column is the id)
-        if c is not None and all(c < len(r) and r[c] for r in students):
-            idc = c
-            break
-    if idc is None:
-        idc = _column(header, ([id_column] if id_column else []) + list(_ID_COLUMNS))
+    name_c = _column(header, ("Name", "Student", "Full Name", "Student Name"))
+    first_c = _column(header, ("First Name", "FirstName"))
+    last_c = _column(header, ("Last Name", "LastName"))
+    email_c = _column(header, ("Email", "E-mail", "Email Address"))
+    rows = [(n, r + [""] * (len(header) - len(r))) for n, r in enumerate(rows, start=2)
+            if not (r and "Points Possible" in r[0])]  # a Canvas export's second row
+
+    def name_of(row: list[str]) -> str:
+        return row[name_c] if name_c is not None else " ".join(
+            row[c] for c in (first_c, last_c) if c is not None and row[c])
+
+    students = [r for _, r in rows if not _is_test_student(name_of(r))]
+    candidates = ([id_column] if id_column else []) + list(_ID_COLUMNS)
+    idc = _column(header, (id_column,)) if id_column else None
+    # the configured column, whenever the CSV has it filled in for anyone: a row where it is
+    # blank (an auditor, a student added by hand) is left out and reported, never re-keyed
+    # by another column; only a column blank on every row (Canvas exports "SIS User ID" empty
+    # in a course without SIS ids) hands over to the next identity column every student has
+    if idc is None or not any(r[idc] for r in students):
+        idc = next((c for c in (_column(header, (n,)) for n in candidates)
+                    if c is not None and students and all(r[c] for r in students)), None)
+        if idc is None:
+            idc = next((c for c in (_column(header, (n,)) for n in candidates)
+                        if c is not None and any(r[c] for r in students)),
+                       _column(header, candidates))
     if idc is None:
         raise ConfigError(f"roster {path}: no id column; name one of "
                           f"{', '.join(([id_column] if id_column else []) + list(_ID_COLUMNS[:5]))}"
                           f" (the header has {', '.join(header)})")
-    name_c = _column(header, ("Name", "Student", "Full Name", "Student Name"))
-    first_c, last_c = _column(header, ("First Name",)), _column(header, ("Last Name",))
-    email_c = _column(header, ("Email", "E-mail", "Email Address"))
     roster = Roster(id_column=header[idc], columns=header)
+    if id_column and header[idc].casefold() != id_column.casefold():
+        why = "is blank on every row" if _column(header, (id_column,)) is not None \
+            else "is not in its header"
+        roster.notes.append(f"the roster's {id_column} column {why}: its ids are its "
+                            f"{header[idc]} column")
     seen: dict[str, int] = {}
-    for n, row in enumerate(rows, start=2):
-        row = row + [""] * (len(header) - len(row))
-        sid = row[idc]
-        if not sid or "Points Possible" in row[0]:  # a Canvas export's second row
+    for n, row in rows:
+        sid, name = row[idc], name_of(row)
+        if _is_test_student(name):
+            roster.left_out.append((n, name, "Canvas's test student"))
+            continue
+        if not sid:
+            if any(row):
+                roster.left_out.append((n, name or "(no name)", f"no {header[idc]}"))
             continue
         if norm_id(sid) in seen:
             raise ConfigError(f"roster {path}: row {n}: id {sid!r} is also on row "
                               f"{seen[norm_id(sid)]} (ids compare ignoring case and spaces)")
         seen[norm_id(sid)] = n
-        name = row[name_c] if name_c is not None else " ".join(
-            row[c] for c in (first_c, last_c) if c is not None and row[c])
         roster.entries.append(RosterEntry(sid, name, row[email_c] if email_c is not None
                                           else "", dict(zip(header, row))))
     return roster

@@ -14,10 +14,11 @@ left blank (Canvas shows them ungraded; enter 0 yourself if that is your policy)
 gets a zero the grader made up, unless the instructor's overrides give points to the lab or
 to any of its items (a file e-mailed in and graded by hand): then the lab's points are written,
 as in ``gradebook.csv``. With a roster exported from Canvas, its ``Student``, ``ID``,
-``SIS User ID``, ``SIS Login ID`` and ``Section`` are copied, and students who are not on the
-roster are left out (Canvas would not find them: :func:`canvas_rows` returns them apart);
-without a roster, the student's ledger id goes in the ``id_column`` (``SIS User ID`` by
-default).
+``SIS User ID``, ``SIS Login ID`` and ``Section`` are copied as they are (a blank one stays
+blank: no other column's value is ever put in it), and students who are not on the roster are
+left out (Canvas would not find them: :func:`canvas_rows` returns them apart); without a roster,
+or with one that has no such column, the student's id goes in the ``id_column`` (``SIS User
+ID`` by default).
 
 **Gradescope** documents a roster CSV upload (names, a unique e-mail, SID, sections) but no
 CSV import of scores, so there is no Gradescope file: a course that grades in Gradescope and
@@ -86,7 +87,8 @@ def canvas_rows(book: Gradebook) -> tuple[list[str], list[list[Any]], list[str]]
         ident = {c: (entry.extra.get(c, "") if entry else "") for c in CANVAS_STUDENT_COLUMNS}
         if entry and entry.name and not ident["Student"]:
             ident["Student"] = entry.name
-        ident[id_col] = ident[id_col] or sid
+        if entry is None or id_col not in roster.columns:  # no such column to copy: the id
+            ident[id_col] = ident[id_col] or sid
         rows.append([ident[c] for c in CANVAS_STUDENT_COLUMNS]
                     + [_score(book, sid, lab.lab_id) for lab in book.labs])
     return header, [[csv_safe(v) for v in row] for row in rows], left_out
