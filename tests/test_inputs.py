@@ -162,6 +162,33 @@ def test_another_unit_is_refused_naming_the_expected_one(typed, units, says):
     assert value is None and says in message
 
 
+@pytest.mark.parametrize("typed, units", [
+    ("7M", "ms"), ("7m", "ms"), ("7 m", "ms"), ("7 M", "ms"),  # were 7 ms ("ms" minus its "s")
+    ("7 MS", "ms"), ("7 Ms", "ms"),                            # MS was ms, Ms is mega-seconds
+    ("7M", "µs"), ("7m", "µs"), ("7 m", "s"),                  # 7m was 7,000,000 µs
+])
+def test_a_bare_m_in_a_box_of_time_is_refused(typed, units):
+    """I-2: a plural-stripping alias made "m" (and so "7M", the course's million) read as ms."""
+    value, message = check_number(typed, lo=0.001, hi=1e8, units=units)
+    assert value is None and "did you mean ms?" in message and f"number of {units}" in message
+
+
+@pytest.mark.parametrize("typed, units, stored", [
+    ("7 ms", "ms", 7), ("7000 µs", "ms", 7), ("7 us", "µs", 7), ("7k ms", "ms", 7000),
+    ("7M", "elements", 7_000_000), ("7 M", "tokens", 7_000_000),  # M is a million elsewhere
+    ("4 GPU", "GPUs", 4), ("4 gpus", "GPUs", 4), ("4 token", "tokens", 4),  # word units
+])
+def test_unit_symbols_are_read_as_written_and_word_units_in_the_singular(typed, units, stored):
+    assert check_number(typed, lo=0.001, hi=1e8, units=units) == (stored, None)
+
+
+def test_a_prediction_in_ms_refuses_7M(env):
+    """Lab 6's all-reduce prediction is in ms: "7M" locked 7 ms (after "You are locking")."""
+    form, handler, _ = _handler(env, units="ms", lo=0.001, hi=1e4)
+    assert "did you mean ms?" in handler.validate(_raw("7M"))
+    assert handler.validate(_raw("7")) is None
+
+
 @pytest.mark.parametrize("typed", ["0.7", "1", "0,7"])
 def test_a_percent_box_says_its_scale_instead_of_taking_a_fraction(typed):
     value, message = check_number(typed, lo=0, hi=100, units="%")

@@ -15,6 +15,9 @@ instead. It accepts:
 * the **units of the question**: ``2x`` in a ``×`` box, ``2.4 ms`` in an ``ms`` box (and
   ``2400 µs``, converted), ``70%`` in a ``%`` box, ``4k tokens`` in a ``tokens`` box. A unit
   of another kind is refused with a message naming the box's unit.
+  A unit symbol is matched as written (``M`` is mega, ``m`` milli): in a box of time a bare
+  ``m`` or ``M`` (``7M``, ``7 m``), or ``MS``, is refused ("did you mean ms?"); only a word
+  unit (``tokens``, ``GPUs``) also takes its singular.
 * In a ``%`` box, a number from 0 to 1 without ``%`` (``0.7``) is refused: it could be a
   fraction (70 %) or 0.7 %; the message says the box is in percent.
 
@@ -92,6 +95,11 @@ def _unit_factor(rest: str, units: str, typed: str) -> float:
     r = rest.strip().replace(" ", "")
     if not r:
         return 1.0
+    u = units.strip().replace(" ", "")
+    if u in _TIME and r.lower() in ("m", "ms") and r != "ms":  # 7M, 7m, 7 MS in a time box
+        raise _Refused(f"{_shown(typed)}: did you mean ms? In a box of time “{r}” is not read "
+                       "(m could be milli or minutes, M a million): write the unit as ns, µs, "
+                       f"ms or s, or enter a number of {u}")
     factor = _unit_only(r, units)
     if factor is not None:
         return factor
@@ -109,11 +117,15 @@ def _unit_factor(rest: str, units: str, typed: str) -> float:
 def _unit_only(r: str, units: str) -> float | None:
     """The factor for a unit written ``r`` in a box of ``units``, or None if it is another."""
     u = units.strip().replace(" ", "")
-    low = r.lower()
-    if u in _TIME and r in _TIME:
-        return _TIME[r] / _TIME[u]
-    names = _ALIASES.get(u, {u.lower(), u.lower().rstrip("s")} if u else set())
-    return 1.0 if low in names else None
+    if u in _TIME:  # a unit symbol, matched as written: M is mega and m milli, never "ms"
+        return _TIME[r] / _TIME[u] if r in _TIME else None
+    names = _ALIASES.get(u)
+    if names is None:  # the unit as written, in any case; a word unit also in the singular
+        names = {u.lower()} if u else set()
+        stem = u[:-1]
+        if u.isalpha() and u.endswith("s") and len(stem) >= 3:  # GPUs, GPU (never ms, m)
+            names.add(stem.lower())
+    return 1.0 if r.lower() in names else None
 
 
 def read_number(text: Any, *, units: str = "") -> list[float]:
