@@ -135,6 +135,21 @@ def test_an_ambiguous_comma_is_refused_with_a_message(typed, says):
     assert value is None and says in message
 
 
+@pytest.mark.parametrize("typed, units", [
+    ("1e-400", "%"), ("0." + "0" * 100_000 + "1", "%"), ("-1e-400", ""), ("1,5e-400", ""),
+    ("1e-320 ns", "s"),  # converted to seconds, it is below the smallest float
+])
+def test_a_number_too_small_to_represent_is_refused_not_read_as_0(typed, units):
+    """I-3: "1e-400" underflowed to 0 and was accepted as 0 (Lab 7's % box starts at 0)."""
+    value, message = check_number(typed, lo=-1, hi=100, units=units)
+    assert value is None and "too small to represent" in message and "enter a number" in message
+
+
+@pytest.mark.parametrize("typed", ["0", "-0", "0e-400", "0.000", "0,0", "5e-324"])
+def test_zero_and_the_smallest_floats_are_still_read(typed):
+    assert check_number(typed, lo=-1, hi=100) == (float(typed.replace(",", ".")), None)
+
+
 # --- issue 34.5: the units of the question ----------------------------------------------------
 
 

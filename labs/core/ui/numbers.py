@@ -20,6 +20,8 @@ instead. It accepts:
   unit (``tokens``, ``GPUs``) also takes its singular.
 * In a ``%`` box, a number from 0 to 1 without ``%`` (``0.7``) is refused: it could be a
   fraction (70 %) or 0.7 %; the message says the box is in percent.
+* A number too small for a float (``1e-400``, or ``1e-320 ns`` in a box of seconds) is
+  refused, never stored as 0.
 
 A whole-number quantity (a batch, a token count) accepts whole numbers only, and a value outside
 its range is refused with a message that says the range, never clamped or rounded in silence.
@@ -155,6 +157,8 @@ def read_number(text: Any, *, units: str = "") -> list[float]:
             v = float(f"{v * factor:.15g}")
         if not math.isfinite(v):
             raise _Refused(f"{_shown(text)} is not a finite number.")
+        if v == 0 and any(c.isdigit() and int(c) != 0 for c in digits):  # 1e-400 is not 0
+            raise _Refused(f"{_shown(text)} is too small to represent (it would be stored as 0)")
         out.append(v)
     return out
 
