@@ -299,6 +299,7 @@ def _(chain_slots):
 def _(
     F,
     FU,
+    R,
     chain_ops,
     device,
     kernels_slider,
@@ -328,7 +329,19 @@ def _(
     except (KeyError, ValueError) as _e:
         chain_groups = chain_now = chain_unfused = chain_speedup = None
         chain_error = student_error(_e)
-    return chain_error, chain_groups, chain_now, chain_speedup, chain_unfused
+    # Prediction 2's regime: a kernel, fused or not, whose launch costs more than its work.
+    # Until Prediction 2 is locked the instrument closes on it, whatever size, overhead or
+    # device got there (review L-3).
+    chain_launch_bound = chain_error is None and any(
+        _t.regime == R.OVERHEAD for _c in (chain_now, chain_unfused) for _t in _c.kernel_times)
+    return (
+        chain_error,
+        chain_groups,
+        chain_launch_bound,
+        chain_now,
+        chain_speedup,
+        chain_unfused,
+    )
 
 
 @app.cell
@@ -344,15 +357,22 @@ def _(chain_controls, mo, overhead_us, quiz, size_control, speedup_prediction, s
 def _(
     R,
     chain_error,
+    chain_launch_bound,
     chain_now,
     chain_speedup,
     chain_unfused,
     device,
     mo,
+    quiz,
     speedup_prediction,
     style,
+    tiny_prediction,
 ):
     mo.stop(speedup_prediction is None)
+    # The notice names the way out, not the regime: the regime is Prediction 2's answer.
+    mo.stop(chain_launch_bound and tiny_prediction is None, quiz.gate_notice(
+        "Tensors this small are Prediction 2's question (Part 2): lock Prediction 2 to "
+        "explore them here. Move the size up to keep exploring Part 1 now."))
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
     else:
@@ -378,6 +398,7 @@ def _(
 def _(
     FU,
     R,
+    chain_launch_bound,
     chain_now,
     device,
     figures,
@@ -385,8 +406,10 @@ def _(
     precision_picker,
     speedup_prediction,
     style,
+    tiny_prediction,
 ):
-    mo.stop(speedup_prediction is None or chain_now is None)
+    mo.stop(speedup_prediction is None or chain_now is None
+            or (chain_launch_bound and tiny_prediction is None))  # Prediction 2's regime
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
     for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
@@ -409,8 +432,18 @@ def _(
 
 
 @app.cell
-def _(R, chain_now, device, mo, speedup_prediction):
-    mo.stop(speedup_prediction is None or chain_now is None)
+def _(
+    R,
+    chain_launch_bound,
+    chain_now,
+    device,
+    mo,
+    speedup_prediction,
+    tiny_prediction,
+):
+    # the note under the roofline: closed with it
+    mo.stop(speedup_prediction is None or chain_now is None
+            or (chain_launch_bound and tiny_prediction is None))
     mo.md(
         "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
         "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
@@ -425,8 +458,17 @@ def _(R, chain_now, device, mo, speedup_prediction):
 
 
 @app.cell
-def _(chain_now, figures, mo, quiz, speedup_prediction):
-    mo.stop(speedup_prediction is None or chain_now is None)
+def _(
+    chain_launch_bound,
+    chain_now,
+    figures,
+    mo,
+    quiz,
+    speedup_prediction,
+    tiny_prediction,
+):
+    mo.stop(speedup_prediction is None or chain_now is None
+            or (chain_launch_bound and tiny_prediction is None))  # Prediction 2's regime
     _ops = [c.name for c in chain_now.chain.kernels_costs]
     fusion_bars = figures.bar_figure(
         [f"K{i + 1}" for i in range(len(_ops))],

@@ -180,6 +180,81 @@ def test_reveal_mode_opens_every_gate_with_the_reference(monkeypatch):
         assert name in defs
 
 
+# --- Prediction 2 is not answered by Part 1's instrument (review L-3) ------------------------
+
+#: Prediction 1 locked, 2-4 still open: what a student has after Part 1's lock.
+AFTER_P1 = {**PREDICTIONS, "tiny_prediction": None, "oom_prediction": None,
+            "tile_prediction": None}
+#: The Part 1 instrument's outputs (a closed gate leaves them undefined).
+PART1 = ("fusion_metrics", "fusion_roofline", "fusion_bars")
+
+
+def _part1(defs) -> str:
+    return " ".join(text(defs[n]) if n != "fusion_roofline" else defs[n].to_json()
+                    for n in PART1 if n in defs)
+
+
+def _launch_bound(size, overhead_us=R.DEFAULT_LAUNCH_OVERHEAD_US, device="h100-sxm",
+                  kernels=1) -> bool:
+    """Whether any kernel of the default chain, unfused or in ``kernels`` groups, is
+    launch-bound at ``size`` (core's physics, not the lab's)."""
+    groups = F.contiguous_groups(len(FU.DEFAULT_CHAIN), kernels)
+    return any(t.regime == R.OVERHEAD for g in (None, groups) for t in FU.chain_timing(
+        size, device, g, launch_overhead_us=overhead_us).kernel_times)
+
+
+@pytest.mark.parametrize("size, overhead_us", [
+    (1_000, R.DEFAULT_LAUNCH_OVERHEAD_US),  # Prediction 2's own case: 1,000 elements at 5 µs
+    (100, R.DEFAULT_LAUNCH_OVERHEAD_US),  # the slider's smallest step
+    (3_000_000, R.DEFAULT_LAUNCH_OVERHEAD_US),  # below the unfused kernels' crossover
+    (10_000_000, 100),  # a larger tensor, a longer launch: the same regime
+])
+def test_part_1_does_not_show_the_overhead_regime_before_prediction_2(size, overhead_us):
+    assert _launch_bound(size, overhead_us)  # the case is Prediction 2's regime (core says)
+    outputs, defs = app.run(defs={**AFTER_P1, **_set(
+        size_slider=NS(value=size), kernels_slider=NS(value=1),
+        overhead_us=NS(value=overhead_us))})
+    for name in PART1:
+        assert name not in defs, name
+    shown = " ".join(text(o) for o in outputs if o is not None)
+    notice = next(t for o in outputs if o is not None
+                  and "lock Prediction 2" in (t := text(o)) and "Tensors" in t)
+    # the notice names the way out, not the regime or the reason fusion helps
+    for word in ("overhead", "launch", "memory", "bytes", "×"):
+        assert word not in notice.lower(), (word, notice)
+    assert "Speedup vs unfused" not in shown and "4.00×" not in shown
+    # the controls (a stand-in here: _set) stay, so the size can be moved back up
+    assert "(size_control)" in shown
+
+
+def test_part_1_stays_open_above_the_overhead_regime_before_prediction_2():
+    assert not _launch_bound(100_000_000)
+    _, defs = app.run(defs={**AFTER_P1, **_set(kernels_slider=NS(value=1))})
+    assert set(PART1) <= set(defs)
+    assert "memory-bound" in text(defs["fusion_metrics"])
+    assert "overhead-bound" not in _part1(defs)
+
+
+def test_no_part_1_setting_shows_a_launch_bound_kernel_before_prediction_2():
+    # every size step, one kernel and four, the overhead box's ends: never a launch-bound
+    # kernel in the cards, the per-kernel bars or the roofline's hover text
+    for size in quiz.log_steps(1e2, 1e9):
+        for kernels, overhead_us in ((1, 0.5), (4, R.DEFAULT_LAUNCH_OVERHEAD_US), (1, 100)):
+            _, defs = app.run(defs={**AFTER_P1, **_set(
+                size_slider=NS(value=size), kernels_slider=NS(value=kernels),
+                overhead_us=NS(value=overhead_us))})
+            assert "overhead-bound" not in _part1(defs), (size, kernels, overhead_us)
+            open_ = set(PART1) <= set(defs)
+            assert open_ != _launch_bound(size, overhead_us, kernels=kernels), (
+                size, kernels, overhead_us)
+
+
+def test_after_prediction_2_part_1_reaches_the_overhead_regime():
+    _, defs = run(size_slider=NS(value=1_000), kernels_slider=NS(value=1))
+    shown = text(defs["fusion_metrics"])
+    assert "overhead-bound" in shown and "4.00×" in shown
+
+
 # --- failure states, reached and recovered through widget values -----------------------------
 
 def test_tile_that_does_not_fit_is_an_error_and_recovers():
