@@ -14,6 +14,7 @@ from isolation_support import CHROMIUM_ARGS, CHROMIUM_CANDIDATES, chromium_path
 from labs.core import ledger as L
 from labs.core import quiz
 from labs.core.course.quiz import explain as quiz_explain
+from labs.core.course.quiz import lock as quiz_lock
 
 LAB_FILE = Path(__file__).parent / "_lock_lab.py"
 
@@ -273,6 +274,27 @@ def test_log_scale_slider_locks_a_round_number(lab):
     assert steps[0] == 1 and steps[-1] == 1_000_000 and 300 in steps and 150_000 in steps
     quiz.simulate_submit(form, answer=300, confidence=3, reason="guess")
     assert got[0].value == 300 and lab.first_prediction("locklab.n").value == 300
+
+
+@pytest.mark.parametrize("answer", ["past the end", -1, "886", 3.0, True, None, [3]])
+def test_a_slider_form_reads_only_an_index_of_its_own_steps(lab, answer):
+    """I-4: an index past the slider's end (or a string) reached the number rule as the value
+    itself: on a 1-1e6 slider, index len(steps) locked that many tokens, "886" locked 886."""
+    got = []
+    form = quiz.numeric_form(lab, "locklab.n", question="q", units="tokens", lo=1, hi=1e6,
+                             locked=None, on_lock=got.append, log_scale=True)
+    handler = form.roofline_item["handler"]
+    answer = len(handler.steps) if answer == "past the end" else answer
+    raw = {"answer": answer, "confidence": "3", "reason": "r"}
+    assert handler.validate(raw) == quiz_lock.MOVE_SLIDER
+    handler(handler.from_frontend(raw))  # on_change, should it come some other way
+    assert got == [] and handler.last_error == quiz_lock.MOVE_SLIDER
+    handler({"answer": 886, "confidence": 3, "reason": "r"})  # a value, but not on the slider
+    assert got == [] and handler.last_error == quiz_lock.MOVE_SLIDER
+    last = {"answer": len(handler.steps) - 1, "confidence": "3", "reason": "r"}
+    assert handler.validate(last) is None  # the slider's last step is still read
+    handler(handler.from_frontend(last))
+    assert [p.value for p in got] == [1_000_000]
 
 
 def test_number_parsing_and_formatting():

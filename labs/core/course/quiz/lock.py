@@ -27,6 +27,8 @@ from labs.core.ui import style
 from labs.core.ui.numbers import as_stored, check_number, comma_reading, plain
 
 LOCK_LABEL = "Lock prediction"
+#: What a slider form says to a submission that is not one of its positions.
+MOVE_SLIDER = "Move the slider to your prediction, then lock it."
 
 
 def lock_state(lab: LabSession, item_id: str):
@@ -60,6 +62,9 @@ def log_steps(lo: float, hi: float) -> list[float]:
     return sorted(int(v) if v == int(v) and abs(v) < 2**53 else v for v in steps)
 
 
+_OFF_SLIDER = object()  # from_frontend's answer when a slider form sent no index of a step
+
+
 class _LockHandler:
     """The form's on_change: turn a submission into a locked Prediction, record it, call back.
 
@@ -83,9 +88,11 @@ class _LockHandler:
     def from_frontend(self, raw: Any) -> dict:
         raw = raw if isinstance(raw, dict) else {}
         answer = raw.get("answer")
-        if self.steps is not None and isinstance(answer, (int, float)) \
-                and not isinstance(answer, bool) and 0 <= answer < len(self.steps):
-            answer = self.steps[int(answer)]
+        if self.steps is not None:
+            # a slider sends the index of one of its steps; anything else (an index out of
+            # range, a number, text) is no position of the slider and is never read as a value
+            in_range = type(answer) is int and 0 <= answer < len(self.steps)
+            answer = self.steps[answer] if in_range else _OFF_SLIDER
         elif self.options is not None:
             answer = self.options.get(answer) if isinstance(answer, str) else None
         conf = raw.get("confidence")
@@ -129,6 +136,10 @@ class _LockHandler:
             if answer is None or label is None:
                 return None, "Choose one of the options."
         else:
+            if self.steps is not None and (answer is _OFF_SLIDER or isinstance(answer, bool) or
+                                           not isinstance(answer, (int, float))
+                                           or answer not in self.steps):
+                return None, MOVE_SLIDER  # a slider's value is one of its steps, nothing else
             if answer is None or isinstance(answer, bool) \
                     or not isinstance(answer, (str, int, float)):
                 return None, "Enter your prediction as a number (e.g. 300, 3e5 or 300k)."
