@@ -85,6 +85,33 @@ def test_aliases_also_resolve_without_lms_file_names(tmp_path):
     rows = _rows(tmp_path / "o" / "gradebook.csv")
     row = rows[cls.situation["login"].sis_id]
     assert float(row["Total Points"]) == 17.5 and "(their SIS Login ID)" in row["Notes"]
+    # review finding 5: a file named for an alias (roofline-ledger-<login>.jsonl) is the
+    # student's own: no id_mismatch on their row, and no phantom row for the alias
+    for situation, column in (("login", "SIS Login ID"), ("email", "Email"),
+                              ("leading_zeros", "SIS User ID without its leading zeros")):
+        student = cls.situation[situation]
+        assert cls.typed[student.sis_id] != student.sis_id
+        row = rows[student.sis_id]
+        assert float(row["Total Points"]) == 17.5 and f"(their {column})" in row["Notes"]
+        assert row["Flags"] == "", (situation, row["Flags"])
+    assert set(rows) == {s.sis_id for s in cls.students} | {"teststudent"}
+    assert [k for k, r in rows.items() if "not_on_roster" in r["Flags"]] == ["teststudent"]
+
+
+def test_an_unreadable_file_named_for_an_alias_is_that_students(tmp_path):
+    """Review finding 5: an empty ``roofline-ledger-<SIS Login ID>.jsonl`` (no Canvas name)
+    makes the student's own row say "Unreadable submission"; no row for the login."""
+    cls = write_canvas_class(tmp_path / "c", 16, seed=1)
+    student = cls.students[0]
+    for f in cls.submissions.iterdir():
+        if f"_{student.canvas_id}_" in f.name:
+            f.unlink()
+    (cls.submissions / f"roofline-ledger-{student.login}.jsonl").write_bytes(b"")
+    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    rows = _rows(tmp_path / "o" / "gradebook.csv")
+    assert rows[student.sis_id][f"{T1} - Status"] == "Unreadable submission"
+    assert "unreadable_submission" in rows[student.sis_id]["Flags"]
+    assert student.login not in rows and len(rows) == len(cls.students) + 1  # + teststudent
 
 
 def test_an_alias_two_students_share_maps_to_neither(tmp_path):

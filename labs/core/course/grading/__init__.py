@@ -44,7 +44,9 @@ Identity, with a roster: a file whose name is a Canvas bulk-download name
 (``<lastfirst>[_LATE]_<user id>_<submission id>_<file>``) belongs to the student whose ``ID``
 is that user id, whatever id its events carry (a disagreement is ``id_mismatch`` on both rows);
 any other event belongs to the student whose id, or any roster identity column (SIS Login ID,
-e-mail, Canvas ID, the id without leading zeros), it carries (Notes say which).
+e-mail, Canvas ID, the id without leading zeros), it carries (Notes say which), and a file whose
+name carries such an id (``roofline-ledger-<login>.jsonl``) is that student's (no row of its
+own, no ``id_mismatch``).
 
 Checks, reported as flags and never silently dropped: hash chain (``hash_mismatch``: a line
 edited; ``chain_break``: lines removed, inserted or reordered; ``seq_order``), ``torn_tail``,

@@ -5,7 +5,8 @@ Per student (ids compared by :func:`~labs.core.course.grading.ids.norm_id`):
 - files: ``unreadable_submission (file: reason)`` for a file named for the student that gave
   nothing to grade; file-level problems of their files (``malformed``, ``torn_tail``,
   ``mixed_students``);
-- identity: ``id_mismatch`` on both rows when a file named for one id holds another's events;
+- identity: ``id_mismatch`` on both rows when a file named for one id holds another's events
+  (a name that is one of the student's roster ids, such as their SIS Login ID, is theirs);
   with a roster, ``not_on_roster (closest roster id: x)`` and, on the roster student it
   probably belongs to, ``possible_submission (id: file)``;
 - records: ``contradicting_files (item: file A says x; file B says y)`` when two files of the
@@ -87,14 +88,14 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _files_by_student(batch, known) -> dict[str, list]:
+def _files_by_student(batch, known, roster) -> dict[str, list]:
     out: dict[str, list] = {}
     for f in batch.files:
         keys = {norm_id(s) for s in f.student_ids}
         if f.submitter:
             keys.add(norm_id(f.submitter))
         elif f.name_id:
-            keys.add(name_owner(f.name_id, known))
+            keys.add(name_owner(f.name_id, known, roster))
         keys |= {norm_id(w) for w in f.written_ids}
         for k in keys:
             out.setdefault(k, []).append(f)
@@ -164,7 +165,7 @@ def student_checks(batch, config, labs, students: list[str],
     lab_ids = {lab.lab_id for lab in labs}
     receipts = {norm_id(k): v for k, v in receipts.items()}  # however the caller spelt them
     by_key = {norm_id(s): s for s in students}
-    files_of = _files_by_student(batch, by_key)
+    files_of = _files_by_student(batch, by_key, config.roster)
     roster = {norm_id(s): s for s in config.roster_ids()}
     flags: dict[str, list[str]] = {s: [] for s in students}
     notes: dict[str, list[str]] = {}
@@ -181,7 +182,7 @@ def student_checks(batch, config, labs, students: list[str],
         where: dict[tuple[str, str], list[int]] = {}
         for f in files_of.get(key, []):
             named_mine = norm_id(f.submitter) == key if f.submitter else (
-                bool(f.name_id) and name_owner(f.name_id, by_key) == key)
+                bool(f.name_id) and name_owner(f.name_id, by_key, config.roster) == key)
             if named_mine and (f.unreadable or (f.submitter and not f.events)):
                 unreadable.add(sid)
                 out.append(f"unreadable_submission ({short_name(f.source)}: {f.reason})")
@@ -197,7 +198,8 @@ def student_checks(batch, config, labs, students: list[str],
                 notes.setdefault(sid, []).extend(
                     f"{short_name(f.source)}: {n}" for n in f.notes)
             for other in ([] if f.submitter else f.student_ids):  # the LMS said whose it is
-                if f.name_id and not same_owner(f.name_id, other):
+                if f.name_id and not same_owner(f.name_id, other) and name_owner(
+                        f.name_id, by_key, config.roster) != norm_id(other):  # e.g. a login
                     if named_mine:
                         out.append(f"id_mismatch ({short_name(f.source)} is named for "
                                    f"{f.name_id} but holds events of {other})")

@@ -68,14 +68,23 @@ def same_owner(name_id: str, event_id: str) -> bool:
     return a == b or _LMS_COPY.sub("", a) == b
 
 
-def name_owner(name_id: str, known) -> str:
+def name_owner(name_id: str, known, roster=None) -> str:
     """The key of the student a file's name stands for, given the ``known`` keys: the id itself,
-    or, when only that one is known, the id without an LMS copy suffix (``ada-1`` -> ``ada``)."""
+    or, when only that one is known, the id without an LMS copy suffix (``ada-1`` -> ``ada``);
+    else, with a ``roster``, the student any of whose identity columns it is (a name typed as
+    the SIS Login ID, the integration id, the id without its leading zeros: ``tlogin`` -> that
+    student's id); else the id itself."""
     key = norm_id(name_id)
     if key in known:
         return key
     stripped = _LMS_COPY.sub("", key)
-    return stripped if stripped in known else key
+    if stripped in known:
+        return stripped
+    for typed in dict.fromkeys((key, stripped)) if roster is not None else ():
+        hit = roster.resolve(typed)
+        if hit:
+            return norm_id(hit[0].student_id)
+    return key
 
 
 def closest(student_id: str, candidates: Iterable[str], n: int = 1) -> list[str]:

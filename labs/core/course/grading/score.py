@@ -358,7 +358,8 @@ def grade(batch: Batch, config: CourseConfig | None = None, *,
         spelling.setdefault(norm_id(sid), sid)
     for f in batch.files:  # a file named for a student who has no events of their own
         if f.name_id and not f.submitter and (f.unreadable or f.student_ids):
-            spelling.setdefault(name_owner(f.name_id, spelling), f.name_id)
+            # (a name that is a roster student's other id is that student's: no new row)
+            spelling.setdefault(name_owner(f.name_id, spelling, config.roster), f.name_id)
     students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
     warnings = check_extensions(config, labs, students)
     student_flags, notes, unreadable = student_checks(batch, config, labs, students,
