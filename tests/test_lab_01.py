@@ -291,3 +291,70 @@ def test_lever_chart_opens_on_the_question_and_agrees_with_the_verdict(env, lab1
     best = max(defs["levers"][1:], key=lambda lv: lv.ai)
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert results["lab01.levers"]["actual"] == best.name  # chart and verdict: one answer
+
+
+# --- answers reachable before their lock (the answer-leak review: L-1 and L-6) --------------
+import itertools  # noqa: E402
+import re  # noqa: E402
+
+from labs.core import hardware  # noqa: E402
+from notebook_support import visible_text  # noqa: E402
+
+#: Predictions 1 and 2 locked, Prediction 3 still open: Part 1's explorer is open.
+BEFORE_P3 = {k: PREDICTIONS[k] for k in ("which_roof_prediction", "crossover_prediction")}
+
+
+def _explore(app, locked, shape, precision, device):
+    """Part 1's explorer set to ``shape`` (M, N, K) in ``precision`` on ``device``, with the
+    ``locked`` predictions: (each output's visible text, defs)."""
+    outputs, defs = app.run(defs={**locked, **_sliders(*shape),
+                                  "precision_picker": SimpleNamespace(value=precision),
+                                  "device_picker": SimpleNamespace(value=device)})
+    return [visible_text(o) for o in outputs if o is not None], defs
+
+
+def _p3_spellings(o):
+    """Every setting of Part 1's explorer that is Prediction 3's own GEMM on its datacenter GPU
+    for the roofline: the three sizes in any order (AI = 2MNK / ((MK + KN + MN) b) is
+    symmetric), in every precision that device runs at the question's peak with its bytes."""
+    dc, p = hardware.get(o["datacenter"]), o["precision"]
+    twins = [q for q in hardware.PRECISIONS if dc.has(q)
+             and dc.peak_tflops(q) == dc.peak_tflops(p)
+             and formulas.gemm(1, 1, 1, q).bytes == formulas.gemm(1, 1, 1, p).bytes]
+    return [(s, q) for s in sorted(set(itertools.permutations((o["m"], o["n"], o["k"]))))
+            for q in twins]
+
+
+def test_part_1_explorer_answers_prediction_3_in_no_spelling_before_its_lock(env, app):
+    o = app.run()[1]["OVERLAY_SCENARIO"]
+    p, dc = o["precision"], o["datacenter"]
+    cases = [(s, q, dc) for s, q in _p3_spellings(o)]
+    assert {q for _, q, _ in cases} > {p} and len({s for s, _, _ in cases}) == 3  # fp16, swaps
+    # the same regime told by a neighbour: a doubled K, and the GEMM on a chip whose ridge is
+    # within 5% of the datacenter GPU's (the B200's in bf16)
+    cases.append(((o["m"], o["n"], 2 * o["k"]), p, dc))
+    near = [k for k in hardware.keys() if k != dc and hardware.get(k).has(p)
+            and quiz.ratio_off(roofline.ridge_point(k, p), roofline.ridge_point(dc, p)) < 1.05]
+    assert near
+    cases += [((o["m"], o["n"], o["k"]), p, k) for k in near]
+    answer = roofline.regime(formulas.gemm(o["m"], o["n"], o["k"], p).ai, dc, p)
+    for shape, q, device in cases:
+        texts, defs = _explore(app, BEFORE_P3, shape, q, device)
+        assert "gemm_regime" not in defs and "gemm_metrics" not in defs, (shape, q, device)
+        assert not any("Your GEMM is" in t for t in texts), (shape, q, device)
+        notice = [t for t in texts if "too close to Prediction 3" in t]
+        assert len(notice) == 1, (shape, q, device)
+        # the notice itself names no regime and no AI or ridge
+        assert "bound" not in notice[0] and not re.search(r"\d\d", notice[0])
+        # once Prediction 3 is locked the same setting shows its regime
+        _, defs = _explore(app, PREDICTIONS, shape, q, device)
+        assert defs["gemm_regime"] == roofline.regime(formulas.gemm(*shape, q).ai, device, q)
+    # the question's own case, after the lock, shows the answer
+    texts, defs = _explore(app, PREDICTIONS, (o["m"], o["n"], o["k"]), p, dc)
+    assert defs["gemm_regime"] == answer == roofline.MEMORY
+    assert any("Your GEMM is" in t for t in texts)
+    # the gate is narrow: half and twice the question's M still show both regimes before it
+    for m, regime in ((o["m"] // 2, roofline.MEMORY), (o["m"] * 2, roofline.COMPUTE)):
+        _, defs = _explore(app, BEFORE_P3, (m, o["n"], o["k"]), p, dc)
+        assert defs["gemm_regime"] == regime, m
+
