@@ -33,7 +33,8 @@ def _():
 def _():
     # The reference case of the OOM prediction (Part 2): fixed, so the answer does not move when
     # the student changes the pickers after locking.
-    OOM_REF = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192}
+    OOM_REF = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192,
+               "weight_precision": "bf16", "kv_precision": "bf16"}
     # The decode-dominance question (Part 1): Dana's Jetson prototype, bf16, batch 1, 4k context.
     DOMINANT_REF = {"model": "llama-3-8b", "hw": "jetson-agx-orin-64gb", "batch": 1,
                     "seq_len": 4096}
@@ -318,13 +319,18 @@ def _(
     mo.stop(dominant_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the roofline of a layer."))
     mo.stop(compute_error is not None, controls)  # the controls show the message
-    # Prediction 2's case: stepping the batch here would find its answer (issue 34.1)
-    mo.stop(oom_prediction is None and (device, design["model"], design["seq_len"],
-                                        design["weight_precision"], design["kv_precision"])
-            == (OOM_REF["hw"], OOM_REF["model"], OOM_REF["seq_len"], "bf16", "bf16"),
+    # Prediction 2's memory budget: its model, context and formats on any device with as much
+    # usable memory as its H100 (h100-pcie, a100-sxm-80gb too). There the bytes a decode step
+    # reads are, but for the activations, the memory the question asks about (issue 34.1).
+    # Whether any design fits is shown only once Prediction 2 is locked (the cell below).
+    _keys = ("model", "seq_len", "weight_precision", "kv_precision")
+    mo.stop(oom_prediction is None and all(design[k] == OOM_REF[k] for k in _keys)
+            and models.memory_budget(design["model"], device, batch=1,
+                                     seq_len=design["seq_len"]).capacity_bytes
+            == models.memory_budget(batch=1, **OOM_REF).capacity_bytes,
             mo.vstack([controls, quiz.gate_notice(
-                "This is Prediction 2's case (Part 2): lock Prediction 2 to see this design "
-                "here, or change the device, the context or a format.")]))
+                "This design has Prediction 2's memory budget (Part 2): lock Prediction 2 to "
+                "see it here, or change the context, a format or the device.")]))
     # core's step functions take the activations' format as ``precision``
     _kw = {"batch": design["batch"], "seq_len": design["seq_len"],
            "precision": design["activation_precision"],
@@ -345,13 +351,26 @@ def _(
 
 
 @app.cell
-def _(decode_step, design, device, hardware, mo, models, prefill_step, style):
+def _(
+    decode_step,
+    design,
+    device,
+    hardware,
+    mo,
+    models,
+    oom_prediction,
+    prefill_step,
+    style,
+):
     _hw = hardware.get(device)
-    _fits = models.memory_budget(design["model"], device, batch=design["batch"],
-                                 seq_len=design["seq_len"],
-                                 weight_precision=design["weight_precision"],
-                                 kv_precision=design["kv_precision"],
-                                 act_precision=design["activation_precision"]).fits
+    # Until Prediction 2 is locked this cell says the same words for every design: a fit
+    # verdict here, stepped over the batch, finds its answer on any device with the H100's
+    # memory, and one division away at half the context or an 8-bit KV cache (review L-2).
+    # Whether a design fits is Part 2's question.
+    _fits = oom_prediction is None or models.memory_budget(
+        design["model"], device, batch=design["batch"], seq_len=design["seq_len"],
+        weight_precision=design["weight_precision"], kv_precision=design["kv_precision"],
+        act_precision=design["activation_precision"]).fits
     _cards = style.metric_cards([
         style.Metric("Decode, per user", f"{1 / decode_step.seconds:,.1f} tokens/s",
                      f"one step ≥ {style.format_seconds(decode_step.seconds)}: "
@@ -368,10 +387,20 @@ def _(decode_step, design, device, hardware, mo, models, prefill_step, style):
                      f"{prefill_step.bound}-bound",
                      f"{prefill_step.bound}-bound"),
     ])
-    mo.vstack([_cards] if _fits else [style.error_callout(
-        "This design does not fit in the device's memory (Part 2 shows by how much): these "
-        "bounds describe a machine you do not have. Lower the batch or the context, store the "
-        "weights or the KV cache in fewer bits, or pick a device with more memory."), _cards])
+    if oom_prediction is None:
+        _parts = [_cards, mo.md(
+            "*These bounds assume the design fits in the device's memory. Whether it does is "
+            "Part 2's question: once Prediction 2 is locked, a design too big for the device "
+            "is flagged here as well.*")]
+    elif _fits:
+        _parts = [_cards]
+    else:
+        _parts = [style.error_callout(
+            "This design does not fit in the device's memory (Part 2 shows by how much): these "
+            "bounds describe a machine you do not have. Lower the batch or the context, store "
+            "the weights or the KV cache in fewer bits, or pick a device with more memory."),
+            _cards]
+    mo.vstack(_parts)
     return
 
 

@@ -330,3 +330,60 @@ def test_judges_at_the_students_own_measured_roofs_when_lab3_measured_the_device
     # another device: the sourced default, not this measurement
     _, defs = lab2.run(defs={**preds, "device_picker": NS(value="b200")})
     assert defs["design_derating"] == R.achievable("b200")
+
+
+# --- answers reachable before their lock (the answer-leak review: L-2) -----------------------
+from labs.core import hardware  # noqa: E402
+from notebook_support import visible_text  # noqa: E402
+
+#: Prediction 1 locked, Prediction 2 still open: Part 1's instrument is open.
+BEFORE_P2 = {"dominant_prediction": PREDICTIONS["dominant_prediction"],
+             "oom_prediction": None}
+OOM_CASE = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192}  # Sam's, Part 2
+
+
+def _part1(app, locked, device, batch, seq_len, **formats):
+    outputs, defs = app.run(defs={**locked, **_device(device), **_sizes(batch, seq_len),
+                                  **_formats(**formats)})
+    return " ".join(visible_text(o) for o in outputs if o is not None), defs
+
+
+def test_part_1_gives_no_fit_verdict_before_prediction_2_is_locked(env, app):
+    answer = models.oom_batch(**OOM_CASE)
+    usable = models.memory_budget(batch=1, **OOM_CASE).capacity_bytes
+    same_memory = [k for k in hardware.keys() if models.memory_budget(
+        OOM_CASE["model"], k, batch=1, seq_len=OOM_CASE["seq_len"]).capacity_bytes == usable]
+    assert len(same_memory) >= 3  # the H100 SXM, and 80 GiB parts with other keys
+    # Sam's budget on each of them, at the answer, far above it and one batch below it
+    said_why = []
+    for device in same_memory:
+        for batch in (answer, 512, answer - 1):
+            text, defs = _part1(app, BEFORE_P2, device, batch, OOM_CASE["seq_len"])
+            assert "does not fit" not in text and "budget" not in defs, (device, batch)
+            assert "decode_step" not in defs, (device, batch)  # Part 1 stays closed on it
+            said_why.append("Prediction 2's memory budget" in text)
+            if batch != answer:  # nor states the answer (not typed into the batch box)
+                assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text), batch
+    assert all(said_why)  # and says why, naming no number
+    # One division away: half the context holds twice the batch, an fp8 KV cache too. No
+    # fit verdict anywhere in Part 1 before the lock, whatever the design.
+    half = OOM_CASE["seq_len"] // 2
+    for device, batch, seq_len, formats in [
+            ("h100-sxm", 2 * answer, half, {}), ("h100-pcie", 2 * answer, half, {}),
+            ("h100-sxm", 2 * answer, OOM_CASE["seq_len"], {"kv": "fp8"}),
+            ("h100-sxm", 1, 4096, {"model": "llama-3-70b"}),  # the weights alone overflow
+            (EDGE, 400, 4096, {})]:
+        text, defs = _part1(app, BEFORE_P2, device, batch, seq_len, **formats)
+        assert "decode_step" in defs, (device, batch, seq_len, formats)  # Part 1 is open
+        assert "does not fit" not in text, (device, batch, seq_len, formats)
+        assert "Whether it does is Part 2's question" in text
+    # After the lock: Sam's case reaches its answer, and Part 1 flags the design again
+    text, defs = _part1(app, PREDICTIONS, "h100-sxm", answer, OOM_CASE["seq_len"])
+    assert defs["oom_actual"] == answer and not defs["budget"].fits
+    assert "does not fit in the device" in text
+    text, defs = _part1(app, PREDICTIONS, "h100-sxm", answer - 1, OOM_CASE["seq_len"])
+    assert defs["budget"].fits and "does not fit in the device" not in text
+    for device in same_memory:
+        _, defs = _part1(app, PREDICTIONS, device, answer, OOM_CASE["seq_len"])
+        assert "decode_step" in defs and not defs["budget"].fits, device
+
