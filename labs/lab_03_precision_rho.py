@@ -99,11 +99,13 @@ def _():
     OP_NAMES = {"gemm": "GEMM", "gemv": "GEMV", "mlp_train": "MLP fwd+bwd"}
     NAIVE_OPTIONS = {"about right (within 2×)": "about_right",
                      "far too low": "too_low", "far too high": "too_high"}
+    M_STEPS = [2**i for i in range(0, 15)]  # the explorer's M (rows / tokens) slider
     return (
         DIRECTION_OPTIONS,
         GEMM_4096,
         GEMV_4096,
         GEMV_KAI,
+        M_STEPS,
         NAIVE_OPTIONS,
         OPENING,
         OP_NAMES,
@@ -369,8 +371,8 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    size_m = mo.ui.slider(steps=[2**i for i in range(0, 15)], value=4096, show_value=True,
+def _(M_STEPS, mo):
+    size_m = mo.ui.slider(steps=M_STEPS, value=4096, show_value=True,
                           label="M · rows / tokens (a GEMV has M = 1)")
     size_m
     return (size_m,)
@@ -436,12 +438,14 @@ def _(circuit_weights, style):
 
 @app.cell
 def _(
+    M_STEPS,
     PS,
     circuit_weights,
     device_picker,
     format_picker,
     mo,
     nvfp4_prediction,
+    nvfp4_reference,
     op_picker,
     quiz,
     size_k,
@@ -453,18 +457,41 @@ def _(
 ):
     mo.stop(weight_only_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the precision explorer."))
-    # the decode GEMV (or a GEMM of one row, the same thing) is Prediction 3's case: with
-    # 4-bit weights its rows answer it (issue 34.1)
-    mo.stop((op_picker.value == "gemv" or (op_picker.value == "gemm" and size_m.value == 1))
-            and nvfp4_prediction is None,
-            quiz.gate_notice("A decode GEMV (a GEMM with M = 1 is one) is Prediction 3's case "
-                             "(Part 3): lock Prediction 3 to explore it here. Larger M and the "
-                             "MLP are open."))
-    explorer_shape = {
-        "gemm": {"m": size_m.value, "n": size_n.value, "k": size_k.value},
-        "gemv": {"n": size_n.value, "k": size_k.value},
-        "mlp_train": {"tokens": size_m.value, "d_model": size_k.value, "d_ff": size_n.value},
-    }[op_picker.value]
+
+    def _shape(m):
+        return {
+            "gemm": {"m": m, "n": size_n.value, "k": size_k.value},
+            "gemv": {"n": size_n.value, "k": size_k.value},
+            "mlp_train": {"tokens": m, "d_model": size_k.value, "d_ff": size_n.value},
+        }[op_picker.value]
+
+    def _p3_case(m):
+        """Whether the explorer's rows at M = m answer Prediction 3: a memory-bound 16-bit row
+        against a ~4-bit one, at a time ratio the grader would take (review L-4)."""
+        try:
+            return any(quiz.ratio_off(_x, nvfp4_reference) <= quiz.GRADE_TOLERANCE
+                       for *_, _x in PS.decode_like_speedups(
+                           op_picker.value, _shape(m), device_picker.value,
+                           compute_for_weight_only=weight_only_compute.value))
+        except (KeyError, ValueError):  # the explorer's own message says what is wrong
+            return False
+
+    # The decode GEMV (a GEMM of one row is one) is Prediction 3's case, and so is any shape
+    # whose 16-bit and 4-bit rows give its answer: until it is locked the explorer closes on
+    # them. The notice names the case and the way out, never the answer.
+    if nvfp4_prediction is None and (op_picker.value == "gemv" or size_m.value == 1
+                                     or _p3_case(size_m.value)):
+        if op_picker.value == "gemv":
+            _way = "Pick the GEMM or the MLP with a larger M to keep exploring now."
+        else:
+            _open = next((m for m in M_STEPS if m > size_m.value and not _p3_case(m)), None)
+            _way = (f"Move M up to {_open:,} or more to keep exploring now." if _open else
+                    "No M is open for these N and K on this device until then: pick a "
+                    "larger N and K, or another device, to keep exploring now.")
+        mo.stop(True, quiz.gate_notice(
+            "A decode GEMV, or an operation with so few rows M that it stands for one, is "
+            f"Prediction 3's case (Part 3): lock Prediction 3 to explore it here. {_way}"))
+    explorer_shape = _shape(size_m.value)
     try:
         if not format_picker.value:  # the study refuses an empty list: say it as a way out
             raise ValueError("No storage format is picked: pick at least one in the list "
@@ -730,6 +757,16 @@ def _(OPENING, PS, get_nvfp4, lab, reveal):
                     f"NVFP4 row is {_fp4.note}, so the FP4 math rate does not matter here.")
     reveal.card(nvfp4_prediction)
     return (nvfp4_prediction,)
+
+
+@app.cell
+def _(OPENING, PS):
+    # Prediction 3's reference (the decode table's NVFP4 row, opening device and matrix): the
+    # Part 2 explorer closes on the cases whose rows give it, until Prediction 3 is locked.
+    nvfp4_reference = next(r.speedup for r in PS.decode_quant_table(
+        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+        if r.storage == "nvfp4")
+    return (nvfp4_reference,)
 
 
 @app.cell

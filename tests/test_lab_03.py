@@ -213,6 +213,92 @@ def test_reveal_mode_opens_every_gate_without_writing_predictions(env, app, monk
     assert not defs["lab"].events(kind="predict")
 
 
+# --- Prediction 3 is not answered by Part 2's explorer (review L-4) --------------------------
+
+#: Predictions 1 and 2 locked, 3 and 4 still open: what a student has after Part 2's lock.
+AFTER_P2 = dict(PREDICTIONS, nvfp4_prediction=None, naive_prediction=None)
+#: The explorer's formats: every one the lab lists.
+ALL_FORMATS = ["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "mxfp4", "nvfp4", "nf4",
+               "int4-g128", "int4-g32"]
+
+
+def _p3_reference() -> float:
+    """Prediction 3's graded answer: the decode table's NVFP4 row (H100, Q projection)."""
+    return next(r.speedup for r in PS.decode_quant_table(4096, 4096, "h100-sxm")
+                if r.storage == "nvfp4")
+
+
+def _p3_pairs(rows) -> list[tuple[str, str, float]]:
+    """Prediction 3's comparison among explorer rows, worked out here from the rows alone: a
+    16-bit storage row that is memory-bound, against a ~4-bit one (4 to 5 bits with scales),
+    and the time ratio a student reads off them."""
+    from labs.core import precision as formats
+
+    base = [r for r in rows if formats.bits(r.storage) == 16 and r.regime == roofline.MEMORY]
+    low = [r for r in rows if 4 <= formats.bits(r.storage) < 5]
+    return [(b.storage, q.storage, b.seconds / q.seconds) for b in base for q in low]
+
+
+def _answers_p3(rows) -> bool:
+    ref = _p3_reference()
+    return any(quiz.ratio_off(x, ref) <= quiz.GRADE_TOLERANCE for *_, x in _p3_pairs(rows))
+
+
+@pytest.mark.parametrize("widgets", [
+    # the review's repro: M = 2, Q projection's N = K, FP16 and NF4 (4.5 bits, as NVFP4)
+    dict(op_picker="gemm", size_m=2, size_n=4096, size_k=4096, format_picker=["fp16", "nf4"]),
+    dict(op_picker="gemm", size_m=64, size_n=4096, size_k=4096),  # default formats
+    dict(op_picker="gemm", size_m=16, size_n=14336, size_k=4096, format_picker=ALL_FORMATS,
+         weight_only_compute="fp8"),
+    dict(op_picker="gemm", size_m=256, size_n=4096, size_k=4096, device_picker="b200",
+         format_picker=["fp16", "nvfp4"]),  # native FP4, both rows memory-bound
+    dict(op_picker="gemv", size_n=4096, size_k=4096),
+], ids=["m2-nf4", "m64", "m16-fp8-math", "b200-m256-nvfp4", "gemv"])
+def test_explorer_closes_on_prediction_3s_case_before_its_lock(env, app, widgets):
+    device = widgets.get("device_picker", "h100-sxm")
+    shape = {k: widgets.get(f"size_{k}", 1) for k in "mnk"}
+    # the case is Prediction 3's: its rows (core's) give the graded answer within tolerance
+    rows = PS.study("gemm", shape, device, ALL_FORMATS,
+                    compute_for_weight_only=widgets.get("weight_only_compute", "fp16"))
+    assert _answers_p3([r for r in rows if r.supported])
+    outputs, defs = app.run(defs=dict(AFTER_P2, **_ns(**widgets)))
+    for name in ("explorer_rows", "explorer_ok", "rho_bars", "ai_bars", "explorer_roofline"):
+        assert name not in defs, name
+    text = _texts(outputs)
+    notice = next(p for p in text.split("\n") if "lock Prediction 3" in p)
+    # the notice names the case and the way out, never the answer or its reason
+    for word in ("×", "byte", "memory", "bound", "faster", "3.5", "3.6"):
+        assert word not in notice, (word, notice)
+    assert "7.09" not in text and "2.83" not in text  # the review's AI and time of NF4 at M = 2
+
+
+@pytest.mark.parametrize("widgets", [
+    dict(op_picker="gemm", size_m=2, size_n=4096, size_k=4096, format_picker=["fp16", "nf4"]),
+    dict(op_picker="gemv", size_n=4096, size_k=4096, format_picker=["fp16", "nf4"]),
+], ids=["m2-nf4", "gemv"])
+def test_after_prediction_3_the_explorer_reaches_its_case(env, app, widgets):
+    _, defs = app.run(defs=dict(PREDICTIONS, **_ns(**widgets)))
+    fp16, nf4 = defs["explorer_ok"]
+    assert fp16.seconds / nf4.seconds == pytest.approx(_p3_reference(), rel=0.01)
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "b200"])
+@pytest.mark.parametrize("op", ["gemm", "mlp_train"])
+def test_no_explorer_setting_answers_prediction_3_before_its_lock(env, app, op, device):
+    # every M step, every format listed: wherever the explorer is open, no pair of its rows
+    # is Prediction 3's comparison within the graded tolerance; and large M stays open
+    opened = []
+    for m in [2**i for i in range(15)]:
+        _, defs = app.run(defs=dict(AFTER_P2, **_ns(
+            op_picker=op, size_m=m, size_n=4096, size_k=4096, device_picker=device,
+            format_picker=ALL_FORMATS)))
+        if "explorer_ok" in defs:
+            opened.append(m)
+            assert not _answers_p3(defs["explorer_ok"]), (op, device, m, _p3_pairs(
+                defs["explorer_ok"]))
+    assert 4096 in opened and 16384 in opened, opened
+
+
 def test_live_without_a_device_is_a_message(env, app, monkeypatch):
     none = measure.DeviceInfo("none", "no device", "torch is not installed, so this machine "
                               "cannot be measured.")

@@ -173,6 +173,26 @@ def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
             for s, c, b, t, reg, note in rows]
 
 
+#: The lab's 16-bit storage formats and its ~4-bit ones (4 to 5 bits per element with their
+#: block scales): the two sides of the decode comparison (FP16 weights against NVFP4).
+SIXTEEN_BIT = tuple(k for k in _fmt.LAB_FORMATS if _fmt.bits(k) == 16)
+FOUR_BIT = tuple(k for k in _fmt.LAB_FORMATS if 4 <= _fmt.bits(k) < 5)
+
+
+def decode_like_speedups(op: str, shape: Mapping[str, int], hw, *,
+                         compute_for_weight_only: str = "fp16") -> list[tuple[str, str, float]]:
+    """The decode comparison (16-bit storage against ~4-bit, :data:`SIXTEEN_BIT` and
+    :data:`FOUR_BIT`) as :func:`study`'s rows of this op and shape give it: one
+    ``(sixteen_bit, four_bit, time ratio)`` per pair the device can run whose 16-bit row is
+    memory-bound, as a batch-1 decode GEMV's is (a GEMM with a few rows is one in all but
+    name). Empty when no pair qualifies (a compute-bound op, or rates the device lacks)."""
+    rows = [r for r in study(op, shape, hw, SIXTEEN_BIT + FOUR_BIT,
+                             compute_for_weight_only=compute_for_weight_only) if r.supported]
+    base = [r for r in rows if r.storage in SIXTEEN_BIT and r.regime == R.MEMORY]
+    low = [r for r in rows if r.storage in FOUR_BIT]
+    return [(b.storage, q.storage, b.seconds / q.seconds) for b in base for q in low]
+
+
 # --- Lab 3 additions: how rho splits into its two factors, and the naive measurements ---------
 
 @dataclass(frozen=True)
