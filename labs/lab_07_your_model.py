@@ -397,7 +397,8 @@ def _(
              f"median of the whole pass ({_p.threads} CPU thread(s))" if _p.threads else
              "median of the whole pass (GPU)"),
             ("Sum of operators", style.format_seconds(_p.op_sum_s),
-             f"{len(_p.rows)} aten calls, median of {_p.reps} profiled passes"),
+             f"{len(_p.rows)} aten calls ({_p.kernel_calls} not views), median of "
+             f"{_p.reps} profiled passes"),
             style.Metric("Overhead", style.format_seconds(_p.overhead_s),
                          "cannot be told apart from the operators here (see the note)"
                          if _caveat else "the step minus its operators: Python, dispatch",
@@ -676,13 +677,19 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(SCENARIO, get_memory_share, lab, quiz, set_memory_share):
+def _(SCENARIO, get_memory_share, lab, quiz, set_memory_share, tiny_models):
+    # the step's kernels: one per operator that is not a view (what the question needs)
+    _kernels = tiny_models.step_kernels(
+        phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+        precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     memory_share_form = quiz.numeric_form(
         lab, "lab07.memory_share",
         question=f"**Prediction 3.** Now give every kernel a fixed 5 µs launch, as on a GPU "
                  "in eager mode (the lab's launch model: the roofline picked at the top plus "
-                 f"kernels × 5 µs). What share of a batch-{SCENARIO['small_batch']} decode "
-                 "step's time is then spent in memory-bound operators?",
+                 f"kernels × 5 µs). A batch-{SCENARIO['small_batch']} decode step launches "
+                 f"{_kernels} kernels, one per operator that is not a view (a view only "
+                 "relabels a tensor's shape: it launches nothing). What share of the step's "
+                 "time is then spent in memory-bound operators?",
         units="%", lo=0, hi=100, locked=get_memory_share(), on_lock=set_memory_share)
     quiz.prediction_panel(memory_share_form, get_memory_share())
     return (memory_share_form,)
@@ -695,7 +702,7 @@ def _(OPENING, SCENARIO, get_memory_share, hardware, lab, reveal, tiny_models):
     _share = tiny_models.memory_bound_share_with_launches(OPENING["device"], **_case)
     _t = tiny_models.time_with_launches(OPENING["device"], **_case)
     _launch = _t.pop(tiny_models.LAUNCHES)
-    _kernels = sum(o.kernels for o in tiny_models.step_ops(**_case))
+    _kernels = tiny_models.step_kernels(**_case)
     _ai = max(o.ai for o in tiny_models.step_ops(**_case))
     _d = hardware.get(OPENING["device"])
     memory_share_prediction = get_memory_share() or reveal.reference(
@@ -708,9 +715,11 @@ def _(OPENING, SCENARIO, get_memory_share, hardware, lab, reveal, tiny_models):
                     f"{_kernels} kernels × 5 µs = {_launch * 1e6:.0f} µs of launches are in "
                     "no operator: memory-bound time is "
                     f"{sum(_t.values()) * 1e6:.1f} / {(sum(_t.values()) + _launch) * 1e6:.0f} µs"
-                    f" = {100 * _share:.0f}% of the step. A real eager step launches more "
-                    "kernels than this model counts: on an NVIDIA H200 (torch 2.11, fp32, "
-                    "2026-11-26) one took 2,818 µs of wall time, 320 µs of it in kernels.")
+                    f" = {100 * _share:.1f}% of the step. The 5 µs is a floor, not what "
+                    "eager PyTorch costs: on an NVIDIA H200 (torch 2.11, fp32, 2026-11-26) "
+                    "this step took 2,818 µs of wall time, 320 µs of it in its operators, "
+                    f"about {(2818 - 320) / _kernels:.0f} µs per kernel outside them (Python, "
+                    "dispatch and the launch, on the host).")
     reveal.card(memory_share_prediction)
     return (memory_share_prediction,)
 

@@ -617,11 +617,14 @@ def locked(ref: "Reference", units: str = "") -> Any:
 BENCHMARK_OUTPUT = re.compile(
     r"<!-- benchmark output: verbatim -->.*?<!-- end of benchmark output -->", re.S)
 DATE_TIME = re.compile(r"\b\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?\b|\b\d\d:\d\d\b")
+#: A section's number, no quantity: "LABS_SPEC §4.2", a markdown heading "### 4.2 Each ...".
+SECTION_NUMBER = re.compile(r"§\s?\d+(?:\.\d+)*|^#{1,6}[ \t]+\d+(?:\.\d+)*", re.M)
 
 
 def without_benchmark_output(text: str) -> str:
-    """The text less dates, times and the benchmarks' verbatim output (marked in the page)."""
-    return DATE_TIME.sub(" ", BENCHMARK_OUTPUT.sub(" ", text))
+    """The text less dates, times, section numbers and the benchmarks' verbatim output
+    (marked in the page)."""
+    return SECTION_NUMBER.sub(" ", DATE_TIME.sub(" ", BENCHMARK_OUTPUT.sub(" ", text)))
 
 
 def student_texts(root: Path) -> dict[str, str]:

@@ -341,6 +341,16 @@ def test_a_number_in_the_answers_unit_within_the_graders_tolerance_is_a_leak():
     assert not find_leaks([_cell("<p>2.6 GB, 2.6 FLOP/B</p>")], ratio, tolerance=1.5)
 
 
+def test_a_section_number_is_not_an_answer_but_the_same_number_in_prose_is():
+    from leak_support import text_cells, without_benchmark_output
+
+    text = without_benchmark_output("four cells (LABS_SPEC §4.2, § 4.2.1)\n### 4.2 Each "
+                                    "prediction\nthe share is 4.2% of the step")
+    leaks = find_leaks(text_cells({"docs/x.md": text}), [Reference("x.s", 4.2, units="%")])
+    assert [leak.rendering for leak in leaks] == ["4.2"]
+    assert "the share is 4.2%" in leaks[0].context
+
+
 def test_script_and_style_text_is_not_content():
     shown = ("<iframe srcdoc='<style>body{height:100%}</style><script>w = \"886\"</script>'>"
              "</iframe>")

@@ -126,6 +126,10 @@ def test_predictions_1_and_2_ask_for_the_roofline_s_answer_and_offer_only_what_i
            "overhead term)" in text
     assert "same roofline, no overhead term" in text
     assert "Now give every kernel a fixed 5 µs launch" in text  # P3 names its model
+    # ... and gives the step's kernel count, from the module profiled (physics, not typed)
+    assert tiny_models.step_kernels(**BASE) == 172
+    assert "A batch-1 decode step launches 172 kernels, one per operator that is not a view" \
+        in text
     assert "measured on this machine (overhead included)" in text  # P5 names its model
 
 
@@ -208,12 +212,13 @@ def test_reveal_mode_fills_every_prediction_from_core(env, app, monkeypatch, no_
         "h100-sxm", **dict(BASE, phase="prefill"))
     # review F2, F3: the launch model's answers, hand-derived in test_models
     # (test_the_launch_model_of_a_batch_1_decode_step): the bound T = 126.35 MB / 3,350 GB/s,
-    # 61 kernels x 5 µs; share T / (T + 305 µs), bf16 (T/2 + 305 µs) / (T + 305 µs)
+    # 172 kernels (the module's non-view operators) x 5 µs = 860 µs; share T / (T + 860 µs)
+    # = 4.2%, bf16 (T/2 + 860 µs) / (T + 860 µs) = 0.979
     bound = 126_353_408 / 3350e9
     assert defs["memory_share_prediction"].value == pytest.approx(
-        100 * bound / (bound + 305e-6), abs=0.3)
+        100 * bound / (bound + 860e-6), abs=0.1)
     assert defs["bf16_ratio_prediction"].value == pytest.approx(
-        (bound / 2 + 305e-6) / (bound + 305e-6), abs=3e-3)
+        (bound / 2 + 860e-6) / (bound + 860e-6), abs=1e-3)
     assert "Key takeaways" in _texts(outputs)
     assert not defs["lab"].events(kind="predict")  # reveal answers are not predictions
 
@@ -303,6 +308,10 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
             o.flops for o in tiny_models.step_ops(**dict(BASE, batch=b, context=64))
             if "projection" in o.name or o.name == "LM head" or o.name.startswith("attention")))
         assert prof.overhead is not None and not prof.predicted_only
+        # the launch model's kernel count is what the profile measures (Prediction 3)
+        assert prof.kernel_calls == tiny_models.step_kernels(**dict(BASE, batch=b, context=64))
+    _p1 = profiles[1]
+    assert f"{len(_p1.rows)} aten calls ({_p1.kernel_calls} not views)" in text
     for name in ("decode_small_figure", "decode_large_figure", "regime_figure", "case_figure"):
         assert isinstance(defs[name], go.Figure), name
     assert defs["case_profile"].label == "decoder prefill, batch 1, context 64"
@@ -514,7 +523,7 @@ def _rendered(app, outputs, env, memo=None):
 
     cells = rendered_cells(app, outputs, scrub=[str(env), "ada"], memo=memo)
     # a figure's font sizes ("size":11 in its layout JSON) are no number a student reads:
-    # without this, Prediction 3's 11.0% would be "found" in every figure
+    # without this, a font size such as 11 would be "found" as an answer in every figure
     import dataclasses
 
     return [dataclasses.replace(c, text=re.sub(r'"size":\s*\d+', '"size":<font>', c.text))

@@ -131,6 +131,13 @@ class Profile:
         return sum(r[self.time_key] or 0.0 for r in self.rows)
 
     @property
+    def kernel_calls(self) -> int:
+        """Operator calls that are not views: what a GPU launches a kernel for (a view only
+        relabels a tensor's shape and strides). For the built-in decoder it equals
+        ``physics.tiny_models.step_kernels``, the launch model's count."""
+        return sum(1 for r in self.rows if r["op_type"] != opcost.VIEWS)
+
+    @property
     def total_s(self) -> float:
         """What the shares divide by: the measured pass, or the sum of bounds."""
         return self.forward_s if self.forward_s and not self.predicted_only else self.op_sum_s
