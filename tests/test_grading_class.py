@@ -309,6 +309,46 @@ def test_every_path_under_a_submission_root_is_graded_or_reported(tmp_path, monk
     assert "zero" in rows  # a file named for a student who is not on the roster: a row
 
 
+def test_a_lock_file_handed_in_through_canvas_is_reported_with_its_student(tmp_path):
+    """Review finding 7: the lab's ``.lock`` file uploaded instead of the ledger (Canvas names
+    it ``name_<id>_<sub>_.roofline-ledger-<sis>.lock``) was dropped without a trace and its
+    student shown Missing. It is listed in files.csv and the row says Unreadable submission;
+    uploaded next to the ledger, it is a note; the lab's own lock file in a folder is still
+    ignored."""
+    import zipfile
+
+    cls = write_canvas_class(tmp_path / "c", 16, seed=7)
+    sub, (alone, both, folder) = cls.submissions, cls.students[:3]
+    for p in sorted(sub.iterdir()):
+        if f"_{alone.canvas_id}_" in p.name:
+            p.unlink()
+    lock = f"{alone.lastfirst}_{alone.canvas_id}_7000001_.roofline-ledger-{alone.sis_id}.lock"
+    (sub / lock).write_bytes(b"")
+    (sub / f"{both.lastfirst}_{both.canvas_id}_7000002_.roofline-ledger-{both.sis_id}.lock"
+     ).write_bytes(b"")
+    (sub / "x").mkdir()
+    (sub / "x" / f".roofline-ledger-{folder.sis_id}.lock").write_bytes(b"")
+    zipped = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        for p in sorted(sub.rglob("*")):
+            if p.is_file():
+                z.write(p, p.relative_to(sub).as_posix())
+    for inputs, out in (([str(sub)], tmp_path / "o"), ([str(zipped)], tmp_path / "z")):
+        assert G.main(inputs + ["-c", str(cls.config), "-o", str(out)]) == 1
+        rows = _rows(out / "gradebook.csv")
+        assert rows[alone.sis_id][f"{T1} - Status"] == "Unreadable submission"
+        assert "unreadable_submission" in rows[alone.sis_id]["Flags"]
+        assert "lock file" in rows[alone.sis_id]["Flags"]
+        assert rows[both.sis_id][f"{T1} - Status"] != "Unreadable submission"
+        assert "unreadable_submission" not in rows[both.sis_id]["Flags"]
+        assert "handed in too, not graded" in rows[both.sis_id]["Notes"]
+        with open(out / "files.csv", newline="", encoding="utf-8-sig") as f:
+            listed = {Path(r["source"].split("!")[-1]).name: r for r in csv.DictReader(f)}
+        assert lock in listed and "lock file" in listed[lock]["skipped"]
+        assert listed[lock]["submitter"] == alone.sis_id
+        assert f".roofline-ledger-{folder.sis_id}.lock" not in listed
+
+
 def test_a_feedback_page_never_names_another_student(graded):
     cls, out, _, rows = graded
     victim, classmate = cls.situation["victim"], cls.situation["classmate"]

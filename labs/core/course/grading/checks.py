@@ -29,6 +29,7 @@ from typing import Any
 from labs.core.course.grading.ids import (close_ids, close_matches, closest, name_owner,
                                           norm_id, same_digits, same_owner)
 from labs.core.course.grading.inputs import ConfigError, Override
+from labs.core.course.grading.sources import SIDE_FILE
 
 #: How much a flag matters to the grade: "wrong" (the grade may be wrong: look before
 #: uploading), "check" (the grade stands, but something is odd), "info" (a fact: no action).
@@ -184,6 +185,10 @@ def student_checks(batch, config, labs, students: list[str],
             named_mine = norm_id(f.submitter) == key if f.submitter else (
                 bool(f.name_id) and name_owner(f.name_id, by_key, config.roster) == key)
             if named_mine and (f.unreadable or (f.submitter and not f.events)):
+                if f.skipped == SIDE_FILE and mine:  # the lock file next to a graded ledger
+                    notes.setdefault(sid, []).append(
+                        f"{short_name(f.source)}: handed in too, not graded ({f.reason})")
+                    continue
                 unreadable.add(sid)
                 out.append(f"unreadable_submission ({short_name(f.source)}: {f.reason})")
             if f.submitter:

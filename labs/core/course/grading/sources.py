@@ -7,7 +7,9 @@ read, an empty folder), with its student when its name names one; only regular f
 opened (non-blocking, so a FIFO never stalls the grader). Sizes, member
 counts and nesting are bounded by :class:`Limits`; a file that cannot be taken in becomes a
 :class:`FileReport` with its reason. Side files are not inputs: the lab's ``.lock`` files, a
-Mac zip's ``__MACOSX/`` and ``._*`` resource forks, ``.DS_Store``. Part of
+Mac zip's ``__MACOSX/`` and ``._*`` resource forks, ``.DS_Store``; but one under an LMS
+download's name (someone handed it in) is reported, skipped, with its submitter
+(:data:`SIDE_FILE`). Part of
 :mod:`labs.core.course.grading` (import it through that name).
 """
 
@@ -107,9 +109,24 @@ def describe(problem: str) -> str:
     return f"{words} {rest}".strip()
 
 
-def _ignored(name: str) -> bool:
+def _side_file(name: str) -> bool:
     return name.endswith(".lock") or name.startswith("._") or name in (".DS_Store",
                                                                        "Thumbs.db")
+
+
+#: Why a side file someone handed in through the LMS was not graded (files.csv, the console).
+SIDE_FILE = "a side file (the lab's lock file), not the ledger: hand in roofline-ledger-<id>.jsonl"
+
+
+def _ignored(name: str) -> bool:
+    """A side file that is skipped without a trace: one that sits next to a ledger in a
+    student's folder. The same file under an LMS download's name (Canvas:
+    ``name_123_456_.roofline-ledger-ada.lock``) was handed in by someone: it is reported."""
+    return _side_file(name) and not lms_submission(name)[0]
+
+
+def _handed_in_side_file(name: str) -> bool:
+    return _side_file(name) and bool(lms_submission(name)[0])
 
 
 def _names_student(name: str) -> bool:
@@ -207,6 +224,9 @@ def _from_path(path: Path, limits: Limits, files: list[FileReport]):
     name = str(path)
     if _ignored(path.name):
         return
+    if _handed_in_side_file(path.name):
+        files.append(FileReport(name, skipped=SIDE_FILE))
+        return
     try:
         st = path.stat()  # an input named on the command line: its link is followed
     except OSError as exc:
@@ -260,6 +280,9 @@ def _from_zip(name: str, fileobj, limits: Limits, files: list[FileReport], depth
     for info in members:
         member = f"{name}!{info.filename}"
         if info.is_dir() or any(_ignored(p) for p in info.filename.split("/")):
+            continue
+        if _handed_in_side_file(info.filename.split("/")[-1]):
+            files.append(FileReport(member, skipped=SIDE_FILE))
             continue
         lower = info.filename.lower()
         is_zip = lower.endswith(".zip")
