@@ -6,7 +6,8 @@ How the answer-leak test works (``tests/test_answer_leaks.py``):
    record every reference answer it returns: :func:`collect_references`.
 2. Run it again with an empty ledger and reveal off (every gate closed) and turn each cell's
    output into text exactly as marimo formats it for the browser (HTML, widget attributes,
-   figure JSON with its hover text): :func:`rendered_cells`.
+   and each plotly figure's text and positions, parsed out of the ``Plotly.newPlot`` script
+   that draws it: see "plotly figures" below): :func:`rendered_cells`.
 3. Search that text for every plausible rendering of each answer: :func:`find_leaks`.
 
 What counts as a rendering (documented here so the rule, not today's wording, is tested):
@@ -22,7 +23,7 @@ What counts as a rendering (documented here so the rule, not today's wording, is
   another dimension ("one step ≥ 57 ms" does not answer "batch 57"), nor one followed by
   ``%`` for an answer that is not a percentage; followed by any other unit (``FLOP/B``,
   ``×``, none) it is. Numbers under figure styling keys (``size``, ``width``: a font size of
-  11) are not read.
+  11) are not read, nor the day or month of an ISO date ("recorded 2026-11-23" is no 11).
 * **Within the grader's tolerance**: the walk (issue 34.3) also reports any number written
   with the answer's own unit (``2.4 ms``, ``1.3×``, ``70 %``, ``4,000 tokens``) that the
   grader would count as correct (``find_leaks(..., tolerance=1.5)``).
@@ -142,6 +143,14 @@ class _Flattener(HTMLParser):
                 continue
             if name == "data-initial-value" and "data-steps" in attrs:
                 value = _slider_value(value, attrs["data-steps"])
+            if name == "data-figure" and tag == "marimo-plotly":  # the kernel's figure form
+                try:
+                    figure = json.loads(value)
+                except ValueError:
+                    figure = None
+                if isinstance(figure, dict):
+                    _flatten_figure(figure, self.pieces, self.options)
+                    continue
             _flatten_value(value, self.pieces, self.options)
         if tag in ("marimo-tex",):
             self.pieces.append(" ")
@@ -155,6 +164,9 @@ class _Flattener(HTMLParser):
     def handle_data(self, data):
         if not self.in_code:
             self.pieces.append(data)
+        elif _NEW_PLOT in data:  # a figure outside marimo's kernel: its JSON is in the script
+            for figure in plotly_figures(data):
+                _flatten_figure(figure, self.pieces, self.options)
 
 
 def _option_labels(value: str) -> list[str]:
@@ -208,7 +220,172 @@ def _flatten_json(obj: Any, pieces: list[str], options: list[list[str]]) -> None
     elif isinstance(obj, bool) or obj is None:
         return
     else:
-        pieces.append(f"\n{obj!r}\n")
+        pieces.append(f"\n{_exact(obj)}\n")
+
+
+def _exact(v) -> str:
+    """A number as a browser shows it: an integral float without its ".0" (plotly's hover
+    and a widget's value show 886, not 886.0)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v)
+
+
+# --- plotly figures ---------------------------------------------------------------------------
+#
+# Outside marimo's kernel (``app.run``, the walks) a go.Figure is formatted through its
+# ``_repr_html_``: an ``<iframe srcdoc>`` whose figure (data, layout) is the JSON argument of a
+# ``Plotly.newPlot(...)`` call inside a <script>, which the flattener otherwise drops as code.
+# It is parsed out and read as a student reads the figure:
+#
+# * its text: every ``text``, ``hovertext``, ``hovertemplate``, ``texttemplate``, ``name``,
+#   ``title`` (plot, axes, legend, colour bar), ``ticktext``, ``label(s)`` at any depth of a
+#   trace or of the layout (annotations' and shapes' labels included);
+# * its positions, where a marker, a bar, a line or a label can stand at an answer: a
+#   trace's ``x``, ``y``, ``z`` and ``customdata`` (hovering shows them, or the hover template
+#   fills them in), an axis's ``tickvals``, a shape's ``x0``..``y1`` and an annotation's ``x``,
+#   ``y`` in data coordinates (an annotation on a log axis is placed at log10 of the value:
+#   read as the value). Paper and domain coordinates (a legend at x = 0.98) are layout, not
+#   data, and are not read. Each position is written exactly and at 3 significant figures: the
+#   labs' hover templates show ``.3s`` / ``.4g``, and a position read off an axis is no finer;
+# * not read: the template (the theme's defaults, the same in every figure), colours, fonts,
+#   sizes, ranges and every other styling key.
+#
+# numpy arrays arrive as plotly's typed arrays ({"dtype": "f8", "bdata": base64}): decoded.
+
+_NEW_PLOT = "Plotly.newPlot("
+_NEW_PLOT_CALL = re.compile(r"Plotly\.newPlot\(\s*(?:\"[^\"]*\"|'[^']*'|[\w.]+)\s*,\s*")
+_JSON_DECODER = json.JSONDecoder()
+FIGURE_TEXT_KEYS = {"text", "hovertext", "hovertemplate", "texttemplate", "name", "title",
+                    "ticktext", "label", "labels"}
+TRACE_POSITION_KEYS = {"x", "y", "z", "customdata"}
+
+
+def plotly_figures(script: str) -> list[dict]:
+    """Every figure ({"data", "layout"}) a script draws with ``Plotly.newPlot(id, data,
+    layout, config)``. A call it cannot read is an error, never skipped: a figure the rule
+    cannot read is one the walk is blind to."""
+    figures = []
+    for call in _NEW_PLOT_CALL.finditer(script):
+        try:
+            data, end = _JSON_DECODER.raw_decode(script, call.end())
+            comma = re.compile(r"\s*,\s*").match(script, end)
+            layout, _ = _JSON_DECODER.raw_decode(script, comma.end()) if comma else ({}, 0)
+        except ValueError as e:
+            raise ValueError(f"a plotly figure the leak rule cannot read: {e}") from e
+        figures.append({"data": data, "layout": layout})
+    if not figures or len(figures) != script.count(_NEW_PLOT):
+        raise ValueError("a Plotly.newPlot call the leak rule cannot read: "
+                         + script[script.find(_NEW_PLOT):][:120])
+    return figures
+
+
+def _typed_array(obj: Any) -> Any:
+    """A plotly typed array ({"dtype", "bdata", "shape"}) as a list; anything else as is."""
+    if isinstance(obj, dict) and "bdata" in obj and "dtype" in obj:
+        import base64
+
+        import numpy as np
+
+        arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+        shape = obj.get("shape")
+        if shape:
+            dims = [int(d) for d in str(shape).split(",")] if isinstance(shape, str) else shape
+            arr = arr.reshape(dims)
+        return arr.tolist()
+    return obj
+
+
+def _position_pieces(obj: Any, pieces: list[str], options: list[list[str]],
+                     log: bool = False) -> None:
+    """A position (or a list of them): a number exactly and at 3 significant figures; a
+    string (a category on the axis) as text."""
+    obj = _typed_array(obj)
+    if isinstance(obj, (list, tuple)):
+        for v in obj:
+            _position_pieces(v, pieces, options, log)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        v = float(obj)
+        if log:
+            v = 10 ** v if abs(v) < 300 else v
+        if not math.isfinite(v):
+            return
+        shown = {_exact(v if log else obj)}
+        if v:
+            r, decimals = _fixed(v, 3)
+            shown.add(f"{r:.{decimals}f}")
+        pieces.append("\n" + "\n".join(sorted(shown)) + "\n")
+    elif isinstance(obj, str):
+        pieces.append("\n")
+        _flatten_html(obj, pieces, options)
+        pieces.append("\n")
+    elif isinstance(obj, dict):
+        _figure_text(obj, pieces, options)
+
+
+def _figure_text(obj: Any, pieces: list[str], options: list[list[str]]) -> None:
+    """The text fields (FIGURE_TEXT_KEYS) of a figure part at any depth, and tick values."""
+    if isinstance(obj, list):
+        for v in obj:
+            _figure_text(v, pieces, options)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in FIGURE_TEXT_KEYS:
+                v = _typed_array(v)
+                if isinstance(v, (dict, list)) and k not in ("text", "hovertext", "ticktext",
+                                                             "labels"):
+                    _figure_text(v, pieces, options)  # a title's {"text": ...}
+                else:  # each text on its own line: "N* = 886" glued to a name is not "886x"
+                    for text in v if isinstance(v, list) else [v]:
+                        pieces.append("\n")
+                        _flatten_json(text, pieces, options)
+                        pieces.append("\n")
+            elif k == "tickvals":
+                _position_pieces(v, pieces, options)
+            elif isinstance(v, (dict, list)):
+                _figure_text(v, pieces, options)
+
+
+def _axis_is_log(layout: dict, ref: Any) -> bool:
+    """Whether ``xref``/``yref`` ("x", "y2") names a log axis of the layout."""
+    if not isinstance(ref, str) or not re.fullmatch(r"[xy]\d*", ref):
+        return False
+    axis = layout.get(ref[0] + "axis" + ref[1:], {})
+    return isinstance(axis, dict) and axis.get("type") == "log"
+
+
+def _in_data_coordinates(ref: Any) -> bool:
+    return not isinstance(ref, str) or not (ref == "paper" or ref.endswith("domain"))
+
+
+def _flatten_figure(figure: dict, pieces: list[str], options: list[list[str]]) -> None:
+    """A plotly figure's text and positions, as described above."""
+    layout = {k: v for k, v in (figure.get("layout") or {}).items() if k != "template"}
+    pieces.append("\n")
+    for trace in figure.get("data") or []:
+        if not isinstance(trace, dict):
+            continue
+        _figure_text(trace, pieces, options)
+        for k in TRACE_POSITION_KEYS & set(trace):
+            _position_pieces(trace[k], pieces, options)
+    notes = layout.pop("annotations", None) or []
+    shapes = layout.pop("shapes", None) or []
+    _figure_text(layout, pieces, options)
+    for note in notes if isinstance(notes, list) else []:
+        _figure_text(note, pieces, options)
+        for axis in "xy":
+            ref = note.get(axis + "ref", axis)
+            if axis in note and _in_data_coordinates(ref):
+                _position_pieces(note[axis], pieces, options, _axis_is_log(layout, ref))
+    for shape in shapes if isinstance(shapes, list) else []:
+        _figure_text(shape, pieces, options)
+        for axis in "xy":
+            ref = shape.get(axis + "ref", axis)
+            if _in_data_coordinates(ref):
+                for k in (axis + "0", axis + "1"):
+                    if k in shape:
+                        _position_pieces(shape[k], pieces, options)
+    pieces.append("\n")
 
 
 def _flatten_html(fragment: str, pieces: list[str], options: list[list[str]]) -> None:
@@ -503,6 +680,8 @@ def near_answers(text: str, ref: Reference, tolerance: float) -> list[tuple[str,
         if not any(after.startswith(w) and not after[len(w):len(w) + 1].isalpha()
                    for w in words):
             continue
+        if _in_date(text, m.start()):
+            continue
         if text[max(0, m.start() - 8):m.start()].lower().endswith("off by "):
             continue  # a verdict's ratio (your prediction against its instrument), not a value
         v = float((m.group(1) + (m.group(2) or "")).replace(",", ""))
@@ -517,9 +696,24 @@ def near_answers(text: str, ref: Reference, tolerance: float) -> list[tuple[str,
 def _rendering_at(rendering: str, text: str, units: str) -> tuple[int, int] | None:
     """Where ``rendering`` first stands in ``text`` as a number of the answer's dimension."""
     for m in _number_pattern(rendering).finditer(text):
-        if not _other_dimension(text[m.end():], units):
+        if not _other_dimension(text[m.end():], units) and not _in_date(text, m.start()):
             return m.start(), m.end()
     return None
+
+
+#: An ISO date, with a time of day or not ("recorded 2026-11-23", "2026-11-23T10:04").
+ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?(?!\d)")
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _date_spans(text: str) -> tuple:
+    return tuple(m.span() for m in ISO_DATE.finditer(text))
+
+
+def _in_date(text: str, position: int) -> bool:
+    """Whether ``position`` is inside an ISO date: its day and month (11 in "2026-11-23") are
+    a calendar's, never a quantity (figure captions and reference machines carry dates)."""
+    return any(a <= position < b for a, b in _date_spans(text))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -528,12 +722,19 @@ def _near_answers(text: str, ref: Reference, tolerance: float) -> tuple:
 
 
 def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
-               renderings=numeric_renderings, tolerance: float | None = None) -> list[Leak]:
+               renderings=numeric_renderings, tolerance: float | None = None,
+               other_cases: dict | None = None) -> list[Leak]:
     """Every occurrence of a reference answer in the cells' rendered text.
 
     A choice's fellow options (for its key phrase and the contrast rule) are those of the
     widget option list, in any cell, that contains its label.
+
+    ``other_cases`` (item id -> compiled pattern): a number within the tolerance (not an exact
+    rendering) in a cell whose text matches the item's pattern is not reported: the pattern
+    names the other case of the question that cell states (the batch-64 chart of a batch-1
+    question); every such entry says why in the test that passes it.
     """
+    other_cases = other_cases or {}
     cells = list(cells)
     options = [list(o) for c in cells for o in c.options]
     leaks: list[Leak] = []
@@ -556,7 +757,10 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
                         leaks.append(Leak(cell, ref, rendering,
                                           re.sub(r"\s+", " ", cell.text[a:b])))
             if tolerance is not None:  # the answer's unit, a value the grader counts correct
+                other = other_cases.get(ref.item_id)
                 for cell in cells:
+                    if other is not None and other.search(cell.text):
+                        continue
                     for shown, start, end in _near_answers(cell.text, ref, tolerance)[:1]:
                         a, b = max(0, start - 70), end + 70
                         leaks.append(Leak(cell, ref, f"{shown} {ref.units} (within "
