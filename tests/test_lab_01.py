@@ -358,3 +358,29 @@ def test_part_1_explorer_answers_prediction_3_in_no_spelling_before_its_lock(env
         _, defs = _explore(app, BEFORE_P3, (m, o["n"], o["k"]), p, dc)
         assert defs["gemm_regime"] == regime, m
 
+
+def test_prediction_2_slider_does_not_open_on_an_answer_graded_correct(env, app, monkeypatch):
+    # The log-scale slider opens at the step nearest its range's geometric middle; pressing
+    # "Lock" twice without moving it locks that step. It must be graded wrong for the
+    # reference case, and an answer graded right must still be reachable on the slider.
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    reference = defs["crossover_prediction"].value  # the instructor copy's reference answer
+    assert reference == round(roofline.gemm_crossover_n("h100-sxm", "bf16"))
+    handler = defs["crossover_form"].roofline_item["handler"]
+    assert handler.start in handler.steps
+    assert quiz.ratio_off(handler.start, reference) > quiz.GRADE_TOLERANCE, handler.start
+    assert any(quiz.ratio_off(s, reference) <= quiz.GRADE_TOLERANCE for s in handler.steps)
+    # a natural range: every device's N* in the registry is on the slider
+    crossovers = [roofline.gemm_crossover_n(k, q) for k in hardware.keys()
+                  for q in hardware.get(k).precisions if q in hardware.PRECISIONS]
+    assert handler.steps[0] <= min(crossovers) and max(crossovers) <= handler.steps[-1]
+    # a student who locks the slider where it opened is graded wrong
+    monkeypatch.delenv("ROOFLINE_REVEAL")
+    _, defs = app.run()
+    quiz.simulate_submit(defs["crossover_form"], answer=handler.start, confidence=3,
+                         reason="left the slider where it was")
+    locked = defs["lab"].first_prediction("lab01.crossover_n")
+    assert locked.value == handler.start
+    assert quiz.verdict_kind(locked.value, reference) == "danger"
+
