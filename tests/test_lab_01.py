@@ -384,3 +384,15 @@ def test_prediction_2_slider_does_not_open_on_an_answer_graded_correct(env, app,
     assert locked.value == handler.start
     assert quiz.verdict_kind(locked.value, reference) == "danger"
 
+
+def test_the_style_gallery_shows_no_lab_1_answer(env):
+    """labs/gallery.py ships next to the labs and a student can run it (review T-3): no N* it
+    shows, in its source or its output, is graded correct for Prediction 2."""
+    gallery = LABS / "gallery.py"
+    outputs, _ = load_app(gallery, "_gallery_lab01").run()
+    text = gallery.read_text(encoding="utf-8") + " ".join(
+        visible_text(o) for o in outputs if o is not None)
+    answer = round(roofline.gemm_crossover_n("h100-sxm", "bf16"))
+    assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text)
+    shown = [float(v.replace(",", "")) for v in re.findall(r"N\* = (\d[\d,]*)", text)]
+    assert shown and all(quiz.ratio_off(v, answer) > quiz.GRADE_TOLERANCE for v in shown)

@@ -387,3 +387,17 @@ def test_part_1_gives_no_fit_verdict_before_prediction_2_is_locked(env, app):
         _, defs = _part1(app, PREDICTIONS, device, answer, OOM_CASE["seq_len"])
         assert "decode_step" in defs and not defs["budget"].fits, device
 
+
+def test_the_style_gallery_shows_no_lab_2_memory_case(env):
+    """labs/gallery.py ships next to the labs and a student can run it (review T-3): its memory
+    budget is a made-up model's, and no batch it names is graded correct for Prediction 2."""
+    gallery = LABS / "gallery.py"
+    outputs, _ = load_app(gallery, "_gallery_lab02").run()
+    source = gallery.read_text(encoding="utf-8")
+    text = source + " ".join(visible_text(o) for o in outputs if o is not None)
+    assert not [m.name for m in models.MODELS.values() if m.name in text]
+    assert not [m.name for m in models.MODELS.values()  # nor any model's bf16 weights
+                if f"{m.weight_bytes('bf16') / 1e9:.1f}e9" in source]
+    answer = models.oom_batch(**OOM_CASE)
+    batches = [int(b) for b in re.findall(r"batch (\d+)", text)]
+    assert batches and all(quiz.ratio_off(b, answer) > quiz.GRADE_TOLERANCE for b in batches)
