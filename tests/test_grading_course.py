@@ -508,6 +508,28 @@ def test_the_course_page_says_what_an_edited_line_costs():
     assert re.search(r"edited line[^.]*earns nothing", section)
 
 
+def test_the_late_penalty_is_described_as_the_grader_applies_it(tmp_path):
+    """Review finding 9: the penalty is taken from each late part, not from the lab's points:
+    the course page, the example config and the scoring agree (one explanation of an item,
+    1 point, 2 started days late at 0.25 a day loses 0.5, not half the lab)."""
+    text = (Path(__file__).parents[1] / "docs" / "instructors" / "index.md").read_text(
+        encoding="utf-8")
+    words = " ".join(text.split())
+    assert "lab's points per started day" not in words
+    assert "taken from each part done late, not from the whole lab" in words
+    assert "lab's points per started day" not in G.example_config()
+    led = L.Ledger("ada", tmp_path / "work")
+    honest_session(led)  # 10 events a minute apart; the last item's explain at minute 10
+    deadline = T0 + timedelta(minutes=9, seconds=30)  # only that explanation is after it
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[course]\nlate_penalty_per_day = 0.25\n[labs.lab01]\n"
+                   f"items = [\"{X}\", \"{R}\"]\n"
+                   f"deadline = {deadline.strftime('%Y-%m-%dT%H:%M:%SZ')}\n")
+    g = G.grade(G.load_ledgers([led.path]), G.load_config(cfg)).grades[("ada", "lab01")]
+    assert g.status == "Late"
+    assert g.points == pytest.approx(5.0 - 1.0 * 0.25)  # 1 started day: the part keeps 0.75
+
+
 def test_an_lms_copy_suffix_is_the_same_student(tmp_path):
     """Canvas renames a resubmission ada-1.jsonl: no phantom student, no false mismatch; an
     unreadable copy still lands on ada's row."""

@@ -17,8 +17,8 @@ Facts that are not problems (an id spelt two ways, a file read as UTF-16) become
 instructor's overrides and extensions are checked here too: an override naming no student or
 item of the class raises ConfigError with the close matches; so does an extension naming no
 roster student (without a roster: one that is a graded student's id with leading zeros added or
-lost; any other naming no graded student is a warning for the console). Part of :mod:`labs.core.course.grading`
-(import it through that name).
+lost; any other naming no graded student is a warning for the console). Part of
+:mod:`labs.core.course.grading` (import it through that name).
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ class CourseConfig:
     name: str = ""
     id_column: str = "SIS User ID"
     late_policy: str = "report"  # "report": all events count; "deadline": only those before it
-    late_penalty_per_day: float = 0.0  # fraction of the lab's points per started day late
+    #: each part done late keeps 1 - this x started days late of its points (at least 0)
+    late_penalty_per_day: float = 0.0
     labs: dict[str, LabConfig] = field(default_factory=dict)
     students: list[str] = field(default_factory=list)  # roster ids: listed even with no ledger
     configured: bool = False  # False: labs are inferred from the submissions
@@ -345,7 +346,7 @@ def example_config(labs_dir: str | os.PathLike | None = None) -> str:
            "[course]", 'name = "Roofline Labs, spring term"',
            'id_column = "SIS User ID"          # the gradebook\'s id column; Gradescope: "SID"',
            'late_policy = "report"             # or "deadline": later events earn nothing',
-           "late_penalty_per_day = 0.0         # fraction of a lab's points per started day",
+           "late_penalty_per_day = 0.0         # per started day late, off each late part's points",
            '# roster = "roster.csv"            # ids, names, e-mails (a Canvas/Gradescope export)',
            '# overrides = "overrides.csv"      # student,item,points,comment: merged in',
            '# students = ["ada", "bob"]        # or a roster without names',
