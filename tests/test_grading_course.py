@@ -511,7 +511,7 @@ def test_the_course_page_says_what_an_edited_line_costs():
 def test_the_late_penalty_is_described_as_the_grader_applies_it(tmp_path):
     """Review finding 9: the penalty is taken from each late part, not from the lab's points:
     the course page, the example config and the scoring agree (one explanation of an item,
-    1 point, 2 started days late at 0.25 a day loses 0.5, not half the lab)."""
+    1 point, 1 started day late at 0.25 a day loses 0.25, not a quarter of the lab)."""
     text = (Path(__file__).parents[1] / "docs" / "instructors" / "index.md").read_text(
         encoding="utf-8")
     words = " ".join(text.split())
