@@ -301,9 +301,9 @@ def time_with_launches(hw, config=TINY_DECODER, *,
     ``launch_overhead_us`` one after another (Lab 4's overhead regime,
     ``roofline.DEFAULT_LAUNCH_OVERHEAD_US``, the model of :func:`overhead_ratio_by_group`).
 
-    Derivation, the tiny decoder's batch-1 fp32 decode step with math attention on the H100:
-    172 kernels (:func:`step_kernel_list`), 172 x 5 us = 860 us, about 23x the 37.7 us bound:
-    a step that small is overhead-bound on a GPU in eager mode. (``step_ops``' own
+    Derivation, the tiny decoder's batch-1 fp32 decode step with math attention on the A100
+    80GB: 172 kernels (:func:`step_kernel_list`), 172 x 5 us = 860 us, about 14x the 62 us
+    bound: a step that small is overhead-bound on a GPU in eager mode. (``step_ops``' own
     ``kernels`` count its 61 roofline ops, K,V and gate,up fused and no rotary, cache-write,
     scale, final-norm or embedding operator: not what the profiled module launches.) The 5 us
     is a floor: an eager step on an H200 paid about 15 us per kernel outside its operators
@@ -338,7 +338,7 @@ def predicted_ratio_with_launches(change: str, hw, base: dict, config=TINY_DECOD
     """New / old step time for one change under the roofline plus the launch model
     (:func:`time_with_launches`): (sum of bounds + kernels x overhead) after / before; None
     for torch.compile (as :func:`predicted_ratio`). Halving the bytes (fp32 -> bf16) halves
-    only the bounds, not the launches: for the batch-1 fp32 decode step on the H100 (bound T,
+    only the bounds, not the launches: for a batch-1 fp32 decode step on a GPU (bound T,
     172 kernels x 5 us = 860 us of launches) the ratio is (T/2 + 860 us) / (T + 860 us), where
     the pure roofline says 0.5."""
     new = changed(change, base)
