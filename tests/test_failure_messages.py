@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from labs.core import style
-from widget_sweep import failure_messages
+from widget_sweep import MALFORMED, failure_messages
 
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("lab_*.py"))
 
@@ -85,8 +85,16 @@ def test_core_argument_names_are_left_out_for_students():
 @pytest.mark.parametrize("lab_file", LABS, ids=[p.stem for p in LABS])
 def test_every_failure_state_names_cause_and_way_out(lab_file, env, monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
-    messages = failure_messages(lab_file)
+    shown: dict = {}
+    messages = failure_messages(lab_file, shown)
     assert messages, f"{lab_file.name}: no failure state reachable with its widgets (§3.5)"
     bad = {m: (how, problems(m)) for m, how in messages.items() if problems(m)}
     assert not bad, f"{lab_file.name}: " + "\n".join(
         f"\n  [{how}] {', '.join(why)}:\n    {m[:400]}" for m, (how, why) in bad.items())
+    # a mistyped entry in a number box ("1,000", "7M") is refused where the box is shown
+    for how, (values, said) in shown.items():
+        for value in values.values():
+            typed = list(value.values()) if isinstance(value, dict) else [value]
+            if all(isinstance(t, str) and t in MALFORMED for t in typed):
+                assert any(t in m for t in typed for m in said), (
+                    f"{lab_file.name}: [{how}] was taken without a message")

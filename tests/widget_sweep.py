@@ -1,9 +1,10 @@
 """Drive a lab's widgets headless and collect every failure message it shows.
 
 ``failure_messages(lab_file)`` runs the lab in reveal mode (every gate open), then once per
-setting of each dropdown (every option), multiselect (none, a few, all) and slider (both ends),
-and once per cell with all of that cell's sliders at their low ends and once at their high
-ends (a GEMM that outgrows memory needs M, N and K large together). Each setting is made the
+setting of each dropdown (every option), multiselect (none, a few, all), slider (both ends) and
+course number box, alone or in a ``mo.ui.dictionary`` (both ends, then each entry of
+:data:`MALFORMED`, which must be refused with a message), and once per cell with all of that
+cell's sliders at their low ends and once at their high ends (a GEMM that outgrows memory needs M, N and K large together). Each setting is made the
 way the browser makes it (``UIElement._update`` on a copy, passed to ``app.run(defs=...)``
 together with the other names of its cell). It returns the text of each distinct failure
 callout (kind danger or warn, not a comparison with the student's prediction) with the setting
@@ -28,6 +29,10 @@ from notebook_support import load_app
 _DROPDOWN = type(mo.ui.dropdown(["a"]))
 _SLIDER = type(mo.ui.slider(1, 2))
 _MULTISELECT = type(mo.ui.multiselect(["a"]))
+#: Entries a student mistypes, typed into every course number box by the failure sweep: each
+#: must be refused with a message naming it, never read as another number ("1,000" was read as
+#: 1 in a 1-512 box; "7M" as 7 ms).
+MALFORMED = ("1,000", "7M")
 #: Callouts that report a comparison or a result, not a failure.
 _NOT_FAILURES = ("You predicted", "Reference answer", "off by", "Committed.")
 
@@ -41,7 +46,47 @@ def settings(widget: Any) -> list:
         return [[], labels[:3], labels]
     if isinstance(widget, _SLIDER):
         return list(_slider_ends(widget))
+    if number_boxes(widget):
+        return _typed(widget, [_low, _high] + [lambda box, t=t: t for t in MALFORMED])
     return []
+
+
+def number_boxes(widget: Any) -> dict:
+    """``{None: widget}`` for a course NumberBox, ``{key: box}`` for a ``mo.ui.dictionary`` of
+    them (Lab 3's circuit weights); empty for anything else."""
+    from labs.core.ui.inputs import NumberBox
+
+    if isinstance(widget, NumberBox):
+        return {None: widget}
+    elements = getattr(widget, "elements", None) if isinstance(widget, mo.ui.dictionary) else None
+    if elements and all(isinstance(box, NumberBox) for box in elements.values()):
+        return dict(elements)
+    return {}
+
+
+def _typed(widget: Any, texts: list) -> list:
+    """The frontend values that type ``text(box)`` into every box of ``widget``, one per text:
+    the text itself for a NumberBox, ``{key: text}`` for a dictionary of them."""
+    boxes = number_boxes(widget)
+    if None in boxes:
+        return [text(boxes[None]) for text in texts]
+    return [{key: text(box) for key, box in boxes.items()} for text in texts]
+
+
+def _low(box) -> str:
+    from labs.core.ui.numbers import plain
+    return plain(box.lo)
+
+
+def _high(box) -> str:
+    from labs.core.ui.numbers import plain
+    return plain(box.hi)
+
+
+def _middle(box) -> str:
+    from labs.core.ui.numbers import plain
+    middle = (box.lo * box.hi) ** 0.5 if box.lo > 0 else (box.lo + box.hi) / 2
+    return plain(round(middle) if box.integer else middle)  # a batch box takes 23, not 22.6
 
 
 def _slider_ends(widget) -> tuple:
@@ -103,8 +148,9 @@ def _output_failures(out) -> list[str]:
     return texts
 
 
-def failure_messages(lab_file: Path) -> dict[str, str]:
-    """{message: the widget setting that showed it} for one lab (reveal mode)."""
+def failure_messages(lab_file: Path, shown: dict | None = None) -> dict[str, str]:
+    """{message: the widget setting that showed it} for one lab (reveal mode). ``shown``: a
+    dict filled with {setting: (name -> frontend value, [every message it showed])}."""
     app = load_app(lab_file, f"_{lab_file.stem}_sweep")
     # each setting re-runs what it reaches, as the kernel does (leak_support.DownstreamRuns,
     # held against whole runs in test_answer_leaks)
@@ -125,8 +171,11 @@ def failure_messages(lab_file: Path) -> dict[str, str]:
     seen: dict[str, str] = {}
     for how, values in trials:
         outputs, _ = runs.run(changed_defs(app, base, values))
-        for message in failures([outputs[cid] for cid in cells if cid in outputs], memo):
+        messages = failures([outputs[cid] for cid in cells if cid in outputs], memo)
+        for message in messages:
             seen.setdefault(message, how)
+        if shown is not None:
+            shown[how] = (values, messages)
     return seen
 
 
@@ -140,10 +189,9 @@ _CHECKBOX = type(mo.ui.checkbox())
 def sample_settings(widget: Any) -> list:
     """Frontend values that sample what ``widget`` can show: every option of a dropdown or
     radio, none/some/all of a multiselect, five points of a slider (ends, quartiles), both
-    states of a switch, the ends and the middle of a course number box. Buttons, forms and
-    free text are not swept (a button starts a measurement; forms are the predictions)."""
-    from labs.core.ui.inputs import NumberBox
-
+    states of a switch, the ends and the middle of a course number box (every box of a
+    ``mo.ui.dictionary`` of them together). Buttons, forms and free text are not swept (a
+    button starts a measurement; forms are the predictions)."""
     if isinstance(widget, (_DROPDOWN, _RADIO)):
         return [[label] if isinstance(widget, _DROPDOWN) else label for label in widget.options]
     if isinstance(widget, _MULTISELECT):
@@ -161,10 +209,8 @@ def sample_settings(widget: Any) -> list:
         return sorted(points)
     if isinstance(widget, (_SWITCH, _CHECKBOX)):
         return [True, False]
-    if isinstance(widget, NumberBox):
-        from labs.core.ui.numbers import plain
-        middle = (widget.lo * widget.hi) ** 0.5 if widget.lo > 0 else (widget.lo + widget.hi) / 2
-        return [plain(widget.lo), plain(middle), plain(widget.hi)]
+    if number_boxes(widget):
+        return _typed(widget, [_low, _middle, _high])
     return []
 
 
