@@ -359,6 +359,43 @@ def test_numbers_are_found_in_text_latex_and_nested_attributes(shown):
     assert find_leaks([_cell(shown)], refs)
 
 
+WAVE = Reference("lab05.wave_fraction", 0.595)
+EXPOSED = Reference("lab06.dp_exposed_us", 29300.0, units="µs")
+ALLREDUCE = Reference("lab06.allreduce_ms", 3.9, units="ms")
+SHARE = Reference("lab07.memory_share", 4.2, units="%")
+
+
+@pytest.mark.parametrize("shown, ref", [
+    ("<p>the last wave is 59.5 % full</p>", WAVE),  # the labs' own "0.5 %" style
+    ("<p>the last wave is 59.5&#8239;% full</p>", WAVE),  # a thin space
+    ("<p>N* ≈ 8.86E+02</p>", Reference("lab01.n", 886.27)),  # upper-case exponent
+    ("<p>N* = 886.0 in bf16</p>", Reference("lab01.n", 886)),  # a float printed as such
+    ("<p>the exposed wait is 29.3 ms</p>", EXPOSED),  # another time prefix
+    ("<p>the exposed wait is 0.0293 s</p>", EXPOSED),
+    ("<p>one all-reduce: 3,900 µs</p>", ALLREDUCE),
+    ("<p>one all-reduce: 3900 us</p>", ALLREDUCE),
+    ("<p>one all-reduce: 0.0039&#160;s</p>", ALLREDUCE),
+    ("<p>memory-bound ops take a share of 0.042 of the step</p>", SHARE),  # % as a fraction
+    ("<p>the fraction spent in memory: 0.042</p>", SHARE),
+])
+def test_other_renderings_of_an_answer_are_found(shown, ref):
+    """Review W-3: a space before %, an upper-case E, a float's ".0", the same time in another
+    SI prefix, and a percentage shown as a fraction where the text says it is one."""
+    assert find_leaks([_cell(shown)], [ref]), shown
+
+
+@pytest.mark.parametrize("shown, ref", [
+    ("<p>AI 0.042 FLOP/B</p>", SHARE),  # a fraction's digits, no fraction word
+    ("<p>a share of 4.2 ms of the step</p>", SHARE),  # a share, but of time, not 0.042
+    ("<p>29.3 GB at 29.3 FLOP/B, 29.3 µs</p>", EXPOSED),  # not a time in another prefix
+    ("<p>3.9 GB/s, 3,900 tokens, 3,900 ns</p>", ALLREDUCE),
+    ("<p>N* = 886.05 and 1.0E+03 and 1.0E3</p>", Reference("lab01.n", 886)),
+    ("<p>1.0E+03 elements</p>", Reference("x.k", 1000)),  # still trivially common
+])
+def test_other_renderings_stay_narrow(shown, ref):
+    assert not find_leaks([_cell(shown)], [ref]), shown
+
+
 def test_a_time_or_a_size_is_not_evidence_for_a_count_or_a_ratio():
     batch = [Reference("lab02.oom_batch", 57, units="sequences")]
     assert not find_leaks([_cell("<p>one step ≥ 57 ms: 15.56 GB at 273 GB/s</p>")], batch)
