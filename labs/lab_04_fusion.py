@@ -512,26 +512,33 @@ def _(lab, mo, quiz, speedup_prediction):
 
 
 @app.cell
-def _(mo, speedup_prediction, style):
+def _(F, FU, mo, speedup_prediction, style):
     mo.stop(speedup_prediction is None)  # the equations give the answer away
-    style.math_peek("fusing a memory-bound chain", r"""
+    # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
+    # answer, so it is computed here, never typed (review T-4).
+    _k = [c.bytes for c in F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").kernels_costs]
+    _fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
+                                 "fp16").total.bytes
+    _frac = rf"\frac{{{sum(_k):g}\,n\ \text{{B}}}}{{{_fused:g}\,n\ \text{{B}}}}"
+    style.math_peek("fusing a memory-bound chain", rf"""
     Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
     elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
 
     | kernel | reads | writes | bytes / element |
     |---|---|---|---|
-    | LayerNorm | $x$ | $y$ | $2b = 4$ |
-    | GELU | $y$ | $z$ | $2b = 4$ |
-    | dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = 5$ |
-    | residual add | $d$, skip | out | $3b = 6$ |
-    | **all four, fused** | $x$, skip | out + mask | $3b + 1 = 7$ |
+    | LayerNorm | $x$ | $y$ | $2b = {_k[0]:g}$ |
+    | GELU | $y$ | $z$ | $2b = {_k[1]:g}$ |
+    | dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = {_k[2]:g}$ |
+    | residual add | $d$, skip | out | $3b = {_k[3]:g}$ |
+    | **all four, fused** | $x$, skip | out + mask | $3b + 1 = {_fused:g}$ |
 
-    Each kernel's time is $t_k = \max\left(\frac{F_k}{P},\ \frac{B_k}{\beta},\ t_\text{launch}\right)$
+    Each kernel's time is
+    $t_k = \max\left(\frac{{F_k}}{{P}},\ \frac{{B_k}}{{\beta}},\ t_\text{{launch}}\right)$
     (FLOPs over the dense peak in FLOP/s, bytes over bandwidth in B/s, one launch in s). On a
     large tensor the byte term wins for every kernel (AI ≈ 1 FLOP/B ≪ ridge), so
 
-    $$\text{speedup} = \frac{\sum_k B_k/\beta}{B_\text{fused}/\beta} = \frac{19\,n\ \text{B}}{7\,n\
-    \text{B}} \approx 2.7\times$$
+    $$\text{{speedup}} = \frac{{\sum_k B_k/\beta}}{{B_\text{{fused}}/\beta}} = {_frac}
+    \approx {sum(_k) / _fused:.2g}\times$$
 
     not 4×: fusion removes the *intermediate* round trips, but the fused kernel still reads its
     inputs and writes its outputs once. Intermediates stay in registers.
@@ -1005,22 +1012,39 @@ def _(lab, mo, oom_prediction, quiz):
 
 
 @app.cell
-def _(mo, oom_prediction, style):
+def _(
+    FU,
+    OPENING,
+    QUESTION_HEADS,
+    QUESTION_HEAD_DIM,
+    hardware,
+    mo,
+    oom_prediction,
+    style,
+):
     mo.stop(oom_prediction is None)  # the equations give the answer away
-    style.math_peek("attention's S² term", r"""
-    Per head, $S = QK^\top$ ($S_q \times S_{kv}$), $P = \text{softmax}(S)$, $O = PV$.
-    FLOPs $= 4\,B\,H\,S_q\,S_{kv}\,d$ for both versions (two matmuls, 2 FLOP per multiply-add).
+    # The question's case on the opening device, from core: the bound on S is Prediction 3's
+    # answer, so it is computed here, never typed (review T-4).
+    _hw, _h, _d, _b = hardware.get(OPENING["device"]), QUESTION_HEADS, QUESTION_HEAD_DIM, 2
+    _s = FU.unfused_max_seq_len(_hw, 1, _h, _d, "fp16")
+    _mant, _exp = f"{_hw.memory_bytes:.2e}".split("e")
+    _cap = rf"{_mant}\times10^{{{int(_exp)}}}"
+    _gib, _stex = _hw.memory_bytes / 2**30, f"{_s:,}".replace(",", "{,}")
+    style.math_peek("attention's S² term", rf"""
+    Per head, $S = QK^\top$ ($S_q \times S_{{kv}}$), $P = \text{{softmax}}(S)$, $O = PV$.
+    FLOPs $= 4\,B\,H\,S_q\,S_{{kv}}\,d$ for both versions (two matmuls, 2 FLOP per multiply-add).
 
     **Unfused** (3 kernels) writes $S$, reads it, writes $P$, reads it: 4 passes of
-    $B H S_q S_{kv}$ elements of $b$ bytes on top of $Q, K, V, O$ ($B H S d\,b$ each):
+    $B H S_q S_{{kv}}$ elements of $b$ bytes on top of $Q, K, V, O$ ($B H S d\,b$ each):
 
-    $$\text{bytes}_\text{unfused} = 4 B H S d\,b + 4 B H S^2 b \qquad
-    \text{bytes}_\text{fused} = 4 B H S d\,b$$
+    $$\text{{bytes}}_\text{{unfused}} = 4 B H S d\,b + 4 B H S^2 b \qquad
+    \text{{bytes}}_\text{{fused}} = 4 B H S d\,b$$
 
     The score term grows with $S^2$, so at long context it dominates both traffic and memory.
-    The score matrix must also exist at once in device memory, $B H S^2 b$ bytes: with 32 heads
-    at fp16 that is $64\,S^2$ B, so on an H100's 80 GiB ($80 \cdot 2^{30} = 8.59\times10^{10}$ B)
-    $$64 S^2 + 4 \cdot 32 \cdot 128 \cdot 2\,S \le 8.59\times10^{10} \Rightarrow S \le 36{,}380 .$$
+    The score matrix must also exist at once in device memory, $B H S^2 b$ bytes: with {_h} heads
+    at fp16 that is ${_h * _b}\,S^2$ B, so on the {_hw.name}'s {_gib:g} GiB
+    (${_gib:g} \cdot 2^{{30}} = {_cap}$ B)
+    $${_h * _b} S^2 + 4 \cdot {_h} \cdot {_d} \cdot {_b}\,S \le {_cap} \Rightarrow S \le {_stex} .$$
     **Fused** (flash) attention computes $S$ tile by tile on chip with an online softmax and
     never writes it: traffic and memory are linear in $S$, FLOPs unchanged, so AI grows with $S$.
     """)
@@ -1248,34 +1272,44 @@ def _(lab, mo, quiz, tile_prediction):
 
 
 @app.cell
-def _(mo, style, tile_prediction):
+def _(FU, OPENING, QUESTION_HEAD_DIM, hardware, mo, style, tile_prediction):
     mo.stop(tile_prediction is None)  # the equations give the answer away
-    style.math_peek("tiles and the two-level roofline", r"""
+    # The question's tiles on the opening device, from core: the largest one that fits is
+    # Prediction 4's answer, so it is computed here, never typed (review T-4).
+    _hw, _d = hardware.get(OPENING["device"]), QUESTION_HEAD_DIM
+    _t = FU.largest_square_tile(_d, _hw)
+    _fit, _big = (FU.flash_tile(b, b, _d, _hw) for b in (_t, 2 * _t))
+    _kib = lambda v: f"{v / 1024:.0f} KiB"  # noqa: E731
+    _pools = " and ".join(
+        f"{_kib(v)} of {pool} ({'too much' if pool in _big.overflows else 'fits'})"
+        for pool, v in (("shared memory", _big.smem_bytes), ("registers", _big.register_bytes)))
+    style.math_peek("tiles and the two-level roofline", rf"""
     **Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
     accumulators fp32, in two separate pools, each with its own limit:
 
-    $$\underbrace{(B_q d + 2 B_{kv} d)\,b}_{\text{Q, K, V tiles}} \le
-    \text{shared memory per block},\qquad
-    \underbrace{(B_q B_{kv} + B_q d)\cdot 4}_{\text{S tile, O accumulator}} \le
-    \text{register file}$$
+    $$\underbrace{{(B_q d + 2 B_{{kv}} d)\,b}}_{{\text{{Q, K, V tiles}}}} \le
+    \text{{shared memory per block}},\qquad
+    \underbrace{{(B_q B_{{kv}} + B_q d)\cdot 4}}_{{\text{{S tile, O accumulator}}}} \le
+    \text{{register file}}$$
 
-    H100, $d = 128$, fp16 (227 KiB of shared memory per block, a 256 KiB register file):
-    $128\times128$ needs 96 KiB and 128 KiB: both fit. $256\times256$ needs 192 KiB of shared
-    memory (fits) but 384 KiB of registers: the registers overflow, so it does not fit. Room
-    left in one pool does not help the other.
+    {_hw.name}, $d = {_d}$, fp16 ({_kib(_fit.smem_capacity_bytes)} of shared memory per block, a
+    {_kib(_fit.register_capacity_bytes)} register file): ${_t}\times{_t}$ needs
+    {_kib(_fit.smem_bytes)} and {_kib(_fit.register_bytes)}: both fit.
+    ${2 * _t}\times{2 * _t}$ needs {_pools}, so it does not fit. Room left in one pool does not
+    help the other.
 
     **HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K and V:
-    $\text{bytes}_\text{HBM} \approx 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
-    $AI_\text{HBM} = 4BHS^2d / \text{bytes} \approx B_q$ FLOP/B at fp16 (real kernels also get
+    $\text{{bytes}}_\text{{HBM}} \approx 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
+    $AI_\text{{HBM}} = 4BHS^2d / \text{{bytes}} \approx B_q$ FLOP/B at fp16 (real kernels also get
     K/V re-reads from the L2 cache, which this model ignores).
 
     **On-chip traffic**: per (query tile, KV tile) pair the matmuls read Q, K, V tiles from shared
-    memory, $AI_\text{chip} \approx 4 B_q B_{kv} / ((B_q + 2B_{kv})\,b)$.
+    memory, $AI_\text{{chip}} \approx 4 B_q B_{{kv}} / ((B_q + 2B_{{kv}})\,b)$.
 
-    **Two-level roofline**: attainable $= \min(P,\ AI_\text{HBM}\,\beta_\text{HBM},\
-    AI_\text{chip}\,\beta_\text{chip})$, with $\beta_\text{chip} \approx$ SMs × 128 B/clock ×
-    clock (~33 TB/s on an H100, ~10× HBM). Keeping the scores on chip moves traffic to the level
-    with ~10× the bandwidth; the bigger the tile, the higher $AI_\text{HBM}$, until the tile no
+    **Two-level roofline**: attainable $= \min(P,\ AI_\text{{HBM}}\,\beta_\text{{HBM}},\
+    AI_\text{{chip}}\,\beta_\text{{chip}})$, with $\beta_\text{{chip}} \approx$ SMs × 128 B/clock
+    × clock (~33 TB/s on an H100, ~10× HBM). Keeping the scores on chip moves traffic to the level
+    with ~10× the bandwidth; the bigger the tile, the higher $AI_\text{{HBM}}$, until the tile no
     longer fits: capacity, not on-chip bandwidth, is the wall.
     """)
     return
@@ -1283,6 +1317,8 @@ def _(mo, style, tile_prediction):
 
 @app.cell
 def _(
+    F,
+    FU,
     mo,
     oom_prediction,
     speedup_prediction,
@@ -1293,11 +1329,15 @@ def _(
     _gate = style.takeaways_gate((speedup_prediction, tiny_prediction, oom_prediction,
                                   tile_prediction))
     mo.stop(_gate is not None, _gate)
+    # the byte ratio of the default chain at fp16 (Prediction 1's answer): from core
+    _ratio = (F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").total.bytes
+              / F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
+                                    "fp16").total.bytes)
     style.takeaways([
         "An elementwise kernel's time is max(compute, memory, launch). At AI ≈ 1 FLOP/B it is "
         "memory-bound on any modern device, or overhead-bound when the tensor is small.",
-        "Fusing a memory-bound chain speeds it up by the ratio of HBM bytes (≈ 2.7× for "
-        "LayerNorm → GELU → dropout → residual add), not by the number of kernels.",
+        f"Fusing a memory-bound chain speeds it up by the ratio of HBM bytes (≈ {_ratio:.2g}× "
+        "for LayerNorm → GELU → dropout → residual add), not by the number of kernels.",
         "Below the crossover n* = launch overhead × bandwidth / bytes per element, launches "
         "set the time: fusion (or CUDA graphs) helps by cutting launches, not bytes.",
         "Unfused attention materialises a B×H×S×S score matrix: traffic and memory grow with "

@@ -169,6 +169,25 @@ def test_references_are_core_values():
     }
 
 
+def test_math_peeks_and_takeaways_state_core_values():
+    # (review T-4) the graded values in the explanations are computed from core, not typed in
+    # the lab's source (tests/test_lab_sources.py reads the source): here, what they show
+    outputs, _ = run()
+    shown = " ".join(text(o) for o in outputs if o is not None)
+    unfused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").total.bytes
+    fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [[0, 1, 2, 3]], "fp16").total.bytes
+    ratio = f"{unfused / fused:.2g}"
+    assert ratio == f"{FU.fusion_speedup(100_000_000, 'h100-sxm', None, [[0, 1, 2, 3]]):.2g}"
+    assert rf"\frac{{{unfused:g}\,n\ \text{{B}}}}{{{fused:g}\,n" in shown
+    assert rf"\approx {ratio}\times" in shown and f"(≈ {ratio}× for LayerNorm" in shown
+    s_max = FU.unfused_max_seq_len("h100-sxm", 1, 32, 128)
+    assert rf"S \le {s_max:,} .".replace(",", "{,}") in shown
+    tile = FU.largest_square_tile(128, "h100-sxm")
+    assert rf"{tile}\times{tile}||) needs 96 KiB and 128 KiB: both fit" in shown
+    assert (rf"{2 * tile}\times{2 * tile}||) needs 192 KiB of shared memory (fits) and 384 KiB of "
+            "registers (too much), so it does not fit") in shown
+
+
 def test_reveal_mode_opens_every_gate_with_the_reference(monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     _, defs = app.run()
