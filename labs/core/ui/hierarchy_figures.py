@@ -425,7 +425,9 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
                    range=[math.log10(lo_y), math.log10(hi_y)], tickmode="array",
                    tickvals=yticks, ticktext=[format_value(v) for v in yticks]),
         shapes=shapes, annotations=notes, legend=_LEGEND,
-        margin=dict(l=70, r=30, t=80, b=40)))
+        # room above the plot for the slanted "binds" names ("undetermined", "L1 / shared
+        # memory") below the title
+        margin=dict(l=70, r=30, t=110, b=40)))
 
 
 def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
