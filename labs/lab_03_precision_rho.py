@@ -479,8 +479,9 @@ def _(
     # The decode GEMV (a GEMM of one row is one) is Prediction 3's case, and so is any shape
     # whose 16-bit and 4-bit rows give its answer: until it is locked the explorer closes on
     # them. The notice names the case and the way out, never the answer.
-    if nvfp4_prediction is None and (op_picker.value == "gemv" or size_m.value == 1
-                                     or _p3_case(size_m.value)):
+    if nvfp4_prediction is None and (
+            op_picker.value == "gemv" or (op_picker.value == "gemm" and size_m.value == 1)
+            or _p3_case(size_m.value)):
         if op_picker.value == "gemv":
             _way = "Pick the GEMM or the MLP with a larger M to keep exploring now."
         else:
