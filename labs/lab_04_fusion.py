@@ -345,6 +345,13 @@ def _(
 
 
 @app.cell
+def _(chain_launch_bound, tiny_prediction):
+    # Part 1's views close on Prediction 2's regime until Prediction 2 is locked
+    part1_on_p2_case = chain_launch_bound and tiny_prediction is None
+    return (part1_on_p2_case,)
+
+
+@app.cell
 def _(chain_controls, mo, overhead_us, quiz, size_control, speedup_prediction, style):
     mo.stop(speedup_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the fusion instrument."))
@@ -357,20 +364,19 @@ def _(chain_controls, mo, overhead_us, quiz, size_control, speedup_prediction, s
 def _(
     R,
     chain_error,
-    chain_launch_bound,
     chain_now,
     chain_speedup,
     chain_unfused,
     device,
     mo,
+    part1_on_p2_case,
     quiz,
     speedup_prediction,
     style,
-    tiny_prediction,
 ):
     mo.stop(speedup_prediction is None)
     # The notice names the way out, not the regime: the regime is Prediction 2's answer.
-    mo.stop(chain_launch_bound and tiny_prediction is None, quiz.gate_notice(
+    mo.stop(part1_on_p2_case, quiz.gate_notice(
         "Tensors this small are Prediction 2's question (Part 2): lock Prediction 2 to "
         "explore them here. Move the size up to keep exploring Part 1 now."))
     if chain_error is not None:
@@ -398,18 +404,16 @@ def _(
 def _(
     FU,
     R,
-    chain_launch_bound,
     chain_now,
     device,
     figures,
     mo,
+    part1_on_p2_case,
     precision_picker,
     speedup_prediction,
     style,
-    tiny_prediction,
 ):
-    mo.stop(speedup_prediction is None or chain_now is None
-            or (chain_launch_bound and tiny_prediction is None))  # Prediction 2's regime
+    mo.stop(speedup_prediction is None or chain_now is None or part1_on_p2_case)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
     for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
@@ -434,16 +438,14 @@ def _(
 @app.cell
 def _(
     R,
-    chain_launch_bound,
     chain_now,
     device,
     mo,
+    part1_on_p2_case,
     speedup_prediction,
-    tiny_prediction,
 ):
     # the note under the roofline: closed with it
-    mo.stop(speedup_prediction is None or chain_now is None
-            or (chain_launch_bound and tiny_prediction is None))
+    mo.stop(speedup_prediction is None or chain_now is None or part1_on_p2_case)
     mo.md(
         "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
         "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
@@ -459,16 +461,14 @@ def _(
 
 @app.cell
 def _(
-    chain_launch_bound,
     chain_now,
     figures,
     mo,
+    part1_on_p2_case,
     quiz,
     speedup_prediction,
-    tiny_prediction,
 ):
-    mo.stop(speedup_prediction is None or chain_now is None
-            or (chain_launch_bound and tiny_prediction is None))  # Prediction 2's regime
+    mo.stop(speedup_prediction is None or chain_now is None or part1_on_p2_case)
     _ops = [c.name for c in chain_now.chain.kernels_costs]
     fusion_bars = figures.bar_figure(
         [f"K{i + 1}" for i in range(len(_ops))],
