@@ -279,9 +279,10 @@ def test_example_config_follows_a_new_lab(tmp_path):
 
 # -- §5 Extensions, overrides, feedback, LMS -------------------------------------------------
 
-def test_per_student_extensions(tmp_path):
-    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada", "bob"),
-                      start=60 * 24 + 30)  # both finish 30 min after the deadline
+def _late_class(tmp_path: Path, ids: tuple[str, ...], extensions: str) -> tuple[Path, Path]:
+    """Students ``ids`` whose lab 1 is 30 minutes late (half a point off per day), and a config
+    whose ``[labs.lab01.extensions]`` table holds the line ``extensions``."""
+    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=ids, start=60 * 24 + 30)
     path = tmp_path / "c.toml"
     path.write_text(f"""
 [course]
@@ -290,8 +291,14 @@ late_penalty_per_day = 0.5
 deadline = {(T0 + timedelta(days=1)).strftime('%Y-%m-%dT%H:%M:%SZ')}
 items = ["{X}", "{R}"]
 [labs.lab01.extensions]
-ada = {(T0 + timedelta(days=3)).strftime('%Y-%m-%dT%H:%M:%SZ')}
+{extensions}
 """)
+    return sub, path
+
+
+def test_per_student_extensions(tmp_path):
+    sub, path = _late_class(
+        tmp_path, ("ada", "bob"), f"ada = {(T0 + timedelta(days=3)).strftime('%Y-%m-%dT%H:%M:%SZ')}")
     book = G.grade(G.load_ledgers([sub]), G.load_config(path))
     ada, bob = book.grades[("ada", "lab01")], book.grades[("bob", "lab01")]
     assert (ada.status, ada.points) == ("On time", 5.0)
@@ -301,19 +308,7 @@ ada = {(T0 + timedelta(days=3)).strftime('%Y-%m-%dT%H:%M:%SZ')}
 
 def _extension_class(tmp_path: Path, key: str) -> tuple[Path, Path]:
     """One student, 02310222, whose lab 1 is 30 minutes late; an extension keyed ``key``."""
-    sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("02310222",),
-                      start=60 * 24 + 30)
-    path = tmp_path / "c.toml"
-    path.write_text(f"""
-[course]
-late_penalty_per_day = 0.5
-[labs.lab01]
-deadline = {(T0 + timedelta(days=1)).strftime('%Y-%m-%dT%H:%M:%SZ')}
-items = ["{X}", "{R}"]
-[labs.lab01.extensions]
-"{key}" = "1d"
-""")
-    return sub, path
+    return _late_class(tmp_path, ("02310222",), f'"{key}" = "1d"')
 
 
 @pytest.mark.parametrize("key", ["2310222", "002310222"])
