@@ -297,8 +297,8 @@ items = ["{X}", "{R}"]
 
 
 def test_per_student_extensions(tmp_path):
-    sub, path = _late_class(
-        tmp_path, ("ada", "bob"), f"ada = {(T0 + timedelta(days=3)).strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    until = (T0 + timedelta(days=3)).strftime('%Y-%m-%dT%H:%M:%SZ')
+    sub, path = _late_class(tmp_path, ("ada", "bob"), f"ada = {until}")
     book = G.grade(G.load_ledgers([sub]), G.load_config(path))
     ada, bob = book.grades[("ada", "lab01")], book.grades[("bob", "lab01")]
     assert (ada.status, ada.points) == ("On time", 5.0)
