@@ -44,10 +44,17 @@ What counts as a rendering (documented here so the rule, not today's wording, is
 * **Choice answers**: the *label* a student reads (the value is a ledger code, never shown).
   Its key phrase is the label up to the first ``:``, ``,`` or `` (`` (labels read "answer:
   why"), unless another option of the same question has the same key phrase (then the whole
-  label). Matching ignores case and spacing. Two kinds of text are not evidence: the option
-  lists of widgets (a form offers every option equally; slider steps and ranges likewise), and
-  a sentence that names the key phrase of *every* option of the question ("memory-bound vs
-  compute-bound") since it cannot point to one of them.
+  label, and also its distinctive phrases: the text after its colon and each parenthesis that
+  no other option contains, "it cuts kernel launches" and "overhead-bound" for "Helps: it
+  cuts kernel launches (overhead-bound)"). Matching ignores case, spacing and hyphens. Two
+  kinds of text are not evidence: the option lists of widgets (a form offers every option
+  equally; slider steps and ranges likewise), and a sentence that names *every* option of the
+  question (by any of its phrases: "memory-bound vs compute-bound") since it cannot point to
+  one of them.
+* **Choice answers in a text** (README, docs, LABS_SPEC, docstrings, the gallery): a word such
+  as "memory-bound" is every page's vocabulary, so there a choice answer counts only in a
+  sentence (wrapped lines joined) that also names its graded case (the test's
+  CHOICE_SCENARIOS, the item's id, "Lab 5 P2"): :func:`scenario_leaks`.
 
 Limits (why labs gate whole cells rather than reword them): a paraphrase ("ρ rises" for the
 option "ρ goes up") or a number derived from the answer is not found by text search.
@@ -96,7 +103,7 @@ class Cell:
     def where(self) -> str:
         first = self.code.strip().splitlines()[0] if self.code.strip() else ""
         if "\n" not in self.code.strip() and not self.code.startswith(("mo.", "_")) \
-                and self.code.endswith((".md", "(docstrings)")):
+                and self.code.endswith((".md", "(docstrings)", "(strings)")):
             return first  # a text a student reads (student_texts)
         return f"cell {self.index} (`{first[:60]}`)"
 
@@ -649,11 +656,85 @@ def key_phrase(label: str, other_labels: Iterable[str] = ()) -> str:
     return label.strip() if head.lower() in others else head
 
 
+def distinctive_phrases(label: str, other_labels: Iterable[str] = ()) -> list[str]:
+    """What tells an option from the others when their heads are the same ("Helps: it cuts
+    kernel launches (overhead-bound)" beside "Helps: it cuts HBM bytes (memory-bound)"): the
+    text after its colon (less its parentheses) and each parenthesis, each only where no other
+    option's label contains it ("memory-bound" is also in "No effect: it is memory-bound
+    anyway", so it tells nothing) and of 6 characters or more."""
+    rest = label.split(":", 1)[1] if ":" in label else ""
+    parts = [re.sub(r"\([^()]*\)", " ", rest), *re.findall(r"\(([^()]*)\)", label)]
+    others = [_norm(o) for o in other_labels if o != label]
+    out = []
+    for part in parts:
+        phrase = _norm(part)
+        if len(phrase) >= 6 and not any(phrase in o for o in others):
+            out.append(" ".join(part.split()))
+    return out
+
+
+def choice_phrases(label: str, other_labels: Iterable[str] = ()) -> list[str]:
+    """The phrases that name an option in a text: its key phrase, and where that is the whole
+    label (another option shares its head) also its distinctive phrases, which a page can
+    show without the rest of the label (Lab 4's "Regime overhead-bound")."""
+    other_labels = list(other_labels)
+    key = key_phrase(label, other_labels)
+    shared_head = key == label.strip() and _KEY_SEPARATORS.search(label)
+    return [key, *(distinctive_phrases(label, other_labels) if shared_head else [])]
+
+
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
+    """Case, spacing and hyphens ignored ("shared-memory" is "shared memory")."""
+    return re.sub(r"\s+", " ", re.sub(r"(?<=\w)[-\u2010\u2011](?=\w)", " ", text)).strip().lower()
 
 
 _SENTENCE_END = re.compile(r"\n+|(?<=[.!?;])\s+")
+
+
+def _names_every_option(sentence: str, others: list[list[str]]) -> bool:
+    """The contrast rule: a (normalised) sentence that names every other option too (by any
+    of its phrases) cannot point to one of them."""
+    return bool(others) and all(any(p in sentence for p in o) for o in others)
+
+
+def prose_sentences(text: str) -> list[str]:
+    """A Markdown or docstring text's sentences, a sentence wrapped over lines joined again:
+    paragraphs end at a blank line, a list item or a table row; sentences at . ! ? or ;."""
+    out = []
+    for paragraph in re.split(r"\n\s*\n|\n(?=[ \t]*(?:[-*+]\s|\d+\.\s|\|))", text):
+        out += [s for s in re.split(r"(?<=[.!?;])\s+", " ".join(paragraph.split())) if s]
+    return out
+
+
+def answer_name(value: Any) -> str | None:
+    """A choice's recorded value when it is a name a text would use (two words or more, with
+    hyphens, underscores and slashes as spaces: "L1 / shared memory", "memory-bound",
+    "weight GEMMs"), else None ("up", "launches" and 128 are any text's words)."""
+    if not isinstance(value, str):
+        return None
+    return value if len(re.sub(r"[-_/()]", " ", value).split()) >= 2 else None
+
+
+def scenario_leaks(cells: Iterable[Cell], ref: Reference, labels: Iterable[str],
+                   scenario: re.Pattern) -> list[Leak]:
+    """A choice answer stated where a text names its graded case: a sentence (wrapped lines
+    joined) that matches ``scenario`` (the question's own case: "a naive GEMM", the item's id,
+    "Lab 5 P2") and names the correct option, by its choice phrases or its recorded value
+    (:func:`answer_name`), but not every other option as well."""
+    labels = list(labels)
+    name = answer_name(ref.value)
+    phrases = [_norm(p) for p in choice_phrases(ref.label, labels) + ([name] if name else [])]
+    others = [[_norm(p) for p in choice_phrases(o, labels)] for o in labels if o != ref.label]
+    leaks = []
+    for cell in cells:
+        for sentence in prose_sentences(cell.text):
+            if not scenario.search(sentence):
+                continue
+            s = _norm(sentence)
+            phrase = next((p for p in phrases if p in s), None)
+            if phrase and not _names_every_option(s, others):
+                leaks.append(Leak(cell, ref, phrase, sentence[:200]))
+    return leaks
 
 
 _DIMENSIONS = {
@@ -785,12 +866,14 @@ def find_leaks(cells: Iterable[Cell], references: Iterable[Reference], *,
     for ref in references:
         if ref.label is not None:
             fellows = next((o for o in options if ref.label in o), [ref.label])
-            phrase = _norm(key_phrase(ref.label, fellows))
-            others = [_norm(key_phrase(o, fellows)) for o in fellows if o != ref.label]
+            phrases = [_norm(p) for p in choice_phrases(ref.label, fellows)]
+            others = [[_norm(p) for p in choice_phrases(o, fellows)]
+                      for o in fellows if o != ref.label]
             for cell in cells:
                 for sentence in _SENTENCE_END.split(cell.text):
                     s = _norm(sentence)
-                    if phrase in s and not (others and all(o in s for o in others)):
+                    phrase = next((p for p in phrases if p in s), None)
+                    if phrase and not _names_every_option(s, others):
                         leaks.append(Leak(cell, ref, phrase, sentence.strip()[:160]))
         elif isinstance(ref.value, (int, float)) and not isinstance(ref.value, bool):
             shown = renderings(ref.value) | prefix_renderings(ref.value, ref.units, renderings)
@@ -889,8 +972,9 @@ def without_benchmark_output(text: str) -> str:
 
 def student_texts(root: Path) -> dict[str, str]:
     """{name: text} of what a student reads outside the labs: README.md, every docs/**/*.md
-    (whatever exists), LABS_SPEC.md, and the docstrings of labs/core's public modules,
-    classes and functions (``help()`` and the API pages show them)."""
+    (whatever exists), LABS_SPEC.md, the docstrings of labs/core's public modules, classes and
+    functions (``help()`` and the API pages show them), and the string literals of
+    labs/gallery.py (the style gallery beside the labs)."""
     import ast
 
     out = {}
@@ -911,7 +995,20 @@ def student_texts(root: Path) -> dict[str, str]:
         text = "\n\n".join(d for d in docs if d)
         if text:
             out[f"{path.relative_to(root)} (docstrings)"] = text
+    gallery = root / "labs" / "gallery.py"
+    if gallery.is_file():  # ships beside the labs, and a student can run it
+        out["labs/gallery.py (strings)"] = source_strings(gallery.read_text(encoding="utf-8"))
     return out
+
+
+def source_strings(source: str) -> str:
+    """Every string literal of a Python source (an f-string's literal parts included), one per
+    paragraph: what a notebook that is not a lab (labs/gallery.py) writes on its page."""
+    import ast
+
+    return "\n\n".join(node.value for node in ast.walk(ast.parse(source))
+                       if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                       and node.value.strip())
 
 
 def text_cells(texts: dict[str, str]) -> list[Cell]:

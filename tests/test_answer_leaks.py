@@ -18,8 +18,8 @@ import pytest
 from labs.core import quiz, reveal
 from leak_support import (Cell, DownstreamRuns, Reference, find_leaks, flatten, key_phrase,
                           lab_files, locked, numeric_renderings, prediction_steps,
-                          rendered_cells, rendered_text, run_with_outputs, student_texts,
-                          text_cells, text_renderings)
+                          rendered_cells, rendered_text, run_with_outputs, scenario_leaks,
+                          student_texts, text_cells, text_renderings)
 from notebook_support import load_app
 from widget_sweep import changed_defs, frontend_value, sample_settings
 
@@ -281,44 +281,110 @@ def test_a_downstream_run_shows_what_a_whole_run_shows(lab_file, env, monkeypatc
 # --- texts a student is sent to (issue 34.2) --------------------------------------------------
 
 #: Which texts each check reads: the README (being rewritten into docs/ at the same time), the
-#: docs site when it exists, LABS_SPEC, and labs/core's public docstrings.
+#: docs site when it exists, LABS_SPEC, labs/core's public docstrings, and the style gallery.
 TEXT_GROUPS = {
     "README.md": lambda name: name == "README.md",
     "docs": lambda name: name.startswith("docs/"),
     "LABS_SPEC.md": lambda name: name == "LABS_SPEC.md",
     "labs/core docstrings": lambda name: name.endswith("(docstrings)"),
+    "labs/gallery.py": lambda name: name.startswith("labs/gallery.py"),
 }
+
+#: The words that name each choice question's graded case in a text (taken from the question,
+#: never from its answer; test_choice_scenarios_are_named_by_their_own_question holds each to
+#: it). The item's id and "Lab N P k" / "Lab N Prediction k" name it as well (every item, with
+#: or without an entry here). A text that names the case and the correct option in the same
+#: sentence states the answer.
+CHOICE_SCENARIOS: dict[str, str] = {
+    "lab01.which_roof": r"\bPriya",
+    "lab01.other_device": r"256\s*[×x]\s*8,?192\s*[×x]\s*8,?192",
+    "lab01.yardstick": r"\bDana\b",
+    "lab01.levers": r"\bPriya",
+    "lab02.decode_dominant": r"\bDana\b|Jetson AGX Orin",
+    "lab03.weight_only_rho": r"weight[- ]only|\bINT4\b",
+    "lab03.naive_bandwidth": r"\bKai\b",
+    "lab04.tiny_tensor": r"1,?000[- ]element",
+    "lab04.largest_tile": r"head_?dim(?:ension)?\s*(?:=\s*)?128\b",
+    "lab05.binding_level": r"naive (?:\(untiled\) )?(?:bf16 |fp32 )?GEMM|untiled GEMM",
+    "lab06.tp_comm_degree": r"(?=.*\b70B\b)(?=.*\bPCIe\b)",
+    "lab07.dominant_b1": r"\bbatch[- ]1\b(?![.,]\d)",
+    "lab07.dominant_b64": r"\bbatch[- ]64\b",
+    "lab07.best_predicted": r"\bprefill",
+}
+
+
+def choice_scenario(item) -> re.Pattern:
+    """What names catalogue ``item``'s graded case in a text (see CHOICE_SCENARIOS)."""
+    names = [re.escape(item.item_id)]
+    k = re.search(r"Prediction (\d+)", item.question or "")
+    if k:
+        names.append(rf"\bLab {int(item.item_id[3:5])},? (?:P|Prediction )?{k.group(1)}\b")
+    if item.item_id in CHOICE_SCENARIOS:
+        names.append(CHOICE_SCENARIOS[item.item_id])
+    return re.compile("|".join(f"(?:{n})" for n in names), re.I)
 #: Texts that leak today and are being rewritten by someone else (not strict: passes once fixed).
 #: Texts known to leak, with the leak named (none today: a fixed text passes).
 TEXT_XFAIL: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def graded_numbers(tmp_path_factory) -> list[Reference]:
-    """Every numeric reference answer of every lab (what the grader compares with), read from
-    the labs themselves in reveal mode, never typed here."""
+def graded_answers(tmp_path_factory) -> list[Reference]:
+    """Every reference answer of every lab (what the grader compares with), read from the labs
+    themselves in reveal mode, never typed here."""
     out = []
     for lab_file in LABS:
-        folder = tmp_path_factory.mktemp(f"{lab_file.stem}-reveal")
-        out += [r for r in collect_references(lab_file, folder)
-                if r.label is None and isinstance(r.value, (int, float))
-                and not isinstance(r.value, bool)]
+        out += collect_references(lab_file, tmp_path_factory.mktemp(f"{lab_file.stem}-reveal"))
     return out
+
+
+@pytest.fixture(scope="module")
+def graded_numbers(graded_answers) -> list[Reference]:
+    return [r for r in graded_answers if r.label is None and isinstance(r.value, (int, float))
+            and not isinstance(r.value, bool)]
+
+
+def _choice_leaks(cells, choices: list[Reference]) -> list:
+    from labs.core.course import catalogue
+
+    items = {item.item_id: item for item in catalogue.items()}
+    leaks = []
+    for ref in choices:
+        item = items[ref.item_id]
+        leaks += scenario_leaks(cells, ref, [label for label, _ in item.options],
+                                choice_scenario(item))
+    return leaks
 
 
 @pytest.mark.parametrize("group", [
     pytest.param(g, marks=[pytest.mark.xfail(strict=False, reason=TEXT_XFAIL[g])]
                  if g in TEXT_XFAIL else []) for g in TEXT_GROUPS])
-def test_no_text_a_student_reads_contains_a_graded_answer(group, graded_numbers):
-    """Issue 34.2: README, docs, LABS_SPEC and labs/core's docstrings state no numeric reference
-    answer (in any of the renderings the lab test searches): their examples use other cases
-    than the graded ones."""
+def test_no_text_a_student_reads_contains_a_graded_answer(group, graded_answers,
+                                                           graded_numbers):
+    """Issue 34.2: README, docs, LABS_SPEC, labs/core's docstrings and the style gallery state
+    no numeric reference answer (in any of the renderings the lab test searches): their
+    examples use other cases than the graded ones. Nor a choice answer where the text names
+    its graded case (CHOICE_SCENARIOS): "the naive GEMM binds at L1 / shared memory"."""
     texts = {n: t for n, t in student_texts(ROOT).items() if TEXT_GROUPS[group](n)}
     if not texts:
         pytest.skip(f"no {group} in this checkout")
-    leaks = find_leaks(text_cells(texts), graded_numbers, renderings=text_renderings)
+    cells = text_cells(texts)
+    leaks = find_leaks(cells, graded_numbers, renderings=text_renderings)
+    leaks += _choice_leaks(cells, [r for r in graded_answers if r.label is not None])
     assert not leaks, (f"{group}: {len(leaks)} graded answer(s) stated:\n"
                        + "\n".join(f"  - {leak}" for leak in leaks))
+
+
+def test_choice_scenarios_are_named_by_their_own_question():
+    """Each choice item's scenario words are its question's (so they name the case, never the
+    answer), and no option label names the scenario by itself."""
+    from labs.core.course import catalogue
+
+    items = {item.item_id: item for item in catalogue.items() if item.options}
+    assert set(CHOICE_SCENARIOS) <= set(items)
+    for item_id, item in items.items():
+        pattern = choice_scenario(item)
+        assert pattern.search(item.question), item_id
+        assert not [label for label, _ in item.options if pattern.search(label)], item_id
 
 
 # --- the rule itself, on made-up outputs ------------------------------------------------------
@@ -616,6 +682,90 @@ def test_a_sentence_naming_every_option_is_not_evidence():
     neutral = _cell(radio + "<p>Decide memory-bound vs compute-bound by comparing AI.</p>")
     assert not find_leaks([neutral], ref)
     assert find_leaks([_cell(radio + "<p>On the datacenter GPU it is memory-bound.</p>")], ref)
+
+
+TINY = ["No effect: it is memory-bound anyway", "Helps: it cuts kernel launches (overhead-bound)",
+        "Helps: it cuts HBM bytes (memory-bound)", "Hurts: one big fused kernel is slower"]
+
+
+def test_a_shared_head_is_searched_by_the_options_distinctive_phrases():
+    """Review W-4 / L-3: two options read "Helps: ...", so the key phrase is the whole label,
+    which no page shows verbatim; the phrases after the colon and in parentheses that no other
+    option has are searched as well ("memory-bound" is in two options: not one of them)."""
+    from leak_support import choice_phrases, distinctive_phrases
+
+    assert distinctive_phrases(TINY[1], TINY) == ["it cuts kernel launches", "overhead-bound"]
+    assert distinctive_phrases(TINY[2], TINY) == ["it cuts HBM bytes"]
+    assert choice_phrases(TINY[3], TINY) == ["Hurts"]  # a head of its own: as before
+    ref = [Reference("lab04.tiny_tensor", "launches", TINY[1])]
+    form = "<marimo-radio data-options='" + json.dumps(TINY).replace('"', "&quot;") + \
+        "'></marimo-radio>"
+    badge = _cell("<p>Speedup vs unfused 4.00×</p><p>Regime overhead-bound</p>")
+    (leak,) = find_leaks([_cell(form, index=3), badge], ref)
+    assert leak.cell.index == 7 and leak.rendering == "overhead bound"
+    assert find_leaks([_cell(form, 3), _cell("<p>Fusing it cuts kernel launches.</p>")], ref)
+    assert not find_leaks([_cell(form, 3), _cell("<p>Regime memory-bound</p>")], ref)
+    # naming every option (by any of its phrases) is still no evidence
+    assert not find_leaks([_cell(form, 3), _cell(
+        "<p>No effect (it is memory-bound anyway), or it is overhead-bound, or it cuts HBM "
+        "bytes, or Hurts.</p>")], ref)
+
+
+def test_hyphens_and_spaces_name_the_same_option():
+    ref = [Reference("lab05.binding_level", "L1 / shared memory", "The L1 / shared-memory roof")]
+    assert find_leaks([_cell("<p>It sits on the L1 / shared memory roof.</p>")], ref)
+
+
+LEVELS = ["The compute roof", "The HBM roof", "The L2 roof", "The L1 / shared-memory roof"]
+BINDING = Reference("lab05.binding_level", "L1 / shared memory", LEVELS[3])
+NAIVE = re.compile(r"(?:lab05\.binding_level)|(?:\bLab 5,? (?:P|Prediction )?2\b)|"
+                   r"(?:naive (?:\(untiled\) )?(?:bf16 |fp32 )?GEMM)", re.I)
+
+
+@pytest.mark.parametrize("text", [
+    # LABS_SPEC as it was (review T-1): one sentence wrapped over three lines
+    '- Memory levels: a GPU\'s first level is "L1 / shared memory" (one SRAM per SM): a cache\n'
+    "  for kernels that stage nothing (a naive GEMM's L1 keeps its 32 × 32 block's shared\n"
+    "  loads, so it binds there, not at L2), a scratchpad for staged tiles.",
+    "the measured SGEMMs sit under the naive GEMM's bound, which binds at L1 / shared\nmemory.",
+    '| Lab 5 P2 `lab05.binding_level` | the graded option is now "L1 / shared memory". |',
+    "For the untiled GEMM of Lab 5 Prediction 2 the L1 / shared-memory roof binds.",
+])
+def test_a_text_naming_the_graded_case_and_its_answer_states_it(text):
+    from leak_support import scenario_leaks
+
+    assert scenario_leaks(text_cells({"LABS_SPEC.md": text}), BINDING, LEVELS, NAIVE), text
+
+
+@pytest.mark.parametrize("text", [
+    "A tiled GEMM stages its tiles in L1 / shared memory.",  # the answer's words, another case
+    "A naive GEMM reads A and B once per element of C.\n\nL1 / shared memory is one SRAM.",
+    "Which roof binds the naive GEMM: compute, HBM, L2 or L1 / shared memory?",  # every option
+    "The naive GEMM binds at L2.",  # a wrong option
+])
+def test_a_text_not_naming_both_in_one_sentence_does_not(text):
+    from leak_support import scenario_leaks
+
+    levels = ["compute", "HBM", "L2", "L1 / shared memory"]
+    assert not scenario_leaks(text_cells({"LABS_SPEC.md": text}),
+                              Reference(BINDING.item_id, BINDING.value, levels[3]), levels,
+                              NAIVE), text
+
+
+def test_the_style_gallery_is_a_text_a_student_reads(tmp_path):
+    """Review W-6: labs/gallery.py ships beside the labs; its string literals (f-strings'
+    literal parts included) are read like the docs."""
+    from leak_support import source_strings
+
+    (tmp_path / "labs").mkdir()
+    (tmp_path / "labs" / "gallery.py").write_text(
+        'x = 3\nstyle.comparison_callout("N* = 500", f"N* = 886 at {x}", "off")\n')
+    texts = student_texts(tmp_path)
+    assert "N* = 886 at " in texts["labs/gallery.py (strings)"]
+    (leak,) = find_leaks(text_cells(texts), [Reference("lab01.crossover_n", 886)],
+                         renderings=text_renderings)
+    assert leak.cell.where() == "labs/gallery.py (strings)"
+    assert "N* = 500" in source_strings('f("N* = 500")')
 
 
 def test_key_phrase_falls_back_to_the_whole_label_when_shared():
