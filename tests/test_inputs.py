@@ -77,6 +77,8 @@ def test_whole_numbers_come_back_as_int_and_shorthand_is_read():
     ("5,000", 0.5, 100, False, 5, True),         # Lab 4's launch overhead (µs)
     ("1,000,000", 1, 1e7, False, 1_000_000, False),
     ("1,234.5", 1, 1e4, False, 1234.5, False),
+    ("0,132", 0.001, 1e3, False, 0.132, False),  # Lab 3's weights: no thousands group leads with 0
+    ("0,250", 0.001, 1e3, False, 0.25, False),
 ])
 def test_a_comma_is_read_the_one_way_that_fits(typed, lo, hi, integer, stored, ambiguous):
     """Where the reading is shown before it is used (a prediction form: "You are locking …"),

@@ -7,17 +7,18 @@ instead. It accepts:
 
 * ``300``, ``3e5``, ``300k`` (k, M, G, T: thousand, million, ...), ``1,000,000`` and
   ``1,234.5`` (thousands separators in groups of three, a point for decimals);
-* a **decimal comma** where it cannot be a thousands separator: ``5,5`` is 5.5 and ``0,6`` is
-  0.6. ``5,500`` could be either (5500 or 5.5): it is refused with a message naming both
+* a **decimal comma** where it cannot be a thousands separator: ``5,5`` is 5.5, ``0,6`` is
+  0.6 and ``0,132`` is 0.132 (no thousands group leads with 0). ``5,500`` could be either (5500 or 5.5): it is refused with a message naming both
   readings, unless the caller shows the reading before using it (``previewed=True``: a
   prediction form's "You are locking …"); there it is read the one way that fits the box's
   range, and refused when both fit. ``"5,5"`` is never read as 55;
 * the **units of the question**: ``2x`` in a ``×`` box, ``2.4 ms`` in an ``ms`` box (and
   ``2400 µs``, converted), ``70%`` in a ``%`` box, ``4k tokens`` in a ``tokens`` box. A unit
   of another kind is refused with a message naming the box's unit.
-  A unit symbol is matched as written (``M`` is mega, ``m`` milli): in a box of time a bare
-  ``m`` or ``M`` (``7M``, ``7 m``), or ``MS``, is refused ("did you mean ms?"); only a word
-  unit (``tokens``, ``GPUs``) also takes its singular.
+  In a box of time a unit symbol is matched as written (``ms``, ``µs``, ``s``): a bare ``m`` or
+  ``M`` (``7M``, ``7 m``), or ``MS``, is refused ("did you mean ms?"). Elsewhere ``k``, ``M``
+  (and ``m``) stay suffixes: ``3m tokens`` is 3,000,000. Only a word unit (``tokens``,
+  ``GPUs``) also takes its singular.
 * In a ``%`` box, a number from 0 to 1 without ``%`` (``0.7``) is refused: it could be a
   fraction (70 %) or 0.7 %; the message says the box is in percent.
 * A number too small for a float (``1e-400``, or ``1e-320 ns`` in a box of seconds) is
@@ -71,7 +72,9 @@ def _digits(num: str, typed: str) -> list[str]:
         return [num]
     whole, _, decimals = num.partition(".")
     groups = whole.split(",")
-    thousands = (1 <= len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:]))
+    # a thousands grouping never leads with a 0 group: 0,132 can only be a decimal comma
+    thousands = (1 <= len(groups[0]) <= 3 and not groups[0].startswith("0")
+                 and all(len(g) == 3 for g in groups[1:]))
     if "." in num:
         if thousands:
             return [whole.replace(",", "") + "." + decimals]
@@ -119,7 +122,7 @@ def _unit_factor(rest: str, units: str, typed: str) -> float:
 def _unit_only(r: str, units: str) -> float | None:
     """The factor for a unit written ``r`` in a box of ``units``, or None if it is another."""
     u = units.strip().replace(" ", "")
-    if u in _TIME:  # a unit symbol, matched as written: M is mega and m milli, never "ms"
+    if u in _TIME:  # a time unit symbol, matched as written: never m or M for "ms"
         return _TIME[r] / _TIME[u] if r in _TIME else None
     names = _ALIASES.get(u)
     if names is None:  # the unit as written, in any case; a word unit also in the singular
