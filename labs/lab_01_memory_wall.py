@@ -260,15 +260,17 @@ def _(
     # Prediction 3 asks where its GEMM's AI sits against its datacenter GPU's ridge: this
     # explorer would answer it for any GEMM near that AI on a device and precision near that
     # ridge (issue 34.1), however the shape is spelled. The notice names no AI and no regime.
+    # Its own shape at another precision (fp8, tf32) sits at the same AI / ridge: closed too.
     _o = OVERLAY_SCENARIO
     try:
-        _near_p3 = (
-            quiz.ratio_off(formulas.gemm(_m, _n, _k, _p).ai,
-                           formulas.gemm(_o["m"], _o["n"], _o["k"], _o["precision"]).ai)
-            <= P3_BAND
-            and quiz.ratio_off(roofline.ridge_point(device_picker.value, _p),
-                               roofline.ridge_point(_o["datacenter"], _o["precision"]))
-            <= P3_BAND)
+        _ai, _ridge = (formulas.gemm(_m, _n, _k, _p).ai,
+                       roofline.ridge_point(device_picker.value, _p))
+        _ai3, _ridge3 = (formulas.gemm(_o["m"], _o["n"], _o["k"], _o["precision"]).ai,
+                         roofline.ridge_point(_o["datacenter"], _o["precision"]))
+        _near_p3 = ((quiz.ratio_off(_ai, _ai3) <= P3_BAND
+                     and quiz.ratio_off(_ridge, _ridge3) <= P3_BAND)
+                    or (sorted((_m, _n, _k)) == sorted((_o["m"], _o["n"], _o["k"]))
+                        and quiz.ratio_off(_ai / _ridge, _ai3 / _ridge3) <= P3_BAND))
     except KeyError:  # no rate for this precision: the message below says so
         _near_p3 = False
     mo.stop(other_device_prediction is None and _near_p3,

@@ -333,6 +333,14 @@ def test_part_1_explorer_answers_prediction_3_in_no_spelling_before_its_lock(env
     # the same regime told by a neighbour: a doubled K, and the GEMM on a chip whose ridge is
     # within 5% of the datacenter GPU's (the B200's in bf16)
     cases.append(((o["m"], o["n"], 2 * o["k"]), p, dc))
+    # the same shape in a precision whose bytes and peak both scale (fp8, int8, tf32 on the
+    # H100): the same AI against the same ridge, measured in FLOP per element
+    margin = {q: formulas.gemm(o["m"], o["n"], o["k"], q).ai / roofline.ridge_point(dc, q)
+              for q in hardware.PRECISIONS if hardware.get(dc).has(q)}
+    scaled = [q for q in margin if q not in {x for _, x, _ in cases}
+              and quiz.ratio_off(margin[q], margin[p]) < 1.01]
+    assert scaled, "no precision of the datacenter GPU scales its bytes and peak together"
+    cases += [((o["m"], o["n"], o["k"]), q, dc) for q in scaled]
     near = [k for k in hardware.keys() if k != dc and hardware.get(k).has(p)
             and quiz.ratio_off(roofline.ridge_point(k, p), roofline.ridge_point(dc, p)) < 1.05]
     assert near
