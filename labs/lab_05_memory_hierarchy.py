@@ -1050,7 +1050,9 @@ def _(
                 + f". The known roofs allow at most "
                 f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s (the "
                 f"{tile_point.known_binding} roof); a missing figure is unknown, not "
-                "unlimited."), kind="warn")
+                "unlimited. Pick a machine whose every level has a figure (the A100, the "
+                "reference machine, or yours once Part 1 has measured it) to see which roof "
+                "binds."), kind="warn")
     tile_figure = figures.tile_traffic_figure(
         machine, tile_curve, current=_t, failed=tiles_failed,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
