@@ -33,10 +33,6 @@ def _():
     # Part 3: Llama-3-70B decode, bf16, one user, full 8k context, H100 PCIe cards on PCIe Gen5.
     SERVE_REF = {"model": "llama-3-70b", "device": "h100-pcie", "link": "pcie5-x16",
                  "batch": 1, "seq_len": 8192}
-    # Part 2's instrument at decode-sized batches on Prediction 4's chip and link answers it by
-    # analogy (one SwiGLU block turns communication-bound at the graded degree), so those
-    # batches wait for that lock.
-    SERVE_GATE_TOKENS = 64
     # Part 4: data-parallel training on 4 HGX H100 nodes: NVLink 4 inside each node, one
     # InfiniBand NDR NIC per GPU between nodes (8 rails), bf16 gradients.
     # Prediction 5 asks how long each GPU waits for the all-reduce per step at 1,024 tokens per
@@ -50,7 +46,6 @@ def _():
         LAB_ID,
         OPENING,
         PRECISION,
-        SERVE_GATE_TOKENS,
         SERVE_REF,
         SHARD_BLOCKS,
         SHARD_REF,
@@ -677,9 +672,43 @@ def _(SHARD_BLOCKS, SHARD_REF, mo):
 
 
 @app.cell
+def _(PRECISION, SERVE_REF, SHARD_BLOCKS, SHARD_REF, collectives, models, np, sharding):
+    # Prediction 4 by analogy: one MLP block of its model split n ways on its chip turns
+    # link-bound first at the graded degree when the batch is small. The largest batch where
+    # any block does so, on any link the chip takes (computed, never shown).
+    _m, _dev = models.get(SERVE_REF["model"]), SERVE_REF["device"]
+    _answer = sharding.first_comm_bound_degree(_m.key, _dev, SERVE_REF["link"],
+                                               batch=SERVE_REF["batch"],
+                                               seq_len=SERVE_REF["seq_len"])
+
+    def _first_link_bound(tokens, link, matmuls):
+        for _n in (2, 4, 8, 16):
+            _k = 2 ** int(np.round(np.log2(_m.d_ff / _n)))
+            _mm = sharding.sharded_matmul(tokens, _k * _n, SHARD_REF["n_out"], _n, PRECISION,
+                                          matmuls=matmuls)
+            if sharding.shard_times(_mm, _dev, link).binding == "link":
+                return _n
+        return 0
+
+    _links = [k for k in collectives.link_options().values()
+              if collectives.pair_problem(_dev, k) is None]
+    serve_analogue_tokens = max((2 ** i for i in range(17) for _lk in _links
+                                 for _b in SHARD_BLOCKS.values()
+                                 if _first_link_bound(2 ** i, _lk, _b) == _answer), default=0)
+    return (serve_analogue_tokens,)
+
+
+@app.cell
+def _(SERVE_REF, device_picker, serve_analogue_tokens, serve_prediction):
+    # On Prediction 4's chip Part 2 shows only batches past that analogy until P4 is locked
+    shard_min_tokens = (serve_analogue_tokens + 1 if serve_prediction is None
+                        and device_picker.value == SERVE_REF["device"] else 1)
+    return (shard_min_tokens,)
+
+
+@app.cell
 def _(
     PRECISION,
-    SERVE_GATE_TOKENS,
     SERVE_REF,
     SHARD_REF,
     collectives,
@@ -688,10 +717,10 @@ def _(
     link_picker,
     mo,
     quiz,
-    serve_prediction,
     shard_block,
     shard_fast_prediction,
     shard_k_slider,
+    shard_min_tokens,
     shard_n_slider,
     shard_slow_prediction,
     shard_tokens_slider,
@@ -700,16 +729,10 @@ def _(
 ):
     mo.stop(shard_slow_prediction is None or shard_fast_prediction is None,
             quiz.gate_notice("Lock predictions 2 and 3 to reveal the three roofs."))
-    mo.stop(serve_prediction is None
-            and (device_picker.value, link_picker.value) == (SERVE_REF["device"],
-                                                             SERVE_REF["link"])
-            and int(shard_tokens_slider.value) <= SERVE_GATE_TOKENS,
-            quiz.gate_notice(
-                f"Decode-sized batches (T ≤ {SERVE_GATE_TOKENS}) on "
-                f"{hardware.get(SERVE_REF['device']).name} cards over "
-                f"{collectives.get_link(SERVE_REF['link']).name.split(' (')[0]} are "
-                "Prediction 4's case: lock Prediction 4 to see them here, or pick a larger "
-                "batch, another chip or another link."))
+    mo.stop(int(shard_tokens_slider.value) < shard_min_tokens, quiz.gate_notice(
+        f"Decode-sized batches on {hardware.get(SERVE_REF['device']).name} cards are "
+        "Prediction 4's case: lock Prediction 4 to see them here, or move the batch up or "
+        "pick another chip."))
     _n = int(shard_n_slider.value)
     try:
         shard_mm = sharding.sharded_matmul(int(shard_tokens_slider.value),
@@ -777,6 +800,7 @@ def _(
     link_picker,
     mo,
     shard_error,
+    shard_min_tokens,
     shard_mm,
     shard_now,
     sharding,
@@ -788,6 +812,9 @@ def _(
     _range = sharding.comm_bound_tokens(shard_mm.k, SHARD_REF["n_out"], shard_mm.n,
                                         device_picker.value, link_picker.value, PRECISION,
                                         matmuls=shard_mm.matmuls)
+    if _range is not None and shard_min_tokens > 1:  # smaller batches wait for Prediction 4
+        _range = (None if _range[1] < shard_min_tokens
+                  else (max(_range[0], shard_min_tokens), _range[1]))
     _where = ("no batch" if _range is None else
               "every batch" if _range[0] <= 1 and _range[1] == float("inf") else
               f"batches from {_range[0]:,.0f} tokens up" if _range[1] == float("inf") else
@@ -824,12 +851,14 @@ def _(
     mo,
     np,
     shard_error,
+    shard_min_tokens,
     shard_mm,
     sharding,
     style,
 ):
     mo.stop(shard_error is not None)
-    _ts = np.unique(np.geomspace(1, 1 << 20, 41).round().astype(int))
+    # from the smallest batch shown before Prediction 4 is locked (1 once it is)
+    _ts = np.unique(np.geomspace(shard_min_tokens, 1 << 20, 41).round().astype(int))
     _times = [sharding.shard_times(sharding.sharded_matmul(int(t), shard_mm.k, SHARD_REF["n_out"],
                                                            shard_mm.n, PRECISION,
                                                            matmuls=shard_mm.matmuls),

@@ -678,30 +678,60 @@ def test_an_unverified_link_figure_is_shown_with_a_tilde(env, app):
     assert "~448 GB/s" in text and "upper bound" in text
 
 
-@pytest.mark.parametrize("block", [sharding.MEGATRON_PAIR, sharding.SWIGLU_MLP, 1])
-def test_part_2_at_decode_batches_on_the_p4_pair_waits_for_prediction_4(env, app, block):
-    # Part 2's three roofs at T = 1 on Prediction 4's H100 PCIe cards over PCIe Gen5, with
-    # Llama-3-70B's FFN split n ways (F/n = 28,672 / n, the slider's nearest step), turned
-    # communication-bound first at n = 16 for a SwiGLU block: Prediction 4's answer by
-    # analogy, open once predictions 2 and 3 were locked.
-    before_p4 = {k: v for k, v in PREDICTIONS.items() if k != "serve_prediction"}
-    before_p4["serve_prediction"] = None
-    pair = dict(device_picker="h100-pcie", link_picker="pcie5-x16", shard_block=block)
-    for n, k in ((8, 4096), (16, 2048)):
-        for tokens in (1, 64):
-            setting = _set(**pair, shard_n_slider=n, shard_k_slider=k,
-                           shard_tokens_slider=tokens)
+def _first_link_bound_degree(model, tokens, link, matmuls, device="h100-pcie"):
+    """Hand-rolled analogue (independent of the lab's cell): the first n of the slider whose
+    block, F/n the slider step nearest d_ff / n, is link-bound at ``tokens``."""
+    import math
+
+    from labs.core import models
+    d_ff = models.get(model).d_ff
+    for n in (2, 4, 8, 16):
+        k = 2 ** round(math.log2(d_ff / n))
+        mm = sharding.sharded_matmul(tokens, k * n, 8192, n, "bf16", matmuls=matmuls)
+        if sharding.shard_times(mm, device, link).binding == "link":
+            return n
+    return 0
+
+
+def test_part_2_shows_no_decode_batch_of_the_p4_chip_before_prediction_4(env, app):
+    # Part 2's three roofs at decode-sized batches on Prediction 4's H100 PCIe cards, with
+    # Llama-3-70B's FFN split n ways, turn link-bound first at the graded degree (16): its
+    # answer by analogy, open once predictions 2 and 3 were locked (review L-5, final F-1).
+    # The gate, the card's "the link binds for ..." and the time-vs-batch figure all stop
+    # below the largest such batch until Prediction 4 is locked, on every link the chip takes.
+    answer = sharding.first_comm_bound_degree("llama-3-70b", "h100-pcie", "pcie5-x16",
+                                              batch=1, seq_len=8192)
+    links = [k for k in collectives.link_options().values()
+             if collectives.pair_problem("h100-pcie", k) is None]
+    analogue = [2 ** i for i in range(17) for lk in links for b in (1, 2, 3)
+                if _first_link_bound_degree("llama-3-70b", 2 ** i, lk, b) == answer]
+    largest = max(analogue)
+    assert 1 in analogue and largest >= 64  # the analogy holds at decode batches
+    before_p4 = {**{k: v for k, v in PREDICTIONS.items() if k != "serve_prediction"},
+                 "serve_prediction": None}
+    for link in links:
+        for tokens in (1, largest):
+            setting = _set(device_picker="h100-pcie", link_picker=link, shard_block=3,
+                           shard_n_slider=16, shard_k_slider=2048, shard_tokens_slider=tokens)
             outputs, defs = app.run(defs={**before_p4, **setting})
-            text = _texts(outputs)
-            assert "shard_now" not in defs and "three_roofs" not in defs, (n, tokens)
-            # the instrument's cells below (badge, figure, comparison) did not run either
-            assert "shard_error" not in defs and "shard_time_figure" not in defs
-            assert "lock Prediction 4 to see them here" in text
-            # once Prediction 4 is locked the same setting shows its roofs
+            assert "shard_now" not in defs and "three_roofs" not in defs, (link, tokens)
+            assert "lock Prediction 4 to see them here" in _texts(outputs)
             _, after = app.run(defs={**PREDICTIONS, **setting})
-            assert after["shard_now"] is not None and "three_roofs" in after
-    # a larger batch, or another link, stays open before Prediction 4
-    for setting in (_set(**pair, shard_tokens_slider=128),
-                    _set(device_picker="h100-sxm", link_picker="nvlink4", shard_tokens_slider=1)):
-        _, defs = app.run(defs={**before_p4, **setting})
-        assert defs["shard_now"] is not None
+            assert after["shard_now"] is not None, (link, tokens)
+    # past the analogy the instrument is open, and neither its card nor its figure reaches
+    # down to the closed batches
+    setting = _set(device_picker="h100-pcie", link_picker="pcie5-x16", shard_block=3,
+                   shard_n_slider=16, shard_k_slider=2048, shard_tokens_slider=2 * largest)
+    outputs, defs = app.run(defs={**before_p4, **setting})
+    assert defs["shard_now"] is not None
+    text = _texts(outputs)
+    assert "binds for every batch" not in text and "binds for batches up to" not in text
+    assert f"binds for batches from {largest + 1} tokens up" in text
+    x = [v for tr in defs["shard_time_figure"].data for v in tr.x]
+    assert min(x) > largest
+    # once Prediction 4 is locked the figure starts at one token, and another chip is open
+    _, after = app.run(defs={**PREDICTIONS, **setting})
+    assert min(v for tr in after["shard_time_figure"].data for v in tr.x) == 1
+    _, other = app.run(defs={**before_p4, **_set(device_picker="h100-sxm",
+                                                 link_picker="nvlink4", shard_tokens_slider=1)})
+    assert other["shard_now"] is not None
