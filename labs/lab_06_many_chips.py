@@ -1304,8 +1304,10 @@ def _(OPENING, TRAIN_REF, collectives, hardware, models, style):
         f"plus fp32 master weights and two moments, 16 bytes a parameter, would be "
         f"{_m.params * 16 / 1e9:.0f} GB on each GPU, more than its "
         f"{hardware.get(OPENING['device']).memory_gb:.0f} GB. The sharded update turns the "
-        "all-reduce into a reduce-scatter and an all-gather that move the same bytes, so the "
-        "time does not change. "
+        "all-reduce into a reduce-scatter and an all-gather that move the same bytes (ZeRO, "
+        "Rajbhandari et al. 2020); the model below charges those bytes as one all-reduce "
+        "hidden only behind the backward pass (in practice the all-gather can also overlap "
+        "the next forward pass). "
         f"Finance wants a small batch, {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU per "
         "step, to save memory. How long will each GPU sit waiting for the gradients every "
         "step?")

@@ -1170,8 +1170,9 @@ def _(get_bf16_ratio, lab, quiz, set_bf16_ratio):
                  "fp32. New step time ÷ old step time, measured on this machine (overhead "
                  "included)?",
         # the slider opens at its range's geometric middle (0.3x here): far from the
-        # reference and from the pure roofline's 0.5x, so an untouched slider grades nothing
-        units="×", lo=0.01, hi=10, log_scale=True, locked=get_bf16_ratio(),
+        # reference and from the pure roofline's 0.5x, so an untouched slider grades nothing;
+        # up to 50x: a CPU without bf16 instructions can run bf16 that much slower
+        units="×", lo=0.002, hi=50, log_scale=True, locked=get_bf16_ratio(),
         on_lock=set_bf16_ratio)
     quiz.prediction_panel(bf16_ratio_form, get_bf16_ratio())
     return (bf16_ratio_form,)
