@@ -485,8 +485,9 @@ def _(
         if op_picker.value == "gemv":
             _way = "Pick the GEMM or the MLP with a larger M to keep exploring now."
         else:
-            _open = next((m for m in M_STEPS if m > size_m.value and not _p3_case(m)), None)
-            _way = (f"Move M up to {_open:,} or more to keep exploring now." if _open else
+            # the smallest open M would mark the edge of the grader's band: it is not named
+            _open = any(m > size_m.value and not _p3_case(m) for m in M_STEPS)
+            _way = ("Move M up to keep exploring now." if _open else
                     "No M is open for these N and K on this device until then: pick a "
                     "larger N and K, or another device, to keep exploring now.")
         mo.stop(True, quiz.gate_notice(
