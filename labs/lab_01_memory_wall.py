@@ -237,17 +237,69 @@ def _(POW2, SCENARIO, mo):
 
 @app.cell
 def _(
+    OPENING,
     OVERLAY_SCENARIO,
     P3_BAND,
+    crossover_prediction,
+    device_picker,
+    formulas,
+    k_slider,
+    m_slider,
+    n_slider,
+    other_device_prediction,
+    precision_picker,
+    quiz,
+    roofline,
+):
+    # Part 1's explorer answers a later prediction for settings near its case (issue 34.1):
+    # those wait for that prediction's lock. The notices name no AI, ridge or regime.
+    _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
+    _o = OVERLAY_SCENARIO
+    try:
+        _ai, _ridge = (formulas.gemm(_m, _n, _k, _p).ai,
+                       roofline.ridge_point(device_picker.value, _p))
+        _ai3, _ridge3 = (formulas.gemm(_o["m"], _o["n"], _o["k"], _o["precision"]).ai,
+                         roofline.ridge_point(_o["datacenter"], _o["precision"]))
+        # Prediction 3 (where its GEMM's AI sits against its datacenter GPU's ridge): any GEMM
+        # near that AI on a device and precision near that ridge, however spelled, and its own
+        # shape at a precision with the same AI / ridge (fp8, tf32)
+        _near_p3 = ((quiz.ratio_off(_ai, _ai3) <= P3_BAND
+                     and quiz.ratio_off(_ridge, _ridge3) <= P3_BAND)
+                    or (sorted((_m, _n, _k)) == sorted((_o["m"], _o["n"], _o["k"]))
+                        and quiz.ratio_off(_ai / _ridge, _ai3 / _ridge3) <= P3_BAND))
+        # Prediction 2 (the square GEMM's crossover N*): square GEMMs either side of it
+        # bracket the answer, on any device and precision whose ridge in FLOP per element
+        # (ridge x bytes per element: the same for bf16, fp8 and tf32 on one chip) is near
+        # the question's
+        _per_element = (lambda d, p: roofline.ridge_point(d, p)
+                        * formulas.gemm(1, 1, 1, p).bytes / 3)
+        _square_p2 = (_m == _n == _k and quiz.ratio_off(
+            _per_element(device_picker.value, _p),
+            _per_element(OPENING["device"], OPENING["precision"])) <= P3_BAND)
+    except KeyError:  # no rate for this precision: the explorer's message says so
+        _near_p3 = _square_p2 = False
+    explorer_wait = (
+        "Square GEMMs on a device and precision like Prediction 2's wait for that prediction: "
+        "lock Prediction 2 to see them here, or make M, N and K differ."
+        if crossover_prediction is None and _square_p2 else
+        "This GEMM, on this device and precision, is too close to Prediction 3's case (Part 3) "
+        "to show before that prediction is locked: lock Prediction 3 to see it here, or move a "
+        "slider, the precision or the device."
+        if other_device_prediction is None and _near_p3 else None)
+    return (explorer_wait,)
+
+
+@app.cell
+def _(
     PICK_PRECISION,
     SHRINK_GEMM,
     device_picker,
+    explorer_wait,
     formulas,
     k_slider,
     m_slider,
     mo,
     n_slider,
-    other_device_prediction,
     precision_picker,
     quiz,
     roofline,
@@ -256,28 +308,8 @@ def _(
 ):
     mo.stop(which_roof_prediction is None,
             quiz.gate_notice("Lock prediction 1 to reveal the roofline instrument."))
+    mo.stop(explorer_wait is not None, quiz.gate_notice(explorer_wait))
     _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
-    # Prediction 3 asks where its GEMM's AI sits against its datacenter GPU's ridge: this
-    # explorer would answer it for any GEMM near that AI on a device and precision near that
-    # ridge (issue 34.1), however the shape is spelled. The notice names no AI and no regime.
-    # Its own shape at another precision (fp8, tf32) sits at the same AI / ridge: closed too.
-    _o = OVERLAY_SCENARIO
-    try:
-        _ai, _ridge = (formulas.gemm(_m, _n, _k, _p).ai,
-                       roofline.ridge_point(device_picker.value, _p))
-        _ai3, _ridge3 = (formulas.gemm(_o["m"], _o["n"], _o["k"], _o["precision"]).ai,
-                         roofline.ridge_point(_o["datacenter"], _o["precision"]))
-        _near_p3 = ((quiz.ratio_off(_ai, _ai3) <= P3_BAND
-                     and quiz.ratio_off(_ridge, _ridge3) <= P3_BAND)
-                    or (sorted((_m, _n, _k)) == sorted((_o["m"], _o["n"], _o["k"]))
-                        and quiz.ratio_off(_ai / _ridge, _ai3 / _ridge3) <= P3_BAND))
-    except KeyError:  # no rate for this precision: the message below says so
-        _near_p3 = False
-    mo.stop(other_device_prediction is None and _near_p3,
-            quiz.gate_notice("This GEMM, on this device and precision, is too close to "
-                             "Prediction 3's case (Part 3) to show before that prediction is "
-                             "locked: lock Prediction 3 to see it here, or move a slider, the "
-                             "precision or the device."))
     try:
         gemm_cost = formulas.gemm(_m, _n, _k, _p)
         gemm_fraction = roofline.require_fits(

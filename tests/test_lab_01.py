@@ -404,3 +404,30 @@ def test_the_style_gallery_shows_no_lab_1_answer(env):
     assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text)
     shown = [float(v.replace(",", "")) for v in re.findall(r"N\* = (\d[\d,]*)", text)]
     assert shown and all(quiz.ratio_off(v, answer) > quiz.GRADE_TOLERANCE for v in shown)
+
+
+def test_part_1_explorer_brackets_no_crossover_before_prediction_2(env, app):
+    # Prediction 2 asks the square GEMM's crossover N* (H100, bf16): Part 1's explorer, open
+    # after Prediction 1, showed 512^3 memory-bound and 1024^3 compute-bound, a bracket whose
+    # every guess inside is graded right (final review F-10). Square GEMMs wait for Prediction
+    # 2 on any device and precision whose ridge in FLOP per element is near the question's:
+    # bf16, fp8 and tf32 on the H100 (the same ridge x bytes: hand check below), and the B200.
+    before_p2 = {"which_roof_prediction": PREDICTIONS["which_roof_prediction"]}
+    h100 = hardware.get("h100-sxm")
+    per_element = {q: roofline.ridge_point("h100-sxm", q) * formulas.gemm(1, 1, 1, q).bytes / 3
+                   for q in ("bf16", "fp8", "tf32") if h100.has(q)}
+    assert len(per_element) == 3 and max(per_element.values()) / min(per_element.values()) < 1.01
+    cases = [(n, q, "h100-sxm") for n in (512, 1024) for q in per_element]
+    cases += [(n, "bf16", "b200") for n in (512, 1024)]
+    for n, q, device in cases:
+        texts, defs = _explore(app, before_p2, (n, n, n), q, device)
+        assert "gemm_cost" not in defs, (n, q, device)
+        notice = [t for t in texts if "Square GEMMs on a device and precision like" in t]
+        assert len(notice) == 1 and "bound" not in notice[0], (n, q, device)
+        _, after = _explore(app, {**before_p2, "crossover_prediction":
+                                  PREDICTIONS["crossover_prediction"]}, (n, n, n), q, device)
+        assert after["gemm_cost"] is not None, (n, q, device)
+    # a GEMM that is not square, and a square one on a chip whose ridge is far off, stay open
+    for shape, device in (((2048, 1024, 1024), "h100-sxm"), ((1024, 1024, 1024), "a100-sxm-80gb")):
+        _, defs = _explore(app, before_p2, shape, "bf16", device)
+        assert defs["gemm_cost"] is not None, (shape, device)
