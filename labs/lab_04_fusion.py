@@ -71,6 +71,7 @@ def _(F, quiz):
     LARGE_N = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16
     TINY_N = 1_000  # one token's hidden state of a small model
     SIZE_STEPS = quiz.log_steps(1e2, 1e9)
+    STORAGE_PRECISIONS = ("fp16", "bf16", "fp32")
     SEQ_STEPS = [2**k for k in range(9, 19)]  # 512 ... 262,144 tokens
     TILE_STEPS = [8, 16, 32, 64, 128, 256, 512]
     QUESTION_HEADS, QUESTION_HEAD_DIM = 32, 128
@@ -92,6 +93,7 @@ def _(F, quiz):
         QUESTION_HEAD_DIM,
         SEQ_STEPS,
         SIZE_STEPS,
+        STORAGE_PRECISIONS,
         TILE_OPTIONS,
         TILE_STEPS,
         TINY_N,
@@ -118,8 +120,8 @@ def _(OPENING, hardware, style):
 
 
 @app.cell
-def _(mo):
-    precision_picker = mo.ui.dropdown(["fp16", "bf16", "fp32"], value="fp16",
+def _(STORAGE_PRECISIONS, mo):
+    precision_picker = mo.ui.dropdown(list(STORAGE_PRECISIONS), value="fp16",
                                       label="Storage precision of the tensors")
     precision_picker
     return (precision_picker,)
@@ -299,11 +301,10 @@ def _(chain_slots):
 def _(
     F,
     FU,
-    R,
     chain_ops,
     device,
     kernels_slider,
-    overhead_us,
+    part1_overhead_us,
     precision_picker,
     size_slider,
     student_error,
@@ -319,7 +320,7 @@ def _(
                 f"kernel{'s' if _n > 1 else ''}, not {kernels_slider.value}: move Kernels "
                 f"down to {_n} or fill more slots of the chain.")
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
-                   launch_overhead_us=overhead_us.value)
+                   launch_overhead_us=part1_overhead_us)
         # unfused first: its message names an empty chain or an unknown op
         chain_unfused = FU.chain_timing(size_slider.value, device, None, **_kw)
         chain_groups = F.contiguous_groups(len(chain_ops), kernels_slider.value)
@@ -329,15 +330,9 @@ def _(
     except (KeyError, ValueError) as _e:
         chain_groups = chain_now = chain_unfused = chain_speedup = None
         chain_error = student_error(_e)
-    # Prediction 2's regime: a kernel, fused or not, whose launch costs more than its work.
-    # Until Prediction 2 is locked the instrument closes on it, whatever size, overhead or
-    # device got there (review L-3).
-    chain_launch_bound = chain_error is None and any(
-        _t.regime == R.OVERHEAD for _c in (chain_now, chain_unfused) for _t in _c.kernel_times)
     return (
         chain_error,
         chain_groups,
-        chain_launch_bound,
         chain_now,
         chain_speedup,
         chain_unfused,
@@ -345,18 +340,46 @@ def _(
 
 
 @app.cell
-def _(chain_launch_bound, tiny_prediction):
-    # Part 1's views close on Prediction 2's regime until Prediction 2 is locked
-    part1_on_p2_case = chain_launch_bound and tiny_prediction is None
-    return (part1_on_p2_case,)
+def _(F, FU, SIZE_STEPS, STORAGE_PRECISIONS, hardware):
+    # Until Prediction 2 is locked Part 1 closes below one fixed size, the same on every
+    # device, precision and overhead box, so the gate never traces Prediction 2's regime
+    # (final review F-3): the smallest size step above which no kernel of any chain the slots
+    # can build is launch-bound, at the stated overhead, on any registry device and precision.
+    part1_floor = min(s for s in SIZE_STEPS if s > FU.largest_kernel_crossover(
+        hardware.all_devices(), STORAGE_PRECISIONS, tuple(F.ELEMENTWISE)))
+    return (part1_floor,)
 
 
 @app.cell
-def _(chain_controls, mo, overhead_us, quiz, size_control, speedup_prediction, style):
+def _(R, overhead_us, part1_floor, size_slider, tiny_prediction):
+    # Before Prediction 2 is locked, Part 1 runs at the stated launch overhead (the box applies
+    # once it is locked) and closes below the fixed floor; after it, everything is open.
+    part1_overhead_us = (R.DEFAULT_LAUNCH_OVERHEAD_US if tiny_prediction is None
+                         else overhead_us.value)
+    part1_closed = tiny_prediction is None and size_slider.value < part1_floor
+    return part1_closed, part1_overhead_us
+
+
+@app.cell
+def _(
+    R,
+    chain_controls,
+    mo,
+    overhead_us,
+    quiz,
+    size_control,
+    speedup_prediction,
+    style,
+    tiny_prediction,
+):
     mo.stop(speedup_prediction is None,
             quiz.gate_notice("Lock your prediction to reveal the fusion instrument."))
     # The message under the overhead box reads what was typed, so it is built here.
-    mo.vstack([chain_controls, style.input_messages(overhead_us), size_control])
+    _later = mo.md(
+        "The launch overhead you type applies here once Prediction 2 is locked; until then "
+        f"Part 1 uses the stated {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel.")
+    mo.vstack([chain_controls, style.input_messages(overhead_us)]
+              + ([_later] if tiny_prediction is None else []) + [size_control])
     return
 
 
@@ -369,16 +392,17 @@ def _(
     chain_unfused,
     device,
     mo,
-    part1_on_p2_case,
+    part1_closed,
+    part1_floor,
     quiz,
     speedup_prediction,
     style,
 ):
     mo.stop(speedup_prediction is None)
-    # The notice names the way out, not the regime: the regime is Prediction 2's answer.
-    mo.stop(part1_on_p2_case, quiz.gate_notice(
-        "Tensors this small are Prediction 2's question (Part 2): lock Prediction 2 to "
-        "explore them here. Move the size up to keep exploring Part 1 now."))
+    # The notice names the fixed floor and the way out, never a regime or a reason.
+    mo.stop(part1_closed, quiz.gate_notice(
+        f"Part 1 explores tensors from {part1_floor:,} elements up until Prediction 2 is "
+        "locked; lock Prediction 2 to explore the sizes below it."))
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
     else:
@@ -408,12 +432,12 @@ def _(
     device,
     figures,
     mo,
-    part1_on_p2_case,
+    part1_closed,
     precision_picker,
     speedup_prediction,
     style,
 ):
-    mo.stop(speedup_prediction is None or chain_now is None or part1_on_p2_case)
+    mo.stop(speedup_prediction is None or chain_now is None or part1_closed)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
     for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
@@ -441,11 +465,11 @@ def _(
     chain_now,
     device,
     mo,
-    part1_on_p2_case,
+    part1_closed,
     speedup_prediction,
 ):
     # the note under the roofline: closed with it
-    mo.stop(speedup_prediction is None or chain_now is None or part1_on_p2_case)
+    mo.stop(speedup_prediction is None or chain_now is None or part1_closed)
     mo.md(
         "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
         "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
@@ -464,11 +488,11 @@ def _(
     chain_now,
     figures,
     mo,
-    part1_on_p2_case,
+    part1_closed,
     quiz,
     speedup_prediction,
 ):
-    mo.stop(speedup_prediction is None or chain_now is None or part1_on_p2_case)
+    mo.stop(speedup_prediction is None or chain_now is None or part1_closed)
     _ops = [c.name for c in chain_now.chain.kernels_costs]
     fusion_bars = figures.bar_figure(
         [f"K{i + 1}" for i in range(len(_ops))],
@@ -520,6 +544,7 @@ def _(F, FU, mo, speedup_prediction, style):
     _fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
                                  "fp16").total.bytes
     _frac = rf"\frac{{{sum(_k):g}\,n\ \text{{B}}}}{{{_fused:g}\,n\ \text{{B}}}}"
+    _ratio = FU.chain_byte_ratio(FU.DEFAULT_CHAIN, "fp16")
     style.math_peek("fusing a memory-bound chain", rf"""
     Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
     elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
@@ -538,7 +563,7 @@ def _(F, FU, mo, speedup_prediction, style):
     large tensor the byte term wins for every kernel (AI ≈ 1 FLOP/B ≪ ridge), so
 
     $$\text{{speedup}} = \frac{{\sum_k B_k/\beta}}{{B_\text{{fused}}/\beta}} = {_frac}
-    \approx {sum(_k) / _fused:.2g}\times$$
+    \approx {_ratio:.2g}\times$$
 
     not 4×: fusion removes the *intermediate* round trips, but the fused kernel still reads its
     inputs and writes its outputs once. Intermediates stay in registers.
@@ -1317,7 +1342,6 @@ def _(FU, OPENING, QUESTION_HEAD_DIM, hardware, mo, style, tile_prediction):
 
 @app.cell
 def _(
-    F,
     FU,
     mo,
     oom_prediction,
@@ -1330,9 +1354,7 @@ def _(
                                   tile_prediction))
     mo.stop(_gate is not None, _gate)
     # the byte ratio of the default chain at fp16 (Prediction 1's answer): from core
-    _ratio = (F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").total.bytes
-              / F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
-                                    "fp16").total.bytes)
+    _ratio = FU.chain_byte_ratio(FU.DEFAULT_CHAIN, "fp16")
     style.takeaways([
         "An elementwise kernel's time is max(compute, memory, launch). At AI ≈ 1 FLOP/B it is "
         "memory-bound on any modern device, or overhead-bound when the tensor is small.",

@@ -232,3 +232,36 @@ def test_a_compute_heavy_elementwise_chain_is_bound_by_the_vector_ceiling():
     flops = (8 + 8 + 2 + 1) * (1 << 24)
     assert t.seconds == pytest.approx(flops / 0.1e12)
     assert t.regime == R.COMPUTE
+
+
+def test_chain_byte_ratio_of_the_default_chain():
+    # bytes per element, unfused: LayerNorm 2b, GELU 2b, dropout 2b + 1 (mask), residual 3b;
+    # fused: input, skip, output (3b) + the 1-byte mask
+    assert FU.chain_byte_ratio() == pytest.approx((4 + 4 + 5 + 6) / 7)  # fp16: 19 / 7
+    assert FU.chain_byte_ratio(precision="fp32") == pytest.approx((8 + 8 + 9 + 12) / 13)
+    assert FU.chain_byte_ratio(("gelu",)) == 1.0  # one op: nothing to fuse
+    assert FU.chain_byte_ratio() == pytest.approx(FU.fusion_speedup(1 << 26, "h100-sxm", None,
+                                                                    FUSED))
+
+
+def test_largest_kernel_crossover_bounds_every_chain_and_grouping():
+    from itertools import product
+
+    from labs.core import formulas as F
+
+    # the fewest bytes per kernel: an op with no extra input or mask, 2 x 2 B at fp16, on the
+    # fastest memory: 5 us x 7,700 GB/s / 4 B = 9.625 M elements (B200)
+    ops = tuple(F.ELEMENTWISE)
+    assert FU.largest_kernel_crossover(["b200"], ["fp16"], ops) == pytest.approx(
+        5e-6 * 7700e9 / 4)
+    assert FU.largest_kernel_crossover(["h100-sxm", "b200"], ["fp32", "bf16"], ops) == \
+        pytest.approx(5e-6 * 7700e9 / 4)
+    assert FU.largest_kernel_crossover(["h100-sxm"], ["fp16"], ops,
+                                       launch_overhead_us=100) == pytest.approx(
+        100e-6 * 3350e9 / 4)
+    # a kernel of up to three ops is one such chain fused whole: none crosses later
+    top = FU.largest_kernel_crossover(["b200"], ["fp16"], ops)
+    for n_ops in (1, 2, 3):
+        for chain in product(ops, repeat=n_ops):
+            (x,) = FU.kernel_crossovers("b200", [list(range(n_ops))], chain)
+            assert x <= top * (1 + 1e-12), chain

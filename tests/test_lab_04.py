@@ -11,6 +11,7 @@ import pytest
 
 from labs.core import fusion as FU
 from labs.core import formulas as F
+from labs.core import hardware
 from labs.core import quiz
 from labs.core import roofline as R
 from labs.core import style
@@ -214,58 +215,87 @@ def _part1(defs) -> str:
 
 
 def _launch_bound(size, overhead_us=R.DEFAULT_LAUNCH_OVERHEAD_US, device="h100-sxm",
-                  kernels=1) -> bool:
+                  kernels=1, precision="fp16") -> bool:
     """Whether any kernel of the default chain, unfused or in ``kernels`` groups, is
     launch-bound at ``size`` (core's physics, not the lab's)."""
     groups = F.contiguous_groups(len(FU.DEFAULT_CHAIN), kernels)
     return any(t.regime == R.OVERHEAD for g in (None, groups) for t in FU.chain_timing(
-        size, device, g, launch_overhead_us=overhead_us).kernel_times)
+        size, device, g, precision=precision, launch_overhead_us=overhead_us).kernel_times)
 
 
-@pytest.mark.parametrize("size, overhead_us", [
-    (1_000, R.DEFAULT_LAUNCH_OVERHEAD_US),  # Prediction 2's own case: 1,000 elements at 5 µs
-    (100, R.DEFAULT_LAUNCH_OVERHEAD_US),  # the slider's smallest step
-    (3_000_000, R.DEFAULT_LAUNCH_OVERHEAD_US),  # below the unfused kernels' crossover
-    (10_000_000, 100),  # a larger tensor, a longer launch: the same regime
-])
-def test_part_1_does_not_show_the_overhead_regime_before_prediction_2(size, overhead_us):
-    assert _launch_bound(size, overhead_us)  # the case is Prediction 2's regime (core says)
-    outputs, defs = app.run(defs={**AFTER_P1, **_set(
-        size_slider=NS(value=size), kernels_slider=NS(value=1),
-        overhead_us=NS(value=overhead_us))})
+SIZES = quiz.log_steps(1e2, 1e9)  # the size slider's steps
+#: (device, precision, overhead box, kernels, chain): the box's ends, the registry's fastest
+#: memories (B200, TPU v7x), a chain the student built (no extra inputs or masks: the fewest
+#: bytes per kernel)
+SETTINGS = [("h100-sxm", "fp16", R.DEFAULT_LAUNCH_OVERHEAD_US, 4, FU.DEFAULT_CHAIN),
+            ("b200", "bf16", 0.5, 1, FU.DEFAULT_CHAIN),
+            ("b200", "fp16", 100, 1, ("gelu", "relu", "scale")),
+            ("tpu-v7x", "fp32", 100, 4, FU.DEFAULT_CHAIN)]
+
+
+def _part1_run(size, device, precision, overhead_us, kernels, ops, locked_p2=False):
+    return app.run(defs={**(PREDICTIONS if locked_p2 else AFTER_P1), **_set(
+        size_slider=NS(value=size), kernels_slider=NS(value=min(kernels, len(ops))),
+        overhead_us=NS(value=overhead_us), chain_slots=chain(*ops),
+        device_picker=NS(value=device), precision_picker=NS(value=precision))})
+
+
+def test_before_prediction_2_part_1_closes_one_fixed_set_of_sizes_and_never_the_regime():
+    # Every size step under every setting: Part 1 never shows a launch-bound kernel (cards,
+    # per-kernel bars, roofline hover), and the sizes it closes are the same whatever the
+    # device, precision, overhead box, kernels and chain: the gate is not Prediction 2's regime.
+    closed_sets = []
+    for setting in SETTINGS:
+        closed = set()
+        for size in SIZES:
+            _, defs = _part1_run(size, *setting)
+            assert "overhead-bound" not in _part1(defs), (size, setting)
+            if not set(PART1) <= set(defs):
+                assert not set(PART1) & set(defs), (size, setting)  # all closed together
+                closed.add(size)
+        closed_sets.append(closed)
+    assert all(c == closed_sets[0] for c in closed_sets), closed_sets
+    closed = closed_sets[0]
+    # the closed sizes are the steps below one floor, and the slider's opening size is open
+    floor = min(set(SIZES) - closed)
+    assert closed == {s for s in SIZES if s < floor} and 1_000 in closed
+    assert floor <= 100_000_000
+    # above the floor no kernel of the default chain is launch-bound at the stated overhead on
+    # any registry device and precision (core's physics)
+    for d in hardware.keys():
+        for p in ("fp16", "bf16", "fp32"):
+            assert not _launch_bound(floor, device=d, precision=p), (d, p)
+
+
+@pytest.mark.parametrize("size", [100, 1_000, 3_000_000])
+def test_part_1_notice_names_the_way_out_not_the_regime(size):
+    outputs, defs = _part1_run(size, *SETTINGS[0])
     for name in PART1:
         assert name not in defs, name
     shown = " ".join(text(o) for o in outputs if o is not None)
     notice = next(t for o in outputs if o is not None
-                  and "lock Prediction 2" in (t := text(o)) and "Tensors" in t)
-    # the notice names the way out, not the regime or the reason fusion helps
-    for word in ("overhead", "launch", "memory", "bytes", "×"):
+                  and "lock Prediction 2" in (t := text(o)) and "Part 1 explores" in t)
+    for word in ("overhead", "launch", "memory", "bytes", "×", "small", "regime"):
         assert word not in notice.lower(), (word, notice)
     assert "Speedup vs unfused" not in shown and "4.00×" not in shown
     # the controls (a stand-in here: _set) stay, so the size can be moved back up
     assert "(size_control)" in shown
 
 
-def test_part_1_stays_open_above_the_overhead_regime_before_prediction_2():
-    assert not _launch_bound(100_000_000)
-    _, defs = app.run(defs={**AFTER_P1, **_set(kernels_slider=NS(value=1))})
-    assert set(PART1) <= set(defs)
-    assert "memory-bound" in text(defs["fusion_metrics"])
-    assert "overhead-bound" not in _part1(defs)
-
-
-def test_no_part_1_setting_shows_a_launch_bound_kernel_before_prediction_2():
-    # every size step, one kernel and four, the overhead box's ends: never a launch-bound
-    # kernel in the cards, the per-kernel bars or the roofline's hover text
-    for size in quiz.log_steps(1e2, 1e9):
-        for kernels, overhead_us in ((1, 0.5), (4, R.DEFAULT_LAUNCH_OVERHEAD_US), (1, 100)):
-            _, defs = app.run(defs={**AFTER_P1, **_set(
-                size_slider=NS(value=size), kernels_slider=NS(value=kernels),
-                overhead_us=NS(value=overhead_us))})
-            assert "overhead-bound" not in _part1(defs), (size, kernels, overhead_us)
-            open_ = set(PART1) <= set(defs)
-            assert open_ != _launch_bound(size, overhead_us, kernels=kernels), (
-                size, kernels, overhead_us)
+def test_the_overhead_box_applies_to_part_1_once_prediction_2_is_locked():
+    # 50 M elements on the H100, unfused: launch-bound at 100 µs per kernel, memory-bound at 5
+    setting = ("h100-sxm", "fp16", 100, 4, FU.DEFAULT_CHAIN)
+    assert _launch_bound(50_000_000, 100, kernels=4) and not _launch_bound(50_000_000, kernels=4)
+    _, before = _part1_run(50_000_000, *setting)
+    _, stated = _part1_run(50_000_000, "h100-sxm", "fp16", R.DEFAULT_LAUNCH_OVERHEAD_US, 4,
+                           FU.DEFAULT_CHAIN)
+    assert set(PART1) <= set(before)
+    assert text(before["fusion_metrics"]) == text(stated["fusion_metrics"])
+    assert "memory-bound" in text(before["fusion_metrics"])
+    outputs, _ = _part1_run(50_000_000, *setting)
+    assert "once Prediction 2 is locked" in " ".join(text(o) for o in outputs if o is not None)
+    _, after = _part1_run(50_000_000, *setting, locked_p2=True)
+    assert "overhead-bound" in text(after["fusion_metrics"])
 
 
 def test_after_prediction_2_part_1_reaches_the_overhead_regime():

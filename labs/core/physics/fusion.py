@@ -87,6 +87,16 @@ def fusion_speedup(n_elements, hw, groups_before, groups_after,
 
 
 @finite_results
+def chain_byte_ratio(ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16") -> float:
+    """HBM bytes of the chain run one kernel per op over those of the chain fused into one
+    kernel: the speedup of fusing it where every kernel is memory-bound. Per element, so
+    independent of the tensor's size."""
+    n_ops = len(_ops(ops))
+    unfused = F.elementwise_chain(1, ops, None, precision).total.bytes
+    return unfused / F.elementwise_chain(1, ops, [list(range(n_ops))], precision).total.bytes
+
+
+@finite_results
 def chain_overhead_crossover(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                              precision: str = "fp16", *,
                              launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
@@ -450,3 +460,18 @@ def kernel_crossovers(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
         per = R.time_bounds(k.flops, k.bytes, d, k.compute)
         out.append(ov / max(per.t_compute, per.t_memory))
     return tuple(out)
+
+
+@finite_results
+def largest_kernel_crossover(hws, precisions, ops: Sequence[str] = tuple(F.ELEMENTWISE), *,
+                             launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+    """The largest size (elements) at which a kernel of ANY chain of ``ops`` (each op any
+    number of times, in any order and grouping) can be launch-bound, over every device in
+    ``hws`` and storage precision in ``precisions``; above it no such kernel is.
+
+    A fused kernel's FLOPs and bytes per element are sums over its ops (its input and output
+    once, plus every op's extra inputs and masks), so each is at least that of any one of its
+    ops run alone: its crossover is no larger than theirs, and the ops run one per kernel
+    bound every chain."""
+    return max(x for d in sequence("hws", hws) for p in sequence("precisions", precisions)
+               for x in kernel_crossovers(d, None, ops, p, launch_overhead_us=launch_overhead_us))
