@@ -672,7 +672,7 @@ def _(SHARD_BLOCKS, SHARD_REF, mo):
 
 
 @app.cell
-def _(PRECISION, SERVE_REF, SHARD_BLOCKS, SHARD_REF, collectives, models, np, sharding):
+def _(PRECISION, SERVE_REF, SHARD_BLOCKS, SHARD_REF, collectives, models, sharding):
     # Prediction 4 by analogy: one MLP block of its model split n ways on its chip turns
     # link-bound first at the graded degree when the batch is small. The largest batch where
     # any block does so, on any link the chip takes (computed, never shown).
@@ -683,7 +683,9 @@ def _(PRECISION, SERVE_REF, SHARD_BLOCKS, SHARD_REF, collectives, models, np, sh
 
     def _first_link_bound(tokens, link, matmuls):
         for _n in (2, 4, 8, 16):
-            _k = 2 ** int(np.round(np.log2(_m.d_ff / _n)))
+            # the F/n slider's step nearest d_ff / n (plain Python: a closed gate loads no numpy)
+            _k = min((2 ** i for i in range(7, 18)),
+                     key=lambda v: max(v, _m.d_ff / _n) / min(v, _m.d_ff / _n))
             _mm = sharding.sharded_matmul(tokens, _k * _n, SHARD_REF["n_out"], _n, PRECISION,
                                           matmuls=matmuls)
             if sharding.shard_times(_mm, _dev, link).binding == "link":

@@ -110,6 +110,7 @@ VALID = {
     "measured_peaks": {"bf16": 500.0}, "measured_s": {"fp16": 1e-5},
     "shape": _SHAPE, "storages": ["fp16", "fp8"], "precisions": ["fp16", "bf16"],
     "ops": ["layernorm", "gelu", "dropout", "residual_add"], "groups": None, "groups_before": None,
+    "hws": ["h100-sxm", "a100-sxm-80gb"],
     "groups_after": [[0, 1, 2, 3]], "sizes": [10.0, 1000.0], "candidates": [16, 32],
     "device_classes": ("datacenter",), "costs": [F.gemm(8, 8, 8)], "cost": F.gemm(8, 8, 8),
     "weights": None, "derating": R.SPEC, "value": 3.0, "fmt": None, "seconds": 1e-3,

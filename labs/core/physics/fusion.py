@@ -473,5 +473,9 @@ def largest_kernel_crossover(hws, precisions, ops: Sequence[str] = tuple(F.ELEME
     once, plus every op's extra inputs and masks), so each is at least that of any one of its
     ops run alone: its crossover is no larger than theirs, and the ops run one per kernel
     bound every chain."""
-    return max(x for d in sequence("hws", hws) for p in sequence("precisions", precisions)
+    devices = [_hw.get(d, arg=f"hws[{i}]") for i, d in enumerate(sequence("hws", hws))]
+    storages = sequence("precisions", precisions)
+    for i, p in enumerate(storages):
+        _fmt.bytes_per_element(p, arg=f"precisions[{i}]")
+    return max(x for d in devices for p in storages
                for x in kernel_crossovers(d, None, ops, p, launch_overhead_us=launch_overhead_us))
