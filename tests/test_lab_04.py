@@ -241,27 +241,28 @@ def _part1_run(size, device, precision, overhead_us, kernels, ops, locked_p2=Fal
 
 
 def test_before_prediction_2_part_1_closes_one_fixed_set_of_sizes_and_never_the_regime():
-    # Every size step under every setting: Part 1 never shows a launch-bound kernel (cards,
-    # per-kernel bars, roofline hover), and the sizes it closes are the same whatever the
-    # device, precision, overhead box, kernels and chain: the gate is not Prediction 2's regime.
-    closed_sets = []
+    # Part 1 never shows a launch-bound kernel (cards, per-kernel bars, roofline hover), and the
+    # sizes it closes are the same whatever the device, precision, overhead box, kernels and
+    # chain: the gate is not Prediction 2's regime. Under every setting: the size steps either
+    # side of the lab's floor, both ends, the question's 1,000 and the slider's opening 100 M
+    # (the floor is one comparison in the lab, so its neighbours test it; every size above it
+    # is covered by the physics check below: a sweep of all 43 steps cost 80 s for nothing
+    # more).
+    floor = app.run(defs=AFTER_P1)[1]["part1_floor"]
+    i = SIZES.index(floor)
+    sample = sorted({SIZES[0], 1_000, SIZES[i - 1], floor, SIZES[i + 1], 100_000_000,
+                     SIZES[-1]})
     for setting in SETTINGS:
-        closed = set()
-        for size in SIZES:
+        for size in sample:
             _, defs = _part1_run(size, *setting)
             assert "overhead-bound" not in _part1(defs), (size, setting)
-            if not set(PART1) <= set(defs):
+            shown = set(PART1) <= set(defs)
+            if not shown:
                 assert not set(PART1) & set(defs), (size, setting)  # all closed together
-                closed.add(size)
-        closed_sets.append(closed)
-    assert all(c == closed_sets[0] for c in closed_sets), closed_sets
-    closed = closed_sets[0]
-    # the closed sizes are the steps below one floor, and the slider's opening size is open
-    floor = min(set(SIZES) - closed)
-    assert closed == {s for s in SIZES if s < floor} and 1_000 in closed
-    assert floor <= 100_000_000
-    # above the floor no kernel of the default chain is launch-bound at the stated overhead on
-    # any registry device and precision (core's physics)
+            assert shown == (size >= floor), (size, setting)
+    assert 1_000 < floor <= 100_000_000
+    # at the floor (and so above it) no kernel of the default chain is launch-bound at the
+    # stated overhead on any registry device and precision (core's physics)
     for d in hardware.keys():
         for p in ("fp16", "bf16", "fp32"):
             assert not _launch_bound(floor, device=d, precision=p), (d, p)
