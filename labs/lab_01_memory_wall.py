@@ -28,6 +28,9 @@ def _():
     # a chip of nearly the same ridge). The next power of two in M is outside, so the M slider
     # still shows both regimes either side of it.
     P3_BAND = 1.25
+    # Part 1's explorer would bracket Prediction 2's N* with square GEMMs either side of it on
+    # any device and precision whose own N* is within this factor of the question's.
+    P2_BAND = 1.25
     PROFILER = {"flop_util": 0.03, "bandwidth": 0.90}
     # The pickers' opening values: the instructor copy's reveal answers are computed for these,
     # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
@@ -42,6 +45,7 @@ def _():
         LAB_ID,
         OPENING,
         OVERLAY_SCENARIO,
+        P2_BAND,
         P3_BAND,
         PICK_PRECISION,
         POW2,
@@ -239,6 +243,7 @@ def _(POW2, SCENARIO, mo):
 def _(
     OPENING,
     OVERLAY_SCENARIO,
+    P2_BAND,
     P3_BAND,
     crossover_prediction,
     device_picker,
@@ -263,19 +268,16 @@ def _(
         # Prediction 3 (where its GEMM's AI sits against its datacenter GPU's ridge): any GEMM
         # near that AI on a device and precision near that ridge, however spelled, and its own
         # shape at a precision with the same AI / ridge (fp8, tf32)
-        _near_p3 = ((quiz.ratio_off(_ai, _ai3) <= P3_BAND
-                     and quiz.ratio_off(_ridge, _ridge3) <= P3_BAND)
+        _near_p3 = ((quiz.within_factor(_ai, _ai3, P3_BAND)
+                     and quiz.within_factor(_ridge, _ridge3, P3_BAND))
                     or (sorted((_m, _n, _k)) == sorted((_o["m"], _o["n"], _o["k"]))
-                        and quiz.ratio_off(_ai / _ridge, _ai3 / _ridge3) <= P3_BAND))
+                        and quiz.within_factor(_ai / _ridge, _ai3 / _ridge3, P3_BAND)))
         # Prediction 2 (the square GEMM's crossover N*): square GEMMs either side of it
-        # bracket the answer, on any device and precision whose ridge in FLOP per element
-        # (ridge x bytes per element: the same for bf16, fp8 and tf32 on one chip) is near
-        # the question's
-        _per_element = (lambda d, p: roofline.ridge_point(d, p)
-                        * formulas.gemm(1, 1, 1, p).bytes / 3)
-        _square_p2 = (_m == _n == _k and quiz.ratio_off(
-            _per_element(device_picker.value, _p),
-            _per_element(OPENING["device"], OPENING["precision"])) <= P3_BAND)
+        # bracket the answer on any device and precision whose own N* is near the question's
+        # (bf16, fp8 and tf32 on one chip share it)
+        _square_p2 = _m == _n == _k and quiz.within_factor(
+            roofline.gemm_crossover_n(device_picker.value, _p),
+            roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"]), P2_BAND)
     except KeyError:  # no rate for this precision: the explorer's message says so
         _near_p3 = _square_p2 = False
     explorer_wait = (

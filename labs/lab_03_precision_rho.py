@@ -469,7 +469,7 @@ def _(
         """Whether the explorer's rows at M = m answer Prediction 3: a memory-bound 16-bit row
         against a ~4-bit one, at a time ratio the grader would take (review L-4)."""
         try:
-            return any(quiz.ratio_off(_x, nvfp4_reference) <= quiz.GRADE_TOLERANCE
+            return any(quiz.within_factor(_x, nvfp4_reference, quiz.GRADE_TOLERANCE)
                        for *_, _x in PS.decode_like_speedups(
                            op_picker.value, _shape(m), device_picker.value,
                            compute_for_weight_only=weight_only_compute.value))

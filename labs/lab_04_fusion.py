@@ -544,7 +544,7 @@ def _(F, FU, mo, speedup_prediction, style):
     _fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
                                  "fp16").total.bytes
     _frac = rf"\frac{{{sum(_k):g}\,n\ \text{{B}}}}{{{_fused:g}\,n\ \text{{B}}}}"
-    _ratio = FU.chain_byte_ratio(FU.DEFAULT_CHAIN, "fp16")
+    _ratio = sum(_k) / _fused
     style.math_peek("fusing a memory-bound chain", rf"""
     Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
     elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
@@ -1045,13 +1045,15 @@ def _(
     hardware,
     mo,
     oom_prediction,
+    reveal_references,
     style,
 ):
     mo.stop(oom_prediction is None)  # the equations give the answer away
-    # The question's case on the opening device, from core: the bound on S is Prediction 3's
-    # answer, so it is computed here, never typed (review T-4).
-    _hw, _h, _d, _b = hardware.get(OPENING["device"]), QUESTION_HEADS, QUESTION_HEAD_DIM, 2
-    _s = FU.unfused_max_seq_len(_hw, 1, _h, _d, "fp16")
+    # The question's case on the opening device: the bound on S is Prediction 3's answer, the
+    # instructor copy's reference (never typed, review T-4); b from core's fp16 score bytes.
+    _hw, _h, _d = hardware.get(OPENING["device"]), QUESTION_HEADS, QUESTION_HEAD_DIM
+    _b = FU.unfused_score_bytes(1, 1, 1, 1, "fp16")
+    _s = reveal_references["oom_seq_len"]
     _mant, _exp = f"{_hw.memory_bytes:.2e}".split("e")
     _cap = rf"{_mant}\times10^{{{int(_exp)}}}"
     _gib, _stex = _hw.memory_bytes / 2**30, f"{_s:,}".replace(",", "{,}")
@@ -1067,9 +1069,9 @@ def _(
 
     The score term grows with $S^2$, so at long context it dominates both traffic and memory.
     The score matrix must also exist at once in device memory, $B H S^2 b$ bytes: with {_h} heads
-    at fp16 that is ${_h * _b}\,S^2$ B, so on the {_hw.name}'s {_gib:g} GiB
+    at fp16 that is ${_h * _b:g}\,S^2$ B, so on the {_hw.name}'s {_gib:g} GiB
     (${_gib:g} \cdot 2^{{30}} = {_cap}$ B)
-    $${_h * _b} S^2 + 4 \cdot {_h} \cdot {_d} \cdot {_b}\,S \le {_cap} \Rightarrow S \le {_stex} .$$
+    $${_h * _b:g} S^2 + 4 \cdot {_h} \cdot {_d} \cdot {_b:g}\,S \le {_cap} \Rightarrow S \le {_stex} .$$
     **Fused** (flash) attention computes $S$ tile by tile on chip with an online softmax and
     never writes it: traffic and memory are linear in $S$, FLOPs unchanged, so AI grows with $S$.
     """)
@@ -1297,14 +1299,25 @@ def _(lab, mo, quiz, tile_prediction):
 
 
 @app.cell
-def _(FU, OPENING, QUESTION_HEAD_DIM, hardware, mo, style, tile_prediction):
+def _(
+    FU,
+    OPENING,
+    QUESTION_HEAD_DIM,
+    hardware,
+    mo,
+    reveal_references,
+    style,
+    tile_prediction,
+):
     mo.stop(tile_prediction is None)  # the equations give the answer away
-    # The question's tiles on the opening device, from core: the largest one that fits is
-    # Prediction 4's answer, so it is computed here, never typed (review T-4).
+    # The question's tiles on the opening device: the largest one that fits is Prediction 4's
+    # answer, the instructor copy's reference (never typed, review T-4).
     _hw, _d = hardware.get(OPENING["device"]), QUESTION_HEAD_DIM
-    _t = FU.largest_square_tile(_d, _hw)
+    _t = reveal_references["largest_tile"]
     _fit, _big = (FU.flash_tile(b, b, _d, _hw) for b in (_t, 2 * _t))
-    _kib = lambda v: f"{v / 1024:.0f} KiB"  # noqa: E731
+
+    def _kib(v):
+        return style.format_bytes(v, binary=True)
     _pools = " and ".join(
         f"{_kib(v)} of {pool} ({'too much' if pool in _big.overflows else 'fits'})"
         for pool, v in (("shared memory", _big.smem_bytes), ("registers", _big.register_bytes)))

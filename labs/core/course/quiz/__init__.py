@@ -55,6 +55,7 @@ from labs.core.course.quiz.prediction import (  # noqa: F401
     ratio_off,
     ratio_verdict,
     verdict_kind,
+    within_factor,
 )
 from labs.core.course.quiz.session import (  # noqa: F401
     _MEMORY_LEDGERS,
@@ -67,5 +68,5 @@ __all__ = [
     "CONFIDENCE_OPTIONS", "LabSession", "Prediction", "choice_form", "compare",
     "explain_form", "format_value", "gate_notice", "ledger_settings", "lock_state",
     "log_steps", "numeric_form", "parse_number", "prediction_panel", "ratio_off",
-    "ratio_verdict", "resolved_settings", "simulate_submit",
+    "ratio_verdict", "resolved_settings", "simulate_submit", "within_factor",
 ]

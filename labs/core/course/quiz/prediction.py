@@ -93,6 +93,14 @@ def ratio_off(predicted: Any, actual: Any) -> float | None:
     return max(r, 1 / r)
 
 
+def within_factor(a: Any, b: Any, factor: float) -> bool:
+    """Whether ``a`` is within ``factor`` (>= 1) of ``b``, as :func:`ratio_off` measures it;
+    False where a ratio means nothing (zero, opposite signs, not a number). For the labs' gates
+    that close an instrument on a setting near a prediction's case."""
+    r = ratio_off(a, b)
+    return r is not None and r <= factor
+
+
 #: A prediction this close (as a ratio) is called right, not "off by 1×".
 SPOT_ON_RATIO = 1.005
 #: The grader's default tolerance (``grading_config.Rubric.tolerance``): a numeric prediction
