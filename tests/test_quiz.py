@@ -539,3 +539,13 @@ def test_numbers_shown_differ_when_the_verdict_is_not_right(pred, actual, fmt, s
     assert quiz.distinct_texts(pred, actual, fmt) == shown
     text = _html(quiz.compare(quiz.Prediction("lab01.x", pred), actual, fmt=fmt))
     assert f"{shown[0]}" in text and f"{shown[1]}" in text
+
+
+@pytest.mark.parametrize("a, b, factor, inside", [
+    (1.2, 1.0, 1.25, True), (1.0, 1.25, 1.25, True), (1.3, 1.0, 1.25, False),
+    (0.7, 1.0, 1.5, True), (0.6, 1.0, 1.5, False),
+    # no ratio exists: never "near" (ratio_off is None there, which a bare <= would raise on)
+    (0.0, 1.0, 1.5, False), (-1.0, 1.0, 1.5, False), (float("nan"), 1.0, 1.5, False),
+    (True, 1.0, 1.5, False), ("1", 1.0, 1.5, False)])
+def test_within_factor_is_false_where_no_ratio_exists(a, b, factor, inside):
+    assert quiz.within_factor(a, b, factor) is inside
