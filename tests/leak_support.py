@@ -911,6 +911,37 @@ def lab_files(root: Path) -> list[Path]:
     return sorted((root / "labs").glob("lab_*.py"))
 
 
+def collect_references(lab_file: Path, ledger_dir: Path) -> list[Reference]:
+    """Run the lab in reveal mode (its own ledger folder) and record every answer
+    ``reveal.reference`` returns."""
+    import pytest
+
+    from labs.core import ledger, reveal
+    from notebook_support import load_app
+
+    seen: list[Reference] = []
+    original = reveal.reference
+
+    def recording(*args, **kwargs):
+        answer = original(*args, **kwargs)
+        if answer is not None:
+            is_choice = getattr(answer, "answer_type", "numeric") == "choice"
+            seen.append(Reference(answer.item_id, answer.value,
+                                  getattr(answer, "label", None) if is_choice else None,
+                                  getattr(answer, "units", "") or ""))
+        return answer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reveal, "reference", recording)
+        mp.setenv("ROOFLINE_REVEAL", "1")
+        mp.setenv(ledger.ENV_LEDGER_DIR, str(ledger_dir))
+        outputs, _ = load_app(lab_file, f"_{lab_file.stem}_revealed").run()
+    shown = " ".join(getattr(o, "text", "") for o in outputs if o is not None)
+    # gating must not hide them for good: the instructor copy (every answer in) shows them
+    assert "Key takeaways" in shown, f"{lab_file.name}: reveal mode shows no takeaways"
+    return seen
+
+
 # --- the walk: each prediction in order, the instruments before it swept (issue 34.3) ---------
 
 _PREDICTION_CELL = re.compile(

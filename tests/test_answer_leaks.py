@@ -16,43 +16,15 @@ from pathlib import Path
 import pytest
 
 from labs.core import quiz, reveal
-from leak_support import (Cell, DownstreamRuns, Reference, find_leaks, flatten, key_phrase,
-                          lab_files, locked, numeric_renderings, prediction_steps,
-                          rendered_cells, rendered_text, run_with_outputs, scenario_leaks,
+from leak_support import (Cell, DownstreamRuns, Reference, collect_references, find_leaks,
+                          flatten, key_phrase, lab_files, locked, numeric_renderings,
+                          prediction_steps, rendered_cells, rendered_text, run_with_outputs, scenario_leaks,
                           student_texts, text_cells, text_renderings)
 from notebook_support import load_app
 from widget_sweep import changed_defs, frontend_value, sample_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = lab_files(ROOT)
-
-
-def collect_references(lab_file: Path, ledger_dir: Path) -> list[Reference]:
-    """Run the lab in reveal mode (its own ledger folder) and record every answer
-    ``reveal.reference`` returns."""
-    from labs.core import ledger
-
-    seen: list[Reference] = []
-    original = reveal.reference
-
-    def recording(*args, **kwargs):
-        answer = original(*args, **kwargs)
-        if answer is not None:
-            is_choice = getattr(answer, "answer_type", "numeric") == "choice"
-            seen.append(Reference(answer.item_id, answer.value,
-                                  getattr(answer, "label", None) if is_choice else None,
-                                  getattr(answer, "units", "") or ""))
-        return answer
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(reveal, "reference", recording)
-        mp.setenv("ROOFLINE_REVEAL", "1")
-        mp.setenv(ledger.ENV_LEDGER_DIR, str(ledger_dir))
-        outputs, _ = load_app(lab_file, f"_{lab_file.stem}_revealed").run()
-    shown = " ".join(getattr(o, "text", "") for o in outputs if o is not None)
-    # gating must not hide them for good: the instructor copy (every answer in) shows them
-    assert "Key takeaways" in shown, f"{lab_file.name}: reveal mode shows no takeaways"
-    return seen
 
 
 @pytest.mark.parametrize("lab_file", LABS, ids=[p.stem for p in LABS])
@@ -154,12 +126,16 @@ def _echoes(leak, item_id: str, typed: set[float]) -> bool:
         return False
 
 
-def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
+def walk_lab(lab_file: Path, env: Path, *, one_open: bool = False) -> tuple[list, int]:
     """Every leak found walking the lab in prediction order (see the module docstring), and the
     number of runs it took. At step k the predictions before k are locked (with their
     reference answers), and every widget whose cells depend on the newest lock (all widgets at
     step 1) is swept over :func:`widget_sweep.sample_settings`; each run's rendered outputs are
-    searched for the answers of k and every later prediction (all still open)."""
+    searched for the answers of k and every later prediction (all still open).
+
+    ``one_open``: the walk out of order. At step k every prediction but k is locked (a
+    student who locked the others first, in any order), every widget is swept, and the outputs
+    are searched for k's answer."""
     references = collect_references(lab_file, env / "reveal-ledger")
     app = load_app(lab_file, f"_{lab_file.stem}_walk")
     steps = prediction_steps(app, references)
@@ -174,10 +150,12 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
     runs = 0
     for k, step in enumerate(steps):
         locks: dict = {}
-        for s in steps[:k]:
+        before = [s for s in steps if s is not step] if one_open else steps[:k]
+        for s in before:
             locks.update({n: closed[n] for n in cells[s.cell_id].cell.defs if n in closed})
             locks[s.variable] = locked(s.reference)
-        refs = [s.reference for s in steps[k:] if s.item_id not in SCENARIO_ONLY]
+        after = [step] if one_open else steps[k:]
+        refs = [s.reference for s in after if s.item_id not in SCENARIO_ONLY]
         # the instruments as the student finds them with 1..k-1 locked; each trial below
         # re-runs what its widgets reach, as the kernel does when the student moves them
         downstream = DownstreamRuns(app, locks)
@@ -185,7 +163,7 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
         memo: dict = {}  # the rendering of each output object (most are the base's)
         runs += 1
         trials = [("(as it opens)", {}, set())]
-        newly = graph.descendants(steps[k - 1].cell_id) if k else None
+        newly = graph.descendants(steps[k - 1].cell_id) if k and not one_open else None
         for name, widget in base.items():
             if name not in owner or name in locks or not sample_settings(widget):
                 continue
@@ -214,7 +192,7 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
                 for verdict in SCENARIO_VERDICTS.get(step.item_id, ()):
                     if verdict in shown:
                         found.setdefault((step.item_id, how, verdict), (
-                            f"locked {[s.item_id for s in steps[:k]]}, {how}",
+                            f"locked {[s.item_id for s in before]}, {how}",
                             f"the verdict {verdict!r} is shown for {step.item_id}'s case"))
             if how.startswith("graded scenario") and step.item_id in SCENARIO_ONLY:
                 # its word counts where the scenario changed what a cell shows
@@ -224,7 +202,7 @@ def walk_lab(lab_file: Path, env: Path) -> tuple[list, int]:
                 leaks += find_leaks(changed, [step.reference])
             for leak in leaks:
                 key = (leak.reference.item_id, leak.cell.index, leak.rendering)
-                found.setdefault(key, (f"locked {[s.item_id for s in steps[:k]]}, {how}", leak))
+                found.setdefault(key, (f"locked {[s.item_id for s in before]}, {how}", leak))
     return list(found.values()), runs
 
 
@@ -235,6 +213,16 @@ def _walk_params():
         marks = [pytest.mark.xfail(strict=False, reason=reason)] if reason else []
         out.append(pytest.param(lab, id=lab.stem, marks=marks))
     return out
+
+
+@pytest.mark.parametrize("lab_file", _walk_params())
+def test_no_answer_is_reachable_while_it_alone_is_open(lab_file, env):
+    """For every prediction k, with every other prediction locked (any order a student may
+    take) and every widget swept, nothing visible shows k's reference answer."""
+    leaks, runs = walk_lab(lab_file, env, one_open=True)
+    assert not leaks, (f"{lab_file.name}: {len(leaks)} answer(s) reachable with only their own "
+                       f"prediction open ({runs} runs):\n"
+                       + "\n".join(f"  - [{how}] {leak}" for how, leak in leaks))
 
 
 @pytest.mark.parametrize("lab_file", _walk_params())

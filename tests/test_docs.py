@@ -65,7 +65,7 @@ def rendered_docstrings() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def references(tmp_path_factory) -> list[Reference]:
     """Every lab's reference answers, as its instructor copy returns them."""
-    from test_answer_leaks import collect_references  # one recorder of the reveal answers
+    from leak_support import collect_references  # one recorder of the reveal answers
 
     seen = [r for lab_file in lab_files(ROOT)
             for r in collect_references(lab_file, tmp_path_factory.mktemp(lab_file.stem))]

@@ -33,6 +33,11 @@ from labs.core.course.quiz.explain import (  # noqa: F401  (the public API, re-e
     compare,
     explain_form,
 )
+from labs.core.course.quiz.instruments import (  # noqa: F401
+    DIMENSIONS,
+    Instruments,
+    locked_items,
+)
 from labs.core.course.quiz.lock import (  # noqa: F401
     LOCK_LABEL,
     choice_form,
@@ -65,7 +70,7 @@ from labs.core.course.quiz.session import (  # noqa: F401
 )
 
 __all__ = [
-    "CONFIDENCE_OPTIONS", "LabSession", "Prediction", "choice_form", "compare",
+    "CONFIDENCE_OPTIONS", "DIMENSIONS", "Instruments", "LabSession", "locked_items", "Prediction", "choice_form", "compare",
     "explain_form", "format_value", "gate_notice", "ledger_settings", "lock_state",
     "log_steps", "numeric_form", "parse_number", "prediction_panel", "ratio_off",
     "ratio_verdict", "resolved_settings", "simulate_submit", "within_factor",

@@ -26,6 +26,7 @@ from labs.core.course.quiz.prediction import (
 )
 from labs.core.course.quiz.session import LabSession
 from labs.core.course.quiz.status import _stack
+from labs.core.physics import misconceptions
 from labs.core.ui import style
 
 MAX_TEXT_CHARS = 2000
@@ -47,8 +48,9 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
         right = prediction.value == actual
         shown = actual_label if actual_label is not None else str(actual)
         verdict = "right" if right else "not what you predicted: explain the difference below"
+        # a wrong choice is wrong (✗): "≈" is reserved for a number within the graded band
         out = style.comparison_callout(prediction.display(), shown, verdict,
-                                       "ok" if right else "warn", predicted_label=who)
+                                       "ok" if right else "danger", predicted_label=who)
         result = {"actual": _jsonable(actual), "correct": right}
     else:
         p, a = parse_number(prediction.value), parse_number(actual)
@@ -58,12 +60,16 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
         p_text, a_text = (distinct_texts(p, a, fmt) if r is not None
                           else (format_value(prediction.value, fmt), format_value(a, fmt)))
         shown = _with_units(a_text, units)
+        if actual_label:  # which case the instrument's number is for, when the page shows others
+            shown = f"{shown} ({actual_label})"
         predicted = _with_units(p_text, units or prediction.units)
         if r is None:
             verdict, kind = (f"off by {_with_units(format_value(abs((p or 0) - a), fmt), units)}",
                              "warn")
-        else:  # the grader's tolerance decides the words: right, close, or off by
-            verdict, kind = ratio_verdict(p, a), verdict_kind(p, a)
+        else:  # the item's graded band decides the words: right, close, or off by
+            band = misconceptions.tolerance(prediction.item_id)
+            verdict = ratio_verdict(p, a, tolerance=band)
+            kind = verdict_kind(p, a, tolerance=band)
         out = style.comparison_callout(predicted, shown, verdict, kind, predicted_label=who)
         result = {"actual": a, "units": units, "ratio": r}
     if lab is not None:  # record what this student's instrument showed, once per value

@@ -73,10 +73,42 @@ def card(prediction: Any):
 
 
 def reference_card_html(prediction: Any) -> str:
-    """The instructor copy's reference answer and its explanation as HTML (escaped)."""
+    """The instructor copy's reference answer and its explanation as HTML (escaped), with the
+    item's band (:func:`band_html`) for a numeric item."""
     body = (f"<div><strong>Reference answer (instructor copy):</strong> "
             f"{html.escape(prediction.display())}</div>")
     if prediction.reason:
         body += f"<div><em>Why:</em> {html.escape(prediction.reason)}</div>"
+    if getattr(prediction, "answer_type", "numeric") != "choice":
+        body += band_html(prediction.item_id)
     return body + ('<div style="font-size:.85em;opacity:.75">Students see the answer they '
                    "locked here; the comparisons below use this reference answer.</div>")
+
+
+def band_html(item_id: str) -> str:
+    """Why the item's band is what it is, for the instructor copy: the tolerance it is graded
+    with and where each named wrong model and published measurement lands
+    (``labs.core.physics.misconceptions``); empty for an item without a band."""
+    from labs.core.physics import misconceptions
+    from labs.core.physics.units import format_value
+
+    try:
+        band = misconceptions.band(item_id)
+    except KeyError:
+        return ""
+    unit = f" {band.units}" if band.units else ""
+    lo, hi = band.reference / band.tolerance, band.reference * band.tolerance
+    rows = [("the reference", band.reference, "graded right")]
+    rows += [(f"wrong model: {w.name}", w.value, "graded wrong") for w in band.wrong_models]
+    rows += [(f"measured: {m.source}", m.value, "graded right") for m in band.measured]
+    cells = "".join(
+        f"<tr><td>{html.escape(what)}</td><td>{html.escape(format_value(value) + unit)}</td>"
+        f"<td>{html.escape(format_value(band.ratio(value)))}× off</td>"
+        f"<td>{verdict}</td></tr>" for what, value, verdict in rows)
+    head = (f"<div><em>Graded band:</em> within {html.escape(format_value(band.tolerance))}× "
+            f"of the reference ({html.escape(format_value(lo))} to "
+            f"{html.escape(format_value(hi) + unit)}).")
+    if band.why:
+        head += f" {html.escape(band.why)}"
+    return (head + "</div><table><tr><th>answer of</th><th>value</th><th>off by</th>"
+            f"<th>grade</th></tr>{cells}</table>")

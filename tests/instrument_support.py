@@ -1,0 +1,65 @@
+"""Read what a lab's instruments show, as quantities (quiz.Instruments, LABS_SPEC §3).
+
+:func:`dimensions_shown` maps a cell's rendered text (``leak_support.rendered_text``: HTML,
+widget values, figure text and hover) to the dimensions of ``quiz.DIMENSIONS`` it shows: a
+number written with a unit of that dimension, or a regime's name. A view that shows a
+dimension must declare a quantity of that dimension (``tests/test_instruments.py``); which case
+of it (``time:allreduce`` or ``time:exposed``) is held by the answer walks, which search the
+values themselves (``tests/test_answer_leaks.py``).
+
+:func:`lab_gates` finds a lab's instruments in its source: every cell that calls
+``INSTRUMENTS.gate("name", locked)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: A number as the labs print it (separators, decimals, an exponent), standing alone.
+NUMBER = r"(?<![\w.,])[-−]?\d[\d,\u2009\u202f ]*(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_SPACE = r"[\s\u00a0\u2009\u202f]*"
+#: How each dimension shows on a page. Units are written after the number (the labs' style).
+DIMENSION_PATTERNS = {
+    "intensity": re.compile(rf"{NUMBER}{_SPACE}FLOP{_SPACE}/{_SPACE}B(?:yte)?\b"),
+    "regime": re.compile(r"\b(?:memory|compute|overhead|launch|link|latency|bandwidth|HBM|DRAM"
+                         r"|L1|L2|L3|NIC|NVLink|PCIe)[- ]bound\b", re.I),
+    "time": re.compile(rf"{NUMBER}{_SPACE}(?:ns|µs|μs|us|ms|s)\b(?!/)"),
+    "ratio": re.compile(rf"{NUMBER}{_SPACE}×(?!{_SPACE}\d)"),
+    "share": re.compile(rf"{NUMBER}{_SPACE}%"),
+    "bandwidth": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B){_SPACE}/{_SPACE}s\b"),
+    "bytes": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B)\b(?!{_SPACE}/)"),
+    "throughput": re.compile(rf"{NUMBER}{_SPACE}(?:[GTP]FLOP/s|[GTP]FLOPS|TOPS)\b"),
+}
+
+
+def dimensions_shown(text: str) -> dict[str, str]:
+    """{dimension: the first text that shows it} for each dimension ``text`` shows."""
+    found = {}
+    for dimension, pattern in DIMENSION_PATTERNS.items():
+        m = pattern.search(text)
+        if m:
+            found[dimension] = m.group(0).strip()
+    return found
+
+
+_GATE_CALL = re.compile(r"INSTRUMENTS\.gate\(\s*[\"'](\w[\w-]*)[\"']")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A cell that opens on the rule: the instrument it opens, its cell id and position."""
+
+    instrument: str
+    cell_id: Any
+    index: int
+
+
+def lab_gates(app: Any) -> list[Gate]:
+    """Every cell of ``app`` that stops on ``INSTRUMENTS.gate(name, ...)``, in notebook order."""
+    out = []
+    for i, data in enumerate(app._cell_manager.cell_data()):
+        for name in _GATE_CALL.findall(data.code):
+            out.append(Gate(name, data.cell_id, i))
+    return out
