@@ -46,7 +46,7 @@ def test_locking_order_does_not_matter(order):
 
 def test_the_notice_names_the_predictions_to_lock_and_nothing_else():
     text = RULE.notice_text("training", set())
-    assert text.startswith("Lock Prediction 3 and Prediction 4 first")
+    assert text.startswith("Lock Predictions 3 and 4 first")
     assert "allreduce" not in text and "time" not in text
     assert RULE.notice_text("training", {"lab09.comm"}).startswith("Lock Prediction 4 first")
     assert RULE.notice_text("training", {"lab09.comm", "lab09.exposed"}) is None

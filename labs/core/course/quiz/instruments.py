@@ -117,12 +117,13 @@ class Instruments:
         waiting = self.waiting(instrument, locked)
         if not waiting:
             return None
-        names = [f"Prediction {self.order.index(item) + 1}" for item in waiting]
-        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        them = "it asks" if len(names) == 1 else "they ask"
-        return (f"Lock {listed} first: this shows what {them}. It opens as soon as "
-                f"{'that prediction is' if len(names) == 1 else 'those predictions are'} "
-                "locked.")
+        numbers = [str(self.order.index(item) + 1) for item in waiting]
+        if len(numbers) == 1:
+            return (f"Lock Prediction {numbers[0]} first: this shows what it asks. It opens as "
+                    "soon as that prediction is locked.")
+        listed = ", ".join(numbers[:-1]) + " and " + numbers[-1]
+        return (f"Lock Predictions {listed} first: this shows what they ask. It opens as soon "
+                "as those predictions are locked.")
 
     def gate(self, instrument: str, locked: Iterable[str]):
         """The closed instrument's notice (a marimo output), or None when it is open: an
