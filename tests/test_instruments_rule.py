@@ -50,7 +50,11 @@ def test_the_notice_names_the_predictions_to_lock_and_nothing_else():
     assert "allreduce" not in text and "time" not in text
     assert RULE.notice_text("training", {"lab09.comm"}).startswith("Lock Prediction 4 first")
     assert RULE.notice_text("training", {"lab09.comm", "lab09.exposed"}) is None
-    assert RULE.gate("shapes", set()) is None
+    assert RULE.gate("shapes") is None
+    comm, exposed = (quiz.Prediction(i, 1.0) for i in ("lab09.comm", "lab09.exposed"))
+    assert RULE.gate("training", comm, exposed) is None
+    assert RULE.gate("training", comm, None) is not None  # Prediction 4 still open
+    assert RULE.gate("training", comm) is not None  # a prediction not passed counts as open
 
 
 def test_locked_items_reads_the_prediction_variables():
