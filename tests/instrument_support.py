@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: A number as the labs print it (separators, decimals, an exponent), standing alone.
-NUMBER = r"(?<![\w.,])[-−]?\d[\d,\u2009\u202f ]*(?:\.\d+)?(?:[eE][+-]?\d+)?"
+NUMBER = r"(?<![\w.,\-])[-−]?\d[\d,\u2009\u202f ]*(?:\.\d+)?(?:[eE][+-]?\d+)?"
 _SPACE = r"[\s\u00a0\u2009\u202f]*"
 #: How each dimension shows on a page. Units are written after the number (the labs' style).
 DIMENSION_PATTERNS = {
@@ -29,13 +29,22 @@ DIMENSION_PATTERNS = {
     "ratio": re.compile(rf"{NUMBER}{_SPACE}×(?!{_SPACE}\d)"),
     "share": re.compile(rf"{NUMBER}{_SPACE}%"),
     "bandwidth": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B){_SPACE}/{_SPACE}s\b"),
-    "bytes": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B)\b(?!{_SPACE}/)"),
+    # a space before the unit, as the labs print sizes: "80GB" and "8B" are names (a device's
+    # memory, a model's parameters), not a size the page computed
+    "bytes": re.compile(rf"{NUMBER}[\s\u00a0\u2009\u202f]+(?:[kKMGTP]i?B|B)\b(?!{_SPACE}/)"),
     "throughput": re.compile(rf"{NUMBER}{_SPACE}(?:[GTP]FLOP/s|[GTP]FLOPS|TOPS)\b"),
 }
 
 
+#: How a comparison says how far a prediction is from the instrument ("off by 1.6×", "within
+#: the 1.5× graded as correct"): a verdict on the student's answer, not a quantity shown.
+VERDICT = re.compile(r"off by [^·<]*?×|within the [\d.,]+\s*× graded as correct")
+
+
 def dimensions_shown(text: str) -> dict[str, str]:
-    """{dimension: the first text that shows it} for each dimension ``text`` shows."""
+    """{dimension: the first text that shows it} for each dimension ``text`` shows (a
+    comparison's verdict on the prediction is not a quantity: :data:`VERDICT`)."""
+    text = VERDICT.sub(" ", text)
     found = {}
     for dimension, pattern in DIMENSION_PATTERNS.items():
         m = pattern.search(text)
@@ -44,7 +53,7 @@ def dimensions_shown(text: str) -> dict[str, str]:
     return found
 
 
-_GATE_CALL = re.compile(r"INSTRUMENTS\.gate\(\s*[\"'](\w[\w-]*)[\"']")
+_GATE_CALL = re.compile(r"INSTRUMENTS\.gate\(\s*[\"']([^\"']+)[\"']")
 
 
 @dataclass(frozen=True)

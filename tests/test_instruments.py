@@ -13,7 +13,10 @@ reveal"), every lab, read from the lab itself:
 5. with every prediction locked and each widget swept, every view that follows a widget a
    student moves is behind a gate, and each dimension it shows (a number with its unit, a
    regime's name: ``instrument_support.dimensions_shown``) is declared by an instrument gating
-   it.
+   it;
+6. locking a prediction re-runs no cell that holds what a student did (a widget, a measure
+   button, a measurement's result) unless that cell's instruments wait for it: a measurement
+   stays on the page while the student locks later predictions.
 
 Which case of a dimension a view shows (``time:allreduce`` or ``time:exposed``) is held by the
 answer walks, which search the answers' values with one prediction open in any order
@@ -120,10 +123,17 @@ def test_gates_follow_the_rule_whatever_the_order(lab):
                     f"{lab.file.name}: with {sorted(items)} locked, '{g.instrument}' should "
                     f"wait for {lab.rule.waiting(g.instrument, items)}, but {shown} ran")
             text = getattr(outputs.get(g.cell_id), "text", "") or ""
-            if not is_open:
+            if not is_open and _reached(lab, g.cell_id, defs):
                 assert "Lock Prediction" in text, (
                     f"{lab.file.name}: closed '{g.instrument}' shows no notice saying what to "
                     "lock")
+
+
+def _reached(lab: LabUnderTest, cid, defs: dict) -> bool:
+    """Whether the cell ran: every name it reads from another cell was defined (a cell below a
+    measure button that was never pressed does not run, gate or no gate)."""
+    others = {n for other, d in lab.cells.items() if other != cid for n in d.cell.defs}
+    return all(n in defs for n in lab.cells[cid].cell.refs & others)
 
 
 def _widgets(lab: LabUnderTest, defs: dict) -> dict:
@@ -165,3 +175,38 @@ def test_every_view_a_widget_moves_is_a_declared_instrument(lab):
     assert not problems, (f"{lab.file.name}: views that show a dimension no gating instrument "
                           "declares:\n" + "\n".join(f"  - {where}: {dim}: {why}"
                                                    for (where, dim), why in problems.items()))
+
+
+def _holds_state(lab: LabUnderTest, cid, defs: dict) -> bool:
+    """The cell makes a widget or reads a run button (a measurement starts there)."""
+    import marimo as mo
+
+    made = [defs.get(n) for n in lab.cells[cid].cell.defs]
+    if any(isinstance(v, mo.ui.run_button) or _is_widget(v) for v in made):
+        return True
+    return any(isinstance(defs.get(n), mo.ui.run_button) for n in lab.cells[cid].cell.refs)
+
+
+def _is_widget(value) -> bool:
+    from marimo._plugins.ui._core.ui_element import UIElement
+
+    return isinstance(value, UIElement) and not getattr(value, "roofline_item", None)
+
+
+def test_locking_a_prediction_re_runs_no_measurement_it_does_not_answer(lab):
+    everything = lab.locks(set(lab.rule.order))
+    _, defs = run_with_outputs(lab.app, everything)
+    by_cell = {s.cell_id: s.item_id for s in lab.steps}
+    problems = []
+    for cid in lab.cells:
+        if not _holds_state(lab, cid, defs):
+            continue
+        above = lab.graph.ancestors(cid)
+        items = {by_cell[c] for c in above if c in by_cell}
+        needed = {i for g in lab.gated_by(cid) for i in lab.rule.answered_by(g)}
+        if items - needed:
+            first = lab.cells[cid].code.strip().splitlines()[0][:60]
+            problems.append(f"cell {lab.position[cid]} (`{first}`) re-runs when "
+                            f"{sorted(items - needed)} lock (gate it by "
+                            "INSTRUMENTS.gate(name, <only the predictions it waits for>))")
+    assert not problems, f"{lab.file.name}:\n  " + "\n  ".join(problems)

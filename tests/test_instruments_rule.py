@@ -46,11 +46,15 @@ def test_locking_order_does_not_matter(order):
 
 def test_the_notice_names_the_predictions_to_lock_and_nothing_else():
     text = RULE.notice_text("training", set())
-    assert text.startswith("Lock Prediction 3 and Prediction 4 first")
+    assert text.startswith("Lock Predictions 3 and 4 first")
     assert "allreduce" not in text and "time" not in text
     assert RULE.notice_text("training", {"lab09.comm"}).startswith("Lock Prediction 4 first")
     assert RULE.notice_text("training", {"lab09.comm", "lab09.exposed"}) is None
-    assert RULE.gate("shapes", set()) is None
+    assert RULE.gate("shapes") is None
+    comm, exposed = (quiz.Prediction(i, 1.0) for i in ("lab09.comm", "lab09.exposed"))
+    assert RULE.gate("training", comm, exposed) is None
+    assert RULE.gate("training", comm, None) is not None  # Prediction 4 still open
+    assert RULE.gate("training", comm) is not None  # a prediction not passed counts as open
 
 
 def test_locked_items_reads_the_prediction_variables():

@@ -17,10 +17,15 @@ whatever order the student locks them in::
                  "regime:gemm"]},
         instruments={"explorer": ["intensity", "regime:gemm"]})
     ...
-    locked = quiz.locked_items(which_roof_prediction, crossover_prediction)   # one cell
     ...
-    _wait = INSTRUMENTS.gate("explorer", locked)
+    _wait = INSTRUMENTS.gate("explorer", which_roof_prediction, crossover_prediction)
     mo.stop(_wait is not None, _wait)                                          # the instrument
+
+The gate is given the prediction variables of the predictions the instrument waits for
+(:meth:`Instruments.answered_by`), and only those, so that its cell re-runs when one of them
+is locked and never when another is: a measure button below it keeps its result while the
+student locks later predictions. A prediction the lab forgets to pass keeps the instrument
+closed (it never counts as locked), and ``tests/test_instruments.py`` says which one.
 
 A quantity is ``"dimension:case"`` (``"time:allreduce"``, ``"regime:gemm"``) or a bare
 dimension (``"time"``: any duration). Two quantities meet when they are equal, or when they
@@ -117,17 +122,25 @@ class Instruments:
         waiting = self.waiting(instrument, locked)
         if not waiting:
             return None
-        names = [f"Prediction {self.order.index(item) + 1}" for item in waiting]
-        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        them = "it asks" if len(names) == 1 else "they ask"
-        return (f"Lock {listed} first: this shows what {them}. It opens as soon as "
-                f"{'that prediction is' if len(names) == 1 else 'those predictions are'} "
-                "locked.")
+        numbers = [str(self.order.index(item) + 1) for item in waiting]
+        if len(numbers) == 1:
+            return (f"Lock Prediction {numbers[0]} first: this shows what it asks. It opens as "
+                    "soon as that prediction is locked.")
+        listed = ", ".join(numbers[:-1]) + " and " + numbers[-1]
+        return (f"Lock Predictions {listed} first: this shows what they ask. It opens as soon "
+                "as those predictions are locked.")
 
-    def gate(self, instrument: str, locked: Iterable[str]):
+    def gate(self, instrument: str, *predictions: Any):
         """The closed instrument's notice (a marimo output), or None when it is open: an
-        instrument cell starts ``_wait = INSTRUMENTS.gate(name, locked); mo.stop(_wait is
-        not None, _wait)``."""
+        instrument cell starts ``_wait = INSTRUMENTS.gate(name, <the prediction variables it
+        waits for>); mo.stop(_wait is not None, _wait)``. Each argument is a prediction
+        variable (a ``quiz.Prediction``, or None while open) or a set of locked item ids."""
+        locked: set[str] = set()
+        for p in predictions:
+            if isinstance(p, (set, frozenset)):
+                locked |= p
+            else:
+                locked |= locked_items(p)
         text = self.notice_text(instrument, locked)
         if text is None:
             return None
