@@ -8,7 +8,8 @@ app = marimo.App(width="medium", css_file="labs.css")
 def _():
     import marimo as mo
 
-    from labs.core import figures, hardware, live, measure, quiz, reveal, style, tiny_models
+    from labs.core import (figures, hardware, live, measure, quiz, reveal, roofline, style,
+                           tiny_models)
 
     LAB_ID = "lab07"
     # The model every part profiles: the built-in tiny Llama-style decoder in fp32 with
@@ -37,6 +38,35 @@ def _():
         "Attention over the KV cache": "attention (KV cache)",
         "The small norms and elementwise ops": "norms & elementwise",
     }
+    # What each prediction's answer follows from, and what each instrument shows (LABS_SPEC
+    # §3): an instrument opens once every prediction whose quantities it shows is locked.
+    INSTRUMENTS = quiz.Instruments(
+        answers={
+            "lab07.dominant_b1": ["choice:dominant-b1", "share:decode-b1-by-type"],
+            "lab07.dominant_b64": ["choice:dominant-b64", "share:decode-b64-by-type",
+                                   "bytes:kv-cache-b64"],
+            "lab07.memory_share": ["share:memory-bound-b1", "time:decode-b1"],
+            "lab07.best_predicted": ["choice:best-predicted", "ratio:measured-over-bound",
+                                     "ratio:overhead-per-type"],
+            "lab07.bf16_ratio": ["ratio:bf16-step"],
+        },
+        instruments={
+            # the model card: the picked device's ridge
+            "model card": ["intensity:ridge"],
+            # Part 1: the roofline's time per operator type at batch 1 and 64
+            "decode roofline": ["time:decode-b1", "time:decode-b64", "share",
+                                "choice:dominant-b1", "choice:dominant-b64"],
+            # Part 1: the memory-bound share, alone and with launches
+            "memory share": ["share:memory-bound-b1", "time:decode-b1"],
+            # Part 1: both decode steps profiled on this machine
+            "decode profile": ["time", "share", "bytes", "intensity", "choice:dominant-b1",
+                               "choice:dominant-b64"],
+            # Part 2: any model, batch and context; the overhead model; the measured table
+            "operators": ["time", "share", "bytes", "intensity", "ratio:measured-over-bound",
+                          "ratio:overhead-per-type", "choice:best-predicted"],
+            # Part 3: what each change does, predicted and measured
+            "change": ["ratio", "time", "bytes", "share"],
+        })
     # Part 2's cases: (block, phase) of the built-in models.
     CASES = {"decoder, prefill": ("decoder", "prefill"), "decoder, decode step": ("decoder", "decode"),
              "MLP block alone, prefill": ("mlp", "prefill"),
@@ -44,6 +74,7 @@ def _():
     return (
         BEST_OPTIONS,
         CASES,
+        INSTRUMENTS,
         LAB_ID,
         OPENING,
         SCENARIO,
@@ -56,6 +87,7 @@ def _():
         mo,
         quiz,
         reveal,
+        roofline,
         style,
         tiny_models,
     )
@@ -128,7 +160,18 @@ def _(SCENARIO, style):
 
 
 @app.cell
-def _(SCENARIO, device_error, device_picker, hardware, mo, style, tiny_models):
+def _(
+    INSTRUMENTS,
+    SCENARIO,
+    device_error,
+    device_picker,
+    hardware,
+    mo,
+    style,
+    tiny_models,
+):
+    _wait = INSTRUMENTS.gate("model card")
+    mo.stop(_wait is not None, _wait)
     _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
     _c = tiny_models.TINY_DECODER
     try:
@@ -161,7 +204,7 @@ def _(live, mo):
     mo.vstack([mo.md("**Measuring on this machine** (each run button below; nothing runs "
                      "until you press one)"), mo.hstack([run_threads, run_budget],
                                                         justify="start", gap=2)])
-    return run_budget, run_settings, run_threads
+    return (run_settings,)
 
 
 @app.cell
@@ -211,6 +254,16 @@ def _(SCENARIO, style):
 
 
 @app.cell
+def _(mo):
+    mo.md("""
+    **Predict first.** Ravi asks three things about the same step, and each view below would
+    answer the others: lock all three predictions, then the roofline's answers and the
+    profiler open together.
+    """)
+    return
+
+
+@app.cell
 def _(lab, quiz):
     get_dominant_small, set_dominant_small = quiz.lock_state(lab, "lab07.dominant_b1")
     return get_dominant_small, set_dominant_small
@@ -233,7 +286,7 @@ def _(
                  f"{SCENARIO['context']})?",
         options=TYPE_OPTIONS, locked=get_dominant_small(), on_lock=set_dominant_small)
     quiz.prediction_panel(dominant_small_form, get_dominant_small())
-    return (dominant_small_form,)
+    return
 
 
 @app.cell
@@ -273,7 +326,146 @@ def _(
 
 
 @app.cell
-def _(SCENARIO, device_error, device_picker, tiny_models):
+def _(lab, quiz):
+    get_dominant_large, set_dominant_large = quiz.lock_state(lab, "lab07.dominant_b64")
+    return get_dominant_large, set_dominant_large
+
+
+@app.cell
+def _(
+    SCENARIO,
+    TYPE_OPTIONS,
+    get_dominant_large,
+    lab,
+    quiz,
+    set_dominant_large,
+):
+    dominant_large_form = quiz.choice_form(
+        lab, "lab07.dominant_b64",
+        question=f"**Prediction 2.** And at batch {SCENARIO['large_batch']} (same context, "
+                 "same roofline, no overhead term): which operator type takes the most time?",
+        options=TYPE_OPTIONS, locked=get_dominant_large(), on_lock=set_dominant_large)
+    quiz.prediction_panel(dominant_large_form, get_dominant_large())
+    return
+
+
+@app.cell
+def _(
+    OPENING,
+    SCENARIO,
+    TYPE_OPTIONS,
+    get_dominant_large,
+    hardware,
+    lab,
+    reveal,
+    tiny_models,
+):
+    _case = dict(phase="decode", batch=SCENARIO["large_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _t = tiny_models.time_by_group(OPENING["device"], **_case)
+    _ref = max(_t, key=_t.get)
+    _terms = tiny_models.memory_terms(**_case)
+    _read = tiny_models.TINY_DECODER.weight_bytes_read(SCENARIO["precision"],
+                                                       tokens=SCENARIO["large_batch"])
+    _copies = sum(o.detail.get("K, V repeated to the query heads (write + read)", 0.0)
+                  for o in tiny_models.step_ops(**_case))
+    dominant_large_prediction = get_dominant_large() or reveal.reference(
+        lab, "lab07.dominant_b64", _ref,
+        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
+        explanation=f"The weights are still read once per step ({_read / 1e6:.0f} MB), but "
+                    f"every one of the {SCENARIO['large_batch']} sequences reads its own "
+                    f"KV cache: {_terms['KV cache'] / 1e6:.0f} MB in all, and the math "
+                    "attention copies it to every query head before QKᵀ and PV "
+                    f"({_copies / 1e9:.2f} GB written and read again). On the "
+                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
+                    f"{_t[_ref] / sum(_t.values()):.1%} of the step's bound.")
+    reveal.card(dominant_large_prediction)
+    return (dominant_large_prediction,)
+
+
+@app.cell
+def _(lab, quiz):
+    get_memory_share, set_memory_share = quiz.lock_state(lab, "lab07.memory_share")
+    return get_memory_share, set_memory_share
+
+
+@app.cell
+def _(
+    SCENARIO,
+    get_memory_share,
+    lab,
+    quiz,
+    roofline,
+    set_memory_share,
+    tiny_models,
+):
+    # the step's kernels: one per operator that is not a view (what the question needs)
+    _kernels = tiny_models.step_kernels(
+        phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+        precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    memory_share_form = quiz.numeric_form(
+        lab, "lab07.memory_share",
+        question=f"**Prediction 3.** Now add the lab's launch model: every kernel pays a fixed "
+                 f"{roofline.DEFAULT_LAUNCH_OVERHEAD_US:g} µs, a model's figure between a bare "
+                 f"CUDA launch (about {roofline.LAUNCH_BACK_TO_BACK_US:g} µs measured) and a "
+                 "kernel of eager PyTorch with its host dispatch (about "
+                 f"{roofline.EAGER_KERNEL_US:.0f} µs measured). A "
+                 f"batch-{SCENARIO['small_batch']} decode step launches {_kernels} kernels, one "
+                 "per operator that is not a view (a view only relabels a tensor's shape: it "
+                 "launches nothing). In the model's terms (the roofline picked at the top plus "
+                 f"kernels × {roofline.DEFAULT_LAUNCH_OVERHEAD_US:g} µs), what share of the "
+                 "step's time is spent in memory-bound operators?",
+        units="%", lo=0, hi=100, locked=get_memory_share(), on_lock=set_memory_share)
+    quiz.prediction_panel(memory_share_form, get_memory_share())
+    return
+
+
+@app.cell
+def _(
+    OPENING,
+    SCENARIO,
+    get_memory_share,
+    hardware,
+    lab,
+    reveal,
+    roofline,
+    tiny_models,
+):
+    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _share = tiny_models.memory_bound_share_with_launches(OPENING["device"], **_case)
+    _t = tiny_models.time_with_launches(OPENING["device"], **_case)
+    _launch = _t.pop(tiny_models.LAUNCHES)
+    _kernels = tiny_models.step_kernels(**_case)
+    _ai = max(o.ai for o in tiny_models.step_ops(**_case))
+    _d = hardware.get(OPENING["device"])
+
+    def _at(us):
+        return tiny_models.memory_bound_share_with_launches(OPENING["device"],
+                                                            launch_overhead_us=us, **_case)
+    memory_share_prediction = get_memory_share() or reveal.reference(
+        lab, "lab07.memory_share", round(100 * _share, 1), units="%",
+        explanation=f"No operator of a batch-{SCENARIO['small_batch']} decode step reaches the "
+                    f"ridge (highest AI {_ai:.2f} FLOP/B against the {_d.name}'s fp32 ridge of "
+                    f"{_d.peak_tflops('fp32') * 1e3 / _d.bandwidth_gbs:.0f} FLOP/B), so all "
+                    f"{sum(_t.values()) * 1e6:.1f} µs of the bound are memory-bound: the "
+                    "roofline alone says 100%. But the step's "
+                    f"{_kernels} kernels × 5 µs = {_launch * 1e6:.0f} µs of launches are in "
+                    "no operator: memory-bound time is "
+                    f"{sum(_t.values()) * 1e6:.1f} / {(sum(_t.values()) + _launch) * 1e6:.0f} µs"
+                    f" = {100 * _share:.1f}% of the step. That is the model's number: the 5 µs is "
+                    "a chosen figure, not what a GPU does. A bare launch costs about "
+                    f"{roofline.LAUNCH_BACK_TO_BACK_US:g} µs (share "
+                    f"{100 * _at(roofline.LAUNCH_BACK_TO_BACK_US):.1f}%) and a kernel of eager "
+                    f"PyTorch about {roofline.EAGER_KERNEL_US:.0f} µs (share "
+                    f"{100 * _at(roofline.EAGER_KERNEL_US):.1f}%, what an eager step on a GPU "
+                    "measures).")
+    reveal.card(memory_share_prediction)
+    return (memory_share_prediction,)
+
+
+@app.cell
+def _(SCENARIO, device_error, device_picker, roofline, tiny_models):
     # The roofline's answer for both batches on the picked device (no torch: physics only).
     def _case(batch):
         return dict(phase="decode", batch=batch, context=SCENARIO["context"],
@@ -287,28 +479,44 @@ def _(SCENARIO, device_error, device_picker, tiny_models):
         # Prediction 3 is graded against the roofline plus the launch model
         decode_launch_share = tiny_models.memory_bound_share_with_launches(
             device_picker.value, **_case(SCENARIO["small_batch"]))
+        # the same share at the measured per-kernel costs the 5 µs stands between
+        decode_measured_launch_shares = [
+            (_what.split(",")[0], _us, tiny_models.memory_bound_share_with_launches(
+                device_picker.value, launch_overhead_us=_us, **_case(SCENARIO["small_batch"])))
+            for _what, _us, _src in roofline.MEASURED_KERNEL_COSTS_US
+            if _us in (roofline.LAUNCH_BACK_TO_BACK_US, roofline.EAGER_KERNEL_US)]
         decode_error = None
     except KeyError as _exc:
         decode_predicted = decode_memory_share = decode_launch_share = None
+        decode_measured_launch_shares = None
         decode_error = device_error(_exc)
-    return decode_error, decode_launch_share, decode_memory_share, decode_predicted
+    return (
+        decode_error,
+        decode_launch_share,
+        decode_measured_launch_shares,
+        decode_memory_share,
+        decode_predicted,
+    )
 
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     decode_error,
     decode_predicted,
     device_picker,
+    dominant_large_prediction,
     dominant_small_prediction,
     figures,
     hardware,
+    memory_share_prediction,
     mo,
-    quiz,
     style,
 ):
-    mo.stop(dominant_small_prediction is None,
-            quiz.gate_notice("Lock prediction 1 to see the roofline's answer and measure."))
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
     _t = decode_predicted[SCENARIO["small_batch"]]
     predicted_small_figure = figures.bar_figure(
@@ -325,8 +533,18 @@ def _(
 
 
 @app.cell
-def _(dominant_small_prediction, live, measure, mo):
-    mo.stop(dominant_small_prediction is None)
+def _(
+    INSTRUMENTS,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    live,
+    measure,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     decode_button = live.run_button("Profile decode steps on this machine (batch 1 and 64)")
     _why = measure.measurement_unavailable("The measured side of Predictions 1 to 3")
     mo.vstack([decode_button, *([mo.callout(mo.md(_why), kind="warn")] if _why else [])])
@@ -381,14 +599,19 @@ def _(
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     decode_profiles,
+    dominant_large_prediction,
     dominant_small_prediction,
     figures,
+    memory_share_prediction,
     mo,
     style,
 ):
-    mo.stop(dominant_small_prediction is None)
+    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _p = decode_profiles[SCENARIO["small_batch"]]
     _caveat = _p.op_time_caveat
     mo.vstack([
@@ -409,22 +632,27 @@ def _(
         *([mo.callout(mo.md(_caveat), kind="warn")] if _caveat else []),
         figures.time_by_type_figure(_p.by_op_type(), title=f"Measured time per operator "
                                     f"type, batch {SCENARIO['small_batch']}"),
-        mo.md("Where each operator sits on the roofline comes with Prediction 3: it is that "
-              "question's answer.")])
+        mo.md("Where each operator sits against its own bound comes in Part 2.")])
     return
 
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     TYPE_OPTIONS,
     decode_predicted,
+    dominant_large_prediction,
     dominant_small_prediction,
     lab,
+    memory_share_prediction,
     mo,
     quiz,
 ):
-    mo.stop(dominant_small_prediction is None or decode_predicted is None)
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
+    mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["small_batch"]]
     _ref = max(_t, key=_t.get)
     _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
@@ -436,14 +664,19 @@ def _(
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     TYPE_NAMES,
     decode_profiles,
+    dominant_large_prediction,
     dominant_small_prediction,
+    memory_share_prediction,
     mo,
     quiz,
 ):
-    mo.stop(dominant_small_prediction is None)
+    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _p = decode_profiles[SCENARIO["small_batch"]]
     _top = _p.by_op_type()[0]
     quiz.compare(dominant_small_prediction, _top["op_type"],
@@ -454,8 +687,18 @@ def _(
 
 
 @app.cell
-def _(dominant_small_prediction, lab, mo, quiz):
-    mo.stop(dominant_small_prediction is None)
+def _(
+    INSTRUMENTS,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     quiz.explain_form(
         lab, "lab07.dominant_b1",
         observe_label="Which operator types sit highest on the measured time bars, and on the "
@@ -466,8 +709,19 @@ def _(dominant_small_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(SCENARIO, dominant_small_prediction, mo, style, tiny_models):
-    mo.stop(dominant_small_prediction is None)
+def _(
+    INSTRUMENTS,
+    SCENARIO,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+    style,
+    tiny_models,
+):
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _c, _p = tiny_models.TINY_DECODER, SCENARIO["precision"]
     _table = _c.vocab * _c.d_model * 4  # the fp32 embedding table
     style.math_peek("one operator on the roofline, and what a step reads", r"""
@@ -496,78 +750,23 @@ def _(SCENARIO, dominant_small_prediction, mo, style, tiny_models):
 
 
 @app.cell
-def _(lab, quiz):
-    get_dominant_large, set_dominant_large = quiz.lock_state(lab, "lab07.dominant_b64")
-    return get_dominant_large, set_dominant_large
-
-
-@app.cell
 def _(
-    SCENARIO,
-    TYPE_OPTIONS,
-    get_dominant_large,
-    lab,
-    quiz,
-    set_dominant_large,
-):
-    dominant_large_form = quiz.choice_form(
-        lab, "lab07.dominant_b64",
-        question=f"**Prediction 2.** And at batch {SCENARIO['large_batch']} (same context, "
-                 "same roofline, no overhead term): which operator type takes the most time?",
-        options=TYPE_OPTIONS, locked=get_dominant_large(), on_lock=set_dominant_large)
-    quiz.prediction_panel(dominant_large_form, get_dominant_large())
-    return (dominant_large_form,)
-
-
-@app.cell
-def _(
-    OPENING,
-    SCENARIO,
-    TYPE_OPTIONS,
-    get_dominant_large,
-    hardware,
-    lab,
-    reveal,
-    tiny_models,
-):
-    _case = dict(phase="decode", batch=SCENARIO["large_batch"], context=SCENARIO["context"],
-                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
-    _t = tiny_models.time_by_group(OPENING["device"], **_case)
-    _ref = max(_t, key=_t.get)
-    _terms = tiny_models.memory_terms(**_case)
-    _read = tiny_models.TINY_DECODER.weight_bytes_read(SCENARIO["precision"],
-                                                       tokens=SCENARIO["large_batch"])
-    _copies = sum(o.detail.get("K, V repeated to the query heads (write + read)", 0.0)
-                  for o in tiny_models.step_ops(**_case))
-    dominant_large_prediction = get_dominant_large() or reveal.reference(
-        lab, "lab07.dominant_b64", _ref,
-        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
-        explanation=f"The weights are still read once per step ({_read / 1e6:.0f} MB), but "
-                    f"every one of the {SCENARIO['large_batch']} sequences reads its own "
-                    f"KV cache: {_terms['KV cache'] / 1e6:.0f} MB in all, and the math "
-                    "attention copies it to every query head before QKᵀ and PV "
-                    f"({_copies / 1e9:.2f} GB written and read again). On the "
-                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
-                    f"{_t[_ref] / sum(_t.values()):.1%} of the step's bound.")
-    reveal.card(dominant_large_prediction)
-    return (dominant_large_prediction,)
-
-
-@app.cell
-def _(
+    INSTRUMENTS,
     SCENARIO,
     decode_error,
     decode_predicted,
     device_picker,
     dominant_large_prediction,
+    dominant_small_prediction,
     figures,
     hardware,
+    memory_share_prediction,
     mo,
-    quiz,
     style,
 ):
-    mo.stop(dominant_large_prediction is None,
-            quiz.gate_notice("Lock prediction 2 to see batch 64."))
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
     _t = decode_predicted[SCENARIO["large_batch"]]
     predicted_large_figure = figures.bar_figure(
@@ -580,8 +779,19 @@ def _(
 
 
 @app.cell
-def _(SCENARIO, decode_profiles, dominant_large_prediction, figures, mo):
-    mo.stop(dominant_large_prediction is None)
+def _(
+    INSTRUMENTS,
+    SCENARIO,
+    decode_profiles,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    figures,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _p = decode_profiles[SCENARIO["large_batch"]]
     mo.vstack([*([mo.callout(mo.md(_p.op_time_caveat), kind="warn")] if _p.op_time_caveat
                  else []),
@@ -592,15 +802,21 @@ def _(SCENARIO, decode_profiles, dominant_large_prediction, figures, mo):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     TYPE_OPTIONS,
     decode_predicted,
     dominant_large_prediction,
+    dominant_small_prediction,
     lab,
+    memory_share_prediction,
     mo,
     quiz,
 ):
-    mo.stop(dominant_large_prediction is None or decode_predicted is None)
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
+    mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["large_batch"]]
     _ref = max(_t, key=_t.get)
     _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
@@ -612,14 +828,19 @@ def _(
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     TYPE_NAMES,
     decode_profiles,
     dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
     mo,
     quiz,
 ):
-    mo.stop(dominant_large_prediction is None)
+    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _p = decode_profiles[SCENARIO["large_batch"]]
     _top = _p.by_op_type()[0]
     quiz.compare(dominant_large_prediction, _top["op_type"],
@@ -630,8 +851,18 @@ def _(
 
 
 @app.cell
-def _(dominant_large_prediction, lab, mo, quiz):
-    mo.stop(dominant_large_prediction is None)
+def _(
+    INSTRUMENTS,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     quiz.explain_form(
         lab, "lab07.dominant_b64",
         observe_label="How did the weight GEMMs' time change from batch 1 to 64, and the "
@@ -642,8 +873,19 @@ def _(dominant_large_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(SCENARIO, dominant_large_prediction, mo, style, tiny_models):
-    mo.stop(dominant_large_prediction is None)
+def _(
+    INSTRUMENTS,
+    SCENARIO,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+    style,
+    tiny_models,
+):
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _c = tiny_models.TINY_DECODER
     _kv = tiny_models.memory_terms(phase="decode", batch=SCENARIO["large_batch"],
                                    context=SCENARIO["context"])["KV cache"]
@@ -671,72 +913,19 @@ def _(SCENARIO, dominant_large_prediction, mo, style, tiny_models):
 
 
 @app.cell
-def _(lab, quiz):
-    get_memory_share, set_memory_share = quiz.lock_state(lab, "lab07.memory_share")
-    return get_memory_share, set_memory_share
-
-
-@app.cell
-def _(SCENARIO, get_memory_share, lab, quiz, set_memory_share, tiny_models):
-    # the step's kernels: one per operator that is not a view (what the question needs)
-    _kernels = tiny_models.step_kernels(
-        phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
-        precision=SCENARIO["precision"], attention=SCENARIO["attention"])
-    memory_share_form = quiz.numeric_form(
-        lab, "lab07.memory_share",
-        question=f"**Prediction 3.** Now give every kernel a fixed 5 µs launch, as on a GPU "
-                 "in eager mode (the lab's launch model: the roofline picked at the top plus "
-                 f"kernels × 5 µs). A batch-{SCENARIO['small_batch']} decode step launches "
-                 f"{_kernels} kernels, one per operator that is not a view (a view only "
-                 "relabels a tensor's shape: it launches nothing). What share of the step's "
-                 "time is then spent in memory-bound operators?",
-        units="%", lo=0, hi=100, locked=get_memory_share(), on_lock=set_memory_share)
-    quiz.prediction_panel(memory_share_form, get_memory_share())
-    return (memory_share_form,)
-
-
-@app.cell
-def _(OPENING, SCENARIO, get_memory_share, hardware, lab, reveal, tiny_models):
-    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
-                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
-    _share = tiny_models.memory_bound_share_with_launches(OPENING["device"], **_case)
-    _t = tiny_models.time_with_launches(OPENING["device"], **_case)
-    _launch = _t.pop(tiny_models.LAUNCHES)
-    _kernels = tiny_models.step_kernels(**_case)
-    _ai = max(o.ai for o in tiny_models.step_ops(**_case))
-    _d = hardware.get(OPENING["device"])
-    memory_share_prediction = get_memory_share() or reveal.reference(
-        lab, "lab07.memory_share", round(100 * _share, 1), units="%",
-        explanation=f"No operator of a batch-{SCENARIO['small_batch']} decode step reaches the "
-                    f"ridge (highest AI {_ai:.2f} FLOP/B against the {_d.name}'s fp32 ridge of "
-                    f"{_d.peak_tflops('fp32') * 1e3 / _d.bandwidth_gbs:.0f} FLOP/B), so all "
-                    f"{sum(_t.values()) * 1e6:.1f} µs of the bound are memory-bound: the "
-                    "roofline alone says 100%. But the step's "
-                    f"{_kernels} kernels × 5 µs = {_launch * 1e6:.0f} µs of launches are in "
-                    "no operator: memory-bound time is "
-                    f"{sum(_t.values()) * 1e6:.1f} / {(sum(_t.values()) + _launch) * 1e6:.0f} µs"
-                    f" = {100 * _share:.1f}% of the step. The 5 µs is a floor, not what "
-                    "eager PyTorch costs: on an NVIDIA H200 (torch 2.11, fp32, 2026-11-26) "
-                    "this step took 2,818 µs of wall time, 320 µs of it in its operators, "
-                    f"about {(2818 - 320) / _kernels:.0f} µs per kernel outside them (Python, "
-                    "dispatch and the launch, on the host).")
-    reveal.card(memory_share_prediction)
-    return (memory_share_prediction,)
-
-
-@app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     decode_error,
     decode_launch_share,
+    decode_measured_launch_shares,
     decode_memory_share,
     memory_share_prediction,
     mo,
-    quiz,
     style,
 ):
-    mo.stop(memory_share_prediction is None,
-            quiz.gate_notice("Lock prediction 3 to see the memory-bound share."))
+    _wait = INSTRUMENTS.gate("memory share", memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
     style.metric_cards([
         style.Metric("The roofline alone", f"{100 * decode_memory_share:.1f}%",
@@ -744,43 +933,48 @@ def _(
                      "overhead term)", "memory-bound"),
         style.Metric("Roofline + 5 µs per kernel", f"{100 * decode_launch_share:.1f}%",
                      "of the step once every kernel pays a launch (the answer graded)",
-                     "memory-bound")])
+                     "memory-bound")] + [
+        style.Metric(f"At {_us:g} µs per kernel", f"{100 * _share:.1f}%", _what, "memory-bound")
+        for _what, _us, _share in decode_measured_launch_shares])
     return
 
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     decode_profiles,
+    dominant_large_prediction,
+    dominant_small_prediction,
     figures,
     memory_share_prediction,
     mo,
 ):
-    mo.stop(memory_share_prediction is None)
+    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _p = decode_profiles[SCENARIO["small_batch"]]
     regime_figure = figures.time_by_type_figure(
         _p.by_regime(), key="regime",
         title=f"Measured time by regime, batch-{SCENARIO['small_batch']} decode step")
-    decode_small_figure, decode_large_figure = (figures.operator_roofline_figure(
-        decode_profiles[_b].rows, decode_profiles[_b].roof, decode_profiles[_b].main_precision,
-        title=f"Every operator of a batch-{_b} decode step, measured on {_p.device}")
-        for _b in (SCENARIO["small_batch"], SCENARIO["large_batch"]))
-    _drawn, _left = figures.plottable(_p.rows)
     mo.vstack([regime_figure, mo.md(
         "Overhead-bound: the overhead row plus views (no bytes, no FLOPs: their time is all "
-        "dispatch). FLOPs unknown: operators no formula covers (none in this model)."),
-        decode_small_figure,
-        mo.md(f"{len(_drawn)} operators drawn (hover for name, shapes, FLOPs, bytes, time); "
-              f"{len(_left)} more move data without arithmetic (AI 0) or are views: they "
-              "are in the time totals, not on the log axis. The same step at batch "
-              f"{SCENARIO['large_batch']}: where did the weight GEMMs move?"),
-        decode_large_figure])
-    return decode_large_figure, decode_small_figure, regime_figure
+        "dispatch). FLOPs unknown: operators no formula covers (none in this model).")])
+    return
 
 
 @app.cell
-def _(decode_launch_share, lab, memory_share_prediction, mo, quiz):
-    mo.stop(memory_share_prediction is None or decode_launch_share is None)
+def _(
+    INSTRUMENTS,
+    decode_launch_share,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("memory share", memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
+    mo.stop(decode_launch_share is None)
     mo.vstack([mo.md("**Against the roofline plus 5 µs per kernel** (spec sheet picked above):"),
                quiz.compare(memory_share_prediction, round(100 * decode_launch_share, 1),
                             units="%", lab=lab)])
@@ -788,8 +982,19 @@ def _(decode_launch_share, lab, memory_share_prediction, mo, quiz):
 
 
 @app.cell
-def _(SCENARIO, decode_profiles, memory_share_prediction, mo, quiz):
-    mo.stop(memory_share_prediction is None)
+def _(
+    INSTRUMENTS,
+    SCENARIO,
+    decode_profiles,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     _p = decode_profiles[SCENARIO["small_batch"]]
     mo.vstack([mo.md(f"**Against the measurement** on {_p.device}:"),
                quiz.compare(memory_share_prediction, round(100 * _p.share("memory-bound"), 1),
@@ -798,8 +1003,18 @@ def _(SCENARIO, decode_profiles, memory_share_prediction, mo, quiz):
 
 
 @app.cell
-def _(lab, memory_share_prediction, mo, quiz):
-    mo.stop(memory_share_prediction is None)
+def _(
+    INSTRUMENTS,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     quiz.explain_form(
         lab, "lab07.memory_share",
         observe_label="What share does the roofline alone give, what share with 5 µs per "
@@ -810,8 +1025,17 @@ def _(lab, memory_share_prediction, mo, quiz):
 
 
 @app.cell
-def _(memory_share_prediction, mo, style):
-    mo.stop(memory_share_prediction is None)
+def _(
+    INSTRUMENTS,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+    style,
+):
+    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
+                             dominant_large_prediction, memory_share_prediction)
+    mo.stop(_wait is not None, _wait)
     style.math_peek("the shares", r"""
     With $T_i$ the measured time of operator $i$ and $T$ the whole step (measured without the
     profiler):
@@ -863,14 +1087,21 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(BEST_OPTIONS, SCENARIO, get_best_predicted, lab, quiz, set_best_predicted):
+def _(
+    BEST_OPTIONS,
+    SCENARIO,
+    get_best_predicted,
+    lab,
+    quiz,
+    set_best_predicted,
+):
     best_predicted_form = quiz.choice_form(
         lab, "lab07.best_predicted",
         question=f"**Prediction 4.** Profiling a {SCENARIO['prefill_context']}-token prefill, "
                  "which operators' measured times will come closest to their roofline bounds?",
         options=BEST_OPTIONS, locked=get_best_predicted(), on_lock=set_best_predicted)
     quiz.prediction_panel(best_predicted_form, get_best_predicted())
-    return (best_predicted_form,)
+    return
 
 
 @app.cell
@@ -904,11 +1135,20 @@ def _(
 
 
 @app.cell
-def _(CASES, SCENARIO, best_predicted_prediction, live, mo, quiz):
-    # Part 2's instrument opens with its prediction: a decode step at batch 64 in the memory
-    # figure below would answer Prediction 2 before Part 2 is reached (issue 34.1)
-    mo.stop(best_predicted_prediction is None, quiz.gate_notice(
-        "Lock prediction 4 to pick a model, see the overhead model and measure the table."))
+def _(
+    CASES,
+    INSTRUMENTS,
+    SCENARIO,
+    best_predicted_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    live,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     case_picker = mo.ui.dropdown(options=CASES, value="decoder, prefill", label="Model")
     case_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=1,
                               label="Batch", show_value=True, full_width=True)
@@ -942,7 +1182,7 @@ def _(
     style,
     tiny_models,
 ):
-    _block, _phase = case_picker.value
+    _block, _phase = case_picker.value  # made behind the "operators" gate
     case_terms = tiny_models.memory_terms(
         phase=_phase, batch=case_batch.value, context=case_context.value,
         precision=SCENARIO["precision"], attention=case_attention.value, block=_block)
@@ -954,11 +1194,12 @@ def _(
     mo.vstack([mo.md(_need), figures.memory_budget_figure(
         case_terms, _free, title="Against this machine's free memory (RAM)")]
         if _free else [mo.md(_need + " This machine's free memory cannot be read here.")])
-    return (case_terms,)
+    return
 
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
     best_predicted_prediction,
     case_attention,
@@ -966,15 +1207,18 @@ def _(
     case_context,
     device_error,
     device_picker,
+    dominant_large_prediction,
+    dominant_small_prediction,
     figures,
     hardware,
+    memory_share_prediction,
     mo,
-    quiz,
     style,
     tiny_models,
 ):
-    mo.stop(best_predicted_prediction is None,
-            quiz.gate_notice("Lock prediction 4 to see the overhead model and measure the table."))
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     # Both phases side by side, whatever model is picked: the contrast is the lesson, and a
     # Model step then redraws only the memory figure above (issue 15).
     try:
@@ -1000,8 +1244,19 @@ def _(
 
 
 @app.cell
-def _(best_predicted_prediction, live, measure, mo):
-    mo.stop(best_predicted_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    live,
+    measure,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     case_button = live.run_button("Profile this model on this machine")
     _why = measure.measurement_unavailable("The comparison of Prediction 4")
     mo.vstack([case_button, *([mo.callout(mo.md(_why), kind="warn")] if _why else [])])
@@ -1051,8 +1306,20 @@ def _(
 
 
 @app.cell
-def _(best_predicted_prediction, case_profile, live, mo, style):
-    mo.stop(best_predicted_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    case_profile,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    live,
+    memory_share_prediction,
+    mo,
+    style,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     _show = [{"operator": r["name"], "module": r["module"], "shapes": r["shapes"],
               "predicted (bound)": style.format_seconds(r["bound_s"]) if r["bound_s"] else "—",
               "measured": style.format_seconds(r["measured_s"]),
@@ -1064,41 +1331,107 @@ def _(best_predicted_prediction, case_profile, live, mo, style):
     mo.vstack([case_table, live.csv_download(case_profile.all_rows(), "lab07_operators.csv"),
                mo.md(f"All {len(case_profile.rows)} operators and the overhead row are in the "
                      "CSV. " + " ".join(case_profile.notes))])
-    return (case_table,)
+    return
 
 
 @app.cell
-def _(best_predicted_prediction, case_profile, figures, mo):
-    mo.stop(best_predicted_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    case_profile,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    figures,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     case_figure = figures.operator_roofline_figure(
         case_profile.rows, case_profile.roof, case_profile.main_precision,
         title=f"{case_profile.label}: every operator, measured")
     _types = case_profile.error_by_type()
     mo.vstack([case_figure, figures.bar_figure(
-        [g["op_type"] for g in _types], [g["median_ratio"] for g in _types], log="auto",
-        yaxis_title="median measured / bound",
+        [g["op_type"] for g in _types], [g["median_factor_off"] for g in _types], log="auto",
+        yaxis_title="median factor off the bound, either way",
         title="Measured / bound per type (1 = the roofline is exact; below 1 = faster than the "
               "DRAM bound: operands still in cache)") if _types else mo.md(
         "No operator has both a bound and a measured time, so there is no measured / bound "
         "to show.")])
-    return (case_figure,)
-
-
-@app.cell
-def _(BEST_OPTIONS, best_predicted_prediction, case_profile, lab, mo, quiz):
-    mo.stop(best_predicted_prediction is None)
-    _errors = [g for g in case_profile.error_by_type() if g["op_type"] in BEST_OPTIONS.values()]
-    mo.stop(not _errors)
-    _best = _errors[0]
-    quiz.compare(best_predicted_prediction, _best["op_type"], lab=lab, actual_label=(
-        f"{next(k for k, v in BEST_OPTIONS.items() if v == _best['op_type'])}: median "
-        f"measured / bound {_best['median_ratio']:.2g} ({case_profile.label})"))
     return
 
 
 @app.cell
-def _(best_predicted_prediction, lab, mo, quiz):
-    mo.stop(best_predicted_prediction is None)
+def _(
+    INSTRUMENTS,
+    SCENARIO,
+    best_predicted_prediction,
+    decode_profiles,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    figures,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
+    _p = decode_profiles[SCENARIO["small_batch"]]
+    decode_small_figure, decode_large_figure = (figures.operator_roofline_figure(
+        decode_profiles[_b].rows, decode_profiles[_b].roof, decode_profiles[_b].main_precision,
+        title=f"Every operator of a batch-{_b} decode step, measured on {_p.device}")
+        for _b in (SCENARIO["small_batch"], SCENARIO["large_batch"]))
+    _drawn, _left = figures.plottable(_p.rows)
+    mo.vstack([mo.md("**The decode steps you profiled in Part 1**, every operator against "
+                     "its own bound:"), decode_small_figure,
+        mo.md(f"{len(_drawn)} operators drawn (hover for name, shapes, FLOPs, bytes, time); "
+              f"{len(_left)} more move data without arithmetic (AI 0) or are views: they "
+              "are in the time totals, not on the log axis. The same step at batch "
+              f"{SCENARIO['large_batch']}: where did the weight GEMMs move?"),
+        decode_large_figure])
+    return
+
+
+@app.cell
+def _(
+    BEST_OPTIONS,
+    INSTRUMENTS,
+    best_predicted_prediction,
+    case_profile,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
+    _errors = [g for g in case_profile.error_by_type() if g["op_type"] in BEST_OPTIONS.values()]
+    mo.stop(not _errors)
+    _best = _errors[0]
+    quiz.compare(best_predicted_prediction, _best["op_type"], lab=lab, actual_label=(
+        f"{next(k for k, v in BEST_OPTIONS.items() if v == _best['op_type'])}: a median "
+        f"{_best['median_factor_off']:.2g}× off the bound ({case_profile.label})"))
+    return
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     quiz.explain_form(
         lab, "lab07.best_predicted",
         observe_label="Which operators have error % near 0, which in the hundreds or more? "
@@ -1109,8 +1442,18 @@ def _(best_predicted_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(best_predicted_prediction, mo, style):
-    mo.stop(best_predicted_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+    style,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     style.math_peek("error % and lost time", r"""
     For each operator $i$, with its roofline bound $\hat T_i$ and measured median $T_i$:
 
@@ -1128,8 +1471,17 @@ def _(best_predicted_prediction, mo, style):
 
 
 @app.cell
-def _(best_predicted_prediction, mo):
-    mo.stop(best_predicted_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction)
+    mo.stop(_wait is not None, _wait)
     mo.md("""
     **Try the failure state.** Pick the decoder's decode step, batch 256 and context 32,768,
     and press the button: the KV cache alone needs tens of GB. The profiler refuses before
@@ -1169,13 +1521,12 @@ def _(get_bf16_ratio, lab, quiz, set_bf16_ratio):
         question="**Prediction 5.** Decode step at batch 1: the whole model in bf16 instead of "
                  "fp32. New step time ÷ old step time, measured on this machine (overhead "
                  "included)?",
-        # the slider opens at its range's geometric middle (0.3x here): far from the
-        # reference and from the pure roofline's 0.5x, so an untouched slider grades nothing;
-        # up to 50x: a CPU without bf16 instructions can run bf16 that much slower
-        units="×", lo=0.002, hi=50, log_scale=True, locked=get_bf16_ratio(),
+        # a box to type the ratio in; up to 50x: a CPU without bf16 instructions can run bf16
+        # that much slower
+        units="×", lo=0.002, hi=50, locked=get_bf16_ratio(),
         on_lock=set_bf16_ratio)
     quiz.prediction_panel(bf16_ratio_form, get_bf16_ratio())
-    return (bf16_ratio_form,)
+    return
 
 
 @app.cell
@@ -1213,19 +1564,25 @@ def _(mo, tiny_models):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     SCENARIO,
+    best_predicted_prediction,
     bf16_ratio_prediction,
     device_error,
     device_picker,
+    dominant_large_prediction,
+    dominant_small_prediction,
     figures,
     hardware,
+    memory_share_prediction,
     mo,
-    quiz,
     style,
     tiny_models,
 ):
-    mo.stop(bf16_ratio_prediction is None,
-            quiz.gate_notice("Lock prediction 5 to see the roofline's answer and measure."))
+    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction,
+                             bf16_ratio_prediction)
+    mo.stop(_wait is not None, _wait)
     _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     try:
@@ -1251,8 +1608,21 @@ def _(
 
 
 @app.cell
-def _(bf16_ratio_prediction, live, measure, mo):
-    mo.stop(bf16_ratio_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    bf16_ratio_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    live,
+    measure,
+    memory_share_prediction,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction,
+                             bf16_ratio_prediction)
+    mo.stop(_wait is not None, _wait)
     change_button = live.run_button("Measure the change on this machine")
     _why = measure.measurement_unavailable("The comparison of Prediction 5")
     mo.vstack([change_button, *([mo.callout(mo.md(_why), kind="warn")] if _why else [])])
@@ -1318,16 +1688,24 @@ def _(
 
 @app.cell
 def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
     bf16_ratio_prediction,
     change_predicted,
     change_result,
     change_with_launches,
+    dominant_large_prediction,
+    dominant_small_prediction,
     figures,
+    memory_share_prediction,
     mo,
     style,
     tiny_models,
 ):
-    mo.stop(bf16_ratio_prediction is None)
+    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction,
+                             bf16_ratio_prediction)
+    mo.stop(_wait is not None, _wait)
     _c = change_result["change"]
     _pred = (change_predicted or {}).get(_c)
     _pred_launch = (change_with_launches or {}).get(_c)
@@ -1354,8 +1732,22 @@ def _(
 
 
 @app.cell
-def _(bf16_ratio_prediction, change_result, lab, mo, quiz):
-    mo.stop(bf16_ratio_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    bf16_ratio_prediction,
+    change_result,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction,
+                             bf16_ratio_prediction)
+    mo.stop(_wait is not None, _wait)
     mo.stop(change_result["change"] != "precision", mo.md(
         "Your prediction was for fp32 → bf16: pick that change and measure to compare."))
     mo.vstack([mo.md("**Against the measurement** on this machine (the roofline's ratio is in "
@@ -1366,8 +1758,21 @@ def _(bf16_ratio_prediction, change_result, lab, mo, quiz):
 
 
 @app.cell
-def _(bf16_ratio_prediction, lab, mo, quiz):
-    mo.stop(bf16_ratio_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    bf16_ratio_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    lab,
+    memory_share_prediction,
+    mo,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction,
+                             bf16_ratio_prediction)
+    mo.stop(_wait is not None, _wait)
     quiz.explain_form(
         lab, "lab07.bf16_ratio",
         observe_label="What did bf16 do to the weight GEMMs and to the elementwise ops? Try "
@@ -1378,8 +1783,20 @@ def _(bf16_ratio_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(bf16_ratio_prediction, mo, style):
-    mo.stop(bf16_ratio_prediction is None)
+def _(
+    INSTRUMENTS,
+    best_predicted_prediction,
+    bf16_ratio_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+    mo,
+    style,
+):
+    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
+                             memory_share_prediction, best_predicted_prediction,
+                             bf16_ratio_prediction)
+    mo.stop(_wait is not None, _wait)
     style.math_peek("the roofline's ratio for one change", r"""
     The roofline predicts a step as the sum of its operators' bounds,
     $\hat T = \sum_i \max(F_i/\pi_p,\ B_i/\beta)$. A change moves $F_i$, $B_i$ or $\pi_p$:
@@ -1406,7 +1823,6 @@ def _(bf16_ratio_prediction, mo, style):
 
 @app.cell
 def _(
-    TYPE_OPTIONS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,

@@ -368,3 +368,43 @@ def test_meta_inputs_are_refused_with_a_way_out_for_inputs():
     msg = str(exc.value)
     assert "example_inputs" in msg and "input 0" in msg and "torch.randn" in msg
     assert "to_empty" not in msg
+
+
+# --- what labs-profile writes, and how the types are ranked -------------------------------------
+
+def test_labs_profile_runs_in_two_precisions_keep_both_files(tmp_path, monkeypatch):
+    """An fp32 and a bf16 profile of the same model (the lab's Part 3 comparison, done by hand)
+    write files of their own: the second run must not replace the first's CSV and HTML."""
+    what_if = measure.profile_model(torch.nn.Linear(8, 8), torch.randn(2, 8),
+                                    roofline="h100-sxm")
+    monkeypatch.setattr(profiler, "profile_model", lambda *a, **k: what_if)
+    out = tmp_path / "out"
+    for precision in ("fp32", "bf16"):
+        assert profile_cli.main(["builtin:mlp-prefill", "--arg", "context=8", "--precision",
+                                 precision, "--out", str(out)]) == 0
+    assert profile_cli.main(["builtin:mlp-prefill", "--arg", "context=8", "--backward",
+                             "--out", str(out)]) == 0
+    names = sorted(p.name for p in out.glob("*.csv"))
+    assert len(names) == 3, names
+    assert any("fp32" in n for n in names) and any("bf16" in n for n in names)
+
+
+def test_types_are_ranked_by_the_figure_a_lab_plots():
+    """error_by_type ranks by the median |log10(measured / bound)|; its median_factor_off is
+    10 to that power, so a bar chart of it names the same type closest to 1. Here type A is
+    off 4x both ways (median ratio 1, factor 4) and type B is 1.5x slow every time: B is the
+    better predicted, and its factor (1.5) is the smaller bar."""
+    import dataclasses
+
+    what_if = measure.profile_model(torch.nn.Linear(8, 8), torch.randn(2, 8),
+                                    roofline="h100-sxm")
+    template = dict(what_if.rows[0])
+    rows = tuple(dict(template, op_type=t, ratio=r) for t, r in
+                 [("A", 4.0), ("A", 0.25), ("A", 1.0), ("A", 4.0), ("A", 0.25),
+                  ("B", 1.5), ("B", 1.5), ("B", 1.5)])
+    prof = dataclasses.replace(what_if, rows=rows, predicted_only=False)
+    ranked = prof.error_by_type()
+    assert [g["op_type"] for g in ranked] == ["B", "A"]
+    assert ranked[0]["median_factor_off"] == pytest.approx(1.5)
+    assert ranked[1]["median_factor_off"] == pytest.approx(4.0)
+    assert ranked[1]["median_ratio"] == pytest.approx(1.0)  # the statistic that misled

@@ -142,45 +142,51 @@ def test_a_llama_3_8b_decode_step_streams_its_weights_near_the_gpus_bandwidth():
 
 
 def test_the_launch_model_s_bf16_ratio_agrees_with_the_h200_eager_step():
-    """Prediction 5's model on the H200: bound T = 126.8 MB / 4,800 GB/s = 26.4 us, 172 kernels
-    x 5 us = 860 us, (T/2 + 860) / (T + 860) = 0.985 against the measured 1.035: 5% apart,
-    within the graders' tolerance (a factor of 1.5, quiz.GRADE_TOLERANCE). The roofline alone
-    (0.5, every byte halved) is 2.07x off, outside it: at batch 1 the per-kernel cost, not the
-    bytes, sets an eager step's time, which is what the launch model adds."""
+    """Prediction 5's model (the roofline plus a fixed launch per kernel) against the eager
+    step measured on the H200: the bf16 step took 1.035x the fp32 one. The model's ratio lands
+    within the item's graded band of it (misconceptions.tolerance), and the roofline alone
+    (every byte halved: about 0.5) does not: at batch 1 the per-kernel cost, not the bytes,
+    sets an eager step's time, which is what the launch model adds."""
+    from labs.core.physics import misconceptions
+
+    band = misconceptions.tolerance("lab07.bf16_ratio")
     predicted = tiny_models.predicted_ratio_with_launches("precision", "h200-sxm", LAB_7_STEP)
-    assert predicted == pytest.approx(0.985, abs=0.001)
-    assert max(predicted / H200_BF16_RATIO, H200_BF16_RATIO / predicted) <= 1.06
-    assert max(predicted / H200_BF16_RATIO, H200_BF16_RATIO / predicted) <= quiz.GRADE_TOLERANCE
+    assert quiz.within_factor(predicted, H200_BF16_RATIO, band)
     roofline = tiny_models.predicted_ratio("precision", "h200-sxm", LAB_7_STEP)
-    assert H200_BF16_RATIO / roofline > quiz.GRADE_TOLERANCE
+    assert not quiz.within_factor(roofline, H200_BF16_RATIO, band)
 
 
-def test_the_launch_model_is_a_floor_under_the_h200_eager_step_not_within_tolerance():
-    """The step's time, stated honestly: the model is a lower bound that holds, but it is NOT
-    within the graders' factor of 1.5 of this measurement, and the tolerance is not widened
-    here to make it so.
+def test_the_launch_model_is_a_floor_under_the_h200_eager_step():
+    """The step's time: the model (bounds + kernels x the stated launch figure) is a lower
+    bound the measurement never beats, and the measurement's own cost per kernel (the step
+    less the bounds, over the step's kernels) is what core records as an eager kernel's
+    cost (roofline.EAGER_KERNEL_US, within 2%). The stated figure lies between the measured
+    costs of a bare launch and an eager kernel: a model's choice, not what a GPU does."""
+    from labs.core import roofline
 
-    Predicted on the H200: T = 26.4 us + 172 kernels x 5 us = 886 us; measured 2,818 us, 3.2x
-    more. The per-kernel cost the measurement implies in the model's own form (step = T + k c)
-    is c = (2,818 - 26.4) / 172 = 16.2 us; counted outside the measured operators instead,
-    (2,818 - 320) / 172 = 14.5 us. Either is about three times the 5 us the model charges
-    (``roofline.DEFAULT_LAUNCH_OVERHEAD_US``, "a few us" per CUDA launch from PyTorch eager,
-    He 2022): an eager step also pays Python and the dispatcher on the host for each operator,
-    which the launch alone does not cover. The kernel count is not the gap: before it counted
-    the module's operators, the model had 61 kernels (26.4 + 305 = 331 us, 8.5x short), which
-    would have implied 46 us per kernel. Lab 7 grades Predictions 3 and 5 against the model as
-    its questions state it (5 us per kernel, the step's kernel count given in Prediction 3) and
-    says in its reveal that 5 us is a floor; the bf16 ratio above, which a per-kernel cost
-    mostly cancels out of, agrees within tolerance."""
     t = tiny_models.time_with_launches("h200-sxm", **LAB_7_STEP)
     launches = t.pop(tiny_models.LAUNCHES)
     bound, k = sum(t.values()), tiny_models.step_kernels(**LAB_7_STEP)
-    assert k == 172 and launches == pytest.approx(k * 5e-6)
-    assert bound == pytest.approx(26.4e-6, rel=0.01)
-    predicted = bound + launches
-    assert predicted <= H200_EAGER_STEP_S  # a floor: the measurement does not beat it
-    assert H200_EAGER_STEP_S / predicted == pytest.approx(3.18, abs=0.01)  # not within 1.5
-    assert (H200_EAGER_STEP_S - bound) / k == pytest.approx(16.2e-6, abs=0.05e-6)
-    assert (H200_EAGER_STEP_S - H200_OPERATORS_S) / k == pytest.approx(14.5e-6, abs=0.05e-6)
-    # the model's 5 us per kernel is below what the measurement implies, as a floor must be
-    assert 5e-6 < (H200_EAGER_STEP_S - H200_OPERATORS_S) / k
+    assert launches == pytest.approx(k * roofline.DEFAULT_LAUNCH_OVERHEAD_US * 1e-6)
+    assert bound + launches <= H200_EAGER_STEP_S
+    implied_us = (H200_EAGER_STEP_S - bound) / k * 1e6
+    assert implied_us == pytest.approx(roofline.EAGER_KERNEL_US, rel=0.02)
+    assert roofline.LAUNCH_CUDA_GRAPH_US < roofline.LAUNCH_BACK_TO_BACK_US \
+        <= roofline.DEFAULT_LAUNCH_OVERHEAD_US < roofline.EAGER_KERNEL_US
+    # the operators' own measured time is the smaller part: most of the step is per kernel
+    assert (H200_EAGER_STEP_S - H200_OPERATORS_S) / k * 1e6 > roofline.DEFAULT_LAUNCH_OVERHEAD_US
+
+
+def test_the_graded_share_asks_for_the_models_number_not_the_eager_steps():
+    """Prediction 3's band holds the model's share (5 µs a kernel); the share an eager step
+    measures (16 µs a kernel) lies outside it, so the question must ask for the model's number
+    in so many words (tests/test_misconceptions.py checks the wording)."""
+    from labs.core import roofline
+    from labs.core.physics import misconceptions
+
+    band = misconceptions.band("lab07.memory_share")
+    eager = 100 * tiny_models.memory_bound_share_with_launches(
+        misconceptions.lab07.DEVICE, launch_overhead_us=roofline.EAGER_KERNEL_US,
+        **LAB_7_STEP)
+    assert band.asks_bound
+    assert not quiz.within_factor(eager, band.reference, band.tolerance)

@@ -85,7 +85,8 @@ def _case(target: str, kwargs: dict, device, precision):
         block, phase = m.groups()
         kw = {"precision": precision or "fp32", **kwargs}
         model, inputs = profiler.builtin_case(block, phase=phase, device=device, **kw)
-        bits = [block, phase] + [f"{k}{v}" for k, v in sorted(kwargs.items())]
+        bits = [block, phase, kw["precision"]] + [f"{k}{v}" for k, v in sorted(kwargs.items())
+                                                  if k != "precision"]
         return model, inputs, "-".join(str(b) for b in bits)
     factory = _load_factory(target)
     try:
@@ -99,7 +100,8 @@ def _case(target: str, kwargs: dict, device, precision):
     if not (isinstance(made, tuple) and len(made) == 2):
         raise ValueError(f"{target} must return (model, example_inputs), got "
                          f"{type(made).__name__}")
-    return made[0], made[1], re.sub(r"[^A-Za-z0-9_.-]+", "-", target.split(":")[-1])
+    name = target.split(":")[-1] + (f"-{precision}" if precision else "")
+    return made[0], made[1], re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
 
 
 def _lost_table(prof, n: int) -> str:
@@ -169,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         model, inputs, name = _case(a.target, _parse_args(a.arg), a.device, a.precision)
+        name += "-backward" if a.backward else ""  # one run's files never replace another's
         prof = profiler.profile_model(model, inputs, device=a.device, precision=a.precision,
                                       backward=a.backward, roofline=a.roofline,
                                       budget_s=a.budget, threads=a.threads, label=name)

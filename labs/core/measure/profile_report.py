@@ -203,8 +203,11 @@ class Profile:
     def error_by_type(self) -> list[dict]:
         """How well the roofline predicted each operator type: [{op_type, calls,
         median_ratio (measured / bound), median_log_error (|log10 ratio|: 0 = exact, 1 = a
-        factor of 10 either way)}], best predicted first. Rows with no bound (views, the
-        overhead row) are left out; nothing for a predicted-only profile."""
+        factor of 10 either way), median_factor_off (10 ** median_log_error: 1 = exact, 3 =
+        three times off either way)}], best predicted first, by ``median_log_error``: a figure
+        of this ranking plots ``median_factor_off`` (the median ratio can sit at 1 while the
+        type is off both ways). Rows with no bound (views, the overhead row) are left out;
+        nothing for a predicted-only profile."""
         import math
         import statistics
 
@@ -212,9 +215,11 @@ class Profile:
         for r in self.rows:
             if r["ratio"] and r["ratio"] > 0:
                 groups.setdefault(r["op_type"], []).append(r["ratio"])
-        out = [{"op_type": t, "calls": len(v), "median_ratio": statistics.median(v),
-                "median_log_error": statistics.median(abs(math.log10(x)) for x in v)}
-               for t, v in groups.items()]
+        out = []
+        for t, v in groups.items():
+            log_error = statistics.median(abs(math.log10(x)) for x in v)
+            out.append({"op_type": t, "calls": len(v), "median_ratio": statistics.median(v),
+                        "median_log_error": log_error, "median_factor_off": 10 ** log_error})
         return sorted(out, key=lambda g: g["median_log_error"])
 
     def dominant_type(self) -> str:
