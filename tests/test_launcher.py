@@ -162,14 +162,17 @@ def start_launcher(workspace: Path, env: dict) -> tuple[subprocess.Popen, list[s
     raise AssertionError("the launcher stopped early:\n" + "".join(lines))
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
+    """Stop the launcher with ``sig`` (SIGINT: a student's Ctrl+C); returns what it printed
+    from then on."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    return proc.stdout.read() if proc.stdout and not proc.stdout.closed else ""
 
 
 def _answers(url: str) -> bool:
@@ -197,8 +200,13 @@ def test_launcher_serves_every_lab_and_stops_marimo_with_it(tmp_path):
         with urllib.request.urlopen(no_token, timeout=30) as r:  # the token is required
             assert "/auth/login" in r.geturl()
     finally:
-        stop(proc)
-    assert proc.returncode is not None
+        said = stop(proc, signal.SIGINT)  # Ctrl+C
+    assert proc.returncode == 0
+    # Ctrl+C says the labs stopped and where the ledger is
+    stopped = next(line for line in said.splitlines() if "stopped" in line)
+    assert "Roofline Labs stopped" in stopped, said
+    assert str(tmp_path / "ledger" / "roofline-ledger-ada.jsonl") in stopped
+    assert "Traceback" not in said
     deadline = time.monotonic() + 20
     while _answers(base + "/health") and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -232,6 +240,45 @@ def test_a_taken_port_gives_way_to_the_next_free_one_and_says_so(tmp_path):
         address = launcher.stable_address(ws, requested=taken)
         assert address.port != taken and f"Port {taken} is in use" in address.notice
     assert launcher.stable_address(ws).port == address.port  # kept for next time
+
+
+def _time_wait_port() -> int:
+    """A loopback port on which nothing listens and a closed connection waits in TIME-WAIT,
+    as after a server stopped with a browser connected: the server side closes first."""
+    import socket
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server's side of the connection now waits in TIME-WAIT
+        client.close()
+    return port
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads TIME-WAIT sockets with ss (Linux)")
+def test_a_restart_keeps_the_port_while_the_last_connections_wait_in_time_wait(tmp_path):
+    """Stopping the labs and starting them again within a minute must not move the address:
+    TIME-WAIT sockets hold the port for nobody (marimo's server binds with SO_REUSEADDR)."""
+    ws = tmp_path / "ws"
+    port = _time_wait_port()
+    states = subprocess.run(["ss", "-Htan", f"sport = :{port}"], capture_output=True,
+                            text=True).stdout if shutil.which("ss") else "TIME-WAIT"
+    assert "TIME-WAIT" in states and "LISTEN" not in states, states
+    address = launcher.stable_address(ws, requested=port)
+    assert (address.port, address.notice) == (port, "")
+    # and the server itself can listen there, as the probe said
+    import socket
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        again = launcher.stable_address(ws)  # a real listener still moves it
+        assert again.port != port and f"Port {port} is in use" in again.notice
 
 
 def test_without_torch_the_start_gives_the_exact_cpu_command(monkeypatch):

@@ -26,7 +26,8 @@ that waits for a prediction. The launcher instead
    build into this Python (:func:`torch_cpu_command`), and that restarting means stopping
    ``roofline-labs`` (Ctrl+C) and starting it again.
 
-``roofline-labs --no-browser`` prints the links instead of opening them. Ctrl+C stops marimo.
+``roofline-labs --no-browser`` prints the links instead of opening them. Ctrl+C stops marimo
+and says where the ledger is (:func:`stopped_message`).
 """
 
 from __future__ import annotations
@@ -273,7 +274,14 @@ def _free_port(host: str) -> int:
 
 
 def _port_is_free(host: str, port: int) -> bool:
+    """Whether marimo could listen on ``port``: bound the way its server binds (uvicorn sets
+    SO_REUSEADDR), so the TIME-WAIT sockets a stopped server's browser connections leave for
+    about a minute do not count as "in use" and a restart keeps its address. Not on Windows,
+    where SO_REUSEADDR would let the probe bind a port another program listens on (marimo's
+    own probe leaves it out there too)."""
     with socket.socket() as s:
+        if os.name != "nt":
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
@@ -346,6 +354,29 @@ def torch_notice() -> str | None:
             "and your locked predictions stay as they are.")
 
 
+class _Stopped(Exception):
+    """SIGTERM: stop as Ctrl+C does."""
+
+
+def _stop_on_sigterm(*_) -> None:
+    raise _Stopped
+
+
+def stopped_message() -> str:
+    """The line printed when the student stops the labs (Ctrl+C): that they stopped, where
+    the ledger is (read again now: the id may have been given during the session), and how to
+    come back."""
+    folder, sid, _ = ledger_summary()
+    if sid:
+        where = (f"Your ledger is {folder / ledger.ledger_filename(sid)}: hand in that file "
+                 "when you are done.")
+    else:
+        where = (f"No student id is remembered yet; your ledger will be "
+                 f"{folder / (ledger.FILE_PREFIX + '<your id>.jsonl')}.")
+    return (f"Roofline Labs stopped. {where} Run roofline-labs again to come back: the same "
+            "links work, and your locked predictions are restored.")
+
+
 def _wait_until_up(url: str, proc: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -406,10 +437,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # log, shown only if it fails.
     log_path = ws.path / STATE_DIR / "marimo.log"
     log = open(log_path, "wb")
+    stopping = False
     proc = subprocess.Popen(marimo_command(ws.path, host, port), stdin=subprocess.PIPE,
                             stdout=log, stderr=subprocess.STDOUT, cwd=ws.path)
     try:  # SIGTERM (a closed terminal, a test) must stop marimo too, not only Ctrl+C
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     except ValueError:  # not the main thread: the caller stops us
         pass
     try:
@@ -434,7 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tail = log_path.read_text("utf-8", errors="replace")[-3000:]
         print(f"roofline-labs: {exc}\n--- marimo said ({log_path}) ---\n{tail}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stopped):
+        stopping = True
         return 0
     finally:
         if proc.poll() is None:
@@ -445,6 +478,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 proc.kill()
                 proc.wait()
         log.close()
+        if stopping:  # after marimo is gone: "stopped" is then true
+            print("\n" + stopped_message(), flush=True)
 
 
 if __name__ == "__main__":
