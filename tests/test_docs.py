@@ -308,3 +308,72 @@ def test_docs_example_check_finds_a_stale_result():
     prose = ("x = 1\nx\n# the value of x\n", None)
     assert "does not start with its result" in _run_page("docs/prose.md", [prose])[0]
     assert _run_page("docs/skipped.md", [("undefined_name\n", "a fragment")]) == []
+
+
+# --- code fences: every block opens and closes, and a command block starts with a command ---
+
+_FENCE_LINE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+COMMAND_LANGUAGES = {"bash", "sh", "shell", "console", "zsh"}
+# A command line: an optional "$ " prompt, then a variable assignment or a program (a word in
+# lower case, a path, a quoted path), not a sentence; or a comment.
+_COMMAND_START = re.compile(r'^(\$ )?([A-Z_][A-Z0-9_]*=\S*\s|"[^"]+"(\s|$)|'
+                            r"[a-z0-9_.~/-][\w.~/@+-]*(\s|$))|^#")
+
+
+def fence_problems(text: str) -> list[str]:
+    """What would render a page's code wrongly: a fence that never closes, a closing fence with
+    text after it (Markdown then takes the command and the prose after it as one inline code
+    span, "bash python -m pip ..."), a fence marker inside a line of prose, and a command block
+    (bash, sh, console) whose first line is not a command."""
+    problems, open_fence, block = [], None, []
+    for number, line in enumerate(text.splitlines(), 1):
+        match = _FENCE_LINE.match(line)
+        if open_fence is not None:
+            start, fence, info = open_fence
+            if match and match["fence"][0] == fence[0] and len(match["fence"]) >= len(fence):
+                if match["info"].strip():
+                    problems.append(f"line {number}: text after the closing fence of the "
+                                    f"block opened on line {start}: {line.strip()[:60]!r}")
+                first = next((b.strip() for b in block if b.strip()), "")
+                if info in COMMAND_LANGUAGES and not _COMMAND_START.match(first):
+                    problems.append(f"line {start}: a {info} block that does not start with a "
+                                    f"command: {first[:60]!r}")
+                open_fence, block = None, []
+            else:
+                block.append(line)
+            continue
+        if match:
+            info = match["info"].strip().split()[0] if match["info"].strip() else ""
+            if "`" in match["info"]:
+                problems.append(f"line {number}: a fence with backticks after it: "
+                                f"{line.strip()[:60]!r}")
+            open_fence = (number, match["fence"], info.lower())
+            continue
+        prose = _INLINE_CODE.sub("", line)
+        if "```" in prose or "~~~" in prose:
+            problems.append(f"line {number}: a fence marker inside a line: {line.strip()[:60]!r}")
+    if open_fence is not None:
+        problems.append(f"line {open_fence[0]}: a code block that never closes")
+    return problems
+
+
+def test_every_code_block_in_what_a_student_reads_opens_closes_and_starts_right():
+    problems = [f"{path}: {p}" for path, text in student_texts().items()
+                for p in fence_problems(text)]
+    assert not problems, "broken code fences:\n" + "\n".join(problems)
+
+
+def test_fence_check_finds_a_command_run_into_prose():
+    """The check itself: the shapes that rendered a command inline or as prose are found; a
+    fence inside inline code (```` ```python ````) and an indented block are not."""
+    run_in = "text\n\n```bash\npython -m pip install torch\n``` Without torch it still works.\n"
+    assert any("text after the closing fence" in p for p in fence_problems(run_in))
+    assert any("never closes" in p for p in fence_problems("```bash\nls\n"))
+    prose = "```bash\nWithout torch every lab still works.\n```\n"
+    assert any("does not start with a command" in p for p in fence_problems(prose))
+    assert any("inside a line" in p for p in fence_problems("see ```bash ls here\n"))
+    fine = ("Every ```` ```python ```` block runs, and ```so does this``` span.\n\n    ```bash\n    $ labs-grade --help\n"
+            "    ```\n\n```bash\n# a comment first\nROOFLINE_LEDGER_DIR=/tmp x\n```\n"
+            '```console\n"/path/python" -m pip install torch\n```\n')
+    assert fence_problems(fine) == []

@@ -281,17 +281,64 @@ def test_a_restart_keeps_the_port_while_the_last_connections_wait_in_time_wait(t
         assert again.port != port and f"Port {port} is in use" in again.notice
 
 
-def test_without_torch_the_start_gives_the_exact_cpu_command(monkeypatch):
+def _without_torch(monkeypatch):
     import importlib.util
-
-    from labs.core.measure import device
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real(name, *a))
+
+
+def _uses_the_package_index_alone(command: str) -> bool:
+    """No other index, no URL, no find-links: only what the package index itself serves."""
+    return not re.search(r"--(extra-)?index-url|--torch-backend|--find-links|\s-f\s|://|"
+                         r"--default-index|--index\b", command)
+
+
+def test_without_torch_the_start_gives_the_cpu_build_and_a_fallback_from_the_index_alone(
+        monkeypatch):
+    """Linux: PyTorch's CPU build from PyTorch's own index first; where that index cannot be
+    reached, the package index alone (whose Linux build is the CUDA one: said, with its size)."""
+    _without_torch(monkeypatch)
+    commands = launcher.torch_commands()
     notice = launcher.torch_notice()
-    command = launcher.torch_cpu_command()
-    assert command in notice and "--torch-backend=cpu" in command and sys.executable in command
+    if sys.platform.startswith("linux"):
+        assert commands["cpu"] in notice and "--torch-backend=cpu" in commands["cpu"]
+    assert sys.executable in commands["cpu"] or os.name == "nt"
+    assert commands["index"] in notice and _uses_the_package_index_alone(commands["index"])
+    assert not _uses_the_package_index_alone(commands["cpu"])  # the check can fail
+    linux = launcher.torch_advice("linux")
+    first, fallback = linux.index(commands["cpu"]), linux.index(commands["index"])
+    assert first < fallback and "cannot reach PyTorch's index" in linux[first:fallback]
+    assert "CUDA build" in linux[fallback:] and "GB" in linux[fallback:]
+    for platform in ("darwin", "win32"):  # there the package index's build is the CPU one
+        advice = launcher.torch_advice(platform)
+        assert advice.index(commands["index"]) < advice.find("--torch-backend") or (
+            "--torch-backend" not in advice)
+        assert "--torch-backend=cpu" not in advice
     assert "stop roofline-labs (Ctrl+C" in notice and "run roofline-labs again" in notice
-    assert command in device._NO_TORCH  # the lab's notice gives the same command
+
+
+def test_the_labs_give_the_same_torch_commands_as_the_launcher(monkeypatch):
+    from labs.core.measure import device, profile_guard
+
+    _without_torch(monkeypatch)
+    assert device.torch_commands() == launcher.torch_commands()
+    for platform in ("linux", "darwin", "win32"):
+        lab, start = device.torch_install_advice(platform), launcher.torch_advice(platform)
+        shown = [c for c in launcher.torch_commands().values() if c in start]
+        assert shown and [c for c in device.torch_commands().values() if c in lab] == shown
+    assert launcher.torch_commands()["index"] in device._NO_TORCH
     assert "stop roofline-labs" in device._NO_TORCH
+    said = profile_guard.measurement_unavailable("This comparison")
+    assert f"`{launcher.torch_commands()['index']}`" in said
+
+
+def test_the_troubleshooting_page_gives_both_commands_and_says_which_to_choose():
+    page = (ROOT / "docs" / "students" / "troubleshooting.md").read_text(encoding="utf-8")
+    section = page[page.index("## The lab says"):page.index("\n## ", page.index("## The lab says") + 5)]
+    placeholder = launcher.torch_commands('<this python>')
+    for key in ("cpu", "index", "gpu"):
+        assert placeholder[key].replace('"<this python>"', "<this python>") in section or \
+            placeholder[key] in section, key
+    assert "cannot reach" in section and "CUDA build" in section

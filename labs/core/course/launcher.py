@@ -22,8 +22,9 @@ that waits for a prediction. The launcher instead
    opens a local page listing the labs (title, time, goals) and saying where the ledger lives;
    each link opens a lab in marimo's app view without the editor's panels
    (``view-as=present&show-chrome=false``: outputs only; Ctrl/Cmd + . shows the code).
-4. without torch, says that nothing can be measured, the exact command that installs the CPU
-   build into this Python (:func:`torch_cpu_command`), and that restarting means stopping
+4. without torch, says that nothing can be measured, the exact commands that install PyTorch
+   into this Python (:func:`torch_advice`: the CPU build from PyTorch's own index, and the
+   package index alone as the fallback), and that restarting means stopping
    ``roofline-labs`` (Ctrl+C) and starting it again.
 
 ``roofline-labs --no-browser`` prints the links instead of opening them. Ctrl+C stops marimo
@@ -332,12 +333,43 @@ def stable_address(workspace: Path, host: str = "127.0.0.1",
     return Address(port, token, notice)
 
 
-def torch_cpu_command(python: str | None = None) -> str:
-    """The command that installs PyTorch's CPU build into this Python (uv's ``--torch-backend
-    cpu`` picks PyTorch's CPU wheels; plain ``pip install torch`` on Linux fetches the CUDA
-    build, gigabytes a CPU-only machine cannot use)."""
-    return (f'uv pip install --python "{python or sys.executable}" --torch-backend=cpu '
-            '"torch>=2.3"')
+def torch_commands(python: str | None = None) -> dict[str, str]:
+    """The commands that install PyTorch into ``python`` (default: this one), by what they
+    fetch: ``"cpu"``, PyTorch's CPU build (about 200 MB) from PyTorch's own package index
+    through uv (``--torch-backend=cpu``); ``"index"``, ``pip install torch`` from the package
+    index alone (the CPU build on macOS and Windows; on Linux the CUDA build, several GB with
+    its NVIDIA libraries, which runs on a CPU too): the fallback where PyTorch's index cannot
+    be reached; ``"gpu"``, uv's ``--torch-backend=auto`` (the CUDA build for the driver, from
+    PyTorch's index: the package index's Windows build has no CUDA). The labs' own notice
+    (``measure.device.torch_commands``) gives the same commands."""
+    # Windows shells differ on a quoted program path (PowerShell refuses one): there the
+    # activated environment's own `python`, as the install instructions have it.
+    py = (python or "python") if os.name == "nt" else f'"{python or sys.executable}"'
+    uv = f"{py} -m pip install uv && {py} -m uv pip install --python {py}"
+    return {"cpu": f'{uv} --torch-backend=cpu "torch>=2.3"',
+            "index": f'{py} -m pip install "torch>=2.3"',
+            "gpu": f'{uv} --torch-backend=auto "torch>=2.3"'}
+
+
+def torch_advice(platform: str | None = None, python: str | None = None) -> str:
+    """Which command to run on ``platform`` (default: this one), one per line with when."""
+    platform = platform or sys.platform
+    c = torch_commands(python)
+    if platform == "darwin":
+        return ("To measure, install PyTorch into this Python (on macOS the package index's "
+                f"build is the CPU one):\n    {c['index']}\n")
+    if platform.startswith(("win", "cygwin")):
+        return ("To measure, install PyTorch into this Python (on Windows the package index's "
+                f"build is the CPU one):\n    {c['index']}\n"
+                "With an NVIDIA GPU, take PyTorch's CUDA build for your driver from PyTorch's "
+                f"own index instead:\n    {c['gpu']}\n")
+    return ("To measure, install PyTorch's CPU build (about 200 MB) into this Python, from "
+            f"PyTorch's own package index:\n    {c['cpu']}\n"
+            "With an NVIDIA GPU, or if that command cannot reach PyTorch's index (a network "
+            "that lets only the package index through), install from the package index "
+            f"alone:\n    {c['index']}\n"
+            "(on Linux that is the CUDA build: several GB with its NVIDIA libraries, which "
+            "also runs on a CPU).\n")
 
 
 def torch_notice() -> str | None:
@@ -347,11 +379,9 @@ def torch_notice() -> str | None:
     if importlib.util.find_spec("torch") is not None:
         return None
     return ("torch is not installed: every lab works, but nothing can be measured on this "
-            "machine. To measure, install the CPU build of PyTorch into this Python:\n"
-            f"    python -m pip install uv && {torch_cpu_command()}\n"
-            "(with an NVIDIA GPU: python -m pip install torch). Then restart: stop "
-            "roofline-labs (Ctrl+C in this terminal) and run roofline-labs again; your links "
-            "and your locked predictions stay as they are.")
+            "machine. " + torch_advice() + "Then restart: stop roofline-labs (Ctrl+C in this "
+            "terminal) and run roofline-labs again; your links and your locked predictions "
+            "stay as they are.")
 
 
 class _Stopped(Exception):
