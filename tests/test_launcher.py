@@ -24,6 +24,7 @@ import pytest
 
 from labs.core import ledger
 from labs.core.course import launcher
+from labs.core.course.export.offline import MATHJAX_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,6 +63,7 @@ def test_workspace_holds_released_copies_and_marimo_settings(tmp_path):
     assert settings["runtime"]["on_cell_change"] == "autorun"
     assert settings["runtime"]["output_max_bytes"] >= 8_000_000
     assert settings["save"]["autosave"] == "off"
+    assert settings["display"]["theme"] == "system"  # light or dark as the system is set
     (css,) = settings["display"]["custom_css"]
     assert ".marimo-cell.stopped" in (ws.path / css).read_text()
     again = launcher.prepare_workspace(tmp_path / "ws")  # nothing to do the second time
@@ -199,6 +201,21 @@ def test_launcher_serves_every_lab_and_stops_marimo_with_it(tmp_path):
         no_token = base + "/?" + re.sub(r"&?access_token=[^&]+", "", links[0].split("/?")[1])
         with urllib.request.urlopen(no_token, timeout=30) as r:  # the token is required
             assert "/auth/login" in r.geturl()
+        # marimo's frontend asks a CDN for MathJax (plotly's LaTeX) when it draws a figure:
+        # the server hands the page its scripts pointed at a stand-in it serves itself
+        import http.cookiejar
+
+        browser = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with browser.open(links[0], timeout=30) as r:
+            page = r.read().decode()
+        scripts = re.findall(r"(?:src|href)=\"\./(assets/[\w.-]+\.js)\"", page)
+        assert scripts, page[:500]
+        served = "".join(browser.open(f"{base}/{js}", timeout=30).read().decode()
+                         for js in scripts)
+        assert "mathjax" in served.lower() and "mathjax-full@" not in served
+        with browser.open(f"{base}/assets/{MATHJAX_FILE}", timeout=30) as r:
+            assert r.status == 200 and b"MathJax is not bundled" in r.read()
     finally:
         said = stop(proc, signal.SIGINT)  # Ctrl+C
     assert proc.returncode == 0

@@ -56,6 +56,7 @@ from typing import Sequence
 from labs.core.course import ledger
 from labs.core.course.export.index import (DEFAULT_LABS_DIR, copy_style_sheet, discover_labs,
                                           read_lab_meta)
+from labs.core.course.export.offline import MATHJAX_FILE, write_mathjax_stand_in
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
 #: The port a workspace's server takes the first time (marimo's own default is 2718, which a
@@ -70,8 +71,8 @@ EDITED_DIR = "edited"
 #: marimo settings for the workspace (project layer: above the student's own marimo config).
 WORKSPACE_PYPROJECT = """\
 # Written by roofline-labs each time it starts: marimo settings for the labs in this folder.
-# They apply here only and take precedence over your own marimo settings (theme, fonts and
-# everything else not named here stay yours).
+# They apply here only and take precedence over your own marimo settings (fonts and everything
+# else not named here stay yours).
 [tool.marimo.runtime]
 auto_instantiate = true     # a lab runs when it opens
 on_cell_change = "autorun"  # moving a widget re-runs the instruments
@@ -84,6 +85,7 @@ format_on_save = false
 
 [tool.marimo.display]
 custom_css = [".roofline/student.css"]
+theme = "system"            # light or dark as your system is set (marimo's default is light)
 """
 
 #: Cells below a closed prediction gate carry class ``stopped``; their "Ancestor stopped"
@@ -421,8 +423,38 @@ def _wait_until_up(url: str, proc: subprocess.Popen, timeout: float) -> None:
     raise RuntimeError(f"marimo did not answer at {url} within {timeout:.0f} s.")
 
 
+#: ``python -c SERVE_MARIMO edit|run ...`` runs marimo's command line as ``python -m marimo``
+#: does, through :func:`serve_marimo`.
+SERVE_MARIMO = "from labs.core.course.launcher import serve_marimo; serve_marimo()"
+
+
+def serve_marimo() -> None:
+    """marimo's command line (``sys.argv[1:]``: ``edit ...`` or ``run ...``), its pages making
+    no request off the machine. marimo's frontend asks a CDN for MathJax whenever it draws a
+    plotly figure (for LaTeX in plotly's labels, which the labs do not use; every lab's header
+    holds a figure), so offline every lab logged a failed request. Here the scripts that name
+    that CDN are served from copies pointed at a local stand-in (``export.offline``'s, as in
+    ``labs-export --offline``), put ahead of marimo's own assets folder; nothing else changes."""
+    import atexit
+    import tempfile
+
+    from marimo._cli.cli import main as marimo_main
+    from marimo._server.api.endpoints import assets
+
+    overlay = Path(tempfile.mkdtemp(prefix="roofline-marimo-assets-"))
+    atexit.register(shutil.rmtree, overlay, True)
+    # a script's src resolves against the page (/?file=...), whose assets are at ./assets/
+    write_mathjax_stand_in(Path(assets.assets_dir), overlay, f"./assets/{MATHJAX_FILE}")
+    mounts = [r for r in assets.router.routes if getattr(r, "path", None) == "/assets"]
+    if len(mounts) != 1 or not hasattr(mounts[0].app, "all_directories"):
+        raise RuntimeError("marimo's /assets route has changed: the MathJax stand-in cannot "
+                           "be served (labs.core.course.launcher.serve_marimo)")
+    mounts[0].app.all_directories.insert(0, str(overlay))
+    marimo_main(prog_name="marimo")
+
+
 def marimo_command(workspace: Path, host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "marimo", "edit", str(workspace), "--headless",
+    return [sys.executable, "-c", SERVE_MARIMO, "edit", str(workspace), "--headless",
             "--host", host, "--port", str(port), "--token-password-file", "-",
             "--skip-update-check", "--no-sandbox"]
 
