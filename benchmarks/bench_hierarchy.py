@@ -10,6 +10,9 @@ benchmarks/results/hierarchy-<host>-<date>.json). ``--write-reference`` also rew
 ``labs/core/physics/reference_machine.py`` from the first run: the recorded run Lab 5 shows
 before a student measures and computes its instructor-copy answers from. Re-record it on a
 quiet machine and commit both files together.
+
+It answers Lab 5's Predictions 1 and 4 for this machine (the L2-to-DRAM plateau ratio and how
+much shorter a call gets from 1 MiB to 1 KiB): lock those predictions in the lab first.
 """
 
 from __future__ import annotations
@@ -137,7 +140,8 @@ def write_reference(r: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog=__doc__.split("\n\n")[-1].strip())
     ap.add_argument("--budget", type=float, default=25.0, help="sweep budget, seconds")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--runs", type=int, default=2, help="runs, back to back (default 2)")

@@ -7,7 +7,11 @@ student's first presses do them.
 
 Prints, per run, the wall time of the whole thing (roofline measurement included), then the
 README's summary table of the last run (`measure.markdown_summary`), with the date, the device
-as detected, torch threads and the load average before and after. The README quotes it.
+as detected, torch threads and the load average before and after.
+
+Its table shows what Lab 7's Predictions 1, 3 and 4 ask (the largest operator type of a
+batch-1 decode step, the memory-bound share, the operators closest to their bounds in a
+prefill): lock those predictions in the lab first.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ def one_run(device, threads) -> tuple[float, float, list]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n")[-1].strip())
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     ap.add_argument("--device", default=None)

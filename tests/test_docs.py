@@ -255,9 +255,10 @@ def _matches(shown: str, stated, value) -> bool:
     return value == stated
 
 
-def _run_page(page: str, blocks) -> list[str]:
+def _run_page(page: str, blocks, seen: list | None = None) -> list[str]:
     """Runs a page's blocks in one namespace (a later block uses an earlier one's names);
-    every expression followed by a ``# result`` comment line is checked against it."""
+    every expression followed by a ``# result`` comment line is checked against it. ``seen``
+    collects the value of every expression and of every name the blocks bind."""
     import ast
 
     wrong, namespace = [], {"__name__": f"docs_example_{Path(page).stem}"}
@@ -268,17 +269,23 @@ def _run_page(page: str, blocks) -> list[str]:
         lines = code.splitlines()
         for stmt in tree.body:
             following = lines[stmt.end_lineno].strip() if stmt.end_lineno < len(lines) else ""
-            if isinstance(stmt, ast.Expr) and following.startswith("#"):
-                shown, stated = _stated_result(following.lstrip("#").strip())
-                value = eval(compile(ast.Expression(stmt.value), page, "eval"), namespace)
-                if stated is _NO_RESULT:
-                    wrong.append(f"{page}: `{ast.unparse(stmt)}` is followed by a comment that "
-                                 f"does not start with its result: {following!r}")
-                elif not _matches(shown, stated, value):
-                    wrong.append(f"{page}: `{ast.unparse(stmt)}` returns {value!r}; the page "
-                                 f"says {shown}")
-            else:
+            if not isinstance(stmt, ast.Expr):
                 exec(compile(ast.Module([stmt], []), page, "exec"), namespace)
+                continue
+            value = eval(compile(ast.Expression(stmt.value), page, "eval"), namespace)
+            if seen is not None:
+                seen.append(value)
+            if not following.startswith("#"):
+                continue
+            shown, stated = _stated_result(following.lstrip("#").strip())
+            if stated is _NO_RESULT:
+                wrong.append(f"{page}: `{ast.unparse(stmt)}` is followed by a comment that "
+                             f"does not start with its result: {following!r}")
+            elif not _matches(shown, stated, value):
+                wrong.append(f"{page}: `{ast.unparse(stmt)}` returns {value!r}; the page "
+                             f"says {shown}")
+    if seen is not None:
+        seen += [v for k, v in namespace.items() if not k.startswith("__")]
     return wrong
 
 
@@ -308,3 +315,156 @@ def test_docs_example_check_finds_a_stale_result():
     prose = ("x = 1\nx\n# the value of x\n", None)
     assert "does not start with its result" in _run_page("docs/prose.md", [prose])[0]
     assert _run_page("docs/skipped.md", [("undefined_name\n", "a fragment")]) == []
+
+
+# --- code fences: every block opens and closes, and a command block starts with a command ---
+
+_FENCE_LINE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+COMMAND_LANGUAGES = {"bash", "sh", "shell", "console", "zsh"}
+# A command line: an optional "$ " prompt, then a variable assignment or a program (a word in
+# lower case, a path, a quoted path), not a sentence; or a comment.
+_COMMAND_START = re.compile(r'^(\$ )?([A-Z_][A-Z0-9_]*=\S*\s|"[^"]+"(\s|$)|'
+                            r"[a-z0-9_.~/-][\w.~/@+-]*(\s|$))|^#")
+
+
+def fence_problems(text: str) -> list[str]:
+    """What would render a page's code wrongly: a fence that never closes, a closing fence with
+    text after it (Markdown then takes the command and the prose after it as one inline code
+    span, "bash python -m pip ..."), a fence marker inside a line of prose, and a command block
+    (bash, sh, console) whose first line is not a command."""
+    problems, open_fence, block = [], None, []
+    for number, line in enumerate(text.splitlines(), 1):
+        match = _FENCE_LINE.match(line)
+        if open_fence is not None:
+            start, fence, info = open_fence
+            if match and match["fence"][0] == fence[0] and len(match["fence"]) >= len(fence):
+                if match["info"].strip():
+                    problems.append(f"line {number}: text after the closing fence of the "
+                                    f"block opened on line {start}: {line.strip()[:60]!r}")
+                first = next((b.strip() for b in block if b.strip()), "")
+                if info in COMMAND_LANGUAGES and not _COMMAND_START.match(first):
+                    problems.append(f"line {start}: a {info} block that does not start with a "
+                                    f"command: {first[:60]!r}")
+                open_fence, block = None, []
+            else:
+                block.append(line)
+            continue
+        if match:
+            info = match["info"].strip().split()[0] if match["info"].strip() else ""
+            if "`" in match["info"]:
+                problems.append(f"line {number}: a fence with backticks after it: "
+                                f"{line.strip()[:60]!r}")
+            open_fence = (number, match["fence"], info.lower())
+            continue
+        prose = _INLINE_CODE.sub("", line)
+        if "```" in prose or "~~~" in prose:
+            problems.append(f"line {number}: a fence marker inside a line: {line.strip()[:60]!r}")
+    if open_fence is not None:
+        problems.append(f"line {open_fence[0]}: a code block that never closes")
+    return problems
+
+
+def test_every_code_block_in_what_a_student_reads_opens_closes_and_starts_right():
+    problems = [f"{path}: {p}" for path, text in student_texts().items()
+                for p in fence_problems(text)]
+    assert not problems, "broken code fences:\n" + "\n".join(problems)
+
+
+def test_fence_check_finds_a_command_run_into_prose():
+    """The check itself: the shapes that rendered a command inline or as prose are found; a
+    fence inside inline code (```` ```python ````) and an indented block are not."""
+    run_in = "text\n\n```bash\npython -m pip install torch\n``` Without torch it still works.\n"
+    assert any("text after the closing fence" in p for p in fence_problems(run_in))
+    assert any("never closes" in p for p in fence_problems("```bash\nls\n"))
+    prose = "```bash\nWithout torch every lab still works.\n```\n"
+    assert any("does not start with a command" in p for p in fence_problems(prose))
+    assert any("inside a line" in p for p in fence_problems("see ```bash ls here\n"))
+    fine = ("Every ```` ```python ```` block runs, and ```so does this``` span.\n\n    ```bash\n    $ labs-grade --help\n"
+            "    ```\n\n```bash\n# a comment first\nROOFLINE_LEDGER_DIR=/tmp x\n```\n"
+            '```console\n"/path/python" -m pip install torch\n```\n')
+    assert fence_problems(fine) == []
+
+
+# --- no docs example computes a graded case -------------------------------------------------
+
+
+def _numbers(value, depth: int = 0) -> list[float]:
+    """The numbers in a value an example computes, as a student printing it would see them: a
+    number; a tuple, list or dict item by item; an object's public attributes (one level)."""
+    import numbers
+
+    if isinstance(value, bool) or value is None or depth > 2:
+        return []
+    if isinstance(value, numbers.Real):
+        return [float(value)]
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return [x for item in list(value)[:50] for x in _numbers(item, depth + 1)]
+    if isinstance(value, dict):
+        return [x for item in list(value.values())[:50] for x in _numbers(item, depth + 1)]
+    if inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
+        return []
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict) and depth == 0:
+        return [x for k, item in fields.items() if not k.startswith("_")
+                for x in _numbers(item, depth + 1)]
+    return []
+
+
+def _significant_digits(value: float) -> int:
+    """How many significant digits the reference answer carries (3.9: 2; 29300.0: 3), at
+    least 2."""
+    digits = re.sub(r"e.*$", "", repr(value)).replace("-", "").replace(".", "").lstrip("0")
+    return max(2, len(digits.rstrip("0")))
+
+
+def gives_the_answer(computed: float, reference: Reference) -> bool:
+    """``computed`` is ``reference``'s numeric answer to the digits the answer carries (a share
+    in % also as a fraction)."""
+    answer = float(reference.value)
+    if answer == 0:
+        return False
+    n = _significant_digits(answer)
+    same = lambda x: float(f"{x:.{n}g}") == float(f"{answer:.{n}g}")  # noqa: E731
+    return same(computed) or (reference.units.strip() == "%" and same(computed * 100))
+
+
+def example_answers(references: list[Reference], pages) -> list[str]:
+    """Every graded numeric answer one of ``pages``' examples computes, with the page."""
+    numeric = [r for r in references if r.label is None and isinstance(r.value, (int, float))]
+    found = []
+    for page, blocks in pages:
+        seen: list = []
+        _run_page(page, blocks, seen)
+        values = [x for v in seen for x in _numbers(v)]
+        found += [f"{page}: an example computes {x!r}, the answer to {r.item_id} ({r.value!r})"
+                  for r in numeric for x in values if gives_the_answer(x, r)]
+    return sorted(set(found))
+
+
+def test_no_docs_example_computes_a_reference_answer(references, tmp_path, monkeypatch):
+    """Run every ```python example in docs/ and compare what each expression returns, and every
+    name the examples bind, with the labs' numeric reference answers: an example whose
+    arguments are a graded case gives its answer whether or not the page prints it."""
+    from labs.core import hardware, ledger
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledgers"))
+    monkeypatch.setattr(hardware, "_REGISTRY", dict(hardware._REGISTRY))
+    pages = [(page, blocks) for page, blocks in docs_examples()  # torch ones time this machine
+             if not any(re.search(r"^\s*import torch", c, re.M) for c, why in blocks
+                        if why is None)]
+    found = example_answers(references, pages)
+    assert not found, "docs examples compute graded answers:\n" + "\n".join(found)
+
+
+def test_example_check_finds_a_graded_case(references, tmp_path, monkeypatch):
+    """The check itself: an example that computes a graded case (a bare number, or a field of
+    the object it returns) is found; a nearby number is not."""
+    monkeypatch.chdir(tmp_path)
+    numeric = next(r for r in references if r.label is None and r.value >= 1000)
+    code = (f"from types import SimpleNamespace\nstep = SimpleNamespace(t={numeric.value!r} * 1.0001)"
+            f"\nstep.t * 1.1\n")
+    assert example_answers(references, [("docs/x.md", [(code, None)])])
+    near = f"x = {numeric.value!r} * 1.1\n"
+    assert not example_answers(references, [("docs/y.md", [(near, None)])])

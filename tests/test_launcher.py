@@ -24,6 +24,7 @@ import pytest
 
 from labs.core import ledger
 from labs.core.course import launcher
+from labs.core.course.export.offline import MATHJAX_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,6 +63,7 @@ def test_workspace_holds_released_copies_and_marimo_settings(tmp_path):
     assert settings["runtime"]["on_cell_change"] == "autorun"
     assert settings["runtime"]["output_max_bytes"] >= 8_000_000
     assert settings["save"]["autosave"] == "off"
+    assert settings["display"]["theme"] == "system"  # light or dark as the system is set
     (css,) = settings["display"]["custom_css"]
     assert ".marimo-cell.stopped" in (ws.path / css).read_text()
     again = launcher.prepare_workspace(tmp_path / "ws")  # nothing to do the second time
@@ -162,14 +164,17 @@ def start_launcher(workspace: Path, env: dict) -> tuple[subprocess.Popen, list[s
     raise AssertionError("the launcher stopped early:\n" + "".join(lines))
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
+    """Stop the launcher with ``sig`` (SIGINT: a student's Ctrl+C); returns what it printed
+    from then on."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    return proc.stdout.read() if proc.stdout and not proc.stdout.closed else ""
 
 
 def _answers(url: str) -> bool:
@@ -196,9 +201,29 @@ def test_launcher_serves_every_lab_and_stops_marimo_with_it(tmp_path):
         no_token = base + "/?" + re.sub(r"&?access_token=[^&]+", "", links[0].split("/?")[1])
         with urllib.request.urlopen(no_token, timeout=30) as r:  # the token is required
             assert "/auth/login" in r.geturl()
+        # marimo's frontend asks a CDN for MathJax (plotly's LaTeX) when it draws a figure:
+        # the server hands the page its scripts pointed at a stand-in it serves itself
+        import http.cookiejar
+
+        browser = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with browser.open(links[0], timeout=30) as r:
+            page = r.read().decode()
+        scripts = re.findall(r"(?:src|href)=\"\./(assets/[\w.-]+\.js)\"", page)
+        assert scripts, page[:500]
+        served = "".join(browser.open(f"{base}/{js}", timeout=30).read().decode()
+                         for js in scripts)
+        assert "mathjax" in served.lower() and "mathjax-full@" not in served
+        with browser.open(f"{base}/assets/{MATHJAX_FILE}", timeout=30) as r:
+            assert r.status == 200 and b"MathJax is not bundled" in r.read()
     finally:
-        stop(proc)
-    assert proc.returncode is not None
+        said = stop(proc, signal.SIGINT)  # Ctrl+C
+    assert proc.returncode == 0
+    # Ctrl+C says the labs stopped and where the ledger is
+    stopped = next(line for line in said.splitlines() if "stopped" in line)
+    assert "Roofline Labs stopped" in stopped, said
+    assert str(tmp_path / "ledger" / "roofline-ledger-ada.jsonl") in stopped
+    assert "Traceback" not in said
     deadline = time.monotonic() + 20
     while _answers(base + "/health") and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -234,17 +259,103 @@ def test_a_taken_port_gives_way_to_the_next_free_one_and_says_so(tmp_path):
     assert launcher.stable_address(ws).port == address.port  # kept for next time
 
 
-def test_without_torch_the_start_gives_the_exact_cpu_command(monkeypatch):
-    import importlib.util
+def _time_wait_port() -> int:
+    """A loopback port on which nothing listens and a closed connection waits in TIME-WAIT,
+    as after a server stopped with a browser connected: the server side closes first."""
+    import socket
 
-    from labs.core.measure import device
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server's side of the connection now waits in TIME-WAIT
+        client.close()
+    return port
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads TIME-WAIT sockets with ss (Linux)")
+def test_a_restart_keeps_the_port_while_the_last_connections_wait_in_time_wait(tmp_path):
+    """Stopping the labs and starting them again within a minute must not move the address:
+    TIME-WAIT sockets hold the port for nobody (marimo's server binds with SO_REUSEADDR)."""
+    ws = tmp_path / "ws"
+    port = _time_wait_port()
+    states = subprocess.run(["ss", "-Htan", f"sport = :{port}"], capture_output=True,
+                            text=True).stdout if shutil.which("ss") else "TIME-WAIT"
+    assert "TIME-WAIT" in states and "LISTEN" not in states, states
+    address = launcher.stable_address(ws, requested=port)
+    assert (address.port, address.notice) == (port, "")
+    # and the server itself can listen there, as the probe said
+    import socket
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        again = launcher.stable_address(ws)  # a real listener still moves it
+        assert again.port != port and f"Port {port} is in use" in again.notice
+
+
+def _without_torch(monkeypatch):
+    import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real(name, *a))
+
+
+def _uses_the_package_index_alone(command: str) -> bool:
+    """No other index, no URL, no find-links: only what the package index itself serves."""
+    return not re.search(r"--(extra-)?index-url|--torch-backend|--find-links|\s-f\s|://|"
+                         r"--default-index|--index\b", command)
+
+
+def test_without_torch_the_start_gives_the_cpu_build_and_a_fallback_from_the_index_alone(
+        monkeypatch):
+    """Linux: PyTorch's CPU build from PyTorch's own index first; where that index cannot be
+    reached, the package index alone (whose Linux build is the CUDA one: said, with its size)."""
+    _without_torch(monkeypatch)
+    commands = launcher.torch_commands()
     notice = launcher.torch_notice()
-    command = launcher.torch_cpu_command()
-    assert command in notice and "--torch-backend=cpu" in command and sys.executable in command
+    if sys.platform.startswith("linux"):
+        assert commands["cpu"] in notice and "--torch-backend=cpu" in commands["cpu"]
+    assert sys.executable in commands["cpu"] or os.name == "nt"
+    assert commands["index"] in notice and _uses_the_package_index_alone(commands["index"])
+    assert not _uses_the_package_index_alone(commands["cpu"])  # the check can fail
+    linux = launcher.torch_advice("linux")
+    first, fallback = linux.index(commands["cpu"]), linux.index(commands["index"])
+    assert first < fallback and "cannot reach PyTorch's index" in linux[first:fallback]
+    assert "CUDA build" in linux[fallback:] and "GB" in linux[fallback:]
+    for platform in ("darwin", "win32"):  # there the package index's build is the CPU one
+        advice = launcher.torch_advice(platform)
+        assert advice.index(commands["index"]) < advice.find("--torch-backend") or (
+            "--torch-backend" not in advice)
+        assert "--torch-backend=cpu" not in advice
     assert "stop roofline-labs (Ctrl+C" in notice and "run roofline-labs again" in notice
-    assert command in device._NO_TORCH  # the lab's notice gives the same command
+
+
+def test_the_labs_give_the_same_torch_commands_as_the_launcher(monkeypatch):
+    from labs.core.measure import device, profile_guard
+
+    _without_torch(monkeypatch)
+    assert device.torch_commands() == launcher.torch_commands()
+    for platform in ("linux", "darwin", "win32"):
+        lab, start = device.torch_install_advice(platform), launcher.torch_advice(platform)
+        shown = [c for c in launcher.torch_commands().values() if c in start]
+        assert shown and [c for c in device.torch_commands().values() if c in lab] == shown
+    assert launcher.torch_commands()["index"] in device._NO_TORCH
     assert "stop roofline-labs" in device._NO_TORCH
+    said = profile_guard.measurement_unavailable("This comparison")
+    assert f"`{launcher.torch_commands()['index']}`" in said
+
+
+def test_the_troubleshooting_page_gives_both_commands_and_says_which_to_choose():
+    page = (ROOT / "docs" / "students" / "troubleshooting.md").read_text(encoding="utf-8")
+    section = page[page.index("## The lab says"):page.index("\n## ", page.index("## The lab says") + 5)]
+    placeholder = launcher.torch_commands('<this python>')
+    for key in ("cpu", "index", "gpu"):
+        assert placeholder[key].replace('"<this python>"', "<this python>") in section or \
+            placeholder[key] in section, key
+    assert "cannot reach" in section and "CUDA build" in section

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from isolation_support import CHROMIUM_ARGS, chromium_path
 
+from labs.core.course.launcher import SERVE_MARIMO
 from labs.core.ui.style import PRELOAD_CLASS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +48,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+#: Where a page's requests may go: this machine's loopback servers, its files, inline data.
+ON_THE_MACHINE = ("http://127.0.0.1:", "http://localhost:", "file://", "data:", "blob:")
+
+
+def requests_off_the_machine(page) -> list[str]:
+    """Record every request ``page`` makes from now on that would leave this machine (the
+    list fills as the page runs). The labs, served live or exported, make none: not even
+    marimo's frontend asking a CDN for MathJax when it draws a figure, which the tests'
+    chromium could not reach anyway (isolation_support.NO_NETWORK) but a student's offline
+    browser would report as an error."""
+    leaving: list[str] = []
+    page.on("request", lambda req: req.url.startswith(ON_THE_MACHINE) or leaving.append(req.url))
+    return leaving
 
 
 def wait_http(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
@@ -106,8 +122,10 @@ def marimo_run_command(lab: Path | tuple[Path, ...], *args: str) -> tuple[list[s
     # (about 1.5 CPU-seconds for the seven labs), runs once per test run instead, where an
     # error fails (tests/test_marimo_check.py); a notebook that does not parse, or is not a
     # marimo app, still stops the server.
-    cmd = [sys.executable, "-m", "marimo", "run", *notebooks, "--headless", "--port", str(port),
-           "--no-token", "--no-check"]
+    # marimo's command line as roofline-labs runs it (launcher.serve_marimo): the frontend's
+    # MathJax request is answered by the server, so a page makes no request off the machine.
+    cmd = [sys.executable, "-c", SERVE_MARIMO, "run", *notebooks, "--headless", "--port",
+           str(port), "--no-token", "--no-check"]
     if args:
         cmd += ["--", *args]
     return cmd, f"http://127.0.0.1:{port}/"

@@ -10,6 +10,8 @@ One flow per lab, generic enough for any lab that follows LABS_SPEC §4:
 5. where the first instrument has no such slider (a fixed scenario), the student locks the next
    predictions until an instrument with one opens, and moves it (step 3); a lab none of whose
    instruments has one fails.
+Throughout, the page makes no request off the machine (marimo's frontend asks a CDN for
+MathJax whenever it draws a figure; the servers answer it locally: launcher.serve_marimo).
 Screenshots go to artifacts/browser/<lab>-{locked,unlocked,reloaded,slider}.png.
 """
 
@@ -19,7 +21,7 @@ import re
 import time
 
 import pytest
-from browser_support import FIGURE, LABS, SLOW_MS, KernelRuns
+from browser_support import FIGURE, LABS, SLOW_MS, KernelRuns, requests_off_the_machine
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -198,6 +200,7 @@ def shoot(page, artifacts, name: str):
 @pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
 def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
     runs = KernelRuns.watch(page)
+    leaving = requests_off_the_machine(page)
     with lab_servers.run(lab) as server:
         url = server.url
         gates0, figs0 = open_lab(page, url)
@@ -242,3 +245,5 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
             shoot(page, artifacts, f"{lab.stem}-slider")
     assert moved is not None, (f"{lab.name}: with every prediction locked, no slider outside "
                                "the forms changed a figure in the student's copy")
+    # every figure drawn, the page asked nothing off the machine (MathJax included)
+    assert leaving == [], f"{lab.name}: requests that leave the machine: {leaving[:5]}"

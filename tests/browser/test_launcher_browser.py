@@ -1,11 +1,13 @@
 """What a student sees after ``roofline-labs`` (issue 18.2), in Debian chromium.
 
 The launcher runs as a student whose own marimo config is hostile to the labs (cells not run on
-open, lazy re-runs, a tiny output limit): its workspace settings must win. The first page lists
+open, lazy re-runs, a tiny output limit, and marimo's default light theme, which ignores a dark
+system setting): its workspace settings must win. The first page lists
 only the labs and says where the ledger lives; a lab opens in app view (no code, no "Ancestor
 stopped" notices); locking a prediction opens its instrument and draws a figure; the code view
-(Ctrl + .) shows code and still no "Ancestor stopped" notice. The student's theme is "system",
-which follows the browser's colour scheme live: each step is shot in light and dark,
+(Ctrl + .) shows code and still no "Ancestor stopped" notice. The workspace's theme is
+"system" whatever the student's own, so the labs follow the browser's colour scheme live: each
+step is shot in light and dark,
 artifacts/browser/launcher-{index,lab,unlocked,code}-<theme>.png.
 """
 
@@ -16,7 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_support import FIGURE, SLOW_MS, contrast_in_schemes, isolated_env, shoot_schemes
+from browser_support import (FIGURE, SLOW_MS, contrast_in_schemes, isolated_env,
+                             requests_off_the_machine, shoot_schemes)
 from test_labs_browser import (LOCK, fill_first_prediction, figures, gate_count, lock_count,
                                settle, wait_until)
 
@@ -32,7 +35,7 @@ on_cell_change = "lazy"
 output_max_bytes = 3000
 
 [display]
-theme = "system"
+theme = "light"
 """
 
 _VISIBLE_NOTICES = """() => [...document.querySelectorAll('*')].filter(e =>
@@ -61,6 +64,7 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
     context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
     page = context.new_page()
     page.set_default_timeout(SLOW_MS)
+    leaving = requests_off_the_machine(page)
     try:
         page.goto(index.as_uri())
         labs = page.locator("li.lab a")
@@ -103,6 +107,8 @@ def test_student_first_view_is_the_lab(browser, artifacts, tmp_path):
         page.wait_for_timeout(1000)
         assert page.evaluate(_VISIBLE_NOTICES) == 0, "Ancestor-stopped notices in the code view"
         shoot_schemes(page, lambda theme: artifacts / f"launcher-code-{theme}.png")
+        # figures drawn in marimo's editor: still no request off the machine (MathJax included)
+        assert leaving == [], f"requests that leave the machine: {leaving[:5]}"
     finally:
         context.close()
         stop(proc)

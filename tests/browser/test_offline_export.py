@@ -17,6 +17,8 @@ import pytest
 from browser_support import LABS, free_port, serve
 from notebook_support import exported_lab, exported_site
 
+from labs.core.course.export.offline import MATHJAX_FILE
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -97,6 +99,8 @@ def test_offline_lab_renders_figures_without_network(lab, offline_site, site_ori
     assert r.report.figures >= 1, f"{lab.name}: the instructor copy (--reveal) shows no figure"
     attempted = requests_leaving(page, site_origin)
     failed = failed_requests(page)
+    stand_in = []  # marimo's plotly plugin asks for MathJax: the site's stand-in answers
+    page.on("request", lambda req: req.url.endswith("/" + MATHJAX_FILE) and stand_in.append(req.url))
     page.goto(site_origin + r.page.name)
     figs = page.locator("marimo-plotly")
     figs.first.wait_for(state="attached")
@@ -107,6 +111,7 @@ def test_offline_lab_renders_figures_without_network(lab, offline_site, site_ori
     page.screenshot(path=str(artifacts / f"offline-{r.meta.slug}.png"))
     assert attempted == [], f"{lab.name}: the page tried to leave the machine: {attempted[:5]}"
     assert failed == [], f"{lab.name}: requests failed: {failed[:5]}"
+    assert stand_in, f"{lab.name}: no figure asked for MathJax (did marimo change how it loads it?)"
 
 
 def test_negative_control_without_bundled_assets_draws_nothing(offline_site, page, tmp_path):

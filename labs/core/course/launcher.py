@@ -22,11 +22,13 @@ that waits for a prediction. The launcher instead
    opens a local page listing the labs (title, time, goals) and saying where the ledger lives;
    each link opens a lab in marimo's app view without the editor's panels
    (``view-as=present&show-chrome=false``: outputs only; Ctrl/Cmd + . shows the code).
-4. without torch, says that nothing can be measured, the exact command that installs the CPU
-   build into this Python (:func:`torch_cpu_command`), and that restarting means stopping
+4. without torch, says that nothing can be measured, the exact commands that install PyTorch
+   into this Python (:func:`torch_advice`: the CPU build from PyTorch's own index, and the
+   package index alone as the fallback), and that restarting means stopping
    ``roofline-labs`` (Ctrl+C) and starting it again.
 
-``roofline-labs --no-browser`` prints the links instead of opening them. Ctrl+C stops marimo.
+``roofline-labs --no-browser`` prints the links instead of opening them. Ctrl+C stops marimo
+and says where the ledger is (:func:`stopped_message`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from typing import Sequence
 from labs.core.course import ledger
 from labs.core.course.export.index import (DEFAULT_LABS_DIR, copy_style_sheet, discover_labs,
                                           read_lab_meta)
+from labs.core.course.export.offline import MATHJAX_FILE, write_mathjax_stand_in
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
 #: The port a workspace's server takes the first time (marimo's own default is 2718, which a
@@ -68,8 +71,8 @@ EDITED_DIR = "edited"
 #: marimo settings for the workspace (project layer: above the student's own marimo config).
 WORKSPACE_PYPROJECT = """\
 # Written by roofline-labs each time it starts: marimo settings for the labs in this folder.
-# They apply here only and take precedence over your own marimo settings (theme, fonts and
-# everything else not named here stay yours).
+# They apply here only and take precedence over your own marimo settings (fonts and everything
+# else not named here stay yours).
 [tool.marimo.runtime]
 auto_instantiate = true     # a lab runs when it opens
 on_cell_change = "autorun"  # moving a widget re-runs the instruments
@@ -82,6 +85,7 @@ format_on_save = false
 
 [tool.marimo.display]
 custom_css = [".roofline/student.css"]
+theme = "system"            # light or dark as your system is set (marimo's default is light)
 """
 
 #: Cells below a closed prediction gate carry class ``stopped``; their "Ancestor stopped"
@@ -273,7 +277,14 @@ def _free_port(host: str) -> int:
 
 
 def _port_is_free(host: str, port: int) -> bool:
+    """Whether marimo could listen on ``port``: bound the way its server binds (uvicorn sets
+    SO_REUSEADDR), so the TIME-WAIT sockets a stopped server's browser connections leave for
+    about a minute do not count as "in use" and a restart keeps its address. Not on Windows,
+    where SO_REUSEADDR would let the probe bind a port another program listens on (marimo's
+    own probe leaves it out there too)."""
     with socket.socket() as s:
+        if os.name != "nt":
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
@@ -324,12 +335,43 @@ def stable_address(workspace: Path, host: str = "127.0.0.1",
     return Address(port, token, notice)
 
 
-def torch_cpu_command(python: str | None = None) -> str:
-    """The command that installs PyTorch's CPU build into this Python (uv's ``--torch-backend
-    cpu`` picks PyTorch's CPU wheels; plain ``pip install torch`` on Linux fetches the CUDA
-    build, gigabytes a CPU-only machine cannot use)."""
-    return (f'uv pip install --python "{python or sys.executable}" --torch-backend=cpu '
-            '"torch>=2.3"')
+def torch_commands(python: str | None = None) -> dict[str, str]:
+    """The commands that install PyTorch into ``python`` (default: this one), by what they
+    fetch: ``"cpu"``, PyTorch's CPU build (about 200 MB) from PyTorch's own package index
+    through uv (``--torch-backend=cpu``); ``"index"``, ``pip install torch`` from the package
+    index alone (the CPU build on macOS and Windows; on Linux the CUDA build, several GB with
+    its NVIDIA libraries, which runs on a CPU too): the fallback where PyTorch's index cannot
+    be reached; ``"gpu"``, uv's ``--torch-backend=auto`` (the CUDA build for the driver, from
+    PyTorch's index: the package index's Windows build has no CUDA). The labs' own notice
+    (``measure.device.torch_commands``) gives the same commands."""
+    # Windows shells differ on a quoted program path (PowerShell refuses one): there the
+    # activated environment's own `python`, as the install instructions have it.
+    py = (python or "python") if os.name == "nt" else f'"{python or sys.executable}"'
+    uv = f"{py} -m pip install uv && {py} -m uv pip install --python {py}"
+    return {"cpu": f'{uv} --torch-backend=cpu "torch>=2.3"',
+            "index": f'{py} -m pip install "torch>=2.3"',
+            "gpu": f'{uv} --torch-backend=auto "torch>=2.3"'}
+
+
+def torch_advice(platform: str | None = None, python: str | None = None) -> str:
+    """Which command to run on ``platform`` (default: this one), one per line with when."""
+    platform = platform or sys.platform
+    c = torch_commands(python)
+    if platform == "darwin":
+        return ("To measure, install PyTorch into this Python (on macOS the package index's "
+                f"build is the CPU one):\n    {c['index']}\n")
+    if platform.startswith(("win", "cygwin")):
+        return ("To measure, install PyTorch into this Python (on Windows the package index's "
+                f"build is the CPU one):\n    {c['index']}\n"
+                "With an NVIDIA GPU, take PyTorch's CUDA build for your driver from PyTorch's "
+                f"own index instead:\n    {c['gpu']}\n")
+    return ("To measure, install PyTorch's CPU build (about 200 MB) into this Python, from "
+            f"PyTorch's own package index:\n    {c['cpu']}\n"
+            "With an NVIDIA GPU, or if that command cannot reach PyTorch's index (a network "
+            "that lets only the package index through), install from the package index "
+            f"alone:\n    {c['index']}\n"
+            "(on Linux that is the CUDA build: several GB with its NVIDIA libraries, which "
+            "also runs on a CPU).\n")
 
 
 def torch_notice() -> str | None:
@@ -339,11 +381,32 @@ def torch_notice() -> str | None:
     if importlib.util.find_spec("torch") is not None:
         return None
     return ("torch is not installed: every lab works, but nothing can be measured on this "
-            "machine. To measure, install the CPU build of PyTorch into this Python:\n"
-            f"    python -m pip install uv && {torch_cpu_command()}\n"
-            "(with an NVIDIA GPU: python -m pip install torch). Then restart: stop "
-            "roofline-labs (Ctrl+C in this terminal) and run roofline-labs again; your links "
-            "and your locked predictions stay as they are.")
+            "machine. " + torch_advice() + "Then restart: stop roofline-labs (Ctrl+C in this "
+            "terminal) and run roofline-labs again; your links and your locked predictions "
+            "stay as they are.")
+
+
+class _Stopped(Exception):
+    """SIGTERM: stop as Ctrl+C does."""
+
+
+def _stop_on_sigterm(*_) -> None:
+    raise _Stopped
+
+
+def stopped_message() -> str:
+    """The line printed when the student stops the labs (Ctrl+C): that they stopped, where
+    the ledger is (read again now: the id may have been given during the session), and how to
+    come back."""
+    folder, sid, _ = ledger_summary()
+    if sid:
+        where = (f"Your ledger is {folder / ledger.ledger_filename(sid)}: hand in that file "
+                 "when you are done.")
+    else:
+        where = (f"No student id is remembered yet; your ledger will be "
+                 f"{folder / (ledger.FILE_PREFIX + '<your id>.jsonl')}.")
+    return (f"Roofline Labs stopped. {where} Run roofline-labs again to come back: the same "
+            "links work, and your locked predictions are restored.")
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -360,8 +423,38 @@ def _wait_until_up(url: str, proc: subprocess.Popen, timeout: float) -> None:
     raise RuntimeError(f"marimo did not answer at {url} within {timeout:.0f} s.")
 
 
+#: ``python -c SERVE_MARIMO edit|run ...`` runs marimo's command line as ``python -m marimo``
+#: does, through :func:`serve_marimo`.
+SERVE_MARIMO = "from labs.core.course.launcher import serve_marimo; serve_marimo()"
+
+
+def serve_marimo() -> None:
+    """marimo's command line (``sys.argv[1:]``: ``edit ...`` or ``run ...``), its pages making
+    no request off the machine. marimo's frontend asks a CDN for MathJax whenever it draws a
+    plotly figure (for LaTeX in plotly's labels, which the labs do not use; every lab's header
+    holds a figure), so offline every lab logged a failed request. Here the scripts that name
+    that CDN are served from copies pointed at a local stand-in (``export.offline``'s, as in
+    ``labs-export --offline``), put ahead of marimo's own assets folder; nothing else changes."""
+    import atexit
+    import tempfile
+
+    from marimo._cli.cli import main as marimo_main
+    from marimo._server.api.endpoints import assets
+
+    overlay = Path(tempfile.mkdtemp(prefix="roofline-marimo-assets-"))
+    atexit.register(shutil.rmtree, overlay, True)
+    # a script's src resolves against the page (/?file=...), whose assets are at ./assets/
+    write_mathjax_stand_in(Path(assets.assets_dir), overlay, f"./assets/{MATHJAX_FILE}")
+    mounts = [r for r in assets.router.routes if getattr(r, "path", None) == "/assets"]
+    if len(mounts) != 1 or not hasattr(mounts[0].app, "all_directories"):
+        raise RuntimeError("marimo's /assets route has changed: the MathJax stand-in cannot "
+                           "be served (labs.core.course.launcher.serve_marimo)")
+    mounts[0].app.all_directories.insert(0, str(overlay))
+    marimo_main(prog_name="marimo")
+
+
 def marimo_command(workspace: Path, host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "marimo", "edit", str(workspace), "--headless",
+    return [sys.executable, "-c", SERVE_MARIMO, "edit", str(workspace), "--headless",
             "--host", host, "--port", str(port), "--token-password-file", "-",
             "--skip-update-check", "--no-sandbox"]
 
@@ -406,10 +499,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # log, shown only if it fails.
     log_path = ws.path / STATE_DIR / "marimo.log"
     log = open(log_path, "wb")
+    stopping = False
     proc = subprocess.Popen(marimo_command(ws.path, host, port), stdin=subprocess.PIPE,
                             stdout=log, stderr=subprocess.STDOUT, cwd=ws.path)
     try:  # SIGTERM (a closed terminal, a test) must stop marimo too, not only Ctrl+C
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     except ValueError:  # not the main thread: the caller stops us
         pass
     try:
@@ -434,7 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tail = log_path.read_text("utf-8", errors="replace")[-3000:]
         print(f"roofline-labs: {exc}\n--- marimo said ({log_path}) ---\n{tail}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stopped):
+        stopping = True
         return 0
     finally:
         if proc.poll() is None:
@@ -445,6 +540,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 proc.kill()
                 proc.wait()
         log.close()
+        if stopping:  # after marimo is gone: "stopped" is then true
+            print("\n" + stopped_message(), flush=True)
 
 
 if __name__ == "__main__":

@@ -126,13 +126,51 @@ class DeviceInfo:
         return " · ".join(bits)
 
 
-#: The same command as ``launcher.torch_cpu_command`` (measure may not import course; a test
-#: checks that the two agree).
-TORCH_CPU_COMMAND = ('python -m pip install uv && uv pip install --python "' + sys.executable
-                     + '" --torch-backend=cpu "torch>=2.3"')
-_NO_TORCH = ("torch is not installed, so this machine cannot be measured. Install PyTorch's "
-             "CPU build into the Python that runs the labs: " + TORCH_CPU_COMMAND + " "
-             "(with an NVIDIA GPU: python -m pip install torch). Then restart: stop "
+def torch_commands(python: str | None = None) -> dict[str, str]:
+    """The commands that install PyTorch into ``python`` (default: this one), by what they
+    fetch; the same as ``launcher.torch_commands`` (measure may not import course; a test
+    checks that the two agree):
+
+    * ``"cpu"``: PyTorch's CPU build (about 200 MB) from PyTorch's own package index, through
+      uv (``--torch-backend=cpu``);
+    * ``"index"``: ``pip install torch`` from the package index alone: the CPU build on macOS
+      and Windows, the CUDA build on Linux (several GB with its NVIDIA libraries; it runs on a
+      CPU too): the fallback where PyTorch's index cannot be reached;
+    * ``"gpu"``: uv's ``--torch-backend=auto``, the CUDA build for the machine's driver from
+      PyTorch's index (the package index's Windows build has no CUDA).
+    """
+    # Windows shells differ on a quoted program path (PowerShell refuses one): there the
+    # activated environment's own `python`, as the install instructions have it.
+    py = (python or "python") if os.name == "nt" else f'"{python or sys.executable}"'
+    uv = f"{py} -m pip install uv && {py} -m uv pip install --python {py}"
+    return {"cpu": f'{uv} --torch-backend=cpu "torch>=2.3"',
+            "index": f'{py} -m pip install "torch>=2.3"',
+            "gpu": f'{uv} --torch-backend=auto "torch>=2.3"'}
+
+
+def torch_install_advice(platform: str | None = None, python: str | None = None,
+                         code: str = "") -> str:
+    """What to run to measure, for a student on ``platform`` (default: this one), in
+    sentences; each command wrapped in ``code`` (a backtick for Markdown)."""
+    platform = platform or sys.platform
+    c = {k: f"{code}{v}{code}" for k, v in torch_commands(python).items()}
+    if platform == "darwin":
+        return (f"Install PyTorch into the Python that runs the labs: {c['index']} (on macOS "
+                "the package index's build is the CPU one).")
+    if platform.startswith(("win", "cygwin")):
+        return (f"Install PyTorch into the Python that runs the labs: {c['index']} (on Windows "
+                "the package index's build is the CPU one; with an NVIDIA GPU run "
+                f"{c['gpu']} instead, which takes PyTorch's CUDA build for your driver from "
+                "PyTorch's own index).")
+    return (f"Install PyTorch's CPU build (about 200 MB, from PyTorch's own package index) into "
+            f"the Python that runs the labs: {c['cpu']}. With an NVIDIA GPU, or if that command "
+            "cannot reach PyTorch's index (a network that lets only the package index through), "
+            f"install from the package index alone: {c['index']} (on Linux that is the CUDA "
+            "build, several GB with its NVIDIA libraries, which also runs on a CPU).")
+
+
+_NO_TORCH = ("torch is not installed, so this machine cannot be measured. "
+             + torch_install_advice() + " Then restart: stop "
              "roofline-labs (Ctrl+C in its terminal) and run roofline-labs again (or stop and "
              "start marimo if you opened the lab with marimo); your locked predictions stay.")
 _WASM = ("This notebook runs in the browser (WebAssembly), where torch cannot run, so nothing "

@@ -2,7 +2,7 @@
 
     labs-profile my_model.py:make                  # a file: make() returns (model, inputs)
     labs-profile mypackage.models:make --arg hidden=1024 --precision bf16 --backward
-    labs-profile builtin:decoder-decode --arg batch=64 --arg context=512
+    labs-profile builtin:decoder-decode --arg batch=8 --arg context=2048
     labs-profile builtin:mlp-prefill --roofline h100-sxm      # what if: predicted only
 
 The factory is called with the ``--arg name=value`` pairs as keyword arguments (values read
@@ -13,6 +13,9 @@ memory check. It prints the summary and the operators that lose the most time, a
 ``<out>/<name>.csv`` (every operator call and the overhead row) and ``<out>/<name>.html``
 (the roofline with every operator, and time per operator type; plotly.js is embedded, so
 the page works offline). ``--png`` also writes PNGs when the ``kaleido`` package is installed.
+
+It answers questions Lab 7 asks students to predict (:data:`LAB_QUESTIONS`), so its help
+says so and to lock them first.
 
 The notebook face of the measure wing besides ``live``: it may import labs.core.ui.
 """
@@ -33,6 +36,12 @@ from labs.core.measure import profiler
 from labs.core.measure.profile_report import markdown_summary
 from labs.core.physics import tiny_models as _tiny
 from labs.core.physics import units
+
+#: What the tool's output answers, said in its --help (and on its docs page): a student locks
+#: these predictions in the lab before running it.
+LAB_QUESTIONS = ("It answers Lab 7's Predictions 1, 2 and 5 (the built-in decoder's decode "
+                 "step at batch 1 and 64, in fp32 and in bf16) and shows what Predictions 3 and "
+                 "4 ask about: lock those predictions in the lab before you run it.")
 
 _BUILTIN = re.compile(r"^builtin:(decoder|mlp|attention)-(prefill|decode)$")
 
@@ -151,7 +160,8 @@ def write_outputs(prof, out_dir: Path, name: str, *, png: bool = False) -> list[
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="labs-profile", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="labs-profile", description=__doc__.split("\n\n")[0],
+                                 epilog=LAB_QUESTIONS)
     ap.add_argument("target", help="module:factory, file.py:factory, or builtin:<model>-<phase> "
                     f"(models: {', '.join(_tiny.BLOCKS)}; phases: {', '.join(_tiny.PHASES)})")
     ap.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",

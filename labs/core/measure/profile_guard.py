@@ -113,9 +113,9 @@ def call_cost(dev, *, calls: int = 100, rounds: int = 5) -> float:
 
 #: The command the no-torch notices give (one command for every notice: measure.device's).
 def _install_torch() -> str:
-    from labs.core.measure.device import TORCH_CPU_COMMAND
+    from labs.core.measure.device import torch_install_advice
 
-    return TORCH_CPU_COMMAND
+    return torch_install_advice(code="`")
 
 
 def measurement_unavailable(what: str = "This comparison") -> str | None:
@@ -135,10 +135,8 @@ def measurement_unavailable(what: str = "This comparison") -> str | None:
         missing = True
     if missing:
         return (f"{what} needs a measurement of this machine, and torch is not installed, so "
-                "nothing can be measured. Install it in the environment the labs run from: "
-                f"`{_install_torch()}` (PyTorch's CPU build; with an NVIDIA GPU: "
-                "`python -m pip install torch`); then stop roofline-labs (Ctrl+C) and start it "
-                "again.")
+                f"nothing can be measured. {_install_torch()} Then stop roofline-labs (Ctrl+C) "
+                "and start it again.")
     return None
 
 

@@ -113,13 +113,30 @@ def bundle_offline_assets(site: Path) -> Path:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(static, target, ignore=shutil.ignore_patterns("index.html", "*.md"))
-    for js in (target / "assets").glob("*.js"):
+    write_mathjax_stand_in(target / "assets", target / "assets", MATHJAX_LOCAL,
+                           stand_in=target / MATHJAX_FILE)
+    return target
+
+
+def write_mathjax_stand_in(assets_dir: Path, out: Path, url: str, *,
+                           stand_in: Path | None = None) -> list[Path]:
+    """Write to ``out`` a copy of each of marimo's frontend scripts in ``assets_dir`` that asks
+    a CDN for MathJax, pointed at ``url`` instead, and the stand-in (:data:`MATHJAX_STUB`) at
+    ``stand_in`` (default: ``out/`` :data:`MATHJAX_FILE`); returns the copies. ``url`` is
+    where the page finds the stand-in: a
+    script's ``src`` resolves against the page, not the script. The live servers
+    (``launcher.serve_marimo``) serve these copies in place of the installed ones."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for js in sorted(Path(assets_dir).glob("*.js")):
         text = js.read_text(encoding="utf-8", errors="surrogateescape")
         if "mathjax-full@" in text:
-            js.write_text(_MATHJAX_URL_RE.sub(MATHJAX_LOCAL, text), encoding="utf-8",
-                          errors="surrogateescape")
-    (target / MATHJAX_FILE).write_text(MATHJAX_STUB, encoding="utf-8")
-    return target
+            copy = out / js.name
+            copy.write_text(_MATHJAX_URL_RE.sub(url, text), encoding="utf-8",
+                            errors="surrogateescape")
+            written.append(copy)
+    (stand_in or out / MATHJAX_FILE).write_text(MATHJAX_STUB, encoding="utf-8")
+    return written
 
 
 def prune_offline_assets(site: Path, pages: Iterable[Path]) -> list[Path]:

@@ -62,8 +62,9 @@ def _student_id_form(lab):
         if isinstance(value, dict) and value.get("student_id"):
             lab.set_student_id(value["student_id"])
 
+    # full width: at marimo's default width the placeholder was cut off behind the counter
     form = _stack(student_id=mo.ui.text(
-        placeholder="e.g. your university login", max_length=64,
+        placeholder="e.g. your university login", max_length=64, full_width=True,
         label="Your student id (asked once, remembered on this computer)")).form(
         submit_button_label="Save my id", validate=validate, on_change=submit)
     lab._widgets.append(form)
