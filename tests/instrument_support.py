@@ -27,16 +27,25 @@ DIMENSION_PATTERNS = {
                          r"|L1|L2|L3|NIC|NVLink|PCIe)[- ]bound\b", re.I),
     "time": re.compile(rf"{NUMBER}{_SPACE}(?:ns|µs|μs|us|ms|s)\b(?!/)"),
     "ratio": re.compile(rf"{NUMBER}{_SPACE}×(?!{_SPACE}\d)"),
-    "share": re.compile(rf"{NUMBER}{_SPACE}%"),
+    # not a plotly template ("%{x}") nor a CSS size ("100%400px")
+    "share": re.compile(rf"{NUMBER}{_SPACE}%(?![{{\d])"),
     "bandwidth": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B){_SPACE}/{_SPACE}s\b"),
     "bytes": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B)\b(?!{_SPACE}/)"),
     "throughput": re.compile(rf"{NUMBER}{_SPACE}(?:[GTP]FLOP/s|[GTP]FLOPS|TOPS)\b"),
 }
 
 
+#: A comparison's verdict (``quiz.ratio_verdict``): how far the student's own prediction is from
+#: the number the comparison shows beside it, not a quantity of its own.
+VERDICT = re.compile(r"right \(within [\d.]+\s*%\)|off by [\d.,]+\s*×(?: \(too (?:high|low)\))?"
+                     r"(?:, within the [\d.,]+\s*× graded as correct)?")
+
+
 def dimensions_shown(text: str) -> dict[str, str]:
-    """{dimension: the first text that shows it} for each dimension ``text`` shows."""
+    """{dimension: the first text that shows it} for each dimension ``text`` shows (a
+    comparison's verdict words aside)."""
     found = {}
+    text = VERDICT.sub(" ", text)
     for dimension, pattern in DIMENSION_PATTERNS.items():
         m = pattern.search(text)
         if m:
