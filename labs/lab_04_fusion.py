@@ -90,7 +90,8 @@ def _(F, FU, quiz):
     # answers Predictions 1 and 2 both: they are asked together before it.
     INSTRUMENTS = quiz.Instruments(
         answers={
-            "lab04.fusion_speedup": ["ratio:fusion", "bytes:chain", "time:chain"],
+            "lab04.fusion_speedup": ["ratio:fusion", "bytes:chain", "time:chain",
+                                     "regime:chain"],
             "lab04.tiny_tensor": ["regime:chain", "ratio:fusion", "time:chain",
                                   "count:overhead_crossover"],
             "lab04.oom_seq_len": ["count:seq_len", "bytes:attention"],
