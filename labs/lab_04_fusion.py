@@ -311,6 +311,7 @@ def _(
     reveal.card(speedup_prediction)
     return (speedup_prediction,)
 
+
 @app.cell
 def _(mo, style):
     mo.vstack([
@@ -329,6 +330,7 @@ def _(lab, quiz):
     get_tiny, set_tiny = quiz.lock_state(lab, "lab04.tiny_tensor")
     return get_tiny, set_tiny
 
+
 @app.cell
 def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
     tiny_form = quiz.choice_form(
@@ -339,6 +341,7 @@ def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
         options=TINY_OPTIONS, locked=get_tiny(), on_lock=set_tiny)
     quiz.prediction_panel(tiny_form, get_tiny())
     return
+
 
 @app.cell
 def _(
@@ -371,6 +374,7 @@ def _(
     reveal.card(tiny_prediction)
     return (tiny_prediction,)
 
+
 @app.cell
 def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
     _defaults = [F.ELEMENTWISE[k].label for k in FU.DEFAULT_CHAIN]
@@ -400,10 +404,12 @@ def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
         size_slider,
     )
 
+
 @app.cell
 def _(chain_slots):
     chain_ops = tuple(op for op in chain_slots.value if op)
     return (chain_ops,)
+
 
 @app.cell
 def _(
@@ -639,6 +645,7 @@ def _(F, FU, mo, speedup_prediction, style, tiny_prediction):
     """)
     return
 
+
 @app.cell
 def _(mo):
     mo.md("""
@@ -782,6 +789,7 @@ def _(
                (_hi, 1e9, _big, style.COLORS["memory" if _big == "memory-bound" else "compute"])])
     overhead_figure
     return
+
 
 @app.cell
 def _(
