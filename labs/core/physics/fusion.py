@@ -34,8 +34,7 @@ from labs.core.physics._validate import (
 )
 
 DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
-#: Lab 4's questions' cases (the lab asks them; its graded bands, labs.core.physics.
-#: misconceptions.lab04, compute their answers and wrong models for the same cases).
+#: Lab 4's questions' cases: the lab asks them, its bands (misconceptions.lab04) grade them.
 QUESTION_CHAIN_ELEMENTS = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16
 QUESTION_TINY_ELEMENTS = 1_000  # one token's hidden state of a small model
 QUESTION_HEADS, QUESTION_HEAD_DIM = 32, 128  # the attention questions' shape (batch 1)
@@ -122,8 +121,7 @@ def launch_saving_speedup(n_elements, hw, groups_before, groups_after,
     groups_after = F.chain_groups(groups_after, n_ops, arg="groups_after")
     before = chain_timing(n_elements, hw, groups_before, ops, precision,
                           launch_overhead_us=launch_overhead_us).seconds
-    # every kernel takes at least one launch, so what is left is at least one launch per
-    # kernel after, and the bytes' time where the overhead is 0: always positive
+    # each kernel takes at least one launch: what is left is positive
     saved = (len(groups_before) - len(groups_after)) * launch_overhead_us * 1e-6
     return before / (before - saved)
 
