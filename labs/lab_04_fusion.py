@@ -27,8 +27,8 @@ def _(style):
         goals=[
             "Count the HBM bytes an elementwise chain moves per fusion grouping, and predict the "
             "speedup of fusing it.",
-            "Recognise the overhead regime and find the tensor size below which it sets the "
-            "time.",
+            "Find what sets a chain's time at every tensor size, from one token's hidden state "
+            "to a full activation, and what fusing it saves at each.",
             "See why unfused attention's score matrix (∝ S²) costs traffic and memory, and what "
             "flash attention keeps on chip instead.",
             "Use a two-level (HBM + on-chip) roofline to explain why tiles help, and why on-chip "
@@ -63,18 +63,18 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(F, quiz):
-    # Wiring constants (no physics): the sizes the questions talk about and the widget steps.
-    # The pickers' opening values: the instructor copy's reveal answers are computed for these,
-    # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
+def _(F, FU, quiz):
+    # Wiring constants: the questions' cases (from core, where the graded bands read them) and
+    # the widget steps. The pickers' opening values: the instructor copy's reveal answers are
+    # computed for these, so prediction cells never depend on later picks (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm"}
-    LARGE_N = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16
-    TINY_N = 1_000  # one token's hidden state of a small model
+    LARGE_N = FU.QUESTION_CHAIN_ELEMENTS  # "a large tensor": 100 M elements, 200 MB at fp16
+    TINY_N = FU.QUESTION_TINY_ELEMENTS  # one token's hidden state of a small model
     SIZE_STEPS = quiz.log_steps(1e2, 1e9)
     STORAGE_PRECISIONS = ("fp16", "bf16", "fp32")
     SEQ_STEPS = [2**k for k in range(9, 19)]  # 512 ... 262,144 tokens
     TILE_STEPS = [8, 16, 32, 64, 128, 256, 512]
-    QUESTION_HEADS, QUESTION_HEAD_DIM = 32, 128
+    QUESTION_HEADS, QUESTION_HEAD_DIM = FU.QUESTION_HEADS, FU.QUESTION_HEAD_DIM
     NO_OP = "— (empty)"
     OP_OPTIONS = {NO_OP: ""} | {e.label: k for k, e in F.ELEMENTWISE.items()}
     TINY_OPTIONS = {
@@ -84,7 +84,39 @@ def _(F, quiz):
         "Hurts: one big fused kernel is slower": "hurts",
     }
     TILE_OPTIONS = {f"{b} × {b}": b for b in (16, 32, 64, 128, 256, 512)}
+    # What each prediction's answer follows from, and what each instrument shows: an
+    # instrument opens once every prediction whose quantities it shows is locked (LABS_SPEC §3).
+    # Part 1's explorer shows a chain's bytes, time, speedup and regime at any size, so it
+    # answers Predictions 1 and 2 both: they are asked together before it.
+    INSTRUMENTS = quiz.Instruments(
+        answers={
+            "lab04.fusion_speedup": ["ratio:fusion", "bytes:chain", "time:chain",
+                                     "regime:chain"],
+            "lab04.tiny_tensor": ["regime:chain", "ratio:fusion", "time:chain",
+                                  "count:overhead_crossover"],
+            "lab04.oom_seq_len": ["count:seq_len", "bytes:attention"],
+            "lab04.largest_tile": ["choice:tile", "bytes:tile"],
+        },
+        instruments={
+            # the device's own figures: inputs of every question, the answer of none
+            "device": ["bandwidth:device", "bytes:device"],
+            "fusion_explorer": ["bytes:chain", "intensity:chain", "time:chain",
+                                "ratio:fusion", "regime:chain", "throughput:chain",
+                                "bandwidth:device"],
+            "speedup_check": ["ratio:fusion"],
+            "overhead": ["time:chain", "ratio:fusion", "regime:chain",
+                         "count:overhead_crossover"],
+            "tiny_check": ["regime:chain", "time:launch"],
+            "attention": ["bytes:attention", "intensity:attention", "time:attention",
+                          "count:seq_len", "share:attention"],
+            "oom_check": ["count:seq_len"],
+            "tiles": ["choice:tile", "bytes:tile", "bytes:flash", "intensity:flash",
+                      "intensity:attention", "throughput:flash", "bandwidth:onchip",
+                      "bandwidth:device", "regime:flash"],
+            "tile_check": ["choice:tile"],
+        })
     return (
+        INSTRUMENTS,
         LARGE_N,
         NO_OP,
         OPENING,
@@ -128,8 +160,15 @@ def _(STORAGE_PRECISIONS, mo):
 
 
 @app.cell
-def _(FU, device_picker, hardware, style):
+def _(device_picker, hardware):
     device = hardware.get(device_picker.value)
+    return (device,)
+
+
+@app.cell
+def _(FU, INSTRUMENTS, device, locked, mo, style):
+    _wait = INSTRUMENTS.gate("device", locked)  # the device's own figures: open from the start
+    mo.stop(_wait is not None, _wait)
     try:
         _oc = FU.onchip(device)
         _chip = (f"{_oc.sms} SMs", f"{_oc.smem_per_block_kb:.0f} KiB shared memory per block; "
@@ -142,7 +181,15 @@ def _(FU, device_picker, hardware, style):
         ("Compute precisions", ", ".join(device.precisions), "dense peaks in the registry"),
         ("On-chip", *_chip),
     ])
-    return (device,)
+    return
+
+
+@app.cell
+def _(oom_prediction, quiz, speedup_prediction, tile_prediction, tiny_prediction):
+    # the predictions locked so far (the instructor copy's reference answers count as locked)
+    locked = quiz.locked_items(speedup_prediction, tiny_prediction, oom_prediction,
+                               tile_prediction)
+    return (locked,)
 
 
 @app.cell
@@ -202,7 +249,9 @@ def _(OPENING, hardware, lab_references):
 @app.cell
 def _(mo, style):
     mo.vstack([
-        mo.md("## Part 1 · Fusing an elementwise chain"),
+        mo.md("## Part 1 · Fusing an elementwise chain\n\n"
+              "Two predictions about one chain of kernels, at two tensor sizes, open this "
+              "part. The explorer below them answers both, so it opens once both are locked."),
         style.scenario_card(
             "Mei Tanaka", "performance engineer, training team",
             "The profiler shows our block epilogue as four kernels back to back: LayerNorm → "
@@ -226,8 +275,10 @@ def _(get_speedup, lab, quiz, set_speedup):
         lab, "lab04.fusion_speedup",
         question="**Prediction 1.** LayerNorm → GELU → dropout → residual add runs as 4 "
                  "kernels on a 100 M-element fp16 tensor (bf16 on devices without an fp16 "
-                 "rate) on your device. Fused into ONE kernel, how many times faster is the "
-                 "chain?",
+                 "rate) on your device. Dropout also writes a 1-byte mask per element for the "
+                 "backward pass, and the residual add also reads the skip tensor. By the "
+                 "roofline (each kernel at its roofline time, 5 µs launch overhead), what is "
+                 "the ideal speedup of fusing all four into ONE kernel?",
         units="×", lo=0.1, hi=100, locked=get_speedup(), on_lock=set_speedup)
     quiz.prediction_panel(speedup_form, get_speedup())
     return
@@ -262,319 +313,9 @@ def _(
 
 
 @app.cell
-def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
-    _defaults = [F.ELEMENTWISE[k].label for k in FU.DEFAULT_CHAIN]
-    _chain_label = "Chain, in order (pick — to leave a slot empty)"
-    chain_slots = mo.ui.array(
-        [mo.ui.dropdown(OP_OPTIONS, value=(_defaults + [NO_OP] * 6)[i]) for i in range(6)],
-        label=_chain_label)
-    kernels_slider = mo.ui.slider(1, 6, value=4, show_value=True,
-                                  label="Kernels (ops split into contiguous groups)")
-    size_slider = mo.ui.slider(steps=SIZE_STEPS, value=100_000_000, show_value=True,
-                               label="Tensor size (elements, log steps)")
-    # A text box: a value out of range is refused with a message, never clamped in silence.
-    overhead_us = style.NumberBox(R.DEFAULT_LAUNCH_OVERHEAD_US, lo=0.5, hi=100, units="µs",
-                                  label="Launch overhead per kernel (µs)")
-    # Laid out here, where the widgets are made: the panel that shows these names none of
-    # them but the overhead box, so a step re-runs only the cells that read a value (issue 15).
-    # .hstack() shows the slots without the array's label: the label goes above them
-    chain_controls = mo.vstack([mo.md(_chain_label), chain_slots.hstack(),
-                                mo.hstack([kernels_slider, overhead_us], justify="start")])
-    size_control = mo.vstack([size_slider])
-    return (
-        chain_controls,
-        chain_slots,
-        kernels_slider,
-        overhead_us,
-        size_control,
-        size_slider,
-    )
-
-
-@app.cell
-def _(chain_slots):
-    chain_ops = tuple(op for op in chain_slots.value if op)
-    return (chain_ops,)
-
-
-@app.cell
-def _(
-    F,
-    FU,
-    chain_ops,
-    device,
-    kernels_slider,
-    part1_overhead_us,
-    precision_picker,
-    size_slider,
-    student_error,
-):
-    # The chain under the chosen grouping and, for comparison, one kernel per op.
-    try:
-        _n = len(chain_ops)
-        if not _n or kernels_slider.value > _n:  # say it in the chain's words, not core's
-            raise ValueError(
-                "The chain is empty: pick at least one op in the slots above (— leaves a "
-                "slot empty)." if not _n else
-                f"The chain has {_n} op{'s' if _n > 1 else ''}, so it runs as at most {_n} "
-                f"kernel{'s' if _n > 1 else ''}, not {kernels_slider.value}: move Kernels "
-                f"down to {_n} or fill more slots of the chain.")
-        _kw = dict(ops=chain_ops, precision=precision_picker.value,
-                   launch_overhead_us=part1_overhead_us)
-        # unfused first: its message names an empty chain or an unknown op
-        chain_unfused = FU.chain_timing(size_slider.value, device, None, **_kw)
-        chain_groups = F.contiguous_groups(len(chain_ops), kernels_slider.value)
-        chain_now = FU.chain_timing(size_slider.value, device, chain_groups, **_kw)
-        chain_speedup = FU.fusion_speedup(size_slider.value, device, None, chain_groups, **_kw)
-        chain_error = None
-    except (KeyError, ValueError) as _e:
-        chain_groups = chain_now = chain_unfused = chain_speedup = None
-        chain_error = student_error(_e)
-    return (
-        chain_error,
-        chain_groups,
-        chain_now,
-        chain_speedup,
-        chain_unfused,
-    )
-
-
-@app.cell
-def _(F, FU, SIZE_STEPS, STORAGE_PRECISIONS, hardware):
-    # Until Prediction 2 is locked Part 1 closes below one fixed size, the same on every
-    # device, precision and overhead box, so the gate never traces Prediction 2's regime
-    # (final review F-3): the smallest size step above which no kernel of any chain the slots
-    # can build is launch-bound, at the stated overhead, on any registry device and precision.
-    part1_floor = min(s for s in SIZE_STEPS if s > FU.largest_kernel_crossover(
-        hardware.all_devices(), STORAGE_PRECISIONS, tuple(F.ELEMENTWISE)))
-    return (part1_floor,)
-
-
-@app.cell
-def _(R, overhead_us, part1_floor, size_slider, tiny_prediction):
-    # Before Prediction 2 is locked, Part 1 runs at the stated launch overhead (the box applies
-    # once it is locked) and closes below the fixed floor; after it, everything is open.
-    part1_overhead_us = (R.DEFAULT_LAUNCH_OVERHEAD_US if tiny_prediction is None
-                         else overhead_us.value)
-    part1_closed = tiny_prediction is None and size_slider.value < part1_floor
-    return part1_closed, part1_overhead_us
-
-
-@app.cell
-def _(
-    R,
-    chain_controls,
-    mo,
-    overhead_us,
-    quiz,
-    size_control,
-    speedup_prediction,
-    style,
-    tiny_prediction,
-):
-    mo.stop(speedup_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the fusion instrument."))
-    # The message under the overhead box reads what was typed, so it is built here.
-    _later = mo.md(
-        "The launch overhead you type applies here once Prediction 2 is locked; until then "
-        f"Part 1 uses the stated {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel.")
-    mo.vstack([chain_controls, style.input_messages(overhead_us)]
-              + ([_later] if tiny_prediction is None else []) + [size_control])
-    return
-
-
-@app.cell
-def _(
-    R,
-    chain_error,
-    chain_now,
-    chain_speedup,
-    chain_unfused,
-    device,
-    mo,
-    part1_closed,
-    part1_floor,
-    quiz,
-    speedup_prediction,
-    style,
-):
-    mo.stop(speedup_prediction is None)
-    # The notice names the fixed floor and the way out, never a regime or a reason.
-    mo.stop(part1_closed, quiz.gate_notice(
-        f"Part 1 explores tensors from {part1_floor:,} elements up until Prediction 2 is "
-        "locked; lock Prediction 2 to explore the sizes below it."))
-    if chain_error is not None:
-        fusion_metrics = style.error_callout(chain_error)
-    else:
-        _tot, _unf = chain_now.chain.total, chain_unfused.chain.total
-        _p = chain_now.chain.kernels_costs[0].compute  # elementwise: the vector ceiling
-        fusion_metrics = style.metric_cards([
-            ("HBM traffic", style.format_bytes(_tot.bytes),
-             f"unfused: {style.format_bytes(_unf.bytes)}"),
-            ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
-             f"ridge ({R.ceiling_label(_p)}) = {R.ridge_point(device, _p):,.1f} FLOP/B"),
-            ("Time (lower bound)", style.format_seconds(chain_now.seconds),
-             f"{chain_now.chain.kernels} kernel(s); unfused "
-             f"{style.format_seconds(chain_unfused.seconds)}"),
-            ("Speedup vs unfused", f"{chain_speedup:.2f}×", "same chain, same size"),
-            style.Metric("Regime", chain_now.regime, "where most of the time goes",
-                         chain_now.regime),
-        ])
-    fusion_metrics
-    return
-
-
-@app.cell
-def _(
-    FU,
-    R,
-    chain_now,
-    device,
-    figures,
-    mo,
-    part1_closed,
-    precision_picker,
-    speedup_prediction,
-    style,
-):
-    mo.stop(speedup_prediction is None or chain_now is None or part1_closed)
-    # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
-    _spots = {}
-    for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
-                                           chain_now.kernel_times, FU.kernel_tflops(chain_now))):
-        _spots.setdefault((round(_c.ai, 9), round(_tf, 9)), []).append((f"K{_i + 1}", _c, _t))
-    # Two compute ceilings: elementwise kernels run on the vector units (their own, lower
-    # ceiling); the tensor-core roof of the storage precision is drawn for comparison.
-    _roofs = [(device, R.VECTOR)] + ([(device, precision_picker.value)]
-                                     if device.has(precision_picker.value) else [])
-    fusion_roofline = figures.roofline_figure(
-        _roofs,
-        [figures.Point(", ".join(k for k, _, _ in ks), ai, tflops=tf, hover={
-            k: f"{c.name} · {style.format_seconds(t.lower)} · {t.regime}"
-            for k, c, t in ks}) for (ai, tf), ks in _spots.items()],
-        ai_range=(0.01, 1e4), height=400,
-        title=f"Each kernel of the chain on the {device.name} roofline "
-              "(launch-bound kernels sit below the roof)")
-    fusion_roofline  # the figure alone: wrapping it in a stack would serialise it here (slow)
-    return
-
-
-@app.cell
-def _(
-    R,
-    chain_now,
-    device,
-    mo,
-    part1_closed,
-    speedup_prediction,
-):
-    # the note under the roofline: closed with it
-    mo.stop(speedup_prediction is None or chain_now is None or part1_closed)
-    mo.md(
-        "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
-        "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
-        f"vector ceiling ({R.peak_tflops(device, R.VECTOR):,.4g} TFLOP/s here), far below the "
-        "tensor-core roof that matrix multiplies reach. A real chip has several ceilings (per "
-        "precision, per unit); which one applies depends on the operation. That is a lesson "
-        "in itself: a roofline with one roof can hide the one that binds."
-        + ("" if device.vector_tflops is not None else
-           f" (The registry has no vector rate for the {device.name}: its matrix peak stands "
-           "in, so times here are optimistic lower bounds.)"))
-    return
-
-
-@app.cell
-def _(
-    chain_now,
-    figures,
-    mo,
-    part1_closed,
-    quiz,
-    speedup_prediction,
-):
-    mo.stop(speedup_prediction is None or chain_now is None or part1_closed)
-    _ops = [c.name for c in chain_now.chain.kernels_costs]
-    fusion_bars = figures.bar_figure(
-        [f"K{i + 1}" for i in range(len(_ops))],
-        [t.lower * 1e6 for t in chain_now.kernel_times],
-        colors=[t.regime for t in chain_now.kernel_times],
-        annotations=[f"{quiz.format_value(t.lower * 1e6)} µs · {t.regime}"
-                     for t in chain_now.kernel_times],
-        title="Time per kernel: " + " | ".join(f"K{i + 1} = {o}" for i, o in enumerate(_ops)),
-        yaxis_title="time per kernel, lower bound (µs)")
-    fusion_bars
-    return
-
-
-@app.cell
-def _(lab, mo, quiz, reference_precision, references, speedup_prediction):
-    mo.stop(speedup_prediction is None)
-    if references["fusion_speedup"] is None:
-        _out = mo.callout(mo.md("This device has neither an fp16 nor a bf16 rate, so the "
-                                "question's chain cannot be timed on it: pick another device."),
-                          kind="warn")
-    else:
-        _out = mo.vstack([
-            mo.md(f"**Prediction vs reality** · the default 4-op chain, 100 M elements, "
-                  f"{reference_precision}, 4 kernels → 1, at the stated launch overhead:"),
-            quiz.compare(speedup_prediction, references["fusion_speedup"], units="×",
-                         fmt=".2f", lab=lab)])
-    _out
-    return
-
-
-@app.cell
-def _(lab, mo, quiz, speedup_prediction):
-    mo.stop(speedup_prediction is None)
-    speedup_explain = quiz.explain_form(
-        lab, "lab04.fusion_speedup",
-        observe_label="What did the instrument show? (bytes per element before and after, "
-                      "the speedup)",
-        explain_label="Why is the speedup the ratio of bytes, not the number of kernels (4×)?")
-    speedup_explain
-    return
-
-
-@app.cell
-def _(F, FU, mo, speedup_prediction, style):
-    mo.stop(speedup_prediction is None)  # the equations give the answer away
-    # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
-    # answer, so it is computed here, never typed (review T-4).
-    _k = [c.bytes for c in F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").kernels_costs]
-    _fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
-                                 "fp16").total.bytes
-    _frac = rf"\frac{{{sum(_k):g}\,n\ \text{{B}}}}{{{_fused:g}\,n\ \text{{B}}}}"
-    _ratio = sum(_k) / _fused
-    style.math_peek("fusing a memory-bound chain", rf"""
-    Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
-    elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
-
-    | kernel | reads | writes | bytes / element |
-    |---|---|---|---|
-    | LayerNorm | $x$ | $y$ | $2b = {_k[0]:g}$ |
-    | GELU | $y$ | $z$ | $2b = {_k[1]:g}$ |
-    | dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = {_k[2]:g}$ |
-    | residual add | $d$, skip | out | $3b = {_k[3]:g}$ |
-    | **all four, fused** | $x$, skip | out + mask | $3b + 1 = {_fused:g}$ |
-
-    Each kernel's time is
-    $t_k = \max\left(\frac{{F_k}}{{P}},\ \frac{{B_k}}{{\beta}},\ t_\text{{launch}}\right)$
-    (FLOPs over the dense peak in FLOP/s, bytes over bandwidth in B/s, one launch in s). On a
-    large tensor the byte term wins for every kernel (AI ≈ 1 FLOP/B ≪ ridge), so
-
-    $$\text{{speedup}} = \frac{{\sum_k B_k/\beta}}{{B_\text{{fused}}/\beta}} = {_frac}
-    \approx {_ratio:.2g}\times$$
-
-    not 4×: fusion removes the *intermediate* round trips, but the fused kernel still reads its
-    inputs and writes its outputs once. Intermediates stay in registers.
-    """)
-    return
-
-
-@app.cell
 def _(mo, style):
     mo.vstack([
-        mo.md("## Part 2 · The overhead regime"),
+        mo.md("### The same chain on a tiny tensor"),
         style.scenario_card(
             "Mei Tanaka", "performance engineer, inference team",
             "Same epilogue, different job: at decode, batch 1, a small model runs it on one "
@@ -635,7 +376,300 @@ def _(
 
 
 @app.cell
-def _(FU, chain_ops, device, overhead_us, precision_picker, student_error):
+def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
+    _defaults = [F.ELEMENTWISE[k].label for k in FU.DEFAULT_CHAIN]
+    _chain_label = "Chain, in order (pick — to leave a slot empty)"
+    chain_slots = mo.ui.array(
+        [mo.ui.dropdown(OP_OPTIONS, value=(_defaults + [NO_OP] * 6)[i]) for i in range(6)],
+        label=_chain_label)
+    kernels_slider = mo.ui.slider(1, 6, value=4, show_value=True,
+                                  label="Kernels (ops split into contiguous groups)")
+    size_slider = mo.ui.slider(steps=SIZE_STEPS, value=100_000_000, show_value=True,
+                               label="Tensor size (elements, log steps)")
+    # A text box: a value out of range is refused with a message, never clamped in silence.
+    overhead_us = style.NumberBox(R.DEFAULT_LAUNCH_OVERHEAD_US, lo=0.5, hi=100, units="µs",
+                                  label="Launch overhead per kernel (µs)")
+    # Laid out here, where the widgets are made: the panel that shows these names none of
+    # them but the overhead box, so a step re-runs only the cells that read a value (issue 15).
+    # .hstack() shows the slots without the array's label: the label goes above them
+    chain_controls = mo.vstack([mo.md(_chain_label), chain_slots.hstack(),
+                                mo.hstack([kernels_slider, overhead_us], justify="start")])
+    size_control = mo.vstack([size_slider])
+    return (
+        chain_controls,
+        chain_slots,
+        kernels_slider,
+        overhead_us,
+        size_control,
+        size_slider,
+    )
+
+
+@app.cell
+def _(chain_slots):
+    chain_ops = tuple(op for op in chain_slots.value if op)
+    return (chain_ops,)
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    chain_controls,
+    locked,
+    mo,
+    overhead_us,
+    size_control,
+    style,
+):
+    # The explorer's controls, shown with it (the notice is the instrument's, in the cell below).
+    mo.stop(not INSTRUMENTS.is_open("fusion_explorer", locked))
+    mo.vstack([chain_controls, style.input_messages(overhead_us), size_control])
+    return
+
+
+@app.cell
+def _(
+    F,
+    FU,
+    INSTRUMENTS,
+    chain_ops,
+    device,
+    kernels_slider,
+    locked,
+    mo,
+    overhead_us,
+    precision_picker,
+    size_slider,
+    student_error,
+):
+    _wait = INSTRUMENTS.gate("fusion_explorer", locked)
+    mo.stop(_wait is not None, _wait)
+    # The chain under the chosen grouping and, for comparison, one kernel per op.
+    try:
+        _n = len(chain_ops)
+        if not _n or kernels_slider.value > _n:  # say it in the chain's words, not core's
+            raise ValueError(
+                "The chain is empty: pick at least one op in the slots above (— leaves a "
+                "slot empty)." if not _n else
+                f"The chain has {_n} op{'s' if _n > 1 else ''}, so it runs as at most {_n} "
+                f"kernel{'s' if _n > 1 else ''}, not {kernels_slider.value}: move Kernels "
+                f"down to {_n} or fill more slots of the chain.")
+        _kw = dict(ops=chain_ops, precision=precision_picker.value,
+                   launch_overhead_us=overhead_us.value)
+        # unfused first: its message names an empty chain or an unknown op
+        chain_unfused = FU.chain_timing(size_slider.value, device, None, **_kw)
+        chain_groups = F.contiguous_groups(len(chain_ops), kernels_slider.value)
+        chain_now = FU.chain_timing(size_slider.value, device, chain_groups, **_kw)
+        chain_speedup = FU.fusion_speedup(size_slider.value, device, None, chain_groups, **_kw)
+        chain_error = None
+    except (KeyError, ValueError) as _e:
+        chain_groups = chain_now = chain_unfused = chain_speedup = None
+        chain_error = student_error(_e)
+    return (
+        chain_error,
+        chain_groups,
+        chain_now,
+        chain_speedup,
+        chain_unfused,
+    )
+
+
+@app.cell
+def _(
+    R,
+    chain_error,
+    chain_now,
+    chain_speedup,
+    chain_unfused,
+    device,
+    style,
+):
+    if chain_error is not None:
+        fusion_metrics = style.error_callout(chain_error)
+    else:
+        _tot, _unf = chain_now.chain.total, chain_unfused.chain.total
+        _p = chain_now.chain.kernels_costs[0].compute  # elementwise: the vector ceiling
+        fusion_metrics = style.metric_cards([
+            ("HBM traffic", style.format_bytes(_tot.bytes),
+             f"unfused: {style.format_bytes(_unf.bytes)}"),
+            ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
+             f"ridge ({R.ceiling_label(_p)}) = {R.ridge_point(device, _p):,.1f} FLOP/B"),
+            ("Time (lower bound)", style.format_seconds(chain_now.seconds),
+             f"{chain_now.chain.kernels} kernel(s); unfused "
+             f"{style.format_seconds(chain_unfused.seconds)}"),
+            ("Speedup vs unfused", f"{chain_speedup:.2f}×", "same chain, same size"),
+            style.Metric("Regime", chain_now.regime, "where most of the time goes",
+                         chain_now.regime),
+        ])
+    fusion_metrics
+    return
+
+
+@app.cell
+def _(
+    FU,
+    R,
+    chain_now,
+    device,
+    figures,
+    mo,
+    precision_picker,
+    style,
+):
+    mo.stop(chain_now is None)
+    # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
+    _spots = {}
+    for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
+                                           chain_now.kernel_times, FU.kernel_tflops(chain_now))):
+        _spots.setdefault((round(_c.ai, 9), round(_tf, 9)), []).append((f"K{_i + 1}", _c, _t))
+    # Two compute ceilings: elementwise kernels run on the vector units (their own, lower
+    # ceiling); the tensor-core roof of the storage precision is drawn for comparison.
+    _roofs = [(device, R.VECTOR)] + ([(device, precision_picker.value)]
+                                     if device.has(precision_picker.value) else [])
+    fusion_roofline = figures.roofline_figure(
+        _roofs,
+        [figures.Point(", ".join(k for k, _, _ in ks), ai, tflops=tf, hover={
+            k: f"{c.name} · {style.format_seconds(t.lower)} · {t.regime}"
+            for k, c, t in ks}) for (ai, tf), ks in _spots.items()],
+        ai_range=(0.01, 1e4), height=400,
+        title=f"Each kernel of the chain on the {device.name} roofline "
+              "(launch-bound kernels sit below the roof)")
+    fusion_roofline  # the figure alone: wrapping it in a stack would serialise it here (slow)
+    return
+
+
+@app.cell
+def _(R, chain_now, device, mo):
+    # the note under the roofline: closed with it
+    mo.stop(chain_now is None)
+    mo.md(
+        "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
+        "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
+        f"vector ceiling ({R.peak_tflops(device, R.VECTOR):,.4g} TFLOP/s here), far below the "
+        "tensor-core roof that matrix multiplies reach. A real chip has several ceilings (per "
+        "precision, per unit); which one applies depends on the operation. That is a lesson "
+        "in itself: a roofline with one roof can hide the one that binds."
+        + ("" if device.vector_tflops is not None else
+           f" (The registry has no vector rate for the {device.name}: its matrix peak stands "
+           "in, so times here are optimistic lower bounds.)"))
+    return
+
+
+@app.cell
+def _(chain_now, figures, mo, quiz):
+    mo.stop(chain_now is None)
+    _ops = [c.name for c in chain_now.chain.kernels_costs]
+    fusion_bars = figures.bar_figure(
+        [f"K{i + 1}" for i in range(len(_ops))],
+        [t.lower * 1e6 for t in chain_now.kernel_times],
+        colors=[t.regime for t in chain_now.kernel_times],
+        annotations=[f"{quiz.format_value(t.lower * 1e6)} µs · {t.regime}"
+                     for t in chain_now.kernel_times],
+        title="Time per kernel: " + " | ".join(f"K{i + 1} = {o}" for i, o in enumerate(_ops)),
+        yaxis_title="time per kernel, lower bound (µs)")
+    fusion_bars
+    return
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    lab,
+    locked,
+    mo,
+    quiz,
+    reference_precision,
+    references,
+    speedup_prediction,
+):
+    _wait = INSTRUMENTS.gate("speedup_check", locked)
+    mo.stop(_wait is not None, _wait)
+    if references["fusion_speedup"] is None:
+        _out = mo.callout(mo.md("This device has neither an fp16 nor a bf16 rate, so the "
+                                "question's chain cannot be timed on it: pick another device."),
+                          kind="warn")
+    else:
+        _out = mo.vstack([
+            mo.md(f"**Prediction vs reality** · the default 4-op chain, 100 M elements, "
+                  f"{reference_precision}, 4 kernels → 1: the roofline's ideal speedup"),
+            quiz.compare(speedup_prediction, references["fusion_speedup"], units="×",
+                         fmt=".2f", lab=lab)])
+    _out
+    return
+
+
+@app.cell
+def _(lab, mo, quiz, speedup_prediction, tiny_prediction):
+    mo.stop(speedup_prediction is None or tiny_prediction is None)  # asked together
+    speedup_explain = quiz.explain_form(
+        lab, "lab04.fusion_speedup",
+        observe_label="What did the instrument show? (bytes per element before and after, "
+                      "the speedup)",
+        explain_label="Why is the speedup the ratio of bytes, not the number of kernels (4×)?")
+    speedup_explain
+    return
+
+
+@app.cell
+def _(F, FU, mo, speedup_prediction, style, tiny_prediction):
+    mo.stop(speedup_prediction is None or tiny_prediction is None)  # the equations answer both
+    # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
+    # answer, so it is computed here, never typed (review T-4).
+    _k = [c.bytes for c in F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").kernels_costs]
+    _fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
+                                 "fp16").total.bytes
+    _frac = rf"\frac{{{sum(_k):g}\,n\ \text{{B}}}}{{{_fused:g}\,n\ \text{{B}}}}"
+    _ratio = sum(_k) / _fused
+    style.math_peek("fusing a memory-bound chain", rf"""
+    Each kernel reads its inputs from HBM and writes its outputs back. For a tensor of $n$
+    elements of $b$ bytes, the default chain moves per element (fp16, $b = 2$ B):
+
+    | kernel | reads | writes | bytes / element |
+    |---|---|---|---|
+    | LayerNorm | $x$ | $y$ | $2b = {_k[0]:g}$ |
+    | GELU | $y$ | $z$ | $2b = {_k[1]:g}$ |
+    | dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = {_k[2]:g}$ |
+    | residual add | $d$, skip | out | $3b = {_k[3]:g}$ |
+    | **all four, fused** | $x$, skip | out + mask | $3b + 1 = {_fused:g}$ |
+
+    Each kernel's time is
+    $t_k = \max\left(\frac{{F_k}}{{P}},\ \frac{{B_k}}{{\beta}},\ t_\text{{launch}}\right)$
+    (FLOPs over the dense peak in FLOP/s, bytes over bandwidth in B/s, one launch in s). On a
+    large tensor the byte term wins for every kernel (AI ≈ 1 FLOP/B ≪ ridge), so
+
+    $$\text{{speedup}} = \frac{{\sum_k B_k/\beta}}{{B_\text{{fused}}/\beta}} = {_frac}
+    \approx {_ratio:.2g}\times$$
+
+    not 4×: fusion removes the *intermediate* round trips, but the fused kernel still reads its
+    inputs and writes its outputs once. Intermediates stay in registers.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 2 · The overhead regime
+    Prediction 2's chain ran on one token's hidden state. Below, the same chain (Part 1's
+    slots, precision and launch overhead) at every tensor size, unfused and fused.
+    """)
+    return
+
+
+@app.cell
+def _(
+    FU,
+    INSTRUMENTS,
+    chain_ops,
+    device,
+    locked,
+    mo,
+    overhead_us,
+    precision_picker,
+    student_error,
+):
+    _wait = INSTRUMENTS.gate("overhead", locked)
+    mo.stop(_wait is not None, _wait)
     # Overhead regime of the chain of Part 1, unfused and fused. Part 1's grouping is added by
     # the figure alone, so a Kernels step does not re-run the metrics (issue 15).
     try:
@@ -674,10 +708,7 @@ def _(
     precision_picker,
     quiz,
     style,
-    tiny_prediction,
 ):
-    mo.stop(tiny_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the overhead instrument."))
     if overhead_error is not None:
         overhead_metrics = style.error_callout(overhead_error)
     else:
@@ -698,8 +729,9 @@ def _(
              "below it, launches set the time"),
         ])
     mo.vstack([mo.hstack([overhead_us, mo.md(
-        f"the stated figure is {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs, typical of PyTorch eager "
-        "launching CUDA kernels; edit it")], justify="start"),
+        f"the stated figure is {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel, a model's "
+        "choice: a bare back-to-back CUDA launch measures less, an op in eager PyTorch more. "
+        "Edit it")], justify="start"),
         style.input_messages(overhead_us), overhead_metrics])
     return
 
@@ -723,9 +755,8 @@ def _(
     quiz,
     size_slider,
     style,
-    tiny_prediction,
 ):
-    mo.stop(tiny_prediction is None or overhead_error is not None)
+    mo.stop(overhead_error is not None)
     _kw = dict(ops=chain_ops, precision=precision_picker.value,
                launch_overhead_us=overhead_us.value)
     _groups, _crossovers = dict(overhead_groupings), dict(overhead_crossovers)
@@ -761,8 +792,18 @@ def _(
 
 
 @app.cell
-def _(TINY_OPTIONS, lab, mo, quiz, references, tiny_prediction):
-    mo.stop(tiny_prediction is None)
+def _(
+    INSTRUMENTS,
+    TINY_OPTIONS,
+    lab,
+    locked,
+    mo,
+    quiz,
+    references,
+    tiny_prediction,
+):
+    _wait = INSTRUMENTS.gate("tiny_check", locked)
+    mo.stop(_wait is not None, _wait)
     _label = next((k for k, v in TINY_OPTIONS.items() if v == references["tiny_tensor"]),
                   "the device cannot run the chain at fp16/bf16")
     mo.vstack([mo.md("**Prediction vs reality** · the default 4-op chain, 1,000 elements, "
@@ -773,8 +814,8 @@ def _(TINY_OPTIONS, lab, mo, quiz, references, tiny_prediction):
 
 
 @app.cell
-def _(lab, mo, quiz, tiny_prediction):
-    mo.stop(tiny_prediction is None)
+def _(lab, mo, quiz, speedup_prediction, tiny_prediction):
+    mo.stop(speedup_prediction is None or tiny_prediction is None)  # asked together
     tiny_explain = quiz.explain_form(
         lab, "lab04.tiny_tensor",
         observe_label="What sets the time at 1,000 elements, and where is the crossover?",
@@ -784,20 +825,28 @@ def _(lab, mo, quiz, tiny_prediction):
 
 
 @app.cell
-def _(mo, style, tiny_prediction):
-    mo.stop(tiny_prediction is None)  # the equations give the answer away
-    style.math_peek("the overhead crossover", r"""
-    A launch costs $t_\text{launch}$ (a stated, editable figure: $5\ \mu s$ is typical of PyTorch
-    eager launching CUDA kernels) however little the kernel does. A memory-bound kernel moving
-    $b_k$ bytes per element takes $n\,b_k/\beta$. It is **overhead-bound** while
+def _(F, FU, OPENING, R, hardware, mo, speedup_prediction, style, tiny_prediction):
+    mo.stop(speedup_prediction is None or tiny_prediction is None)  # the equations answer both
+    # The worked crossover on the opening device, from core (never typed).
+    _hw, _ov = hardware.get(OPENING["device"]), R.DEFAULT_LAUNCH_OVERHEAD_US
+    _fused = [list(range(len(FU.DEFAULT_CHAIN)))]
+    _b = F.elementwise_chain(1, FU.DEFAULT_CHAIN, _fused, "fp16").total.bytes
+    _x = FU.chain_overhead_crossover(_hw, _fused, launch_overhead_us=_ov)
+    style.math_peek("the overhead crossover", rf"""
+    A launch costs $t_\text{{launch}}$ however little the kernel does (a stated, editable figure,
+    here ${_ov:g}\ \mu s$: a bare back-to-back CUDA launch measures less, an op in eager PyTorch
+    more). A memory-bound kernel moving $b_k$ bytes per element takes $n\,b_k/\beta$. It is
+    **overhead-bound** while
 
-    $$\frac{n\,b_k}{\beta} < t_\text{launch} \iff n < n^* = \frac{t_\text{launch}\,\beta}{b_k}$$
+    $$\frac{{n\,b_k}}{{\beta}} < t_\text{{launch}} \iff n < n^* =
+    \frac{{t_\text{{launch}}\,\beta}}{{b_k}}$$
 
-    (s · B/s ÷ B/element = elements). On an H100 SXM ($\beta$ = 3,350 GB/s) the fused kernel
-    ($b$ = 7 B/element at fp16) crosses at $n^* = 5\times10^{-6} \cdot 3.35\times10^{12} / 7
-    \approx 2.4$ M elements.
+    (s · B/s ÷ B/element = elements). On an {_hw.name} ($\beta$ = {_hw.bandwidth_gbs:,.0f} GB/s)
+    the fused kernel ($b$ = {_b:g} B/element at fp16) crosses at
+    $n^* = {_ov:g}\ \mu s \times {_hw.bandwidth_gbs:,.0f}\ \text{{GB/s}} / {_b:g}\ \text{{B}}
+    \approx {_x / 1e6:.1f}$ M elements.
 
-    Below $n^*$ a chain of $k$ kernels takes $\approx k\,t_\text{launch}$, so fusing $k \to 1$
+    Below $n^*$ a chain of $k$ kernels takes $\approx k\,t_\text{{launch}}$, so fusing $k \to 1$
     gives $\approx k\times$: fusion helps by cutting **launches**, not bytes. (CUDA graphs and
     persistent kernels attack the same term.) Above $n^*$ it gives the byte ratio of Part 1.
     """)
@@ -829,9 +878,10 @@ def _(get_oom, lab, quiz, set_oom):
     oom_form = quiz.numeric_form(
         lab, "lab04.oom_seq_len",
         question="**Prediction 3.** "
-                 "Unfused attention, batch 1, 32 heads, head_dim 128, fp16, on your device: "
-                 "the longest sequence length S whose score matrix (B×H×S×S) plus Q, K, V, O "
-                 "still fits in device memory?",
+                 "Unfused attention, batch 1, 32 heads, head_dim 128, fp16, on your device. "
+                 "Counting one fp16 score matrix (B×H×S×S, softmax in place) plus Q, K, V and "
+                 "O, and nothing else: at most how long can the sequence S be and still fit in "
+                 "device memory?",
         units="tokens", lo=128, hi=10_000_000, integer=True, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
     return
@@ -854,13 +904,19 @@ def _(
                                        fused=False)
     _scores = next(v for k, v in _terms.items() if k.startswith("score"))
     _hw = hardware.get(OPENING["device"])
+    # PyTorch's math path holds the scores and the probabilities at once: 2 S×S buffers
+    _math_path = FU.unfused_max_seq_len(_hw, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16",
+                                        score_copies=2)
     oom_prediction = get_oom() or (reveal.reference(
         lab, "lab04.oom_seq_len", _s, "tokens",
         explanation=f"The score matrix holds B×H×S² fp16 values: at S = {_s:,} that is "
                     f"{_scores / 1e9:.1f} GB, plus {(sum(_terms.values()) - _scores) / 1e9:.2f} "
                     f"GB for Q, K, V, O: {sum(_terms.values()) / 1e9:.1f} GB of the {_hw.name}'s "
                     f"{_hw.memory_text}. It grows with S², so twice the context needs four "
-                    "times the memory; flash attention never stores it.")
+                    "times the memory; flash attention never stores it. This is the bound: "
+                    "PyTorch's unfused math path holds the scores and the probabilities at once "
+                    f"(two S×S buffers), which by the same count runs out near S = "
+                    f"{_math_path:,}, a factor √2 shorter.")
         if _s is not None else None)
     reveal.card(oom_prediction)
     return (oom_prediction,)
@@ -890,9 +946,9 @@ def _(SEQ_STEPS, mo):
 
 
 @app.cell
-def _(attention_controls, mo, oom_prediction, quiz):
-    mo.stop(oom_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the attention instrument."))
+def _(INSTRUMENTS, attention_controls, locked, mo):
+    # the instrument's controls, shown with it (the notice is the instrument's, below)
+    mo.stop(not INSTRUMENTS.is_open("attention", locked))
     attention_controls
     return
 
@@ -900,19 +956,21 @@ def _(attention_controls, mo, oom_prediction, quiz):
 @app.cell
 def _(
     F,
+    INSTRUMENTS,
     R,
     attn_batch,
     attn_heads,
     device,
     head_dim_picker,
+    locked,
     mo,
-    oom_prediction,
     precision_picker,
     seq_slider,
     student_error,
     style,
 ):
-    mo.stop(oom_prediction is None)
+    _wait = INSTRUMENTS.gate("attention", locked)
+    mo.stop(_wait is not None, _wait)
     # Unfused and fused attention at the chosen shape (self-attention, MHA: KV heads = heads),
     # computed where its cards are shown: a Batch or Heads step re-runs one cell fewer.
     try:
@@ -956,12 +1014,11 @@ def _(
     figures,
     head_dim_picker,
     mo,
-    oom_prediction,
     precision_picker,
     seq_slider,
     style,
 ):
-    mo.stop(oom_prediction is None or attn_error is not None)
+    mo.stop(attn_error is not None)
     _args = (attn_batch.value, attn_heads.value)
     _traffic = {f: [F.attention(*_args, s, s, head_dim_picker.value, precision_picker.value,
                                 fused=f).bytes / 1e9 for s in SEQ_STEPS] for f in (False, True)}
@@ -992,12 +1049,11 @@ def _(
     device,
     head_dim_picker,
     mo,
-    oom_prediction,
     precision_picker,
     seq_slider,
     style,
 ):
-    mo.stop(oom_prediction is None or attn_error is not None)
+    mo.stop(attn_error is not None)
     _args = (attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
              precision_picker.value)
     _cap = device.memory_bytes
@@ -1017,8 +1073,9 @@ def _(
 
 
 @app.cell
-def _(lab, mo, oom_prediction, quiz, references):
-    mo.stop(oom_prediction is None)
+def _(INSTRUMENTS, lab, locked, mo, oom_prediction, quiz, references):
+    _wait = INSTRUMENTS.gate("oom_check", locked)
+    mo.stop(_wait is not None, _wait)
     mo.vstack([mo.md("**Prediction vs reality** · batch 1, 32 heads, head_dim 128, fp16:"),
                quiz.compare(oom_prediction, references["oom_seq_len"], units="tokens",
                             lab=lab)])
@@ -1072,6 +1129,10 @@ def _(
     at fp16 that is ${_h * _b:g}\,S^2$ B, so on the {_hw.name}'s {_gib:g} GiB
     (${_gib:g} \cdot 2^{{30}} = {_cap}$ B)
     $${_h * _b:g} S^2 + 4 \cdot {_h} \cdot {_d} \cdot {_b:g}\,S \le {_cap} \Rightarrow S \le {_stex} .$$
+    That is a bound: a second S×S buffer (PyTorch's math path holds the scores and the
+    probabilities at once) or fp32 scores double the $S^2$ term, and since $S$ goes with the
+    square root of memory, each moves the longest $S$ down by $\sqrt{{2}} \approx 1.41\times$.
+
     **Fused** (flash) attention computes $S$ tile by tile on chip with an online softmax and
     never writes it: traffic and memory are linear in $S$, FLOPs unchanged, so AI grows with $S$.
     """)
@@ -1079,21 +1140,17 @@ def _(
 
 
 @app.cell
-def _(FU, OPENING, QUESTION_HEAD_DIM, hardware, mo, style):
-    # Which pool Lena's refused tile overflows comes from core, so the story and the model
-    # agree (on an H100: the fp32 accumulators overflow the registers, not shared memory).
-    _t = FU.flash_tile(256, 256, QUESTION_HEAD_DIM, OPENING["device"])
-    _why = {"registers": "too many registers (the fp32 score and output accumulators)",
-            "shared memory": "too much shared memory (the Q, K and V tiles)"}
+def _(mo, style):
     mo.vstack([
         mo.md("## Part 4 · The limit: what fits on chip"),
         style.scenario_card(
             "Lena Fischer", "kernel engineer",
             "Our flash kernel streams K and V from HBM once per query tile, so a bigger tile "
-            "means fewer re-reads and a higher arithmetic intensity. I tried 256 × 256 tiles "
-            f"at head_dim {QUESTION_HEAD_DIM} on our {hardware.get(OPENING['device']).name} and "
-            f"the compiler refused: {' and '.join(_why[o] for o in _t.overflows)}. What is the "
-            "largest square tile that fits, and what does it cost us?"),
+            "means fewer re-reads and a higher arithmetic intensity. But a tile lives on one "
+            "SM: its Q, K and V in the shared memory one thread block may use, its fp32 score "
+            "and output accumulators in the register file, and the compiler refuses a tile "
+            "that overflows either. What is the largest square tile that fits, and what does "
+            "it cost us?"),
     ])
     return
 
@@ -1162,14 +1219,19 @@ def _(TILE_STEPS, mo):
 def _(
     F,
     FU,
+    INSTRUMENTS,
     block_kv_slider,
     block_q_slider,
     device,
     head_dim_picker,
+    locked,
+    mo,
     precision_picker,
     seq_slider,
     style,
 ):
+    _wait = INSTRUMENTS.gate("tiles", locked)
+    mo.stop(_wait is not None, _wait)
     # The tile's on-chip working set, and the two-level roofline's points for one head of one
     # sequence: FLOPs and bytes both grow with batch × heads, so the intensities and the
     # attainable rate do not, and a Batch or Heads step leaves the figure alone (issue 15).
@@ -1187,9 +1249,9 @@ def _(
 
 
 @app.cell
-def _(head_dim_picker, mo, quiz, seq_slider, tile_controls, tile_prediction):
-    mo.stop(tile_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the tile picker."))
+def _(INSTRUMENTS, head_dim_picker, locked, mo, seq_slider, tile_controls):
+    # the instrument's controls, shown with it (the notice is the instrument's, above)
+    mo.stop(not INSTRUMENTS.is_open("tiles", locked))
     mo.vstack([tile_controls,
                mo.md(f"Shape from Part 3: S = {seq_slider.value:,}, head_dim "
                      f"{head_dim_picker.value} (change them there).")])
@@ -1212,9 +1274,7 @@ def _(
     style,
     tile_error,
     tile_fit,
-    tile_prediction,
 ):
-    mo.stop(tile_prediction is None)
     # The tiled kernel at Part 3's whole shape: its HBM traffic grows with batch × heads.
     flash_point = None if tile_error is not None else FU.flash_roof_point(
         attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
@@ -1248,10 +1308,9 @@ def _(
     flash_one_head,
     mo,
     tile_fit,
-    tile_prediction,
     unfused_one_head,
 ):
-    mo.stop(tile_prediction is None or tile_fit is None or not tile_fit.fits)
+    mo.stop(tile_fit is None or not tile_fit.fits)
     _oc = FU.onchip(device)
     hierarchy_figure = figures.hierarchical_roofline_figure(
         (device, unfused_one_head.compute),
@@ -1271,8 +1330,18 @@ def _(
 
 
 @app.cell
-def _(TILE_OPTIONS, lab, mo, quiz, references, tile_prediction):
-    mo.stop(tile_prediction is None)
+def _(
+    INSTRUMENTS,
+    TILE_OPTIONS,
+    lab,
+    locked,
+    mo,
+    quiz,
+    references,
+    tile_prediction,
+):
+    _wait = INSTRUMENTS.gate("tile_check", locked)
+    mo.stop(_wait is not None, _wait)
     if references["largest_tile"] is None:
         _out = mo.callout(mo.md("This device has no on-chip figures in the registry, so the "
                                 "question has no reference answer here: pick an H100, H200, "

@@ -27,7 +27,8 @@ DIMENSION_PATTERNS = {
                          r"|L1|L2|L3|NIC|NVLink|PCIe)[- ]bound\b", re.I),
     "time": re.compile(rf"{NUMBER}{_SPACE}(?:ns|µs|μs|us|ms|s)\b(?!/)"),
     "ratio": re.compile(rf"{NUMBER}{_SPACE}×(?!{_SPACE}\d)"),
-    "share": re.compile(rf"{NUMBER}{_SPACE}%"),
+    # not a plotly template ("%{x}") nor a CSS size ("100%400px")
+    "share": re.compile(rf"{NUMBER}{_SPACE}%(?![{{\d])"),
     "bandwidth": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B){_SPACE}/{_SPACE}s\b"),
     # a space before the unit, as the labs print sizes: "80GB" and "8B" are names (a device's
     # memory, a model's parameters), not a size the page computed
@@ -36,16 +37,18 @@ DIMENSION_PATTERNS = {
 }
 
 
-#: How a comparison says how far a prediction is from the instrument ("off by 1.6×", "within
-#: the 1.5× graded as correct"): a verdict on the student's answer, not a quantity shown.
-VERDICT = re.compile(r"off by [^·<]*?×|within the [\d.,]+\s*× graded as correct")
+#: A comparison's verdict (``quiz.ratio_verdict``): how far the student's own prediction is from
+#: the number the comparison shows beside it, not a quantity of its own.
+VERDICT = re.compile(r"right \(within [\d.]+\s*%\)|off by [\d.,]+\s*×(?: \(too (?:high|low)\))?"
+                     r"(?:, within the [\d.,]+\s*× graded as correct)?"
+                     r"|within the [\d.,]+\s*× graded as correct")
 
 
 def dimensions_shown(text: str) -> dict[str, str]:
     """{dimension: the first text that shows it} for each dimension ``text`` shows (a
-    comparison's verdict on the prediction is not a quantity: :data:`VERDICT`)."""
-    text = VERDICT.sub(" ", text)
+    comparison's verdict words aside)."""
     found = {}
+    text = VERDICT.sub(" ", text)
     for dimension, pattern in DIMENSION_PATTERNS.items():
         m = pattern.search(text)
         if m:

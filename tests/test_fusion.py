@@ -244,24 +244,50 @@ def test_chain_byte_ratio_of_the_default_chain():
                                                                     FUSED))
 
 
-def test_largest_kernel_crossover_bounds_every_chain_and_grouping():
-    from itertools import product
+def test_the_byte_counts_of_the_wrong_models_graded_against_prediction_1():
+    # forgetting dropout's mask byte: unfused 4 + 4 + 4 + 6 = 18 B, fused 2 + 2 + 2 = 6 B
+    assert FU.chain_byte_ratio(count_masks=False) == pytest.approx(18 / 6)
+    # two one-input ops: unfused 4 + 4 = 8 B, fused 4 B: fusion halves the bytes there
+    assert FU.chain_byte_ratio(("gelu", "relu")) == pytest.approx(2.0)
+    assert FU.chain_byte_ratio(("gelu", "relu"), count_masks=False) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="count_masks"):
+        FU.chain_byte_ratio(count_masks="no")
 
-    from labs.core import formulas as F
 
-    # the fewest bytes per kernel: an op with no extra input or mask, 2 x 2 B at fp16, on the
-    # fastest memory: 5 us x 7,700 GB/s / 4 B = 9.625 M elements (B200)
-    ops = tuple(F.ELEMENTWISE)
-    assert FU.largest_kernel_crossover(["b200"], ["fp16"], ops) == pytest.approx(
-        5e-6 * 7700e9 / 4)
-    assert FU.largest_kernel_crossover(["h100-sxm", "b200"], ["fp32", "bf16"], ops) == \
-        pytest.approx(5e-6 * 7700e9 / 4)
-    assert FU.largest_kernel_crossover(["h100-sxm"], ["fp16"], ops,
-                                       launch_overhead_us=100) == pytest.approx(
-        100e-6 * 3350e9 / 4)
-    # a kernel of up to three ops is one such chain fused whole: none crosses later
-    top = FU.largest_kernel_crossover(["b200"], ["fp16"], ops)
-    for n_ops in (1, 2, 3):
-        for chain in product(ops, repeat=n_ops):
-            (x,) = FU.kernel_crossovers("b200", [list(range(n_ops))], chain)
-            assert x <= top * (1 + 1e-12), chain
+def test_a_launch_only_saving_is_about_nothing_on_a_large_tensor_and_all_on_a_tiny_one():
+    # 100 M fp16 elements on the H100 SXM, unfused: 19 B x 1e8 / 3,350 GB/s = 567.2 us;
+    # removing 3 launches of 5 us leaves 552.2 us
+    unfused = 19 * 1e8 / 3350e9
+    got = FU.launch_saving_speedup(100_000_000, "h100-sxm", UNFUSED, FUSED)
+    assert got == pytest.approx(unfused / (unfused - 3 * 5e-6))
+    assert 1.02 < got < 1.03
+    # 1,000 elements: every kernel launch-bound, 4 x 5 us -> 5 us, as fusion_speedup says
+    assert FU.launch_saving_speedup(1000, "h100-sxm", UNFUSED, FUSED) == pytest.approx(4.0)
+    assert FU.launch_saving_speedup(1000, "h100-sxm", UNFUSED, UNFUSED) == 1.0
+    assert FU.launch_saving_speedup(1000, "h100-sxm", UNFUSED, FUSED,
+                                    launch_overhead_us=0) == 1.0
+
+
+def test_the_longest_sequence_with_more_or_wider_score_buffers():
+    # H100 SXM: 80 GiB = 85,899,345,920 B. Batch 1, 32 heads, head_dim 128, fp16 Q, K, V, O:
+    # 4 x 32 x 128 x 2 = 32,768 B per token. One fp16 score matrix: 64 S^2 B -> S = 36,380;
+    # fp32 scores, or scores and probabilities at once: 128 S^2 B -> S = 25,777.
+    cap = 80 * 2**30
+
+    def fits(a, s):
+        return a * s * s + 32_768 * s <= cap
+
+    assert fits(64, 36_380) and not fits(64, 36_381)
+    assert fits(128, 25_777) and not fits(128, 25_778)
+    assert FU.unfused_max_seq_len("h100-sxm", 1, 32, 128) == 36_380
+    assert FU.unfused_max_seq_len("h100-sxm", 1, 32, 128, score_precision="fp32") == 25_777
+    assert FU.unfused_max_seq_len("h100-sxm", 1, 32, 128, score_copies=2) == 25_777
+    # one head's score matrix: 2 S^2 + 32,768 S <= cap
+    one = FU.unfused_max_seq_len("h100-sxm", 1, 1, 128)
+    assert 2 * one**2 + 4 * 128 * 2 * one <= cap < 2 * (one + 1)**2 + 4 * 128 * 2 * (one + 1)
+    with pytest.raises(ValueError, match="score_copies"):
+        FU.unfused_max_seq_len("h100-sxm", 1, 32, 128, score_copies=0)
+    with pytest.raises(KeyError, match="score_precision"):
+        FU.unfused_max_seq_len("h100-sxm", 1, 32, 128, score_precision="fp7")
+
+

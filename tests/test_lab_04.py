@@ -122,9 +122,10 @@ def test_locked_run_hides_every_instrument_and_shows_the_gates():
     for p in PREDICTIONS:
         assert defs[p] is None
     shown = " ".join(text(o) for o in outputs if o is not None)
-    for what in ("fusion instrument", "overhead instrument", "attention instrument",
-                 "tile picker"):
-        assert f"Lock your prediction to reveal the {what}" in shown
+    # the rule's notices: they name the predictions to lock, never a setting
+    for notice in ("Lock Prediction 1 and Prediction 2 first", "Lock Prediction 3 first",
+                   "Lock Prediction 4 first"):
+        assert notice in shown, notice
     # nothing that gives an answer away before the lock: no equations, no takeaways
     assert "Math peek" not in shown and "Key takeaways" not in shown
     assert "appear once all 4 predictions of this lab are locked (0 so far)" in shown
@@ -181,6 +182,11 @@ def test_math_peeks_and_takeaways_state_core_values():
     assert ratio == f"{FU.fusion_speedup(100_000_000, 'h100-sxm', None, [[0, 1, 2, 3]]):.2g}"
     assert rf"\frac{{{unfused:g}\,n\ \text{{B}}}}{{{fused:g}\,n" in shown
     assert rf"\approx {ratio}\times" in shown and f"(≈ {ratio}× for LayerNorm" in shown
+    # the overhead crossover's worked example: 5 µs x 3,350 GB/s / 7 B = 2.39 M elements
+    crossover = FU.chain_overhead_crossover("h100-sxm", [[0, 1, 2, 3]])
+    assert crossover == pytest.approx(5e-6 * 3350e9 / 7)
+    peek = shown.split("the overhead crossover")[1].split("Part 3")[0]
+    assert "3,350 GB/s" in peek and rf"\approx {crossover / 1e6:.1f}" in peek and "2.4" in peek
     s_max = FU.unfused_max_seq_len("h100-sxm", 1, 32, 128)
     assert rf"S \le {s_max:,} .".replace(",", "{,}") in shown
     tile = FU.largest_square_tile(128, "h100-sxm")
@@ -200,109 +206,84 @@ def test_reveal_mode_opens_every_gate_with_the_reference(monkeypatch):
         assert name in defs
 
 
-# --- Prediction 2 is not answered by Part 1's instrument (review L-3) ------------------------
+# --- Predictions 1 and 2 are asked together before the instruments that answer both ---------
 
-#: Prediction 1 locked, 2-4 still open: what a student has after Part 1's lock.
-AFTER_P1 = {**PREDICTIONS, "tiny_prediction": None, "oom_prediction": None,
-            "tile_prediction": None}
-#: The Part 1 instrument's outputs (a closed gate leaves them undefined).
-PART1 = ("fusion_metrics", "fusion_roofline", "fusion_bars")
+#: The instruments of Parts 1 and 2 and their comparisons (a closed gate leaves them undefined).
+PARTS_1_2 = ("chain_now", "fusion_metrics", "fusion_roofline", "fusion_bars", "overhead_metrics",
+             "overhead_figure", "speedup_explain", "tiny_explain")
 
 
-def _part1(defs) -> str:
-    return " ".join(text(defs[n]) if n != "fusion_roofline" else defs[n].to_json()
-                    for n in PART1 if n in defs)
+def _with(*locked_vars, **stand_ins):
+    return app.run(defs={**{k: (v if k in locked_vars else None)
+                            for k, v in PREDICTIONS.items()}, **_set(**stand_ins)})
 
 
-def _launch_bound(size, overhead_us=R.DEFAULT_LAUNCH_OVERHEAD_US, device="h100-sxm",
-                  kernels=1, precision="fp16") -> bool:
-    """Whether any kernel of the default chain, unfused or in ``kernels`` groups, is
-    launch-bound at ``size`` (core's physics, not the lab's)."""
-    groups = F.contiguous_groups(len(FU.DEFAULT_CHAIN), kernels)
-    return any(t.regime == R.OVERHEAD for g in (None, groups) for t in FU.chain_timing(
-        size, device, g, precision=precision, launch_overhead_us=overhead_us).kernel_times)
+#: sizes that used to split Part 1 at a fixed floor (its neighbours), the question's, the
+#: opening 100 M and both ends of the slider
+SIZES = (100, 1_000, 3_000_000, 10_000_000, 30_000_000, 100_000_000, 1_000_000_000)
 
 
-SIZES = quiz.log_steps(1e2, 1e9)  # the size slider's steps
-#: (device, precision, overhead box, kernels, chain): the box's ends, the registry's fastest
-#: memories (B200, TPU v7x), a chain the student built (no extra inputs or masks: the fewest
-#: bytes per kernel)
-SETTINGS = [("h100-sxm", "fp16", R.DEFAULT_LAUNCH_OVERHEAD_US, 4, FU.DEFAULT_CHAIN),
-            ("b200", "bf16", 0.5, 1, FU.DEFAULT_CHAIN),
-            ("b200", "fp16", 100, 1, ("gelu", "relu", "scale")),
-            ("tpu-v7x", "fp32", 100, 4, FU.DEFAULT_CHAIN)]
+@pytest.mark.parametrize("alone", ["speedup_prediction", "tiny_prediction"])
+def test_parts_1_and_2_wait_for_both_predictions_at_every_size(alone):
+    # Part 1's explorer shows a chain's speedup and regime at any size, so it answers both
+    # predictions: with either one alone locked nothing of Parts 1 and 2 opens, at any size,
+    # and the notice names the prediction still open (never a size or a regime)
+    other = 2 if alone == "speedup_prediction" else 1
+    for size in SIZES:
+        outputs, defs = _with(alone, "oom_prediction", "tile_prediction",
+                              size_slider=NS(value=size))
+        for name in PARTS_1_2:
+            assert name not in defs, (alone, size, name)
+        shown = " ".join(text(o) for o in outputs if o is not None)
+        assert f"Lock Prediction {other} first" in shown
+        assert "Speedup vs unfused" not in shown and "Chain time vs tensor size" not in shown
+        assert "Tensor size (elements, log steps)" not in shown  # the controls wait with it
+        assert "Math peek · fusing" not in shown and "Math peek · the overhead" not in shown
+    _, both = _with("speedup_prediction", "tiny_prediction")
+    for name in PARTS_1_2:
+        assert name in both, name
 
 
-def _part1_run(size, device, precision, overhead_us, kernels, ops, locked_p2=False):
-    return app.run(defs={**(PREDICTIONS if locked_p2 else AFTER_P1), **_set(
-        size_slider=NS(value=size), kernels_slider=NS(value=min(kernels, len(ops))),
-        overhead_us=NS(value=overhead_us), chain_slots=chain(*ops),
-        device_picker=NS(value=device), precision_picker=NS(value=precision))})
-
-
-def test_before_prediction_2_part_1_closes_one_fixed_set_of_sizes_and_never_the_regime():
-    # Part 1 never shows a launch-bound kernel (cards, per-kernel bars, roofline hover), and the
-    # sizes it closes are the same whatever the device, precision, overhead box, kernels and
-    # chain: the gate is not Prediction 2's regime. Under every setting: the size steps either
-    # side of the lab's floor, both ends, the question's 1,000 and the slider's opening 100 M
-    # (the floor is one comparison in the lab, so its neighbours test it; every size above it
-    # is covered by the physics check below: a sweep of all 43 steps cost 80 s for nothing
-    # more).
-    floor = app.run(defs=AFTER_P1)[1]["part1_floor"]
-    i = SIZES.index(floor)
-    sample = sorted({SIZES[0], 1_000, SIZES[i - 1], floor, SIZES[i + 1], 100_000_000,
-                     SIZES[-1]})
-    for setting in SETTINGS:
-        for size in sample:
-            _, defs = _part1_run(size, *setting)
-            assert "overhead-bound" not in _part1(defs), (size, setting)
-            shown = set(PART1) <= set(defs)
-            if not shown:
-                assert not set(PART1) & set(defs), (size, setting)  # all closed together
-            assert shown == (size >= floor), (size, setting)
-    assert 1_000 < floor <= 100_000_000
-    # at the floor (and so above it) no kernel of the default chain is launch-bound at the
-    # stated overhead on any registry device and precision (core's physics)
-    for d in hardware.keys():
-        for p in ("fp16", "bf16", "fp32"):
-            assert not _launch_bound(floor, device=d, precision=p), (d, p)
-
-
-@pytest.mark.parametrize("size", [100, 1_000, 3_000_000])
-def test_part_1_notice_names_the_way_out_not_the_regime(size):
-    outputs, defs = _part1_run(size, *SETTINGS[0])
-    for name in PART1:
-        assert name not in defs, name
+def test_the_comparisons_wait_for_the_predictions_whose_answers_they_show():
+    # Prediction 1's comparison shows a fusion speedup, which Prediction 2's answer follows
+    # from too; Prediction 2's shows the chain's regime, which Prediction 1's does (a
+    # memory-bound chain's time follows its bytes): each waits for both
+    for alone in ("speedup_prediction", "tiny_prediction"):
+        outputs, _ = _with(alone)
+        shown = " ".join(text(o) for o in outputs if o is not None)
+        assert "Prediction vs reality" not in shown, alone
+    outputs, _ = _with("speedup_prediction", "tiny_prediction")
     shown = " ".join(text(o) for o in outputs if o is not None)
-    notice = next(t for o in outputs if o is not None
-                  and "lock Prediction 2" in (t := text(o)) and "Part 1 explores" in t)
-    for word in ("overhead", "launch", "memory", "bytes", "×", "small", "regime"):
-        assert word not in notice.lower(), (word, notice)
-    assert "Speedup vs unfused" not in shown and "4.00×" not in shown
-    # the controls (a stand-in here: _set) stay, so the size can be moved back up
-    assert "(size_control)" in shown
+    assert "Prediction vs reality · the default 4-op chain, 100 M elements" in shown
+    assert "Prediction vs reality · the default 4-op chain, 1,000 elements" in shown
 
 
-def test_the_overhead_box_applies_to_part_1_once_prediction_2_is_locked():
+def test_the_overhead_box_applies_to_part_1_as_soon_as_it_opens():
     # 50 M elements on the H100, unfused: launch-bound at 100 µs per kernel, memory-bound at 5
-    setting = ("h100-sxm", "fp16", 100, 4, FU.DEFAULT_CHAIN)
-    assert _launch_bound(50_000_000, 100, kernels=4) and not _launch_bound(50_000_000, kernels=4)
-    _, before = _part1_run(50_000_000, *setting)
-    _, stated = _part1_run(50_000_000, "h100-sxm", "fp16", R.DEFAULT_LAUNCH_OVERHEAD_US, 4,
-                           FU.DEFAULT_CHAIN)
-    assert set(PART1) <= set(before)
-    assert text(before["fusion_metrics"]) == text(stated["fusion_metrics"])
-    assert "memory-bound" in text(before["fusion_metrics"])
-    outputs, _ = _part1_run(50_000_000, *setting)
-    assert "once Prediction 2 is locked" in " ".join(text(o) for o in outputs if o is not None)
-    _, after = _part1_run(50_000_000, *setting, locked_p2=True)
-    assert "overhead-bound" in text(after["fusion_metrics"])
+    _, slow = run(size_slider=NS(value=50_000_000), overhead_us=NS(value=100))
+    _, stated = run(size_slider=NS(value=50_000_000))
+    assert "overhead-bound" in text(slow["fusion_metrics"])
+    assert "memory-bound" in text(stated["fusion_metrics"])
+    outputs, _ = run(overhead_us=NS(value=100))
+    assert "once Prediction 2 is locked" not in " ".join(
+        text(o) for o in outputs if o is not None)
 
 
 def test_after_prediction_2_part_1_reaches_the_overhead_regime():
     _, defs = run(size_slider=NS(value=1_000), kernels_slider=NS(value=1))
     shown = text(defs["fusion_metrics"])
     assert "overhead-bound" in shown and "4.00×" in shown
+
+
+def test_the_questions_ask_for_the_models_number():
+    # no published measurement times this chain or this attention's out-of-memory length, so
+    # the questions ask for the roofline's ideal speedup and the upper bound on S, and give
+    # what the byte count needs (the mask's byte, the skip tensor)
+    _, defs = app.run()
+    p1 = defs["speedup_form"].roofline_item["question"]
+    assert "ideal speedup" in p1 and "1-byte mask" in p1 and "skip tensor" in p1
+    p3 = defs["oom_form"].roofline_item["question"]
+    assert "at most" in p3 and "softmax in place" in p3
 
 
 # --- failure states, reached and recovered through widget values -----------------------------
@@ -489,7 +470,7 @@ def test_export_html(tmp_path_factory, reveal):
         assert "does NOT fit" not in page
     else:
         assert "marimo-plotly" not in page
-        assert "Lock your prediction to reveal the fusion instrument" in page
+        assert "Lock Prediction 1 and Prediction 2 first" in page
 
 
 # --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
@@ -513,15 +494,20 @@ def lab4():
     return load_app(LABS / "lab_04_fusion.py", "_review_lab04")
 
 
-def test_scenario_names_the_pool_the_model_says_overflows(env, lab4):
-    """(Issue 14, the physics review, item 3, in the labs: Lab 4's refused tile: the story and the
-    model agree.)"""
+def test_scenario_names_no_tile_size_and_the_peek_names_the_pool_that_overflows(env, lab4):
+    """Part 4's card poses the question without narrowing it: it names both pools and no tile
+    size (a refused 256 × 256 would rule out half the options before Prediction 4). Once it is
+    locked, the math peek names the pool the model says the next tile up overflows."""
     outputs, defs = lab4.run()
-    card = next(_plain(o.text) for o in outputs if o is not None and "Lena Fischer" in o.text)
-    tile = FU.flash_tile(256, 256, 128, "h100-sxm")
-    assert tile.overflows == ("registers",)
-    story = card.split("refused:")[1].split(".")[0]
-    assert "registers" in story and "shared memory" not in story
+    card = next(t for o in outputs if "Lena Fischer" in (t := text(o)))
+    assert "shared memory" in card and "register" in card
+    for size in (16, 32, 64, 128, 256, 512):
+        assert not re.search(rf"\b{size}\s*[×x]", card), (size, card)
+    tile = FU.largest_square_tile(128, "h100-sxm")
+    assert FU.flash_tile(2 * tile, 2 * tile, 128, "h100-sxm").overflows == ("registers",)
+    outputs, _ = lab4.run(defs={"tile_prediction": choice("lab04.largest_tile", 128)})
+    peek = next(t for o in outputs if "tiles and the two-level roofline" in (t := text(o)))
+    assert "registers (too much)" in peek and "shared memory (fits)" in peek
 
 
 def test_draws_the_vector_ceiling_and_says_several_ceilings_is_a_lesson(env, lab4):

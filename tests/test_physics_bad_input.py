@@ -30,6 +30,7 @@ from labs.core import precision_study as PS
 from labs.core import roofline as R
 from labs.core import staircase as ST
 from labs.core.physics import collectives as C
+from labs.core.physics import misconceptions as MC
 from labs.core.physics import sharding as SH
 from labs.core.physics import tiny_models as TM
 
@@ -48,6 +49,7 @@ def _samples() -> dict:
     cost = F.gemm(64, 64, 64)
     return {
         F.Cost: cost, hardware.Device: hardware.get("h100-sxm"),
+        MC.Band: MC.Band("lab99.sample", 2.0, 1.5, (MC.WrongModel("a slip", 4.0),)),
         models.ModelConfig: models.get("llama-3-8b"),
         R.Derating: R.achievable("h100-sxm"),
         C.Path: C.collective_path("nvlink4", 16), C.SwitchAllReduce: C.NVLS_H100,
@@ -111,7 +113,8 @@ VALID = {
     "shape": _SHAPE, "storages": ["fp16", "fp8"], "precisions": ["fp16", "bf16"],
     "ops": ["layernorm", "gelu", "dropout", "residual_add"], "groups": None, "groups_before": None,
     "hws": ["h100-sxm", "a100-sxm-80gb"],
-    "groups_after": [[0, 1, 2, 3]], "sizes": [10.0, 1000.0], "candidates": [16, 32],
+    "groups_after": [[0, 1, 2, 3]], "count_masks": True, "score_precision": "fp32",
+    "score_copies": 2, "item_id": "lab04.fusion_speedup", "sizes": [10.0, 1000.0], "candidates": [16, 32],
     "device_classes": ("datacenter",), "costs": [F.gemm(8, 8, 8)], "cost": F.gemm(8, 8, 8),
     "weights": None, "derating": R.SPEC, "value": 3.0, "fmt": None, "seconds": 1e-3,
     "upper": None, "exc": ValueError("x"), "timing": FU.chain_timing(1000, "h100-sxm"),
@@ -196,7 +199,12 @@ ANY_NUMBER = {("units.format_bytes", "n"), ("units.format_seconds", "seconds"),
               ("units.format_seconds", "upper"), ("units.format_flops", "flops")}
 #: Parameters not fed here, and why.
 SKIP = {("units.format_value", "value"),  # formats anything: Any is its contract
-        ("units.error_message", "exc")}  # takes any exception object
+        ("units.error_message", "exc"),  # takes any exception object
+        # how far any answer is off a band's reference: inf where no ratio exists is its
+        # contract (a grader's comparison, like quiz.within_factor)
+        ("misconceptions.Band.ratio", "value"),
+        # any item id: one without a band (a course's own lab) is graded with the default
+        ("misconceptions.tolerance", "item_id")}
 
 
 #: Parameters that take any non-empty text (labels, and the argument names messages use).
@@ -218,7 +226,8 @@ LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai")
 #: and so is an empty one (the OS names its caches, or reports none).
 FREE_SIZE_MAPPINGS = {("staircase.name_plateaus", "caches"), ("hierarchy.from_plateaus", "caches")}
 #: None is meaningful here (one kernel per op) although the argument has no default.
-NONE_OK = {("fusion.fusion_speedup", "groups_after")}
+NONE_OK = {("fusion.fusion_speedup", "groups_after"),
+           ("fusion.launch_saving_speedup", "groups_after")}
 
 
 @pytest.fixture(scope="module", autouse=True)

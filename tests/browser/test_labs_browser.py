@@ -3,7 +3,8 @@
 One flow per lab, generic enough for any lab that follows LABS_SPEC §4:
 1. the fresh page shows at least one closed gate (gate notice) and a "Lock prediction" form;
 2. filling the first form (an option or a number inside the printed bounds, a confidence, a
-   reason) and pressing "Lock prediction" opens a gate: one notice fewer, more figures;
+   reason) and pressing "Lock prediction" opens a gate: one notice fewer, more figures (where
+   the first instrument waits for a "predict first" block, after the block's other forms);
 3. moving a slider outside the prediction forms changes a figure's data;
 4. reloading the page keeps the lock (restored from the ledger): same gates open, the locked card
    shown;
@@ -209,6 +210,12 @@ def test_gate_lock_slider_reload(lab, page, artifacts, lab_servers):
         shoot(page, artifacts, f"{lab.stem}-locked")
 
         fill_first_prediction(page)
+        # A "predict first" block asks the predictions its instrument answers together: lock
+        # them all, as the student does, before the instrument opens (LABS_SPEC §3).
+        while (forms := lock_count(page)) and settle(page, gates_and_figures)[0] >= gates0:
+            fill_first_prediction(page)
+            wait_until(page, lambda: lock_count(page) < forms,
+                       f"{lab.name}: the next prediction of a predict-first block to lock")
         wait_until(page, lambda: gate_count(page) < gates0,
                    f"{lab.name}: a gate to open after '{LOCK}'")
         gates1, figs1 = settle(page, gates_and_figures)

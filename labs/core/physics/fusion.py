@@ -34,6 +34,10 @@ from labs.core.physics._validate import (
 )
 
 DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
+#: Lab 4's questions' cases: the lab asks them, its bands (misconceptions.lab04) grade them.
+QUESTION_CHAIN_ELEMENTS = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16
+QUESTION_TINY_ELEMENTS = 1_000  # one token's hidden state of a small model
+QUESTION_HEADS, QUESTION_HEAD_DIM = 32, 128  # the attention questions' shape (batch 1)
 
 
 # --- fusion of an elementwise chain ---------------------------------------------------------
@@ -87,13 +91,39 @@ def fusion_speedup(n_elements, hw, groups_before, groups_after,
 
 
 @finite_results
-def chain_byte_ratio(ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16") -> float:
+def chain_byte_ratio(ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16", *,
+                     count_masks: bool = True) -> float:
     """HBM bytes of the chain run one kernel per op over those of the chain fused into one
     kernel: the speedup of fusing it where every kernel is memory-bound. Per element, so
-    independent of the tensor's size."""
+    independent of the tensor's size. ``count_masks=False`` leaves out the masks the ops write
+    (dropout's 1-byte keep-mask): the count of a student who forgets them."""
     n_ops = len(_ops(ops))
-    unfused = F.elementwise_chain(1, ops, None, precision).total.bytes
-    return unfused / F.elementwise_chain(1, ops, [list(range(n_ops))], precision).total.bytes
+    count_masks = flag("count_masks", count_masks)
+
+    def _bytes(groups):
+        kernels = F.elementwise_chain(1, ops, groups, precision).kernels_costs
+        masks = 0.0 if count_masks else sum(k.detail.get("write masks", 0.0) for k in kernels)
+        return sum(k.bytes for k in kernels) - masks
+
+    return _bytes(None) / _bytes([list(range(n_ops))])
+
+
+@finite_results
+def launch_saving_speedup(n_elements, hw, groups_before, groups_after,
+                          ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16", *,
+                          launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+    """The speedup of a student who believes fusion saves launches only: the chain's time
+    before (``chain_timing``) over that time less one launch overhead per kernel removed.
+    Right where every kernel is launch-bound (it equals :func:`fusion_speedup` there); about
+    1 on a large tensor, where the bytes, which fusion also cuts, set the time."""
+    n_ops = len(_ops(ops))
+    groups_before = F.chain_groups(groups_before, n_ops, arg="groups_before")
+    groups_after = F.chain_groups(groups_after, n_ops, arg="groups_after")
+    before = chain_timing(n_elements, hw, groups_before, ops, precision,
+                          launch_overhead_us=launch_overhead_us).seconds
+    # each kernel takes at least one launch: what is left is positive
+    saved = (len(groups_before) - len(groups_after)) * launch_overhead_us * 1e-6
+    return before / (before - saved)
 
 
 @finite_results
@@ -344,15 +374,23 @@ def attention_memory_terms(batch, heads, seq_len, head_dim, precision: str = "fp
 
 @finite_results
 def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
-                        kv_heads: int | None = None) -> int:
+                        kv_heads: int | None = None, score_precision: str | None = None,
+                        score_copies: int = 1) -> int:
     """Longest sequence whose unfused attention fits in device memory (``memory_bytes``):
-    B H S^2 b + B (2 H + 2 H_kv) S d b <= capacity, solved for S (the quadratic's root)."""
+    c B H S^2 b_s + B (2 H + 2 H_kv) S d b <= capacity, solved for S (the quadratic's root).
+
+    ``score_copies`` (c) score-sized buffers of ``score_precision`` (b_s, default: the
+    storage precision) are held at once: 1 with softmax in place (the lab's question), 2 where
+    the scores and the probabilities both exist, as PyTorch's math path holds them."""
     d = _hw.get(hw, arg="hw")
     b = _fmt.bytes_per_element(precision, arg="precision")
+    b_s = b if score_precision is None else _fmt.bytes_per_element(score_precision,
+                                                                   arg="score_precision")
+    copies = positive_int("score_copies", score_copies)
     bt, h = positive_int("batch", batch), positive_int("heads", heads)
     dh = positive_int("head_dim", head_dim)
     kvh = h if kv_heads is None else positive_int("kv_heads", kv_heads)
-    qa, qb, cap = bt * h * b, bt * (2 * h + 2 * kvh) * dh * b, d.memory_bytes
+    qa, qb, cap = copies * bt * h * b_s, bt * (2 * h + 2 * kvh) * dh * b, d.memory_bytes
     s = int((-qb + math.sqrt(qb * qb + 4 * qa * cap)) / (2 * qa))
     # Guard the float root: step to the exact integer boundary.
     while s > 0 and qa * s * s + qb * s > cap:
@@ -460,22 +498,3 @@ def kernel_crossovers(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
         per = R.time_bounds(k.flops, k.bytes, d, k.compute)
         out.append(ov / max(per.t_compute, per.t_memory))
     return tuple(out)
-
-
-@finite_results
-def largest_kernel_crossover(hws, precisions, ops: Sequence[str] = tuple(F.ELEMENTWISE), *,
-                             launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
-    """The largest size (elements) at which a kernel of ANY chain of ``ops`` (each op any
-    number of times, in any order and grouping) can be launch-bound, over every device in
-    ``hws`` and storage precision in ``precisions``; above it no such kernel is.
-
-    A fused kernel's FLOPs and bytes per element are sums over its ops (its input and output
-    once, plus every op's extra inputs and masks), so each is at least that of any one of its
-    ops run alone: its crossover is no larger than theirs, and the ops run one per kernel
-    bound every chain."""
-    devices = [_hw.get(d, arg=f"hws[{i}]") for i, d in enumerate(sequence("hws", hws))]
-    storages = sequence("precisions", precisions)
-    for i, p in enumerate(storages):
-        _fmt.bytes_per_element(p, arg=f"precisions[{i}]")
-    return max(x for d in devices for p in storages
-               for x in kernel_crossovers(d, None, ops, p, launch_overhead_us=launch_overhead_us))

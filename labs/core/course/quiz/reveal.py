@@ -101,14 +101,16 @@ def band_html(item_id: str) -> str:
     rows = [("the reference", band.reference, "graded right")]
     rows += [(f"wrong model: {w.name}", w.value, "graded wrong") for w in band.wrong_models]
     rows += [(f"measured: {m.source}", m.value, "graded right") for m in band.measured]
+    pad = ' style="padding:.1em .6em;text-align:left"'  # columns apart: "1.03 ×  2.64× off"
     cells = "".join(
-        f"<tr><td>{html.escape(what)}</td><td>{html.escape(format_value(value) + unit)}</td>"
-        f"<td>{html.escape(format_value(band.ratio(value)))}× off</td>"
-        f"<td>{verdict}</td></tr>" for what, value, verdict in rows)
+        f"<tr><td{pad}>{html.escape(what)}</td>"
+        f"<td{pad}>{html.escape(format_value(value) + unit)}</td>"
+        f"<td{pad}>{html.escape(format_value(band.ratio(value)))}× off</td>"
+        f"<td{pad}>{verdict}</td></tr>" for what, value, verdict in rows)
     head = (f"<div><em>Graded band:</em> within {html.escape(format_value(band.tolerance))}× "
             f"of the reference ({html.escape(format_value(lo))} to "
             f"{html.escape(format_value(hi) + unit)}).")
     if band.why:
         head += f" {html.escape(band.why)}"
-    return (head + "</div><table><tr><th>answer of</th><th>value</th><th>off by</th>"
-            f"<th>grade</th></tr>{cells}</table>")
+    heads = "".join(f"<th{pad}>{h}</th>" for h in ("answer of", "value", "off by", "grade"))
+    return head + f"</div><table><tr>{heads}</tr>{cells}</table>"

@@ -1,9 +1,84 @@
 """Lab 4's graded numbers: each numeric item's band and the wrong models it must catch
-(see labs.core.physics.misconceptions)."""
+(see labs.core.physics.misconceptions).
+
+Both numeric questions ask for the model's number on the lab's opening device (the H100 SXM):
+no published measurement times this chain or this attention's out-of-memory length, so each
+question says it asks for the roofline's ideal speedup or the upper bound on S.
+"""
 
 from __future__ import annotations
 
+from labs.core.physics import fusion as FU
+from labs.core.physics.misconceptions import Band, WrongModel
+
+#: The lab's opening device (its ``OPENING["device"]``): the instructor copy's answers are its.
+OPENING_DEVICE = "h100-sxm"
+#: The questions' storage precision (fp16 tensors; 2 bytes, as bf16).
+PRECISION = "fp16"
+
 #: item id -> the factor within which a prediction is graded correct
-TOLERANCES: dict[str, float] = {}
+TOLERANCES: dict[str, float] = {
+    # the closest wrong model (forgets the dropout mask byte: 3.0 against 19/7) is 1.105x off
+    "lab04.fusion_speedup": 1.05,
+    # S grows with the square root of memory: 1.25x on S is 1.56x on the bytes
+    "lab04.oom_seq_len": 1.25,
+}
+
+
+def _fused():
+    return [list(range(len(FU.DEFAULT_CHAIN)))]
+
+
+def fusion_speedup_band() -> Band:
+    n, hw = FU.QUESTION_CHAIN_ELEMENTS, OPENING_DEVICE
+    return Band(
+        item_id="lab04.fusion_speedup",
+        reference=FU.fusion_speedup(n, hw, None, _fused(), precision=PRECISION),
+        tolerance=TOLERANCES["lab04.fusion_speedup"],
+        wrong_models=(
+            WrongModel("4 kernels fused into 1 is 4× faster (the launch count)",
+                       FU.fusion_speedup(FU.QUESTION_TINY_ELEMENTS, hw, None, _fused(),
+                                         precision=PRECISION)),
+            WrongModel("fusion saves only the 3 launches removed (bytes unchanged)",
+                       FU.launch_saving_speedup(n, hw, None, _fused(), precision=PRECISION)),
+            WrongModel("fusion halves the bytes (as it does for two one-input ops)",
+                       FU.chain_byte_ratio(("gelu", "relu"), PRECISION)),
+            WrongModel("counts the bytes but forgets dropout's 1-byte mask",
+                       FU.chain_byte_ratio(FU.DEFAULT_CHAIN, PRECISION, count_masks=False)),
+        ),
+        asks_bound=True,
+        units="×",
+        why="The question asks for the roofline's ideal speedup, an exact ratio of bytes "
+            "(19/7 at fp16); forgetting the mask's byte (18/6 = 3) is 1.105× off, so the band "
+            "is 1.05×: counting the bytes right is the point.")
+
+
+def oom_seq_len_band() -> Band:
+    hw, h, d = OPENING_DEVICE, FU.QUESTION_HEADS, FU.QUESTION_HEAD_DIM
+    return Band(
+        item_id="lab04.oom_seq_len",
+        reference=FU.unfused_max_seq_len(hw, 1, h, d, PRECISION),
+        tolerance=TOLERANCES["lab04.oom_seq_len"],
+        wrong_models=(
+            WrongModel("scores stored in fp32 (4 bytes each)",
+                       FU.unfused_max_seq_len(hw, 1, h, d, PRECISION, score_precision="fp32")),
+            WrongModel("scores and softmax probabilities held at once (two S×S buffers)",
+                       FU.unfused_max_seq_len(hw, 1, h, d, PRECISION, score_copies=2)),
+            WrongModel("one head's score matrix (forgets ×H)",
+                       FU.unfused_max_seq_len(hw, 1, 1, d, PRECISION)),
+        ),
+        asks_bound=True,
+        units="tokens",
+        why="S is what the scenario asks and what the instrument marks (the out-of-memory "
+            "line), so S is graded rather than the memory at some S; but S grows with the "
+            "square root of memory, so a factor-2 slip in the bytes (fp32 scores, scores and "
+            "probabilities at once) moves S by only √2 = 1.41×. The band on S is therefore "
+            "1.25× (1.56× on memory): those slips grade wrong, while 80 GB for 80 GiB (1.03×) "
+            "or dropping the small Q, K, V, O term (1.01×) grade right.")
+
+
 #: item id -> a function returning its Band
-BANDS: dict = {}
+BANDS: dict = {
+    "lab04.fusion_speedup": fusion_speedup_band,
+    "lab04.oom_seq_len": oom_seq_len_band,
+}
