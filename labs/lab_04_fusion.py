@@ -166,8 +166,8 @@ def _(device_picker, hardware):
 
 
 @app.cell
-def _(FU, INSTRUMENTS, device, locked, mo, style):
-    _wait = INSTRUMENTS.gate("device", locked)  # the device's own figures: open from the start
+def _(FU, INSTRUMENTS, device, mo, style):
+    _wait = INSTRUMENTS.gate("device")  # the device's own figures: open from the start
     mo.stop(_wait is not None, _wait)
     try:
         _oc = FU.onchip(device)
@@ -182,14 +182,6 @@ def _(FU, INSTRUMENTS, device, locked, mo, style):
         ("On-chip", *_chip),
     ])
     return
-
-
-@app.cell
-def _(oom_prediction, quiz, speedup_prediction, tile_prediction, tiny_prediction):
-    # the predictions locked so far (the instructor copy's reference answers count as locked)
-    locked = quiz.locked_items(speedup_prediction, tiny_prediction, oom_prediction,
-                               tile_prediction)
-    return (locked,)
 
 
 @app.cell
@@ -415,14 +407,15 @@ def _(chain_slots):
 def _(
     INSTRUMENTS,
     chain_controls,
-    locked,
     mo,
     overhead_us,
     size_control,
+    speedup_prediction,
     style,
+    tiny_prediction,
 ):
     # The explorer's controls, shown with it (the notice is the instrument's, in the cell below).
-    mo.stop(not INSTRUMENTS.is_open("fusion_explorer", locked))
+    mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     mo.vstack([chain_controls, style.input_messages(overhead_us), size_control])
     return
 
@@ -435,14 +428,15 @@ def _(
     chain_ops,
     device,
     kernels_slider,
-    locked,
     mo,
     overhead_us,
     precision_picker,
     size_slider,
+    speedup_prediction,
     student_error,
+    tiny_prediction,
 ):
-    _wait = INSTRUMENTS.gate("fusion_explorer", locked)
+    _wait = INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction)
     mo.stop(_wait is not None, _wait)
     # The chain under the chosen grouping and, for comparison, one kernel per op.
     try:
@@ -465,25 +459,11 @@ def _(
     except (KeyError, ValueError) as _e:
         chain_groups = chain_now = chain_unfused = chain_speedup = None
         chain_error = student_error(_e)
-    return (
-        chain_error,
-        chain_groups,
-        chain_now,
-        chain_speedup,
-        chain_unfused,
-    )
+    return chain_error, chain_groups, chain_now, chain_speedup, chain_unfused
 
 
 @app.cell
-def _(
-    R,
-    chain_error,
-    chain_now,
-    chain_speedup,
-    chain_unfused,
-    device,
-    style,
-):
+def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, style):
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
     else:
@@ -506,16 +486,7 @@ def _(
 
 
 @app.cell
-def _(
-    FU,
-    R,
-    chain_now,
-    device,
-    figures,
-    mo,
-    precision_picker,
-    style,
-):
+def _(FU, R, chain_now, device, figures, mo, precision_picker, style):
     mo.stop(chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
@@ -575,14 +546,14 @@ def _(chain_now, figures, mo, quiz):
 def _(
     INSTRUMENTS,
     lab,
-    locked,
     mo,
     quiz,
     reference_precision,
     references,
     speedup_prediction,
+    tiny_prediction,
 ):
-    _wait = INSTRUMENTS.gate("speedup_check", locked)
+    _wait = INSTRUMENTS.gate("speedup_check", speedup_prediction, tiny_prediction)
     mo.stop(_wait is not None, _wait)
     if references["fusion_speedup"] is None:
         _out = mo.callout(mo.md("This device has neither an fp16 nor a bf16 rate, so the "
@@ -662,13 +633,14 @@ def _(
     INSTRUMENTS,
     chain_ops,
     device,
-    locked,
     mo,
     overhead_us,
     precision_picker,
+    speedup_prediction,
     student_error,
+    tiny_prediction,
 ):
-    _wait = INSTRUMENTS.gate("overhead", locked)
+    _wait = INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction)
     mo.stop(_wait is not None, _wait)
     # Overhead regime of the chain of Part 1, unfused and fused. Part 1's grouping is added by
     # the figure alone, so a Kernels step does not re-run the metrics (issue 15).
@@ -796,13 +768,13 @@ def _(
     INSTRUMENTS,
     TINY_OPTIONS,
     lab,
-    locked,
     mo,
     quiz,
     references,
+    speedup_prediction,
     tiny_prediction,
 ):
-    _wait = INSTRUMENTS.gate("tiny_check", locked)
+    _wait = INSTRUMENTS.gate("tiny_check", speedup_prediction, tiny_prediction)
     mo.stop(_wait is not None, _wait)
     _label = next((k for k, v in TINY_OPTIONS.items() if v == references["tiny_tensor"]),
                   "the device cannot run the chain at fp16/bf16")
@@ -825,7 +797,17 @@ def _(lab, mo, quiz, speedup_prediction, tiny_prediction):
 
 
 @app.cell
-def _(F, FU, OPENING, R, hardware, mo, speedup_prediction, style, tiny_prediction):
+def _(
+    F,
+    FU,
+    OPENING,
+    R,
+    hardware,
+    mo,
+    speedup_prediction,
+    style,
+    tiny_prediction,
+):
     mo.stop(speedup_prediction is None or tiny_prediction is None)  # the equations answer both
     # The worked crossover on the opening device, from core (never typed).
     _hw, _ov = hardware.get(OPENING["device"]), R.DEFAULT_LAUNCH_OVERHEAD_US
@@ -891,8 +873,8 @@ def _(get_oom, lab, quiz, set_oom):
 def _(
     FU,
     OPENING,
-    QUESTION_HEAD_DIM,
     QUESTION_HEADS,
+    QUESTION_HEAD_DIM,
     get_oom,
     hardware,
     lab,
@@ -946,9 +928,9 @@ def _(SEQ_STEPS, mo):
 
 
 @app.cell
-def _(INSTRUMENTS, attention_controls, locked, mo):
+def _(INSTRUMENTS, attention_controls, mo, oom_prediction):
     # the instrument's controls, shown with it (the notice is the instrument's, below)
-    mo.stop(not INSTRUMENTS.is_open("attention", locked))
+    mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)
     attention_controls
     return
 
@@ -962,14 +944,14 @@ def _(
     attn_heads,
     device,
     head_dim_picker,
-    locked,
     mo,
+    oom_prediction,
     precision_picker,
     seq_slider,
     student_error,
     style,
 ):
-    _wait = INSTRUMENTS.gate("attention", locked)
+    _wait = INSTRUMENTS.gate("attention", oom_prediction)
     mo.stop(_wait is not None, _wait)
     # Unfused and fused attention at the chosen shape (self-attention, MHA: KV heads = heads),
     # computed where its cards are shown: a Batch or Heads step re-runs one cell fewer.
@@ -999,7 +981,7 @@ def _(
              "max(compute, memory), no launch overhead"),
         ])
     attention_metrics
-    return attn_error, attn_unfused
+    return (attn_error,)
 
 
 @app.cell
@@ -1073,8 +1055,8 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, lab, locked, mo, oom_prediction, quiz, references):
-    _wait = INSTRUMENTS.gate("oom_check", locked)
+def _(INSTRUMENTS, lab, mo, oom_prediction, quiz, references):
+    _wait = INSTRUMENTS.gate("oom_check", oom_prediction)
     mo.stop(_wait is not None, _wait)
     mo.vstack([mo.md("**Prediction vs reality** · batch 1, 32 heads, head_dim 128, fp16:"),
                quiz.compare(oom_prediction, references["oom_seq_len"], units="tokens",
@@ -1224,13 +1206,13 @@ def _(
     block_q_slider,
     device,
     head_dim_picker,
-    locked,
     mo,
     precision_picker,
     seq_slider,
     style,
+    tile_prediction,
 ):
-    _wait = INSTRUMENTS.gate("tiles", locked)
+    _wait = INSTRUMENTS.gate("tiles", tile_prediction)
     mo.stop(_wait is not None, _wait)
     # The tile's on-chip working set, and the two-level roofline's points for one head of one
     # sequence: FLOPs and bytes both grow with batch × heads, so the intensities and the
@@ -1249,9 +1231,16 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, head_dim_picker, locked, mo, seq_slider, tile_controls):
+def _(
+    INSTRUMENTS,
+    head_dim_picker,
+    mo,
+    seq_slider,
+    tile_controls,
+    tile_prediction,
+):
     # the instrument's controls, shown with it (the notice is the instrument's, above)
-    mo.stop(not INSTRUMENTS.is_open("tiles", locked))
+    mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)
     mo.vstack([tile_controls,
                mo.md(f"Shape from Part 3: S = {seq_slider.value:,}, head_dim "
                      f"{head_dim_picker.value} (change them there).")])
@@ -1297,19 +1286,11 @@ def _(
                  f"bound by the {flash_point.limit} roof"),
             ])])
     tile_status
-    return (flash_point,)
+    return
 
 
 @app.cell
-def _(
-    FU,
-    device,
-    figures,
-    flash_one_head,
-    mo,
-    tile_fit,
-    unfused_one_head,
-):
+def _(FU, device, figures, flash_one_head, mo, tile_fit, unfused_one_head):
     mo.stop(tile_fit is None or not tile_fit.fits)
     _oc = FU.onchip(device)
     hierarchy_figure = figures.hierarchical_roofline_figure(
@@ -1330,17 +1311,8 @@ def _(
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    TILE_OPTIONS,
-    lab,
-    locked,
-    mo,
-    quiz,
-    references,
-    tile_prediction,
-):
-    _wait = INSTRUMENTS.gate("tile_check", locked)
+def _(INSTRUMENTS, TILE_OPTIONS, lab, mo, quiz, references, tile_prediction):
+    _wait = INSTRUMENTS.gate("tile_check", tile_prediction)
     mo.stop(_wait is not None, _wait)
     if references["largest_tile"] is None:
         _out = mo.callout(mo.md("This device has no on-chip figures in the registry, so the "

@@ -123,7 +123,7 @@ def test_locked_run_hides_every_instrument_and_shows_the_gates():
         assert defs[p] is None
     shown = " ".join(text(o) for o in outputs if o is not None)
     # the rule's notices: they name the predictions to lock, never a setting
-    for notice in ("Lock Prediction 1 and Prediction 2 first", "Lock Prediction 3 first",
+    for notice in ("Lock Predictions 1 and 2 first", "Lock Prediction 3 first",
                    "Lock Prediction 4 first"):
         assert notice in shown, notice
     # nothing that gives an answer away before the lock: no equations, no takeaways
@@ -470,7 +470,7 @@ def test_export_html(tmp_path_factory, reveal):
         assert "does NOT fit" not in page
     else:
         assert "marimo-plotly" not in page
-        assert "Lock Prediction 1 and Prediction 2 first" in page
+        assert "Lock Predictions 1 and 2 first" in page
 
 
 # --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
