@@ -111,7 +111,7 @@ def _add_note(layout: dict, note: str) -> None:
     lines = textwrap.wrap(note.strip(), NOTE_WRAP)
     layout["annotations"] = list(layout.get("annotations", [])) + [dict(
         xref="paper", yref="paper", x=0, y=1.0, xanchor="left", yanchor="bottom",
-        yshift=6, text="<br>".join(html.escape(line) for line in lines), showarrow=False,
+        yshift=6, text="<br>".join(html.escape(line, quote=False) for line in lines), showarrow=False,
         align="left", font=dict(size=12, color=PLOT_TEXT))]
     layout["margin"] = dict(layout["margin"], t=layout["margin"]["t"] + 18 * len(lines) + 8)
     layout["height"] += 18 * len(lines)
