@@ -66,10 +66,11 @@ def _():
                         "intensity:prefill", "intensity:ridge", "regime:decode",
                         "regime:levers", "regime:square", "regime:prefill",
                         "throughput:roof", "bandwidth:spec", "bytes:capacity", "share:axis"],
-            # the kernel the profiler's two numbers place
-            "yardstick": ["intensity:profiled", "intensity:ridge", "regime:profiled",
-                          "share:utilisation", "throughput:profiled", "bandwidth:profiled",
-                          "bytes:capacity"],
+            # the kernel the profiler's two numbers place: their ratio sets any AI against
+            # any chip's ridge (3% at 1% is 3 x ridge, bf16's N* on every chip), so it
+            # answers every question about AI and regime
+            "yardstick": ["intensity", "regime", "share:utilisation", "throughput:profiled",
+                          "bandwidth:profiled", "bytes:capacity"],
             # any GEMM, device and precision: it answers every question about AI and regime
             "explorer": ["intensity", "regime", "throughput", "time", "share", "bytes",
                          "bandwidth"],
@@ -1617,7 +1618,11 @@ def _(formulas, live_info, live_p, live_reference, live_rows, quiz, style):
         f" A, B and C fit in this machine's {style.format_bytes(_cache, binary=True)} "
         f"last-level cache for N ≤ {max(_fit):,} ({live_p}): those GEMMs re-read their "
         "operands from cache, not from memory, so the memory roof drawn from its bandwidth "
-        "does not bind them (Lab 5 measures each level)." if _fit else "")
+        "does not bind them (Lab 5 measures each level)." if _fit else "") + (
+        " A point above the flat compute roof says the short run that measured the roof was "
+        "slowed (other programs, clocks): a measured roof is only as good as its run."
+        if live_reference is not None and any(r["bound"] == "compute" for r in live_above)
+        else "")
     return live_above, live_fits, live_note, live_ok
 
 

@@ -279,6 +279,9 @@ def test_the_measured_sweep_asks_about_what_this_machine_measured(env, app):
     # (3 x 1024^2 x 4 B = 12 MiB <= 32 MiB; 2048 would need 48 MiB)
     assert "last-level cache for N ≤ 1,024 (fp32)" in defs["live_note"]
     assert "32 MiB" in defs["live_note"] and "10 GB/s" in defs["live_note"]
+    # points above the compute roof (every row here is predicted compute-bound): the note says
+    # the run that measured that roof was slowed
+    assert "only as good as its run" in defs["live_note"]
     # where the small ones do fall furthest below (a GPU's launch overhead), it asks that
     text, _ = _measured(app, [(128, 0.1), (256, 0.4), (512, 0.8)])
     assert "Why do small GEMMs fall furthest below the roof" in text
@@ -287,6 +290,7 @@ def test_the_measured_sweep_asks_about_what_this_machine_measured(env, app):
     # no cache size known: the note says nothing about caches
     _, defs = _measured(app, [(128, 0.6)], cache_mb=None)
     assert "last-level cache" not in defs["live_note"]
+    assert "only as good as its run" not in defs["live_note"]
 
 
 def test_the_measured_table_fits_the_page(env, app):
