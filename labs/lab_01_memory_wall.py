@@ -12,28 +12,19 @@ def _():
                            style)
 
     LAB_ID = "lab01"
-    # The engineer's kernel in Part 1: one decode step of a 16-request batch through an
+    # The engineer's kernel in Parts 1 and 2: one decode step of a 16-request batch through an
     # 8192 x 8192 weight matrix, stored and computed in bf16 (every device in the registry has
     # a bf16 rate, so the scenario reads the same whichever device is picked).
     SCENARIO = {"m": 16, "n": 8192, "k": 8192, "precision": "bf16"}
-    # Part 3 compares one GEMM across two fixed devices: a 256-token prefill chunk through an
+    # Part 4 compares one GEMM across two fixed devices: a 256-token prefill chunk through an
     # 8192 x 8192 weight (34 GFLOP, 128 output tiles of 128 x 128 for 132 SMs), big enough
     # that the roofline, not launch overhead or idle SMs, sets its time on both devices (a
-    # 512^3 GEMM is ~0.5 us of work in 16 tiles: overhead-bound). Part 4 quotes a profiler.
+    # 512^3 GEMM is ~0.5 us of work in 16 tiles: overhead-bound). Part 5 quotes a profiler.
     OVERLAY_SCENARIO = {"m": 256, "n": 8192, "k": 8192, "precision": "bf16",
                         "edge": "jetson-orin-nx-16gb", "datacenter": "h100-sxm"}
-    # Part 1's explorer would answer Prediction 3 for any GEMM it shows at about that GEMM's AI
-    # against about the datacenter GPU's ridge, not only for the exact shape: within this factor
-    # of both it reads as the same case (M and N swapped, fp16 for bf16 on the H100, a doubled K,
-    # a chip of nearly the same ridge). The next power of two in M is outside, so the M slider
-    # still shows both regimes either side of it.
-    P3_BAND = 1.25
-    # Part 1's explorer would bracket Prediction 2's N* with square GEMMs either side of it on
-    # any device and precision whose own N* is within this factor of the question's.
-    P2_BAND = 1.25
     PROFILER = {"flop_util": 0.03, "bandwidth": 0.90}
-    # The pickers' opening values: the instructor copy's reveal answers are computed for these,
-    # so prediction cells never depend on later picks (LABS_SPEC §4.2b).
+    # The device and precision every question names, and the pickers' opening values: the
+    # instructor copy's reveal answers are computed for these (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "precision": "bf16"}
     POW2 = [2**i for i in range(19)]  # 1 ... 262144: the GEMM size sliders
     # The ways out of the failure states, said the same way wherever they occur.
@@ -41,12 +32,58 @@ def _():
                       "lab), or another device, and the instrument comes back.")
     SHRINK_GEMM = ("Move M, N or K back down (or pick a device with more memory) and the "
                    "instrument comes back.")
+    # What each answer follows from, and what each instrument shows (LABS_SPEC §3): an
+    # instrument opens once every prediction whose quantities it shows is locked. Cases:
+    # "decode" is Priya's 16-token GEMM, "levers" its changed versions, "square" an N^3 GEMM,
+    # "prefill" Part 4's 256-token chunk, "profiled" Part 5's kernel, "ridge" a chip's pi/beta
+    # (an input every question gives through the chip's specs, never an answer).
+    INSTRUMENTS = quiz.Instruments(
+        answers={
+            "lab01.which_roof": ["regime:decode", "intensity:decode"],
+            "lab01.levers": ["choice:levers", "intensity:levers"],
+            "lab01.crossover_n": ["count:crossover", "intensity:square", "regime:square"],
+            "lab01.other_device": ["regime:prefill", "intensity:prefill"],
+            "lab01.yardstick": ["choice:yardstick", "intensity:profiled", "regime:profiled"],
+        },
+        instruments={
+            # the picked chip's spec sheet: memory, bandwidth, peak and their ridge
+            "device": ["bytes:capacity", "bandwidth:spec", "throughput:peak", "intensity:ridge"],
+            # Priya's GEMM and its decode GEMV, both fixed, on the picked device's roofline
+            "priya_gemm": ["intensity:decode", "intensity:gemv", "intensity:ridge",
+                           "regime:decode", "regime:gemv", "throughput:attainable",
+                           "time:decode", "share:flop_util_bound", "bytes:decode",
+                           "bandwidth:spec"],
+            # Priya's GEMM today (the tiled baseline) and each lever alone ("+20% clock")
+            "levers": ["intensity:decode", "intensity:levers", "intensity:ridge",
+                       "regime:decode", "regime:levers", "ratio:levers", "share:clock"],
+            # square GEMMs on the picked device's roofline, and their N*
+            "crossover": ["count:crossover", "intensity:square", "intensity:ridge",
+                          "regime:square", "throughput:roof", "bandwidth:spec",
+                          "bytes:capacity", "share:axis"],
+            # M x 8192 x 8192 for M from 16 (Priya's) to 16,384 (8192^3 is square) in any
+            # precision, on several chips: every GEMM case of the lab but the profiled kernel
+            "overlay": ["intensity:decode", "intensity:levers", "intensity:square",
+                        "intensity:prefill", "intensity:ridge", "regime:decode",
+                        "regime:levers", "regime:square", "regime:prefill",
+                        "throughput:roof", "bandwidth:spec", "bytes:capacity", "share:axis"],
+            # the kernel the profiler's two numbers place: their ratio sets any AI against
+            # any chip's ridge (3% at 1% is 3 x ridge, bf16's N* on every chip), so it
+            # answers every question about AI and regime
+            "yardstick": ["intensity", "regime", "share:utilisation", "throughput:profiled",
+                          "bandwidth:profiled", "bytes:capacity"],
+            # any GEMM, device and precision: it answers every question about AI and regime
+            "explorer": ["intensity", "regime", "throughput", "time", "share", "bytes",
+                         "bandwidth"],
+            # square GEMMs timed on this machine against its roofline
+            "measure": ["intensity:square", "regime:square", "throughput:measured",
+                        "time:measured", "ratio:measured", "bandwidth:measured",
+                        "bytes:measured", "share:axis"],
+        })
     return (
+        INSTRUMENTS,
         LAB_ID,
         OPENING,
         OVERLAY_SCENARIO,
-        P2_BAND,
-        P3_BAND,
         PICK_PRECISION,
         POW2,
         PROFILER,
@@ -76,12 +113,12 @@ def _(style):
             "place it on a roofline.",
             "Decide memory-bound vs compute-bound by comparing AI with the ridge point of one "
             "precision (dense peak).",
+            "Tell which changes raise AI and which do not (tiles, batching, bytes per element, "
+            "clock, capacity).",
             "Predict the square-GEMM size N* where a GEMM crosses the ridge, and whether a "
             "kernel keeps its regime when it moves to another chip.",
             "Pick the profiler number that says how much faster a kernel can still get, and "
             "say why that one.",
-            "Tell which changes raise AI and which do not (tiles, batching, bytes per element, "
-            "clock, capacity).",
         ],
         minutes=40,
         reading=[
@@ -111,6 +148,21 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
+def _(
+    crossover_prediction,
+    levers_prediction,
+    other_device_prediction,
+    quiz,
+    which_roof_prediction,
+    yardstick_prediction,
+):
+    # Every prediction of the lab: each instrument opens once those it shows are locked.
+    locked = quiz.locked_items(which_roof_prediction, levers_prediction, crossover_prediction,
+                               other_device_prediction, yardstick_prediction)
+    return (locked,)
+
+
+@app.cell
 def _(OPENING, hardware, style):
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Device", searchable=True)
@@ -128,7 +180,20 @@ def _(OPENING, hardware, mo):
 
 
 @app.cell
-def _(device_picker, hardware, mo, precision_picker, quiz, roofline, style):
+def _(
+    INSTRUMENTS,
+    device_picker,
+    hardware,
+    locked,
+    mo,
+    precision_picker,
+    quiz,
+    roofline,
+    style,
+):
+    # The chip's spec sheet answers no question by itself: it opens with the lab.
+    _wait = INSTRUMENTS.gate("device", locked)
+    mo.stop(_wait is not None, _wait)
     _d = hardware.get(device_picker.value)
     _p = precision_picker.value
     try:
@@ -157,8 +222,8 @@ def _(mo):
 
 
 @app.cell
-def _(SCENARIO, device_picker, formulas, hardware, quiz, roofline, style):
-    _d = hardware.get(device_picker.value)
+def _(OPENING, SCENARIO, formulas, hardware, quiz, roofline, style):
+    _d = hardware.get(OPENING["device"])
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     # What the engineer measured: 90% of the best this shape can do (a stated assumption).
     _measured = 0.9 * roofline.flop_utilization_bound(_g.ai, _d, SCENARIO["precision"])
@@ -188,10 +253,19 @@ def _(roofline):
 
 
 @app.cell
-def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, quiz, set_which_roof):
+def _(
+    OPENING,
+    WHICH_ROOF_OPTIONS,
+    get_which_roof,
+    hardware,
+    lab,
+    quiz,
+    set_which_roof,
+):
     which_roof_form = quiz.choice_form(
         lab, "lab01.which_roof",
-        question="**Prediction 1.** Which roof limits Priya's GEMM on the device you picked?",
+        question=f"**Prediction 1.** Which roof limits Priya's GEMM on the "
+                 f"{hardware.get(OPENING['device']).name}?",
         options=WHICH_ROOF_OPTIONS, locked=get_which_roof(), on_lock=set_which_roof)
     quiz.prediction_panel(which_roof_form, get_which_roof())
     return
@@ -227,217 +301,110 @@ def _(
 
 
 @app.cell
-def _(POW2, SCENARIO, mo):
-    m_slider = mo.ui.slider(steps=POW2, value=SCENARIO["m"], label="M (rows: tokens)",
-                            show_value=True, full_width=True)
-    n_slider = mo.ui.slider(steps=POW2, value=SCENARIO["n"], label="N (output features)",
-                            show_value=True, full_width=True)
-    k_slider = mo.ui.slider(steps=POW2, value=SCENARIO["k"], label="K (input features)",
-                            show_value=True, full_width=True)
-    mo.vstack([mo.md("**Your GEMM** C[M,N] = A[M,K] · B[K,N] (precision and device: "
-                     "pickers at the top)"), m_slider, n_slider, k_slider])
-    return k_slider, m_slider, n_slider
-
-
-@app.cell
 def _(
-    OPENING,
-    OVERLAY_SCENARIO,
-    P2_BAND,
-    P3_BAND,
-    crossover_prediction,
+    INSTRUMENTS,
+    SCENARIO,
     device_picker,
     formulas,
-    k_slider,
-    m_slider,
-    n_slider,
-    other_device_prediction,
-    precision_picker,
-    quiz,
-    roofline,
-):
-    # Part 1's explorer answers a later prediction for settings near its case (issue 34.1):
-    # those wait for that prediction's lock. The notices name no AI, ridge or regime.
-    _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
-    _o = OVERLAY_SCENARIO
-    try:
-        _ai, _ridge = (formulas.gemm(_m, _n, _k, _p).ai,
-                       roofline.ridge_point(device_picker.value, _p))
-        _ai3, _ridge3 = (formulas.gemm(_o["m"], _o["n"], _o["k"], _o["precision"]).ai,
-                         roofline.ridge_point(_o["datacenter"], _o["precision"]))
-        # Prediction 3 (where its GEMM's AI sits against its datacenter GPU's ridge): any GEMM
-        # near that AI on a device and precision near that ridge, however spelled, and its own
-        # shape at a precision with the same AI / ridge (fp8, tf32)
-        _near_p3 = ((quiz.within_factor(_ai, _ai3, P3_BAND)
-                     and quiz.within_factor(_ridge, _ridge3, P3_BAND))
-                    or (sorted((_m, _n, _k)) == sorted((_o["m"], _o["n"], _o["k"]))
-                        and quiz.within_factor(_ai / _ridge, _ai3 / _ridge3, P3_BAND)))
-        # Prediction 2 (the square GEMM's crossover N*): square GEMMs either side of it
-        # bracket the answer on any device and precision whose own N* is near the question's
-        # (bf16, fp8 and tf32 on one chip share it)
-        _square_p2 = _m == _n == _k and quiz.within_factor(
-            roofline.gemm_crossover_n(device_picker.value, _p),
-            roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"]), P2_BAND)
-    except KeyError:  # no rate for this precision: the explorer's message says so
-        _near_p3 = _square_p2 = False
-    explorer_wait = (
-        "Square GEMMs on a device and precision like Prediction 2's wait for that prediction: "
-        "lock Prediction 2 to see them here, or make M, N and K differ."
-        if crossover_prediction is None and _square_p2 else
-        "This GEMM, on this device and precision, is too close to Prediction 3's case (Part 3) "
-        "to show before that prediction is locked: lock Prediction 3 to see it here, or move a "
-        "slider, the precision or the device."
-        if other_device_prediction is None and _near_p3 else None)
-    return (explorer_wait,)
-
-
-@app.cell
-def _(
-    PICK_PRECISION,
-    SHRINK_GEMM,
-    device_picker,
-    explorer_wait,
-    formulas,
-    k_slider,
-    m_slider,
+    locked,
     mo,
-    n_slider,
-    precision_picker,
-    quiz,
     roofline,
-    style,
-    which_roof_prediction,
 ):
-    mo.stop(which_roof_prediction is None,
-            quiz.gate_notice("Lock prediction 1 to reveal the roofline instrument."))
-    mo.stop(explorer_wait is not None, quiz.gate_notice(explorer_wait))
-    _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
-    try:
-        gemm_cost = formulas.gemm(_m, _n, _k, _p)
-        gemm_fraction = roofline.require_fits(
-            gemm_cost.bytes, device_picker.value,
-            what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
-        gemm_bounds = roofline.time_bounds(gemm_cost.flops, gemm_cost.bytes,
+    _wait = INSTRUMENTS.gate("priya_gemm", locked)
+    mo.stop(_wait is not None, _wait)
+    # Priya's GEMM as she runs it (its shape and bf16 stay fixed: only the device moves) and
+    # the decode GEMV of the same weights, one token at a time.
+    _p = SCENARIO["precision"]
+    scenario_cost = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p)
+    scenario_bounds = roofline.time_bounds(scenario_cost.flops, scenario_cost.bytes,
                                            device_picker.value, _p)
-        gemm_error = None
-    except (KeyError, ValueError) as _exc:
-        gemm_cost = gemm_bounds = gemm_fraction = None
-        # a ValueError here is "does not fit in memory"; a KeyError, a rate the device lacks
-        gemm_error = style.error_message(_exc) + "\n\n" + (
-            SHRINK_GEMM if isinstance(_exc, ValueError) else PICK_PRECISION)
-    return gemm_bounds, gemm_cost, gemm_error, gemm_fraction
+    gemv_cost = formulas.gemv(SCENARIO["n"], SCENARIO["k"], _p, name="GEMV (decode, 1 token)")
+    gemv_bounds = roofline.time_bounds(gemv_cost.flops, gemv_cost.bytes, device_picker.value,
+                                       _p)
+    return gemv_bounds, gemv_cost, scenario_bounds, scenario_cost
 
 
 @app.cell
 def _(
-    device_picker,
-    formulas,
-    k_slider,
-    mo,
-    n_slider,
-    precision_picker,
-    roofline,
-    which_roof_prediction,
-):
-    # Its own cell, without M: a step of the M slider leaves the decode GEMV alone. It fails
-    # only where the GEMM fails too (its bytes are fewer), and the GEMM's message says why.
-    mo.stop(which_roof_prediction is None)
-    _n, _k, _p = n_slider.value, k_slider.value, precision_picker.value
-    try:
-        gemv_cost = formulas.gemv(_n, _k, _p, name="GEMV (decode, 1 token)")
-        roofline.require_fits(gemv_cost.bytes, device_picker.value,
-                              what=f"This GEMV ({_n:,} x {_k:,}, {_p})")
-        gemv_bounds = roofline.time_bounds(gemv_cost.flops, gemv_cost.bytes,
-                                           device_picker.value, _p)
-    except (KeyError, ValueError):
-        gemv_cost = gemv_bounds = None
-    return gemv_bounds, gemv_cost
-
-
-@app.cell
-def _(
+    SCENARIO,
     device_picker,
     figures,
-    gemm_bounds,
-    gemm_cost,
-    gemm_error,
     gemv_cost,
     hardware,
-    mo,
-    precision_picker,
     quiz,
+    scenario_bounds,
+    scenario_cost,
     style,
 ):
-    mo.stop(gemm_error is not None, style.error_callout(gemm_error))
-    _hover = {"time, lower bound": style.format_seconds(gemm_bounds.lower),
-              "no-overlap estimate": style.format_seconds(gemm_bounds.no_overlap),
-              "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
-                  gemm_cost.bytes)}
-    gemm_figure = figures.roofline_figure(
-        [(device_picker.value, precision_picker.value)],
-        [figures.Point("your GEMM", gemm_cost.ai, hover=_hover),
+    _hover = {"time, lower bound": style.format_seconds(scenario_bounds.lower),
+              "no-overlap estimate": style.format_seconds(scenario_bounds.no_overlap),
+              "FLOPs": quiz.format_value(scenario_cost.flops),
+              "bytes": quiz.format_value(scenario_cost.bytes)}
+    scenario_figure = figures.roofline_figure(
+        [(device_picker.value, SCENARIO["precision"])],
+        [figures.Point("Priya's GEMM", scenario_cost.ai, hover=_hover),
          figures.Point("GEMV (decode)", gemv_cost.ai)],
-        title=f"Your GEMM and its decode GEMV on the {hardware.get(device_picker.value).name}")
-    gemm_figure
+        title=f"Priya's {SCENARIO['precision']} GEMM and its decode GEMV on the "
+              f"{hardware.get(device_picker.value).name}")
+    scenario_figure
     return
 
 
 @app.cell
 def _(
+    SCENARIO,
     device_picker,
-    gemm_bounds,
-    gemm_cost,
-    gemm_error,
-    gemm_fraction,
+    hardware,
     mo,
-    precision_picker,
     quiz,
     roofline,
+    scenario_bounds,
+    scenario_cost,
     style,
 ):
-    mo.stop(gemm_error is not None)
-    _d, _p = device_picker.value, precision_picker.value
-    gemm_regime = roofline.regime(gemm_cost.ai, _d, _p)
-    gemm_metrics = {
-        "ai": gemm_cost.ai, "ridge": roofline.ridge_point(_d, _p),
-        "attainable": float(roofline.attainable_tflops(gemm_cost.ai, _d, _p)),
-        "lower": gemm_bounds.lower, "no_overlap": gemm_bounds.no_overlap,
-        "flop_util_bound": roofline.flop_utilization_bound(gemm_cost.ai, _d, _p)}
-    mo.vstack([mo.hstack([mo.md("**Your GEMM is**"), style.regime_badge(gemm_regime)],
+    _d, _p = device_picker.value, SCENARIO["precision"]
+    scenario_regime = roofline.regime(scenario_cost.ai, _d, _p)
+    scenario_metrics = {
+        "ai": scenario_cost.ai, "ridge": roofline.ridge_point(_d, _p),
+        "attainable": float(roofline.attainable_tflops(scenario_cost.ai, _d, _p)),
+        "lower": scenario_bounds.lower, "no_overlap": scenario_bounds.no_overlap,
+        "flop_util_bound": roofline.flop_utilization_bound(scenario_cost.ai, _d, _p)}
+    mo.vstack([mo.hstack([mo.md("**Priya's GEMM is**"), style.regime_badge(scenario_regime)],
                          justify="start"),
                style.metric_cards([
-        ("Arithmetic intensity", f"{quiz.format_value(gemm_metrics['ai'])} FLOP/B",
+        ("Arithmetic intensity", f"{quiz.format_value(scenario_metrics['ai'])} FLOP/B",
          "2MNK / bytes of A, B, C"),
-        (f"Ridge ({_p}, dense)", f"{quiz.format_value(gemm_metrics['ridge'])} FLOP/B", "π / β"),
-        style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} "
+        (f"Ridge ({_p}, dense)", f"{quiz.format_value(scenario_metrics['ridge'])} FLOP/B",
+         "π / β"),
+        style.Metric("Attainable", f"{quiz.format_value(scenario_metrics['attainable'])} "
                      f"{style.rate_unit(_p)}",
-                     "min(π, AI · β)", gemm_regime),
-        ("Time, lower bound", style.format_seconds(gemm_bounds.lower),
-         f"max(Tc, Tm); Tc = {style.format_seconds(gemm_bounds.t_compute)}, "
-         f"Tm = {style.format_seconds(gemm_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
-         f"{style.format_seconds(gemm_bounds.no_overlap)}"),
+                     "min(π, AI · β)", scenario_regime),
+        ("Time, lower bound", style.format_seconds(scenario_bounds.lower),
+         f"max(Tc, Tm); Tc = {style.format_seconds(scenario_bounds.t_compute)}, "
+         f"Tm = {style.format_seconds(scenario_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
+         f"{style.format_seconds(scenario_bounds.no_overlap)}"),
         style.Metric("FLOP-utilisation bound",
-                     f"{quiz.format_value(100 * gemm_metrics['flop_util_bound'])}%",
-                     "the best fraction of peak this shape can reach", gemm_regime),
-        ("Memory footprint", style.format_bytes(gemm_cost.bytes),
-         f"{quiz.format_value(100 * gemm_fraction)}% of the device"),
+                     f"{quiz.format_value(100 * scenario_metrics['flop_util_bound'])}%",
+                     "the best fraction of peak this shape can reach", scenario_regime),
+        ("Memory footprint", style.format_bytes(scenario_cost.bytes),
+         f"A, B and C: {quiz.format_value(100 * scenario_cost.bytes / hardware.get(_d).memory_bytes)}"
+         "% of the device"),
     ])])
-    return
+    return scenario_metrics, scenario_regime
 
 
 @app.cell
 def _(
+    SCENARIO,
     device_picker,
     gemv_bounds,
     gemv_cost,
     mo,
-    precision_picker,
     quiz,
     roofline,
     style,
 ):
-    mo.stop(gemv_cost is None)
-    _d, _p = device_picker.value, precision_picker.value
+    _d, _p = device_picker.value, SCENARIO["precision"]
     mo.vstack([
         mo.md(f"**Decode case.** Generating one token multiplies the same N × K weights by one "
               f"vector: a GEMV. Every weight is read once and used for one multiply-add."),
@@ -456,22 +423,12 @@ def _(
 
 
 @app.cell
-def _(mo, which_roof_prediction):
-    mo.stop(which_roof_prediction is None)
-    mo.md("""
-    **Try the failure state.** Push M, N and K towards 262,144 (or pick fp32, or a small edge
-    device): at some point the three matrices no longer fit in the device's memory and the
-    instrument says by how much. Move a slider back and it recovers.
-    """)
-    return
-
-
-@app.cell
 def _(
+    OPENING,
     SCENARIO,
     WHICH_ROOF_OPTIONS,
-    device_picker,
     formulas,
+    hardware,
     lab,
     mo,
     quiz,
@@ -479,28 +436,27 @@ def _(
     which_roof_prediction,
 ):
     mo.stop(which_roof_prediction is None)
-    _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
-    _ridge = roofline.ridge_point(device_picker.value, SCENARIO["precision"])
-    _actual = roofline.regime(_g.ai, device_picker.value, SCENARIO["precision"])
+    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
+    _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p)
+    _actual = roofline.regime(_g.ai, _d, _p)
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _actual)
     quiz.compare(
         which_roof_prediction, _actual, lab=lab,
-        actual_label=f"{_label} (Priya's GEMM: AI = {quiz.format_value(_g.ai)} FLOP/B, ridge "
-                     f"({SCENARIO['precision']}, dense) = {quiz.format_value(_ridge)} FLOP/B)")
+        actual_label=f"{_label} (Priya's GEMM on the {_d.name}: AI = "
+                     f"{quiz.format_value(_g.ai)} FLOP/B, ridge ({_p}, dense) = "
+                     f"{quiz.format_value(roofline.ridge_point(_d, _p))} FLOP/B)")
     return
 
 
 @app.cell
-def _(SCENARIO, lab, mo, quiz, which_roof_prediction):
+def _(OPENING, hardware, lab, mo, quiz, which_roof_prediction):
     mo.stop(which_roof_prediction is None)
     quiz.explain_form(
         lab, "lab01.which_roof",
-        observe_label="What do the cards show for Priya's shape (AI, ridge, FLOP-utilisation "
-                      "bound)? "
-                      f"Reset the sliders to M = {SCENARIO['m']}, N = K = {SCENARIO['n']} if you "
-                      "moved them.",
-        explain_label="Why can no tiling scheme fix this kernel? Which slider moves it off the "
-                      "memory roof, and why that one?")
+        observe_label="What do the cards show for Priya's GEMM on the "
+                      f"{hardware.get(OPENING['device']).name}: its AI, the ridge, the "
+                      "FLOP-utilisation bound? Where does the decode GEMV sit?",
+        explain_label="Why can no tiling scheme fix this kernel? Is the GPU throttling?")
     return
 
 
@@ -528,11 +484,12 @@ def _(SCENARIO, formulas, mo, quiz, style, which_roof_prediction):
     \text{ridge}_p = \frac{\pi_p}{\beta}\ \text{[FLOP/B]},\qquad
     \text{FLOP-utilisation bound} = \min\!\left(1, \frac{\text{AI}}{\text{ridge}_p}\right)$$
 
-    For $M \ll N = K$ (a small batch), $\text{AI} \approx \frac{2MNK}{NK\,b} = \frac{2M}{b}$.
     The GEMV ($M = 1$) has $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b}$.
     """ + f"""
     Priya's GEMM (M = {SCENARIO['m']}, N = K = {SCENARIO['n']}, {SCENARIO['precision']}):
     AI = {quiz.format_value(_g.ai)} FLOP/B; its decode GEMV: AI = {quiz.format_value(_v.ai)} FLOP/B.
+    These count each matrix moved once, the least any kernel moves: a real tiled kernel
+    re-reads some of it (Part 2 counts those bytes).
     """)
     return
 
@@ -540,18 +497,214 @@ def _(SCENARIO, formulas, mo, quiz, style, which_roof_prediction):
 @app.cell
 def _(mo):
     mo.md("""
-    ## Part 2 · The crossover size N*
+    ## Part 2 · What actually raises AI?
     """)
     return
 
 
 @app.cell
-def _(device_picker, hardware, precision_picker, style):
+def _(LEVER_TILE, SCENARIO, roofline, style):
+    style.scenario_card(
+        "Priya Raman", "kernel engineer",
+        "Five proposals are on my desk for the decode GEMM (M = "
+        f"{SCENARIO['m']}, N = K = {SCENARIO['n']}, {LEVER_TILE} × {LEVER_TILE} tiles today): "
+        f"bigger tiles, batching {roofline.LEVER_BATCH_FACTOR}x more requests together, fp8 "
+        "weights (half the weight bytes, dequantised to the same bf16 math), the SKU with a "
+        f"{roofline.LEVER_CLOCK_FACTOR - 1:.0%} higher core clock, and the part with "
+        f"{roofline.LEVER_CAPACITY_FACTOR}x the memory. Which one raises the arithmetic "
+        "intensity the most?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_levers, set_levers = quiz.lock_state(lab, "lab01.levers")
+    return get_levers, set_levers
+
+
+@app.cell
+def _(roofline):
+    LEVER_TILE = 64  # Priya's tiles today
+    # Option values are core's lever names (in ai_levers' order, after the baseline).
+    LEVER_OPTIONS = dict(zip(
+        [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
+         f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
+         "fp8 weights: half the weight bytes, same bf16 math",
+         f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
+         f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
+        [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
+    return LEVER_OPTIONS, LEVER_TILE
+
+
+@app.cell
+def _(LEVER_OPTIONS, get_levers, lab, quiz, set_levers):
+    levers_form = quiz.choice_form(
+        lab, "lab01.levers",
+        question="**Prediction 2.** Which single change raises the AI of Priya's GEMM the most?",
+        options=LEVER_OPTIONS, locked=get_levers(), on_lock=set_levers)
+    quiz.prediction_panel(levers_form, get_levers())
+    return
+
+
+@app.cell
+def _(
+    LEVER_OPTIONS,
+    LEVER_TILE,
+    OPENING,
+    SCENARIO,
+    get_levers,
+    lab,
+    reveal,
+    roofline,
+):
+    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
+                                 SCENARIO["precision"], tile=LEVER_TILE)
+    _top = max(_levers[1:], key=lambda lv: lv.ai)
+    _best = _top.name
+    levers_prediction = get_levers() or reveal.reference(
+        lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best),
+        explanation=f"From AI {_levers[0].ai:.1f} FLOP/B ({_levers[0].why}): "
+                    + "; ".join(f"{lv.name} → {lv.ai:.1f}" for lv in _levers[1:])
+                    + f" FLOP/B. {_best} wins: {_top.why}. A faster clock raises the ridge, not "
+                    "the AI, and capacity does not change bytes per FLOP.")
+    reveal.card(levers_prediction)
+    return (levers_prediction,)
+
+
+@app.cell
+def _(LEVER_TILE, mo):
+    tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
+                               label="Output tile edge T of Priya's kernel today",
+                               show_value=True, full_width=True)
+    tile_slider
+    return (tile_slider,)
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    SCENARIO,
+    device_picker,
+    locked,
+    mo,
+    roofline,
+    tile_slider,
+):
+    _wait = INSTRUMENTS.gate("levers", locked)
+    mo.stop(_wait is not None, _wait)
+    # Priya's GEMM (her shape, bf16) with each lever alone, on the picked device's ridge
+    levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"],
+                                device_picker.value, SCENARIO["precision"],
+                                tile=tile_slider.value)
+    return (levers,)
+
+
+@app.cell
+def _(SCENARIO, figures, formulas, levers, mo, quiz, tile_slider):
+    _best = max(levers[1:], key=lambda lv: lv.ai)
+    _t = tile_slider.value
+    _ideal = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
+    levers_figure = figures.bar_figure(
+        [lv.name for lv in levers], [lv.rho for lv in levers],
+        colors=["memory" if lv.rho < 1 else "compute" for lv in levers],
+        annotations=[f"AI {quiz.format_value(lv.ai)} · ridge {quiz.format_value(lv.ridge)}"
+                     for lv in levers],
+        yaxis_title="ρ = AI / ridge",
+        title=f"Priya's GEMM {SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,} "
+              f"({SCENARIO['precision']}, dense ridge), {_t} × {_t} tiles: each lever alone",
+        note=f"AI here counts the bytes a {_t} × {_t}-tiled kernel moves (A re-read once per "
+             f"tile column, B once per tile row): {quiz.format_value(levers[0].ai)} FLOP/B "
+             f"today. Part 1's {quiz.format_value(_ideal)} FLOP/B counts each matrix moved "
+             "once, the least any kernel can move.")
+    mo.vstack([levers_figure, mo.md(
+        f"Most AI for Priya's GEMM: **{_best.name}**. "
+        "ρ = AI / ridge: below 1 (blue bars) memory-bound, 1 or more (orange) compute-bound.")])
+    return
+
+
+@app.cell
+def _(levers, quiz, style):
+    _base = levers[0]
+    style.metric_cards([
+        (lv.name, f"AI × {quiz.format_value(lv.ai / _base.ai)}",
+         f"ρ × {quiz.format_value(lv.rho / _base.rho)} · {lv.why}") for lv in levers[1:]])
+    return
+
+
+@app.cell
+def _(
+    LEVER_OPTIONS,
+    LEVER_TILE,
+    OPENING,
+    SCENARIO,
+    lab,
+    levers_prediction,
+    mo,
+    quiz,
+    roofline,
+):
+    mo.stop(levers_prediction is None)
+    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
+                                 SCENARIO["precision"], tile=LEVER_TILE)
+    _best = max(_levers[1:], key=lambda lv: lv.ai)
+    quiz.compare(levers_prediction, _best.name, lab=lab, actual_label=(
+        f"{next(k for k, v in LEVER_OPTIONS.items() if v == _best.name)}: AI "
+        f"{quiz.format_value(_levers[0].ai)} → {quiz.format_value(_best.ai)} FLOP/B for "
+        f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}) with "
+        f"{LEVER_TILE} × {LEVER_TILE} tiles: the case the chart opens on"))
+    return
+
+
+@app.cell
+def _(lab, levers_prediction, mo, quiz):
+    mo.stop(levers_prediction is None)
+    quiz.explain_form(
+        lab, "lab01.levers",
+        observe_label="Which levers change AI, which change only the ridge, which change "
+                      "nothing? Move the tile edge: does a bigger tile help Priya's GEMM?",
+        explain_label="Why do clock speed and memory capacity leave AI where it is? Why does "
+                      "a bigger tile do so little while M is smaller than the tile?")
+    return
+
+
+@app.cell
+def _(levers_prediction, mo, style):
+    mo.stop(levers_prediction is None)
+    style.math_peek("bytes of a tiled GEMM", r"""
+    A kernel computing $T\times T$ output tiles reads a $T\times K$ strip of A and a $K\times T$
+    strip of B per tile; with nothing kept on chip between tiles, A is re-read once per tile
+    column and B once per tile row:
+
+    $$\text{bytes}(T) = b_a MK\left\lceil\tfrac{N}{T}\right\rceil + b_w KN\left\lceil\tfrac{M}{T}
+    \right\rceil + b_a MN\ \text{[B]},\qquad \text{AI}(T) = \frac{2MNK}{\text{bytes}(T)}$$
+
+    ($b_a$ bytes per activation and output element, $b_w$ per weight.) This is why the chart
+    reads a lower AI than Part 1, which counts each matrix once. For large $M, N$:
+    $\text{AI} \approx \frac{T}{b}$ — reuse (tile size) and bytes per element set it. For
+    $M \le T$ (decode batches), B is read once and $\text{AI} \approx 2M/b$ — batching sets
+    it. fp8 weights halve only $b_w$: the re-read activations and the output keep their bf16
+    bytes, so AI rises by less than 2×. A faster clock raises $\pi_p$, so the ridge
+    $\pi_p/\beta$ moves right and $\rho = \text{AI}/\text{ridge}$ falls. Capacity appears in
+    neither formula.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 3 · The crossover size N*
+    """)
+    return
+
+
+@app.cell
+def _(OPENING, hardware, style):
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         "Next, our prefill GEMMs: they are big and "
-        f"square. How large must a square N × N × N GEMM be, in {precision_picker.value} on "
-        f"the {hardware.get(device_picker.value).name}, before the compute roof is the "
+        f"square. How large must a square N × N × N GEMM be, in {OPENING['precision']} on "
+        f"the {hardware.get(OPENING['device']).name}, before the compute roof is the "
         "limit? I want one number to decide which layers are worth tuning for FLOPs.")
     return
 
@@ -563,15 +716,16 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(get_crossover, lab, quiz, set_crossover):
+def _(OPENING, get_crossover, hardware, lab, quiz, set_crossover):
     # 10 to 10,000 covers every device's N* in the registry. The slider opens at the step
-    # nearest the range's geometric middle (300), further than the grader's tolerance from the
-    # opening device's N*: locking the untouched slider is not graded correct, as it was from
-    # 10 to 100,000 (tests/test_lab_01.py checks both).
+    # nearest the range's geometric middle (300), further than the item's graded band from the
+    # question's N*: locking the untouched slider is not graded correct (tests/test_lab_01.py).
     crossover_form = quiz.numeric_form(
         lab, "lab01.crossover_n",
-        question="**Prediction 2.** Above which N is a square GEMM compute-bound on the device "
-                 "and precision picked above? (N* = the matrix side where AI meets the ridge)",
+        question=f"**Prediction 3.** By the roofline, above which N is a square N × N × N "
+                 f"{OPENING['precision']} GEMM compute-bound on the "
+                 f"{hardware.get(OPENING['device']).name}? (the roofline's N*: the matrix "
+                 "side where AI meets the ridge)",
         units="", lo=10, hi=10_000, log_scale=True, integer=True,
         locked=get_crossover(), on_lock=set_crossover)
     quiz.prediction_panel(crossover_form, get_crossover())
@@ -580,35 +734,34 @@ def _(get_crossover, lab, quiz, set_crossover):
 
 @app.cell
 def _(OPENING, get_crossover, hardware, lab, reveal, roofline):
-    try:
-        _ref = roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])
-        _ridge = roofline.ridge_point(OPENING["device"], OPENING["precision"])
-    except KeyError:  # the device has no rate for this precision: nothing to reveal
-        _ref = None
-    crossover_prediction = get_crossover() or (reveal.reference(
+    _ref = roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])
+    _ridge = roofline.ridge_point(OPENING["device"], OPENING["precision"])
+    crossover_prediction = get_crossover() or reveal.reference(
         lab, "lab01.crossover_n", round(_ref),
         explanation=f"A square N³ GEMM does 2N³ FLOPs on 3N² elements, so its AI grows with "
                     f"N: AI = N / {_ref / _ridge:g} FLOP/B in {OPENING['precision']}. It meets "
                     f"the {hardware.get(OPENING['device']).name}'s ridge of {_ridge:.0f} FLOP/B "
                     f"at N* = {_ref / _ridge:g} × {_ridge:.0f} ≈ {_ref:,.0f}; smaller squares "
-                    "are memory-bound.") if _ref else None)
+                    "are memory-bound. This is the roofline's N*: measured cuBLAS throughput "
+                    "levels off around it, blurred by tile shapes, launch overhead and L2 "
+                    "reuse.")
     reveal.card(crossover_prediction)
     return (crossover_prediction,)
 
 
 @app.cell
 def _(
+    INSTRUMENTS,
     PICK_PRECISION,
-    crossover_prediction,
     device_picker,
+    locked,
     mo,
     precision_picker,
-    quiz,
     roofline,
     style,
 ):
-    mo.stop(crossover_prediction is None,
-            quiz.gate_notice("Lock prediction 2 to reveal the crossover instrument."))
+    _wait = INSTRUMENTS.gate("crossover", locked)
+    mo.stop(_wait is not None, _wait)
     try:
         crossover_n = roofline.gemm_crossover_n(device_picker.value, precision_picker.value)
         crossover_error = None
@@ -656,28 +809,31 @@ def _(
 ):
     mo.stop(crossover_error is not None)
     _p, _d = precision_picker.value, device_picker.value
-    _guess = max(1, round(float(crossover_prediction.value)))
-    _gai = formulas.gemm(_guess, _guess, _guess, _p).ai
-    style.metric_cards([
+    _cards = [
         style.Metric(f"N* ({_p}, dense)", f"{quiz.format_value(round(crossover_n))}",
                      "square GEMMs above this are compute-bound", "compute-bound"),
-        (f"Ridge ({_p}, dense)",
-         f"{quiz.format_value(roofline.ridge_point(device_picker.value, _p))} FLOP/B",
+        (f"Ridge ({_p}, dense)", f"{quiz.format_value(roofline.ridge_point(_d, _p))} FLOP/B",
          "AI a GEMM must reach"),
         ("AI of a square GEMM", "2N / (3b) FLOP/B",
-         "grows linearly with N: bigger matrices reuse each byte more"),
-        style.Metric(f"At your N* = {quiz.format_value(_guess)}",
-                     f"AI {quiz.format_value(_gai)} FLOP/B",
-                     f"{roofline.regime(_gai, _d, _p)} on this device",
-                     roofline.regime(_gai, _d, _p)),
-    ])
+         "grows linearly with N: bigger matrices reuse each byte more")]
+    if crossover_prediction is not None:  # the student's own N*, on the instrument's roof
+        _guess = max(1, round(float(crossover_prediction.value)))
+        _gai = formulas.gemm(_guess, _guess, _guess, _p).ai
+        _cards.append(style.Metric(f"At your N* = {quiz.format_value(_guess)}",
+                                   f"AI {quiz.format_value(_gai)} FLOP/B",
+                                   f"{roofline.regime(_gai, _d, _p)} on this device",
+                                   roofline.regime(_gai, _d, _p)))
+    style.metric_cards(_cards)
     return
 
 
 @app.cell
-def _(crossover_error, crossover_n, crossover_prediction, lab, mo, quiz):
-    mo.stop(crossover_prediction is None or crossover_error is not None)
-    quiz.compare(crossover_prediction, round(crossover_n), lab=lab)
+def _(OPENING, crossover_prediction, hardware, lab, mo, quiz, roofline):
+    mo.stop(crossover_prediction is None)
+    quiz.compare(crossover_prediction,
+                 round(roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])),
+                 lab=lab, actual_label=f"the roofline's N* in {OPENING['precision']} on the "
+                                       f"{hardware.get(OPENING['device']).name}")
     return
 
 
@@ -686,9 +842,10 @@ def _(crossover_prediction, lab, mo, quiz):
     mo.stop(crossover_prediction is None)
     quiz.explain_form(
         lab, "lab01.crossover_n",
-        observe_label="What N* does the instrument show? Switch the precision to fp32 and "
-                      "to fp8 (or int8): how does N* move?",
-        explain_label="Why does a faster precision need a *bigger* matrix to be compute-bound?")
+        observe_label="What N* does the instrument show in bf16? Switch the precision to fp8, "
+                      "then to fp32: which one moves N*, and which leaves it where it is?",
+        explain_label="fp8 doubles the peak: why does its N* stay where bf16's is? What "
+                      "moves N* in fp32 (CUDA cores, 4-byte elements)?")
     return
 
 
@@ -716,6 +873,11 @@ def _(crossover_prediction, hardware, mo, quiz, roofline, style):
     peak doubles and b halves: N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "fp8")))}.
     In fp32 (CUDA cores, ridge {quiz.format_value(roofline.ridge_point(_h, "fp32"))} FLOP/B, b = 4):
     N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "fp32")))}.
+
+    The usual slips, each a factor off: forgetting C's write (AI = N / b) gives
+    N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "bf16", operands=2)))}; the
+    2:4-sparse headline peak, or one FLOP per multiply-add, gives
+    {quiz.format_value(round(roofline.gemm_crossover_n(_h, "bf16", sparse=True)))}.
     """)
     return
 
@@ -723,7 +885,7 @@ def _(crossover_prediction, hardware, mo, quiz, roofline, style):
 @app.cell
 def _(mo):
     mo.md("""
-    ## Part 3 · Same kernel, other devices
+    ## Part 4 · Same kernel, other devices
     """)
     return
 
@@ -761,7 +923,7 @@ def _(
     _o = OVERLAY_SCENARIO
     other_device_form = quiz.choice_form(
         lab, "lab01.other_device",
-        question=f"**Prediction 3.** On the {hardware.get(_o['datacenter']).name}, the same "
+        question=f"**Prediction 4.** On the {hardware.get(_o['datacenter']).name}, the same "
                  f"{_o['m']} × {_o['n']:,} × {_o['k']:,} {_o['precision']} GEMM is ...",
         options={"compute-bound, like on the edge device": "compute-bound",
                  "memory-bound": "memory-bound"},
@@ -805,19 +967,19 @@ def _(OVERLAY_SCENARIO, hardware, mo):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     OVERLAY_SCENARIO,
     device_picker,
     formulas,
     hardware,
+    locked,
     mo,
-    other_device_prediction,
     overlay_devices,
     overlay_m,
     precision_picker,
-    quiz,
 ):
-    mo.stop(other_device_prediction is None,
-            quiz.gate_notice("Lock prediction 3 to reveal the multi-device roofline."))
+    _wait = INSTRUMENTS.gate("overlay", locked)
+    mo.stop(_wait is not None, _wait)
     _p = precision_picker.value
     _keys = list(dict.fromkeys([device_picker.value, *overlay_devices.value]))
     overlay_keys = [k for k in _keys if hardware.get(k).has(_p)]
@@ -954,16 +1116,16 @@ def _(
 @app.cell
 def _(mo):
     mo.md("""
-    ## Part 4 · Which yardstick?
+    ## Part 5 · Which yardstick?
     """)
     return
 
 
 @app.cell
-def _(PROFILER, device_picker, hardware, style):
+def _(OPENING, PROFILER, hardware, style):
     style.scenario_card(
         "Dana Weiss", "engineering manager",
-        f"The profiler says our decode kernel on the {hardware.get(device_picker.value).name} "
+        f"The profiler says our decode kernel on the {hardware.get(OPENING['device']).name} "
         f"runs at {PROFILER['flop_util']:.0%} of peak FLOP/s. It also reports "
         f"{PROFILER['bandwidth']:.0%} of peak memory bandwidth. I am about to put two engineers "
         f"on it for a quarter: {PROFILER['flop_util']:.0%} means we are wasting "
@@ -994,7 +1156,7 @@ def _(PROFILER):
 def _(YARDSTICK_OPTIONS, get_yardstick, lab, quiz, set_yardstick):
     yardstick_form = quiz.choice_form(
         lab, "lab01.yardstick",
-        question="**Prediction 4.** Which number tells Dana how much faster this kernel can get?",
+        question="**Prediction 5.** Which number tells Dana how much faster this kernel can get?",
         options=YARDSTICK_OPTIONS, locked=get_yardstick(), on_lock=set_yardstick)
     quiz.prediction_panel(yardstick_form, get_yardstick())
     return
@@ -1046,20 +1208,20 @@ def _(PROFILER, mo):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     PICK_PRECISION,
     bw_slider,
     device_picker,
     flop_util_slider,
     hardware,
+    locked,
     mo,
     precision_picker,
-    quiz,
     roofline,
     style,
-    yardstick_prediction,
 ):
-    mo.stop(yardstick_prediction is None,
-            quiz.gate_notice("Lock prediction 4 to reveal the yardstick instrument."))
+    _wait = INSTRUMENTS.gate("yardstick", locked)
+    mo.stop(_wait is not None, _wait)
     _d, _p = hardware.get(device_picker.value), precision_picker.value
     try:
         _tflops = flop_util_slider.value / 100 * _d.peak_tflops(_p)
@@ -1126,10 +1288,10 @@ def _(mo, quiz, style, yardstick, yardstick_error):
 
 @app.cell
 def _(
+    OPENING,
     PROFILER,
     SCENARIO,
     YARDSTICK_OPTIONS,
-    device_picker,
     hardware,
     lab,
     mo,
@@ -1138,7 +1300,7 @@ def _(
     yardstick_prediction,
 ):
     mo.stop(yardstick_prediction is None)
-    _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
+    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _t = PROFILER["flop_util"] * _d.peak_tflops(_p)
     _ai = roofline.implied_ai(_t, PROFILER["bandwidth"] * _d.bandwidth_gbs)
     _actual = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
@@ -1166,9 +1328,9 @@ def _(PROFILER, lab, mo, quiz, yardstick_prediction):
 
 @app.cell
 def _(
+    OPENING,
     PROFILER,
     SCENARIO,
-    device_picker,
     hardware,
     mo,
     quiz,
@@ -1177,7 +1339,7 @@ def _(
     yardstick_prediction,
 ):
     mo.stop(yardstick_prediction is None)
-    _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
+    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
     style.math_peek("two yardsticks and the roof", r"""
@@ -1199,7 +1361,7 @@ def _(
     × the ridge: {roofline.regime(_ai, _d, _p)}, at
     {quiz.format_value(100 * roofline.fraction_of_roof(PROFILER['flop_util'] * _d.peak_tflops(_p), _ai, _d, _p))}%
     of its roof, with a FLOP-utilisation bound of {quiz.format_value(100 * roofline.flop_utilization_bound(_ai, _d, _p))}%.
-    Only raising AI (Part 5) lifts that bound.
+    Only raising AI (Part 2) lifts that bound.
     """)
     return
 
@@ -1207,240 +1369,139 @@ def _(
 @app.cell
 def _(mo):
     mo.md("""
-    ## Part 5 · What actually raises AI?
+    ## Part 6 · Explore any GEMM
+
+    Every question of this lab is locked now: this explorer shows the AI, ridge and regime of
+    any GEMM you set, on the device and precision picked at the top. Try Priya's decode GEMM
+    with a bigger batch, the prefill chunk on each chip, square GEMMs either side of N*.
     """)
     return
 
 
 @app.cell
-def _(LEVER_TILE, SCENARIO, roofline, style):
-    style.scenario_card(
-        "Priya Raman", "kernel engineer",
-        "Five proposals are on my desk for the decode GEMM (M = "
-        f"{SCENARIO['m']}, N = K = {SCENARIO['n']}, {LEVER_TILE} × {LEVER_TILE} tiles today): "
-        f"bigger tiles, batching {roofline.LEVER_BATCH_FACTOR}x more requests together, fp8 "
-        "weights (half the weight bytes, dequantised to the same bf16 math), the SKU with a "
-        f"{roofline.LEVER_CLOCK_FACTOR - 1:.0%} higher core clock, and the part with "
-        f"{roofline.LEVER_CAPACITY_FACTOR}x the memory. Which one raises the arithmetic "
-        "intensity the most?")
-    return
-
-
-@app.cell
-def _(lab, quiz):
-    get_levers, set_levers = quiz.lock_state(lab, "lab01.levers")
-    return get_levers, set_levers
-
-
-@app.cell
-def _(roofline):
-    LEVER_TILE = 64  # Priya's tiles today
-    # Option values are core's lever names (in ai_levers' order, after the baseline).
-    LEVER_OPTIONS = dict(zip(
-        [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
-         f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
-         "fp8 weights: half the weight bytes, same bf16 math",
-         f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
-         f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
-        [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
-    return LEVER_OPTIONS, LEVER_TILE
-
-
-@app.cell
-def _(LEVER_OPTIONS, get_levers, lab, quiz, set_levers):
-    levers_form = quiz.choice_form(
-        lab, "lab01.levers",
-        question="**Prediction 5.** Which single change raises the AI of Priya's GEMM the most?",
-        options=LEVER_OPTIONS, locked=get_levers(), on_lock=set_levers)
-    quiz.prediction_panel(levers_form, get_levers())
-    return
+def _(POW2, SCENARIO, mo):
+    m_slider = mo.ui.slider(steps=POW2, value=SCENARIO["m"], label="M (rows: tokens)",
+                            show_value=True, full_width=True)
+    n_slider = mo.ui.slider(steps=POW2, value=SCENARIO["n"], label="N (output features)",
+                            show_value=True, full_width=True)
+    k_slider = mo.ui.slider(steps=POW2, value=SCENARIO["k"], label="K (input features)",
+                            show_value=True, full_width=True)
+    mo.vstack([mo.md("**Your GEMM** C[M,N] = A[M,K] · B[K,N] (precision and device: "
+                     "pickers at the top)"), m_slider, n_slider, k_slider])
+    return k_slider, m_slider, n_slider
 
 
 @app.cell
 def _(
-    LEVER_OPTIONS,
-    LEVER_TILE,
-    OPENING,
-    SCENARIO,
-    get_levers,
-    lab,
-    reveal,
-    roofline,
-):
-    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
-                                 SCENARIO["precision"], tile=LEVER_TILE)
-    _top = max(_levers[1:], key=lambda lv: lv.ai)
-    _best = _top.name
-    levers_prediction = get_levers() or reveal.reference(
-        lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best),
-        explanation=f"From AI {_levers[0].ai:.1f} FLOP/B ({_levers[0].why}): "
-                    + "; ".join(f"{lv.name} → {lv.ai:.1f}" for lv in _levers[1:])
-                    + f" FLOP/B. {_best} wins: {_top.why}. A faster clock raises the ridge, not "
-                    "the AI, and capacity does not change bytes per FLOP.")
-    reveal.card(levers_prediction)
-    return (levers_prediction,)
-
-
-@app.cell
-def _(LEVER_TILE, SCENARIO, mo):
-    # The instrument opens on the question's case (Priya's GEMM, her tiles); the student may
-    # switch it to the Part 1 sliders' GEMM. The verdict below always names its own case.
-    levers_case = mo.ui.radio(
-        {f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}, the "
-         "question)": "scenario", "your GEMM from the Part 1 sliders": "sliders"},
-        value=f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}, the "
-              "question)", label="GEMM", inline=True)
-    tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
-                               label="Output tile edge T of the baseline kernel", show_value=True,
-                               full_width=True)
-    # Part 5 reads its GEMM through this state, which the cell below sets only when the GEMM
-    # changes: a Part 1 slider step re-runs no Part 5 cell while Part 5 shows Priya's (issue 15).
-    get_levers_gemm, set_levers_gemm = mo.state(
-        ((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"]), SCENARIO["precision"]))
-    mo.vstack([levers_case, tile_slider])
-    return get_levers_gemm, levers_case, set_levers_gemm, tile_slider
-
-
-@app.cell
-def _(
-    SCENARIO,
-    get_levers_gemm,
+    INSTRUMENTS,
+    PICK_PRECISION,
+    SHRINK_GEMM,
+    device_picker,
+    formulas,
     k_slider,
-    levers_case,
+    locked,
     m_slider,
+    mo,
     n_slider,
     precision_picker,
-    set_levers_gemm,
-):
-    # (M, N, K), precision
-    _gemm = (((SCENARIO["m"], SCENARIO["n"], SCENARIO["k"]), SCENARIO["precision"])
-             if levers_case.value == "scenario" else
-             ((m_slider.value, n_slider.value, k_slider.value), precision_picker.value))
-    if _gemm != get_levers_gemm():
-        set_levers_gemm(_gemm)
-    return
-
-
-@app.cell
-def _(
-    PICK_PRECISION,
-    device_picker,
-    get_levers_gemm,
-    levers_prediction,
-    mo,
-    quiz,
     roofline,
     style,
-    tile_slider,
 ):
-    mo.stop(levers_prediction is None,
-            quiz.gate_notice("Lock prediction 5 to reveal the levers instrument."))
-    levers_shape, levers_precision = get_levers_gemm()
+    _wait = INSTRUMENTS.gate("explorer", locked)
+    mo.stop(_wait is not None, _wait)
+    _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
     try:
-        levers = roofline.ai_levers(*levers_shape, device_picker.value, levers_precision,
-                                    tile=tile_slider.value)
-        levers_error = None
+        gemm_cost = formulas.gemm(_m, _n, _k, _p)
+        gemm_fraction = roofline.require_fits(
+            gemm_cost.bytes, device_picker.value,
+            what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
+        gemm_bounds = roofline.time_bounds(gemm_cost.flops, gemm_cost.bytes,
+                                           device_picker.value, _p)
+        gemm_error = None
     except (KeyError, ValueError) as _exc:
-        levers = None
-        levers_error = style.error_message(_exc) + "\n\n" + PICK_PRECISION
-    return levers, levers_error, levers_precision, levers_shape
+        gemm_cost = gemm_bounds = gemm_fraction = None
+        # a ValueError here is "does not fit in memory"; a KeyError, a rate the device lacks
+        gemm_error = style.error_message(_exc) + "\n\n" + (
+            SHRINK_GEMM if isinstance(_exc, ValueError) else PICK_PRECISION)
+    return gemm_bounds, gemm_cost, gemm_error, gemm_fraction
 
 
 @app.cell
 def _(
+    device_picker,
     figures,
-    levers,
-    levers_error,
-    levers_precision,
-    levers_shape,
+    gemm_bounds,
+    gemm_cost,
+    gemm_error,
+    hardware,
     mo,
+    precision_picker,
     quiz,
     style,
-    tile_slider,
 ):
-    mo.stop(levers_error is not None, style.error_callout(levers_error))
-    _best = max(levers[1:], key=lambda lv: lv.ai)
-    levers_figure = figures.bar_figure(
-        [lv.name for lv in levers], [lv.rho for lv in levers],
-        colors=["memory" if lv.rho < 1 else "compute" for lv in levers],
-        annotations=[f"AI {quiz.format_value(lv.ai)} · ridge {quiz.format_value(lv.ridge)}"
-                     for lv in levers],
-        yaxis_title="ρ = AI / ridge",
-        title=f"GEMM {levers_shape[0]:,} × {levers_shape[1]:,} × {levers_shape[2]:,} "
-              f"({levers_precision}, dense ridge), {tile_slider.value} × {tile_slider.value} "
-              "tiles: each lever alone")
-    mo.vstack([levers_figure, mo.md(
-        f"Most AI for this GEMM: **{_best.name}**. "
-        "ρ = AI / ridge: below 1 (blue bars) memory-bound, 1 or more (orange) compute-bound. "
-        "Bytes are counted for "
-        "a kernel that re-reads A once per tile column and B once per tile row.")])
-    return
-
-
-@app.cell
-def _(levers, levers_error, mo, quiz, style):
-    mo.stop(levers_error is not None)
-    _base = levers[0]
-    style.metric_cards([
-        (lv.name, f"AI × {quiz.format_value(lv.ai / _base.ai)}",
-         f"ρ × {quiz.format_value(lv.rho / _base.rho)} · {lv.why}") for lv in levers[1:]])
+    mo.stop(gemm_error is not None, style.error_callout(gemm_error))
+    _hover = {"time, lower bound": style.format_seconds(gemm_bounds.lower),
+              "no-overlap estimate": style.format_seconds(gemm_bounds.no_overlap),
+              "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
+                  gemm_cost.bytes)}
+    gemm_figure = figures.roofline_figure(
+        [(device_picker.value, precision_picker.value)],
+        [figures.Point("your GEMM", gemm_cost.ai, hover=_hover)],
+        title=f"Your GEMM on the {hardware.get(device_picker.value).name}")
+    gemm_figure
     return
 
 
 @app.cell
 def _(
-    LEVER_OPTIONS,
-    LEVER_TILE,
-    SCENARIO,
     device_picker,
-    lab,
-    levers_prediction,
+    gemm_bounds,
+    gemm_cost,
+    gemm_error,
+    gemm_fraction,
     mo,
+    precision_picker,
     quiz,
     roofline,
+    style,
 ):
-    mo.stop(levers_prediction is None)
-    _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], device_picker.value,
-                                 SCENARIO["precision"], tile=LEVER_TILE)
-    _best = max(_levers[1:], key=lambda lv: lv.ai)
-    quiz.compare(levers_prediction, _best.name, lab=lab, actual_label=(
-        f"{next(k for k, v in LEVER_OPTIONS.items() if v == _best.name)}: AI "
-        f"{quiz.format_value(_levers[0].ai)} → {quiz.format_value(_best.ai)} FLOP/B for "
-        f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}) with "
-        f"{LEVER_TILE} × {LEVER_TILE} tiles: the case the chart opens on"))
-    return
+    mo.stop(gemm_error is not None)
+    _d, _p = device_picker.value, precision_picker.value
+    gemm_regime = roofline.regime(gemm_cost.ai, _d, _p)
+    gemm_metrics = {
+        "ai": gemm_cost.ai, "ridge": roofline.ridge_point(_d, _p),
+        "attainable": float(roofline.attainable_tflops(gemm_cost.ai, _d, _p)),
+        "lower": gemm_bounds.lower, "no_overlap": gemm_bounds.no_overlap,
+        "flop_util_bound": roofline.flop_utilization_bound(gemm_cost.ai, _d, _p)}
+    mo.vstack([mo.hstack([mo.md("**Your GEMM is**"), style.regime_badge(gemm_regime)],
+                         justify="start"),
+               style.metric_cards([
+        ("Arithmetic intensity", f"{quiz.format_value(gemm_metrics['ai'])} FLOP/B",
+         "2MNK / bytes of A, B, C"),
+        (f"Ridge ({_p}, dense)", f"{quiz.format_value(gemm_metrics['ridge'])} FLOP/B", "π / β"),
+        style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} "
+                     f"{style.rate_unit(_p)}",
+                     "min(π, AI · β)", gemm_regime),
+        ("Time, lower bound", style.format_seconds(gemm_bounds.lower),
+         f"max(Tc, Tm); Tc = {style.format_seconds(gemm_bounds.t_compute)}, "
+         f"Tm = {style.format_seconds(gemm_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
+         f"{style.format_seconds(gemm_bounds.no_overlap)}"),
+        style.Metric("FLOP-utilisation bound",
+                     f"{quiz.format_value(100 * gemm_metrics['flop_util_bound'])}%",
+                     "the best fraction of peak this shape can reach", gemm_regime),
+        ("Memory footprint", style.format_bytes(gemm_cost.bytes),
+         f"{quiz.format_value(100 * gemm_fraction)}% of the device"),
+    ])])
+    return gemm_metrics, gemm_regime
 
 
 @app.cell
-def _(lab, levers_prediction, mo, quiz):
-    mo.stop(levers_prediction is None)
-    quiz.explain_form(
-        lab, "lab01.levers",
-        observe_label="Which levers change AI, which change only the ridge, which change "
-                      "nothing? Try a large square GEMM (M = N = K = 8192) too.",
-        explain_label="Why do clock speed and memory capacity leave AI where it is? Why does "
-                      "batching stop helping once M is larger than the tile?")
-    return
-
-
-@app.cell
-def _(levers_prediction, mo, style):
-    mo.stop(levers_prediction is None)
-    style.math_peek("bytes of a tiled GEMM", r"""
-    A kernel computing $T\times T$ output tiles reads a $T\times K$ strip of A and a $K\times T$
-    strip of B per tile; with nothing kept on chip between tiles, A is re-read once per tile
-    column and B once per tile row:
-
-    $$\text{bytes}(T) = b_a MK\left\lceil\tfrac{N}{T}\right\rceil + b_w KN\left\lceil\tfrac{M}{T}
-    \right\rceil + b_a MN\ \text{[B]},\qquad \text{AI}(T) = \frac{2MNK}{\text{bytes}(T)}$$
-
-    ($b_a$ bytes per activation and output element, $b_w$ per weight.) For large $M, N$:
-    $\text{AI} \approx \frac{T}{b}$ — reuse (tile size) and bytes per element set it. For
-    $M \le T$ (decode batches), B is read once and $\text{AI} \approx 2M/b$ — batching sets
-    it. fp8 weights halve only $b_w$: the re-read activations and the output keep their bf16
-    bytes, so AI rises by less than 2×. A faster clock raises $\pi_p$, so the ridge
-    $\pi_p/\beta$ moves right and $\rho = \text{AI}/\text{ridge}$ falls. Capacity appears in
-    neither formula.
+def _(gemm_error, mo):
+    mo.stop(gemm_error is not None)
+    mo.md("""
+    **Try the failure state.** Push M, N and K towards 262,144 (or pick fp32, or a small edge
+    device): at some point the three matrices no longer fit in the device's memory and the
+    explorer says by how much. Move a slider back and it recovers.
     """)
     return
 
@@ -1448,7 +1509,7 @@ def _(levers_prediction, mo, style):
 @app.cell
 def _(mo):
     mo.md("""
-    ## Part 6 · Measure it on this machine
+    ## Part 7 · Measure it on this machine
 
     Everything so far came from spec sheets. Here you time real square GEMMs (N = 128 … 8192,
     as far as the time budget and memory allow) on this machine: a CUDA GPU if torch sees one,
@@ -1490,15 +1551,21 @@ def _(live):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     LIVE_SIZES,
     LIVE_STREAM_MB,
     lab,
     live,
     live_button,
     live_settings,
+    locked,
     measure,
     mo,
 ):
+    # Square GEMMs timed against this machine's roofline bracket N* on a GPU: they wait for
+    # the prediction that asks it, and nothing is recorded before.
+    _wait = INSTRUMENTS.gate("measure", locked)
+    mo.stop(_wait is not None, _wait)
     mo.stop(not live_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     live_info = measure.detect()  # imports torch: only after the button is pressed
     _settings = live_settings()
@@ -1531,9 +1598,50 @@ def _(
 
 
 @app.cell
-def _(figures, live_info, live_p, live_reference, live_rows, mo, quiz, style):
-    _ok = [r for r in live_rows if r["status"] == "ok" and r["measured_tflops"]]
-    mo.stop(not _ok, style.error_callout("No size could be measured: " + "; ".join(
+def _(formulas, live_info, live_p, live_reference, live_rows, quiz, style):
+    # What the sweep found, said in the figure's note and the questions below: where the roof
+    # came from, which sizes' A, B and C fit in the last-level cache, which points sit above
+    # the roof (a roofline is an upper bound: such a point broke one of its assumptions).
+    live_ok = [r for r in live_rows if r["status"] == "ok" and r["measured_tflops"]]
+    _cache = live_info.cache_mb * 2**20 if live_info.cache_mb else None
+    live_fits = {r["n"]: _cache is not None and formulas.gemm(r["n"], r["n"], r["n"], live_p).bytes
+                 <= _cache for r in live_ok}
+    live_above = [r for r in live_ok if r["ratio"] is not None and r["ratio"] > 1]
+    if live_reference is not None:
+        _roof = (f"this machine's measured roofline: {quiz.format_value(live_reference.bandwidth_gbs)}"
+                 f" GB/s of bandwidth (STREAM, past the caches) and the best {live_p} GEMM rate "
+                 "of a short run before the sweep")
+    else:
+        _roof = f"the spec sheet of the {live_info.spec().name}"
+    _fit = [n for n, fits in live_fits.items() if fits]
+    live_note = f"The roof is {_roof}." + (
+        f" A, B and C fit in this machine's {style.format_bytes(_cache, binary=True)} "
+        f"last-level cache for N ≤ {max(_fit):,} ({live_p}): those GEMMs re-read their "
+        "operands from cache, not from memory, so the memory roof drawn from its bandwidth "
+        "does not bind them (Lab 5 measures each level)." if _fit else "") + (
+        " A point above the flat compute roof says the short run that measured the roof was "
+        "slowed (other programs, clocks): a measured roof is only as good as its run."
+        if live_reference is not None and any(r["bound"] == "compute" for r in live_above)
+        else "")
+    return live_above, live_fits, live_note, live_ok
+
+
+@app.cell
+def _(
+    figures,
+    formulas,
+    live_fits,
+    live_info,
+    live_note,
+    live_ok,
+    live_p,
+    live_reference,
+    live_rows,
+    mo,
+    quiz,
+    style,
+):
+    mo.stop(not live_ok, style.error_callout("No size could be measured: " + "; ".join(
         f"N={r['n']}: {r['status']}" for r in live_rows[:3]) + ".\n\nPick another precision "
         "to measure, or a longer time budget, and press the button again."))
     _roof = live_reference.as_device() if live_reference is not None else live_info.spec()
@@ -1542,12 +1650,17 @@ def _(figures, live_info, live_p, live_reference, live_rows, mo, quiz, style):
             [(_roof, live_p)],
             [figures.Point(f"N={r['n']}", r["ai"], r["measured_tflops"], kind="measured",
                            hover={"measured / predicted": quiz.format_value(r["ratio"]),
-                                  "median time": f"{quiz.format_value(r['median_ms'])} ms"})
-             for r in _ok],
+                                  "median time": f"{quiz.format_value(r['median_ms'])} ms",
+                                  "A + B + C": style.format_bytes(
+                                      formulas.gemm(r["n"], r["n"], r["n"], live_p).bytes,
+                                      binary=True) + (" (fits in the last-level cache)"
+                                                      if live_fits[r["n"]] else "")})
+             for r in live_ok],
             title=f"Measured {live_p} square GEMMs against the predicted roofline of this machine")
+        live_view = style.figure_with_note(live_figure, live_note)
     except (KeyError, ValueError) as _exc:
-        live_figure = style.error_callout(style.error_message(_exc))
-    live_figure
+        live_view = style.error_callout(style.error_message(_exc))
+    live_view
     return
 
 
@@ -1555,20 +1668,37 @@ def _(figures, live_info, live_p, live_reference, live_rows, mo, quiz, style):
 def _(live, live_rows):
     live.results_table(
         live_rows, filename="lab01_gemm_sweep.csv",
-        columns=["n", "precision", "status", "ai", "measured_tflops", "predicted_tflops",
-                 "ratio", "bound", "median_ms", "reps", "roof"])
+        columns=["n", "status", "ai", "measured_tflops", "predicted_tflops", "ratio", "bound",
+                 "median_ms"])
     return
 
 
 @app.cell
-def _(lab, live_rows, mo, quiz):
-    mo.stop(not live_rows)
+def _(lab, live_above, live_ok, mo, quiz):
+    mo.stop(not live_ok)
+    # The questions follow what this machine measured: a point above the roof is asked about
+    # as such, never as one that "falls below" it.
+    _worst = min(live_ok, key=lambda r: r["ratio"] or float("inf"))
+    if live_above:
+        _sizes = ", ".join(f"{r['n']:,}" for r in live_above)
+        _explain = (
+            f"N = {_sizes} ran above the predicted roof "
+            f"(up to {quiz.format_value(max(r['ratio'] for r in live_above))}×), yet a "
+            "roofline is an upper bound. Which of its assumptions did they break? (Read the "
+            "note under the figure: where do their A, B and C live, and how was the roof "
+            "itself measured?)")
+    elif _worst is live_ok[0]:
+        _explain = ("Why do small GEMMs fall furthest below the roof, even where the roof "
+                    "itself is low? (Think: launch and loop overhead, caches, tiles.)")
+    else:
+        _explain = (f"Why is the gap below the roof largest at N = {_worst['n']:,}? (Think: "
+                    "launch and loop overhead, caches, tiles, what else ran on this machine.)")
     quiz.explain_form(
         lab, "lab01.measured_sweep",
         observe_label="How close do the measured points come to the predicted roof "
-                      "(measured / predicted)? At which N is the gap largest?",
-        explain_label="Why do small GEMMs fall furthest below the roof, even where the roof "
-                      "itself is low? (Think: launch and loop overhead, caches, tiles.)")
+                      "(measured / predicted)? Which N sit above it, and at which N is the "
+                      "gap below it largest?",
+        explain_label=_explain)
     return
 
 
@@ -1587,9 +1717,9 @@ def _(
     which_roof_prediction,
     yardstick_prediction,
 ):
-    _gate = style.takeaways_gate((which_roof_prediction, crossover_prediction,
-                                  other_device_prediction, yardstick_prediction,
-                                  levers_prediction))
+    _gate = style.takeaways_gate((which_roof_prediction, levers_prediction,
+                                  crossover_prediction, other_device_prediction,
+                                  yardstick_prediction))
     mo.stop(_gate is not None, _gate)
     _h = hardware.get("h100-sxm")
     style.takeaways([
@@ -1598,16 +1728,17 @@ def _(
         "Below the ridge a kernel is memory-bound: its ceiling is AI × bandwidth, and no amount "
         "of FLOP tuning lifts it. A decode GEMV sits at AI ≈ 2 / (bytes per element): "
         f"{quiz.format_value(formulas.gemv(8192, 8192, 'bf16').ai)} FLOP/B in bf16.",
+        "AI rises with reuse (tiling), batching and fewer bytes per element; clock speed and "
+        "memory capacity do not raise it.",
         "A square GEMM crosses the ridge at N* = 1.5 · b · ridge: about "
         f"{quiz.format_value(round(roofline.gemm_crossover_n(_h, 'bf16')))} in bf16 on the "
-        f"{_h.name}; faster precisions and chips push N* up unless the bytes shrink too.",
+        f"{_h.name}. A chip whose peak grew faster than its bandwidth pushes N* up; a "
+        "precision whose peak and bytes scale together (fp8 against bf16) leaves it in place.",
         "The same kernel can be compute-bound on an edge device and memory-bound on a "
         "datacenter GPU: the ridge moved, not the kernel.",
         "Judge a memory-bound kernel by bandwidth utilisation (or fraction of its roof), not "
         f"FLOP utilisation: {PROFILER['flop_util']:.0%} of peak FLOP/s can be {PROFILER['bandwidth']:.0%} of what "
         "is possible.",
-        "AI rises with reuse (tiling), batching and fewer bytes per element; clock speed and "
-        "memory capacity do not raise it.",
     ])
     return
 

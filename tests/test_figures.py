@@ -267,6 +267,19 @@ def test_bar_figure_rejects_bad_input(kw, match):
         figures.bar_figure(**args)
 
 
+def test_bar_figure_note_is_written_in_the_figure_under_the_title():
+    # a view that counts a quantity differently from another view says so on the figure
+    note = "AI here counts the bytes a tiled kernel moves, " * 4
+    fig = figures.bar_figure(["a", "b"], [1.0, 2.0], yaxis_title="x (s)", title="t", note=note)
+    (written,) = [a.text for a in fig.layout.annotations]
+    assert written.replace("<br>", " ").split() == note.split()  # every word, wrapped
+    assert written.count("<br>") >= 1 and fig.layout.margin.t > 50
+    plain = figures.bar_figure(["a"], [1.0], yaxis_title="x (s)", title="t")
+    assert not plain.layout.annotations and fig.layout.height > plain.layout.height
+    with pytest.raises(ValueError, match="note"):
+        figures.bar_figure(["a"], [1.0], yaxis_title="x (s)", note=" ")
+
+
 def test_grouped_bar_figure_one_bar_per_series_in_each_group():
     fig = figures.grouped_bar_figure(["a", "b"], {"prefill": [1.5, 3.0], "decode": [20, 400]},
                                      title="t", yaxis_title="ratio (×)", log=True, unit="×")

@@ -411,6 +411,9 @@ def test_sweep_stops_when_the_budget_is_spent():
     rows = M.sweep_square_gemm([32, 48, 64, 96], "fp32", device="cpu", budget_s=1e-6)
     assert rows[0]["status"] == "ok" or "budget" in rows[0]["status"]
     assert all("budget" in r["status"] for r in rows[1:])
+    # a budget split in thirds is said in 3 figures, not "13.3333 s"
+    split = M.sweep_square_gemm([32, 48], "fp32", device="cpu", budget_s=40 / 3 * 1e-6)
+    assert all("1.33e-05 s" in r["status"] for r in split if r["status"] != "ok"), split
 
 
 @pytest.mark.torch

@@ -66,6 +66,24 @@ def test_rho_and_crossover():
         R.ridge_point(H100, "fp16"), rel=1e-3)
 
 
+def test_crossover_states_its_assumptions_and_the_slips_follow_from_them():
+    # H100 SXM bf16 (datasheet): 989.5 TFLOP/s dense, 1979 with 2:4 sparsity, 3.35 TB/s.
+    # N* = operands x b x ridge / FLOPs per MAC; hand arithmetic for each assumption:
+    ridge = 989.5e12 / 3350e9  # 295.37 FLOP/B
+    assert R.gemm_crossover_n(H100, "bf16") == pytest.approx(3 * 2 * ridge / 2)  # 886.1
+    assert R.gemm_crossover_n(H100, "bf16", operands=2) == pytest.approx(2 * 2 * ridge / 2)
+    assert R.gemm_crossover_n(H100, "bf16", operands=2) == pytest.approx(590.7, abs=0.1)
+    assert R.gemm_crossover_n(H100, "bf16", flops_per_mac=1) == pytest.approx(1772.2, abs=0.1)
+    assert R.gemm_crossover_n(H100, "bf16", 4) == pytest.approx(1772.2, abs=0.1)  # fp32 bytes
+    assert R.sparse_ridge_point(H100, "bf16") == pytest.approx(1979e12 / 3350e9)  # 590.7
+    assert R.gemm_crossover_n(H100, "bf16", sparse=True) == pytest.approx(1772.2, abs=0.1)
+    # FP32 runs on the CUDA cores: no sparse figure is quoted, and the message says which
+    with pytest.raises(KeyError, match="precision='fp32'"):
+        R.sparse_ridge_point(H100, "fp32")
+    with pytest.raises(ValueError, match="operands"):
+        R.gemm_crossover_n(H100, "bf16", operands=0)
+
+
 def test_fp32_to_fp16_moves_the_ridge_faster_than_the_workload():
     g32, g16 = F.gemm(4096, 4096, 4096, "fp32"), F.gemm(4096, 4096, 4096, "fp16")
     assert g16.ai / g32.ai == pytest.approx(2.0)

@@ -71,6 +71,12 @@ def _predict(cost: _formulas.Cost, ref: _hw.Device | None, precision: str) -> di
 
 # --- sweeps ---------------------------------------------------------------------------------
 
+def _seconds(s: float) -> str:
+    """A budget as a status line says it: 3 significant figures ("13.3 s", never the
+    "13.3333 s" of a budget split in thirds)."""
+    return f"{s:.3g} s"
+
+
 def _call_progress(progress, done, total, label):
     if progress is not None:
         progress(done, total, label)
@@ -124,10 +130,10 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
         elif not ok:
             row["status"] = f"skipped: {why}"
         elif left <= 0:
-            row["status"] = f"skipped: time budget spent ({budget_s:g} s)"
+            row["status"] = f"skipped: time budget spent ({_seconds(budget_s)})"
         elif need is not None and need > left:
             row["status"] = (f"skipped: needs ~{need:.1f} s, {left:.1f} s of the "
-                             f"{budget_s:g} s budget left")
+                             f"{_seconds(budget_s)} budget left")
         else:
             share = left / sum(1 for later in ns[i:] if later in fitting)
             try:  # 200 repetitions pin a median; more would starve the larger sizes
@@ -187,7 +193,7 @@ def sweep_gemv(shapes, precisions: Sequence[str] = ("fp16", "bf16", "fp8", "int8
             if why:
                 row["status"] = f"unsupported: {why}"
             elif left <= 0:
-                row["status"] = f"skipped: time budget spent ({budget_s:g} s)"
+                row["status"] = f"skipped: time budget spent ({_seconds(budget_s)})"
             else:
                 try:
                     m = cases.time_gemv(n, k, p, device=dev.info,

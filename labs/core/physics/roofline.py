@@ -23,6 +23,7 @@ from labs.core.physics._deferred import numpy as np
 from labs.core.physics import hardware as _hw
 from labs.core.physics._validate import (
     finite_results,
+    flag,
     fraction,
     instance,
     mapping,
@@ -358,15 +359,40 @@ def flop_utilization_bound(ai, hw, precision: str) -> float:
         hw, precision)
 
 
-def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None) -> float:
+def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None, *,
+                     operands: int = 3, flops_per_mac: int = 2, sparse: bool = False) -> float:
     """N* where a square N^3 GEMM's AI = 2N^3 / (3N^2 b) = 2N/(3b) meets the ridge:
-    N* = 1.5 * b * ridge. Storage bytes default to the compute precision's."""
+    N* = 1.5 * b * ridge. Storage bytes default to the compute precision's.
+
+    The other arguments state the model's assumptions, so the answers of the usual slips
+    come from the same formula, N* = operands * b * ridge / flops_per_mac:
+    ``operands`` matrices of N^2 elements move once (3: A and B read, C written; 2 forgets
+    C's write), ``flops_per_mac`` FLOPs per multiply-add (2; 1 counts MACs as FLOPs), and
+    ``sparse=True`` takes the ridge at the vendor's 2:4-sparse headline peak instead of the
+    dense one (KeyError where the device quotes none for ``precision``)."""
     from labs.core.physics import precision as _fmt
 
-    ridge = ridge_point(hw, precision)
+    operands = positive_int("operands", operands)
+    flops_per_mac = positive_int("flops_per_mac", flops_per_mac)
+    ridge = sparse_ridge_point(hw, precision) if flag("sparse", sparse) else ridge_point(
+        hw, precision)
     b = (_fmt.bytes_per_element(_ceiling(precision), arg="precision")
          if bytes_per_element is None else positive("bytes_per_element", bytes_per_element))
-    return 1.5 * b * ridge
+    return operands * b * ridge / flops_per_mac
+
+
+def sparse_ridge_point(hw, precision: str) -> float:
+    """FLOP/byte where the memory slope meets the vendor's 2:4-sparse headline peak (twice the
+    dense ridge on NVIDIA's datacenter GPUs): the ridge a student gets who reads the headline
+    figure as the peak. KeyError naming ``precision`` where the device quotes no sparse
+    figure for it."""
+    d = _device(hw)
+    p = _ceiling(precision)
+    if p not in d.sparse_peaks:
+        have = ", ".join(d.sparse_peaks) or "none"
+        raise KeyError(f"{d.name} quotes no 2:4-sparse peak for precision={p!r} "
+                       f"(it quotes one for: {have})")
+    return d.sparse_peaks[p] * 1e12 / (d.bandwidth_gbs * 1e9)
 
 
 # --- bit-level intensity --------------------------------------------------------------------

@@ -57,13 +57,15 @@ def _bar_layout(title, yaxis_title: str, log: bool, *, height: int, showlegend: 
 
 def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, title=None,
                yaxis_title: str, log: bool | str = False, annotations=None,
-               legend: Mapping[str, str] | None = None) -> go.Figure:
+               legend: Mapping[str, str] | None = None, note: str | None = None) -> go.Figure:
     """One bar per label; each bar also shows its value (or its annotation) as text.
     ``log``: True, False or "auto" (log where the values span more than a decade).
     ``colors``: colour strings or semantic keys ("memory", "compute-bound", "danger" ...).
     ``annotations``: one string per bar, written above it instead of the value.
     ``legend``: {what a colour means: colour or key} when the colours encode something the
-    bar labels do not say; every bar's colour must be in it (ValueError otherwise)."""
+    bar labels do not say; every bar's colour must be in it (ValueError otherwise).
+    ``note``: a sentence written in the figure under the title (wrapped), for what the bars
+    count where another view shows the same quantity counted another way."""
     labels = [str(v) for v in labels]
     vals = [float(v) for v in values]
     if not labels or len(labels) != len(vals):
@@ -89,8 +91,30 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
                  text=[html.escape(t) for t in text], textposition="outside", showlegend=False,
                  cliponaxis=False, hovertemplate="%{x}: %{y:.4g}<extra></extra>")]
     data += _legend_entries(legend, cols)
-    return _figure(data, _bar_layout(title, yaxis_title, log, height=360 + (40 if legend else 0),
-                                     showlegend=bool(legend)))
+    layout = _bar_layout(title, yaxis_title, log, height=360 + (40 if legend else 0),
+                         showlegend=bool(legend))
+    if note is not None:
+        _add_note(layout, note)
+    return _figure(data, layout)
+
+
+#: Characters per line of a figure's note: about the plot width of a medium-width lab at 12 px.
+NOTE_WRAP = 110
+
+
+def _add_note(layout: dict, note: str) -> None:
+    """Write ``note`` under the title, inside the figure, wrapped at NOTE_WRAP characters."""
+    import textwrap
+
+    if not isinstance(note, str) or not note.strip():
+        raise ValueError("note must be a sentence (or None for no note)")
+    lines = textwrap.wrap(note.strip(), NOTE_WRAP)
+    layout["annotations"] = list(layout.get("annotations", [])) + [dict(
+        xref="paper", yref="paper", x=0, y=1.0, xanchor="left", yanchor="bottom",
+        yshift=6, text="<br>".join(html.escape(line, quote=False) for line in lines), showarrow=False,
+        align="left", font=dict(size=12, color=PLOT_TEXT))]
+    layout["margin"] = dict(layout["margin"], t=layout["margin"]["t"] + 18 * len(lines) + 8)
+    layout["height"] += 18 * len(lines)
 
 
 def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]], *,
