@@ -148,21 +148,6 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(
-    crossover_prediction,
-    levers_prediction,
-    other_device_prediction,
-    quiz,
-    which_roof_prediction,
-    yardstick_prediction,
-):
-    # Every prediction of the lab: each instrument opens once those it shows are locked.
-    locked = quiz.locked_items(which_roof_prediction, levers_prediction, crossover_prediction,
-                               other_device_prediction, yardstick_prediction)
-    return (locked,)
-
-
-@app.cell
 def _(OPENING, hardware, style):
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Device", searchable=True)
@@ -184,7 +169,6 @@ def _(
     INSTRUMENTS,
     device_picker,
     hardware,
-    locked,
     mo,
     precision_picker,
     quiz,
@@ -192,7 +176,7 @@ def _(
     style,
 ):
     # The chip's spec sheet answers no question by itself: it opens with the lab.
-    _wait = INSTRUMENTS.gate("device", locked)
+    _wait = INSTRUMENTS.gate("device")
     mo.stop(_wait is not None, _wait)
     _d = hardware.get(device_picker.value)
     _p = precision_picker.value
@@ -306,11 +290,11 @@ def _(
     SCENARIO,
     device_picker,
     formulas,
-    locked,
     mo,
     roofline,
+    which_roof_prediction,
 ):
-    _wait = INSTRUMENTS.gate("priya_gemm", locked)
+    _wait = INSTRUMENTS.gate("priya_gemm", which_roof_prediction)
     mo.stop(_wait is not None, _wait)
     # Priya's GEMM as she runs it (its shape and bf16 stay fixed: only the device moves) and
     # the decode GEMV of the same weights, one token at a time.
@@ -390,7 +374,7 @@ def _(
          f"A, B and C: {quiz.format_value(100 * scenario_cost.bytes / hardware.get(_d).memory_bytes)}"
          "% of the device"),
     ])])
-    return scenario_metrics, scenario_regime
+    return
 
 
 @app.cell
@@ -585,12 +569,13 @@ def _(
     INSTRUMENTS,
     SCENARIO,
     device_picker,
-    locked,
+    levers_prediction,
     mo,
     roofline,
     tile_slider,
+    which_roof_prediction,
 ):
-    _wait = INSTRUMENTS.gate("levers", locked)
+    _wait = INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction)
     mo.stop(_wait is not None, _wait)
     # Priya's GEMM (her shape, bf16) with each lever alone, on the picked device's ridge
     levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"],
@@ -753,14 +738,14 @@ def _(OPENING, get_crossover, hardware, lab, reveal, roofline):
 def _(
     INSTRUMENTS,
     PICK_PRECISION,
+    crossover_prediction,
     device_picker,
-    locked,
     mo,
     precision_picker,
     roofline,
     style,
 ):
-    _wait = INSTRUMENTS.gate("crossover", locked)
+    _wait = INSTRUMENTS.gate("crossover", crossover_prediction)
     mo.stop(_wait is not None, _wait)
     try:
         crossover_n = roofline.gemm_crossover_n(device_picker.value, precision_picker.value)
@@ -933,7 +918,15 @@ def _(
 
 
 @app.cell
-def _(OVERLAY_SCENARIO, formulas, get_other_device, hardware, lab, reveal, roofline):
+def _(
+    OVERLAY_SCENARIO,
+    formulas,
+    get_other_device,
+    hardware,
+    lab,
+    reveal,
+    roofline,
+):
     _o = OVERLAY_SCENARIO
     _p = _o["precision"]
     _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
@@ -969,16 +962,20 @@ def _(OVERLAY_SCENARIO, hardware, mo):
 def _(
     INSTRUMENTS,
     OVERLAY_SCENARIO,
+    crossover_prediction,
     device_picker,
     formulas,
     hardware,
-    locked,
+    levers_prediction,
     mo,
+    other_device_prediction,
     overlay_devices,
     overlay_m,
     precision_picker,
+    which_roof_prediction,
 ):
-    _wait = INSTRUMENTS.gate("overlay", locked)
+    _wait = INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
+                             crossover_prediction, other_device_prediction)
     mo.stop(_wait is not None, _wait)
     _p = precision_picker.value
     _keys = list(dict.fromkeys([device_picker.value, *overlay_devices.value]))
@@ -1211,16 +1208,21 @@ def _(
     INSTRUMENTS,
     PICK_PRECISION,
     bw_slider,
+    crossover_prediction,
     device_picker,
     flop_util_slider,
     hardware,
-    locked,
+    levers_prediction,
     mo,
+    other_device_prediction,
     precision_picker,
     roofline,
     style,
+    which_roof_prediction,
+    yardstick_prediction,
 ):
-    _wait = INSTRUMENTS.gate("yardstick", locked)
+    _wait = INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
+                             crossover_prediction, other_device_prediction, yardstick_prediction)
     mo.stop(_wait is not None, _wait)
     _d, _p = hardware.get(device_picker.value), precision_picker.value
     try:
@@ -1396,18 +1398,23 @@ def _(
     INSTRUMENTS,
     PICK_PRECISION,
     SHRINK_GEMM,
+    crossover_prediction,
     device_picker,
     formulas,
     k_slider,
-    locked,
+    levers_prediction,
     m_slider,
     mo,
     n_slider,
+    other_device_prediction,
     precision_picker,
     roofline,
     style,
+    which_roof_prediction,
+    yardstick_prediction,
 ):
-    _wait = INSTRUMENTS.gate("explorer", locked)
+    _wait = INSTRUMENTS.gate("explorer", which_roof_prediction, levers_prediction,
+                             crossover_prediction, other_device_prediction, yardstick_prediction)
     mo.stop(_wait is not None, _wait)
     _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
     try:
@@ -1492,7 +1499,7 @@ def _(
         ("Memory footprint", style.format_bytes(gemm_cost.bytes),
          f"{quiz.format_value(100 * gemm_fraction)}% of the device"),
     ])])
-    return gemm_metrics, gemm_regime
+    return
 
 
 @app.cell
@@ -1539,7 +1546,7 @@ def _(live, measure, mo):
     # read at the press, so a settings step re-runs no measurement cell (issue 15)
     live_settings = live.read_at_press(precision=live_precision, budget=live_budget)
     mo.hstack([live_precision, live_budget], justify="start", gap=2)
-    return live_budget, live_precision, live_settings
+    return (live_settings,)
 
 
 @app.cell
@@ -1554,17 +1561,17 @@ def _(
     INSTRUMENTS,
     LIVE_SIZES,
     LIVE_STREAM_MB,
+    crossover_prediction,
     lab,
     live,
     live_button,
     live_settings,
-    locked,
     measure,
     mo,
 ):
     # Square GEMMs timed against this machine's roofline bracket N* on a GPU: they wait for
     # the prediction that asks it, and nothing is recorded before.
-    _wait = INSTRUMENTS.gate("measure", locked)
+    _wait = INSTRUMENTS.gate("measure", crossover_prediction)
     mo.stop(_wait is not None, _wait)
     mo.stop(not live_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     live_info = measure.detect()  # imports torch: only after the button is pressed
