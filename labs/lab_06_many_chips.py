@@ -33,13 +33,14 @@ def _():
     # on PCIe Gen5.
     SERVE_REF = {"model": "llama-3-70b", "device": "h100-pcie", "link": "pcie5-x16",
                  "batch": 1, "seq_len": 8192}
-    # Part 3: data-parallel training on 4 DGX A100 nodes: NVLink 3 inside each node, one
-    # InfiniBand HDR NIC per GPU between nodes (8 rails), bf16 gradients, NCCL's Ring.
+    # Part 3: data-parallel training on 4 HGX A100 nodes: NVLink 3 inside each node, 4
+    # InfiniBand HDR NICs per node (one per two GPUs, as in NVIDIA/nccl-tests issue 119's
+    # measured cluster), bf16 gradients, NCCL's Ring.
     # Prediction 5 asks how long the gradient all-reduce takes (a time, not a difference of
     # two bounds, which would double any error in either); the wait it leaves after the
     # backward pass is shown once it is locked.
     TRAIN_REF = {"model": "llama-3-8b", "device": "a100-sxm-80gb", "n": 32, "link": "nvlink3",
-                 "nic": "ib-hdr", "nics_per_node": 8, "grad_bytes": 2, "tokens_per_gpu": 1024,
+                 "nic": "ib-hdr", "nics_per_node": 4, "grad_bytes": 2, "tokens_per_gpu": 1024,
                  "algorithm": "ring"}
     # What each prediction's answer follows from, and what each instrument shows: an
     # instrument opens once every prediction whose quantities it shows is locked (LABS_SPEC §3)
@@ -1295,9 +1296,10 @@ def _(TRAIN_REF, collectives, hardware, models, style):
     style.scenario_card(
         "Mei Tan", "training-infrastructure engineer",
         f"Next we pre-train {_m.name} data-parallel on our older cluster: {TRAIN_REF['n']} "
-        f"{_d.name} GPUs in {TRAIN_REF['n'] // _lk.domain} DGX A100 nodes of {_lk.domain}, "
+        f"{_d.name} GPUs in {TRAIN_REF['n'] // _lk.domain} HGX A100 nodes of {_lk.domain}, "
         f"{_lk.short_name} inside each node and {TRAIN_REF['nics_per_node']} "
-        f"{_nic.short_name} NICs per node between them (one per GPU). Each GPU has its own "
+        f"{_nic.short_name} NICs per node between them (one per "
+        f"{_lk.domain // TRAIN_REF['nics_per_node']} GPUs). Each GPU has its own "
         "copy of the model and its own share of the batch, and every step all-reduces the "
         f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB). Adam's fp32 "
         "states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients plus fp32 "
@@ -1327,7 +1329,8 @@ def _(TRAIN_REF, collectives, get_train, hardware, lab, models, quiz, set_train)
         question=f"**Prediction 5.** {_m.name} ({_m.params / 1e9:.2f} B parameters), "
                  f"{TRAIN_REF['n']} {hardware.get(TRAIN_REF['device']).name} GPUs in nodes "
                  f"of {_lk.domain} (**{_lk.short_name}** inside, **{_rails} {_nic.short_name} "
-                 "NICs per node**, one per GPU, between nodes). Each step all-reduces the "
+                 f"NICs per node**, one per {_lk.domain // _rails} GPUs, between nodes). Each "
+                 "step all-reduces the "
                  f"**bf16 gradients** ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB) "
                  f"with **NCCL's Ring algorithm**: {_rails} rings, one per NIC, each running "
                  f"through all {TRAIN_REF['n']} GPUs and carrying 1/{_rails} of the "
@@ -1613,7 +1616,7 @@ def _(mo, style, train_prediction):
     $$c_{\text{Ring}} = \frac{2(n-1)}{n} \Big/ \min\!\left(B,\ r\,B_{\text{NIC}}\right),$$
 
     whatever $M$: the node's NICs together cap the bus bandwidth (nccl-tests: 192 GB/s on two
-    DGX A100 with 8 HDR NICs). A **hierarchical** all-reduce (reduce-scatter in the node, an
+    DGX A100 with 8 HDR NICs, 96 GB/s on A100 nodes with 4). A **hierarchical** all-reduce (reduce-scatter in the node, an
     all-reduce of each GPU's $1/g_n$ share over its own NIC, all-gather in the node) sends only
     $2(M-1)/M$ of that share through the NICs: the slower of
     $2(g_n-1)/g_n / B$ and $2(M-1)/M \cdot 1/(r B_{\text{NIC}})$, faster at a few nodes.

@@ -398,7 +398,7 @@ def test_overlap_hides_the_all_reduce_only_behind_the_backward_pass():
 
 
 def test_the_wait_per_step_is_the_all_reduce_the_backward_pass_does_not_hide():
-    # Lab 6 P5's case: Llama-3-8B (P = 8.030e9), 32 A100 SXM in 4 DGX A100 nodes (NVLink 3
+    # Llama-3-8B (P = 8.030e9), 32 A100 SXM in 4 DGX A100 nodes (NVLink 3
     # inside, 8 HDR NICs of 25 GB/s per node), 1,024 tokens per GPU, NCCL's Ring. The NICs
     # together (200 GB/s) are slower than NVLink 3 (300): all-reduce 2P x 2 x 31/32 / 200e9
     # + (56 x 1 + 6 x 5) µs = 155.67 ms; backward 4 P x 1024 / 312e12 = 105.42 ms; wait 50.25

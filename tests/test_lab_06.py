@@ -85,7 +85,7 @@ WIDGET_CELLS = (
      "serve_controls": LAYOUT},
     {"train_device": "a100-sxm-80gb", "train_link": "nvlink3", "train_nic": "ib-hdr",
      "train_algorithm": "ring", "train_model": "llama-3-8b", "train_n": 32,
-     "train_tokens": 1024, "train_nics": 8, "train_overlap": False, "train_controls": LAYOUT},
+     "train_tokens": 1024, "train_nics": 4, "train_overlap": False, "train_controls": LAYOUT},
 )
 
 
@@ -124,12 +124,12 @@ def _re_run_by(app, widget: str) -> list[str]:
 
 
 #: Llama-3-8B's parameters (the registry's count, meta-llama config) and Prediction 5's case
-#: by hand: 4 DGX A100 nodes, NCCL's Ring. The node's 8 HDR NICs together (8 x 25 GB/s) are
+#: by hand: 4 HGX A100 nodes, NCCL's Ring. The node's 4 HDR NICs together (4 x 25 GB/s) are
 #: slower than NVLink 3 (300 GB/s one way), so the all-reduce of 2P bytes takes
-#: 2 x 31/32 x 2P / 200e9 plus 62 latency steps, the 6 between nodes at 5 µs, 56 at 1 µs.
+#: 2 x 31/32 x 2P / 100e9 plus 62 latency steps, the 6 between nodes at 5 µs, 56 at 1 µs.
 P_8B = 8_030_261_248
 A100_BF16 = 312e12
-P5_COMM = 2 * 31 / 32 * 2 * P_8B / 200e9 + (56 * 1 + 6 * 5) * 1e-6  # 155.67 ms
+P5_COMM = 2 * 31 / 32 * 2 * P_8B / 100e9 + (56 * 1 + 6 * 5) * 1e-6  # 311.26 ms
 P5_BWD = 4 * P_8B * 1024 / A100_BF16  # 105.42 ms
 
 
@@ -179,12 +179,12 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["serve_now"] == sharding.tp_serving("llama-3-70b", "h100-pcie", "pcie5-x16", 4,
                                                     batch=1, seq_len=8192)
     assert defs["serve_diagnosis"].kind == "ok" and defs["serve_actual"] == 16
-    # Part 3 opens on Prediction 5's cluster: 32 A100 in 4 DGX A100 nodes, NCCL's Ring
-    assert defs["train_actual_ms"] == pytest.approx(P5_COMM * 1e3, rel=3e-3)  # 156 ms
+    # Part 3 opens on Prediction 5's cluster: 32 A100 in 4 HGX A100 nodes, NCCL's Ring
+    assert defs["train_actual_ms"] == pytest.approx(P5_COMM * 1e3, rel=3e-3)  # 311 ms
     assert defs["train_now"].t_comm == pytest.approx(P5_COMM, rel=1e-9)
     assert defs["train_now"].t_bwd == pytest.approx(P5_BWD)
-    # the critical batch: 2 B x 2 x 31/32 / 200e9 x 312e12 / 4 = 1,511 tokens
-    assert defs["train_critical"] == pytest.approx(2 * 2 * 31 / 32 / 200e9 * A100_BF16 / 4)
+    # the critical batch: 2 B x 2 x 31/32 / 100e9 x 312e12 / 4 = 3,023 tokens
+    assert defs["train_critical"] == pytest.approx(2 * 2 * 31 / 32 / 100e9 * A100_BF16 / 4)
     assert "Key takeaways" in text and "Traceback" not in text
     # every comparison recorded what the instrument showed, under the stable item ids
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
@@ -201,18 +201,18 @@ def test_p5_compares_the_all_reduce_and_shows_the_wait_after_the_lock(env, app):
     # number (the instrument opens on the question's case, overlap off)
     outputs, defs = app.run(defs=PREDICTIONS)
     text = _plain(outputs)
-    assert "156 ms (the question's case: NCCL's Ring over 32 GPUs" in text
-    wait_ms = (P5_COMM - P5_BWD) * 1e3  # 50.25 ms
+    assert "311 ms (the question's case: NCCL's Ring over 32 GPUs" in text
+    wait_ms = (P5_COMM - P5_BWD) * 1e3  # 205.8 ms
     assert f"{wait_ms:.3g} ms per step" in text
-    assert "gradient all-reduce" in text and "156 ms" in text
-    # the hierarchical algorithm is named with its own time (2 x 3/4 / 8 / 25e9 per byte: the
-    # NICs level, slower than NVLink's 2 x 7/8 / 300e9): 120 ms
-    hier_ms = (2 * P_8B * 2 * 3 / 4 / 8 / 25e9 + (14 * 1 + 6 * 5) * 1e-6) * 1e3
+    assert "gradient all-reduce" in text and "311 ms" in text
+    # the hierarchical algorithm is named with its own time (2 x 3/4 / 8 / 12.5e9 per byte:
+    # the NICs' level, each GPU's share over half a NIC, slower than NVLink's 2 x 7/8 / 300e9)
+    hier_ms = (2 * P_8B * 2 * 3 / 4 / 8 / 12.5e9 + (14 * 1 + 6 * 5) * 1e-6) * 1e3
     assert f"would take {hier_ms:.3g} ms" in text
     # the question states the algorithm and the NICs
     closed = _plain(app.run()[0])
     q5 = closed[closed.index("Prediction 5."):][:900]
-    for words in ("NCCL's Ring algorithm", "8 InfiniBand HDR NICs per node", "one per NIC",
+    for words in ("NCCL's Ring algorithm", "4 InfiniBand HDR NICs per node", "one per NIC",
                   "datasheet bandwidth", "milliseconds"):
         assert words in q5, words
 
@@ -313,13 +313,13 @@ def test_overlap_switch_hides_the_all_reduce_behind_the_backward_pass_only(env, 
 
 
 def test_the_training_instrument_times_either_algorithm_on_any_cluster(env, app):
-    # hierarchical on the question's cluster: the NICs carry 2 x 3/4 of a 1/8 share over
-    # 25 GB/s each (7.5 ps/B), slower than the node level (2 x 7/8 / 300e9 = 5.83 ps/B)
+    # hierarchical on the question's cluster: the NICs carry 2 x 3/4 of each GPU's 1/8 share
+    # over half a 25 GB/s NIC (15 ps/B), slower than the node level (2 x 7/8 / 300e9)
     _, defs = app.run(defs={**PREDICTIONS, **_set(train_algorithm="hierarchical")})
     assert defs["train_now"].t_comm == pytest.approx(
-        2 * P_8B * 2 * 3 / 4 / 8 / 25e9 + 44e-6, rel=1e-9)
-    # 4 HGX H100 nodes with NDR NICs, the Ring: the NICs (400 GB/s) bind, not NVLink (450)
-    _, defs = app.run(defs={**PREDICTIONS, **_set(train_device="h100-sxm",
+        2 * P_8B * 2 * 3 / 4 / 8 / 12.5e9 + 44e-6, rel=1e-9)
+    # 4 HGX H100 nodes with 8 NDR NICs, the Ring: the NICs (400 GB/s) bind, not NVLink (450)
+    _, defs = app.run(defs={**PREDICTIONS, **_set(train_device="h100-sxm", train_nics=8,
                                                   train_link="nvlink4", train_nic="ib-ndr")})
     assert defs["train_now"].t_comm == pytest.approx(
         2 * 31 / 32 * 2 * P_8B / 400e9 + 86e-6, rel=1e-9)
@@ -390,7 +390,7 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
     assert defs["shard_slow_prediction"].value == 10500
     assert defs["shard_fast_prediction"].value == 1924
     assert defs["serve_prediction"].value == 16 and defs["serve_prediction"].label == "16-way"
-    # the all-reduce across 4 DGX A100 nodes with NCCL's Ring (was the wait per step on H100
+    # the all-reduce across 4 HGX A100 nodes with NCCL's Ring (was the wait per step on H100
     # nodes with a hierarchical all-reduce, 29,300 µs)
     assert defs["train_prediction"].value == pytest.approx(float(f"{P5_COMM * 1e3:.3g}"))
     assert isinstance(defs["train_figure"], go.Figure)
@@ -649,18 +649,18 @@ def test_p5_the_measured_ring_is_right_and_the_hierarchical_and_other_models_wro
         env, app, monkeypatch):
     # The old Prediction 5 graded a hierarchical all-reduce whose bus bandwidth (498 GB/s on
     # 4 H100 nodes) exceeds what NCCL's Ring can push through 8 NICs (400). Now: the Ring's
-    # time on 4 DGX A100 nodes, 155.7 ms by hand (P5_COMM)
+    # time on 4 HGX A100 nodes with 4 HDR NICs each, 311.3 ms by hand (P5_COMM)
     ref = _reveal_refs(app, monkeypatch)["train_prediction"]
     item = "lab06.dp_allreduce_ms"
     assert ref == pytest.approx(P5_COMM * 1e3, rel=3e-3)
     s = 2 * P_8B
-    # nccl-tests' Ring across A100 nodes over HDR: 24 GB/s per NIC (192 GB/s with 8 NICs)
-    assert _graded_right(item, 2 * 31 / 32 * s / 192e9 * 1e3, ref)
-    wrong = {"hierarchical (NICs 2 x 3/4 / 8 / 25 GB/s)": s * 2 * 3 / 4 / 8 / 25e9 * 1e3,
+    # nccl-tests' Ring across A100 nodes with 4 HDR NICs each: 96 GB/s bus (24 per NIC)
+    assert _graded_right(item, 2 * 31 / 32 * s / 96e9 * 1e3, ref)
+    wrong = {"hierarchical (NICs 2 x 3/4 / 8 / 12.5 GB/s)": s * 2 * 3 / 4 / 8 / 12.5e9 * 1e3,
              "the NICs left out: NVLink 3 alone": 2 * 31 / 32 * s / 300e9 * 1e3,
              "one ring through one 25 GB/s NIC": 2 * 31 / 32 * s / 25e9 * 1e3,
-             "the gradients sent once": s / 200e9 * 1e3,
-             "fp32 gradients": 2 * 31 / 32 * 2 * s / 200e9 * 1e3}
+             "the gradients sent once": s / 100e9 * 1e3,
+             "fp32 gradients": 2 * 31 / 32 * 2 * s / 100e9 * 1e3}
     for why, value in wrong.items():
         assert not _graded_right(item, value, ref), why
 
