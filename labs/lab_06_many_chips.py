@@ -297,26 +297,25 @@ def _(mo):
 def _(INSTRUMENTS, link_picker, locked, mo, workers_controls):
     _wait = INSTRUMENTS.gate("allreduce", locked)
     mo.stop(_wait is not None, _wait)
+    allreduce_open = True  # the cells below open with this one (one notice while closed)
     mo.hstack([link_picker, workers_controls], justify="start", wrap=True)
-    return
+    return (allreduce_open,)
 
 
 @app.cell
 def _(
     ALLREDUCE_REF,
-    INSTRUMENTS,
+    allreduce_open,
     allreduce_prediction,
     collectives,
     figures,
     link_picker,
-    locked,
     mo,
     np,
     style,
     workers_slider,
 ):
-    _wait = INSTRUMENTS.gate("allreduce", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not allreduce_open)
     _n = int(workers_slider.value)
     # the prediction, at the question's size (it was asked for n = 8 on NVLink 4)
     _mark = (f"your prediction (n = {ALLREDUCE_REF['n']}, "
@@ -342,17 +341,8 @@ def _(
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    collectives,
-    link_picker,
-    locked,
-    mo,
-    style,
-    workers_slider,
-):
-    _wait = INSTRUMENTS.gate("allreduce", locked)
-    mo.stop(_wait is not None, _wait)
+def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
+    mo.stop(not allreduce_open)
     _n = int(workers_slider.value)
     try:
         _p = collectives.collective_path(link_picker.value, _n)
@@ -844,6 +834,7 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("tp_block", locked)
     mo.stop(_wait is not None, _wait)
+    tp_block_open = True  # the panel below opens with this cell (one notice while closed)
     _n = int(shard_n_slider.value)
     try:
         shard_mm = sharding.sharded_matmul(int(shard_tokens_slider.value),
@@ -856,13 +847,13 @@ def _(
         _why = collectives.pair_problem(device_picker.value, link_picker.value)
         shard_error = (f"{_why} Then pick a chip and a link that go together above." if _why
                        else style.error_message(_exc))
-    return shard_error, shard_mm, shard_now
+    return shard_error, shard_mm, shard_now, tp_block_open
 
 
 @app.cell
-def _(INSTRUMENTS, context_controls, locked, mo, shard_controls):
-    _wait = INSTRUMENTS.gate("tp_block", locked)
-    mo.stop(_wait is not None, _wait)
+def _(context_controls, mo, shard_controls, tp_block_open):
+    # opens with the instrument's cell above, and stays to back out with when it fails
+    mo.stop(not tp_block_open)
     mo.vstack([context_controls, shard_controls])
     return
 
@@ -1114,6 +1105,7 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("serving", locked)
     mo.stop(_wait is not None, _wait)
+    serving_open = True  # the panel below opens with this cell (one notice while closed)
     _kw = dict(batch=int(serve_batch.value), seq_len=int(serve_context.value),
                weight_precision=serve_weights.value, compute=PRECISION)
     try:
@@ -1130,13 +1122,13 @@ def _(
         serve_rows = None
         serve_error = (f"{_why} Then pick a chip and a link that go together in the serving "
                        "pickers above." if _why else style.error_message(_exc))
-    return serve_error, serve_rows
+    return serve_error, serve_rows, serving_open
 
 
 @app.cell
-def _(INSTRUMENTS, locked, mo, serve_controls):
-    _wait = INSTRUMENTS.gate("serving", locked)
-    mo.stop(_wait is not None, _wait)
+def _(mo, serve_controls, serving_open):
+    # opens with the instrument's cell above, and stays to back out with when it fails
+    mo.stop(not serving_open)
     serve_controls
     return
 
@@ -1304,7 +1296,7 @@ def _(TRAIN_REF, collectives, hardware, models, style):
         f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB). Adam's fp32 "
         "states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients plus fp32 "
         f"master weights and two moments, 16 bytes a parameter, would be "
-        f"{_m.params * 16 / 1e9:.0f} GB on each GPU, more than its {_d.memory_gb:.0f} GB. The "
+        f"{_m.params * 16 / 1e9:.0f} GB on each GPU, more than its {_d.memory_text}. The "
         "sharded update turns the all-reduce into a reduce-scatter and an all-gather that "
         "move the same bytes (ZeRO, Rajbhandari et al. 2020); the model below charges them "
         "as one all-reduce. For a message this large NCCL runs its Ring algorithm. Finance "
@@ -1433,6 +1425,7 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("training", locked)
     mo.stop(_wait is not None, _wait)
+    training_open = True  # the panel below opens with this cell (one notice while closed)
     # The step both ways ({overlap: step}): the overlap switch is read only by the cards
     # below, and the figure draws both, so a flip of the switch need not redraw it.
     _on = (train_device.value, PRECISION, train_link.value)
@@ -1453,13 +1446,13 @@ def _(
         _why = collectives.pair_problem(train_device.value, train_link.value)
         train_error = (f"{_why} Then pick a chip and a link that go together in the training "
                        "pickers above." if _why else style.error_message(_exc))
-    return train_critical, train_error, train_how, train_path, train_steps
+    return train_critical, train_error, train_how, train_path, train_steps, training_open
 
 
 @app.cell
-def _(INSTRUMENTS, locked, mo, train_controls):
-    _wait = INSTRUMENTS.gate("training", locked)
-    mo.stop(_wait is not None, _wait)
+def _(mo, train_controls, training_open):
+    # opens with the instrument's cell above, and stays to back out with when it fails
+    mo.stop(not training_open)
     train_controls
     return
 
@@ -1575,7 +1568,7 @@ def _(PRECISION, TRAIN_REF, collectives, lab, mo, models, quiz, sharding, train_
               f"backward pass takes 4 P T / π = {_s.t_bwd * 1e3:.3g} ms, so with overlap each "
               f"GPU still waits {_s.t_comm * 1e3:.3g} − {_s.t_bwd * 1e3:.3g} = "
               f"**{_s.t_exposed * 1e3:.3g} ms per step**; without overlap, all "
-              f"{_s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would claim "
+              f"{_s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would leave "
               f"{_whole * 1e3:.3g} ms.) The hierarchical algorithm, which tree-like "
               f"algorithms approach at a few nodes, would take {_hier * 1e3:.3g} ms; at what "
               f"nccl-tests reaches per NIC "

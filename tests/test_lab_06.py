@@ -420,7 +420,7 @@ def test_a_serving_step_re_runs_no_cell_that_only_shows_its_widgets(env, app):
         assert label in shown
     # a serving model that fails (core's error, whatever its cause) still shows the widgets,
     # to back out with, and the message in the cell below them
-    outputs, defs = app.run(defs={**PREDICTIONS, "serve_rows": None,
+    outputs, defs = app.run(defs={**PREDICTIONS, "serve_rows": None, "serving_open": True,
                                   "serve_error": "No hardware rate for fp16 on this chip."})
     texts = [getattr(o, "text", "") or "" for o in outputs if o is not None]
     panel = next(i for i, t in enumerate(texts) if "Tensor-parallel degree (GPUs)" in t)
@@ -475,9 +475,9 @@ def test_each_panel_shows_its_widgets_past_its_gate_above_what_it_drives(env, ap
     # a layer or a step that fails (core's error, whatever its cause) still shows the panel,
     # to back out with, and the message in the cell below it
     outputs, defs = app.run(defs={
-        **PREDICTIONS, "shard_mm": None, "shard_now": None,
+        **PREDICTIONS, "shard_mm": None, "shard_now": None, "tp_block_open": True,
         "shard_error": "No layer: the shard error.", "train_steps": None,
-        "train_critical": None, "train_path": None, "train_how": None,
+        "train_critical": None, "train_path": None, "train_how": None, "training_open": True,
         "train_error": "No step: the training error."})
     texts = [getattr(o, "text", "") or "" for o in outputs if o is not None]
     shown = [next(i for i, t in enumerate(texts) if all(lb in t for lb in labels))
