@@ -982,8 +982,11 @@ def _(
     shard_fast_prediction,
     shard_slow_prediction,
     sharding,
+    tp_block_open,
 ):
-    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
+    # below the instrument it compares with, and open with it
+    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None
+            or not tp_block_open)
     shard_actual = {key: sharding.tp_critical_shard(SHARD_REF[key][0], PRECISION,
                                                     SHARD_REF[key][1], SHARD_REF["n"],
                                                     matmuls=SHARD_REF["matmuls"])
@@ -1218,8 +1221,9 @@ def _(
 
 
 @app.cell
-def _(SERVE_OPTIONS, SERVE_REF, lab, mo, quiz, serve_prediction, sharding):
-    mo.stop(serve_prediction is None)
+def _(SERVE_OPTIONS, SERVE_REF, lab, mo, quiz, serve_prediction, serving_open, sharding):
+    # below the instrument it compares with, and open with it
+    mo.stop(serve_prediction is None or not serving_open)
     _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
     serve_actual = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
                                                     SERVE_REF["link"], **_kw)
@@ -1543,8 +1547,20 @@ def _(
 
 
 @app.cell
-def _(PRECISION, TRAIN_REF, collectives, lab, mo, models, quiz, sharding, train_prediction):
-    mo.stop(train_prediction is None)
+def _(
+    PRECISION,
+    TRAIN_REF,
+    collectives,
+    lab,
+    mo,
+    models,
+    quiz,
+    sharding,
+    train_prediction,
+    training_open,
+):
+    # below the instrument it compares with, and open with it
+    mo.stop(train_prediction is None or not training_open)
     _case = dict(grad_bytes=TRAIN_REF["grad_bytes"], nic=TRAIN_REF["nic"],
                  nics_per_node=TRAIN_REF["nics_per_node"], algorithm=TRAIN_REF["algorithm"])
     _s = sharding.dp_step(TRAIN_REF["model"], TRAIN_REF["n"], TRAIN_REF["tokens_per_gpu"],

@@ -510,6 +510,7 @@ def test_locking_prediction_5_first_opens_no_instrument_that_answers_the_others(
     # its all-reduce over 16.06 GB: it waits for Predictions 1, 2 and 3, whatever the order
     outputs, defs = app.run(defs=_only("train_prediction"))
     assert "train_steps" not in defs and "train_critical" not in defs
+    assert "train_actual_ms" not in defs  # its comparison quotes the instrument, opens with it
     text = _plain(outputs)
     assert "Lock Prediction 1, Prediction 2 and Prediction 3 first" in text
     for hidden in ("10,500", "1,924", "62.5 ms"):
@@ -530,6 +531,8 @@ def test_the_third_roof_waits_for_prediction_4_too(env, app):
         outputs, defs = app.run(defs={**three, **_set(**setting)})
         text = _texts(outputs)
         assert "shard_now" not in defs and "serve_rows" not in defs
+        # the comparisons sit below the instruments they quote, and open with them
+        assert "shard_actual" not in defs and "the question's GeLU block" not in text
         assert "Lock Prediction 4 first" in text and "Link ridge" not in text
         assert "2,199" not in text
     outputs, defs = app.run(defs={**_only(*(n for _, n in ORDER[:4]))})
