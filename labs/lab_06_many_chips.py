@@ -361,7 +361,7 @@ def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
         style.Metric("achievable, ring", style.format_seconds(_real.time("all-reduce", 1e9)),
                      f"{_approx}{style.format_value(_lk.one_way_gbs * _eff.fraction)} GB/s "
                      f"({_eff.fraction:.0%}): " + (
-                         "nccl-tests ring bus bandwidth on 8xH100 (NCCL_ALGO=Ring)"
+                         "nccl-tests, NCCL_ALGO=Ring, 8xH100"
                          if _lk.key == "nvlink4" else _eff.source)),
         style.Metric("latency term", style.format_seconds(_lat),
                      f"2(n-1) × α, α = {_lk.latency_us:g} µs per step (stated)"),
