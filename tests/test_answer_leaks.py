@@ -82,10 +82,6 @@ OTHER_CASES: dict[str, re.Pattern] = {
     # P2 is locked) gives each operator group's share of the roofline bound at batch 64 with no
     # launch term ("weight GEMMs 42.1 µs · 5.4%" on the H100 SXM, 4.0-5.8 % on other devices)
     "lab07.memory_share": re.compile(r"one decode step at batch 64 on the\b"),
-    # P1 asks one 1 GB all-reduce on NVLink 4; Prediction 4's comparison (open once P4 is
-    # locked) quotes a Llama-3-70B decode step's matmuls and collectives on H100 PCIe
-    # ("matmuls 4.53 ms per decode step")
-    "lab06.allreduce_ms": re.compile(r"\bper decode step\b"),
 }
 
 #: Leaks the walk finds in labs other helpers are fixing at the same time (issue 34.1); each
