@@ -21,28 +21,62 @@ def _():
     ALLREDUCE_REF = {"op": "all-reduce", "nbytes": 1e9, "n": 8, "link": "nvlink4"}
     # Part 2: a GeLU MLP block (up column-parallel, down row-parallel: two matmuls, one
     # all-reduce per block) over 8 GPUs at large batch; the slow servers are H100 PCIe cards
-    # on PCIe Gen5, the fast ones H100 SXM on NVLink 4 (real products, issue 32.9). Two
-    # matmuls, not SwiGLU's three: any answer scales as 1/matmuls, so 3 against 2 would differ
-    # by exactly the grader's x1.5; one matmul per all-reduce (the common slip) is 2x off.
+    # on PCIe Gen5, the fast ones H100 SXM on NVLink 4 (real products). Two matmuls, not
+    # SwiGLU's three: the graded band (labs.core.physics.misconceptions.lab06) tells them apart.
     SHARD_REF = {"n": 8, "n_out": 8192, "matmuls": sharding.MEGATRON_PAIR,
                  "slow": ("h100-pcie", "pcie5-x16"), "fast": ("h100-sxm", "nvlink4")}
     # the instrument's blocks: matmuls per all-reduce
     SHARD_BLOCKS = {"GeLU MLP: up, down (2 matmuls)": sharding.MEGATRON_PAIR,
                     "SwiGLU MLP: gate, up, down (3 matmuls)": sharding.SWIGLU_MLP,
                     "one row-parallel matmul": 1}
-    # Part 3: Llama-3-70B decode, bf16, one user, full 8k context, H100 PCIe cards on PCIe Gen5.
+    # Part 2, serving: Llama-3-70B decode, bf16, one user, full 8k context, H100 PCIe cards
+    # on PCIe Gen5.
     SERVE_REF = {"model": "llama-3-70b", "device": "h100-pcie", "link": "pcie5-x16",
                  "batch": 1, "seq_len": 8192}
-    # Part 4: data-parallel training on 4 HGX H100 nodes: NVLink 4 inside each node, one
-    # InfiniBand NDR NIC per GPU between nodes (8 rails), bf16 gradients.
-    # Prediction 5 asks how long each GPU waits for the all-reduce per step at 1,024 tokens per
-    # GPU (about half the critical batch): hiding it behind the backward pass only, against the
-    # whole step or not at all, gives answers 2.3x and 2.1x apart (the critical batch itself
-    # would differ by exactly the grader's x1.5: 6PT against 4PT).
-    TRAIN_REF = {"model": "llama-3-8b", "n": 32, "link": "nvlink4", "nic": "ib-ndr",
-                 "nics_per_node": 8, "grad_bytes": 2, "tokens_per_gpu": 1024}
+    # Part 3: data-parallel training on 4 HGX A100 nodes: NVLink 3 inside each node, 4
+    # InfiniBand HDR NICs per node (one per two GPUs, as in NVIDIA/nccl-tests issue 119's
+    # measured cluster), bf16 gradients, NCCL's Ring.
+    # Prediction 5 asks how long the gradient all-reduce takes (a time, not a difference of
+    # two bounds, which would double any error in either); the wait it leaves after the
+    # backward pass is shown once it is locked.
+    TRAIN_REF = {"model": "llama-3-8b", "device": "a100-sxm-80gb", "n": 32, "link": "nvlink3",
+                 "nic": "ib-hdr", "nics_per_node": 4, "grad_bytes": 2, "tokens_per_gpu": 1024,
+                 "algorithm": "ring"}
+    # What each prediction's answer follows from, and what each instrument shows: an
+    # instrument opens once every prediction whose quantities it shows is locked (LABS_SPEC §3)
+    INSTRUMENTS = quiz.Instruments(
+        answers={
+            "lab06.allreduce_ms": ["time:allreduce", "bandwidth:link"],
+            "lab06.tp_shard_pcie": ["count:critical", "intensity:link", "regime:tp"],
+            "lab06.tp_shard_nvlink": ["count:critical", "intensity:link", "regime:tp"],
+            "lab06.tp_comm_degree": ["choice:tp-degree", "regime:tp", "time:tp-decode"],
+            "lab06.dp_allreduce_ms": ["time:allreduce-nodes", "bandwidth:nodes"],
+        },
+        instruments={
+            # the chip's and the link's figures as their datasheets quote them
+            "datasheet": ["throughput:peak", "bandwidth:datasheet", "bytes:memory"],
+            # one ring on one link (2 to 8 chips): its time, one-way bandwidth, crossover
+            "allreduce": ["time:allreduce", "bandwidth:link", "bytes:crossover",
+                          "share:efficiency"],
+            # this machine's collectives, drawn next to the ring model on NVLink and PCIe
+            "measure": ["time:allreduce", "time:measured", "bandwidth:measured",
+                        "bytes:crossover", "share:residual"],
+            # a sharded block under three roofs, at any slice, batch, chip and link
+            "tp_block": ["time:allreduce", "bandwidth:link", "intensity:link",
+                         "intensity:hbm", "count:critical", "regime:tp", "time:tp-block",
+                         "bytes:tp-block", "throughput:attained"],
+            # a decode step of a model sharded n ways
+            "serving": ["time:allreduce", "time:tp-decode", "regime:tp", "choice:tp-degree",
+                        "bytes:memory"],
+            # a data-parallel step: the gradient all-reduce on any cluster, the critical batch
+            # (the same formula as the critical slice), the wait and what overlap buys
+            "training": ["time:allreduce", "time:allreduce-nodes", "bandwidth:nodes",
+                         "count:critical", "time:step", "regime:dp", "ratio:overlap",
+                         "share:compute", "bytes:gradients"],
+        })
     return (
         ALLREDUCE_REF,
+        INSTRUMENTS,
         LAB_ID,
         OPENING,
         PRECISION,
@@ -79,8 +113,8 @@ def _(style):
             "per-chip slice below which it is communication-bound.",
             "Shard Llama-3-70B for serving: back out of running out of memory with too few "
             "GPUs, and of a slow link that makes more GPUs slower.",
-            "Find the per-chip batch below which data-parallel training waits for its "
-            "gradient all-reduce, and what overlapping them can buy.",
+            "Time a gradient all-reduce across nodes, then find the per-chip batch below "
+            "which data-parallel training waits for it, and what overlapping them can buy.",
         ],
         minutes=45,
         reading=[
@@ -131,7 +165,7 @@ def _(OPENING, collectives, hardware, mo, style):
                                     label="Link between chips", searchable=True)
     # Shown here and again next to each instrument (marimo keeps the copies in sync). Laid
     # out where the pickers are made, so a Chip or Link step does not re-run the cells that
-    # only show them (issue 15).
+    # only show them.
     context_controls = mo.hstack([device_picker, link_picker], justify="start", wrap=True)
     context_controls
     return context_controls, device_picker, link_picker
@@ -139,18 +173,33 @@ def _(OPENING, collectives, hardware, mo, style):
 
 @app.cell
 def _(
-    PRECISION,
     allreduce_prediction,
+    quiz,
+    serve_prediction,
+    shard_fast_prediction,
+    shard_slow_prediction,
+    train_prediction,
+):
+    # the predictions locked so far (the instructor copy's references count): what opens
+    locked = quiz.locked_items(allreduce_prediction, shard_slow_prediction,
+                               shard_fast_prediction, serve_prediction, train_prediction)
+    return (locked,)
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    PRECISION,
     collectives,
     device_picker,
     hardware,
     link_picker,
+    locked,
     mo,
-    shard_fast_prediction,
-    shard_slow_prediction,
-    sharding,
     style,
 ):
+    _wait = INSTRUMENTS.gate("datasheet", locked)
+    mo.stop(_wait is not None, _wait)
     _d = hardware.get(device_picker.value)
     _lk = collectives.get_link(link_picker.value)
     _own = collectives.device_link(_d)
@@ -161,26 +210,7 @@ def _(
         style.Metric("HBM bandwidth", f"{style.format_value(_d.bandwidth_gbs)} GB/s",
                      f"{_d.memory_text} {_d.memory_type}"),
         style.Metric("Link, as quoted", _lk.quoted,
-                     f"{_lk.name.split(' (')[0]}: {_lk.source}")]
-    if allreduce_prediction is not None:  # how a quoted figure becomes B is Part 1's question
-        _eff = collectives.link_efficiency(_lk)
-        _cards += [
-            style.Metric("Link, one way", ("~" if _lk.approximate else "")
-                         + f"{style.format_value(_lk.one_way_gbs)} GB/s", _lk.derivation),
-            style.Metric("Link, achievable (ring)",
-                         ("~" if _lk.approximate else "")
-                         + f"{style.format_value(_lk.one_way_gbs * _eff.fraction)}"
-                         f" GB/s ({_eff.fraction:.0%})",
-                         "nccl-tests ring bus bandwidth on 8xH100 (NCCL_ALGO=Ring)"
-                         if _eff.measured else
-                         "an upper bound: the one-way figure is unverified" if _lk.approximate
-                         else "assumed as measured on NVLink 4: no published figure")]
-    # the ridge π / B gives Predictions 2 and 3 by one multiplication: after both are locked
-    if (shard_slow_prediction is not None and shard_fast_prediction is not None
-            and _problem is None):
-        _cards.append(style.Metric(f"Link ridge ({PRECISION}, dense)",
-                                   f"{style.format_value(sharding.link_ridge(_d, PRECISION, _lk))}"
-                                   " FLOP/B", "π / B: FLOPs per byte sent"))
+                     f"{_lk.short_name}: {_lk.source}")]
     _native = (f"The {_d.name}'s own chip-to-chip link: **{_own.name}**." if _own else
                f"No chip-to-chip link is sourced for the {_d.name}: pick a network link.")
     mo.vstack([style.metric_cards(_cards), mo.md(_native)]
@@ -204,7 +234,7 @@ def _(ALLREDUCE_REF, collectives, style):
         "Mei Tan", "training-infrastructure engineer",
         f"Every training step we all-reduce {ALLREDUCE_REF['nbytes'] / 1e9:g} GB of bf16 "
         f"gradients across the {ALLREDUCE_REF['n']} GPUs of one node. They are joined by "
-        f"{_lk.name.split(' (')[0]}, and the datasheet says {_lk.quoted}. How long does that "
+        f"{_lk.short_name}, and the datasheet says {_lk.quoted}. How long does that "
         "all-reduce take? I need the number to size our overlap buckets.")
     return
 
@@ -242,7 +272,7 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
                     f"{_bw * 1e3:.3g} ms; latency: {2 * (_n - 1)} steps × α "
                     f"({_lk.latency_us:g} µs, stated) = {_lat * 1e6:.3g} µs. Total "
                     f"{(_lat + _bw) * 1e3:.3g} ms at the datasheet's bandwidth, not 1 GB / "
-                    f"900 GB/s. A ring in NCCL reaches about "
+                    f"{2 * _lk.one_way_gbs:g} GB/s. A ring in NCCL reaches about "
                     f"{collectives.link_efficiency(_lk).fraction:.0%} of it, about "
                     f"{collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3:.2g} ms; "
                     f"NCCL's default on an NVSwitch node, NVLink SHARP, reduces in the switch "
@@ -254,26 +284,28 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
 
 @app.cell
 def _(mo):
-    # up to 2 nodes: the 8-node case of Prediction 5 stays out of this instrument's range
-    workers_slider = mo.ui.slider(steps=[2, 4, 8, 16], value=8, show_value=True,
+    # one ring of 2 to 8 chips: a link's own domain (what happens across nodes is Part 3's)
+    workers_slider = mo.ui.slider(steps=[2, 4, 8], value=8, show_value=True,
                                   label="Participants n")
     # Laid out here: the panel below names no widget of its own, so an n step does not re-run
-    # it (issue 15).
+    # it.
     workers_controls = mo.hstack([workers_slider], justify="start")
     return workers_controls, workers_slider
 
 
 @app.cell
-def _(allreduce_prediction, link_picker, mo, quiz, workers_controls):
-    mo.stop(allreduce_prediction is None,
-            quiz.gate_notice("Lock prediction 1 to reveal the collective's cost model."))
+def _(INSTRUMENTS, link_picker, locked, mo, workers_controls):
+    _wait = INSTRUMENTS.gate("allreduce", locked)
+    mo.stop(_wait is not None, _wait)
+    allreduce_open = True  # the cells below open with this one (one notice while closed)
     mo.hstack([link_picker, workers_controls], justify="start", wrap=True)
-    return
+    return (allreduce_open,)
 
 
 @app.cell
 def _(
     ALLREDUCE_REF,
+    allreduce_open,
     allreduce_prediction,
     collectives,
     figures,
@@ -283,11 +315,11 @@ def _(
     style,
     workers_slider,
 ):
-    mo.stop(allreduce_prediction is None)
+    mo.stop(not allreduce_open)
     _n = int(workers_slider.value)
     # the prediction, at the question's size (it was asked for n = 8 on NVLink 4)
     _mark = (f"your prediction (n = {ALLREDUCE_REF['n']}, "
-             f"{collectives.get_link(ALLREDUCE_REF['link']).name.split(' (')[0]})",
+             f"{collectives.get_link(ALLREDUCE_REF['link']).short_name})",
              ALLREDUCE_REF["nbytes"], allreduce_prediction.value / 1e3, "danger")
     _sizes = np.geomspace(1e3, 1e10, 57)
     _keys = list(dict.fromkeys([link_picker.value, "nvlink4", "pcie5-x16", "ib-ndr"]))
@@ -296,7 +328,7 @@ def _(
                    [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], None, None)
                   for k in _keys]
         _mine = collectives.collective_path(link_picker.value, _n, achievable=True)
-        _lines.insert(1, (f"{_mine.name.split(' (')[0]} at {_mine.efficiency:.0%}: achievable "
+        _lines.insert(1, (f"{_mine.link.short_name} at {_mine.efficiency:.0%}: achievable "
                           "ring, nccl-tests",
                           _sizes, [_mine.time("all-reduce", s) for s in _sizes], "muted",
                           "longdash"))
@@ -309,39 +341,32 @@ def _(
 
 
 @app.cell
-def _(
-    allreduce_prediction,
-    collectives,
-    link_picker,
-    mo,
-    style,
-    workers_slider,
-):
-    mo.stop(allreduce_prediction is None)
+def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
+    mo.stop(not allreduce_open)
     _n = int(workers_slider.value)
     try:
         _p = collectives.collective_path(link_picker.value, _n)
     except ValueError as _exc:
         mo.stop(True, style.error_callout(_exc))
+    _lk = _p.link
     _lat, _bw = _p.latency("all-reduce"), _p.seconds_per_byte("all-reduce") * 1e9
     _real = collectives.collective_path(link_picker.value, _n, achievable=True)
-    if _p.hierarchical:
-        _how_lat = (f"2({_p.g}-1) α in a node ({_p.link.latency_us:g} µs) + 2({_p.nodes}-1) α "
-                    f"between nodes ({_p.nic.latency_us:g} µs), stated")
-        _how_bw = (f"slower level of: 2 × {_p.g - 1}/{_p.g} × 1 GB / {_p.node_gbs:g} GB/s in a "
-                   f"node, 2 × {_p.nodes - 1}/{_p.nodes} × 1 GB / {_p.g} per GPU over "
-                   f"{_p.rail_gbs:g} GB/s of NIC each")
-    else:
-        _how_lat = f"2(n-1) × α, α = {_p.link.latency_us:g} µs per step (stated)"
-        _how_bw = f"{2 * (_n - 1) / _n:.3g} × 1 GB / {_p.node_gbs:g} GB/s"
+    _eff = collectives.link_efficiency(_lk)
+    _approx = "~" if _lk.approximate else ""
     style.metric_cards([
+        style.Metric("Link, one way", f"{_approx}{style.format_value(_lk.one_way_gbs)} GB/s",
+                     _lk.derivation),
         style.Metric(f"1 GB on {_p.name}", style.format_seconds(_lat + _bw),
                      f"n = {_n}, at the datasheet's bandwidth"),
         style.Metric("achievable, ring", style.format_seconds(_real.time("all-reduce", 1e9)),
-                     f"links at {_real.efficiency:.0%} of spec, as nccl-tests measures a ring "
-                     "on NVLink 4"),
-        style.Metric("latency term", style.format_seconds(_lat), _how_lat),
-        style.Metric("bandwidth term", style.format_seconds(_bw), _how_bw),
+                     f"{_approx}{style.format_value(_lk.one_way_gbs * _eff.fraction)} GB/s "
+                     f"({_eff.fraction:.0%}): " + (
+                         "nccl-tests, NCCL_ALGO=Ring, 8xH100"
+                         if _lk.key == "nvlink4" else _eff.source)),
+        style.Metric("latency term", style.format_seconds(_lat),
+                     f"2(n-1) × α, α = {_lk.latency_us:g} µs per step (stated)"),
+        style.Metric("bandwidth term", style.format_seconds(_bw),
+                     f"{2 * (_n - 1) / _n:.3g} × 1 GB / {_p.node_gbs:g} GB/s"),
         style.Metric("latency dominates below",
                      style.format_bytes(_lat / _p.seconds_per_byte("all-reduce")),
                      "where the two terms are equal"),
@@ -357,7 +382,8 @@ def _(ALLREDUCE_REF, allreduce_prediction, collectives, lab, mo, quiz):
     _real_ms = collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3
     mo.vstack([
         quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
-                     lab=lab),
+                     lab=lab, actual_label=f"the question's ring: n = {_n} on "
+                                           f"{_lk.short_name}, at the datasheet's bandwidth"),
         mo.md(f"The model: 2 × {_n - 1}/{_n} × {ALLREDUCE_REF['nbytes'] / 1e9:g} GB / "
               f"{_lk.one_way_gbs:g} GB/s one way, plus {2 * (_n - 1)} steps of α = "
               f"{_lk.latency_us:g} µs. In practice a ring in NCCL reaches about "
@@ -411,13 +437,8 @@ def _(allreduce_prediction, mo, style):
     ring: the switch sums the data, each GPU sends it about once, and nccl-tests reports about
     480 GB/s "bus bandwidth", above the link's one-way figure.
 
-    **Beyond one node** ($n = g M$: $M$ nodes of $g$ GPUs, $r$ NICs of bandwidth $B_{\text{NIC}}$
-    per node) NCCL does not run one ring at the speed of its slowest hop: each GPU
-    reduce-scatters inside its node, all-reduces its $S/g$ share across nodes over its own
-    NIC (one ring per rail), and all-gathers inside the node. The levels are pipelined:
-
-    $$t_{\text{AR}} \approx \text{latencies} + \max\!\left(\frac{2(g-1)}{g}\frac{S}{B},\
-    \frac{2(M-1)}{M}\,\frac{S/g}{r B_{\text{NIC}}/g}\right).$$
+    Across nodes, where a second kind of link joins the nodes, the algorithm matters again:
+    Part 3.
     """)
     return
 
@@ -446,7 +467,7 @@ def _(live, mo):
         {"auto: NCCL with 2+ GPUs, else gloo": "auto", "gloo (CPU processes)": "gloo",
          "nccl (one process per GPU)": "nccl"},
         value="auto: NCCL with 2+ GPUs, else gloo", label="Backend")
-    # read at the press, so a settings step re-runs no cell (issue 15)
+    # read at the press, so a settings step re-runs no cell
     comm_settings = live.read_at_press(workers=comm_workers, budget=comm_budget,
                                        backend=comm_backend_choice)
     mo.hstack([comm_workers, comm_budget, comm_backend_choice], justify="start", wrap=True)
@@ -461,9 +482,9 @@ def _(live):
 
 
 @app.cell
-def _(allreduce_prediction, comm_button, comm_settings, lab, live, mo, quiz):
-    mo.stop(allreduce_prediction is None,
-            quiz.gate_notice("Lock prediction 1 first: then measure your own machine."))
+def _(INSTRUMENTS, comm_button, comm_settings, lab, live, locked, mo):
+    _wait = INSTRUMENTS.gate("measure", locked)
+    mo.stop(_wait is not None, _wait)
     mo.stop(not comm_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     from labs.core import comm_bench as _bench  # once pressed: a closed gate need not load it
 
@@ -500,7 +521,7 @@ def _(collectives, comm_run, figures, mo, np, style):
     _fits = [(f"{f.op} fit: α {style.format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
               _sizes, [f.predict(s) for s in _sizes], None, "dash")
              for f in comm_run.fits.values()]
-    _links = [(f"{collectives.get_link(k).name.split(' (')[0]}, all-reduce model", _sizes,
+    _links = [(f"{collectives.get_link(k).short_name}, all-reduce model", _sizes,
                [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], "muted", "dot")
               for k in ("nvlink4", "pcie5-x16")]
     comm_figure = figures.alpha_beta_figure(
@@ -546,7 +567,11 @@ def _(comm_run, lab, mo, quiz):
 @app.cell
 def _(mo):
     mo.md(r"""
-    ## Part 2 · A third roof: the link
+    ## Part 2 · Tensor parallelism: two questions first
+
+    Two engineers shard a model's matmuls across GPUs. Their questions come first, together:
+    the instruments that follow (a sharded block under three roofs, and a decode step sharded
+    n ways) answer both, so they open once both are locked.
     """)
     return
 
@@ -591,9 +616,10 @@ def _(
     set_shard_fast,
     set_shard_slow,
 ):
-    _ask = (": one GeLU MLP block (2 matmuls, one all-reduce), at large batch, compute at "
-            "the dense peak, links at their datasheet bandwidth. Below what per-GPU slice "
-            "**F/n** (elements of the hidden dimension) is the block communication-bound?")
+    _ask = (": one GeLU MLP block (2 matmuls, one all-reduce), at large batch. By the "
+            "roofline (compute at the dense peak, links at their datasheet bandwidth), below "
+            "what per-GPU slice **F/n** (elements of the hidden dimension) is the block "
+            "communication-bound?")
     shard_slow_form = quiz.numeric_form(
         lab, "lab06.tp_shard_pcie",
         question=f"**Prediction 2.** {SHARD_REF['n']} "
@@ -639,10 +665,10 @@ def _(
                         f"output), so its link intensity is {_m} (F/n) / ((n-1)/n × b): T and N "
                         f"cancel. It meets the link ridge π / B = {_ridge:,.0f} FLOP/B "
                         f"({PRECISION}, dense, {hardware.get(_dev).name}; "
-                        f"{_lk.name.split(' (')[0]} {_lk.one_way_gbs:g} GB/s one way) at "
+                        f"{_lk.short_name} {_lk.one_way_gbs:g} GB/s one way) at "
                         f"F/n = {_n - 1}/{_n} × 2 B × {_ridge:,.0f} / {_m} = {_k:,.0f}. One "
                         f"matmul per all-reduce would need {_m}× that slice; a SwiGLU MLP (3 "
-                        f"matmuls) needs 2/3 of it.")
+                        f"matmuls) needs 2/3 of it; the headline (both directions) as B, half.")
 
     shard_slow_prediction = get_shard_slow() or _reference("lab06.tp_shard_pcie", "slow")
     shard_fast_prediction = get_shard_fast() or _reference("lab06.tp_shard_nvlink", "fast")
@@ -652,11 +678,129 @@ def _(
 
 
 @app.cell
+def _(SERVE_REF, collectives, hardware, models, style):
+    _m, _d = models.get(SERVE_REF["model"]), hardware.get(SERVE_REF["device"])
+    style.scenario_card(
+        "Dana Okafor", "ML-infrastructure lead",
+        f"{_m.name} in bf16 is {_m.weight_bytes('bf16') / 1e9:.0f} GB of weights: it does not "
+        f"fit on one {_d.name}, which holds {_d.memory_text}, so we shard it with tensor "
+        "parallelism. "
+        f"Our inference boxes are {_d.name} cards joined by "
+        f"{collectives.get_link(SERVE_REF['link']).name}. Every layer now ends in two "
+        "all-reduces. I want one user at the full "
+        f"{SERVE_REF['seq_len']:,}-token context to get as many tokens/s as possible: do we "
+        "just keep adding GPUs?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_serve, set_serve = quiz.lock_state(lab, "lab06.tp_comm_degree")
+    return get_serve, set_serve
+
+
+@app.cell
+def _():
+    SERVE_OPTIONS = {
+        "2-way": 2,
+        "4-way": 4,
+        "8-way": 8,
+        "16-way": 16,
+        "none of these: the collectives never take longer than the matmuls": 0,
+    }
+    return (SERVE_OPTIONS,)
+
+
+@app.cell
+def _(
+    SERVE_OPTIONS,
+    SERVE_REF,
+    collectives,
+    get_serve,
+    hardware,
+    lab,
+    models,
+    quiz,
+    set_serve,
+):
+    _lk = collectives.get_link(SERVE_REF["link"])
+    _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
+    serve_form = quiz.choice_form(
+        lab, "lab06.tp_comm_degree",
+        question=f"**Prediction 4.** {models.get(SERVE_REF['model']).name}, bf16, one "
+                 f"sequence at {SERVE_REF['seq_len']:,} tokens, on "
+                 f"**{hardware.get(SERVE_REF['device']).name}** GPUs joined by "
+                 f"**{_lk.name}**, {_lk.domain} cards per box; beyond {_lk.domain} GPUs the "
+                 f"cards span two boxes, joined by **one {_nic.short_name} NIC per "
+                 "GPU**. The collectives run NCCL's Ring (one ring through every GPU); each "
+                 f"ring step costs **α = {_lk.latency_us:g} µs** on PCIe and "
+                 f"**{_nic.latency_us:g} µs** when it crosses between boxes (stated), links "
+                 "at their datasheet bandwidth. Sharding it more and more ways, at which "
+                 "tensor-parallel degree (the first that fits in memory or later) does a "
+                 "decode step first spend **more time in its collectives than in its "
+                 "matmuls**?",
+        options=SERVE_OPTIONS, locked=get_serve(), on_lock=set_serve)
+    quiz.prediction_panel(serve_form, get_serve())
+    return
+
+
+@app.cell
+def _(SERVE_OPTIONS, SERVE_REF, collectives, get_serve, lab, reveal, sharding):
+    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
+    _rows = sharding.tp_scaling(SERVE_REF["model"], SERVE_REF["device"], SERVE_REF["link"],
+                                **_kw)
+    _ref = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
+                                            SERVE_REF["link"], **_kw)
+    _steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
+                       f"{max(r.t_compute, r.t_hbm) * 1e3:.2f} ms" for r in _rows if r.fits)
+    _lk = collectives.get_link(SERVE_REF["link"])
+    _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
+    _fit = [r.n for r in _rows if r.fits and r.n > 1]
+    _before = max((n for n in _fit if n < _ref), default=None) if _ref else None
+    _top = max(_fit) if _fit else 2
+    _boxes = max(1, _top // _lk.domain)
+
+    def _alpha(n):
+        _a = sharding.alpha_where_collectives_equal_matmuls(
+            SERVE_REF["model"], SERVE_REF["device"], _lk, n, **_kw)
+        return None if _a is None else _a * 1e6
+
+    _lo, _hi = (_alpha(_ref), _alpha(_before)) if _ref and _before else (None, None)
+    _depends = (f" The answer rests on the stated α: it is {_ref}-way for α between "
+                f"{_lo:.2g} and {_hi:.2g} µs per PCIe step; above about {_hi:.2g} µs it "
+                f"would be {_before}-way." if _lo is not None and _hi is not None else "")
+    serve_prediction = get_serve() or reveal.reference(
+        lab, "lab06.tp_comm_degree", _ref,
+        label=next(k for k, v in SERVE_OPTIONS.items() if v == _ref),
+        explanation=f"The matmuls read the weights (and KV cache) split n ways, so their time "
+                    f"falls as 1/n; each of the {_rows[-1].collectives} collectives per step "
+                    f"pays latency steps that grow with n: 2(n-1) × {_lk.latency_us:g} µs in "
+                    f"one box; across M boxes NCCL's Ring still takes 2(n-1) steps, the "
+                    f"2(M-1) that cross between boxes at {_nic.latency_us:g} µs "
+                    f"({2 * (_top - 1)} steps at {_top}-way, {2 * (_boxes - 1)} of them "
+                    f"between boxes). Per step: {_steps}.{_depends}")
+    reveal.card(serve_prediction)
+    return (serve_prediction,)
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ### The third roof: the link
+
+    A sharded block has three resources: the chip's compute, its HBM, and the link its
+    all-reduce crosses. Move the slice F/n, the batch and the link, and watch which roof binds.
+    """)
+    return
+
+
+@app.cell
 def _(SHARD_BLOCKS, SHARD_REF, mo):
     _pow2 = [2 ** i for i in range(7, 18)]  # 128 ... 131072
     shard_k_slider = mo.ui.slider(steps=_pow2, value=1024, show_value=True,
                                   label="F/n: per-GPU slice of the hidden dimension")
-    shard_n_slider = mo.ui.slider(steps=[2, 4, 8, 16], value=8, show_value=True,
+    # tensor parallelism inside one node: the link's own ring
+    shard_n_slider = mo.ui.slider(steps=[2, 4, 8], value=8, show_value=True,
                                   label="GPUs n")
     shard_tokens_slider = mo.ui.slider(steps=[2 ** i for i in range(0, 17)], value=4096,
                                        show_value=True, label="Batch T (tokens)")
@@ -664,7 +808,7 @@ def _(SHARD_BLOCKS, SHARD_REF, mo):
     shard_block = mo.ui.dropdown(SHARD_BLOCKS, value=next(
         k for k, v in SHARD_BLOCKS.items() if v == SHARD_REF["matmuls"]), label="Block")
     # Laid out here, where the sliders are made: the panel that shows this names none, so a
-    # step re-runs only the cells that read a value (issue 15).
+    # step re-runs only the cells that read a value.
     shard_controls = mo.hstack([shard_block, shard_k_slider, shard_n_slider,
                                 shard_tokens_slider], wrap=True)
     return (shard_block, shard_controls, shard_k_slider, shard_n_slider,
@@ -672,69 +816,25 @@ def _(SHARD_BLOCKS, SHARD_REF, mo):
 
 
 @app.cell
-def _(PRECISION, SERVE_REF, SHARD_BLOCKS, SHARD_REF, collectives, models, sharding):
-    # Prediction 4 by analogy: one MLP block of its model split n ways on its chip turns
-    # link-bound first at the graded degree when the batch is small. The largest batch where
-    # any block does so, on any link the chip takes (computed, never shown).
-    _m, _dev = models.get(SERVE_REF["model"]), SERVE_REF["device"]
-    _answer = sharding.first_comm_bound_degree(_m.key, _dev, SERVE_REF["link"],
-                                               batch=SERVE_REF["batch"],
-                                               seq_len=SERVE_REF["seq_len"])
-
-    def _first_link_bound(tokens, link, matmuls):
-        for _n in (2, 4, 8, 16):
-            # the F/n slider's step nearest d_ff / n (plain Python: a closed gate loads no numpy)
-            _k = min((2 ** i for i in range(7, 18)),
-                     key=lambda v: max(v, _m.d_ff / _n) / min(v, _m.d_ff / _n))
-            _mm = sharding.sharded_matmul(tokens, _k * _n, SHARD_REF["n_out"], _n, PRECISION,
-                                          matmuls=matmuls)
-            if sharding.shard_times(_mm, _dev, link).binding == "link":
-                return _n
-        return 0
-
-    _links = [k for k in collectives.link_options().values()
-              if collectives.pair_problem(_dev, k) is None]
-    serve_analogue_tokens = max((2 ** i for i in range(17) for _lk in _links
-                                 for _b in SHARD_BLOCKS.values()
-                                 if _first_link_bound(2 ** i, _lk, _b) == _answer), default=0)
-    return (serve_analogue_tokens,)
-
-
-@app.cell
-def _(SERVE_REF, device_picker, serve_analogue_tokens, serve_prediction):
-    # On Prediction 4's chip Part 2 shows only batches past that analogy until P4 is locked
-    shard_min_tokens = (serve_analogue_tokens + 1 if serve_prediction is None
-                        and device_picker.value == SERVE_REF["device"] else 1)
-    return (shard_min_tokens,)
-
-
-@app.cell
 def _(
+    INSTRUMENTS,
     PRECISION,
-    SERVE_REF,
     SHARD_REF,
     collectives,
     device_picker,
-    hardware,
     link_picker,
+    locked,
     mo,
-    quiz,
     shard_block,
-    shard_fast_prediction,
     shard_k_slider,
-    shard_min_tokens,
     shard_n_slider,
-    shard_slow_prediction,
     shard_tokens_slider,
     sharding,
     style,
 ):
-    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None,
-            quiz.gate_notice("Lock predictions 2 and 3 to reveal the three roofs."))
-    mo.stop(int(shard_tokens_slider.value) < shard_min_tokens, quiz.gate_notice(
-        f"Decode-sized batches on {hardware.get(SERVE_REF['device']).name} cards are "
-        "Prediction 4's case: lock Prediction 4 to see them here, or move the batch up or "
-        "pick another chip."))
+    _wait = INSTRUMENTS.gate("tp_block", locked)
+    mo.stop(_wait is not None, _wait)
+    tp_block_open = True  # the panel below opens with this cell (one notice while closed)
     _n = int(shard_n_slider.value)
     try:
         shard_mm = sharding.sharded_matmul(int(shard_tokens_slider.value),
@@ -747,18 +847,13 @@ def _(
         _why = collectives.pair_problem(device_picker.value, link_picker.value)
         shard_error = (f"{_why} Then pick a chip and a link that go together above." if _why
                        else style.error_message(_exc))
-    return shard_error, shard_mm, shard_now
+    return shard_error, shard_mm, shard_now, tp_block_open
 
 
 @app.cell
-def _(
-    context_controls,
-    mo,
-    shard_controls,
-    shard_fast_prediction,
-    shard_slow_prediction,
-):
-    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
+def _(context_controls, mo, shard_controls, tp_block_open):
+    # opens with the instrument's cell above, and stays to back out with when it fails
+    mo.stop(not tp_block_open)
     mo.vstack([context_controls, shard_controls])
     return
 
@@ -779,12 +874,12 @@ def _(
     mo.stop(shard_error is not None, style.error_callout(shard_error))
     _lk = collectives.ring_link(link_picker.value, shard_mm.n)
     # other links drawn for comparison: those this chip can really be joined by
-    _others = [(collectives.get_link(k).name.split(" (")[0], collectives.get_link(k).one_way_gbs)
+    _others = [(collectives.get_link(k).short_name, collectives.get_link(k).one_way_gbs)
                for k in ("nvlink4", "pcie5-x16", "pcie4-x16", "ib-ndr")
                if k != _lk.key and collectives.pair_problem(device_picker.value, k) is None]
     three_roofs = figures.three_roof_figure(
         device_picker.value, PRECISION,
-        [(_lk.name.split(" (")[0], _lk.one_way_gbs)] + _others[:2],
+        [(_lk.short_name, _lk.one_way_gbs)] + _others[:2],
         ai_hbm=shard_mm.ai_hbm, ai_link=shard_mm.ai_link,
         attained_tflops=shard_mm.flops / shard_now.lower / 1e12,
         title=f"One block of {shard_mm.matmuls} matmul{'s' if shard_mm.matmuls > 1 else ''} "
@@ -802,7 +897,6 @@ def _(
     link_picker,
     mo,
     shard_error,
-    shard_min_tokens,
     shard_mm,
     shard_now,
     sharding,
@@ -814,14 +908,12 @@ def _(
     _range = sharding.comm_bound_tokens(shard_mm.k, SHARD_REF["n_out"], shard_mm.n,
                                         device_picker.value, link_picker.value, PRECISION,
                                         matmuls=shard_mm.matmuls)
-    if _range is not None and shard_min_tokens > 1:  # smaller batches wait for Prediction 4
-        _range = (None if _range[1] < shard_min_tokens
-                  else (max(_range[0], shard_min_tokens), _range[1]))
     _where = ("no batch" if _range is None else
               "every batch" if _range[0] <= 1 and _range[1] == float("inf") else
               f"batches from {_range[0]:,.0f} tokens up" if _range[1] == float("inf") else
               f"batches up to {_range[1]:,.0f} tokens" if _range[0] <= 1 else
               f"batches of {_range[0]:,.0f} to {_range[1]:,.0f} tokens")
+    _ridge = sharding.link_ridge(device_picker.value, PRECISION, link_picker.value, shard_mm.n)
     mo.vstack([
         mo.hstack([mo.md("**This block is**"), style.regime_badge(shard_now.regime),
                    mo.md(f"(the {shard_now.binding} roof binds)")], justify="start"),
@@ -837,6 +929,8 @@ def _(
                          "latency", "communication-bound" if shard_now.binding == "link" else None),
             style.Metric("link intensity", f"{style.format_value(shard_mm.ai_link)} FLOP/B",
                          f"HBM intensity {style.format_value(shard_mm.ai_hbm)} FLOP/B"),
+            style.Metric(f"Link ridge ({PRECISION}, dense)", f"{style.format_value(_ridge)} FLOP/B",
+                         "π / B: FLOPs per byte sent"),
             style.Metric("critical F/n on this link", f"{style.format_value(_crit)}",
                          f"n = {shard_mm.n}; the link binds for {_where}"),
         ])])
@@ -853,14 +947,12 @@ def _(
     mo,
     np,
     shard_error,
-    shard_min_tokens,
     shard_mm,
     sharding,
     style,
 ):
     mo.stop(shard_error is not None)
-    # from the smallest batch shown before Prediction 4 is locked (1 once it is)
-    _ts = np.unique(np.geomspace(shard_min_tokens, 1 << 20, 41).round().astype(int))
+    _ts = np.unique(np.geomspace(1, 1 << 20, 41).round().astype(int))
     _times = [sharding.shard_times(sharding.sharded_matmul(int(t), shard_mm.k, SHARD_REF["n_out"],
                                                            shard_mm.n, PRECISION,
                                                            matmuls=shard_mm.matmuls),
@@ -890,17 +982,21 @@ def _(
     shard_fast_prediction,
     shard_slow_prediction,
     sharding,
+    tp_block_open,
 ):
-    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
+    # below the instrument it compares with, and open with it
+    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None
+            or not tp_block_open)
     shard_actual = {key: sharding.tp_critical_shard(SHARD_REF[key][0], PRECISION,
                                                     SHARD_REF[key][1], SHARD_REF["n"],
                                                     matmuls=SHARD_REF["matmuls"])
                     for key in ("slow", "fast")}
     mo.vstack([mo.vstack([
         mo.md(f"**{hardware.get(SHARD_REF[_key][0]).name} on "
-              f"{collectives.get_link(SHARD_REF[_key][1]).name.split(' (')[0]}** "
+              f"{collectives.get_link(SHARD_REF[_key][1]).short_name}** "
               f"(n = {SHARD_REF['n']}):"),
-        quiz.compare(_p, round(shard_actual[_key]), units="elements", lab=lab)])
+        quiz.compare(_p, round(shard_actual[_key]), units="elements", lab=lab,
+                     actual_label="the question's GeLU block, by the roofline")])
         for _p, _key in ((shard_slow_prediction, "slow"), (shard_fast_prediction, "fast"))])
     return (shard_actual,)
 
@@ -961,117 +1057,14 @@ def _(mo, shard_fast_prediction, shard_slow_prediction, style):
 @app.cell
 def _(mo):
     mo.md(r"""
-    ## Part 3 · Sharding Llama-3-70B for serving
+    ### Sharding Llama-3-70B for serving
     """)
     return
 
 
 @app.cell
-def _(SERVE_REF, collectives, hardware, models, style):
-    _m, _d = models.get(SERVE_REF["model"]), hardware.get(SERVE_REF["device"])
-    style.scenario_card(
-        "Dana Okafor", "ML-infrastructure lead",
-        f"{_m.name} in bf16 is {_m.weight_bytes('bf16') / 1e9:.0f} GB of weights: it does not "
-        f"fit on one {_d.name}, which holds {_d.memory_text}, so we shard it with tensor "
-        "parallelism. "
-        f"Our inference boxes are {_d.name} cards joined by "
-        f"{collectives.get_link(SERVE_REF['link']).name}. Every layer now ends in two "
-        "all-reduces. I want one user at the full "
-        f"{SERVE_REF['seq_len']:,}-token context to get as many tokens/s as possible: do we "
-        "just keep adding GPUs?")
-    return
-
-
-@app.cell
-def _(lab, quiz):
-    get_serve, set_serve = quiz.lock_state(lab, "lab06.tp_comm_degree")
-    return get_serve, set_serve
-
-
-@app.cell
-def _():
-    SERVE_OPTIONS = {
-        "2-way": 2,
-        "4-way": 4,
-        "8-way": 8,
-        "16-way": 16,
-        "none of these: the collectives never take longer than the matmuls": 0,
-    }
-    return (SERVE_OPTIONS,)
-
-
-@app.cell
-def _(
-    SERVE_OPTIONS,
-    SERVE_REF,
-    collectives,
-    get_serve,
-    hardware,
-    lab,
-    models,
-    quiz,
-    set_serve,
-):
-    _lk = collectives.get_link(SERVE_REF["link"])
-    _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
-    serve_form = quiz.choice_form(
-        lab, "lab06.tp_comm_degree",
-        question=f"**Prediction 4.** {models.get(SERVE_REF['model']).name}, bf16, one "
-                 f"sequence at {SERVE_REF['seq_len']:,} tokens, on "
-                 f"**{hardware.get(SERVE_REF['device']).name}** GPUs joined by "
-                 f"**{_lk.name}**, {_lk.domain} cards per box; beyond {_lk.domain} GPUs the "
-                 f"cards span two boxes, joined by **one {_nic.short_name} NIC per "
-                 "GPU**. Each ring "
-                 f"step costs **α = {_lk.latency_us:g} µs** on PCIe and **{_nic.latency_us:g} "
-                 "µs** between boxes (stated), links at their datasheet bandwidth. Sharding it "
-                 "more and more ways, at which tensor-parallel degree (the first that fits in "
-                 "memory or later) does a decode step first spend **more time in its "
-                 "collectives than in its matmuls**?",
-        options=SERVE_OPTIONS, locked=get_serve(), on_lock=set_serve)
-    quiz.prediction_panel(serve_form, get_serve())
-    return
-
-
-@app.cell
-def _(SERVE_OPTIONS, SERVE_REF, collectives, get_serve, lab, reveal, sharding):
-    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
-    _rows = sharding.tp_scaling(SERVE_REF["model"], SERVE_REF["device"], SERVE_REF["link"],
-                                **_kw)
-    _ref = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
-                                            SERVE_REF["link"], **_kw)
-    _steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
-                       f"{max(r.t_compute, r.t_hbm) * 1e3:.2f} ms" for r in _rows if r.fits)
-    _lk = collectives.get_link(SERVE_REF["link"])
-    _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
-    _fit = [r.n for r in _rows if r.fits and r.n > 1]
-    _before = max((n for n in _fit if n < _ref), default=None) if _ref else None
-
-    def _alpha(n):
-        _a = sharding.alpha_where_collectives_equal_matmuls(
-            SERVE_REF["model"], SERVE_REF["device"], _lk, n, **_kw)
-        return None if _a is None else _a * 1e6
-
-    _lo, _hi = (_alpha(_ref), _alpha(_before)) if _ref and _before else (None, None)
-    _depends = (f" The answer rests on the stated α: it is {_ref}-way for α between "
-                f"{_lo:.2g} and {_hi:.2g} µs per PCIe step; above about {_hi:.2g} µs it "
-                f"would be {_before}-way." if _lo is not None and _hi is not None else "")
-    serve_prediction = get_serve() or reveal.reference(
-        lab, "lab06.tp_comm_degree", _ref,
-        label=next(k for k, v in SERVE_OPTIONS.items() if v == _ref),
-        explanation=f"The matmuls read the weights (and KV cache) split n ways, so their time "
-                    f"falls as 1/n; each of the {_rows[-1].collectives} collectives per step "
-                    f"pays latency steps that grow with n: 2(n-1) × {_lk.latency_us:g} µs in "
-                    f"one box; past {_lk.domain} GPUs, two levels: 2({_lk.domain}-1) × "
-                    f"{_lk.latency_us:g} µs inside each box plus 2(M-1) × "
-                    f"{_nic.latency_us:g} µs between the M boxes (16 steps at 16-way, not 30). "
-                    f"Per step: {_steps}.{_depends}")
-    reveal.card(serve_prediction)
-    return (serve_prediction,)
-
-
-@app.cell
 def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
-    # the serving cluster's own chip and link, opening on the question's case (issue 34.9)
+    # the serving cluster's own chip and link, opening on the question's case
     serve_device = style.dropdown_on(hardware.picker_options(), SERVE_REF["device"],
                                      label="Serving chip", searchable=True)
     serve_link = style.dropdown_on(collectives.link_options(), SERVE_REF["link"],
@@ -1088,7 +1081,7 @@ def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
     serve_context = mo.ui.slider(steps=[1024, 2048, 4096, 8192], value=8192, show_value=True,
                                  label="Context (tokens)")
     # Laid out here, where the widgets are made: a cell that shows this names no widget, so a
-    # step re-runs only the cells that read a value (issue 15).
+    # step re-runs only the cells that read a value.
     serve_controls = mo.vstack([
         mo.hstack([serve_device, serve_link], justify="start", wrap=True),
         mo.hstack([serve_model, serve_weights, serve_tp], justify="start", wrap=True),
@@ -1099,22 +1092,23 @@ def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     PRECISION,
     collectives,
+    locked,
     mo,
-    quiz,
     serve_batch,
     serve_context,
     serve_device,
     serve_link,
     serve_model,
-    serve_prediction,
     serve_weights,
     sharding,
     style,
 ):
-    mo.stop(serve_prediction is None,
-            quiz.gate_notice("Lock prediction 4 to reveal the serving instrument."))
+    _wait = INSTRUMENTS.gate("serving", locked)
+    mo.stop(_wait is not None, _wait)
+    serving_open = True  # the panel below opens with this cell (one notice while closed)
     _kw = dict(batch=int(serve_batch.value), seq_len=int(serve_context.value),
                weight_precision=serve_weights.value, compute=PRECISION)
     try:
@@ -1131,12 +1125,13 @@ def _(
         serve_rows = None
         serve_error = (f"{_why} Then pick a chip and a link that go together in the serving "
                        "pickers above." if _why else style.error_message(_exc))
-    return serve_error, serve_rows
+    return serve_error, serve_rows, serving_open
 
 
 @app.cell
-def _(mo, serve_controls, serve_prediction):
-    mo.stop(serve_prediction is None)
+def _(mo, serve_controls, serving_open):
+    # opens with the instrument's cell above, and stays to back out with when it fails
+    mo.stop(not serving_open)
     serve_controls
     return
 
@@ -1164,20 +1159,20 @@ def _(mo, serve_error, serve_now, style):
     style.metric_cards([
         style.Metric("Decode, tokens/s", f"{_s.tokens_per_s:,.1f}" + ("" if _s.fits else
                                                                      " (does not fit)"),
-                     f"batch {_s.batch} / {style.format_seconds(_s.t_step)} per step; "
+                     f"batch {_s.batch} / {style.format_seconds(_s.t_step)} per decode step; "
                      f"{_s.user_tokens_per_s:,.1f} per user",
                      "danger" if not _s.fits else _s.bound),
         style.Metric("matmuls (compute | HBM)", style.format_seconds(max(_s.t_compute,
                                                                          _s.t_hbm)),
                      f"compute {style.format_seconds(_s.t_compute)}, HBM "
                      f"{style.format_seconds(_s.t_hbm)} "
-                     f"({style.format_bytes(_s.bytes)} per GPU)"),
+                     f"({style.format_bytes(_s.bytes)} per GPU per decode step)"),
         style.Metric("collectives", style.format_seconds(_s.t_comm),
-                     f"{_s.collectives} per step over {_s.link.name}; "
+                     f"{_s.collectives} per decode step over {_s.link.name}; "
                      f"{style.format_bytes(_s.comm_bytes)} sent per GPU",
                      "communication-bound" if _s.bound == "communication-bound" else None),
-        style.Metric("step is", _s.bound, "collectives after matmuls: max(compute, HBM) + "
-                     "communication"),
+        style.Metric("decode step is", _s.bound, "collectives after matmuls: max(compute, "
+                     "HBM) + communication"),
     ])
     return
 
@@ -1204,13 +1199,13 @@ def _(
          ("collectives", [s.t_comm * 1e3 if s.fits else None for s in _mine],
           figures.LINK_COLOR_KEY, "dash")],
         sharding.TP_DEGREES,
-        title=f"Time per decode step on {collectives.get_link(serve_link.value).name.split(' (')[0]}"
+        title=f"Time per decode step on {collectives.get_link(serve_link.value).short_name}"
               ": matmuls against collectives",
-        y_title="ms per step", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
+        y_title="ms per decode step", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
         oom_below=_oom)
     _series = []
     for _i, (_key, _rows) in enumerate(serve_rows.items()):
-        _name = collectives.get_link(_key).name.split(" (")[0]
+        _name = collectives.get_link(_key).short_name
         _series.append((("your link: " if _key == serve_link.value else "") + _name,
                         [s.tokens_per_s if s.fits else None for s in _rows],
                         (figures.LINK_COLOR_KEY, "ok", "muted")[_i % 3],
@@ -1226,8 +1221,9 @@ def _(
 
 
 @app.cell
-def _(SERVE_OPTIONS, SERVE_REF, lab, mo, quiz, serve_prediction, sharding):
-    mo.stop(serve_prediction is None)
+def _(SERVE_OPTIONS, SERVE_REF, lab, mo, quiz, serve_prediction, serving_open, sharding):
+    # below the instrument it compares with, and open with it
+    mo.stop(serve_prediction is None or not serving_open)
     _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
     serve_actual = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
                                                     SERVE_REF["link"], **_kw)
@@ -1236,7 +1232,7 @@ def _(SERVE_OPTIONS, SERVE_REF, lab, mo, quiz, serve_prediction, sharding):
     _label = next(k for k, v in SERVE_OPTIONS.items() if v == serve_actual)
     _detail = (f": collectives {_rows[serve_actual].t_comm * 1e3:.2f} ms vs matmuls "
                f"{max(_rows[serve_actual].t_compute, _rows[serve_actual].t_hbm) * 1e3:.2f} ms "
-               "per step (the time figure above, on the opening chip and link)"
+               "per decode step (the time figure above, on the opening chip and link)"
                if serve_actual else "")
     quiz.compare(serve_prediction, serve_actual, lab=lab, actual_label=_label + _detail)
     return (serve_actual,)
@@ -1268,16 +1264,15 @@ def _(mo, serve_prediction, style):
     Two all-reduces per layer (after the attention output and the MLP down projection,
     Megatron-LM), one for the vocab-parallel embedding, one all-gather of the logits. The
     collectives cannot hide behind the matmuls: the next layer needs their result. The
-    matmul term falls as $1/n$. **Within one node** (one flat ring, $n \le 8$) each
-    all-reduce costs $2(n-1)\alpha + 2\frac{n-1}{n}\frac{S}{B}$, which grows with $n$; if
-    one ring could grow without limit, past
-    $n \approx \sqrt{W / (2(2L+1)\,\alpha\,\beta)}$ more GPUs would make each token slower.
-    **Past one node** ($n = gM$: $M$ nodes of $g$ GPUs) NCCL runs two levels: each all-reduce
-    pays $2(g-1)\,\alpha$ inside the node plus $2(M-1)\,\alpha_{\text{NIC}}$ between
-    nodes, and its bandwidth term is the slower level's. The latency then grows with the
-    number of nodes, not of GPUs: the collectives' time jumps at the second node, yet more
-    GPUs can still buy tokens/s while the matmuls keep shrinking. Whether they do depends on
-    $\alpha$: read it off the figure.
+    matmul term falls as $1/n$. **Within one node** each all-reduce costs
+    $2(n-1)\alpha + 2\frac{n-1}{n}\frac{S}{B}$, which grows with $n$; if one ring could grow
+    without limit, past $n \approx \sqrt{W / (2(2L+1)\,\alpha\,\beta)}$ more GPUs would make
+    each token slower. **Past one node** ($n = gM$: $M$ nodes of $g$ GPUs) NCCL's Ring still
+    takes $2(n-1)$ steps, and the $2(M-1)$ that cross between nodes pay the NIC's
+    $\alpha_{\text{NIC}}$: $(2(n-1) - 2(M-1))\,\alpha + 2(M-1)\,\alpha_{\text{NIC}}$ (NCCL's
+    own latency model). The collectives' time jumps at the second node, yet more GPUs can
+    still buy tokens/s while the matmuls keep shrinking. Whether they do depends on $\alpha$:
+    read it off the figure.
     """)
     return
 
@@ -1285,207 +1280,207 @@ def _(mo, serve_prediction, style):
 @app.cell
 def _(mo):
     mo.md(r"""
-    ## Part 4 · Data-parallel training: when do gradients dominate?
+    ## Part 3 · Data-parallel training across nodes: when do gradients dominate?
     """)
     return
 
 
 @app.cell
-def _(OPENING, TRAIN_REF, collectives, hardware, models, style):
-    _m, _lk = models.get(TRAIN_REF["model"]), collectives.get_link(TRAIN_REF["link"])
+def _(TRAIN_REF, collectives, hardware, models, style):
+    _m, _d = models.get(TRAIN_REF["model"]), hardware.get(TRAIN_REF["device"])
+    _lk, _nic = collectives.get_link(TRAIN_REF["link"]), collectives.get_link(TRAIN_REF["nic"])
     style.scenario_card(
         "Mei Tan", "training-infrastructure engineer",
-        f"Next we pre-train {_m.name} data-parallel on {TRAIN_REF['n']} "
-        f"{hardware.get(OPENING['device']).name} GPUs: {TRAIN_REF['n'] // _lk.domain} HGX "
-        f"nodes of {_lk.domain}, {_lk.name.split(' (')[0]} inside each node and "
-        f"{TRAIN_REF['nics_per_node']} {collectives.get_link(TRAIN_REF['nic']).name.split(' (')[0]}"
-        " NICs per node between them (one per GPU). Each GPU has its own copy of the model and its own "
-        "share of the batch, and every step all-reduces the bf16 gradients "
-        f"({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.1f} GB) while the backward pass runs. "
-        f"Adam's fp32 states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients "
-        f"plus fp32 master weights and two moments, 16 bytes a parameter, would be "
-        f"{_m.params * 16 / 1e9:.0f} GB on each GPU, more than its "
-        f"{hardware.get(OPENING['device']).memory_gb:.0f} GB. The sharded update turns the "
-        "all-reduce into a reduce-scatter and an all-gather that move the same bytes (ZeRO, "
-        "Rajbhandari et al. 2020); the model below charges those bytes as one all-reduce "
-        "hidden only behind the backward pass (in practice the all-gather can also overlap "
-        "the next forward pass). "
-        f"Finance wants a small batch, {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU per "
-        "step, to save memory. How long will each GPU sit waiting for the gradients every "
-        "step?")
+        f"Next we pre-train {_m.name} data-parallel on our older cluster: {TRAIN_REF['n']} "
+        f"{_d.name} GPUs in {TRAIN_REF['n'] // _lk.domain} HGX A100 nodes of {_lk.domain}, "
+        f"{_lk.short_name} inside each node and {TRAIN_REF['nics_per_node']} "
+        f"{_nic.short_name} NICs per node between them (one per "
+        f"{_lk.domain // TRAIN_REF['nics_per_node']} GPUs). Each GPU has its own "
+        "copy of the model and its own share of the batch, and every step all-reduces the "
+        f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB). Adam's fp32 "
+        "states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients plus fp32 "
+        f"master weights and two moments, 16 bytes a parameter, would be "
+        f"{_m.params * 16 / 1e9:.0f} GB on each GPU, more than its {_d.memory_text}. The "
+        "sharded update turns the all-reduce into a reduce-scatter and an all-gather that "
+        "move the same bytes (ZeRO, Rajbhandari et al. 2020); the model below charges them "
+        "as one all-reduce. For a message this large NCCL runs its Ring algorithm. Finance "
+        f"wants a small batch, {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU per step, to "
+        "save memory. How long does each step's all-reduce take, and can the GPUs hide it?")
     return
 
 
 @app.cell
 def _(lab, quiz):
-    get_train, set_train = quiz.lock_state(lab, "lab06.dp_exposed_us")
+    get_train, set_train = quiz.lock_state(lab, "lab06.dp_allreduce_ms")
     return get_train, set_train
 
 
 @app.cell
-def _(
-    OPENING,
-    TRAIN_REF,
-    collectives,
-    get_train,
-    hardware,
-    lab,
-    models,
-    quiz,
-    set_train,
-):
+def _(TRAIN_REF, collectives, get_train, hardware, lab, models, quiz, set_train):
     _m = models.get(TRAIN_REF["model"])
+    _lk, _nic = collectives.get_link(TRAIN_REF["link"]), collectives.get_link(TRAIN_REF["nic"])
+    _rails = TRAIN_REF["nics_per_node"]
     train_form = quiz.numeric_form(
-        lab, "lab06.dp_exposed_us",
+        lab, "lab06.dp_allreduce_ms",
         question=f"**Prediction 5.** {_m.name} ({_m.params / 1e9:.2f} B parameters), "
-                 f"{TRAIN_REF['n']} {hardware.get(OPENING['device']).name} GPUs in nodes of 8 "
-                 f"(**{collectives.get_link(TRAIN_REF['link']).short_name}** inside, "
-                 f"**one {collectives.get_link(TRAIN_REF['nic']).short_name} NIC per "
-                 f"GPU** between nodes), **{TRAIN_REF['tokens_per_gpu']:,} tokens per GPU per "
-                 "step**, bf16 gradients all-reduced while the backward pass runs, compute at "
-                 "the dense bf16 peak, links at their datasheet bandwidth: how many "
-                 "**microseconds per step** (nccl-tests' unit) does each GPU sit **waiting** "
-                 "for the all-reduce "
-                 "(the part of it that no computation hides)?",
-        units="µs", lo=0.001, hi=1e9, locked=get_train(), on_lock=set_train)
+                 f"{TRAIN_REF['n']} {hardware.get(TRAIN_REF['device']).name} GPUs in nodes "
+                 f"of {_lk.domain} (**{_lk.short_name}** inside, **{_rails} {_nic.short_name} "
+                 f"NICs per node**, one per {_lk.domain // _rails} GPUs, between nodes). Each "
+                 "step all-reduces the "
+                 f"**bf16 gradients** ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB) "
+                 f"with **NCCL's Ring algorithm**: {_rails} rings, one per NIC, each running "
+                 f"through all {TRAIN_REF['n']} GPUs and carrying 1/{_rails} of the "
+                 "gradients. Links at their datasheet bandwidth: how many **milliseconds** "
+                 "does that all-reduce take?",
+        units="ms", lo=0.01, hi=1e6, locked=get_train(), on_lock=set_train)
     quiz.prediction_panel(train_form, get_train())
     return
 
 
 @app.cell
-def _(
-    OPENING,
-    PRECISION,
-    TRAIN_REF,
-    collectives,
-    get_train,
-    lab,
-    reveal,
-    sharding,
-):
-    _s = sharding.dp_step(TRAIN_REF["model"], TRAIN_REF["n"], TRAIN_REF["tokens_per_gpu"],
-                          OPENING["device"], PRECISION, TRAIN_REF["link"],
-                          grad_bytes=TRAIN_REF["grad_bytes"], overlap=True,
-                          nics_per_node=TRAIN_REF["nics_per_node"])
-    _p = collectives.collective_path(TRAIN_REF["link"], TRAIN_REF["n"],
+def _(TRAIN_REF, collectives, get_train, lab, models, reveal):
+    _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
+    _p = collectives.collective_path(TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
                                      nics_per_node=TRAIN_REF["nics_per_node"])
-    _pi = sharding._peak(OPENING["device"], PRECISION)
-    _node = 2 * (_p.g - 1) / _p.g / (_p.node_gbs * 1e9)
-    _cross = 2 * (_p.nodes - 1) / _p.nodes / _p.g / (_p.rail_gbs * 1e9)
-    _gb = _s.params * TRAIN_REF["grad_bytes"] / 1e9
-    _lat = _p.latency("all-reduce")
+    _t = _p.time("all-reduce", _nbytes, TRAIN_REF["algorithm"])
+    _hier = _p.time("all-reduce", _nbytes, "hierarchical")
+    _real = collectives.collective_path(
+        TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
+        nics_per_node=TRAIN_REF["nics_per_node"], achievable=True).time("all-reduce", _nbytes)
+    _f = collectives.bus_factor("all-reduce", _p.n)
+    _inter = collectives.latency_steps("all-reduce", _p.nodes)
+    _steps = collectives.latency_steps("all-reduce", _p.n)
     train_prediction = get_train() or reveal.reference(
-        lab, "lab06.dp_exposed_us", float(f"{_s.t_exposed * 1e6:.3g}"), units="µs",
-        explanation=f"Across {_p.nodes} nodes the all-reduce runs in two pipelined levels: "
-                    f"inside a node 2 × {_p.g - 1}/{_p.g} / {_p.node_gbs:g} GB/s = "
-                    f"{_node * 1e12:.3g} ps/B; between nodes each GPU all-reduces 1/{_p.g} of "
-                    f"the bytes over its own {_p.rail_gbs:g} GB/s NIC: 2 × {_p.nodes - 1}/"
-                    f"{_p.nodes} / {_p.g} / {_p.rail_gbs:g} GB/s = {_cross * 1e12:.3g} ps/B. "
-                    f"The slower sets the pace: {_gb:.2f} GB × {max(_node, _cross) * 1e12:.3g} "
-                    f"ps/B + {_lat * 1e6:.3g} µs of latency = {_s.t_comm * 1e3:.3g} ms. Only the "
-                    f"backward pass can hide it (the forward pass needs the updated weights): "
-                    f"4 P T / π = 4 × {_s.params / 1e9:.2f}e9 × {_s.tokens_per_chip:,} / "
-                    f"{_pi / 1e12:g} TFLOP/s = {_s.t_bwd * 1e3:.3g} ms. Each GPU waits "
-                    f"{_s.t_comm * 1e3:.3g} − {_s.t_bwd * 1e3:.3g} = {_s.t_exposed * 1e3:.3g} ms "
-                    f"= {float(f'{_s.t_exposed * 1e6:.3g}'):,.0f} µs "
-                    f"per step. Hiding it behind the whole step (6 P T / π = "
-                    f"{_s.t_compute * 1e3:.3g} ms) would say "
-                    f"{max(0.0, _s.t_comm - _s.t_compute) * 1e3:.3g} ms; no overlap, "
-                    f"{_s.t_comm * 1e3:.3g} ms.")
+        lab, "lab06.dp_allreduce_ms", float(f"{_t * 1e3:.3g}"), units="ms",
+        explanation=f"NCCL's Ring is flat: each of the {_p.nics} rings runs through all "
+                    f"{_p.n} GPUs, so every GPU's {_p.link.short_name} and every NIC carries "
+                    f"2(n-1)/n = {_f:.4g}× its ring's share. Inside a node each GPU sends "
+                    f"{_p.node_gbs:g} GB/s one way; out of a node its {_p.nics} NICs carry "
+                    f"{_p.nics} × {_p.nic.one_way_gbs:g} = {_p.egress_gbs:g} GB/s together "
+                    f"({_p.nic.derivation.split(' (')[0]}). The slower, {_p.bus_gbs():,.0f} GB/s, "
+                    f"is the ring's bus bandwidth: {_f:.4g} × {_nbytes / 1e9:.2f} GB / "
+                    f"{_p.bus_gbs():,.0f} GB/s = {_p.seconds_per_byte('all-reduce') * _nbytes * 1e3:.4g}"
+                    f" ms, plus {_steps} steps of latency, the {_inter} between nodes at "
+                    f"{_p.nic.latency_us:g} µs and {_steps - _inter} at "
+                    f"{_p.link.latency_us:g} µs = {_p.latency('all-reduce') * 1e6:.3g} µs: "
+                    f"{_t * 1e3:.3g} ms. Not one ring through a single "
+                    f"{_p.nic.one_way_gbs:g} GB/s NIC, and not NVLink alone. The hierarchical "
+                    f"algorithm (its NICs carry only 2(M-1)/M of a 1/{_p.g} share) would take "
+                    f"{_hier * 1e3:.3g} ms; at what nccl-tests reaches per NIC "
+                    f"({collectives.link_efficiency(_p.nic).fraction:.0%}) the Ring takes about "
+                    f"{_real * 1e3:.3g} ms.")
     reveal.card(train_prediction)
     return (train_prediction,)
 
 
 @app.cell
-def _(mo, models):
+def _(TRAIN_REF, collectives, hardware, mo, models, style):
+    # the training cluster's own chip, links and algorithm, opening on the question's case
+    train_device = style.dropdown_on(hardware.picker_options(), TRAIN_REF["device"],
+                                     label="Training chip", searchable=True)
+    train_link = style.dropdown_on(collectives.link_options(), TRAIN_REF["link"],
+                                   label="Link inside a node", searchable=True)
+    train_nic = style.dropdown_on({lk.name: k for k, lk in collectives.LINKS.items()
+                                   if lk.kind == "scale-out"}, TRAIN_REF["nic"],
+                                  label="NIC between nodes")
+    train_algorithm = style.dropdown_on(
+        {"NCCL's Ring (flat)": "ring", "hierarchical (two levels)": "hierarchical"},
+        TRAIN_REF["algorithm"], label="All-reduce algorithm")
     train_model = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
-                                 value="Llama-3-8B", label="Model")
-    train_n = mo.ui.slider(steps=[2 ** i for i in range(1, 11)], value=32, show_value=True,
-                           label="GPUs (data-parallel)")
-    train_tokens = mo.ui.slider(steps=[2 ** i for i in range(8, 18)], value=1024,
-                                show_value=True, label="Tokens per GPU per step")
+                                 value=models.get(TRAIN_REF["model"]).name, label="Model")
+    train_n = mo.ui.slider(steps=[2 ** i for i in range(1, 11)], value=TRAIN_REF["n"],
+                           show_value=True, label="GPUs (data-parallel)")
+    train_tokens = mo.ui.slider(steps=[2 ** i for i in range(8, 18)],
+                                value=TRAIN_REF["tokens_per_gpu"], show_value=True,
+                                label="Tokens per GPU per step")
     train_overlap = mo.ui.switch(value=False, label="Overlap the all-reduce with the backward "
                                                     "pass")
-    train_nics = mo.ui.slider(steps=[1, 2, 4, 8], value=8, show_value=True,
-                              label="NICs per node (rails)")
+    train_nics = mo.ui.slider(steps=[1, 2, 4, 8], value=TRAIN_REF["nics_per_node"],
+                              show_value=True, label="NICs per node (rails)")
     # Laid out here, where the widgets are made: the panel that shows this names none, so a
-    # step re-runs only the cells that read a value (issue 15).
-    train_controls = mo.hstack([train_model, train_n, train_tokens, train_nics, train_overlap],
-                               wrap=True)
-    return (train_controls, train_model, train_n, train_nics, train_overlap,
-            train_tokens)
+    # step re-runs only the cells that read a value.
+    train_controls = mo.vstack([
+        mo.hstack([train_device, train_link, train_nic, train_algorithm], justify="start",
+                  wrap=True),
+        mo.hstack([train_model, train_n, train_tokens, train_nics, train_overlap],
+                  justify="start", wrap=True)])
+    return (train_algorithm, train_controls, train_device, train_link, train_model, train_n,
+            train_nic, train_nics, train_overlap, train_tokens)
 
 
 @app.cell
 def _(
+    INSTRUMENTS,
     PRECISION,
     TRAIN_REF,
     collectives,
-    device_picker,
-    link_picker,
+    locked,
     mo,
-    quiz,
     sharding,
     style,
+    train_algorithm,
+    train_device,
+    train_link,
     train_model,
     train_n,
+    train_nic,
     train_nics,
-    train_prediction,
     train_tokens,
 ):
-    mo.stop(train_prediction is None,
-            quiz.gate_notice("Lock prediction 5 to reveal the training-step instrument."))
+    _wait = INSTRUMENTS.gate("training", locked)
+    mo.stop(_wait is not None, _wait)
+    training_open = True  # the panel below opens with this cell (one notice while closed)
     # The step both ways ({overlap: step}): the overlap switch is read only by the cards
-    # below, and the figure draws both, so a flip of the switch need not redraw it (issue 15).
-    _on = (device_picker.value, PRECISION, link_picker.value)
+    # below, and the figure draws both, so a flip of the switch need not redraw it.
+    _on = (train_device.value, PRECISION, train_link.value)
+    train_how = dict(grad_bytes=TRAIN_REF["grad_bytes"], nics_per_node=int(train_nics.value),
+                     nic=train_nic.value, algorithm=train_algorithm.value)
     try:
-        _nics = int(train_nics.value)
         train_steps = {_ov: sharding.dp_step(train_model.value, int(train_n.value),
-                                             int(train_tokens.value), *_on,
-                                             grad_bytes=TRAIN_REF["grad_bytes"], overlap=_ov,
-                                             nics_per_node=_nics)
+                                             int(train_tokens.value), *_on, overlap=_ov,
+                                             **train_how)
                        for _ov in (False, True)}
-        train_critical = sharding.dp_critical_batch(*_on, int(train_n.value),
-                                                    grad_bytes=TRAIN_REF["grad_bytes"],
-                                                    nics_per_node=_nics)
+        train_critical = sharding.dp_critical_batch(*_on, int(train_n.value), **train_how)
+        train_path = collectives.collective_path(train_link.value, int(train_n.value),
+                                                 nic=train_nic.value,
+                                                 nics_per_node=int(train_nics.value))
         train_error = None
     except (KeyError, ValueError) as _exc:
-        train_steps = train_critical = None
-        _why = collectives.pair_problem(device_picker.value, link_picker.value)
-        train_error = (f"{_why} Then pick a chip and a link that go together above." if _why
-                       else style.error_message(_exc))
-    return train_critical, train_error, train_steps
+        train_steps = train_critical = train_path = None
+        _why = collectives.pair_problem(train_device.value, train_link.value)
+        train_error = (f"{_why} Then pick a chip and a link that go together in the training "
+                       "pickers above." if _why else style.error_message(_exc))
+    return train_critical, train_error, train_how, train_path, train_steps, training_open
 
 
 @app.cell
-def _(context_controls, mo, train_controls, train_prediction):
-    mo.stop(train_prediction is None)
-    mo.vstack([context_controls, train_controls])
+def _(mo, train_controls, training_open):
+    # opens with the instrument's cell above, and stays to back out with when it fails
+    mo.stop(not training_open)
+    train_controls
     return
 
 
 @app.cell
 def _(
     PRECISION,
-    TRAIN_REF,
-    device_picker,
     figures,
-    link_picker,
     mo,
     sharding,
     style,
     train_critical,
+    train_device,
     train_error,
+    train_how,
+    train_link,
     train_model,
-    train_nics,
     train_steps,
 ):
     mo.stop(train_error is not None, style.error_callout(train_error))
     _now = train_steps[False]  # n and the batch per GPU, the same both ways
     _ts = [2 ** i for i in range(6, 21)]
-    _steps = [sharding.dp_step(train_model.value, _now.n, t, device_picker.value,
-                               PRECISION, link_picker.value, grad_bytes=TRAIN_REF["grad_bytes"],
-                               nics_per_node=int(train_nics.value))
+    _steps = [sharding.dp_step(train_model.value, _now.n, t, train_device.value, PRECISION,
+                               train_link.value, **train_how)
               for t in _ts]
     train_figure = figures.loglog_lines_figure(
         [("backward pass (4PT / π)", _ts, [s.t_bwd for s in _steps],
@@ -1509,27 +1504,29 @@ def _(
 @app.cell
 def _(
     collectives,
-    link_picker,
     mo,
     sharding,
     style,
+    train_algorithm,
     train_critical,
     train_error,
-    train_nics,
     train_overlap,
+    train_path,
     train_steps,
 ):
     mo.stop(train_error is not None)
     train_now = train_steps[train_overlap.value]
-    _s = train_now
-    _path = collectives.collective_path(link_picker.value, _s.n,
-                                        nics_per_node=int(train_nics.value))
+    _s, _p, _a = train_now, train_path, train_algorithm.value
+    _how = (f"{_p.name}, {collectives.ALGORITHM_NAMES[_a].split(' (')[0]}: bus "
+            f"{_p.bus_gbs('all-reduce', _a):,.0f} GB/s, set by the "
+            + ("node's link" if _p.binding_level("all-reduce", _a) == "link"
+               else "NICs between nodes"))
     style.metric_cards([
         style.Metric("forward + backward", style.format_seconds(_s.t_compute),
                      f"6 × {_s.params / 1e9:.2f} B params × {_s.tokens_per_chip:,} tokens / π; "
                      f"backward {style.format_seconds(_s.t_bwd)}"),
         style.Metric("gradient all-reduce", style.format_seconds(_s.t_comm),
-                     f"{_s.n} GPUs: {_path.name}",
+                     f"{_s.n} GPUs: {_how}",
                      "communication-bound" if _s.comm_bound else None),
         style.Metric("step", style.format_seconds(_s.t_step),
                      ("overlapped: fwd + max(bwd, all-reduce)" if _s.overlap
@@ -1550,59 +1547,101 @@ def _(
 
 
 @app.cell
-def _(OPENING, PRECISION, TRAIN_REF, lab, mo, quiz, sharding, train_prediction):
-    mo.stop(train_prediction is None)
+def _(
+    PRECISION,
+    TRAIN_REF,
+    collectives,
+    lab,
+    mo,
+    models,
+    quiz,
+    sharding,
+    train_prediction,
+    training_open,
+):
+    # below the instrument it compares with, and open with it
+    mo.stop(train_prediction is None or not training_open)
+    _case = dict(grad_bytes=TRAIN_REF["grad_bytes"], nic=TRAIN_REF["nic"],
+                 nics_per_node=TRAIN_REF["nics_per_node"], algorithm=TRAIN_REF["algorithm"])
     _s = sharding.dp_step(TRAIN_REF["model"], TRAIN_REF["n"], TRAIN_REF["tokens_per_gpu"],
-                          OPENING["device"], PRECISION, TRAIN_REF["link"],
-                          grad_bytes=TRAIN_REF["grad_bytes"], overlap=True,
-                          nics_per_node=TRAIN_REF["nics_per_node"])
-    train_actual = _s.t_exposed * 1e6
-    quiz.compare(train_prediction, float(f"{train_actual:.3g}"), units="µs", lab=lab,
-                 actual_label=f"{float(f'{train_actual:.3g}'):,.0f} µs per step: the "
-                              f"all-reduce's {_s.t_comm * 1e3:.3g} ms less the backward pass's "
-                              f"{_s.t_bwd * 1e3:.3g} ms (overlap on, the opening case)")
-    return (train_actual,)
+                          TRAIN_REF["device"], PRECISION, TRAIN_REF["link"], overlap=True,
+                          **_case)
+    _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
+    _path = dict(nic=TRAIN_REF["nic"], nics_per_node=TRAIN_REF["nics_per_node"])
+    _hier = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
+                                  "hierarchical", **_path)
+    _real = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
+                                  achievable=True, **_path)
+    train_actual_ms = float(f"{_s.t_comm * 1e3:.3g}")
+    _whole = max(0.0, _s.t_comm - _s.t_compute)
+    mo.vstack([
+        quiz.compare(train_prediction, train_actual_ms, units="ms", lab=lab,
+                     actual_label=f"the question's case: NCCL's Ring over {TRAIN_REF['n']} "
+                                  "GPUs, links at their datasheet bandwidth"),
+        mo.md(f"**Can the GPUs hide it?** Only behind the backward pass: the gradients are "
+              f"all-reduced in buckets as it produces them, and the forward pass needs the "
+              f"updated weights. At {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU the "
+              f"backward pass takes 4 P T / π = {_s.t_bwd * 1e3:.3g} ms, so with overlap each "
+              f"GPU still waits {_s.t_comm * 1e3:.3g} − {_s.t_bwd * 1e3:.3g} = "
+              f"**{_s.t_exposed * 1e3:.3g} ms per step**; without overlap, all "
+              f"{_s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would leave "
+              f"{_whole * 1e3:.3g} ms.) The hierarchical algorithm, which tree-like "
+              f"algorithms approach at a few nodes, would take {_hier * 1e3:.3g} ms; at what "
+              f"nccl-tests reaches per NIC "
+              f"({collectives.link_efficiency(TRAIN_REF['nic']).fraction:.0%}) the Ring "
+              f"takes about {_real * 1e3:.3g} ms. "
+              "The training instrument above opens on this case: turn overlap on.")])
+    return (train_actual_ms,)
 
 
 @app.cell
-def _(lab, mo, quiz, train_actual):
-    mo.stop(train_actual is None)
+def _(lab, mo, quiz, train_actual_ms):
+    mo.stop(train_actual_ms is None)
     quiz.explain_form(
-        lab, "lab06.dp_exposed_us",
-        observe_label="Turn overlap on and off, then move the batch per GPU: where does the "
-                      "wait reach zero (the critical batch)? Switch the model between 8B and "
-                      "70B and change the NICs per node: what moves the critical batch?",
-        explain_label="Why can the forward pass not hide the all-reduce, why does the "
-                      "parameter count cancel from the critical batch, and which two numbers "
-                      "of the hardware set it?")
+        lab, "lab06.dp_allreduce_ms",
+        observe_label="Switch the algorithm between NCCL's Ring and hierarchical, and change "
+                      "the NICs per node and the GPUs: which link sets the all-reduce's time "
+                      "in each? Then turn overlap on and move the batch per GPU: where does "
+                      "the wait reach zero?",
+        explain_label="Why does the Ring's time barely change with the number of nodes, why "
+                      "does the parameter count cancel from the critical batch, and which "
+                      "numbers of the hardware set it?")
     return
 
 
 @app.cell
 def _(mo, style, train_prediction):
     mo.stop(train_prediction is None)  # the equations give the answer away
-    style.math_peek("data parallelism: the backward pass against the gradient all-reduce", r"""
+    style.math_peek("data parallelism across nodes: the all-reduce against the backward pass",
+                    r"""
     Each of $n$ chips runs forward ($2PT$ FLOPs for $P$ parameters and $T$ tokens) and backward
-    ($4PT$, Kaplan et al. 2020), and all-reduces $P$ gradients of $g$ bytes. Gradients are
-    all-reduced in buckets as the backward pass produces them, so **only the backward pass**
-    can hide the all-reduce; the forward pass needs the updated weights first:
+    ($4PT$, Kaplan et al. 2020), and all-reduces $P$ gradients of $g$ bytes:
+    $t_{\text{comm}} \approx P g\, c$, with $c$ the all-reduce's seconds per byte.
+
+    **NCCL's Ring across nodes** ($M$ nodes of $g_n$ GPUs, $r$ NICs of $B_{\text{NIC}}$ each,
+    link $B$ inside): one ring per NIC, each through all $n$ GPUs, so every GPU's link and
+    every NIC carries $2(n-1)/n$ of its ring's share:
+
+    $$c_{\text{Ring}} = \frac{2(n-1)}{n} \Big/ \min\!\left(B,\ r\,B_{\text{NIC}}\right),$$
+
+    whatever $M$: the node's NICs together cap the bus bandwidth (nccl-tests: 192 GB/s on two
+    DGX A100 with 8 HDR NICs, 96 GB/s on A100 nodes with 4). A **hierarchical** all-reduce (reduce-scatter in the node, an
+    all-reduce of each GPU's $1/g_n$ share over its own NIC, all-gather in the node) sends only
+    $2(M-1)/M$ of that share through the NICs: the slower of
+    $2(g_n-1)/g_n / B$ and $2(M-1)/M \cdot 1/(r B_{\text{NIC}})$, faster at a few nodes.
+
+    Gradients are all-reduced in buckets as the backward pass produces them, so **only the
+    backward pass** can hide the all-reduce; the forward pass needs the updated weights:
 
     $$t_{\text{wait}} = \max(0,\ t_{\text{comm}} - t_{\text{bwd}}), \qquad
     t_{\text{step}} = t_{\text{fwd}} + \max(t_{\text{bwd}},\ t_{\text{comm}}), \qquad
-    t_{\text{bwd}} = \frac{4PT}{\pi}, \qquad t_{\text{comm}} \approx P g\, c,$$
+    t_{\text{bwd}} = \frac{4PT}{\pi}.$$
 
-    with $c$ the all-reduce's seconds per byte: $2(n-1)/n \,/\, B$ in one node; across $M$
-    nodes of $g_n$ GPUs with $r$ NICs each, the slower of $2(g_n-1)/g_n / B$ (inside the node)
-    and $2(M-1)/M \cdot 1/(r B_{\text{NIC}})$ (each GPU's $1/g_n$ share over its rail).
     Setting $t_{\text{bwd}} = t_{\text{comm}}$ gives the **critical batch per chip**
-
-    $$T^* = \frac{g\,c\,\pi}{4},$$
-
-    $P$ cancels. Which level sets $c$ depends on $M$: across many H100 nodes
-    ($(M-1)/M \to 1$) the rail, $T^* \approx \pi / 400$ GB/s (bf16); across a few nodes the
-    NVLink term inside the node can be the slower one. Compare the two before you use either.
-    Below $T^*$ the chips wait for the network even with perfect overlap.
-    Overlap turns $t_{\text{fwd}} + t_{\text{bwd}} + t_{\text{comm}}$ into
+    $T^* = g\,c\,\pi / 4$: $P$ cancels. Across many H100 nodes with the Ring it is about
+    $\pi / 400$ GB/s (bf16), the scaling book's 2,475 tokens. Below $T^*$ the chips wait for
+    the network even with perfect overlap. Overlap turns
+    $t_{\text{fwd}} + t_{\text{bwd}} + t_{\text{comm}}$ into
     $t_{\text{fwd}} + \max(t_{\text{bwd}}, t_{\text{comm}})$: at most $10/6 \approx 1.67\times$
     (when $t_{\text{comm}} = t_{\text{bwd}}$), $1.5\times$ when the all-reduce equals the whole
     compute, never $2\times$.
@@ -1630,8 +1669,6 @@ def _(
         "a ring reaches about 82% of it on 8 H100s. NCCL's default all-reduce on an NVSwitch "
         "node (NVLink SHARP) is not a ring: the switch sums the data, ~480 GB/s bus "
         "bandwidth.",
-        "Across nodes a collective runs in two levels, inside the node over its link and "
-        "between nodes over one NIC per GPU: not one ring at the speed of one NIC.",
         "Datasheets quote NVLink and PCIe in both directions: halve them for a ring step.",
         "A chip that exchanges data has a third roof: link intensity (FLOPs per byte sent) "
         "against the link ridge π / B. A Megatron block's link intensity depends on its "
@@ -1640,10 +1677,14 @@ def _(
         "Tensor parallelism trades memory for communication: too few GPUs run out of memory, "
         "too many over a slow link spend each step in collectives, and tokens/s fall as GPUs "
         "are added.",
+        "Across nodes, say which algorithm: NCCL's Ring runs one ring per NIC through every "
+        "GPU, so the node's NICs together (not one NIC, not NVLink) set its bus bandwidth, "
+        "whatever the node count; a hierarchical all-reduce sends less through the NICs and "
+        "can beat it at a few nodes.",
         "Data parallelism is communication-bound below a critical batch per chip set by π and "
-        "the all-reduce's bandwidth alone (across nodes: each GPU's NIC, not one slow ring); "
-        "overlap hides the all-reduce only behind the backward pass, so below it each GPU "
-        "waits t_comm − t_bwd per step, and overlap buys at most 1.67×.",
+        "the all-reduce's bandwidth alone; overlap hides the all-reduce only behind the "
+        "backward pass, so below it each GPU waits t_comm − t_bwd per step, and overlap buys "
+        "at most 1.67×.",
     ])
     return
 

@@ -52,22 +52,56 @@ def test_unknown_link_is_a_value_error_naming_the_argument():
         C.link_time("all-reduce", 1e6, 8, "token-ring")
 
 
-def test_a_collective_beyond_a_node_runs_in_two_levels_with_a_nic_per_gpu():
-    # issue 32.2: 2 HGX H100 nodes (16 GPUs), 1 GB all-reduce. Node level: 2 x 7/8 x 1 GB /
-    # 450 GB/s = 3.889 ms; cross-node: each GPU all-reduces 1/8 GB over its own 50 GB/s NIC,
-    # 2 x 1/2 x 0.125 GB / 50 GB/s = 2.5 ms. Pipelined: the slower, 3.889 ms; latencies add:
-    # 14 x 1 µs + 2 x 5 µs = 24 µs. (The old model, one ring at 50 GB/s: 37.6 ms.)
-    assert C.link_time("all-reduce", 1e9, 16, "nvlink4") == pytest.approx(3.888889e-3 + 24e-6)
+def test_nccls_flat_ring_across_nodes_is_bound_by_the_nodes_nics_together():
+    # NCCL's Ring (the default algorithm here): one ring per NIC through all n GPUs, so each
+    # NIC carries 2(n-1)/n of its ring's share. 2 HGX H100 nodes (16 GPUs, 8 NDR NICs of 50
+    # GB/s each), 1 GB: the node's NICs together carry 400 GB/s, slower than NVLink's 450, so
+    # 2 x 15/16 x 1 GB / 400 GB/s = 4.6875 ms. Latency (NCCL's ring model): 30 steps, the
+    # 2 that cross between the nodes at the NIC's 5 µs, 28 at NVLink's 1 µs = 38 µs.
+    assert C.link_time("all-reduce", 1e9, 16, "nvlink4") == pytest.approx(4.6875e-3 + 38e-6)
+    p = C.collective_path("nvlink4", 16)
+    assert p.bus_gbs() == pytest.approx(400) and p.binding_level() == "NICs"
+    assert p.egress_gbs == 400 and p.rail_gbs == 50
+    # the bus bandwidth does not grow with the node count: 8 nodes, 2 x 63/64 / 400 GB/s
+    assert C.link_time("all-reduce", 1e9, 64, "nvlink4") == pytest.approx(
+        2 * 63 / 64 * 1e9 / 400e9 + (126 - 14) * 1e-6 + 14 * 5e-6)
+    # 2 DGX A100 (NVLink 3, 300 GB/s; 8 HDR NICs of 25): the NICs, 200 GB/s
+    assert C.collective_path("nvlink3", 16, nic="ib-hdr").bus_gbs() == pytest.approx(200)
+    # 4 NICs per node halve the egress: 200 GB/s on NDR
+    assert C.collective_path("nvlink4", 32, nics_per_node=4).bus_gbs() == pytest.approx(200)
+    # where the node's link is slower than its NICs, the link binds: PCIe Gen5 (63 GB/s)
+    p = C.collective_path("pcie5-x16", 16)
+    assert p.binding_level() == "link" and p.bus_gbs() == pytest.approx(63.0, rel=1e-3)
+    # an all-gather: n-1 steps, M-1 of them between nodes; 15/16 x 1 GB / 400 GB/s
+    assert C.link_time("all-gather", 1e9, 16, "nvlink4") == pytest.approx(
+        15 / 16 * 1e9 / 400e9 + 14 * 1e-6 + 1 * 5e-6)
+
+
+def test_a_hierarchical_collective_runs_in_two_pipelined_levels():
+    # algorithm="hierarchical": reduce-scatter in the node, all-reduce of each GPU's 1/8 over
+    # its own NIC, all-gather in the node. 2 HGX H100 nodes, 1 GB: node level 2 x 7/8 x 1 GB
+    # / 450 GB/s = 3.889 ms; cross-node 2 x 1/2 x 0.125 GB / 50 GB/s = 2.5 ms. Pipelined: the
+    # slower, 3.889 ms; latencies add: 14 x 1 µs + 2 x 5 µs = 24 µs.
+    h = "hierarchical"
+    assert C.link_time("all-reduce", 1e9, 16, "nvlink4", h) == pytest.approx(
+        3.888889e-3 + 24e-6)
     # 8 nodes: cross-node 2 x 7/8 x 0.125 GB / 50 GB/s = 4.375 ms now the slower level
-    assert C.link_time("all-reduce", 1e9, 64, "nvlink4") == pytest.approx(4.375e-3 + 14e-6
-                                                                          + 14 * 5e-6)
+    assert C.link_time("all-reduce", 1e9, 64, "nvlink4", h) == pytest.approx(
+        4.375e-3 + 14e-6 + 14 * 5e-6)
     # fewer NICs per node share the node's egress: 2 NICs -> each GPU 2 x 50 / 8 = 12.5 GB/s,
     # 2 x 7/8 x 0.125 GB / 12.5 GB/s = 17.5 ms
-    assert C.link_time("all-reduce", 1e9, 64, "nvlink4", nics_per_node=2) == pytest.approx(
-        17.5e-3 + 14e-6 + 70e-6)
+    assert C.link_time("all-reduce", 1e9, 64, "nvlink4", h, nics_per_node=2) == \
+        pytest.approx(17.5e-3 + 14e-6 + 70e-6)
     p = C.collective_path("nvlink4", 64, nics_per_node=2)
     assert (p.g, p.nodes, p.nics, p.rail_gbs) == (8, 8, 2, 12.5) and p.hierarchical
-    assert C.collective_path("nvlink4", 8).nodes == 1  # one node: one ring
+    # 4 nodes of 8 H100: the node level (3.889 ps/B) binds, a bus bandwidth of 2 x 31/32 /
+    # 3.889e-12 = 498 GB/s, above what the node's 8 NICs can carry in a flat ring (400)
+    p = C.collective_path("nvlink4", 32)
+    assert p.bus_gbs("all-reduce", h) == pytest.approx(2 * 31 / 32 / (1.75 / 450e9) / 1e9)
+    assert p.binding_level("all-reduce", h) == "link" and p.binding_level() == "NICs"
+    assert C.collective_path("nvlink4", 8).nodes == 1  # one node: one ring, any algorithm
+    assert C.link_time("all-reduce", 1e9, 8, "nvlink4", h) == C.link_time(
+        "all-reduce", 1e9, 8, "nvlink4")
     assert C.link_time("all-reduce", 1e9, 1024, "ib-hdr") == pytest.approx(
         2 * 1023 / 1024 * 1e9 / 25e9 + 2 * 1023 * 5e-6)  # scale-out links have no domain
 
@@ -79,6 +113,10 @@ def test_a_collective_path_refuses_what_cannot_be_built():
         C.collective_path("nvlink4", 16, nics_per_node=9)
     with pytest.raises(ValueError, match="nic="):
         C.collective_path("nvlink4", 16, nic="pcie5-x16")
+    with pytest.raises(ValueError, match="nic="):  # checked within a node too
+        C.collective_path("nvlink4", 8, nic="nvlink3")
+    with pytest.raises(ValueError, match="algorithm"):
+        C.link_time("all-reduce", 1e9, 16, "nvlink4", "flat")
     with pytest.raises(ValueError, match="achievable"):
         C.collective_path("nvlink4", 8, achievable="yes")
 
@@ -87,10 +125,19 @@ def test_achievable_links_are_sourced_and_scale_the_bandwidth_only():
     nv = C.link_efficiency("nvlink4")
     assert nv.measured and nv.fraction == pytest.approx(370 / 450) and "nccl-tests" in nv.source
     ib = C.link_efficiency("ib-ndr")
-    assert not ib.measured and "assumption" in ib.source
+    assert ib.measured and ib.fraction == pytest.approx(47 / 50) and "46-48" in ib.source
+    assert C.link_efficiency("ib-hdr") is ib  # one figure for InfiniBand NICs
+    pcie = C.link_efficiency("pcie5-x16")
+    assert not pcie.measured and "assumption" in pcie.source
     # 8 GPUs, 1 GB: 2 x 7/8 x 1 GB / 370 GB/s = 4.730 ms, plus the same 14 µs of latency
     assert C.link_time("all-reduce", 1e9, 8, "nvlink4", achievable=True) == pytest.approx(
         1.75e9 / 370e9 + 14e-6)
+    # across nodes each link at its own fraction: 2 HGX H100, NVLink 370, NICs 8 x 47 = 376:
+    # the NVLink ring binds, 2 x 15/16 x 1 GB / 370 GB/s
+    p = C.collective_path("nvlink4", 16, achievable=True)
+    assert (p.node_gbs, p.egress_gbs) == (pytest.approx(370), pytest.approx(376))
+    assert C.link_time("all-reduce", 1e9, 16, "nvlink4", achievable=True) == pytest.approx(
+        1.875e9 / 370e9 + 38e-6)
 
 
 @pytest.mark.parametrize("device,link,ok", [
@@ -310,18 +357,26 @@ def test_lab6_p4_collectives_against_matmuls_hand_derived():
 # --- data-parallel training -------------------------------------------------------------------
 
 def test_dp_critical_batch_hand_derived_and_independent_of_the_model():
-    # Lab 6 P5: 64 H100 SXM in 8 nodes, one NDR NIC per GPU. The all-reduce's seconds per byte
-    # is the slower level: node 2 x 7/8 / 450e9 = 3.889 ps/B, NICs 2 x 7/8 / 8 / 50e9 = 4.375
-    # ps/B. Backward 4 P T / π = P x 2 B x 4.375e-12: T* = 2 x 4.375e-12 x 989.5e12 / 4 = 2,164.5
+    # 64 H100 SXM in 8 nodes, one NDR NIC per GPU, NCCL's Ring: the node's NICs (400 GB/s)
+    # are slower than NVLink (450): 2 x 63/64 / 400e9 = 4.921875 ps/B. Backward 4 P T / π =
+    # P x 2 B x 4.921875e-12: T* = 2 x 4.921875e-12 x 989.5e12 / 4 = 2,435.2
+    c = 2 * 63 / 64 / 400e9
     t_star = S.dp_critical_batch("h100-sxm", "bf16", "nvlink4", 64)
-    assert t_star == pytest.approx(2 * 4.375e-12 * H100_BF16 / 4)
-    # 2 NICs per node: each GPU 12.5 GB/s across, 4x the cross-node time: 8,658 tokens
+    assert t_star == pytest.approx(2 * c * H100_BF16 / 4)
+    # hierarchical: the slower level, NICs 2 x 7/8 / 8 / 50e9 = 4.375 ps/B: 2,164.5
+    assert S.dp_critical_batch("h100-sxm", "bf16", "nvlink4", 64,
+                               algorithm="hierarchical") == pytest.approx(
+        2 * 4.375e-12 * H100_BF16 / 4)
+    # 2 NICs per node: the Ring's egress 100 GB/s, 4x the time per byte: 9,741 tokens
     assert S.dp_critical_batch("h100-sxm", "bf16", "nvlink4", 64, nics_per_node=2) == \
-        pytest.approx(4 * 2 * 4.375e-12 * H100_BF16 / 4)
+        pytest.approx(4 * 2 * c * H100_BF16 / 4)
+    # A100 nodes with HDR NICs (200 GB/s per node): 2 x 31/32 / 200e9 x 312e12 / 2 = 1,511
+    assert S.dp_critical_batch("a100-sxm-80gb", "bf16", "nvlink3", 32, nic="ib-hdr") == \
+        pytest.approx(2 * 31 / 32 / 200e9 * 312e12 / 2)
     for model in ("llama-3-8b", "llama-3-70b"):
         below = S.dp_step(model, 64, int(t_star * 0.9), "h100-sxm", "bf16", "nvlink4")
         above = S.dp_step(model, 64, int(t_star * 1.1), "h100-sxm", "bf16", "nvlink4")
-        # latency (14 x 1 + 14 x 5 µs) is negligible next to GBs of gradients
+        # latency (112 x 1 + 14 x 5 µs) is negligible next to GBs of gradients
         assert below.comm_bound and not above.comm_bound
 
 
@@ -343,17 +398,22 @@ def test_overlap_hides_the_all_reduce_only_behind_the_backward_pass():
 
 
 def test_the_wait_per_step_is_the_all_reduce_the_backward_pass_does_not_hide():
-    # Lab 6 P5: Llama-3-8B (P = 8.030e9), 64 H100 SXM in 8 nodes, 1,024 tokens per GPU.
-    # All-reduce 2P x 4.375 ps/B + (14 x 1 + 14 x 5) µs = 70.35 ms; backward 4 P x 1024 /
-    # 989.5e12 = 33.24 ms; wait 37.11 ms. Without overlap the wait is the whole all-reduce.
+    # Llama-3-8B (P = 8.030e9), 32 A100 SXM in 4 DGX A100 nodes (NVLink 3
+    # inside, 8 HDR NICs of 25 GB/s per node), 1,024 tokens per GPU, NCCL's Ring. The NICs
+    # together (200 GB/s) are slower than NVLink 3 (300): all-reduce 2P x 2 x 31/32 / 200e9
+    # + (56 x 1 + 6 x 5) µs = 155.67 ms; backward 4 P x 1024 / 312e12 = 105.42 ms; wait 50.25
+    # ms. Without overlap the wait is the whole all-reduce.
     p = models.get("llama-3-8b").params
-    comm, bwd = 2 * p * 4.375e-12 + 84e-6, 4 * p * 1024 / H100_BF16
-    on = S.dp_step("llama-3-8b", 64, 1024, "h100-sxm", "bf16", "nvlink4", overlap=True)
-    off = S.dp_step("llama-3-8b", 64, 1024, "h100-sxm", "bf16", "nvlink4", overlap=False)
+    comm, bwd = 2 * p * 2 * 31 / 32 / 200e9 + 86e-6, 4 * p * 1024 / 312e12
+    kw = dict(nic="ib-hdr", nics_per_node=8)
+    on = S.dp_step("llama-3-8b", 32, 1024, "a100-sxm-80gb", "bf16", "nvlink3", **kw)
+    off = S.dp_step("llama-3-8b", 32, 1024, "a100-sxm-80gb", "bf16", "nvlink3", overlap=False,
+                    **kw)
+    assert on.t_comm == pytest.approx(comm, rel=1e-9)
     assert on.t_exposed == pytest.approx(comm - bwd, rel=1e-6)
     assert off.t_exposed == pytest.approx(comm, rel=1e-6)
     # above the critical batch nothing waits
-    big = S.dp_step("llama-3-8b", 64, 4096, "h100-sxm", "bf16", "nvlink4", overlap=True)
+    big = S.dp_step("llama-3-8b", 32, 2048, "a100-sxm-80gb", "bf16", "nvlink3", **kw)
     assert big.t_exposed == 0
 
 

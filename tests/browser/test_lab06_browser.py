@@ -3,7 +3,7 @@
 
 1. fresh page: every instrument is behind a closed gate, no figure is drawn;
 2. locking prediction 1 opens its gate and draws the all-reduce cost model;
-3. the participants slider at both extremes (n = 2 and n = 16, two nodes) redraws the figure;
+3. the participants slider at both extremes (n = 2 and n = 8, one node) redraws the figure;
 4. a reload keeps the lock (restored from the ledger);
 5. the instructor copy (``--reveal``) draws every figure of the lab: each is screenshot on its
    own for a visual check (artifacts/browser/lab06-*.png).
@@ -69,7 +69,8 @@ def test_lab06_gate_lock_slider_extremes_reload(browser, lab_servers, artifacts)
             shoot_schemes(page, lambda scheme: artifacts / f"lab06-unlocked-{scheme}.png")
 
             slider = page.get_by_role("slider").first  # Part 1's participants n
-            _slider_value_changes_title(page, slider, "End", "n = 16")
+            _slider_value_changes_title(page, slider, "Home", "n = 2")
+            _slider_value_changes_title(page, slider, "End", "n = 8")
             _slider_value_changes_title(page, slider, "Home", "n = 2")
             show_drawn_figure(page, 0)
             shoot_schemes(page, lambda scheme: artifacts / f"lab06-slider-min-{scheme}.png")
@@ -101,8 +102,10 @@ def test_lab06_instructor_copy_draws_every_figure(browser, lab_servers, artifact
                 use_scheme(page, scheme)
                 for words, shot in (("NVLink SHARP sums the data inside the switch", "nvls"),
                                     ("beyond 8 GPUs the cards span two boxes", "p4-question"),
-                                    ("16 steps at 16-way, not 30", "p4-reveal"),
-                                    ("microseconds per step", "p5-question")):
+                                    ("30 steps at 16-way, 2 of them between boxes",
+                                     "p4-reveal"),
+                                    ("carrying 1/4 of the gradients", "p5-question"),
+                                    ("Only behind the backward pass", "p5-wait")):
                     where = page.get_by_text(words).first
                     where.scroll_into_view_if_needed()
                     where.screenshot(path=str(artifacts / f"lab06-{shot}-{scheme}.png"))

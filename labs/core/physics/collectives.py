@@ -29,12 +29,29 @@ binary tree approaches: Sanders, Speck, Träff, "Two-tree algorithms for full ba
 broadcast, reduction and scan", Parallel Computing 2009): fewer latency steps (log n instead of
 n) for about the ring's bandwidth term, so trees win for small messages on many chips.
 
-**Beyond one node** (more chips than a link's ``domain``): two levels, pipelined, with the
-NICs per node (rails) as a parameter; see :data:`HIERARCHY_NOTE` and :func:`collective_path`.
+**Beyond one node** (more chips than a link's ``domain``), with the NICs per node (rails) as a
+parameter, every number names its algorithm (:data:`ACROSS_NODES_NOTE`, :func:`collective_path`):
+
+- ``"ring"`` (the default): NCCL's Ring, flat. One ring per NIC runs through all n chips, so
+  each NIC carries 2(n-1)/n of its ring's share and the bus bandwidth is the slower of the
+  node's link and the node's NICs together (8 x 50 GB/s NDR = 400 GB/s), whatever the node
+  count. Its latency is NCCL's own ring model: 2(n-1) steps, the 2(M-1) that cross between
+  the M nodes at the NIC's α, the others at the link's (NVIDIA/nccl src/graph/tuning.cc).
+  NCCL's usual choice for large messages across nodes, and what nccl-tests measures with
+  NCCL_ALGO=Ring (2 DGX-A100: 192 GB/s bus, NVIDIA/nccl issue 812; 3 A100 nodes with 4 HDR
+  NICs: 96 GB/s, nccl-tests issue 119; 2 HGX-H100 with 8 NDR NICs: 368-400 GB/s).
+- ``"hierarchical"``: two levels, pipelined: a reduce-scatter inside each node, an all-reduce
+  of each chip's 1/g share across nodes over its own rail, an all-gather inside the node.
+  The NICs carry 2(M-1)/M of a 1/g share, so at a few nodes it beats the flat ring's NIC
+  bound (this is what tree-like algorithms, NCCL's Tree, NVLS-Tree and CollNet, approach);
+  the slower level sets the bandwidth time, the latencies add.
+- ``"tree"`` (all-reduce only): a tree inside each level (module table above), two levels
+  beyond a node like ``"hierarchical"``.
 
 **Achievable bandwidth**: the model runs at the spec by default; ``achievable=True`` scales every
-link to what nccl-tests reaches with the RING algorithm (:func:`link_efficiency`: ~370 of 450
-GB/s on 8xH100 NVLink), as ``roofline.achievable`` derates compute.
+link to what nccl-tests reaches (:func:`link_efficiency`: ~370 of 450 GB/s with the RING
+algorithm on 8xH100 NVLink; 46-48 of 50 GB/s per NDR NIC), as ``roofline.achievable`` derates
+compute.
 
 **NVLink SHARP** (NVLS): on NVSwitch H100 nodes NCCL's *default* all-reduce is not a ring: the
 switch reduces the data, and nccl-tests reports ~480 GB/s bus bandwidth (algbw ~275 GB/s) on 8
@@ -61,7 +78,7 @@ from labs.core.physics._validate import (close_matches, non_negative, positive,
                                           positive_int, shown, text)
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
-ALGORITHMS = ("ring", "tree")
+ALGORITHMS = ("ring", "hierarchical", "tree")
 
 
 class UnknownLinkError(KeyError, ValueError):
@@ -225,16 +242,23 @@ def custom_link(name: str, one_way_gbs: float, latency_us: float, *,
                 kind="measured")
 
 
-#: Why a collective wider than a node is modelled in two levels (not one ring at one hop).
-HIERARCHY_NOTE = (
-    "An HGX/DGX H100 node has 8 GPUs and 8 ConnectX-7 NICs (400 Gb/s each): one NIC per GPU, "
-    "and NCCL runs one ring per NIC (rail), each carrying its share of the data. A collective "
-    "across nodes is therefore modelled in two levels: inside each node over its link (for an "
-    "all-reduce: a reduce-scatter, then, after the cross-node step, an all-gather), and across "
-    "the M nodes over the NICs, each GPU carrying S / g of the data on its own rail. NCCL "
-    "pipelines chunks through the levels, so the bandwidth time is the slower level's, the "
-    "latencies add (jax-ml/scaling-book, 'How to Think About GPUs', cross-node collectives: "
-    "T = max(T at node, T in scale-out network); NVIDIA DGX H100 user guide: 8x ConnectX-7).")
+#: How a collective wider than a node runs, by algorithm (never one ring at one NIC's speed).
+ACROSS_NODES_NOTE = (
+    "An HGX/DGX node has 8 GPUs and 8 compute NICs (DGX A100: ConnectX-6 HDR, 200 Gb/s; HGX "
+    "H100: ConnectX-7 NDR, 400 Gb/s): one NIC per GPU. NCCL's Ring is flat: it builds one "
+    "ring per NIC (rail), each through all n GPUs and carrying its share of the data, so each "
+    "NIC carries 2(n-1)/n of its ring's share and the ring's bus bandwidth is the slower of "
+    "the node's link and the node's NICs together (8 x 50 GB/s = 400 GB/s on NDR), whatever "
+    "the node count (nccl-tests with NCCL_ALGO=Ring: 192 GB/s on 2 DGX-A100, NVIDIA/nccl "
+    "issue 812; 96 GB/s on 3 A100 nodes with 4 HDR NICs, nccl-tests issue 119; 368-400 GB/s "
+    "on 2 HGX-H100, nccl-tests issues 290 and 309). Its latency: 2(n-1) steps, the 2(M-1) "
+    "that cross between the M nodes at the NIC's α (NCCL's tuning model, src/graph/tuning.cc). "
+    "A hierarchical all-reduce (reduce-scatter in the node, an all-reduce of each GPU's 1/g "
+    "share over its own NIC, all-gather in the node) sends only 2(M-1)/M of that share through "
+    "the NICs, so at a few nodes it can beat the Ring's NIC bound: tree-like algorithms "
+    "(NCCL's Tree, NVLS-Tree, CollNet) approach it. Its levels are pipelined, so the slower "
+    "level's bandwidth time sets the pace and the latencies add (jax-ml/scaling-book, 'How to "
+    "Think About GPUs', cross-node collectives: T = max(T at node, T in scale-out network)).")
 
 
 @dataclass(frozen=True)
@@ -269,12 +293,25 @@ _ASSUMED_UPPER = LinkEfficiency(
     "fraction (82%) is applied to it; measure yours (Part 1)", False)
 
 
+#: nccl-tests across nodes on InfiniBand: "For NDR @ 400Gbps you should see 46-48GB/s per NIC"
+#: (NVIDIA, nccl-tests issue 290): 47 of 50 GB/s. Applied to every InfiniBand NIC; the A100
+#: measurements over HDR (192 GB/s bus on 2 DGX-A100 with 8 NICs each, 96 GB/s on 3 nodes with
+#: 4) are what tests/test_reality_anchors_comm.py holds it against, not what it was read from.
+NIC_ACHIEVABLE = LinkEfficiency(
+    47 / 50, "nccl-tests across nodes: 46-48 of 50 GB/s per InfiniBand NDR NIC (NVIDIA, "
+    "nccl-tests issue 290)", True)
+_INFINIBAND = ("ib-hdr", "ib-ndr")
+
+
 def link_efficiency(link) -> LinkEfficiency:
-    """The sourced achievable fraction of ``link``'s one-way bandwidth with a ring (see
-    :class:`LinkEfficiency`)."""
+    """The sourced achievable fraction of ``link``'s one-way bandwidth (see
+    :class:`LinkEfficiency`): NVLink 4 with NCCL's Ring, an InfiniBand NIC across nodes, else a
+    stated assumption (the NVLink 4 ring fraction)."""
     lk = get_link(link)
     if lk.key == "nvlink4":
         return NVLINK_ACHIEVABLE
+    if lk.key in _INFINIBAND:
+        return NIC_ACHIEVABLE
     return _ASSUMED_UPPER if lk.approximate else _ASSUMED_ACHIEVABLE
 
 
@@ -355,10 +392,13 @@ def check_pair(device, link) -> None:
 
 @dataclass(frozen=True)
 class Path:
-    """How a collective over ``n`` chips runs on a link: one ring inside the link's domain, or,
-    beyond it, two levels (see :data:`HIERARCHY_NOTE`): ``g`` chips per node over ``link``,
-    ``nodes`` nodes over ``nic`` with ``nics`` NICs (rails) per node. Bandwidths are scaled by
-    ``efficiency`` (1: the spec; :func:`link_efficiency`: what nccl-tests reaches)."""
+    """Where a collective over ``n`` chips runs on a link: one ring inside the link's domain,
+    or, beyond it, ``nodes`` nodes of ``g`` chips over ``link``, joined by ``nics`` NICs
+    (rails) of ``nic`` per node. How it runs there is the ``algorithm`` each method takes
+    (:data:`ALGORITHMS`, :data:`ACROSS_NODES_NOTE`): ``"ring"``, NCCL's flat Ring (the
+    default), ``"hierarchical"`` or ``"tree"``. Bandwidths are scaled by ``efficiency`` (the
+    node's link) and ``nic_efficiency`` (1: the spec; :func:`link_efficiency`: what nccl-tests
+    reaches)."""
 
     link: Link
     n: int
@@ -367,9 +407,11 @@ class Path:
     nic: Link | None
     nics: int  # NICs per node (rails)
     efficiency: float
+    nic_efficiency: float = 1.0
 
     @property
     def hierarchical(self) -> bool:
+        """Whether the collective spans nodes (two kinds of link), whatever the algorithm."""
         return self.nodes > 1
 
     @property
@@ -378,27 +420,44 @@ class Path:
         return self.link.one_way_gbs * self.efficiency
 
     @property
+    def egress_gbs(self) -> float:
+        """One-way GB/s out of a node through its NICs together (0 within one node)."""
+        return self.nic.one_way_gbs * self.nics * self.nic_efficiency if self.nic else 0.0
+
+    @property
     def rail_gbs(self) -> float:
         """One-way GB/s each chip has across nodes: the node's NICs shared by its g chips."""
-        return self.nic.one_way_gbs * self.nics / self.g * self.efficiency if self.nic else 0.0
+        return self.egress_gbs / self.g
 
     def latency(self, op, algorithm: str = "ring") -> float:
-        """Seconds of per-step latency: the node level's steps plus the cross-node level's."""
+        """Seconds of per-step latency. One node: steps x the link's α. Across M nodes: the
+        flat Ring pays 2(n-1) steps (all-reduce; n-1 otherwise), the 2(M-1) (M-1) that cross
+        between nodes at the NIC's α and the rest at the link's (NCCL's tuning model);
+        hierarchical and tree pay each level's steps, added."""
         o = _op(op)
+        a = _algorithm(o, algorithm)
         if not self.hierarchical:
-            return latency_steps(o, self.n, algorithm) * self.link.latency_s
-        t = self.nic.latency_s * latency_steps(o, self.nodes, algorithm)
-        return t + (latency_steps(o, self.g, algorithm) * self.link.latency_s if self.g > 1
-                    else 0.0)
+            return latency_steps(o, self.n, a) * self.link.latency_s
+        if a == "ring":
+            inter = latency_steps(o, self.nodes, "ring")
+            return ((latency_steps(o, self.n, "ring") - inter) * self.link.latency_s
+                    + inter * self.nic.latency_s)
+        t = self.nic.latency_s * latency_steps(o, self.nodes, a)
+        return t + (latency_steps(o, self.g, a) * self.link.latency_s if self.g > 1 else 0.0)
 
     def seconds_per_byte(self, op, algorithm: str = "ring") -> float:
-        """The bandwidth term per byte of ``nbytes``: factor / B in one ring; beyond a node the
-        slower of the two pipelined levels, factor(g) / B_node and factor(M) / g / B_rail."""
+        """The bandwidth term per byte of ``nbytes``. One node: factor / B. Across nodes, the
+        flat Ring: factor(n) / the slower of B_node and the node's NIC egress (each NIC carries
+        its ring's share 2(n-1)/n times); hierarchical and tree: the slower of the pipelined
+        levels, factor(g) / B_node and factor(M) / g / B_rail."""
         o = _op(op)
+        a = _algorithm(o, algorithm)
         if not self.hierarchical:
-            return bandwidth_factor(o, self.n, algorithm) / (self.node_gbs * 1e9)
-        cross = bandwidth_factor(o, self.nodes, algorithm) / self.g / (self.rail_gbs * 1e9)
-        node = (bandwidth_factor(o, self.g, algorithm) / (self.node_gbs * 1e9) if self.g > 1
+            return bandwidth_factor(o, self.n, a) / (self.node_gbs * 1e9)
+        if a == "ring":
+            return bus_factor(o, self.n) / (min(self.node_gbs, self.egress_gbs) * 1e9)
+        cross = bandwidth_factor(o, self.nodes, a) / self.g / (self.rail_gbs * 1e9)
+        node = (bandwidth_factor(o, self.g, a) / (self.node_gbs * 1e9) if self.g > 1
                 else 0.0)
         return max(node, cross)
 
@@ -410,12 +469,31 @@ class Path:
         """nccl-tests bus bandwidth of a large collective on this path (latency aside)."""
         return bus_factor(op, self.n) / self.seconds_per_byte(op, algorithm) / 1e9
 
+    def binding_level(self, op: str = "all-reduce", algorithm: str = "ring") -> str:
+        """Which sets the bandwidth time: "link" (inside the node) or "NICs" (between nodes)."""
+        o = _op(op)
+        a = _algorithm(o, algorithm)
+        if not self.hierarchical:
+            return "link"
+        if a == "ring":
+            return "link" if self.node_gbs <= self.egress_gbs else "NICs"
+        node = bandwidth_factor(o, self.g, a) / self.node_gbs if self.g > 1 else 0.0
+        cross = bandwidth_factor(o, self.nodes, a) / self.g / self.rail_gbs
+        return "link" if node >= cross else "NICs"
+
     @property
     def name(self) -> str:
         if not self.hierarchical:
             return self.link.name
-        return (f"{self.link.name.split(' (')[0]} within {self.g}, {self.nics} x "
-                f"{self.nic.name.split(' (')[0]} per node between {self.nodes} nodes")
+        return (f"{self.link.short_name} within {self.g}, {self.nics} x "
+                f"{self.nic.short_name} per node between {self.nodes} nodes")
+
+
+#: What each algorithm is called where a lab names it.
+ALGORITHM_NAMES = {"ring": "NCCL's Ring (flat: one ring per NIC through every GPU)",
+                   "hierarchical": "hierarchical (reduce-scatter in the node, all-reduce "
+                                   "across nodes per rail, all-gather in the node)",
+                   "tree": "tree (a tree inside each level)"}
 
 
 def collective_path(link, n, *, nics_per_node: int | None = None, nic=None,
@@ -431,27 +509,35 @@ def collective_path(link, n, *, nics_per_node: int | None = None, nic=None,
     if lk.domain is None or nn <= lk.domain:
         if nics_per_node is not None:
             positive_int("nics_per_node", nics_per_node)
+        if nic is not None:
+            _scale_out(nic)
         return Path(lk, nn, nn, 1, None, 0, eff)
     g = lk.domain
     if nn % g:
         raise ValueError(f"n={shown(n)} chips do not fill whole nodes of {g} ({lk.name} joins "
                          f"at most {g}): pick a multiple of {g}")
-    out = _get_link(SCALE_OUT_LINK if nic is None else nic, "nic")
-    if out.kind != "scale-out":
-        raise ValueError(f"nic={shown(out.key)} is not a link between nodes: pick one of "
-                         + ", ".join(k for k, v in LINKS.items() if v.kind == "scale-out"))
+    out = _scale_out(SCALE_OUT_LINK if nic is None else nic)
     rails = g if nics_per_node is None else positive_int("nics_per_node", nics_per_node)
     if rails > g:
         raise ValueError(f"nics_per_node={shown(nics_per_node)} is more than the {g} chips of a "
                          "node: each chip drives at most one NIC here")
-    return Path(lk, nn, g, nn // g, out, rails, eff)
+    return Path(lk, nn, g, nn // g, out, rails, eff,
+                link_efficiency(out).fraction if achievable else 1.0)
+
+
+def _scale_out(nic) -> Link:
+    out = _get_link(nic, "nic")
+    if out.kind != "scale-out":
+        raise ValueError(f"nic={shown(out.key)} is not a link between nodes: pick one of "
+                         + ", ".join(k for k, v in LINKS.items() if v.kind == "scale-out"))
+    return out
 
 
 def ring_link(link, n: int) -> Link:
     """The link one ring of ``n`` chips would run at, as a single :class:`Link` (kept for
     callers that need one bandwidth): within the domain the link itself; beyond it a link whose
-    one-way bandwidth is the all-reduce bus bandwidth of the two-level :func:`collective_path`
-    (NICs one per chip) and whose latency is the scale-out link's."""
+    one-way bandwidth is the all-reduce bus bandwidth of NCCL's flat Ring on
+    :func:`collective_path` (NICs one per chip) and whose latency is the scale-out link's."""
     lk = get_link(link)
     n = positive_int("n", n)
     if lk.domain is None or n <= lk.domain:
@@ -459,8 +545,8 @@ def ring_link(link, n: int) -> Link:
     p = collective_path(lk, n)
     return Link(f"{lk.key}+{p.nic.key}", p.name, p.bus_gbs("all-reduce"), lk.quoted,
                 f"{lk.source}; {p.nic.source}",
-                f"two levels: {lk.name} inside each node of {p.g}, one {p.nic.name} per chip "
-                "between nodes (the slower level sets the pace)", p.nic.latency_us,
+                f"NCCL's Ring through {p.nodes} nodes of {p.g}: the slower of {lk.name} and the "
+                f"node's {p.nics} x {p.nic.name} sets the pace", p.nic.latency_us,
                 kind="scale-out")
 
 
@@ -500,7 +586,8 @@ def bus_factor(op, n) -> float:
 
 
 def latency_steps(op, n, algorithm: str = "ring") -> int:
-    """How many α a collective pays: ring 2(n-1) (all-reduce) or n-1; tree 2⌈log2 n⌉."""
+    """How many α a collective over one level pays: ring (and hierarchical, which is a ring
+    inside one level) 2(n-1) (all-reduce) or n-1; tree 2⌈log2 n⌉."""
     o, k = _op(op), _n(n)
     if _algorithm(o, algorithm) == "tree":
         return 2 * math.ceil(math.log2(k))
@@ -508,7 +595,8 @@ def latency_steps(op, n, algorithm: str = "ring") -> int:
 
 
 def bandwidth_factor(op, n, algorithm: str = "ring") -> float:
-    """The multiple of S / B a collective pays: the ring's bus factor, or 2 for the tree."""
+    """The multiple of S / B a collective over one level pays: the ring's bus factor (also
+    the hierarchical one's, a ring inside one level), or 2 for the tree."""
     o, k = _op(op), _n(n)
     return 2.0 if _algorithm(o, algorithm) == "tree" else bus_factor(o, k)
 
@@ -527,9 +615,10 @@ def collective_time(op, nbytes, n, link_gbs, latency_s, algorithm: str = "ring")
 def link_time(op, nbytes, n, link, algorithm: str = "ring", *,
               nics_per_node: int | None = None, nic=None, achievable: bool = False) -> float:
     """Seconds for one collective on a registry link (or a :class:`Link`), with its α, on the
-    :func:`collective_path` of ``n`` chips: one ring inside the link's domain, two pipelined
-    levels (node, then NICs between nodes) beyond it. ``achievable``: at
-    :func:`link_efficiency` of the spec (what nccl-tests reaches), else at the spec."""
+    :func:`collective_path` of ``n`` chips: one ring inside the link's domain; beyond it
+    ``algorithm`` says how (NCCL's flat Ring by default, or ``"hierarchical"``: see
+    :data:`ACROSS_NODES_NOTE`). ``achievable``: at :func:`link_efficiency` of the spec (what
+    nccl-tests reaches), else at the spec."""
     o = _op(op)
     _algorithm(o, algorithm)
     p = collective_path(link, n, nics_per_node=nics_per_node, nic=nic, achievable=achievable)

@@ -52,7 +52,7 @@ def link_ridge(hw, precision: str, link, n: int = 2, *,
                nics_per_node: int | None = None) -> float:
     """FLOP per link byte where the link roof meets the compute roof: π / B (dense peak of
     ``precision``; B the one-way bandwidth of the link within a node, or beyond one the
-    all-reduce bus bandwidth of the two-level path, :func:`collectives.collective_path`).
+    all-reduce bus bandwidth of NCCL's flat Ring on :func:`collectives.collective_path`).
     A chip and a link that cannot be paired raise ValueError (:func:`collectives.check_pair`)."""
     C.check_pair(_hw.get(hw, arg="hw"), link)
     path = C.collective_path(link, n, nics_per_node=nics_per_node)
@@ -200,7 +200,7 @@ def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
     (T cancels): K/n* = factor × b × π / (2 m B), i.e. (n-1)/n × b × π / (m B) for an
     all-reduce in one node, with m = ``matmuls`` per collective (1: one row-parallel matmul;
     2: a Megatron column + row pair; 3: a SwiGLU MLP, where K/n is the hidden slice F/n).
-    Beyond a node, factor / B is the two-level path's time per byte."""
+    Beyond a node, factor / B is NCCL's flat Ring's time per byte on the path."""
     nn = C._n(n)
     m = _matmuls(matmuls)
     b = (_fmt.bytes_per_element(precision, arg="precision") if storage is None
@@ -250,7 +250,7 @@ class TPServing:
 
     model: str
     device: str
-    link: C.Link  # the link the collectives run at (collectives.ring_link: two levels past a node)
+    link: C.Link  # the link the collectives run at (collectives.ring_link: NCCL's Ring past a node)
     n: int
     batch: int
     seq_len: int
@@ -486,11 +486,12 @@ def _params(model_or_params) -> float:
 
 def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
             grad_bytes: float = 2, overlap: bool = True, algorithm: str = "ring",
-            nics_per_node: int | None = None) -> DPStep:
+            nics_per_node: int | None = None, nic=None) -> DPStep:
     """A data-parallel step of a model (a key of models.MODELS or a parameter count) on ``n``
     chips, each with ``tokens_per_chip`` tokens: gradients of ``grad_bytes`` bytes per
     parameter (2: bf16) all-reduced on the :func:`collectives.collective_path` of ``n`` chips
-    (two levels beyond a node, ``nics_per_node`` NICs per node, default one per chip)."""
+    with ``algorithm`` (beyond a node NCCL's flat Ring by default, or ``"hierarchical"``;
+    ``nics_per_node`` NICs of ``nic`` per node, default one InfiniBand NDR NIC per chip)."""
     p = _params(model_or_params)
     nn = C._n(n)
     t = positive_int("tokens_per_chip", tokens_per_chip)
@@ -501,22 +502,24 @@ def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
     return DPStep(p, nn, t, FORWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
                   BACKWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
                   C.link_time("all-reduce", p * g, nn, link, algorithm,
-                              nics_per_node=nics_per_node), ov)
+                              nics_per_node=nics_per_node, nic=nic), ov)
 
 
 def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2,
-                      nics_per_node: int | None = None) -> float:
+                      nics_per_node: int | None = None, nic=None,
+                      algorithm: str = "ring") -> float:
     """Tokens per chip at which the backward pass (the only part the gradient all-reduce can
     hide behind) takes as long as the all-reduce's bandwidth term: 4 P T / π = P g × c, with c
-    the path's seconds per byte (2(n-1)/n / B in one ring), so T* = g × c × π / 4, i.e.
-    (n-1)/n × g/2 × π/B in a node. P cancels; below T* the step waits for the gradients even
-    with perfect overlap (jax-ml/scaling-book ch. 5 and 'How to Think About GPUs': per-GPU
-    batch > C / W_collective, ~2,475 tokens across H100 nodes)."""
+    the path's seconds per byte (2(n-1)/n / B in one ring; across nodes with NCCL's flat Ring,
+    2(n-1)/n over the slower of the node's link and its NICs together), so T* = g × c × π / 4,
+    i.e. (n-1)/n × g/2 × π/B in a node. P cancels; below T* the step waits for the gradients
+    even with perfect overlap (jax-ml/scaling-book ch. 5 and 'How to Think About GPUs':
+    per-GPU batch > C / W_collective, ~2,475 tokens across H100 nodes)."""
     nn = C._n(n)
     g = positive("grad_bytes", grad_bytes)
     C.check_pair(_hw.get(hw, arg="hw"), link)
-    spb = C.collective_path(link, nn, nics_per_node=nics_per_node).seconds_per_byte(
-        "all-reduce")
+    spb = C.collective_path(link, nn, nics_per_node=nics_per_node, nic=nic).seconds_per_byte(
+        "all-reduce", algorithm)
     return g * spb * _peak(hw, precision) / BACKWARD_FLOPS_PER_PARAM_TOKEN
 
 
