@@ -173,32 +173,16 @@ def _(OPENING, collectives, hardware, mo, style):
 
 @app.cell
 def _(
-    allreduce_prediction,
-    quiz,
-    serve_prediction,
-    shard_fast_prediction,
-    shard_slow_prediction,
-    train_prediction,
-):
-    # the predictions locked so far (the instructor copy's references count): what opens
-    locked = quiz.locked_items(allreduce_prediction, shard_slow_prediction,
-                               shard_fast_prediction, serve_prediction, train_prediction)
-    return (locked,)
-
-
-@app.cell
-def _(
     INSTRUMENTS,
     PRECISION,
     collectives,
     device_picker,
     hardware,
     link_picker,
-    locked,
     mo,
     style,
 ):
-    _wait = INSTRUMENTS.gate("datasheet", locked)
+    _wait = INSTRUMENTS.gate("datasheet")
     mo.stop(_wait is not None, _wait)
     _d = hardware.get(device_picker.value)
     _lk = collectives.get_link(link_picker.value)
@@ -294,8 +278,8 @@ def _(mo):
 
 
 @app.cell
-def _(INSTRUMENTS, link_picker, locked, mo, workers_controls):
-    _wait = INSTRUMENTS.gate("allreduce", locked)
+def _(INSTRUMENTS, allreduce_prediction, link_picker, mo, workers_controls):
+    _wait = INSTRUMENTS.gate("allreduce", allreduce_prediction)
     mo.stop(_wait is not None, _wait)
     allreduce_open = True  # the cells below open with this one (one notice while closed)
     mo.hstack([link_picker, workers_controls], justify="start", wrap=True)
@@ -471,7 +455,7 @@ def _(live, mo):
     comm_settings = live.read_at_press(workers=comm_workers, budget=comm_budget,
                                        backend=comm_backend_choice)
     mo.hstack([comm_workers, comm_budget, comm_backend_choice], justify="start", wrap=True)
-    return comm_backend_choice, comm_budget, comm_settings, comm_workers
+    return (comm_settings,)
 
 
 @app.cell
@@ -482,8 +466,16 @@ def _(live):
 
 
 @app.cell
-def _(INSTRUMENTS, comm_button, comm_settings, lab, live, locked, mo):
-    _wait = INSTRUMENTS.gate("measure", locked)
+def _(
+    INSTRUMENTS,
+    allreduce_prediction,
+    comm_button,
+    comm_settings,
+    lab,
+    live,
+    mo,
+):
+    _wait = INSTRUMENTS.gate("measure", allreduce_prediction)
     mo.stop(_wait is not None, _wait)
     mo.stop(not comm_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     from labs.core import comm_bench as _bench  # once pressed: a closed gate need not load it
@@ -811,8 +803,13 @@ def _(SHARD_BLOCKS, SHARD_REF, mo):
     # step re-runs only the cells that read a value.
     shard_controls = mo.hstack([shard_block, shard_k_slider, shard_n_slider,
                                 shard_tokens_slider], wrap=True)
-    return (shard_block, shard_controls, shard_k_slider, shard_n_slider,
-            shard_tokens_slider)
+    return (
+        shard_block,
+        shard_controls,
+        shard_k_slider,
+        shard_n_slider,
+        shard_tokens_slider,
+    )
 
 
 @app.cell
@@ -820,19 +817,23 @@ def _(
     INSTRUMENTS,
     PRECISION,
     SHARD_REF,
+    allreduce_prediction,
     collectives,
     device_picker,
     link_picker,
-    locked,
     mo,
+    serve_prediction,
     shard_block,
+    shard_fast_prediction,
     shard_k_slider,
     shard_n_slider,
+    shard_slow_prediction,
     shard_tokens_slider,
     sharding,
     style,
 ):
-    _wait = INSTRUMENTS.gate("tp_block", locked)
+    _wait = INSTRUMENTS.gate("tp_block", allreduce_prediction, shard_slow_prediction,
+                             shard_fast_prediction, serve_prediction)
     mo.stop(_wait is not None, _wait)
     tp_block_open = True  # the panel below opens with this cell (one notice while closed)
     _n = int(shard_n_slider.value)
@@ -1086,27 +1087,39 @@ def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
         mo.hstack([serve_device, serve_link], justify="start", wrap=True),
         mo.hstack([serve_model, serve_weights, serve_tp], justify="start", wrap=True),
         mo.hstack([serve_batch, serve_context], justify="start", wrap=True)])
-    return (serve_batch, serve_context, serve_controls, serve_device, serve_link,
-            serve_model, serve_tp, serve_weights)
+    return (
+        serve_batch,
+        serve_context,
+        serve_controls,
+        serve_device,
+        serve_link,
+        serve_model,
+        serve_tp,
+        serve_weights,
+    )
 
 
 @app.cell
 def _(
     INSTRUMENTS,
     PRECISION,
+    allreduce_prediction,
     collectives,
-    locked,
     mo,
     serve_batch,
     serve_context,
     serve_device,
     serve_link,
     serve_model,
+    serve_prediction,
     serve_weights,
+    shard_fast_prediction,
+    shard_slow_prediction,
     sharding,
     style,
 ):
-    _wait = INSTRUMENTS.gate("serving", locked)
+    _wait = INSTRUMENTS.gate("serving", allreduce_prediction, shard_slow_prediction,
+                             shard_fast_prediction, serve_prediction)
     mo.stop(_wait is not None, _wait)
     serving_open = True  # the panel below opens with this cell (one notice while closed)
     _kw = dict(batch=int(serve_batch.value), seq_len=int(serve_context.value),
@@ -1217,11 +1230,20 @@ def _(
         chosen=(f"{serve_now.n}-way", serve_now.n, serve_now.tokens_per_s)
         if serve_now.fits else None, oom_below=_oom)
     mo.vstack([serve_time_figure, serve_figure])
-    return serve_figure, serve_time_figure
+    return
 
 
 @app.cell
-def _(SERVE_OPTIONS, SERVE_REF, lab, mo, quiz, serve_prediction, serving_open, sharding):
+def _(
+    SERVE_OPTIONS,
+    SERVE_REF,
+    lab,
+    mo,
+    quiz,
+    serve_prediction,
+    serving_open,
+    sharding,
+):
     # below the instrument it compares with, and open with it
     mo.stop(serve_prediction is None or not serving_open)
     _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
@@ -1316,7 +1338,16 @@ def _(lab, quiz):
 
 
 @app.cell
-def _(TRAIN_REF, collectives, get_train, hardware, lab, models, quiz, set_train):
+def _(
+    TRAIN_REF,
+    collectives,
+    get_train,
+    hardware,
+    lab,
+    models,
+    quiz,
+    set_train,
+):
     _m = models.get(TRAIN_REF["model"])
     _lk, _nic = collectives.get_link(TRAIN_REF["link"]), collectives.get_link(TRAIN_REF["nic"])
     _rails = TRAIN_REF["nics_per_node"]
@@ -1404,8 +1435,18 @@ def _(TRAIN_REF, collectives, hardware, mo, models, style):
                   wrap=True),
         mo.hstack([train_model, train_n, train_tokens, train_nics, train_overlap],
                   justify="start", wrap=True)])
-    return (train_algorithm, train_controls, train_device, train_link, train_model, train_n,
-            train_nic, train_nics, train_overlap, train_tokens)
+    return (
+        train_algorithm,
+        train_controls,
+        train_device,
+        train_link,
+        train_model,
+        train_n,
+        train_nic,
+        train_nics,
+        train_overlap,
+        train_tokens,
+    )
 
 
 @app.cell
@@ -1413,9 +1454,11 @@ def _(
     INSTRUMENTS,
     PRECISION,
     TRAIN_REF,
+    allreduce_prediction,
     collectives,
-    locked,
     mo,
+    shard_fast_prediction,
+    shard_slow_prediction,
     sharding,
     style,
     train_algorithm,
@@ -1425,9 +1468,11 @@ def _(
     train_n,
     train_nic,
     train_nics,
+    train_prediction,
     train_tokens,
 ):
-    _wait = INSTRUMENTS.gate("training", locked)
+    _wait = INSTRUMENTS.gate("training", allreduce_prediction, shard_slow_prediction,
+                             shard_fast_prediction, train_prediction)
     mo.stop(_wait is not None, _wait)
     training_open = True  # the panel below opens with this cell (one notice while closed)
     # The step both ways ({overlap: step}): the overlap switch is read only by the cards
@@ -1450,7 +1495,14 @@ def _(
         _why = collectives.pair_problem(train_device.value, train_link.value)
         train_error = (f"{_why} Then pick a chip and a link that go together in the training "
                        "pickers above." if _why else style.error_message(_exc))
-    return train_critical, train_error, train_how, train_path, train_steps, training_open
+    return (
+        train_critical,
+        train_error,
+        train_how,
+        train_path,
+        train_steps,
+        training_open,
+    )
 
 
 @app.cell
@@ -1543,7 +1595,7 @@ def _(
                      f"at most {sharding.MAX_OVERLAP_GAIN:.2f}× (when the all-reduce equals "
                      "the backward pass): the forward pass never hides it"),
     ])
-    return (train_now,)
+    return
 
 
 @app.cell

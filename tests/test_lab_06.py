@@ -142,8 +142,8 @@ def test_locked_run_hides_every_instrument(env, app):
     text = _texts(outputs)
     # the rule's notices name the predictions each instrument waits for, never a setting
     assert "Lock Prediction 1 first" in text
-    assert "Lock Prediction 1, Prediction 2, Prediction 3 and Prediction 4 first" in text
-    assert "Lock Prediction 1, Prediction 2, Prediction 3 and Prediction 5 first" in text
+    assert "Lock Predictions 1, 2, 3 and 4 first" in text
+    assert "Lock Predictions 1, 2, 3 and 5 first" in text
     assert "they appear once all 5 predictions of this lab are locked (0 so far)" in text
     assert "Math peek" not in text  # the equations give the answers away
     assert "Link, one way" not in text  # how a datasheet figure becomes B is Part 1's question
@@ -400,7 +400,7 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path_factory):
     student = export_page(LAB_FILE, tmp_path_factory)
-    assert "Lock Prediction 1, Prediction 2, Prediction 3 and Prediction 4 first" in student
+    assert "Lock Predictions 1, 2, 3 and 4 first" in student
     assert "One block of 2 matmuls per all-reduce" not in student
     teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "One block of 2 matmuls per all-reduce" in teacher and "Key takeaways" in teacher
@@ -512,7 +512,7 @@ def test_locking_prediction_5_first_opens_no_instrument_that_answers_the_others(
     assert "train_steps" not in defs and "train_critical" not in defs
     assert "train_actual_ms" not in defs  # its comparison quotes the instrument, opens with it
     text = _plain(outputs)
-    assert "Lock Prediction 1, Prediction 2 and Prediction 3 first" in text
+    assert "Lock Predictions 1, 2 and 3 first" in text
     for hidden in ("10,500", "1,924", "62.5 ms"):
         assert hidden not in text, hidden
     outputs, defs = app.run(defs=_only("train_prediction", "allreduce_prediction",
