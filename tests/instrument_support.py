@@ -27,7 +27,8 @@ DIMENSION_PATTERNS = {
                          r"|L1|L2|L3|NIC|NVLink|PCIe)[- ]bound\b", re.I),
     "time": re.compile(rf"{NUMBER}{_SPACE}(?:ns|µs|μs|us|ms|s)\b(?!/)"),
     "ratio": re.compile(rf"{NUMBER}{_SPACE}×(?!{_SPACE}\d)"),
-    "share": re.compile(rf"{NUMBER}{_SPACE}%"),
+    # not a plotly template token ("171 %{hovertext}") or an iframe's width ("100%400px")
+    "share": re.compile(rf"{NUMBER}{_SPACE}%(?![{{\w])"),
     "bandwidth": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B){_SPACE}/{_SPACE}s\b"),
     "bytes": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B)\b(?!{_SPACE}/)"),
     "throughput": re.compile(rf"{NUMBER}{_SPACE}(?:[GTP]FLOP/s|[GTP]FLOPS|TOPS)\b"),

@@ -165,3 +165,12 @@ def test_every_view_a_widget_moves_is_a_declared_instrument(lab):
     assert not problems, (f"{lab.file.name}: views that show a dimension no gating instrument "
                           "declares:\n" + "\n".join(f"  - {where}: {dim}: {why}"
                                                    for (where, dim), why in problems.items()))
+
+
+@pytest.mark.parametrize("text, dimension", [
+    ("59.5 % busy", "share"), ("(10%)", "share"), ("spread 4%\n", "share"),
+    ("171\n\n%{hovertext}", None),  # a plotly hover template's token after a position
+    ("64.0\n\n        \n100%400px__resizeIframe(this)0", None),  # a figure iframe's width
+])
+def test_a_share_is_a_number_before_a_percent_sign_not_markup(text, dimension):
+    assert dimensions_shown(text).keys() == ({dimension} if dimension else set())
