@@ -65,9 +65,9 @@ modelled as its library runs it (:func:`library_gemm_kernel`): on Hopper, 128 x 
 would sit below what cuBLAS measures (tests/test_reality_anchors.py).
 
 A level without a bandwidth figure (a level of a measured machine whose plateau was not found,
-a GPU without a published measurement) is **unknown, not unlimited**. The known roofs give an upper bound; the unknown level
-would need AI_l x bandwidth_l >= that bound, i.e. ``bandwidth_l >= bound / AI_l``
-(:class:`UnknownRoof`). It cannot bind when that need is at most the bandwidth of a slower
+a GPU without a published measurement) is **unknown, not unlimited**. The known roofs give an
+upper bound; the unknown level would need AI_l x bandwidth_l >= that bound, i.e.
+``bandwidth_l >= bound / AI_l`` (:class:`UnknownRoof`). It cannot bind when that need is at most the bandwidth of a slower
 level below it (stated assumption, :data:`FLOOR_RULE`: every byte a slower level delivers
 crosses it, so it sustains at least that rate); otherwise the binding roof is
 :data:`UNDETERMINED`, and the model says how fast the level would have to be.
