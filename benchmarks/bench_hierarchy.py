@@ -1,6 +1,10 @@
 """Record Lab 5's instruments on this machine: the working-set staircase, the per-call
 overhead, the GEMM sawtooth and a one-thread fp32 GEMM peak.
 
+A student: this measures what Lab 5's Predictions 1 (the L2 / DRAM plateau ratio) and 4 (how
+much shorter a call gets) ask. Lock those predictions in the lab first; the lab measures the
+same things itself, behind its own buttons.
+
     python benchmarks/bench_hierarchy.py [--runs 2] [--budget 25] [--out PATH] [--write-reference]
 
 Records ``--runs`` runs (2, fixed in advance, back to back) and prints the README's tables: per
@@ -137,7 +141,9 @@ def write_reference(r: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="It measures what Lab 5's Predictions 1 and 4 ask: lock "
+                                        "them in the lab first.")
     ap.add_argument("--budget", type=float, default=25.0, help="sweep budget, seconds")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--runs", type=int, default=2, help="runs, back to back (default 2)")
