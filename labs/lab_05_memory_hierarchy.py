@@ -257,6 +257,7 @@ def _(live, mo):
 def _(INSTRUMENTS, locked, measure, mo, style, sweep_controls):
     _wait = INSTRUMENTS.gate("staircase", locked)
     mo.stop(_wait is not None, _wait)
+    staircase_open = True  # the cells below that read it open with this one
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
     _cards = [(c.name, units_text, f"{c.scope} · {c.source}") for c, units_text in
               ((c, style.format_bytes(c.size_bytes, binary=True)) for c in _c.levels)]
@@ -270,7 +271,7 @@ def _(INSTRUMENTS, locked, measure, mo, style, sweep_controls):
               "Prediction 1 is graded against your own staircase."),
         sweep_controls,
     ])
-    return
+    return (staircase_open,)
 
 
 @app.cell
@@ -313,9 +314,8 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, hierarchy_run, lab, locked, measure, mo, style):
-    _wait = INSTRUMENTS.gate("staircase", locked)
-    mo.stop(_wait is not None, _wait)
+def _(hierarchy_run, lab, measure, mo, staircase_open, style):
+    mo.stop(not staircase_open)
     mo.stop(hierarchy_run is None)
     _s, _levels = hierarchy_run["sweep"], hierarchy_run["levels"]
     lab.record("result", "lab05.measured_sweep", measure.ledger_payload(
@@ -331,9 +331,8 @@ def _(INSTRUMENTS, hierarchy_run, lab, locked, measure, mo, style):
 
 
 @app.cell
-def _(INSTRUMENTS, figures, hierarchy_run, locked, mo, reference_machine):
-    _wait = INSTRUMENTS.gate("staircase", locked)
-    mo.stop(_wait is not None, _wait)
+def _(figures, hierarchy_run, mo, reference_machine, staircase_open):
+    mo.stop(not staircase_open)
     _ref = reference_machine.SWEEP
     _series = [(f"reference machine ({reference_machine.MACHINE}, recorded "
                 f"{reference_machine.DATE})", [p[0] for p in _ref], [p[1] for p in _ref],
@@ -356,9 +355,8 @@ def _(INSTRUMENTS, figures, hierarchy_run, locked, mo, reference_machine):
 
 
 @app.cell
-def _(INSTRUMENTS, hierarchy_run, locked, mo, reference_machine, style):
-    _wait = INSTRUMENTS.gate("staircase", locked)
-    mo.stop(_wait is not None, _wait)
+def _(hierarchy_run, mo, reference_machine, staircase_open, style):
+    mo.stop(not staircase_open)
     _mine = hierarchy_run is not None and bool(hierarchy_run["levels"])
     _levels = hierarchy_run["levels"] if _mine else reference_machine.plateaus()
     _rows = [{"level": p.name,
@@ -376,23 +374,21 @@ def _(INSTRUMENTS, hierarchy_run, locked, mo, reference_machine, style):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     STAIRCASE_Q,
     hierarchy_run,
     hierarchy_unavailable,
     lab,
-    locked,
     mo,
     quiz,
     reference_machine,
     staircase,
+    staircase_open,
     staircase_prediction,
     style,
 ):
     # Graded against the student's own staircase (the result recorded here); where this
     # machine cannot be measured (no torch, a browser build), against the reference machine.
-    _wait = INSTRUMENTS.gate("staircase", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not staircase_open)
     _args = (STAIRCASE_Q["upper"], STAIRCASE_Q["lower"])
     _reference = staircase.plateau_ratio(reference_machine.plateaus(), *_args)
     if hierarchy_run is not None and hierarchy_run["levels"]:
@@ -702,23 +698,22 @@ def _(FLASH, KERNELS, hierarchy, machine, size_slider):
 def _(INSTRUMENTS, kernel_controls, locked, mo):
     _wait = INSTRUMENTS.gate("roofline", locked)
     mo.stop(_wait is not None, _wait)
+    roofline_open = True  # the cells below that read it open with this one
     kernel_controls
-    return
+    return (roofline_open,)
 
 
 @app.cell
 def _(
-    INSTRUMENTS,
     all_points,
     kernel_picker,
-    locked,
     machine,
     machine_error,
     mo,
+    roofline_open,
     style,
 ):
-    _wait = INSTRUMENTS.gate("roofline", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not roofline_open)
     if machine is None:
         level_cards = machine_error
     elif isinstance(all_points[kernel_picker.value], Exception):
@@ -767,9 +762,8 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, all_points, figures, kernel_picker, locked, machine, mo):
-    _wait = INSTRUMENTS.gate("roofline", locked)
-    mo.stop(_wait is not None, _wait)
+def _(all_points, figures, kernel_picker, machine, mo, roofline_open):
+    mo.stop(not roofline_open)
     mo.stop(machine is None or isinstance(all_points.get(kernel_picker.value), Exception))
     hierarchical_roofline = figures.per_level_roofline_figure(
         machine, [all_points[kernel_picker.value]],
@@ -780,9 +774,8 @@ def _(INSTRUMENTS, all_points, figures, kernel_picker, locked, machine, mo):
 
 
 @app.cell
-def _(INSTRUMENTS, all_points, locked, machine, mo, style):
-    _wait = INSTRUMENTS.gate("roofline", locked)
-    mo.stop(_wait is not None, _wait)
+def _(all_points, machine, mo, roofline_open, style):
+    mo.stop(not roofline_open)
     mo.stop(machine is None)
     _rows = []
     for _name, _p in all_points.items():
@@ -836,10 +829,9 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, OPENING, locked, machine, mo, naive_gemm_on):
+def _(OPENING, machine, mo, naive_gemm_on, roofline_open):
     # Another machine's answer, shown beside the graded one, never recorded.
-    _wait = INSTRUMENTS.gate("roofline", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not roofline_open)
     mo.stop(machine is None or machine.key == OPENING["hierarchy"])
     _q, _other = naive_gemm_on(machine)
     mo.md(f"On **{machine.name}** (your pick, not graded) the same kernel binds at: {_other} "
@@ -1048,19 +1040,18 @@ def _(
 def _(INSTRUMENTS, locked, mo, tile_controls):
     _wait = INSTRUMENTS.gate("tiling", locked)
     mo.stop(_wait is not None, _wait)
+    tiling_open = True  # the cells below that read it open with this one
     tile_controls
-    return
+    return (tiling_open,)
 
 
 @app.cell
 def _(
-    INSTRUMENTS,
     figures,
     gemm_n_slider,
     gemm_register_picker,
     gemm_tile_slider,
     hierarchy,
-    locked,
     machine,
     machine_error,
     mo,
@@ -1069,11 +1060,11 @@ def _(
     tile_error,
     tile_point,
     tiles_failed,
+    tiling_open,
 ):
     # The status of the tile under the panel above, and the traffic figure under it: one cell,
     # so a step of N, T or r costs the browser one output update, not two (issue 15).
-    _wait = INSTRUMENTS.gate("tiling", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not tiling_open)
     _t = gemm_tile_slider.value
     if machine is None:
         _status = machine_error
@@ -1140,11 +1131,10 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, gemm_n_slider, hierarchy, locked, machine, mo, style):
+def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open):
     # The GEMM as its library tiles it on the picked machine, at Part 3's N: the tile a real
     # kernel runs, beside the T x T tile above (on Hopper: 128 x 256 in clusters of two).
-    _wait = INSTRUMENTS.gate("tiling", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not tiling_open)
     mo.stop(machine is None)
     _n = gemm_n_slider.value
     try:
@@ -1201,10 +1191,9 @@ def _(OPENING, TILE_Q, hierarchy, lab, mo, quiz, tile_prediction, tile_ratio_on)
 
 
 @app.cell
-def _(INSTRUMENTS, OPENING, locked, machine, mo, tile_ratio_on):
+def _(OPENING, machine, mo, tile_ratio_on, tiling_open):
     # The picked machine's factor, beside the graded one, never recorded.
-    _wait = INSTRUMENTS.gate("tiling", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not tiling_open)
     mo.stop(machine is None or machine.key == OPENING["hierarchy"])
     try:
         _out = mo.md(f"On **{machine.name}** (your pick, not graded) the traffic the level "
@@ -1364,26 +1353,25 @@ def _(INSTRUMENTS, live, measure, overhead_button, quiz, shrink_prediction):
 def _(INSTRUMENTS, locked, mo, overhead_button):
     _wait = INSTRUMENTS.gate("call_overhead", locked)
     mo.stop(_wait is not None, _wait)
+    call_overhead_open = True  # the cells below that read it open with this one
     mo.vstack([mo.md("The figure starts with the reference machine's recorded run; the button "
                      "times yours (about 5 s, one thread, 256 B to 4 MiB per call). Your "
                      "Prediction 4 is graded against your own measurement."),
                overhead_button])
-    return
+    return (call_overhead_open,)
 
 
 @app.cell
 def _(
-    INSTRUMENTS,
+    call_overhead_open,
     figures,
-    locked,
     mo,
     overhead_run,
     quantization,
     reference_machine,
     style,
 ):
-    _wait = INSTRUMENTS.gate("call_overhead", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not call_overhead_open)
     # Seconds on the axis, labelled in µs (hovers read 2.01µ): a time, in SI units.
     _ref = reference_machine.OVERHEAD_ROWS
     _series = [("reference machine (recorded)", [r[0] for r in _ref],
@@ -1417,10 +1405,9 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     SHRINK_Q,
+    call_overhead_open,
     lab,
-    locked,
     mo,
     overhead_run,
     overhead_unavailable,
@@ -1430,8 +1417,7 @@ def _(
 ):
     # Graded against the student's own sweep (the result recorded here); where this machine
     # cannot be measured (no torch, a browser build), against the reference machine.
-    _wait = INSTRUMENTS.gate("call_overhead", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not call_overhead_open)
     _ref = dict(reference_machine.OVERHEAD_ROWS)
     _ref_ratio = _ref[SHRINK_Q["big"]] / _ref[SHRINK_Q["small"]]
     if overhead_run is not None:
@@ -1588,26 +1574,25 @@ def _(INSTRUMENTS, live, measure, quiz, sawtooth_button, wave_prediction):
 def _(INSTRUMENTS, locked, mo, sawtooth_button):
     _wait = INSTRUMENTS.gate("sawtooth", locked)
     mo.stop(_wait is not None, _wait)
+    sawtooth_open = True  # the cells below that read it open with this one
     mo.vstack([mo.md("On your machine: the button times square GEMMs whose N crosses tile "
                      "boundaries (a GPU: bf16, waves of tiles; a CPU: fp32 on one core, the "
                      "BLAS micro-kernel's tiles; about 12 s). Until then, the reference "
                      "machine's recorded run is shown."),
                sawtooth_button])
-    return
+    return (sawtooth_open,)
 
 
 @app.cell
 def _(
-    INSTRUMENTS,
     figures,
-    locked,
     mo,
     quantization,
     reference_machine,
+    sawtooth_open,
     sawtooth_run,
 ):
-    _wait = INSTRUMENTS.gate("sawtooth", locked)
-    mo.stop(_wait is not None, _wait)
+    mo.stop(not sawtooth_open)
     if sawtooth_run is not None and sawtooth_run.measured:
         _rows = sawtooth_run.measured
         _ns = [r["n"] for r in _rows]
