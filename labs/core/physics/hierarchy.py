@@ -180,8 +180,8 @@ class Hierarchy:
     #: None where it is not modelled (a CPU).
     register_file_bytes: float | None = None
     #: The GPU architecture whose GEMM schedule a library uses here (:data:`GEMM_SCHEDULES`:
-    #: "hopper", "ampere"); "" for a CPU.
-    arch: str = ""
+    #: "hopper", "ampere"); None for a CPU.
+    arch: str | None = None
 
     def ceiling_tflops(self, compute: str) -> float:
         """The compute ceiling of a kernel that runs on ``compute`` ("matrix" or "vector")."""
@@ -223,17 +223,18 @@ def _check_levels(levels: Sequence[Level]) -> tuple[Level, ...]:
 
 def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflops: float,
               precision: str, source: str, *, vector_tflops: float | None = None,
-              register_file_bytes: float | None = None, arch: str = "") -> Hierarchy:
+              register_file_bytes: float | None = None,
+              arch: str | None = None) -> Hierarchy:
     """A validated Hierarchy (levels fastest first, capacities > 0, bandwidths > 0 or None;
     ``vector_tflops`` and ``register_file_bytes`` > 0 or None; ``arch`` one of
-    :data:`GEMM_SCHEDULES` or "")."""
+    :data:`GEMM_SCHEDULES` or None)."""
     return Hierarchy(text("key", key), text("name", name), one_of("kind", kind, ("gpu", "cpu")),
                      _check_levels(levels), positive("peak_tflops", peak_tflops),
                      _fmt.get(precision, arg="precision").key, text("source", source),
                      None if vector_tflops is None else positive("vector_tflops", vector_tflops),
                      None if register_file_bytes is None
                      else positive("register_file_bytes", register_file_bytes),
-                     "" if arch == "" else one_of("arch", arch, tuple(GEMM_SCHEDULES)))
+                     None if arch is None else one_of("arch", arch, tuple(GEMM_SCHEDULES)))
 
 
 # --- GPU levels from the registry -----------------------------------------------------------
