@@ -1,6 +1,10 @@
 """Record Lab 5's instruments on this machine: the working-set staircase, the per-call
 overhead, the GEMM sawtooth and a one-thread fp32 GEMM peak.
 
+A student: this measures what Lab 5's Predictions 1 (the L2 / DRAM plateau ratio) and 4 (how
+much shorter a call gets) ask. Lock those predictions in the lab first; the lab measures the
+same things itself, behind its own buttons.
+
     python benchmarks/bench_hierarchy.py [--runs 2] [--budget 25] [--out PATH] [--write-reference]
 
 Records ``--runs`` runs (2, fixed in advance, back to back) and prints the README's tables: per

@@ -83,7 +83,7 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(quantization):
+def _(quantization, quiz):
     # Wiring constants (no physics). The machine picker opens on OPENING["hierarchy"]: the
     # instructor copy's answers are computed for it (LABS_SPEC §4.2b).
     OPENING = {"hierarchy": "a100-sxm-80gb", "precision": "bf16"}
@@ -96,15 +96,42 @@ def _(quantization):
               "to": 1536}
     BINDING_OPTIONS = {"The compute roof": "compute", "The HBM roof": "HBM",
                        "The L2 roof": "L2", "The L1 / shared-memory roof": "L1 / shared memory"}
-    KERNELS = ("naive GEMM", "tiled GEMM", "5-point stencil", "sum reduction (re-read)",
+    # Part 2's kernels: no cache tile, or a fixed one (a flash-attention tile of
+    # FLASH["block"]); a GEMM's cache tile, and the library's, are Part 3's.
+    KERNELS = ("naive GEMM", "5-point stencil", "sum reduction (re-read)",
                "flash-attention tile (Lab 4)")
-    TILE_KERNELS = (KERNELS[1], KERNELS[4])  # the kernels whose traffic depends on a tile
     SIZE_STEPS = [2**k for k in range(6, 15)]  # N = 64 ... 16,384
     TILE_STEPS = [2**k for k in range(0, 11)]  # 1 ... 1,024
-    FLASH = {"batch": 1, "heads": 32, "head_dim": 128}
+    FLASH = {"batch": 1, "heads": 32, "head_dim": 128, "block": 128}
+    # What each prediction's answer follows from, and what each instrument shows: an
+    # instrument opens once every prediction whose quantities it shows is locked (LABS_SPEC §3).
+    INSTRUMENTS = quiz.Instruments(
+        answers={
+            "lab05.staircase_ratio": ["ratio:staircase", "bandwidth:memory_levels"],
+            "lab05.binding_level": ["choice:binding_level", "regime:naive_gemm"],
+            "lab05.tile_traffic": ["ratio:tile_traffic", "bytes:tile_traffic"],
+            "lab05.shrink_speedup": ["ratio:call_time", "time:call"],
+            "lab05.wave_fraction": ["ratio:wave", "share:wave"],
+        },
+        instruments={
+            # Part 1: the OS's cache sizes, the sweep, its staircase, plateaus and comparison
+            "staircase": ["bandwidth:memory_levels", "ratio:staircase", "bytes:working_set",
+                          "share:spread", "time:sweep"],
+            # Part 2: every level's bytes, AI, roof and the binding level, for fixed tiles
+            "roofline": ["intensity", "throughput", "regime", "choice:binding_level",
+                         "bytes:level_traffic", "bandwidth:memory_levels"],
+            # Part 3: the tiled GEMM at any tile (T = 1 is the naive kernel)
+            "tiling": ["bytes:tile_traffic", "ratio:tile_traffic", "intensity", "throughput",
+                       "regime", "bandwidth:memory_levels"],
+            # Part 4: time per call vs bytes, and the fitted line
+            "call_overhead": ["time:call", "ratio:call_time", "bytes:call", "bandwidth:call"],
+            # Part 4: square GEMMs across tile boundaries, measured beside the model
+            "sawtooth": ["ratio:wave", "share:wave", "throughput:sawtooth"],
+        })
     return (
         BINDING_OPTIONS,
         FLASH,
+        INSTRUMENTS,
         KERNELS,
         MEASURED,
         NAIVE_Q,
@@ -113,7 +140,6 @@ def _(quantization):
         SHRINK_Q,
         SIZE_STEPS,
         STAIRCASE_Q,
-        TILE_KERNELS,
         TILE_Q,
         TILE_STEPS,
         WAVE_Q,
@@ -121,15 +147,31 @@ def _(quantization):
 
 
 @app.cell
+def _(
+    binding_prediction,
+    quiz,
+    shrink_prediction,
+    staircase_prediction,
+    tile_prediction,
+    wave_prediction,
+):
+    # The predictions locked so far, in any order: what every instrument's gate reads.
+    locked = quiz.locked_items(staircase_prediction, binding_prediction, tile_prediction,
+                               shrink_prediction, wave_prediction)
+    return (locked,)
+
+
+@app.cell
 def _(mo):
     mo.md("""
     ## Choose a machine
     Part 1 measures **your** machine. Parts 2 and 3 draw the memory levels of the machine you
-    pick here: a GPU from the registry (sizes from NVIDIA's documents; a level without a
-    published bandwidth is listed but not drawn, and where it could be the one that binds, the
-    lab says the verdict is *undetermined* and how fast that level would have to be), the
-    course's reference machine (a recorded CPU run), or your own machine once Part 1 has
-    measured it.
+    pick here: a GPU from the registry (sizes from NVIDIA's documents; NVIDIA publishes no L2
+    bandwidth, so the L2 roofs are published microbenchmark measurements, marked *measured*),
+    the course's reference machine (a recorded CPU run), or your own machine once Part 1 has
+    measured it. A level with no figure at all is listed but not drawn, and where it could be
+    the one that binds, the lab says the verdict is *undetermined* and how fast that level
+    would have to be.
     """)
     return
 
@@ -169,11 +211,11 @@ def _(lab, quiz):
 def _(get_staircase, lab, quiz, set_staircase):
     staircase_form = quiz.numeric_form(
         lab, "lab05.staircase_ratio",
-        question="**Prediction 1.** Reading an array of W bytes over and over on your own "
-                 "machine (one thread): "
+        question="**Prediction 1.** Reading an array of W bytes over and over (one thread): "
                  "while W fits in the L2 cache the reads run at L2's bandwidth, and far past the "
-                 "last-level cache at DRAM's. How many times higher is the L2 plateau than the "
-                 "DRAM plateau?",
+                 "last-level cache at DRAM's. On this machine (you measure it below; where it "
+                 "cannot be measured, the course's reference machine), how many times higher "
+                 "is the L2 plateau than the DRAM plateau?",
         units="×", lo=1, hi=1000, locked=get_staircase(), on_lock=set_staircase)
     quiz.prediction_panel(staircase_form, get_staircase())
     return
@@ -192,7 +234,9 @@ def _(STAIRCASE_Q, get_staircase, lab, reference_machine, reveal, staircase):
                     f"{_up.bandwidth_gbs:.1f} GB/s and the DRAM plateau "
                     f"{_low.bandwidth_gbs:.1f} GB/s: {_ratio:.1f}×. A cache sits next to the "
                     "core and answers in a few cycles; DRAM is off chip and shared. Every "
-                    "student's machine differs: their comparison uses their own measurement.")
+                    "student's machine differs: a student is graded against their own "
+                    "measurement (the result their lab records from their staircase), or this "
+                    "reference machine where theirs cannot be measured.")
     reveal.card(staircase_prediction)
     return (staircase_prediction,)
 
@@ -210,9 +254,10 @@ def _(live, mo):
 
 
 @app.cell
-def _(measure, mo, quiz, staircase_prediction, style, sweep_controls):
-    mo.stop(staircase_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the staircase instrument."))
+def _(INSTRUMENTS, locked, measure, mo, style, sweep_controls):
+    _wait = INSTRUMENTS.gate("staircase", locked)
+    mo.stop(_wait is not None, _wait)
+    staircase_open = True  # the cells below that read it open with this one
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
     _cards = [(c.name, units_text, f"{c.scope} · {c.source}") for c, units_text in
               ((c, style.format_bytes(c.size_bytes, binary=True)) for c in _c.levels)]
@@ -221,17 +266,29 @@ def _(measure, mo, quiz, staircase_prediction, style, sweep_controls):
               f"**Your OS reports no cache sizes** ({_c.note})."),
         style.metric_cards(_cards) if _cards else mo.md(""),
         mo.md("The figure below starts with the course's reference machine (a recorded run). "
-              "Press the button to add yours: 16 KiB to well past your last-level cache, one "
-              "thread, each size timed in two rounds; nothing runs until you press it."),
+              "Press the button to add yours: 16 KiB to 8 times your last-level cache, one "
+              "thread, each size timed in two rounds; nothing runs until you press it. Your "
+              "Prediction 1 is graded against your own staircase."),
         sweep_controls,
     ])
-    return
+    return (staircase_open,)
 
 
 @app.cell
-def _(live, measure, staircase_prediction, sweep_button, sweep_settings, time):
-    # The measurement: only after a press (never on open or export). Not stopped when idle,
-    # so the figure of the recorded run below stays on screen.
+def _(
+    INSTRUMENTS,
+    live,
+    measure,
+    quiz,
+    staircase_prediction,
+    sweep_button,
+    sweep_settings,
+    time,
+):
+    # The measurement: only after a press (never on open or export), and only while the
+    # staircase instrument is open. It reads only the predictions that instrument waits for,
+    # so locking a later one does not re-run it and throw the measurement away. Not stopped
+    # when idle, so the figure of the recorded run below stays on screen.
     def _job(progress):
         _t0 = time.perf_counter()
         _info = measure.detect()
@@ -245,17 +302,20 @@ def _(live, measure, staircase_prediction, sweep_button, sweep_settings, time):
                 "peak_tflops": _gemm.flops / _gemm.min_s / 1e12,
                 "seconds": time.perf_counter() - _t0}
 
-    if staircase_prediction is None:
-        hierarchy_run, _message = None, None
-    else:
+    hierarchy_run, _message, hierarchy_unavailable = None, None, None
+    if INSTRUMENTS.is_open("staircase", quiz.locked_items(staircase_prediction)):
         hierarchy_run, _message = live.run_if_pressed(
             sweep_button, _job, total=100, title="Reading working sets (bytes read over and over)")
+        if hierarchy_run is None and sweep_button.value:  # pressed: can this machine measure?
+            _info = measure.detect()
+            hierarchy_unavailable = None if _info.available else _info.message
     _message
-    return (hierarchy_run,)
+    return hierarchy_run, hierarchy_unavailable
 
 
 @app.cell
-def _(hierarchy_run, lab, measure, mo, style):
+def _(hierarchy_run, lab, measure, mo, staircase_open, style):
+    mo.stop(not staircase_open)
     mo.stop(hierarchy_run is None)
     _s, _levels = hierarchy_run["sweep"], hierarchy_run["levels"]
     lab.record("result", "lab05.measured_sweep", measure.ledger_payload(
@@ -271,8 +331,8 @@ def _(hierarchy_run, lab, measure, mo, style):
 
 
 @app.cell
-def _(figures, hierarchy_run, mo, reference_machine, staircase_prediction):
-    mo.stop(staircase_prediction is None)
+def _(figures, hierarchy_run, mo, reference_machine, staircase_open):
+    mo.stop(not staircase_open)
     _ref = reference_machine.SWEEP
     _series = [(f"reference machine ({reference_machine.MACHINE}, recorded "
                 f"{reference_machine.DATE})", [p[0] for p in _ref], [p[1] for p in _ref],
@@ -295,8 +355,8 @@ def _(figures, hierarchy_run, mo, reference_machine, staircase_prediction):
 
 
 @app.cell
-def _(hierarchy_run, mo, reference_machine, staircase_prediction, style):
-    mo.stop(staircase_prediction is None)
+def _(hierarchy_run, mo, reference_machine, staircase_open, style):
+    mo.stop(not staircase_open)
     _mine = hierarchy_run is not None and bool(hierarchy_run["levels"])
     _levels = hierarchy_run["levels"] if _mine else reference_machine.plateaus()
     _rows = [{"level": p.name,
@@ -306,7 +366,8 @@ def _(hierarchy_run, mo, reference_machine, staircase_prediction, style):
               "spread of its sizes": f"{p.spread:.0%}", "sizes": p.points} for p in _levels]
     mo.vstack([mo.md("**Plateaus found from the data** (" + (
         "your measurement" if _mine else "the reference machine: press the button for yours")
-        + "), named by the nearest reported cache size:"),
+        + "), named by the nearest reported cache size; main memory's only from sizes past "
+          "the largest cache:"),
         style.text_table(_rows)])
     return
 
@@ -315,31 +376,45 @@ def _(hierarchy_run, mo, reference_machine, staircase_prediction, style):
 def _(
     STAIRCASE_Q,
     hierarchy_run,
+    hierarchy_unavailable,
     lab,
     mo,
     quiz,
     reference_machine,
     staircase,
+    staircase_open,
     staircase_prediction,
     style,
 ):
-    mo.stop(staircase_prediction is None)
+    # Graded against the student's own staircase (the result recorded here); where this
+    # machine cannot be measured (no torch, a browser build), against the reference machine.
+    mo.stop(not staircase_open)
     _args = (STAIRCASE_Q["upper"], STAIRCASE_Q["lower"])
+    _reference = staircase.plateau_ratio(reference_machine.plateaus(), *_args)
     if hierarchy_run is not None and hierarchy_run["levels"]:
         _mem = hierarchy_run["sweep"].memory_name  # main memory: DRAM, or HBM on a GPU
         try:
             _out = mo.vstack([mo.md(f"**Prediction vs reality** · your machine's L2 plateau "
-                                    f"over its {_mem} plateau:"),
+                                    f"over its {_mem} plateau (graded):"),
                               quiz.compare(staircase_prediction, staircase.plateau_ratio(
                                   hierarchy_run["levels"], _args[0], _mem), units="×",
                                   fmt=".1f", lab=lab)])
         except KeyError as _e:
-            _out = style.error_callout(_e, title="Your sweep did not find both plateaus.")
+            _out = style.error_callout(
+                f"{_e}\n\nRaise the time budget and measure again: the sweep needs several "
+                "sizes inside L2 and several past your last-level cache.",
+                title="Your sweep did not find both plateaus.")
+    elif hierarchy_unavailable is not None:
+        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
+                                "cannot be measured here):"),
+                          quiz.compare(staircase_prediction, _reference, units="×", fmt=".1f",
+                                       lab=lab)])
     else:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (press the button "
-                                "above to compare with your own machine):"),
-                          quiz.compare(staircase_prediction, staircase.plateau_ratio(
-                              reference_machine.plateaus(), *_args), units="×", fmt=".1f")])
+        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
+                                "your grade uses your own staircase, so press the button "
+                                "above):"),
+                          quiz.compare(staircase_prediction, _reference, units="×",
+                                       fmt=".1f")])
     _out
     return
 
@@ -375,8 +450,10 @@ def _(mo, staircase_prediction, style):
     **Finding the plateaus from the data:** split $\log\beta$ into contiguous segments that
     minimise the squared deviation from each segment's mean (in units of the measured noise)
     plus a penalty per segment, merge neighbours closer than 15%, then name each plateau by
-    the reported cache nearest to where it drops. A single roofline keeps only the last step,
-    $\beta_\text{DRAM}$.
+    the reported cache nearest to where it drops. Main memory's plateau is made only of the
+    sizes past the largest reported cache (the sweep reaches 8 times past it): a working set
+    the last cache could hold is never called DRAM, whatever speed it ran at. A single
+    roofline keeps only the last step, $\beta_\text{DRAM}$.
     """)
     return
 
@@ -459,7 +536,8 @@ def _(
                     f"warp's A load is one broadcast; the row of B it loads is re-read by the "
                     f"block's other 31 warps): L2 serves only "
                     f"{units.format_bytes(_l2.bytes)} (AI {_l2.ai:.1f}, roof "
-                    f"{_l2.roof_tflops():.0f} TFLOP/s, an upper estimate), HBM the compulsory "
+                    f"{_l2.roof_tflops():.0f} TFLOP/s at its measured "
+                    f"{_l2.level.bandwidth_gbs / 1e3:.1f} TB/s), HBM the compulsory "
                     f"{units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}, roof "
                     f"{_hbm.roof_tflops():.0f} TFLOP/s). The lowest roof binds: "
                     f"{_p.binding}, at {_p.attainable_tflops:.1f} TFLOP/s, "
@@ -473,40 +551,28 @@ def _(
 
 
 @app.cell
-def _(KERNELS, SIZE_STEPS, TILE_KERNELS, TILE_STEPS, mo, tile_prediction):
-    # The tiled kernels and the tile widgets join Part 2's panel once Prediction 3 is locked:
-    # two tiles of one kernel would show how its traffic falls with T, Part 3's answer.
-    tiles_open = tile_prediction is not None
-    kernel_picker = mo.ui.dropdown([k for k in KERNELS if tiles_open or k not in TILE_KERNELS],
-                                   value=KERNELS[0], label="Kernel")
+def _(KERNELS, SIZE_STEPS, mo):
+    kernel_picker = mo.ui.dropdown(list(KERNELS), value=KERNELS[0], label="Kernel")
     size_slider = mo.ui.slider(steps=SIZE_STEPS, value=1024, show_value=True,
                                label="Size N (matrix side; stencil grid side; sequence length; "
                                      "N² elements to sum)")
-    tile_slider = mo.ui.slider(steps=TILE_STEPS, value=64, show_value=True,
-                               label="Cache tile T (T × T; flash: query and KV block)")
 
-    def lay_out_kernel_controls(machine_control, register_control):
+    def lay_out_kernel_controls(machine_control):
         """Part 2's panel. Laid out here, where its widgets are made, so the cell that shows
         it names none of them and a step re-runs only the cells that read a value (issue 15)."""
-        if not tiles_open:
-            return mo.vstack([mo.hstack([machine_control, kernel_picker], justify="start"),
-                              size_slider,
-                              mo.md("*The tiled kernels (a tiled GEMM, a flash-attention "
-                                    "tile) and their tile sizes join this panel once you "
-                                    "have locked Prediction 3.*")])
         return mo.vstack([mo.hstack([machine_control, kernel_picker], justify="start"),
-                          mo.hstack([size_slider, tile_slider, register_control],
-                                    justify="start"),
-                          mo.md("*The cache and register tiles apply to the tiled GEMM and "
-                                "the flash-attention tile only.*")])
+                          size_slider,
+                          mo.md("*The flash-attention tile runs in 128 × 128 blocks. A GEMM "
+                                "with a cache tile, and the tile its library runs, are Part "
+                                "3's.*")])
 
-    return kernel_picker, lay_out_kernel_controls, size_slider, tile_slider, tiles_open
+    return kernel_picker, lay_out_kernel_controls, size_slider
 
 
 @app.cell
 def _(hierarchy, machine, mo):
     def register_tile_picker():
-        """Parts 2 and 3 each have their own, so a step in one part redraws only that part."""
+        """Part 3's register-tile picker, re-made at the machine's default for each machine."""
         _default = hierarchy.DEFAULT_REGISTER_TILE[machine.kind] if machine is not None else 8
         return mo.ui.dropdown({str(2**k): 2**k for k in range(7)}, value=str(_default),
                               label="Register tile r (r × r)")
@@ -514,10 +580,9 @@ def _(hierarchy, machine, mo):
 
 
 @app.cell
-def _(lay_out_kernel_controls, machine_picker, register_tile_picker):
-    register_picker = register_tile_picker()  # re-made, at its default, for each machine
-    kernel_controls = lay_out_kernel_controls(machine_picker, register_picker)
-    return kernel_controls, register_picker
+def _(lay_out_kernel_controls, machine_picker):
+    kernel_controls = lay_out_kernel_controls(machine_picker)
+    return (kernel_controls,)
 
 
 @app.cell
@@ -601,78 +666,60 @@ def _():
 
 
 @app.cell
-def _(
-    FLASH,
-    KERNELS,
-    TILE_KERNELS,
-    hierarchy,
-    machine,
-    register_picker,
-    size_slider,
-    tile_problem,
-    tile_slider,
-    tiles_open,
-):
-    def kernel_for(name, n, tile, r, precision):
-        """The kernel model the picker names, at size n, tile T and register tile r."""
+def _(FLASH, KERNELS, hierarchy, machine, size_slider):
+    def kernel_for(name, n, hier):
+        """The kernel model the picker names, at size n, with the part's fixed tiles."""
         if name == KERNELS[0]:
-            return hierarchy.gemm_kernel(n, n, n, precision, tile=1)
+            return hierarchy.gemm_kernel(n, n, n, hier.precision, tile=1)
         if name == KERNELS[1]:
-            if tile_problem(n, tile, r):
-                raise ValueError(tile_problem(n, tile, r))
-            return hierarchy.gemm_kernel(n, n, n, precision, tile=tile, register_tile=r)
+            return hierarchy.stencil_kernel(n, hier.precision)
         if name == KERNELS[2]:
-            return hierarchy.stencil_kernel(n, precision)
-        if name == KERNELS[3]:
-            return hierarchy.reduction_kernel(n * n, precision)
+            return hierarchy.reduction_kernel(n * n, hier.precision)
+        _block = min(FLASH["block"], n)
         return hierarchy.flash_kernel(FLASH["batch"], FLASH["heads"], n, FLASH["head_dim"],
-                                      tile, tile, precision)
+                                      _block, _block, hier.precision)
 
-    def kernel_points(n, tile, r):
+    def kernel_points(n):
         """Every kernel the picker offers, placed on the current machine: {name:
         HierarchyPoint or the error}."""
         out = {}
-        for _k in (k for k in KERNELS if tiles_open or k not in TILE_KERNELS):
+        for _k in KERNELS:
             try:
-                out[_k] = hierarchy.place(kernel_for(_k, n, tile, r, machine.precision), machine)
+                out[_k] = hierarchy.place(kernel_for(_k, n, machine), machine)
             except (KeyError, ValueError) as _e:
                 out[_k] = _e
         return out
 
-    all_points = (kernel_points(size_slider.value, tile_slider.value, register_picker.value)
-                  if machine is not None else {})
+    all_points = kernel_points(size_slider.value) if machine is not None else {}
     return (all_points,)
 
 
 @app.cell
-def _(binding_prediction, kernel_controls, mo, quiz):
-    mo.stop(binding_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the hierarchical roofline."))
+def _(INSTRUMENTS, kernel_controls, locked, mo):
+    _wait = INSTRUMENTS.gate("roofline", locked)
+    mo.stop(_wait is not None, _wait)
+    roofline_open = True  # the cells below that read it open with this one
     kernel_controls
-    return
+    return (roofline_open,)
 
 
 @app.cell
 def _(
     all_points,
-    binding_prediction,
-    hierarchy,
     kernel_picker,
     machine,
     machine_error,
     mo,
+    roofline_open,
     style,
 ):
-    mo.stop(binding_prediction is None)
+    mo.stop(not roofline_open)
     if machine is None:
         level_cards = machine_error
-    elif isinstance(all_points[kernel_picker.value], hierarchy.LaunchError):
-        level_cards = style.error_callout(
-            f"{all_points[kernel_picker.value]}\n\nMove the cache tile T down to back out.",
-            title="This tile does not fit on an SM (shared memory or registers): the kernel "
-                  "fails to launch.")
     elif isinstance(all_points[kernel_picker.value], Exception):
-        level_cards = style.error_callout(all_points[kernel_picker.value])
+        level_cards = style.error_callout(
+            f"{style.error_message(all_points[kernel_picker.value])}\n\nMove the size N up, "
+            "or pick another kernel.")
     else:
         _p = all_points[kernel_picker.value]
         _unknown = {r.level.name: r for r in _p.unknown_roofs}
@@ -715,9 +762,9 @@ def _(
 
 
 @app.cell
-def _(all_points, binding_prediction, figures, kernel_picker, machine, mo):
-    mo.stop(binding_prediction is None or machine is None
-            or isinstance(all_points.get(kernel_picker.value), Exception))
+def _(all_points, figures, kernel_picker, machine, mo, roofline_open):
+    mo.stop(not roofline_open)
+    mo.stop(machine is None or isinstance(all_points.get(kernel_picker.value), Exception))
     hierarchical_roofline = figures.per_level_roofline_figure(
         machine, [all_points[kernel_picker.value]],
         title=f"Hierarchical roofline (one AI per level) of {machine.name}: "
@@ -727,8 +774,9 @@ def _(all_points, binding_prediction, figures, kernel_picker, machine, mo):
 
 
 @app.cell
-def _(all_points, binding_prediction, machine, mo, style, tiles_open):
-    mo.stop(binding_prediction is None or machine is None)
+def _(all_points, machine, mo, roofline_open, style):
+    mo.stop(not roofline_open)
+    mo.stop(machine is None)
     _rows = []
     for _name, _p in all_points.items():
         if isinstance(_p, Exception):
@@ -742,46 +790,54 @@ def _(all_points, binding_prediction, machine, mo, style, tiles_open):
                       if _p.determined else f"≤ {style.format_value(_p.attainable_tflops)}",
                       **{f"AI at {u.level.name}": style.format_value(u.ai) if u.ai else "—"
                          for u in _p.uses}})
-    mo.vstack([mo.md(f"**Every kernel at this size{' and tile' if tiles_open else ''}** (AI "
-                     "in FLOP per byte each level serves):"), style.value_table(_rows)])
+    mo.vstack([mo.md("**Every kernel at this size** (AI in FLOP per byte each level serves):"),
+               style.value_table(_rows)])
     return
 
 
 @app.cell
+def _(BINDING_OPTIONS, NAIVE_Q, hierarchy):
+    def naive_gemm_on(hier):
+        """Prediction 2's kernel on ``hier``: (its placement, the option or words naming what
+        binds it)."""
+        _n = NAIVE_Q["n"]
+        _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, hier.precision, tile=1), hier)
+        return _p, next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
+                        f"the {_p.binding} roof" if _p.determined else _p.verdict)
+    return (naive_gemm_on,)
+
+
+@app.cell
 def _(
-    BINDING_OPTIONS,
     NAIVE_Q,
     OPENING,
     binding_prediction,
     hierarchy,
     lab,
-    machine,
     mo,
+    naive_gemm_on,
     quiz,
 ):
-    # Graded on the machine the question names, whatever the picker shows; another machine's
-    # answer is shown beside it, not recorded.
+    # Graded on the machine the question names, whatever the picker shows.
     mo.stop(binding_prediction is None)
-    _n = NAIVE_Q["n"]
-
-    def _naive_on(hier):
-        _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, hier.precision, tile=1), hier)
-        return _p, next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
-                        f"the {_p.binding} roof" if _p.determined else _p.verdict)
-
     _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
-    _p, _label = _naive_on(_h)
-    _parts = [mo.md(f"**Prediction vs reality** · naive {_h.precision} GEMM, N = {_n:,}, on "
-                    f"the {_h.name} (the question's machine):"),
-              quiz.compare(binding_prediction, _p.binding, actual_label=_label, lab=lab)]
-    if machine is not None and machine.key != _h.key:
-        _q, _other = _naive_on(machine)
-        _parts.append(mo.md(
-            f"On **{machine.name}** (your pick, not graded) the same kernel binds at: {_other} "
-            f"({_q.attainable_tflops:.3g} TFLOP/s)." if _q.determined else
-            f"On **{machine.name}** (your pick, not graded) what binds the same kernel is "
-            f"{_other} (at most {_q.attainable_tflops:.3g} TFLOP/s)."))
-    mo.vstack(_parts)
+    _p, _label = naive_gemm_on(_h)
+    mo.vstack([mo.md(f"**Prediction vs reality** · naive {_h.precision} GEMM, "
+                     f"N = {NAIVE_Q['n']:,}, on the {_h.name} (the question's machine):"),
+               quiz.compare(binding_prediction, _p.binding, actual_label=_label, lab=lab)])
+    return
+
+
+@app.cell
+def _(OPENING, machine, mo, naive_gemm_on, roofline_open):
+    # Another machine's answer, shown beside the graded one, never recorded.
+    mo.stop(not roofline_open)
+    mo.stop(machine is None or machine.key == OPENING["hierarchy"])
+    _q, _other = naive_gemm_on(machine)
+    mo.md(f"On **{machine.name}** (your pick, not graded) the same kernel binds at: {_other} "
+          f"({_q.attainable_tflops:.3g} TFLOP/s)." if _q.determined else
+          f"On **{machine.name}** (your pick, not graded) what binds the same kernel is "
+          f"{_other} (at most {_q.attainable_tflops:.3g} TFLOP/s).")
     return
 
 
@@ -808,8 +864,10 @@ def _(binding_prediction, mo, style):
     $$AI_\ell = \frac{F}{Q_\ell}, \qquad
     P \le \min\Big(P_\text{peak},\ \min_\ell AI_\ell\,\beta_\ell\Big).$$
 
-    The level with the lowest $AI_\ell\,\beta_\ell$ binds. A level with no bandwidth figure
-    (NVIDIA publishes none for most GPUs' L2) has an unknown roof, not an infinite one: the
+    The level with the lowest $AI_\ell\,\beta_\ell$ binds. NVIDIA publishes no L2 bandwidth;
+    the lab's L2 roofs are microbenchmark measurements (A100 5.3, H100 6.65, H200 9.78 TB/s),
+    not the per-clock peak. A level with no figure at all has an unknown roof, not an infinite
+    one: the
     known roofs give an upper bound $\hat P$, and that level would need
     $\beta_\ell \ge \hat P / AI_\ell$. Unless a slower level whose bytes cross it (HBM, for
     L2) already runs that fast, the verdict is **undetermined**. Drawn with one point per level at
@@ -868,7 +926,8 @@ def _(OPENING, TILE_Q, get_tile, hardware, lab, quiz, set_tile):
                  "choice). Its cache tile lives in shared memory; what the tile does not keep "
                  "is read again from L2. The cache tile grows from "
                  f"{TILE_Q['from']} × {TILE_Q['from']} to {TILE_Q['to']} × {TILE_Q['to']}. "
-                 "By what factor does the traffic L2 serves fall?",
+                 "In the ideal tile model (each tile reads its rows of A and its columns of B "
+                 "once), by what factor does the traffic L2 serves fall?",
         units="×", lo=0.1, hi=100, locked=get_tile(), on_lock=set_tile)
     quiz.prediction_panel(tile_form, get_tile())
     return
@@ -898,9 +957,10 @@ def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
                     f"{_l2.sharers} SMs, and the tiles running at once (a wave) share the A "
                     f"and B panels they read there. The kernel moves from the "
                     f"{_a.binding} roof ({_a.attainable_tflops:.0f} TFLOP/s) to the "
-                    f"{_b.binding} roof ({_b.attainable_tflops:.0f} TFLOP/s; L2's bandwidth "
-                    "is an upper estimate from NVIDIA's bytes per clock, and microbenchmarks "
-                    "measure less). The kernel stages thin K-slabs in shared memory, "
+                    f"{_b.binding} roof ({_b.attainable_tflops:.0f} TFLOP/s; L2's roof uses its "
+                    f"measured {_l2.bandwidth_gbs / 1e3:.1f} TB/s: NVIDIA's bytes per clock "
+                    "give a peak a third higher that microbenchmarks do not reach). The kernel "
+                    "stages thin K-slabs in shared memory, "
                     f"{hierarchy.GEMM_STAGES} stages × (T + T) × {hierarchy.GEMM_BK} × 2 B "
                     f"(CUTLASS's defaults): "
                     f"{units.format_bytes(_b.kernel.staged_bytes, binary=True)} at "
@@ -977,11 +1037,12 @@ def _(
 
 
 @app.cell
-def _(mo, quiz, tile_controls, tile_prediction):
-    mo.stop(tile_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the tiling instrument."))
+def _(INSTRUMENTS, locked, mo, tile_controls):
+    _wait = INSTRUMENTS.gate("tiling", locked)
+    mo.stop(_wait is not None, _wait)
+    tiling_open = True  # the cells below that read it open with this one
     tile_controls
-    return
+    return (tiling_open,)
 
 
 @app.cell
@@ -998,12 +1059,12 @@ def _(
     tile_curve,
     tile_error,
     tile_point,
-    tile_prediction,
     tiles_failed,
+    tiling_open,
 ):
     # The status of the tile under the panel above, and the traffic figure under it: one cell,
     # so a step of N, T or r costs the browser one output update, not two (issue 15).
-    mo.stop(tile_prediction is None)
+    mo.stop(not tiling_open)
     _t = gemm_tile_slider.value
     if machine is None:
         _status = machine_error
@@ -1039,10 +1100,17 @@ def _(
             + (f"; {_miss.level.name} serves its misses, "
                f"{style.format_bytes(_miss.bytes)}" if _miss is not None else "")
             + f". Main memory serves {style.format_bytes(tile_point.uses[-1].bytes)}; ")
+        _lib = hierarchy.GEMM_SCHEDULES.get(machine.arch)
+        _hopper = ("" if _lib is None or _lib.cluster == 1 else
+                   f" (One CTA per T × T tile, no clusters. cuBLAS on this GPU runs "
+                   f"{_lib.tile_m} × {_lib.tile_n} tiles in clusters of {_lib.cluster} that "
+                   "share one operand through TMA multicast, reading it from L2 once per "
+                   "cluster: Part 2's tiled GEMM.)")
         if tile_point.determined:
             _status = mo.callout(mo.md(
                 _fits + f"the {tile_point.binding} roof binds at "
-                f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s."), kind="success")
+                f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s." + _hopper),
+                kind="success")
         else:
             _status = mo.callout(mo.md(
                 _fits + "**what binds is undetermined**: "
@@ -1050,9 +1118,9 @@ def _(
                 + f". The known roofs allow at most "
                 f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s (the "
                 f"{tile_point.known_binding} roof); a missing figure is unknown, not "
-                "unlimited. Pick a machine whose every level has a figure (the A100, the "
-                "reference machine, or yours once Part 1 has measured it) to see which roof "
-                "binds."), kind="warn")
+                "unlimited. Pick a machine whose every level has a figure (a registry GPU or "
+                "the reference machine), or measure yours again in Part 1 with a longer "
+                "budget, to see which roof binds."), kind="warn")
     tile_figure = figures.tile_traffic_figure(
         machine, tile_curve, current=_t, failed=tiles_failed,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
@@ -1063,37 +1131,76 @@ def _(
 
 
 @app.cell
-def _(
-    OPENING,
-    TILE_Q,
-    hierarchy,
-    lab,
-    machine,
-    mo,
-    quiz,
-    tile_prediction,
-):
-    # Graded on the machine the question names; the picked machine's factor is shown beside it.
-    mo.stop(tile_prediction is None)
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open):
+    # The GEMM as its library tiles it on the picked machine, at Part 3's N: the tile a real
+    # kernel runs, beside the T x T tile above (on Hopper: 128 x 256 in clusters of two).
+    mo.stop(not tiling_open)
+    mo.stop(machine is None)
+    _n = gemm_n_slider.value
+    try:
+        _lib = hierarchy.library_gemm_kernel(machine, _n, _n, _n)
+        _p = hierarchy.place(_lib, machine)
+    except ValueError as _e:
+        _out = style.error_callout(f"{style.error_message(_e)}\n\nMove N up.")
+    else:
+        _m = _p.tile_misses
+        _verdict = (f"the {_p.binding} roof binds at "
+                    f"{style.format_value(_p.attainable_tflops)} TFLOP/s" if _p.determined
+                    else f"what binds is undetermined ({_p.verdict})")
+        _text = (f"**What the library runs here** · {_lib.name}: {_lib.what}. "
+                 + (f"{_m.level.name} serves {style.format_bytes(_m.bytes)} (AI "
+                    f"{style.format_value(_m.ai)} FLOP/B); " if _m is not None and _m.ai
+                    else "") + _verdict + ".")
+        _sch = hierarchy.GEMM_SCHEDULES.get(machine.arch)
+        _t, _tn, _c = _lib.gemm[3], _lib.gemm[5], _lib.gemm[6]
+        if _c > 1:  # the cluster's multicast: what L2 would see without it
+            _alone = hierarchy.place(hierarchy.gemm_kernel(
+                _n, _n, _n, machine.precision, tile=_t, tile_n=_tn,
+                register_tile=_sch.register_tile), machine)
+            _text += (f" The cluster's {_c} CTAs share their B tile, which TMA multicasts: "
+                      f"L2 serves it once per cluster. Without that, the same tiles would be "
+                      f"{_alone.binding}-bound at "
+                      f"{style.format_value(_alone.attainable_tflops)} TFLOP/s.")
+        _out = mo.callout(mo.md(_text), kind="info")
+    _out
+    return
 
-    def _ratio(hier):
+
+@app.cell
+def _(TILE_Q, hierarchy):
+    def tile_ratio_on(hier):
+        """Prediction 3's factor on ``hier``: the traffic the level below the tile's home
+        serves, T_from over T_to."""
         return hierarchy.tile_traffic_ratio(TILE_Q["n"], hier.precision, TILE_Q["from"],
                                             TILE_Q["to"], hier,
                                             register_tile=TILE_Q["register_tile"])
+    return (tile_ratio_on,)
 
-    _parts = [mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register tile "
-                    f"{TILE_Q['register_tile']}, T {TILE_Q['from']} → {TILE_Q['to']}, on the "
-                    f"{_h.name} (the question's machine): the traffic L2 serves falls by"),
-              quiz.compare(tile_prediction, _ratio(_h), units="×", fmt=".2f", lab=lab)]
-    if machine is not None and machine.key != _h.key:
-        try:
-            _parts.append(mo.md(f"On **{machine.name}** (your pick, not graded) the traffic "
-                                "the level below the tile's home serves falls by "
-                                f"{_ratio(machine):.2f}×."))
-        except ValueError as _e:
-            _parts.append(mo.md(f"On **{machine.name}** (your pick): {_e}"))
-    mo.vstack(_parts)
+
+@app.cell
+def _(OPENING, TILE_Q, hierarchy, lab, mo, quiz, tile_prediction, tile_ratio_on):
+    # Graded on the machine the question names, whatever the picker shows.
+    mo.stop(tile_prediction is None)
+    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    mo.vstack([mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register tile "
+                     f"{TILE_Q['register_tile']}, T {TILE_Q['from']} → {TILE_Q['to']}, on the "
+                     f"{_h.name} (the question's machine): the traffic L2 serves falls by"),
+               quiz.compare(tile_prediction, tile_ratio_on(_h), units="×", fmt=".2f",
+                            lab=lab)])
+    return
+
+
+@app.cell
+def _(OPENING, machine, mo, tile_ratio_on, tiling_open):
+    # The picked machine's factor, beside the graded one, never recorded.
+    mo.stop(not tiling_open)
+    mo.stop(machine is None or machine.key == OPENING["hierarchy"])
+    try:
+        _out = mo.md(f"On **{machine.name}** (your pick, not graded) the traffic the level "
+                     f"below the tile's home serves falls by {tile_ratio_on(machine):.2f}×.")
+    except ValueError as _e:
+        _out = mo.md(f"On **{machine.name}** (your pick): {_e}")
+    _out
     return
 
 
@@ -1121,7 +1228,8 @@ def _(mo, style, tile_prediction):
     $$Q(T) = b\,\Big(MK\,\Big\lceil \tfrac{N}{T} \Big\rceil + KN\,\Big\lceil \tfrac{M}{T}
     \Big\rceil + MN\Big) \approx \frac{2N^3 b}{T}\quad(M = N = K).$$
 
-    Doubling the tile's **edge** halves that traffic (its area grows 4×, the reuse only 2×).
+    Doubling the tile's **edge** halves that traffic (its area quadruples, the reuse only
+    doubles).
 
     **L2 is shared.** All SMs run a tile at once (a wave of $S$ tiles, rasterised into a block
     of $r_w \times c_w$ tiles): they read the same panels of $A$ and $B$ at the same time, so
@@ -1129,6 +1237,13 @@ def _(mo, style, tile_prediction):
     $r_w T \times c_w T$ tile:
     $Q_\text{HBM} = b\,(MK\lceil N/(c_w T)\rceil + KN\lceil M/(r_w T)\rceil + MN)$. That is why
     large tiled GEMMs are compute-bound on a GPU (cuBLAS reaches ~87% of the A100's peak).
+
+    **Clusters (Hopper).** cuBLAS on the H100 and H200 runs $128 \times 256$ tiles in clusters
+    of $c = 2$ CTAs stacked along $M$; TMA multicasts their shared $B$ tile to both, so L2
+    serves it once per cluster: $Q = b\,(MK\lceil N/T_n\rceil + KN\lceil M/(c\,T_m)\rceil +
+    MN)$, for $8192^3$ bf16 an L2 intensity of $8192/65 = 126$ FLOP/B (against $8192/129$
+    for $128 \times 128$ tiles without clusters, whose L2 roof would sit below what cuBLAS
+    measures).
 
     **The fit.** On a GPU the tile is staged in shared memory as thin K-slabs of $A$ and
     $B$, $s$ pipeline stages of depth $B_K$ (CUTLASS's defaults: $s = 3$, $B_K = 32$), and
@@ -1177,7 +1292,8 @@ def _(SHRINK_Q, get_shrink, lab, quiz, set_shrink, units):
     shrink_form = quiz.numeric_form(
         lab, "lab05.shrink_speedup",
         question=f"**Prediction 4.** One call from Python reads an array once (torch.sum, "
-                 "one thread). Shrink the "
+                 "one thread) on this machine (you measure it below; where it cannot be "
+                 "measured, the course's reference machine). Shrink the "
                  f"array from {units.format_bytes(SHRINK_Q['big'], binary=True)} to "
                  f"{units.format_bytes(SHRINK_Q['small'], binary=True)} "
                  f"({SHRINK_Q['big'] // SHRINK_Q['small']:,}× fewer bytes): how many times "
@@ -1201,7 +1317,9 @@ def _(SHRINK_Q, get_shrink, lab, reference_machine, reveal, units):
                     f"{SHRINK_Q['big'] // SHRINK_Q['small']:,}×. Every call pays a fixed "
                     f"~{reference_machine.CALL_OVERHEAD_S * 1e6:.1f} µs (Python, torch's "
                     "dispatch) before a byte moves; below a few tens of KiB that cost is "
-                    "the whole time.")
+                    "the whole time. A student is graded against their own machine's "
+                    "measurement (the result their lab records), or this one where theirs "
+                    "cannot be measured.")
     reveal.card(shrink_prediction)
     return (shrink_prediction,)
 
@@ -1213,54 +1331,61 @@ def _(live):
 
 
 @app.cell
-def _(live, measure, overhead_button, shrink_prediction):
-    if shrink_prediction is None:
-        overhead_run, _message = None, None
-    else:
+def _(INSTRUMENTS, live, measure, overhead_button, quiz, shrink_prediction):
+    # Only while the per-call instrument is open; it reads only the predictions that
+    # instrument waits for, so a later lock does not re-run it and lose the measurement.
+    overhead_run, _message, overhead_unavailable = None, None, None
+    if INSTRUMENTS.is_open("call_overhead", quiz.locked_items(shrink_prediction)):
         overhead_run, _message = live.run_if_pressed(
             overhead_button, lambda progress: measure.call_overhead_sweep(
                 budget_s=4.0, progress=progress),
-            total=8, title="Timing one read per call",
+            total=15, title="Timing one read per call",
             idle_message="Nothing has been measured yet: press “Measure the cost of a call on "
                          "this machine” to time calls here (about 5 s).")
+        if overhead_run is None and overhead_button.value:  # pressed: can it measure here?
+            _info = measure.detect()
+            overhead_unavailable = None if _info.available else _info.message
     _message
-    return (overhead_run,)
+    return overhead_run, overhead_unavailable
 
 
 @app.cell
-def _(mo, overhead_button, quiz, shrink_prediction):
-    mo.stop(shrink_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the per-call instrument."))
+def _(INSTRUMENTS, locked, mo, overhead_button):
+    _wait = INSTRUMENTS.gate("call_overhead", locked)
+    mo.stop(_wait is not None, _wait)
+    call_overhead_open = True  # the cells below that read it open with this one
     mo.vstack([mo.md("The figure starts with the reference machine's recorded run; the button "
-                     "times yours (about 5 s, one thread, 256 B to 4 MiB per call)."),
+                     "times yours (about 5 s, one thread, 256 B to 4 MiB per call). Your "
+                     "Prediction 4 is graded against your own measurement."),
                overhead_button])
-    return
+    return (call_overhead_open,)
 
 
 @app.cell
 def _(
+    call_overhead_open,
     figures,
     mo,
     overhead_run,
     quantization,
     reference_machine,
-    shrink_prediction,
     style,
 ):
-    mo.stop(shrink_prediction is None)
+    mo.stop(not call_overhead_open)
+    # Seconds on the axis, labelled in µs (hovers read 2.01µ): a time, in SI units.
     _ref = reference_machine.OVERHEAD_ROWS
     _series = [("reference machine (recorded)", [r[0] for r in _ref],
-                [r[1] * 1e6 for r in _ref], style.COLORS["muted"], "dot")]
+                [r[1] for r in _ref], style.COLORS["muted"], "dot")]
     _o, _bw = reference_machine.CALL_OVERHEAD_S, reference_machine.OVERHEAD_BANDWIDTH_GBS
     if overhead_run is not None:
         _series.insert(0, ("this machine (median per call)",
                            [r["bytes"] for r in overhead_run.rows],
-                           [r["median_s"] * 1e6 for r in overhead_run.rows],
+                           [r["median_s"] for r in overhead_run.rows],
                            style.COLORS["memory"], "solid"))
         _o, _bw = overhead_run.overhead_s, overhead_run.bandwidth_gbs
     _x = [2.0**k for k in range(8, 23)]
-    _series.append((f"model: {_o * 1e6:.2g} µs + bytes / {_bw:.0f} GB/s", _x,
-                    [quantization.call_time(x, _bw, _o) * 1e6 for x in _x],
+    _series.append((f"model fitted to the curve: {_o * 1e6:.2g} µs + bytes / {_bw:.0f} GB/s",
+                    _x, [quantization.call_time(x, _bw, _o) for x in _x],
                     style.COLORS["compute"], "dash"))
     _cross = quantization.overhead_crossover_bytes(_bw, _o)
     _yt = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # µs: the range spans about a decade
@@ -1273,7 +1398,7 @@ def _(
         x_title="Bytes read per call", y_title="Time per call (µs)",
         x_ticks=([4.0**k for k in range(4, 12)],
                  [style.format_bytes(4.0**k, binary=True) for k in range(4, 12)]),
-        y_ticks=(_yt, [style.format_value(v) for v in _yt]))
+        y_ticks=([v * 1e-6 for v in _yt], [style.format_value(v) for v in _yt]))
     overhead_figure
     return
 
@@ -1281,27 +1406,37 @@ def _(
 @app.cell
 def _(
     SHRINK_Q,
+    call_overhead_open,
     lab,
     mo,
     overhead_run,
+    overhead_unavailable,
     quiz,
     reference_machine,
     shrink_prediction,
 ):
-    mo.stop(shrink_prediction is None)
+    # Graded against the student's own sweep (the result recorded here); where this machine
+    # cannot be measured (no torch, a browser build), against the reference machine.
+    mo.stop(not call_overhead_open)
+    _ref = dict(reference_machine.OVERHEAD_ROWS)
+    _ref_ratio = _ref[SHRINK_Q["big"]] / _ref[SHRINK_Q["small"]]
     if overhead_run is not None:
         _t = {r["bytes"]: r["median_s"] for r in overhead_run.rows}
         _out = mo.vstack([mo.md("**Prediction vs reality** · your machine, median time per "
-                                "call:"),
+                                "call (graded):"),
                           quiz.compare(shrink_prediction, _t[SHRINK_Q["big"]]
                                        / _t[SHRINK_Q["small"]], units="×", fmt=".1f",
                                        lab=lab)])
+    elif overhead_unavailable is not None:
+        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
+                                "cannot be measured here):"),
+                          quiz.compare(shrink_prediction, _ref_ratio, units="×", fmt=".1f",
+                                       lab=lab)])
     else:
-        _t = dict(reference_machine.OVERHEAD_ROWS)
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (press the button to "
-                                "compare with yours):"),
-                          quiz.compare(shrink_prediction, _t[SHRINK_Q["big"]]
-                                       / _t[SHRINK_Q["small"]], units="×", fmt=".1f")])
+        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
+                                "your grade uses your own measurement, so press the button "
+                                "above):"),
+                          quiz.compare(shrink_prediction, _ref_ratio, units="×", fmt=".1f")])
     _out
     return
 
@@ -1357,8 +1492,9 @@ def _(
                  f"({fusion.onchip(WAVE_Q['device']).sms} SMs, one tile per SM at a time). "
                  f"N = {WAVE_Q['from']:,} makes "
                  f"{quantization.quantization(WAVE_Q['from'], WAVE_Q['from'], WAVE_Q['tile'], fusion.onchip(WAVE_Q['device']).sms).tiles}"
-                 f" tiles. At N = {WAVE_Q['to']:,}, what fraction of N = {WAVE_Q['from']:,}'s "
-                 "throughput does the GEMM reach (1 = the same)?",
+                 f" tiles. At N = {WAVE_Q['to']:,}, by the model's count of tiles and waves, "
+                 f"what fraction of N = {WAVE_Q['from']:,}'s throughput does the GEMM reach "
+                 "(1 = the same)?",
         units="", lo=0.01, hi=2, locked=get_wave(), on_lock=set_wave)
     quiz.prediction_panel(wave_form, get_wave())
     return
@@ -1395,8 +1531,10 @@ def _(
     quiz,
     wave_prediction,
 ):
+    # The model's curve for the question's own case: no widget moves it, it waits for its
+    # prediction alone.
     mo.stop(wave_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the quantisation instruments."))
+            quiz.gate_notice("Lock Prediction 5 first: this shows what it asks."))
     _sms = fusion.onchip(WAVE_Q["device"]).sms
     _ns = list(range(512, 4097, 32))
     wave_figure = figures.sawtooth_figure(
@@ -1417,10 +1555,11 @@ def _(live):
 
 
 @app.cell
-def _(live, measure, sawtooth_button, wave_prediction):
-    if wave_prediction is None:
-        sawtooth_run, _message = None, None
-    else:
+def _(INSTRUMENTS, live, measure, quiz, sawtooth_button, wave_prediction):
+    # Only while the sawtooth instrument is open; it reads only the predictions that
+    # instrument waits for, so a later lock does not re-run it and lose the measurement.
+    sawtooth_run, _message = None, None
+    if INSTRUMENTS.is_open("sawtooth", quiz.locked_items(wave_prediction)):
         sawtooth_run, _message = live.run_if_pressed(
             sawtooth_button, lambda progress: measure.gemm_sawtooth(
                 budget_s=10.0, progress=progress),
@@ -1432,14 +1571,16 @@ def _(live, measure, sawtooth_button, wave_prediction):
 
 
 @app.cell
-def _(mo, sawtooth_button, wave_prediction):
-    mo.stop(wave_prediction is None)
+def _(INSTRUMENTS, locked, mo, sawtooth_button):
+    _wait = INSTRUMENTS.gate("sawtooth", locked)
+    mo.stop(_wait is not None, _wait)
+    sawtooth_open = True  # the cells below that read it open with this one
     mo.vstack([mo.md("On your machine: the button times square GEMMs whose N crosses tile "
                      "boundaries (a GPU: bf16, waves of tiles; a CPU: fp32 on one core, the "
                      "BLAS micro-kernel's tiles; about 12 s). Until then, the reference "
                      "machine's recorded run is shown."),
                sawtooth_button])
-    return
+    return (sawtooth_open,)
 
 
 @app.cell
@@ -1448,10 +1589,10 @@ def _(
     mo,
     quantization,
     reference_machine,
+    sawtooth_open,
     sawtooth_run,
-    wave_prediction,
 ):
-    mo.stop(wave_prediction is None)
+    mo.stop(not sawtooth_open)
     if sawtooth_run is not None and sawtooth_run.measured:
         _rows = sawtooth_run.measured
         _ns = [r["n"] for r in _rows]
@@ -1478,7 +1619,7 @@ def _(
 def _(WAVE_Q, fusion, lab, mo, quantization, quiz, wave_prediction):
     mo.stop(wave_prediction is None)
     _sms = fusion.onchip(WAVE_Q["device"]).sms
-    mo.vstack([mo.md(f"**Prediction vs the quantisation model** · {WAVE_Q['tile']} × "
+    mo.vstack([mo.md(f"**Prediction vs the quantisation model** (graded) · {WAVE_Q['tile']} × "
                      f"{WAVE_Q['tile']} tiles, {_sms} SMs, N {WAVE_Q['from']:,} → "
                      f"{WAVE_Q['to']:,}:"),
                quiz.compare(wave_prediction, quantization.relative_throughput(

@@ -27,8 +27,8 @@ DIMENSION_PATTERNS = {
                          r"|L1|L2|L3|NIC|NVLink|PCIe)[- ]bound\b", re.I),
     "time": re.compile(rf"{NUMBER}{_SPACE}(?:ns|µs|μs|us|ms|s)\b(?!/)"),
     "ratio": re.compile(rf"{NUMBER}{_SPACE}×(?!{_SPACE}\d)"),
-    # not a plotly template ("%{x}") nor a CSS size ("100%400px")
-    "share": re.compile(rf"{NUMBER}{_SPACE}%(?![{{\d])"),
+    # not a plotly template token ("171 %{hovertext}") or an iframe's width ("100%400px")
+    "share": re.compile(rf"{NUMBER}{_SPACE}%(?![{{\w])"),
     "bandwidth": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B){_SPACE}/{_SPACE}s\b"),
     # a space before the unit, as the labs print sizes: "80GB" and "8B" are names (a device's
     # memory, a model's parameters), not a size the page computed

@@ -57,12 +57,10 @@ GRADED_SCENARIOS: dict[str, list[dict]] = {
                          "batch_box": "56"},
                         {"device_picker": "h100-sxm", "context_slider": 8192,
                          "batch_box": "57"}],
-    # Prediction 3 (tiled GEMM, N = 8,192, register tile 64): Part 2's explorer set to it
+    # Prediction 3 (tiled GEMM, N = 8,192, register tile 64): Part 3's tile instrument set to it
     "lab05.tile_traffic": [
-        {"kernel_picker": "tiled GEMM", "register_picker": 64, "size_slider": 8192,
-         "tile_slider": 64},
-        {"kernel_picker": "tiled GEMM", "register_picker": 64, "size_slider": 8192,
-         "tile_slider": 128},
+        {"gemm_register_picker": 64, "gemm_n_slider": 8192, "gemm_tile_slider": 64},
+        {"gemm_register_picker": 64, "gemm_n_slider": 8192, "gemm_tile_slider": 128},
     ],
 }
 

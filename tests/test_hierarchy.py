@@ -33,17 +33,45 @@ def test_a100_levels_are_sourced_and_estimates_say_so():
     assert h.names == ("L1 / shared memory", "L2", "HBM")
     assert smem.capacity_bytes == 164 * KIB and smem.tile_capacity_bytes == 163 * KIB
     assert smem.bandwidth_gbs == pytest.approx(oc.smem_bandwidth_gbs) and smem.estimate
-    # 5120 B/clock (A100 whitepaper) x 1.41 GHz boost
-    assert l2.bandwidth_gbs == pytest.approx(5120 * 1.41) and l2.estimate
-    assert "5120 Bytes/clk" in l2.source and "~ derived" in l2.note
+    # measured (RRZE gpu-benches gpu-l2-cache: 5.2-5.5 TB/s), not NVIDIA's 5120 B/clk x 1.41
+    # GHz = 7.2 TB/s peak, which is 1.36x the measurement (LABS_SPEC §5's 1.3x rule)
+    assert l2.bandwidth_gbs == 5300 and l2.measured and l2.bandwidth_basis == "measured"
+    assert 5200 <= l2.bandwidth_gbs <= 5500 and 5120 * 1.41 / l2.bandwidth_gbs > 1.3
+    assert "gpu-l2-cache" in l2.source and "measured" in l2.note
     assert l2.capacity_bytes == 40 * MIB and l2.tile_capacity_bytes == pytest.approx(40 * MIB / 108)
     assert (hbm.bandwidth_gbs, hbm.estimate) == (2039, False)
     assert h.peak_tflops == 312
 
 
+@pytest.mark.parametrize("device, gbs, source", [
+    ("a100-sxm-80gb", 5300, "RRZE-HPC gpu-benches gpu-l2-cache"),
+    ("h100-sxm", 6650, "openxla/xla GPU cost model"),
+    ("h100-pcie", 6900, "RRZE-HPC gpu-benches gpu-l2-cache"),
+    ("h200-sxm", 9780, "RRZE-HPC gpu-benches gpu-l2-cache"),
+])
+def test_every_drawable_gpus_l2_is_a_published_measurement_marked_measured(device, gbs, source):
+    """NVIDIA publishes no L2 bandwidth in GB/s; the labs use microbenchmark measurements
+    (hardware.md "Reality anchors"), each marked measured and sourced, so no drawable GPU's
+    verdict is undetermined for want of an L2 figure."""
+    l2 = H.gpu_hierarchy(device, "bf16").level("L2")
+    assert l2.bandwidth_gbs == gbs and l2.measured and l2.bandwidth_basis == "measured"
+    assert source in l2.source
+
+
+def without_l2_figure(device):
+    """A registry GPU as it would be without a published L2 measurement: the undetermined
+    machinery is kept for such levels (another device, a level a sweep did not find)."""
+    import dataclasses
+
+    h = H.gpu_hierarchy(device, "bf16")
+    return dataclasses.replace(h, levels=tuple(
+        dataclasses.replace(lv, bandwidth_gbs=None, measured=False, estimate=False)
+        if lv.name == "L2" else lv for lv in h.levels))
+
+
 def test_a_level_without_a_public_bandwidth_has_no_roof():
-    h = H.gpu_hierarchy("h100-sxm", "bf16")
-    assert h.level("L2").bandwidth_gbs is None and "publishes no L2 bandwidth" in h.level("L2").note
+    h = without_l2_figure("h100-sxm")
+    assert h.level("L2").bandwidth_gbs is None
     p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     assert p.use("L2").roof_tflops() is None  # never invented
     assert p.binding != "L2"
@@ -122,7 +150,7 @@ def test_tiled_gemm_on_the_a100_by_hand():
     108 tiles is rasterised as 11 x 10 tiles (ceil(sqrt 108) = 11 rows, ceil(108/11) = 10
     columns) and reads each A and B panel once, so HBM serves
     2 B x 8192^2 x (ceil(8192/1280) + ceil(8192/1408) + 1) = 2 x 8192^2 x (7 + 6 + 1) B.
-    Roofs: shared memory 34.5 GB at ~19.5 TB/s, L2 17.3 GB at 7.2 TB/s = 458 TFLOP/s, HBM
+    Roofs: shared memory 34.5 GB at ~19.5 TB/s, L2 17.3 GB at 5.3 TB/s = 337 TFLOP/s, HBM
     1.88 GB at 2039 GB/s = 1193 TFLOP/s: all above the 312 TFLOP/s bf16 peak, so compute
     binds (cuBLAS measures ~271: tests/test_reality_anchors.py)."""
     n, b, r = 8192, 2, 64
@@ -136,25 +164,94 @@ def test_tiled_gemm_on_the_a100_by_hand():
     assert [u.holds for u in p.uses] == ["tile", "wave", "nothing"]
     assert p.home == "L1 / shared memory" and p.thrashes == () and p.tile_misses.level.name == "L2"
     assert p.use("L2").roof_tflops() == pytest.approx(2 * n**3 / (b * (2 * n * n * 64 + n * n))
-                                                      * 5120 * 1.41 / 1e3)
+                                                      * 5300 / 1e3)  # 8192 / 129 x 5.3 = 337
     assert p.binding == "compute" and p.attainable_tflops == 312
-    # T = 64: L2 serves twice as much (2 x 128 + 1 per N^2 elements) and binds at ~230
+    # T = 64: L2 serves twice as much (2 x 128 + 1 per N^2 elements) and binds at ~169
     q = H.place(H.gemm_kernel(n, n, n, "bf16", tile=64, register_tile=r), h)
     assert q.binding == "L2" and q.attainable_tflops == pytest.approx(
-        2 * n**3 / (b * n * n * 257) * 5120 * 1.41 / 1e3)
+        2 * n**3 / (b * n * n * 257) * 5300 / 1e3)
+    assert q.attainable_tflops == pytest.approx(168.9, abs=0.1)
+
+
+# --- the library's tiles: Hopper's clusters share one operand through TMA multicast --------
+
+def test_a_cluster_halves_the_shared_operands_l2_reads_by_hand():
+    """128 x 256 tiles, N = 8192, bf16: A is re-read once per tile column (8192 / 256 = 32
+    times), B once per tile row (8192 / 128 = 64 times); a 2-CTA cluster along M multicasts
+    its B tile, so B is read once per cluster, 8192 / 256 = 32 times. L2 serves
+    2 B x 8192^2 x (32 + 32 + 1) = 8.72 GB, AI_L2 = 2 x 8192^3 / 8.72e9 = 8192 / 65 = 126
+    FLOP/B, against 8192 / 97 = 84.5 without the multicast and 8192 / 129 = 63.5 for 128 x
+    128 tiles."""
+    n, b = 8192, 2
+    assert H.tile_misses_bytes(n, n, n, 128, 256, 2, b) == b * n * n * (32 + 32 + 1)
+    assert H.tile_misses_bytes(n, n, n, 128, 256, 1, b) == b * n * n * (32 + 64 + 1)
+    assert H.tile_misses_bytes(n, n, n, 128, 128, 1, b) == b * n * n * (64 + 64 + 1)
+    k = H.gemm_kernel(n, n, n, "bf16", tile=128, tile_n=256, cluster=2, register_tile=64)
+    assert k.reuse_bytes == b * n * n * 65 and k.flops / k.reuse_bytes == pytest.approx(8192 / 65)
+    # staged slabs 3 x (128 + 256) x 32 x 2 B = 72 KiB; accumulators 128 x 256 x 4 B = 128 KiB
+    assert k.staged_bytes == 72 * KIB and k.accumulator_bytes == 128 * KIB
+    assert k.working_set == b * (128 * 256 + 384 * 128)  # C tile + A and B blocks of depth 128
+    assert k.name == "tiled GEMM (128×256 tile, 2-CTA clusters)"
+
+
+def test_a_rectangular_wave_is_square_in_elements_by_hand():
+    """132 CTAs of 128 x 256 on 8192^2: rows = ceil(sqrt(132 x 256 / 128)) = ceil(16.2) = 17,
+    columns = ceil(132 / 17) = 8 (a 2,176 x 2,048 block), so HBM serves
+    2 B x 8192^2 x (ceil(8192 / 2048) + ceil(8192 / 2176) + 1) = 2 x 8192^2 x 9 B."""
+    n = 8192
+    assert H.wave_shape(n, n, 128, 132, tile_n=256) == (17, 8)
+    assert H.wave_gemm_bytes(n, n, n, 128, 132, 2, tile_n=256) == 2 * n * n * 9
+    assert H.wave_footprint_bytes(n, n, 128, 132, 2, tile_n=256) == 2 * (17 * 128 + 8 * 256) \
+        * 128 * 2
+
+
+@pytest.mark.parametrize("device, schedule", [
+    ("a100-sxm-80gb", (128, 128, 1)), ("h100-sxm", (128, 256, 2)), ("h100-pcie", (128, 256, 2)),
+    ("h200-sxm", (128, 256, 2))])
+def test_the_library_gemm_is_each_architectures_schedule(device, schedule):
+    h = H.gpu_hierarchy(device, "bf16")
+    k = H.library_gemm_kernel(h, 8192, 8192, 8192)
+    m, n, kk, tm, b, tn, c = k.gemm
+    assert (tm, tn, c) == schedule and b == 2
+    assert H.with_bandwidths(h, {"L2": 1e4}).arch == h.arch  # a measured GPU keeps its schedule
+
+
+@pytest.mark.parametrize("device, gbs, binding, tflops", [
+    ("h100-sxm", 6650, "L2", 8192 / 65 * 6650 / 1e3),  # 838.1: L2 binds
+    ("h200-sxm", 9780, "compute", 989.5),  # L2 roof 1,232.6: compute binds
+    ("h100-pcie", 6900, "compute", 756.0),  # L2 roof 869.6
+    ("a100-sxm-80gb", 5300, "compute", 312.0),  # 128 x 128: 8192 / 129 x 5.3 = 336.6
+])
+def test_the_library_gemm_on_each_gpu_by_hand(device, gbs, binding, tflops):
+    h = H.gpu_hierarchy(device, "bf16")
+    p = H.place(H.library_gemm_kernel(h, 8192, 8192, 8192), h)
+    assert p.determined and p.binding == binding
+    assert p.attainable_tflops == pytest.approx(tflops)
+
+
+def test_a_cpu_library_gemm_keeps_its_tile_in_the_first_level():
+    """The reference machine's 32 KiB L1d, fp32: 3 T^2 x 4 B fits for T = 32 (12 KiB), not 64
+    (48 KiB); register tile 8."""
+    h = RM.as_hierarchy()
+    k = H.library_gemm_kernel(h, 1024, 1024, 1024)
+    assert k.gemm[3] == k.gemm[5] == 32 and k.gemm[6] == 1
+    assert H.place(k, h).thrashes == ()
 
 
 # --- a level without a bandwidth figure: unknown, never "no limit" --------------------------
 
-def _tiled(device, tile):
+def _tiled(device, tile, hier=None):
+    """The 8192^3 bf16 GEMM with T x T tiles on ``device`` (or ``hier``: by default the
+    device without its L2 figure, for the undetermined machinery)."""
     return H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=tile,
-                                 register_tile=min(64, tile)), H.gpu_hierarchy(device, "bf16"))
+                                 register_tile=min(64, tile)),
+                   hier if hier is not None else without_l2_figure(device))
 
 
 @pytest.mark.parametrize("device", ["h100-sxm", "h200-sxm"])
-def test_a_64_tile_on_hopper_is_undetermined_not_compute(device):
-    """Physics review: NVIDIA publishes no L2 bandwidth for the H100/H200, and the model used to
-    skip L2 as if it were infinitely fast: it named "compute" at 989.5 TFLOP/s. By hand,
+def test_a_64_tile_without_an_l2_figure_is_undetermined_not_compute(device):
+    """Physics review: without an L2 figure the model used to skip L2 as if it were infinitely
+    fast: it named "compute" at 989.5 TFLOP/s. By hand,
     N = 8192, bf16 (b = 2), T = 64, r = 64:
       L2 serves the tile's misses, b (2 N^2 ceil(N/T) + N^2) = 2 x N^2 x (2 x 128 + 1)
         = 2 x 257 N^2 B, for 2 N^3 FLOP: AI_L2 = 2 N^3 / (2 x 257 N^2) = N / 257
@@ -177,13 +274,15 @@ def test_a_64_tile_on_hopper_is_undetermined_not_compute(device):
                                 "reach 989.5 TFLOP/s it needs ≥ 31 TB/s")
 
 
-def test_the_a100_64_tile_keeps_its_l2_verdict():
-    """The A100 has an L2 figure (5120 B/clock x 1.41 GHz = 7,219 GB/s): the same kernel binds
-    at L2, 31.875 FLOP/B x 7.219 TB/s = 230.1 TFLOP/s; nothing is unknown."""
-    p = _tiled("a100-sxm-80gb", 64)
+@pytest.mark.parametrize("device, gbs", [("a100-sxm-80gb", 5300), ("h100-sxm", 6650),
+                                         ("h200-sxm", 9780)])
+def test_with_its_measured_l2_the_64_tile_gets_a_verdict(device, gbs):
+    """With the measured L2 (5.3, 6.65, 9.78 TB/s) the same kernel binds at L2, 31.875 FLOP/B
+    x the bandwidth: 168.9, 212.0 and 311.7 TFLOP/s; nothing is unknown."""
+    p = _tiled(device, 64, H.gpu_hierarchy(device, "bf16"))
     assert p.determined and p.unknown_roofs == () and p.undetermined_by == ()
     assert p.binding == p.known_binding == p.verdict == "L2"
-    assert p.attainable_tflops == pytest.approx(8192 / 257 * 5120 * 1.41 / 1e3)  # 230.1
+    assert p.attainable_tflops == pytest.approx(8192 / 257 * gbs / 1e3)
 
 
 def test_a_slower_level_is_not_named_on_the_strength_of_skipping_l2():
@@ -229,7 +328,7 @@ def test_a_level_the_bytes_of_a_slower_one_cross_cannot_bind_below_their_rate():
     TB/s = 16.7 TFLOP/s, and L2 (AI ~ 16: the block's 32 x 32 reuse) would need only
     16.7 / 16 ~ 1.05 TB/s < 3.35: determined. A stencil streaming through L2 (L2 serves what
     HBM serves): L2 needs exactly HBM's 3.35 TB/s for HBM's roof: HBM binds."""
-    h = H.gpu_hierarchy("h100-sxm", "bf16")
+    h = without_l2_figure("h100-sxm")
     naive = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     (l2,) = naive.unknown_roofs
     assert not l2.could_bind and l2.needs_gbs < 3350 and naive.undetermined_by == ()

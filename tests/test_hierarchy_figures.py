@@ -56,8 +56,19 @@ def test_working_set_figure_refuses_bad_series(series):
         figures.working_set_figure(series, title="t")
 
 
+def without_l2_figure(device):
+    """A registry GPU as it would be without a published L2 measurement (a level with no
+    figure: listed, never drawn)."""
+    import dataclasses
+
+    h = H.gpu_hierarchy(device, "bf16")
+    return dataclasses.replace(h, levels=tuple(
+        dataclasses.replace(lv, bandwidth_gbs=None, measured=False, estimate=False)
+        if lv.name == "L2" else lv for lv in h.levels))
+
+
 def test_hierarchical_roofline_has_one_roof_per_level_with_a_bandwidth():
-    h = H.gpu_hierarchy("h100-sxm", "bf16")  # NVIDIA states no L2 bandwidth for the H100
+    h = without_l2_figure("h100-sxm")
     p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     fig = _validated(figures.per_level_roofline_figure(h, [p], title="t"))
     names = [t.name or "" for t in fig.data]
@@ -85,12 +96,14 @@ def test_hierarchical_roofline_has_one_roof_per_level_with_a_bandwidth():
 
 def test_roof_names_say_how_the_bandwidth_is_known():
     """Issue 34.10: a measured bandwidth is "(measured)", not "(estimate)"; a derived one
-    (the A100's L2, from bytes per clock) "(derived)"; a vendor figure plain."""
+    (shared memory, from bytes per clock) "(derived)"; a vendor figure plain. The registry's
+    L2 figures are published measurements: "(measured)" too."""
     h = H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"HBM": 1800.0})
     names = [t.name or "" for t in figures.per_level_roofline_figure(h).data]
     assert "HBM · 1,800 GB/s (measured)" in names or any(
         n.startswith("HBM · ") and n.endswith("(measured)") for n in names)
-    assert any(n.startswith("L2 · ") and n.endswith("(derived)") for n in names)
+    assert any(n.startswith("L1 / shared memory · ") and n.endswith("(derived)") for n in names)
+    assert "L2 · 5,300 GB/s (measured)" in names
     assert not any("estimate" in n for n in names)
     a100 = [t.name or "" for t in figures.per_level_roofline_figure(
         H.gpu_hierarchy("a100-sxm-80gb")).data]
@@ -194,7 +207,7 @@ def test_loglog_lines_figure_takes_y_ticks():
 
 
 def test_an_undetermined_verdict_is_drawn_as_such_not_as_a_binding_roof():
-    """Physics review: on the H100 (no published L2 bandwidth) the 8192^3 bf16 GEMM with a
+    """Physics review: on an H100 without an L2 figure the 8192^3 bf16 GEMM with a
     64 tile needs >= 989.5 / (8192/257) = 31 TB/s of L2 to reach its bound. The hierarchical
     roofline names no binding level, draws no L2 roof, puts the L2 point at the known bound
     labelled "undetermined" with that need, in the warning colour, on a dashed guide; the
@@ -202,7 +215,7 @@ def test_an_undetermined_verdict_is_drawn_as_such_not_as_a_binding_roof():
     from labs.core.ui.tokens import COLORS
 
     kernel = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64, register_tile=64)
-    h = H.gpu_hierarchy("h100-sxm", "bf16")
+    h = without_l2_figure("h100-sxm")
     p = H.place(kernel, h)
     fig = _validated(figures.per_level_roofline_figure(h, [p]))
     points = {t.name.split(" · AI at ")[1]: t for t in fig.data if t.mode == "markers+text"}

@@ -63,14 +63,12 @@ WIDGET_CELLS = (
     {"machine_picker": "a100-sxm-80gb"},
     {"sweep_budget": 25, "sweep_button": False, "sweep_controls": LAYOUT,
      "sweep_settings": BUDGET},
-    {"kernel_picker": "naive GEMM", "size_slider": 1024, "tile_slider": 64,
-     "lay_out_kernel_controls": LAY_OUT, "tiles_open": OPEN},
-    {"register_picker": 64, "kernel_controls": LAYOUT},
+    {"kernel_picker": "naive GEMM", "size_slider": 1024, "lay_out_kernel_controls": LAY_OUT},
     {"gemm_n_slider": 8192, "gemm_tile_slider": 64, "lay_out_tile_controls": LAY_OUT},
     {"gemm_register_picker": 64, "tile_controls": LAYOUT},
 )
-PANEL_WIDGETS = ("sweep_budget", "kernel_picker", "size_slider", "tile_slider",
-                 "register_picker", "gemm_n_slider", "gemm_tile_slider", "gemm_register_picker")
+PANEL_WIDGETS = ("sweep_budget", "kernel_picker", "size_slider", "gemm_n_slider",
+                 "gemm_tile_slider", "gemm_register_picker")
 
 
 def _set(**values):
@@ -89,11 +87,19 @@ def _set(**values):
     return out
 
 
+#: A measurement cell's results: overriding one means giving its cell's other name too.
+MEASUREMENTS = ({"hierarchy_run": None, "hierarchy_unavailable": None},
+                {"overhead_run": None, "overhead_unavailable": None})
+
+
 def run(**values):
     """The lab with every prediction locked; widget names take plain values (see _set), any
     other name its cell's result."""
     widgets = {k: v for k, v in values.items() if any(k in cell for cell in WIDGET_CELLS)}
     others = {k: v for k, v in values.items() if k not in widgets}
+    for cell in MEASUREMENTS:
+        if set(cell) & set(others):
+            others = {**cell, **others}
     return app.run(defs={**PREDICTIONS, **_set(**widgets), **others})
 
 
@@ -126,9 +132,9 @@ def test_locked_run_hides_every_instrument_and_measures_nothing():
     for p in PREDICTIONS:
         assert defs[p] is None
     text = shown(outputs)
-    for what in ("staircase instrument", "hierarchical roofline", "tiling instrument",
-                 "per-call instrument", "quantisation instruments"):
-        assert f"Lock your prediction to reveal the {what}" in text
+    rule = defs["INSTRUMENTS"]
+    for name in ("staircase", "roofline", "tiling", "call_overhead", "sawtooth"):
+        assert rule.notice_text(name, set()) in text, name  # says which predictions to lock
     assert "Math peek" not in text and "Key takeaways" not in text
     assert "appear once all 5 predictions of this lab are locked (0 so far)" in text
     assert defs["hierarchy_run"] is None and defs["overhead_run"] is None
@@ -154,7 +160,10 @@ def test_unlocked_run_shows_figures_and_core_numbers():
     naive = defs["all_points"]["naive GEMM"]
     assert naive == H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
     assert naive.binding == "L1 / shared memory"  # review F1: L1 absorbs the block's loads
-    assert defs["register_picker"].value == H.DEFAULT_REGISTER_TILE["gpu"]
+    # Part 2 has no GEMM with a cache tile: that, and the library's tile, are Part 3's
+    assert set(defs["all_points"]) == {"naive GEMM", "5-point stencil",
+                                       "sum reduction (re-read)", "flash-attention tile (Lab 4)"}
+    assert defs["gemm_register_picker"].value == H.DEFAULT_REGISTER_TILE["gpu"]
     # Part 3: N = 8192, T = 64, r = 64
     assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
                                                        register_tile=64), a100)
@@ -200,8 +209,10 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     # register file ruling out 256 x 256 (65,536 x 4 B = 256 KiB)
     assert "48 KiB at 128 × 128" in text and "cudaFuncAttributeMaxDynamicSharedMemorySize" in text
     assert "65,536 accumulators (256 KiB) fill the SM's whole register file (256 KiB)" in text
-    # review F7, F8: L2's bandwidth is an upper estimate; libraries make the wave dip shallower
-    assert "upper estimate" in text and "stream-K" in text
+    # L2's roof is its measured 5.3 TB/s (not the per-clock peak); libraries make the wave dip
+    # shallower (review F8)
+    assert "L2's roof uses its measured 5.3 TB/s" in text and "stream-K" in text
+    assert "roof 83 TFLOP/s at its measured 5.3 TB/s" in text  # P2: 1024 / 65 x 5.3
 
 
 # --- the failure state: a tile too big for shared memory, and backing out ---------------------
@@ -234,31 +245,44 @@ def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
     assert good["tile_point"].attainable_tflops == pytest.approx(312)  # A100 bf16 dense
 
 
-def test_a_gpu_without_an_l2_figure_reads_undetermined_never_compute():
-    """Physics review: NVIDIA publishes no H100 L2 bandwidth, and Parts 2-3 used to skip L2 as
-    if unlimited: the 8192^3 bf16 GEMM with a 64 tile read "compute" on the H100 and "L2" on
-    the A100. Now the Binds card, the every-kernel table and Part 3's status say
-    "undetermined", with the bandwidth L2 would need: AI_L2 = 8192 / 257 = 31.875 FLOP/B, so
-    989.5 TFLOP/s needs 989.5 / 31.875 = 31 TB/s; the A100 keeps its L2 verdict."""
-    outputs, defs = run(machine_picker="h100-sxm", kernel_picker="tiled GEMM",
-                        size_slider=8192, tile_slider=64, register_picker=64,
-                        gemm_tile_slider=64, gemm_register_picker=64)
+def test_the_flagship_gpus_gemm_gets_a_verdict_with_the_measured_l2():
+    """The H100's L2 roof is its measured 6.65 TB/s (it read "undetermined" without a figure).
+    Part 3 shows what the library runs beside the T x T tile: cuBLAS's Hopper schedule, 128 x
+    256 tiles in clusters of two sharing B by multicast: AI_L2 = 8192 / 65, so L2 binds at
+    126 x 6.65 = 838 TFLOP/s (cuBLAS measures 794.5); without the multicast, 8192 / 97 x 6.65
+    = 562. Part 3's own T x T tile, T = 64: L2 binds at 8192 / 257 x 6.65 = 212 TFLOP/s."""
+    outputs, defs = run(machine_picker="h100-sxm", gemm_n_slider=8192, gemm_tile_slider=64,
+                        gemm_register_picker=64)
     text = shown(outputs)
-    for p in (defs["all_points"]["tiled GEMM"], defs["tile_point"]):
-        assert p.binding == H.UNDETERMINED and p.known_binding == H.COMPUTE
-    assert "Binds ? undetermined L2 has no published or measured bandwidth; to reach 989.5 " \
-           "TFLOP/s it needs ≥ 31 TB/s" in text
-    assert "The known roofs allow at most 990 TFLOP/s (the compute roof)" in text
-    assert "no bandwidth figure: needs ≥ 31 TB/s for 990 TFLOP/s" in text  # L2's own card
-    assert "tiled GEMM ? undetermined (L2 has no bandwidth figure) ≤ 990" in text  # the table
-    assert "what binds is undetermined" in text  # Part 3's status, a warning not a success
-    assert "compute roof binds" not in text and "Binds compute" not in text
-    outputs, defs = run(kernel_picker="tiled GEMM", size_slider=8192, tile_slider=64,
-                        register_picker=64)  # the A100, the question's machine
-    text = shown(outputs)
-    assert defs["tile_point"].binding == "L2" and defs["all_points"]["tiled GEMM"].determined
+    part3 = defs["tile_point"]
+    assert part3.binding == "L2" and part3.attainable_tflops == pytest.approx(
+        8192 / 257 * 6650 / 1e3)
+    assert "What the library runs here · tiled GEMM (128×256 tile, 2-CTA clusters)" in text
+    assert "L2 serves 8.7 GB (AI 126 FLOP/B); the L2 roof binds at 838 TFLOP/s." in text
+    assert "Without that, the same tiles would be L2-bound at 562 TFLOP/s." in text
     assert "? undetermined" not in text and "what binds is undetermined" not in text
-    assert "the L2 roof binds at 230 TFLOP/s." in text  # 31.875 x 7.219 TB/s
+    assert "the L2 roof binds at 212 TFLOP/s" in text
+    assert "cuBLAS on this GPU runs 128 × 256 tiles in clusters of 2" in text
+    outputs, _ = run(machine_picker="h200-sxm", gemm_n_slider=8192)
+    assert "the compute roof binds at 990 TFLOP/s." in shown(outputs)  # L2: 126 x 9.78 = 1,233
+    outputs, defs = run(gemm_tile_slider=64, gemm_register_picker=64)  # the A100, measured L2
+    assert defs["tile_point"].binding == "L2" and "the L2 roof binds at 169 TFLOP/s." in shown(
+        outputs)  # 31.875 x 5.3 TB/s
+
+
+def test_a_measured_level_without_a_plateau_reads_undetermined_never_compute():
+    """The undetermined machinery stays for levels that truly have no figure: a measured CPU
+    whose sweep found no L3 plateau has an L3 without a bandwidth. A tiled GEMM whose tile
+    lives in L1 (16 x 16 fp32: 3 KiB) sends L3 its misses at ~2 FLOP/B: what binds is
+    undetermined, with what L3 would need, never 'compute'."""
+    result = fake_run()
+    result["levels"] = [p for p in result["levels"] if p.name != "L3"]
+    outputs, defs = run(hierarchy_run=result, machine_picker="measured",
+                        gemm_register_picker=8, gemm_tile_slider=16, gemm_n_slider=1024)
+    text = shown(outputs)
+    assert defs["machine"].level("L3").bandwidth_gbs is None
+    assert defs["tile_point"].binding == H.UNDETERMINED
+    assert "what binds is undetermined" in text and "L3 has no published or measured" in text
 
 
 def test_a_cpu_cache_too_small_thrashes_and_says_so():
@@ -305,7 +329,7 @@ def test_this_machine_before_measuring_asks_for_the_measurement():
 def test_another_machine_never_regrades_the_a100_predictions(ledger_env):
     """Issue 34.9: picking the reference machine (a CPU) must not grade Prediction 2 against
     its L3 roof: the comparison stays on the A100 the question names."""
-    outputs, defs = run(machine_picker="reference", register_picker=8, gemm_register_picker=8)
+    outputs, defs = run(machine_picker="reference", gemm_register_picker=8)
     text = shown(outputs)
     assert "on the NVIDIA A100 SXM 80GB (the question's machine)" in text
     assert "(your pick, not graded)" in text
@@ -318,29 +342,29 @@ def test_bad_widget_combinations_show_messages():
     outputs, defs = run(gemm_tile_slider=1024, gemm_n_slider=512)
     assert "The cache tile T (1024) is larger than the matrix (N = 512): move T down" in shown(
         outputs)
-    outputs, defs = run(machine_picker="reference", register_picker=64,
-                        tile_slider=16)
+    outputs, defs = run(machine_picker="reference", gemm_register_picker=64,
+                        gemm_tile_slider=16)
     assert ("The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
             and "register_tile=" not in shown(outputs))
 
 
-def test_parts_2_and_3_have_their_own_tile_widgets():
-    # a step in one part redraws only that part: Part 3 does not read Part 2's T and r
-    _, defs = run(tile_slider=16, register_picker=2)
+def test_part_2_has_no_cache_tile_and_part_3_moves_it():
+    """Part 2's explorer has no tile widget and no GEMM with a cache tile, so it cannot read off
+    how a GEMM's traffic falls with the tile, Prediction 3's question; Part 3 does."""
+    _, defs = run(kernel_picker="flash-attention tile (Lab 4)", size_slider=8192)
+    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert not {"tile_slider", "register_picker"} & set(defs)
+    assert defs["all_points"]["flash-attention tile (Lab 4)"] == H.place(
+        H.flash_kernel(1, 32, 8192, 128, 128, 128, "bf16"), a100)
     assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
-                                                       register_tile=64),
-                                         H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
-    assert defs["all_points"]["tiled GEMM"] == H.place(
-        H.gemm_kernel(1024, 1024, 1024, "bf16", tile=16, register_tile=2),
-        H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
+                                                       register_tile=64), a100)
     outputs, defs = run(gemm_register_picker=64, gemm_tile_slider=16)
     assert "The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
-    assert defs["tile_point"] is None and not isinstance(defs["all_points"]["tiled GEMM"],
-                                                         Exception)
+    assert defs["tile_point"] is None
 
 
 def test_the_reference_machine_is_a_cpu_hierarchy():
-    outputs, defs = run(machine_picker="reference", register_picker=8)
+    outputs, defs = run(machine_picker="reference")
     assert defs["machine"] == RM.as_hierarchy()
     assert defs["all_points"]["naive GEMM"].hierarchy.kind == "cpu"
     assert "hierarchical_roofline" in defs
@@ -350,8 +374,7 @@ def test_the_reference_machine_is_a_cpu_hierarchy():
 
 def test_a_measurement_feeds_the_figure_the_comparison_and_parts_2_and_3(ledger_env):
     result = fake_run(l2_gbs=90.0, dram_gbs=15.0)
-    outputs, defs = run(hierarchy_run=result, machine_picker="measured",
-                        register_picker=8)
+    outputs, defs = run(hierarchy_run=result, machine_picker="measured")
     text = shown(outputs)
     fig = defs["staircase_figure"]
     assert fig.data[0].name.startswith("this machine (Test CPU)")
@@ -399,14 +422,39 @@ def test_a_gpu_measurement_compares_l2_with_hbm_and_draws_the_driver_and_registr
         "L2").capacity_bytes
 
 
-def test_pressing_measure_without_torch_says_why(monkeypatch):
+def test_pressing_measure_without_torch_says_why_and_grades_the_reference(monkeypatch):
+    """Prediction 1 asks about this machine and is graded against its measurement; where it
+    cannot be measured (no torch, a browser build), the question's fallback, the reference
+    machine, is recorded as the result instead."""
     monkeypatch.setattr(measure, "detect", lambda device=None: measure.DeviceInfo(
         "none", "no device", "torch is not installed: pip install -e '.[live]'"))
     outputs, defs = run(sweep_button=True)
     text = shown(outputs)
-    assert defs["hierarchy_run"] is None
+    assert defs["hierarchy_run"] is None and "torch is not installed" in defs[
+        "hierarchy_unavailable"]
     assert "Live measurement is off" in text and "torch is not installed" in text
     assert "staircase_figure" in defs  # the recorded run stays on screen
+    assert "(graded: this machine cannot be measured here)" in text
+    results = [e for e in defs["lab"].events() if e["kind"] == "result"
+               and e["item_id"] == "lab05.staircase_ratio"]
+    assert [e["payload"]["actual"] for e in results] == [pytest.approx(
+        S.plateau_ratio(RM.plateaus(), "L2", "DRAM"))]
+
+
+def test_the_per_call_prediction_is_graded_against_this_machines_sweep(monkeypatch):
+    """Prediction 4, like Prediction 1: a measured sweep's ratio is recorded (graded), the
+    reference machine's only where this machine cannot be measured, nothing before a press."""
+    rows = tuple({"bytes": b, "median_s": 1e-6 + b / 50e9} for b in (KIB, 64 * KIB, MIB))
+    sweep = NS(rows=rows, overhead_s=1e-6, bandwidth_gbs=50.0)
+    outputs, defs = run(overhead_run=sweep)
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events() if e["kind"] == "result"}
+    want = (1e-6 + MIB / 50e9) / (1e-6 + KIB / 50e9)
+    assert results["lab05.shrink_speedup"]["actual"] == pytest.approx(want)
+    assert "your machine, median time per call (graded)" in shown(outputs)
+    outputs, defs = run(overhead_unavailable="torch is not installed")
+    results = {e["item_id"]: e["payload"] for e in defs["lab"].events() if e["kind"] == "result"}
+    rows = dict(RM.OVERHEAD_ROWS)
+    assert results["lab05.shrink_speedup"]["actual"] == pytest.approx(rows[MIB] / rows[KIB])
 
 
 # --- what a widget step re-runs (issue 15) -------------------------------------------------------
@@ -428,8 +476,8 @@ def test_the_panels_still_show_their_widgets_in_place():
 
     cell_with("What your OS reports", "Measure the staircase on this machine",
               "Time budget for the whole measurement (s)")
-    cell_with("Machine (Parts 2 and 3)", "Kernel", "Size N (matrix side", "Cache tile T (T × T; "
-              "flash", "Register tile r (r × r)")
+    cell_with("Machine (Parts 2 and 3)", "Kernel", "Size N (matrix side", "cache tile, and the "
+              "tile its library runs")
     part3 = cell_with("Machine (Parts 2 and 3)", "GEMM size N (N × N × N)",
                       "Cache tile T (T × T)", "Register tile r (r × r)")
     assert "lives in L1 / shared memory" in texts[part3 + 1]  # the tile's status, right under it
@@ -514,7 +562,7 @@ def test_export_html(tmp_path_factory, reveal):
         assert "Nothing has been measured yet" in page  # export never measures
     else:
         assert "marimo-plotly" not in page
-        assert "Lock your prediction to reveal the staircase instrument" in page
+        assert "Lock Prediction 1 first: this shows what it asks." in page
 
 
 # --- the walk in prediction order: no instrument answers a later question (issue 34.1) --------
@@ -523,8 +571,8 @@ ORDER = ("staircase_prediction", "binding_prediction", "tile_prediction", "shrin
          "wave_prediction")
 #: Every widget a student can move (the measurement buttons aside: their results are fed in
 #: as the cells' values below), and the values each one is tried at on its own.
-SWEPT = ("machine_picker", "kernel_picker", "size_slider", "tile_slider", "register_picker",
-         "gemm_n_slider", "gemm_tile_slider", "gemm_register_picker")
+SWEPT = ("machine_picker", "kernel_picker", "size_slider", "gemm_n_slider", "gemm_tile_slider",
+         "gemm_register_picker")
 MACHINES = ("a100-sxm-80gb", "h100-sxm", "reference", "measured", "tpu-v5e")
 
 
@@ -578,14 +626,12 @@ def _values(widget) -> list:
 def _scenarios() -> list[dict]:
     """The graded scenarios, set together on every instrument that could show them."""
     a100 = "a100-sxm-80gb"
-    part3 = [{"machine_picker": a100, "kernel_picker": "tiled GEMM", "size_slider": 8192,
-              "register_picker": 64, "tile_slider": t} for t in (64, 128)]
-    part3 += [{"machine_picker": a100, "gemm_n_slider": 8192, "gemm_register_picker": 64,
-               "gemm_tile_slider": t} for t in (64, 128)]
+    part3 = [{"machine_picker": a100, "gemm_n_slider": 8192, "gemm_register_picker": 64,
+              "gemm_tile_slider": t} for t in (64, 128)]
     part2 = [{"machine_picker": a100, "kernel_picker": "naive GEMM", "size_slider": 1024}]
     return part2 + part3 + [{"machine_picker": "measured", "__measured": True},
-                            {"machine_picker": "reference", "kernel_picker": "tiled GEMM",
-                             "size_slider": 8192, "tile_slider": 128, "register_picker": 8}]
+                            {"machine_picker": "reference", "gemm_n_slider": 8192,
+                             "gemm_tile_slider": 128, "gemm_register_picker": 8}]
 
 
 def _leaks(cells, reference) -> list:
@@ -693,28 +739,29 @@ _UUID = __import__("re").compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 #: The graded scenarios a ratio is read from: (the other widgets, the widget moved, its two
 #: values), per prediction (Prediction 3: T 64 -> 128, N = 8,192, r = 64, on the A100).
 PAIRS = {"tile_prediction": [
-    ({"machine_picker": "a100-sxm-80gb", "kernel_picker": "tiled GEMM", "size_slider": 8192,
-      "register_picker": 64}, "tile_slider", (64, 128)),
-    ({"machine_picker": "a100-sxm-80gb", "kernel_picker": "flash-attention tile (Lab 4)",
-      "size_slider": 8192}, "tile_slider", (64, 128)),
     ({"machine_picker": "a100-sxm-80gb", "gemm_n_slider": 8192, "gemm_register_picker": 64},
      "gemm_tile_slider", (64, 128)),
 ]}
 
 
-def test_part_2_keeps_the_tiled_kernels_until_prediction_3_is_locked():
-    """Part 2's explorer once reached Part 3's exact case (tiled GEMM, r = 64, N = 8,192,
-    T 64 -> 128) after Prediction 2: the tiled kernels and the tile widgets now join it at the
-    third lock."""
-    locked = {name: (PREDICTIONS[name] if i < 2 else None) for i, name in enumerate(ORDER)}
-    outputs, defs = app.run(defs=locked)
-    assert "tiled GEMM" not in defs["kernel_picker"].options
-    assert "flash-attention tile (Lab 4)" not in defs["kernel_picker"].options
-    assert set(defs["all_points"]) == {"naive GEMM", "5-point stencil",
-                                       "sum reduction (re-read)"}
-    assert "join this panel once you have locked Prediction 3" in shown(outputs)
-    _, opened = app.run(defs={n: PREDICTIONS[n] for n in ORDER[:3]})
-    assert "tiled GEMM" in opened["kernel_picker"].options
+def test_each_instrument_opens_on_its_own_predictions_in_any_order():
+    """The one rule (LABS_SPEC §3): Part 2's explorer shows level bandwidths (Prediction 1's
+    quantity) and which roof binds a naive GEMM (Prediction 2's): locked out of order, P2
+    alone leaves it closed with a notice naming Prediction 1; P1 and P2 open it, P3 still
+    open. Part 3's tile instrument waits for Predictions 1-3 (T = 1 is the naive kernel)."""
+    only_p2 = {name: (PREDICTIONS[name] if name == "binding_prediction" else None)
+               for name in ORDER}
+    outputs, defs = app.run(defs=only_p2)
+    text = shown(outputs)
+    assert "level_cards" not in defs and "hierarchical_roofline" not in defs
+    assert defs["INSTRUMENTS"].notice_text("roofline", {"lab05.binding_level"}) in text
+    assert "Prediction 1" in defs["INSTRUMENTS"].notice_text("roofline", set())
+    first_two = {name: (PREDICTIONS[name] if i < 2 else None) for i, name in enumerate(ORDER)}
+    _, defs = app.run(defs=first_two)
+    assert "level_cards" in defs and "hierarchical_roofline" in defs
+    assert "tile_figure" not in defs  # Part 3 waits for Prediction 3
+    _, defs = app.run(defs={**first_two, "tile_prediction": PREDICTIONS["tile_prediction"]})
+    assert "tile_figure" in defs
 
 
 def test_part_4_says_what_a_press_costs_without_a_budget_it_does_not_show():

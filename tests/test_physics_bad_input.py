@@ -129,7 +129,7 @@ VALID = {
     "lower": "DRAM", "units": 4, "n_from": 1408, "n_to": 1536, "throughputs": [5.0, 6.0],
     "per_tile": False, "simd_fp32_lanes": 8, "nbytes": 1e6, "overhead_s": 5e-6,
     "big_bytes": 2.0**20, "small_bytes": 2.0**10, "binary": False,
-    "ctas": 108, "tile_from": 16, "tile_to": 32,
+    "ctas": 108, "tile_from": 16, "tile_to": 32, "cluster": 2, "arch": "hopper",
     # Lab 6 (collectives, sharding)
     "link": "nvlink4", "algorithm": "ring", "link_gbs": 100.0, "latency_s": 1e-6,
     "one_way_gbs": 50.0, "latency_us": 1.0, "n_out": 64, "mm": SH.sharded_matmul(16, 64, 64, 8),
@@ -179,6 +179,9 @@ OVERRIDES = {
     "hierarchy.measured_hierarchy": {"levels": {"L2": (2.0**20, 100.0), "DRAM": (1e9, 20.0)},
                                      "kind": "cpu"},
     "hierarchy.from_plateaus": {"kind": "cpu"},
+    "hierarchy.gemm_kernel": {"tile_n": 16, "cluster": 2},
+    "quantization.fit_call_time": {"sizes": [256, 4096, 65536], "seconds": [2e-6, 2.1e-6, 3e-6]},
+    "hierarchy.library_gemm_kernel": {"m": 512, "n": 512, "k": 512},
     "hierarchy.Hierarchy.ceiling_tflops": {"compute": "vector"},
     "staircase.plateau_ratio": {"upper": "L2"},
     # a collective, not a kernel, is the op of Lab 6's functions

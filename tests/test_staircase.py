@@ -99,6 +99,48 @@ def test_the_recorded_reference_run_has_l2_and_dram_plateaus():
     assert S.plateau_ratio(found, "L2", "DRAM") > 1.5
 
 
+CPU_CACHES = {"L1d": 32 * KIB, "L2": 512 * KIB, "L3": 32 * MIB}
+
+
+def test_main_memory_is_never_a_working_set_the_last_cache_could_hold():
+    """A shared L3 that drops early (other processes leave this thread 8 MiB): the sizes from
+    11 to 32 MiB run at DRAM speed. The finder's last plateau starts at 11 MiB, and naming it
+    alone calls sizes the 32 MiB L3 could hold "DRAM". ``levels`` makes main memory of the
+    sizes past 32 MiB only (45 MiB ... 256 MiB: 6 sizes), its bandwidth their median."""
+    g = staircase_curve(SIZES, (32 * KIB, 512 * KIB, 8 * MIB), (150, 90, 60, 14))
+    g[SIZES <= 32 * MIB] *= 1.05 ** (SIZES[SIZES <= 32 * MIB] > 8 * MIB)  # the busy L3's slope
+    g[SIZES > 32 * MIB] = 14.0 * (1 + 0.02 * np.sin(np.arange((SIZES > 32 * MIB).sum())))
+    named = S.name_plateaus(S.find_plateaus(SIZES, g), CPU_CACHES)
+    assert named[-1].name == "DRAM" and named[-1].lo_bytes <= 32 * MIB  # the defect
+    found = S.levels(SIZES, g, CPU_CACHES)
+    dram = found[-1]
+    assert dram.name == "DRAM" and dram.lo_bytes > 32 * MIB and dram.hi_bytes == SIZES[-1]
+    assert dram.points == int((SIZES > 32 * MIB).sum()) == 6
+    assert dram.bandwidth_gbs == pytest.approx(float(np.median(g[SIZES > 32 * MIB])))
+    assert [p.name for p in found][:2] == ["L1d", "L2"]
+
+
+def test_a_sweep_that_stops_just_past_the_last_cache_finds_no_main_memory():
+    """The sweep used to stop at 1.5x a large L3: one size past it is no plateau, so the
+    ratio says what is missing instead of grading a plateau of cache-sized working sets."""
+    x = SIZES[SIZES <= 48 * MIB]  # 45 MiB is the only size past 32 MiB
+    g = staircase_curve(x, (32 * KIB, 512 * KIB, 8 * MIB), (150, 90, 60, 14))
+    assert S.name_plateaus(S.find_plateaus(x, g), CPU_CACHES)[-1].name == "DRAM"
+    found = S.levels(x, g, CPU_CACHES)
+    assert "DRAM" not in [p.name for p in found]
+    with pytest.raises(KeyError, match="'DRAM'"):
+        S.plateau_ratio(found, "L2", "DRAM")
+
+
+def test_levels_leave_a_clean_staircase_as_it_was():
+    g = staircase_curve(SIZES, (32 * KIB, 512 * KIB, 32 * MIB), (150, 90, 60, 14))
+    assert S.levels(SIZES, g, CPU_CACHES) == S.name_plateaus(S.find_plateaus(SIZES, g),
+                                                             CPU_CACHES)
+    assert S.levels(SIZES, g, {}) == S.name_plateaus(S.find_plateaus(SIZES, g), {})
+    # the recorded reference run's DRAM plateau starts past its L3 already: unchanged
+    assert RM.plateaus()[-1].lo_bytes > max(RM.CACHES.values())
+
+
 def test_plateau_ratio_names_what_is_missing():
     found = S.name_plateaus(S.find_plateaus(SIZES, staircase_curve(SIZES, (MIB,), (50, 10))),
                             {"L2": MIB})
@@ -189,6 +231,49 @@ def test_call_time_and_the_overhead_crossover():
     assert Q.shrink_speedup(MIB, KIB, 50, 0.0) == pytest.approx(1024)
 
 
+def _old_fit(sizes, seconds):
+    """The per-call line as it was fitted: the smallest size's time, and the bandwidth from the
+    largest size alone."""
+    return seconds[0], sizes[-1] / (seconds[-1] - seconds[0]) / 1e9
+
+
+@pytest.mark.parametrize("sizes", [[256 * 4**k for k in range(8)],
+                                   [256 * 2**k for k in range(15)]])
+def test_the_per_call_line_is_fitted_robustly_through_an_outlier(sizes):
+    """A curve 1.2 µs + bytes / 116 GB/s whose largest size (4 MiB, past a 1 MiB L2) ran at 29
+    GB/s: fitting the bandwidth to that one point gave 1.2 µs + bytes / 29 GB/s, 3.6x the
+    measured 10.2 µs at 1 MiB (37.4 µs). The robust fit recovers the line through the others,
+    so the model drawn passes through the measured curve at the question's 1 MiB."""
+    t = [1.2e-6 + x / 116e9 for x in sizes]
+    t[-1] = 1.2e-6 + sizes[-1] / 29e9
+    old = _old_fit(sizes, t)
+    at_mib = t[sizes.index(MIB)]
+    assert Q.call_time(MIB, old[1], old[0]) / at_mib > 3  # the defect
+    overhead, gbs = Q.fit_call_time(sizes, t)
+    assert overhead == pytest.approx(1.2e-6, rel=0.02) and gbs == pytest.approx(116, rel=0.02)
+    assert Q.call_time(MIB, gbs, overhead) == pytest.approx(at_mib, rel=0.02)
+
+
+def test_the_per_call_fit_of_a_clean_line_is_exact_and_of_noise_close():
+    sizes = [256 * 2**k for k in range(15)]
+    t = [2e-6 + x / 80e9 for x in sizes]
+    assert Q.fit_call_time(sizes, t) == pytest.approx((2e-6, 80), rel=1e-6)
+    rng = np.random.default_rng(3)
+    noisy = [v * math.exp(rng.normal(0, 0.05)) for v in t]
+    overhead, gbs = Q.fit_call_time(sizes, noisy)
+    assert overhead == pytest.approx(2e-6, rel=0.1) and gbs == pytest.approx(80, rel=0.15)
+    # flat (all overhead): no negative overhead, a finite bandwidth
+    overhead, gbs = Q.fit_call_time([256, 1024, 4096], [2e-6, 2e-6, 2e-6])
+    assert overhead >= 0 and 0 < gbs < math.inf
+
+
+def test_the_reference_machines_recorded_line_is_the_fit_of_its_rows():
+    rows = RM.OVERHEAD_ROWS
+    overhead, gbs = Q.fit_call_time([r[0] for r in rows], [r[1] for r in rows])
+    assert RM.CALL_OVERHEAD_S == pytest.approx(overhead, rel=1e-3)
+    assert RM.OVERHEAD_BANDWIDTH_GBS == pytest.approx(gbs, rel=1e-3)
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: Q.quantization(0, 8, 8), "m"),
     (lambda: Q.quantization(8, 8, 0), "tile"),
@@ -197,6 +282,9 @@ def test_call_time_and_the_overhead_crossover():
     (lambda: Q.call_time(1, 0, 1e-6), "bandwidth_gbs"),
     (lambda: Q.shrink_speedup(KIB, MIB, 10, 1e-6), "small_bytes"),
     (lambda: Q.cpu_gemm_tile(0), "simd_fp32_lanes"),
+    (lambda: Q.fit_call_time([256], [1e-6]), "sizes and seconds"),
+    (lambda: Q.fit_call_time([256, 1024], [1e-6, 0.0]), "seconds"),
+    (lambda: Q.fit_call_time([256, 256], [1e-6, 2e-6]), "two different"),
 ])
 def test_bad_quantisation_arguments_raise_naming_them(call, match):
     with pytest.raises(ValueError, match=match):

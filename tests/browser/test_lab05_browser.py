@@ -110,8 +110,8 @@ def test_lab05_gate_lock_measure_fail_to_launch_and_back_out_reload(
 
             _lock_next(page, "Part 2")
             _lock_next(page, "Part 3")
-            sliders = page.get_by_role("slider")  # budget, Part 2: N, T; Part 3: N, T
-            gemm_n, tile = sliders.nth(3), sliders.nth(4)
+            sliders = page.get_by_role("slider")  # budget, Part 2: N; Part 3: N, T
+            gemm_n, tile = sliders.nth(2), sliders.nth(3)
             for key, want in (("End", "N = 16,384"), ("Home", "N = 64")):
                 _press(page, gemm_n, key)
                 wait_until(page, lambda w=want: any(w in t for t in _titles(page)),

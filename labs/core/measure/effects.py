@@ -46,8 +46,9 @@ def _tick(progress, done, total, label):
 
 # --- fixed cost per call --------------------------------------------------------------------
 
-#: 256 B ... 4 MiB, x4 steps: from far below to far above the overhead crossover.
-OVERHEAD_SIZES = tuple(256 * 4**k for k in range(8))
+#: 256 B ... 4 MiB, x2 steps: from far below to far above the overhead crossover, enough sizes
+#: that the robust fit (``quantization.fit_call_time``) sees the line through several of them.
+OVERHEAD_SIZES = tuple(256 * 2**k for k in range(15))
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ class OverheadSweep:
 
     device: str
     rows: tuple[dict, ...]  # bytes, median_s, p10_s, p90_s, min_s, reps
-    overhead_s: float  # the flat floor: median time of the smallest size
-    bandwidth_gbs: float  # from the largest size: bytes / (fastest time - overhead)
+    overhead_s: float  # fitted: overhead + bytes / bandwidth through the median times
+    bandwidth_gbs: float  # (quantization.fit_call_time: relative error, robust to outliers)
 
     @property
     def crossover_bytes(self) -> float:
@@ -92,9 +93,7 @@ def call_overhead_sweep(device: str | DeviceInfo | None = None,
         return rows
 
     rows = _guarded("call-overhead sweep", info, run)
-    over = rows[0]["median_s"]
-    big = rows[-1]
-    bw = big["bytes"] / max(big["min_s"] - rows[0]["min_s"], 1e-9) / 1e9
+    over, bw = Q.fit_call_time([r["bytes"] for r in rows], [r["median_s"] for r in rows])
     return OverheadSweep(info.name, tuple(rows), over, bw)
 
 

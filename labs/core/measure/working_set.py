@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from labs.core.measure.caches import CacheSizes, cache_sizes, gpu_cache_sizes
-from labs.core.measure.device import DeviceInfo, _guarded, _torch, check_fits, detect
+from labs.core.measure.device import DeviceInfo, _guarded, _torch, check_fits, detect, fits
 from labs.core.measure.errors import Unavailable
 from labs.core.measure.timer import time_callable
 from labs.core.physics import staircase
@@ -120,19 +120,28 @@ class WorkingSetSweep:
         return "HBM" if self.kind == "cuda" else "DRAM"
 
 
+#: How far past the largest reported cache the CPU sweep reaches (8x, at least 64 MiB; at most
+#: 2 GiB unless 4x the cache needs more): main memory's plateau must be made of several sizes
+#: well past the last-level cache, or the graded L2 / DRAM ratio depends on where the plateau
+#: finder puts the last step (a victim or shared L3 still serves part of a working set just
+#: past its size).
+PAST_LLC, PAST_LLC_MIN = 8, 4
+
+
 def default_sizes(info: DeviceInfo, caches: CacheSizes | None = None) -> list[int]:
     """Two sizes per octave (x sqrt 2, rounded to 4 KiB) from 16 KiB (CPU; 256 KiB on a GPU)
-    to 8x the largest cache (at least 64 MiB on a CPU, 512 MiB on a GPU; at most 2 GiB on a
-    GPU, and on a CPU 512 MiB or twice the largest cache, whichever is more: a server's
-    shared L3 can be hundreds of MiB): past the last level, so main memory gets a plateau of
-    its own."""
+    to ``PAST_LLC`` (8) x the largest cache: on a CPU at least 64 MiB and at most 2 GiB, or
+    ``PAST_LLC_MIN`` (4) x the largest cache where that is more (a server's shared L3 can be
+    hundreds of MiB); on a GPU at least 512 MiB and at most 2 GiB. Past the last level, so
+    main memory gets a plateau of its own, of sizes no cache can hold."""
     caches = caches if caches is not None else (
         gpu_cache_sizes(info) if info.kind == "cuda" else cache_sizes())
     largest = max(caches.as_mapping().values(), default=32 * 2**20)
     if info.kind == "cuda":
-        lo, hi = 256 * 2**10, min(max(8 * largest, 512 * 2**20), 2 * 2**30)
+        lo, hi = 256 * 2**10, min(max(PAST_LLC * largest, 512 * 2**20), 2 * 2**30)
     else:
-        lo, hi = 16 * 2**10, min(max(8 * largest, 64 * 2**20), max(512 * 2**20, 2 * largest))
+        lo = 16 * 2**10
+        hi = max(64 * 2**20, min(PAST_LLC * largest, max(2 * 2**30, PAST_LLC_MIN * largest)))
     out, k = [], 0
     while True:
         v = int(round(lo * 2 ** (k / 2) / 4096)) * 4096
@@ -200,6 +209,9 @@ def working_set_sweep(device: str | DeviceInfo | None = None, sizes: Sequence[in
     todo = _check_sizes(sizes) if sizes is not None else default_sizes(info, caches)
     chunk = positive_int("chunk_bytes", chunk_bytes) if chunk_bytes else _CHUNK[info.kind]
     chunk_elems = max(chunk // _ELEMENT, 1)
+    if sizes is None:  # the default reaches far past the last cache: trim it to free memory
+        while len(todo) > 2 and not fits(max(todo), info)[0]:
+            todo.pop()
     check_fits(max(todo), info)
     torch = _torch()
     t0 = time.perf_counter()
@@ -277,17 +289,16 @@ def _label(nbytes: float) -> str:
 
 def hierarchy_levels(sweep: WorkingSetSweep, *, caches: dict | None = None,
                      **options) -> list[staircase.Plateau]:
-    """The plateaus of a sweep, found from its data (``staircase.find_plateaus``; ``options``
-    go there) and named by ``caches`` ({name: bytes}; default: what the sweep's OS or GPU
-    reported; "DRAM"/"HBM" past the largest). ValueError when fewer than two sizes were
-    measured."""
+    """The plateaus of a sweep, found from its data and named by ``caches`` ({name: bytes};
+    default: what the sweep's OS or GPU reported), main memory ("DRAM"/"HBM") made of the
+    sizes past the largest (``staircase.levels``; ``options`` go to ``find_plateaus``).
+    ValueError when fewer than two sizes were measured."""
     if not isinstance(sweep, WorkingSetSweep):
         raise ValueError(f"sweep must be a WorkingSetSweep, got {type(sweep).__name__}")
     pts = sweep.measured
     if len(pts) < 2:
         raise ValueError(f"the sweep measured {len(pts)} size(s): at least 2 are needed to "
                          "find plateaus (raise budget_s)")
-    found = staircase.find_plateaus([p.bytes for p in pts], [p.gbs for p in pts],
-                                    [p.spread for p in pts], **options)
     names = sweep.caches.as_mapping() if caches is None else caches
-    return staircase.name_plateaus(found, names, memory_name=sweep.memory_name)
+    return staircase.levels([p.bytes for p in pts], [p.gbs for p in pts], names,
+                            [p.spread for p in pts], memory_name=sweep.memory_name, **options)

@@ -57,10 +57,17 @@ ceiling, ``Hierarchy.vector_tflops``, not the tensor-core peak. Measured levels 
 machine's plateaus, Part 1) and registry levels (sourced sizes; bandwidths only where a public
 figure exists, marked as derived or measured) use the same maths.
 
-A level without a bandwidth figure (every registry GPU's L2 but the A100's: NVIDIA publishes
-none) is **unknown, not unlimited**. The known roofs give an upper bound; the unknown level
-would need AI_l x bandwidth_l >= that bound, i.e. ``bandwidth_l >= bound / AI_l``
-(:class:`UnknownRoof`). It cannot bind when that need is at most the bandwidth of a slower
+NVIDIA publishes no L2 bandwidth in GB/s; the registry GPUs' L2 roofs are published
+microbenchmark measurements (:data:`L2_MEASURED_GBS`, marked measured). A GPU's tiled GEMM is
+modelled as its library runs it (:func:`library_gemm_kernel`): on Hopper, 128 x 256 tiles in
+2-CTA clusters whose shared operand TMA multicasts, so L2 serves it once per cluster
+(``gemm_kernel(.., cluster=2)``); without that, the H100's L2 roof for an 8192^3 bf16 GEMM
+would sit below what cuBLAS measures (tests/test_reality_anchors.py).
+
+A level without a bandwidth figure (a level of a measured machine whose plateau was not found,
+a GPU without a published measurement) is **unknown, not unlimited**. The known roofs give an
+upper bound; the unknown level would need AI_l x bandwidth_l >= that bound, i.e.
+``bandwidth_l >= bound / AI_l`` (:class:`UnknownRoof`). It cannot bind when that need is at most the bandwidth of a slower
 level below it (stated assumption, :data:`FLOOR_RULE`: every byte a slower level delivers
 crosses it, so it sustains at least that rate); otherwise the binding roof is
 :data:`UNDETERMINED`, and the model says how fast the level would have to be.
@@ -143,7 +150,8 @@ class Level:
     scope: str = ""  # "per SM", "shared by 108 SMs", "one thread's view" ...
     sharers: int = 1  # SMs or cores whose tiles run from this level at once (a GPU's L2: SMs)
     scratchpad: bool = False  # software-managed (shared memory): a tile too big fails to launch
-    measured: bool = False  # the bandwidth is this machine's measured plateau
+    measured: bool = False  # the bandwidth is a measurement: this machine's plateau, or a
+    # published microbenchmark named in ``source`` (a registry GPU's L2)
 
     @property
     def bandwidth_basis(self) -> str:
@@ -171,6 +179,9 @@ class Hierarchy:
     #: One SM's register file in bytes (a CTA's fp32 accumulators must leave room in it);
     #: None where it is not modelled (a CPU).
     register_file_bytes: float | None = None
+    #: The GPU architecture whose GEMM schedule a library uses here (:data:`GEMM_SCHEDULES`:
+    #: "hopper", "ampere"); None for a CPU.
+    arch: str | None = None
 
     def ceiling_tflops(self, compute: str) -> float:
         """The compute ceiling of a kernel that runs on ``compute`` ("matrix" or "vector")."""
@@ -212,28 +223,37 @@ def _check_levels(levels: Sequence[Level]) -> tuple[Level, ...]:
 
 def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflops: float,
               precision: str, source: str, *, vector_tflops: float | None = None,
-              register_file_bytes: float | None = None) -> Hierarchy:
+              register_file_bytes: float | None = None,
+              arch: str | None = None) -> Hierarchy:
     """A validated Hierarchy (levels fastest first, capacities > 0, bandwidths > 0 or None;
-    ``vector_tflops`` and ``register_file_bytes`` > 0 or None)."""
+    ``vector_tflops`` and ``register_file_bytes`` > 0 or None; ``arch`` one of
+    :data:`GEMM_SCHEDULES` or None)."""
     return Hierarchy(text("key", key), text("name", name), one_of("kind", kind, ("gpu", "cpu")),
                      _check_levels(levels), positive("peak_tflops", peak_tflops),
                      _fmt.get(precision, arg="precision").key, text("source", source),
                      None if vector_tflops is None else positive("vector_tflops", vector_tflops),
                      None if register_file_bytes is None
-                     else positive("register_file_bytes", register_file_bytes))
+                     else positive("register_file_bytes", register_file_bytes),
+                     None if arch is None else one_of("arch", arch, tuple(GEMM_SCHEDULES)))
 
 
 # --- GPU levels from the registry -----------------------------------------------------------
 
-#: L2 read bandwidth in bytes per clock where the vendor states one (the clock is not stated:
-#: the conversion uses the boost clock of ``fusion.onchip``, so the GB/s figure is an estimate).
-L2_READ_BYTES_PER_CLK = {
-    "a100-sxm-80gb": (5120, ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, p. 35: "
-                             "'The A100 L2 read bandwidth is 5120 Bytes/clk'")),
+#: L2 read bandwidth measured by published microbenchmarks (GB/s), with the source. NVIDIA
+#: publishes no L2 bandwidth in GB/s; its per-clock figure for the A100 (5120 B/clk, A100
+#: whitepaper p. 35) times the boost clock gives 7.2 TB/s, a peak 1.36x above what is measured,
+#: so the labs use the measurements (hardware.md, "Reality anchors"; LABS_SPEC §5's 1.3x rule).
+L2_MEASURED_GBS = {
+    "a100-sxm-80gb": (5300.0, "measured: RRZE-HPC gpu-benches gpu-l2-cache, A100-80 5.2-5.5 "
+                              "TB/s (5.3 used); NVIDIA's 5120 B/clk x 1.41 GHz boost = 7.2 "
+                              "TB/s is a peak 1.36x above it"),
+    "h100-sxm": (6650.0, "measured: openxla/xla GPU cost model, H100 (SXM) L2 6.65 TB/s"),
+    "h100-pcie": (6900.0, "measured: RRZE-HPC gpu-benches gpu-l2-cache, H100 PCIe 6.9 TB/s"),
+    "h200-sxm": (9780.0, "measured: RRZE-HPC gpu-benches gpu-l2-cache, H200 9.78 TB/s"),
 }
-_NO_L2_BW = ("NVIDIA publishes no L2 bandwidth for this GPU: the level is listed, its roof is "
-             "not drawn, and a verdict that hangs on it is undetermined, never 'compute' "
-             "(measure it: Part 1 on a GPU)")
+_NO_L2_BW = ("no published measurement or vendor figure of this GPU's L2 bandwidth: the level "
+             "is listed, its roof is not drawn, and a verdict that hangs on it is undetermined, "
+             "never 'compute' (measure it: Part 1 on a GPU)")
 _SMEM_NOTE = ("~ derived: SMs x 128 B/clock x boost clock (fusion.onchip); FlashAttention "
               "(Dao et al. 2022) quotes ~19 TB/s for the A100's on-chip SRAM. L1 and shared "
               "memory are the same SRAM: a cache for kernels that stage nothing, a scratchpad "
@@ -247,8 +267,8 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     fails to launch) and per SM (what one SM can keep: it is private to the SM) from
     ``fusion.onchip``, L2 (``Device.l2_bytes``, shared by all SMs: a wave of one CTA per SM
     shares it, and one tile's share is L2 / SMs), HBM (``memory_bytes``). Bandwidths: shared
-    memory ~ derived (estimate), L2 from ``L2_READ_BYTES_PER_CLK`` x boost clock where NVIDIA
-    states it (estimate), else None; HBM from the datasheet. Compute: the dense ``precision``
+    memory ~ derived (estimate), L2 measured by a published microbenchmark
+    (``L2_MEASURED_GBS``), else None; HBM from the datasheet. Compute: the dense ``precision``
     peak (tensor cores) and the vector (CUDA-core) ceiling ``roofline.peak_tflops(d,
     VECTOR)`` for kernels that cannot use tensor cores; the register file of one SM
     (``fusion.onchip``) for the accumulator check. KeyError when the registry lacks the
@@ -260,25 +280,78 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
         raise KeyError(f"The registry has no L2 size for the {d.name}, so its hierarchy cannot "
                        "be drawn.")
     l2_bw, l2_src, l2_note = None, d.source("l2_bytes"), _NO_L2_BW
-    if d.key in L2_READ_BYTES_PER_CLK:
-        per_clk, src = L2_READ_BYTES_PER_CLK[d.key]
-        l2_bw = per_clk * oc.boost_ghz
-        l2_src = f"{d.source('l2_bytes')}; bandwidth: {src}"
-        l2_note = (f"~ derived upper estimate: {per_clk} B/clock x {oc.boost_ghz} GHz boost "
-                   "clock (NVIDIA does not state the L2 clock; microbenchmarks measure less)")
+    if d.key in L2_MEASURED_GBS:
+        l2_bw, src = L2_MEASURED_GBS[d.key]
+        l2_src = f"{d.source('l2_bytes')}; bandwidth {src}"
+        l2_note = ("measured by a published microbenchmark (NVIDIA publishes no L2 bandwidth "
+                   "in GB/s)")
     levels = (
         Level(L1_SMEM, oc.smem_per_sm_kb * 1024, oc.smem_per_block_bytes,
               oc.smem_bandwidth_gbs, f"{oc.sources['smem']}; {oc.sources['sms']}", True,
               _SMEM_NOTE, f"per SM ({oc.sms} SMs)", scratchpad=True),
         Level("L2", d.l2_bytes, d.l2_bytes / oc.sms, l2_bw, l2_src, l2_bw is not None, l2_note,
-              f"shared by {oc.sms} SMs", sharers=oc.sms),
+              f"shared by {oc.sms} SMs", sharers=oc.sms, measured=l2_bw is not None),
         Level("HBM", d.memory_bytes, d.memory_bytes, d.bandwidth_gbs,
               d.source("bandwidth_gbs"), False, d.memory_type, "device memory"),
     )
     vector = R.peak_tflops(d, R.VECTOR) if d.vector_tflops is not None else None
     return hierarchy(d.key, d.name, "gpu", levels, R.peak_tflops(d, precision), precision,
                      f"registry: {d.name}", vector_tflops=vector,
-                     register_file_bytes=oc.register_bytes)
+                     register_file_bytes=oc.register_bytes, arch=GPU_ARCH.get(d.key, "ampere"))
+
+
+#: The architecture of each registry GPU with on-chip figures: which GEMM schedule its
+#: library runs (:data:`GEMM_SCHEDULES`; Ada's kernels are Ampere-style, without clusters).
+GPU_ARCH = {"h100-sxm": "hopper", "h100-pcie": "hopper", "h200-sxm": "hopper",
+            "a100-sxm-80gb": "ampere", "l4": "ampere", "rtx-4090": "ampere"}
+
+
+@dataclass(frozen=True)
+class GemmSchedule:
+    """How a GEMM library tiles a large GEMM on one architecture (stated, with its source):
+    CTA tiles of ``tile_m`` x ``tile_n``, ``cluster`` CTAs along M sharing one B tile through
+    TMA multicast (1: no clusters), ``register_tile`` x ``register_tile`` warp tiles."""
+
+    tile_m: int
+    tile_n: int
+    cluster: int
+    register_tile: int
+    source: str
+
+
+#: The tiles cuBLAS/CUTLASS run for a large bf16/fp16 GEMM (stated). Ampere:
+#: ``ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x3`` (see GEMM_BK). Hopper: CTA
+#: tiles of 128 x 256 in clusters of 2 CTAs, the operand the pair shares multicast by TMA, so
+#: L2 serves it once per cluster (CUTLASS 3 sm90 warp-specialised kernels, cluster shape
+#: 2x1x1; cuBLAS's sm90 ``..._128x256x64_cluster2x1x1_...``; hardware.md "Reality anchors":
+#: without the multicast the L2 roof of an 8192^3 bf16 GEMM sits below cuBLAS's measured
+#: 794.5 TFLOP/s on the H100).
+GEMM_SCHEDULES = {
+    "ampere": GemmSchedule(128, 128, 1, 64, "cuBLAS's Ampere kernel: 128 x 128 tiles, "
+                                            "64 x 64 warp tiles, no clusters"),
+    "hopper": GemmSchedule(128, 256, 2, 64, "cuBLAS/CUTLASS sm90: 128 x 256 tiles in "
+                                            "2-CTA clusters, TMA multicast of the shared "
+                                            "operand"),
+}
+
+
+def library_gemm_kernel(hier: Hierarchy, m, n, k) -> KernelModel:
+    """The GEMM as a library tiles it on ``hier`` (the hierarchy's precision): on a GPU its
+    architecture's :data:`GEMM_SCHEDULES` entry (Hopper: 128 x 256 tiles in 2-CTA clusters
+    with multicast; Ampere: 128 x 128); on a CPU (stated) the largest power-of-two square
+    tile whose working set fits the first level, with ``DEFAULT_REGISTER_TILE`` register
+    tiles, as a BLAS keeps its micro-panels in L1. Tiles are capped by the matrix."""
+    hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
+    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    if hier.kind == "gpu":
+        sch = GEMM_SCHEDULES[hier.arch or "ampere"]
+        tm, tn, cluster, r = sch.tile_m, sch.tile_n, sch.cluster, sch.register_tile
+    else:
+        tm = tn = max(largest_fitting_tile(hier.levels[0], hier.precision), 1)
+        cluster, r = 1, DEFAULT_REGISTER_TILE["cpu"]
+    tm, tn = min(tm, max(m, n)), min(tn, max(m, n))
+    return gemm_kernel(m, n, k, hier.precision, tile=tm, tile_n=tn, cluster=cluster,
+                       register_tile=min(r, tm, tn))
 
 
 def gpu_keys() -> list[str]:
@@ -320,7 +393,7 @@ def with_bandwidths(hier: Hierarchy, measured: Mapping[str, float], *,
                    if lv.name in measured else lv for lv in hier.levels)
     return hierarchy("measured", f"{hier.name} (measured)", hier.kind, levels, hier.peak_tflops,
                      hier.precision, source, vector_tflops=hier.vector_tflops,
-                     register_file_bytes=hier.register_file_bytes)
+                     register_file_bytes=hier.register_file_bytes, arch=hier.arch)
 
 
 def measured_hierarchy(name: str, levels: Mapping[str, tuple[float, float | None]],
@@ -389,7 +462,8 @@ class KernelModel:
     what: str = ""  # one line: shape, tiles, precision
     compute: str = MATRIX  # MATRIX (tensor cores) or VECTOR (scalar code: CUDA cores)
     staged: bool = False  # the kernel stages its tile in a scratchpad (shared memory)
-    gemm: tuple | None = None  # (m, n, k, tile, bytes per element) of a tiled GEMM: its waves
+    gemm: tuple | None = None  # (m, n, k, tile_m, bytes per element, tile_n, cluster) of a
+    # tiled GEMM: its waves
     staged_bytes: float = 0.0  # what a staged kernel asks of a scratchpad per block
     accumulator_bytes: float = 0.0  # registers a CTA's fp32 accumulators take (0: not modelled)
     l1_bytes: float | None = None  # misses of a GPU's L1 for a kernel that stages nothing (the
@@ -408,7 +482,8 @@ def staged_gemm_bytes(tile_m, tile_n, k, bytes_per_element, *, bk: int = GEMM_BK
                  * positive("bytes_per_element", bytes_per_element))
 
 
-def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -> KernelModel:
+def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1,
+                tile_n: int | None = None, cluster: int = 1) -> KernelModel:
     """C[M,N] = A[M,K] B[K,N] with T x T cache tiles and r x r register tiles (SIMPLIFIED).
 
     Level 0 serves ``roofline.tiled_gemm_bytes(.., r, ..)`` (each r x r block of C in
@@ -418,6 +493,13 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -
     bytes; a level shared by a wave of tiles (a GPU's L2) passes on the wave's bytes
     (:func:`wave_gemm_bytes`).
 
+    ``tile_n`` (default ``tile``): a T_m x T_n tile (``tile`` = T_m); A is then re-read once
+    per tile column, ceil(N / T_n) times, B once per tile row. ``cluster`` (Hopper): CTAs of
+    a cluster stacked along M share their B tile, which TMA multicasts to all of them, so the
+    level below the tile serves B once per cluster, ceil(M / (c T_m)) times:
+
+        b (M K ceil(N / T_n) + K N ceil(M / (c T_m)) + M N)   (:func:`tile_misses_bytes`).
+
     ``tile=1, register_tile=1`` is the naive kernel: scalar code (no tensor cores: it runs
     under the vector ceiling) that stages nothing, one thread per C element in NAIVE_BLOCK x
     NAIVE_BLOCK blocks; a GPU's L1 keeps what the block's warps share and passes on
@@ -425,29 +507,49 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1) -
 
     A tiled kernel (T > 1) runs on the tensor cores and stages K-slabs in shared memory,
     :func:`staged_gemm_bytes` (``staged_bytes``), with its C tile in registers as fp32
-    accumulators, T^2 x 4 B (``accumulator_bytes``). ValueError when a tile is larger than
-    the matrix or the register tile is larger than the cache tile."""
+    accumulators, T_m T_n x 4 B (``accumulator_bytes``). ValueError when a tile is larger
+    than the matrix or the register tile is larger than the cache tile."""
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     t, r = positive_int("tile", tile), positive_int("register_tile", register_tile)
-    if t > max(m, n):
-        raise ValueError(f"tile={t} is larger than the matrix (M={m}, N={n})")
-    if r > t:
-        raise ValueError(f"register_tile={r} is larger than the cache tile (tile={t})")
+    tn = t if tile_n is None else positive_int("tile_n", tile_n)
+    c = positive_int("cluster", cluster)
+    if max(t, tn) > max(m, n):
+        raise ValueError(f"tile={max(t, tn)} is larger than the matrix (M={m}, N={n})")
+    if r > min(t, tn):
+        raise ValueError(f"register_tile={r} is larger than the cache tile (tile="
+                         f"{min(t, tn)})")
+    naive = t == 1 and tn == 1
+    if naive and c > 1:
+        raise ValueError(f"cluster={c}: the naive kernel (tile=1) stages nothing to share")
     b = _fmt.bytes_per_element(precision, arg="precision")
     core = R.tiled_gemm_bytes(m, n, k, r, b)
     foot = float(b * (m * k + k * n + m * n))
-    naive = t == 1
-    label = "naive GEMM" if naive else f"tiled GEMM ({t}×{t} tile)"
+    shape = f"{t}×{tn}" if tn != t else f"{t}×{t}"
+    label = "naive GEMM" if naive else f"tiled GEMM ({shape} tile" + (
+        f", {c}-CTA clusters)" if c > 1 else ")")
     what = (f"{m}×{k} · {k}×{n}, {precision}, no tiles (scalar code)" if naive else
-            f"{m}×{k} · {k}×{n}, {precision}, tile {t}, register tile {r}")
+            f"{m}×{k} · {k}×{n}, {precision}, tile {shape}, register tile {r}"
+            + (f", clusters of {c} sharing B by multicast" if c > 1 else ""))
     block = min(NAIVE_BLOCK, m, n)
-    return KernelModel(label, 2.0 * m * n * k, core, R.tiled_gemm_bytes(m, n, k, t, b), core,
-                       foot, 3.0 * t * t * b, foot, what,
+    return KernelModel(label, 2.0 * m * n * k, core, tile_misses_bytes(m, n, k, t, tn, c, b),
+                       core, foot, float(b * (t * tn + (t + tn) * min(t, tn))), foot, what,
                        VECTOR if naive else MATRIX, not naive,
-                       None if naive else (m, n, k, t, b),
-                       0.0 if naive else staged_gemm_bytes(t, t, k, b),
-                       0.0 if naive else 4.0 * t * t,
+                       None if naive else (m, n, k, t, b, tn, c),
+                       0.0 if naive else staged_gemm_bytes(t, tn, k, b),
+                       0.0 if naive else 4.0 * t * tn,
                        R.tiled_gemm_bytes(m, n, k, block, b) if naive else None)
+
+
+def tile_misses_bytes(m, n, k, tile_m, tile_n, cluster, bytes_per_element) -> float:
+    """Bytes the level below a GEMM's T_m x T_n tile serves (its misses), with ``cluster``
+    CTAs along M sharing each B tile by multicast: b (M K ceil(N / T_n) + K N ceil(M / (c
+    T_m)) + M N). Square, no cluster: ``roofline.tiled_gemm_bytes``. H100, 8192^3 bf16,
+    128 x 256 in pairs: 2 B x 8192^2 x (32 + 32 + 1) = 8.72 GB."""
+    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    tm, tn = positive_int("tile_m", tile_m), positive_int("tile_n", tile_n)
+    c = positive_int("cluster", cluster)
+    b = positive("bytes_per_element", bytes_per_element)
+    return b * (m * k * -(-n // tn) + k * n * -(-m // (c * tm)) + m * n)
 
 
 def stencil_kernel(n, precision: str) -> KernelModel:
@@ -511,46 +613,51 @@ def _fmt_bytes(x: float) -> str:
 WAVE_SLABS = 2
 
 
-def wave_shape(m, n, tile, ctas) -> tuple[int, int]:
+def wave_shape(m, n, tile, ctas, *, tile_n=None) -> tuple[int, int]:
     """(rows, columns) of output tiles a wave of ``ctas`` concurrent CTAs covers: the most
-    nearly square block of the M/T x N/T tile grid (rasterised, as a swizzle does), rows =
-    ceil(sqrt(wave)), columns = ceil(wave / rows), each capped by the grid. A100 (108 SMs),
-    8192² with T = 128: ten columns, and rows = ceil(108 / 10) = one more."""
+    nearly square block of the M/T_m x N/T_n tile grid (rasterised, as a swizzle does; square
+    in elements), rows = ceil(sqrt(wave T_n / T_m)), columns = ceil(wave / rows), each capped
+    by the grid. A100 (108 SMs), 8192² with T = 128: ten columns, and rows = ceil(108 / 10) =
+    one more. ``tile_n`` defaults to ``tile`` (= T_m)."""
     m, n, t = positive_int("m", m), positive_int("n", n), positive_int("tile", tile)
+    tn = t if tile_n is None else positive_int("tile_n", tile_n)
     ctas = positive_int("ctas", ctas)
-    gm, gn = -(-m // t), -(-n // t)
+    gm, gn = -(-m // t), -(-n // tn)
     wave = min(ctas, gm * gn)
-    rows = min(gm, math.isqrt(wave - 1) + 1)
+    rows = min(gm, max(1, math.ceil(math.sqrt(wave * tn / t) - 1e-9)))
     cols = min(gn, -(-wave // rows))
     rows = min(gm, -(-wave // cols))
     return rows, cols
 
 
-def wave_footprint_bytes(m, n, tile, ctas, bytes_per_element) -> float:
+def wave_footprint_bytes(m, n, tile, ctas, bytes_per_element, *, tile_n=None) -> float:
     """Bytes of L2 a wave needs to share its panels: the A slabs of its tile rows and the B
-    slabs of its tile columns, ``WAVE_SLABS`` K-steps of depth T: WAVE_SLABS (rows + cols) T²
-    b (stated assumption, see ``WAVE_SLABS``). A100, T = 128, bf16: 2 x 21 x 128² x 2 B =
-    1.3 MiB of its 40 MiB."""
-    rows, cols = wave_shape(m, n, tile, ctas)
+    slabs of its tile columns, ``WAVE_SLABS`` K-steps of depth min(T_m, T_n): WAVE_SLABS
+    (rows T_m + cols T_n) min(T_m, T_n) b (stated assumption, see ``WAVE_SLABS``). A100, T =
+    128, bf16: 2 x 21 x 128² x 2 B = 1.3 MiB of its 40 MiB."""
+    rows, cols = wave_shape(m, n, tile, ctas, tile_n=tile_n)
     t = positive_int("tile", tile)
-    return float(WAVE_SLABS * (rows + cols) * t * t * positive("bytes_per_element",
-                                                                    bytes_per_element))
+    tn = t if tile_n is None else positive_int("tile_n", tile_n)
+    return float(WAVE_SLABS * (rows * t + cols * tn) * min(t, tn)
+                 * positive("bytes_per_element", bytes_per_element))
 
 
-def wave_gemm_bytes(m, n, k, tile, ctas, bytes_per_element) -> float:
+def wave_gemm_bytes(m, n, k, tile, ctas, bytes_per_element, *, tile_n=None) -> float:
     """Bytes a level shared by a wave of ``ctas`` tiles passes on for a tiled GEMM (SIMPLIFIED):
     the wave reads each A and B panel once for all its tiles, so it acts as one tile of
-    (rows T) x (cols T) (:func:`wave_shape`): A is read once per wave column, B once per wave
-    row, C written once,
+    (rows T_m) x (cols T_n) (:func:`wave_shape`): A is read once per wave column, B once per
+    wave row, C written once,
 
-        b (M K ceil(N / (cols T)) + K N ceil(M / (rows T)) + M N).
+        b (M K ceil(N / (cols T_n)) + K N ceil(M / (rows T_m)) + M N).
 
-    A100, 8192³ bf16, T = 128 (a wave of ten tile columns and one row more): 2 B x 8192² x (7 + 6 + 1) = 1.88 GB,
-    against 17.3 GB for tiles that share nothing (``roofline.tiled_gemm_bytes``)."""
-    rows, cols = wave_shape(m, n, tile, ctas)
+    A100, 8192³ bf16, T = 128 (a wave of ten tile columns and one row more): 2 B x 8192² x
+    (7 + 6 + 1) = 1.88 GB, against 17.3 GB for tiles that share nothing
+    (``roofline.tiled_gemm_bytes``)."""
+    rows, cols = wave_shape(m, n, tile, ctas, tile_n=tile_n)
     b = positive("bytes_per_element", bytes_per_element)
     m, n, k, t = (positive_int(a, v) for a, v in (("m", m), ("n", n), ("k", k), ("tile", tile)))
-    return b * (m * k * -(-n // (cols * t)) + k * n * -(-m // (rows * t)) + m * n)
+    tn = t if tile_n is None else positive_int("tile_n", tile_n)
+    return b * (m * k * -(-n // (cols * tn)) + k * n * -(-m // (rows * t)) + m * n)
 
 
 # --- per-level AI, roofs, the binding level -------------------------------------------------
@@ -819,9 +926,9 @@ def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
         last = i == len(hier.levels) - 1
         wave = None
         if kernel.gemm is not None and lv.sharers > 1 and not last:
-            m, n, _k, t, b = kernel.gemm
-            if wave_footprint_bytes(m, n, t, lv.sharers, b) <= lv.capacity_bytes:
-                wave = wave_gemm_bytes(*kernel.gemm[:4], lv.sharers, b)
+            m, n, k, t, b, tn, _cluster = kernel.gemm
+            if wave_footprint_bytes(m, n, t, lv.sharers, b, tile_n=tn) <= lv.capacity_bytes:
+                wave = wave_gemm_bytes(m, n, k, t, lv.sharers, b, tile_n=tn)
         if kernel.footprint <= lv.capacity_bytes and not last:
             holds, miss = "problem", kernel.compulsory_bytes
         elif wave is not None:

@@ -136,6 +136,68 @@ def overhead_crossover_bytes(bandwidth_gbs, overhead_s) -> float:
     return positive("overhead_s", overhead_s) * positive("bandwidth_gbs", bandwidth_gbs) * 1e9
 
 
+#: Tukey's bisquare constant (95% efficiency under normal noise) and the smallest scale of the
+#: relative residuals the robust fit assumes (timings of a shared machine scatter by ~5%).
+_BISQUARE_C, _MIN_RELATIVE_SCALE = 4.685, 0.05
+
+
+def fit_call_time(sizes, seconds) -> tuple[float, float]:
+    """(overhead_s, bandwidth_gbs) of ``call_time`` fitted to a measured curve: ``seconds[i]``
+    per call reading ``sizes[i]`` bytes once.
+
+    Fitted on *relative* error (a 1 µs call weighs as much as a 100 µs one: the curve spans
+    decades) and robustly: Tukey's bisquare, iteratively reweighted, so one size that ran from
+    a slower level (a 4 MiB read past a 1 MiB L2) or was disturbed by load does not pull the
+    line off the others. The overhead is kept >= 0; a curve that never grows with the bytes
+    gets the bandwidth its largest size allows. ValueError naming the argument on bad input
+    (fewer than two sizes, lengths that differ, a size or time <= 0)."""
+    x = [positive("sizes", v) for v in sequence("sizes", sizes)]
+    t = [positive("seconds", v) for v in sequence("seconds", seconds)]
+    if len(x) != len(t) or len(x) < 2:
+        raise ValueError(f"sizes and seconds must have the same length, at least 2 (got "
+                         f"{len(x)} sizes and {len(t)} seconds)")
+    if len(set(x)) < 2:
+        raise ValueError("sizes must hold at least two different byte counts")
+    w = [1.0] * len(x)
+    t0 = slope = 0.0
+    for _ in range(50):
+        t0, slope = _relative_least_squares(x, t, w)
+        r = [(t0 + slope * xi) / ti - 1 for xi, ti in zip(x, t)]
+        scale = max(1.4826 * _median([abs(v) for v in r]), _MIN_RELATIVE_SCALE)
+        new = [(1 - (v / (_BISQUARE_C * scale)) ** 2) ** 2
+               if abs(v) < _BISQUARE_C * scale else 0.0 for v in r]
+        if sum(1 for v in new if v > 0) < 2 or max(abs(a - b) for a, b in zip(new, w)) < 1e-6:
+            break
+        w = new
+    return t0, 1.0 / slope / 1e9
+
+
+def _relative_least_squares(x, t, w) -> tuple[float, float]:
+    """(t0, slope) minimising sum w_i ((t0 + slope x_i) / t_i - 1)^2, t0 >= 0, slope > 0."""
+    a = [1 / ti for ti in t]
+    b = [xi / ti for xi, ti in zip(x, t)]
+    saa = sum(wi * ai * ai for wi, ai in zip(w, a))
+    sab = sum(wi * ai * bi for wi, ai, bi in zip(w, a, b))
+    sbb = sum(wi * bi * bi for wi, bi in zip(w, b))
+    sa, sb = sum(wi * ai for wi, ai in zip(w, a)), sum(wi * bi for wi, bi in zip(w, b))
+    det = saa * sbb - sab * sab
+    t0, slope = ((sa * sbb - sb * sab) / det, (saa * sb - sab * sa) / det) if det > 0 \
+        else (0.0, 0.0)
+    if t0 < 0 or det <= 0:
+        t0, slope = 0.0, sb / sbb
+    if slope <= 0:  # no growth with the bytes: the largest size bounds the bandwidth
+        big = max(range(len(x)), key=lambda i: x[i])
+        t0 = min(t0, 0.5 * t[big])
+        slope = (t[big] - t0) / x[big]
+    return t0, slope
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
+
+
 def shrink_speedup(big_bytes, small_bytes, bandwidth_gbs, overhead_s) -> float:
     """How many times shorter a call gets when its array shrinks from ``big_bytes`` to
     ``small_bytes`` (far less than the ratio of bytes once the overhead dominates)."""

@@ -19,7 +19,8 @@ Each plateau reports its bytes range, its bandwidth (median of its points) and i
 (p10-p90 of its points over the median, and the worst within-point spread when given).
 :func:`name_plateaus` names each plateau by the reported cache nearest to where its bandwidth
 drops (in order; main memory for the last one past every cache), merging neighbours that get
-the same name.
+the same name. :func:`levels` does both, and makes main memory's plateau of sizes past the
+largest reported cache only (never a working set a cache could hold).
 """
 
 from __future__ import annotations
@@ -223,6 +224,33 @@ def name_plateaus(plateaus: Sequence[Plateau], caches: Mapping[str, float], *,
         else:
             named.append(replace(p, name=nm))
     return named
+
+
+def levels(sizes: Sequence[float], gbs: Sequence[float], caches: Mapping[str, float],
+           spreads: Sequence[float] | None = None, *, memory_name: str = "DRAM",
+           **options) -> list[Plateau]:
+    """The plateaus of a curve (:func:`find_plateaus`, ``options`` go there), named by the
+    reported ``caches`` (:func:`name_plateaus`), with one rule more: main memory's plateau is
+    made only of sizes past the largest reported cache. A working set that fits the last-level
+    cache is never called main memory, whatever speed it ran at (a busy shared L3 can drop
+    early): sizes at or below that cache which the finder put in main memory's plateau are the
+    slope between levels, in no plateau, and main memory's bandwidth is the median of the
+    sizes past it. Fewer than two sizes past it: no main-memory plateau (the sweep stopped too
+    early to measure it). Without reported caches, :func:`name_plateaus` alone."""
+    x, y, s = _check_curve(sizes, gbs, spreads)
+    named = name_plateaus(find_plateaus(x.tolist(), y.tolist(),
+                                        None if s is None else s.tolist(), **options),
+                          caches, memory_name=memory_name)
+    known = _check_caches(caches)
+    if not known or not named or named[-1].name != memory_name:
+        return named
+    llc, last = max(known.values()), named[-1]
+    if last.lo_bytes > llc:
+        return named
+    past = [i for i, v in enumerate(x) if last.lo_bytes <= v <= last.hi_bytes and v > llc]
+    if len(past) < 2:
+        return named[:-1]
+    return named[:-1] + [replace(_plateau(x, y, s, past[0], past[-1] + 1), name=memory_name)]
 
 
 def plateau_ratio(plateaus: Sequence[Plateau], upper: str, lower: str) -> float:

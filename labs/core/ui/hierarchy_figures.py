@@ -166,7 +166,6 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
         lo, hi = (float(v) for v in ai_range)
         if not 0 < lo < hi:
             raise ValueError(f"ai_range must satisfy 0 < low < high, got {ai_range!r}")
-    x = np.geomspace(lo, hi, 61)
     n = len(hier.levels)
     peak_name = f"{hier.precision} tensor-core peak" if hier.kind == "gpu" else \
         f"compute roof ({hier.precision})"
@@ -189,6 +188,10 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
             data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=tag,
                              line=dict(color=color, dash=dash, width=2.5)))
             continue
+        # a roof is two straight segments on log-log axes (slant, then flat): its ends and
+        # its knee draw it exactly, and a hover reads the knee
+        knee = min(max(hier.peak_tflops * 1e3 / lv.bandwidth_gbs, lo), hi)
+        x = np.array(sorted({lo, knee, hi}))
         y = H.level_roof_tflops(x, lv, hier.peak_tflops)
         y_min = min(y_min, float(y[0]))
         basis = {"published": "", "derived": " (derived)", "measured": " (measured)"}[
