@@ -147,21 +147,6 @@ def _(quantization, quiz):
 
 
 @app.cell
-def _(
-    binding_prediction,
-    quiz,
-    shrink_prediction,
-    staircase_prediction,
-    tile_prediction,
-    wave_prediction,
-):
-    # The predictions locked so far, in any order: what every instrument's gate reads.
-    locked = quiz.locked_items(staircase_prediction, binding_prediction, tile_prediction,
-                               shrink_prediction, wave_prediction)
-    return (locked,)
-
-
-@app.cell
 def _(mo):
     mo.md("""
     ## Choose a machine
@@ -250,12 +235,12 @@ def _(live, mo):
     # sweep_settings(): a budget step re-runs no cell (issue 15).
     sweep_controls = mo.hstack([sweep_button, sweep_budget], justify="start", gap=2)
     sweep_settings = live.read_at_press(budget=sweep_budget)
-    return sweep_budget, sweep_button, sweep_controls, sweep_settings
+    return sweep_button, sweep_controls, sweep_settings
 
 
 @app.cell
-def _(INSTRUMENTS, locked, measure, mo, style, sweep_controls):
-    _wait = INSTRUMENTS.gate("staircase", locked)
+def _(INSTRUMENTS, measure, mo, staircase_prediction, style, sweep_controls):
+    _wait = INSTRUMENTS.gate("staircase", staircase_prediction)
     mo.stop(_wait is not None, _wait)
     staircase_open = True  # the cells below that read it open with this one
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
@@ -576,6 +561,7 @@ def _(hierarchy, machine, mo):
         _default = hierarchy.DEFAULT_REGISTER_TILE[machine.kind] if machine is not None else 8
         return mo.ui.dropdown({str(2**k): 2**k for k in range(7)}, value=str(_default),
                               label="Register tile r (r × r)")
+
     return (register_tile_picker,)
 
 
@@ -647,22 +633,19 @@ def _(
     return machine, machine_error
 
 
-@app.cell
-def _():
-    def tile_problem(n, tile, r, size="N"):
-        """Why a tiled GEMM of side n cannot use cache tile ``tile`` and register tile ``r``,
-        with the way out in the sliders' words (None when it can). Core refuses the same
-        cases, in its argument names."""
-        if r > tile:
-            return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
-                    f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
-                    "a smaller register tile r.")
-        if tile > n:
-            return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
-                    f"move T down to {n} or less, or raise {size}.")
-        return None
-
-    return (tile_problem,)
+@app.function
+def tile_problem(n, tile, r, size="N"):
+    """Why a tiled GEMM of side n cannot use cache tile ``tile`` and register tile ``r``,
+    with the way out in the sliders' words (None when it can). Core refuses the same
+    cases, in its argument names."""
+    if r > tile:
+        return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
+                f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
+                "a smaller register tile r.")
+    if tile > n:
+        return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
+                f"move T down to {n} or less, or raise {size}.")
+    return None
 
 
 @app.cell
@@ -695,8 +678,14 @@ def _(FLASH, KERNELS, hierarchy, machine, size_slider):
 
 
 @app.cell
-def _(INSTRUMENTS, kernel_controls, locked, mo):
-    _wait = INSTRUMENTS.gate("roofline", locked)
+def _(
+    INSTRUMENTS,
+    binding_prediction,
+    kernel_controls,
+    mo,
+    staircase_prediction,
+):
+    _wait = INSTRUMENTS.gate("roofline", staircase_prediction, binding_prediction)
     mo.stop(_wait is not None, _wait)
     roofline_open = True  # the cells below that read it open with this one
     kernel_controls
@@ -804,6 +793,7 @@ def _(BINDING_OPTIONS, NAIVE_Q, hierarchy):
         _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, hier.precision, tile=1), hier)
         return _p, next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
                         f"the {_p.binding} roof" if _p.determined else _p.verdict)
+
     return (naive_gemm_on,)
 
 
@@ -1012,7 +1002,6 @@ def _(
     gemm_tile_slider,
     hierarchy,
     machine,
-    tile_problem,
 ):
     # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel); the curve
     # runs over every cache tile from the register tile up to N that launches, and names the
@@ -1037,8 +1026,15 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, locked, mo, tile_controls):
-    _wait = INSTRUMENTS.gate("tiling", locked)
+def _(
+    INSTRUMENTS,
+    binding_prediction,
+    mo,
+    staircase_prediction,
+    tile_controls,
+    tile_prediction,
+):
+    _wait = INSTRUMENTS.gate("tiling", staircase_prediction, binding_prediction, tile_prediction)
     mo.stop(_wait is not None, _wait)
     tiling_open = True  # the cells below that read it open with this one
     tile_controls
@@ -1127,7 +1123,7 @@ def _(
               f"register tile {gemm_register_picker.value}, on {machine.name}") if tile_curve else None
     # two children always, so the figure is updated in place, never mounted anew
     mo.vstack([_status, tile_figure if tile_figure is not None else mo.md("")])
-    return (tile_figure,)
+    return
 
 
 @app.cell
@@ -1174,11 +1170,21 @@ def _(TILE_Q, hierarchy):
         return hierarchy.tile_traffic_ratio(TILE_Q["n"], hier.precision, TILE_Q["from"],
                                             TILE_Q["to"], hier,
                                             register_tile=TILE_Q["register_tile"])
+
     return (tile_ratio_on,)
 
 
 @app.cell
-def _(OPENING, TILE_Q, hierarchy, lab, mo, quiz, tile_prediction, tile_ratio_on):
+def _(
+    OPENING,
+    TILE_Q,
+    hierarchy,
+    lab,
+    mo,
+    quiz,
+    tile_prediction,
+    tile_ratio_on,
+):
     # Graded on the machine the question names, whatever the picker shows.
     mo.stop(tile_prediction is None)
     _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
@@ -1350,8 +1356,8 @@ def _(INSTRUMENTS, live, measure, overhead_button, quiz, shrink_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, locked, mo, overhead_button):
-    _wait = INSTRUMENTS.gate("call_overhead", locked)
+def _(INSTRUMENTS, mo, overhead_button, shrink_prediction):
+    _wait = INSTRUMENTS.gate("call_overhead", shrink_prediction)
     mo.stop(_wait is not None, _wait)
     call_overhead_open = True  # the cells below that read it open with this one
     mo.vstack([mo.md("The figure starts with the reference machine's recorded run; the button "
@@ -1571,8 +1577,8 @@ def _(INSTRUMENTS, live, measure, quiz, sawtooth_button, wave_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, locked, mo, sawtooth_button):
-    _wait = INSTRUMENTS.gate("sawtooth", locked)
+def _(INSTRUMENTS, mo, sawtooth_button, wave_prediction):
+    _wait = INSTRUMENTS.gate("sawtooth", wave_prediction)
     mo.stop(_wait is not None, _wait)
     sawtooth_open = True  # the cells below that read it open with this one
     mo.vstack([mo.md("On your machine: the button times square GEMMs whose N crosses tile "

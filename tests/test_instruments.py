@@ -25,6 +25,7 @@ answer walks, which search the answers' values with one prediction open in any o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from notebook_support import load_app
 from widget_sweep import changed_defs, sample_settings
 
 ROOT = Path(__file__).resolve().parents[1]
+_IS_OPEN = re.compile(r"INSTRUMENTS\.is_open\(\s*[\"']([^\"']+)[\"']")
 LABS = lab_files(ROOT)
 pytestmark = pytest.mark.slow
 
@@ -68,9 +70,11 @@ class LabUnderTest:
         return out
 
     def gated_by(self, cid) -> set[str]:
-        """The instruments whose gate is ``cid`` or above it."""
+        """The instruments whose gate is ``cid`` or above it, or that it (or a cell above it)
+        asks about with ``INSTRUMENTS.is_open(name, ...)``."""
         above = self.graph.ancestors(cid) | {cid}
-        return {g.instrument for g in self.gates if g.cell_id in above}
+        return {g.instrument for g in self.gates if g.cell_id in above} | {
+            name for c in above for name in _IS_OPEN.findall(self.cells[c].code)}
 
 
 @pytest.fixture(scope="module", params=LABS, ids=[p.stem for p in LABS])
@@ -180,13 +184,15 @@ def test_every_view_a_widget_moves_is_a_declared_instrument(lab):
 
 
 def _holds_state(lab: LabUnderTest, cid, defs: dict) -> bool:
-    """The cell makes a widget or reads a run button (a measurement starts there)."""
+    """The cell reads a run button (a measurement starts there), or makes a widget behind an
+    instrument's gate (a widget made outside every gate shows nowhere until its instrument
+    opens, so re-making it before then loses nothing)."""
     import marimo as mo
 
-    made = [defs.get(n) for n in lab.cells[cid].cell.defs]
-    if any(isinstance(v, mo.ui.run_button) or _is_widget(v) for v in made):
+    if any(isinstance(defs.get(n), mo.ui.run_button) for n in lab.cells[cid].cell.refs):
         return True
-    return any(isinstance(defs.get(n), mo.ui.run_button) for n in lab.cells[cid].cell.refs)
+    made = [defs.get(n) for n in lab.cells[cid].cell.defs]
+    return bool(lab.gated_by(cid)) and any(_is_widget(v) for v in made)
 
 
 def _is_widget(value) -> bool:

@@ -755,7 +755,7 @@ def test_each_instrument_opens_on_its_own_predictions_in_any_order():
     text = shown(outputs)
     assert "level_cards" not in defs and "hierarchical_roofline" not in defs
     assert defs["INSTRUMENTS"].notice_text("roofline", {"lab05.binding_level"}) in text
-    assert "Prediction 1" in defs["INSTRUMENTS"].notice_text("roofline", set())
+    assert "Predictions 1 and 2" in defs["INSTRUMENTS"].notice_text("roofline", set())
     first_two = {name: (PREDICTIONS[name] if i < 2 else None) for i, name in enumerate(ORDER)}
     _, defs = app.run(defs=first_two)
     assert "level_cards" in defs and "hierarchical_roofline" in defs
