@@ -133,6 +133,8 @@ VALID = {
     "model_or_params": "llama-3-8b", "tokens_per_chip": 1024, "grad_bytes": 2.0,
     "overlap": True, "degrees": [1, 2], "nics_per_node": 8, "nic": "ib-ndr",
     "achievable": False, "matmuls": 1,
+    # Lab 2 (serving)
+    "capacity_bytes": 10e9, "fixed_bytes": 4e9, "per_sequence_bytes": 1e9,
     # Lab 7 (tiny_models)
     "config": TM.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
     "change": "batch", "base": {"phase": "decode", "batch": 1, "context": 64,
