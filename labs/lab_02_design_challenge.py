@@ -39,7 +39,9 @@ def _(quiz):
     DOMINANT_REF = {"model": "llama-3-8b", "hw": "jetson-agx-orin-64gb", "batch": 1,
                     "seq_len": 4096}
     # What each prediction's answer follows from, and what each instrument shows (LABS_SPEC §3):
-    # an instrument opens once every prediction whose quantities it shows is locked.
+    # an instrument opens once every prediction whose quantities it shows is locked. Each gate
+    # is given just those predictions (INSTRUMENTS.answered_by), so that locking another one
+    # re-runs none of its cells.
     INSTRUMENTS = quiz.Instruments(
         answers={
             # which operations take a decode step's time: the step's time split by group
@@ -617,15 +619,8 @@ def _(
 
 
 @app.cell
-def _(dominant_prediction, oom_prediction, quiz):
-    # The predictions locked so far (any order): the instruments open on them (INSTRUMENTS).
-    locked = quiz.locked_items(dominant_prediction, oom_prediction)
-    return (locked,)
-
-
-@app.cell
-def _(INSTRUMENTS, controls, locked, mo):
-    _wait = INSTRUMENTS.gate("explorer", locked)
+def _(INSTRUMENTS, controls, dominant_prediction, mo, oom_prediction, quiz):
+    _wait = INSTRUMENTS.gate("explorer", quiz.locked_items(dominant_prediction, oom_prediction))
     mo.stop(_wait is not None, _wait)
     explorer_open = True  # the explorer's other cells run only while it is open
     controls
@@ -865,14 +860,16 @@ def _(
     design,
     design_derating,
     device,
-    locked,
+    dominant_prediction,
     mo,
+    oom_prediction,
+    quiz,
     serving,
     style,
     target_picker,
     weight_only_note,
 ):
-    _wait = INSTRUMENTS.gate("challenge", locked)
+    _wait = INSTRUMENTS.gate("challenge", quiz.locked_items(dominant_prediction, oom_prediction))
     mo.stop(_wait is not None, _wait)
     try:
         _verdict, live_error = serving.check_design(target_picker.value, device,

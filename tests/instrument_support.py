@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: A number as the labs print it (separators, decimals, an exponent), standing alone.
-NUMBER = r"(?<![\w.,])[-−]?\d[\d,\u2009\u202f ]*(?:\.\d+)?(?:[eE][+-]?\d+)?"
+NUMBER = r"(?<![\w.,\-])[-−]?\d[\d,\u2009\u202f ]*(?:\.\d+)?(?:[eE][+-]?\d+)?"
 _SPACE = r"[\s\u00a0\u2009\u202f]*"
 #: How each dimension shows on a page. Units are written after the number (the labs' style).
 DIMENSION_PATTERNS = {
@@ -27,9 +27,12 @@ DIMENSION_PATTERNS = {
                          r"|L1|L2|L3|NIC|NVLink|PCIe)[- ]bound\b", re.I),
     "time": re.compile(rf"{NUMBER}{_SPACE}(?:ns|µs|μs|us|ms|s)\b(?!/)"),
     "ratio": re.compile(rf"{NUMBER}{_SPACE}×(?!{_SPACE}\d)"),
-    "share": re.compile(rf"{NUMBER}{_SPACE}%"),
+    # not a plotly template ("%{hovertext}") or a style ("100%400px", an iframe's width)
+    "share": re.compile(rf"{NUMBER}{_SPACE}%(?![{{\w])"),
     "bandwidth": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B){_SPACE}/{_SPACE}s\b"),
-    "bytes": re.compile(rf"{NUMBER}{_SPACE}(?:[kKMGTP]i?B|B)\b(?!{_SPACE}/)"),
+    # a space before the unit, as the labs print sizes: "80GB" and "8B" are names (a device's
+    # memory, a model's parameters), not a size the page computed
+    "bytes": re.compile(rf"{NUMBER}[\s\u00a0\u2009\u202f]+(?:[kKMGTP]i?B|B)\b(?!{_SPACE}/)"),
     "throughput": re.compile(rf"{NUMBER}{_SPACE}(?:[GTP]FLOP/s|[GTP]FLOPS|TOPS)\b"),
 }
 

@@ -70,7 +70,9 @@ def test_locked_run_hides_every_instrument(env, app):
     assert "Lock your prediction to see where the time of Dana" in text
     assert "Lock your prediction to reveal the memory budget." in text
     # Parts 3 and 4 (your design, the challenge) wait for both predictions, and say so
-    assert text.count("Lock Prediction 1 and Prediction 2 first") == 2
+    notice = defs["INSTRUMENTS"].notice_text("explorer", set())
+    assert "Prediction" in notice and "1" in notice and "2" in notice
+    assert text.count(notice) == 2
     assert "Traceback" not in text
     assert defs["lab"].events() == []
 
@@ -369,14 +371,16 @@ def test_your_design_waits_for_both_predictions_in_any_order(env, app):
                  (EDGE, 400, 4096, {})]
     only_p1 = {"dominant_prediction": PREDICTIONS["dominant_prediction"], "oom_prediction": None}
     only_p2 = {"dominant_prediction": None, "oom_prediction": PREDICTIONS["oom_prediction"]}
-    for locked, waiting in ((only_p1, "Prediction 2"), (only_p2, "Prediction 1")):
+    for locked, waiting in ((only_p1, "2"), (only_p2, "1")):
         for device, batch, seq_len, formats in settings:
             text, defs = _run(app, locked, device, batch, seq_len, **formats)
             assert not [n for n in EXPLORER if n in defs], (device, batch, seq_len, formats)
             assert "does not fit in the device" not in text
             if locked is only_p1:  # (with Prediction 2 locked, Sam's own bar overflows)
                 assert "Out of memory" not in text
-            assert text.count(f"Lock {waiting} first") == 2, (waiting, device, batch)
+            notice = defs["INSTRUMENTS"].notice_text(
+                "explorer", {p.item_id for p in locked.values() if p is not None})
+            assert waiting[-1] in notice and text.count(notice) == 2, (waiting, device)
             if locked is only_p1 and batch != answer:  # nor states Prediction 2's answer
                 assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text), batch
     # both locked: Sam's case reaches its answer, and Part 3 flags a design that overflows

@@ -66,25 +66,6 @@ def test_decode_quant_table_speedup_is_the_byte_ratio():
     assert P.decode_quant_table(4096, 4096, "tpu-v5e")[0].compute == "bf16"
 
 
-def test_decode_like_speedups_are_the_decode_comparison_in_a_thin_gemm():
-    assert P.SIXTEEN_BIT == ("fp16", "bf16")
-    assert set(P.FOUR_BIT) >= {"mxfp4", "nvfp4", "nf4", "int4-g128", "int4-g32"}
-    # H100: no fp4 rate, so the FP4 formats are absent; NF4 (4.5 bits) ~ 16 / 4.5, like NVFP4
-    pairs = P.decode_like_speedups("gemm", {"m": 2, "n": 4096, "k": 4096}, "h100-sxm")
-    assert {q for _, q, _ in pairs} == set(P.FOUR_BIT) - {"mxfp4", "nvfp4"}
-    nf4 = next(x for b, q, x in pairs if (b, q) == ("fp16", "nf4"))
-    assert nf4 == pytest.approx(16 / 4.5, rel=0.01)
-    # a B200 runs NVFP4 natively: still the byte ratio while the fp16 row is memory-bound
-    b200 = {(b, q): x for b, q, x in P.decode_like_speedups(
-        "gemm", {"m": 256, "n": 4096, "k": 4096}, "b200")}
-    assert b200["fp16", "nvfp4"] == pytest.approx(16 / 4.5, rel=0.01)
-    # a compute-bound GEMM has no such pair; nor a device without the rates asked for
-    assert P.decode_like_speedups("gemm", SQUARE, "h100-sxm") == []
-    assert all(b == "bf16" for b, _, _ in P.decode_like_speedups(
-        "gemv", {"n": 4096, "k": 4096}, "tpu-v5e", compute_for_weight_only="bf16"))
-    assert P.decode_like_speedups("gemv", {"n": 4096, "k": 4096}, "tpu-v5e") == []
-
-
 def test_unknown_op():
     with pytest.raises(KeyError, match="gemm"):
         P.op_cost("conv", SQUARE, "fp16")
