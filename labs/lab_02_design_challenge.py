@@ -687,7 +687,7 @@ def _(
         "This design does not fit in the device's memory (the budget below shows by how much): "
         "these bounds describe a machine you do not have. Lower the batch or the context, store "
         "the weights or the KV cache in fewer bits, or pick a device with more memory."), _cards]
-    if PS.weight_only(design["weight_precision"], design["activation_precision"]):
+    if PS.is_weight_only(design["weight_precision"], design["activation_precision"]):
         _parts.append(mo.md(weight_only_note(design)))
     mo.vstack(_parts)
     return
@@ -883,7 +883,7 @@ def _(
     _spec = ("✓ not ruled out at 100% of the spec sheet" if live_verdict.not_ruled_out else
              "✗ ruled out even at 100% of the spec sheet (" + ", ".join(live_verdict.spec_failed)
              + ")")
-    _weight_only = PS.weight_only(design["weight_precision"], design["activation_precision"])
+    _weight_only = PS.is_weight_only(design["weight_precision"], design["activation_precision"])
     mo.vstack([
         controls, mo.hstack([target_picker, commit_button], justify="start", align="end"),
         mo.md(f"**Live check against the {target_picker.value} target at achievable rates**: "

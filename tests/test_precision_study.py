@@ -236,13 +236,13 @@ def test_weight_only_is_weights_narrower_than_the_math():
     # int8 or int4 weights with bf16 activations: the matmul runs in bf16, each weight is
     # dequantised first (weight-only); W8A8 int8, fp8 x fp8 and nvfp4 x nvfp4 run in their own
     # format's rate, nothing to dequantise
-    assert P.weight_only("int8", "bf16") and P.weight_only("int4-g128", "bf16")
-    assert P.weight_only("int4-g128", "int8")  # W4A8: int4 dequantised to int8
-    assert P.weight_only("fp8", "bf16") and P.weight_only("nvfp4", "bf16")
-    assert not P.weight_only("bf16", "bf16") and not P.weight_only("int8", "int8")
-    assert not P.weight_only("fp8", "fp8") and not P.weight_only("nvfp4", "nvfp4")
+    assert P.is_weight_only("int8", "bf16") and P.is_weight_only("int4-g128", "bf16")
+    assert P.is_weight_only("int4-g128", "int8")  # W4A8: int4 dequantised to int8
+    assert P.is_weight_only("fp8", "bf16") and P.is_weight_only("nvfp4", "bf16")
+    assert not P.is_weight_only("bf16", "bf16") and not P.is_weight_only("int8", "int8")
+    assert not P.is_weight_only("fp8", "fp8") and not P.is_weight_only("nvfp4", "nvfp4")
     with pytest.raises(KeyError, match="weight_precision"):
-        P.weight_only("int3", "bf16")
+        P.is_weight_only("int3", "bf16")
 
 
 def test_measured_weight_only_speedups_fall_below_their_byte_ratio():
