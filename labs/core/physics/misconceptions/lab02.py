@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from labs.core.physics import models, serving
 from labs.core.physics.misconceptions import Band, WrongModel
 
@@ -55,8 +57,9 @@ def oom_batch_band() -> Band:
             + " and ".join(f"{w.name} gives {w.value} ({off[w.name]:.2f}x)" for w in nearest)
             + f". A right hand computation lands on {right[0]} to {right[-1]} (the largest "
             "batch that fits or the first that does not, with or without the activations), "
-            f"so the band is {tolerance:g}x: {reference / tolerance:.1f} to "
-            f"{reference * tolerance:.1f} sequences. The question asks for the ideal "
+            f"so the band is {tolerance:g}x: {math.ceil(reference / tolerance)} to "
+            f"{math.floor(reference * tolerance)} sequences grade right. The question asks for "
+            "the ideal "
             "budget's answer (nothing allocated beyond weights, KV cache and activations in "
             "the usable memory); no published run measures this case.")
 
