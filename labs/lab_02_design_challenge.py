@@ -6,16 +6,16 @@ app = marimo.App(width="medium", css_file="labs.css")
 
 @app.cell
 def _():
-    import math
-
     import marimo as mo
 
     from labs.core import (figures, hardware, models, precision, quiz, reveal, roofline,
                            serving, style)
+    from labs.core import precision_study as PS
 
     LAB_ID = "lab02"
     return (
         LAB_ID,
+        PS,
         figures,
         hardware,
         mo,
@@ -30,7 +30,7 @@ def _():
 
 
 @app.cell
-def _():
+def _(quiz):
     # The reference case of the OOM prediction (Part 2): fixed, so the answer does not move when
     # the student changes the pickers after locking.
     OOM_REF = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192,
@@ -38,7 +38,28 @@ def _():
     # The decode-dominance question (Part 1): Dana's Jetson prototype, bf16, batch 1, 4k context.
     DOMINANT_REF = {"model": "llama-3-8b", "hw": "jetson-agx-orin-64gb", "batch": 1,
                     "seq_len": 4096}
-    return DOMINANT_REF, OOM_REF
+    # What each prediction's answer follows from, and what each instrument shows (LABS_SPEC §3):
+    # an instrument opens once every prediction whose quantities it shows is locked. Each gate
+    # is given just those predictions (INSTRUMENTS.answered_by), so that locking another one
+    # re-runs none of its cells.
+    INSTRUMENTS = quiz.Instruments(
+        answers={
+            # which operations take a decode step's time: the step's time split by group
+            "lab02.decode_dominant": ["choice:decode_dominant", "time:decode", "share:decode"],
+            # the batch that overflows: the memory held by weights, KV cache and activations
+            "lab02.oom_batch": ["count:oom_batch", "bytes:memory"],
+        },
+        instruments={
+            # Part 3, your design: decode and prefill bounds, the layer rooflines, the time by
+            # group, the memory budget. A decode step reads the bytes the design holds, so its
+            # bounds answer both predictions for any batch, not only the budget bar.
+            "explorer": ["time", "share", "throughput", "bytes", "bandwidth", "intensity",
+                         "regime", "count", "ratio:weight_only_measured"],
+            # Part 4, the live check of a design against a target
+            "challenge": ["time", "throughput", "bytes", "bandwidth", "count", "regime", "share",
+                          "ratio:weight_only_measured"],
+        })
+    return DOMINANT_REF, INSTRUMENTS, OOM_REF
 
 
 @app.cell
@@ -106,132 +127,6 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(mo, models):
-    MAX_CONTEXT = max(m.max_context for m in models.MODELS.values())
-    mo.md(f"""
-    ## Your deployment
-
-    Pick the device and the model, and how the weights, the activations and the KV cache are
-    **stored** (bytes moved and held). The **compute** precision (which dense peak applies)
-    is not a separate choice: a matrix multiply runs at its widest operand. int8 math needs
-    int8 activations as well as int8 (or 4-bit) weights (W8A8); weight-only formats such as
-    INT4 are dequantised to the activations' precision. The batch is the number of sequences
-    decoded together; the context is the number of tokens each one holds (Llama-3 was
-    trained for {MAX_CONTEXT:,}).
-    """)
-    return (MAX_CONTEXT,)
-
-
-@app.cell
-def _(hardware, style):
-    device_picker = style.dropdown_on(hardware.picker_options(), "jetson-agx-orin-64gb",
-                                      label="Device")
-    device_picker
-    return (device_picker,)
-
-
-@app.cell
-def _(mo, models, precision):
-    def _formats(keys):
-        return {precision.get(k).label: k for k in keys}
-
-    model_picker = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
-                                  value="Llama-3-8B", label="Model")
-    weight_picker = mo.ui.dropdown(_formats(["bf16", "fp8", "int8", "int4-g128", "nvfp4"]),
-                                   value="BF16", label="Weights stored as")
-    kv_picker = mo.ui.dropdown(_formats(["bf16", "fp8", "int8", "nvfp4"]), value="BF16",
-                               label="KV cache stored as")
-    activation_picker = mo.ui.dropdown(_formats(["bf16", "fp16", "fp8", "int8", "nvfp4"]),
-                                       value="BF16", label="Activations stored as")
-    mo.hstack([model_picker, weight_picker, activation_picker, kv_picker], justify="start",
-              wrap=True)
-    return activation_picker, kv_picker, model_picker, weight_picker
-
-
-@app.cell
-def _(MAX_CONTEXT, mo, style):
-    # The batch is typed and checked: a whole number of sequences from 1 to 512, else a
-    # message and the last good batch (a slider's own box rounded 12.5 to 12 and clamped 0 or
-    # 1e9 to 1 without a word).
-    batch_box = style.NumberBox(1, lo=1, hi=512, integer=True, units="sequences",
-                                label="Batch (sequences at once)")
-    context_slider = mo.ui.slider(
-        steps=[s for s in (512, 1024, 2048, 3072, 4096, 6144, 8192) if s <= MAX_CONTEXT],
-        value=4096, show_value=True, label="Context (tokens per sequence)")
-    mo.hstack([batch_box, context_slider], justify="start", wrap=True)
-    return batch_box, context_slider
-
-
-@app.cell
-def _(batch_box, style):
-    style.input_messages(batch_box)
-    return
-
-
-@app.cell
-def _(
-    activation_picker,
-    batch_box,
-    context_slider,
-    device_picker,
-    kv_picker,
-    model_picker,
-    weight_picker,
-):
-    # The design as core's check_design takes it (the device travels separately).
-    device = device_picker.value
-    design = {"model": model_picker.value, "batch": int(batch_box.value),
-              "seq_len": int(context_slider.value), "weight_precision": weight_picker.value,
-              "activation_precision": activation_picker.value,
-              "kv_precision": kv_picker.value}
-    return design, device
-
-
-@app.cell
-def _(design, device, hardware, mo, precision, style):
-    # The compute precision follows from the operands (core decides; an impossible pair or a
-    # rate the device lacks is a message naming the way out, never a traceback).
-    try:
-        design_compute = precision.matmul_compute(design["weight_precision"],
-                                                  design["activation_precision"])
-        hardware.get(device).peak_tflops(design_compute)
-        compute_error = None
-    except (KeyError, ValueError) as _exc:
-        design_compute, compute_error = None, style.error_message(_exc)
-    compute_note = (mo.md(f"**Math runs at {design_compute}** (dense peak): "
-                          f"{design['weight_precision']} weights × "
-                          f"{design['activation_precision']} activations.")
-                    if compute_error is None else style.error_callout(
-        f"{compute_error} Pick activations whose precision this device computes in (bf16 runs "
-        "everywhere), or weights and activations that share one."))
-    compute_note
-    return compute_error, compute_note, design_compute
-
-
-@app.cell
-def _(
-    activation_picker,
-    batch_box,
-    compute_note,
-    context_slider,
-    device_picker,
-    kv_picker,
-    mo,
-    model_picker,
-    style,
-    weight_picker,
-):
-    # The same widgets again, shown next to each instrument (marimo keeps the copies in sync).
-    controls = mo.vstack([
-        mo.hstack([device_picker, model_picker], justify="start", wrap=True),
-        mo.hstack([weight_picker, activation_picker, kv_picker], justify="start", wrap=True),
-        compute_note,
-        mo.hstack([batch_box, context_slider], justify="start", wrap=True),
-        style.input_messages(batch_box)], gap=0.4)
-    return (controls,)
-
-
-@app.cell
 def _(mo):
     mo.md(r"""
     ## Part 1 · Where does a decode step's time go?
@@ -249,7 +144,8 @@ def _(DOMINANT_REF, hardware, models, style):
         "We have to serve our Llama-3-8B assistant in two places: on a Jetson in the field "
         "robot and on a GPU in our datacenter.\n\n"
         f"The Jetson prototype generates at most {1 / _step.seconds:.1f} tokens/s for one user "
-        f"(bf16, {DOMINANT_REF['seq_len']:,}-token context). Its GPU does {_peak:g} TFLOP/s in bf16 (dense), and one token "
+        f"(bf16, {DOMINANT_REF['seq_len']:,}-token context). Its GPU does {_peak:g} TFLOP/s in "
+        "bf16 (dense), and one token "
         f"needs only {_step.flops / 1e9:.0f} GFLOP, so on paper it could do "
         f"{_peak * 1e12 / _step.flops:,.0f} tokens/s. Before anyone tunes kernels: which "
         "operation is eating the decode step?")
@@ -282,7 +178,15 @@ def _(DOMINANT_REF, get_dominant, hardware, lab, models, quiz, set_dominant):
 
 
 @app.cell
-def _(DOMINANT_OPTIONS, DOMINANT_REF, get_dominant, hardware, lab, models, reveal):
+def _(
+    DOMINANT_OPTIONS,
+    DOMINANT_REF,
+    get_dominant,
+    hardware,
+    lab,
+    models,
+    reveal,
+):
     # Reference answer (instructor copy only). This cell uses no widget, so moving a slider
     # does not re-run the cells that depend on the prediction (forms keep what was typed).
     _ref = models.dominant_group(phase="decode", **DOMINANT_REF)
@@ -304,146 +208,45 @@ def _(DOMINANT_OPTIONS, DOMINANT_REF, get_dominant, hardware, lab, models, revea
 
 @app.cell
 def _(
-    OOM_REF,
-    compute_error,
-    controls,
-    design,
-    device,
+    DOMINANT_REF,
     dominant_prediction,
-    mo,
-    models,
-    oom_prediction,
-    quiz,
-    style,
-):
-    mo.stop(dominant_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the roofline of a layer."))
-    mo.stop(compute_error is not None, controls)  # the controls show the message
-    # Prediction 2's memory budget: its model, context and formats on any device with as much
-    # usable memory as its H100 (h100-pcie, a100-sxm-80gb too). There the bytes a decode step
-    # reads are, but for the activations, the memory the question asks about (issue 34.1).
-    # Whether any design fits is shown only once Prediction 2 is locked (the cell below).
-    _keys = ("model", "seq_len", "weight_precision", "kv_precision")
-    mo.stop(oom_prediction is None and all(design[k] == OOM_REF[k] for k in _keys)
-            and models.memory_budget(design["model"], device, batch=1,
-                                     seq_len=design["seq_len"]).capacity_bytes
-            == models.memory_budget(batch=1, **OOM_REF).capacity_bytes,
-            mo.vstack([controls, quiz.gate_notice(
-                "This design has Prediction 2's memory budget (Part 2): lock Prediction 2 to "
-                "see it here, or change the context, a format or the device.")]))
-    # core's step functions take the activations' format as ``precision``
-    _kw = {"batch": design["batch"], "seq_len": design["seq_len"],
-           "precision": design["activation_precision"],
-           "weight_precision": design["weight_precision"], "kv_precision": design["kv_precision"]}
-    try:
-        _dec = models.step_bound(design["model"], device, "decode", **_kw)
-        _pre = models.step_bound(design["model"], device, "prefill", **{**_kw, "batch": 1})
-        step_error = None
-    except (KeyError, ValueError) as _exc:
-        step_error = style.error_message(_exc)
-    mo.stop(step_error is not None, mo.vstack([controls, style.error_callout(
-        f"{step_error} Pick a KV-cache or activation format this device computes in (bf16 "
-        "runs everywhere).")]))
-    # defined only once the bounds exist: every cell below depends on them
-    decode_step, prefill_step, step_kw = _dec, _pre, _kw
-    controls
-    return decode_step, prefill_step, step_kw
-
-
-@app.cell
-def _(
-    decode_step,
-    design,
-    device,
+    figures,
     hardware,
     mo,
     models,
-    oom_prediction,
-    prefill_step,
+    op_roofline,
+    quiz,
+    roofline,
     style,
 ):
-    _hw = hardware.get(device)
-    # Until Prediction 2 is locked this cell says the same words for every design: a fit
-    # verdict here, stepped over the batch, finds its answer on any device with the H100's
-    # memory, and one division away at half the context or an 8-bit KV cache (review L-2).
-    # Whether a design fits is Part 2's question.
-    _fits = oom_prediction is None or models.memory_budget(
-        design["model"], device, batch=design["batch"], seq_len=design["seq_len"],
-        weight_precision=design["weight_precision"], kv_precision=design["kv_precision"],
-        act_precision=design["activation_precision"]).fits
-    _cards = style.metric_cards([
-        style.Metric("Decode, per user", f"{1 / decode_step.seconds:,.1f} tokens/s",
-                     f"one step ≥ {style.format_seconds(decode_step.seconds)}: "
-                     f"{decode_step.bytes / 1e9:.2f} GB at {_hw.bandwidth_gbs:g} GB/s",
-                     f"{decode_step.bound}-bound"),
-        style.Metric("Decode, all users", f"{decode_step.tokens_per_s:,.0f} tokens/s",
-                     f"batch {design['batch']} × one token per step; "
-                     f"{decode_step.bound}-bound"),
-        style.Metric(f"Prefill, one {design['seq_len']:,}-token prompt",
-                     style.format_seconds(prefill_step.seconds),
-                     f"{prefill_step.flops:.3g} FLOP (causal attention) at "
-                     f"{_hw.peak_tflops(prefill_step.compute):g} "
-                     f"{style.rate_unit(prefill_step.compute)} ({prefill_step.compute}, dense); "
-                     f"{prefill_step.bound}-bound",
-                     f"{prefill_step.bound}-bound"),
-    ])
-    if oom_prediction is None:
-        _parts = [_cards, mo.md(
-            "*These bounds assume the design fits in the device's memory. Whether it does is "
-            "Part 2's question: once Prediction 2 is locked, a design too big for the device "
-            "is flagged here as well.*")]
-    elif _fits:
-        _parts = [_cards]
-    else:
-        _parts = [style.error_callout(
-            "This design does not fit in the device's memory (Part 2 shows by how much): these "
-            "bounds describe a machine you do not have. Lower the batch or the context, store "
-            "the weights or the KV cache in fewer bits, or pick a device with more memory."),
-            _cards]
-    mo.vstack(_parts)
-    return
-
-
-@app.cell
-def _(decode_step, design, device, models, op_roofline, step_kw):
-    decode_roofline = op_roofline(
-        models.roofline_ops(design["model"], "decode", **step_kw), device, decode_step.compute,
-        f"Decode · one layer · batch {design['batch']}, {design['seq_len']:,} cached tokens "
-        "per sequence")
-    decode_roofline
-    return
-
-
-@app.cell
-def _(decode_step, design, device, models, op_roofline, step_kw):
-    prefill_roofline = op_roofline(
-        models.roofline_ops(design["model"], "prefill", **step_kw), device, decode_step.compute,
-        f"Prefill · one layer · batch {design['batch']} × {design['seq_len']:,}-token prompts")
-    prefill_roofline
-    return
-
-
-@app.cell
-def _(decode_step, device, mo, roofline):
-    mo.md(
-        f"Two compute ceilings on both charts: the {decode_step.compute} matmul roof (GEMMs, "
-        "attention) and the lower vector ceiling of the general-purpose units "
-        f"({roofline.peak_tflops(device, roofline.VECTOR):,.4g} TFLOP/s here) that RMSNorm "
-        "and the softmax run at. Prefill attention is causal: about half the score matrix.")
-    return
-
-
-@app.cell
-def _(design, device, figures, models, step_kw, style):
-    _t = models.step_time_by_group(design["model"], device, "decode", **step_kw)
-    _total = sum(_t.values())
-    decode_time_bars = figures.bar_figure(
+    # Dana's case, fixed as the question states it (no widget moves it): one layer of the decode
+    # step and of a 4k prefill on the Jetson's two roofs, and the step's time by group.
+    mo.stop(dominant_prediction is None,
+            quiz.gate_notice("Lock your prediction to see where the time of Dana's decode step "
+                             "goes."))
+    _case = {"batch": DOMINANT_REF["batch"], "seq_len": DOMINANT_REF["seq_len"]}
+    _model, _hw = DOMINANT_REF["model"], DOMINANT_REF["hw"]
+    dana_decode_roofline = op_roofline(
+        models.roofline_ops(_model, "decode", **_case), _hw, "bf16",
+        f"Dana's decode step · one layer · batch {_case['batch']}, {_case['seq_len']:,} cached "
+        "tokens")
+    dana_prefill_roofline = op_roofline(
+        models.roofline_ops(_model, "prefill", **_case), _hw, "bf16",
+        f"Dana's prefill · one layer · one {_case['seq_len']:,}-token prompt")
+    _t = models.step_time_by_group(_model, _hw, "decode", **_case)
+    dana_time_bars = figures.bar_figure(
         list(_t), [v * 1e3 for v in _t.values()], colors=["accent", "memory", "muted"],
-        title=f"One decode step, all layers · batch {design['batch']}, "
-              f"{design['seq_len']:,}-token context",
+        title=f"Dana's decode step, all layers · {hardware.get(_hw).name}, batch "
+              f"{_case['batch']}, {_case['seq_len']:,}-token context",
         yaxis_title="ms per step (roofline bound)",
-        annotations=[f"{style.format_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
-    decode_time_bars
+        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.0%}"
+                     for v in _t.values()])
+    mo.vstack([
+        mo.md(f"Two compute ceilings on both charts: the bf16 matmul roof (GEMMs, attention) and "
+              "the lower vector ceiling of the general-purpose units "
+              f"({roofline.peak_tflops(_hw, roofline.VECTOR):,.4g} TFLOP/s) that RMSNorm and the "
+              "softmax run at. Prefill attention is causal: about half the score matrix."),
+        dana_decode_roofline, dana_prefill_roofline, dana_time_bars])
     return
 
 
@@ -473,9 +276,9 @@ def _(
 def _(dominant_actual, lab, quiz):
     dominant_explain = quiz.explain_form(
         lab, "lab02.decode_dominant",
-        observe_label="Read the decode roofline and the time bars: where do the "
-                      f"{dominant_actual} sit at batch 1, and what happens to them and to "
-                      "attention as you raise the batch and the context?",
+        observe_label="Read Dana's decode roofline and time bars: where do the "
+                      f"{dominant_actual} sit at batch 1, how far below the ridge, and what share "
+                      "of the step do they take?",
         explain_label="Why is a decode step memory-bound at batch 1 although the device has "
                       "TFLOP/s to spare, and why does prefill land on the other roof?")
     dominant_explain
@@ -587,8 +390,10 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
         question="**Prediction 2.** "
                  f"{models.get(OOM_REF['model']).name}, bf16 weights and bf16 KV cache, "
                  f"**{OOM_REF['seq_len']:,}-token context**, on an **{_hw.name}** "
-                 f"with {_hw.memory_text} of memory ({_usable:.0%} of it usable): at what **batch** "
-                 "(number of concurrent sequences) does it first run out of memory?",
+                 f"with {_hw.memory_text} of memory ({_usable:.0%} of it usable). Counting the "
+                 "weights, the KV cache and the activations against the usable memory (the ideal "
+                 "budget: nothing else allocated), at what **batch** (number of concurrent "
+                 "sequences) does it first run out of memory?",
         units="sequences", lo=1, hi=100000, integer=True, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
     return
@@ -625,12 +430,315 @@ def _(OOM_REF, hardware, mo, models, oom_prediction, quiz, style):
               f"{OOM_REF['seq_len']:,}-token conversations. Batch {_first - 1:,} fits; at "
               f"batch **{_first:,}**, the first that runs out:"),
         style.memory_budget_bar(case_budget.terms, case_budget.capacity_bytes)])
-    return (case_budget,)
+    return
 
 
 @app.cell
-def _(controls, design, device, mo, models, oom_prediction, style):
+def _(OOM_REF, lab, mo, models, oom_prediction, quiz):
     mo.stop(oom_prediction is None)
+    oom_actual = models.oom_batch(**OOM_REF)
+    mo.vstack([mo.md("**Prediction vs reality** · Sam's case: the first batch that runs out "
+                     "of memory"),
+               quiz.compare(oom_prediction, oom_actual, units="sequences", lab=lab)])
+    return (oom_actual,)
+
+
+@app.cell
+def _(lab, oom_actual, quiz):
+    oom_explain = quiz.explain_form(
+        lab, "lab02.oom_batch",
+        observe_label=f"Sam's case runs out of memory at batch {oom_actual}. Read its budget "
+                      "bar: how much do the weights take, which term grows with the batch, and "
+                      "by how much per sequence?",
+        explain_label="Why does a model whose weights fill a fifth of the device run out of "
+                      "memory at a few dozen conversations? Which choices move the limit, and "
+                      "which do not?")
+    oom_explain
+    return
+
+
+@app.cell
+def _(OOM_REF, mo, models, oom_prediction, style):
+    mo.stop(oom_prediction is None)  # the formula for the answer
+    _m = models.get(OOM_REF["model"])  # Sam's model, fixed
+    _kv = _m.kv_bytes_per_token("bf16")
+    style.math_peek("the memory budget and the batch that overflows", r"""
+    Memory held while serving $B$ sequences of $S$ tokens, against a usable fraction $f$ of
+    capacity $C$:
+
+    $$M(B) = \underbrace{P\,b_w}_{\text{weights}} +
+    \underbrace{B\,S\,\kappa_{kv}}_{\text{KV cache}} + \underbrace{A(B)}_{\text{activations}}
+    \;\le\; f\,C \qquad [\text{B}]$$
+
+    $$\kappa_{kv} = 2\,L\,H_{kv}\,d_h\,b_{kv}\ [\text{B/token}] \qquad
+    B_{\max} = \left\lfloor \frac{f\,C - P\,b_w - A}{S\,\kappa_{kv}} \right\rfloor,
+    \qquad B_{\text{OOM}} = B_{\max} + 1$$
+
+    The factor 2 is K and V; $H_{kv}$ is the number of **KV** heads (grouped-query
+    attention), not the query heads.
+    """ + f"""
+    For {_m.name} in bf16: $\\kappa_{{kv}}$ = 2 × {_m.layers} layers × {_m.kv_heads} KV heads ×
+    {_m.head_dim} × 2 B = **{_kv:,.0f} B per token**; counting the {_m.heads} query heads
+    instead would claim {_m.heads // _m.kv_heads}× too much. Weights grow with $b_w$ only;
+    the KV cache grows with $B \\times S \\times b_{{kv}}$: batch, context and KV precision
+    move the limit, the compute precision and the clock do not.
+    """)
+    return
+
+
+@app.cell
+def _(PS):
+    def weight_only_note(design):
+        """What a weight-only design's decode bound leaves out (said wherever one is shown)."""
+        return (f"*{design['weight_precision']} weights with {design['activation_precision']} "
+                "activations are weight-only: every weight is dequantised before its multiply. "
+                "These bounds count the bytes that saves, not that work, so read the decode "
+                f"speed as the best case: {PS.measured_weight_only_text()}.*")
+
+    return (weight_only_note,)
+
+
+@app.cell
+def _(mo, models):
+    MAX_CONTEXT = max(m.max_context for m in models.MODELS.values())
+    mo.md(f"""
+    ## Part 3 · Your deployment
+
+    Now the design is yours. Pick the device and the model, and how the weights, the activations
+    and the KV cache are **stored** (bytes moved and held). The **compute** precision (which
+    dense peak applies) is not a separate choice: a matrix multiply runs at its widest operand.
+    int8 math needs int8 activations as well as int8 (or 4-bit) weights (W8A8); weight-only
+    formats such as INT4 are dequantised to the activations' precision. The batch is the number
+    of sequences decoded together; the context is the number of tokens each one holds (Llama-3
+    was trained for {MAX_CONTEXT:,}).
+
+    Things to try: raise the batch and watch the weight GEMMs climb towards the ridge while
+    attention stays put; raise the context and watch attention's share of the step grow; store
+    the KV cache in 8 bits and see what the budget and the decode speed gain.
+    """)
+    return (MAX_CONTEXT,)
+
+
+@app.cell
+def _(hardware, style):
+    # Shown with each instrument (``controls``), not on its own: closed, nothing here moves.
+    device_picker = style.dropdown_on(hardware.picker_options(), "jetson-agx-orin-64gb",
+                                      label="Device")
+    return (device_picker,)
+
+
+@app.cell
+def _(mo, models, precision):
+    def _formats(keys):
+        return {precision.get(k).label: k for k in keys}
+
+    model_picker = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
+                                  value="Llama-3-8B", label="Model")
+    weight_picker = mo.ui.dropdown(_formats(["bf16", "fp8", "int8", "int4-g128", "nvfp4"]),
+                                   value="BF16", label="Weights stored as")
+    kv_picker = mo.ui.dropdown(_formats(["bf16", "fp8", "int8", "nvfp4"]), value="BF16",
+                               label="KV cache stored as")
+    activation_picker = mo.ui.dropdown(_formats(["bf16", "fp16", "fp8", "int8", "nvfp4"]),
+                                       value="BF16", label="Activations stored as")
+    return activation_picker, kv_picker, model_picker, weight_picker
+
+
+@app.cell
+def _(MAX_CONTEXT, mo, style):
+    # The batch is typed and checked: a whole number of sequences from 1 to 512, else a
+    # message and the last good batch (a slider's own box rounded 12.5 to 12 and clamped 0 or
+    # 1e9 to 1 without a word).
+    batch_box = style.NumberBox(1, lo=1, hi=512, integer=True, units="sequences",
+                                label="Batch (sequences at once)")
+    context_slider = mo.ui.slider(
+        steps=[s for s in (512, 1024, 2048, 3072, 4096, 6144, 8192) if s <= MAX_CONTEXT],
+        value=4096, show_value=True, label="Context (tokens per sequence)")
+    return batch_box, context_slider
+
+
+@app.cell
+def _(
+    activation_picker,
+    batch_box,
+    context_slider,
+    device_picker,
+    kv_picker,
+    model_picker,
+    weight_picker,
+):
+    # The design as core's check_design takes it (the device travels separately).
+    device = device_picker.value
+    design = {"model": model_picker.value, "batch": int(batch_box.value),
+              "seq_len": int(context_slider.value), "weight_precision": weight_picker.value,
+              "activation_precision": activation_picker.value,
+              "kv_precision": kv_picker.value}
+    return design, device
+
+
+@app.cell
+def _(design, device, hardware, mo, precision, style):
+    # The compute precision follows from the operands (core decides; an impossible pair or a
+    # rate the device lacks is a message naming the way out, never a traceback).
+    try:
+        design_compute = precision.matmul_compute(design["weight_precision"],
+                                                  design["activation_precision"])
+        hardware.get(device).peak_tflops(design_compute)
+        compute_error = None
+    except (KeyError, ValueError) as _exc:
+        design_compute, compute_error = None, style.error_message(_exc)
+    compute_note = (mo.md(f"**Math runs at {design_compute}** (dense peak): "
+                          f"{design['weight_precision']} weights × "
+                          f"{design['activation_precision']} activations.")
+                    if compute_error is None else style.error_callout(
+        f"{compute_error} Pick activations whose precision this device computes in (bf16 runs "
+        "everywhere), or weights and activations that share one."))
+    return compute_error, compute_note
+
+
+@app.cell
+def _(
+    activation_picker,
+    batch_box,
+    compute_note,
+    context_slider,
+    device_picker,
+    kv_picker,
+    mo,
+    model_picker,
+    style,
+    weight_picker,
+):
+    # The widgets, shown inside each instrument (marimo keeps the copies in sync).
+    controls = mo.vstack([
+        mo.hstack([device_picker, model_picker], justify="start", wrap=True),
+        mo.hstack([weight_picker, activation_picker, kv_picker], justify="start", wrap=True),
+        compute_note,
+        mo.hstack([batch_box, context_slider], justify="start", wrap=True),
+        style.input_messages(batch_box)], gap=0.4)
+    return (controls,)
+
+
+@app.cell
+def _(INSTRUMENTS, controls, dominant_prediction, mo, oom_prediction, quiz):
+    _wait = INSTRUMENTS.gate("explorer", quiz.locked_items(dominant_prediction, oom_prediction))
+    mo.stop(_wait is not None, _wait)
+    explorer_open = True  # the explorer's other cells run only while it is open
+    controls
+    return (explorer_open,)
+
+
+@app.cell
+def _(compute_error, design, device, explorer_open, mo, models, style):
+    # (a device without the compute precision: the controls above say so and name the way out)
+    mo.stop(not explorer_open or compute_error is not None)
+    # core's step functions take the activations' format as ``precision``
+    _kw = {"batch": design["batch"], "seq_len": design["seq_len"],
+           "precision": design["activation_precision"],
+           "weight_precision": design["weight_precision"], "kv_precision": design["kv_precision"]}
+    try:
+        _dec = models.step_bound(design["model"], device, "decode", **_kw)
+        _pre = models.step_bound(design["model"], device, "prefill", **{**_kw, "batch": 1})
+        step_error = None
+    except (KeyError, ValueError) as _exc:
+        step_error = style.error_message(_exc)
+    mo.stop(step_error is not None, style.error_callout(
+        f"{step_error} Pick a KV-cache or activation format this device computes in (bf16 "
+        "runs everywhere)."))
+    # defined only once the bounds exist: every cell below depends on them
+    decode_step, prefill_step, step_kw = _dec, _pre, _kw
+    return decode_step, prefill_step, step_kw
+
+
+@app.cell
+def _(
+    PS,
+    decode_step,
+    design,
+    device,
+    hardware,
+    mo,
+    models,
+    prefill_step,
+    style,
+    weight_only_note,
+):
+    _hw = hardware.get(device)
+    _fits = models.memory_budget(
+        design["model"], device, batch=design["batch"], seq_len=design["seq_len"],
+        weight_precision=design["weight_precision"], kv_precision=design["kv_precision"],
+        act_precision=design["activation_precision"]).fits
+    _cards = style.metric_cards([
+        style.Metric("Decode, per user", f"{1 / decode_step.seconds:,.1f} tokens/s",
+                     f"one step ≥ {style.format_seconds(decode_step.seconds)}: "
+                     f"{decode_step.bytes / 1e9:.2f} GB at {_hw.bandwidth_gbs:g} GB/s",
+                     f"{decode_step.bound}-bound"),
+        style.Metric("Decode, all users", f"{decode_step.tokens_per_s:,.0f} tokens/s",
+                     f"batch {design['batch']} × one token per step; "
+                     f"{decode_step.bound}-bound"),
+        style.Metric(f"Prefill, one {design['seq_len']:,}-token prompt",
+                     style.format_seconds(prefill_step.seconds),
+                     f"{prefill_step.flops:.3g} FLOP (causal attention) at "
+                     f"{_hw.peak_tflops(prefill_step.compute):g} "
+                     f"{style.rate_unit(prefill_step.compute)} ({prefill_step.compute}, dense); "
+                     f"{prefill_step.bound}-bound",
+                     f"{prefill_step.bound}-bound"),
+    ])
+    _parts = [_cards] if _fits else [style.error_callout(
+        "This design does not fit in the device's memory (the budget below shows by how much): "
+        "these bounds describe a machine you do not have. Lower the batch or the context, store "
+        "the weights or the KV cache in fewer bits, or pick a device with more memory."), _cards]
+    if PS.is_weight_only(design["weight_precision"], design["activation_precision"]):
+        _parts.append(mo.md(weight_only_note(design)))
+    mo.vstack(_parts)
+    return
+
+
+@app.cell
+def _(decode_step, design, device, models, op_roofline, step_kw):
+    decode_roofline = op_roofline(
+        models.roofline_ops(design["model"], "decode", **step_kw), device, decode_step.compute,
+        f"Decode · one layer · batch {design['batch']}, {design['seq_len']:,} cached tokens "
+        "per sequence")
+    decode_roofline
+    return
+
+
+@app.cell
+def _(decode_step, design, device, models, op_roofline, step_kw):
+    prefill_roofline = op_roofline(
+        models.roofline_ops(design["model"], "prefill", **step_kw), device, decode_step.compute,
+        f"Prefill · one layer · batch {design['batch']} × {design['seq_len']:,}-token prompts")
+    prefill_roofline
+    return
+
+
+@app.cell
+def _(decode_step, device, mo, roofline):
+    mo.md(
+        f"Two compute ceilings on both charts: the {decode_step.compute} matmul roof (GEMMs, "
+        "attention) and the lower vector ceiling of the general-purpose units "
+        f"({roofline.peak_tflops(device, roofline.VECTOR):,.4g} TFLOP/s here) that RMSNorm "
+        "and the softmax run at. Prefill attention is causal: about half the score matrix.")
+    return
+
+
+@app.cell
+def _(design, device, figures, models, step_kw, style):
+    _t = models.step_time_by_group(design["model"], device, "decode", **step_kw)
+    _total = sum(_t.values())
+    decode_time_bars = figures.bar_figure(
+        list(_t), [v * 1e3 for v in _t.values()], colors=["accent", "memory", "muted"],
+        title=f"One decode step, all layers · batch {design['batch']}, "
+              f"{design['seq_len']:,}-token context",
+        yaxis_title="ms per step (roofline bound)",
+        annotations=[f"{style.format_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
+    decode_time_bars
+    return
+
+
+@app.cell
+def _(design, device, explorer_open, mo, models, style):
+    mo.stop(not explorer_open)
     _kw = {"batch": design["batch"], "seq_len": design["seq_len"],
            "weight_precision": design["weight_precision"],
            "kv_precision": design["kv_precision"], "act_precision": design["activation_precision"]}
@@ -639,7 +747,7 @@ def _(controls, design, device, mo, models, oom_prediction, style):
                                      weight_precision=design["weight_precision"],
                                      kv_precision=design["kv_precision"],
                                      act_precision=design["activation_precision"])
-    _parts = [mo.md("**Your design** (the pickers):"), controls,
+    _parts = [mo.md("**Memory budget of your design**"),
               style.memory_budget_bar(budget.terms, budget.capacity_bytes)]
     if not budget.fits:  # the failure state: say which term overflowed, and how to back out
         _parts.append(style.error_callout(budget.explain() + (
@@ -684,68 +792,15 @@ def _(budget, design, device, hardware, largest_batch, mo, models, style):
 
 
 @app.cell
-def _(OOM_REF, lab, mo, models, oom_prediction, quiz):
-    mo.stop(oom_prediction is None)
-    oom_actual = models.oom_batch(**OOM_REF)
-    mo.vstack([mo.md("**Prediction vs reality** · Sam's case: the first batch that runs out "
-                     "of memory"),
-               quiz.compare(oom_prediction, oom_actual, units="sequences", lab=lab)])
-    return (oom_actual,)
-
-
-@app.cell
-def _(lab, oom_actual, quiz):
-    oom_explain = quiz.explain_form(
-        lab, "lab02.oom_batch",
-        observe_label=f"The reference case runs out of memory at batch {oom_actual}. Which "
-                      "term grows with the batch, by how much per sequence, and what did the "
-                      "budget say when you crossed the limit?",
-        explain_label="Why does a model whose weights fill a fifth of the device run out of "
-                      "memory at a few dozen conversations? Which choices move the limit, and "
-                      "which do not?")
-    oom_explain
-    return
-
-
-@app.cell
-def _(mo, model_picker, models, oom_prediction, style):
-    mo.stop(oom_prediction is None)  # the formula for the answer
-    _m = models.get(model_picker.value)
-    _kv = _m.kv_bytes_per_token("bf16")
-    style.math_peek("the memory budget and the batch that overflows", r"""
-    Memory held while serving $B$ sequences of $S$ tokens, against a usable fraction $f$ of
-    capacity $C$:
-
-    $$M(B) = \underbrace{P\,b_w}_{\text{weights}} +
-    \underbrace{B\,S\,\kappa_{kv}}_{\text{KV cache}} + \underbrace{A(B)}_{\text{activations}}
-    \;\le\; f\,C \qquad [\text{B}]$$
-
-    $$\kappa_{kv} = 2\,L\,H_{kv}\,d_h\,b_{kv}\ [\text{B/token}] \qquad
-    B_{\max} = \left\lfloor \frac{f\,C - P\,b_w - A}{S\,\kappa_{kv}} \right\rfloor,
-    \qquad B_{\text{OOM}} = B_{\max} + 1$$
-
-    The factor 2 is K and V; $H_{kv}$ is the number of **KV** heads (grouped-query
-    attention), not the query heads.
-    """ + f"""
-    For {_m.name} in bf16: $\\kappa_{{kv}}$ = 2 × {_m.layers} layers × {_m.kv_heads} KV heads ×
-    {_m.head_dim} × 2 B = **{_kv:,.0f} B per token**; counting the {_m.heads} query heads
-    instead would claim {_m.heads // _m.kv_heads}× too much. Weights grow with $b_w$ only;
-    the KV cache grows with $B \\times S \\times b_{{kv}}$: batch, context and KV precision
-    move the limit, the compute precision and the clock do not.
-    """)
-    return
-
-
-@app.cell
 def _(mo):
     mo.md(r"""
-    ## Part 3 · The design challenge
+    ## Part 4 · The design challenge
     """)
     return
 
 
 @app.cell
-def _(models, serving, style):
+def _(serving, style):
     _e, _d = serving.SERVING_TARGETS["edge"], serving.SERVING_TARGETS["datacenter"]
     style.scenario_card(
         "Dana Okafor", "ML-infrastructure lead",
@@ -760,7 +815,7 @@ def _(models, serving, style):
 
 
 @app.cell
-def _(mo, models, serving):
+def _(mo, serving):
     target_picker = mo.ui.radio({t.label: t.key for t in serving.SERVING_TARGETS.values()},
                                 value=serving.SERVING_TARGETS["edge"].label, inline=True,
                                 label="Target")
@@ -798,6 +853,8 @@ def _(device, lab, roofline):
 
 @app.cell
 def _(
+    INSTRUMENTS,
+    PS,
     commit_button,
     controls,
     design,
@@ -805,15 +862,15 @@ def _(
     device,
     dominant_prediction,
     mo,
-    models,
     oom_prediction,
     quiz,
     serving,
     style,
     target_picker,
+    weight_only_note,
 ):
-    mo.stop(dominant_prediction is None or oom_prediction is None,
-            quiz.gate_notice("Lock both predictions (Parts 1 and 2) to open the challenge."))
+    _wait = INSTRUMENTS.gate("challenge", quiz.locked_items(dominant_prediction, oom_prediction))
+    mo.stop(_wait is not None, _wait)
     try:
         _verdict, live_error = serving.check_design(target_picker.value, device,
                                                    derating=design_derating, **design), None
@@ -826,6 +883,7 @@ def _(
     _spec = ("✓ not ruled out at 100% of the spec sheet" if live_verdict.not_ruled_out else
              "✗ ruled out even at 100% of the spec sheet (" + ", ".join(live_verdict.spec_failed)
              + ")")
+    _weight_only = PS.is_weight_only(design["weight_precision"], design["activation_precision"])
     mo.vstack([
         controls, mo.hstack([target_picker, commit_button], justify="start", align="end"),
         mo.md(f"**Live check against the {target_picker.value} target at achievable rates**: "
@@ -834,20 +892,13 @@ def _(
         style.metric_cards([style.Metric(c.name, ("✓ " if c.passed else "✗ ") + c.actual_text,
                                          c.requirement, "ok" if c.passed else "danger")
                             for c in live_verdict.checks]),
-        mo.md(f"Spec-sheet roofline (an upper bound on speed): {_spec}.")])
+        mo.md(f"Spec-sheet roofline (an upper bound on speed): {_spec}.")]
+        + ([mo.md(weight_only_note(design))] if _weight_only else []))
     return (live_verdict,)
 
 
 @app.cell
-def _(
-    commit_button,
-    design,
-    device,
-    lab,
-    live_verdict,
-    mo,
-    target_picker,
-):
+def _(commit_button, design, device, lab, live_verdict, mo, target_picker):
     # A click records the design as a decision, then the checker's verdict as a result.
     last_commit = None
     if commit_button.value:
@@ -865,7 +916,7 @@ def _(
 
 
 @app.cell
-def _(hardware, lab, last_commit, mo, models, serving, style):
+def _(hardware, lab, last_commit, mo, serving, style):
     # Refreshes after every commit (last_commit); reads the ledger so a reload keeps the status.
     _cards, _done = [], 0
     for _t in serving.SERVING_TARGETS.values():
@@ -931,12 +982,18 @@ def _(dominant_prediction, mo, oom_prediction, style):
     **Spec sheet versus achievable.** $\pi$ and $\beta$ above are the spec sheet's: no real
     kernel reaches them. The checker divides by the fractions real kernels reach, $f_\pi$ of
     the dense peak (measured maximum achievable matmul throughput: about 0.8 on NVIDIA
-    datacenter GPUs, 0.5 on an MI300X) and $f_\beta$ of the bandwidth (about 0.9 for
-    STREAM-like copies), or by your own Lab 3 measurement of this device:
+    datacenter GPUs, 0.5 on an MI300X) and $f_\beta$ of the bandwidth (STREAM-like copies,
+    measured per device where published: the live check names the fractions it uses), or by
+    your own Lab 3 measurement of this device:
 
     $$t \ge \max\!\left(\frac{F}{f_\pi\,\pi},\ \frac{Q}{f_\beta\,\beta}\right).$$
 
     A design that passes only at 100% of spec is *not ruled out*, not shown to work.
+
+    **Weight-only formats** (int8 or int4 weights with bf16 activations) cut $W$, but every
+    weight is dequantised before its multiply, work neither $t$ above charges: the byte ratio is the
+    decode speedup's ceiling, which only the best kernels come close to (the live check quotes
+    measurements), so a weight-only design that passes here is the checker's best case.
     """)
     return
 
@@ -959,6 +1016,9 @@ def _(dominant_prediction, mo, oom_prediction, style):
         "activations too (W8A8), since a matmul runs at its widest operand.",
         "A design that passes at 100% of the spec sheet is only not ruled out: judge it at "
         "the rates real kernels reach (or that you measured).",
+        "Weight-only quantisation saves bytes but adds dequantisation work that a roofline of "
+        "bytes does not charge: the byte ratio is the decode speedup's ceiling, and measured "
+        "whole-model decode falls well short of it.",
     ])
     return
 

@@ -48,8 +48,8 @@ def _(style):
             "way FP32 → FP16 tensor cores moves a GEMM, and why.",
             "Separate storage precision (bytes moved) from compute precision (which peak "
             "applies): weight-only INT4 with FP16 math.",
-            "Predict the decode speedup of a quantized weight format and check it against the "
-            "roofline.",
+            "Count the bytes a quantized weight format saves in decode, the speedup the "
+            "roofline allows for them, and why measured kernels gain less.",
             "Spot two errors in a first benchmark: what was divided by the time, and what TF32 "
             "really measures.",
         ],
@@ -62,6 +62,8 @@ def _(style):
             ("OCP Microscaling (MX) Formats v1.0",
              "https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf"),
             ("Dettmers et al.: QLoRA (NF4), 2023", "https://arxiv.org/abs/2305.14314"),
+            ("Frantar et al.: MARLIN, mixed-precision inference kernels (PPoPP 2025)",
+             "https://arxiv.org/abs/2408.11743"),
         ],
     )
     return
@@ -82,11 +84,11 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _():
+def _(quiz):
     # The scenarios' fixed cases (the questions name them); the instruments below use your picks.
     GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
     GEMV_4096 = {"n": 4096, "k": 4096}
-    # Kai's GEMV (Part 4): Llama-3-8B's gate projection, 117 MB of fp16 weights, more than an
+    # Kai's GEMV (Part 5): Llama-3-8B's gate projection, 117 MB of fp16 weights, more than an
     # H100's 50 MB L2, so repeated iterations really stream the weights from HBM.
     GEMV_KAI = {"n": 14336, "k": 4096}
     SCENARIO_DEVICE = "h100-sxm"
@@ -100,37 +102,49 @@ def _():
     NAIVE_OPTIONS = {"about right (within 2×)": "about_right",
                      "far too low": "too_low", "far too high": "too_high"}
     M_STEPS = [2**i for i in range(0, 15)]  # the explorer's M (rows / tokens) slider
+    # What each prediction's answer follows from, and what each instrument shows (LABS_SPEC §3):
+    # an instrument opens once every prediction whose quantities it shows is locked. Each gate
+    # is given just those predictions (INSTRUMENTS.answered_by), so that locking another one
+    # re-runs none of its cells (a measurement and its button stay as they are).
+    INSTRUMENTS = quiz.Instruments(
+        answers={
+            # ρ's change follows from AI and the ridge, the ridge from each precision's peak
+            "lab03.rho_ratio": ["ratio:rho", "throughput", "intensity:ridge"],
+            # the direction ρ moves when only the weights shrink
+            "lab03.weight_only_rho": ["ratio:rho", "choice:rho_direction"],
+            # the decode GEMV's bytes, and so its AI and its memory-bound time
+            "lab03.nvfp4_byte_ratio": ["ratio:decode_bytes", "bytes:gemv", "time:gemv",
+                                       "intensity:gemv"],
+            # footprint against traffic, and the bandwidth each gives
+            "lab03.naive_bandwidth": ["bandwidth:naive", "bytes:footprint", "ratio:footprint"],
+        },
+        instruments={
+            # any device's peaks, ridges, bandwidth and memory (a spec sheet per precision)
+            "device": ["throughput", "intensity:ridge", "bandwidth:hbm", "bytes:capacity"],
+            # Part 3: the decode GEMV per format on the device picked, measured where Part 6 ran
+            "decode": ["bytes:gemv", "time:gemv", "ratio:decode_bytes", "regime:gemv",
+                       "share:error", "ratio:weight_only_measured"],
+            # Part 4: AI, ridge, ρ, time and I_bit of any op, shape, format and device
+            "explorer": ["intensity", "ratio:rho", "time", "regime", "throughput", "bandwidth:hbm"],
+            # Part 5: Kai's benchmark (footprint, traffic, bandwidth) and his TF32 claim
+            "kai": ["bytes:footprint", "bytes:traffic", "bandwidth", "ratio:footprint",
+                    "intensity:tf32", "throughput", "ratio:tf32"],
+            # Part 6: this machine's peaks, bandwidth and decode GEMVs, measured
+            "measure": ["throughput", "bandwidth:measured", "time:gemv", "ratio:decode_bytes",
+                        "share:measured"],
+        })
     return (
         DIRECTION_OPTIONS,
         GEMM_4096,
         GEMV_4096,
         GEMV_KAI,
+        INSTRUMENTS,
         M_STEPS,
         NAIVE_OPTIONS,
         OPENING,
         OP_NAMES,
         SCENARIO_DEVICE,
     )
-
-
-@app.cell
-def _(OPENING, hardware, style):
-    device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
-                                      label="Device (used by Parts 2-4)", searchable=True)
-    device_picker
-    return (device_picker,)
-
-
-@app.cell
-def _(device_picker, fmt, hardware, roofline, style):
-    device = hardware.get(device_picker.value)
-    style.metric_cards(
-        [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
-          f"{device.memory_text} {device.memory_type}")]
-        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {style.rate_unit(p)}",
-            f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} FLOP/B")
-           for p in device.precisions])
-    return (device,)
 
 
 @app.cell
@@ -146,12 +160,15 @@ def _(mo):
 
 
 @app.cell
-def _(style):
+def _(SCENARIO_DEVICE, fmt, hardware, style):
+    _hw = hardware.get(SCENARIO_DEVICE)
     style.scenario_card(
         "Priya", "ML engineer",
-        "Our 4096×4096×4096 GEMM runs in FP32 on an H100 SXM. If we switch to FP16 on the "
-        "tensor cores, every element is half the bytes, so the arithmetic intensity doubles "
-        "and the GEMM becomes twice as compute-bound. Right?")
+        f"Our 4096×4096×4096 GEMM runs in FP32 on an H100 SXM: {fmt(_hw.peak_tflops('fp32'))} "
+        f"TFLOP/s on the CUDA cores, {fmt(_hw.bandwidth_gbs)} GB/s of HBM. If we switch to FP16 "
+        f"on the tensor cores ({fmt(_hw.peak_tflops('fp16'))} TFLOP/s, dense), every element is "
+        "half the bytes, so the arithmetic intensity doubles and the GEMM becomes twice as "
+        "compute-bound. Right?")
     return
 
 
@@ -166,9 +183,9 @@ def _(get_rho_ratio, lab, quiz, set_rho_ratio):
     rho_ratio_form = quiz.numeric_form(
         lab, "lab03.rho_ratio",
         question="**Prediction 1.** "
-                 "H100 SXM, 4096³ GEMM, FP32 (CUDA cores) → FP16 (tensor cores). "
-                 "What is ρ(fp16) / ρ(fp32)? Above 1 means more compute-bound, below 1 more "
-                 "memory-bound (Priya says 2).",
+                 "H100 SXM, 4096³ GEMM, FP32 (CUDA cores) → FP16 (tensor cores). By the "
+                 "roofline (dense spec peaks and bandwidth), what is ρ(fp16) / ρ(fp32)? Above 1 "
+                 "means more compute-bound, below 1 more memory-bound (Priya says 2).",
         units="×", lo=0.01, hi=100, log_scale=True, locked=get_rho_ratio(),
         on_lock=set_rho_ratio)
     quiz.prediction_panel(rho_ratio_form, get_rho_ratio())
@@ -203,7 +220,7 @@ def _(
     style,
 ):
     mo.stop(rho_ratio_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the instrument."))
+            quiz.gate_notice("Lock your prediction to see ρ before and after the switch."))
     classic = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
     _b, _a = classic.before, classic.after
     style.metric_cards([
@@ -232,26 +249,6 @@ def _(GEMM_4096, SCENARIO_DEVICE, classic, figures):
 @app.cell
 def _(classic, lab, quiz, rho_ratio_prediction):
     quiz.compare(rho_ratio_prediction, classic.rho_ratio, units="×", lab=lab)
-    return
-
-
-@app.cell
-def _(GEMM_4096, PS, SCENARIO_DEVICE, classic, device, fmt, mo, style):
-    # The same switch on the device you picked (a TPU has no fp32 rate: a message, not a crash).
-    try:
-        _mine = PS.rho_change_parts("gemm", GEMM_4096, device, "fp32", "fp16")
-        _on_mine = style.metric_cards([style.Metric(
-            f"the same switch on {device.name}", f"ρ ×{fmt(_mine.rho_ratio)}",
-            f"AI ×{fmt(_mine.ai_ratio)} ÷ ridge ×{fmt(_mine.ridge_ratio)}")])
-    except (KeyError, ValueError) as _err:
-        _lacks = [p for p in ("fp32", "fp16") if not device.has(p)]
-        _on_mine = mo.md(
-            f"_{device.name} has no {' or '.join(_lacks)} rate in the registry, so the fp32 → "
-            f"fp16 switch does not exist there: pick a device with both at the top "
-            f"({style.devices_with('fp32', 'fp16')}) to see it._" if _lacks else
-            f"_{style.error_message(_err)}_")
-    (_on_mine if device.key != SCENARIO_DEVICE else
-     mo.md("_Pick another device at the top to see the same switch there._")) if classic else None
     return
 
 
@@ -301,7 +298,7 @@ def _(mo):
     A *storage* format decides the bytes moved; a *compute* precision decides which peak
     applies. Formats with their own tensor-core rate (fp8, int8, mxfp8, nvfp4, ...) store all
     operands in that format and run at its peak. Storage-only formats (nf4, int4 group-scaled)
-    hold only the weights; activations and math stay in the compute precision you pick below
+    hold only the weights; activations and math stay in a compute precision such as FP16
     (weight-only quantization: the weights are dequantized on the fly).
     """)
     return
@@ -357,6 +354,328 @@ def _(
                     "move a kernel towards the compute roof.")
     reveal.card(weight_only_prediction)
     return (weight_only_prediction,)
+
+
+@app.cell
+def _(
+    DIRECTION_OPTIONS,
+    GEMM_4096,
+    PS,
+    SCENARIO_DEVICE,
+    fmt,
+    lab,
+    mo,
+    quiz,
+    style,
+    weight_only_prediction,
+):
+    mo.stop(weight_only_prediction is None,
+            quiz.gate_notice("Lock your prediction to see what happens to ρ."))
+    weight_only = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
+    mo.vstack([
+        style.metric_cards([
+            style.Metric("AI · fp16 → int4 weights", f"{fmt(weight_only.before.ai)} → "
+                         f"{fmt(weight_only.after.ai)} FLOP/B", f"×{fmt(weight_only.ai_ratio)}"),
+            style.Metric("ridge (fp16, dense)", f"{fmt(weight_only.after.ridge)} FLOP/B",
+                         f"×{fmt(weight_only.ridge_ratio)}: the math is still fp16"),
+            style.Metric("ρ", f"{fmt(weight_only.before.rho)} → {fmt(weight_only.after.rho)}",
+                         f"×{fmt(weight_only.rho_ratio)}", kind=weight_only.after.regime)]),
+        quiz.compare(weight_only_prediction, weight_only.direction, lab=lab,
+                     actual_label=next(k for k, v in DIRECTION_OPTIONS.items()
+                                       if v == weight_only.direction)),
+    ])
+    return (weight_only,)
+
+
+@app.cell
+def _(lab, quiz, weight_only):
+    weight_only_explain = quiz.explain_form(
+        lab, "lab03.weight_only_rho",
+        observe_label=f"What does the instrument show? (ρ ×{weight_only.rho_ratio:.3g}: which "
+                      "factor moved, AI or the ridge?)",
+        explain_label="Why does weight-only INT4 move ρ the other way from FP32 → FP16?")
+    weight_only_explain
+    return
+
+
+@app.cell
+def _(formats, style, weight_only):
+    style.math_peek("storage vs compute", rf"""
+    Bytes follow the **storage** format, the peak follows the **compute** precision:
+
+    $$B = \sum_{{\text{{tensors}}}} n_t\,\frac{{\text{{bits}}_t}}{{8}}\ [\mathrm{{B}}],\qquad
+    \rho = \frac{{F/B}}{{P_{{\text{{compute}}}}/BW}}$$
+
+    Weight-only INT4 (group 128: 4 + 16/128 = {formats.bits("int4-g128"):g} bits) with FP16
+    math lowers $B$ but keeps $P_{{\text{{fp16}}}}$, so the ridge stays put and ρ rises
+    ×{weight_only.rho_ratio:.3g} for the 4096³ GEMM.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 3 · Decode: quantized weights, bytes and speed
+
+    At batch 1 every decode step multiplies one token by each weight matrix: a GEMV. It reads
+    each weight once and does one multiply-add with it.
+    """)
+    return
+
+
+@app.cell
+def _(style):
+    style.scenario_card(
+        "Lee", "serving engineer",
+        "Batch-1 decode is all GEMVs. If we store the weights in NVFP4 instead of FP16, how "
+        "many times fewer bytes does one GEMV read, and how much faster can it get on our "
+        "H100?")
+    return
+
+
+@app.cell
+def _(lab, quiz):
+    get_nvfp4, set_nvfp4 = quiz.lock_state(lab, "lab03.nvfp4_byte_ratio")
+    return get_nvfp4, set_nvfp4
+
+
+@app.cell
+def _(get_nvfp4, lab, quiz, set_nvfp4):
+    nvfp4_form = quiz.numeric_form(
+        lab, "lab03.nvfp4_byte_ratio",
+        question="**Prediction 3.** "
+                 "Llama-3-8B's Q projection (4096×4096) as a batch-1 decode GEMV on the H100 "
+                 "SXM, FP16 activations. Storing its weights in NVFP4 (4-bit values with one "
+                 "8-bit scale per block of 16) instead of FP16: how many times fewer bytes does "
+                 "the GEMV read, at the ideal traffic (every weight and vector element read "
+                 "once)?",
+        units="×", lo=0.1, hi=100, locked=get_nvfp4(), on_lock=set_nvfp4)
+    quiz.prediction_panel(nvfp4_form, get_nvfp4())
+    return
+
+
+@app.cell
+def _(OPENING, PS, formats, get_nvfp4, lab, reveal):
+    _rows = PS.decode_quant_table(
+        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+    _fp16, _fp4 = (next(r for r in _rows if r.storage == s) for s in ("fp16", "nvfp4"))
+    nvfp4_prediction = get_nvfp4() or reveal.reference(
+        lab, "lab03.nvfp4_byte_ratio", _fp4.byte_ratio, "×",
+        explanation=f"FP16 weights: {_fp16.bytes / 1e6:.1f} MB; NVFP4: {_fp4.bytes / 1e6:.1f} MB "
+                    f"({formats.bits('nvfp4'):g} bits a weight: 4-bit values plus an 8-bit scale "
+                    "per 16; the FP16 input and output vectors stay), so "
+                    f"{_fp4.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
+                    f"{_fp16.regime}, so the roofline lets it run at most {_fp4.speedup:.2f}× "
+                    "faster; a real kernel also dequantises every weight, and gets less.")
+    reveal.card(nvfp4_prediction)
+    return (nvfp4_prediction,)
+
+
+@app.cell
+def _(OPENING, hardware, style):
+    device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
+                                      label="Device (used by Parts 3 to 5)", searchable=True)
+    device_picker
+    return (device_picker,)
+
+
+@app.cell
+def _(device_picker, hardware):
+    device = hardware.get(device_picker.value)
+    return (device,)
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    device,
+    fmt,
+    mo,
+    quiz,
+    rho_ratio_prediction,
+    roofline,
+    style,
+):
+    _wait = INSTRUMENTS.gate("device", quiz.locked_items(rho_ratio_prediction))
+    mo.stop(_wait is not None, _wait)
+    device_card = style.metric_cards(
+        [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
+          f"{device.memory_text} {device.memory_type}")]
+        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {style.rate_unit(p)}",
+            f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} FLOP/B")
+           for p in device.precisions])
+    device_card
+    return
+
+
+@app.cell
+def _(OPENING, PS, mo):
+    # Shown with the decode table (the cell below), not on its own: closed, nothing here moves.
+    decode_matrix = mo.ui.dropdown(PS.decode_gemv_shapes("llama-3-8b"),
+                                   value=OPENING["decode_matrix"],
+                                   label="Llama-3-8B weight matrix (N×K) for the decode GEMV")
+    return (decode_matrix,)
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    PS,
+    decode_matrix,
+    device_picker,
+    live_results,
+    mo,
+    nvfp4_prediction,
+    quiz,
+):
+    _wait = INSTRUMENTS.gate("decode", quiz.locked_items(nvfp4_prediction))
+    mo.stop(_wait is not None, _wait)
+    quant_rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
+    # Measured columns only when the live run measured this device and this matrix.
+    _live = live_results or {}
+    _same = (_live.get("registry_key") == device_picker.value
+             and _live.get("shape") == tuple(decode_matrix.value))
+    quant_table = PS.merge_measured(quant_rows, _live.get("measured_s", {}) if _same else {})
+    decode_matrix
+    return quant_rows, quant_table
+
+
+@app.cell
+def _(
+    PS,
+    device,
+    fmt,
+    formats,
+    live_results,
+    mo,
+    quant_rows,
+    quant_table,
+    style,
+):
+    _pct = lambda v: "—" if v is None else f"{v:+.0f} %"  # noqa: E731
+    _note = ("Measured columns: run Part 6 on a GPU from the registry and pick that device "
+             "and matrix here." if not any(r["measured_s"] for r in quant_table) else
+             f"Measured on {live_results['device']}.")
+    mo.vstack([style.value_table(
+        [{"format": q.storage, "bits/weight": f"{formats.bits(q.storage):g}",
+          "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
+          "byte ratio": f"{fmt(q.byte_ratio)}×",
+          "roofline time (at least)": style.format_seconds(q.seconds),
+          "roofline speedup (at most)": f"{fmt(q.speedup)}×",
+          "measured time": style.format_seconds(m["measured_s"]) if m["measured_s"] else "—",
+          "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
+          "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
+         for q, m in zip(quant_rows, quant_table)],
+        caption=f"Decode GEMV on {device.name}: the roofline's bounds and what was measured"),
+        mo.md(f"_{_note}_"),
+        mo.md("**The roofline's speedup is a ceiling, not a forecast.** It divides bytes by the "
+              "bandwidth and charges nothing else, while a weight-only kernel dequantises every "
+              "weight before its multiply, and a kernel this small rarely reaches peak "
+              f"bandwidth. Measured: {PS.measured_weight_only_text()}.")])
+    return
+
+
+@app.cell
+def _(device, figures, fmt, quant_rows):
+    quant_figure = figures.bar_figure(
+        [q.storage for q in quant_rows], [q.speedup for q in quant_rows],
+        colors=[q.regime for q in quant_rows],
+        annotations=[f"at most {fmt(q.speedup)}× (bytes ÷{fmt(q.byte_ratio)})"
+                     for q in quant_rows],
+        title=f"Decode GEMV on {device.name}: the roofline's ceiling on the speedup over fp16",
+        yaxis_title="speedup over fp16, at most (×)")
+    quant_figure
+    return
+
+
+@app.cell
+def _(OPENING, PS, lab, mo, nvfp4_prediction, quiz):
+    # The question's case, fixed (the H100 and the Q projection), whatever is picked above.
+    mo.stop(nvfp4_prediction is None)
+    _rows = PS.decode_quant_table(
+        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+    nvfp4_row = next(q for q in _rows if q.storage == "nvfp4")
+    mo.vstack([mo.md("**Prediction vs reality** · Lee's case: the Q projection on the H100 SXM"),
+               quiz.compare(nvfp4_prediction, nvfp4_row.byte_ratio, units="×", lab=lab)])
+    return
+
+
+@app.cell
+def _(lab, mo, nvfp4_prediction, quiz):
+    # The labels stay fixed: a form rebuilt on every device change would drop typed text. Its
+    # question names the answer's reason (the scales), so it waits for the lock.
+    mo.stop(nvfp4_prediction is None)
+    nvfp4_explain = quiz.explain_form(
+        lab, "lab03.nvfp4_byte_ratio",
+        observe_label="What does the table show for NVFP4: its bytes, its byte ratio, the "
+                      "roofline's speedup, and the precision the math runs in on your device?",
+        explain_label="Why is the byte ratio not 16/4 = 4×, and why will a real kernel gain "
+                      "less than the roofline's speedup? Does the device's FP4 rate matter here?")
+    nvfp4_explain
+    return
+
+
+@app.cell
+def _(OPENING, PS, fmt, formats, mo, nvfp4_prediction, style):
+    mo.stop(nvfp4_prediction is None)  # the formula for the answer
+    _n, _k = PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]]
+    _rows = {q.storage: q for q in PS.decode_quant_table(_n, _k, OPENING["device"])}
+    style.math_peek("decode GEMV bytes, time and speedup", rf"""
+    $y[N] = W[N,K]\,x[K]$ with $N$ = {_n}, $K$ = {_k}: $F = 2NK$ FLOPs and
+    $B = NK\,\frac{{\text{{bits}}_W}}{{8}} + (K + N)\,b_a$ bytes, with $b_a$ = 2 B (fp16
+    activations; the weights are dequantised to them) unless the device computes in the
+    format itself, when the activation vector is quantised too (W8A8): the vector is tiny either
+    way. Block formats pay for their scales: MXFP4 = 4 + 8/32 = {formats.bits("mxfp4"):g} bits,
+    NVFP4 = 4 + 8/16 = {formats.bits("nvfp4"):g} bits, NF4 = 4 + 32/64 =
+    {formats.bits("nf4"):g} bits. So
+
+    $$\frac{{B_{{16}}}}{{B_q}} \approx \frac{{16}}{{\text{{bits}}_q}}
+    = \frac{{16}}{{{formats.bits("nvfp4"):g}}} = {fmt(_rows["nvfp4"].byte_ratio)}
+    \ \text{{for NVFP4, not 4}}.$$
+
+    $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B (1 at fp16): far below any ridge, so the
+    roofline bounds the time by the bytes and the speedup by their ratio:
+
+    $$t \ge \frac{{B}}{{BW}}\ [\mathrm{{s}}],\qquad
+    \text{{speedup}} = \frac{{t_{{16}}}}{{t_q}} \le \frac{{B_{{16}}}}{{B_q}}.$$
+
+    That is a ceiling. A weight-only kernel also dequantises every weight (unpack, scale,
+    convert) before its multiply, work this bound does not charge, and a
+    {fmt(_rows["fp16"].bytes / 1e6)} MB GEMV is small enough to miss peak bandwidth. Measured:
+    {PS.measured_weight_only_text()}. The device's FP4 rate changes the ridge, not this time.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## Part 4 · Explore: any operation, any format, any device
+
+    Now that Parts 1 to 3 are predicted, the explorer computes AI, the ridge of the math
+    precision, ρ, the time bound and the bit-level intensity for any operation and shape, on
+    the device picked in Part 3. Things to try: the same FP32 → FP16 switch on another device;
+    weight-only formats on the GEMV and on the MLP; how small M must get before a GEMM behaves
+    like a decode GEMV.
+    """)
+    return
+
+
+@app.cell
+def _(
+    INSTRUMENTS,
+    mo,
+    nvfp4_prediction,
+    quiz,
+    rho_ratio_prediction,
+    weight_only_prediction,
+):
+    _wait = INSTRUMENTS.gate("explorer", quiz.locked_items(
+        rho_ratio_prediction, weight_only_prediction, nvfp4_prediction))
+    mo.stop(_wait is not None, _wait)
+    explorer_open = True  # the explorer's cells below run only while it is open
+    return (explorer_open,)
 
 
 @app.cell
@@ -438,62 +757,25 @@ def _(circuit_weights, style):
 
 @app.cell
 def _(
-    M_STEPS,
     PS,
     circuit_weights,
     device_picker,
+    explorer_open,
     format_picker,
     mo,
-    nvfp4_prediction,
-    nvfp4_reference,
     op_picker,
-    quiz,
     size_k,
     size_m,
     size_n,
     style,
     weight_only_compute,
-    weight_only_prediction,
 ):
-    mo.stop(weight_only_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the precision explorer."))
-
-    def _shape(m):
-        return {
-            "gemm": {"m": m, "n": size_n.value, "k": size_k.value},
-            "gemv": {"n": size_n.value, "k": size_k.value},
-            "mlp_train": {"tokens": m, "d_model": size_k.value, "d_ff": size_n.value},
-        }[op_picker.value]
-
-    def _p3_case(m):
-        """Whether the explorer's rows at M = m answer Prediction 3: a memory-bound 16-bit row
-        against a ~4-bit one, at a time ratio the grader would take (review L-4)."""
-        try:
-            return any(quiz.within_factor(_x, nvfp4_reference, quiz.GRADE_TOLERANCE)
-                       for *_, _x in PS.decode_like_speedups(
-                           op_picker.value, _shape(m), device_picker.value,
-                           compute_for_weight_only=weight_only_compute.value))
-        except (KeyError, ValueError):  # the explorer's own message says what is wrong
-            return False
-
-    # The decode GEMV (a GEMM of one row is one) is Prediction 3's case, and so is any shape
-    # whose 16-bit and 4-bit rows give its answer: until it is locked the explorer closes on
-    # them. The notice names the case and the way out, never the answer.
-    if nvfp4_prediction is None and (
-            op_picker.value == "gemv" or (op_picker.value == "gemm" and size_m.value == 1)
-            or _p3_case(size_m.value)):
-        if op_picker.value == "gemv":
-            _way = "Pick the GEMM or the MLP with a larger M to keep exploring now."
-        else:
-            # the smallest open M would mark the edge of the grader's band: it is not named
-            _open = any(m > size_m.value and not _p3_case(m) for m in M_STEPS)
-            _way = ("Move M up to keep exploring now." if _open else
-                    "No M is open for these N and K on this device until then: pick a "
-                    "larger N and K, or another device, to keep exploring now.")
-        mo.stop(True, quiz.gate_notice(
-            "A decode GEMV, or an operation with so few rows M that it stands for one, is "
-            f"Prediction 3's case (Part 3): lock Prediction 3 to explore it here. {_way}"))
-    explorer_shape = _shape(size_m.value)
+    mo.stop(not explorer_open)
+    explorer_shape = {
+        "gemm": {"m": size_m.value, "n": size_n.value, "k": size_k.value},
+        "gemv": {"n": size_n.value, "k": size_k.value},
+        "mlp_train": {"tokens": size_m.value, "d_model": size_k.value, "d_ff": size_n.value},
+    }[op_picker.value]
     try:
         if not format_picker.value:  # the study refuses an empty list: say it as a way out
             raise ValueError("No storage format is picked: pick at least one in the list "
@@ -628,61 +910,31 @@ def _(
 
 
 @app.cell
-def _(
-    DIRECTION_OPTIONS,
-    GEMM_4096,
-    PS,
-    SCENARIO_DEVICE,
-    fmt,
-    lab,
-    mo,
-    quiz,
-    style,
-    weight_only_prediction,
-):
-    mo.stop(weight_only_prediction is None)
-    weight_only = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
-    mo.vstack([
-        style.metric_cards([
-            style.Metric("AI · fp16 → int4 weights", f"{fmt(weight_only.before.ai)} → "
-                         f"{fmt(weight_only.after.ai)} FLOP/B", f"×{fmt(weight_only.ai_ratio)}"),
-            style.Metric("ridge (fp16, dense)", f"{fmt(weight_only.after.ridge)} FLOP/B",
-                         f"×{fmt(weight_only.ridge_ratio)}: the math is still fp16"),
-            style.Metric("ρ", f"{fmt(weight_only.before.rho)} → {fmt(weight_only.after.rho)}",
-                         f"×{fmt(weight_only.rho_ratio)}", kind=weight_only.after.regime)]),
-        quiz.compare(weight_only_prediction, weight_only.direction, lab=lab,
-                     actual_label=next(k for k, v in DIRECTION_OPTIONS.items()
-                                       if v == weight_only.direction)),
-    ])
-    return (weight_only,)
-
-
-@app.cell
-def _(lab, quiz, weight_only):
-    weight_only_explain = quiz.explain_form(
-        lab, "lab03.weight_only_rho",
-        observe_label=f"What does the instrument show? (ρ ×{weight_only.rho_ratio:.3g}; "
-                      "try the GEMV and the MLP too)",
-        explain_label="Why does weight-only INT4 move ρ the other way from FP32 → FP16?")
-    weight_only_explain
+def _(GEMM_4096, PS, device, explorer_open, fmt, mo, style):
+    # Part 1's switch on the device picked (a TPU has no fp32 rate: a message, not a crash).
+    mo.stop(not explorer_open)
+    try:
+        _mine = PS.rho_change_parts("gemm", GEMM_4096, device, "fp32", "fp16")
+        _on_mine = style.metric_cards([style.Metric(
+            f"Part 1's switch (4096³ GEMM, fp32 → fp16) on {device.name}",
+            f"ρ ×{fmt(_mine.rho_ratio)}",
+            f"AI ×{fmt(_mine.ai_ratio)} ÷ ridge ×{fmt(_mine.ridge_ratio)}")])
+    except (KeyError, ValueError) as _err:
+        _lacks = [p for p in ("fp32", "fp16") if not device.has(p)]
+        _on_mine = mo.md(
+            f"_{device.name} has no {' or '.join(_lacks)} rate in the registry, so Part 1's "
+            f"fp32 → fp16 switch does not exist there: pick a device with both in Part 3 "
+            f"({style.devices_with('fp32', 'fp16')}) to see it._" if _lacks else
+            f"_{style.error_message(_err)}_")
+    _on_mine
     return
 
 
 @app.cell
-def _(circuit_weights, formats, style, weight_only):
+def _(circuit_weights, explorer_open, mo, style):
+    mo.stop(not explorer_open)
     _w = circuit_weights.value
-    style.math_peek("storage vs compute, and I_bit", rf"""
-    Bytes follow the **storage** format, the peak follows the **compute** precision:
-
-    $$B = \sum_{{\text{{tensors}}}} n_t\,\frac{{\text{{bits}}_t}}{{8}}\ [\mathrm{{B}}],\qquad
-    \rho = \frac{{F/B}}{{P_{{\text{{compute}}}}/BW}}$$
-
-    Weight-only INT4 (group 128: 4 + 16/128 = {formats.bits("int4-g128"):g} bits) with FP16
-    math lowers $B$ but keeps $P_{{\text{{fp16}}}}$, so the ridge stays put and ρ rises
-    ×{weight_only.rho_ratio:.3g} for the 4096³ GEMM. Block formats pay for their scales:
-    MXFP4 = 4 + 8/32 = {formats.bits("mxfp4"):g} bits, NVFP4 = 4 + 8/16 =
-    {formats.bits("nvfp4"):g} bits, NF4 = 4 + 32/64 = {formats.bits("nf4"):g} bits.
-
+    style.math_peek("bit-level intensity, I_bit", rf"""
     **Bit-level intensity** weighs each FLOP by the rough circuit cost $w_p$ of its
     multiply-add (FP16 = 1) and counts bits instead of bytes:
 
@@ -700,180 +952,7 @@ def _(circuit_weights, formats, style, weight_only):
 @app.cell
 def _(mo):
     mo.md("""
-    ## Part 3 · Decode: quantized weights, predicted speedup
-
-    At batch 1 every decode step multiplies one token by each weight matrix: a GEMV. Where
-    does it sit on the roofline, and what sets its time?
-    """)
-    return
-
-
-@app.cell
-def _(style):
-    style.scenario_card(
-        "Lee", "serving engineer",
-        "Batch-1 decode is all GEMVs. If we store the weights in NVFP4 instead of FP16, how "
-        "many times faster does one GEMV get on our device?")
-    return
-
-
-@app.cell
-def _(OPENING, PS, mo):
-    decode_matrix = mo.ui.dropdown(PS.decode_gemv_shapes("llama-3-8b"),
-                                   value=OPENING["decode_matrix"],
-                                   label="Llama-3-8B weight matrix (N×K) for the decode GEMV")
-    decode_matrix
-    return (decode_matrix,)
-
-
-@app.cell
-def _(lab, quiz):
-    get_nvfp4, set_nvfp4 = quiz.lock_state(lab, "lab03.nvfp4_speedup")
-    return get_nvfp4, set_nvfp4
-
-
-@app.cell
-def _(get_nvfp4, lab, quiz, set_nvfp4):
-    nvfp4_form = quiz.numeric_form(
-        lab, "lab03.nvfp4_speedup",
-        question="**Prediction 3.** "
-                 "batch-1 decode GEMV on the device you picked: how many times "
-                 "faster with NVFP4 weights than with FP16 weights?",
-        units="×", lo=0.1, hi=100, locked=get_nvfp4(), on_lock=set_nvfp4)
-    quiz.prediction_panel(nvfp4_form, get_nvfp4())
-    return
-
-
-@app.cell
-def _(OPENING, PS, get_nvfp4, lab, reveal):
-    _rows = PS.decode_quant_table(
-        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
-    _fp16, _fp4 = (next(r for r in _rows if r.storage == s) for s in ("fp16", "nvfp4"))
-    nvfp4_prediction = get_nvfp4() or reveal.reference(
-        lab, "lab03.nvfp4_speedup", _fp4.speedup, "×",
-        explanation=f"A batch-1 GEMV does about one multiply-add per weight: {_fp16.regime}, so "
-                    f"its time follows the bytes it reads. FP16 weights: "
-                    f"{_fp16.bytes / 1e6:.1f} MB; NVFP4: {_fp4.bytes / 1e6:.1f} MB (4-bit values "
-                    f"plus their scales; the FP16 input and output vectors stay), "
-                    f"{_fp4.byte_ratio:.2f}× fewer bytes, so {_fp4.speedup:.2f}× faster. The "
-                    f"NVFP4 row is {_fp4.note}, so the FP4 math rate does not matter here.")
-    reveal.card(nvfp4_prediction)
-    return (nvfp4_prediction,)
-
-
-@app.cell
-def _(OPENING, PS):
-    # Prediction 3's reference (the decode table's NVFP4 row, opening device and matrix): the
-    # Part 2 explorer closes on the cases whose rows give it, until Prediction 3 is locked.
-    nvfp4_reference = next(r.speedup for r in PS.decode_quant_table(
-        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
-        if r.storage == "nvfp4")
-    return (nvfp4_reference,)
-
-
-@app.cell
-def _(
-    PS,
-    decode_matrix,
-    device_picker,
-    live_results,
-    mo,
-    nvfp4_prediction,
-    quiz,
-):
-    mo.stop(nvfp4_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the decode table."))
-    quant_rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
-    # Measured columns only when the live run measured this device and this matrix.
-    _live = live_results or {}
-    _same = (_live.get("registry_key") == device_picker.value
-             and _live.get("shape") == tuple(decode_matrix.value))
-    quant_table = PS.merge_measured(quant_rows, _live.get("measured_s", {}) if _same else {})
-    return quant_rows, quant_table
-
-
-@app.cell
-def _(device, fmt, formats, live_results, mo, quant_rows, quant_table, style):
-    _pct = lambda v: "—" if v is None else f"{v:+.0f} %"  # noqa: E731
-    _note = ("Measured columns: run Part 5 on a GPU from the registry and pick that device "
-             "and matrix here." if not any(r["measured_s"] for r in quant_table) else
-             f"Measured on {live_results['device']}.")
-    mo.vstack([style.value_table(
-        [{"format": q.storage, "bits/weight": f"{formats.bits(q.storage):g}",
-          "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
-          "predicted time": style.format_seconds(q.seconds), "speedup vs fp16": f"{fmt(q.speedup)}×",
-          "byte ratio": f"{fmt(q.byte_ratio)}×",
-          "measured time": style.format_seconds(m["measured_s"]) if m["measured_s"] else "—",
-          "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
-          "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
-         for q, m in zip(quant_rows, quant_table)],
-        caption=f"Decode GEMV on {device.name}: predicted (roofline lower bound) and measured"),
-        mo.md(f"_{_note}_")])
-    return
-
-
-@app.cell
-def _(device, figures, fmt, quant_rows):
-    quant_figure = figures.bar_figure(
-        [q.storage for q in quant_rows], [q.speedup for q in quant_rows],
-        colors=[q.regime for q in quant_rows],
-        annotations=[f"{fmt(q.speedup)}× (bytes ÷{fmt(q.byte_ratio)})" for q in quant_rows],
-        title=f"Predicted decode GEMV speedup over fp16 on {device.name}",
-        yaxis_title="speedup over fp16 (×)")
-    quant_figure
-    return
-
-
-@app.cell
-def _(lab, nvfp4_prediction, quant_rows, quiz):
-    nvfp4_row = next(q for q in quant_rows if q.storage == "nvfp4")
-    quiz.compare(nvfp4_prediction, nvfp4_row.speedup, units="×", lab=lab)
-    return (nvfp4_row,)
-
-
-@app.cell
-def _(lab, mo, nvfp4_prediction, quiz):
-    # The labels stay fixed: a form rebuilt on every device change would drop typed text.
-    # Its question names the answer's reason ("close to the byte ratio, not 4×"): it waits
-    # for the lock (issue 34.1).
-    mo.stop(nvfp4_prediction is None)
-    nvfp4_explain = quiz.explain_form(
-        lab, "lab03.nvfp4_speedup",
-        observe_label="What does the table show for NVFP4: its speedup over FP16, and the "
-                      "precision the math runs in on your device?",
-        explain_label="Why is the speedup close to the byte ratio and not 16/4 = 4×? Does "
-                      "the device's FP4 rate matter here?")
-    nvfp4_explain
-    return
-
-
-@app.cell
-def _(decode_matrix, fmt, formats, nvfp4_row, quant_rows, style):
-    _n, _k = decode_matrix.value
-    style.math_peek("decode GEMV time and speedup", rf"""
-    $y[N] = W[N,K]\,x[K]$ with $N$ = {_n}, $K$ = {_k}: $F = 2NK$ FLOPs and
-    $B = NK\,\frac{{\text{{bits}}_W}}{{8}} + (K + N)\,b_a$ bytes, with $b_a$ = 2 B (fp16
-    activations; the weights are dequantised to them) unless the device computes in the
-    format itself, when the activation vector is quantised too (W8A8): the vector is tiny either
-    way.
-    $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B (1 at fp16): far below any ridge, so
-
-    $$t \approx \frac{{B}}{{BW}}\ [\mathrm{{s}}],\qquad
-    \text{{speedup}} = \frac{{t_{{16}}}}{{t_q}} \approx \frac{{B_{{16}}}}{{B_q}}
-    \approx \frac{{16}}{{\text{{bits}}_q}}$$
-
-    NVFP4 stores {formats.bits("nvfp4"):g} bits per weight (4 + an 8-bit scale per 16), so
-    speedup = {fmt(nvfp4_row.speedup)}× (byte ratio {fmt(nvfp4_row.byte_ratio)}×), not 4×.
-    The compute rate barely matters: fp16 at {fmt(quant_rows[0].seconds * 1e6)} µs is
-    already bandwidth-bound. The device's FP4 rate changes the ridge, not this time.
-    """)
-    return
-
-
-@app.cell
-def _(mo):
-    mo.md("""
-    ## Part 4 · What the naive measurement gets wrong
+    ## Part 5 · What the naive measurement gets wrong
     """)
     return
 
@@ -925,6 +1004,14 @@ def _(GEMV_KAI, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
 
 
 @app.cell
+def _(INSTRUMENTS, mo, naive_prediction, quiz, rho_ratio_prediction):
+    _wait = INSTRUMENTS.gate("kai", quiz.locked_items(rho_ratio_prediction, naive_prediction))
+    mo.stop(_wait is not None, _wait)
+    kai_open = True  # the benchmark's cells below run only while it is open
+    return (kai_open,)
+
+
+@app.cell
 def _(GEMM_4096, GEMV_4096, GEMV_KAI, mo):
     naive_op = mo.ui.dropdown(
         {"GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than L2)": ("gemv", GEMV_KAI),
@@ -946,19 +1033,8 @@ def _(mo):
 
 
 @app.cell
-def _(
-    PS,
-    device,
-    fmt,
-    mo,
-    naive_iterations,
-    naive_op,
-    naive_prediction,
-    quiz,
-    style,
-):
-    mo.stop(naive_prediction is None,
-            quiz.gate_notice("Lock your prediction to reveal the instrument."))
+def _(PS, device, fmt, kai_open, mo, naive_iterations, naive_op, style):
+    mo.stop(not kai_open)
     try:
         naive = PS.naive_bandwidth(*naive_op.value, "fp16", device,
                                    iterations=naive_iterations.value)
@@ -982,11 +1058,11 @@ def _(
                 "after the first iteration every read hits L2, not HBM. Repeating a small "
                 "kernel measures the cache: traffic ÷ time can even exceed the HBM "
                 "bandwidth. Time a working set larger than L2 (Kai's 117 MB), or rotate "
-                "through copies as Part 5 does."), kind="warn")])
+                "through copies as Part 6 does."), kind="warn")])
     except (KeyError, ValueError) as _err:
         naive, _out = None, style.error_callout(
             f"{device.name} has no fp16 rate in the registry, and what Kai timed is fp16: pick "
-            f"a device with one at the top ({style.devices_with('fp16')})." if not device.has(
+            f"a device with one in Part 3 ({style.devices_with('fp16')})." if not device.has(
                 "fp16") else _err)
     _out
     return (naive,)
@@ -1025,8 +1101,8 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, style):
-    mo.stop(naive_prediction is None)
+def _(GEMM_4096, PS, device, fmt, kai_open, mo, style):
+    mo.stop(not kai_open)
     try:
         tf32 = PS.tf32_misreading("gemm", GEMM_4096, device)
         _out = style.metric_cards([
@@ -1042,7 +1118,7 @@ def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, style):
         _lacks = [p for p in ("tf32", "fp32") if not device.has(p)]
         tf32, _out = None, style.error_callout(
             f"{device.name} has no {' or '.join(_lacks)} rate in the registry: TF32 is a "
-            "tensor-core mode only some GPUs have. Pick one that has it at the top "
+            "tensor-core mode only some GPUs have. Pick one that has it in Part 3 "
             f"({style.devices_with('tf32', 'fp32')})." if _lacks else _err)
     mo.vstack([mo.md(f"**TF32 on {device.name}: a compute mode, not a storage format** "
                      "(4096³ GEMM)"), _out])
@@ -1050,8 +1126,10 @@ def _(GEMM_4096, PS, device, fmt, mo, naive_prediction, style):
 
 
 @app.cell
-def _(lab, quiz):
-    # Fixed labels: moving the sliders above must not drop what the student typed.
+def _(kai_open, lab, mo, quiz):
+    # Fixed labels: moving the sliders above must not drop what the student typed. It asks
+    # about the benchmark's cards, so it opens with them.
+    mo.stop(not kai_open)
     naive_explain = quiz.explain_form(
         lab, "lab03.naive_bandwidth",
         observe_label="What do the instruments show? (allocator peak against traffic, as a "
@@ -1098,7 +1176,7 @@ def _(PS, SCENARIO_DEVICE, fmt, hardware, kai, style):
 @app.cell
 def _(mo):
     mo.md("""
-    ## Part 5 · Measure this machine (optional, needs torch)
+    ## Part 6 · Measure this machine (optional, needs torch)
 
     The measurement runs only when you press the button (never on open or export). It uses
     `labs.core.measure`: explicit precision modes (fp32 with TF32 **off**, tf32 on), random
@@ -1106,7 +1184,7 @@ def _(mo):
     the thread count recorded), the **median** over repetitions, and cache-cold GEMV weights:
     the repetitions rotate through copies of the weight matrix that together fill twice the
     last-level cache, so each repetition reads its weights from memory, as in a real decode
-    step (and not from the L2 cache, Part 4's second trap).
+    step (and not from the L2 cache, Part 5's second trap).
     """)
     return
 
@@ -1121,19 +1199,28 @@ def _(PS, live, mo):
     # read at the press, so a settings step re-runs no measurement cell (issue 15)
     live_settings = live.read_at_press(matrix=live_matrix, budget=live_budget)
     mo.vstack([live_matrix, live_budget])
-    return live_budget, live_matrix, live_settings
+    return (live_settings,)
 
 
 @app.cell
 def _(live):
+    # Shown by the measurement's gate (the cell below): pressed only once it is open.
     live_run = live.run_button("Measure this machine")
-    live_run
     return (live_run,)
 
 
 @app.cell
+def _(INSTRUMENTS, live_run, mo, nvfp4_prediction, quiz, rho_ratio_prediction):
+    _wait = INSTRUMENTS.gate("measure", quiz.locked_items(rho_ratio_prediction, nvfp4_prediction))
+    mo.stop(_wait is not None, _wait)
+    measure_open = True  # the measurement's results run only while it is open
+    live_run
+    return (measure_open,)
+
+
+@app.cell
 def _():
-    # What Part 5 measures. None = labs.core.measure's defaults (bandwidth arrays sized past the
+    # What Part 6 measures. None = labs.core.measure's defaults (bandwidth arrays sized past the
     # caches, square GEMMs of 4096 and 8192 on a GPU); tests shrink them to run in seconds.
     LIVE_PEAK_SIZES = None
     LIVE_PEAK_PRECISIONS = None
@@ -1185,7 +1272,8 @@ def _(
 
 
 @app.cell
-def _(live, live_results, mo, style):
+def _(live, live_results, measure_open, mo, style):
+    mo.stop(not measure_open)
     if live_results is None:
         _out = mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral")
     elif not live_results["info"].available:
@@ -1200,8 +1288,8 @@ def _(live, live_results, mo, style):
 
 
 @app.cell
-def _(fmt, live_results, mo):
-    mo.stop(not live_results or bool(live_results["error"]))
+def _(fmt, live_results, measure_open, mo):
+    mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     live_peak_rows = live_results["emp"].rows()
     mo.ui.table(
         [{"what": r["what"], "measured": "—" if r["measured"] is None else fmt(r["measured"]),
@@ -1214,8 +1302,8 @@ def _(fmt, live_results, mo):
 
 
 @app.cell
-def _(PS, live_results, mo):
-    mo.stop(not live_results or bool(live_results["error"]))
+def _(PS, live_results, measure_open, mo):
+    mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     _n, _k = live_results["shape"]
     live_quant = PS.decode_quant_table(_n, _k, live_results["reference"])
     live_decode = PS.merge_measured(live_quant, live_results["measured_s"])
@@ -1229,10 +1317,10 @@ def _(PS, live_results, mo):
 def _(fmt, live_decode, live_results, mo, style):
     mo.ui.table(
         [{"format": r["storage"], "math": r["compute"],
-          "predicted": style.format_seconds(r["predicted_s"]), "measured": style.format_seconds(r["measured_s"])
-          if r["measured_s"] else "—",
+          "predicted": style.format_seconds(r["predicted_s"]),
+          "measured": style.format_seconds(r["measured_s"]) if r["measured_s"] else "—",
           "error": "—" if r["error_pct"] is None else f"{r['error_pct']:+.0f} %",
-          "predicted speedup": f"{fmt(r['predicted_speedup'])}×",
+          "roofline speedup (at most)": f"{fmt(r['predicted_speedup'])}×",
           "measured speedup": f"{fmt(r['measured_speedup'])}×" if r["measured_speedup"]
           else "—", "status": r["status"]} for r in live_decode],
         selection=None, pagination=False, show_column_summaries=False,
@@ -1242,8 +1330,8 @@ def _(fmt, live_decode, live_results, mo, style):
 
 
 @app.cell
-def _(PS, figures, live_results, measure, mo, style):
-    mo.stop(not live_results or bool(live_results["error"]))
+def _(PS, figures, live_results, measure, measure_open, mo, style):
+    mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     _dev = live_results["emp"].as_device()
     _timed = [r for r in live_results["gemv"] if r["measured_us"]]
     _costs = [measure.gemv_cost(r["n"], r["k"], r["precision"]) for r in _timed]
@@ -1302,9 +1390,11 @@ def _(
         "makes a workload more memory-bound.",
         "Storage and compute are separate choices: weight-only INT4 with FP16 math moves "
         "fewer bytes at the same peak, so ρ rises.",
-        "Decode GEMVs are memory-bound at every precision: a weight format's speedup is its "
-        f"byte ratio (NVFP4, {formats.bits('nvfp4'):g} bits with its block scales: "
-        f"{fmt(_q['nvfp4'].speedup)}× over FP16, not 4×).",
+        "Decode GEMVs are memory-bound at every precision: the roofline caps a weight "
+        "format's speedup at its byte ratio (NVFP4, "
+        f"{formats.bits('nvfp4'):g} bits with its block scales: {fmt(_q['nvfp4'].byte_ratio)}× "
+        "fewer bytes than FP16, not 4×). Real kernels gain less: a weight-only kernel also "
+        "dequantises every weight, which the roofline does not charge.",
         "Measure traffic, not footprint: allocator peak ÷ time is not bandwidth. TF32 is a "
         "compute mode; its tensors are 32-bit in memory.",
     ])

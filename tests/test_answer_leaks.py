@@ -92,8 +92,16 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 def _leaks_at(app, outputs, env, refs, memo=None) -> list:
-    return find_leaks(rendered_cells(app, outputs, scrub=[str(env), "ada"], memo=memo), refs,
-                      tolerance=quiz.GRADE_TOLERANCE, other_cases=OTHER_CASES)
+    """Leaks of ``refs`` in the rendered outputs; a number near an answer counts where the
+    grader would count it correct: within that item's own tolerance (its band, LABS_SPEC §2)."""
+    from labs.core.physics import misconceptions
+
+    cells = rendered_cells(app, outputs, scrub=[str(env), "ada"], memo=memo)
+    by_tolerance: dict = {}
+    for ref in refs:
+        by_tolerance.setdefault(misconceptions.tolerance(ref.item_id), []).append(ref)
+    return [leak for tolerance, group in by_tolerance.items()
+            for leak in find_leaks(cells, group, tolerance=tolerance, other_cases=OTHER_CASES)]
 
 
 def _typed_numbers(scenario: dict) -> set[float]:

@@ -67,16 +67,20 @@ def test_locked_run_hides_every_instrument(env, app):
     for name in INSTRUMENTS:
         assert name not in defs, name
     text = _texts(outputs)
-    assert "Lock your prediction to reveal the roofline of a layer." in text
+    assert "Lock your prediction to see where the time of Dana" in text
     assert "Lock your prediction to reveal the memory budget." in text
-    assert "Lock both predictions (Parts 1 and 2) to open the challenge." in text
+    # Parts 3 and 4 (your design, the challenge) wait for both predictions, and say so
+    notice = defs["INSTRUMENTS"].notice_text("explorer", set())
+    assert "Prediction" in notice and "1" in notice and "2" in notice
+    assert text.count(notice) == 2
     assert "Traceback" not in text
     assert defs["lab"].events() == []
 
 
 def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     outputs, defs = app.run(defs=PREDICTIONS)
-    for name in ("decode_roofline", "prefill_roofline", "decode_time_bars"):
+    for name in ("decode_roofline", "prefill_roofline", "decode_time_bars",
+                 "dana_decode_roofline", "dana_prefill_roofline", "dana_time_bars"):
         assert isinstance(defs[name], go.Figure), name
     kw = dict(batch=1, seq_len=4096, weight_precision="bf16", kv_precision="bf16",
               precision="bf16")
@@ -246,12 +250,12 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path_factory):
     student = export_page(LAB_FILE, tmp_path_factory)
-    assert "Lock your prediction to reveal the roofline of a layer." in student
+    assert "Lock your prediction to see where the time of Dana" in student
     assert "ridge (bf16, dense) = 208 FLOP/B" not in student
     teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "ridge (bf16, dense) = 208 FLOP/B" in teacher  # the layer rooflines are in the page
     assert "Live check against the edge target" in teacher
-    assert "Lock your prediction to reveal" not in teacher
+    assert "Lock your prediction to" not in teacher and "Lock Prediction" not in teacher
 
 
 # --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
@@ -332,60 +336,82 @@ def test_judges_at_the_students_own_measured_roofs_when_lab3_measured_the_device
     assert defs["design_derating"] == R.achievable("b200")
 
 
-# --- answers reachable before their lock (the answer-leak review: L-2) -----------------------
+# --- instruments open on what they reveal (LABS_SPEC §3) ---------------------------------
 from labs.core import hardware  # noqa: E402
 from notebook_support import visible_text  # noqa: E402
 
-#: Prediction 1 locked, Prediction 2 still open: Part 1's instrument is open.
-BEFORE_P2 = {"dominant_prediction": PREDICTIONS["dominant_prediction"],
-             "oom_prediction": None}
 OOM_CASE = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192}  # Sam's, Part 2
+EXPLORER = ("explorer_open", "decode_step", "decode_roofline", "decode_time_bars", "budget",
+            "largest_batch", "live_verdict")
 
 
-def _part1(app, locked, device, batch, seq_len, **formats):
+def _run(app, locked, device, batch, seq_len, **formats):
     outputs, defs = app.run(defs={**locked, **_device(device), **_sizes(batch, seq_len),
                                   **_formats(**formats)})
     return " ".join(visible_text(o) for o in outputs if o is not None), defs
 
 
-def test_part_1_gives_no_fit_verdict_before_prediction_2_is_locked(env, app):
+def test_your_design_waits_for_both_predictions_in_any_order(env, app):
+    """A decode step reads the bytes the design holds: its bounds, stepped over the batch,
+    find Prediction 2's answer on any device with the H100's memory (and one division away
+    at half the context or an 8-bit KV cache), and its time bars answer Prediction 1. So
+    Part 3 (your design) and Part 4 (the challenge) wait for both, whichever is locked
+    first, on every setting, and each notice names the prediction still open."""
     answer = models.oom_batch(**OOM_CASE)
     usable = models.memory_budget(batch=1, **OOM_CASE).capacity_bytes
     same_memory = [k for k in hardware.keys() if models.memory_budget(
         OOM_CASE["model"], k, batch=1, seq_len=OOM_CASE["seq_len"]).capacity_bytes == usable]
     assert len(same_memory) >= 3  # the H100 SXM, and 80 GiB parts with other keys
-    # Sam's budget on each of them, at the answer, far above it and one batch below it
-    said_why = []
-    for device in same_memory:
-        for batch in (answer, 512, answer - 1):
-            text, defs = _part1(app, BEFORE_P2, device, batch, OOM_CASE["seq_len"])
-            assert "does not fit" not in text and "budget" not in defs, (device, batch)
-            assert "decode_step" not in defs, (device, batch)  # Part 1 stays closed on it
-            said_why.append("Prediction 2's memory budget" in text)
-            if batch != answer:  # nor states the answer (not typed into the batch box)
-                assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text), batch
-    assert all(said_why)  # and says why, naming no number
-    # One division away: half the context holds twice the batch, an fp8 KV cache too. No
-    # fit verdict anywhere in Part 1 before the lock, whatever the design.
     half = OOM_CASE["seq_len"] // 2
-    for device, batch, seq_len, formats in [
-            ("h100-sxm", 2 * answer, half, {}), ("h100-pcie", 2 * answer, half, {}),
-            ("h100-sxm", 2 * answer, OOM_CASE["seq_len"], {"kv": "fp8"}),
-            ("h100-sxm", 1, 4096, {"model": "llama-3-70b"}),  # the weights alone overflow
-            (EDGE, 400, 4096, {})]:
-        text, defs = _part1(app, BEFORE_P2, device, batch, seq_len, **formats)
-        assert "decode_step" in defs, (device, batch, seq_len, formats)  # Part 1 is open
-        assert "does not fit" not in text, (device, batch, seq_len, formats)
-        assert "Whether it does is Part 2's question" in text
-    # After the lock: Sam's case reaches its answer, and Part 1 flags the design again
-    text, defs = _part1(app, PREDICTIONS, "h100-sxm", answer, OOM_CASE["seq_len"])
+    settings = [(d, b, OOM_CASE["seq_len"], {}) for d in same_memory
+                for b in (answer - 1, answer, 512)]
+    settings += [("h100-sxm", 2 * answer, half, {}), ("h100-sxm", 1, 4096,
+                                                      {"model": "llama-3-70b"}),
+                 ("h100-sxm", 2 * answer, OOM_CASE["seq_len"], {"kv": "fp8"}),
+                 (EDGE, 400, 4096, {})]
+    only_p1 = {"dominant_prediction": PREDICTIONS["dominant_prediction"], "oom_prediction": None}
+    only_p2 = {"dominant_prediction": None, "oom_prediction": PREDICTIONS["oom_prediction"]}
+    for locked, waiting in ((only_p1, "2"), (only_p2, "1")):
+        for device, batch, seq_len, formats in settings:
+            text, defs = _run(app, locked, device, batch, seq_len, **formats)
+            assert not [n for n in EXPLORER if n in defs], (device, batch, seq_len, formats)
+            assert "does not fit in the device" not in text
+            if locked is only_p1:  # (with Prediction 2 locked, Sam's own bar overflows)
+                assert "Out of memory" not in text
+            notice = defs["INSTRUMENTS"].notice_text(
+                "explorer", {p.item_id for p in locked.values() if p is not None})
+            assert waiting[-1] in notice and text.count(notice) == 2, (waiting, device)
+            if locked is only_p1 and batch != answer:  # nor states Prediction 2's answer
+                assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text), batch
+    # both locked: Sam's case reaches its answer, and Part 3 flags a design that overflows
+    text, defs = _run(app, PREDICTIONS, "h100-sxm", answer, OOM_CASE["seq_len"])
     assert defs["oom_actual"] == answer and not defs["budget"].fits
-    assert "does not fit in the device" in text
-    text, defs = _part1(app, PREDICTIONS, "h100-sxm", answer - 1, OOM_CASE["seq_len"])
+    assert "does not fit in the device" in text and "Lock Prediction" not in text
+    text, defs = _run(app, PREDICTIONS, "h100-sxm", answer - 1, OOM_CASE["seq_len"])
     assert defs["budget"].fits and "does not fit in the device" not in text
     for device in same_memory:
-        _, defs = _part1(app, PREDICTIONS, device, answer, OOM_CASE["seq_len"])
+        _, defs = _run(app, PREDICTIONS, device, answer, OOM_CASE["seq_len"])
         assert "decode_step" in defs and not defs["budget"].fits, device
+
+
+def test_a_weight_only_design_says_its_decode_speed_is_the_best_case(env, app):
+    """Weight-only quantisation (int8 or int4 weights, bf16 activations) saves bytes but
+    every weight is dequantised first, work no bound here charges: wherever the lab shows
+    such a design's decode speed (Part 3's bounds, Part 4's live check) it says so and quotes
+    the published measurements (gpt-fast on an A100: 1.48x for int8, 1.88x for int4)."""
+    from labs.core import precision_study as PS
+
+    measured = PS.measured_weight_only_text()
+    assert "1.48×" in measured and "1.88×" in measured
+    for weights in ("int8", "int4-g128"):
+        outputs, defs = app.run(defs={**PREDICTIONS, **_formats(weights=weights)})
+        text = " ".join(visible_text(o) for o in outputs if o is not None)
+        assert text.count(measured) == 2, weights  # the bounds' cards and the live check
+        assert "dequantised before its multiply" in text
+    # W8A8 (int8 math) and bf16 have nothing to dequantise: no note
+    for formats in ({"weights": "int8", "acts": "int8"}, {}):
+        outputs, _ = app.run(defs={**PREDICTIONS, **_formats(**formats)})
+        assert measured not in " ".join(visible_text(o) for o in outputs if o is not None)
 
 
 def test_the_style_gallery_shows_no_lab_2_memory_case(env):

@@ -4,6 +4,7 @@ a tiny CPU measurement when torch is installed) and the HTML export."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,7 +17,7 @@ from labs.core.measure import live as live_reader
 from notebook_support import choice, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_03_precision_rho.py"
-ITEMS = ("lab03.rho_ratio", "lab03.weight_only_rho", "lab03.nvfp4_speedup",
+ITEMS = ("lab03.rho_ratio", "lab03.weight_only_rho", "lab03.nvfp4_byte_ratio",
          "lab03.naive_bandwidth")
 INSTRUMENTS = ("classic", "classic_figure", "explorer_rows", "explorer_roofline", "rho_bars",
                "ai_bars", "ridge_bars", "ibit_bars", "weight_only", "quant_rows",
@@ -34,7 +35,7 @@ PREDICTIONS = {
     "rho_ratio_prediction": quiz.Prediction("lab03.rho_ratio", 2, units="×", confidence=3,
                                             reason="bytes halve"),
     "weight_only_prediction": choice("lab03.weight_only_rho", "down"),
-    "nvfp4_prediction": quiz.Prediction("lab03.nvfp4_speedup", 4, units="×", confidence=2,
+    "nvfp4_prediction": quiz.Prediction("lab03.nvfp4_byte_ratio", 4, units="×", confidence=2,
                                         reason="16/4"),
     "naive_prediction": choice("lab03.naive_bandwidth", "about_right"),
 }
@@ -56,9 +57,14 @@ def test_locked_run_hides_every_instrument(env, app):
         assert name not in defs, name
     text = _texts(outputs)
     assert text.count("Lock prediction") >= 4
-    assert "Lock your prediction to reveal the instrument." in text
-    assert "Lock your prediction to reveal the precision explorer." in text
-    assert "Lock your prediction to reveal the decode table." in text
+    assert "Lock your prediction to see ρ before and after the switch." in text
+    assert "Lock your prediction to see what happens to ρ." in text
+    # the instruments wait for the predictions they answer, and name them
+    rule = defs["INSTRUMENTS"]
+    assert rule.answered_by("decode") == ["lab03.nvfp4_byte_ratio"]
+    assert rule.answered_by("explorer") == list(ITEMS[:3])
+    for name in ("device", "decode", "explorer", "kai", "measure"):
+        assert rule.notice_text(name, set()) in text, name
     assert defs["live_results"] is None  # nothing is measured on open
     assert defs["lab"].events() == []
 
@@ -100,10 +106,11 @@ def test_unlocked_run_shows_core_numbers(env, app):
         assert f"{p} (dense)" in roof_names
     assert "bf16 has the same peak as fp16 (same roof)" in _texts(outputs)
     assert defs["weight_only"].direction == "up"
-    # Part 3: decode table and the nvfp4 speedup ~ byte ratio 16 / 4.5
+    # Part 3: decode table; NVFP4 reads 16 / 4.5 = 3.55x fewer bytes (the graded number),
+    # which the roofline's speedup equals as a ceiling
     assert defs["quant_rows"] == PS.decode_quant_table(4096, 4096, "h100-sxm")
+    assert defs["nvfp4_row"].byte_ratio == pytest.approx(3.55, abs=0.01)
     assert defs["nvfp4_row"].speedup == pytest.approx(defs["nvfp4_row"].byte_ratio)
-    assert defs["nvfp4_row"].speedup == pytest.approx(3.55, abs=0.01)
     # Part 4: Kai's 100 iterations of a 14336 x 4096 GEMV (117 MB, more than the H100's 50 MB
     # L2, so really from HBM): the naive figure is 100x low
     assert defs["kai"].fvt.ratio == pytest.approx(100)
@@ -121,6 +128,8 @@ def test_unlocked_run_shows_core_numbers(env, app):
     assert results["lab03.rho_ratio"]["actual"] == pytest.approx(0.1354, abs=1e-4)
     assert results["lab03.weight_only_rho"] == {"actual": "up", "correct": False}
     assert results["lab03.naive_bandwidth"]["actual"] == "too_low"
+    assert results["lab03.nvfp4_byte_ratio"]["actual"] == pytest.approx(
+        defs["nvfp4_row"].byte_ratio)
 
 
 def test_other_op_and_weight_only_compute(env, app):
@@ -139,11 +148,19 @@ def test_other_op_and_weight_only_compute(env, app):
 
 def test_editing_circuit_weights_moves_i_bit_only(env, app):
     weights = dict(roofline.CIRCUIT_WEIGHTS, fp16=2.0)
-    _, defs = app.run(defs=dict(PREDICTIONS, **_ns(circuit_weights=weights,
-                                                   format_picker=["fp16", "bf16"])))
+    import marimo as mo
+
+    from labs.core import style
+
+    edited = mo.ui.dictionary({p: style.NumberBox(w, lo=0.001, hi=100.0, label=p)
+                               for p, w in weights.items()})  # a real widget: it is laid out
+    _, defs = app.run(defs=dict(PREDICTIONS, circuit_weights=edited,
+                                **_ns(format_picker=["fp16", "bf16"])))
     fp16, bf16 = defs["explorer_rows"]
     assert fp16.i_bit == pytest.approx(2.0 * fp16.ai / 8)  # I_bit = F w / (8 B)
-    assert bf16.i_bit == pytest.approx(roofline.CIRCUIT_WEIGHTS["bf16"] * bf16.ai / 8)
+    shown = defs["circuit_weights"].value  # the boxes show 3 decimals
+    assert shown["bf16"] == round(roofline.CIRCUIT_WEIGHTS["bf16"], 3)
+    assert bf16.i_bit == pytest.approx(shown["bf16"] * bf16.ai / 8)
     assert fp16.rho == pytest.approx(bf16.rho)  # the weights never touch AI, ridge or rho
     assert list(defs["ibit_bars"].data[0].y) == [fp16.i_bit, bf16.i_bit]
 
@@ -174,8 +191,8 @@ def test_missing_rate_failure_state_is_reached_and_recovered(env, app):
     assert "so these formats cannot run here" not in text
     assert len(defs["explorer_ok"]) == 2
     # the classic switch: the cause (both rates missing) and the way out (a device with both)
-    assert ("Google TPU v5e has no fp32 or fp16 rate in the registry, so the fp32 → fp16 "
-            "switch does not exist there: pick a device with both at the top") in text
+    assert ("Google TPU v5e has no fp32 or fp16 rate in the registry, so Part 1's fp32 → "
+            "fp16 switch does not exist there: pick a device with both in Part 3") in text
 
 
 def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app):
@@ -188,7 +205,7 @@ def test_locking_through_the_forms_writes_predict_and_unlock_events(env, app):
     assert {e["item_id"] for e in lab.events()} == set(ITEMS)
     for item in ITEMS:
         assert [e["kind"] for e in lab.events(item)] == ["predict", "unlock"]
-    assert lab.first_prediction("lab03.nvfp4_speedup").value == 4
+    assert lab.first_prediction("lab03.nvfp4_byte_ratio").value == 4
     # reopening restores every lock from the ledger and opens the instruments
     _, again = app.run()
     assert again["nvfp4_prediction"].value == 4
@@ -207,108 +224,105 @@ def test_reveal_mode_opens_every_gate_without_writing_predictions(env, app, monk
     assert defs["rho_ratio_prediction"].value == pytest.approx(0.1354, abs=1e-4)
     assert defs["weight_only_prediction"].value == "up"
     assert defs["naive_prediction"].value == "too_low"
-    assert defs["nvfp4_prediction"].value == pytest.approx(defs["nvfp4_row"].speedup)
+    assert defs["nvfp4_prediction"].value == pytest.approx(defs["nvfp4_row"].byte_ratio)
     for name in INSTRUMENTS:
         assert name in defs, name
     assert not defs["lab"].events(kind="predict")
 
 
-# --- Prediction 3 is not answered by Part 2's explorer (review L-4) --------------------------
+# --- instruments open on what they reveal (LABS_SPEC §3) ---------------------------------
 
-#: Predictions 1 and 2 locked, 3 and 4 still open: what a student has after Part 2's lock.
-AFTER_P2 = dict(PREDICTIONS, nvfp4_prediction=None, naive_prediction=None)
-#: The explorer's formats: every one the lab lists.
-ALL_FORMATS = ["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "mxfp4", "nvfp4", "nf4",
-               "int4-g128", "int4-g32"]
-
-
-def _p3_reference() -> float:
-    """Prediction 3's graded answer: the decode table's NVFP4 row (H100, Q projection)."""
-    return next(r.speedup for r in PS.decode_quant_table(4096, 4096, "h100-sxm")
-                if r.storage == "nvfp4")
-
-
-def _p3_pairs(rows) -> list[tuple[str, str, float]]:
-    """Prediction 3's comparison among explorer rows, worked out here from the rows alone: a
-    16-bit storage row that is memory-bound, against a ~4-bit one (4 to 5 bits with scales),
-    and the time ratio a student reads off them."""
-    from labs.core import precision as formats
-
-    base = [r for r in rows if formats.bits(r.storage) == 16 and r.regime == roofline.MEMORY]
-    low = [r for r in rows if 4 <= formats.bits(r.storage) < 5]
-    return [(b.storage, q.storage, b.seconds / q.seconds) for b in base for q in low]
+#: Each instrument's first name in ``defs``, and the predictions it waits for: the device card
+#: (any device's peaks and ridges) answers Prediction 1; the decode table Prediction 3; the
+#: explorer (AI, ridge, ρ and time of any op and format) Predictions 1 to 3; Kai's benchmark
+#: (its TF32 card shows the peaks) Predictions 1 and 4; the measurement Predictions 1 and 3.
+WAITS = {"device card": ("device_card", {"rho_ratio_prediction"}),
+         "decode": ("quant_rows", {"nvfp4_prediction"}),
+         "explorer": ("explorer_rows", {"rho_ratio_prediction", "weight_only_prediction",
+                                        "nvfp4_prediction"}),
+         "kai": ("naive", {"rho_ratio_prediction", "naive_prediction"}),
+         "measure": ("measure_open", {"rho_ratio_prediction", "nvfp4_prediction"})}
+#: The explorer set to Prediction 3's case in all but name (the review's repro: M = 2, the Q
+#: projection's N = K, FP16 and NF4, 4.5 bits as NVFP4), and to the GEMV itself.
+P3_CASES = [dict(op_picker="gemm", size_m=2, size_n=4096, size_k=4096,
+                 format_picker=["fp16", "nf4"]),
+            dict(op_picker="gemv", size_n=4096, size_k=4096, format_picker=["fp16", "nf4"])]
 
 
-def _answers_p3(rows) -> bool:
-    ref = _p3_reference()
-    return any(quiz.ratio_off(x, ref) <= quiz.GRADE_TOLERANCE for *_, x in _p3_pairs(rows))
+def test_each_instrument_waits_for_every_prediction_it_answers_in_any_order(env, app):
+    for instrument, (name, waits) in WAITS.items():
+        for missing in sorted(waits):  # every other prediction locked, this one open
+            outputs, defs = app.run(defs={**PREDICTIONS, missing: None})
+            assert name not in defs, (instrument, missing)
+            item = PREDICTIONS[missing].item_id
+            k = list(ITEMS).index(item) + 1
+            notices = [line for line in _texts(outputs).split("Instrument hidden.")
+                       if "Lock Prediction" in line]
+            assert any(re.search(rf"\b{k}\b", n) for n in notices), (instrument, missing)
+        # and only those: with them locked, the others open, it opens
+        outputs, defs = app.run(defs={n: (p if n in waits else None)
+                                      for n, p in PREDICTIONS.items()})
+        assert name in defs, instrument
 
 
-@pytest.mark.parametrize("widgets", [
-    # the review's repro: M = 2, Q projection's N = K, FP16 and NF4 (4.5 bits, as NVFP4)
-    dict(op_picker="gemm", size_m=2, size_n=4096, size_k=4096, format_picker=["fp16", "nf4"]),
-    dict(op_picker="gemm", size_m=64, size_n=4096, size_k=4096),  # default formats
-    dict(op_picker="gemm", size_m=16, size_n=14336, size_k=4096, format_picker=ALL_FORMATS,
-         weight_only_compute="fp8"),
-    dict(op_picker="gemm", size_m=256, size_n=4096, size_k=4096, device_picker="b200",
-         format_picker=["fp16", "nvfp4"]),  # native FP4, both rows memory-bound
-    dict(op_picker="gemv", size_n=4096, size_k=4096),
-], ids=["m2-nf4", "m64", "m16-fp8-math", "b200-m256-nvfp4", "gemv"])
-def test_explorer_closes_on_prediction_3s_case_before_its_lock(env, app, widgets):
-    device = widgets.get("device_picker", "h100-sxm")
-    shape = {k: widgets.get(f"size_{k}", 1) for k in "mnk"}
-    # the case is Prediction 3's: its rows (core's) give the graded answer within tolerance
-    rows = PS.study("gemm", shape, device, ALL_FORMATS,
-                    compute_for_weight_only=widgets.get("weight_only_compute", "fp16"))
-    assert _answers_p3([r for r in rows if r.supported])
-    outputs, defs = app.run(defs=dict(AFTER_P2, **_ns(**widgets)))
+@pytest.mark.parametrize("widgets", P3_CASES, ids=["m2-nf4", "gemv"])
+def test_the_explorer_reaches_prediction_3s_case_only_after_its_lock(env, app, widgets):
+    # open before: nothing of the explorer runs, whatever its settings
+    _, defs = app.run(defs=dict(PREDICTIONS, nvfp4_prediction=None, **_ns(**widgets)))
     for name in ("explorer_rows", "explorer_ok", "rho_bars", "ai_bars", "explorer_roofline"):
         assert name not in defs, name
-    text = _texts(outputs)
-    notice = next(p for p in text.split("\n") if "lock Prediction 3" in p)
-    # the notice names the case and the way out, never the answer or its reason
-    for word in ("×", "byte", "memory", "bound", "faster", "3.5", "3.6"):
-        assert word not in notice, (word, notice)
-    assert "7.09" not in text and "2.83" not in text  # the review's AI and time of NF4 at M = 2
-
-
-@pytest.mark.parametrize("widgets", [
-    dict(op_picker="gemm", size_m=2, size_n=4096, size_k=4096, format_picker=["fp16", "nf4"]),
-    dict(op_picker="gemv", size_n=4096, size_k=4096, format_picker=["fp16", "nf4"]),
-], ids=["m2-nf4", "gemv"])
-def test_after_prediction_3_the_explorer_reaches_its_case(env, app, widgets):
+    # locked: the same settings give the byte ratio the question asks for (NF4 and NVFP4
+    # both take 4.5 bits a weight), with no setting-level gate in the way
     _, defs = app.run(defs=dict(PREDICTIONS, **_ns(**widgets)))
     fp16, nf4 = defs["explorer_ok"]
-    assert fp16.seconds / nf4.seconds == pytest.approx(_p3_reference(), rel=0.01)
+    reference = PS.decode_quant_table(4096, 4096, "h100-sxm", ["fp16", "nvfp4"])[1].byte_ratio
+    assert fp16.seconds / nf4.seconds == pytest.approx(reference, rel=0.01)
 
 
-@pytest.mark.parametrize("device", ["h100-sxm", "b200"])
-@pytest.mark.parametrize("op", ["gemm", "mlp_train"])
-def test_no_explorer_setting_answers_prediction_3_before_its_lock(env, app, op, device):
-    # every M step, every format listed: wherever the explorer is open, no pair of its rows
-    # is Prediction 3's comparison within the graded tolerance; and large M stays open
-    opened = []
-    for m in [2**i for i in range(15)]:
-        _, defs = app.run(defs=dict(AFTER_P2, **_ns(
-            op_picker=op, size_m=m, size_n=4096, size_k=4096, device_picker=device,
-            format_picker=ALL_FORMATS)))
-        if "explorer_ok" in defs:
-            opened.append(m)
-            assert not _answers_p3(defs["explorer_ok"]), (op, device, m, _p3_pairs(
-                defs["explorer_ok"]))
-    assert 4096 in opened and 16384 in opened, opened
+def test_no_reflection_points_at_a_view_that_is_still_hidden(env, app):
+    """With Predictions 1 and 2 locked, Part 2's reflection asks about what is on the page
+    (its own cards), not the explorer, which waits for Prediction 3 too."""
+    _, defs = app.run(defs=dict(PREDICTIONS, nvfp4_prediction=None, naive_prediction=None))
+    assert "explorer_rows" not in defs
+    form = defs["weight_only_explain"]
+    labels = " ".join(str(v) for v in vars(form).values() if isinstance(v, str))
+    labels += str(getattr(form, "text", ""))
+    for pointer in ("GEMV", "MLP", "explorer", "try the"):
+        assert pointer not in labels, pointer
+
+
+def test_the_decode_speedup_is_a_ceiling_and_measurements_are_quoted(env, app, monkeypatch):
+    """Prediction 3 grades a byte ratio, never a speedup; wherever the lab shows the
+    roofline's decode speedup it calls it a ceiling, says that a weight-only kernel also
+    dequantises every weight, and quotes what real kernels measured (gpt-fast, Marlin)."""
+    from labs.core import catalogue
+
+    item = next(i for e in catalogue.catalogue() for i in e.items
+                if i.item_id == "lab03.nvfp4_byte_ratio")
+    assert "fewer bytes" in item.text and "faster" not in item.text
+    outputs, defs = app.run(defs=PREDICTIONS)
+    text = _texts(outputs)
+    measured = PS.measured_weight_only_text()
+    assert measured.split(";")[0] in text.replace("&#x27;", "'")  # the table's note
+    assert "roofline speedup (at most)" in text and "dequantises every weight" in text
+    assert "faster" not in str(defs["quant_figure"].layout.title.text)
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    explanation = defs["nvfp4_prediction"].reason  # the instructor copy's "why"
+    assert "at most" in explanation and "dequantises" in explanation
+    assert "so 3.55× faster" not in explanation
 
 
 def test_live_without_a_device_is_a_message(env, app, monkeypatch):
     none = measure.DeviceInfo("none", "no device", "torch is not installed, so this machine "
                               "cannot be measured.")
     monkeypatch.setattr(measure, "detect", lambda *a, **k: none)
-    outputs, defs = app.run(defs=_ns(live_run=True))
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **_ns(live_run=True)))
     assert defs["live_results"]["error"].startswith("torch is not installed")
     assert "Live measurement is off." in _texts(outputs)
     assert "torch is not installed, so this machine cannot be measured." in _texts(outputs)
     assert "live_decode" not in defs and "Traceback" not in _texts(outputs)
-    assert defs["lab"].events() == []
+    assert not [e for e in defs["lab"].events() if e["item_id"].startswith("lab03.live_")]
 
 
 @pytest.mark.slow
@@ -319,7 +333,7 @@ def test_live_tiny_cpu_measurement(env, app):
     settings = _ns(live_budget=1.0, live_matrix=(128, 256))  # the settings cell's names
     settings["live_settings"] = live_reader.read_at_press(matrix=settings["live_matrix"],
                                                           budget=settings["live_budget"])
-    outputs, defs = app.run(defs=dict(tiny, **settings, **_ns(live_run=True)))
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **tiny, **settings, **_ns(live_run=True)))
     live = defs["live_results"]
     assert live["error"] is None, live["error"]
     assert "fp16" in live["measured_s"] or "int8" in live["measured_s"]
@@ -331,7 +345,7 @@ def test_live_tiny_cpu_measurement(env, app):
             assert r["error_pct"] == pytest.approx(PS.percent_error(r["measured_s"],
                                                                    r["predicted_s"]))
     assert isinstance(defs["live_figure"], go.Figure)
-    events = defs["lab"].events(kind="result")
+    events = [e for e in defs["lab"].events(kind="result") if e["item_id"] not in ITEMS]
     assert {e["item_id"] for e in events} == {"lab03.live_peaks", "lab03.live_gemv"}
     assert events[0]["payload"]["kind"] == live["info"].kind
     assert "Download lab03_measurements.csv" in _texts(outputs)
@@ -340,12 +354,12 @@ def test_live_tiny_cpu_measurement(env, app):
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path_factory):
     student = export_page(LAB_FILE, tmp_path_factory)
-    assert "Lock your prediction to reveal the precision explorer." in student
+    assert "Lock Prediction" in student and "two precisions, two ridges" not in student
     assert "two precisions, two ridges" not in student  # Part 1's roofline title
     teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "two precisions, two ridges" in teacher
     assert "GEMM in fp16" in teacher and "one roof per math precision" in teacher
-    assert "Lock your prediction to reveal" not in teacher
+    assert "Lock your prediction to" not in teacher and "Lock Prediction" not in teacher
 
 
 # --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
@@ -371,7 +385,9 @@ def test_says_the_gemv_timing_rotates_cache_cold_copies(env, lab3):
 
 def test_kais_gemv_streams_from_hbm_and_the_small_one_is_flagged(env, lab3):
     """(Issue 14, the physics review, item 10, in the labs: Lab 3: the L2 trap.)"""
-    naive = {"naive_prediction": choice("lab03.naive_bandwidth", "too_low")}
+    # (its TF32 card shows the H100's peaks: Kai's benchmark waits for Prediction 1 too)
+    naive = {"naive_prediction": choice("lab03.naive_bandwidth", "too_low"),
+             "rho_ratio_prediction": PREDICTIONS["rho_ratio_prediction"]}
     outputs, defs = lab3.run(defs=naive)
     kai = defs["kai"]
     assert kai.fits_in_l2 is False  # 117 MB > 50 MB: really HBM traffic

@@ -110,6 +110,28 @@ def test_oom_batch_is_one_past_the_largest_batch_that_fits():
     assert models.oom_batch("llama-3-70b", "h100-sxm", seq_len=1024) == 1
 
 
+def test_first_batch_over_is_one_division():
+    from labs.core import serving
+
+    # 10 GB usable, 4 GB fixed, 1.5 GB per sequence: 4 sequences fit (10 GB), the 5th does not
+    assert serving.first_batch_over(10e9, 4e9, 1.5e9) == 5
+    assert serving.first_batch_over(10e9, 4e9, 2e9) == 4  # exactly full at 3 still fits
+    assert serving.first_batch_over(10e9, 11e9, 1e9) == 1  # the fixed part alone overflows
+    # Sam's case by hand: 0.9 x 80 GiB = 77.31 GB usable; weights 8.03e9 x 2 B = 16.06 GB and
+    # one 8,192-token prompt's activations 8192 x (2 x 4096 + 2 x 14336) x 2 B = 0.604 GB
+    # fixed; each sequence 2 x 32 x 8 x 128 x 2 B x 8192 = 1 GiB of KV cache plus 128,256 x 4 B
+    # of logits: floor(60.64 / 1.0743) + 1 = 57, the budget's own answer
+    usable = 0.9 * 80 * 2**30
+    weights = models.get("llama-3-8b").params * 2
+    fixed = weights + 8192 * (2 * 4096 + 2 * 14336) * 2
+    per_sequence = 2 * 32 * 8 * 128 * 2 * 8192 + 128256 * 4
+    assert serving.first_batch_over(usable, fixed, per_sequence) == 57 == models.oom_batch(
+        "llama-3-8b", "h100-sxm", seq_len=8192)
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(ValueError, match="per_sequence_bytes"):
+            serving.first_batch_over(1e9, 0, bad)
+
+
 def test_op_groups_cover_every_step_op():
     names = [o.name for o in models.step_ops("llama-3-8b", "decode", 1, 16)]
     groups = {n: models.op_group(n) for n in names}

@@ -138,6 +138,8 @@ VALID = {
     "achievable": False, "matmuls": 1,
     # Lab 1 (the crossover's stated assumptions)
     "operands": 3, "flops_per_mac": 2, "sparse": False,
+    # Lab 2 (serving)
+    "capacity_bytes": 10e9, "fixed_bytes": 4e9, "per_sequence_bytes": 1e9,
     # Lab 7 (tiny_models)
     "config": TM.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
     "change": "batch", "base": {"phase": "decode", "batch": 1, "context": 64,

@@ -66,25 +66,6 @@ def test_decode_quant_table_speedup_is_the_byte_ratio():
     assert P.decode_quant_table(4096, 4096, "tpu-v5e")[0].compute == "bf16"
 
 
-def test_decode_like_speedups_are_the_decode_comparison_in_a_thin_gemm():
-    assert P.SIXTEEN_BIT == ("fp16", "bf16")
-    assert set(P.FOUR_BIT) >= {"mxfp4", "nvfp4", "nf4", "int4-g128", "int4-g32"}
-    # H100: no fp4 rate, so the FP4 formats are absent; NF4 (4.5 bits) ~ 16 / 4.5, like NVFP4
-    pairs = P.decode_like_speedups("gemm", {"m": 2, "n": 4096, "k": 4096}, "h100-sxm")
-    assert {q for _, q, _ in pairs} == set(P.FOUR_BIT) - {"mxfp4", "nvfp4"}
-    nf4 = next(x for b, q, x in pairs if (b, q) == ("fp16", "nf4"))
-    assert nf4 == pytest.approx(16 / 4.5, rel=0.01)
-    # a B200 runs NVFP4 natively: still the byte ratio while the fp16 row is memory-bound
-    b200 = {(b, q): x for b, q, x in P.decode_like_speedups(
-        "gemm", {"m": 256, "n": 4096, "k": 4096}, "b200")}
-    assert b200["fp16", "nvfp4"] == pytest.approx(16 / 4.5, rel=0.01)
-    # a compute-bound GEMM has no such pair; nor a device without the rates asked for
-    assert P.decode_like_speedups("gemm", SQUARE, "h100-sxm") == []
-    assert all(b == "bf16" for b, _, _ in P.decode_like_speedups(
-        "gemv", {"n": 4096, "k": 4096}, "tpu-v5e", compute_for_weight_only="bf16"))
-    assert P.decode_like_speedups("gemv", {"n": 4096, "k": 4096}, "tpu-v5e") == []
-
-
 def test_unknown_op():
     with pytest.raises(KeyError, match="gemm"):
         P.op_cost("conv", SQUARE, "fp16")
@@ -249,3 +230,41 @@ def test_distinct_roofs_exact_and_within_a_tolerance():
         ["fp32", "bf16"], {"fp16": "fp32"})
     with pytest.raises(ValueError, match="within_factor"):
         P.distinct_roofs(laptop, ["fp32"], within_factor=0.5)
+
+
+def test_weight_only_is_weights_narrower_than_the_math():
+    # int8 or int4 weights with bf16 activations: the matmul runs in bf16, each weight is
+    # dequantised first (weight-only); W8A8 int8, fp8 x fp8 and nvfp4 x nvfp4 run in their own
+    # format's rate, nothing to dequantise
+    assert P.is_weight_only("int8", "bf16") and P.is_weight_only("int4-g128", "bf16")
+    assert P.is_weight_only("int4-g128", "int8")  # W4A8: int4 dequantised to int8
+    assert P.is_weight_only("fp8", "bf16") and P.is_weight_only("nvfp4", "bf16")
+    assert not P.is_weight_only("bf16", "bf16") and not P.is_weight_only("int8", "int8")
+    assert not P.is_weight_only("fp8", "fp8") and not P.is_weight_only("nvfp4", "nvfp4")
+    with pytest.raises(KeyError, match="weight_precision"):
+        P.is_weight_only("int3", "bf16")
+
+
+def test_measured_weight_only_speedups_fall_below_their_byte_ratio():
+    """Reality anchor for the decode quantisation table: gpt-fast's batch-1 decode on an A100
+    (Llama-2-7B: 104.9 tokens/s bf16, 155.58 int8, 196.80 int4 in groups of 32 with a bf16
+    scale and zero each, pytorch-labs/gpt-fast README) gains 1.48x and 1.88x for weights 2x
+    and 16/5 = 3.2x smaller. The roofline's speedup (the byte ratio) is an upper bound that
+    real kernels miss by far more than the 1.3x LABS_SPEC §5 allows a roofline, because it
+    charges no dequantisation: so the labs may show it only as a bound, never as the speedup."""
+    measured = {m.storage: m for m in P.WEIGHT_ONLY_MEASURED}
+    assert measured["int8"].speedup == pytest.approx(155.58 / 104.9) == pytest.approx(1.483,
+                                                                                      abs=1e-3)
+    assert measured["int4 (group 32)"].speedup == pytest.approx(1.876, abs=1e-3)
+    assert measured["int8"].byte_ratio == 2.0 and measured["int4 (group 32)"].byte_ratio == 3.2
+    for m in measured.values():
+        assert m.device == "a100-sxm-80gb" and m.batch == 1 and "gpt-fast" in m.source
+        # the roofline's decode speedup for these bits on that device is the byte ratio, above
+        # the measurement (a bound), and more than 1.3x above it (not a prediction)
+        bound = 16 / m.bits_per_weight
+        assert m.speedup < bound and bound / m.speedup > 1.3
+        assert m.share_of_byte_ratio == pytest.approx(m.speedup / bound)
+    rows = {r.storage: r for r in P.decode_quant_table(4096, 4096, "a100-sxm-80gb",
+                                                       ["fp16", "int8", "int4-g32"])}
+    assert rows["int8"].speedup == pytest.approx(2.0, rel=0.01)  # the bound, bytes only
+    assert rows["int8"].speedup > measured["int8"].speedup * 1.3

@@ -56,8 +56,13 @@ def test_batch_takes_whole_numbers_and_the_instrument_keeps_the_last_good(page, 
     with lab_servers.run(LAB2) as server:
         page.goto(server.url)
         page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
-        fill_first_prediction(page)  # opens Part 1: its figures name the batch
-        wait_until(page, lambda: any("batch 1," in f for f in figures(page)), "Part 1's figures")
+        # Part 3 (your design, whose figures name the batch) opens once both predictions are
+        # locked
+        fill_first_prediction(page)
+        page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
+        fill_first_prediction(page)
+        wait_until(page, lambda: any("Decode · one layer · batch 1," in f
+                                     for f in figures(page)), "Part 3's figures")
         box = page.get_by_role("textbox", name="Batch (sequences at once)").first
         _type(page, box, "7")
         wait_until(page, lambda: any("batch 7," in f for f in figures(page)), "batch 7")

@@ -27,6 +27,16 @@ from labs.core.physics._validate import (
     text,
 )
 
+# Weight-only quantisation as measured (Labs 2 and 3 read these as ``precision_study.*``).
+from labs.core.physics.weight_only import (  # noqa: F401
+    GPT_FAST_SOURCE,
+    MARLIN_SOURCE,
+    WEIGHT_ONLY_MEASURED,
+    MeasuredWeightOnly,
+    is_weight_only,
+    measured_weight_only_text,
+)
+
 OPS = ("gemm", "gemv", "mlp_train")
 
 
@@ -133,7 +143,9 @@ class QuantRow:
     compute: str
     bytes: float
     seconds: float
-    speedup: float  # vs the baseline (first) row
+    # vs the baseline (first) row, by the roofline: an upper bound, since it charges the bytes
+    # and not the dequantisation a weight-only kernel also does (WEIGHT_ONLY_MEASURED)
+    speedup: float
     byte_ratio: float  # baseline bytes / these bytes
     regime: str
     note: str
@@ -153,7 +165,8 @@ def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
     first row. A format with its own compute rate that the device has runs W=A in it (e.g. W8A8:
     the activation vector is quantised too, so the math runs at that rate); any other format is
     weight-only: activations stay fp16 (bf16/fp32 where the device lacks fp16) and the weights
-    are dequantised to them. Memory-bound, so speedup ~ byte ratio."""
+    are dequantised to them. Memory-bound, so the roofline's speedup is about the byte ratio:
+    a ceiling that measured kernels fall short of (:data:`WEIGHT_ONLY_MEASURED`)."""
     d = _hw.get(hw, arg="hw")
     n, k, batch = positive_int("n", n), positive_int("k", k), positive_int("batch", batch)
     rows = []
@@ -171,26 +184,6 @@ def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
     base_bytes, base_t = rows[0][2], rows[0][3]
     return [QuantRow(s, c, b, t, base_t / t, base_bytes / b, reg, note)
             for s, c, b, t, reg, note in rows]
-
-
-#: The lab's 16-bit storage formats and its ~4-bit ones (4 to 5 bits per element with their
-#: block scales): the two sides of the decode comparison (FP16 weights against NVFP4).
-SIXTEEN_BIT = tuple(k for k in _fmt.LAB_FORMATS if _fmt.bits(k) == 16)
-FOUR_BIT = tuple(k for k in _fmt.LAB_FORMATS if 4 <= _fmt.bits(k) < 5)
-
-
-def decode_like_speedups(op: str, shape: Mapping[str, int], hw, *,
-                         compute_for_weight_only: str = "fp16") -> list[tuple[str, str, float]]:
-    """The decode comparison (16-bit storage against ~4-bit, :data:`SIXTEEN_BIT` and
-    :data:`FOUR_BIT`) as :func:`study`'s rows of this op and shape give it: one
-    ``(sixteen_bit, four_bit, time ratio)`` per pair the device can run whose 16-bit row is
-    memory-bound, as a batch-1 decode GEMV's is (a GEMM with a few rows is one in all but
-    name). Empty when no pair qualifies (a compute-bound op, or rates the device lacks)."""
-    rows = [r for r in study(op, shape, hw, SIXTEEN_BIT + FOUR_BIT,
-                             compute_for_weight_only=compute_for_weight_only) if r.supported]
-    base = [r for r in rows if r.storage in SIXTEEN_BIT and r.regime == R.MEMORY]
-    low = [r for r in rows if r.storage in FOUR_BIT]
-    return [(b.storage, q.storage, b.seconds / q.seconds) for b in base for q in low]
 
 
 # --- Lab 3 additions: how rho splits into its two factors, and the naive measurements ---------

@@ -14,7 +14,7 @@ from labs.core.physics import hardware as _hw
 from labs.core.physics import models as _m
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
-from labs.core.physics._validate import finite_results, positive_int
+from labs.core.physics._validate import finite_results, non_negative, positive, positive_int
 
 get, memory_budget, step_bound, step_ops = _m.get, _m.memory_budget, _m.step_bound, _m.step_ops
 OP_GROUPS, op_group = _m.OP_GROUPS, _m.op_group
@@ -216,6 +216,23 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
 
     return DesignVerdict(t.key, tuple(fixed + timed(der)), tuple(fixed + timed(R.SPEC)), der,
                          compute_used)
+
+
+# --- Lab 2's Prediction 2: the batch that overflows, as one division -------------------------
+
+@finite_results
+def first_batch_over(capacity_bytes, fixed_bytes, per_sequence_bytes) -> int:
+    """The first batch B (>= 1) whose memory ``fixed_bytes + B x per_sequence_bytes`` exceeds
+    ``capacity_bytes``: floor((capacity - fixed) / per_sequence) + 1, or 1 when the fixed part
+    alone does not fit. ``models.oom_batch`` is this with the budget's terms (fixed: the
+    weights and one prompt's activations; per sequence: its KV cache and its logits); the
+    same division with one term changed is what a misconception answers."""
+    capacity = positive("capacity_bytes", capacity_bytes)
+    fixed = non_negative("fixed_bytes", fixed_bytes)
+    per_sequence = positive("per_sequence_bytes", per_sequence_bytes)
+    if fixed > capacity:
+        return 1
+    return int((capacity - fixed) // per_sequence) + 1
 
 
 # --- Lab 2's math peek: where decode's GEMMs cross the ridge, and why attention never does ---
