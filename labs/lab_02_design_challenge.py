@@ -619,8 +619,8 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, controls, dominant_prediction, mo, oom_prediction, quiz):
-    _wait = INSTRUMENTS.gate("explorer", quiz.locked_items(dominant_prediction, oom_prediction))
+def _(INSTRUMENTS, controls, dominant_prediction, mo, oom_prediction):
+    _wait = INSTRUMENTS.gate("explorer", dominant_prediction, oom_prediction)
     mo.stop(_wait is not None, _wait)
     explorer_open = True  # the explorer's other cells run only while it is open
     controls
@@ -863,13 +863,12 @@ def _(
     dominant_prediction,
     mo,
     oom_prediction,
-    quiz,
     serving,
     style,
     target_picker,
     weight_only_note,
 ):
-    _wait = INSTRUMENTS.gate("challenge", quiz.locked_items(dominant_prediction, oom_prediction))
+    _wait = INSTRUMENTS.gate("challenge", dominant_prediction, oom_prediction)
     mo.stop(_wait is not None, _wait)
     try:
         _verdict, live_error = serving.check_design(target_picker.value, device,

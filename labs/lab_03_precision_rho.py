@@ -487,17 +487,8 @@ def _(device_picker, hardware):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    device,
-    fmt,
-    mo,
-    quiz,
-    rho_ratio_prediction,
-    roofline,
-    style,
-):
-    _wait = INSTRUMENTS.gate("device", quiz.locked_items(rho_ratio_prediction))
+def _(INSTRUMENTS, device, fmt, mo, rho_ratio_prediction, roofline, style):
+    _wait = INSTRUMENTS.gate("device", rho_ratio_prediction)
     mo.stop(_wait is not None, _wait)
     device_card = style.metric_cards(
         [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
@@ -527,9 +518,8 @@ def _(
     live_results,
     mo,
     nvfp4_prediction,
-    quiz,
 ):
-    _wait = INSTRUMENTS.gate("decode", quiz.locked_items(nvfp4_prediction))
+    _wait = INSTRUMENTS.gate("decode", nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
     quant_rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
     # Measured columns only when the live run measured this device and this matrix.
@@ -667,12 +657,11 @@ def _(
     INSTRUMENTS,
     mo,
     nvfp4_prediction,
-    quiz,
     rho_ratio_prediction,
     weight_only_prediction,
 ):
-    _wait = INSTRUMENTS.gate("explorer", quiz.locked_items(
-        rho_ratio_prediction, weight_only_prediction, nvfp4_prediction))
+    _wait = INSTRUMENTS.gate("explorer", rho_ratio_prediction, weight_only_prediction,
+                             nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
     explorer_open = True  # the explorer's cells below run only while it is open
     return (explorer_open,)
@@ -1004,8 +993,8 @@ def _(GEMV_KAI, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
 
 
 @app.cell
-def _(INSTRUMENTS, mo, naive_prediction, quiz, rho_ratio_prediction):
-    _wait = INSTRUMENTS.gate("kai", quiz.locked_items(rho_ratio_prediction, naive_prediction))
+def _(INSTRUMENTS, mo, naive_prediction, rho_ratio_prediction):
+    _wait = INSTRUMENTS.gate("kai", rho_ratio_prediction, naive_prediction)
     mo.stop(_wait is not None, _wait)
     kai_open = True  # the benchmark's cells below run only while it is open
     return (kai_open,)
@@ -1210,8 +1199,8 @@ def _(live):
 
 
 @app.cell
-def _(INSTRUMENTS, live_run, mo, nvfp4_prediction, quiz, rho_ratio_prediction):
-    _wait = INSTRUMENTS.gate("measure", quiz.locked_items(rho_ratio_prediction, nvfp4_prediction))
+def _(INSTRUMENTS, live_run, mo, nvfp4_prediction, rho_ratio_prediction):
+    _wait = INSTRUMENTS.gate("measure", rho_ratio_prediction, nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
     measure_open = True  # the measurement's results run only while it is open
     live_run
