@@ -408,3 +408,21 @@ def test_types_are_ranked_by_the_figure_a_lab_plots():
     assert ranked[0]["median_factor_off"] == pytest.approx(1.5)
     assert ranked[1]["median_factor_off"] == pytest.approx(4.0)
     assert ranked[1]["median_ratio"] == pytest.approx(1.0)  # the statistic that misled
+
+
+def test_a_roofline_an_operator_beats_is_called_too_low():
+    """An operator's FLOPs over its measured time cannot beat the compute peak: where they do by
+    more than 1.3x, the roofline measured this session is too low and its bounds cannot rank
+    the operators (a busy machine's Lab 7 prefill ran GEMMs 3.4x above it)."""
+    import dataclasses
+
+    what_if = measure.profile_model(torch.nn.Linear(8, 8), torch.randn(2, 8),
+                                    roofline="h100-sxm")
+    row = dict(what_if.rows[0], name="aten.mm", ceiling="fp32", flops=2e9)
+    peak = 1.0  # TFLOP/s
+    fast = dataclasses.replace(what_if, rows=(dict(row, measured_s=2e9 / (2.0e12)),),
+                               predicted_only=False, peaks={"fp32": peak})
+    assert "2.0× faster" in fast.roof_too_low()
+    fine = dataclasses.replace(fast, rows=(dict(row, measured_s=2e9 / (1.2e12)),))
+    assert fine.roof_too_low() is None
+    assert dataclasses.replace(fast, predicted_only=True).roof_too_low() is None

@@ -75,7 +75,7 @@ _OWNERS = {
     "device": ("DeviceInfo", "detect", "registry_key_for", "free_bytes", "fits", "check_fits",
                "machine_description", "machine_line", "load_average",
                "MEMORY_HEADROOM"),
-    "timer": ("Measurement", "time_callable"),
+    "timer": ("Measurement", "PairedRatio", "time_callable", "time_ratio"),
     "choices": ("GEMM_PRECISIONS", "GEMV_PRECISIONS", "SQUARE_SIZES"),
     "cases": ("estimate_bytes", "gemm_cost", "gemv_cost", "time_gemm", "time_gemv",
               "supported_precisions"),

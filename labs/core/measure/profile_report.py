@@ -222,6 +222,27 @@ class Profile:
                         "median_log_error": log_error, "median_factor_off": 10 ** log_error})
         return sorted(out, key=lambda g: g["median_log_error"])
 
+    def roof_too_low(self, tolerance: float = 1.3) -> str | None:
+        """Why this profile's bounds cannot be trusted, or None: some operator ran more than
+        ``tolerance`` times faster than its compute roof allows (its FLOPs over its measured time
+        beat the roofline's peak for its ceiling), so the peak the roofline holds is too low; a
+        measured roofline's short runs are slowed on a busy machine. Nothing for a
+        predicted-only profile."""
+        if self.predicted_only:
+            return None
+        worst, name = 1.0, ""
+        for r in self.rows:
+            peak = self.peaks.get(r.get("ceiling") or "", 0.0)
+            if r.get("flops") and r.get("measured_s") and peak:
+                above = r["flops"] / r["measured_s"] / 1e12 / peak
+                if above > worst:
+                    worst, name = above, r["name"]
+        if worst <= tolerance:
+            return None
+        return (f"{name} ran {worst:.1f}× faster than the roofline's compute peak allows: the "
+                "peak measured for this machine this session is too low (a busy machine slows "
+                "the short run that measures it), so these bounds cannot rank the operators.")
+
     def dominant_type(self) -> str:
         """The operator type (or the overhead) that takes the most time."""
         return self.by_op_type()[0]["op_type"]

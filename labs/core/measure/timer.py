@@ -1,6 +1,7 @@
 """The timer: how every measurement in this package turns a callable into seconds.
 
-``time_callable(fn, ...)`` is the one timing function (GEMMs, GEMVs and STREAM here; the
+``time_callable(fn, ...)`` is the one timing function (``time_ratio`` alternates two
+callables through it, for a ratio a busy machine cannot skew) (GEMMs, GEMVs and STREAM here; the
 working-set sweep, collectives and per-operator profiles of the later labs call it too). It
 warms up, then times repetitions and returns a ``Measurement`` (median, p10/p90, quartiles,
 every sample, the timer and thread count used).
@@ -17,6 +18,8 @@ a caller time cache-cold, as triton.testing.do_bench does with an L2-sized buffe
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -285,3 +288,49 @@ def time_callable(fn: Callable[[], object], *, device: str | DeviceInfo | None =
                                       flops=flops, nbytes=nbytes, note=note)
 
     return _guarded(f"{op} {'x'.join(map(str, shape))} {precision}".strip(), dev.info, run)
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """Two callables timed in alternation (:func:`time_ratio`): ``ratio`` = the median over
+    rounds of (new / old), each round timing both back to back, so a load that comes and goes
+    slows both sides of a round alike. ``spread`` is the 90th over the 10th percentile of the
+    rounds' ratios (1 = every round agreed); ``old`` and ``new`` pool every sample."""
+
+    ratio: float
+    ratios: tuple[float, ...]
+    spread: float
+    old: Measurement
+    new: Measurement
+
+
+def time_ratio(old: Callable[[], object], new: Callable[[], object], *,
+               device: str | DeviceInfo | None = None, budget_s: float = 2.0,
+               rounds: int = 8, threads: int | None = None, op: str = "pass") -> PairedRatio:
+    """How many times longer ``new()`` takes than ``old()``, timed in alternation: ``rounds``
+    rounds, each timing ``old`` then ``new`` with :func:`time_callable` (a share of
+    ``budget_s`` each, at least 3 repetitions). Timing one after the other a minute apart lets
+    a busy machine's load land on one side only; alternating puts it on both."""
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 2 <= rounds <= 100:
+        raise ValueError(f"rounds must be a whole number from 2 to 100, got {rounds!r}")
+    _check_timing_args(budget_s, 0.05, 3, 1000)
+    share = budget_s / (2 * rounds)
+    olds, news = [], []
+    for _ in range(rounds):
+        olds.append(time_callable(old, device=device, budget_s=share, warmup_s=0.02,
+                                  min_reps=3, threads=threads, op=f"old {op}"))
+        news.append(time_callable(new, device=device, budget_s=share, warmup_s=0.02,
+                                  min_reps=3, threads=threads, op=f"new {op}"))
+    ratios = tuple(n.median_s / o.median_s for o, n in zip(olds, news))
+    ranked = sorted(ratios)
+    low, high = ranked[max(0, round(0.1 * (len(ranked) - 1)))], ranked[
+        min(len(ranked) - 1, round(0.9 * (len(ranked) - 1)))]
+    pooled = [_pooled(olds), _pooled(news)]
+    return PairedRatio(statistics.median(ratios), ratios, high / low, *pooled)
+
+
+def _pooled(parts: Sequence[Measurement]) -> Measurement:
+    """One Measurement of every sample of ``parts`` (the same callable timed in rounds)."""
+    samples = [s for m in parts for s in m.samples_s]
+    return dataclasses.replace(parts[0], **_stats(samples), reps=len(samples),
+                               samples_s=tuple(samples))

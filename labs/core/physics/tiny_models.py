@@ -306,8 +306,8 @@ def time_with_launches(hw, config=TINY_DECODER, *,
     bound: a step that small is overhead-bound on a GPU in eager mode. (``step_ops``' own
     ``kernels`` count its 61 roofline ops, K,V and gate,up fused and no rotary, cache-write,
     scale, final-norm or embedding operator: not what the profiled module launches.) The 5 us
-    is a floor: an eager step on an H200 paid about 15 us per kernel outside its operators
-    (``tests/test_reality_anchors_profile.py``)."""
+    is a floor: an eager step on an H200 paid about 16 us per kernel
+    (``roofline.EAGER_KERNEL_US``, ``tests/test_reality_anchors_profile.py``)."""
     c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
                                                    attention)
     overhead_s = non_negative("launch_overhead_us", launch_overhead_us) * 1e-6
