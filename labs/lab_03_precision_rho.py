@@ -724,12 +724,12 @@ def _(mo):
 
 
 @app.cell
-def _(mo, roofline, style):
+def _(formats, mo, style):
     # Text boxes, not mo.ui.number: a weight out of range is refused with a message (next
     # cell) and the last good one kept, instead of being clamped in the browser.
     circuit_weights = mo.ui.dictionary(
         {p: style.NumberBox(round(w, 3), lo=0.001, hi=100.0, label=p)
-         for p, w in roofline.CIRCUIT_WEIGHTS.items()})
+         for p, w in formats.CIRCUIT_WEIGHTS.items()})
     mo.vstack([mo.md("**Circuit weight of one multiply-add per math precision** (FP16 = 1, "
                      "each from 0.001 to 100), used by I_bit. These are *rough, editable "
                      "teaching estimates* (multiplier cost grows about with the square of the "

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import measure, quiz, roofline
+from labs.core import measure, precision, quiz, roofline
 from labs.core import precision_study as PS
 from labs.core.measure import live as live_reader
 from notebook_support import choice, export_page, load_app
@@ -88,7 +88,7 @@ def test_unlocked_run_shows_core_numbers(env, app):
     assert "ridge (fp32, dense) = 20 FLOP/B" in labels
     # Part 2: the explorer's rows are core's for the default widgets
     weights = defs["circuit_weights"].value  # the editable estimates, shown to 3 decimals
-    assert weights == {p: round(w, 3) for p, w in roofline.CIRCUIT_WEIGHTS.items()}
+    assert weights == {p: round(w, 3) for p, w in precision.CIRCUIT_WEIGHTS.items()}
     assert defs["explorer_rows"] == PS.study("gemm", GEMM_4096, "h100-sxm", DEFAULT_FORMATS,
                                              weights=weights)
     rho_bar = defs["rho_bars"].data[0]
@@ -147,7 +147,7 @@ def test_other_op_and_weight_only_compute(env, app):
 
 
 def test_editing_circuit_weights_moves_i_bit_only(env, app):
-    weights = dict(roofline.CIRCUIT_WEIGHTS, fp16=2.0)
+    weights = dict(precision.CIRCUIT_WEIGHTS, fp16=2.0)
     import marimo as mo
 
     from labs.core import style
@@ -159,7 +159,7 @@ def test_editing_circuit_weights_moves_i_bit_only(env, app):
     fp16, bf16 = defs["explorer_rows"]
     assert fp16.i_bit == pytest.approx(2.0 * fp16.ai / 8)  # I_bit = F w / (8 B)
     shown = defs["circuit_weights"].value  # the boxes show 3 decimals
-    assert shown["bf16"] == round(roofline.CIRCUIT_WEIGHTS["bf16"], 3)
+    assert shown["bf16"] == round(precision.CIRCUIT_WEIGHTS["bf16"], 3)
     assert bf16.i_bit == pytest.approx(shown["bf16"] * bf16.ai / 8)
     assert fp16.rho == pytest.approx(bf16.rho)  # the weights never touch AI, ridge or rho
     assert list(defs["ibit_bars"].data[0].y) == [fp16.i_bit, bf16.i_bit]

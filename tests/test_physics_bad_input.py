@@ -156,7 +156,7 @@ OVERRIDES = {
     "precision.bytes_per_element": {"key": "fp16"},
     "precision.matmul_compute": {"weights": "int8", "activations": "bf16"},
     "precision.explain_compute": {"weights": "int8", "activations": "bf16", "compute": "bf16"},
-    "models.get": {"key": "llama-3-8b"}, "roofline.i_bit": {"compute": "fp16"},
+    "models.get": {"key": "llama-3-8b"}, "precision.i_bit": {"compute": "fp16"},
     "precision_study.decode_quant_table": {"storages": ["fp16", "fp8"]},
     "precision_study.merge_measured": {
         "rows": PS.decode_quant_table(64, 64, "h100-sxm", ["fp16", "fp8"])},
@@ -190,7 +190,7 @@ OVERRIDES = {
     **{f"collectives.{f}": {"op": "all-reduce"} for f in (
         "bus_factor", "latency_steps", "bandwidth_factor", "collective_time", "link_time",
         "latency_bandwidth_split", "crossover_bytes", "busbw_gbs", "Path.latency",
-        "Path.seconds_per_byte", "Path.time", "Path.bus_gbs")},
+        "Path.seconds_per_byte", "Path.time", "Path.bus_gbs", "Path.binding_level")},
     **{f"sharding.{f}": {"op": "all-reduce"} for f in (
         "sharded_matmul", "tp_critical_shard", "comm_bound_tokens")},
     "sharding.tp_diagnosis": {"rows": SH.tp_scaling("llama-3-8b", "h100-sxm", "nvlink4", [1, 2],
@@ -231,7 +231,8 @@ LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai")
                     ("sharding.first_comm_bound_degree", "degrees")}
 #: Mappings of free names to sizes, where any non-empty names with sizes > 0 are valid input,
 #: and so is an empty one (the OS names its caches, or reports none).
-FREE_SIZE_MAPPINGS = {("staircase.name_plateaus", "caches"), ("hierarchy.from_plateaus", "caches")}
+FREE_SIZE_MAPPINGS = {("staircase.name_plateaus", "caches"), ("staircase.levels", "caches"),
+                      ("hierarchy.from_plateaus", "caches")}
 #: None is meaningful here (one kernel per op) although the argument has no default.
 NONE_OK = {("fusion.fusion_speedup", "groups_after"),
            ("fusion.launch_saving_speedup", "groups_after")}

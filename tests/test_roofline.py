@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labs.core import formulas as F
-from labs.core import hardware, roofline as R
+from labs.core import hardware, precision, roofline as R
 
 H100 = hardware.get("h100-sxm")
 
@@ -94,12 +94,12 @@ def test_fp32_to_fp16_moves_the_ridge_faster_than_the_workload():
 
 def test_i_bit():
     g = F.gemm(4096, 4096, 4096, "fp16")
-    assert R.i_bit(g.flops, g.bytes, "fp16") == pytest.approx(g.ai / 8)
-    assert R.i_bit(g.flops, g.bytes, "fp16", weights={"fp16": 2}) == pytest.approx(g.ai / 4)
+    assert precision.i_bit(g.flops, g.bytes, "fp16") == pytest.approx(g.ai / 8)
+    assert precision.i_bit(g.flops, g.bytes, "fp16", weights={"fp16": 2}) == pytest.approx(g.ai / 4)
     with pytest.raises(KeyError):
-        R.i_bit(1, 1, "fp64")
+        precision.i_bit(1, 1, "fp64")
     with pytest.raises(ValueError, match="weights"):
-        R.i_bit(1, 1, "fp16", weights={"fp16": 0})
+        precision.i_bit(1, 1, "fp16", weights={"fp16": 0})
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "x"])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from isolation_support import CHROMIUM_ARGS, chromium_path
 
-from labs.core.course.launcher import SERVE_MARIMO
+from labs.core.course.export.offline import SERVE_MARIMO
 from labs.core.ui.style import PRELOAD_CLASS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ One flow per lab, generic enough for any lab that follows LABS_SPEC §4:
    predictions until an instrument with one opens, and moves it (step 3); a lab none of whose
    instruments has one fails.
 Throughout, the page makes no request off the machine (marimo's frontend asks a CDN for
-MathJax whenever it draws a figure; the servers answer it locally: launcher.serve_marimo).
+MathJax whenever it draws a figure; the servers answer it locally: export.offline.serve_marimo).
 Screenshots go to artifacts/browser/<lab>-{locked,unlocked,reloaded,slider}.png.
 """
 

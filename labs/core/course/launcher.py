@@ -56,7 +56,8 @@ from typing import Sequence
 from labs.core.course import ledger
 from labs.core.course.export.index import (DEFAULT_LABS_DIR, copy_style_sheet, discover_labs,
                                           read_lab_meta)
-from labs.core.course.export.offline import MATHJAX_FILE, write_mathjax_stand_in
+from labs.core.course.export.offline import SERVE_MARIMO
+from labs.core.course.install import torch_advice, torch_commands, torch_notice  # noqa: F401
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
 #: The port a workspace's server takes the first time (marimo's own default is 2718, which a
@@ -335,57 +336,6 @@ def stable_address(workspace: Path, host: str = "127.0.0.1",
     return Address(port, token, notice)
 
 
-def torch_commands(python: str | None = None) -> dict[str, str]:
-    """The commands that install PyTorch into ``python`` (default: this one), by what they
-    fetch: ``"cpu"``, PyTorch's CPU build (about 200 MB) from PyTorch's own package index
-    through uv (``--torch-backend=cpu``); ``"index"``, ``pip install torch`` from the package
-    index alone (the CPU build on macOS and Windows; on Linux the CUDA build, several GB with
-    its NVIDIA libraries, which runs on a CPU too): the fallback where PyTorch's index cannot
-    be reached; ``"gpu"``, uv's ``--torch-backend=auto`` (the CUDA build for the driver, from
-    PyTorch's index: the package index's Windows build has no CUDA). The labs' own notice
-    (``measure.device.torch_commands``) gives the same commands."""
-    # Windows shells differ on a quoted program path (PowerShell refuses one): there the
-    # activated environment's own `python`, as the install instructions have it.
-    py = (python or "python") if os.name == "nt" else f'"{python or sys.executable}"'
-    uv = f"{py} -m pip install uv && {py} -m uv pip install --python {py}"
-    return {"cpu": f'{uv} --torch-backend=cpu "torch>=2.3"',
-            "index": f'{py} -m pip install "torch>=2.3"',
-            "gpu": f'{uv} --torch-backend=auto "torch>=2.3"'}
-
-
-def torch_advice(platform: str | None = None, python: str | None = None) -> str:
-    """Which command to run on ``platform`` (default: this one), one per line with when."""
-    platform = platform or sys.platform
-    c = torch_commands(python)
-    if platform == "darwin":
-        return ("To measure, install PyTorch into this Python (on macOS the package index's "
-                f"build is the CPU one):\n    {c['index']}\n")
-    if platform.startswith(("win", "cygwin")):
-        return ("To measure, install PyTorch into this Python (on Windows the package index's "
-                f"build is the CPU one):\n    {c['index']}\n"
-                "With an NVIDIA GPU, take PyTorch's CUDA build for your driver from PyTorch's "
-                f"own index instead:\n    {c['gpu']}\n")
-    return ("To measure, install PyTorch's CPU build (about 200 MB) into this Python, from "
-            f"PyTorch's own package index:\n    {c['cpu']}\n"
-            "With an NVIDIA GPU, or if that command cannot reach PyTorch's index (a network "
-            "that lets only the package index through), install from the package index "
-            f"alone:\n    {c['index']}\n"
-            "(on Linux that is the CUDA build: several GB with its NVIDIA libraries, which "
-            "also runs on a CPU).\n")
-
-
-def torch_notice() -> str | None:
-    """What to say at start when torch is missing (None when it is installed)."""
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is not None:
-        return None
-    return ("torch is not installed: every lab works, but nothing can be measured on this "
-            "machine. " + torch_advice() + "Then restart: stop roofline-labs (Ctrl+C in this "
-            "terminal) and run roofline-labs again; your links and your locked predictions "
-            "stay as they are.")
-
-
 class _Stopped(Exception):
     """SIGTERM: stop as Ctrl+C does."""
 
@@ -421,36 +371,6 @@ def _wait_until_up(url: str, proc: subprocess.Popen, timeout: float) -> None:
         except (urllib.error.URLError, OSError):
             time.sleep(0.3)
     raise RuntimeError(f"marimo did not answer at {url} within {timeout:.0f} s.")
-
-
-#: ``python -c SERVE_MARIMO edit|run ...`` runs marimo's command line as ``python -m marimo``
-#: does, through :func:`serve_marimo`.
-SERVE_MARIMO = "from labs.core.course.launcher import serve_marimo; serve_marimo()"
-
-
-def serve_marimo() -> None:
-    """marimo's command line (``sys.argv[1:]``: ``edit ...`` or ``run ...``), its pages making
-    no request off the machine. marimo's frontend asks a CDN for MathJax whenever it draws a
-    plotly figure (for LaTeX in plotly's labels, which the labs do not use; every lab's header
-    holds a figure), so offline every lab logged a failed request. Here the scripts that name
-    that CDN are served from copies pointed at a local stand-in (``export.offline``'s, as in
-    ``labs-export --offline``), put ahead of marimo's own assets folder; nothing else changes."""
-    import atexit
-    import tempfile
-
-    from marimo._cli.cli import main as marimo_main
-    from marimo._server.api.endpoints import assets
-
-    overlay = Path(tempfile.mkdtemp(prefix="roofline-marimo-assets-"))
-    atexit.register(shutil.rmtree, overlay, True)
-    # a script's src resolves against the page (/?file=...), whose assets are at ./assets/
-    write_mathjax_stand_in(Path(assets.assets_dir), overlay, f"./assets/{MATHJAX_FILE}")
-    mounts = [r for r in assets.router.routes if getattr(r, "path", None) == "/assets"]
-    if len(mounts) != 1 or not hasattr(mounts[0].app, "all_directories"):
-        raise RuntimeError("marimo's /assets route has changed: the MathJax stand-in cannot "
-                           "be served (labs.core.course.launcher.serve_marimo)")
-    mounts[0].app.all_directories.insert(0, str(overlay))
-    marimo_main(prog_name="marimo")
 
 
 def marimo_command(workspace: Path, host: str, port: int) -> list[str]:

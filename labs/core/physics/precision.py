@@ -18,8 +18,11 @@ activation precision, and the math runs there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
-from labs.core.physics._validate import close_matches, shown, text
+from labs.core.physics import hardware as _hw
+from labs.core.physics._validate import (close_matches, mapping, non_negative, one_of, positive,
+                                         shown, text)
 
 
 @dataclass(frozen=True)
@@ -186,3 +189,28 @@ def _checked(key, arg: str) -> Format:
 #: Formats the precision lab lists, in order of bits.
 LAB_FORMATS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "mxfp4", "nvfp4", "nf4",
                "nf4-dq", "int4-g128", "int4-g32")
+
+
+# --- bit-level intensity --------------------------------------------------------------------
+
+#: ROUGH, editable estimates of the circuit cost of one multiply-add in each compute precision,
+#: relative to FP16 = 1. Multiplier area/energy grows ~ with the square of the significand width
+#: (24 bits FP32, 11 TF32/FP16, 8 BF16, 4 FP8-E4M3, 2 FP4-E2M1; INT8 8x8). These are teaching
+#: estimates, not measurements: real units share logic across precisions.
+CIRCUIT_WEIGHTS: Mapping[str, float] = {
+    "fp32": 24**2 / 11**2, "tf32": 1.0, "fp16": 1.0, "bf16": 8**2 / 11**2,
+    "fp8": 4**2 / 11**2, "int8": 8**2 / 11**2, "fp4": 2**2 / 11**2,
+}
+
+
+def i_bit(flops, bytes_, compute: str, weights: Mapping[str, float] | None = None) -> float:
+    """Bit-level intensity: circuit-weighted operations per *bit* moved,
+    I_bit = FLOPs x w(compute) / (8 x bytes). Lower precision shrinks both numerator (cheaper
+    ops) and denominator (fewer bits), so I_bit shows whether the silicon or the wires gain."""
+    w = dict(CIRCUIT_WEIGHTS if weights is None else mapping("weights", weights))
+    compute = one_of("compute", compute, _hw.PRECISIONS)
+    if compute not in w:
+        raise KeyError(f"weights has no circuit weight for compute={compute!r}; have "
+                       f"{', '.join(map(str, w))}")
+    positive(f"weights[{compute!r}]", w[compute])
+    return non_negative("flops", flops) * w[compute] / (8 * positive("bytes_", bytes_))

@@ -120,7 +120,7 @@ def study(op: str, shape: Mapping[str, int], hw, storages: Sequence[str], *,
         c = op_cost(op, shape, fmt.key, None if fmt.native_compute else compute)
         tb = R.time_bounds(c.flops, c.bytes, d, compute)
         rows.append(PrecisionRow(
-            fmt.key, compute, True, how, ai=c.ai, i_bit=R.i_bit(c.flops, c.bytes, compute, weights),
+            fmt.key, compute, True, how, ai=c.ai, i_bit=_fmt.i_bit(c.flops, c.bytes, compute, weights),
             ridge=R.ridge_point(d, compute), rho=float(R.rho(c.ai, d, compute)),
             attainable_tflops=float(R.attainable_tflops(c.ai, d, compute)), seconds=tb.lower,
             bytes=c.bytes, flops=c.flops))

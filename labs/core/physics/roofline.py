@@ -45,12 +45,8 @@ from labs.core.physics.formulas import Cost
 #: of H. He, "Making Deep Learning Go Brrrr From First Principles" (2022).
 DEFAULT_LAUNCH_OVERHEAD_US = 5.0
 
-#: Measured time per kernel that is not the kernel's work, in µs: what a fixed launch figure
-#: stands for. A CUDA launch alone, small kernels back to back on an NVIDIA H200 (RRZE-HPC
-#: gpu-benches, gpu-small-kernels); the same kernels replayed as one CUDA graph (same source);
-#: one kernel of eager PyTorch, host dispatch included, Lab 7's decoder step on an NVIDIA H200
-#: (this project's run, torch 2.11, fp32, 2026-11-26: (2,818 µs step - 26 µs of bounds) / 172
-#: kernels; tests/test_reality_anchors_profile.py).
+#: Measured µs per kernel besides its work, what a fixed launch figure stands for (sources
+#: below; the eager figure is (2,818 µs step - 26 µs of bounds) / 172 kernels).
 LAUNCH_BACK_TO_BACK_US = 2.5
 LAUNCH_CUDA_GRAPH_US = 1.3
 EAGER_KERNEL_US = 16.2
@@ -393,31 +389,6 @@ def sparse_ridge_point(hw, precision: str) -> float:
         raise KeyError(f"{d.name} quotes no 2:4-sparse peak for precision={p!r} "
                        f"(it quotes one for: {have})")
     return d.sparse_peaks[p] * 1e12 / (d.bandwidth_gbs * 1e9)
-
-
-# --- bit-level intensity --------------------------------------------------------------------
-
-#: ROUGH, editable estimates of the circuit cost of one multiply-add in each compute precision,
-#: relative to FP16 = 1. Multiplier area/energy grows ~ with the square of the significand width
-#: (24 bits FP32, 11 TF32/FP16, 8 BF16, 4 FP8-E4M3, 2 FP4-E2M1; INT8 8x8). These are teaching
-#: estimates, not measurements: real units share logic across precisions.
-CIRCUIT_WEIGHTS: Mapping[str, float] = {
-    "fp32": 24**2 / 11**2, "tf32": 1.0, "fp16": 1.0, "bf16": 8**2 / 11**2,
-    "fp8": 4**2 / 11**2, "int8": 8**2 / 11**2, "fp4": 2**2 / 11**2,
-}
-
-
-def i_bit(flops, bytes_, compute: str, weights: Mapping[str, float] | None = None) -> float:
-    """Bit-level intensity: circuit-weighted operations per *bit* moved,
-    I_bit = FLOPs x w(compute) / (8 x bytes). Lower precision shrinks both numerator (cheaper
-    ops) and denominator (fewer bits), so I_bit shows whether the silicon or the wires gain."""
-    w = dict(CIRCUIT_WEIGHTS if weights is None else mapping("weights", weights))
-    compute = one_of("compute", compute, _hw.PRECISIONS)
-    if compute not in w:
-        raise KeyError(f"weights has no circuit weight for compute={compute!r}; have "
-                       f"{', '.join(map(str, w))}")
-    positive(f"weights[{compute!r}]", w[compute])
-    return non_negative("flops", flops) * w[compute] / (8 * positive("bytes_", bytes_))
 
 
 # --- Lab 1: fitting in memory, yardsticks, what moves AI ------------------------------------

@@ -125,7 +125,7 @@ def write_mathjax_stand_in(assets_dir: Path, out: Path, url: str, *,
     ``stand_in`` (default: ``out/`` :data:`MATHJAX_FILE`); returns the copies. ``url`` is
     where the page finds the stand-in: a
     script's ``src`` resolves against the page, not the script. The live servers
-    (``launcher.serve_marimo``) serve these copies in place of the installed ones."""
+    (``export.offline.serve_marimo``) serve these copies in place of the installed ones."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for js in sorted(Path(assets_dir).glob("*.js")):
@@ -149,3 +149,33 @@ def make_page_offline(page: str, asset_prefix: str = f"./{ASSET_DIR_NAME}") -> s
     """Point every frontend URL of an exported page at the local copy; add the file:// note."""
     page = _FRONTEND_URL_RE.sub(asset_prefix, page)
     return page.replace("</head>", _FILE_PROTOCOL_NOTICE + "</head>", 1)
+
+
+#: ``python -c SERVE_MARIMO edit|run ...`` runs marimo's command line as ``python -m marimo``
+#: does, through :func:`serve_marimo`.
+SERVE_MARIMO = "from labs.core.course.export.offline import serve_marimo; serve_marimo()"
+
+
+def serve_marimo() -> None:
+    """marimo's command line (``sys.argv[1:]``: ``edit ...`` or ``run ...``), its pages making
+    no request off the machine. marimo's frontend asks a CDN for MathJax whenever it draws a
+    plotly figure (for LaTeX in plotly's labels, which the labs do not use; every lab's header
+    holds a figure), so offline every lab logged a failed request. Here the scripts that name
+    that CDN are served from copies pointed at a local stand-in (``export.offline``'s, as in
+    ``labs-export --offline``), put ahead of marimo's own assets folder; nothing else changes."""
+    import atexit
+    import tempfile
+
+    from marimo._cli.cli import main as marimo_main
+    from marimo._server.api.endpoints import assets
+
+    overlay = Path(tempfile.mkdtemp(prefix="roofline-marimo-assets-"))
+    atexit.register(shutil.rmtree, overlay, True)
+    # a script's src resolves against the page (/?file=...), whose assets are at ./assets/
+    write_mathjax_stand_in(Path(assets.assets_dir), overlay, f"./assets/{MATHJAX_FILE}")
+    mounts = [r for r in assets.router.routes if getattr(r, "path", None) == "/assets"]
+    if len(mounts) != 1 or not hasattr(mounts[0].app, "all_directories"):
+        raise RuntimeError("marimo's /assets route has changed: the MathJax stand-in cannot "
+                           "be served (labs.core.course.export.offline.serve_marimo)")
+    mounts[0].app.all_directories.insert(0, str(overlay))
+    marimo_main(prog_name="marimo")
