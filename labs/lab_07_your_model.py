@@ -57,18 +57,21 @@ def _():
             # the model card: the picked device's ridge
             "model card": ["intensity:ridge"],
             # Part 1: the roofline's time per operator type at batch 1 and 64
-            "decode roofline": ["time:decode-b1", "time:decode-b64", "share",
-                                "choice:dominant-b1", "choice:dominant-b64"],
+            # (its notes and peeks: the regimes, the AI of a batch-1 GEMM, the KV copies' 4x)
+            "decode roofline": ["time:decode-b1", "time:decode-b64", "share", "bytes",
+                                "choice:dominant-b1", "choice:dominant-b64", "regime",
+                                "intensity", "ratio:kv-copies"],
             # Part 1: the memory-bound share, alone and with launches
             "memory share": ["share:memory-bound-b1", "time:decode-b1"],
             # Part 1: both decode steps profiled on this machine
             "decode profile": ["time", "share", "bytes", "intensity", "choice:dominant-b1",
                                "choice:dominant-b64"],
             # Part 2: any model, batch and context; the overhead model; the measured table
-            "operators": ["time", "share", "bytes", "intensity", "ratio:measured-over-bound",
-                          "ratio:overhead-per-type", "choice:best-predicted"],
+            "operators": ["time", "share", "bytes", "intensity", "regime",
+                          "ratio:measured-over-bound", "ratio:overhead-per-type",
+                          "choice:best-predicted"],
             # Part 3: what each change does, predicted and measured
-            "change": ["ratio", "time", "bytes", "share"],
+            "change": ["ratio", "time", "bytes", "share", "regime"],
         })
     # Prediction 5's case as the Part 2 run labels it: only that profile is graded
     QUESTION_CASE_LABEL = (f"decoder prefill, batch {SCENARIO['small_batch']}, context "

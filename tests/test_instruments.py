@@ -14,7 +14,11 @@ reveal"), every lab, read from the lab itself:
    student moves is behind a gate, and each dimension it shows (a number with its unit, a
    regime's name: ``instrument_support.dimensions_shown``) is declared by an instrument gating
    it;
-6. locking a prediction re-runs no cell that holds what a student did (a widget, a measure
+6. with every prediction locked, every cell that opens with a prediction (a comparison, a
+   math peek, a reflection) and shows a dimension is behind a gate that declares it: what
+   opens after one lock must not answer another prediction still open, so it declares what it
+   shows like any instrument (the takeaways, which wait for every prediction, aside);
+7. locking a prediction re-runs no cell that holds what a student did (a widget, a measure
    button, a measurement's result) unless that cell's instruments wait for it: a measurement
    stays on the page while the student locks later predictions.
 
@@ -227,3 +231,25 @@ def test_locking_a_prediction_re_runs_no_measurement_it_does_not_answer(lab):
 ])
 def test_a_share_is_a_number_before_a_percent_sign_not_markup(text, dimension):
     assert dimensions_shown(text).keys() == ({dimension} if dimension else set())
+
+
+def test_every_view_that_opens_with_a_lock_declares_what_it_shows(lab):
+    everything = lab.locks(set(lab.rule.order))
+    outputs, _ = run_with_outputs(lab.app, everything)
+    below = set()
+    for step in lab.steps:
+        below |= lab.graph.descendants(step.cell_id)
+    problems = {}
+    for cell in rendered_cells(lab.app, outputs):
+        cid = list(lab.cells)[cell.index]
+        if cid not in below or "takeaways_gate" in cell.code:
+            continue
+        declared = {q.partition(":")[0] for g in lab.gated_by(cid)
+                    for q in lab.rule.instruments[g]}
+        for dimension, example in dimensions_shown(cell.text).items():
+            if dimension not in declared:
+                problems.setdefault(cell.where(), []).append(f"{dimension} ({example!r})")
+    assert not problems, (
+        f"{lab.file.name}: views that open with a lock show dimensions no gate declares "
+        "(gate them with INSTRUMENTS.gate and declare what they show):\n" + "\n".join(
+            f"  - {where}: {', '.join(dims)}" for where, dims in problems.items()))

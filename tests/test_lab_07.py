@@ -338,7 +338,8 @@ def test_every_run_button_profiles_on_this_cpu(env, app):
         assert (item, "result") in kinds, item
     # Prediction 5 is graded on its own case only (these runs profile a 64-token prefill)
     assert ("lab07.best_predicted", "result") not in kinds
-    assert "Not recorded for grading: this profile is decoder prefill, batch 1, context 64" in text
+    assert "Not recorded for grading: " in text  # the case (or, on a busy machine, a roof
+    # measured too low to rank the operators) says why
     # Prediction 4 is recorded when the alternating rounds agree within its band
     from labs.core.physics import misconceptions
 
