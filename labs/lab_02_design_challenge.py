@@ -931,7 +931,7 @@ def _(dominant_prediction, mo, oom_prediction, style):
     **Spec sheet versus achievable.** $\pi$ and $\beta$ above are the spec sheet's: no real
     kernel reaches them. The checker divides by the fractions real kernels reach, $f_\pi$ of
     the dense peak (measured maximum achievable matmul throughput: about 0.8 on NVIDIA
-    datacenter GPUs, 0.5 on an MI300X) and $f_\beta$ of the bandwidth (about 0.9 for
+    datacenter GPUs, 0.5 on an MI300X) and $f_\beta$ of the bandwidth (about 0.85 for
     STREAM-like copies), or by your own Lab 3 measurement of this device:
 
     $$t \ge \max\!\left(\frac{F}{f_\pi\,\pi},\ \frac{Q}{f_\beta\,\beta}\right).$$
