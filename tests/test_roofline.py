@@ -98,6 +98,22 @@ def test_overhead_regime_for_tiny_kernels():
     assert R.overhead_crossover_elements(4, H100, launch_overhead_us=5) == pytest.approx(4.1875e6)
 
 
+def test_the_launch_overhead_is_part_of_the_time_bound():
+    """A kernel of 1 kFLOP and 1 kB on the H100 takes 1 ns of compute and 0.3 ns of memory;
+    one launch of 5 us is its lower bound (the bound is the slowest of the three)."""
+    tb = R.time_bounds(1e3, 1e3, H100, "fp16", launches=1, launch_overhead_us=5)
+    assert tb.lower == pytest.approx(5e-6)
+    assert tb.no_overlap == pytest.approx(5e-6 + 1e3 / 989.5e12 + 1e3 / 3350e9)
+
+
+def test_a_tpus_vector_ceiling_stands_in_with_its_floating_point_peak():
+    """No vector rate is sourced for TPUs: the stand-in is the highest floating-point matrix
+    peak (tpu-v5e: 197 TFLOP/s bf16), never the int8 TOPS (394)."""
+    assert R.peak_tflops("tpu-v5e", R.VECTOR) == pytest.approx(197)
+    assert R.peak_tflops("tpu-v7x", R.VECTOR) == pytest.approx(4614)  # its fp8 peak
+    assert R.peak_tflops(H100, R.VECTOR) == pytest.approx(67)  # sourced: CUDA-core fp32
+
+
 def test_flop_utilisation_bandwidth_utilisation_and_bound():
     assert R.flop_utilization(494.75, H100, "fp16") == pytest.approx(0.5)
     assert R.mfu(494.75, H100, "fp16") == pytest.approx(0.5)  # the same ratio, for models
