@@ -122,6 +122,7 @@ def test_a_browser_is_required_in_ci_or_where_chromium_is_installed(tmp_path, ci
 
 
 @pytest.mark.slow
+@pytest.mark.browser  # three pytest runs of a browser test: the whole suite's, not the fast loop's
 def test_a_broken_chromium_fails_a_real_browser_test_in_a_pytest_run(tmp_path):
     """End to end, as CI runs it: ROOFLINE_CHROMIUM names a program that exists but is no
     browser; a browser test of that run fails, saying chromium did not start (and outside CI

@@ -9,9 +9,9 @@ how a ledger becomes a grade; ``tests`` name the grading tests that should catch
 from run_mutations import Mutation as M
 
 SCORE = "labs/core/course/grading/score.py"
-GRADING_TESTS = "tests/test_grading.py tests/test_grading_course.py"
-ALL_GRADING = ("tests/test_grading.py tests/test_grading_course.py tests/test_grading_class.py "
-               "tests/test_grading_robust.py")
+#: Every grading test module (about 25 CPU-seconds; -x stops at the first failure).
+GRADING_TESTS = ("tests/test_grading.py tests/test_grading_course.py tests/test_grading_class.py "
+                 "tests/test_grading_robust.py")
 
 MUTATIONS = [
     M("grading.tolerance-strict", SCORE,
@@ -63,14 +63,14 @@ MUTATIONS = [
       "            if late > timedelta(0):\n", "            if late >= timedelta(0):\n",
       GRADING_TESTS, "work done exactly at the deadline called late"),
     M("grading.extension-ignored", SCORE,
-      "deadline=lab.deadline_for(sid, config)", "deadline=lab.deadline", ALL_GRADING,
+      "deadline=lab.deadline_for(sid, config)", "deadline=lab.deadline", GRADING_TESTS,
       "a student's extension ignored"),
     M("grading.lab-override-ignored", SCORE,
       "    if g.override is not None:\n        return round(g.override, 4)\n",
       "", GRADING_TESTS, "an instructor's points for the whole lab ignored"),
     M("grading.unreadable-shown-missing", SCORE,
       'g.status = UNREADABLE if unreadable else "Missing"', 'g.status = "Missing"',
-      ALL_GRADING, "an unreadable submission shown as Missing"),
+      GRADING_TESTS, "an unreadable submission shown as Missing"),
     M("grading.max-points-one-item", SCORE,
       "max_points=lab.rubric.per_item * len(lab.items)", "max_points=lab.rubric.per_item",
       GRADING_TESTS, "a lab's maximum counted as one item's"),
@@ -80,7 +80,7 @@ MUTATIONS = [
       "a prediction of true graded as the number 1"),
     M("grading.ids-case-sensitive", "labs/core/course/grading/ids.py",
       'return unicodedata.normalize("NFKC", str(student_id)).strip().casefold()',
-      'return unicodedata.normalize("NFKC", str(student_id)).strip()', ALL_GRADING,
+      'return unicodedata.normalize("NFKC", str(student_id)).strip()', GRADING_TESTS,
       "student ids compared case-sensitively: Ada01 and ada01 two students"),
     M("grading.default-tolerance", "labs/core/course/grading/config.py",
       "    tolerance: float = 1.5  # numeric", "    tolerance: float = 2.0  # numeric",
