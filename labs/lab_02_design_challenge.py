@@ -981,8 +981,8 @@ def _(dominant_prediction, mo, oom_prediction, style):
     **Spec sheet versus achievable.** $\pi$ and $\beta$ above are the spec sheet's: no real
     kernel reaches them. The checker divides by the fractions real kernels reach, $f_\pi$ of
     the dense peak (measured maximum achievable matmul throughput: about 0.8 on NVIDIA
-    datacenter GPUs, 0.5 on an MI300X) and $f_\beta$ of the bandwidth (STREAM-like copies,
-    measured per device where published: the live check names the fractions it uses), or by
+    datacenter GPUs, 0.5 on an MI300X) and $f_\beta$ of the bandwidth (STREAM-like copies: about
+    0.85, measured per device where published: the live check names the fractions it uses), or by
     your own Lab 3 measurement of this device:
 
     $$t \ge \max\!\left(\frac{F}{f_\pi\,\pi},\ \frac{Q}{f_\beta\,\beta}\right).$$

@@ -113,9 +113,14 @@ _memoize_marimo_run_setup()
 
 
 def pytest_addoption(parser, pluginmanager):
-    """Without pytest-xdist (installed by the ``test`` extra; ``-p no:xdist`` turns it off) the
-    ``--numprocesses``, ``--maxprocesses`` and ``--dist`` of pyproject's addopts are accepted
-    and ignored: the suite runs in one process instead of stopping at an unknown option."""
+    """``--cpu-report`` (tests/cpu_report.py): CPU-seconds per module and test at the end (in
+    one process: ``--numprocesses=0``). Without pytest-xdist (installed by the ``test`` extra;
+    ``-p no:xdist`` turns it off) the ``--numprocesses``, ``--maxprocesses`` and ``--dist`` of
+    pyproject's addopts are accepted and ignored: the suite runs in one process instead of
+    stopping at an unknown option."""
+    parser.addoption("--cpu-report", action="store_true", default=False,
+                     help="list the CPU-seconds of each test module and the costliest tests "
+                          "(run in one process: --numprocesses=0)")
     if pluginmanager.has_plugin("xdist") or pluginmanager.has_plugin("xdist.plugin"):
         return
     group = parser.getgroup("xdist", "parallel runs (pytest-xdist is not installed)")
@@ -127,17 +132,24 @@ def pytest_addoption(parser, pluginmanager):
                     help="ignored: pytest-xdist is not installed")
 
 
+def _runs_browser_tests(config) -> bool:
+    """False where ``-m`` leaves the browser tests out (the fast loop, ``-m "not browser"``)."""
+    expr = (config.getoption("markexpr", "") or "").replace(" ", "")
+    return "notbrowser" not in expr
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """``--numprocesses=auto``: pytest-xdist's count (the physical cores) plus one. The browser
     tests spend much of their time waiting for a page to draw or to settle; the extra worker
-    keeps the cores busy meanwhile (docs/authors/testing.md has the timings).
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides where it is set."""
+    keeps the cores busy meanwhile (docs/authors/testing.md has the timings). Without them
+    (``-m "not browser"``) the cores alone: an extra worker would only add its start-up
+    (about 12 CPU-seconds). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides where it is set."""
     from xdist.plugin import pytest_xdist_auto_num_workers as xdist_count
 
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist reads it
-    return xdist_count(config) + 1
+    return xdist_count(config) + (1 if _runs_browser_tests(config) else 0)
 
 
 #: The run's lock folder (in the controlling process) and this worker's TurnTaking (None when
@@ -159,6 +171,10 @@ def pytest_configure_node(node):
 
 
 def pytest_configure(config):
+    if config.getoption("--cpu-report", default=False):
+        from cpu_report import CpuReport
+
+        config.pluginmanager.register(CpuReport(), "cpu_report")
     lock_file = getattr(config, "workerinput", {}).get(TURNS_KEY)
     config.stash[_TURNS] = TurnTaking(Path(lock_file)) if lock_file else None
 

@@ -45,6 +45,20 @@ def chromium_path(candidates: tuple[str, ...] = CHROMIUM_CANDIDATES) -> str:
     return next((c for c in candidates if Path(c).exists()), candidates[-1])
 
 
+def in_ci(environ=None) -> bool:
+    """Whether this is a CI run: ``CI`` set to anything but empty, 0, false or no (CI
+    services set ``CI=true``; so does ``.ci/run``)."""
+    value = (os.environ if environ is None else environ).get("CI", "")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+def browser_required(chromium: str, environ=None) -> bool:
+    """Whether a browser that cannot run fails the browser tests instead of skipping them: in
+    CI, and wherever chromium is installed (a chromium that is there but does not start is a
+    broken machine, never a reason to pass without the browser tests)."""
+    return in_ci(environ) or Path(chromium).exists()
+
+
 def isolated_environment(home: Path, environ: dict | None = None) -> dict:
     """``environ`` (default: this process's) as a user with nothing of their own at ``home``."""
     env = dict(os.environ if environ is None else environ)

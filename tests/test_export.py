@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from isolation_support import in_ci
 
 from labs.core import export
 
@@ -151,6 +152,110 @@ def test_real_labs_have_machine_readable_header():
         assert meta.goals and 10 <= meta.minutes <= 90
 
 
+def test_the_index_page_escapes_what_the_labs_say_and_names_its_copy(tmp_path):
+    """A lab's title, subtitle and goals (and a WASM folder) go into the index as text: a
+    title with markup shows as written, it never runs."""
+    from labs.core.course.export.index import LabMeta
+    from labs.core.course.export.lab import LabResult
+
+    meta = LabMeta(tmp_path / "lab_01_x.py", title="<script>alert(1)</script> & co",
+                   subtitle="a <b>bold</b> claim", goals=["<img src=x onerror=alert(2)>"],
+                   minutes=30)
+    labs = [LabResult(meta, tmp_path / "lab_01_x.html", 1.0)]
+    page = export.render_index(labs, reveal=False, offline=False,
+                               wasm_dirs={"lab_01_x": 'wasm/"><script>'})
+    assert "<script>" not in page and "<img" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in page
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page and "a &lt;b&gt;bold" in page
+    assert 'href="wasm/&quot;&gt;&lt;script&gt;/index.html"' in page
+    assert "<title>Roofline Labs · student copy</title>" in page and "Student copy:" in page
+    teacher = export.render_index(labs, reveal=True, offline=False)
+    assert "<title>Roofline Labs · instructor copy</title>" in teacher
+    assert "Instructor copy:" in teacher and "Student copy" not in teacher
+
+
+# --- the export command and the page check, without marimo -----------------------------------
+
+
+def test_the_export_command_asks_for_reveal_and_code_only_when_told(tmp_path, monkeypatch):
+    """The student copy: no --reveal, no code; the instructor copy: -- --reveal (the CLI
+    argument the labs read), code only when asked."""
+    import subprocess
+
+    seen = []
+
+    def run(cmd, **kwargs):
+        seen.append(cmd)
+        raise subprocess.TimeoutExpired(cmd, 1)  # stop before a page is read
+
+    monkeypatch.setattr(subprocess, "run", run)
+    for reveal, code in ((False, False), (True, True)):
+        with pytest.raises(export.ExportError, match="did not finish"):
+            export.export_lab(tmp_path / "lab_01_x.py", tmp_path / "x.html", reveal=reveal,
+                              include_code=code, timeout=1)
+    student, teacher = seen
+    assert "--reveal" not in student and "--no-include-code" in student
+    assert teacher[-2:] == ["--", "--reveal"] and "--no-include-code" not in teacher
+
+
+def _page(cells: list[dict]) -> str:
+    """A minimal page as ``marimo export html`` writes it: the mount config's notebook (code)
+    and session (outputs), each key on its own line."""
+    import json
+
+    notebook = {"cells": [{"id": c["id"], "code": c["code"], "name": "_"} for c in cells]}
+    session = {"cells": [{"id": c["id"], "outputs": c["outputs"], "console": []}
+                         for c in cells]}
+    return ("<html><script>window.__MARIMO_MOUNT_CONFIG__ = {\n"
+            f' "notebook": {json.dumps(notebook)},\n "session": {json.dumps(session)}\n'
+            "}</script></html>")
+
+
+def test_the_page_check_reports_a_cell_that_raised_not_a_gated_one():
+    """Below a closed gate marimo records 'ancestor-stopped': not a failure. A cell that raised
+    is, named by its position and first line; so is marimo's too-large placeholder."""
+    page = _page([
+        {"id": "a", "code": "mo.stop(p is None, gate)",
+         "outputs": [{"type": "data", "data": {"text/html": export.GATE_TEXT}}]},
+        {"id": "b", "code": "y = x * 2",
+         "outputs": [{"type": "error", "ename": "ancestor-stopped", "msg": "stopped"}]},
+        {"id": "c", "code": "ratio = 1 / 0",
+         "outputs": [{"type": "error", "ename": "exception", "evalue": "division by zero"}]},
+        {"id": "d", "code": "big",
+         "outputs": [{"type": "data", "data": {"text/html": "Output is too large"}}]},
+        {"id": "e", "code": "fig", "outputs": [
+            {"type": "data", "data": {"text/html": "<marimo-plotly></marimo-plotly>"}}]},
+    ])
+    report = export.inspect_page(page)
+    assert [c.index for c in report.errors] == [3]
+    assert [c.index for c in report.closed_gates] == [1]
+    assert [c.index for c in report.too_large] == [4] and report.figures == 1
+    problems = report.problems("lab_01_x.py")
+    assert problems[0] == ("lab_01_x.py: cell 3 (`ratio = 1 / 0`) raised an error "
+                           "(exception): division by zero")
+    assert len(problems) == 2 and "cell 4 (`big`)" in problems[1]
+
+
+def test_closed_gates_are_warned_about_in_the_instructor_copy_only(tmp_path, monkeypatch):
+    """A closed gate is what a student copy should show; in the instructor copy it means a
+    reference answer is missing."""
+    from labs.core.course.export import site
+
+    gate = export.CellReport(4, "d", "_", "mo.stop(p is None)", [], "", 10, False, True, 0)
+
+    def exported(path, page, **kwargs):
+        page.write_text("page")
+        return 1.0, export.PageReport([gate], 4, 0), []
+
+    monkeypatch.setattr(site, "export_lab", exported)
+    lab = write_lab(tmp_path / "labs", "lab_09_x.py", GOOD_LAB)
+    teacher = export.export_site(tmp_path / "t", [lab], reveal=True, log=lambda *_: None)
+    assert teacher.warnings == ["lab_09_x.py: the instructor copy still shows 1 closed "
+                                "gate(s): cell 4 (`mo.stop(p is None)`)"]
+    student = export.export_site(tmp_path / "s", [lab], reveal=False, log=lambda *_: None)
+    assert student.warnings == [] and student.problems == []
+
+
 # --- offline rewriting ------------------------------------------------------------------------
 
 
@@ -168,6 +273,7 @@ def test_bundle_offline_assets_copies_frontend_and_drops_mathjax_cdn(tmp_path):
     target = export.bundle_offline_assets(tmp_path)
     assert target == tmp_path / "_marimo" and (target / "assets").is_dir()
     assert not (target / "index.html").exists()
+    assert not list(target.rglob("*.md"))  # marimo's notes for coding assistants stay out
     src = export.marimo_static_dir() / "assets"
     assert len(list((target / "assets").iterdir())) == len(list(src.iterdir()))
     rewritten = 0
@@ -313,8 +419,12 @@ def test_main_reports_missing_labs(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
-    """Needs uv (and, once, network for marimo to fetch ruff); skipped without uv."""
+    """Needs uv (the test extra installs it; and, once, network for marimo to fetch ruff):
+    skipped without uv outside CI, a failure in CI."""
     if export.find_uv() is None:
+        if in_ci():
+            pytest.fail("uv is not installed, yet the test extra installs it (pip install -e "
+                        "'.[test]')", pytrace=False)
         pytest.skip("uv is not installed (pip install uv)")
     pkg = tmp_path / "labs"
     (pkg / "core" / "ui").mkdir(parents=True)
@@ -335,7 +445,7 @@ def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
         export.export_wasm(lab, tmp_path / "wasm")
     except export.ExportError as exc:
         if "Failed to run uv" in str(exc) or "ruff" in str(exc).lower():
-            pytest.skip(f"uv could not fetch ruff here: {exc}")
+            pytest.skip(f"uv could not fetch ruff here: {str(exc).splitlines()[0]}")
         raise
     files = export.bundled_wasm_files(tmp_path / "wasm")
     assert {"labs/__init__.py", "labs/core/__init__.py", "labs/core/ui/style.py",

@@ -36,6 +36,35 @@ def test_gemv_ai_is_about_one_at_fp16():
     assert F.gemv(4096, 4096, "nvfp4").ai == pytest.approx(16 / 4.5, rel=1e-3)
 
 
+@pytest.mark.parametrize("n, k", [(1024, 4096), (4096, 1024), (3, 7)])
+def test_gemv_sizes_its_output_by_n_and_its_input_by_k(n, k):
+    """y[N] = W[N,K] x[K]: the input vector has K elements, the output N (a GEMV whose output
+    were sized K would pass every square case)."""
+    v = F.gemv(n, k, "fp16")
+    assert v.detail == {"x": k * 2, "W": n * k * 2, "y": n * 2}
+    assert v.flops == 2 * n * k
+
+
+def test_gemv_non_square_hand_values():
+    # a 4096 -> 1024 projection in fp16: x 8,192 B, W 8,388,608 B, y 2,048 B
+    v = F.gemv(1024, 4096, "fp16")
+    assert v.bytes == 8_398_848 and v.flops == 8_388_608
+    # int8 weights, bf16 activations: W at 1 byte, x and y at 2; the math runs in bf16
+    w = F.gemv(1024, 4096, "bf16", weight_precision="int8")
+    assert w.detail == {"x": 8192, "W": 4_194_304, "y": 2048} and w.compute == "bf16"
+
+
+def test_gemm_output_precision_sets_only_c_bytes():
+    """A GEMM writes C in its output precision (fp8 kernels write bf16, int8 kernels int32 =
+    4 bytes): A and B keep theirs."""
+    g = F.gemm(64, 32, 128, "fp8", out_precision="bf16")
+    assert g.detail == {"A": 64 * 128, "B": 128 * 32, "C": 64 * 32 * 2}
+    assert g.compute == "fp8"
+    assert F.gemm(64, 32, 128, "int8", out_precision="fp32").detail == {
+        "A": 8192, "B": 4096, "C": 8192}
+    assert F.gemm(64, 32, 128, "bf16").detail["C"] == 64 * 32 * 2  # default: as the inputs
+
+
 def test_linear_matches_gemm_and_counts_bias_bytes_only():
     lin = F.linear(16, 4096, 1024, "fp16", bias=True)
     assert lin.flops == 2 * 16 * 4096 * 1024

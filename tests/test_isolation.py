@@ -71,6 +71,7 @@ def test_marimo_sees_only_its_defaults():
 
 
 @pytest.mark.slow
+@pytest.mark.browser  # its walk drives chromium: part of the whole suite, not the fast loop
 def test_suite_passes_with_a_hostile_user_config(tmp_path):
     home = tmp_path / "student-home"
     (home / ".config" / "marimo").mkdir(parents=True)

@@ -184,27 +184,31 @@ def test_edge_target_needs_quantized_weights():
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096)
     plain = serving.check_design("edge", "jetson-agx-orin-64gb", **kw)
     # bf16: ~15.0 GB of GEMM weights + 0.54 GB KV per step at 204.8 GB/s -> 13.2 tokens/s < 20
-    # at spec, 11.8 at the achievable 90% of the bandwidth
+    # at spec, 11.2 at 85% of the bandwidth (roofline.DEFAULT_BANDWIDTH_FRACTION: nothing is
+    # published for the Orin)
     assert plain.failed == plain.spec_failed == ["tokens/s per user"]
     assert not plain.not_ruled_out
     per_user = next(c for c in plain.spec_checks if c.name == "tokens/s per user")
     assert per_user.actual == pytest.approx(13.2, abs=0.1)
     assert (per_user.actual_text, per_user.requirement) == ("13.2 tokens/s", "needs ≥ 20 tokens/s")
     derated = next(c for c in plain.checks if c.name == "tokens/s per user")
-    assert derated.actual == pytest.approx(0.9 * per_user.actual, rel=0.01)
+    assert derated.actual == pytest.approx(0.85 * per_user.actual, rel=0.01)
     mem = next(c for c in plain.checks if c.name == "memory")
     assert mem.requirement == "needs ≤ 61.8 GB"  # 90% of 64 GiB = 68.7 GB
     assert serving.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int8",
                                **kw).meets_target
-    # Orin NX 16 GB: int4 weights fit and are fast enough, but a 4k prefill (~6.3e13 FLOP) in
-    # bf16 math takes > 4 s at the 15 TFLOP/s peak: ruled out
+    # Orin NX 16 GB: int4 weights fit; a step reads ~4.4 GB at 102.4 GB/s, 23.2 tokens/s at
+    # spec but 0.85 x 23.2 = 19.7 < 20 at the achievable 85% of the bandwidth; and a 4k prefill
+    # (~6.3e13 FLOP) in bf16 math takes > 4 s at the 15 TFLOP/s peak: ruled out
     nx = dict(weight_precision="int4", **kw)
     v = serving.check_design("edge", "jetson-orin-nx-16gb", **nx)
-    assert v.failed == v.spec_failed == ["prefill time"] and v.compute == "bf16"
+    assert v.spec_failed == ["prefill time"] and v.compute == "bf16"
+    assert v.failed == ["tokens/s per user", "prefill time"]
     # int8 activations (W4A8) run the math at 30 TOPS: 2.2 s at spec passes, 2.8 s at the
-    # achievable 80% does not -- not ruled out, and not met
+    # achievable 80% does not, nor do the tokens/s -- not ruled out, and not met
     w4a8 = serving.check_design("edge", "jetson-orin-nx-16gb", activation_precision="int8", **nx)
-    assert w4a8.compute == "int8" and w4a8.not_ruled_out and w4a8.failed == ["prefill time"]
+    assert w4a8.compute == "int8" and w4a8.not_ruled_out
+    assert w4a8.failed == ["tokens/s per user", "prefill time"]
     assert "memory" in serving.check_design("edge", "jetson-orin-nx-16gb", **kw).failed
 
 
@@ -217,12 +221,13 @@ def test_datacenter_target_needs_a_smaller_kv_cache_on_an_h100():
         assert "total tokens/s" in v.spec_failed and not v.not_ruled_out
     # fp8 KV at batch 64: 15.0 GB weights + 64 x 0.537 GB KV + ~0.7 GB of activations in and
     # out of every kernel = 50.1 GB per step -> 4,280 tokens/s at spec: not ruled out, but at
-    # the achievable 90% of the bandwidth 3,850 < 4,000
+    # the achievable 85% of the bandwidth (the default: nothing published for the H100 SXM)
+    # 0.85 x 4,280 = 3,638 < 4,000
     v = serving.check_design("datacenter", "h100-sxm", batch=64, kv_precision="fp8", **kw)
     assert v.not_ruled_out and not v.meets_target and v.failed == ["total tokens/s"]
     total = next(c for c in v.spec_checks if c.name == "total tokens/s").actual
     assert total == pytest.approx(4280, rel=0.005)
-    # fp8 weights as well: 4,530 tokens/s at achievable rates
+    # fp8 weights as well: 4,282 tokens/s at achievable rates (5,037 at spec x 0.85)
     v = serving.check_design("datacenter", "h100-sxm", batch=64, kv_precision="fp8",
                             weight_precision="fp8", **kw)
     assert v.meets_target, v.summary()

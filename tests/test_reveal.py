@@ -10,6 +10,20 @@ def test_not_revealed_by_default(monkeypatch):
     assert reveal.reference(None, "lab01.x", 3.0) is None
 
 
+@pytest.mark.parametrize("value", ["0", "false", "False", "no", "off", "", "  ", "2", "on?"])
+def test_a_false_or_unknown_reveal_value_keeps_the_answers_hidden(monkeypatch, value):
+    """Only 1, true or yes reveal: ROOFLINE_REVEAL=0 or false is a student's copy."""
+    monkeypatch.setenv("ROOFLINE_REVEAL", value)
+    assert not reveal.is_revealed()
+    assert reveal.reference(None, "lab01.x", 3.0) is None
+
+
+@pytest.mark.parametrize("value", ["1", "true", "TRUE", "Yes", " yes ", " 1\n"])
+def test_reveal_reads_true_values_in_any_case_and_spacing(monkeypatch, value):
+    monkeypatch.setenv("ROOFLINE_REVEAL", value)
+    assert reveal.is_revealed()
+
+
 def test_env_var_reveals_numeric_and_choice(monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     p = reveal.reference(None, "lab01.crossover_n", 886.0, units="")

@@ -28,6 +28,56 @@ def test_attainable_and_regime():
     assert arr.tolist() == pytest.approx([3.35, 989.5])
 
 
+#: Ridges by hand, peak (TFLOP/s, dense) x 1000 / bandwidth (GB/s), from the datasheets
+#: (../shared/reference/hardware.md): device, precision, peak, bandwidth.
+RIDGE_CASES = [
+    ("h100-sxm", "fp16", 989.5, 3350),  # 295.37 FLOP/B
+    ("h100-sxm", "fp32", 67, 3350),  # 20.0: the CUDA-core ridge
+    ("a100-sxm-80gb", "bf16", 312, 2039),  # 153.02
+    ("h200-sxm", "fp32", 67, 4800),  # 13.958: its float depends on the order of operations
+    ("jetson-orin-nx-16gb", "fp32", 1.9, 102.4),  # 18.5546875 exactly, in decimal
+    ("mi300x", "fp32", 163.4, 5300),  # 30.83
+    ("tpu-v5e", "int8", 394, 819),  # 481.07
+]
+
+
+@pytest.mark.parametrize("device, precision, peak, bandwidth", RIDGE_CASES,
+                         ids=[f"{d}-{p}" for d, p, *_ in RIDGE_CASES])
+def test_a_kernel_exactly_at_the_ridge_is_compute_bound(device, precision, peak, bandwidth):
+    """At the ridge both roofs give the same time; the rule (LABS_SPEC §2) names it
+    compute-bound, whichever way the float of the ridge was computed (peak / bandwidth x
+    1000 and peak x 1e12 / (bandwidth x 1e9) differ in the last bit for some devices). Just
+    below, memory-bound; just above, compute-bound."""
+    on_ridge = {peak / bandwidth * 1000, peak * 1e12 / (bandwidth * 1e9),
+                peak * 1000 / bandwidth, (peak * 1e3) / bandwidth}
+    for ai in on_ridge:
+        for side in (math.nextafter(ai, 0), ai, math.nextafter(ai, math.inf)):
+            assert R.regime(side, device, precision) == R.COMPUTE, (device, precision, side)
+    ridge = peak / bandwidth * 1000
+    assert R.regime(ridge * (1 - 1e-6), device, precision) == R.MEMORY
+    assert R.regime(ridge * (1 + 1e-6), device, precision) == R.COMPUTE
+    assert R.regime(ridge / 2, device, precision) == R.MEMORY
+    # the time bounds name the same regime: FLOPs and bytes whose ratio is the ridge
+    flops, bytes_ = peak * 1e12, bandwidth * 1e9  # one second at either roof
+    assert R.time_bounds(flops, bytes_, device, precision).regime == R.COMPUTE
+    assert R.time_bounds(flops * (1 - 1e-6), bytes_, device, precision).regime == R.MEMORY
+    assert R.time_bounds(flops * (1 + 1e-6), bytes_, device, precision).regime == R.COMPUTE
+
+
+def test_a_model_step_at_the_ridge_is_compute_bound():
+    """A step whose compute and memory times are equal (to rounding) is compute-bound, as
+    ``regime`` says; a hair below the ridge it is memory-bound."""
+    from labs.core import models
+
+    def step(t_compute, t_memory):
+        return models.StepBound("decode", 1, 1, 1.0, 1.0, t_compute, t_memory)
+
+    assert step(1e-3, 1e-3).bound == "compute"
+    assert step(0.1 + 0.2, 0.3).bound == "compute"  # 0.30000000000000004 vs 0.3
+    assert step(0.3, 0.1 + 0.2).bound == "compute"
+    assert step(1e-3 * (1 - 1e-6), 1e-3).bound == "memory"
+
+
 def test_time_bounds_for_4096_gemm_on_h100():
     g = F.gemm(4096, 4096, 4096, "fp16")
     tb = R.time_bounds(g.flops, g.bytes, H100, "fp16")
@@ -46,6 +96,22 @@ def test_overhead_regime_for_tiny_kernels():
     assert R.cost_time(big, H100, launch_overhead_us=5).regime == R.MEMORY
     # n x 4 B (read + write fp16) / 3350 GB/s = 5 us  ->  n = 4.19e6 elements
     assert R.overhead_crossover_elements(4, H100, launch_overhead_us=5) == pytest.approx(4.1875e6)
+
+
+def test_the_launch_overhead_is_part_of_the_time_bound():
+    """A kernel of 1 kFLOP and 1 kB on the H100 takes 1 ns of compute and 0.3 ns of memory;
+    one launch of 5 us is its lower bound (the bound is the slowest of the three)."""
+    tb = R.time_bounds(1e3, 1e3, H100, "fp16", launches=1, launch_overhead_us=5)
+    assert tb.lower == pytest.approx(5e-6)
+    assert tb.no_overlap == pytest.approx(5e-6 + 1e3 / 989.5e12 + 1e3 / 3350e9)
+
+
+def test_a_tpus_vector_ceiling_stands_in_with_its_floating_point_peak():
+    """No vector rate is sourced for TPUs: the stand-in is the highest floating-point matrix
+    peak (tpu-v5e: 197 TFLOP/s bf16), never the int8 TOPS (394)."""
+    assert R.peak_tflops("tpu-v5e", R.VECTOR) == pytest.approx(197)
+    assert R.peak_tflops("tpu-v7x", R.VECTOR) == pytest.approx(4614)  # its fp8 peak
+    assert R.peak_tflops(H100, R.VECTOR) == pytest.approx(67)  # sourced: CUDA-core fp32
 
 
 def test_flop_utilisation_bandwidth_utilisation_and_bound():

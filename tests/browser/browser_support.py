@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from isolation_support import CHROMIUM_ARGS, chromium_path
+from isolation_support import CHROMIUM_ARGS, browser_required, chromium_path, in_ci  # noqa: F401
 
 from labs.core.course.export.offline import SERVE_MARIMO
 from labs.core.ui.style import PRELOAD_CLASS
@@ -434,27 +434,40 @@ class BrowserStretch:
     inside the asyncio loop"), as would an ``asyncio.run``. Tests are ordered so that each
     process runs its browser tests together (tests/conftest.py), so most processes start one
     chromium, not one a module.
-    A chromium that cannot start skips every later browser test of the process at once; one
-    that died is started anew, and the stored data of the origins it opened is cleared."""
+    Where no browser can run (no chromium or no playwright) every browser test of the process
+    skips with the reason, outside CI only: in CI (``CI=true``) that is a failure. A chromium
+    that is installed but cannot start fails every later browser test of the process at once,
+    each with chromium's error, in CI or not (``browser_required``). One that died is started
+    anew, and the stored data of the origins it opened is cleared."""
 
     def __init__(self, profile: Path, *, start_driver=None, open_browser=None,
-                 unavailable=None):
+                 unavailable=None, required=None):
         self.profile = profile
-        # what starts a driver, opens a chromium on it, and says why none can run here
+        # what starts a driver, opens a chromium on it, says why none can run here, and
+        # whether a browser that cannot run is a failure (else a skip)
         self._start_driver = start_driver or _start_sync_playwright
         self._open_browser = open_browser or CachedBrowser
         self._unavailable = unavailable or skip_reason
+        self._required = required or (lambda: browser_required(CHROMIUM))
         self._playwright = None
         self._browser: CachedBrowser | None = None
         self._failed: str | None = None
+        self._fails = False  # whether self._failed fails the tests (else skips them)
 
-    def get(self) -> CachedBrowser:
-        """The stretch's chromium, started if there is none or the last one died; skips the
-        test (pytest) where chromium cannot run."""
+    def _give_up(self, reason: str, *, fails: bool):
         import pytest
 
+        self._failed, self._fails = reason, fails
+        if fails:
+            pytest.fail(f"the browser tests cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+
+    def get(self) -> CachedBrowser:
+        """The stretch's chromium, started if there is none or the last one died. Where
+        chromium cannot run, skips the test (pytest), or fails it in CI; a chromium that is
+        installed and does not start fails it, with chromium's error."""
         if self._failed:
-            pytest.skip(self._failed)
+            self._give_up(self._failed, fails=self._fails)
         origins: set[str] = set()
         if self._browser is not None and not self._browser.alive():  # it died: start anew
             origins = set(self._browser.origins)
@@ -462,15 +475,13 @@ class BrowserStretch:
         if self._browser is None:
             reason = self._unavailable()
             if reason:
-                self._failed = reason
-                pytest.skip(reason)
+                self._give_up(reason, fails=self._required())
             try:
                 self._playwright = self._start_driver()
                 self._browser = self._open_browser(self._playwright, self.profile)
-            except Exception as exc:  # a chromium that cannot start here is an environment issue
+            except Exception as exc:  # installed, yet it does not start: a broken machine
                 self.close(quiet=True)
-                self._failed = f"chromium did not start: {exc}"
-                pytest.skip(self._failed)
+                self._give_up(f"chromium did not start: {exc}", fails=True)
             self._browser.origins |= origins  # what the dead one left: cleared before a test
         return self._browser
 

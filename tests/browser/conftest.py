@@ -2,7 +2,9 @@
 
 Never ``playwright install``: the browser is Debian's ``chromium-headless-shell``, else
 ``chromium`` (``apt-get install chromium-headless-shell``; isolation_support.chromium_path).
-Every test here is marked ``browser`` and skips cleanly when chromium or playwright is missing.
+Every test here is marked ``browser``. Where chromium or playwright is missing it skips with
+the reason, except in CI (``CI=true``), where that fails; a chromium that is installed but does
+not start fails it, with chromium's error (browser_support.browser_required).
 Servers (``marimo run``, ``python -m http.server``) listen on 127.0.0.1 at a free port and get
 their own ledger folder, so tests never touch a real ledger and can run beside other users.
 ``lab_servers`` shares one ``marimo run`` server of every lab per argument list and theme among

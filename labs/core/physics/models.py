@@ -296,7 +296,8 @@ class StepBound:
 
     @property
     def bound(self) -> str:
-        return "compute" if self.t_compute >= self.t_memory else "memory"
+        # at the ridge (equal times, to rounding) compute-bound, as roofline.regime says
+        return "memory" if R._below_ridge(self.t_compute / self.t_memory) else "compute"
 
 
 @finite_results

@@ -57,7 +57,7 @@ class PrecisionRow:
 
     @property
     def regime(self) -> str:
-        return R.MEMORY if self.rho < 1 else R.COMPUTE
+        return R.MEMORY if R._below_ridge(self.rho) else R.COMPUTE  # on the ridge: compute
 
 
 #: The dimensions each operation's ``shape`` needs.

@@ -21,6 +21,15 @@ from labs.core.physics._deferred import is_ndarray
 from labs.core.physics._deferred import numpy as np
 
 from labs.core.physics import hardware as _hw
+from labs.core.physics._measured import (  # the published tables, with their sources
+    CLASS_COMPUTE_FRACTION,
+    DEFAULT_BANDWIDTH_FRACTION,
+)
+from labs.core.physics._measured import CLASS_SOURCE as _CLASS_SOURCE
+from labs.core.physics._measured import MAMF as _MAMF
+from labs.core.physics._measured import MATMUL_MEASURED as _MEASURED
+from labs.core.physics._measured import UNMEASURED as _UNMEASURED
+from labs.core.physics._measured import bandwidth_fraction as _bandwidth_fraction
 from labs.core.physics._validate import (
     finite_results,
     flag,
@@ -129,7 +138,7 @@ class Derating:
             v == 1 for v in self.per_precision.values())
 
     def describe(self) -> str:
-        """'80% of the dense peak, 90% of the bandwidth (short source)'."""
+        """'80% of the dense peak, 85% of the bandwidth (short source)'."""
         if self.is_spec:
             return "100% of the spec sheet's dense peak and bandwidth"
         return (f"{self.compute:.0%} of the dense peak, {self.bandwidth:.0%} of the bandwidth "
@@ -139,52 +148,26 @@ class Derating:
 #: The spec sheet itself: 100% of the dense peak and of the bandwidth (an upper bound).
 SPEC = Derating(1.0, 1.0, "spec sheet (100%)")
 
-_MAMF = ("stas00/ml-engineering, 'Maximum Achievable Matmul FLOPS comparison table' "
-         "(compute/accelerator/README.md; mamf-finder.py, mean of 100 iterations, torch 2.5-2.7, "
-         "2025)")
-_BW = ("stated assumption: STREAM-like copy/triad kernels reach about 90% of the spec memory "
-       "bandwidth (e.g. ~3.0-3.1 of 3.35 TB/s on an H100 SXM); no vendor publishes an "
-       "achievable figure, so measure yours (Lab 3, Part 5)")
-#: Measured achievable matmul fractions (MAMF / dense spec), bf16 (fp8 where measured).
-_MEASURED = {
-    "h100-sxm": (794.5 / 989, {"fp8": 1402.6 / 1979}, "H100 SXM: 794.5 of 989 bf16, 1402.6 of "
-                 "1979 fp8"),
-    "h200-sxm": (794.5 / 989, {"fp8": 1453.4 / 1979}, "H200 SXM: bf16 as H100 (same compute), "
-                 "1453.4 of 1979 fp8"),
-    "a100-sxm-80gb": (271.2 / 312, {}, "A100 SXM: 271.2 of 312 bf16"),
-    "b200": (1745.0 / 2250, {"fp8": 3432.5 / 4500}, "B200 SXM: 1745 of 2250 bf16, 3432.5 of "
-             "4500 fp8"),
-    "mi300x": (668.4 / 1300, {}, "MI300X: 668.4 of 1300 bf16 (ROCm 6.3, TunableOp on)"),
-}
-#: Per device class: the datacenter GPUs' median measured fraction; other classes have no
-#: published measurement, so the same figure is a stated assumption there.
-CLASS_COMPUTE_FRACTION = 0.80
-_CLASS_SOURCE = {
-    "datacenter": f"{_MAMF}: NVIDIA datacenter GPUs reach 78-87% of the dense bf16 peak; 80% used",
-}
-_UNMEASURED = ("assumption: no achievable-matmul measurement is published for {cls} devices, "
-               "so the datacenter figure (80% of the dense peak; " + _MAMF + ") is used; "
-               "measure yours (Lab 3, Part 5)")
-BANDWIDTH_FRACTION = 0.90
-
 
 def achievable(hw) -> Derating:
     """The sourced default fractions of spec a real kernel reaches on ``hw``: the device's
-    measured maximum achievable matmul throughput where published, else its class's."""
+    measured maximum achievable matmul throughput where published, else its class's; the
+    device's measured memory bandwidth where published, else
+    :data:`DEFAULT_BANDWIDTH_FRACTION` (a stated assumption)."""
     d = _device(hw)
+    bw, bw_source, bw_label = _bandwidth_fraction(d.key)
     if d.key in _MEASURED:
         frac, per, what = _MEASURED[d.key]
-        return Derating(round(frac, 4), BANDWIDTH_FRACTION,
-                        f"compute: {_MAMF}, {what}; bandwidth: {_BW}",
+        return Derating(round(frac, 4), bw,
+                        f"compute: {_MAMF}, {what}; bandwidth: {bw_source}",
                         {k: round(v, 4) for k, v in per.items()},
-                        label=f"best matmul measured on a {d.name}, MAMF table; STREAM-like "
-                              "bandwidth")
+                        label=f"best matmul measured on a {d.name}, MAMF table; {bw_label}")
     src = _CLASS_SOURCE.get(d.device_class) or _UNMEASURED.format(cls=d.device_class)
-    label = ("median measured matmul of datacenter GPUs, MAMF table; STREAM-like bandwidth"
+    label = ("median measured matmul of datacenter GPUs, MAMF table"
              if d.device_class in _CLASS_SOURCE else
              f"assumed as for datacenter GPUs: nothing published for {d.device_class} devices")
-    return Derating(CLASS_COMPUTE_FRACTION, BANDWIDTH_FRACTION,
-                    f"compute: {src}; bandwidth: {_BW}", label=label)
+    return Derating(CLASS_COMPUTE_FRACTION, bw, f"compute: {src}; bandwidth: {bw_source}",
+                    label=f"{label}; {bw_label}")
 
 
 def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_bandwidth_gbs,
@@ -237,14 +220,32 @@ def attainable_tflops(ai, hw, precision: str):
 
 
 def rho(ai, hw, precision: str):
-    """rho = AI / ridge(precision): < 1 memory-bound, > 1 compute-bound (``ai`` may be an
+    """rho = AI / ridge(precision): < 1 memory-bound, >= 1 compute-bound (``ai`` may be an
     array)."""
     return _ai(ai) / ridge_point(hw, precision)
 
 
+#: Decimal places a ratio to the ridge is rounded to before it is compared with 1, so an AI
+#: that equals the ridge in exact arithmetic is on the ridge however its float was computed
+#: (peak / bandwidth x 1000 and peak x 1e12 / (bandwidth x 1e9) differ in the last bit).
+RIDGE_DIGITS = 9
+
+
+def _below_ridge(ratio: float) -> bool:
+    """Whether ``ratio`` (AI / ridge, or compute time / memory time) puts a kernel on the
+    memory side: strictly below 1 after rounding to :data:`RIDGE_DIGITS` decimals. On the
+    ridge itself a kernel is compute-bound (LABS_SPEC §2)."""
+    return round(ratio, RIDGE_DIGITS) < 1
+
+
 def regime(ai, hw, precision: str) -> str:
-    """Memory- or compute-bound by AI alone (the overhead regime needs sizes: see kernel_time)."""
-    return MEMORY if _ai(ai, array=False) < ridge_point(hw, precision) else COMPUTE
+    """Memory- or compute-bound by AI alone (the overhead regime needs sizes: see kernel_time).
+
+    Below the ridge a kernel is memory-bound; at the ridge and above it is compute-bound (at
+    the ridge both roofs give the same time, and the label must not flip with float rounding:
+    an AI within a billionth of the ridge counts as on it)."""
+    a = _ai(ai, array=False)
+    return MEMORY if _below_ridge(a / ridge_point(hw, precision)) else COMPUTE
 
 
 @dataclass(frozen=True)
@@ -267,10 +268,15 @@ class TimeBounds:
 
     @property
     def regime(self) -> str:
+        """Overhead-bound where launches take longest; else compute-bound where compute takes
+        at least as long as memory (at the ridge, where the two are equal, compute-bound, as
+        :func:`regime` says), else memory-bound."""
         m = self.lower
         if self.t_overhead >= m and self.t_overhead > 0:
             return OVERHEAD
-        return COMPUTE if self.t_compute >= self.t_memory else MEMORY
+        if self.t_memory == 0:
+            return COMPUTE
+        return MEMORY if _below_ridge(self.t_compute / self.t_memory) else COMPUTE
 
     @property
     def bound_name(self) -> str:

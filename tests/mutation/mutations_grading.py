@@ -1,0 +1,88 @@
+"""Hand-written mutations for the grading area (run_mutations.py runs them).
+
+Kept apart from mutations.py because grading changes often: when the grader is rewritten,
+update the snippets here (``python tests/mutation/run_mutations.py --area grading --list``
+names the stale ones) and run ``--area grading`` again. Each entry is one plausible mistake in
+how a ledger becomes a grade; ``tests`` name the grading tests that should catch it.
+"""
+
+from run_mutations import Mutation as M
+
+SCORE = "labs/core/course/grading/score.py"
+#: Every grading test module (about 25 CPU-seconds; -x stops at the first failure).
+GRADING_TESTS = ("tests/test_grading.py tests/test_grading_course.py tests/test_grading_class.py "
+                 "tests/test_grading_robust.py")
+
+MUTATIONS = [
+    M("grading.tolerance-strict", SCORE,
+      "        return r is not None and r <= lab.rubric.tolerance\n    for e in later:",
+      "        return r is not None and r < lab.rubric.tolerance\n    for e in later:",
+      GRADING_TESTS, "< for <=: an answer exactly at the tolerance graded wrong"),
+    M("grading.result-tolerance-ignored", SCORE,
+      "            return r is not None and r <= lab.rubric.tolerance\n    return None",
+      "            return r is not None and r <= 1.5\n    return None", GRADING_TESTS,
+      "the course's tolerance ignored when grading against a recorded result"),
+    M("grading.unlock-before-predict-committed", SCORE,
+      'ig.committed = not any(e.kind in ("unlock", "observe", "explain", "result")',
+      'ig.committed = not any(e.kind in ("observe", "explain", "result")', GRADING_TESTS,
+      "a prediction made after its instrument was unlocked still counts as committed"),
+    M("grading.confidence-zero-reasoned", SCORE,
+      "and 1 <= conf <= 5 and bool(", "and 0 <= conf <= 5 and bool(", GRADING_TESTS,
+      "a confidence of 0 counts as reasoned"),
+    M("grading.confidence-bool-reasoned", SCORE,
+      "ig.reasoned = (isinstance(conf, int) and not isinstance(conf, bool)",
+      "ig.reasoned = (isinstance(conf, int)", GRADING_TESTS,
+      "a confidence of true counts as reasoned"),
+    M("grading.blank-explanation-counts", SCORE,
+      "and len(_text(e.payload).strip()) >= r.min_explain_chars)",
+      "and len(_text(e.payload)) >= r.min_explain_chars)", GRADING_TESTS,
+      "an explanation of spaces counts toward the minimum length"),
+    M("grading.last-prediction-graded", SCORE,
+      'first_i = next((i for i, e in enumerate(evs) if e.kind == "predict"), None)',
+      'first_i = max((i for i, e in enumerate(evs) if e.kind == "predict"), default=None)',
+      GRADING_TESTS, "the newest prediction graded instead of the first committed one"),
+    M("grading.second-predict-unflagged", SCORE,
+      '                flags.append(f"second_predict ({item})")', "                pass",
+      GRADING_TESTS, "a second prediction of an item not flagged"),
+    M("grading.wrong-answer-earns-correct", SCORE,
+      "+ r.correct * bool(ig.correct)", "+ r.correct * (ig.correct is not None)",
+      GRADING_TESTS, "a wrong answer earns the correctness points (known, not right)"),
+    M("grading.late-days-floored", SCORE,
+      "1.0 - per_day * math.ceil(lateness / timedelta(days=1))",
+      "1.0 - per_day * math.floor(lateness / timedelta(days=1))", GRADING_TESTS,
+      "lateness counted in whole days down: a part 23 hours late loses nothing"),
+    M("grading.late-penalty-below-zero", SCORE,
+      "return max(0.0, 1.0 - per_day * math.ceil(",
+      "return (1.0 - per_day * math.ceil(", GRADING_TESTS,
+      "a very late part takes points away from others (factor below 0)"),
+    M("grading.deadline-policy-keeps-points", SCORE,
+      'factor = 0.0 if config.late_policy == "deadline" else late_factor(',
+      'factor = 1.0 if config.late_policy == "deadline" else late_factor(', GRADING_TESTS,
+      "a hard deadline keeps the points of work done after it"),
+    M("grading.on-time-at-the-second", SCORE,
+      "            if late > timedelta(0):\n", "            if late >= timedelta(0):\n",
+      GRADING_TESTS, "work done exactly at the deadline called late"),
+    M("grading.extension-ignored", SCORE,
+      "deadline=lab.deadline_for(sid, config)", "deadline=lab.deadline", GRADING_TESTS,
+      "a student's extension ignored"),
+    M("grading.lab-override-ignored", SCORE,
+      "    if g.override is not None:\n        return round(g.override, 4)\n",
+      "", GRADING_TESTS, "an instructor's points for the whole lab ignored"),
+    M("grading.unreadable-shown-missing", SCORE,
+      'g.status = UNREADABLE if unreadable else "Missing"', 'g.status = "Missing"',
+      GRADING_TESTS, "an unreadable submission shown as Missing"),
+    M("grading.max-points-one-item", SCORE,
+      "max_points=lab.rubric.per_item * len(lab.items)", "max_points=lab.rubric.per_item",
+      GRADING_TESTS, "a lab's maximum counted as one item's"),
+    M("grading.bool-answer-is-number", SCORE,
+      "    if isinstance(v, bool) or not isinstance(v, (int, float)):\n        return None\n    try:",
+      "    if not isinstance(v, (int, float)):\n        return None\n    try:", GRADING_TESTS,
+      "a prediction of true graded as the number 1"),
+    M("grading.ids-case-sensitive", "labs/core/course/grading/ids.py",
+      'return unicodedata.normalize("NFKC", str(student_id)).strip().casefold()',
+      'return unicodedata.normalize("NFKC", str(student_id)).strip()', GRADING_TESTS,
+      "student ids compared case-sensitively: Ada01 and ada01 two students"),
+    M("grading.default-tolerance", "labs/core/course/grading/config.py",
+      "    tolerance: float = 1.5  # numeric", "    tolerance: float = 2.0  # numeric",
+      GRADING_TESTS, "the rubric's default tolerance not the labs' 1.5"),
+]
