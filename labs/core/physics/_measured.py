@@ -1,7 +1,8 @@
 """Published measurements of what real kernels reach, with their sources: the tables that
 ``roofline.achievable`` reads (private to the physics wing; import them through roofline).
 
-Compute: the maximum achievable matmul throughput per device (MAMF table), a class figure
+Launches: what a kernel costs besides its work, measured (what ``roofline``'s stated launch
+figure stands between). Compute: the maximum achievable matmul throughput per device (MAMF table), a class figure
 elsewhere. Memory: the bandwidth streaming kernels measure per device, a stated default
 elsewhere. Each figure carries its source, which the labs show with the derating.
 """
@@ -61,3 +62,18 @@ CLASS_SOURCE = {
 UNMEASURED = ("assumption: no achievable-matmul measurement is published for {cls} devices, "
               "so the datacenter figure (80% of the dense peak; " + MAMF + ") is used; "
                "measure yours (Lab 3, Part 5)")
+
+#: Measured µs per kernel besides its work, what a fixed launch figure stands for (sources
+#: below; the eager figure is (2,818 µs step - 26 µs of bounds) / 172 kernels).
+LAUNCH_BACK_TO_BACK_US = 2.5
+LAUNCH_CUDA_GRAPH_US = 1.3
+EAGER_KERNEL_US = 16.2
+MEASURED_KERNEL_COSTS_US = (
+    ("small kernels launched back to back, NVIDIA H200", LAUNCH_BACK_TO_BACK_US,
+     "RRZE-HPC gpu-benches, gpu-small-kernels"),
+    ("the same kernels replayed as a CUDA graph, NVIDIA H200", LAUNCH_CUDA_GRAPH_US,
+     "RRZE-HPC gpu-benches, gpu-small-kernels"),
+    ("one kernel of eager PyTorch, host dispatch included: Lab 7's decoder step, NVIDIA H200",
+     EAGER_KERNEL_US, "this project's run (torch 2.11, fp32, 2026-11-26)"),
+)
+

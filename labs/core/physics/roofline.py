@@ -21,6 +21,8 @@ from labs.core.physics._deferred import is_ndarray
 from labs.core.physics._deferred import numpy as np
 
 from labs.core.physics import hardware as _hw
+from labs.core.physics._measured import (  # noqa: F401  (measured launch costs, public here)
+    EAGER_KERNEL_US, LAUNCH_BACK_TO_BACK_US, LAUNCH_CUDA_GRAPH_US, MEASURED_KERNEL_COSTS_US)
 from labs.core.physics._measured import (  # the published tables, with their sources
     CLASS_COMPUTE_FRACTION,
     DEFAULT_BANDWIDTH_FRACTION,
@@ -49,24 +51,11 @@ from labs.core.physics.formulas import Cost
 
 #: A stated, editable figure: per-kernel launch overhead of a framework on a GPU, in µs, used
 #: for the overhead regime. It is a model's choice, not "what a GPU does": it lies between the
-#: measured costs in :data:`MEASURED_KERNEL_COSTS_US` (a CUDA launch alone, back to back, about
+#: measured costs in ``MEASURED_KERNEL_COSTS_US`` (a CUDA launch alone, back to back, about
 #: 2.5 µs; a kernel of eager PyTorch, host dispatch included, about 16 µs) and is the "few µs"
 #: of H. He, "Making Deep Learning Go Brrrr From First Principles" (2022).
 DEFAULT_LAUNCH_OVERHEAD_US = 5.0
 
-#: Measured µs per kernel besides its work, what a fixed launch figure stands for (sources
-#: below; the eager figure is (2,818 µs step - 26 µs of bounds) / 172 kernels).
-LAUNCH_BACK_TO_BACK_US = 2.5
-LAUNCH_CUDA_GRAPH_US = 1.3
-EAGER_KERNEL_US = 16.2
-MEASURED_KERNEL_COSTS_US = (
-    ("small kernels launched back to back, NVIDIA H200", LAUNCH_BACK_TO_BACK_US,
-     "RRZE-HPC gpu-benches, gpu-small-kernels"),
-    ("the same kernels replayed as a CUDA graph, NVIDIA H200", LAUNCH_CUDA_GRAPH_US,
-     "RRZE-HPC gpu-benches, gpu-small-kernels"),
-    ("one kernel of eager PyTorch, host dispatch included: Lab 7's decoder step, NVIDIA H200",
-     EAGER_KERNEL_US, "this project's run (torch 2.11, fp32, 2026-11-26)"),
-)
 
 MEMORY, COMPUTE, OVERHEAD = "memory-bound", "compute-bound", "overhead-bound"
 
