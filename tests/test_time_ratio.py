@@ -13,6 +13,7 @@ from labs.core import measure
 pytestmark = pytest.mark.torch
 
 
+@pytest.mark.alone  # it times wall-clock sleeps: other tests' load would stretch them
 def test_the_ratio_of_two_known_sleeps_and_the_calls_alternate():
     calls: list[str] = []
 
