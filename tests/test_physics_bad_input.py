@@ -140,6 +140,8 @@ VALID = {
     "operands": 3, "flops_per_mac": 2, "sparse": False,
     # Lab 2 (serving)
     "capacity_bytes": 10e9, "fixed_bytes": 4e9, "per_sequence_bytes": 1e9,
+    # Lab 4 (flash attention's K and V in a cache the SMs share)
+    "sharers": 132, "cache_bytes": 50e6, "last": "and",
     # Lab 7 (tiny_models)
     "config": TM.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
     "change": "batch", "base": {"phase": "decode", "batch": 1, "context": 64,

@@ -5,9 +5,12 @@
   *and* launches.
 - Fused (flash) attention streams K and V through on-chip memory in tiles; the tile's Q, K, V
   must fit in the shared memory one thread block may use AND its fp32 accumulators in the
-  register file: two separate pools with separate limits. Bigger tiles re-read K/V from HBM
-  fewer times, which is why on-chip capacity bounds what fusion can do (a two-level,
-  "hierarchical" roofline).
+  register file: two separate pools with separate limits. Every query tile re-reads all of K
+  and V; L2 serves those re-reads (it keeps the K and V of the heads in flight), so HBM sees
+  about the compulsory traffic and the L2 roof, set by the tile's edge, binds a large head
+  (FlashAttention-3's measured 638 TFLOP/s on an H100 at S = 4k is under it). Bigger tiles
+  re-read less, which is why on-chip capacity bounds what fusion can do (a roofline of each
+  level, "hierarchical").
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from labs.core.physics._validate import (
     flag,
     instance,
     non_negative,
+    one_of,
     positive,
     positive_int,
     sequence,
@@ -190,15 +194,22 @@ ONCHIP: dict[str, OnChip] = {o.device_key: o for o in [
 ]}
 
 
+def onchip_device_names(last: str = "and") -> str:
+    """The devices with on-chip figures, by name, as a sentence lists them ("NVIDIA H100 SXM5,
+    ... and NVIDIA GeForce RTX 4090"; ``last="or"`` for a choice)."""
+    last = one_of("last", last, ("and", "or"))
+    names = [_hw.get(k).name for k in ONCHIP]
+    return ", ".join(names[:-1]) + f" {last} " + names[-1]
+
+
 def onchip(hw) -> OnChip:
     """On-chip figures (SMs, shared memory, registers) of a device; KeyError with a sentence a
     student can act on when the registry has none for it."""
     d = _hw.get(hw, arg="hw")
     if d.key not in ONCHIP:
-        have = ", ".join(_hw.get(k).name for k in ONCHIP)
         raise KeyError(f"The registry has no on-chip figures (shared memory per block, register "
                        f"file) for the {d.name}, so its flash-attention tiles cannot be sized. "
-                       f"Pick one of: {have}.")
+                       f"Pick one of: {onchip_device_names('or')}.")
     return ONCHIP[d.key]
 
 
@@ -265,16 +276,102 @@ def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> Tile
 
 
 @finite_results
-def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
-                              precision: str = "fp16", *, kv_heads: int | None = None) -> float:
-    """HBM traffic of tiled fused attention: Q read and O written once; each of the
-    ceil(Sq / Bq) query tiles streams all of K and V. (The untiled minimum is one pass.)"""
+def flash_attention_l2_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
+                             precision: str = "fp16", *, kv_heads: int | None = None) -> float:
+    """Traffic of the level just below the on-chip tiles (a GPU's L2) for tiled fused
+    attention: Q read and O written once; each of the ceil(Sq / Bq) query tiles streams all of
+    K and V through shared memory. (The untiled minimum is one pass.)"""
     base = F.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
     passes = math.ceil(positive_int("seq_q", seq_q) / positive_int("block_q", block_q))
     # With GQA, query heads sharing a KV head re-read it unless scheduled together: assume not.
-    per_q_head_kv = 2 * batch * heads * seq_kv * head_dim * _fmt.bytes_per_element(precision, arg="precision")
+    per_q_head_kv = (2 * batch * heads * seq_kv * head_dim
+                     * _fmt.bytes_per_element(precision, arg="precision"))
     return base.detail["Q"] + base.detail["O"] + passes * per_q_head_kv
+
+
+#: The schedule the shared-cache model assumes (SIMPLIFIED, stated): one thread block (CTA) per
+#: query tile, a wave of one CTA per SM at a time, in (batch, head, query tile) order, as
+#: FlashAttention launches its grid. The CTAs of a wave start together and do the same work,
+#: so they walk a head's K and V together (as hierarchy's GEMM waves walk their panels).
+FLASH_SCHEDULE = ("one CTA per query tile, a wave of one CTA per SM, in (batch, head, query "
+                  "tile) order; a wave's CTAs walk K and V together")
+
+
+@finite_results
+def flash_kv_hbm_passes(seq_q, seq_kv, head_dim, block_q, precision: str = "fp16", *,
+                        sharers, cache_bytes) -> int:
+    """How many times each head's K and V cross from HBM into a cache shared by ``sharers``
+    SMs (a GPU's L2 of ``cache_bytes``) in tiled fused attention (:data:`FLASH_SCHEDULE`).
+
+    A wave of ``sharers`` CTAs covers up to ceil(sharers / tiles) + 1 heads (tiles =
+    ceil(Sq / Bq) query tiles per head; a batch with fewer heads leaves the cache more room,
+    so the count does not depend on batch or heads). When the K and V of those heads fit the
+    cache, it keeps each head's K and V while every query tile reads them: one pass, the
+    compulsory traffic (FlashAttention-3 measures 638 TFLOP/s at S = 4k, hdim 128 on an H100,
+    which an HBM re-read per query tile would cap near 416). Otherwise the wave's CTAs stream
+    a head's K and V together, once per wave that runs its tiles: ceil(tiles / sharers)."""
+    tiles = math.ceil(positive_int("seq_q", seq_q) / positive_int("block_q", block_q))
+    sms = positive_int("sharers", sharers)
+    kv_head = (2 * positive_int("seq_kv", seq_kv) * positive_int("head_dim", head_dim)
+               * _fmt.bytes_per_element(precision, arg="precision"))
+    in_flight = math.ceil(sms / tiles) + 1
+    if in_flight * kv_head <= positive("cache_bytes", cache_bytes):
+        return 1
+    return math.ceil(tiles / sms)
+
+
+@finite_results
+def flash_shared_cache_misses(batch, heads, seq_q, seq_kv, head_dim, block_q,
+                              precision: str = "fp16", *, sharers, cache_bytes,
+                              kv_heads: int | None = None) -> float:
+    """Bytes the level below a cache shared by ``sharers`` SMs serves for tiled fused
+    attention: Q read and O written once, K and V once per pass (:func:`flash_kv_hbm_passes`)."""
+    base = F.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
+                       kv_heads=kv_heads)
+    passes = flash_kv_hbm_passes(seq_q, seq_kv, head_dim, block_q, precision,
+                                 sharers=sharers, cache_bytes=cache_bytes)
+    return base.detail["Q"] + base.detail["O"] + passes * (base.detail["K"] + base.detail["V"])
+
+
+@finite_results
+def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, hw,
+                              precision: str = "fp16", *, kv_heads: int | None = None) -> float:
+    """HBM traffic of tiled fused attention on ``hw``: the K and V re-reads of every query
+    tile are served by L2 (:func:`flash_attention_l2_bytes`), and HBM sees what L2 misses
+    (:func:`flash_shared_cache_misses`, with the device's SMs and L2 size). A device whose L2
+    size the registry lacks gets no L2 reuse: every re-read counted from HBM (a pessimistic
+    bound)."""
+    d = _hw.get(hw, arg="hw")
+    if d.l2_bytes is None:
+        return flash_attention_l2_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
+                                        precision, kv_heads=kv_heads)
+    return flash_shared_cache_misses(batch, heads, seq_q, seq_kv, head_dim, block_q, precision,
+                                     sharers=onchip(d).sms, cache_bytes=d.l2_bytes,
+                                     kv_heads=kv_heads)
+
+
+#: Published measurements of tiled flash attention (forward, fp16, head dim 128, non-causal,
+#: 16k tokens per batch): device -> {sequence length: (TFLOP/s, source)}. The kernel runs 128 x
+#: 128 tiles (as Lab 4's largest square tile on the H100). Lab 4 quotes them beside its bound.
+FLASH_MEASURED = {
+    "h100-sxm": {
+        4096: (638.0, "FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, Fig. 5), H100 "
+                      "SXM5, fp16 forward, head dim 128, non-causal: 638 TFLOP/s at 4k (cuDNN "
+                      "609)"),
+        16384: (648.0, "FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, Fig. 5), H100 "
+                       "SXM5, fp16 forward, head dim 128, non-causal: 648 TFLOP/s at 16k"),
+    },
+}
+
+
+def l2_bandwidth_gbs(hw) -> float | None:
+    """The L2 bandwidth the labs use for ``hw`` (``hierarchy.L2_MEASURED_GBS``: published
+    microbenchmarks; NVIDIA publishes none in GB/s), or None where none is known."""
+    from labs.core.physics import hierarchy as _hier  # hierarchy builds on this module
+
+    known = _hier.L2_MEASURED_GBS.get(_hw.get(hw, arg="hw").key)
+    return None if known is None else known[0]
 
 
 @finite_results
@@ -422,9 +519,14 @@ def flash_onchip_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, block_kv,
     return float(bt * h * rows * dh * _fmt.bytes_per_element(precision, arg="precision"))
 
 
+#: :attr:`FlashRoofPoint.limit` where the L2 roof could bind but has no bandwidth figure.
+UNDETERMINED_L2 = "undetermined: no L2 bandwidth figure for this device"
+
+
 @dataclass(frozen=True)
 class FlashRoofPoint:
-    """Tiled flash attention on the two-level roofline: one kernel, two intensities."""
+    """Tiled flash attention on the roofline of each level it uses: shared memory (on chip),
+    L2 (the K and V re-reads of every query tile) and HBM (what L2 misses)."""
 
     flops: float
     hbm_bytes: float
@@ -432,10 +534,17 @@ class FlashRoofPoint:
     peak_tflops: float
     hbm_tflops: float  # AI_HBM x HBM bandwidth
     onchip_tflops: float  # AI_onchip x on-chip bandwidth
+    l2_bytes: float  # K and V once per query tile, Q and O once
+    l2_tflops: float | None  # AI_L2 x L2 bandwidth; None: no L2 bandwidth figure
+    l2_floor_tflops: float  # AI_L2 x HBM bandwidth: every HBM byte passes L2, so L2 is no slower
 
     @property
     def ai_hbm(self) -> float:
         return self.flops / self.hbm_bytes
+
+    @property
+    def ai_l2(self) -> float:
+        return self.flops / self.l2_bytes
 
     @property
     def ai_onchip(self) -> float:
@@ -443,35 +552,55 @@ class FlashRoofPoint:
 
     @property
     def attainable_tflops(self) -> float:
-        return min(self.peak_tflops, self.hbm_tflops, self.onchip_tflops)
+        """The lowest known roof; an upper bound only where the L2 roof is unknown and could
+        be lower (``determined``)."""
+        roofs = [self.peak_tflops, self.hbm_tflops, self.onchip_tflops]
+        return min(roofs + ([self.l2_tflops] if self.l2_tflops is not None else []))
+
+    @property
+    def determined(self) -> bool:
+        """Whether the known roofs decide what binds: the L2 roof is known, or even its floor
+        (L2 at HBM's bandwidth) sits above the lowest known roof."""
+        return self.l2_tflops is not None or self.l2_floor_tflops >= self.attainable_tflops
 
     @property
     def limit(self) -> str:
-        """Which roof binds: "compute", "HBM bandwidth" or "on-chip bandwidth"."""
+        """Which roof binds: "compute", "HBM bandwidth", "L2 bandwidth", "on-chip bandwidth",
+        or :data:`UNDETERMINED_L2`."""
+        if not self.determined:
+            return UNDETERMINED_L2
         a = self.attainable_tflops
         if a == self.peak_tflops:
             return "compute"
-        return "HBM bandwidth" if a == self.hbm_tflops else "on-chip bandwidth"
+        if a == self.hbm_tflops:
+            return "HBM bandwidth"
+        return "L2 bandwidth" if a == self.l2_tflops else "on-chip bandwidth"
 
 
 @finite_results
 def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
                      precision: str = "fp16", *, kv_heads: int | None = None) -> FlashRoofPoint:
-    """FLOPs, HBM bytes (``flash_attention_hbm_bytes``) and on-chip bytes
-    (``flash_onchip_bytes``) of tiled fused attention, and the roof each meets
-    (``hierarchical_attainable``: min of compute, HBM and on-chip roofs)."""
+    """FLOPs and the bytes each level serves for tiled fused attention: on chip
+    (``flash_onchip_bytes``), L2 (``flash_attention_l2_bytes``) and HBM
+    (``flash_attention_hbm_bytes``), and the roof each meets: min of compute and each level's
+    AI x bandwidth (L2's measured bandwidth, ``l2_bandwidth_gbs``, where one is published)."""
     d = _hw.get(hw, arg="hw")
     seq_len = positive_int("seq_len", seq_len)
     cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
-    hbm = flash_attention_hbm_bytes(batch, heads, seq_len, seq_len, head_dim, block_q,
+    hbm = flash_attention_hbm_bytes(batch, heads, seq_len, seq_len, head_dim, block_q, d,
                                     precision, kv_heads=kv_heads)
+    l2 = flash_attention_l2_bytes(batch, heads, seq_len, seq_len, head_dim, block_q, precision,
+                                  kv_heads=kv_heads)
     chip = flash_onchip_bytes(batch, heads, seq_len, seq_len, head_dim, block_q, block_kv,
                               precision)
     oc = onchip(d)
+    l2_bw = l2_bandwidth_gbs(d)
     return FlashRoofPoint(cost.flops, hbm, chip, R.peak_tflops(d, cost.compute),
                           cost.flops / hbm * d.bandwidth_gbs / 1e3,  # FLOP/B x GB/s = GFLOP/s
-                          cost.flops / chip * oc.smem_bandwidth_gbs / 1e3)
+                          cost.flops / chip * oc.smem_bandwidth_gbs / 1e3, l2,
+                          None if l2_bw is None else cost.flops / l2 * l2_bw / 1e3,
+                          cost.flops / l2 * d.bandwidth_gbs / 1e3)
 
 
 def largest_square_tile(head_dim, hw, precision: str = "fp16",

@@ -469,6 +469,9 @@ class KernelModel:
     l1_bytes: float | None = None  # misses of a GPU's L1 for a kernel that stages nothing (the
     # thread block's shared loads); None: L1 is not modelled for it (it is a cache level like
     # any other)
+    flash: tuple | None = None  # (batch, heads, seq, head_dim, block_q, precision) of a
+    # flash-attention kernel: a level shared by the SMs keeps the K and V of the heads in flight
+    # (fusion.flash_shared_cache_misses)
 
 
 def staged_gemm_bytes(tile_m, tile_n, k, bytes_per_element, *, bk: int = GEMM_BK,
@@ -582,21 +585,25 @@ def reduction_kernel(n_elements, precision: str) -> KernelModel:
 def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
                  precision: str = "bf16") -> KernelModel:
     """Lab 4's flash-attention tile: level 0 serves ``fusion.flash_onchip_bytes``; a level
-    holding the Q, K, V tiles ((Bq d + 2 Bkv d) b) passes on ``flash_attention_hbm_bytes``
-    (K and V re-read once per query tile); the fp32 accumulators stay in registers. The tiles
-    are staged in shared memory (a bigger tile fails to launch); the matmuls use tensor cores."""
+    holding the Q, K, V tiles ((Bq d + 2 Bkv d) b) passes on ``flash_attention_l2_bytes`` (K
+    and V re-read once per query tile); a level shared by the SMs (a GPU's L2) keeps the K and
+    V of the heads in flight and passes on ``flash_shared_cache_misses`` (about the compulsory
+    traffic), as Lab 4's ``flash_attention_hbm_bytes``. The fp32 accumulators stay in registers.
+    The tiles are staged in shared memory (a bigger tile fails to launch); the matmuls use
+    tensor cores."""
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     s, d = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim)
     if bq > s or bkv > s:
         raise ValueError(f"block_q={bq} and block_kv={bkv} must not exceed seq_len={s}")
     cost = F.attention(batch, heads, s, s, d, precision, fused=True)
     chip = _fu.flash_onchip_bytes(batch, heads, s, s, d, bq, bkv, precision)
-    reuse = _fu.flash_attention_hbm_bytes(batch, heads, s, s, d, bq, precision)
+    reuse = _fu.flash_attention_l2_bytes(batch, heads, s, s, d, bq, precision)
     b = _fmt.bytes_per_element(precision, arg="precision")
     return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
                        (bq * d + 2 * bkv * d) * b, cost.bytes,
                        f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}",
-                       MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b)
+                       MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b,
+                       flash=(batch, heads, s, d, bq, precision))
 
 
 def _fmt_bytes(x: float) -> str:
@@ -933,6 +940,13 @@ def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
             holds, miss = "problem", kernel.compulsory_bytes
         elif wave is not None:
             holds, miss = "wave", min(wave, kernel.reuse_bytes)
+        elif kernel.flash is not None and lv.sharers > 1 and not last:
+            fb, fh, fs, fd, fbq, fp = kernel.flash
+            holds = ("K, V of the heads in flight" if _fu.flash_kv_hbm_passes(
+                fs, fs, fd, fbq, fp, sharers=lv.sharers,
+                cache_bytes=lv.capacity_bytes) == 1 else "wave")
+            miss = min(kernel.reuse_bytes, _fu.flash_shared_cache_misses(
+                fb, fh, fs, fs, fd, fbq, fp, sharers=lv.sharers, cache_bytes=lv.capacity_bytes))
         elif lv.scratchpad and not kernel.staged and kernel.l1_bytes is not None and not last:
             holds, miss = BLOCK_REUSE, kernel.l1_bytes  # the GPU's L1 (module doc)
         elif _fit_bytes(kernel, lv) <= lv.tile_capacity_bytes and not last:
