@@ -729,9 +729,9 @@ def _(
              "below it, launches set the time"),
         ])
     mo.vstack([mo.hstack([overhead_us, mo.md(
-        f"← the launch overhead: {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel is a model's "
-        "choice (a bare back-to-back CUDA launch measures less, an op in eager PyTorch more); "
-        "type another value to see what it changes.")], justify="start"),
+        f"{R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel is a model's choice (a bare "
+        "back-to-back CUDA launch measures less, an op in eager PyTorch more): type another "
+        "value to see what it changes.")], justify="start"),
         style.input_messages(overhead_us), overhead_metrics])
     return
 
@@ -1343,7 +1343,7 @@ def _(device, figures, flash_one_head, mo, tile_fit):
     mo.stop(tile_fit is None or not tile_fit.fits)
     if flash_one_head is not None:
         hierarchy_figure = figures.per_level_roofline_figure(
-            flash_one_head.hierarchy, [flash_one_head], height=440,
+            flash_one_head.hierarchy, [flash_one_head], ai_range=(1, 1e5), height=440,
             title=f"Flash attention on the roofline of each level of the {device.name}")
     else:
         hierarchy_figure = mo.callout(mo.md(
