@@ -8,7 +8,7 @@ app = marimo.App(width="medium", css_file="labs.css")
 def _():
     import marimo as mo
 
-    from labs.core import figures, hardware, quiz, reveal, style
+    from labs.core import figures, hardware, hierarchy, quiz, reveal, style
     from labs.core.physics import _deferred
     from labs.core import formulas as F
     from labs.core import fusion as FU
@@ -16,13 +16,26 @@ def _():
 
     np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab04"
-    return F, FU, LAB_ID, R, figures, hardware, mo, np, quiz, reveal, style
+    return (
+        F,
+        FU,
+        LAB_ID,
+        R,
+        figures,
+        hardware,
+        hierarchy,
+        mo,
+        np,
+        quiz,
+        reveal,
+        style,
+    )
 
 
 @app.cell
 def _(style):
     style.lab_header(
-        "Fusion and Overhead",
+        "Lab 4 · Fusion and Overhead",
         "Three regimes (compute, memory, overhead): what fusing kernels buys, and where it stops.",
         goals=[
             "Count the HBM bytes an elementwise chain moves per fusion grouping, and predict the "
@@ -100,19 +113,26 @@ def _(F, FU, quiz):
         instruments={
             # the device's own figures: inputs of every question, the answer of none
             "device": ["bandwidth:device", "bytes:device"],
+            # Part 1's explorer; Prediction 1's reflection and peek (the bytes per element and
+            # their ratio) go with it
             "fusion_explorer": ["bytes:chain", "intensity:chain", "time:chain",
                                 "ratio:fusion", "regime:chain", "throughput:chain",
                                 "bandwidth:device"],
             "speedup_check": ["ratio:fusion"],
+            # Part 2's curves and metrics; Prediction 2's reflection and peek (the crossover
+            # worked on the device's bandwidth)
             "overhead": ["time:chain", "ratio:fusion", "regime:chain",
-                         "count:overhead_crossover"],
+                         "count:overhead_crossover", "bandwidth:device"],
             "tiny_check": ["regime:chain", "time:launch"],
+            # Part 3's traffic and memory at any shape; Prediction 3's reflection and peek
             "attention": ["bytes:attention", "intensity:attention", "time:attention",
                           "count:seq_len", "share:attention"],
             "oom_check": ["count:seq_len"],
+            # Part 4's tile check and the flash kernel on the roofline of each level (on chip,
+            # L2, HBM); Prediction 4's reflection and peek
             "tiles": ["choice:tile", "bytes:tile", "bytes:flash", "intensity:flash",
                       "intensity:attention", "throughput:flash", "bandwidth:onchip",
-                      "bandwidth:device", "regime:flash"],
+                      "bandwidth:l2", "bandwidth:device", "regime:flash", "ratio:bandwidths"],
             "tile_check": ["choice:tile"],
         })
     return (
@@ -134,11 +154,13 @@ def _(F, FU, quiz):
 
 
 @app.cell
-def _(mo):
-    mo.md("""
+def _(FU, mo):
+    mo.md(f"""
     ## Choose a device
-    Every number below is for this device. Devices without on-chip figures in the registry
-    (TPUs, edge and laptop parts) work for Parts 1-3; Part 4 says so instead of drawing.
+    Every number below is for this device. Part 4 sizes flash-attention tiles from on-chip
+    figures (shared memory per block, register file), which the registry has for the
+    {FU.onchip_device_names()}. Any other device works for Parts 1-3; Part 4 says so instead
+    of drawing.
     """)
     return
 
@@ -267,10 +289,12 @@ def _(get_speedup, lab, quiz, set_speedup):
         lab, "lab04.fusion_speedup",
         question="**Prediction 1.** LayerNorm → GELU → dropout → residual add runs as 4 "
                  "kernels on a 100 M-element fp16 tensor (bf16 on devices without an fp16 "
-                 "rate) on your device. Dropout also writes a 1-byte mask per element for the "
-                 "backward pass, and the residual add also reads the skip tensor. By the "
-                 "roofline (each kernel at its roofline time, 5 µs launch overhead), what is "
-                 "the ideal speedup of fusing all four into ONE kernel?",
+                 "rate) on your device. Dropout also writes a 1-byte mask per element: the "
+                 "one tensor kept for the backward pass, which recomputes everything else. "
+                 "The residual add also reads the skip tensor. By the roofline (each kernel at "
+                 "its roofline time, 5 µs launch overhead), what is the ideal speedup of "
+                 "fusing all four into ONE kernel? Give it to two significant figures (a "
+                 "fraction such as 5/3 is read too).",
         units="×", lo=0.1, hi=100, locked=get_speedup(), on_lock=set_speedup)
     quiz.prediction_panel(speedup_form, get_speedup())
     return
@@ -519,7 +543,10 @@ def _(R, chain_now, device, mo):
         f"vector ceiling ({R.peak_tflops(device, R.VECTOR):,.4g} TFLOP/s here), far below the "
         "tensor-core roof that matrix multiplies reach. A real chip has several ceilings (per "
         "precision, per unit); which one applies depends on the operation. That is a lesson "
-        "in itself: a roofline with one roof can hide the one that binds."
+        "in itself: a roofline with one roof can hide the one that binds. The vector ceiling "
+        "is the fp32 FMA rate; packed 16-bit arithmetic (two fp16 operations per instruction) "
+        "reaches about twice it, which changes no verdict here: at about 1 FLOP/B these "
+        "kernels sit far left of either ridge."
         + ("" if device.vector_tflops is not None else
            f" (The registry has no vector rate for the {device.name}: its matrix peak stands "
            "in, so times here are optimistic lower bounds.)"))
@@ -570,8 +597,8 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, speedup_prediction, tiny_prediction):
-    mo.stop(speedup_prediction is None or tiny_prediction is None)  # asked together
+def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
+    mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     speedup_explain = quiz.explain_form(
         lab, "lab04.fusion_speedup",
         observe_label="What did the instrument show? (bytes per element before and after, "
@@ -582,8 +609,9 @@ def _(lab, mo, quiz, speedup_prediction, tiny_prediction):
 
 
 @app.cell
-def _(F, FU, mo, speedup_prediction, style, tiny_prediction):
-    mo.stop(speedup_prediction is None or tiny_prediction is None)  # the equations answer both
+def _(F, FU, INSTRUMENTS, mo, speedup_prediction, style, tiny_prediction):
+    # the equations answer both predictions: the explorer's rule
+    mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
     # answer, so it is computed here, never typed (review T-4).
     _k = [c.bytes for c in F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").kernels_costs]
@@ -701,9 +729,9 @@ def _(
              "below it, launches set the time"),
         ])
     mo.vstack([mo.hstack([overhead_us, mo.md(
-        f"the stated figure is {R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel, a model's "
-        "choice: a bare back-to-back CUDA launch measures less, an op in eager PyTorch more. "
-        "Edit it")], justify="start"),
+        f"{R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel is a model's choice (a bare "
+        "back-to-back CUDA launch measures less, an op in eager PyTorch more): type another "
+        "value to see what it changes.")], justify="start"),
         style.input_messages(overhead_us), overhead_metrics])
     return
 
@@ -786,8 +814,8 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, speedup_prediction, tiny_prediction):
-    mo.stop(speedup_prediction is None or tiny_prediction is None)  # asked together
+def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
+    mo.stop(INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction) is not None)
     tiny_explain = quiz.explain_form(
         lab, "lab04.tiny_tensor",
         observe_label="What sets the time at 1,000 elements, and where is the crossover?",
@@ -800,6 +828,7 @@ def _(lab, mo, quiz, speedup_prediction, tiny_prediction):
 def _(
     F,
     FU,
+    INSTRUMENTS,
     OPENING,
     R,
     hardware,
@@ -808,7 +837,8 @@ def _(
     style,
     tiny_prediction,
 ):
-    mo.stop(speedup_prediction is None or tiny_prediction is None)  # the equations answer both
+    # the equations answer both predictions: the overhead instrument's rule
+    mo.stop(INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction) is not None)
     # The worked crossover on the opening device, from core (never typed).
     _hw, _ov = hardware.get(OPENING["device"]), R.DEFAULT_LAUNCH_OVERHEAD_US
     _fused = [list(range(len(FU.DEFAULT_CHAIN)))]
@@ -1065,8 +1095,8 @@ def _(INSTRUMENTS, lab, mo, oom_prediction, quiz, references):
 
 
 @app.cell
-def _(lab, mo, oom_prediction, quiz):
-    mo.stop(oom_prediction is None)
+def _(INSTRUMENTS, lab, mo, oom_prediction, quiz):
+    mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)
     oom_explain = quiz.explain_form(
         lab, "lab04.oom_seq_len",
         observe_label="How do the traffic and the memory of the unfused version grow with S?",
@@ -1078,6 +1108,7 @@ def _(lab, mo, oom_prediction, quiz):
 @app.cell
 def _(
     FU,
+    INSTRUMENTS,
     OPENING,
     QUESTION_HEADS,
     QUESTION_HEAD_DIM,
@@ -1087,7 +1118,7 @@ def _(
     reveal_references,
     style,
 ):
-    mo.stop(oom_prediction is None)  # the equations give the answer away
+    mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)  # the answer, worked
     # The question's case on the opening device: the bound on S is Prediction 3's answer, the
     # instructor copy's reference (never typed, review T-4); b from core's fp16 score bytes.
     _hw, _h, _d = hardware.get(OPENING["device"]), QUESTION_HEADS, QUESTION_HEAD_DIM
@@ -1127,8 +1158,9 @@ def _(mo, style):
         mo.md("## Part 4 · The limit: what fits on chip"),
         style.scenario_card(
             "Lena Fischer", "kernel engineer",
-            "Our flash kernel streams K and V from HBM once per query tile, so a bigger tile "
-            "means fewer re-reads and a higher arithmetic intensity. But a tile lives on one "
+            "Our flash kernel streams all of K and V through shared memory once per query "
+            "tile. L2 serves most of those re-reads, but L2 has a bandwidth roof too: a bigger "
+            "tile means fewer re-reads and a higher arithmetic intensity. But a tile lives on one "
             "SM: its Q, K and V in the shared memory one thread block may use, its fp32 score "
             "and output accumulators in the register file, and the compiler refuses a tile "
             "that overflows either. What is the largest square tile that fits, and what does "
@@ -1199,13 +1231,13 @@ def _(TILE_STEPS, mo):
 
 @app.cell
 def _(
-    F,
     FU,
     INSTRUMENTS,
     block_kv_slider,
     block_q_slider,
     device,
     head_dim_picker,
+    hierarchy,
     mo,
     precision_picker,
     seq_slider,
@@ -1214,20 +1246,25 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("tiles", tile_prediction)
     mo.stop(_wait is not None, _wait)
-    # The tile's on-chip working set, and the two-level roofline's points for one head of one
-    # sequence: FLOPs and bytes both grow with batch × heads, so the intensities and the
-    # attainable rate do not, and a Batch or Heads step leaves the figure alone (issue 15).
+    # The tile's on-chip working set, and one head of one sequence on the roofline of each
+    # level (shared memory, L2, HBM), placed by hierarchy as Lab 5 places it: every level's
+    # FLOPs and bytes grow with batch × heads, so its intensities and the attainable rate do
+    # not, and a Batch or Heads step leaves the figure alone (issue 15). None where the
+    # registry lacks the levels (no L2 size).
     _s, _d, _p = seq_slider.value, head_dim_picker.value, precision_picker.value
     _bq, _bkv = block_q_slider.value, block_kv_slider.value
+    flash_one_head = None
     try:
         tile_fit = FU.flash_tile(_bq, _bkv, _d, device, _p)
-        flash_one_head = FU.flash_roof_point(1, 1, _s, _d, _bq, _bkv, device, _p)
-        unfused_one_head = F.attention(1, 1, _s, _s, _d, _p, fused=False)
+        if tile_fit.fits and device.key in hierarchy.gpu_keys():
+            _h = hierarchy.gpu_hierarchy(device, _p)
+            flash_one_head = hierarchy.place(
+                hierarchy.flash_kernel(1, 1, _s, _d, _bq, _bkv, _p), _h)
         tile_error = None
     except (KeyError, ValueError) as _e:
-        tile_fit = flash_one_head = unfused_one_head = None
+        tile_fit = None
         tile_error = style.error_message(_e)
-    return flash_one_head, tile_error, tile_fit, unfused_one_head
+    return flash_one_head, tile_error, tile_fit
 
 
 @app.cell
@@ -1235,15 +1272,21 @@ def _(
     INSTRUMENTS,
     head_dim_picker,
     mo,
+    oom_prediction,
+    quiz,
     seq_slider,
     tile_controls,
     tile_prediction,
 ):
     # the instrument's controls, shown with it (the notice is the instrument's, above)
     mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)
+    # Part 3's controls set the shape; while Prediction 3 is open they are closed, so say so
+    _where = ("change them there" if INSTRUMENTS.is_open("attention",
+                                                         quiz.locked_items(oom_prediction))
+              else "Part 3's controls change them once Prediction 3 is locked")
     mo.vstack([tile_controls,
                mo.md(f"Shape from Part 3: S = {seq_slider.value:,}, head_dim "
-                     f"{head_dim_picker.value} (change them there).")])
+                     f"{head_dim_picker.value} ({_where}).")])
     return
 
 
@@ -1264,7 +1307,7 @@ def _(
     tile_error,
     tile_fit,
 ):
-    # The tiled kernel at Part 3's whole shape: its HBM traffic grows with batch × heads.
+    # The tiled kernel at Part 3's whole shape: its traffic grows with batch × heads.
     flash_point = None if tile_error is not None else FU.flash_roof_point(
         attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
         block_q_slider.value, block_kv_slider.value, device, precision_picker.value)
@@ -1275,49 +1318,59 @@ def _(
             tile_fit.explain() + "\n\nThe kernel cannot launch with this tile. Make Bq or Bkv "
             "smaller (or head_dim) to back out.")
     else:
+        _fp = flash_point
+        _hbm_note = ("every re-read counted here: the registry has no L2 size for this device"
+                     if device.l2_bytes is None else "what L2 misses: Q, K, V and O about once")
         tile_status = mo.vstack([
             mo.callout(mo.md(f"✓ {tile_fit.explain()}"), kind="success"),
             style.metric_cards([
-                ("HBM traffic (tiled)", style.format_bytes(flash_point.hbm_bytes),
+                ("L2 traffic", style.format_bytes(_fp.l2_bytes),
                  "K and V re-read once per query tile"),
-                ("AI on HBM", f"{flash_point.ai_hbm:,.0f} FLOP/B", "grows with Bq"),
-                ("AI on chip", f"{flash_point.ai_onchip:,.0f} FLOP/B", "shared-memory reads"),
-                ("Attainable", f"{quiz.format_value(flash_point.attainable_tflops)} TFLOP/s",
-                 f"bound by the {flash_point.limit} roof"),
+                ("AI on L2", f"{_fp.ai_l2:,.0f} FLOP/B", "grows with Bq"),
+                ("HBM traffic", style.format_bytes(_fp.hbm_bytes), _hbm_note),
+                ("AI on HBM", f"{_fp.ai_hbm:,.0f} FLOP/B", "grows with S"),
+                ("AI on chip", f"{_fp.ai_onchip:,.0f} FLOP/B", "shared-memory reads"),
+                ("Attainable", f"{quiz.format_value(_fp.attainable_tflops)} TFLOP/s",
+                 f"bound by the {_fp.limit} roof" if _fp.determined else
+                 "an upper bound: L2 has no bandwidth figure"),
             ])])
     tile_status
     return
 
 
 @app.cell
-def _(FU, device, figures, flash_one_head, mo, tile_fit, unfused_one_head):
+def _(device, figures, flash_one_head, mo, tile_fit):
     mo.stop(tile_fit is None or not tile_fit.fits)
-    _oc = FU.onchip(device)
-    hierarchy_figure = figures.hierarchical_roofline_figure(
-        (device, unfused_one_head.compute),
-        [figures.Point("unfused attention", unfused_one_head.ai),
-         figures.Point("flash · HBM AI", flash_one_head.ai_hbm,
-                       tflops=flash_one_head.attainable_tflops,
-                       hover={"binding roof": flash_one_head.limit})],
-        onchip_bandwidth_gbs=_oc.smem_bandwidth_gbs,
-        onchip_label=f"on-chip roof (~{_oc.smem_bandwidth_gbs / 1e3:,.1f} TB/s shared memory)",
-        onchip_points=[figures.Point("flash · on-chip AI", flash_one_head.ai_onchip,
-                                     tflops=flash_one_head.attainable_tflops,
-                                     hover={"binding roof": flash_one_head.limit})],
-        ai_range=(1, 1e4), height=440,
-        title=f"Two-level roofline of the {device.name}: HBM roof and on-chip roof")
+    if flash_one_head is not None:
+        hierarchy_figure = figures.per_level_roofline_figure(
+            flash_one_head.hierarchy, [flash_one_head], ai_range=(1, 1e5), height=440,
+            title=f"Flash attention on the roofline of each level of the {device.name}")
+    else:
+        hierarchy_figure = mo.callout(mo.md(
+            f"The registry has no L2 size for the {device.name}, so the roofline of each level "
+            "is not drawn; the cards above count every K and V re-read from HBM."),
+            kind="neutral")
     hierarchy_figure
     return
 
 
 @app.cell
-def _(INSTRUMENTS, TILE_OPTIONS, lab, mo, quiz, references, tile_prediction):
+def _(
+    FU,
+    INSTRUMENTS,
+    TILE_OPTIONS,
+    lab,
+    mo,
+    quiz,
+    references,
+    tile_prediction,
+):
     _wait = INSTRUMENTS.gate("tile_check", tile_prediction)
     mo.stop(_wait is not None, _wait)
     if references["largest_tile"] is None:
         _out = mo.callout(mo.md("This device has no on-chip figures in the registry, so the "
-                                "question has no reference answer here: pick an H100, H200, "
-                                "A100, L4 or RTX 4090."), kind="warn")
+                                "question has no reference answer here: pick the "
+                                f"{FU.onchip_device_names('or')}."), kind="warn")
     else:
         _label = next(k for k, v in TILE_OPTIONS.items() if v == references["largest_tile"])
         _out = mo.vstack([mo.md("**Prediction vs reality** · head_dim 128, fp16:"),
@@ -1328,12 +1381,12 @@ def _(INSTRUMENTS, TILE_OPTIONS, lab, mo, quiz, references, tile_prediction):
 
 
 @app.cell
-def _(lab, mo, quiz, tile_prediction):
-    mo.stop(tile_prediction is None)
+def _(INSTRUMENTS, lab, mo, quiz, tile_prediction):
+    mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)
     tile_explain = quiz.explain_form(
         lab, "lab04.largest_tile",
-        observe_label="What happens to HBM AI as Bq grows, and where does the tile stop "
-                      "fitting?",
+        observe_label="What happens to the AI on L2 and on HBM as Bq grows, which roof "
+                      "binds, and where does the tile stop fitting?",
         explain_label="Why does on-chip capacity, not on-chip bandwidth, limit the kernel?")
     tile_explain
     return
@@ -1342,6 +1395,7 @@ def _(lab, mo, quiz, tile_prediction):
 @app.cell
 def _(
     FU,
+    INSTRUMENTS,
     OPENING,
     QUESTION_HEAD_DIM,
     hardware,
@@ -1350,7 +1404,7 @@ def _(
     style,
     tile_prediction,
 ):
-    mo.stop(tile_prediction is None)  # the equations give the answer away
+    mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)  # the answer, worked
     # The question's tiles on the opening device: the largest one that fits is Prediction 4's
     # answer, the instructor copy's reference (never typed, review T-4).
     _hw, _d = hardware.get(OPENING["device"]), QUESTION_HEAD_DIM
@@ -1362,7 +1416,13 @@ def _(
     _pools = " and ".join(
         f"{_kib(v)} of {pool} ({'too much' if pool in _big.overflows else 'fits'})"
         for pool, v in (("shared memory", _big.smem_bytes), ("registers", _big.register_bytes)))
-    style.math_peek("tiles and the two-level roofline", rf"""
+    # the question's tile at Part 3's opening shape, against the published measurement
+    _s, _heads = 4096, FU.QUESTION_HEADS
+    _pt = FU.flash_roof_point(1, _heads, _s, _d, _t, _t, _hw)
+    _measured = FU.FLASH_MEASURED[_hw.key][_s][0]
+    _l2, _chip = FU.l2_bandwidth_gbs(_hw), FU.onchip(_hw).smem_bandwidth_gbs
+    _kv_head = 2 * _s * _d * 2  # K and V of one head, fp16
+    style.math_peek("tiles and the roofline of each level", rf"""
     **Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
     accumulators fp32, in two separate pools, each with its own limit:
 
@@ -1377,19 +1437,30 @@ def _(
     ${2 * _t}\times{2 * _t}$ needs {_pools}, so it does not fit. Room left in one pool does not
     help the other.
 
-    **HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K and V:
-    $\text{{bytes}}_\text{{HBM}} \approx 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
-    $AI_\text{{HBM}} = 4BHS^2d / \text{{bytes}} \approx B_q$ FLOP/B at fp16 (real kernels also get
-    K/V re-reads from the L2 cache, which this model ignores).
+    **L2 and HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K
+    and V through shared memory:
+    $\text{{bytes}}_\text{{L2}} = 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
+    $AI_\text{{L2}} = 4BHS^2d / \text{{bytes}}_\text{{L2}} \approx B_q$ FLOP/B at fp16. Those
+    re-reads hit L2: one CTA per query tile, one per SM at a time, so a wave works on a few
+    heads, whose K and V ({_kib(_kv_head)} per head at $S$ = {_s:,}) L2 keeps. HBM sees Q, K, V
+    and O about once: $\text{{bytes}}_\text{{HBM}} \approx 4BHSd\,b$,
+    $AI_\text{{HBM}} \approx S/2$. The re-reads cost L2 bandwidth, not HBM's.
 
     **On-chip traffic**: per (query tile, KV tile) pair the matmuls read Q, K, V tiles from shared
     memory, $AI_\text{{chip}} \approx 4 B_q B_{{kv}} / ((B_q + 2B_{{kv}})\,b)$.
 
-    **Two-level roofline**: attainable $= \min(P,\ AI_\text{{HBM}}\,\beta_\text{{HBM}},\
-    AI_\text{{chip}}\,\beta_\text{{chip}})$, with $\beta_\text{{chip}} \approx$ SMs × 128 B/clock
-    × clock (~33 TB/s on an H100, ~10× HBM). Keeping the scores on chip moves traffic to the level
-    with ~10× the bandwidth; the bigger the tile, the higher $AI_\text{{HBM}}$, until the tile no
-    longer fits: capacity, not on-chip bandwidth, is the wall.
+    **Roofline of each level**: attainable $= \min(P,\ AI_\text{{HBM}}\,\beta_\text{{HBM}},\
+    AI_\text{{L2}}\,\beta_\text{{L2}},\ AI_\text{{chip}}\,\beta_\text{{chip}})$, with
+    $\beta_\text{{L2}}$ measured ({_l2 / 1e3:.3g} TB/s on the {_hw.name}, {_l2 / _hw.bandwidth_gbs:.1f}×
+    HBM) and $\beta_\text{{chip}} \approx$ SMs × 128 B/clock × clock
+    ({_chip / 1e3:.0f} TB/s, {_chip / _hw.bandwidth_gbs:.0f}× HBM). At $S$ = {_s:,},
+    {_heads} heads, ${_t}\times{_t}$ tiles: $AI_\text{{L2}}$ = {_pt.ai_l2:.0f} FLOP/B, bound by
+    the {_pt.limit} roof at {_pt.attainable_tflops:.0f} TFLOP/s; FlashAttention-3 measures
+    {_measured:.0f} TFLOP/s for this case (the bound is {_pt.attainable_tflops / _measured:.2f}×
+    that). Without L2 the HBM roof would cap it near
+    {_pt.ai_l2 * _hw.bandwidth_gbs / 1e3:.0f} TFLOP/s, below what is measured. The bigger the
+    tile, the higher $AI_\text{{L2}}$, until the tile no longer fits: capacity, not on-chip
+    bandwidth, is the wall.
     """)
     return
 
@@ -1419,7 +1490,8 @@ def _(
         "Unfused attention materialises a B×H×S×S score matrix: traffic and memory grow with "
         "S² until it no longer fits. Flash attention keeps scores on chip: linear in S.",
         "On-chip memory has ~10× HBM's bandwidth but kilobytes of capacity per SM: bigger "
-        "tiles raise HBM intensity only until they stop fitting.",
+        "tiles raise the intensity on L2, which serves flash attention's K and V re-reads, "
+        "only until they stop fitting.",
     ])
     return
 

@@ -22,7 +22,8 @@ NUMBER = r"(?<![\w.,\-])[-−]?\d[\d,\u2009\u202f ]*(?:\.\d+)?(?:[eE][+-]?\d+)?"
 _SPACE = r"[\s\u00a0\u2009\u202f]*"
 #: How each dimension shows on a page. Units are written after the number (the labs' style).
 DIMENSION_PATTERNS = {
-    "intensity": re.compile(rf"{NUMBER}{_SPACE}FLOP{_SPACE}/{_SPACE}B(?:yte)?\b"),
+    # integer math's intensity is in OP/B (as its rate is in TOPS)
+    "intensity": re.compile(rf"{NUMBER}{_SPACE}(?:FLOP|OP){_SPACE}/{_SPACE}B(?:yte)?\b"),
     "regime": re.compile(r"\b(?:memory|compute|overhead|launch|link|latency|bandwidth|HBM|DRAM"
                          r"|L1|L2|L3|NIC|NVLink|PCIe)[- ]bound\b", re.I),
     "time": re.compile(rf"{NUMBER}{_SPACE}(?:ns|µs|μs|us|ms|s)\b(?!/)"),

@@ -52,11 +52,36 @@ def test_flash_tile_fits_and_overflows():
 
 
 def test_bigger_query_tiles_reread_kv_less():
+    # what the level below shared memory (L2) serves: K and V once per query tile
     kw = dict(batch=1, heads=32, seq_q=4096, seq_kv=4096, head_dim=128)
-    small = FU.flash_attention_hbm_bytes(block_q=64, **kw)
-    large = FU.flash_attention_hbm_bytes(block_q=128, **kw)
+    small = FU.flash_attention_l2_bytes(block_q=64, **kw)
+    large = FU.flash_attention_l2_bytes(block_q=128, **kw)
     qo = 2 * 32 * 4096 * 128 * 2
     assert (small - qo) == pytest.approx(2 * (large - qo))
+
+
+def test_l2_keeps_the_kv_of_the_heads_in_flight():
+    """The K and V re-reads of every query tile are L2's traffic, not HBM's: at S = 4k, d =
+    128 a wave of 132 CTAs (one per SM, 32 query tiles per head) works on at most
+    ceil(132 / 32) + 1 = 6 heads, whose K and V (2 MiB each, 12 MiB) fit the H100's 50 MiB L2:
+    HBM reads K and V once. (Counting a re-read from HBM per query tile capped the kernel at
+    416 TFLOP/s; FlashAttention-3 measures 638.)"""
+    kv_head = 2 * 4096 * 128 * 2
+    assert kv_head == 2 * 2**20
+    assert FU.flash_kv_hbm_passes(4096, 4096, 128, 128, "fp16", sharers=132,
+                                  cache_bytes=50 * 2**20) == 1
+    assert FU.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128, "h100-sxm") == \
+        4 * 32 * 4096 * 128 * 2  # Q, K, V, O once: 128 MiB
+    # one head of 256k tokens: its K and V (128 MiB) overflow L2, so the wave's 132 CTAs walk
+    # them together, once per wave of its 2,048 query tiles: ceil(2048 / 132) = 16 passes
+    assert FU.flash_kv_hbm_passes(262_144, 262_144, 128, 128, "fp16", sharers=132,
+                                  cache_bytes=50 * 2**20) == 16
+    qo = kv = 2 * 262_144 * 128 * 2
+    assert FU.flash_attention_hbm_bytes(1, 1, 262_144, 262_144, 128, 128, "h100-sxm") == \
+        qo + 16 * kv
+    # no L2 size in the registry (L4): every re-read counted from HBM, a pessimistic bound
+    assert FU.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128, "l4") == \
+        FU.flash_attention_l2_bytes(1, 32, 4096, 4096, 128, 128)
 
 
 def test_unfused_score_matrix_grows_with_the_square_of_sequence():
@@ -144,12 +169,21 @@ def test_onchip_roof_and_onchip_bytes():
 def test_flash_roof_point_names_the_binding_roof():
     p = FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm")
     assert p.flops == 4 * 32 * 4096**2 * 128
-    # Q + O once (64 MiB) + 32 query tiles x K and V (64 MiB each pass)
-    assert p.hbm_bytes == 67_108_864 * 33
-    assert p.ai_hbm == pytest.approx(124.12, rel=1e-4)
-    assert p.hbm_tflops == pytest.approx(124.1212 * 3.35, rel=1e-4)
-    assert p.limit == "HBM bandwidth" and p.attainable_tflops == p.hbm_tflops
-    # 512-row query tiles: 8 passes -> AI_HBM 455; on chip (256 x 4096 + 16 x 4096) rows
+    # L2: Q + O once (64 MiB) + 32 query tiles x K and V (64 MiB each pass)
+    assert p.l2_bytes == 67_108_864 * 33
+    assert p.ai_l2 == pytest.approx(124.12, rel=1e-4)
+    # the H100's L2 measured at 6.65 TB/s (openxla/xla's GPU cost model)
+    assert p.l2_tflops == pytest.approx(124.1212 * 6.65, rel=1e-4)  # 825 TFLOP/s
+    # HBM: Q, K, V, O once (128 MiB): AI = S / 2 = 2048 at fp16, far above the ridge
+    assert p.hbm_bytes == 134_217_728 and p.ai_hbm == pytest.approx(2048)
+    assert p.limit == "L2 bandwidth" and p.attainable_tflops == p.l2_tflops
+    # 64-row query tiles: twice the re-reads, half the AI on L2 (419 TFLOP/s)
+    assert FU.flash_roof_point(1, 32, 4096, 128, 64, 128, "h100-sxm").attainable_tflops == \
+        pytest.approx(4 * 32 * 4096**2 * 128 / (67_108_864 * 65) * 6.65, rel=1e-9)
+    # no L2 size for the L4: the re-reads are HBM's, which binds (300 GB/s)
+    l4 = FU.flash_roof_point(1, 32, 4096, 128, 64, 64, "l4")
+    assert l4.hbm_bytes == l4.l2_bytes and l4.limit == "HBM bandwidth" and l4.determined
+    # 512-row query tiles: 8 passes -> AI_L2 455; on chip (256 x 4096 + 16 x 4096) rows
     # -> AI 30.1 x 33.45 TB/s = 1008 > 989.5: compute-bound
     assert FU.flash_roof_point(1, 32, 4096, 128, 512, 16, "h100-sxm").limit == "compute"
     # 8-row KV tiles: Q re-read from shared memory 512 times -> AI_onchip 15.5 -> 519 TFLOP/s

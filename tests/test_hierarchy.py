@@ -526,8 +526,13 @@ def test_flash_tile_levels_are_lab4s_formulas():
     k = H.flash_kernel(1, 32, 4096, 128, 128, 128, "bf16")
     p = H.place(k, h)
     assert p.uses[0].bytes == FU.flash_onchip_bytes(1, 32, 4096, 4096, 128, 128, 128, "bf16")
+    # the K and V re-read by every query tile are L2's traffic; HBM sees them once (L2 keeps
+    # the K and V of the heads in flight), as Lab 4 counts them
+    assert p.use("L2").bytes == FU.flash_attention_l2_bytes(1, 32, 4096, 4096, 128, 128, "bf16")
     assert p.use("HBM").bytes == FU.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128,
-                                                              "bf16")
+                                                              "h100-sxm", "bf16")
+    assert p.binding == "L2" and p.attainable_tflops == pytest.approx(
+        FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm", "bf16").attainable_tflops)
     assert k.working_set == FU.flash_tile(128, 128, 128, "h100-sxm", "bf16").smem_bytes
 
 

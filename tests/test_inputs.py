@@ -381,3 +381,34 @@ def test_no_lab_widget_clamps_or_rounds_in_silence(lab_file, env, monkeypatch):
     for kw in forms:
         if kw.get("units") in COUNT_UNITS:
             assert kw.get("integer") is True, f"{lab_file.name}: {kw.get('question', '')[:60]}"
+
+
+# --- a fraction, and examples the box takes ------------------------------------------------
+
+
+@pytest.mark.parametrize("typed, units, stored", [
+    ("19/7", "×", 19 / 7), ("19 / 7", "×", 19 / 7), ("19/7x", "×", 19 / 7),
+    ("19/7 ×", "×", 19 / 7), ("3/4", "", 0.75), ("1/2 ms", "µs", 500),
+])
+def test_a_fraction_is_read_as_its_value(typed, units, stored):
+    """A ratio a student worked out (Lab 4's 19/7) is read, not refused: rounding it by hand
+    first could cost the grade of a band as narrow as 1.05x."""
+    value, message = check_number(typed, lo=0.1, hi=1e4, units=units)
+    assert message is None and value == pytest.approx(stored, rel=1e-12)
+
+
+@pytest.mark.parametrize("typed, says", [("1/0", "divides by zero"), ("1/2/3", "this box"),
+                                         ("1,5/2", "this box")])
+def test_a_fraction_that_is_no_number_is_refused(typed, says):
+    value, message = check_number(typed, lo=0, hi=100)
+    assert value is None and says in message
+
+
+@pytest.mark.parametrize("lo, hi", [(0.1, 100), (10, 1e4), (128, 1e7), (1, 512), (0.5, 100),
+                                    (-1, 100), (0.001, 0.002)])
+def test_a_refusal_gives_examples_the_box_takes(lo, hi):
+    """A box from 0.1 to 100 said "(e.g. 300, 3e5 or 300k)": examples it refuses."""
+    _, message = check_number("abc", lo=lo, hi=hi)
+    shown = message.split("(e.g. ")[1].rstrip(").")
+    for example in shown.replace(" or ", ", ").split(", "):
+        assert check_number(example, lo=lo, hi=hi)[1] is None, (example, message)

@@ -228,6 +228,7 @@ def test_locking_a_prediction_re_runs_no_measurement_it_does_not_answer(lab):
     ("59.5 % busy", "share"), ("(10%)", "share"), ("spread 4%\n", "share"),
     ("171\n\n%{hovertext}", None),  # a plotly hover template's token after a position
     ("64.0\n\n        \n100%400px__resizeIframe(this)0", None),  # a figure iframe's width
+    ("ridge 591 OP/B", "intensity"),  # integer math's intensity
 ])
 def test_a_share_is_a_number_before_a_percent_sign_not_markup(text, dimension):
     assert dimensions_shown(text).keys() == ({dimension} if dimension else set())

@@ -155,10 +155,13 @@ def test_unlocked_run_shows_figures_and_core_numbers():
     # Part 3 and 4
     assert defs["attn_unfused"] == F.attention(1, 32, 4096, 4096, 128, fused=False)
     assert defs["flash_point"] == FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm")
+    # K and V re-read by 32 query tiles: L2's traffic (AI 124), bound by the L2 roof
     assert "124 FLOP/B" in text(defs["tile_status"])
-    assert "HBM bandwidth" in text(defs["tile_status"])
-    onchip = [t for t in defs["hierarchy_figure"].data if t.name.startswith("on-chip roof")]
-    assert onchip and max(onchip[0].y) == pytest.approx(989.5)
+    assert "2,048 FLOP/B" in text(defs["tile_status"])  # HBM: Q, K, V, O once (S / 2)
+    assert "L2 bandwidth" in text(defs["tile_status"])
+    roofs = [t.name for t in defs["hierarchy_figure"].data]
+    assert any(n.startswith("L2 · 6,650 GB/s (measured)") for n in roofs), roofs
+    assert any(n.startswith("HBM · 3,350 GB/s") for n in roofs), roofs
 
 
 def test_references_are_core_values():
@@ -397,16 +400,15 @@ def test_a_batch_or_heads_step_re_runs_one_cell_per_output_it_changes(widget):
     assert all(defs & shows for defs in cells)
 
 
-def test_the_two_level_roofline_is_the_same_at_any_batch_and_heads():
+def test_the_roofline_of_each_level_is_the_same_at_any_batch_and_heads():
     # The figure draws one head of one sequence: its intensities and attainable rate are those
-    # of Part 3's whole shape, while the HBM traffic on the cards grows with batch x heads.
+    # of Part 3's whole shape, while the traffic on the cards grows with batch x heads.
     _, wide = run(attn_batch=NS(value=32), attn_heads=NS(value=64))
     full = FU.flash_roof_point(32, 64, 4096, 128, 128, 128, "h100-sxm")
     assert wide["flash_point"] == full
-    points = next(t for t in wide["hierarchy_figure"].data if t.name == "predicted points")
-    unfused = F.attention(32, 64, 4096, 4096, 128, fused=False)
-    assert list(points.x) == pytest.approx([unfused.ai, full.ai_hbm])
-    assert points.y[1] == pytest.approx(full.attainable_tflops)
+    one = wide["flash_one_head"]
+    assert [u.ai for u in one.uses] == pytest.approx([full.ai_onchip, full.ai_l2, full.ai_hbm])
+    assert one.attainable_tflops == pytest.approx(full.attainable_tflops)
     _, narrow = run()
     assert wide["hierarchy_figure"].to_dict() == narrow["hierarchy_figure"].to_dict()
     assert style.format_bytes(full.hbm_bytes) in text(wide["tile_status"])
@@ -506,7 +508,7 @@ def test_scenario_names_no_tile_size_and_the_peek_names_the_pool_that_overflows(
     tile = FU.largest_square_tile(128, "h100-sxm")
     assert FU.flash_tile(2 * tile, 2 * tile, 128, "h100-sxm").overflows == ("registers",)
     outputs, _ = lab4.run(defs={"tile_prediction": choice("lab04.largest_tile", 128)})
-    peek = next(t for o in outputs if "tiles and the two-level roofline" in (t := text(o)))
+    peek = next(t for o in outputs if "tiles and the roofline of each level" in (t := text(o)))
     assert "registers (too much)" in peek and "shared memory (fits)" in peek
 
 
@@ -549,3 +551,64 @@ def test_tpu_in_part_4_is_a_sentence_not_a_keyerror(env, lab4):
     msg = visible_text(defs["tile_status"])
     assert "Pick one of" in msg and "KeyError" not in msg
     assert "'The registry" not in msg and '"The registry' not in msg
+
+
+# --- a fresh review's walk of Lab 4 ----------------------------------------------------------
+
+from labs.core.physics import misconceptions  # noqa: E402
+
+
+def _all_text(outputs) -> str:
+    return " ".join(text(o) for o in outputs if o is not None)
+
+
+def test_prediction_1_asks_two_figures_reads_a_fraction_and_grades_the_slips_wrong():
+    """19/7 = 2.71: a student who writes "3" (one figure) lands on the forgot-the-mask answer
+    (18/6 = 3), graded wrong by the 1.05x band; the question asks two significant figures, and
+    takes the fraction itself. It says the backward pass recomputes everything but the mask (a
+    student who also saved GELU's input, as eager autograd would, got 19/9)."""
+    outputs, defs = app.run()
+    question = _all_text(outputs).split("Prediction 1.")[1].split("Lock prediction")[0]
+    assert "two significant figures" in question
+    assert "recomputes everything else" in question
+    handler = defs["speedup_form"].roofline_item["handler"]
+    band = misconceptions.band("lab04.fusion_speedup")
+    for typed, right in [("19/7", True), ("2.7", True), ("3", False), ("4", False)]:
+        locked, error = handler.check({"answer": typed, "confidence": 3, "reason": "bytes"})
+        assert error is None, (typed, error)
+        kind = quiz.verdict_kind(locked.value, band.reference, tolerance=band.tolerance)
+        assert (kind != "danger") is right, (typed, locked.value, kind)
+    # a refusal's examples are numbers the box takes (0.1 to 100), never "300"
+    _, error = handler.check({"answer": "about three", "confidence": 3, "reason": "x"})
+    assert "300" not in error
+
+
+def test_part_4_says_where_the_shape_comes_from_while_part_3_is_closed():
+    only_p4 = {"tile_prediction": PREDICTIONS["tile_prediction"]}
+    outputs, _ = app.run(defs=only_p4)
+    shown = _all_text(outputs)
+    assert "change them there" not in shown
+    assert "Part 3's controls change them once Prediction 3 is locked" in shown
+    outputs, _ = app.run(defs=PREDICTIONS)
+    assert "(change them there)" in _all_text(outputs)
+
+
+def test_the_device_list_names_every_device_with_on_chip_figures():
+    outputs, _ = app.run()
+    shown = _all_text(outputs)
+    assert "TPUs, edge and laptop parts" not in shown
+    for key in FU.ONCHIP:  # the H100 PCIe among them
+        assert hardware.get(key).name in shown.split("Part 1")[0], key
+    # the comparison's warning on a device without them lists the same devices
+    outputs, _ = run(device_picker=NS(value="b200"))
+    warned = _all_text(outputs)
+    assert "NVIDIA H100 PCIe" in warned.split("no reference answer here")[1]
+
+
+def test_the_header_the_overhead_box_and_the_vector_ceiling_read_cleanly():
+    outputs, _ = run()
+    shown = _all_text(outputs)
+    assert "Lab 4 · Fusion and Overhead" in shown
+    assert "Edit it" not in shown  # Part 2's sentence ended there, dangling
+    # fp16 elementwise work against the fp32 FMA ceiling: the note says so
+    assert "packed 16-bit arithmetic" in shown

@@ -140,6 +140,8 @@ VALID = {
     "operands": 3, "flops_per_mac": 2, "sparse": False,
     # Lab 2 (serving)
     "capacity_bytes": 10e9, "fixed_bytes": 4e9, "per_sequence_bytes": 1e9,
+    # Lab 4 (flash attention's K and V in a cache the SMs share)
+    "sharers": 132, "cache_bytes": 50e6, "last": "and",
     # Lab 7 (tiny_models)
     "config": TM.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
     "change": "batch", "base": {"phase": "decode", "batch": 1, "context": 64,
@@ -173,7 +175,7 @@ OVERRIDES = {
     "hardware.Device.note": {"what": "fp32"},
     "models.dominant_group": {"phase": "decode"},
     "fusion.attention_memory_terms": {"fused": False},
-    "fusion.hierarchical_attainable": {"precision": "fp16"},
+    "flash.hierarchical_attainable": {"precision": "fp16"},
     "units.format_bytes": {"n": 1e6}, "units.rate_unit": {"precision": "int8"},
     "roofline.Derating.compute_for": {"precision": "bf16"},
     "hierarchy.Hierarchy.level": {"level": "L2"}, "hierarchy.HierarchyPoint.use": {"level": "L2"},
@@ -221,8 +223,8 @@ FREE_TEXT = ("name", "source", "memory_type", "arg", "compute_arg", "weight_arg"
              ("hierarchy.measured_hierarchy", "key"), ("hierarchy.from_plateaus", "key"))
 #: Parameters that take a list of numbers (vectorised), where [1] is valid.
 LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai"),
-                    ("fusion.onchip_roof_tflops", "ai"), ("fusion.chain_time_curve", "sizes"),
-                    ("fusion.largest_square_tile", "candidates"),
+                    ("flash.onchip_roof_tflops", "ai"), ("fusion.chain_time_curve", "sizes"),
+                    ("flash.largest_square_tile", "candidates"),
                     ("hierarchy.level_roof_tflops", "ai"), ("hierarchy.tile_sweep", "tiles"),
                     ("hierarchy.launchable_tiles", "tiles"),
                     ("quantization.efficiency_curve", "sizes"), ("staircase.noise_level", "log_gbs"),
@@ -279,7 +281,7 @@ def _index(fn, name):
 #: What the callables without a return annotation return: a float for one AI, an array for
 #: an array of them (vectorised).
 RETURNS = {q: float | np.ndarray for q in ("roofline.attainable_tflops", "roofline.rho",
-                                          "fusion.onchip_roof_tflops",
+                                          "flash.onchip_roof_tflops",
                                           "hierarchy.level_roof_tflops")}
 
 

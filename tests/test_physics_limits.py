@@ -78,6 +78,8 @@ CASES = [
      "batch"),
     ("unfused_score_bytes", lambda v: fusion.unfused_score_bytes(v, 32, v, v), "batch"),
     ("flash_attention_hbm_bytes", lambda v: fusion.flash_attention_hbm_bytes(
+        v, 32, v, v, 128, 64, "h100-sxm"), "batch"),
+    ("flash_attention_l2_bytes", lambda v: fusion.flash_attention_l2_bytes(
         v, 32, v, v, 128, 64), "batch"),
     ("tiled_gemm_bytes", lambda v: roofline.tiled_gemm_bytes(v, v, v, 1, 2), "m"),
 ]

@@ -25,6 +25,8 @@ throughput" and "On-chip memory facts"):
   gpu-stream measures 3,898 of the H200's 4,800 GB/s; gpt-fast's README measures about 1,700
   GB/s on its A100-80GB (330 W) and a read kernel reaches 1.80 TB/s on an A100 80GB (NVIDIA
   developer forum, "Trouble to Reach Peak Bandwidth of A100").
+* FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, Fig. 5): forward attention, head dim
+  128, fp16, non-causal, H100 SXM5: 638 TFLOP/s at sequence length 4k (cuDNN 609).
 
 Tolerances. A roofline is an upper bound: the model's attainable throughput must be at least
 the measurement (a model below a measured library is wrong). It may not be far above it
@@ -37,6 +39,7 @@ from __future__ import annotations
 import pytest
 
 from labs.core import formulas as F
+from labs.core import fusion as FU
 from labs.core import hardware
 from labs.core import hierarchy as H
 from labs.core import roofline as R
@@ -141,6 +144,42 @@ def test_hopper_without_the_cluster_multicast_contradicts_the_measurement(device
     h = H.gpu_hierarchy(device, "bf16")
     square = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
     assert square.use("L2").roof_tflops() < measured
+
+
+# --- Lab 4: tiled flash attention on the roofline of each level --------------------------------
+
+#: J. Shah, G. Bikshandi, Y. Zhang, V. Thakkar, P. Ramani, T. Dao, "FlashAttention-3: Fast and
+#: Accurate Attention with Asynchrony and Low-precision" (arXiv:2407.08608, 2024), Fig. 5:
+#: forward, fp16/bf16, head dim 128, non-causal, H100 SXM5, 16k tokens per batch (batch 4 x
+#: 16 heads at sequence length 4k; hidden 2048): FlashAttention-3 638 TFLOP/s, cuDNN 609.
+FA3_H100_4K = (638.0, "FlashAttention-3 (Shah et al. 2024) Fig. 5: H100 SXM5, fp16 forward, "
+                      "head dim 128, non-causal, seqlen 4k: 638 TFLOP/s (cuDNN 609)")
+
+
+def test_flash_attentions_bound_holds_what_flashattention_3_measures():
+    """Lab 4's 128 x 128 tile (its largest square tile on the H100) at FA3's own shape: every
+    query tile re-reads K and V, which L2 serves (each head's 2 MiB stays in L2 while its tiles
+    run), so the L2 roof binds at 124 FLOP/B x 6.65 TB/s = 825 TFLOP/s, 1.29x the measured 638:
+    within the band, above the measurement."""
+    measured, source = FA3_H100_4K
+    p = FU.flash_roof_point(4, 16, 4096, 128, 128, 128, "h100-sxm", "fp16")
+    assert p.determined and p.limit == "L2 bandwidth", p.limit
+    assert measured <= p.attainable_tflops <= UPPER_BAND * measured, (
+        f"model {p.attainable_tflops:.0f} TFLOP/s ({p.limit}) vs measured {measured} ({source})")
+    # the same hierarchy as Lab 5 places it agrees
+    h = H.gpu_hierarchy("h100-sxm", "fp16")
+    placed = H.place(H.flash_kernel(4, 16, 4096, 128, 128, 128, "fp16"), h)
+    assert placed.binding == "L2" and placed.attainable_tflops == pytest.approx(
+        p.attainable_tflops)
+
+
+def test_flash_re_reads_from_hbm_would_contradict_the_measurement():
+    """Counting every query tile's K and V re-read from HBM (no L2) capped the kernel at
+    124 FLOP/B x 3.35 TB/s = 416 TFLOP/s at every S, below what FlashAttention-3 measures."""
+    measured, source = FA3_H100_4K
+    p = FU.flash_roof_point(4, 16, 4096, 128, 128, 128, "h100-sxm", "fp16")
+    no_l2 = p.ai_l2 * 3350 / 1e3  # the H100 SXM's 3.35 TB/s of HBM3 (datasheet)
+    assert no_l2 < measured, source
 
 
 # --- the single roofline: placement of the same GEMM -----------------------------------------

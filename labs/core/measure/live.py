@@ -137,12 +137,14 @@ def _display(v):
 
 def results_table(rows: Sequence[Mapping], *, filename: str = "measurements.csv",
                   columns: Sequence[str] | None = None, label: str = "") -> mo.Html:
-    """The rows as a table (4 significant digits, optional column subset) above a CSV
-    download of the full-precision rows."""
+    """The rows as a table (4 significant digits; ``columns``: the columns shown, in that
+    order) above a CSV download of the full-precision rows."""
     if not rows:
         return mo.callout(mo.md("No rows were measured."), kind="neutral")
-    cols = list(columns) if columns else None
-    shown = [{k: _display(v) for k, v in r.items() if cols is None or k in cols} for r in rows]
+    if columns:
+        shown = [{k: _display(r[k]) for k in columns if k in r} for r in rows]
+    else:
+        shown = [{k: _display(v) for k, v in r.items()} for r in rows]
     return mo.vstack([mo.ui.table(shown, selection=None, label=label, show_download=False),
                       csv_download(rows, filename)])
 

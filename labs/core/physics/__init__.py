@@ -4,7 +4,8 @@ Devices with sourced dense peaks per precision (``hardware``), storage formats (
 FLOP and compulsory-byte formulas (``formulas``), roofline maths (``roofline``), transformer
 models and serving budgets (``models``; Lab 2's design checker in ``serving``, re-exported by
 models), the lab-specific physics of precision (``precision_study``) and fusion
-(``fusion``), and many chips (Lab 6): links and collective costs (``collectives``), sharded
+(``fusion``; flash attention's tiles and the bytes each memory level serves in ``flash``),
+and many chips (Lab 6): links and collective costs (``collectives``), sharded
 matmuls, tensor-parallel serving and data-parallel training (``sharding``); ``units`` formats
 numbers for people and ``_validate`` checks arguments.
 

@@ -3,11 +3,8 @@
 - An elementwise chain split into kernels (``formulas.elementwise_chain``) takes, per kernel,
   max(compute, memory, launch overhead) (``roofline.time_bounds``); fusing cuts HBM bytes
   *and* launches.
-- Fused (flash) attention streams K and V through on-chip memory in tiles; the tile's Q, K, V
-  must fit in the shared memory one thread block may use AND its fp32 accumulators in the
-  register file: two separate pools with separate limits. Bigger tiles re-read K/V from HBM
-  fewer times, which is why on-chip capacity bounds what fusion can do (a two-level,
-  "hierarchical" roofline).
+- Fused (flash) attention keeps the scores on chip, tile by tile: its tiles, the bytes each
+  level serves and its roofline of each level are in ``flash`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -31,6 +28,33 @@ from labs.core.physics._validate import (
     positive_int,
     sequence,
     shown,
+)
+
+# flash attention's tiles and traffic (Part 4) live in ``flash``; Lab 4 reads them here
+from labs.core.physics.flash import (  # noqa: F401  (re-exported)
+    FLASH_MEASURED,
+    FLASH_SCHEDULE,
+    L2_MEASURED_GBS,
+    ONCHIP,
+    REGISTERS,
+    SMEM,
+    UNDETERMINED_L2,
+    FlashRoofPoint,
+    OnChip,
+    TileFit,
+    flash_attention_hbm_bytes,
+    flash_attention_l2_bytes,
+    flash_kv_hbm_passes,
+    flash_onchip_bytes,
+    flash_roof_point,
+    flash_shared_cache_misses,
+    flash_tile,
+    hierarchical_attainable,
+    l2_bandwidth_gbs,
+    largest_square_tile,
+    onchip,
+    onchip_device_names,
+    onchip_roof_tflops,
 )
 
 DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
@@ -135,155 +159,6 @@ def chain_overhead_crossover(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN
     _hw.get(hw, arg="hw")
     per_elem = max(k.bytes for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs)
     return R.overhead_crossover_elements(per_elem, hw, launch_overhead_us=launch_overhead_us)
-
-
-# --- on-chip memory -------------------------------------------------------------------------
-
-_S_CUDA = ("NVIDIA CUDA C++ Programming Guide, 'Technical Specifications per Compute Capability' "
-           "(shared memory per SM / per block, 64K 32-bit registers per SM)")
-
-
-@dataclass(frozen=True)
-class OnChip:
-    device_key: str
-    sms: int
-    smem_per_sm_kb: float  # KiB (1024 B), as the CUDA guide states them
-    smem_per_block_kb: float  # the most shared memory one thread block may use
-    registers_kb_per_sm: float  # register file per SM (64K 32-bit registers = 256 KiB)
-    boost_ghz: float
-    sources: dict
-    notes: dict
-
-    @property
-    def smem_per_block_bytes(self) -> float:
-        return self.smem_per_block_kb * 1024
-
-    @property
-    def register_bytes(self) -> float:
-        """The register file of one SM; a block can use at most this (64K registers)."""
-        return self.registers_kb_per_sm * 1024
-
-    @property
-    def smem_bandwidth_gbs(self) -> float:
-        """~ derived: SMs x 128 B/clock (32 banks x 4 B) x boost clock. Rough teaching figure."""
-        return self.sms * 128 * self.boost_ghz
-
-
-def _oc(key, sms, smem_sm, smem_block, ghz, sm_src, clk_src):
-    return OnChip(key, sms, smem_sm, smem_block, 256, ghz,
-                  {"smem": _S_CUDA, "sms": sm_src, "boost_ghz": clk_src},
-                  {"smem_bandwidth_gbs": "~ derived: SMs x 128 B/clk x boost clock; real "
-                                         "kernels reach less (bank conflicts, occupancy)."})
-
-
-_WP_H = "NVIDIA H100 Tensor Core GPU Architecture whitepaper"
-_WP_A = "NVIDIA A100 Tensor Core GPU Architecture whitepaper"
-_WP_ADA = "NVIDIA Ada GPU Architecture whitepaper"
-ONCHIP: dict[str, OnChip] = {o.device_key: o for o in [
-    _oc("h100-sxm", 132, 228, 227, 1.98, _WP_H, _WP_H + " (max boost, rough)"),
-    _oc("h100-pcie", 114, 228, 227, 1.755, _WP_H, _WP_H + " (max boost, rough)"),
-    _oc("h200-sxm", 132, 228, 227, 1.98, "H200 uses the H100 SXM GH100 configuration",
-        "as H100 SXM (rough)"),
-    _oc("a100-sxm-80gb", 108, 164, 163, 1.41, _WP_A, _WP_A),
-    _oc("l4", 58, 100, 99, 2.04, "NVIDIA L4 datasheet", "NVIDIA L4 datasheet (boost)"),
-    _oc("rtx-4090", 128, 100, 99, 2.52, _WP_ADA, _WP_ADA + " (boost)"),
-]}
-
-
-def onchip(hw) -> OnChip:
-    """On-chip figures (SMs, shared memory, registers) of a device; KeyError with a sentence a
-    student can act on when the registry has none for it."""
-    d = _hw.get(hw, arg="hw")
-    if d.key not in ONCHIP:
-        have = ", ".join(_hw.get(k).name for k in ONCHIP)
-        raise KeyError(f"The registry has no on-chip figures (shared memory per block, register "
-                       f"file) for the {d.name}, so its flash-attention tiles cannot be sized. "
-                       f"Pick one of: {have}.")
-    return ONCHIP[d.key]
-
-
-# --- flash attention tiles ------------------------------------------------------------------
-
-SMEM, REGISTERS = "shared memory", "registers"
-
-
-@dataclass(frozen=True)
-class TileFit:
-    """One flash-attention tile against the two on-chip pools it needs: the Q, K, V tiles in
-    shared memory (at most ``smem_capacity_bytes`` per block) and the fp32 S tile and O
-    accumulator in registers (at most ``register_capacity_bytes``). Separate pools: a tile
-    that overflows either does not fit, however much room the other has."""
-
-    block_q: int
-    block_kv: int
-    head_dim: int
-    smem_bytes: float  # Q, K, V tiles in the storage precision
-    register_bytes: float  # S tile and O accumulator in fp32
-    smem_capacity_bytes: float
-    register_capacity_bytes: float
-
-    @property
-    def overflows(self) -> tuple[str, ...]:
-        """The pools the tile overflows: (), ("shared memory",), ("registers",) or both."""
-        return tuple(name for name, need, have in (
-            (SMEM, self.smem_bytes, self.smem_capacity_bytes),
-            (REGISTERS, self.register_bytes, self.register_capacity_bytes)) if need > have)
-
-    @property
-    def fits(self) -> bool:
-        return not self.overflows
-
-    def explain(self) -> str:
-        kib = 1024
-        head = (f"Tile {self.block_q}×{self.block_kv} at head_dim {self.head_dim}: Q, K, V tiles "
-                f"need {self.smem_bytes / kib:.0f} KiB of the {self.smem_capacity_bytes / kib:.0f}"
-                f" KiB of shared memory a block may use; the fp32 S and O accumulators need "
-                f"{self.register_bytes / kib:.0f} KiB of the {self.register_capacity_bytes / kib:.0f}"
-                " KiB register file.")
-        if self.fits:
-            return head + " It fits both."
-        over = " and ".join(f"{name} (by {self._over(name) / kib:.0f} KiB)"
-                            for name in self.overflows)
-        return head + f" It does NOT fit: it overflows the {over}."
-
-    def _over(self, pool: str) -> float:
-        if pool == SMEM:
-            return self.smem_bytes - self.smem_capacity_bytes
-        return self.register_bytes - self.register_capacity_bytes
-
-
-def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> TileFit:
-    """SIMPLIFIED working set of one flash-attention thread block: Q (Bq x d), K and V
-    (Bkv x d each) tiles in shared memory, the score tile S (Bq x Bkv) and the output
-    accumulator O (Bq x d) in fp32 registers. Real kernels also double-buffer K/V."""
-    bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
-    d = positive_int("head_dim", head_dim)
-    b = _fmt.bytes_per_element(precision, arg="precision")
-    oc = onchip(hw)
-    return TileFit(bq, bkv, d, (bq * d + 2 * bkv * d) * b, (bq * bkv + bq * d) * 4,
-                   oc.smem_per_block_bytes, oc.register_bytes)
-
-
-@finite_results
-def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
-                              precision: str = "fp16", *, kv_heads: int | None = None) -> float:
-    """HBM traffic of tiled fused attention: Q read and O written once; each of the
-    ceil(Sq / Bq) query tiles streams all of K and V. (The untiled minimum is one pass.)"""
-    base = F.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
-                       kv_heads=kv_heads)
-    passes = math.ceil(positive_int("seq_q", seq_q) / positive_int("block_q", block_q))
-    # With GQA, query heads sharing a KV head re-read it unless scheduled together: assume not.
-    per_q_head_kv = 2 * batch * heads * seq_kv * head_dim * _fmt.bytes_per_element(precision, arg="precision")
-    return base.detail["Q"] + base.detail["O"] + passes * per_q_head_kv
-
-
-@finite_results
-def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
-    """Two-level roofline: min(peak, AI_HBM x HBM bandwidth, AI_onchip x on-chip bandwidth)."""
-    d = _hw.get(hw, arg="hw")
-    a1, a2 = positive("ai_hbm", ai_hbm), positive("ai_onchip", ai_onchip)
-    return min(R.peak_tflops(d, precision), a1 * d.bandwidth_gbs / 1e3,
-               a2 * onchip(d).smem_bandwidth_gbs / 1e3)
 
 
 @finite_results
@@ -398,88 +273,6 @@ def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
     while qa * (s + 1) ** 2 + qb * (s + 1) <= cap:
         s += 1
     return s
-
-
-def onchip_roof_tflops(ai, hw, precision: str):
-    """The on-chip roof: min(peak, AI_onchip x on-chip bandwidth) in TFLOP/s (array ok)."""
-    d = _hw.get(hw, arg="hw")
-    a = R._ai(ai)
-    return _np.minimum(R.peak_tflops(d, precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
-
-
-@finite_results
-def flash_onchip_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, block_kv,
-                       precision: str = "fp16") -> float:
-    """SIMPLIFIED shared-memory read traffic of tiled flash attention: for every (query tile,
-    KV tile) pair the matmuls read the Q tile, the K tile and the V tile from shared memory,
-    so each query row is read once per KV tile and each K/V row once per query tile:
-    B H (ceil(Skv/Bkv) Sq + 2 ceil(Sq/Bq) Skv) d b. S and P stay in registers."""
-    bt, h = positive_int("batch", batch), positive_int("heads", heads)
-    sq, skv = positive_int("seq_q", seq_q), positive_int("seq_kv", seq_kv)
-    dh = positive_int("head_dim", head_dim)
-    bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
-    rows = math.ceil(skv / bkv) * sq + 2 * math.ceil(sq / bq) * skv
-    return float(bt * h * rows * dh * _fmt.bytes_per_element(precision, arg="precision"))
-
-
-@dataclass(frozen=True)
-class FlashRoofPoint:
-    """Tiled flash attention on the two-level roofline: one kernel, two intensities."""
-
-    flops: float
-    hbm_bytes: float
-    onchip_bytes: float
-    peak_tflops: float
-    hbm_tflops: float  # AI_HBM x HBM bandwidth
-    onchip_tflops: float  # AI_onchip x on-chip bandwidth
-
-    @property
-    def ai_hbm(self) -> float:
-        return self.flops / self.hbm_bytes
-
-    @property
-    def ai_onchip(self) -> float:
-        return self.flops / self.onchip_bytes
-
-    @property
-    def attainable_tflops(self) -> float:
-        return min(self.peak_tflops, self.hbm_tflops, self.onchip_tflops)
-
-    @property
-    def limit(self) -> str:
-        """Which roof binds: "compute", "HBM bandwidth" or "on-chip bandwidth"."""
-        a = self.attainable_tflops
-        if a == self.peak_tflops:
-            return "compute"
-        return "HBM bandwidth" if a == self.hbm_tflops else "on-chip bandwidth"
-
-
-@finite_results
-def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
-                     precision: str = "fp16", *, kv_heads: int | None = None) -> FlashRoofPoint:
-    """FLOPs, HBM bytes (``flash_attention_hbm_bytes``) and on-chip bytes
-    (``flash_onchip_bytes``) of tiled fused attention, and the roof each meets
-    (``hierarchical_attainable``: min of compute, HBM and on-chip roofs)."""
-    d = _hw.get(hw, arg="hw")
-    seq_len = positive_int("seq_len", seq_len)
-    cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
-                       kv_heads=kv_heads)
-    hbm = flash_attention_hbm_bytes(batch, heads, seq_len, seq_len, head_dim, block_q,
-                                    precision, kv_heads=kv_heads)
-    chip = flash_onchip_bytes(batch, heads, seq_len, seq_len, head_dim, block_q, block_kv,
-                              precision)
-    oc = onchip(d)
-    return FlashRoofPoint(cost.flops, hbm, chip, R.peak_tflops(d, cost.compute),
-                          cost.flops / hbm * d.bandwidth_gbs / 1e3,  # FLOP/B x GB/s = GFLOP/s
-                          cost.flops / chip * oc.smem_bandwidth_gbs / 1e3)
-
-
-def largest_square_tile(head_dim, hw, precision: str = "fp16",
-                        candidates: Sequence[int] = (16, 32, 64, 128, 256, 512)) -> int | None:
-    """Largest B (from ``candidates``) whose B x B flash tile fits on chip, or None."""
-    sizes = [positive_int("candidates", c) for c in sequence("candidates", candidates)]
-    fitting = [c for c in sizes if flash_tile(c, c, head_dim, hw, precision).fits]
-    return max(fitting) if fitting else None
 
 
 @finite_results

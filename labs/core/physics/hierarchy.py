@@ -84,7 +84,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from labs.core.physics import formulas as F
-from labs.core.physics import fusion as _fu
+from labs.core.physics import flash as _fl
+from labs.core.physics.flash import L2_MEASURED_GBS  # noqa: F401  (re-exported)
 from labs.core.physics import hardware as _hw
 from labs.core.physics import precision as _fmt
 from labs.core.physics import roofline as R
@@ -239,18 +240,6 @@ def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflo
 
 # --- GPU levels from the registry -----------------------------------------------------------
 
-#: L2 read bandwidth measured by published microbenchmarks (GB/s), with the source. NVIDIA
-#: publishes no L2 bandwidth in GB/s; its per-clock figure for the A100 (5120 B/clk, A100
-#: whitepaper p. 35) times the boost clock gives 7.2 TB/s, a peak 1.36x above what is measured,
-#: so the labs use the measurements (hardware.md, "Reality anchors"; LABS_SPEC §5's 1.3x rule).
-L2_MEASURED_GBS = {
-    "a100-sxm-80gb": (5300.0, "measured: RRZE-HPC gpu-benches gpu-l2-cache, A100-80 5.2-5.5 "
-                              "TB/s (5.3 used); NVIDIA's 5120 B/clk x 1.41 GHz boost = 7.2 "
-                              "TB/s is a peak 1.36x above it"),
-    "h100-sxm": (6650.0, "measured: openxla/xla GPU cost model, H100 (SXM) L2 6.65 TB/s"),
-    "h100-pcie": (6900.0, "measured: RRZE-HPC gpu-benches gpu-l2-cache, H100 PCIe 6.9 TB/s"),
-    "h200-sxm": (9780.0, "measured: RRZE-HPC gpu-benches gpu-l2-cache, H200 9.78 TB/s"),
-}
 _NO_L2_BW = ("no published measurement or vendor figure of this GPU's L2 bandwidth: the level "
              "is listed, its roof is not drawn, and a verdict that hangs on it is undetermined, "
              "never 'compute' (measure it: Part 1 on a GPU)")
@@ -275,7 +264,7 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     on-chip figures or the L2 size."""
     d = _hw.get(hw, arg="hw")
     R.peak_tflops(d, precision)  # the precision is checked before anything is built
-    oc = _fu.onchip(d)
+    oc = _fl.onchip(d)
     if d.l2_bytes is None:
         raise KeyError(f"The registry has no L2 size for the {d.name}, so its hierarchy cannot "
                        "be drawn.")
@@ -356,7 +345,7 @@ def library_gemm_kernel(hier: Hierarchy, m, n, k) -> KernelModel:
 
 def gpu_keys() -> list[str]:
     """Registry devices whose hierarchy can be built (on-chip figures and an L2 size)."""
-    return [k for k in _fu.ONCHIP if _hw.get(k).l2_bytes is not None]
+    return [k for k in _fl.ONCHIP if _hw.get(k).l2_bytes is not None]
 
 
 #: Stated, editable register-tile defaults (the reuse of every element level 0 hands to the
@@ -469,6 +458,9 @@ class KernelModel:
     l1_bytes: float | None = None  # misses of a GPU's L1 for a kernel that stages nothing (the
     # thread block's shared loads); None: L1 is not modelled for it (it is a cache level like
     # any other)
+    flash: tuple | None = None  # (batch, heads, seq, head_dim, block_q, precision) of a
+    # flash-attention kernel: a level shared by the SMs keeps the K and V of the heads in flight
+    # (fusion.flash_shared_cache_misses)
 
 
 def staged_gemm_bytes(tile_m, tile_n, k, bytes_per_element, *, bk: int = GEMM_BK,
@@ -582,21 +574,25 @@ def reduction_kernel(n_elements, precision: str) -> KernelModel:
 def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
                  precision: str = "bf16") -> KernelModel:
     """Lab 4's flash-attention tile: level 0 serves ``fusion.flash_onchip_bytes``; a level
-    holding the Q, K, V tiles ((Bq d + 2 Bkv d) b) passes on ``flash_attention_hbm_bytes``
-    (K and V re-read once per query tile); the fp32 accumulators stay in registers. The tiles
-    are staged in shared memory (a bigger tile fails to launch); the matmuls use tensor cores."""
+    holding the Q, K, V tiles ((Bq d + 2 Bkv d) b) passes on ``flash_attention_l2_bytes`` (K
+    and V re-read once per query tile); a level shared by the SMs (a GPU's L2) keeps the K and
+    V of the heads in flight and passes on ``flash_shared_cache_misses`` (about the compulsory
+    traffic), as Lab 4's ``flash_attention_hbm_bytes``. The fp32 accumulators stay in registers.
+    The tiles are staged in shared memory (a bigger tile fails to launch); the matmuls use
+    tensor cores."""
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     s, d = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim)
     if bq > s or bkv > s:
         raise ValueError(f"block_q={bq} and block_kv={bkv} must not exceed seq_len={s}")
     cost = F.attention(batch, heads, s, s, d, precision, fused=True)
-    chip = _fu.flash_onchip_bytes(batch, heads, s, s, d, bq, bkv, precision)
-    reuse = _fu.flash_attention_hbm_bytes(batch, heads, s, s, d, bq, precision)
+    chip = _fl.flash_onchip_bytes(batch, heads, s, s, d, bq, bkv, precision)
+    reuse = _fl.flash_attention_l2_bytes(batch, heads, s, s, d, bq, precision)
     b = _fmt.bytes_per_element(precision, arg="precision")
     return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
                        (bq * d + 2 * bkv * d) * b, cost.bytes,
                        f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}",
-                       MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b)
+                       MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b,
+                       flash=(batch, heads, s, d, bq, precision))
 
 
 def _fmt_bytes(x: float) -> str:
@@ -933,6 +929,13 @@ def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
             holds, miss = "problem", kernel.compulsory_bytes
         elif wave is not None:
             holds, miss = "wave", min(wave, kernel.reuse_bytes)
+        elif kernel.flash is not None and lv.sharers > 1 and not last:
+            fb, fh, fs, fd, fbq, fp = kernel.flash
+            holds = ("K, V of the heads in flight" if _fl.flash_kv_hbm_passes(
+                fs, fs, fd, fbq, fp, sharers=lv.sharers,
+                cache_bytes=lv.capacity_bytes) == 1 else "wave")
+            miss = min(kernel.reuse_bytes, _fl.flash_shared_cache_misses(
+                fb, fh, fs, fs, fd, fbq, fp, sharers=lv.sharers, cache_bytes=lv.capacity_bytes))
         elif lv.scratchpad and not kernel.staged and kernel.l1_bytes is not None and not last:
             holds, miss = BLOCK_REUSE, kernel.l1_bytes  # the GPU's L1 (module doc)
         elif _fit_bytes(kernel, lv) <= lv.tile_capacity_bytes and not last:

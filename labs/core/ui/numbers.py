@@ -19,6 +19,9 @@ instead. It accepts:
   ``M`` (``7M``, ``7 m``), or ``MS``, is refused ("did you mean ms?"). Elsewhere ``k``, ``M``
   (and ``m``) stay suffixes: ``3m tokens`` is 3,000,000. Only a word unit (``tokens``,
   ``GPUs``) also takes its singular.
+* a **fraction** of two plain numbers, ``19/7`` (2.714...), optionally followed by the box's
+  unit (``19/7 x``): a ratio a student worked out need not be rounded by hand first (a
+  prediction form shows the value it will lock, "You are locking 2.714 ...");
 * In a ``%`` box, a number from 0 to 1 without ``%`` (``0.7``) is refused: it could be a
   fraction (70 %) or 0.7 %; the message says the box is in percent.
 * A number too small for a float (``1e-400``, or ``1e-320 ns`` in a box of seconds) is
@@ -51,6 +54,9 @@ _ALIASES = {
 }
 _NUMBER = re.compile(r"^(?P<sign>[+-]?)(?P<num>\d[\d,]*(?:\.\d*)?|\.\d+)(?P<exp>[eE][+-]?\d+)?"
                      r"(?P<rest>.*)$")
+#: A fraction of two plain numbers (no separators, suffixes or exponents), then the rest.
+_FRACTION = re.compile(r"^(?P<top>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*/\s*"
+                       r"(?P<bottom>\d+(?:\.\d*)?|\.\d+)(?P<rest>(?:\s.*|[^\d.].*)?)$")
 
 
 class _Refused(ValueError):
@@ -146,6 +152,15 @@ def read_number(text: Any, *, units: str = "") -> list[float]:
             raise _Refused(f"{_shown(text)} is not a number.")
         return [float(text)]
     s = str(text).strip().replace("_", "").replace("\u2009", "").replace("\u202f", "")
+    f = _FRACTION.match(s) if "/" in s[:80] else None
+    if f:
+        bottom = float(f["bottom"])
+        if bottom == 0:
+            raise _Refused(f"{_shown(text)} divides by zero.")
+        v = float(f["top"]) / bottom * _unit_factor(f["rest"], units, text)
+        if not math.isfinite(v):
+            raise _Refused(f"{_shown(text)} is not a finite number.")
+        return [float(f"{v:.15g}")]
     m = _NUMBER.match(s)
     if not m:
         raise _Refused(f"{_shown(text)} is not a number.")
@@ -176,6 +191,20 @@ def parse_number(text: Any) -> float | None:
     return readings[0] if len(readings) == 1 else None
 
 
+def examples(lo: float, hi: float) -> str:
+    """Ways to type a number that a box from ``lo`` to ``hi`` takes, for its messages: "300,
+    3e5 or 300k" where those fit, else round numbers inside the range ("30 or 2.5" for a box
+    from 0.1 to 100), never an example the box refuses."""
+    forms = [plain(v) for v in (300, 30, 3, 3000, 0.3, 0.03, 30_000, 0.003) if lo <= v <= hi][:1]
+    if lo <= 3e5 <= hi:
+        forms += ["3e5", "300k"]
+    elif lo <= 2.5 <= hi and forms and forms[0] != "2.5":
+        forms.append("2.5")
+    if not forms:
+        forms = [plain(lo), plain(hi)]
+    return forms[0] if len(forms) == 1 else ", ".join(forms[:-1]) + " or " + forms[-1]
+
+
 def check_number(text: Any, *, lo: float, hi: float, integer: bool = False,
                  units: str = "", previewed: bool = False) -> tuple[float | int | None, str | None]:
     """``(value, None)`` if ``text`` is a number in ``[lo, hi]`` (a whole one if ``integer``)
@@ -201,7 +230,7 @@ def check_number(text: Any, *, lo: float, hi: float, integer: bool = False,
     except ValueError as refused:
         message = str(refused)
         if "not a number" in message and "use commas" not in message:
-            message = message.rstrip(".") + f": enter one {span} (e.g. 300, 3e5 or 300k)."
+            message = message.rstrip(".") + f": enter one {span} (e.g. {examples(lo, hi)})."
         elif "enter" not in message:
             message = message.rstrip(".") + f": enter a number {span}."
         else:

@@ -24,7 +24,7 @@ from labs.core.course.quiz.prediction import (
 from labs.core.course.quiz.session import LabSession
 from labs.core.course.quiz.status import _stack
 from labs.core.ui import style
-from labs.core.ui.numbers import as_stored, check_number, comma_reading, plain
+from labs.core.ui.numbers import as_stored, check_number, comma_reading, examples, plain
 
 LOCK_LABEL = "Lock prediction"
 #: What a slider form says to a submission that is not one of its positions.
@@ -142,7 +142,8 @@ class _LockHandler:
                 return None, MOVE_SLIDER  # a slider's value is one of its steps, nothing else
             if answer is None or isinstance(answer, bool) \
                     or not isinstance(answer, (str, int, float)):
-                return None, "Enter your prediction as a number (e.g. 300, 3e5 or 300k)."
+                return None, (f"Enter your prediction as a number (e.g. "
+                              f"{examples(self.lo, self.hi)}).")
             # one reading rule (labs.core.ui.numbers): decimal commas, the question's units,
             # whole numbers for counts; out of range is refused, never clamped or rounded
             # previewed: validate says "You are locking ..." (and how a comma was read)

@@ -48,9 +48,10 @@ def fusion_speedup_band() -> Band:
         ),
         asks_bound=True,
         units="×",
-        why="The question asks for the roofline's ideal speedup, an exact ratio of bytes "
-            "(19/7 at fp16); forgetting the mask's byte (18/6 = 3) is 1.105× off, so the band "
-            "is 1.05×: counting the bytes right is the point.")
+        why="The question asks for the roofline's ideal speedup to two significant figures, "
+            "an exact ratio of bytes (19/7 = 2.7 at fp16; the box also reads 19/7); forgetting "
+            "the mask's byte (18/6 = 3) is 1.105× off, so the band is 1.05× (2.6 to 2.8 grade "
+            "right, 3 wrong): counting the bytes right is the point.")
 
 
 def oom_seq_len_band() -> Band:
