@@ -17,7 +17,7 @@ from labs.core.physics import precision as _fmt
 
 __all__ = ["GPT_FAST_SOURCE", "MARLIN_SOURCE", "MARLIN_NEAR_IDEAL_UP_TO_BATCH",
            "MeasuredWeightOnly", "WEIGHT_ONLY_MEASURED", "is_weight_only",
-           "measured_weight_only_text"]
+           "measured_for", "measured_weight_only_text"]
 
 #: pytorch-labs/gpt-fast README, "Benchmarks" (Llama-2-7B, batch 1, torch.compile, an A100
 #: 80GB power-limited to 330 W): 104.9 tokens/s with bf16 weights, 155.58 with int8
@@ -73,6 +73,17 @@ def is_weight_only(weight_precision: str, activation_precision: str) -> bool:
                                   activation_arg="activation_precision")
     return _fmt.bits(_fmt.get(weight_precision, arg="weight_precision").key) < \
         _fmt.COMPUTE_BITS[compute]
+
+
+def measured_for(weight_precision: str) -> MeasuredWeightOnly:
+    """The published measurement of :data:`WEIGHT_ONLY_MEASURED` nearest in bits per weight to
+    ``weight_precision`` (scales included): gpt-fast's int8 for 8-bit weights (int8, fp8),
+    its int4 in groups of 32 (5 bits) for 4-bit ones (int4-g128, nvfp4, nf4). A design
+    checker charges a weight-only decode at this share of its byte ratio
+    (``serving.check_design``): only the format measured is measured; for the others the
+    nearest one in bits is a stated assumption."""
+    bits = _fmt.bits(_fmt.get(weight_precision, arg="weight_precision").key)
+    return min(WEIGHT_ONLY_MEASURED, key=lambda m: abs(m.bits_per_weight - bits))
 
 
 #: Marlin (Frantar, Castro, Chen, Hoefler, Alistarh: "MARLIN: Mixed-Precision
