@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from labs.core import hardware
 from labs.core import precision_study as P
 from labs.core import roofline as R
 
@@ -64,6 +65,33 @@ def test_decode_quant_table_speedup_is_the_byte_ratio():
     assert by["nvfp4"].compute == "fp16" and "weight-only" in by["nvfp4"].note  # H100: no fp4
     assert P.decode_quant_table(4096, 4096, "b200")[3].compute == "fp4"
     assert P.decode_quant_table(4096, 4096, "tpu-v5e")[0].compute == "bf16"
+
+
+def test_weight_only_formats_dequantise_to_the_fastest_16_bit_precision_a_device_has():
+    """Lab 3 timed CPU decode GEMVs against an fp16 baseline and dequantised to fp16, though
+    torch's CPU fp16 matmul is emulated (0.44 GFLOP/s at 1024^3 against bf16's 121 and
+    fp32's 50 on this machine): the table read 12x for int8."""
+    cpu = hardware.custom("a measured CPU", bandwidth_gbs=6.1, memory_gb=25,
+                          peaks={"fp32": 0.050, "fp16": 0.00044, "bf16": 0.121, "int8": 0.041})
+    assert P.dequant_target(cpu) == "bf16"
+    rows = P.decode_quant_table(4096, 4096, cpu)
+    assert rows[0].storage == "bf16" and rows[0].speedup == 1.0
+    by = {r.storage: r for r in rows}
+    assert by["nvfp4"].compute == "bf16" and by["int4-g128"].compute == "bf16"
+    # memory-bound at 6.1 GB/s: bf16 weights 2 B each, 4096^2 of them, and the two vectors
+    assert rows[0].seconds == pytest.approx(2 * (4096 * 4096 + 2 * 4096) / 6.1e9)
+    slow16 = hardware.custom("slow 16-bit", bandwidth_gbs=6.1, memory_gb=25,
+                             peaks={"fp32": 0.050, "fp16": 0.00044})
+    assert P.dequant_target(slow16) == "fp32"
+    # GPUs keep fp16 (fp16 and bf16 share a peak: the first wins), TPUs bf16
+    assert P.dequant_target("h100-sxm") == "fp16" and P.dequant_target("tpu-v5e") == "bf16"
+    assert P.decode_quant_table(4096, 4096, "h100-sxm")[0].storage == "fp16"
+
+
+def test_a_measurement_faster_than_its_own_bound_is_flagged():
+    rows = P.decode_quant_table(4096, 4096, "h100-sxm", ["fp16", "fp8"])
+    merged = P.merge_measured(rows, {"fp16": 0.5 * rows[0].seconds, "fp8": 2 * rows[1].seconds})
+    assert merged[0]["below_bound"] is True and merged[1]["below_bound"] is False
 
 
 def test_unknown_op():

@@ -151,24 +151,33 @@ class QuantRow:
     note: str
 
 
-def _dequant_target(d: _hw.Device) -> str:
-    """Where weight-only formats dequantise to: fp16, else bf16 (TPUs), else fp32."""
-    for p in ("fp16", "bf16", "fp32"):
-        if d.has(p):
-            return p
-    raise KeyError(f"{d.name} has no fp16, bf16 or fp32 rate to dequantise weights to")
+def dequant_target(hw) -> str:
+    """The precision weight-only formats dequantise to on ``hw``, and the decode table's
+    baseline: the fastest of fp16, bf16 and fp32 that the device has (ties in that order).
+    fp16 on every registry GPU; bf16 on a TPU; on a CPU measured by Lab 3 whichever it really
+    runs fast: torch's CPU fp16 matmul is emulated (0.4-2 GFLOP/s against ~100 for bf16 on a
+    2-core AMD EPYC), so an fp16 baseline would time the emulation, not the memory."""
+    d = _hw.get(hw, arg="hw")
+    have = [p for p in ("fp16", "bf16", "fp32") if d.has(p)]
+    if not have:
+        raise KeyError(f"{d.name} has no fp16, bf16 or fp32 rate to dequantise weights to")
+    return max(have, key=d.peak_tflops)  # the first of the fastest
 
 
-def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
-        "fp16", "fp8", "int8", "nvfp4", "int4-g128"), *, batch: int = 1) -> list[QuantRow]:
+def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] | None = None, *,
+                       batch: int = 1) -> list[QuantRow]:
     """Decode (batch-1 GEMV-like) weight quantization: predicted time per format, speedup vs the
     first row. A format with its own compute rate that the device has runs W=A in it (e.g. W8A8:
     the activation vector is quantised too, so the math runs at that rate); any other format is
-    weight-only: activations stay fp16 (bf16/fp32 where the device lacks fp16) and the weights
-    are dequantised to them. Memory-bound, so the roofline's speedup is about the byte ratio:
-    a ceiling that measured kernels fall short of (:data:`WEIGHT_ONLY_MEASURED`)."""
+    weight-only: activations are in :func:`dequant_target` (fp16 on a GPU) and the weights are
+    dequantised to them. ``storages`` default: that precision (the baseline), fp8, int8, nvfp4
+    and int4-g128. Memory-bound, so the speedup of the roofline bounds is about the byte
+    ratio: the ideal, which measured kernels fall short of (:data:`WEIGHT_ONLY_MEASURED`)."""
     d = _hw.get(hw, arg="hw")
     n, k, batch = positive_int("n", n), positive_int("k", k), positive_int("batch", batch)
+    target = dequant_target(d)
+    if storages is None:
+        storages = (target, "fp8", "int8", "nvfp4", "int4-g128")
     rows = []
     for s in sequence("storages", storages):
         fmt = _fmt.get(s, arg="storages")
@@ -176,7 +185,7 @@ def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
         if native and d.has(native):
             act, note = fmt.key, f"W and A in {fmt.label}: {native} math"
         else:
-            act = _dequant_target(d)
+            act = target
             note = f"weight-only: dequantised to {act} (activations {act})"
         c = F.gemm(batch, n, k, act, weight_precision=fmt.key)
         tb = R.time_bounds(c.flops, c.bytes, d, c.compute)
@@ -410,8 +419,11 @@ def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) ->
 
     ``measured_s``: {storage: median seconds} for the formats that were timed. Each output row:
     storage, compute, predicted_s, predicted_speedup, measured_s, measured_speedup (vs the
-    first row's measured time, when it was timed) and error_pct = (measured - predicted) /
-    predicted x 100; None where not measured."""
+    first row's measured time, when it was timed), error_pct = (measured - predicted) /
+    predicted x 100 (None where not measured) and below_bound: the measurement is faster than
+    its own roofline lower bound, which a lab must flag (the bound's peak or bandwidth
+    understates this case: a measured peak from another kernel, a cache that held the
+    weights), never plot as if it were the roofline's."""
     rows = _rows(rows, QuantRow)
     measured_s = mapping("measured_s", measured_s, allow_empty=True)
     unknown = [k for k in measured_s if k not in {r.storage for r in rows}]
@@ -427,7 +439,8 @@ def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) ->
         out.append({"storage": r.storage, "compute": r.compute, "predicted_s": r.seconds,
                     "predicted_speedup": r.speedup, "measured_s": m,
                     "measured_speedup": base / m if (m is not None and base is not None) else None,
-                    "error_pct": percent_error(m, r.seconds) if m is not None else None})
+                    "error_pct": percent_error(m, r.seconds) if m is not None else None,
+                    "below_bound": m is not None and m < r.seconds})
     return out
 
 
