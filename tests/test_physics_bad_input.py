@@ -175,6 +175,7 @@ OVERRIDES = {
     "fusion.attention_memory_terms": {"fused": False},
     "fusion.hierarchical_attainable": {"precision": "fp16"},
     "units.format_bytes": {"n": 1e6}, "units.rate_unit": {"precision": "int8"},
+    "units.intensity_unit": {"precision": "int8"},
     "roofline.Derating.compute_for": {"precision": "bf16"},
     "hierarchy.Hierarchy.level": {"level": "L2"}, "hierarchy.HierarchyPoint.use": {"level": "L2"},
     "hierarchy.with_bandwidths": {"measured": {"L2": 5000.0}},

@@ -109,6 +109,12 @@ def rate_unit(precision: str) -> str:
     return "TOPS" if p.startswith("int") else "TFLOP/s"
 
 
+def intensity_unit(precision: str) -> str:
+    """The unit of an arithmetic intensity or a ridge at ``precision``, to match
+    :func:`rate_unit`: integer operations per byte (OP/B) next to TOPS, else FLOP/B."""
+    return "OP/B" if rate_unit(precision) == "TOPS" else "FLOP/B"
+
+
 #: Compute precisions a throughput can be quoted at (hardware.PRECISIONS and the vector ceiling).
 _RATE_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4", "vector")
 

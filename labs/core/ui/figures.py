@@ -88,13 +88,23 @@ class Roof:
 
     @property
     def ridge_label(self) -> str:
-        return ridge_label(self.precision, self.ridge)
+        return ridge_label(self.precision, self.ridge, measured=is_measured(self.device))
 
 
-def ridge_label(precision: str, ridge: float) -> str:
+def is_measured(device: hardware.Device) -> bool:
+    """Whether ``device`` is a machine's measured roofline (``EmpiricalRoofline.as_device``):
+    its peaks are what its GEMMs reached, not a spec sheet's dense peaks."""
+    return device.memory_type == "measured"
+
+
+def ridge_label(precision: str, ridge: float, *, measured: bool = False) -> str:
     """'ridge (fp16, dense) = 295 FLOP/B': a ridge point always names its precision (or
-    'vector, non-tensor' for the ceiling elementwise ops run at)."""
-    return f"ridge ({roofline.ceiling_label(precision)}) = {_num(ridge)} FLOP/B"
+    'vector, non-tensor' for the ceiling elementwise ops run at); a measured roof's says
+    'measured', since "dense" is a spec sheet's word (no 2:4 sparsity)."""
+    label = roofline.ceiling_label(precision)
+    if measured and precision != roofline.VECTOR:
+        label = f"{precision}, measured"
+    return f"ridge ({label}) = {_num(ridge)} FLOP/B"
 
 
 #: How the vector (non-tensor) ceiling is drawn: its own colour, dash and ridge symbol.
@@ -138,7 +148,8 @@ def resolve_roofs(roofs) -> list[Roof]:
             used.setdefault(color, d.key)
         vec = "vector ceiling (non-tensor)"
         if one_device:
-            name = vec if p == roofline.VECTOR else f"{p} (dense)"
+            name = vec if p == roofline.VECTOR else (
+                f"{p} (measured)" if is_measured(d) else f"{p} (dense)")
         else:
             name = f"{short_name(d)} · {'vector' if p == roofline.VECTOR else p}"
         out.append(Roof(d, p, roofline.peak_tflops(d, p), roofline.ridge_point(d, p), color,

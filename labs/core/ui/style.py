@@ -47,6 +47,7 @@ from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API
     format_flops,
     format_seconds,
     format_value,
+    intensity_unit,
     rate_unit,
 )
 
