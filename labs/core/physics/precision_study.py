@@ -27,14 +27,20 @@ from labs.core.physics._validate import (
     text,
 )
 
-# Weight-only quantisation as measured (Labs 2 and 3 read these as ``precision_study.*``).
+# Weight quantisation in decode: the table per format, and what kernels measured (Labs 2 and 3
+# read these as ``precision_study.*``).
 from labs.core.physics.weight_only import (  # noqa: F401
     GPT_FAST_SOURCE,
     MARLIN_SOURCE,
     WEIGHT_ONLY_MEASURED,
     MeasuredWeightOnly,
+    QuantRow,
+    decode_quant_table,
+    dequant_target,
     is_weight_only,
     measured_weight_only_text,
+    merge_measured,
+    percent_error,
 )
 
 OPS = ("gemm", "gemv", "mlp_train")
@@ -135,64 +141,6 @@ def rho_change(op: str, shape: Mapping[str, int], hw, before: str, after: str) -
         if not r.supported:
             raise ValueError(r.reason)
     return b.rho / a.rho
-
-
-@dataclass(frozen=True)
-class QuantRow:
-    storage: str
-    compute: str
-    bytes: float
-    seconds: float
-    # vs the baseline (first) row, by the roofline: an upper bound, since it charges the bytes
-    # and not the dequantisation a weight-only kernel also does (WEIGHT_ONLY_MEASURED)
-    speedup: float
-    byte_ratio: float  # baseline bytes / these bytes
-    regime: str
-    note: str
-
-
-def dequant_target(hw) -> str:
-    """The precision weight-only formats dequantise to on ``hw``, and the decode table's
-    baseline: the fastest of fp16, bf16 and fp32 that the device has (ties in that order).
-    fp16 on every registry GPU; bf16 on a TPU; on a CPU measured by Lab 3 whichever it really
-    runs fast: torch's CPU fp16 matmul is emulated (0.4-2 GFLOP/s against ~100 for bf16 on a
-    2-core AMD EPYC), so an fp16 baseline would time the emulation, not the memory."""
-    d = _hw.get(hw, arg="hw")
-    have = [p for p in ("fp16", "bf16", "fp32") if d.has(p)]
-    if not have:
-        raise KeyError(f"{d.name} has no fp16, bf16 or fp32 rate to dequantise weights to")
-    return max(have, key=d.peak_tflops)  # the first of the fastest
-
-
-def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] | None = None, *,
-                       batch: int = 1) -> list[QuantRow]:
-    """Decode (batch-1 GEMV-like) weight quantization: predicted time per format, speedup vs the
-    first row. A format with its own compute rate that the device has runs W=A in it (e.g. W8A8:
-    the activation vector is quantised too, so the math runs at that rate); any other format is
-    weight-only: activations are in :func:`dequant_target` (fp16 on a GPU) and the weights are
-    dequantised to them. ``storages`` default: that precision (the baseline), fp8, int8, nvfp4
-    and int4-g128. Memory-bound, so the speedup of the roofline bounds is about the byte
-    ratio: the ideal, which measured kernels fall short of (:data:`WEIGHT_ONLY_MEASURED`)."""
-    d = _hw.get(hw, arg="hw")
-    n, k, batch = positive_int("n", n), positive_int("k", k), positive_int("batch", batch)
-    target = dequant_target(d)
-    if storages is None:
-        storages = (target, "fp8", "int8", "nvfp4", "int4-g128")
-    rows = []
-    for s in sequence("storages", storages):
-        fmt = _fmt.get(s, arg="storages")
-        native = fmt.native_compute
-        if native and d.has(native):
-            act, note = fmt.key, f"W and A in {fmt.label}: {native} math"
-        else:
-            act = target
-            note = f"weight-only: dequantised to {act} (activations {act})"
-        c = F.gemm(batch, n, k, act, weight_precision=fmt.key)
-        tb = R.time_bounds(c.flops, c.bytes, d, c.compute)
-        rows.append((fmt.key, c.compute, c.bytes, tb.lower, tb.regime, note))
-    base_bytes, base_t = rows[0][2], rows[0][3]
-    return [QuantRow(s, c, b, t, base_t / t, base_bytes / b, reg, note)
-            for s, c, b, t, reg, note in rows]
 
 
 # --- Lab 3 additions: how rho splits into its two factors, and the naive measurements ---------
@@ -331,12 +279,6 @@ def tf32_misreading(op: str, shape: Mapping[str, int], hw) -> TF32Misreading:
                           float(R.attainable_tflops(c.ai, d, "tf32")))
 
 
-def percent_error(measured: float, predicted: float) -> float:
-    """(measured - predicted) / predicted x 100, in %. For times: positive = slower than
-    predicted; for throughputs: positive = faster."""
-    return (positive("measured", measured) - positive("predicted", predicted)) / predicted * 100
-
-
 @dataclass(frozen=True)
 class NaiveBandwidth:
     """'Peak memory / time' against 'traffic / time' for ``iterations`` runs on a device.
@@ -412,36 +354,6 @@ def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:
             f"O projection {m.d_model}×{q}": (m.d_model, q),
             f"gate or up projection {m.d_ff}×{m.d_model}": (m.d_ff, m.d_model),
             f"down projection {m.d_model}×{m.d_ff}": (m.d_model, m.d_ff)}
-
-
-def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) -> list[dict]:
-    """The decode quantization table with measured times beside the predicted ones.
-
-    ``measured_s``: {storage: median seconds} for the formats that were timed. Each output row:
-    storage, compute, predicted_s, predicted_speedup, measured_s, measured_speedup (vs the
-    first row's measured time, when it was timed), error_pct = (measured - predicted) /
-    predicted x 100 (None where not measured) and below_bound: the measurement is faster than
-    its own roofline lower bound, which a lab must flag (the bound's peak or bandwidth
-    understates this case: a measured peak from another kernel, a cache that held the
-    weights), never plot as if it were the roofline's."""
-    rows = _rows(rows, QuantRow)
-    measured_s = mapping("measured_s", measured_s, allow_empty=True)
-    unknown = [k for k in measured_s if k not in {r.storage for r in rows}]
-    if unknown:
-        raise KeyError(f"measured_s has times for formats not in rows: {unknown!r}; rows "
-                       f"has {', '.join(r.storage for r in rows) or 'none'}")
-    base = measured_s.get(rows[0].storage) if rows else None
-    out = []
-    for r in rows:
-        m = measured_s.get(r.storage)
-        if m is not None:
-            positive(f"measured_s[{r.storage!r}]", m)
-        out.append({"storage": r.storage, "compute": r.compute, "predicted_s": r.seconds,
-                    "predicted_speedup": r.speedup, "measured_s": m,
-                    "measured_speedup": base / m if (m is not None and base is not None) else None,
-                    "error_pct": percent_error(m, r.seconds) if m is not None else None,
-                    "below_bound": m is not None and m < r.seconds})
-    return out
 
 
 def row_label(row: PrecisionRow) -> str:
