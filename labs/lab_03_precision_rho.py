@@ -46,10 +46,10 @@ def _(style):
         goals=[
             "Compute ρ = AI / ridge for one operation at several precisions and explain which "
             "way FP32 → FP16 tensor cores moves a GEMM, and why.",
-            "Separate storage precision (bytes moved) from compute precision (which peak "
-            "applies): weight-only INT4 with FP16 math.",
-            "Count the bytes a quantized weight format saves in decode, the speedup the "
-            "roofline allows for them, and why measured kernels gain less.",
+            "Tell storage precision from compute precision, and what weight-only INT4 with "
+            "FP16 math does to ρ.",
+            "Count the bytes a quantized weight format saves in decode, the ideal speedup of "
+            "the roofline bounds for them, and why measured kernels gain less.",
             "Spot two errors in a first benchmark: what was divided by the time, and what TF32 "
             "really measures.",
         ],
@@ -1498,8 +1498,8 @@ def _(
         "makes a workload more memory-bound.",
         "Storage and compute are separate choices: weight-only INT4 with FP16 math moves "
         "fewer bytes at the same peak, so ρ rises.",
-        "Decode GEMVs are memory-bound at every precision: the roofline caps a weight "
-        "format's speedup at its byte ratio (NVFP4, "
+        "Decode GEMVs are memory-bound at every precision: the speedup of the roofline bounds "
+        "for a weight format is its byte ratio, the ideal (NVFP4, "
         f"{formats.bits('nvfp4'):g} bits with its block scales: {fmt(_q['nvfp4'].byte_ratio)}× "
         "fewer bytes than FP16, not 4×). Real kernels gain less: a weight-only kernel also "
         "dequantises every weight, which the roofline does not charge.",

@@ -123,8 +123,8 @@ class QuantRow:
     compute: str
     bytes: float
     seconds: float
-    # vs the baseline (first) row, by the roofline: an upper bound, since it charges the bytes
-    # and not the dequantisation a weight-only kernel also does (WEIGHT_ONLY_MEASURED)
+    # vs the baseline (first) row: the speedup of the two roofline bounds, the ideal; it charges
+    # the bytes and not the dequantisation a weight-only kernel also does (WEIGHT_ONLY_MEASURED)
     speedup: float
     byte_ratio: float  # baseline bytes / these bytes
     regime: str
