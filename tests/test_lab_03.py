@@ -485,3 +485,31 @@ def test_units_and_wording_the_review_flagged(env, app):
     assert "ridge (int8, dense) = 591 FLOP/B" not in text
     assert "Now that Parts 1 to 3 are predicted" not in text
     assert "50 MiB" in text and "50 MB" not in text and "52.4 MB" not in text
+
+
+def test_a_gemv_timed_faster_than_its_own_bound_is_flagged(env, app, monkeypatch):
+    """A CPU's fp16 GEMV measured below its own "at least" bound (the bound used fp16's
+    emulated GEMM peak) and plotted above the fp16 roof as "measured, compute-bound", with no
+    word. The table, a callout and the figure's note now say so."""
+    pytest.importorskip("torch")
+    real = measure.sweep_gemv
+
+    def faster_than_bound(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        for r in rows[:1]:  # the baseline, timed at half its bound
+            if r["measured_us"] and r["predicted_us"]:
+                r["measured_us"] = r["predicted_us"] / 2
+        return rows
+
+    monkeypatch.setattr(measure, "sweep_gemv", faster_than_bound)
+    tiny = {"LIVE_PEAK_SIZES": (64, 128), "LIVE_STREAM_MB": 4, "LIVE_PEAK_PRECISIONS": ("fp32",)}
+    settings = _ns(live_budget=1.0, live_matrix=(128, 256))
+    settings["live_settings"] = live_reader.read_at_press(matrix=settings["live_matrix"],
+                                                          budget=settings["live_budget"])
+    outputs, defs = app.run(defs=dict(PREDICTIONS, **tiny, **settings, **_ns(live_run=True)))
+    assert defs["live_results"]["error"] is None, defs["live_results"]["error"]
+    base = defs["live_decode"][0]
+    assert base["below_bound"] is True
+    text = _visible(outputs)
+    assert "faster than its own bound" in text and "Faster than its own bound: fp32" in text
+    assert f"Above its own roof: GEMV {base['storage']}" in text
