@@ -46,10 +46,10 @@ def _(style):
         goals=[
             "Compute ρ = AI / ridge for one operation at several precisions and explain which "
             "way FP32 → FP16 tensor cores moves a GEMM, and why.",
-            "Separate storage precision (bytes moved) from compute precision (which peak "
-            "applies): weight-only INT4 with FP16 math.",
-            "Count the bytes a quantized weight format saves in decode, the speedup the "
-            "roofline allows for them, and why measured kernels gain less.",
+            "Tell storage precision from compute precision, and what weight-only INT4 with "
+            "FP16 math does to ρ.",
+            "Count the bytes a quantized weight format saves in decode, the ideal speedup of "
+            "the roofline bounds for them, and why measured kernels gain less.",
             "Spot two errors in a first benchmark: what was divided by the time, and what TF32 "
             "really measures.",
         ],
@@ -109,29 +109,50 @@ def _(quiz):
     INSTRUMENTS = quiz.Instruments(
         answers={
             # ρ's change follows from AI and the ridge, the ridge from each precision's peak
-            "lab03.rho_ratio": ["ratio:rho", "throughput", "intensity:ridge"],
-            # the direction ρ moves when only the weights shrink
-            "lab03.weight_only_rho": ["ratio:rho", "choice:rho_direction"],
-            # the decode GEMV's bytes, and so its AI and its memory-bound time
-            "lab03.nvfp4_byte_ratio": ["ratio:decode_bytes", "bytes:gemv", "time:gemv",
-                                       "intensity:gemv"],
+            "lab03.rho_ratio": ["ratio:rho_fp32_fp16", "throughput", "intensity:ridge"],
+            # the direction ρ moves when only the weights shrink: same peak, fewer bytes
+            "lab03.weight_only_rho": ["ratio:rho_weight_only", "choice:rho_direction"],
+            # the decode GEMV's bytes (a format's bits per weight, its block scales included),
+            # and so its AI and its memory-bound time
+            "lab03.nvfp4_byte_ratio": ["ratio:decode_bytes", "bytes:gemv", "bytes:format_bits",
+                                       "time:gemv", "intensity:gemv"],
             # footprint against traffic, and the bandwidth each gives
             "lab03.naive_bandwidth": ["bandwidth:naive", "bytes:footprint", "ratio:footprint"],
         },
         instruments={
+            # Part 1, Priya's GEMM (fixed): AI, ridges and ρ before and after, its roofline, the
+            # comparison, the reflection and the math peek (4 -> 2 bytes per element)
+            "classic": ["ratio:rho_fp32_fp16", "intensity:gemm", "intensity:ridge",
+                        "regime:gemm", "throughput", "bandwidth:hbm", "bytes:element"],
+            # Part 2, Sam's GEMM (fixed): AI, the fp16 ridge and ρ with int4 weights, the
+            # comparison, the rule it shows (storage vs compute), the reflection and the peek
+            "weight only": ["ratio:rho_weight_only", "choice:rho_direction", "intensity:gemm",
+                            "intensity:ridge", "regime:gemm"],
             # any device's peaks, ridges, bandwidth and memory (a spec sheet per precision)
             "device": ["throughput", "intensity:ridge", "bandwidth:hbm", "bytes:capacity"],
-            # Part 3: the decode GEMV per format on the device picked, measured where Part 6 ran
-            "decode": ["bytes:gemv", "time:gemv", "ratio:decode_bytes", "regime:gemv",
-                       "share:error", "ratio:weight_only_measured"],
-            # Part 4: AI, ridge, ρ, time and I_bit of any op, shape, format and device
-            "explorer": ["intensity", "ratio:rho", "time", "regime", "throughput", "bandwidth:hbm"],
-            # Part 5: Kai's benchmark (footprint, traffic, bandwidth) and his TF32 claim
+            # Part 3: the decode GEMV per format on the device picked (bits, bytes, the math
+            # precision: a weight-only format keeps the fp16 peak with fewer bytes), measured
+            # where Part 6 ran; its reflection and math peek
+            "decode": ["bytes:gemv", "bytes:format_bits", "time:gemv", "ratio:decode_bytes",
+                       "regime:gemv", "intensity:gemv", "choice:rho_direction", "share:error",
+                       "ratio:weight_only_measured"],
+            # Part 3: Lee's case (fixed), the byte ratio against the prediction
+            "lee": ["ratio:decode_bytes"],
+            # Part 4: AI, ridge, ρ, time and I_bit of any op, shape, format (bits per element)
+            # and device
+            "explorer": ["intensity", "ratio:rho_fp32_fp16", "ratio:rho_weight_only", "time",
+                         "regime", "throughput", "bandwidth:hbm", "bytes:format_bits"],
+            # Part 5: Kai's benchmark on any op and device (footprint, traffic, bandwidth from
+            # HBM or L2) and his TF32 claim
             "kai": ["bytes:footprint", "bytes:traffic", "bandwidth", "ratio:footprint",
                     "intensity:tf32", "throughput", "ratio:tf32"],
-            # Part 6: this machine's peaks, bandwidth and decode GEMVs, measured
+            # Part 5: Kai's own run (fixed), against the prediction, and the math peek
+            "kai run": ["bandwidth:naive", "bandwidth:traffic", "ratio:footprint",
+                          "bytes:footprint", "bytes:traffic", "bytes:l2"],
+            # Part 6: this machine's peaks, bandwidth and decode GEMVs (their math precision
+            # too), measured
             "measure": ["throughput", "bandwidth:measured", "time:gemv", "ratio:decode_bytes",
-                        "share:measured"],
+                        "share:measured", "choice:rho_direction"],
         })
     return (
         DIRECTION_OPTIONS,
@@ -211,16 +232,16 @@ def _(GEMM_4096, PS, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
 @app.cell
 def _(
     GEMM_4096,
+    INSTRUMENTS,
     PS,
     SCENARIO_DEVICE,
     fmt,
     mo,
-    quiz,
     rho_ratio_prediction,
     style,
 ):
-    mo.stop(rho_ratio_prediction is None,
-            quiz.gate_notice("Lock your prediction to see ρ before and after the switch."))
+    _wait = INSTRUMENTS.gate("classic", rho_ratio_prediction)
+    mo.stop(_wait is not None, _wait)
     classic = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
     _b, _a = classic.before, classic.after
     style.metric_cards([
@@ -295,11 +316,8 @@ def _(mo):
     mo.md("""
     ## Part 2 · Storage precision vs compute precision
 
-    A *storage* format decides the bytes moved; a *compute* precision decides which peak
-    applies. Formats with their own tensor-core rate (fp8, int8, mxfp8, nvfp4, ...) store all
-    operands in that format and run at its peak. Storage-only formats (nf4, int4 group-scaled)
-    hold only the weights; activations and math stay in a compute precision such as FP16
-    (weight-only quantization: the weights are dequantized on the fly).
+    Part 1's switch changed every operand's format and the peak the math runs at, both at
+    once. Quantizing only the weights is another kind of change.
     """)
     return
 
@@ -360,19 +378,27 @@ def _(
 def _(
     DIRECTION_OPTIONS,
     GEMM_4096,
+    INSTRUMENTS,
     PS,
     SCENARIO_DEVICE,
     fmt,
     lab,
     mo,
     quiz,
+    rho_ratio_prediction,
     style,
     weight_only_prediction,
 ):
-    mo.stop(weight_only_prediction is None,
-            quiz.gate_notice("Lock your prediction to see what happens to ρ."))
+    _wait = INSTRUMENTS.gate("weight only", rho_ratio_prediction, weight_only_prediction)
+    mo.stop(_wait is not None, _wait)
     weight_only = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
     mo.vstack([
+        mo.md("A *storage* format decides the bytes moved; a *compute* precision decides which "
+              "peak applies. Formats with their own tensor-core rate (fp8, int8, mxfp8, nvfp4, "
+              "...) store all operands in that format and run at its peak. Storage-only formats "
+              "(nf4, int4 group-scaled) hold only the weights; activations and math stay in a "
+              "compute precision such as FP16 (weight-only quantization: the weights are "
+              "dequantized on the fly)."),
         style.metric_cards([
             style.Metric("AI · fp16 → int4 weights", f"{fmt(weight_only.before.ai)} → "
                          f"{fmt(weight_only.after.ai)} FLOP/B", f"×{fmt(weight_only.ai_ratio)}"),
@@ -399,15 +425,15 @@ def _(lab, quiz, weight_only):
 
 
 @app.cell
-def _(formats, style, weight_only):
+def _(style, weight_only):
     style.math_peek("storage vs compute", rf"""
     Bytes follow the **storage** format, the peak follows the **compute** precision:
 
     $$B = \sum_{{\text{{tensors}}}} n_t\,\frac{{\text{{bits}}_t}}{{8}}\ [\mathrm{{B}}],\qquad
     \rho = \frac{{F/B}}{{P_{{\text{{compute}}}}/BW}}$$
 
-    Weight-only INT4 (group 128: 4 + 16/128 = {formats.bits("int4-g128"):g} bits) with FP16
-    math lowers $B$ but keeps $P_{{\text{{fp16}}}}$, so the ridge stays put and ρ rises
+    Weight-only INT4 (group 128, its scales counted in its bits) with FP16 math lowers $B$ but
+    keeps $P_{{\text{{fp16}}}}$, so the ridge stays put and ρ rises
     ×{weight_only.rho_ratio:.3g} for the 4096³ GEMM.
     """)
     return
@@ -442,14 +468,17 @@ def _(lab, quiz):
 
 @app.cell
 def _(get_nvfp4, lab, quiz, set_nvfp4):
+    # NVIDIA's own description of NVFP4's block scales (not a page that states the ratio)
+    _spec = ("https://docs.nvidia.com/cuda/nvmath-python/latest/host-apis/linalg/generated/"
+                  "nvmath.linalg.advanced.helpers.matmul.to_block_scale.html")
     nvfp4_form = quiz.numeric_form(
         lab, "lab03.nvfp4_byte_ratio",
         question="**Prediction 3.** "
                  "Llama-3-8B's Q projection (4096×4096) as a batch-1 decode GEMV on the H100 "
-                 "SXM, FP16 activations. Storing its weights in NVFP4 (4-bit values with one "
-                 "8-bit scale per block of 16) instead of FP16: how many times fewer bytes does "
-                 "the GEMV read, at the ideal traffic (every weight and vector element read "
-                 "once)?",
+                 "SXM, FP16 activations. Storing its weights in NVFP4, as NVIDIA specifies it "
+                 f"([how NVFP4 stores a block of weights]({_spec})), instead of FP16: how "
+                 "many times fewer bytes does the GEMV read, at the ideal traffic (every weight "
+                 "and vector element read once)?",
         units="×", lo=0.1, hi=100, locked=get_nvfp4(), on_lock=set_nvfp4)
     quiz.prediction_panel(nvfp4_form, get_nvfp4())
     return
@@ -466,8 +495,9 @@ def _(OPENING, PS, formats, get_nvfp4, lab, reveal):
                     f"({formats.bits('nvfp4'):g} bits a weight: 4-bit values plus an 8-bit scale "
                     "per 16; the FP16 input and output vectors stay), so "
                     f"{_fp4.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
-                    f"{_fp16.regime}, so the roofline lets it run at most {_fp4.speedup:.2f}× "
-                    "faster; a real kernel also dequantises every weight, and gets less.")
+                    f"{_fp16.regime}, so the speedup of the roofline bounds (the ideal) is "
+                    f"{_fp4.speedup:.2f}×; a real kernel also dequantises every weight, and gets "
+                    "less.")
     reveal.card(nvfp4_prediction)
     return (nvfp4_prediction,)
 
@@ -494,7 +524,8 @@ def _(INSTRUMENTS, device, fmt, mo, rho_ratio_prediction, roofline, style):
         [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
           f"{device.memory_text} {device.memory_type}")]
         + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {style.rate_unit(p)}",
-            f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} FLOP/B")
+            f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} "
+            f"{style.intensity_unit(p)}")
            for p in device.precisions])
     device_card
     return
@@ -518,8 +549,9 @@ def _(
     live_results,
     mo,
     nvfp4_prediction,
+    weight_only_prediction,
 ):
-    _wait = INSTRUMENTS.gate("decode", nvfp4_prediction)
+    _wait = INSTRUMENTS.gate("decode", weight_only_prediction, nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
     quant_rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
     # Measured columns only when the live run measured this device and this matrix.
@@ -552,37 +584,41 @@ def _(
           "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
           "byte ratio": f"{fmt(q.byte_ratio)}×",
           "roofline time (at least)": style.format_seconds(q.seconds),
-          "roofline speedup (at most)": f"{fmt(q.speedup)}×",
+          "speedup of the roofline bounds (ideal)": f"{fmt(q.speedup)}×",
           "measured time": style.format_seconds(m["measured_s"]) if m["measured_s"] else "—",
           "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
           "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
          for q, m in zip(quant_rows, quant_table)],
         caption=f"Decode GEMV on {device.name}: the roofline's bounds and what was measured"),
         mo.md(f"_{_note}_"),
-        mo.md("**The roofline's speedup is a ceiling, not a forecast.** It divides bytes by the "
-              "bandwidth and charges nothing else, while a weight-only kernel dequantises every "
-              "weight before its multiply, and a kernel this small rarely reaches peak "
-              f"bandwidth. Measured: {PS.measured_weight_only_text()}.")])
+        mo.md("**The speedup of the roofline bounds is the ideal, not a forecast.** It is the "
+              "ratio of two lower bounds on time: bytes over the bandwidth, nothing else "
+              "charged, while a weight-only kernel dequantises every weight before its "
+              "multiply, and a kernel this small rarely reaches peak bandwidth. Measured: "
+              f"{PS.measured_weight_only_text()}.")])
     return
 
 
 @app.cell
 def _(device, figures, fmt, quant_rows):
+    _base = quant_rows[0].storage  # the baseline: fp16, or what the device computes in
     quant_figure = figures.bar_figure(
         [q.storage for q in quant_rows], [q.speedup for q in quant_rows],
         colors=[q.regime for q in quant_rows],
-        annotations=[f"at most {fmt(q.speedup)}× (bytes ÷{fmt(q.byte_ratio)})"
+        annotations=[f"ideal {fmt(q.speedup)}× (bytes ÷{fmt(q.byte_ratio)})"
                      for q in quant_rows],
-        title=f"Decode GEMV on {device.name}: the roofline's ceiling on the speedup over fp16",
-        yaxis_title="speedup over fp16, at most (×)")
+        title=f"Decode GEMV on {device.name}: the speedup of the roofline bounds over {_base} "
+              "(ideal)",
+        yaxis_title=f"speedup over {_base}, ideal (×)")
     quant_figure
     return
 
 
 @app.cell
-def _(OPENING, PS, lab, mo, nvfp4_prediction, quiz):
+def _(INSTRUMENTS, OPENING, PS, lab, mo, nvfp4_prediction, quiz):
     # The question's case, fixed (the H100 and the Q projection), whatever is picked above.
-    mo.stop(nvfp4_prediction is None)
+    _wait = INSTRUMENTS.gate("lee", nvfp4_prediction)
+    mo.stop(_wait is not None, _wait)
     _rows = PS.decode_quant_table(
         *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
     nvfp4_row = next(q for q in _rows if q.storage == "nvfp4")
@@ -592,10 +628,11 @@ def _(OPENING, PS, lab, mo, nvfp4_prediction, quiz):
 
 
 @app.cell
-def _(lab, mo, nvfp4_prediction, quiz):
+def _(INSTRUMENTS, lab, mo, nvfp4_prediction, quiz, weight_only_prediction):
     # The labels stay fixed: a form rebuilt on every device change would drop typed text. Its
-    # question names the answer's reason (the scales), so it waits for the lock.
-    mo.stop(nvfp4_prediction is None)
+    # question names the answer's reason (the scales) and asks about the table, so it opens
+    # with the table.
+    mo.stop(INSTRUMENTS.gate("decode", weight_only_prediction, nvfp4_prediction) is not None)
     nvfp4_explain = quiz.explain_form(
         lab, "lab03.nvfp4_byte_ratio",
         observe_label="What does the table show for NVFP4: its bytes, its byte ratio, the "
@@ -607,8 +644,19 @@ def _(lab, mo, nvfp4_prediction, quiz):
 
 
 @app.cell
-def _(OPENING, PS, fmt, formats, mo, nvfp4_prediction, style):
-    mo.stop(nvfp4_prediction is None)  # the formula for the answer
+def _(
+    INSTRUMENTS,
+    OPENING,
+    PS,
+    fmt,
+    formats,
+    mo,
+    nvfp4_prediction,
+    style,
+    weight_only_prediction,
+):
+    # the formula for the answer, and the math precision weight-only formats keep (Part 2's)
+    mo.stop(INSTRUMENTS.gate("decode", weight_only_prediction, nvfp4_prediction) is not None)
     _n, _k = PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]]
     _rows = {q.storage: q for q in PS.decode_quant_table(_n, _k, OPENING["device"])}
     style.math_peek("decode GEMV bytes, time and speedup", rf"""
@@ -628,9 +676,11 @@ def _(OPENING, PS, fmt, formats, mo, nvfp4_prediction, style):
     roofline bounds the time by the bytes and the speedup by their ratio:
 
     $$t \ge \frac{{B}}{{BW}}\ [\mathrm{{s}}],\qquad
-    \text{{speedup}} = \frac{{t_{{16}}}}{{t_q}} \le \frac{{B_{{16}}}}{{B_q}}.$$
+    \frac{{B_{{16}}/BW}}{{B_q/BW}} = \frac{{B_{{16}}}}{{B_q}}\ \text{{(the speedup of the two
+    bounds)}}.$$
 
-    That is a ceiling. A weight-only kernel also dequantises every weight (unpack, scale,
+    That is the ideal: a ratio of two lower bounds, not a bound on what a kernel measures. A
+    weight-only kernel also dequantises every weight (unpack, scale,
     convert) before its multiply, work this bound does not charge, and a
     {fmt(_rows["fp16"].bytes / 1e6)} MB GEMV is small enough to miss peak bandwidth. Measured:
     {PS.measured_weight_only_text()}. The device's FP4 rate changes the ridge, not this time.
@@ -643,7 +693,7 @@ def _(mo):
     mo.md("""
     ## Part 4 · Explore: any operation, any format, any device
 
-    Now that Parts 1 to 3 are predicted, the explorer computes AI, the ridge of the math
+    Once Predictions 1 to 3 are locked, the explorer computes AI, the ridge of the math
     precision, ρ, the time bound and the bit-level intensity for any operation and shape, on
     the device picked in Part 3. Things to try: the same FP32 → FP16 switch on another device;
     weight-only formats on the GEMV and on the MLP; how small M must get before a GEMM behaves
@@ -668,7 +718,8 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _(explorer_open, mo):
+    mo.stop(not explorer_open)  # the explorer's widgets show with it
     op_picker = mo.ui.dropdown(
         {"GEMM · C[M,N] = A[M,K] · B[K,N]": "gemm",
          "GEMV (decode) · y[N] = W[N,K] · x[K]": "gemv",
@@ -679,7 +730,8 @@ def _(mo):
 
 
 @app.cell
-def _(M_STEPS, mo):
+def _(M_STEPS, explorer_open, mo):
+    mo.stop(not explorer_open)
     size_m = mo.ui.slider(steps=M_STEPS, value=4096, show_value=True,
                           label="M · rows / tokens (a GEMV has M = 1)")
     size_m
@@ -687,7 +739,8 @@ def _(M_STEPS, mo):
 
 
 @app.cell
-def _(mo):
+def _(explorer_open, mo):
+    mo.stop(not explorer_open)
     size_n = mo.ui.slider(steps=[2**i for i in range(6, 16)], value=4096, show_value=True,
                           label="N · output features (d_ff for the MLP)")
     size_n
@@ -695,7 +748,8 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
+def _(explorer_open, mo):
+    mo.stop(not explorer_open)
     size_k = mo.ui.slider(steps=[2**i for i in range(6, 16)], value=4096, show_value=True,
                           label="K · reduction (d_model for the MLP)")
     size_k
@@ -703,7 +757,10 @@ def _(mo):
 
 
 @app.cell
-def _(formats, mo):
+def _(explorer_open, formats, mo):
+    # its labels give each format's bits, block scales included: Prediction 3's, so it shows
+    # only with the explorer
+    mo.stop(not explorer_open)
     _keys = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "mxfp4", "nvfp4", "nf4",
              "int4-g128", "int4-g32")
     _options = {f"{formats.get(k).label} · {formats.bits(k):g} bits": k for k in _keys}
@@ -715,7 +772,8 @@ def _(formats, mo):
 
 
 @app.cell
-def _(mo):
+def _(explorer_open, mo):
+    mo.stop(not explorer_open)
     weight_only_compute = mo.ui.dropdown(
         ["fp16", "bf16", "fp8", "fp32"], value="fp16",
         label="Compute precision for weight-only formats (nf4, int4): activations and math")
@@ -724,7 +782,8 @@ def _(mo):
 
 
 @app.cell
-def _(formats, mo, style):
+def _(explorer_open, formats, mo, style):
+    mo.stop(not explorer_open)
     # Text boxes, not mo.ui.number: a weight out of range is refused with a message (next
     # cell) and the last good one kept, instead of being clamped in the browser.
     circuit_weights = mo.ui.dictionary(
@@ -801,8 +860,8 @@ def _(device, explorer_error, explorer_rows, style):
 def _(explorer_ok, fmt, formats, style):
     style.value_table(
         [{"format": r.storage, "bits/element": f"{formats.bits(r.storage):g}",
-          "math (peak)": r.compute, "AI": f"{fmt(r.ai)} FLOP/B",
-          "ridge (dense)": f"{fmt(r.ridge)} FLOP/B", "ρ": fmt(r.rho), "regime": r.regime,
+          "math (peak)": r.compute, "AI": f"{fmt(r.ai)} {style.intensity_unit(r.compute)}",
+          "ridge (dense)": f"{fmt(r.ridge)} {style.intensity_unit(r.compute)}", "ρ": fmt(r.rho), "regime": r.regime,
           "time bound": style.format_seconds(r.seconds),
           "attainable": f"{fmt(r.attainable_tflops)} {style.rate_unit(r.compute)}",
           "I_bit": f"{fmt(r.i_bit)} op/bit", "how": r.reason} for r in explorer_ok],
@@ -1003,12 +1062,14 @@ def _(INSTRUMENTS, mo, naive_prediction, rho_ratio_prediction):
 @app.cell
 def _(GEMM_4096, GEMV_4096, GEMV_KAI, mo):
     naive_op = mo.ui.dropdown(
-        {"GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than L2)": ("gemv", GEMV_KAI),
-         "GEMV 4096×4096 (fp16, 34 MB: fits an H100's 50 MB L2)": ("gemv", GEMV_4096),
+        {"GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than an H100's 50 MiB L2)":
+             ("gemv", GEMV_KAI),
+         "GEMV 4096×4096 (fp16, 34 MB: fits an H100's 50 MiB L2)": ("gemv", GEMV_4096),
          "GEMM 4096³ (fp16)": ("gemm", GEMM_4096),
          "MLP fwd+bwd, 2048 tokens, 4096 → 14336 (fp16)":
              ("mlp_train", {"tokens": 2048, "d_model": 4096, "d_ff": 14336})},
-        value="GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than L2)", label="What Kai timed")
+        value="GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than an H100's 50 MiB L2)",
+        label="What Kai timed")
     naive_op
     return (naive_op,)
 
@@ -1022,14 +1083,36 @@ def _(mo):
 
 
 @app.cell
-def _(PS, device, fmt, kai_open, mo, naive_iterations, naive_op, style):
+def _(
+    GEMV_KAI,
+    PS,
+    device,
+    fmt,
+    kai_open,
+    mo,
+    naive_iterations,
+    naive_op,
+    style,
+):
     mo.stop(not kai_open)
     try:
         naive = PS.naive_bandwidth(*naive_op.value, "fp16", device,
                                    iterations=naive_iterations.value)
+        _l2 = style.format_bytes(device.l2_bytes, binary=True) if device.l2_bytes else None
         # a working set that fits in L2 is read from L2 after the first iteration: its
         # traffic is real, but it is not HBM traffic (the second trap of this part)
-        _where = "L2 after the 1st iteration" if naive.fits_in_l2 else "HBM"
+        if not naive.fits_in_l2:
+            _where = "HBM"
+            _used = (f"traffic ÷ time; {device.name} has {fmt(device.bandwidth_gbs)} GB/s of "
+                     "HBM")
+        elif naive.l2_gbs:
+            _where = "L2 after the 1st iteration"
+            _used = (f"traffic ÷ time: the 1st iteration from HBM ({fmt(device.bandwidth_gbs)} "
+                     f"GB/s), the others from L2 at {fmt(naive.l2_gbs)} GB/s (measured)")
+        else:
+            _where = "L2 after the 1st iteration"
+            _used = (f"traffic ÷ time, timed at the HBM's {fmt(device.bandwidth_gbs)} GB/s: no "
+                     f"L2 bandwidth is published for the {device.name}, so the cache gives more")
         _out = style.metric_cards([
             style.Metric("allocator peak (each tensor once)", style.format_bytes(
                 naive.fvt.footprint_bytes), "what max_memory_allocated() shows, at most"),
@@ -1037,17 +1120,24 @@ def _(PS, device, fmt, kai_open, mo, naive_iterations, naive_op, style):
                 naive.fvt.traffic_bytes), f"{naive.fvt.iterations} iterations, compulsory"),
             style.Metric("naive 'bandwidth'", f"{fmt(naive.naive_gbs)} GB/s",
                          "allocator peak ÷ time", kind="danger"),
-            style.Metric("bandwidth really used", f"{fmt(naive.traffic_gbs)} GB/s",
-                         f"traffic ÷ time; {device.name} has {fmt(device.bandwidth_gbs)} GB/s "
-                         "of HBM", kind="warn" if naive.fits_in_l2 else "ok")])
+            style.Metric("bandwidth really used", f"{fmt(naive.traffic_gbs)} GB/s", _used,
+                         kind="warn" if naive.fits_in_l2 else "ok")])
         if naive.fits_in_l2:
+            _kai = PS.footprint_vs_traffic("gemv", GEMV_KAI, "fp16").footprint_bytes
+            _larger = (f"a working set larger than its {_l2} L2 (on this device even Kai's "
+                       f"{style.format_bytes(_kai)} fit)" if _kai <= device.l2_bytes else
+                       f"a working set larger than its {_l2} L2 (Kai's "
+                       f"{style.format_bytes(_kai)} is)")
+            _exceeds = (f"here {fmt(naive.traffic_gbs)} GB/s, above the HBM's "
+                        f"{fmt(device.bandwidth_gbs)}" if naive.l2_gbs else
+                        "a cache's bandwidth, which can exceed the HBM's (no published L2 "
+                        "figure says by how much for this device)")
             _out = mo.vstack([_out, mo.callout(mo.md(
                 f"**A second trap:** these {style.format_bytes(naive.fvt.footprint_bytes)} fit "
-                f"in the {device.name}'s {style.format_bytes(device.l2_bytes)} L2 cache, so "
-                "after the first iteration every read hits L2, not HBM. Repeating a small "
-                "kernel measures the cache: traffic ÷ time can even exceed the HBM "
-                "bandwidth. Time a working set larger than L2 (Kai's 117 MB), or rotate "
-                "through copies as Part 6 does."), kind="warn")])
+                f"in the {device.name}'s {_l2} L2 cache, so after the first iteration every "
+                f"read hits L2, not HBM. Repeating a small kernel measures the cache: traffic ÷ "
+                f"time is {_exceeds}. Time {_larger}, or rotate through copies as Part 6 does."),
+                kind="warn")])
     except (KeyError, ValueError) as _err:
         naive, _out = None, style.error_callout(
             f"{device.name} has no fp16 rate in the registry, and what Kai timed is fp16: pick "
@@ -1071,6 +1161,7 @@ def _(figures, naive):
 @app.cell
 def _(
     GEMV_KAI,
+    INSTRUMENTS,
     NAIVE_OPTIONS,
     PS,
     SCENARIO_DEVICE,
@@ -1080,7 +1171,8 @@ def _(
     naive_prediction,
     quiz,
 ):
-    mo.stop(naive_prediction is None)
+    _wait = INSTRUMENTS.gate("kai run", naive_prediction)
+    mo.stop(_wait is not None, _wait)
     kai = PS.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     _label = next(k for k, v in NAIVE_OPTIONS.items() if v == kai.verdict)
     quiz.compare(naive_prediction, kai.verdict, lab=lab,
@@ -1148,8 +1240,8 @@ def _(PS, SCENARIO_DEVICE, fmt, hardware, kai, style):
     activations in the backward pass (try the MLP).
 
     **Where the traffic comes from.** Repeating a kernel whose working set fits in the L2
-    cache ({style.format_bytes(_kai_l2)} on an H100) reads it from L2 after the first
-    iteration: a 4096×4096 fp16 GEMV (34 MB) would time the cache, not HBM. Kai's
+    cache ({style.format_bytes(_kai_l2, binary=True)} on an H100) reads it from L2 after the
+    first iteration: a 4096×4096 fp16 GEMV (34 MB) would time the cache, not HBM. Kai's
     {style.format_bytes(kai.fvt.footprint_bytes)} do not fit, so his iterations do stream
     from HBM; a benchmark of a small kernel must rotate through copies larger than the cache.
 
@@ -1199,8 +1291,16 @@ def _(live):
 
 
 @app.cell
-def _(INSTRUMENTS, live_run, mo, nvfp4_prediction, rho_ratio_prediction):
-    _wait = INSTRUMENTS.gate("measure", rho_ratio_prediction, nvfp4_prediction)
+def _(
+    INSTRUMENTS,
+    live_run,
+    mo,
+    nvfp4_prediction,
+    rho_ratio_prediction,
+    weight_only_prediction,
+):
+    _wait = INSTRUMENTS.gate("measure", rho_ratio_prediction, weight_only_prediction,
+                             nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
     measure_open = True  # the measurement's results run only while it is open
     live_run
@@ -1222,6 +1322,7 @@ def _(
     LIVE_PEAK_PRECISIONS,
     LIVE_PEAK_SIZES,
     LIVE_STREAM_MB,
+    PS,
     live_run,
     live_settings,
     measure,
@@ -1249,8 +1350,11 @@ def _(
                         _info, precisions=LIVE_PEAK_PRECISIONS, sizes=LIVE_PEAK_SIZES,
                         stream_mb=LIVE_STREAM_MB, budget_s=0.6 * _budget, progress=_tick)
                     _ref = _info.spec() or _emp.as_device()
+                    # the baseline is what weight-only formats dequantise to here: fp16 on a
+                    # GPU, bf16 or fp32 on a CPU (whose fp16 matmul torch emulates)
                     _gemv = measure.sweep_gemv(
-                        {"decode": _settings.matrix}, ("fp16", "fp8", "int8"), device=_info,
+                        {"decode": _settings.matrix}, (PS.dequant_target(_ref), "fp8", "int8"),
+                        device=_info,
                         budget_s=0.4 * _budget, reference=_ref, progress=_tick)
                     live_results.update(emp=_emp, reference=_ref, gemv=_gemv, measured_s={
                         r["precision"]: r["measured_us"] * 1e-6 for r in _gemv
@@ -1304,22 +1408,31 @@ def _(PS, live_results, measure_open, mo):
 
 @app.cell
 def _(fmt, live_decode, live_results, mo, style):
-    mo.ui.table(
+    _table = mo.ui.table(
         [{"format": r["storage"], "math": r["compute"],
           "predicted": style.format_seconds(r["predicted_s"]),
           "measured": style.format_seconds(r["measured_s"]) if r["measured_s"] else "—",
           "error": "—" if r["error_pct"] is None else f"{r['error_pct']:+.0f} %",
-          "roofline speedup (at most)": f"{fmt(r['predicted_speedup'])}×",
+          "speedup of the roofline bounds (ideal)": f"{fmt(r['predicted_speedup'])}×",
           "measured speedup": f"{fmt(r['measured_speedup'])}×" if r["measured_speedup"]
-          else "—", "status": r["status"]} for r in live_decode],
+          else "—", "status": r["status"] + (" · faster than its own bound" if
+                                              r["below_bound"] else "")}
+         for r in live_decode],
         selection=None, pagination=False, show_column_summaries=False,
         label=f"Decode GEMV {live_results['shape'][0]}×{live_results['shape'][1]} on "
               f"{live_results['device']}: measured next to predicted")
+    _fast = [r["storage"] for r in live_decode if r["below_bound"]]
+    mo.vstack([_table] + ([mo.callout(mo.md(
+        f"**Faster than its own bound: {', '.join(_fast)}.** A bound is a floor on time, so a "
+        "measurement below it means the bound's inputs understate this case: the peak of its "
+        "math precision was measured on square GEMMs (a GEMV may take a faster kernel path), "
+        "the bandwidth by STREAM (the weights may partly stay in a cache). Read those rows' "
+        "error and speedup with that in mind."), kind="warn")] if _fast else []))
     return
 
 
 @app.cell
-def _(PS, figures, live_results, measure, measure_open, mo, style):
+def _(PS, figures, live_results, measure, measure_open, mo, roofline, style):
     mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     _dev = live_results["emp"].as_device()
     _timed = [r for r in live_results["gemv"] if r["measured_us"]]
@@ -1334,8 +1447,14 @@ def _(PS, figures, live_results, measure, measure_open, mo, style):
                        kind="measured") for r, c in zip(_timed, _costs)],
         title="Measured roofline of this machine (achievable peaks, STREAM bandwidth)")
     _note = ", ".join(f"{p} (within 1.5× of {q})" for p, q in _same.items())
-    style.figure_with_note(live_figure, f"_Roofs not drawn, peaks close to a drawn one: "
-                                        f"{_note}._" if _note else None)
+    # a point above its own roof beat its bound: say so rather than let it read as the roof's
+    _above = [f"GEMV {r['precision']}" for r, c in zip(_timed, _costs)
+              if _dev.has(r["precision"]) and c.flops / (r["measured_us"] * 1e-6) / 1e12
+              > float(roofline.attainable_tflops(c.ai, _dev, r["precision"]))]
+    _notes = ([f"Roofs not drawn, peaks close to a drawn one: {_note}."] if _note else []) + (
+        [f"Above its own roof: {', '.join(_above)}: faster than the bound of its precision "
+         "(see the table above), so that roof understates it here."] if _above else [])
+    style.figure_with_note(live_figure, f"_{' '.join(_notes)}_" if _notes else None)
     return
 
 
@@ -1379,8 +1498,8 @@ def _(
         "makes a workload more memory-bound.",
         "Storage and compute are separate choices: weight-only INT4 with FP16 math moves "
         "fewer bytes at the same peak, so ρ rises.",
-        "Decode GEMVs are memory-bound at every precision: the roofline caps a weight "
-        "format's speedup at its byte ratio (NVFP4, "
+        "Decode GEMVs are memory-bound at every precision: the speedup of the roofline bounds "
+        "for a weight format is its byte ratio, the ideal (NVFP4, "
         f"{formats.bits('nvfp4'):g} bits with its block scales: {fmt(_q['nvfp4'].byte_ratio)}× "
         "fewer bytes than FP16, not 4×). Real kernels gain less: a weight-only kernel also "
         "dequantises every weight, which the roofline does not charge.",

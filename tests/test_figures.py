@@ -84,6 +84,17 @@ def test_one_roof_per_device_precision_with_legend_names():
     assert any("Jetson Orin NX 16GB: ridge (fp16, dense)" in s for s in roofs[1].text)
 
 
+def test_a_measured_roof_is_called_measured_not_dense():
+    """Lab 3's measured CPU roofline labelled its roofs "fp32 (dense)": dense is the spec
+    sheet's word (no 2:4 sparsity), a measured peak is what a GEMM reached."""
+    cpu = hardware.custom("this CPU (measured)", bandwidth_gbs=6, memory_gb=16,
+                          peaks={"fp32": 0.05, "bf16": 0.12}, memory_type="measured")
+    fig = figures.roofline_figure([(cpu, "bf16"), (cpu, "fp32")])
+    assert [t.name for t in _roof_traces(fig)] == ["bf16 (measured)", "fp32 (measured)"]
+    text = " ".join(s for t in _roof_traces(fig) for s in (t.text or ()) if s)
+    assert "ridge (bf16, measured) = 20 FLOP/B" in text and "dense" not in text
+
+
 def test_shared_slope_drawn_by_the_highest_roof_last():
     fig = figures.roofline_figure([(H100, "fp16"), (H100, "fp8"), (H100, "fp32")])
     drawn = [t.name for t in fig.data if t.mode == "lines+markers+text"]

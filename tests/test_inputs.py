@@ -221,6 +221,17 @@ def test_another_unit_is_refused_naming_the_expected_one(typed, units, says):
     assert value is None and says in message
 
 
+@pytest.mark.parametrize("typed, units, lo, hi, says", [
+    ("3 GB", "×", 0.1, 100, "this box is in ×: enter a plain number from 0.1 to 100 ×."),
+    ("3 GB", "%", 0, 100, "this box is in %: enter a plain number from 0 to 100 %."),
+    ("3 GB", "sequences", 1, 512, "enter a number of sequences from 1 to 512 sequences."),
+])
+def test_a_unit_symbol_is_not_counted_in_the_message(typed, units, lo, hi, says):
+    """A box in × said "enter a number of × from 0.1 to 100 ×": a symbol is not counted."""
+    value, message = check_number(typed, lo=lo, hi=hi, units=units)
+    assert value is None and message.endswith(says), message
+
+
 @pytest.mark.parametrize("typed, units", [
     ("7M", "ms"), ("7m", "ms"), ("7 m", "ms"), ("7 M", "ms"),  # were 7 ms ("ms" minus its "s")
     ("7 MS", "ms"), ("7 Ms", "ms"),                            # MS was ms, Ms is mega-seconds

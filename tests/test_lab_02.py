@@ -67,10 +67,14 @@ def test_locked_run_hides_every_instrument(env, app):
     for name in INSTRUMENTS:
         assert name not in defs, name
     text = _texts(outputs)
-    assert "Lock your prediction to see where the time of Dana" in text
-    assert "Lock your prediction to reveal the memory budget." in text
-    # Parts 3 and 4 (your design, the challenge) wait for both predictions, and say so
-    notice = defs["INSTRUMENTS"].notice_text("explorer", set())
+    rule = defs["INSTRUMENTS"]
+    # Part 1 (Dana's case) waits for Prediction 1, Part 2 (Sam's) for Prediction 2 ...
+    assert rule.notice_text("dana", set()).startswith("Lock Prediction 1 first")
+    assert rule.notice_text("sam", set()).startswith("Lock Prediction 2 first")
+    for name in ("dana", "sam"):
+        assert text.count(rule.notice_text(name, set())) == 1, name
+    # ... Parts 3 and 4 (your design, the challenge) for both, and say so
+    notice = rule.notice_text("explorer", set())
     assert "Prediction" in notice and "1" in notice and "2" in notice
     assert text.count(notice) == 2
     assert "Traceback" not in text
@@ -181,25 +185,32 @@ def test_compute_precision_follows_from_weights_and_activations(env, app):
 
 
 def test_committing_designs_records_decisions_and_verdicts(env, app):
-    # edge: int8 weights on the AGX Orin (8.9 GB, 25 tokens/s at spec, 21.6 at the achievable
-    # 85% of the bandwidth, 1.8 s prefill at 80% of the peak) meets the target
+    # edge: int8 weights (weight-only) on the AGX Orin pass 20 tokens/s at spec (25.4) but not
+    # at the share of their byte ratio gpt-fast measured (16.3 at the achievable 85% of the bandwidth): not ruled out, and not met
     outputs, defs = app.run(defs={**PREDICTIONS, **_formats(weights="int8"), **_commit("edge")})
+    assert defs["last_commit"].not_ruled_out and not defs["last_commit"].meets_target
+    assert "Not ruled out" in _texts(outputs) and "gpt-fast" in _texts(outputs)
+    # int4 weights (4.1 GB, 25.8 tokens/s at gpt-fast's measured 4-bit share, 1.8 s prefill at
+    # 80% of the peak) meet the target
+    outputs, defs = app.run(defs={**PREDICTIONS, **_formats(weights="int4-g128"),
+                                  **_commit("edge")})
     assert defs["last_commit"].meets_target
     assert "Committed." in _texts(outputs) and "feasible" not in _texts(outputs).lower()
     lab = defs["lab"]
     kinds = [e["kind"] for e in lab.events("lab02.design_edge")]
-    assert kinds == ["decision", "result"]
-    decision = lab.events("lab02.design_edge", "decision")[0]["payload"]
+    assert kinds == ["decision", "result"] * 2
+    decision = lab.events("lab02.design_edge", "decision")[-1]["payload"]
     assert decision == {"target": "edge", "device": EDGE, "model": "llama-3-8b", "batch": 1,
-                        "seq_len": 4096, "weight_precision": "int8", "kv_precision": "bf16",
+                        "seq_len": 4096, "weight_precision": "int4-g128", "kv_precision": "bf16",
                         "activation_precision": "bf16", "compute": "bf16"}
-    result = lab.events("lab02.design_edge", "result")[0]["payload"]
+    result = lab.events("lab02.design_edge", "result")[-1]["payload"]
     assert result == serving.check_design("edge", EDGE, model="llama-3-8b", batch=1, seq_len=4096,
-                                         weight_precision="int8").as_dict()
+                                         weight_precision="int4-g128").as_dict()
     assert "Challenge complete" not in _texts(outputs)
     # datacenter: bf16 KV caps the total at ~3,100 tokens/s (ruled out); fp8 KV at batch 64
-    # passes at spec (4,280 tokens/s) but not at achievable rates (3,640): not ruled out;
-    # fp8 weights as well meet the target (4,282 tokens/s at achievable rates)
+    # passes at spec (4,280 tokens/s) but not at achievable rates (3,850): not ruled out;
+    # fp8 weights as well meet the target (4,270 tokens/s at achievable rates, the weights'
+    # bytes charged gpt-fast's measured 8-bit share)
     dc = {**PREDICTIONS, **_device("h100-sxm"), **_commit("datacenter")}
     _, defs = app.run(defs={**dc, **_sizes(30, 8192), **_formats()})
     assert "total tokens/s" in defs["last_commit"].spec_failed
@@ -250,7 +261,7 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path_factory):
     student = export_page(LAB_FILE, tmp_path_factory)
-    assert "Lock your prediction to see where the time of Dana" in student
+    assert "Lock Prediction 1 first" in student and "Lock Prediction 2 first" in student
     assert "ridge (bf16, dense) = 208 FLOP/B" not in student
     teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "ridge (bf16, dense) = 208 FLOP/B" in teacher  # the layer rooflines are in the page
@@ -291,9 +302,8 @@ def test_offers_no_independent_math_picker_and_refuses_an_impossible_design(env,
     assert v == serving.check_design("edge", "jetson-orin-nx-16gb", model="llama-3-8b", batch=1,
                                     seq_len=4096, weight_precision="int4-g128",
                                     activation_precision="int8")
-    # not ruled out at spec, but at achievable rates the 4k prefill misses 2.5 s and the
-    # decode misses 20 tokens/s (85% of the Orin NX's 102.4 GB/s: about 19.7)
-    assert v.not_ruled_out and v.failed == ["tokens/s per user", "prefill time"]
+    # not ruled out at spec, but the 4k prefill misses 2.5 s at achievable rates
+    assert v.not_ruled_out and "prefill time" in v.failed
 
 
 def test_never_calls_a_design_feasible(env, lab2):
@@ -357,7 +367,8 @@ def test_your_design_waits_for_both_predictions_in_any_order(env, app):
     find Prediction 2's answer on any device with the H100's memory (and one division away
     at half the context or an 8-bit KV cache), and its time bars answer Prediction 1. So
     Part 3 (your design) and Part 4 (the challenge) wait for both, whichever is locked
-    first, on every setting, and each notice names the prediction still open."""
+    first, on every setting, and each notice names the prediction still open (as does the
+    notice of the other part's fixed case: Dana's waits for 1, Sam's for 2)."""
     answer = models.oom_batch(**OOM_CASE)
     usable = models.memory_budget(batch=1, **OOM_CASE).capacity_bytes
     same_memory = [k for k in hardware.keys() if models.memory_budget(
@@ -381,7 +392,7 @@ def test_your_design_waits_for_both_predictions_in_any_order(env, app):
                 assert "Out of memory" not in text
             notice = defs["INSTRUMENTS"].notice_text(
                 "explorer", {p.item_id for p in locked.values() if p is not None})
-            assert waiting[-1] in notice and text.count(notice) == 2, (waiting, device)
+            assert waiting[-1] in notice and text.count(notice) == 3, (waiting, device)
             if locked is only_p1 and batch != answer:  # nor states Prediction 2's answer
                 assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text), batch
     # both locked: Sam's case reaches its answer, and Part 3 flags a design that overflows
@@ -428,3 +439,35 @@ def test_the_style_gallery_shows_no_lab_2_memory_case(env):
     answer = models.oom_batch(**OOM_CASE)
     batches = [int(b) for b in re.findall(r"batch (\d+)", text)]
     assert batches and all(quiz.ratio_off(b, answer) > quiz.GRADE_TOLERANCE for b in batches)
+
+
+def test_part_1_gives_no_kv_cache_bytes_until_prediction_2_is_locked(env, app):
+    """Part 1 opens on Prediction 1 alone. Its roofline hovers gave every op's bytes per
+    layer (attention's 16.8 MB: one 4k sequence's KV cache in one layer) and its math peek
+    defined kappa_kv = 2 L H_kv d_h b_kv, stressing the KV heads: with the question's 90% of
+    85.9 GB and the weights on Sam's card, Prediction 2 was one division away. The bytes join
+    the hovers, and the KV cache's formula is shown, once Prediction 2 is locked."""
+    kv_layer = models.get("llama-3-8b").kv_bytes_per_token("bf16") * 4096 / 32
+    assert style.format_bytes(kv_layer) == "16.8 MB"
+    only_p1 = {"dominant_prediction": PREDICTIONS["dominant_prediction"], "oom_prediction": None}
+    outputs, defs = app.run(defs=only_p1)
+    text = _texts(outputs)
+    for name in ("dana_decode_roofline", "dana_prefill_roofline"):
+        assert "moved" not in defs[name].to_json(), name
+    assert "16.8 MB" not in text and "H_{kv}" not in text and "KV heads" not in text
+    outputs, defs = app.run(defs=PREDICTIONS)
+    assert "16.8 MB moved" in defs["dana_decode_roofline"].to_json()
+    assert "H_{kv}" in _texts(outputs)  # Part 2's peek
+
+
+def test_sam_s_budget_is_called_usable_and_the_prefill_chart_is_one_prompt(env, app):
+    """Sam's bar read "the device has 77.3 GB" (the H100 has 85.9; 77.3 is the 90% usable);
+    Part 3's prefill chart said "batch x prompts" where its card times one prompt."""
+    outputs, defs = app.run(defs={**PREDICTIONS, **_sizes(8, 4096)})
+    text = _texts(outputs)
+    assert "the usable memory is 77.3 GB" in text and "the device has 77.3 GB" not in text
+    title = defs["prefill_roofline"].layout.title.text
+    assert "one 4,096-token prompt" in title and "batch" not in title
+    ops = models.roofline_ops("llama-3-8b", "prefill", batch=1, seq_len=4096)
+    pts = next(t for t in defs["prefill_roofline"].data if t.name == "predicted points")
+    assert sorted(pts.x) == pytest.approx(sorted(o.ai for o in ops))

@@ -432,6 +432,17 @@ def test_sweep_square_gemm_rows_predictions_and_skips():
     assert rows[2]["status"].startswith("skipped: needs") and rows[2]["measured_tflops"] is None
 
 
+def test_the_larger_gemm_sizes_keep_most_of_a_peak_search_budget():
+    """A CPU's fp32 peak search with a 10 s budget found 8.4 GFLOP/s "best at 512^3" against
+    50 at 1024^3: an equal split let 512^3 spend a third of its share and 1024^3 was skipped.
+    Each size now spends a share in proportion to N^2 of what is left."""
+    from labs.core.measure.sweeps import _size_share
+
+    assert _size_share(512, [512, 1024, 2048]) == pytest.approx(1 / 21)
+    assert _size_share(1024, [1024, 2048]) == pytest.approx(4 / 20)
+    assert _size_share(2048, [2048]) == 1.0  # the last size spends all that is left
+
+
 @pytest.mark.torch
 def test_sweep_stops_when_the_budget_is_spent():
     rows = M.sweep_square_gemm([32, 48, 64, 96], "fp32", device="cpu", budget_s=1e-6)

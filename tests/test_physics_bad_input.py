@@ -159,8 +159,8 @@ OVERRIDES = {
     "precision.matmul_compute": {"weights": "int8", "activations": "bf16"},
     "precision.explain_compute": {"weights": "int8", "activations": "bf16", "compute": "bf16"},
     "models.get": {"key": "llama-3-8b"}, "precision.i_bit": {"compute": "fp16"},
-    "precision_study.decode_quant_table": {"storages": ["fp16", "fp8"]},
-    "precision_study.merge_measured": {
+    "weight_only.decode_quant_table": {"storages": ["fp16", "fp8"]},
+    "weight_only.merge_measured": {
         "rows": PS.decode_quant_table(64, 64, "h100-sxm", ["fp16", "fp8"])},
     "precision_study.roof_precisions": {"rows": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
     "precision_study.roofline_view": {"rows": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
@@ -177,6 +177,7 @@ OVERRIDES = {
     "fusion.attention_memory_terms": {"fused": False},
     "flash.hierarchical_attainable": {"precision": "fp16"},
     "units.format_bytes": {"n": 1e6}, "units.rate_unit": {"precision": "int8"},
+    "units.intensity_unit": {"precision": "int8"},
     "roofline.Derating.compute_for": {"precision": "bf16"},
     "hierarchy.Hierarchy.level": {"level": "L2"}, "hierarchy.HierarchyPoint.use": {"level": "L2"},
     "hierarchy.with_bandwidths": {"measured": {"L2": 5000.0}},

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from labs.core import hardware
 from labs.core import precision_study as P
 from labs.core import roofline as R
 
@@ -64,6 +65,33 @@ def test_decode_quant_table_speedup_is_the_byte_ratio():
     assert by["nvfp4"].compute == "fp16" and "weight-only" in by["nvfp4"].note  # H100: no fp4
     assert P.decode_quant_table(4096, 4096, "b200")[3].compute == "fp4"
     assert P.decode_quant_table(4096, 4096, "tpu-v5e")[0].compute == "bf16"
+
+
+def test_weight_only_formats_dequantise_to_the_fastest_16_bit_precision_a_device_has():
+    """Lab 3 timed CPU decode GEMVs against an fp16 baseline and dequantised to fp16, though
+    torch's CPU fp16 matmul is emulated (0.44 GFLOP/s at 1024^3 against bf16's 121 and
+    fp32's 50 on this machine): the table read 12x for int8."""
+    cpu = hardware.custom("a measured CPU", bandwidth_gbs=6.1, memory_gb=25,
+                          peaks={"fp32": 0.050, "fp16": 0.00044, "bf16": 0.121, "int8": 0.041})
+    assert P.dequant_target(cpu) == "bf16"
+    rows = P.decode_quant_table(4096, 4096, cpu)
+    assert rows[0].storage == "bf16" and rows[0].speedup == 1.0
+    by = {r.storage: r for r in rows}
+    assert by["nvfp4"].compute == "bf16" and by["int4-g128"].compute == "bf16"
+    # memory-bound at 6.1 GB/s: bf16 weights 2 B each, 4096^2 of them, and the two vectors
+    assert rows[0].seconds == pytest.approx(2 * (4096 * 4096 + 2 * 4096) / 6.1e9)
+    slow16 = hardware.custom("slow 16-bit", bandwidth_gbs=6.1, memory_gb=25,
+                             peaks={"fp32": 0.050, "fp16": 0.00044})
+    assert P.dequant_target(slow16) == "fp32"
+    # GPUs keep fp16 (fp16 and bf16 share a peak: the first wins), TPUs bf16
+    assert P.dequant_target("h100-sxm") == "fp16" and P.dequant_target("tpu-v5e") == "bf16"
+    assert P.decode_quant_table(4096, 4096, "h100-sxm")[0].storage == "fp16"
+
+
+def test_a_measurement_faster_than_its_own_bound_is_flagged():
+    rows = P.decode_quant_table(4096, 4096, "h100-sxm", ["fp16", "fp8"])
+    merged = P.merge_measured(rows, {"fp16": 0.5 * rows[0].seconds, "fp8": 2 * rows[1].seconds})
+    assert merged[0]["below_bound"] is True and merged[1]["below_bound"] is False
 
 
 def test_unknown_op():
@@ -153,14 +181,36 @@ def test_percent_error():
 
 
 def test_naive_bandwidth_is_low_by_the_iteration_count_for_a_gemv():
-    nb = P.naive_bandwidth("gemv", {"n": 4096, "k": 4096}, "fp16", "h100-sxm", iterations=100)
-    one = 2 * (4096 + 4096 * 4096 + 4096)
+    # Kai's 14336 x 4096 GEMV (117 MB) does not fit the H100's 50 MiB L2: every iteration
+    # streams from HBM
+    nb = P.naive_bandwidth("gemv", {"n": 14336, "k": 4096}, "fp16", "h100-sxm", iterations=100)
+    one = 2 * (4096 + 14336 * 4096 + 14336)
+    assert nb.fits_in_l2 is False and nb.l2_gbs is None
     assert nb.seconds == pytest.approx(100 * one / 3350e9)  # memory-bound: bytes / bandwidth
     assert nb.traffic_gbs == pytest.approx(3350)  # the run used the full bandwidth ...
     assert nb.naive_gbs == pytest.approx(33.5)  # ... the naive figure is 100x lower
     assert nb.verdict == "too_low"
     one_run = P.naive_bandwidth("gemm", SQUARE, "fp16", "h100-sxm", iterations=1)
     assert one_run.verdict == "about_right"  # one GEMM: footprint = compulsory traffic
+
+
+def test_a_working_set_that_fits_in_l2_is_timed_at_the_l2_bandwidth_after_the_first_pass():
+    """A 4096 x 4096 fp16 GEMV (33.6 MB) fits the H100's 50 MiB L2: its repeats were timed at
+    the HBM bandwidth, so 'bandwidth really used' read 3,350 GB/s, the HBM's, beside a callout
+    saying L2 traffic can exceed it. The first iteration comes from HBM, the 99 others from L2
+    at the 6.65 TB/s measured (openxla/xla's GPU cost model)."""
+    nb = P.naive_bandwidth("gemv", {"n": 4096, "k": 4096}, "fp16", "h100-sxm", iterations=100)
+    one = 2 * (4096 + 4096 * 4096 + 4096)
+    assert nb.fits_in_l2 is True and nb.l2_gbs == 6650.0 and "measured" in nb.l2_source
+    assert nb.seconds == pytest.approx(one / 3350e9 + 99 * one / 6650e9)
+    assert 3350 < nb.traffic_gbs < 6650  # above the HBM's: the repeats hit the cache
+    assert nb.traffic_gbs == pytest.approx(100 / (1 / 3350 + 99 / 6650), rel=1e-9)
+    # the B200's 126.5 MiB L2 holds Kai's 117 MB; no L2 bandwidth is published for it, so the
+    # repeats stay at the HBM's 7,700 GB/s and the model says so
+    b200 = P.naive_bandwidth("gemv", {"n": 14336, "k": 4096}, "fp16", "b200", iterations=100)
+    assert b200.fits_in_l2 is True and b200.l2_gbs is None
+    assert "no published L2 bandwidth" in b200.l2_source
+    assert b200.traffic_gbs == pytest.approx(7700)
 
 
 def test_naive_bandwidth_compute_bound_gemm_uses_the_compute_time():

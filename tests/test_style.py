@@ -278,6 +278,15 @@ def test_memory_budget_bar_fits_and_oom_in_words():
     assert "repeating-linear-gradient" in oom  # overflow hatched, not only coloured
 
 
+def test_a_usable_budget_is_called_usable_not_the_device_s_memory():
+    """A budget against 90% of the device read "the device has 77.3 GB" (the device has 85.9)."""
+    oom = style.memory_budget_bar({"weights": 16e9, "KV cache": 70e9}, 77.3e9, usable=True).text
+    assert "needs 86.0 GB, the usable memory is 77.3 GB" in oom and "the device has" not in oom
+    assert "crosses the usable memory" in oom and "usable 77.3 GB" in oom
+    fits = style.memory_budget_bar({"weights": 16e9}, 77.3e9, usable=True).text
+    assert "16.0 GB of 77.3 GB usable" in fits
+
+
 def test_budget_summary_names_the_crossing_term():
     s = style.budget_summary({"weights": 60e9, "KV cache": 30e9, "act": 5e9}, 80e9)
     assert s["crossing"] == "KV cache" and s["over"] == pytest.approx(15e9)

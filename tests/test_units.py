@@ -43,7 +43,8 @@ def test_error_callout_takes_the_exception():
     assert "fp8 is not available" in out and "&#x27;fp8" not in out and "'fp8" not in out
 
 
-def test_intensity_unit_counts_integer_math_in_operations_per_byte():
+def test_an_integer_ridge_is_in_operations_per_byte_next_to_tops():
+    """Lab 3's device card read "int8 peak (dense) 1,979 TOPS, ridge 591 FLOP/B"."""
     assert units.intensity_unit("int8") == "OP/B"
     assert [units.intensity_unit(p) for p in ("fp32", "bf16", "fp8")] == ["FLOP/B"] * 3
 

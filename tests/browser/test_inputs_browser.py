@@ -38,6 +38,13 @@ def test_circuit_weights_refuse_out_of_range_and_keep_the_last_good(page, artifa
                                                                     lab_servers):
     with lab_servers.run(LAB3) as server:
         page.goto(server.url)
+        # the boxes belong to Part 4's explorer, which opens once Predictions 1 to 3 are locked
+        for k in range(1, 4):
+            page.get_by_role("button", name=LOCK).first.wait_for(state="visible")
+            fill_first_prediction(page)
+            # the locked card replaces the form before the next one is filled
+            wait_until(page, lambda: page.get_by_text("Locked prediction:").count() >= k,
+                       f"Prediction {k} locked")
         box = page.get_by_role("textbox", name="fp16", exact=True)
         box.wait_for(state="visible")
         for typed in ("0", "-5", "1e9"):

@@ -101,6 +101,14 @@ def sweep_square_gemm(sizes: Iterable[int] = SQUARE_SIZES, precision: str = "fp3
                                              min_reps=min_reps, progress=progress)]
 
 
+def _size_share(n: int, still_to_time: Sequence[int]) -> float:
+    """The share of the budget left that size ``n`` may spend, of the sizes ``still_to_time``
+    (``n`` first): in proportion to N², so the larger sizes, where a GEMM reaches its peak,
+    keep most of it (an equal split let 512³ spend a third of a CPU's budget and left too
+    little to time 1024³: the "peak" was 512³'s 8 GFLOP/s against 50 at 1024³)."""
+    return n * n / sum(m * m for m in still_to_time)
+
+
 def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, min_reps,
                   progress) -> list[tuple[dict, Measurement | None]]:
     p = _precision(precision, GEMM_PRECISIONS)
@@ -122,7 +130,9 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
                "threads": None, "roof": roof, "device": dev.info.name}
         m = None
         left = budget_s - (time.perf_counter() - t0)
-        need = cost.flops / rate * (min_reps + 3) if rate else None  # rate rises with N: safe
+        # the timer's 3 warm-up calls and min_reps timed ones at the rate the last size reached
+        # at its fastest (the rate rises with N, so this overestimates: safe)
+        need = cost.flops / rate * (min_reps + 3) if rate else None
         ok, why = fits(estimate_bytes("gemm", (n, n, n), p, flush_l2=flush_l2,
                                       kind=dev.info.kind), dev.info)
         if stop:
@@ -135,7 +145,7 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
             row["status"] = (f"skipped: needs ~{need:.1f} s, {left:.1f} s of the "
                              f"{_seconds(budget_s)} budget left")
         else:
-            share = left / sum(1 for later in ns[i:] if later in fitting)
+            share = left * _size_share(n, [later for later in ns[i:] if later in fitting])
             try:  # 200 repetitions pin a median; more would starve the larger sizes
                 m = cases.time_gemm(n, n, n, p, device=dev.info, budget_s=0.8 * share,
                                     warmup_s=min(0.1, 0.2 * share), min_reps=min_reps,
@@ -144,7 +154,7 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
                 row["status"] = f"skipped: {e}"
                 stop = "skipped: a smaller size already ran out of memory"
         if m is not None:
-            rate = m.flops / m.median_s
+            rate = m.flops / m.min_s
             row.update(measured_tflops=m.achieved_tflops, median_ms=m.median_s * 1e3,
                        p10_ms=m.p10_s * 1e3, p90_ms=m.p90_s * 1e3, reps=m.reps,
                        threads=m.threads)

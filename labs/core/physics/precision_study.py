@@ -27,14 +27,20 @@ from labs.core.physics._validate import (
     text,
 )
 
-# Weight-only quantisation as measured (Labs 2 and 3 read these as ``precision_study.*``).
+# Weight quantisation in decode: the table per format, and what kernels measured (Labs 2 and 3
+# read these as ``precision_study.*``).
 from labs.core.physics.weight_only import (  # noqa: F401
     GPT_FAST_SOURCE,
     MARLIN_SOURCE,
     WEIGHT_ONLY_MEASURED,
     MeasuredWeightOnly,
+    QuantRow,
+    decode_quant_table,
+    dequant_target,
     is_weight_only,
     measured_weight_only_text,
+    merge_measured,
+    percent_error,
 )
 
 OPS = ("gemm", "gemv", "mlp_train")
@@ -135,55 +141,6 @@ def rho_change(op: str, shape: Mapping[str, int], hw, before: str, after: str) -
         if not r.supported:
             raise ValueError(r.reason)
     return b.rho / a.rho
-
-
-@dataclass(frozen=True)
-class QuantRow:
-    storage: str
-    compute: str
-    bytes: float
-    seconds: float
-    # vs the baseline (first) row, by the roofline: an upper bound, since it charges the bytes
-    # and not the dequantisation a weight-only kernel also does (WEIGHT_ONLY_MEASURED)
-    speedup: float
-    byte_ratio: float  # baseline bytes / these bytes
-    regime: str
-    note: str
-
-
-def _dequant_target(d: _hw.Device) -> str:
-    """Where weight-only formats dequantise to: fp16, else bf16 (TPUs), else fp32."""
-    for p in ("fp16", "bf16", "fp32"):
-        if d.has(p):
-            return p
-    raise KeyError(f"{d.name} has no fp16, bf16 or fp32 rate to dequantise weights to")
-
-
-def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] = (
-        "fp16", "fp8", "int8", "nvfp4", "int4-g128"), *, batch: int = 1) -> list[QuantRow]:
-    """Decode (batch-1 GEMV-like) weight quantization: predicted time per format, speedup vs the
-    first row. A format with its own compute rate that the device has runs W=A in it (e.g. W8A8:
-    the activation vector is quantised too, so the math runs at that rate); any other format is
-    weight-only: activations stay fp16 (bf16/fp32 where the device lacks fp16) and the weights
-    are dequantised to them. Memory-bound, so the roofline's speedup is about the byte ratio:
-    a ceiling that measured kernels fall short of (:data:`WEIGHT_ONLY_MEASURED`)."""
-    d = _hw.get(hw, arg="hw")
-    n, k, batch = positive_int("n", n), positive_int("k", k), positive_int("batch", batch)
-    rows = []
-    for s in sequence("storages", storages):
-        fmt = _fmt.get(s, arg="storages")
-        native = fmt.native_compute
-        if native and d.has(native):
-            act, note = fmt.key, f"W and A in {fmt.label}: {native} math"
-        else:
-            act = _dequant_target(d)
-            note = f"weight-only: dequantised to {act} (activations {act})"
-        c = F.gemm(batch, n, k, act, weight_precision=fmt.key)
-        tb = R.time_bounds(c.flops, c.bytes, d, c.compute)
-        rows.append((fmt.key, c.compute, c.bytes, tb.lower, tb.regime, note))
-    base_bytes, base_t = rows[0][2], rows[0][3]
-    return [QuantRow(s, c, b, t, base_t / t, base_bytes / b, reg, note)
-            for s, c, b, t, reg, note in rows]
 
 
 # --- Lab 3 additions: how rho splits into its two factors, and the naive measurements ---------
@@ -322,20 +279,19 @@ def tf32_misreading(op: str, shape: Mapping[str, int], hw) -> TF32Misreading:
                           float(R.attainable_tflops(c.ai, d, "tf32")))
 
 
-def percent_error(measured: float, predicted: float) -> float:
-    """(measured - predicted) / predicted x 100, in %. For times: positive = slower than
-    predicted; for throughputs: positive = faster."""
-    return (positive("measured", measured) - positive("predicted", predicted)) / predicted * 100
-
-
 @dataclass(frozen=True)
 class NaiveBandwidth:
     """'Peak memory / time' against 'traffic / time' for ``iterations`` runs on a device.
-    The run is assumed to take its roofline lower bound (each iteration max(compute, memory))."""
+    The run is assumed to take its roofline lower bound (each iteration max(compute, memory)):
+    the first from HBM; the later ones, when the working set fits in the L2, from the L2 at
+    its published measured bandwidth (``l2_gbs``), or at HBM's where none is published (then
+    ``traffic_gbs`` is a lower bound on what the cache gives)."""
 
     fvt: FootprintVsTraffic
     seconds: float  # all iterations
     l2_bytes: float | None = None  # the device's last-level cache, where the registry has it
+    l2_gbs: float | None = None  # the L2 bandwidth the repeats were timed at (measured)
+    l2_source: str = ""  # where l2_gbs comes from, or why there is none
 
     @property
     def fits_in_l2(self) -> bool | None:
@@ -368,8 +324,21 @@ def naive_bandwidth(op: str, shape: Mapping[str, int], storage: str, hw, *,
     d = _hw.get(hw, arg="hw")
     fvt = footprint_vs_traffic(op, shape, storage, compute, iterations=iterations)
     c = op_cost(op, shape, storage, compute)
-    one = R.time_bounds(c.flops, c.bytes, d, c.compute).lower
-    return NaiveBandwidth(fvt, one * fvt.iterations, d.l2_bytes)
+    tb = R.time_bounds(c.flops, c.bytes, d, c.compute)
+    fits = d.l2_bytes is not None and fvt.footprint_bytes <= d.l2_bytes
+    if not fits:
+        return NaiveBandwidth(fvt, tb.lower * fvt.iterations, d.l2_bytes)
+    from labs.core.physics.hierarchy import L2_MEASURED_GBS  # the measured L2 figures
+
+    l2_gbs, l2_source = L2_MEASURED_GBS.get(d.key, (None, (
+        f"no published L2 bandwidth for the {d.name}: the repeats are timed at its HBM "
+        "bandwidth, so the traffic's bandwidth is at least what is shown")))
+    if l2_gbs is None:
+        return NaiveBandwidth(fvt, tb.lower * fvt.iterations, d.l2_bytes, None, l2_source)
+    # the first iteration brings the working set in from HBM; the others read it from L2
+    repeat = max(tb.t_compute, c.bytes / (l2_gbs * 1e9))
+    return NaiveBandwidth(fvt, tb.lower + repeat * (fvt.iterations - 1), d.l2_bytes, l2_gbs,
+                          l2_source)
 
 
 def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:
@@ -385,32 +354,6 @@ def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:
             f"O projection {m.d_model}×{q}": (m.d_model, q),
             f"gate or up projection {m.d_ff}×{m.d_model}": (m.d_ff, m.d_model),
             f"down projection {m.d_model}×{m.d_ff}": (m.d_model, m.d_ff)}
-
-
-def merge_measured(rows: Sequence[QuantRow], measured_s: Mapping[str, float]) -> list[dict]:
-    """The decode quantization table with measured times beside the predicted ones.
-
-    ``measured_s``: {storage: median seconds} for the formats that were timed. Each output row:
-    storage, compute, predicted_s, predicted_speedup, measured_s, measured_speedup (vs the
-    first row's measured time, when it was timed) and error_pct = (measured - predicted) /
-    predicted x 100; None where not measured."""
-    rows = _rows(rows, QuantRow)
-    measured_s = mapping("measured_s", measured_s, allow_empty=True)
-    unknown = [k for k in measured_s if k not in {r.storage for r in rows}]
-    if unknown:
-        raise KeyError(f"measured_s has times for formats not in rows: {unknown!r}; rows "
-                       f"has {', '.join(r.storage for r in rows) or 'none'}")
-    base = measured_s.get(rows[0].storage) if rows else None
-    out = []
-    for r in rows:
-        m = measured_s.get(r.storage)
-        if m is not None:
-            positive(f"measured_s[{r.storage!r}]", m)
-        out.append({"storage": r.storage, "compute": r.compute, "predicted_s": r.seconds,
-                    "predicted_speedup": r.speedup, "measured_s": m,
-                    "measured_speedup": base / m if (m is not None and base is not None) else None,
-                    "error_pct": percent_error(m, r.seconds) if m is not None else None})
-    return out
 
 
 def row_label(row: PrecisionRow) -> str:

@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 from labs.core.physics import hardware, roofline
 from labs.core.physics.units import rate_unit
 from labs.core.ui import labelplace
-from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
+from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _measured, _num, ridge_label
 from labs.core.ui.tokens import (
     COLORS,
     DEVICE_COLORS,
@@ -88,13 +88,7 @@ class Roof:
 
     @property
     def ridge_label(self) -> str:
-        return ridge_label(self.precision, self.ridge)
-
-
-def ridge_label(precision: str, ridge: float) -> str:
-    """'ridge (fp16, dense) = 295 FLOP/B': a ridge point always names its precision (or
-    'vector, non-tensor' for the ceiling elementwise ops run at)."""
-    return f"ridge ({roofline.ceiling_label(precision)}) = {_num(ridge)} FLOP/B"
+        return ridge_label(self.precision, self.ridge, measured=_measured(self.device))
 
 
 #: How the vector (non-tensor) ceiling is drawn: its own colour, dash and ridge symbol.
@@ -138,7 +132,8 @@ def resolve_roofs(roofs) -> list[Roof]:
             used.setdefault(color, d.key)
         vec = "vector ceiling (non-tensor)"
         if one_device:
-            name = vec if p == roofline.VECTOR else f"{p} (dense)"
+            kind = "measured" if _measured(d) else "dense"
+            name = vec if p == roofline.VECTOR else f"{p} ({kind})"
         else:
             name = f"{short_name(d)} · {'vector' if p == roofline.VECTOR else p}"
         out.append(Roof(d, p, roofline.peak_tflops(d, p), roofline.ridge_point(d, p), color,

@@ -118,7 +118,10 @@ def _unit_factor(rest: str, units: str, typed: str) -> float:
         factor = _unit_only(r[1:], units) if r[1:] else 1.0
         if factor is not None:
             return _SUFFIX[r[0].lower()] * factor
-    want = (f"this box is in {units}: enter a number of {units}" if units
+    # a symbol is not a thing to count: "a number of ×" reads oddly, so say "a plain number"
+    # (the range that follows names the symbol)
+    counted = f"a number of {units}" if any(c.isalpha() for c in units) else "a plain number"
+    want = (f"this box is in {units}: enter {counted}" if units
             else "this box takes a plain number, without a unit")
     if units == "" and r == "%":
         want += " (write 60% as 0.6)"

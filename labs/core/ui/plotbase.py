@@ -10,6 +10,7 @@ import numbers
 
 import plotly.graph_objects as go
 
+from labs.core.physics import roofline
 from labs.core.ui.tokens import template
 
 #: Legend below the plot, left-aligned (shared by every builder).
@@ -37,3 +38,19 @@ def _num(x: float) -> str:
     if x >= 1:
         return f"{x:.3g}"
     return f"{x:.2g}"
+
+
+def _measured(device) -> bool:
+    """Whether ``device`` is a machine's measured roofline (``EmpiricalRoofline.as_device``):
+    its peaks are what its GEMMs reached, not a spec sheet's dense peaks."""
+    return device.memory_type == "measured"
+
+
+def ridge_label(precision: str, ridge: float, *, measured: bool = False) -> str:
+    """'ridge (fp16, dense) = 295 FLOP/B': a ridge point always names its precision (or
+    'vector, non-tensor' for the ceiling elementwise ops run at); a measured roof's says
+    'measured': "dense" is a spec sheet's word (no 2:4 sparsity)."""
+    label = roofline.ceiling_label(precision)
+    if measured:
+        label = label.replace(", dense", ", measured")
+    return f"ridge ({label}) = {_num(ridge)} FLOP/B"

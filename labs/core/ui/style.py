@@ -253,9 +253,11 @@ def regime_badge(regime: str) -> mo.Html:
         f'<span style="width:.6em;height:.6em;border-radius:50%;background:{c}"></span>{r}</span>')
 
 
-def memory_budget_bar(terms: dict[str, float], capacity_bytes: float) -> mo.Html:
+def memory_budget_bar(terms: dict[str, float], capacity_bytes: float, *,
+                      usable: bool = False) -> mo.Html:
     """Stacked bar of memory terms against device capacity; OOM is also stated in words
-    (which term crosses capacity and by how much the total is over)."""
+    (which term crosses capacity and by how much the total is over). ``usable``: the capacity
+    is the share of the device's memory a budget may use, and is called so."""
     s = budget_summary(terms, capacity_bytes)
     t = s["terms"]
     scale = max(s["total"], capacity_bytes)
@@ -275,15 +277,19 @@ def memory_budget_bar(terms: dict[str, float], capacity_bytes: float) -> mo.Html
                 f'background:repeating-linear-gradient(45deg,transparent 0 5px,'
                 f'{_tint(COLORS["danger"], .85)} 5px 8px)"></div>')
     pct = f'{100 * s["fraction"]:.0f}%'
+    has, cap_name = ("the usable memory is", "usable") if usable else ("the device has",
+                                                                        "capacity")
     if s["fits"]:
         status = (f'<strong style="color:{COLORS["ok"]}">✓ Fits</strong>: '
-                  f'{format_bytes(s["total"])} of {format_bytes(capacity_bytes)} ({pct}), '
+                  f'{format_bytes(s["total"])} of {format_bytes(capacity_bytes)}'
+                  f'{" usable" if usable else ""} ({pct}), '
                   f'{format_bytes(s["free"])} free')
     else:
         status = (f'<strong style="color:{COLORS["danger"]}">✗ Out of memory</strong>: needs '
-                  f'{format_bytes(s["total"])}, the device has {format_bytes(capacity_bytes)}: '
+                  f'{format_bytes(s["total"])}, {has} {format_bytes(capacity_bytes)}: '
                   f'{format_bytes(s["over"])} over ({pct}). '
-                  f'<strong>{_t(s["crossing"])}</strong> is the term that crosses capacity.')
+                  f'<strong>{_t(s["crossing"])}</strong> is the term that crosses '
+                  f'{"the usable memory" if usable else "capacity"}.')
     return mo.Html(
         f'<div role="img" aria-label="{"fits" if s["fits"] else "out of memory"}">'
         f'<div style="margin-bottom:.3em">{status}</div>'
@@ -293,7 +299,7 @@ def memory_budget_bar(terms: dict[str, float], capacity_bytes: float) -> mo.Html
         f'border-left:2px dashed {FG}"></div></div>'
         f'<div style="display:flex;flex-wrap:wrap;gap:.2em 1em;font-size:.82rem;margin-top:.3em">'
         + "".join(legend)
-        + f'<span style="color:{MUTED_FG}">┆ capacity {format_bytes(capacity_bytes)}</span>'
+        + f'<span style="color:{MUTED_FG}">┆ {cap_name} {format_bytes(capacity_bytes)}</span>'
           f"</div></div>")
 
 
