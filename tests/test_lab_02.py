@@ -186,7 +186,8 @@ def test_compute_precision_follows_from_weights_and_activations(env, app):
 
 def test_committing_designs_records_decisions_and_verdicts(env, app):
     # edge: int8 weights (weight-only) on the AGX Orin pass 20 tokens/s at spec (25.4) but not
-    # at the share of their byte ratio gpt-fast measured (16.3 at the achievable 85% of the bandwidth): not ruled out, and not met
+    # at the share of their byte ratio gpt-fast measured (16.3 at the achievable 85% of the
+    # bandwidth): not ruled out, and not met
     outputs, defs = app.run(defs={**PREDICTIONS, **_formats(weights="int8"), **_commit("edge")})
     assert defs["last_commit"].not_ruled_out and not defs["last_commit"].meets_target
     assert "Not ruled out" in _texts(outputs) and "gpt-fast" in _texts(outputs)
