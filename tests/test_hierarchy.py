@@ -521,14 +521,42 @@ def test_reduction_served_by_the_level_that_holds_it():
     assert big.binding == "DRAM" and big.use("DRAM").ai == pytest.approx(0.25)
 
 
-def test_flash_tile_levels_are_lab4s_formulas():
+def test_flash_tile_levels_are_lab4s_formulas_and_l2_shares_each_heads_k_and_v():
     h = H.gpu_hierarchy("h100-sxm", "bf16")
     k = H.flash_kernel(1, 32, 4096, 128, 128, 128, "bf16")
     p = H.place(k, h)
     assert p.uses[0].bytes == FU.flash_onchip_bytes(1, 32, 4096, 4096, 128, 128, 128, "bf16")
-    assert p.use("HBM").bytes == FU.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128,
-                                                              "bf16")
+    # L2 serves K and V to every query tile (Lab 4's tiled traffic) ...
+    assert p.use("L2").bytes == FU.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128,
+                                                             "bf16")
+    # ... but the query tiles running at once share each head's K and V there: HBM serves
+    # Q, K, V and O once, 4 x 32 x 4096 x 128 x 2 B = 134 MB, not 2.2 GB (a head's 32 query
+    # tiles run in one wave of 132 CTAs; the problem, 134 MB, does not fit the 50 MB L2)
+    assert p.use("L2").holds == "wave"
+    assert p.use("HBM").bytes == 4 * 32 * 4096 * 128 * 2
     assert k.working_set == FU.flash_tile(128, 128, 128, "h100-sxm", "bf16").smem_bytes
+    # L2 binds: 4 S^2 d H FLOPs over (2 + 2 x 32) S d H b bytes, x 6.65 TB/s = 825 TFLOP/s
+    ai = 4 * 4096 / ((2 + 2 * 32) * 2)
+    assert p.binding == "L2" and p.attainable_tflops == pytest.approx(ai * 6650 / 1e3)
+
+
+def test_a_waves_query_tiles_share_their_heads_k_and_v_in_l2():
+    from labs.core.physics import flash_tiles as FT
+
+    # H100 (132 SMs), S = 2048, B_q = 128: 16 query tiles a head, so a wave runs
+    # ceil(132 / 16) = 9 heads' tiles and starts part-way through a tenth
+    assert FT.wave_heads(1, 32, 2048, 128, 132) == 10
+    assert FT.wave_heads(1, 4, 2048, 128, 132) == 4  # no more heads than there are
+    # two K/V blocks of 128 x 128 bf16 each for K and for V, per head: 2 x 10 x 2 x 32 KiB
+    assert FT.wave_footprint_bytes(1, 32, 2048, 128, 128, 128, 132) == 2 * 10 * 2 * 128 * 128 * 2
+    # S = 16384 on an A100 (108 SMs): 128 query tiles a head need two waves, each reading the
+    # head's K and V: (2 + 2 x 2) x 32 x 16384 x 128 x 2 B; on an H100 (132) one wave
+    assert FT.wave_hbm_bytes(1, 32, 16384, 128, 128, 108) == 6 * 32 * 16384 * 128 * 2
+    assert FT.wave_hbm_bytes(1, 32, 16384, 128, 128, 132) == 4 * 32 * 16384 * 128 * 2
+    # an L2 too small for the wave's K/V blocks keeps one tile's share: no wave
+    assert FT.wave_misses(1, 32, 2048, 128, 128, 128, 132, 1 * MIB, "bf16") is None
+    with pytest.raises(ValueError, match="block_q"):
+        FT.wave_hbm_bytes(1, 32, 2048, 128, 0, 132)
 
 
 # --- general rules --------------------------------------------------------------------------

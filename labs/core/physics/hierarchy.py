@@ -21,7 +21,8 @@ loads. Each later level serves the misses of the level above it, and a level's m
   so HBM traffic is set by the wave's footprint in L2, not by one tile's reuse alone
   (CUTLASS's threadblock swizzle and cuBLAS's rasterisation arrange the wave so; the JAX
   scaling book's GPU chapter describes the same L2 reuse). This is what puts large bf16
-  GEMMs under the compute roof, as cuBLAS measures (tests/test_reality_anchors.py);
+  GEMMs under the compute roof, as cuBLAS measures (tests/test_reality_anchors.py). A
+  flash-attention tile's wave shares each head's K and V the same way (:mod:`flash_tiles`);
 * the kernel's **reuse** bytes, when its tile (working set) fits in the share of the level one
   core or SM can use (``Level.tile_capacity_bytes``);
 * otherwise its **streaming** bytes: the tile does not fit, the cache thrashes, and the level
@@ -83,6 +84,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from labs.core.physics import flash_tiles as _ft
 from labs.core.physics import formulas as F
 from labs.core.physics import fusion as _fu
 from labs.core.physics import hardware as _hw
@@ -469,6 +471,8 @@ class KernelModel:
     l1_bytes: float | None = None  # misses of a GPU's L1 for a kernel that stages nothing (the
     # thread block's shared loads); None: L1 is not modelled for it (it is a cache level like
     # any other)
+    attention: tuple | None = None  # (batch, heads, S, d, B_q, B_kv, precision) of a flash
+    # tile: its waves share K and V in L2 (flash_tiles)
 
 
 def staged_gemm_bytes(tile_m, tile_n, k, bytes_per_element, *, bk: int = GEMM_BK,
@@ -583,8 +587,10 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
                  precision: str = "bf16") -> KernelModel:
     """Lab 4's flash-attention tile: level 0 serves ``fusion.flash_onchip_bytes``; a level
     holding the Q, K, V tiles ((Bq d + 2 Bkv d) b) passes on ``flash_attention_hbm_bytes``
-    (K and V re-read once per query tile); the fp32 accumulators stay in registers. The tiles
-    are staged in shared memory (a bigger tile fails to launch); the matmuls use tensor cores."""
+    (K and V re-read once per query tile); a level shared by a wave of query tiles (a GPU's
+    L2) passes on each head's K and V once per wave (``flash_tiles.wave_hbm_bytes``); the fp32
+    accumulators stay in registers. The tiles are staged in shared memory (a bigger tile fails
+    to launch); the matmuls use tensor cores."""
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     s, d = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim)
     if bq > s or bkv > s:
@@ -596,7 +602,8 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
     return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
                        (bq * d + 2 * bkv * d) * b, cost.bytes,
                        f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}",
-                       MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b)
+                       MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b,
+                       attention=(batch, heads, s, d, bq, bkv, precision))
 
 
 def _fmt_bytes(x: float) -> str:
@@ -929,6 +936,9 @@ def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
             m, n, k, t, b, tn, _cluster = kernel.gemm
             if wave_footprint_bytes(m, n, t, lv.sharers, b, tile_n=tn) <= lv.capacity_bytes:
                 wave = wave_gemm_bytes(m, n, k, t, lv.sharers, b, tile_n=tn)
+        elif kernel.attention is not None and lv.sharers > 1 and not last:
+            *shape, prec = kernel.attention
+            wave = _ft.wave_misses(*shape, lv.sharers, lv.capacity_bytes, prec)
         if kernel.footprint <= lv.capacity_bytes and not last:
             holds, miss = "problem", kernel.compulsory_bytes
         elif wave is not None:
