@@ -265,7 +265,9 @@ def _(INSTRUMENTS, measure, mo, staircase_prediction, style, sweep_controls):
         mo.md("The figure below starts with the course's reference machine (a recorded run). "
               "Press the button to add yours: 16 KiB to 8 times your last-level cache, one "
               "thread, each size timed in two rounds; nothing runs until you press it. Your "
-              "Prediction 1 is graded against your own staircase."),
+              "Prediction 1 is graded against your own staircase where its cache plateaus "
+              "sit far enough apart to tell L2's from its neighbours' (the comparison below "
+              "says which)."),
         sweep_controls,
     ])
     return (staircase_open,)
@@ -1678,6 +1680,7 @@ def _(
                  and sawtooth_run.kind == "cuda" else
                  "Throughput ÷ that at the tile multiple ≤ N"),
         title="GEMM throughput vs N, measured and modelled")
+    _note = _note[:1].upper() + _note[1:]
     mo.vstack([sawtooth_figure, mo.md(f"*{_note}. Each N is compared with the largest "
                                       "multiple of the tile at or below it, measured and "
                                       "modelled alike (that takes out the slow rise of small "

@@ -830,7 +830,7 @@ def test_the_sawtooth_reads_plainly_and_its_prompt_fits_a_flat_curve():
     assert len(fig.layout.title.text) <= 60
     assert fig.layout.yaxis.title.text == "Throughput ÷ that at the tile multiple ≤ N"
     text = shown(outputs)
-    assert "assumed micro-kernel width" in text  # the note, below the figure now
+    assert "Assumed micro-kernel width" in text  # the note, below the figure now
     assert "or is it flat?" in text and "how deep are they?" not in text
 
 
