@@ -13,6 +13,7 @@ def _():
     from labs.core import (figures, formulas, fusion, hardware, hierarchy, live, measure,
                            quantization, quiz, reference_machine, reveal, roofline, staircase,
                            style, units)
+    from labs.core.physics import misconceptions
 
     LAB_ID = "lab05"
     return (
@@ -24,6 +25,7 @@ def _():
         hierarchy,
         live,
         measure,
+        misconceptions,
         mo,
         quantization,
         quiz,
@@ -92,7 +94,7 @@ def _(quantization, quiz):
     NAIVE_Q = {"n": 1024}
     TILE_Q = {"n": 8192, "register_tile": 64, "from": 64, "to": 128}
     SHRINK_Q = {"big": 2**20, "small": 2**10}
-    WAVE_Q = {"device": "h100-sxm", "tile": quantization.GPU_GEMM_TILE, "from": 1408,
+    WAVE_Q = {"device": "h100-sxm", "tile": quantization.GPU_GEMM_TILE, "from": 1280,
               "to": 1536}
     BINDING_OPTIONS = {"The compute roof": "compute", "The HBM roof": "HBM",
                        "The L2 roof": "L2", "The L1 / shared-memory roof": "L1 / shared memory"}
@@ -114,19 +116,25 @@ def _(quantization, quiz):
             "lab05.wave_fraction": ["ratio:wave", "share:wave"],
         },
         instruments={
-            # Part 1: the OS's cache sizes, the sweep, its staircase, plateaus and comparison
+            # Part 1: the OS's cache sizes, the sweep, its staircase, plateaus and comparison,
+            # and the peek at how plateaus are found (a merge threshold, bytes per call)
             "staircase": ["bandwidth:memory_levels", "ratio:staircase", "bytes:working_set",
                           "share:spread", "time:sweep"],
-            # Part 2: every level's bytes, AI, roof and the binding level, for fixed tiles
+            # Part 2: every level's bytes, AI, roof and the binding level, for fixed tiles, and
+            # the peek at one AI per level (the GPUs' L2 bandwidths, the vector ceiling)
             "roofline": ["intensity", "throughput", "regime", "choice:binding_level",
                          "bytes:level_traffic", "bandwidth:memory_levels"],
-            # Part 3: the tiled GEMM at any tile (T = 1 is the naive kernel)
+            # Part 3: the tiled GEMM at any tile (T = 1 is the naive kernel), its comparison,
+            # and the peek at tiles, waves and the fit (cuBLAS's share of the peak)
             "tiling": ["bytes:tile_traffic", "ratio:tile_traffic", "intensity", "throughput",
-                       "regime", "bandwidth:memory_levels"],
-            # Part 4: time per call vs bytes, and the fitted line
-            "call_overhead": ["time:call", "ratio:call_time", "bytes:call", "bandwidth:call"],
-            # Part 4: square GEMMs across tile boundaries, measured beside the model
-            "sawtooth": ["ratio:wave", "share:wave", "throughput:sawtooth"],
+                       "regime", "bandwidth:memory_levels", "share:library_peak"],
+            # Part 4: time per call vs bytes, the fitted line, its overhead-bound band, and
+            # the peek at the fixed cost
+            "call_overhead": ["time:call", "ratio:call_time", "bytes:call", "bandwidth:call",
+                              "regime:call"],
+            # Part 4: the quantisation model on the question's case, square GEMMs measured
+            # across tile boundaries beside it (about 12 s), and the peek at tiles and waves
+            "sawtooth": ["ratio:wave", "share:wave", "throughput:sawtooth", "time:measurement"],
         })
     return (
         BINDING_OPTIONS,
@@ -198,9 +206,11 @@ def _(get_staircase, lab, quiz, set_staircase):
         lab, "lab05.staircase_ratio",
         question="**Prediction 1.** Reading an array of W bytes over and over (one thread): "
                  "while W fits in the L2 cache the reads run at L2's bandwidth, and far past the "
-                 "last-level cache at DRAM's. On this machine (you measure it below; where it "
-                 "cannot be measured, the course's reference machine), how many times higher "
-                 "is the L2 plateau than the DRAM plateau?",
+                 "last-level cache at DRAM's. On this machine (you measure it below), how many "
+                 "times higher is the L2 plateau than the DRAM plateau? Graded against your "
+                 "own staircase where its cache plateaus sit far enough apart to tell L2's "
+                 "from its neighbours'; where they do not, or where nothing can be measured, "
+                 "against the course's reference machine.",
         units="×", lo=1, hi=1000, locked=get_staircase(), on_lock=set_staircase)
     quiz.prediction_panel(staircase_form, get_staircase())
     return
@@ -220,8 +230,10 @@ def _(STAIRCASE_Q, get_staircase, lab, reference_machine, reveal, staircase):
                     f"{_low.bandwidth_gbs:.1f} GB/s: {_ratio:.1f}×. A cache sits next to the "
                     "core and answers in a few cycles; DRAM is off chip and shared. Every "
                     "student's machine differs: a student is graded against their own "
-                    "measurement (the result their lab records from their staircase), or this "
-                    "reference machine where theirs cannot be measured.")
+                    "measurement (the result their lab records from their staircase) where its "
+                    "other plateaus sit far enough from L2's for the band to tell them apart, "
+                    "or against this reference machine where they do not or theirs cannot be "
+                    "measured.")
     reveal.card(staircase_prediction)
     return (staircase_prediction,)
 
@@ -253,7 +265,9 @@ def _(INSTRUMENTS, measure, mo, staircase_prediction, style, sweep_controls):
         mo.md("The figure below starts with the course's reference machine (a recorded run). "
               "Press the button to add yours: 16 KiB to 8 times your last-level cache, one "
               "thread, each size timed in two rounds; nothing runs until you press it. Your "
-              "Prediction 1 is graded against your own staircase."),
+              "Prediction 1 is graded against your own staircase where its cache plateaus "
+              "sit far enough apart to tell L2's from its neighbours' (the comparison below "
+              "says which)."),
         sweep_controls,
     ])
     return (staircase_open,)
@@ -363,6 +377,7 @@ def _(
     hierarchy_run,
     hierarchy_unavailable,
     lab,
+    misconceptions,
     mo,
     quiz,
     reference_machine,
@@ -371,24 +386,42 @@ def _(
     staircase_prediction,
     style,
 ):
-    # Graded against the student's own staircase (the result recorded here); where this
-    # machine cannot be measured (no torch, a browser build), against the reference machine.
+    # Graded against the student's own staircase (the result recorded here) where its other
+    # plateaus sit far enough from L2's for the band to tell them apart; where they do not,
+    # or this machine cannot be measured (no torch, a browser build), against the reference
+    # machine: the band must never reward a neighbouring cache's plateau.
     mo.stop(not staircase_open)
     _args = (STAIRCASE_Q["upper"], STAIRCASE_Q["lower"])
     _reference = staircase.plateau_ratio(reference_machine.plateaus(), *_args)
+    _tol = misconceptions.tolerance("lab05.staircase_ratio")
     if hierarchy_run is not None and hierarchy_run["levels"]:
         _mem = hierarchy_run["sweep"].memory_name  # main memory: DRAM, or HBM on a GPU
         try:
-            _out = mo.vstack([mo.md(f"**Prediction vs reality** · your machine's L2 plateau "
-                                    f"over its {_mem} plateau (graded):"),
-                              quiz.compare(staircase_prediction, staircase.plateau_ratio(
-                                  hierarchy_run["levels"], _args[0], _mem), units="×",
-                                  fmt=".1f", lab=lab)])
+            _sep = staircase.ratio_separation(hierarchy_run["levels"], _args[0], _mem, _tol,
+                                              misconceptions.WRONG_MARGIN)
         except KeyError as _e:
             _out = style.error_callout(
                 f"{_e}\n\nRaise the time budget and measure again: the sweep needs several "
                 "sizes inside L2 and several past your last-level cache.",
                 title="Your sweep did not find both plateaus.")
+        else:
+            if _sep.separates:
+                _out = mo.vstack([mo.md(f"**Prediction vs reality** · your machine's L2 "
+                                        f"plateau over its {_mem} plateau (graded):"),
+                                  quiz.compare(staircase_prediction, _sep.ratio, units="×",
+                                               fmt=".1f", lab=lab)])
+            else:
+                _near = ("one memory roof (a ratio of 1)" if _sep.nearest == staircase.ONE_ROOF
+                         else f"its {_sep.nearest} plateau ({_sep.nearest_ratio:.1f}× "
+                              f"{_mem}'s)")
+                _out = mo.vstack([
+                    mo.md(f"**Prediction vs the reference machine** (graded). Your machine's "
+                          f"L2 plateau is {_sep.ratio:.1f}× its {_mem} plateau, but {_near} "
+                          f"sits only {_sep.factor:.2f}× from that: a {_tol:g}× band cannot "
+                          "tell L2 from its neighbour on this machine, so your prediction is "
+                          "graded against the reference machine's ratio:"),
+                    quiz.compare(staircase_prediction, _reference, units="×", fmt=".1f",
+                                 lab=lab)])
     elif hierarchy_unavailable is not None:
         _out = mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
                                 "cannot be measured here):"),
@@ -417,8 +450,9 @@ def _(lab, mo, quiz, staircase_prediction):
 
 
 @app.cell
-def _(mo, staircase_prediction, style):
-    mo.stop(staircase_prediction is None)  # the equations give the answer away
+def _(INSTRUMENTS, mo, staircase_prediction, style):
+    # how plateaus are found (a merge threshold, the bytes per call): the staircase's method
+    mo.stop(INSTRUMENTS.gate("staircase", staircase_prediction) is not None)
     style.math_peek("the staircase", r"""
     One timed call reads $B$ bytes (about 4 MiB: a small working set $W$ is read $B/W$ times,
     a large one chunk by chunk) in $t$ seconds: bandwidth $= B / t$. Once the first pass has
@@ -844,8 +878,9 @@ def _(binding_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(binding_prediction, mo, style):
-    mo.stop(binding_prediction is None)  # the equations give the answer away
+def _(INSTRUMENTS, binding_prediction, mo, staircase_prediction, style):
+    # one AI and one roof per level, with the GPUs' L2 bandwidths: what the explorer shows
+    mo.stop(INSTRUMENTS.gate("roofline", staircase_prediction, binding_prediction) is not None)
     style.math_peek("one arithmetic intensity per level", r"""
     A kernel does $F$ FLOPs. Level $\ell$ (L1 / shared memory, L2, ..., DRAM/HBM) serves
     $Q_\ell$ bytes: the core's loads at the first level, the misses of the level above at
@@ -1176,17 +1211,22 @@ def _(TILE_Q, hierarchy):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     OPENING,
     TILE_Q,
+    binding_prediction,
     hierarchy,
     lab,
     mo,
     quiz,
+    staircase_prediction,
     tile_prediction,
     tile_ratio_on,
 ):
-    # Graded on the machine the question names, whatever the picker shows.
-    mo.stop(tile_prediction is None)
+    # Graded on the machine the question names, whatever the picker shows; the factor is what
+    # the tiling instrument shows, so it opens with it.
+    mo.stop(INSTRUMENTS.gate("tiling", staircase_prediction, binding_prediction,
+                             tile_prediction) is not None)
     _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
     mo.vstack([mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register tile "
                      f"{TILE_Q['register_tile']}, T {TILE_Q['from']} → {TILE_Q['to']}, on the "
@@ -1224,8 +1264,17 @@ def _(lab, mo, quiz, tile_prediction):
 
 
 @app.cell
-def _(mo, style, tile_prediction):
-    mo.stop(tile_prediction is None)  # the equations give the answer away
+def _(
+    INSTRUMENTS,
+    binding_prediction,
+    mo,
+    staircase_prediction,
+    style,
+    tile_prediction,
+):
+    # tiles, waves, regimes and the fit: what the tiling instrument shows
+    mo.stop(INSTRUMENTS.gate("tiling", staircase_prediction, binding_prediction,
+                             tile_prediction) is not None)
     style.math_peek("tiles, traffic and the fit", r"""
     $C = AB$ in $T \times T$ output tiles, each kept while its row panel of $A$ and column
     panel of $B$ stream past (``roofline.tiled_gemm_bytes``): $A$ is re-read once per tile
@@ -1337,6 +1386,18 @@ def _(live):
 
 
 @app.cell
+def _(INSTRUMENTS, mo, overhead_button, shrink_prediction):
+    _wait = INSTRUMENTS.gate("call_overhead", shrink_prediction)
+    mo.stop(_wait is not None, _wait)
+    call_overhead_open = True  # the cells below that read it open with this one
+    mo.vstack([mo.md("The figure starts with the reference machine's recorded run; the button "
+                     "times yours (about 5 s, one thread, 256 B to 4 MiB per call). Your "
+                     "Prediction 4 is graded against your own measurement."),
+               overhead_button])
+    return (call_overhead_open,)
+
+
+@app.cell
 def _(INSTRUMENTS, live, measure, overhead_button, quiz, shrink_prediction):
     # Only while the per-call instrument is open; it reads only the predictions that
     # instrument waits for, so a later lock does not re-run it and lose the measurement.
@@ -1353,18 +1414,6 @@ def _(INSTRUMENTS, live, measure, overhead_button, quiz, shrink_prediction):
             overhead_unavailable = None if _info.available else _info.message
     _message
     return overhead_run, overhead_unavailable
-
-
-@app.cell
-def _(INSTRUMENTS, mo, overhead_button, shrink_prediction):
-    _wait = INSTRUMENTS.gate("call_overhead", shrink_prediction)
-    mo.stop(_wait is not None, _wait)
-    call_overhead_open = True  # the cells below that read it open with this one
-    mo.vstack([mo.md("The figure starts with the reference machine's recorded run; the button "
-                     "times yours (about 5 s, one thread, 256 B to 4 MiB per call). Your "
-                     "Prediction 4 is graded against your own measurement."),
-               overhead_button])
-    return (call_overhead_open,)
 
 
 @app.cell
@@ -1460,6 +1509,19 @@ def _(lab, mo, quiz, shrink_prediction):
 
 
 @app.cell
+def _(INSTRUMENTS, mo, shrink_prediction, style):
+    # the fixed cost's equation and its overhead-bound range: what the per-call figure shows
+    mo.stop(INSTRUMENTS.gate("call_overhead", shrink_prediction) is not None)
+    style.math_peek("a fixed cost per call", r"""
+    A call that reads $W$ bytes once takes $t(W) = t_0 + W/\beta$ (the fixed cost $t_0$,
+    Python and the library's dispatch, or a kernel launch, comes first: the two add). Below
+    $W^* = t_0\,\beta$ the call is overhead-bound: shrinking $W$ by $1000\times$ saves at most
+    $W/\beta$, not $t_0$.
+    """)
+    return
+
+
+@app.cell
 def _(mo, style):
     mo.vstack([
         mo.md("Second, sizes that do not divide evenly."),
@@ -1528,19 +1590,19 @@ def _(WAVE_Q, fusion, get_wave, lab, quantization, reveal):
 
 @app.cell
 def _(
+    INSTRUMENTS,
     WAVE_Q,
     figures,
     fusion,
     hardware,
     mo,
     quantization,
-    quiz,
     wave_prediction,
 ):
-    # The model's curve for the question's own case: no widget moves it, it waits for its
-    # prediction alone.
-    mo.stop(wave_prediction is None,
-            quiz.gate_notice("Lock Prediction 5 first: this shows what it asks."))
+    # The model's curve for the question's own case: no widget moves it; the sawtooth
+    # instrument's first view (its notice; the views below stop silently).
+    _wait = INSTRUMENTS.gate("sawtooth", wave_prediction)
+    mo.stop(_wait is not None, _wait)
     _sms = fusion.onchip(WAVE_Q["device"]).sms
     _ns = list(range(512, 4097, 32))
     wave_figure = figures.sawtooth_figure(
@@ -1561,6 +1623,18 @@ def _(live):
 
 
 @app.cell
+def _(INSTRUMENTS, mo, sawtooth_button, wave_prediction):
+    mo.stop(INSTRUMENTS.gate("sawtooth", wave_prediction) is not None)  # one notice, above
+    sawtooth_open = True  # the cells below that read it open with this one
+    mo.vstack([mo.md("On your machine: the button times square GEMMs whose N crosses tile "
+                     "boundaries (a GPU: bf16, waves of tiles; a CPU: fp32 on one core, the "
+                     "BLAS micro-kernel's tiles; about 12 s). Until then, the reference "
+                     "machine's recorded run is shown."),
+               sawtooth_button])
+    return (sawtooth_open,)
+
+
+@app.cell
 def _(INSTRUMENTS, live, measure, quiz, sawtooth_button, wave_prediction):
     # Only while the sawtooth instrument is open; it reads only the predictions that
     # instrument waits for, so a later lock does not re-run it and lose the measurement.
@@ -1574,19 +1648,6 @@ def _(INSTRUMENTS, live, measure, quiz, sawtooth_button, wave_prediction):
                          "this machine” to time the GEMMs here (about 12 s).")
     _message
     return (sawtooth_run,)
-
-
-@app.cell
-def _(INSTRUMENTS, mo, sawtooth_button, wave_prediction):
-    _wait = INSTRUMENTS.gate("sawtooth", wave_prediction)
-    mo.stop(_wait is not None, _wait)
-    sawtooth_open = True  # the cells below that read it open with this one
-    mo.vstack([mo.md("On your machine: the button times square GEMMs whose N crosses tile "
-                     "boundaries (a GPU: bf16, waves of tiles; a CPU: fp32 on one core, the "
-                     "BLAS micro-kernel's tiles; about 12 s). Until then, the reference "
-                     "machine's recorded run is shown."),
-               sawtooth_button])
-    return (sawtooth_open,)
 
 
 @app.cell
@@ -1612,12 +1673,20 @@ def _(
             _ns, [r[1] for r in reference_machine.SAWTOOTH], _tile, 1, per_tile=True)
         _who, _note = (f"reference machine ({reference_machine.MACHINE}, recorded)",
                        f"assumed micro-kernel width {_tile}; one thread")
+    # a short title (the plotly modebar sits at its right end); what was assumed goes below
     sawtooth_figure = figures.sawtooth_figure(
         _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
-        y_title=("Throughput vs the best" if sawtooth_run is not None
-                 and sawtooth_run.kind == "cuda" else "Throughput vs the tile multiple below"),
-        title=f"GEMM throughput vs N: {_note}")
-    sawtooth_figure
+        y_title=("Throughput ÷ the best N's" if sawtooth_run is not None
+                 and sawtooth_run.kind == "cuda" else
+                 "Throughput ÷ that at the tile multiple ≤ N"),
+        title="GEMM throughput vs N, measured and modelled")
+    _note = _note[:1].upper() + _note[1:]
+    mo.vstack([sawtooth_figure, mo.md(f"*{_note}. Each N is compared with the largest "
+                                      "multiple of the tile at or below it, measured and "
+                                      "modelled alike (that takes out the slow rise of small "
+                                      "GEMMs, a fixed cost per call).*"
+                                      if sawtooth_run is None or sawtooth_run.kind != "cuda"
+                                      else f"*{_note}.*")])
     return
 
 
@@ -1638,22 +1707,20 @@ def _(lab, mo, quiz, wave_prediction):
     mo.stop(wave_prediction is None)
     wave_explain = quiz.explain_form(
         lab, "lab05.wave_fraction",
-        observe_label="Where are the steps of the sawtooth on the model and on your machine, "
-                      "and how deep are they?",
-        explain_label="Why can a larger N, with a higher arithmetic intensity, run slower?")
+        observe_label="Where are the model's steps, and how deep? Does the curve measured on "
+                      "your machine show them, or is it flat?",
+        explain_label="Why can a larger N, with a higher arithmetic intensity, run slower, "
+                      "and why might a library's measured curve not dip where the model "
+                      "does?")
     wave_explain
     return
 
 
 @app.cell
-def _(mo, shrink_prediction, style, wave_prediction):
-    mo.stop(shrink_prediction is None or wave_prediction is None)  # the equations give answers
-    style.math_peek("fixed costs and quantisation", r"""
-    **A fixed cost per call.** A call that reads $W$ bytes once takes
-    $t(W) = t_0 + W/\beta$ (the fixed cost $t_0$, Python and the library's dispatch, or a
-    kernel launch, comes first: the two add). Below $W^* = t_0\,\beta$ the call is
-    overhead-bound: shrinking $W$ by $1000\times$ saves at most $W/\beta$, not $t_0$.
-
+def _(INSTRUMENTS, mo, style, wave_prediction):
+    # tiles and waves, the model's sawtooth: what the sawtooth instrument shows
+    mo.stop(INSTRUMENTS.gate("sawtooth", wave_prediction) is not None)
+    style.math_peek("tiles and waves", r"""
     **Tiles.** An $N \times N$ output cut into $T \times T$ tiles pays for
     $\lceil N/T \rceil^2$ whole tiles: tile efficiency $N^2 / (T\lceil N/T \rceil)^2$.
     **Waves.** With one tile per SM at a time on $S$ SMs the tiles run in

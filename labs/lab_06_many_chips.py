@@ -33,14 +33,17 @@ def _():
     # on PCIe Gen5.
     SERVE_REF = {"model": "llama-3-70b", "device": "h100-pcie", "link": "pcie5-x16",
                  "batch": 1, "seq_len": 8192}
-    # Part 3: data-parallel training on 4 HGX A100 nodes: NVLink 3 inside each node, 4
-    # InfiniBand HDR NICs per node (one per two GPUs, as in NVIDIA/nccl-tests issue 119's
-    # measured cluster), bf16 gradients, NCCL's Ring.
+    # Part 3: data-parallel training on 4 DGX A100 nodes: NVLink 3 inside each node, 8
+    # InfiniBand HDR NICs per node (one per GPU, as in NVIDIA/nccl issue 812's measured
+    # cluster), bf16 gradients, NCCL's Ring. With 8 NICs the node's egress sits near NVLink
+    # 3's bandwidth, so a hierarchical all-reduce lands on either side of the Ring
+    # (pipelined faster, one level after the other slower) and the graded band tells both
+    # apart (labs.core.physics.misconceptions.lab06).
     # Prediction 5 asks how long the gradient all-reduce takes (a time, not a difference of
     # two bounds, which would double any error in either); the wait it leaves after the
     # backward pass is shown once it is locked.
     TRAIN_REF = {"model": "llama-3-8b", "device": "a100-sxm-80gb", "n": 32, "link": "nvlink3",
-                 "nic": "ib-hdr", "nics_per_node": 4, "grad_bytes": 2, "tokens_per_gpu": 1024,
+                 "nic": "ib-hdr", "nics_per_node": 8, "grad_bytes": 2, "tokens_per_gpu": 1024,
                  "algorithm": "ring"}
     # What each prediction's answer follows from, and what each instrument shows: an
     # instrument opens once every prediction whose quantities it shows is locked (LABS_SPEC §3)
@@ -359,8 +362,17 @@ def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
 
 
 @app.cell
-def _(ALLREDUCE_REF, allreduce_prediction, collectives, lab, mo, quiz):
-    mo.stop(allreduce_prediction is None)
+def _(
+    ALLREDUCE_REF,
+    INSTRUMENTS,
+    allreduce_prediction,
+    collectives,
+    lab,
+    mo,
+    quiz,
+):
+    # the ring's time and what NCCL reaches: what the all-reduce instrument shows
+    mo.stop(INSTRUMENTS.gate("allreduce", allreduce_prediction) is not None)
     allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
     _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
     _real_ms = collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3
@@ -391,14 +403,15 @@ def _(allreduce_actual_ms, lab, quiz):
         lab, "lab06.allreduce_ms",
         observe_label=f"The model gives {allreduce_actual_ms:.3g} ms. Which of the datasheet's "
                       "numbers did you use, and which factor did you miss or add?",
-        explain_label="Why does a ring all-reduce send about 2 × S per GPU whatever n, and "
-                      "why is the right bandwidth the one-way figure?")
+        explain_label="Why does a ring all-reduce send about twice S per GPU whatever n, "
+                      "and why is the right bandwidth the one-way figure?")
     return
 
 
 @app.cell
-def _(allreduce_prediction, mo, style):
-    mo.stop(allreduce_prediction is None)  # the equations give the answer away
+def _(INSTRUMENTS, allreduce_prediction, mo, style):
+    # the ring's equations and its measured bus bandwidth: what the all-reduce instrument shows
+    mo.stop(INSTRUMENTS.gate("allreduce", allreduce_prediction) is not None)
     style.math_peek("the α-β model of a ring collective", r"""
     A ring of $n$ participants cuts the message of $S$ bytes into $n$ chunks. A
     **reduce-scatter** passes chunks around the ring $n-1$ times, each step sending $S/n$
@@ -444,7 +457,12 @@ def _(mo):
 
 @app.cell
 def _(live, mo):
-    comm_workers = mo.ui.slider(2, 8, value=2, show_value=True, label="Worker processes")
+    from labs.core.measure.comm_bench import worker_limit as _worker_limit  # no torch
+
+    # as many workers as this machine can run (gloo: one process per CPU), so the slider
+    # offers no setting that a press would refuse
+    comm_workers = mo.ui.slider(steps=list(range(2, _worker_limit() + 1)), value=2,
+                                show_value=True, label="Worker processes")
     comm_budget = mo.ui.slider(4, 30, value=8, show_value=True,
                                label="Time budget (s, after the workers start)")
     comm_backend_choice = mo.ui.dropdown(
@@ -466,14 +484,24 @@ def _(live):
 
 
 @app.cell
+def _(mo):
+    # The last measurement that succeeded: a press that is refused or fails says why above
+    # it, and leaves it on the page.
+    get_comm_last, set_comm_last = mo.state(None)
+    return get_comm_last, set_comm_last
+
+
+@app.cell
 def _(
     INSTRUMENTS,
     allreduce_prediction,
     comm_button,
     comm_settings,
+    get_comm_last,
     lab,
     live,
     mo,
+    set_comm_last,
 ):
     _wait = INSTRUMENTS.gate("measure", allreduce_prediction)
     mo.stop(_wait is not None, _wait)
@@ -483,20 +511,34 @@ def _(
     _settings = comm_settings()
     _workers, _budget, _backend = _settings.workers, _settings.budget, _settings.backend
     comm_status = _bench.comm_backend(_backend)  # imports torch: now
-    mo.stop(not comm_status.available, mo.callout(
-        mo.md(f"**No collective can run here.** {comm_status.message}"), kind="warn"))
-    comm_run = live.gated_run(
-        comm_button, lambda progress: _bench.measure_collectives(
-            _workers, _bench.COMM_SIZES, _backend, budget_s=_budget, progress=progress),
-        total=1 + 3 * len(_bench.COMM_SIZES),
-        title=f"Timing collectives across {_workers} workers")
-    lab.record("result", "lab06.measured_collectives", {
-        "backend": comm_run.backend, "world_size": comm_run.world_size,
-        "device": comm_run.device, "torch": comm_run.torch_version,
-        "fits": [{k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in r.items()}
-                 for r in comm_run.fit_rows()], "fit_errors": comm_run.fit_errors})
-    mo.callout(mo.md(f"{comm_status.message} Measured in {comm_run.elapsed_s:.0f} s "
-                     f"({comm_run.device}, torch {comm_run.torch_version})."), kind="info")
+    if comm_status.available:
+        _run, _problem = live.run_if_pressed(
+            comm_button, lambda progress: _bench.measure_collectives(
+                _workers, _bench.COMM_SIZES, _backend, budget_s=_budget, progress=progress),
+            total=1 + 3 * len(_bench.COMM_SIZES),
+            title=f"Timing collectives across {_workers} workers")
+    else:
+        _run, _problem = None, mo.callout(
+            mo.md(f"**No collective can run here.** {comm_status.message}"), kind="warn")
+    if _run is not None:
+        set_comm_last(_run)
+        lab.record("result", "lab06.measured_collectives", {
+            "backend": _run.backend, "world_size": _run.world_size,
+            "device": _run.device, "torch": _run.torch_version,
+            "fits": [{k: float(f"{v:.4g}") if isinstance(v, float) else v
+                      for k, v in r.items()} for r in _run.fit_rows()],
+            "fit_errors": _run.fit_errors})
+        _note = mo.callout(mo.md(f"{comm_status.message} Measured in "
+                                 f"{_run.elapsed_s:.0f} s ({_run.device}, torch "
+                                 f"{_run.torch_version})."), kind="info")
+    else:
+        _run = get_comm_last()  # the last good measurement, if any, stays below
+        mo.stop(_run is None, _problem)
+        _note = mo.vstack([_problem, mo.md(
+            f"*Below: your last measurement ({_run.backend}, {_run.world_size} workers, "
+            f"{_run.device}).*")])
+    comm_run = _run
+    _note
     return (comm_run,)
 
 
@@ -559,11 +601,12 @@ def _(comm_run, lab, mo, quiz):
 @app.cell
 def _(mo):
     mo.md(r"""
-    ## Part 2 · Tensor parallelism: two questions first
+    ## Part 2 · Tensor parallelism: three questions first
 
-    Two engineers shard a model's matmuls across GPUs. Their questions come first, together:
-    the instruments that follow (a sharded block under three roofs, and a decode step sharded
-    n ways) answer both, so they open once both are locked.
+    Two engineers shard a model's matmuls across GPUs. Their three questions come first,
+    together: the instruments that follow (a sharded block under three roofs, and a decode
+    step sharded n ways) answer all three, and time an all-reduce as Prediction 1 asks, so
+    they open once Predictions 1 to 4 are locked.
     """)
     return
 
@@ -608,10 +651,10 @@ def _(
     set_shard_fast,
     set_shard_slow,
 ):
-    _ask = (": one GeLU MLP block (2 matmuls, one all-reduce), at large batch. By the "
-            "roofline (compute at the dense peak, links at their datasheet bandwidth), below "
-            "what per-GPU slice **F/n** (elements of the hidden dimension) is the block "
-            "communication-bound?")
+    _ask = (": one GeLU MLP block, 2 matmuls and one ring all-reduce (NCCL_ALGO=Ring), "
+            "at large batch. By the roofline (compute at the dense peak, links at their "
+            "datasheet bandwidth), below what per-GPU slice **F/n** (elements of the hidden "
+            "dimension) is the block communication-bound?")
     shard_slow_form = quiz.numeric_form(
         lab, "lab06.tp_shard_pcie",
         question=f"**Prediction 2.** {SHARD_REF['n']} "
@@ -1026,9 +1069,19 @@ def _(lab, mo, quiz, shard_actual):
 
 
 @app.cell
-def _(mo, shard_fast_prediction, shard_slow_prediction, style):
-    # the equations give the answer away
-    mo.stop(shard_slow_prediction is None or shard_fast_prediction is None)
+def _(
+    INSTRUMENTS,
+    allreduce_prediction,
+    mo,
+    serve_prediction,
+    shard_fast_prediction,
+    shard_slow_prediction,
+    style,
+):
+    # the block's equations: its link intensity, critical slice, regimes and the ring
+    # all-reduce's bytes (Prediction 1's method), as the three-roof instrument shows them
+    mo.stop(INSTRUMENTS.gate("tp_block", allreduce_prediction, shard_slow_prediction,
+                             shard_fast_prediction, serve_prediction) is not None)
     style.math_peek("the link roof of a Megatron MLP block", r"""
     A GeLU MLP $y = \text{gelu}(xW_u)\,W_d$ with $x: T \times N$, hidden size $F$, split over
     $n$ chips: $W_u$ by columns (each chip its $F/n$ slice, no communication), $W_d$ by rows
@@ -1274,8 +1327,19 @@ def _(lab, mo, quiz, serve_actual):
 
 
 @app.cell
-def _(mo, serve_prediction, style):
-    mo.stop(serve_prediction is None)  # the equations give the answer away
+def _(
+    INSTRUMENTS,
+    allreduce_prediction,
+    mo,
+    serve_prediction,
+    shard_fast_prediction,
+    shard_slow_prediction,
+    style,
+):
+    # the decode step's equations, the ring all-reduce's time among them (Prediction 1's
+    # method), as the serving instrument shows them
+    mo.stop(INSTRUMENTS.gate("serving", allreduce_prediction, shard_slow_prediction,
+                             shard_fast_prediction, serve_prediction) is not None)
     style.math_peek("a decode step sharded n ways", r"""
     Per GPU, with weights $W$, KV cache $K_v$ and $H_{kv}$ KV heads:
 
@@ -1314,10 +1378,12 @@ def _(TRAIN_REF, collectives, hardware, models, style):
     style.scenario_card(
         "Mei Tan", "training-infrastructure engineer",
         f"Next we pre-train {_m.name} data-parallel on our older cluster: {TRAIN_REF['n']} "
-        f"{_d.name} GPUs in {TRAIN_REF['n'] // _lk.domain} HGX A100 nodes of {_lk.domain}, "
+        f"{_d.name} GPUs in {TRAIN_REF['n'] // _lk.domain} DGX A100 nodes of {_lk.domain}, "
         f"{_lk.short_name} inside each node and {TRAIN_REF['nics_per_node']} "
-        f"{_nic.short_name} NICs per node between them (one per "
-        f"{_lk.domain // TRAIN_REF['nics_per_node']} GPUs). Each GPU has its own "
+        f"{_nic.short_name} NICs per node between them ("
+        + ("one per GPU" if _lk.domain == TRAIN_REF["nics_per_node"] else
+           f"one per {_lk.domain // TRAIN_REF['nics_per_node']} GPUs")
+        + "). Each GPU has its own "
         "copy of the model and its own share of the batch, and every step all-reduces the "
         f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB). Adam's fp32 "
         "states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients plus fp32 "
@@ -1351,18 +1417,20 @@ def _(
     _m = models.get(TRAIN_REF["model"])
     _lk, _nic = collectives.get_link(TRAIN_REF["link"]), collectives.get_link(TRAIN_REF["nic"])
     _rails = TRAIN_REF["nics_per_node"]
+    _per = _lk.domain // _rails
+    # The node's hardware and the algorithm's name only: how NCCL's Ring uses the NICs is
+    # the question's crux, told by the reveal and the explanation.
     train_form = quiz.numeric_form(
         lab, "lab06.dp_allreduce_ms",
         question=f"**Prediction 5.** {_m.name} ({_m.params / 1e9:.2f} B parameters), "
                  f"{TRAIN_REF['n']} {hardware.get(TRAIN_REF['device']).name} GPUs in nodes "
-                 f"of {_lk.domain} (**{_lk.short_name}** inside, **{_rails} {_nic.short_name} "
-                 f"NICs per node**, one per {_lk.domain // _rails} GPUs, between nodes). Each "
-                 "step all-reduces the "
+                 f"of {_lk.domain}: **{_lk.short_name}** inside a node; between nodes "
+                 f"**{_rails} {_nic.short_name} NICs per node** ("
+                 + ("one per GPU" if _per == 1 else f"one per {_per} GPUs")
+                 + f", {_nic.quoted}). Each step all-reduces the "
                  f"**bf16 gradients** ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB) "
-                 f"with **NCCL's Ring algorithm**: {_rails} rings, one per NIC, each running "
-                 f"through all {TRAIN_REF['n']} GPUs and carrying 1/{_rails} of the "
-                 "gradients. Links at their datasheet bandwidth: how many **milliseconds** "
-                 "does that all-reduce take?",
+                 "with **NCCL's Ring algorithm** (NCCL_ALGO=Ring). Links at their datasheet "
+                 "bandwidth: how many **milliseconds** does that all-reduce take?",
         units="ms", lo=0.01, hi=1e6, locked=get_train(), on_lock=set_train)
     quiz.prediction_panel(train_form, get_train())
     return
@@ -1375,6 +1443,7 @@ def _(TRAIN_REF, collectives, get_train, lab, models, reveal):
                                      nics_per_node=TRAIN_REF["nics_per_node"])
     _t = _p.time("all-reduce", _nbytes, TRAIN_REF["algorithm"])
     _hier = _p.time("all-reduce", _nbytes, "hierarchical")
+    _seq = _p.time("all-reduce", _nbytes, collectives.SEQUENTIAL)
     _real = collectives.collective_path(
         TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
         nics_per_node=TRAIN_REF["nics_per_node"], achievable=True).time("all-reduce", _nbytes)
@@ -1395,9 +1464,11 @@ def _(TRAIN_REF, collectives, get_train, lab, models, reveal):
                     f"{_p.nic.latency_us:g} µs and {_steps - _inter} at "
                     f"{_p.link.latency_us:g} µs = {_p.latency('all-reduce') * 1e6:.3g} µs: "
                     f"{_t * 1e3:.3g} ms. Not one ring through a single "
-                    f"{_p.nic.one_way_gbs:g} GB/s NIC, and not NVLink alone. The hierarchical "
-                    f"algorithm (its NICs carry only 2(M-1)/M of a 1/{_p.g} share) would take "
-                    f"{_hier * 1e3:.3g} ms; at what nccl-tests reaches per NIC "
+                    f"{_p.nic.one_way_gbs:g} GB/s NIC, and not NVLink alone. A hierarchical "
+                    f"all-reduce (its NICs carry only 2(M-1)/M of a 1/{_p.g} share) would take "
+                    f"{_hier * 1e3:.3g} ms with its two levels pipelined, "
+                    f"{_seq * 1e3:.3g} ms run one level after the other; at what nccl-tests "
+                    "reaches per NIC "
                     f"({collectives.link_efficiency(_p.nic).fraction:.0%}) the Ring takes about "
                     f"{_real * 1e3:.3g} ms.")
     reveal.card(train_prediction)
@@ -1415,7 +1486,8 @@ def _(TRAIN_REF, collectives, hardware, mo, models, style):
                                    if lk.kind == "scale-out"}, TRAIN_REF["nic"],
                                   label="NIC between nodes")
     train_algorithm = style.dropdown_on(
-        {"NCCL's Ring (flat)": "ring", "hierarchical (two levels)": "hierarchical"},
+        {"NCCL's Ring (flat)": "ring", "hierarchical, levels pipelined": "hierarchical",
+         "hierarchical, one level after the other": collectives.SEQUENTIAL},
         TRAIN_REF["algorithm"], label="All-reduce algorithm")
     train_model = mo.ui.dropdown({m.name: m.key for m in models.MODELS.values()},
                                  value=models.get(TRAIN_REF["model"]).name, label="Model")
@@ -1620,8 +1692,9 @@ def _(
                           **_case)
     _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
     _path = dict(nic=TRAIN_REF["nic"], nics_per_node=TRAIN_REF["nics_per_node"])
-    _hier = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
-                                  "hierarchical", **_path)
+    _hier, _seq = (collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"],
+                                         TRAIN_REF["link"], _a, **_path)
+                   for _a in ("hierarchical", collectives.SEQUENTIAL))
     _real = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
                                   achievable=True, **_path)
     train_actual_ms = float(f"{_s.t_comm * 1e3:.3g}")
@@ -1637,9 +1710,10 @@ def _(
               f"GPU still waits {_s.t_comm * 1e3:.3g} − {_s.t_bwd * 1e3:.3g} = "
               f"**{_s.t_exposed * 1e3:.3g} ms per step**; without overlap, all "
               f"{_s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would leave "
-              f"{_whole * 1e3:.3g} ms.) The hierarchical algorithm, which tree-like "
-              f"algorithms approach at a few nodes, would take {_hier * 1e3:.3g} ms; at what "
-              f"nccl-tests reaches per NIC "
+              f"{_whole * 1e3:.3g} ms.) A hierarchical all-reduce would take "
+              f"{_hier * 1e3:.3g} ms with its two levels pipelined (tree-like algorithms "
+              f"approach that at a few nodes), {_seq * 1e3:.3g} ms run one level after the "
+              f"other; at what nccl-tests reaches per NIC "
               f"({collectives.link_efficiency(TRAIN_REF['nic']).fraction:.0%}) the Ring "
               f"takes about {_real * 1e3:.3g} ms. "
               "The training instrument above opens on this case: turn overlap on.")])
@@ -1662,8 +1736,19 @@ def _(lab, mo, quiz, train_actual_ms):
 
 
 @app.cell
-def _(mo, style, train_prediction):
-    mo.stop(train_prediction is None)  # the equations give the answer away
+def _(
+    INSTRUMENTS,
+    allreduce_prediction,
+    mo,
+    shard_fast_prediction,
+    shard_slow_prediction,
+    style,
+    train_prediction,
+):
+    # the Ring's seconds per byte across nodes, the critical batch and the overlap: what the
+    # training instrument shows
+    mo.stop(INSTRUMENTS.gate("training", allreduce_prediction, shard_slow_prediction,
+                             shard_fast_prediction, train_prediction) is not None)
     style.math_peek("data parallelism across nodes: the all-reduce against the backward pass",
                     r"""
     Each of $n$ chips runs forward ($2PT$ FLOPs for $P$ parameters and $T$ tokens) and backward
@@ -1679,8 +1764,11 @@ def _(mo, style, train_prediction):
     whatever $M$: the node's NICs together cap the bus bandwidth (nccl-tests: 192 GB/s on two
     DGX A100 with 8 HDR NICs, 96 GB/s on A100 nodes with 4). A **hierarchical** all-reduce (reduce-scatter in the node, an
     all-reduce of each GPU's $1/g_n$ share over its own NIC, all-gather in the node) sends only
-    $2(M-1)/M$ of that share through the NICs: the slower of
-    $2(g_n-1)/g_n / B$ and $2(M-1)/M \cdot 1/(r B_{\text{NIC}})$, faster at a few nodes.
+    $2(M-1)/M$ of that share through the NICs. With its two levels **pipelined** (chunks flow
+    through both at once) it takes the slower of $2(g_n-1)/g_n / B$ and
+    $2(M-1)/M \cdot 1/(r B_{\text{NIC}})$, faster than the Ring at a few nodes; run **one
+    level after the other**, the two add, and with the NICs close to $B$ that is slower than
+    the Ring.
 
     Gradients are all-reduced in buckets as the backward pass produces them, so **only the
     backward pass** can hide the all-reduce; the forward pass needs the updated weights:
@@ -1731,8 +1819,9 @@ def _(
         "are added.",
         "Across nodes, say which algorithm: NCCL's Ring runs one ring per NIC through every "
         "GPU, so the node's NICs together (not one NIC, not NVLink) set its bus bandwidth, "
-        "whatever the node count; a hierarchical all-reduce sends less through the NICs and "
-        "can beat it at a few nodes.",
+        "whatever the node count; a hierarchical all-reduce sends less through the NICs and, "
+        "with its two levels pipelined, can beat it at a few nodes (run one level after the "
+        "other, it can be slower).",
         "Data parallelism is communication-bound below a critical batch per chip set by π and "
         "the all-reduce's bandwidth alone; overlap hides the all-reduce only behind the "
         "backward pass, so below it each GPU waits t_comm − t_bwd per step, and overlap buys "

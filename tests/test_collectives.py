@@ -106,6 +106,32 @@ def test_a_hierarchical_collective_runs_in_two_pipelined_levels():
         2 * 1023 / 1024 * 1e9 / 25e9 + 2 * 1023 * 5e-6)  # scale-out links have no domain
 
 
+def test_a_hierarchical_all_reduce_run_one_level_after_the_other_adds_the_levels():
+    # 4 DGX A100 (NVLink 3, 300 GB/s; 8 HDR NICs of 25 GB/s, one per GPU), 16 GB of gradients.
+    # Node level: 2 x 7/8 x 16 GB / 300 GB/s = 93.33 ms; across nodes each GPU's 1/8 share,
+    # 2 x 3/4 x 2 GB / 25 GB/s = 120 ms. Pipelined: the slower, 120 ms; one level after the
+    # other: 213.33 ms, slower than the flat Ring's 2 x 31/32 x 16 GB / 200 GB/s = 155 ms.
+    # The latencies are the same either way: 14 x 1 µs + 6 x 5 µs = 44 µs.
+    kw = dict(nic="ib-hdr", nics_per_node=8)
+    ring = C.link_time("all-reduce", 16e9, 32, "nvlink3", **kw)
+    piped = C.link_time("all-reduce", 16e9, 32, "nvlink3", "hierarchical", **kw)
+    seq = C.link_time("all-reduce", 16e9, 32, "nvlink3", "hierarchical-sequential", **kw)
+    assert ring == pytest.approx(155e-3 + 56 * 1e-6 + 6 * 5e-6)  # 62 steps, 6 between nodes
+    assert piped == pytest.approx(120e-3 + 44e-6)
+    assert seq == pytest.approx(93.333333e-3 + 120e-3 + 44e-6)
+    assert seq > ring > piped
+    assert C.SEQUENTIAL in C.ALGORITHM_NAMES and "pipelined" in C.ALGORITHM_NAMES["hierarchical"]
+    # within one node there is one level: every algorithm is the ring
+    assert C.link_time("all-reduce", 1e9, 8, "nvlink3", "hierarchical-sequential") == \
+        C.link_time("all-reduce", 1e9, 8, "nvlink3")
+
+
+def test_a_nic_is_named_per_port_not_per_gpu():
+    """A node may have fewer NICs than GPUs (the rails slider), so a NIC's rate is per port."""
+    for key in ("ib-hdr", "ib-ndr"):
+        assert "per port" in C.get_link(key).name and "per GPU" not in C.get_link(key).name
+
+
 def test_a_collective_path_refuses_what_cannot_be_built():
     with pytest.raises(ValueError, match="n=12"):
         C.link_time("all-reduce", 1e9, 12, "nvlink4")  # not whole nodes of 8

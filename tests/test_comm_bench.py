@@ -125,6 +125,15 @@ def no_leftovers():
     assert _children() - before == set(), "a worker process outlived the measurement"
 
 
+@pytest.mark.parametrize("cpus, offered", [(1, 2), (2, 2), (6, 6), (64, 8)])
+def test_the_workers_offered_are_this_machines_cpus_between_two_and_eight(monkeypatch, cpus,
+                                                                         offered):
+    """A slider that offers more workers than CPUs leads a student into a refusal (gloo runs one
+    process per CPU): it offers what the machine can run, and needs no torch to say so."""
+    monkeypatch.setattr(CB, "_cpus", lambda: cpus)
+    assert CB.worker_limit() == offered
+
+
 @pytest.mark.torch
 def test_backend_status_says_why_on_a_machine_without_two_gpus():
     status = CB.comm_backend()

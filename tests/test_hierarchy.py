@@ -521,7 +521,7 @@ def test_reduction_served_by_the_level_that_holds_it():
     assert big.binding == "DRAM" and big.use("DRAM").ai == pytest.approx(0.25)
 
 
-def test_flash_tile_levels_are_lab4s_formulas():
+def test_flash_tile_levels_are_lab4s_formulas_and_l2_shares_each_heads_k_and_v():
     h = H.gpu_hierarchy("h100-sxm", "bf16")
     k = H.flash_kernel(1, 32, 4096, 128, 128, 128, "bf16")
     p = H.place(k, h)
@@ -534,6 +534,9 @@ def test_flash_tile_levels_are_lab4s_formulas():
     assert p.binding == "L2" and p.attainable_tflops == pytest.approx(
         FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm", "bf16").attainable_tflops)
     assert k.working_set == FU.flash_tile(128, 128, 128, "h100-sxm", "bf16").smem_bytes
+    # L2 binds: 4 S^2 d H FLOPs over (2 + 2 x 32) S d H b bytes, x 6.65 TB/s = 825 TFLOP/s
+    ai = 4 * 4096 / ((2 + 2 * 32) * 2)
+    assert p.binding == "L2" and p.attainable_tflops == pytest.approx(ai * 6650 / 1e3)
 
 
 # --- general rules --------------------------------------------------------------------------

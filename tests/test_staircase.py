@@ -193,6 +193,18 @@ def test_wave_quantisation_by_hand():
     assert Q.relative_throughput(1408, 1536, 128, 132) == pytest.approx((144 / 264) / (121 / 132))
 
 
+def test_the_questions_wave_case_tells_the_slips_from_the_model_by_hand():
+    """N = 1,280 -> 1,536 on 132 SMs: 100 tiles in one wave (100/132 busy), then 144 in two
+    (144/264): the model 0.545 / 0.758 = 0.72. A wave that takes the same time whatever K:
+    1.2^3 x 1/2 = 0.864; the first wave taken as full: 144/264 = 0.545."""
+    assert Q.relative_throughput(1280, 1536, 128, 132) == pytest.approx((144 / 264) / (100 / 132))
+    assert Q.relative_throughput_fixed_wave_time(1280, 1536, 128, 132) == pytest.approx(
+        1.2**3 / 2)
+    assert Q.quantization(1536, 1536, 128, 132).efficiency == pytest.approx(144 / 264)
+    # one unit, no waves to speak of: only the cube of N and the tile count's waves
+    assert Q.relative_throughput_fixed_wave_time(64, 128, 64, 1) == pytest.approx(8 / 4)
+
+
 def test_tile_quantisation_by_hand():
     q = Q.quantization(65, 65, 16)  # 5 x 5 tiles of 16 for a 65-wide output
     assert q.tiles == 25 and q.efficiency == pytest.approx(65 * 65 / (80 * 80))
@@ -294,3 +306,27 @@ def test_bad_quantisation_arguments_raise_naming_them(call, match):
 def test_cpu_tile_is_two_vector_registers():
     assert (Q.cpu_gemm_tile(8), Q.cpu_gemm_tile(16)) == (16, 32)
     assert math.isclose(Q.GPU_GEMM_TILE, 128)
+
+
+def _named(**gbs):
+    return [S.Plateau(2.0**i, 2.0**(i + 1), v, 0.01, 4, nm) for i, (nm, v) in enumerate(gbs.items())]
+
+
+def test_a_ratio_band_cannot_tell_l2_from_l3_where_their_plateaus_sit_close():
+    # one AMD EPYC VM: L1d 153.5, L2 110.8, L3 90.5, DRAM 28.9 GB/s. L2/DRAM = 3.834, L3/DRAM
+    # = 3.131 (1.224x from it), L1d/DRAM = 5.311 (1.385x): under 1.5 x 1.05 = 1.575 both
+    sep = S.ratio_separation(_named(L1d=153.5, L2=110.8, L3=90.5, DRAM=28.9), "L2", "DRAM",
+                             1.5, 1.05)
+    assert sep.ratio == pytest.approx(110.8 / 28.9)
+    assert (sep.nearest, sep.nearest_ratio) == ("L3", pytest.approx(90.5 / 28.9))
+    assert sep.factor == pytest.approx(110.8 / 90.5) and not sep.separates
+    # the reference machine: L1d 1.62x and L3 1.7x away from L2: it separates
+    ref = S.ratio_separation(RM.plateaus(), "L2", "DRAM", 1.5, 1.05)
+    assert ref.separates and ref.nearest == "L1d" and ref.factor > 1.575
+    # a machine without L3: the neighbours are L1d and one roof (a ratio of 1)
+    two = S.ratio_separation(_named(L1d=200.0, L2=60.0, DRAM=40.0), "L2", "DRAM", 1.5, 1.05)
+    assert two.nearest == S.ONE_ROOF and two.factor == pytest.approx(1.5) and not two.separates
+    with pytest.raises(ValueError, match="tolerance"):
+        S.ratio_separation(RM.plateaus(), "L2", "DRAM", 0.5)
+    with pytest.raises(KeyError, match="upper='L4'"):
+        S.ratio_separation(RM.plateaus(), "L4", "DRAM", 1.5)

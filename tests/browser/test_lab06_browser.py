@@ -104,7 +104,7 @@ def test_lab06_instructor_copy_draws_every_figure(browser, lab_servers, artifact
                                     ("beyond 8 GPUs the cards span two boxes", "p4-question"),
                                     ("30 steps at 16-way, 2 of them between boxes",
                                      "p4-reveal"),
-                                    ("carrying 1/4 of the gradients", "p5-question"),
+                                    ("with NCCL's Ring algorithm (NCCL_ALGO=Ring)", "p5-question"),
                                     ("Only behind the backward pass", "p5-wait")):
                     where = page.get_by_text(words).first
                     where.scroll_into_view_if_needed()

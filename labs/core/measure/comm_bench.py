@@ -6,6 +6,7 @@ and in a browser (WASM) build; nothing runs at import. API::
 
     status = comm_backend(backend=None)   # CommBackend: .backend "gloo"|"nccl"|None, .message,
                                           # .max_world (CPUs for gloo, GPUs for nccl)
+    worker_limit()                        # the most workers to offer (CPUs, 2..8; no torch)
     run = measure_collectives(world_size=2, sizes=COMM_SIZES, backend=None, budget_s=10)
     run.rows                              # one dict per (op, size): median_s, busbw_gbs, ...
     run.fits["all-reduce"]                # AlphaBetaFit: alpha_s, busbw_gbs, residual, ...
@@ -79,6 +80,18 @@ class CommBackend:
 def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
+
+
+#: The most worker processes a lab offers (Lab 6's slider: one node's ring, 2 to 8).
+MAX_WORKERS = 8
+
+
+def worker_limit() -> int:
+    """The most workers to offer here without importing torch: this machine's logical CPUs
+    (gloo runs one process per CPU; ``comm_backend().max_world`` says the same once torch is
+    loaded), between 2 (a collective needs two) and :data:`MAX_WORKERS`. With NCCL the GPU
+    count is checked when the run starts (``world_size`` more than the GPUs is refused)."""
+    return max(2, min(MAX_WORKERS, _cpus()))
 
 
 def comm_backend(backend: str | None = None) -> CommBackend:

@@ -44,7 +44,11 @@ parameter, every number names its algorithm (:data:`ACROSS_NODES_NOTE`, :func:`c
   of each chip's 1/g share across nodes over its own rail, an all-gather inside the node.
   The NICs carry 2(M-1)/M of a 1/g share, so at a few nodes it beats the flat ring's NIC
   bound (this is what tree-like algorithms, NCCL's Tree, NVLS-Tree and CollNet, approach);
-  the slower level sets the bandwidth time, the latencies add.
+  the chunks flow through both levels at once, so the slower level sets the bandwidth time;
+  the latencies add.
+- ``"hierarchical-sequential"``: the same three phases run one after the other (the textbook
+  version, without pipelining): the levels' bandwidth times add. With the NICs close to the
+  node's link it is slower than the flat Ring.
 - ``"tree"`` (all-reduce only): a tree inside each level (module table above), two levels
   beyond a node like ``"hierarchical"``.
 
@@ -78,7 +82,9 @@ from labs.core.physics._validate import (close_matches, non_negative, positive,
                                           positive_int, shown, text)
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
-ALGORITHMS = ("ring", "hierarchical", "tree")
+#: The hierarchical all-reduce run one level after the other (module docstring).
+SEQUENTIAL = "hierarchical-sequential"
+ALGORITHMS = ("ring", "hierarchical", "hierarchical-sequential", "tree")
 
 
 class UnknownLinkError(KeyError, ValueError):
@@ -161,10 +167,10 @@ _LINKS = [
          "64). RCCL does not drive all 7 links at full rate: measured bus bandwidth is well "
          "below this, and no RCCL measurement is in the project's references",
          1.5, domain=8, notes={"approximate": True}),
-    Link("ib-hdr", "InfiniBand HDR (200 Gb/s per GPU)", 25, "200 Gb/s per port",
+    Link("ib-hdr", "InfiniBand HDR (200 Gb/s per port)", 25, "200 Gb/s per port",
          "NVIDIA ConnectX-6 specifications", "200 Gb/s / 8 = 25 GB/s each way (full duplex)",
          5.0, kind="scale-out"),
-    Link("ib-ndr", "InfiniBand NDR (400 Gb/s per GPU)", 50, "400 Gb/s per port",
+    Link("ib-ndr", "InfiniBand NDR (400 Gb/s per port)", 50, "400 Gb/s per port",
          "NVIDIA ConnectX-7 / Quantum-2 specifications",
          "400 Gb/s / 8 = 50 GB/s each way (full duplex); one port per GPU as in HGX H100 nodes",
          5.0, kind="scale-out"),
@@ -258,7 +264,9 @@ ACROSS_NODES_NOTE = (
     "the NICs, so at a few nodes it can beat the Ring's NIC bound: tree-like algorithms "
     "(NCCL's Tree, NVLS-Tree, CollNet) approach it. Its levels are pipelined, so the slower "
     "level's bandwidth time sets the pace and the latencies add (jax-ml/scaling-book, 'How to "
-    "Think About GPUs', cross-node collectives: T = max(T at node, T in scale-out network)).")
+    "Think About GPUs', cross-node collectives: T = max(T at node, T in scale-out network)). "
+    "Run one level after the other instead, the levels' times add, and with the NICs close to "
+    "the node's link it is slower than the Ring.")
 
 
 @dataclass(frozen=True)
@@ -449,7 +457,8 @@ class Path:
         """The bandwidth term per byte of ``nbytes``. One node: factor / B. Across nodes, the
         flat Ring: factor(n) / the slower of B_node and the node's NIC egress (each NIC carries
         its ring's share 2(n-1)/n times); hierarchical and tree: the slower of the pipelined
-        levels, factor(g) / B_node and factor(M) / g / B_rail."""
+        levels, factor(g) / B_node and factor(M) / g / B_rail; hierarchical-sequential: the
+        two added (one level after the other)."""
         o = _op(op)
         a = _algorithm(o, algorithm)
         if not self.hierarchical:
@@ -459,7 +468,7 @@ class Path:
         cross = bandwidth_factor(o, self.nodes, a) / self.g / (self.rail_gbs * 1e9)
         node = (bandwidth_factor(o, self.g, a) / (self.node_gbs * 1e9) if self.g > 1
                 else 0.0)
-        return max(node, cross)
+        return node + cross if a == SEQUENTIAL else max(node, cross)
 
     def time(self, op, nbytes, algorithm: str = "ring") -> float:
         s = positive("nbytes", nbytes)
@@ -491,8 +500,11 @@ class Path:
 
 #: What each algorithm is called where a lab names it.
 ALGORITHM_NAMES = {"ring": "NCCL's Ring (flat: one ring per NIC through every GPU)",
-                   "hierarchical": "hierarchical (reduce-scatter in the node, all-reduce "
-                                   "across nodes per rail, all-gather in the node)",
+                   "hierarchical": "hierarchical, pipelined (reduce-scatter in the node, "
+                                   "all-reduce across nodes per rail, all-gather in the node, "
+                                   "all at once)",
+                   "hierarchical-sequential": "hierarchical, one level after the other "
+                                              "(the same three phases, not pipelined)",
                    "tree": "tree (a tree inside each level)"}
 
 

@@ -21,7 +21,8 @@ loads. Each later level serves the misses of the level above it, and a level's m
   so HBM traffic is set by the wave's footprint in L2, not by one tile's reuse alone
   (CUTLASS's threadblock swizzle and cuBLAS's rasterisation arrange the wave so; the JAX
   scaling book's GPU chapter describes the same L2 reuse). This is what puts large bf16
-  GEMMs under the compute roof, as cuBLAS measures (tests/test_reality_anchors.py);
+  GEMMs under the compute roof, as cuBLAS measures (tests/test_reality_anchors.py). A
+  flash-attention tile's wave keeps the K and V of its heads in L2 the same way (:mod:`flash`);
 * the kernel's **reuse** bytes, when its tile (working set) fits in the share of the level one
   core or SM can use (``Level.tile_capacity_bytes``);
 * otherwise its **streaming** bytes: the tile does not fit, the cache thrashes, and the level

@@ -262,3 +262,44 @@ def plateau_ratio(plateaus: Sequence[Plateau], upper: str, lower: str) -> float:
             raise KeyError(f"{arg}={nm!r}: no plateau of that name was found (found: "
                            f"{', '.join(by) or 'none'})")
     return by[upper].bandwidth_gbs / by[lower].bandwidth_gbs
+
+
+@dataclass(frozen=True)
+class RatioSeparation:
+    """Whether a plateau ratio, graded within ``tolerance``, can tell the level it names from
+    its neighbours on one machine (:func:`ratio_separation`)."""
+
+    ratio: float  # upper / lower: the graded answer
+    nearest: str  # the other plateau (or "one roof": the lower one itself) whose ratio is nearest
+    nearest_ratio: float  # its plateau over the lower one
+    factor: float  # how far apart the two ratios are (>= 1)
+    needed: float  # tolerance x margin: how far apart they must be
+
+    @property
+    def separates(self) -> bool:
+        return self.factor >= self.needed
+
+
+#: The wrong model a ratio of 1 stands for: one memory roof, whatever the working set.
+ONE_ROOF = "one roof"
+
+
+def ratio_separation(plateaus: Sequence[Plateau], upper: str, lower: str, tolerance: float,
+                     margin: float = 1.0) -> RatioSeparation:
+    """How far the ``upper``/``lower`` plateau ratio lies from the ratio a student would give
+    by taking a neighbouring plateau for ``upper`` (every other plateau over ``lower``) or
+    one roof (a ratio of 1); it separates them when the nearest is at least ``tolerance`` x
+    ``margin`` away, so a band of ``tolerance`` grades the neighbour's ratio wrong. One
+    machine measured L1d 153.5, L2 110.8, L3 90.5 and DRAM 28.9 GB/s: L2/DRAM 3.83, L3/DRAM
+    3.13, 1.22x apart, under 1.5 x 1.05: a 1.5x band cannot tell L2 from L3 there."""
+    ratio = plateau_ratio(plateaus, upper, lower)
+    tol = positive("tolerance", tolerance)
+    need = tol * positive("margin", margin)
+    if tol < 1:
+        raise ValueError(f"tolerance must be a factor of at least 1, got {shown(tolerance)}")
+    by = {p.name: p.bandwidth_gbs for p in _check_plateaus(plateaus)}
+    others = {nm: bw / by[lower] for nm, bw in by.items() if nm not in (upper, lower)}
+    others[ONE_ROOF] = 1.0
+    apart = {nm: max(r / ratio, ratio / r) for nm, r in others.items()}
+    nearest = min(apart, key=apart.get)
+    return RatioSeparation(ratio, nearest, others[nearest], apart[nearest], need)

@@ -21,10 +21,13 @@ ALLREDUCE_CASE = {"nbytes": 1e9, "n": 8, "link": "nvlink4"}
 SHARD_CASES = {"lab06.tp_shard_pcie": ("h100-pcie", "pcie5-x16"),
                "lab06.tp_shard_nvlink": ("h100-sxm", "nvlink4")}
 SHARD_N, SHARD_MATMULS, PRECISION = 8, S.MEGATRON_PAIR, "bf16"
-#: Prediction 5: Llama-3-8B's bf16 gradients all-reduced with NCCL's Ring across 4 HGX A100
-#: nodes (NVLink 3 inside, 4 InfiniBand HDR NICs per node, as in nccl-tests issue 119's run).
+#: Prediction 5: Llama-3-8B's bf16 gradients all-reduced with NCCL's Ring across 4 DGX A100
+#: nodes (NVLink 3 inside, 8 InfiniBand HDR NICs per node, one per GPU, as in NVIDIA/nccl issue
+#: 812's run). With 8 NICs the node's egress (200 GB/s) sits close to NVLink 3's 300, so the
+#: hierarchical all-reduce lands on either side of the Ring: pipelined 1.29x faster, one level
+#: after the other 1.38x slower; both outside the band.
 TRAIN_CASE = {"model": "llama-3-8b", "n": 32, "link": "nvlink3", "nic": "ib-hdr",
-              "nics_per_node": 4, "grad_bytes": 2}
+              "nics_per_node": 8, "grad_bytes": 2}
 
 #: item id -> the factor within which a prediction is graded correct
 TOLERANCES: dict[str, float] = {
@@ -36,7 +39,8 @@ TOLERANCES: dict[str, float] = {
     "lab06.tp_shard_pcie": 1.3,
     "lab06.tp_shard_nvlink": 1.3,
     # the Ring across nodes: the published Ring runs (24 of 25 GB/s per NIC) are 1.04x; the
-    # hierarchical algorithm, the nearest wrong model, 1.29x
+    # hierarchical algorithm, pipelined, the nearest wrong model, 1.29x (one level after the
+    # other 1.38x)
     "lab06.dp_allreduce_ms": 1.2,
 }
 
@@ -82,7 +86,8 @@ def _shard_band(item_id: str) -> Band:
                     critical(matmuls=1)),
          WrongModel("the both-directions headline as the link's bandwidth",
                     critical(on=dataclasses.replace(lk, one_way_gbs=2 * lk.one_way_gbs))),
-         WrongModel("the partial output sent once (algorithm bandwidth), not 2(n-1)/n times",
+         WrongModel("the partial output sent about once per GPU, as an in-switch reduction "
+                    "(NVLink SHARP) sends it, not the question's ring's 2(n-1)/n times",
                     ref / C.bus_factor("all-reduce", SHARD_N)),
          WrongModel("the whole hidden size F, not the per-GPU slice F/n", ref * SHARD_N)),
         asks_bound=True, units="elements",
@@ -103,12 +108,16 @@ def _train_band() -> Band:
     return Band(
         "lab06.dp_allreduce_ms", path.time("all-reduce", nbytes) * ms,
         TOLERANCES["lab06.dp_allreduce_ms"],
-        (WrongModel("the hierarchical algorithm (the NICs carry 2(M-1)/M of a 1/8 share), "
-                    "not NCCL's flat Ring", path.time("all-reduce", nbytes, "hierarchical") * ms),
+        (WrongModel("the hierarchical algorithm, its levels pipelined (the NICs carry "
+                    "2(M-1)/M of a 1/8 share), not NCCL's flat Ring",
+                    path.time("all-reduce", nbytes, "hierarchical") * ms),
+         WrongModel("the hierarchical algorithm run one level after the other (the textbook "
+                    "reduce-scatter, all-reduce across nodes, all-gather), not NCCL's flat Ring",
+                    path.time("all-reduce", nbytes, C.SEQUENTIAL) * ms),
          WrongModel("the NICs left out: one ring of 32 at NVLink 3's 300 GB/s",
                     C.collective_time("all-reduce", nbytes, n, lk.one_way_gbs, lk.latency_s)
                     * ms),
-         WrongModel("one ring through a single 25 GB/s NIC, not one ring per NIC",
+         WrongModel("one ring through a single 25 GB/s NIC, not one ring per NIC (rail)",
                     C.collective_time("all-reduce", nbytes, n, nic.one_way_gbs, nic.latency_s)
                     * ms),
          WrongModel("the gradients sent once (algorithm bandwidth), not 2(n-1)/n times",
@@ -120,8 +129,9 @@ def _train_band() -> Band:
                   "119), 192 GB/s on 2 DGX-A100 with 8 (NVIDIA/nccl issue 812): 24 of 25 "
                   "GB/s per NIC"),),
         units="ms",
-        why="Between the measured Ring runs (1.04x) and the hierarchical algorithm (1.29x), "
-            "which the NIC-bound Ring cannot reach.")
+        why="Between the measured Ring runs (1.04x) and the nearest wrong model, the "
+            "hierarchical algorithm with pipelined levels (1.29x faster); run one level after "
+            "the other it is 1.38x slower.")
 
 
 #: item id -> a function returning its Band
