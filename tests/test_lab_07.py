@@ -127,8 +127,11 @@ def test_predictions_1_and_2_ask_for_the_roofline_s_answer_and_offer_only_what_i
            "overhead term)" in text
     assert "same roofline, no overhead term" in text
     # P3 asks for the model's number, and says what its 5 µs stands between
-    assert "In the model's terms (the step = the roofline picked at the top, every operator at " \
-           "its bound, plus kernels × 5 µs of launches added outside every operator" in text
+    assert "In the model's terms (the step = every operator at its bound, plus kernels × 5 µs of " \
+           "launches added outside every operator" in text
+    # ... on the question's device, whose bound it gives (the K, V copies included)
+    assert "On the NVIDIA H100 SXM5 the step's operators take 37.8 µs at their roofline " \
+           "bounds (the math attention's copies of K and V to every query head included)" in text
     assert "a bare CUDA launch (about 2.5 µs measured)" in text
     assert "eager PyTorch with its host dispatch (about 16 µs measured)" in text
     # ... and gives the step's kernel count, from the module profiled (physics, not typed)

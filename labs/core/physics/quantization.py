@@ -84,7 +84,7 @@ def relative_throughput_fixed_wave_time(n_from, n_to, tile, units: int = 1) -> f
     """A slip's answer to :func:`relative_throughput`: every wave takes the same time whatever
     N, as if a tile's work did not grow with K = N, so throughput = FLOPs / waves and the
     ratio is (n_to / n_from)^3 x waves(n_from) / waves(n_to). H100 (132 SMs), 128 x 128
-    tiles, N 1,280 -> 1,536: 1.2^3 x 1 / 2 = 0.864 (the model: 0.72)."""
+    tiles, N 1,280 -> 1,536: 1.2^3 x 1 / 2 = 0.864 (the model counts the tiles instead)."""
     n_from, n_to = positive_int("n_from", n_from), positive_int("n_to", n_to)
     a, b = (quantization(n, n, tile, units) for n in (n_from, n_to))
     return (n_to / n_from) ** 3 * a.waves / b.waves
