@@ -8,7 +8,7 @@ app = marimo.App(width="medium", css_file="labs.css")
 def _():
     import marimo as mo
 
-    from labs.core import (collectives, figures, hardware, live, models, quiz, reveal,
+    from labs.core import (collectives, figures, hardware, live, measure, models, quiz, reveal,
                            sharding, style)
     from labs.core.physics import _deferred
 
@@ -91,6 +91,7 @@ def _():
         figures,
         hardware,
         live,
+        measure,
         mo,
         models,
         np,
@@ -456,12 +457,10 @@ def _(mo):
 
 
 @app.cell
-def _(live, mo):
-    from labs.core.measure.comm_bench import worker_limit as _worker_limit  # no torch
-
+def _(live, measure, mo):
     # as many workers as this machine can run (gloo: one process per CPU), so the slider
     # offers no setting that a press would refuse
-    comm_workers = mo.ui.slider(steps=list(range(2, _worker_limit() + 1)), value=2,
+    comm_workers = mo.ui.slider(steps=list(range(2, measure.worker_limit() + 1)), value=2,
                                 show_value=True, label="Worker processes")
     comm_budget = mo.ui.slider(4, 30, value=8, show_value=True,
                                label="Time budget (s, after the workers start)")

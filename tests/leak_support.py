@@ -740,8 +740,9 @@ def scenario_leaks(cells: Iterable[Cell], ref: Reference, labels: Iterable[str],
 _DIMENSIONS = {
     "time": re.compile(r"\s?(?:ns|µs|μs|us|ms|s|sec|seconds?|minutes?|hours?)\b"),
     "size": re.compile(r"\s?(?:[kKMGTP]i?B|bytes?|B)(?:/s)?(?![\w/])"),
-    # a layout length (a label's font, a plot's width) is never a lab's answer
-    "length": re.compile(r"\s?(?:px|pt|em)\b"),
+    # a layout length (a label's font, a plot's width, a text cut at N characters) is never
+    # a lab's answer
+    "length": re.compile(r"\s?(?:px|pt|em|characters?)\b"),
 }
 
 

@@ -130,7 +130,9 @@ def test_the_workers_offered_are_this_machines_cpus_between_two_and_eight(monkey
                                                                          offered):
     """A slider that offers more workers than CPUs leads a student into a refusal (gloo runs one
     process per CPU): it offers what the machine can run, and needs no torch to say so."""
-    monkeypatch.setattr(CB, "_cpus", lambda: cpus)
+    from labs.core.measure import choices
+
+    monkeypatch.setattr(choices, "_cpus", lambda: cpus)
     assert CB.worker_limit() == offered
 
 

@@ -1,5 +1,5 @@
-"""Lab 7 in a real browser: lock Part 1's three predictions (its views wait for all three),
-see the roofline's answer, press the run button and get the measured step; lock prediction 4
+"""Lab 7 in a real browser: lock Part 1's four predictions (its views wait for all four),
+see the roofline's answer, press the run button and get the measured step; lock prediction 5
 and get every operator of that real decode step against its bound on this machine's roofline
 (hover: name, shapes, FLOPs, bytes, time). The measured page
 is shot in light and dark (artifacts/browser/lab07-*.png): the server's theme is "system",
@@ -39,7 +39,7 @@ def _lock_next(page, answer: str | None, number: str | None = None) -> None:
     if answer:
         form.get_by_text(answer, exact=False).first.click()
     else:
-        form.get_by_placeholder("0 to 100").fill(number)
+        form.locator("input[placeholder*=' to ']").first.fill(number)  # "lo to hi"
     form.get_by_text("3", exact=True).first.click()
     form.get_by_placeholder("one line: why do you expect this?").fill("a reason")
     form.get_by_role("button", name="Lock prediction").click()
@@ -60,19 +60,20 @@ def test_lock_then_profile_a_decode_step_in_the_browser(browser, lab_servers, ar
             page = ctx.new_page()
             page.set_default_timeout(90_000)
             page.goto(url)
-            # Part 1 asks its three predictions first: its views wait for all three
+            # Part 1 asks its four predictions first: its views wait for all four
             _lock_next(page, "Weight GEMMs")
             _lock_next(page, "Attention over the KV cache")
+            _lock_next(page, None, "90")
             assert page.get_by_text("The roofline's answer: one decode step").count() == 0
             assert page.get_by_text("Lock Predictions").count() + \
-                page.get_by_text("Lock Prediction 3 first").count() > 0
-            _lock_next(page, None, "90")
+                page.get_by_text("Lock Prediction 4 first").count() > 0
+            _lock_next(page, None, "0.6")
             page.get_by_text("The roofline's answer: one decode step at batch 1").first.wait_for()
             button = page.get_by_role("button", name="Profile decode steps on this machine")
             button.scroll_into_view_if_needed()
             button.click()
             page.get_by_text("Measured step").first.wait_for(timeout=MEASURE_MS)
-            # each operator against its own bound is Prediction 4's question: not before it
+            # each operator against its own bound is Prediction 5's question: not before it
             assert not [raw for raw in _figures(page)
                         if "Every operator of a batch-1 decode step" in raw]
             page.get_by_text("Measured step").first.scroll_into_view_if_needed()

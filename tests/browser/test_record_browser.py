@@ -103,8 +103,9 @@ def test_instructor_copy_shows_reference_cards_not_widgets(browser, lab_servers,
             assert page.get_by_role("button", name="Lock prediction").count() == 0
             assert page.get_by_text("You predicted").count() == 0
             page.get_by_text(re.compile("Reference answer .*The instrument shows")).first.wait_for()
-            # the crossover question, its card (answer + explanation) and the comparison
-            card = cards.nth(1)
+            # the crossover question (Lab 1's third), its card (answer + explanation) and the
+            # comparison
+            card = cards.nth(2)
             card.scroll_into_view_if_needed()
             page.wait_for_timeout(500)
             shoot_schemes(page, lambda scheme: artifacts / f"record-instructor-card-{scheme}.png")

@@ -2,8 +2,8 @@
 
 What lives here (each module one job; this file is only the public face)::
 
-    choices    what can be measured: GEMM_PRECISIONS, GEMV_PRECISIONS, SQUARE_SIZES (no code:
-               a closed gate builds its pickers from these alone)
+    choices    what can be measured: GEMM_PRECISIONS, GEMV_PRECISIONS, SQUARE_SIZES,
+               worker_limit (no measuring code: a closed gate builds its pickers from these)
     errors     MeasureError and its kinds: Unavailable, Unsupported, DoesNotFit, OutOfMemory
     device     detect() and DeviceInfo (what will be measured, registry entry); free memory,
                fits/check_fits (refuse before allocating), out-of-memory recovery
@@ -76,7 +76,7 @@ _OWNERS = {
                "machine_description", "machine_line", "load_average",
                "MEMORY_HEADROOM"),
     "timer": ("Measurement", "PairedRatio", "time_callable", "time_ratio"),
-    "choices": ("GEMM_PRECISIONS", "GEMV_PRECISIONS", "SQUARE_SIZES"),
+    "choices": ("GEMM_PRECISIONS", "GEMV_PRECISIONS", "SQUARE_SIZES", "worker_limit"),
     "cases": ("estimate_bytes", "gemm_cost", "gemv_cost", "time_gemm", "time_gemv",
               "supported_precisions"),
     "bandwidth": ("Bandwidth", "stream_bandwidth"),

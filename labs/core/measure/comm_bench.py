@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import labs
+from labs.core.measure.choices import MAX_WORKERS, _cpus, worker_limit  # noqa: F401  (the lab's face)
 from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError, Unavailable
 from labs.core.measure.timer import _stats
@@ -75,23 +76,6 @@ class CommBackend:
     @property
     def available(self) -> bool:
         return self.backend is not None
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-
-
-#: The most worker processes a lab offers (Lab 6's slider: one node's ring, 2 to 8).
-MAX_WORKERS = 8
-
-
-def worker_limit() -> int:
-    """The most workers to offer here without importing torch: this machine's logical CPUs
-    (gloo runs one process per CPU; ``comm_backend().max_world`` says the same once torch is
-    loaded), between 2 (a collective needs two) and :data:`MAX_WORKERS`. With NCCL the GPU
-    count is checked when the run starts (``world_size`` more than the GPUs is refused)."""
-    return max(2, min(MAX_WORKERS, _cpus()))
 
 
 def comm_backend(backend: str | None = None) -> CommBackend:
