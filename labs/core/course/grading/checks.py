@@ -153,13 +153,6 @@ def _contradictions(files: list, key: str) -> list[str]:
     return out
 
 
-def f_submitted(e, batch) -> bool:
-    """Whether the event came from a file an LMS says who submitted (noted per file)."""
-    subs = batch.__dict__.setdefault("_submitted", {f.source for f in batch.files
-                                                    if f.submitter})
-    return e.source in subs
-
-
 def student_checks(batch, config, labs, students: list[str],
                    receipts: dict[str, list[str]]) -> tuple[dict, dict, set]:
     """(flags per student, notes per student, students with an unreadable file)."""
@@ -171,6 +164,7 @@ def student_checks(batch, config, labs, students: list[str],
     flags: dict[str, list[str]] = {s: [] for s in students}
     notes: dict[str, list[str]] = {}
     unreadable: set[str] = set()
+    submitted = {f.source for f in batch.files if f.submitter}  # files an LMS says whose
     for sid in students:
         key, mine = norm_id(sid), batch.for_student(sid)
         out = flags[sid]
@@ -219,7 +213,7 @@ def student_checks(batch, config, labs, students: list[str],
             out.append(f"id_mismatch (files handed in by {len(accounts)} LMS accounts "
                        f"({', '.join(accounts[:4])}) carry this id; add the roster's ID column "
                        "to tell whose is whose)")
-        typed = {e.written_id.strip() for e in mine if not f_submitted(e, batch)} - {sid}
+        typed = {e.written_id.strip() for e in mine if e.source not in submitted} - {sid}
         spellings = sorted(w for w in typed if norm_id(w) == key)
         if spellings:
             notes.setdefault(sid, []).append(f"id also written as {', '.join(spellings)}")

@@ -28,6 +28,7 @@ from labs.core.course import ledger as _ledger
 from labs.core.course.grading.ids import close_matches, norm_id
 from labs.core.course.grading.inputs import (ConfigError, Roster, load_roster,
                                              parse_duration, roster_path)
+from labs.core.physics import misconceptions
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,7 +41,7 @@ KEYS = {
     "course": ("name", "id_column", "late_policy", "late_penalty_per_day", "students",
                "roster", "overrides", "extensions"),
     "lab": ("title", "deadline", "file", "versions", "items", "answers", "rubric",
-            "extensions", "canvas_assignment_id"),
+            "extensions", "canvas_assignment_id", "tolerances"),
     "rubric": ("commit", "reason", "explain", "correct", "min_explain_chars", "tolerance"),
 }
 
@@ -52,9 +53,12 @@ class Rubric:
     commit: float = 1.0  # predicted before the item was unlocked / observed / explained
     reason: float = 0.5  # the prediction has a confidence 1-5 and a one-line reason
     explain: float = 1.0  # observed and explained (>= min_explain_chars) after predicting
-    correct: float = 0.0  # prediction within `tolerance` of the instrument (or the right choice)
+    correct: float = 0.0  # prediction within its tolerance of the instrument (or the right choice)
+    #: an explanation's length counts its characters that are not whitespace
     min_explain_chars: int = 15
-    tolerance: float = 1.5  # numeric: correct if off by at most this factor
+    #: numeric: correct if off by at most this factor (answers.within_factor: exact, the
+    #: boundary inside); None: each item's own (labs.core.physics.misconceptions.tolerance)
+    tolerance: float | None = None
 
     @property
     def per_item(self) -> float:
@@ -74,6 +78,30 @@ class LabConfig:
     #: the Canvas assignment this lab's scores go to (its id is in the assignment's address:
     #: .../assignments/<id>); canvas.csv heads the column ``Title (id)``
     canvas_assignment_id: str = ""
+    #: item -> the course file's tolerance for that item (``[labs.<id>.tolerances]``)
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+    def tolerance_for(self, item_id: str) -> tuple[float, str]:
+        """(the factor ``item_id`` is graded within, where it comes from): the course file's
+        ``[labs.<lab>.tolerances]`` entry for the item, else the lab's ``rubric.tolerance``,
+        else the item's own (:func:`labs.core.physics.misconceptions.tolerance`, ``""``)."""
+        if item_id in self.tolerances:
+            return self.tolerances[item_id], f"labs.{self.lab_id}.tolerances"
+        if self.rubric.tolerance is not None:
+            return self.rubric.tolerance, f"labs.{self.lab_id}.rubric.tolerance"
+        return misconceptions.tolerance(item_id), ""
+
+    def tolerance_overrides(self) -> list[str]:
+        """One line per item whose tolerance the course file sets to something other than the
+        item's own: what the gradebook and the console say."""
+        out = []
+        for item in self.items:
+            value, source = self.tolerance_for(item)
+            own = misconceptions.tolerance(item)
+            if source and value != own:
+                out.append(f"{item} is graded within {value:g}x ({source} in the course "
+                           f"file), not its own {own:g}x")
+        return out
 
     def deadline_for(self, student_id: str, course: CourseConfig | None = None):
         """The deadline that applies to one student (an extension moves it); None if none."""
@@ -279,7 +307,18 @@ def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
         commit=_number(r, "commit", 1.0, w), reason=_number(r, "reason", 0.5, w),
         explain=_number(r, "explain", 1.0, w), correct=_number(r, "correct", 0.0, w),
         min_explain_chars=int(_number(r, "min_explain_chars", 15, w)),
-        tolerance=_number(r, "tolerance", 1.5, w, lo=1.0))
+        tolerance=_number(r, "tolerance", None, w, lo=1.0) if "tolerance" in r else None)
+    tolerances = table.get("tolerances", {})
+    if not isinstance(tolerances, dict):
+        raise ConfigError(f"{where}.tolerances must be a table of item = factor (>= 1)")
+    numeric = [i.item_id for i in entry.items if i.kind == "numeric"]
+    for key in tolerances:
+        item = key if key in numeric or "." in key else f"{lab_id}.{key}"  # "crossover_n"
+        if item not in numeric:
+            raise ConfigError(f"{where}.tolerances: {key!r} is not a numeric prediction item "
+                              f"of {lab_id}{close_matches(item, numeric)}; its numeric items: "
+                              f"{', '.join(numeric) or '(none)'}")
+        lab.tolerances[item] = _number(tolerances, key, None, f"{where}.tolerances", lo=1.0)
     lab.extensions, _ = _extensions(table.get("extensions", {}), f"{where}.extensions",
                                     dates=True)
     cid = table.get("canvas_assignment_id", "")

@@ -27,7 +27,7 @@ from labs.core.course import catalogue as _catalogue
 from labs.core.course.grading.checks import severity, student_severity
 from labs.core.course.grading.load import Batch
 from labs.core.course.grading.score import Gradebook, LabGrade
-from labs.core.course.quiz.prediction import ratio_verdict
+from labs.core.course.answers import first_prediction, is_reasoned, ratio_verdict
 from labs.core.physics.units import format_value
 
 #: flag code -> (what it means, how to fix it). Every code the grader emits has an entry.
@@ -181,7 +181,7 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
         info = items.get(ig.item_id)
         question = info.text if info else ig.item_id
         evs = by_item.get(ig.item_id, [])
-        first = next((e for e in evs if e.kind == "predict"), None)
+        first = first_prediction(evs)
         extra = (f"<tr><td colspan='6' class='note'>Instructor (override: {ig.points:g} "
                  f"points){': ' + _e(ig.comment) if ig.comment else ''}</td></tr>"
                  if ig.override is not None else "")
@@ -195,17 +195,14 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
         label = p["label"] if isinstance(p.get("label"), str) else (
             info.label_of(p.get("value")) if info else None)
         said = _e(label) if label else _num(p.get("value"), units)
-        results = [e for e in evs if e.kind == "result" and e.order > first.order]
-        actual = results[-1].payload.get("actual") if results else None
-        label = info.label_of(actual) if info and actual is not None else None
-        shown = "not seen yet" if actual is None else (_e(label) if label else
-                                                         _num(actual, units))
+        shown = _readings(ig, evs, first, info, units)
         verdict = ""
         if ig.correct is True:
             verdict = "<span class='ok'>✓ right</span>"
         elif ig.correct is False:
             verdict = "<span class='danger'>✗ not right</span>"
-        ratio = _ratio_text(p.get("value"), actual)
+        ratio = _ratio_text(p.get("value"), ig.graded_actual, ig.tolerance) \
+            if ig.graded_from else ""
         conf = p.get("confidence")
         if isinstance(conf, int) and not isinstance(conf, bool) and ig.correct is not None:
             calib.append((conf, bool(ig.correct)))
@@ -213,6 +210,8 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
                            ig.reasoned), ("explained", ig.explained)) if ok) or "nothing yet"
         reason = p.get("reason") if isinstance(p.get("reason"), str) else ""
         reason = f" · <q>{_e(reason)}</q>" if reason.strip() else " · no reason given"
+        if reason.strip() and not is_reasoned(p):
+            reason += " · no confidence 1-5 given"
         rows.append(
             f"<tr><td>{_e(question)}</td><td>{said}<br><span class='muted'>confidence "
             f"{_e(conf)}/5{reason}</span></td><td>{shown}</td>"
@@ -224,6 +223,38 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
             "<tr><th>Question</th><th>You predicted</th><th>Your instrument showed</th>"
             "<th>Verdict</th><th>Points</th><th>When (UTC)</th></tr>")
     return f"<table class='items'>{head}{''.join(rows)}</table>", calib
+
+
+def _shown(value: Any, info, units: str) -> str:
+    label = info.label_of(value) if info and value is not None else None
+    return _e(label) if label else _num(value, units)
+
+
+def _readings(ig, evs, first, info, units: str) -> str:
+    """What the prediction was judged against (the first reading after it, or the course's
+    answer), then any later readings, marked as later: a re-measurement after the deadline,
+    on another device, never replaces the reading that was graded."""
+    results = [e for e in evs if e.kind == "result" and e.order > first.order
+               and "actual" in e.payload]
+    if ig.graded_from == "answer":
+        head = f"{_shown(ig.graded_actual, info, units)}<br><span class='muted'>(the course's " \
+               "answer, which this was graded against)</span>"
+    elif ig.graded_from == "result":
+        head = _shown(ig.graded_actual, info, units)
+        results = [e for e in results if e.order != ig.graded_order]
+        if results:
+            head += "<br><span class='muted'>graded against this first reading</span>"
+    elif results:
+        head = _shown(results[0].payload.get("actual"), info, units)
+        results = results[1:]
+    else:
+        return "not seen yet"
+    later = [f"{_shown(e.payload.get('actual'), info, units)} ({_when(e.time)})"
+             for e in results if not (ig.graded_from == "result" and e.order < (
+                 ig.graded_order or 0))][-3:]
+    if later:
+        head += "<br><span class='muted'>later: " + "; ".join(later) + "</span>"
+    return head
 
 
 def _when(t) -> str:
@@ -308,12 +339,17 @@ def _lab_timing(g: LabGrade, lab, config) -> str:
     return (f"<p class='meta'>{_e(text)}Rule: {_e(rule)}. {_e(arithmetic)}.</p>")
 
 
-def _ratio_text(value: Any, actual: Any) -> str:
+def _ratio_text(value: Any, actual: Any, tolerance: float | None) -> str:
+    """How far off, in the lab's words, with the tolerance the grade used."""
+    if isinstance(value, bool) or isinstance(actual, bool) or not isinstance(
+            value, (int, float)) or not isinstance(actual, (int, float)):
+        return ""
     try:
         p, a = float(value), float(actual)
-    except (TypeError, ValueError, OverflowError):
+    except OverflowError:
         return ""
-    words = None if isinstance(value, bool) or p <= 0 or a <= 0 else ratio_verdict(p, a)
+    words = None if p <= 0 or a <= 0 else ratio_verdict(
+        value, actual, **({"tolerance": tolerance} if tolerance else {}))
     return f"<span class='muted'>{_e(words)}</span>" if words else ""
 
 

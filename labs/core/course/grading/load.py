@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable
 
 from labs.core.course import ledger as _ledger
+from labs.core.course.answers import holds_value
 from labs.core.course.ledger import events as _ledger_events
 from labs.core.course.grading.ids import norm_id
 from labs.core.course.grading.sources import (  # noqa: F401  (re-exported for grading)
@@ -65,6 +66,8 @@ class EventRecord:
     duplicates: int = 0  # how many more times the same event appeared
     order: int = 0  # position in the merged order (set by load_ledgers)
     written_id: str = ""
+    #: the flags the file itself earned (``flags`` starts from these at each attribution)
+    base_flags: tuple = ()
 
 
 @dataclass
@@ -91,6 +94,7 @@ class Batch:
             for e in self.events:
                 if not e.written_id:
                     e.written_id = e.student_id
+                e.base_flags = tuple(e.flags)
                 by_source.setdefault(e.source, []).append(e)
             self.raw = [(reports.get(src) or FileReport(src), rank, evs)
                         for rank, (src, evs) in enumerate(by_source.items())]
@@ -101,12 +105,16 @@ class Batch:
             owners = set()
             running = _EARLIEST
             report.first_predicts = {}
-            for template in events:
-                e = replace(template, flags=list(template.flags), duplicates=0)
-                e.student_id = owner(report, template.written_id) or template.written_id
+            owner_of: dict[str, str] = {}
+            for e in events:  # attributed in place: flags start again from the file's own
+                e.flags, e.duplicates = list(e.base_flags), 0
+                written = e.written_id
+                if written not in owner_of:
+                    owner_of[written] = owner(report, written) or written
+                e.student_id = owner_of[written]
                 key_student = norm_id(e.student_id)
                 owners.add(e.student_id)
-                if e.valid and e.kind == "predict":
+                if e.valid and e.kind == "predict" and holds_value(e.payload):
                     report.first_predicts.setdefault((key_student, e.item_id),
                                                      (e.hash, e.payload.get("value")))
                 self.hashes.setdefault(key_student, set()).add(e.hash)
@@ -258,7 +266,7 @@ def _file_events(source: str, records, report: FileReport, now: datetime,
             kind=ev["kind"], seq=ev["seq"], ts=ev["ts"], time=t,
             lab_version=ev["lab_version"], session=ev["session"], payload=ev["payload"],
             hash=ev["hash"], source=source, line=ln, valid=valid, recovery=report.recovery,
-            flags=flags, written_id=ev["student_id"]))
+            flags=flags, written_id=ev["student_id"], base_flags=tuple(flags)))
     return out
 
 

@@ -17,7 +17,7 @@ Student-level flags come from :mod:`~labs.core.course.grading.checks`. Part of
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +28,7 @@ from labs.core.course.grading.config import _LAB_ID_RE, CourseConfig, LabConfig
 from labs.core.course.grading.ids import name_owner, norm_id
 from labs.core.course.grading.inputs import Override, load_overrides
 from labs.core.course.grading.load import Batch, EventRecord
-from labs.core.course.quiz.prediction import ratio_off
+from labs.core.course.answers import first_prediction, is_reasoned, within_factor
 
 UNREADABLE = "Unreadable submission"
 
@@ -46,6 +46,13 @@ class ItemGrade:
     predicted_at: datetime | None = None  # the graded (first) prediction: commit, reason
     explained_at: datetime | None = None  # when observed and explained were both true
     earned: float = 0.0  # the rubric's points before any late penalty
+    tolerance: float | None = None  # numeric: the factor correctness was judged within
+    tolerance_from: str = ""  # "" the item's own; else the course file's key that set it
+    #: what the prediction was judged against: the course file's answer, or the first
+    #: reading of the student's instrument after the prediction (``graded_from``)
+    graded_actual: Any = None
+    graded_from: str = ""  # "answer" | "result" | ""
+    graded_order: int | None = None  # the judged result event's position (feedback pages)
     #: (what, points, lateness, factor) of each part earned after the deadline
     late_parts: list[tuple[str, float, timedelta, float]] = field(default_factory=list)
 
@@ -117,8 +124,7 @@ def _labs_for(batch: Batch, config: CourseConfig) -> list[LabConfig]:
             items = entry.item_ids if entry and entry.items else sorted(
                 {e.item_id for e in batch.events if e.lab_id == lab_id and e.kind == "predict"
                  and e.valid})
-            lab = LabConfig(lab.lab_id, lab.title, lab.deadline, items, lab.versions,
-                            lab.answers, lab.rubric, lab.extensions)
+            lab = replace(lab, items=items)
         out.append(lab)
     return out
 
@@ -128,32 +134,49 @@ def _text(payload: dict, key: str = "text") -> str:
     return v if isinstance(v, str) else ""
 
 
-def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig) -> bool | None:
+def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig,
+                ig: ItemGrade) -> bool | None:
+    """Whether the first prediction is right: against the course file's answer when it gives
+    one, else against the first reading of the student's instrument after the prediction (a
+    ``result`` event; later ones, a re-measurement, change nothing). Numbers within the
+    item's tolerance (:func:`labs.core.course.answers.within_factor`: exact, the boundary
+    inside). Records what it was judged against on ``ig``; None when nothing can say."""
     value = first.payload.get("value")
     choice = first.payload.get("answer_type") == "choice"
+    tolerance = ig.tolerance
     if first.item_id in lab.answers:
         right = lab.answers[first.item_id]
+        ig.graded_actual, ig.graded_from = right, "answer"
         if choice or isinstance(right, str) or isinstance(value, (str, bool)):
             return value == right
         p, a = _finite(value), _finite(right)
         if p is None or a is None:
             return None
-        r = ratio_off(p, a)
-        return r is not None and r <= lab.rubric.tolerance
+        return within_factor(p, a, tolerance)
     for e in later:
         if e.kind != "result":
             continue
         if choice:
             if isinstance(e.payload.get("correct"), bool):
+                ig.graded_actual, ig.graded_from = e.payload.get("actual"), "result"
+                ig.graded_order = e.order
                 return e.payload["correct"]
             if "actual" in e.payload:
+                ig.graded_actual, ig.graded_from = e.payload["actual"], "result"
+                ig.graded_order = e.order
                 return e.payload["actual"] == value
             continue
         p, a = _finite(value), _finite(e.payload.get("actual"))
         if p is not None and a is not None:
-            r = ratio_off(p, a)
-            return r is not None and r <= lab.rubric.tolerance
+            ig.graded_actual, ig.graded_from, ig.graded_order = a, "result", e.order
+            return within_factor(p, a, tolerance)
     return None
+
+
+def explanation_length(text: str) -> int:
+    """An explanation's length for ``min_explain_chars``: its characters that are not
+    whitespace (padding with spaces or blank lines earns nothing)."""
+    return sum(1 for ch in text if not ch.isspace())
 
 
 def _finite(v: Any) -> float | None:
@@ -170,12 +193,15 @@ def _order_problems(events: list[EventRecord]) -> list[str]:
     """Impossible orders within one item: unlock/observe/explain/revise before its predict,
     observe/explain before its unlock."""
     out = []
-    has_predict = any(e.kind == "predict" for e in events)
+    first = first_prediction(events)
+    has_predict = first is not None
     has_unlock = any(e.kind == "unlock" for e in events)
     seen_predict = seen_unlock = False
     for e in events:
-        if e.kind == "predict":
+        if e is first:
             seen_predict = True
+        elif e.kind == "predict":
+            pass
         elif e.kind == "unlock":
             if not seen_predict:
                 out.append(f"unlock before predict ({e.item_id})")
@@ -229,26 +255,25 @@ def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
     for item in lab.items:
         evs = by_item.get(item, [])
         ig = ItemGrade(item)
-        first_i = next((i for i, e in enumerate(evs) if e.kind == "predict"), None)
-        if first_i is not None:
-            first = evs[first_i]
+        ig.tolerance, ig.tolerance_from = lab.tolerance_for(item)
+        first = first_prediction(evs)
+        if first is not None:
+            first_i = next(i for i, e in enumerate(evs) if e is first)
             before = evs[:first_i]
             ig.committed = not any(e.kind in ("unlock", "observe", "explain", "result")
                                    for e in before)
-            conf = first.payload.get("confidence")
-            ig.reasoned = (isinstance(conf, int) and not isinstance(conf, bool)
-                           and 1 <= conf <= 5 and bool(_text(first.payload, "reason").strip()))
+            ig.reasoned = is_reasoned(first.payload)
             after = evs[first_i + 1:]
             observe = next((e for e in after if e.kind == "observe"
                             and _text(e.payload).strip()), None)
-            explain = next((e for e in after if e.kind == "explain"
-                            and len(_text(e.payload).strip()) >= r.min_explain_chars), None)
+            explain = next((e for e in after if e.kind == "explain" and explanation_length(
+                _text(e.payload)) >= r.min_explain_chars), None)
             ig.explained = observe is not None and explain is not None
             ig.predicted_at = first.time
             if ig.explained:
                 both = [e.time for e in (observe, explain) if e.time is not None]
                 ig.explained_at = max(both) if both else None
-            ig.correct = _is_correct(first, after, lab)
+            ig.correct = _is_correct(first, after, lab, ig)
             if any(e.kind == "predict" for e in after):
                 flags.append(f"second_predict ({item})")  # only the first one is graded
             if any(e.kind == "revise" for e in after):
