@@ -49,6 +49,10 @@ FLAG_HELP: dict[str, tuple[str, str]] = {
                      "Keep your computer's clock right; never add lines by hand."),
     "future_timestamp": ("An event is dated more than a day in the future.",
                          "Set your computer's clock correctly."),
+    "old_timestamp": ("Some events are dated more than half a year before the lab's deadline "
+                      "(a ledger from another term, or a clock far off).",
+                      "Hand in the ledger of this term's work, with your computer's clock "
+                      "right."),
     "unknown_lab_version": ("The lab file you used is not a released version.",
                             "Use the lab files the course released (download them again)."),
     "duplicates_merged": ("The same events were handed in more than once; they count once.",
@@ -418,51 +422,80 @@ def feedback_page(book: Gradebook, batch: Batch, student_id: str, *,
         + (f"<h2>Notes</h2>{notes}" if notes else "") + "</body></html>")
 
 
+_INDEX_WORDS = {"wrong": "grade may be wrong", "check": "worth a look", "info": "notes only",
+                "": "–"}
+_INDEX_ORDER = {"wrong": 0, "check": 1, "info": 2, "": 3}
+
+
+def index_entry(book: Gradebook, sid: str, page: str, error: str = "") -> tuple:
+    """One student's line of ``index.html``: (severity, id, name, total, most, statuses,
+    page file name, why there is no page)."""
+    roster = book.config.roster
+    entry = roster.get(sid) if roster else None
+    name = entry.name if entry and entry.name else (None if roster else "")
+    total = sum(book.grades[(sid, lab.lab_id)].points for lab in book.labs)
+    most = sum(book.grades[(sid, lab.lab_id)].max_points for lab in book.labs)
+    status = ", ".join(sorted({book.grades[(sid, lab.lab_id)].status for lab in book.labs}))
+    return (student_severity(book, sid), sid, name, total, most, status, page, error)
+
+
+def write_pages(book: Gradebook, batch: Batch, folder: str | os.PathLike,
+                students: list[str] | None = None, items: dict | None = None) -> list[tuple]:
+    """Write the pages of ``students`` (default: all) into ``folder``; their
+    :func:`index_entry` lines (a page that cannot be made is listed with why, never fatal)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    items = items if items is not None else {i.item_id: i for i in _catalogue.items()}
+    out = []
+    for sid in book.students if students is None else students:
+        path = folder / page_name(sid)
+        try:
+            path.write_text(feedback_page(book, batch, sid, items=items), encoding="utf-8",
+                            errors="replace")
+        except Exception as exc:  # noqa: BLE001 - one page must never stop the others
+            out.append(index_entry(book, sid, "", type(exc).__name__))
+            continue
+        out.append(index_entry(book, sid, path.name))
+    return out
+
+
+def write_index(folder: str | os.PathLike, title: str, entries: list[tuple]) -> Path:
+    """``index.html``: every student's page, the ones whose grade may be wrong first."""
+    from labs.core.ui.tokens import COLORS
+
+    rows = []
+    pages = 0
+    for level, sid, name, total, most, status, page, error in sorted(
+            entries, key=lambda x: (_INDEX_ORDER[x[0]], x[1])):
+        who = _e(name) if name else ("<span class='muted'>not on the roster</span>"
+                                     if name is None else "")
+        if not page:
+            rows.append(f"<tr><td>{_e(sid)}</td><td>{who}</td><td colspan='3'>no page "
+                        f"({_e(error)})</td></tr>")
+            continue
+        pages += 1
+        rows.append(f"<tr><td><a href='{_e(page)}'>{_e(sid)}</a></td><td>{who}</td>"
+                    f"<td class='num'>{total:g} / {most:g}</td><td>{_e(status)}</td>"
+                    f"<td class='{level}'>{_INDEX_WORDS[level]}</td></tr>")
+    css = string.Template(_CSS).substitute(COLORS)
+    title = _e(title or "Roofline Labs")
+    path = Path(folder) / "index.html"
+    path.write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>Feedback pages · {title}</title><style>{css}</style></head><body>"
+        f"<h1>Feedback pages · {title}</h1><p class='meta'>{pages} students, the ones "
+        "whose grade may be wrong first. Each page is ready to return to its student.</p>"
+        "<table><tr><th>Student</th><th>Name</th><th>Points</th><th>Status</th><th>Flags</th>"
+        "</tr>" + "".join(rows) + "</table></body></html>", encoding="utf-8")
+    return path
+
+
 def write_feedback(book: Gradebook, batch: Batch, folder: str | os.PathLike) -> list[Path]:
     """Write one page per student and an ``index.html`` into ``folder``; the pages' paths.
 
     A student whose page cannot be made is listed in the index with the reason (never fatal).
     """
-    from labs.core.ui.tokens import COLORS
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    written, rows = [], []
-    items = {i.item_id: i for i in _catalogue.items()}
-    roster = book.config.roster
-    words = {"wrong": "grade may be wrong", "check": "worth a look", "info": "notes only",
-             "": "–"}
-    order = {"wrong": 0, "check": 1, "info": 2, "": 3}
-    listed = sorted(book.students, key=lambda s: (order[student_severity(book, s)], s))
-    for sid in listed:
-        path = folder / page_name(sid)
-        entry = roster.get(sid) if roster else None
-        name = _e(entry.name) if entry and entry.name else "<span class='muted'>not on the " \
-            "roster</span>" if roster else ""
-        try:
-            path.write_text(feedback_page(book, batch, sid, items=items), encoding="utf-8",
-                            errors="replace")
-        except Exception as exc:  # noqa: BLE001 - one page must never stop the others
-            rows.append(f"<tr><td>{_e(sid)}</td><td>{name}</td><td colspan='3'>no page "
-                        f"({_e(type(exc).__name__)})</td></tr>")
-            continue
-        written.append(path)
-        level = student_severity(book, sid)
-        total = sum(book.grades[(sid, lab.lab_id)].points for lab in book.labs)
-        most = sum(book.grades[(sid, lab.lab_id)].max_points for lab in book.labs)
-        status = ", ".join(sorted({book.grades[(sid, lab.lab_id)].status
-                                   for lab in book.labs}))
-        rows.append(f"<tr><td><a href='{_e(path.name)}'>{_e(sid)}</a></td><td>{name}</td>"
-                    f"<td class='num'>{total:g} / {most:g}</td><td>{_e(status)}</td>"
-                    f"<td class='{level}'>{words[level]}</td></tr>")
-    css = string.Template(_CSS).substitute(COLORS)
-    title = _e(book.config.name or "Roofline Labs")
-    (folder / "index.html").write_text(
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>Feedback pages · {title}</title><style>{css}</style></head><body>"
-        f"<h1>Feedback pages · {title}</h1><p class='meta'>{len(written)} students, the ones "
-        "whose grade may be wrong first. Each page is ready to return to its student.</p>"
-        "<table><tr><th>Student</th><th>Name</th><th>Points</th><th>Status</th><th>Flags</th>"
-        "</tr>" + "".join(rows) + "</table></body></html>", encoding="utf-8")
-    return written
+    entries = write_pages(book, batch, folder)
+    write_index(folder, book.config.name, entries)
+    return [Path(folder) / e[6] for e in entries if e[6]]

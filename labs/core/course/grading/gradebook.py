@@ -107,29 +107,85 @@ def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
     return rows
 
 
+ITEM_COLUMNS = ("student_id", "lab_id", "item_id", "points", "max_points", "committed",
+                "reasoned", "explained", "correct", "tolerance", "tolerance_from",
+                "graded_against", "predicted_at", "explained_at", "late_parts", "penalty",
+                "override", "comment")
+
+
+def item_rows(book: Gradebook) -> list[dict]:
+    """One row per student and prediction item (``items.csv``): the points and the parts that
+    earned them, the tolerance the item was judged within and where it came from (the item's
+    own, or the course file's key that set it), what it was judged against, when, and what a
+    late penalty or an override changed. Neutralised for CSV."""
+    rows = []
+    for sid in book.students:
+        for lab in book.labs:
+            g = book.grades[(sid, lab.lab_id)]
+            per = lab.rubric.per_item
+            for ig in g.items:
+                late = "; ".join(f"{what} {_fmt_lateness(lateness)} late x {factor:g}"
+                                 for what, _, lateness, factor in ig.late_parts)
+                row = {
+                    "student_id": sid, "lab_id": lab.lab_id, "item_id": ig.item_id,
+                    "points": round(ig.points, 4), "max_points": round(per, 4),
+                    "committed": ig.committed, "reasoned": ig.reasoned,
+                    "explained": ig.explained,
+                    "correct": "" if ig.correct is None else ig.correct,
+                    "tolerance": ig.tolerance if ig.tolerance is not None else "",
+                    "tolerance_from": ig.tolerance_from or "the item's own",
+                    "graded_against": ig.graded_from, "predicted_at": _fmt_time(ig.predicted_at),
+                    "explained_at": _fmt_time(ig.explained_at), "late_parts": late,
+                    "penalty": ig.penalty if ig.late_parts else "",
+                    "override": "" if ig.override is None else ig.override,
+                    "comment": ig.comment}
+                rows.append({k: csv_safe(v) for k, v in row.items()})
+    return rows
+
+
 EVENT_COLUMNS = ("student_id", "lab_id", "item_id", "kind", "seq", "timestamp", "value",
                  "units", "confidence", "label", "text", "payload", "lab_version", "session",
                  "valid", "duplicates", "flags", "source", "line", "hash", "written_id")
 
 
-def event_rows(batch: Batch) -> list[dict]:
-    """Long events rows (one per unique event, merged order), neutralised for CSV."""
+def event_table(events: list) -> list[list]:
+    """Long events rows as lists in :data:`EVENT_COLUMNS` order (one per unique event, merged
+    order), neutralised for CSV; what :func:`event_rows` gives, for a writer of millions."""
+    memo: dict[str, Any] = {}
+
+    def same(text: Any) -> Any:  # ids, kinds, file names: neutralised once each
+        if type(text) is not str:
+            return csv_safe(text)
+        v = memo.get(text)
+        if v is None:
+            if len(memo) > 100_000:
+                memo.clear()
+            v = memo[text] = csv_safe(text)
+        return v
+
     rows = []
-    for e in batch.events:
+    for e in events:
         p = e.payload if isinstance(e.payload, dict) else {}
         text = _text(p, "reason") if e.kind in ("predict", "revise") else _text(p)
-        row = {
-            "student_id": e.student_id, "lab_id": e.lab_id, "item_id": e.item_id,
-            "kind": e.kind, "seq": e.seq, "timestamp": e.ts,
-            "value": _scalar(p.get("value", p.get("actual"))), "units": _scalar(p.get("units")),
-            "confidence": _scalar(p.get("confidence")), "label": _scalar(p.get("label")),
-            "text": text, "payload": json.dumps(p, sort_keys=True)[:MAX_CELL_CHARS],
-            "lab_version": e.lab_version, "session": e.session, "valid": e.valid,
-            "duplicates": e.duplicates, "flags": ";".join(e.flags), "source": e.source,
-            "line": e.line, "hash": e.hash, "written_id": e.written_id,
-        }
-        rows.append({k: csv_safe(v) for k, v in row.items()})  # keys are ours: plain
+        seq, line, dup = e.seq, e.line, e.duplicates
+        rows.append([
+            same(e.student_id), same(e.lab_id), same(e.item_id), same(e.kind),
+            seq if type(seq) is int and abs(seq) < MAX_EXACT_INT else csv_safe(seq),
+            same(e.ts), csv_safe(_scalar(p.get("value", p.get("actual")))),
+            same(_scalar(p.get("units"))), csv_safe(_scalar(p.get("confidence"))),
+            csv_safe(_scalar(p.get("label"))), csv_safe(text),
+            csv_safe(json.dumps(p, sort_keys=True)[:MAX_CELL_CHARS]), same(e.lab_version),
+            same(e.session), csv_safe(e.valid),
+            dup if type(dup) is int and abs(dup) < MAX_EXACT_INT else csv_safe(dup),
+            same(";".join(e.flags)), same(e.source),
+            line if type(line) is int and abs(line) < MAX_EXACT_INT else csv_safe(line),
+            csv_safe(e.hash), same(e.written_id)])
     return rows
+
+
+def event_rows(batch: Batch) -> list[dict]:
+    """Long events rows (one per unique event, merged order), neutralised for CSV."""
+    return [dict(zip(EVENT_COLUMNS, row)) for row in event_table(batch.events)]
 
 
 def _scalar(v: Any) -> Any:

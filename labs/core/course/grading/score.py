@@ -17,17 +17,15 @@ Student-level flags come from :mod:`~labs.core.course.grading.checks`. Part of
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from labs.core.course import catalogue as _catalogue
-from labs.core.course.grading.checks import (LINE_FLAGS, check_extensions, check_overrides,
-                                             short_name, student_checks, summarise)
-from labs.core.course.grading.config import _LAB_ID_RE, CourseConfig, LabConfig
-from labs.core.course.grading.ids import name_owner, norm_id
-from labs.core.course.grading.inputs import Override, load_overrides
-from labs.core.course.grading.load import Batch, EventRecord
+from labs.core.course.grading.checks import LINE_FLAGS, check_student, short_name, summarise
+from labs.core.course.grading.config import CourseConfig, LabConfig
+from labs.core.course.grading.ids import norm_id
+from labs.core.course.grading.inputs import Override
+from labs.core.course.grading.load import Batch, EventRecord, merge_events
 from labs.core.course.answers import first_prediction, is_reasoned, within_factor
 
 UNREADABLE = "Unreadable submission"
@@ -106,27 +104,9 @@ class Gradebook:
     #: problems of the instructor's inputs that are no student's (an extension naming no
     #: student graded, without a roster to check it): the console lists them
     warnings: list[str] = field(default_factory=list)
-
-
-def _labs_for(batch: Batch, config: CourseConfig) -> list[LabConfig]:
-    if config.configured and config.labs:
-        return list(config.labs.values())
-    entries = {e.lab_id: e for e in _catalogue.catalogue()}
-    seen = {e.lab_id for e in batch.events if _LAB_ID_RE.match(e.lab_id)}
-    order = [lab_id for lab_id in entries if lab_id in seen] + sorted(seen - set(entries))
-    out = []
-    for lab_id in order:
-        lab = config.labs.get(lab_id)
-        entry = entries.get(lab_id)
-        if lab is None:
-            lab = LabConfig(lab_id, entry.title if entry else lab_id)
-        if not lab.items:  # the lab's own items; for a lab not in the catalogue, those seen
-            items = entry.item_ids if entry and entry.items else sorted(
-                {e.item_id for e in batch.events if e.lab_id == lab_id and e.kind == "predict"
-                 and e.valid})
-            lab = replace(lab, items=items)
-        out.append(lab)
-    return out
+    #: facts about the class (a course file's tolerance in place of an item's own, Canvas's
+    #: test student left out): the console and README.txt say them
+    notices: list[str] = field(default_factory=list)
 
 
 def _text(payload: dict, key: str = "text") -> str:
@@ -213,25 +193,34 @@ def _order_problems(events: list[EventRecord]) -> list[str]:
     return sorted(set(out))
 
 
+#: An event this much older than its lab's deadline (without one: than the class's newest
+#: event) is from another term: a ledger handed in again, or a computer's clock far off.
+STALE_AFTER = timedelta(days=180)
+
+
 def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
               config: CourseConfig, *, deadline: datetime | None = None,
-              unreadable: bool = False) -> LabGrade:
+              unreadable: bool = False, newest: datetime | None = None) -> LabGrade:
     """Grade one student's events of one lab (events in merged order, valid and invalid).
 
     ``deadline``: the one that applies to the student (default: the lab's); ``unreadable``:
     a file named for the student could not be read, so no events means "Unreadable
-    submission", not "Missing".
+    submission", not "Missing". ``newest``: the class's newest event, what an event is old
+    against when the lab has no deadline (``old_timestamp``: :data:`STALE_AFTER`).
     """
     deadline = lab.deadline if deadline is None else deadline
     g = LabGrade(student_id, lab.lab_id, max_points=lab.rubric.per_item * len(lab.items),
                  deadline=deadline)
     where: dict[tuple[str, str], list[int]] = {}
+    against = lab.deadline or newest
     for e in events:
         for f in e.flags:
             if f != "odd_student_id":  # a student-level flag
                 lines = where.setdefault((f, short_name(e.source)), [])
                 if f in LINE_FLAGS:
                     lines.append(e.line)
+        if against is not None and e.time is not None and against - e.time > STALE_AFTER:
+            where.setdefault(("old_timestamp", short_name(e.source)), []).append(e.line)
     flags = summarise(where)
     if lab.versions:
         odd = sorted({e.lab_version for e in events if e.lab_version not in lab.versions})
@@ -322,9 +311,9 @@ def _total(g: LabGrade, config: CourseConfig) -> float:
     return round(sum(i.points for i in g.items), 4)
 
 
-def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
-    """Merge the instructor's overrides (checked: student, item, one row each)."""
-    for o, sid, lab in check_overrides(book, overrides):
+def _apply_overrides(book: Gradebook, sid: str, overrides) -> None:
+    """Merge the instructor's overrides of one student (checked by the plan)."""
+    for o, lab in overrides:
         g = book.grades[(sid, lab.lab_id)]
         note = f"{o.item}: override {o.points:g}" + (f" ({o.comment})" if o.comment else "")
         if o.item == lab.lab_id:
@@ -339,66 +328,73 @@ def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
         book.notes.setdefault(sid, []).append(note)
 
 
-def attribute(batch: Batch, config: CourseConfig) -> None:
-    """Whose events are whose, with the roster: a file an LMS says who submitted (Canvas's
-    user id in its download name, the roster's ``ID``) is that student's, whatever id its
-    events carry (a disagreement is flagged on both rows by ``student_checks``); any other
-    event is the student whose id, or any identity column (SIS Login ID, e-mail, ...), it
-    carries. Without a roster, events are the id they carry."""
-    roster = config.roster
-    for f in batch.files:
-        entry = roster.by_lms_id(f.lms_id) if roster else None
-        f.submitter = entry.student_id if entry else ""
+def grade_student(plan, book: Gradebook, sid: str, mine: list[EventRecord],
+                  hashes: set[str]) -> None:
+    """Grade one student into ``book``: their flags and notes, a :class:`LabGrade` per lab,
+    their extensions and the instructor's overrides. ``mine``: their events in the merged
+    order (:func:`~labs.core.course.grading.load.merge_events`); ``hashes``: every hash they
+    handed in."""
+    flags, notes = check_student(plan, sid, mine, hashes)
+    config = plan.config
+    by_lab: dict[str, list[EventRecord]] = {}
+    for e in mine:
+        by_lab.setdefault(e.lab_id, []).append(e)
+    uploads = plan.unreadable.get(sid, 0)
+    empty = [lab for lab in plan.labs if not by_lab.get(lab.lab_id)]
+    # an unreadable upload stands for the labs without events when the student handed in
+    # nothing readable, or when the uploads can account for every such lab; else those labs
+    # are Missing and a flag says which they may be
+    unreadable = bool(uploads and empty) and (not mine or uploads >= len(empty))
+    if uploads and not unreadable and empty:
+        flags.append(f"unreadable_submission ({uploads} unreadable upload"
+                     f"{'s' if uploads != 1 else ''} may be the work of "
+                     f"{', '.join(lab.lab_id for lab in empty[:8])}, shown Missing)")
+    for lab in plan.labs:
+        g = grade_lab(sid, by_lab.get(lab.lab_id, []), lab, config,
+                      deadline=lab.deadline_for(sid, config), unreadable=unreadable,
+                      newest=plan.newest)
+        book.grades[(sid, lab.lab_id)] = g
+        if g.deadline is not None and lab.deadline is not None and g.deadline != lab.deadline:
+            notes.append(f"{lab.lab_id}: extension to "
+                         f"{g.deadline.strftime('%Y-%m-%d %H:%M')} UTC")
+    book.student_flags[sid] = flags
+    if notes:
+        book.notes.setdefault(sid, []).extend(notes)
+    _apply_overrides(book, sid, plan.overrides.get(sid, []))
 
-    def owner(report, written: str) -> str:
-        if report.submitter:
-            return report.submitter
-        hit = roster.resolve(written) if roster else None
-        return hit[0].student_id if hit else written
 
-    batch.attribute(owner)
+def empty_book(plan) -> Gradebook:
+    """A gradebook of the plan's class with no student graded yet."""
+    return Gradebook(plan.config, plan.labs, [], {}, {}, {}, plan.warnings)
 
 
 def grade(batch: Batch, config: CourseConfig | None = None, *,
           receipts: dict[str, list[str]] | None = None,
-          overrides: list[Override] | None = None) -> Gradebook:
+          overrides: list[Override] | None = None,
+          lab_ids: list[str] | None = None) -> Gradebook:
     """Grade every student in ``batch`` (plus the roster) on every lab of ``config``.
 
     Without a configured lab list, the labs seen in the submissions are graded (with all of
-    their items, the default rubric and no deadline). Students are spelt as the roster spells
-    them (the batch's events are renamed to match); ids compare by ``norm_id``. Overrides
-    default to the config's ``overrides`` CSV. Raises ConfigError for an override or an
-    extension that names no student or item of the class (with close matches; without a
-    roster, an extension naming no graded student is in ``warnings`` unless it is one with
-    leading zeros added or lost).
+    their items, the default rubric and no deadline); ``lab_ids`` keeps only those labs.
+    Students are spelt as the roster spells them (the batch's events are renamed to match);
+    ids compare by ``norm_id``. Overrides default to the config's ``overrides`` CSV. Raises
+    ConfigError for an override or an extension that names no student or item of the class
+    (with close matches; without a roster, an extension naming no graded student is in
+    ``warnings`` unless it is one with leading zeros added or lost). The class-wide part is
+    :func:`~labs.core.course.grading.plan.plan_class`; each student is
+    :func:`grade_student`.
     """
-    config = config or CourseConfig()
-    if overrides is None and config.overrides_path is not None:
-        overrides = load_overrides(config.overrides_path)
-    labs = _labs_for(batch, config)
-    attribute(batch, config)
-    spelling = {norm_id(s): s for s in config.roster_ids()}
-    batch.rename(spelling)
-    for sid in batch.students():
-        spelling.setdefault(norm_id(sid), sid)
-    for f in batch.files:  # a file named for a student who has no events of their own
-        if f.name_id and not f.submitter and (f.unreadable or f.student_ids):
-            # (a name that is a roster student's other id is that student's: no new row)
-            spelling.setdefault(name_owner(f.name_id, spelling, config.roster), f.name_id)
-    students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
-    warnings = check_extensions(config, labs, students)
-    student_flags, notes, unreadable = student_checks(batch, config, labs, students,
-                                                      receipts or {})
-    grades: dict[tuple[str, str], LabGrade] = {}
-    for sid in students:
-        mine = batch.for_student(sid)
-        for lab in labs:
-            g = grade_lab(sid, [e for e in mine if e.lab_id == lab.lab_id], lab, config,
-                          deadline=lab.deadline_for(sid, config), unreadable=sid in unreadable)
-            grades[(sid, lab.lab_id)] = g
-            if g.deadline is not None and lab.deadline is not None and g.deadline != lab.deadline:
-                notes.setdefault(sid, []).append(
-                    f"{lab.lab_id}: extension to {g.deadline.strftime('%Y-%m-%d %H:%M')} UTC")
-    book = Gradebook(config, labs, students, grades, student_flags, notes, warnings)
-    _apply_overrides(book, overrides or [])
+    from labs.core.course.grading.plan import plan_class
+
+    pieces = batch._pieces()
+    files = list(batch.files) + [r for r, _ in pieces if all(r is not f for f in batch.files)]
+    plan = plan_class(files, config, receipts=receipts, overrides=overrides, lab_ids=lab_ids)
+    batch.events, batch.hashes = merge_events(pieces)
+    batch.reindex()
+    book = empty_book(plan)
+    book.students = plan.students
+    book.notices = plan.notices
+    for sid in plan.students:
+        grade_student(plan, book, sid, batch.for_student(sid),
+                      batch.hashes.get(norm_id(sid), set()))
     return book
