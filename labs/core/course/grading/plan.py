@@ -102,7 +102,7 @@ def labs_for(files: list[FileReport], config: CourseConfig,
     else:
         entries = {e.lab_id: e for e in _catalogue.catalogue()}
         seen, predicted = _seen(files)
-        seen = {x for x in seen if _LAB_ID_RE.match(x)} | set(lab_ids or ())
+        seen = {x for x in seen if _LAB_ID_RE.match(x)} | (set(lab_ids or ()) & set(entries))
         order = [x for x in entries if x in seen] + sorted(seen - set(entries))
         labs = []
         for lab_id in order:
