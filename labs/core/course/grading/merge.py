@@ -14,8 +14,10 @@ equal, the same Points Possible). Rows are joined in the grader's order (student
 :func:`~labs.core.course.grading.ids.norm_id`): ``gradebook.csv``, ``canvas.csv``,
 ``canvas-left-out.csv``, ``items.csv`` and ``events.csv`` (streamed: a shard of any size),
 ``files.csv`` shard after shard, and the feedback pages with a new ``index.html``. A student
-in two shards (handed in to both sections) keeps the first shard's row and is named on the
-console (exit status 1). What compares students with each other (an id close to a roster id
+in several shards keeps the row of the shard where they have work (a roster student who
+handed in nothing to a section is Missing there, so every section may be graded with the whole
+roster); one with work in two shards keeps the first and is named on the console (exit
+status 1). What compares students with each other (an id close to a roster id
 that handed in nothing, a file's copies) is decided within each shard. Part of
 :mod:`labs.core.course.grading` (import it through that name).
 """
@@ -63,14 +65,18 @@ def _student_key(value: str) -> tuple[str, str]:
 def _merge_sorted(paths: list[Path], column: int, out: Path, skip: set | None = None,
                   first_rows: int = 1) -> None:
     """Rows of already sorted CSVs, merged by the student in ``column`` (streamed)."""
+    def keyed(rows: Iterator[list[str]], shard: int):
+        for r in rows:
+            if r:
+                yield _student_key(r[column]), shard, r
+
     readers = []
     header = None
     for shard, path in enumerate(paths):
         rows = _rows(path)
         head = [next(rows, []) for _ in range(first_rows)]
         header = header or head
-        readers.append(((_student_key(r[column]) if r else ("", ""), shard, r) for r in rows
-                        if r))
+        readers.append(keyed(rows, shard))
     with open(out, "w", newline="", encoding="utf-8-sig") as f:
         writer = csv.writer(f)
         writer.writerows(header or [])
@@ -103,19 +109,7 @@ def merge(shards: list[Path], out: Path) -> list[str]:
                 raise MergeError(f"{path}: its header or Points Possible row differs from "
                                  f"{canvas[0]}'s: grade every shard with the same course file")
     problems = []
-    owner: dict[str, int] = {}
-    twice: set[tuple[str, int]] = set()
-    for n, shard in enumerate(shards):
-        for row in list(_rows(shard / "gradebook.csv"))[1:]:
-            if not row:
-                continue
-            key = _student_key(row[0])[0]
-            if key in owner:
-                twice.add((key, n))
-                problems.append(f"student {row[0]} is graded in {shards[owner[key]]} and in "
-                                f"{shard}: the first shard's row is kept; grade them once")
-            else:
-                owner[key] = n
+    owner, twice = _owners(shards, heads[0], problems)
     out.mkdir(parents=True, exist_ok=True)
     for name, column in MERGED:
         present = [s / name for s in shards if (s / name).is_file()]
@@ -133,8 +127,7 @@ def merge(shards: list[Path], out: Path) -> list[str]:
         else:
             _merge_sorted(present, column, out / name, twice)
     if canvas:
-        _merge_sorted(canvas, 2 if "SIS User ID" in tops[0][0][:5] else 1, out / "canvas.csv",
-                      None, first_rows=2)
+        _merge_canvas(shards, owner, out / "canvas.csv")
     _merge_feedback(shards, out, owner)
     readme = [f"labs-grade --merge of {len(shards)} shards: " + ", ".join(map(str, shards))]
     readme += problems
@@ -144,6 +137,53 @@ def merge(shards: list[Path], out: Path) -> list[str]:
                 encoding="utf-8", errors="replace").rstrip()]
     (out / "README.txt").write_text("\n".join(readme) + "\n", encoding="utf-8")
     return problems
+
+
+def _owners(shards: list[Path], header: list[str], problems: list[str]
+            ) -> tuple[dict[str, int], set[tuple[str, int]]]:
+    """Which shard keeps each student's row: the one where they have work (a roster student
+    with nothing handed in to a section is Missing there); of two with work, the first, and
+    the other is named in ``problems``. Also the (student, shard) rows left out."""
+    status = [n for n, h in enumerate(header) if h.endswith(" - Status")]
+    seen: dict[str, list[tuple[int, bool, str]]] = {}
+    for n, shard in enumerate(shards):
+        for row in list(_rows(shard / "gradebook.csv"))[1:]:
+            if row:
+                work = any(row[i] not in ("Missing", "") for i in status if i < len(row))
+                seen.setdefault(_student_key(row[0])[0], []).append((n, work, row[0]))
+    owner: dict[str, int] = {}
+    dropped: set[tuple[str, int]] = set()
+    for key, rows in seen.items():
+        with_work = [r for r in rows if r[1]]
+        keep = (with_work or rows)[0][0]
+        owner[key] = keep
+        dropped |= {(key, n) for n, _, _ in rows if n != keep}
+        if len(with_work) > 1:
+            problems.append(f"student {rows[0][2]} has work graded in "
+                            + " and in ".join(str(shards[n]) for n, _, _ in with_work)
+                            + f": {shards[keep]}'s row is kept; grade them in one section")
+    return owner, dropped
+
+
+def _merge_canvas(shards: list[Path], owner: dict[str, int], out: Path) -> None:
+    """canvas.csv's rows follow each shard's gradebook, less the students it left out (not
+    on its roster): each student's row from the shard that keeps them, in gradebook order."""
+    by_key: dict[str, list[str]] = {}
+    top: list[list[str]] = []
+    for n, shard in enumerate(shards):
+        rows = list(_rows(shard / "canvas.csv"))
+        top = top or rows[:2]
+        left = {_student_key(r[0])[0] for r in list(_rows(shard / "canvas-left-out.csv"))[1:]
+                if r} if (shard / "canvas-left-out.csv").is_file() else set()
+        keys = [_student_key(r[0])[0] for r in list(_rows(shard / "gradebook.csv"))[1:] if r]
+        for key, row in zip([k for k in keys if k not in left], rows[2:]):
+            if owner.get(key) == n:
+                by_key[key] = row
+    order = sorted(owner, key=lambda k: k)
+    with open(out, "w", newline="", encoding="utf-8-sig") as f:
+        writer = csv.writer(f)
+        writer.writerows(top)
+        writer.writerows(by_key[k] for k in order if k in by_key)
 
 
 def _merge_feedback(shards: list[Path], out: Path, owner: dict[str, int]) -> None:

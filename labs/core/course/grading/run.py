@@ -22,12 +22,14 @@ leaves one that the next run into the same folder removes and names on the conso
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -122,10 +124,38 @@ class _Serial:
         return False
 
 
+_STOP_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name)}
+
+
+@contextlib.contextmanager
 def _pool(workers: int, initializer=None, initargs=()):
+    """A pool of ``workers`` processes (this process alone for one), stopped on the way out.
+    A signal that arrives while the pool starts waits until it has started, so stopping it
+    never meets a half-made pool."""
     if workers <= 1:
-        return _Serial(initializer, initargs)
-    return _context().Pool(workers, initializer=initializer, initargs=initargs)
+        yield _Serial(initializer, initargs)
+        return
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":  # started before the mask: it must not keep it
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    mask = getattr(signal, "pthread_sigmask", None)
+    old = mask(signal.SIG_BLOCK, _STOP_SIGNALS) if mask else None
+    try:
+        pool = ctx.Pool(workers, initializer=initializer, initargs=initargs)
+        try:
+            if old is not None:
+                blocked, old = old, None
+                mask(signal.SIG_SETMASK, blocked)  # a pending signal is raised here
+            yield pool
+        finally:
+            pool.terminate()
+            pool.join()
+    finally:
+        if old is not None:
+            mask(signal.SIG_SETMASK, old)
 
 
 def _windows(tasks: Iterator, size: int) -> Iterator[list]:
@@ -147,10 +177,10 @@ _STATE: dict[str, Any] = {}
 def _worker_signals() -> None:
     """A worker leaves Ctrl+C to its parent (which removes the run and stops the pool) and
     dies at once when the pool is stopped."""
-    import signal
-
     if multiprocessing.parent_process() is None:
         return  # not a worker: the run in this process keeps its handlers
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     for name, action in (("SIGINT", signal.SIG_IGN), ("SIGTERM", signal.SIG_DFL),
                          ("SIGHUP", signal.SIG_DFL)):
         sig = getattr(signal, name, None)
