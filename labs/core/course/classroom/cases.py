@@ -253,3 +253,31 @@ def _write_config(cls: EveryCaseClass) -> None:
         out.writerow([c["override"].sis_id, course["lab01"][1].item_id, "3.5",
                       "explained in office hours"])
         out.writerow([c["lab_override"].sis_id, "lab02", "4", "graded by hand"])
+
+
+def main(argv=None) -> int:
+    """``python -m labs.core.course.classroom.cases FOLDER [N] [SEED]``: write the class (see
+    the module doc) to try ``labs-grade`` on."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or len(args) > 3:
+        print("usage: python -m labs.core.course.classroom.cases FOLDER [N_STUDENTS] [SEED]",
+              file=sys.stderr)
+        return 2
+    try:
+        n = int(args[1]) if len(args) > 1 else len(CASES) + 10
+        seed = int(args[2]) if len(args) > 2 else 0
+        cls = write_every_case_class(args[0], n, seed=seed)
+    except ValueError as exc:
+        print(f"classroom.cases: {exc}", file=sys.stderr)
+        return 2
+    print(f"Wrote {cls.submissions}, {cls.roster}, {cls.config}, {cls.overrides}.")
+    for name, s in cls.case.items():
+        print(f"  {s.sis_id} {s.name}: {CASES[name]}")
+    print(f"  {cls.auditor.sis_id} {cls.auditor.name}: an auditor (no SIS User ID on the roster)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

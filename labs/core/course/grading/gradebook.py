@@ -40,6 +40,15 @@ def csv_safe(value: Any) -> Any:
     Control characters are dropped, lone surrogates become U+FFFD, text is cut at
     MAX_CELL_CHARS. Never raises.
     """
+    if value.__class__ is str:  # most cells: checked without copying
+        text = value if len(value) <= MAX_CELL_CHARS else value[:MAX_CELL_CHARS]
+        if _ODD_RE.search(text):
+            text = _SURROGATE_RE.sub("\ufffd", _CONTROL_RE.sub("", text))
+        first = text[:1]
+        if first in _FORMULA_FIRST or (first == " " and text.lstrip(" ")[:1]
+                                       in _FORMULA_AFTER_SPACES):
+            return "'" + text
+        return text
     if value is None:
         return ""
     if isinstance(value, bool):

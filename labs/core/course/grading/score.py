@@ -156,7 +156,7 @@ def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig,
 def explanation_length(text: str) -> int:
     """An explanation's length for ``min_explain_chars``: its characters that are not
     whitespace (padding with spaces or blank lines earns nothing)."""
-    return sum(1 for ch in text if not ch.isspace())
+    return len("".join(text.split()))  # split() drops exactly what str.isspace() calls space
 
 
 def _finite(v: Any) -> float | None:
