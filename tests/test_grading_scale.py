@@ -58,7 +58,8 @@ def test_the_run_grades_as_the_in_memory_grader_does(canvas_class, tmp_path):
     book = G.grade(G.load_ledgers([canvas_class.submissions]),
                    G.load_config(canvas_class.config))
     G.write_csv(G.gradebook_rows(book), tmp_path / "book.csv")
-    assert (tmp_path / "book.csv").read_bytes() == (tmp_path / "run" / "gradebook.csv").read_bytes()
+    assert (tmp_path / "book.csv").read_bytes() == \
+        (tmp_path / "run" / "gradebook.csv").read_bytes()
 
 
 # --- interrupted runs ------------------------------------------------------------------------

@@ -30,6 +30,8 @@ from labs.core.course.grading.config import example_config, load_config
 from labs.core.course.grading.inputs import (ConfigError, load_overrides, load_roster,
                                              read_receipts)
 from labs.core.course.grading.load import Limits
+from labs.core.course.grading.outdir import (RUN_FILE, check_out, clean_stale, replace_with,
+                                             staging)
 from labs.core.course.grading.run import run_class
 from labs.core.course.ledger.events import MAX_READ_BYTES
 
@@ -97,33 +99,12 @@ _SEVERITY_HEAD = {
     "wrong": "Grades that may be wrong: look at these before uploading",
     "check": "Worth a look (the grade stands)",
 }
-#: what labs-grade writes into its output folder (a folder holding only these, or its own
-#: RUN_FILE, may be replaced with --force)
-OUTPUT_NAMES = {"gradebook.csv", "events.csv", "files.csv", "canvas.csv", "items.csv",
-                "canvas-left-out.csv", "gradescope.csv", "feedback", "README.txt"}
-RUN_FILE = "README.txt"
-
-
 _INFO_WORDS = {
     "revised": "revised a prediction after locking it (the first is graded)",
     "duplicates_merged": "handed in the same records twice (counted once)",
     "recovery_merged": "handed in a recovery file too (merged)",
     "alias": "typed another roster id (SIS Login ID, e-mail, ...) and were matched by it",
 }
-
-
-def student_line(book, sid: str, level: str) -> str:
-    """The console's line for a student: their id, name and first three flags of ``level``."""
-    from labs.core.course.grading.checks import severity
-
-    entry = book.config.roster.get(sid) if book.config.roster else None
-    name = f" {entry.name}" if entry and entry.name else ""
-    flags = [f for f in book.student_flags.get(sid, []) if severity(f) == level]
-    flags += [f"{lab.lab_id}: {f}" for lab in book.labs
-              for f in book.grades[(sid, lab.lab_id)].flags if severity(f) == level]
-    shown = "; ".join(f if len(f) <= 240 else f[:237] + "..." for f in flags[:3])
-    more = f" (and {len(flags) - 3} more)" if len(flags) > 3 else ""
-    return f"    {sid}{name}: {shown}{more}"
 
 
 def _report(result, out: Path, stale: list[str]) -> int:
@@ -253,87 +234,6 @@ def _readme(result, args) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _check_out(out: Path, force: bool) -> str:
-    """Why ``out`` cannot take this run ("" if it can: absent, empty, or with ``--force`` a
-    folder holding only what labs-grade writes, all of which can be removed)."""
-    if not out.exists() and not out.is_symlink():
-        return ""
-    if out.is_symlink() or not out.is_dir():
-        return f"{out} exists and is not a folder"
-    names = {p.name for p in out.iterdir()}
-    if not names:
-        return ""
-    if not force:
-        return (f"{out} is not empty (a previous run?). Add --force to replace it whole, or "
-                f"give a new folder with -o; two runs are never mixed")
-    foreign = sorted(names - OUTPUT_NAMES)
-    if foreign:
-        return (f"{out} holds files labs-grade did not write ({', '.join(foreign[:5])}"
-                f"{' ...' if len(foreign) > 5 else ''}): even with --force it is not replaced; "
-                f"give a new folder with -o")
-    stuck = _undeletable(out)
-    if stuck:
-        return (f"{out} cannot be replaced: {stuck} cannot be removed (read-only?); make it "
-                f"writable, or give a new folder with -o")
-    return ""
-
-
-def _undeletable(folder: Path) -> str:
-    """A folder under ``folder`` (itself included) whose entries cannot be removed, or ""."""
-    for root, dirs, _ in os.walk(folder):
-        if not os.access(root, os.W_OK | os.X_OK):
-            return root
-    parent = folder.resolve().parent
-    return "" if os.access(parent, os.W_OK | os.X_OK) else str(parent)
-
-
-#: The staging folder of a run (``.<out>.labs-grade-<pid>``) and the old output a --force
-#: run sets aside while it swaps the new one in (``.<out>.old-<pid>``), next to ``-o``.
-_STAGING = ("labs-grade", "old")
-
-
-def _staging(out: Path, kind: str, pid: int | None = None) -> Path:
-    return out.with_name(f".{out.name}.{kind}-{os.getpid() if pid is None else pid}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # someone else's process: leave its folder alone
-    return True
-
-
-def clean_stale(out: Path) -> list[str]:
-    """Remove what an interrupted run into ``out`` left next to it (its staging folder, or
-    the old output a --force run set aside), when the run that made it is gone; what was
-    done, in words, for the console."""
-    said = []
-    if not out.parent.is_dir():
-        return said
-    for path in sorted(out.parent.glob(f".{glob_escape(out.name)}.*-*")):
-        kind, _, pid = path.name[len(out.name) + 2:].rpartition("-")
-        if kind not in _STAGING or not pid.isdigit() or not path.is_dir():
-            continue
-        if int(pid) != os.getpid() and _alive(int(pid)):
-            said.append(f"{path} belongs to a labs-grade run still going (process {pid}): "
-                        "left alone")
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        if path.exists():
-            said.append(f"{path}, left by an interrupted run, could not be removed: it holds "
-                        "students' grades, remove it by hand")
-        else:
-            said.append(f"removed {path}, left by an interrupted run")
-    return said
-
-
-def glob_escape(text: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
-
-
 class _Interrupted(Exception):
     """A signal asked the run to stop (Ctrl+C, a closed terminal, ``kill``)."""
 
@@ -365,22 +265,6 @@ def _stop_on_signals():
             signal.signal(sig, handler)
 
 
-def _replace(tmp: Path, out: Path) -> list[str]:
-    """Put the finished run ``tmp`` where ``out`` was (the old one removed whole); what could
-    not be cleaned up, in words."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return []
-    old = _staging(out, "old")
-    os.replace(out, old)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
-    if old.exists():
-        return [f"the previous run, set aside at {old}, could not be removed: it holds "
-                "students' grades, remove it by hand"]
-    return []
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``labs-grade`` (exit status: see the module doc)."""
     args = _parser().parse_args(argv)
@@ -409,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     target = out.resolve()
     stale = clean_stale(target)
-    why = _check_out(out, args.force)
+    why = check_out(out, args.force)
     if why:
         for line in stale:
             _say(f"labs-grade: {line}", sys.stderr)
@@ -422,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"labs-grade: {exc}", sys.stderr)
         return 2
     limits = Limits(max_file_bytes=int(args.max_file_mb * 1024 * 1024))
-    tmp = _staging(target, "labs-grade")
+    tmp = staging(target, "labs-grade")
     try:
         with _stop_on_signals():
             try:
@@ -432,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    receipts=receipts, overrides=overrides, lab_ids=args.lab,
                                    feedback=not args.no_feedback, workers=args.workers)
                 (tmp / RUN_FILE).write_text(_readme(result, args), encoding="utf-8")
-                stale += _replace(tmp, target)
+                stale += replace_with(tmp, target)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)  # gone already unless it failed
     except _Interrupted as stop:

@@ -173,7 +173,8 @@ def time_zone(name: Any, where: str) -> tzinfo:
 
 
 #: ``2025-03-07T23:59 America/New_York``: a date-time and a named zone, in one string
-_ZONED = re.compile(r"^\s*(?P<when>\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?)\s+"
+_ZONED = re.compile(r"^\s*(?P<when>\d{4}-\d{2}-\d{2}"
+                    r"(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?)\s+"
                     r"(?P<zone>[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+)*)\s*$")
 
 
@@ -473,9 +474,15 @@ def example_config(labs_dir: str | os.PathLike | None = None) -> str:
                     "#                   # a factor here replaces it for every numeric item of "
                     "the lab", "",
                     f"# [labs.{entry.lab_id}.tolerances]   # or one item's own factor, by item",
-                    f"# {next((i.item_id.split('.', 1)[1] for i in entry.items if i.kind == 'numeric'), 'item')} = 1.3",
+                    f"# {_first_numeric(entry)} = 1.3",
                     ""]
     return "\n".join(out)
+
+
+def _first_numeric(entry) -> str:
+    """A lab's first numeric item, by its short name (``crossover_n``), for an example."""
+    return next((i.item_id.split(".", 1)[-1] for i in entry.items if i.kind == "numeric"),
+                "item")
 
 
 def _toml_str(text: str) -> str:

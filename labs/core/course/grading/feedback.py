@@ -24,71 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from labs.core.course import catalogue as _catalogue
-from labs.core.course.grading.checks import severity, student_severity
+from labs.core.course.grading.checks import (  # noqa: F401  (FLAG_HELP re-exported)
+    FLAG_HELP, severity, student_severity)
 from labs.core.course.grading.load import Batch
 from labs.core.course.grading.score import Gradebook, LabGrade
 from labs.core.course.answers import first_prediction, is_reasoned, ratio_verdict
 from labs.core.physics.units import format_value
-
-#: flag code -> (what it means, how to fix it). Every code the grader emits has an entry.
-FLAG_HELP: dict[str, tuple[str, str]] = {
-    "hash_mismatch": ("A line of the ledger was edited after the lab wrote it; it earns "
-                      "nothing.", "Hand in the ledger exactly as the lab saved it (or use the "
-                      "lab's Download button); never edit it by hand."),
-    "chain_break": ("Lines were removed, inserted or reordered.", "Hand in the whole file "
-                    "as the lab saved it; do not merge or cut ledgers by hand."),
-    "seq_order": ("Event numbers go backwards: lines were reordered or files pasted "
-                  "together.", "Hand in each ledger file as it is, side by side."),
-    "torn_tail": ("The last line was cut off (the lab or the computer stopped mid-write).",
-                  "Nothing to do: earlier lines count. Keep the recovery file if the lab "
-                  "made one and hand it in too."),
-    "malformed": ("Some lines are not ledger events.", "Do not open the ledger in an editor "
-                  "or spreadsheet and save it; hand in the file the lab wrote."),
-    "ts_backwards": ("A timestamp goes back in time within a file (a changed clock, or a "
-                     "line added later). The file's own order is what is graded.",
-                     "Keep your computer's clock right; never add lines by hand."),
-    "future_timestamp": ("An event is dated more than a day in the future.",
-                         "Set your computer's clock correctly."),
-    "old_timestamp": ("Some events are dated more than half a year before the lab's deadline "
-                      "(a ledger from another term, or a clock far off).",
-                      "Hand in the ledger of this term's work, with your computer's clock "
-                      "right."),
-    "unknown_lab_version": ("The lab file you used is not a released version.",
-                            "Use the lab files the course released (download them again)."),
-    "duplicates_merged": ("The same events were handed in more than once; they count once.",
-                          "Nothing to do."),
-    "recovery_merged": ("Events came from a recovery file the lab wrote after a problem "
-                        "with the main ledger; they count.", "Nothing to do."),
-    "revised": ("You changed a prediction after locking it; the first one is graded.",
-                "Nothing to do: predictions are meant to be locked before the reveal."),
-    "second_predict": ("An item has two predictions (two windows, or a second ledger); the "
-                       "first is graded.", "Do each lab in one window, with one ledger."),
-    "impossible_order": ("Something happened before the prediction it depends on (e.g. an "
-                         "explanation before the prediction).", "Predict first, then reveal, "
-                         "then explain, in one ledger."),
-    "receipt_missing": ("A receipt you were given is not in the ledger you handed in.",
-                        "Hand in the ledger that contains all your work."),
-    "unknown_lab": ("The ledger has events of a lab this course does not grade.",
-                    "Nothing to do unless that lab should count: ask your instructor."),
-    "odd_student_id": ("Your student id has characters a lab would not accept.",
-                       "Enter the id your instructor gave you in the lab's ledger panel."),
-    "mixed_students": ("One file holds events of several students.", "Hand in only your own "
-                       "ledger."),
-    "unreadable_submission": ("A file you handed in could not be read, so it earned nothing.",
-                              "Hand in the file the lab saved (or its Download button gives), "
-                              "unchanged, as UTF-8: see the reason given."),
-    "id_mismatch": ("A file you handed in carries another student's id (or is named for "
-                    "one), or another student handed in a file with your id. Your instructor "
-                    "decides whose work it is.", "Hand in your own ledger; type your own "
-                    "student id (the one your instructor gave you) in every lab."),
-    "not_on_roster": ("The student id in the ledger is not on the class roster.",
-                      "Enter exactly the id your instructor gave you in every lab."),
-    "possible_submission": ("A ledger under a similar id may be yours.", "Tell your "
-                            "instructor which id you used; use the roster id from now on."),
-    "contradicting_files": ("Two of your ledgers start an item with different predictions "
-                            "(e.g. a fresh file in a new folder after the reveal).",
-                            "Keep one ledger folder; the earliest prediction is graded."),
-}
 
 _CSS = """
 :root{--fg:#1f2328;--muted:$muted;--ok:$ok;--danger:$danger;--warn:$warn;

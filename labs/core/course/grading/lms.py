@@ -11,15 +11,15 @@ assignment; headers containing Current or Final Score/Points/Grade or Override
 Score/Grade/Status are ignored. So the file holds nothing but lab scores; a second row
 ``Points Possible`` sets each assignment's points possible (Canvas's importer reads the row
 whose first cell says Points Possible; :func:`points_possible`, printed on the console too).
-Missing and unreadable submissions are left blank (Canvas shows them ungraded; enter 0 yourself if that is your policy), so no one
-gets a zero the grader made up, unless the instructor's overrides give points to the lab or
-to any of its items (a file e-mailed in and graded by hand): then the lab's points are written,
-as in ``gradebook.csv``. With a roster exported from Canvas, its ``Student``, ``ID``,
-``SIS User ID``, ``SIS Login ID`` and ``Section`` are copied as they are (a blank one stays
-blank: no other column's value is ever put in it), and students who are not on the roster are
-left out (Canvas would not find them: :func:`canvas_rows` returns them apart); without a roster,
-or with one that has no such column, the student's id goes in the ``id_column`` (``SIS User
-ID`` by default).
+Missing and unreadable submissions are left blank (Canvas shows them ungraded; enter 0 yourself
+if that is your policy), so no one gets a zero the grader made up, unless the instructor's
+overrides give points to the lab or to any of its items (a file e-mailed in and graded by
+hand): then the lab's points are written, as in ``gradebook.csv``. With a roster exported from
+Canvas, its ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID`` and ``Section`` are copied
+as they are (a blank one stays blank: no other column's value is ever put in it), and students
+who are not on the roster are left out (Canvas would not find them: :func:`canvas_rows` returns
+them apart); without a roster, or with one that has no such column, the student's id goes in
+the ``id_column`` (``SIS User ID`` by default).
 
 **Gradescope** documents a roster CSV upload (names, a unique e-mail, SID, sections) but no
 CSV import of scores, so there is no Gradescope file: a course that grades in Gradescope and

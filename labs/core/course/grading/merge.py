@@ -231,7 +231,7 @@ def _merge_feedback(shards: list[Path], out: Path, owner: dict[str, int]) -> Non
 def merge_main(inputs: list[str], out: Path, *, force: bool = False) -> int:
     """``labs-grade --merge``: exit 0 merged, 1 merged with a student in two shards, 2 when
     the shards cannot be merged or ``out`` cannot take them (nothing written)."""
-    from labs.core.course.grading.cli import _check_out, _replace, _staging, clean_stale
+    from labs.core.course.grading.outdir import check_out, clean_stale, replace_with, staging
 
     if len(inputs) < 1:
         _say("labs-grade --merge: give the output folders of the shards to merge",
@@ -243,15 +243,15 @@ def merge_main(inputs: list[str], out: Path, *, force: bool = False) -> int:
         _say("labs-grade --merge: -o must be a new folder, not one of the shards", sys.stderr)
         return 2
     stale = clean_stale(target)
-    why = _check_out(out, force)
+    why = check_out(out, force)
     if why:
         _say(f"labs-grade --merge: {why}", sys.stderr)
         return 2
-    tmp = _staging(target, "labs-grade")
+    tmp = staging(target, "labs-grade")
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         problems = merge(shards, tmp)
-        stale += _replace(tmp, target)
+        stale += replace_with(tmp, target)
     except (MergeError, csv.Error, UnicodeDecodeError, OSError) as exc:
         _say(f"labs-grade --merge: {exc}", sys.stderr)
         return 2

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from labs.core.course.grading.checks import severity, student_severity
+from labs.core.course.grading.checks import severity, student_line, student_severity
 from labs.core.course.grading.gradebook import (EVENT_COLUMNS, FILE_COLUMNS, ITEM_COLUMNS,
                                                 csv_safe, event_table, file_rows,
                                                 gradebook_rows, item_rows, write_csv,
@@ -262,8 +262,6 @@ def _load(report: FileReport, cache: dict) -> list[EventRecord]:
 
 
 def _summary(book, sid: str, index: tuple | None) -> StudentSummary:
-    from labs.core.course.grading.cli import student_line
-
     flags = list(book.student_flags.get(sid, []))
     flags += [f for lab in book.labs for f in book.grades[(sid, lab.lab_id)].flags]
     info = {f.split(" ", 1)[0] for f in flags if severity(f) == "info"}
