@@ -177,6 +177,8 @@ def _report(result, out: Path, stale: list[str]) -> int:
              f"canvas-left-out.csv): {', '.join(left_out[:10])}"
              f"{' ...' if len(left_out) > 10 else ''}")
     _say("Wrote " + ", ".join(str(out / w) for w in result.written + [RUN_FILE]) + ".")
+    if os.environ.get("LABS_GRADE_TIMES"):  # for the benchmark: where the time went
+        _say("  seconds: " + ", ".join(f"{k} {v:g}" for k, v in result.seconds.items()))
     problems = unreadable or damaged or warnings or (roster and roster.rows_without_id) \
         or any(s.level in ("wrong", "check") for s in students)
     return 1 if problems or result.left_out else 0

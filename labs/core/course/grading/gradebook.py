@@ -122,34 +122,44 @@ ITEM_COLUMNS = ("student_id", "lab_id", "item_id", "points", "max_points", "comm
                 "override", "comment")
 
 
+def item_table(book: Gradebook) -> list[list]:
+    """``items.csv``'s rows as lists in :data:`ITEM_COLUMNS` order (see :func:`item_rows`)."""
+    rows = []
+    lab_cells = {}
+    for lab in book.labs:  # the cells every student shares, neutralised once
+        lab_cells[lab.lab_id] = (csv_safe(lab.lab_id), round(lab.rubric.per_item, 4),
+                                 {i: csv_safe(i) for i in lab.items})
+    for sid in book.students:
+        who = csv_safe(sid)
+        for lab in book.labs:
+            g = book.grades[(sid, lab.lab_id)]
+            lab_id, per, item_ids = lab_cells[lab.lab_id]
+            for ig in g.items:
+                late = "; ".join(f"{what} {_fmt_lateness(lateness)} late x {factor:g}"
+                                 for what, _, lateness, factor in ig.late_parts)
+                rows.append([
+                    who, lab_id, item_ids.get(ig.item_id) or csv_safe(ig.item_id),
+                    csv_safe(round(ig.points, 4)), per, _BOOL[ig.committed],
+                    _BOOL[ig.reasoned], _BOOL[ig.explained],
+                    "" if ig.correct is None else _BOOL[bool(ig.correct)],
+                    csv_safe(ig.tolerance) if ig.tolerance is not None else "",
+                    csv_safe(ig.tolerance_from or "the item's own"), ig.graded_from,
+                    _fmt_time(ig.predicted_at), _fmt_time(ig.explained_at), late,
+                    csv_safe(ig.penalty) if ig.late_parts else "",
+                    "" if ig.override is None else csv_safe(ig.override),
+                    csv_safe(ig.comment)])
+    return rows
+
+
+_BOOL = {True: "true", False: "false"}
+
+
 def item_rows(book: Gradebook) -> list[dict]:
     """One row per student and prediction item (``items.csv``): the points and the parts that
     earned them, the tolerance the item was judged within and where it came from (the item's
     own, or the course file's key that set it), what it was judged against, when, and what a
     late penalty or an override changed. Neutralised for CSV."""
-    rows = []
-    for sid in book.students:
-        for lab in book.labs:
-            g = book.grades[(sid, lab.lab_id)]
-            per = lab.rubric.per_item
-            for ig in g.items:
-                late = "; ".join(f"{what} {_fmt_lateness(lateness)} late x {factor:g}"
-                                 for what, _, lateness, factor in ig.late_parts)
-                row = {
-                    "student_id": sid, "lab_id": lab.lab_id, "item_id": ig.item_id,
-                    "points": round(ig.points, 4), "max_points": round(per, 4),
-                    "committed": ig.committed, "reasoned": ig.reasoned,
-                    "explained": ig.explained,
-                    "correct": "" if ig.correct is None else ig.correct,
-                    "tolerance": ig.tolerance if ig.tolerance is not None else "",
-                    "tolerance_from": ig.tolerance_from or "the item's own",
-                    "graded_against": ig.graded_from, "predicted_at": _fmt_time(ig.predicted_at),
-                    "explained_at": _fmt_time(ig.explained_at), "late_parts": late,
-                    "penalty": ig.penalty if ig.late_parts else "",
-                    "override": "" if ig.override is None else ig.override,
-                    "comment": ig.comment}
-                rows.append({k: csv_safe(v) for k, v in row.items()})
-    return rows
+    return [dict(zip(ITEM_COLUMNS, row)) for row in item_table(book)]
 
 
 EVENT_COLUMNS = ("student_id", "lab_id", "item_id", "kind", "seq", "timestamp", "value",
@@ -157,38 +167,50 @@ EVENT_COLUMNS = ("student_id", "lab_id", "item_id", "kind", "seq", "timestamp", 
                  "valid", "duplicates", "flags", "source", "line", "hash", "written_id")
 
 
+_PAYLOAD = json.JSONEncoder(sort_keys=True)  # what json.dumps(p, sort_keys=True) builds
+
+
 def event_table(events: list) -> list[list]:
     """Long events rows as lists in :data:`EVENT_COLUMNS` order (one per unique event, merged
     order), neutralised for CSV; what :func:`event_rows` gives, for a writer of millions."""
-    memo: dict[str, Any] = {}
+    memo: dict[Any, Any] = {}  # cells that repeat (ids, files, kinds): neutralised once each
 
-    def same(text: Any) -> Any:  # ids, kinds, file names: neutralised once each
-        if type(text) is not str:
-            return csv_safe(text)
-        v = memo.get(text)
+    def same(key: Any, make) -> Any:
+        v = memo.get(key)
         if v is None:
             if len(memo) > 100_000:
                 memo.clear()
-            v = memo[text] = csv_safe(text)
+            v = memo[key] = make(key)
         return v
+
+    def each(key: tuple) -> tuple:
+        return tuple(csv_safe(x) for x in key)
 
     rows = []
     for e in events:
         p = e.payload if isinstance(e.payload, dict) else {}
         text = _text(p, "reason") if e.kind in ("predict", "revise") else _text(p)
-        seq, line, dup = e.seq, e.line, e.duplicates
+        seq, line, dup, conf = e.seq, e.line, e.duplicates, p.get("confidence")
+        student, written, version, session, source = same(
+            (e.student_id, e.written_id, e.lab_version, e.session, e.source), each)
+        lab_id, item_id, kind = same((e.lab_id, e.item_id, e.kind), each)
+        units = p.get("units")
         rows.append([
-            same(e.student_id), same(e.lab_id), same(e.item_id), same(e.kind),
+            student, lab_id, item_id, kind,
             seq if type(seq) is int and abs(seq) < MAX_EXACT_INT else csv_safe(seq),
-            same(e.ts), csv_safe(_scalar(p.get("value", p.get("actual")))),
-            same(_scalar(p.get("units"))), csv_safe(_scalar(p.get("confidence"))),
+            csv_safe(e.ts), csv_safe(_scalar(p.get("value", p.get("actual")))),
+            same(("units", units), lambda k: csv_safe(_scalar(k[1])))
+            if units.__class__ is str else csv_safe(_scalar(units)),
+            conf if type(conf) is int and abs(conf) < MAX_EXACT_INT else csv_safe(_scalar(conf)),
             csv_safe(_scalar(p.get("label"))), csv_safe(text),
-            csv_safe(json.dumps(p, sort_keys=True)[:MAX_CELL_CHARS]), same(e.lab_version),
-            same(e.session), csv_safe(e.valid),
+            # JSON of a dict: starts with "{", escapes every control character: safe as it is
+            _PAYLOAD.encode(p)[:MAX_CELL_CHARS], version, session,
+            "true" if e.valid is True else csv_safe(e.valid),
             dup if type(dup) is int and abs(dup) < MAX_EXACT_INT else csv_safe(dup),
-            same(";".join(e.flags)), same(e.source),
+            same(("flags",) + tuple(e.flags), lambda k: csv_safe(";".join(k[1:])))
+            if e.flags else "", source,
             line if type(line) is int and abs(line) < MAX_EXACT_INT else csv_safe(line),
-            csv_safe(e.hash), same(e.written_id)])
+            csv_safe(e.hash), written])
     return rows
 
 

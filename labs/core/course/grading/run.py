@@ -31,6 +31,7 @@ import pickle
 import shutil
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +40,7 @@ from typing import Any, Iterable, Iterator
 from labs.core.course.grading.checks import severity, student_line, student_severity
 from labs.core.course.grading.gradebook import (EVENT_COLUMNS, FILE_COLUMNS, ITEM_COLUMNS,
                                                 csv_safe, event_table, file_rows,
-                                                gradebook_rows, item_rows, write_csv,
+                                                gradebook_rows, item_table, write_csv,
                                                 write_table)
 from labs.core.course.grading.ids import norm_id
 from labs.core.course.grading.inputs import ConfigError
@@ -80,6 +81,7 @@ class RunResult:
     written: list[str] = field(default_factory=list)
     canvas_error: str = ""
     points: str = ""  # each Canvas assignment's points possible, for the console
+    seconds: dict[str, float] = field(default_factory=dict)  # read, plan, grade, write
 
 
 # --- the pool ---------------------------------------------------------------------------------
@@ -315,7 +317,7 @@ def grade_chunk(plan: ClassPlan, students: list[str], staging: Path, chunk: int,
     except ConfigError:
         canvas, left_out = [], []
     return {"gradebook": gradebook_rows(book), "canvas": canvas, "left_out": left_out,
-            "items": item_rows(book), "events": len(events), "part": str(part),
+            "items": item_table(book), "events": len(events), "part": str(part),
             "students": [_summary(book, sid, entries.get(sid)) for sid in students]}
 
 
@@ -348,8 +350,18 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
     ``events.csv``, ``files.csv`` and ``feedback/``. ConfigError for the instructor's inputs."""
     workers = workers or default_workers()
     spill = staging / ".spill"
+    clock = [time.perf_counter()]
+    seconds: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        now_ = time.perf_counter()
+        seconds[name] = round(now_ - clock[0], 2)
+        clock[0] = now_
+
     files = read_class(inputs, spill, limits=limits, workers=workers, now=now)
+    lap("read")
     plan = plan_class(files, config, receipts=receipts, overrides=overrides, lab_ids=lab_ids)
+    lap("plan")
     for f in files:
         f.by_written = {}  # planned: the workers need none of it
     book = empty_book(plan)
@@ -373,8 +385,8 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
         canvas_writer = csv.writer(canvas)
         canvas_writer.writerow([csv_safe(h) for h in header])
         canvas_writer.writerows(points)
-        item_writer = csv.DictWriter(items, fieldnames=list(ITEM_COLUMNS), extrasaction="ignore")
-        item_writer.writeheader()
+        item_writer = csv.writer(items)
+        item_writer.writerow(ITEM_COLUMNS)
         events.write(("\ufeff" + ",".join(EVENT_COLUMNS) + "\r\n").encode("utf-8"))
         alone = len(plan.students) <= chunk_size or len(files) < SERIAL_BELOW
         with _pool(1 if alone else workers, _init_grade, (plan.config, str(staging),
@@ -400,6 +412,7 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
     finally:
         for f in (gradebook, canvas, items, events):
             f.close()
+    lap("grade")
     written = ["gradebook.csv", "items.csv", "events.csv"]
     if canvas_error:
         os.unlink(staging / "canvas.csv.tmp")
@@ -423,5 +436,6 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
                        "pages)")
     shutil.rmtree(spill, ignore_errors=True)
     shutil.rmtree(staging / ".parts", ignore_errors=True)
+    lap("write")
     return RunResult(files, plan, summaries, n_events, left_out, written, canvas_error,
-                     points_text)
+                     points_text, seconds)
