@@ -25,9 +25,10 @@ Part of :mod:`labs.core.course` (``quiz`` re-exports these names for the labs).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
 from labs.core.physics import misconceptions
 from labs.core.physics.units import format_value
@@ -113,7 +114,7 @@ def with_units(text: str, units: str) -> str:
 
 def _field(event: Any, name: str) -> Any:
     """A field of an event as a ledger dict or as the grader's record (an attribute)."""
-    if isinstance(event, Mapping):
+    if type(event) is dict or isinstance(event, Mapping):
         return event.get(name)
     return getattr(event, name, None)
 
@@ -121,7 +122,8 @@ def _field(event: Any, name: str) -> Any:
 def holds_value(payload: Any) -> bool:
     """Whether a ``predict``/``revise`` payload holds an answer: a ``"value"`` that is not
     null."""
-    return isinstance(payload, Mapping) and payload.get("value") is not None
+    return (type(payload) is dict or isinstance(payload, Mapping)) and \
+        payload.get("value") is not None
 
 
 def first_prediction(events: Iterable[Any], item_id: str | None = None) -> Any:

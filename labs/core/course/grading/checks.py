@@ -23,11 +23,12 @@ lost; any other naming no graded student is a warning for the console). Part of
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
-from labs.core.course.grading.ids import (close_ids, close_matches, closest, name_owner,
-                                          norm_id, same_digits, same_owner)
+from labs.core.course.grading.ids import (close_ids, close_matches, norm_id, same_digits,
+                                          same_owner)
 from labs.core.course.grading.inputs import ConfigError, Override
 from labs.core.course.grading.sources import SIDE_FILE
 
@@ -125,6 +126,7 @@ LINE_FLAGS = ("hash_mismatch", "chain_break", "seq_order", "torn_tail", "malform
 _FILE_LEVEL = ("malformed", "torn_tail", "mixed_students")
 
 
+@functools.lru_cache(maxsize=4096)  # a file's events ask for its name one by one
 def short_name(source: str) -> str:
     return Path(source.split("!")[-1].replace("\\", "/")).name
 

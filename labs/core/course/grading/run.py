@@ -30,7 +30,6 @@ import os
 import pickle
 import shutil
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
