@@ -363,25 +363,28 @@ def _file_events(source: str, records, report: FileReport, now: datetime,
     """EventRecords of one file in chain order, with per-line flags."""
     out, last_time = [], None
     running = _EARLIEST
+    future = now + timedelta(days=1)
+    recovery = report.recovery
+    parse_ts = _ledger.parse_ts
     for ev, ln, valid in records:
-        t = _ledger.parse_ts(ev["ts"])
-        flags = list(line_flags.get(ln, []))
-        if report.recovery:
+        t = parse_ts(ev["ts"])
+        flags = list(line_flags[ln]) if ln in line_flags else []
+        if recovery:
             flags.append("recovery_merged")
-        if t is not None and last_time is not None and t < last_time:
-            flags.append("ts_backwards")  # flagged where it happens; the order stays
-        if t is not None and t > now + timedelta(days=1):
-            flags.append("future_timestamp")
-        last_time = max(t, last_time) if t is not None and last_time is not None else \
-            (t or last_time)
-        running = max(running, t or running)
-        out.append(EventRecord(
-            student_id=ev["student_id"], lab_id=ev["lab_id"], item_id=ev["item_id"],
-            kind=ev["kind"], seq=ev["seq"], ts=ev["ts"], time=t,
-            lab_version=ev["lab_version"], session=ev["session"], payload=ev["payload"],
-            hash=ev["hash"], source=source, line=ln, valid=valid, recovery=report.recovery,
-            flags=flags, written_id=ev["student_id"], base_flags=tuple(flags),
-            running=running, rank=rank))
+        if t is not None:
+            if last_time is not None and t < last_time:
+                flags.append("ts_backwards")  # flagged where it happens; the order stays
+            if t > future:
+                flags.append("future_timestamp")
+            if last_time is None or t > last_time:
+                last_time = t
+            if t > running:
+                running = t
+        sid = ev["student_id"]
+        out.append(EventRecord(  # (positional: the fields' order)
+            sid, ev["lab_id"], ev["item_id"], ev["kind"], ev["seq"], ev["ts"], t,
+            ev["lab_version"], ev["session"], ev["payload"], ev["hash"], source, ln, valid,
+            recovery, flags, 0, 0, sid, tuple(flags), running, rank))
     return out
 
 

@@ -58,6 +58,8 @@ def parse_ts(ts: Any) -> datetime | None:
         dt = datetime.fromisoformat(ts[:-1] + "+00:00" if ts.endswith("Z") else ts)
         if dt.tzinfo is None:
             return None
+        if dt.tzinfo is timezone.utc:  # the lab's own "...Z": already UTC
+            return dt
         return dt.astimezone(timezone.utc)
     except (ValueError, OverflowError):
         return None
