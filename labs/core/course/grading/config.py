@@ -89,7 +89,10 @@ class LabConfig:
             return self.tolerances[item_id], f"labs.{self.lab_id}.tolerances"
         if self.rubric.tolerance is not None:
             return self.rubric.tolerance, f"labs.{self.lab_id}.rubric.tolerance"
-        return misconceptions.tolerance(item_id), ""
+        own = self.__dict__.setdefault("_own_tolerances", {})  # asked per student: look once
+        if item_id not in own:
+            own[item_id] = misconceptions.tolerance(item_id)
+        return own[item_id], ""
 
     def tolerance_overrides(self) -> list[str]:
         """One line per item whose tolerance the course file sets to something other than the

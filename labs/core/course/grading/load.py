@@ -171,9 +171,13 @@ def merge_events(pieces: Iterable[tuple[FileReport, list[EventRecord]]],
             sort_keys[id(e)] = (key, e.running, e.rank, e.line)
             out.append(e)
     out.sort(key=lambda e: sort_keys[id(e)])
+    odd: dict[str, bool] = {}
     for i, e in enumerate(out):
         e.order = i
-        if not _valid_student_id(e.written_id) and "odd_student_id" not in e.flags:
+        w = e.written_id
+        if w not in odd:
+            odd[w] = not _valid_student_id(w)
+        if odd[w] and "odd_student_id" not in e.flags:
             e.flags.append("odd_student_id")
     return out, hashes
 
