@@ -169,6 +169,32 @@ def test_a_tolerance_for_an_item_that_is_not_numeric_is_a_config_error(tmp_path)
 
 # --- commitment, explanations --------------------------------------------------------------------
 
+def test_a_prediction_nothing_measured_earns_no_correct_point(tmp_path):
+    """No reading and no course answer: correctness is unknown, reported blank, worth
+    nothing (2.5 of 3.5)."""
+    steps = [s for s in honest() if s[0] != "result"]
+    session(tmp_path / "sub", "ada", steps)
+    _, rows, out = grade(tmp_path, config(tmp_path))
+    assert float(rows["ada"][TITLE]) == 2.5 and rows["ada"][f"{TITLE} - Correct"] == ""
+    (row,) = items_csv(out)
+    assert row["correct"] == "" and row["graded_against"] == ""
+
+
+def test_work_exactly_at_the_deadline_is_on_time(tmp_path):
+    """The explanation lands at 23:59:00.000000, the deadline itself: on time, no penalty;
+    a microsecond later it is late."""
+    for sid, extra in (("ada", timedelta(0)), ("bob", timedelta(microseconds=1))):
+        steps = honest()
+        session(tmp_path / "sub", sid, steps,
+                start=DEADLINE - timedelta(minutes=sum(s[3] for s in steps)) + extra)
+    _, rows, out = grade(tmp_path, config(tmp_path, correct=0,
+                                          course="late_penalty_per_day = 0.5"))
+    assert rows["ada"][f"{TITLE} - Status"] == "On time" and float(rows["ada"][TITLE]) == 2.5
+    assert rows["bob"][f"{TITLE} - Status"] == "Late" and float(rows["bob"][TITLE]) == 2.0
+    late = {r["student_id"]: r["late_parts"] for r in items_csv(out)}
+    assert late == {"ada": "", "bob": "explanation 0:00:00 late x 0.5"}
+
+
 def test_an_unlock_before_the_prediction_loses_the_commit_point(tmp_path):
     steps = honest()
     session(tmp_path / "sub", "ada", [("unlock", X, {}, 1)] + steps)
