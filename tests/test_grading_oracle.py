@@ -243,6 +243,7 @@ def test_every_case_is_in_the_class_and_moves_what_it_should(graded):
         dropped["Flags"] and "closest" not in dropped["Flags"]
     assert "possible_submission" not in "".join(r["Flags"] for r in rows.values())
     assert "teststudent" not in rows and cls.auditor.sis_id in rows
+    assert "has no SIS User ID: an auditor" in rows[cls.auditor.sis_id]["Flags"]
     assert "old_timestamp" in case["old"]["Flags"]
     assert "duplicates_merged" in case["duplicate"]["Notes"]
     assert "duplicates_merged" not in case["separate"]["Notes"] + case["separate"]["Flags"]

@@ -133,7 +133,7 @@ class CourseConfig:
     extensions: dict[str, timedelta] = field(default_factory=dict)  # every lab, by norm_id
     extension_ids: dict[str, str] = field(default_factory=dict)  # norm_id -> as written
     #: the zone of deadlines written without one (``[course] timezone``, e.g.
-    #: America/New_York: daylight saving applied by date); feedback pages show times in it
+    #: America/New_York: daylight saving applied by date); times are shown in UTC
     timezone: tzinfo | None = None
 
     def roster_ids(self) -> list[str]:

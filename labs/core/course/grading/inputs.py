@@ -74,6 +74,8 @@ class Roster:
     #: the LMS user ids (Canvas's ``ID``) of the test student's rows: their files are no
     #: student's
     test_student_lms_ids: set[str] = field(default_factory=set)
+    #: LMS user id -> (CSV row, name) of a row left out for having no id (an auditor)
+    left_out_lms: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def rows_without_id(self) -> list[tuple[int, str, str]]:
@@ -237,6 +239,10 @@ def load_roster(path: str | os.PathLike, id_column: str = "") -> Roster:
         if not sid:
             if any(row):
                 roster.left_out.append((n, name or "(no name)", f"no {header[idc]}"))
+                lms = row[header.index(LMS_ID_COLUMN)].strip() \
+                    if LMS_ID_COLUMN in header and header.index(LMS_ID_COLUMN) != idc else ""
+                if lms:
+                    roster.left_out_lms[lms] = (n, name or "(no name)")
             continue
         if norm_id(sid) in seen:
             raise ConfigError(f"roster {path}: row {n}: id {sid!r} is also on row "

@@ -245,10 +245,14 @@ def _roster_flags(plan: ClassPlan) -> dict[str, list[str]]:
         mine = plan.files_of.get(key, [])
         accounts = sorted({f.lms_id for f in mine if f.lms_id and not f.submitter})
         if accounts and lms:
+            rows = plan.config.roster.left_out_lms
+            without = [f"row {rows[a][0]} ({rows[a][1]})" for a in accounts if a in rows]
             out.setdefault(sid, []).append(
                 f"not_on_roster (handed in through LMS account {', '.join(accounts[:3])}, "
-                "which is not on the roster: someone who dropped the course, or a roster "
-                "older than the submissions)")
+                + (f"whose roster {', '.join(without[:3])} has no "
+                   f"{plan.config.roster.id_column}: an auditor, or a student added by hand)"
+                   if without else "which is not on the roster: someone who dropped the "
+                   "course, or a roster older than the submissions)"))
             continue
         near = closest(sid, roster.values())
         out.setdefault(sid, []).append(f"not_on_roster (closest roster id: {near[0]})" if near
