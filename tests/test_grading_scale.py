@@ -55,11 +55,14 @@ def test_a_pool_of_workers_writes_what_one_process_writes(canvas_class, tmp_path
 
 def test_the_run_grades_as_the_in_memory_grader_does(canvas_class, tmp_path):
     _run(canvas_class, tmp_path / "run", workers=1)
-    book = G.grade(G.load_ledgers([canvas_class.submissions]),
-                   G.load_config(canvas_class.config))
+    batch = G.load_ledgers([canvas_class.submissions])
+    book = G.grade(batch, G.load_config(canvas_class.config))
     G.write_csv(G.gradebook_rows(book), tmp_path / "book.csv")
-    assert (tmp_path / "book.csv").read_bytes() == \
-        (tmp_path / "run" / "gradebook.csv").read_bytes()
+    G.write_csv(G.item_rows(book), tmp_path / "items.csv", G.ITEM_COLUMNS)
+    G.write_csv(G.event_rows(batch), tmp_path / "events.csv", G.EVENT_COLUMNS)
+    for name in ("book.csv", "items.csv", "events.csv"):
+        ran = "gradebook.csv" if name == "book.csv" else name
+        assert (tmp_path / name).read_bytes() == (tmp_path / "run" / ran).read_bytes(), name
 
 
 # --- interrupted runs ------------------------------------------------------------------------

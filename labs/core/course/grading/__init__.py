@@ -117,6 +117,7 @@ from labs.core.course.grading.config import (  # noqa: F401
 from labs.core.course.grading.gradebook import (  # noqa: F401
     EVENT_COLUMNS,
     FILE_COLUMNS,
+    ITEM_COLUMNS,
     MAX_CELL_CHARS,
     _fmt_lateness,
     csv_safe,

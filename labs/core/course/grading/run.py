@@ -118,12 +118,6 @@ class _Serial:
     def imap(self, fn, tasks):
         return map(fn, tasks)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
 
 _STOP_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name)}

@@ -389,7 +389,8 @@ def grade(batch: Batch, config: CourseConfig | None = None, *,
     pieces = batch._pieces()
     files = list(batch.files) + [r for r, _ in pieces if all(r is not f for f in batch.files)]
     plan = plan_class(files, config, receipts=receipts, overrides=overrides, lab_ids=lab_ids)
-    batch.events, batch.hashes = merge_events(pieces)
+    # a file the plan set aside (Canvas's test student's) is no one's
+    batch.events, batch.hashes = merge_events([(r, e) for r, e in pieces if not r.skipped])
     batch.reindex()
     book = empty_book(plan)
     book.students = plan.students
