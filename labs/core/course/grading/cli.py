@@ -45,11 +45,14 @@ def _parser() -> argparse.ArgumentParser:
                     "for Canvas's grade import, events.csv, files.csv) and one feedback page per "
                     "student, in a fresh output folder. "
                     "Inputs: ledger files, folders, or zips as your LMS gives them.",
-        epilog="Exit status: 0 graded, nothing to look at; 1 graded, problems found (named "
-               "above the summary); 2 usage or config error (nothing written); 3 the grader "
-               "itself failed (a bug: please report it with its output). A course config to "
-               "start from: labs-grade --example-config > course.toml. Shards graded apart "
-               "(per section): labs-grade --merge -o all grades-a grades-b",
+        epilog="exit status:\n"
+               "  0      graded, nothing to look at\n"
+               "  1      graded, problems found (named above the summary)\n"
+               "  2      usage or config error (nothing written)\n"
+               "  3      the grader itself failed (a bug: please report it with its output)\n"
+               "  128+N  stopped by signal N (Ctrl+C: 130); nothing written\n\n"
+               "a course config to start from: labs-grade --example-config > course.toml\n"
+               "sections graded apart, joined: labs-grade --merge -o grades grades-a grades-b",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", help="ledger files, folders or zip files")
     p.add_argument("-c", "--config", help="course TOML (deadlines, rubric, extensions per lab)")
