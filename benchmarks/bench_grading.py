@@ -97,7 +97,8 @@ def grade(folder: Path, out: Path, workers: int | None, feedback: bool) -> dict:
         cmd += ["--workers", str(workers)]
     peak = [0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, LABS_GRADE_TIMES="1"))
 
     def sample() -> None:
         while proc.poll() is None:
@@ -117,8 +118,10 @@ def grade(folder: Path, out: Path, workers: int | None, feedback: bool) -> dict:
                                for x in first.split(": ", 1)[1].rstrip(".").split(", "))
     if not peak[0]:
         peak[0] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    phases = next((ln.split("seconds:", 1)[1].strip() for ln in out_text.splitlines()
+                   if ln.strip().startswith("seconds:")), "")
     return {"students": students, "files": files, "events": events, "seconds": seconds,
-            "peak": peak[0]}
+            "peak": peak[0], "phases": phases}
 
 
 def markdown(command: str, started: str, machine: str, loads: tuple, workers: int,
@@ -126,13 +129,14 @@ def markdown(command: str, started: str, machine: str, loads: tuple, workers: in
     before, after = (f"{x:.2f}" if x is not None else "n/a" for x in loads)
     lines = [f"**`{command}`, {started} UTC** on {machine}, {workers} worker process(es); "
              f"load average {before} → {after}.", "",
-             "| students | files | events | time | events/s | peak memory |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "| students | files | events | time | events/s | peak memory | seconds per phase |",
+             "|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         minutes, secs = divmod(r["seconds"], 60)
         when = f"{int(minutes)} min {secs:.0f} s" if minutes else f"{secs:.1f} s"
         lines.append(f"| {r['students']:,} | {r['files']:,} | {r['events']:,} | {when} | "
-                     f"{r['events'] / r['seconds']:,.0f} | {r['peak'] / 2**20:,.0f} MiB |")
+                     f"{r['events'] / r['seconds']:,.0f} | {r['peak'] / 2**20:,.0f} MiB | "
+                     f"{r.get('phases', '')} |")
     return "\n".join(lines)
 
 

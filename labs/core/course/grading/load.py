@@ -96,15 +96,15 @@ class EventRecord:
 def summarise_file(report: FileReport, events: list[EventRecord]) -> None:
     """What the class-wide plan needs to know of a file without its events, per id its
     events carry (``report.by_written``): where its first event sits in the merged order
-    (which spelling of an id wins), the labs it has events of, the items it predicted per lab,
-    its first prediction per item (for ``contradicting_files``) and its newest time."""
+    (which spelling of an id wins), the labs it has events of, the items it predicted per lab
+    and its newest time. A few hundred bytes a file: a class of any size is planned in
+    memory."""
     by: dict[str, dict] = {}
     for e in events:
         w = by.get(e.written_id)
         if w is None:
             w = by[e.written_id] = {"first": (e.running, e.rank, e.line), "labs": set(),
-                                    "predicted": {}, "firsts": {}, "newest": None,
-                                    "events": 0}
+                                    "predicted": {}, "newest": None, "events": 0}
         w["events"] += 1
         w["labs"].add(e.lab_id)
         if e.time is not None and (w["newest"] is None or e.time > w["newest"]) \
@@ -112,8 +112,9 @@ def summarise_file(report: FileReport, events: list[EventRecord]) -> None:
             w["newest"] = e.time
         if e.valid and e.kind == "predict":
             w["predicted"].setdefault(e.lab_id, set()).add(e.item_id)
-            if holds_value(e.payload) and e.item_id not in w["firsts"]:
-                w["firsts"][e.item_id] = (e.line, e.hash, e.payload.get("value"))
+    for w in by.values():  # frozen, so that files that say the same share one
+        w["labs"] = frozenset(w["labs"])
+        w["predicted"] = {lab: frozenset(items) for lab, items in w["predicted"].items()}
     report.by_written = by
     students = {norm_id(w): w for w in by}
     report.written_ids = sorted(students.values())
@@ -122,18 +123,19 @@ def summarise_file(report: FileReport, events: list[EventRecord]) -> None:
         report.problems.append("mixed_students")
 
 
+def share_summaries(report: FileReport, pool: dict) -> None:
+    """Make the report's sets of labs and items the ones ``pool`` already holds when equal
+    (most files of a class say the same): what the plan keeps per file stays small."""
+    for w in report.by_written.values():
+        w["labs"] = pool.setdefault(w["labs"], w["labs"])
+        w["predicted"] = {pool.setdefault(lab, lab): pool.setdefault(items, items)
+                          for lab, items in w["predicted"].items()}
+
+
 def own_files(report: FileReport, owners: dict[str, str]) -> None:
-    """Give a file's events their owners (written id -> the student's id as spelt), and key
-    its first predictions by owner (``report.first_predicts``, the earliest line wins)."""
+    """Give a file's events their owners (written id -> the student's id as spelt)."""
     report.owners = owners
     report.student_ids = sorted({owners.get(w, w) for w in report.by_written})
-    firsts: dict[tuple[str, str], tuple] = {}
-    for written, summary in report.by_written.items():
-        key = norm_id(owners.get(written, written))
-        for item, (line, h, value) in summary["firsts"].items():
-            if (key, item) not in firsts or line < firsts[(key, item)][0]:
-                firsts[(key, item)] = (line, h, value)
-    report.first_predicts = {k: (h, v) for k, (_, h, v) in firsts.items()}
 
 
 def merge_events(pieces: Iterable[tuple[FileReport, list[EventRecord]]],
@@ -151,11 +153,16 @@ def merge_events(pieces: Iterable[tuple[FileReport, list[EventRecord]]],
     sort_keys: dict[int, tuple] = {}
     for report, events in pieces:
         owners = report.owners
+        firsts: dict[tuple[str, str], tuple] = {}
+        report.first_predicts = firsts  # (student, item) -> (hash, value) of its first
         for e in events:
             owner = owners.get(e.written_id) or e.written_id
             key = norm_id(owner)
             if keys is not None and key not in keys:
                 continue
+            if e.valid and e.kind == "predict" and (key, e.item_id) not in firsts \
+                    and holds_value(e.payload):
+                firsts[(key, e.item_id)] = (e.hash, e.payload.get("value"))
             e.student_id, e.flags, e.duplicates = owner, list(e.base_flags), 0
             hashes.setdefault(key, set()).add(e.hash)
             k = (key, e.hash if e.valid else f"invalid:{e.source}:{e.line}")

@@ -45,7 +45,7 @@ from labs.core.course.grading.ids import norm_id
 from labs.core.course.grading.inputs import ConfigError
 from labs.core.course.grading.lms import canvas_header_rows, canvas_rows
 from labs.core.course.grading.load import (Batch, EventRecord, Limits, merge_events,
-                                           parse_source)
+                                           parse_source, share_summaries)
 from labs.core.course.grading.plan import ClassPlan, plan_class
 from labs.core.course.grading.score import empty_book, grade_student
 from labs.core.course.grading.sources import FileReport, iter_sources
@@ -229,10 +229,12 @@ def read_class(inputs: Iterable[str | os.PathLike], spill_dir: Path, *, limits: 
     windows = _windows(_windows(tasks(), FILES_PER_TASK), TASKS_IN_FLIGHT)
     first = next(windows, [])
     small = sum(len(t) for t in first) < SERIAL_BELOW
+    shared: dict = {}
     with _pool(1 if small else workers, _init_read, (str(spill_dir), limits, now)) as pool:
         for window in itertools.chain([first], windows):  # (small: the first is the last)
             for done in pool.imap(_read_task, window):
                 for rank, report in done:
+                    share_summaries(report, shared)
                     files[rank] = report
     spill_file = _STATE.pop("spill", None)  # this process's, when it read alone
     if spill_file is not None:

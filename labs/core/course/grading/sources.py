@@ -67,6 +67,7 @@ class FileReport:
     notes: list[str] = field(default_factory=list)
     edited: int = 0  # well-formed lines whose hash does not match (listed, never graded)
     #: (student key, item id) -> (hash, value) of the file's first valid predict of the item
+    #: holding a value (set when its events are merged: load.merge_events)
     first_predicts: dict = field(default_factory=dict, repr=False)
     written_ids: list[str] = field(default_factory=list)  # the ids its events carry
     #: the submitter's LMS user id from the file's name (Canvas bulk download), and whether
