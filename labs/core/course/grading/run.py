@@ -275,8 +275,8 @@ def _summary(book, sid: str, index: tuple | None) -> StudentSummary:
 def grade_chunk(plan: ClassPlan, students: list[str], staging: Path, chunk: int,
                 feedback: bool, items_info: dict | None = None) -> dict:
     """Grade ``students`` (a slice of the plan's, in order) and write what is theirs: their
-    feedback pages, and their events rows as ``.parts/events-<chunk>.csv``. Returns their
-    gradebook, Canvas and items rows and a :class:`StudentSummary` each."""
+    feedback pages, and their events and items rows as ``.parts/<file>-<chunk>.csv``.
+    Returns their gradebook and Canvas rows and a :class:`StudentSummary` each."""
     from labs.core.course.grading import feedback as _feedback
 
     keys = {norm_id(s) for s in students}
@@ -298,10 +298,12 @@ def grade_chunk(plan: ClassPlan, students: list[str], staging: Path, chunk: int,
     book.students = list(students)
     for sid in students:
         grade_student(plan, book, sid, batch.for_student(sid), hashes.get(norm_id(sid), set()))
-    part = staging / ".parts" / f"events-{chunk:06d}.csv"
-    part.parent.mkdir(parents=True, exist_ok=True)
-    with open(part, "w", newline="", encoding="utf-8", errors="replace") as f:
-        csv.writer(f).writerows(event_table(batch.events))
+    parts = {}
+    for name, rows in (("events", event_table(batch.events)), ("items", item_table(book))):
+        part = parts[name] = staging / ".parts" / f"{name}-{chunk:06d}.csv"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        with open(part, "w", newline="", encoding="utf-8", errors="replace") as f:
+            csv.writer(f).writerows(rows)
     entries = {}
     if feedback:
         for entry in _feedback.write_pages(book, batch, staging / "feedback", students,
@@ -312,7 +314,7 @@ def grade_chunk(plan: ClassPlan, students: list[str], staging: Path, chunk: int,
     except ConfigError:
         canvas, left_out = [], []
     return {"gradebook": gradebook_rows(book), "canvas": canvas, "left_out": left_out,
-            "items": item_table(book), "events": len(events), "part": str(part),
+            "events": len(events), "parts": {k: str(v) for k, v in parts.items()},
             "students": [_summary(book, sid, entries.get(sid)) for sid in students]}
 
 
@@ -372,16 +374,14 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
                      errors="replace")
     canvas = open(staging / "canvas.csv.tmp", "w", newline="", encoding="utf-8-sig",
                   errors="replace")
-    items = open(staging / "items.csv", "w", newline="", encoding="utf-8-sig",
-                 errors="replace")
+    items = open(staging / "items.csv", "wb")  # noqa: SIM115 - closed below
     events = open(staging / "events.csv", "wb")  # noqa: SIM115 - closed below
     try:
         gb_writer = None
         canvas_writer = csv.writer(canvas)
         canvas_writer.writerow([csv_safe(h) for h in header])
         canvas_writer.writerows(points)
-        item_writer = csv.writer(items)
-        item_writer.writerow(ITEM_COLUMNS)
+        items.write(("\ufeff" + ",".join(ITEM_COLUMNS) + "\r\n").encode("utf-8"))
         events.write(("\ufeff" + ",".join(EVENT_COLUMNS) + "\r\n").encode("utf-8"))
         alone = len(plan.students) <= chunk_size or len(files) < SERIAL_BELOW
         with _pool(1 if alone else workers, _init_grade, (plan.config, str(staging),
@@ -395,13 +395,13 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
                     gb_writer.writeheader()
                 gb_writer.writerows(done["gradebook"])
                 canvas_writer.writerows(done["canvas"])
-                item_writer.writerows(done["items"])
                 left_out += done["left_out"]
                 n_events += done["events"]
                 summaries += done["students"]
-                with open(done["part"], "rb") as part:
-                    shutil.copyfileobj(part, events, 1 << 20)
-                os.unlink(done["part"])
+                for name, into in (("events", events), ("items", items)):
+                    with open(done["parts"][name], "rb") as part:
+                        shutil.copyfileobj(part, into, 1 << 20)
+                    os.unlink(done["parts"][name])
         if gb_writer is None:  # no student at all
             csv.DictWriter(gradebook, fieldnames=[]).writeheader()
     finally:
