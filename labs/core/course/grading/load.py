@@ -40,7 +40,7 @@ _CHUNK = 64 * 1024  # bytes parsed at a time (limits are checked between pieces)
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 
-@dataclass
+@dataclass(slots=True)  # millions of them in a large class: no __dict__ each
 class EventRecord:
     """One event as found in a submission, with what the grader noticed about it.
 

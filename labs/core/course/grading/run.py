@@ -386,9 +386,8 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
         alone = len(plan.students) <= chunk_size or len(files) < SERIAL_BELOW
         with _pool(1 if alone else workers, _init_grade, (plan.config, str(staging),
                                                           feedback)) as pool:
-            done_all = (done for window in _windows(_chunks(plan, chunk_size), 4 * workers)
-                        for done in pool.imap(_grade_task, window))
-            for done in done_all:
+            # (the pool takes every chunk's plan at once: a few hundred bytes per student)
+            for done in pool.imap(_grade_task, _chunks(plan, chunk_size)):
                 if gb_writer is None:
                     cols = list(done["gradebook"][0].keys()) if done["gradebook"] else []
                     gb_writer = csv.DictWriter(gradebook, fieldnames=cols, extrasaction="ignore")
