@@ -14,11 +14,9 @@ parallel, grading student by student) is :mod:`~labs.core.course.grading.run`. P
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import os
 import shutil
-import signal
 import sys
 import traceback
 from datetime import datetime, timezone
@@ -32,7 +30,7 @@ from labs.core.course.grading.inputs import (ConfigError, load_overrides, load_r
 from labs.core.course.grading.load import Limits
 from labs.core.course.grading.outdir import (RUN_FILE, check_out, clean_stale, replace_with,
                                              staging)
-from labs.core.course.grading.run import run_class
+from labs.core.course.grading.run import Interrupted, check_stop, run_class, stop_on_signals
 from labs.core.course.ledger.events import MAX_READ_BYTES
 
 MAX_LISTED = 50  # files named on the console; the rest are in files.csv
@@ -239,37 +237,6 @@ def _readme(result, args) -> str:
     return "\n".join(lines) + "\n"
 
 
-class _Interrupted(Exception):
-    """A signal asked the run to stop (Ctrl+C, a closed terminal, ``kill``)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _stop_on_signals():
-    """Turn SIGINT, SIGTERM and SIGHUP into :class:`_Interrupted` in this process, so the
-    staging folder is removed on the way out (a pool's workers die with their parent)."""
-    def stop(signum, _frame):
-        raise _Interrupted(signum)
-
-    names = ("SIGINT", "SIGTERM", "SIGHUP")
-    old = {}
-    try:
-        for name in names:
-            sig = getattr(signal, name, None)
-            if sig is not None:
-                try:
-                    old[sig] = signal.signal(sig, stop)
-                except ValueError:  # not the main thread: nothing to install
-                    pass
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``labs-grade`` (exit status: see the module doc)."""
     args = _parser().parse_args(argv)
@@ -313,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     limits = Limits(max_file_bytes=int(args.max_file_mb * 1024 * 1024))
     tmp = staging(target, "labs-grade")
     try:
-        with _stop_on_signals():
+        with stop_on_signals():
             try:
                 shutil.rmtree(tmp, ignore_errors=True)
                 tmp.mkdir(parents=True)
@@ -321,10 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    receipts=receipts, overrides=overrides, lab_ids=args.lab,
                                    feedback=not args.no_feedback, workers=args.workers)
                 (tmp / RUN_FILE).write_text(_readme(result, args), encoding="utf-8")
+                check_stop()  # the last moment a stop leaves nothing behind
                 stale += replace_with(tmp, target)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)  # gone already unless it failed
-    except _Interrupted as stop:
+    except Interrupted as stop:
         _say(f"labs-grade: stopped by signal {stop.signum}; nothing was written and the "
              "partial run was removed", sys.stderr)
         return 128 + stop.signum

@@ -16,8 +16,9 @@
 Memory holds the reports and the plan (a few hundred bytes per file and per student) and one
 chunk of events per process; time grows with the class, linearly. The staging folder
 (``.<out>.labs-grade-<pid>``, next to the output folder) becomes the output folder at the end;
-an interrupted run removes it (Ctrl+C, a terminal closed, ``kill``), and a run killed outright
-leaves one that the next run into the same folder removes and names on the console.
+an interrupted run removes it (Ctrl+C, a terminal closed, ``kill``: the signal asks the run to
+stop, which it does between two pieces of work, :func:`stop_on_signals`), and a run killed
+outright leaves one that the next run into the same folder removes and names on the console.
 """
 
 from __future__ import annotations
@@ -123,34 +124,60 @@ _STOP_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP
                  if hasattr(signal, name)}
 
 
+class Interrupted(Exception):
+    """A signal asked the run to stop (Ctrl+C, a closed terminal, ``kill``)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOP = {"signum": 0}
+
+
+def check_stop() -> None:
+    """Raise :class:`Interrupted` if a signal asked the run to stop: called between pieces of
+    work, never from inside a lock the pool's threads share (a signal handler that raised
+    there could leave one held)."""
+    if _STOP["signum"]:
+        raise Interrupted(_STOP["signum"])
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """While the run lasts, SIGINT, SIGTERM and SIGHUP ask it to stop (:func:`check_stop`,
+    at most one file or chunk later) instead of killing it, so it can remove its staging
+    folder and stop its workers."""
+    def ask(signum, _frame):
+        _STOP["signum"] = _STOP["signum"] or signum
+
+    old = {}
+    _STOP["signum"] = 0
+    try:
+        for sig in _STOP_SIGNALS:
+            try:
+                old[sig] = signal.signal(sig, ask)
+            except ValueError:  # not the main thread: nothing to install
+                pass
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        _STOP["signum"] = 0
+
+
 @contextlib.contextmanager
 def _pool(workers: int, initializer=None, initargs=()):
-    """A pool of ``workers`` processes (this process alone for one), stopped on the way out.
-    A signal that arrives while the pool starts waits until it has started, so stopping it
-    never meets a half-made pool."""
+    """A pool of ``workers`` processes (this process alone for one), stopped on the way out."""
     if workers <= 1:
         yield _Serial(initializer, initargs)
         return
-    ctx = _context()
-    if ctx.get_start_method() == "forkserver":  # started before the mask: it must not keep it
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
-    mask = getattr(signal, "pthread_sigmask", None)
-    old = mask(signal.SIG_BLOCK, _STOP_SIGNALS) if mask else None
+    pool = _context().Pool(workers, initializer=initializer, initargs=initargs)
     try:
-        pool = ctx.Pool(workers, initializer=initializer, initargs=initargs)
-        try:
-            if old is not None:
-                blocked, old = old, None
-                mask(signal.SIG_SETMASK, blocked)  # a pending signal is raised here
-            yield pool
-        finally:
-            pool.terminate()
-            pool.join()
+        yield pool
     finally:
-        if old is not None:
-            mask(signal.SIG_SETMASK, old)
+        pool.terminate()
+        pool.join()
 
 
 def _windows(tasks: Iterator, size: int) -> Iterator[list]:
@@ -174,8 +201,6 @@ def _worker_signals() -> None:
     dies at once when the pool is stopped."""
     if multiprocessing.parent_process() is None:
         return  # not a worker: the run in this process keeps its handlers
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     for name, action in (("SIGINT", signal.SIG_IGN), ("SIGTERM", signal.SIG_DFL),
                          ("SIGHUP", signal.SIG_DFL)):
         sig = getattr(signal, name, None)
@@ -233,6 +258,7 @@ def read_class(inputs: Iterable[str | os.PathLike], spill_dir: Path, *, limits: 
     with _pool(1 if small else workers, _init_read, (str(spill_dir), limits, now)) as pool:
         for window in itertools.chain([first], windows):  # (small: the first is the last)
             for done in pool.imap(_read_task, window):
+                check_stop()
                 for rank, report in done:
                     share_summaries(report, shared)
                     files[rank] = report
@@ -357,8 +383,10 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
 
     files = read_class(inputs, spill, limits=limits, workers=workers, now=now)
     lap("read")
+    check_stop()
     plan = plan_class(files, config, receipts=receipts, overrides=overrides, lab_ids=lab_ids)
     lap("plan")
+    check_stop()
     for f in files:
         f.by_written = {}  # planned: the workers need none of it
     book = empty_book(plan)
@@ -388,6 +416,7 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
                                                           feedback)) as pool:
             # (the pool takes every chunk's plan at once: a few hundred bytes per student)
             for done in pool.imap(_grade_task, _chunks(plan, chunk_size)):
+                check_stop()
                 if gb_writer is None:
                     cols = list(done["gradebook"][0].keys()) if done["gradebook"] else []
                     gb_writer = csv.DictWriter(gradebook, fieldnames=cols, extrasaction="ignore")
@@ -407,6 +436,7 @@ def run_class(inputs: list[str], config, staging: Path, *, limits: Limits,
         for f in (gradebook, canvas, items, events):
             f.close()
     lap("grade")
+    check_stop()
     written = ["gradebook.csv", "items.csv", "events.csv"]
     if canvas_error:
         os.unlink(staging / "canvas.csv.tmp")
