@@ -334,6 +334,8 @@ def test_export_env_uses_throwaway_ledger_and_drops_reveal(monkeypatch, tmp_path
     env = export.export_env(tmp_path, reveal=True)
     assert env["ROOFLINE_LEDGER_DIR"] == str(tmp_path) and env["ROOFLINE_STUDENT_ID"] == "export"
     assert "ROOFLINE_REVEAL" not in env  # the instructor copy is switched by `-- --reveal`
+    # a student copy says "no answers" outright, whatever the instructor's shell says
+    assert export.export_env(tmp_path, reveal=False)["ROOFLINE_REVEAL"] == "0"
 
 
 # --- real exports of the fixtures (subprocess marimo export) ----------------------------------
@@ -371,7 +373,7 @@ def test_student_copy_offline(fixture_labs, tmp_path, monkeypatch, capsys):
     assert report.frontend_urls == 0 and report.errors == [] and report.figures == 0
     assert [c.index for c in report.closed_gates] == [4]
     assert report.closed_gates[0].where().startswith("cell 4 (`mo.stop(prediction is None")
-    assert re.search(r"LEDGER \S*roofline-export-ledger-\S* export REVEAL None", page)
+    assert re.search(r"LEDGER \S*roofline-export-ledger-\S* export REVEAL 0\b", page)
     index = (site / "index.html").read_text(encoding="utf-8")
     assert "Fixture lab" in index and "See a figure" in index and "about 5 min" in index
     assert 'href="lab_90_fixture.html"' in index and "Student copy" in index

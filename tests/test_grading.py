@@ -360,7 +360,7 @@ def test_roster_students_without_ledgers_are_missing(tmp_path):
 
 
 @pytest.mark.parametrize("body, key", [
-    ('[labs.lab01]\ndeadline = 2025-03-01T23:59:00\n', "no UTC offset"),
+    ('[labs.lab01]\ndeadline = 2025-03-01T23:59:00\n', "has no time zone"),
     ('[labs.lab01]\ndeadline = 2025-03-01\n', "needs a time"),
     ('[labs.lab01.rubric]\ncommit = -1\n', "labs.lab01.rubric.commit"),
     ('[course]\nlate_policy = "never"\n', "late_policy"),
@@ -402,7 +402,7 @@ def test_cli_end_to_end(submissions, config_file, tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text("[labs.lab01]\ndeadline = 2025-03-01T23:59:00\n")
     assert G.main([str(submissions["dir"]), "-c", str(bad)]) == 2
-    assert "no UTC offset" in capsys.readouterr().err
+    assert "has no time zone" in capsys.readouterr().err
     assert G.main(["--lab-version", str(config_file)]) == 0
     assert capsys.readouterr().out.startswith("sha256:")
 

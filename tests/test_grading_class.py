@@ -72,9 +72,9 @@ def test_an_alias_from_any_roster_column_is_the_one_student(graded, situation, c
     assert float(row["Total Points"]) == 17.5, row
     assert f"(their {column})" in row["Notes"], row["Notes"]
     assert cls.typed[row["SIS User ID"]] in row["Notes"]
-    # no extra not-on-roster row: only Canvas's test student is one
-    assert set(rows) == {s.sis_id for s in cls.students} | {"teststudent"}
-    assert [k for k, r in rows.items() if "not_on_roster" in r["Flags"]] == ["teststudent"]
+    # no extra not-on-roster row; Canvas's test student is no student of the class
+    assert set(rows) == {s.sis_id for s in cls.students}
+    assert [k for k, r in rows.items() if "not_on_roster" in r["Flags"]] == []
 
 
 def test_aliases_also_resolve_without_lms_file_names(tmp_path):
@@ -111,7 +111,7 @@ def test_an_unreadable_file_named_for_an_alias_is_that_students(tmp_path):
     rows = _rows(tmp_path / "o" / "gradebook.csv")
     assert rows[student.sis_id][f"{T1} - Status"] == "Unreadable submission"
     assert "unreadable_submission" in rows[student.sis_id]["Flags"]
-    assert student.login not in rows and len(rows) == len(cls.students) + 1  # + teststudent
+    assert student.login not in rows and len(rows) == len(cls.students)
 
 
 def test_an_alias_two_students_share_maps_to_neither(tmp_path):
@@ -182,7 +182,7 @@ def test_a_second_run_never_mixes_with_the_first(tmp_path, capsys):
     assert (out / "gradebook.csv").read_bytes() == first  # untouched
     G.main([str(small.submissions), "-c", str(small.config), "-o", str(out), "--force"])
     rows = _rows(out / "gradebook.csv")
-    assert set(rows) == {s.sis_id for s in small.students} | {"teststudent"}
+    assert set(rows) == {s.sis_id for s in small.students}
     pages = {p.name for p in (out / "feedback").iterdir()} - {"index.html"}
     assert pages == {f"{s}.html" for s in rows}  # no stale page left
     (out / "my-notes.txt").write_text("mine")
@@ -219,8 +219,11 @@ def test_canvas_csv_matches_assignments_and_leaves_strangers_out(graded, capsys)
     assert rows[1][0] == "Points Possible" and rows[1][5:] == ["12.5", "5.0"]
     sis = [r[2] for r in rows[2:]]
     assert sorted(sis) == sorted(s.sis_id for s in cls.students)  # leading zeros kept
-    assert "teststudent" in (out / "canvas-left-out.csv").read_text(encoding="utf-8-sig")
+    assert not (out / "canvas-left-out.csv").exists()  # Canvas's test student is not graded
+    files = (out / "files.csv").read_text(encoding="utf-8-sig")
+    assert "studenttest_" in files and "Canvas's test student (Student View): not graded" in files
     readme = (out / "README.txt").read_text(encoding="utf-8")
+    assert "test student" in readme
     assert "already include this penalty" in readme and "10%" in readme
 
 
@@ -284,7 +287,7 @@ def test_every_path_under_a_submission_root_is_graded_or_reported(tmp_path, monk
     scandir = os.scandir
 
     def no_entry(path):
-        if Path(path) == locked:
+        if not isinstance(path, int) and Path(path) == locked:  # (an int: rmtree's own fd)
             raise PermissionError(13, "Permission denied", str(path))
         return scandir(path)
 

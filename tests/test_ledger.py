@@ -387,3 +387,26 @@ def test_browser_only_run_downloads_and_reuploads(tmp_path, monkeypatch):
     other = L.Ledger("bob", tmp_path)
     assert "another student" in str(other.import_bytes(data, name).problems[-1])
     assert other.events() == []
+
+
+def test_a_line_is_checked_on_its_own_bytes_and_an_edit_still_shows():
+    """The reader checks a line the lab wrote on the bytes its hash covers (without encoding
+    the event again); a line re-encoded by an editor is checked on its canonical form, and an
+    edited one is a hash mismatch either way."""
+    import json
+
+    from labs.core.course.ledger import events as E
+
+    ev = {"schema": 1, "seq": 1, "ts": "2025-03-01T12:00:00.000000Z", "student_id": "ada",
+          "lab_id": "lab01", "lab_version": "v", "item_id": "lab01.x", "kind": "predict",
+          "payload": {"value": 1.5, "reason": "é <b>"}, "session": "s",
+          "prev_hash": E.GENESIS_HASH}
+    ev["hash"] = E.event_hash(ev)
+    line = E.event_line(ev).strip()
+    assert E._hashes_own_bytes(line, ev["hash"])
+    assert E.parse_line(line) == (ev, None)
+    reencoded = json.dumps(json.loads(line), indent=1).encode()
+    assert not E._hashes_own_bytes(reencoded, ev["hash"])
+    assert E.parse_line(reencoded)[1] is None
+    edited = line.replace(b"1.5", b"2.5")
+    assert E.parse_line(edited)[1].startswith("hash does not match")

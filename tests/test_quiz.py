@@ -547,7 +547,8 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
 def test_ratio_verdict_is_one_rule_for_labs_and_feedback_pages(pred, actual, words):
     from labs.core.course.grading.feedback import _ratio_text
     assert quiz.ratio_verdict(pred, actual) == words
-    assert (_ratio_text(pred, actual) == "" if words is None else words in _ratio_text(pred, actual))
+    text = _ratio_text(pred, actual, quiz.GRADE_TOLERANCE)
+    assert (text == "" if words is None else words in text)
 
 
 @pytest.mark.parametrize("pred, actual, ratio", [
@@ -561,14 +562,25 @@ def test_ratio_off_is_the_one_rule_for_the_lab_the_grade_and_the_dashboard(pred,
     from labs.core.course.grading import score as grading_score
     assert quiz.ratio_off(pred, actual) == (None if ratio is None else pytest.approx(ratio))
     # grading and the class dashboard call this rule; none keeps a private copy
-    for module in (grading_score, classroom_data, classroom_synth):
+    for module in (classroom_data, classroom_synth):
         assert module.ratio_off is quiz.ratio_off
         assert not hasattr(module, "_ratio")
+    assert grading_score.within_factor is quiz.within_factor  # the grade's boundary rule
 
 
 def test_the_verdict_follows_the_graders_tolerance():
-    from labs.core.course.grading.config import Rubric
-    assert quiz.GRADE_TOLERANCE == Rubric().tolerance  # the lab's words and the grade agree
+    """The grader keeps no tolerance of its own: without a course file's, an item is graded
+    within the factor the lab's comparison words use (the item's own band)."""
+    from labs.core import catalogue
+    from labs.core.course.grading.config import LabConfig, Rubric
+    from labs.core.physics import misconceptions
+
+    assert Rubric().tolerance is None
+    for entry in catalogue.catalogue():
+        lab = LabConfig(entry.lab_id, entry.title, items=entry.item_ids)
+        for item in entry.items:
+            assert lab.tolerance_for(item.item_id) == (
+                misconceptions.tolerance(item.item_id), ""), item.item_id
 
 
 @pytest.mark.parametrize("pred, actual, fmt, shown", [

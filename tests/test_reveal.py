@@ -115,3 +115,76 @@ def test_every_prediction_of_the_instructor_copy_has_a_reference_card(lab_file, 
         assert len(pred.reason) > 60 and re.search(r"\d", pred.reason), (item, pred.reason)
         # the explanation never appears in the student copy
         assert pred.reason[:40] not in student
+
+
+# --- ROOFLINE_REVEAL: only a true value reveals; any other value means no answers -----------
+
+FALSE_VALUES = ("0", "false", "FALSE", "False", "no", "NO", "off", "Off", "", "  ", " 0 ",
+                "\tfalse\n", " No", "nonsense")
+TRUE_VALUES = ("1", "true", "TRUE", " yes ", "On", "\t1\n")
+
+
+@pytest.fixture()
+def reveal_flag(monkeypatch):
+    """The notebook was started with ``-- --reveal`` (what marimo's cli_args would say)."""
+    import marimo
+
+    monkeypatch.setattr(marimo, "cli_args", lambda: {"reveal": ""})
+
+
+@pytest.mark.parametrize("value", FALSE_VALUES)
+def test_a_false_value_means_no_answers_even_with_the_reveal_flag(value, monkeypatch,
+                                                                  reveal_flag):
+    monkeypatch.setenv("ROOFLINE_REVEAL", value)
+    assert reveal.env_reveal(value) is False
+    assert reveal.is_revealed() is False
+    assert reveal.reference(None, "lab01.crossover_n", 886.0) is None
+
+
+@pytest.mark.parametrize("value", TRUE_VALUES)
+def test_a_true_value_reveals(value, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_REVEAL", value)
+    assert reveal.is_revealed() is True
+
+
+def test_unset_leaves_it_to_the_reveal_flag(monkeypatch, reveal_flag):
+    monkeypatch.delenv("ROOFLINE_REVEAL", raising=False)
+    assert reveal.env_reveal(None) is None
+    assert reveal.is_revealed() is True
+
+
+@pytest.mark.parametrize("value", ["0", " FALSE ", ""])
+def test_a_lab_run_with_a_false_value_shows_no_reference_card(value, env, monkeypatch):
+    lab_file = LABS[0]
+    app = load_app(lab_file, f"false_reveal_{lab_file.stem}")
+    monkeypatch.setenv("ROOFLINE_REVEAL", value)
+    outputs, defs = app.run()
+    text = "\n".join(_text(o) for o in outputs if o is not None)
+    assert CARD not in text and "Instructor copy" not in text
+    assert not any(isinstance(v, quiz.Prediction) and v.reference for v in defs.values())
+
+
+@pytest.mark.slow
+def test_a_student_export_has_no_reference_answer_when_the_variable_is_false(
+        env, monkeypatch, tmp_path):
+    """labs-export without --reveal, in a shell where ROOFLINE_REVEAL is a false value: the
+    page holds no reference card and no reference explanation (found as the instructor copy
+    shows them)."""
+    from labs.core import export
+
+    lab_file = LABS[0]
+    app = load_app(lab_file, f"export_reveal_{lab_file.stem}")
+    monkeypatch.setenv("ROOFLINE_REVEAL", "1")
+    _, defs = app.run()
+    references = [v for v in defs.values() if isinstance(v, quiz.Prediction) and v.reference]
+    assert references
+    monkeypatch.setenv("ROOFLINE_REVEAL", "false")
+    site = tmp_path / "site"
+    rc = export.main(["-o", str(site), "--labs-dir", str(lab_file.parent), "--lab",
+                      lab_file.stem])
+    assert rc == 0
+    page = (site / f"{lab_file.stem}.html").read_text(encoding="utf-8")
+    assert CARD not in page and "Instructor copy" not in page
+    for ref in references:  # each explanation's opening words, as plain words
+        words = " ".join(re.findall(r"[A-Za-z]{3,}", ref.reason)[:6])
+        assert words and words not in " ".join(re.findall(r"[A-Za-z]{3,}", page)), ref.item_id

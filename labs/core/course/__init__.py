@@ -5,14 +5,17 @@ Each room is a subpackage whose ``__init__`` is its public face (its docstring m
 ==============  ===================================================================  ==============
 room            what it holds                                                        imports rooms
 ==============  ===================================================================  ==============
-``ledger``      the ledger file: config, events (one reader), files, store           (none)
+``answers``     what a prediction is and when it is right: ``Prediction``, which     (none)
+                prediction counts, reasoned, the ratio rules and the exact
+                boundary of a tolerance (a module, not a room; no marimo)
+``ledger``      the ledger file: config, events (one reader), files, store           answers
 ``catalogue``   every lab's prediction items in order, read from the notebooks       (none)
-``quiz``        the prediction lock and forms a lab shows; ``quiz.reveal``, the      ledger
+``quiz``        the prediction lock and forms a lab shows; ``quiz.reveal``, the      answers, ledger
                 instructor copy's reference answers
-``grading``     grading a class's ledgers: sources, load, ids, inputs, config,       ledger, catalogue,
-                checks, score, gradebook, lms, feedback, cli                         quiz
-``classroom``   the class dashboard's data and figures, and generated classes        grading, ledger,
-                (``synth``; ``lms``: a class as an LMS hands it over)                catalogue, quiz
+``grading``     grading a class's ledgers: sources, load, ids, inputs, config,       answers, ledger,
+                checks, score, gradebook, lms, feedback, run, merge, cli             catalogue
+``classroom``   the class dashboard's data and figures, and generated classes        answers, grading,
+                (``synth``; ``lms``: a class as an LMS hands it over)                ledger, catalogue
 ``export``      publishing the labs as a site (index, lab, inspection, offline,      (none)
                 wasm, site)
 ``launcher``    the ``roofline-labs`` command (a module, not a room)                 ledger, export

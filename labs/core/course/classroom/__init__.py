@@ -5,7 +5,8 @@ Loading and grading are :mod:`labs.core.course.grading`'s (``load_ledgers``, ``l
 ``labs/instructor_dashboard.py``:
 
 * per item: every student's *first* committed prediction (what grading grades), the value that
-  student's instrument showed (their latest ``result`` event), how far off it was, the grader's
+  student's instrument showed (the reading the grade judged: the first ``result`` after
+  the prediction; the latest when none was judged), how far off it was, the grader's
   verdicts (committed before unlocking, reasoned, explained, correct), who has not predicted or
   not explained, and the grader's flags about the item;
 * calibration: share correct per confidence level (1-5);

@@ -5,9 +5,10 @@ Loading and grading are :mod:`labs.core.course.grading`'s (``load_ledgers``, ``l
 into a :class:`Classroom`:
 
 * per item (:class:`ItemSummary`): every student's *first* committed prediction (what grading
-  grades), the value that student's instrument showed (their latest ``result`` event), how far
-  off it was, the grader's verdicts (committed before unlocking, reasoned, explained, correct),
-  who has not predicted or not explained, and the grader's flags about the item;
+  grades), the value that student's instrument showed (the reading the grade judged: the
+  first ``result`` after the prediction; the latest when none was judged), how far off it
+  was, the grader's verdicts (committed before unlocking, reasoned, explained, correct), who
+  has not predicted or not explained, and the grader's flags about the item;
 * calibration: share correct per confidence level (1-5);
 * per student: a timeline of events;
 * the gradebook as CSV bytes for a download button.
@@ -34,7 +35,7 @@ from typing import Any, Iterable, Sequence
 from labs.core.course import catalogue, grading
 from labs.core.course.grading.ids import norm_id
 from labs.core.course import ledger as _ledger
-from labs.core.course.quiz.prediction import ratio_off
+from labs.core.course.answers import first_prediction, ratio_off
 
 #: Confidence levels a prediction form offers (quiz.CONFIDENCE_OPTIONS values).
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
@@ -84,7 +85,7 @@ class PredictionRow:
     confidence: int | None
     reason: str
     time: datetime | None
-    actual: Any = None  # what this student's instrument showed (latest result event)
+    actual: Any = None  # what this student's instrument showed (the reading graded)
     ratio: float | None = None  # numeric: times off (>= 1)
     correct: bool | None = None  # grading's verdict (None: unknown)
     committed: bool = False  # predicted before unlocking / observing / explaining
@@ -439,7 +440,7 @@ def _summarise_item(lab_id: str, item_id: str, asked: Any, expected: list[str], 
     units = asked.units if asked else ""
     for sid in expected:
         evs = by_key.get((sid, item_id), [])
-        first = next((e for e in evs if e.kind == "predict"), None)
+        first = first_prediction(evs)
         item_flags = [f for f in flags_by_student_lab.get((sid, lab_id), [])
                       if f"({item_id})" in f or f"({item_id}" in f]
         if item_flags:
@@ -452,11 +453,12 @@ def _summarise_item(lab_id: str, item_id: str, asked: Any, expected: list[str], 
             answer_type = "choice" if p.get("answer_type") == "choice" else "numeric"
             units = str(p.get("units") or units)
         results = [e for e in evs if e.kind == "result" and e.order > first.order]
-        actual = results[-1].payload.get("actual") if results else None
+        v = verdicts.get((sid, item_id))
+        actual = v.graded_actual if v is not None and v.graded_from == "result" else (
+            results[-1].payload.get("actual") if results else None)
         label = asked.label_of(p.get("value")) if asked else None
         if label is None and isinstance(p.get("label"), str):
             label = p["label"]
-        v = verdicts.get((sid, item_id))
         conf = p.get("confidence")
         row = PredictionRow(
             student_id=sid, item_id=item_id, answer_type=answer_type, value=p.get("value"),

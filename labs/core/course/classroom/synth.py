@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.core.course import ledger as _ledger
-from labs.core.course.quiz.prediction import ratio_off
+from labs.core.course.answers import ratio_off
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,11 @@ def export_env(ledger_dir: str | os.PathLike, *, reveal: bool) -> dict[str, str]
     env["ROOFLINE_STUDENT_ID"] = "export"
     env["ROOFLINE_STATIC_EXPORT"] = "1"  # the page's ledger line says it records nothing
     # An instructor's shell setting must not leak into a student copy; the instructor copy is
-    # switched on by the CLI argument ``-- --reveal`` alone (what labs.core.course.quiz.reveal reads).
+    # switched on by the CLI argument ``-- --reveal`` alone (what labs.core.course.quiz.reveal
+    # reads). A student copy says "no answers" outright: a false value wins over --reveal.
     env.pop("ROOFLINE_REVEAL", None)
+    if not reveal:
+        env["ROOFLINE_REVEAL"] = "0"
     return env
 
 

@@ -3,9 +3,11 @@
 Usage::
 
     labs-grade SUBMISSIONS... [-c course.toml] [-o OUTDIR] [--roster roster.csv]
-               [--overrides overrides.csv] [--receipts receipts.csv]
+               [--overrides overrides.csv] [--receipts receipts.csv] [--lab LAB_ID]
+               [--workers N] [--no-feedback] [--force]
     labs-grade --example-config > course.toml                # every lab and its items
     labs-grade --lab-version labs/lab_01_memory_wall.py     # the version string to release
+    labs-grade --merge -o OUTDIR SHARD_OUTDIR...             # sections graded apart, joined
 
 SUBMISSIONS are ledger files, folders of them (searched recursively) or zip files as an LMS
 download gives them (nested zips too). OUTDIR (default ``grades``) receives:
@@ -18,21 +20,29 @@ download gives them (nested zips too). OUTDIR (default ``grades``) receives:
   headers from ``canvas_assignment_id``; students not on the roster apart, in
   ``canvas-left-out.csv``) (:mod:`~labs.core.course.grading.lms`). There is no Gradescope
   file: Gradescope documents no CSV import of scores;
+- ``items.csv``: one row per student and item: its points, the parts that earned them, the
+  tolerance it was judged within and where that came from;
 - ``events.csv``: every event, one row each, with its source file, line and flags;
 - ``files.csv``: every input file, what was found in it and what was wrong with it;
 - ``feedback/<id>.html``: one page per student, ready to return (and ``feedback/index.html``);
 - ``README.txt``: what each file is, and whether the scores include a late penalty.
 
 OUTDIR is written whole: a non-empty folder is refused unless ``--force`` (then replaced
-whole, and only if it holds nothing but what labs-grade writes), so two runs never mix.
+whole, and only if it holds nothing but what labs-grade writes), so two runs never mix; an
+interrupted run leaves nothing (:mod:`~labs.core.course.grading.outdir`).
 
 What is graded (per lab, per prediction item, configurable in the course TOML): *commitment*
 (a ``predict`` before the item was unlocked, observed or explained), *reasoning* (the prediction
 has a confidence and a reason), *reconciliation* (an ``observe`` and an ``explain`` of at least
-``min_explain_chars`` after the prediction). Correctness is reported (``Correct``) and earns
-points only if the rubric gives it some (default 0). A lab's items are, by default, every
-prediction item the lab asks (the lab catalogue). Overrides replace an item's or a lab's
-points; extensions move a student's deadline.
+``min_explain_chars`` characters that are not whitespace, after the prediction). Only the
+first ``predict`` that holds a value is graded (:func:`labs.core.course.answers.first_prediction`).
+Correctness is reported (``Correct``) and earns points only if the rubric gives it some
+(default 0): a number is right within the item's own tolerance
+(:func:`labs.core.physics.misconceptions.tolerance`; a course file's ``tolerance`` per lab or
+``tolerances`` per item replaces it, and the run says so), exactly on the decimals written,
+the boundary inside (:func:`labs.core.course.answers.within_factor`). A lab's items are, by
+default, every prediction item the lab asks (the lab catalogue). Overrides replace an item's or
+a lab's points; extensions move a student's deadline.
 
 Lateness is decided per graded part: an item's prediction (commit, reason, correct) is dated by
 its first ``predict``, its explanation by the later of the observe and the explain that earned
@@ -52,7 +62,9 @@ Checks, reported as flags and never silently dropped: hash chain (``hash_mismatc
 edited; ``chain_break``: lines removed, inserted or reordered; ``seq_order``), ``torn_tail``,
 ``malformed`` lines, ``impossible_order`` (e.g. explain before predict), ``ts_backwards`` (the
 file's own order is graded, never re-sorted by time), ``future_timestamp``,
-``unknown_lab_version``, ``duplicates_merged`` (the same event handed in twice counts once),
+``unknown_lab_version``, ``old_timestamp`` (half a year before the deadline: another term's
+ledger), ``duplicates_merged`` (the same file handed in twice: its events count once; a
+growing ledger handed in to several assignments is no note),
 ``recovery_merged`` (events from a recovery file), ``revised`` and ``second_predict`` (only the
 first prediction is graded), ``contradicting_files`` (two files start an item differently),
 ``receipt_missing``, ``unreadable_submission`` (a file named for the student gave nothing to
@@ -82,9 +94,12 @@ dicts, already neutralised), :func:`write_csv`, :func:`csv_safe`, :func:`feedbac
 This module is the grader's public face (``from labs.core import grading``); the work is done in
 ``grading.sources`` (finding submissions), ``grading.load`` (reading them), ``grading.ids``
 (how ids compare), ``grading.inputs`` (roster, overrides, receipts), ``grading.config`` (the
-course TOML), ``grading.checks`` (student-level flags), ``grading.score`` (scoring),
+course TOML), ``grading.plan`` (the class-wide part: labs, owners, spelling, checks that compare
+students), ``grading.checks`` (student-level flags), ``grading.score`` (scoring a student),
 ``grading.gradebook`` (the CSVs), ``grading.lms`` (the Canvas file),
-``grading.feedback`` (the pages) and ``grading.cli`` (the command line).
+``grading.feedback`` (the pages), ``grading.run`` (a class of any size: reading and grading in
+a pool of processes, a chunk at a time), ``grading.merge`` (shards joined),
+``grading.outdir`` (the output folder) and ``grading.cli`` (the command line).
 """
 
 from __future__ import annotations
@@ -102,12 +117,15 @@ from labs.core.course.grading.config import (  # noqa: F401
 from labs.core.course.grading.gradebook import (  # noqa: F401
     EVENT_COLUMNS,
     FILE_COLUMNS,
+    ITEM_COLUMNS,
     MAX_CELL_CHARS,
     _fmt_lateness,
     csv_safe,
     event_rows,
+    event_table,
     file_rows,
     gradebook_rows,
+    item_rows,
     write_csv,
     write_table,
 )
@@ -135,6 +153,8 @@ from labs.core.course.grading.load import (  # noqa: F401
     Limits,
     load_ledgers,
 )
+from labs.core.course.grading.plan import ClassPlan, plan_class  # noqa: F401
+from labs.core.course.grading.run import run_class  # noqa: F401
 from labs.core.course.grading.score import (  # noqa: F401
     UNREADABLE,
     Gradebook,
@@ -142,6 +162,7 @@ from labs.core.course.grading.score import (  # noqa: F401
     LabGrade,
     grade,
     grade_lab,
+    grade_student,
 )
 
 if __name__ == "__main__":  # pragma: no cover

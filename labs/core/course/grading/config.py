@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from labs.core.course import ledger as _ledger
 from labs.core.course.grading.ids import close_matches, norm_id
 from labs.core.course.grading.inputs import (ConfigError, Roster, load_roster,
                                              parse_duration, roster_path)
+from labs.core.physics import misconceptions
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,9 +39,9 @@ _LAB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 KEYS = {
     "": ("course", "labs"),
     "course": ("name", "id_column", "late_policy", "late_penalty_per_day", "students",
-               "roster", "overrides", "extensions"),
+               "roster", "overrides", "extensions", "timezone"),
     "lab": ("title", "deadline", "file", "versions", "items", "answers", "rubric",
-            "extensions", "canvas_assignment_id"),
+            "extensions", "canvas_assignment_id", "tolerances"),
     "rubric": ("commit", "reason", "explain", "correct", "min_explain_chars", "tolerance"),
 }
 
@@ -52,9 +53,12 @@ class Rubric:
     commit: float = 1.0  # predicted before the item was unlocked / observed / explained
     reason: float = 0.5  # the prediction has a confidence 1-5 and a one-line reason
     explain: float = 1.0  # observed and explained (>= min_explain_chars) after predicting
-    correct: float = 0.0  # prediction within `tolerance` of the instrument (or the right choice)
+    correct: float = 0.0  # prediction within its tolerance of the instrument (or the right choice)
+    #: an explanation's length counts its characters that are not whitespace
     min_explain_chars: int = 15
-    tolerance: float = 1.5  # numeric: correct if off by at most this factor
+    #: numeric: correct if off by at most this factor (answers.within_factor: exact, the
+    #: boundary inside); None: each item's own (labs.core.physics.misconceptions.tolerance)
+    tolerance: float | None = None
 
     @property
     def per_item(self) -> float:
@@ -74,6 +78,33 @@ class LabConfig:
     #: the Canvas assignment this lab's scores go to (its id is in the assignment's address:
     #: .../assignments/<id>); canvas.csv heads the column ``Title (id)``
     canvas_assignment_id: str = ""
+    #: item -> the course file's tolerance for that item (``[labs.<id>.tolerances]``)
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+    def tolerance_for(self, item_id: str) -> tuple[float, str]:
+        """(the factor ``item_id`` is graded within, where it comes from): the course file's
+        ``[labs.<lab>.tolerances]`` entry for the item, else the lab's ``rubric.tolerance``,
+        else the item's own (:func:`labs.core.physics.misconceptions.tolerance`, ``""``)."""
+        if item_id in self.tolerances:
+            return self.tolerances[item_id], f"labs.{self.lab_id}.tolerances"
+        if self.rubric.tolerance is not None:
+            return self.rubric.tolerance, f"labs.{self.lab_id}.rubric.tolerance"
+        own = self.__dict__.setdefault("_own_tolerances", {})  # asked per student: look once
+        if item_id not in own:
+            own[item_id] = misconceptions.tolerance(item_id)
+        return own[item_id], ""
+
+    def tolerance_overrides(self) -> list[str]:
+        """One line per item whose tolerance the course file sets to something other than the
+        item's own: what the gradebook and the console say."""
+        out = []
+        for item in self.items:
+            value, source = self.tolerance_for(item)
+            own = misconceptions.tolerance(item)
+            if source and value != own:
+                out.append(f"{item} is graded within {value:g}x ({source} in the course "
+                           f"file), not its own {own:g}x")
+        return out
 
     def deadline_for(self, student_id: str, course: CourseConfig | None = None):
         """The deadline that applies to one student (an extension moves it); None if none."""
@@ -101,6 +132,9 @@ class CourseConfig:
     overrides_path: Path | None = None
     extensions: dict[str, timedelta] = field(default_factory=dict)  # every lab, by norm_id
     extension_ids: dict[str, str] = field(default_factory=dict)  # norm_id -> as written
+    #: the zone of deadlines written without one (``[course] timezone``, e.g.
+    #: America/New_York: daylight saving applied by date); times are shown in UTC
+    timezone: tzinfo | None = None
 
     def roster_ids(self) -> list[str]:
         """Every id the course lists (roster CSV first, then ``students``), once each."""
@@ -120,22 +154,63 @@ def _check_keys(table: dict, allowed: tuple[str, ...], where: str) -> None:
                               f"{', '.join(allowed)}")
 
 
-def _deadline(value: Any, where: str) -> datetime | None:
+def time_zone(name: Any, where: str) -> tzinfo:
+    """A named time zone (``"America/New_York"``: the IANA database, through ``zoneinfo``, so
+    daylight saving time is applied on the right dates); ConfigError naming close matches."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{where}: a time zone is a name such as \"America/New_York\", got "
+                          f"{name!r}")
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        try:
+            known = available_timezones()
+        except Exception:  # noqa: BLE001 - no database at all: say so below
+            known = set()
+        hint = close_matches(name.strip(), known) if known else (
+            " (this Python has no time-zone database: pip install tzdata)")
+        raise ConfigError(f"{where}: {name!r} is not a time zone{hint}; write an IANA name "
+                          "such as \"America/New_York\" or \"Europe/London\"") from None
+
+
+#: ``2025-03-07T23:59 America/New_York``: a date-time and a named zone, in one string
+_ZONED = re.compile(r"^\s*(?P<when>\d{4}-\d{2}-\d{2}"
+                    r"(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?)\s+"
+                    r"(?P<zone>[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+)*)\s*$")
+
+
+def _deadline(value: Any, where: str, zone: tzinfo | None = None) -> datetime | None:
+    """A deadline as an aware UTC time: a TOML date-time with a UTC offset, one without
+    (in the course's ``timezone``), or a string with a named zone
+    (``"2025-03-07T23:59 America/New_York"``)."""
     if value is None:
         return None
     if isinstance(value, str):
+        text = value
+        named = _ZONED.match(text)
+        if named and not named.group("zone").upper() == "Z":
+            text, zone = named.group("when").replace(" ", "T"), time_zone(
+                named.group("zone"), where)
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ConfigError(f"{where}: deadline {value!r} is not an ISO date-time") from None
+            raise ConfigError(f"{where}: deadline {value!r} is not an ISO date-time (e.g. "
+                              "2025-03-07T23:59:00, with the course's timezone, or "
+                              "\"2025-03-07T23:59 America/New_York\")") from None
     if isinstance(value, date) and not isinstance(value, datetime):
-        raise ConfigError(f"{where}: deadline needs a time and a UTC offset, e.g. "
+        raise ConfigError(f"{where}: deadline needs a time, e.g. {value.isoformat()}T23:59:00 "
+                          "(with [course] timezone = \"America/New_York\") or "
                           f"{value.isoformat()}T23:59:00-05:00")
     if not isinstance(value, datetime):
         raise ConfigError(f"{where}: deadline must be a date-time, got {value!r}")
     if value.tzinfo is None:
-        raise ConfigError(f"{where}: deadline {value.isoformat()} has no UTC offset; write "
-                          f"e.g. {value.isoformat()}-05:00 or {value.isoformat()}Z")
+        if zone is None:
+            raise ConfigError(f"{where}: deadline {value.isoformat()} has no time zone; set "
+                              "[course] timezone = \"America/New_York\" (your zone's name), or "
+                              f"write {value.isoformat()}-05:00 or {value.isoformat()}Z")
+        value = value.replace(tzinfo=zone)
     try:
         return value.astimezone(timezone.utc)
     except OverflowError:
@@ -149,16 +224,18 @@ def _number(table: dict, key: str, default: float, where: str, *, lo: float = 0.
     return float(v)
 
 
-def _extensions(table: Any, where: str, *, dates: bool) -> tuple[dict, dict]:
+def _extensions(table: Any, where: str, *, dates: bool,
+                zone: tzinfo | None = None) -> tuple[dict, dict]:
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table of student = extension")
     out, ids = {}, {}
     for sid, value in table.items():
         w = f"{where}.{sid.strip()}"
-        if isinstance(value, (datetime, date)):
+        if isinstance(value, (datetime, date)) or (isinstance(value, str) and dates and
+                                                   _ZONED.match(value)):
             if not dates:
                 raise ConfigError(f"{w}: a course-wide extension is extra time such as \"2d\"")
-            value = _deadline(value, w)
+            value = _deadline(value, w, zone)
         else:
             value = parse_duration(value, w)
         if norm_id(sid) in out:
@@ -239,7 +316,8 @@ def _answer(item: _catalogue.CatalogueItem, value: Any, where: str) -> Any:
     return float(number)
 
 
-def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
+def _lab(lab_id: str, table: Any, path: Path, entries: dict,
+         zone: tzinfo | None = None) -> LabConfig:
     where = f"labs.{lab_id}"
     if not _LAB_ID_RE.match(lab_id) or not isinstance(table, dict):
         raise ConfigError(f"{where}: lab ids are letters, digits, _ and -; got {lab_id!r}")
@@ -249,7 +327,7 @@ def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
     _check_keys(table, KEYS["lab"], where)
     entry = entries[lab_id]
     lab = LabConfig(lab_id, str(table.get("title", entry.title)),
-                    _deadline(table.get("deadline"), where), _items(table, where, entry))
+                    _deadline(table.get("deadline"), where, zone), _items(table, where, entry))
     versions = table.get("versions", [])
     if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
         raise ConfigError(f"{where}.versions must be a list of strings")
@@ -279,9 +357,20 @@ def _lab(lab_id: str, table: Any, path: Path, entries: dict) -> LabConfig:
         commit=_number(r, "commit", 1.0, w), reason=_number(r, "reason", 0.5, w),
         explain=_number(r, "explain", 1.0, w), correct=_number(r, "correct", 0.0, w),
         min_explain_chars=int(_number(r, "min_explain_chars", 15, w)),
-        tolerance=_number(r, "tolerance", 1.5, w, lo=1.0))
+        tolerance=_number(r, "tolerance", None, w, lo=1.0) if "tolerance" in r else None)
+    tolerances = table.get("tolerances", {})
+    if not isinstance(tolerances, dict):
+        raise ConfigError(f"{where}.tolerances must be a table of item = factor (>= 1)")
+    numeric = [i.item_id for i in entry.items if i.kind == "numeric"]
+    for key in tolerances:
+        item = key if key in numeric or "." in key else f"{lab_id}.{key}"  # "crossover_n"
+        if item not in numeric:
+            raise ConfigError(f"{where}.tolerances: {key!r} is not a numeric prediction item "
+                              f"of {lab_id}{close_matches(item, numeric)}; its numeric items: "
+                              f"{', '.join(numeric) or '(none)'}")
+        lab.tolerances[item] = _number(tolerances, key, None, f"{where}.tolerances", lo=1.0)
     lab.extensions, _ = _extensions(table.get("extensions", {}), f"{where}.extensions",
-                                    dates=True)
+                                    dates=True, zone=zone)
     cid = table.get("canvas_assignment_id", "")
     if isinstance(cid, bool) or not (isinstance(cid, int) and cid > 0 or isinstance(cid, str)
                                      and re.fullmatch(r"\d{0,20}", cid.strip())):
@@ -317,6 +406,8 @@ def load_config(path: str | os.PathLike | None, *,
         late_policy=str(course.get("late_policy", "report")),
         late_penalty_per_day=_number(course, "late_penalty_per_day", 0.0, "course"),
         configured=True)
+    if "timezone" in course:
+        cfg.timezone = time_zone(course["timezone"], "course.timezone")
     if cfg.late_policy not in ("report", "deadline"):
         raise ConfigError(f"course.late_policy must be 'report' or 'deadline', "
                           f"got {cfg.late_policy!r}")
@@ -336,7 +427,7 @@ def load_config(path: str | os.PathLike | None, *,
         raise ConfigError("[labs] must be a table of [labs.<lab_id>] tables")
     entries = {e.lab_id: e for e in _catalogue.catalogue(labs_dir)}
     for lab_id, table in labs.items():
-        cfg.labs[lab_id] = _lab(lab_id, table, path, entries)
+        cfg.labs[lab_id] = _lab(lab_id, table, path, entries, cfg.timezone)
     return cfg
 
 
@@ -344,6 +435,8 @@ def example_config(labs_dir: str | os.PathLike | None = None) -> str:
     """A course TOML listing every lab with its prediction items, read from the labs."""
     out = ["# labs-grade course config, generated from the labs (labs-grade --example-config).",
            "[course]", 'name = "Roofline Labs, spring term"',
+           'timezone = "America/New_York"      # deadlines below are this zone\'s local time '
+           "(daylight saving included)",
            'id_column = "SIS User ID"          # the gradebook\'s id column; Gradescope: "SID"',
            'late_policy = "report"             # or "deadline": later events earn nothing',
            "late_penalty_per_day = 0.0         # per started day late, off each late part's points",
@@ -354,7 +447,7 @@ def example_config(labs_dir: str | os.PathLike | None = None) -> str:
            '# ada = "2d"', ""]
     start = datetime(2025, 3, 7, 23, 59)
     for n, entry in enumerate(_catalogue.catalogue(labs_dir)):
-        deadline = (start + timedelta(weeks=n)).strftime("%Y-%m-%dT%H:%M:00-05:00")
+        deadline = (start + timedelta(weeks=n)).strftime("%Y-%m-%dT%H:%M:00")
         out += [f"[labs.{entry.lab_id}]", f"title = {_toml_str(entry.title)}",
                 f"deadline = {deadline}",
                 "# canvas_assignment_id = 123456   # from the assignment's Canvas address",
@@ -373,12 +466,26 @@ def example_config(labs_dir: str | os.PathLike | None = None) -> str:
                 "#   a choice: one of its values above (its label also works); a number: a "
                 "number, no units",
                 f"# [labs.{entry.lab_id}.extensions]",
-                "# ada = 2025-03-21T23:59:00-05:00   # a new deadline, or \"48h\" more", ""]
+                "# ada = 2025-03-21T23:59:00   # a new deadline (never earlier than the lab's), "
+                "or \"48h\" more", ""]
         if n == 0:
             out += [f"[labs.{entry.lab_id}.rubric]          # the default; each lab may have one",
                     "commit = 1.0", "reason = 0.5", "explain = 1.0", "correct = 0.0",
-                    "min_explain_chars = 15", "tolerance = 1.5", ""]
+                    "min_explain_chars = 15          # characters that are not whitespace",
+                    "# tolerance = 1.5   # default: each numeric item's own (the instructor "
+                    "copy shows it);",
+                    "#                   # a factor here replaces it for every numeric item of "
+                    "the lab", "",
+                    f"# [labs.{entry.lab_id}.tolerances]   # or one item's own factor, by item",
+                    f"# {_first_numeric(entry)} = 1.3",
+                    ""]
     return "\n".join(out)
+
+
+def _first_numeric(entry) -> str:
+    """A lab's first numeric item, by its short name (``crossover_n``), for an example."""
+    return next((i.item_id.split(".", 1)[-1] for i in entry.items if i.kind == "numeric"),
+                "item")
 
 
 def _toml_str(text: str) -> str:

@@ -24,67 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from labs.core.course import catalogue as _catalogue
-from labs.core.course.grading.checks import severity, student_severity
+from labs.core.course.grading.checks import (  # noqa: F401  (FLAG_HELP re-exported)
+    FLAG_HELP, severity, student_severity)
 from labs.core.course.grading.load import Batch
 from labs.core.course.grading.score import Gradebook, LabGrade
-from labs.core.course.quiz.prediction import ratio_verdict
+from labs.core.course.answers import first_prediction, is_reasoned, ratio_verdict
 from labs.core.physics.units import format_value
-
-#: flag code -> (what it means, how to fix it). Every code the grader emits has an entry.
-FLAG_HELP: dict[str, tuple[str, str]] = {
-    "hash_mismatch": ("A line of the ledger was edited after the lab wrote it; it earns "
-                      "nothing.", "Hand in the ledger exactly as the lab saved it (or use the "
-                      "lab's Download button); never edit it by hand."),
-    "chain_break": ("Lines were removed, inserted or reordered.", "Hand in the whole file "
-                    "as the lab saved it; do not merge or cut ledgers by hand."),
-    "seq_order": ("Event numbers go backwards: lines were reordered or files pasted "
-                  "together.", "Hand in each ledger file as it is, side by side."),
-    "torn_tail": ("The last line was cut off (the lab or the computer stopped mid-write).",
-                  "Nothing to do: earlier lines count. Keep the recovery file if the lab "
-                  "made one and hand it in too."),
-    "malformed": ("Some lines are not ledger events.", "Do not open the ledger in an editor "
-                  "or spreadsheet and save it; hand in the file the lab wrote."),
-    "ts_backwards": ("A timestamp goes back in time within a file (a changed clock, or a "
-                     "line added later). The file's own order is what is graded.",
-                     "Keep your computer's clock right; never add lines by hand."),
-    "future_timestamp": ("An event is dated more than a day in the future.",
-                         "Set your computer's clock correctly."),
-    "unknown_lab_version": ("The lab file you used is not a released version.",
-                            "Use the lab files the course released (download them again)."),
-    "duplicates_merged": ("The same events were handed in more than once; they count once.",
-                          "Nothing to do."),
-    "recovery_merged": ("Events came from a recovery file the lab wrote after a problem "
-                        "with the main ledger; they count.", "Nothing to do."),
-    "revised": ("You changed a prediction after locking it; the first one is graded.",
-                "Nothing to do: predictions are meant to be locked before the reveal."),
-    "second_predict": ("An item has two predictions (two windows, or a second ledger); the "
-                       "first is graded.", "Do each lab in one window, with one ledger."),
-    "impossible_order": ("Something happened before the prediction it depends on (e.g. an "
-                         "explanation before the prediction).", "Predict first, then reveal, "
-                         "then explain, in one ledger."),
-    "receipt_missing": ("A receipt you were given is not in the ledger you handed in.",
-                        "Hand in the ledger that contains all your work."),
-    "unknown_lab": ("The ledger has events of a lab this course does not grade.",
-                    "Nothing to do unless that lab should count: ask your instructor."),
-    "odd_student_id": ("Your student id has characters a lab would not accept.",
-                       "Enter the id your instructor gave you in the lab's ledger panel."),
-    "mixed_students": ("One file holds events of several students.", "Hand in only your own "
-                       "ledger."),
-    "unreadable_submission": ("A file you handed in could not be read, so it earned nothing.",
-                              "Hand in the file the lab saved (or its Download button gives), "
-                              "unchanged, as UTF-8: see the reason given."),
-    "id_mismatch": ("A file you handed in carries another student's id (or is named for "
-                    "one), or another student handed in a file with your id. Your instructor "
-                    "decides whose work it is.", "Hand in your own ledger; type your own "
-                    "student id (the one your instructor gave you) in every lab."),
-    "not_on_roster": ("The student id in the ledger is not on the class roster.",
-                      "Enter exactly the id your instructor gave you in every lab."),
-    "possible_submission": ("A ledger under a similar id may be yours.", "Tell your "
-                            "instructor which id you used; use the roster id from now on."),
-    "contradicting_files": ("Two of your ledgers start an item with different predictions "
-                            "(e.g. a fresh file in a new folder after the reveal).",
-                            "Keep one ledger folder; the earliest prediction is graded."),
-}
 
 _CSS = """
 :root{--fg:#1f2328;--muted:$muted;--ok:$ok;--danger:$danger;--warn:$warn;
@@ -181,7 +126,7 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
         info = items.get(ig.item_id)
         question = info.text if info else ig.item_id
         evs = by_item.get(ig.item_id, [])
-        first = next((e for e in evs if e.kind == "predict"), None)
+        first = first_prediction(evs)
         extra = (f"<tr><td colspan='6' class='note'>Instructor (override: {ig.points:g} "
                  f"points){': ' + _e(ig.comment) if ig.comment else ''}</td></tr>"
                  if ig.override is not None else "")
@@ -195,17 +140,14 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
         label = p["label"] if isinstance(p.get("label"), str) else (
             info.label_of(p.get("value")) if info else None)
         said = _e(label) if label else _num(p.get("value"), units)
-        results = [e for e in evs if e.kind == "result" and e.order > first.order]
-        actual = results[-1].payload.get("actual") if results else None
-        label = info.label_of(actual) if info and actual is not None else None
-        shown = "not seen yet" if actual is None else (_e(label) if label else
-                                                         _num(actual, units))
+        shown = _readings(ig, evs, first, info, units)
         verdict = ""
         if ig.correct is True:
             verdict = "<span class='ok'>✓ right</span>"
         elif ig.correct is False:
             verdict = "<span class='danger'>✗ not right</span>"
-        ratio = _ratio_text(p.get("value"), actual)
+        ratio = _ratio_text(p.get("value"), ig.graded_actual, ig.tolerance) \
+            if ig.graded_from else ""
         conf = p.get("confidence")
         if isinstance(conf, int) and not isinstance(conf, bool) and ig.correct is not None:
             calib.append((conf, bool(ig.correct)))
@@ -213,6 +155,8 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
                            ig.reasoned), ("explained", ig.explained)) if ok) or "nothing yet"
         reason = p.get("reason") if isinstance(p.get("reason"), str) else ""
         reason = f" · <q>{_e(reason)}</q>" if reason.strip() else " · no reason given"
+        if reason.strip() and not is_reasoned(p):
+            reason += " · no confidence 1-5 given"
         rows.append(
             f"<tr><td>{_e(question)}</td><td>{said}<br><span class='muted'>confidence "
             f"{_e(conf)}/5{reason}</span></td><td>{shown}</td>"
@@ -224,6 +168,38 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
             "<tr><th>Question</th><th>You predicted</th><th>Your instrument showed</th>"
             "<th>Verdict</th><th>Points</th><th>When (UTC)</th></tr>")
     return f"<table class='items'>{head}{''.join(rows)}</table>", calib
+
+
+def _shown(value: Any, info, units: str) -> str:
+    label = info.label_of(value) if info and value is not None else None
+    return _e(label) if label else _num(value, units)
+
+
+def _readings(ig, evs, first, info, units: str) -> str:
+    """What the prediction was judged against (the first reading after it, or the course's
+    answer), then any later readings, marked as later: a re-measurement after the deadline,
+    on another device, never replaces the reading that was graded."""
+    results = [e for e in evs if e.kind == "result" and e.order > first.order
+               and "actual" in e.payload]
+    if ig.graded_from == "answer":
+        head = f"{_shown(ig.graded_actual, info, units)}<br><span class='muted'>(the course's " \
+               "answer, which this was graded against)</span>"
+    elif ig.graded_from == "result":
+        head = _shown(ig.graded_actual, info, units)
+        results = [e for e in results if e.order != ig.graded_order]
+        if results:
+            head += "<br><span class='muted'>graded against this first reading</span>"
+    elif results:
+        head = _shown(results[0].payload.get("actual"), info, units)
+        results = results[1:]
+    else:
+        return "not seen yet"
+    later = [f"{_shown(e.payload.get('actual'), info, units)} ({_when(e.time)})"
+             for e in results if not (ig.graded_from == "result" and e.order < (
+                 ig.graded_order or 0))][-3:]
+    if later:
+        head += "<br><span class='muted'>later: " + "; ".join(later) + "</span>"
+    return head
 
 
 def _when(t) -> str:
@@ -308,12 +284,17 @@ def _lab_timing(g: LabGrade, lab, config) -> str:
     return (f"<p class='meta'>{_e(text)}Rule: {_e(rule)}. {_e(arithmetic)}.</p>")
 
 
-def _ratio_text(value: Any, actual: Any) -> str:
+def _ratio_text(value: Any, actual: Any, tolerance: float | None) -> str:
+    """How far off, in the lab's words, with the tolerance the grade used."""
+    if isinstance(value, bool) or isinstance(actual, bool) or not isinstance(
+            value, (int, float)) or not isinstance(actual, (int, float)):
+        return ""
     try:
         p, a = float(value), float(actual)
-    except (TypeError, ValueError, OverflowError):
+    except OverflowError:
         return ""
-    words = None if isinstance(value, bool) or p <= 0 or a <= 0 else ratio_verdict(p, a)
+    words = None if p <= 0 or a <= 0 else ratio_verdict(
+        value, actual, **({"tolerance": tolerance} if tolerance else {}))
     return f"<span class='muted'>{_e(words)}</span>" if words else ""
 
 
@@ -382,51 +363,80 @@ def feedback_page(book: Gradebook, batch: Batch, student_id: str, *,
         + (f"<h2>Notes</h2>{notes}" if notes else "") + "</body></html>")
 
 
+_INDEX_WORDS = {"wrong": "grade may be wrong", "check": "worth a look", "info": "notes only",
+                "": "–"}
+_INDEX_ORDER = {"wrong": 0, "check": 1, "info": 2, "": 3}
+
+
+def index_entry(book: Gradebook, sid: str, page: str, error: str = "") -> tuple:
+    """One student's line of ``index.html``: (severity, id, name, total, most, statuses,
+    page file name, why there is no page)."""
+    roster = book.config.roster
+    entry = roster.get(sid) if roster else None
+    name = entry.name if entry and entry.name else (None if roster else "")
+    total = sum(book.grades[(sid, lab.lab_id)].points for lab in book.labs)
+    most = sum(book.grades[(sid, lab.lab_id)].max_points for lab in book.labs)
+    status = ", ".join(sorted({book.grades[(sid, lab.lab_id)].status for lab in book.labs}))
+    return (student_severity(book, sid), sid, name, total, most, status, page, error)
+
+
+def write_pages(book: Gradebook, batch: Batch, folder: str | os.PathLike,
+                students: list[str] | None = None, items: dict | None = None) -> list[tuple]:
+    """Write the pages of ``students`` (default: all) into ``folder``; their
+    :func:`index_entry` lines (a page that cannot be made is listed with why, never fatal)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    items = items if items is not None else {i.item_id: i for i in _catalogue.items()}
+    out = []
+    for sid in book.students if students is None else students:
+        path = folder / page_name(sid)
+        try:
+            path.write_text(feedback_page(book, batch, sid, items=items), encoding="utf-8",
+                            errors="replace")
+        except Exception as exc:  # noqa: BLE001 - one page must never stop the others
+            out.append(index_entry(book, sid, "", type(exc).__name__))
+            continue
+        out.append(index_entry(book, sid, path.name))
+    return out
+
+
+def write_index(folder: str | os.PathLike, title: str, entries: list[tuple]) -> Path:
+    """``index.html``: every student's page, the ones whose grade may be wrong first."""
+    from labs.core.ui.tokens import COLORS
+
+    rows = []
+    pages = 0
+    for level, sid, name, total, most, status, page, error in sorted(
+            entries, key=lambda x: (_INDEX_ORDER[x[0]], x[1])):
+        who = _e(name) if name else ("<span class='muted'>not on the roster</span>"
+                                     if name is None else "")
+        if not page:
+            rows.append(f"<tr><td>{_e(sid)}</td><td>{who}</td><td colspan='3'>no page "
+                        f"({_e(error)})</td></tr>")
+            continue
+        pages += 1
+        rows.append(f"<tr><td><a href='{_e(page)}'>{_e(sid)}</a></td><td>{who}</td>"
+                    f"<td class='num'>{total:g} / {most:g}</td><td>{_e(status)}</td>"
+                    f"<td class='{level}'>{_INDEX_WORDS[level]}</td></tr>")
+    css = string.Template(_CSS).substitute(COLORS)
+    title = _e(title or "Roofline Labs")
+    path = Path(folder) / "index.html"
+    path.write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>Feedback pages · {title}</title><style>{css}</style></head><body>"
+        f"<h1>Feedback pages · {title}</h1><p class='meta'>{pages} students, the ones "
+        "whose grade may be wrong first. Each page is ready to return to its student.</p>"
+        "<table><tr><th>Student</th><th>Name</th><th>Points</th><th>Status</th><th>Flags</th>"
+        "</tr>" + "".join(rows) + "</table></body></html>", encoding="utf-8")
+    return path
+
+
 def write_feedback(book: Gradebook, batch: Batch, folder: str | os.PathLike) -> list[Path]:
     """Write one page per student and an ``index.html`` into ``folder``; the pages' paths.
 
     A student whose page cannot be made is listed in the index with the reason (never fatal).
     """
-    from labs.core.ui.tokens import COLORS
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    written, rows = [], []
-    items = {i.item_id: i for i in _catalogue.items()}
-    roster = book.config.roster
-    words = {"wrong": "grade may be wrong", "check": "worth a look", "info": "notes only",
-             "": "–"}
-    order = {"wrong": 0, "check": 1, "info": 2, "": 3}
-    listed = sorted(book.students, key=lambda s: (order[student_severity(book, s)], s))
-    for sid in listed:
-        path = folder / page_name(sid)
-        entry = roster.get(sid) if roster else None
-        name = _e(entry.name) if entry and entry.name else "<span class='muted'>not on the " \
-            "roster</span>" if roster else ""
-        try:
-            path.write_text(feedback_page(book, batch, sid, items=items), encoding="utf-8",
-                            errors="replace")
-        except Exception as exc:  # noqa: BLE001 - one page must never stop the others
-            rows.append(f"<tr><td>{_e(sid)}</td><td>{name}</td><td colspan='3'>no page "
-                        f"({_e(type(exc).__name__)})</td></tr>")
-            continue
-        written.append(path)
-        level = student_severity(book, sid)
-        total = sum(book.grades[(sid, lab.lab_id)].points for lab in book.labs)
-        most = sum(book.grades[(sid, lab.lab_id)].max_points for lab in book.labs)
-        status = ", ".join(sorted({book.grades[(sid, lab.lab_id)].status
-                                   for lab in book.labs}))
-        rows.append(f"<tr><td><a href='{_e(path.name)}'>{_e(sid)}</a></td><td>{name}</td>"
-                    f"<td class='num'>{total:g} / {most:g}</td><td>{_e(status)}</td>"
-                    f"<td class='{level}'>{words[level]}</td></tr>")
-    css = string.Template(_CSS).substitute(COLORS)
-    title = _e(book.config.name or "Roofline Labs")
-    (folder / "index.html").write_text(
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>Feedback pages · {title}</title><style>{css}</style></head><body>"
-        f"<h1>Feedback pages · {title}</h1><p class='meta'>{len(written)} students, the ones "
-        "whose grade may be wrong first. Each page is ready to return to its student.</p>"
-        "<table><tr><th>Student</th><th>Name</th><th>Points</th><th>Status</th><th>Flags</th>"
-        "</tr>" + "".join(rows) + "</table></body></html>", encoding="utf-8")
-    return written
+    entries = write_pages(book, batch, folder)
+    write_index(folder, book.config.name, entries)
+    return [Path(folder) / e[6] for e in entries if e[6]]

@@ -40,6 +40,15 @@ def csv_safe(value: Any) -> Any:
     Control characters are dropped, lone surrogates become U+FFFD, text is cut at
     MAX_CELL_CHARS. Never raises.
     """
+    if value.__class__ is str:  # most cells: checked without copying
+        text = value if len(value) <= MAX_CELL_CHARS else value[:MAX_CELL_CHARS]
+        if _ODD_RE.search(text):
+            text = _SURROGATE_RE.sub("\ufffd", _CONTROL_RE.sub("", text))
+        first = text[:1]
+        if first in _FORMULA_FIRST or (first == " " and text.lstrip(" ")[:1]
+                                       in _FORMULA_AFTER_SPACES):
+            return "'" + text
+        return text
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -107,29 +116,107 @@ def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
     return rows
 
 
+ITEM_COLUMNS = ("student_id", "lab_id", "item_id", "points", "max_points", "committed",
+                "reasoned", "explained", "correct", "tolerance", "tolerance_from",
+                "graded_against", "predicted_at", "explained_at", "late_parts", "penalty",
+                "override", "comment")
+
+
+def item_table(book: Gradebook) -> list[list]:
+    """``items.csv``'s rows as lists in :data:`ITEM_COLUMNS` order (see :func:`item_rows`)."""
+    rows = []
+    lab_cells = {}
+    for lab in book.labs:  # the cells every student shares, neutralised once
+        lab_cells[lab.lab_id] = (csv_safe(lab.lab_id), round(lab.rubric.per_item, 4),
+                                 {i: csv_safe(i) for i in lab.items})
+    for sid in book.students:
+        who = csv_safe(sid)
+        for lab in book.labs:
+            g = book.grades[(sid, lab.lab_id)]
+            lab_id, per, item_ids = lab_cells[lab.lab_id]
+            for ig in g.items:
+                late = "; ".join(f"{what} {_fmt_lateness(lateness)} late x {factor:g}"
+                                 for what, _, lateness, factor in ig.late_parts)
+                rows.append([
+                    who, lab_id, item_ids.get(ig.item_id) or csv_safe(ig.item_id),
+                    csv_safe(round(ig.points, 4)), per, _BOOL[ig.committed],
+                    _BOOL[ig.reasoned], _BOOL[ig.explained],
+                    "" if ig.correct is None else _BOOL[bool(ig.correct)],
+                    csv_safe(ig.tolerance) if ig.tolerance is not None else "",
+                    csv_safe(ig.tolerance_from or "the item's own"), ig.graded_from,
+                    _fmt_time(ig.predicted_at), _fmt_time(ig.explained_at), late,
+                    csv_safe(ig.penalty) if ig.late_parts else "",
+                    "" if ig.override is None else csv_safe(ig.override),
+                    csv_safe(ig.comment)])
+    return rows
+
+
+_BOOL = {True: "true", False: "false"}
+
+
+def item_rows(book: Gradebook) -> list[dict]:
+    """One row per student and prediction item (``items.csv``): the points and the parts that
+    earned them, the tolerance the item was judged within and where it came from (the item's
+    own, or the course file's key that set it), what it was judged against, when, and what a
+    late penalty or an override changed. Neutralised for CSV."""
+    return [dict(zip(ITEM_COLUMNS, row)) for row in item_table(book)]
+
+
 EVENT_COLUMNS = ("student_id", "lab_id", "item_id", "kind", "seq", "timestamp", "value",
                  "units", "confidence", "label", "text", "payload", "lab_version", "session",
                  "valid", "duplicates", "flags", "source", "line", "hash", "written_id")
 
 
-def event_rows(batch: Batch) -> list[dict]:
-    """Long events rows (one per unique event, merged order), neutralised for CSV."""
+_PAYLOAD = json.JSONEncoder(sort_keys=True)  # what json.dumps(p, sort_keys=True) builds
+
+
+def event_table(events: list) -> list[list]:
+    """Long events rows as lists in :data:`EVENT_COLUMNS` order (one per unique event, merged
+    order), neutralised for CSV; what :func:`event_rows` gives, for a writer of millions."""
+    memo: dict[Any, Any] = {}  # cells that repeat (ids, files, kinds): neutralised once each
+
+    def same(key: Any, make) -> Any:
+        v = memo.get(key)
+        if v is None:
+            if len(memo) > 100_000:
+                memo.clear()
+            v = memo[key] = make(key)
+        return v
+
+    def each(key: tuple) -> tuple:
+        return tuple(csv_safe(x) for x in key)
+
     rows = []
-    for e in batch.events:
+    for e in events:
         p = e.payload if isinstance(e.payload, dict) else {}
         text = _text(p, "reason") if e.kind in ("predict", "revise") else _text(p)
-        row = {
-            "student_id": e.student_id, "lab_id": e.lab_id, "item_id": e.item_id,
-            "kind": e.kind, "seq": e.seq, "timestamp": e.ts,
-            "value": _scalar(p.get("value", p.get("actual"))), "units": _scalar(p.get("units")),
-            "confidence": _scalar(p.get("confidence")), "label": _scalar(p.get("label")),
-            "text": text, "payload": json.dumps(p, sort_keys=True)[:MAX_CELL_CHARS],
-            "lab_version": e.lab_version, "session": e.session, "valid": e.valid,
-            "duplicates": e.duplicates, "flags": ";".join(e.flags), "source": e.source,
-            "line": e.line, "hash": e.hash, "written_id": e.written_id,
-        }
-        rows.append({k: csv_safe(v) for k, v in row.items()})  # keys are ours: plain
+        seq, line, dup, conf = e.seq, e.line, e.duplicates, p.get("confidence")
+        student, written, version, session, source = same(
+            (e.student_id, e.written_id, e.lab_version, e.session, e.source), each)
+        lab_id, item_id, kind = same((e.lab_id, e.item_id, e.kind), each)
+        units = p.get("units")
+        rows.append([
+            student, lab_id, item_id, kind,
+            seq if type(seq) is int and abs(seq) < MAX_EXACT_INT else csv_safe(seq),
+            csv_safe(e.ts), csv_safe(_scalar(p.get("value", p.get("actual")))),
+            same(("units", units), lambda k: csv_safe(_scalar(k[1])))
+            if units.__class__ is str else csv_safe(_scalar(units)),
+            conf if type(conf) is int and abs(conf) < MAX_EXACT_INT else csv_safe(_scalar(conf)),
+            csv_safe(_scalar(p.get("label"))), csv_safe(text),
+            # JSON of a dict: starts with "{", escapes every control character: safe as it is
+            _PAYLOAD.encode(p)[:MAX_CELL_CHARS], version, session,
+            "true" if e.valid is True else csv_safe(e.valid),
+            dup if type(dup) is int and abs(dup) < MAX_EXACT_INT else csv_safe(dup),
+            same(("flags",) + tuple(e.flags), lambda k: csv_safe(";".join(k[1:])))
+            if e.flags else "", source,
+            line if type(line) is int and abs(line) < MAX_EXACT_INT else csv_safe(line),
+            csv_safe(e.hash), written])
     return rows
+
+
+def event_rows(batch: Batch) -> list[dict]:
+    """Long events rows (one per unique event, merged order), neutralised for CSV."""
+    return [dict(zip(EVENT_COLUMNS, row)) for row in event_table(batch.events)]
 
 
 def _scalar(v: Any) -> Any:

@@ -31,6 +31,33 @@ _CANVAS_RE = re.compile(
     r"^[^_]*?(?P<late>_LATE)?_(?P<uid>\d{1,20})_(?P<sub>\d{1,20})_(?P<file>.+)$")
 
 
+#: Blackboard's "Download Assignment" names: ``<assignment>_<username>_attempt_<date>[_<file>]``
+#: (the bare ``....txt`` is Blackboard's receipt of the attempt)
+_BLACKBOARD_RE = re.compile(
+    r"^.+?_(?P<user>[^_]+)_attempt_\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}(?P<rest>_.+|\.txt)$")
+
+
+def blackboard_submission(source: str) -> tuple[str, bool]:
+    """(the username a Blackboard download name carries, whether the file is Blackboard's
+    receipt of the attempt rather than a file the student uploaded), or ``("", False)``."""
+    name = PurePosixPath(str(source).split("!")[-1].replace("\\", "/")).name
+    m = _BLACKBOARD_RE.match(name)
+    if not m:
+        return "", False
+    return m.group("user"), m.group("rest") == ".txt"
+
+
+def folder_of(source: str) -> str:
+    """Who a download's layout says handed a file in, where the file's own name does not:
+    Blackboard's username in its download name, else the folder the file sits in (inside a
+    zip too; a download that files each student's work under their id)."""
+    user = blackboard_submission(source)[0]
+    if user:
+        return user
+    parts = str(source).replace("\\", "/").split("!")[-1].split("/")
+    return parts[-2] if len(parts) > 1 else ""
+
+
 @functools.lru_cache(maxsize=65_536)  # called for every event and file: ids repeat
 def norm_id(student_id: str) -> str:
     """The comparison key of a student id (see the module doc)."""

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from labs.core.course.grading.ids import norm_id
 
-MAX_ROWS = 100_000
+MAX_ROWS = 1_000_000  # a course of a few hundred thousand students, with room
 _ID_COLUMNS = ("SID", "SIS User ID", "SIS Login ID", "Student ID", "ID", "id", "student_id",
                "student")
 
@@ -71,6 +71,11 @@ class Roster:
     #: student, or a row whose id column is blank; reported, never graded
     left_out: list[tuple[int, str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. which column the ids came from
+    #: the LMS user ids (Canvas's ``ID``) of the test student's rows: their files are no
+    #: student's
+    test_student_lms_ids: set[str] = field(default_factory=set)
+    #: LMS user id -> (CSV row, name) of a row left out for having no id (an auditor)
+    left_out_lms: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def rows_without_id(self) -> list[tuple[int, str, str]]:
@@ -227,10 +232,17 @@ def load_roster(path: str | os.PathLike, id_column: str = "") -> Roster:
         sid, name = row[idc], name_of(row)
         if _is_test_student(name):
             roster.left_out.append((n, name, "Canvas's test student"))
+            lms = row[header.index(LMS_ID_COLUMN)].strip() if LMS_ID_COLUMN in header else ""
+            if lms:
+                roster.test_student_lms_ids.add(lms)
             continue
         if not sid:
             if any(row):
                 roster.left_out.append((n, name or "(no name)", f"no {header[idc]}"))
+                lms = row[header.index(LMS_ID_COLUMN)].strip() \
+                    if LMS_ID_COLUMN in header and header.index(LMS_ID_COLUMN) != idc else ""
+                if lms:
+                    roster.left_out_lms[lms] = (n, name or "(no name)")
             continue
         if norm_id(sid) in seen:
             raise ConfigError(f"roster {path}: row {n}: id {sid!r} is also on row "

@@ -21,14 +21,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from labs.core.course import catalogue as _catalogue
-from labs.core.course.grading.checks import (LINE_FLAGS, check_extensions, check_overrides,
-                                             short_name, student_checks, summarise)
-from labs.core.course.grading.config import _LAB_ID_RE, CourseConfig, LabConfig
-from labs.core.course.grading.ids import name_owner, norm_id
-from labs.core.course.grading.inputs import Override, load_overrides
-from labs.core.course.grading.load import Batch, EventRecord
-from labs.core.course.quiz.prediction import ratio_off
+from labs.core.course.grading.checks import LINE_FLAGS, check_student, short_name, summarise
+from labs.core.course.grading.config import CourseConfig, LabConfig
+from labs.core.course.grading.ids import norm_id
+from labs.core.course.grading.inputs import Override
+from labs.core.course.grading.load import Batch, EventRecord, merge_events
+from labs.core.course.answers import first_prediction, is_reasoned, within_factor
 
 UNREADABLE = "Unreadable submission"
 
@@ -46,6 +44,13 @@ class ItemGrade:
     predicted_at: datetime | None = None  # the graded (first) prediction: commit, reason
     explained_at: datetime | None = None  # when observed and explained were both true
     earned: float = 0.0  # the rubric's points before any late penalty
+    tolerance: float | None = None  # numeric: the factor correctness was judged within
+    tolerance_from: str = ""  # "" the item's own; else the course file's key that set it
+    #: what the prediction was judged against: the course file's answer, or the first
+    #: reading of the student's instrument after the prediction (``graded_from``)
+    graded_actual: Any = None
+    graded_from: str = ""  # "answer" | "result" | ""
+    graded_order: int | None = None  # the judged result event's position (feedback pages)
     #: (what, points, lateness, factor) of each part earned after the deadline
     late_parts: list[tuple[str, float, timedelta, float]] = field(default_factory=list)
 
@@ -99,28 +104,9 @@ class Gradebook:
     #: problems of the instructor's inputs that are no student's (an extension naming no
     #: student graded, without a roster to check it): the console lists them
     warnings: list[str] = field(default_factory=list)
-
-
-def _labs_for(batch: Batch, config: CourseConfig) -> list[LabConfig]:
-    if config.configured and config.labs:
-        return list(config.labs.values())
-    entries = {e.lab_id: e for e in _catalogue.catalogue()}
-    seen = {e.lab_id for e in batch.events if _LAB_ID_RE.match(e.lab_id)}
-    order = [lab_id for lab_id in entries if lab_id in seen] + sorted(seen - set(entries))
-    out = []
-    for lab_id in order:
-        lab = config.labs.get(lab_id)
-        entry = entries.get(lab_id)
-        if lab is None:
-            lab = LabConfig(lab_id, entry.title if entry else lab_id)
-        if not lab.items:  # the lab's own items; for a lab not in the catalogue, those seen
-            items = entry.item_ids if entry and entry.items else sorted(
-                {e.item_id for e in batch.events if e.lab_id == lab_id and e.kind == "predict"
-                 and e.valid})
-            lab = LabConfig(lab.lab_id, lab.title, lab.deadline, items, lab.versions,
-                            lab.answers, lab.rubric, lab.extensions)
-        out.append(lab)
-    return out
+    #: facts about the class (a course file's tolerance in place of an item's own, Canvas's
+    #: test student left out): the console and README.txt say them
+    notices: list[str] = field(default_factory=list)
 
 
 def _text(payload: dict, key: str = "text") -> str:
@@ -128,32 +114,49 @@ def _text(payload: dict, key: str = "text") -> str:
     return v if isinstance(v, str) else ""
 
 
-def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig) -> bool | None:
+def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig,
+                ig: ItemGrade) -> bool | None:
+    """Whether the first prediction is right: against the course file's answer when it gives
+    one, else against the first reading of the student's instrument after the prediction (a
+    ``result`` event; later ones, a re-measurement, change nothing). Numbers within the
+    item's tolerance (:func:`labs.core.course.answers.within_factor`: exact, the boundary
+    inside). Records what it was judged against on ``ig``; None when nothing can say."""
     value = first.payload.get("value")
     choice = first.payload.get("answer_type") == "choice"
+    tolerance = ig.tolerance
     if first.item_id in lab.answers:
         right = lab.answers[first.item_id]
+        ig.graded_actual, ig.graded_from = right, "answer"
         if choice or isinstance(right, str) or isinstance(value, (str, bool)):
             return value == right
         p, a = _finite(value), _finite(right)
         if p is None or a is None:
             return None
-        r = ratio_off(p, a)
-        return r is not None and r <= lab.rubric.tolerance
+        return within_factor(p, a, tolerance)
     for e in later:
         if e.kind != "result":
             continue
         if choice:
             if isinstance(e.payload.get("correct"), bool):
+                ig.graded_actual, ig.graded_from = e.payload.get("actual"), "result"
+                ig.graded_order = e.order
                 return e.payload["correct"]
             if "actual" in e.payload:
+                ig.graded_actual, ig.graded_from = e.payload["actual"], "result"
+                ig.graded_order = e.order
                 return e.payload["actual"] == value
             continue
         p, a = _finite(value), _finite(e.payload.get("actual"))
         if p is not None and a is not None:
-            r = ratio_off(p, a)
-            return r is not None and r <= lab.rubric.tolerance
+            ig.graded_actual, ig.graded_from, ig.graded_order = a, "result", e.order
+            return within_factor(p, a, tolerance)
     return None
+
+
+def explanation_length(text: str) -> int:
+    """An explanation's length for ``min_explain_chars``: its characters that are not
+    whitespace (padding with spaces or blank lines earns nothing)."""
+    return len("".join(text.split()))  # split() drops exactly what str.isspace() calls space
 
 
 def _finite(v: Any) -> float | None:
@@ -170,12 +173,15 @@ def _order_problems(events: list[EventRecord]) -> list[str]:
     """Impossible orders within one item: unlock/observe/explain/revise before its predict,
     observe/explain before its unlock."""
     out = []
-    has_predict = any(e.kind == "predict" for e in events)
+    first = first_prediction(events)
+    has_predict = first is not None
     has_unlock = any(e.kind == "unlock" for e in events)
     seen_predict = seen_unlock = False
     for e in events:
-        if e.kind == "predict":
+        if e is first:
             seen_predict = True
+        elif e.kind == "predict":
+            pass
         elif e.kind == "unlock":
             if not seen_predict:
                 out.append(f"unlock before predict ({e.item_id})")
@@ -187,25 +193,34 @@ def _order_problems(events: list[EventRecord]) -> list[str]:
     return sorted(set(out))
 
 
+#: An event this much older than its lab's deadline (without one: than the class's newest
+#: event) is from another term: a ledger handed in again, or a computer's clock far off.
+STALE_AFTER = timedelta(days=180)
+
+
 def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
               config: CourseConfig, *, deadline: datetime | None = None,
-              unreadable: bool = False) -> LabGrade:
+              unreadable: bool = False, newest: datetime | None = None) -> LabGrade:
     """Grade one student's events of one lab (events in merged order, valid and invalid).
 
     ``deadline``: the one that applies to the student (default: the lab's); ``unreadable``:
     a file named for the student could not be read, so no events means "Unreadable
-    submission", not "Missing".
+    submission", not "Missing". ``newest``: the class's newest event, what an event is old
+    against when the lab has no deadline (``old_timestamp``: :data:`STALE_AFTER`).
     """
     deadline = lab.deadline if deadline is None else deadline
     g = LabGrade(student_id, lab.lab_id, max_points=lab.rubric.per_item * len(lab.items),
                  deadline=deadline)
     where: dict[tuple[str, str], list[int]] = {}
+    against = lab.deadline or newest
     for e in events:
         for f in e.flags:
             if f != "odd_student_id":  # a student-level flag
                 lines = where.setdefault((f, short_name(e.source)), [])
                 if f in LINE_FLAGS:
                     lines.append(e.line)
+        if against is not None and e.time is not None and against - e.time > STALE_AFTER:
+            where.setdefault(("old_timestamp", short_name(e.source)), []).append(e.line)
     flags = summarise(where)
     if lab.versions:
         odd = sorted({e.lab_version for e in events if e.lab_version not in lab.versions})
@@ -229,26 +244,25 @@ def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
     for item in lab.items:
         evs = by_item.get(item, [])
         ig = ItemGrade(item)
-        first_i = next((i for i, e in enumerate(evs) if e.kind == "predict"), None)
-        if first_i is not None:
-            first = evs[first_i]
+        ig.tolerance, ig.tolerance_from = lab.tolerance_for(item)
+        first = first_prediction(evs)
+        if first is not None:
+            first_i = next(i for i, e in enumerate(evs) if e is first)
             before = evs[:first_i]
             ig.committed = not any(e.kind in ("unlock", "observe", "explain", "result")
                                    for e in before)
-            conf = first.payload.get("confidence")
-            ig.reasoned = (isinstance(conf, int) and not isinstance(conf, bool)
-                           and 1 <= conf <= 5 and bool(_text(first.payload, "reason").strip()))
+            ig.reasoned = is_reasoned(first.payload)
             after = evs[first_i + 1:]
             observe = next((e for e in after if e.kind == "observe"
                             and _text(e.payload).strip()), None)
-            explain = next((e for e in after if e.kind == "explain"
-                            and len(_text(e.payload).strip()) >= r.min_explain_chars), None)
+            explain = next((e for e in after if e.kind == "explain" and explanation_length(
+                _text(e.payload)) >= r.min_explain_chars), None)
             ig.explained = observe is not None and explain is not None
             ig.predicted_at = first.time
             if ig.explained:
                 both = [e.time for e in (observe, explain) if e.time is not None]
                 ig.explained_at = max(both) if both else None
-            ig.correct = _is_correct(first, after, lab)
+            ig.correct = _is_correct(first, after, lab, ig)
             if any(e.kind == "predict" for e in after):
                 flags.append(f"second_predict ({item})")  # only the first one is graded
             if any(e.kind == "revise" for e in after):
@@ -297,9 +311,9 @@ def _total(g: LabGrade, config: CourseConfig) -> float:
     return round(sum(i.points for i in g.items), 4)
 
 
-def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
-    """Merge the instructor's overrides (checked: student, item, one row each)."""
-    for o, sid, lab in check_overrides(book, overrides):
+def _apply_overrides(book: Gradebook, sid: str, overrides) -> None:
+    """Merge the instructor's overrides of one student (checked by the plan)."""
+    for o, lab in overrides:
         g = book.grades[(sid, lab.lab_id)]
         note = f"{o.item}: override {o.points:g}" + (f" ({o.comment})" if o.comment else "")
         if o.item == lab.lab_id:
@@ -314,66 +328,74 @@ def _apply_overrides(book: Gradebook, overrides: list[Override]) -> None:
         book.notes.setdefault(sid, []).append(note)
 
 
-def attribute(batch: Batch, config: CourseConfig) -> None:
-    """Whose events are whose, with the roster: a file an LMS says who submitted (Canvas's
-    user id in its download name, the roster's ``ID``) is that student's, whatever id its
-    events carry (a disagreement is flagged on both rows by ``student_checks``); any other
-    event is the student whose id, or any identity column (SIS Login ID, e-mail, ...), it
-    carries. Without a roster, events are the id they carry."""
-    roster = config.roster
-    for f in batch.files:
-        entry = roster.by_lms_id(f.lms_id) if roster else None
-        f.submitter = entry.student_id if entry else ""
+def grade_student(plan, book: Gradebook, sid: str, mine: list[EventRecord],
+                  hashes: set[str]) -> None:
+    """Grade one student into ``book``: their flags and notes, a :class:`LabGrade` per lab,
+    their extensions and the instructor's overrides. ``mine``: their events in the merged
+    order (:func:`~labs.core.course.grading.load.merge_events`); ``hashes``: every hash they
+    handed in."""
+    flags, notes = check_student(plan, sid, mine, hashes)
+    config = plan.config
+    by_lab: dict[str, list[EventRecord]] = {}
+    for e in mine:
+        by_lab.setdefault(e.lab_id, []).append(e)
+    uploads = plan.unreadable.get(sid, 0)
+    empty = [lab for lab in plan.labs if not by_lab.get(lab.lab_id)]
+    # an unreadable upload stands for the labs without events when the student handed in
+    # nothing readable, or when the uploads can account for every such lab; else those labs
+    # are Missing and a flag says which they may be
+    unreadable = bool(uploads and empty) and (not mine or uploads >= len(empty))
+    if uploads and not unreadable and empty:
+        flags.append(f"unreadable_submission ({uploads} unreadable upload"
+                     f"{'s' if uploads != 1 else ''} may be the work of "
+                     f"{', '.join(lab.lab_id for lab in empty[:8])}, shown Missing)")
+    for lab in plan.labs:
+        g = grade_lab(sid, by_lab.get(lab.lab_id, []), lab, config,
+                      deadline=lab.deadline_for(sid, config), unreadable=unreadable,
+                      newest=plan.newest)
+        book.grades[(sid, lab.lab_id)] = g
+        if g.deadline is not None and lab.deadline is not None and g.deadline != lab.deadline:
+            notes.append(f"{lab.lab_id}: extension to "
+                         f"{g.deadline.strftime('%Y-%m-%d %H:%M')} UTC")
+    book.student_flags[sid] = flags
+    if notes:
+        book.notes.setdefault(sid, []).extend(notes)
+    _apply_overrides(book, sid, plan.overrides.get(sid, []))
 
-    def owner(report, written: str) -> str:
-        if report.submitter:
-            return report.submitter
-        hit = roster.resolve(written) if roster else None
-        return hit[0].student_id if hit else written
 
-    batch.attribute(owner)
+def empty_book(plan) -> Gradebook:
+    """A gradebook of the plan's class with no student graded yet."""
+    return Gradebook(plan.config, plan.labs, [], {}, {}, {}, plan.warnings)
 
 
 def grade(batch: Batch, config: CourseConfig | None = None, *,
           receipts: dict[str, list[str]] | None = None,
-          overrides: list[Override] | None = None) -> Gradebook:
+          overrides: list[Override] | None = None,
+          lab_ids: list[str] | None = None) -> Gradebook:
     """Grade every student in ``batch`` (plus the roster) on every lab of ``config``.
 
     Without a configured lab list, the labs seen in the submissions are graded (with all of
-    their items, the default rubric and no deadline). Students are spelt as the roster spells
-    them (the batch's events are renamed to match); ids compare by ``norm_id``. Overrides
-    default to the config's ``overrides`` CSV. Raises ConfigError for an override or an
-    extension that names no student or item of the class (with close matches; without a
-    roster, an extension naming no graded student is in ``warnings`` unless it is one with
-    leading zeros added or lost).
+    their items, the default rubric and no deadline); ``lab_ids`` keeps only those labs.
+    Students are spelt as the roster spells them (the batch's events are renamed to match);
+    ids compare by ``norm_id``. Overrides default to the config's ``overrides`` CSV. Raises
+    ConfigError for an override or an extension that names no student or item of the class
+    (with close matches; without a roster, an extension naming no graded student is in
+    ``warnings`` unless it is one with leading zeros added or lost). The class-wide part is
+    :func:`~labs.core.course.grading.plan.plan_class`; each student is
+    :func:`grade_student`.
     """
-    config = config or CourseConfig()
-    if overrides is None and config.overrides_path is not None:
-        overrides = load_overrides(config.overrides_path)
-    labs = _labs_for(batch, config)
-    attribute(batch, config)
-    spelling = {norm_id(s): s for s in config.roster_ids()}
-    batch.rename(spelling)
-    for sid in batch.students():
-        spelling.setdefault(norm_id(sid), sid)
-    for f in batch.files:  # a file named for a student who has no events of their own
-        if f.name_id and not f.submitter and (f.unreadable or f.student_ids):
-            # (a name that is a roster student's other id is that student's: no new row)
-            spelling.setdefault(name_owner(f.name_id, spelling, config.roster), f.name_id)
-    students = sorted(spelling.values(), key=lambda s: (norm_id(s), s))
-    warnings = check_extensions(config, labs, students)
-    student_flags, notes, unreadable = student_checks(batch, config, labs, students,
-                                                      receipts or {})
-    grades: dict[tuple[str, str], LabGrade] = {}
-    for sid in students:
-        mine = batch.for_student(sid)
-        for lab in labs:
-            g = grade_lab(sid, [e for e in mine if e.lab_id == lab.lab_id], lab, config,
-                          deadline=lab.deadline_for(sid, config), unreadable=sid in unreadable)
-            grades[(sid, lab.lab_id)] = g
-            if g.deadline is not None and lab.deadline is not None and g.deadline != lab.deadline:
-                notes.setdefault(sid, []).append(
-                    f"{lab.lab_id}: extension to {g.deadline.strftime('%Y-%m-%d %H:%M')} UTC")
-    book = Gradebook(config, labs, students, grades, student_flags, notes, warnings)
-    _apply_overrides(book, overrides or [])
+    from labs.core.course.grading.plan import plan_class
+
+    pieces = batch._pieces()
+    files = list(batch.files) + [r for r, _ in pieces if all(r is not f for f in batch.files)]
+    plan = plan_class(files, config, receipts=receipts, overrides=overrides, lab_ids=lab_ids)
+    # a file the plan set aside (Canvas's test student's) is no one's
+    batch.events, batch.hashes = merge_events([(r, e) for r, e in pieces if not r.skipped])
+    batch.reindex()
+    book = empty_book(plan)
+    book.students = plan.students
+    book.notices = plan.notices
+    for sid in plan.students:
+        grade_student(plan, book, sid, batch.for_student(sid),
+                      batch.hashes.get(norm_id(sid), set()))
     return book

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from labs.core.course.ledger.events import MAX_READ_BYTES
-from labs.core.course.grading.ids import id_from_name, lms_submission
+from labs.core.course.grading.ids import (blackboard_submission, folder_of, id_from_name,
+                                          lms_submission)
 
 LEDGER_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".log")
 
@@ -66,6 +67,7 @@ class FileReport:
     notes: list[str] = field(default_factory=list)
     edited: int = 0  # well-formed lines whose hash does not match (listed, never graded)
     #: (student key, item id) -> (hash, value) of the file's first valid predict of the item
+    #: holding a value (set when its events are merged: load.merge_events)
     first_predicts: dict = field(default_factory=dict, repr=False)
     written_ids: list[str] = field(default_factory=list)  # the ids its events carry
     #: the submitter's LMS user id from the file's name (Canvas bulk download), and whether
@@ -73,12 +75,24 @@ class FileReport:
     lms_id: str = ""
     lms_late: bool = False
     submitter: str = ""  # the roster student the LMS id names (set when graded with a roster)
+    #: per id its events carry: what the class-wide plan needs (load.summarise_file)
+    by_written: dict = field(default_factory=dict, repr=False)
+    #: id its events carry -> the student they belong to, as spelt (set when graded)
+    owners: dict = field(default_factory=dict, repr=False)
+    digest: str = ""  # of the file's bytes: two copies of one file have the same
+    spill: tuple | None = field(default=None, repr=False)  # where a parallel run keeps events
+    #: who the download's layout says handed it in (Blackboard's username, else its folder):
+    #: its student when the file's name names none and the id is one the class knows
+    folder_id: str = ""
+    name_owner: str = ""  # the student (norm id) its name stands for (set when graded)
 
     def __post_init__(self):
         if not self.name_id:
             self.name_id = id_from_name(self.source)
         if not self.lms_id:
             self.lms_id, self.lms_late = lms_submission(self.source)
+        if not self.folder_id:
+            self.folder_id = folder_of(self.source)
 
     @property
     def unreadable(self) -> bool:
@@ -102,6 +116,13 @@ _WORDS = {
 }
 
 
+def too_large(size: int | str, limit: int) -> str:
+    """The problem of a ledger file over the size limit, naming the option that raises it."""
+    what = f"{size} bytes" if isinstance(size, int) else size
+    return (f"file_too_large ({what}, over the {limit / 2**20:g} MiB limit: "
+            "labs-grade --max-file-mb raises it)")
+
+
 def describe(problem: str) -> str:
     """A problem code with its detail, in words: ``file_empty`` -> ``empty file``."""
     code, _, rest = problem.partition(" ")
@@ -112,6 +133,19 @@ def describe(problem: str) -> str:
 def _side_file(name: str) -> bool:
     return name.endswith(".lock") or name.startswith("._") or name in (".DS_Store",
                                                                        "Thumbs.db")
+
+
+#: Why Blackboard's receipt of a submission is not graded (files.csv).
+RECEIPT_FILE = "Blackboard's receipt of a submission, not a ledger"
+
+
+def blackboard_receipt(name: str, head: bytes = b"") -> bool:
+    """Whether a file is Blackboard's receipt of an attempt: by its download name, or by its
+    text (``Name: ... Assignment: ... Date Submitted: ...``)."""
+    if blackboard_submission(name)[1]:
+        return True
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    return text.startswith(b"Name:") and b"Date Submitted:" in text[:4096]
 
 
 #: Why a side file someone handed in through the LMS was not graded (files.csv, the console).
@@ -186,11 +220,25 @@ def _walk(folder: Path, files: list[FileReport]) -> Iterator[Path]:
             files.append(_not_graded(str(path), why))
 
 
+@dataclass(frozen=True)
+class LazyFile:
+    """A regular file to read where it is parsed (a worker process): ``read()`` gives at most
+    ``limit`` + 1 bytes, as :func:`iter_sources` would have."""
+
+    path: str
+    limit: int
+
+    def read(self) -> bytes:
+        return _read_regular(Path(self.path), self.limit + 1)
+
+
 def iter_sources(inputs: Iterable[str | os.PathLike], limits: Limits,
-                  files: list[FileReport]) -> Iterator[tuple[str, bytes]]:
+                 files: list[FileReport], *, lazy: bool = False
+                 ) -> Iterator[tuple[str, bytes | LazyFile]]:
     """(display name, bytes) of every candidate ledger; every other path under the inputs
     (links, FIFOs, devices, unreadable or empty folders, too many files) goes into ``files``,
-    with its student when its name names one. Nothing but a regular file is ever opened."""
+    with its student when its name names one. Nothing but a regular file is ever opened.
+    ``lazy``: a regular file (not a zip member) comes as a :class:`LazyFile`, read later."""
     count = 0
     for item in inputs:
         path = Path(item)
@@ -203,7 +251,7 @@ def iter_sources(inputs: Iterable[str | os.PathLike], limits: Limits,
             if count > limits.max_files:
                 files.append(FileReport(str(path), skipped="too many files"))
                 return
-            yield from _from_path(p, limits, files)
+            yield from _from_path(p, limits, files, lazy)
 
 
 def _read_regular(path: Path, limit: int) -> bytes:
@@ -220,12 +268,15 @@ def _read_regular(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def _from_path(path: Path, limits: Limits, files: list[FileReport]):
+def _from_path(path: Path, limits: Limits, files: list[FileReport], lazy: bool = False):
     name = str(path)
     if _ignored(path.name):
         return
     if _handed_in_side_file(path.name):
         files.append(FileReport(name, skipped=SIDE_FILE))
+        return
+    if blackboard_receipt(path.name):
+        files.append(FileReport(name, skipped=RECEIPT_FILE))
         return
     try:
         st = path.stat()  # an input named on the command line: its link is followed
@@ -256,9 +307,10 @@ def _from_path(path: Path, limits: Limits, files: list[FileReport]):
             files.append(FileReport(name, skipped="not a ledger file (by its name)"))
             return
         if size > limits.max_file_bytes:
-            files.append(FileReport(name, problems=[f"file_too_large ({size} bytes)"]))
+            files.append(FileReport(name, problems=[too_large(size, limits.max_file_bytes)]))
             return
-        yield name, _read_regular(path, limits.max_file_bytes + 1)
+        yield name, (LazyFile(str(path), limits.max_file_bytes) if lazy
+                     else _read_regular(path, limits.max_file_bytes + 1))
     except (OSError, zipfile.BadZipFile) as exc:
         files.append(FileReport(name, problems=[f"file_unreadable ({type(exc).__name__})"]))
 
@@ -284,6 +336,9 @@ def _from_zip(name: str, fileobj, limits: Limits, files: list[FileReport], depth
         if _handed_in_side_file(info.filename.split("/")[-1]):
             files.append(FileReport(member, skipped=SIDE_FILE))
             continue
+        if blackboard_receipt(info.filename):
+            files.append(FileReport(member, skipped=RECEIPT_FILE))
+            continue
         lower = info.filename.lower()
         is_zip = lower.endswith(".zip")
         if not (is_zip or lower.endswith(LEDGER_SUFFIXES)):
@@ -291,7 +346,9 @@ def _from_zip(name: str, fileobj, limits: Limits, files: list[FileReport], depth
             continue
         limit = limits.max_zip_total_bytes if is_zip else limits.max_file_bytes
         if info.file_size > limit:
-            files.append(FileReport(member, problems=[f"file_too_large ({info.file_size} bytes)"]))
+            files.append(FileReport(member, problems=[
+                too_large(info.file_size, limit) if not is_zip
+                else f"file_too_large ({info.file_size} bytes)"]))
             continue
         try:
             with archive.open(info) as f:
@@ -301,7 +358,9 @@ def _from_zip(name: str, fileobj, limits: Limits, files: list[FileReport], depth
             files.append(FileReport(member, problems=[f"file_unreadable ({type(exc).__name__})"]))
             continue
         if len(data) > limit:
-            files.append(FileReport(member, problems=["file_too_large (more than declared)"]))
+            files.append(FileReport(member, problems=[
+                too_large("more than declared", limit) if not is_zip
+                else "file_too_large (more than declared)"]))
             continue
         total += len(data)
         if total > limits.max_zip_total_bytes:

@@ -58,16 +58,22 @@ def parse_ts(ts: Any) -> datetime | None:
         dt = datetime.fromisoformat(ts[:-1] + "+00:00" if ts.endswith("Z") else ts)
         if dt.tzinfo is None:
             return None
+        if dt.tzinfo is timezone.utc:  # the lab's own "...Z": already UTC
+            return dt
         return dt.astimezone(timezone.utc)
     except (ValueError, OverflowError):
         return None
 
 
+#: The canonical encoding (what ``json.dumps`` with these arguments builds on every call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                              allow_nan=False)
+
+
 def canonical_bytes(event: dict) -> bytes:
     """The bytes an event's hash covers: sorted keys, no spaces, ASCII, without ``hash``."""
     body = {k: v for k, v in event.items() if k != "hash"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                      allow_nan=False).encode("ascii")
+    return _CANONICAL.encode(body).encode("ascii")
 
 
 def event_hash(event: dict) -> str:
@@ -93,6 +99,16 @@ def _depth(value: Any, limit: int, level: int = 0) -> int:
 
 def _finite_json(value: Any, limit: int = MAX_PAYLOAD_DEPTH) -> bool:
     """True if ``value`` is plain JSON (str/int/float/bool/None/list/dict[str]) without NaN/inf."""
+    if type(value) is dict and limit >= 1:  # a flat payload, the usual one: a single pass
+        for k, v in value.items():
+            t = type(v)
+            if type(k) is not str:
+                break
+            if t is str or t is int or t is bool or v is None or (t is float and v - v == 0.0):
+                continue  # (v - v is 0 for a finite float, nan for inf and nan)
+            break  # nested, non-finite or odd: the general walk decides
+        else:
+            return True
     stack = [(value, 0)]
     while stack:
         v, level = stack.pop()
@@ -112,11 +128,26 @@ def _finite_json(value: Any, limit: int = MAX_PAYLOAD_DEPTH) -> bool:
     return True
 
 
-def check_event(obj: Any) -> str | None:
+#: How a line the lab wrote begins: its hash first (keys sorted), then the bytes it covers.
+_HASH_HEAD, _HASH_END = b'{"hash":"', 9 + 64
+
+
+def _hashes_own_bytes(raw: bytes, claimed: str) -> bool:
+    """Whether the line ``raw`` is ``{"hash":"<claimed>",`` followed by exactly the bytes
+    ``claimed`` is the SHA-256 of (less the hash member): how :func:`event_line` writes a line.
+    Then it need not be re-encoded to be checked."""
+    return (raw.startswith(_HASH_HEAD) and raw[_HASH_END:_HASH_END + 2] == b'",'
+            and raw[9:_HASH_END] == claimed.encode("ascii")
+            and hashlib.sha256(b"{" + raw[_HASH_END + 2:]).hexdigest() == claimed)
+
+
+def check_event(obj: Any, raw: bytes | None = None) -> str | None:
     """Why ``obj`` is not a well-formed event (a short reason), or None if it is one.
 
     Checks fields and their types, the kind, the timestamp, id lengths, payload depth and the
     event's own hash. It does not check the link to the previous event (see :func:`read_ledger`).
+    ``raw``: the line ``obj`` was read from; when its bytes after the hash are what the hash
+    covers (as the lab writes it), the hash is checked on them, without encoding ``obj`` again.
     """
     if not isinstance(obj, dict):
         return "not a JSON object"
@@ -139,6 +170,8 @@ def check_event(obj: Any) -> str | None:
         return "hash or prev_hash is not 64 hex digits"
     if not _finite_json(obj["payload"]):
         return "payload is not plain JSON (too deep, NaN/inf or odd types)"
+    if raw is not None and _hashes_own_bytes(raw, obj["hash"]):
+        return None
     try:
         if event_hash(obj) != obj["hash"]:
             return "hash does not match the event's content (edited after it was written)"
@@ -161,7 +194,7 @@ def parse_line(raw: bytes) -> tuple[dict | None, str | None]:
         return None, "nested too deeply"
     except (ValueError, UnicodeDecodeError) as exc:
         return None, f"not valid JSON ({type(exc).__name__})"
-    problem = check_event(obj)
+    problem = check_event(obj, raw)
     return (None, problem) if problem else (obj, None)
 
 

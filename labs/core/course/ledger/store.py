@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from labs.core.course.answers import first_prediction
 from labs.core.course.ledger import events as ledger_events
 from labs.core.course.ledger.config import (
     FILE_PREFIX,
@@ -39,11 +40,11 @@ _TS_PLACEHOLDER = "0000-00-00T00:00:00.000000Z"  # as long as utc_now(): sizes a
 
 
 def first_predictions(events: list[dict]) -> dict[str, dict]:
-    """item id -> its first ``predict`` event holding an answer (what a lab's lock restores)."""
+    """item id -> its first ``predict`` event holding an answer (what a lab's lock restores;
+    the rule is :func:`labs.core.course.answers.first_prediction`)."""
     out: dict[str, dict] = {}
     for e in events:
-        if e.get("kind") == "predict" and e.get("item_id") not in out \
-                and isinstance(e.get("payload"), dict) and "value" in e["payload"]:
+        if e.get("item_id") not in out and first_prediction([e]) is e:
             out[e["item_id"]] = e
     return out
 

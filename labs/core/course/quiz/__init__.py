@@ -20,7 +20,9 @@ different submission (a second tab, a stale page) is recorded as ``revise`` and 
 the first. All student text is HTML-escaped wherever it is shown.
 
 This module is the public face (``from labs.core import quiz``); the work is done in
-``quiz.prediction`` (the :class:`Prediction`, reading typed numbers), ``quiz.session`` (the
+``course.answers`` (the :class:`Prediction`, which prediction counts, the ratio rules and
+the boundary of a tolerance, re-exported through ``quiz.prediction``), ``quiz.prediction``
+(reading typed numbers), ``quiz.session`` (the
 :class:`LabSession`: settings, events, the first commit, changing folders), ``quiz.status`` (the
 ledger status line and its controls), ``quiz.lock`` (lock state and prediction forms) and
 ``quiz.explain`` (compare and explain).
@@ -53,9 +55,12 @@ from labs.core.course.quiz.prediction import (  # noqa: F401
     CONFIDENCE_OPTIONS,
     GRADE_TOLERANCE,
     MAX_REASON_CHARS,
+    SPOT_ON_RATIO,
     Prediction,
     distinct_texts,
+    first_prediction,
     format_value,
+    is_reasoned,
     parse_number,
     ratio_off,
     ratio_verdict,
@@ -70,8 +75,9 @@ from labs.core.course.quiz.session import (  # noqa: F401
 )
 
 __all__ = [
-    "CONFIDENCE_OPTIONS", "DIMENSIONS", "Instruments", "LabSession", "locked_items", "Prediction", "choice_form", "compare",
-    "explain_form", "format_value", "gate_notice", "ledger_settings", "lock_state",
-    "log_steps", "numeric_form", "parse_number", "prediction_panel", "ratio_off",
-    "ratio_verdict", "resolved_settings", "simulate_submit", "within_factor",
+    "choice_form", "compare", "CONFIDENCE_OPTIONS", "DIMENSIONS", "explain_form",
+    "first_prediction", "format_value", "gate_notice", "Instruments", "is_reasoned",
+    "LabSession", "ledger_settings", "lock_state", "locked_items", "log_steps", "numeric_form",
+    "parse_number", "Prediction", "prediction_panel", "ratio_off", "ratio_verdict",
+    "resolved_settings", "simulate_submit", "within_factor",
 ]

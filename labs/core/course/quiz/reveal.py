@@ -2,7 +2,8 @@
 
 Reveal mode is on when the lab runs with ``-- --reveal`` (``marimo export html lab.py -o x.html
 -- --reveal``, ``marimo run lab.py -- --reveal``) or with the environment variable
-``ROOFLINE_REVEAL=1``. A lab's prediction cell reads::
+``ROOFLINE_REVEAL=1`` (``true``, ``yes``, ``on``). Set to any other value (``0``, ``false``,
+``no``, ``off``, empty) the variable means "no answers", even with ``--reveal``. A lab's prediction cell reads::
 
     x_prediction = get_x() or reveal.reference(
         lab, "lab01.x", value, units="FLOP/B",
@@ -27,9 +28,29 @@ from typing import Any
 REFERENCE_REASON = "reference answer (instructor copy)"
 
 
+#: ``ROOFLINE_REVEAL`` values that turn the instructor copy on (any case, spaces ignored).
+TRUE_VALUES = ("1", "true", "yes", "on")
+#: Values that mean "no answers"; so does any other value the variable is set to, and it then
+#: wins over ``--reveal`` (an instructor who writes ``ROOFLINE_REVEAL=0`` means no answers).
+FALSE_VALUES = ("0", "false", "no", "off", "")
+
+
+def env_reveal(value: str | None) -> bool | None:
+    """What a ``ROOFLINE_REVEAL`` value says: True for a true value (:data:`TRUE_VALUES`),
+    False for any other value it is set to (``0``, ``false``, ``no``, ``off``, empty, in any
+    case, with spaces around, or anything unrecognised: answers stay hidden when in doubt),
+    None when it is not set (then ``--reveal`` decides)."""
+    if value is None:
+        return None
+    return value.strip().lower() in TRUE_VALUES
+
+
 def is_revealed() -> bool:
-    if os.environ.get("ROOFLINE_REVEAL", "").strip().lower() in ("1", "true", "yes"):
-        return True
+    """Whether this run is the instructor copy: ``ROOFLINE_REVEAL`` when it is set
+    (:func:`env_reveal`), else ``--reveal`` among the notebook's arguments."""
+    said = env_reveal(os.environ.get("ROOFLINE_REVEAL"))
+    if said is not None:
+        return said
     try:
         import marimo as mo
 

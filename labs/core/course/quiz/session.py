@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 import marimo as mo
 
 from labs.core.course import ledger as _ledger
-from labs.core.course.quiz.prediction import Prediction
+from labs.core.course.quiz.prediction import Prediction, first_prediction
 from labs.core.course.quiz.status import status_view
 
 
@@ -287,11 +287,8 @@ class LabSession:
     def first_prediction(self, item_id: str) -> Prediction | None:
         """The first committed prediction of ``item_id`` (what the lock restores), or None."""
         self._check_item(item_id)
-        for event in self.events(item_id, "predict"):
-            pred = Prediction.from_event(event)
-            if pred is not None:
-                return pred
-        return None
+        event = first_prediction(self.events(item_id, "predict"))
+        return Prediction.from_event(event) if event is not None else None
 
     def commit(self, prediction: Prediction) -> Prediction:
         """Lock ``prediction`` unless the item is already locked; returns the locked one.
