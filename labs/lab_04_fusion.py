@@ -631,7 +631,7 @@ def _(F, FU, INSTRUMENTS, mo, speedup_prediction, style, tiny_prediction):
     | GELU | $y$ | $z$ | $2b = {_k[1]:g}$ |
     | dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = {_k[2]:g}$ |
     | residual add | $d$, skip | out | $3b = {_k[3]:g}$ |
-    | **all four, fused** | $x$, skip (a tensor of its own, not $x$) | out + mask | $3b + 1 = {_fused:g}$ |
+    | **all four, fused** | $x$, skip (not $x$) | out + mask | $3b + 1 = {_fused:g}$ |
 
     Each kernel's time is
     $t_k = \max\left(\frac{{F_k}}{{P}},\ \frac{{B_k}}{{\beta}},\ t_\text{{launch}}\right)$

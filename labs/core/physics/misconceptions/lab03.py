@@ -82,8 +82,8 @@ def nvfp4_byte_ratio_band() -> Band:
             f"model, {nearest.name}, is {_off(nearest.value, reference):.3g}x off, so the band "
             f"is {tolerance:g}x: a right answer rounded to two figures grades right, and "
             f"every wrong one, rounded the same way, wrong (all lie between 2 and 10, where "
-            f"rounding moves a value by under {WRONG_MARGIN_FROM_2 - 1:.1%}). The question asks for the ideal traffic (every byte read "
-            "once), which the model counts exactly; the speedup it bounds is not graded, "
+            f"rounding moves a value by under {WRONG_MARGIN_FROM_2 - 1:.1%}). The question "
+            "asks for the ideal traffic (every byte read once), which the model counts exactly; the speedup it bounds is not graded, "
             "because real kernels also dequantise every weight (gpt-fast: "
             f"{int4.speedup:.2f}x for {int4.storage} weights, {int4.byte_ratio:.3g}x fewer "
             f"bytes, at batch {int4.batch}).")
