@@ -408,6 +408,12 @@ def _(lab, quiz):
 def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
     _hw = hardware.get(OOM_REF["hw"])
     _usable = models.memory_budget(batch=1, **OOM_REF).capacity_bytes / _hw.memory_bytes
+    # the activation assumption the reference counts, from core: one prompt's prefill at a
+    # time (one layer's tensors for its tokens) plus each sequence's fp32 logits
+    _act = [models.get(OOM_REF["model"]).activation_bytes(b, OOM_REF["seq_len"])
+            for b in (1, 2)]
+    _logits = _act[1] - _act[0]
+    _prefill = _act[0] - _logits
     oom_form = quiz.numeric_form(
         lab, "lab02.oom_batch",
         question="**Prediction 2.** "
@@ -415,8 +421,10 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
                  f"**{OOM_REF['seq_len']:,}-token context**, on an **{_hw.name}** "
                  f"with {_hw.memory_text} of memory ({_usable:.0%} of it usable). Counting the "
                  "weights, the KV cache and the activations against the usable memory (the ideal "
-                 "budget: nothing else allocated), at what **batch** (number of concurrent "
-                 "sequences) does it first run out of memory?",
+                 "budget: nothing else allocated), with the activations of one prompt's prefill "
+                 f"at a time (one layer's tensors for its tokens: {_prefill / 1e9:.2f} GB) plus "
+                 f"each sequence's fp32 logits ({_logits / 1e6:.2f} MB), at what **batch** "
+                 "(number of concurrent sequences) does it first run out of memory?",
         units="sequences", lo=1, hi=100000, integer=True, locked=get_oom(), on_lock=set_oom)
     quiz.prediction_panel(oom_form, get_oom())
     return
@@ -427,11 +435,14 @@ def _(OOM_REF, get_oom, hardware, lab, models, reveal):
     _ref = models.oom_batch(**OOM_REF)
     _one, _two = (models.memory_budget(batch=b, **OOM_REF) for b in (1, 2))
     _per_seq = _two.used_bytes - _one.used_bytes
+    # the activations less each sequence's logits (which grow with the batch)
+    _prefill = 2 * _one.terms["activations"] - _two.terms["activations"]
     oom_prediction = get_oom() or reveal.reference(
         lab, "lab02.oom_batch", _ref, units="sequences",
         explanation=f"Usable memory: {_one.capacity_bytes / 1e9:.0f} GB of the "
                     f"{hardware.get(OOM_REF['hw']).memory_text}. The bf16 weights take "
-                    f"{_one.terms['weights'] / 1e9:.1f} GB once; each sequence adds "
+                    f"{_one.terms['weights'] / 1e9:.1f} GB once, one prompt's prefill "
+                    f"activations {_prefill / 1e9:.2f} GB; each sequence adds "
                     f"{_per_seq / 1e9:.2f} GB, almost all KV cache "
                     f"({_one.terms['KV cache'] / 1e9:.2f} GB at {OOM_REF['seq_len']:,} tokens). "
                     f"So {_ref - 1} sequences fit and batch {_ref} is the first that runs out.")

@@ -493,7 +493,8 @@ def _(OPENING, PS, formats, get_nvfp4, lab, reveal):
         lab, "lab03.nvfp4_byte_ratio", _fp4.byte_ratio, "×",
         explanation=f"FP16 weights: {_fp16.bytes / 1e6:.1f} MB; NVFP4: {_fp4.bytes / 1e6:.1f} MB "
                     f"({formats.bits('nvfp4'):g} bits a weight: 4-bit values plus an 8-bit scale "
-                    "per 16; the FP16 input and output vectors stay), so "
+                    f"per 16, where MXFP4 has one per 32, {formats.bits('mxfp4'):g} bits; the "
+                    "FP16 input and output vectors stay), so "
                     f"{_fp4.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
                     f"{_fp16.regime}, so the speedup of the roofline bounds (the ideal) is "
                     f"{_fp4.speedup:.2f}×; a real kernel also dequantises every weight, and gets "

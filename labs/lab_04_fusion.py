@@ -291,8 +291,9 @@ def _(get_speedup, lab, quiz, set_speedup):
                  "kernels on a 100 M-element fp16 tensor (bf16 on devices without an fp16 "
                  "rate) on your device. Dropout also writes a 1-byte mask per element: the "
                  "one tensor kept for the backward pass, which recomputes everything else. "
-                 "The residual add also reads the skip tensor. By the roofline (each kernel at "
-                 "its roofline time, 5 µs launch overhead), what is the ideal speedup of "
+                 "The residual add also reads the skip (residual) tensor, of the same size: "
+                 "a tensor of its own, not the LayerNorm's input. By the roofline (each kernel "
+                 "at its roofline time, 5 µs launch overhead), what is the ideal speedup of "
                  "fusing all four into ONE kernel? Give it to two significant figures (a "
                  "fraction such as 5/3 is read too).",
         units="×", lo=0.1, hi=100, locked=get_speedup(), on_lock=set_speedup)
@@ -319,8 +320,9 @@ def _(
         explanation=f"Every kernel of the chain does a few FLOPs per byte: {_before.regime}. "
                     f"Unfused, each reads and writes the whole {LARGE_N / 1e6:.0f} M-element "
                     f"{_p} tensor: {_before.chain.total.bytes / 1e9:.1f} GB of HBM traffic in "
-                    f"{_before.seconds * 1e6:.0f} µs. Fused, the inputs, the output and the "
-                    f"dropout mask cross HBM once: {_after.chain.total.bytes / 1e9:.1f} GB in "
+                    f"{_before.seconds * 1e6:.0f} µs. Fused, the two inputs (LayerNorm's and "
+                    f"the skip, a tensor of its own), the output and the dropout mask cross HBM "
+                    f"once: {_after.chain.total.bytes / 1e9:.1f} GB in "
                     f"{_after.seconds * 1e6:.0f} µs. Time follows bytes: "
                     f"{reveal_references['fusion_speedup']:.2f}×, not 4×.")
         if reveal_references["fusion_speedup"] is not None else None)
@@ -629,7 +631,7 @@ def _(F, FU, INSTRUMENTS, mo, speedup_prediction, style, tiny_prediction):
     | GELU | $y$ | $z$ | $2b = {_k[1]:g}$ |
     | dropout | $z$ | $d$ + 1-byte mask | $2b + 1 = {_k[2]:g}$ |
     | residual add | $d$, skip | out | $3b = {_k[3]:g}$ |
-    | **all four, fused** | $x$, skip | out + mask | $3b + 1 = {_fused:g}$ |
+    | **all four, fused** | $x$, skip (not $x$) | out + mask | $3b + 1 = {_fused:g}$ |
 
     Each kernel's time is
     $t_k = \max\left(\frac{{F_k}}{{P}},\ \frac{{B_k}}{{\beta}},\ t_\text{{launch}}\right)$

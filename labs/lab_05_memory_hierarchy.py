@@ -550,8 +550,10 @@ def _(
         lab, "lab05.binding_level", _p.binding, label=_label,
         explanation=f"Without tiles every multiply-add loads both operands: the SMs' loads, "
                     f"{units.format_bytes(_l1.bytes)} for {_p.kernel.flops / 1e9:.1f} GFLOP, "
-                    f"go through L1 at an AI of {_l1.ai:.2f} FLOP/B, so its roof is "
-                    f"{_l1.roof_tflops():.1f} TFLOP/s. L1 keeps what a block's warps share (a "
+                    f"go through L1 at an AI of {_l1.ai:.2f} FLOP/B, so its roof is at most "
+                    f"{_l1.roof_tflops():.1f} TFLOP/s (an upper bound: L1's bandwidth is the SMs' "
+                    "128 B per clock at the boost clock, a peak that a kernel's loads do not "
+                    "reach). L1 keeps what a block's warps share (a "
                     f"warp's A load is one broadcast; the row of B it loads is re-read by the "
                     f"block's other 31 warps): L2 serves only "
                     f"{units.format_bytes(_l2.bytes)} (AI {_l2.ai:.1f}, roof "
@@ -559,7 +561,7 @@ def _(
                     f"{_l2.level.bandwidth_gbs / 1e3:.1f} TB/s), HBM the compulsory "
                     f"{units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}, roof "
                     f"{_hbm.roof_tflops():.0f} TFLOP/s). The lowest roof binds: "
-                    f"{_p.binding}, at {_p.attainable_tflops:.1f} TFLOP/s, "
+                    f"{_p.binding}, at most {_p.attainable_tflops:.1f} TFLOP/s, "
                     f"{_p.attainable_tflops / _h.peak_tflops:.0%} of the tensor-core peak: a "
                     f"profiler (Nsight Compute) reports such a kernel L1/load-store-bound. A "
                     f"scalar GEMM cannot use tensor cores, so its ceiling is the "
@@ -751,7 +753,9 @@ def _(
         def _roof_text(u):
             """A level's roof, or for a level without a bandwidth what it would need."""
             if u.roof_tflops() is not None:
-                return f"roof {style.format_value(u.roof_tflops())} TFLOP/s"
+                # a derived per-clock peak (L1 / shared memory) is an upper bound
+                _most = "at most " if u.level.bandwidth_basis == "derived" else ""
+                return f"roof {_most}{style.format_value(u.roof_tflops())} TFLOP/s"
             _r = _unknown.get(u.level.name)
             if _r is None:
                 return "no bandwidth figure"
@@ -767,7 +771,9 @@ def _(
             else None) for u in _p.uses]
         if _p.determined:
             _cards.append(style.Metric("Binds", _p.binding,
-                                       f"attainable {style.format_value(_p.attainable_tflops)} "
+                                       "attainable "
+                                       + ("at most " if _p.binds_at_derived_peak else "")
+                                       + f"{style.format_value(_p.attainable_tflops)} "
                                        f"TFLOP/s under the {_p.ceiling_name} of "
                                        f"{style.format_value(_p.ceiling_tflops)}",
                                        "danger"))
@@ -809,8 +815,9 @@ def _(all_points, machine, mo, roofline_open, style):
                       "binds": _p.binding if _p.determined else
                       "? undetermined (" + ", ".join(r.level.name for r in _p.undetermined_by)
                       + " has no bandwidth figure)",
-                      "attainable (TFLOP/s)": style.format_value(_p.attainable_tflops)
-                      if _p.determined else f"≤ {style.format_value(_p.attainable_tflops)}",
+                      "attainable (TFLOP/s)": f"≤ {style.format_value(_p.attainable_tflops)}"
+                      if _p.binds_at_derived_peak or not _p.determined
+                      else style.format_value(_p.attainable_tflops),
                       **{f"AI at {u.level.name}": style.format_value(u.ai) if u.ai else "—"
                          for u in _p.uses}})
     mo.vstack([mo.md("**Every kernel at this size** (AI in FLOP per byte each level serves):"),
@@ -859,7 +866,8 @@ def _(OPENING, machine, mo, naive_gemm_on, roofline_open):
     mo.stop(machine is None or machine.key == OPENING["hierarchy"])
     _q, _other = naive_gemm_on(machine)
     mo.md(f"On **{machine.name}** (your pick, not graded) the same kernel binds at: {_other} "
-          f"({_q.attainable_tflops:.3g} TFLOP/s)." if _q.determined else
+          f"({'at most ' if _q.binds_at_derived_peak else ''}{_q.attainable_tflops:.3g} "
+          "TFLOP/s)." if _q.determined else
           f"On **{machine.name}** (your pick, not graded) what binds the same kernel is "
           f"{_other} (at most {_q.attainable_tflops:.3g} TFLOP/s).")
     return

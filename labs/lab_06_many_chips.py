@@ -239,8 +239,10 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, quiz, set_allreduce):
         lab, "lab06.allreduce_ms",
         question=f"**Prediction 1.** A ring all-reduce of **{ALLREDUCE_REF['nbytes'] / 1e9:g} GB** "
                  f"across **{ALLREDUCE_REF['n']} GPUs** joined by "
-                 f"{collectives.get_link(ALLREDUCE_REF['link']).name}, at the bandwidth the "
-                 "datasheet states: how many **milliseconds** does it take?",
+                 f"{collectives.get_link(ALLREDUCE_REF['link']).name}, at the link's ideal "
+                 f"rate, **{collectives.get_link(ALLREDUCE_REF['link']).one_way_text} per GPU "
+                 "in each direction** (one way, the datasheet's rate with nothing lost): how "
+                 "many **milliseconds** does it take?",
         units="ms", lo=0.001, hi=10000, locked=get_allreduce(), on_lock=set_allreduce)
     quiz.prediction_panel(allreduce_form, get_allreduce())
     return
@@ -259,7 +261,7 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
                     f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s = "
                     f"{_bw * 1e3:.3g} ms; latency: {2 * (_n - 1)} steps × α "
                     f"({_lk.latency_us:g} µs, stated) = {_lat * 1e6:.3g} µs. Total "
-                    f"{(_lat + _bw) * 1e3:.3g} ms at the datasheet's bandwidth, not 1 GB / "
+                    f"{(_lat + _bw) * 1e3:.3g} ms at the ideal one-way rate, not 1 GB / "
                     f"{2 * _lk.one_way_gbs:g} GB/s. A ring in NCCL reaches about "
                     f"{collectives.link_efficiency(_lk).fraction:.0%} of it, about "
                     f"{collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3:.2g} ms; "
@@ -345,7 +347,7 @@ def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
         style.Metric("Link, one way", f"{_approx}{style.format_value(_lk.one_way_gbs)} GB/s",
                      _lk.derivation),
         style.Metric(f"1 GB on {_p.name}", style.format_seconds(_lat + _bw),
-                     f"n = {_n}, at the datasheet's bandwidth"),
+                     f"n = {_n}, at the ideal one-way rate"),
         style.Metric("achievable, ring", style.format_seconds(_real.time("all-reduce", 1e9)),
                      f"{_approx}{style.format_value(_lk.one_way_gbs * _eff.fraction)} GB/s "
                      f"({_eff.fraction:.0%}): " + (
@@ -380,11 +382,11 @@ def _(
     mo.vstack([
         quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
                      lab=lab, actual_label=f"the question's ring: n = {_n} on "
-                                           f"{_lk.short_name}, at the datasheet's bandwidth"),
+                                           f"{_lk.short_name}, at the ideal one-way rate"),
         mo.md(f"The model: 2 × {_n - 1}/{_n} × {ALLREDUCE_REF['nbytes'] / 1e9:g} GB / "
               f"{_lk.one_way_gbs:g} GB/s one way, plus {2 * (_n - 1)} steps of α = "
               f"{_lk.latency_us:g} µs. In practice a ring in NCCL reaches about "
-              f"{collectives.link_efficiency(_lk).fraction:.0%} of the datasheet's bandwidth "
+              f"{collectives.link_efficiency(_lk).fraction:.0%} of that one-way rate "
               f"(nccl-tests with NCCL_ALGO=Ring on 8 H100s: about 370 of 450 GB/s bus "
               f"bandwidth), so a ring all-reduce takes about {_real_ms:.2g} ms. On a real "
               f"NVSwitch node NCCL's **default** all-reduce is not a ring: NVLink SHARP sums "
@@ -393,7 +395,7 @@ def _(
               f"{collectives.NVLS_H100.busbw_gbs:g} GB/s bus bandwidth (algbw about "
               f"{collectives.NVLS_H100.algbw_gbs:g} GB/s): about "
               f"{collectives.NVLS_H100.time(ALLREDUCE_REF['nbytes']) * 1e3:.2g} ms, faster "
-              f"than the ring model even at the datasheet's bandwidth. Every other collective "
+              f"than the ring model even at the ideal one-way rate. Every other collective "
               f"runs at the ring's figure.")])
     return (allreduce_actual_ms,)
 
@@ -650,22 +652,27 @@ def _(
     set_shard_fast,
     set_shard_slow,
 ):
-    _ask = (": one GeLU MLP block, 2 matmuls and one ring all-reduce (NCCL_ALGO=Ring), "
-            "at large batch. By the roofline (compute at the dense peak, links at their "
-            "datasheet bandwidth), below what per-GPU slice **F/n** (elements of the hidden "
-            "dimension) is the block communication-bound?")
+    # the rate the roofline uses is named with its number: one way, per direction
+    _block = (": one GeLU MLP block, 2 matmuls and one ring all-reduce (NCCL_ALGO=Ring), "
+              "at large batch. By the roofline (compute at the dense peak, the link at its "
+              "ideal rate, ")
+    _ask = (" per GPU in each direction), below what per-GPU slice **F/n** (elements of the "
+            "hidden dimension) is the block communication-bound?")
+
     shard_slow_form = quiz.numeric_form(
         lab, "lab06.tp_shard_pcie",
         question=f"**Prediction 2.** {SHARD_REF['n']} "
                  f"**{hardware.get(SHARD_REF['slow'][0]).name}** GPUs ({PRECISION}, dense) "
-                 f"joined by **{collectives.get_link(SHARD_REF['slow'][1]).name}**{_ask}",
+                 f"joined by **{collectives.get_link(SHARD_REF['slow'][1]).name}**{_block}"
+                 f"{collectives.get_link(SHARD_REF['slow'][1]).one_way_text}{_ask}",
         units="elements", integer=True, lo=1, hi=1e7, locked=get_shard_slow(),
         on_lock=set_shard_slow)
     shard_fast_form = quiz.numeric_form(
         lab, "lab06.tp_shard_nvlink",
         question=f"**Prediction 3.** {SHARD_REF['n']} "
                  f"**{hardware.get(SHARD_REF['fast'][0]).name}** GPUs ({PRECISION}, dense) "
-                 f"joined by **{collectives.get_link(SHARD_REF['fast'][1]).name}**{_ask}",
+                 f"joined by **{collectives.get_link(SHARD_REF['fast'][1]).name}**{_block}"
+                 f"{collectives.get_link(SHARD_REF['fast'][1]).one_way_text}{_ask}",
         units="elements", integer=True, lo=1, hi=1e7, locked=get_shard_fast(),
         on_lock=set_shard_fast)
     mo.vstack([quiz.prediction_panel(shard_slow_form, get_shard_slow()),
@@ -769,7 +776,9 @@ def _(
                  "GPU**. The collectives run NCCL's Ring (one ring through every GPU); each "
                  f"ring step costs **α = {_lk.latency_us:g} µs** on PCIe and "
                  f"**{_nic.latency_us:g} µs** when it crosses between boxes (stated), links "
-                 "at their datasheet bandwidth. Sharding it more and more ways, at which "
+                 f"at their ideal rates per direction ({_lk.short_name} {_lk.one_way_text} per "
+                 f"GPU each way, each NIC {_nic.one_way_text} each way). Sharding it more and "
+                 "more ways, at which "
                  "tensor-parallel degree (the first that fits in memory or later) does a "
                  "decode step first spend **more time in its collectives than in its "
                  "matmuls**?",
@@ -1428,8 +1437,10 @@ def _(
                  + ("one per GPU" if _per == 1 else f"one per {_per} GPUs")
                  + f", {_nic.quoted}). Each step all-reduces the "
                  f"**bf16 gradients** ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB) "
-                 "with **NCCL's Ring algorithm** (NCCL_ALGO=Ring). Links at their datasheet "
-                 "bandwidth: how many **milliseconds** does that all-reduce take?",
+                 "with **NCCL's Ring algorithm** (NCCL_ALGO=Ring). Links at their ideal rates, "
+                 f"per direction: {_lk.short_name} {_lk.one_way_text} per GPU each way, each "
+                 f"NIC {_nic.one_way_text} each way. How many **milliseconds** does that "
+                 "all-reduce take?",
         units="ms", lo=0.01, hi=1e6, locked=get_train(), on_lock=set_train)
     quiz.prediction_panel(train_form, get_train())
     return
@@ -1701,7 +1712,7 @@ def _(
     mo.vstack([
         quiz.compare(train_prediction, train_actual_ms, units="ms", lab=lab,
                      actual_label=f"the question's case: NCCL's Ring over {TRAIN_REF['n']} "
-                                  "GPUs, links at their datasheet bandwidth"),
+                                  "GPUs, links at their ideal one-way rates"),
         mo.md(f"**Can the GPUs hide it?** Only behind the backward pass: the gradients are "
               f"all-reduced in buckets as it produces them, and the forward pass needs the "
               f"updated weights. At {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU the "

@@ -281,10 +281,12 @@ def test_after_prediction_2_part_1_reaches_the_overhead_regime():
 def test_the_questions_ask_for_the_models_number():
     # no published measurement times this chain or this attention's out-of-memory length, so
     # the questions ask for the roofline's ideal speedup and the upper bound on S, and give
-    # what the byte count needs (the mask's byte, the skip tensor)
+    # what the byte count needs (the mask's byte, the skip: a tensor of its own, which a fused
+    # kernel reads too; in a pre-LN reading it is the LayerNorm's input and costs nothing)
     _, defs = app.run()
     p1 = defs["speedup_form"].roofline_item["question"]
-    assert "ideal speedup" in p1 and "1-byte mask" in p1 and "skip tensor" in p1
+    assert "ideal speedup" in p1 and "1-byte mask" in p1
+    assert "skip (residual) tensor" in p1 and "a tensor of its own, not the LayerNorm's input" in p1
     p3 = defs["oom_form"].roofline_item["question"]
     assert "at most" in p3 and "softmax in place" in p3
 

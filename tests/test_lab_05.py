@@ -205,8 +205,11 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
         assert name in defs
     text = shown(outputs)
     assert "Reference answer (instructor copy)" in text
-    # review F1: the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312
-    assert "at 9.7 TFLOP/s, 3% of the tensor-core peak" in text
+    # review F1: the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312;
+    # L1's bandwidth is a per-clock peak (108 SMs x 128 B x 1.41 GHz), so that roof is an upper
+    # bound and the text says "at most" wherever it shows it
+    assert "at most 9.7 TFLOP/s, 3% of the tensor-core peak" in text
+    assert "so its roof is at most 9.7 TFLOP/s (an upper bound" in text
     assert "L1/load-store-bound" in text and "vector (CUDA-core, fp32 FMA) ceiling" in text
     # review F2: staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
     # register file ruling out 256 x 256 (65,536 x 4 B = 256 KiB)

@@ -218,8 +218,11 @@ def test_p5_compares_the_all_reduce_and_shows_the_wait_after_the_lock(env, app):
     # the question states the node's hardware and the algorithm's name, and no more
     closed = _plain(app.run()[0])
     q5 = closed[closed.index("Prediction 5."):][:900]
+    # the rates are named with their numbers, one way (NVLink 3: 600 GB/s total, 300 each way;
+    # HDR: 200 Gb/s = 25 GB/s each way)
     for words in ("NCCL's Ring algorithm", "8 InfiniBand HDR NICs per node", "one per GPU",
-                  "datasheet bandwidth", "milliseconds"):
+                  "NVLink 3 300 GB/s per GPU each way", "each NIC 25 GB/s each way",
+                  "milliseconds"):
         assert words in q5, words
 
 
@@ -705,14 +708,19 @@ def test_p2_and_p3_ask_for_the_roofline_and_p4_states_its_alpha_and_boxes(env, a
     text = _texts(app.run()[0])
     q2 = text[text.index("Prediction 2."):text.index("Prediction 3.")]
     q3 = text[text.index("Prediction 3."):]
-    for q in (q2, q3):
-        assert "links at their datasheet bandwidth" in q[:700] and "By the roofline" in q[:700]
+    # each names the one-way rate the roofline uses, with its number (PCIe Gen5 x16: 32 GT/s x
+    # 16 lanes x 128/130 / 8 = 63.0 GB/s each way; NVLink 4: 900 GB/s total, 450 each way)
+    for q, rate in ((q2, "63 GB/s"), (q3, "450 GB/s")):
+        assert (f"the link at its ideal rate, {rate} per GPU in each direction" in q[:700]
+                and "By the roofline" in q[:700])
+        assert "datasheet bandwidth" not in q[:700]
         # Part 1 teaches that NCCL's default on an NVSwitch node sends each byte about once
         # (NVLink SHARP): the graded answer is a ring's, so the question says so
         assert "ring all-reduce (NCCL_ALGO=Ring)" in q[:700]
     q4 = text[text.index("Prediction 4."):][:1000]
     for words in ("α = 3 µs", "5 µs", "8 cards per box", "NCCL",
-                  "beyond 8 GPUs the cards span two boxes", "one InfiniBand NDR NIC per GPU"):
+                  "beyond 8 GPUs the cards span two boxes", "one InfiniBand NDR NIC per GPU",
+                  "PCIe Gen5 x16 63 GB/s per GPU each way", "each NIC 50 GB/s each way"):
         assert words in q4, words
 
 

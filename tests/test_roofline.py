@@ -404,3 +404,29 @@ def test_flop_utilisation_for_a_kernel():
     assert R.flop_utilization(494.75, "h100-sxm", "fp16") == pytest.approx(0.5)
     assert R.flop_utilization_bound(1.0, "h100-sxm", "fp16") == pytest.approx(3.35 / 989.5)
     assert not hasattr(R, "mfu_bound")
+
+
+def test_each_labs_launch_overhead_rule_is_the_one_labs_spec_states():
+    """LABS_SPEC §2: launch overhead joins a kernel's time by max in Lab 4 (asynchronous
+    launches back to back), by addition in Lab 5 (one call timed from the host) and Lab 7 (the
+    step as the profiler reports it). Hand values; a change of rule in one lab fails here."""
+    from labs.core.physics import fusion as FU
+    from labs.core.physics import quantization as Q
+    from labs.core.physics import tiny_models as TM
+
+    # Lab 4, max: 1,000 fp16 elements a kernel moves <= 6 kB, ~2 ns at 3,350 GB/s, so each of
+    # the 4 kernels costs its 5 us launch and no more: 20 us, not 20 us + the bytes
+    tiny = FU.chain_timing(1_000, "h100-sxm")
+    assert tiny.seconds == pytest.approx(4 * 5e-6)
+    # on 100 M elements every kernel's bytes outlast the launch: 19 B x 1e8 / 3.35e12 B/s
+    big = FU.chain_timing(100_000_000, "h100-sxm")
+    assert big.seconds == pytest.approx(19 * 1e8 / 3.35e12, rel=1e-3)
+    # Lab 5, add: 1 MB at 10 GB/s after a 10 us fixed cost = 10 + 100 us
+    assert Q.call_time(1e6, 10, 1e-5) == pytest.approx(1.1e-4)
+    # Lab 7, add: the tiny decoder's batch-1 fp32 decode step launches 172 kernels, and every
+    # one adds its 5 us to the operators' bounds, whatever their size
+    t = TM.time_with_launches("a100-sxm-80gb")
+    assert t[TM.LAUNCHES] == pytest.approx(172 * 5e-6)
+    bound = sum(v for k, v in t.items() if k != TM.LAUNCHES)
+    assert TM.memory_bound_share_with_launches("a100-sxm-80gb") == pytest.approx(
+        TM.memory_bound_share("a100-sxm-80gb") * bound / (bound + 172 * 5e-6))

@@ -828,6 +828,15 @@ class HierarchyPoint:
         return self.known_binding if self.determined else UNDETERMINED
 
     @property
+    def binds_at_derived_peak(self) -> bool:
+        """Whether the binding roof is a level's derived per-clock peak (``Level.estimate``,
+        e.g. a GPU's L1 / shared memory: SMs x 128 B per clock x boost clock), which kernels
+        do not reach: its attainable figure is then an upper bound to say as "at most"."""
+        if not self.determined or self.binding not in self.hierarchy.names:
+            return False
+        return self.use(self.binding).level.bandwidth_basis == "derived"
+
+    @property
     def verdict(self) -> str:
         """The binding roof in words: ``binding`` when determined, else "undetermined: L2 has
         no published or measured bandwidth; to reach X TFLOP/s it needs ≥ Y TB/s (...)"."""

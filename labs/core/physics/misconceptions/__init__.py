@@ -11,7 +11,9 @@ names, computed by ``labs.core.physics``:
   comparison and the instructor copy all read it from here);
 - ``wrong_models``: the plausible misconceptions, each with the answer it gives; every one must
   land outside the band, by :data:`WRONG_MARGIN` at least, so a student who rounds it is still
-  graded wrong;
+  graded wrong (a band of exact arithmetic whose answers all lie between 2 and 10 times a power
+  of ten may state the smaller ``wrong_margin`` that two-figure rounding there needs,
+  :data:`WRONG_MARGIN_FROM_2`);
 - ``measured``: published measurements of the same case (with their source) that a student who
   reasons from real hardware would give; each must land inside the band. An item with none
   either asks for the model's own bound, and says so in its question (``asks_bound``: "at
@@ -32,14 +34,20 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["DEFAULT_TOLERANCE", "WRONG_MARGIN", "Band", "Measured", "WrongModel", "band",
-           "bands", "item_ids", "tolerance"]
+__all__ = ["DEFAULT_TOLERANCE", "WRONG_MARGIN", "WRONG_MARGIN_FROM_2", "Band", "Measured",
+           "WrongModel", "band", "bands", "item_ids", "tolerance"]
 
 #: The tolerance of a numeric item without a band of its own (a course's own lab).
 DEFAULT_TOLERANCE = 1.5
 #: A wrong model must be off the reference by at least ``tolerance * WRONG_MARGIN``: a student
 #: who rounds its answer to two figures (591 -> 600) must still be graded wrong.
 WRONG_MARGIN = 1.05
+#: Rounding a value of 2 to 10 (times a power of ten) to two figures moves it by at most
+#: 0.05 / 2.05 = 2.4%, so 1.025 is that rounding's margin. A band whose reference is exact
+#: arithmetic and whose wrong answers all lie there may use it (``Band.wrong_margin``):
+#: NVFP4's byte ratio (3.55) against MXFP4's (3.76) is 1.059x, inside any band of 1.01x or
+#: more with the general margin. ``tests/test_misconceptions.py`` checks the range.
+WRONG_MARGIN_FROM_2 = 1.025
 #: The labs whose items have bands here, by lab id (the module of the same name).
 LABS = ("lab01", "lab02", "lab03", "lab04", "lab05", "lab06", "lab07")
 
@@ -74,6 +82,8 @@ class Band:
     own_measurement: bool = False
     units: str = ""
     why: str = ""  # one sentence: why the tolerance is what it is
+    # how far outside the band each wrong model must land, as a factor on the tolerance
+    wrong_margin: float = WRONG_MARGIN
 
     def ratio(self, value: float) -> float:
         """How many times ``value`` is off the reference (>= 1; inf where no ratio exists)."""
