@@ -152,7 +152,7 @@ def test_locked_run_hides_every_instrument(env, app):
     assert "Lock Predictions 1, 2, 3 and 5 first" in text
     assert "they appear once all 5 predictions of this lab are locked (0 so far)" in text
     assert "Math peek" not in text  # the equations give the answers away
-    assert "Link, one way" not in text  # how a datasheet figure becomes B is Part 1's question
+    assert "Link, one way" not in text  # the one-way B of every link, Part 1 to 3 answers follow from it
     assert "Peak π (bf16, dense)" in text  # the datasheet's own figures are open
     assert "Key takeaways" not in text and "Traceback" not in text
     assert defs["lab"].events() == []
