@@ -1,5 +1,5 @@
 """plotly.js's own share of a redraw: every figure a lab draws, updated in place with
-``Plotly.react`` in headless chromium, with nothing of marimo around it (issue 15).
+``Plotly.react`` in headless chromium, with nothing of marimo around it.
 
     python benchmarks/bench_plotly_react.py [--rounds 10] [--lab lab_03] [--bare]
 

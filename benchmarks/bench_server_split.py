@@ -1,4 +1,4 @@
-"""Where a widget step's server time goes: the lab's kernel against its page floor (issue 15).
+"""Where a widget step's server time goes: the lab's kernel against its page floor.
 
     python benchmarks/bench_server_split.py --lab lab_07 --widget Model --steps 10
 

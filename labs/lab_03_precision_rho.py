@@ -1277,7 +1277,7 @@ def _(PS, live, mo):
         label="Decode GEMV to time (Llama-3-8B matrix)")
     live_budget = mo.ui.slider(steps=[5, 10, 20, 30, 60, 120], value=30, show_value=True,
                                label="Time budget for the whole measurement (s)")
-    # read at the press, so a settings step re-runs no measurement cell (issue 15)
+    # read at the press, so a settings step re-runs no measurement cell
     live_settings = live.read_at_press(matrix=live_matrix, budget=live_budget)
     mo.vstack([live_matrix, live_budget])
     return (live_settings,)

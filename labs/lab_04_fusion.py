@@ -406,7 +406,7 @@ def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
     overhead_us = style.NumberBox(R.DEFAULT_LAUNCH_OVERHEAD_US, lo=0.5, hi=100, units="µs",
                                   label="Launch overhead per kernel (µs)")
     # Laid out here, where the widgets are made: the panel that shows these names none of
-    # them but the overhead box, so a step re-runs only the cells that read a value (issue 15).
+    # them but the overhead box, so a step re-runs only the cells that read a value.
     # .hstack() shows the slots without the array's label: the label goes above them
     chain_controls = mo.vstack([mo.md(_chain_label), chain_slots.hstack(),
                                 mo.hstack([kernels_slider, overhead_us], justify="start")])
@@ -613,7 +613,7 @@ def _(F, FU, INSTRUMENTS, mo, speedup_prediction, style, tiny_prediction):
     # the equations answer both predictions: the explorer's rule
     mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
-    # answer, so it is computed here, never typed (review T-4).
+    # answer, so it is computed here, never typed.
     _k = [c.bytes for c in F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").kernels_costs]
     _fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
                                  "fp16").total.bytes
@@ -671,7 +671,7 @@ def _(
     _wait = INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction)
     mo.stop(_wait is not None, _wait)
     # Overhead regime of the chain of Part 1, unfused and fused. Part 1's grouping is added by
-    # the figure alone, so a Kernels step does not re-run the metrics (issue 15).
+    # the figure alone, so a Kernels step does not re-run the metrics.
     try:
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
                    launch_overhead_us=overhead_us.value)
@@ -945,7 +945,7 @@ def _(SEQ_STEPS, mo):
     head_dim_picker = mo.ui.dropdown({"64": 64, "128": 128, "256": 256}, value="128",
                                      label="Head dim")
     # Laid out here, where the widgets are made: the panel that shows this names no widget,
-    # so a step re-runs only the cells that read a value (issue 15).
+    # so a step re-runs only the cells that read a value.
     attention_controls = mo.vstack([seq_slider, mo.hstack([attn_batch, attn_heads,
                                                            head_dim_picker], justify="start")])
     return (
@@ -1120,7 +1120,7 @@ def _(
 ):
     mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)  # the answer, worked
     # The question's case on the opening device: the bound on S is Prediction 3's answer, the
-    # instructor copy's reference (never typed, review T-4); b from core's fp16 score bytes.
+    # instructor copy's reference (never typed); b from core's fp16 score bytes.
     _hw, _h, _d = hardware.get(OPENING["device"]), QUESTION_HEADS, QUESTION_HEAD_DIM
     _b = FU.unfused_score_bytes(1, 1, 1, 1, "fp16")
     _s = reveal_references["oom_seq_len"]
@@ -1224,7 +1224,7 @@ def _(TILE_STEPS, mo):
     block_kv_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
                                    label="KV tile Bkv (rows)")
     # Laid out here, where the sliders are made: the panel that shows this names neither, so
-    # a step re-runs only the cells that read a value (issue 15).
+    # a step re-runs only the cells that read a value.
     tile_controls = mo.hstack([block_q_slider, block_kv_slider], justify="start")
     return block_kv_slider, block_q_slider, tile_controls
 
@@ -1249,7 +1249,7 @@ def _(
     # The tile's on-chip working set, and one head of one sequence on the roofline of each
     # level (shared memory, L2, HBM), placed by hierarchy as Lab 5 places it: every level's
     # FLOPs and bytes grow with batch × heads, so its intensities and the attainable rate do
-    # not, and a Batch or Heads step leaves the figure alone (issue 15). None where the
+    # not, and a Batch or Heads step leaves the figure alone. None where the
     # registry lacks the levels (no L2 size).
     _s, _d, _p = seq_slider.value, head_dim_picker.value, precision_picker.value
     _bq, _bkv = block_q_slider.value, block_kv_slider.value
@@ -1406,7 +1406,7 @@ def _(
 ):
     mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)  # the answer, worked
     # The question's tiles on the opening device: the largest one that fits is Prediction 4's
-    # answer, the instructor copy's reference (never typed, review T-4).
+    # answer, the instructor copy's reference (never typed).
     _hw, _d = hardware.get(OPENING["device"]), QUESTION_HEAD_DIM
     _t = reveal_references["largest_tile"]
     _fit, _big = (FU.flash_tile(b, b, _d, _hw) for b in (_t, 2 * _t))

@@ -62,7 +62,7 @@ def assert_flags_explained(book) -> None:
 
 
 def write_hostile_set(folder: Path) -> Path:
-    """One of each file issues 16 and 17 found hostile, each named for its own student."""
+    """One of each file the grading reviews found hostile, each named for its own student."""
     import zipfile
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,7 @@ def test_fit_recovers_alpha_and_beta_from_noisy_synthetic_data(op, n, alpha, bus
     factor = (2 if op == "all-reduce" else 1) * (n - 1) / n
     assert fit.crossover_bytes == pytest.approx(alpha * busbw * 1e9 / factor, rel=0.25)
     # as a link: the true β one way and the true α per step (not the fit fed back through
-    # the model it came from, issue 36.4)
+    # the model it came from)
     link = fit.as_link()
     assert link.one_way_gbs == pytest.approx(busbw, rel=0.1)
     assert link.latency_s == pytest.approx(alpha / steps, rel=0.15)
@@ -268,7 +268,7 @@ def test_a_worker_exits_by_itself_when_its_parent_is_gone(tmp_path):
 @pytest.mark.torch
 def test_ctrl_c_in_the_cli_stops_every_worker_and_exits_with_a_message(monkeypatch, tmp_path,
                                                                      no_leftovers, capsys):
-    """Issue 33.11: Ctrl+C during labs-bench-comm printed a raw KeyboardInterrupt traceback.
+    """Ctrl+C during labs-bench-comm printed a raw KeyboardInterrupt traceback.
     Now the run stops its workers (no_leftovers checks), says so, writes nothing and exits 130
     (the shell's code for SIGINT)."""
     real = CB.measure_collectives

@@ -1,4 +1,4 @@
-"""What the instructor dashboard shows (issue 16 §6, issue 17 "Dashboard"): items in lab order
+"""What the instructor dashboard shows: items in lab order
 with their question, plain numbers with units, the labs' option labels, ids as the student
 wrote them (CSV escaping only in CSVs), figures that wrap long text and keep markers of the same
 second apart, and student text shown as text everywhere (no element created from it).

@@ -1,4 +1,4 @@
-"""Issue 33 §11: ids are text everywhere; a read-only ledger file is not a read-only folder."""
+"""Ids are text everywhere; a read-only ledger file is not a read-only folder."""
 
 from __future__ import annotations
 

@@ -454,7 +454,7 @@ def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
             "labs/core/ui/tokens.py"} <= files
     assert "labs/core/ui/unused.py" not in files  # only what the lab imports
     assert (tmp_path / "wasm" / "index.html").exists()
-    # only what the page needs: nothing else from marimo's package folder (issue 16)
+    # only what the page needs: nothing else from marimo's package folder
     assert_only_needed_files(tmp_path / "wasm", [tmp_path / "wasm" / "index.html"])
     assert (tmp_path / "wasm" / "assets").is_dir() and list((tmp_path / "wasm").rglob("*.whl"))
 

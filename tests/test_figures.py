@@ -436,9 +436,9 @@ def test_reexported_builders_load_on_first_use_and_are_the_modules_own():
     assert out.stdout.strip() == "[]"
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 def test_int8_roof_hover_reads_tops():
-    """(Issue 14, the physics review, item 12: TOPS on int8 hover text; docstrings cite public
+    """(The physics review: TOPS on int8 hover text; docstrings cite public
     sources.)"""
     from labs.core import figures
 
@@ -448,7 +448,7 @@ def test_int8_roof_hover_reads_tops():
     assert any("TOPS" in h for h in hovers)
 
 
-# --- moved from tests/test_chart_polish.py (issue 36.8: filed by the module they test) -----------
+# --- moved from tests/test_chart_polish.py (filed by the module they test) -----------
 import itertools  # noqa: E402
 
 from labs.core.ui import labelplace  # noqa: E402
@@ -487,7 +487,7 @@ def _overlap(a, b) -> bool:
                                                ("jetson-orin-nx-16gb", "fp16")])
 @pytest.mark.parametrize("ratio", [1.0, 1.02, 1.2, 1.6])
 def test_labels_of_points_close_together_do_not_overlap(device, precision, ratio):
-    """(Issue 18.7, chart polish.)"""
+    """(Chart polish.)"""
     # Lab 1 at M=N=K=1: the GEMM and its GEMV share one AI (ratio 1); nearby AIs likewise
     for ai in (0.33, 12.0, 2000.0):
         fig = figures.roofline_figure([(device, precision)], [
@@ -557,7 +557,7 @@ def test_a_bar_chart_legend_names_every_bar_colour():
 
 
 def test_two_level_roofline_labels_do_not_print_over_each_other():
-    """Issue 34.10 (Lab 4 Part 4): the on-chip point's label was fixed at "top left" and
+    """Lab 4 Part 4: the on-chip point's label was fixed at "top left" and
     printed over the HBM point's label ("flash · on-chip AIHBM AI")."""
     from labs.core.ui import labelplace
 
@@ -587,7 +587,7 @@ def test_two_level_roofline_labels_do_not_print_over_each_other():
     ((1e-7, 0.05), ["10⁻⁷", "10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹"]),
 ])
 def test_log_axis_labels_are_in_one_style(values, labels):
-    """Issue 34.10: plotly's SI labels mixed "100µ" with "0.001" and "10k" with "1000"."""
+    """Plotly's SI labels mixed "100µ" with "0.001" and "10k" with "1000"."""
     from labs.core.ui.charts import decade_ticks
 
     assert decade_ticks(values)["ticktext"] == labels

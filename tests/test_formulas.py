@@ -93,7 +93,7 @@ def test_attention_gqa_reads_kv_heads_not_query_heads():
 
 
 def test_math_attention_with_repeat_kv_writes_and_reads_the_copies():
-    """Lab 7 review F4: Llama's math path copies K and V from the KV heads to every query head
+    """Lab 7: Llama's math path copies K and V from the KV heads to every query head
     (expand + reshape) before QK^T. B 1, H 8, Hkv 2, Sq 1, Skv 1024, dh 64, fp32: Q = O =
     8 x 64 x 4 = 2,048 B; K = V = 2 x 1024 x 64 x 4 = 524,288 B read once; scores 4 passes x
     8 x 1024 x 4 = 131,072 B; the copies written then read: 2 x 2 x 8 x 1024 x 64 x 4 =
@@ -190,9 +190,9 @@ def test_nothing_returns_nan():
         assert math.isfinite(c.ai) and c.ai > 0
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 def test_gemm_refuses_an_explicit_compute_that_contradicts_its_operands():
-    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    """(The physics review: compute precision follows from weights and
     activations.)"""
     with pytest.raises(ValueError, match="activation"):
         F.gemm(16, 4096, 4096, "bf16", weight_precision="int8", compute="int8")
@@ -203,14 +203,14 @@ def test_gemm_refuses_an_explicit_compute_that_contradicts_its_operands():
 @pytest.mark.parametrize("sq,skv", [(1, 1), (1, 40), (16, 16), (7, 20), (4096, 4096)])
 def test_causal_pairs(sq, skv):
     # bottom-right aligned (query i sees keys j <= i + skv - sq), brute force
-    """(Issue 14, the physics review, item 4: causal prefill attention.)"""
+    """(The physics review: causal prefill attention.)"""
     want = sum(min(skv, i + skv - sq + 1) for i in range(sq)) if sq <= 64 else \
         sq * (skv - sq) + sq * (sq + 1) // 2
     assert F.causal_pairs(sq, skv) == want
 
 
 def test_causal_attention_flops_and_unfused_score_traffic():
-    """(Issue 14, the physics review, item 4: causal prefill attention; issue 32 item 4: only a
+    """(The physics review: causal prefill attention: only a
     fused (causal-aware) kernel skips the masked pairs; the unfused math path computes every
     score and masks afterwards, as FlopCounterMode counts.)"""
     full = F.attention(2, 8, 1024, 1024, 128, "bf16")
@@ -227,7 +227,7 @@ def test_causal_attention_flops_and_unfused_score_traffic():
     assert F.attention(4, 8, 1, 777, 64, causal=True).flops == F.attention(4, 8, 1, 777, 64).flops
 
 
-# --- issue 32 item 4: the causal halving belongs to fused kernels only ------------------------
+# --- the causal halving belongs to fused kernels only ------------------------
 
 def test_causal_unfused_attention_computes_every_score():
     """The math path computes all Sq x Skv scores and masks afterwards: causal changes neither

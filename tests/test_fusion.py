@@ -214,12 +214,12 @@ def test_kernel_crossovers_per_kernel():
         FU.kernel_crossovers("h100-sxm", FUSED, launch_overhead_us=0)
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 from labs.core import hardware  # noqa: E402
 
 
 def test_tile_overflowing_registers_only_does_not_fit_and_says_so():
-    """(Issue 14, the physics review, item 3: flash tiles: shared memory and registers are separate
+    """(The physics review: flash tiles: shared memory and registers are separate
     pools.)"""
     t = FU.flash_tile(256, 256, 128, "h100-sxm")
     assert t.smem_bytes == 192 * 1024 and t.smem_bytes <= t.smem_capacity_bytes == 227 * 1024
@@ -232,7 +232,7 @@ def test_tile_overflowing_registers_only_does_not_fit_and_says_so():
 def test_tile_overflowing_shared_memory_only_does_not_fit():
     # 306 KiB in all would "fit" a pooled 483 KiB; its 266 KiB of Q/K/V tiles do not fit the
     # 227 KiB a block may use
-    """(Issue 14, the physics review, item 3: flash tiles: shared memory and registers are separate
+    """(The physics review: flash tiles: shared memory and registers are separate
     pools.)"""
     t = FU.flash_tile(16, 512, 128, "h100-sxm")
     assert t.smem_bytes == (16 * 128 + 2 * 512 * 128) * 2 > 227 * 1024
@@ -245,7 +245,7 @@ def test_tile_overflowing_shared_memory_only_does_not_fit():
 @pytest.mark.parametrize("bq,bkv,d", [(64, 64, 64), (128, 64, 128), (64, 256, 256),
                                       (512, 16, 64), (32, 512, 256)])
 def test_fit_is_both_pools(bq, bkv, d):
-    """(Issue 14, the physics review, item 3: flash tiles: shared memory and registers are separate
+    """(The physics review: flash tiles: shared memory and registers are separate
     pools.)"""
     for key in FU.ONCHIP:
         t = FU.flash_tile(bq, bkv, d, key)
@@ -258,7 +258,7 @@ def test_fit_is_both_pools(bq, bkv, d):
 
 
 def test_a_compute_heavy_elementwise_chain_is_bound_by_the_vector_ceiling():
-    """(Issue 14, the physics review, item 5: the vector (non-tensor) ceiling for elementwise
+    """(The physics review: the vector (non-tensor) ceiling for elementwise
     ops.)"""
     slow = hardware.custom("weak alu", bandwidth_gbs=1000, peaks={"fp16": 1000}, memory_gb=8,
                            vector_tflops=0.1)

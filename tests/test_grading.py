@@ -336,7 +336,7 @@ def test_late_policy_deadline_and_penalty(tmp_path):
     assert g.status == "Late" and g.points == 1.5
     cfg.late_policy, cfg.late_penalty_per_day = "report", 0.25
     g = G.grade(G.load_ledgers([led.path]), cfg).grades[("ada", "lab01")]
-    # the penalty takes only what was earned late (issue 33 §3): x's prediction (1 + 0.5) was
+    # the penalty takes only what was earned late: x's prediction (1 + 0.5) was
     # on time; x's explanation (1) and all of which_roof (2.5) came within a day after
     assert g.points == pytest.approx(1.5 + (1.0 + 2.5) * 0.75)
 

@@ -1,4 +1,4 @@
-"""Issue 33: a generated class as Canvas gives it (bulk-download names, a roster with every
+"""A generated class as Canvas gives it (bulk-download names, a roster with every
 identity column, extensions, an override, late and revisited work, a classmate's id, an alias
 typed for the id, duplicates) graded end to end by ``labs-grade``.
 
@@ -85,7 +85,7 @@ def test_aliases_also_resolve_without_lms_file_names(tmp_path):
     rows = _rows(tmp_path / "o" / "gradebook.csv")
     row = rows[cls.situation["login"].sis_id]
     assert float(row["Total Points"]) == 17.5 and "(their SIS Login ID)" in row["Notes"]
-    # review finding 5: a file named for an alias (roofline-ledger-<login>.jsonl) is the
+    # a file named for an alias (roofline-ledger-<login>.jsonl) is the
     # student's own: no id_mismatch on their row, and no phantom row for the alias
     for situation, column in (("login", "SIS Login ID"), ("email", "Email"),
                               ("leading_zeros", "SIS User ID without its leading zeros")):
@@ -99,7 +99,7 @@ def test_aliases_also_resolve_without_lms_file_names(tmp_path):
 
 
 def test_an_unreadable_file_named_for_an_alias_is_that_students(tmp_path):
-    """Review finding 5: an empty ``roofline-ledger-<SIS Login ID>.jsonl`` (no Canvas name)
+    """An empty ``roofline-ledger-<SIS Login ID>.jsonl`` (no Canvas name)
     makes the student's own row say "Unreadable submission"; no row for the login."""
     cls = write_canvas_class(tmp_path / "c", 16, seed=1)
     student = cls.students[0]
@@ -313,7 +313,7 @@ def test_every_path_under_a_submission_root_is_graded_or_reported(tmp_path, monk
 
 
 def test_a_lock_file_handed_in_through_canvas_is_reported_with_its_student(tmp_path):
-    """Review finding 7: the lab's ``.lock`` file uploaded instead of the ledger (Canvas names
+    """The lab's ``.lock`` file uploaded instead of the ledger (Canvas names
     it ``name_<id>_<sub>_.roofline-ledger-<sis>.lock``) was dropped without a trace and its
     student shown Missing. It is listed in files.csv and the row says Unreadable submission;
     uploaded next to the ledger, it is a note; the lab's own lock file in a folder is still
@@ -424,7 +424,7 @@ def test_a_canvas_roster_without_sis_ids_uses_the_next_identity_column(tmp_path,
 
 def test_a_roster_with_the_test_student_or_a_row_without_a_sis_id_keeps_the_id_column(
         tmp_path, capsys):
-    """Review finding 4: Canvas's export lists its test student with no SIS User ID (and a
+    """Canvas's export lists its test student with no SIS User ID (and a
     student added by hand may have none). The gradebook stays keyed by the configured id
     column; those rows are left out and named on the console; canvas.csv never imports the
     test student, nor puts another column's value in SIS User ID."""

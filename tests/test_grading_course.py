@@ -1,4 +1,4 @@
-"""Issue 16 §2-§5: no silent Missing, identity, configuration, what instructors expect."""
+"""No silent Missing, identity, configuration, what instructors expect."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def _answers(tmp_path: Path, lab: str, answers: str):
 
 
 def test_answers_take_an_option_label_or_a_quoted_number_as_the_ledger_records_them(tmp_path):
-    """Review finding 2: an answer written as the option's label, or a number in quotes, is
+    """An answer written as the option's label, or a number in quotes, is
     what the ledger records (the option's value, a number), so it can match a student's."""
     item = catalogue.item(R)
     label, value = item.options[0]
@@ -219,7 +219,7 @@ def test_answers_take_an_option_label_or_a_quoted_number_as_the_ledger_records_t
     (X, "[443]", ["asks for a number"]),
 ])
 def test_an_answer_no_ledger_can_record_is_a_config_error(tmp_path, item, written, words):
-    """Review finding 2: a value that no student's ledger can ever equal would mark the whole
+    """A value that no student's ledger can ever equal would mark the whole
     class wrong; it is an error naming the item and the values it takes."""
     with pytest.raises(G.ConfigError) as info:
         _answers(tmp_path, item.split(".")[0], f'"{item}" = {written}')
@@ -314,7 +314,7 @@ def _extension_class(tmp_path: Path, key: str) -> tuple[Path, Path]:
 @pytest.mark.parametrize("key", ["2310222", "002310222"])
 def test_without_a_roster_an_extension_with_leading_zeros_lost_or_added_is_an_error(
         tmp_path, capsys, key):
-    """Review finding 3: without a roster, an extension keyed by a graded student's id whose
+    """Without a roster, an extension keyed by a graded student's id whose
     leading zeros were lost (or added) was silently not applied; it is a config error naming
     the student (exit 2, nothing written)."""
     sub, cfg = _extension_class(tmp_path, key)
@@ -327,7 +327,7 @@ def test_without_a_roster_an_extension_with_leading_zeros_lost_or_added_is_an_er
 
 
 def test_without_a_roster_an_extension_naming_no_graded_student_is_reported(tmp_path, capsys):
-    """Review finding 3: an extension for a student who handed in nothing (or a wrong id) is
+    """An extension for a student who handed in nothing (or a wrong id) is
     not applied to anyone, and the console says so (exit 1), with the close ids."""
     sub, cfg = _extension_class(tmp_path, "02310223")
     book = G.grade(G.load_ledgers([sub]), G.load_config(cfg))
@@ -459,12 +459,12 @@ def test_canvas_csv_follows_canvas_import_rules(tmp_path):
     assert points == {"Roofline Lab 1": 5.0, "Roofline Lab 2": 2.5 * n2}
     assert grades["Ada"]["Roofline Lab 1"] == "5.0"
     assert grades["carol"]["Roofline Lab 1"] == ""  # Missing: left blank, never a made-up 0
-    assert "dee" not in grades  # not on the roster: Canvas would not know them (issue 33 §6)
+    assert "dee" not in grades  # not on the roster: Canvas would not know them
     assert "dee" in (out / "canvas-left-out.csv").read_text(encoding="utf-8-sig")
 
 
 def test_an_item_override_of_a_missing_or_unreadable_lab_reaches_canvas_csv(tmp_path):
-    """Review finding 1: a hand regrade of one item (a file e-mailed in) for a student with no
+    """A hand regrade of one item (a file e-mailed in) for a student with no
     readable submission is in canvas.csv, as in gradebook.csv; a lab nobody graded stays
     blank."""
     sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
@@ -488,7 +488,7 @@ def test_an_item_override_of_a_missing_or_unreadable_lab_reaches_canvas_csv(tmp_
 
 
 def test_no_gradescope_file_is_claimed(tmp_path):
-    """Gradescope documents no CSV import of scores (issue 33 §7): no file pretends to be one."""
+    """Gradescope documents no CSV import of scores: no file pretends to be one."""
     sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
     out = tmp_path / "out"
     G.main([str(sub), "-o", str(out), "--roster", str(_roster(tmp_path, ROSTER))])
@@ -504,7 +504,7 @@ def test_the_course_page_says_what_an_edited_line_costs():
 
 
 def test_the_late_penalty_is_described_as_the_grader_applies_it(tmp_path):
-    """Review finding 9: the penalty is taken from each late part, not from the lab's points:
+    """The penalty is taken from each late part, not from the lab's points:
     the course page, the example config and the scoring agree (one explanation of an item,
     1 point, 1 started day late at 0.25 a day loses 0.25, not a quarter of the lab)."""
     text = (Path(__file__).parents[1] / "docs" / "instructors" / "index.md").read_text(

@@ -1,4 +1,4 @@
-"""Issue 17: grading survives any single file, and the grader's side of "Locks and records".
+"""Grading survives any single file, and the grader's side of "Locks and records".
 
 The contract: whatever is in one submission, every other student is graded, that file is
 reported with its reason, and the exit status says whether problems were found (0 none, 1 some),
@@ -263,7 +263,7 @@ def test_files_whose_first_predictions_contradict_are_flagged(tmp_path, second_v
 
 @pytest.mark.slow
 def test_200_students_and_the_hostile_set_grade_in_time(tmp_path, capsys):
-    """Issue 16: a class of 200 plus every hostile file grades in under 10 s. Measured as CPU
+    """A class of 200 plus every hostile file grades in under 10 s. Measured as CPU
     time of this process, so a machine shared with others does not make the test flaky."""
     classroom.write_synthetic_class(tmp_path / "class", 200, seed=3)
     write_hostile_set(tmp_path / "class" / "hostile")

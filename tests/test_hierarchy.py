@@ -104,7 +104,7 @@ def test_bad_levels_raise_naming_the_argument(levels, match):
 # --- bytes per level: hand-derived ------------------------------------------------------------
 
 def test_naive_gemm_bytes_per_level_by_hand():
-    """Naive bf16 GEMM, N = 1024, on the A100 (review F1, Lab 5 Prediction 2): every
+    """Naive bf16 GEMM, N = 1024, on the A100 (Lab 5 Prediction 2): every
     multiply-add loads one A and one B element (2 x 2 B per 2 FLOP), C written once, so the
     SMs' loads through L1 are 2 N^3 b + N^2 b. L1 keeps what a 32 x 32-thread block's warps
     share (one broadcast A element per warp, one B row re-read by the block's 32 warps): L2
@@ -131,7 +131,7 @@ def test_naive_gemm_bytes_per_level_by_hand():
 
 @pytest.mark.parametrize("device", ["a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200-sxm"])
 def test_the_naive_gemm_binds_at_l1_on_every_gpu_the_lab_offers(device):
-    """Review F1: the answer must not depend on whether NVIDIA publishes an L2 bandwidth (the
+    """The answer must not depend on whether NVIDIA publishes an L2 bandwidth (the
     H100 has none): on every drawable GPU the naive bf16 GEMM binds at L1 / shared memory,
     at 0.5 FLOP/B x SMs x 128 B x boost clock."""
     from labs.core import fusion as FU
@@ -144,7 +144,7 @@ def test_the_naive_gemm_binds_at_l1_on_every_gpu_the_lab_offers(device):
 
 
 def test_tiled_gemm_on_the_a100_by_hand():
-    """N = 8192 bf16, register tile 64, T = 128 on the A100 (issue 32.1). Shared memory holds
+    """N = 8192 bf16, register tile 64, T = 128 on the A100. Shared memory holds
     the tile (3 x 128^2 x 2 B = 96 KiB of 163 KiB per block) and passes on the tiled traffic
     2 B x (2 x 8192^2 x 64 + 8192^2) = 17.3 GB to L2. L2 is shared by the 108 SMs: a wave of
     108 tiles is rasterised as 11 x 10 tiles (ceil(sqrt 108) = 11 rows, ceil(108/11) = 10
@@ -352,9 +352,9 @@ def test_a_level_without_a_figure_and_nothing_below_it_is_undetermined():
 
 
 def test_a_tile_too_big_for_shared_memory_fails_to_launch():
-    """Review F2: a tiled GEMM stages 3 stages x (T + T) x BK 32 x b of shared memory (C in
+    """A tiled GEMM stages 3 stages x (T + T) x BK 32 x b of shared memory (C in
     registers). T = 128: 3 x 256 x 32 x 2 B = 48 KiB; T = 512: 3 x 1024 x 32 x 2 B = 192
-    KiB > the A100's 163 KiB per block: the launch fails (issue 32.7), nothing spills."""
+    KiB > the A100's 163 KiB per block: the launch fails, nothing spills."""
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64).staged_bytes \
         == 3 * 256 * 32 * 2 == 48 * KIB
@@ -370,7 +370,7 @@ def test_a_tile_too_big_for_shared_memory_fails_to_launch():
 
 
 def test_a_256_tile_is_ruled_out_by_the_register_file_not_shared_memory():
-    """Review F2: 256 x 256 stages only 3 x 512 x 32 x 2 B = 96 KiB (fits 163 KiB), but its
+    """256 x 256 stages only 3 x 512 x 32 x 2 B = 96 KiB (fits 163 KiB), but its
     256^2 fp32 accumulators take 256^2 x 4 B = 256 KiB, the A100's whole register file (64K x
     4 B): no room left, it cannot launch. 128 x 128 (64 KiB of accumulators) can."""
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
@@ -385,7 +385,7 @@ def test_a_256_tile_is_ruled_out_by_the_register_file_not_shared_memory():
 
 
 def test_the_launch_error_says_what_spills_and_what_thrashes():
-    """Review F3: caches do not spill; they thrash. Registers spill."""
+    """Caches do not spill; they thrash. Registers spill."""
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
     msg = H.launch_problem(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=1024,
                                          register_tile=64), h)
@@ -448,12 +448,12 @@ def test_tile_traffic_ratio_is_the_edge_ratio_by_hand():
 
 
 def test_scalar_kernels_run_under_the_vector_ceiling():
-    """Issue 32.12: the naive GEMM, the stencil, the reduction cannot use tensor cores."""
+    """The naive GEMM, the stencil, the reduction cannot use tensor cores."""
     h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert h.vector_tflops == 19.5 and h.peak_tflops == 312  # A100 datasheet
     naive = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     assert naive.kernel.compute == H.VECTOR and naive.ceiling_tflops == 19.5
-    assert naive.ceiling_name == "vector (CUDA-core, fp32 FMA) ceiling"  # review F5
+    assert naive.ceiling_name == "vector (CUDA-core, fp32 FMA) ceiling"
     assert "no tiles" in naive.kernel.what and "tile 1" not in naive.kernel.what
     tiled = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
     assert tiled.ceiling_tflops == 312 and tiled.ceiling_name == "bf16 tensor-core peak"
@@ -467,7 +467,7 @@ def test_scalar_kernels_run_under_the_vector_ceiling():
 
 def test_mi300x_l2_is_four_mb_per_xcd_not_the_infinity_cache():
     """AMD CDNA 3 whitepaper: 4 MB L2 per XCD, 8 XCDs; the 256 MB Infinity Cache is a
-    separate last level (issue 32.14)."""
+    separate last level."""
     from labs.core import hardware as HW
     d = HW.get("mi300x")
     assert d.l2_bytes == 8 * 4 * MIB
@@ -475,7 +475,7 @@ def test_mi300x_l2_is_four_mb_per_xcd_not_the_infinity_cache():
 
 
 def test_a_measured_gpu_roofline_never_uses_a_tensor_peak_as_its_vector_ceiling():
-    """Issue 32.12: a measured roofline with only a bf16 (tensor-core) peak takes the
+    """A measured roofline with only a bf16 (tensor-core) peak takes the
     registry's CUDA-core rate for VECTOR (H100 SXM: 67 TFLOP/s fp32), never the bf16 peak."""
     from labs.core import measure as M
     from labs.core import roofline as RF

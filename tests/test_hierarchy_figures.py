@@ -73,7 +73,7 @@ def test_hierarchical_roofline_has_one_roof_per_level_with_a_bandwidth():
     fig = _validated(figures.per_level_roofline_figure(h, [p], title="t"))
     names = [t.name or "" for t in fig.data]
     assert any(n.startswith("bf16 tensor-core peak: 990 TFLOP/s") for n in names)  # 989.5
-    # the scalar kernels' ceiling, the H100's 67 TFLOP/s CUDA-core rate (issue 32.12)
+    # the scalar kernels' ceiling, the H100's 67 TFLOP/s CUDA-core rate
     assert any(n.startswith("vector (CUDA-core) ceiling: 67") for n in names)
     drawn = [lv for lv in h.levels if lv.bandwidth_gbs is not None]
     for lv in drawn:
@@ -95,7 +95,7 @@ def test_hierarchical_roofline_has_one_roof_per_level_with_a_bandwidth():
 
 
 def test_roof_names_say_how_the_bandwidth_is_known():
-    """Issue 34.10: a measured bandwidth is "(measured)", not "(estimate)"; a derived one
+    """A measured bandwidth is "(measured)", not "(estimate)"; a derived one
     (shared memory, from bytes per clock) "(derived)"; a vendor figure plain. The registry's
     L2 figures are published measurements: "(measured)" too."""
     h = H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"HBM": 1800.0})
@@ -111,7 +111,7 @@ def test_roof_names_say_how_the_bandwidth_is_known():
 
 
 def test_roof_names_sit_above_their_knees_clear_of_every_line_and_each_other():
-    """Issue 34.10: a roof's name sits just above the compute roof, centred where its slanted
+    """A roof's name sits just above the compute roof, centred where its slanted
     line meets it (AI = peak / bandwidth): every slanted line lies below the compute roof, so
     no line runs through a name; two names that would touch take different rows; the points'
     labels sharing an AI are merged ("binds: L2 = L1 / shared memory"), never printed twice."""
@@ -156,7 +156,7 @@ def test_tile_traffic_figure_shades_tiles_that_fail_to_launch_and_keeps_levels_v
     # a level drawn over a lower one is thinner, so overlapping lines both show
     widths = [lines[f"bytes {lv.name} serves"].line.width for lv in h.levels]
     assert widths == sorted(widths) and len(set(widths)) == len(widths)
-    # L2 (the wave) and HBM no longer coincide: HBM serves far less than L2 (issue 34.10)
+    # L2 (the wave) and HBM no longer coincide: HBM serves far less than L2
     assert all(h_ < l2 / 4 for h_, l2 in zip(lines["bytes HBM serves"].y,
                                            lines["bytes L2 serves"].y))
     rects = [s for s in fig.layout.shapes if s.type == "rect"]

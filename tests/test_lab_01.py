@@ -316,7 +316,7 @@ def test_the_lever_chart_says_an_8_by_8_tile(env, app):
     assert "an 8 × 8-tiled kernel" in note and "a 8 × 8" not in note
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 import math  # noqa: E402
 from types import SimpleNamespace as NS  # noqa: E402
 
@@ -329,7 +329,7 @@ LABS = Path(labs.__file__).parent
 
 
 def test_part_3_gemm_is_roofline_bound_on_both_devices_not_overhead():
-    """(Issue 14, the physics review, item 11: Lab 1 Part 3's shape is in the regime the question
+    """(The physics review: Lab 1 Part 3's shape is in the regime the question
     teaches.)"""
     import importlib.util
     from pathlib import Path
@@ -352,14 +352,14 @@ def test_part_3_gemm_is_roofline_bound_on_both_devices_not_overhead():
     assert R.time_bounds(g.flops, g.bytes, o["datacenter"], o["precision"]).lower >= 5 * 5e-6
 
 
-# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+# --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
 @pytest.fixture(scope="module")
 def lab1():
     return load_app(LABS / "lab_01_memory_wall.py", "_review_lab01")
 
 
 def test_lever_chart_opens_on_the_question_and_agrees_with_the_verdict(env, lab1):
-    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    """(Instruments open on the question's case, in the labs.)"""
     preds = {"which_roof_prediction": choice("lab01.which_roof", "memory-bound"),
              "crossover_prediction": quiz.Prediction("lab01.crossover_n", 900),
              "other_device_prediction": choice("lab01.other_device", "memory-bound"),
@@ -546,7 +546,7 @@ def test_int8_measured_on_a_cpu_draws_its_roof(env, app, monkeypatch):
 
 
 def test_the_style_gallery_shows_no_lab_1_answer(env):
-    """labs/gallery.py ships next to the labs and a student can run it (review T-3): no N* it
+    """labs/gallery.py ships next to the labs and a student can run it: no N* it
     shows, in its source or its output, is graded correct for Prediction 2."""
     gallery = LABS / "gallery.py"
     outputs, _ = load_app(gallery, "_gallery_lab01").run()

@@ -376,7 +376,7 @@ def test_export_html_student_and_instructor_copies(tmp_path_factory):
     assert "Lock your prediction to" not in teacher and "Lock Prediction" not in teacher
 
 
-# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+# --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
 from types import SimpleNamespace as NS  # noqa: E402
 
 import labs  # noqa: E402
@@ -390,7 +390,7 @@ def lab3():
 
 
 def test_says_the_gemv_timing_rotates_cache_cold_copies(env, lab3):
-    """(Issue 14, the physics review, item 9, in the labs: Lab 3: what the GEMV timing does.)"""
+    """(The physics review, in the labs: Lab 3: what the GEMV timing does.)"""
     outputs, _ = lab3.run()
     text = _texts(outputs)
     assert "cache flush between" not in text
@@ -398,7 +398,7 @@ def test_says_the_gemv_timing_rotates_cache_cold_copies(env, lab3):
 
 
 def test_kais_gemv_streams_from_hbm_and_the_small_one_is_flagged(env, lab3):
-    """(Issue 14, the physics review, item 10, in the labs: Lab 3: the L2 trap.)"""
+    """(The physics review, in the labs: Lab 3: the L2 trap.)"""
     # (its TF32 card shows the H100's peaks: Kai's benchmark waits for Prediction 1 too)
     naive = {"naive_prediction": choice("lab03.naive_bandwidth", "too_low"),
              "rho_ratio_prediction": PREDICTIONS["rho_ratio_prediction"]}

@@ -175,7 +175,7 @@ def test_references_are_core_values():
 
 
 def test_math_peeks_and_takeaways_state_core_values():
-    # (review T-4) the graded values in the explanations are computed from core, not typed in
+    # the graded values in the explanations are computed from core, not typed in
     # the lab's source (tests/test_lab_sources.py reads the source): here, what they show
     outputs, _ = run()
     shown = " ".join(text(o) for o in outputs if o is not None)
@@ -341,7 +341,7 @@ def test_editing_the_chain_changes_the_bytes():
     assert defs["chain_speedup"] == pytest.approx(10 / 6)
 
 
-# --- what a widget step re-runs (issue 15) ---------------------------------------------------
+# --- what a widget step re-runs ---------------------------------------------------
 
 def _cells_re_run_by(widget: str) -> list[set[str]]:
     """Each cell a step of ``widget`` re-runs (those that name it, other than its maker, and
@@ -393,7 +393,7 @@ def test_a_step_leaves_the_outputs_it_cannot_change(widget, untouched):
 def test_a_batch_or_heads_step_re_runs_one_cell_per_output_it_changes(widget):
     # Four outputs follow the batch and heads (the attention cards, the traffic figure, the
     # memory bars, Part 4's tile cards): a step re-runs those four cells and no cell without
-    # an output (issue 15: each re-run cell is one more round of marimo's messages).
+    # an output (each re-run cell is one more round of marimo's messages).
     cells = _cells_re_run_by(widget)
     shows = {"attention_metrics", "attention_figure", "attention_memory", "tile_status"}
     assert len(cells) == len(shows)
@@ -475,7 +475,7 @@ def test_export_html(tmp_path_factory, reveal):
         assert "Lock Predictions 1 and 2 first" in page
 
 
-# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+# --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
 import labs  # noqa: E402
 from notebook_support import choice, load_app, visible_text  # noqa: E402
 
@@ -513,7 +513,7 @@ def test_scenario_names_no_tile_size_and_the_peek_names_the_pool_that_overflows(
 
 
 def test_draws_the_vector_ceiling_and_says_several_ceilings_is_a_lesson(env, lab4):
-    """(Issue 14, the physics review, item 5, in the labs: two ceilings in Lab 4's chain roofline,
+    """(The physics review, in the labs: two ceilings in Lab 4's chain roofline,
     and it says why.)"""
     preds = {"speedup_prediction": quiz.Prediction("lab04.fusion_speedup", 2.0, "×"),
              "tiny_prediction": choice("lab04.tiny_tensor", "launches"),
@@ -530,7 +530,7 @@ def test_draws_the_vector_ceiling_and_says_several_ceilings_is_a_lesson(env, lab
 
 
 def test_out_of_memory_names_the_score_matrix(env, lab4):
-    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    """(Instruments open on the question's case, in the labs.)"""
     preds = {"oom_prediction": quiz.Prediction("lab04.oom_seq_len", 30_000, "tokens")}
     # the attention widgets share one cell: all its names are given (with its layout's)
     _, defs = lab4.run(defs={**preds, "seq_slider": NS(value=262_144),
@@ -544,7 +544,7 @@ def test_out_of_memory_names_the_score_matrix(env, lab4):
 
 
 def test_tpu_in_part_4_is_a_sentence_not_a_keyerror(env, lab4):
-    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    """(Instruments open on the question's case, in the labs.)"""
     preds = {"tile_prediction": choice("lab04.largest_tile", 128)}
     _, defs = lab4.run(defs={**preds, "device_picker": NS(value="tpu-v5e"),
                              "precision_picker": NS(value="bf16")})

@@ -161,7 +161,7 @@ def test_unlocked_run_shows_figures_and_core_numbers():
     assert defs["machine"] == a100
     naive = defs["all_points"]["naive GEMM"]
     assert naive == H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
-    assert naive.binding == "L1 / shared memory"  # review F1: L1 absorbs the block's loads
+    assert naive.binding == "L1 / shared memory"  # L1 absorbs the block's loads
     # Part 2 has no GEMM with a cache tile: that, and the library's tile, are Part 3's
     assert set(defs["all_points"]) == {"naive GEMM", "5-point stencil",
                                        "sum reduction (re-read)", "flash-attention tile (Lab 4)"}
@@ -179,7 +179,7 @@ def test_comparisons_use_core_values():
     text = shown(outputs)
     ratio = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
     assert f"{ratio:.1f} ×" in text  # the reference machine's ratio, before measuring
-    assert "The L1 / shared-memory roof" in text  # Part 2's answer for the A100 (review F1)
+    assert "The L1 / shared-memory roof" in text  # Part 2's answer for the A100
     # Part 3: L2 serves the tile's misses, b (2 N^2 ceil(N/T) + N^2): (2*128+1) / (2*64+1)
     assert f"{257 / 129:.2f} ×" in text
     assert f"{Q.relative_throughput(1280, 1536, 128, 132):.2f}" in text  # 0.72
@@ -190,7 +190,7 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     outputs, defs = app.run()
     assert defs["staircase_prediction"].value == pytest.approx(
         S.plateau_ratio(RM.plateaus(), "L2", "DRAM"), abs=0.01)
-    # review F1: the SMs' loads, 2 N^3 b at 0.5 FLOP/B x 19.5 TB/s = 9.7 TFLOP/s, bind (L1
+    # the SMs' loads, 2 N^3 b at 0.5 FLOP/B x 19.5 TB/s = 9.7 TFLOP/s, bind (L1
     # keeps what a 32 x 32 block's warps share; L2's roof is 15.75 x 7.2 = 114 TFLOP/s)
     assert defs["binding_prediction"].value == "L1 / shared memory"
     assert defs["binding_prediction"].label == "The L1 / shared-memory roof"
@@ -205,15 +205,15 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
         assert name in defs
     text = shown(outputs)
     assert "Reference answer (instructor copy)" in text
-    # review F1: the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312
+    # the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312
     assert "at 9.7 TFLOP/s, 3% of the tensor-core peak" in text
     assert "L1/load-store-bound" in text and "vector (CUDA-core, fp32 FMA) ceiling" in text
-    # review F2: staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
+    # staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
     # register file ruling out 256 x 256 (65,536 x 4 B = 256 KiB)
     assert "48 KiB at 128 × 128" in text and "cudaFuncAttributeMaxDynamicSharedMemorySize" in text
     assert "65,536 accumulators (256 KiB) fill the SM's whole register file (256 KiB)" in text
     # L2's roof is its measured 5.3 TB/s (not the per-clock peak); libraries make the wave dip
-    # shallower (review F8)
+    # shallower
     assert "L2's roof uses its measured 5.3 TB/s" in text and "stream-K" in text
     assert "roof 83 TFLOP/s at its measured 5.3 TB/s" in text  # P2: 1024 / 65 x 5.3
 
@@ -221,8 +221,8 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
 # --- the failure state: a tile too big for shared memory, and backing out ---------------------
 
 def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
-    # review F2: T = 512 stages 3 x (512 + 512) x 32 x 2 B = 192 KiB > the A100's 163 KiB per
-    # block: no launch (issue 32.7), never a kernel that "spills" shared memory to L2
+    # T = 512 stages 3 x (512 + 512) x 32 x 2 B = 192 KiB > the A100's 163 KiB per
+    # block: no launch, never a kernel that "spills" shared memory to L2
     outputs, bad = run(gemm_tile_slider=512)
     msg = shown(outputs)
     assert ("The 512 × 512 tile does not fit on an SM (shared memory or registers): the kernel "
@@ -309,7 +309,7 @@ def test_machines_without_hierarchy_data_say_so():
 
 
 def test_a_gpu_with_an_l2_size_but_no_on_chip_figures_says_which_are_missing():
-    """Review F6: the MI300X has its L2 size; what the registry lacks is the on-chip (LDS per
+    """The MI300X has its L2 size; what the registry lacks is the on-chip (LDS per
     CU, register file) figures."""
     outputs, defs = run(machine_picker="mi300x")
     text = shown(outputs)
@@ -330,7 +330,7 @@ def test_this_machine_before_measuring_asks_for_the_measurement():
 
 
 def test_another_machine_never_regrades_the_a100_predictions(ledger_env):
-    """Issue 34.9: picking the reference machine (a CPU) must not grade Prediction 2 against
+    """Picking the reference machine (a CPU) must not grade Prediction 2 against
     its L3 roof: the comparison stays on the A100 the question names."""
     outputs, defs = run(machine_picker="reference", gemm_register_picker=8)
     text = shown(outputs)
@@ -480,7 +480,7 @@ def test_the_per_call_prediction_is_graded_against_this_machines_sweep(monkeypat
     assert results["lab05.shrink_speedup"]["actual"] == pytest.approx(rows[MIB] / rows[KIB])
 
 
-# --- what a widget step re-runs (issue 15) -------------------------------------------------------
+# --- what a widget step re-runs -------------------------------------------------------
 
 @pytest.mark.parametrize("widget", PANEL_WIDGETS)
 def test_a_widget_step_re_runs_no_cell_that_only_shows_it(widget):
@@ -588,7 +588,7 @@ def test_export_html(tmp_path_factory, reveal):
         assert "Lock Prediction 1 first: this shows what it asks." in page
 
 
-# --- the walk in prediction order: no instrument answers a later question (issue 34.1) --------
+# --- the walk in prediction order: no instrument answers a later question --------
 
 ORDER = ("staircase_prediction", "binding_prediction", "tile_prediction", "shrink_prediction",
          "wave_prediction")
@@ -719,7 +719,7 @@ def _settings(base, values: dict):
 
 @pytest.mark.parametrize("stage", range(len(ORDER)), ids=[n.split("_")[0] for n in ORDER])
 def test_no_open_instrument_shows_the_next_answer(stage):
-    """Issue 34.1/34.3 for Lab 5: with predictions 1..k-1 locked, every open instrument swept
+    """The walk in prediction order, for Lab 5: with predictions 1..k-1 locked, every open instrument swept
     over its widgets (sampled values, and the graded scenarios set together) shows nothing
     within reach of prediction k's reference answer (tests/leak_support's renderings: the
     numbers the grader would accept as it, or the choice's label)."""
@@ -788,7 +788,7 @@ def test_each_instrument_opens_on_its_own_predictions_in_any_order():
 
 
 def test_part_4_says_what_a_press_costs_without_a_budget_it_does_not_show():
-    """Issue 34.9: Part 4 said "up to the time budget shown" with no budget on screen."""
+    """Part 4 said "up to the time budget shown" with no budget on screen."""
     outputs, _ = run()
     text = shown(outputs)
     assert "time budget shown" not in text.split("Part 4")[-1]

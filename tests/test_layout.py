@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -127,9 +128,9 @@ def test_physics_imports_without_marimo_or_plotly():
     assert out.returncode == 0, out.stderr
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 def test_core_cites_no_file_outside_the_repository():
-    """(Issue 14, the physics review, item 12: TOPS on int8 hover text; docstrings cite public
+    """(The physics review: TOPS on int8 hover text; docstrings cite public
     sources.)"""
     from pathlib import Path
 
@@ -259,3 +260,54 @@ def test_every_notebook_names_the_labs_style_sheet_beside_it():
     for notebook in notebooks:
         assert app_css_file(notebook) == LAB_STYLE_SHEET, notebook.name
     assert ".text-error" in (DEFAULT_LABS_DIR / LAB_STYLE_SHEET).read_text(encoding="utf-8")
+
+
+# --- no tracker numbers: a reader has no tracker to look them up in -----------------------------
+
+REPO = CORE.parent.parent
+#: A tracker number: "issue" or "review" (or their plurals), perhaps "item", "finding" or "point",
+#: then a number, perhaps after "#" or a letter ("T-4", "F8").
+TRACKER_REFERENCE = re.compile(
+    r"(?i:\b(?:issues?|reviews?)(?: (?:findings?|items?|points?))?) ?#?(?:[A-Z]-?)?\d+")
+#: An issue in a named public repository ("NVIDIA/nccl issue 812", "nccl-tests issue 119") is a
+#: citation a reader can follow, not a tracker number; a line break or a string's quotes may
+#: stand between the repository and the word "issue".
+PUBLIC_REPOSITORY = re.compile(r"(?:[\w.-]+/[\w.-]+|\bnccl|\bnccl-tests)$")
+
+
+def tracker_references(text: str) -> list[str]:
+    """The project-tracker references in ``text``, each with its line number."""
+    found = []
+    for match in TRACKER_REFERENCE.finditer(text):
+        before = text[max(0, match.start() - 80):match.start()].rstrip(" \t\n#:\"'")
+        if PUBLIC_REPOSITORY.search(before):
+            continue
+        found.append(f"line {text.count(chr(10), 0, match.start()) + 1}: {match.group(0)}")
+    return found
+
+
+def _sources_a_reader_reads() -> list[Path]:
+    files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")]
+    files += list((REPO / "docs").rglob("*.md"))
+    return sorted(files + [REPO / "LABS_SPEC.md", REPO / "README.md"])
+
+
+def test_tracker_reference_finder_tells_a_tracker_from_a_citation():
+    number = "1" + "5"  # built, so that this file holds no reference itself
+    for text in (f"re-runs no cell (issue {number})", f"Issue {number}, the review, item 3",
+                 f"(never typed, review T-{number})", f"review finding {number}",
+                 f"issues {number} and 17 found", f"issue #{number}"):
+        assert tracker_references(text), text
+    for text in (f"NVIDIA/nccl issue {number}", f"nccl-tests issue {number}",
+                 f'"(NVIDIA/nccl "\n    "issue {number})"', f"#:  NVIDIA/nccl-tests\n#: issue {number}",
+                 f"the issue's {number} examples", f"a review of {number} labs", "issued 3 ids"):
+        assert not tracker_references(text), text
+
+
+def test_no_code_doc_or_test_cites_a_tracker_number():
+    """Code, tests and docs state the rule itself (or a LABS_SPEC § reference), never a tracker
+    number a reader cannot look up."""
+    bad = {str(p.relative_to(REPO)): refs for p in _sources_a_reader_reads()
+           if (refs := tracker_references(p.read_text(encoding="utf-8")))}
+    assert bad == {}, "state the rule instead of the tracker number:\n" + "\n".join(
+        f"{path}: {', '.join(refs)}" for path, refs in bad.items())

@@ -1,4 +1,4 @@
-"""Issue 33 §10: the lab and the grader read a ledger the same way, under one size limit."""
+"""The lab and the grader read a ledger the same way, under one size limit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17, "Locks and records": no path releases a lock the lab has shown or loses a record.
+"""Locks and records: no path releases a lock the lab has shown or loses a record.
 
 Each test here failed before the fix it names: a folder change carrying the locks over, the
 first commit decided under the ledger's lock (real processes), ``ts`` stamped under the lock,

@@ -522,7 +522,7 @@ def test_nothing_runs_at_import():
 
 
 #: Labs that need numpy before any prediction is locked, and why (all others must not load it:
-#: 0.12 s of every cold run and student-copy export, issue 19.3).
+#: 0.12 s of every cold run and student-copy export).
 NUMPY_BEFORE_THE_GATE = {
     "lab_05_memory_hierarchy": "the question's range comes from the plateaus of the reference "
                                "machine's measured curve (staircase.find_plateaus)",
@@ -689,7 +689,7 @@ def test_benchmark_cli_prints_the_readme_tables_and_writes_json(tmp_path, capsys
     assert lo <= row["measured_tflops"] * 1.0001 and row["measured_tflops"] <= hi * 1.0001
     assert len(data["bandwidth"]["copy_gbs"]) == 3
     # CPU: no spec sheet, so the "roof" is this run's own best GEMM and its ratio reads 1.00 by
-    # construction: no evidence for the model (issue 36.4). Checked instead: the report says so,
+    # construction: no evidence for the model. Checked instead: the report says so,
     # and the measured figures against what the hardware can physically do (hand-derived).
     assert row["roof"] == "measured roof (this run)" and "1.00 by construction" in text
     cores = os.cpu_count() or 1
@@ -936,7 +936,7 @@ def test_a_notebook_measures_only_after_the_button(tmp_path, monkeypatch):
     assert all(r["status"] == "ok" or "budget" in r["status"] for r in rows)
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 # What the driver reports (nvidia-smi "MiB" totals) for cards of the registry.
 _REPORTED_MIB = {"NVIDIA H100 80GB HBM3": 81_559, "NVIDIA A100-SXM4-80GB": 81_920,
                  "NVIDIA L4": 23_034, "NVIDIA B200": 183_359}
@@ -944,7 +944,7 @@ _REPORTED_MIB = {"NVIDIA H100 80GB HBM3": 81_559, "NVIDIA A100-SXM4-80GB": 81_92
 
 @pytest.mark.parametrize("name,mib", sorted(_REPORTED_MIB.items()))
 def test_detect_and_the_registry_agree_on_capacity(name, mib):
-    """(Issue 14, the physics review, item 6: memory capacity in bytes, with its unit; detect and
+    """(The physics review: memory capacity in bytes, with its unit; detect and
     the registry agree.)"""
     from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""Issue 17, "Bad input to the physics API": every public function and method of the physics wing,
+"""Bad input to the physics API: every public function and method of the physics wing,
 found by introspection (not a hand list), fed values of the wrong sign, type, size and
 finiteness, raises ValueError or KeyError whose message names the argument, or (for a value
 that is legitimately valid there, such as 0 flops or None for an optional argument) returns.
@@ -329,7 +329,7 @@ def _conforms(value, hint) -> bool:
 
 
 # every callable runs with its valid arguments (else the bad-value test would prove nothing) and
-# returns what it declares (issue 36.3: this test passed unless an exception escaped)
+# returns what it declares (this test passed unless an exception escaped)
 @pytest.mark.parametrize("qual,fn", CALLABLES, ids=[q for q, _ in CALLABLES])
 def test_every_public_callable_runs_with_valid_arguments(qual, fn):
     hint = _return_hint(qual, fn)

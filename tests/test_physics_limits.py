@@ -1,4 +1,4 @@
-"""Huge but finite inputs (issue 32 item 16): every physics result is a finite number, or the
+"""Huge but finite inputs: every physics result is a finite number, or the
 call is refused with a ValueError naming the argument that took it out of range, never an
 inf, a NaN, a MemoryError or an OverflowError."""
 

@@ -44,7 +44,7 @@ def test_unknown_format_lists_matches():
         precision.get("nvfp5")
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 import itertools  # noqa: E402
 
 from labs.core import precision as P  # noqa: E402
@@ -58,7 +58,7 @@ def test_matmul_runs_at_its_widest_operand_or_is_refused(w, a):
     """A matmul runs at the rate of its widest operand; storage-only weights, narrower weights
     and weights of another type of the same width are dequantised to the activations.
 
-    (Issue 14, the physics review, item 1: compute precision follows from weights and
+    (The physics review: compute precision follows from weights and
     activations.)"""
     wf, af = P.get(w), P.get(a)
     cw, ca = wf.native_compute, af.native_compute
@@ -74,7 +74,7 @@ def test_matmul_runs_at_its_widest_operand_or_is_refused(w, a):
 
 @pytest.mark.parametrize("a", [k for k, f in P.FORMATS.items() if f.native_compute is None])
 def test_activations_cannot_be_stored_in_a_weight_only_format(a):
-    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    """(The physics review: compute precision follows from weights and
     activations.)"""
     with pytest.raises(ValueError, match=r"\bactivations\b"):
         P.matmul_compute("bf16", a)

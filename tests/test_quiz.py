@@ -147,7 +147,7 @@ def test_explain_form_records_observe_and_explain_and_prefills(env, app):
     assert again["bw_explain"].element["explain"].value == "copy is memory-bound <script>"
 
 
-# --- feedback on actions (issue 18, point 5) ----------------------------------------------
+# --- feedback on actions ----------------------------------------------
 
 def test_saving_an_explanation_says_saved_with_the_time_at_once(env, app, monkeypatch):
     shown = []
@@ -227,7 +227,7 @@ def test_locked_card_escapes_student_text(lab):
 @pytest.mark.parametrize("pred, actual, expect, kind", [
     (300, 100, "off by 3× (too high)", "danger"),
     (100, 300, "off by 3× (too low)", "danger"),
-    # issue 34.7: within the grader's 1.5x is "close" (≈), not a ✓ that reads as right
+    # within the grader's 1.5x is "close" (≈), not a ✓ that reads as right
     (110, 100, "close: off by 1.1× (too high), within the 1.5× graded as correct", "warn"),
     (147, 100, "close: off by 1.47× (too high)", "warn"),
     (151, 100, "off by 1.51× (too high)", "danger"),
@@ -527,7 +527,7 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
     monkeypatch.setenv("ROOFLINE_STATIC_EXPORT", "1")
     text = lab.status().text
     assert "Static preview" in text and "not recorded" in text
-    # issue 33.11: students open the labs with roofline-labs, so that is what the page names
+    # students open the labs with roofline-labs, so that is what the page names
     assert "roofline-labs" in text and "marimo edit" not in text
     assert "writing to" not in text  # not the exporter's throwaway ledger path
     monkeypatch.delenv("ROOFLINE_STATIC_EXPORT")
@@ -584,7 +584,7 @@ def test_the_verdict_follows_the_graders_tolerance():
 
 
 @pytest.mark.parametrize("pred, actual, fmt, shown", [
-    (0.60, 0.595, ".2f", ("0.60", "0.59")),      # issue 34.7: never "0.60" against "0.60"
+    (0.60, 0.595, ".2f", ("0.60", "0.59")),      # never "0.60" against "0.60"
     (0.6, 0.5951, None, ("0.6", "0.595")),
     (1001, 1003, None, ("1,001", "1,003")),
     (886, 886.2, None, ("886", "886")),          # right: the same text is honest

@@ -3,9 +3,9 @@
 Each test holds a model's prediction against a *published measurement of the same case*,
 within a stated tolerance, with its source here in the test. A model that passes its own
 unit tests (which derive their expectations from the model's formulas) can still predict
-that a real library runs at half its measured speed; these tests catch that (issue 32:
-the hierarchy model once put an 8192^3 bf16 GEMM on an A100 under the HBM roof at 129
-TFLOP/s, while cuBLAS measures about 271).
+that a real library runs at half its measured speed; these tests catch that (the
+hierarchy model once put an 8192^3 bf16 GEMM on an A100 under the HBM roof at 129 TFLOP/s,
+while cuBLAS measures about 271).
 
 Measurements used (all in ../shared/reference/hardware.md, "Measured achievable matmul
 throughput" and "On-chip memory facts"):
@@ -370,7 +370,7 @@ def _a6000():
 
 
 def test_a_naive_sgemm_is_bound_by_l1_and_sits_under_it_as_boehm_measures():
-    """Review F1. A naive fp32 GEMM, N = 4092, on an RTX A6000: every multiply-add loads one
+    """A naive fp32 GEMM, N = 4092, on an RTX A6000: every multiply-add loads one
     A and one B element, 2 N^3 x 4 B through L1 (AI 1/4 FLOP/B): roof 0.25 x 84 x 128 B x
     1.8 GHz = 4.84 TFLOP/s. L1 keeps what a 32 x 32-thread block's warps share, so L2 and DRAM
     see 32x less: DRAM's roof is 32/4 FLOP/B x 0.768 TB/s = 6.1 TFLOP/s (L2: no figure).

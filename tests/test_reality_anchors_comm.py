@@ -1,4 +1,4 @@
-"""Reality anchors for Lab 6's communication models (issue 32, "reality anchors"): each
+"""Reality anchors for Lab 6's communication models (reality anchors): each
 prediction of ``labs.core.physics.collectives`` and ``labs.core.physics.sharding`` is held
 against a published measurement or a published worked example of the SAME case, within a
 stated tolerance, with its source. None of the expected values is computed by the model under
@@ -191,7 +191,7 @@ def test_scaling_book_tensor_parallel_critical_slice_within_a_node():
 
 
 def test_overlap_hides_the_all_reduce_only_behind_the_backward_pass():
-    # SCALING_BOOK ch. 5 / issue 32 item 3: step = t_fwd + max(t_bwd, t_comm) with t_fwd :
+    # SCALING_BOOK ch. 5: step = t_fwd + max(t_bwd, t_comm) with t_fwd :
     # t_bwd = 2 : 4. Gain at most (2 + 4 + 4) / (2 + 4) = 1.67x (t_comm = t_bwd), 1.5x when
     # t_comm equals the whole compute: (2 + 4 + 6) / (2 + 6). Never 2x.
     params, tokens = 8e9, 4096

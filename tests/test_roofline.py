@@ -198,7 +198,7 @@ def test_attainable_never_exceeds_either_roof(ai, key, data):
 
 
 # Attainable TFLOP/s worked by hand from the published figures (shared reference hardware.md:
-# bandwidth in TB/s, dense peak), on both sides of each ridge (issue 36.4: the property test
+# bandwidth in TB/s, dense peak), on both sides of each ridge (the property test
 # above used to restate min(peak, ai x bw), which passes with any model that computes it).
 @pytest.mark.parametrize("key, precision, ai, want", [
     ("a100-sxm-80gb", "fp16", 100, 203.9),    # 100 FLOP/B x 2.039 TB/s < 312
@@ -306,12 +306,12 @@ def test_ai_levers_for_4096_bf16_gemm_with_64_tiles():
     assert skinny["4x batch (M)"].ai == pytest.approx(64 * 4096 / (64 * 64 + 4096 + 64))  # 31.8
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 from labs.core import models  # noqa: E402
 
 
 def test_every_device_has_a_sourced_achievable_derating():
-    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
     for d in hardware.all_devices():
         der = R.achievable(d)
@@ -324,7 +324,7 @@ def test_every_device_has_a_sourced_achievable_derating():
 
 
 def test_derated_time_divides_by_the_fractions():
-    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
     der = R.Derating(0.5, 0.8, "test")
     tb = R.time_bounds(1e12, 1e9, "h100-sxm", "bf16", derating=der)
@@ -337,7 +337,7 @@ def test_derated_time_divides_by_the_fractions():
 
 
 def test_measured_roofs_give_the_derating():
-    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
     der = R.derating_from_measurement("h100-sxm", {"bf16": 700.0, "fp32": 50.0}, 3000.0,
                                       source="my run")
@@ -349,7 +349,7 @@ def test_measured_roofs_give_the_derating():
 
 
 def test_elementwise_ops_run_on_the_vector_ceiling():
-    """(Issue 14, the physics review, item 5: the vector (non-tensor) ceiling for elementwise
+    """(The physics review: the vector (non-tensor) ceiling for elementwise
     ops.)"""
     gelu = F.elementwise("gelu", 1 << 20, "fp16")
     assert gelu.compute == R.VECTOR
@@ -363,7 +363,7 @@ def test_elementwise_ops_run_on_the_vector_ceiling():
 
 
 def test_vector_ceiling_is_sourced_and_a_lower_bound_without_one():
-    """(Issue 14, the physics review, item 5: the vector (non-tensor) ceiling for elementwise
+    """(The physics review: the vector (non-tensor) ceiling for elementwise
     ops.)"""
     for d in hardware.all_devices():
         v = R.peak_tflops(d, R.VECTOR)
@@ -376,7 +376,7 @@ def test_vector_ceiling_is_sourced_and_a_lower_bound_without_one():
 
 
 def test_fp8_weights_lever_halves_only_the_weight_bytes():
-    """(Issue 14, the physics review, item 8: Lab 1's "fp8 weights" lever halves the weights
+    """(The physics review: Lab 1's "fp8 weights" lever halves the weights
     only.)"""
     m, n, k, t = 16, 8192, 8192, 64
     lv = {x.name: x for x in R.ai_levers(m, n, k, "h100-sxm", "bf16", tile=t)}
@@ -390,7 +390,7 @@ def test_fp8_weights_lever_halves_only_the_weight_bytes():
 
 
 def test_time_bounds_name_the_no_overlap_estimate():
-    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
     tb = R.time_bounds(1e12, 1e9, "h100-sxm", "bf16")
     assert tb.no_overlap == tb.t_compute + tb.t_memory + tb.t_overhead
@@ -399,7 +399,7 @@ def test_time_bounds_name_the_no_overlap_estimate():
 
 
 def test_flop_utilisation_for_a_kernel():
-    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
     assert R.flop_utilization(494.75, "h100-sxm", "fp16") == pytest.approx(0.5)
     assert R.flop_utilization_bound(1.0, "h100-sxm", "fp16") == pytest.approx(3.35 / 989.5)

@@ -162,7 +162,7 @@ def test_hierarchy_levels_of_a_synthetic_sweep():
 # Marked ``torch`` (skipped without it, conftest.py); the rest of this file runs without torch.
 
 #: What the physics allows for ONE thread reading a working set (fastest repetition), the
-#: bounds the real sweep is held to (hand-derived; issue 36.5):
+#: bounds the real sweep is held to (hand-derived):
 #: * any level: at most 3 loads per cycle (the most any x86 or Arm core issues) x 64 B (a whole
 #:   AVX-512 vector or cache line) x 6 GHz (above any shipping boost clock) = 1152 GB/s;
 #: * main memory: at most what one core's outstanding misses can carry (Little's law): 64 lines
@@ -229,7 +229,7 @@ class _Clock:
 
 @pytest.mark.torch
 def test_the_budget_marks_what_it_could_not_reach(monkeypatch):
-    """Deterministic (issue 36.6: with the real clock a quiet machine read all 12 sizes within
+    """Deterministic (with the real clock a quiet machine read all 12 sizes within
     0.05 s, 1 run in 4, and the test failed). The sweep reads its clock once at the start and
     once before each size. With the clock at 0.00 and +0.01 s per read, budget 0.05 s in
     ROUNDS = 2 rounds (round 1 ends at 0.025 s, round 2 at 0.05 s), coarse to fine
@@ -274,7 +274,7 @@ SAWTOOTH_PREDICTED = {
 
 @pytest.mark.torch
 def test_gemm_sawtooth_rows_and_the_models_prediction():
-    """The prediction is checked for whatever tile this machine has (issue 36.1: it was checked
+    """The prediction is checked for whatever tile this machine has (it was checked
     only for T = 16, so an AVX-512 machine, T = 32, checked nothing)."""
     s = M.gemm_sawtooth("cpu", sizes=[64, 68, 80], budget_s=2)
     assert s.kind == "cpu" and s.units == 1 and s.tile in SAWTOOTH_PREDICTED

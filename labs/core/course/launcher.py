@@ -1,4 +1,4 @@
-"""``roofline-labs``: open the labs the way a student should first see them (issue 18.2).
+"""``roofline-labs``: open the labs the way a student should first see them.
 
 ``marimo edit labs/`` shows a student the machinery: every cell's code, the gallery and the
 instructor dashboard next to the labs, and an "Ancestor stopped" error under every instrument
@@ -15,7 +15,7 @@ that waits for a prediction. The launcher instead
    instruments, figures are never cut for size, the lab files are not auto-saved) and a style
    sheet that hides marimo's "Ancestor stopped" notice in the code view;
 3. starts ``marimo edit`` on the workspace (127.0.0.1, no browser of its own) at a **stable
-   address** (issue 34.11): the port and access token are kept in the workspace
+   address**: the port and access token are kept in the workspace
    (``.roofline/server.json``, readable by the student only), so a link or bookmark from an
    earlier session works again after a restart. The port is :data:`DEFAULT_PORT` the first
    time (or ``--port``); when it is taken, the next free one is used, said, and kept. Then it

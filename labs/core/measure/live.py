@@ -111,7 +111,7 @@ def read_at_press(**widgets) -> Callable[[], SimpleNamespace]:
 
     A measurement cell that names its settings widgets re-runs on every step of them, which
     (the button reset by then) throws a finished measurement away, and costs a browser step
-    every cell below (issue 15). Made in the settings' own cell and called inside the job, it
+    every cell below. Made in the settings' own cell and called inside the job, it
     reads them at the press instead, and the measurement cell names no widget but its button."""
     def settings() -> SimpleNamespace:
         return SimpleNamespace(**{name: w.value for name, w in widgets.items()})

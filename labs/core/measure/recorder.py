@@ -21,7 +21,7 @@ _RECORDER = None
 #: per operator inside the recorder (dispatch, recording, event calls; ~90 µs measured on an
 #: H200 host), or that work lands between the events and is timed. At the timer's 50 µs a view
 #: (no kernel) read 39 µs and the MLP's operators summed to 2.0x the pass; at 1000 µs, 1.3 µs
-#: and 1.01x (2026-11-26, issue 36.7). Costs 1 ms of GPU idle per operator per profiled pass.
+#: and 1.01x (2026-11-26). Costs 1 ms of GPU idle per operator per profiled pass.
 OP_SPACER_US = 1000.0
 
 

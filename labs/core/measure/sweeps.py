@@ -249,7 +249,7 @@ class EmpiricalRoofline:
         rate scalar kernels and elementwise ops run at: the measured fp32 GEMM (torch runs fp32
         matmuls on the CUDA cores, TF32 off by default), else the registry's vector rate for
         this GPU, else (a CPU: no tensor units) the best measured floating-point peak. Never a
-        GPU's tensor-core peak (issue 32.12). ValueError for a GPU with neither."""
+        GPU's tensor-core peak. ValueError for a GPU with neither."""
         if "fp32" in self.peaks:
             return self.peaks["fp32"], "measured fp32 GEMM"
         spec = self.info.spec()

@@ -2,7 +2,7 @@
 
 A lab whose prediction gates are closed draws no figure and computes on plain floats, so it
 never needs numpy; importing it anyway cost every cold run and every student-copy export
-0.12 s on the reference VM (issue 19.3, ``python -X importtime``). The modules a closed gate
+0.12 s on the reference VM (``python -X importtime``). The modules a closed gate
 loads (``roofline``, ``staircase``, ``figures``, ``charts``, ``labelplace``) therefore take
 numpy through :data:`numpy`, which imports it when an attribute is first read and from then
 on answers from its own ``__dict__`` (one dictionary lookup, like a module's).

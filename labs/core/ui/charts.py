@@ -236,7 +236,7 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def decade_ticks(values) -> dict:
-    """One tick per decade of a log axis, every label in one style (issue 34.10: plotly's SI
+    """One tick per decade of a log axis, every label in one style (plotly's SI
     labels mixed "100µ" with "0.001" and "10k" with "1000"): plain numbers with thousands
     separators ("0.01", "1", "10,000") when the decades run from 0.001 to 1,000,000, else
     powers of ten for all ("10⁻⁷", "10⁻³", "10⁰")."""

@@ -44,7 +44,7 @@ def _log_axis(title: str, values, pad: float = 2.0) -> dict:
 
 def _seconds_axis(title: str, values) -> dict:
     """A log time axis whose decades read "10 µs", "1 ms", "1 s": one unit per tick, never
-    plotly's mix of "100µ" and "0.001" (issue 34.10)."""
+    plotly's mix of "100µ" and "0.001"."""
     axis = _log_axis(title, values)
     lo, hi = axis["range"]
     ticks = [10.0 ** e for e in range(int(lo), int(hi) + 1)]
@@ -156,7 +156,7 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
     binding = "link" if on_link < on_hbm else "HBM" if on_hbm < peak else "compute"
     bound = min(on_hbm, on_link)
     # the points are named in the legend, not by text on the plot: a label beside a point
-    # sat on the compute roof or on the other label (issue 34.10)
+    # sat on the compute roof or on the other label
     for label, x, y, key, symbol in (
             ("HBM intensity", ai_hbm, on_hbm, "memory", "circle"),
             ("link intensity", ai_link, on_link, LINK_COLOR_KEY, "square")):

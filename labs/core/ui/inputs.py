@@ -1,4 +1,4 @@
-"""Number boxes for the labs (issue 18.4): ``mo.ui.number`` clamps what a student types into its
+"""Number boxes for the labs: ``mo.ui.number`` clamps what a student types into its
 range in the browser, without a word (0, -5 and 1e9 all became 0.001). :class:`NumberBox` reads
 the text with the course's one rule (:mod:`labs.core.ui.numbers`): a refused entry shows a
 message (:func:`input_messages`) and the box keeps its last good value.

@@ -1,5 +1,4 @@
-"""How a number a student types is read and checked: one rule for the whole course (issues 18.4,
-34.4, 34.5).
+"""How a number a student types is read and checked: one rule for the whole course.
 
 :func:`check_number` reads what a student types into a box of known units and range and either
 returns the number as it will be stored or a message that says what was wrong and what to type

@@ -387,7 +387,7 @@ def figure_with_note(figure, note: str | None = None) -> mo.Html:
     Why: marimo's frontend keeps a plotly figure and updates it in place (Plotly.react) only
     while its output keeps the same shape. A stack that goes from one child to two as a note
     appears or disappears mounts the figure anew, drawn from scratch: measured in chromium
-    at 1.0 s against 0.12 s per slider step (``benchmarks/bench_browser.py``, issue 15).
+    at 1.0 s against 0.12 s per slider step (``benchmarks/bench_browser.py``).
     An empty note keeps the second child, and shows nothing."""
     return mo.vstack([figure, mo.md(note or "")])
 
@@ -458,7 +458,7 @@ def gate_notice(message: str):
 def takeaways_gate(predictions: Sequence) -> mo.Html | None:
     """The notice a lab's takeaways cell stops on while any of ``predictions`` (the lab's
     prediction values, None until locked) is open, or None once all are locked. Takeaways
-    state the answers, so they wait for every prediction (issue 16)::
+    state the answers, so they wait for every prediction::
 
         mo.stop(style.takeaways_gate(preds) is not None, style.takeaways_gate(preds))
     """
