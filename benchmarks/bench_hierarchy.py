@@ -22,7 +22,7 @@ much shorter a call gets from 1 MiB to 1 KiB): lock those predictions in the lab
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import datetime
 import json
 import os
 import platform
@@ -53,8 +53,8 @@ def record(budget: float) -> dict:
     saw = measure.gemm_sawtooth(info, budget_s=10)
     peak = measure.time_gemm(512, 512, 512, "fp32", device=info, budget_s=2, threads=1)
     return {
-        "date": dt.date.today().isoformat(), "host": platform.node(), "cpu": info.name,
-        "time_utc": dt.datetime.now(dt.timezone.utc).strftime("%H:%M"),
+        "date": datetime.date.today().isoformat(), "host": platform.node(), "cpu": info.name,
+        "time_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M"),
         "device_kind": info.kind, "torch": info.torch_version, "threads": sweep.threads,
         "load_average": sweep.load_average, "memory_bytes": _ram_bytes("MemTotal"),
         "caches": [{"name": c.name, "bytes": c.size_bytes, "scope": c.scope,

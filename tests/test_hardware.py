@@ -156,7 +156,7 @@ def test_custom_device_rejects_bad_numbers(kwargs, msg):
 
 # --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 from labs.core import models  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+from labs.core import roofline  # noqa: E402
 
 
 def test_capacities_are_bytes_with_their_unit():
@@ -180,4 +180,4 @@ def test_b200_matches_the_current_blackwell_datasheet():
     for field in ("fp32", "bandwidth_gbs", "bf16"):
         src = b.source(field)
         assert "Blackwell datasheet" in src and "2025" in src, field
-    assert R.ridge_point(b, "bf16") == pytest.approx(2250 / 7.7)
+    assert roofline.ridge_point(b, "bf16") == pytest.approx(2250 / 7.7)

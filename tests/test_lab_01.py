@@ -321,9 +321,9 @@ import math  # noqa: E402
 from types import SimpleNamespace as NS  # noqa: E402
 
 import labs  # noqa: E402
-from labs.core import formulas as F  # noqa: E402
-from labs.core import fusion as FU  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+from labs.core import formulas  # noqa: E402
+from labs.core import fusion  # noqa: E402
+from labs.core import roofline  # noqa: E402
 
 LABS = Path(labs.__file__).parent
 
@@ -342,14 +342,14 @@ def test_part_3_gemm_is_roofline_bound_on_both_devices_not_overhead():
     spec.loader.exec_module(mod)
     _, defs = mod.app.run()
     o = defs["OVERLAY_SCENARIO"]
-    g = F.gemm(o.get("m", o.get("n")), o["n"], o.get("k", o["n"]), o["precision"])
-    assert R.regime(g.ai, o["edge"], o["precision"]) == R.COMPUTE
-    assert R.regime(g.ai, o["datacenter"], o["precision"]) == R.MEMORY
+    g = formulas.gemm(o.get("m", o.get("n")), o["n"], o.get("k", o["n"]), o["precision"])
+    assert roofline.regime(g.ai, o["edge"], o["precision"]) == roofline.COMPUTE
+    assert roofline.regime(g.ai, o["datacenter"], o["precision"]) == roofline.MEMORY
     # enough 128 x 128 output tiles to give every SM of the datacenter GPU work, and enough work
     # that a 5 us launch is a small part of it
     tiles = math.ceil(o.get("m", o["n"]) / 128) * math.ceil(o["n"] / 128)
-    assert tiles >= 0.9 * FU.onchip(o["datacenter"]).sms
-    assert R.time_bounds(g.flops, g.bytes, o["datacenter"], o["precision"]).lower >= 5 * 5e-6
+    assert tiles >= 0.9 * fusion.onchip(o["datacenter"]).sms
+    assert roofline.time_bounds(g.flops, g.bytes, o["datacenter"], o["precision"]).lower >= 5 * 5e-6
 
 
 # --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
@@ -369,14 +369,14 @@ def test_lever_chart_opens_on_the_question_and_agrees_with_the_verdict(env, lab1
              "m_slider": NS(value=4096), "n_slider": NS(value=4096), "k_slider": NS(value=4096)}
     outputs, defs = lab1.run(defs=preds)
     sc = defs["SCENARIO"]
-    assert defs["levers"] == R.ai_levers(sc["m"], sc["n"], sc["k"], "h100-sxm", "bf16", tile=64)
+    assert defs["levers"] == roofline.ai_levers(sc["m"], sc["n"], sc["k"], "h100-sxm", "bf16", tile=64)
     best = max(defs["levers"][1:], key=lambda lv: lv.ai)
     # the figure itself says why its AI (a tiled kernel's bytes) is not Part 1's
     (note,) = [a.text for a in defs["levers_figure"].layout.annotations
                if "Part 1" in (a.text or "")]
     note = html.unescape(note.replace("<br>", " "))
     assert f"{quiz.format_value(defs['levers'][0].ai)} FLOP/B today" in note
-    assert f"Part 1's {quiz.format_value(F.gemm(16, 8192, 8192).ai)} FLOP/B" in note
+    assert f"Part 1's {quiz.format_value(formulas.gemm(16, 8192, 8192).ai)} FLOP/B" in note
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert results["lab01.levers"]["actual"] == best.name  # chart and verdict: one answer
 

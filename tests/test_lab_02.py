@@ -275,7 +275,7 @@ import re  # noqa: E402
 from types import SimpleNamespace as NS  # noqa: E402
 
 import labs  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+from labs.core import roofline  # noqa: E402
 from notebook_support import choice  # noqa: E402
 
 LABS = Path(labs.__file__).parent
@@ -345,7 +345,7 @@ def test_judges_at_the_students_own_measured_roofs_when_lab3_measured_the_device
     assert "your Lab 3 measurement" in _texts(outputs)
     # another device: the sourced default, not this measurement
     _, defs = lab2.run(defs={**preds, "device_picker": NS(value="b200")})
-    assert defs["design_derating"] == R.achievable("b200")
+    assert defs["design_derating"] == roofline.achievable("b200")
 
 
 # --- instruments open on what they reveal (LABS_SPEC §3) ---------------------------------
@@ -412,9 +412,9 @@ def test_a_weight_only_design_says_its_decode_speed_is_the_best_case(env, app):
     every weight is dequantised first, work no bound here charges: wherever the lab shows
     such a design's decode speed (Part 3's bounds, Part 4's live check) it says so and quotes
     the published measurements (gpt-fast on an A100: 1.48x for int8, 1.88x for int4)."""
-    from labs.core import precision_study as PS
+    from labs.core import precision_study
 
-    measured = PS.measured_weight_only_text()
+    measured = precision_study.measured_weight_only_text()
     assert "1.48×" in measured and "1.88×" in measured
     for weights in ("int8", "int4-g128"):
         outputs, defs = app.run(defs={**PREDICTIONS, **_formats(weights=weights)})

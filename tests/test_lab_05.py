@@ -11,12 +11,12 @@ from types import SimpleNamespace as NS
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import hierarchy as H
+from labs.core import hierarchy
 from labs.core import measure, quiz
 from labs.core.measure import live
-from labs.core import quantization as Q
-from labs.core import reference_machine as RM
-from labs.core import staircase as S
+from labs.core import quantization
+from labs.core import reference_machine
+from labs.core import staircase
 from labs.core.measure.caches import CacheLevel, CacheSizes
 from labs.core.measure.working_set import SweepPoint, WorkingSetSweep
 from labs.core.physics import misconceptions
@@ -155,41 +155,41 @@ def test_unlocked_run_shows_figures_and_core_numbers():
     # nothing measured: the staircase is the reference machine's recording
     assert defs["hierarchy_run"] is None
     ref = defs["staircase_figure"].data[0]
-    assert list(ref.y) == [p[1] for p in RM.SWEEP]
+    assert list(ref.y) == [p[1] for p in reference_machine.SWEEP]
     # Part 2 on the opening machine (A100, bf16): the picked kernel and every kernel are core's
-    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    a100 = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert defs["machine"] == a100
     naive = defs["all_points"]["naive GEMM"]
-    assert naive == H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
+    assert naive == hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
     assert naive.binding == "L1 / shared memory"  # L1 absorbs the block's loads
     # Part 2 has no GEMM with a cache tile: that, and the library's tile, are Part 3's
     assert set(defs["all_points"]) == {"naive GEMM", "5-point stencil",
                                        "sum reduction (re-read)", "flash-attention tile (Lab 4)"}
-    assert defs["gemm_register_picker"].value == H.DEFAULT_REGISTER_TILE["gpu"]
+    assert defs["gemm_register_picker"].value == hierarchy.DEFAULT_REGISTER_TILE["gpu"]
     # Part 3: N = 8192, T = 64, r = 64
-    assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
+    assert defs["tile_point"] == hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
                                                        register_tile=64), a100)
     # Part 4: the wave model's curve is core's
     fig = defs["wave_figure"].data[0]
-    assert list(fig.y) == pytest.approx(Q.efficiency_curve(list(fig.x), 128, 132))
+    assert list(fig.y) == pytest.approx(quantization.efficiency_curve(list(fig.x), 128, 132))
 
 
 def test_comparisons_use_core_values():
     outputs, _ = run()
     text = shown(outputs)
-    ratio = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
+    ratio = staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM")
     assert f"{ratio:.1f} ×" in text  # the reference machine's ratio, before measuring
     assert "The L1 / shared-memory roof" in text  # Part 2's answer for the A100
     # Part 3: L2 serves the tile's misses, b (2 N^2 ceil(N/T) + N^2): (2*128+1) / (2*64+1)
     assert f"{257 / 129:.2f} ×" in text
-    assert f"{Q.relative_throughput(1280, 1536, 128, 132):.2f}" in text  # 0.72
+    assert f"{quantization.relative_throughput(1280, 1536, 128, 132):.2f}" in text  # 0.72
 
 
 def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     outputs, defs = app.run()
     assert defs["staircase_prediction"].value == pytest.approx(
-        S.plateau_ratio(RM.plateaus(), "L2", "DRAM"), abs=0.01)
+        staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM"), abs=0.01)
     # the SMs' loads, 2 N^3 b at 0.5 FLOP/B x 19.5 TB/s = 9.7 TFLOP/s, bind (L1
     # keeps what a 32 x 32 block's warps share; L2's roof is 15.75 x 7.2 = 114 TFLOP/s)
     assert defs["binding_prediction"].value == "L1 / shared memory"
@@ -197,7 +197,7 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     # the traffic L2 serves (the shared-memory tile's misses), T 64 -> 128, N = 8192:
     # (2 ceil(8192/64) + 1) / (2 ceil(8192/128) + 1) = 257 / 129 (derived by hand)
     assert defs["tile_prediction"].value == pytest.approx(257 / 129, abs=0.005)
-    rows = dict(RM.OVERHEAD_ROWS)
+    rows = dict(reference_machine.OVERHEAD_ROWS)
     assert defs["shrink_prediction"].value == pytest.approx(rows[MIB] / rows[KIB], abs=0.01)
     # N = 1,280 -> 1,536 on 132 SMs: (144 / 264) / (100 / 132) = 0.72 (derived by hand)
     assert defs["wave_prediction"].value == pytest.approx(0.72, abs=0.001)
@@ -235,7 +235,7 @@ def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
     msg = shown(outputs)
     assert "accumulators take 256 KiB of registers per block" in msg
     assert "has 256 KiB of registers in all" in msg and "Shrink the tile to back out." in msg
-    assert bad["tile_point"] is None and isinstance(bad["tile_error"], H.LaunchError)
+    assert bad["tile_point"] is None and isinstance(bad["tile_error"], hierarchy.LaunchError)
     # the figure draws the tiles that launch and marks the rest
     assert bad["tiles_failed"] == [256, 512, 1024, 2048, 4096, 8192][:len(bad["tiles_failed"])]
     assert 256 in bad["tiles_failed"] and isinstance(bad["tile_figure"], go.Figure)
@@ -284,7 +284,7 @@ def test_a_measured_level_without_a_plateau_reads_undetermined_never_compute():
                         gemm_register_picker=8, gemm_tile_slider=16, gemm_n_slider=1024)
     text = shown(outputs)
     assert defs["machine"].level("L3").bandwidth_gbs is None
-    assert defs["tile_point"].binding == H.UNDETERMINED
+    assert defs["tile_point"].binding == hierarchy.UNDETERMINED
     assert "what binds is undetermined" in text and "L3 has no published or measured" in text
 
 
@@ -355,11 +355,11 @@ def test_part_2_has_no_cache_tile_and_part_3_moves_it():
     """Part 2's explorer has no tile widget and no GEMM with a cache tile, so it cannot read off
     how a GEMM's traffic falls with the tile, Prediction 3's question; Part 3 does."""
     _, defs = run(kernel_picker="flash-attention tile (Lab 4)", size_slider=8192)
-    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    a100 = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert not {"tile_slider", "register_picker"} & set(defs)
-    assert defs["all_points"]["flash-attention tile (Lab 4)"] == H.place(
-        H.flash_kernel(1, 32, 8192, 128, 128, 128, "bf16"), a100)
-    assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
+    assert defs["all_points"]["flash-attention tile (Lab 4)"] == hierarchy.place(
+        hierarchy.flash_kernel(1, 32, 8192, 128, 128, 128, "bf16"), a100)
+    assert defs["tile_point"] == hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
                                                        register_tile=64), a100)
     outputs, defs = run(gemm_register_picker=64, gemm_tile_slider=16)
     assert "The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
@@ -368,7 +368,7 @@ def test_part_2_has_no_cache_tile_and_part_3_moves_it():
 
 def test_the_reference_machine_is_a_cpu_hierarchy():
     outputs, defs = run(machine_picker="reference")
-    assert defs["machine"] == RM.as_hierarchy()
+    assert defs["machine"] == reference_machine.as_hierarchy()
     assert defs["all_points"]["naive GEMM"].hierarchy.kind == "cpu"
     assert "hierarchical_roofline" in defs
 
@@ -408,7 +408,7 @@ def test_a_machine_whose_caches_sit_close_is_graded_against_the_reference_machin
     assert "its L3 plateau (3.1× DRAM's)" in text and "1.22×" in text
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events()
                if e["kind"] == "result"}
-    reference = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
+    reference = staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM")
     assert results["lab05.staircase_ratio"]["actual"] == pytest.approx(reference, abs=0.05)
     # a wrong model on this machine is graded wrong against what is recorded
     assert not quiz.within_factor(90.5 / 28.9, results["lab05.staircase_ratio"]["actual"],
@@ -441,7 +441,7 @@ def test_a_gpu_measurement_compares_l2_with_hbm_and_draws_the_driver_and_registr
     machine = defs["machine"]  # Parts 2 and 3 use the registry's sizes, the measured roofs
     assert machine.level("L2").bandwidth_gbs == pytest.approx(7000)
     assert machine.level("HBM").bandwidth_gbs == pytest.approx(2800)
-    assert machine.level("L2").capacity_bytes == H.gpu_hierarchy("h100-sxm").level(
+    assert machine.level("L2").capacity_bytes == hierarchy.gpu_hierarchy("h100-sxm").level(
         "L2").capacity_bytes
 
 
@@ -461,7 +461,7 @@ def test_pressing_measure_without_torch_says_why_and_grades_the_reference(monkey
     results = [e for e in defs["lab"].events() if e["kind"] == "result"
                and e["item_id"] == "lab05.staircase_ratio"]
     assert [e["payload"]["actual"] for e in results] == [pytest.approx(
-        S.plateau_ratio(RM.plateaus(), "L2", "DRAM"))]
+        staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM"))]
 
 
 def test_the_per_call_prediction_is_graded_against_this_machines_sweep(monkeypatch):
@@ -476,7 +476,7 @@ def test_the_per_call_prediction_is_graded_against_this_machines_sweep(monkeypat
     assert "your machine, median time per call (graded)" in shown(outputs)
     outputs, defs = run(overhead_unavailable="torch is not installed")
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events() if e["kind"] == "result"}
-    rows = dict(RM.OVERHEAD_ROWS)
+    rows = dict(reference_machine.OVERHEAD_ROWS)
     assert results["lab05.shrink_speedup"]["actual"] == pytest.approx(rows[MIB] / rows[KIB])
 
 

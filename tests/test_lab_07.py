@@ -254,7 +254,7 @@ def test_the_grader_and_dashboard_know_lab_7(env, app, no_measuring, tmp_path):
     import csv
 
     from labs.core import catalogue
-    from labs.core import grading as G
+    from labs.core import grading
 
     _, defs = app.run()
     for form, answer in {"dominant_small_form": "weight GEMMs",
@@ -265,7 +265,7 @@ def test_the_grader_and_dashboard_know_lab_7(env, app, no_measuring, tmp_path):
     assert entry.file == LAB_FILE.name and tuple(entry.item_ids) == ITEMS
     assert [i.item_id for i in catalogue.items("lab07")] == list(ITEMS)
     out = tmp_path / "graded"
-    G.main([str(env / "ledger"), "-o", str(out)])
+    grading.main([str(env / "ledger"), "-o", str(out)])
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
         row = next(r for r in csv.DictReader(f) if "ada" in r.values())
     assert float(row[entry.title]) > 0, row

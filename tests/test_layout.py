@@ -311,3 +311,64 @@ def test_no_code_doc_or_test_cites_a_tracker_number():
            if (refs := tracker_references(p.read_text(encoding="utf-8")))}
     assert bad == {}, "state the rule instead of the tracker number:\n" + "\n".join(
         f"{path}: {', '.join(refs)}" for path, refs in bad.items())
+
+
+# --- each module under one name -----------------------------------------------------------------
+
+#: Aliases every reader knows; any other module is imported under its own last name, or that name
+#: with a prefix that keeps it private or says whose it is (``_ledger``, ``ledger_store``).
+WELL_KNOWN_ALIASES = {"numpy": "np", "pandas": "pd", "marimo": "mo", "matplotlib.pyplot": "plt",
+                      "plotly.graph_objects": "go", "plotly.express": "px", "plotly.io": "pio",
+                      "hypothesis.strategies": "st", "torch.nn.functional": "F",
+                      "torch.distributed": "dist", "tomli": "tomllib"}
+#: Folders another change rewrites at the same time (the misconceptions' texts); they follow the
+#: rule when that change lands.
+ALIAS_RULE_PENDING = ("labs/core/physics/misconceptions/",)
+
+
+def _is_labs_module(name: str) -> bool:
+    parts = name.split(".")
+    if parts[:2] == ["labs", "core"] and len(parts) >= 3 and parts[2] in labs.core.SHORT_NAMES:
+        parts = labs.core.SHORT_NAMES[parts[2]].split(".") + parts[3:]
+    path = REPO.joinpath(*parts)
+    return parts[0] == "labs" and (path.with_suffix(".py").exists() or (path / "__init__.py").exists())
+
+
+def module_aliases(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, alias) for each module ``path`` imports under another name. A ``from``
+    import is a module's when it names a labs module (third-party names are not looked up)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, a.asname) for a in node.names if a.asname]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [(node.lineno, f"{node.module}.{a.name}", a.asname) for a in node.names
+                      if a.asname and _is_labs_module(f"{node.module}.{a.name}")]
+    return found
+
+
+def alias_reads_as_the_module(module: str, alias: str) -> bool:
+    own = module.split(".")[-1]
+    return (alias == own or alias.endswith("_" + own)
+            or WELL_KNOWN_ALIASES.get(module) == alias)
+
+
+def test_alias_rule_tells_a_name_from_a_nickname():
+    assert alias_reads_as_the_module("labs.core.roofline", "roofline")
+    assert alias_reads_as_the_module("labs.core.course.ledger", "_ledger")
+    assert alias_reads_as_the_module("labs.core.course.ledger.store", "ledger_store")
+    assert alias_reads_as_the_module("numpy", "np")
+    for module, alias in [("labs.core.roofline", "R"), ("labs.core.physics.precision", "_fmt"),
+                          ("labs.core.physics.models", "_m"), ("labs.core.measure", "_m"),
+                          ("labs.core.ui.style", "st"), ("datetime", "dt")]:
+        assert not alias_reads_as_the_module(module, alias), (module, alias)
+
+
+def test_every_module_is_imported_under_its_own_name():
+    """No one-letter or cryptic module aliases (``R``, ``_fmt``, ``_m``): a reader meets each
+    module under one name everywhere."""
+    files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")
+             if not str(p.relative_to(REPO)).startswith(ALIAS_RULE_PENDING)]
+    bad = [f"{p.relative_to(REPO)}:{line}: {module} as {alias}" for p in sorted(files)
+           for line, module, alias in module_aliases(p) if not alias_reads_as_the_module(module, alias)]
+    assert bad == [], "import each module under its own name:\n" + "\n".join(bad)

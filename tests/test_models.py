@@ -2,7 +2,7 @@
 
 import pytest
 
-from labs.core import formulas as F
+from labs.core import formulas
 from labs.core import hardware, models, serving
 
 
@@ -295,8 +295,8 @@ def test_llama_3_context_window_is_8k():
 
 
 # --- moved from tests/test_physics_review.py (filed by the module they test) ---------
-from labs.core import precision as P  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+from labs.core import precision  # noqa: E402
+from labs.core import roofline  # noqa: E402
 
 LLAMA = models.get("llama-3-8b")
 
@@ -337,7 +337,7 @@ def test_prefill_time_uses_the_derived_compute_precision():
     """(The physics review: compute precision follows from weights and
     activations.)"""
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int4")
-    v = serving.check_design("edge", "jetson-orin-nx-16gb", derating=R.SPEC, **kw)
+    v = serving.check_design("edge", "jetson-orin-nx-16gb", derating=roofline.SPEC, **kw)
     pre = next(c for c in v.checks if c.name == "prefill time")
     flops = models.step_bound("llama-3-8b", "jetson-orin-nx-16gb", "prefill", batch=1,
                               seq_len=4096, weight_precision="int4").flops
@@ -350,7 +350,7 @@ def test_spec_only_pass_is_not_ruled_out_and_never_called_feasible():
     """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int8")
-    tight = R.Derating(0.8, 0.75, "test")
+    tight = roofline.Derating(0.8, 0.75, "test")
     v = serving.check_design("edge", "jetson-agx-orin-64gb", derating=tight, **kw)
     assert v.not_ruled_out and not v.meets_target
     assert "not ruled out" in v.summary().lower() and "feasible" not in v.summary().lower()
@@ -358,7 +358,7 @@ def test_spec_only_pass_is_not_ruled_out_and_never_called_feasible():
     ok = serving.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int4",
                              model="llama-3-8b", batch=1, seq_len=4096)
     assert ok.meets_target and "feasible" not in ok.summary().lower()
-    assert ok.derating == R.achievable("jetson-agx-orin-64gb")
+    assert ok.derating == roofline.achievable("jetson-agx-orin-64gb")
     bad = serving.check_design("edge", "h100-sxm", model="llama-3-8b", batch=1, seq_len=4096)
     assert not bad.not_ruled_out and "ruled out" in bad.summary().lower()
     assert "feasible" not in bad.summary().lower()
@@ -384,8 +384,8 @@ def test_step_time_counts_norms_at_the_vector_ceiling():
     ops.)"""
     ops = models.step_ops("llama-3-8b", "prefill", 1, 2048)
     s = models.step_bound("llama-3-8b", "h100-sxm", "prefill", batch=1, seq_len=2048,
-                          derating=R.SPEC)
-    want = sum(o.flops / (R.peak_tflops("h100-sxm", o.compute) * 1e12) for o in ops)
+                          derating=roofline.SPEC)
+    want = sum(o.flops / (roofline.peak_tflops("h100-sxm", o.compute) * 1e12) for o in ops)
     assert s.t_compute == pytest.approx(want)
 
 
@@ -395,12 +395,12 @@ def test_critical_decode_batch_is_where_the_gemms_cross_the_ridge(hw, w):
     """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
     b = serving.critical_decode_batch("llama-3-8b", hw, weight_precision=w)
-    ridge = R.ridge_point(hw, P.matmul_compute(w, "bf16"))
+    ridge = roofline.ridge_point(hw, precision.matmul_compute(w, "bf16"))
     kw = dict(weight_precision=w)
     assert serving.decode_gemm_ai("llama-3-8b", b, **kw) >= ridge
     assert serving.decode_gemm_ai("llama-3-8b", b - 1, **kw) < ridge
     # about ridge x b_w / 2
-    assert b == pytest.approx(ridge * P.bytes_per_element(w) / 2, rel=0.2)
+    assert b == pytest.approx(ridge * precision.bytes_per_element(w) / 2, rel=0.2)
 
 
 def test_decode_attention_stays_memory_bound_at_any_batch():
@@ -412,7 +412,7 @@ def test_decode_attention_stays_memory_bound_at_any_batch():
         assert ai == pytest.approx(2 * (m.heads / m.kv_heads) / 2, rel=0.01)  # ~4 FLOP/B bf16
     for d in hardware.all_devices():
         for p in d.precisions:
-            assert serving.decode_attention_ai(m, 256, 8192) < R.ridge_point(d, p)
+            assert serving.decode_attention_ai(m, 256, 8192) < roofline.ridge_point(d, p)
 
 
 # --- causal halving and the vector ceiling in the operator model -------------------------------------------------------------------

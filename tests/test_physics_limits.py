@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from labs.core import formulas as F
+from labs.core import formulas
 from labs.core import hardware, models, roofline, tiny_models
 from labs.core.physics import _validate, fusion, serving
 
@@ -48,22 +48,22 @@ def test_tiled_gemm_bytes_with_1e300_bytes_per_element_is_refused():
 
 def test_contiguous_groups_of_1e15_ops_is_refused_not_a_memory_error():
     with pytest.raises(ValueError, match=r"n_ops=1000000000000000 is too many ops"):
-        F.contiguous_groups(10**15, 2)
+        formulas.contiguous_groups(10**15, 2)
     with pytest.raises(ValueError, match="n_ops"):
-        F.chain_groups(None, 10**15)
+        formulas.chain_groups(None, 10**15)
 
 
 # --- the general rule, over the physics this lab owns ------------------------------------------
 
 LLAMA = "llama-3-8b"
 CASES = [
-    ("gemm", lambda v: F.gemm(v, 4096, 4096), "m"),
-    ("gemv", lambda v: F.gemv(4096, v), "k"),
-    ("linear", lambda v: F.linear(v, 4096, 4096), "tokens"),
-    ("attention", lambda v: F.attention(1, 32, 1, v, 128, fused=True), "seq_kv"),
-    ("elementwise_chain", lambda v: F.elementwise_chain(v, ["gelu", "dropout"]), "n_elements"),
-    ("mlp", lambda v: F.mlp(v, 4096, 14336, gated=True, backward=True), "tokens"),
-    ("scaled", lambda v: F.gemm(4096, 4096, 4096).scaled(v), "times"),
+    ("gemm", lambda v: formulas.gemm(v, 4096, 4096), "m"),
+    ("gemv", lambda v: formulas.gemv(4096, v), "k"),
+    ("linear", lambda v: formulas.linear(v, 4096, 4096), "tokens"),
+    ("attention", lambda v: formulas.attention(1, 32, 1, v, 128, fused=True), "seq_kv"),
+    ("elementwise_chain", lambda v: formulas.elementwise_chain(v, ["gelu", "dropout"]), "n_elements"),
+    ("mlp", lambda v: formulas.mlp(v, 4096, 14336, gated=True, backward=True), "tokens"),
+    ("scaled", lambda v: formulas.gemm(4096, 4096, 4096).scaled(v), "times"),
     ("kv_cache_bytes", lambda v: models.get(LLAMA).kv_cache_bytes(batch=v, seq_len=v), "batch"),
     ("weight_bytes_read", lambda v: models.get(LLAMA).weight_bytes_read(tokens=v), "tokens"),
     ("step_bound", lambda v: models.step_bound(LLAMA, "h100-sxm", "decode", batch=v,
@@ -108,4 +108,4 @@ def test_the_culprit_is_the_argument_furthest_from_one():
 
 def test_an_argument_that_is_itself_infinite_keeps_its_own_message():
     with pytest.raises(ValueError, match="m must be finite, got inf"):
-        F.gemm(math.inf, 1, 1)
+        formulas.gemm(math.inf, 1, 1)

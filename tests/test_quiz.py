@@ -12,7 +12,7 @@ import pytest
 from isolation_support import (CHROMIUM_ARGS, CHROMIUM_CANDIDATES, browser_required,
                                chromium_path)
 
-from labs.core import ledger as L
+from labs.core import ledger
 from labs.core import quiz
 from labs.core.course.quiz import explain as quiz_explain
 from labs.core.course.quiz import lock as quiz_lock
@@ -23,8 +23,8 @@ LAB_FILE = Path(__file__).parent / "_lock_lab.py"
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     """A private ledger folder, config folder and student id for each test."""
-    monkeypatch.setenv(L.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
-    monkeypatch.setenv(L.ENV_STUDENT_ID, "ada")
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
+    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     return tmp_path / "ledger"
 
@@ -217,7 +217,7 @@ def test_locked_card_escapes_student_text(lab):
                              hi=10, locked=None, on_lock=lambda p: None)
     assert quiz.prediction_panel(form, None) is form
     pred = quiz.Prediction("locklab.x", 3, units="GB/s", confidence=2,
-                           reason='<img src=x onerror="alert(1)">', timestamp=L.utc_now())
+                           reason='<img src=x onerror="alert(1)">', timestamp=ledger.utc_now())
     assert "marimo-callout" in _html(quiz.prediction_panel(form, pred))
     text = quiz.locked_card_html(pred)
     assert "<img" not in text and "&lt;img" in text and "3 GB/s" in text
@@ -344,7 +344,7 @@ def test_number_parsing_and_formatting():
 
 def test_events_before_the_student_id_are_kept_and_written_once_given(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv(L.ENV_STUDENT_ID, raising=False)
+    monkeypatch.delenv(ledger.ENV_STUDENT_ID, raising=False)
     seen = []
     lab = quiz.LabSession("locklab", str(LAB_FILE),
                           settings={"student_id": None, "ledger_dir": str(tmp_path / "l")},
@@ -356,8 +356,8 @@ def test_events_before_the_student_id_are_kept_and_written_once_given(tmp_path, 
     assert "Your student id must be" in lab.set_student_id("bad id")
     assert lab.set_student_id("ada") is None
     assert seen and seen[-1]["student_id"] == "ada" and seen[-1]["generation"] == 1
-    assert L.load_config()["student_id"] == "ada"  # remembered for next time
-    events = L.read_ledger_file(tmp_path / "l" / "roofline-ledger-ada.jsonl")
+    assert ledger.load_config()["student_id"] == "ada"  # remembered for next time
+    events = ledger.read_ledger_file(tmp_path / "l" / "roofline-ledger-ada.jsonl")
     assert events.clean and [e["kind"] for e in events.events] == ["predict", "unlock"]
     # a session re-created from the new settings restores the lock
     again = quiz.LabSession("locklab", str(LAB_FILE), settings=seen[-1])
@@ -403,7 +403,7 @@ def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, en
     assert after.first_prediction("locklab.x").value == 7
     after.record("decision", "locklab.c", {"x": 1})
     [(name2, data2)] = after.ledger.export_files()
-    assert name2 == name and data2.startswith(data) and L.read_ledger(data2).clean
+    assert name2 == name and data2.startswith(data) and ledger.read_ledger(data2).clean
     quiz._MEMORY_LEDGERS.clear()
 
 
@@ -469,7 +469,7 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
 
     env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
                XDG_CONFIG_HOME=str(tmp_path / "config"))
-    env.pop(L.ENV_STUDENT_ID, None)
+    env.pop(ledger.ENV_STUDENT_ID, None)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -517,7 +517,7 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=20)
-    result = L.read_ledger_file(tmp_path / "ledger" / "roofline-ledger-ada.jsonl")
+    result = ledger.read_ledger_file(tmp_path / "ledger" / "roofline-ledger-ada.jsonl")
     assert result.clean
     assert [e["kind"] for e in result.events] == ["predict", "unlock", "result"]
     assert result.events[0]["payload"]["value"] == 3000

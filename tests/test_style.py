@@ -393,8 +393,7 @@ def test_lab_header_carries_a_hidden_textless_plotly_preload(monkeypatch):
 
 
 def test_value_table_is_static_escaped_html_in_the_markdown_look():
-    from labs.core.ui import style as st
-    t = st.value_table([{"kernel": "<b>naive</b>", "AI": 0.25},
+    t = style.value_table([{"kernel": "<b>naive</b>", "AI": 0.25},
                         {"kernel": "tiled", "note": "T > N"}], caption="every kernel")
     text = t.text
     assert "<table>" in text and "marimo-table" not in text  # no data-grid component
@@ -407,7 +406,7 @@ def test_value_table_is_static_escaped_html_in_the_markdown_look():
     assert '<td style="text-align:left">T &gt; N</td>' in text
     assert '<td>0.25</td><td style="text-align:left">—</td>' in text  # a missing cell
     assert "overflow-x:auto" in text  # a wide table scrolls sideways
-    assert "no rows" in st.value_table([]).text
+    assert "no rows" in style.value_table([]).text
 
 
 def test_loglog_vline_labels_read_on_both_themes():

@@ -13,7 +13,7 @@ criterion says so next to the figure. Everything is also written as JSON (with t
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import math
 import os
@@ -30,7 +30,7 @@ from labs.core.measure.device import (_gpu_clock_mhz, _torch, detect, load_avera
 from labs.core.measure.errors import MeasureError
 from labs.core.measure.reference import TimerCheck, compare_with_reference
 from labs.core.measure.sweeps import _predict, stream_bandwidth, sweep_gemv
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
 from labs.core.physics._validate import positive_int
 
 #: The timer check's criterion: this timer and the reference agree within 5%.
@@ -122,7 +122,7 @@ def _bench(a) -> int:
     if not info.available:
         print(info.message)
         return 2
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = datetime.datetime.now(datetime.timezone.utc)
     load_before, machine = load_average(), machine_description()
     support = supported_precisions(info)
     ps = a.precisions.split(",") if a.precisions else [p for p, why in support.items()
@@ -157,7 +157,7 @@ def _bench(a) -> int:
     peaks = {p: max(c.measurement.flops / c.ours_s / 1e12
                     for (q, _n), c in checks.items() if q == p)
              for p in ps if any(q == p for q, _n in checks)}
-    emp = _hw.custom(f"{info.name} (measured)", bandwidth_gbs=bw_gbs, peaks=peaks,
+    emp = hardware.custom(f"{info.name} (measured)", bandwidth_gbs=bw_gbs, peaks=peaks,
                      memory_gb=info.memory_gb or 1.0) if peaks else None
     rows = [_gemm_row(p, n, c, spec, emp) for (p, n), c in checks.items()]
     verdict = _gpu_peak_check(info, spec, checks)

@@ -52,7 +52,7 @@ from labs.core.measure.choices import MAX_WORKERS, _cpus, worker_limit  # noqa: 
 from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError, Unavailable
 from labs.core.measure.timer import _stats
-from labs.core.physics import collectives as C
+from labs.core.physics import collectives
 from labs.core.physics._validate import positive, positive_int
 
 #: Message sizes Lab 6 measures: 4 KiB ... 64 MiB, x4 apart (the budget decides how far a run gets).
@@ -135,11 +135,11 @@ class AlphaBetaFit:
     @property
     def alpha_step_s(self) -> float:
         """α per ring step: the collective's latency / its 2(n-1) or (n-1) steps."""
-        return self.alpha_s / C.latency_steps(self.op, self.n)
+        return self.alpha_s / collectives.latency_steps(self.op, self.n)
 
     @property
     def slope_s_per_byte(self) -> float:
-        return C.bus_factor(self.op, self.n) / (self.busbw_gbs * 1e9)
+        return collectives.bus_factor(self.op, self.n) / (self.busbw_gbs * 1e9)
 
     @property
     def crossover_bytes(self) -> float:
@@ -149,9 +149,9 @@ class AlphaBetaFit:
     def predict(self, nbytes) -> float:
         return self.alpha_s + positive("nbytes", nbytes) * self.slope_s_per_byte
 
-    def as_link(self, name: str = "this machine (measured)") -> C.Link:
+    def as_link(self, name: str = "this machine (measured)") -> collectives.Link:
         """The fit as a link: one-way bandwidth β and per-step latency, for collective_time."""
-        return C.custom_link(name, self.busbw_gbs, self.alpha_step_s * 1e6)
+        return collectives.custom_link(name, self.busbw_gbs, self.alpha_step_s * 1e6)
 
     def as_row(self) -> dict:
         return {"op": self.op, "n": self.n, "alpha_us": self.alpha_s * 1e6,
@@ -167,7 +167,7 @@ def fit_alpha_beta(sizes: Sequence[float], times: Sequence[float], *, op: str = 
     negative); a fit whose time does not grow with size raises ValueError."""
     import numpy as np
 
-    o, nn = C._op(op), C._n(n)
+    o, nn = collectives._op(op), collectives._n(n)
     try:
         s = np.asarray(sizes, dtype=float)
         t = np.asarray(times, dtype=float)
@@ -191,7 +191,7 @@ def fit_alpha_beta(sizes: Sequence[float], times: Sequence[float], *, op: str = 
         raise ValueError("the times do not grow with the message size: measure larger "
                          "messages to see the bandwidth")
     residual = float(np.sqrt(np.mean(((alpha + slope * s) / t - 1.0) ** 2)))
-    return AlphaBetaFit(o, nn, float(alpha), C.bus_factor(o, nn) / slope / 1e9, residual,
+    return AlphaBetaFit(o, nn, float(alpha), collectives.bus_factor(o, nn) / slope / 1e9, residual,
                         tuple(s.tolist()), tuple(t.tolist()))
 
 
@@ -306,8 +306,8 @@ def _summarise(event: dict, n: int, backend: str) -> dict:
     if event["times"]:
         st = _stats(event["times"])  # the GEMM timer's summary statistics
         row.update(median_s=st["median_s"], p10_s=st["p10_s"], p90_s=st["p90_s"],
-                   algbw_gbs=C.algbw_gbs(event["bytes"], st["median_s"]),
-                   busbw_gbs=C.busbw_gbs(event["op"], event["bytes"], n, st["median_s"]))
+                   algbw_gbs=collectives.algbw_gbs(event["bytes"], st["median_s"]),
+                   busbw_gbs=collectives.busbw_gbs(event["op"], event["bytes"], n, st["median_s"]))
     return row
 
 
@@ -380,7 +380,7 @@ def _call(progress, done, total, label):
 
 
 def measure_collectives(world_size: int = 2, sizes: Sequence[int] = COMM_SIZES,
-                        backend: str | None = None, *, ops: Sequence[str] = C.OPS,
+                        backend: str | None = None, *, ops: Sequence[str] = collectives.OPS,
                         budget_s: float = DEFAULT_BUDGET_S, startup_s: float = STARTUP_S,
                         progress: Progress | None = None) -> CollectiveRun:
     """Time ``ops`` at each of ``sizes`` (bytes, nccl-tests convention) across
@@ -390,7 +390,7 @@ def measure_collectives(world_size: int = 2, sizes: Sequence[int] = COMM_SIZES,
     status = comm_backend(backend)
     ws = _check_world(world_size, status)
     szs = _check_sizes(sizes)
-    op_list = tuple(dict.fromkeys(C._op(o) for o in ops))
+    op_list = tuple(dict.fromkeys(collectives._op(o) for o in ops))
     if not op_list:
         raise ValueError("ops must name at least one collective")
     budget = positive("budget_s", budget_s)

@@ -5,7 +5,7 @@ measuring is :func:`labs.core.measure.comm_bench.measure_collectives`.
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import os
 import socket
@@ -16,7 +16,7 @@ from labs.core.measure.comm_bench import (COMM_SIZES, DEFAULT_BUDGET_S, _cpus, c
                                           measure_collectives)
 from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError
-from labs.core.physics import collectives as C
+from labs.core.physics import collectives
 
 
 def _size(text: str) -> int:
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
     ap.add_argument("--sizes", default=None, help="bytes, comma list, k/m/g = KiB/MiB/GiB "
                     "(default 4k,16k,...,64m)")
-    ap.add_argument("--ops", default=",".join(C.OPS), help="comma list of collectives")
+    ap.add_argument("--ops", default=",".join(collectives.OPS), help="comma list of collectives")
     ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
                     help="seconds of measuring, after the workers have started")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/"
@@ -83,7 +83,7 @@ def _run(a, _fmt, _md_table) -> int:
               f"{f.residual:.0%}; latency dominates below {f.crossover_bytes / 1e3:,.0f} kB")
     for o, why in run.fit_errors.items():
         print(f"{o}: no fit ({why})")
-    now = _dt.datetime.now()
+    now = datetime.datetime.now()
     out = a.out or os.path.join("benchmarks", "results",
                                 f"comm-{socket.gethostname()}-{now.date().isoformat()}.json")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)

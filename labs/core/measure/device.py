@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from labs.core.measure.errors import DoesNotFit, MeasureError, OutOfMemory
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
 
 #: Fraction of free memory a measurement may plan to use (the rest: allocator slack, other
 #: processes on a shared machine, library workspaces).
@@ -100,9 +100,9 @@ class DeviceInfo:
     def available(self) -> bool:
         return self.kind != "none"
 
-    def spec(self) -> _hw.Device | None:
+    def spec(self) -> hardware.Device | None:
         """The registry entry with the spec sheet's peaks, when this device is known."""
-        return _hw.get(self.registry_key) if self.registry_key else None
+        return hardware.get(self.registry_key) if self.registry_key else None
 
     def as_dict(self) -> dict:
         return asdict(self)

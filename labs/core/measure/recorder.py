@@ -53,7 +53,7 @@ class Context:
         self.torch = torch
 
     def hooks(self):
-        from torch.nn.modules import module as mm
+        from torch.nn.modules import module as _module
 
         def pre(mod, _args):
             self.stack.append(mod)
@@ -61,8 +61,8 @@ class Context:
         def post(mod, _args, _out):
             if self.stack and self.stack[-1] is mod:
                 self.stack.pop()
-        return [mm.register_module_forward_pre_hook(pre),
-                mm.register_module_forward_hook(post, always_call=True)]
+        return [_module.register_module_forward_pre_hook(pre),
+                _module.register_module_forward_hook(post, always_call=True)]
 
     def safe_describe(self, func, args, kwargs, out) -> dict:
         """:meth:`describe`, or a row saying it could not be described (an operator whose

@@ -10,7 +10,7 @@ shapes that would not fit or finish in time are skipped with the reason. ``to_cs
 from __future__ import annotations
 
 import csv
-import datetime as _dt
+import datetime
 import io
 import math
 import re
@@ -27,7 +27,7 @@ from labs.core.measure.device import DeviceInfo, fits
 from labs.core.measure.errors import DoesNotFit, MeasureError, OutOfMemory
 from labs.core.measure.timer import Measurement, _resolve
 from labs.core.physics import formulas as _formulas
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
 from labs.core.physics import units as _units
 from labs.core.physics._validate import positive, positive_int
 
@@ -36,7 +36,7 @@ Progress = Callable[[int, int, str], None]  # (done, total, label)
 
 # --- predictions ----------------------------------------------------------------------------
 
-def _reference_device(reference, info: DeviceInfo) -> tuple[_hw.Device | None, str]:
+def _reference_device(reference, info: DeviceInfo) -> tuple[hardware.Device | None, str]:
     """(Device with the roofs to predict from, a label saying where they come from)."""
     if reference is None:
         spec = info.spec()
@@ -45,16 +45,16 @@ def _reference_device(reference, info: DeviceInfo) -> tuple[_hw.Device | None, s
         return spec, f"spec sheet: {spec.key}"
     if isinstance(reference, EmpiricalRoofline):
         return reference.as_device(), "measured roofline of this machine"
-    if isinstance(reference, _hw.Device):
+    if isinstance(reference, hardware.Device):
         return reference, f"{reference.key}"
     if isinstance(reference, str):
-        d = _hw.get(reference)
+        d = hardware.get(reference)
         return d, f"spec sheet: {d.key}"
     raise ValueError("reference must be None, a registry key, a hardware.Device or an "
                      f"EmpiricalRoofline, got {type(reference).__name__}")
 
 
-def _predict(cost: _formulas.Cost, ref: _hw.Device | None, precision: str) -> dict:
+def _predict(cost: _formulas.Cost, ref: hardware.Device | None, precision: str) -> dict:
     """Predicted roofline bound for a cost on ``ref``: TFLOP/s, time and which roof."""
     if ref is None:
         return {"predicted_tflops": None, "predicted_ms": None, "bound": None}
@@ -263,14 +263,14 @@ class EmpiricalRoofline:
             f"({', '.join(self.peaks) or 'none'}) are tensor-core rates and the registry does "
             "not know this GPU. Measure fp32 too: empirical_roofline(precisions=[..., 'fp32'])")
 
-    def as_device(self, key: str | None = None) -> _hw.Device:
+    def as_device(self, key: str | None = None) -> hardware.Device:
         """This machine as a hardware.Device (``hardware.custom``): the measured bandwidth and
         peaks, and the vector ceiling of :meth:`vector_ceiling`."""
         if not self.peaks:
             raise ValueError("no precision could be measured, so there is no compute roof")
         vector, vector_source = self.vector_ceiling()
         slug = re.sub(r"[^a-z0-9]+", "-", self.info.name.lower()).strip("-")
-        return _hw.custom(f"{self.info.name} (measured {self.date})",
+        return hardware.custom(f"{self.info.name} (measured {self.date})",
                           bandwidth_gbs=self.bandwidth_gbs, peaks=dict(self.peaks),
                           memory_gb=self.info.memory_gb or 1.0, key=key or f"measured-{slug}",
                           memory_type="measured", vector_tflops=vector,
@@ -359,7 +359,7 @@ def empirical_roofline(device: str | DeviceInfo | None = None, *,
         _call_progress(progress, done, total,
                        f"{p}: {peaks[p]:.3g} TFLOP/s" if p in peaks else f"{p}: {unsupported[p]}")
     return EmpiricalRoofline(dev.info, bw, peaks, best, unsupported,
-                             _dt.date.today().isoformat())
+                             datetime.date.today().isoformat())
 
 
 # --- tables, CSV, ledger --------------------------------------------------------------------
@@ -387,7 +387,7 @@ def ledger_payload(info: DeviceInfo, rows: Sequence[Mapping], **extra) -> dict:
 
     return {"device": info.name, "kind": info.kind, "registry_key": info.registry_key,
             "threads": info.threads, "torch": info.torch_version,
-            "date": _dt.datetime.now().isoformat(timespec="seconds"),
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "rows": [{k: clean(v) for k, v in r.items()} for r in rows], **extra}
 
 

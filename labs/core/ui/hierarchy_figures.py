@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.physics import hierarchy as H
+from labs.core.physics import hierarchy
 from labs.core.physics.units import format_bytes, format_value
 from labs.core.ui import labelplace
 from labs.core.ui.plotbase import _LEGEND, _figure, _num
@@ -141,7 +141,7 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
         margin=dict(l=70, r=30, t=70 + 16 * bool(caches), b=40)))
 
 
-def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] = (),
+def per_level_roofline_figure(hier: hierarchy.Hierarchy, points: Sequence[hierarchy.HierarchyPoint] = (),
                              *, ai_range=None, title: str | None = None,
                              height: int = 460) -> go.Figure:
     """The hierarchical roofline (Yang, Kurth, Williams 2020): the compute roof, the vector
@@ -155,7 +155,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
     "undetermined" with the bandwidth it would need. Each roof is named in the legend with how its
     bandwidth is known (published, derived, measured) and on the plot above its knee, clear
     of every line; the points' labels avoid the lines, the markers and each other."""
-    if not isinstance(hier, H.Hierarchy):
+    if not isinstance(hier, hierarchy.Hierarchy):
         raise ValueError("hier must be a hierarchy.Hierarchy")
     ais = [u.ai for p in points for u in p.uses if u.ai is not None]
     if ai_range is None:
@@ -192,7 +192,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
         # its knee draw it exactly, and a hover reads the knee
         knee = min(max(hier.peak_tflops * 1e3 / lv.bandwidth_gbs, lo), hi)
         x = np.array(sorted({lo, knee, hi}))
-        y = H.level_roof_tflops(x, lv, hier.peak_tflops)
+        y = hierarchy.level_roof_tflops(x, lv, hier.peak_tflops)
         y_min = min(y_min, float(y[0]))
         basis = {"published": "", "derived": " (derived)", "measured": " (measured)"}[
             lv.bandwidth_basis]
@@ -211,7 +211,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
         if lv.bandwidth_gbs:
             knee = min(max(hier.peak_tflops * 1e3 / lv.bandwidth_gbs, lo), hi)
             xs = np.array([lo, knee, hi])
-            lines.append(frame.px(xs, H.level_roof_tflops(xs, lv, hier.peak_tflops)))
+            lines.append(frame.px(xs, hierarchy.level_roof_tflops(xs, lv, hier.peak_tflops)))
     taken: list = []  # the points' labels and markers, placed first: the roof names avoid them
     for p in points:
         data += _kernel_traces(p, n, frame, lines, taken)
@@ -235,7 +235,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
 cache_roofline_figure = per_level_roofline_figure
 
 
-def _roof_labels(hier: H.Hierarchy, frame, lo: float, hi: float, taken=()) -> list:
+def _roof_labels(hier: hierarchy.Hierarchy, frame, lo: float, hi: float, taken=()) -> list:
     """Each drawn roof's name just above the compute roof, centred on its knee (where the
     roof meets the compute roof: AI = peak / bandwidth), in its colour: clear of every
     slanted line (they all lie below the compute roof), one row up (at most three) where it
@@ -269,7 +269,7 @@ def _roof_labels(hier: H.Hierarchy, frame, lo: float, hi: float, taken=()) -> li
     return notes
 
 
-def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
+def _kernel_traces(p: hierarchy.HierarchyPoint, n: int, frame=None, lines=(),
                    boxes=()) -> list[dict]:
     """One kernel: a dotted guide at its attainable height, a marker per level it touches.
     Levels at the same AI (within 5%) share one label ("binds: L2 = L1 / shared memory"); each
@@ -344,7 +344,7 @@ def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
     return out
 
 
-def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.HierarchyPoint]], *,
+def tile_traffic_figure(hier: hierarchy.Hierarchy, curve: Sequence[tuple[int, hierarchy.HierarchyPoint]], *,
                         current: int | None = None, failed: Sequence[int] = (), title: str,
                         height: int = 440) -> go.Figure:
     """Bytes each level serves (log) vs the cache tile T (log 2), one line per level (colour,
@@ -474,5 +474,5 @@ def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
         margin=dict(l=70, r=30, t=60 + 16 * bool(marks), b=40)))
 
 
-def _index(p: H.HierarchyPoint, use: H.LevelUse) -> int:
+def _index(p: hierarchy.HierarchyPoint, use: hierarchy.LevelUse) -> int:
     return next(i for i, u in enumerate(p.uses) if u is use)

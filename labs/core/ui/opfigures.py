@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import plotly.graph_objects as go
 
 from labs.core.physics import units
-from labs.core.ui import figures as _f
+from labs.core.ui import figures
 from labs.core.ui.charts import bar_figure, grouped_bar_figure
 from labs.core.ui.plotbase import _figure, _num
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
@@ -64,8 +64,8 @@ def operator_roofline_figure(rows: Sequence[Mapping], roof, precision: str, *,
     drawn, _left = plottable(rows, kind)
     key = "measured_s" if kind == "measured" else "bound_s"
     ys = [r["flops"] / r[key] / 1e12 for r in drawn]
-    anchors = [_f.Point("", r["ai"], y, kind=kind) for r, y in zip(drawn, ys)]
-    data, layout = _f._roofline_parts(
+    anchors = [figures.Point("", r["ai"], y, kind=kind) for r, y in zip(drawn, ys)]
+    data, layout = figures._roofline_parts(
         [(roof, precision)], anchors, ai_range=None, title=title, shade_regimes=True,
         height=height, label_points=False, project_points=False)
     data = [t for t in data if not str(t.get("name", "")).startswith(("measured", "predicted"))]
