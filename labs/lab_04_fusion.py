@@ -9,12 +9,12 @@ def _():
     import marimo as mo
 
     from labs.core import figures, hardware, hierarchy, quiz, reveal, style
-    from labs.core.physics import _deferred
+    from labs.core import deferred
     from labs.core import formulas
     from labs.core import fusion
     from labs.core import roofline
 
-    np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
+    np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab04"
     return (
         formulas,

@@ -10,9 +10,9 @@ def _():
 
     from labs.core import (collectives, figures, hardware, live, measure, models, quiz, reveal,
                            sharding, style)
-    from labs.core.physics import _deferred
+    from labs.core import deferred
 
-    np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
+    np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab06"
     # The pickers' opening values: reveal answers use them, never later picks (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "link": "nvlink4"}

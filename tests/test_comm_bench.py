@@ -132,7 +132,7 @@ def test_the_workers_offered_are_this_machines_cpus_between_two_and_eight(monkey
     process per CPU): it offers what the machine can run, and needs no torch to say so."""
     from labs.core.measure import choices
 
-    monkeypatch.setattr(choices, "_cpus", lambda: cpus)
+    monkeypatch.setattr(choices, "usable_cpus", lambda: cpus)
     assert comm_bench.worker_limit() == offered
 
 
@@ -142,7 +142,7 @@ def test_backend_status_says_why_on_a_machine_without_two_gpus():
     assert status.available and status.backend in ("gloo", "nccl")
     if status.backend == "gloo":
         assert "gloo" in status.message and "CPU" in status.message
-        assert status.max_world == comm_bench._cpus()
+        assert status.max_world == comm_bench.usable_cpus()
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus < 2:
         refused = comm_bench.comm_backend("nccl")
@@ -169,12 +169,12 @@ def test_backend_choice_for_each_gpu_count(monkeypatch, gpus, want, backend, wor
     monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
     status = comm_bench.comm_backend(want)
     assert status.backend == backend and words in status.message and status.gpus == gpus
-    assert status.max_world == (gpus if backend == "nccl" else comm_bench._cpus() if backend else 0)
+    assert status.max_world == (gpus if backend == "nccl" else comm_bench.usable_cpus() if backend else 0)
 
 
 @pytest.mark.parametrize("kwargs,name", [
     (dict(world_size=1), "world_size"),
-    pytest.param(dict(world_size=comm_bench._cpus() + 1), "world_size",  # the backend says how many
+    pytest.param(dict(world_size=comm_bench.usable_cpus() + 1), "world_size",  # the backend says how many
                  marks=pytest.mark.torch),
     (dict(world_size=2, sizes=(0, 1024)), "sizes"),
     (dict(world_size=2, sizes=()), "sizes"),

@@ -478,10 +478,10 @@ def test_wasm_staging_names_every_short_import_by_its_real_module():
 def test_a_lab_staged_for_webassembly_keeps_its_style_sheet_beside_it(tmp_path):
     # the lab names css_file="labs.css", resolved from the lab's own folder (without uv too)
     from labs.core.course.export.index import DEFAULT_LABS_DIR, LAB_STYLE_SHEET
-    from labs.core.course.export.wasm import _stage_for_wasm
+    from labs.core.course.export.wasm import stage_for_wasm
 
     lab = sorted(DEFAULT_LABS_DIR.glob("lab_*.py"))[0]
-    staged = _stage_for_wasm(lab, tmp_path)
+    staged = stage_for_wasm(lab, tmp_path)
     assert staged.parent == tmp_path
     assert (tmp_path / LAB_STYLE_SHEET).read_bytes() == (
         DEFAULT_LABS_DIR / LAB_STYLE_SHEET).read_bytes()

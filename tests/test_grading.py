@@ -242,7 +242,7 @@ def test_malformed_lines_are_reported_and_good_lines_still_count(graded):
 def test_late_and_unknown_version(graded):
     _, book = graded
     g = book.grades[("fay", "lab01")]
-    assert g.status == "Late" and grading._fmt_lateness(g.lateness) == "2:10:00"
+    assert g.status == "Late" and grading.format_lateness(g.lateness) == "2:10:00"
     assert "unknown_lab_version (sha256:9999999999999999)" in g.flags
 
 

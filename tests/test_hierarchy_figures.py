@@ -15,7 +15,7 @@ import pytest
 from labs.core import figures
 from labs.core import hierarchy
 from labs.core import reference_machine
-from labs.core.ui.hierarchy_figures import _nice_log_ticks
+from labs.core.ui.hierarchy_figures import nice_log_ticks
 
 KIB, MIB = 2**10, 2**20
 
@@ -182,7 +182,7 @@ def test_tile_traffic_figure_shades_a_thrashing_cache():
 
 @pytest.mark.parametrize("lo,hi", [(10.8, 55), (0.001, 1000), (30, 55), (2.0, 9.0), (1e9, 3e12)])
 def test_log_ticks_are_few_inside_the_range_and_evenly_readable(lo, hi):
-    ticks = _nice_log_ticks(lo, hi)
+    ticks = nice_log_ticks(lo, hi)
     assert ticks == sorted(ticks) and all(lo <= t <= hi for t in ticks)
     assert 2 <= len(ticks) <= max(8, math.ceil(math.log10(hi / lo)) + 1)
 

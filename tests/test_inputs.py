@@ -340,7 +340,7 @@ def test_a_box_cannot_start_outside_its_own_rule():
 
 
 def test_integer_prediction_forms_refuse_fractions(env):
-    from labs.core.course.quiz.lock import _LockHandler
+    from labs.core.course.quiz.lock import LockHandler
     from labs.core.course.quiz.session import LabSession
 
     lab = LabSession("lab99", __file__)
@@ -348,7 +348,7 @@ def test_integer_prediction_forms_refuse_fractions(env):
     form = quiz.numeric_form(lab, "lab99.batch", question="q", units="sequences", lo=1,
                              hi=1000, integer=True, locked=None, on_lock=locked.append)
     handler = form.roofline_item["handler"]
-    assert isinstance(handler, _LockHandler)
+    assert isinstance(handler, LockHandler)
     raw = {"answer": "12.5", "confidence": "3", "reason": "r"}
     assert "not a whole number of sequences" in handler.validate(raw)
     quiz.simulate_submit(form, answer=12.5, confidence=3, reason="why")

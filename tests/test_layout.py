@@ -372,3 +372,46 @@ def test_every_module_is_imported_under_its_own_name():
     bad = [f"{p.relative_to(REPO)}:{line}: {module} as {alias}" for p in sorted(files)
            for line, module, alias in module_aliases(p) if not alias_reads_as_the_module(module, alias)]
     assert bad == [], "import each module under its own name:\n" + "\n".join(bad)
+
+
+# --- one privacy convention: a name another module uses is public --------------------------------
+
+
+def private_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, ``module.name``) for each ``from labs... import _name`` in ``path``. A private module
+    may hold public names (``from labs.core.physics._validate import culprit``), as sklearn's
+    ``_ridge.py`` does; what crosses a module boundary never starts with an underscore."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "labs":
+            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_private_import_finder_sees_names_and_modules(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from labs.core.ui.plotbase import LEGEND, _hidden\n"
+                      "from labs.core.physics import _validate\n"
+                      "from labs.core.physics._validate import culprit\n", encoding="utf-8")
+    assert [name for _line, name in private_imports(sample)] == [
+        "labs.core.ui.plotbase._hidden", "labs.core.physics._validate"]
+
+
+def test_no_module_imports_another_modules_private_name():
+    """Names used across modules are public (httpx's convention): no ``from labs... import _x``
+    in the labs, their core, the tests or the benchmarks."""
+    files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")]
+    bad = [f"{p.relative_to(REPO)}:{line}: {name}" for p in sorted(files)
+           for line, name in private_imports(p)]
+    assert bad == [], "make the name public (drop its underscore) or the module private:\n" + "\n".join(bad)
+
+
+def test_package_faces_export_no_private_names():
+    """A package's ``__init__`` re-exports public names only."""
+    for face in sorted(CORE.rglob("__init__.py")):
+        module = ".".join(face.relative_to(REPO).parent.parts)
+        package = importlib.import_module(module)
+        exported = getattr(package, "__all__", [])
+        assert [n for n in exported if n.startswith("_")] == [], module
+        assert private_imports(face) == [], module

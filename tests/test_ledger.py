@@ -355,7 +355,7 @@ def test_write_failure_midway_falls_back_to_memory(tmp_path, monkeypatch):
     def fail(*_a, **_k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ledger_store, "_append_bytes", fail)
+    monkeypatch.setattr(ledger_store, "append_bytes", fail)
     ev = _append(led, value=2)
     assert led.mode == "memory" and ev["seq"] == 2 and "No space left" in led.warnings[-1]
     [(_, data)] = led.export_files()

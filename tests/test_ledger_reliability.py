@@ -33,9 +33,9 @@ def student(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv(ledger.ENV_LEDGER_DIR, raising=False)
     monkeypatch.delenv(ledger.ENV_STUDENT_ID, raising=False)
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
     yield tmp_path
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
 
 
 def _session(folder: Path, sid: str = "ada", seen: list | None = None) -> quiz.LabSession:

@@ -174,14 +174,14 @@ def test_fp32_runs_with_tf32_and_reduced_precision_off_and_flags_are_restored(mo
     if not hasattr(mm, "fp32_precision"):
         pytest.skip("torch without the fp32_precision API")
     seen = {}
-    real = timer._time_fn
+    real = timer.time_fn
 
     def spy(*a, **k):
         seen["cuda"] = mm.fp32_precision
         seen["mkldnn"] = torch.backends.mkldnn.matmul.fp32_precision
         return real(*a, **k)
 
-    monkeypatch.setattr(timer, "_time_fn", spy)
+    monkeypatch.setattr(timer, "time_fn", spy)
     saved = (mm.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision)
     try:
         mm.fp32_precision = "tf32"
@@ -276,19 +276,19 @@ CPU_TOL = {"fp32": 1e-5, "fp16": 1e-3, "bf16": 1e-2, "int8": 0.0}
 @pytest.mark.torch
 @pytest.mark.parametrize("precision", list(CPU_TOL))
 def test_cpu_cases_write_every_element_correctly(precision):
-    dev = timer._resolve("cpu")
-    with cases._matmul_mode(torch, precision, "cpu"):
-        gemm = cases._gemm_case(dev, 40, 48, 72, precision, seed=3, copies=2)
+    dev = timer.resolve_device("cpu")
+    with cases.matmul_mode(torch, precision, "cpu"):
+        gemm = cases.gemm_case(dev, 40, 48, 72, precision, seed=3, copies=2)
         assert gemm.verify() <= CPU_TOL[precision]
         rows = cases._MIN_ROWS.get(precision)
-        gemv = (cases._gemm_case(dev, rows, 48, 72, precision, copies=3) if rows
-                else cases._gemm_case(dev, 1, 48, 72, precision, gemv=True, copies=3))
+        gemv = (cases.gemm_case(dev, rows, 48, 72, precision, copies=3) if rows
+                else cases.gemm_case(dev, 1, 48, 72, precision, gemv=True, copies=3))
         assert gemv.verify() <= CPU_TOL[precision]
 
 
 @pytest.mark.torch
 def test_verify_catches_an_unwritten_output():
-    dev = timer._resolve("cpu")
+    dev = timer.resolve_device("cpu")
     out = torch.empty(4)
     v = cases._verifier(dev, out, lambda: out[:2].fill_(1.0), lambda: torch.ones(4))
     assert v() == float("inf")  # the NaN poison in the last two elements is caught
@@ -336,7 +336,7 @@ def test_estimate_bytes_hand_derived():
 def test_too_big_is_refused_before_allocating(monkeypatch):
     def no_alloc(*a, **k):
         raise AssertionError("allocated before checking")
-    monkeypatch.setattr(cases, "_gemm_case", no_alloc)
+    monkeypatch.setattr(cases, "gemm_case", no_alloc)
     with pytest.raises(measure.DoesNotFit, match=r"needs .* GB but only .* GB is free"):
         measure.time_gemm(200_000, 200_000, 200_000, "fp32", device="cpu")
     ok, why = measure.fits(1e18, "cpu")
@@ -345,14 +345,14 @@ def test_too_big_is_refused_before_allocating(monkeypatch):
 
 @pytest.mark.torch
 def test_out_of_memory_is_caught_and_recovered(monkeypatch):
-    real = cases._gemm_case
+    real = cases.gemm_case
 
     def oom(*a, **k):
         raise RuntimeError("[enforce fail] DefaultCPUAllocator: can't allocate memory: you tried")
-    monkeypatch.setattr(cases, "_gemm_case", oom)
+    monkeypatch.setattr(cases, "gemm_case", oom)
     with pytest.raises(measure.OutOfMemory, match="ran out of memory .* freed"):
         measure.time_gemm(64, 64, 64, device="cpu")
-    monkeypatch.setattr(cases, "_gemm_case", real)
+    monkeypatch.setattr(cases, "gemm_case", real)
     assert measure.time_gemm(64, 64, 64, device="cpu", reps=3, warmup_s=0).median_s > 0
 
 
@@ -360,7 +360,7 @@ def test_out_of_memory_is_caught_and_recovered(monkeypatch):
 def test_other_errors_are_not_swallowed(monkeypatch):
     def bug(*a, **k):
         raise RuntimeError("shape mismatch")
-    monkeypatch.setattr(cases, "_gemm_case", bug)
+    monkeypatch.setattr(cases, "gemm_case", bug)
     with pytest.raises(RuntimeError, match="shape mismatch"):
         measure.time_gemm(64, 64, 64, device="cpu")
 
@@ -436,11 +436,11 @@ def test_the_larger_gemm_sizes_keep_most_of_a_peak_search_budget():
     """A CPU's fp32 peak search with a 10 s budget found 8.4 GFLOP/s "best at 512^3" against
     50 at 1024^3: an equal split let 512^3 spend a third of its share and 1024^3 was skipped.
     Each size now spends a share in proportion to N^2 of what is left."""
-    from labs.core.measure.sweeps import _size_share
+    from labs.core.measure.sweeps import size_share
 
-    assert _size_share(512, [512, 1024, 2048]) == pytest.approx(1 / 21)
-    assert _size_share(1024, [1024, 2048]) == pytest.approx(4 / 20)
-    assert _size_share(2048, [2048]) == 1.0  # the last size spends all that is left
+    assert size_share(512, [512, 1024, 2048]) == pytest.approx(1 / 21)
+    assert size_share(1024, [1024, 2048]) == pytest.approx(4 / 20)
+    assert size_share(2048, [2048]) == 1.0  # the last size spends all that is left
 
 
 @pytest.mark.torch
@@ -534,7 +534,7 @@ NUMPY_BEFORE_THE_GATE = {
 def test_a_closed_gate_loads_no_measuring_code(lab, tmp_path):
     """Opening a lab (run button not pressed) builds its pickers from measure.choices alone:
     no timer, no cases, no device detection, no torch; and no numpy, which only figures and
-    sweeps past a gate need (``labs.core.physics._deferred``)."""
+    sweeps past a gate need (``labs.core.physics.deferred``)."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "labs" / f"{lab}.py"
@@ -759,20 +759,20 @@ def test_gpu_gemm_uses_events_and_restores_tf32_flag():
 @pytest.mark.gpu
 def test_gpu_precision_modes_are_really_applied():
     """fp32 must be IEEE (error ~1e-6), tf32 visibly coarser (~3e-4): proves the flags bite."""
-    dev = timer._resolve(None)
+    dev = timer.resolve_device(None)
     errs = {}
     for p in ("fp32", "tf32", "fp16", "bf16"):
-        if cases._support_reason(dev, p):
+        if cases.support_reason(dev, p):
             continue
-        with cases._matmul_mode(torch, p, "cuda"):
-            errs[p] = cases._gemm_case(dev, 512, 512, 512, p, seed=1).verify()
+        with cases.matmul_mode(torch, p, "cuda"):
+            errs[p] = cases.gemm_case(dev, 512, 512, 512, p, seed=1).verify()
     assert errs["fp32"] < 1e-5
     if "tf32" in errs:
         assert 1e-5 < errs["tf32"] < 2e-3
     assert errs["fp16"] < 2e-3 and errs.get("bf16", 0) < 1e-2
     for p in ("fp8", "int8"):
-        if cases._support_reason(dev, p) is None:
-            err = cases._gemm_case(dev, 512, 512, 512, p).verify()
+        if cases.support_reason(dev, p) is None:
+            err = cases.gemm_case(dev, 512, 512, 512, p).verify()
             assert err < (1e-2 if p == "fp8" else 1e-12)
 
 
@@ -948,14 +948,14 @@ def test_detect_and_the_registry_agree_on_capacity(name, mib):
     the registry agree.)"""
     from types import SimpleNamespace
 
-    from labs.core.measure.device import _cuda_info
+    from labs.core.measure.device import cuda_info
 
     props = SimpleNamespace(name=name, total_memory=mib * 2**20, multi_processor_count=132,
                             major=9, minor=0)
     fake = SimpleNamespace(cuda=SimpleNamespace(device_count=lambda: 1,
                                                 get_device_properties=lambda i: props),
                            version=SimpleNamespace(hip=None, cuda="12.4"), __version__="x")
-    info = _cuda_info(fake, "cuda:0")
+    info = cuda_info(fake, "cuda:0")
     spec = info.spec()
     assert spec is not None, name
     # the driver reports the capacity less what it reserves (ECC, firmware): never more, and

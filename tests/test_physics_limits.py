@@ -10,7 +10,8 @@ import pytest
 
 from labs.core import formulas
 from labs.core import hardware, models, roofline, tiny_models
-from labs.core.physics import _validate, fusion, serving
+from labs.core.physics import fusion, serving
+from labs.core.physics._validate import culprit
 
 
 def _numbers(value, depth=0):
@@ -100,9 +101,9 @@ def test_a_result_is_finite_or_refused_naming_the_argument(name, call, arg, huge
 
 
 def test_the_culprit_is_the_argument_furthest_from_one():
-    assert _validate.culprit({"batch": 1, "seq_len": 1e300, "peaks": {"fp32": 2}}) == \
+    assert culprit({"batch": 1, "seq_len": 1e300, "peaks": {"fp32": 2}}) == \
         "seq_len=1e+300"
-    assert _validate.culprit({"bandwidth_gbs": 1e-300, "memory_gb": 80}) == \
+    assert culprit({"bandwidth_gbs": 1e-300, "memory_gb": 80}) == \
         "bandwidth_gbs=1e-300"
 
 

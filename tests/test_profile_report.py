@@ -97,9 +97,9 @@ def test_small_models_show_no_share_above_100_percent_and_no_negative_overhead(c
 def test_the_profilers_own_cost_per_call_is_calibrated_and_small():
     """On a CPU, a 1-element add timed under the profiler takes longer than called directly:
     the difference is positive and well under 20 us (a microsecond or so on this machine)."""
-    from labs.core.measure.timer import _resolve
+    from labs.core.measure.timer import resolve_device
 
-    dev = _resolve(measure.detect("cpu"))
+    dev = resolve_device(measure.detect("cpu"))
     cost = profiler.call_cost(dev)
     assert 0 <= cost < 20e-6
 

@@ -178,12 +178,12 @@ def test_saving_an_explanation_says_saved_with_the_time_at_once(env, app, monkey
 
 def test_saving_in_memory_mode_says_where_it_went(env, monkeypatch):
     monkeypatch.setattr(sys, "platform", "emscripten")
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
     lab = quiz.LabSession("locklab", str(LAB_FILE))
     form = quiz.explain_form(lab, "locklab.x", observe_label="o", explain_label="e")
     quiz.simulate_submit(form, observe="seen it", explain="because of bytes")
     assert "in memory only: download your ledger" in form.roofline_item["handler"].feedback
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
 
 
 def test_a_stale_tab_is_told_that_the_first_answer_stands(env, app):
@@ -393,7 +393,7 @@ def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, en
     again = quiz.LabSession("locklab", str(LAB_FILE))
     assert again.first_prediction("locklab.x").value == 7
     # a new page (new kernel): empty until the student uploads the downloaded file
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
     seen = []
     fresh = quiz.LabSession("locklab", str(LAB_FILE), on_settings=seen.append)
     assert fresh.first_prediction("locklab.x") is None
@@ -404,7 +404,7 @@ def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, en
     after.record("decision", "locklab.c", {"x": 1})
     [(name2, data2)] = after.ledger.export_files()
     assert name2 == name and data2.startswith(data) and ledger.read_ledger(data2).clean
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
 
 
 def test_record_converts_numpy_and_rejects_objects(lab):
@@ -545,9 +545,9 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
     (0, 5, None), (-5, 5, None),
 ])
 def test_ratio_verdict_is_one_rule_for_labs_and_feedback_pages(pred, actual, words):
-    from labs.core.course.grading.feedback import _ratio_text
+    from labs.core.course.grading.feedback import ratio_text
     assert quiz.ratio_verdict(pred, actual) == words
-    text = _ratio_text(pred, actual, quiz.GRADE_TOLERANCE)
+    text = ratio_text(pred, actual, quiz.GRADE_TOLERANCE)
     assert (text == "" if words is None else words in text)
 
 

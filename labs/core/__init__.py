@@ -40,6 +40,7 @@ SHORT_NAMES = {
     "staircase": "labs.core.physics.staircase",
     "quantization": "labs.core.physics.quantization",
     "reference_machine": "labs.core.physics.reference_machine",
+    "deferred": "labs.core.physics.deferred",
     # ui
     "tokens": "labs.core.ui.tokens",
     "style": "labs.core.ui.style",

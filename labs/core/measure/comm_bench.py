@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import labs
-from labs.core.measure.choices import MAX_WORKERS, _cpus, worker_limit  # noqa: F401  (the lab's face)
+from labs.core.measure.choices import MAX_WORKERS, usable_cpus, worker_limit  # noqa: F401  (the lab's face)
 from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError, Unavailable
-from labs.core.measure.timer import _stats
+from labs.core.measure.timer import sample_stats
 from labs.core.physics import collectives
 from labs.core.physics._validate import positive, positive_int
 
@@ -103,7 +103,7 @@ def comm_backend(backend: str | None = None) -> CommBackend:
     if want == "nccl" or (want == "auto" and nccl_ok):
         return CommBackend("nccl", gpus, f"{gpus} CUDA GPUs: NCCL between one process per "
                                          "GPU, over whatever links join them here.", gpus)
-    cpus = _cpus()
+    cpus = usable_cpus()
     if gpus == 1:
         why = ("One CUDA GPU: a multi-GPU collective needs at least two (NCCL runs one process "
                "per GPU), so this measures the CPU path instead: ")
@@ -304,7 +304,7 @@ def _summarise(event: dict, n: int, backend: str) -> dict:
     row = {"op": event["op"], "bytes": event["bytes"], "n": n, "backend": backend,
            "status": event["status"], "reps": event["reps"], "inner": event["inner"]}
     if event["times"]:
-        st = _stats(event["times"])  # the GEMM timer's summary statistics
+        st = sample_stats(event["times"])  # the GEMM timer's summary statistics
         row.update(median_s=st["median_s"], p10_s=st["p10_s"], p90_s=st["p90_s"],
                    algbw_gbs=collectives.algbw_gbs(event["bytes"], st["median_s"]),
                    busbw_gbs=collectives.busbw_gbs(event["op"], event["bytes"], n, st["median_s"]))

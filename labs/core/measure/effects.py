@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from labs.core.measure.cases import time_gemm
-from labs.core.measure.device import DeviceInfo, _guarded, _torch, detect
+from labs.core.measure.device import DeviceInfo, guarded, import_torch, detect
 from labs.core.measure.errors import Unavailable
 from labs.core.measure.timer import time_callable
 from labs.core.physics import fusion
@@ -75,7 +75,7 @@ def call_overhead_sweep(device: str | DeviceInfo | None = None,
     if len(todo) < 2 or todo[0] < 4:
         raise ValueError("sizes must hold at least two byte counts >= 4")
     info = _device(device)
-    torch = _torch()
+    torch = import_torch()
 
     def run():
         buf = torch.full((max(todo) // 4,), 1.0, dtype=torch.float32, device=info.torch_device)
@@ -92,7 +92,7 @@ def call_overhead_sweep(device: str | DeviceInfo | None = None,
         _tick(progress, len(todo), len(todo), "done")
         return rows
 
-    rows = _guarded("call-overhead sweep", info, run)
+    rows = guarded("call-overhead sweep", info, run)
     over, bw = quantization.fit_call_time([r["bytes"] for r in rows], [r["median_s"] for r in rows])
     return OverheadSweep(info.name, tuple(rows), over, bw)
 
@@ -171,7 +171,7 @@ def gemm_sawtooth(device: str | DeviceInfo | None = None, sizes: Sequence[int] |
     is spent (rows say "skipped: time budget")."""
     budget = positive("budget_s", budget_s)
     info = _device(device)
-    torch = _torch()
+    torch = import_torch()
     cuda = info.kind == "cuda"
     p = precision or ("bf16" if cuda else "fp32")
     if cuda:

@@ -52,12 +52,12 @@ import time
 from labs.core import measure
 from labs.core.measure import opcost, profile_guard, recorder
 from labs.core.measure.cases import (
-    _matmul_mode,  # the wing's TF32 flags, threads and OOM
+    matmul_mode,  # the wing's TF32 flags, threads and OOM
 )
-from labs.core.measure.device import _guarded
+from labs.core.measure.device import guarded
 from labs.core.measure.profile_guard import call_cost  # noqa: F401  (profiler.call_cost)
 from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile, fit_to_pass
-from labs.core.measure.timer import _resolve, _stats, _threads
+from labs.core.measure.timer import resolve_device, sample_stats, torch_threads
 from labs.core.physics import hardware
 from labs.core.physics import roofline as _roofline
 from labs.core.physics import tiny_models
@@ -214,7 +214,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
     args, kwargs = _split_inputs(example_inputs)
     profile_guard.refuse_meta(model, args, kwargs)
     p = _model_precision(precision, info)
-    dev = _resolve(info)
+    dev = resolve_device(info)
     say = progress or (lambda *a: None)
     total = 3 + MIN_PASSES  # grows once the passes' cost is known
 
@@ -222,7 +222,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
         nonlocal model, args, kwargs
         model, args, kwargs = _prepare(model, args, kwargs, p, info)
         mode = p or "none"
-        with _threads(torch, threads), _flags(torch, mode, info.kind):
+        with torch_threads(torch, threads), _flags(torch, mode, info.kind):
             tf32 = info.kind == "cuda" and _tf32_on(torch)
             phase = recorder.Phase()
             one_pass = recorder.one_pass(model, args, kwargs, backward, phase)
@@ -251,7 +251,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             return _build(trace, passes, samples, roof, source, False, info, p, backward, label,
                           n, t_start, load0, cost=call_cost(dev))
 
-    return _guarded(f"Profiling {label or type(model).__name__}", info, run)
+    return guarded(f"Profiling {label or type(model).__name__}", info, run)
 
 
 def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
@@ -287,7 +287,7 @@ def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
 def _flags(torch, mode: str, kind: str):
     """fp32 = TF32 off, tf32 = on (the measure wing's flags, restored after); else unchanged."""
     if mode in ("fp32", "tf32"):
-        return _matmul_mode(torch, mode, kind)
+        return matmul_mode(torch, mode, kind)
     return contextlib.nullcontext()
 
 
@@ -343,7 +343,7 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
 
     forward = p10 = p90 = None
     if samples:
-        stats = _stats(samples)
+        stats = sample_stats(samples)
         forward, p10, p90 = stats["median_s"], stats["p10_s"], stats["p90_s"]
     raw = [statistics.median(ps[i] for ps in passes) if passes else None
            for i in range(len(trace))]
@@ -432,7 +432,7 @@ def builtin_case(block: str = "decoder", *, phase: str = "decode", batch: int = 
     from labs.core.measure import tiny_modules
 
     dtype = getattr(torch, _TORCH_DTYPES[p])
-    return _guarded(f"Building the {block}", info, lambda: tiny_modules.build(
+    return guarded(f"Building the {block}", info, lambda: tiny_modules.build(
         block, phase=phase, batch=batch, context=context, attention=attention, dtype=dtype,
         device=info.torch_device, seed=seed, cache=cache))
 
@@ -481,7 +481,7 @@ def time_compiled(model, example_inputs, *, device=None, budget_s: float = 4.0,
     args, kwargs = _split_inputs(example_inputs)
 
     def run():
-        with _threads(torch, threads):
+        with torch_threads(torch, threads):
             compiled = torch.compile(model)
             t0 = time.perf_counter()
             with torch.no_grad():
@@ -496,4 +496,4 @@ def time_compiled(model, example_inputs, *, device=None, budget_s: float = 4.0,
                 "ratio": timed["compiled"].median_s / timed["eager"].median_s,
                 "compile_s": compile_s, **timed}
 
-    return _guarded("torch.compile", info, run)
+    return guarded("torch.compile", info, run)

@@ -13,8 +13,8 @@ from typing import Callable
 
 from labs.core.measure import errors as _errors
 from labs.core.measure import opcost
-from labs.core.measure.device import _is_oom
-from labs.core.measure.timer import _gpu_spacer
+from labs.core.measure.device import is_oom
+from labs.core.measure.timer import gpu_spacer
 
 _RECORDER = None
 #: Untimed GPU spin before each operator's start event (µs): it must outlast the host's work
@@ -159,7 +159,7 @@ class Clock:
     def __init__(self, dev):
         self.dev = dev
         self.cuda = dev.cuda
-        self.spacer = _gpu_spacer(dev, OP_SPACER_US) if self.cuda else None
+        self.spacer = gpu_spacer(dev, OP_SPACER_US) if self.cuda else None
 
     def start(self):
         if not self.cuda:
@@ -227,7 +227,7 @@ def _run_or_explain(run, explain):
     except _errors.MeasureError:
         raise
     except _MODEL_ERRORS as e:
-        if _is_oom(e):
+        if is_oom(e):
             raise
         first = (str(e).strip().splitlines() or [""])[0][:300].rstrip(".")
         raise explain(e, first) from e

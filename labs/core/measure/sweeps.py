@@ -20,12 +20,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from labs.core.measure import cases
 from labs.core.measure.bandwidth import Bandwidth, stream_bandwidth
-from labs.core.measure.cases import (_check_precision_supported, _precision, _support_reason,
+from labs.core.measure.cases import (check_precision_supported, checked_precision, support_reason,
                                      estimate_bytes, gemm_cost, gemv_cost)
 from labs.core.measure.choices import GEMM_PRECISIONS, SQUARE_SIZES
 from labs.core.measure.device import DeviceInfo, fits
 from labs.core.measure.errors import DoesNotFit, MeasureError, OutOfMemory
-from labs.core.measure.timer import Measurement, _resolve
+from labs.core.measure.timer import Measurement, resolve_device
 from labs.core.physics import formulas as _formulas
 from labs.core.physics import hardware
 from labs.core.physics import units as _units
@@ -54,7 +54,7 @@ def _reference_device(reference, info: DeviceInfo) -> tuple[hardware.Device | No
                      f"EmpiricalRoofline, got {type(reference).__name__}")
 
 
-def _predict(cost: _formulas.Cost, ref: hardware.Device | None, precision: str) -> dict:
+def predict_bound(cost: _formulas.Cost, ref: hardware.Device | None, precision: str) -> dict:
     """Predicted roofline bound for a cost on ``ref``: TFLOP/s, time and which roof."""
     if ref is None:
         return {"predicted_tflops": None, "predicted_ms": None, "bound": None}
@@ -101,7 +101,7 @@ def sweep_square_gemm(sizes: Iterable[int] = SQUARE_SIZES, precision: str = "fp3
                                              min_reps=min_reps, progress=progress)]
 
 
-def _size_share(n: int, still_to_time: Sequence[int]) -> float:
+def size_share(n: int, still_to_time: Sequence[int]) -> float:
     """The share of the budget left that size ``n`` may spend, of the sizes ``still_to_time``
     (``n`` first): in proportion to N², so the larger sizes, where a GEMM reaches its peak,
     keep most of it (an equal split let 512³ spend a third of a CPU's budget and left too
@@ -111,13 +111,13 @@ def _size_share(n: int, still_to_time: Sequence[int]) -> float:
 
 def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, min_reps,
                   progress) -> list[tuple[dict, Measurement | None]]:
-    p = _precision(precision, GEMM_PRECISIONS)
+    p = checked_precision(precision, GEMM_PRECISIONS)
     budget_s = positive("budget_s", budget_s)
     ns = sorted({positive_int("sizes", s) for s in sizes})
     if not ns:
         raise ValueError("sizes must name at least one N, e.g. [256, 512, 1024]")
-    dev = _resolve(device)
-    _check_precision_supported(dev, p, "gemm")
+    dev = resolve_device(device)
+    check_precision_supported(dev, p, "gemm")
     ref, roof = _reference_device(reference, dev.info)
     fitting = {n for n in ns if fits(estimate_bytes("gemm", (n, n, n), p, flush_l2=flush_l2,
                                                     kind=dev.info.kind), dev.info)[0]}
@@ -125,7 +125,7 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
     for i, n in enumerate(ns):
         cost = gemm_cost(n, n, n, p)
         row = {"n": n, "shape": f"{n}×{n}×{n}", "precision": p, "status": "ok",
-               "measured_tflops": None, **_predict(cost, ref, p), "ratio": None,
+               "measured_tflops": None, **predict_bound(cost, ref, p), "ratio": None,
                "ai": cost.ai, "median_ms": None, "p10_ms": None, "p90_ms": None, "reps": None,
                "threads": None, "roof": roof, "device": dev.info.name}
         m = None
@@ -145,7 +145,7 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
             row["status"] = (f"skipped: needs ~{need:.1f} s, {left:.1f} s of the "
                              f"{_seconds(budget_s)} budget left")
         else:
-            share = left * _size_share(n, [later for later in ns[i:] if later in fitting])
+            share = left * size_share(n, [later for later in ns[i:] if later in fitting])
             try:  # 200 repetitions pin a median; more would starve the larger sizes
                 m = cases.time_gemm(n, n, n, p, device=dev.info, budget_s=0.8 * share,
                                     warmup_s=min(0.1, 0.2 * share), min_reps=min_reps,
@@ -182,16 +182,16 @@ def sweep_gemv(shapes, precisions: Sequence[str] = ("fp16", "bf16", "fp8", "int8
         (f"{n}×{k}", (n, k)) for n, k in shapes]
     if not items:
         raise ValueError("shapes must name at least one (n, k)")
-    ps = [_precision(p, GEMM_PRECISIONS, "precisions") for p in precisions]
+    ps = [checked_precision(p, GEMM_PRECISIONS, "precisions") for p in precisions]
     budget_s = positive("budget_s", budget_s)
-    dev = _resolve(device)
+    dev = resolve_device(device)
     ref, roof = _reference_device(reference, dev.info)
     total = len(items) * len(ps)
     rows, t0, done = [], time.perf_counter(), 0
     for name, (n, k) in items:
         for p in ps:
             cost = gemv_cost(n, k, p)
-            pred = _predict(cost, ref, p)
+            pred = predict_bound(cost, ref, p)
             row = {"name": name, "n": int(n), "k": int(k), "precision": p, "status": "ok",
                    "measured_us": None,
                    "predicted_us": pred["predicted_ms"] * 1e3 if pred["predicted_ms"] else None,
@@ -199,7 +199,7 @@ def sweep_gemv(shapes, precisions: Sequence[str] = ("fp16", "bf16", "fp8", "int8
                    "p10_us": None, "p90_us": None, "reps": None, "roof": roof,
                    "device": dev.info.name}
             left = budget_s - (time.perf_counter() - t0)
-            why = _support_reason(dev, p, "gemv")
+            why = support_reason(dev, p, "gemv")
             if why:
                 row["status"] = f"unsupported: {why}"
             elif left <= 0:
@@ -318,8 +318,8 @@ def empirical_roofline(device: str | DeviceInfo | None = None, *,
     goes to bandwidth, the rest is shared by the precisions.
     """
     budget_s = positive("budget_s", budget_s)
-    dev = _resolve(device)
-    ps = [_precision(p, GEMM_PRECISIONS, "precisions") for p in (precisions or GEMM_PRECISIONS)]
+    dev = resolve_device(device)
+    ps = [checked_precision(p, GEMM_PRECISIONS, "precisions") for p in (precisions or GEMM_PRECISIONS)]
     if dev.info.kind == "cuda" and dev.info.spec() is None and "fp32" not in ps:
         ps.append("fp32")  # the vector (CUDA-core) ceiling of an unknown GPU (as_device)
     ns = tuple(sizes) if sizes else _peak_sizes(dev.info)
@@ -329,7 +329,7 @@ def empirical_roofline(device: str | DeviceInfo | None = None, *,
     peaks, best, unsupported = {}, {}, {}
     runnable = []
     for p in ps:
-        why = _support_reason(dev, p)
+        why = support_reason(dev, p)
         if why:
             unsupported[p] = why
         else:

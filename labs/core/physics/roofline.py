@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from labs.core.physics._deferred import is_ndarray
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import is_ndarray
+from labs.core.physics.deferred import numpy as np
 
 from labs.core.physics import hardware
 from labs.core.physics._measured import (  # noqa: F401  (measured launch costs, public here)

@@ -29,7 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import numpy as np
 
 from labs.core.physics._validate import (
     instance,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import numpy as np
 
 #: The plot-area width labels are judged in. Labs show a roofline in a full-width cell
 #: (~800-900 px of plot); judging at a narrower width errs towards moving a label.

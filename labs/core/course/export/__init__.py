@@ -46,7 +46,7 @@ from labs.core.course.export.index import (  # noqa: F401  (the public API, re-e
     render_index,
 )
 from labs.core.course.export.inspection import (  # noqa: F401
-    _FRONTEND_URL_RE,
+    FRONTEND_URL_RE,
     BENIGN_ERROR_KINDS,
     GATE_TEXT,
     TOO_LARGE_MARKER,
@@ -58,7 +58,7 @@ from labs.core.course.export.inspection import (  # noqa: F401
 )
 from labs.core.course.export.lab import LabResult, export_env, export_lab, marimo_cmd  # noqa: F401
 from labs.core.course.export.offline import (  # noqa: F401
-    _MATHJAX_URL_RE,
+    MATHJAX_URL_RE,
     ASSET_DIR_NAME,
     MATHJAX_FILE,
     MATHJAX_LOCAL,

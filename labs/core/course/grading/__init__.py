@@ -119,7 +119,7 @@ from labs.core.course.grading.gradebook import (  # noqa: F401
     FILE_COLUMNS,
     ITEM_COLUMNS,
     MAX_CELL_CHARS,
-    _fmt_lateness,
+    format_lateness,
     csv_safe,
     event_rows,
     event_table,

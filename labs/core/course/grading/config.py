@@ -35,7 +35,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_LAB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+LAB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 KEYS = {
     "": ("course", "labs"),
     "course": ("name", "id_column", "late_policy", "late_penalty_per_day", "students",
@@ -319,7 +319,7 @@ def _answer(item: _catalogue.CatalogueItem, value: Any, where: str) -> Any:
 def _lab(lab_id: str, table: Any, path: Path, entries: dict,
          zone: tzinfo | None = None) -> LabConfig:
     where = f"labs.{lab_id}"
-    if not _LAB_ID_RE.match(lab_id) or not isinstance(table, dict):
+    if not LAB_ID_RE.match(lab_id) or not isinstance(table, dict):
         raise ConfigError(f"{where}: lab ids are letters, digits, _ and -; got {lab_id!r}")
     if lab_id not in entries:
         raise ConfigError(f"{where}: {lab_id!r} is not a lab{close_matches(lab_id, entries)}; "

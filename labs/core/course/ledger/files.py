@@ -79,7 +79,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _append_bytes(path: Path, data: bytes) -> None:
+def append_bytes(path: Path, data: bytes) -> None:
     """Append with one O_APPEND write (looping only on a short write), then fsync.
 
     Called with the ledger's lock held. If the write or the fsync fails (full disk, quota,

@@ -23,7 +23,7 @@ from labs.core.course.answers import (  # noqa: F401  (re-exported for the labs)
     ratio_off,
     ratio_verdict,
     verdict_kind,
-    with_units as _with_units,
+    with_units as with_units,
     within_factor,
 )
 from labs.core.physics.units import format_value

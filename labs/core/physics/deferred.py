@@ -1,4 +1,4 @@
-"""A module imported on first use: ``from labs.core.physics._deferred import numpy as np``.
+"""A module imported on first use: ``from labs.core.physics.deferred import numpy as np``.
 
 A lab whose prediction gates are closed draws no figure and computes on plain floats, so it
 never needs numpy; importing it anyway cost every cold run and every student-copy export
