@@ -32,7 +32,7 @@ def _load() -> str:
 
 def one_run(device, threads) -> tuple[float, float, list]:
     from labs.core import measure
-    from labs.core.measure import profiler
+    from labs.core.measure.profile import profiler
 
     profiler.clear_roofline_cache()  # a student's first press measures the roofline too
     t0, c0 = time.perf_counter(), time.process_time()

@@ -21,7 +21,7 @@ def _():
     # checked against before anything is measured; the instructor copy's answers use it.
     OPENING = {"device": "h100-sxm"}
     # Prediction 1 and 2 options: the operator types the roofline adds time up by (the values
-    # are the profiler's type names, labs.core.measure.opcost). The questions ask for the
+    # are the profiler's type names, labs.core.measure.profile.opcost). The questions ask for the
     # roofline's answer, which has no overhead term, so overhead is not an option there; the
     # measured comparison names it when it leads.
     TYPE_OPTIONS = {

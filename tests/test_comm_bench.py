@@ -1,4 +1,4 @@
-"""Lab 6 live collectives (labs.core.measure.comm_bench): the α-β fit on synthetic data, real
+"""Lab 6 live collectives (labs.core.measure.comm.bench): the α-β fit on synthetic data, real
 gloo runs between 2 worker processes on this machine, and that no worker outlives a run,
 whatever ends it (success, a worker killed, an interrupt, the start-up limit)."""
 
@@ -16,7 +16,7 @@ import pytest
 from labs.core import collectives
 from labs.core import comm_bench
 from labs.core import measure
-from labs.core.measure import comm_cli
+from labs.core.measure.comm import cli as comm_cli
 
 # --- the α-β fit (pure numpy: no torch needed) ----------------------------------------------
 
@@ -110,7 +110,7 @@ def _workers() -> list[int]:
     pids = []
     for pid in _children():
         try:
-            if b"comm_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"labs.core.measure.comm.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 pids.append(pid)
         except OSError:
             continue
@@ -254,7 +254,7 @@ def test_a_worker_exits_by_itself_when_its_parent_is_gone(tmp_path):
            time.time() + 60, "op_timeout_s": 60, "ops": ["all-reduce"], "sizes": [4096],
            "budget_s": 1}
     env = comm_bench._worker_env(comm_bench.free_port())
-    p = subprocess.Popen([sys.executable, "-m", "labs.core.measure.comm_worker",
+    p = subprocess.Popen([sys.executable, "-m", "labs.core.measure.comm.worker",
                           json.dumps(cfg)], env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:

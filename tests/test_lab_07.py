@@ -15,7 +15,8 @@ from test_failure_messages import problems
 from widget_sweep import failures
 
 from labs.core import measure, quiz, tiny_models
-from labs.core.measure import live, opcost
+from labs.core.measure import live
+from labs.core.measure.profile import opcost
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_07_your_model.py"
 ITEMS = ("lab07.dominant_b1", "lab07.dominant_b64", "lab07.memory_share",
@@ -495,7 +496,7 @@ def test_torch_compile_that_cannot_run_is_a_message(env, app, monkeypatch):
     pytest.importorskip("torch")
     import shutil
 
-    from labs.core.measure import profiler
+    from labs.core.measure.profile import profiler
 
     monkeypatch.setattr(shutil, "which", lambda name: None)  # no C++ compiler anywhere
     monkeypatch.delenv("CXX", raising=False)

@@ -337,7 +337,8 @@ def test_without_torch_the_start_gives_the_cpu_build_and_a_fallback_from_the_ind
 
 
 def test_the_labs_give_the_same_torch_commands_as_the_launcher(monkeypatch):
-    from labs.core.measure import device, profile_guard
+    from labs.core.measure import device
+    from labs.core.measure.profile import guard as profile_guard
 
     _without_torch(monkeypatch)
     assert device.torch_commands() == launcher.torch_commands()

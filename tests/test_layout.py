@@ -31,7 +31,7 @@ ALLOWED = {
 #: Modules that may import one wing more than their own wing's rule (the notebook face of a wing).
 NOTEBOOK_FACES = {"labs.core.measure.live": {"ui"},
                   # labs-profile writes the operator roofline as HTML: the CLI face of measure
-                  "labs.core.measure.profile_cli": {"ui"}}
+                  "labs.core.measure.profile.cli": {"ui"}}
 #: Third-party packages a wing must not import (physics stays importable without them).
 FORBIDDEN_PACKAGES = {"physics": {"marimo", "plotly", "torch"}, "measure": {"marimo", "plotly"}}
 MAX_LINES = 500
@@ -142,9 +142,8 @@ def test_core_cites_no_file_outside_the_repository():
         assert "shared/reference" not in f.read_text(encoding="utf-8"), f
 
 
-# --- the course wing in rooms, and no import cycles -------------------------------------------
+# --- wings in rooms, and no import cycles -------------------------------------------
 
-COURSE = CORE / "course"
 
 
 def _core_graph() -> dict[str, set[str]]:
@@ -213,39 +212,46 @@ def test_no_module_imports_one_that_imports_it_back():
     assert _cycles(graph) == []
 
 
-def _room(module: str) -> str | None:
+#: Wings split into rooms (subpackages), each with a docstring map in its ``__init__``.
+ROOMED_WINGS = ("course", "measure")
+
+
+def _room(module: str, wing: str = "course") -> str | None:
     parts = module.split(".")
-    if parts[:3] != ["labs", "core", "course"] or len(parts) < 4:
+    if parts[:3] != ["labs", "core", wing] or len(parts) < 4:
         return None
     return parts[3]
 
 
-def test_course_rooms_import_downward_only():
-    """The course wing's rooms (subpackages and the launcher) form no cycle: a room imports no
-    room that imports it back (LABS_SPEC §1 draws the directions)."""
+@pytest.mark.parametrize("wing", ROOMED_WINGS)
+def test_rooms_import_downward_only(wing):
+    """A wing's rooms (subpackages and loose modules) form no cycle: a room imports no room that
+    imports it back (LABS_SPEC §1 draws the directions)."""
     rooms: dict[str, set[str]] = {}
     for module, targets in _core_graph().items():
-        src = _room(module)
+        src = _room(module, wing)
         if src is None:
             continue
         for target in targets:
-            dst = _room(target)
+            dst = _room(target, wing)
             if dst is not None and dst != src:
                 rooms.setdefault(src, set()).add(dst)
     assert _cycles(rooms) == [], rooms
 
 
-def test_course_wing_has_rooms_not_prefix_families():
+@pytest.mark.parametrize("wing", ROOMED_WINGS)
+def test_wings_have_rooms_not_prefix_families(wing):
     """Modules of one concern live in a folder, not in a flat family of ``prefix_*.py`` files."""
-    flat = [p.stem for p in COURSE.glob("*.py") if p.stem != "__init__"]
+    folder = CORE / wing
+    flat = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
     prefixes = [name.split("_")[0] for name in flat if "_" in name]
     families = sorted({p for p in prefixes if prefixes.count(p) + flat.count(p) > 1})
-    assert families == [], f"flat prefix families in labs/core/course/: {families}; move each into a subpackage"
-    for room in [p for p in COURSE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]:
+    assert families == [], f"flat prefix families in labs/core/{wing}/: {families}; move each into a subpackage"
+    for room in [p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists()]:
         doc = ast.get_docstring(ast.parse((room / "__init__.py").read_text(encoding="utf-8"))) or ""
-        assert doc.strip(), f"course/{room.name}/__init__.py needs a docstring map of the room"
+        assert doc.strip(), f"{wing}/{room.name}/__init__.py needs a docstring map of the room"
         stale = [p.stem for p in room.glob("*.py") if p.stem.startswith(room.name + "_")]
-        assert stale == [], f"course/{room.name}/ repeats its name as a prefix: {stale}"
+        assert stale == [], f"{wing}/{room.name}/ repeats its name as a prefix: {stale}"
 
 
 def test_every_notebook_names_the_labs_style_sheet_beside_it():

@@ -440,7 +440,7 @@ def test_tiny_decoder_prefill_math_attention_flops_equal_flop_counter_mode():
     from torch.utils.flop_counter import FlopCounterMode
 
     from labs.core import tiny_models
-    from labs.core.measure import tiny_modules
+    from labs.core.measure.profile import tiny_modules
 
     c, S = tiny_models.TINY_DECODER, 32
     block, (x, pos) = tiny_modules.build("attention", phase="prefill", batch=1, context=S)

@@ -1,5 +1,5 @@
-"""A profile never shows an impossible share, CPU sdpa's causal FLOPs
-(item 10) and what labs-profile says when a model cannot run (item 15).
+"""A profile never shows an impossible share, CPU sdpa's causal FLOPs, and what
+labs-profile says when a model cannot run.
 
 Per-operator times are measured under the profiler, which adds its own cost to each call;
 the whole pass is timed without it. The operators must never add up to more than that pass:
@@ -14,7 +14,7 @@ from labs.core import measure
 
 torch = pytest.importorskip("torch")
 
-from labs.core.measure import opcost, profile_cli, profiler  # noqa: E402
+from labs.core.measure.profile import opcost, cli as profile_cli, profiler  # noqa: E402
 
 
 # --- fit_to_pass: hand-derived ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""labs.core.measure.profiler: every aten operator of a model on the roofline (Lab 7's core).
+"""labs.core.measure.profile.profiler: every aten operator of a model on the roofline (Lab 7's core).
 
 FLOPs are checked against torch.utils.flop_counter.FlopCounterMode on the same model and inputs
 and against the hand-derived matmul counts of labs.core.physics (formulas, tiny_models); bytes
@@ -17,7 +17,7 @@ import pytest
 
 from labs.core import figures, formulas, hardware, measure, models, roofline, tiny_models
 
-from labs.core.measure import opcost, profile_cli, profiler
+from labs.core.measure.profile import opcost, cli as profile_cli, profiler
 
 try:
     import torch
@@ -26,7 +26,7 @@ except ImportError:  # without the live extra: the tests marked torch are skippe
 else:
     from torch.utils.flop_counter import FlopCounterMode
 
-    from labs.core.measure import tiny_modules  # imports torch
+    from labs.core.measure.profile import tiny_modules  # imports torch
 WHAT_IF = "h100-sxm"  # a registry roofline: predicted only, nothing timed (fast)
 
 

@@ -84,7 +84,7 @@ def test_prefill_flops_of_the_lab_s_decoder_equal_flop_counter_mode(context):
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
-    from labs.core.measure import tiny_modules
+    from labs.core.measure.profile import tiny_modules
 
     model, inputs = tiny_modules.build("decoder", phase="prefill", batch=1, context=context,
                                        attention="math")

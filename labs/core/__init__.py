@@ -48,7 +48,7 @@ SHORT_NAMES = {
     # measure
     "measure": "labs.core.measure",
     "live": "labs.core.measure.live",
-    "comm_bench": "labs.core.measure.comm_bench",
+    "comm_bench": "labs.core.measure.comm.bench",
     # course
     "ledger": "labs.core.course.ledger",
     "quiz": "labs.core.course.quiz",

@@ -1,6 +1,6 @@
 """Lab 7 physics: the built-in models' shapes, the memory a profile run of them needs, and what
 the roofline predicts for them. Pure Python (the torch modules are in
-``labs.core.measure.tiny_modules``), so a lab can predict, and refuse a configuration that does
+``labs.core.measure.profile.tiny_modules``), so a lab can predict, and refuse a configuration that does
 not fit, before torch is imported or anything is allocated.
 
 The tiny decoder keeps Llama-3-8B's proportions (meta-llama params.json, see
@@ -189,7 +189,7 @@ def step_kernel_list(config=TINY_DECODER, *, phase: str = "decode", batch: int =
                      context: int = 1024, precision: str = "fp32",
                      attention: str = "math") -> list[tuple[str, str, int]]:
     """The kernels one eager forward of the tiny decoder launches, as the lab builds and
-    profiles it (``labs.core.measure.tiny_modules``, with its KV cache): a list of (what,
+    profiles it (``labs.core.measure.profile.tiny_modules``, with its KV cache): a list of (what,
     group, kernels per step), group one of ``models.OP_GROUPS`` or :data:`LOOKUP`.
 
     A KERNEL here is one non-view aten operator, the operators the project's profiler records

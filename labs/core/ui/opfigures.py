@@ -1,7 +1,7 @@
 """Figures of a model profile (Lab 7): every operator on the roofline, coloured and named by
 regime, and time per operator type. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
 
-The builders take the profile's rows as plain dicts (the keys ``labs.core.measure.profiler``
+The builders take the profile's rows as plain dicts (the keys ``labs.core.measure.profile.profiler``
 writes: name, module, shapes, op_type, flops, flops_source, bytes, ai, measured_s, bound_s,
 regime), so the ui wing needs nothing from the measure wing.
 """

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Sequence
 
 from labs.core import measure
-from labs.core.measure import profiler
-from labs.core.measure.profile_report import markdown_summary
+from labs.core.measure.profile import profiler
+from labs.core.measure.profile.report import markdown_summary
 from labs.core.physics import tiny_models
 from labs.core.physics import units
 

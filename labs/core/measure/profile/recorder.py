@@ -2,7 +2,7 @@
 times it where it runs and (on the trace pass) describes it, plus the pass itself (forward,
 or forward + backward of the outputs' sum) and the checks around running it.
 
-Part of :mod:`labs.core.measure.profiler` (its method is described there); torch is imported
+Part of :mod:`labs.core.measure.profile.profiler` (its method is described there); torch is imported
 lazily, on first use.
 """
 
@@ -12,7 +12,7 @@ import time
 from typing import Callable
 
 from labs.core.measure import errors as _errors
-from labs.core.measure import opcost
+from labs.core.measure.profile import opcost
 from labs.core.measure.device import is_oom
 from labs.core.measure.timer import gpu_spacer
 

@@ -12,13 +12,13 @@ and in a browser (WASM) build; nothing runs at import. API::
     run.fits["all-reduce"]                # AlphaBetaFit: alpha_s, busbw_gbs, residual, ...
     fit_alpha_beta(sizes, times, op="all-reduce", n=2)
 
-The command line (``labs-bench-comm``) is :mod:`labs.core.measure.comm_cli`.
+The command line (``labs-bench-comm``) is :mod:`labs.core.measure.comm.cli`.
 
 Backends: ``gloo`` (CPU processes over loopback, always there with torch) or ``nccl`` (one
 process per CUDA GPU, needs at least two GPUs). With one GPU or none the CPU path runs and
 ``comm_backend`` says why.
 
-Processes: ``world_size`` workers (:mod:`labs.core.measure.comm_worker`, started with
+Processes: ``world_size`` workers (:mod:`labs.core.measure.comm.worker`, started with
 ``subprocess`` as ``python -m ...``: a function defined in a notebook could not be imported by
 them), MASTER_ADDR 127.0.0.1 and a free port chosen at run time (a second try with a new port if
 another program took it first). They are stopped on every path: success, an exception, an
@@ -325,7 +325,7 @@ def _run_once(cfg: dict, world: int, startup_s: float, progress: Progress | None
             log = tempfile.TemporaryFile()
             logs.append(log)
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", "labs.core.measure.comm_worker",
+                [sys.executable, "-m", "labs.core.measure.comm.worker",
                  json.dumps(dict(cfg, rank=rank))],
                 stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL, stderr=log,
                 stdin=subprocess.DEVNULL, env=env))

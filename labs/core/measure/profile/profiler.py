@@ -1,7 +1,7 @@
 """Profile a PyTorch model operator by operator on the roofline: every aten call's FLOPs,
 compulsory bytes, measured time, and its bound max(FLOPs / peak, bytes / bandwidth).
 
-    from labs.core.measure import profiler
+    from labs.core.measure.profile import profiler
     model, inputs = profiler.builtin_case("decoder", phase="decode", batch=1, context=1024)
     prof = profiler.profile_model(model, inputs)          # this machine's measured roofline
     prof.by_op_type(); prof.by_regime(); prof.lost_time(10); prof.summary()
@@ -13,7 +13,7 @@ How it measures (the honest parts):
   composite operators are decomposed (``torch.no_grad()``, not ``inference_mode``, so a
   ``linear`` shows as the ``t`` + ``addmm`` that actually run). Ops without a FLOP formula
   that have a decomposition are decomposed as ``FlopCounterMode`` does, so the counted FLOPs
-  equal its total. FLOPs and bytes per call: :mod:`labs.core.measure.opcost`.
+  equal its total. FLOPs and bytes per call: :mod:`labs.core.measure.profile.opcost`.
 * Each operator is timed where it runs, inside real forward passes (cache state as in the
   model), over several passes; its time is the median. CPU: ``time.perf_counter`` around the
   call (CPU operators return when done), torch's thread count recorded. GPU: a CUDA event
@@ -50,13 +50,13 @@ import statistics
 import time
 
 from labs.core import measure
-from labs.core.measure import opcost, profile_guard, recorder
+from labs.core.measure.profile import opcost, guard as profile_guard, recorder
 from labs.core.measure.cases import (
     matmul_mode,  # the wing's TF32 flags, threads and OOM
 )
 from labs.core.measure.device import guarded
-from labs.core.measure.profile_guard import call_cost  # noqa: F401  (profiler.call_cost)
-from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile, fit_to_pass
+from labs.core.measure.profile.guard import call_cost  # noqa: F401  (profiler.call_cost)
+from labs.core.measure.profile.report import COLUMNS, UNKNOWN_REGIME, Profile, fit_to_pass
 from labs.core.measure.timer import resolve_device, sample_stats, torch_threads
 from labs.core.physics import hardware
 from labs.core.physics import roofline as _roofline
@@ -410,7 +410,7 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
 def builtin_case(block: str = "decoder", *, phase: str = "decode", batch: int = 1,
                  context: int = 1024, precision: str = "fp32", attention: str = "math",
                  cache: bool = True, device=None, seed: int = 0):
-    """(model, example_inputs) of a built-in model (``labs.core.measure.tiny_modules``), after
+    """(model, example_inputs) of a built-in model (``labs.core.measure.profile.tiny_modules``), after
     checking, BEFORE anything is allocated, that it fits in this machine's free memory
     (``measure.check_fits`` on ``physics.tiny_models.memory_terms``): a configuration that does
     not fit raises ``measure.DoesNotFit`` with the numbers (weights, KV cache, activations)."""
@@ -429,7 +429,7 @@ def builtin_case(block: str = "decoder", *, phase: str = "decode", batch: int = 
                             f"{attention} attention) {why}. It needs {parts}.")
     import torch
 
-    from labs.core.measure import tiny_modules
+    from labs.core.measure.profile import tiny_modules
 
     dtype = getattr(torch, _TORCH_DTYPES[p])
     return guarded(f"Building the {block}", info, lambda: tiny_modules.build(

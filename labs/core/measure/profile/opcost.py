@@ -1,5 +1,5 @@
 """What one aten operator call costs on the roofline: its FLOPs, its compulsory bytes and the
-operator type it belongs to. Used by :mod:`labs.core.measure.profiler` on every call it sees.
+operator type it belongs to. Used by :mod:`labs.core.measure.profile.profiler` on every call it sees.
 
 torch is imported lazily (only the profiler calls these, with torch objects in hand).
 

@@ -1,6 +1,6 @@
 """labs-bench-comm: time collectives between worker processes on this machine, fit α and β per
 collective, print the tables and write JSON (also ``python benchmarks/bench_comm.py``). The
-measuring is :func:`labs.core.measure.comm_bench.measure_collectives`.
+measuring is :func:`labs.core.measure.comm.bench.measure_collectives`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import socket
 import sys
 from typing import Sequence
 
-from labs.core.measure.comm_bench import (COMM_SIZES, DEFAULT_BUDGET_S, usable_cpus, comm_backend,
+from labs.core.measure.comm.bench import (COMM_SIZES, DEFAULT_BUDGET_S, usable_cpus, comm_backend,
                                           measure_collectives)
 from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from labs.core.measure import opcost
+from labs.core.measure.profile import opcost
 from labs.core.physics import roofline as _roofline
 from labs.core.physics import units as _units
 

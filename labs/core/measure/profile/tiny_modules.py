@@ -4,7 +4,7 @@ with a KV cache, SwiGLU MLP, no biases) and its MLP and attention blocks alone.
 
 Shapes come from ``labs.core.physics.tiny_models`` (Llama-3-8B's proportions, scaled down).
 This module imports torch at the top: it is only imported when a model is built
-(``labs.core.measure.profiler.builtin_case`` imports it lazily), never by a notebook that has
+(``labs.core.measure.profile.profiler.builtin_case`` imports it lazily), never by a notebook that has
 not pressed a run button. Written the way reference implementations are, so what the profiler
 shows is what a student's own model would show:
 
