@@ -107,9 +107,15 @@ def test_unknown_short_name_is_an_attribute_error():
 
 @pytest.mark.parametrize("name,path", list(_modules()), ids=lambda v: str(v))
 def test_modules_are_readable_in_one_sitting(name, path):
-    """No module over ~500 lines, unless its docstring says why it is one piece."""
-    lines = path.read_text(encoding="utf-8").count("\n")
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    """No module over ~500 lines, unless its docstring says why it is one piece. Its ``__all__``
+    is not counted: an index of names is looked up, not read through."""
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    index = sum(node.end_lineno - node.lineno + 1 for node in tree.body
+                if isinstance(node, ast.Assign)
+                and any(getattr(t, "id", None) == "__all__" for t in node.targets))
+    lines = text.count("\n") - index
+    doc = ast.get_docstring(tree) or ""
     if lines > MAX_LINES:
         assert "one piece" in doc, (f"{name} has {lines} lines (> {MAX_LINES}); split it by "
                                     "responsibility or say in its docstring why it is one piece")
@@ -421,3 +427,19 @@ def test_package_faces_export_no_private_names():
         exported = getattr(package, "__all__", [])
         assert [n for n in exported if n.startswith("_")] == [], module
         assert private_imports(face) == [], module
+
+
+#: Modules another change rewrites at the same time; they get ``__all__`` when it lands.
+ALL_RULE_PENDING = ("labs.core.physics.misconceptions",)
+
+
+@pytest.mark.parametrize("name,path", list(_modules()), ids=lambda v: str(v))
+def test_every_core_module_says_what_it_exports(name, path):
+    """Every module of labs.core has an ``__all__`` of public names it really defines."""
+    if name.startswith(ALL_RULE_PENDING):
+        return
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{name} has no __all__"
+    assert [n for n in exported if n.startswith("_")] == [], name
+    assert [n for n in exported if not hasattr(module, n)] == [], name

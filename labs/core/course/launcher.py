@@ -59,6 +59,14 @@ from labs.core.course.export.index import (DEFAULT_LABS_DIR, copy_style_sheet, d
 from labs.core.course.export.offline import SERVE_MARIMO
 from labs.core.course.install import torch_advice, torch_commands, torch_notice  # noqa: F401
 
+__all__ = [
+    "Address", "DEFAULT_PORT", "EDITED_DIR", "ENV_WORKSPACE", "PORT_TRIES", "SERVER_FILE",
+    "STATE_DIR", "STUDENT_CSS", "WORKSPACE_PYPROJECT", "Workspace", "default_workspace",
+    "lab_title", "lab_url", "ledger_summary", "main", "marimo_command", "package_labs",
+    "prepare_workspace", "render_index", "stable_address", "stopped_message", "torch_advice",
+    "torch_commands", "torch_notice"
+]
+
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
 #: The port a workspace's server takes the first time (marimo's own default is 2718, which a
 #: student's other marimo session may hold); then the workspace keeps the one it used.

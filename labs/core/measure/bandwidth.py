@@ -16,6 +16,8 @@ from labs.core.measure.device import DeviceInfo, llc_bytes, check_fits
 from labs.core.measure.timer import Measurement, resolve_device
 from labs.core.physics._validate import positive
 
+__all__ = ["Bandwidth", "stream_bandwidth"]
+
 
 @dataclass(frozen=True)
 class Bandwidth:

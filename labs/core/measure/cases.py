@@ -31,6 +31,12 @@ from labs.core.measure.timer import (Measurement, check_timing_args, TimingDevic
 from labs.core.physics import formulas as _formulas
 from labs.core.physics._validate import positive_int
 
+__all__ = [
+    "Case", "DTYPES", "ELEMENT_BYTES", "check_precision_supported", "checked_precision",
+    "estimate_bytes", "gemm_case", "gemm_cost", "gemv_cost", "matmul_mode", "measure_case",
+    "support_reason", "supported_precisions", "time_gemm", "time_gemv"
+]
+
 #: Allowance for library workspaces (cuBLAS/cuBLASLt keep tens of MB per handle).
 _WORKSPACE_BYTES = {"cuda": 256 * 2**20, "cpu": 16 * 2**20}
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import os
 
+__all__ = [
+    "GEMM_PRECISIONS", "GEMV_PRECISIONS", "MAX_WORKERS", "SQUARE_SIZES", "usable_cpus",
+    "worker_limit"
+]
+
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 GEMV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8")
 #: Square sizes Lab 1 sweeps (the budget and memory decide how far a machine gets).

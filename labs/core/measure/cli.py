@@ -33,6 +33,10 @@ from labs.core.measure.sweeps import predict_bound, stream_bandwidth, sweep_gemv
 from labs.core.physics import hardware
 from labs.core.physics._validate import positive_int
 
+__all__ = [
+    "GPU_PEAK_FRACTION", "TIMER_TOLERANCE", "format_or_dash", "main", "md_table", "value_range"
+]
+
 #: The timer check's criterion: this timer and the reference agree within 5%.
 TIMER_TOLERANCE = 0.05
 #: H100/H200 criterion: a bf16 8192^3 GEMM reaches 70% of the dense spec peak.

@@ -20,6 +20,13 @@ from typing import Callable
 from labs.core.measure.errors import DoesNotFit, MeasureError, OutOfMemory
 from labs.core.physics import hardware
 
+__all__ = [
+    "DeviceInfo", "MEMORY_HEADROOM", "check_fits", "cuda_info", "detect", "fits", "free_bytes",
+    "free_cache", "gpu_clock_mhz", "guarded", "import_torch", "is_oom", "llc_bytes",
+    "load_average", "machine_description", "machine_line", "ram_bytes", "registry_key_for",
+    "torch_commands", "torch_install_advice"
+]
+
 #: Fraction of free memory a measurement may plan to use (the rest: allocator slack, other
 #: processes on a shared machine, library workspaces).
 MEMORY_HEADROOM = {"cuda": 0.9, "cpu": 0.6}

@@ -29,6 +29,11 @@ from labs.core.physics import fusion
 from labs.core.physics import quantization
 from labs.core.physics._validate import positive, positive_int
 
+__all__ = [
+    "OVERHEAD_SIZES", "OverheadSweep", "Progress", "Sawtooth", "call_overhead_sweep",
+    "default_sawtooth_sizes", "gemm_sawtooth", "simd_fp32_lanes"
+]
+
 Progress = Callable[[int, int, str], None]
 
 

@@ -27,6 +27,11 @@ import marimo as mo
 from labs.core import measure
 from labs.core.ui import style
 
+__all__ = [
+    "IDLE_MESSAGE", "T", "csv_download", "device_card", "gated_run", "read_at_press",
+    "results_table", "run_button", "run_if_pressed"
+]
+
 T = TypeVar("T")
 
 #: Shown in place of results until the run button is pressed.

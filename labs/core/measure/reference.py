@@ -24,6 +24,8 @@ from labs.core.measure.timer import (Measurement, TimingDevice, l2_flusher, reso
                                      time_fn, timed_reps, warm_up)
 from labs.core.physics._validate import positive, positive_int
 
+__all__ = ["TimerAttempt", "TimerCheck", "compare_with_reference"]
+
 
 @dataclass(frozen=True)
 class TimerAttempt:

@@ -31,6 +31,11 @@ from labs.core.physics import hardware
 from labs.core.physics import units as _units
 from labs.core.physics._validate import positive, positive_int
 
+__all__ = [
+    "EmpiricalRoofline", "Progress", "empirical_roofline", "ledger_payload", "predict_bound",
+    "size_share", "sweep_gemv", "sweep_square_gemm", "to_csv"
+]
+
 Progress = Callable[[int, int, str], None]  # (done, total, label)
 
 

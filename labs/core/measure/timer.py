@@ -29,6 +29,12 @@ from labs.core.measure.device import DeviceInfo, guarded, llc_bytes, import_torc
 from labs.core.measure.errors import Unavailable
 from labs.core.physics._validate import positive, positive_int
 
+__all__ = [
+    "Measurement", "PairedRatio", "TimingDevice", "check_timing_args", "flush_bytes", "gpu_spacer",
+    "l2_flusher", "resolve_device", "sample_stats", "time_callable", "time_fn", "time_ratio",
+    "timed_measurement", "timed_reps", "torch_threads", "warm_up"
+]
+
 #: Bytes written to evict the GPU L2 between repetitions (as triton.testing.do_bench does).
 _GPU_FLUSH_BYTES = 256 * 2**20
 

@@ -55,6 +55,11 @@ from labs.core.physics import staircase
 from labs.core.physics._validate import positive, positive_int
 from labs.core.physics.units import format_bytes
 
+__all__ = [
+    "MAX_REPS", "PAST_LLC", "PAST_LLC_MIN", "Progress", "ROUNDS", "SweepPoint", "WorkingSetSweep",
+    "default_sizes", "hierarchy_levels", "measure_order", "working_set_sweep"
+]
+
 Progress = Callable[[int, int, str], None]
 _ELEMENT = 4  # fp32: bandwidth does not depend on the values' type; 4 B keeps sizes exact
 _CHUNK = {"cpu": 4 * 2**20, "cuda": 64 * 2**20}

@@ -81,6 +81,16 @@ from labs.core.physics import hardware
 from labs.core.physics._validate import (close_matches, non_negative, positive,
                                           positive_int, shown, text)
 
+__all__ = [
+    "ACROSS_NODES_NOTE", "ALGORITHMS", "ALGORITHM_NAMES", "DEVICE_LINKS", "LATENCY_NOTE", "LINKS",
+    "Link", "LinkEfficiency", "NIC_ACHIEVABLE", "NVLINK_ACHIEVABLE", "NVLS_H100", "OPS", "Path",
+    "SCALE_OUT_LINK", "SEQUENTIAL", "SwitchAllReduce", "UnknownLinkError", "algbw_gbs",
+    "bandwidth_factor", "bus_factor", "busbw_gbs", "check_pair", "collective_path",
+    "collective_time", "crossover_bytes", "custom_link", "device_link", "get_link",
+    "latency_bandwidth_split", "latency_steps", "link_efficiency", "link_options", "link_time",
+    "pair_problem", "ring_link"
+]
+
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 #: The hierarchical all-reduce run one level after the other (module docstring).
 SEQUENTIAL = "hierarchical-sequential"

@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+__all__ = ["DeferredModule", "is_ndarray", "numpy"]
+
 
 class DeferredModule:
     """Stands in for the module ``name`` until an attribute is read, then forwards to it."""

@@ -37,6 +37,14 @@ from labs.core.physics._validate import (
     sequence,
 )
 
+__all__ = [
+    "FLASH_MEASURED", "FLASH_SCHEDULE", "FlashRoofPoint", "L2_MEASURED_GBS", "ONCHIP", "OnChip",
+    "REGISTERS", "SMEM", "TileFit", "UNDETERMINED_L2", "flash_attention_hbm_bytes",
+    "flash_attention_l2_bytes", "flash_kv_hbm_passes", "flash_onchip_bytes", "flash_roof_point",
+    "flash_shared_cache_misses", "flash_tile", "hierarchical_attainable", "l2_bandwidth_gbs",
+    "largest_square_tile", "onchip", "onchip_device_names", "onchip_roof_tflops"
+]
+
 #: L2 read bandwidth measured by published microbenchmarks (GB/s), with the source. NVIDIA
 #: publishes no L2 bandwidth in GB/s; its per-clock figure for the A100 (5120 B/clk, A100
 #: whitepaper p. 35) times the boost clock gives 7.2 TB/s, a peak 1.36x above what is measured,

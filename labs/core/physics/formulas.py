@@ -36,6 +36,12 @@ from labs.core.physics._validate import (
 )
 from labs.core.physics.hardware import VECTOR
 
+__all__ = [
+    "ChainCost", "Cost", "ELEMENTWISE", "Elementwise", "attention", "causal_pairs", "chain_groups",
+    "contiguous_groups", "elementwise", "elementwise_chain", "gemm", "gemv", "layernorm", "linear",
+    "mlp", "rmsnorm", "score_elements", "softmax", "total"
+]
+
 
 @dataclass(frozen=True)
 class Cost:

@@ -57,6 +57,19 @@ from labs.core.physics.flash import (  # noqa: F401  (re-exported)
     onchip_roof_tflops,
 )
 
+__all__ = [
+    "BENEFIT_BYTES", "BENEFIT_LAUNCHES", "BENEFIT_NONE", "ChainTiming", "DEFAULT_CHAIN",
+    "FLASH_MEASURED", "FLASH_SCHEDULE", "FlashRoofPoint", "L2_MEASURED_GBS", "ONCHIP", "OnChip",
+    "QUESTION_CHAIN_ELEMENTS", "QUESTION_HEADS", "QUESTION_HEAD_DIM", "QUESTION_TINY_ELEMENTS",
+    "REGISTERS", "SMEM", "TileFit", "UNDETERMINED_L2", "attention_memory_terms",
+    "chain_byte_ratio", "chain_overhead_crossover", "chain_time_curve", "chain_timing",
+    "flash_attention_hbm_bytes", "flash_attention_l2_bytes", "flash_kv_hbm_passes",
+    "flash_onchip_bytes", "flash_roof_point", "flash_shared_cache_misses", "flash_tile",
+    "fusion_benefit", "fusion_speedup", "hierarchical_attainable", "kernel_crossovers",
+    "kernel_tflops", "l2_bandwidth_gbs", "largest_square_tile", "launch_saving_speedup", "onchip",
+    "onchip_device_names", "onchip_roof_tflops", "unfused_max_seq_len", "unfused_score_bytes"
+]
+
 DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
 #: Lab 4's questions' cases: the lab asks them, its bands (misconceptions.lab04) grade them.
 QUESTION_CHAIN_ELEMENTS = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16

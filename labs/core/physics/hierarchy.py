@@ -103,6 +103,18 @@ from labs.core.physics._validate import (
     text,
 )
 
+__all__ = [
+    "BLOCK_REUSE", "COMPUTE", "DEFAULT_REGISTER_TILE", "FLOOR_RULE", "GEMM_BK", "GEMM_SCHEDULES",
+    "GEMM_STAGES", "GPU_ARCH", "GemmSchedule", "Hierarchy", "HierarchyPoint", "KernelModel",
+    "L1_SMEM", "L2_MEASURED_GBS", "LaunchError", "Level", "LevelUse", "MATRIX", "NAIVE_BLOCK",
+    "SMEM_NO_OPT_IN_BYTES", "UNDETERMINED", "UnknownRoof", "VECTOR", "WAVE_SLABS", "flash_kernel",
+    "from_plateaus", "gemm_kernel", "gpu_hierarchy", "gpu_keys", "hierarchy",
+    "largest_fitting_tile", "launch_problem", "launchable_tiles", "level_roof_tflops",
+    "library_gemm_kernel", "measured_hierarchy", "place", "reduction_kernel", "staged_gemm_bytes",
+    "stencil_kernel", "tile_misses_bytes", "tile_sweep", "tile_traffic_ratio",
+    "wave_footprint_bytes", "wave_gemm_bytes", "wave_shape", "with_bandwidths"
+]
+
 
 #: What a kernel's FLOPs run on: tensor cores / matrix units (the precision's dense peak), or
 #: the vector (CUDA-core) units that scalar code runs on (``Hierarchy.vector_tflops``).

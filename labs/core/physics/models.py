@@ -25,6 +25,12 @@ from labs.core.physics._validate import (
     text,
 )
 
+__all__ = [
+    "MODELS", "MemoryBudget", "ModelConfig", "OP_GROUPS", "StepBound", "dominant_group", "get",
+    "max_batch", "memory_budget", "oom_batch", "op_group", "roofline_ops", "step_bound",
+    "step_ops", "step_time_by_group"
+]
+
 _SRC = ("meta-llama/llama3 params.json (n_layers, dim, n_heads, n_kv_heads, vocab); FFN from "
         "Llama's multiple_of/ffn_dim_multiplier rule; reported parameter count from the model card")
 

@@ -24,6 +24,11 @@ from labs.core.physics import hardware
 from labs.core.physics._validate import (close_matches, mapping, non_negative, one_of, positive,
                                          shown, text)
 
+__all__ = [
+    "ALIASES", "CIRCUIT_WEIGHTS", "COMPUTE_BITS", "FORMATS", "Format", "LAB_FORMATS", "bits",
+    "bytes_per_element", "compute_precision", "explain_compute", "get", "i_bit", "matmul_compute"
+]
+
 
 @dataclass(frozen=True)
 class Format:

@@ -43,6 +43,16 @@ from labs.core.physics.weight_only import (  # noqa: F401
     percent_error,
 )
 
+__all__ = [
+    "FootprintVsTraffic", "GPT_FAST_SOURCE", "MARLIN_SOURCE", "MeasuredWeightOnly",
+    "NaiveBandwidth", "OPS", "PrecisionRow", "QuantRow", "RhoChangeParts", "RooflineView",
+    "SHAPE_KEYS", "TF32Misreading", "TF32_MATH_BITS", "WEIGHT_ONLY_MEASURED", "decode_gemv_shapes",
+    "decode_quant_table", "dequant_target", "distinct_roofs", "footprint_vs_traffic",
+    "is_weight_only", "measured_weight_only_text", "merge_measured", "naive_bandwidth", "op_cost",
+    "percent_error", "rho_change", "rho_change_parts", "roof_precisions", "roofline_view",
+    "row_label", "study", "tensor_footprint", "tf32_misreading"
+]
+
 OPS = ("gemm", "gemv", "mlp_train")
 
 

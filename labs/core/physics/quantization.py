@@ -31,6 +31,12 @@ from labs.core.physics._validate import (
     sequence,
 )
 
+__all__ = [
+    "GPU_GEMM_TILE", "Quantization", "call_time", "cpu_gemm_tile", "efficiency_curve",
+    "fit_call_time", "overhead_crossover_bytes", "quantization", "relative_throughput",
+    "relative_throughput_fixed_wave_time", "sawtooth_relative", "shrink_speedup"
+]
+
 #: A stated, editable figure: the output tile of a large bf16 GEMM on a datacenter GPU. CUTLASS's
 #: default threadblock shape for Ampere/Hopper tensor-core GEMMs is 128 x 128 (x 32 or 64 in K);
 #: cuBLAS picks among similar shapes per problem, so this is a model, not cuBLAS's choice.

@@ -49,6 +49,18 @@ from labs.core.physics._validate import (
 )
 from labs.core.physics.formulas import Cost
 
+__all__ = [
+    "COMPUTE", "DEFAULT_LAUNCH_OVERHEAD_US", "Derating", "EAGER_KERNEL_US",
+    "LAUNCH_BACK_TO_BACK_US", "LAUNCH_CUDA_GRAPH_US", "LEVER_BATCH_FACTOR",
+    "LEVER_CAPACITY_FACTOR", "LEVER_CLOCK_FACTOR", "LEVER_TILE_FACTOR", "Lever",
+    "MEASURED_KERNEL_COSTS_US", "MEMORY", "OVERHEAD", "RIDGE_DIGITS", "SPEC", "TimeBounds",
+    "VECTOR", "achievable", "ai_levers", "attainable_tflops", "bandwidth_utilization",
+    "ceiling_label", "cost_time", "derating_from_measurement", "flop_utilization",
+    "flop_utilization_bound", "fraction_of_roof", "gemm_crossover_n", "implied_ai", "kernels_time",
+    "mfu", "overhead_crossover_elements", "peak_tflops", "regime", "require_fits", "rho",
+    "ridge_point", "sparse_ridge_point", "tiled_gemm_bytes", "time_bounds"
+]
+
 #: A stated, editable figure: per-kernel launch overhead of a framework on a GPU, in µs, used
 #: for the overhead regime. It is a model's choice, not "what a GPU does": it lies between the
 #: measured costs in ``MEASURED_KERNEL_COSTS_US`` (a CUDA launch alone, back to back, about

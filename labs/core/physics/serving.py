@@ -17,6 +17,12 @@ from labs.core.physics import roofline
 from labs.core.physics import weight_only as _weight_only
 from labs.core.physics._validate import finite_results, non_negative, positive, positive_int
 
+__all__ = [
+    "DesignCheck", "DesignVerdict", "OP_GROUPS", "SERVING_TARGETS", "ServingTarget",
+    "check_design", "critical_decode_batch", "decode_attention_ai", "decode_gemm_ai",
+    "first_batch_over", "get", "memory_budget", "op_group", "step_bound", "step_ops"
+]
+
 get, memory_budget, step_bound, step_ops = models.get, models.memory_budget, models.step_bound, models.step_ops
 OP_GROUPS, op_group = models.OP_GROUPS, models.op_group
 

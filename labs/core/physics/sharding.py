@@ -27,6 +27,16 @@ from labs.core.physics import models as _models
 from labs.core.physics import precision as _precision
 from labs.core.physics._validate import flag, instance, positive, positive_int, sequence
 
+__all__ = [
+    "BACKWARD_FLOPS_PER_PARAM_TOKEN", "COMMUNICATION", "DPStep", "Diagnosis",
+    "FORWARD_FLOPS_PER_PARAM_TOKEN", "MAX_OVERLAP_GAIN", "MEGATRON_PAIR", "RESOURCES",
+    "SWIGLU_MLP", "ShardTimes", "ShardedMatmul", "TPServing", "TP_DEGREES",
+    "TRAIN_FLOPS_PER_PARAM_TOKEN", "alpha_where_collectives_equal_matmuls", "best_tp_degree",
+    "comm_bound_tokens", "dp_critical_batch", "dp_step", "first_comm_bound_degree", "link_ridge",
+    "shard_times", "sharded_matmul", "tp_critical_shard", "tp_diagnosis", "tp_scaling",
+    "tp_serving"
+]
+
 COMMUNICATION = "communication-bound"
 RESOURCES = ("compute", "HBM", "link")
 #: Tensor-parallel degrees the serving instrument offers.

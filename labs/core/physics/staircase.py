@@ -43,6 +43,11 @@ from labs.core.physics._validate import (
     text,
 )
 
+__all__ = [
+    "ONE_ROOF", "Plateau", "RatioSeparation", "find_plateaus", "levels", "name_plateaus",
+    "noise_level", "plateau_ratio", "ratio_separation"
+]
+
 
 @dataclass(frozen=True)
 class Plateau:

@@ -30,6 +30,15 @@ from labs.core.physics._validate import (
     text,
 )
 
+__all__ = [
+    "ATTENTION", "BLOCKS", "CHANGES", "LAUNCHES", "LOOKUP", "MODEL_PRECISIONS", "PHASES",
+    "TINY_DECODER", "best_predicted_group", "changed", "dominant_group", "memory_bound_share",
+    "memory_bound_share_with_launches", "memory_bytes", "memory_terms", "overhead_ratio_by_group",
+    "predicted_ratio", "predicted_ratio_with_launches", "step_kernel_list", "step_kernels",
+    "step_kernels_by_group", "step_ops", "step_seconds", "storage", "time_by_group",
+    "time_with_launches"
+]
+
 PHASES = ("prefill", "decode")
 #: "math": QK^T, softmax and PV as separate operators, KV heads repeated to the query heads
 #: (Llama's reference code); "sdpa": torch's fused scaled_dot_product_attention (GQA native).

@@ -16,6 +16,11 @@ import plotly.graph_objects as go
 from labs.core.ui.plotbase import LEGEND, fast_figure, is_real, short_number
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS, format_bytes
 
+__all__ = [
+    "NOTE_WRAP", "bar_figure", "budget_summary", "decade_ticks", "grouped_bar_figure",
+    "loglog_lines_figure", "memory_budget_figure"
+]
+
 
 def _resolve_color(c: str) -> str:
     return COLORS.get(REGIME_COLOR_KEY.get(c, c), c)

@@ -21,6 +21,8 @@ from labs.core.physics.units import format_seconds
 from labs.core.ui.plotbase import LEGEND, fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
 
+__all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"]
+
 #: The link's colour (purple: distinct from HBM blue and compute orange for every colour
 #: vision, as tested for the regime trio); communication-bound uses it too (tokens).
 LINK_COLOR_KEY = "overhead"

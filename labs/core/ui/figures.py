@@ -42,6 +42,12 @@ from labs.core.ui.tokens import (
     REGIME_COLOR_KEY,
 )
 
+__all__ = [
+    "AI_TITLE", "POINT_KINDS", "Point", "REEXPORTS", "Roof", "VECTOR_STYLE", "Y_TITLE",
+    "auto_ai_range", "hierarchical_roofline_figure", "resolve_roofs", "roofline_figure",
+    "short_name"
+]
+
 AI_TITLE = "Arithmetic intensity (FLOP/byte)"
 Y_TITLE = "Attainable throughput (TFLOP/s)"
 POINT_KINDS = ("predicted", "measured")

@@ -31,6 +31,11 @@ from labs.core.ui import labelplace
 from labs.core.ui.plotbase import LEGEND, fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
 
+__all__ = [
+    "cache_roofline_figure", "level_style", "nice_log_ticks", "per_level_roofline_figure",
+    "sawtooth_figure", "tile_traffic_figure", "working_set_figure"
+]
+
 #: Cache levels fastest first (colour key, dash, symbol); main memory has its own style.
 _CACHE_STYLES = (("accent", "dot", "diamond"), ("ok", "dash", "square"),
                  ("overhead", "dashdot", "triangle-up"), ("warn", "longdash", "star"))

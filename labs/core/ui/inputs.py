@@ -13,6 +13,8 @@ import marimo as mo
 from labs.core.physics.units import format_value
 from labs.core.ui.numbers import check_number, parse_number, plain  # noqa: F401  (re-exported)
 
+__all__ = ["NumberBox", "check_number", "dropdown_on", "input_messages", "parse_number", "plain"]
+
 class NumberBox(mo.ui.text):
     """A text box for one bounded number (``mo.ui.number`` clamps out-of-range input in the
     browser without a word). ``.value`` is the last accepted number, so a refused entry

@@ -40,6 +40,11 @@ from typing import Any
 
 from labs.core.physics.units import format_value
 
+__all__ = [
+    "as_stored", "check_number", "comma_reading", "examples", "parse_number", "plain",
+    "read_number"
+]
+
 _SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 #: Units of time, in seconds: a box in one of them takes the others, converted.
 _TIME = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}

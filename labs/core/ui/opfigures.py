@@ -19,6 +19,8 @@ from labs.core.ui.charts import bar_figure, grouped_bar_figure
 from labs.core.ui.plotbase import fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
 
+__all__ = ["before_after_figure", "operator_roofline_figure", "plottable", "time_by_type_figure"]
+
 _SYMBOL = {"measured": "x-thin-open", "predicted": "circle"}
 #: Legend order and the words each regime's trace carries (colour is never the only cue).
 _REGIME_ORDER = ("memory-bound", "compute-bound", "overhead-bound", "FLOPs unknown")

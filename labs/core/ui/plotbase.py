@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 from labs.core.physics import roofline
 from labs.core.ui.tokens import template
 
+__all__ = ["LEGEND", "fast_figure", "is_measured", "is_real", "ridge_label", "short_number"]
+
 #: Legend below the plot, left-aligned (shared by every builder).
 LEGEND = dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top")
 

@@ -51,6 +51,18 @@ from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API
     rate_unit,
 )
 
+__all__ = [
+    "BACKGROUNDS", "BORDER", "CELL_CHARS", "COLORS", "DEVICE_COLORS", "FG", "MUTED_FG", "Metric",
+    "NumberBox", "PRECISION_COLORS", "PRECISION_DASH", "PRECISION_SYMBOL", "PRELOAD_CLASS",
+    "REGIME_COLOR_KEY", "TEMPLATE_NAME", "TEXT_CHARS", "budget_summary", "comparison_callout",
+    "devices_with", "dropdown_on", "error_callout", "error_message", "figure_with_note",
+    "format_bytes", "format_flops", "format_seconds", "format_value", "gate_notice",
+    "input_messages", "intensity_unit", "lab_header", "ledger_status", "math_peek",
+    "memory_budget_bar", "metric_cards", "notice_list", "plotly_preload", "rate_unit",
+    "regime_badge", "register_template", "scenario_card", "takeaways", "takeaways_gate",
+    "template", "term_colors", "text_block", "text_cell", "text_table", "value_table"
+]
+
 # marimo theme variables, with fallbacks for pages rendered outside marimo.
 FG = "var(--foreground, currentColor)"
 MUTED_FG = "var(--muted-foreground, #6b7280)"

@@ -30,6 +30,11 @@ from labs.core.course.classroom.lms import (CANVAS_ASSIGNMENT_IDS, DEADLINES,
                                             LATE_PENALTY_PER_DAY, Student, synthetic_student)
 from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
 
+__all__ = [
+    "BOUNDARY_ITEM", "BOUNDARY_TOLERANCE", "CASES", "EXPLAIN", "EveryCaseClass", "LABS", "main",
+    "write_every_case_class"
+]
+
 LABS = ("lab01", "lab02")
 #: the numeric item whose boundary the class tests, and the tolerance its course file sets
 BOUNDARY_ITEM, BOUNDARY_TOLERANCE = "lab01.crossover_n", "1.5"

@@ -30,6 +30,11 @@ from pathlib import Path
 from labs.core.course import ledger as _ledger
 from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
 
+__all__ = [
+    "CANVAS_ASSIGNMENT_IDS", "CanvasClass", "DEADLINES", "LATE_PENALTY_PER_DAY", "SITUATIONS",
+    "Student", "main", "synthetic_student", "write_canvas_class"
+]
+
 DEADLINES = {"lab01": datetime(2025, 3, 7, 23, 59, tzinfo=timezone.utc),
              "lab02": datetime(2025, 3, 14, 23, 59, tzinfo=timezone.utc)}
 CANVAS_ASSIGNMENT_IDS = {"lab01": 880011, "lab02": 880012}

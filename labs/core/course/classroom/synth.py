@@ -20,6 +20,11 @@ from typing import Any
 from labs.core.course import ledger as _ledger
 from labs.core.course.answers import ratio_off
 
+__all__ = [
+    "HOSTILE_IDS", "HOSTILE_TEXTS", "LedgerWriter", "SYNTH_COURSE", "SynthItem",
+    "catalogue_course", "write_hostile_ledgers", "write_synthetic_class"
+]
+
 
 @dataclass(frozen=True)
 class SynthItem:

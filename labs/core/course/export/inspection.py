@@ -16,6 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "BENIGN_ERROR_KINDS", "CellReport", "ExportError", "FRONTEND_URL_RE", "GATE_TEXT",
+    "PageReport", "TOO_LARGE_MARKER", "inspect_page", "lab_cell_code"
+]
+
 #: What marimo writes in place of an output over ``output_max_bytes`` (export still exits 0).
 TOO_LARGE_MARKER = "output is too large"
 #: The fixed words of ``labs.core.ui.style.gate_notice``: what a closed gate shows where an

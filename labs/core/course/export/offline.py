@@ -18,6 +18,12 @@ from labs.core.course.export.inspection import ExportError
 # under its old local name: tests/mutation/mutations.py names the line that uses it
 from labs.core.course.export.inspection import FRONTEND_URL_RE as _FRONTEND_URL_RE
 
+__all__ = [
+    "ASSET_DIR_NAME", "MATHJAX_FILE", "MATHJAX_LOCAL", "MATHJAX_STUB", "MATHJAX_URL_RE",
+    "SERVE_MARIMO", "bundle_offline_assets", "make_page_offline", "marimo_static_dir",
+    "needed_files", "prune_offline_assets", "prune_to", "serve_marimo", "write_mathjax_stand_in"
+]
+
 ASSET_DIR_NAME = "_marimo"
 
 # The plotly plugin asks a CDN for MathJax on every page (only needed for LaTeX in plotly

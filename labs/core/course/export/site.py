@@ -32,6 +32,8 @@ from labs.core.course.export.offline import (
     prune_offline_assets,
 )
 
+__all__ = ["SiteResult", "build_parser", "export_site", "main"]
+
 
 @dataclass
 class SiteResult:

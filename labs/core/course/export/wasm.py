@@ -21,6 +21,11 @@ from labs.core.course.export.inspection import ExportError
 from labs.core.course.export.lab import marimo_cmd
 from labs.core.course.export.offline import needed_files, prune_to
 
+__all__ = [
+    "UV_MISSING", "bundled_wasm_files", "export_wasm", "find_uv", "resolve_short_imports",
+    "stage_for_wasm"
+]
+
 #: Why ``--wasm`` cannot run (labs-export says it, then exits non-zero).
 UV_MISSING = ("--wasm needs `uv` (marimo export html-wasm runs it): `pip install uv`, or leave "
               "out --wasm")

@@ -30,6 +30,11 @@ from labs.core.course.grading.inputs import (ConfigError, Roster, load_roster,
                                              parse_duration, roster_path)
 from labs.core.physics import misconceptions
 
+__all__ = [
+    "CourseConfig", "KEYS", "LAB_ID_RE", "LabConfig", "Rubric", "example_config", "load_config",
+    "time_zone"
+]
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10

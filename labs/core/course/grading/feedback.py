@@ -31,6 +31,11 @@ from labs.core.course.grading.score import Gradebook, LabGrade
 from labs.core.course.answers import first_prediction, is_reasoned, ratio_verdict
 from labs.core.physics.units import format_value
 
+__all__ = [
+    "FLAG_HELP", "feedback_page", "index_entry", "page_name", "ratio_text", "severity",
+    "student_severity", "write_feedback", "write_index", "write_pages"
+]
+
 _CSS = """
 :root{--fg:#1f2328;--muted:$muted;--ok:$ok;--danger:$danger;--warn:$warn;
 --accent:$memory;--border:#d0d7de}

@@ -20,6 +20,12 @@ from labs.core.course.grading.checks import severity
 from labs.core.course.grading.load import Batch
 from labs.core.course.grading.score import Gradebook, answer_text
 
+__all__ = [
+    "EVENT_COLUMNS", "FILE_COLUMNS", "ITEM_COLUMNS", "MAX_CELL_CHARS", "MAX_EXACT_INT", "csv_safe",
+    "event_rows", "event_table", "file_rows", "format_lateness", "gradebook_rows", "item_rows",
+    "item_table", "write_csv", "write_table"
+]
+
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")

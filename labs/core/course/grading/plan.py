@@ -40,6 +40,8 @@ from labs.core.course.grading.inputs import ConfigError, Override, load_override
 from labs.core.course.grading.load import first_spellings, own_files
 from labs.core.course.grading.sources import FileReport
 
+__all__ = ["ClassPlan", "TEST_STUDENT_PREFIX", "is_test_student", "labs_for", "plan_class"]
+
 #: What Canvas's bulk download calls the files of its "Student View" test student.
 TEST_STUDENT_PREFIX = "studenttest_"
 

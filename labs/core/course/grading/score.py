@@ -28,6 +28,11 @@ from labs.core.course.grading.inputs import Override
 from labs.core.course.grading.load import Batch, EventRecord, merge_events
 from labs.core.course.answers import first_prediction, is_reasoned, within_factor
 
+__all__ = [
+    "Gradebook", "ItemGrade", "LabGrade", "STALE_AFTER", "UNREADABLE", "answer_text", "empty_book",
+    "explanation_length", "grade", "grade_lab", "grade_student", "late_factor"
+]
+
 UNREADABLE = "Unreadable submission"
 
 

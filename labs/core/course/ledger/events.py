@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+__all__ = [
+    "Decoded", "GENESIS_HASH", "KINDS", "MAX_ID_CHARS", "MAX_LINE_BYTES", "MAX_PAYLOAD_DEPTH",
+    "MAX_READ_BYTES", "Problem", "ReadResult", "SCHEMA_VERSION", "canonical_bytes", "check_event",
+    "decode_ledger_bytes", "event_hash", "event_line", "finite_json", "parse_line", "parse_ts",
+    "read_ledger", "read_ledger_file", "utc_now"
+]
+
 SCHEMA_VERSION = 1
 
 #: Event kinds. ``predict`` is the first commit of an item; a later different answer is a

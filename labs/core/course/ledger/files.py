@@ -20,6 +20,10 @@ from typing import Iterator
 
 from labs.core.course.ledger.config import FILE_PREFIX, ledger_filename
 
+__all__ = [
+    "append_bytes", "file_lock", "in_browser", "recovery_name", "student_files", "write_new_file"
+]
+
 _RECOVERY_RE = re.compile(r"\.recovery-(\d+)\.jsonl$")
 
 

@@ -36,6 +36,8 @@ from labs.core.course.ledger.files import (
     write_new_file,
 )
 
+__all__ = ["Ledger", "first_predictions", "room_left"]
+
 _TS_PLACEHOLDER = "0000-00-00T00:00:00.000000Z"  # as long as utc_now(): sizes a draft
 
 

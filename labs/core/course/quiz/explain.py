@@ -29,6 +29,8 @@ from labs.core.course.quiz.status import stack_elements
 from labs.core.physics import misconceptions
 from labs.core.ui import style
 
+__all__ = ["MAX_TEXT_CHARS", "compare", "explain_form", "saved_label"]
+
 MAX_TEXT_CHARS = 2000
 
 

@@ -26,6 +26,11 @@ from labs.core.course.quiz.status import stack_elements
 from labs.core.ui import style
 from labs.core.ui.numbers import as_stored, check_number, comma_reading, examples, plain
 
+__all__ = [
+    "LOCK_LABEL", "LockHandler", "MOVE_SLIDER", "choice_form", "gate_notice", "lock_state",
+    "locked_card_html", "log_steps", "numeric_form", "prediction_panel", "simulate_submit"
+]
+
 LOCK_LABEL = "Lock prediction"
 #: What a slider form says to a submission that is not one of its positions.
 MOVE_SLIDER = "Move the slider to your prediction, then lock it."

@@ -21,6 +21,8 @@ from labs.core.course import ledger as _ledger
 from labs.core.course.quiz.prediction import Prediction, first_prediction
 from labs.core.course.quiz.status import status_view
 
+__all__ = ["LabSession", "MEMORY_LEDGERS", "ledger_settings", "resolved_settings"]
+
 
 def ledger_settings():
     """``(get, set)`` of the ledger settings as reactive state (setup cell 1 of every lab).

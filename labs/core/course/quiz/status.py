@@ -15,6 +15,8 @@ import marimo as mo
 from labs.core.course import ledger as _ledger
 from labs.core.ui import style
 
+__all__ = ["stack_elements", "status_view"]
+
 
 def status_view(lab):
     """The ledger status line: where it writes, the student id, warnings, and controls

@@ -9,3 +9,5 @@ short name ``from labs.core import comm_bench``):
 
 torch is imported lazily, inside the run.
 """
+
+__all__ = []

@@ -55,6 +55,12 @@ from labs.core.measure.timer import sample_stats
 from labs.core.physics import collectives
 from labs.core.physics._validate import positive, positive_int
 
+__all__ = [
+    "AlphaBetaFit", "COMM_SIZES", "CollectiveRun", "CommBackend", "DEFAULT_BUDGET_S", "GRACE_S",
+    "MAX_WORKERS", "Progress", "STARTUP_S", "comm_backend", "fit_alpha_beta", "free_port",
+    "measure_collectives", "usable_cpus", "worker_limit"
+]
+
 #: Message sizes Lab 6 measures: 4 KiB ... 64 MiB, x4 apart (the budget decides how far a run gets).
 COMM_SIZES = tuple(4 ** i * 1024 for i in range(1, 9))
 DEFAULT_BUDGET_S = 8.0

@@ -18,6 +18,8 @@ from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError
 from labs.core.physics import collectives
 
+__all__ = ["main"]
+
 
 def _size(text: str) -> int:
     t = text.strip().lower().rstrip("b")

@@ -26,6 +26,8 @@ import sys
 import threading
 import time
 
+__all__ = ["ELEMENT_BYTES", "MAX_INNER", "MAX_REPS", "MIN_REPS", "MIN_REP_S", "main", "run"]
+
 #: A repetition lasts at least this long (short collectives are repeated back to back inside
 #: it, so that the barrier's skew between ranks is a small part of what is timed).
 MIN_REP_S = 1e-3

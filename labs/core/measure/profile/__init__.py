@@ -12,3 +12,5 @@ Each module one job; import them by name (``from labs.core.measure.profile impor
 
 torch is imported lazily, so nothing here costs a lab that never presses a run button.
 """
+
+__all__ = []

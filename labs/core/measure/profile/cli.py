@@ -37,6 +37,8 @@ from labs.core.measure.profile.report import markdown_summary
 from labs.core.physics import tiny_models
 from labs.core.physics import units
 
+__all__ = ["FactoryError", "LAB_QUESTIONS", "main", "write_outputs"]
+
 #: What the tool's output answers, said in its --help (and on its docs page): a student locks
 #: these predictions in the lab before running it.
 LAB_QUESTIONS = ("It answers Lab 7's Predictions 1, 2 and 5 (the built-in decoder's decode "

@@ -11,6 +11,11 @@ import time
 
 from labs.core.measure.profile import recorder
 
+__all__ = [
+    "call_cost", "first_pass", "host_memory_bytes", "measurement_unavailable", "refuse_meta",
+    "where"
+]
+
 
 def refuse_meta(model, args, kwargs) -> None:
     """ValueError naming what is on the meta device (shapes without data: a model built under

@@ -43,6 +43,14 @@ from __future__ import annotations
 
 from labs.core.physics import models as _models
 
+__all__ = [
+    "ATTENTION", "CONVOLUTION", "CONVOLUTIONS", "DATA_MOVEMENT", "ELEMENTWISE", "ESTIMATE",
+    "FLOP_COUNTER", "FUSED_ATTENTION", "GEMMS", "NONE", "OP_TYPES", "OTHER", "OTHER_GEMMS",
+    "OVERHEAD", "UNKNOWN", "VIEWS", "VIEW_LIKE", "WEIGHT_GEMMS", "base_name", "causal_fraction",
+    "compulsory_bytes", "counter_flops", "data_dtype", "flops", "is_view", "on_vector_units",
+    "op_type", "precision_of", "shapes"
+]
+
 #: Operator types a profile aggregates by. The first three are ``models.OP_GROUPS``, so the
 #: roofline's prediction (physics) and the measurement use the same words.
 WEIGHT_GEMMS, ATTENTION, ELEMENTWISE = _models.OP_GROUPS

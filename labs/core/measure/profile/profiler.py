@@ -63,6 +63,12 @@ from labs.core.physics import roofline as _roofline
 from labs.core.physics import tiny_models
 from labs.core.physics._validate import positive
 
+__all__ = [
+    "MAX_PASSES", "MIN_PASSES", "THIS_MACHINE", "builtin_case", "call_cost",
+    "clear_roofline_cache", "compile_unavailable", "machine_roofline", "profile_model",
+    "time_compiled"
+]
+
 #: A machine's measured roofline per device, measured once per session (``machine_roofline``).
 _ROOFLINES: dict = {}
 THIS_MACHINE = "this machine"

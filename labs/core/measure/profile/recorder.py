@@ -16,6 +16,11 @@ from labs.core.measure.profile import opcost
 from labs.core.measure.device import is_oom
 from labs.core.measure.timer import gpu_spacer
 
+__all__ = [
+    "Clock", "Context", "OP_SPACER_US", "Phase", "again", "loss_of", "one_pass", "recorded",
+    "recorder_type", "trial"
+]
+
 _RECORDER = None
 #: Untimed GPU spin before each operator's start event (µs): it must outlast the host's work
 #: per operator inside the recorder (dispatch, recording, event calls; ~90 µs measured on an

@@ -24,6 +24,8 @@ from torch import nn
 
 from labs.core.physics import tiny_models
 
+__all__ = ["Attention", "Block", "MLP", "RMSNorm", "TinyDecoder", "build", "rotary_tables"]
+
 
 class RMSNorm(nn.Module):
     """x / sqrt(mean(x^2) + eps) * weight, in the model's dtype (one operator per step)."""
