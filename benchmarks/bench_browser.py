@@ -1,4 +1,4 @@
-"""Browser mode of the speed benchmark: what a student feels in a real page (issue 15).
+"""Browser mode of the speed benchmark: what a student feels in a real page.
 
     python benchmarks/bench_labs.py --browser              # every lab + reference + floor
     python benchmarks/bench_labs.py --browser --lab lab_04 --steps 8

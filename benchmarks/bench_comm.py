@@ -7,12 +7,12 @@
 Prints the measured table (median, p10-p90, bus bandwidth per collective and size) and the fit
 per collective (α, β, residual, the size below which latency dominates), and writes JSON
 (default benchmarks/results/comm-<host>-<date>.json). All of it lives in
-labs.core.measure.comm_cli.main.
+labs.core.measure.comm.cli.main.
 """
 
 import sys
 
-from labs.core.measure.comm_cli import main
+from labs.core.measure.comm.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

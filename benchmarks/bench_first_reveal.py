@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-import bench_browser as bb
+import bench_browser
 from browser_support import serve  # bench_browser put tests/browser on the path
 
 #: The first visible figure's arrival and its first drawn SVG (hidden elements are skipped).
@@ -47,18 +47,18 @@ def one_reveal(browser, lab: Path, *, preload: bool) -> float:
     from playwright.sync_api import Error as PlaywrightError
 
     with tempfile.TemporaryDirectory(prefix="bench-reveal-") as tmp:
-        env = bb.isolated_env(Path(tmp), ROOFLINE_STUDENT_ID="bench")
+        env = bench_browser.isolated_env(Path(tmp), ROOFLINE_STUDENT_ID="bench")
         if not preload:
             env["ROOFLINE_NO_PRELOAD"] = "1"
-        port = bb.free_port()
+        port = bench_browser.free_port()
         cmd = [sys.executable, "-m", "marimo", "run", str(lab), "--headless", "--port",
                str(port), "--no-token"]
         with serve(cmd, f"http://127.0.0.1:{port}/", env=env, cwd=Path(tmp)) as url:
-            context = browser.new_context(viewport=bb.VIEWPORT)
+            context = browser.new_context(viewport=bench_browser.VIEWPORT)
             try:
                 context.add_init_script(FIRST_VISIBLE_JS)
                 page = context.new_page()
-                page.set_default_timeout(bb.LOAD_TIMEOUT_MS)
+                page.set_default_timeout(bench_browser.LOAD_TIMEOUT_MS)
                 page.goto(url, wait_until="commit")
                 lock = page.get_by_role("button", name="Lock prediction").first
                 lock.wait_for()
@@ -86,9 +86,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
-    if bb.cannot_run():
+    if bench_browser.cannot_run():
         return 1
-    labs = [p for p in bb.REPO.joinpath("labs").glob("lab_*.py") if a.lab in p.stem]
+    labs = [p for p in bench_browser.REPO.joinpath("labs").glob("lab_*.py") if a.lab in p.stem]
     if len(labs) != 1:
         ap.error(f"--lab {a.lab!r} names {len(labs)} labs; name one")
     from playwright.sync_api import sync_playwright
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     started, before = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"), load_average()
     times: dict[str, list[float]] = {"without": [], "with": []}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=bb.CHROMIUM, args=bb.CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=bench_browser.CHROMIUM, args=bench_browser.CHROMIUM_ARGS)
         try:
             for i in range(a.rounds):
                 for name in ("without", "with"):
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
                           flush=True)
         finally:
             browser.close()
-    cmd = bb.command_line("bench_first_reveal.py", argv)
+    cmd = bench_browser.command_line("bench_first_reveal.py", argv)
     print(f"**`{cmd}`, {started} UTC** on {machine_line()}; Debian chromium headless; load "
           f"average {before} → {load_average()}; {a.rounds} round(s) fixed in advance, the two "
           f"variants interleaved.\n\n| {labs[0].name}: Lock → first figure drawn | median ms | "

@@ -22,7 +22,7 @@ much shorter a call gets from 1 MiB to 1 KiB): lock those predictions in the lab
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import datetime
 import json
 import os
 import platform
@@ -40,7 +40,7 @@ def _kib(b: float) -> str:
 
 def record(budget: float) -> dict:
     from labs.core import measure
-    from labs.core.measure.device import _ram_bytes
+    from labs.core.measure.device import ram_bytes
 
     t_press = time.perf_counter()
     info = measure.detect()
@@ -53,10 +53,10 @@ def record(budget: float) -> dict:
     saw = measure.gemm_sawtooth(info, budget_s=10)
     peak = measure.time_gemm(512, 512, 512, "fp32", device=info, budget_s=2, threads=1)
     return {
-        "date": dt.date.today().isoformat(), "host": platform.node(), "cpu": info.name,
-        "time_utc": dt.datetime.now(dt.timezone.utc).strftime("%H:%M"),
+        "date": datetime.date.today().isoformat(), "host": platform.node(), "cpu": info.name,
+        "time_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M"),
         "device_kind": info.kind, "torch": info.torch_version, "threads": sweep.threads,
-        "load_average": sweep.load_average, "memory_bytes": _ram_bytes("MemTotal"),
+        "load_average": sweep.load_average, "memory_bytes": ram_bytes("MemTotal"),
         "caches": [{"name": c.name, "bytes": c.size_bytes, "scope": c.scope,
                     "source": c.source} for c in sweep.caches.levels],
         "cache_source": sweep.caches.source,
@@ -77,7 +77,7 @@ def record(budget: float) -> dict:
 
 def table(runs: list[dict]) -> str:
     """The README's tables: working sets as min–max over the runs, each run's plateaus."""
-    from labs.core.measure.cli import _md_table, _range
+    from labs.core.measure.cli import md_table, value_range
 
     r = runs[0]
     lines = [f"**{r['cpu']}**, {r['date']}, torch {r['torch']}, {r['threads']} thread, "
@@ -95,19 +95,19 @@ def table(runs: list[dict]) -> str:
         for x in runs:
             for p in x["sweep"]:
                 got.setdefault(p["bytes"], []).append(p[key] if p["status"] == "ok" else None)
-        return {b: _range(v, spec) for b, v in got.items()}
+        return {b: value_range(v, spec) for b, v in got.items()}
 
     best, median, spread = per_size("gbs", ".1f"), per_size("median_gbs", ".1f"), \
         per_size("spread", ".2f")
-    lines.append(_md_table(["working set", "GB/s (best)", "GB/s (median)", "spread"],
+    lines.append(md_table(["working set", "GB/s (best)", "GB/s (median)", "spread"],
                            [[_kib(b), best[b], median[b], spread[b]] for b in sorted(best)]))
-    lines += ["", _md_table(["run", "plateau", "sizes", "GB/s", "spread (p10-p90 of its sizes)"],
+    lines += ["", md_table(["run", "plateau", "sizes", "GB/s", "spread (p10-p90 of its sizes)"],
                             [[i, p["name"], f"{_kib(p['lo_bytes'])} – {_kib(p['hi_bytes'])}",
                               f"{p['gbs']:.1f}", f"{p['spread']:.0%}"]
                              for i, x in enumerate(runs, 1) for p in x["plateaus"]])]
 
     def each(f, spec: str) -> str:
-        return _range([f(x) for x in runs], spec)
+        return value_range([f(x) for x in runs], spec)
 
     lines += ["", f"Per-call overhead {each(lambda x: x['overhead']['overhead_s'] * 1e6, '.2f')} µs; "
               f"one-thread fp32 GEMM (512³, best) "

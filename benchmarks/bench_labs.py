@@ -35,7 +35,7 @@ machine as detected (labs.core.measure.machine_description), the load average be
 after, and the bytecode mode: ``--bytecode cached`` (default) lets Python keep compiled
 modules in a private cache primed by one untimed run, as a student's every open after the
 first; ``--bytecode none`` compiles every module every time (PYTHONDONTWRITEBYTECODE=1 and
-no cache). Targets (issue 7) are printed next to each figure, and a missed one says so.
+no cache). Targets are printed next to each figure, and a missed one says so.
 Writes JSON to ``benchmarks/results/`` (default ``latest.json``).
 """
 
@@ -742,7 +742,7 @@ def main(argv=None) -> int:
 
 
 def browser_main(args, argv) -> int:
-    """``--browser``: the felt speed in chromium (issue 15), reference interleaved per lab."""
+    """``--browser``: the felt speed in chromium, reference interleaved per lab."""
     import signal
 
     sys.path.insert(0, str(REPO / "benchmarks"))

@@ -1,5 +1,5 @@
 """plotly.js's own share of a redraw: every figure a lab draws, updated in place with
-``Plotly.react`` in headless chromium, with nothing of marimo around it (issue 15).
+``Plotly.react`` in headless chromium, with nothing of marimo around it.
 
     python benchmarks/bench_plotly_react.py [--rounds 10] [--lab lab_03] [--bare]
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-import bench_browser as bb  # noqa: E402  (puts tests/browser on the path)
+import bench_browser  # noqa: E402  (puts tests/browser on the path)
 from browser_support import isolated_env  # noqa: E402
 
 WARMUP = 2
@@ -108,7 +108,7 @@ def plotly_page(browser):
     """A blank page holding the plotly package's plotly.js, nothing of marimo."""
     from plotly.offline import get_plotlyjs
 
-    page = browser.new_page(viewport=bb.VIEWPORT)
+    page = browser.new_page(viewport=bench_browser.VIEWPORT)
     page.set_content("<!doctype html><html><body></body></html>")
     page.add_script_tag(content=get_plotlyjs())
     return page
@@ -152,11 +152,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
-    if bb.cannot_run():
+    if bench_browser.cannot_run():
         return 1
     labs = sorted(p for p in (REPO / "labs").glob("lab_*.py")
                   if not a.lab or any(x in p.stem for x in a.lab))
-    notebooks = labs + [REPO / "benchmarks" / "reference_notebook.py", bb.FLOOR_NOTEBOOK]
+    notebooks = labs + [REPO / "benchmarks" / "reference_notebook.py", bench_browser.FLOOR_NOTEBOOK]
     from playwright.sync_api import sync_playwright
     from plotly.offline import get_plotlyjs_version
 
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
     started, before = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"), load_average()
     results = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=bb.CHROMIUM, args=bb.CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=bench_browser.CHROMIUM, args=bench_browser.CHROMIUM_ARGS)
         try:
             page = plotly_page(browser)
             for nb in notebooks:
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
                                                 stripped=a.bare)
         finally:
             browser.close()
-    print(markdown(bb.command_line("bench_plotly_react.py", argv), started, machine_line(), (before, load_average()),
+    print(markdown(bench_browser.command_line("bench_plotly_react.py", argv), started, machine_line(), (before, load_average()),
                    get_plotlyjs_version(), results, a.bare))
     return 0
 

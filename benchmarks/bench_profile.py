@@ -17,7 +17,7 @@ prefill): lock those predictions in the lab first.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import datetime
 import os
 import sys
 import time
@@ -32,7 +32,7 @@ def _load() -> str:
 
 def one_run(device, threads) -> tuple[float, float, list]:
     from labs.core import measure
-    from labs.core.measure import profiler
+    from labs.core.measure.profile import profiler
 
     profiler.clear_roofline_cache()  # a student's first press measures the roofline too
     t0, c0 = time.perf_counter(), time.process_time()
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     import torch
 
     threads = last[0].threads
-    print(f"\n{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {info.name} "
+    print(f"\n{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC · {info.name} "
           f"({info.backend}, torch {torch.__version__}) · "
           + (f"{threads} torch thread(s) on {info.cores} logical CPUs" if threads else "GPU")
           + f" · load average {before} → {_load()} · per run: wall "

@@ -1,4 +1,4 @@
-"""Where a widget step's server time goes: the lab's kernel against its page floor (issue 15).
+"""Where a widget step's server time goes: the lab's kernel against its page floor.
 
     python benchmarks/bench_server_split.py --lab lab_07 --widget Model --steps 10
 
@@ -115,52 +115,52 @@ def medians(steps: list[dict]) -> dict:
 
 def _served_timed(notebook: Path, marks: Path, **env_extra: str):
     """``bench_browser._served`` through this script's timed marimo, marking into ``marks``."""
-    import bench_browser as bb
-    return bb._served(notebook, marimo=(str(Path(__file__).resolve()), "--timed-marimo"),
+    import bench_browser
+    return bench_browser._served(notebook, marimo=(str(Path(__file__).resolve()), "--timed-marimo"),
                       **{MARK_ENV: str(marks)}, **env_extra)
 
 
 def _step(page, w, steps, marks: Path, **kwargs):
-    import bench_browser as bb
+    import bench_browser
     with marks.open("a", encoding="utf-8") as f:
         f.write("0 BEGIN\n")
-    samples = bb.step_widget(page, w, steps, **kwargs)
+    samples = bench_browser.step_widget(page, w, steps, **kwargs)
     # the steps back to where the widget started come after these: not timed here either
     return ([s["redraw_ms"] for s in samples],
             split_steps(marks.read_text().splitlines())[:len(samples)])
 
 
 def run(lab: Path, label: str, steps: int) -> dict:
-    import bench_browser as bb
+    import bench_browser
     from playwright.sync_api import sync_playwright
-    out: dict = {"lab": lab.name, "widget": label, "steps": steps, "load_before": bb._load()}
+    out: dict = {"lab": lab.name, "widget": label, "steps": steps, "load_before": bench_browser._load()}
     with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp, sync_playwright() as pw:
         tmp = Path(tmp)
-        browser = pw.chromium.launch(executable_path=bb.CHROMIUM, args=bb.CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=bench_browser.CHROMIUM, args=bench_browser.CHROMIUM_ARGS)
         try:
             states, whole = [], {}
             marks = tmp / "lab.marks"
-            with _served_timed(lab, marks) as url, bb._page(browser, url) as (page, _):
-                found = [(i, w) for i, w in bb.distinct_widgets(page.evaluate(bb.WIDGETS_JS))
+            with _served_timed(lab, marks) as url, bench_browser._page(browser, url) as (page, _):
+                found = [(i, w) for i, w in bench_browser.distinct_widgets(page.evaluate(bench_browser.WIDGETS_JS))
                          if w["label"] == label]
                 if not found:
                     raise SystemExit(f"no widget labelled {label!r} in {lab.name}")
                 index, w = found[0]
                 kind = w["kind"]
-                w = bb._rediscover(page, index, w)
+                w = bench_browser._rediscover(page, index, w)
                 out["lab_redraw_ms"], out["lab_split"] = _step(
                     page, w, steps, marks, record=states, whole=whole)
-            bb.write_states(tmp / "states.json", [(label, states)], kinds=[kind], pages=[whole])
+            bench_browser.write_states(tmp / "states.json", [(label, states)], kinds=[kind], pages=[whole])
             notebook = tmp / "page.py"
-            notebook.write_text(bb.page_notebook(**whole), encoding="utf-8")
+            notebook.write_text(bench_browser.page_notebook(**whole), encoding="utf-8")
             marks = tmp / "page.marks"
             with _served_timed(notebook, marks, ROOFLINE_REPLAY=str(tmp / "states.json")) as url, \
-                    bb._page(browser, f"{url}?widget=0") as (page, _):
+                    bench_browser._page(browser, f"{url}?widget=0") as (page, _):
                 out["page_redraw_ms"], out["page_split"] = _step(
-                    page, bb.replay_stepper(page), len(states) - 1, marks)
+                    page, bench_browser.replay_stepper(page), len(states) - 1, marks)
         finally:
             browser.close()
-    out["load_after"] = bb._load()
+    out["load_after"] = bench_browser._load()
     return out
 
 
@@ -175,11 +175,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None, help="JSON file for every step")
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_browser as bb
-    reason = bb.skip_reason(bb.CHROMIUM, package="chromium")
+    import bench_browser
+    reason = bench_browser.skip_reason(bench_browser.CHROMIUM, package="chromium")
     if reason:
         raise SystemExit(f"cannot run: {reason}")
-    labs = [p for p in sorted((bb.REPO / "labs").glob("lab_*.py")) if p.name.startswith(args.lab)]
+    labs = [p for p in sorted((bench_browser.REPO / "labs").glob("lab_*.py")) if p.name.startswith(args.lab)]
     if not labs:
         raise SystemExit(f"no lab matches {args.lab!r}")
     lab = labs[0]
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
         m = medians(result[f"{name}_split"])
         print(f"  {name:4}  first cell {m['first_cell']}  cells {m['cells']}  kernel done "
               f"{m['kernel']}  completed-run sent {m['sent']}  (redraw p50 "
-              f"{bb.pct([r for r in result[f'{name}_redraw_ms'] if r is not None], 50):.0f})")
+              f"{bench_browser.pct([r for r in result[f'{name}_redraw_ms'] if r is not None], 50):.0f})")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
     return 0

@@ -1,4 +1,4 @@
-"""The floor of a widget update in the browser (benchmarks/bench_browser.py, issue 15).
+"""The floor of a widget update in the browser (benchmarks/bench_browser.py).
 
 Five sliders: one read by a cell with no output (the websocket round trip through marimo's
 kernel), one by a cell with a text-only output (marimo's output replacement), one by a cell

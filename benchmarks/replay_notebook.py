@@ -1,4 +1,4 @@
-"""A lab widget's output changes replayed alone: the floor of that one widget (issue 15).
+"""A lab widget's output changes replayed alone: the floor of that one widget.
 
 ``bench_browser`` records, while it steps a lab's widget, every cell output the step changed
 as marimo sent it over the websocket (figures, cards, callouts, status lines: the HTML the

@@ -218,10 +218,10 @@ def _(classroom, cls, mo, student_picker, style):
 @app.cell
 def _(cls, grading, mo, style):
     def _events_csv() -> bytes:
-        import tempfile as _tf
+        import tempfile as _tempfile
         from pathlib import Path as _P
 
-        with _tf.TemporaryDirectory() as _d:
+        with _tempfile.TemporaryDirectory() as _d:
             return grading.write_csv(grading.event_rows(cls.batch), _P(_d) / "events.csv",
                                      grading.EVENT_COLUMNS).read_bytes()
 

@@ -1615,7 +1615,7 @@ def _(live, measure, mo):
         value="auto: bf16 on a GPU, fp32 on a CPU", label="Precision to measure")
     live_budget = mo.ui.slider(5, 120, step=5, value=20, label="Time budget (s)",
                                show_value=True)
-    # read at the press, so a settings step re-runs no measurement cell (issue 15)
+    # read at the press, so a settings step re-runs no measurement cell
     live_settings = live.read_at_press(precision=live_precision, budget=live_budget)
     mo.hstack([live_precision, live_budget], justify="start", gap=2)
     return (live_settings,)

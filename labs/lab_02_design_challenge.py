@@ -10,12 +10,12 @@ def _():
 
     from labs.core import (figures, hardware, models, precision, quiz, reveal, roofline,
                            serving, style)
-    from labs.core import precision_study as PS
+    from labs.core import precision_study
 
     LAB_ID = "lab02"
     return (
         LAB_ID,
-        PS,
+        precision_study,
         figures,
         hardware,
         mo,
@@ -532,7 +532,7 @@ def _(INSTRUMENTS, OOM_REF, mo, models, oom_prediction, serving, style):
 
 
 @app.cell
-def _(PS):
+def _(precision_study):
     def weight_only_note(design, charged=False):
         """What a weight-only design's decode bound leaves out (said wherever one is shown);
         ``charged``: the live check, which charges the measured share of the byte ratio."""
@@ -541,9 +541,9 @@ def _(PS):
         if charged:
             return (head + "The bounds count the bytes that saves, not that work, so the check "
                     "at achievable rates charges the decode what real kernels measured: "
-                    f"{PS.measured_weight_only_text()}.*")
+                    f"{precision_study.measured_weight_only_text()}.*")
         return (head + "These bounds count the bytes that saves, not that work, so read the "
-                f"decode speed as the ideal, not a forecast: {PS.measured_weight_only_text()}.*")
+                f"decode speed as the ideal, not a forecast: {precision_study.measured_weight_only_text()}.*")
 
     return (weight_only_note,)
 
@@ -701,7 +701,7 @@ def _(compute_error, design, device, explorer_open, mo, models, style):
 
 @app.cell
 def _(
-    PS,
+    precision_study,
     decode_step,
     design,
     device,
@@ -737,7 +737,7 @@ def _(
         "This design does not fit in the device's memory (the budget below shows by how much): "
         "these bounds describe a machine you do not have. Lower the batch or the context, store "
         "the weights or the KV cache in fewer bits, or pick a device with more memory."), _cards]
-    if PS.is_weight_only(design["weight_precision"], design["activation_precision"]):
+    if precision_study.is_weight_only(design["weight_precision"], design["activation_precision"]):
         _parts.append(mo.md(weight_only_note(design)))
     mo.vstack(_parts)
     return
@@ -905,7 +905,7 @@ def _(device, lab, roofline):
 @app.cell
 def _(
     INSTRUMENTS,
-    PS,
+    precision_study,
     commit_button,
     controls,
     design,
@@ -933,7 +933,7 @@ def _(
     _spec = ("✓ not ruled out at 100% of the spec sheet" if live_verdict.not_ruled_out else
              "✗ ruled out even at 100% of the spec sheet (" + ", ".join(live_verdict.spec_failed)
              + ")")
-    _weight_only = PS.is_weight_only(design["weight_precision"], design["activation_precision"])
+    _weight_only = precision_study.is_weight_only(design["weight_precision"], design["activation_precision"])
     mo.vstack([
         controls, mo.hstack([target_picker, commit_button], justify="start", align="end"),
         mo.md(f"**Live check against the {target_picker.value} target at achievable rates**: "
@@ -1009,10 +1009,10 @@ def _(INSTRUMENTS, dominant_prediction, lab, mo, oom_prediction, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, PS, dominant_prediction, mo, oom_prediction, style):
+def _(INSTRUMENTS, precision_study, dominant_prediction, mo, oom_prediction, style):
     # answers Parts 1 and 2
     mo.stop(INSTRUMENTS.gate("challenge", dominant_prediction, oom_prediction) is not None)
-    _int8 = PS.WEIGHT_ONLY_MEASURED[0]
+    _int8 = precision_study.WEIGHT_ONLY_MEASURED[0]
     style.math_peek("latency versus throughput in decode", r"""
     With $W$ bytes of weights read per step and $\kappa_{kv}$ bytes of KV cache per token,
     a decode step over $B$ sequences of $S$ tokens is memory-bound and

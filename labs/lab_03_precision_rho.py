@@ -15,17 +15,17 @@ def _():
     import marimo as mo
 
     from labs.core import figures, hardware, live, measure, quiz, reveal, roofline, style
-    from labs.core import precision as formats
-    from labs.core import precision_study as PS
+    from labs.core import precision
+    from labs.core import precision_study
 
     LAB_ID = "lab03"
     fmt = quiz.format_value
     return (
         LAB_ID,
-        PS,
+        precision_study,
         figures,
         fmt,
-        formats,
+        precision,
         hardware,
         live,
         measure,
@@ -214,11 +214,11 @@ def _(get_rho_ratio, lab, quiz, set_rho_ratio):
 
 
 @app.cell
-def _(GEMM_4096, PS, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
-    _c = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
+def _(GEMM_4096, precision_study, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
+    _c = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
     rho_ratio_prediction = get_rho_ratio() or reveal.reference(
         lab, "lab03.rho_ratio",
-        PS.rho_change("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16"), "×",
+        precision_study.rho_change("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16"), "×",
         explanation=f"FP16 halves the bytes, so AI rises {_c.ai_ratio:.1f}× ({_c.before.ai:.0f} "
                     f"→ {_c.after.ai:.0f} FLOP/B); but the tensor cores raise the roof "
                     f"{_c.ridge_ratio:.1f}× ({_c.before.attainable_tflops:.0f} → "
@@ -233,7 +233,7 @@ def _(GEMM_4096, PS, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
 def _(
     GEMM_4096,
     INSTRUMENTS,
-    PS,
+    precision_study,
     SCENARIO_DEVICE,
     fmt,
     mo,
@@ -242,7 +242,7 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("classic", rho_ratio_prediction)
     mo.stop(_wait is not None, _wait)
-    classic = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
+    classic = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
     _b, _a = classic.before, classic.after
     style.metric_cards([
         style.Metric("AI · fp32 → fp16", f"{fmt(_b.ai)} → {fmt(_a.ai)} FLOP/B",
@@ -354,13 +354,13 @@ def _(DIRECTION_OPTIONS, get_weight_only, lab, quiz, set_weight_only):
 def _(
     DIRECTION_OPTIONS,
     GEMM_4096,
-    PS,
+    precision_study,
     SCENARIO_DEVICE,
     get_weight_only,
     lab,
     reveal,
 ):
-    _parts = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
+    _parts = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
     weight_only_prediction = get_weight_only() or reveal.reference(
         lab, "lab03.weight_only_rho", _parts.direction,
         label=next(k for k, v in DIRECTION_OPTIONS.items() if v == _parts.direction),
@@ -379,7 +379,7 @@ def _(
     DIRECTION_OPTIONS,
     GEMM_4096,
     INSTRUMENTS,
-    PS,
+    precision_study,
     SCENARIO_DEVICE,
     fmt,
     lab,
@@ -391,7 +391,7 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("weight only", rho_ratio_prediction, weight_only_prediction)
     mo.stop(_wait is not None, _wait)
-    weight_only = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
+    weight_only = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
     mo.vstack([
         mo.md("A *storage* format decides the bytes moved; a *compute* precision decides which "
               "peak applies. Formats with their own tensor-core rate (fp8, int8, mxfp8, nvfp4, "
@@ -485,15 +485,15 @@ def _(get_nvfp4, lab, quiz, set_nvfp4):
 
 
 @app.cell
-def _(OPENING, PS, formats, get_nvfp4, lab, reveal):
-    _rows = PS.decode_quant_table(
-        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+def _(OPENING, precision_study, precision, get_nvfp4, lab, reveal):
+    _rows = precision_study.decode_quant_table(
+        *precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
     _fp16, _fp4 = (next(r for r in _rows if r.storage == s) for s in ("fp16", "nvfp4"))
     nvfp4_prediction = get_nvfp4() or reveal.reference(
         lab, "lab03.nvfp4_byte_ratio", _fp4.byte_ratio, "×",
         explanation=f"FP16 weights: {_fp16.bytes / 1e6:.1f} MB; NVFP4: {_fp4.bytes / 1e6:.1f} MB "
-                    f"({formats.bits('nvfp4'):g} bits a weight: 4-bit values plus an 8-bit scale "
-                    f"per 16, where MXFP4 has one per 32, {formats.bits('mxfp4'):g} bits; the "
+                    f"({precision.bits('nvfp4'):g} bits a weight: 4-bit values plus an 8-bit scale "
+                    f"per 16, where MXFP4 has one per 32, {precision.bits('mxfp4'):g} bits; the "
                     "FP16 input and output vectors stay), so "
                     f"{_fp4.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
                     f"{_fp16.regime}, so the speedup of the roofline bounds (the ideal) is "
@@ -533,9 +533,9 @@ def _(INSTRUMENTS, device, fmt, mo, rho_ratio_prediction, roofline, style):
 
 
 @app.cell
-def _(OPENING, PS, mo):
+def _(OPENING, precision_study, mo):
     # Shown with the decode table (the cell below), not on its own: closed, nothing here moves.
-    decode_matrix = mo.ui.dropdown(PS.decode_gemv_shapes("llama-3-8b"),
+    decode_matrix = mo.ui.dropdown(precision_study.decode_gemv_shapes("llama-3-8b"),
                                    value=OPENING["decode_matrix"],
                                    label="Llama-3-8B weight matrix (N×K) for the decode GEMV")
     return (decode_matrix,)
@@ -544,7 +544,7 @@ def _(OPENING, PS, mo):
 @app.cell
 def _(
     INSTRUMENTS,
-    PS,
+    precision_study,
     decode_matrix,
     device_picker,
     live_results,
@@ -554,22 +554,22 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("decode", weight_only_prediction, nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
-    quant_rows = PS.decode_quant_table(*decode_matrix.value, device_picker.value)
+    quant_rows = precision_study.decode_quant_table(*decode_matrix.value, device_picker.value)
     # Measured columns only when the live run measured this device and this matrix.
     _live = live_results or {}
     _same = (_live.get("registry_key") == device_picker.value
              and _live.get("shape") == tuple(decode_matrix.value))
-    quant_table = PS.merge_measured(quant_rows, _live.get("measured_s", {}) if _same else {})
+    quant_table = precision_study.merge_measured(quant_rows, _live.get("measured_s", {}) if _same else {})
     decode_matrix
     return quant_rows, quant_table
 
 
 @app.cell
 def _(
-    PS,
+    precision_study,
     device,
     fmt,
-    formats,
+    precision,
     live_results,
     mo,
     quant_rows,
@@ -581,7 +581,7 @@ def _(
              "and matrix here." if not any(r["measured_s"] for r in quant_table) else
              f"Measured on {live_results['device']}.")
     mo.vstack([style.value_table(
-        [{"format": q.storage, "bits/weight": f"{formats.bits(q.storage):g}",
+        [{"format": q.storage, "bits/weight": f"{precision.bits(q.storage):g}",
           "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
           "byte ratio": f"{fmt(q.byte_ratio)}×",
           "roofline time (at least)": style.format_seconds(q.seconds),
@@ -596,7 +596,7 @@ def _(
               "ratio of two lower bounds on time: bytes over the bandwidth, nothing else "
               "charged, while a weight-only kernel dequantises every weight before its "
               "multiply, and a kernel this small rarely reaches peak bandwidth. Measured: "
-              f"{PS.measured_weight_only_text()}.")])
+              f"{precision_study.measured_weight_only_text()}.")])
     return
 
 
@@ -616,12 +616,12 @@ def _(device, figures, fmt, quant_rows):
 
 
 @app.cell
-def _(INSTRUMENTS, OPENING, PS, lab, mo, nvfp4_prediction, quiz):
+def _(INSTRUMENTS, OPENING, precision_study, lab, mo, nvfp4_prediction, quiz):
     # The question's case, fixed (the H100 and the Q projection), whatever is picked above.
     _wait = INSTRUMENTS.gate("lee", nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
-    _rows = PS.decode_quant_table(
-        *PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+    _rows = precision_study.decode_quant_table(
+        *precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
     nvfp4_row = next(q for q in _rows if q.storage == "nvfp4")
     mo.vstack([mo.md("**Prediction vs reality** · Lee's case: the Q projection on the H100 SXM"),
                quiz.compare(nvfp4_prediction, nvfp4_row.byte_ratio, units="×", lab=lab)])
@@ -648,9 +648,9 @@ def _(INSTRUMENTS, lab, mo, nvfp4_prediction, quiz, weight_only_prediction):
 def _(
     INSTRUMENTS,
     OPENING,
-    PS,
+    precision_study,
     fmt,
-    formats,
+    precision,
     mo,
     nvfp4_prediction,
     style,
@@ -658,19 +658,19 @@ def _(
 ):
     # the formula for the answer, and the math precision weight-only formats keep (Part 2's)
     mo.stop(INSTRUMENTS.gate("decode", weight_only_prediction, nvfp4_prediction) is not None)
-    _n, _k = PS.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]]
-    _rows = {q.storage: q for q in PS.decode_quant_table(_n, _k, OPENING["device"])}
+    _n, _k = precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]]
+    _rows = {q.storage: q for q in precision_study.decode_quant_table(_n, _k, OPENING["device"])}
     style.math_peek("decode GEMV bytes, time and speedup", rf"""
     $y[N] = W[N,K]\,x[K]$ with $N$ = {_n}, $K$ = {_k}: $F = 2NK$ FLOPs and
     $B = NK\,\frac{{\text{{bits}}_W}}{{8}} + (K + N)\,b_a$ bytes, with $b_a$ = 2 B (fp16
     activations; the weights are dequantised to them) unless the device computes in the
     format itself, when the activation vector is quantised too (W8A8): the vector is tiny either
-    way. Block formats pay for their scales: MXFP4 = 4 + 8/32 = {formats.bits("mxfp4"):g} bits,
-    NVFP4 = 4 + 8/16 = {formats.bits("nvfp4"):g} bits, NF4 = 4 + 32/64 =
-    {formats.bits("nf4"):g} bits. So
+    way. Block formats pay for their scales: MXFP4 = 4 + 8/32 = {precision.bits("mxfp4"):g} bits,
+    NVFP4 = 4 + 8/16 = {precision.bits("nvfp4"):g} bits, NF4 = 4 + 32/64 =
+    {precision.bits("nf4"):g} bits. So
 
     $$\frac{{B_{{16}}}}{{B_q}} \approx \frac{{16}}{{\text{{bits}}_q}}
-    = \frac{{16}}{{{formats.bits("nvfp4"):g}}} = {fmt(_rows["nvfp4"].byte_ratio)}
+    = \frac{{16}}{{{precision.bits("nvfp4"):g}}} = {fmt(_rows["nvfp4"].byte_ratio)}
     \ \text{{for NVFP4, not 4}}.$$
 
     $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B (1 at fp16): far below any ridge, so the
@@ -684,7 +684,7 @@ def _(
     weight-only kernel also dequantises every weight (unpack, scale,
     convert) before its multiply, work this bound does not charge, and a
     {fmt(_rows["fp16"].bytes / 1e6)} MB GEMV is small enough to miss peak bandwidth. Measured:
-    {PS.measured_weight_only_text()}. The device's FP4 rate changes the ridge, not this time.
+    {precision_study.measured_weight_only_text()}. The device's FP4 rate changes the ridge, not this time.
     """)
     return
 
@@ -758,13 +758,13 @@ def _(explorer_open, mo):
 
 
 @app.cell
-def _(explorer_open, formats, mo):
+def _(explorer_open, precision, mo):
     # its labels give each format's bits, block scales included: Prediction 3's, so it shows
     # only with the explorer
     mo.stop(not explorer_open)
     _keys = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "mxfp8", "mxfp4", "nvfp4", "nf4",
              "int4-g128", "int4-g32")
-    _options = {f"{formats.get(k).label} · {formats.bits(k):g} bits": k for k in _keys}
+    _options = {f"{precision.get(k).label} · {precision.bits(k):g} bits": k for k in _keys}
     format_picker = mo.ui.multiselect(
         _options, value=[l for l, k in _options.items() if k not in ("mxfp4", "nvfp4", "int4-g32")],
         label="Storage formats to compare (bits per element include block scales)")
@@ -783,13 +783,13 @@ def _(explorer_open, mo):
 
 
 @app.cell
-def _(explorer_open, formats, mo, style):
+def _(explorer_open, precision, mo, style):
     mo.stop(not explorer_open)
     # Text boxes, not mo.ui.number: a weight out of range is refused with a message (next
     # cell) and the last good one kept, instead of being clamped in the browser.
     circuit_weights = mo.ui.dictionary(
         {p: style.NumberBox(round(w, 3), lo=0.001, hi=100.0, label=p)
-         for p, w in formats.CIRCUIT_WEIGHTS.items()})
+         for p, w in precision.CIRCUIT_WEIGHTS.items()})
     mo.vstack([mo.md("**Circuit weight of one multiply-add per math precision** (FP16 = 1, "
                      "each from 0.001 to 100), used by I_bit. These are *rough, editable "
                      "teaching estimates* (multiplier cost grows about with the square of the "
@@ -806,7 +806,7 @@ def _(circuit_weights, style):
 
 @app.cell
 def _(
-    PS,
+    precision_study,
     circuit_weights,
     device_picker,
     explorer_open,
@@ -829,7 +829,7 @@ def _(
         if not format_picker.value:  # the study refuses an empty list: say it as a way out
             raise ValueError("No storage format is picked: pick at least one in the list "
                              "above and the explorer comes back.")
-        explorer_rows = PS.study(op_picker.value, explorer_shape, device_picker.value,
+        explorer_rows = precision_study.study(op_picker.value, explorer_shape, device_picker.value,
                                  format_picker.value,
                                  compute_for_weight_only=weight_only_compute.value,
                                  weights=circuit_weights.value)
@@ -858,9 +858,9 @@ def _(device, explorer_error, explorer_rows, style):
 
 
 @app.cell
-def _(explorer_ok, fmt, formats, style):
+def _(explorer_ok, fmt, precision, style):
     style.value_table(
-        [{"format": r.storage, "bits/element": f"{formats.bits(r.storage):g}",
+        [{"format": r.storage, "bits/element": f"{precision.bits(r.storage):g}",
           "math (peak)": r.compute, "AI": f"{fmt(r.ai)} {style.intensity_unit(r.compute)}",
           "ridge (dense)": f"{fmt(r.ridge)} {style.intensity_unit(r.compute)}", "ρ": fmt(r.rho), "regime": r.regime,
           "time bound": style.format_seconds(r.seconds),
@@ -871,8 +871,8 @@ def _(explorer_ok, fmt, formats, style):
 
 
 @app.cell
-def _(PS, explorer_ok, style):
-    explorer_labels = [PS.row_label(r) for r in explorer_ok]
+def _(precision_study, explorer_ok, style):
+    explorer_labels = [precision_study.row_label(r) for r in explorer_ok]
     # the bars' colour is the math precision; the legend says which is which
     explorer_colors = [style.PRECISION_COLORS[r.compute] for r in explorer_ok]
     math_legend = {f"math in {r.compute}": style.PRECISION_COLORS[r.compute]
@@ -931,7 +931,7 @@ def _(ai_bars, ibit_bars, mo, rho_bars, ridge_bars):
 @app.cell
 def _(
     OP_NAMES,
-    PS,
+    precision_study,
     device,
     explorer_rows,
     explorer_shape,
@@ -940,11 +940,11 @@ def _(
     op_picker,
     style,
 ):
-    _view = PS.roofline_view(explorer_rows, device)
+    _view = precision_study.roofline_view(explorer_rows, device)
     explorer_roofline = figures.roofline_figure(
         [(device, p) for p in _view.roofs],
         [figures.Point(label, ai, tflops, hover={
-            PS.row_label(r): f"ρ {fmt(r.rho)}, math {r.compute}" for r in rows})
+            precision_study.row_label(r): f"ρ {fmt(r.rho)}, math {r.compute}" for r in rows})
          for label, ai, tflops, rows in _view.points],
         title=f"{OP_NAMES[op_picker.value]} "
               f"{'×'.join(str(v) for v in explorer_shape.values())} on {device.name}: "
@@ -959,11 +959,11 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, PS, device, explorer_open, fmt, mo, style):
+def _(GEMM_4096, precision_study, device, explorer_open, fmt, mo, style):
     # Part 1's switch on the device picked (a TPU has no fp32 rate: a message, not a crash).
     mo.stop(not explorer_open)
     try:
-        _mine = PS.rho_change_parts("gemm", GEMM_4096, device, "fp32", "fp16")
+        _mine = precision_study.rho_change_parts("gemm", GEMM_4096, device, "fp32", "fp16")
         _on_mine = style.metric_cards([style.Metric(
             f"Part 1's switch (4096³ GEMM, fp32 → fp16) on {device.name}",
             f"ρ ×{fmt(_mine.rho_ratio)}",
@@ -1036,8 +1036,8 @@ def _(NAIVE_OPTIONS, get_naive, lab, quiz, set_naive):
 
 
 @app.cell
-def _(GEMV_KAI, NAIVE_OPTIONS, PS, SCENARIO_DEVICE, get_naive, lab, reveal):
-    _kai = PS.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
+def _(GEMV_KAI, NAIVE_OPTIONS, precision_study, SCENARIO_DEVICE, get_naive, lab, reveal):
+    _kai = precision_study.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     naive_prediction = get_naive() or reveal.reference(
         lab, "lab03.naive_bandwidth", _kai.verdict,
         label=next(k for k, v in NAIVE_OPTIONS.items() if v == _kai.verdict),
@@ -1086,7 +1086,7 @@ def _(mo):
 @app.cell
 def _(
     GEMV_KAI,
-    PS,
+    precision_study,
     device,
     fmt,
     kai_open,
@@ -1097,7 +1097,7 @@ def _(
 ):
     mo.stop(not kai_open)
     try:
-        naive = PS.naive_bandwidth(*naive_op.value, "fp16", device,
+        naive = precision_study.naive_bandwidth(*naive_op.value, "fp16", device,
                                    iterations=naive_iterations.value)
         _l2 = style.format_bytes(device.l2_bytes, binary=True) if device.l2_bytes else None
         # a working set that fits in L2 is read from L2 after the first iteration: its
@@ -1124,7 +1124,7 @@ def _(
             style.Metric("bandwidth really used", f"{fmt(naive.traffic_gbs)} GB/s", _used,
                          kind="warn" if naive.fits_in_l2 else "ok")])
         if naive.fits_in_l2:
-            _kai = PS.footprint_vs_traffic("gemv", GEMV_KAI, "fp16").footprint_bytes
+            _kai = precision_study.footprint_vs_traffic("gemv", GEMV_KAI, "fp16").footprint_bytes
             _larger = (f"a working set larger than its {_l2} L2 (on this device even Kai's "
                        f"{style.format_bytes(_kai)} fit)" if _kai <= device.l2_bytes else
                        f"a working set larger than its {_l2} L2 (Kai's "
@@ -1164,7 +1164,7 @@ def _(
     GEMV_KAI,
     INSTRUMENTS,
     NAIVE_OPTIONS,
-    PS,
+    precision_study,
     SCENARIO_DEVICE,
     fmt,
     lab,
@@ -1174,7 +1174,7 @@ def _(
 ):
     _wait = INSTRUMENTS.gate("kai run", naive_prediction)
     mo.stop(_wait is not None, _wait)
-    kai = PS.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
+    kai = precision_study.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     _label = next(k for k, v in NAIVE_OPTIONS.items() if v == kai.verdict)
     quiz.compare(naive_prediction, kai.verdict, lab=lab,
                  actual_label=f"{_label}: Kai's {fmt(kai.naive_gbs)} GB/s against "
@@ -1183,10 +1183,10 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, PS, device, fmt, kai_open, mo, style):
+def _(GEMM_4096, precision_study, device, fmt, kai_open, mo, style):
     mo.stop(not kai_open)
     try:
-        tf32 = PS.tf32_misreading("gemm", GEMM_4096, device)
+        tf32 = precision_study.tf32_misreading("gemm", GEMM_4096, device)
         _out = style.metric_cards([
             style.Metric("AI, TF32 stored as 32-bit", f"{fmt(tf32.ai)} FLOP/B",
                          "right: tensors stay FP32 in memory", kind="ok"),
@@ -1223,7 +1223,7 @@ def _(kai_open, lab, mo, quiz):
 
 
 @app.cell
-def _(PS, SCENARIO_DEVICE, fmt, hardware, kai, style):
+def _(precision_study, SCENARIO_DEVICE, fmt, hardware, kai, style):
     _kai_l2 = hardware.get(SCENARIO_DEVICE).l2_bytes
     style.math_peek("memory held vs memory moved; TF32", rf"""
     An allocator's peak counts each tensor **once** while it is alive; HBM traffic counts
@@ -1246,7 +1246,7 @@ def _(PS, SCENARIO_DEVICE, fmt, hardware, kai, style):
     {style.format_bytes(kai.fvt.footprint_bytes)} do not fit, so his iterations do stream
     from HBM; a benchmark of a small kernel must rotate through copies larger than the cache.
 
-    **TF32** rounds FP32 inputs to 1 + 8 + 10 = {PS.TF32_MATH_BITS} bits *inside* the tensor core; tensors are
+    **TF32** rounds FP32 inputs to 1 + 8 + 10 = {precision_study.TF32_MATH_BITS} bits *inside* the tensor core; tensors are
     stored as 32-bit FP32, so $b$ = 4 B and the AI is FP32's. The peak is TF32's, which is why
     a "FP32" matmul with TF32 allowed can run several times above the FP32 (CUDA-core) peak.
     In PyTorch set `torch.backends.cuda.matmul.allow_tf32` (or
@@ -1272,13 +1272,13 @@ def _(mo):
 
 
 @app.cell
-def _(PS, live, mo):
+def _(precision_study, live, mo):
     live_matrix = mo.ui.dropdown(
-        PS.decode_gemv_shapes("llama-3-8b"), value="Q projection 4096×4096",
+        precision_study.decode_gemv_shapes("llama-3-8b"), value="Q projection 4096×4096",
         label="Decode GEMV to time (Llama-3-8B matrix)")
     live_budget = mo.ui.slider(steps=[5, 10, 20, 30, 60, 120], value=30, show_value=True,
                                label="Time budget for the whole measurement (s)")
-    # read at the press, so a settings step re-runs no measurement cell (issue 15)
+    # read at the press, so a settings step re-runs no measurement cell
     live_settings = live.read_at_press(matrix=live_matrix, budget=live_budget)
     mo.vstack([live_matrix, live_budget])
     return (live_settings,)
@@ -1323,7 +1323,7 @@ def _(
     LIVE_PEAK_PRECISIONS,
     LIVE_PEAK_SIZES,
     LIVE_STREAM_MB,
-    PS,
+    precision_study,
     live_run,
     live_settings,
     measure,
@@ -1354,7 +1354,7 @@ def _(
                     # the baseline is what weight-only formats dequantise to here: fp16 on a
                     # GPU, bf16 or fp32 on a CPU (whose fp16 matmul torch emulates)
                     _gemv = measure.sweep_gemv(
-                        {"decode": _settings.matrix}, (PS.dequant_target(_ref), "fp8", "int8"),
+                        {"decode": _settings.matrix}, (precision_study.dequant_target(_ref), "fp8", "int8"),
                         device=_info,
                         budget_s=0.4 * _budget, reference=_ref, progress=_tick)
                     live_results.update(emp=_emp, reference=_ref, gemv=_gemv, measured_s={
@@ -1396,11 +1396,11 @@ def _(fmt, live_results, measure_open, mo):
 
 
 @app.cell
-def _(PS, live_results, measure_open, mo):
+def _(precision_study, live_results, measure_open, mo):
     mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     _n, _k = live_results["shape"]
-    live_quant = PS.decode_quant_table(_n, _k, live_results["reference"])
-    live_decode = PS.merge_measured(live_quant, live_results["measured_s"])
+    live_quant = precision_study.decode_quant_table(_n, _k, live_results["reference"])
+    live_decode = precision_study.merge_measured(live_quant, live_results["measured_s"])
     _status = {r["precision"]: r["status"] for r in live_results["gemv"]}
     for _row in live_decode:
         _row["status"] = _status.get(_row["storage"], "not timed: torch has no kernel for it")
@@ -1433,13 +1433,13 @@ def _(fmt, live_decode, live_results, mo, style):
 
 
 @app.cell
-def _(PS, figures, live_results, measure, measure_open, mo, roofline, style):
+def _(precision_study, figures, live_results, measure, measure_open, mo, roofline, style):
     mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     _dev = live_results["emp"].as_device()
     _timed = [r for r in live_results["gemv"] if r["measured_us"]]
     _costs = [measure.gemv_cost(r["n"], r["k"], r["precision"]) for r in _timed]
     # roofs of the timed GEMVs' precisions first; peaks within 1.5x share a roof (labels)
-    _roofs, _same = PS.distinct_roofs(
+    _roofs, _same = precision_study.distinct_roofs(
         _dev, [r["precision"] for r in _timed if _dev.has(r["precision"])] + list(_dev.precisions),
         within_factor=1.5)
     live_figure = figures.roofline_figure(
@@ -1474,10 +1474,10 @@ def _(lab, live, live_decode, live_peak_rows, live_results, measure):
 def _(
     GEMM_4096,
     GEMV_4096,
-    PS,
+    precision_study,
     SCENARIO_DEVICE,
     fmt,
-    formats,
+    precision,
     mo,
     naive_prediction,
     nvfp4_prediction,
@@ -1488,8 +1488,8 @@ def _(
     _gate = style.takeaways_gate((rho_ratio_prediction, weight_only_prediction,
                                   nvfp4_prediction, naive_prediction))
     mo.stop(_gate is not None, _gate)
-    _c = PS.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
-    _q = {q.storage: q for q in PS.decode_quant_table(GEMV_4096["n"], GEMV_4096["k"],
+    _c = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
+    _q = {q.storage: q for q in precision_study.decode_quant_table(GEMV_4096["n"], GEMV_4096["k"],
                                                       SCENARIO_DEVICE)}
     style.takeaways([
         "ρ = AI / ridge, and the ridge belongs to a precision: lowering precision raises AI "
@@ -1501,7 +1501,7 @@ def _(
         "fewer bytes at the same peak, so ρ rises.",
         "Decode GEMVs are memory-bound at every precision: the speedup of the roofline bounds "
         "for a weight format is its byte ratio, the ideal (NVFP4, "
-        f"{formats.bits('nvfp4'):g} bits with its block scales: {fmt(_q['nvfp4'].byte_ratio)}× "
+        f"{precision.bits('nvfp4'):g} bits with its block scales: {fmt(_q['nvfp4'].byte_ratio)}× "
         "fewer bytes than FP16, not 4×). Real kernels gain less: a weight-only kernel also "
         "dequantises every weight, which the roofline does not charge.",
         "Measure traffic, not footprint: allocator peak ÷ time is not bandwidth. TF32 is a "

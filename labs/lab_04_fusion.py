@@ -9,18 +9,18 @@ def _():
     import marimo as mo
 
     from labs.core import figures, hardware, hierarchy, quiz, reveal, style
-    from labs.core.physics import _deferred
-    from labs.core import formulas as F
-    from labs.core import fusion as FU
-    from labs.core import roofline as R
+    from labs.core import deferred
+    from labs.core import formulas
+    from labs.core import fusion
+    from labs.core import roofline
 
-    np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
+    np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab04"
     return (
-        F,
-        FU,
+        formulas,
+        fusion,
         LAB_ID,
-        R,
+        roofline,
         figures,
         hardware,
         hierarchy,
@@ -76,20 +76,20 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(F, FU, quiz):
+def _(formulas, fusion, quiz):
     # Wiring constants: the questions' cases (from core, where the graded bands read them) and
     # the widget steps. The pickers' opening values: the instructor copy's reveal answers are
     # computed for these, so prediction cells never depend on later picks (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm"}
-    LARGE_N = FU.QUESTION_CHAIN_ELEMENTS  # "a large tensor": 100 M elements, 200 MB at fp16
-    TINY_N = FU.QUESTION_TINY_ELEMENTS  # one token's hidden state of a small model
+    LARGE_N = fusion.QUESTION_CHAIN_ELEMENTS  # "a large tensor": 100 M elements, 200 MB at fp16
+    TINY_N = fusion.QUESTION_TINY_ELEMENTS  # one token's hidden state of a small model
     SIZE_STEPS = quiz.log_steps(1e2, 1e9)
     STORAGE_PRECISIONS = ("fp16", "bf16", "fp32")
     SEQ_STEPS = [2**k for k in range(9, 19)]  # 512 ... 262,144 tokens
     TILE_STEPS = [8, 16, 32, 64, 128, 256, 512]
-    QUESTION_HEADS, QUESTION_HEAD_DIM = FU.QUESTION_HEADS, FU.QUESTION_HEAD_DIM
+    QUESTION_HEADS, QUESTION_HEAD_DIM = fusion.QUESTION_HEADS, fusion.QUESTION_HEAD_DIM
     NO_OP = "— (empty)"
-    OP_OPTIONS = {NO_OP: ""} | {e.label: k for k, e in F.ELEMENTWISE.items()}
+    OP_OPTIONS = {NO_OP: ""} | {e.label: k for k, e in formulas.ELEMENTWISE.items()}
     TINY_OPTIONS = {
         "No effect: it is memory-bound anyway": "none",
         "Helps: it cuts kernel launches (overhead-bound)": "launches",
@@ -154,12 +154,12 @@ def _(F, FU, quiz):
 
 
 @app.cell
-def _(FU, mo):
+def _(fusion, mo):
     mo.md(f"""
     ## Choose a device
     Every number below is for this device. Part 4 sizes flash-attention tiles from on-chip
     figures (shared memory per block, register file), which the registry has for the
-    {FU.onchip_device_names()}. Any other device works for Parts 1-3; Part 4 says so instead
+    {fusion.onchip_device_names()}. Any other device works for Parts 1-3; Part 4 says so instead
     of drawing.
     """)
     return
@@ -188,11 +188,11 @@ def _(device_picker, hardware):
 
 
 @app.cell
-def _(FU, INSTRUMENTS, device, mo, style):
+def _(fusion, INSTRUMENTS, device, mo, style):
     _wait = INSTRUMENTS.gate("device")  # the device's own figures: open from the start
     mo.stop(_wait is not None, _wait)
     try:
-        _oc = FU.onchip(device)
+        _oc = fusion.onchip(device)
         _chip = (f"{_oc.sms} SMs", f"{_oc.smem_per_block_kb:.0f} KiB shared memory per block; "
                  f"a separate {_oc.registers_kb_per_sm:.0f} KiB register file per SM")
     except KeyError:
@@ -220,7 +220,7 @@ def _(style):
 
 
 @app.cell
-def _(FU, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N):
+def _(fusion, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N):
     def lab_references(device):
         """Reference answers from labs.core for ``device``: the questions use 2-byte tensors
         (fp16, or bf16 on devices without an fp16 rate, e.g. TPUs); None where the device
@@ -234,13 +234,13 @@ def _(FU, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N):
                 return None
 
         return precision, {
-            "fusion_speedup": _answer(lambda: FU.fusion_speedup(
-                LARGE_N, device, None, [list(range(len(FU.DEFAULT_CHAIN)))],
+            "fusion_speedup": _answer(lambda: fusion.fusion_speedup(
+                LARGE_N, device, None, [list(range(len(fusion.DEFAULT_CHAIN)))],
                 precision=precision)),
-            "tiny_tensor": _answer(lambda: FU.fusion_benefit(TINY_N, device, precision=precision)),
-            "oom_seq_len": _answer(lambda: FU.unfused_max_seq_len(
+            "tiny_tensor": _answer(lambda: fusion.fusion_benefit(TINY_N, device, precision=precision)),
+            "oom_seq_len": _answer(lambda: fusion.unfused_max_seq_len(
                 device, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16")),
-            "largest_tile": _answer(lambda: FU.largest_square_tile(QUESTION_HEAD_DIM, device)),
+            "largest_tile": _answer(lambda: fusion.largest_square_tile(QUESTION_HEAD_DIM, device)),
         }
 
     return (lab_references,)
@@ -303,7 +303,7 @@ def _(get_speedup, lab, quiz, set_speedup):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     LARGE_N,
     OPENING,
     get_speedup,
@@ -313,8 +313,8 @@ def _(
     reveal_references,
 ):
     _p = reveal_precision
-    _before, _after = (FU.chain_timing(LARGE_N, OPENING["device"], g, precision=_p)
-                       for g in (None, [list(range(len(FU.DEFAULT_CHAIN)))]))
+    _before, _after = (fusion.chain_timing(LARGE_N, OPENING["device"], g, precision=_p)
+                       for g in (None, [list(range(len(fusion.DEFAULT_CHAIN)))]))
     speedup_prediction = get_speedup() or (reveal.reference(
         lab, "lab04.fusion_speedup", reveal_references["fusion_speedup"], "×",
         explanation=f"Every kernel of the chain does a few FLOPs per byte: {_before.regime}. "
@@ -363,7 +363,7 @@ def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     OPENING,
     TINY_N,
     TINY_OPTIONS,
@@ -375,8 +375,8 @@ def _(
 ):
     _label = next((k for k, v in TINY_OPTIONS.items() if v == reveal_references["tiny_tensor"]), None)
     _p = reveal_precision
-    _before, _after = (FU.chain_timing(TINY_N, OPENING["device"], g, precision=_p)
-                       for g in (None, [list(range(len(FU.DEFAULT_CHAIN)))]))
+    _before, _after = (fusion.chain_timing(TINY_N, OPENING["device"], g, precision=_p)
+                       for g in (None, [list(range(len(fusion.DEFAULT_CHAIN)))]))
     _first = _before.kernel_times[0]
     tiny_prediction = get_tiny() or (reveal.reference(
         lab, "lab04.tiny_tensor", reveal_references["tiny_tensor"], label=_label,
@@ -394,8 +394,8 @@ def _(
 
 
 @app.cell
-def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
-    _defaults = [F.ELEMENTWISE[k].label for k in FU.DEFAULT_CHAIN]
+def _(formulas, fusion, NO_OP, OP_OPTIONS, roofline, SIZE_STEPS, mo, style):
+    _defaults = [formulas.ELEMENTWISE[k].label for k in fusion.DEFAULT_CHAIN]
     _chain_label = "Chain, in order (pick — to leave a slot empty)"
     chain_slots = mo.ui.array(
         [mo.ui.dropdown(OP_OPTIONS, value=(_defaults + [NO_OP] * 6)[i]) for i in range(6)],
@@ -405,10 +405,10 @@ def _(F, FU, NO_OP, OP_OPTIONS, R, SIZE_STEPS, mo, style):
     size_slider = mo.ui.slider(steps=SIZE_STEPS, value=100_000_000, show_value=True,
                                label="Tensor size (elements, log steps)")
     # A text box: a value out of range is refused with a message, never clamped in silence.
-    overhead_us = style.NumberBox(R.DEFAULT_LAUNCH_OVERHEAD_US, lo=0.5, hi=100, units="µs",
+    overhead_us = style.NumberBox(roofline.DEFAULT_LAUNCH_OVERHEAD_US, lo=0.5, hi=100, units="µs",
                                   label="Launch overhead per kernel (µs)")
     # Laid out here, where the widgets are made: the panel that shows these names none of
-    # them but the overhead box, so a step re-runs only the cells that read a value (issue 15).
+    # them but the overhead box, so a step re-runs only the cells that read a value.
     # .hstack() shows the slots without the array's label: the label goes above them
     chain_controls = mo.vstack([mo.md(_chain_label), chain_slots.hstack(),
                                 mo.hstack([kernels_slider, overhead_us], justify="start")])
@@ -448,8 +448,8 @@ def _(
 
 @app.cell
 def _(
-    F,
-    FU,
+    formulas,
+    fusion,
     INSTRUMENTS,
     chain_ops,
     device,
@@ -477,10 +477,10 @@ def _(
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
                    launch_overhead_us=overhead_us.value)
         # unfused first: its message names an empty chain or an unknown op
-        chain_unfused = FU.chain_timing(size_slider.value, device, None, **_kw)
-        chain_groups = F.contiguous_groups(len(chain_ops), kernels_slider.value)
-        chain_now = FU.chain_timing(size_slider.value, device, chain_groups, **_kw)
-        chain_speedup = FU.fusion_speedup(size_slider.value, device, None, chain_groups, **_kw)
+        chain_unfused = fusion.chain_timing(size_slider.value, device, None, **_kw)
+        chain_groups = formulas.contiguous_groups(len(chain_ops), kernels_slider.value)
+        chain_now = fusion.chain_timing(size_slider.value, device, chain_groups, **_kw)
+        chain_speedup = fusion.fusion_speedup(size_slider.value, device, None, chain_groups, **_kw)
         chain_error = None
     except (KeyError, ValueError) as _e:
         chain_groups = chain_now = chain_unfused = chain_speedup = None
@@ -489,7 +489,7 @@ def _(
 
 
 @app.cell
-def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, style):
+def _(roofline, chain_error, chain_now, chain_speedup, chain_unfused, device, style):
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
     else:
@@ -499,7 +499,7 @@ def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, style):
             ("HBM traffic", style.format_bytes(_tot.bytes),
              f"unfused: {style.format_bytes(_unf.bytes)}"),
             ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
-             f"ridge ({R.ceiling_label(_p)}) = {R.ridge_point(device, _p):,.1f} FLOP/B"),
+             f"ridge ({roofline.ceiling_label(_p)}) = {roofline.ridge_point(device, _p):,.1f} FLOP/B"),
             ("Time (lower bound)", style.format_seconds(chain_now.seconds),
              f"{chain_now.chain.kernels} kernel(s); unfused "
              f"{style.format_seconds(chain_unfused.seconds)}"),
@@ -512,16 +512,16 @@ def _(R, chain_error, chain_now, chain_speedup, chain_unfused, device, style):
 
 
 @app.cell
-def _(FU, R, chain_now, device, figures, mo, precision_picker, style):
+def _(fusion, roofline, chain_now, device, figures, mo, precision_picker, style):
     mo.stop(chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
     for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
-                                           chain_now.kernel_times, FU.kernel_tflops(chain_now))):
+                                           chain_now.kernel_times, fusion.kernel_tflops(chain_now))):
         _spots.setdefault((round(_c.ai, 9), round(_tf, 9)), []).append((f"K{_i + 1}", _c, _t))
     # Two compute ceilings: elementwise kernels run on the vector units (their own, lower
     # ceiling); the tensor-core roof of the storage precision is drawn for comparison.
-    _roofs = [(device, R.VECTOR)] + ([(device, precision_picker.value)]
+    _roofs = [(device, roofline.VECTOR)] + ([(device, precision_picker.value)]
                                      if device.has(precision_picker.value) else [])
     fusion_roofline = figures.roofline_figure(
         _roofs,
@@ -536,13 +536,13 @@ def _(FU, R, chain_now, device, figures, mo, precision_picker, style):
 
 
 @app.cell
-def _(R, chain_now, device, mo):
+def _(roofline, chain_now, device, mo):
     # the note under the roofline: closed with it
     mo.stop(chain_now is None)
     mo.md(
         "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
         "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
-        f"vector ceiling ({R.peak_tflops(device, R.VECTOR):,.4g} TFLOP/s here), far below the "
+        f"vector ceiling ({roofline.peak_tflops(device, roofline.VECTOR):,.4g} TFLOP/s here), far below the "
         "tensor-core roof that matrix multiplies reach. A real chip has several ceilings (per "
         "precision, per unit); which one applies depends on the operation. That is a lesson "
         "in itself: a roofline with one roof can hide the one that binds. The vector ceiling "
@@ -611,13 +611,13 @@ def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
 
 
 @app.cell
-def _(F, FU, INSTRUMENTS, mo, speedup_prediction, style, tiny_prediction):
+def _(formulas, fusion, INSTRUMENTS, mo, speedup_prediction, style, tiny_prediction):
     # the equations answer both predictions: the explorer's rule
     mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
-    # answer, so it is computed here, never typed (review T-4).
-    _k = [c.bytes for c in F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").kernels_costs]
-    _fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [list(range(len(FU.DEFAULT_CHAIN)))],
+    # answer, so it is computed here, never typed.
+    _k = [c.bytes for c in formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, None, "fp16").kernels_costs]
+    _fused = formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, [list(range(len(fusion.DEFAULT_CHAIN)))],
                                  "fp16").total.bytes
     _frac = rf"\frac{{{sum(_k):g}\,n\ \text{{B}}}}{{{_fused:g}\,n\ \text{{B}}}}"
     _ratio = sum(_k) / _fused
@@ -659,7 +659,7 @@ def _(mo):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     INSTRUMENTS,
     chain_ops,
     device,
@@ -673,17 +673,17 @@ def _(
     _wait = INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction)
     mo.stop(_wait is not None, _wait)
     # Overhead regime of the chain of Part 1, unfused and fused. Part 1's grouping is added by
-    # the figure alone, so a Kernels step does not re-run the metrics (issue 15).
+    # the figure alone, so a Kernels step does not re-run the metrics.
     try:
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
                    launch_overhead_us=overhead_us.value)
         _n = len(chain_ops)
         overhead_groupings = {f"unfused ({_n} kernels)": None,
                               "fused (1 kernel)": [list(range(_n))]}
-        overhead_crossovers = {k: FU.chain_overhead_crossover(device, g, **_kw)
+        overhead_crossovers = {k: fusion.chain_overhead_crossover(device, g, **_kw)
                                for k, g in overhead_groupings.items()}
         overhead_kernel_crossovers = [x for g in overhead_groupings.values()
-                                      for x in FU.kernel_crossovers(device, g, **_kw)]
+                                      for x in fusion.kernel_crossovers(device, g, **_kw)]
         overhead_error = None
     except (KeyError, ValueError) as _e:
         overhead_groupings = overhead_crossovers = overhead_kernel_crossovers = None
@@ -698,8 +698,8 @@ def _(
 
 @app.cell
 def _(
-    FU,
-    R,
+    fusion,
+    roofline,
     TINY_N,
     chain_ops,
     device,
@@ -716,22 +716,22 @@ def _(
     else:
         _kw = dict(ops=chain_ops, precision=precision_picker.value,
                    launch_overhead_us=overhead_us.value)
-        _un = FU.chain_timing(TINY_N, device, None, **_kw)
-        _fu = FU.chain_timing(TINY_N, device, [list(range(len(chain_ops)))], **_kw)
+        _un = fusion.chain_timing(TINY_N, device, None, **_kw)
+        _fu = fusion.chain_timing(TINY_N, device, [list(range(len(chain_ops)))], **_kw)
         _x = overhead_crossovers["fused (1 kernel)"]
         overhead_metrics = style.metric_cards([
             ("1,000 elements, unfused", style.format_seconds(_un.seconds),
              f"{len(chain_ops)} launches"),
             ("1,000 elements, fused", style.format_seconds(_fu.seconds), "1 launch"),
             ("Fusion speedup at 1,000",
-             f"{FU.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))], **_kw):.2f}×",
+             f"{fusion.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))], **_kw):.2f}×",
              f"{len(chain_ops)} launches → 1 when overhead-bound"),
             style.Metric("Regime at 1,000 (unfused)", _un.regime, "", _un.regime),
             ("Crossover, fused kernel", f"{quiz.format_value(_x)} elements",
              "below it, launches set the time"),
         ])
     mo.vstack([mo.hstack([overhead_us, mo.md(
-        f"{R.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel is a model's choice (a bare "
+        f"{roofline.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel is a model's choice (a bare "
         "back-to-back CUDA launch measures less, an op in eager PyTorch more): type another "
         "value to see what it changes.")], justify="start"),
         style.input_messages(overhead_us), overhead_metrics])
@@ -740,7 +740,7 @@ def _(
 
 @app.cell
 def _(
-    FU,
+    fusion,
     TINY_N,
     chain_groups,
     chain_ops,
@@ -766,20 +766,20 @@ def _(
     if chain_groups is not None and 1 < len(chain_groups) < len(chain_ops):  # Part 1's grouping
         _yours = f"your grouping ({len(chain_groups)} kernels)"
         _groups[_yours] = chain_groups
-        _crossovers[_yours] = FU.chain_overhead_crossover(device, chain_groups, **_kw)
-        _kernel_crossovers += FU.kernel_crossovers(device, chain_groups, **_kw)
+        _crossovers[_yours] = fusion.chain_overhead_crossover(device, chain_groups, **_kw)
+        _kernel_crossovers += fusion.kernel_crossovers(device, chain_groups, **_kw)
     _sizes = np.geomspace(1e2, 1e9, 71)
     _colors = [style.COLORS["memory"], style.COLORS["ok"], style.COLORS["compute"]]
     _dashes = ["solid", "dash", "dot"]
     _series, _markers = [], []
     for (_name, _g), _c, _d in zip(_groups.items(), _colors, _dashes):
-        _series.append((_name, _sizes, FU.chain_time_curve(_sizes, device, _g, **_kw) * 1e6,
+        _series.append((_name, _sizes, fusion.chain_time_curve(_sizes, device, _g, **_kw) * 1e6,
                         _c, _d))
     for _n, _tag in ((TINY_N, "1,000"), (size_slider.value, "your size")):
-        _t = FU.chain_time_curve([_n], device, None, **_kw)[0] * 1e6
+        _t = fusion.chain_time_curve([_n], device, None, **_kw)[0] * 1e6
         _markers.append((f"{_tag}, unfused", _n, _t, _colors[0]))
     _lo, _hi = min(_kernel_crossovers), max(_kernel_crossovers)
-    _big = FU.chain_timing(10**9, device, None, **_kw).regime
+    _big = fusion.chain_timing(10**9, device, None, **_kw).regime
     overhead_figure = figures.loglog_lines_figure(
         _series, markers=_markers,
         title=f"Chain time vs tensor size on the {device.name} "
@@ -828,11 +828,11 @@ def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
 
 @app.cell
 def _(
-    F,
-    FU,
+    formulas,
+    fusion,
     INSTRUMENTS,
     OPENING,
-    R,
+    roofline,
     hardware,
     mo,
     speedup_prediction,
@@ -842,10 +842,10 @@ def _(
     # the equations answer both predictions: the overhead instrument's rule
     mo.stop(INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction) is not None)
     # The worked crossover on the opening device, from core (never typed).
-    _hw, _ov = hardware.get(OPENING["device"]), R.DEFAULT_LAUNCH_OVERHEAD_US
-    _fused = [list(range(len(FU.DEFAULT_CHAIN)))]
-    _b = F.elementwise_chain(1, FU.DEFAULT_CHAIN, _fused, "fp16").total.bytes
-    _x = FU.chain_overhead_crossover(_hw, _fused, launch_overhead_us=_ov)
+    _hw, _ov = hardware.get(OPENING["device"]), roofline.DEFAULT_LAUNCH_OVERHEAD_US
+    _fused = [list(range(len(fusion.DEFAULT_CHAIN)))]
+    _b = formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, _fused, "fp16").total.bytes
+    _x = fusion.chain_overhead_crossover(_hw, _fused, launch_overhead_us=_ov)
     style.math_peek("the overhead crossover", rf"""
     A launch costs $t_\text{{launch}}$ however little the kernel does (a stated, editable figure,
     here ${_ov:g}\ \mu s$: a bare back-to-back CUDA launch measures less, an op in eager PyTorch
@@ -903,7 +903,7 @@ def _(get_oom, lab, quiz, set_oom):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     OPENING,
     QUESTION_HEADS,
     QUESTION_HEAD_DIM,
@@ -914,12 +914,12 @@ def _(
     reveal_references,
 ):
     _s = reveal_references["oom_seq_len"]
-    _terms = FU.attention_memory_terms(1, QUESTION_HEADS, _s or 1, QUESTION_HEAD_DIM, "fp16",
+    _terms = fusion.attention_memory_terms(1, QUESTION_HEADS, _s or 1, QUESTION_HEAD_DIM, "fp16",
                                        fused=False)
     _scores = next(v for k, v in _terms.items() if k.startswith("score"))
     _hw = hardware.get(OPENING["device"])
     # PyTorch's math path holds the scores and the probabilities at once: 2 S×S buffers
-    _math_path = FU.unfused_max_seq_len(_hw, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16",
+    _math_path = fusion.unfused_max_seq_len(_hw, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16",
                                         score_copies=2)
     oom_prediction = get_oom() or (reveal.reference(
         lab, "lab04.oom_seq_len", _s, "tokens",
@@ -947,7 +947,7 @@ def _(SEQ_STEPS, mo):
     head_dim_picker = mo.ui.dropdown({"64": 64, "128": 128, "256": 256}, value="128",
                                      label="Head dim")
     # Laid out here, where the widgets are made: the panel that shows this names no widget,
-    # so a step re-runs only the cells that read a value (issue 15).
+    # so a step re-runs only the cells that read a value.
     attention_controls = mo.vstack([seq_slider, mo.hstack([attn_batch, attn_heads,
                                                            head_dim_picker], justify="start")])
     return (
@@ -969,9 +969,9 @@ def _(INSTRUMENTS, attention_controls, mo, oom_prediction):
 
 @app.cell
 def _(
-    F,
+    formulas,
     INSTRUMENTS,
-    R,
+    roofline,
     attn_batch,
     attn_heads,
     device,
@@ -990,9 +990,9 @@ def _(
     try:
         _args = (attn_batch.value, attn_heads.value, seq_slider.value, seq_slider.value,
                  head_dim_picker.value, precision_picker.value)
-        attn_unfused = F.attention(*_args, fused=False)
-        attn_fused = F.attention(*_args, fused=True)
-        attn_times = {k: R.cost_time(c, device).lower
+        attn_unfused = formulas.attention(*_args, fused=False)
+        attn_fused = formulas.attention(*_args, fused=True)
+        attn_times = {k: roofline.cost_time(c, device).lower
                       for k, c in (("unfused", attn_unfused), ("fused", attn_fused))}
         attn_error = None
     except (KeyError, ValueError) as _e:
@@ -1018,8 +1018,8 @@ def _(
 
 @app.cell
 def _(
-    F,
-    FU,
+    formulas,
+    fusion,
     SEQ_STEPS,
     attn_batch,
     attn_error,
@@ -1034,11 +1034,11 @@ def _(
 ):
     mo.stop(attn_error is not None)
     _args = (attn_batch.value, attn_heads.value)
-    _traffic = {f: [F.attention(*_args, s, s, head_dim_picker.value, precision_picker.value,
+    _traffic = {f: [formulas.attention(*_args, s, s, head_dim_picker.value, precision_picker.value,
                                 fused=f).bytes / 1e9 for s in SEQ_STEPS] for f in (False, True)}
     _now = seq_slider.value
     _i = SEQ_STEPS.index(_now)
-    _max = FU.unfused_max_seq_len(device, *_args, head_dim_picker.value, precision_picker.value)
+    _max = fusion.unfused_max_seq_len(device, *_args, head_dim_picker.value, precision_picker.value)
     attention_figure = figures.loglog_lines_figure(
         [("unfused: Q, K, V, O + 4 passes over the S×S scores", SEQ_STEPS, _traffic[False],
           style.COLORS["danger"], "solid"),
@@ -1056,7 +1056,7 @@ def _(
 
 @app.cell
 def _(
-    FU,
+    fusion,
     attn_batch,
     attn_error,
     attn_heads,
@@ -1071,16 +1071,16 @@ def _(
     _args = (attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
              precision_picker.value)
     _cap = device.memory_bytes
-    _max = FU.unfused_max_seq_len(device, attn_batch.value, attn_heads.value,
+    _max = fusion.unfused_max_seq_len(device, attn_batch.value, attn_heads.value,
                                   head_dim_picker.value, precision_picker.value)
     attention_memory = mo.vstack([
         mo.md(f"**Device memory for one attention call** (the model's weights not counted). "
               f"Unfused fits up to S = {_max:,} tokens here; move S past it to see the "
               f"out-of-memory state, and back to recover."),
         mo.md("*Unfused (the B×H×S×S score matrix is materialised):*"),
-        style.memory_budget_bar(FU.attention_memory_terms(*_args, fused=False), _cap),
+        style.memory_budget_bar(fusion.attention_memory_terms(*_args, fused=False), _cap),
         mo.md("*Fused (flash: scores live in on-chip tiles):*"),
-        style.memory_budget_bar(FU.attention_memory_terms(*_args, fused=True), _cap),
+        style.memory_budget_bar(fusion.attention_memory_terms(*_args, fused=True), _cap),
     ])
     attention_memory
     return
@@ -1109,7 +1109,7 @@ def _(INSTRUMENTS, lab, mo, oom_prediction, quiz):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     INSTRUMENTS,
     OPENING,
     QUESTION_HEADS,
@@ -1122,9 +1122,9 @@ def _(
 ):
     mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)  # the answer, worked
     # The question's case on the opening device: the bound on S is Prediction 3's answer, the
-    # instructor copy's reference (never typed, review T-4); b from core's fp16 score bytes.
+    # instructor copy's reference (never typed); b from core's fp16 score bytes.
     _hw, _h, _d = hardware.get(OPENING["device"]), QUESTION_HEADS, QUESTION_HEAD_DIM
-    _b = FU.unfused_score_bytes(1, 1, 1, 1, "fp16")
+    _b = fusion.unfused_score_bytes(1, 1, 1, 1, "fp16")
     _s = reveal_references["oom_seq_len"]
     _mant, _exp = f"{_hw.memory_bytes:.2e}".split("e")
     _cap = rf"{_mant}\times10^{{{int(_exp)}}}"
@@ -1192,7 +1192,7 @@ def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     OPENING,
     QUESTION_HEAD_DIM,
     TILE_OPTIONS,
@@ -1203,7 +1203,7 @@ def _(
 ):
     _b = reveal_references["largest_tile"]
     _label = next((k for k, v in TILE_OPTIONS.items() if v == _b), None)
-    _fit, _big = (FU.flash_tile(t, t, QUESTION_HEAD_DIM, OPENING["device"]) for t in (_b, 2 * _b))
+    _fit, _big = (fusion.flash_tile(t, t, QUESTION_HEAD_DIM, OPENING["device"]) for t in (_b, 2 * _b))
     tile_prediction = get_tile() or (reveal.reference(
         lab, "lab04.largest_tile", _b, label=_label,
         explanation=f"A {_b}×{_b} tile at head_dim {QUESTION_HEAD_DIM}: the fp16 Q, K, V tiles "
@@ -1226,14 +1226,14 @@ def _(TILE_STEPS, mo):
     block_kv_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
                                    label="KV tile Bkv (rows)")
     # Laid out here, where the sliders are made: the panel that shows this names neither, so
-    # a step re-runs only the cells that read a value (issue 15).
+    # a step re-runs only the cells that read a value.
     tile_controls = mo.hstack([block_q_slider, block_kv_slider], justify="start")
     return block_kv_slider, block_q_slider, tile_controls
 
 
 @app.cell
 def _(
-    FU,
+    fusion,
     INSTRUMENTS,
     block_kv_slider,
     block_q_slider,
@@ -1251,13 +1251,13 @@ def _(
     # The tile's on-chip working set, and one head of one sequence on the roofline of each
     # level (shared memory, L2, HBM), placed by hierarchy as Lab 5 places it: every level's
     # FLOPs and bytes grow with batch × heads, so its intensities and the attainable rate do
-    # not, and a Batch or Heads step leaves the figure alone (issue 15). None where the
+    # not, and a Batch or Heads step leaves the figure alone. None where the
     # registry lacks the levels (no L2 size).
     _s, _d, _p = seq_slider.value, head_dim_picker.value, precision_picker.value
     _bq, _bkv = block_q_slider.value, block_kv_slider.value
     flash_one_head = None
     try:
-        tile_fit = FU.flash_tile(_bq, _bkv, _d, device, _p)
+        tile_fit = fusion.flash_tile(_bq, _bkv, _d, device, _p)
         if tile_fit.fits and device.key in hierarchy.gpu_keys():
             _h = hierarchy.gpu_hierarchy(device, _p)
             flash_one_head = hierarchy.place(
@@ -1294,7 +1294,7 @@ def _(
 
 @app.cell
 def _(
-    FU,
+    fusion,
     attn_batch,
     attn_heads,
     block_kv_slider,
@@ -1310,7 +1310,7 @@ def _(
     tile_fit,
 ):
     # The tiled kernel at Part 3's whole shape: its traffic grows with batch × heads.
-    flash_point = None if tile_error is not None else FU.flash_roof_point(
+    flash_point = None if tile_error is not None else fusion.flash_roof_point(
         attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
         block_q_slider.value, block_kv_slider.value, device, precision_picker.value)
     if tile_error is not None:
@@ -1358,7 +1358,7 @@ def _(device, figures, flash_one_head, mo, tile_fit):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     INSTRUMENTS,
     TILE_OPTIONS,
     lab,
@@ -1372,7 +1372,7 @@ def _(
     if references["largest_tile"] is None:
         _out = mo.callout(mo.md("This device has no on-chip figures in the registry, so the "
                                 "question has no reference answer here: pick the "
-                                f"{FU.onchip_device_names('or')}."), kind="warn")
+                                f"{fusion.onchip_device_names('or')}."), kind="warn")
     else:
         _label = next(k for k, v in TILE_OPTIONS.items() if v == references["largest_tile"])
         _out = mo.vstack([mo.md("**Prediction vs reality** · head_dim 128, fp16:"),
@@ -1396,7 +1396,7 @@ def _(INSTRUMENTS, lab, mo, quiz, tile_prediction):
 
 @app.cell
 def _(
-    FU,
+    fusion,
     INSTRUMENTS,
     OPENING,
     QUESTION_HEAD_DIM,
@@ -1408,10 +1408,10 @@ def _(
 ):
     mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)  # the answer, worked
     # The question's tiles on the opening device: the largest one that fits is Prediction 4's
-    # answer, the instructor copy's reference (never typed, review T-4).
+    # answer, the instructor copy's reference (never typed).
     _hw, _d = hardware.get(OPENING["device"]), QUESTION_HEAD_DIM
     _t = reveal_references["largest_tile"]
-    _fit, _big = (FU.flash_tile(b, b, _d, _hw) for b in (_t, 2 * _t))
+    _fit, _big = (fusion.flash_tile(b, b, _d, _hw) for b in (_t, 2 * _t))
 
     def _kib(v):
         return style.format_bytes(v, binary=True)
@@ -1419,10 +1419,10 @@ def _(
         f"{_kib(v)} of {pool} ({'too much' if pool in _big.overflows else 'fits'})"
         for pool, v in (("shared memory", _big.smem_bytes), ("registers", _big.register_bytes)))
     # the question's tile at Part 3's opening shape, against the published measurement
-    _s, _heads = 4096, FU.QUESTION_HEADS
-    _pt = FU.flash_roof_point(1, _heads, _s, _d, _t, _t, _hw)
-    _measured = FU.FLASH_MEASURED[_hw.key][_s][0]
-    _l2, _chip = FU.l2_bandwidth_gbs(_hw), FU.onchip(_hw).smem_bandwidth_gbs
+    _s, _heads = 4096, fusion.QUESTION_HEADS
+    _pt = fusion.flash_roof_point(1, _heads, _s, _d, _t, _t, _hw)
+    _measured = fusion.FLASH_MEASURED[_hw.key][_s][0]
+    _l2, _chip = fusion.l2_bandwidth_gbs(_hw), fusion.onchip(_hw).smem_bandwidth_gbs
     _kv_head = 2 * _s * _d * 2  # K and V of one head, fp16
     style.math_peek("tiles and the roofline of each level", rf"""
     **Working set of one thread block** (simplified: no double buffering), storage $b$ bytes,
@@ -1469,7 +1469,7 @@ def _(
 
 @app.cell
 def _(
-    FU,
+    fusion,
     mo,
     oom_prediction,
     speedup_prediction,
@@ -1481,7 +1481,7 @@ def _(
                                   tile_prediction))
     mo.stop(_gate is not None, _gate)
     # the byte ratio of the default chain at fp16 (Prediction 1's answer): from core
-    _ratio = FU.chain_byte_ratio(FU.DEFAULT_CHAIN, "fp16")
+    _ratio = fusion.chain_byte_ratio(fusion.DEFAULT_CHAIN, "fp16")
     style.takeaways([
         "An elementwise kernel's time is max(compute, memory, launch). At AI ≈ 1 FLOP/B it is "
         "memory-bound on any modern device, or overhead-bound when the tensor is small.",

@@ -244,7 +244,7 @@ def _(live, mo):
                                 label="Time budget for the whole measurement (s)")
     sweep_button = live.run_button("Measure the staircase on this machine")
     # Laid out here, where the widgets are made, and the budget read at the press through
-    # sweep_settings(): a budget step re-runs no cell (issue 15).
+    # sweep_settings(): a budget step re-runs no cell.
     sweep_controls = mo.hstack([sweep_button, sweep_budget], justify="start", gap=2)
     sweep_settings = live.read_at_press(budget=sweep_budget)
     return sweep_button, sweep_controls, sweep_settings
@@ -580,7 +580,7 @@ def _(KERNELS, SIZE_STEPS, mo):
 
     def lay_out_kernel_controls(machine_control):
         """Part 2's panel. Laid out here, where its widgets are made, so the cell that shows
-        it names none of them and a step re-runs only the cells that read a value (issue 15)."""
+        it names none of them and a step re-runs only the cells that read a value."""
         return mo.vstack([mo.hstack([machine_control, kernel_picker], justify="start"),
                           size_slider,
                           mo.md("*The flash-attention tile runs in 128 × 128 blocks. A GEMM "
@@ -1023,7 +1023,7 @@ def _(SIZE_STEPS, TILE_Q, TILE_STEPS, mo):
                                     label="Cache tile T (T × T)")
 
     def lay_out_tile_controls(machine_control, register_control):
-        """Part 3's panel, laid out where its widgets are made (issue 15, as Part 2's)."""
+        """Part 3's panel, laid out where its widgets are made (as Part 2's: a step re-runs only the cells that read a value)."""
         return mo.vstack([machine_control, mo.hstack([gemm_n_slider, gemm_tile_slider,
                                                       register_control], justify="start")])
 
@@ -1102,7 +1102,7 @@ def _(
     tiling_open,
 ):
     # The status of the tile under the panel above, and the traffic figure under it: one cell,
-    # so a step of N, T or r costs the browser one output update, not two (issue 15).
+    # so a step of N, T or r costs the browser one output update, not two.
     mo.stop(not tiling_open)
     _t = gemm_tile_slider.value
     if machine is None:

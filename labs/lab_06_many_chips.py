@@ -10,9 +10,9 @@ def _():
 
     from labs.core import (collectives, figures, hardware, live, measure, models, quiz, reveal,
                            sharding, style)
-    from labs.core.physics import _deferred
+    from labs.core import deferred
 
-    np = _deferred.numpy  # numpy is loaded on first use, past a prediction gate
+    np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab06"
     # The pickers' opening values: reveal answers use them, never later picks (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "link": "nvlink4"}
@@ -507,16 +507,16 @@ def _(
     _wait = INSTRUMENTS.gate("measure", allreduce_prediction)
     mo.stop(_wait is not None, _wait)
     mo.stop(not comm_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
-    from labs.core import comm_bench as _bench  # once pressed: a closed gate need not load it
+    from labs.core import comm_bench as _comm_bench  # once pressed: a closed gate need not load it
 
     _settings = comm_settings()
     _workers, _budget, _backend = _settings.workers, _settings.budget, _settings.backend
-    comm_status = _bench.comm_backend(_backend)  # imports torch: now
+    comm_status = _comm_bench.comm_backend(_backend)  # imports torch: now
     if comm_status.available:
         _run, _problem = live.run_if_pressed(
-            comm_button, lambda progress: _bench.measure_collectives(
-                _workers, _bench.COMM_SIZES, _backend, budget_s=_budget, progress=progress),
-            total=1 + 3 * len(_bench.COMM_SIZES),
+            comm_button, lambda progress: _comm_bench.measure_collectives(
+                _workers, _comm_bench.COMM_SIZES, _backend, budget_s=_budget, progress=progress),
+            total=1 + 3 * len(_comm_bench.COMM_SIZES),
             title=f"Timing collectives across {_workers} workers")
     else:
         _run, _problem = None, mo.callout(

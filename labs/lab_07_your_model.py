@@ -21,7 +21,7 @@ def _():
     # checked against before anything is measured; the instructor copy's answers use it.
     OPENING = {"device": "h100-sxm"}
     # Prediction 1 and 2 options: the operator types the roofline adds time up by (the values
-    # are the profiler's type names, labs.core.measure.opcost). The questions ask for the
+    # are the profiler's type names, labs.core.measure.profile.opcost). The questions ask for the
     # roofline's answer, which has no overhead term, so overhead is not an option there; the
     # measured comparison names it when it leads.
     TYPE_OPTIONS = {
@@ -210,7 +210,7 @@ def _(live, mo):
         value="1 thread (steady timings on a shared or busy machine)", label="CPU threads")
     run_budget = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=2, show_value=True,
                               label="Timing budget per profile (s)")
-    # read at each press, so a settings step re-runs no measurement cell (issue 15)
+    # read at each press, so a settings step re-runs no measurement cell
     run_settings = live.read_at_press(budget=run_budget, threads=run_threads)
     # the cell's last expression is what it shows (an assignment last would show nothing)
     mo.vstack([mo.md("**Measuring on this machine** (each run button below; nothing runs "
@@ -1326,7 +1326,7 @@ def _(
                              memory_share_prediction, bf16_ratio_prediction,
                              best_predicted_prediction) is not None)
     # Both phases side by side, whatever model is picked: the contrast is the lesson, and a
-    # Model step then redraws only the memory figure above (issue 15).
+    # Model step then redraws only the memory figure above.
     try:
         _r = {_name: tiny_models.overhead_ratio_by_group(
             device_picker.value, phase=_phase, batch=case_batch.value,

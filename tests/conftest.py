@@ -1,6 +1,6 @@
 """Fixtures shared by the tests.
 
-Every test session runs as a user with nothing of their own (issue 18.1): a fresh HOME and XDG
+Every test session runs as a user with nothing of their own: a fresh HOME and XDG
 folders, no ``MARIMO_*`` or ``ROOFLINE_*`` variables (except ``ROOFLINE_CHROMIUM``, which only
 says where the test browser is), and a neutral working directory. So a student's marimo
 settings (``~/.config/marimo/marimo.toml``, ``~/.marimo.toml``: theme, output limits, lazy
@@ -259,7 +259,7 @@ def _missing_requirement(item) -> str | None:
 def pytest_runtest_setup(item):
     """``@pytest.mark.torch``: the test needs torch (the ``live`` extra, which the plain
     install leaves out), so it is skipped, saying so, where torch is not installed; every
-    other test in the same file still runs (issue 36.2: no module-level skip).
+    other test in the same file still runs (no module-level skip).
     ``@pytest.mark.gpu``: the test needs a CUDA GPU (and torch); ``python -m pytest -m gpu``
     runs exactly these. torch is imported only for a gpu test (it costs seconds)."""
     reason = _missing_requirement(item)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from labs.core import ledger as L
+from labs.core import ledger
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 X, R = "lab01.crossover_n", "lab01.which_roof"  # a numeric and a choice item of Lab 1
@@ -15,7 +15,7 @@ def _ts(minutes: float) -> str:
     return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def honest_session(led: L.Ledger, *, x_value=300, start=0.0) -> None:
+def honest_session(led: ledger.Ledger, *, x_value=300, start=0.0) -> None:
     """Two items of Lab 1, each predict -> unlock -> result -> observe -> explain."""
     t = start
     for item, value, kind in ((X, x_value, "numeric"), (R, "memory-bound", "choice")):
@@ -37,14 +37,14 @@ def hashed_line(seq: int, prev: str, **fields) -> tuple[bytes, str]:
           "payload": {"value": 1, "answer_type": "numeric", "confidence": 3, "reason": "r"},
           "session": "s", "prev_hash": prev}
     ev.update(fields)
-    ev["hash"] = L.event_hash(ev)
-    return L.event_line(ev), ev["hash"]
+    ev["hash"] = ledger.event_hash(ev)
+    return ledger.event_line(ev), ev["hash"]
 
 
 def write_class(folder: Path, work: Path, ids=("ada", "bob"), **session) -> Path:
     """One honest student per id, one sub-folder each, as an LMS download holds them."""
     for sid in ids:
-        led = L.Ledger(sid, work / sid)
+        led = ledger.Ledger(sid, work / sid)
         honest_session(led, **session)
         (folder / sid).mkdir(parents=True, exist_ok=True)
         (folder / sid / led.path.name).write_bytes(led.path.read_bytes())
@@ -53,16 +53,16 @@ def write_class(folder: Path, work: Path, ids=("ada", "bob"), **session) -> Path
 
 def assert_flags_explained(book) -> None:
     """Every flag the grader raised has a meaning and a fix on the feedback pages."""
-    from labs.core import grading as G
+    from labs.core import grading
 
     flags = [f for fs in book.student_flags.values() for f in fs]
     flags += [f for g in book.grades.values() for f in g.flags]
-    missing = sorted({f.split(" ", 1)[0] for f in flags} - set(G.FLAG_HELP))
+    missing = sorted({f.split(" ", 1)[0] for f in flags} - set(grading.FLAG_HELP))
     assert not missing, f"flags without FLAG_HELP: {missing}"
 
 
 def write_hostile_set(folder: Path) -> Path:
-    """One of each file issues 16 and 17 found hostile, each named for its own student."""
+    """One of each file the grading reviews found hostile, each named for its own student."""
     import zipfile
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -74,7 +74,7 @@ def write_hostile_set(folder: Path) -> Path:
         "deep": {"payload": {"a": [[[[[[[[1]]]]]]]]}},
     }
     for sid, fields in cases.items():
-        line, _ = hashed_line(1, L.GENESIS_HASH, student_id=sid, **fields)
+        line, _ = hashed_line(1, ledger.GENESIS_HASH, student_id=sid, **fields)
         (folder / f"roofline-ledger-{sid}.jsonl").write_bytes(line)
     (folder / "roofline-ledger-lines.jsonl").write_bytes(b"x\n" * 9_500_000)  # 19 MB
     (folder / "roofline-ledger-binary.jsonl").write_bytes(bytes(range(256)) * 64)

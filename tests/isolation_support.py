@@ -1,4 +1,4 @@
-"""The fresh-user environment every test session runs in (issue 18.1); see tests/conftest.py.
+"""The fresh-user environment every test session runs in; see tests/conftest.py.
 
 A module of its own (not conftest.py) so tests can import it: ``from conftest import ...`` is
 ambiguous while tests/browser/ has a conftest.py of its own.

@@ -1,4 +1,4 @@
-"""Find reference answers in what a lab shows before its predictions are locked (issue 16.1).
+"""Find reference answers in what a lab shows before its predictions are locked.
 
 How the answer-leak test works (``tests/test_answer_leaks.py``):
 
@@ -33,7 +33,7 @@ What counts as a rendering (documented here so the rule, not today's wording, is
   ``%`` for an answer that is not a percentage; followed by any other unit (``FLOP/B``,
   ``×``, none) it is. Numbers under figure styling keys (``size``, ``width``: a font size of
   11) are not read, nor the day or month of an ISO date ("recorded 2026-11-23" is no 11).
-* **Within the grader's tolerance**: the walk (issue 34.3) also reports any number written
+* **Within the grader's tolerance**: the walk also reports any number written
   with the answer's own unit (``2.4 ms``, ``1.3×``, ``70 %``, ``4,000 tokens``) that the
   grader would count as correct (``find_leaks(..., tolerance=1.5)``).
 * **Trivially common numbers are not evidence**: a rendering with fewer than two significant
@@ -943,7 +943,7 @@ def collect_references(lab_file: Path, ledger_dir: Path) -> list[Reference]:
     return seen
 
 
-# --- the walk: each prediction in order, the instruments before it swept (issue 34.3) ---------
+# --- the walk: each prediction in order, the instruments before it swept ---------
 
 _PREDICTION_CELL = re.compile(
     r"(\w+_prediction)\s*=\s*get_\w+\(\)\s*or\s*\(?\s*(?:reveal\.reference|_reference)\(\s*"
@@ -984,7 +984,7 @@ def locked(ref: "Reference", units: str = "") -> Any:
                            reason="walk")
 
 
-# --- texts a student is sent to (issue 34.2) --------------------------------------------------
+# --- texts a student is sent to --------------------------------------------------
 
 
 #: Benchmark output quoted verbatim in a docs page (a recorded run's table): measured numbers,

@@ -107,7 +107,7 @@ def visible_text(obj) -> str:
 def cells_that_only_show(app, widget: str) -> list[str]:
     """The code of every cell, other than the one that makes ``widget``, that names it without
     reading anything from it (``widget.value`` and the like): a cell that only shows a widget.
-    marimo re-runs every cell that names a widget on each of its steps (issue 15), so a layout
+    marimo re-runs every cell that names a widget on each of its steps, so a layout
     of widgets is built where they are made and shown by a cell that names none of them."""
     import ast
 

@@ -1,4 +1,4 @@
-"""No answer before its prediction (issue 16.1): every lab, run with its gates closed, shows none
+"""No answer before its prediction: every lab, run with its gates closed, shows none
 of the reference answers its instructor copy reveals.
 
 The rule (what counts as a rendering of an answer, which numbers are too common to be evidence,
@@ -82,7 +82,7 @@ OTHER_CASES: dict[str, re.Pattern] = {
     "lab07.memory_share": re.compile(r"one decode step at batch 64 on the\b"),
 }
 
-#: Leaks the walk finds in labs other helpers are fixing at the same time (issue 34.1); each
+#: Leaks the walk finds in labs other helpers are fixing at the same time; each
 #: names the leak. Remove an entry once its lab is fixed (xfail is not strict: a fixed lab
 #: passes).
 KNOWN_LEAKS: dict[str, str] = {}
@@ -233,7 +233,7 @@ def test_no_answer_is_reachable_while_it_alone_is_open(lab_file, env):
 
 @pytest.mark.parametrize("lab_file", _walk_params())
 def test_no_answer_is_reachable_before_its_lock(lab_file, env):
-    """Issue 34.3: for every prediction k, with 1..k-1 locked and every open instrument swept,
+    """For every prediction k, with 1..k-1 locked and every open instrument swept,
     nothing visible shows k's reference answer (or a later one's)."""
     leaks, runs = walk_lab(lab_file, env)
     assert not leaks, (f"{lab_file.name}: {len(leaks)} answer(s) reachable before their lock "
@@ -272,7 +272,7 @@ def test_a_downstream_run_shows_what_a_whole_run_shows(lab_file, env, monkeypatc
         assert set(fast_defs) == set(whole_defs), f"{lab_file.name}: {name} moved"
 
 
-# --- texts a student is sent to (issue 34.2) --------------------------------------------------
+# --- texts a student is sent to --------------------------------------------------
 
 #: Which texts each check reads: the README (being rewritten into docs/ at the same time), the
 #: docs site when it exists, LABS_SPEC, labs/core's public docstrings, and the style gallery.
@@ -354,7 +354,7 @@ def _choice_leaks(cells, choices: list[Reference]) -> list:
                  if g in TEXT_XFAIL else []) for g in TEXT_GROUPS])
 def test_no_text_a_student_reads_contains_a_graded_answer(group, graded_answers,
                                                            graded_numbers):
-    """Issue 34.2: README, docs, LABS_SPEC, labs/core's docstrings and the style gallery state
+    """README, docs, LABS_SPEC, labs/core's docstrings and the style gallery state
     no numeric reference answer (in any of the renderings the lab test searches): their
     examples use other cases than the graded ones. Nor a choice answer where the text names
     its graded case (CHOICE_SCENARIOS): "the naive GEMM binds at L1 / shared memory"."""
@@ -439,7 +439,7 @@ SHARE = Reference("lab07.memory_share", 4.2, units="%")
     ("<p>the fraction spent in memory: 0.042</p>", SHARE),
 ])
 def test_other_renderings_of_an_answer_are_found(shown, ref):
-    """Review W-3: a space before %, an upper-case E, a float's ".0", the same time in another
+    """A space before %, an upper-case E, a float's ".0", the same time in another
     SI prefix, and a percentage shown as a fraction where the text says it is one."""
     assert find_leaks([_cell(shown)], [ref]), shown
 
@@ -683,7 +683,7 @@ TINY = ["No effect: it is memory-bound anyway", "Helps: it cuts kernel launches 
 
 
 def test_a_shared_head_is_searched_by_the_options_distinctive_phrases():
-    """Review W-4 / L-3: two options read "Helps: ...", so the key phrase is the whole label,
+    """Two options read "Helps: ...", so the key phrase is the whole label,
     which no page shows verbatim; the phrases after the colon and in parentheses that no other
     option has are searched as well ("memory-bound" is in two options: not one of them)."""
     from leak_support import choice_phrases, distinctive_phrases
@@ -717,7 +717,7 @@ NAIVE = re.compile(r"(?:lab05\.binding_level)|(?:\bLab 5,? (?:P|Prediction )?2\b
 
 
 @pytest.mark.parametrize("text", [
-    # LABS_SPEC as it was (review T-1): one sentence wrapped over three lines
+    # LABS_SPEC as it was: one sentence wrapped over three lines
     '- Memory levels: a GPU\'s first level is "L1 / shared memory" (one SRAM per SM): a cache\n'
     "  for kernels that stage nothing (a naive GEMM's L1 keeps its 32 × 32 block's shared\n"
     "  loads, so it binds there, not at L2), a scratchpad for staged tiles.",
@@ -747,7 +747,7 @@ def test_a_text_not_naming_both_in_one_sentence_does_not(text):
 
 
 def test_the_style_gallery_is_a_text_a_student_reads(tmp_path):
-    """Review W-6: labs/gallery.py ships beside the labs; its string literals (f-strings'
+    """Labs/gallery.py ships beside the labs; its string literals (f-strings'
     literal parts included) are read like the docs."""
     from leak_support import source_strings
 

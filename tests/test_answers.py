@@ -95,8 +95,8 @@ def test_first_prediction_is_the_first_predict_holding_a_value():
 def test_every_caller_uses_the_one_rule(tmp_path):
     """The lab's lock, the ledger's commit, the grader (score, load's contradiction check),
     the feedback page and the dashboard all skip a predict that holds no value."""
-    from labs.core import grading as G
-    from labs.core import ledger as L
+    from labs.core import grading
+    from labs.core import ledger
     from labs.core.course.classroom import data as classroom_data
     from labs.core.course.grading import feedback, load, score
     from labs.core.course.ledger import store
@@ -106,7 +106,7 @@ def test_every_caller_uses_the_one_rule(tmp_path):
         assert module.first_prediction is answers.first_prediction, module.__name__
     assert load.holds_value is answers.holds_value and store.first_prediction is \
         answers.first_prediction
-    led = L.Ledger("ada", tmp_path / "ada")
+    led = ledger.Ledger("ada", tmp_path / "ada")
     ts = iter(f"2025-03-01T12:0{n}:00.000000Z" for n in range(10))
     for kind, payload in (("predict", {"answer_type": "numeric", "confidence": 3}),
                           ("predict", {"value": 400, "answer_type": "numeric",
@@ -116,8 +116,8 @@ def test_every_caller_uses_the_one_rule(tmp_path):
                           ("explain", {"text": "intensity below the ridge point"})):
         led.append(kind, lab_id="lab01", item_id="lab01.crossover_n", payload=payload,
                    ts=next(ts), lab_version="v1", session="s")
-    assert L.first_predictions(led.events())["lab01.crossover_n"]["payload"]["value"] == 400
-    book = G.grade(G.load_ledgers([tmp_path / "ada"]))
+    assert ledger.first_predictions(led.events())["lab01.crossover_n"]["payload"]["value"] == 400
+    book = grading.grade(grading.load_ledgers([tmp_path / "ada"]))
     ig = next(i for i in book.grades[("ada", "lab01")].items
               if i.item_id == "lab01.crossover_n")
     assert ig.committed and ig.reasoned and ig.explained  # the valueless predict is no commit

@@ -145,7 +145,7 @@ def test_exports_are_interleaved_and_the_student_copy_repeated(monkeypatch):
     assert got["b"] == {"student_error": "boom"}
 
 
-# The browser mode's report (benchmarks/bench_browser.py, issue 15)
+# The browser mode's report (benchmarks/bench_browser.py)
 _BB = importlib.util.spec_from_file_location(
     "bench_browser", BENCH.parent / "bench_browser.py")
 BB = importlib.util.module_from_spec(_BB)
@@ -267,7 +267,7 @@ def test_widget_table_sets_each_step_against_its_replayed_floor():
     assert lab_row.count("|") == 12 and "| 180–200 / 200–220 **missed** | 70–100 / 240 |" in lab_row
 
 
-# The dashboard's load time (benchmarks/bench_dashboard.py, issue 19.2)
+# The dashboard's load time (benchmarks/bench_dashboard.py)
 _BD = importlib.util.spec_from_file_location("bench_dashboard", BENCH.parent / "bench_dashboard.py")
 BD = importlib.util.module_from_spec(_BD)
 _BD.loader.exec_module(BD)

@@ -1,4 +1,4 @@
-"""Lab 6 live collectives (labs.core.measure.comm_bench): the α-β fit on synthetic data, real
+"""Lab 6 live collectives (labs.core.measure.comm.bench): the α-β fit on synthetic data, real
 gloo runs between 2 worker processes on this machine, and that no worker outlives a run,
 whatever ends it (success, a worker killed, an interrupt, the start-up limit)."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labs.core import collectives as C
-from labs.core import comm_bench as CB
+from labs.core import collectives
+from labs.core import comm_bench
 from labs.core import measure
-from labs.core.measure import comm_cli
+from labs.core.measure.comm import cli as comm_cli
 
 # --- the α-β fit (pure numpy: no torch needed) ----------------------------------------------
 
@@ -28,10 +28,10 @@ from labs.core.measure import comm_cli
 def test_fit_recovers_alpha_and_beta_from_noisy_synthetic_data(op, n, alpha, busbw):
     rng = np.random.default_rng(7)
     sizes = np.array([4 ** i * 1024 for i in range(1, 10)], dtype=float)
-    true = alpha + sizes * C.bus_factor(op, n) / (
+    true = alpha + sizes * collectives.bus_factor(op, n) / (
         busbw * 1e9)
     noisy = true * rng.lognormal(0, 0.05, size=sizes.size)  # 5% multiplicative noise
-    fit = CB.fit_alpha_beta(sizes, noisy, op=op, n=n)
+    fit = comm_bench.fit_alpha_beta(sizes, noisy, op=op, n=n)
     assert fit.alpha_s == pytest.approx(alpha, rel=0.15)
     assert fit.busbw_gbs == pytest.approx(busbw, rel=0.1)
     assert 0.01 < fit.residual < 0.12
@@ -42,7 +42,7 @@ def test_fit_recovers_alpha_and_beta_from_noisy_synthetic_data(op, n, alpha, bus
     factor = (2 if op == "all-reduce" else 1) * (n - 1) / n
     assert fit.crossover_bytes == pytest.approx(alpha * busbw * 1e9 / factor, rel=0.25)
     # as a link: the true β one way and the true α per step (not the fit fed back through
-    # the model it came from, issue 36.4)
+    # the model it came from)
     link = fit.as_link()
     assert link.one_way_gbs == pytest.approx(busbw, rel=0.1)
     assert link.latency_s == pytest.approx(alpha / steps, rel=0.15)
@@ -50,10 +50,10 @@ def test_fit_recovers_alpha_and_beta_from_noisy_synthetic_data(op, n, alpha, bus
 
 def test_fit_is_exact_on_exact_data_and_keeps_alpha_non_negative():
     sizes = [1e3, 1e4, 1e5, 1e6]
-    fit = CB.fit_alpha_beta(sizes, [1e-5 + s / 1e9 for s in sizes], op="all-gather", n=2)
+    fit = comm_bench.fit_alpha_beta(sizes, [1e-5 + s / 1e9 for s in sizes], op="all-gather", n=2)
     assert fit.alpha_s == pytest.approx(1e-5) and fit.residual < 1e-9
     assert fit.busbw_gbs == pytest.approx(0.5)  # factor (n-1)/n = 1/2 over a 1e9 B/s slope
-    pure = CB.fit_alpha_beta(sizes, [s / 1e9 * 1.5 for s in sizes], op="all-gather", n=2)
+    pure = comm_bench.fit_alpha_beta(sizes, [s / 1e9 * 1.5 for s in sizes], op="all-gather", n=2)
     assert pure.alpha_s >= 0
 
 
@@ -66,7 +66,7 @@ def test_fit_is_exact_on_exact_data_and_keeps_alpha_non_negative():
 ])
 def test_fit_rejects_bad_data_with_a_clear_message(sizes, times, match):
     with pytest.raises(ValueError, match=match):
-        CB.fit_alpha_beta(sizes, times)
+        comm_bench.fit_alpha_beta(sizes, times)
 
 
 # --- real worker processes ------------------------------------------------------------------
@@ -110,7 +110,7 @@ def _workers() -> list[int]:
     pids = []
     for pid in _children():
         try:
-            if b"comm_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"labs.core.measure.comm.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 pids.append(pid)
         except OSError:
             continue
@@ -132,26 +132,26 @@ def test_the_workers_offered_are_this_machines_cpus_between_two_and_eight(monkey
     process per CPU): it offers what the machine can run, and needs no torch to say so."""
     from labs.core.measure import choices
 
-    monkeypatch.setattr(choices, "_cpus", lambda: cpus)
-    assert CB.worker_limit() == offered
+    monkeypatch.setattr(choices, "usable_cpus", lambda: cpus)
+    assert comm_bench.worker_limit() == offered
 
 
 @pytest.mark.torch
 def test_backend_status_says_why_on_a_machine_without_two_gpus():
-    status = CB.comm_backend()
+    status = comm_bench.comm_backend()
     assert status.available and status.backend in ("gloo", "nccl")
     if status.backend == "gloo":
         assert "gloo" in status.message and "CPU" in status.message
-        assert status.max_world == CB._cpus()
+        assert status.max_world == comm_bench.usable_cpus()
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus < 2:
-        refused = CB.comm_backend("nccl")
+        refused = comm_bench.comm_backend("nccl")
         assert not refused.available and "two or more CUDA GPUs" in refused.message
         with pytest.raises(measure.Unavailable, match="two or more"):
-            CB.measure_collectives(2, SMALL, "nccl")
+            comm_bench.measure_collectives(2, SMALL, "nccl")
     if gpus == 1:
         assert "at least two" in status.message
-    assert not CB.comm_backend("mpi").available
+    assert not comm_bench.comm_backend("mpi").available
 
 
 @pytest.mark.torch
@@ -167,14 +167,14 @@ def test_backend_choice_for_each_gpu_count(monkeypatch, gpus, want, backend, wor
     monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
-    status = CB.comm_backend(want)
+    status = comm_bench.comm_backend(want)
     assert status.backend == backend and words in status.message and status.gpus == gpus
-    assert status.max_world == (gpus if backend == "nccl" else CB._cpus() if backend else 0)
+    assert status.max_world == (gpus if backend == "nccl" else comm_bench.usable_cpus() if backend else 0)
 
 
 @pytest.mark.parametrize("kwargs,name", [
     (dict(world_size=1), "world_size"),
-    pytest.param(dict(world_size=CB._cpus() + 1), "world_size",  # the backend says how many
+    pytest.param(dict(world_size=comm_bench.usable_cpus() + 1), "world_size",  # the backend says how many
                  marks=pytest.mark.torch),
     (dict(world_size=2, sizes=(0, 1024)), "sizes"),
     (dict(world_size=2, sizes=()), "sizes"),
@@ -184,27 +184,27 @@ def test_backend_choice_for_each_gpu_count(monkeypatch, gpus, want, backend, wor
 def test_bad_arguments_raise_before_any_process_starts(kwargs, name, no_leftovers):
     kwargs.setdefault("backend", "gloo")
     with pytest.raises(ValueError, match=name):
-        CB.measure_collectives(**kwargs)
+        comm_bench.measure_collectives(**kwargs)
 
 
 @pytest.mark.torch
 def test_a_real_two_process_gloo_run_finishes_and_leaves_no_process(no_leftovers):
     seen = []
     t0 = time.monotonic()
-    run = CB.measure_collectives(2, SMALL, "gloo", budget_s=3,
+    run = comm_bench.measure_collectives(2, SMALL, "gloo", budget_s=3,
                                  progress=lambda d, t, label: seen.append((d, t, label)))
-    assert time.monotonic() - t0 < 30 + CB.STARTUP_S  # budget + start-up, with room for load
+    assert time.monotonic() - t0 < 30 + comm_bench.STARTUP_S  # budget + start-up, with room for load
     assert run.backend == "gloo" and run.world_size == 2 and len(run.worker_pids) == 2
     assert all(_gone(pid) for pid in run.worker_pids)
-    assert {(r["op"], r["bytes"]) for r in run.rows} == {(o, s) for o in C.OPS for s in SMALL}
+    assert {(r["op"], r["bytes"]) for r in run.rows} == {(o, s) for o in collectives.OPS for s in SMALL}
     ok = [r for r in run.rows if r["status"] == "ok"]
     assert ok, run.rows
     for r in ok:
         assert r["median_s"] > 0 and r["p10_s"] <= r["median_s"] <= r["p90_s"]
-        assert r["busbw_gbs"] == pytest.approx(C.busbw_gbs(r["op"], r["bytes"], 2,
+        assert r["busbw_gbs"] == pytest.approx(collectives.busbw_gbs(r["op"], r["bytes"], 2,
                                                            r["median_s"]))
     assert seen[0][2] == "workers ready" and seen[-1][0] == seen[-1][1] == 1 + 3 * len(SMALL)
-    assert set(run.fits) | set(run.fit_errors) == set(C.OPS)
+    assert set(run.fits) | set(run.fit_errors) == set(collectives.OPS)
     for fit in run.fits.values():
         assert fit.alpha_s >= 0 and fit.busbw_gbs > 0 and fit.n == 2
     json.dumps(run.as_dict())  # JSON-safe for the CLI and the ledger
@@ -223,7 +223,7 @@ def test_a_worker_killed_mid_run_stops_every_worker_with_a_message(no_leftovers)
                 killed.append(pids[1])
 
     with pytest.raises(measure.MeasureError, match="stopped") as e:
-        CB.measure_collectives(2, (4096,) * 1 + tuple(4 ** i * 4096 for i in range(1, 7)),
+        comm_bench.measure_collectives(2, (4096,) * 1 + tuple(4 ** i * 4096 for i in range(1, 7)),
                                "gloo", budget_s=20, progress=kill_one)
     assert killed and "every worker was stopped" in str(e.value)
 
@@ -236,13 +236,13 @@ def test_an_interrupt_stops_every_worker(no_leftovers):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        CB.measure_collectives(2, SMALL, "gloo", budget_s=20, progress=interrupt)
+        comm_bench.measure_collectives(2, SMALL, "gloo", budget_s=20, progress=interrupt)
 
 
 @pytest.mark.torch
 def test_workers_that_cannot_start_in_time_are_stopped(no_leftovers):
     with pytest.raises(measure.MeasureError, match="did not start within"):
-        CB.measure_collectives(2, SMALL, "gloo", budget_s=1, startup_s=0.3)
+        comm_bench.measure_collectives(2, SMALL, "gloo", budget_s=1, startup_s=0.3)
 
 
 def test_a_worker_exits_by_itself_when_its_parent_is_gone(tmp_path):
@@ -253,8 +253,8 @@ def test_a_worker_exits_by_itself_when_its_parent_is_gone(tmp_path):
     cfg = {"rank": 0, "world_size": 2, "backend": "gloo", "parent_pid": 1, "deadline":
            time.time() + 60, "op_timeout_s": 60, "ops": ["all-reduce"], "sizes": [4096],
            "budget_s": 1}
-    env = CB._worker_env(CB.free_port())
-    p = subprocess.Popen([sys.executable, "-m", "labs.core.measure.comm_worker",
+    env = comm_bench._worker_env(comm_bench.free_port())
+    p = subprocess.Popen([sys.executable, "-m", "labs.core.measure.comm.worker",
                           json.dumps(cfg)], env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:
@@ -268,10 +268,10 @@ def test_a_worker_exits_by_itself_when_its_parent_is_gone(tmp_path):
 @pytest.mark.torch
 def test_ctrl_c_in_the_cli_stops_every_worker_and_exits_with_a_message(monkeypatch, tmp_path,
                                                                      no_leftovers, capsys):
-    """Issue 33.11: Ctrl+C during labs-bench-comm printed a raw KeyboardInterrupt traceback.
+    """Ctrl+C during labs-bench-comm printed a raw KeyboardInterrupt traceback.
     Now the run stops its workers (no_leftovers checks), says so, writes nothing and exits 130
     (the shell's code for SIGINT)."""
-    real = CB.measure_collectives
+    real = comm_bench.measure_collectives
 
     def interrupted(*args, **kwargs):
         def ctrl_c(done, total, label):

@@ -67,7 +67,7 @@ def test_alpha_beta_figure_draws_lines_points_and_marks_as_given():
     assert _trace(fig, "all-reduce (measured)").marker.symbol.endswith("-open")
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert "bytes" in fig.layout.xaxis.title.text and "Time" in fig.layout.yaxis.title.text
-    # one unit per tick, never plotly's "100µ" next to "0.001" (issue 34.10)
+    # one unit per tick, never plotly's "100µ" next to "0.001"
     assert list(fig.layout.yaxis.ticktext) == ["1 µs", "10 µs", "100 µs", "1 ms", "10 ms"]
     assert list(fig.layout.yaxis.tickvals) == pytest.approx([1e-6, 1e-5, 1e-4, 1e-3, 1e-2])
     with pytest.raises(ValueError, match="at least one"):
@@ -96,7 +96,7 @@ def test_scaling_figure_leaves_gaps_where_a_design_does_not_fit():
 
 
 def test_three_roof_points_are_named_in_the_legend_not_by_labels_on_the_plot():
-    # issue 34.10: "layer: HBM intensity" sat on the compute roof and "layer: link intensity"
+    # "layer: HBM intensity" sat on the compute roof and "layer: link intensity"
     # on "with latency α" (Lab 6 Part 2)
     fig = figures.three_roof_figure("h100-sxm", "bf16", [("NVLink 4", 450), ("IB NDR", 50)],
                                     ai_hbm=950, ai_link=1755, attained_tflops=780)

@@ -200,10 +200,10 @@ def test_500_ledgers_load_and_items_switch_without_lag(tmp_path):
 
 @pytest.mark.slow
 def test_dashboard_notebook_runs_headless(small_class):
-    from labs import instructor_dashboard as dash
+    from labs import instructor_dashboard
 
     form = types.SimpleNamespace(value={"ledgers": str(small_class), "config": ""})
-    outputs, defs = dash.app.run(defs={"source_form": form,
+    outputs, defs = instructor_dashboard.app.run(defs={"source_form": form,
                                        "upload": types.SimpleNamespace(value=[]),
                                        "cli_defaults": {"ledgers": "", "config": ""}})
     assert isinstance(defs["cls"], classroom.Classroom) and len(defs["cls"].students) == 60
@@ -211,11 +211,11 @@ def test_dashboard_notebook_runs_headless(small_class):
     assert defs["student_picker"].value == defs["cls"].students[0]
     # without inputs the load cell stops with a hint: nothing below runs
     empty = types.SimpleNamespace(value={"ledgers": "", "config": ""})
-    _, defs = dash.app.run(defs={"source_form": empty, "upload": types.SimpleNamespace(value=[]),
+    _, defs = instructor_dashboard.app.run(defs={"source_form": empty, "upload": types.SimpleNamespace(value=[]),
                                  "cli_defaults": {"ledgers": "", "config": ""}})
     assert defs.get("cls") is None and "item_picker" not in defs
     bad = types.SimpleNamespace(value={"ledgers": "/nonexistent/folder", "config": ""})
-    outputs, defs = dash.app.run(defs={"source_form": bad,
+    outputs, defs = instructor_dashboard.app.run(defs={"source_form": bad,
                                        "upload": types.SimpleNamespace(value=[]),
                                        "cli_defaults": {"ledgers": "", "config": ""}})
     assert defs.get("cls") is None and "item_picker" not in defs

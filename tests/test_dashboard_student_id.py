@@ -1,11 +1,11 @@
-"""Issue 33 §11: ids are text everywhere; a read-only ledger file is not a read-only folder."""
+"""Ids are text everywhere; a read-only ledger file is not a read-only folder."""
 
 from __future__ import annotations
 
 import os
 
 from labs.core import classroom
-from labs.core import ledger as L
+from labs.core import ledger
 from labs.core.course.classroom.lms import write_canvas_class
 from grading_support import honest_session
 
@@ -28,12 +28,12 @@ def test_student_given_as_a_number_on_the_command_line_opens_that_student(tmp_pa
 
 def test_a_read_only_ledger_file_in_a_writable_folder_is_not_a_read_only_folder(
         tmp_path, monkeypatch):
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     honest_session(led)
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(led.path)
                         and mode & os.W_OK else real_access(p, mode, **kw))
-    again = L.Ledger("ada", tmp_path / "l")
+    again = ledger.Ledger("ada", tmp_path / "l")
     text = " ".join(again.warnings)
     assert "not writable" not in text and "read-only" in text, text
     assert again.mode == "recovery" and len(again.first_predictions()) == 2

@@ -1,4 +1,4 @@
-"""labs.core.physics._deferred: numpy imported on first use, and the roofline on plain floats."""
+"""labs.core.physics.deferred: numpy imported on first use, and the roofline on plain floats."""
 
 import subprocess
 import sys
@@ -29,7 +29,7 @@ def test_first_use_imports_numpy_and_arrays_still_work():
     out = _run("""
         import sys
         from labs.core.physics import hardware, roofline
-        from labs.core.physics._deferred import numpy as np
+        from labs.core.physics.deferred import numpy as np
         h = hardware.get("h100-sxm")
         a = roofline.attainable_tflops([1.0, 1e4], h, "bf16")
         b = roofline.attainable_tflops(np.array([1.0, 1e4]), h, "bf16")
@@ -47,7 +47,7 @@ def test_scalar_and_array_answers_agree():
 
 
 def test_deferred_module_reads_through_and_keeps_what_it_read():
-    from labs.core.physics._deferred import DeferredModule
+    from labs.core.physics.deferred import DeferredModule
     m = DeferredModule("math")
     assert "deferred module 'math'" in repr(m)
     assert m.sqrt(4.0) == 2.0 and "sqrt" in vars(m)
@@ -62,7 +62,7 @@ def test_deferred_module_reads_through_and_keeps_what_it_read():
 def test_is_ndarray_answers_without_importing_numpy():
     out = _run("""
         import sys
-        from labs.core.physics._deferred import is_ndarray
+        from labs.core.physics.deferred import is_ndarray
         print(is_ndarray([1.0]), is_ndarray(2.0), "numpy" in sys.modules)
         import numpy
         print(is_ndarray(numpy.array([1.0])), is_ndarray([1.0]))

@@ -454,7 +454,7 @@ def test_wasm_export_bundles_the_labs_package(fixture_labs, tmp_path):
             "labs/core/ui/tokens.py"} <= files
     assert "labs/core/ui/unused.py" not in files  # only what the lab imports
     assert (tmp_path / "wasm" / "index.html").exists()
-    # only what the page needs: nothing else from marimo's package folder (issue 16)
+    # only what the page needs: nothing else from marimo's package folder
     assert_only_needed_files(tmp_path / "wasm", [tmp_path / "wasm" / "index.html"])
     assert (tmp_path / "wasm" / "assets").is_dir() and list((tmp_path / "wasm").rglob("*.whl"))
 
@@ -478,10 +478,10 @@ def test_wasm_staging_names_every_short_import_by_its_real_module():
 def test_a_lab_staged_for_webassembly_keeps_its_style_sheet_beside_it(tmp_path):
     # the lab names css_file="labs.css", resolved from the lab's own folder (without uv too)
     from labs.core.course.export.index import DEFAULT_LABS_DIR, LAB_STYLE_SHEET
-    from labs.core.course.export.wasm import _stage_for_wasm
+    from labs.core.course.export.wasm import stage_for_wasm
 
     lab = sorted(DEFAULT_LABS_DIR.glob("lab_*.py"))[0]
-    staged = _stage_for_wasm(lab, tmp_path)
+    staged = stage_for_wasm(lab, tmp_path)
     assert staged.parent == tmp_path
     assert (tmp_path / LAB_STYLE_SHEET).read_bytes() == (
         DEFAULT_LABS_DIR / LAB_STYLE_SHEET).read_bytes()

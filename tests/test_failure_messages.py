@@ -1,4 +1,4 @@
-"""Messages written for students (issue 18.6): every failure state a lab's widgets can reach
+"""Messages written for students: every failure state a lab's widgets can reach
 names the cause and the way out, in plain words.
 
 Each lab's dropdowns, multiselects and sliders are driven headless one at a time

@@ -366,10 +366,8 @@ def test_memory_budget_figure_fits_and_oom():
 
 
 def test_leader_labels_stagger_points_of_similar_ai():
-    from labs.core import figures as _f
-
-    pts = [_f.Point(f"op{i}", ai) for i, ai in enumerate([1.0, 1.2, 1.5, 300.0])]
-    fig = _f.roofline_figure([("h100-sxm", "fp16")], pts, label_points="leaders")
+    pts = [figures.Point(f"op{i}", ai) for i, ai in enumerate([1.0, 1.2, 1.5, 300.0])]
+    fig = figures.roofline_figure([("h100-sxm", "fp16")], pts, label_points="leaders")
     notes = [a for a in fig.layout.annotations if a.showarrow]
     assert [a.text for a in notes] == ["op0", "op1", "op2", "op3"]
     # the three close points alternate sides and step outwards; the far one starts over
@@ -381,9 +379,7 @@ def test_leader_labels_stagger_points_of_similar_ai():
 def test_loglog_lines_figure_is_valid_and_labelled():
     import plotly.graph_objects as go
 
-    from labs.core import figures as _f
-
-    fig = _f.loglog_lines_figure(
+    fig = figures.loglog_lines_figure(
         [("unfused", [1e2, 1e6], [1e-5, 1e-3], "#0072B2", "solid")], title="time vs size",
         x_title="elements", y_title="time (s)", vlines=[(1e4, "crossover", "#D55E00")],
         markers=[("you", 1e3, 1e-4, "#009E73")], bands=[(1e2, 1e4, "overhead-bound", "#999")])
@@ -395,11 +391,9 @@ def test_loglog_lines_figure_is_valid_and_labelled():
 def test_hierarchical_roofline_adds_an_onchip_roof_computed_by_core():
     import plotly.graph_objects as go
 
-    from labs.core import figures as _f
-
-    fig = _f.hierarchical_roofline_figure(
-        ("h100-sxm", "fp16"), [_f.Point("flash HBM", 50.0)], onchip_bandwidth_gbs=33_000,
-        onchip_label="on-chip roof", onchip_points=[_f.Point("flash on chip", 5.0)])
+    fig = figures.hierarchical_roofline_figure(
+        ("h100-sxm", "fp16"), [figures.Point("flash HBM", 50.0)], onchip_bandwidth_gbs=33_000,
+        onchip_label="on-chip roof", onchip_points=[figures.Point("flash on chip", 5.0)])
     go.Figure(fig.to_dict())
     roof = next(t for t in fig.data if t.name == "on-chip roof")
     x, y = roof.x[0], roof.y[0]
@@ -409,10 +403,8 @@ def test_hierarchical_roofline_adds_an_onchip_roof_computed_by_core():
 
 
 def test_measured_points_above_the_roof_stay_on_the_chart():
-    from labs.core import figures as _f
-
-    fig = _f.roofline_figure([("h100-sxm", "fp16")],
-                             [_f.Point("odd measurement", 100.0, tflops=5000.0, kind="measured")])
+    fig = figures.roofline_figure([("h100-sxm", "fp16")],
+                             [figures.Point("odd measurement", 100.0, tflops=5000.0, kind="measured")])
     assert 10 ** fig.layout.yaxis.range[1] >= 5000.0
 
 
@@ -422,23 +414,21 @@ def test_reexported_builders_load_on_first_use_and_are_the_modules_own():
     import subprocess
     import sys
 
-    from labs.core.ui import figures as fig
-
-    for module, names in fig.REEXPORTS.items():
+    for module, names in figures.REEXPORTS.items():
         for name in names:
-            assert getattr(fig, name) is getattr(importlib.import_module(module), name)
-            assert name in dir(fig)
+            assert getattr(figures, name) is getattr(importlib.import_module(module), name)
+            assert name in dir(figures)
     with pytest.raises(AttributeError, match="no_such_builder"):
-        fig.no_such_builder  # noqa: B018
+        figures.no_such_builder  # noqa: B018
     code = ("import sys; from labs.core import figures; figures.roofline_figure; "
-            "print(sorted(m for m in sys.modules if m in %r))" % (sorted(fig.REEXPORTS),))
+            "print(sorted(m for m in sys.modules if m in %r))" % (sorted(figures.REEXPORTS),))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 def test_int8_roof_hover_reads_tops():
-    """(Issue 14, the physics review, item 12: TOPS on int8 hover text; docstrings cite public
+    """(The physics review: TOPS on int8 hover text; docstrings cite public
     sources.)"""
     from labs.core import figures
 
@@ -448,7 +438,7 @@ def test_int8_roof_hover_reads_tops():
     assert any("TOPS" in h for h in hovers)
 
 
-# --- moved from tests/test_chart_polish.py (issue 36.8: filed by the module they test) -----------
+# --- moved from tests/test_chart_polish.py (filed by the module they test) -----------
 import itertools  # noqa: E402
 
 from labs.core.ui import labelplace  # noqa: E402
@@ -487,7 +477,7 @@ def _overlap(a, b) -> bool:
                                                ("jetson-orin-nx-16gb", "fp16")])
 @pytest.mark.parametrize("ratio", [1.0, 1.02, 1.2, 1.6])
 def test_labels_of_points_close_together_do_not_overlap(device, precision, ratio):
-    """(Issue 18.7, chart polish.)"""
+    """(Chart polish.)"""
     # Lab 1 at M=N=K=1: the GEMM and its GEMV share one AI (ratio 1); nearby AIs likewise
     for ai in (0.33, 12.0, 2000.0):
         fig = figures.roofline_figure([(device, precision)], [
@@ -557,7 +547,7 @@ def test_a_bar_chart_legend_names_every_bar_colour():
 
 
 def test_two_level_roofline_labels_do_not_print_over_each_other():
-    """Issue 34.10 (Lab 4 Part 4): the on-chip point's label was fixed at "top left" and
+    """Lab 4 Part 4: the on-chip point's label was fixed at "top left" and
     printed over the HBM point's label ("flash · on-chip AIHBM AI")."""
     from labs.core.ui import labelplace
 
@@ -587,7 +577,7 @@ def test_two_level_roofline_labels_do_not_print_over_each_other():
     ((1e-7, 0.05), ["10⁻⁷", "10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹"]),
 ])
 def test_log_axis_labels_are_in_one_style(values, labels):
-    """Issue 34.10: plotly's SI labels mixed "100µ" with "0.001" and "10k" with "1000"."""
+    """Plotly's SI labels mixed "100µ" with "0.001" and "10k" with "1000"."""
     from labs.core.ui.charts import decade_ticks
 
     assert decade_ticks(values)["ticktext"] == labels

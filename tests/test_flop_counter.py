@@ -2,7 +2,7 @@
 
 import pytest
 
-from labs.core import formulas as F
+from labs.core import formulas
 
 try:
     import torch
@@ -23,34 +23,34 @@ def _count(fn):
 @pytest.mark.parametrize("m,n,k", [(64, 32, 16), (1, 256, 128), (7, 5, 3)])
 def test_matmul(m, n, k):
     a, b = torch.randn(m, k), torch.randn(k, n)
-    assert _count(lambda: a @ b) == F.gemm(m, n, k).flops
+    assert _count(lambda: a @ b) == formulas.gemm(m, n, k).flops
 
 
 def test_gemv():
     # FlopCounterMode registers no formula for aten.mv (it counts 0), so count the same
     # product as a one-row matmul, which it does count.
     w, x = torch.randn(96, 64), torch.randn(64)
-    assert _count(lambda: x[None, :] @ w.T) == F.gemv(96, 64).flops
+    assert _count(lambda: x[None, :] @ w.T) == formulas.gemv(96, 64).flops
 
 
 @pytest.mark.parametrize("bias", [False, True])
 def test_linear(bias):
     lin = torch.nn.Linear(48, 80, bias=bias)
     x = torch.randn(12, 48)
-    assert _count(lambda: lin(x)) == F.linear(12, 48, 80, bias=bias).flops
+    assert _count(lambda: lin(x)) == formulas.linear(12, 48, 80, bias=bias).flops
 
 
 @pytest.mark.parametrize("sq,skv", [(16, 16), (1, 40)])
 def test_attention_sdpa_and_explicit(sq, skv):
     b, h, dh = 2, 4, 32
     q, k, v = (torch.randn(b, h, s, dh) for s in (sq, skv, skv))
-    want = F.attention(b, h, sq, skv, dh).flops
+    want = formulas.attention(b, h, sq, skv, dh).flops
     assert _count(lambda: torch.softmax(q @ k.transpose(-1, -2), -1) @ v) == want
     # The fused kernels (flash/efficient/cuDNN SDPA) are counted with sdpa_flop_count; on CPU
     # SDPA dispatches to a kernel the counter does not register, so call that formula directly.
     from torch.utils.flop_counter import sdpa_flop_count
     assert sdpa_flop_count(q.shape, k.shape, v.shape) == want
-    assert F.attention(b, h, sq, skv, dh, fused=True).flops == want
+    assert formulas.attention(b, h, sq, skv, dh, fused=True).flops == want
 
 
 @pytest.mark.parametrize("gated", [False, True])
@@ -66,6 +66,6 @@ def test_mlp_forward_and_backward(gated, input_requires_grad):
         h = torch.nn.functional.silu(gate(x)) * up(x) if gated else torch.nn.functional.gelu(up(x))
         return down(h)
 
-    assert _count(forward) == F.mlp(t, d, f, gated=gated).flops
-    assert _count(lambda: forward().sum().backward()) == F.mlp(
+    assert _count(forward) == formulas.mlp(t, d, f, gated=gated).flops
+    assert _count(lambda: forward().sum().backward()) == formulas.mlp(
         t, d, f, gated=gated, backward=True, input_requires_grad=input_requires_grad).flops

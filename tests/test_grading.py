@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labs.core import catalogue
-from labs.core import grading as G
-from labs.core import ledger as L
+from labs.core import grading
+from labs.core import ledger
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 DEADLINE = T0 + timedelta(days=1)
@@ -27,7 +27,7 @@ def _ts(minutes: float) -> str:
     return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _lab_session(led: L.Ledger, *, start=0.0, version=GOOD_VERSION, x_value=300,
+def _lab_session(led: ledger.Ledger, *, start=0.0, version=GOOD_VERSION, x_value=300,
                  reason="HBM is about 3 TB/s", explain="the copy is limited by bandwidth"):
     """A complete, honest run of lab01: two items, predict -> unlock -> result -> observe ->
     explain. Returns the events."""
@@ -63,8 +63,8 @@ def _forged_line(student_id: str, seq: int, prev: str, **fields) -> tuple[bytes,
           "payload": {"value": 1, "confidence": 3, "reason": "r"}, "session": "s",
           "prev_hash": prev}
     ev.update(fields)
-    ev["hash"] = L.event_hash(ev)
-    return L.event_line(ev), ev["hash"]
+    ev["hash"] = ledger.event_hash(ev)
+    return ledger.event_line(ev), ev["hash"]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def submissions(tmp_path_factory):
     sub = tmp_path_factory.mktemp("submissions")
 
     def ledger_of(sid):
-        return L.Ledger(sid, work / sid)
+        return ledger.Ledger(sid, work / sid)
 
     # good
     ada = ledger_of("ada")
@@ -133,14 +133,14 @@ def submissions(tmp_path_factory):
     lines = gus.path.read_bytes().splitlines(keepends=True)
     (sub / "gus_1007").mkdir()
     (sub / "gus_1007" / gus.path.name).write_bytes(b"".join(lines[:5]) + lines[5][:40])
-    rec = L.Ledger("gus", work / "gus-rec")
+    rec = ledger.Ledger("gus", work / "gus-rec")
     for ev in evs[5:]:
         rec.append(ev["kind"], lab_id="lab01", item_id=ev["item_id"], payload=ev["payload"],
                    lab_version=GOOD_VERSION, session="s2", ts=ev["ts"])
     shutil.copy(rec.path, sub / "gus_1007" / "roofline-ledger-gus.recovery-1.jsonl")
 
     # hostile ids with valid hashes: formula-looking student id
-    line, _ = _forged_line("=cmd|' /C calc'!A0", 1, L.GENESIS_HASH)
+    line, _ = _forged_line("=cmd|' /C calc'!A0", 1, ledger.GENESIS_HASH)
     (sub / "zz_evil.jsonl").write_bytes(line)
     # junk that must be skipped or reported, never crash
     (sub / "random.jsonl").write_bytes(os.urandom(3000))
@@ -180,8 +180,8 @@ min_explain_chars = 15
 
 @pytest.fixture(scope="module")
 def graded(submissions, config_file):
-    batch = G.load_ledgers([submissions["dir"]], limits=G.Limits(max_file_bytes=1_000_000))
-    book = G.grade(batch, G.load_config(config_file))
+    batch = grading.load_ledgers([submissions["dir"]], limits=grading.Limits(max_file_bytes=1_000_000))
+    book = grading.grade(batch, grading.load_config(config_file))
     return batch, book
 
 
@@ -242,7 +242,7 @@ def test_malformed_lines_are_reported_and_good_lines_still_count(graded):
 def test_late_and_unknown_version(graded):
     _, book = graded
     g = book.grades[("fay", "lab01")]
-    assert g.status == "Late" and G._fmt_lateness(g.lateness) == "2:10:00"
+    assert g.status == "Late" and grading.format_lateness(g.lateness) == "2:10:00"
     assert "unknown_lab_version (sha256:9999999999999999)" in g.flags
 
 
@@ -268,8 +268,8 @@ def test_junk_is_reported_never_fatal(graded):
 
 def test_csv_outputs_are_neutralised(graded, tmp_path):
     batch, book = graded
-    G.write_csv(G.gradebook_rows(book), tmp_path / "gb.csv")
-    G.write_csv(G.event_rows(batch), tmp_path / "ev.csv", G.EVENT_COLUMNS)
+    grading.write_csv(grading.gradebook_rows(book), tmp_path / "gb.csv")
+    grading.write_csv(grading.event_rows(batch), tmp_path / "ev.csv", grading.EVENT_COLUMNS)
     for name in ("gb.csv", "ev.csv"):
         with open(tmp_path / name, newline="", encoding="utf-8-sig") as f:
             for row in csv.reader(f):
@@ -290,12 +290,12 @@ def test_csv_outputs_are_neutralised(graded, tmp_path):
     ("a\x00b", "ab"), (None, ""), (True, "true"),
 ])
 def test_csv_safe(value, expected):
-    assert G.csv_safe(value) == expected
+    assert grading.csv_safe(value) == expected
 
 
 def test_gradebook_columns_follow_lms_conventions(graded):
     _, book = graded
-    row = next(r for r in G.gradebook_rows(book) if r["SID"] == "ada")
+    row = next(r for r in grading.gradebook_rows(book) if r["SID"] == "ada")
     assert list(row)[:7] == ["SID", "Lab 1", "Lab 1 - Max Points", "Lab 1 - Submission Time",
                              "Lab 1 - Lateness (H:M:S)", "Lab 1 - Status", "Lab 1 - Correct"]
     assert row["Lab 1 - Submission Time"] == "2025-03-01T12:10:00Z"
@@ -303,9 +303,9 @@ def test_gradebook_columns_follow_lms_conventions(graded):
 
 
 def test_rubric_reasoning_and_reconciliation(tmp_path):
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     _lab_session(led, reason="", explain="too short")
-    book = G.grade(G.load_ledgers([led.path]), G.CourseConfig())
+    book = grading.grade(grading.load_ledgers([led.path]), grading.CourseConfig())
     g = book.grades[("ada", "lab01")]
     x = next(i for i in g.items if i.item_id == "lab01.crossover_n")
     assert (x.committed, x.reasoned, x.explained) == (True, False, False)
@@ -313,13 +313,13 @@ def test_rubric_reasoning_and_reconciliation(tmp_path):
 
 
 def test_explaining_before_predicting_is_an_impossible_order(tmp_path):
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     led.append("explain", lab_id="lab01", item_id="lab01.crossover_n", payload={"text": "a" * 30},
                ts=_ts(1))
     led.append("predict", lab_id="lab01", item_id="lab01.crossover_n",
                payload={"value": 1, "confidence": 3, "reason": "r"}, ts=_ts(2))
     led.append("unlock", lab_id="lab01", item_id="lab01.crossover_n", payload={}, ts=_ts(3))
-    book = G.grade(G.load_ledgers([led.path]))
+    book = grading.grade(grading.load_ledgers([led.path]))
     g = book.grades[("ada", "lab01")]
     assert "impossible_order (explain before predict (lab01.crossover_n))" in g.flags
     # an explanation that existed before the prediction means it was not committed blind
@@ -327,16 +327,16 @@ def test_explaining_before_predicting_is_an_impossible_order(tmp_path):
 
 
 def test_late_policy_deadline_and_penalty(tmp_path):
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     _lab_session(led, start=60 * 24 - 3)  # x predicted before the deadline, the rest after
-    cfg = G.CourseConfig(configured=True, late_policy="deadline", labs={
-        "lab01": G.LabConfig("lab01", "Lab 1", DEADLINE,
+    cfg = grading.CourseConfig(configured=True, late_policy="deadline", labs={
+        "lab01": grading.LabConfig("lab01", "Lab 1", DEADLINE,
                              ["lab01.crossover_n", "lab01.which_roof"])})
-    g = G.grade(G.load_ledgers([led.path]), cfg).grades[("ada", "lab01")]
+    g = grading.grade(grading.load_ledgers([led.path]), cfg).grades[("ada", "lab01")]
     assert g.status == "Late" and g.points == 1.5
     cfg.late_policy, cfg.late_penalty_per_day = "report", 0.25
-    g = G.grade(G.load_ledgers([led.path]), cfg).grades[("ada", "lab01")]
-    # the penalty takes only what was earned late (issue 33 §3): x's prediction (1 + 0.5) was
+    g = grading.grade(grading.load_ledgers([led.path]), cfg).grades[("ada", "lab01")]
+    # the penalty takes only what was earned late: x's prediction (1 + 0.5) was
     # on time; x's explanation (1) and all of which_roof (2.5) came within a day after
     assert g.points == pytest.approx(1.5 + (1.0 + 2.5) * 0.75)
 
@@ -345,18 +345,18 @@ def test_receipts(submissions, tmp_path):
     receipts = tmp_path / "r.csv"
     receipts.write_text(f"student,hash\nada,{submissions['ada_head'][:16]}\n"
                         f"bob,{'f' * 16}\n")
-    batch = G.load_ledgers([submissions["dir"] / "ada_1001", submissions["dir"] / "bob_1002"])
-    book = G.grade(batch, receipts=G.read_receipts(receipts))
+    batch = grading.load_ledgers([submissions["dir"] / "ada_1001", submissions["dir"] / "bob_1002"])
+    book = grading.grade(batch, receipts=grading.read_receipts(receipts))
     assert book.student_flags["ada"] == []
     assert book.student_flags["bob"] == ["receipt_missing (ffffffffffffffff)"]
 
 
 def test_roster_students_without_ledgers_are_missing(tmp_path):
-    cfg = G.CourseConfig(configured=True, students=["zed"],
-                         labs={"lab01": G.LabConfig("lab01", "Lab 1", items=["lab01.crossover_n"])})
-    book = G.grade(G.Batch(), cfg)
+    cfg = grading.CourseConfig(configured=True, students=["zed"],
+                         labs={"lab01": grading.LabConfig("lab01", "Lab 1", items=["lab01.crossover_n"])})
+    book = grading.grade(grading.Batch(), cfg)
     assert book.grades[("zed", "lab01")].status == "Missing"
-    assert G.gradebook_rows(book)[0]["Lab 1"] == 0
+    assert grading.gradebook_rows(book)[0]["Lab 1"] == 0
 
 
 @pytest.mark.parametrize("body, key", [
@@ -371,22 +371,22 @@ def test_roster_students_without_ledgers_are_missing(tmp_path):
 def test_config_errors_name_the_key(tmp_path, body, key):
     path = tmp_path / "c.toml"
     path.write_text(body)
-    with pytest.raises(G.ConfigError, match=key):
-        G.load_config(path)
+    with pytest.raises(grading.ConfigError, match=key):
+        grading.load_config(path)
 
 
 def test_example_config_parses(tmp_path):
     (tmp_path / "labs").symlink_to(catalogue.LABS_DIR)
-    (tmp_path / "c.toml").write_text(G.example_config())
-    cfg = G.load_config(tmp_path / "c.toml")
+    (tmp_path / "c.toml").write_text(grading.example_config())
+    cfg = grading.load_config(tmp_path / "c.toml")
     lab_file = catalogue.LABS_DIR / "lab_01_memory_wall.py"
-    assert cfg.labs["lab01"].versions == {L.lab_version(lab_file)}
+    assert cfg.labs["lab01"].versions == {ledger.lab_version(lab_file)}
     assert cfg.labs["lab01"].deadline == datetime(2025, 3, 8, 4, 59, tzinfo=timezone.utc)
 
 
 def test_cli_end_to_end(submissions, config_file, tmp_path, capsys):
     out = tmp_path / "grades"
-    rc = G.main([str(submissions["dir"]), "-c", str(config_file), "-o", str(out),
+    rc = grading.main([str(submissions["dir"]), "-c", str(config_file), "-o", str(out),
                  "--max-file-mb", "1"])
     assert rc == 1  # graded; problems found (hostile files, flagged students)
     assert "Grades that may be wrong" in capsys.readouterr().out
@@ -398,12 +398,12 @@ def test_cli_end_to_end(submissions, config_file, tmp_path, capsys):
     assert {e["kind"] for e in events} >= {"predict", "unlock", "observe", "explain", "result"}
     assert any(e["valid"] == "false" and "hash_mismatch" in e["flags"] for e in events)
     assert (out / "files.csv").exists()
-    assert G.main([str(tmp_path / "nope")]) == 2
+    assert grading.main([str(tmp_path / "nope")]) == 2
     bad = tmp_path / "bad.toml"
     bad.write_text("[labs.lab01]\ndeadline = 2025-03-01T23:59:00\n")
-    assert G.main([str(submissions["dir"]), "-c", str(bad)]) == 2
+    assert grading.main([str(submissions["dir"]), "-c", str(bad)]) == 2
     assert "has no time zone" in capsys.readouterr().err
-    assert G.main(["--lab-version", str(config_file)]) == 0
+    assert grading.main(["--lab-version", str(config_file)]) == 0
     assert capsys.readouterr().out.startswith("sha256:")
 
 
@@ -419,11 +419,11 @@ def test_console_script_is_installed():
 def test_random_bytes_never_crash_the_batch(tmp_path, data, lines):
     path = tmp_path / "fuzz.jsonl"
     path.write_bytes(data + "\n".join(lines).encode("utf-8", "surrogatepass"))
-    batch = G.load_ledgers([path])
-    book = G.grade(batch)
-    G.gradebook_rows(book)
-    G.event_rows(batch)
-    G.file_rows(batch)
+    batch = grading.load_ledgers([path])
+    book = grading.grade(batch)
+    grading.gradebook_rows(book)
+    grading.event_rows(batch)
+    grading.file_rows(batch)
 
 
 def test_hostile_zip_limits(tmp_path):
@@ -432,9 +432,9 @@ def test_hostile_zip_limits(tmp_path):
         z.writestr("roofline-ledger-x.jsonl", b"\n" * 5_000_000)  # compresses to a few KB
         for i in range(30):
             z.writestr(f"many/{i}.jsonl", b"")
-    batch = G.load_ledgers([bomb], limits=G.Limits(max_file_bytes=100_000, max_zip_members=20))
+    batch = grading.load_ledgers([bomb], limits=grading.Limits(max_file_bytes=100_000, max_zip_members=20))
     assert batch.files[0].problems[0].startswith("file_too_large")
-    batch = G.load_ledgers([bomb], limits=G.Limits(max_file_bytes=100_000))
+    batch = grading.load_ledgers([bomb], limits=grading.Limits(max_file_bytes=100_000))
     big = next(f for f in batch.files if f.source.endswith("roofline-ledger-x.jsonl"))
     assert big.problems[0].startswith("file_too_large")
     # nested zips beyond the depth limit
@@ -446,13 +446,13 @@ def test_hostile_zip_limits(tmp_path):
         with zipfile.ZipFile(outer, "w") as z:
             z.write(inner, inner.name)
         inner = outer
-    batch = G.load_ledgers([inner])
+    batch = grading.load_ledgers([inner])
     assert any(f.skipped == "zip nested too deeply" for f in batch.files)
 
 
 def test_event_rows_keep_payload_json_parseable(graded):
     batch, _ = graded
-    rows = G.event_rows(batch)
+    rows = grading.event_rows(batch)
     assert all(isinstance(json.loads(r["payload"]), dict) for r in rows if r["valid"] == "true"
                and not r["payload"].startswith("'"))
 

@@ -1,4 +1,4 @@
-"""Issue 33: a generated class as Canvas gives it (bulk-download names, a roster with every
+"""A generated class as Canvas gives it (bulk-download names, a roster with every
 identity column, extensions, an override, late and revisited work, a classmate's id, an alias
 typed for the id, duplicates) graded end to end by ``labs-grade``.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from labs.core import catalogue
-from labs.core import grading as G
+from labs.core import grading
 from labs.core.course.classroom.lms import write_canvas_class
 
 T1, T2 = catalogue.lab("lab01").title, catalogue.lab("lab02").title
@@ -30,7 +30,7 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("canvas")
     cls = write_canvas_class(root / "class", 30, seed=3)
     out = root / "out"
-    rc = G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
+    rc = grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
     return cls, out, rc, _rows(out / "gradebook.csv")
 
 
@@ -81,11 +81,11 @@ def test_aliases_also_resolve_without_lms_file_names(tmp_path):
     cls = write_canvas_class(tmp_path / "c", 16, seed=1)
     for f in cls.submissions.iterdir():  # as a student would name it, no Canvas prefix
         f.rename(f.with_name(f.name.split("_", 3)[-1]))
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     rows = _rows(tmp_path / "o" / "gradebook.csv")
     row = rows[cls.situation["login"].sis_id]
     assert float(row["Total Points"]) == 17.5 and "(their SIS Login ID)" in row["Notes"]
-    # review finding 5: a file named for an alias (roofline-ledger-<login>.jsonl) is the
+    # a file named for an alias (roofline-ledger-<login>.jsonl) is the
     # student's own: no id_mismatch on their row, and no phantom row for the alias
     for situation, column in (("login", "SIS Login ID"), ("email", "Email"),
                               ("leading_zeros", "SIS User ID without its leading zeros")):
@@ -99,7 +99,7 @@ def test_aliases_also_resolve_without_lms_file_names(tmp_path):
 
 
 def test_an_unreadable_file_named_for_an_alias_is_that_students(tmp_path):
-    """Review finding 5: an empty ``roofline-ledger-<SIS Login ID>.jsonl`` (no Canvas name)
+    """An empty ``roofline-ledger-<SIS Login ID>.jsonl`` (no Canvas name)
     makes the student's own row say "Unreadable submission"; no row for the login."""
     cls = write_canvas_class(tmp_path / "c", 16, seed=1)
     student = cls.students[0]
@@ -107,7 +107,7 @@ def test_an_unreadable_file_named_for_an_alias_is_that_students(tmp_path):
         if f"_{student.canvas_id}_" in f.name:
             f.unlink()
     (cls.submissions / f"roofline-ledger-{student.login}.jsonl").write_bytes(b"")
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     rows = _rows(tmp_path / "o" / "gradebook.csv")
     assert rows[student.sis_id][f"{T1} - Status"] == "Unreadable submission"
     assert "unreadable_submission" in rows[student.sis_id]["Flags"]
@@ -118,7 +118,7 @@ def test_an_alias_two_students_share_maps_to_neither(tmp_path):
     roster = tmp_path / "r.csv"
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Email\n"
                       "a,1,001,shared,a@x.example\nb,2,002,shared,b@x.example\n")
-    r = G.load_roster(roster)
+    r = grading.load_roster(roster)
     assert r.resolve("shared") is None
     assert r.resolve("a@x.example")[0].student_id == "001"
     assert r.resolve("1") == (r.get("001"), "ID") and r.by_lms_id("2").student_id == "002"
@@ -149,7 +149,7 @@ def test_late_policy_deadline_never_penalises_on_time_events(tmp_path):
     text = cls.config.read_text().replace("late_penalty_per_day = 0.1",
                                           'late_penalty_per_day = 0.1\nlate_policy = "deadline"')
     cls.config.write_text(text)
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     rows = _rows(tmp_path / "o" / "gradebook.csv")
     row = lambda s: rows[cls.situation[s].sis_id]  # noqa: E731
     assert float(row("revisit")[T1]) == 12.5
@@ -174,19 +174,19 @@ def test_a_second_run_never_mixes_with_the_first(tmp_path, capsys):
     big = write_canvas_class(tmp_path / "big", 24, seed=4)
     small = write_canvas_class(tmp_path / "small", 16, seed=5)
     out = tmp_path / "grades"
-    G.main([str(big.submissions), "-c", str(big.config), "-o", str(out)])
+    grading.main([str(big.submissions), "-c", str(big.config), "-o", str(out)])
     first = (out / "gradebook.csv").read_bytes()
     capsys.readouterr()
-    rc = G.main([str(small.submissions), "-c", str(small.config), "-o", str(out)])
+    rc = grading.main([str(small.submissions), "-c", str(small.config), "-o", str(out)])
     assert rc == 2 and "--force" in capsys.readouterr().err
     assert (out / "gradebook.csv").read_bytes() == first  # untouched
-    G.main([str(small.submissions), "-c", str(small.config), "-o", str(out), "--force"])
+    grading.main([str(small.submissions), "-c", str(small.config), "-o", str(out), "--force"])
     rows = _rows(out / "gradebook.csv")
     assert set(rows) == {s.sis_id for s in small.students}
     pages = {p.name for p in (out / "feedback").iterdir()} - {"index.html"}
     assert pages == {f"{s}.html" for s in rows}  # no stale page left
     (out / "my-notes.txt").write_text("mine")
-    rc = G.main([str(small.submissions), "-c", str(small.config), "-o", str(out), "--force"])
+    rc = grading.main([str(small.submissions), "-c", str(small.config), "-o", str(out), "--force"])
     assert rc == 2 and (out / "my-notes.txt").exists()  # never deletes what it did not write
 
 
@@ -194,7 +194,7 @@ def test_a_second_run_never_mixes_with_the_first(tmp_path, capsys):
 
 def test_the_console_names_the_students_whose_grade_may_be_wrong_first(tmp_path, capsys):
     cls = write_canvas_class(tmp_path / "c", 16, seed=6)
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     console = capsys.readouterr().out
     wrong = console.split("Grades that may be wrong", 1)[1].split("\n  ", 1)[0]
     head, body = console.split("Grades that may be wrong", 1)
@@ -242,14 +242,14 @@ def test_the_feedback_index_has_names_and_severity_and_the_pages_style(graded):
 
 
 def test_an_empty_reason_is_not_shown_as_empty_quotes(tmp_path):
-    from labs.core import ledger as L
+    from labs.core import ledger
     from grading_support import _ts
 
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     led.append("predict", lab_id="lab01", item_id="lab01.crossover_n", ts=_ts(1),
                payload={"value": 300, "confidence": 3, "reason": "", "answer_type": "numeric"})
-    book = G.grade(G.load_ledgers([led.path]))
-    page = G.feedback_page(book, G.load_ledgers([led.path]), "ada")
+    book = grading.grade(grading.load_ledgers([led.path]))
+    page = grading.feedback_page(book, grading.load_ledgers([led.path]), "ada")
     assert "<q></q>" not in page and "no reason given" in page
 
 
@@ -294,7 +294,7 @@ def test_every_path_under_a_submission_root_is_graded_or_reported(tmp_path, monk
     monkeypatch.setattr(os, "scandir", no_entry)
     signal.alarm(60)  # a FIFO or /dev/zero must never block the grader
     try:
-        rc = G.main([str(sub), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+        rc = grading.main([str(sub), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     finally:
         signal.alarm(0)
     assert rc == 1
@@ -313,7 +313,7 @@ def test_every_path_under_a_submission_root_is_graded_or_reported(tmp_path, monk
 
 
 def test_a_lock_file_handed_in_through_canvas_is_reported_with_its_student(tmp_path):
-    """Review finding 7: the lab's ``.lock`` file uploaded instead of the ledger (Canvas names
+    """The lab's ``.lock`` file uploaded instead of the ledger (Canvas names
     it ``name_<id>_<sub>_.roofline-ledger-<sis>.lock``) was dropped without a trace and its
     student shown Missing. It is listed in files.csv and the row says Unreadable submission;
     uploaded next to the ledger, it is a note; the lab's own lock file in a folder is still
@@ -337,7 +337,7 @@ def test_a_lock_file_handed_in_through_canvas_is_reported_with_its_student(tmp_p
             if p.is_file():
                 z.write(p, p.relative_to(sub).as_posix())
     for inputs, out in (([str(sub)], tmp_path / "o"), ([str(zipped)], tmp_path / "z")):
-        assert G.main(inputs + ["-c", str(cls.config), "-o", str(out)]) == 1
+        assert grading.main(inputs + ["-c", str(cls.config), "-o", str(out)]) == 1
         rows = _rows(out / "gradebook.csv")
         assert rows[alone.sis_id][f"{T1} - Status"] == "Unreadable submission"
         assert "unreadable_submission" in rows[alone.sis_id]["Flags"]
@@ -373,7 +373,7 @@ def test_a_zip_a_student_uploaded_is_theirs_and_an_override_may_name_any_roster_
         z.writestr("inner/" + f.name.split("_", 3)[-1], f.read_bytes())
     f.unlink()
     (tmp_path / "ov.csv").write_text(f"student,item,points,comment\n{login.email},lab01,1,x\n")
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o"),
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o"),
             "--overrides", str(tmp_path / "ov.csv")])
     row = _rows(tmp_path / "o" / "gradebook.csv")[login.sis_id]
     assert float(row[T1]) == 1.0 and float(row[T2]) == 5.0  # the override, by e-mail
@@ -386,7 +386,7 @@ def test_without_the_rosters_id_column_two_accounts_behind_one_id_are_flagged(tm
         rows = [[c for i, c in enumerate(r) if i != 1] for r in csv.reader(f)]  # drop "ID"
     with open(cls.roster, "w", newline="") as f:
         csv.writer(f).writerows(rows)
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     row = _rows(tmp_path / "o" / "gradebook.csv")[cls.situation["classmate"].sis_id]
     assert "id_mismatch" in row["Flags"] and "2 LMS accounts" in row["Flags"]
 
@@ -402,7 +402,7 @@ def test_a_canvas_roster_without_sis_ids_uses_the_next_identity_column(tmp_path,
         r[2] = ""  # a course without SIS: Canvas exports the column, empty
     with open(cls.roster, "w", newline="") as f:
         csv.writer(f).writerows(rows + [TEST_STUDENT_ROW])
-    r = G.load_roster(cls.roster, "SIS User ID")
+    r = grading.load_roster(cls.roster, "SIS User ID")
     assert r.id_column == "SIS Login ID" and len(r.entries) == 16
     assert r.notes == ["the roster's SIS User ID column is blank on every row: its ids are its "
                        "SIS Login ID column"]
@@ -413,7 +413,7 @@ def test_a_canvas_roster_without_sis_ids_uses_the_next_identity_column(tmp_path,
             text = text.replace(st.sis_id, st.login)
         path.write_text(text)
     out = tmp_path / "o"
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
     assert "its ids are its SIS Login ID column" in capsys.readouterr().out
     with open(out / "canvas.csv", newline="", encoding="utf-8-sig") as f:
         canvas = list(csv.DictReader(f))[1:]
@@ -424,7 +424,7 @@ def test_a_canvas_roster_without_sis_ids_uses_the_next_identity_column(tmp_path,
 
 def test_a_roster_with_the_test_student_or_a_row_without_a_sis_id_keeps_the_id_column(
         tmp_path, capsys):
-    """Review finding 4: Canvas's export lists its test student with no SIS User ID (and a
+    """Canvas's export lists its test student with no SIS User ID (and a
     student added by hand may have none). The gradebook stays keyed by the configured id
     column; those rows are left out and named on the console; canvas.csv never imports the
     test student, nor puts another column's value in SIS User ID."""
@@ -436,12 +436,12 @@ def test_a_roster_with_the_test_student_or_a_row_without_a_sis_id_keeps_the_id_c
     row[2] = ""  # no SIS User ID
     with open(cls.roster, "w", newline="") as f:
         csv.writer(f).writerows(rows + [TEST_STUDENT_ROW])
-    r = G.load_roster(cls.roster, "SIS User ID")
+    r = grading.load_roster(cls.roster, "SIS User ID")
     assert r.id_column == "SIS User ID" and r.notes == []
     assert len(r.entries) == 15 and [x[2] for x in r.left_out] == [
         "no SIS User ID", "Canvas's test student"]
     out = tmp_path / "o"
-    assert G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)]) == 1
+    assert grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)]) == 1
     console = capsys.readouterr().out
     assert "Roster: 2 row(s) left out, not graded and never in canvas.csv" in console
     assert "Student, Test (Canvas's test student)" in console
@@ -465,14 +465,14 @@ def test_an_extension_may_name_a_student_by_any_roster_id(tmp_path):
     cls = write_canvas_class(tmp_path / "c", 16, seed=14)
     ext = cls.situation["extension"]
     cls.config.write_text(cls.config.read_text().replace(f'"{ext.sis_id}"', f'"{ext.login}"'))
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     row = _rows(tmp_path / "o" / "gradebook.csv")[ext.sis_id]
     assert row[f"{T1} - Status"] == "On time" and float(row[T1]) == 12.5
 
 
 def test_the_console_says_when_canvas_marked_on_time_work_late(tmp_path, capsys):
     cls = write_canvas_class(tmp_path / "c", 16, seed=15)
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     console = capsys.readouterr().out
     # the student who re-ran a lab after its deadline, and the one with an extension
     assert "Canvas marked 2 upload(s) LATE whose graded work was on time" in console
@@ -485,6 +485,6 @@ def test_a_canvas_named_file_keeps_its_file_level_flags(tmp_path):
     s = cls.students[0]
     f = next(cls.submissions.glob(f"*_{s.canvas_id}_*"))
     f.write_bytes(f.read_bytes()[:-20])  # the last line cut off
-    G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
+    grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(tmp_path / "o")])
     row = _rows(tmp_path / "o" / "gradebook.csv")[s.sis_id]
     assert "torn_tail" in row["Flags"], row["Flags"]

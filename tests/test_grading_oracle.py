@@ -203,12 +203,12 @@ def oracle(cls) -> dict[tuple[str, str], tuple[float, str]]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    from labs.core import grading as G
+    from labs.core import grading
 
     root = tmp_path_factory.mktemp("every-case")
     cls = write_every_case_class(root / "class", 64, seed=50)
     out = root / "out"
-    rc = G.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
+    rc = grading.main([str(cls.submissions), "-c", str(cls.config), "-o", str(out)])
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
         rows = {r["SIS User ID"]: r for r in csv.DictReader(f)}
     return cls, rc, rows, out

@@ -1,4 +1,4 @@
-"""Issue 17: grading survives any single file, and the grader's side of "Locks and records".
+"""Grading survives any single file, and the grader's side of "Locks and records".
 
 The contract: whatever is in one submission, every other student is graded, that file is
 reported with its reason, and the exit status says whether problems were found (0 none, 1 some),
@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labs.core import catalogue, classroom
-from labs.core import grading as G
-from labs.core import ledger as L
+from labs.core import grading
+from labs.core import ledger
 from grading_support import (R, X, _ts, assert_flags_explained, hashed_line,
                              honest_session, write_class, write_hostile_set)
 
@@ -35,7 +35,7 @@ def good_class(tmp_path):
 
 
 def _grade_folder(sub: Path, out: Path, capsys=None) -> tuple[int, dict, str]:
-    rc = G.main([str(sub), "-o", str(out)])
+    rc = grading.main([str(sub), "-o", str(out)])
     console = capsys.readouterr().out if capsys else ""
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
         rows = {r["SIS User ID"]: r for r in csv.DictReader(f)}
@@ -75,12 +75,12 @@ HOSTILE_FIELDS = {
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_FIELDS))
 def test_one_hostile_file_never_stops_the_class(good_class, tmp_path, capsys, case):
-    line, _ = hashed_line(1, L.GENESIS_HASH, **HOSTILE_FIELDS[case])
+    line, _ = hashed_line(1, ledger.GENESIS_HASH, **HOSTILE_FIELDS[case])
     (good_class / "roofline-ledger-zed.jsonl").write_bytes(line)
     rc, rows, _ = _grade_folder(good_class, tmp_path / "out", capsys)
     assert rc in (0, 1)
     _assert_others_graded(rows)
-    assert_flags_explained(G.grade(G.load_ledgers([good_class])))
+    assert_flags_explained(grading.grade(grading.load_ledgers([good_class])))
     assert "zed" in rows  # the file's owner by its name is listed, never dropped
     # the dashboard's loader reads the same files without crashing
     cls = classroom.load_class([good_class])
@@ -91,28 +91,28 @@ def test_one_hostile_file_never_stops_the_class(good_class, tmp_path, capsys, ca
 def _dashboard_shows_everything(cls) -> None:
     """What the dashboard draws from a class: every item's answers, its distribution and
     calibration, every student's timeline (a 400-digit answer must not crash the page)."""
-    from labs.core.course.classroom import figures as F
+    from labs.core.course.classroom import figures
 
     for item in cls.items_of():
         assert all(isinstance(row.shown, str) for row in item.rows)
         item.reference_text, item.choice_counts(), item.title  # noqa: B018
-        F.distribution_figure(item)
-    F.calibration_figure(cls.calibration())
+        figures.distribution_figure(item)
+    figures.calibration_figure(cls.calibration())
     for sid in cls.students:
-        F.timeline_figure(cls.timeline(sid), sid)
+        figures.timeline_figure(cls.timeline(sid), sid)
 
 
 def test_parse_ts_out_of_range_is_none():
     for ts in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"):
-        assert L.parse_ts(ts) is None
-    assert L.parse_ts("9999-12-31T23:59:59Z") == datetime(9999, 12, 31, 23, 59, 59,
+        assert ledger.parse_ts(ts) is None
+    assert ledger.parse_ts("9999-12-31T23:59:59Z") == datetime(9999, 12, 31, 23, 59, 59,
                                                            tzinfo=timezone.utc)
 
 
 @pytest.mark.parametrize("value", [10**400, -(10**400), 2**53 + 1, "\ud800x", "a\udfffb"])
 def test_csv_safe_survives_huge_ints_and_surrogates(value, tmp_path):
-    cell = G.csv_safe(value)
-    path = G.write_csv([{"v": cell}], tmp_path / "c.csv")
+    cell = grading.csv_safe(value)
+    path = grading.write_csv([{"v": cell}], tmp_path / "c.csv")
     text = path.read_text(encoding="utf-8-sig")
     if isinstance(value, int):
         assert str(value).lstrip("-")[:50] in text  # the digits, as text a sheet keeps
@@ -144,15 +144,15 @@ def test_ten_million_one_char_lines_are_bounded(tmp_path):
 
 
 def test_limits_stop_reading_but_keep_what_was_read(tmp_path):
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     honest_session(led)
     path = tmp_path / "roofline-ledger-ada.jsonl"
     path.write_bytes(led.path.read_bytes() + b"junk\n" * 50)
-    batch = G.load_ledgers([path], limits=G.Limits(max_problems=10))
+    batch = grading.load_ledgers([path], limits=grading.Limits(max_problems=10))
     report = batch.files[0]
     assert report.events == 10 and len(report.problems) <= 11
     assert report.problems[-1].startswith("file_too_damaged")
-    batch = G.load_ledgers([path], limits=G.Limits(max_lines=5))
+    batch = grading.load_ledgers([path], limits=grading.Limits(max_lines=5))
     assert batch.files[0].events == 5 and batch.files[0].problems[-1].startswith(
         "file_too_damaged")
 
@@ -183,7 +183,7 @@ _deep = st.integers(min_value=1, max_value=3000).map(lambda n: "[" * n + "]" * n
 def test_any_single_submission_leaves_the_class_graded(good_class, tmp_path_factory, lines,
                                                       junk, payload_value):
     out = tmp_path_factory.mktemp("out")
-    data, prev = [], L.GENESIS_HASH
+    data, prev = [], ledger.GENESIS_HASH
     for seq, (name, value) in enumerate(lines, start=1):
         fields = {name: value}
         if name != "payload":
@@ -197,7 +197,7 @@ def test_any_single_submission_leaves_the_class_graded(good_class, tmp_path_fact
     hostile = good_class / "roofline-ledger-zed.jsonl"
     hostile.write_bytes(b"".join(data))
     try:
-        rc = G.main([str(good_class), "-o", str(out)])
+        rc = grading.main([str(good_class), "-o", str(out)])
         assert rc in (0, 1)
         with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
             rows = {r["SIS User ID"]: r for r in csv.DictReader(f)}
@@ -211,19 +211,19 @@ def test_any_single_submission_leaves_the_class_graded(good_class, tmp_path_fact
 
 # -- locks and records: the grader's side ----------------------------------------------------
 
-def _events_of(led: L.Ledger) -> list[dict]:
-    return L.read_ledger_file(led.path).events
+def _events_of(led: ledger.Ledger) -> list[dict]:
+    return ledger.read_ledger_file(led.path).events
 
 
 def test_chain_order_is_the_truth_within_a_file(tmp_path):
     """A correctly chained predict appended later but back-dated is a flag, never the answer."""
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     honest_session(led, x_value=300, start=10)
     led.append("predict", lab_id="lab01", item_id=X, ts=_ts(0), lab_version="v1",
                payload={"value": 886, "answer_type": "numeric", "confidence": 5,
                         "reason": "now I know"})
-    batch = G.load_ledgers([led.path])
-    book = G.grade(batch)
+    batch = grading.load_ledgers([led.path])
+    book = grading.grade(batch)
     g = book.grades[("ada", "lab01")]
     x = next(i for i in g.items if i.item_id == X)
     assert x.committed and x.points == 2.5
@@ -235,12 +235,12 @@ def test_chain_order_is_the_truth_within_a_file(tmp_path):
 
 
 def test_a_second_predict_is_flagged(tmp_path):
-    led = L.Ledger("ada", tmp_path / "l")
+    led = ledger.Ledger("ada", tmp_path / "l")
     honest_session(led)
     led.append("predict", lab_id="lab01", item_id=R, ts=_ts(60), lab_version="v1",
                payload={"value": "compute-bound", "answer_type": "choice", "confidence": 3,
                         "reason": "second window"})
-    g = G.grade(G.load_ledgers([led.path])).grades[("ada", "lab01")]
+    g = grading.grade(grading.load_ledgers([led.path])).grades[("ada", "lab01")]
     assert f"second_predict ({R})" in g.flags
     assert not any("second_predict" in f and X in f for f in g.flags)
 
@@ -249,11 +249,11 @@ def test_a_second_predict_is_flagged(tmp_path):
 def test_files_whose_first_predictions_contradict_are_flagged(tmp_path, second_value,
                                                               flagged):
     """A fresh file in a new folder with a different first answer: flagged on the student."""
-    old = L.Ledger("ada", tmp_path / "old")
+    old = ledger.Ledger("ada", tmp_path / "old")
     honest_session(old, x_value=300)
-    new = L.Ledger("ada", tmp_path / "new")
+    new = ledger.Ledger("ada", tmp_path / "new")
     honest_session(new, x_value=second_value, start=100)
-    book = G.grade(G.load_ledgers([old.path, new.path]))
+    book = grading.grade(grading.load_ledgers([old.path, new.path]))
     text = " ".join(book.student_flags["ada"])
     assert ("contradicting_files" in text) is flagged
     if flagged:
@@ -263,12 +263,12 @@ def test_files_whose_first_predictions_contradict_are_flagged(tmp_path, second_v
 
 @pytest.mark.slow
 def test_200_students_and_the_hostile_set_grade_in_time(tmp_path, capsys):
-    """Issue 16: a class of 200 plus every hostile file grades in under 10 s. Measured as CPU
+    """A class of 200 plus every hostile file grades in under 10 s. Measured as CPU
     time of this process, so a machine shared with others does not make the test flaky."""
     classroom.write_synthetic_class(tmp_path / "class", 200, seed=3)
     write_hostile_set(tmp_path / "class" / "hostile")
     t0, c0 = time.perf_counter(), time.process_time()
-    rc = G.main([str(tmp_path / "class"), "-o", str(tmp_path / "out")])
+    rc = grading.main([str(tmp_path / "class"), "-o", str(tmp_path / "out")])
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     console = capsys.readouterr().out
     assert rc == 1 and "could not be graded" in console

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from labs.core import grading as G
-from labs.core import ledger as L
+from labs.core import grading
+from labs.core import ledger
 from labs.core.course.grading.score import late_factor
 from labs.core.physics import misconceptions
 
@@ -33,7 +33,7 @@ def _ts(t: datetime) -> str:
 def session(folder: Path, sid: str, steps, *, start: datetime = DEADLINE - timedelta(days=2),
             name: str | None = None) -> Path:
     """A ledger of ``steps`` = (kind, item, payload, minutes after the previous step)."""
-    led = L.Ledger(sid, Path(tempfile.mkdtemp(prefix="ledger-")))  # not under the submissions
+    led = ledger.Ledger(sid, Path(tempfile.mkdtemp(prefix="ledger-")))  # not under the submissions
     t = start
     for kind, item, payload, minutes in steps:
         t += timedelta(minutes=minutes)
@@ -85,7 +85,7 @@ def grade(tmp_path: Path, cfg: Path | None = None, *args: str, sub: Path | None 
     argv = [str(sub or tmp_path / "sub"), "-o", str(out), *args]
     if cfg is not None:
         argv += ["-c", str(cfg)]
-    rc = G.main(argv)
+    rc = grading.main(argv)
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
         rows = {next(iter(r.values())): r for r in csv.DictReader(f)}
     return rc, rows, out
@@ -161,10 +161,10 @@ def test_a_course_files_tolerance_is_used_and_said_where_it_overrides(tmp_path, 
 
 
 def test_a_tolerance_for_an_item_that_is_not_numeric_is_a_config_error(tmp_path):
-    with pytest.raises(G.ConfigError, match="which_roof.*not a numeric prediction item"):
-        G.load_config(config(tmp_path, lab="tolerances = { which_roof = 2 }"))
-    with pytest.raises(G.ConfigError, match="must be a number >= 1"):
-        G.load_config(config(tmp_path, lab="tolerances = { crossover_n = 0.5 }"))
+    with pytest.raises(grading.ConfigError, match="which_roof.*not a numeric prediction item"):
+        grading.load_config(config(tmp_path, lab="tolerances = { which_roof = 2 }"))
+    with pytest.raises(grading.ConfigError, match="must be a number >= 1"):
+        grading.load_config(config(tmp_path, lab="tolerances = { crossover_n = 0.5 }"))
 
 
 # --- commitment, explanations --------------------------------------------------------------------
@@ -328,27 +328,27 @@ def test_named_time_zones_follow_daylight_saving(tmp_path):
         [labs.lab02.extensions]
         ada = 2025-03-16T12:00:00
         """), encoding="utf-8")
-    cfg = G.load_config(path)
+    cfg = grading.load_config(path)
     # EST (UTC-5) before 9 March 2025, EDT (UTC-4) after
     assert cfg.labs["lab01"].deadline == datetime(2025, 3, 8, 4, 59, tzinfo=timezone.utc)
     assert cfg.labs["lab02"].deadline == datetime(2025, 3, 15, 3, 59, tzinfo=timezone.utc)
     assert cfg.labs["lab02"].extensions["ada"] == datetime(2025, 3, 16, 16, 0,
                                                           tzinfo=timezone.utc)
     path.write_text('[course]\ntimezone = "America/New_Yrok"\n', encoding="utf-8")
-    with pytest.raises(G.ConfigError, match="America/New_York"):
-        G.load_config(path)
+    with pytest.raises(grading.ConfigError, match="America/New_York"):
+        grading.load_config(path)
     path.write_text("[labs.lab01]\ndeadline = 2025-03-07T23:59:00\n", encoding="utf-8")
-    with pytest.raises(G.ConfigError, match="has no time zone.*timezone"):
-        G.load_config(path)
+    with pytest.raises(grading.ConfigError, match="has no time zone.*timezone"):
+        grading.load_config(path)
 
 
 def test_the_example_config_uses_a_named_zone_and_parses(tmp_path, capsys):
-    assert G.main(["--example-config"]) == 0
+    assert grading.main(["--example-config"]) == 0
     text = capsys.readouterr().out
     assert 'timezone = "America/New_York"' in text and "-05:00" not in text
     text = "\n".join(x for x in text.splitlines() if not x.startswith("file ="))
     (tmp_path / "c.toml").write_text(text, encoding="utf-8")
-    cfg = G.load_config(tmp_path / "c.toml")
+    cfg = grading.load_config(tmp_path / "c.toml")
     assert cfg.labs["lab01"].deadline.utcoffset() == timedelta(0)
 
 
@@ -406,11 +406,11 @@ def test_one_empty_upload_marks_an_empty_lab_only_when_it_can_account_for_it(tmp
     sub = tmp_path / "sub"
     session(sub, "ada", honest())
     (sub / "roofline-ledger-ada (1).jsonl").write_bytes(b"")
-    cfg = G.CourseConfig(configured=True, labs={
-        lab: G.LabConfig(lab, lab, items=[X] if lab == "lab01" else []) for lab in labs})
+    cfg = grading.CourseConfig(configured=True, labs={
+        lab: grading.LabConfig(lab, lab, items=[X] if lab == "lab01" else []) for lab in labs})
     for lab in labs[1:]:
         cfg.labs[lab].items = [f"{lab}.x"]
-    book = G.grade(G.load_ledgers([sub]), cfg)
+    book = grading.grade(grading.load_ledgers([sub]), cfg)
     assert [book.grades[("ada", lab)].status for lab in labs[1:]] == [status] * (len(labs) - 1)
     flags = book.student_flags["ada"]
     assert any(f.startswith("unreadable_submission (roofline-ledger-ada (1).jsonl") for f in flags)
@@ -429,7 +429,7 @@ def test_the_size_refusal_names_the_option_that_raises_it(tmp_path, capsys):
 
 def test_help_names_every_exit_status(capsys):
     with pytest.raises(SystemExit):
-        G.main(["--help"])
+        grading.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     for status in ("0 graded", "1 graded", "2 usage", "3 the grader itself failed"):
         assert status in text, status
@@ -454,11 +454,11 @@ def test_one_lab_is_graded_alone_with_one_canvas_column(tmp_path, capsys):
     sub = tmp_path / "sub"
     session(sub, "ada", honest())
     out = tmp_path / "out"
-    assert G.main([str(sub), "-o", str(out), "--lab", "lab01"]) in (0, 1)
+    assert grading.main([str(sub), "-o", str(out), "--lab", "lab01"]) in (0, 1)
     with open(out / "canvas.csv", newline="", encoding="utf-8-sig") as f:
         header = next(csv.reader(f))
     assert len(header) == 6 and header[5].startswith("Lab 1")
-    assert G.main([str(sub), "-o", str(tmp_path / "o2"), "--lab", "lab99"]) == 2
+    assert grading.main([str(sub), "-o", str(tmp_path / "o2"), "--lab", "lab99"]) == 2
     assert "--lab lab99: not a lab" in capsys.readouterr().err
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.core import grading as G
+from labs.core import grading
 from labs.core.course.classroom.lms import write_canvas_class
 from labs.core.course.classroom.synth import write_synthetic_class
 from labs.core.course.grading import run as grading_run
@@ -30,7 +30,7 @@ def canvas_class(tmp_path_factory):
 
 def _run(cls, out: Path, **kwargs) -> grading_run.RunResult:
     out.mkdir(parents=True)
-    return grading_run.run_class([str(cls.submissions)], G.load_config(cls.config), out,
+    return grading_run.run_class([str(cls.submissions)], grading.load_config(cls.config), out,
                                  limits=Limits(), **kwargs)
 
 
@@ -55,11 +55,11 @@ def test_a_pool_of_workers_writes_what_one_process_writes(canvas_class, tmp_path
 
 def test_the_run_grades_as_the_in_memory_grader_does(canvas_class, tmp_path):
     _run(canvas_class, tmp_path / "run", workers=1)
-    batch = G.load_ledgers([canvas_class.submissions])
-    book = G.grade(batch, G.load_config(canvas_class.config))
-    G.write_csv(G.gradebook_rows(book), tmp_path / "book.csv")
-    G.write_csv(G.item_rows(book), tmp_path / "items.csv", G.ITEM_COLUMNS)
-    G.write_csv(G.event_rows(batch), tmp_path / "events.csv", G.EVENT_COLUMNS)
+    batch = grading.load_ledgers([canvas_class.submissions])
+    book = grading.grade(batch, grading.load_config(canvas_class.config))
+    grading.write_csv(grading.gradebook_rows(book), tmp_path / "book.csv")
+    grading.write_csv(grading.item_rows(book), tmp_path / "items.csv", grading.ITEM_COLUMNS)
+    grading.write_csv(grading.event_rows(batch), tmp_path / "events.csv", grading.EVENT_COLUMNS)
     for name in ("book.csv", "items.csv", "events.csv"):
         ran = "gradebook.csv" if name == "book.csv" else name
         assert (tmp_path / name).read_bytes() == (tmp_path / "run" / ran).read_bytes(), name
@@ -109,7 +109,7 @@ def test_the_next_run_removes_what_a_killed_run_left_and_says_so(tmp_path, capsy
         (left / "feedback").mkdir(parents=True)
         (left / "gradebook.csv").write_text("a class's grades")
     (tmp_path / ".grades.labs-grade-notapid").mkdir()  # not labs-grade's: left alone
-    rc = G.main([str(sub), "-o", str(tmp_path / "grades")])
+    rc = grading.main([str(sub), "-o", str(tmp_path / "grades")])
     console = capsys.readouterr().out
     assert rc in (0, 1)
     assert _staging_left(tmp_path) == [".grades.labs-grade-notapid"]
@@ -120,12 +120,12 @@ def test_force_refuses_an_output_it_could_not_remove(tmp_path, capsys, monkeypat
     sub = tmp_path / "sub"
     write_synthetic_class(sub, 3, seed=1)
     out = tmp_path / "grades"
-    assert G.main([str(sub), "-o", str(out), "--no-feedback"]) in (0, 1)
+    assert grading.main([str(sub), "-o", str(out), "--no-feedback"]) in (0, 1)
     before = (out / "gradebook.csv").read_bytes()
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(out) else
                         real(p, mode))  # (the tests may run as root, whom nothing stops)
-    assert G.main([str(sub), "-o", str(out), "--force"]) == 2
+    assert grading.main([str(sub), "-o", str(out), "--force"]) == 2
     assert "cannot be removed" in capsys.readouterr().err
     assert (out / "gradebook.csv").read_bytes() == before
     assert _staging_left(tmp_path) == []
@@ -163,11 +163,11 @@ def test_sections_graded_apart_merge_into_what_one_run_writes(tmp_path, capsys):
     cls = write_canvas_class(tmp_path / "c", 24, seed=5)
     a, b = _split(cls, tmp_path)
     base = ["-c", str(cls.config), "--roster", str(cls.roster)]
-    assert G.main([str(cls.submissions), "-o", str(tmp_path / "whole"), *base]) == 1
+    assert grading.main([str(cls.submissions), "-o", str(tmp_path / "whole"), *base]) == 1
     for section in (a, b):
-        G.main([str(section), "-o", str(tmp_path / f"g-{section.name}"), *base])
+        grading.main([str(section), "-o", str(tmp_path / f"g-{section.name}"), *base])
     capsys.readouterr()
-    rc = G.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-section-a"),
+    rc = grading.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-section-a"),
                  str(tmp_path / "g-section-b")])
     assert rc == 0, capsys.readouterr()
     whole, merged = tmp_path / "whole", tmp_path / "merged"
@@ -190,22 +190,22 @@ def test_merging_shards_of_students_graded_once_each_is_exact(tmp_path, capsys):
     cfg = cls.config.read_text(encoding="utf-8").replace('roster = "roster.csv"\n', "") \
         .replace('overrides = "overrides.csv"\n', "")  # (an override names one student)
     cls.config.write_text(cfg, encoding="utf-8")
-    G.main([str(cls.submissions), "-o", str(tmp_path / "whole"), *base])
+    grading.main([str(cls.submissions), "-o", str(tmp_path / "whole"), *base])
     for section in (a, b):
-        G.main([str(section), "-o", str(tmp_path / f"g-{section.name}"), *base])
-    rc = G.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-section-a"),
+        grading.main([str(section), "-o", str(tmp_path / f"g-{section.name}"), *base])
+    rc = grading.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-section-a"),
                  str(tmp_path / "g-section-b")])
     assert rc == 0, capsys.readouterr()
     for name in ("gradebook.csv", "items.csv", "events.csv", "canvas.csv"):
         assert _rows(tmp_path / "merged" / name) == _rows(tmp_path / "whole" / name), name
     # a student in both shards: the first shard's row is kept, and it is said
-    rc = G.main(["--merge", "-o", str(tmp_path / "twice"), str(tmp_path / "g-section-a"),
+    rc = grading.main(["--merge", "-o", str(tmp_path / "twice"), str(tmp_path / "g-section-a"),
                  str(tmp_path / "g-section-a")])
     assert rc == 1 and "has work graded in" in capsys.readouterr().out
     # shards of different labs are refused, nothing written
-    G.main([str(a), "-o", str(tmp_path / "one-lab"), "--lab", "lab01"])
+    grading.main([str(a), "-o", str(tmp_path / "one-lab"), "--lab", "lab01"])
     capsys.readouterr()
-    rc = G.main(["--merge", "-o", str(tmp_path / "bad"), str(tmp_path / "g-section-a"),
+    rc = grading.main(["--merge", "-o", str(tmp_path / "bad"), str(tmp_path / "g-section-a"),
                  str(tmp_path / "one-lab")])
     assert rc == 2 and "other columns" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()

@@ -55,7 +55,7 @@ def test_entry_matches_reference(key):
         assert d.peak_tflops(p) == pytest.approx(v), (key, p)
 
 
-#: A source says who published the figure and in what document (issue 36.5: any text over 10
+#: A source says who published the figure and in what document (any text over 10
 #: characters passed). The publisher is the vendor named first in the device's name, or the
 #: conference where the vendor presented it (Hot Chips); the document is one a reader can find.
 DOCUMENT_KINDS = re.compile(r"datasheet|product page|whitepaper|documentation|\bspec\b|"
@@ -154,13 +154,13 @@ def test_custom_device_rejects_bad_numbers(kwargs, msg):
         hardware.custom("bad", **kwargs)
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 from labs.core import models  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+from labs.core import roofline  # noqa: E402
 
 
 def test_capacities_are_bytes_with_their_unit():
-    """(Issue 14, the physics review, item 6: memory capacity in bytes, with its unit; detect and
+    """(The physics review: memory capacity in bytes, with its unit; detect and
     the registry agree.)"""
     h = hardware.get("h100-sxm")
     assert h.memory_bytes == 80 * 2**30 and h.memory_gb == pytest.approx(85.899, abs=1e-3)
@@ -174,10 +174,10 @@ def test_capacities_are_bytes_with_their_unit():
 
 
 def test_b200_matches_the_current_blackwell_datasheet():
-    """(Issue 14, the physics review, item 7: B200 from NVIDIA's current Blackwell datasheet.)"""
+    """(The physics review: B200 from NVIDIA's current Blackwell datasheet.)"""
     b = hardware.get("b200")
     assert b.peak_tflops("fp32") == 75 and b.bandwidth_gbs == 7700
     for field in ("fp32", "bandwidth_gbs", "bf16"):
         src = b.source(field)
         assert "Blackwell datasheet" in src and "2025" in src, field
-    assert R.ridge_point(b, "bf16") == pytest.approx(2250 / 7.7)
+    assert roofline.ridge_point(b, "bf16") == pytest.approx(2250 / 7.7)

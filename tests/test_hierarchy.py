@@ -10,26 +10,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labs.core import fusion as FU
-from labs.core import hierarchy as H
-from labs.core import reference_machine as RM
-from labs.core import roofline as R
+from labs.core import fusion
+from labs.core import hierarchy
+from labs.core import reference_machine
+from labs.core import roofline
 
 KIB, MIB = 2**10, 2**20
 
 
 def toy(l1=32 * KIB, l2=512 * KIB, bws=(100.0, 50.0, 10.0), peak_tflops=1.0):
     """A CPU-like machine with round numbers: L1, L2, DRAM (GB/s), peak in TFLOP/s."""
-    return H.measured_hierarchy("toy", {"L1": (l1, bws[0]), "L2": (l2, bws[1]),
+    return hierarchy.measured_hierarchy("toy", {"L1": (l1, bws[0]), "L2": (l2, bws[1]),
                                         "DRAM": (2**34, bws[2])}, peak_tflops)
 
 
 # --- registry levels ------------------------------------------------------------------------
 
 def test_a100_levels_are_sourced_and_estimates_say_so():
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
     smem, l2, hbm = h.levels
-    oc = FU.onchip("a100-sxm-80gb")
+    oc = fusion.onchip("a100-sxm-80gb")
     assert h.names == ("L1 / shared memory", "L2", "HBM")
     assert smem.capacity_bytes == 164 * KIB and smem.tile_capacity_bytes == 163 * KIB
     assert smem.bandwidth_gbs == pytest.approx(oc.smem_bandwidth_gbs) and smem.estimate
@@ -53,7 +53,7 @@ def test_every_drawable_gpus_l2_is_a_published_measurement_marked_measured(devic
     """NVIDIA publishes no L2 bandwidth in GB/s; the labs use microbenchmark measurements
     (hardware.md "Reality anchors"), each marked measured and sourced, so no drawable GPU's
     verdict is undetermined for want of an L2 figure."""
-    l2 = H.gpu_hierarchy(device, "bf16").level("L2")
+    l2 = hierarchy.gpu_hierarchy(device, "bf16").level("L2")
     assert l2.bandwidth_gbs == gbs and l2.measured and l2.bandwidth_basis == "measured"
     assert source in l2.source
 
@@ -63,7 +63,7 @@ def without_l2_figure(device):
     machinery is kept for such levels (another device, a level a sweep did not find)."""
     import dataclasses
 
-    h = H.gpu_hierarchy(device, "bf16")
+    h = hierarchy.gpu_hierarchy(device, "bf16")
     return dataclasses.replace(h, levels=tuple(
         dataclasses.replace(lv, bandwidth_gbs=None, measured=False, estimate=False)
         if lv.name == "L2" else lv for lv in h.levels))
@@ -72,17 +72,17 @@ def without_l2_figure(device):
 def test_a_level_without_a_public_bandwidth_has_no_roof():
     h = without_l2_figure("h100-sxm")
     assert h.level("L2").bandwidth_gbs is None
-    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    p = hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     assert p.use("L2").roof_tflops() is None  # never invented
     assert p.binding != "L2"
     with pytest.raises(ValueError, match="no bandwidth figure"):
-        H.level_roof_tflops(1.0, h.level("L2"), 100)
+        hierarchy.level_roof_tflops(1.0, h.level("L2"), 100)
 
 
 def test_gpu_hierarchy_refuses_devices_without_onchip_figures():
     with pytest.raises(KeyError, match="no on-chip figures"):
-        H.gpu_hierarchy("tpu-v5e")
-    assert set(H.gpu_keys()) == {"h100-sxm", "h100-pcie", "h200-sxm", "a100-sxm-80gb"}
+        hierarchy.gpu_hierarchy("tpu-v5e")
+    assert set(hierarchy.gpu_keys()) == {"h100-sxm", "h100-pcie", "h200-sxm", "a100-sxm-80gb"}
 
 
 def test_unknown_level_is_a_keyerror_naming_it():
@@ -98,13 +98,13 @@ def test_unknown_level_is_a_keyerror_naming_it():
 ])
 def test_bad_levels_raise_naming_the_argument(levels, match):
     with pytest.raises(ValueError, match=match):
-        H.measured_hierarchy("x", levels, 1.0)
+        hierarchy.measured_hierarchy("x", levels, 1.0)
 
 
 # --- bytes per level: hand-derived ------------------------------------------------------------
 
 def test_naive_gemm_bytes_per_level_by_hand():
-    """Naive bf16 GEMM, N = 1024, on the A100 (review F1, Lab 5 Prediction 2): every
+    """Naive bf16 GEMM, N = 1024, on the A100 (Lab 5 Prediction 2): every
     multiply-add loads one A and one B element (2 x 2 B per 2 FLOP), C written once, so the
     SMs' loads through L1 are 2 N^3 b + N^2 b. L1 keeps what a 32 x 32-thread block's warps
     share (one broadcast A element per warp, one B row re-read by the block's 32 warps): L2
@@ -114,37 +114,37 @@ def test_naive_gemm_bytes_per_level_by_hand():
     vector ceiling 19.5. L1 / shared memory binds (a profiler: L1/LSU-bound), not L2 (the
     old answer, 3.6 TFLOP/s, counted every load at L2)."""
     n, b = 1024, 2
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    p = H.place(H.gemm_kernel(n, n, n, "bf16", tile=1), h)
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    p = hierarchy.place(hierarchy.gemm_kernel(n, n, n, "bf16", tile=1), h)
     loads = 2 * n**3 * b + n * n * b
     block = b * (2 * n**3 / 32 + n * n)
     compulsory = 3 * n * n * b
     assert [u.bytes for u in p.uses] == [loads, block, compulsory]
-    assert [u.holds for u in p.uses] == [H.BLOCK_REUSE, "problem", "nothing"]
+    assert [u.holds for u in p.uses] == [hierarchy.BLOCK_REUSE, "problem", "nothing"]
     assert p.use("L1 / shared memory").ai == pytest.approx(2 * n**3 / loads)  # ~0.5 FLOP/B
     assert p.use("L2").ai == pytest.approx(1024 / 65)  # 15.75 FLOP/B
     assert p.use("HBM").ai == pytest.approx(2 * n / (3 * b))  # 341 FLOP/B
-    assert p.binding == "L1 / shared memory" == H.L1_SMEM
+    assert p.binding == "L1 / shared memory" == hierarchy.L1_SMEM
     assert p.attainable_tflops == pytest.approx(2 * n**3 / loads * 108 * 128 * 1.41 / 1e3)
     assert p.attainable_tflops == pytest.approx(9.74, abs=0.01)
 
 
 @pytest.mark.parametrize("device", ["a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200-sxm"])
 def test_the_naive_gemm_binds_at_l1_on_every_gpu_the_lab_offers(device):
-    """Review F1: the answer must not depend on whether NVIDIA publishes an L2 bandwidth (the
+    """The answer must not depend on whether NVIDIA publishes an L2 bandwidth (the
     H100 has none): on every drawable GPU the naive bf16 GEMM binds at L1 / shared memory,
     at 0.5 FLOP/B x SMs x 128 B x boost clock."""
-    from labs.core import fusion as FU
+    from labs.core import fusion
 
-    oc = FU.onchip(device)
-    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), H.gpu_hierarchy(device))
+    oc = fusion.onchip(device)
+    p = hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), hierarchy.gpu_hierarchy(device))
     assert p.binding == "L1 / shared memory"
     assert p.attainable_tflops == pytest.approx(0.5 * oc.sms * 128 * oc.boost_ghz / 1e3,
                                                 rel=1e-3)
 
 
 def test_tiled_gemm_on_the_a100_by_hand():
-    """N = 8192 bf16, register tile 64, T = 128 on the A100 (issue 32.1). Shared memory holds
+    """N = 8192 bf16, register tile 64, T = 128 on the A100. Shared memory holds
     the tile (3 x 128^2 x 2 B = 96 KiB of 163 KiB per block) and passes on the tiled traffic
     2 B x (2 x 8192^2 x 64 + 8192^2) = 17.3 GB to L2. L2 is shared by the 108 SMs: a wave of
     108 tiles is rasterised as 11 x 10 tiles (ceil(sqrt 108) = 11 rows, ceil(108/11) = 10
@@ -154,10 +154,10 @@ def test_tiled_gemm_on_the_a100_by_hand():
     1.88 GB at 2039 GB/s = 1193 TFLOP/s: all above the 312 TFLOP/s bf16 peak, so compute
     binds (cuBLAS measures ~271: tests/test_reality_anchors.py)."""
     n, b, r = 8192, 2, 64
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    p = H.place(H.gemm_kernel(n, n, n, "bf16", tile=128, register_tile=r), h)
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    p = hierarchy.place(hierarchy.gemm_kernel(n, n, n, "bf16", tile=128, register_tile=r), h)
     assert p.kernel.working_set == 3 * 128**2 * b == 96 * KIB
-    assert H.wave_shape(n, n, 128, 108) == (11, 10)
+    assert hierarchy.wave_shape(n, n, 128, 108) == (11, 10)
     assert p.use("L1 / shared memory").bytes == b * (2 * n * n * (n // r) + n * n)
     assert p.use("L2").bytes == b * (2 * n * n * (n // 128) + n * n)
     assert p.use("HBM").bytes == b * n * n * (7 + 6 + 1)
@@ -167,7 +167,7 @@ def test_tiled_gemm_on_the_a100_by_hand():
                                                       * 5300 / 1e3)  # 8192 / 129 x 5.3 = 337
     assert p.binding == "compute" and p.attainable_tflops == 312
     # T = 64: L2 serves twice as much (2 x 128 + 1 per N^2 elements) and binds at ~169
-    q = H.place(H.gemm_kernel(n, n, n, "bf16", tile=64, register_tile=r), h)
+    q = hierarchy.place(hierarchy.gemm_kernel(n, n, n, "bf16", tile=64, register_tile=r), h)
     assert q.binding == "L2" and q.attainable_tflops == pytest.approx(
         2 * n**3 / (b * n * n * 257) * 5300 / 1e3)
     assert q.attainable_tflops == pytest.approx(168.9, abs=0.1)
@@ -183,10 +183,10 @@ def test_a_cluster_halves_the_shared_operands_l2_reads_by_hand():
     FLOP/B, against 8192 / 97 = 84.5 without the multicast and 8192 / 129 = 63.5 for 128 x
     128 tiles."""
     n, b = 8192, 2
-    assert H.tile_misses_bytes(n, n, n, 128, 256, 2, b) == b * n * n * (32 + 32 + 1)
-    assert H.tile_misses_bytes(n, n, n, 128, 256, 1, b) == b * n * n * (32 + 64 + 1)
-    assert H.tile_misses_bytes(n, n, n, 128, 128, 1, b) == b * n * n * (64 + 64 + 1)
-    k = H.gemm_kernel(n, n, n, "bf16", tile=128, tile_n=256, cluster=2, register_tile=64)
+    assert hierarchy.tile_misses_bytes(n, n, n, 128, 256, 2, b) == b * n * n * (32 + 32 + 1)
+    assert hierarchy.tile_misses_bytes(n, n, n, 128, 256, 1, b) == b * n * n * (32 + 64 + 1)
+    assert hierarchy.tile_misses_bytes(n, n, n, 128, 128, 1, b) == b * n * n * (64 + 64 + 1)
+    k = hierarchy.gemm_kernel(n, n, n, "bf16", tile=128, tile_n=256, cluster=2, register_tile=64)
     assert k.reuse_bytes == b * n * n * 65 and k.flops / k.reuse_bytes == pytest.approx(8192 / 65)
     # staged slabs 3 x (128 + 256) x 32 x 2 B = 72 KiB; accumulators 128 x 256 x 4 B = 128 KiB
     assert k.staged_bytes == 72 * KIB and k.accumulator_bytes == 128 * KIB
@@ -199,9 +199,9 @@ def test_a_rectangular_wave_is_square_in_elements_by_hand():
     columns = ceil(132 / 17) = 8 (a 2,176 x 2,048 block), so HBM serves
     2 B x 8192^2 x (ceil(8192 / 2048) + ceil(8192 / 2176) + 1) = 2 x 8192^2 x 9 B."""
     n = 8192
-    assert H.wave_shape(n, n, 128, 132, tile_n=256) == (17, 8)
-    assert H.wave_gemm_bytes(n, n, n, 128, 132, 2, tile_n=256) == 2 * n * n * 9
-    assert H.wave_footprint_bytes(n, n, 128, 132, 2, tile_n=256) == 2 * (17 * 128 + 8 * 256) \
+    assert hierarchy.wave_shape(n, n, 128, 132, tile_n=256) == (17, 8)
+    assert hierarchy.wave_gemm_bytes(n, n, n, 128, 132, 2, tile_n=256) == 2 * n * n * 9
+    assert hierarchy.wave_footprint_bytes(n, n, 128, 132, 2, tile_n=256) == 2 * (17 * 128 + 8 * 256) \
         * 128 * 2
 
 
@@ -209,11 +209,11 @@ def test_a_rectangular_wave_is_square_in_elements_by_hand():
     ("a100-sxm-80gb", (128, 128, 1)), ("h100-sxm", (128, 256, 2)), ("h100-pcie", (128, 256, 2)),
     ("h200-sxm", (128, 256, 2))])
 def test_the_library_gemm_is_each_architectures_schedule(device, schedule):
-    h = H.gpu_hierarchy(device, "bf16")
-    k = H.library_gemm_kernel(h, 8192, 8192, 8192)
+    h = hierarchy.gpu_hierarchy(device, "bf16")
+    k = hierarchy.library_gemm_kernel(h, 8192, 8192, 8192)
     m, n, kk, tm, b, tn, c = k.gemm
     assert (tm, tn, c) == schedule and b == 2
-    assert H.with_bandwidths(h, {"L2": 1e4}).arch == h.arch  # a measured GPU keeps its schedule
+    assert hierarchy.with_bandwidths(h, {"L2": 1e4}).arch == h.arch  # a measured GPU keeps its schedule
 
 
 @pytest.mark.parametrize("device, gbs, binding, tflops", [
@@ -223,8 +223,8 @@ def test_the_library_gemm_is_each_architectures_schedule(device, schedule):
     ("a100-sxm-80gb", 5300, "compute", 312.0),  # 128 x 128: 8192 / 129 x 5.3 = 336.6
 ])
 def test_the_library_gemm_on_each_gpu_by_hand(device, gbs, binding, tflops):
-    h = H.gpu_hierarchy(device, "bf16")
-    p = H.place(H.library_gemm_kernel(h, 8192, 8192, 8192), h)
+    h = hierarchy.gpu_hierarchy(device, "bf16")
+    p = hierarchy.place(hierarchy.library_gemm_kernel(h, 8192, 8192, 8192), h)
     assert p.determined and p.binding == binding
     assert p.attainable_tflops == pytest.approx(tflops)
 
@@ -232,10 +232,10 @@ def test_the_library_gemm_on_each_gpu_by_hand(device, gbs, binding, tflops):
 def test_a_cpu_library_gemm_keeps_its_tile_in_the_first_level():
     """The reference machine's 32 KiB L1d, fp32: 3 T^2 x 4 B fits for T = 32 (12 KiB), not 64
     (48 KiB); register tile 8."""
-    h = RM.as_hierarchy()
-    k = H.library_gemm_kernel(h, 1024, 1024, 1024)
+    h = reference_machine.as_hierarchy()
+    k = hierarchy.library_gemm_kernel(h, 1024, 1024, 1024)
     assert k.gemm[3] == k.gemm[5] == 32 and k.gemm[6] == 1
-    assert H.place(k, h).thrashes == ()
+    assert hierarchy.place(k, h).thrashes == ()
 
 
 # --- a level without a bandwidth figure: unknown, never "no limit" --------------------------
@@ -243,7 +243,7 @@ def test_a_cpu_library_gemm_keeps_its_tile_in_the_first_level():
 def _tiled(device, tile, hier=None):
     """The 8192^3 bf16 GEMM with T x T tiles on ``device`` (or ``hier``: by default the
     device without its L2 figure, for the undetermined machinery)."""
-    return H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=tile,
+    return hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=tile,
                                  register_tile=min(64, tile)),
                    hier if hier is not None else without_l2_figure(device))
 
@@ -262,8 +262,8 @@ def test_a_64_tile_without_an_l2_figure_is_undetermined_not_compute(device):
         about the SM array's whole shared-memory bandwidth (132 x 128 B x 1.98 GHz =
         33.5 TB/s); HBM's 3.35 (H100) or 4.8 TB/s (H200) is all that is known of it."""
     p = _tiled(device, 64)
-    assert p.binding == H.UNDETERMINED and p.binding != H.COMPUTE and not p.determined
-    assert p.known_binding == H.COMPUTE and p.attainable_tflops == pytest.approx(989.5)
+    assert p.binding == hierarchy.UNDETERMINED and p.binding != hierarchy.COMPUTE and not p.determined
+    assert p.known_binding == hierarchy.COMPUTE and p.attainable_tflops == pytest.approx(989.5)
     (l2,) = p.undetermined_by
     assert l2.level.name == "L2" and l2.could_bind
     assert l2.ai == pytest.approx(8192 / 257)  # 31.875 FLOP/B
@@ -279,7 +279,7 @@ def test_a_64_tile_without_an_l2_figure_is_undetermined_not_compute(device):
 def test_with_its_measured_l2_the_64_tile_gets_a_verdict(device, gbs):
     """With the measured L2 (5.3, 6.65, 9.78 TB/s) the same kernel binds at L2, 31.875 FLOP/B
     x the bandwidth: 168.9, 212.0 and 311.7 TFLOP/s; nothing is unknown."""
-    p = _tiled(device, 64, H.gpu_hierarchy(device, "bf16"))
+    p = _tiled(device, 64, hierarchy.gpu_hierarchy(device, "bf16"))
     assert p.determined and p.unknown_roofs == () and p.undetermined_by == ()
     assert p.binding == p.known_binding == p.verdict == "L2"
     assert p.attainable_tflops == pytest.approx(8192 / 257 * gbs / 1e3)
@@ -293,7 +293,7 @@ def test_a_slower_level_is_not_named_on_the_strength_of_skipping_l2():
     would need 655.36 / 31.875 TB/s = 2,000 x 257 / 25 = 20,560 GB/s for it: undetermined."""
     p = _tiled("h100-pcie", 64)
     assert p.known_binding == "HBM" and p.attainable_tflops == pytest.approx(2000 * 8192 / 25 / 1e3)
-    assert p.binding == H.UNDETERMINED
+    assert p.binding == hierarchy.UNDETERMINED
     assert p.undetermined_by[0].needs_gbs == pytest.approx(2000 * 257 / 25)  # 20,560
 
 
@@ -303,7 +303,7 @@ def test_no_registry_gpu_without_an_l2_figure_names_a_roof_for_a_tiled_gemm(devi
     """Every tile of the large tiled GEMM needs far more L2 bandwidth than the HBM rate that is
     all we know of L2 (>= 11 TB/s against <= 4.8): nothing may be named as binding."""
     p = _tiled(device, tile)
-    assert p.binding == H.UNDETERMINED and p.verdict.startswith("undetermined: L2 ")
+    assert p.binding == hierarchy.UNDETERMINED and p.verdict.startswith("undetermined: L2 ")
     assert p.undetermined_by[0].needs_gbs > 2 * p.undetermined_by[0].floor_gbs
 
 
@@ -315,8 +315,8 @@ def test_the_needed_bandwidth_is_the_threshold_at_which_l2_would_bind(device, ti
     p = _tiled(device, tile)
     need = p.undetermined_by[0].needs_gbs
     kernel = p.kernel
-    above = H.place(kernel, H.with_bandwidths(p.hierarchy, {"L2": need * 1.01}))
-    below = H.place(kernel, H.with_bandwidths(p.hierarchy, {"L2": need * 0.99}))
+    above = hierarchy.place(kernel, hierarchy.with_bandwidths(p.hierarchy, {"L2": need * 1.01}))
+    below = hierarchy.place(kernel, hierarchy.with_bandwidths(p.hierarchy, {"L2": need * 0.99}))
     assert above.binding == p.known_binding
     assert above.attainable_tflops == pytest.approx(p.attainable_tflops)
     assert below.binding == "L2" and below.attainable_tflops < p.attainable_tflops
@@ -329,11 +329,11 @@ def test_a_level_the_bytes_of_a_slower_one_cross_cannot_bind_below_their_rate():
     16.7 / 16 ~ 1.05 TB/s < 3.35: determined. A stencil streaming through L2 (L2 serves what
     HBM serves): L2 needs exactly HBM's 3.35 TB/s for HBM's roof: HBM binds."""
     h = without_l2_figure("h100-sxm")
-    naive = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    naive = hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     (l2,) = naive.unknown_roofs
     assert not l2.could_bind and l2.needs_gbs < 3350 and naive.undetermined_by == ()
     assert naive.binding == "L1 / shared memory" and "cannot bind" in l2.describe()
-    sten = H.place(H.stencil_kernel(1024, "bf16"), h)
+    sten = hierarchy.place(hierarchy.stencil_kernel(1024, "bf16"), h)
     assert sten.use("L2").bytes == sten.use("HBM").bytes
     assert sten.unknown_roofs[0].needs_gbs == pytest.approx(3350)
     assert sten.binding == "HBM"
@@ -342,9 +342,9 @@ def test_a_level_the_bytes_of_a_slower_one_cross_cannot_bind_below_their_rate():
 def test_a_level_without_a_figure_and_nothing_below_it_is_undetermined():
     """No floor (main memory itself unmeasured): a kernel that streams from it is undetermined,
     never bound by a faster level's roof."""
-    h = H.measured_hierarchy("m", {"L1": (32 * KIB, 100.0), "DRAM": (2**34, None)}, 1.0)
-    p = H.place(H.reduction_kernel(64 * MIB // 4, "fp32"), h)
-    assert p.known_binding == "L1" and p.binding == H.UNDETERMINED
+    h = hierarchy.measured_hierarchy("m", {"L1": (32 * KIB, 100.0), "DRAM": (2**34, None)}, 1.0)
+    p = hierarchy.place(hierarchy.reduction_kernel(64 * MIB // 4, "fp32"), h)
+    assert p.known_binding == "L1" and p.binding == hierarchy.UNDETERMINED
     (dram,) = p.undetermined_by
     assert dram.floor_gbs is None and dram.needs_gbs == pytest.approx(100.0)
     assert p.verdict == ("undetermined: DRAM has no published or measured bandwidth; to reach "
@@ -352,61 +352,61 @@ def test_a_level_without_a_figure_and_nothing_below_it_is_undetermined():
 
 
 def test_a_tile_too_big_for_shared_memory_fails_to_launch():
-    """Review F2: a tiled GEMM stages 3 stages x (T + T) x BK 32 x b of shared memory (C in
+    """A tiled GEMM stages 3 stages x (T + T) x BK 32 x b of shared memory (C in
     registers). T = 128: 3 x 256 x 32 x 2 B = 48 KiB; T = 512: 3 x 1024 x 32 x 2 B = 192
-    KiB > the A100's 163 KiB per block: the launch fails (issue 32.7), nothing spills."""
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    assert H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64).staged_bytes \
+    KiB > the A100's 163 KiB per block: the launch fails, nothing spills."""
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64).staged_bytes \
         == 3 * 256 * 32 * 2 == 48 * KIB
-    assert H.staged_gemm_bytes(256, 128, 8192, 2, bk=64) == 3 * 384 * 64 * 2 == 144 * KIB
-    k = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=512, register_tile=64)
-    with pytest.raises(H.LaunchError, match="192 KiB of shared memory per block.*at most 163 "
+    assert hierarchy.staged_gemm_bytes(256, 128, 8192, 2, bk=64) == 3 * 384 * 64 * 2 == 144 * KIB
+    k = hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=512, register_tile=64)
+    with pytest.raises(hierarchy.LaunchError, match="192 KiB of shared memory per block.*at most 163 "
                                             "KiB.*48 KiB without the kernel's opt-in.*fails to "
                                             "launch"):
-        H.place(k, h)
-    assert isinstance(H.LaunchError("x"), ValueError)  # the labs' ValueError paths catch it
-    assert H.launchable_tiles(8192, "bf16", [64, 128, 256, 512], h, register_tile=64) == (
+        hierarchy.place(k, h)
+    assert isinstance(hierarchy.LaunchError("x"), ValueError)  # the labs' ValueError paths catch it
+    assert hierarchy.launchable_tiles(8192, "bf16", [64, 128, 256, 512], h, register_tile=64) == (
         [64, 128], [256, 512])
 
 
 def test_a_256_tile_is_ruled_out_by_the_register_file_not_shared_memory():
-    """Review F2: 256 x 256 stages only 3 x 512 x 32 x 2 B = 96 KiB (fits 163 KiB), but its
+    """256 x 256 stages only 3 x 512 x 32 x 2 B = 96 KiB (fits 163 KiB), but its
     256^2 fp32 accumulators take 256^2 x 4 B = 256 KiB, the A100's whole register file (64K x
     4 B): no room left, it cannot launch. 128 x 128 (64 KiB of accumulators) can."""
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert h.register_file_bytes == 65536 * 4
-    k = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=256, register_tile=64)
+    k = hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=256, register_tile=64)
     assert k.staged_bytes == 96 * KIB and k.accumulator_bytes == 256 * KIB
-    with pytest.raises(H.LaunchError, match="accumulators take 256 KiB of registers.*256 KiB "
+    with pytest.raises(hierarchy.LaunchError, match="accumulators take 256 KiB of registers.*256 KiB "
                                             "of registers in all"):
-        H.place(k, h)
-    assert H.launch_problem(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128,
+        hierarchy.place(k, h)
+    assert hierarchy.launch_problem(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=128,
                                           register_tile=64), h) is None
 
 
 def test_the_launch_error_says_what_spills_and_what_thrashes():
-    """Review F3: caches do not spill; they thrash. Registers spill."""
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    msg = H.launch_problem(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=1024,
+    """Caches do not spill; they thrash. Registers spill."""
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    msg = hierarchy.launch_problem(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=1024,
                                          register_tile=64), h)
     assert "does not spill (registers do) or thrash (caches do)" in msg
-    assert "spill like a cache" not in (H.LaunchError.__doc__ or "")
+    assert "spill like a cache" not in (hierarchy.LaunchError.__doc__ or "")
 
 
 def test_a_measured_shared_memory_plateau_lands_on_the_l1_level():
     """The driver's cache sizes call the level "shared memory": a measured plateau of that
     name replaces the bandwidth of L1 / shared memory."""
-    h = H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"shared memory": 15000.0,
+    h = hierarchy.with_bandwidths(hierarchy.gpu_hierarchy("a100-sxm-80gb"), {"shared memory": 15000.0,
                                                              "L2": 5000.0})
     assert h.level("L1 / shared memory").bandwidth_gbs == 15000.0
     assert h.level("L2").bandwidth_gbs == 5000.0 and h.register_file_bytes == 256 * KIB
     with pytest.raises(KeyError, match="L3"):
-        H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"L3": 1.0})
+        hierarchy.with_bandwidths(hierarchy.gpu_hierarchy("a100-sxm-80gb"), {"L3": 1.0})
     # flash-attention tiles are staged in shared memory too: (Bq d + 2 Bkv d) b
-    with pytest.raises(H.LaunchError):
-        H.place(H.flash_kernel(1, 8, 4096, 128, 512, 512, "bf16"), h)  # 384 KiB
+    with pytest.raises(hierarchy.LaunchError):
+        hierarchy.place(hierarchy.flash_kernel(1, 8, 4096, 128, 512, 512, "bf16"), h)  # 384 KiB
     # a cache is not a scratchpad: on a CPU the same tile makes L1 thrash, and runs
-    p = H.place(H.gemm_kernel(8192, 8192, 8192, "fp32", tile=64, register_tile=8), toy())
+    p = hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "fp32", tile=64, register_tile=8), toy())
     assert p.thrashes == ("L1",) and p.home == "L2"
 
 
@@ -414,15 +414,15 @@ def test_without_room_for_the_waves_slabs_l2_keeps_only_one_tiles_share():
     """The wave's footprint, WAVE_SLABS x (rows + cols) x T^2 x b, must fit L2: on a made-up
     GPU with a 1 MiB L2 and 108 SMs, T = 128 bf16 needs 2 x 21 x 128^2 x 2 B = 1.31 MiB, so
     L2 falls back to one tile's share (1 MiB / 108 = 9.5 KiB: the 96 KiB tile does not fit)."""
-    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    assert H.wave_footprint_bytes(8192, 8192, 128, 108, 2) == 2 * 21 * 128**2 * 2
+    a100 = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert hierarchy.wave_footprint_bytes(8192, 8192, 128, 108, 2) == 2 * 21 * 128**2 * 2
     from dataclasses import replace
     small = replace(a100.level("L2"), capacity_bytes=1 * MIB, tile_capacity_bytes=MIB / 108)
-    h = H.hierarchy("small", "small-L2 GPU", "gpu", (a100.levels[0], small, a100.levels[2]),
+    h = hierarchy.hierarchy("small", "small-L2 GPU", "gpu", (a100.levels[0], small, a100.levels[2]),
                     312, "bf16", "test", vector_tflops=19.5)
-    p = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
+    p = hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
     assert p.use("L2").holds == "nothing"
-    assert p.use("HBM").bytes == R.tiled_gemm_bytes(8192, 8192, 8192, 128, 2)
+    assert p.use("HBM").bytes == roofline.tiled_gemm_bytes(8192, 8192, 8192, 128, 2)
 
 
 @pytest.mark.parametrize("m, n, t, ctas, shape", [
@@ -432,57 +432,57 @@ def test_without_room_for_the_waves_slabs_l2_keeps_only_one_tiles_share():
     (128, 8192, 128, 108, (1, 64)),  # one tile row: the wave runs along it
 ])
 def test_wave_shape_by_hand(m, n, t, ctas, shape):
-    assert H.wave_shape(m, n, t, ctas) == shape
+    assert hierarchy.wave_shape(m, n, t, ctas) == shape
 
 
 def test_one_wave_covering_the_matrix_reads_a_and_b_once():
     # 512^3 bf16, T = 128: 16 tiles, one wave: the compulsory 3 x 512^2 x 2 B
-    assert H.wave_gemm_bytes(512, 512, 512, 128, 108, 2) == 3 * 512**2 * 2
+    assert hierarchy.wave_gemm_bytes(512, 512, 512, 128, 108, 2) == 3 * 512**2 * 2
 
 
 def test_tile_traffic_ratio_is_the_edge_ratio_by_hand():
     """Prediction 3's reference: (2 ceil(8192/64) + 1) / (2 ceil(8192/128) + 1) = 257/129."""
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    assert H.tile_traffic_ratio(8192, "bf16", 64, 128, h, register_tile=64) == pytest.approx(
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    assert hierarchy.tile_traffic_ratio(8192, "bf16", 64, 128, h, register_tile=64) == pytest.approx(
         257 / 129)
 
 
 def test_scalar_kernels_run_under_the_vector_ceiling():
-    """Issue 32.12: the naive GEMM, the stencil, the reduction cannot use tensor cores."""
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    """The naive GEMM, the stencil, the reduction cannot use tensor cores."""
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert h.vector_tflops == 19.5 and h.peak_tflops == 312  # A100 datasheet
-    naive = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
-    assert naive.kernel.compute == H.VECTOR and naive.ceiling_tflops == 19.5
-    assert naive.ceiling_name == "vector (CUDA-core, fp32 FMA) ceiling"  # review F5
+    naive = hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    assert naive.kernel.compute == hierarchy.VECTOR and naive.ceiling_tflops == 19.5
+    assert naive.ceiling_name == "vector (CUDA-core, fp32 FMA) ceiling"
     assert "no tiles" in naive.kernel.what and "tile 1" not in naive.kernel.what
-    tiled = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
+    tiled = hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
     assert tiled.ceiling_tflops == 312 and tiled.ceiling_name == "bf16 tensor-core peak"
     # a stencil whose traffic the caches absorb is held by the vector ceiling, not 312
-    st_ = H.place(H.stencil_kernel(64, "bf16"), h)
+    st_ = hierarchy.place(hierarchy.stencil_kernel(64, "bf16"), h)
     assert st_.attainable_tflops <= 19.5
     # a CPU hierarchy's measured peak is already a vector rate
-    assert toy().vector_tflops is None and H.place(H.stencil_kernel(64, "fp32"),
+    assert toy().vector_tflops is None and hierarchy.place(hierarchy.stencil_kernel(64, "fp32"),
                                                    toy()).ceiling_tflops == 1.0
 
 
 def test_mi300x_l2_is_four_mb_per_xcd_not_the_infinity_cache():
     """AMD CDNA 3 whitepaper: 4 MB L2 per XCD, 8 XCDs; the 256 MB Infinity Cache is a
-    separate last level (issue 32.14)."""
-    from labs.core import hardware as HW
-    d = HW.get("mi300x")
+    separate last level."""
+    from labs.core import hardware
+    d = hardware.get("mi300x")
     assert d.l2_bytes == 8 * 4 * MIB
     assert "Infinity Cache" in d.note("l2_bytes") and "4 MB" in d.source("l2_bytes")
 
 
 def test_a_measured_gpu_roofline_never_uses_a_tensor_peak_as_its_vector_ceiling():
-    """Issue 32.12: a measured roofline with only a bf16 (tensor-core) peak takes the
+    """A measured roofline with only a bf16 (tensor-core) peak takes the
     registry's CUDA-core rate for VECTOR (H100 SXM: 67 TFLOP/s fp32), never the bf16 peak."""
-    from labs.core import measure as M
-    from labs.core import roofline as RF
+    from labs.core import measure
+    from labs.core import roofline as _roofline
     from labs.core.measure.sweeps import EmpiricalRoofline
 
     def roof(key, peaks, kind="cuda"):
-        info = M.DeviceInfo(kind, "GPU X", "m", "cuda:0" if kind == "cuda" else "cpu", key,
+        info = measure.DeviceInfo(kind, "GPU X", "m", "cuda:0" if kind == "cuda" else "cpu", key,
                             80.0)
         return EmpiricalRoofline(info, None, peaks, {}, {}, "2026-01-01")
 
@@ -490,14 +490,14 @@ def test_a_measured_gpu_roofline_never_uses_a_tensor_peak_as_its_vector_ceiling(
         gbs = 3000.0
     import dataclasses
     emp = dataclasses.replace(roof("h100-sxm", {"bf16": 700.0}), bandwidth=_BW())
-    assert RF.peak_tflops(emp.as_device(), RF.VECTOR) == 67
+    assert _roofline.peak_tflops(emp.as_device(), _roofline.VECTOR) == 67
     emp = dataclasses.replace(roof("h100-sxm", {"bf16": 700.0, "fp32": 50.0}), bandwidth=_BW())
-    assert RF.peak_tflops(emp.as_device(), RF.VECTOR) == 50  # measured fp32 wins
+    assert _roofline.peak_tflops(emp.as_device(), _roofline.VECTOR) == 50  # measured fp32 wins
     emp = dataclasses.replace(roof(None, {"bf16": 700.0}), bandwidth=_BW())
     with pytest.raises(ValueError, match="no vector .*Measure fp32 too"):
         emp.as_device()
     emp = dataclasses.replace(roof(None, {"bf16": 0.3, "fp32": 0.2}, "cpu"), bandwidth=_BW())
-    assert RF.peak_tflops(emp.as_device(), RF.VECTOR) == 0.2
+    assert _roofline.peak_tflops(emp.as_device(), _roofline.VECTOR) == 0.2
 
 
 def test_stencil_bytes_per_level_by_hand():
@@ -505,7 +505,7 @@ def test_stencil_bytes_per_level_by_hand():
     (24 B); L1 (32 KiB) cannot hold 4 rows (64 KiB): 3 row re-reads + 1 write (16 B); L2 (512
     KiB) holds them: 1 read + 1 write (8 B)."""
     n, b = 4096, 4
-    p = H.place(H.stencil_kernel(n, "fp32"), toy())
+    p = hierarchy.place(hierarchy.stencil_kernel(n, "fp32"), toy())
     assert [u.bytes / n**2 for u in p.uses] == [6 * b, 4 * b, 2 * b]
     assert p.use("DRAM").ai == pytest.approx(5 / (2 * b))
 
@@ -513,27 +513,27 @@ def test_stencil_bytes_per_level_by_hand():
 def test_reduction_served_by_the_level_that_holds_it():
     """A re-read sum: the first level holding the array serves every pass; below it, nothing."""
     h = toy()
-    small = H.place(H.reduction_kernel(16 * KIB // 4, "fp32"), h)  # 16 KiB: in L1
+    small = hierarchy.place(hierarchy.reduction_kernel(16 * KIB // 4, "fp32"), h)  # 16 KiB: in L1
     assert [u.bytes for u in small.uses] == [16 * KIB, 0, 0]
     assert small.use("L2").ai is None and small.binding in ("L1", "compute")
-    big = H.place(H.reduction_kernel(64 * MIB // 4, "fp32"), h)  # past every cache
+    big = hierarchy.place(hierarchy.reduction_kernel(64 * MIB // 4, "fp32"), h)  # past every cache
     assert [u.bytes for u in big.uses] == [64 * MIB] * 3
     assert big.binding == "DRAM" and big.use("DRAM").ai == pytest.approx(0.25)
 
 
 def test_flash_tile_levels_are_lab4s_formulas_and_l2_shares_each_heads_k_and_v():
-    h = H.gpu_hierarchy("h100-sxm", "bf16")
-    k = H.flash_kernel(1, 32, 4096, 128, 128, 128, "bf16")
-    p = H.place(k, h)
-    assert p.uses[0].bytes == FU.flash_onchip_bytes(1, 32, 4096, 4096, 128, 128, 128, "bf16")
+    h = hierarchy.gpu_hierarchy("h100-sxm", "bf16")
+    k = hierarchy.flash_kernel(1, 32, 4096, 128, 128, 128, "bf16")
+    p = hierarchy.place(k, h)
+    assert p.uses[0].bytes == fusion.flash_onchip_bytes(1, 32, 4096, 4096, 128, 128, 128, "bf16")
     # the K and V re-read by every query tile are L2's traffic; HBM sees them once (L2 keeps
     # the K and V of the heads in flight), as Lab 4 counts them
-    assert p.use("L2").bytes == FU.flash_attention_l2_bytes(1, 32, 4096, 4096, 128, 128, "bf16")
-    assert p.use("HBM").bytes == FU.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128,
+    assert p.use("L2").bytes == fusion.flash_attention_l2_bytes(1, 32, 4096, 4096, 128, 128, "bf16")
+    assert p.use("HBM").bytes == fusion.flash_attention_hbm_bytes(1, 32, 4096, 4096, 128, 128,
                                                               "h100-sxm", "bf16")
     assert p.binding == "L2" and p.attainable_tflops == pytest.approx(
-        FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm", "bf16").attainable_tflops)
-    assert k.working_set == FU.flash_tile(128, 128, 128, "h100-sxm", "bf16").smem_bytes
+        fusion.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm", "bf16").attainable_tflops)
+    assert k.working_set == fusion.flash_tile(128, 128, 128, "h100-sxm", "bf16").smem_bytes
     # L2 binds: 4 S^2 d H FLOPs over (2 + 2 x 32) S d H b bytes, x 6.65 TB/s = 825 TFLOP/s
     ai = 4 * 4096 / ((2 + 2 * 32) * 2)
     assert p.binding == "L2" and p.attainable_tflops == pytest.approx(ai * 6650 / 1e3)
@@ -545,7 +545,7 @@ def test_flash_tile_levels_are_lab4s_formulas_and_l2_shares_each_heads_k_and_v()
 @given(n=st.integers(64, 4096), t=st.sampled_from([2, 4, 8, 16, 32]),
        r=st.sampled_from([1, 2, 4]), b=st.sampled_from(["fp32", "bf16"]))
 def test_traffic_never_grows_down_the_hierarchy(n, t, r, b):
-    p = H.place(H.gemm_kernel(n, n, n, b, tile=min(t, n), register_tile=min(r, t, n)), toy())
+    p = hierarchy.place(hierarchy.gemm_kernel(n, n, n, b, tile=min(t, n), register_tile=min(r, t, n)), toy())
     served = [u.bytes for u in p.uses]
     assert all(a >= c for a, c in zip(served, served[1:]))
     assert p.attainable_tflops <= p.hierarchy.peak_tflops
@@ -560,8 +560,8 @@ def test_main_memory_traffic_halves_when_a_fitting_tile_doubles(k, n):
     as long as both tiles fit their level (one core: no wave shares the level)."""
     t = 2**k
     # a cache that holds any of these tiles (<= 3 MiB) but never the whole problem (>= 768 MiB)
-    h = H.measured_hierarchy("big cache", {"L1": (64 * MIB, 1.0), "DRAM": (1 << 40, 1.0)}, 1.0)
-    a, c = H.tile_sweep(n, "fp32", [t, 2 * t], h, register_tile=1)
+    h = hierarchy.measured_hierarchy("big cache", {"L1": (64 * MIB, 1.0), "DRAM": (1 << 40, 1.0)}, 1.0)
+    a, c = hierarchy.tile_sweep(n, "fp32", [t, 2 * t], h, register_tile=1)
     assert a.uses[-1].bytes / c.uses[-1].bytes == pytest.approx(2, rel=0.02)
 
 
@@ -569,8 +569,8 @@ def test_main_memory_traffic_halves_when_a_fitting_tile_doubles(k, n):
 @given(cap=st.floats(16, 1e9), prec=st.sampled_from(["fp32", "bf16", "fp8"]))
 def test_largest_fitting_tile_is_the_largest_power_of_two_that_fits(cap, prec):
     b = {"fp32": 4, "bf16": 2, "fp8": 1}[prec]
-    lv = H.Level("x", cap, cap, 1.0, "test")
-    t = H.largest_fitting_tile(lv, prec)
+    lv = hierarchy.Level("x", cap, cap, 1.0, "test")
+    t = hierarchy.largest_fitting_tile(lv, prec)
     if t == 0:
         assert 3 * b > cap
     else:
@@ -578,21 +578,21 @@ def test_largest_fitting_tile_is_the_largest_power_of_two_that_fits(cap, prec):
 
 
 def test_a100_shared_memory_fits_128_not_256():
-    assert H.largest_fitting_tile(H.gpu_hierarchy("a100-sxm-80gb").level("L1 / shared memory"),
+    assert hierarchy.largest_fitting_tile(hierarchy.gpu_hierarchy("a100-sxm-80gb").level("L1 / shared memory"),
                                   "bf16") == 128
 
 
 # --- bad input ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: H.gemm_kernel(0, 8, 8, "fp32", tile=1), "m"),
-    (lambda: H.gemm_kernel(8, -8, 8, "fp32", tile=1), "n"),
-    (lambda: H.gemm_kernel(64, 64, 64, "fp32", tile=128), "tile=128 is larger than the matrix"),
-    (lambda: H.gemm_kernel(64, 64, 64, "fp32", tile=8, register_tile=16), "register_tile"),
-    (lambda: H.gemm_kernel(64, 64, 64, "fp32", tile=0), "tile"),
-    (lambda: H.stencil_kernel(2, "fp32"), "n must be >= 3"),
-    (lambda: H.reduction_kernel(-1, "fp32"), "n_elements"),
-    (lambda: H.flash_kernel(1, 8, 64, 64, 128, 64), "block_q=128"),
+    (lambda: hierarchy.gemm_kernel(0, 8, 8, "fp32", tile=1), "m"),
+    (lambda: hierarchy.gemm_kernel(8, -8, 8, "fp32", tile=1), "n"),
+    (lambda: hierarchy.gemm_kernel(64, 64, 64, "fp32", tile=128), "tile=128 is larger than the matrix"),
+    (lambda: hierarchy.gemm_kernel(64, 64, 64, "fp32", tile=8, register_tile=16), "register_tile"),
+    (lambda: hierarchy.gemm_kernel(64, 64, 64, "fp32", tile=0), "tile"),
+    (lambda: hierarchy.stencil_kernel(2, "fp32"), "n must be >= 3"),
+    (lambda: hierarchy.reduction_kernel(-1, "fp32"), "n_elements"),
+    (lambda: hierarchy.flash_kernel(1, 8, 64, 64, 128, 64), "block_q=128"),
 ])
 def test_bad_kernel_arguments_raise_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
@@ -601,9 +601,9 @@ def test_bad_kernel_arguments_raise_naming_the_argument(call, name):
 
 def test_place_refuses_other_objects():
     with pytest.raises(ValueError, match=r"\bkernel\b.*KernelModel"):
-        H.place("gemm", toy())
+        hierarchy.place("gemm", toy())
     with pytest.raises(ValueError, match=r"\bhier\b.*Hierarchy"):
-        H.place(H.gemm_kernel(64, 64, 64, "bf16", tile=16), "h100-sxm")
+        hierarchy.place(hierarchy.gemm_kernel(64, 64, 64, "bf16", tile=16), "h100-sxm")
 
 
 # --- measured hierarchies -------------------------------------------------------------------
@@ -612,24 +612,24 @@ def test_from_plateaus_takes_each_levels_bandwidth_or_none():
     from labs.core.physics.staircase import Plateau
 
     ps = [Plateau(16e3, 32e3, 120.0, 0.1, 3, "L1d"), Plateau(1e8, 2e8, 9.0, 0.1, 4, "DRAM")]
-    h = H.from_plateaus("m", {"L2": 512 * KIB, "L1d": 32 * KIB}, ps, 16e9, 0.05)
+    h = hierarchy.from_plateaus("m", {"L2": 512 * KIB, "L1d": 32 * KIB}, ps, 16e9, 0.05)
     assert h.names == ("L1d", "L2", "DRAM")  # ordered by capacity
     assert [lv.bandwidth_gbs for lv in h.levels] == [120.0, None, 9.0]
     with pytest.raises(ValueError, match="memory_bytes"):
-        H.from_plateaus("m", {"L1d": 32 * KIB}, ps, 0, 0.05)
+        hierarchy.from_plateaus("m", {"L1d": 32 * KIB}, ps, 0, 0.05)
 
 
 def test_with_bandwidths_replaces_only_the_measured_levels():
-    h = H.with_bandwidths(H.gpu_hierarchy("h100-sxm"), {"L2": 9000.0, "HBM": 3000.0})
+    h = hierarchy.with_bandwidths(hierarchy.gpu_hierarchy("h100-sxm"), {"L2": 9000.0, "HBM": 3000.0})
     assert [lv.bandwidth_gbs for lv in h.levels][1:] == [9000.0, 3000.0]
-    assert h.level("L1 / shared memory").bandwidth_gbs == FU.onchip("h100-sxm").smem_bandwidth_gbs
+    assert h.level("L1 / shared memory").bandwidth_gbs == fusion.onchip("h100-sxm").smem_bandwidth_gbs
 
 
 def test_reference_machine_is_a_measured_cpu_hierarchy():
-    h = RM.as_hierarchy()
+    h = reference_machine.as_hierarchy()
     assert h.kind == "cpu" and h.precision == "fp32" and h.names[-1] == "DRAM"
-    assert h.peak_tflops == pytest.approx(RM.GEMM_FP32_GFLOPS / 1e3)
-    assert RM.DATE in h.source and "load average" in h.source
+    assert h.peak_tflops == pytest.approx(reference_machine.GEMM_FP32_GFLOPS / 1e3)
+    assert reference_machine.DATE in h.source and "load average" in h.source
     bw = [lv.bandwidth_gbs for lv in h.levels if lv.bandwidth_gbs]
     assert len(bw) >= 2 and bw[0] > bw[-1]  # caches faster than DRAM
     assert all(math.isfinite(x) and x > 0 for x in bw)
@@ -638,4 +638,4 @@ def test_reference_machine_is_a_measured_cpu_hierarchy():
 def test_level_roof_is_min_of_peak_and_ai_times_bandwidth():
     lv = toy().level("DRAM")  # 10 GB/s
     ai = np.array([0.1, 1.0, 1000.0])
-    assert H.level_roof_tflops(ai, lv, 1.0).tolist() == pytest.approx([1e-3, 1e-2, 1.0])
+    assert hierarchy.level_roof_tflops(ai, lv, 1.0).tolist() == pytest.approx([1e-3, 1e-2, 1.0])

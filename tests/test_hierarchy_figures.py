@@ -13,9 +13,9 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import figures
-from labs.core import hierarchy as H
-from labs.core import reference_machine as RM
-from labs.core.ui.hierarchy_figures import _nice_log_ticks
+from labs.core import hierarchy
+from labs.core import reference_machine
+from labs.core.ui.hierarchy_figures import nice_log_ticks
 
 KIB, MIB = 2**10, 2**20
 
@@ -26,9 +26,9 @@ def _validated(fig: go.Figure) -> go.Figure:
 
 
 def test_working_set_figure_draws_series_cache_lines_and_plateaus():
-    sweep = RM.SWEEP
+    sweep = reference_machine.SWEEP
     caches = [("L1d", 32 * KIB), ("L2", 512 * KIB), ("L3", 32 * MIB)]
-    plateaus = RM.plateaus()
+    plateaus = reference_machine.plateaus()
     fig = _validated(figures.working_set_figure(
         [("this machine", [p[0] for p in sweep], [p[1] for p in sweep], "measured")],
         caches=caches, plateaus=plateaus, title="t"))
@@ -61,7 +61,7 @@ def without_l2_figure(device):
     figure: listed, never drawn)."""
     import dataclasses
 
-    h = H.gpu_hierarchy(device, "bf16")
+    h = hierarchy.gpu_hierarchy(device, "bf16")
     return dataclasses.replace(h, levels=tuple(
         dataclasses.replace(lv, bandwidth_gbs=None, measured=False, estimate=False)
         if lv.name == "L2" else lv for lv in h.levels))
@@ -69,17 +69,17 @@ def without_l2_figure(device):
 
 def test_hierarchical_roofline_has_one_roof_per_level_with_a_bandwidth():
     h = without_l2_figure("h100-sxm")
-    p = H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
+    p = hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), h)
     fig = _validated(figures.per_level_roofline_figure(h, [p], title="t"))
     names = [t.name or "" for t in fig.data]
     assert any(n.startswith("bf16 tensor-core peak: 990 TFLOP/s") for n in names)  # 989.5
-    # the scalar kernels' ceiling, the H100's 67 TFLOP/s CUDA-core rate (issue 32.12)
+    # the scalar kernels' ceiling, the H100's 67 TFLOP/s CUDA-core rate
     assert any(n.startswith("vector (CUDA-core) ceiling: 67") for n in names)
     drawn = [lv for lv in h.levels if lv.bandwidth_gbs is not None]
     for lv in drawn:
         (roof,) = [t for t in fig.data if (t.name or "").startswith(f"{lv.name} · ")]
         x = np.array(roof.x, float)
-        np.testing.assert_allclose(roof.y, H.level_roof_tflops(x, lv, h.peak_tflops))
+        np.testing.assert_allclose(roof.y, hierarchy.level_roof_tflops(x, lv, h.peak_tflops))
     assert any("L2: no bandwidth figure (not drawn)" in n for n in names)
     points = [t for t in fig.data if t.mode == "markers+text"]
     assert sorted(t.x[0] for t in points) == sorted(u.ai for u in p.uses)
@@ -95,10 +95,10 @@ def test_hierarchical_roofline_has_one_roof_per_level_with_a_bandwidth():
 
 
 def test_roof_names_say_how_the_bandwidth_is_known():
-    """Issue 34.10: a measured bandwidth is "(measured)", not "(estimate)"; a derived one
+    """A measured bandwidth is "(measured)", not "(estimate)"; a derived one
     (shared memory, from bytes per clock) "(derived)"; a vendor figure plain. The registry's
     L2 figures are published measurements: "(measured)" too."""
-    h = H.with_bandwidths(H.gpu_hierarchy("a100-sxm-80gb"), {"HBM": 1800.0})
+    h = hierarchy.with_bandwidths(hierarchy.gpu_hierarchy("a100-sxm-80gb"), {"HBM": 1800.0})
     names = [t.name or "" for t in figures.per_level_roofline_figure(h).data]
     assert "HBM · 1,800 GB/s (measured)" in names or any(
         n.startswith("HBM · ") and n.endswith("(measured)") for n in names)
@@ -106,17 +106,17 @@ def test_roof_names_say_how_the_bandwidth_is_known():
     assert "L2 · 5,300 GB/s (measured)" in names
     assert not any("estimate" in n for n in names)
     a100 = [t.name or "" for t in figures.per_level_roofline_figure(
-        H.gpu_hierarchy("a100-sxm-80gb")).data]
+        hierarchy.gpu_hierarchy("a100-sxm-80gb")).data]
     assert any(n.startswith("HBM · ") and "(" not in n for n in a100)
 
 
 def test_roof_names_sit_above_their_knees_clear_of_every_line_and_each_other():
-    """Issue 34.10: a roof's name sits just above the compute roof, centred where its slanted
+    """A roof's name sits just above the compute roof, centred where its slanted
     line meets it (AI = peak / bandwidth): every slanted line lies below the compute roof, so
     no line runs through a name; two names that would touch take different rows; the points'
     labels sharing an AI are merged ("binds: L2 = L1 / shared memory"), never printed twice."""
-    for h in (H.gpu_hierarchy("a100-sxm-80gb"), RM.as_hierarchy()):
-        p = H.place(H.gemm_kernel(1024, 1024, 1024, h.precision, tile=1), h)
+    for h in (hierarchy.gpu_hierarchy("a100-sxm-80gb"), reference_machine.as_hierarchy()):
+        p = hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, h.precision, tile=1), h)
         fig = figures.per_level_roofline_figure(h, [p])
         notes = [a for a in fig.layout.annotations if a.text and a.text.startswith("<b>")]
         drawn = [lv for lv in h.levels if lv.bandwidth_gbs]
@@ -134,18 +134,18 @@ def test_roof_names_sit_above_their_knees_clear_of_every_line_and_each_other():
                 if a.yshift == c.yshift:
                     need = (len(a.text) + len(c.text) - 14) * 6.3 / 2
                     assert abs(a.x - c.x) * px >= need, (a.text, c.text)
-    h = H.gpu_hierarchy("a100-sxm-80gb")
-    p = H.place(H.reduction_kernel(2**20, "bf16"), h)  # L1 and L2 serve the same bytes
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb")
+    p = hierarchy.place(hierarchy.reduction_kernel(2**20, "bf16"), h)  # L1 and L2 serve the same bytes
     texts = [t.text[0] for t in figures.per_level_roofline_figure(h, [p]).data
              if t.mode == "markers+text"]
     assert "<b>binds: L2 = L1 / shared memory</b>" in texts and texts.count("") == 1
 
 
 def test_tile_traffic_figure_shades_tiles_that_fail_to_launch_and_keeps_levels_visible():
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    ok, failed = H.launchable_tiles(8192, "bf16", [64, 128, 256, 512], h, register_tile=64)
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    ok, failed = hierarchy.launchable_tiles(8192, "bf16", [64, 128, 256, 512], h, register_tile=64)
     assert (ok, failed) == ([64, 128], [256, 512])
-    curve = list(zip(ok, H.tile_sweep(8192, "bf16", ok, h, register_tile=64)))
+    curve = list(zip(ok, hierarchy.tile_sweep(8192, "bf16", ok, h, register_tile=64)))
     fig = _validated(figures.tile_traffic_figure(h, curve, current=512, failed=failed,
                                                  title="t"))
     lines = {t.name: t for t in fig.data}
@@ -156,7 +156,7 @@ def test_tile_traffic_figure_shades_tiles_that_fail_to_launch_and_keeps_levels_v
     # a level drawn over a lower one is thinner, so overlapping lines both show
     widths = [lines[f"bytes {lv.name} serves"].line.width for lv in h.levels]
     assert widths == sorted(widths) and len(set(widths)) == len(widths)
-    # L2 (the wave) and HBM no longer coincide: HBM serves far less than L2 (issue 34.10)
+    # L2 (the wave) and HBM no longer coincide: HBM serves far less than L2
     assert all(h_ < l2 / 4 for h_, l2 in zip(lines["bytes HBM serves"].y,
                                            lines["bytes L2 serves"].y))
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
@@ -172,9 +172,9 @@ def test_tile_traffic_figure_shades_tiles_that_fail_to_launch_and_keeps_levels_v
 
 
 def test_tile_traffic_figure_shades_a_thrashing_cache():
-    h = RM.as_hierarchy()  # L1d 32 KiB: T = 64 fp32 (48 KiB) thrashes it
+    h = reference_machine.as_hierarchy()  # L1d 32 KiB: T = 64 fp32 (48 KiB) thrashes it
     tiles = [8, 16, 32, 64, 128]
-    curve = list(zip(tiles, H.tile_sweep(4096, "fp32", tiles, h, register_tile=8)))
+    curve = list(zip(tiles, hierarchy.tile_sweep(4096, "fp32", tiles, h, register_tile=8)))
     text = " ".join(a.text for a in figures.tile_traffic_figure(h, curve, title="t")
                     .layout.annotations)
     assert "the cache thrashes" in text and "fails to launch" not in text
@@ -182,7 +182,7 @@ def test_tile_traffic_figure_shades_a_thrashing_cache():
 
 @pytest.mark.parametrize("lo,hi", [(10.8, 55), (0.001, 1000), (30, 55), (2.0, 9.0), (1e9, 3e12)])
 def test_log_ticks_are_few_inside_the_range_and_evenly_readable(lo, hi):
-    ticks = _nice_log_ticks(lo, hi)
+    ticks = nice_log_ticks(lo, hi)
     assert ticks == sorted(ticks) and all(lo <= t <= hi for t in ticks)
     assert 2 <= len(ticks) <= max(8, math.ceil(math.log10(hi / lo)) + 1)
 
@@ -214,9 +214,9 @@ def test_an_undetermined_verdict_is_drawn_as_such_not_as_a_binding_roof():
     A100's same kernel still says "binds: L2"."""
     from labs.core.ui.tokens import COLORS
 
-    kernel = H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64, register_tile=64)
+    kernel = hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=64, register_tile=64)
     h = without_l2_figure("h100-sxm")
-    p = H.place(kernel, h)
+    p = hierarchy.place(kernel, h)
     fig = _validated(figures.per_level_roofline_figure(h, [p]))
     points = {t.name.split(" · AI at ")[1]: t for t in fig.data if t.mode == "markers+text"}
     texts = [t.text[0] for t in points.values()]
@@ -231,7 +231,7 @@ def test_an_undetermined_verdict_is_drawn_as_such_not_as_a_binding_roof():
     assert not any((t.name or "").startswith("L2 · ") for t in fig.data)  # no L2 roof
     (guide,) = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
     assert (guide.line.color, guide.line.dash) == (COLORS["warn"], "dash")
-    a100 = H.place(kernel, H.gpu_hierarchy("a100-sxm-80gb", "bf16"))
+    a100 = hierarchy.place(kernel, hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16"))
     texts = [t.text[0] for t in figures.per_level_roofline_figure(a100.hierarchy, [a100]).data
              if t.mode == "markers+text"]
     assert "<b>binds: L2 = L1 / shared memory</b>" in texts
@@ -239,7 +239,7 @@ def test_an_undetermined_verdict_is_drawn_as_such_not_as_a_binding_roof():
     # the tile figure: "undetermined" above every tile on the H100, the verdict on hover
     tiles = [32, 64, 128]
     for hier, want in ((h, ["undetermined"] * 3), (a100.hierarchy, ["L2", "L2", "compute"])):
-        curve = list(zip(tiles, H.tile_sweep(8192, "bf16", tiles, hier, register_tile=64)))
+        curve = list(zip(tiles, hierarchy.tile_sweep(8192, "bf16", tiles, hier, register_tile=64)))
         notes = [a for a in figures.tile_traffic_figure(hier, curve, title="t").layout.annotations
                  if a.textangle == -30]
         assert [a.text for a in notes] == want

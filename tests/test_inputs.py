@@ -1,4 +1,4 @@
-"""Numbers a student types (issue 18.4): whole-number quantities take whole numbers only, and an
+"""Numbers a student types: whole-number quantities take whole numbers only, and an
 entry out of range is refused with a message while the last good value stays in use.
 
 The rule is ``labs.core.ui.numbers.check_number``; ``NumberBox`` (the labs' text box for a
@@ -62,7 +62,7 @@ def test_whole_numbers_come_back_as_int_and_shorthand_is_read():
     assert quiz.parse_number is parse_number  # one reading rule for the forms too
 
 
-# --- issue 34.4: a decimal comma is read as one, never dropped --------------------------------
+# --- a decimal comma is read as one, never dropped --------------------------------
 
 
 @pytest.mark.parametrize("typed, lo, hi, integer, stored, ambiguous", [
@@ -194,7 +194,7 @@ def test_long_entries_are_answered_at_once(typed):
     assert time.perf_counter() - start < 0.5  # no regex blow-up (the review measured < 30 ms)
 
 
-# --- issue 34.5: the units of the question ----------------------------------------------------
+# --- the units of the question ----------------------------------------------------
 
 
 @pytest.mark.parametrize("typed, units, lo, hi, integer, stored", [
@@ -266,7 +266,7 @@ def test_a_percent_box_says_its_scale_instead_of_taking_a_fraction(typed):
         if typed != "1" else "type 100" in message
 
 
-# --- issue 34.4 / 34.6: the value is shown before a lock that could surprise ------------------
+# --- the value is shown before a lock that could surprise ------------------
 
 
 def _handler(env, **kwargs):
@@ -340,7 +340,7 @@ def test_a_box_cannot_start_outside_its_own_rule():
 
 
 def test_integer_prediction_forms_refuse_fractions(env):
-    from labs.core.course.quiz.lock import _LockHandler
+    from labs.core.course.quiz.lock import LockHandler
     from labs.core.course.quiz.session import LabSession
 
     lab = LabSession("lab99", __file__)
@@ -348,7 +348,7 @@ def test_integer_prediction_forms_refuse_fractions(env):
     form = quiz.numeric_form(lab, "lab99.batch", question="q", units="sequences", lo=1,
                              hi=1000, integer=True, locked=None, on_lock=locked.append)
     handler = form.roofline_item["handler"]
-    assert isinstance(handler, _LockHandler)
+    assert isinstance(handler, LockHandler)
     raw = {"answer": "12.5", "confidence": "3", "reason": "r"}
     assert "not a whole number of sequences" in handler.validate(raw)
     quiz.simulate_submit(form, answer=12.5, confidence=3, reason="why")

@@ -1,4 +1,4 @@
-"""The test suite does not depend on the user running it (issue 18.1).
+"""The test suite does not depend on the user running it.
 
 A student who switched marimo to the dark theme got ``output_max_bytes = 8000000`` written to
 ``~/.config/marimo/marimo.toml`` and a red test run. ``tests/conftest.py`` runs every session

@@ -316,20 +316,20 @@ def test_the_lever_chart_says_an_8_by_8_tile(env, app):
     assert "an 8 × 8-tiled kernel" in note and "a 8 × 8" not in note
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 import math  # noqa: E402
 from types import SimpleNamespace as NS  # noqa: E402
 
 import labs  # noqa: E402
-from labs.core import formulas as F  # noqa: E402
-from labs.core import fusion as FU  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+from labs.core import formulas  # noqa: E402
+from labs.core import fusion  # noqa: E402
+from labs.core import roofline  # noqa: E402
 
 LABS = Path(labs.__file__).parent
 
 
 def test_part_3_gemm_is_roofline_bound_on_both_devices_not_overhead():
-    """(Issue 14, the physics review, item 11: Lab 1 Part 3's shape is in the regime the question
+    """(The physics review: Lab 1 Part 3's shape is in the regime the question
     teaches.)"""
     import importlib.util
     from pathlib import Path
@@ -342,24 +342,24 @@ def test_part_3_gemm_is_roofline_bound_on_both_devices_not_overhead():
     spec.loader.exec_module(mod)
     _, defs = mod.app.run()
     o = defs["OVERLAY_SCENARIO"]
-    g = F.gemm(o.get("m", o.get("n")), o["n"], o.get("k", o["n"]), o["precision"])
-    assert R.regime(g.ai, o["edge"], o["precision"]) == R.COMPUTE
-    assert R.regime(g.ai, o["datacenter"], o["precision"]) == R.MEMORY
+    g = formulas.gemm(o.get("m", o.get("n")), o["n"], o.get("k", o["n"]), o["precision"])
+    assert roofline.regime(g.ai, o["edge"], o["precision"]) == roofline.COMPUTE
+    assert roofline.regime(g.ai, o["datacenter"], o["precision"]) == roofline.MEMORY
     # enough 128 x 128 output tiles to give every SM of the datacenter GPU work, and enough work
     # that a 5 us launch is a small part of it
     tiles = math.ceil(o.get("m", o["n"]) / 128) * math.ceil(o["n"] / 128)
-    assert tiles >= 0.9 * FU.onchip(o["datacenter"]).sms
-    assert R.time_bounds(g.flops, g.bytes, o["datacenter"], o["precision"]).lower >= 5 * 5e-6
+    assert tiles >= 0.9 * fusion.onchip(o["datacenter"]).sms
+    assert roofline.time_bounds(g.flops, g.bytes, o["datacenter"], o["precision"]).lower >= 5 * 5e-6
 
 
-# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+# --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
 @pytest.fixture(scope="module")
 def lab1():
     return load_app(LABS / "lab_01_memory_wall.py", "_review_lab01")
 
 
 def test_lever_chart_opens_on_the_question_and_agrees_with_the_verdict(env, lab1):
-    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    """(Instruments open on the question's case, in the labs.)"""
     preds = {"which_roof_prediction": choice("lab01.which_roof", "memory-bound"),
              "crossover_prediction": quiz.Prediction("lab01.crossover_n", 900),
              "other_device_prediction": choice("lab01.other_device", "memory-bound"),
@@ -369,14 +369,14 @@ def test_lever_chart_opens_on_the_question_and_agrees_with_the_verdict(env, lab1
              "m_slider": NS(value=4096), "n_slider": NS(value=4096), "k_slider": NS(value=4096)}
     outputs, defs = lab1.run(defs=preds)
     sc = defs["SCENARIO"]
-    assert defs["levers"] == R.ai_levers(sc["m"], sc["n"], sc["k"], "h100-sxm", "bf16", tile=64)
+    assert defs["levers"] == roofline.ai_levers(sc["m"], sc["n"], sc["k"], "h100-sxm", "bf16", tile=64)
     best = max(defs["levers"][1:], key=lambda lv: lv.ai)
     # the figure itself says why its AI (a tiled kernel's bytes) is not Part 1's
     (note,) = [a.text for a in defs["levers_figure"].layout.annotations
                if "Part 1" in (a.text or "")]
     note = html.unescape(note.replace("<br>", " "))
     assert f"{quiz.format_value(defs['levers'][0].ai)} FLOP/B today" in note
-    assert f"Part 1's {quiz.format_value(F.gemm(16, 8192, 8192).ai)} FLOP/B" in note
+    assert f"Part 1's {quiz.format_value(formulas.gemm(16, 8192, 8192).ai)} FLOP/B" in note
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert results["lab01.levers"]["actual"] == best.name  # chart and verdict: one answer
 
@@ -546,7 +546,7 @@ def test_int8_measured_on_a_cpu_draws_its_roof(env, app, monkeypatch):
 
 
 def test_the_style_gallery_shows_no_lab_1_answer(env):
-    """labs/gallery.py ships next to the labs and a student can run it (review T-3): no N* it
+    """labs/gallery.py ships next to the labs and a student can run it: no N* it
     shows, in its source or its output, is graded correct for Prediction 2."""
     gallery = LABS / "gallery.py"
     outputs, _ = load_app(gallery, "_gallery_lab01").run()

@@ -270,12 +270,12 @@ def test_export_html_student_and_instructor_copies(tmp_path_factory):
     assert "Lock your prediction to" not in teacher and "Lock Prediction" not in teacher
 
 
-# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+# --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
 import re  # noqa: E402
 from types import SimpleNamespace as NS  # noqa: E402
 
 import labs  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+from labs.core import roofline  # noqa: E402
 from notebook_support import choice  # noqa: E402
 
 LABS = Path(labs.__file__).parent
@@ -287,7 +287,7 @@ def lab2():
 
 
 def test_offers_no_independent_math_picker_and_refuses_an_impossible_design(env, lab2):
-    """(Issue 14, the physics review, item 1, in the labs: the math precision follows from the
+    """(The physics review, in the labs: the math precision follows from the
     operands in Lab 2's pickers.)"""
     preds = {"dominant_prediction": choice("lab02.decode_dominant", "weight GEMMs"),
              "oom_prediction": quiz.Prediction("lab02.oom_batch", 50, units="sequences")}
@@ -308,14 +308,14 @@ def test_offers_no_independent_math_picker_and_refuses_an_impossible_design(env,
 
 
 def test_never_calls_a_design_feasible(env, lab2):
-    """(Issue 14, the physics review, item 2, in the labs: spec-only is "not ruled out"; the
+    """(The physics review, in the labs: spec-only is "not ruled out"; the
     verdict is at achievable rates.)"""
     src = (LABS / "lab_02_design_challenge.py").read_text(encoding="utf-8")
     assert not re.search(r"\bfeasible\b", src, re.I)
 
 
 def test_sam_asks_the_question_the_form_asks(env, lab2):
-    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    """(Instruments open on the question's case, in the labs.)"""
     outputs, defs = lab2.run()
     text = _texts(outputs)
     assert "first batch that runs out of memory" in text
@@ -325,7 +325,7 @@ def test_sam_asks_the_question_the_form_asks(env, lab2):
 def test_judges_at_the_students_own_measured_roofs_when_lab3_measured_the_device(env, lab2):
     # Lab 3's Part 5 recorded a measurement of an H100 SXM: 700 of 989.5 TFLOP/s in bf16,
     # 3,000 of 3,350 GB/s. Lab 2 judges an H100 design at those fractions, and says so.
-    """(Issue 14, the physics review, item 2, in the labs: spec-only is "not ruled out"; the
+    """(The physics review, in the labs: spec-only is "not ruled out"; the
     verdict is at achievable rates.)"""
     lab3 = quiz.LabSession("lab03", str(LABS / "lab_03_precision_rho.py"))
     lab3.record("result", "lab03.live_peaks", {
@@ -345,7 +345,7 @@ def test_judges_at_the_students_own_measured_roofs_when_lab3_measured_the_device
     assert "your Lab 3 measurement" in _texts(outputs)
     # another device: the sourced default, not this measurement
     _, defs = lab2.run(defs={**preds, "device_picker": NS(value="b200")})
-    assert defs["design_derating"] == R.achievable("b200")
+    assert defs["design_derating"] == roofline.achievable("b200")
 
 
 # --- instruments open on what they reveal (LABS_SPEC §3) ---------------------------------
@@ -412,9 +412,9 @@ def test_a_weight_only_design_says_its_decode_speed_is_the_best_case(env, app):
     every weight is dequantised first, work no bound here charges: wherever the lab shows
     such a design's decode speed (Part 3's bounds, Part 4's live check) it says so and quotes
     the published measurements (gpt-fast on an A100: 1.48x for int8, 1.88x for int4)."""
-    from labs.core import precision_study as PS
+    from labs.core import precision_study
 
-    measured = PS.measured_weight_only_text()
+    measured = precision_study.measured_weight_only_text()
     assert "1.48×" in measured and "1.88×" in measured
     for weights in ("int8", "int4-g128"):
         outputs, defs = app.run(defs={**PREDICTIONS, **_formats(weights=weights)})
@@ -428,7 +428,7 @@ def test_a_weight_only_design_says_its_decode_speed_is_the_best_case(env, app):
 
 
 def test_the_style_gallery_shows_no_lab_2_memory_case(env):
-    """labs/gallery.py ships next to the labs and a student can run it (review T-3): its memory
+    """labs/gallery.py ships next to the labs and a student can run it: its memory
     budget is a made-up model's, and no batch it names is graded correct for Prediction 2."""
     gallery = LABS / "gallery.py"
     outputs, _ = load_app(gallery, "_gallery_lab02").run()

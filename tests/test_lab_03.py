@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 import pytest
 
 from labs.core import hardware, measure, precision, quiz, roofline
-from labs.core import precision_study as PS
-from labs.core.measure import live as live_reader
+from labs.core import precision_study
+from labs.core.measure import live as _live
 from notebook_support import choice, export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_03_precision_rho.py"
@@ -81,7 +81,7 @@ def test_unlocked_run_shows_core_numbers(env, app):
     # Part 1: rho(fp16)/rho(fp32) = 2 x 67 / 989.5 on the H100 SXM
     classic = defs["classic"]
     assert classic.rho_ratio == pytest.approx(
-        PS.rho_change("gemm", GEMM_4096, "h100-sxm", "fp32", "fp16"))
+        precision_study.rho_change("gemm", GEMM_4096, "h100-sxm", "fp32", "fp16"))
     assert classic.rho_ratio == pytest.approx(0.1354, abs=1e-4)
     assert classic.ai_ratio == pytest.approx(2) and classic.ridge_ratio == pytest.approx(14.769,
                                                                                           abs=1e-3)
@@ -91,11 +91,11 @@ def test_unlocked_run_shows_core_numbers(env, app):
     # Part 2: the explorer's rows are core's for the default widgets
     weights = defs["circuit_weights"].value  # the editable estimates, shown to 3 decimals
     assert weights == {p: round(w, 3) for p, w in precision.CIRCUIT_WEIGHTS.items()}
-    assert defs["explorer_rows"] == PS.study("gemm", GEMM_4096, "h100-sxm", DEFAULT_FORMATS,
+    assert defs["explorer_rows"] == precision_study.study("gemm", GEMM_4096, "h100-sxm", DEFAULT_FORMATS,
                                              weights=weights)
     rho_bar = defs["rho_bars"].data[0]
     assert list(rho_bar.y) == [r.rho for r in defs["explorer_rows"]]
-    assert list(rho_bar.x) == [PS.row_label(r) for r in defs["explorer_rows"]]
+    assert list(rho_bar.x) == [precision_study.row_label(r) for r in defs["explorer_rows"]]
     # every bar chart whose colours mean something has a legend naming each colour (18.7)
     for name in ("rho_bars", "ai_bars", "ridge_bars", "ibit_bars"):
         fig = defs[name]
@@ -110,16 +110,16 @@ def test_unlocked_run_shows_core_numbers(env, app):
     assert defs["weight_only"].direction == "up"
     # Part 3: decode table; NVFP4 reads 16 / 4.5 = 3.55x fewer bytes (the graded number),
     # which the roofline's speedup equals as a ceiling
-    assert defs["quant_rows"] == PS.decode_quant_table(4096, 4096, "h100-sxm")
+    assert defs["quant_rows"] == precision_study.decode_quant_table(4096, 4096, "h100-sxm")
     assert defs["nvfp4_row"].byte_ratio == pytest.approx(3.55, abs=0.01)
     assert defs["nvfp4_row"].speedup == pytest.approx(defs["nvfp4_row"].byte_ratio)
     # Part 4: Kai's 100 iterations of a 14336 x 4096 GEMV (117 MB, more than the H100's 50 MB
     # L2, so really from HBM): the naive figure is 100x low
     assert defs["kai"].fvt.ratio == pytest.approx(100)
     assert defs["kai"].fits_in_l2 is False
-    assert defs["naive"] == PS.naive_bandwidth("gemv", {"n": 14336, "k": 4096}, "fp16",
+    assert defs["naive"] == precision_study.naive_bandwidth("gemv", {"n": 14336, "k": 4096}, "fp16",
                                                defs["device"], iterations=100)
-    assert defs["tf32"] == PS.tf32_misreading("gemm", GEMM_4096, "h100-sxm")
+    assert defs["tf32"] == precision_study.tf32_misreading("gemm", GEMM_4096, "h100-sxm")
     text = _texts(outputs)
     assert text.count("You predicted") == 4
     for shown in ("0.135", "34.1 → 4.62", "3.55", "33.5 GB/s", "3,350 GB/s", "1,150 FLOP/B"):
@@ -141,11 +141,11 @@ def test_other_op_and_weight_only_compute(env, app):
     shape = {"tokens": 2048, "d_model": 4096, "d_ff": 14336}
     assert defs["explorer_shape"] == shape
     rows = defs["explorer_rows"]
-    assert rows == PS.study("mlp_train", shape, "h100-sxm", ["bf16", "nf4"],
+    assert rows == precision_study.study("mlp_train", shape, "h100-sxm", ["bf16", "nf4"],
                             compute_for_weight_only="bf16",
                             weights=defs["circuit_weights"].value)
     assert [r.compute for r in rows] == ["bf16", "bf16"]
-    assert PS.row_label(rows[1]) == "nf4→bf16"
+    assert precision_study.row_label(rows[1]) == "nf4→bf16"
 
 
 def test_editing_circuit_weights_moves_i_bit_only(env, app):
@@ -279,7 +279,7 @@ def test_the_explorer_reaches_prediction_3s_case_only_after_its_lock(env, app, w
     # both take 4.5 bits a weight), with no setting-level gate in the way
     _, defs = app.run(defs=dict(PREDICTIONS, **_ns(**widgets)))
     fp16, nf4 = defs["explorer_ok"]
-    reference = PS.decode_quant_table(4096, 4096, "h100-sxm", ["fp16", "nvfp4"])[1].byte_ratio
+    reference = precision_study.decode_quant_table(4096, 4096, "h100-sxm", ["fp16", "nvfp4"])[1].byte_ratio
     assert fp16.seconds / nf4.seconds == pytest.approx(reference, rel=0.01)
 
 
@@ -308,7 +308,7 @@ def test_the_decode_speedup_is_a_ceiling_and_measurements_are_quoted(env, app, m
     assert "fewer bytes" in item.text and "faster" not in item.text
     outputs, defs = app.run(defs=PREDICTIONS)
     text = _texts(outputs)
-    measured = PS.measured_weight_only_text()
+    measured = precision_study.measured_weight_only_text()
     assert measured.split(";")[0] in text.replace("&#x27;", "'")  # the table's note
     assert "speedup of the roofline bounds (ideal)" in text and "dequantises every weight" in text
     assert "at most" not in text.split("Part 4")[0].split("Part 3")[-1]
@@ -340,14 +340,14 @@ def test_live_tiny_cpu_measurement(env, app):
     # tiny sizes so the real measurement path runs in a few seconds on a CPU
     tiny = {"LIVE_PEAK_SIZES": (64, 128), "LIVE_STREAM_MB": 4, "LIVE_PEAK_PRECISIONS": ("fp32",)}
     settings = _ns(live_budget=1.0, live_matrix=(128, 256))  # the settings cell's names
-    settings["live_settings"] = live_reader.read_at_press(matrix=settings["live_matrix"],
+    settings["live_settings"] = _live.read_at_press(matrix=settings["live_matrix"],
                                                           budget=settings["live_budget"])
     outputs, defs = app.run(defs=dict(PREDICTIONS, **tiny, **settings, **_ns(live_run=True)))
     live = defs["live_results"]
     assert live["error"] is None, live["error"]
     # the baseline is what weight-only formats dequantise to on the measured roofline: with
     # only fp32 measured, fp32 (a CPU's fp16 matmul is emulated: never its baseline by default)
-    base = PS.dequant_target(live["reference"])
+    base = precision_study.dequant_target(live["reference"])
     assert base == "fp32"
     assert base in live["measured_s"] or "int8" in live["measured_s"]
     rows = {r["storage"]: r for r in defs["live_decode"]}
@@ -356,7 +356,7 @@ def test_live_tiny_cpu_measurement(env, app):
     assert rows["nvfp4"]["status"].startswith("not timed")
     for r in rows.values():
         if r["measured_s"]:
-            assert r["error_pct"] == pytest.approx(PS.percent_error(r["measured_s"],
+            assert r["error_pct"] == pytest.approx(precision_study.percent_error(r["measured_s"],
                                                                    r["predicted_s"]))
     assert isinstance(defs["live_figure"], go.Figure)
     events = [e for e in defs["lab"].events(kind="result") if e["item_id"] not in ITEMS]
@@ -376,7 +376,7 @@ def test_export_html_student_and_instructor_copies(tmp_path_factory):
     assert "Lock your prediction to" not in teacher and "Lock Prediction" not in teacher
 
 
-# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+# --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
 from types import SimpleNamespace as NS  # noqa: E402
 
 import labs  # noqa: E402
@@ -390,7 +390,7 @@ def lab3():
 
 
 def test_says_the_gemv_timing_rotates_cache_cold_copies(env, lab3):
-    """(Issue 14, the physics review, item 9, in the labs: Lab 3: what the GEMV timing does.)"""
+    """(The physics review, in the labs: Lab 3: what the GEMV timing does.)"""
     outputs, _ = lab3.run()
     text = _texts(outputs)
     assert "cache flush between" not in text
@@ -398,7 +398,7 @@ def test_says_the_gemv_timing_rotates_cache_cold_copies(env, lab3):
 
 
 def test_kais_gemv_streams_from_hbm_and_the_small_one_is_flagged(env, lab3):
-    """(Issue 14, the physics review, item 10, in the labs: Lab 3: the L2 trap.)"""
+    """(The physics review, in the labs: Lab 3: the L2 trap.)"""
     # (its TF32 card shows the H100's peaks: Kai's benchmark waits for Prediction 1 too)
     naive = {"naive_prediction": choice("lab03.naive_bandwidth", "too_low"),
              "rho_ratio_prediction": PREDICTIONS["rho_ratio_prediction"]}
@@ -504,7 +504,7 @@ def test_a_gemv_timed_faster_than_its_own_bound_is_flagged(env, app, monkeypatch
     monkeypatch.setattr(measure, "sweep_gemv", faster_than_bound)
     tiny = {"LIVE_PEAK_SIZES": (64, 128), "LIVE_STREAM_MB": 4, "LIVE_PEAK_PRECISIONS": ("fp32",)}
     settings = _ns(live_budget=1.0, live_matrix=(128, 256))
-    settings["live_settings"] = live_reader.read_at_press(matrix=settings["live_matrix"],
+    settings["live_settings"] = _live.read_at_press(matrix=settings["live_matrix"],
                                                           budget=settings["live_budget"])
     outputs, defs = app.run(defs=dict(PREDICTIONS, **tiny, **settings, **_ns(live_run=True)))
     assert defs["live_results"]["error"] is None, defs["live_results"]["error"]

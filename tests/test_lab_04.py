@@ -9,11 +9,11 @@ import marimo as mo
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import fusion as FU
-from labs.core import formulas as F
+from labs.core import fusion
+from labs.core import formulas
 from labs.core import hardware
 from labs.core import quiz
-from labs.core import roofline as R
+from labs.core import roofline
 from labs.core import style
 from labs.lab_04_fusion import app
 from notebook_support import cell_cpu_seconds, cells_that_only_show, export_page
@@ -54,8 +54,8 @@ LAYOUT = object()
 #: providing all of that cell's definitions (marimo's rule for app.run(defs=...)).
 WIDGET_CELLS = (
     {"device_picker": "h100-sxm"}, {"precision_picker": "fp16"},
-    {"chain_slots": FU.DEFAULT_CHAIN, "kernels_slider": 4, "size_slider": 100_000_000,
-     "overhead_us": R.DEFAULT_LAUNCH_OVERHEAD_US, "chain_controls": LAYOUT,
+    {"chain_slots": fusion.DEFAULT_CHAIN, "kernels_slider": 4, "size_slider": 100_000_000,
+     "overhead_us": roofline.DEFAULT_LAUNCH_OVERHEAD_US, "chain_controls": LAYOUT,
      "size_control": LAYOUT},
     {"seq_slider": 4096, "attn_batch": 1, "attn_heads": 32, "head_dim_picker": 128,
      "attention_controls": LAYOUT},
@@ -107,7 +107,7 @@ def text(obj) -> str:
 
 def chain(*keys):
     """A real chain widget holding ``keys`` (its cell's other names: ``_set``)."""
-    labels = {k: F.ELEMENTWISE[k].label for k in F.ELEMENTWISE}
+    labels = {k: formulas.ELEMENTWISE[k].label for k in formulas.ELEMENTWISE}
     slots = [labels[k] for k in keys] + ["— (empty)"] * (6 - len(keys))
     return mo.ui.array([mo.ui.dropdown({"— (empty)": "", **{v: k for k, v in labels.items()}},
                                        value=s) for s in slots])
@@ -142,19 +142,19 @@ def test_unlocked_run_shows_figures_and_core_numbers():
         assert isinstance(fig, go.Figure)
         go.Figure(fig.to_dict())  # every figure is valid plotly when validated
     # Part 1: fully fused default chain at 100 M elements on the H100, fp16
-    want = FU.fusion_speedup(100_000_000, "h100-sxm", None, [[0, 1, 2, 3]])
+    want = fusion.fusion_speedup(100_000_000, "h100-sxm", None, [[0, 1, 2, 3]])
     assert defs["chain_speedup"] == pytest.approx(want) == pytest.approx(19 / 7)
     assert f"{want:.2f}×" in text(defs["fusion_metrics"])
     assert "700 MB" in text(defs["fusion_metrics"])  # 7 B/element x 1e8, fused
     # Part 2: the time-vs-size curves are core's
     curve = defs["overhead_figure"].data[0]
-    assert list(curve.y) == pytest.approx(list(FU.chain_time_curve(
+    assert list(curve.y) == pytest.approx(list(fusion.chain_time_curve(
         curve.x, "h100-sxm", None) * 1e6))
     assert "2,392,857 elements" in text(defs["overhead_metrics"])
     assert "20 µs" in text(defs["overhead_metrics"]) and "4.00×" in text(defs["overhead_metrics"])
     # Part 3 and 4
-    assert defs["attn_unfused"] == F.attention(1, 32, 4096, 4096, 128, fused=False)
-    assert defs["flash_point"] == FU.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm")
+    assert defs["attn_unfused"] == formulas.attention(1, 32, 4096, 4096, 128, fused=False)
+    assert defs["flash_point"] == fusion.flash_roof_point(1, 32, 4096, 128, 128, 128, "h100-sxm")
     # K and V re-read by 32 query tiles: L2's traffic (AI 124), bound by the L2 roof
     assert "124 FLOP/B" in text(defs["tile_status"])
     assert "2,048 FLOP/B" in text(defs["tile_status"])  # HBM: Q, K, V, O once (S / 2)
@@ -168,31 +168,31 @@ def test_references_are_core_values():
     _, defs = app.run()
     assert defs["references"] == {
         "fusion_speedup": pytest.approx(19 / 7),
-        "tiny_tensor": FU.BENEFIT_LAUNCHES,
-        "oom_seq_len": FU.unfused_max_seq_len("h100-sxm", 1, 32, 128),
+        "tiny_tensor": fusion.BENEFIT_LAUNCHES,
+        "oom_seq_len": fusion.unfused_max_seq_len("h100-sxm", 1, 32, 128),
         "largest_tile": 128,
     }
 
 
 def test_math_peeks_and_takeaways_state_core_values():
-    # (review T-4) the graded values in the explanations are computed from core, not typed in
+    # the graded values in the explanations are computed from core, not typed in
     # the lab's source (tests/test_lab_sources.py reads the source): here, what they show
     outputs, _ = run()
     shown = " ".join(text(o) for o in outputs if o is not None)
-    unfused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, None, "fp16").total.bytes
-    fused = F.elementwise_chain(1, FU.DEFAULT_CHAIN, [[0, 1, 2, 3]], "fp16").total.bytes
+    unfused = formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, None, "fp16").total.bytes
+    fused = formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, [[0, 1, 2, 3]], "fp16").total.bytes
     ratio = f"{unfused / fused:.2g}"
-    assert ratio == f"{FU.fusion_speedup(100_000_000, 'h100-sxm', None, [[0, 1, 2, 3]]):.2g}"
+    assert ratio == f"{fusion.fusion_speedup(100_000_000, 'h100-sxm', None, [[0, 1, 2, 3]]):.2g}"
     assert rf"\frac{{{unfused:g}\,n\ \text{{B}}}}{{{fused:g}\,n" in shown
     assert rf"\approx {ratio}\times" in shown and f"(≈ {ratio}× for LayerNorm" in shown
     # the overhead crossover's worked example: 5 µs x 3,350 GB/s / 7 B = 2.39 M elements
-    crossover = FU.chain_overhead_crossover("h100-sxm", [[0, 1, 2, 3]])
+    crossover = fusion.chain_overhead_crossover("h100-sxm", [[0, 1, 2, 3]])
     assert crossover == pytest.approx(5e-6 * 3350e9 / 7)
     peek = shown.split("the overhead crossover")[1].split("Part 3")[0]
     assert "3,350 GB/s" in peek and rf"\approx {crossover / 1e6:.1f}" in peek and "2.4" in peek
-    s_max = FU.unfused_max_seq_len("h100-sxm", 1, 32, 128)
+    s_max = fusion.unfused_max_seq_len("h100-sxm", 1, 32, 128)
     assert rf"S \le {s_max:,} .".replace(",", "{,}") in shown
-    tile = FU.largest_square_tile(128, "h100-sxm")
+    tile = fusion.largest_square_tile(128, "h100-sxm")
     assert rf"{tile}\times{tile}||) needs 96 KiB and 128 KiB: both fit" in shown
     assert (rf"{2 * tile}\times{2 * tile}||) needs 192 KiB of shared memory (fits) and 384 KiB of "
             "registers (too much), so it does not fit") in shown
@@ -343,7 +343,7 @@ def test_editing_the_chain_changes_the_bytes():
     assert defs["chain_speedup"] == pytest.approx(10 / 6)
 
 
-# --- what a widget step re-runs (issue 15) ---------------------------------------------------
+# --- what a widget step re-runs ---------------------------------------------------
 
 def _cells_re_run_by(widget: str) -> list[set[str]]:
     """Each cell a step of ``widget`` re-runs (those that name it, other than its maker, and
@@ -395,7 +395,7 @@ def test_a_step_leaves_the_outputs_it_cannot_change(widget, untouched):
 def test_a_batch_or_heads_step_re_runs_one_cell_per_output_it_changes(widget):
     # Four outputs follow the batch and heads (the attention cards, the traffic figure, the
     # memory bars, Part 4's tile cards): a step re-runs those four cells and no cell without
-    # an output (issue 15: each re-run cell is one more round of marimo's messages).
+    # an output (each re-run cell is one more round of marimo's messages).
     cells = _cells_re_run_by(widget)
     shows = {"attention_metrics", "attention_figure", "attention_memory", "tile_status"}
     assert len(cells) == len(shows)
@@ -406,7 +406,7 @@ def test_the_roofline_of_each_level_is_the_same_at_any_batch_and_heads():
     # The figure draws one head of one sequence: its intensities and attainable rate are those
     # of Part 3's whole shape, while the traffic on the cards grows with batch x heads.
     _, wide = run(attn_batch=NS(value=32), attn_heads=NS(value=64))
-    full = FU.flash_roof_point(32, 64, 4096, 128, 128, 128, "h100-sxm")
+    full = fusion.flash_roof_point(32, 64, 4096, 128, 128, 128, "h100-sxm")
     assert wide["flash_point"] == full
     one = wide["flash_one_head"]
     assert [u.ai for u in one.uses] == pytest.approx([full.ai_onchip, full.ai_l2, full.ai_hbm])
@@ -477,7 +477,7 @@ def test_export_html(tmp_path_factory, reveal):
         assert "Lock Predictions 1 and 2 first" in page
 
 
-# --- moved from tests/test_physics_review_labs.py (issue 36.8: filed by the module they test) ----
+# --- moved from tests/test_physics_review_labs.py (filed by the module they test) ----
 import labs  # noqa: E402
 from notebook_support import choice, load_app, visible_text  # noqa: E402
 
@@ -507,15 +507,15 @@ def test_scenario_names_no_tile_size_and_the_peek_names_the_pool_that_overflows(
     assert "shared memory" in card and "register" in card
     for size in (16, 32, 64, 128, 256, 512):
         assert not re.search(rf"\b{size}\s*[×x]", card), (size, card)
-    tile = FU.largest_square_tile(128, "h100-sxm")
-    assert FU.flash_tile(2 * tile, 2 * tile, 128, "h100-sxm").overflows == ("registers",)
+    tile = fusion.largest_square_tile(128, "h100-sxm")
+    assert fusion.flash_tile(2 * tile, 2 * tile, 128, "h100-sxm").overflows == ("registers",)
     outputs, _ = lab4.run(defs={"tile_prediction": choice("lab04.largest_tile", 128)})
     peek = next(t for o in outputs if "tiles and the roofline of each level" in (t := text(o)))
     assert "registers (too much)" in peek and "shared memory (fits)" in peek
 
 
 def test_draws_the_vector_ceiling_and_says_several_ceilings_is_a_lesson(env, lab4):
-    """(Issue 14, the physics review, item 5, in the labs: two ceilings in Lab 4's chain roofline,
+    """(The physics review, in the labs: two ceilings in Lab 4's chain roofline,
     and it says why.)"""
     preds = {"speedup_prediction": quiz.Prediction("lab04.fusion_speedup", 2.0, "×"),
              "tiny_prediction": choice("lab04.tiny_tensor", "launches"),
@@ -532,7 +532,7 @@ def test_draws_the_vector_ceiling_and_says_several_ceilings_is_a_lesson(env, lab
 
 
 def test_out_of_memory_names_the_score_matrix(env, lab4):
-    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    """(Instruments open on the question's case, in the labs.)"""
     preds = {"oom_prediction": quiz.Prediction("lab04.oom_seq_len", 30_000, "tokens")}
     # the attention widgets share one cell: all its names are given (with its layout's)
     _, defs = lab4.run(defs={**preds, "seq_slider": NS(value=262_144),
@@ -546,7 +546,7 @@ def test_out_of_memory_names_the_score_matrix(env, lab4):
 
 
 def test_tpu_in_part_4_is_a_sentence_not_a_keyerror(env, lab4):
-    """(Issue 18, points 3 and 6: instruments open on the question's case, in the labs.)"""
+    """(Instruments open on the question's case, in the labs.)"""
     preds = {"tile_prediction": choice("lab04.largest_tile", 128)}
     _, defs = lab4.run(defs={**preds, "device_picker": NS(value="tpu-v5e"),
                              "precision_picker": NS(value="bf16")})
@@ -599,7 +599,7 @@ def test_the_device_list_names_every_device_with_on_chip_figures():
     outputs, _ = app.run()
     shown = _all_text(outputs)
     assert "TPUs, edge and laptop parts" not in shown
-    for key in FU.ONCHIP:  # the H100 PCIe among them
+    for key in fusion.ONCHIP:  # the H100 PCIe among them
         assert hardware.get(key).name in shown.split("Part 1")[0], key
     # the comparison's warning on a device without them lists the same devices
     outputs, _ = run(device_picker=NS(value="b200"))

@@ -11,12 +11,12 @@ from types import SimpleNamespace as NS
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import hierarchy as H
+from labs.core import hierarchy
 from labs.core import measure, quiz
 from labs.core.measure import live
-from labs.core import quantization as Q
-from labs.core import reference_machine as RM
-from labs.core import staircase as S
+from labs.core import quantization
+from labs.core import reference_machine
+from labs.core import staircase
 from labs.core.measure.caches import CacheLevel, CacheSizes
 from labs.core.measure.working_set import SweepPoint, WorkingSetSweep
 from labs.core.physics import misconceptions
@@ -155,49 +155,49 @@ def test_unlocked_run_shows_figures_and_core_numbers():
     # nothing measured: the staircase is the reference machine's recording
     assert defs["hierarchy_run"] is None
     ref = defs["staircase_figure"].data[0]
-    assert list(ref.y) == [p[1] for p in RM.SWEEP]
+    assert list(ref.y) == [p[1] for p in reference_machine.SWEEP]
     # Part 2 on the opening machine (A100, bf16): the picked kernel and every kernel are core's
-    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    a100 = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert defs["machine"] == a100
     naive = defs["all_points"]["naive GEMM"]
-    assert naive == H.place(H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
-    assert naive.binding == "L1 / shared memory"  # review F1: L1 absorbs the block's loads
+    assert naive == hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1), a100)
+    assert naive.binding == "L1 / shared memory"  # L1 absorbs the block's loads
     # Part 2 has no GEMM with a cache tile: that, and the library's tile, are Part 3's
     assert set(defs["all_points"]) == {"naive GEMM", "5-point stencil",
                                        "sum reduction (re-read)", "flash-attention tile (Lab 4)"}
-    assert defs["gemm_register_picker"].value == H.DEFAULT_REGISTER_TILE["gpu"]
+    assert defs["gemm_register_picker"].value == hierarchy.DEFAULT_REGISTER_TILE["gpu"]
     # Part 3: N = 8192, T = 64, r = 64
-    assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
+    assert defs["tile_point"] == hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
                                                        register_tile=64), a100)
     # Part 4: the wave model's curve is core's
     fig = defs["wave_figure"].data[0]
-    assert list(fig.y) == pytest.approx(Q.efficiency_curve(list(fig.x), 128, 132))
+    assert list(fig.y) == pytest.approx(quantization.efficiency_curve(list(fig.x), 128, 132))
 
 
 def test_comparisons_use_core_values():
     outputs, _ = run()
     text = shown(outputs)
-    ratio = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
+    ratio = staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM")
     assert f"{ratio:.1f} ×" in text  # the reference machine's ratio, before measuring
-    assert "The L1 / shared-memory roof" in text  # Part 2's answer for the A100 (review F1)
+    assert "The L1 / shared-memory roof" in text  # Part 2's answer for the A100
     # Part 3: L2 serves the tile's misses, b (2 N^2 ceil(N/T) + N^2): (2*128+1) / (2*64+1)
     assert f"{257 / 129:.2f} ×" in text
-    assert f"{Q.relative_throughput(1280, 1536, 128, 132):.2f}" in text  # 0.72
+    assert f"{quantization.relative_throughput(1280, 1536, 128, 132):.2f}" in text  # 0.72
 
 
 def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     outputs, defs = app.run()
     assert defs["staircase_prediction"].value == pytest.approx(
-        S.plateau_ratio(RM.plateaus(), "L2", "DRAM"), abs=0.01)
-    # review F1: the SMs' loads, 2 N^3 b at 0.5 FLOP/B x 19.5 TB/s = 9.7 TFLOP/s, bind (L1
+        staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM"), abs=0.01)
+    # the SMs' loads, 2 N^3 b at 0.5 FLOP/B x 19.5 TB/s = 9.7 TFLOP/s, bind (L1
     # keeps what a 32 x 32 block's warps share; L2's roof is 15.75 x 7.2 = 114 TFLOP/s)
     assert defs["binding_prediction"].value == "L1 / shared memory"
     assert defs["binding_prediction"].label == "The L1 / shared-memory roof"
     # the traffic L2 serves (the shared-memory tile's misses), T 64 -> 128, N = 8192:
     # (2 ceil(8192/64) + 1) / (2 ceil(8192/128) + 1) = 257 / 129 (derived by hand)
     assert defs["tile_prediction"].value == pytest.approx(257 / 129, abs=0.005)
-    rows = dict(RM.OVERHEAD_ROWS)
+    rows = dict(reference_machine.OVERHEAD_ROWS)
     assert defs["shrink_prediction"].value == pytest.approx(rows[MIB] / rows[KIB], abs=0.01)
     # N = 1,280 -> 1,536 on 132 SMs: (144 / 264) / (100 / 132) = 0.72 (derived by hand)
     assert defs["wave_prediction"].value == pytest.approx(0.72, abs=0.001)
@@ -205,18 +205,18 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
         assert name in defs
     text = shown(outputs)
     assert "Reference answer (instructor copy)" in text
-    # review F1: the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312;
+    # the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312;
     # L1's bandwidth is a per-clock peak (108 SMs x 128 B x 1.41 GHz), so that roof is an upper
     # bound and the text says "at most" wherever it shows it
     assert "at most 9.7 TFLOP/s, 3% of the tensor-core peak" in text
     assert "so its roof is at most 9.7 TFLOP/s (an upper bound" in text
     assert "L1/load-store-bound" in text and "vector (CUDA-core, fp32 FMA) ceiling" in text
-    # review F2: staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
+    # staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
     # register file ruling out 256 x 256 (65,536 x 4 B = 256 KiB)
     assert "48 KiB at 128 × 128" in text and "cudaFuncAttributeMaxDynamicSharedMemorySize" in text
     assert "65,536 accumulators (256 KiB) fill the SM's whole register file (256 KiB)" in text
     # L2's roof is its measured 5.3 TB/s (not the per-clock peak); libraries make the wave dip
-    # shallower (review F8)
+    # shallower
     assert "L2's roof uses its measured 5.3 TB/s" in text and "stream-K" in text
     assert "roof 83 TFLOP/s at its measured 5.3 TB/s" in text  # P2: 1024 / 65 x 5.3
 
@@ -224,8 +224,8 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
 # --- the failure state: a tile too big for shared memory, and backing out ---------------------
 
 def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
-    # review F2: T = 512 stages 3 x (512 + 512) x 32 x 2 B = 192 KiB > the A100's 163 KiB per
-    # block: no launch (issue 32.7), never a kernel that "spills" shared memory to L2
+    # T = 512 stages 3 x (512 + 512) x 32 x 2 B = 192 KiB > the A100's 163 KiB per
+    # block: no launch, never a kernel that "spills" shared memory to L2
     outputs, bad = run(gemm_tile_slider=512)
     msg = shown(outputs)
     assert ("The 512 × 512 tile does not fit on an SM (shared memory or registers): the kernel "
@@ -238,7 +238,7 @@ def test_a_tile_too_big_for_shared_memory_fails_to_launch_and_recovers():
     msg = shown(outputs)
     assert "accumulators take 256 KiB of registers per block" in msg
     assert "has 256 KiB of registers in all" in msg and "Shrink the tile to back out." in msg
-    assert bad["tile_point"] is None and isinstance(bad["tile_error"], H.LaunchError)
+    assert bad["tile_point"] is None and isinstance(bad["tile_error"], hierarchy.LaunchError)
     # the figure draws the tiles that launch and marks the rest
     assert bad["tiles_failed"] == [256, 512, 1024, 2048, 4096, 8192][:len(bad["tiles_failed"])]
     assert 256 in bad["tiles_failed"] and isinstance(bad["tile_figure"], go.Figure)
@@ -287,7 +287,7 @@ def test_a_measured_level_without_a_plateau_reads_undetermined_never_compute():
                         gemm_register_picker=8, gemm_tile_slider=16, gemm_n_slider=1024)
     text = shown(outputs)
     assert defs["machine"].level("L3").bandwidth_gbs is None
-    assert defs["tile_point"].binding == H.UNDETERMINED
+    assert defs["tile_point"].binding == hierarchy.UNDETERMINED
     assert "what binds is undetermined" in text and "L3 has no published or measured" in text
 
 
@@ -312,7 +312,7 @@ def test_machines_without_hierarchy_data_say_so():
 
 
 def test_a_gpu_with_an_l2_size_but_no_on_chip_figures_says_which_are_missing():
-    """Review F6: the MI300X has its L2 size; what the registry lacks is the on-chip (LDS per
+    """The MI300X has its L2 size; what the registry lacks is the on-chip (LDS per
     CU, register file) figures."""
     outputs, defs = run(machine_picker="mi300x")
     text = shown(outputs)
@@ -333,7 +333,7 @@ def test_this_machine_before_measuring_asks_for_the_measurement():
 
 
 def test_another_machine_never_regrades_the_a100_predictions(ledger_env):
-    """Issue 34.9: picking the reference machine (a CPU) must not grade Prediction 2 against
+    """Picking the reference machine (a CPU) must not grade Prediction 2 against
     its L3 roof: the comparison stays on the A100 the question names."""
     outputs, defs = run(machine_picker="reference", gemm_register_picker=8)
     text = shown(outputs)
@@ -358,11 +358,11 @@ def test_part_2_has_no_cache_tile_and_part_3_moves_it():
     """Part 2's explorer has no tile widget and no GEMM with a cache tile, so it cannot read off
     how a GEMM's traffic falls with the tile, Prediction 3's question; Part 3 does."""
     _, defs = run(kernel_picker="flash-attention tile (Lab 4)", size_slider=8192)
-    a100 = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    a100 = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
     assert not {"tile_slider", "register_picker"} & set(defs)
-    assert defs["all_points"]["flash-attention tile (Lab 4)"] == H.place(
-        H.flash_kernel(1, 32, 8192, 128, 128, 128, "bf16"), a100)
-    assert defs["tile_point"] == H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
+    assert defs["all_points"]["flash-attention tile (Lab 4)"] == hierarchy.place(
+        hierarchy.flash_kernel(1, 32, 8192, 128, 128, 128, "bf16"), a100)
+    assert defs["tile_point"] == hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
                                                        register_tile=64), a100)
     outputs, defs = run(gemm_register_picker=64, gemm_tile_slider=16)
     assert "The register tile r (64) is larger than the cache tile T (16)" in shown(outputs)
@@ -371,7 +371,7 @@ def test_part_2_has_no_cache_tile_and_part_3_moves_it():
 
 def test_the_reference_machine_is_a_cpu_hierarchy():
     outputs, defs = run(machine_picker="reference")
-    assert defs["machine"] == RM.as_hierarchy()
+    assert defs["machine"] == reference_machine.as_hierarchy()
     assert defs["all_points"]["naive GEMM"].hierarchy.kind == "cpu"
     assert "hierarchical_roofline" in defs
 
@@ -411,7 +411,7 @@ def test_a_machine_whose_caches_sit_close_is_graded_against_the_reference_machin
     assert "its L3 plateau (3.1× DRAM's)" in text and "1.22×" in text
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events()
                if e["kind"] == "result"}
-    reference = S.plateau_ratio(RM.plateaus(), "L2", "DRAM")
+    reference = staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM")
     assert results["lab05.staircase_ratio"]["actual"] == pytest.approx(reference, abs=0.05)
     # a wrong model on this machine is graded wrong against what is recorded
     assert not quiz.within_factor(90.5 / 28.9, results["lab05.staircase_ratio"]["actual"],
@@ -444,7 +444,7 @@ def test_a_gpu_measurement_compares_l2_with_hbm_and_draws_the_driver_and_registr
     machine = defs["machine"]  # Parts 2 and 3 use the registry's sizes, the measured roofs
     assert machine.level("L2").bandwidth_gbs == pytest.approx(7000)
     assert machine.level("HBM").bandwidth_gbs == pytest.approx(2800)
-    assert machine.level("L2").capacity_bytes == H.gpu_hierarchy("h100-sxm").level(
+    assert machine.level("L2").capacity_bytes == hierarchy.gpu_hierarchy("h100-sxm").level(
         "L2").capacity_bytes
 
 
@@ -464,7 +464,7 @@ def test_pressing_measure_without_torch_says_why_and_grades_the_reference(monkey
     results = [e for e in defs["lab"].events() if e["kind"] == "result"
                and e["item_id"] == "lab05.staircase_ratio"]
     assert [e["payload"]["actual"] for e in results] == [pytest.approx(
-        S.plateau_ratio(RM.plateaus(), "L2", "DRAM"))]
+        staircase.plateau_ratio(reference_machine.plateaus(), "L2", "DRAM"))]
 
 
 def test_the_per_call_prediction_is_graded_against_this_machines_sweep(monkeypatch):
@@ -479,11 +479,11 @@ def test_the_per_call_prediction_is_graded_against_this_machines_sweep(monkeypat
     assert "your machine, median time per call (graded)" in shown(outputs)
     outputs, defs = run(overhead_unavailable="torch is not installed")
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events() if e["kind"] == "result"}
-    rows = dict(RM.OVERHEAD_ROWS)
+    rows = dict(reference_machine.OVERHEAD_ROWS)
     assert results["lab05.shrink_speedup"]["actual"] == pytest.approx(rows[MIB] / rows[KIB])
 
 
-# --- what a widget step re-runs (issue 15) -------------------------------------------------------
+# --- what a widget step re-runs -------------------------------------------------------
 
 @pytest.mark.parametrize("widget", PANEL_WIDGETS)
 def test_a_widget_step_re_runs_no_cell_that_only_shows_it(widget):
@@ -591,7 +591,7 @@ def test_export_html(tmp_path_factory, reveal):
         assert "Lock Prediction 1 first: this shows what it asks." in page
 
 
-# --- the walk in prediction order: no instrument answers a later question (issue 34.1) --------
+# --- the walk in prediction order: no instrument answers a later question --------
 
 ORDER = ("staircase_prediction", "binding_prediction", "tile_prediction", "shrink_prediction",
          "wave_prediction")
@@ -722,7 +722,7 @@ def _settings(base, values: dict):
 
 @pytest.mark.parametrize("stage", range(len(ORDER)), ids=[n.split("_")[0] for n in ORDER])
 def test_no_open_instrument_shows_the_next_answer(stage):
-    """Issue 34.1/34.3 for Lab 5: with predictions 1..k-1 locked, every open instrument swept
+    """The walk in prediction order, for Lab 5: with predictions 1..k-1 locked, every open instrument swept
     over its widgets (sampled values, and the graded scenarios set together) shows nothing
     within reach of prediction k's reference answer (tests/leak_support's renderings: the
     numbers the grader would accept as it, or the choice's label)."""
@@ -791,7 +791,7 @@ def test_each_instrument_opens_on_its_own_predictions_in_any_order():
 
 
 def test_part_4_says_what_a_press_costs_without_a_budget_it_does_not_show():
-    """Issue 34.9: Part 4 said "up to the time budget shown" with no budget on screen."""
+    """Part 4 said "up to the time budget shown" with no budget on screen."""
     outputs, _ = run()
     text = shown(outputs)
     assert "time budget shown" not in text.split("Part 4")[-1]

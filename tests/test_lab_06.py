@@ -799,7 +799,7 @@ def test_part_2s_intro_names_the_predictions_its_instruments_wait_for(env, app):
 
 
 def test_the_worker_slider_offers_what_this_machine_can_run(env, app):
-    from labs.core.measure import comm_bench
+    from labs.core.measure.comm import bench as comm_bench
 
     _, defs = app.run()
     assert max(defs["comm_workers"].steps) == comm_bench.worker_limit()
@@ -808,7 +808,7 @@ def test_the_worker_slider_offers_what_this_machine_can_run(env, app):
 
 def _a_measurement():
     """A finished gloo measurement of 2 workers (made up, fitted by the lab's own fit)."""
-    from labs.core.measure import comm_bench
+    from labs.core.measure.comm import bench as comm_bench
 
     sizes = [4096, 65536, 1 << 20]
     rows, fits = [], {}

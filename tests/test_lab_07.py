@@ -15,7 +15,8 @@ from test_failure_messages import problems
 from widget_sweep import failures
 
 from labs.core import measure, quiz, tiny_models
-from labs.core.measure import live, opcost
+from labs.core.measure import live
+from labs.core.measure.profile import opcost
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_07_your_model.py"
 ITEMS = ("lab07.dominant_b1", "lab07.dominant_b64", "lab07.memory_share",
@@ -97,7 +98,7 @@ def test_locked_run_hides_every_instrument_and_measures_nothing(env, app, no_mea
 
 def test_the_measuring_settings_the_run_cards_point_to_are_on_the_page(env, app,
                                                                         no_measuring):
-    """Issue 34.8: the run cards say the thread count comes from the "CPU threads" setting
+    """The run cards say the thread count comes from the "CPU threads" setting
     under "Measuring on this machine"; that setting must be shown (it was built but never
     displayed: its cell ended with an assignment)."""
     outputs, _ = app.run()
@@ -115,7 +116,7 @@ def test_option_values_are_the_profilers_operator_types(app):
 
 def test_predictions_1_and_2_ask_for_the_roofline_s_answer_and_offer_only_what_it_can_pick(
         env, app, no_measuring):
-    """Review F1: graded against the roofline, which has no overhead term, P1 and P2 say so
+    """Graded against the roofline, which has no overhead term, P1 and P2 say so
     and do not offer overhead (on a GPU a batch-1 step is mostly overhead: the option would
     be right and graded wrong). The measured comparison still names overhead when it leads."""
     outputs, defs = app.run()
@@ -160,7 +161,7 @@ def test_unlocked_run_shows_the_roofline_answers_from_core(env, app, no_measurin
     assert set(results) == {"lab07.dominant_b1", "lab07.dominant_b64", "lab07.memory_share"}
     assert results["lab07.dominant_b1"] == {"actual": "weight GEMMs", "correct": True}
     assert results["lab07.dominant_b64"]["actual"] == "attention (KV cache)"
-    # Prediction 3 is graded against the roofline plus 5 µs per kernel (review F2)
+    # Prediction 3 is graded against the roofline plus 5 µs per kernel
     assert defs["decode_launch_share"] == pytest.approx(
         tiny_models.memory_bound_share_with_launches("h100-sxm", **BASE))
     assert results["lab07.memory_share"]["actual"] == pytest.approx(
@@ -188,7 +189,7 @@ def test_the_overhead_figure_shows_both_phases_at_the_case_s_batch_and_context(
 
 def test_a_model_step_redraws_only_the_memory_figure(app):
     # the overhead figure names no model: a step of the Model picker re-runs one cell, the
-    # memory needed by the picked model (issue 15: one figure redrawn, not two)
+    # memory needed by the picked model (one figure redrawn, not two)
     app._maybe_initialize()
     graph = app._graph
     readers = [c for c, cell in graph.cells.items() if "case_picker" in cell.refs]
@@ -218,7 +219,7 @@ def test_reveal_mode_fills_every_prediction_from_core(env, app, monkeypatch, no_
         "h100-sxm", **dict(BASE, batch=64))
     assert defs["best_predicted_prediction"].value == tiny_models.best_predicted_group(
         "h100-sxm", **dict(BASE, phase="prefill"))
-    # review F2, F3: the launch model's answers, hand-derived in test_models
+    # the launch model's answers, hand-derived in test_models
     # (test_the_launch_model_of_a_batch_1_decode_step): the bound T = 126.35 MB / 3,350 GB/s,
     # 172 kernels (the module's non-view operators) x 5 µs = 860 µs; share T / (T + 860 µs)
     # = 4.2%, bf16 (T/2 + 860 µs) / (T + 860 µs) = 0.979
@@ -254,7 +255,7 @@ def test_the_grader_and_dashboard_know_lab_7(env, app, no_measuring, tmp_path):
     import csv
 
     from labs.core import catalogue
-    from labs.core import grading as G
+    from labs.core import grading
 
     _, defs = app.run()
     for form, answer in {"dominant_small_form": "weight GEMMs",
@@ -265,7 +266,7 @@ def test_the_grader_and_dashboard_know_lab_7(env, app, no_measuring, tmp_path):
     assert entry.file == LAB_FILE.name and tuple(entry.item_ids) == ITEMS
     assert [i.item_id for i in catalogue.items("lab07")] == list(ITEMS)
     out = tmp_path / "graded"
-    G.main([str(env / "ledger"), "-o", str(out)])
+    grading.main([str(env / "ledger"), "-o", str(out)])
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as f:
         row = next(r for r in csv.DictReader(f) if "ada" in r.values())
     assert float(row[entry.title]) > 0, row
@@ -378,7 +379,7 @@ def what_if_decode():
 
 def test_a_profile_scaled_to_fit_its_step_says_its_times_cannot_be_trusted(env, app,
                                                                            what_if_decode):
-    """Issue 32 item 11: operator times that summed past the step are scaled to fit it; the
+    """Operator times that summed past the step are scaled to fit it; the
     step's card then says the overhead cannot be told apart, and a callout says why the
     per-operator times cannot be trusted. A profile that fits reads as Python and dispatch."""
     for scale, words in ((0.5, "cannot be trusted"),
@@ -474,7 +475,7 @@ def test_without_torch_installed_the_lab_says_so(env, tmp_path):
         outputs, defs = app.run(defs={{**preds, **pressed}})
         text = "\\n".join(getattr(o, "text", "") or "" for o in outputs if o is not None)
         assert text.count("torch is not installed") >= 3, text[:2000]
-        # issue 34.8: before any press, the comparisons of Predictions 4 and 5 say why they
+        # before any press, the comparisons of Predictions 4 and 5 say why they
         # cannot come, with the exact command that brings torch
         unpressed, _ = app.run(defs=preds)
         shown = " ".join(visible_text(o) for o in unpressed if o is not None)
@@ -495,7 +496,7 @@ def test_torch_compile_that_cannot_run_is_a_message(env, app, monkeypatch):
     pytest.importorskip("torch")
     import shutil
 
-    from labs.core.measure import profiler
+    from labs.core.measure.profile import profiler
 
     monkeypatch.setattr(shutil, "which", lambda name: None)  # no C++ compiler anywhere
     monkeypatch.delenv("CXX", raising=False)
@@ -509,7 +510,7 @@ def test_torch_compile_that_cannot_run_is_a_message(env, app, monkeypatch):
     assert "C++ compiler" in text and "change_result" not in defs and "Traceback" not in text
     assert "Pick another change above" in text
     message = next(m for m in failures(outputs) if "C++ compiler" in m)
-    assert not problems(message)  # issue 18.6: the cause and a way out
+    assert not problems(message)  # the cause and a way out
 
 
 def torch_linear():
@@ -518,13 +519,13 @@ def torch_linear():
     return torch.nn.Linear(8, 4)
 
 
-# --- issue 34.1: walk the lab in prediction order --------------------------------------------
+# --- walk the lab in prediction order --------------------------------------------
 
 ORDER = ("dominant_small_prediction", "dominant_large_prediction", "memory_share_prediction",
          "bf16_ratio_prediction", "best_predicted_prediction")
 #: What shows each prediction's answer besides its reference value or label: the figures and
 #: words of its own instrument (the scenario it asks about), which must wait for its lock.
-#: P3 (review F2, F10): the launch model's share, and the step's launch total, from which it
+#: P3: the launch model's share, and the step's launch total, from which it
 #: is arithmetic once the bound is known.
 MARKERS = {
     1: [r"answer: one decode step at batch 1\b", r"operator type, batch 1\b"],

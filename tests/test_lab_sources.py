@@ -1,4 +1,4 @@
-"""No lab's source holds one of its graded answers as a literal (review T-4).
+"""No lab's source holds one of its graded answers as a literal: each is computed from core.
 
 An explanation that states a graded answer is computed from labs.core at run time, like the
 reveal explanations, so the source a student can open (``labs/lab_*.py``) never carries the

@@ -1,4 +1,4 @@
-"""``roofline-labs`` (issue 18.2): a student workspace with only the labs, marimo settings that
+"""``roofline-labs``: a student workspace with only the labs, marimo settings that
 beat the student's own, links that open a lab in app view, and a start that cleans up.
 
 The browser side (what the student sees) is in tests/browser/test_launcher_browser.py.
@@ -231,7 +231,7 @@ def test_launcher_serves_every_lab_and_stops_marimo_with_it(tmp_path):
     shutil.rmtree(tmp_path / "ws", ignore_errors=True)
 
 
-# --- issue 34.11: the same address after a restart; what to do without torch -----------------
+# --- the same address after a restart; what to do without torch -----------------
 
 
 def test_a_workspace_keeps_its_port_and_token(tmp_path):
@@ -337,7 +337,8 @@ def test_without_torch_the_start_gives_the_cpu_build_and_a_fallback_from_the_ind
 
 
 def test_the_labs_give_the_same_torch_commands_as_the_launcher(monkeypatch):
-    from labs.core.measure import device, profile_guard
+    from labs.core.measure import device
+    from labs.core.measure.profile import guard as profile_guard
 
     _without_torch(monkeypatch)
     assert device.torch_commands() == launcher.torch_commands()

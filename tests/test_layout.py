@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ ALLOWED = {
 #: Modules that may import one wing more than their own wing's rule (the notebook face of a wing).
 NOTEBOOK_FACES = {"labs.core.measure.live": {"ui"},
                   # labs-profile writes the operator roofline as HTML: the CLI face of measure
-                  "labs.core.measure.profile_cli": {"ui"}}
+                  "labs.core.measure.profile.cli": {"ui"}}
 #: Third-party packages a wing must not import (physics stays importable without them).
 FORBIDDEN_PACKAGES = {"physics": {"marimo", "plotly", "torch"}, "measure": {"marimo", "plotly"}}
 MAX_LINES = 500
@@ -106,9 +107,15 @@ def test_unknown_short_name_is_an_attribute_error():
 
 @pytest.mark.parametrize("name,path", list(_modules()), ids=lambda v: str(v))
 def test_modules_are_readable_in_one_sitting(name, path):
-    """No module over ~500 lines, unless its docstring says why it is one piece."""
-    lines = path.read_text(encoding="utf-8").count("\n")
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    """No module over ~500 lines, unless its docstring says why it is one piece. Its ``__all__``
+    is not counted: an index of names is looked up, not read through."""
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    index = sum(node.end_lineno - node.lineno + 1 for node in tree.body
+                if isinstance(node, ast.Assign)
+                and any(getattr(t, "id", None) == "__all__" for t in node.targets))
+    lines = text.count("\n") - index
+    doc = ast.get_docstring(tree) or ""
     if lines > MAX_LINES:
         assert "one piece" in doc, (f"{name} has {lines} lines (> {MAX_LINES}); split it by "
                                     "responsibility or say in its docstring why it is one piece")
@@ -127,9 +134,9 @@ def test_physics_imports_without_marimo_or_plotly():
     assert out.returncode == 0, out.stderr
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 def test_core_cites_no_file_outside_the_repository():
-    """(Issue 14, the physics review, item 12: TOPS on int8 hover text; docstrings cite public
+    """(The physics review: TOPS on int8 hover text; docstrings cite public
     sources.)"""
     from pathlib import Path
 
@@ -141,9 +148,8 @@ def test_core_cites_no_file_outside_the_repository():
         assert "shared/reference" not in f.read_text(encoding="utf-8"), f
 
 
-# --- the course wing in rooms, and no import cycles -------------------------------------------
+# --- wings in rooms, and no import cycles -------------------------------------------
 
-COURSE = CORE / "course"
 
 
 def _core_graph() -> dict[str, set[str]]:
@@ -212,39 +218,46 @@ def test_no_module_imports_one_that_imports_it_back():
     assert _cycles(graph) == []
 
 
-def _room(module: str) -> str | None:
+#: Wings split into rooms (subpackages), each with a docstring map in its ``__init__``.
+ROOMED_WINGS = ("course", "measure")
+
+
+def _room(module: str, wing: str = "course") -> str | None:
     parts = module.split(".")
-    if parts[:3] != ["labs", "core", "course"] or len(parts) < 4:
+    if parts[:3] != ["labs", "core", wing] or len(parts) < 4:
         return None
     return parts[3]
 
 
-def test_course_rooms_import_downward_only():
-    """The course wing's rooms (subpackages and the launcher) form no cycle: a room imports no
-    room that imports it back (LABS_SPEC §1 draws the directions)."""
+@pytest.mark.parametrize("wing", ROOMED_WINGS)
+def test_rooms_import_downward_only(wing):
+    """A wing's rooms (subpackages and loose modules) form no cycle: a room imports no room that
+    imports it back (LABS_SPEC §1 draws the directions)."""
     rooms: dict[str, set[str]] = {}
     for module, targets in _core_graph().items():
-        src = _room(module)
+        src = _room(module, wing)
         if src is None:
             continue
         for target in targets:
-            dst = _room(target)
+            dst = _room(target, wing)
             if dst is not None and dst != src:
                 rooms.setdefault(src, set()).add(dst)
     assert _cycles(rooms) == [], rooms
 
 
-def test_course_wing_has_rooms_not_prefix_families():
+@pytest.mark.parametrize("wing", ROOMED_WINGS)
+def test_wings_have_rooms_not_prefix_families(wing):
     """Modules of one concern live in a folder, not in a flat family of ``prefix_*.py`` files."""
-    flat = [p.stem for p in COURSE.glob("*.py") if p.stem != "__init__"]
+    folder = CORE / wing
+    flat = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
     prefixes = [name.split("_")[0] for name in flat if "_" in name]
     families = sorted({p for p in prefixes if prefixes.count(p) + flat.count(p) > 1})
-    assert families == [], f"flat prefix families in labs/core/course/: {families}; move each into a subpackage"
-    for room in [p for p in COURSE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]:
+    assert families == [], f"flat prefix families in labs/core/{wing}/: {families}; move each into a subpackage"
+    for room in [p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists()]:
         doc = ast.get_docstring(ast.parse((room / "__init__.py").read_text(encoding="utf-8"))) or ""
-        assert doc.strip(), f"course/{room.name}/__init__.py needs a docstring map of the room"
+        assert doc.strip(), f"{wing}/{room.name}/__init__.py needs a docstring map of the room"
         stale = [p.stem for p in room.glob("*.py") if p.stem.startswith(room.name + "_")]
-        assert stale == [], f"course/{room.name}/ repeats its name as a prefix: {stale}"
+        assert stale == [], f"{wing}/{room.name}/ repeats its name as a prefix: {stale}"
 
 
 def test_every_notebook_names_the_labs_style_sheet_beside_it():
@@ -259,3 +272,166 @@ def test_every_notebook_names_the_labs_style_sheet_beside_it():
     for notebook in notebooks:
         assert app_css_file(notebook) == LAB_STYLE_SHEET, notebook.name
     assert ".text-error" in (DEFAULT_LABS_DIR / LAB_STYLE_SHEET).read_text(encoding="utf-8")
+
+
+# --- no tracker numbers: a reader has no tracker to look them up in -----------------------------
+
+REPO = CORE.parent.parent
+#: A tracker number: "issue" or "review" (or their plurals), perhaps "item", "finding" or "point",
+#: then a number, perhaps after "#" or a letter ("T-4", "F8").
+TRACKER_REFERENCE = re.compile(
+    r"(?i:\b(?:issues?|reviews?)(?: (?:findings?|items?|points?))?) ?#?(?:[A-Z]-?)?\d+")
+#: An issue in a named public repository ("NVIDIA/nccl issue 812", "nccl-tests issue 119") is a
+#: citation a reader can follow, not a tracker number; a line break or a string's quotes may
+#: stand between the repository and the word "issue".
+PUBLIC_REPOSITORY = re.compile(r"(?:[\w.-]+/[\w.-]+|\bnccl|\bnccl-tests)$")
+
+
+def tracker_references(text: str) -> list[str]:
+    """The project-tracker references in ``text``, each with its line number."""
+    found = []
+    for match in TRACKER_REFERENCE.finditer(text):
+        before = text[max(0, match.start() - 80):match.start()].rstrip(" \t\n#:\"'")
+        if PUBLIC_REPOSITORY.search(before):
+            continue
+        found.append(f"line {text.count(chr(10), 0, match.start()) + 1}: {match.group(0)}")
+    return found
+
+
+def _sources_a_reader_reads() -> list[Path]:
+    files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")]
+    files += list((REPO / "docs").rglob("*.md"))
+    return sorted(files + [REPO / "LABS_SPEC.md", REPO / "README.md"])
+
+
+def test_tracker_reference_finder_tells_a_tracker_from_a_citation():
+    number = "1" + "5"  # built, so that this file holds no reference itself
+    for text in (f"re-runs no cell (issue {number})", f"Issue {number}, the review, item 3",
+                 f"(never typed, review T-{number})", f"review finding {number}",
+                 f"issues {number} and 17 found", f"issue #{number}"):
+        assert tracker_references(text), text
+    for text in (f"NVIDIA/nccl issue {number}", f"nccl-tests issue {number}",
+                 f'"(NVIDIA/nccl "\n    "issue {number})"', f"#:  NVIDIA/nccl-tests\n#: issue {number}",
+                 f"the issue's {number} examples", f"a review of {number} labs", "issued 3 ids"):
+        assert not tracker_references(text), text
+
+
+def test_no_code_doc_or_test_cites_a_tracker_number():
+    """Code, tests and docs state the rule itself (or a LABS_SPEC § reference), never a tracker
+    number a reader cannot look up."""
+    bad = {str(p.relative_to(REPO)): refs for p in _sources_a_reader_reads()
+           if (refs := tracker_references(p.read_text(encoding="utf-8")))}
+    assert bad == {}, "state the rule instead of the tracker number:\n" + "\n".join(
+        f"{path}: {', '.join(refs)}" for path, refs in bad.items())
+
+
+# --- each module under one name -----------------------------------------------------------------
+
+#: Aliases every reader knows; any other module is imported under its own last name, or that name
+#: with a prefix that keeps it private or says whose it is (``_ledger``, ``ledger_store``).
+WELL_KNOWN_ALIASES = {"numpy": "np", "pandas": "pd", "marimo": "mo", "matplotlib.pyplot": "plt",
+                      "plotly.graph_objects": "go", "plotly.express": "px", "plotly.io": "pio",
+                      "hypothesis.strategies": "st", "torch.nn.functional": "F",
+                      "torch.distributed": "dist", "tomli": "tomllib"}
+
+
+def _is_labs_module(name: str) -> bool:
+    parts = name.split(".")
+    if parts[:2] == ["labs", "core"] and len(parts) >= 3 and parts[2] in labs.core.SHORT_NAMES:
+        parts = labs.core.SHORT_NAMES[parts[2]].split(".") + parts[3:]
+    path = REPO.joinpath(*parts)
+    return parts[0] == "labs" and (path.with_suffix(".py").exists() or (path / "__init__.py").exists())
+
+
+def module_aliases(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, alias) for each module ``path`` imports under another name. A ``from``
+    import is a module's when it names a labs module (third-party names are not looked up)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, a.asname) for a in node.names if a.asname]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [(node.lineno, f"{node.module}.{a.name}", a.asname) for a in node.names
+                      if a.asname and _is_labs_module(f"{node.module}.{a.name}")]
+    return found
+
+
+def alias_reads_as_the_module(module: str, alias: str) -> bool:
+    own = module.split(".")[-1]
+    return (alias == own or alias.endswith("_" + own)
+            or WELL_KNOWN_ALIASES.get(module) == alias)
+
+
+def test_alias_rule_tells_a_name_from_a_nickname():
+    assert alias_reads_as_the_module("labs.core.roofline", "roofline")
+    assert alias_reads_as_the_module("labs.core.course.ledger", "_ledger")
+    assert alias_reads_as_the_module("labs.core.course.ledger.store", "ledger_store")
+    assert alias_reads_as_the_module("numpy", "np")
+    for module, alias in [("labs.core.roofline", "R"), ("labs.core.physics.precision", "_fmt"),
+                          ("labs.core.physics.models", "_m"), ("labs.core.measure", "_m"),
+                          ("labs.core.ui.style", "st"), ("datetime", "dt")]:
+        assert not alias_reads_as_the_module(module, alias), (module, alias)
+
+
+def test_every_module_is_imported_under_its_own_name():
+    """No one-letter or cryptic module aliases (``R``, ``_fmt``, ``_m``): a reader meets each
+    module under one name everywhere."""
+    files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")]
+    bad = [f"{p.relative_to(REPO)}:{line}: {module} as {alias}" for p in sorted(files)
+           for line, module, alias in module_aliases(p) if not alias_reads_as_the_module(module, alias)]
+    assert bad == [], "import each module under its own name:\n" + "\n".join(bad)
+
+
+# --- one privacy convention: a name another module uses is public --------------------------------
+
+
+def private_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, ``module.name``) for each ``from labs... import _name`` in ``path``. A private module
+    may hold public names (``from labs.core.physics._validate import culprit``), as sklearn's
+    ``_ridge.py`` does; what crosses a module boundary never starts with an underscore."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "labs":
+            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_private_import_finder_sees_names_and_modules(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from labs.core.ui.plotbase import LEGEND, _hidden\n"
+                      "from labs.core.physics import _validate\n"
+                      "from labs.core.physics._validate import culprit\n", encoding="utf-8")
+    assert [name for _line, name in private_imports(sample)] == [
+        "labs.core.ui.plotbase._hidden", "labs.core.physics._validate"]
+
+
+def test_no_module_imports_another_modules_private_name():
+    """Names used across modules are public (httpx's convention): no ``from labs... import _x``
+    in the labs, their core, the tests or the benchmarks."""
+    files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")]
+    bad = [f"{p.relative_to(REPO)}:{line}: {name}" for p in sorted(files)
+           for line, name in private_imports(p)]
+    assert bad == [], "make the name public (drop its underscore) or the module private:\n" + "\n".join(bad)
+
+
+def test_package_faces_export_no_private_names():
+    """A package's ``__init__`` re-exports public names only."""
+    for face in sorted(CORE.rglob("__init__.py")):
+        module = ".".join(face.relative_to(REPO).parent.parts)
+        package = importlib.import_module(module)
+        exported = getattr(package, "__all__", [])
+        assert [n for n in exported if n.startswith("_")] == [], module
+        assert private_imports(face) == [], module
+
+
+
+
+@pytest.mark.parametrize("name,path", list(_modules()), ids=lambda v: str(v))
+def test_every_core_module_says_what_it_exports(name, path):
+    """Every module of labs.core has an ``__all__`` of public names it really defines."""
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{name} has no __all__"
+    assert [n for n in exported if n.startswith("_")] == [], name
+    assert [n for n in exported if not hasattr(module, n)] == [], name

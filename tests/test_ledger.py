@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.core import ledger as L
+from labs.core import ledger
 from labs.core.course.ledger import config as ledger_config
 from labs.core.course.ledger import store as ledger_store
 
@@ -23,7 +23,7 @@ WRITER = Path(__file__).parent / "ledger_fixtures" / "writer.py"
 POSIX = os.name == "posix"
 
 
-def _append(led: L.Ledger, kind="result", item="lab01.x", **payload):
+def _append(led: ledger.Ledger, kind="result", item="lab01.x", **payload):
     return led.append(kind, lab_id="lab01", item_id=item, payload=payload or {"v": 1},
                       lab_version="sha256:test", session="s")
 
@@ -39,42 +39,42 @@ def _all_files(directory: Path, student="ada") -> list[Path]:
 # --- format and chain ----------------------------------------------------------------------
 
 def test_roundtrip_chain_and_line_format(tmp_path):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     first = _append(led, "predict", value=300, reason="<b>bold</b> =HYPERLINK(1)")
     second = _append(led, "unlock")
     assert (first["seq"], second["seq"]) == (1, 2)
-    assert first["prev_hash"] == L.GENESIS_HASH and second["prev_hash"] == first["hash"]
+    assert first["prev_hash"] == ledger.GENESIS_HASH and second["prev_hash"] == first["hash"]
     raw = led.path.read_bytes()
     assert raw.endswith(b"\n") and raw.count(b"\n") == 2
-    result = L.read_ledger(raw)
+    result = ledger.read_ledger(raw)
     assert result.clean and [e["kind"] for e in result.events] == ["predict", "unlock"]
     assert result.head_hash == led.head_hash == second["hash"]
     # every field the issue asks for is on every event
     for key in ("schema", "student_id", "lab_id", "lab_version", "item_id", "ts", "seq",
                 "prev_hash", "hash", "kind", "payload"):
         assert key in first
-    assert L.parse_ts(first["ts"]).tzinfo is not None
+    assert ledger.parse_ts(first["ts"]).tzinfo is not None
     # a reopened ledger continues the same chain
-    again = L.Ledger("ada", tmp_path)
+    again = ledger.Ledger("ada", tmp_path)
     third = _append(again)
     assert third["seq"] == 3 and third["prev_hash"] == second["hash"]
 
 
 def test_tampered_reordered_and_deleted_lines_are_detected(tmp_path):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     for i in range(4):
         _append(led, value=i)
     lines = led.path.read_bytes().splitlines(keepends=True)
     edited = lines[1].replace(b'"value":1', b'"value":9')
-    codes = lambda data: {p.code for p in L.read_ledger(data).problems}  # noqa: E731
+    codes = lambda data: {p.code for p in ledger.read_ledger(data).problems}  # noqa: E731
     # an edited line is pinpointed: its own hash no longer matches, the rest still links
-    result = L.read_ledger(b"".join(lines[:1] + [edited] + lines[2:]))
+    result = ledger.read_ledger(b"".join(lines[:1] + [edited] + lines[2:]))
     assert [(p.line, p.code) for p in result.problems] == [(2, "hash_mismatch")]
     assert result.rejected[0][1]["payload"]["value"] == 9  # what it claims, kept for display
     # re-hashing the edited line moves the break to the next line
     forged = json.loads(edited)
-    forged["hash"] = L.event_hash(forged)
-    result = L.read_ledger(b"".join(lines[:1] + [L.event_line(forged)] + lines[2:]))
+    forged["hash"] = ledger.event_hash(forged)
+    result = ledger.read_ledger(b"".join(lines[:1] + [ledger.event_line(forged)] + lines[2:]))
     assert [(p.line, p.code) for p in result.problems] == [(3, "chain_break")]
     assert codes(b"".join([lines[0], lines[2], lines[1], lines[3]])) == {"chain_break",
                                                                           "seq_order"}
@@ -92,17 +92,17 @@ def test_tampered_reordered_and_deleted_lines_are_detected(tmp_path):
     (b"1" * 5000, "not valid JSON"),  # int larger than Python converts by default
 ])
 def test_hostile_lines_are_reported_never_raised(line, reason):
-    event, why = L.parse_line(line)
+    event, why = ledger.parse_line(line)
     assert event is None and reason in why
 
 
 def test_wrong_types_and_deep_payload_rejected(tmp_path):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     good = _append(led)
     for field, bad in (("seq", "1"), ("seq", True), ("payload", []), ("kind", "hack"),
                        ("ts", "yesterday"), ("hash", "zz")):
         obj = dict(good, **{field: bad})
-        assert L.check_event(obj) is not None, field
+        assert ledger.check_event(obj) is not None, field
     deep: dict = {}
     node = deep
     for _ in range(10):
@@ -119,34 +119,34 @@ def test_wrong_types_and_deep_payload_rejected(tmp_path):
 
 
 def test_student_id_rules_and_resolution(tmp_path, monkeypatch):
-    assert L.validate_student_id("  ada.lovelace@uni ") == "ada.lovelace@uni"
+    assert ledger.validate_student_id("  ada.lovelace@uni ") == "ada.lovelace@uni"
     for bad in ("", "../etc", "a b", "=cmd", "x" * 65, None):
         with pytest.raises(ValueError, match="student_id"):
-            L.validate_student_id(bad)
+            ledger.validate_student_id(bad)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    monkeypatch.delenv(L.ENV_STUDENT_ID, raising=False)
-    assert L.resolve_student_id() is None
-    L.save_config(student_id="remembered")
-    assert L.resolve_student_id() == "remembered"
-    monkeypatch.setenv(L.ENV_STUDENT_ID, "from-env")
-    assert L.resolve_student_id() == "from-env"
+    monkeypatch.delenv(ledger.ENV_STUDENT_ID, raising=False)
+    assert ledger.resolve_student_id() is None
+    ledger.save_config(student_id="remembered")
+    assert ledger.resolve_student_id() == "remembered"
+    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "from-env")
+    assert ledger.resolve_student_id() == "from-env"
     # a corrupt config counts as empty and is left as it is
-    cfg = L.config_path()
+    cfg = ledger.config_path()
     cfg.write_bytes(b"{broken")
-    monkeypatch.delenv(L.ENV_STUDENT_ID)
-    assert L.resolve_student_id() is None and cfg.read_bytes() == b"{broken"
+    monkeypatch.delenv(ledger.ENV_STUDENT_ID)
+    assert ledger.resolve_student_id() is None and cfg.read_bytes() == b"{broken"
 
 
 def test_default_dir_env_config_and_platform(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.delenv(L.ENV_LEDGER_DIR, raising=False)
+    monkeypatch.delenv(ledger.ENV_LEDGER_DIR, raising=False)
     if sys.platform.startswith("linux"):
-        assert L.default_ledger_dir() == tmp_path / "data" / "roofline-labs"
-    L.save_config(ledger_dir=str(tmp_path / "chosen"))
-    assert L.default_ledger_dir() == tmp_path / "chosen"
-    monkeypatch.setenv(L.ENV_LEDGER_DIR, str(tmp_path / "env"))
-    assert L.default_ledger_dir() == tmp_path / "env"
+        assert ledger.default_ledger_dir() == tmp_path / "data" / "roofline-labs"
+    ledger.save_config(ledger_dir=str(tmp_path / "chosen"))
+    assert ledger.default_ledger_dir() == tmp_path / "chosen"
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "env"))
+    assert ledger.default_ledger_dir() == tmp_path / "env"
     monkeypatch.setattr(sys, "platform", "darwin")
     assert ledger_config._platform_base("data") == Path.home() / "Library" / "Application Support"
     monkeypatch.setattr(sys, "platform", "win32")
@@ -158,22 +158,22 @@ def test_lab_version_ignores_line_endings(tmp_path):
     a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_bytes(b"x = 1\ny = 2\n")
     b.write_bytes(b"x = 1\r\ny = 2\r\n")
-    assert L.lab_version(a) == L.lab_version(b) != L.lab_version(tmp_path / "missing.py")
-    assert L.lab_version(a).startswith("sha256:") and len(L.lab_version(a)) == 23
-    assert L.lab_version(None) == "unknown"
+    assert ledger.lab_version(a) == ledger.lab_version(b) != ledger.lab_version(tmp_path / "missing.py")
+    assert ledger.lab_version(a).startswith("sha256:") and len(ledger.lab_version(a)) == 23
+    assert ledger.lab_version(None) == "unknown"
 
 
 # --- corruption: kept, reported, recovery file ----------------------------------------------
 
 def test_corrupt_ledger_is_kept_untouched_and_new_events_go_to_recovery(tmp_path):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     for i in range(3):
         _append(led, "predict", item=f"lab01.q{i}", value=i)
     lines = led.path.read_bytes().splitlines(keepends=True)
     led.path.write_bytes(lines[0] + b"{garbage in the middle\n" + b"".join(lines[1:]))
     before = _sha(led.path)
 
-    reopened = L.Ledger("ada", tmp_path)
+    reopened = ledger.Ledger("ada", tmp_path)
     assert reopened.mode == "recovery"
     text = " ".join(reopened.warnings)
     assert "kept untouched" in text and "line 2" in text and "recovery-1" in text
@@ -181,16 +181,16 @@ def test_corrupt_ledger_is_kept_untouched_and_new_events_go_to_recovery(tmp_path
     new = _append(reopened, "explain", text="after corruption")
     assert _sha(led.path) == before  # never reset, never rewritten
     recovery = tmp_path / "roofline-ledger-ada.recovery-1.jsonl"
-    assert L.read_ledger_file(recovery).clean and new["seq"] == 1
+    assert ledger.read_ledger_file(recovery).clean and new["seq"] == 1
     assert len(reopened.events()) == 4
     # the next lab opening keeps using the same recovery file
-    third = L.Ledger("ada", tmp_path)
+    third = ledger.Ledger("ada", tmp_path)
     assert third.target_path == recovery and len(third.events()) == 4
     assert _append(third)["seq"] == 2
 
 
 def test_corruption_by_another_process_while_open_switches_to_recovery(tmp_path):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     _append(led)
     with open(led.path, "ab") as f:  # someone else damages the file after we opened it
         f.write(b'{"half a line')
@@ -202,12 +202,12 @@ def test_corruption_by_another_process_while_open_switches_to_recovery(tmp_path)
 
 
 def test_unreadable_and_oversized_files_are_reported(tmp_path, monkeypatch):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     _append(led)
-    monkeypatch.setattr(L, "MAX_READ_BYTES", 10)
-    result = L.read_ledger_file(led.path, max_bytes=10)
+    monkeypatch.setattr(ledger, "MAX_READ_BYTES", 10)
+    result = ledger.read_ledger_file(led.path, max_bytes=10)
     assert [p.code for p in result.problems] == ["too_large"]
-    assert [p.code for p in L.read_ledger_file(tmp_path / "nope.jsonl").problems] == [
+    assert [p.code for p in ledger.read_ledger_file(tmp_path / "nope.jsonl").problems] == [
         "unreadable"]
 
 
@@ -228,7 +228,7 @@ def test_two_processes_500_events_each_lose_nothing(tmp_path):
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-    result = L.read_ledger_file(tmp_path / "roofline-ledger-ada.jsonl")
+    result = ledger.read_ledger_file(tmp_path / "roofline-ledger-ada.jsonl")
     assert result.clean, result.problems[:3]
     assert [e["seq"] for e in result.events] == list(range(1, 1001))
     for s in ("A", "B"):
@@ -265,23 +265,23 @@ def test_kill_9_mid_write_repeatedly_keeps_every_committed_event(tmp_path):
         proc.stdout.close()
         proc.stderr.close()
 
-        led = L.Ledger("ada", tmp_path)  # opens fine, every file readable
+        led = ledger.Ledger("ada", tmp_path)  # opens fine, every file readable
         seen: dict[str, set[int]] = {}
         for e in led.events():
             seen.setdefault(e["session"], set()).add(e["payload"]["i"])
         for s, ids in committed.items():
             assert ids <= seen.get(s, set()), f"round {round_no}: lost events of {s}"
         for path in _all_files(tmp_path):
-            codes = {p.code for p in L.read_ledger_file(path).problems}
+            codes = {p.code for p in ledger.read_ledger_file(path).problems}
             assert codes <= {"torn_tail"}, (path, codes)
 
 
 def test_two_ledger_objects_in_one_process_share_one_chain(tmp_path):
-    a, b = L.Ledger("ada", tmp_path), L.Ledger("ada", tmp_path)
+    a, b = ledger.Ledger("ada", tmp_path), ledger.Ledger("ada", tmp_path)
     for i in range(5):
         _append(a, value=i)
         _append(b, value=i)
-    result = L.read_ledger_file(a.path)
+    result = ledger.read_ledger_file(a.path)
     assert result.clean and len(result.events) == 10
     assert len(a.events()) == len(b.events()) == 10
 
@@ -314,13 +314,13 @@ def _make_read_only(paths: list[Path]) -> list[list[str]]:
 @pytest.mark.skipif(not POSIX, reason="POSIX permissions")
 def test_read_only_directory_keeps_working_in_memory_with_download(tmp_path):
     root = tmp_path / "ro"
-    led = L.Ledger("ada", root)
+    led = ledger.Ledger("ada", root)
     _append(led, "predict", value=1)
     _append(led, "unlock")
     undo = _make_read_only([led.path, led.lock_path, root])
     try:
         before = sorted(os.listdir(root)), _sha(led.path)
-        offline = L.Ledger("ada", root)
+        offline = ledger.Ledger("ada", root)
         assert offline.mode == "memory" and "not writable" in " ".join(offline.warnings)
         assert len(offline.events()) == 2
         ev = offline.append("explain", lab_id="lab01", item_id="lab01.x",
@@ -330,7 +330,7 @@ def test_read_only_directory_keeps_working_in_memory_with_download(tmp_path):
         assert _append(led, value=5)["seq"] == 3 and led.mode == "memory"
         # the download is the old file plus the new event: one unbroken chain
         [(name, data)] = offline.export_files()
-        result = L.read_ledger(data)
+        result = ledger.read_ledger(data)
         assert name == "roofline-ledger-ada.jsonl" and result.clean and len(result.events) == 3
         assert (sorted(os.listdir(root)), _sha(led.path)) == before
     finally:
@@ -341,31 +341,31 @@ def test_read_only_directory_keeps_working_in_memory_with_download(tmp_path):
 def test_missing_directory_that_cannot_be_created_falls_back_to_memory(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    led = L.Ledger("ada", blocker / "ledgers")
+    led = ledger.Ledger("ada", blocker / "ledgers")
     assert led.mode == "memory" and "cannot be created" in led.warnings[0]
     _append(led, "predict", value=3)
     [(name, data)] = led.export_files()
-    assert name == "roofline-ledger-ada.jsonl" and L.read_ledger(data).clean
+    assert name == "roofline-ledger-ada.jsonl" and ledger.read_ledger(data).clean
 
 
 def test_write_failure_midway_falls_back_to_memory(tmp_path, monkeypatch):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     _append(led)
 
     def fail(*_a, **_k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ledger_store, "_append_bytes", fail)
+    monkeypatch.setattr(ledger_store, "append_bytes", fail)
     ev = _append(led, value=2)
     assert led.mode == "memory" and ev["seq"] == 2 and "No space left" in led.warnings[-1]
     [(_, data)] = led.export_files()
-    result = L.read_ledger(data)
+    result = ledger.read_ledger(data)
     assert result.clean and len(result.events) == 2
 
 
 def test_browser_only_run_downloads_and_reuploads(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "platform", "emscripten")
-    first = L.Ledger("ada", tmp_path)
+    first = ledger.Ledger("ada", tmp_path)
     assert first.mode == "memory" and "browser-only" in first.warnings[0]
     _append(first, "predict", value=42)
     _append(first, "unlock")
@@ -373,18 +373,18 @@ def test_browser_only_run_downloads_and_reuploads(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # nothing written to the (in-memory) disk
 
     # next visit: a fresh page, the student uploads the downloaded file
-    second = L.Ledger("ada", tmp_path)
+    second = ledger.Ledger("ada", tmp_path)
     assert second.events() == []
     result = second.import_bytes(data, name)
     assert result.clean and [e["kind"] for e in second.events()] == ["predict", "unlock"]
     ev = _append(second, "explain", text="next visit")
     assert ev["seq"] == 3 and ev["prev_hash"] == result.head_hash
     [(name2, data2)] = second.export_files()
-    again = L.read_ledger(data2)
+    again = ledger.read_ledger(data2)
     assert name2 == name and again.clean and len(again.events) == 3
     assert data2.startswith(data)  # the uploaded bytes are kept as they were
 
-    other = L.Ledger("bob", tmp_path)
+    other = ledger.Ledger("bob", tmp_path)
     assert "another student" in str(other.import_bytes(data, name).problems[-1])
     assert other.events() == []
 
@@ -395,18 +395,18 @@ def test_a_line_is_checked_on_its_own_bytes_and_an_edit_still_shows():
     edited one is a hash mismatch either way."""
     import json
 
-    from labs.core.course.ledger import events as E
+    from labs.core.course.ledger import events
 
     ev = {"schema": 1, "seq": 1, "ts": "2025-03-01T12:00:00.000000Z", "student_id": "ada",
           "lab_id": "lab01", "lab_version": "v", "item_id": "lab01.x", "kind": "predict",
           "payload": {"value": 1.5, "reason": "é <b>"}, "session": "s",
-          "prev_hash": E.GENESIS_HASH}
-    ev["hash"] = E.event_hash(ev)
-    line = E.event_line(ev).strip()
-    assert E._hashes_own_bytes(line, ev["hash"])
-    assert E.parse_line(line) == (ev, None)
+          "prev_hash": events.GENESIS_HASH}
+    ev["hash"] = events.event_hash(ev)
+    line = events.event_line(ev).strip()
+    assert events._hashes_own_bytes(line, ev["hash"])
+    assert events.parse_line(line) == (ev, None)
     reencoded = json.dumps(json.loads(line), indent=1).encode()
-    assert not E._hashes_own_bytes(reencoded, ev["hash"])
-    assert E.parse_line(reencoded)[1] is None
+    assert not events._hashes_own_bytes(reencoded, ev["hash"])
+    assert events.parse_line(reencoded)[1] is None
     edited = line.replace(b"1.5", b"2.5")
-    assert E.parse_line(edited)[1].startswith("hash does not match")
+    assert events.parse_line(edited)[1].startswith("hash does not match")

@@ -1,4 +1,4 @@
-"""Issue 17, "Locks and records": no path releases a lock the lab has shown or loses a record.
+"""Locks and records: no path releases a lock the lab has shown or loses a record.
 
 Each test here failed before the fix it names: a folder change carrying the locks over, the
 first commit decided under the ledger's lock (real processes), ``ts`` stamped under the lock,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.core import ledger as L
+from labs.core import ledger
 from labs.core import quiz
 from labs.core.course.ledger import events as ledger_events
 from labs.core.course.ledger import files as ledger_files
@@ -31,11 +31,11 @@ FIXTURES = Path(__file__).parent / "ledger_fixtures"
 def student(tmp_path, monkeypatch):
     """A private config folder, no ledger folder or id from the environment, no kept memory."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv(L.ENV_LEDGER_DIR, raising=False)
-    monkeypatch.delenv(L.ENV_STUDENT_ID, raising=False)
-    quiz._MEMORY_LEDGERS.clear()
+    monkeypatch.delenv(ledger.ENV_LEDGER_DIR, raising=False)
+    monkeypatch.delenv(ledger.ENV_STUDENT_ID, raising=False)
+    quiz.MEMORY_LEDGERS.clear()
     yield tmp_path
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
 
 
 def _session(folder: Path, sid: str = "ada", seen: list | None = None) -> quiz.LabSession:
@@ -51,7 +51,7 @@ def _pred(item: str, value, reason: str = "r") -> quiz.Prediction:
 def _file_events(folder: Path, sid: str = "ada") -> list[dict]:
     out = []
     for path in sorted(folder.glob(f"roofline-ledger-{sid}*.jsonl")):
-        out += L.read_ledger_file(path).events
+        out += ledger.read_ledger_file(path).events
     return out
 
 
@@ -68,16 +68,16 @@ def test_a_folder_change_carries_the_shown_locks_to_an_empty_folder(student):
     # the new folder alone restores the lock: a different answer there is only a revision
     assert again.first_prediction("lab01.x").value == 7
     assert again.commit(_pred("x", 9)).value == 7
-    result = L.read_ledger_file(student / "b" / "roofline-ledger-ada.jsonl")
+    result = ledger.read_ledger_file(student / "b" / "roofline-ledger-ada.jsonl")
     assert result.clean
     assert [e["kind"] for e in result.events] == ["predict", "unlock", "explain", "revise"]
     # the old file is kept as it was, and the student is told where everything is
-    assert len(L.read_ledger_file(student / "a" / "roofline-ledger-ada.jsonl").events) == 3
+    assert len(ledger.read_ledger_file(student / "a" / "roofline-ledger-ada.jsonl").events) == 3
     assert any("copied" in n for n in again.warnings)
 
 
 def test_a_folder_holding_other_first_answers_is_refused_with_a_message(student):
-    other = L.Ledger("ada", student / "c")  # e.g. a file the student made elsewhere
+    other = ledger.Ledger("ada", student / "c")  # e.g. a file the student made elsewhere
     other.append("predict", lab_id="lab01", item_id="lab01.x",
                  payload=_pred("x", 1).payload())
     other.append("predict", lab_id="lab01", item_id="lab01.y",
@@ -91,11 +91,11 @@ def test_a_folder_holding_other_first_answers_is_refused_with_a_message(student)
     assert seen == [] and lab.ledger_dir == student / "a"  # nothing re-created or moved
     assert lab.first_prediction("lab01.x").value == 7
     assert (student / "c" / "roofline-ledger-ada.jsonl").read_bytes() == before
-    assert L.load_config().get("ledger_dir") != str(student / "c")
+    assert ledger.load_config().get("ledger_dir") != str(student / "c")
 
 
 def test_the_folder_form_refuses_before_anything_changes(student):
-    other = L.Ledger("ada", student / "c")
+    other = ledger.Ledger("ada", student / "c")
     other.append("predict", lab_id="lab01", item_id="lab01.x", payload=_pred("x", 1).payload())
     lab = _session(student / "a")
     lab.commit(_pred("x", 7))
@@ -108,7 +108,7 @@ def test_the_folder_form_refuses_before_anything_changes(student):
 
 
 def test_a_folder_missing_a_shown_lock_is_refused(student):
-    other = L.Ledger("ada", student / "d")
+    other = ledger.Ledger("ada", student / "d")
     other.append("result", lab_id="lab02", item_id="lab02.z", payload={"actual": 1})
     lab = _session(student / "a")
     lab.commit(_pred("x", 7))
@@ -159,7 +159,7 @@ def test_two_windows_committing_at_once_leave_one_predict_per_item(tmp_path):
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
         shown.append(dict(line.split() for line in out.splitlines()))
-    result = L.read_ledger_file(tmp_path / "roofline-ledger-ada.jsonl")
+    result = ledger.read_ledger_file(tmp_path / "roofline-ledger-ada.jsonl")
     assert result.clean
     for i in range(n):
         item = f"race.item{i}"
@@ -200,15 +200,15 @@ def test_concurrent_writers_never_write_a_timestamp_backwards(tmp_path):
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-    events = L.read_ledger_file(tmp_path / "roofline-ledger-ada.jsonl").events
+    events = ledger.read_ledger_file(tmp_path / "roofline-ledger-ada.jsonl").events
     assert len(events) == 800
-    times = [L.parse_ts(e["ts"]) for e in events]
+    times = [ledger.parse_ts(e["ts"]) for e in events]
     backwards = sum(1 for t0, t1 in zip(times, times[1:]) if t1 < t0)
     assert backwards == 0
 
 
 def test_the_timestamp_is_taken_after_the_lock_is_held(tmp_path, monkeypatch):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     order = []
     real_lock = ledger_files.file_lock
 
@@ -269,12 +269,12 @@ def test_memory_mode_after_a_failed_write_survives_session_recreation(student, m
     assert any("memory" in w for w in again.warnings)
     # the download is one clean chain holding everything, never the half line glued on
     [(name, data)] = again.ledger.export_files()
-    result = L.read_ledger(data)
+    result = ledger.read_ledger(data)
     assert name == "roofline-ledger-ada.jsonl" and result.clean, result.problems
     assert [e["kind"] for e in result.events] == ["predict", "unlock", "predict", "unlock",
                                                   "explain"]
     # the torn half line was taken back under the lock: the file on disk is clean too
-    assert L.read_ledger_file(student / "l" / "roofline-ledger-ada.jsonl").clean
+    assert ledger.read_ledger_file(student / "l" / "roofline-ledger-ada.jsonl").clean
 
 
 def test_a_download_stays_one_chain_when_another_window_writes_after_the_fork(student,
@@ -284,12 +284,12 @@ def test_a_download_stays_one_chain_when_another_window_writes_after_the_fork(st
     with monkeypatch.context() as m:
         _fail_ledger_writes(m, partial=False)
         lab.commit(_pred("y", 2))  # memory
-    other = L.Ledger("ada", student / "l")  # the disk has room again for another window
+    other = ledger.Ledger("ada", student / "l")  # the disk has room again for another window
     other.append("result", lab_id="lab02", item_id="lab02.z", payload={"actual": 1})
     for name, data in lab.ledger.export_files():
-        assert L.read_ledger(data).clean, name
+        assert ledger.read_ledger(data).clean, name
     downloaded = [e for _, data in lab.ledger.export_files()
-                  for e in L.read_ledger(data).events]
+                  for e in ledger.read_ledger(data).events]
     assert {e["item_id"] for e in downloaded} >= {"lab01.x", "lab01.y"}
 
 
@@ -298,7 +298,7 @@ def test_a_download_stays_one_chain_when_another_window_writes_after_the_fork(st
 def test_appends_rotate_before_the_read_limit_and_every_event_comes_back(tmp_path,
                                                                         monkeypatch):
     monkeypatch.setattr(ledger_events, "MAX_READ_BYTES", 8 * 1024)
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     led.append("predict", lab_id="lab01", item_id="lab01.x",
                payload=_pred("x", 7).payload())
     for i in range(120):  # about 3.5 times the limit
@@ -306,8 +306,8 @@ def test_appends_rotate_before_the_read_limit_and_every_event_comes_back(tmp_pat
     files = sorted(tmp_path.glob("roofline-ledger-ada*.jsonl"))
     assert len(files) >= 3
     for path in files:
-        assert path.stat().st_size <= 8 * 1024 and L.read_ledger_file(path).clean
-    again = L.Ledger("ada", tmp_path)
+        assert path.stat().st_size <= 8 * 1024 and ledger.read_ledger_file(path).clean
+    again = ledger.Ledger("ada", tmp_path)
     assert len(again.events()) == 121
     assert any("limit" in w or "full" in w for w in led.warnings)
     lab = quiz.LabSession("lab01", None, settings={"student_id": "ada",
@@ -317,7 +317,7 @@ def test_appends_rotate_before_the_read_limit_and_every_event_comes_back(tmp_pat
 
 def test_a_window_reading_follows_another_into_the_next_file(tmp_path, monkeypatch):
     monkeypatch.setattr(ledger_events, "MAX_READ_BYTES", 8 * 1024)
-    reader, writer = L.Ledger("ada", tmp_path), L.Ledger("ada", tmp_path)
+    reader, writer = ledger.Ledger("ada", tmp_path), ledger.Ledger("ada", tmp_path)
     for i in range(60):
         writer.append("result", lab_id="lab01", item_id="lab01.x", payload={"i": i, "f": "x" * 150})
     assert len(list(tmp_path.glob("roofline-ledger-ada*.jsonl"))) >= 2
@@ -325,13 +325,13 @@ def test_a_window_reading_follows_another_into_the_next_file(tmp_path, monkeypat
 
 
 def test_an_oversized_file_keeps_its_readable_prefix_and_its_locks(tmp_path, monkeypatch):
-    led = L.Ledger("ada", tmp_path)
+    led = ledger.Ledger("ada", tmp_path)
     led.append("predict", lab_id="lab01", item_id="lab01.x", payload=_pred("x", 7).payload())
     for i in range(60):
         led.append("result", lab_id="lab01", item_id="lab01.x", payload={"i": i, "f": "x" * 150})
     before = led.path.read_bytes()
     monkeypatch.setattr(ledger_events, "MAX_READ_BYTES", 4 * 1024)  # the file is now too big
-    result = L.read_ledger_file(led.path)
+    result = ledger.read_ledger_file(led.path)
     assert [p.code for p in result.problems] == ["too_large"]
     assert 0 < len(result.events) < 61 and result.events[0]["kind"] == "predict"
     lab = quiz.LabSession("lab01", None, settings={"student_id": "ada",
@@ -346,19 +346,19 @@ def test_an_oversized_file_keeps_its_readable_prefix_and_its_locks(tmp_path, mon
 
 @pytest.mark.parametrize("ts", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
 def test_parse_ts_returns_none_for_times_outside_the_calendar(ts):
-    assert L.parse_ts(ts) is None
+    assert ledger.parse_ts(ts) is None
 
 
 def _hashed_line(prev: dict, **changes) -> bytes:
     event = {**prev, "seq": prev["seq"] + 1, "prev_hash": prev["hash"], **changes}
-    event["hash"] = L.event_hash(event)
-    return L.event_line(event)
+    event["hash"] = ledger.event_hash(event)
+    return ledger.event_line(event)
 
 
 @pytest.mark.parametrize("ts", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
 def test_an_out_of_range_timestamp_does_not_hide_the_files_valid_events(student, ts):
     folder = student / "l"
-    led = L.Ledger("ada", folder)
+    led = ledger.Ledger("ada", folder)
     first = led.append("predict", lab_id="lab01", item_id="lab01.x",
                        payload=_pred("x", 7).payload())
     with open(led.path, "ab") as f:

@@ -22,8 +22,8 @@ from types import SimpleNamespace
 import pytest
 
 from labs.core import hardware, roofline
-from labs.core import precision as formats
-from labs.core import measure as M
+from labs.core import precision as _precision
+from labs.core import measure
 from labs.core.measure import cases, cli, device, reference, timer
 
 try:
@@ -31,7 +31,7 @@ try:
 except ImportError:  # without the live extra: the tests marked torch are skipped (conftest.py)
     torch = None
 CUDA = torch is not None and torch.cuda.is_available()
-CPU = M.detect("cpu")
+CPU = measure.detect("cpu")
 
 
 # --- no torch / no device: messages, never exceptions ----------------------------------------
@@ -60,16 +60,16 @@ def test_import_and_detect_without_torch():
 
 def test_wasm_gives_a_message(monkeypatch):
     monkeypatch.setattr(sys, "platform", "emscripten")
-    info = M.detect()
+    info = measure.detect()
     assert info.kind == "none" and "browser" in info.message and "WebAssembly" in info.message
-    with pytest.raises(M.Unavailable, match="browser"):
-        M.time_gemm(32, 32, 32, device=None)
+    with pytest.raises(measure.Unavailable, match="browser"):
+        measure.time_gemm(32, 32, 32, device=None)
 
 
 @pytest.mark.torch
 @pytest.mark.parametrize("bad", ["tpu", "cuda:x", 3])
 def test_detect_bad_device_never_raises(bad):
-    info = M.detect(bad)
+    info = measure.detect(bad)
     assert info.kind == "none" and "device must be" in info.message
 
 
@@ -77,16 +77,16 @@ def test_detect_survives_internal_errors(monkeypatch):
     def boom(_device):
         raise OSError("sysfs unreadable")
     monkeypatch.setattr(device, "_detect", boom)
-    info = M.detect()
+    info = measure.detect()
     assert info.kind == "none" and "sysfs unreadable" in info.message
 
 
 @pytest.mark.torch
 @pytest.mark.skipif(CUDA, reason="checks the no-GPU message")
 def test_detect_cuda_without_gpu_says_why():
-    info = M.detect("cuda")
+    info = measure.detect("cuda")
     assert info.kind == "none" and "No CUDA GPU" in info.message and "device='cpu'" in info.message
-    default = M.detect()
+    default = measure.detect()
     assert default.kind == "cpu" and "Measuring the CPU instead" in default.message
 
 
@@ -129,7 +129,7 @@ def test_detect_cpu():
     ("Intel(R) Xeon(R) Processor", None),
 ])
 def test_registry_key_for(name, key):
-    assert M.registry_key_for(name) == key
+    assert measure.registry_key_for(name) == key
     if key:
         assert hardware.get(key).key == key  # every target exists in the registry
 
@@ -139,7 +139,7 @@ def test_registry_key_for(name, key):
 @pytest.mark.torch
 def test_time_gemm_fp32_cpu_figures_are_consistent():
     n = 96
-    m = M.time_gemm(n, n, n, "fp32", device="cpu", budget_s=0.05, warmup_s=0.01, min_reps=7)
+    m = measure.time_gemm(n, n, n, "fp32", device="cpu", budget_s=0.05, warmup_s=0.01, min_reps=7)
     assert m.op == "gemm" and m.shape == (n, n, n) and m.precision == "fp32"
     assert m.flops == 2 * n**3 and m.bytes == 3 * n * n * 4
     assert m.reps == len(m.samples_s) >= 7
@@ -154,7 +154,7 @@ def test_time_gemm_fp32_cpu_figures_are_consistent():
 @pytest.mark.torch
 def test_explicit_reps_and_threads_are_honoured_and_restored():
     before = torch.get_num_threads()
-    m = M.time_gemm(64, 64, 64, "fp32", device="cpu", reps=11, warmup_s=0, threads=1)
+    m = measure.time_gemm(64, 64, 64, "fp32", device="cpu", reps=11, warmup_s=0, threads=1)
     assert m.reps == 11 and m.threads == 1
     assert torch.get_num_threads() == before
 
@@ -162,7 +162,7 @@ def test_explicit_reps_and_threads_are_honoured_and_restored():
 @pytest.mark.torch
 @pytest.mark.parametrize("precision", ["fp16", "bf16", "int8"])
 def test_other_cpu_precisions_run(precision):
-    m = M.time_gemm(32, 64, 64, precision, device="cpu", budget_s=0.02, warmup_s=0)
+    m = measure.time_gemm(32, 64, 64, precision, device="cpu", budget_s=0.02, warmup_s=0)
     assert m.achieved_tflops > 0
     if precision == "int8":  # int32 output: 4 bytes per element of C
         assert m.bytes == 32 * 64 + 64 * 64 + 32 * 64 * 4 and "_int_mm" in m.note
@@ -174,19 +174,19 @@ def test_fp32_runs_with_tf32_and_reduced_precision_off_and_flags_are_restored(mo
     if not hasattr(mm, "fp32_precision"):
         pytest.skip("torch without the fp32_precision API")
     seen = {}
-    real = timer._time_fn
+    real = timer.time_fn
 
     def spy(*a, **k):
         seen["cuda"] = mm.fp32_precision
         seen["mkldnn"] = torch.backends.mkldnn.matmul.fp32_precision
         return real(*a, **k)
 
-    monkeypatch.setattr(timer, "_time_fn", spy)
+    monkeypatch.setattr(timer, "time_fn", spy)
     saved = (mm.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision)
     try:
         mm.fp32_precision = "tf32"
         torch.backends.mkldnn.matmul.fp32_precision = "bf16"
-        M.time_gemm(32, 32, 32, "fp32", device="cpu", reps=3, warmup_s=0)
+        measure.time_gemm(32, 32, 32, "fp32", device="cpu", reps=3, warmup_s=0)
         assert seen == {"cuda": "ieee", "mkldnn": "ieee"}
         assert mm.fp32_precision == "tf32"
         assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"
@@ -198,22 +198,22 @@ def test_fp32_runs_with_tf32_and_reduced_precision_off_and_flags_are_restored(mo
 @pytest.mark.parametrize("precision, words", [("tf32", "tensor-core mode"),
                                               ("fp8", "no FP8 matrix units")])
 def test_cpu_refuses_tf32_and_fp8_with_a_reason(precision, words):
-    with pytest.raises(M.Unsupported, match=words):
-        M.time_gemm(64, 64, 64, precision, device="cpu")
-    assert words in M.supported_precisions("cpu")[precision]
-    assert M.supported_precisions("cpu")["fp32"] is None
+    with pytest.raises(measure.Unsupported, match=words):
+        measure.time_gemm(64, 64, 64, precision, device="cpu")
+    assert words in measure.supported_precisions("cpu")[precision]
+    assert measure.supported_precisions("cpu")["fp32"] is None
 
 
 @pytest.mark.torch
 def test_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match="m must"):
-        M.time_gemm(0, 8, 8, device="cpu")
+        measure.time_gemm(0, 8, 8, device="cpu")
     with pytest.raises(KeyError, match="precision='fp64'"):
-        M.time_gemm(8, 8, 8, "fp64", device="cpu")
+        measure.time_gemm(8, 8, 8, "fp64", device="cpu")
     with pytest.raises(ValueError, match="budget_s"):
-        M.time_gemm(8, 8, 8, device="cpu", budget_s=0)
+        measure.time_gemm(8, 8, 8, device="cpu", budget_s=0)
     with pytest.raises(ValueError, match="op must"):
-        M.estimate_bytes("conv", (1, 2, 3), "fp16")
+        measure.estimate_bytes("conv", (1, 2, 3), "fp16")
 
 
 # --- the one timer other modules call ------------------------------------------------------
@@ -222,7 +222,7 @@ def test_bad_arguments_name_the_argument():
 def test_time_callable_times_any_callable_with_a_fixed_number_of_reps():
     x = torch.randn(256, 256)
     calls, flushes = [], []
-    m = M.time_callable(lambda: calls.append(x.sum()), device="cpu", reps=9, warmup_s=0,
+    m = measure.time_callable(lambda: calls.append(x.sum()), device="cpu", reps=9, warmup_s=0,
                         flush=lambda: flushes.append(1), flops=65536.0, nbytes=262144.0,
                         op="sum", shape=(256, 256), precision="fp32", threads=1)
     # >= 2 warm-up calls and one timing call, then exactly the 9 decided in advance
@@ -236,11 +236,11 @@ def test_time_callable_times_any_callable_with_a_fixed_number_of_reps():
 
 @pytest.mark.torch
 def test_time_callable_budget_decides_the_reps_before_timing():
-    slow = M.time_callable(lambda: time.sleep(0.004), device="cpu", budget_s=0.04,
+    slow = measure.time_callable(lambda: time.sleep(0.004), device="cpu", budget_s=0.04,
                            warmup_s=0, min_reps=3, max_reps=50)
     assert 3 <= slow.reps <= 11  # ~budget / one call, never "until it agrees"
     assert slow.median_s >= 0.004 and slow.timer == "time.perf_counter"
-    fast = M.time_callable(lambda: None, device="cpu", budget_s=1.0, warmup_s=0, max_reps=40)
+    fast = measure.time_callable(lambda: None, device="cpu", budget_s=1.0, warmup_s=0, max_reps=40)
     assert fast.reps == 40  # clamped to max_reps
 
 
@@ -250,20 +250,20 @@ def test_time_callable_budget_decides_the_reps_before_timing():
                                           ({"max_reps": -2}, "max_reps")])
 def test_time_callable_bad_arguments_name_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        M.time_callable(lambda: None, device="cpu", **kwargs)
+        measure.time_callable(lambda: None, device="cpu", **kwargs)
     with pytest.raises(ValueError, match="fn must be a callable"):
-        M.time_callable(42, device="cpu")
+        measure.time_callable(42, device="cpu")
 
 
 @pytest.mark.torch
 def test_time_callable_without_a_device_is_unavailable_and_oom_is_recovered():
-    with pytest.raises(M.Unavailable, match="device must be"):
-        M.time_callable(lambda: None, device="tpu")
+    with pytest.raises(measure.Unavailable, match="device must be"):
+        measure.time_callable(lambda: None, device="tpu")
 
     def oom():
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
-    with pytest.raises(M.OutOfMemory, match="freed"):
-        M.time_callable(oom, device="cpu", reps=2)
+    with pytest.raises(measure.OutOfMemory, match="freed"):
+        measure.time_callable(oom, device="cpu", reps=2)
 
 
 # --- the timed kernels compute the right thing ------------------------------------------------
@@ -276,19 +276,19 @@ CPU_TOL = {"fp32": 1e-5, "fp16": 1e-3, "bf16": 1e-2, "int8": 0.0}
 @pytest.mark.torch
 @pytest.mark.parametrize("precision", list(CPU_TOL))
 def test_cpu_cases_write_every_element_correctly(precision):
-    dev = timer._resolve("cpu")
-    with cases._matmul_mode(torch, precision, "cpu"):
-        gemm = cases._gemm_case(dev, 40, 48, 72, precision, seed=3, copies=2)
+    dev = timer.resolve_device("cpu")
+    with cases.matmul_mode(torch, precision, "cpu"):
+        gemm = cases.gemm_case(dev, 40, 48, 72, precision, seed=3, copies=2)
         assert gemm.verify() <= CPU_TOL[precision]
         rows = cases._MIN_ROWS.get(precision)
-        gemv = (cases._gemm_case(dev, rows, 48, 72, precision, copies=3) if rows
-                else cases._gemm_case(dev, 1, 48, 72, precision, gemv=True, copies=3))
+        gemv = (cases.gemm_case(dev, rows, 48, 72, precision, copies=3) if rows
+                else cases.gemm_case(dev, 1, 48, 72, precision, gemv=True, copies=3))
         assert gemv.verify() <= CPU_TOL[precision]
 
 
 @pytest.mark.torch
 def test_verify_catches_an_unwritten_output():
-    dev = timer._resolve("cpu")
+    dev = timer.resolve_device("cpu")
     out = torch.empty(4)
     v = cases._verifier(dev, out, lambda: out[:2].fill_(1.0), lambda: torch.ones(4))
     assert v() == float("inf")  # the NaN poison in the last two elements is caught
@@ -305,7 +305,7 @@ KERNEL_BYTES = {"fp32": (4, 4), "tf32": (4, 4), "fp16": (2, 2), "bf16": (2, 2), 
 @pytest.mark.parametrize("precision", list(KERNEL_BYTES))
 def test_a_measured_gemm_counts_its_output_in_the_precision_the_kernel_writes(precision):
     operand, output = KERNEL_BYTES[precision]
-    c = M.gemm_cost(24, 40, 56, precision)  # C[24,40] = A[24,56] @ B[56,40]
+    c = measure.gemm_cost(24, 40, 56, precision)  # C[24,40] = A[24,56] @ B[56,40]
     assert c.detail == {"A": 24 * 56 * operand, "B": 56 * 40 * operand, "C": 24 * 40 * output}
     assert c.flops == 2 * 24 * 40 * 56
 
@@ -313,7 +313,7 @@ def test_a_measured_gemm_counts_its_output_in_the_precision_the_kernel_writes(pr
 @pytest.mark.parametrize("precision", list(KERNEL_BYTES))
 def test_a_measured_gemv_counts_k_inputs_and_n_outputs(precision):
     operand, _ = KERNEL_BYTES[precision]
-    c = M.gemv_cost(48, 200, precision)  # y[48] = W[48,200] x[200]
+    c = measure.gemv_cost(48, 200, precision)  # y[48] = W[48,200] x[200]
     assert c.detail == {"x": 200 * operand, "W": 48 * 200 * operand, "y": 48 * operand}
     assert c.flops == 2 * 48 * 200
 
@@ -322,13 +322,13 @@ def test_a_measured_gemv_counts_k_inputs_and_n_outputs(precision):
 
 def test_estimate_bytes_hand_derived():
     ws_gpu, ws_cpu = 256 * 2**20, 16 * 2**20
-    assert M.estimate_bytes("gemm", (1024, 1024, 1024), "fp16") == 3 * 1024**2 * 2 + ws_gpu
+    assert measure.estimate_bytes("gemm", (1024, 1024, 1024), "fp16") == 3 * 1024**2 * 2 + ws_gpu
     # int8: A, B 1 byte, C int32 4 bytes, plus an fp32 staging copy of the larger operand
-    assert M.estimate_bytes("gemm", (64, 128, 32), "int8", kind="cpu") == (
+    assert measure.estimate_bytes("gemm", (64, 128, 32), "int8", kind="cpu") == (
         64 * 32 + 32 * 128 + 64 * 128 * 4 + 32 * 128 * 4 + ws_cpu)
-    assert M.estimate_bytes("gemv", (4096, 1024), "fp16", kind="cpu") == (
+    assert measure.estimate_bytes("gemv", (4096, 1024), "fp16", kind="cpu") == (
         (1024 + 1024 * 4096) * 2 + 4096 * 2 + ws_cpu)
-    assert M.estimate_bytes("gemm", (8, 8, 8), "fp32", flush_l2=True) == (
+    assert measure.estimate_bytes("gemm", (8, 8, 8), "fp32", flush_l2=True) == (
         3 * 64 * 4 + 256 * 2**20 + ws_gpu)
 
 
@@ -336,33 +336,33 @@ def test_estimate_bytes_hand_derived():
 def test_too_big_is_refused_before_allocating(monkeypatch):
     def no_alloc(*a, **k):
         raise AssertionError("allocated before checking")
-    monkeypatch.setattr(cases, "_gemm_case", no_alloc)
-    with pytest.raises(M.DoesNotFit, match=r"needs .* GB but only .* GB is free"):
-        M.time_gemm(200_000, 200_000, 200_000, "fp32", device="cpu")
-    ok, why = M.fits(1e18, "cpu")
+    monkeypatch.setattr(cases, "gemm_case", no_alloc)
+    with pytest.raises(measure.DoesNotFit, match=r"needs .* GB but only .* GB is free"):
+        measure.time_gemm(200_000, 200_000, 200_000, "fp32", device="cpu")
+    ok, why = measure.fits(1e18, "cpu")
     assert not ok and "refused before allocating" in why
 
 
 @pytest.mark.torch
 def test_out_of_memory_is_caught_and_recovered(monkeypatch):
-    real = cases._gemm_case
+    real = cases.gemm_case
 
     def oom(*a, **k):
         raise RuntimeError("[enforce fail] DefaultCPUAllocator: can't allocate memory: you tried")
-    monkeypatch.setattr(cases, "_gemm_case", oom)
-    with pytest.raises(M.OutOfMemory, match="ran out of memory .* freed"):
-        M.time_gemm(64, 64, 64, device="cpu")
-    monkeypatch.setattr(cases, "_gemm_case", real)
-    assert M.time_gemm(64, 64, 64, device="cpu", reps=3, warmup_s=0).median_s > 0
+    monkeypatch.setattr(cases, "gemm_case", oom)
+    with pytest.raises(measure.OutOfMemory, match="ran out of memory .* freed"):
+        measure.time_gemm(64, 64, 64, device="cpu")
+    monkeypatch.setattr(cases, "gemm_case", real)
+    assert measure.time_gemm(64, 64, 64, device="cpu", reps=3, warmup_s=0).median_s > 0
 
 
 @pytest.mark.torch
 def test_other_errors_are_not_swallowed(monkeypatch):
     def bug(*a, **k):
         raise RuntimeError("shape mismatch")
-    monkeypatch.setattr(cases, "_gemm_case", bug)
+    monkeypatch.setattr(cases, "gemm_case", bug)
     with pytest.raises(RuntimeError, match="shape mismatch"):
-        M.time_gemm(64, 64, 64, device="cpu")
+        measure.time_gemm(64, 64, 64, device="cpu")
 
 
 # --- GEMV and bandwidth ---------------------------------------------------------------------
@@ -371,17 +371,17 @@ def test_other_errors_are_not_swallowed(monkeypatch):
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "int8"])
 def test_time_gemv_counts_the_gemv_and_reads_cold_weights(precision):
     n, k = 256, 512
-    m = M.time_gemv(n, k, precision, device="cpu", budget_s=0.03, warmup_s=0)
+    m = measure.time_gemv(n, k, precision, device="cpu", budget_s=0.03, warmup_s=0)
     b = KERNEL_BYTES[precision][0]
     assert m.flops == 2 * n * k and m.bytes == (k + n * k + n) * b  # x[K], W[N,K], y[N]
-    copies = cases._cold_copies(CPU, n * k * formats.bytes_per_element(precision))
+    copies = cases._cold_copies(CPU, n * k * _precision.bytes_per_element(precision))
     assert copies > 1 and f"{copies} weight copies" in m.note
     if precision == "int8":
         assert "24 activation rows" in m.note
 
 
 def test_cold_copies_cover_twice_the_cache():
-    info = M.DeviceInfo("cuda", "x", "", cache_mb=50)
+    info = measure.DeviceInfo("cuda", "x", "", cache_mb=50)
     assert cases._cold_copies(info, 10 * 2**20) == 10  # 10 x 10 MiB = 2 x 50 MiB
     assert cases._cold_copies(info, 500 * 2**20) == 1
     assert cases._cold_copies(info, 1) == 64
@@ -397,7 +397,7 @@ def test_rotation_uses_every_copy_in_turn():
 
 @pytest.mark.torch
 def test_stream_bandwidth_counts_stream_bytes():
-    bw = M.stream_bandwidth("cpu", size_mb=4, budget_s=0.1, warmup_s=0)
+    bw = measure.stream_bandwidth("cpu", size_mb=4, budget_s=0.1, warmup_s=0)
     n = 4 * 2**20 // 4
     assert bw.copy.bytes == 2 * n * 4 and bw.triad.bytes == 3 * n * 4
     assert bw.triad.flops == 2 * n
@@ -416,7 +416,7 @@ def test_sweep_square_gemm_rows_predictions_and_skips():
     square fp32 GEMM's AI is 2n^3 / (3 n^2 x 4 B) = n / 6: n = 64 gives 10.67 (memory-bound,
     10.67 x 10 GB/s = 0.1067 TFLOP/s), n = 128 gives 21.33 (compute-bound, 0.2 TFLOP/s)."""
     calls = []
-    rows = M.sweep_square_gemm([128, 64, 300_000], "fp32", device="cpu", budget_s=3,
+    rows = measure.sweep_square_gemm([128, 64, 300_000], "fp32", device="cpu", budget_s=3,
                                reference=LAPTOP, progress=lambda *a: calls.append(a))
     assert [r["n"] for r in rows] == [64, 128, 300_000]  # ascending
     assert [c[:2] for c in calls] == [(1, 3), (2, 3), (3, 3)]
@@ -436,33 +436,33 @@ def test_the_larger_gemm_sizes_keep_most_of_a_peak_search_budget():
     """A CPU's fp32 peak search with a 10 s budget found 8.4 GFLOP/s "best at 512^3" against
     50 at 1024^3: an equal split let 512^3 spend a third of its share and 1024^3 was skipped.
     Each size now spends a share in proportion to N^2 of what is left."""
-    from labs.core.measure.sweeps import _size_share
+    from labs.core.measure.sweeps import size_share
 
-    assert _size_share(512, [512, 1024, 2048]) == pytest.approx(1 / 21)
-    assert _size_share(1024, [1024, 2048]) == pytest.approx(4 / 20)
-    assert _size_share(2048, [2048]) == 1.0  # the last size spends all that is left
+    assert size_share(512, [512, 1024, 2048]) == pytest.approx(1 / 21)
+    assert size_share(1024, [1024, 2048]) == pytest.approx(4 / 20)
+    assert size_share(2048, [2048]) == 1.0  # the last size spends all that is left
 
 
 @pytest.mark.torch
 def test_sweep_stops_when_the_budget_is_spent():
-    rows = M.sweep_square_gemm([32, 48, 64, 96], "fp32", device="cpu", budget_s=1e-6)
+    rows = measure.sweep_square_gemm([32, 48, 64, 96], "fp32", device="cpu", budget_s=1e-6)
     assert rows[0]["status"] == "ok" or "budget" in rows[0]["status"]
     assert all("budget" in r["status"] for r in rows[1:])
     # a budget split in thirds is said in 3 figures, not "13.3333 s"
-    split = M.sweep_square_gemm([32, 48], "fp32", device="cpu", budget_s=40 / 3 * 1e-6)
+    split = measure.sweep_square_gemm([32, 48], "fp32", device="cpu", budget_s=40 / 3 * 1e-6)
     assert all("1.33e-05 s" in r["status"] for r in split if r["status"] != "ok"), split
 
 
 @pytest.mark.torch
 def test_sweep_without_reference_on_cpu_has_no_prediction():
-    (row,) = M.sweep_square_gemm([32], "fp32", device="cpu", budget_s=0.5)
+    (row,) = measure.sweep_square_gemm([32], "fp32", device="cpu", budget_s=0.5)
     assert row["predicted_tflops"] is None and row["ratio"] is None
     assert "empirical_roofline" in row["roof"]
 
 
 @pytest.mark.torch
 def test_sweep_gemv_table():
-    rows = M.sweep_gemv({"tiny": (128, 256)}, ["fp32", "fp8"], device="cpu", budget_s=2,
+    rows = measure.sweep_gemv({"tiny": (128, 256)}, ["fp32", "fp8"], device="cpu", budget_s=2,
                         reference=LAPTOP)
     ok, fp8 = rows
     # y[128] = W[128,256] x[256] in fp32: (256 + 128 x 256 + 128) x 4 B = 132,608 B at 10 GB/s
@@ -481,7 +481,7 @@ def test_sweep_gemv_table():
 @pytest.mark.torch
 def test_empirical_roofline_is_a_device_figures_can_use():
     steps = []
-    emp = M.empirical_roofline("cpu", precisions=["fp32", "tf32"], sizes=(48, 96),
+    emp = measure.empirical_roofline("cpu", precisions=["fp32", "tf32"], sizes=(48, 96),
                                budget_s=2, stream_mb=4, progress=lambda *a: steps.append(a))
     assert set(emp.peaks) == {"fp32"} and "tensor-core" in emp.unsupported["tf32"]
     assert emp.peaks["fp32"] == emp.peak_measurements["fp32"].achieved_tflops > 0
@@ -497,18 +497,18 @@ def test_empirical_roofline_is_a_device_figures_can_use():
     assert rows[0]["what"].startswith("memory bandwidth") and rows[0]["spec"] is None
     assert any(r["what"] == "tf32 peak" and "tensor-core" in r["detail"] for r in rows)
     # a sweep predicted from it
-    (row,) = M.sweep_square_gemm([64], "fp32", device="cpu", budget_s=0.5, reference=emp)
+    (row,) = measure.sweep_square_gemm([64], "fp32", device="cpu", budget_s=0.5, reference=emp)
     assert row["roof"] == "measured roofline of this machine" and row["predicted_tflops"] > 0
 
 
 def test_csv_and_ledger_payload():
     rows = [{"n": 64, "measured_tflops": 0.0123456789, "status": "ok"},
             {"n": 128, "status": "skipped: budget", "extra": None}]
-    text = M.to_csv(rows)
+    text = measure.to_csv(rows)
     back = list(csv.DictReader(io.StringIO(text)))
     assert list(back[0]) == ["n", "measured_tflops", "status", "extra"]
     assert back[0]["measured_tflops"] == "0.0123457" and back[1]["status"] == "skipped: budget"
-    payload = M.ledger_payload(CPU, rows, item="lab01.sweep")
+    payload = measure.ledger_payload(CPU, rows, item="lab01.sweep")
     assert payload["device"] == CPU.name and payload["rows"][0]["measured_tflops"] == 0.012346
     assert payload["item"] == "lab01.sweep"
     json.dumps(payload)
@@ -522,7 +522,7 @@ def test_nothing_runs_at_import():
 
 
 #: Labs that need numpy before any prediction is locked, and why (all others must not load it:
-#: 0.12 s of every cold run and student-copy export, issue 19.3).
+#: 0.12 s of every cold run and student-copy export).
 NUMPY_BEFORE_THE_GATE = {
     "lab_05_memory_hierarchy": "the question's range comes from the plateaus of the reference "
                                "machine's measured curve (staircase.find_plateaus)",
@@ -534,7 +534,7 @@ NUMPY_BEFORE_THE_GATE = {
 def test_a_closed_gate_loads_no_measuring_code(lab, tmp_path):
     """Opening a lab (run button not pressed) builds its pickers from measure.choices alone:
     no timer, no cases, no device detection, no torch; and no numpy, which only figures and
-    sweeps past a gate need (``labs.core.physics._deferred``)."""
+    sweeps past a gate need (``labs.core.physics.deferred``)."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "labs" / f"{lab}.py"
@@ -575,7 +575,7 @@ def test_cpu_timer_agrees_with_torch_benchmark_within_5_percent():
     half-width of the ratio > 5%) and the medians differ is the verdict withheld (a skip that
     says so, with every attempt's figure); a resolvable disagreement fails. One thread: no
     OpenMP barrier stalls when the other core is busy."""
-    c = M.compare_with_reference(640, 640, 640, "fp32", device="cpu", rounds=9, budget_s=0.1,
+    c = measure.compare_with_reference(640, 640, 640, "fp32", device="cpu", rounds=9, budget_s=0.1,
                                  attempts=2, threads=1)
     assert c.measurement.threads == 1 and c.samples >= 30 and c.attempts == 2
     assert len(c.per_attempt) == 2 and c.measurement.reps == len(c.measurement.samples_s)
@@ -607,7 +607,7 @@ def test_timer_check_runs_exactly_the_attempts_asked_and_reports_a_disagreement(
     far = ([1.3, 1.31, 1.29, 1.3, 1.32] * 4, [1.0, 1.01, 0.99, 1.0, 1.02] * 4)  # +30%
     near = ([1.0, 1.01, 0.99, 1.0, 1.0] * 4, [1.0, 1.0, 1.01, 0.99, 1.0] * 4)
     made = _fake_attempts(monkeypatch, [far, near])
-    c = M.compare_with_reference(32, 32, 32, "fp32", device="cpu", attempts=attempts)
+    c = measure.compare_with_reference(32, 32, 32, "fp32", device="cpu", attempts=attempts)
     assert len(made) == attempts == c.attempts == len(c.per_attempt)
     script = ([far, near] * 3)[:attempts]
     ours = [x for o, _r in script for x in o]
@@ -624,15 +624,15 @@ def test_timer_check_runs_exactly_the_attempts_asked_and_reports_a_disagreement(
     if attempts == 1:
         assert c.verdict == "disagree"
     assert f"{attempts} attempt(s)" in c.summary()
-    assert "retries" not in inspect.signature(M.compare_with_reference).parameters
+    assert "retries" not in inspect.signature(measure.compare_with_reference).parameters
 
 
 @pytest.mark.torch
 def test_timer_check_verdicts():
-    meas = M.time_callable(lambda: None, device="cpu", reps=3, warmup_s=0)
+    meas = measure.time_callable(lambda: None, device="cpu", reps=3, warmup_s=0)
 
     def check(ours, ref, resolution):
-        return M.TimerCheck(meas, ours, ref, "r", 10, 1, resolution, (), 0.05)
+        return measure.TimerCheck(meas, ours, ref, "r", 10, 1, resolution, (), 0.05)
     assert check(1.04, 1.0, 0.2).verdict == "agree"
     assert check(1.06, 1.0, 0.01).verdict == "disagree"
     assert check(0.90, 1.0, 0.04).verdict == "disagree"
@@ -640,7 +640,7 @@ def test_timer_check_verdicts():
     assert check(0.26, 1.0, 0.25).verdict == "disagree"  # -74% is beyond 5% + its noise
     assert check(1.29, 1.0, 0.25).verdict == "unresolved"
     with pytest.raises(ValueError, match="attempts"):
-        M.compare_with_reference(32, 32, 32, device="cpu", attempts=0)
+        measure.compare_with_reference(32, 32, 32, device="cpu", attempts=0)
 
 
 def test_ratio_resolution_shrinks_with_quieter_samples():
@@ -689,7 +689,7 @@ def test_benchmark_cli_prints_the_readme_tables_and_writes_json(tmp_path, capsys
     assert lo <= row["measured_tflops"] * 1.0001 and row["measured_tflops"] <= hi * 1.0001
     assert len(data["bandwidth"]["copy_gbs"]) == 3
     # CPU: no spec sheet, so the "roof" is this run's own best GEMM and its ratio reads 1.00 by
-    # construction: no evidence for the model (issue 36.4). Checked instead: the report says so,
+    # construction: no evidence for the model. Checked instead: the report says so,
     # and the measured figures against what the hardware can physically do (hand-derived).
     assert row["roof"] == "measured roof (this run)" and "1.00 by construction" in text
     cores = os.cpu_count() or 1
@@ -740,69 +740,69 @@ def test_benchmark_cli_skips_a_size_too_slow_for_its_budget_and_says_so(tmp_path
 
 @pytest.mark.gpu
 def test_gpu_detect():
-    info = M.detect()
+    info = measure.detect()
     assert info.kind == "cuda" and info.sm_count > 0 and info.memory_gb > 1
-    assert info.registry_key == M.registry_key_for(info.name)
+    assert info.registry_key == measure.registry_key_for(info.name)
 
 
 @pytest.mark.gpu
 def test_gpu_gemm_uses_events_and_restores_tf32_flag():
     mm = torch.backends.cuda.matmul
     before = mm.fp32_precision if hasattr(mm, "fp32_precision") else mm.allow_tf32
-    m = M.time_gemm(2048, 2048, 2048, "tf32", budget_s=0.2)
+    m = measure.time_gemm(2048, 2048, 2048, "tf32", budget_s=0.2)
     after = mm.fp32_precision if hasattr(mm, "fp32_precision") else mm.allow_tf32
     assert m.timer == "cuda events" and m.threads is None and after == before
-    f32 = M.time_gemm(2048, 2048, 2048, "fp32", budget_s=0.2)
+    f32 = measure.time_gemm(2048, 2048, 2048, "fp32", budget_s=0.2)
     assert m.achieved_tflops > f32.achieved_tflops  # TF32 tensor cores beat IEEE fp32
 
 
 @pytest.mark.gpu
 def test_gpu_precision_modes_are_really_applied():
     """fp32 must be IEEE (error ~1e-6), tf32 visibly coarser (~3e-4): proves the flags bite."""
-    dev = timer._resolve(None)
+    dev = timer.resolve_device(None)
     errs = {}
     for p in ("fp32", "tf32", "fp16", "bf16"):
-        if cases._support_reason(dev, p):
+        if cases.support_reason(dev, p):
             continue
-        with cases._matmul_mode(torch, p, "cuda"):
-            errs[p] = cases._gemm_case(dev, 512, 512, 512, p, seed=1).verify()
+        with cases.matmul_mode(torch, p, "cuda"):
+            errs[p] = cases.gemm_case(dev, 512, 512, 512, p, seed=1).verify()
     assert errs["fp32"] < 1e-5
     if "tf32" in errs:
         assert 1e-5 < errs["tf32"] < 2e-3
     assert errs["fp16"] < 2e-3 and errs.get("bf16", 0) < 1e-2
     for p in ("fp8", "int8"):
-        if cases._support_reason(dev, p) is None:
-            err = cases._gemm_case(dev, 512, 512, 512, p).verify()
+        if cases.support_reason(dev, p) is None:
+            err = cases.gemm_case(dev, 512, 512, 512, p).verify()
             assert err < (1e-2 if p == "fp8" else 1e-12)
 
 
 @pytest.mark.gpu
 def test_gpu_timer_agrees_with_reference_within_5_percent():
-    c = M.compare_with_reference(4096, 4096, 4096, "bf16", rounds=5, budget_s=0.2)
+    c = measure.compare_with_reference(4096, 4096, 4096, "bf16", rounds=5, budget_s=0.2)
     assert abs(c.rel_diff) <= 0.05, (c.ours_s, c.reference_s, c.reference)
 
 
 @pytest.mark.gpu
 def test_gpu_bf16_8192_reaches_70_percent_of_dense_peak():
-    info = M.detect()
+    info = measure.detect()
     if info.registry_key not in ("h100-sxm", "h200-sxm"):
         pytest.skip(f"criterion is for H100/H200-class GPUs, this is {info.name}")
-    m = M.time_gemm(8192, 8192, 8192, "bf16", budget_s=1.0)
+    m = measure.time_gemm(8192, 8192, 8192, "bf16", budget_s=1.0)
     frac = m.achieved_tflops / info.spec().peak_tflops("bf16")
     assert frac >= 0.70, f"{m.achieved_tflops:.0f} TFLOP/s = {frac:.0%} of dense peak"
 
 
 @pytest.mark.gpu
 def test_gpu_refuses_what_does_not_fit_and_recovers():
-    with pytest.raises(M.DoesNotFit):
-        M.time_gemm(400_000, 400_000, 400_000, "fp32")
-    assert M.time_gemm(1024, 1024, 1024, "bf16", budget_s=0.05).median_s > 0
+    with pytest.raises(measure.DoesNotFit):
+        measure.time_gemm(400_000, 400_000, 400_000, "fp32")
+    assert measure.time_gemm(1024, 1024, 1024, "bf16", budget_s=0.05).median_s > 0
 
 
 @pytest.mark.gpu
 def test_gpu_gemv_and_stream():
-    bw = M.stream_bandwidth(budget_s=0.5)
-    rows = M.sweep_gemv({"4096²": (4096, 4096)}, M.GEMV_PRECISIONS, budget_s=5)
+    bw = measure.stream_bandwidth(budget_s=0.5)
+    rows = measure.sweep_gemv({"4096²": (4096, 4096)}, measure.GEMV_PRECISIONS, budget_s=5)
     for r in rows:
         assert r["status"] == "ok" or r["status"].startswith("unsupported")
         if r["status"] == "ok":  # memory-bound: cannot beat the measured copy bandwidth by much
@@ -820,7 +820,7 @@ def test_device_card_shows_the_device_or_why_not():
 
     card = live.device_card(CPU)
     assert CPU.name in card.text and "threads" in card.text and "measured roofline" in card.text
-    off = live.device_card(M.DeviceInfo("none", "no device", "torch is not installed here"))
+    off = live.device_card(measure.DeviceInfo("none", "no device", "torch is not installed here"))
     assert "Live measurement is off" in off.text and "torch is not installed here" in off.text
 
 
@@ -835,11 +835,11 @@ def test_gated_run_stops_until_pressed_and_shows_errors():
     assert ran == []  # nothing measured before the button is pressed
     with pytest.raises(MarimoStopError):
         live.gated_run(SimpleNamespace(value=True), lambda p: ran.append(1), total=1, title="t",
-                       info=M.DeviceInfo("none", "no device", "browser run"))
+                       info=measure.DeviceInfo("none", "no device", "browser run"))
     assert ran == []
 
     def refused(progress):
-        raise M.DoesNotFit("needs 5.00 GB but only 1.00 GB is free")
+        raise measure.DoesNotFit("needs 5.00 GB but only 1.00 GB is free")
     with pytest.raises(MarimoStopError) as stop:
         live.gated_run(SimpleNamespace(value=True), refused, total=1, title="t")
     assert "needs 5.00 GB" in stop.value.output.text
@@ -936,7 +936,7 @@ def test_a_notebook_measures_only_after_the_button(tmp_path, monkeypatch):
     assert all(r["status"] == "ok" or "budget" in r["status"] for r in rows)
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 # What the driver reports (nvidia-smi "MiB" totals) for cards of the registry.
 _REPORTED_MIB = {"NVIDIA H100 80GB HBM3": 81_559, "NVIDIA A100-SXM4-80GB": 81_920,
                  "NVIDIA L4": 23_034, "NVIDIA B200": 183_359}
@@ -944,18 +944,18 @@ _REPORTED_MIB = {"NVIDIA H100 80GB HBM3": 81_559, "NVIDIA A100-SXM4-80GB": 81_92
 
 @pytest.mark.parametrize("name,mib", sorted(_REPORTED_MIB.items()))
 def test_detect_and_the_registry_agree_on_capacity(name, mib):
-    """(Issue 14, the physics review, item 6: memory capacity in bytes, with its unit; detect and
+    """(The physics review: memory capacity in bytes, with its unit; detect and
     the registry agree.)"""
     from types import SimpleNamespace
 
-    from labs.core.measure.device import _cuda_info
+    from labs.core.measure.device import cuda_info
 
     props = SimpleNamespace(name=name, total_memory=mib * 2**20, multi_processor_count=132,
                             major=9, minor=0)
     fake = SimpleNamespace(cuda=SimpleNamespace(device_count=lambda: 1,
                                                 get_device_properties=lambda i: props),
                            version=SimpleNamespace(hip=None, cuda="12.4"), __version__="x")
-    info = _cuda_info(fake, "cuda:0")
+    info = cuda_info(fake, "cuda:0")
     spec = info.spec()
     assert spec is not None, name
     # the driver reports the capacity less what it reserves (ECC, firmware): never more, and

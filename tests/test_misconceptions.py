@@ -195,9 +195,9 @@ def test_lab06_questions_name_the_one_way_rate_with_its_number(item_id, rate):
 def test_lab06_states_one_infiniband_nic_fraction_everywhere():
     """The NIC's achievable fraction is core's (47 of 50 GB/s, nccl-tests over NDR): no text
     of the lab, its bands or the docs gives the NIC another per-NIC figure."""
-    from labs.core.physics import collectives as C
+    from labs.core.physics import collectives
 
-    assert C.NIC_ACHIEVABLE.fraction == pytest.approx(47 / 50)
+    assert collectives.NIC_ACHIEVABLE.fraction == pytest.approx(47 / 50)
     band = misconceptions.band("lab06.dp_allreduce_ms")
     texts = [band.why, *(m.source for m in band.measured),
              (ROOT / "labs" / "lab_06_many_chips.py").read_text(encoding="utf-8"),
@@ -207,5 +207,5 @@ def test_lab06_states_one_infiniband_nic_fraction_everywhere():
     per_nic = re.compile(r"(\d+) of (\d+) GB/s per (?:InfiniBand )?(?:NDR |HDR )?NIC")
     for text in texts:
         for got, of in per_nic.findall(text):
-            assert int(got) / int(of) == pytest.approx(C.NIC_ACHIEVABLE.fraction), (got, of)
-    assert f"{C.NIC_ACHIEVABLE.fraction:.0%}" in band.why
+            assert int(got) / int(of) == pytest.approx(collectives.NIC_ACHIEVABLE.fraction), (got, of)
+    assert f"{collectives.NIC_ACHIEVABLE.fraction:.0%}" in band.why

@@ -2,7 +2,7 @@
 
 import pytest
 
-from labs.core import formulas as F
+from labs.core import formulas
 from labs.core import hardware, models, serving
 
 
@@ -294,9 +294,9 @@ def test_llama_3_context_window_is_8k():
     assert {m.max_context for m in models.MODELS.values()} == {8192}
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
-from labs.core import precision as P  # noqa: E402
-from labs.core import roofline as R  # noqa: E402
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
+from labs.core import precision  # noqa: E402
+from labs.core import roofline  # noqa: E402
 
 LLAMA = models.get("llama-3-8b")
 
@@ -304,7 +304,7 @@ LLAMA = models.get("llama-3-8b")
 def test_int8_math_needs_int8_activations_in_check_design():
     # the review's case: Orin NX, int4 weights, "int8 math" with bf16 activations passed the
     # edge target that the consistent bf16 version fails
-    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    """(The physics review: compute precision follows from weights and
     activations.)"""
     nx = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int4")
     with pytest.raises(ValueError) as e:
@@ -319,7 +319,7 @@ def test_int8_math_needs_int8_activations_in_check_design():
 
 
 def test_step_bound_refuses_a_compute_the_operands_do_not_give():
-    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    """(The physics review: compute precision follows from weights and
     activations.)"""
     with pytest.raises(ValueError, match="activation"):
         models.step_bound("llama-3-8b", "jetson-orin-nx-16gb", "prefill", batch=1, seq_len=512,
@@ -334,10 +334,10 @@ def test_step_bound_refuses_a_compute_the_operands_do_not_give():
 
 
 def test_prefill_time_uses_the_derived_compute_precision():
-    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    """(The physics review: compute precision follows from weights and
     activations.)"""
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int4")
-    v = serving.check_design("edge", "jetson-orin-nx-16gb", derating=R.SPEC, **kw)
+    v = serving.check_design("edge", "jetson-orin-nx-16gb", derating=roofline.SPEC, **kw)
     pre = next(c for c in v.checks if c.name == "prefill time")
     flops = models.step_bound("llama-3-8b", "jetson-orin-nx-16gb", "prefill", batch=1,
                               seq_len=4096, weight_precision="int4").flops
@@ -347,10 +347,10 @@ def test_prefill_time_uses_the_derived_compute_precision():
 
 def test_spec_only_pass_is_not_ruled_out_and_never_called_feasible():
     # AGX Orin, int8 weights at batch 1: 25 tokens/s at spec bandwidth, < 20 at 75% of it
-    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
     kw = dict(model="llama-3-8b", batch=1, seq_len=4096, weight_precision="int8")
-    tight = R.Derating(0.8, 0.75, "test")
+    tight = roofline.Derating(0.8, 0.75, "test")
     v = serving.check_design("edge", "jetson-agx-orin-64gb", derating=tight, **kw)
     assert v.not_ruled_out and not v.meets_target
     assert "not ruled out" in v.summary().lower() and "feasible" not in v.summary().lower()
@@ -358,7 +358,7 @@ def test_spec_only_pass_is_not_ruled_out_and_never_called_feasible():
     ok = serving.check_design("edge", "jetson-agx-orin-64gb", weight_precision="int4",
                              model="llama-3-8b", batch=1, seq_len=4096)
     assert ok.meets_target and "feasible" not in ok.summary().lower()
-    assert ok.derating == R.achievable("jetson-agx-orin-64gb")
+    assert ok.derating == roofline.achievable("jetson-agx-orin-64gb")
     bad = serving.check_design("edge", "h100-sxm", model="llama-3-8b", batch=1, seq_len=4096)
     assert not bad.not_ruled_out and "ruled out" in bad.summary().lower()
     assert "feasible" not in bad.summary().lower()
@@ -367,7 +367,7 @@ def test_spec_only_pass_is_not_ruled_out_and_never_called_feasible():
 
 
 def test_prefill_lower_bound_counts_causal_attention():
-    """(Issue 14, the physics review, item 4: causal prefill attention.)"""
+    """(The physics review: causal prefill attention.)"""
     T = 4096
     ops = models.step_ops("llama-3-8b", "prefill", 1, T)
     attn = next(o for o in ops if o.name.startswith("attention"))
@@ -380,31 +380,31 @@ def test_prefill_lower_bound_counts_causal_attention():
 
 
 def test_step_time_counts_norms_at_the_vector_ceiling():
-    """(Issue 14, the physics review, item 5: the vector (non-tensor) ceiling for elementwise
+    """(The physics review: the vector (non-tensor) ceiling for elementwise
     ops.)"""
     ops = models.step_ops("llama-3-8b", "prefill", 1, 2048)
     s = models.step_bound("llama-3-8b", "h100-sxm", "prefill", batch=1, seq_len=2048,
-                          derating=R.SPEC)
-    want = sum(o.flops / (R.peak_tflops("h100-sxm", o.compute) * 1e12) for o in ops)
+                          derating=roofline.SPEC)
+    want = sum(o.flops / (roofline.peak_tflops("h100-sxm", o.compute) * 1e12) for o in ops)
     assert s.t_compute == pytest.approx(want)
 
 
 @pytest.mark.parametrize("hw", ["h100-sxm", "jetson-agx-orin-64gb", "b200", "a100-sxm-80gb"])
 @pytest.mark.parametrize("w", ["bf16", "int8", "int4-g128"])
 def test_critical_decode_batch_is_where_the_gemms_cross_the_ridge(hw, w):
-    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
     b = serving.critical_decode_batch("llama-3-8b", hw, weight_precision=w)
-    ridge = R.ridge_point(hw, P.matmul_compute(w, "bf16"))
+    ridge = roofline.ridge_point(hw, precision.matmul_compute(w, "bf16"))
     kw = dict(weight_precision=w)
     assert serving.decode_gemm_ai("llama-3-8b", b, **kw) >= ridge
     assert serving.decode_gemm_ai("llama-3-8b", b - 1, **kw) < ridge
     # about ridge x b_w / 2
-    assert b == pytest.approx(ridge * P.bytes_per_element(w) / 2, rel=0.2)
+    assert b == pytest.approx(ridge * precision.bytes_per_element(w) / 2, rel=0.2)
 
 
 def test_decode_attention_stays_memory_bound_at_any_batch():
-    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
     m = LLAMA
     for batch in (1, 8, 64, 512):
@@ -412,10 +412,10 @@ def test_decode_attention_stays_memory_bound_at_any_batch():
         assert ai == pytest.approx(2 * (m.heads / m.kv_heads) / 2, rel=0.01)  # ~4 FLOP/B bf16
     for d in hardware.all_devices():
         for p in d.precisions:
-            assert serving.decode_attention_ai(m, 256, 8192) < R.ridge_point(d, p)
+            assert serving.decode_attention_ai(m, 256, 8192) < roofline.ridge_point(d, p)
 
 
-# --- issue 32 items 4 and 5 -------------------------------------------------------------------
+# --- causal halving and the vector ceiling in the operator model -------------------------------------------------------------------
 
 def test_prefill_attention_fused_or_not_decides_the_causal_halving():
     """One Llama-3-8B layer's prefill at T tokens: the math (unfused) attention computes all
@@ -435,12 +435,12 @@ def test_prefill_attention_fused_or_not_decides_the_causal_halving():
 
 def test_tiny_decoder_prefill_math_attention_flops_equal_flop_counter_mode():
     """Lab 7's prefill (math attention, causal mask): the physics' attention FLOPs equal what
-    FlopCounterMode counts on the real module (it was half before issue 32 item 4)."""
+    FlopCounterMode counts on the real module (it was once counted as half)."""
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
     from labs.core import tiny_models
-    from labs.core.measure import tiny_modules
+    from labs.core.measure.profile import tiny_modules
 
     c, S = tiny_models.TINY_DECODER, 32
     block, (x, pos) = tiny_modules.build("attention", phase="prefill", batch=1, context=S)
@@ -477,7 +477,7 @@ def test_a_decode_step_reads_less_weight_than_it_allocates():
 
 
 def test_the_tiny_decoder_s_math_step_counts_the_kv_copies_it_runs():
-    """Lab 7 review F4: the tiny decoder's math attention copies K and V to the 8 query heads
+    """Lab 7: the tiny decoder's math attention copies K and V to the 8 query heads
     (tiny_modules.Attention._math). A batch-1 fp32 decode step at context 1,024 then reads:
     weight matrices (4 x (512 x 64 x 20 + 3 x 512 x 1792) + 16384 x 512) x 4 = 88,080,384 B,
     the KV cache 2 x 4 x 2 x 64 x 1024 x 4 = 4,194,304 B, the copies (written, read)
@@ -500,7 +500,7 @@ def test_the_tiny_decoder_s_math_step_counts_the_kv_copies_it_runs():
 
 @pytest.mark.parametrize("hw", ["a100-sxm-80gb", "b200", "h100-sxm"])
 def test_prediction_2_is_no_knife_edge_on_any_datacenter_gpu(hw):
-    """Lab 7 review F4: at batch 64 attention (KV cache + its copies: 64 x (4,194,304 +
+    """Lab 7: at batch 64 attention (KV cache + its copies: 64 x (4,194,304 +
     33,554,432 + 524,288) = 2.45 GB) against the weights' 88 MB: attention takes far more than
     half the roofline's step on every device (it was 49.8% against 48.4% on the A100)."""
     from labs.core import tiny_models
@@ -510,7 +510,7 @@ def test_prediction_2_is_no_knife_edge_on_any_datacenter_gpu(hw):
 
 
 def test_the_launch_model_of_a_batch_1_decode_step():
-    """Lab 7 Predictions 3 and 5 (review F2, F3; the kernel count from the module profiled).
+    """Lab 7 Predictions 3 and 5 (the kernel count from the module profiled).
     Kernels of the math step, one per non-view operator of tiny_modules.TinyDecoder
     (tiny_models.step_kernel_list, held against the profiler in test_tiny_models_kernels):
     per layer 2 RMSNorms x 6 + 7 GEMMs (Q, K, V, O, gate, up, down) + rotary 10 + 2 cache

@@ -1,4 +1,4 @@
-"""Issue 17, "Bad input to the physics API": every public function and method of the physics wing,
+"""Bad input to the physics API: every public function and method of the physics wing,
 found by introspection (not a hand list), fed values of the wrong sign, type, size and
 finiteness, raises ValueError or KeyError whose message names the argument, or (for a value
 that is legitimately valid there, such as 0 flops or None for an optional argument) returns.
@@ -21,39 +21,39 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import labs.core.physics as physics_pkg
-from labs.core import formulas as F
-from labs.core import fusion as FU
+from labs.core import physics
+from labs.core import formulas
+from labs.core import fusion
 from labs.core import hardware, models
-from labs.core import hierarchy as HI
-from labs.core import precision_study as PS
-from labs.core import roofline as R
-from labs.core import staircase as ST
-from labs.core.physics import collectives as C
-from labs.core.physics import misconceptions as MC
-from labs.core.physics import sharding as SH
-from labs.core.physics import tiny_models as TM
+from labs.core import hierarchy
+from labs.core import precision_study
+from labs.core import roofline
+from labs.core import staircase
+from labs.core.physics import collectives
+from labs.core.physics import misconceptions
+from labs.core.physics import sharding
+from labs.core.physics import tiny_models
 
 # --- the public API, discovered -----------------------------------------------------------------
 
 MODULES = [importlib.import_module(f"labs.core.physics.{m.name}")
-           for m in pkgutil.iter_modules(physics_pkg.__path__) if not m.name.startswith("_")]
+           for m in pkgutil.iter_modules(physics.__path__) if not m.name.startswith("_")]
 
 
-_HIER = HI.gpu_hierarchy("h100-sxm", "bf16")  # Lab 5's levels (shared memory, L2, HBM)
-_PLATEAUS = [ST.Plateau(1e4, 1e5, 100.0, 0.05, 4, "L2"), ST.Plateau(1e7, 1e8, 20.0, 0.05, 4, "DRAM")]
+_HIER = hierarchy.gpu_hierarchy("h100-sxm", "bf16")  # Lab 5's levels (shared memory, L2, HBM)
+_PLATEAUS = [staircase.Plateau(1e4, 1e5, 100.0, 0.05, 4, "L2"), staircase.Plateau(1e7, 1e8, 20.0, 0.05, 4, "DRAM")]
 
 
 def _samples() -> dict:
     """One valid instance of every public class whose methods take arguments."""
-    cost = F.gemm(64, 64, 64)
+    cost = formulas.gemm(64, 64, 64)
     return {
-        F.Cost: cost, hardware.Device: hardware.get("h100-sxm"),
-        MC.Band: MC.Band("lab99.sample", 2.0, 1.5, (MC.WrongModel("a slip", 4.0),)),
+        formulas.Cost: cost, hardware.Device: hardware.get("h100-sxm"),
+        misconceptions.Band: misconceptions.Band("lab99.sample", 2.0, 1.5, (misconceptions.WrongModel("a slip", 4.0),)),
         models.ModelConfig: models.get("llama-3-8b"),
-        R.Derating: R.achievable("h100-sxm"),
-        C.Path: C.collective_path("nvlink4", 16), C.SwitchAllReduce: C.NVLS_H100,
-        HI.Hierarchy: _HIER, HI.HierarchyPoint: HI.place(HI.gemm_kernel(64, 64, 64, "bf16",
+        roofline.Derating: roofline.achievable("h100-sxm"),
+        collectives.Path: collectives.collective_path("nvlink4", 16), collectives.SwitchAllReduce: collectives.NVLS_H100,
+        hierarchy.Hierarchy: _HIER, hierarchy.HierarchyPoint: hierarchy.place(hierarchy.gemm_kernel(64, 64, 64, "bf16",
                                                                         tile=16), _HIER),
     }
 
@@ -116,13 +116,13 @@ VALID = {
     "groups_after": [[0, 1, 2, 3]], "count_masks": True, "skip_is_input": True,
     "score_precision": "fp32",
     "score_copies": 2, "item_id": "lab04.fusion_speedup", "sizes": [10.0, 1000.0], "candidates": [16, 32],
-    "device_classes": ("datacenter",), "costs": [F.gemm(8, 8, 8)], "cost": F.gemm(8, 8, 8),
-    "weights": None, "derating": R.SPEC, "value": 3.0, "fmt": None, "seconds": 1e-3,
-    "upper": None, "exc": ValueError("x"), "timing": FU.chain_timing(1000, "h100-sxm"),
+    "device_classes": ("datacenter",), "costs": [formulas.gemm(8, 8, 8)], "cost": formulas.gemm(8, 8, 8),
+    "weights": None, "derating": roofline.SPEC, "value": 3.0, "fmt": None, "seconds": 1e-3,
+    "upper": None, "exc": ValueError("x"), "timing": fusion.chain_timing(1000, "h100-sxm"),
     "device": hardware.custom("probe", bandwidth_gbs=10, peaks={"fp32": 1}, memory_gb=1),
     # Lab 5 (hierarchy, staircase, quantization)
     "kind": "gpu", "levels": _HIER.levels, "peak_tflops": 10.0, "hier": _HIER,
-    "kernel": HI.gemm_kernel(64, 64, 64, "bf16", tile=16), "level": _HIER.levels[-1],
+    "kernel": hierarchy.gemm_kernel(64, 64, 64, "bf16", tile=16), "level": _HIER.levels[-1],
     "register_tile": 4, "max_tile": 1024, "tiles": [16, 32], "memory_bytes": 1e9,
     "caches": {"L2": 2.0**20}, "plateaus": _PLATEAUS, "memory_name": "DRAM",
     "gbs": [50.0, 10.0], "spreads": [0.1, 0.1], "min_points": 3, "min_step": 0.15,
@@ -133,7 +133,7 @@ VALID = {
     "ctas": 108, "tile_from": 16, "tile_to": 32, "cluster": 2, "arch": "hopper",
     # Lab 6 (collectives, sharding)
     "link": "nvlink4", "algorithm": "ring", "link_gbs": 100.0, "latency_s": 1e-6,
-    "one_way_gbs": 50.0, "latency_us": 1.0, "n_out": 64, "mm": SH.sharded_matmul(16, 64, 64, 8),
+    "one_way_gbs": 50.0, "latency_us": 1.0, "n_out": 64, "mm": sharding.sharded_matmul(16, 64, 64, 8),
     "model_or_params": "llama-3-8b", "tokens_per_chip": 1024, "grad_bytes": 2.0,
     "overlap": True, "degrees": [1, 2], "nics_per_node": 8, "nic": "ib-ndr",
     "achievable": False, "matmuls": 1,
@@ -144,7 +144,7 @@ VALID = {
     # Lab 4 (flash attention's K and V in a cache the SMs share)
     "sharers": 132, "cache_bytes": 50e6, "last": "and",
     # Lab 7 (tiny_models)
-    "config": TM.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
+    "config": tiny_models.TINY_DECODER, "context": 64, "attention": "math", "block": "decoder",
     "change": "batch", "base": {"phase": "decode", "batch": 1, "context": 64,
                                 "precision": "fp32", "attention": "math"},
 }
@@ -162,10 +162,10 @@ OVERRIDES = {
     "models.get": {"key": "llama-3-8b"}, "precision.i_bit": {"compute": "fp16"},
     "weight_only.decode_quant_table": {"storages": ["fp16", "fp8"]},
     "weight_only.merge_measured": {
-        "rows": PS.decode_quant_table(64, 64, "h100-sxm", ["fp16", "fp8"])},
-    "precision_study.roof_precisions": {"rows": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
-    "precision_study.roofline_view": {"rows": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
-    "precision_study.row_label": {"row": PS.study("gemm", _SHAPE, "h100-sxm", ["fp16"])[0]},
+        "rows": precision_study.decode_quant_table(64, 64, "h100-sxm", ["fp16", "fp8"])},
+    "precision_study.roof_precisions": {"rows": precision_study.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
+    "precision_study.roofline_view": {"rows": precision_study.study("gemm", _SHAPE, "h100-sxm", ["fp16"])},
+    "precision_study.row_label": {"row": precision_study.study("gemm", _SHAPE, "h100-sxm", ["fp16"])[0]},
     "precision_study.decode_gemv_shapes": {"model": "llama-3-8b"},
     "precision_study.study": {"weights": None},
     "hardware.register": {"device": hardware.custom("probe-reg", bandwidth_gbs=10,
@@ -198,7 +198,7 @@ OVERRIDES = {
         "Path.seconds_per_byte", "Path.time", "Path.bus_gbs", "Path.binding_level")},
     **{f"sharding.{f}": {"op": "all-reduce"} for f in (
         "sharded_matmul", "tp_critical_shard", "comm_bound_tokens")},
-    "sharding.tp_diagnosis": {"rows": SH.tp_scaling("llama-3-8b", "h100-sxm", "nvlink4", [1, 2],
+    "sharding.tp_diagnosis": {"rows": sharding.tp_scaling("llama-3-8b", "h100-sxm", "nvlink4", [1, 2],
                                                     batch=1, seq_len=64), "n": 2},
 }
 #: Keyword arguments a function needs but has no parameter for (``**kwargs`` passed through).
@@ -330,7 +330,7 @@ def _conforms(value, hint) -> bool:
 
 
 # every callable runs with its valid arguments (else the bad-value test would prove nothing) and
-# returns what it declares (issue 36.3: this test passed unless an exception escaped)
+# returns what it declares (this test passed unless an exception escaped)
 @pytest.mark.parametrize("qual,fn", CALLABLES, ids=[q for q, _ in CALLABLES])
 def test_every_public_callable_runs_with_valid_arguments(qual, fn):
     hint = _return_hint(qual, fn)
@@ -451,47 +451,47 @@ def test_bad_values_are_refused_with_a_message_naming_the_argument(arg, value):
 
 def test_the_named_cases():
     with pytest.raises(ValueError, match=r"\bbatch\b"):
-        F.score_elements(-1, 1, 1, 1)
+        formulas.score_elements(-1, 1, 1, 1)
     for bad in (-1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match=r"\btimes\b"):
-            F.gemm(4, 4, 4).scaled(bad)
+            formulas.gemm(4, 4, 4).scaled(bad)
     with pytest.raises(KeyError, match=r"\bdevice_class\b"):
         hardware.by_class("x")
     with pytest.raises(ValueError, match=r"\btokens\b"):
-        F.linear(0, 4, 4)
+        formulas.linear(0, 4, 4)
     with pytest.raises(ValueError, match=r"\bm\b"):
-        F.gemm(10**400, 4, 4)
+        formulas.gemm(10**400, 4, 4)
     with pytest.raises((ValueError, KeyError), match=r"\bweight_precision\b"):
-        F.gemm(4, 4, 4, weight_precision="")
+        formulas.gemm(4, 4, 4, weight_precision="")
     with pytest.raises((ValueError, KeyError), match=r"\bkv_precision\b"):
         models.step_bound("llama-3-8b", "h100-sxm", "decode", batch=1, seq_len=8,
                           kv_precision="fp61")
     with pytest.raises(ValueError, match=r"\bhw\b"):
-        R.ridge_point(None, "fp16")
-    assert math.isfinite(F.gemm(4, 4, 4).scaled(2).flops)
+        roofline.ridge_point(None, "fp16")
+    assert math.isfinite(formulas.gemm(4, 4, 4).scaled(2).flops)
 
 
 def test_lab_6_and_7_cases_that_named_another_argument_or_passed_silently():
-    from labs.core.physics import collectives as C
+    from labs.core.physics import collectives
     with pytest.raises(ValueError, match=r"\bcontext\b"):  # said seq_len
-        TM.time_by_group("h100-sxm", context=0)
+        tiny_models.time_by_group("h100-sxm", context=0)
     with pytest.raises(KeyError, match=r"\bconfig\b"):  # said model
-        TM.step_ops("zz")
+        tiny_models.step_ops("zz")
     with pytest.raises(ValueError, match=r"\bmodel_or_params\b"):  # said params
-        SH.dp_step(-1, 8, 1024, "h100-sxm", "bf16", "nvlink4")
+        sharding.dp_step(-1, 8, 1024, "h100-sxm", "bf16", "nvlink4")
     with pytest.raises(ValueError, match=r"\boverlap\b"):  # bool("no") was True
-        SH.dp_step("llama-3-8b", 8, 1024, "h100-sxm", "bf16", "nvlink4", overlap="no")
+        sharding.dp_step("llama-3-8b", 8, 1024, "h100-sxm", "bf16", "nvlink4", overlap="no")
     with pytest.raises(ValueError, match=r"\bstorage\b"):  # "" fell back to precision
-        SH.tp_critical_shard("h100-sxm", "bf16", "nvlink4", 8, storage="")
+        sharding.tp_critical_shard("h100-sxm", "bf16", "nvlink4", 8, storage="")
     with pytest.raises(ValueError, match=r"\bsource\b"):  # None was stored as the source
-        C.custom_link("mine", 10, 1, source=None)
+        collectives.custom_link("mine", 10, 1, source=None)
     with pytest.raises(ValueError, match=r"\bop\b"):  # str(None) was looked up
-        C.bus_factor(None, 8)
+        collectives.bus_factor(None, 8)
     with pytest.raises(KeyError, match=r"\bbase\b"):  # an unknown setting was carried along
-        TM.changed("batch", {"batchsize": 4})
+        tiny_models.changed("batch", {"batchsize": 4})
     with pytest.raises(ValueError, match=r"\bbase\b.*\bbatch\b"):
-        TM.predicted_ratio("compile", "h100-sxm", {"batch": -1})
-    assert TM.predicted_ratio("compile", "h100-sxm", {"batch": 1}) is None  # valid: no answer
+        tiny_models.predicted_ratio("compile", "h100-sxm", {"batch": -1})
+    assert tiny_models.predicted_ratio("compile", "h100-sxm", {"batch": 1}) is None  # valid: no answer
 
 
 #: The same property over a fixed set of bad values for every argument (hypothesis samples;

@@ -44,37 +44,37 @@ def test_unknown_format_lists_matches():
         precision.get("nvfp5")
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 import itertools  # noqa: E402
 
-from labs.core import precision as P  # noqa: E402
+from labs.core import precision  # noqa: E402
 
 _WIDTH = {"fp32": 32, "tf32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "fp4": 4}
-_ACTS = [k for k, f in P.FORMATS.items() if f.native_compute]
+_ACTS = [k for k, f in precision.FORMATS.items() if f.native_compute]
 
 
-@pytest.mark.parametrize("w,a", list(itertools.product(P.FORMATS, _ACTS)))
+@pytest.mark.parametrize("w,a", list(itertools.product(precision.FORMATS, _ACTS)))
 def test_matmul_runs_at_its_widest_operand_or_is_refused(w, a):
     """A matmul runs at the rate of its widest operand; storage-only weights, narrower weights
     and weights of another type of the same width are dequantised to the activations.
 
-    (Issue 14, the physics review, item 1: compute precision follows from weights and
+    (The physics review: compute precision follows from weights and
     activations.)"""
-    wf, af = P.get(w), P.get(a)
+    wf, af = precision.get(w), precision.get(a)
     cw, ca = wf.native_compute, af.native_compute
     if cw is None:  # weight-only format: dequantised to the activations' precision
-        assert P.matmul_compute(w, a) == ca
+        assert precision.matmul_compute(w, a) == ca
         return
     if {cw, ca} == {"fp32", "tf32"}:
-        assert P.matmul_compute(w, a) == "tf32"
+        assert precision.matmul_compute(w, a) == "tf32"
         return
     want = cw if _WIDTH[cw] > _WIDTH[ca] else ca
-    assert P.matmul_compute(w, a) == want
+    assert precision.matmul_compute(w, a) == want
 
 
-@pytest.mark.parametrize("a", [k for k, f in P.FORMATS.items() if f.native_compute is None])
+@pytest.mark.parametrize("a", [k for k, f in precision.FORMATS.items() if f.native_compute is None])
 def test_activations_cannot_be_stored_in_a_weight_only_format(a):
-    """(Issue 14, the physics review, item 1: compute precision follows from weights and
+    """(The physics review: compute precision follows from weights and
     activations.)"""
     with pytest.raises(ValueError, match=r"\bactivations\b"):
-        P.matmul_compute("bf16", a)
+        precision.matmul_compute("bf16", a)

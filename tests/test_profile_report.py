@@ -1,5 +1,5 @@
-"""A profile never shows an impossible share (issue 32 item 11), CPU sdpa's causal FLOPs
-(item 10) and what labs-profile says when a model cannot run (item 15).
+"""A profile never shows an impossible share, CPU sdpa's causal FLOPs, and what
+labs-profile says when a model cannot run.
 
 Per-operator times are measured under the profiler, which adds its own cost to each call;
 the whole pass is timed without it. The operators must never add up to more than that pass:
@@ -14,7 +14,7 @@ from labs.core import measure
 
 torch = pytest.importorskip("torch")
 
-from labs.core.measure import opcost, profile_cli, profiler  # noqa: E402
+from labs.core.measure.profile import opcost, cli as profile_cli, profiler  # noqa: E402
 
 
 # --- fit_to_pass: hand-derived ----------------------------------------------------------------
@@ -97,9 +97,9 @@ def test_small_models_show_no_share_above_100_percent_and_no_negative_overhead(c
 def test_the_profilers_own_cost_per_call_is_calibrated_and_small():
     """On a CPU, a 1-element add timed under the profiler takes longer than called directly:
     the difference is positive and well under 20 us (a microsecond or so on this machine)."""
-    from labs.core.measure.timer import _resolve
+    from labs.core.measure.timer import resolve_device
 
-    dev = _resolve(measure.detect("cpu"))
+    dev = resolve_device(measure.detect("cpu"))
     cost = profiler.call_cost(dev)
     assert 0 <= cost < 20e-6
 
@@ -111,7 +111,7 @@ def test_a_scaled_profile_carries_its_caveat_to_the_summary(cpu_roof):
     assert s["op_scale"] == prof.op_scale <= 1.0 and s["call_cost_s"] == prof.call_cost_s
 
 
-# --- issue 32 item 10: CPU sdpa(is_causal=True) skips masked blocks ---------------------------
+# --- CPU sdpa(is_causal=True) skips masked blocks ---------------------------
 
 def test_cpu_sdpa_causal_flops_count_the_unmasked_pairs():
     """torch's CPU flash kernel stops each query block at its last unmasked key, so a causal
@@ -138,7 +138,7 @@ def test_the_builtin_sdpa_prefill_row_is_causal():
     assert row["flops"] == 4 * 1 * 8 * (64 * 65 // 2) * 64
 
 
-# --- Lab 7 review F6: on CUDA the counter's sdpa formulas ignore is_causal ----------------------
+# --- Lab 7: on CUDA the counter's sdpa formulas ignore is_causal ----------------------
 
 def test_a_causal_fused_kernel_the_counter_registers_gets_the_computed_share():
     """torch's flop_counter registers the CUDA SDPA kernels (flash, efficient, cuDNN) with the
@@ -173,7 +173,7 @@ def test_a_causal_fused_kernel_the_counter_registers_gets_the_computed_share():
     assert prof.counted_flops == base.counted_flops + full
 
 
-# --- Lab 7 review F5: an expanded input is read once per distinct element ---------------------
+# --- Lab 7: an expanded input is read once per distinct element ---------------------
 
 def test_an_expanded_input_is_charged_its_distinct_elements_not_its_numel():
     """repeat_kv: a 1 x 2 x 1024 x 64 fp32 cache slice (524,288 B) expanded to 4 query heads
@@ -193,7 +193,7 @@ def test_an_expanded_input_is_charged_its_distinct_elements_not_its_numel():
                                    one.clone()) == (4, 4000)
 
 
-# --- issue 32 item 15: say what happened --------------------------------------------------------
+# --- say what happened --------------------------------------------------------
 
 FACTORIES = '''
 import torch
@@ -286,7 +286,7 @@ def test_gpu_profile_of_the_lab_s_decoder_never_sums_past_its_pass(phase, contex
 def test_gpu_sdpa_causal_row_is_torch_s_own_count():
     """On CUDA the fused kernels are in FlopCounterMode's registry, whose formula ignores
     is_causal: a causal row shows the computed share (an estimate) and keeps the counter's
-    full 4 B H Sq Skv dh in counter_flops (review F6)."""
+    full 4 B H Sq Skv dh in counter_flops."""
     model, inputs = measure.builtin_case("attention", phase="prefill", batch=1, context=256,
                                          attention="sdpa", device="cuda", precision="bf16")
     prof = measure.profile_model(model, inputs, device="cuda", roofline="h100-sxm")
@@ -313,7 +313,7 @@ def test_labs_profile_prints_the_caveat_of_a_scaled_profile(tmp_path, capsys, mo
     assert rc == 0 and "cannot be trusted one by one" in out
 
 
-# --- Lab 7 review F8, F9: a small scaling is noise, and the notes do not contradict it -----------
+# --- Lab 7: a small scaling is noise, and the notes do not contradict it -----------
 
 def _scaled(scale, call_cost_s, forward_s=1e-3):
     import dataclasses
@@ -360,7 +360,7 @@ def test_a_busy_note_on_a_scaled_profile_does_not_say_the_overhead_reads_high(mo
 
 
 def test_meta_inputs_are_refused_with_a_way_out_for_inputs():
-    """Review F10: a meta INPUT was told to call model.to_empty / load_state_dict; it needs
+    """A meta INPUT was told to call model.to_empty / load_state_dict; it needs
     real tensors instead."""
     with pytest.raises(ValueError) as exc:
         measure.profile_model(torch.nn.Linear(4, 4), (torch.empty(2, 4, device="meta"),),

@@ -1,4 +1,4 @@
-"""labs.core.measure.profiler: every aten operator of a model on the roofline (Lab 7's core).
+"""labs.core.measure.profile.profiler: every aten operator of a model on the roofline (Lab 7's core).
 
 FLOPs are checked against torch.utils.flop_counter.FlopCounterMode on the same model and inputs
 and against the hand-derived matmul counts of labs.core.physics (formulas, tiny_models); bytes
@@ -17,7 +17,7 @@ import pytest
 
 from labs.core import figures, formulas, hardware, measure, models, roofline, tiny_models
 
-from labs.core.measure import opcost, profile_cli, profiler
+from labs.core.measure.profile import opcost, cli as profile_cli, profiler
 
 try:
     import torch
@@ -26,7 +26,7 @@ except ImportError:  # without the live extra: the tests marked torch are skippe
 else:
     from torch.utils.flop_counter import FlopCounterMode
 
-    from labs.core.measure import tiny_modules  # imports torch
+    from labs.core.measure.profile import tiny_modules  # imports torch
 WHAT_IF = "h100-sxm"  # a registry roofline: predicted only, nothing timed (fast)
 
 
@@ -83,7 +83,7 @@ def test_backward_flops_equal_flop_counter_mode():
     assert prof.counted_flops == counted(model, inputs, backward=True)
     phases = {r["phase"] for r in prof.rows}
     assert phases == {"forward", "loss", "backward"}
-    # backward = exactly twice the forward's matmul FLOPs (issue 36.5; was within 35%): each
+    # backward = exactly twice the forward's matmul FLOPs (was within 35%): each
     # matmul C = A B of the forward has two gradients, dA = dC B^T and dB = A^T dC, each
     # 2 M N K FLOPs like the forward, and here both operands of every matmul need one (weights,
     # and activations that come from the trainable embedding)
@@ -117,7 +117,7 @@ def test_decoder_matmul_flops_equal_the_physics(phase, batch, context):
 
 @pytest.mark.torch
 def test_the_kv_copies_of_a_decode_step_are_charged_what_they_move():
-    """Lab 7 review F4/F5: each layer's math attention copies K and V (1 x 2 x 64 x 64 fp32,
+    """Lab 7: each layer's math attention copies K and V (1 x 2 x 64 x 64 fp32,
     32,768 B each) to 8 query heads (131,072 B each): a copy reads 32,768 and writes 131,072 B,
     163,840 B (the expanded input was charged 131,072 B of reads before). 4 layers x 2 copies.
     The physics' copy term writes and reads them: 4 x 8 x 64 x 64 x 4 = 524,288 B per layer."""
@@ -327,7 +327,7 @@ if torch is not None:
 def test_operator_times_add_up_to_the_measured_pass(cpu_roof):
     """Three operators that sleep 10, 20 and 30 ms: the profiler must time each one at its
     duration and their sum at the whole pass (timed without the profiler). Sleeps make the
-    check tight where the machine is quiet and keep it true where it is loaded (issue 36.5; it
+    check tight where the machine is quiet and keep it true where it is loaded (it
     was a GEMM model, accepted within 0.75-1.25 of the pass on the best of three profiles):
     * each operator: at least its sleep (time.sleep never returns early), at most its sleep
       plus what waking up and dispatch added to the whole pass (the pass's median minus the

@@ -12,7 +12,7 @@ import pytest
 from isolation_support import (CHROMIUM_ARGS, CHROMIUM_CANDIDATES, browser_required,
                                chromium_path)
 
-from labs.core import ledger as L
+from labs.core import ledger
 from labs.core import quiz
 from labs.core.course.quiz import explain as quiz_explain
 from labs.core.course.quiz import lock as quiz_lock
@@ -23,8 +23,8 @@ LAB_FILE = Path(__file__).parent / "_lock_lab.py"
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     """A private ledger folder, config folder and student id for each test."""
-    monkeypatch.setenv(L.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
-    monkeypatch.setenv(L.ENV_STUDENT_ID, "ada")
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
+    monkeypatch.setenv(ledger.ENV_STUDENT_ID, "ada")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     return tmp_path / "ledger"
 
@@ -147,7 +147,7 @@ def test_explain_form_records_observe_and_explain_and_prefills(env, app):
     assert again["bw_explain"].element["explain"].value == "copy is memory-bound <script>"
 
 
-# --- feedback on actions (issue 18, point 5) ----------------------------------------------
+# --- feedback on actions ----------------------------------------------
 
 def test_saving_an_explanation_says_saved_with_the_time_at_once(env, app, monkeypatch):
     shown = []
@@ -178,12 +178,12 @@ def test_saving_an_explanation_says_saved_with_the_time_at_once(env, app, monkey
 
 def test_saving_in_memory_mode_says_where_it_went(env, monkeypatch):
     monkeypatch.setattr(sys, "platform", "emscripten")
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
     lab = quiz.LabSession("locklab", str(LAB_FILE))
     form = quiz.explain_form(lab, "locklab.x", observe_label="o", explain_label="e")
     quiz.simulate_submit(form, observe="seen it", explain="because of bytes")
     assert "in memory only: download your ledger" in form.roofline_item["handler"].feedback
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
 
 
 def test_a_stale_tab_is_told_that_the_first_answer_stands(env, app):
@@ -217,7 +217,7 @@ def test_locked_card_escapes_student_text(lab):
                              hi=10, locked=None, on_lock=lambda p: None)
     assert quiz.prediction_panel(form, None) is form
     pred = quiz.Prediction("locklab.x", 3, units="GB/s", confidence=2,
-                           reason='<img src=x onerror="alert(1)">', timestamp=L.utc_now())
+                           reason='<img src=x onerror="alert(1)">', timestamp=ledger.utc_now())
     assert "marimo-callout" in _html(quiz.prediction_panel(form, pred))
     text = quiz.locked_card_html(pred)
     assert "<img" not in text and "&lt;img" in text and "3 GB/s" in text
@@ -227,7 +227,7 @@ def test_locked_card_escapes_student_text(lab):
 @pytest.mark.parametrize("pred, actual, expect, kind", [
     (300, 100, "off by 3× (too high)", "danger"),
     (100, 300, "off by 3× (too low)", "danger"),
-    # issue 34.7: within the grader's 1.5x is "close" (≈), not a ✓ that reads as right
+    # within the grader's 1.5x is "close" (≈), not a ✓ that reads as right
     (110, 100, "close: off by 1.1× (too high), within the 1.5× graded as correct", "warn"),
     (147, 100, "close: off by 1.47× (too high)", "warn"),
     (151, 100, "off by 1.51× (too high)", "danger"),
@@ -344,7 +344,7 @@ def test_number_parsing_and_formatting():
 
 def test_events_before_the_student_id_are_kept_and_written_once_given(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv(L.ENV_STUDENT_ID, raising=False)
+    monkeypatch.delenv(ledger.ENV_STUDENT_ID, raising=False)
     seen = []
     lab = quiz.LabSession("locklab", str(LAB_FILE),
                           settings={"student_id": None, "ledger_dir": str(tmp_path / "l")},
@@ -356,8 +356,8 @@ def test_events_before_the_student_id_are_kept_and_written_once_given(tmp_path, 
     assert "Your student id must be" in lab.set_student_id("bad id")
     assert lab.set_student_id("ada") is None
     assert seen and seen[-1]["student_id"] == "ada" and seen[-1]["generation"] == 1
-    assert L.load_config()["student_id"] == "ada"  # remembered for next time
-    events = L.read_ledger_file(tmp_path / "l" / "roofline-ledger-ada.jsonl")
+    assert ledger.load_config()["student_id"] == "ada"  # remembered for next time
+    events = ledger.read_ledger_file(tmp_path / "l" / "roofline-ledger-ada.jsonl")
     assert events.clean and [e["kind"] for e in events.events] == ["predict", "unlock"]
     # a session re-created from the new settings restores the lock
     again = quiz.LabSession("locklab", str(LAB_FILE), settings=seen[-1])
@@ -393,7 +393,7 @@ def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, en
     again = quiz.LabSession("locklab", str(LAB_FILE))
     assert again.first_prediction("locklab.x").value == 7
     # a new page (new kernel): empty until the student uploads the downloaded file
-    quiz._MEMORY_LEDGERS.clear()
+    quiz.MEMORY_LEDGERS.clear()
     seen = []
     fresh = quiz.LabSession("locklab", str(LAB_FILE), on_settings=seen.append)
     assert fresh.first_prediction("locklab.x") is None
@@ -403,8 +403,8 @@ def test_memory_mode_status_offers_download_and_upload(tmp_path, monkeypatch, en
     assert after.first_prediction("locklab.x").value == 7
     after.record("decision", "locklab.c", {"x": 1})
     [(name2, data2)] = after.ledger.export_files()
-    assert name2 == name and data2.startswith(data) and L.read_ledger(data2).clean
-    quiz._MEMORY_LEDGERS.clear()
+    assert name2 == name and data2.startswith(data) and ledger.read_ledger(data2).clean
+    quiz.MEMORY_LEDGERS.clear()
 
 
 def test_record_converts_numpy_and_rejects_objects(lab):
@@ -469,7 +469,7 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
 
     env = dict(os.environ, ROOFLINE_LEDGER_DIR=str(tmp_path / "ledger"),
                XDG_CONFIG_HOME=str(tmp_path / "config"))
-    env.pop(L.ENV_STUDENT_ID, None)
+    env.pop(ledger.ENV_STUDENT_ID, None)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -517,7 +517,7 @@ def test_browser_id_entry_lock_and_reload(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=20)
-    result = L.read_ledger_file(tmp_path / "ledger" / "roofline-ledger-ada.jsonl")
+    result = ledger.read_ledger_file(tmp_path / "ledger" / "roofline-ledger-ada.jsonl")
     assert result.clean
     assert [e["kind"] for e in result.events] == ["predict", "unlock", "result"]
     assert result.events[0]["payload"]["value"] == 3000
@@ -527,7 +527,7 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
     monkeypatch.setenv("ROOFLINE_STATIC_EXPORT", "1")
     text = lab.status().text
     assert "Static preview" in text and "not recorded" in text
-    # issue 33.11: students open the labs with roofline-labs, so that is what the page names
+    # students open the labs with roofline-labs, so that is what the page names
     assert "roofline-labs" in text and "marimo edit" not in text
     assert "writing to" not in text  # not the exporter's throwaway ledger path
     monkeypatch.delenv("ROOFLINE_STATIC_EXPORT")
@@ -545,9 +545,9 @@ def test_static_export_status_says_nothing_is_recorded(lab, monkeypatch):
     (0, 5, None), (-5, 5, None),
 ])
 def test_ratio_verdict_is_one_rule_for_labs_and_feedback_pages(pred, actual, words):
-    from labs.core.course.grading.feedback import _ratio_text
+    from labs.core.course.grading.feedback import ratio_text
     assert quiz.ratio_verdict(pred, actual) == words
-    text = _ratio_text(pred, actual, quiz.GRADE_TOLERANCE)
+    text = ratio_text(pred, actual, quiz.GRADE_TOLERANCE)
     assert (text == "" if words is None else words in text)
 
 
@@ -584,7 +584,7 @@ def test_the_verdict_follows_the_graders_tolerance():
 
 
 @pytest.mark.parametrize("pred, actual, fmt, shown", [
-    (0.60, 0.595, ".2f", ("0.60", "0.59")),      # issue 34.7: never "0.60" against "0.60"
+    (0.60, 0.595, ".2f", ("0.60", "0.59")),      # never "0.60" against "0.60"
     (0.6, 0.5951, None, ("0.6", "0.595")),
     (1001, 1003, None, ("1,001", "1,003")),
     (886, 886.2, None, ("886", "886")),          # right: the same text is honest

@@ -3,9 +3,9 @@
 Each test holds a model's prediction against a *published measurement of the same case*,
 within a stated tolerance, with its source here in the test. A model that passes its own
 unit tests (which derive their expectations from the model's formulas) can still predict
-that a real library runs at half its measured speed; these tests catch that (issue 32:
-the hierarchy model once put an 8192^3 bf16 GEMM on an A100 under the HBM roof at 129
-TFLOP/s, while cuBLAS measures about 271).
+that a real library runs at half its measured speed; these tests catch that (the
+hierarchy model once put an 8192^3 bf16 GEMM on an A100 under the HBM roof at 129 TFLOP/s,
+while cuBLAS measures about 271).
 
 Measurements used (all in ../shared/reference/hardware.md, "Measured achievable matmul
 throughput" and "On-chip memory facts"):
@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import pytest
 
-from labs.core import formulas as F
-from labs.core import fusion as FU
+from labs.core import formulas
+from labs.core import fusion
 from labs.core import hardware
-from labs.core import hierarchy as H
-from labs.core import roofline as R
+from labs.core import hierarchy
+from labs.core import roofline
 
 #: (device, measured cuBLAS bf16 TFLOP/s for large square matmuls, the source's own line)
 MEASURED_MATMUL = {
@@ -70,8 +70,8 @@ def _library_gemm(device):
     """The 8192^3 bf16 GEMM as cuBLAS tiles it on ``device`` (A100: 128 x 128 tiles, 64 x 64
     warp tiles; Hopper: 128 x 256 tiles in 2-CTA clusters with TMA multicast), placed on the
     hierarchy model (shared memory, L2, HBM)."""
-    h = H.gpu_hierarchy(device, "bf16")
-    return H.place(H.library_gemm_kernel(h, 8192, 8192, 8192), h)
+    h = hierarchy.gpu_hierarchy(device, "bf16")
+    return hierarchy.place(hierarchy.library_gemm_kernel(h, 8192, 8192, 8192), h)
 
 
 # --- the cache-level model: a tiled GEMM on the hierarchy ------------------------------------
@@ -82,7 +82,7 @@ def test_the_l2_roofs_are_the_measured_bandwidths_within_the_band(device):
     published microbenchmark (the A100's 5120 B/clk x 1.41 GHz = 7.2 TB/s peak was 1.36x the
     measured 5.3: outside it)."""
     low, high, source = MEASURED_L2[device]
-    l2 = H.gpu_hierarchy(device, "bf16").level("L2")
+    l2 = hierarchy.gpu_hierarchy(device, "bf16").level("L2")
     assert l2.bandwidth_gbs is not None and l2.measured, source
     assert low / UPPER_BAND <= l2.bandwidth_gbs <= UPPER_BAND * low, source
     assert low <= l2.bandwidth_gbs <= high, source
@@ -107,12 +107,12 @@ def test_on_the_a100_the_tiled_gemm_is_compute_bound_as_cublas_measures():
     dense peak (cuBLAS 271.2)."""
     measured, source = MEASURED_MATMUL["a100-sxm-80gb"]
     p = _library_gemm("a100-sxm-80gb")
-    assert p.determined and p.binding == H.COMPUTE, (
+    assert p.determined and p.binding == hierarchy.COMPUTE, (
         f"the model says {p.binding} binds at {p.attainable_tflops:.0f} TFLOP/s; {source} "
         "(compute-bound in practice)")
 
 
-@pytest.mark.parametrize("device, binding", [("h100-sxm", "L2"), ("h200-sxm", H.COMPUTE)])
+@pytest.mark.parametrize("device, binding", [("h100-sxm", "L2"), ("h200-sxm", hierarchy.COMPUTE)])
 def test_the_flagship_gemm_gets_a_verdict_on_hopper(device, binding):
     """With the measured L2 figures the headline kernel gets a verdict: on the H100 L2 binds at
     838 TFLOP/s (cuBLAS 794.5, 0.95 of it), on the H200 (9.78 TB/s) compute does."""
@@ -141,8 +141,8 @@ def test_hopper_without_the_cluster_multicast_contradicts_the_measurement(device
     8192 / 129 x 6.65 = 422 TFLOP/s on the H100 and x 9.78 = 621 on the H200, below cuBLAS's
     794.5 and the H200's 764: that traffic model is wrong for Hopper, not the measurements."""
     measured, _ = MEASURED_MATMUL[device]
-    h = H.gpu_hierarchy(device, "bf16")
-    square = H.place(H.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
+    h = hierarchy.gpu_hierarchy(device, "bf16")
+    square = hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=128, register_tile=64), h)
     assert square.use("L2").roof_tflops() < measured
 
 
@@ -162,13 +162,13 @@ def test_flash_attentions_bound_holds_what_flashattention_3_measures():
     run), so the L2 roof binds at 124 FLOP/B x 6.65 TB/s = 825 TFLOP/s, 1.29x the measured 638:
     within the band, above the measurement."""
     measured, source = FA3_H100_4K
-    p = FU.flash_roof_point(4, 16, 4096, 128, 128, 128, "h100-sxm", "fp16")
+    p = fusion.flash_roof_point(4, 16, 4096, 128, 128, 128, "h100-sxm", "fp16")
     assert p.determined and p.limit == "L2 bandwidth", p.limit
     assert measured <= p.attainable_tflops <= UPPER_BAND * measured, (
         f"model {p.attainable_tflops:.0f} TFLOP/s ({p.limit}) vs measured {measured} ({source})")
     # the same hierarchy as Lab 5 places it agrees
-    h = H.gpu_hierarchy("h100-sxm", "fp16")
-    placed = H.place(H.flash_kernel(4, 16, 4096, 128, 128, 128, "fp16"), h)
+    h = hierarchy.gpu_hierarchy("h100-sxm", "fp16")
+    placed = hierarchy.place(hierarchy.flash_kernel(4, 16, 4096, 128, 128, 128, "fp16"), h)
     assert placed.binding == "L2" and placed.attainable_tflops == pytest.approx(
         p.attainable_tflops)
 
@@ -177,7 +177,7 @@ def test_flash_re_reads_from_hbm_would_contradict_the_measurement():
     """Counting every query tile's K and V re-read from HBM (no L2) capped the kernel at
     124 FLOP/B x 3.35 TB/s = 416 TFLOP/s at every S, below what FlashAttention-3 measures."""
     measured, source = FA3_H100_4K
-    p = FU.flash_roof_point(4, 16, 4096, 128, 128, 128, "h100-sxm", "fp16")
+    p = fusion.flash_roof_point(4, 16, 4096, 128, 128, 128, "h100-sxm", "fp16")
     no_l2 = p.ai_l2 * 3350 / 1e3  # the H100 SXM's 3.35 TB/s of HBM3 (datasheet)
     assert no_l2 < measured, source
 
@@ -196,8 +196,8 @@ FA3_SOURCE = "FlashAttention-3 (Shah et al. 2024), forward, head dim 128, fp16, 
 def _fa3_case(seq_len):
     """The paper's case, placed on the hierarchy model with the lab's 128 x 128 tile (FA3's
     query tile is 128 rows too: K and V cross L2 once per query tile either way)."""
-    h = H.gpu_hierarchy("h100-sxm", "bf16")
-    return H.place(H.flash_kernel(16384 // seq_len, 16, seq_len, 128, 128, 128, "bf16"), h)
+    h = hierarchy.gpu_hierarchy("h100-sxm", "bf16")
+    return hierarchy.place(hierarchy.flash_kernel(16384 // seq_len, 16, seq_len, 128, 128, 128, "bf16"), h)
 
 
 @pytest.mark.parametrize("seq_len", sorted(FA3_FWD_H100))
@@ -246,9 +246,9 @@ def test_at_16k_the_flash_tiles_bound_is_within_the_band_of_flashattention_3():
 @pytest.mark.parametrize("device", sorted(MEASURED_MATMUL))
 def test_roofline_places_the_large_gemm_compute_bound_within_the_band(device):
     measured, source = MEASURED_MATMUL[device]
-    cost = F.gemm(8192, 8192, 8192, "bf16")
-    assert cost.ai > R.ridge_point(device, "bf16")  # compulsory bytes: far past the ridge
-    peak = R.peak_tflops(device, "bf16")
+    cost = formulas.gemm(8192, 8192, 8192, "bf16")
+    assert cost.ai > roofline.ridge_point(device, "bf16")  # compulsory bytes: far past the ridge
+    peak = roofline.peak_tflops(device, "bf16")
     assert measured <= peak <= UPPER_BAND * measured, f"{device}: {source}"
 
 
@@ -272,10 +272,10 @@ def test_the_achievable_matmul_rate_is_what_the_library_measures(device, precisi
     """What the labs call achievable, core's dense peak (the registry) times core's achievable
     fraction, is the rate the library measures, to 1%; so is an 8192^3 GEMM's time at
     achievable rates. A wrong peak (the sparse headline) or a wrong fraction fails here."""
-    der = R.achievable(device)
-    rate = R.peak_tflops(device, precision) * der.compute_for(precision)
+    der = roofline.achievable(device)
+    rate = roofline.peak_tflops(device, precision) * der.compute_for(precision)
     assert rate == pytest.approx(measured, rel=0.01), source
-    t = R.cost_time(F.gemm(8192, 8192, 8192, precision), device, derating=der).lower
+    t = roofline.cost_time(formulas.gemm(8192, 8192, 8192, precision), device, derating=der).lower
     assert t == pytest.approx(2 * 8192**3 / (measured * 1e12), rel=0.01), source
 
 
@@ -299,13 +299,13 @@ def test_the_achievable_bandwidth_is_what_streaming_kernels_measure(device, lowe
     """Core's spec bandwidth times its achievable fraction lies within 1% of the published
     measurements (the former 0.9 of spec on every device gave 4,320 GB/s on the H200 and
     1,835 on the A100: above both)."""
-    rate = hardware.get(device).bandwidth_gbs * R.achievable(device).bandwidth
+    rate = hardware.get(device).bandwidth_gbs * roofline.achievable(device).bandwidth
     assert lowest * 0.99 <= rate <= highest * 1.01, f"{device}: {rate:.0f} GB/s; {source}"
-    assert "measured" in R.achievable(device).source
+    assert "measured" in roofline.achievable(device).source
 
 
 def test_the_h200s_achievable_bandwidth_is_not_below_what_its_gemvs_streamed():
-    rate = hardware.get("h200-sxm").bandwidth_gbs * R.achievable("h200-sxm").bandwidth
+    rate = hardware.get("h200-sxm").bandwidth_gbs * roofline.achievable("h200-sxm").bandwidth
     assert H200_GEMV_CHAIN_GBS <= rate
 
 
@@ -314,8 +314,8 @@ def test_devices_without_a_measurement_use_the_stated_default_inside_the_publish
     published fractions (0.81 of spec on the H200 to 0.88 on the A100), not above them."""
     fractions = [lo / hardware.get(d).bandwidth_gbs for d, lo, _, _ in MEASURED_BANDWIDTH] + [
         hi / hardware.get(d).bandwidth_gbs for d, _, hi, _ in MEASURED_BANDWIDTH]
-    der = R.achievable("h100-sxm")  # no published figure for the SXM part
-    assert der.bandwidth == R.DEFAULT_BANDWIDTH_FRACTION
+    der = roofline.achievable("h100-sxm")  # no published figure for the SXM part
+    assert der.bandwidth == roofline.DEFAULT_BANDWIDTH_FRACTION
     assert min(fractions) <= der.bandwidth <= max(fractions)
     assert "stated assumption" in der.source and "85%" in der.source
     assert "85% of the bandwidth" in der.describe()
@@ -325,10 +325,10 @@ def test_scalar_kernels_sit_under_the_cuda_core_ceiling():
     """A naive (scalar, untiled) GEMM cannot use tensor cores: its ceiling is the A100's
     CUDA-core rate, 19.5 TFLOP/s FP32 (NVIDIA A100 datasheet; hardware.md 'On-chip memory
     facts'), not the 312 TFLOP/s tensor-core peak. Same for a stencil and a reduction."""
-    h = H.gpu_hierarchy("a100-sxm-80gb", "bf16")
-    for kernel in (H.gemm_kernel(1024, 1024, 1024, "bf16", tile=1),
-                   H.stencil_kernel(4096, "bf16"), H.reduction_kernel(2**20, "bf16")):
-        p = H.place(kernel, h)
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    for kernel in (hierarchy.gemm_kernel(1024, 1024, 1024, "bf16", tile=1),
+                   hierarchy.stencil_kernel(4096, "bf16"), hierarchy.reduction_kernel(2**20, "bf16")):
+        p = hierarchy.place(kernel, h)
         assert p.ceiling_tflops == pytest.approx(19.5), kernel.name
         assert p.attainable_tflops <= 19.5, kernel.name
 
@@ -358,19 +358,19 @@ NAIVE_BAND = 3.0
 def _a6000():
     sm = A6000_SMS
     levels = (
-        H.Level("L1 / shared memory", 128 * 1024, 99 * 1024, sm * 128 * A6000_BOOST_GHZ,
+        hierarchy.Level("L1 / shared memory", 128 * 1024, 99 * 1024, sm * 128 * A6000_BOOST_GHZ,
                 "RTX A6000 datasheet; GA102 whitepaper; CUDA guide (CC 8.6)", True,
                 scope=f"per SM ({sm} SMs)", scratchpad=True),
-        H.Level("L2", 6 * 2**20, 6 * 2**20 / sm, None, "GA102 whitepaper: 6 MB", False,
+        hierarchy.Level("L2", 6 * 2**20, 6 * 2**20 / sm, None, "GA102 whitepaper: 6 MB", False,
                 scope=f"shared by {sm} SMs", sharers=sm),
-        H.Level("DRAM", 48e9, 48e9, 768.0, "RTX A6000 datasheet: 768 GB/s GDDR6"),
+        hierarchy.Level("DRAM", 48e9, 48e9, 768.0, "RTX A6000 datasheet: 768 GB/s GDDR6"),
     )
-    return H.hierarchy("rtx-a6000", "NVIDIA RTX A6000", "gpu", levels, 38.7, "fp32",
+    return hierarchy.hierarchy("rtx-a6000", "NVIDIA RTX A6000", "gpu", levels, 38.7, "fp32",
                        "RTX A6000 datasheet", vector_tflops=38.7)
 
 
 def test_a_naive_sgemm_is_bound_by_l1_and_sits_under_it_as_boehm_measures():
-    """Review F1. A naive fp32 GEMM, N = 4092, on an RTX A6000: every multiply-add loads one
+    """A naive fp32 GEMM, N = 4092, on an RTX A6000: every multiply-add loads one
     A and one B element, 2 N^3 x 4 B through L1 (AI 1/4 FLOP/B): roof 0.25 x 84 x 128 B x
     1.8 GHz = 4.84 TFLOP/s. L1 keeps what a 32 x 32-thread block's warps share, so L2 and DRAM
     see 32x less: DRAM's roof is 32/4 FLOP/B x 0.768 TB/s = 6.1 TFLOP/s (L2: no figure).
@@ -379,7 +379,7 @@ def test_a_naive_sgemm_is_bound_by_l1_and_sits_under_it_as_boehm_measures():
     The old model (every load passed to the next level) put DRAM's roof at 0.25 x 0.768 =
     0.19 TFLOP/s, below both measurements."""
     n = 4092
-    p = H.place(H.gemm_kernel(n, n, n, "fp32", tile=1), _a6000())
+    p = hierarchy.place(hierarchy.gemm_kernel(n, n, n, "fp32", tile=1), _a6000())
     l1_roof = 2 * n**3 / (4 * (2 * n**3 + n * n)) * A6000_SMS * 128 * A6000_BOOST_GHZ / 1e3
     for kernel, measured in BOEHM_NAIVE.items():
         assert measured / 1e3 <= p.attainable_tflops, (kernel, p.binding, p.attainable_tflops)

@@ -1,4 +1,4 @@
-"""Reality anchors for Lab 6's communication models (issue 32, "reality anchors"): each
+"""Reality anchors for Lab 6's communication models (reality anchors): each
 prediction of ``labs.core.physics.collectives`` and ``labs.core.physics.sharding`` is held
 against a published measurement or a published worked example of the SAME case, within a
 stated tolerance, with its source. None of the expected values is computed by the model under
@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import pytest
 
-from labs.core import collectives as C
+from labs.core import collectives
 from labs.core import hardware, roofline
 from labs.core import models
-from labs.core import sharding as S
+from labs.core import sharding
 from test_reality_anchors_profile import LLAMA_2_7B
 
 H100_BF16_BOOK = 990e12  # the scaling book's round H100 bf16 figure (FLOP/s, dense)
@@ -64,14 +64,14 @@ def test_the_ring_on_an_h100_node_matches_nccl_tests_on_2_to_8_gpus(op, n):
     # nccl-tests' arithmetic, written out here. Tolerance 3% outside the measured range; 8 GB
     # makes the latency term negligible. A model with the both-directions headline (900) as
     # its bandwidth misses by 2.4x, one that forgets the ring's (n-1)/n by 1.14-2x.
-    t = C.link_time(op, 8e9, n, "nvlink4", achievable=True)
+    t = collectives.link_time(op, 8e9, n, "nvlink4", achievable=True)
     assert 365 * 0.97 <= _busbw(op, 8e9, n, t) <= 370 * 1.03
 
 
 def test_the_datasheet_ring_bounds_the_measured_ring_from_above():
     # NCCL_8XH100: at the datasheet's one-way 450 GB/s the model is an upper bound that the
     # measured ~370 stays under by 10-25% (protocol overhead), never a figure below it
-    t = C.link_time("all-reduce", 8e9, 8, "nvlink4")
+    t = collectives.link_time("all-reduce", 8e9, 8, "nvlink4")
     assert 1.10 < _busbw("all-reduce", 8e9, 8, t) / 370 < 1.25
 
 
@@ -80,14 +80,14 @@ def test_the_nvlink_sharp_time_the_lab_quotes_matches_nccl_tests():
     # 6 quotes it) must match the published algorithm bandwidth, 273-275 GB/s, and bus
     # bandwidth, ~480 GB/s, within 3%; and it must beat core's achievable ring by what nccl
     # issue 1455 measures, 480 against 365-370 GB/s (1.30-1.32x), within 5%.
-    t = C.NVLS_H100.time(1e9)
+    t = collectives.NVLS_H100.time(1e9)
     assert 273 * 0.97 <= 1e9 / t / 1e9 <= 275 * 1.03
     assert _busbw("all-reduce", 1e9, 8, t) == pytest.approx(480, rel=0.03)
-    ring = C.link_time("all-reduce", 1e9, 8, "nvlink4", achievable=True)
+    ring = collectives.link_time("all-reduce", 1e9, 8, "nvlink4", achievable=True)
     assert 480 / 370 * 0.95 <= ring / t <= 480 / 365 * 1.05
     # faster than the ring even at the datasheet's bandwidth: a lab that says what "a real
     # node" does names it
-    assert t < C.link_time("all-reduce", 1e9, 8, "nvlink4")
+    assert t < collectives.link_time("all-reduce", 1e9, 8, "nvlink4")
 
 
 def test_nccls_ring_over_two_hgx_h100_nodes_matches_the_nics_bus_bandwidth():
@@ -95,11 +95,11 @@ def test_nccls_ring_over_two_hgx_h100_nodes_matches_the_nics_bus_bandwidth():
     # bus bandwidth of 368-400 GB/s (8 x 46-48 GB/s per NIC; 400 the peak, 380+ tuned).
     # Tolerance 3% outside that range. The old model (one ring of 16 at one 50 GB/s NIC hop)
     # said 50 GB/s.
-    t = C.link_time("all-reduce", 4e9, 16, "nvlink4", nic="ib-ndr", nics_per_node=8,
+    t = collectives.link_time("all-reduce", 4e9, 16, "nvlink4", nic="ib-ndr", nics_per_node=8,
                     achievable=True)
     assert 368 * 0.97 <= _busbw("all-reduce", 4e9, 16, t) <= 400 * 1.03
     # at the datasheet's bandwidths the model is the NICs' peak, 400 GB/s (latency aside)
-    spec = C.collective_path("nvlink4", 16, nic="ib-ndr", nics_per_node=8).bus_gbs()
+    spec = collectives.collective_path("nvlink4", 16, nic="ib-ndr", nics_per_node=8).bus_gbs()
     assert spec == pytest.approx(400, rel=0.01)
 
 
@@ -111,10 +111,10 @@ def test_nccls_ring_across_a100_nodes_matches_nccl_tests(n, nics, measured):
     # either way. The NIC fraction was read from NDR, so both are predictions. Tolerance 5%.
     # (The hierarchical algorithm, which the model used to time across nodes, says 264 GB/s
     # on 2 DGX-A100: 1.37x what NCCL's Ring measures; it times another algorithm.)
-    t = C.link_time("all-reduce", 4e9, n, "nvlink3", nic="ib-hdr", nics_per_node=nics,
+    t = collectives.link_time("all-reduce", 4e9, n, "nvlink3", nic="ib-hdr", nics_per_node=nics,
                     achievable=True)
     assert _busbw("all-reduce", 4e9, n, t) == pytest.approx(measured, rel=0.05)
-    hier = C.link_time("all-reduce", 4e9, n, "nvlink3", "hierarchical", nic="ib-hdr",
+    hier = collectives.link_time("all-reduce", 4e9, n, "nvlink3", "hierarchical", nic="ib-hdr",
                        nics_per_node=nics, achievable=True)
     assert _busbw("all-reduce", 4e9, n, hier) > measured * 1.25
 
@@ -137,7 +137,7 @@ def test_tensor_parallel_decode_bounds_gpt_fast_and_stays_near_it(size, n):
     # (measured / model: 0.81 at 1 GPU, 0.59-0.85 with tensor parallelism: launch gaps and the
     # small all-reduces' real latency, which the model's 1 us per hop underestimates). Without
     # the communication term the model would say 1,000 tokens/s at TP 8 for the 7B: 0.33.
-    r = S.tp_serving(LLAMA_2[size], "a100-sxm-80gb", "nvlink3", n, batch=1, seq_len=200)
+    r = sharding.tp_serving(LLAMA_2[size], "a100-sxm-80gb", "nvlink3", n, batch=1, seq_len=200)
     a100 = "a100-sxm-80gb"
     streams_at = hardware.get(a100).bandwidth_gbs * 1e9 * roofline.achievable(a100).bandwidth
     predicted = 1 / (max(r.t_compute, r.bytes / streams_at) + r.t_comm)
@@ -150,7 +150,7 @@ def test_scaling_book_8xh100_all_gather_pop_quiz():
     # SCALING_BOOK Pop Quiz 1: AllGather(bf16[1024, 16384]) on an 8xH100 node at 450 GB/s
     # "more precisely 65us" (2 x 1024 x 16384 x 7 / (8 x 450e9)). Tolerance 15%: the model adds
     # 7 steps of its stated 1 µs latency, which the book leaves out.
-    t = C.link_time("all-gather", 2 * 1024 * 16384, 8, "nvlink4")
+    t = collectives.link_time("all-gather", 2 * 1024 * 16384, 8, "nvlink4")
     assert t == pytest.approx(65e-6, rel=0.15)
 
 
@@ -160,7 +160,7 @@ def test_scaling_book_two_node_all_gather_is_bound_by_the_node_level():
     # (B / 800e9): the all-gather takes B / 514e9. Tolerance 2% (latency of a 1 GB message is
     # negligible).
     b = 1e9
-    assert C.link_time("all-gather", b, 16, "nvlink4", "hierarchical") == pytest.approx(
+    assert collectives.link_time("all-gather", b, 16, "nvlink4", "hierarchical") == pytest.approx(
         b / 514e9, rel=0.02)
 
 
@@ -169,7 +169,7 @@ def test_scaling_book_data_parallel_critical_batch_across_nodes():
     # C / W_node = 990e12 / 400e9 = 2,475 tokens, W_node the node's 8 NICs together (the book
     # drops the ring's (n-1)/n and rounds C to 990e12). Tolerance 2%. The old model (a ring
     # of 1,024 at one 50 GB/s hop, against forward + backward) gave 13,180.
-    t_star = S.dp_critical_batch("h100-sxm", "bf16", "nvlink4", 1024)
+    t_star = sharding.dp_critical_batch("h100-sxm", "bf16", "nvlink4", 1024)
     assert t_star == pytest.approx(H100_BF16_BOOK / 400e9, rel=0.02)
 
 
@@ -177,7 +177,7 @@ def test_scaling_book_data_parallel_critical_batch_within_a_node():
     # SCALING_BOOK "Data Parallelism": within a node C / W = 990e12 / 450e9 = 2,200, and with the
     # book's (X-1)/X refinement for a small axis, x 7/8 = 1,925 for 8 GPUs. Tolerance 2%. The
     # old model (against forward + backward, 6PT) gave 1,283.
-    t_star = S.dp_critical_batch("h100-sxm", "bf16", "nvlink4", 8)
+    t_star = sharding.dp_critical_batch("h100-sxm", "bf16", "nvlink4", 8)
     assert t_star == pytest.approx(H100_BF16_BOOK / 450e9 * 7 / 8, rel=0.02)
 
 
@@ -186,24 +186,24 @@ def test_scaling_book_tensor_parallel_critical_slice_within_a_node():
     # matmuls per all-reduce) is compute-bound while F / Y > C / W = 990e12 / 450e9 = 2,200
     # within a node; the book drops the ring's (n-1)/n = 7/8, so 1,925 for 8 GPUs. Tolerance
     # 2%. The old model counted one matmul per all-reduce: 3,848.
-    crit = S.tp_critical_shard("h100-sxm", "bf16", "nvlink4", 8, matmuls=2)
+    crit = sharding.tp_critical_shard("h100-sxm", "bf16", "nvlink4", 8, matmuls=2)
     assert crit == pytest.approx(H100_BF16_BOOK / 450e9 * 7 / 8, rel=0.02)
 
 
 def test_overlap_hides_the_all_reduce_only_behind_the_backward_pass():
-    # SCALING_BOOK ch. 5 / issue 32 item 3: step = t_fwd + max(t_bwd, t_comm) with t_fwd :
+    # SCALING_BOOK ch. 5: step = t_fwd + max(t_bwd, t_comm) with t_fwd :
     # t_bwd = 2 : 4. Gain at most (2 + 4 + 4) / (2 + 4) = 1.67x (t_comm = t_bwd), 1.5x when
     # t_comm equals the whole compute: (2 + 4 + 6) / (2 + 6). Never 2x.
     params, tokens = 8e9, 4096
     peak = 989.5e12
     t_bwd = 4 * params * tokens / peak
     # pick n and a link whose all-reduce of bf16 gradients equals t_bwd, then 1.5 t_bwd
-    step = S.dp_step(params, 8, tokens, "h100-sxm", "bf16", "nvlink4", overlap=True)
+    step = sharding.dp_step(params, 8, tokens, "h100-sxm", "bf16", "nvlink4", overlap=True)
     assert step.t_fwd == pytest.approx(2 * params * tokens / peak)
     assert step.t_bwd == pytest.approx(t_bwd)
     assert step.t_step == pytest.approx(step.t_fwd + max(step.t_bwd, step.t_comm))
-    equal = S.DPStep(params, 8, tokens, t_bwd / 2, t_bwd, t_bwd, True)
+    equal = sharding.DPStep(params, 8, tokens, t_bwd / 2, t_bwd, t_bwd, True)
     assert equal.overlap_gain == pytest.approx(10 / 6)
-    whole = S.DPStep(params, 8, tokens, t_bwd / 2, t_bwd, 1.5 * t_bwd, True)
+    whole = sharding.DPStep(params, 8, tokens, t_bwd / 2, t_bwd, 1.5 * t_bwd, True)
     assert whole.overlap_gain == pytest.approx(1.5)
-    assert S.MAX_OVERLAP_GAIN == pytest.approx(5 / 3)
+    assert sharding.MAX_OVERLAP_GAIN == pytest.approx(5 / 3)

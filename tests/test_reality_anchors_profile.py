@@ -1,4 +1,4 @@
-"""Reality anchors for the profile's prediction (Lab 7; issue 32's rule): the operator model
+"""Reality anchors for the profile's prediction (Lab 7; every model is held against a published measurement): the operator model
 that predicts a forward pass (``models.step_ops``, ``tiny_models.step_ops``) is held against
 what the world measures or counts for the same case, within a stated tolerance, with its
 source here. A model that passes its own unit tests but contradicts these is wrong.
@@ -6,7 +6,7 @@ source here. A model that passes its own unit tests but contradicts these is wro
 1. FLOPs: ``torch.utils.flop_counter.FlopCounterMode`` is torch's own count of the matmuls a
    module runs (2MNK each); for the model the lab profiles it is the world's truth. The math
    ("unfused") attention path computes every score of a causal prefill and masks afterwards,
-   so the prediction must count all of them (before issue 32 item 4 it counted half).
+   so the prediction must count all of them (it once counted half).
 2. Time: a batch-1 decode step of a Llama-class model streams its weights once, so its time is
    about (weight bytes a step reads) / (achieved bandwidth). Published: gpt-fast (PyTorch,
    pytorch-labs/gpt-fast README, "Benchmarks"), Llama-2-7B in bf16 at batch size 1 on an
@@ -79,12 +79,12 @@ def test_decode_step_time_agrees_with_gpt_fast_on_an_a100():
 def test_prefill_flops_of_the_lab_s_decoder_equal_flop_counter_mode(context):
     """Lab 7's Prediction 4 scenario (the tiny decoder's prefill, math attention): every
     matmul FLOP the prediction counts (projections, attention, LM head) equals what
-    FlopCounterMode counts on the real module. Failed before issue 32 item 4: the math
+    FlopCounterMode counts on the real module. It failed when the math
     attention was counted as if the causal mask skipped half its scores."""
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
-    from labs.core.measure import tiny_modules
+    from labs.core.measure.profile import tiny_modules
 
     model, inputs = tiny_modules.build("decoder", phase="prefill", batch=1, context=context,
                                        attention="math")

@@ -1,4 +1,4 @@
-"""What a widget step re-runs, in every lab (issue 15: each re-run cell costs a browser step
+"""What a widget step re-runs, in every lab (each re-run cell costs a browser step
 ~5-15 ms, whether its output changed or not).
 
 1. A live run's settings (time budget, precision to time, threads, workers, backend, matrix)

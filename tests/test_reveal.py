@@ -43,7 +43,7 @@ def test_item_must_belong_to_the_lab(monkeypatch):
         reveal.reference(Lab(), "lab02.x", 1)
 
 
-# --- the instructor copy shows the reference answer, never a widget value (issue 16 §6) -----
+# --- the instructor copy shows the reference answer, never a widget value -----
 
 import re  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -7,24 +7,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labs.core import formulas as F
-from labs.core import hardware, precision, roofline as R
+from labs.core import formulas
+from labs.core import hardware, precision, roofline
 
 H100 = hardware.get("h100-sxm")
 
 
 def test_h100_ridges_per_precision():
-    assert R.ridge_point(H100, "fp16") == pytest.approx(989.5e12 / 3350e9)  # ~295, not ~591
-    assert R.ridge_point(H100, "fp16") == pytest.approx(295.4, abs=0.1)
-    assert R.ridge_point(H100, "fp32") == pytest.approx(20.0, abs=0.1)  # CUDA-core FP32
+    assert roofline.ridge_point(H100, "fp16") == pytest.approx(989.5e12 / 3350e9)  # ~295, not ~591
+    assert roofline.ridge_point(H100, "fp16") == pytest.approx(295.4, abs=0.1)
+    assert roofline.ridge_point(H100, "fp32") == pytest.approx(20.0, abs=0.1)  # CUDA-core FP32
 
 
 def test_attainable_and_regime():
-    assert R.attainable_tflops(1.0, H100, "fp16") == pytest.approx(3.35)  # 1 FLOP/B x 3.35 TB/s
-    assert R.attainable_tflops(1e4, H100, "fp16") == pytest.approx(989.5)
-    assert R.regime(1.0, H100, "fp16") == R.MEMORY
-    assert R.regime(1365, H100, "fp16") == R.COMPUTE
-    arr = R.attainable_tflops(np.array([1.0, 1e4]), "h100-sxm", "fp16")
+    assert roofline.attainable_tflops(1.0, H100, "fp16") == pytest.approx(3.35)  # 1 FLOP/B x 3.35 TB/s
+    assert roofline.attainable_tflops(1e4, H100, "fp16") == pytest.approx(989.5)
+    assert roofline.regime(1.0, H100, "fp16") == roofline.MEMORY
+    assert roofline.regime(1365, H100, "fp16") == roofline.COMPUTE
+    arr = roofline.attainable_tflops(np.array([1.0, 1e4]), "h100-sxm", "fp16")
     assert arr.tolist() == pytest.approx([3.35, 989.5])
 
 
@@ -52,16 +52,16 @@ def test_a_kernel_exactly_at_the_ridge_is_compute_bound(device, precision, peak,
                 peak * 1000 / bandwidth, (peak * 1e3) / bandwidth}
     for ai in on_ridge:
         for side in (math.nextafter(ai, 0), ai, math.nextafter(ai, math.inf)):
-            assert R.regime(side, device, precision) == R.COMPUTE, (device, precision, side)
+            assert roofline.regime(side, device, precision) == roofline.COMPUTE, (device, precision, side)
     ridge = peak / bandwidth * 1000
-    assert R.regime(ridge * (1 - 1e-6), device, precision) == R.MEMORY
-    assert R.regime(ridge * (1 + 1e-6), device, precision) == R.COMPUTE
-    assert R.regime(ridge / 2, device, precision) == R.MEMORY
+    assert roofline.regime(ridge * (1 - 1e-6), device, precision) == roofline.MEMORY
+    assert roofline.regime(ridge * (1 + 1e-6), device, precision) == roofline.COMPUTE
+    assert roofline.regime(ridge / 2, device, precision) == roofline.MEMORY
     # the time bounds name the same regime: FLOPs and bytes whose ratio is the ridge
     flops, bytes_ = peak * 1e12, bandwidth * 1e9  # one second at either roof
-    assert R.time_bounds(flops, bytes_, device, precision).regime == R.COMPUTE
-    assert R.time_bounds(flops * (1 - 1e-6), bytes_, device, precision).regime == R.MEMORY
-    assert R.time_bounds(flops * (1 + 1e-6), bytes_, device, precision).regime == R.COMPUTE
+    assert roofline.time_bounds(flops, bytes_, device, precision).regime == roofline.COMPUTE
+    assert roofline.time_bounds(flops * (1 - 1e-6), bytes_, device, precision).regime == roofline.MEMORY
+    assert roofline.time_bounds(flops * (1 + 1e-6), bytes_, device, precision).regime == roofline.COMPUTE
 
 
 def test_a_model_step_at_the_ridge_is_compute_bound():
@@ -79,29 +79,29 @@ def test_a_model_step_at_the_ridge_is_compute_bound():
 
 
 def test_time_bounds_for_4096_gemm_on_h100():
-    g = F.gemm(4096, 4096, 4096, "fp16")
-    tb = R.time_bounds(g.flops, g.bytes, H100, "fp16")
+    g = formulas.gemm(4096, 4096, 4096, "fp16")
+    tb = roofline.time_bounds(g.flops, g.bytes, H100, "fp16")
     assert tb.t_compute == pytest.approx(2 * 4096**3 / 989.5e12)  # 139 us
     assert tb.t_memory == pytest.approx(3 * 4096**2 * 2 / 3350e9)  # 30 us
     assert tb.lower == tb.t_compute and tb.no_overlap == tb.t_compute + tb.t_memory
-    assert tb.regime == R.COMPUTE
+    assert tb.regime == roofline.COMPUTE
 
 
 def test_overhead_regime_for_tiny_kernels():
-    tiny = F.elementwise("gelu", 1000, "fp16")
-    tb = R.cost_time(tiny, H100, launch_overhead_us=5)
+    tiny = formulas.elementwise("gelu", 1000, "fp16")
+    tb = roofline.cost_time(tiny, H100, launch_overhead_us=5)
     assert tb.t_overhead == pytest.approx(5e-6)
-    assert tb.regime == R.OVERHEAD
-    big = F.elementwise("gelu", 1 << 28, "fp16")
-    assert R.cost_time(big, H100, launch_overhead_us=5).regime == R.MEMORY
+    assert tb.regime == roofline.OVERHEAD
+    big = formulas.elementwise("gelu", 1 << 28, "fp16")
+    assert roofline.cost_time(big, H100, launch_overhead_us=5).regime == roofline.MEMORY
     # n x 4 B (read + write fp16) / 3350 GB/s = 5 us  ->  n = 4.19e6 elements
-    assert R.overhead_crossover_elements(4, H100, launch_overhead_us=5) == pytest.approx(4.1875e6)
+    assert roofline.overhead_crossover_elements(4, H100, launch_overhead_us=5) == pytest.approx(4.1875e6)
 
 
 def test_the_launch_overhead_is_part_of_the_time_bound():
     """A kernel of 1 kFLOP and 1 kB on the H100 takes 1 ns of compute and 0.3 ns of memory;
     one launch of 5 us is its lower bound (the bound is the slowest of the three)."""
-    tb = R.time_bounds(1e3, 1e3, H100, "fp16", launches=1, launch_overhead_us=5)
+    tb = roofline.time_bounds(1e3, 1e3, H100, "fp16", launches=1, launch_overhead_us=5)
     assert tb.lower == pytest.approx(5e-6)
     assert tb.no_overlap == pytest.approx(5e-6 + 1e3 / 989.5e12 + 1e3 / 3350e9)
 
@@ -109,57 +109,57 @@ def test_the_launch_overhead_is_part_of_the_time_bound():
 def test_a_tpus_vector_ceiling_stands_in_with_its_floating_point_peak():
     """No vector rate is sourced for TPUs: the stand-in is the highest floating-point matrix
     peak (tpu-v5e: 197 TFLOP/s bf16), never the int8 TOPS (394)."""
-    assert R.peak_tflops("tpu-v5e", R.VECTOR) == pytest.approx(197)
-    assert R.peak_tflops("tpu-v7x", R.VECTOR) == pytest.approx(4614)  # its fp8 peak
-    assert R.peak_tflops(H100, R.VECTOR) == pytest.approx(67)  # sourced: CUDA-core fp32
+    assert roofline.peak_tflops("tpu-v5e", roofline.VECTOR) == pytest.approx(197)
+    assert roofline.peak_tflops("tpu-v7x", roofline.VECTOR) == pytest.approx(4614)  # its fp8 peak
+    assert roofline.peak_tflops(H100, roofline.VECTOR) == pytest.approx(67)  # sourced: CUDA-core fp32
 
 
 def test_flop_utilisation_bandwidth_utilisation_and_bound():
-    assert R.flop_utilization(494.75, H100, "fp16") == pytest.approx(0.5)
-    assert R.mfu(494.75, H100, "fp16") == pytest.approx(0.5)  # the same ratio, for models
-    assert R.bandwidth_utilization(3015, H100) == pytest.approx(0.9)
+    assert roofline.flop_utilization(494.75, H100, "fp16") == pytest.approx(0.5)
+    assert roofline.mfu(494.75, H100, "fp16") == pytest.approx(0.5)  # the same ratio, for models
+    assert roofline.bandwidth_utilization(3015, H100) == pytest.approx(0.9)
     # the 3%-of-peak kernel that is at 90% of bandwidth: AI = 0.9 x 3.35 / ... (Lab 1 misconception)
     ai = 0.03 * 989.5 / 3.35 / 0.9
-    assert R.flop_utilization_bound(ai, H100, "fp16") == pytest.approx(ai * 3.35 / 989.5)
+    assert roofline.flop_utilization_bound(ai, H100, "fp16") == pytest.approx(ai * 3.35 / 989.5)
 
 
 def test_rho_and_crossover():
-    assert R.rho(295.37, H100, "fp16") == pytest.approx(1.0, rel=1e-3)
+    assert roofline.rho(295.37, H100, "fp16") == pytest.approx(1.0, rel=1e-3)
     # square GEMM AI = 2N/(3b): meets the fp16 ridge at N* = 1.5 x 2 x 295.4 = 886
-    n_star = R.gemm_crossover_n(H100, "fp16")
+    n_star = roofline.gemm_crossover_n(H100, "fp16")
     assert n_star == pytest.approx(886.1, abs=0.1)
-    assert F.gemm(round(n_star), round(n_star), round(n_star)).ai == pytest.approx(
-        R.ridge_point(H100, "fp16"), rel=1e-3)
+    assert formulas.gemm(round(n_star), round(n_star), round(n_star)).ai == pytest.approx(
+        roofline.ridge_point(H100, "fp16"), rel=1e-3)
 
 
 def test_crossover_states_its_assumptions_and_the_slips_follow_from_them():
     # H100 SXM bf16 (datasheet): 989.5 TFLOP/s dense, 1979 with 2:4 sparsity, 3.35 TB/s.
     # N* = operands x b x ridge / FLOPs per MAC; hand arithmetic for each assumption:
     ridge = 989.5e12 / 3350e9  # 295.37 FLOP/B
-    assert R.gemm_crossover_n(H100, "bf16") == pytest.approx(3 * 2 * ridge / 2)  # 886.1
-    assert R.gemm_crossover_n(H100, "bf16", operands=2) == pytest.approx(2 * 2 * ridge / 2)
-    assert R.gemm_crossover_n(H100, "bf16", operands=2) == pytest.approx(590.7, abs=0.1)
-    assert R.gemm_crossover_n(H100, "bf16", flops_per_mac=1) == pytest.approx(1772.2, abs=0.1)
-    assert R.gemm_crossover_n(H100, "bf16", 4) == pytest.approx(1772.2, abs=0.1)  # fp32 bytes
-    assert R.sparse_ridge_point(H100, "bf16") == pytest.approx(1979e12 / 3350e9)  # 590.7
-    assert R.gemm_crossover_n(H100, "bf16", sparse=True) == pytest.approx(1772.2, abs=0.1)
+    assert roofline.gemm_crossover_n(H100, "bf16") == pytest.approx(3 * 2 * ridge / 2)  # 886.1
+    assert roofline.gemm_crossover_n(H100, "bf16", operands=2) == pytest.approx(2 * 2 * ridge / 2)
+    assert roofline.gemm_crossover_n(H100, "bf16", operands=2) == pytest.approx(590.7, abs=0.1)
+    assert roofline.gemm_crossover_n(H100, "bf16", flops_per_mac=1) == pytest.approx(1772.2, abs=0.1)
+    assert roofline.gemm_crossover_n(H100, "bf16", 4) == pytest.approx(1772.2, abs=0.1)  # fp32 bytes
+    assert roofline.sparse_ridge_point(H100, "bf16") == pytest.approx(1979e12 / 3350e9)  # 590.7
+    assert roofline.gemm_crossover_n(H100, "bf16", sparse=True) == pytest.approx(1772.2, abs=0.1)
     # FP32 runs on the CUDA cores: no sparse figure is quoted, and the message says which
     with pytest.raises(KeyError, match="precision='fp32'"):
-        R.sparse_ridge_point(H100, "fp32")
+        roofline.sparse_ridge_point(H100, "fp32")
     with pytest.raises(ValueError, match="operands"):
-        R.gemm_crossover_n(H100, "bf16", operands=0)
+        roofline.gemm_crossover_n(H100, "bf16", operands=0)
 
 
 def test_fp32_to_fp16_moves_the_ridge_faster_than_the_workload():
-    g32, g16 = F.gemm(4096, 4096, 4096, "fp32"), F.gemm(4096, 4096, 4096, "fp16")
+    g32, g16 = formulas.gemm(4096, 4096, 4096, "fp32"), formulas.gemm(4096, 4096, 4096, "fp16")
     assert g16.ai / g32.ai == pytest.approx(2.0)
-    ratio = R.rho(g16.ai, H100, "fp16") / R.rho(g32.ai, H100, "fp32")
+    ratio = roofline.rho(g16.ai, H100, "fp16") / roofline.rho(g32.ai, H100, "fp32")
     assert ratio == pytest.approx(2 * 67 / 989.5)  # rho falls ~7.4x
     assert ratio < 1
 
 
 def test_i_bit():
-    g = F.gemm(4096, 4096, 4096, "fp16")
+    g = formulas.gemm(4096, 4096, 4096, "fp16")
     assert precision.i_bit(g.flops, g.bytes, "fp16") == pytest.approx(g.ai / 8)
     assert precision.i_bit(g.flops, g.bytes, "fp16", weights={"fp16": 2}) == pytest.approx(g.ai / 4)
     with pytest.raises(KeyError):
@@ -171,16 +171,16 @@ def test_i_bit():
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "x"])
 def test_bad_ai_raises(bad):
     with pytest.raises(ValueError, match="ai"):
-        R.attainable_tflops(bad, H100, "fp16")
+        roofline.attainable_tflops(bad, H100, "fp16")
     with pytest.raises(ValueError):
-        R.attainable_tflops([1.0, bad], H100, "fp16")
+        roofline.attainable_tflops([1.0, bad], H100, "fp16")
 
 
 def test_unknown_device_or_precision():
     with pytest.raises(KeyError, match="h100-sxm"):
-        R.ridge_point("h100-sxn", "fp16")
+        roofline.ridge_point("h100-sxn", "fp16")
     with pytest.raises(KeyError, match="no hardware rate"):
-        R.ridge_point("tpu-v5e", "fp16")
+        roofline.ridge_point("tpu-v5e", "fp16")
 
 
 ais = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -192,13 +192,13 @@ devices = st.sampled_from(hardware.keys())
 def test_attainable_never_exceeds_either_roof(ai, key, data):
     d = hardware.get(key)
     p = data.draw(st.sampled_from(d.precisions))
-    a = R.attainable_tflops(ai, d, p)
+    a = roofline.attainable_tflops(ai, d, p)
     assert a <= d.peak_tflops(p) * (1 + 1e-12)
     assert a <= ai * d.bandwidth_gbs / 1e3 * (1 + 1e-12)
 
 
 # Attainable TFLOP/s worked by hand from the published figures (shared reference hardware.md:
-# bandwidth in TB/s, dense peak), on both sides of each ridge (issue 36.4: the property test
+# bandwidth in TB/s, dense peak), on both sides of each ridge (the property test
 # above used to restate min(peak, ai x bw), which passes with any model that computes it).
 @pytest.mark.parametrize("key, precision, ai, want", [
     ("a100-sxm-80gb", "fp16", 100, 203.9),    # 100 FLOP/B x 2.039 TB/s < 312
@@ -213,7 +213,7 @@ def test_attainable_never_exceeds_either_roof(ai, key, data):
     ("jetson-agx-orin-64gb", "int8", 1000, 85),  # 1000 x 0.2048 = 204.8 > 85 (GPU, dense)
 ])
 def test_attainable_from_published_figures(key, precision, ai, want):
-    assert R.attainable_tflops(ai, key, precision) == pytest.approx(want)
+    assert roofline.attainable_tflops(ai, key, precision) == pytest.approx(want)
 
 
 @settings(max_examples=200, deadline=None)
@@ -222,7 +222,7 @@ def test_attainable_is_monotone_in_ai(a1, a2, key):
     d = hardware.get(key)
     p = d.precisions[0]
     lo, hi = sorted([a1, a2])
-    assert R.attainable_tflops(lo, d, p) <= R.attainable_tflops(hi, d, p)
+    assert roofline.attainable_tflops(lo, d, p) <= roofline.attainable_tflops(hi, d, p)
 
 
 sizes = st.integers(min_value=1, max_value=1 << 14)
@@ -233,15 +233,15 @@ sizes = st.integers(min_value=1, max_value=1 << 14)
                                                          ("bf16", "int8"), ("fp8", "fp4")]))
 def test_ai_doubles_when_bytes_per_element_halve(m, n, k, pair):
     wide, narrow = pair
-    assert F.gemm(m, n, k, narrow).ai == pytest.approx(2 * F.gemm(m, n, k, wide).ai)
-    assert F.gemv(n, k, narrow).ai == pytest.approx(2 * F.gemv(n, k, wide).ai)
+    assert formulas.gemm(m, n, k, narrow).ai == pytest.approx(2 * formulas.gemm(m, n, k, wide).ai)
+    assert formulas.gemv(n, k, narrow).ai == pytest.approx(2 * formulas.gemv(n, k, wide).ai)
 
 
 @settings(max_examples=100, deadline=None)
 @given(f=st.floats(0, 1e18), b=st.floats(1, 1e15), key=devices)
 def test_time_bounds_are_ordered_and_finite(f, b, key):
     d = hardware.get(key)
-    tb = R.time_bounds(f, b, d, d.precisions[0])
+    tb = roofline.time_bounds(f, b, d, d.precisions[0])
     assert math.isfinite(tb.no_overlap) and tb.lower <= tb.no_overlap <= 2 * tb.lower + 1e-30
 
 
@@ -249,44 +249,44 @@ def test_time_bounds_are_ordered_and_finite(f, b, key):
 
 def test_require_fits_names_needed_and_available_memory():
     # 4096^3 fp16: 3 x 4096^2 x 2 B = 100.7 MB of 80 GiB
-    assert R.require_fits(3 * 4096**2 * 2, H100, what="this GEMM") == pytest.approx(
+    assert roofline.require_fits(3 * 4096**2 * 2, H100, what="this GEMM") == pytest.approx(
         100_663_296 / (80 * 2**30))
     # 131072^3 bf16: 3 x 131072^2 x 2 B = 103.1 GB > 80 GiB (85.9 GB)
     with pytest.raises(ValueError, match=r"this GEMM needs 103\.1 GB, the NVIDIA H100 SXM5 has "
                                          r"80 GiB \(85\.9 GB\)"):
-        R.require_fits(3 * 131072**2 * 2, H100, what="this GEMM")
+        roofline.require_fits(3 * 131072**2 * 2, H100, what="this GEMM")
     with pytest.raises(ValueError, match="footprint_bytes"):
-        R.require_fits(0, H100)
+        roofline.require_fits(0, H100)
 
 
 def test_yardsticks_for_3pct_mfu_at_90pct_bandwidth():
     tflops, gbs = 0.03 * 989.5, 0.9 * 3350  # 29.685 TFLOP/s, 3015 GB/s
-    ai = R.implied_ai(tflops, gbs)
+    ai = roofline.implied_ai(tflops, gbs)
     assert ai == pytest.approx(29.685e12 / 3015e9)  # 9.846 FLOP/B
-    assert ai == pytest.approx(R.ridge_point(H100, "fp16") * 0.03 / 0.9)
-    assert R.regime(ai, H100, "fp16") == R.MEMORY
+    assert ai == pytest.approx(roofline.ridge_point(H100, "fp16") * 0.03 / 0.9)
+    assert roofline.regime(ai, H100, "fp16") == roofline.MEMORY
     # attainable 9.846 x 3.35 = 32.98 TFLOP/s: the kernel is at 90% of its own roof
-    assert R.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(0.9)
-    assert R.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(
-        R.bandwidth_utilization(gbs, H100))
-    assert R.mfu(tflops, H100, "fp16") == pytest.approx(0.03)
+    assert roofline.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(0.9)
+    assert roofline.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(
+        roofline.bandwidth_utilization(gbs, H100))
+    assert roofline.mfu(tflops, H100, "fp16") == pytest.approx(0.03)
     with pytest.raises(ValueError, match="achieved_gbs"):
-        R.implied_ai(1.0, 0)
+        roofline.implied_ai(1.0, 0)
 
 
 def test_tiled_gemm_bytes_from_naive_to_compulsory():
     # M=N=K=4, fp16. T=1: A and B re-read per output: (64 + 64 + 16) x 2 B = 288 = 2MNK b + MN b
-    assert R.tiled_gemm_bytes(4, 4, 4, 1, 2) == 288
-    assert R.tiled_gemm_bytes(4, 4, 4, 2, 2) == (32 + 32 + 16) * 2  # each read twice
-    assert R.tiled_gemm_bytes(4, 4, 4, 4, 2) == F.gemm(4, 4, 4, "fp16").bytes  # compulsory
-    assert R.tiled_gemm_bytes(4, 4, 4, 64, 2) == F.gemm(4, 4, 4, "fp16").bytes
+    assert roofline.tiled_gemm_bytes(4, 4, 4, 1, 2) == 288
+    assert roofline.tiled_gemm_bytes(4, 4, 4, 2, 2) == (32 + 32 + 16) * 2  # each read twice
+    assert roofline.tiled_gemm_bytes(4, 4, 4, 4, 2) == formulas.gemm(4, 4, 4, "fp16").bytes  # compulsory
+    assert roofline.tiled_gemm_bytes(4, 4, 4, 64, 2) == formulas.gemm(4, 4, 4, "fp16").bytes
     with pytest.raises(ValueError, match="tile"):
-        R.tiled_gemm_bytes(4, 4, 4, 0, 2)
+        roofline.tiled_gemm_bytes(4, 4, 4, 0, 2)
 
 
 def test_ai_levers_for_4096_bf16_gemm_with_64_tiles():
-    lv = {x.name: x for x in R.ai_levers(4096, 4096, 4096, H100, "bf16", tile=64)}
-    ridge = R.ridge_point(H100, "bf16")
+    lv = {x.name: x for x in roofline.ai_levers(4096, 4096, 4096, H100, "bf16", tile=64)}
+    ridge = roofline.ridge_point(H100, "bf16")
     # bytes = 2 x 4096^2 x (64 + 64 + 1), FLOPs = 2 x 4096^3  ->  AI = 4096 / 129
     assert lv["baseline"].ai == pytest.approx(4096 / 129)
     assert lv["2x larger tiles"].ai == pytest.approx(4096 / 65)  # 32 + 32 + 1
@@ -301,45 +301,45 @@ def test_ai_levers_for_4096_bf16_gemm_with_64_tiles():
     assert lv["baseline"].rho == pytest.approx((4096 / 129) / ridge)
     # a skinny GEMM (decode batch 16) gains from batching: all rows fit one tile, so B is
     # still read once. AI = M*N / (M*ceil(N/T) + N + M) in units of K x 2 B:
-    skinny = {x.name: x for x in R.ai_levers(16, 4096, 4096, H100, "bf16", tile=64)}
+    skinny = {x.name: x for x in roofline.ai_levers(16, 4096, 4096, H100, "bf16", tile=64)}
     assert skinny["baseline"].ai == pytest.approx(16 * 4096 / (16 * 64 + 4096 + 16))  # 12.8
     assert skinny["4x batch (M)"].ai == pytest.approx(64 * 4096 / (64 * 64 + 4096 + 64))  # 31.8
 
 
-# --- moved from tests/test_physics_review.py (issue 36.8: filed by the module they test) ---------
+# --- moved from tests/test_physics_review.py (filed by the module they test) ---------
 from labs.core import models  # noqa: E402
 
 
 def test_every_device_has_a_sourced_achievable_derating():
-    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
     for d in hardware.all_devices():
-        der = R.achievable(d)
+        der = roofline.achievable(d)
         assert 0 < der.compute < 1 and 0 < der.bandwidth < 1, d.key
         assert der.source.strip(), d.key
-    h = R.achievable("h100-sxm")
+    h = roofline.achievable("h100-sxm")
     assert h.compute == pytest.approx(794.5 / 989, abs=0.005)  # measured MAMF, bf16
     assert "MAMF" in h.source or "Maximum Achievable Matmul" in h.source
-    assert R.achievable("mi300x").compute == pytest.approx(668.4 / 1300, abs=0.005)
+    assert roofline.achievable("mi300x").compute == pytest.approx(668.4 / 1300, abs=0.005)
 
 
 def test_derated_time_divides_by_the_fractions():
-    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
-    der = R.Derating(0.5, 0.8, "test")
-    tb = R.time_bounds(1e12, 1e9, "h100-sxm", "bf16", derating=der)
+    der = roofline.Derating(0.5, 0.8, "test")
+    tb = roofline.time_bounds(1e12, 1e9, "h100-sxm", "bf16", derating=der)
     assert tb.t_compute == pytest.approx(1e12 / (0.5 * 989.5e12))
     assert tb.t_memory == pytest.approx(1e9 / (0.8 * 3350e9))
     with pytest.raises(ValueError, match="compute"):
-        R.Derating(1.5, 0.8, "x")
+        roofline.Derating(1.5, 0.8, "x")
     with pytest.raises(ValueError, match="bandwidth"):
-        R.Derating(0.5, 0.0, "x")
+        roofline.Derating(0.5, 0.0, "x")
 
 
 def test_measured_roofs_give_the_derating():
-    """(Issue 14, the physics review, item 2: achievable derating; spec-only verdicts are "not
+    """(The physics review: achievable derating; spec-only verdicts are "not
     ruled out".)"""
-    der = R.derating_from_measurement("h100-sxm", {"bf16": 700.0, "fp32": 50.0}, 3000.0,
+    der = roofline.derating_from_measurement("h100-sxm", {"bf16": 700.0, "fp32": 50.0}, 3000.0,
                                       source="my run")
     assert der.compute_for("bf16") == pytest.approx(700 / 989.5)
     assert der.compute_for("fp32") == pytest.approx(50 / 67)
@@ -349,24 +349,24 @@ def test_measured_roofs_give_the_derating():
 
 
 def test_elementwise_ops_run_on_the_vector_ceiling():
-    """(Issue 14, the physics review, item 5: the vector (non-tensor) ceiling for elementwise
+    """(The physics review: the vector (non-tensor) ceiling for elementwise
     ops.)"""
-    gelu = F.elementwise("gelu", 1 << 20, "fp16")
-    assert gelu.compute == R.VECTOR
-    tb = R.cost_time(gelu, "h100-sxm")
+    gelu = formulas.elementwise("gelu", 1 << 20, "fp16")
+    assert gelu.compute == roofline.VECTOR
+    tb = roofline.cost_time(gelu, "h100-sxm")
     assert tb.t_compute == pytest.approx(8 * (1 << 20) / 67e12)  # FP32 CUDA cores, not 989.5
-    for make in (lambda: F.rmsnorm(64, 4096, "bf16"), lambda: F.layernorm(64, 4096),
-                 lambda: F.softmax(64, 4096)):
-        assert make().compute == R.VECTOR
-    assert R.ridge_point("h100-sxm", R.VECTOR) == pytest.approx(67e12 / 3350e9)
-    assert R.peak_tflops("h100-sxm", R.VECTOR) == 67
+    for make in (lambda: formulas.rmsnorm(64, 4096, "bf16"), lambda: formulas.layernorm(64, 4096),
+                 lambda: formulas.softmax(64, 4096)):
+        assert make().compute == roofline.VECTOR
+    assert roofline.ridge_point("h100-sxm", roofline.VECTOR) == pytest.approx(67e12 / 3350e9)
+    assert roofline.peak_tflops("h100-sxm", roofline.VECTOR) == 67
 
 
 def test_vector_ceiling_is_sourced_and_a_lower_bound_without_one():
-    """(Issue 14, the physics review, item 5: the vector (non-tensor) ceiling for elementwise
+    """(The physics review: the vector (non-tensor) ceiling for elementwise
     ops.)"""
     for d in hardware.all_devices():
-        v = R.peak_tflops(d, R.VECTOR)
+        v = roofline.peak_tflops(d, roofline.VECTOR)
         assert v > 0
         if d.vector_tflops is not None:
             assert d.source("vector_tflops")
@@ -376,10 +376,10 @@ def test_vector_ceiling_is_sourced_and_a_lower_bound_without_one():
 
 
 def test_fp8_weights_lever_halves_only_the_weight_bytes():
-    """(Issue 14, the physics review, item 8: Lab 1's "fp8 weights" lever halves the weights
+    """(The physics review: Lab 1's "fp8 weights" lever halves the weights
     only.)"""
     m, n, k, t = 16, 8192, 8192, 64
-    lv = {x.name: x for x in R.ai_levers(m, n, k, "h100-sxm", "bf16", tile=t)}
+    lv = {x.name: x for x in roofline.ai_levers(m, n, k, "h100-sxm", "bf16", tile=t)}
     flops = 2 * m * n * k
     a_bytes = 2 * m * k * math.ceil(n / t)  # activations re-read once per tile column, bf16
     c_bytes = 2 * m * n
@@ -390,43 +390,43 @@ def test_fp8_weights_lever_halves_only_the_weight_bytes():
 
 
 def test_time_bounds_name_the_no_overlap_estimate():
-    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
-    tb = R.time_bounds(1e12, 1e9, "h100-sxm", "bf16")
+    tb = roofline.time_bounds(1e12, 1e9, "h100-sxm", "bf16")
     assert tb.no_overlap == tb.t_compute + tb.t_memory + tb.t_overhead
     assert not hasattr(tb, "upper")
-    assert "estimate" in R.TimeBounds.no_overlap.__doc__
+    assert "estimate" in roofline.TimeBounds.no_overlap.__doc__
 
 
 def test_flop_utilisation_for_a_kernel():
-    """(Issue 14, the physics review, the items it added: also: FLOP utilisation for kernels, the
+    """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
-    assert R.flop_utilization(494.75, "h100-sxm", "fp16") == pytest.approx(0.5)
-    assert R.flop_utilization_bound(1.0, "h100-sxm", "fp16") == pytest.approx(3.35 / 989.5)
-    assert not hasattr(R, "mfu_bound")
+    assert roofline.flop_utilization(494.75, "h100-sxm", "fp16") == pytest.approx(0.5)
+    assert roofline.flop_utilization_bound(1.0, "h100-sxm", "fp16") == pytest.approx(3.35 / 989.5)
+    assert not hasattr(roofline, "mfu_bound")
 
 
 def test_each_labs_launch_overhead_rule_is_the_one_labs_spec_states():
     """LABS_SPEC §2: launch overhead joins a kernel's time by max in Lab 4 (asynchronous
     launches back to back), by addition in Lab 5 (one call timed from the host) and Lab 7 (the
     step as the profiler reports it). Hand values; a change of rule in one lab fails here."""
-    from labs.core.physics import fusion as FU
-    from labs.core.physics import quantization as Q
-    from labs.core.physics import tiny_models as TM
+    from labs.core.physics import fusion
+    from labs.core.physics import quantization
+    from labs.core.physics import tiny_models
 
     # Lab 4, max: 1,000 fp16 elements a kernel moves <= 6 kB, ~2 ns at 3,350 GB/s, so each of
     # the 4 kernels costs its 5 us launch and no more: 20 us, not 20 us + the bytes
-    tiny = FU.chain_timing(1_000, "h100-sxm")
+    tiny = fusion.chain_timing(1_000, "h100-sxm")
     assert tiny.seconds == pytest.approx(4 * 5e-6)
     # on 100 M elements every kernel's bytes outlast the launch: 19 B x 1e8 / 3.35e12 B/s
-    big = FU.chain_timing(100_000_000, "h100-sxm")
+    big = fusion.chain_timing(100_000_000, "h100-sxm")
     assert big.seconds == pytest.approx(19 * 1e8 / 3.35e12, rel=1e-3)
     # Lab 5, add: 1 MB at 10 GB/s after a 10 us fixed cost = 10 + 100 us
-    assert Q.call_time(1e6, 10, 1e-5) == pytest.approx(1.1e-4)
+    assert quantization.call_time(1e6, 10, 1e-5) == pytest.approx(1.1e-4)
     # Lab 7, add: the tiny decoder's batch-1 fp32 decode step launches 172 kernels, and every
     # one adds its 5 us to the operators' bounds, whatever their size
-    t = TM.time_with_launches("a100-sxm-80gb")
-    assert t[TM.LAUNCHES] == pytest.approx(172 * 5e-6)
-    bound = sum(v for k, v in t.items() if k != TM.LAUNCHES)
-    assert TM.memory_bound_share_with_launches("a100-sxm-80gb") == pytest.approx(
-        TM.memory_bound_share("a100-sxm-80gb") * bound / (bound + 172 * 5e-6))
+    t = tiny_models.time_with_launches("a100-sxm-80gb")
+    assert t[tiny_models.LAUNCHES] == pytest.approx(172 * 5e-6)
+    bound = sum(v for k, v in t.items() if k != tiny_models.LAUNCHES)
+    assert tiny_models.memory_bound_share_with_launches("a100-sxm-80gb") == pytest.approx(
+        tiny_models.memory_bound_share("a100-sxm-80gb") * bound / (bound + 172 * 5e-6))

@@ -50,7 +50,7 @@ def says_which_predictions(text: str, lab: int, predictions) -> bool:
 
 def tool_help(name: str) -> str:
     if name == "labs-profile":
-        from labs.core.measure import profile_cli
+        from labs.core.measure.profile import cli as profile_cli
 
         out = io.StringIO()
         with contextlib.redirect_stdout(out), pytest.raises(SystemExit):

@@ -352,7 +352,7 @@ def _top_children(html_text: str) -> int:
 @pytest.mark.parametrize("note", [None, "", "_Roofs not drawn: fp16._", "**two** lines\n\nof it"])
 def test_figure_with_note_keeps_one_shape_with_or_without_a_note(note):
     """marimo mounts a figure anew (drawn from scratch) when its output changes shape, e.g.
-    from one child to two as a note appears (issue 15): the stack has two children always."""
+    from one child to two as a note appears: the stack has two children always."""
     fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
     out = style.figure_with_note(fig, note)
     assert _top_children(out.text) == 2
@@ -393,8 +393,7 @@ def test_lab_header_carries_a_hidden_textless_plotly_preload(monkeypatch):
 
 
 def test_value_table_is_static_escaped_html_in_the_markdown_look():
-    from labs.core.ui import style as st
-    t = st.value_table([{"kernel": "<b>naive</b>", "AI": 0.25},
+    t = style.value_table([{"kernel": "<b>naive</b>", "AI": 0.25},
                         {"kernel": "tiled", "note": "T > N"}], caption="every kernel")
     text = t.text
     assert "<table>" in text and "marimo-table" not in text  # no data-grid component
@@ -407,11 +406,11 @@ def test_value_table_is_static_escaped_html_in_the_markdown_look():
     assert '<td style="text-align:left">T &gt; N</td>' in text
     assert '<td>0.25</td><td style="text-align:left">—</td>' in text  # a missing cell
     assert "overflow-x:auto" in text  # a wide table scrolls sideways
-    assert "no rows" in st.value_table([]).text
+    assert "no rows" in style.value_table([]).text
 
 
 def test_loglog_vline_labels_read_on_both_themes():
-    """Issue 34.10: a vertical line's label (Lab 5/7's "HBM" marker) was drawn in the line's own
+    """A vertical line's label (Lab 5/7's "HBM" marker) was drawn in the line's own
     colour, dark blue on the dark theme (3.4:1). The line keeps its colour; its label is text and
     uses the plot's text colour, readable on both backgrounds."""
     from labs.core.ui import charts

@@ -1,6 +1,6 @@
 """physics.tiny_models' kernel count, the launch model's k (Lab 7, Predictions 3 to 5): one
 kernel per non-view aten operator of the tiny decoder the lab profiles
-(``labs.core.measure.tiny_modules``). Derived by hand from the module (``step_kernel_list``'s
+(``labs.core.measure.profile.tiny_modules``). Derived by hand from the module (``step_kernel_list``'s
 docstring) and held here against what the project's profiler records on the real module, for
 decode and prefill, math and sdpa attention, batch 1 and more, a few contexts, bf16, and two
 other shapes of the same module (no GQA; one head), so a change to the module or to the count
@@ -109,7 +109,7 @@ def _measured(model, inputs, precision=None) -> tuple[int, dict]:
     """(non-view operator calls, their count per profiler operator type) of one forward,
     traced by the project's profiler (a what-if roofline: nothing is timed)."""
     from labs.core import measure
-    from labs.core.measure import opcost
+    from labs.core.measure.profile import opcost
 
     prof = measure.profile_model(model, inputs, roofline="h100-sxm", precision=precision)
     types = Counter(r["op_type"] for r in prof.rows if r["op_type"] != opcost.VIEWS)
@@ -117,7 +117,7 @@ def _measured(model, inputs, precision=None) -> tuple[int, dict]:
 
 
 def _expected_types(**case) -> dict:
-    from labs.core.measure import opcost
+    from labs.core.measure.profile import opcost
 
     groups = tiny_models.step_kernels_by_group(**case)
     return {**{g: n for g, n in groups.items() if g != LOOKUP and n},
@@ -162,7 +162,7 @@ OTHER_SHAPES = {
 @pytest.mark.parametrize("shape", list(OTHER_SHAPES))
 @pytest.mark.parametrize("phase,batch", [("decode", 2), ("prefill", 1), ("prefill", 2)])
 def test_the_count_follows_the_module_s_shape(shape, phase, batch):
-    from labs.core.measure import tiny_modules
+    from labs.core.measure.profile import tiny_modules
 
     config = OTHER_SHAPES[shape]
     case = dict(phase=phase, batch=batch, context=9, attention="math")

@@ -8,7 +8,7 @@ cell's sliders at their low ends and once at their high ends (a GEMM that outgro
 way the browser makes it (``UIElement._update`` on a copy, passed to ``app.run(defs=...)``
 together with the other names of its cell). It returns the text of each distinct failure
 callout (kind danger or warn, not a comparison with the student's prediction) with the setting
-that produced it. Used by tests/test_failure_messages.py (issue 18.6).
+that produced it. Used by tests/test_failure_messages.py.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def failure_messages(lab_file: Path, shown: dict | None = None) -> dict[str, str
     return seen
 
 
-# --- the answer-leak walk (issue 34.3) --------------------------------------------------------
+# --- the answer-leak walk --------------------------------------------------------
 
 _RADIO = type(mo.ui.radio(["a"]))
 _SWITCH = type(mo.ui.switch())

@@ -40,6 +40,7 @@ SHORT_NAMES = {
     "staircase": "labs.core.physics.staircase",
     "quantization": "labs.core.physics.quantization",
     "reference_machine": "labs.core.physics.reference_machine",
+    "deferred": "labs.core.physics.deferred",
     # ui
     "tokens": "labs.core.ui.tokens",
     "style": "labs.core.ui.style",
@@ -47,7 +48,7 @@ SHORT_NAMES = {
     # measure
     "measure": "labs.core.measure",
     "live": "labs.core.measure.live",
-    "comm_bench": "labs.core.measure.comm_bench",
+    "comm_bench": "labs.core.measure.comm.bench",
     # course
     "ledger": "labs.core.course.ledger",
     "quiz": "labs.core.course.quiz",

@@ -1,4 +1,4 @@
-"""Smoke test of the benchmark's browser mode (benchmarks/bench_browser.py, issue 15): on the
+"""Smoke test of the benchmark's browser mode (benchmarks/bench_browser.py): on the
 floor notebook it sees the figure drawn, times a slider step to the redrawn figure, and
 replays each widget's figure changes alone (benchmarks/replay_notebook.py); on a small
 notebook, it steps a widget shown in two places once and tells same-labelled widgets apart.

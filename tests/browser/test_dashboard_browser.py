@@ -130,7 +130,7 @@ def test_dashboard_in_chromium(browser, dashboard, artifacts):
 
 
 def test_dashboard_opens_on_a_student_id_with_a_leading_zero(browser, tmp_path):
-    """Issue 33 §11: marimo reads ``--student 02310259`` as the number 2310259; the dashboard
+    """Marimo reads ``--student 02310259`` as the number 2310259; the dashboard
     still opens on that student (ids are text)."""
     from labs.core.course.classroom.lms import write_canvas_class
 

@@ -1,4 +1,4 @@
-"""A saved explanation does not look unsaved (issue 18, review of point 5).
+"""A saved explanation does not look unsaved.
 
 marimo draws a form amber ("not submitted") until it is submitted on the current page, so a
 pre-filled explain form read "Saved ✓ at ..." inside an amber frame after a reload. The tiny

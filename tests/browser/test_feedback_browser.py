@@ -10,8 +10,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: grading_support
 from grading_support import X, _ts, write_class  # noqa: E402
 
-from labs.core import grading as G  # noqa: E402
-from labs.core import ledger as L  # noqa: E402
+from labs.core import grading  # noqa: E402
+from labs.core import ledger  # noqa: E402
 
 pytestmark = [pytest.mark.browser]
 
@@ -21,7 +21,7 @@ HOSTILE = ("<script>window.pwned=1</script> <img src=x onerror=window.pwned=2> "
 
 def test_feedback_page_shows_student_text_as_text(page, artifacts, tmp_path):
     sub = write_class(tmp_path / "sub", tmp_path / "work", ids=("ada",))
-    led = L.Ledger("ada", tmp_path / "work" / "second")
+    led = ledger.Ledger("ada", tmp_path / "work" / "second")
     led.append("predict", lab_id="lab01", item_id="lab01.levers", ts=_ts(90), lab_version="v1",
                payload={"value": "x", "label": HOSTILE, "answer_type": "choice",
                         "confidence": 2, "reason": HOSTILE})
@@ -30,7 +30,7 @@ def test_feedback_page_shows_student_text_as_text(page, artifacts, tmp_path):
     comment = HOSTILE.replace('"', "")
     overrides.write_text(f'student,item,points,comment\nada,{X},2,"{comment}"\n')
     out = tmp_path / "out"
-    G.main([str(sub), "-o", str(out), "--overrides", str(overrides)])
+    grading.main([str(sub), "-o", str(out), "--overrides", str(overrides)])
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto((out / "feedback" / "ada.html").as_uri())

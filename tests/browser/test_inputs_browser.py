@@ -1,6 +1,6 @@
-"""Typed numbers in a real browser (issue 18.4): Lab 3's circuit-weight boxes
+"""Typed numbers in a real browser: Lab 3's circuit-weight boxes
 refuse 0, -5 and 1e9 with a message and keep the last good weight; Lab 2's batch refuses 12.5
-(and 0) with a message, and its instrument keeps the last good batch. Issue 34.4-34.6: Lab 4's
+(and 0) with a message, and its instrument keeps the last good batch. Lab 4's
 first prediction refuses "3.9 ms" (its box is in ×), reads "5,5" as 5.5 and says "You are
 locking 5.5 ×" before a second press locks it; Lab 3's untouched slider asks for a second press.
 Each message is shot in light and dark (the servers' theme is "system", which follows the

@@ -137,7 +137,7 @@ def fill_first_prediction(page):
     locked = page.get_by_text("Locked prediction:").count()  # cards restored or locked before
     form.get_by_role("button", name=LOCK).click()
     # an untouched slider (or a number read differently from how it was typed) asks once
-    # before it locks (issue 34.4/34.6): the second press is the deliberate choice. On a busy
+    # before it locks: the second press is the deliberate choice. On a busy
     # machine the question can take seconds to come back.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

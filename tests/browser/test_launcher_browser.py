@@ -1,4 +1,4 @@
-"""What a student sees after ``roofline-labs`` (issue 18.2), in Debian chromium.
+"""What a student sees after ``roofline-labs``, in Debian chromium.
 
 The launcher runs as a student whose own marimo config is hostile to the labs (cells not run on
 open, lazy re-runs, a tiny output limit, and marimo's default light theme, which ignores a dark

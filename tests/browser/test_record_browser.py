@@ -1,4 +1,4 @@
-"""The student's record in a real browser: what each action says (issue 18, point 5).
+"""The student's record in a real browser: what each action says.
 
 - "Save" on an explain form says "Saved ✓ at <time>" at once, without a reload;
 - a stale second tab that submits a different answer is told that the first answer stands.

@@ -27,3 +27,5 @@ Imports go down this table only: a room never imports one that imports it back
 
 May import: ``labs.core.physics`` and ``labs.core.ui``; never ``labs.core.measure``.
 """
+
+__all__ = []

@@ -1,4 +1,4 @@
-"""``roofline-labs``: open the labs the way a student should first see them (issue 18.2).
+"""``roofline-labs``: open the labs the way a student should first see them.
 
 ``marimo edit labs/`` shows a student the machinery: every cell's code, the gallery and the
 instructor dashboard next to the labs, and an "Ancestor stopped" error under every instrument
@@ -15,7 +15,7 @@ that waits for a prediction. The launcher instead
    instruments, figures are never cut for size, the lab files are not auto-saved) and a style
    sheet that hides marimo's "Ancestor stopped" notice in the code view;
 3. starts ``marimo edit`` on the workspace (127.0.0.1, no browser of its own) at a **stable
-   address** (issue 34.11): the port and access token are kept in the workspace
+   address**: the port and access token are kept in the workspace
    (``.roofline/server.json``, readable by the student only), so a link or bookmark from an
    earlier session works again after a restart. The port is :data:`DEFAULT_PORT` the first
    time (or ``--port``); when it is taken, the next free one is used, said, and kept. Then it
@@ -58,6 +58,14 @@ from labs.core.course.export.index import (DEFAULT_LABS_DIR, copy_style_sheet, d
                                           read_lab_meta)
 from labs.core.course.export.offline import SERVE_MARIMO
 from labs.core.course.install import torch_advice, torch_commands, torch_notice  # noqa: F401
+
+__all__ = [
+    "Address", "DEFAULT_PORT", "EDITED_DIR", "ENV_WORKSPACE", "PORT_TRIES", "SERVER_FILE",
+    "STATE_DIR", "STUDENT_CSS", "WORKSPACE_PYPROJECT", "Workspace", "default_workspace",
+    "lab_title", "lab_url", "ledger_summary", "main", "marimo_command", "package_labs",
+    "prepare_workspace", "render_index", "stable_address", "stopped_message", "torch_advice",
+    "torch_commands", "torch_notice"
+]
 
 ENV_WORKSPACE = "ROOFLINE_WORKSPACE"
 #: The port a workspace's server takes the first time (marimo's own default is 2718, which a

@@ -19,13 +19,21 @@ What lives here (each module one job; this file is only the public face)::
     working_set  working_set_sweep (bandwidth vs working set), hierarchy_levels (plateaus)
     effects    call_overhead_sweep (fixed cost per call), gemm_sawtooth (quantisation)
     cli        labs-bench-gemm (``main``): the benchmark tables the README quotes
-    comm_bench collectives between worker processes (Lab 6): backend choice, the run and its
-               cleanup, the α-β fit; ``comm_worker`` is the worker process, ``comm_cli`` is
-               labs-bench-comm (imported by their own names, not through this face)
-    profiler   profile_model(): every aten operator of a model's pass on the roofline (Lab 7);
-               builtin_case() builds the built-in models (tiny_modules) after a fit check;
-               opcost (FLOPs, bytes, operator type per call), profile_report (Profile,
-               aggregations), profile_cli (labs-profile; also imports labs.core.ui)
+
+Two rooms, each a folder whose ``__init__`` maps it::
+
+    comm/      collectives between worker processes (Lab 6): ``bench`` (backend choice, the
+               run and its cleanup, the α-β fit; short name ``comm_bench``), ``worker`` (the
+               worker process), ``cli`` (labs-bench-comm); imported by their own names
+    profile/   ``profiler``: profile_model(), every aten operator of a model's pass on the
+               roofline (Lab 7); builtin_case() builds the built-in models (``tiny_modules``)
+               after a fit check; ``opcost`` (FLOPs, bytes, operator type per call),
+               ``recorder`` (every aten call of a pass, timed), ``report`` (Profile, aggregations),
+               ``guard`` (checks around a run, the profiler's own cost), ``cli`` (labs-profile; also
+               imports labs.core.ui)
+
+And the notebook face::
+
     live       the marimo face (device card, run-button-gated runs, tables): the only module
                here that imports marimo (and labs.core.ui)
 
@@ -83,10 +91,10 @@ _OWNERS = {
     "sweeps": ("Progress", "sweep_square_gemm", "sweep_gemv",
                "EmpiricalRoofline", "empirical_roofline", "to_csv", "ledger_payload"),
     "reference": ("TimerCheck", "TimerAttempt", "compare_with_reference"),
-    "profiler": ("profile_model", "builtin_case", "machine_roofline", "clear_roofline_cache",
+    "profile.profiler": ("profile_model", "builtin_case", "machine_roofline", "clear_roofline_cache",
                  "compile_unavailable", "time_compiled"),
-    "profile_report": ("Profile", "markdown_summary"),
-    "profile_guard": ("measurement_unavailable", "host_memory_bytes"),
+    "profile.report": ("Profile", "markdown_summary"),
+    "profile.guard": ("measurement_unavailable", "host_memory_bytes"),
     "caches": ("CacheLevel", "CacheSizes", "cache_sizes", "gpu_cache_sizes"),
     "working_set": ("SweepPoint", "WorkingSetSweep", "working_set_sweep", "hierarchy_levels",
                     "default_sizes"),

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labs.core.measure.cases import (_DTYPES, _ELEMENT_BYTES, _Case, _measure, _precision,
+from labs.core.measure.cases import (DTYPES, ELEMENT_BYTES, Case, measure_case, checked_precision,
                                      estimate_bytes)
-from labs.core.measure.device import DeviceInfo, _llc_bytes, check_fits
-from labs.core.measure.timer import Measurement, _resolve
+from labs.core.measure.device import DeviceInfo, llc_bytes, check_fits
+from labs.core.measure.timer import Measurement, resolve_device
 from labs.core.physics._validate import positive
+
+__all__ = ["Bandwidth", "stream_bandwidth"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ def _default_stream_bytes(info: DeviceInfo) -> int:
     are far past any laptop's last-level cache)."""
     if info.kind == "cuda":
         return int(max(8 * (info.cache_mb or 64) * 2**20, 256 * 2**20))
-    llc = _llc_bytes() or 32 * 2**20
+    llc = llc_bytes() or 32 * 2**20
     return int(min(max(2 * llc, 64 * 2**20), 256 * 2**20))
 
 
@@ -49,15 +51,15 @@ def stream_bandwidth(device: str | DeviceInfo | None = None, *, size_mb: float |
     elements); caches that read a line before writing it move more, so this is what a kernel
     can *use*. ``size_mb`` is per array (three are allocated).
     """
-    p = _precision(precision, ("fp32", "fp16", "bf16"))
-    dev = _resolve(device)
+    p = checked_precision(precision, ("fp32", "fp16", "bf16"))
+    dev = resolve_device(device)
     torch = dev.torch
-    el = _ELEMENT_BYTES[p]
+    el = ELEMENT_BYTES[p]
     per_array = (positive("size_mb", size_mb) * 2**20 if size_mb is not None
                  else _default_stream_bytes(dev.info))
     elements = max(int(per_array // el), 1024)
     check_fits(estimate_bytes("stream", (elements,), p, kind=dev.info.kind), dev.info)
-    dt = getattr(torch, _DTYPES[p])
+    dt = getattr(torch, DTYPES[p])
     out = {}
     for op, arrays, flops in (("copy", 2, 0.0), ("triad", 3, 2.0 * elements)):
         def build(op=op, arrays=arrays, flops=flops):
@@ -66,11 +68,11 @@ def stream_bandwidth(device: str | DeviceInfo | None = None, *, size_mb: float |
             a = torch.full((elements,), 1.0, device=dev.device, dtype=dt)
             b = torch.full((elements,), 2.0, device=dev.device, dtype=dt)
             if op == "copy":
-                return _Case(lambda: b.copy_(a), 0.0, arrays * elements * el, "b.copy_(a)")
+                return Case(lambda: b.copy_(a), 0.0, arrays * elements * el, "b.copy_(a)")
             c = torch.full((elements,), 0.5, device=dev.device, dtype=dt)
-            return _Case(lambda: torch.add(b, c, alpha=3.0, out=a), flops,
+            return Case(lambda: torch.add(b, c, alpha=3.0, out=a), flops,
                          arrays * elements * el, "torch.add(b, c, alpha=3, out=a)")
-        out[op] = _measure(dev, op, (elements,), p, build, budget_s=budget_s / 2,
+        out[op] = measure_case(dev, op, (elements,), p, build, budget_s=budget_s / 2,
                            warmup_s=warmup_s, reps=reps, min_reps=5, max_reps=1000,
                            flush_l2=False, threads=threads)
     return Bandwidth(out["copy"], out["triad"])

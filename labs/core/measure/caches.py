@@ -17,6 +17,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+__all__ = ["CacheLevel", "CacheSizes", "SYSFS", "cache_sizes", "gpu_cache_sizes", "parse_size"]
+
 SYSFS = "/sys/devices/system/cpu/cpu0/cache"
 
 

@@ -12,7 +12,7 @@ Precision modes are explicit: ``fp32`` runs with TF32 *off* (IEEE fp32), ``tf32`
 ``torch._scaled_mm``, bf16 output; GPUs with compute capability >= 8.9) and ``int8``
 (``torch._int_mm``, int32 output). Global torch flags are restored after each measurement.
 Inputs are random (never zeros); every case can check its own output against float64
-(``_Case.verify``, used by the tests). Timing itself is :mod:`labs.core.measure.timer`'s.
+(``Case.verify``, used by the tests). Timing itself is :mod:`labs.core.measure.timer`'s.
 """
 
 from __future__ import annotations
@@ -23,17 +23,23 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from labs.core.measure.choices import GEMM_PRECISIONS, GEMV_PRECISIONS
-from labs.core.measure.device import (DeviceInfo, _free_cache, _guarded, _llc_bytes,
+from labs.core.measure.device import (DeviceInfo, free_cache, guarded, llc_bytes,
                                       check_fits, detect)
 from labs.core.measure.errors import Unsupported
-from labs.core.measure.timer import (Measurement, _check_timing_args, _Dev, _flush_bytes,
-                                     _flusher, _resolve, _threads, _timed_measurement)
+from labs.core.measure.timer import (Measurement, check_timing_args, TimingDevice, flush_bytes,
+                                     l2_flusher, resolve_device, torch_threads, timed_measurement)
 from labs.core.physics import formulas as _formulas
 from labs.core.physics._validate import positive_int
 
+__all__ = [
+    "Case", "DTYPES", "ELEMENT_BYTES", "check_precision_supported", "checked_precision",
+    "estimate_bytes", "gemm_case", "gemm_cost", "gemv_cost", "matmul_mode", "measure_case",
+    "support_reason", "supported_precisions", "time_gemm", "time_gemv"
+]
+
 #: Allowance for library workspaces (cuBLAS/cuBLASLt keep tens of MB per handle).
 _WORKSPACE_BYTES = {"cuda": 256 * 2**20, "cpu": 16 * 2**20}
-_ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 _OUT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 2, "int8": 4}  # fp8->bf16, int8->int32
 _OUT_FORMAT = {"fp8": "bf16", "int8": "fp32"}  # formulas' name for the output's storage bytes
 #: Rows the fp8/int8 kernels need at least: torch._scaled_mm wants multiples of 16,
@@ -42,7 +48,7 @@ _OUT_FORMAT = {"fp8": "bf16", "int8": "fp32"}  # formulas' name for the output's
 _MIN_ROWS = {"fp8": 16, "int8": 24}
 
 
-def _precision(precision, allowed: Sequence[str], name: str = "precision") -> str:
+def checked_precision(precision, allowed: Sequence[str], name: str = "precision") -> str:
     if not isinstance(precision, str) or precision.strip().lower() not in allowed:
         raise KeyError(f"{name}={precision!r} is not a measurable precision; choose one of "
                        f"{', '.join(allowed)}")
@@ -59,27 +65,27 @@ def estimate_bytes(op: str, shape: Sequence[int], precision: str, *,
     if op == "stream":
         (elements,) = shape
         e = positive_int("elements", elements)
-        b = 3 * e * _ELEMENT_BYTES[_precision(precision, ("fp32", "fp16", "bf16"))]
+        b = 3 * e * ELEMENT_BYTES[checked_precision(precision, ("fp32", "fp16", "bf16"))]
     elif op in ("gemm", "gemv"):
-        p = _precision(precision, GEMM_PRECISIONS)
+        p = checked_precision(precision, GEMM_PRECISIONS)
         if op == "gemm":
             m, n, k = (positive_int(a, v) for a, v in zip("mnk", shape))
         else:
             n, k = (positive_int(a, v) for a, v in zip("nk", shape))
             m = _MIN_ROWS.get(p, 1)
-        el = _ELEMENT_BYTES[p]
+        el = ELEMENT_BYTES[p]
         b = (m * k + k * n) * el + m * n * _OUT_BYTES[p]
         if p in ("fp8", "int8"):  # random fp32 staging tensor of the larger operand
             b += max(m * k, k * n) * 4
     else:
         raise ValueError(f"op must be 'gemm', 'gemv' or 'stream', got {op!r}")
     if flush_l2:
-        b += _flush_bytes(kind)
+        b += flush_bytes(kind)
     return int(b + _WORKSPACE_BYTES.get(kind, 0))
 
 
 @contextmanager
-def _matmul_mode(torch, precision: str, kind: str):
+def matmul_mode(torch, precision: str, kind: str):
     """fp32 = IEEE fp32 (TF32 and oneDNN reduced precision off); tf32 = TF32 on. Restores the
     global flags afterwards. Uses torch's per-backend ``fp32_precision`` API when it exists
     (mixing it with the legacy ``allow_tf32`` flag raises in recent torch), else the legacy one."""
@@ -113,7 +119,7 @@ def _matmul_mode(torch, precision: str, kind: str):
 
 
 @dataclass
-class _Case:
+class Case:
     """A ready-to-time operation: the callable, its cost and what to say about it."""
 
     fn: Callable[[], object]
@@ -124,7 +130,7 @@ class _Case:
     verify: Callable[[], float] | None = None
 
 
-def _verifier(dev: _Dev, out, run: Callable[[], object], reference: Callable[[], object]):
+def _verifier(dev: TimingDevice, out, run: Callable[[], object], reference: Callable[[], object]):
     """A check that every output element is written and right: NaN (or INT_MIN for int32)
     goes in first; the relative error against a float64 reference comes out."""
     torch = dev.torch
@@ -139,16 +145,16 @@ def _verifier(dev: _Dev, out, run: Callable[[], object], reference: Callable[[],
     return verify
 
 
-_DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
-def _check_precision_supported(dev: _Dev, precision: str, op: str) -> None:
-    why = _support_reason(dev, precision, op)
+def check_precision_supported(dev: TimingDevice, precision: str, op: str) -> None:
+    why = support_reason(dev, precision, op)
     if why:
         raise Unsupported(why)
 
 
-def _support_reason(dev: _Dev, precision: str, op: str = "gemm") -> str | None:
+def support_reason(dev: TimingDevice, precision: str, op: str = "gemm") -> str | None:
     """None when ``precision`` runs on this device with this torch; else a sentence why not."""
     torch, info = dev.torch, dev.info
     if info.kind == "cpu":
@@ -179,12 +185,12 @@ def _support_reason(dev: _Dev, precision: str, op: str = "gemm") -> str | None:
 _PROBES: dict = {}
 
 
-def _probe(dev: _Dev, precision: str) -> str | None:
+def _probe(dev: TimingDevice, precision: str) -> str | None:
     """Run a tiny fp8/int8 matmul once per device to learn whether this torch build can."""
     key = (dev.info.torch_device, dev.info.name, precision)
     if key not in _PROBES:
         try:
-            case = _gemm_case(dev, 32, 32, 32, precision)
+            case = gemm_case(dev, 32, 32, 32, precision)
             case.fn()
             dev.sync()
             _PROBES[key] = None
@@ -207,8 +213,8 @@ def _rotate(fns: list) -> Callable[[], object]:
     return fn
 
 
-def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
-               gemv: bool = False, copies: int = 1) -> _Case:
+def gemm_case(dev: TimingDevice, m: int, n: int, k: int, precision: str, seed: int = 0,
+               gemv: bool = False, copies: int = 1) -> Case:
     """Allocate random operands and return the matmul to time.
 
     Floats: C = A @ B into a preallocated C (no allocation inside the timed call); a GEMV is
@@ -230,20 +236,20 @@ def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
         stack = first.unsqueeze(0).expand(copies, *first.shape).contiguous()
         return list(stack.unbind(0))
 
-    if precision in _DTYPES:
-        dt = getattr(torch, _DTYPES[precision])
+    if precision in DTYPES:
+        dt = getattr(torch, DTYPES[precision])
         if gemv:  # y = W x, W in the (out, in) layout of a linear layer
             ws = weights(lambda: torch.randn(n, k, generator=g, device=d, dtype=dt))
             x = torch.randn(k, generator=g, device=d, dtype=dt)
             y = torch.empty(n, device=d, dtype=dt)
             fn = _rotate([lambda w=w: torch.mv(w, x, out=y) for w in ws])
-            return _Case(fn, 0.0, 0.0, "torch.mv", _verifier(
+            return Case(fn, 0.0, 0.0, "torch.mv", _verifier(
                 dev, y, fn, lambda: ws[0].double() @ x.double()))
         a = torch.randn(m, k, generator=g, device=d, dtype=dt)
         bs = weights(lambda: torch.randn(k, n, generator=g, device=d, dtype=dt))
         c = torch.empty(m, n, device=d, dtype=dt)
         fn = _rotate([lambda b=b: torch.mm(a, b, out=c) for b in bs])
-        return _Case(fn, 0.0, 0.0, "torch.mm", _verifier(
+        return Case(fn, 0.0, 0.0, "torch.mm", _verifier(
             dev, c, fn, lambda: a.double() @ bs[0].double()))
     if precision == "fp8":
         for name, v in (("m", m), ("n", n), ("k", k)):
@@ -257,7 +263,7 @@ def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
         fn = _rotate([lambda bt=bt: torch._scaled_mm(a, bt.t(), one, one,
                                                      out_dtype=torch.bfloat16, out=c)
                       for bt in bts])
-        return _Case(fn, 0.0, 0.0, "torch._scaled_mm e4m3, unit scales, bf16 output",
+        return Case(fn, 0.0, 0.0, "torch._scaled_mm e4m3, unit scales, bf16 output",
                      _verifier(dev, c, fn, lambda: a.double() @ bts[0].double().t()))
     if precision == "int8":
         if m <= 16 or k % 8 or n % 8:
@@ -268,7 +274,7 @@ def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
                                             dtype=torch.int8))
         c = torch.empty(m, n, device=d, dtype=torch.int32)
         fn = _rotate([lambda bt=bt: torch._int_mm(a, bt.t(), out=c) for bt in bts])
-        return _Case(fn, 0.0, 0.0, "torch._int_mm, int32 output",
+        return Case(fn, 0.0, 0.0, "torch._int_mm, int32 output",
                      _verifier(dev, c, fn, lambda: a.double() @ bts[0].double().t()))
     raise KeyError(f"precision={precision!r} is not a measurable precision")
 
@@ -276,38 +282,38 @@ def _gemm_case(dev: _Dev, m: int, n: int, k: int, precision: str, seed: int = 0,
 def _cold_copies(info: DeviceInfo, weight_bytes: float) -> int:
     """Weight copies whose total is >= 2x the last-level cache (GPU L2 / CPU LLC), so a
     rotation through them always reads from memory; at most 64."""
-    cache = (info.cache_mb * 2**20) if info.cache_mb else (_llc_bytes() or 64 * 2**20)
+    cache = (info.cache_mb * 2**20) if info.cache_mb else (llc_bytes() or 64 * 2**20)
     return int(min(max(math.ceil(2 * cache / weight_bytes), 1), 64))
 
 
-def _measure(dev: _Dev, op: str, shape: tuple, precision: str, build: Callable[[], _Case], *,
+def measure_case(dev: TimingDevice, op: str, shape: tuple, precision: str, build: Callable[[], Case], *,
              budget_s, warmup_s, reps, min_reps, max_reps, flush_l2, threads) -> Measurement:
     """Build the case (allocating) and time it with the timer, in ``precision``'s matmul mode;
     an out-of-memory anywhere in it becomes OutOfMemory with the tensors released."""
-    _check_timing_args(budget_s, warmup_s, min_reps, max_reps)
+    check_timing_args(budget_s, warmup_s, min_reps, max_reps)
     torch = dev.torch
 
     def run():
         # everything that holds tensors lives in this frame, gone when it returns
-        with torch.no_grad(), _threads(torch, threads), _matmul_mode(torch, precision,
+        with torch.no_grad(), torch_threads(torch, threads), matmul_mode(torch, precision,
                                                                      dev.info.kind):
             case = build()
-            return _timed_measurement(
+            return timed_measurement(
                 dev, case.fn, budget_s=budget_s, warmup_s=warmup_s, reps=reps,
-                min_reps=min_reps, max_reps=max_reps, flush=_flusher(dev, flush_l2), op=op,
+                min_reps=min_reps, max_reps=max_reps, flush=l2_flusher(dev, flush_l2), op=op,
                 shape=shape, precision=precision, flops=case.flops, nbytes=case.bytes,
                 note=case.note)
 
-    m = _guarded(f"{op} {'x'.join(map(str, shape))} {precision}", dev.info, run)
+    m = guarded(f"{op} {'x'.join(map(str, shape))} {precision}", dev.info, run)
     if dev.cuda:
-        _free_cache()  # give the memory back between sizes of a sweep
+        free_cache()  # give the memory back between sizes of a sweep
     return m
 
 
 def gemm_cost(m, n, k, precision: str) -> _formulas.Cost:
     """Compulsory FLOPs and bytes of the GEMM as this module runs it (fp8 writes bf16, int8
     writes int32 = 4 bytes, tf32 stores fp32)."""
-    p = _precision(precision, GEMM_PRECISIONS)
+    p = checked_precision(precision, GEMM_PRECISIONS)
     return _formulas.gemm(m, n, k, p, out_precision=_OUT_FORMAT.get(p))
 
 
@@ -322,25 +328,25 @@ def time_gemm(m, n, k, precision: str = "fp32", *, device: str | DeviceInfo | No
     Raises Unsupported, DoesNotFit (before allocating), OutOfMemory, Unavailable.
     """
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
-    p = _precision(precision, GEMM_PRECISIONS)
-    dev = _resolve(device)
-    _check_precision_supported(dev, p, "gemm")
+    p = checked_precision(precision, GEMM_PRECISIONS)
+    dev = resolve_device(device)
+    check_precision_supported(dev, p, "gemm")
     check_fits(estimate_bytes("gemm", (m, n, k), p, flush_l2=flush_l2, kind=dev.info.kind),
                dev.info)
     cost = gemm_cost(m, n, k, p)
 
     def build():
-        case = _gemm_case(dev, m, n, k, p, seed)
-        return _Case(case.fn, cost.flops, cost.bytes, case.note)
+        case = gemm_case(dev, m, n, k, p, seed)
+        return Case(case.fn, cost.flops, cost.bytes, case.note)
 
-    return _measure(dev, "gemm", (m, n, k), p, build, budget_s=budget_s, warmup_s=warmup_s,
+    return measure_case(dev, "gemm", (m, n, k), p, build, budget_s=budget_s, warmup_s=warmup_s,
                     reps=reps, min_reps=min_reps, max_reps=max_reps, flush_l2=flush_l2,
                     threads=threads)
 
 
 def gemv_cost(n, k, precision: str) -> _formulas.Cost:
     """Compulsory FLOPs and bytes of y[N] = W[N,K] x[K] (labs.core.physics.formulas.gemv)."""
-    p = _precision(precision, GEMM_PRECISIONS)
+    p = checked_precision(precision, GEMM_PRECISIONS)
     return _formulas.gemv(n, k, p)
 
 
@@ -358,10 +364,10 @@ def time_gemv(n, k, precision: str = "fp16", *, device: str | DeviceInfo | None 
     that many rows, while the FLOPs and bytes counted are the GEMV's (the weights dominate).
     """
     n, k = positive_int("n", n), positive_int("k", k)
-    p = _precision(precision, GEMM_PRECISIONS)
-    dev = _resolve(device)
-    _check_precision_supported(dev, p, "gemv")
-    weight_bytes = n * k * _ELEMENT_BYTES[p]
+    p = checked_precision(precision, GEMM_PRECISIONS)
+    dev = resolve_device(device)
+    check_precision_supported(dev, p, "gemv")
+    weight_bytes = n * k * ELEMENT_BYTES[p]
     copies = _cold_copies(dev.info, weight_bytes) if cold_cache else 1
     check_fits(estimate_bytes("gemv", (n, k), p, kind=dev.info.kind)
                + (copies - 1) * weight_bytes, dev.info)
@@ -370,16 +376,16 @@ def time_gemv(n, k, precision: str = "fp16", *, device: str | DeviceInfo | None 
 
     def build():
         if rows:
-            case = _gemm_case(dev, rows, n, k, p, seed, copies=copies)
+            case = gemm_case(dev, rows, n, k, p, seed, copies=copies)
             note = f"{case.note}; timed with {rows} activation rows (kernel minimum)"
         else:
-            case = _gemm_case(dev, 1, n, k, p, seed, gemv=True, copies=copies)
+            case = gemm_case(dev, 1, n, k, p, seed, gemv=True, copies=copies)
             note = case.note
         if copies > 1:
             note += f"; {copies} weight copies in turn (cache-cold)"
-        return _Case(case.fn, cost.flops, cost.bytes, note)
+        return Case(case.fn, cost.flops, cost.bytes, note)
 
-    return _measure(dev, "gemv", (n, k), p, build, budget_s=budget_s, warmup_s=warmup_s,
+    return measure_case(dev, "gemv", (n, k), p, build, budget_s=budget_s, warmup_s=warmup_s,
                     reps=reps, min_reps=min_reps, max_reps=max_reps, flush_l2=False,
                     threads=threads)
 
@@ -392,7 +398,7 @@ def supported_precisions(device: str | DeviceInfo | None = None, op: str = "gemm
     names = GEMM_PRECISIONS if op == "gemm" else GEMV_PRECISIONS
     if not info.available:
         return {p: info.message for p in names}
-    dev = _resolve(info)
-    return {p: _support_reason(dev, p, op) for p in names}
+    dev = resolve_device(info)
+    return {p: support_reason(dev, p, op) for p in names}
 
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import os
 
+__all__ = [
+    "GEMM_PRECISIONS", "GEMV_PRECISIONS", "MAX_WORKERS", "SQUARE_SIZES", "usable_cpus",
+    "worker_limit"
+]
+
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 GEMV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8")
 #: Square sizes Lab 1 sweeps (the budget and memory decide how far a machine gets).
 SQUARE_SIZES = (128, 256, 512, 1024, 2048, 4096, 8192)
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
 
@@ -28,4 +33,4 @@ def worker_limit() -> int:
     (gloo runs one process per CPU; ``comm_backend().max_world`` says the same once torch is
     loaded), between 2 (a collective needs two) and :data:`MAX_WORKERS`. With NCCL the GPU
     count is checked when the run starts (``world_size`` more than the GPUs is refused)."""
-    return max(2, min(MAX_WORKERS, _cpus()))
+    return max(2, min(MAX_WORKERS, usable_cpus()))

@@ -13,7 +13,7 @@ criterion says so next to the figure. Everything is also written as JSON (with t
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import math
 import os
@@ -25,13 +25,17 @@ from collections.abc import Sequence
 
 from labs.core.measure.cases import gemm_cost, supported_precisions
 from labs.core.measure.choices import GEMV_PRECISIONS
-from labs.core.measure.device import (_gpu_clock_mhz, _torch, detect, load_average,
+from labs.core.measure.device import (gpu_clock_mhz, import_torch, detect, load_average,
                                       machine_description, machine_line)
 from labs.core.measure.errors import MeasureError
 from labs.core.measure.reference import TimerCheck, compare_with_reference
-from labs.core.measure.sweeps import _predict, stream_bandwidth, sweep_gemv
-from labs.core.physics import hardware as _hw
+from labs.core.measure.sweeps import predict_bound, stream_bandwidth, sweep_gemv
+from labs.core.physics import hardware
 from labs.core.physics._validate import positive_int
+
+__all__ = [
+    "GPU_PEAK_FRACTION", "TIMER_TOLERANCE", "format_or_dash", "main", "md_table", "value_range"
+]
 
 #: The timer check's criterion: this timer and the reference agree within 5%.
 TIMER_TOLERANCE = 0.05
@@ -39,11 +43,11 @@ TIMER_TOLERANCE = 0.05
 GPU_PEAK_FRACTION = 0.70
 
 
-def _fmt(v, spec=".3g", none="—"):
+def format_or_dash(v, spec=".3g", none="—"):
     return none if v is None else format(v, spec)
 
 
-def _range(values: Sequence[float], spec: str) -> str:
+def value_range(values: Sequence[float], spec: str) -> str:
     """'lo–hi' over attempts ('x' when they agree to the digits shown)."""
     vals = [v for v in values if v is not None and math.isfinite(v)]
     if not vals:
@@ -72,7 +76,7 @@ def _pct(v: float) -> str:
     return f"{v * 100:+.1f}%".replace("-", "−")
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+def md_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
@@ -106,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     positive_int("--attempts", a.attempts)
     a.command = "labs-bench-gemm " + shlex.join(list(argv) if argv is not None else sys.argv[1:])
-    torch = _torch()
+    torch = import_torch()
     if a.threads is not None and torch is not None:
         saved_threads = torch.get_num_threads()
         torch.set_num_threads(positive_int("--threads", a.threads))
@@ -122,7 +126,7 @@ def _bench(a) -> int:
     if not info.available:
         print(info.message)
         return 2
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = datetime.datetime.now(datetime.timezone.utc)
     load_before, machine = load_average(), machine_description()
     support = supported_precisions(info)
     ps = a.precisions.split(",") if a.precisions else [p for p, why in support.items()
@@ -157,7 +161,7 @@ def _bench(a) -> int:
     peaks = {p: max(c.measurement.flops / c.ours_s / 1e12
                     for (q, _n), c in checks.items() if q == p)
              for p in ps if any(q == p for q, _n in checks)}
-    emp = _hw.custom(f"{info.name} (measured)", bandwidth_gbs=bw_gbs, peaks=peaks,
+    emp = hardware.custom(f"{info.name} (measured)", bandwidth_gbs=bw_gbs, peaks=peaks,
                      memory_gb=info.memory_gb or 1.0) if peaks else None
     rows = [_gemm_row(p, n, c, spec, emp) for (p, n), c in checks.items()]
     verdict = _gpu_peak_check(info, spec, checks)
@@ -192,7 +196,7 @@ def _row_seconds(call_s: float, a) -> float:
 def _gemm_row(p: str, n: int, c: TimerCheck, spec, emp) -> dict:
     cost_flops = c.measurement.flops
     ref = spec if spec is not None and spec.has(p) else emp
-    pred = _predict(gemm_cost(n, n, n, p), ref, p)
+    pred = predict_bound(gemm_cost(n, n, n, p), ref, p)
     ours = cost_flops / c.ours_s / 1e12
     return {"shape": f"{n}x{n}x{n}", "n": n, "precision": p, "measured_tflops": ours,
             "measured_tflops_per_attempt": [cost_flops / x.ours_s / 1e12 for x in c.per_attempt],
@@ -217,7 +221,7 @@ def _gpu_peak_check(info, spec, checks) -> dict | None:
                  for x in c.per_attempt]
     frac = c.measurement.flops / c.ours_s / 1e12 / spec.peak_tflops("bf16")
     return {"bf16_8192_fraction_of_dense_peak": frac, "per_attempt": fractions,
-            "pass": frac >= GPU_PEAK_FRACTION, "sm_clock_mhz_after": _gpu_clock_mhz(info),
+            "pass": frac >= GPU_PEAK_FRACTION, "sm_clock_mhz_after": gpu_clock_mhz(info),
             "sm_clock_mhz_max": info.sm_clock_mhz}
 
 
@@ -260,23 +264,23 @@ def _markdown(res: dict, info, spec) -> str:
                f"{'' if info.kind == 'cpu' else ' (' + (info.backend or '') + ')'}; torch "
                f"{info.torch_version}, {threads}, timer "
                f"{'CUDA events' if info.kind == 'cuda' else 'time.perf_counter'}; load average "
-               f"{_fmt(res['load_average_1min_before'], '.2f')} → "
-               f"{_fmt(res['load_average_1min_after'], '.2f')} on "
+               f"{format_or_dash(res['load_average_1min_before'], '.2f')} → "
+               f"{format_or_dash(res['load_average_1min_after'], '.2f')} on "
                f"{res['machine']['logical_cpus']} logical CPUs. Every figure: median over "
                f"{n} attempt(s) fixed in advance, with the min–max range over them.")
     bw = res["bandwidth"]
     stream = (f"STREAM ({bw['array_bytes'] / 2**20:.0f} MiB arrays): copy "
-              f"{_range(bw['copy_gbs'], '.1f')} GB/s, triad {_range(bw['triad_gbs'], '.1f')} "
+              f"{value_range(bw['copy_gbs'], '.1f')} GB/s, triad {value_range(bw['triad_gbs'], '.1f')} "
               "GB/s.")
-    table = _md_table(
+    table = md_table(
         ["shape", "precision", "measured TFLOP/s (range)", "predicted bound (roof)",
          "measured / predicted", "reference TFLOP/s", "timer difference ± noise (attempts)",
          f"timers within {TIMER_TOLERANCE:.0%}?"],
         [[f"{r['n']}³", r["precision"],
-          f"{r['measured_tflops']:.3g} ({_range(r['measured_tflops_per_attempt'], '.3g')})",
-          f"{_fmt(r['predicted_tflops'], '.3g')} ({(r['bound'] or '?').split()[0]})",
-          _fmt(r["ratio"], ".2f"), f"{r['reference_tflops']:.3g}",
-          f"{_pct(r['timer_diff_pct'] / 100)} ±{_fmt(r['timer_resolution_pct'], '.1f', '?')}% "
+          f"{r['measured_tflops']:.3g} ({value_range(r['measured_tflops_per_attempt'], '.3g')})",
+          f"{format_or_dash(r['predicted_tflops'], '.3g')} ({(r['bound'] or '?').split()[0]})",
+          format_or_dash(r["ratio"], ".2f"), f"{r['reference_tflops']:.3g}",
+          f"{_pct(r['timer_diff_pct'] / 100)} ±{format_or_dash(r['timer_resolution_pct'], '.1f', '?')}% "
           f"({', '.join(_pct(x / 100) for x in r['timer_diff_pct_per_attempt'])})",
           {"agree": "yes", "disagree": "**no: missed**",
            "unresolved": "cannot tell (noise > 5%)"}[r["timer_verdict"]]] for r in gemm])
@@ -298,19 +302,19 @@ def _markdown(res: dict, info, spec) -> str:
         lines.append(f"bf16 8192³: {chk['bf16_8192_fraction_of_dense_peak']:.0%} of the dense "
                      f"spec peak (criterion ≥ {GPU_PEAK_FRACTION:.0%}: "
                      f"{'met' if chk['pass'] else '**missed**'}); SM clock after "
-                     f"{_fmt(chk['sm_clock_mhz_after'], '.0f')} MHz of "
-                     f"{_fmt(chk['sm_clock_mhz_max'], '.0f')}.")
+                     f"{format_or_dash(chk['sm_clock_mhz_after'], '.0f')} MHz of "
+                     f"{format_or_dash(chk['sm_clock_mhz_max'], '.0f')}.")
     for note in res["notes"]:
         lines.append(f"- {note}")
     if res["gemv"]:
-        lines += ["", _md_table(
+        lines += ["", md_table(
             ["decode GEMV N×K", "precision", "measured µs (range)", "predicted µs",
              "measured vs predicted", "GB/s", "status"],
             [[r["name"], r["precision"],
               _with_range(r["measured_us"], r["measured_us_per_attempt"]),
               _num(r["predicted_us"]),
               _pct(r["error_pct"] / 100) if r["error_pct"] is not None else "—",
-              _fmt(r["measured_gbs"], ".3g"), r["status"]] for r in res["gemv"]])]
+              format_or_dash(r["measured_gbs"], ".3g"), r["status"]] for r in res["gemv"]])]
     return "\n".join(lines)
 
 

@@ -3,7 +3,7 @@
 ``detect(device)`` finds the device (a CUDA GPU if torch sees one, else the CPU; never
 raises: problems become ``kind="none"`` with a message saying why and what to do) and maps
 a GPU's name to its registry entry. ``free_bytes``/``fits``/``check_fits`` refuse a run
-before anything is allocated; ``_guarded`` turns an out-of-memory into ``OutOfMemory`` after
+before anything is allocated; ``guarded`` turns an out-of-memory into ``OutOfMemory`` after
 freeing the cache. torch is imported lazily, once, by ``_torch()``; nothing runs at import.
 """
 
@@ -18,7 +18,14 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from labs.core.measure.errors import DoesNotFit, MeasureError, OutOfMemory
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
+
+__all__ = [
+    "DeviceInfo", "MEMORY_HEADROOM", "check_fits", "cuda_info", "detect", "fits", "free_bytes",
+    "free_cache", "gpu_clock_mhz", "guarded", "import_torch", "is_oom", "llc_bytes",
+    "load_average", "machine_description", "machine_line", "ram_bytes", "registry_key_for",
+    "torch_commands", "torch_install_advice"
+]
 
 #: Fraction of free memory a measurement may plan to use (the rest: allocator slack, other
 #: processes on a shared machine, library workspaces).
@@ -30,7 +37,7 @@ _TORCH = None
 _TORCH_ERR = None
 
 
-def _torch():
+def import_torch():
     """torch, or None (the import error kept for the message). Imported once, lazily."""
     global _TORCH, _TORCH_ERR
     if _TORCH is None and _TORCH_ERR is None:
@@ -100,9 +107,9 @@ class DeviceInfo:
     def available(self) -> bool:
         return self.kind != "none"
 
-    def spec(self) -> _hw.Device | None:
+    def spec(self) -> hardware.Device | None:
         """The registry entry with the spec sheet's peaks, when this device is known."""
-        return _hw.get(self.registry_key) if self.registry_key else None
+        return hardware.get(self.registry_key) if self.registry_key else None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -201,7 +208,7 @@ def _detect(device) -> DeviceInfo:
         return _none(_WASM)
     if device is not None and not isinstance(device, str):
         return _none(f"device must be None, 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    torch = _torch()
+    torch = import_torch()
     if torch is None:
         return _none(f"{_NO_TORCH} ({_TORCH_ERR})")
     want = (device or "").strip().lower()
@@ -211,9 +218,9 @@ def _detect(device) -> DeviceInfo:
     if want.startswith("cuda"):
         if not cuda_ok:
             return _none(_why_no_cuda(torch) + " Measure the CPU instead (device='cpu').", torch)
-        return _cuda_info(torch, want if ":" in want else "cuda:0")
+        return cuda_info(torch, want if ":" in want else "cuda:0")
     if want == "" and cuda_ok:
-        return _cuda_info(torch, "cuda:0")
+        return cuda_info(torch, "cuda:0")
     info = _cpu_info(torch)
     if want == "":
         note = _why_no_cuda(torch)
@@ -233,7 +240,7 @@ def _why_no_cuda(torch) -> str:
     return why
 
 
-def _cuda_info(torch, dev: str) -> DeviceInfo:
+def cuda_info(torch, dev: str) -> DeviceInfo:
     idx = int(dev.split(":")[1])
     if idx >= torch.cuda.device_count():
         return _none(f"{dev} does not exist: torch sees {torch.cuda.device_count()} GPU(s).", torch)
@@ -266,7 +273,7 @@ def _cpu_info(torch) -> DeviceInfo:
     name = _cpu_model()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     blas = "MKL" if torch.backends.mkl.is_available() else "no MKL"
-    ram, llc = _ram_bytes("MemTotal"), _llc_bytes()
+    ram, llc = ram_bytes("MemTotal"), llc_bytes()
     info = DeviceInfo("cpu", name, "", "cpu", None, ram / 1e9 if ram else None, None, None,
                       None, None, None, llc / 2**20 if llc else None, cores,
                       torch.get_num_threads(), torch.__version__, f"CPU ({blas})")
@@ -284,7 +291,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "CPU"
 
 
-def _ram_bytes(field_name: str) -> float | None:
+def ram_bytes(field_name: str) -> float | None:
     """A /proc/meminfo field in bytes (Linux), else None."""
     try:
         with open("/proc/meminfo") as f:
@@ -296,7 +303,7 @@ def _ram_bytes(field_name: str) -> float | None:
     return None
 
 
-def _llc_bytes() -> float | None:
+def llc_bytes() -> float | None:
     """Largest CPU cache size from sysfs (the last-level cache), else None."""
     best = None
     base = "/sys/devices/system/cpu/cpu0/cache"
@@ -334,7 +341,7 @@ def machine_description() -> dict:
     except OSError:
         pass
     hypervisor = "hypervisor" in flags
-    ram = _ram_bytes("MemTotal")
+    ram = ram_bytes("MemTotal")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     caches = {}
     base = "/sys/devices/system/cpu/cpu0/cache"
@@ -384,10 +391,10 @@ def load_average() -> float | None:
         return None
 
 
-def _gpu_clock_mhz(info: DeviceInfo) -> float | None:
+def gpu_clock_mhz(info: DeviceInfo) -> float | None:
     """The SM clock right now (MHz, through NVML when torch can reach it), else None."""
     try:
-        return float(_torch().cuda.clock_rate(int(info.torch_device.split(":")[1])))
+        return float(import_torch().cuda.clock_rate(int(info.torch_device.split(":")[1])))
     except Exception:
         return None
 
@@ -398,12 +405,12 @@ def free_bytes(device: str | DeviceInfo | None = None) -> float | None:
     """Free memory in bytes: GPU free + torch's reusable cache, or MemAvailable on the CPU."""
     info = detect(device)
     if info.kind == "cuda":
-        torch = _torch()
+        torch = import_torch()
         idx = int(info.torch_device.split(":")[1])
         free, _total = torch.cuda.mem_get_info(idx)
         return float(free + torch.cuda.memory_reserved(idx) - torch.cuda.memory_allocated(idx))
     if info.kind == "cpu":
-        return _ram_bytes("MemAvailable")
+        return ram_bytes("MemAvailable")
     return None
 
 
@@ -430,20 +437,20 @@ def check_fits(nbytes: float, device: str | DeviceInfo | None = None) -> None:
         raise DoesNotFit(why)
 
 
-def _is_oom(e: BaseException) -> bool:
+def is_oom(e: BaseException) -> bool:
     s = str(e).lower()
     return type(e).__name__ == "OutOfMemoryError" or "out of memory" in s or (
         "can't allocate memory" in s) or isinstance(e, MemoryError)
 
 
-def _free_cache() -> None:
+def free_cache() -> None:
     gc.collect()
     torch = _TORCH
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
 
 
-def _guarded(what: str, info: DeviceInfo, run: Callable[[], object]):
+def guarded(what: str, info: DeviceInfo, run: Callable[[], object]):
     """Run ``run`` (which allocates in its own frame); an out-of-memory becomes OutOfMemory
     after the tensors are released and the allocator's cache emptied."""
     oom = None
@@ -452,11 +459,11 @@ def _guarded(what: str, info: DeviceInfo, run: Callable[[], object]):
     except MeasureError:
         raise
     except Exception as e:
-        if not _is_oom(e):
+        if not is_oom(e):
             raise
         oom = str(e).strip().splitlines()[0][:200]
     # outside the except block: the traceback (and the tensors its frames hold) is gone
-    _free_cache()
+    free_cache()
     raise OutOfMemory(f"{what} ran out of memory on {info.name} ({oom}); the memory was freed. "
                       "Try a smaller size.")
 

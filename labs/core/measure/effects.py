@@ -22,12 +22,17 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from labs.core.measure.cases import time_gemm
-from labs.core.measure.device import DeviceInfo, _guarded, _torch, detect
+from labs.core.measure.device import DeviceInfo, guarded, import_torch, detect
 from labs.core.measure.errors import Unavailable
 from labs.core.measure.timer import time_callable
-from labs.core.physics import fusion as _fu
-from labs.core.physics import quantization as Q
+from labs.core.physics import fusion
+from labs.core.physics import quantization
 from labs.core.physics._validate import positive, positive_int
+
+__all__ = [
+    "OVERHEAD_SIZES", "OverheadSweep", "Progress", "Sawtooth", "call_overhead_sweep",
+    "default_sawtooth_sizes", "gemm_sawtooth", "simd_fp32_lanes"
+]
 
 Progress = Callable[[int, int, str], None]
 
@@ -62,7 +67,7 @@ class OverheadSweep:
 
     @property
     def crossover_bytes(self) -> float:
-        return Q.overhead_crossover_bytes(self.bandwidth_gbs, self.overhead_s)
+        return quantization.overhead_crossover_bytes(self.bandwidth_gbs, self.overhead_s)
 
 
 def call_overhead_sweep(device: str | DeviceInfo | None = None,
@@ -75,7 +80,7 @@ def call_overhead_sweep(device: str | DeviceInfo | None = None,
     if len(todo) < 2 or todo[0] < 4:
         raise ValueError("sizes must hold at least two byte counts >= 4")
     info = _device(device)
-    torch = _torch()
+    torch = import_torch()
 
     def run():
         buf = torch.full((max(todo) // 4,), 1.0, dtype=torch.float32, device=info.torch_device)
@@ -92,8 +97,8 @@ def call_overhead_sweep(device: str | DeviceInfo | None = None,
         _tick(progress, len(todo), len(todo), "done")
         return rows
 
-    rows = _guarded("call-overhead sweep", info, run)
-    over, bw = Q.fit_call_time([r["bytes"] for r in rows], [r["median_s"] for r in rows])
+    rows = guarded("call-overhead sweep", info, run)
+    over, bw = quantization.fit_call_time([r["bytes"] for r in rows], [r["median_s"] for r in rows])
     return OverheadSweep(info.name, tuple(rows), over, bw)
 
 
@@ -127,8 +132,8 @@ class Sawtooth:
         import statistics
 
         meas = statistics.median(b["tflops"] / a["tflops"] for a, b in pairs)
-        pred = statistics.median(Q.quantization(b["n"], b["n"], self.tile, self.units).efficiency
-                                 / Q.quantization(a["n"], a["n"], self.tile, self.units).efficiency
+        pred = statistics.median(quantization.quantization(b["n"], b["n"], self.tile, self.units).efficiency
+                                 / quantization.quantization(a["n"], a["n"], self.tile, self.units).efficiency
                                  for a, b in pairs)
         return meas, pred
 
@@ -155,7 +160,7 @@ def _relative(rows: list[dict], tile: int, units: int, *, per_tile: bool) -> Non
     """Add ``relative`` (measured) and ``predicted`` to the measured rows
     (``quantization.sawtooth_relative``)."""
     ok = [r for r in rows if r["status"] == "ok"]
-    rel, pred = Q.sawtooth_relative([r["n"] for r in ok], [r["tflops"] for r in ok], tile,
+    rel, pred = quantization.sawtooth_relative([r["n"] for r in ok], [r["tflops"] for r in ok], tile,
                                     units, per_tile=per_tile)
     for r, a, b in zip(ok, rel, pred):
         r["relative"], r["predicted"] = a, b
@@ -171,17 +176,17 @@ def gemm_sawtooth(device: str | DeviceInfo | None = None, sizes: Sequence[int] |
     is spent (rows say "skipped: time budget")."""
     budget = positive("budget_s", budget_s)
     info = _device(device)
-    torch = _torch()
+    torch = import_torch()
     cuda = info.kind == "cuda"
     p = precision or ("bf16" if cuda else "fp32")
     if cuda:
-        tile = Q.GPU_GEMM_TILE
-        units = info.sm_count or (_fu.onchip(info.registry_key).sms if info.registry_key else 1)
+        tile = quantization.GPU_GEMM_TILE
+        units = info.sm_count or (fusion.onchip(info.registry_key).sms if info.registry_key else 1)
         note = (f"{tile}×{tile} output tiles (a stated model of cuBLAS's choice), one per SM "
                 f"at a time ({units} SMs)")
     else:
         lanes = simd_fp32_lanes(torch)
-        tile, units = Q.cpu_gemm_tile(lanes), 1
+        tile, units = quantization.cpu_gemm_tile(lanes), 1
         note = (f"assumed micro-kernel width {tile} (two {lanes}-lane fp32 vector registers); "
                 "one thread")
     todo = [positive_int("sizes", s) for s in (sizes or default_sawtooth_sizes(tile, info.kind))]

@@ -8,6 +8,8 @@ measurement failures: they raise ``ValueError``/``KeyError`` naming the argument
 
 from __future__ import annotations
 
+__all__ = ["DoesNotFit", "MeasureError", "OutOfMemory", "Unavailable", "Unsupported"]
+
 
 class MeasureError(RuntimeError):
     """Base of every measurement failure; ``str(err)`` is a sentence for the student."""

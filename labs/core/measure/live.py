@@ -27,6 +27,11 @@ import marimo as mo
 from labs.core import measure
 from labs.core.ui import style
 
+__all__ = [
+    "IDLE_MESSAGE", "T", "csv_download", "device_card", "gated_run", "read_at_press",
+    "results_table", "run_button", "run_if_pressed"
+]
+
 T = TypeVar("T")
 
 #: Shown in place of results until the run button is pressed.
@@ -111,7 +116,7 @@ def read_at_press(**widgets) -> Callable[[], SimpleNamespace]:
 
     A measurement cell that names its settings widgets re-runs on every step of them, which
     (the button reset by then) throws a finished measurement away, and costs a browser step
-    every cell below (issue 15). Made in the settings' own cell and called inside the job, it
+    every cell below. Made in the settings' own cell and called inside the job, it
     reads them at the press instead, and the measurement cell names no widget but its button."""
     def settings() -> SimpleNamespace:
         return SimpleNamespace(**{name: w.value for name, w in widgets.items()})

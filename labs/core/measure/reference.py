@@ -16,13 +16,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from labs.core.measure.cases import (_check_precision_supported, _gemm_case, _matmul_mode,
-                                     _precision, estimate_bytes, gemm_cost)
+from labs.core.measure.cases import (check_precision_supported, gemm_case, matmul_mode,
+                                     checked_precision, estimate_bytes, gemm_cost)
 from labs.core.measure.choices import GEMM_PRECISIONS
-from labs.core.measure.device import DeviceInfo, _guarded, check_fits
-from labs.core.measure.timer import (Measurement, _Dev, _flusher, _resolve, _stats, _threads,
-                                     _time_fn, _timed_reps, _warm_up)
+from labs.core.measure.device import DeviceInfo, guarded, check_fits
+from labs.core.measure.timer import (Measurement, TimingDevice, l2_flusher, resolve_device, sample_stats, torch_threads,
+                                     time_fn, timed_reps, warm_up)
 from labs.core.physics._validate import positive, positive_int
+
+__all__ = ["TimerAttempt", "TimerCheck", "compare_with_reference"]
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ def _has_triton() -> bool:
         return False
 
 
-def _reference_round(dev: _Dev, fn: Callable[[], object],
+def _reference_round(dev: TimingDevice, fn: Callable[[], object],
                      budget_s: float) -> tuple[list[float], str, int]:
     """Seconds per call of ``fn`` by an independent timer over about ``budget_s``: its
     samples, its name, and how many calls each sample averages (do_bench: 1;
@@ -166,13 +168,13 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
     the headline ratio (resampled within each attempt): this run's noise floor.
     """
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
-    p = _precision(precision, GEMM_PRECISIONS)
+    p = checked_precision(precision, GEMM_PRECISIONS)
     rounds = positive_int("rounds", rounds)
     attempts = positive_int("attempts", attempts)
     positive("budget_s", budget_s)
     positive("tolerance", tolerance)
-    dev = _resolve(device)
-    _check_precision_supported(dev, p, "gemm")
+    dev = resolve_device(device)
+    check_precision_supported(dev, p, "gemm")
     flush_l2 = dev.cuda and _has_triton()
     check_fits(estimate_bytes("gemm", (m, n, k), p, flush_l2=flush_l2, kind=dev.info.kind),
                dev.info)
@@ -180,10 +182,10 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
     torch = dev.torch
 
     def run():
-        with torch.no_grad(), _threads(torch, threads), _matmul_mode(torch, p, dev.info.kind):
-            case = _gemm_case(dev, m, n, k, p)
-            flush = _flusher(dev, flush_l2)
-            one = _warm_up(dev, case.fn, 0.05, flush)
+        with torch.no_grad(), torch_threads(torch, threads), matmul_mode(torch, p, dev.info.kind):
+            case = gemm_case(dev, m, n, k, p)
+            flush = l2_flusher(dev, flush_l2)
+            one = warm_up(dev, case.fn, 0.05, flush)
             per_call = not dev.cuda and one >= _PER_CALL_MIN_S
             pairs = int(min(max(2 * rounds * budget_s / (6 * one), 15), 400))
             done = [_per_call(dev, case.fn, pairs) if per_call
@@ -192,14 +194,14 @@ def compare_with_reference(m, n, k, precision: str = "fp32", *,
             nthreads = torch.get_num_threads() if not dev.cuda else None
         return done, nthreads
 
-    done, nthreads = _guarded(f"GEMM {m}x{n}x{k} {p}", dev.info, run)
+    done, nthreads = guarded(f"GEMM {m}x{n}x{k} {p}", dev.info, run)
     ours = [x for ours_i, _refs, _name, _count in done for x in ours_i]
     per_attempt = tuple(TimerAttempt(_median(o), _median(r), count, _ratio_resolution(o, r))
                         for o, r, _name, count in done)
     meas = Measurement("gemm", (m, n, k), p, dev.info.name, dev.info.kind,
                        "cuda events" if dev.cuda else "time.perf_counter", nthreads,
                        len(ours), flops=cost.flops, bytes=cost.bytes, flush_l2=flush_l2,
-                       note="timer check", samples_s=tuple(ours), **_stats(ours))
+                       note="timer check", samples_s=tuple(ours), **sample_stats(ours))
     name = done[0][2] + (f"; median over {attempts} attempts" if attempts > 1 else "")
     # Headline: the median over attempts of each attempt's medians. Samples are not pooled
     # across attempts: the load can change between them, and pooled bimodal samples put the
@@ -217,7 +219,7 @@ def _median(xs: Sequence[float]) -> float:
     return float(np.median(np.asarray(xs, dtype=float)))
 
 
-def _per_call(dev: _Dev, fn: Callable[[], object],
+def _per_call(dev: TimingDevice, fn: Callable[[], object],
               pairs: int) -> tuple[list[float], list[float], str, int]:
     """``pairs`` alternating single calls of ours and Timer.timeit(1): (ours, refs, name, n)."""
     from torch.utils import benchmark  # noqa: PLC0415
@@ -231,7 +233,7 @@ def _per_call(dev: _Dev, fn: Callable[[], object],
         # back-to-back repetitions do in time_gemm.
         fn()
         fn()
-        return _timed_reps(dev, fn, 1, None)
+        return timed_reps(dev, fn, 1, None)
 
     ours, refs = [], []
     for i in range(pairs):
@@ -246,18 +248,18 @@ def _per_call(dev: _Dev, fn: Callable[[], object],
     return ours, refs, name, pairs
 
 
-def _per_round(dev: _Dev, fn: Callable[[], object], flush, rounds: int,
+def _per_round(dev: TimingDevice, fn: Callable[[], object], flush, rounds: int,
                budget_s: float) -> tuple[list[float], list[float], str, int]:
     """``rounds`` rounds of ours and the reference timer, alternating which goes first."""
     ours, refs, name, number = [], [], "", 1
     for r in range(rounds):
         if r % 2 == 0:
-            s = _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
+            s = time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
                          min_reps=5, max_reps=5000, flush=flush)
             ref, name, number = _reference_round(dev, fn, budget_s)
         else:
             ref, name, number = _reference_round(dev, fn, budget_s)
-            s = _time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
+            s = time_fn(dev, fn, budget_s=budget_s, warmup_s=0.02, reps=None,
                          min_reps=5, max_reps=5000, flush=flush)
         ours += _block_means(s, number)  # like for like with the reference's samples
         refs += ref

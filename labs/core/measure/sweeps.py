@@ -10,7 +10,7 @@ shapes that would not fit or finish in time are skipped with the reason. ``to_cs
 from __future__ import annotations
 
 import csv
-import datetime as _dt
+import datetime
 import io
 import math
 import re
@@ -20,23 +20,28 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from labs.core.measure import cases
 from labs.core.measure.bandwidth import Bandwidth, stream_bandwidth
-from labs.core.measure.cases import (_check_precision_supported, _precision, _support_reason,
+from labs.core.measure.cases import (check_precision_supported, checked_precision, support_reason,
                                      estimate_bytes, gemm_cost, gemv_cost)
 from labs.core.measure.choices import GEMM_PRECISIONS, SQUARE_SIZES
 from labs.core.measure.device import DeviceInfo, fits
 from labs.core.measure.errors import DoesNotFit, MeasureError, OutOfMemory
-from labs.core.measure.timer import Measurement, _resolve
+from labs.core.measure.timer import Measurement, resolve_device
 from labs.core.physics import formulas as _formulas
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
 from labs.core.physics import units as _units
 from labs.core.physics._validate import positive, positive_int
+
+__all__ = [
+    "EmpiricalRoofline", "Progress", "empirical_roofline", "ledger_payload", "predict_bound",
+    "size_share", "sweep_gemv", "sweep_square_gemm", "to_csv"
+]
 
 Progress = Callable[[int, int, str], None]  # (done, total, label)
 
 
 # --- predictions ----------------------------------------------------------------------------
 
-def _reference_device(reference, info: DeviceInfo) -> tuple[_hw.Device | None, str]:
+def _reference_device(reference, info: DeviceInfo) -> tuple[hardware.Device | None, str]:
     """(Device with the roofs to predict from, a label saying where they come from)."""
     if reference is None:
         spec = info.spec()
@@ -45,16 +50,16 @@ def _reference_device(reference, info: DeviceInfo) -> tuple[_hw.Device | None, s
         return spec, f"spec sheet: {spec.key}"
     if isinstance(reference, EmpiricalRoofline):
         return reference.as_device(), "measured roofline of this machine"
-    if isinstance(reference, _hw.Device):
+    if isinstance(reference, hardware.Device):
         return reference, f"{reference.key}"
     if isinstance(reference, str):
-        d = _hw.get(reference)
+        d = hardware.get(reference)
         return d, f"spec sheet: {d.key}"
     raise ValueError("reference must be None, a registry key, a hardware.Device or an "
                      f"EmpiricalRoofline, got {type(reference).__name__}")
 
 
-def _predict(cost: _formulas.Cost, ref: _hw.Device | None, precision: str) -> dict:
+def predict_bound(cost: _formulas.Cost, ref: hardware.Device | None, precision: str) -> dict:
     """Predicted roofline bound for a cost on ``ref``: TFLOP/s, time and which roof."""
     if ref is None:
         return {"predicted_tflops": None, "predicted_ms": None, "bound": None}
@@ -101,7 +106,7 @@ def sweep_square_gemm(sizes: Iterable[int] = SQUARE_SIZES, precision: str = "fp3
                                              min_reps=min_reps, progress=progress)]
 
 
-def _size_share(n: int, still_to_time: Sequence[int]) -> float:
+def size_share(n: int, still_to_time: Sequence[int]) -> float:
     """The share of the budget left that size ``n`` may spend, of the sizes ``still_to_time``
     (``n`` first): in proportion to N², so the larger sizes, where a GEMM reaches its peak,
     keep most of it (an equal split let 512³ spend a third of a CPU's budget and left too
@@ -111,13 +116,13 @@ def _size_share(n: int, still_to_time: Sequence[int]) -> float:
 
 def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, min_reps,
                   progress) -> list[tuple[dict, Measurement | None]]:
-    p = _precision(precision, GEMM_PRECISIONS)
+    p = checked_precision(precision, GEMM_PRECISIONS)
     budget_s = positive("budget_s", budget_s)
     ns = sorted({positive_int("sizes", s) for s in sizes})
     if not ns:
         raise ValueError("sizes must name at least one N, e.g. [256, 512, 1024]")
-    dev = _resolve(device)
-    _check_precision_supported(dev, p, "gemm")
+    dev = resolve_device(device)
+    check_precision_supported(dev, p, "gemm")
     ref, roof = _reference_device(reference, dev.info)
     fitting = {n for n in ns if fits(estimate_bytes("gemm", (n, n, n), p, flush_l2=flush_l2,
                                                     kind=dev.info.kind), dev.info)[0]}
@@ -125,7 +130,7 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
     for i, n in enumerate(ns):
         cost = gemm_cost(n, n, n, p)
         row = {"n": n, "shape": f"{n}×{n}×{n}", "precision": p, "status": "ok",
-               "measured_tflops": None, **_predict(cost, ref, p), "ratio": None,
+               "measured_tflops": None, **predict_bound(cost, ref, p), "ratio": None,
                "ai": cost.ai, "median_ms": None, "p10_ms": None, "p90_ms": None, "reps": None,
                "threads": None, "roof": roof, "device": dev.info.name}
         m = None
@@ -145,7 +150,7 @@ def _sweep_square(sizes, precision, *, device, budget_s, reference, flush_l2, mi
             row["status"] = (f"skipped: needs ~{need:.1f} s, {left:.1f} s of the "
                              f"{_seconds(budget_s)} budget left")
         else:
-            share = left * _size_share(n, [later for later in ns[i:] if later in fitting])
+            share = left * size_share(n, [later for later in ns[i:] if later in fitting])
             try:  # 200 repetitions pin a median; more would starve the larger sizes
                 m = cases.time_gemm(n, n, n, p, device=dev.info, budget_s=0.8 * share,
                                     warmup_s=min(0.1, 0.2 * share), min_reps=min_reps,
@@ -182,16 +187,16 @@ def sweep_gemv(shapes, precisions: Sequence[str] = ("fp16", "bf16", "fp8", "int8
         (f"{n}×{k}", (n, k)) for n, k in shapes]
     if not items:
         raise ValueError("shapes must name at least one (n, k)")
-    ps = [_precision(p, GEMM_PRECISIONS, "precisions") for p in precisions]
+    ps = [checked_precision(p, GEMM_PRECISIONS, "precisions") for p in precisions]
     budget_s = positive("budget_s", budget_s)
-    dev = _resolve(device)
+    dev = resolve_device(device)
     ref, roof = _reference_device(reference, dev.info)
     total = len(items) * len(ps)
     rows, t0, done = [], time.perf_counter(), 0
     for name, (n, k) in items:
         for p in ps:
             cost = gemv_cost(n, k, p)
-            pred = _predict(cost, ref, p)
+            pred = predict_bound(cost, ref, p)
             row = {"name": name, "n": int(n), "k": int(k), "precision": p, "status": "ok",
                    "measured_us": None,
                    "predicted_us": pred["predicted_ms"] * 1e3 if pred["predicted_ms"] else None,
@@ -199,7 +204,7 @@ def sweep_gemv(shapes, precisions: Sequence[str] = ("fp16", "bf16", "fp8", "int8
                    "p10_us": None, "p90_us": None, "reps": None, "roof": roof,
                    "device": dev.info.name}
             left = budget_s - (time.perf_counter() - t0)
-            why = _support_reason(dev, p, "gemv")
+            why = support_reason(dev, p, "gemv")
             if why:
                 row["status"] = f"unsupported: {why}"
             elif left <= 0:
@@ -249,7 +254,7 @@ class EmpiricalRoofline:
         rate scalar kernels and elementwise ops run at: the measured fp32 GEMM (torch runs fp32
         matmuls on the CUDA cores, TF32 off by default), else the registry's vector rate for
         this GPU, else (a CPU: no tensor units) the best measured floating-point peak. Never a
-        GPU's tensor-core peak (issue 32.12). ValueError for a GPU with neither."""
+        GPU's tensor-core peak. ValueError for a GPU with neither."""
         if "fp32" in self.peaks:
             return self.peaks["fp32"], "measured fp32 GEMM"
         spec = self.info.spec()
@@ -263,14 +268,14 @@ class EmpiricalRoofline:
             f"({', '.join(self.peaks) or 'none'}) are tensor-core rates and the registry does "
             "not know this GPU. Measure fp32 too: empirical_roofline(precisions=[..., 'fp32'])")
 
-    def as_device(self, key: str | None = None) -> _hw.Device:
+    def as_device(self, key: str | None = None) -> hardware.Device:
         """This machine as a hardware.Device (``hardware.custom``): the measured bandwidth and
         peaks, and the vector ceiling of :meth:`vector_ceiling`."""
         if not self.peaks:
             raise ValueError("no precision could be measured, so there is no compute roof")
         vector, vector_source = self.vector_ceiling()
         slug = re.sub(r"[^a-z0-9]+", "-", self.info.name.lower()).strip("-")
-        return _hw.custom(f"{self.info.name} (measured {self.date})",
+        return hardware.custom(f"{self.info.name} (measured {self.date})",
                           bandwidth_gbs=self.bandwidth_gbs, peaks=dict(self.peaks),
                           memory_gb=self.info.memory_gb or 1.0, key=key or f"measured-{slug}",
                           memory_type="measured", vector_tflops=vector,
@@ -318,8 +323,8 @@ def empirical_roofline(device: str | DeviceInfo | None = None, *,
     goes to bandwidth, the rest is shared by the precisions.
     """
     budget_s = positive("budget_s", budget_s)
-    dev = _resolve(device)
-    ps = [_precision(p, GEMM_PRECISIONS, "precisions") for p in (precisions or GEMM_PRECISIONS)]
+    dev = resolve_device(device)
+    ps = [checked_precision(p, GEMM_PRECISIONS, "precisions") for p in (precisions or GEMM_PRECISIONS)]
     if dev.info.kind == "cuda" and dev.info.spec() is None and "fp32" not in ps:
         ps.append("fp32")  # the vector (CUDA-core) ceiling of an unknown GPU (as_device)
     ns = tuple(sizes) if sizes else _peak_sizes(dev.info)
@@ -329,7 +334,7 @@ def empirical_roofline(device: str | DeviceInfo | None = None, *,
     peaks, best, unsupported = {}, {}, {}
     runnable = []
     for p in ps:
-        why = _support_reason(dev, p)
+        why = support_reason(dev, p)
         if why:
             unsupported[p] = why
         else:
@@ -359,7 +364,7 @@ def empirical_roofline(device: str | DeviceInfo | None = None, *,
         _call_progress(progress, done, total,
                        f"{p}: {peaks[p]:.3g} TFLOP/s" if p in peaks else f"{p}: {unsupported[p]}")
     return EmpiricalRoofline(dev.info, bw, peaks, best, unsupported,
-                             _dt.date.today().isoformat())
+                             datetime.date.today().isoformat())
 
 
 # --- tables, CSV, ledger --------------------------------------------------------------------
@@ -387,7 +392,7 @@ def ledger_payload(info: DeviceInfo, rows: Sequence[Mapping], **extra) -> dict:
 
     return {"device": info.name, "kind": info.kind, "registry_key": info.registry_key,
             "threads": info.threads, "torch": info.torch_version,
-            "date": _dt.datetime.now().isoformat(timespec="seconds"),
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "rows": [{k: clean(v) for k, v in r.items()} for r in rows], **extra}
 
 

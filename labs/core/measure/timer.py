@@ -25,16 +25,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from labs.core.measure.device import DeviceInfo, _guarded, _llc_bytes, _torch, detect
+from labs.core.measure.device import DeviceInfo, guarded, llc_bytes, import_torch, detect
 from labs.core.measure.errors import Unavailable
 from labs.core.physics._validate import positive, positive_int
+
+__all__ = [
+    "Measurement", "PairedRatio", "TimingDevice", "check_timing_args", "flush_bytes", "gpu_spacer",
+    "l2_flusher", "resolve_device", "sample_stats", "time_callable", "time_fn", "time_ratio",
+    "timed_measurement", "timed_reps", "torch_threads", "warm_up"
+]
 
 #: Bytes written to evict the GPU L2 between repetitions (as triton.testing.do_bench does).
 _GPU_FLUSH_BYTES = 256 * 2**20
 
 
 @contextmanager
-def _threads(torch, threads: int | None):
+def torch_threads(torch, threads: int | None):
     if threads is None:
         yield
         return
@@ -99,7 +105,7 @@ class Measurement:
 
 
 @dataclass
-class _Dev:
+class TimingDevice:
     """What the timing loop needs to know about the device it runs on."""
 
     info: DeviceInfo
@@ -120,15 +126,15 @@ class _Dev:
         return g
 
 
-def _resolve(device) -> _Dev:
+def resolve_device(device) -> TimingDevice:
     info = detect(device)
     if not info.available:
         raise Unavailable(info.message)
-    torch = _torch()
-    return _Dev(info, torch, torch.device(info.torch_device))
+    torch = import_torch()
+    return TimingDevice(info, torch, torch.device(info.torch_device))
 
 
-def _stats(samples: Sequence[float]) -> dict:
+def sample_stats(samples: Sequence[float]) -> dict:
     import numpy as np
 
     a = np.asarray(samples, dtype=float)
@@ -137,7 +143,7 @@ def _stats(samples: Sequence[float]) -> dict:
             "q75_s": float(q[3]), "p90_s": float(q[4]), "min_s": float(a.min())}
 
 
-def _warm_up(dev: _Dev, fn: Callable[[], object], warmup_s: float,
+def warm_up(dev: TimingDevice, fn: Callable[[], object], warmup_s: float,
              flush: Callable[[], object] | None) -> float:
     """At least two calls (the first pays for library handles, kernel selection, page
     faults), then more until ``warmup_s`` has passed. Returns one more call's time, alone."""
@@ -156,7 +162,7 @@ def _warm_up(dev: _Dev, fn: Callable[[], object], warmup_s: float,
     return max(time.perf_counter() - t1, 1e-7)
 
 
-def _timed_reps(dev: _Dev, fn: Callable[[], object], n: int,
+def timed_reps(dev: TimingDevice, fn: Callable[[], object], n: int,
                 flush: Callable[[], object] | None) -> list[float]:
     """``n`` timed calls of ``fn`` (seconds each). GPU: a CUDA event pair around each call,
     one sync at the end (the flush, when asked, is queued before the start event, so it is
@@ -167,7 +173,7 @@ def _timed_reps(dev: _Dev, fn: Callable[[], object], n: int,
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         # Keep the GPU busy (untimed) while the host queues start event, kernel, end event:
         # otherwise a short kernel's launch gap lands between the events and is timed.
-        spacer = flush if flush is not None else _gpu_spacer(dev)
+        spacer = flush if flush is not None else gpu_spacer(dev)
         for i in range(n):
             if spacer is not None:
                 spacer()
@@ -187,7 +193,7 @@ def _timed_reps(dev: _Dev, fn: Callable[[], object], n: int,
     return out
 
 
-def _gpu_spacer(dev: _Dev, microseconds: float = 50.0):
+def gpu_spacer(dev: TimingDevice, microseconds: float = 50.0):
     """An untimed ~50 µs GPU spin (torch.cuda._sleep) queued before each start event."""
     sleep = getattr(dev.torch.cuda, "_sleep", None)
     if sleep is None:
@@ -196,35 +202,35 @@ def _gpu_spacer(dev: _Dev, microseconds: float = 50.0):
     return lambda: sleep(cycles)
 
 
-def _time_fn(dev: _Dev, fn: Callable[[], object], *, budget_s: float, warmup_s: float,
+def time_fn(dev: TimingDevice, fn: Callable[[], object], *, budget_s: float, warmup_s: float,
              reps: int | None, min_reps: int, max_reps: int,
              flush: Callable[[], object] | None) -> list[float]:
     """Per-repetition times of ``fn`` in seconds: warm up, then as many repetitions as fit in
     ``budget_s`` by the last warm-up call's time (clamped to [min_reps, max_reps]), or
     ``reps`` if given."""
-    one = _warm_up(dev, fn, warmup_s, flush)
+    one = warm_up(dev, fn, warmup_s, flush)
     n = reps if reps is not None else int(min(max(budget_s / one, min_reps), max_reps))
-    return _timed_reps(dev, fn, positive_int("reps", n), flush)
+    return timed_reps(dev, fn, positive_int("reps", n), flush)
 
 
-def _flusher(dev: _Dev, enabled: bool):
+def l2_flusher(dev: TimingDevice, enabled: bool):
     if not enabled:
         return None
-    buf = dev.torch.empty(_flush_bytes(dev.info.kind) // 4, dtype=dev.torch.float32,
+    buf = dev.torch.empty(flush_bytes(dev.info.kind) // 4, dtype=dev.torch.float32,
                           device=dev.device)
     return buf.zero_
 
 
-def _flush_bytes(kind: str) -> int:
+def flush_bytes(kind: str) -> int:
     """Size of the cache-flush buffer: 256 MiB on a GPU; 2x the CPU's last-level cache
     (64 MiB .. 1 GiB) on a CPU."""
     if kind == "cuda":
         return _GPU_FLUSH_BYTES
-    llc = _llc_bytes() or 32 * 2**20
+    llc = llc_bytes() or 32 * 2**20
     return int(min(max(2 * llc, 64 * 2**20), 1 << 30))
 
 
-def _check_timing_args(budget_s, warmup_s, min_reps, max_reps, reps=None) -> None:
+def check_timing_args(budget_s, warmup_s, min_reps, max_reps, reps=None) -> None:
     positive("budget_s", budget_s)
     if warmup_s < 0:
         raise ValueError(f"warmup_s must be >= 0, got {warmup_s!r}")
@@ -234,20 +240,20 @@ def _check_timing_args(budget_s, warmup_s, min_reps, max_reps, reps=None) -> Non
         positive_int("reps", reps)
 
 
-def _timed_measurement(dev: _Dev, fn: Callable[[], object], *, budget_s: float,
+def timed_measurement(dev: TimingDevice, fn: Callable[[], object], *, budget_s: float,
                        warmup_s: float, reps: int | None, min_reps: int, max_reps: int,
                        flush: Callable[[], object] | None, op: str, shape: Sequence[int],
                        precision: str, flops: float, nbytes: float, note: str) -> Measurement:
     """Time ``fn`` (already set up, inside the caller's thread/precision contexts) and wrap
     the samples in a Measurement."""
-    samples = _time_fn(dev, fn, budget_s=budget_s, warmup_s=warmup_s, reps=reps,
+    samples = time_fn(dev, fn, budget_s=budget_s, warmup_s=warmup_s, reps=reps,
                        min_reps=min_reps, max_reps=max_reps, flush=flush)
     nthreads = dev.torch.get_num_threads() if not dev.cuda else None
     return Measurement(op, tuple(shape), precision, dev.info.name, dev.info.kind,
                        "cuda events" if dev.cuda else "time.perf_counter", nthreads,
                        len(samples), flops=float(flops), bytes=float(nbytes),
                        flush_l2=flush is not None, note=note, samples_s=tuple(samples),
-                       **_stats(samples))
+                       **sample_stats(samples))
 
 
 def time_callable(fn: Callable[[], object], *, device: str | DeviceInfo | None = None,
@@ -277,17 +283,17 @@ def time_callable(fn: Callable[[], object], *, device: str | DeviceInfo | None =
     """
     if not callable(fn):
         raise ValueError(f"fn must be a callable taking no arguments, got {type(fn).__name__}")
-    _check_timing_args(budget_s, warmup_s, min_reps, max_reps, reps)
-    dev = _resolve(device)
+    check_timing_args(budget_s, warmup_s, min_reps, max_reps, reps)
+    dev = resolve_device(device)
 
     def run():
-        with dev.torch.no_grad(), _threads(dev.torch, threads):
-            return _timed_measurement(dev, fn, budget_s=budget_s, warmup_s=warmup_s,
+        with dev.torch.no_grad(), torch_threads(dev.torch, threads):
+            return timed_measurement(dev, fn, budget_s=budget_s, warmup_s=warmup_s,
                                       reps=reps, min_reps=min_reps, max_reps=max_reps,
                                       flush=flush, op=op, shape=shape, precision=precision,
                                       flops=flops, nbytes=nbytes, note=note)
 
-    return _guarded(f"{op} {'x'.join(map(str, shape))} {precision}".strip(), dev.info, run)
+    return guarded(f"{op} {'x'.join(map(str, shape))} {precision}".strip(), dev.info, run)
 
 
 @dataclass(frozen=True)
@@ -313,7 +319,7 @@ def time_ratio(old: Callable[[], object], new: Callable[[], object], *,
     a busy machine's load land on one side only; alternating puts it on both."""
     if isinstance(rounds, bool) or not isinstance(rounds, int) or not 2 <= rounds <= 100:
         raise ValueError(f"rounds must be a whole number from 2 to 100, got {rounds!r}")
-    _check_timing_args(budget_s, 0.05, 3, 1000)
+    check_timing_args(budget_s, 0.05, 3, 1000)
     share = budget_s / (2 * rounds)
     olds, news = [], []
     for _ in range(rounds):
@@ -332,5 +338,5 @@ def time_ratio(old: Callable[[], object], new: Callable[[], object], *,
 def _pooled(parts: Sequence[Measurement]) -> Measurement:
     """One Measurement of every sample of ``parts`` (the same callable timed in rounds)."""
     samples = [s for m in parts for s in m.samples_s]
-    return dataclasses.replace(parts[0], **_stats(samples), reps=len(samples),
+    return dataclasses.replace(parts[0], **sample_stats(samples), reps=len(samples),
                                samples_s=tuple(samples))

@@ -48,12 +48,17 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from labs.core.measure.caches import CacheSizes, cache_sizes, gpu_cache_sizes
-from labs.core.measure.device import DeviceInfo, _guarded, _torch, check_fits, detect, fits
+from labs.core.measure.device import DeviceInfo, guarded, import_torch, check_fits, detect, fits
 from labs.core.measure.errors import Unavailable
 from labs.core.measure.timer import time_callable
 from labs.core.physics import staircase
 from labs.core.physics._validate import positive, positive_int
 from labs.core.physics.units import format_bytes
+
+__all__ = [
+    "MAX_REPS", "PAST_LLC", "PAST_LLC_MIN", "Progress", "ROUNDS", "SweepPoint", "WorkingSetSweep",
+    "default_sizes", "hierarchy_levels", "measure_order", "working_set_sweep"
+]
 
 Progress = Callable[[int, int, str], None]
 _ELEMENT = 4  # fp32: bandwidth does not depend on the values' type; 4 B keeps sizes exact
@@ -213,7 +218,7 @@ def working_set_sweep(device: str | DeviceInfo | None = None, sizes: Sequence[in
         while len(todo) > 2 and not fits(max(todo), info)[0]:
             todo.pop()
     check_fits(max(todo), info)
-    torch = _torch()
+    torch = import_torch()
     t0 = time.perf_counter()
     cpu_threads = threads if info.kind == "cpu" else None
 
@@ -245,7 +250,7 @@ def working_set_sweep(device: str | DeviceInfo | None = None, sizes: Sequence[in
         return [_point(w, samples[w], *shape[w]) if samples[w]
                 else SweepPoint(w, "skipped: time budget") for w in todo]
 
-    points = _guarded("working-set sweep", info, run)
+    points = guarded("working-set sweep", info, run)
     return WorkingSetSweep(info.name, info.kind, cpu_threads, tuple(points), caches, budget,
                            time.perf_counter() - t0, chunk, _load_average(),
                            registry_key=info.registry_key)

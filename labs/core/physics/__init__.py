@@ -12,3 +12,5 @@ numbers for people and ``_validate`` checks arguments.
 May import: nothing else of ``labs.core`` (and never marimo or plotly; numpy only). Everything
 here is unit-tested against hand-derived values.
 """
+
+__all__ = []

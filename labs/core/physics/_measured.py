@@ -9,6 +9,13 @@ elsewhere. Each figure carries its source, which the labs show with the derating
 
 from __future__ import annotations
 
+__all__ = [
+    "BW_DEFAULT", "BW_MEASURED", "CLASS_COMPUTE_FRACTION", "CLASS_SOURCE",
+    "DEFAULT_BANDWIDTH_FRACTION", "EAGER_KERNEL_US", "LAUNCH_BACK_TO_BACK_US",
+    "LAUNCH_CUDA_GRAPH_US", "MAMF", "MATMUL_MEASURED", "MEASURED_KERNEL_COSTS_US", "UNMEASURED",
+    "bandwidth_fraction"
+]
+
 MAMF = ("stas00/ml-engineering, 'Maximum Achievable Matmul FLOPS comparison table' "
         "(compute/accelerator/README.md; mamf-finder.py, mean of 100 iterations, torch 2.5-2.7, "
         "2025)")

@@ -14,6 +14,12 @@ import numbers
 from collections.abc import Mapping as _Mapping
 from typing import Any, Iterable, Sequence
 
+__all__ = [
+    "MAX_ITEMS", "at_most", "close_matches", "culprit", "finite_results", "flag", "fraction",
+    "instance", "mapping", "non_negative", "number", "one_of", "optional", "positive",
+    "positive_int", "require_finite", "sequence", "shown", "text"
+]
+
 
 def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)``, shortened: a 400-digit integer or a long list stays readable."""

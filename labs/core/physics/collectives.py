@@ -77,9 +77,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
 from labs.core.physics._validate import (close_matches, non_negative, positive,
                                           positive_int, shown, text)
+
+__all__ = [
+    "ACROSS_NODES_NOTE", "ALGORITHMS", "ALGORITHM_NAMES", "DEVICE_LINKS", "LATENCY_NOTE", "LINKS",
+    "Link", "LinkEfficiency", "NIC_ACHIEVABLE", "NVLINK_ACHIEVABLE", "NVLS_H100", "OPS", "Path",
+    "SCALE_OUT_LINK", "SEQUENTIAL", "SwitchAllReduce", "UnknownLinkError", "algbw_gbs",
+    "bandwidth_factor", "bus_factor", "busbw_gbs", "check_pair", "collective_path",
+    "collective_time", "crossover_bytes", "custom_link", "device_link", "get_link",
+    "latency_bandwidth_split", "latency_steps", "link_efficiency", "link_options", "link_time",
+    "pair_problem", "ring_link"
+]
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 #: The hierarchical all-reduce run one level after the other (module docstring).
@@ -233,7 +243,7 @@ def link_options() -> dict[str, str]:
 
 def device_link(device) -> Link | None:
     """The link between two chips of this device (None when no sourced one exists)."""
-    key = DEVICE_LINKS.get(_hw.get(device, arg="device").key)
+    key = DEVICE_LINKS.get(hardware.get(device, arg="device").key)
     return LINKS[key] if key else None
 
 
@@ -364,8 +374,8 @@ def pair_problem(device, link) -> str | None:
     an SXM/OAM module's GPUs are joined on their board, not over PCIe; a PCIe card runs at its
     own generation; edge boards and laptops have only a network port. Scale-out links (InfiniBand,
     Ethernet) join any two machines. Devices outside the registry (custom) are not checked."""
-    d, lk = _hw.get(device, arg="device"), get_link(link)
-    if lk.kind != "scale-up" or d.key not in _hw.keys():
+    d, lk = hardware.get(device, arg="device"), get_link(link)
+    if lk.kind != "scale-up" or d.key not in hardware.keys():
         return None
     own = DEVICE_LINKS.get(d.key)
     if lk.key in _LINK_PCIE_GEN:
@@ -383,7 +393,7 @@ def pair_problem(device, link) -> str | None:
                     f"PCIe Gen{gen} x16.")
         return None
     if own != lk.key:
-        owners = [_hw.get(k).name for k, v in DEVICE_LINKS.items() if v == lk.key]
+        owners = [hardware.get(k).name for k, v in DEVICE_LINKS.items() if v == lk.key]
         native = f" Its own link is {LINKS[own].name}." if own else ""
         return (f"{lk.name} joins only the {' and the '.join(owners)}, not the {d.name}."
                 f"{native} Pick the chip's own link, or a network link between machines.")
@@ -395,7 +405,7 @@ def check_pair(device, link) -> None:
     why = pair_problem(device, link)
     if why:
         raise ValueError(f"link={shown(get_link(link).key)} with device="
-                         f"{shown(_hw.get(device, arg='device').key)}: {why}")
+                         f"{shown(hardware.get(device, arg='device').key)}: {why}")
 
 
 @dataclass(frozen=True)

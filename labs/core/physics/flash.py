@@ -24,11 +24,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from labs.core.physics import formulas as F
-from labs.core.physics import hardware as _hw
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
-from labs.core.physics._deferred import numpy as _np
+from labs.core.physics import formulas
+from labs.core.physics import hardware
+from labs.core.physics import precision as _precision
+from labs.core.physics import roofline
+from labs.core.physics.deferred import numpy as _np
 from labs.core.physics._validate import (
     finite_results,
     one_of,
@@ -36,6 +36,14 @@ from labs.core.physics._validate import (
     positive_int,
     sequence,
 )
+
+__all__ = [
+    "FLASH_MEASURED", "FLASH_SCHEDULE", "FlashRoofPoint", "L2_MEASURED_GBS", "ONCHIP", "OnChip",
+    "REGISTERS", "SMEM", "TileFit", "UNDETERMINED_L2", "flash_attention_hbm_bytes",
+    "flash_attention_l2_bytes", "flash_kv_hbm_passes", "flash_onchip_bytes", "flash_roof_point",
+    "flash_shared_cache_misses", "flash_tile", "hierarchical_attainable", "l2_bandwidth_gbs",
+    "largest_square_tile", "onchip", "onchip_device_names", "onchip_roof_tflops"
+]
 
 #: L2 read bandwidth measured by published microbenchmarks (GB/s), with the source. NVIDIA
 #: publishes no L2 bandwidth in GB/s; its per-clock figure for the A100 (5120 B/clk, A100
@@ -106,14 +114,14 @@ def onchip_device_names(last: str = "and") -> str:
     """The devices with on-chip figures, by name, as a sentence lists them ("NVIDIA H100 SXM5,
     ... and NVIDIA GeForce RTX 4090"; ``last="or"`` for a choice)."""
     last = one_of("last", last, ("and", "or"))
-    names = [_hw.get(k).name for k in ONCHIP]
+    names = [hardware.get(k).name for k in ONCHIP]
     return ", ".join(names[:-1]) + f" {last} " + names[-1]
 
 
 def onchip(hw) -> OnChip:
     """On-chip figures (SMs, shared memory, registers) of a device; KeyError with a sentence a
     student can act on when the registry has none for it."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     if d.key not in ONCHIP:
         raise KeyError(f"The registry has no on-chip figures (shared memory per block, register "
                        f"file) for the {d.name}, so its flash-attention tiles cannot be sized. "
@@ -177,7 +185,7 @@ def flash_tile(block_q, block_kv, head_dim, hw, precision: str = "fp16") -> Tile
     accumulator O (Bq x d) in fp32 registers. Real kernels also double-buffer K/V."""
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     d = positive_int("head_dim", head_dim)
-    b = _fmt.bytes_per_element(precision, arg="precision")
+    b = _precision.bytes_per_element(precision, arg="precision")
     oc = onchip(hw)
     return TileFit(bq, bkv, d, (bq * d + 2 * bkv * d) * b, (bq * bkv + bq * d) * 4,
                    oc.smem_per_block_bytes, oc.register_bytes)
@@ -189,12 +197,12 @@ def flash_attention_l2_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
     """Traffic of the level just below the on-chip tiles (a GPU's L2) for tiled fused
     attention: Q read and O written once; each of the ceil(Sq / Bq) query tiles streams all of
     K and V through shared memory. (The untiled minimum is one pass.)"""
-    base = F.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
+    base = formulas.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
     passes = math.ceil(positive_int("seq_q", seq_q) / positive_int("block_q", block_q))
     # With GQA, query heads sharing a KV head re-read it unless scheduled together: assume not.
     per_q_head_kv = (2 * batch * heads * seq_kv * head_dim
-                     * _fmt.bytes_per_element(precision, arg="precision"))
+                     * _precision.bytes_per_element(precision, arg="precision"))
     return base.detail["Q"] + base.detail["O"] + passes * per_q_head_kv
 
 
@@ -222,7 +230,7 @@ def flash_kv_hbm_passes(seq_q, seq_kv, head_dim, block_q, precision: str = "fp16
     tiles = math.ceil(positive_int("seq_q", seq_q) / positive_int("block_q", block_q))
     sms = positive_int("sharers", sharers)
     kv_head = (2 * positive_int("seq_kv", seq_kv) * positive_int("head_dim", head_dim)
-               * _fmt.bytes_per_element(precision, arg="precision"))
+               * _precision.bytes_per_element(precision, arg="precision"))
     in_flight = math.ceil(sms / tiles) + 1
     if in_flight * kv_head <= positive("cache_bytes", cache_bytes):
         return 1
@@ -235,7 +243,7 @@ def flash_shared_cache_misses(batch, heads, seq_q, seq_kv, head_dim, block_q,
                               kv_heads: int | None = None) -> float:
     """Bytes the level below a cache shared by ``sharers`` SMs serves for tiled fused
     attention: Q read and O written once, K and V once per pass (:func:`flash_kv_hbm_passes`)."""
-    base = F.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
+    base = formulas.attention(batch, heads, seq_q, seq_kv, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
     passes = flash_kv_hbm_passes(seq_q, seq_kv, head_dim, block_q, precision,
                                  sharers=sharers, cache_bytes=cache_bytes)
@@ -250,7 +258,7 @@ def flash_attention_hbm_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, hw
     (:func:`flash_shared_cache_misses`, with the device's SMs and L2 size). A device whose L2
     size the registry lacks gets no L2 reuse: every re-read counted from HBM (a pessimistic
     bound)."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     if d.l2_bytes is None:
         return flash_attention_l2_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q,
                                         precision, kv_heads=kv_heads)
@@ -276,24 +284,24 @@ FLASH_MEASURED = {
 def l2_bandwidth_gbs(hw) -> float | None:
     """The L2 bandwidth the labs use for ``hw`` (``hierarchy.L2_MEASURED_GBS``: published
     microbenchmarks; NVIDIA publishes none in GB/s), or None where none is known."""
-    known = L2_MEASURED_GBS.get(_hw.get(hw, arg="hw").key)
+    known = L2_MEASURED_GBS.get(hardware.get(hw, arg="hw").key)
     return None if known is None else known[0]
 
 
 @finite_results
 def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
     """Two-level roofline: min(peak, AI_HBM x HBM bandwidth, AI_onchip x on-chip bandwidth)."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     a1, a2 = positive("ai_hbm", ai_hbm), positive("ai_onchip", ai_onchip)
-    return min(R.peak_tflops(d, precision), a1 * d.bandwidth_gbs / 1e3,
+    return min(roofline.peak_tflops(d, precision), a1 * d.bandwidth_gbs / 1e3,
                a2 * onchip(d).smem_bandwidth_gbs / 1e3)
 
 
 def onchip_roof_tflops(ai, hw, precision: str):
     """The on-chip roof: min(peak, AI_onchip x on-chip bandwidth) in TFLOP/s (array ok)."""
-    d = _hw.get(hw, arg="hw")
-    a = R._ai(ai)
-    return _np.minimum(R.peak_tflops(d, precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
+    d = hardware.get(hw, arg="hw")
+    a = roofline._ai(ai)
+    return _np.minimum(roofline.peak_tflops(d, precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
 
 
 @finite_results
@@ -308,7 +316,7 @@ def flash_onchip_bytes(batch, heads, seq_q, seq_kv, head_dim, block_q, block_kv,
     dh = positive_int("head_dim", head_dim)
     bq, bkv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
     rows = math.ceil(skv / bkv) * sq + 2 * math.ceil(sq / bq) * skv
-    return float(bt * h * rows * dh * _fmt.bytes_per_element(precision, arg="precision"))
+    return float(bt * h * rows * dh * _precision.bytes_per_element(precision, arg="precision"))
 
 
 #: :attr:`FlashRoofPoint.limit` where the L2 roof could bind but has no bandwidth figure.
@@ -376,9 +384,9 @@ def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
     (``flash_onchip_bytes``), L2 (``flash_attention_l2_bytes``) and HBM
     (``flash_attention_hbm_bytes``), and the roof each meets: min of compute and each level's
     AI x bandwidth (L2's measured bandwidth, ``l2_bandwidth_gbs``, where one is published)."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     seq_len = positive_int("seq_len", seq_len)
-    cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
+    cost = formulas.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
     hbm = flash_attention_hbm_bytes(batch, heads, seq_len, seq_len, head_dim, block_q, d,
                                     precision, kv_heads=kv_heads)
@@ -388,7 +396,7 @@ def flash_roof_point(batch, heads, seq_len, head_dim, block_q, block_kv, hw,
                               precision)
     oc = onchip(d)
     l2_bw = l2_bandwidth_gbs(d)
-    return FlashRoofPoint(cost.flops, hbm, chip, R.peak_tflops(d, cost.compute),
+    return FlashRoofPoint(cost.flops, hbm, chip, roofline.peak_tflops(d, cost.compute),
                           cost.flops / hbm * d.bandwidth_gbs / 1e3,  # FLOP/B x GB/s = GFLOP/s
                           cost.flops / chip * oc.smem_bandwidth_gbs / 1e3, l2,
                           None if l2_bw is None else cost.flops / l2 * l2_bw / 1e3,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from labs.core.physics import precision as _fmt
+from labs.core.physics import precision as _precision
 from labs.core.physics._validate import (
     at_most,
     close_matches,
@@ -35,6 +35,12 @@ from labs.core.physics._validate import (
     text,
 )
 from labs.core.physics.hardware import VECTOR
+
+__all__ = [
+    "ChainCost", "Cost", "ELEMENTWISE", "Elementwise", "attention", "causal_pairs", "chain_groups",
+    "contiguous_groups", "elementwise", "elementwise_chain", "gemm", "gemv", "layernorm", "linear",
+    "mlp", "rmsnorm", "score_elements", "softmax", "total"
+]
 
 
 @dataclass(frozen=True)
@@ -82,13 +88,13 @@ def total(costs: Sequence[Cost], name: str = "total") -> Cost:
 
 
 def _b(fmt: str, arg: str = "precision") -> float:
-    return _fmt.bytes_per_element(fmt, arg=arg)
+    return _precision.bytes_per_element(fmt, arg=arg)
 
 
 def _fmt_or(value, arg: str, default: str) -> str:
     """An optional format argument: None means ``default``; anything else must name a format
     (an empty string is refused, never taken as the default)."""
-    return default if value is None else _fmt.get(value, arg=arg).key
+    return default if value is None else _precision.get(value, arg=arg).key
 
 
 def _compute(act: str, compute: str | None, weights: str, *, weight_arg: str = "weight_precision",
@@ -96,9 +102,9 @@ def _compute(act: str, compute: str | None, weights: str, *, weight_arg: str = "
     """The precision a matmul of ``weights`` x ``act`` runs at; an explicit ``compute`` must
     agree (ValueError naming the way out otherwise)."""
     if compute is None:
-        return _fmt.matmul_compute(weights, act, weight_arg=weight_arg,
+        return _precision.matmul_compute(weights, act, weight_arg=weight_arg,
                                    activation_arg=activation_arg)
-    return _fmt.explain_compute(weights, act, compute, weight_arg=weight_arg,
+    return _precision.explain_compute(weights, act, compute, weight_arg=weight_arg,
                                 activation_arg=activation_arg)
 
 
@@ -110,7 +116,7 @@ def gemm(m, n, k, precision: str = "fp16", *, weight_precision: str | None = Non
          name: str = "GEMM") -> Cost:
     """C[M,N] = A[M,K] @ B[K,N]. FLOPs 2MNK; bytes MK*a + KN*w + MN*out."""
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
-    a = _fmt.get(precision, arg="precision").key
+    a = _precision.get(precision, arg="precision").key
     w = _fmt_or(weight_precision, "weight_precision", a)
     o = _fmt_or(out_precision, "out_precision", a)
     c = _compute(a, compute, w)
@@ -123,7 +129,7 @@ def gemv(n, k, precision: str = "fp16", *, weight_precision: str | None = None,
          compute: str | None = None, name: str = "GEMV") -> Cost:
     """y[N] = W[N,K] @ x[K]. FLOPs 2NK; bytes K*a + NK*w + N*a. AI ~ 1 FLOP/B at fp16."""
     n, k = positive_int("n", n), positive_int("k", k)
-    a = _fmt.get(precision, arg="precision").key
+    a = _precision.get(precision, arg="precision").key
     w = _fmt_or(weight_precision, "weight_precision", a)
     c = _compute(a, compute, w)
     detail = {"x": k * _b(a), "W": n * k * _b(w), "y": n * _b(a)}
@@ -198,7 +204,7 @@ def attention(batch, heads, seq_q, seq_kv, head_dim, precision: str = "fp16", fu
         raise ValueError("repeat_kv=True describes the unfused math path; a fused kernel reads "
                          "the KV heads directly (use fused=False)")
     name = optional(text, "name", name)
-    precision = _fmt.get(precision, arg="precision").key
+    precision = _precision.get(precision, arg="precision").key
     kvp = _fmt_or(kv_precision, "kv_precision", precision)
     c = _compute(precision, compute, kvp, weight_arg="kv_precision")
     a = _b(precision)
@@ -414,7 +420,7 @@ def mlp(tokens, d_model, d_ff, precision: str = "fp16", *, gated: bool = False,
     d_model, d_ff = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
     gated, backward = flag("gated", gated), flag("backward", backward)
     input_requires_grad = flag("input_requires_grad", input_requires_grad)
-    precision = _fmt.get(precision, arg="precision").key
+    precision = _precision.get(precision, arg="precision").key
     wp = _fmt_or(weight_precision, "weight_precision", precision)
     first = ["gate", "up"] if gated else ["up"]
     parts = [linear(tokens, d_model, d_ff, precision, weight_precision=wp, compute=compute,

@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from labs.core.physics import formulas as F
-from labs.core.physics import hardware as _hw
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
-from labs.core.physics._deferred import numpy as _np
+from labs.core.physics import formulas
+from labs.core.physics import hardware
+from labs.core.physics import precision as _precision
+from labs.core.physics import roofline
+from labs.core.physics.deferred import numpy as _np
 from labs.core.physics._validate import (
     finite_results,
     close_matches,
@@ -57,6 +57,19 @@ from labs.core.physics.flash import (  # noqa: F401  (re-exported)
     onchip_roof_tflops,
 )
 
+__all__ = [
+    "BENEFIT_BYTES", "BENEFIT_LAUNCHES", "BENEFIT_NONE", "ChainTiming", "DEFAULT_CHAIN",
+    "FLASH_MEASURED", "FLASH_SCHEDULE", "FlashRoofPoint", "L2_MEASURED_GBS", "ONCHIP", "OnChip",
+    "QUESTION_CHAIN_ELEMENTS", "QUESTION_HEADS", "QUESTION_HEAD_DIM", "QUESTION_TINY_ELEMENTS",
+    "REGISTERS", "SMEM", "TileFit", "UNDETERMINED_L2", "attention_memory_terms",
+    "chain_byte_ratio", "chain_overhead_crossover", "chain_time_curve", "chain_timing",
+    "flash_attention_hbm_bytes", "flash_attention_l2_bytes", "flash_kv_hbm_passes",
+    "flash_onchip_bytes", "flash_roof_point", "flash_shared_cache_misses", "flash_tile",
+    "fusion_benefit", "fusion_speedup", "hierarchical_attainable", "kernel_crossovers",
+    "kernel_tflops", "l2_bandwidth_gbs", "largest_square_tile", "launch_saving_speedup", "onchip",
+    "onchip_device_names", "onchip_roof_tflops", "unfused_max_seq_len", "unfused_score_bytes"
+]
+
 DEFAULT_CHAIN = ("layernorm", "gelu", "dropout", "residual_add")
 #: Lab 4's questions' cases: the lab asks them, its bands (misconceptions.lab04) grade them.
 QUESTION_CHAIN_ELEMENTS = 100_000_000  # "a large tensor": 100 M elements, 200 MB at fp16
@@ -68,8 +81,8 @@ QUESTION_HEADS, QUESTION_HEAD_DIM = 32, 128  # the attention questions' shape (b
 
 @dataclass(frozen=True)
 class ChainTiming:
-    chain: F.ChainCost
-    kernel_times: tuple[R.TimeBounds, ...]
+    chain: formulas.ChainCost
+    kernel_times: tuple[roofline.TimeBounds, ...]
 
     @property
     def seconds(self) -> float:
@@ -88,27 +101,27 @@ class ChainTiming:
 @finite_results
 def chain_timing(n_elements, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                  precision: str = "fp16", *,
-                 launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> ChainTiming:
+                 launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US) -> ChainTiming:
     non_negative("launch_overhead_us", launch_overhead_us)
-    chain = F.elementwise_chain(n_elements, ops, groups, precision)
-    d = _hw.get(hw, arg="hw")
-    times = tuple(R.time_bounds(k.flops, k.bytes, d, k.compute, launches=1,
+    chain = formulas.elementwise_chain(n_elements, ops, groups, precision)
+    d = hardware.get(hw, arg="hw")
+    times = tuple(roofline.time_bounds(k.flops, k.bytes, d, k.compute, launches=1,
                                 launch_overhead_us=launch_overhead_us) for k in chain.kernels_costs)
     return ChainTiming(chain, times)
 
 
 def _ops(ops) -> list[str]:
     """The chain's op keys, each known (KeyError naming ``ops`` otherwise)."""
-    return [F._elementwise_op(o, "ops").key for o in sequence("ops", ops)]
+    return [formulas._elementwise_op(o, "ops").key for o in sequence("ops", ops)]
 
 
 @finite_results
 def fusion_speedup(n_elements, hw, groups_before, groups_after,
                    ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16", *,
-                   launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+                   launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
     n_ops = len(_ops(ops))
-    groups_before = F.chain_groups(groups_before, n_ops, arg="groups_before")
-    groups_after = F.chain_groups(groups_after, n_ops, arg="groups_after")
+    groups_before = formulas.chain_groups(groups_before, n_ops, arg="groups_before")
+    groups_after = formulas.chain_groups(groups_after, n_ops, arg="groups_after")
     kw = dict(ops=ops, precision=precision, launch_overhead_us=launch_overhead_us)
     before = chain_timing(n_elements, hw, groups_before, **kw).seconds
     return before / chain_timing(n_elements, hw, groups_after, **kw).seconds
@@ -128,10 +141,10 @@ def chain_byte_ratio(ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16"
     names = _ops(ops)
     count_masks = flag("count_masks", count_masks)
     skip_is_input = flag("skip_is_input", skip_is_input)
-    element = _fmt.bytes_per_element(precision, arg="precision")
+    element = _precision.bytes_per_element(precision, arg="precision")
 
     def _bytes(groups):
-        kernels = F.elementwise_chain(1, ops, groups, precision).kernels_costs
+        kernels = formulas.elementwise_chain(1, ops, groups, precision).kernels_costs
         masks = 0.0 if count_masks else sum(k.detail.get("write masks", 0.0) for k in kernels)
         return sum(k.bytes for k in kernels) - masks
 
@@ -144,14 +157,14 @@ def chain_byte_ratio(ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16"
 @finite_results
 def launch_saving_speedup(n_elements, hw, groups_before, groups_after,
                           ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16", *,
-                          launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+                          launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
     """The speedup of a student who believes fusion saves launches only: the chain's time
     before (``chain_timing``) over that time less one launch overhead per kernel removed.
     Right where every kernel is launch-bound (it equals :func:`fusion_speedup` there); about
     1 on a large tensor, where the bytes, which fusion also cuts, set the time."""
     n_ops = len(_ops(ops))
-    groups_before = F.chain_groups(groups_before, n_ops, arg="groups_before")
-    groups_after = F.chain_groups(groups_after, n_ops, arg="groups_after")
+    groups_before = formulas.chain_groups(groups_before, n_ops, arg="groups_before")
+    groups_after = formulas.chain_groups(groups_after, n_ops, arg="groups_after")
     before = chain_timing(n_elements, hw, groups_before, ops, precision,
                           launch_overhead_us=launch_overhead_us).seconds
     # each kernel takes at least one launch: what is left is positive
@@ -162,18 +175,18 @@ def launch_saving_speedup(n_elements, hw, groups_before, groups_after,
 @finite_results
 def chain_overhead_crossover(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                              precision: str = "fp16", *,
-                             launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
+                             launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US) -> float:
     """Elements below which the chain's *largest* kernel is launch-bound (so all are):
     n * bytes_per_element(kernel) / bandwidth = overhead."""
-    _hw.get(hw, arg="hw")
-    per_elem = max(k.bytes for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs)
-    return R.overhead_crossover_elements(per_elem, hw, launch_overhead_us=launch_overhead_us)
+    hardware.get(hw, arg="hw")
+    per_elem = max(k.bytes for k in formulas.elementwise_chain(1, ops, groups, precision).kernels_costs)
+    return roofline.overhead_crossover_elements(per_elem, hw, launch_overhead_us=launch_overhead_us)
 
 
 @finite_results
 def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") -> float:
     """Memory the unfused attention's score matrix occupies (it grows with S^2)."""
-    return F.score_elements(batch, heads, seq_q, seq_kv) * _fmt.bytes_per_element(precision, arg="precision")
+    return formulas.score_elements(batch, heads, seq_q, seq_kv) * _precision.bytes_per_element(precision, arg="precision")
 
 
 # --- Lab 4 instruments: curves, verdicts, attention memory, flash on the two-level roofline ---
@@ -186,7 +199,7 @@ BENEFIT_LAUNCHES, BENEFIT_BYTES, BENEFIT_NONE = "launches", "bytes", "none"
 
 def chain_time_curve(sizes, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                      precision: str = "fp16", *,
-                     launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US) -> _np.ndarray:
+                     launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US) -> _np.ndarray:
     """Lower-bound time (s) of the chain at every size in ``sizes`` (elements), vectorised.
 
     Each kernel's FLOPs and bytes are linear in the size, so per kernel
@@ -200,11 +213,11 @@ def chain_time_curve(sizes, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
     if n.ndim != 1 or n.size == 0 or not _np.all(_np.isfinite(n)) or _np.any(n < 1):
         raise ValueError("sizes must be a non-empty 1-D list of element counts >= 1, got "
                          f"{shown(sizes)}")
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     ov = _non_negative("launch_overhead_us", launch_overhead_us) * 1e-6
     total = _np.zeros_like(n)
-    for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs:
-        per = R.time_bounds(k.flops, k.bytes, d, k.compute)  # one element, no launch
+    for k in formulas.elementwise_chain(1, ops, groups, precision).kernels_costs:
+        per = roofline.time_bounds(k.flops, k.bytes, d, k.compute)  # one element, no launch
         total += _np.maximum(_np.maximum(n * per.t_compute, n * per.t_memory), ov)
     return total
 
@@ -219,7 +232,7 @@ def kernel_tflops(timing: ChainTiming) -> tuple[float, ...]:
 
 @finite_results
 def fusion_benefit(n_elements, hw, ops: Sequence[str] = DEFAULT_CHAIN, precision: str = "fp16",
-                   *, launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                   *, launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US,
                    threshold: float = 1.05) -> str:
     """Why fusing the whole chain into one kernel helps at this size.
 
@@ -234,7 +247,7 @@ def fusion_benefit(n_elements, hw, ops: Sequence[str] = DEFAULT_CHAIN, precision
     if fusion_speedup(n_elements, hw, unfused, fused, **kw) < positive("threshold", threshold):
         return BENEFIT_NONE
     regime = chain_timing(n_elements, hw, unfused, **kw).regime
-    return {R.OVERHEAD: BENEFIT_LAUNCHES, R.MEMORY: BENEFIT_BYTES}.get(regime, BENEFIT_NONE)
+    return {roofline.OVERHEAD: BENEFIT_LAUNCHES, roofline.MEMORY: BENEFIT_BYTES}.get(regime, BENEFIT_NONE)
 
 
 @finite_results
@@ -244,7 +257,7 @@ def attention_memory_terms(batch, heads, seq_len, head_dim, precision: str = "fp
     version the B x H x S x S score matrix (softmax assumed in place: one S-sized buffer).
     Fused (flash) attention keeps scores in on-chip tiles: no score-matrix term."""
     fused, seq_len = flag("fused", fused), positive_int("seq_len", seq_len)
-    cost = F.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
+    cost = formulas.attention(batch, heads, seq_len, seq_len, head_dim, precision, fused=True,
                        kv_heads=kv_heads)
     # the S^2 term first: a budget names the term whose addition crosses capacity, and at long
     # context that is the score matrix, not the linear Q, K, V, O
@@ -266,9 +279,9 @@ def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
     ``score_copies`` (c) score-sized buffers of ``score_precision`` (b_s, default: the
     storage precision) are held at once: 1 with softmax in place (the lab's question), 2 where
     the scores and the probabilities both exist, as PyTorch's math path holds them."""
-    d = _hw.get(hw, arg="hw")
-    b = _fmt.bytes_per_element(precision, arg="precision")
-    b_s = b if score_precision is None else _fmt.bytes_per_element(score_precision,
+    d = hardware.get(hw, arg="hw")
+    b = _precision.bytes_per_element(precision, arg="precision")
+    b_s = b if score_precision is None else _precision.bytes_per_element(score_precision,
                                                                    arg="score_precision")
     copies = positive_int("score_copies", score_copies)
     bt, h = positive_int("batch", batch), positive_int("heads", heads)
@@ -287,16 +300,16 @@ def unfused_max_seq_len(hw, batch, heads, head_dim, precision: str = "fp16", *,
 @finite_results
 def kernel_crossovers(hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN,
                       precision: str = "fp16", *,
-                      launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US
+                      launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US
                       ) -> tuple[float, ...]:
     """Per kernel of the chain: the size (elements) at which its compute-or-memory time equals
     one launch overhead, n = overhead / max(t_compute, t_memory per element). Below the
     smallest every kernel is launch-bound; above the largest none is. For memory-bound
     kernels the smallest equals :func:`chain_overhead_crossover`."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     ov = positive("launch_overhead_us", launch_overhead_us) * 1e-6
     out = []
-    for k in F.elementwise_chain(1, ops, groups, precision).kernels_costs:
-        per = R.time_bounds(k.flops, k.bytes, d, k.compute)
+    for k in formulas.elementwise_chain(1, ops, groups, precision).kernels_costs:
+        per = roofline.time_bounds(k.flops, k.bytes, d, k.compute)
         out.append(ov / max(per.t_compute, per.t_memory))
     return tuple(out)

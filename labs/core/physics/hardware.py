@@ -31,6 +31,11 @@ from labs.core.physics._validate import (
     text,
 )
 
+__all__ = [
+    "DEVICE_CLASSES", "Device", "PRECISIONS", "VECTOR", "all_devices", "by_class", "custom", "get",
+    "keys", "picker_options", "register", "unregister"
+]
+
 #: Compute precisions a device can have a hardware rate for.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 

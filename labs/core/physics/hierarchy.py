@@ -84,12 +84,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from labs.core.physics import formulas as F
-from labs.core.physics import flash as _fl
+from labs.core.physics import formulas
+from labs.core.physics import flash as _flash
 from labs.core.physics.flash import L2_MEASURED_GBS  # noqa: F401  (re-exported)
-from labs.core.physics import hardware as _hw
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
+from labs.core.physics import hardware
+from labs.core.physics import precision as _precision
+from labs.core.physics import roofline
 from labs.core.physics import units as _units
 from labs.core.physics._validate import (
     close_matches,
@@ -102,6 +102,18 @@ from labs.core.physics._validate import (
     shown,
     text,
 )
+
+__all__ = [
+    "BLOCK_REUSE", "COMPUTE", "DEFAULT_REGISTER_TILE", "FLOOR_RULE", "GEMM_BK", "GEMM_SCHEDULES",
+    "GEMM_STAGES", "GPU_ARCH", "GemmSchedule", "Hierarchy", "HierarchyPoint", "KernelModel",
+    "L1_SMEM", "L2_MEASURED_GBS", "LaunchError", "Level", "LevelUse", "MATRIX", "NAIVE_BLOCK",
+    "SMEM_NO_OPT_IN_BYTES", "UNDETERMINED", "UnknownRoof", "VECTOR", "WAVE_SLABS", "flash_kernel",
+    "from_plateaus", "gemm_kernel", "gpu_hierarchy", "gpu_keys", "hierarchy",
+    "largest_fitting_tile", "launch_problem", "launchable_tiles", "level_roof_tflops",
+    "library_gemm_kernel", "measured_hierarchy", "place", "reduction_kernel", "staged_gemm_bytes",
+    "stencil_kernel", "tile_misses_bytes", "tile_sweep", "tile_traffic_ratio",
+    "wave_footprint_bytes", "wave_gemm_bytes", "wave_shape", "with_bandwidths"
+]
 
 
 #: What a kernel's FLOPs run on: tensor cores / matrix units (the precision's dense peak), or
@@ -232,7 +244,7 @@ def hierarchy(key: str, name: str, kind: str, levels: Sequence[Level], peak_tflo
     :data:`GEMM_SCHEDULES` or None)."""
     return Hierarchy(text("key", key), text("name", name), one_of("kind", kind, ("gpu", "cpu")),
                      _check_levels(levels), positive("peak_tflops", peak_tflops),
-                     _fmt.get(precision, arg="precision").key, text("source", source),
+                     _precision.get(precision, arg="precision").key, text("source", source),
                      None if vector_tflops is None else positive("vector_tflops", vector_tflops),
                      None if register_file_bytes is None
                      else positive("register_file_bytes", register_file_bytes),
@@ -263,9 +275,9 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
     VECTOR)`` for kernels that cannot use tensor cores; the register file of one SM
     (``fusion.onchip``) for the accumulator check. KeyError when the registry lacks the
     on-chip figures or the L2 size."""
-    d = _hw.get(hw, arg="hw")
-    R.peak_tflops(d, precision)  # the precision is checked before anything is built
-    oc = _fl.onchip(d)
+    d = hardware.get(hw, arg="hw")
+    roofline.peak_tflops(d, precision)  # the precision is checked before anything is built
+    oc = _flash.onchip(d)
     if d.l2_bytes is None:
         raise KeyError(f"The registry has no L2 size for the {d.name}, so its hierarchy cannot "
                        "be drawn.")
@@ -284,8 +296,8 @@ def gpu_hierarchy(hw, precision: str = "bf16") -> Hierarchy:
         Level("HBM", d.memory_bytes, d.memory_bytes, d.bandwidth_gbs,
               d.source("bandwidth_gbs"), False, d.memory_type, "device memory"),
     )
-    vector = R.peak_tflops(d, R.VECTOR) if d.vector_tflops is not None else None
-    return hierarchy(d.key, d.name, "gpu", levels, R.peak_tflops(d, precision), precision,
+    vector = roofline.peak_tflops(d, roofline.VECTOR) if d.vector_tflops is not None else None
+    return hierarchy(d.key, d.name, "gpu", levels, roofline.peak_tflops(d, precision), precision,
                      f"registry: {d.name}", vector_tflops=vector,
                      register_file_bytes=oc.register_bytes, arch=GPU_ARCH.get(d.key, "ampere"))
 
@@ -346,7 +358,7 @@ def library_gemm_kernel(hier: Hierarchy, m, n, k) -> KernelModel:
 
 def gpu_keys() -> list[str]:
     """Registry devices whose hierarchy can be built (on-chip figures and an L2 size)."""
-    return [k for k in _fl.ONCHIP if _hw.get(k).l2_bytes is not None]
+    return [k for k in _flash.ONCHIP if hardware.get(k).l2_bytes is not None]
 
 
 #: Stated, editable register-tile defaults (the reuse of every element level 0 hands to the
@@ -419,10 +431,10 @@ def from_plateaus(name: str, caches: Mapping[str, float], plateaus: Sequence,
     """A CPU hierarchy from measured plateaus (``staircase.name_plateaus``): one level per
     reported cache ({name: bytes}, fastest first) and main memory, each with the bandwidth of
     the plateau carrying its name, or None (no roof) when no plateau was found for it."""
-    from labs.core.physics import staircase as _st
+    from labs.core.physics import staircase
 
-    by = {p.name: p.bandwidth_gbs for p in _st._check_plateaus(plateaus)}
-    caches = _st._check_caches(caches)
+    by = {p.name: p.bandwidth_gbs for p in staircase._check_plateaus(plateaus)}
+    caches = staircase._check_caches(caches)
     if not caches:
         raise ValueError("caches must name at least one cache (the OS reported none: draw the "
                          "measured staircase without levels)")
@@ -514,8 +526,8 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1,
     naive = t == 1 and tn == 1
     if naive and c > 1:
         raise ValueError(f"cluster={c}: the naive kernel (tile=1) stages nothing to share")
-    b = _fmt.bytes_per_element(precision, arg="precision")
-    core = R.tiled_gemm_bytes(m, n, k, r, b)
+    b = _precision.bytes_per_element(precision, arg="precision")
+    core = roofline.tiled_gemm_bytes(m, n, k, r, b)
     foot = float(b * (m * k + k * n + m * n))
     shape = f"{t}×{tn}" if tn != t else f"{t}×{t}"
     label = "naive GEMM" if naive else f"tiled GEMM ({shape} tile" + (
@@ -530,7 +542,7 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1,
                        None if naive else (m, n, k, t, b, tn, c),
                        0.0 if naive else staged_gemm_bytes(t, tn, k, b),
                        0.0 if naive else 4.0 * t * tn,
-                       R.tiled_gemm_bytes(m, n, k, block, b) if naive else None)
+                       roofline.tiled_gemm_bytes(m, n, k, block, b) if naive else None)
 
 
 def tile_misses_bytes(m, n, k, tile_m, tile_n, cluster, bytes_per_element) -> float:
@@ -554,7 +566,7 @@ def stencil_kernel(n, precision: str) -> KernelModel:
     n = positive_int("n", n)
     if n < 3:
         raise ValueError(f"n must be >= 3 for a 5-point stencil, got {n}")
-    b = _fmt.bytes_per_element(precision, arg="precision")
+    b = _precision.bytes_per_element(precision, arg="precision")
     pts = float(n) * n
     return KernelModel("5-point stencil", 5 * pts, 6 * b * pts, 2 * b * pts, 4 * b * pts,
                        2 * b * pts, 4.0 * n * b, 2.0 * b * pts, f"{n}×{n} grid, {precision}",
@@ -566,7 +578,7 @@ def reduction_kernel(n_elements, precision: str) -> KernelModel:
     element at level 0; a level holding the whole array serves its repeats, so the levels
     below it see nothing (steady state, after the first pass). Scalar code (vector ceiling)."""
     n = positive_int("n_elements", n_elements)
-    b = _fmt.bytes_per_element(precision, arg="precision")
+    b = _precision.bytes_per_element(precision, arg="precision")
     size = float(n) * b
     return KernelModel("sum reduction (re-read)", float(n), size, size, size, 0.0, size, size,
                        f"{n:,} elements ({_fmt_bytes(size)}), {precision}", VECTOR)
@@ -585,10 +597,10 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
     s, d = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim)
     if bq > s or bkv > s:
         raise ValueError(f"block_q={bq} and block_kv={bkv} must not exceed seq_len={s}")
-    cost = F.attention(batch, heads, s, s, d, precision, fused=True)
-    chip = _fl.flash_onchip_bytes(batch, heads, s, s, d, bq, bkv, precision)
-    reuse = _fl.flash_attention_l2_bytes(batch, heads, s, s, d, bq, precision)
-    b = _fmt.bytes_per_element(precision, arg="precision")
+    cost = formulas.attention(batch, heads, s, s, d, precision, fused=True)
+    chip = _flash.flash_onchip_bytes(batch, heads, s, s, d, bq, bkv, precision)
+    reuse = _flash.flash_attention_l2_bytes(batch, heads, s, s, d, bq, precision)
+    b = _precision.bytes_per_element(precision, arg="precision")
     return KernelModel("flash-attention tile (Lab 4)", cost.flops, chip, reuse, chip, cost.bytes,
                        (bq * d + 2 * bkv * d) * b, cost.bytes,
                        f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}",
@@ -941,10 +953,10 @@ def place(kernel: KernelModel, hier: Hierarchy) -> HierarchyPoint:
             holds, miss = "wave", min(wave, kernel.reuse_bytes)
         elif kernel.flash is not None and lv.sharers > 1 and not last:
             fb, fh, fs, fd, fbq, fp = kernel.flash
-            holds = ("K, V of the heads in flight" if _fl.flash_kv_hbm_passes(
+            holds = ("K, V of the heads in flight" if _flash.flash_kv_hbm_passes(
                 fs, fs, fd, fbq, fp, sharers=lv.sharers,
                 cache_bytes=lv.capacity_bytes) == 1 else "wave")
-            miss = min(kernel.reuse_bytes, _fl.flash_shared_cache_misses(
+            miss = min(kernel.reuse_bytes, _flash.flash_shared_cache_misses(
                 fb, fh, fs, fs, fd, fbq, fp, sharers=lv.sharers, cache_bytes=lv.capacity_bytes))
         elif lv.scratchpad and not kernel.staged and kernel.l1_bytes is not None and not last:
             holds, miss = BLOCK_REUSE, kernel.l1_bytes  # the GPU's L1 (module doc)
@@ -967,7 +979,7 @@ def level_roof_tflops(ai, level: Level, peak_tflops: float):
     level = instance("level", level, Level, "a hierarchy.Level")
     if level.bandwidth_gbs is None:
         raise ValueError(f"level {level.name!r} has no bandwidth figure, so it has no roof")
-    return np.minimum(positive("peak_tflops", peak_tflops), R._ai(ai) * level.bandwidth_gbs / 1e3)
+    return np.minimum(positive("peak_tflops", peak_tflops), roofline._ai(ai) * level.bandwidth_gbs / 1e3)
 
 
 def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 16) -> int:
@@ -975,7 +987,7 @@ def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 1
     capacity (0 if not even T = 1 fits). A cache's model: whether a GPU's tiled GEMM launches
     is :func:`launch_problem`'s (staged K-slabs in shared memory, accumulators in registers)."""
     level = instance("level", level, Level, "a hierarchy.Level")
-    b = _fmt.bytes_per_element(precision, arg="precision")
+    b = _precision.bytes_per_element(precision, arg="precision")
     max_tile = positive_int("max_tile", max_tile)
     t = 0
     while (2 * t if t else 1) <= max_tile and 3 * (2 * t if t else 1) ** 2 * b \

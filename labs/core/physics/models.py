@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labs.core.physics import formulas as F
-from labs.core.physics import hardware as _hw
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
+from labs.core.physics import formulas
+from labs.core.physics import hardware
+from labs.core.physics import precision as _precision
+from labs.core.physics import roofline
 from labs.core.physics._validate import (
     close_matches,
     finite_results,
@@ -24,6 +24,12 @@ from labs.core.physics._validate import (
     shown,
     text,
 )
+
+__all__ = [
+    "MODELS", "MemoryBudget", "ModelConfig", "OP_GROUPS", "StepBound", "dominant_group", "get",
+    "max_batch", "memory_budget", "oom_batch", "op_group", "roofline_ops", "step_bound",
+    "step_ops", "step_time_by_group"
+]
 
 _SRC = ("meta-llama/llama3 params.json (n_layers, dim, n_heads, n_kv_heads, vocab); FFN from "
         "Llama's multiple_of/ffn_dim_multiplier rule; reported parameter count from the model card")
@@ -62,7 +68,7 @@ class ModelConfig:
     @finite_results
     def weight_bytes(self, precision: str = "bf16") -> float:
         """Bytes every parameter takes in memory (the allocation, embedding table included)."""
-        return self.params * _fmt.bytes_per_element(precision, arg="precision")
+        return self.params * _precision.bytes_per_element(precision, arg="precision")
 
     @finite_results
     def weight_bytes_read(self, precision: str = "bf16", *, tokens: int = 1) -> float:
@@ -73,7 +79,7 @@ class ModelConfig:
         that table whole, so every parameter is read. Less than :meth:`weight_bytes` (the
         allocation) by the table less its gathered rows when untied."""
         tokens = positive_int("tokens", tokens)
-        b = _fmt.bytes_per_element(precision, arg="precision")
+        b = _precision.bytes_per_element(precision, arg="precision")
         if self.tied_embeddings:
             return self.params * b
         table = self.vocab * self.d_model
@@ -81,7 +87,7 @@ class ModelConfig:
 
     @finite_results
     def kv_bytes_per_token(self, precision: str = "bf16") -> float:
-        return 2 * self.layers * self.kv_heads * self.head_dim * _fmt.bytes_per_element(precision, arg="precision")
+        return 2 * self.layers * self.kv_heads * self.head_dim * _precision.bytes_per_element(precision, arg="precision")
 
     @finite_results
     def kv_cache_bytes(self, batch: int = 1, seq_len: int = 1, precision: str = "bf16") -> float:
@@ -99,7 +105,7 @@ class ModelConfig:
         kept in fp32)."""
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
         chunk = seq_len if prefill_tokens is None else positive_int("prefill_tokens", prefill_tokens)
-        per_token = (2 * self.d_model + 2 * self.d_ff) * _fmt.bytes_per_element(precision, arg="precision")
+        per_token = (2 * self.d_model + 2 * self.d_ff) * _precision.bytes_per_element(precision, arg="precision")
         return chunk * per_token + batch * self.vocab * 4
 
     # --- per-layer operations --------------------------------------------------------------
@@ -107,7 +113,7 @@ class ModelConfig:
     def layer_ops(self, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
                   weight_precision: str | None = None, kv_precision: str | None = None,
                   fused_attention: bool = True, compute: str | None = None,
-                  repeat_kv: bool = False) -> list[F.Cost]:
+                  repeat_kv: bool = False) -> list[formulas.Cost]:
         """The operations of one transformer layer. ``precision`` is the activations' format.
 
         prefill: ``seq_len`` new tokens per sequence attend causally to themselves
@@ -122,7 +128,7 @@ class ModelConfig:
         phase = one_of("phase", phase, ("prefill", "decode"))
         batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
         fused_attention = flag("fused_attention", fused_attention)
-        precision = _fmt.get(precision, arg="precision").key
+        precision = _precision.get(precision, arg="precision").key
         t = batch * (seq_len if phase == "prefill" else 1)
         sq = seq_len if phase == "prefill" else 1
         wp = precision if weight_precision is None else weight_precision
@@ -130,19 +136,19 @@ class ModelConfig:
         kw = dict(weight_precision=wp, compute=compute)
         d, hd = self.d_model, self.head_dim
         return [
-            F.rmsnorm(t, d, precision).renamed("RMSNorm (attention)"),
-            F.linear(t, d, self.heads * hd, precision, name="Q projection", **kw),
-            F.linear(t, d, 2 * self.kv_heads * hd, precision, name="K,V projections", **kw),
-            F.attention(batch, self.heads, sq, seq_len, hd, precision, fused=fused_attention,
+            formulas.rmsnorm(t, d, precision).renamed("RMSNorm (attention)"),
+            formulas.linear(t, d, self.heads * hd, precision, name="Q projection", **kw),
+            formulas.linear(t, d, 2 * self.kv_heads * hd, precision, name="K,V projections", **kw),
+            formulas.attention(batch, self.heads, sq, seq_len, hd, precision, fused=fused_attention,
                         kv_heads=self.kv_heads, kv_precision=kvp, causal=True,
                         repeat_kv=repeat_kv),
-            F.linear(t, self.heads * hd, d, precision, name="O projection", **kw),
-            F.elementwise("residual_add", t * d, precision).renamed("residual add (attention)"),
-            F.rmsnorm(t, d, precision).renamed("RMSNorm (MLP)"),
-            F.linear(t, d, 2 * self.d_ff, precision, name="gate, up projections", **kw),
-            F.elementwise("silu_mul", t * self.d_ff, precision).renamed("SiLU x up"),
-            F.linear(t, self.d_ff, d, precision, name="down projection", **kw),
-            F.elementwise("residual_add", t * d, precision).renamed("residual add (MLP)"),
+            formulas.linear(t, self.heads * hd, d, precision, name="O projection", **kw),
+            formulas.elementwise("residual_add", t * d, precision).renamed("residual add (attention)"),
+            formulas.rmsnorm(t, d, precision).renamed("RMSNorm (MLP)"),
+            formulas.linear(t, d, 2 * self.d_ff, precision, name="gate, up projections", **kw),
+            formulas.elementwise("silu_mul", t * self.d_ff, precision).renamed("SiLU x up"),
+            formulas.linear(t, self.d_ff, d, precision, name="down projection", **kw),
+            formulas.elementwise("residual_add", t * d, precision).renamed("residual add (MLP)"),
         ]
 
 
@@ -209,11 +215,11 @@ def memory_budget(model, hw, *, batch: int, seq_len: int, weight_precision: str 
                   usable_fraction: float = 0.9) -> MemoryBudget:
     """Weights + KV cache (GQA) + activations against ``usable_fraction`` of device memory
     (STATED ASSUMPTION: ~10% goes to the CUDA context, allocator fragmentation and workspace)."""
-    m, d = get(model, arg="model"), _hw.get(hw, arg="hw")
+    m, d = get(model, arg="model"), hardware.get(hw, arg="hw")
     f = fraction("usable_fraction", usable_fraction)
-    weight_precision = _fmt.get(weight_precision, arg="weight_precision").key
-    kv_precision = _fmt.get(kv_precision, arg="kv_precision").key
-    act_precision = _fmt.get(act_precision, arg="act_precision").key
+    weight_precision = _precision.get(weight_precision, arg="weight_precision").key
+    kv_precision = _precision.get(kv_precision, arg="kv_precision").key
+    act_precision = _precision.get(act_precision, arg="act_precision").key
     # the KV cache last: it is what grows with batch x context, so a budget bar that names
     # "the term that crosses capacity" (adding terms in order) names it, not the activations
     return MemoryBudget(d.memory_bytes * f, {
@@ -250,7 +256,7 @@ def max_batch(model, hw, *, seq_len: int, weight_precision: str = "bf16",
 def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16", *,
              weight_precision: str | None = None, kv_precision: str | None = None,
              fused_attention: bool = True, compute: str | None = None,
-             repeat_kv: bool = False) -> list[F.Cost]:
+             repeat_kv: bool = False) -> list[formulas.Cost]:
     """All ops of one forward step: every layer's ops x layers, plus the LM head (last position
     of each sequence). The embedding lookup gathers only one row per token (``batch`` rows of
     ``d_model`` in decode, a few KB) and is left out; with a tied embedding the LM head is
@@ -261,7 +267,7 @@ def step_ops(model, phase: str, batch: int, seq_len: int, precision: str = "bf16
                             kv_precision=kv_precision, fused_attention=fused_attention,
                             compute=compute, repeat_kv=repeat_kv)
     ops = [c.scaled(m.layers) for c in per_layer]
-    ops.append(F.linear(batch, m.d_model, m.vocab, precision, name="LM head",
+    ops.append(formulas.linear(batch, m.d_model, m.vocab, precision, name="LM head",
                         weight_precision=precision if weight_precision is None
                         else weight_precision, compute=compute))
     return ops
@@ -281,7 +287,7 @@ class StepBound:
     t_compute: float
     t_memory: float
     compute: str = "bf16"  # precision the weight GEMMs run at
-    derating: R.Derating = R.SPEC
+    derating: roofline.Derating = roofline.SPEC
 
     @property
     def seconds(self) -> float:
@@ -297,27 +303,27 @@ class StepBound:
     @property
     def bound(self) -> str:
         # at the ridge (equal times, to rounding) compute-bound, as roofline.regime says
-        return "memory" if R._below_ridge(self.t_compute / self.t_memory) else "compute"
+        return "memory" if roofline._below_ridge(self.t_compute / self.t_memory) else "compute"
 
 
 @finite_results
 def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                weight_precision: str | None = None, kv_precision: str | None = None,
                compute: str | None = None, fused_attention: bool = True,
-               derating: R.Derating | None = None) -> StepBound:
+               derating: roofline.Derating | None = None) -> StepBound:
     """Roofline time of one decode step or one prefill: a lower bound at the spec rates
-    (``derating`` None), or at the fractions of spec in ``derating`` (``R.achievable(hw)``).
+    (``derating`` None), or at the fractions of spec in ``derating`` (``roofline.achievable(hw)``).
     ``precision`` is the activations' format; the GEMMs' compute precision follows from
     weights and activations (``compute``, if given, must agree)."""
-    d = _hw.get(hw, arg="hw")
-    der = R.SPEC if derating is None else R._derating(derating)
+    d = hardware.get(hw, arg="hw")
+    der = roofline.SPEC if derating is None else roofline._derating(derating)
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
                    kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
     comp = next(o.compute for o in ops if o.name == "LM head")
-    t_c = sum(R.cost_time(o, d, derating=der).t_compute for o in ops)
+    t_c = sum(roofline.cost_time(o, d, derating=der).t_compute for o in ops)
     flops = sum(o.flops for o in ops)
     bytes_ = sum(o.bytes for o in ops)
-    t_m = R.time_bounds(0, bytes_, d, comp, derating=der).t_memory
+    t_m = roofline.time_bounds(0, bytes_, d, comp, derating=der).t_memory
     return StepBound(phase, int(batch), int(seq_len), flops, bytes_, t_c, t_m, comp, der)
 
 
@@ -362,18 +368,18 @@ def step_time_by_group(model, hw, phase: str, *, batch: int, seq_len: int,
                        precision: str = "bf16", weight_precision: str | None = None,
                        kv_precision: str | None = None, compute: str | None = None,
                        fused_attention: bool = True,
-                       derating: R.Derating | None = None, repeat_kv: bool = False) -> dict:
+                       derating: roofline.Derating | None = None, repeat_kv: bool = False) -> dict:
     """Seconds per step spent in each of :data:`OP_GROUPS`: each op (x layers) at its own
     roofline bound max(FLOPs / its ceiling, bytes / bandwidth), summed per group. Kernels run
     one after another, so these add up to a little more than :func:`step_bound`'s whole-step
     bound."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
                    kv_precision=kv_precision, fused_attention=fused_attention, compute=compute,
                    repeat_kv=repeat_kv)
     out = dict.fromkeys(OP_GROUPS, 0.0)
     for op in ops:
-        out[op_group(op.name)] += R.cost_time(op, d, derating=derating).lower
+        out[op_group(op.name)] += roofline.cost_time(op, d, derating=derating).lower
     return out
 
 
@@ -387,7 +393,7 @@ def dominant_group(model, hw, phase: str = "decode", **kwargs) -> str:
 @finite_results
 def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str = "bf16",
                  weight_precision: str | None = None, kv_precision: str | None = None,
-                 compute: str | None = None) -> list[F.Cost]:
+                 compute: str | None = None) -> list[formulas.Cost]:
     """One layer's operations as points for a roofline: "QKV+O GEMMs" (the Q, K, V and O
     projections summed), "MLP GEMMs" (gate, up, down summed), attention fused (flash) AND
     unfused (QK^T -> softmax -> PV), the softmax over the unfused score matrix, and RMSNorm.
@@ -398,12 +404,12 @@ def roofline_ops(model, phase: str, *, batch: int, seq_len: int, precision: str 
                                             fused_attention=True, **kw)}
     unfused = m.layer_ops(phase, batch, seq_len, precision, fused_attention=False, **kw)
     sq = seq_len if phase == "prefill" else 1
-    proj = F.total([fused["Q projection"], fused["K,V projections"], fused["O projection"]],
+    proj = formulas.total([fused["Q projection"], fused["K,V projections"], fused["O projection"]],
                    name="QKV+O GEMMs")
-    mlp = F.total([fused["gate, up projections"], fused["down projection"]], name="MLP GEMMs")
+    mlp = formulas.total([fused["gate, up projections"], fused["down projection"]], name="MLP GEMMs")
     attn_unfused = next(o for o in unfused if o.name.startswith("attention"))
     # the softmax of the unfused path runs over every score QK^T computed: all Sq x Skv of
     # them (the causal mask is applied to the full matrix, not skipped)
-    scores = F.elementwise("softmax", F.score_elements(batch, m.heads, sq, seq_len), precision)
+    scores = formulas.elementwise("softmax", formulas.score_elements(batch, m.heads, sq, seq_len), precision)
     return [proj, mlp, fused["attention (fused)"], attn_unfused,
             scores.renamed("softmax (scores)"), fused["RMSNorm (attention)"].renamed("RMSNorm")]

@@ -20,9 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
 from labs.core.physics._validate import (close_matches, mapping, non_negative, one_of, positive,
                                          shown, text)
+
+__all__ = [
+    "ALIASES", "CIRCUIT_WEIGHTS", "COMPUTE_BITS", "FORMATS", "Format", "LAB_FORMATS", "bits",
+    "bytes_per_element", "compute_precision", "explain_compute", "get", "i_bit", "matmul_compute"
+]
 
 
 @dataclass(frozen=True)
@@ -208,7 +213,7 @@ def i_bit(flops, bytes_, compute: str, weights: Mapping[str, float] | None = Non
     I_bit = FLOPs x w(compute) / (8 x bytes). Lower precision shrinks both numerator (cheaper
     ops) and denominator (fewer bits), so I_bit shows whether the silicon or the wires gain."""
     w = dict(CIRCUIT_WEIGHTS if weights is None else mapping("weights", weights))
-    compute = one_of("compute", compute, _hw.PRECISIONS)
+    compute = one_of("compute", compute, hardware.PRECISIONS)
     if compute not in w:
         raise KeyError(f"weights has no circuit weight for compute={compute!r}; have "
                        f"{', '.join(map(str, w))}")

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from labs.core.physics import formulas as F
-from labs.core.physics import hardware as _hw
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
+from labs.core.physics import formulas
+from labs.core.physics import hardware
+from labs.core.physics import precision
+from labs.core.physics import roofline
 from labs.core.physics._validate import (
     instance,
     mapping,
@@ -43,6 +43,16 @@ from labs.core.physics.weight_only import (  # noqa: F401
     percent_error,
 )
 
+__all__ = [
+    "FootprintVsTraffic", "GPT_FAST_SOURCE", "MARLIN_SOURCE", "MeasuredWeightOnly",
+    "NaiveBandwidth", "OPS", "PrecisionRow", "QuantRow", "RhoChangeParts", "RooflineView",
+    "SHAPE_KEYS", "TF32Misreading", "TF32_MATH_BITS", "WEIGHT_ONLY_MEASURED", "decode_gemv_shapes",
+    "decode_quant_table", "dequant_target", "distinct_roofs", "footprint_vs_traffic",
+    "is_weight_only", "measured_weight_only_text", "merge_measured", "naive_bandwidth", "op_cost",
+    "percent_error", "rho_change", "rho_change_parts", "roof_precisions", "roofline_view",
+    "row_label", "study", "tensor_footprint", "tf32_misreading"
+]
+
 OPS = ("gemm", "gemv", "mlp_train")
 
 
@@ -63,7 +73,7 @@ class PrecisionRow:
 
     @property
     def regime(self) -> str:
-        return R.MEMORY if R._below_ridge(self.rho) else R.COMPUTE  # on the ridge: compute
+        return roofline.MEMORY if roofline._below_ridge(self.rho) else roofline.COMPUTE  # on the ridge: compute
 
 
 #: The dimensions each operation's ``shape`` needs.
@@ -83,21 +93,21 @@ def _op_shape(op, shape) -> tuple[str, dict]:
     return op, {k: positive_int(f"shape[{k!r}]", shape[k]) for k in SHAPE_KEYS[op]}
 
 
-def op_cost(op: str, shape: Mapping[str, int], storage: str, compute: str | None = None) -> F.Cost:
+def op_cost(op: str, shape: Mapping[str, int], storage: str, compute: str | None = None) -> formulas.Cost:
     """The Lab 3 operations under the convention above. Shapes:
     gemm {m, n, k}; gemv {n, k}; mlp_train {tokens, d_model, d_ff} (forward + backward)."""
     op, shape = _op_shape(op, shape)
-    fmt = _fmt.get(storage, arg="storage")
-    compute = optional(lambda n, v: _fmt.get(v, arg=n).key, "compute", compute)
+    fmt = precision.get(storage, arg="storage")
+    compute = optional(lambda n, v: precision.get(v, arg=n).key, "compute", compute)
     weight_only = fmt.native_compute is None
     act = (compute or "fp16") if weight_only else fmt.key
     w = fmt.key
     if op == "gemm":
-        return F.gemm(shape["m"], shape["n"], shape["k"], act, weight_precision=w, compute=compute)
+        return formulas.gemm(shape["m"], shape["n"], shape["k"], act, weight_precision=w, compute=compute)
     if op == "gemv":
-        return F.gemv(shape["n"], shape["k"], act, weight_precision=w, compute=compute)
+        return formulas.gemv(shape["n"], shape["k"], act, weight_precision=w, compute=compute)
     if op == "mlp_train":
-        return F.mlp(shape["tokens"], shape["d_model"], shape["d_ff"], act, backward=True,
+        return formulas.mlp(shape["tokens"], shape["d_model"], shape["d_ff"], act, backward=True,
                      weight_precision=w, compute=compute)
     raise KeyError(f"unknown op={op!r}; known: {', '.join(OPS)}")
 
@@ -107,15 +117,15 @@ def study(op: str, shape: Mapping[str, int], hw, storages: Sequence[str], *,
           weights: Mapping[str, float] | None = None) -> list[PrecisionRow]:
     """One row per storage format: AI, I_bit, ridge at its compute precision, rho, time bound.
     A format whose compute precision the device lacks gives an unsupported row saying so."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     op, shape = _op_shape(op, shape)
-    compute_for_weight_only = _fmt.compute_precision(
+    compute_for_weight_only = precision.compute_precision(
         compute_for_weight_only, arg="compute_for_weight_only")
     if weights is not None:
         mapping("weights", weights)
     rows = []
     for s in sequence("storages", storages):
-        fmt = _fmt.get(s, arg="storages")
+        fmt = precision.get(s, arg="storages")
         compute = fmt.native_compute or compute_for_weight_only
         how = (f"weights in {fmt.label}, activations and math in {compute}"
                if fmt.native_compute is None else f"all operands in {fmt.label}")
@@ -124,18 +134,18 @@ def study(op: str, shape: Mapping[str, int], hw, storages: Sequence[str], *,
                                      f"{d.name} has no {compute} rate in the registry"))
             continue
         c = op_cost(op, shape, fmt.key, None if fmt.native_compute else compute)
-        tb = R.time_bounds(c.flops, c.bytes, d, compute)
+        tb = roofline.time_bounds(c.flops, c.bytes, d, compute)
         rows.append(PrecisionRow(
-            fmt.key, compute, True, how, ai=c.ai, i_bit=_fmt.i_bit(c.flops, c.bytes, compute, weights),
-            ridge=R.ridge_point(d, compute), rho=float(R.rho(c.ai, d, compute)),
-            attainable_tflops=float(R.attainable_tflops(c.ai, d, compute)), seconds=tb.lower,
+            fmt.key, compute, True, how, ai=c.ai, i_bit=precision.i_bit(c.flops, c.bytes, compute, weights),
+            ridge=roofline.ridge_point(d, compute), rho=float(roofline.rho(c.ai, d, compute)),
+            attainable_tflops=float(roofline.attainable_tflops(c.ai, d, compute)), seconds=tb.lower,
             bytes=c.bytes, flops=c.flops))
     return rows
 
 
 def rho_change(op: str, shape: Mapping[str, int], hw, before: str, after: str) -> float:
     """rho(after) / rho(before): > 1 means the change made the workload more compute-bound."""
-    before, after = _fmt.get(before, arg="before").key, _fmt.get(after, arg="after").key
+    before, after = precision.get(before, arg="before").key, precision.get(after, arg="after").key
     a, b = study(op, shape, hw, [before, after])
     for r in (a, b):
         if not r.supported:
@@ -168,7 +178,7 @@ def rho_change_parts(op: str, shape: Mapping[str, int], hw, before: str, after: 
                      compute_for_weight_only: str = "fp16") -> RhoChangeParts:
     """The rho change from ``before`` to ``after`` storage, with its AI and ridge factors.
     ValueError (saying why) if the device lacks either compute precision."""
-    before, after = _fmt.get(before, arg="before").key, _fmt.get(after, arg="after").key
+    before, after = precision.get(before, arg="before").key, precision.get(after, arg="after").key
     a, b = study(op, shape, hw, [before, after], compute_for_weight_only=compute_for_weight_only)
     for r in (a, b):
         if not r.supported:
@@ -196,9 +206,9 @@ def tensor_footprint(op: str, shape: Mapping[str, int], storage: str,
     gradients of y, a, h, x and of both weights (weight gradients in the activation format)."""
     op, shape = _op_shape(op, shape)
     cost = op_cost(op, shape, storage, compute)  # checks storage and compute by name
-    fmt = _fmt.get(storage, arg="storage")
+    fmt = precision.get(storage, arg="storage")
     act = (compute or "fp16") if fmt.native_compute is None else fmt.key
-    a, w = _fmt.bytes_per_element(act), fmt.bytes_per_element
+    a, w = precision.bytes_per_element(act), fmt.bytes_per_element
     if op in ("gemm", "gemv"):
         return dict(cost.detail)  # A, B, C once each
     if op == "mlp_train":
@@ -270,13 +280,13 @@ class TF32Misreading:
 def tf32_misreading(op: str, shape: Mapping[str, int], hw) -> TF32Misreading:
     """TF32 is a compute mode: bytes are FP32's (32 bits per element), the peak is tf32's.
     KeyError (naming what the device has) if it lacks an fp32 or tf32 rate."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     op, shape = _op_shape(op, shape)
     fp32_peak, tf32_peak = d.peak_tflops("fp32"), d.peak_tflops("tf32")
     c = op_cost(op, shape, "tf32")
-    bytes_19 = c.bytes * TF32_MATH_BITS / _fmt.bits("tf32")
+    bytes_19 = c.bytes * TF32_MATH_BITS / precision.bits("tf32")
     return TF32Misreading(c.ai, c.flops / bytes_19, fp32_peak, tf32_peak,
-                          float(R.attainable_tflops(c.ai, d, "tf32")))
+                          float(roofline.attainable_tflops(c.ai, d, "tf32")))
 
 
 @dataclass(frozen=True)
@@ -321,10 +331,10 @@ class NaiveBandwidth:
 def naive_bandwidth(op: str, shape: Mapping[str, int], storage: str, hw, *,
                     iterations: int = 100, compute: str | None = None) -> NaiveBandwidth:
     """What dividing the allocator's peak by the run time gives, vs the traffic it moved."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     fvt = footprint_vs_traffic(op, shape, storage, compute, iterations=iterations)
     c = op_cost(op, shape, storage, compute)
-    tb = R.time_bounds(c.flops, c.bytes, d, c.compute)
+    tb = roofline.time_bounds(c.flops, c.bytes, d, c.compute)
     fits = d.l2_bytes is not None and fvt.footprint_bytes <= d.l2_bytes
     if not fits:
         return NaiveBandwidth(fvt, tb.lower * fvt.iterations, d.l2_bytes)
@@ -359,7 +369,7 @@ def decode_gemv_shapes(model: str = "llama-3-8b") -> dict[str, tuple[int, int]]:
 def row_label(row: PrecisionRow) -> str:
     """A row's short name: the format, plus '→<math>' for weight-only (storage-only) formats."""
     instance("row", row, PrecisionRow, "a precision_study.PrecisionRow")
-    return row.storage if _fmt.get(row.storage).native_compute else f"{row.storage}→{row.compute}"
+    return row.storage if precision.get(row.storage).native_compute else f"{row.storage}→{row.compute}"
 
 
 @dataclass(frozen=True)
@@ -413,7 +423,7 @@ def distinct_roofs(hw, precisions: Sequence[str], *, within_factor: float = 1.0
     """Precisions whose roofs differ: one whose peak is within ``within_factor`` (>= 1, either
     way) of an earlier kept one's shares that roof (its ridge label would sit on top of it).
     Returns (kept, {left out: the kept precision it shares a roof with})."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     if positive("within_factor", within_factor) < 1:
         raise ValueError(f"within_factor must be >= 1, got {within_factor!r}")
     kept: list[str] = []

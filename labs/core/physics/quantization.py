@@ -11,7 +11,7 @@ Two effects the roofline's smooth curve misses, each predicted here and measured
   This is the model's step, an upper limit on the dip: libraries soften it with other tile
   shapes (cuBLAS on H100 also runs 128 x 256 tiles with clusters) and stream-K or split-K
   schedules for ragged wave counts, and a small GEMM's time is dominated by launch and
-  ramp-up, so a measured curve shows a shallower dip (review F8).
+  ramp-up, so a measured curve shows a shallower dip.
 * **Fixed cost per call.** A call that reads a small array pays a fixed overhead (Python, the
   framework's dispatch, a kernel launch) before any byte moves: time = overhead + bytes /
   bandwidth. Below bytes = overhead x bandwidth the time hardly shrinks with the bytes, and
@@ -30,6 +30,12 @@ from labs.core.physics._validate import (
     positive_int,
     sequence,
 )
+
+__all__ = [
+    "GPU_GEMM_TILE", "Quantization", "call_time", "cpu_gemm_tile", "efficiency_curve",
+    "fit_call_time", "overhead_crossover_bytes", "quantization", "relative_throughput",
+    "relative_throughput_fixed_wave_time", "sawtooth_relative", "shrink_speedup"
+]
 
 #: A stated, editable figure: the output tile of a large bf16 GEMM on a datacenter GPU. CUTLASS's
 #: default threadblock shape for Ampere/Hopper tensor-core GEMMs is 128 x 128 (x 32 or 64 in K);

@@ -22,6 +22,12 @@ from __future__ import annotations
 from labs.core.physics import hierarchy as _hierarchy
 from labs.core.physics import staircase as _staircase
 
+__all__ = [
+    "CACHES", "CACHE_SCOPES", "CACHE_SOURCE", "CALL_OVERHEAD_S", "DATE", "GEMM_FP32_GFLOPS",
+    "LOAD_AVERAGE", "MACHINE", "MEMORY_BYTES", "OVERHEAD_BANDWIDTH_GBS", "OVERHEAD_ROWS",
+    "SAWTOOTH", "SAWTOOTH_TILE", "SWEEP", "TORCH", "as_hierarchy", "plateaus", "source"
+]
+
 MACHINE = 'AMD EPYC'
 DATE = '2026-11-23'
 TORCH = '2.13.0+cpu'

@@ -17,10 +17,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from labs.core.physics._deferred import is_ndarray
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import is_ndarray
+from labs.core.physics.deferred import numpy as np
 
-from labs.core.physics import hardware as _hw
+from labs.core.physics import hardware
 from labs.core.physics._measured import (  # noqa: F401  (measured launch costs, public here)
     EAGER_KERNEL_US, LAUNCH_BACK_TO_BACK_US, LAUNCH_CUDA_GRAPH_US, MEASURED_KERNEL_COSTS_US)
 from labs.core.physics._measured import (  # the published tables, with their sources
@@ -49,6 +49,18 @@ from labs.core.physics._validate import (
 )
 from labs.core.physics.formulas import Cost
 
+__all__ = [
+    "COMPUTE", "DEFAULT_LAUNCH_OVERHEAD_US", "Derating", "EAGER_KERNEL_US",
+    "LAUNCH_BACK_TO_BACK_US", "LAUNCH_CUDA_GRAPH_US", "LEVER_BATCH_FACTOR",
+    "LEVER_CAPACITY_FACTOR", "LEVER_CLOCK_FACTOR", "LEVER_TILE_FACTOR", "Lever",
+    "MEASURED_KERNEL_COSTS_US", "MEMORY", "OVERHEAD", "RIDGE_DIGITS", "SPEC", "TimeBounds",
+    "VECTOR", "achievable", "ai_levers", "attainable_tflops", "bandwidth_utilization",
+    "ceiling_label", "cost_time", "derating_from_measurement", "flop_utilization",
+    "flop_utilization_bound", "fraction_of_roof", "gemm_crossover_n", "implied_ai", "kernels_time",
+    "mfu", "overhead_crossover_elements", "peak_tflops", "regime", "require_fits", "rho",
+    "ridge_point", "sparse_ridge_point", "tiled_gemm_bytes", "time_bounds"
+]
+
 #: A stated, editable figure: per-kernel launch overhead of a framework on a GPU, in µs, used
 #: for the overhead regime. It is a model's choice, not "what a GPU does": it lies between the
 #: measured costs in ``MEASURED_KERNEL_COSTS_US`` (a CUDA launch alone, back to back, about
@@ -60,16 +72,16 @@ DEFAULT_LAUNCH_OVERHEAD_US = 5.0
 MEMORY, COMPUTE, OVERHEAD = "memory-bound", "compute-bound", "overhead-bound"
 
 #: The ceiling of elementwise work (re-exported from hardware): the non-tensor vector rate.
-VECTOR = _hw.VECTOR
+VECTOR = hardware.VECTOR
 
 
-def _device(hw) -> _hw.Device:
-    return _hw.get(hw, arg="hw")
+def _device(hw) -> hardware.Device:
+    return hardware.get(hw, arg="hw")
 
 
 def _ceiling(precision, arg: str = "precision") -> str:
     """A compute precision or ``VECTOR``: ValueError/KeyError naming ``arg`` otherwise."""
-    return one_of(arg, precision, (*_hw.PRECISIONS, VECTOR))
+    return one_of(arg, precision, (*hardware.PRECISIONS, VECTOR))
 
 
 def peak_tflops(hw, precision: str) -> float:
@@ -111,7 +123,7 @@ class Derating:
         fraction("compute", self.compute)
         fraction("bandwidth", self.bandwidth)
         for k, x in mapping("per_precision", self.per_precision, allow_empty=True).items():
-            _hw._precision_key(k, "per_precision")
+            hardware._precision_key(k, "per_precision")
             fraction(f"per_precision[{k!r}]", x)
         text("source", self.source)
         if not isinstance(self.label, str):
@@ -168,7 +180,7 @@ def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_
     source = text("source", source)
     per = {}
     for p, v in mapping("measured_peaks", measured_peaks).items():
-        key = _hw._precision_key(p, "measured_peaks")
+        key = hardware._precision_key(p, "measured_peaks")
         per[key] = min(1.0, positive(f"measured_peaks[{p!r}]", v)
                        / d.peak_tflops(key, arg="measured_peaks"))
     bw = min(1.0, positive("measured_bandwidth_gbs", measured_bandwidth_gbs) / d.bandwidth_gbs)
@@ -361,13 +373,13 @@ def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None,
     C's write), ``flops_per_mac`` FLOPs per multiply-add (2; 1 counts MACs as FLOPs), and
     ``sparse=True`` takes the ridge at the vendor's 2:4-sparse headline peak instead of the
     dense one (KeyError where the device quotes none for ``precision``)."""
-    from labs.core.physics import precision as _fmt
+    from labs.core.physics import precision as _precision
 
     operands = positive_int("operands", operands)
     flops_per_mac = positive_int("flops_per_mac", flops_per_mac)
     ridge = sparse_ridge_point(hw, precision) if flag("sparse", sparse) else ridge_point(
         hw, precision)
-    b = (_fmt.bytes_per_element(_ceiling(precision), arg="precision")
+    b = (_precision.bytes_per_element(_ceiling(precision), arg="precision")
          if bytes_per_element is None else positive("bytes_per_element", bytes_per_element))
     return operands * b * ridge / flops_per_mac
 
@@ -461,11 +473,11 @@ def ai_levers(m, n, k, hw, precision: str, *, tile: int = 64,
     weights in half the bytes (e.g. fp8 weights for bf16, dequantised: A, C and the math stay
     as they were, so AI rises by less than 2x), a faster core clock (peak up, bandwidth and AI
     unchanged: the ridge moves right), more memory capacity (nothing in AI or ridge changes)."""
-    from labs.core.physics import precision as _fmt
+    from labs.core.physics import precision as _precision
 
     d = _device(hw)
     ridge_point(d, precision)  # a precision the device has, named in any message
-    b = (_fmt.bytes_per_element(_ceiling(precision), arg="precision")
+    b = (_precision.bytes_per_element(_ceiling(precision), arg="precision")
          if bytes_per_element is None else positive("bytes_per_element", bytes_per_element))
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     t = positive_int("tile", tile)

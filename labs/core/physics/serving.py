@@ -9,16 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from labs.core.physics import formulas as F
-from labs.core.physics import hardware as _hw
-from labs.core.physics import models as _m
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
-from labs.core.physics import weight_only as _wo
+from labs.core.physics import formulas
+from labs.core.physics import hardware
+from labs.core.physics import models
+from labs.core.physics import precision
+from labs.core.physics import roofline
+from labs.core.physics import weight_only as _weight_only
 from labs.core.physics._validate import finite_results, non_negative, positive, positive_int
 
-get, memory_budget, step_bound, step_ops = _m.get, _m.memory_budget, _m.step_bound, _m.step_ops
-OP_GROUPS, op_group = _m.OP_GROUPS, _m.op_group
+__all__ = [
+    "DesignCheck", "DesignVerdict", "OP_GROUPS", "SERVING_TARGETS", "ServingTarget",
+    "check_design", "critical_decode_batch", "decode_attention_ai", "decode_gemm_ai",
+    "first_batch_over", "get", "memory_budget", "op_group", "step_bound", "step_ops"
+]
+
+get, memory_budget, step_bound, step_ops = models.get, models.memory_budget, models.step_bound, models.step_ops
+OP_GROUPS, op_group = models.OP_GROUPS, models.op_group
 
 
 @dataclass(frozen=True)
@@ -101,11 +107,11 @@ class DesignVerdict:
     target: str
     checks: tuple[DesignCheck, ...]  # at the derated (achievable) rates
     spec_checks: tuple[DesignCheck, ...]  # at 100% of the spec sheet
-    derating: R.Derating
+    derating: roofline.Derating
     compute: str  # precision the weight GEMMs run at (follows from weights x activations)
     # a weight-only design (weights dequantised before the multiply): the published measurement
     # whose share of its byte ratio its decode is charged at achievable rates; None otherwise
-    weight_only: _wo.MeasuredWeightOnly | None = None
+    weight_only: _weight_only.MeasuredWeightOnly | None = None
 
     def rates_text(self) -> str:
         """The achievable rates the checks use, in words: the derating, and for a weight-only
@@ -175,7 +181,7 @@ def _target(target) -> ServingTarget:
 def check_design(target, hw, *, model, batch: int, seq_len: int,
                  weight_precision: str = "bf16", activation_precision: str = "bf16",
                  kv_precision: str = "bf16", compute: str | None = None,
-                 derating: R.Derating | None = None) -> DesignVerdict:
+                 derating: roofline.Derating | None = None) -> DesignVerdict:
     """Does this serving design meet ``target`` (a key of :data:`SERVING_TARGETS` or a
     :class:`ServingTarget`)? Checks model, device class, context, users, memory (at the
     target's memory fraction), per-user and total decode tokens/s at the full context, and the
@@ -193,15 +199,15 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
     activations; weight-only formats dequantise to the activation precision); ``compute``,
     if given, must agree, or the design is refused with a message naming the way out."""
     t = _target(target)
-    d, m = _hw.get(hw, arg="hw"), get(model, arg="model")
+    d, m = hardware.get(hw, arg="hw"), get(model, arg="model")
     batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
     names = dict(weight_arg="weight_precision", activation_arg="activation_precision")
-    compute_used = (_fmt.matmul_compute(weight_precision, activation_precision, **names)
+    compute_used = (precision.matmul_compute(weight_precision, activation_precision, **names)
                     if compute is None else
-                    _fmt.explain_compute(weight_precision, activation_precision, compute, **names))
-    der = R.achievable(d) if derating is None else R._derating(derating)
-    measured = (_wo.measured_for(weight_precision)
-                if _wo.is_weight_only(weight_precision, activation_precision) else None)
+                    precision.explain_compute(weight_precision, activation_precision, compute, **names))
+    der = roofline.achievable(d) if derating is None else roofline._derating(derating)
+    measured = (_weight_only.measured_for(weight_precision)
+                if _weight_only.is_weight_only(weight_precision, activation_precision) else None)
     kw = dict(precision=activation_precision, weight_precision=weight_precision,
               kv_precision=kv_precision, compute=compute)
     budget = memory_budget(m, d, batch=batch, seq_len=seq_len, weight_precision=weight_precision,
@@ -221,7 +227,7 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
                     budget.capacity_bytes / 1e9, "GB", budget.explain(), "<="),
     ]
 
-    def timed(rates: R.Derating) -> list[DesignCheck]:
+    def timed(rates: roofline.Derating) -> list[DesignCheck]:
         dec = step_bound(m, d, "decode", batch=batch, seq_len=seq_len, derating=rates, **kw)
         if measured is not None and not rates.is_spec:
             dec = _weight_only_step(dec, m.weight_bytes_read(weight_precision, tokens=batch),
@@ -244,12 +250,12 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
             f"({pre.bound}-bound, {pre.compute} math)", "<="))
         return out
 
-    return DesignVerdict(t.key, tuple(fixed + timed(der)), tuple(fixed + timed(R.SPEC)), der,
+    return DesignVerdict(t.key, tuple(fixed + timed(der)), tuple(fixed + timed(roofline.SPEC)), der,
                          compute_used, None if der.is_spec else measured)
 
 
-def _weight_only_step(step: _m.StepBound, weight_bytes: float, d: _hw.Device,
-                      rates: R.Derating, share: float) -> _m.StepBound:
+def _weight_only_step(step: models.StepBound, weight_bytes: float, d: hardware.Device,
+                      rates: roofline.Derating, share: float) -> models.StepBound:
     """``step`` with its ``weight_bytes`` charged at ``share`` of the speed the roofline gives
     them: t_memory + weight_bytes x (1 / share - 1) / (bandwidth at ``rates``)."""
     extra = weight_bytes * (1 / share - 1) / (d.bandwidth_gbs * 1e9 * rates.bandwidth)
@@ -281,8 +287,8 @@ def decode_gemm_ai(model, batch: int, *, weight_precision: str = "bf16",
     """AI of one decode step's weight GEMMs together (all projections and the LM head) at
     ``batch`` sequences: 2 x batch FLOPs per weight read, over weights + activations moved."""
     batch = positive_int("batch", batch)
-    activation_precision = _fmt.get(activation_precision, arg="activation_precision").key
-    weight_precision = _fmt.get(weight_precision, arg="weight_precision").key
+    activation_precision = precision.get(activation_precision, arg="activation_precision").key
+    weight_precision = precision.get(weight_precision, arg="weight_precision").key
     ops = step_ops(model, "decode", batch, 1, activation_precision,
                    weight_precision=weight_precision)
     gemms = [o for o in ops if op_group(o.name) == OP_GROUPS[0]]
@@ -296,9 +302,9 @@ def critical_decode_batch(model, hw, *, weight_precision: str = "bf16",
     run at (``matmul_compute(weights, activations)``), i.e. become compute-bound:
     AI(B) = 2 B P / (P b_w + B (...) b_a) >= ridge, about B* = ridge x b_w / 2. 0 if no batch
     reaches it (the activations' own bytes keep AI below the ridge)."""
-    comp = _fmt.matmul_compute(weight_precision, activation_precision,
+    comp = precision.matmul_compute(weight_precision, activation_precision,
                                weight_arg="weight_precision", activation_arg="activation_precision")
-    ridge = R.ridge_point(hw, comp)
+    ridge = roofline.ridge_point(hw, comp)
     kw = dict(weight_precision=weight_precision, activation_precision=activation_precision)
     if decode_gemm_ai(model, 1 << 22, **kw) < ridge:
         return 0
@@ -323,8 +329,8 @@ def decode_attention_ai(model, batch: int, seq_len: int, *, kv_precision: str = 
     Llama-3 in bf16): memory-bound on every device in the registry."""
     m = get(model, arg="model")
     batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
-    activation_precision = _fmt.get(activation_precision, arg="activation_precision").key
-    kv_precision = _fmt.get(kv_precision, arg="kv_precision").key
-    c = F.attention(batch, m.heads, 1, seq_len, m.head_dim, activation_precision, fused=True,
+    activation_precision = precision.get(activation_precision, arg="activation_precision").key
+    kv_precision = precision.get(kv_precision, arg="kv_precision").key
+    c = formulas.attention(batch, m.heads, 1, seq_len, m.head_dim, activation_precision, fused=True,
                     kv_heads=m.kv_heads, kv_precision=kv_precision, causal=True)
     return c.ai

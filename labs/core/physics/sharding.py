@@ -21,11 +21,21 @@ import math
 from dataclasses import dataclass
 from dataclasses import replace as _replace
 
-from labs.core.physics import collectives as C
-from labs.core.physics import hardware as _hw
+from labs.core.physics import collectives as _collectives
+from labs.core.physics import hardware
 from labs.core.physics import models as _models
-from labs.core.physics import precision as _fmt
+from labs.core.physics import precision as _precision
 from labs.core.physics._validate import flag, instance, positive, positive_int, sequence
+
+__all__ = [
+    "BACKWARD_FLOPS_PER_PARAM_TOKEN", "COMMUNICATION", "DPStep", "Diagnosis",
+    "FORWARD_FLOPS_PER_PARAM_TOKEN", "MAX_OVERLAP_GAIN", "MEGATRON_PAIR", "RESOURCES",
+    "SWIGLU_MLP", "ShardTimes", "ShardedMatmul", "TPServing", "TP_DEGREES",
+    "TRAIN_FLOPS_PER_PARAM_TOKEN", "alpha_where_collectives_equal_matmuls", "best_tp_degree",
+    "comm_bound_tokens", "dp_critical_batch", "dp_step", "first_comm_bound_degree", "link_ridge",
+    "shard_times", "sharded_matmul", "tp_critical_shard", "tp_diagnosis", "tp_scaling",
+    "tp_serving"
+]
 
 COMMUNICATION = "communication-bound"
 RESOURCES = ("compute", "HBM", "link")
@@ -45,7 +55,7 @@ SWIGLU_MLP = 3
 
 def _peak(hw, precision: str, arg: str = "precision") -> float:
     """Dense peak in FLOP/s; errors name ``hw`` and the caller's precision argument."""
-    return _hw.get(hw, arg="hw").peak_tflops(precision, arg=arg) * 1e12
+    return hardware.get(hw, arg="hw").peak_tflops(precision, arg=arg) * 1e12
 
 
 def link_ridge(hw, precision: str, link, n: int = 2, *,
@@ -54,8 +64,8 @@ def link_ridge(hw, precision: str, link, n: int = 2, *,
     ``precision``; B the one-way bandwidth of the link within a node, or beyond one the
     all-reduce bus bandwidth of NCCL's flat Ring on :func:`collectives.collective_path`).
     A chip and a link that cannot be paired raise ValueError (:func:`collectives.check_pair`)."""
-    C.check_pair(_hw.get(hw, arg="hw"), link)
-    path = C.collective_path(link, n, nics_per_node=nics_per_node)
+    _collectives.check_pair(hardware.get(hw, arg="hw"), link)
+    path = _collectives.collective_path(link, n, nics_per_node=nics_per_node)
     return _peak(hw, precision) / (path.bus_gbs("all-reduce") * 1e9)
 
 
@@ -84,7 +94,7 @@ class ShardedMatmul:
 
     @property
     def bytes_per_element(self) -> float:
-        return _fmt.bytes_per_element(self.storage)
+        return _precision.bytes_per_element(self.storage)
 
     @property
     def k_shard(self) -> float:
@@ -113,7 +123,7 @@ class ShardedMatmul:
     @property
     def link_bytes(self) -> float:
         """Bytes each chip sends over the link in a ring: bus factor × message."""
-        return C.bus_factor(self.op, self.n) * self.message_bytes
+        return _collectives.bus_factor(self.op, self.n) * self.message_bytes
 
     @property
     def ai_hbm(self) -> float:
@@ -137,17 +147,17 @@ def sharded_matmul(tokens, k, n_out, n, storage: str = "bf16", *, op: str = "all
                    compute: str | None = None, matmuls: int = 1) -> ShardedMatmul:
     """A row-parallel matmul over ``n`` >= 2 chips, or with ``matmuls`` = 2 or 3 the Megatron
     block that ends in it (see :class:`ShardedMatmul`)."""
-    o = C._op(op)
+    o = _collectives._op(op)
     if o == "all-gather":
         raise ValueError("op must be 'all-reduce' or 'reduce-scatter' for a row-parallel "
                          "matmul (its partial outputs are summed), got 'all-gather'")
-    nn = C._n(n)
+    nn = _collectives._n(n)
     k, n_out = positive_int("k", k), positive_int("n_out", n_out)
     if k % nn:
         raise ValueError(f"k={k} does not split evenly over n={nn} chips")
     return ShardedMatmul(positive_int("tokens", tokens), k, n_out, nn,
-                         _fmt.get(storage, arg="storage").key,
-                         _fmt.compute_precision(storage, compute), o, _matmuls(matmuls))
+                         _precision.get(storage, arg="storage").key,
+                         _precision.compute_precision(storage, compute), o, _matmuls(matmuls))
 
 
 @dataclass(frozen=True)
@@ -187,10 +197,10 @@ class ShardTimes:
 def shard_times(mm: ShardedMatmul, hw, link, algorithm: str = "ring") -> ShardTimes:
     """Per-chip seconds of a :class:`ShardedMatmul` on a device and a link."""
     mm = instance("mm", mm, ShardedMatmul, "a ShardedMatmul (sharding.sharded_matmul)")
-    d = _hw.get(hw, arg="hw")
-    C.check_pair(d, link)
+    d = hardware.get(hw, arg="hw")
+    _collectives.check_pair(d, link)
     return ShardTimes(mm.flops / _peak(d, mm.compute), mm.hbm_bytes / (d.bandwidth_gbs * 1e9),
-                      C.link_time(mm.op, mm.message_bytes, mm.n, link, algorithm))
+                      _collectives.link_time(mm.op, mm.message_bytes, mm.n, link, algorithm))
 
 
 def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
@@ -201,12 +211,12 @@ def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
     all-reduce in one node, with m = ``matmuls`` per collective (1: one row-parallel matmul;
     2: a Megatron column + row pair; 3: a SwiGLU MLP, where K/n is the hidden slice F/n).
     Beyond a node, factor / B is NCCL's flat Ring's time per byte on the path."""
-    nn = C._n(n)
+    nn = _collectives._n(n)
     m = _matmuls(matmuls)
-    b = (_fmt.bytes_per_element(precision, arg="precision") if storage is None
-         else _fmt.bytes_per_element(storage, arg="storage"))
-    C.check_pair(_hw.get(hw, arg="hw"), link)
-    spb = C.collective_path(link, nn).seconds_per_byte(op)
+    b = (_precision.bytes_per_element(precision, arg="precision") if storage is None
+         else _precision.bytes_per_element(storage, arg="storage"))
+    _collectives.check_pair(hardware.get(hw, arg="hw"), link)
+    spb = _collectives.collective_path(link, nn).seconds_per_byte(op)
     return spb * _peak(hw, precision) * b / (2 * m)
 
 
@@ -221,10 +231,10 @@ def comm_bound_tokens(k, n_out, n, hw, link, storage: str = "bf16", *, op: str =
     """
     probe = sharded_matmul(1, k, n_out, n, storage, op=op, compute=compute, matmuls=matmuls)
     two = sharded_matmul(2, k, n_out, n, storage, op=op, compute=compute, matmuls=matmuls)
-    d = _hw.get(hw, arg="hw")
-    C.check_pair(d, link)
-    C._algorithm(probe.op, algorithm)
-    path = C.collective_path(link, probe.n)
+    d = hardware.get(hw, arg="hw")
+    _collectives.check_pair(d, link)
+    _collectives._algorithm(probe.op, algorithm)
+    path = _collectives.collective_path(link, probe.n)
     bw = d.bandwidth_gbs * 1e9
     f = probe.flops / _peak(d, probe.compute)
     h1 = (two.hbm_bytes - probe.hbm_bytes) / bw
@@ -250,7 +260,7 @@ class TPServing:
 
     model: str
     device: str
-    link: C.Link  # the link the collectives run at (collectives.ring_link: NCCL's Ring past a node)
+    link: _collectives.Link  # the link the collectives run at (collectives.ring_link: NCCL's Ring past a node)
     n: int
     batch: int
     seq_len: int
@@ -300,12 +310,12 @@ def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "b
     replicated. Communication: 2 all-reduces per layer (after the O and down projections)
     plus one for the vocab-parallel embedding, each of batch × d_model activations, and one
     all-gather of batch × vocab logits."""
-    m, d = _models.get(model, arg="model"), _hw.get(hw, arg="hw")
+    m, d = _models.get(model, arg="model"), hardware.get(hw, arg="hw")
     n = positive_int("n", n)
     batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
-    C._algorithm("all-reduce", algorithm)  # checked even where n = 1 sends nothing
-    C.check_pair(d, link)
-    lk = C.ring_link(link, max(n, 2))
+    _collectives._algorithm("all-reduce", algorithm)  # checked even where n = 1 sends nothing
+    _collectives.check_pair(d, link)
+    lk = _collectives.ring_link(link, max(n, 2))
     full = _models.memory_budget(m, d, batch=batch, seq_len=seq_len,
                                  weight_precision=weight_precision, kv_precision=kv_precision,
                                  act_precision=act_precision)
@@ -321,16 +331,16 @@ def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "b
         f_div, b_div = split.get(_models.op_group(op.name), (1, 1))
         flops += op.flops / f_div
         bytes_ += op.bytes / b_div
-    act = _fmt.bytes_per_element(act_precision, arg="act_precision")
+    act = _precision.bytes_per_element(act_precision, arg="act_precision")
     n_ar, ar_bytes, ag_bytes = 2 * m.layers + 1, batch * m.d_model * act, batch * m.vocab * act
     if n == 1:
         t_comm = comm = 0.0
         count = 0
     else:
-        t_comm = (n_ar * C.link_time("all-reduce", ar_bytes, n, link, algorithm)
-                  + C.link_time("all-gather", ag_bytes, n, link))
-        comm = (n_ar * C.bus_factor("all-reduce", n) * ar_bytes
-                + C.bus_factor("all-gather", n) * ag_bytes)
+        t_comm = (n_ar * _collectives.link_time("all-reduce", ar_bytes, n, link, algorithm)
+                  + _collectives.link_time("all-gather", ag_bytes, n, link))
+        comm = (n_ar * _collectives.bus_factor("all-reduce", n) * ar_bytes
+                + _collectives.bus_factor("all-gather", n) * ag_bytes)
         count = n_ar + 1
     return TPServing(m.key, d.key, lk, n, batch, seq_len, budget, flops, bytes_, count, comm,
                      flops / _peak(d, compute, "compute"), bytes_ / (d.bandwidth_gbs * 1e9),
@@ -360,7 +370,7 @@ def alpha_where_collectives_equal_matmuls(model, hw, link, n, *, batch, seq_len,
     α* = (max(compute, HBM) - t_comm at α = 0) / (steps per step). None where the
     collectives outlast the matmuls even at α = 0, or where ``n`` < 2 sends nothing. Used to
     say how far Prediction 4's answer rests on the stated α."""
-    lk = C.get_link(link)
+    lk = _collectives.get_link(link)
     if positive_int("n", n) < 2:
         return None
     kwargs.update(batch=batch, seq_len=seq_len)
@@ -493,15 +503,15 @@ def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
     with ``algorithm`` (beyond a node NCCL's flat Ring by default, or ``"hierarchical"``;
     ``nics_per_node`` NICs of ``nic`` per node, default one InfiniBand NDR NIC per chip)."""
     p = _params(model_or_params)
-    nn = C._n(n)
+    nn = _collectives._n(n)
     t = positive_int("tokens_per_chip", tokens_per_chip)
     g = positive("grad_bytes", grad_bytes)
     ov = flag("overlap", overlap)
-    C.check_pair(_hw.get(hw, arg="hw"), link)
+    _collectives.check_pair(hardware.get(hw, arg="hw"), link)
     peak = _peak(hw, precision)
     return DPStep(p, nn, t, FORWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
                   BACKWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
-                  C.link_time("all-reduce", p * g, nn, link, algorithm,
+                  _collectives.link_time("all-reduce", p * g, nn, link, algorithm,
                               nics_per_node=nics_per_node, nic=nic), ov)
 
 
@@ -515,10 +525,10 @@ def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2,
     i.e. (n-1)/n × g/2 × π/B in a node. P cancels; below T* the step waits for the gradients
     even with perfect overlap (jax-ml/scaling-book ch. 5 and 'How to Think About GPUs':
     per-GPU batch > C / W_collective, ~2,475 tokens across H100 nodes)."""
-    nn = C._n(n)
+    nn = _collectives._n(n)
     g = positive("grad_bytes", grad_bytes)
-    C.check_pair(_hw.get(hw, arg="hw"), link)
-    spb = C.collective_path(link, nn, nics_per_node=nics_per_node, nic=nic).seconds_per_byte(
+    _collectives.check_pair(hardware.get(hw, arg="hw"), link)
+    spb = _collectives.collective_path(link, nn, nics_per_node=nics_per_node, nic=nic).seconds_per_byte(
         "all-reduce", algorithm)
     return g * spb * _peak(hw, precision) / BACKWARD_FLOPS_PER_PARAM_TOKEN
 

@@ -29,7 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import numpy as np
 
 from labs.core.physics._validate import (
     instance,
@@ -42,6 +42,11 @@ from labs.core.physics._validate import (
     shown,
     text,
 )
+
+__all__ = [
+    "ONE_ROOF", "Plateau", "RatioSeparation", "find_plateaus", "levels", "name_plateaus",
+    "noise_level", "plateau_ratio", "ratio_separation"
+]
 
 
 @dataclass(frozen=True)

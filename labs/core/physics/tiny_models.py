@@ -1,6 +1,6 @@
 """Lab 7 physics: the built-in models' shapes, the memory a profile run of them needs, and what
 the roofline predicts for them. Pure Python (the torch modules are in
-``labs.core.measure.tiny_modules``), so a lab can predict, and refuse a configuration that does
+``labs.core.measure.profile.tiny_modules``), so a lab can predict, and refuse a configuration that does
 not fit, before torch is imported or anything is allocated.
 
 The tiny decoder keeps Llama-3-8B's proportions (meta-llama params.json, see
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from labs.core.physics import formulas as F
-from labs.core.physics import hardware as _hw
+from labs.core.physics import formulas
+from labs.core.physics import hardware
 from labs.core.physics import models as _models
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
+from labs.core.physics import precision as _precision
+from labs.core.physics import roofline
 from labs.core.physics._validate import (
     finite_results,
     mapping,
@@ -29,6 +29,15 @@ from labs.core.physics._validate import (
     shown,
     text,
 )
+
+__all__ = [
+    "ATTENTION", "BLOCKS", "CHANGES", "LAUNCHES", "LOOKUP", "MODEL_PRECISIONS", "PHASES",
+    "TINY_DECODER", "best_predicted_group", "changed", "dominant_group", "memory_bound_share",
+    "memory_bound_share_with_launches", "memory_bytes", "memory_terms", "overhead_ratio_by_group",
+    "predicted_ratio", "predicted_ratio_with_launches", "step_kernel_list", "step_kernels",
+    "step_kernels_by_group", "step_ops", "step_seconds", "storage", "time_by_group",
+    "time_with_launches"
+]
 
 PHASES = ("prefill", "decode")
 #: "math": QK^T, softmax and PV as separate operators, KV heads repeated to the query heads
@@ -50,7 +59,7 @@ TINY_DECODER = dataclasses.replace(_base, params_reported=float(_base.params))
 BLOCKS = ("decoder", "mlp", "attention")
 
 
-def _precision(precision, arg: str = "precision") -> str:
+def _model_precision(precision, arg: str = "precision") -> str:
     p = text(arg, precision).lower()
     if p not in MODEL_PRECISIONS:
         raise KeyError(f"{arg}={shown(precision)} cannot be a whole model's precision; choose "
@@ -61,7 +70,7 @@ def _precision(precision, arg: str = "precision") -> str:
 def _check(phase: str, attention: str, precision: str) -> str:
     one_of("phase", phase, PHASES)
     one_of("attention", attention, ATTENTION)
-    return _precision(precision)
+    return _model_precision(precision)
 
 
 def _case(config, phase, batch, context, precision, attention):
@@ -75,7 +84,7 @@ def _case(config, phase, batch, context, precision, attention):
 
 def storage(precision: str) -> str:
     """The storage format of a model precision (tf32 is an fp32 compute mode)."""
-    p = _precision(precision)
+    p = _model_precision(precision)
     return "fp32" if p == "tf32" else p
 
 
@@ -97,7 +106,7 @@ def memory_terms(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
     c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
                                                    attention)
     block = one_of("block", block, BLOCKS)
-    b = _fmt.bytes_per_element(storage(p))
+    b = _precision.bytes_per_element(storage(p))
     sq = context if phase == "prefill" else 1
     tokens = batch * sq
     d, hd, h, kvh = c.d_model, c.head_dim, c.heads, c.kv_heads
@@ -128,7 +137,7 @@ def memory_bytes(config=TINY_DECODER, **kwargs) -> float:
 @finite_results
 def step_ops(config=TINY_DECODER, *, phase: str = "decode", batch: int = 1,
              context: int = 1024, precision: str = "fp32",
-             attention: str = "math") -> list[F.Cost]:
+             attention: str = "math") -> list[formulas.Cost]:
     """The roofline's view of one forward of the decoder (``models.step_ops``): per-layer ops x
     layers plus the LM head on the last position; "sdpa" is the fused attention, "math" the
     unfused one WITH the copy of K and V to every query head that the tiny decoder runs
@@ -145,7 +154,7 @@ def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int 
                   context: int = 1024, precision: str = "fp32",
                   attention: str = "math") -> dict[str, float]:
     """Predicted seconds per ``models.OP_GROUPS`` group: each op at its roofline bound."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
                                                    attention)
     return _models.step_time_by_group(c, d, phase, batch=batch, seq_len=context,
@@ -167,12 +176,12 @@ def memory_bound_share(hw, config=TINY_DECODER, *, phase: str = "decode", batch:
     bound max(FLOPs / its ceiling, bytes / bandwidth) (``roofline.cost_time``: matmuls at the
     precision's peak, norms and adds at the vector rate), memory-bound where the bytes term is
     larger."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     p = _check(phase, attention, precision)
     total = mem = 0.0
     for op in step_ops(config, phase=phase, batch=batch, context=context, precision=p,
                        attention=attention):
-        tb = R.cost_time(op, d)  # each op at its own ceiling (norms and adds: vector)
+        tb = roofline.cost_time(op, d)  # each op at its own ceiling (norms and adds: vector)
         total += tb.lower
         mem += tb.lower if tb.t_memory > tb.t_compute else 0.0
     return mem / total
@@ -189,7 +198,7 @@ def step_kernel_list(config=TINY_DECODER, *, phase: str = "decode", batch: int =
                      context: int = 1024, precision: str = "fp32",
                      attention: str = "math") -> list[tuple[str, str, int]]:
     """The kernels one eager forward of the tiny decoder launches, as the lab builds and
-    profiles it (``labs.core.measure.tiny_modules``, with its KV cache): a list of (what,
+    profiles it (``labs.core.measure.profile.tiny_modules``, with its KV cache): a list of (what,
     group, kernels per step), group one of ``models.OP_GROUPS`` or :data:`LOOKUP`.
 
     A KERNEL here is one non-view aten operator, the operators the project's profiler records
@@ -292,7 +301,7 @@ def step_kernels(config=TINY_DECODER, **case) -> int:
 
 @finite_results
 def time_with_launches(hw, config=TINY_DECODER, *,
-                       launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                       launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US,
                        phase: str = "decode", batch: int = 1, context: int = 1024,
                        precision: str = "fp32", attention: str = "math") -> dict[str, float]:
     """The roofline plus the lab's launch model: seconds per ``models.OP_GROUPS`` group (each
@@ -320,7 +329,7 @@ def time_with_launches(hw, config=TINY_DECODER, *,
 
 @finite_results
 def memory_bound_share_with_launches(hw, config=TINY_DECODER, *,
-                                     launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                                     launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US,
                                      **case) -> float:
     """Fraction (0-1) of a step's time in memory-bound ops once every kernel pays a launch
     (:func:`time_with_launches`): sum of the memory-bound ops' bounds / (sum of all bounds +
@@ -333,7 +342,7 @@ def memory_bound_share_with_launches(hw, config=TINY_DECODER, *,
 
 @finite_results
 def predicted_ratio_with_launches(change: str, hw, base: dict, config=TINY_DECODER, *,
-                                  launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US
+                                  launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US
                                   ) -> float | None:
     """New / old step time for one change under the roofline plus the launch model
     (:func:`time_with_launches`): (sum of bounds + kernels x overhead) after / before; None
@@ -353,7 +362,7 @@ def predicted_ratio_with_launches(change: str, hw, base: dict, config=TINY_DECOD
 
 @finite_results
 def overhead_ratio_by_group(hw, config=TINY_DECODER, *,
-                            launch_overhead_us: float = R.DEFAULT_LAUNCH_OVERHEAD_US,
+                            launch_overhead_us: float = roofline.DEFAULT_LAUNCH_OVERHEAD_US,
                             phase: str = "prefill", batch: int = 1, context: int = 1024,
                             precision: str = "fp32", attention: str = "math") -> dict[str, float]:
     """Per ``models.OP_GROUPS`` group: (its ops' bounds + its kernels x launch overhead) /
@@ -363,14 +372,14 @@ def overhead_ratio_by_group(hw, config=TINY_DECODER, *,
     kernels are :func:`step_kernels_by_group`'s (the same count as :func:`time_with_launches`:
     the rotary and cache-write operators with attention, the final norm with the norms); the
     embedding lookup's one kernel is in no group."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     c, phase, batch, context, p, attention = _case(config, phase, batch, context, precision,
                                                    attention)
     overhead_s = non_negative("launch_overhead_us", launch_overhead_us) * 1e-6
     bound = dict.fromkeys(_models.OP_GROUPS, 0.0)
     for op in step_ops(c, phase=phase, batch=batch, context=context, precision=p,
                        attention=attention):
-        bound[_models.op_group(op.name)] += R.cost_time(op, d).lower
+        bound[_models.op_group(op.name)] += roofline.cost_time(op, d).lower
     kernels = step_kernels_by_group(c, phase=phase, batch=batch, context=context, precision=p,
                                     attention=attention)
     return {g: (bound[g] + kernels[g] * overhead_s) / bound[g] for g in bound if bound[g] > 0}
@@ -436,7 +445,7 @@ def predicted_ratio(change: str, hw, base: dict, config=TINY_DECODER) -> float |
     (torch.compile's fusion depends on what the compiler fuses). ``base``: keyword arguments
     of :func:`time_by_group` (phase, batch, context, precision, attention)."""
     new = changed(change, base)
-    _hw.get(hw, arg="hw")
+    hardware.get(hw, arg="hw")
     _models.get(config, arg="config")
     if one_of("change", change, CHANGES) == "compile":
         return None

@@ -12,6 +12,11 @@ from typing import Any, Callable
 
 from labs.core.physics._validate import flag, shown, text
 
+__all__ = [
+    "error_message", "format_bytes", "format_flops", "format_seconds", "format_value",
+    "intensity_unit", "rate_unit"
+]
+
 
 def _real(name: str, value) -> float:
     """A real number to show (inf and nan are shown as such), else ValueError naming it."""

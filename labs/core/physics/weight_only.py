@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from labs.core.physics import formulas as F
-from labs.core.physics import hardware as _hw
-from labs.core.physics import precision as _fmt
-from labs.core.physics import roofline as R
+from labs.core.physics import formulas
+from labs.core.physics import hardware
+from labs.core.physics import precision
+from labs.core.physics import roofline
 from labs.core.physics._validate import instance, mapping, positive, positive_int, sequence
 
 __all__ = ["GPT_FAST_SOURCE", "MARLIN_SOURCE", "MARLIN_NEAR_IDEAL_UP_TO_BATCH",
@@ -75,11 +75,11 @@ def is_weight_only(weight_precision: str, activation_precision: str) -> bool:
     (weight-only quantisation): they are narrower than the precision the matmul runs at
     (``precision.matmul_compute``), as int8 or int4 weights with bf16 activations are; W8A8
     int8, fp8 and FP4 formats with a rate of their own are not."""
-    compute = _fmt.matmul_compute(weight_precision, activation_precision,
+    compute = precision.matmul_compute(weight_precision, activation_precision,
                                   weight_arg="weight_precision",
                                   activation_arg="activation_precision")
-    return _fmt.bits(_fmt.get(weight_precision, arg="weight_precision").key) < \
-        _fmt.COMPUTE_BITS[compute]
+    return precision.bits(precision.get(weight_precision, arg="weight_precision").key) < \
+        precision.COMPUTE_BITS[compute]
 
 
 def measured_for(weight_precision: str) -> MeasuredWeightOnly:
@@ -89,7 +89,7 @@ def measured_for(weight_precision: str) -> MeasuredWeightOnly:
     checker charges a weight-only decode at this share of its byte ratio
     (``serving.check_design``): only the format measured is measured; for the others the
     nearest one in bits is a stated assumption."""
-    bits = _fmt.bits(_fmt.get(weight_precision, arg="weight_precision").key)
+    bits = precision.bits(precision.get(weight_precision, arg="weight_precision").key)
     return min(WEIGHT_ONLY_MEASURED, key=lambda m: abs(m.bits_per_weight - bits))
 
 
@@ -110,7 +110,7 @@ def measured_weight_only_text() -> str:
              for m in WEIGHT_ONLY_MEASURED]
     m = WEIGHT_ONLY_MEASURED[0]
     return (f"gpt-fast measures {' and '.join(parts)} over bf16 for a whole model at batch "
-            f"{m.batch} on an {_hw.get(m.device).name}; Marlin's hand-written 4-bit kernels "
+            f"{m.batch} on an {hardware.get(m.device).name}; Marlin's hand-written 4-bit kernels "
             "come close to the byte ratio on large layers up to batch "
             f"{MARLIN_NEAR_IDEAL_UP_TO_BATCH}, and gain less and less beyond")
 
@@ -137,7 +137,7 @@ def dequant_target(hw) -> str:
     fp16 on every registry GPU; bf16 on a TPU; on a CPU measured by Lab 3 whichever it really
     runs fast: torch's CPU fp16 matmul is emulated (0.4-2 GFLOP/s against ~100 for bf16 on a
     2-core AMD EPYC), so an fp16 baseline would time the emulation, not the memory."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     have = [p for p in ("fp16", "bf16", "fp32") if d.has(p)]
     if not have:
         raise KeyError(f"{d.name} has no fp16, bf16 or fp32 rate to dequantise weights to")
@@ -153,22 +153,22 @@ def decode_quant_table(n: int, k: int, hw, storages: Sequence[str] | None = None
     dequantised to them. ``storages`` default: that precision (the baseline), fp8, int8, nvfp4
     and int4-g128. Memory-bound, so the speedup of the roofline bounds is about the byte
     ratio: the ideal, which measured kernels fall short of (:data:`WEIGHT_ONLY_MEASURED`)."""
-    d = _hw.get(hw, arg="hw")
+    d = hardware.get(hw, arg="hw")
     n, k, batch = positive_int("n", n), positive_int("k", k), positive_int("batch", batch)
     target = dequant_target(d)
     if storages is None:
         storages = (target, "fp8", "int8", "nvfp4", "int4-g128")
     rows = []
     for s in sequence("storages", storages):
-        fmt = _fmt.get(s, arg="storages")
+        fmt = precision.get(s, arg="storages")
         native = fmt.native_compute
         if native and d.has(native):
             act, note = fmt.key, f"W and A in {fmt.label}: {native} math"
         else:
             act = target
             note = f"weight-only: dequantised to {act} (activations {act})"
-        c = F.gemm(batch, n, k, act, weight_precision=fmt.key)
-        tb = R.time_bounds(c.flops, c.bytes, d, c.compute)
+        c = formulas.gemm(batch, n, k, act, weight_precision=fmt.key)
+        tb = roofline.time_bounds(c.flops, c.bytes, d, c.compute)
         rows.append((fmt.key, c.compute, c.bytes, tb.lower, tb.regime, note))
     base_bytes, base_t = rows[0][2], rows[0][3]
     return [QuantRow(s, c, b, t, base_t / t, base_bytes / b, reg, note)

@@ -7,3 +7,5 @@ No lab writes inline HTML or builds a roofline by hand; it calls these.
 
 May import: ``labs.core.physics`` (marimo and plotly too).
 """
+
+__all__ = []

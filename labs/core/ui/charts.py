@@ -10,11 +10,16 @@ import html
 import math
 from typing import Mapping, Sequence
 
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _num
+from labs.core.ui.plotbase import LEGEND, fast_figure, is_real, short_number
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS, format_bytes
+
+__all__ = [
+    "NOTE_WRAP", "bar_figure", "budget_summary", "decade_ticks", "grouped_bar_figure",
+    "loglog_lines_figure", "memory_budget_figure"
+]
 
 
 def _resolve_color(c: str) -> str:
@@ -43,12 +48,12 @@ def _check_values(vals: Sequence[float], log: bool) -> None:
 
 def _value_text(v: float) -> str:
     """A bar's value written above it: 3 significant figures, the sign kept."""
-    return _num(abs(v)) if v >= 0 else "-" + _num(-v)
+    return short_number(abs(v)) if v >= 0 else "-" + short_number(-v)
 
 
 def _bar_layout(title, yaxis_title: str, log: bool, *, height: int, showlegend: bool) -> dict:
     """The layout every bar chart shares: title, y axis (log: a tick per decade), legend below."""
-    return dict(height=height, showlegend=showlegend, legend=_LEGEND,
+    return dict(height=height, showlegend=showlegend, legend=LEGEND,
                 title=dict(text=html.escape(title or "")),
                 yaxis=dict(title=dict(text=html.escape(yaxis_title)),
                            type="log" if log else "linear", **({"dtick": 1} if log else {})),
@@ -95,7 +100,7 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
                          showlegend=bool(legend))
     if note is not None:
         _add_note(layout, note)
-    return _figure(data, layout)
+    return fast_figure(data, layout)
 
 
 #: Characters per line of a figure's note: about the plot width of a medium-width lab at 12 px.
@@ -148,7 +153,7 @@ def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
                          text=[html.escape(str(t)) for t in text], textposition="outside",
                          cliponaxis=False, hovertemplate=f"%{{x}}: %{{y:.4g}}{html.escape(unit)}"
                                                          f"<extra>{html.escape(str(name))}</extra>"))
-    return _figure(data, dict(_bar_layout(title, yaxis_title, log, height=380, showlegend=True),
+    return fast_figure(data, dict(_bar_layout(title, yaxis_title, log, height=380, showlegend=True),
                               barmode="group"))
 
 
@@ -171,11 +176,11 @@ def budget_summary(terms: Mapping[str, float], capacity_bytes: float) -> dict:
     whose addition (in the given order) crosses capacity (None if it fits)."""
     if not isinstance(terms, Mapping) or not terms:
         raise ValueError("terms must be a non-empty dict {name: bytes}")
-    if not (_is_real(capacity_bytes) and math.isfinite(capacity_bytes) and capacity_bytes > 0):
+    if not (is_real(capacity_bytes) and math.isfinite(capacity_bytes) and capacity_bytes > 0):
         raise ValueError(f"capacity_bytes must be a finite number > 0, got {capacity_bytes!r}")
     t = {}
     for k, v in terms.items():
-        if not (_is_real(v) and math.isfinite(v) and v >= 0):
+        if not (is_real(v) and math.isfinite(v) and v >= 0):
             raise ValueError(f"terms[{k!r}] must be a finite number of bytes >= 0, got {v!r}")
         t[str(k)] = float(v)
     total, running, crossing = sum(t.values()), 0.0, None
@@ -222,21 +227,21 @@ def memory_budget_figure(terms: dict[str, float], capacity_bytes: float, *,
     notes = [dict(xref="x", yref="paper", x=cap, y=1.0, yanchor="bottom", showarrow=False,
                   text=f"capacity {format_bytes(s['capacity'])}", font=dict(size=11))]
     layout = dict(barmode="stack", height=240 if title else 210, showlegend=True,
-                  legend=dict(_LEGEND, y=-0.45, traceorder="normal"), uniformtext=dict(minsize=10, mode="hide"),
+                  legend=dict(LEGEND, y=-0.45, traceorder="normal"), uniformtext=dict(minsize=10, mode="hide"),
                   title=dict(text=f"{head}<span style='font-size:13px;color:{vcolor}'>"
                                   f"{verdict}</span>"),
                   xaxis=dict(title=dict(text="Memory (GB, 1e9 bytes)"), range=[0, top]),
                   yaxis=dict(showticklabels=False, showline=False),
                   shapes=shapes, annotations=notes,
                   margin=dict(l=20, r=20, t=70 if title else 50, b=40))
-    return _figure(data, layout)
+    return fast_figure(data, layout)
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def decade_ticks(values) -> dict:
-    """One tick per decade of a log axis, every label in one style (issue 34.10: plotly's SI
+    """One tick per decade of a log axis, every label in one style (plotly's SI
     labels mixed "100µ" with "0.001" and "10k" with "1000"): plain numbers with thousands
     separators ("0.01", "1", "10,000") when the decades run from 0.001 to 1,000,000, else
     powers of ten for all ("10⁻⁷", "10⁻³", "10⁰")."""
@@ -287,7 +292,7 @@ def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(
     yaxis = dict(type="log", title=dict(text=y_title), **decade_ticks(ys))
     if y_ticks is not None:  # a range under a decade or two has no decade to label
         yaxis.update(tickmode="array", tickvals=list(y_ticks[0]), ticktext=list(y_ticks[1]))
-    return _figure(data, dict(
+    return fast_figure(data, dict(
         title=dict(text=html.escape(title)), height=height,
         xaxis=xaxis, yaxis=yaxis,
         shapes=shapes, annotations=notes, hovermode="closest",

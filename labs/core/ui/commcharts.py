@@ -18,8 +18,10 @@ import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
 from labs.core.physics.units import format_seconds
-from labs.core.ui.plotbase import _LEGEND, _figure, _num
+from labs.core.ui.plotbase import LEGEND, fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
+
+__all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"]
 
 #: The link's colour (purple: distinct from HBM blue and compute orange for every colour
 #: vision, as tested for the regime trio); communication-bound uses it too (tokens).
@@ -44,7 +46,7 @@ def _log_axis(title: str, values, pad: float = 2.0) -> dict:
 
 def _seconds_axis(title: str, values) -> dict:
     """A log time axis whose decades read "10 µs", "1 ms", "1 s": one unit per tick, never
-    plotly's mix of "100µ" and "0.001" (issue 34.10)."""
+    plotly's mix of "100µ" and "0.001"."""
     axis = _log_axis(title, values)
     lo, hi = axis["range"]
     ticks = [10.0 ** e for e in range(int(lo), int(hi) + 1)]
@@ -97,8 +99,8 @@ def alpha_beta_figure(lines: Sequence = (), points: Sequence = (), *, marks: Seq
     layout = dict(title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
                   xaxis=_log_axis("Message size (bytes; k, M, G = 1e3, 1e6, 1e9)", xs, 1.5),
                   yaxis=_seconds_axis("Time per collective", ys),
-                  legend=_LEGEND, showlegend=True, margin=dict(l=70, r=30, t=50, b=40))
-    return _figure(data, layout)
+                  legend=LEGEND, showlegend=True, margin=dict(l=70, r=30, t=50, b=40))
+    return fast_figure(data, layout)
 
 
 def _roof_device(device: hardware.Device, precision: str, name: str, gbs: float):
@@ -134,17 +136,17 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
     lo = 10 ** math.floor(math.log10(min(ridges + [ai_hbm, ai_link]) / 10))
     hi = 10 ** math.ceil(math.log10(max(ridges + [ai_hbm, ai_link]) * 10))
     data = [dict(type="scatter", x=[lo, hi], y=[peak, peak], mode="lines",
-                 name=f"compute roof: {_num(peak)} TFLOP/s ({precision}, dense)",
+                 name=f"compute roof: {short_number(peak)} TFLOP/s ({precision}, dense)",
                  line=dict(color=COLORS["compute"], width=2.5),
-                 hovertemplate=f"compute roof {_num(peak)} TFLOP/s<extra></extra>")]
+                 hovertemplate=f"compute roof {short_number(peak)} TFLOP/s<extra></extra>")]
     for (name, dev, color, dash), ridge in zip(roofs, ridges):
         # ridges sit on one line (the compute roof): their labels go in the legend, where
         # they cannot collide, and in the hover
-        ridge_text = f"ridge ({precision}, dense) = {_num(ridge)} FLOP/B"
+        ridge_text = f"ridge ({precision}, dense) = {short_number(ridge)} FLOP/B"
         x = [lo, min(ridge, hi)]
         y = roofline.attainable_tflops(np.asarray(x), dev, precision).tolist()
         data.append(dict(type="scatter", x=x, y=y, mode="lines+markers",
-                         name=f"{html.escape(name)} roof: {_num(dev.bandwidth_gbs)} GB/s"
+                         name=f"{html.escape(name)} roof: {short_number(dev.bandwidth_gbs)} GB/s"
                               + (" one way" if name != "HBM" else "") + f" · {ridge_text}",
                          line=dict(color=color, width=2.5, dash=dash),
                          marker=dict(size=[0, 10], color=color, symbol="diamond"),
@@ -156,19 +158,19 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
     binding = "link" if on_link < on_hbm else "HBM" if on_hbm < peak else "compute"
     bound = min(on_hbm, on_link)
     # the points are named in the legend, not by text on the plot: a label beside a point
-    # sat on the compute roof or on the other label (issue 34.10)
+    # sat on the compute roof or on the other label
     for label, x, y, key, symbol in (
             ("HBM intensity", ai_hbm, on_hbm, "memory", "circle"),
             ("link intensity", ai_link, on_link, LINK_COLOR_KEY, "square")):
         data.append(dict(type="scatter", x=[x], y=[y], mode="markers",
-                         name=f"this layer at its {label}: {_num(x)} FLOP/B",
+                         name=f"this layer at its {label}: {short_number(x)} FLOP/B",
                          cliponaxis=False,
                          marker=dict(size=13, color=COLORS[key], symbol=symbol,
                                      line=dict(width=1.5, color=PLOT_TEXT)),
                          hovertemplate=f"this layer at its {label}<br>%{{x:.3s}} FLOP/B → "
                                        "%{y:.3s} TFLOP/s<extra></extra>"))
     data.append(dict(type="scatter", x=[lo, hi], y=[bound, bound], mode="lines",
-                     name=f"the layer's roof: {binding}, ≤ {_num(bound)} TFLOP/s (latency "
+                     name=f"the layer's roof: {binding}, ≤ {short_number(bound)} TFLOP/s (latency "
                           "aside)",
                      line=dict(color=COLORS["danger"], width=1.5, dash="dash"),
                      hovertemplate="the layer's bound<extra></extra>"))
@@ -187,14 +189,14 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
                 minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
     layout = dict(
         title=dict(text=html.escape(title or f"Three roofs · {d.name} · {precision}")),
-        height=int(height), hovermode="closest", legend=dict(_LEGEND, y=-0.18), showlegend=True,
+        height=int(height), hovermode="closest", legend=dict(LEGEND, y=-0.18), showlegend=True,
         xaxis=dict(axis, title=dict(text="Intensity (FLOP per byte of HBM traffic, or per "
                                          "byte sent over the link)"),
                    range=[math.log10(lo), math.log10(hi)]),
         yaxis=dict(axis, title=dict(text="Attainable throughput per chip (TFLOP/s)"),
                    range=[math.log10(min(ys) / 3), math.log10(peak * 4)]),
         margin=dict(l=70, r=30, t=50, b=40))
-    return _figure(data, layout)
+    return fast_figure(data, layout)
 
 
 def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_title: str,
@@ -246,6 +248,6 @@ def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_ti
                    ticktext=[str(v) for v in xs],
                    range=[math.log10(min(xs) / 1.3), math.log10(max(xs) * 1.3)]),
         yaxis=dict(title=dict(text=y_title), range=[0, top], rangemode="tozero"),
-        shapes=shapes, annotations=notes, legend=_LEGEND, showlegend=True,
+        shapes=shapes, annotations=notes, legend=LEGEND, showlegend=True,
         margin=dict(l=70, r=30, t=50, b=40))
-    return _figure(data, layout)
+    return fast_figure(data, layout)

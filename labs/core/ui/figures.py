@@ -24,13 +24,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
 from labs.core.physics.units import rate_unit
 from labs.core.ui import labelplace
-from labs.core.ui.plotbase import _LEGEND, _figure, _is_real, _measured, _num, ridge_label
+from labs.core.ui.plotbase import LEGEND, fast_figure, is_real, is_measured, short_number, ridge_label
 from labs.core.ui.tokens import (
     COLORS,
     DEVICE_COLORS,
@@ -41,6 +41,12 @@ from labs.core.ui.tokens import (
     PRECISION_SYMBOL,
     REGIME_COLOR_KEY,
 )
+
+__all__ = [
+    "AI_TITLE", "POINT_KINDS", "Point", "REEXPORTS", "Roof", "VECTOR_STYLE", "Y_TITLE",
+    "auto_ai_range", "hierarchical_roofline_figure", "resolve_roofs", "roofline_figure",
+    "short_name"
+]
 
 AI_TITLE = "Arithmetic intensity (FLOP/byte)"
 Y_TITLE = "Attainable throughput (TFLOP/s)"
@@ -63,11 +69,11 @@ class Point:
     hover: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self):
-        if not (_is_real(self.ai) and math.isfinite(self.ai) and self.ai > 0):
+        if not (is_real(self.ai) and math.isfinite(self.ai) and self.ai > 0):
             raise ValueError(f"Point {self.label!r}: ai must be a finite number > 0 (FLOP/byte), "
                              f"got {self.ai!r}")
         if self.tflops is not None and not (
-                _is_real(self.tflops) and math.isfinite(self.tflops) and self.tflops > 0):
+                is_real(self.tflops) and math.isfinite(self.tflops) and self.tflops > 0):
             raise ValueError(f"Point {self.label!r}: tflops must be None or a finite number > 0, "
                              f"got {self.tflops!r}")
         if self.kind not in POINT_KINDS:
@@ -88,7 +94,7 @@ class Roof:
 
     @property
     def ridge_label(self) -> str:
-        return ridge_label(self.precision, self.ridge, measured=_measured(self.device))
+        return ridge_label(self.precision, self.ridge, measured=is_measured(self.device))
 
 
 #: How the vector (non-tensor) ceiling is drawn: its own colour, dash and ridge symbol.
@@ -132,7 +138,7 @@ def resolve_roofs(roofs) -> list[Roof]:
             used.setdefault(color, d.key)
         vec = "vector ceiling (non-tensor)"
         if one_device:
-            kind = "measured" if _measured(d) else "dense"
+            kind = "measured" if is_measured(d) else "dense"
             name = vec if p == roofline.VECTOR else f"{p} ({kind})"
         else:
             name = f"{short_name(d)} · {'vector' if p == roofline.VECTOR else p}"
@@ -181,14 +187,14 @@ def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool,
     text = [""] * len(x)
     size = [0] * len(x)
     unit = rate_unit(r.precision)
-    hover = [f"{html.escape(r.device.name)} · {r.precision}<br>AI {_num(xi)} FLOP/B → "
-             f"{_num(yi)} {unit}" for xi, yi in zip(x, y)]
+    hover = [f"{html.escape(r.device.name)} · {r.precision}<br>AI {short_number(xi)} FLOP/B → "
+             f"{short_number(yi)} {unit}" for xi, yi in zip(x, y)]
     if ridge_i is not None:
         who = f"{html.escape(short_name(r.device))}: " if many_devices else ""
         text[ridge_i] = f"{who}{r.ridge_label}"
         size[ridge_i] = 11
         hover[ridge_i] = (f"{html.escape(r.device.name)}<br>{r.ridge_label}<br>peak "
-                          f"{_num(r.peak)} {unit} · {_num(r.device.bandwidth_gbs)} GB/s")
+                          f"{short_number(r.peak)} {unit} · {short_number(r.device.bandwidth_gbs)} GB/s")
     vector = r.precision == roofline.VECTOR
     dash = "solid" if alone else _DASH_CYCLE[i % 6] if many_devices else \
         VECTOR_STYLE["dash"] if vector else PRECISION_DASH[r.precision]
@@ -207,14 +213,14 @@ def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool,
 def _point_hover(p: Point, roofs: Sequence[Roof]) -> str:
     """Tooltip of a point: label, AI, its own throughput if given, and the attainable
     throughput and regime on each roof (up to 4), so one hover answers "which roof?"."""
-    lines = [f"<b>{html.escape(p.label)}</b> ({p.kind})", f"AI = {_num(p.ai)} FLOP/B"]
+    lines = [f"<b>{html.escape(p.label)}</b> ({p.kind})", f"AI = {short_number(p.ai)} FLOP/B"]
     if p.tflops is not None:
-        lines.append(f"{p.kind} = {_num(p.tflops)} {rate_unit(roofs[0].precision)}")
+        lines.append(f"{p.kind} = {short_number(p.tflops)} {rate_unit(roofs[0].precision)}")
     for r in roofs[:4]:
         y = float(roofline.attainable_tflops(p.ai, r.device, r.precision))
         where = (f" on {html.escape(short_name(r.device))} · {r.precision}" if len(roofs) > 1
                  else f" ({r.precision})")
-        lines.append(f"attainable{where} = {_num(y)} {rate_unit(r.precision)}, "
+        lines.append(f"attainable{where} = {short_number(y)} {rate_unit(r.precision)}, "
                      f"{roofline.regime(p.ai, r.device, r.precision)}")
     lines += [f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in p.hover.items()]
     return "<br>".join(lines)
@@ -236,8 +242,8 @@ def _projection_trace(points: Sequence[Point], roofs: Sequence[Roof]) -> dict | 
             # the first entry coincides with the point itself and may win the hover: same text
             hover.append(_point_hover(p, roofs) if j == 0 else (
                 f"<b>{html.escape(p.label)}</b> on {html.escape(short_name(r.device))}"
-                f" · {r.precision}<br>AI = {_num(p.ai)} FLOP/B<br>attainable = "
-                f"{_num(yv)} {rate_unit(r.precision)}, "
+                f" · {r.precision}<br>AI = {short_number(p.ai)} FLOP/B<br>attainable = "
+                f"{short_number(yv)} {rate_unit(r.precision)}, "
                 f"{roofline.regime(p.ai, r.device, r.precision)}"))
         xs.append(None)
         ys.append(None)
@@ -374,7 +380,7 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
     ``project_points`` marks each roof-placed point's AI on every other roof too ("same
     kernel, other devices"; default: when the roofs span several devices).
     """
-    return _figure(*_roofline_parts(
+    return fast_figure(*_roofline_parts(
         roofs, points, ai_range=ai_range, title=title, shade_regimes=shade_regimes,
         height=height, label_points=label_points, project_points=project_points))
 
@@ -427,7 +433,7 @@ def _roofline_parts(roofs, points, *, ai_range, title, shade_regimes, height, la
         xaxis=dict(axis, title=dict(text=AI_TITLE), range=[math.log10(lo), math.log10(hi)]),
         yaxis=dict(axis, title=dict(text=y_title),
                    range=[math.log10(y_lo), math.log10(y_hi)]),
-        shapes=shapes, annotations=notes, legend=_LEGEND, showlegend=True,
+        shapes=shapes, annotations=notes, legend=LEGEND, showlegend=True,
         hovermode="closest", margin=dict(l=70, r=30, t=50, b=40))
     return data, layout
 
@@ -462,7 +468,7 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
     if onchip_points:  # all labels placed together: an on-chip one never over an HBM one
         _place_point_labels(data + traces, 1, labelplace.Frame((lo, hi), tuple(
             10 ** v for v in layout["yaxis"]["range"]), labelplace.plot_height_px(height)))
-    return _figure(data + traces, layout)
+    return fast_figure(data + traces, layout)
 
 
 #: Builders beside this module, re-exported on first use (PEP 562): a lab pays only for the

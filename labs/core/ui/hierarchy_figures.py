@@ -25,11 +25,16 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.physics import hierarchy as H
+from labs.core.physics import hierarchy
 from labs.core.physics.units import format_bytes, format_value
 from labs.core.ui import labelplace
-from labs.core.ui.plotbase import _LEGEND, _figure, _num
+from labs.core.ui.plotbase import LEGEND, fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
+
+__all__ = [
+    "cache_roofline_figure", "level_style", "nice_log_ticks", "per_level_roofline_figure",
+    "sawtooth_figure", "tile_traffic_figure", "working_set_figure"
+]
 
 #: Cache levels fastest first (colour key, dash, symbol); main memory has its own style.
 _CACHE_STYLES = (("accent", "dot", "diamond"), ("ok", "dash", "square"),
@@ -59,7 +64,7 @@ def _binary_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     return vals, [format_bytes(x, binary=True) for x in vals]
 
 
-def _nice_log_ticks(lo: float, hi: float) -> list[float]:
+def nice_log_ticks(lo: float, hi: float) -> list[float]:
     """Decade ticks between ``lo`` and ``hi``, or 1-2-5 (then 1-1.5-2-3-5-7) where that
     leaves fewer than three: plotly's own log ticks crowd together under a decade."""
     for steps in ((1,), (1, 2, 5), (1, 1.5, 2, 3, 5, 7)):
@@ -116,13 +121,13 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
             name="plateaus found in the data" if i == 0 else p.name, showlegend=i == 0,
             legendgroup="plateaus", cliponaxis=False,
             hovertemplate=(f"plateau {html.escape(p.name)}: {format_bytes(p.lo_bytes, binary=True)}"
-                           f" – {format_bytes(p.hi_bytes, binary=True)}<br>{_num(p.bandwidth_gbs)}"
+                           f" – {format_bytes(p.hi_bytes, binary=True)}<br>{short_number(p.bandwidth_gbs)}"
                            f" GB/s (spread {p.spread:.0%})<extra></extra>")))
         # the label sits above the bar's middle, clear of the points that wobble around it
         plateau_notes.append(dict(
             xref="x", yref="y", x=math.log10(math.sqrt(p.lo_bytes * p.hi_bytes)),
             y=math.log10(p.bandwidth_gbs), yshift=22, showarrow=False,
-            text=f"<b>{html.escape(p.name)}</b> · {_num(p.bandwidth_gbs)} GB/s",
+            text=f"<b>{html.escape(p.name)}</b> · {short_number(p.bandwidth_gbs)} GB/s",
             font=dict(color=color, size=12)))
     lo, hi = min(xs + [c[1] for c in caches]), max(xs + [c[1] for c in caches])
     shapes = [dict(type="line", xref="x", yref="paper", x0=b, x1=b, y0=0, y1=1,
@@ -132,16 +137,16 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
                   font=dict(color=PLOT_TEXT, size=11))
              for i, (label, b) in enumerate(sorted(caches, key=lambda c: c[1]))]
     y_lo, y_hi = min(ys) / 2, max(ys) * 2.5
-    return _figure(data, dict(
+    return fast_figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=_bytes_axis(lo, hi, "Working set (bytes read over and over)"),
         yaxis=dict(_LOG_AXIS, title=dict(text="Bandwidth (GB/s)"),
                    range=[math.log10(y_lo), math.log10(y_hi)]),
-        shapes=shapes, annotations=notes + plateau_notes, legend=_LEGEND,
+        shapes=shapes, annotations=notes + plateau_notes, legend=LEGEND,
         margin=dict(l=70, r=30, t=70 + 16 * bool(caches), b=40)))
 
 
-def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoint] = (),
+def per_level_roofline_figure(hier: hierarchy.Hierarchy, points: Sequence[hierarchy.HierarchyPoint] = (),
                              *, ai_range=None, title: str | None = None,
                              height: int = 460) -> go.Figure:
     """The hierarchical roofline (Yang, Kurth, Williams 2020): the compute roof, the vector
@@ -155,7 +160,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
     "undetermined" with the bandwidth it would need. Each roof is named in the legend with how its
     bandwidth is known (published, derived, measured) and on the plot above its knee, clear
     of every line; the points' labels avoid the lines, the markers and each other."""
-    if not isinstance(hier, H.Hierarchy):
+    if not isinstance(hier, hierarchy.Hierarchy):
         raise ValueError("hier must be a hierarchy.Hierarchy")
     ais = [u.ai for p in points for u in p.uses if u.ai is not None]
     if ai_range is None:
@@ -170,19 +175,19 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
     peak_name = f"{hier.precision} tensor-core peak" if hier.kind == "gpu" else \
         f"compute roof ({hier.precision})"
     data = [dict(type="scatter", x=[lo, hi], y=[hier.peak_tflops] * 2, mode="lines",
-                 name=f"{peak_name}: {_num(hier.peak_tflops)} TFLOP/s",
+                 name=f"{peak_name}: {short_number(hier.peak_tflops)} TFLOP/s",
                  line=dict(color=COLORS["compute"], width=2.5),
                  hovertemplate=f"{peak_name} %{{y:.3s}} TFLOP/s<extra></extra>")]
     if hier.vector_tflops and hier.vector_tflops < hier.peak_tflops:
         data.append(dict(type="scatter", x=[lo, hi], y=[hier.vector_tflops] * 2, mode="lines",
-                         name=f"vector (CUDA-core) ceiling: {_num(hier.vector_tflops)} TFLOP/s"
+                         name=f"vector (CUDA-core) ceiling: {short_number(hier.vector_tflops)} TFLOP/s"
                               " (scalar kernels)",
                          line=dict(color=COLORS["compute"], width=1.5, dash="dot"),
                          hovertemplate="vector ceiling %{y:.3s} TFLOP/s<extra></extra>"))
     y_min = min(hier.peak_tflops, hier.vector_tflops or hier.peak_tflops)
     for i, lv in enumerate(hier.levels):
         color, dash, symbol = level_style(i, n)
-        tag = f"{html.escape(lv.name)} · {_num(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
+        tag = f"{html.escape(lv.name)} · {short_number(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
             else f"{html.escape(lv.name)}: no bandwidth figure (not drawn)"
         if lv.bandwidth_gbs is None:
             data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=tag,
@@ -192,7 +197,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
         # its knee draw it exactly, and a hover reads the knee
         knee = min(max(hier.peak_tflops * 1e3 / lv.bandwidth_gbs, lo), hi)
         x = np.array(sorted({lo, knee, hi}))
-        y = H.level_roof_tflops(x, lv, hier.peak_tflops)
+        y = hierarchy.level_roof_tflops(x, lv, hier.peak_tflops)
         y_min = min(y_min, float(y[0]))
         basis = {"published": "", "derived": " (derived)", "measured": " (measured)"}[
             lv.bandwidth_basis]
@@ -211,7 +216,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
         if lv.bandwidth_gbs:
             knee = min(max(hier.peak_tflops * 1e3 / lv.bandwidth_gbs, lo), hi)
             xs = np.array([lo, knee, hi])
-            lines.append(frame.px(xs, H.level_roof_tflops(xs, lv, hier.peak_tflops)))
+            lines.append(frame.px(xs, hierarchy.level_roof_tflops(xs, lv, hier.peak_tflops)))
     taken: list = []  # the points' labels and markers, placed first: the roof names avoid them
     for p in points:
         data += _kernel_traces(p, n, frame, lines, taken)
@@ -220,14 +225,14 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
         title = f"Hierarchical roofline · {hier.name}"
     axis = dict(type="log", dtick=1, exponentformat="none",
                 minor=dict(showgrid=True, gridcolor=PLOT_GRID.replace("0.28", "0.10")))
-    return _figure(data, dict(
+    return fast_figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=dict(axis, title=dict(text="Arithmetic intensity at each level (FLOP per byte "
                                          "that level serves)"),
                    range=[math.log10(lo), math.log10(hi)]),
         yaxis=dict(axis, title=dict(text="Attainable throughput (TFLOP/s)"),
                    range=[math.log10(v) for v in y_range]),
-        annotations=roof_notes, legend=_LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
+        annotations=roof_notes, legend=LEGEND, margin=dict(l=70, r=30, t=50, b=40)))
 
 
 #: The old name of :func:`per_level_roofline_figure` (the plot is Yang and Williams'
@@ -235,7 +240,7 @@ def per_level_roofline_figure(hier: H.Hierarchy, points: Sequence[H.HierarchyPoi
 cache_roofline_figure = per_level_roofline_figure
 
 
-def _roof_labels(hier: H.Hierarchy, frame, lo: float, hi: float, taken=()) -> list:
+def _roof_labels(hier: hierarchy.Hierarchy, frame, lo: float, hi: float, taken=()) -> list:
     """Each drawn roof's name just above the compute roof, centred on its knee (where the
     roof meets the compute roof: AI = peak / bandwidth), in its colour: clear of every
     slanted line (they all lie below the compute roof), one row up (at most three) where it
@@ -269,7 +274,7 @@ def _roof_labels(hier: H.Hierarchy, frame, lo: float, hi: float, taken=()) -> li
     return notes
 
 
-def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
+def _kernel_traces(p: hierarchy.HierarchyPoint, n: int, frame=None, lines=(),
                    boxes=()) -> list[dict]:
     """One kernel: a dotted guide at its attainable height, a marker per level it touches.
     Levels at the same AI (within 5%) share one label ("binds: L2 = L1 / shared memory"); each
@@ -303,7 +308,7 @@ def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
         if u.level.name in open_:
             need = open_[u.level.name].needs_gbs
             label[i] = " = ".join([f"undetermined: {u.level.name} (needs ≥ "
-                                   f"{_num(need / 1e3)} TB/s)"] + hidden)
+                                   f"{short_number(need / 1e3)} TB/s)"] + hidden)
         else:
             label[i] = f"binds: {name}" if u.level.name == p.binding else name
     place_text = {i: "top center" for i in label}
@@ -322,13 +327,13 @@ def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
         unknown = open_.get(u.level.name)
         roof = u.roof_tflops()
         hover = (f"<b>{html.escape(p.kernel.name)}</b> at {html.escape(u.level.name)}<br>"
-                 f"bytes served: {format_bytes(u.bytes)}<br>AI = {_num(u.ai)} FLOP/B<br>"
-                 + (f"this level's roof: {_num(roof)} TFLOP/s" if roof is not None else
+                 f"bytes served: {format_bytes(u.bytes)}<br>AI = {short_number(u.ai)} FLOP/B<br>"
+                 + (f"this level's roof: {short_number(roof)} TFLOP/s" if roof is not None else
                     "no bandwidth figure for this level")
                  + f"<br>the level holds: {u.holds}" + ("<br><b>binds</b>" if binds else "")
                  + (f"<br><b>undetermined</b>: {html.escape(unknown.describe())}"
                     if unknown is not None else "")
-                 + (f"<br>height: at most {_num(y)} TFLOP/s (the known roofs' bound)"
+                 + (f"<br>height: at most {short_number(y)} TFLOP/s (the known roofs' bound)"
                     if open_ else ""))
         out.append(dict(
             type="scatter", x=[u.ai], y=[y], mode="markers+text",
@@ -344,7 +349,7 @@ def _kernel_traces(p: H.HierarchyPoint, n: int, frame=None, lines=(),
     return out
 
 
-def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.HierarchyPoint]], *,
+def tile_traffic_figure(hier: hierarchy.Hierarchy, curve: Sequence[tuple[int, hierarchy.HierarchyPoint]], *,
                         current: int | None = None, failed: Sequence[int] = (), title: str,
                         height: int = 440) -> go.Figure:
     """Bytes each level serves (log) vs the cache tile T (log 2), one line per level (colour,
@@ -418,8 +423,8 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
                           xanchor="left", text=f" your T = {current}", showarrow=False,
                           font=dict(color=COLORS["danger"], size=11)))
     lo_y, hi_y = min(ys) / 1.6, max(ys) * 1.6
-    yticks = _nice_log_ticks(lo_y, hi_y)
-    return _figure(data, dict(
+    yticks = nice_log_ticks(lo_y, hi_y)
+    return fast_figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=dict(type="log", title=dict(text="Cache tile T (T × T)"), tickmode="array",
                    tickvals=every, ticktext=[str(t) for t in every],
@@ -427,7 +432,7 @@ def tile_traffic_figure(hier: H.Hierarchy, curve: Sequence[tuple[int, H.Hierarch
         yaxis=dict(type="log", title=dict(text="Bytes each level serves (GB)"),
                    range=[math.log10(lo_y), math.log10(hi_y)], tickmode="array",
                    tickvals=yticks, ticktext=[format_value(v) for v in yticks]),
-        shapes=shapes, annotations=notes, legend=_LEGEND,
+        shapes=shapes, annotations=notes, legend=LEGEND,
         # room above the plot for the slanted "binds" names ("undetermined", "L1 / shared
         # memory") below the title
         margin=dict(l=70, r=30, t=110, b=40)))
@@ -465,14 +470,14 @@ def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
     notes = [dict(xref="x", yref="paper", x=v, y=1.0 + 0.07 * (i % 2), yanchor="bottom",
                   text=html.escape(lbl), showarrow=False, font=dict(color=PLOT_TEXT, size=11))
              for i, (v, lbl) in enumerate(marks)]
-    return _figure(data, dict(
+    return fast_figure(data, dict(
         title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
         xaxis=dict(title=dict(text=f"N (square GEMM; dotted lines every {t})")),
         yaxis=dict(title=dict(text=html.escape(y_title)),
                    range=[0, max([1.1] + [1.1 * float(v) for v in (measured or ())])]),
-        shapes=shapes, annotations=notes, legend=_LEGEND,
+        shapes=shapes, annotations=notes, legend=LEGEND,
         margin=dict(l=70, r=30, t=60 + 16 * bool(marks), b=40)))
 
 
-def _index(p: H.HierarchyPoint, use: H.LevelUse) -> int:
+def _index(p: hierarchy.HierarchyPoint, use: hierarchy.LevelUse) -> int:
     return next(i for i, u in enumerate(p.uses) if u is use)

@@ -1,4 +1,4 @@
-"""Number boxes for the labs (issue 18.4): ``mo.ui.number`` clamps what a student types into its
+"""Number boxes for the labs: ``mo.ui.number`` clamps what a student types into its
 range in the browser, without a word (0, -5 and 1e9 all became 0.001). :class:`NumberBox` reads
 the text with the course's one rule (:mod:`labs.core.ui.numbers`): a refused entry shows a
 message (:func:`input_messages`) and the box keeps its last good value.
@@ -12,6 +12,8 @@ import marimo as mo
 
 from labs.core.physics.units import format_value
 from labs.core.ui.numbers import check_number, parse_number, plain  # noqa: F401  (re-exported)
+
+__all__ = ["NumberBox", "check_number", "dropdown_on", "input_messages", "parse_number", "plain"]
 
 class NumberBox(mo.ui.text):
     """A text box for one bounded number (``mo.ui.number`` clamps out-of-range input in the

@@ -14,7 +14,12 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from labs.core.physics._deferred import numpy as np
+from labs.core.physics.deferred import numpy as np
+
+__all__ = [
+    "ABOVE_FIRST", "BELOW_FIRST", "CHAR_PX", "Frame", "GAP_PX", "LINE_PX", "PLOT_WIDTH_PX",
+    "place", "plot_height_px", "text_box"
+]
 
 #: The plot-area width labels are judged in. Labs show a roofline in a full-width cell
 #: (~800-900 px of plot); judging at a narrower width errs towards moving a label.

@@ -1,5 +1,4 @@
-"""How a number a student types is read and checked: one rule for the whole course (issues 18.4,
-34.4, 34.5).
+"""How a number a student types is read and checked: one rule for the whole course.
 
 :func:`check_number` reads what a student types into a box of known units and range and either
 returns the number as it will be stored or a message that says what was wrong and what to type
@@ -40,6 +39,11 @@ import re
 from typing import Any
 
 from labs.core.physics.units import format_value
+
+__all__ = [
+    "as_stored", "check_number", "comma_reading", "examples", "parse_number", "plain",
+    "read_number"
+]
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 #: Units of time, in seconds: a box in one of them takes the others, converted.

@@ -1,7 +1,7 @@
 """Figures of a model profile (Lab 7): every operator on the roofline, coloured and named by
 regime, and time per operator type. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
 
-The builders take the profile's rows as plain dicts (the keys ``labs.core.measure.profiler``
+The builders take the profile's rows as plain dicts (the keys ``labs.core.measure.profile.profiler``
 writes: name, module, shapes, op_type, flops, flops_source, bytes, ai, measured_s, bound_s,
 regime), so the ui wing needs nothing from the measure wing.
 """
@@ -14,10 +14,12 @@ from typing import Mapping, Sequence
 import plotly.graph_objects as go
 
 from labs.core.physics import units
-from labs.core.ui import figures as _f
+from labs.core.ui import figures
 from labs.core.ui.charts import bar_figure, grouped_bar_figure
-from labs.core.ui.plotbase import _figure, _num
+from labs.core.ui.plotbase import fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
+
+__all__ = ["before_after_figure", "operator_roofline_figure", "plottable", "time_by_type_figure"]
 
 _SYMBOL = {"measured": "x-thin-open", "predicted": "circle"}
 #: Legend order and the words each regime's trace carries (colour is never the only cue).
@@ -43,11 +45,11 @@ def _hover(r: Mapping, kind: str) -> str:
              f"{e('op_type')} · {e('regime')}",
              f"FLOPs {units.format_flops(r['flops'])}"
              + (" (estimate)" if r.get("flops_source") == "estimate" else ""),
-             f"bytes {units.format_bytes(r['bytes'])} · AI {_num(r['ai'])} FLOP/B",
+             f"bytes {units.format_bytes(r['bytes'])} · AI {short_number(r['ai'])} FLOP/B",
              f"roofline bound {units.format_seconds(r['bound_s'])}"]
     if kind == "measured" and t:
         lines.append(f"measured {units.format_seconds(t)} "
-                     f"({_num(t / r['bound_s'])}× the bound)" if r.get("bound_s") else
+                     f"({short_number(t / r['bound_s'])}× the bound)" if r.get("bound_s") else
                      f"measured {units.format_seconds(t)}")
     return "<br>".join(lines)
 
@@ -64,8 +66,8 @@ def operator_roofline_figure(rows: Sequence[Mapping], roof, precision: str, *,
     drawn, _left = plottable(rows, kind)
     key = "measured_s" if kind == "measured" else "bound_s"
     ys = [r["flops"] / r[key] / 1e12 for r in drawn]
-    anchors = [_f.Point("", r["ai"], y, kind=kind) for r, y in zip(drawn, ys)]
-    data, layout = _f._roofline_parts(
+    anchors = [figures.Point("", r["ai"], y, kind=kind) for r, y in zip(drawn, ys)]
+    data, layout = figures._roofline_parts(
         [(roof, precision)], anchors, ai_range=None, title=title, shade_regimes=True,
         height=height, label_points=False, project_points=False)
     data = [t for t in data if not str(t.get("name", "")).startswith(("measured", "predicted"))]
@@ -85,7 +87,7 @@ def operator_roofline_figure(rows: Sequence[Mapping], roof, precision: str, *,
                                                         else PLOT_TEXT)),
             hovertext=[_hover(r, kind) for r, _y in pts],
             hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False))
-    return _figure(data, layout)
+    return fast_figure(data, layout)
 
 
 def time_by_type_figure(groups: Sequence[Mapping], *, title: str, key: str = "op_type",

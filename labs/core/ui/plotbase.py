@@ -13,11 +13,13 @@ import plotly.graph_objects as go
 from labs.core.physics import roofline
 from labs.core.ui.tokens import template
 
+__all__ = ["LEGEND", "fast_figure", "is_measured", "is_real", "ridge_label", "short_number"]
+
 #: Legend below the plot, left-aligned (shared by every builder).
-_LEGEND = dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top")
+LEGEND = dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top")
 
 
-def _figure(data: list, layout: dict) -> go.Figure:
+def fast_figure(data: list, layout: dict) -> go.Figure:
     """One go.Figure from plain dicts, WITHOUT plotly's per-property validation (it costs
     ~7-15 ms per roofline, most of the slider budget). The builders' output is checked
     instead by the tests, which rebuild every figure with validation on. The template is
@@ -26,12 +28,12 @@ def _figure(data: list, layout: dict) -> go.Figure:
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
-def _is_real(x) -> bool:
+def is_real(x) -> bool:
     """A real number, numpy scalars included, bools excluded."""
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def _num(x: float) -> str:
+def short_number(x: float) -> str:
     """3 significant figures, no exponent for the ranges the labs show."""
     if x >= 100:
         return f"{x:,.0f}"
@@ -40,7 +42,7 @@ def _num(x: float) -> str:
     return f"{x:.2g}"
 
 
-def _measured(device) -> bool:
+def is_measured(device) -> bool:
     """Whether ``device`` is a machine's measured roofline (``EmpiricalRoofline.as_device``):
     its peaks are what its GEMMs reached, not a spec sheet's dense peaks."""
     return device.memory_type == "measured"
@@ -53,4 +55,4 @@ def ridge_label(precision: str, ridge: float, *, measured: bool = False) -> str:
     label = roofline.ceiling_label(precision)
     if measured:
         label = label.replace(", dense", ", measured")
-    return f"ridge ({label}) = {_num(ridge)} FLOP/B"
+    return f"ridge ({label}) = {short_number(ridge)} FLOP/B"

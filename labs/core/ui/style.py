@@ -51,6 +51,18 @@ from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API
     rate_unit,
 )
 
+__all__ = [
+    "BACKGROUNDS", "BORDER", "CELL_CHARS", "COLORS", "DEVICE_COLORS", "FG", "MUTED_FG", "Metric",
+    "NumberBox", "PRECISION_COLORS", "PRECISION_DASH", "PRECISION_SYMBOL", "PRELOAD_CLASS",
+    "REGIME_COLOR_KEY", "TEMPLATE_NAME", "TEXT_CHARS", "budget_summary", "comparison_callout",
+    "devices_with", "dropdown_on", "error_callout", "error_message", "figure_with_note",
+    "format_bytes", "format_flops", "format_seconds", "format_value", "gate_notice",
+    "input_messages", "intensity_unit", "lab_header", "ledger_status", "math_peek",
+    "memory_budget_bar", "metric_cards", "notice_list", "plotly_preload", "rate_unit",
+    "regime_badge", "register_template", "scenario_card", "takeaways", "takeaways_gate",
+    "template", "term_colors", "text_block", "text_cell", "text_table", "value_table"
+]
+
 # marimo theme variables, with fallbacks for pages rendered outside marimo.
 FG = "var(--foreground, currentColor)"
 MUTED_FG = "var(--muted-foreground, #6b7280)"
@@ -387,7 +399,7 @@ def figure_with_note(figure, note: str | None = None) -> mo.Html:
     Why: marimo's frontend keeps a plotly figure and updates it in place (Plotly.react) only
     while its output keeps the same shape. A stack that goes from one child to two as a note
     appears or disappears mounts the figure anew, drawn from scratch: measured in chromium
-    at 1.0 s against 0.12 s per slider step (``benchmarks/bench_browser.py``, issue 15).
+    at 1.0 s against 0.12 s per slider step (``benchmarks/bench_browser.py``).
     An empty note keeps the second child, and shows nothing."""
     return mo.vstack([figure, mo.md(note or "")])
 
@@ -458,7 +470,7 @@ def gate_notice(message: str):
 def takeaways_gate(predictions: Sequence) -> mo.Html | None:
     """The notice a lab's takeaways cell stops on while any of ``predictions`` (the lab's
     prediction values, None until locked) is open, or None once all are locked. Takeaways
-    state the answers, so they wait for every prediction (issue 16)::
+    state the answers, so they wait for every prediction::
 
         mo.stop(style.takeaways_gate(preds) is not None, style.takeaways_gate(preds))
     """

@@ -16,6 +16,13 @@ import copy
 
 from labs.core.physics.units import format_bytes  # noqa: F401  (re-exported)
 
+__all__ = [
+    "BACKGROUNDS", "COLORS", "DEVICE_COLORS", "FONT_FAMILY", "HOVER_BG", "HOVER_TEXT", "PLOT_GRID",
+    "PLOT_TEXT", "PRECISION_COLORS", "PRECISION_DASH", "PRECISION_SYMBOL", "REGIME_COLOR_KEY",
+    "TEMPLATE", "TEMPLATE_NAME", "TERM_COLORS", "build_template", "format_bytes",
+    "register_template", "template", "term_colors"
+]
+
 #: marimo's page backgrounds (CSS variable --background in light / dark theme, marimo 0.25).
 BACKGROUNDS = {"light": "#ffffff", "dark": "#181c1a"}
 

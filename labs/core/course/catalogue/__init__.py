@@ -30,6 +30,12 @@ import labs
 from labs.core.course.catalogue.reader import (UNRESOLVED, Reader, Unresolved, assignments,
                                                cells)
 
+__all__ = [
+    "CatalogueItem", "FORMS", "LABS_DIR", "LAB_GLOB", "LabEntry", "Reader", "UNRESOLVED",
+    "Unresolved", "assignments", "catalogue", "cells", "item", "item_order", "items", "lab",
+    "read_lab"
+]
+
 #: Where the labs live: the folder of the ``labs`` package (``labs/lab_*.py``).
 LABS_DIR = Path(labs.__file__).parent
 LAB_GLOB = "lab_*.py"

@@ -15,6 +15,8 @@ import importlib
 import types
 from typing import Any
 
+__all__ = ["Reader", "UNRESOLVED", "Unresolved", "assignments", "cells"]
+
 UNRESOLVED = "…"  # what a question shows where a value cannot be read
 _MAX_ITEMS = 10_000  # a comprehension or range the reader will build at most
 

@@ -55,3 +55,10 @@ from labs.core.course.classroom.synth import (  # noqa: F401
     write_hostile_ledgers,
     write_synthetic_class,
 )
+
+__all__ = [
+    "CONFIDENCE_LEVELS", "Classroom", "HOSTILE_IDS", "HOSTILE_TEXTS", "ItemSummary", "KIND_ORDER",
+    "PredictionRow", "SYNTH_COURSE", "SynthItem", "calibration_figure", "catalogue_course",
+    "distribution_figure", "load_class", "plain_number", "plot_text", "summarise_items",
+    "timeline_figure", "timeline_points", "uncsv", "write_hostile_ledgers", "write_synthetic_class"
+]

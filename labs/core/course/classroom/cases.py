@@ -27,8 +27,13 @@ from pathlib import Path
 
 from labs.core.course import ledger as _ledger
 from labs.core.course.classroom.lms import (CANVAS_ASSIGNMENT_IDS, DEADLINES,
-                                            LATE_PENALTY_PER_DAY, Student, _student)
-from labs.core.course.classroom.synth import SynthItem, _Writer, catalogue_course
+                                            LATE_PENALTY_PER_DAY, Student, synthetic_student)
+from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
+
+__all__ = [
+    "BOUNDARY_ITEM", "BOUNDARY_TOLERANCE", "CASES", "EXPLAIN", "EveryCaseClass", "LABS", "main",
+    "write_every_case_class"
+]
 
 LABS = ("lab01", "lab02")
 #: the numeric item whose boundary the class tests, and the tolerance its course file sets
@@ -87,7 +92,7 @@ def _boundary_value(actual: float, factor: str, up: bool = True) -> float:
     return float(exact)
 
 
-def _item(w: _Writer, lab_id: str, it: SynthItem, rng: random.Random, case: str) -> None:
+def _item(w: LedgerWriter, lab_id: str, it: SynthItem, rng: random.Random, case: str) -> None:
     """One item: predict -> unlock -> result -> observe -> explain, as the case says."""
     if it.kind == "numeric":
         value = float(f"{it.actual * 10 ** rng.gauss(0, 0.25):.3g}")
@@ -143,7 +148,7 @@ def write_every_case_class(folder: str | os.PathLike, n_students: int = 60, *,
     sub.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     course = {lab: catalogue_course()[lab] for lab in LABS}
-    students = [_student(n, rng) for n in range(1, n_students + 1)]
+    students = [synthetic_student(n, rng) for n in range(1, n_students + 1)]
     cls = EveryCaseClass(folder, sub, folder / "roster.csv", folder / "course.toml",
                          folder / "overrides.csv", students)
     for name, s in zip(CASES, students[1:]):
@@ -158,7 +163,7 @@ def write_every_case_class(folder: str | os.PathLike, n_students: int = 60, *,
         typed = {"victim": cls.case["classmate"].sis_id, "login": s.login, "email": s.email,
                  "leading_zeros": s.sis_id.lstrip("0")}.get(case, s.sis_id)
         cls.typed[s.sis_id] = typed
-        w = _Writer(typed, DEADLINES["lab01"] - timedelta(days=6),
+        w = LedgerWriter(typed, DEADLINES["lab01"] - timedelta(days=6),
                     random.Random(rng.getrandbits(64)))
         uploads: list[bytes] = []
         for lab_id in LABS:
@@ -201,7 +206,7 @@ def write_every_case_class(folder: str | os.PathLike, n_students: int = 60, *,
     # Canvas's test student, and a Blackboard receipt someone left among the files
     test_uid = str(999_000 + n_students)
     cls.test_student_lms_id = test_uid
-    w = _Writer("teststudent", DEADLINES["lab01"] - timedelta(days=1), rng)
+    w = LedgerWriter("teststudent", DEADLINES["lab01"] - timedelta(days=1), rng)
     for it in course["lab01"]:
         _item(w, "lab01", it, rng, "")
     (sub / f"studenttest_{test_uid}_{submission_id + 7}_"

@@ -37,6 +37,11 @@ from labs.core.course.grading.ids import norm_id
 from labs.core.course import ledger as _ledger
 from labs.core.course.answers import first_prediction, ratio_off
 
+__all__ = [
+    "CONFIDENCE_LEVELS", "Classroom", "ItemSummary", "PredictionRow", "load_class", "plain_number",
+    "summarise_items", "uncsv"
+]
+
 #: Confidence levels a prediction form offers (quiz.CONFIDENCE_OPTIONS values).
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
 

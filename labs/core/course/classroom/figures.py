@@ -21,6 +21,11 @@ from datetime import datetime
 
 from labs.core.course.classroom.data import CONFIDENCE_LEVELS, ItemSummary
 
+__all__ = [
+    "KIND_ORDER", "TIMELINE_GAP", "calibration_figure", "distribution_figure", "plot_text",
+    "timeline_figure", "timeline_points"
+]
+
 #: Where plotly's toolbar (shown on hover at the top right) ends, from the figure's top.
 _TOOLBAR_PX = 30
 #: Title pad: plotly puts the first line's baseline there, and 15 px glyphs rise ~14 px above

@@ -28,7 +28,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from labs.core.course import ledger as _ledger
-from labs.core.course.classroom.synth import SynthItem, _Writer, catalogue_course
+from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
+
+__all__ = [
+    "CANVAS_ASSIGNMENT_IDS", "CanvasClass", "DEADLINES", "LATE_PENALTY_PER_DAY", "SITUATIONS",
+    "Student", "main", "synthetic_student", "write_canvas_class"
+]
 
 DEADLINES = {"lab01": datetime(2025, 3, 7, 23, 59, tzinfo=timezone.utc),
              "lab02": datetime(2025, 3, 14, 23, 59, tzinfo=timezone.utc)}
@@ -89,7 +94,7 @@ class CanvasClass:
         return next(s for s in self.students if s.sis_id == sis_id)
 
 
-def _student(n: int, rng: random.Random) -> Student:
+def synthetic_student(n: int, rng: random.Random) -> Student:
     first, last = _FIRST[n % len(_FIRST)], _LAST[(n * 7) % len(_LAST)]
     if n >= len(_FIRST):
         last = f"{last}-{_LAST[n % len(_LAST)]}"
@@ -99,7 +104,7 @@ def _student(n: int, rng: random.Random) -> Student:
                    f"{login}@students.example.edu", f"Section {1 + n % 2}")
 
 
-def _lab_session(w: _Writer, lab_id: str, items: tuple[SynthItem, ...], rng: random.Random,
+def _lab_session(w: LedgerWriter, lab_id: str, items: tuple[SynthItem, ...], rng: random.Random,
                  *, late_explain_after: timedelta | None = None) -> None:
     """predict -> unlock -> result -> observe -> explain for each item, from ``w.t``."""
     for n, it in enumerate(items):
@@ -119,7 +124,7 @@ def _lab_session(w: _Writer, lab_id: str, items: tuple[SynthItem, ...], rng: ran
               {"text": "intensity is below the ridge, so bandwidth sets the time"}, minutes=2)
 
 
-def _revisit(w: _Writer, lab_id: str, items: tuple[SynthItem, ...]) -> None:
+def _revisit(w: LedgerWriter, lab_id: str, items: tuple[SynthItem, ...]) -> None:
     """A re-opened lab: a re-measurement, a re-read note and a revised (ungraded) answer."""
     it = items[0]
     w.add("unlock", lab_id, it.item_id, {"after_seq": 1}, minutes=1)
@@ -147,7 +152,7 @@ def write_canvas_class(folder: str | os.PathLike, n_students: int = 30, *, seed:
     rng = random.Random(seed)
     course = catalogue_course()
     course = {lab: course[lab] for lab in labs}
-    students = [_student(n, rng) for n in range(1, n_students + 1)]
+    students = [synthetic_student(n, rng) for n in range(1, n_students + 1)]
     cls = CanvasClass(folder, sub, folder / "roster.csv", folder / "course.toml",
                       folder / "overrides.csv", students)
     for name, s in zip(SITUATIONS, students[1:]):  # students[0] stays ordinary
@@ -161,7 +166,7 @@ def write_canvas_class(folder: str | os.PathLike, n_students: int = 30, *, seed:
         typed = {"victim": cls.situation.get("classmate", s).sis_id, "login": s.login,
                  "email": s.email, "leading_zeros": s.sis_id.lstrip("0")}.get(kind, s.sis_id)
         cls.typed[s.sis_id] = typed
-        w = _Writer(typed, DEADLINES[labs[0]] - timedelta(days=4, hours=rng.randint(0, 40)),
+        w = LedgerWriter(typed, DEADLINES[labs[0]] - timedelta(days=4, hours=rng.randint(0, 40)),
                     random.Random(rng.getrandbits(64)))
         late_upload = False
         for lab_id in labs:
@@ -199,7 +204,7 @@ def write_canvas_class(folder: str | os.PathLike, n_students: int = 30, *, seed:
             again = f"{s.lastfirst}{late}_{s.canvas_id}_{submission_id + 1}_"
             (sub / f"{again}{name[:-len('.jsonl')]}-1.jsonl").write_bytes(data)
     # Canvas's "Student View" test student: submits, but is never on an exported roster
-    w = _Writer("teststudent", DEADLINES[labs[0]] - timedelta(days=1), rng)
+    w = LedgerWriter("teststudent", DEADLINES[labs[0]] - timedelta(days=1), rng)
     _lab_session(w, labs[0], course[labs[0]], rng)
     (sub / f"studenttest_{999_000 + n_students}_{submission_id + 7}_"
            f"{_ledger.ledger_filename('teststudent')}").write_bytes(b"".join(w.lines))

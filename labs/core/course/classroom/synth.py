@@ -20,6 +20,11 @@ from typing import Any
 from labs.core.course import ledger as _ledger
 from labs.core.course.answers import ratio_off
 
+__all__ = [
+    "HOSTILE_IDS", "HOSTILE_TEXTS", "LedgerWriter", "SYNTH_COURSE", "SynthItem",
+    "catalogue_course", "write_hostile_ledgers", "write_synthetic_class"
+]
+
 
 @dataclass(frozen=True)
 class SynthItem:
@@ -91,7 +96,7 @@ def catalogue_course(folder: str | os.PathLike | None = None) -> dict[str, tuple
     return course
 
 
-class _Writer:
+class LedgerWriter:
     """Builds one hash-chained ledger in memory with ledger.py's own hashing."""
 
     def __init__(self, student_id: str, start: datetime, rng: random.Random):
@@ -116,7 +121,7 @@ class _Writer:
 
 def _synth_student(sid: str, rng: random.Random, start: datetime,
                    course: dict[str, tuple[SynthItem, ...]]) -> list[bytes]:
-    w = _Writer(sid, start, rng)
+    w = LedgerWriter(sid, start, rng)
     skill = rng.gauss(0, 1)  # better students predict closer and are better calibrated
     for lab_id, items in course.items():
         if rng.random() < 0.06:  # lab not started
@@ -235,7 +240,7 @@ def write_hostile_ledgers(folder: str | os.PathLike,
     rng = random.Random(17)
     files: list[list[bytes]] = []
     for n, sid in enumerate(HOSTILE_IDS):
-        w = _Writer(sid, start, rng)
+        w = LedgerWriter(sid, start, rng)
         for k, it in enumerate(items):
             text = HOSTILE_TEXTS[(n + k) % len(HOSTILE_TEXTS)]
             payload = {"value": it.actual if it.kind == "numeric" else it.options[-1][1],
@@ -248,7 +253,7 @@ def write_hostile_ledgers(folder: str | os.PathLike,
             w.add("result", lab_id, it.item_id, {"actual": text, "units": text}, minutes=0)
             w.add("explain", lab_id, it.item_id, {"text": text}, minutes=1)
         files.append(w.lines)
-    w = _Writer("tamper01", start, rng)
+    w = LedgerWriter("tamper01", start, rng)
     for k, text in enumerate(HOSTILE_TEXTS):
         item_id = f"{lab_id}.x{k}`{text[:60]}`"
         w.add("explain", lab_id, item_id, {"text": text}, minutes=0)  # before the predict

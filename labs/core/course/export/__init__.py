@@ -46,7 +46,7 @@ from labs.core.course.export.index import (  # noqa: F401  (the public API, re-e
     render_index,
 )
 from labs.core.course.export.inspection import (  # noqa: F401
-    _FRONTEND_URL_RE,
+    FRONTEND_URL_RE,
     BENIGN_ERROR_KINDS,
     GATE_TEXT,
     TOO_LARGE_MARKER,
@@ -58,7 +58,7 @@ from labs.core.course.export.inspection import (  # noqa: F401
 )
 from labs.core.course.export.lab import LabResult, export_env, export_lab, marimo_cmd  # noqa: F401
 from labs.core.course.export.offline import (  # noqa: F401
-    _MATHJAX_URL_RE,
+    MATHJAX_URL_RE,
     ASSET_DIR_NAME,
     MATHJAX_FILE,
     MATHJAX_LOCAL,
@@ -77,6 +77,17 @@ from labs.core.course.export.wasm import (  # noqa: F401
     find_uv,
     resolve_short_imports,
 )
+
+__all__ = [
+    "ASSET_DIR_NAME", "BENIGN_ERROR_KINDS", "CellReport", "DEFAULT_LABS_DIR", "ExportError",
+    "FRONTEND_URL_RE", "GATE_TEXT", "LAB_GLOB", "LabMeta", "LabResult", "MATHJAX_FILE",
+    "MATHJAX_LOCAL", "MATHJAX_URL_RE", "PageReport", "REPO_ROOT", "SiteResult", "TOO_LARGE_MARKER",
+    "UV_MISSING", "build_parser", "bundle_offline_assets", "bundled_wasm_files", "discover_labs",
+    "export_env", "export_lab", "export_site", "export_wasm", "find_uv", "inspect_page",
+    "lab_cell_code", "main", "make_page_offline", "marimo_cmd", "marimo_static_dir",
+    "needed_files", "prune_offline_assets", "prune_to", "read_lab_meta", "render_index",
+    "resolve_short_imports"
+]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

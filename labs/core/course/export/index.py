@@ -18,6 +18,11 @@ from typing import Any, Sequence
 
 import labs
 
+__all__ = [
+    "DEFAULT_LABS_DIR", "LAB_GLOB", "LAB_STYLE_SHEET", "LabMeta", "REPO_ROOT", "app_css_file",
+    "copy_style_sheet", "discover_labs", "read_lab_meta", "render_index"
+]
+
 REPO_ROOT = Path(labs.__file__).resolve().parent.parent  # the folder holding labs/
 DEFAULT_LABS_DIR = REPO_ROOT / "labs"
 LAB_GLOB = "lab_*.py"

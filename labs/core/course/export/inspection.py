@@ -16,6 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "BENIGN_ERROR_KINDS", "CellReport", "ExportError", "FRONTEND_URL_RE", "GATE_TEXT",
+    "PageReport", "TOO_LARGE_MARKER", "inspect_page", "lab_cell_code"
+]
+
 #: What marimo writes in place of an output over ``output_max_bytes`` (export still exits 0).
 TOO_LARGE_MARKER = "output is too large"
 #: The fixed words of ``labs.core.ui.style.gate_notice``: what a closed gate shows where an
@@ -25,7 +30,7 @@ GATE_TEXT = "Instrument hidden."
 BENIGN_ERROR_KINDS = frozenset({"ancestor-stopped"})
 # The frontend prefix marimo writes ~190 times into each page, matched by its shape (package
 # name, version, dist) rather than by host, so a change of CDN in marimo still matches.
-_FRONTEND_URL_RE = re.compile(r"https?://[^\s\"'`()<>]*?/@marimo-team/frontend@[^/\s\"'`]+/dist")
+FRONTEND_URL_RE = re.compile(r"https?://[^\s\"'`()<>]*?/@marimo-team/frontend@[^/\s\"'`]+/dist")
 
 
 class ExportError(RuntimeError):
@@ -170,5 +175,5 @@ def inspect_page(page: str, cell_code: dict[str, str] | None = None) -> PageRepo
         cells.append(CellReport(len(cells) + 1, "?", "_", "(outside any cell)", [], "", 0,
                                 True, False, 0))
     return PageReport(cells=cells, size_bytes=len(page.encode("utf-8")),
-                      frontend_urls=len(_FRONTEND_URL_RE.findall(page)))
+                      frontend_urls=len(FRONTEND_URL_RE.findall(page)))
 

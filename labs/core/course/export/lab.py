@@ -24,6 +24,8 @@ from labs.core.course.export.inspection import (
     lab_cell_code,
 )
 
+__all__ = ["LabResult", "export_env", "export_lab", "marimo_cmd"]
+
 
 def export_env(ledger_dir: str | os.PathLike, *, reveal: bool) -> dict[str, str]:
     """The environment a lab is exported in: a throwaway ledger, reveal only when asked."""

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import unquote
 
-from labs.core.course.export.inspection import _FRONTEND_URL_RE, ExportError
+from labs.core.course.export.inspection import ExportError
+# under its old local name: tests/mutation/mutations.py names the line that uses it
+from labs.core.course.export.inspection import FRONTEND_URL_RE as _FRONTEND_URL_RE
+
+__all__ = [
+    "ASSET_DIR_NAME", "MATHJAX_FILE", "MATHJAX_LOCAL", "MATHJAX_STUB", "MATHJAX_URL_RE",
+    "SERVE_MARIMO", "bundle_offline_assets", "make_page_offline", "marimo_static_dir",
+    "needed_files", "prune_offline_assets", "prune_to", "serve_marimo", "write_mathjax_stand_in"
+]
 
 ASSET_DIR_NAME = "_marimo"
 
@@ -22,7 +30,7 @@ ASSET_DIR_NAME = "_marimo"
 # labels, which the labs do not use). Offline it is pointed at a one-line local script that
 # stands in for it (MATHJAX_STUB): the request is answered by the same server, nothing fails
 # (no 404 in the console), the plot renders, and the page makes no request off the machine.
-_MATHJAX_URL_RE = re.compile(r"https?://[^\s\"'`()<>]*?/mathjax-full@[^\s\"'`]*?\.js")
+MATHJAX_URL_RE = re.compile(r"https?://[^\s\"'`()<>]*?/mathjax-full@[^\s\"'`]*?\.js")
 MATHJAX_FILE = "mathjax-not-bundled.js"
 #: Where the offline pages (at the site's root) load the stand-in from.
 MATHJAX_LOCAL = f"./{ASSET_DIR_NAME}/{MATHJAX_FILE}"
@@ -105,7 +113,7 @@ def marimo_static_dir() -> Path:
 def bundle_offline_assets(site: Path) -> Path:
     """Copy marimo's frontend into ``site/_marimo`` (once per site); returns that folder.
 
-    The entry script's MathJax URL is pointed at a local stand-in (see ``_MATHJAX_URL_RE``).
+    The entry script's MathJax URL is pointed at a local stand-in (see ``MATHJAX_URL_RE``).
     What the pages do not need is removed once they are written (:func:`prune_offline_assets`).
     """
     static = marimo_static_dir()
@@ -132,7 +140,7 @@ def write_mathjax_stand_in(assets_dir: Path, out: Path, url: str, *,
         text = js.read_text(encoding="utf-8", errors="surrogateescape")
         if "mathjax-full@" in text:
             copy = out / js.name
-            copy.write_text(_MATHJAX_URL_RE.sub(url, text), encoding="utf-8",
+            copy.write_text(MATHJAX_URL_RE.sub(url, text), encoding="utf-8",
                             errors="surrogateescape")
             written.append(copy)
     (stand_in or out / MATHJAX_FILE).write_text(MATHJAX_STUB, encoding="utf-8")

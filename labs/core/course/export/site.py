@@ -24,13 +24,15 @@ from labs.core.course.export.index import (
     read_lab_meta,
     render_index,
 )
-from labs.core.course.export.inspection import _FRONTEND_URL_RE, ExportError
+from labs.core.course.export.inspection import FRONTEND_URL_RE, ExportError
 from labs.core.course.export.lab import LabResult, export_lab
 from labs.core.course.export.offline import (
     bundle_offline_assets,
     make_page_offline,
     prune_offline_assets,
 )
+
+__all__ = ["SiteResult", "build_parser", "export_site", "main"]
 
 
 @dataclass
@@ -90,7 +92,7 @@ def export_site(out: Path, labs: Sequence[Path], *, reveal: bool = False, offlin
             page = make_page_offline(r.page.read_text(encoding="utf-8"))
             r.page.write_text(page, encoding="utf-8")
             if r.report:
-                r.report.frontend_urls = len(_FRONTEND_URL_RE.findall(page))
+                r.report.frontend_urls = len(FRONTEND_URL_RE.findall(page))
                 r.report.size_bytes = len(page.encode("utf-8"))
         prune_offline_assets(out, [r.page for r in results])
 

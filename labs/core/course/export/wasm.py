@@ -21,6 +21,11 @@ from labs.core.course.export.inspection import ExportError
 from labs.core.course.export.lab import marimo_cmd
 from labs.core.course.export.offline import needed_files, prune_to
 
+__all__ = [
+    "UV_MISSING", "bundled_wasm_files", "export_wasm", "find_uv", "resolve_short_imports",
+    "stage_for_wasm"
+]
+
 #: Why ``--wasm`` cannot run (labs-export says it, then exits non-zero).
 UV_MISSING = ("--wasm needs `uv` (marimo export html-wasm runs it): `pip install uv`, or leave "
               "out --wasm")
@@ -82,7 +87,7 @@ def resolve_short_imports(source: str, short_names: dict[str, str]) -> str:
     return "".join(lines)
 
 
-def _stage_for_wasm(path: Path, stage: Path) -> Path:
+def stage_for_wasm(path: Path, stage: Path) -> Path:
     """Copy the lab and its package into ``stage`` so marimo bundles the package by its name.
 
     marimo bundles local modules relative to the notebook's folder: a lab inside ``labs/``
@@ -132,7 +137,7 @@ def export_wasm(path: Path, out_dir: Path, *, timeout: float = 600.0) -> float:
     env["PATH"] = str(Path(uv).parent) + os.pathsep + env.get("PATH", "")
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="roofline-wasm-") as stage:
-        staged = _stage_for_wasm(path, Path(stage))
+        staged = stage_for_wasm(path, Path(stage))
         cmd = marimo_cmd() + ["export", "html-wasm", str(staged), "-o", str(out_dir),
                               "--mode", "run", "--force"]
         proc = subprocess.run(cmd, env=env, cwd=stage, capture_output=True, text=True,

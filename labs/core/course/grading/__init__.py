@@ -119,7 +119,7 @@ from labs.core.course.grading.gradebook import (  # noqa: F401
     FILE_COLUMNS,
     ITEM_COLUMNS,
     MAX_CELL_CHARS,
-    _fmt_lateness,
+    format_lateness,
     csv_safe,
     event_rows,
     event_table,
@@ -164,6 +164,17 @@ from labs.core.course.grading.score import (  # noqa: F401
     grade_lab,
     grade_student,
 )
+
+__all__ = [
+    "Batch", "ClassPlan", "ConfigError", "CourseConfig", "EVENT_COLUMNS", "EventRecord",
+    "FILE_COLUMNS", "FLAG_HELP", "FileReport", "Gradebook", "ITEM_COLUMNS", "ItemGrade",
+    "LEDGER_SUFFIXES", "LabConfig", "LabGrade", "Limits", "MAX_CELL_CHARS", "Override", "Roster",
+    "RosterEntry", "Rubric", "UNREADABLE", "canvas_header", "canvas_rows", "csv_safe",
+    "event_rows", "event_table", "example_config", "feedback_page", "file_rows", "format_lateness",
+    "grade", "grade_lab", "grade_student", "gradebook_rows", "id_from_name", "item_rows",
+    "load_config", "load_ledgers", "load_overrides", "load_roster", "main", "norm_id",
+    "plan_class", "read_receipts", "run_class", "write_csv", "write_feedback", "write_table"
+]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -4,5 +4,7 @@ import sys
 
 from labs.core.course.grading.cli import main
 
+__all__ = []
+
 if __name__ == "__main__":
     sys.exit(main())

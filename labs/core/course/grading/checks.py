@@ -32,6 +32,12 @@ from labs.core.course.grading.ids import (close_ids, close_matches, norm_id, sam
 from labs.core.course.grading.inputs import ConfigError, Override
 from labs.core.course.grading.sources import SIDE_FILE
 
+__all__ = [
+    "FLAG_HELP", "LINE_FLAGS", "SEVERITY", "SEVERITY_WORDS", "check_extensions", "check_overrides",
+    "check_student", "severity", "short_name", "student_line", "student_severity", "summarise",
+    "unreadable_uploads"
+]
+
 #: How much a flag matters to the grade: "wrong" (the grade may be wrong: look before
 #: uploading), "check" (the grade stands, but something is odd), "info" (a fact: no action).
 SEVERITY = {

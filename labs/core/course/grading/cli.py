@@ -33,6 +33,8 @@ from labs.core.course.grading.outdir import (RUN_FILE, check_out, clean_stale, r
 from labs.core.course.grading.run import Interrupted, check_stop, run_class, stop_on_signals
 from labs.core.course.ledger.events import MAX_READ_BYTES
 
+__all__ = ["MAX_LISTED", "main"]
+
 MAX_LISTED = 50  # files named on the console; the rest are in files.csv
 
 

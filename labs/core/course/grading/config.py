@@ -30,12 +30,17 @@ from labs.core.course.grading.inputs import (ConfigError, Roster, load_roster,
                                              parse_duration, roster_path)
 from labs.core.physics import misconceptions
 
+__all__ = [
+    "CourseConfig", "KEYS", "LAB_ID_RE", "LabConfig", "Rubric", "example_config", "load_config",
+    "time_zone"
+]
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_LAB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+LAB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 KEYS = {
     "": ("course", "labs"),
     "course": ("name", "id_column", "late_policy", "late_penalty_per_day", "students",
@@ -319,7 +324,7 @@ def _answer(item: _catalogue.CatalogueItem, value: Any, where: str) -> Any:
 def _lab(lab_id: str, table: Any, path: Path, entries: dict,
          zone: tzinfo | None = None) -> LabConfig:
     where = f"labs.{lab_id}"
-    if not _LAB_ID_RE.match(lab_id) or not isinstance(table, dict):
+    if not LAB_ID_RE.match(lab_id) or not isinstance(table, dict):
         raise ConfigError(f"{where}: lab ids are letters, digits, _ and -; got {lab_id!r}")
     if lab_id not in entries:
         raise ConfigError(f"{where}: {lab_id!r} is not a lab{close_matches(lab_id, entries)}; "

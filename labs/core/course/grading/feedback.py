@@ -31,6 +31,11 @@ from labs.core.course.grading.score import Gradebook, LabGrade
 from labs.core.course.answers import first_prediction, is_reasoned, ratio_verdict
 from labs.core.physics.units import format_value
 
+__all__ = [
+    "FLAG_HELP", "feedback_page", "index_entry", "page_name", "ratio_text", "severity",
+    "student_severity", "write_feedback", "write_index", "write_pages"
+]
+
 _CSS = """
 :root{--fg:#1f2328;--muted:$muted;--ok:$ok;--danger:$danger;--warn:$warn;
 --accent:$memory;--border:#d0d7de}
@@ -146,7 +151,7 @@ def _item_rows(events, g: LabGrade, items: dict) -> tuple[str, list[tuple[int, b
             verdict = "<span class='ok'>✓ right</span>"
         elif ig.correct is False:
             verdict = "<span class='danger'>✗ not right</span>"
-        ratio = _ratio_text(p.get("value"), ig.graded_actual, ig.tolerance) \
+        ratio = ratio_text(p.get("value"), ig.graded_actual, ig.tolerance) \
             if ig.graded_from else ""
         conf = p.get("confidence")
         if isinstance(conf, int) and not isinstance(conf, bool) and ig.correct is not None:
@@ -284,7 +289,7 @@ def _lab_timing(g: LabGrade, lab, config) -> str:
     return (f"<p class='meta'>{_e(text)}Rule: {_e(rule)}. {_e(arithmetic)}.</p>")
 
 
-def _ratio_text(value: Any, actual: Any, tolerance: float | None) -> str:
+def ratio_text(value: Any, actual: Any, tolerance: float | None) -> str:
     """How far off, in the lab's words, with the tolerance the grade used."""
     if isinstance(value, bool) or isinstance(actual, bool) or not isinstance(
             value, (int, float)) or not isinstance(actual, (int, float)):

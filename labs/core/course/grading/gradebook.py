@@ -18,7 +18,13 @@ from typing import Any, Sequence
 
 from labs.core.course.grading.checks import severity
 from labs.core.course.grading.load import Batch
-from labs.core.course.grading.score import Gradebook, _text
+from labs.core.course.grading.score import Gradebook, answer_text
+
+__all__ = [
+    "EVENT_COLUMNS", "FILE_COLUMNS", "ITEM_COLUMNS", "MAX_CELL_CHARS", "MAX_EXACT_INT", "csv_safe",
+    "event_rows", "event_table", "file_rows", "format_lateness", "gradebook_rows", "item_rows",
+    "item_table", "write_csv", "write_table"
+]
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -73,7 +79,7 @@ def _fmt_time(t: datetime | None) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else ""
 
 
-def _fmt_lateness(d: timedelta) -> str:
+def format_lateness(d: timedelta) -> str:
     s = int(d.total_seconds())
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
@@ -99,7 +105,7 @@ def gradebook_rows(book: Gradebook, *, neutralise: bool = True) -> list[dict]:
             row[t] = round(g.points, 2)
             row[f"{t} - Max Points"] = round(g.max_points, 2)
             row[f"{t} - Submission Time"] = _fmt_time(g.submitted)
-            row[f"{t} - Lateness (H:M:S)"] = _fmt_lateness(g.lateness)
+            row[f"{t} - Lateness (H:M:S)"] = format_lateness(g.lateness)
             row[f"{t} - Status"] = g.status
             row[f"{t} - Correct"] = g.correct_text
             total += g.points
@@ -135,7 +141,7 @@ def item_table(book: Gradebook) -> list[list]:
             g = book.grades[(sid, lab.lab_id)]
             lab_id, per, item_ids = lab_cells[lab.lab_id]
             for ig in g.items:
-                late = "; ".join(f"{what} {_fmt_lateness(lateness)} late x {factor:g}"
+                late = "; ".join(f"{what} {format_lateness(lateness)} late x {factor:g}"
                                  for what, _, lateness, factor in ig.late_parts)
                 rows.append([
                     who, lab_id, item_ids.get(ig.item_id) or csv_safe(ig.item_id),
@@ -189,7 +195,7 @@ def event_table(events: list) -> list[list]:
     rows = []
     for e in events:
         p = e.payload if isinstance(e.payload, dict) else {}
-        text = _text(p, "reason") if e.kind in ("predict", "revise") else _text(p)
+        text = answer_text(p, "reason") if e.kind in ("predict", "revise") else answer_text(p)
         seq, line, dup, conf = e.seq, e.line, e.duplicates, p.get("confidence")
         student, written, version, session, source = same(
             (e.student_id, e.written_id, e.lab_version, e.session, e.source), each)

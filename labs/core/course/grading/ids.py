@@ -19,6 +19,11 @@ from typing import Iterable
 
 from labs.core.course import ledger as _ledger
 
+__all__ = [
+    "blackboard_submission", "close_ids", "close_matches", "closest", "folder_of", "id_from_name",
+    "lms_submission", "name_owner", "norm_id", "same_digits", "same_owner"
+]
+
 #: ``roofline-ledger-<id>.jsonl`` as the lab names it, also with a recovery suffix, a browser's
 #: `` (1)`` copy suffix or an LMS prefix (Canvas: ``name_12345_67890_roofline-ledger-ada.jsonl``).
 _NAME_RE = re.compile(

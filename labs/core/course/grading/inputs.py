@@ -34,6 +34,12 @@ from pathlib import Path
 
 from labs.core.course.grading.ids import norm_id
 
+__all__ = [
+    "ALIAS_COLUMNS", "ConfigError", "LMS_ID_COLUMN", "MAX_ROWS", "Override", "Roster",
+    "RosterEntry", "TEST_STUDENT_NAMES", "load_overrides", "load_roster", "parse_duration",
+    "read_receipts", "roster_path"
+]
+
 MAX_ROWS = 1_000_000  # a course of a few hundred thousand students, with room
 _ID_COLUMNS = ("SID", "SIS User ID", "SIS Login ID", "Student ID", "ID", "id", "student_id",
                "student")

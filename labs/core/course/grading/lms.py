@@ -36,6 +36,11 @@ from labs.core.course.grading.gradebook import csv_safe
 from labs.core.course.grading.inputs import ConfigError
 from labs.core.course.grading.score import UNREADABLE, Gradebook
 
+__all__ = [
+    "CANVAS_IGNORED", "CANVAS_RESERVED", "CANVAS_STUDENT_COLUMNS", "canvas_header",
+    "canvas_header_rows", "canvas_rows", "points_possible"
+]
+
 CANVAS_STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 #: Canvas ignores columns whose header contains one of these (read-only totals).
 CANVAS_IGNORED = re.compile("Current Score|Current Points|Current Grade|Final Score|"

@@ -35,6 +35,12 @@ from labs.core.course.grading.sources import (  # noqa: F401  (re-exported for g
     too_large,
 )
 
+__all__ = [
+    "Batch", "EventRecord", "FileReport", "LEDGER_SUFFIXES", "Limits", "RECEIPT_FILE",
+    "blackboard_receipt", "first_spellings", "iter_sources", "load_ledgers", "merge_events",
+    "own_files", "parse_source", "share_summaries", "summarise_file", "too_large"
+]
+
 _RECOVERY_RE = re.compile(r"\.recovery-\d+\.jsonl$")
 _CHUNK = 64 * 1024  # bytes parsed at a time (limits are checked between pieces)
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)

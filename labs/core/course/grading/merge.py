@@ -34,6 +34,8 @@ from typing import Iterator
 
 from labs.core.course.grading.ids import norm_id
 
+__all__ = ["MERGED", "MergeError", "merge", "merge_main"]
+
 #: (file, the column its student's id is in: 0 the first; None: shard after shard)
 MERGED = (("gradebook.csv", 0), ("items.csv", 0), ("events.csv", 0), ("canvas-left-out.csv", 0),
           ("files.csv", None))

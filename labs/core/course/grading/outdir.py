@@ -16,6 +16,11 @@ import os
 import shutil
 from pathlib import Path
 
+__all__ = [
+    "OUTPUT_NAMES", "RUN_FILE", "check_out", "clean_stale", "glob_escape", "replace_with",
+    "staging"
+]
+
 #: what labs-grade writes into its output folder (a folder holding only these, or its own
 #: RUN_FILE, may be replaced with --force)
 OUTPUT_NAMES = {"gradebook.csv", "events.csv", "files.csv", "canvas.csv", "items.csv",

@@ -34,11 +34,13 @@ from typing import Iterable
 from labs.core.course import catalogue as _catalogue
 from labs.core.course.grading.checks import (check_extensions, check_overrides, short_name,
                                              unreadable_uploads)
-from labs.core.course.grading.config import _LAB_ID_RE, CourseConfig, LabConfig
+from labs.core.course.grading.config import LAB_ID_RE, CourseConfig, LabConfig
 from labs.core.course.grading.ids import closest, name_owner, norm_id
 from labs.core.course.grading.inputs import ConfigError, Override, load_overrides
 from labs.core.course.grading.load import first_spellings, own_files
 from labs.core.course.grading.sources import FileReport
+
+__all__ = ["ClassPlan", "TEST_STUDENT_PREFIX", "is_test_student", "labs_for", "plan_class"]
 
 #: What Canvas's bulk download calls the files of its "Student View" test student.
 TEST_STUDENT_PREFIX = "studenttest_"
@@ -102,7 +104,7 @@ def labs_for(files: list[FileReport], config: CourseConfig,
     else:
         entries = {e.lab_id: e for e in _catalogue.catalogue()}
         seen, predicted = _seen(files)
-        seen = {x for x in seen if _LAB_ID_RE.match(x)} | (set(lab_ids or ()) & set(entries))
+        seen = {x for x in seen if LAB_ID_RE.match(x)} | (set(lab_ids or ()) & set(entries))
         order = [x for x in entries if x in seen] + sorted(seen - set(entries))
         labs = []
         for lab_id in order:

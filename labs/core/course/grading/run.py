@@ -51,6 +51,12 @@ from labs.core.course.grading.plan import ClassPlan, plan_class
 from labs.core.course.grading.score import empty_book, grade_student
 from labs.core.course.grading.sources import FileReport, iter_sources
 
+__all__ = [
+    "FILES_PER_TASK", "Interrupted", "RunResult", "SERIAL_BELOW", "STUDENTS_PER_CHUNK",
+    "StudentSummary", "TASKS_IN_FLIGHT", "check_stop", "default_workers", "grade_chunk",
+    "read_class", "run_class", "stop_on_signals"
+]
+
 #: files read per task, and tasks held at once (a zip's members are in memory until read)
 FILES_PER_TASK = 32
 TASKS_IN_FLIGHT = 64

@@ -28,6 +28,11 @@ from labs.core.course.grading.inputs import Override
 from labs.core.course.grading.load import Batch, EventRecord, merge_events
 from labs.core.course.answers import first_prediction, is_reasoned, within_factor
 
+__all__ = [
+    "Gradebook", "ItemGrade", "LabGrade", "STALE_AFTER", "UNREADABLE", "answer_text", "empty_book",
+    "explanation_length", "grade", "grade_lab", "grade_student", "late_factor"
+]
+
 UNREADABLE = "Unreadable submission"
 
 
@@ -109,7 +114,7 @@ class Gradebook:
     notices: list[str] = field(default_factory=list)
 
 
-def _text(payload: dict, key: str = "text") -> str:
+def answer_text(payload: dict, key: str = "text") -> str:
     v = payload.get(key)
     return v if isinstance(v, str) else ""
 
@@ -254,9 +259,9 @@ def grade_lab(student_id: str, events: list[EventRecord], lab: LabConfig,
             ig.reasoned = is_reasoned(first.payload)
             after = evs[first_i + 1:]
             observe = next((e for e in after if e.kind == "observe"
-                            and _text(e.payload).strip()), None)
+                            and answer_text(e.payload).strip()), None)
             explain = next((e for e in after if e.kind == "explain" and explanation_length(
-                _text(e.payload)) >= r.min_explain_chars), None)
+                answer_text(e.payload)) >= r.min_explain_chars), None)
             ig.explained = observe is not None and explain is not None
             ig.predicted_at = first.time
             if ig.explained:

@@ -27,6 +27,11 @@ from labs.core.course.ledger.events import MAX_READ_BYTES
 from labs.core.course.grading.ids import (blackboard_submission, folder_of, id_from_name,
                                           lms_submission)
 
+__all__ = [
+    "FileReport", "LEDGER_SUFFIXES", "LazyFile", "Limits", "RECEIPT_FILE", "SIDE_FILE",
+    "blackboard_receipt", "describe", "iter_sources", "too_large"
+]
+
 LEDGER_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".log")
 
 

@@ -75,3 +75,13 @@ from labs.core.course.ledger.events import (  # noqa: F401
 )
 from labs.core.course.ledger.files import file_lock, in_browser, student_files  # noqa: F401
 from labs.core.course.ledger.store import Ledger, first_predictions  # noqa: F401
+
+__all__ = [
+    "APP_DIR_NAME", "ENV_LEDGER_DIR", "ENV_STUDENT_ID", "FILE_PREFIX", "GENESIS_HASH", "KINDS",
+    "Ledger", "MAX_ID_CHARS", "MAX_LINE_BYTES", "MAX_PAYLOAD_DEPTH", "MAX_READ_BYTES", "Problem",
+    "ReadResult", "SCHEMA_VERSION", "canonical_bytes", "check_event", "config_path",
+    "default_ledger_dir", "event_hash", "event_line", "file_lock", "first_predictions",
+    "in_browser", "lab_version", "ledger_filename", "load_config", "parse_line", "parse_ts",
+    "read_ledger", "read_ledger_file", "resolve_student_id", "save_config", "student_files",
+    "utc_now", "validate_student_id"
+]

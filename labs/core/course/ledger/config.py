@@ -17,6 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "APP_DIR_NAME", "ENV_LEDGER_DIR", "ENV_STUDENT_ID", "FILE_PREFIX", "config_path",
+    "default_ledger_dir", "lab_version", "ledger_filename", "load_config", "resolve_student_id",
+    "save_config", "validate_student_id"
+]
+
 #: Environment variables: where the ledger lives, and who the student is.
 ENV_LEDGER_DIR = "ROOFLINE_LEDGER_DIR"
 ENV_STUDENT_ID = "ROOFLINE_STUDENT_ID"

@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+__all__ = [
+    "Decoded", "GENESIS_HASH", "KINDS", "MAX_ID_CHARS", "MAX_LINE_BYTES", "MAX_PAYLOAD_DEPTH",
+    "MAX_READ_BYTES", "Problem", "ReadResult", "SCHEMA_VERSION", "canonical_bytes", "check_event",
+    "decode_ledger_bytes", "event_hash", "event_line", "finite_json", "parse_line", "parse_ts",
+    "read_ledger", "read_ledger_file", "utc_now"
+]
+
 SCHEMA_VERSION = 1
 
 #: Event kinds. ``predict`` is the first commit of an item; a later different answer is a
@@ -97,7 +104,7 @@ def _depth(value: Any, limit: int, level: int = 0) -> int:
     return level
 
 
-def _finite_json(value: Any, limit: int = MAX_PAYLOAD_DEPTH) -> bool:
+def finite_json(value: Any, limit: int = MAX_PAYLOAD_DEPTH) -> bool:
     """True if ``value`` is plain JSON (str/int/float/bool/None/list/dict[str]) without NaN/inf."""
     if type(value) is dict and limit >= 1:  # a flat payload, the usual one: a single pass
         for k, v in value.items():
@@ -168,7 +175,7 @@ def check_event(obj: Any, raw: bytes | None = None) -> str | None:
         return "timestamp is not an ISO 8601 UTC time"
     if not (_HEX64.match(obj["hash"]) and _HEX64.match(obj["prev_hash"])):
         return "hash or prev_hash is not 64 hex digits"
-    if not _finite_json(obj["payload"]):
+    if not finite_json(obj["payload"]):
         return "payload is not plain JSON (too deep, NaN/inf or odd types)"
     if raw is not None and _hashes_own_bytes(raw, obj["hash"]):
         return None

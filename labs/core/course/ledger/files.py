@@ -20,6 +20,10 @@ from typing import Iterator
 
 from labs.core.course.ledger.config import FILE_PREFIX, ledger_filename
 
+__all__ = [
+    "append_bytes", "file_lock", "in_browser", "recovery_name", "student_files", "write_new_file"
+]
+
 _RECOVERY_RE = re.compile(r"\.recovery-(\d+)\.jsonl$")
 
 
@@ -79,7 +83,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _append_bytes(path: Path, data: bytes) -> None:
+def append_bytes(path: Path, data: bytes) -> None:
     """Append with one O_APPEND write (looping only on a short write), then fsync.
 
     Called with the ledger's lock held. If the write or the fsync fails (full disk, quota,

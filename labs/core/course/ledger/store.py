@@ -24,17 +24,19 @@ from labs.core.course.ledger.config import (
 )
 from labs.core.course.ledger.events import (  # the event format; the store writes it
     GENESIS_HASH, KINDS, MAX_ID_CHARS, MAX_LINE_BYTES, MAX_PAYLOAD_DEPTH, SCHEMA_VERSION,
-    Problem, ReadResult, _finite_json, event_hash, event_line, read_ledger, read_ledger_file,
+    Problem, ReadResult, finite_json, event_hash, event_line, read_ledger, read_ledger_file,
     utc_now,
 )
 from labs.core.course.ledger.files import (
-    _append_bytes,
+    append_bytes,
     file_lock,
     in_browser,
     recovery_name,
     student_files,
     write_new_file,
 )
+
+__all__ = ["Ledger", "first_predictions", "room_left"]
 
 _TS_PLACEHOLDER = "0000-00-00T00:00:00.000000Z"  # as long as utc_now(): sizes a draft
 
@@ -279,7 +281,7 @@ class Ledger:
             if not isinstance(value, str) or not value or len(value) > MAX_ID_CHARS:
                 raise ValueError(f"{name} must be a non-empty string of at most "
                                  f"{MAX_ID_CHARS} characters, got {value!r}")
-        if not isinstance(payload, dict) or not _finite_json(payload):
+        if not isinstance(payload, dict) or not finite_json(payload):
             raise ValueError("payload must be a dict of plain JSON values (no NaN/inf, "
                              f"at most {MAX_PAYLOAD_DEPTH} levels deep), got {payload!r}")
         draft = {
@@ -366,7 +368,7 @@ class Ledger:
         assert chain is not None and chain.path is not None
         event = self._seal(chain, draft)
         line = event_line(event)
-        _append_bytes(chain.path, line)
+        append_bytes(chain.path, line)
         chain.events.append(event)
         chain.head_hash, chain.last_seq = event["hash"], event["seq"]
         chain.offset += len(line)

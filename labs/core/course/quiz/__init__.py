@@ -68,7 +68,7 @@ from labs.core.course.quiz.prediction import (  # noqa: F401
     within_factor,
 )
 from labs.core.course.quiz.session import (  # noqa: F401
-    _MEMORY_LEDGERS,
+    MEMORY_LEDGERS,
     LabSession,
     ledger_settings,
     resolved_settings,

@@ -16,7 +16,7 @@ from labs.core.course import ledger as _ledger
 from labs.core.course.quiz.lock import gate_notice
 from labs.core.course.quiz.prediction import (
     Prediction,
-    _with_units,
+    with_units,
     distinct_texts,
     format_value,
     parse_number,
@@ -25,9 +25,11 @@ from labs.core.course.quiz.prediction import (
     verdict_kind,
 )
 from labs.core.course.quiz.session import LabSession
-from labs.core.course.quiz.status import _stack
+from labs.core.course.quiz.status import stack_elements
 from labs.core.physics import misconceptions
 from labs.core.ui import style
+
+__all__ = ["MAX_TEXT_CHARS", "compare", "explain_form", "saved_label"]
 
 MAX_TEXT_CHARS = 2000
 
@@ -59,12 +61,12 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
         r = ratio_off(p, a) if p is not None else None
         p_text, a_text = (distinct_texts(p, a, fmt) if r is not None
                           else (format_value(prediction.value, fmt), format_value(a, fmt)))
-        shown = _with_units(a_text, units)
+        shown = with_units(a_text, units)
         if actual_label:  # which case the instrument's number is for, when the page shows others
             shown = f"{shown} ({actual_label})"
-        predicted = _with_units(p_text, units or prediction.units)
+        predicted = with_units(p_text, units or prediction.units)
         if r is None:
-            verdict, kind = (f"off by {_with_units(format_value(abs((p or 0) - a), fmt), units)}",
+            verdict, kind = (f"off by {with_units(format_value(abs((p or 0) - a), fmt), units)}",
                              "warn")
         else:  # the item's graded band decides the words: right, close, or off by
             band = misconceptions.tolerance(prediction.item_id)
@@ -161,7 +163,7 @@ def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_l
                                              "explain_label": explain_label})
     saved = lab.events(item_id, "explain")
     status = _status or (saved_label(lab, saved[-1]) if saved else "")
-    form = _stack(
+    form = stack_elements(
         observe=mo.ui.text_area(value=lab.last_text(item_id, "observe"), rows=2,
                                 max_length=MAX_TEXT_CHARS, full_width=True,
                                 label=observe_label),

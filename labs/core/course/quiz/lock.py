@@ -1,7 +1,7 @@
 """The prediction lock and its forms: lock state seeded from the ledger, numeric and choice forms,
 the locked card, and the notice a closed gate shows.
 
-A form's submission becomes a :class:`Prediction` through :class:`_LockHandler`, which commits
+A form's submission becomes a :class:`Prediction` through :class:`LockHandler`, which commits
 it with :meth:`LabSession.commit` (first answer wins) and sets the lock state. Part of
 :mod:`labs.core.course.quiz` (import it through that name).
 """
@@ -22,9 +22,14 @@ from labs.core.course.quiz.prediction import (
     Prediction,
 )
 from labs.core.course.quiz.session import LabSession
-from labs.core.course.quiz.status import _stack
+from labs.core.course.quiz.status import stack_elements
 from labs.core.ui import style
 from labs.core.ui.numbers import as_stored, check_number, comma_reading, examples, plain
+
+__all__ = [
+    "LOCK_LABEL", "LockHandler", "MOVE_SLIDER", "choice_form", "gate_notice", "lock_state",
+    "locked_card_html", "log_steps", "numeric_form", "prediction_panel", "simulate_submit"
+]
 
 LOCK_LABEL = "Lock prediction"
 #: What a slider form says to a submission that is not one of its positions.
@@ -65,7 +70,7 @@ def log_steps(lo: float, hi: float) -> list[float]:
 _OFF_SLIDER = object()  # from_frontend's answer when a slider form sent no index of a step
 
 
-class _LockHandler:
+class LockHandler:
     """The form's on_change: turn a submission into a locked Prediction, record it, call back.
 
     Also checks the submission (the browser checks it first through the form's ``validate``;
@@ -190,7 +195,7 @@ class _LockHandler:
         self.on_lock(locked)
 
 
-def _prediction_form(handler: _LockHandler, answer_element, question: str,
+def _prediction_form(handler: LockHandler, answer_element, question: str,
                      locked: Prediction | None):
     disabled = locked is not None
     confidence = mo.ui.radio(
@@ -200,7 +205,7 @@ def _prediction_form(handler: _LockHandler, answer_element, question: str,
     reason = mo.ui.text(value=locked.reason if locked else "", max_length=MAX_REASON_CHARS,
                         placeholder="one line: why do you expect this?", full_width=True,
                         disabled=disabled, label="Reason")
-    form = _stack(answer=answer_element, confidence=confidence, reason=reason).form(
+    form = stack_elements(answer=answer_element, confidence=confidence, reason=reason).form(
         label=question, submit_button_label=LOCK_LABEL,
         submit_button_disabled=disabled, validate=handler.validate, on_change=handler,
         submit_button_tooltip="Once locked, the prediction cannot be changed." if not disabled
@@ -239,7 +244,7 @@ def numeric_form(lab: LabSession, item_id: str, *, question: str, units: str, lo
             value=str(locked.value) if locked is not None else "",
             placeholder=f"{plain(lo)} to {plain(hi)}", disabled=disabled,
             label=f"Your prediction ({what})" if what else "Your prediction")
-    handler = _LockHandler(lab, item_id, answer_type="numeric", units=units, lo=lo, hi=hi,
+    handler = LockHandler(lab, item_id, answer_type="numeric", units=units, lo=lo, hi=hi,
                            steps=steps, on_lock=on_lock, integer=integer)
     handler.start = start if log_scale else None
     return _prediction_form(handler, answer, question, locked)
@@ -263,7 +268,7 @@ def choice_form(lab: LabSession, item_id: str, *, question: str, options: Mappin
             (k for k, v in options.items() if v == locked.value), None)
     answer = mo.ui.radio(dict(options), value=label, disabled=locked is not None,
                          label="Your prediction")
-    handler = _LockHandler(lab, item_id, answer_type="choice", units="",
+    handler = LockHandler(lab, item_id, answer_type="choice", units="",
                            options=dict(options), on_lock=on_lock)
     return _prediction_form(handler, answer, question, locked)
 
@@ -328,7 +333,7 @@ def simulate_submit(form, **values: Any) -> None:
     if not info:
         raise ValueError("form must come from quiz.numeric_form/choice_form/explain_form")
     handler = info["handler"]
-    if not isinstance(handler, _LockHandler):  # an explain form
+    if not isinstance(handler, LockHandler):  # an explain form
         raw = {"observe": str(values.get("observe", "")), "explain": str(values.get("explain", ""))}
     else:
         answer = values.get("answer")

@@ -23,10 +23,16 @@ from labs.core.course.answers import (  # noqa: F401  (re-exported for the labs)
     ratio_off,
     ratio_verdict,
     verdict_kind,
-    with_units as _with_units,
+    with_units as with_units,
     within_factor,
 )
 from labs.core.physics.units import format_value
+
+__all__ = [
+    "CONFIDENCE_LEVELS", "CONFIDENCE_OPTIONS", "GRADE_TOLERANCE", "MAX_REASON_CHARS", "Prediction",
+    "SPOT_ON_RATIO", "distinct_texts", "first_prediction", "holds_value", "is_reasoned",
+    "ratio_off", "ratio_verdict", "verdict_kind", "with_units", "within_factor"
+]
 
 MAX_REASON_CHARS = 200
 CONFIDENCE_OPTIONS = {"1 · a guess": 1, "2": 2, "3": 3, "4": 4, "5 · sure": 5}

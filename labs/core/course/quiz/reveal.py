@@ -25,6 +25,11 @@ import html
 import os
 from typing import Any
 
+__all__ = [
+    "FALSE_VALUES", "REFERENCE_REASON", "TRUE_VALUES", "band_html", "card", "env_reveal",
+    "is_revealed", "reference", "reference_card_html"
+]
+
 REFERENCE_REASON = "reference answer (instructor copy)"
 
 

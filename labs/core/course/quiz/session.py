@@ -21,6 +21,8 @@ from labs.core.course import ledger as _ledger
 from labs.core.course.quiz.prediction import Prediction, first_prediction
 from labs.core.course.quiz.status import status_view
 
+__all__ = ["LabSession", "MEMORY_LEDGERS", "ledger_settings", "resolved_settings"]
+
 
 def ledger_settings():
     """``(get, set)`` of the ledger settings as reactive state (setup cell 1 of every lab).
@@ -43,7 +45,7 @@ def resolved_settings() -> dict:
 #: Ledgers that could only be kept in memory, by (student id, folder): a session re-created
 #: after a settings change or an upload (or a page reload served by the same kernel process)
 #: finds its records again instead of starting empty.
-_MEMORY_LEDGERS: dict[tuple[str, str], _ledger.Ledger] = {}
+MEMORY_LEDGERS: dict[tuple[str, str], _ledger.Ledger] = {}
 
 
 class LabSession:
@@ -100,7 +102,7 @@ class LabSession:
         if self.student_id is None:
             self.ledger = None
             return
-        kept = _MEMORY_LEDGERS.get(self._memory_key())
+        kept = MEMORY_LEDGERS.get(self._memory_key())
         if kept is not None:  # memory mode: the same records across re-runs and uploads
             self.ledger = kept
         else:
@@ -126,7 +128,7 @@ class LabSession:
         the kernel's life, so a session re-created by a settings change or an upload finds the
         same records instead of opening the folder afresh."""
         if self.ledger is not None and self.ledger.mode == "memory":
-            _MEMORY_LEDGERS[self._memory_key()] = self.ledger
+            MEMORY_LEDGERS[self._memory_key()] = self.ledger
 
     def set_student_id(self, student_id: str, *, remember: bool = True) -> str | None:
         """Use ``student_id`` from now on (and remember it); returns an error message or None."""

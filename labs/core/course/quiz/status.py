@@ -15,6 +15,8 @@ import marimo as mo
 from labs.core.course import ledger as _ledger
 from labs.core.ui import style
 
+__all__ = ["stack_elements", "status_view"]
+
 
 def status_view(lab):
     """The ledger status line: where it writes, the student id, warnings, and controls
@@ -63,7 +65,7 @@ def _student_id_form(lab):
             lab.set_student_id(value["student_id"])
 
     # full width: at marimo's default width the placeholder was cut off behind the counter
-    form = _stack(student_id=mo.ui.text(
+    form = stack_elements(student_id=mo.ui.text(
         placeholder="e.g. your university login", max_length=64, full_width=True,
         label="Your student id (asked once, remembered on this computer)")).form(
         submit_button_label="Save my id", validate=validate, on_change=submit)
@@ -80,7 +82,7 @@ def _folder_form(lab):
         if isinstance(value, dict) and value.get("folder"):
             lab.set_ledger_dir(value["folder"])
 
-    form = _stack(folder=mo.ui.text(
+    form = stack_elements(folder=mo.ui.text(
         value=str(lab.ledger_dir), full_width=True,
         label="Write the ledger to another folder")).form(
         submit_button_label="Use this folder", validate=validate, on_change=submit)
@@ -111,7 +113,7 @@ def _upload_widget(lab):
     return widget
 
 
-def _stack(**elements):
+def stack_elements(**elements):
     """Elements one under the other, as one batch (its value is a dict by name)."""
     template = "\n\n".join("{%s}" % name for name in elements)
     return mo.md(template).batch(**elements)

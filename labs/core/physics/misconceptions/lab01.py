@@ -6,6 +6,10 @@ from __future__ import annotations
 from labs.core.physics import hardware, roofline
 from labs.core.physics.misconceptions import Band, WrongModel
 
+__all__ = [
+    "BANDS", "CROSSOVER_CASE", "TOLERANCES",
+]
+
 #: The question's case (Lab 1, Prediction 3): the roofline's N* of a square bf16 GEMM on the
 #: H100 SXM, the lab's opening device and precision.
 CROSSOVER_CASE = ("h100-sxm", "bf16")

@@ -8,6 +8,10 @@ import math
 from labs.core.physics import models, serving
 from labs.core.physics.misconceptions import Band, WrongModel
 
+__all__ = [
+    "BANDS", "OOM_CASE", "TOLERANCES", "USABLE_FRACTION", "oom_batch_band",
+]
+
 #: Prediction 2's case (the lab's OOM_REF): Sam's Llama-3-8B on one H100 SXM, 8,192-token
 #: conversations, bf16 weights and KV cache, 90% of the memory usable (memory_budget's
 #: default, stated in the question).

@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 from labs.core.physics import hardware, precision
-from labs.core.physics import precision_study as PS
+from labs.core.physics import precision_study
 from labs.core.physics.misconceptions import WRONG_MARGIN_FROM_2, Band, WrongModel
+
+__all__ = [
+    "BANDS", "DECODE_CASE", "RHO_CASE", "TOLERANCES", "nvfp4_byte_ratio_band", "rho_ratio_band",
+]
 
 #: Prediction 1's case (the lab's GEMM_4096 on SCENARIO_DEVICE): Priya's 4096³ GEMM on an
 #: H100 SXM, FP32 on the CUDA cores against FP16 on the tensor cores.
@@ -31,14 +35,14 @@ def rho_ratio_band() -> Band:
     """rho(fp16) / rho(fp32) for the 4096³ GEMM: AI doubles, the ridge moves with the peak."""
     item = "lab03.rho_ratio"
     case = dict(RHO_CASE)
-    parts = PS.rho_change_parts(case["op"], case["shape"], case["hw"], "fp32", "fp16")
+    parts = precision_study.rho_change_parts(case["op"], case["shape"], case["hw"], "fp32", "fp16")
     wrong = (
         WrongModel("bytes only: AI doubles and the ridge stays (Priya's argument)",
                    parts.ai_ratio),
         WrongModel("peak only: the ridge moves with the tensor cores, AI stays",
                    1 / parts.ridge_ratio),
         WrongModel("rho unchanged: the FP32 roof taken as TF32's tensor cores, so AI and "
-                   "ridge both double", PS.rho_change(case["op"], case["shape"], case["hw"],
+                   "ridge both double", precision_study.rho_change(case["op"], case["shape"], case["hw"],
                                                       "tf32", "fp16")),
     )
     tolerance = TOLERANCES[item]
@@ -60,7 +64,7 @@ def nvfp4_byte_ratio_band() -> Band:
     n, k, hw = DECODE_CASE["n"], DECODE_CASE["k"], DECODE_CASE["hw"]
 
     def ratio(low: str) -> float:
-        return PS.decode_quant_table(n, k, hw, ["fp16", low])[1].byte_ratio
+        return precision_study.decode_quant_table(n, k, hw, ["fp16", low])[1].byte_ratio
 
     reference = ratio("nvfp4")
     mx = precision.get("mxfp4")
@@ -72,7 +76,7 @@ def nvfp4_byte_ratio_band() -> Band:
     )
     tolerance = TOLERANCES[item]
     nearest = min(wrong, key=lambda w: _off(w.value, reference))
-    int4 = PS.WEIGHT_ONLY_MEASURED[-1]
+    int4 = precision_study.WEIGHT_ONLY_MEASURED[-1]
     return Band(
         item, reference, tolerance, wrong, asks_bound=True, units="×",
         wrong_margin=WRONG_MARGIN_FROM_2,

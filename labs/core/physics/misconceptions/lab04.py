@@ -8,8 +8,13 @@ question says it asks for the roofline's ideal speedup or the upper bound on S.
 
 from __future__ import annotations
 
-from labs.core.physics import fusion as FU
+from labs.core.physics import fusion
 from labs.core.physics.misconceptions import Band, WrongModel
+
+__all__ = [
+    "BANDS", "OPENING_DEVICE", "PRECISION", "TOLERANCES", "fusion_speedup_band",
+    "oom_seq_len_band",
+]
 
 #: The lab's opening device (its ``OPENING["device"]``): the instructor copy's answers are its.
 OPENING_DEVICE = "h100-sxm"
@@ -27,29 +32,29 @@ TOLERANCES: dict[str, float] = {
 
 
 def _fused():
-    return [list(range(len(FU.DEFAULT_CHAIN)))]
+    return [list(range(len(fusion.DEFAULT_CHAIN)))]
 
 
 def fusion_speedup_band() -> Band:
-    n, hw = FU.QUESTION_CHAIN_ELEMENTS, OPENING_DEVICE
+    n, hw = fusion.QUESTION_CHAIN_ELEMENTS, OPENING_DEVICE
     return Band(
         item_id="lab04.fusion_speedup",
-        reference=FU.fusion_speedup(n, hw, None, _fused(), precision=PRECISION),
+        reference=fusion.fusion_speedup(n, hw, None, _fused(), precision=PRECISION),
         tolerance=TOLERANCES["lab04.fusion_speedup"],
         wrong_models=(
             WrongModel("4 kernels fused into 1 is 4× faster (the launch count)",
-                       FU.fusion_speedup(FU.QUESTION_TINY_ELEMENTS, hw, None, _fused(),
+                       fusion.fusion_speedup(fusion.QUESTION_TINY_ELEMENTS, hw, None, _fused(),
                                          precision=PRECISION)),
             WrongModel("fusion saves only the 3 launches removed (bytes unchanged)",
-                       FU.launch_saving_speedup(n, hw, None, _fused(), precision=PRECISION)),
+                       fusion.launch_saving_speedup(n, hw, None, _fused(), precision=PRECISION)),
             WrongModel("fusion halves the bytes (as it does for two one-input ops)",
-                       FU.chain_byte_ratio(("gelu", "relu"), PRECISION)),
+                       fusion.chain_byte_ratio(("gelu", "relu"), PRECISION)),
             WrongModel("counts the bytes but forgets dropout's 1-byte mask",
-                       FU.chain_byte_ratio(FU.DEFAULT_CHAIN, PRECISION, count_masks=False)),
+                       fusion.chain_byte_ratio(fusion.DEFAULT_CHAIN, PRECISION, count_masks=False)),
             WrongModel("takes the skip for the LayerNorm's input (a pre-LN block), which the "
                        "fused kernel has already read, though the question says it is another "
                        "tensor",
-                       FU.chain_byte_ratio(FU.DEFAULT_CHAIN, PRECISION, skip_is_input=True)),
+                       fusion.chain_byte_ratio(fusion.DEFAULT_CHAIN, PRECISION, skip_is_input=True)),
         ),
         asks_bound=True,
         units="×",
@@ -62,19 +67,19 @@ def fusion_speedup_band() -> Band:
 
 
 def oom_seq_len_band() -> Band:
-    hw, h, d = OPENING_DEVICE, FU.QUESTION_HEADS, FU.QUESTION_HEAD_DIM
+    hw, h, d = OPENING_DEVICE, fusion.QUESTION_HEADS, fusion.QUESTION_HEAD_DIM
     return Band(
         item_id="lab04.oom_seq_len",
-        reference=FU.unfused_max_seq_len(hw, 1, h, d, PRECISION),
+        reference=fusion.unfused_max_seq_len(hw, 1, h, d, PRECISION),
         tolerance=TOLERANCES["lab04.oom_seq_len"],
         wrong_models=(
             WrongModel("scores stored in fp32 (4 bytes each)",
-                       FU.unfused_max_seq_len(hw, 1, h, d, PRECISION, score_precision="fp32")),
+                       fusion.unfused_max_seq_len(hw, 1, h, d, PRECISION, score_precision="fp32")),
             WrongModel("holds the scores and the softmax probabilities at once (two S×S "
                        "buffers), though the question has softmax in place",
-                       FU.unfused_max_seq_len(hw, 1, h, d, PRECISION, score_copies=2)),
+                       fusion.unfused_max_seq_len(hw, 1, h, d, PRECISION, score_copies=2)),
             WrongModel("one head's score matrix (forgets ×H)",
-                       FU.unfused_max_seq_len(hw, 1, 1, d, PRECISION)),
+                       fusion.unfused_max_seq_len(hw, 1, 1, d, PRECISION)),
         ),
         asks_bound=True,
         units="tokens",

@@ -20,11 +20,16 @@ import math
 
 from labs.core.physics import hierarchy as _hierarchy
 from labs.core.physics import precision as _precision
-from labs.core.physics import quantization as _q
-from labs.core.physics import reference_machine as _ref
+from labs.core.physics import quantization
+from labs.core.physics import reference_machine
 from labs.core.physics import roofline as _roofline
 from labs.core.physics import staircase as _staircase
 from labs.core.physics.misconceptions import Band, WrongModel
+
+__all__ = [
+    "BANDS", "SHRINK_Q", "STAIRCASE_Q", "TILE_Q", "TOLERANCES", "WAVE_Q", "shrink_speedup",
+    "staircase_ratio", "tile_traffic", "wave_fraction",
+]
 
 #: The lab's questions (its constants cell).
 STAIRCASE_Q = {"upper": "L2", "lower": "DRAM"}
@@ -34,7 +39,7 @@ SHRINK_Q = {"big": 2**20, "small": 2**10}
 #: N grows by 1.2x and the first size fills 100 of 132 SMs: "a wave takes the same time
 #: whatever K" (1.2x off) and "the first size's one wave is full" (1.32x) both land outside
 #: the band (at 1,408 -> 1,536 both sat 1.09x off, inside it)
-WAVE_Q = {"device": "h100-sxm", "tile": _q.GPU_GEMM_TILE, "from": 1280, "to": 1536}
+WAVE_Q = {"device": "h100-sxm", "tile": quantization.GPU_GEMM_TILE, "from": 1280, "to": 1536}
 
 #: item id -> the factor within which a prediction is graded correct
 TOLERANCES: dict[str, float] = {
@@ -47,13 +52,13 @@ TOLERANCES: dict[str, float] = {
 
 
 def _plateau(name: str) -> float:
-    return next(p.bandwidth_gbs for p in _ref.plateaus() if p.name == name)
+    return next(p.bandwidth_gbs for p in reference_machine.plateaus() if p.name == name)
 
 
 def staircase_ratio() -> Band:
     """L2 plateau / DRAM plateau. Wrong: one roof (the working set does not matter); the first
     cache's plateau (L1d) or the last one's (L3) taken for L2's."""
-    plateaus = _ref.plateaus()
+    plateaus = reference_machine.plateaus()
     ref = _staircase.plateau_ratio(plateaus, STAIRCASE_Q["upper"], STAIRCASE_Q["lower"])
     low = STAIRCASE_Q["lower"]
     return Band(
@@ -108,20 +113,20 @@ def shrink_speedup() -> Band:
     """t(1 MiB) / t(1 KiB) per call on the reference machine. Wrong: time follows the bytes
     (no fixed cost: 1024x); every call is pure overhead (1x); the 1 MiB read streams from
     DRAM, or runs at L1's speed, after the fixed cost (the recorded fit's overhead)."""
-    rows = dict(_ref.OVERHEAD_ROWS)
+    rows = dict(reference_machine.OVERHEAD_ROWS)
     big, small = SHRINK_Q["big"], SHRINK_Q["small"]
-    over, bw = _q.fit_call_time([r[0] for r in _ref.OVERHEAD_ROWS],
-                                [r[1] for r in _ref.OVERHEAD_ROWS])
+    over, bw = quantization.fit_call_time([r[0] for r in reference_machine.OVERHEAD_ROWS],
+                                [r[1] for r in reference_machine.OVERHEAD_ROWS])
     return Band(
         "lab05.shrink_speedup", rows[big] / rows[small], TOLERANCES["lab05.shrink_speedup"],
         (WrongModel("time follows the bytes: no fixed cost per call",
-                    _q.shrink_speedup(big, small, bw, 0.0)),
+                    quantization.shrink_speedup(big, small, bw, 0.0)),
          WrongModel("every call is pure overhead: the bytes do not matter",
-                    _q.shrink_speedup(small, small, bw, over)),
+                    quantization.shrink_speedup(small, small, bw, over)),
          WrongModel("the fixed cost, then the read streams from DRAM",
-                    _q.shrink_speedup(big, small, _plateau("DRAM"), over)),
+                    quantization.shrink_speedup(big, small, _plateau("DRAM"), over)),
          WrongModel("the fixed cost, then the read runs at L1's bandwidth",
-                    _q.shrink_speedup(big, small, _plateau("L1d"), over))),
+                    quantization.shrink_speedup(big, small, _plateau("L1d"), over))),
         own_measurement=True, units="×",
         why="Graded against the student's own per-call sweep; on the reference machine the "
             "nearest wrong model (reads at L1's speed) is 2.5x off, so 1.5x leaves room for "
@@ -134,17 +139,17 @@ def wave_fraction() -> Band:
     every wave taking the same time whatever K (the work per tile ignored); N = 1,280's one
     wave taken for a full one (its 32 idle SMs ignored)."""
     sms = _fusion_sms(WAVE_Q["device"])
-    a, b = (_q.quantization(n, n, WAVE_Q["tile"], sms) for n in (WAVE_Q["from"], WAVE_Q["to"]))
+    a, b = (quantization.quantization(n, n, WAVE_Q["tile"], sms) for n in (WAVE_Q["from"], WAVE_Q["to"]))
     return Band(
         "lab05.wave_fraction",
-        _q.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], sms),
+        quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], sms),
         TOLERANCES["lab05.wave_fraction"],
         (WrongModel("the roofline: a larger N has a higher AI, tiles and waves ignored",
-                    _q.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], 1, 1)),
+                    quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], 1, 1)),
          WrongModel("two waves instead of one: half the throughput (the extra work ignored)",
                     a.waves / b.waves),
          WrongModel("every wave takes the same time whatever K: throughput = FLOPs / waves",
-                    _q.relative_throughput_fixed_wave_time(WAVE_Q["from"], WAVE_Q["to"],
+                    quantization.relative_throughput_fixed_wave_time(WAVE_Q["from"], WAVE_Q["to"],
                                                            WAVE_Q["tile"], sms)),
          WrongModel(f"N = {WAVE_Q['from']:,}'s one wave taken for a full one: only the larger "
                     "N's busy fraction counts", b.efficiency)),

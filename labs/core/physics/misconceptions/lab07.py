@@ -7,9 +7,14 @@ attention), the lab's scenario, on the device the lab opens with (the H100 SXM).
 
 from __future__ import annotations
 
-from labs.core.physics import roofline as R
-from labs.core.physics import tiny_models as T
+from labs.core.physics import roofline
+from labs.core.physics import tiny_models
 from labs.core.physics.misconceptions import Band, Measured, WrongModel
+
+__all__ = [
+    "BANDS", "DEVICE", "H200_EAGER_BF16_RATIO", "STEP", "TOLERANCES", "bf16_ratio",
+    "memory_share",
+]
 
 #: The lab's scenario and opening device (labs/lab_07_your_model.py, SCENARIO and OPENING).
 DEVICE = "h100-sxm"
@@ -23,17 +28,17 @@ TOLERANCES = {"lab07.memory_share": 1.3, "lab07.bf16_ratio": 1.5}
 
 def _share_with(kernels: int) -> float:
     """The memory-bound share in % if the step launched ``kernels`` kernels of 5 µs."""
-    bound = sum(T.time_by_group(DEVICE, **STEP).values())
-    memory = T.memory_bound_share(DEVICE, **STEP) * bound
-    return 100 * memory / (bound + kernels * R.DEFAULT_LAUNCH_OVERHEAD_US * 1e-6)
+    bound = sum(tiny_models.time_by_group(DEVICE, **STEP).values())
+    memory = tiny_models.memory_bound_share(DEVICE, **STEP) * bound
+    return 100 * memory / (bound + kernels * roofline.DEFAULT_LAUNCH_OVERHEAD_US * 1e-6)
 
 
 def _share_without(group: str) -> float:
     """The share in % if ``group``'s operators were not memory-bound (their time stays)."""
-    t = T.time_by_group(DEVICE, **STEP)
+    t = tiny_models.time_by_group(DEVICE, **STEP)
     bound = sum(t.values())
-    launches = T.step_kernels(**STEP) * R.DEFAULT_LAUNCH_OVERHEAD_US * 1e-6
-    return 100 * (T.memory_bound_share(DEVICE, **STEP) * bound - t[group]) / (bound + launches)
+    launches = tiny_models.step_kernels(**STEP) * roofline.DEFAULT_LAUNCH_OVERHEAD_US * 1e-6
+    return 100 * (tiny_models.memory_bound_share(DEVICE, **STEP) * bound - t[group]) / (bound + launches)
 
 
 def memory_share() -> Band:
@@ -41,14 +46,14 @@ def memory_share() -> Band:
     roofline plus 5 µs for each of its 172 kernels). The question asks for the model's number:
     a real eager step pays about 16 µs a kernel (roofline.MEASURED_KERNEL_COSTS_US), so its
     measured share is about three times smaller, and the question says so."""
-    roofline_ops = sum(op.kernels for op in T.step_ops(**STEP))
+    roofline_ops = sum(op.kernels for op in tiny_models.step_ops(**STEP))
     return Band(
         "lab07.memory_share",
-        reference=round(100 * T.memory_bound_share_with_launches(DEVICE, **STEP), 1),
+        reference=round(100 * tiny_models.memory_bound_share_with_launches(DEVICE, **STEP), 1),
         tolerance=TOLERANCES["lab07.memory_share"],
         wrong_models=(
             WrongModel("the roofline alone: no launch term, every operator memory-bound",
-                       100 * T.memory_bound_share(DEVICE, **STEP)),
+                       100 * tiny_models.memory_bound_share(DEVICE, **STEP)),
             WrongModel("one launch for the whole step", _share_with(1)),
             WrongModel(f"one kernel per roofline operator ({roofline_ops}), not per "
                        "operator the module runs", _share_with(roofline_ops)),
@@ -66,11 +71,11 @@ def bf16_ratio() -> Band:
     measurement; the reference is the roofline plus the launch model."""
     return Band(
         "lab07.bf16_ratio",
-        reference=round(T.predicted_ratio_with_launches("precision", DEVICE, STEP), 3),
+        reference=round(tiny_models.predicted_ratio_with_launches("precision", DEVICE, STEP), 3),
         tolerance=TOLERANCES["lab07.bf16_ratio"],
         wrong_models=(
             WrongModel("halving the bytes halves the step (the roofline alone)",
-                       T.predicted_ratio("precision", DEVICE, STEP)),
+                       tiny_models.predicted_ratio("precision", DEVICE, STEP)),
         ),
         measured=(Measured(H200_EAGER_BF16_RATIO, "this project's eager run of the same step "
                            "on an NVIDIA H200 (torch 2.11, 2026-11-26)"),),

@@ -1,8 +1,8 @@
-"""A module imported on first use: ``from labs.core.physics._deferred import numpy as np``.
+"""A module imported on first use: ``from labs.core.physics.deferred import numpy as np``.
 
 A lab whose prediction gates are closed draws no figure and computes on plain floats, so it
 never needs numpy; importing it anyway cost every cold run and every student-copy export
-0.12 s on the reference VM (issue 19.3, ``python -X importtime``). The modules a closed gate
+0.12 s on the reference VM (``python -X importtime``). The modules a closed gate
 loads (``roofline``, ``staircase``, ``figures``, ``charts``, ``labelplace``) therefore take
 numpy through :data:`numpy`, which imports it when an attribute is first read and from then
 on answers from its own ``__dict__`` (one dictionary lookup, like a module's).
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+
+__all__ = ["DeferredModule", "is_ndarray", "numpy"]
 
 
 class DeferredModule:

@@ -1,5 +1,5 @@
 """What one aten operator call costs on the roofline: its FLOPs, its compulsory bytes and the
-operator type it belongs to. Used by :mod:`labs.core.measure.profiler` on every call it sees.
+operator type it belongs to. Used by :mod:`labs.core.measure.profile.profiler` on every call it sees.
 
 torch is imported lazily (only the profiler calls these, with torch objects in hand).
 
@@ -42,6 +42,14 @@ the gathered rows (the output's size) of their source; in-place scatters (``inde
 from __future__ import annotations
 
 from labs.core.physics import models as _models
+
+__all__ = [
+    "ATTENTION", "CONVOLUTION", "CONVOLUTIONS", "DATA_MOVEMENT", "ELEMENTWISE", "ESTIMATE",
+    "FLOP_COUNTER", "FUSED_ATTENTION", "GEMMS", "NONE", "OP_TYPES", "OTHER", "OTHER_GEMMS",
+    "OVERHEAD", "UNKNOWN", "VIEWS", "VIEW_LIKE", "WEIGHT_GEMMS", "base_name", "causal_fraction",
+    "compulsory_bytes", "counter_flops", "data_dtype", "flops", "is_view", "on_vector_units",
+    "op_type", "precision_of", "shapes"
+]
 
 #: Operator types a profile aggregates by. The first three are ``models.OP_GROUPS``, so the
 #: roofline's prediction (physics) and the measurement use the same words.

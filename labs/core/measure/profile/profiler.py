@@ -1,7 +1,7 @@
 """Profile a PyTorch model operator by operator on the roofline: every aten call's FLOPs,
 compulsory bytes, measured time, and its bound max(FLOPs / peak, bytes / bandwidth).
 
-    from labs.core.measure import profiler
+    from labs.core.measure.profile import profiler
     model, inputs = profiler.builtin_case("decoder", phase="decode", batch=1, context=1024)
     prof = profiler.profile_model(model, inputs)          # this machine's measured roofline
     prof.by_op_type(); prof.by_regime(); prof.lost_time(10); prof.summary()
@@ -13,7 +13,7 @@ How it measures (the honest parts):
   composite operators are decomposed (``torch.no_grad()``, not ``inference_mode``, so a
   ``linear`` shows as the ``t`` + ``addmm`` that actually run). Ops without a FLOP formula
   that have a decomposition are decomposed as ``FlopCounterMode`` does, so the counted FLOPs
-  equal its total. FLOPs and bytes per call: :mod:`labs.core.measure.opcost`.
+  equal its total. FLOPs and bytes per call: :mod:`labs.core.measure.profile.opcost`.
 * Each operator is timed where it runs, inside real forward passes (cache state as in the
   model), over several passes; its time is the median. CPU: ``time.perf_counter`` around the
   call (CPU operators return when done), torch's thread count recorded. GPU: a CUDA event
@@ -49,19 +49,25 @@ import dataclasses
 import statistics
 import time
 
-from labs.core import measure as _m
-from labs.core.measure import opcost, profile_guard, recorder
+from labs.core import measure
+from labs.core.measure.profile import opcost, guard as profile_guard, recorder
 from labs.core.measure.cases import (
-    _matmul_mode,  # the wing's TF32 flags, threads and OOM
+    matmul_mode,  # the wing's TF32 flags, threads and OOM
 )
-from labs.core.measure.device import _guarded
-from labs.core.measure.profile_guard import call_cost  # noqa: F401  (profiler.call_cost)
-from labs.core.measure.profile_report import COLUMNS, UNKNOWN_REGIME, Profile, fit_to_pass
-from labs.core.measure.timer import _resolve, _stats, _threads
-from labs.core.physics import hardware as _hw
+from labs.core.measure.device import guarded
+from labs.core.measure.profile.guard import call_cost  # noqa: F401  (profiler.call_cost)
+from labs.core.measure.profile.report import COLUMNS, UNKNOWN_REGIME, Profile, fit_to_pass
+from labs.core.measure.timer import resolve_device, sample_stats, torch_threads
+from labs.core.physics import hardware
 from labs.core.physics import roofline as _roofline
-from labs.core.physics import tiny_models as _tiny
+from labs.core.physics import tiny_models
 from labs.core.physics._validate import positive
+
+__all__ = [
+    "MAX_PASSES", "MIN_PASSES", "THIS_MACHINE", "builtin_case", "call_cost",
+    "clear_roofline_cache", "compile_unavailable", "machine_roofline", "profile_model",
+    "time_compiled"
+]
 
 #: A machine's measured roofline per device, measured once per session (``machine_roofline``).
 _ROOFLINES: dict = {}
@@ -76,9 +82,9 @@ def machine_roofline(device=None, precisions=("fp32",), *, budget_s: float = 3.0
                      refresh: bool = False, progress=None):
     """This machine's measured roofline (``measure.EmpiricalRoofline``) with at least these
     precisions, measured on first use and cached for the session (``refresh`` re-measures)."""
-    info = _m.detect(device)
+    info = measure.detect(device)
     if not info.available:
-        raise _m.Unavailable(info.message)
+        raise measure.Unavailable(info.message)
     import torch
 
     # a CPU's roofline depends on the thread count it was measured with
@@ -90,7 +96,7 @@ def machine_roofline(device=None, precisions=("fp32",), *, budget_s: float = 3.0
                                                    and p not in have.unsupported)]
     if not missing:
         return have
-    emp = _m.empirical_roofline(info, precisions=missing, budget_s=budget_s, progress=progress)
+    emp = measure.empirical_roofline(info, precisions=missing, budget_s=budget_s, progress=progress)
     if have is not None:  # keep the first bandwidth measurement; add the new peaks
         emp = dataclasses.replace(
             have, peaks={**have.peaks, **emp.peaks},
@@ -109,10 +115,10 @@ def _resolve_roofline(roofline, info, precisions, budget_s, progress):
     if roofline is None or roofline == THIS_MACHINE:
         emp = machine_roofline(info, precisions, budget_s=budget_s, progress=progress)
         return emp.as_device(), f"measured on this machine ({emp.date})", False
-    if isinstance(roofline, _m.EmpiricalRoofline):
+    if isinstance(roofline, measure.EmpiricalRoofline):
         return roofline.as_device(), f"measured on this machine ({roofline.date})", False
-    if isinstance(roofline, (str, _hw.Device)):
-        d = _hw.get(roofline)
+    if isinstance(roofline, (str, hardware.Device)):
+        d = hardware.get(roofline)
         here = info.registry_key == d.key
         return d, (f"spec sheet: {d.key}" + ("" if here else
                    f": predicted only, this machine ({info.name}) is not a {d.name}")), not here
@@ -139,13 +145,13 @@ def _model_precision(precision, info) -> str | None:
     if precision is None:
         return None
     p = str(precision).strip().lower()
-    if p not in _tiny.MODEL_PRECISIONS:
+    if p not in tiny_models.MODEL_PRECISIONS:
         raise KeyError(f"precision={precision!r} cannot be a whole model's precision (a cast of "
                        f"its floating-point weights and inputs); choose one of "
-                       f"{', '.join(_tiny.MODEL_PRECISIONS)}")
-    why = _m.supported_precisions(info).get(p)
+                       f"{', '.join(tiny_models.MODEL_PRECISIONS)}")
+    why = measure.supported_precisions(info).get(p)
     if why:
-        raise _m.Unsupported(f"precision={p!r} is not available on {info.name}: {why}")
+        raise measure.Unsupported(f"precision={p!r} is not available on {info.name}: {why}")
     return p
 
 
@@ -166,7 +172,7 @@ def _prepare(model, args, kwargs, p, info):
         size = dtype.itemsize if dtype is not None else None
         nbytes = sum(t.numel() * (size if (size and t.is_floating_point()) else t.element_size())
                      for t in tensors)
-        _m.check_fits(nbytes, info)
+        measure.check_fits(nbytes, info)
         model = copy.deepcopy(model).to(device=target, dtype=dtype) if dtype is not None else \
             copy.deepcopy(model).to(device=target)
 
@@ -204,9 +210,9 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
     t_start = time.perf_counter()
     load0 = _loadavg()
     budget_s = positive("budget_s", budget_s)
-    info = _m.detect(device)
+    info = measure.detect(device)
     if not info.available:
-        raise _m.Unavailable(info.message)
+        raise measure.Unavailable(info.message)
     import torch
 
     if not isinstance(model, torch.nn.Module):
@@ -214,7 +220,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
     args, kwargs = _split_inputs(example_inputs)
     profile_guard.refuse_meta(model, args, kwargs)
     p = _model_precision(precision, info)
-    dev = _resolve(info)
+    dev = resolve_device(info)
     say = progress or (lambda *a: None)
     total = 3 + MIN_PASSES  # grows once the passes' cost is known
 
@@ -222,7 +228,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
         nonlocal model, args, kwargs
         model, args, kwargs = _prepare(model, args, kwargs, p, info)
         mode = p or "none"
-        with _threads(torch, threads), _flags(torch, mode, info.kind):
+        with torch_threads(torch, threads), _flags(torch, mode, info.kind):
             tf32 = info.kind == "cuda" and _tf32_on(torch)
             phase = recorder.Phase()
             one_pass = recorder.one_pass(model, args, kwargs, backward, phase)
@@ -236,7 +242,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             t_trace = time.perf_counter() - t0
             say(1, total, "traced every operator (the inputs fit the model)")
             precisions = sorted({r["precision"] for *_x, r in trace if r["precision"]}
-                                & set(_m.GEMM_PRECISIONS)) or ["fp32"]
+                                & set(measure.GEMM_PRECISIONS)) or ["fp32"]
             say(2, total, "the roofline")
             roof, source, predicted = _resolve_roofline(
                 roofline, info, precisions, roofline_budget_s,
@@ -251,7 +257,7 @@ def profile_model(model, example_inputs, *, device=None, precision: str | None =
             return _build(trace, passes, samples, roof, source, False, info, p, backward, label,
                           n, t_start, load0, cost=call_cost(dev))
 
-    return _guarded(f"Profiling {label or type(model).__name__}", info, run)
+    return guarded(f"Profiling {label or type(model).__name__}", info, run)
 
 
 def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
@@ -277,7 +283,7 @@ def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
             say(done, n)
 
     profiled(n // 2)
-    plain = recorder.again(lambda: _m.time_callable(
+    plain = recorder.again(lambda: measure.time_callable(
         one_pass, device=dev.info, budget_s=budget_s / 2, warmup_s=0.0, min_reps=MIN_PASSES,
         max_reps=2 * MAX_PASSES, op="model pass"))
     profiled(n - n // 2)
@@ -287,7 +293,7 @@ def _timed_passes(dev, one_pass, trace, budget_s: float, t_trace: float, say):
 def _flags(torch, mode: str, kind: str):
     """fp32 = TF32 off, tf32 = on (the measure wing's flags, restored after); else unchanged."""
     if mode in ("fp32", "tf32"):
-        return _matmul_mode(torch, mode, kind)
+        return matmul_mode(torch, mode, kind)
     return contextlib.nullcontext()
 
 
@@ -298,7 +304,7 @@ def _tf32_on(torch) -> bool:
     return bool(mm.allow_tf32)
 
 
-def _bound(row: dict, roof: _hw.Device) -> dict:
+def _bound(row: dict, roof: hardware.Device) -> dict:
     """bound_s, t_compute_s, t_memory_s, ai, regime, ceiling (and a note) for one row: the
     op's FLOPs at its ceiling (its precision's peak, or the vector rate for elementwise ops)."""
     f, b, p = row["flops"], row["bytes"], row["precision"]
@@ -343,7 +349,7 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
 
     forward = p10 = p90 = None
     if samples:
-        stats = _stats(samples)
+        stats = sample_stats(samples)
         forward, p10, p90 = stats["median_s"], stats["p10_s"], stats["p90_s"]
     raw = [statistics.median(ps[i] for ps in passes) if passes else None
            for i in range(len(trace))]
@@ -410,29 +416,29 @@ def _build(trace, passes, samples, roof, source, predicted, info, p, backward, l
 def builtin_case(block: str = "decoder", *, phase: str = "decode", batch: int = 1,
                  context: int = 1024, precision: str = "fp32", attention: str = "math",
                  cache: bool = True, device=None, seed: int = 0):
-    """(model, example_inputs) of a built-in model (``labs.core.measure.tiny_modules``), after
+    """(model, example_inputs) of a built-in model (``labs.core.measure.profile.tiny_modules``), after
     checking, BEFORE anything is allocated, that it fits in this machine's free memory
     (``measure.check_fits`` on ``physics.tiny_models.memory_terms``): a configuration that does
     not fit raises ``measure.DoesNotFit`` with the numbers (weights, KV cache, activations)."""
-    info = _m.detect(device)
+    info = measure.detect(device)
     if not info.available:
-        raise _m.Unavailable(info.message)
+        raise measure.Unavailable(info.message)
     p = _model_precision(precision, info)
-    terms = _tiny.memory_terms(phase=phase, batch=batch, context=context, precision=p,
+    terms = tiny_models.memory_terms(phase=phase, batch=batch, context=context, precision=p,
                                attention=attention, block=block)
     if not cache:
         terms["KV cache"] = 0.0
-    ok, why = _m.fits(sum(terms.values()), info)
+    ok, why = measure.fits(sum(terms.values()), info)
     if not ok:
         parts = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in terms.items())
-        raise _m.DoesNotFit(f"The {block} at batch {batch}, context {context:,} ({phase}, {p}, "
+        raise measure.DoesNotFit(f"The {block} at batch {batch}, context {context:,} ({phase}, {p}, "
                             f"{attention} attention) {why}. It needs {parts}.")
     import torch
 
-    from labs.core.measure import tiny_modules
+    from labs.core.measure.profile import tiny_modules
 
     dtype = getattr(torch, _TORCH_DTYPES[p])
-    return _guarded(f"Building the {block}", info, lambda: tiny_modules.build(
+    return guarded(f"Building the {block}", info, lambda: tiny_modules.build(
         block, phase=phase, batch=batch, context=context, attention=attention, dtype=dtype,
         device=info.torch_device, seed=seed, cache=cache))
 
@@ -442,7 +448,7 @@ def builtin_case(block: str = "decoder", *, phase: str = "decode", batch: int = 
 def compile_unavailable(device=None) -> str | None:
     """None when ``torch.compile`` (inductor) can run here, else a sentence saying why not:
     no torch, a torch without it, no C++ compiler for CPU code, no triton for GPU kernels."""
-    info = _m.detect(device)
+    info = measure.detect(device)
     if not info.available:
         return info.message
     import importlib.util
@@ -472,8 +478,8 @@ def time_compiled(model, example_inputs, *, device=None, budget_s: float = 4.0,
     Raises ``measure.Unsupported`` with :func:`compile_unavailable`'s sentence when it can't."""
     why = compile_unavailable(device)
     if why:
-        raise _m.Unsupported(why)
-    info = _m.detect(device)
+        raise measure.Unsupported(why)
+    info = measure.detect(device)
     import torch
 
     if not isinstance(model, torch.nn.Module):
@@ -481,7 +487,7 @@ def time_compiled(model, example_inputs, *, device=None, budget_s: float = 4.0,
     args, kwargs = _split_inputs(example_inputs)
 
     def run():
-        with _threads(torch, threads):
+        with torch_threads(torch, threads):
             compiled = torch.compile(model)
             t0 = time.perf_counter()
             with torch.no_grad():
@@ -489,11 +495,11 @@ def time_compiled(model, example_inputs, *, device=None, budget_s: float = 4.0,
             compile_s = time.perf_counter() - t0
             timed = {}
             for name, m in (("eager", model), ("compiled", compiled)):
-                timed[name] = _m.time_callable(lambda m=m: m(*args, **kwargs), device=info,
+                timed[name] = measure.time_callable(lambda m=m: m(*args, **kwargs), device=info,
                                                budget_s=budget_s / 2, warmup_s=0.05,
                                                min_reps=MIN_PASSES, op=f"{name} pass")
         return {"eager_s": timed["eager"].median_s, "compiled_s": timed["compiled"].median_s,
                 "ratio": timed["compiled"].median_s / timed["eager"].median_s,
                 "compile_s": compile_s, **timed}
 
-    return _guarded("torch.compile", info, run)
+    return guarded("torch.compile", info, run)

@@ -31,11 +31,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from labs.core import measure as _m
-from labs.core.measure import profiler
-from labs.core.measure.profile_report import markdown_summary
-from labs.core.physics import tiny_models as _tiny
+from labs.core import measure
+from labs.core.measure.profile import profiler
+from labs.core.measure.profile.report import markdown_summary
+from labs.core.physics import tiny_models
 from labs.core.physics import units
+
+__all__ = ["FactoryError", "LAB_QUESTIONS", "main", "write_outputs"]
 
 #: What the tool's output answers, said in its --help (and on its docs page): a student locks
 #: these predictions in the lab before running it.
@@ -131,7 +133,7 @@ def write_outputs(prof, out_dir: Path, name: str, *, png: bool = False) -> list[
 
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / f"{name}.csv"
-    csv_path.write_text(_m.to_csv(prof.all_rows()), encoding="utf-8")
+    csv_path.write_text(measure.to_csv(prof.all_rows()), encoding="utf-8")
     kind = "predicted" if prof.predicted_only else "measured"
     roof_fig = figures.operator_roofline_figure(
         prof.all_rows(), prof.roof, prof.main_precision, kind=kind,
@@ -163,11 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="labs-profile", description=__doc__.split("\n\n")[0],
                                  epilog=LAB_QUESTIONS)
     ap.add_argument("target", help="module:factory, file.py:factory, or builtin:<model>-<phase> "
-                    f"(models: {', '.join(_tiny.BLOCKS)}; phases: {', '.join(_tiny.PHASES)})")
+                    f"(models: {', '.join(tiny_models.BLOCKS)}; phases: {', '.join(tiny_models.PHASES)})")
     ap.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                     help="keyword argument for the factory (repeatable)")
     ap.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: a GPU if any)")
-    ap.add_argument("--precision", default=None, choices=_tiny.MODEL_PRECISIONS)
+    ap.add_argument("--precision", default=None, choices=tiny_models.MODEL_PRECISIONS)
     ap.add_argument("--roofline", default=None,
                     help="a registry key for 'what if' (predicted only); default: this machine")
     ap.add_argument("--backward", action="store_true", help="profile forward and backward")
@@ -185,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prof = profiler.profile_model(model, inputs, device=a.device, precision=a.precision,
                                       backward=a.backward, roofline=a.roofline,
                                       budget_s=a.budget, threads=a.threads, label=name)
-    except (ValueError, KeyError, ImportError, FactoryError, _m.MeasureError) as e:
+    except (ValueError, KeyError, ImportError, FactoryError, measure.MeasureError) as e:
         print(f"labs-profile: {units.error_message(e)}", file=sys.stderr)
         return 1
     except Exception as e:  # anything else: what happened, in one line, never a bare traceback

@@ -1,8 +1,8 @@
 """One worker process of a live collective measurement (started by
-:func:`labs.core.measure.comm_bench.measure_collectives`; never imported by a notebook).
+:func:`labs.core.measure.comm.bench.measure_collectives`; never imported by a notebook).
 
 It lives in the package, not in a notebook cell, because a spawned process can only run code
-it can import. Run as ``python -m labs.core.measure.comm_worker '<json config>'``; the parent
+it can import. Run as ``python -m labs.core.measure.comm.worker '<json config>'``; the parent
 sets MASTER_ADDR=127.0.0.1 and a free MASTER_PORT chosen at run time.
 
 What it does: joins the process group (``torch.distributed``, env:// rendezvous), then for
@@ -25,6 +25,8 @@ import os
 import sys
 import threading
 import time
+
+__all__ = ["ELEMENT_BYTES", "MAX_INNER", "MAX_REPS", "MIN_REPS", "MIN_REP_S", "main", "run"]
 
 #: A repetition lasts at least this long (short collectives are repeated back to back inside
 #: it, so that the barrier's skew between ranks is a small part of what is timed).
@@ -138,7 +140,7 @@ def run(cfg: dict) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m labs.core.measure.comm_worker '<json config>'\n")
+        sys.stderr.write("usage: python -m labs.core.measure.comm.worker '<json config>'\n")
         return 2
     return run(json.loads(args[0]))
 

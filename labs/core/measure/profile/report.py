@@ -22,9 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from labs.core.measure import opcost
+from labs.core.measure.profile import opcost
 from labs.core.physics import roofline as _roofline
 from labs.core.physics import units as _units
+
+__all__ = ["COLUMNS", "Profile", "REGIMES", "UNKNOWN_REGIME", "fit_to_pass", "markdown_summary"]
 
 UNKNOWN_REGIME = "FLOPs unknown"
 REGIMES = (_roofline.MEMORY, _roofline.COMPUTE, _roofline.OVERHEAD, UNKNOWN_REGIME)

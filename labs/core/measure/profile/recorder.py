@@ -2,7 +2,7 @@
 times it where it runs and (on the trace pass) describes it, plus the pass itself (forward,
 or forward + backward of the outputs' sum) and the checks around running it.
 
-Part of :mod:`labs.core.measure.profiler` (its method is described there); torch is imported
+Part of :mod:`labs.core.measure.profile.profiler` (its method is described there); torch is imported
 lazily, on first use.
 """
 
@@ -12,16 +12,21 @@ import time
 from typing import Callable
 
 from labs.core.measure import errors as _errors
-from labs.core.measure import opcost
-from labs.core.measure.device import _is_oom
-from labs.core.measure.timer import _gpu_spacer
+from labs.core.measure.profile import opcost
+from labs.core.measure.device import is_oom
+from labs.core.measure.timer import gpu_spacer
+
+__all__ = [
+    "Clock", "Context", "OP_SPACER_US", "Phase", "again", "loss_of", "one_pass", "recorded",
+    "recorder_type", "trial"
+]
 
 _RECORDER = None
 #: Untimed GPU spin before each operator's start event (µs): it must outlast the host's work
 #: per operator inside the recorder (dispatch, recording, event calls; ~90 µs measured on an
 #: H200 host), or that work lands between the events and is timed. At the timer's 50 µs a view
 #: (no kernel) read 39 µs and the MLP's operators summed to 2.0x the pass; at 1000 µs, 1.3 µs
-#: and 1.01x (2026-11-26, issue 36.7). Costs 1 ms of GPU idle per operator per profiled pass.
+#: and 1.01x (2026-11-26). Costs 1 ms of GPU idle per operator per profiled pass.
 OP_SPACER_US = 1000.0
 
 
@@ -53,7 +58,7 @@ class Context:
         self.torch = torch
 
     def hooks(self):
-        from torch.nn.modules import module as mm
+        from torch.nn.modules import module as _module
 
         def pre(mod, _args):
             self.stack.append(mod)
@@ -61,8 +66,8 @@ class Context:
         def post(mod, _args, _out):
             if self.stack and self.stack[-1] is mod:
                 self.stack.pop()
-        return [mm.register_module_forward_pre_hook(pre),
-                mm.register_module_forward_hook(post, always_call=True)]
+        return [_module.register_module_forward_pre_hook(pre),
+                _module.register_module_forward_hook(post, always_call=True)]
 
     def safe_describe(self, func, args, kwargs, out) -> dict:
         """:meth:`describe`, or a row saying it could not be described (an operator whose
@@ -159,7 +164,7 @@ class Clock:
     def __init__(self, dev):
         self.dev = dev
         self.cuda = dev.cuda
-        self.spacer = _gpu_spacer(dev, OP_SPACER_US) if self.cuda else None
+        self.spacer = gpu_spacer(dev, OP_SPACER_US) if self.cuda else None
 
     def start(self):
         if not self.cuda:
@@ -227,7 +232,7 @@ def _run_or_explain(run, explain):
     except _errors.MeasureError:
         raise
     except _MODEL_ERRORS as e:
-        if _is_oom(e):
+        if is_oom(e):
             raise
         first = (str(e).strip().splitlines() or [""])[0][:300].rstrip(".")
         raise explain(e, first) from e

@@ -4,7 +4,7 @@ with a KV cache, SwiGLU MLP, no biases) and its MLP and attention blocks alone.
 
 Shapes come from ``labs.core.physics.tiny_models`` (Llama-3-8B's proportions, scaled down).
 This module imports torch at the top: it is only imported when a model is built
-(``labs.core.measure.profiler.builtin_case`` imports it lazily), never by a notebook that has
+(``labs.core.measure.profile.profiler.builtin_case`` imports it lazily), never by a notebook that has
 not pressed a run button. Written the way reference implementations are, so what the profiler
 shows is what a student's own model would show:
 
@@ -22,7 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from labs.core.physics import tiny_models as _tm
+from labs.core.physics import tiny_models
+
+__all__ = ["Attention", "Block", "MLP", "RMSNorm", "TinyDecoder", "build", "rotary_tables"]
 
 
 class RMSNorm(nn.Module):
@@ -54,11 +56,11 @@ def _rotate(x, cos, sin):
 class Attention(nn.Module):
     """Grouped-query self-attention with an optional KV cache of ``cache_len`` positions."""
 
-    def __init__(self, config=_tm.TINY_DECODER, *, attention: str = "math", batch: int = 1,
+    def __init__(self, config=tiny_models.TINY_DECODER, *, attention: str = "math", batch: int = 1,
                  cache_len: int = 0, max_len: int = 1024):
         super().__init__()
-        if attention not in _tm.ATTENTION:
-            raise ValueError(f"attention must be one of {', '.join(_tm.ATTENTION)}, "
+        if attention not in tiny_models.ATTENTION:
+            raise ValueError(f"attention must be one of {', '.join(tiny_models.ATTENTION)}, "
                              f"got {attention!r}")
         c = config
         self.heads, self.kv_heads, self.head_dim = c.heads, c.kv_heads, c.head_dim
@@ -109,7 +111,7 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     """SwiGLU: down(silu(gate(x)) * up(x))."""
 
-    def __init__(self, config=_tm.TINY_DECODER):
+    def __init__(self, config=tiny_models.TINY_DECODER):
         super().__init__()
         self.gate = nn.Linear(config.d_model, config.d_ff, bias=False)
         self.up = nn.Linear(config.d_model, config.d_ff, bias=False)
@@ -138,7 +140,7 @@ class TinyDecoder(nn.Module):
     the KV cache at ``pos`` (``cache_len=0``: no cache, positions from ``pos``); returns
     logits [batch, vocab]."""
 
-    def __init__(self, config=_tm.TINY_DECODER, *, attention: str = "math", batch: int = 1,
+    def __init__(self, config=tiny_models.TINY_DECODER, *, attention: str = "math", batch: int = 1,
                  cache_len: int = 1024, max_len: int | None = None):
         super().__init__()
         self.config = config
@@ -171,7 +173,7 @@ def _init(model: nn.Module, seed: int) -> nn.Module:
 
 def build(block: str = "decoder", *, phase: str = "decode", batch: int = 1, context: int = 1024,
           attention: str = "math", dtype=torch.float32, device="cpu", seed: int = 0,
-          cache: bool = True, config=_tm.TINY_DECODER):
+          cache: bool = True, config=tiny_models.TINY_DECODER):
     """(model, example_inputs) for one built-in case, in ``dtype`` on ``device``, eval mode.
 
     decoder/decode: one new token per sequence attends to ``context`` cached positions (the
@@ -180,9 +182,9 @@ def build(block: str = "decoder", *, phase: str = "decode", batch: int = 1, cont
     batch x (context if prefill else 1) tokens; attention: its attention block, no cache
     (self-attention over those tokens).
     """
-    if block not in _tm.BLOCKS:
-        raise ValueError(f"block must be one of {', '.join(_tm.BLOCKS)}, got {block!r}")
-    _tm.memory_terms(config, phase=phase, batch=batch, context=context,
+    if block not in tiny_models.BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(tiny_models.BLOCKS)}, got {block!r}")
+    tiny_models.memory_terms(config, phase=phase, batch=batch, context=context,
                      attention=attention)  # validates phase, batch, context, attention
     if not cache and phase != "prefill":
         raise ValueError("cache=False needs phase='prefill': a decode step reads its KV cache")

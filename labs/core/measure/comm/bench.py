@@ -12,13 +12,13 @@ and in a browser (WASM) build; nothing runs at import. API::
     run.fits["all-reduce"]                # AlphaBetaFit: alpha_s, busbw_gbs, residual, ...
     fit_alpha_beta(sizes, times, op="all-reduce", n=2)
 
-The command line (``labs-bench-comm``) is :mod:`labs.core.measure.comm_cli`.
+The command line (``labs-bench-comm``) is :mod:`labs.core.measure.comm.cli`.
 
 Backends: ``gloo`` (CPU processes over loopback, always there with torch) or ``nccl`` (one
 process per CUDA GPU, needs at least two GPUs). With one GPU or none the CPU path runs and
 ``comm_backend`` says why.
 
-Processes: ``world_size`` workers (:mod:`labs.core.measure.comm_worker`, started with
+Processes: ``world_size`` workers (:mod:`labs.core.measure.comm.worker`, started with
 ``subprocess`` as ``python -m ...``: a function defined in a notebook could not be imported by
 them), MASTER_ADDR 127.0.0.1 and a free port chosen at run time (a second try with a new port if
 another program took it first). They are stopped on every path: success, an exception, an
@@ -48,12 +48,18 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import labs
-from labs.core.measure.choices import MAX_WORKERS, _cpus, worker_limit  # noqa: F401  (the lab's face)
+from labs.core.measure.choices import MAX_WORKERS, usable_cpus, worker_limit  # noqa: F401  (the lab's face)
 from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError, Unavailable
-from labs.core.measure.timer import _stats
-from labs.core.physics import collectives as C
+from labs.core.measure.timer import sample_stats
+from labs.core.physics import collectives
 from labs.core.physics._validate import positive, positive_int
+
+__all__ = [
+    "AlphaBetaFit", "COMM_SIZES", "CollectiveRun", "CommBackend", "DEFAULT_BUDGET_S", "GRACE_S",
+    "MAX_WORKERS", "Progress", "STARTUP_S", "comm_backend", "fit_alpha_beta", "free_port",
+    "measure_collectives", "usable_cpus", "worker_limit"
+]
 
 #: Message sizes Lab 6 measures: 4 KiB ... 64 MiB, x4 apart (the budget decides how far a run gets).
 COMM_SIZES = tuple(4 ** i * 1024 for i in range(1, 9))
@@ -103,7 +109,7 @@ def comm_backend(backend: str | None = None) -> CommBackend:
     if want == "nccl" or (want == "auto" and nccl_ok):
         return CommBackend("nccl", gpus, f"{gpus} CUDA GPUs: NCCL between one process per "
                                          "GPU, over whatever links join them here.", gpus)
-    cpus = _cpus()
+    cpus = usable_cpus()
     if gpus == 1:
         why = ("One CUDA GPU: a multi-GPU collective needs at least two (NCCL runs one process "
                "per GPU), so this measures the CPU path instead: ")
@@ -135,11 +141,11 @@ class AlphaBetaFit:
     @property
     def alpha_step_s(self) -> float:
         """α per ring step: the collective's latency / its 2(n-1) or (n-1) steps."""
-        return self.alpha_s / C.latency_steps(self.op, self.n)
+        return self.alpha_s / collectives.latency_steps(self.op, self.n)
 
     @property
     def slope_s_per_byte(self) -> float:
-        return C.bus_factor(self.op, self.n) / (self.busbw_gbs * 1e9)
+        return collectives.bus_factor(self.op, self.n) / (self.busbw_gbs * 1e9)
 
     @property
     def crossover_bytes(self) -> float:
@@ -149,9 +155,9 @@ class AlphaBetaFit:
     def predict(self, nbytes) -> float:
         return self.alpha_s + positive("nbytes", nbytes) * self.slope_s_per_byte
 
-    def as_link(self, name: str = "this machine (measured)") -> C.Link:
+    def as_link(self, name: str = "this machine (measured)") -> collectives.Link:
         """The fit as a link: one-way bandwidth β and per-step latency, for collective_time."""
-        return C.custom_link(name, self.busbw_gbs, self.alpha_step_s * 1e6)
+        return collectives.custom_link(name, self.busbw_gbs, self.alpha_step_s * 1e6)
 
     def as_row(self) -> dict:
         return {"op": self.op, "n": self.n, "alpha_us": self.alpha_s * 1e6,
@@ -167,7 +173,7 @@ def fit_alpha_beta(sizes: Sequence[float], times: Sequence[float], *, op: str = 
     negative); a fit whose time does not grow with size raises ValueError."""
     import numpy as np
 
-    o, nn = C._op(op), C._n(n)
+    o, nn = collectives._op(op), collectives._n(n)
     try:
         s = np.asarray(sizes, dtype=float)
         t = np.asarray(times, dtype=float)
@@ -191,7 +197,7 @@ def fit_alpha_beta(sizes: Sequence[float], times: Sequence[float], *, op: str = 
         raise ValueError("the times do not grow with the message size: measure larger "
                          "messages to see the bandwidth")
     residual = float(np.sqrt(np.mean(((alpha + slope * s) / t - 1.0) ** 2)))
-    return AlphaBetaFit(o, nn, float(alpha), C.bus_factor(o, nn) / slope / 1e9, residual,
+    return AlphaBetaFit(o, nn, float(alpha), collectives.bus_factor(o, nn) / slope / 1e9, residual,
                         tuple(s.tolist()), tuple(t.tolist()))
 
 
@@ -304,10 +310,10 @@ def _summarise(event: dict, n: int, backend: str) -> dict:
     row = {"op": event["op"], "bytes": event["bytes"], "n": n, "backend": backend,
            "status": event["status"], "reps": event["reps"], "inner": event["inner"]}
     if event["times"]:
-        st = _stats(event["times"])  # the GEMM timer's summary statistics
+        st = sample_stats(event["times"])  # the GEMM timer's summary statistics
         row.update(median_s=st["median_s"], p10_s=st["p10_s"], p90_s=st["p90_s"],
-                   algbw_gbs=C.algbw_gbs(event["bytes"], st["median_s"]),
-                   busbw_gbs=C.busbw_gbs(event["op"], event["bytes"], n, st["median_s"]))
+                   algbw_gbs=collectives.algbw_gbs(event["bytes"], st["median_s"]),
+                   busbw_gbs=collectives.busbw_gbs(event["op"], event["bytes"], n, st["median_s"]))
     return row
 
 
@@ -325,7 +331,7 @@ def _run_once(cfg: dict, world: int, startup_s: float, progress: Progress | None
             log = tempfile.TemporaryFile()
             logs.append(log)
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", "labs.core.measure.comm_worker",
+                [sys.executable, "-m", "labs.core.measure.comm.worker",
                  json.dumps(dict(cfg, rank=rank))],
                 stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL, stderr=log,
                 stdin=subprocess.DEVNULL, env=env))
@@ -380,7 +386,7 @@ def _call(progress, done, total, label):
 
 
 def measure_collectives(world_size: int = 2, sizes: Sequence[int] = COMM_SIZES,
-                        backend: str | None = None, *, ops: Sequence[str] = C.OPS,
+                        backend: str | None = None, *, ops: Sequence[str] = collectives.OPS,
                         budget_s: float = DEFAULT_BUDGET_S, startup_s: float = STARTUP_S,
                         progress: Progress | None = None) -> CollectiveRun:
     """Time ``ops`` at each of ``sizes`` (bytes, nccl-tests convention) across
@@ -390,7 +396,7 @@ def measure_collectives(world_size: int = 2, sizes: Sequence[int] = COMM_SIZES,
     status = comm_backend(backend)
     ws = _check_world(world_size, status)
     szs = _check_sizes(sizes)
-    op_list = tuple(dict.fromkeys(C._op(o) for o in ops))
+    op_list = tuple(dict.fromkeys(collectives._op(o) for o in ops))
     if not op_list:
         raise ValueError("ops must name at least one collective")
     budget = positive("budget_s", budget_s)

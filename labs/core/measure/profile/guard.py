@@ -1,6 +1,6 @@
 """The profiler's guards around running a model: meta tensors refused before anything runs, the
 first pass's errors said as what happened (and where), and the profiler's own cost per timed
-call calibrated on this machine. Part of :mod:`labs.core.measure.profiler`; torch is imported
+call calibrated on this machine. Part of :mod:`labs.core.measure.profile.profiler`; torch is imported
 lazily.
 """
 
@@ -9,7 +9,12 @@ from __future__ import annotations
 import statistics
 import time
 
-from labs.core.measure import recorder
+from labs.core.measure.profile import recorder
+
+__all__ = [
+    "call_cost", "first_pass", "host_memory_bytes", "measurement_unavailable", "refuse_meta",
+    "where"
+]
 
 
 def refuse_meta(model, args, kwargs) -> None:
