@@ -427,6 +427,8 @@ def _(
                                 "cannot be measured here):"),
                           quiz.compare(staircase_prediction, _reference, units="×", fmt=".1f",
                                        lab=lab)])
+    elif quiz.graded_reading(lab, "lab05.staircase_ratio") is not None:
+        _out = quiz.recorded_comparison(lab, staircase_prediction, units="×", fmt=".1f")
     else:
         _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
                                 "your grade uses your own staircase, so press the button "
@@ -1495,6 +1497,8 @@ def _(
                                 "cannot be measured here):"),
                           quiz.compare(shrink_prediction, _ref_ratio, units="×", fmt=".1f",
                                        lab=lab)])
+    elif quiz.graded_reading(lab, "lab05.shrink_speedup") is not None:
+        _out = quiz.recorded_comparison(lab, shrink_prediction, units="×", fmt=".1f")
     else:
         _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
                                 "your grade uses your own measurement, so press the button "

@@ -860,3 +860,18 @@ def test_the_peeks_open_with_the_instruments_whose_quantities_they_state():
     text = shown(app.run(defs=only)[0])
     assert "Math peek" not in text.split("Part 4")[0]
     assert "9.78 TB/s" not in text and "87%" not in text
+
+
+@pytest.mark.parametrize("item, measured", [("lab05.staircase_ratio", 3.4),
+                                            ("lab05.shrink_speedup", 480.0)])
+def test_a_reloaded_page_shows_the_recorded_reading_as_the_graded_one(item, measured):
+    """After a measurement the page may be reloaded: the run is gone, the ledger's reading is
+    not, and the grade uses it; the comparison says so instead of "not graded yet"."""
+    lab = quiz.LabSession("lab05", str(LAB))
+    lab.record("predict", item, {"value": 3.0, "answer_type": "numeric", "units": "×",
+                                 "confidence": 3, "reason": "r"})
+    lab.record("result", item, {"actual": measured, "units": "×", "ratio": measured / 3.0})
+    text = shown(run()[0])
+    assert "Prediction vs your recorded reading" in text
+    assert "not graded yet: your grade uses your own " + (
+        "staircase" if item == "lab05.staircase_ratio" else "measurement") not in text

@@ -603,3 +603,27 @@ def test_numbers_shown_differ_when_the_verdict_is_not_right(pred, actual, fmt, s
     (True, 1.0, 1.5, False), ("1", 1.0, 1.5, False)])
 def test_within_factor_is_false_where_no_ratio_exists(a, b, factor, inside):
     assert quiz.within_factor(a, b, factor) is inside
+
+
+def test_a_later_reading_says_the_grade_uses_the_first_and_the_grader_agrees(lab, env):
+    """The page never contradicts the grade: after a second, different reading the comparison
+    says the grade uses the first one, and labs-grade judges the same first reading; a page
+    reloaded after the run shows that recorded reading as the graded one."""
+    from labs.core import grading
+
+    prediction = lab.commit(quiz.Prediction("locklab.x", 3.0, units="×", confidence=3,
+                                            reason="r", timestamp=ledger.utc_now()))
+    assert quiz.graded_reading(lab, "locklab.x") is None
+    first = _html(quiz.compare(prediction, 2.0, units="×", lab=lab))
+    assert "first reading" not in first
+    later = _html(quiz.compare(prediction, 9.0, units="×", lab=lab))
+    assert "Your grade uses your first reading" in later and "2 ×" in later
+    assert quiz.graded_reading(lab, "locklab.x")["actual"] == 2.0
+    reloaded = quiz.LabSession("locklab", str(LAB_FILE))
+    text = _html(quiz.recorded_comparison(reloaded, prediction, units="×"))
+    assert "your recorded reading" in text and "graded" in text and "off by 1.5×" in text
+    config = grading.CourseConfig(configured=True, labs={
+        "locklab": grading.LabConfig("locklab", "locklab", items=["locklab.x"])})
+    book = grading.grade(grading.load_ledgers([env]), config)
+    item = next(i for i in book.grades[("ada", "locklab")].items if i.item_id == "locklab.x")
+    assert item.graded_actual == 2.0 and item.graded_from == "result"

@@ -34,6 +34,8 @@ from labs.core.course.quiz.explain import (  # noqa: F401  (the public API, re-e
     MAX_TEXT_CHARS,
     compare,
     explain_form,
+    graded_reading,
+    recorded_comparison,
 )
 from labs.core.course.quiz.instruments import (  # noqa: F401
     DIMENSIONS,
@@ -75,7 +77,8 @@ from labs.core.course.quiz.session import (  # noqa: F401
 )
 
 __all__ = [
-    "choice_form", "compare", "CONFIDENCE_OPTIONS", "DIMENSIONS", "explain_form",
+    "choice_form", "compare", "CONFIDENCE_OPTIONS", "DIMENSIONS", "explain_form", "graded_reading",
+    "recorded_comparison",
     "first_prediction", "format_value", "gate_notice", "Instruments", "is_reasoned",
     "LabSession", "ledger_settings", "lock_state", "locked_items", "log_steps", "numeric_form",
     "parse_number", "Prediction", "prediction_panel", "ratio_off", "ratio_verdict",

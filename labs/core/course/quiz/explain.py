@@ -19,6 +19,7 @@ from labs.core.course.quiz.prediction import (
     with_units,
     distinct_texts,
     format_value,
+    holds_value,
     parse_number,
     ratio_off,
     ratio_verdict,
@@ -29,7 +30,8 @@ from labs.core.course.quiz.status import stack_elements
 from labs.core.physics import misconceptions
 from labs.core.ui import style
 
-__all__ = ["MAX_TEXT_CHARS", "compare", "explain_form", "saved_label"]
+__all__ = ["MAX_TEXT_CHARS", "compare", "explain_form", "graded_reading", "recorded_comparison",
+           "saved_label"]
 
 MAX_TEXT_CHARS = 2000
 
@@ -41,7 +43,8 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
 
     With ``lab=``, the actual value is recorded once as a ``result`` event of the item (again
     only when it changes), so the grader can report correctness against what this student's
-    instrument showed.
+    instrument showed. The grade uses the first reading (:func:`graded_reading`): where this
+    one differs, a line under the comparison says so, so the page never contradicts the grade.
     """
     if prediction is None:
         return gate_notice("No prediction locked yet.")
@@ -82,7 +85,46 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
         if lab._last_result[item] != result:
             lab._last_result[item] = result
             lab.record("result", item, result)
+        first = graded_reading(lab, item)
+        if first is not None and first["actual"] != result["actual"]:
+            shown_first = (format_value(first["actual"], fmt) if prediction.answer_type != "choice"
+                           else str(first["actual"]))
+            out = mo.vstack([out, mo.md(
+                f"Your grade uses your first reading, **{with_units(shown_first, units)}** "
+                f"(recorded {first['ts'][:16].replace('T', ' ')} UTC); this later one changes "
+                "nothing.")])
     return out
+
+
+def recorded_comparison(lab: LabSession, prediction: Prediction, *, units: str = "",
+                        fmt: Callable[[Any], str] | str | None = None):
+    """The comparison with the reading already in the ledger (a page reloaded after a
+    measurement: the run is gone, the grade is not), said as the graded one."""
+    first = graded_reading(lab, prediction.item_id)
+    if first is None:
+        return gate_notice("No reading recorded yet.")
+    when = first["ts"][:16].replace("T", " ")
+    return mo.vstack([mo.md(f"**Prediction vs your recorded reading** (graded: the first "
+                            f"reading this lab recorded after your prediction, {when} UTC; "
+                            "measuring again shows a later reading, which changes nothing):"),
+                      compare(prediction, first["actual"], units=units, fmt=fmt)])
+
+
+def graded_reading(lab: LabSession, item_id: str) -> dict | None:
+    """The reading of ``item_id``'s instrument the grader judges the prediction against: the
+    first ``result`` event after the first prediction that holds an actual value, as
+    ``{"actual": ..., "ts": ...}``; None before there is one (labs-grade's rule, in
+    :mod:`labs.core.course.grading.score`)."""
+    seen_prediction = False
+    for event in lab.events(item_id):
+        kind = event.get("kind")
+        if kind == "predict" and holds_value(event.get("payload")):
+            seen_prediction = True
+        elif kind == "result" and seen_prediction:
+            payload = event.get("payload") or {}
+            if payload.get("actual") is not None:
+                return {"actual": payload["actual"], "ts": str(event.get("ts", ""))}
+    return None
 
 
 def _jsonable(value: Any) -> Any:
