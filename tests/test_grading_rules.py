@@ -469,6 +469,19 @@ def test_a_year_old_ledger_is_flagged(tmp_path):
     assert "old_timestamp" in rows["ada"]["Flags"] and "old_timestamp" not in rows["bob"]["Flags"]
 
 
+def test_without_a_deadline_old_is_measured_against_the_class_not_one_clock(tmp_path):
+    """A lab with no deadline: an event is old against the median of the files' newest events.
+    Ada worked a year before the class and is flagged; Cy's clock runs a year ahead, which
+    makes no one else old (against the newest event every classmate would be)."""
+    session(tmp_path / "sub", "ada", honest(), start=DEADLINE - timedelta(days=365))
+    session(tmp_path / "sub", "bob", honest())
+    session(tmp_path / "sub", "dee", honest())
+    session(tmp_path / "sub", "cy", honest(), start=DEADLINE + timedelta(days=365))
+    _, rows, _ = grade(tmp_path)  # no course file: the lab seen, no deadline
+    assert "old_timestamp" in rows["ada"]["Flags"]
+    assert [s for s in ("bob", "cy", "dee") if "old_timestamp" in rows[s]["Flags"]] == []
+
+
 def test_blackboards_receipts_are_not_unreadable_submissions(tmp_path, capsys):
     sub = tmp_path / "sub"
     session(sub, "ada", honest(), name="Lab 1_ada_attempt_2025-03-06-10-00-00_roofline-ledger-"
