@@ -217,6 +217,19 @@ def test_whitespace_does_not_count_towards_an_explanations_length(tmp_path, text
     assert float(rows["ada"][TITLE]) == (2.5 if explained else 1.5)
 
 
+def test_a_blank_observation_is_not_observed(tmp_path):
+    """The explain point needs an observation that is not blank and then an explanation: an
+    observation of spaces leaves commit 1 + reason 0.5."""
+    steps = honest()
+    steps[3] = ("observe", X, {"text": "   \n "}, 1)
+    session(tmp_path / "sub", "ada", steps)
+    session(tmp_path / "sub", "bob", honest())
+    _, rows, out = grade(tmp_path, config(tmp_path, correct=0))
+    assert float(rows["ada"][TITLE]) == 1.5 and float(rows["bob"][TITLE]) == 2.5
+    ada = next(r for r in items_csv(out) if r["student_id"] == "ada")
+    assert ada["explained"] == "false"
+
+
 # --- lateness: the floor, extensions ----------------------------------------------------------
 
 def test_very_late_work_scores_zero_never_negative(tmp_path):
