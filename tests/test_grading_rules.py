@@ -217,6 +217,21 @@ def test_whitespace_does_not_count_towards_an_explanations_length(tmp_path, text
     assert float(rows["ada"][TITLE]) == (2.5 if explained else 1.5)
 
 
+def test_a_prediction_of_true_is_no_number(tmp_path):
+    """A numeric item predicted as ``true`` (a ledger edited by hand) is judged against
+    nothing: not as the number 1, which is within 1.5x of the 1.2 measured. Both readings
+    of the pair: a reading of ``true`` is no number either."""
+    steps = honest(actual=1.2)
+    steps[0] = predict(True)
+    session(tmp_path / "sub", "ada", steps)
+    session(tmp_path / "sub", "bob", honest(value=1.0, actual=True))
+    session(tmp_path / "sub", "cy", honest(value=1.0, actual=1.2))
+    _, rows, _ = grade(tmp_path, config(tmp_path))
+    assert float(rows["cy"][TITLE]) == 3.5 and rows["cy"][f"{TITLE} - Correct"] == "1/1"
+    for sid in ("ada", "bob"):
+        assert float(rows[sid][TITLE]) == 2.5 and rows[sid][f"{TITLE} - Correct"] == "", sid
+
+
 def test_a_blank_observation_is_not_observed(tmp_path):
     """The explain point needs an observation that is not blank and then an explanation: an
     observation of spaces leaves commit 1 + reason 0.5."""
