@@ -142,6 +142,21 @@ def test_without_a_course_tolerance_an_item_is_graded_within_its_own(tmp_path, m
     assert "off by 1.25×" in page and "graded as correct" not in page
 
 
+def test_without_a_course_file_an_item_is_graded_within_its_own(tmp_path, monkeypatch):
+    """No course file (the labs seen, the default rubric): still the item's own band (1.2x),
+    never a default of the rubric's."""
+    from labs.core.physics.misconceptions import lab01
+
+    monkeypatch.setitem(lab01.TOLERANCES, X, 1.2)
+    session(tmp_path / "sub", "ada", honest(0.84, 0.7))   # exactly 1.2x
+    session(tmp_path / "sub", "bob", honest(0.875, 0.7))  # 1.25x: within 1.5, not 1.2
+    _, _, out = grade(tmp_path)
+    rows = {r["student_id"]: r for r in items_csv(out) if r["item_id"] == X}
+    assert (rows["ada"]["correct"], rows["bob"]["correct"]) == ("true", "false")
+    assert {(r["tolerance"], r["tolerance_from"]) for r in rows.values()} == {
+        ("1.2", "the item's own")}
+
+
 def test_a_course_files_tolerance_is_used_and_said_where_it_overrides(tmp_path, capsys,
                                                                    monkeypatch):
     from labs.core.physics.misconceptions import lab01
@@ -531,3 +546,32 @@ def test_a_per_item_points_file_is_written(tmp_path):
     rows = items_csv(out)
     assert [(r["student_id"], r["item_id"], r["points"]) for r in rows] == [
         ("ada", X, "2.5"), ("ada", R, "2.5")]
+
+
+# --- --merge compares students as the grader does -----------------------------------------------
+
+def test_merge_orders_and_matches_students_by_id_ignoring_case(tmp_path, capsys):
+    """Ids compare ignoring case: merged shards keep the whole run's order (ada before Bob,
+    although "B" sorts before "a"), and Ada in one shard and ada in another are one student
+    with work in two shards."""
+    session(tmp_path / "a", "Bob", honest())
+    session(tmp_path / "b", "ada", honest())
+    for shard in ("a", "b"):
+        (tmp_path / "whole").mkdir(exist_ok=True)
+        for f in (tmp_path / shard).iterdir():
+            (tmp_path / "whole" / f"{shard}-{f.name}").write_bytes(f.read_bytes())
+    cfg = config(tmp_path, correct=0)
+    for name in ("a", "b", "whole"):
+        G.main([str(tmp_path / name), "-o", str(tmp_path / f"g-{name}"), "-c", str(cfg)])
+    capsys.readouterr()
+    assert G.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-a"),
+                   str(tmp_path / "g-b")]) == 0
+    for name in ("gradebook.csv", "items.csv"):
+        merged = (tmp_path / "merged" / name).read_bytes()
+        assert merged == (tmp_path / "g-whole" / name).read_bytes(), name
+    session(tmp_path / "c", "Ada", honest())
+    G.main([str(tmp_path / "c"), "-o", str(tmp_path / "g-c"), "-c", str(cfg)])
+    capsys.readouterr()
+    assert G.main(["--merge", "-o", str(tmp_path / "twice"), str(tmp_path / "g-b"),
+                   str(tmp_path / "g-c")]) == 1
+    assert "has work graded in" in capsys.readouterr().out
