@@ -142,6 +142,21 @@ def test_without_a_course_tolerance_an_item_is_graded_within_its_own(tmp_path, m
     assert "off by 1.25×" in page and "graded as correct" not in page
 
 
+def test_without_a_course_file_an_item_is_graded_within_its_own(tmp_path, monkeypatch):
+    """No course file (the labs seen, the default rubric): still the item's own band (1.2x),
+    never a default of the rubric's."""
+    from labs.core.physics.misconceptions import lab01
+
+    monkeypatch.setitem(lab01.TOLERANCES, X, 1.2)
+    session(tmp_path / "sub", "ada", honest(0.84, 0.7))   # exactly 1.2x
+    session(tmp_path / "sub", "bob", honest(0.875, 0.7))  # 1.25x: within 1.5, not 1.2
+    _, _, out = grade(tmp_path)
+    rows = {r["student_id"]: r for r in items_csv(out) if r["item_id"] == X}
+    assert (rows["ada"]["correct"], rows["bob"]["correct"]) == ("true", "false")
+    assert {(r["tolerance"], r["tolerance_from"]) for r in rows.values()} == {
+        ("1.2", "the item's own")}
+
+
 def test_a_course_files_tolerance_is_used_and_said_where_it_overrides(tmp_path, capsys,
                                                                    monkeypatch):
     from labs.core.physics.misconceptions import lab01
@@ -215,6 +230,34 @@ def test_whitespace_does_not_count_towards_an_explanations_length(tmp_path, text
     session(tmp_path / "sub", "ada", honest(explain=text))
     _, rows, _ = grade(tmp_path, config(tmp_path, correct=0))
     assert float(rows["ada"][TITLE]) == (2.5 if explained else 1.5)
+
+
+def test_a_prediction_of_true_is_no_number(tmp_path):
+    """A numeric item predicted as ``true`` (a ledger edited by hand) is judged against
+    nothing: not as the number 1, which is within 1.5x of the 1.2 measured. Both readings
+    of the pair: a reading of ``true`` is no number either."""
+    steps = honest(actual=1.2)
+    steps[0] = predict(True)
+    session(tmp_path / "sub", "ada", steps)
+    session(tmp_path / "sub", "bob", honest(value=1.0, actual=True))
+    session(tmp_path / "sub", "cy", honest(value=1.0, actual=1.2))
+    _, rows, _ = grade(tmp_path, config(tmp_path))
+    assert float(rows["cy"][TITLE]) == 3.5 and rows["cy"][f"{TITLE} - Correct"] == "1/1"
+    for sid in ("ada", "bob"):
+        assert float(rows[sid][TITLE]) == 2.5 and rows[sid][f"{TITLE} - Correct"] == "", sid
+
+
+def test_a_blank_observation_is_not_observed(tmp_path):
+    """The explain point needs an observation that is not blank and then an explanation: an
+    observation of spaces leaves commit 1 + reason 0.5."""
+    steps = honest()
+    steps[3] = ("observe", X, {"text": "   \n "}, 1)
+    session(tmp_path / "sub", "ada", steps)
+    session(tmp_path / "sub", "bob", honest())
+    _, rows, out = grade(tmp_path, config(tmp_path, correct=0))
+    assert float(rows["ada"][TITLE]) == 1.5 and float(rows["bob"][TITLE]) == 2.5
+    ada = next(r for r in items_csv(out) if r["student_id"] == "ada")
+    assert ada["explained"] == "false"
 
 
 # --- lateness: the floor, extensions ----------------------------------------------------------
@@ -469,6 +512,19 @@ def test_a_year_old_ledger_is_flagged(tmp_path):
     assert "old_timestamp" in rows["ada"]["Flags"] and "old_timestamp" not in rows["bob"]["Flags"]
 
 
+def test_without_a_deadline_old_is_measured_against_the_class_not_one_clock(tmp_path):
+    """A lab with no deadline: an event is old against the median of the files' newest events.
+    Ada worked a year before the class and is flagged; Cy's clock runs a year ahead, which
+    makes no one else old (against the newest event every classmate would be)."""
+    session(tmp_path / "sub", "ada", honest(), start=DEADLINE - timedelta(days=365))
+    session(tmp_path / "sub", "bob", honest())
+    session(tmp_path / "sub", "dee", honest())
+    session(tmp_path / "sub", "cy", honest(), start=DEADLINE + timedelta(days=365))
+    _, rows, _ = grade(tmp_path)  # no course file: the lab seen, no deadline
+    assert "old_timestamp" in rows["ada"]["Flags"]
+    assert [s for s in ("bob", "cy", "dee") if "old_timestamp" in rows[s]["Flags"]] == []
+
+
 def test_blackboards_receipts_are_not_unreadable_submissions(tmp_path, capsys):
     sub = tmp_path / "sub"
     session(sub, "ada", honest(), name="Lab 1_ada_attempt_2025-03-06-10-00-00_roofline-ledger-"
@@ -490,3 +546,32 @@ def test_a_per_item_points_file_is_written(tmp_path):
     rows = items_csv(out)
     assert [(r["student_id"], r["item_id"], r["points"]) for r in rows] == [
         ("ada", X, "2.5"), ("ada", R, "2.5")]
+
+
+# --- --merge compares students as the grader does -----------------------------------------------
+
+def test_merge_orders_and_matches_students_by_id_ignoring_case(tmp_path, capsys):
+    """Ids compare ignoring case: merged shards keep the whole run's order (ada before Bob,
+    although "B" sorts before "a"), and Ada in one shard and ada in another are one student
+    with work in two shards."""
+    session(tmp_path / "a", "Bob", honest())
+    session(tmp_path / "b", "ada", honest())
+    for shard in ("a", "b"):
+        (tmp_path / "whole").mkdir(exist_ok=True)
+        for f in (tmp_path / shard).iterdir():
+            (tmp_path / "whole" / f"{shard}-{f.name}").write_bytes(f.read_bytes())
+    cfg = config(tmp_path, correct=0)
+    for name in ("a", "b", "whole"):
+        G.main([str(tmp_path / name), "-o", str(tmp_path / f"g-{name}"), "-c", str(cfg)])
+    capsys.readouterr()
+    assert G.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-a"),
+                   str(tmp_path / "g-b")]) == 0
+    for name in ("gradebook.csv", "items.csv"):
+        merged = (tmp_path / "merged" / name).read_bytes()
+        assert merged == (tmp_path / "g-whole" / name).read_bytes(), name
+    session(tmp_path / "c", "Ada", honest())
+    G.main([str(tmp_path / "c"), "-o", str(tmp_path / "g-c"), "-c", str(cfg)])
+    capsys.readouterr()
+    assert G.main(["--merge", "-o", str(tmp_path / "twice"), str(tmp_path / "g-b"),
+                   str(tmp_path / "g-c")]) == 1
+    assert "has work graded in" in capsys.readouterr().out

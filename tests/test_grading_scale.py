@@ -71,6 +71,16 @@ def _staging_left(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
+def _no_such_process() -> int:
+    dead = 2**22 + 12345
+    while True:
+        try:
+            os.kill(dead, 0)
+            dead += 1
+        except ProcessLookupError:
+            return dead
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, status, after", [
     (signal.SIGINT, 130, 1.0), (signal.SIGTERM, 143, 1.0),
@@ -97,13 +107,7 @@ def test_an_interrupted_run_removes_its_partial_output(tmp_path, signum, status,
 def test_the_next_run_removes_what_a_killed_run_left_and_says_so(tmp_path, capsys):
     sub = tmp_path / "sub"
     write_synthetic_class(sub, 3, seed=1)
-    dead = 2**22 + 12345  # no such process
-    while True:
-        try:
-            os.kill(dead, 0)
-            dead += 1
-        except ProcessLookupError:
-            break
+    dead = _no_such_process()
     for kind in ("labs-grade", "old"):
         left = tmp_path / f".grades.{kind}-{dead}"
         (left / "feedback").mkdir(parents=True)
@@ -114,6 +118,32 @@ def test_the_next_run_removes_what_a_killed_run_left_and_says_so(tmp_path, capsy
     assert rc in (0, 1)
     assert _staging_left(tmp_path) == [".grades.labs-grade-notapid"]
     assert console.count("left by an interrupted run") == 2
+
+
+def test_a_run_leaves_alone_the_staging_folder_of_a_run_still_going(tmp_path, capsys):
+    sub = tmp_path / "sub"
+    write_synthetic_class(sub, 3, seed=1)
+    alive = os.getppid()  # a process that is running (this test's parent)
+    going = tmp_path / f".grades.labs-grade-{alive}"
+    going.mkdir()
+    (going / "gradebook.csv").write_text("another run's grades")
+    assert G.main([str(sub), "-o", str(tmp_path / "grades")]) in (0, 1)
+    assert "still going" in capsys.readouterr().out
+    assert (going / "gradebook.csv").read_text() == "another run's grades"
+
+
+def test_the_next_merge_removes_what_a_killed_merge_left_and_says_so(tmp_path, capsys):
+    sub = tmp_path / "sub"
+    write_synthetic_class(sub, 3, seed=1)
+    G.main([str(sub), "-o", str(tmp_path / "shard")])
+    dead = _no_such_process()
+    left = tmp_path / f".merged.labs-grade-{dead}"
+    left.mkdir()
+    (left / "gradebook.csv").write_text("a class's grades")
+    capsys.readouterr()
+    assert G.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "shard")]) == 0
+    assert "left by an interrupted run" in capsys.readouterr().out
+    assert _staging_left(tmp_path) == []
 
 
 def test_force_refuses_an_output_it_could_not_remove(tmp_path, capsys, monkeypatch):
