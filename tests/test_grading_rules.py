@@ -562,16 +562,16 @@ def test_merge_orders_and_matches_students_by_id_ignoring_case(tmp_path, capsys)
             (tmp_path / "whole" / f"{shard}-{f.name}").write_bytes(f.read_bytes())
     cfg = config(tmp_path, correct=0)
     for name in ("a", "b", "whole"):
-        G.main([str(tmp_path / name), "-o", str(tmp_path / f"g-{name}"), "-c", str(cfg)])
+        grading.main([str(tmp_path / name), "-o", str(tmp_path / f"g-{name}"), "-c", str(cfg)])
     capsys.readouterr()
-    assert G.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-a"),
+    assert grading.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "g-a"),
                    str(tmp_path / "g-b")]) == 0
     for name in ("gradebook.csv", "items.csv"):
         merged = (tmp_path / "merged" / name).read_bytes()
         assert merged == (tmp_path / "g-whole" / name).read_bytes(), name
     session(tmp_path / "c", "Ada", honest())
-    G.main([str(tmp_path / "c"), "-o", str(tmp_path / "g-c"), "-c", str(cfg)])
+    grading.main([str(tmp_path / "c"), "-o", str(tmp_path / "g-c"), "-c", str(cfg)])
     capsys.readouterr()
-    assert G.main(["--merge", "-o", str(tmp_path / "twice"), str(tmp_path / "g-b"),
+    assert grading.main(["--merge", "-o", str(tmp_path / "twice"), str(tmp_path / "g-b"),
                    str(tmp_path / "g-c")]) == 1
     assert "has work graded in" in capsys.readouterr().out

@@ -127,7 +127,7 @@ def test_a_run_leaves_alone_the_staging_folder_of_a_run_still_going(tmp_path, ca
     going = tmp_path / f".grades.labs-grade-{alive}"
     going.mkdir()
     (going / "gradebook.csv").write_text("another run's grades")
-    assert G.main([str(sub), "-o", str(tmp_path / "grades")]) in (0, 1)
+    assert grading.main([str(sub), "-o", str(tmp_path / "grades")]) in (0, 1)
     assert "still going" in capsys.readouterr().out
     assert (going / "gradebook.csv").read_text() == "another run's grades"
 
@@ -135,13 +135,13 @@ def test_a_run_leaves_alone_the_staging_folder_of_a_run_still_going(tmp_path, ca
 def test_the_next_merge_removes_what_a_killed_merge_left_and_says_so(tmp_path, capsys):
     sub = tmp_path / "sub"
     write_synthetic_class(sub, 3, seed=1)
-    G.main([str(sub), "-o", str(tmp_path / "shard")])
+    grading.main([str(sub), "-o", str(tmp_path / "shard")])
     dead = _no_such_process()
     left = tmp_path / f".merged.labs-grade-{dead}"
     left.mkdir()
     (left / "gradebook.csv").write_text("a class's grades")
     capsys.readouterr()
-    assert G.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "shard")]) == 0
+    assert grading.main(["--merge", "-o", str(tmp_path / "merged"), str(tmp_path / "shard")]) == 0
     assert "left by an interrupted run" in capsys.readouterr().out
     assert _staging_left(tmp_path) == []
 

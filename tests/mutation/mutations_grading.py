@@ -76,9 +76,9 @@ SCORING = [
       "spaces and blank lines inside an explanation count toward its length"),
     M("grading.blank-observation-counts", SCORE,
       'observe = next((e for e in after if e.kind == "observe"\n'
-      "                            and _text(e.payload).strip()), None)",
+      "                            and answer_text(e.payload).strip()), None)",
       'observe = next((e for e in after if e.kind == "observe"\n'
-      '                            and _text(e.payload)), None)', GRADING_TESTS,
+      '                            and answer_text(e.payload)), None)', GRADING_TESTS,
       "an observation of spaces counts as observed"),
     M("grading.second-predict-unflagged", SCORE,
       '                flags.append(f"second_predict ({item})")', "                pass",

@@ -19,7 +19,7 @@ an area is below 90%.
 
     python tests/mutation/run_mutations.py                 # every area
     python tests/mutation/run_mutations.py --area physics  # one area (repeatable)
-    python tests/mutation/run_mutations.py --only quiz.reveal-any-value
+    python tests/mutation/run_mutations.py --only quiz.within-factor-strict
     python tests/mutation/run_mutations.py --list          # what would run, and stale ones
 
 docs/authors/testing.md ("Mutation run") records the kill rates and explains each survivor.
