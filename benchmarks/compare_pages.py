@@ -9,7 +9,9 @@ copy (``--reveal``), each with a throwaway ledger, and keeps what a reader sees,
 each output's visible text and each figure's data and layout. Ids are left out (cell ids, code
 hashes, plotly's uids, element ids), so moving code between cells, or into a setup cell,
 changes nothing here unless a page changes. ``diff`` names the lab, the copy and the first
-differing text or figure.
+differing text or figure. One figure reads the machine it runs on (Lab 7's instructor copy
+draws this machine's free memory as the capacity line): two snapshots taken minutes apart may
+differ there alone, by a few MB.
 """
 
 from __future__ import annotations
