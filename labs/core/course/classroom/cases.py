@@ -1,7 +1,7 @@
 """A Canvas class with every case that makes grading hard, for a grader's tests and an
 instructor's dry run: :func:`write_every_case_class`.
 
-Built on :mod:`labs.core.course.classroom.lms` (Canvas bulk-download names, a roster with every
+Built on :mod:`labs.core.course.classroom.canvas_class` (Canvas bulk-download names, a roster with every
 identity column) and :mod:`labs.core.course.classroom.synth` (ledgers hashed with the ledger's
 own hashing). Besides ordinary students it holds one student per :data:`CASES` entry: late,
 very late and re-uploaded work (``_LATE``, ``-1``), extensions (per lab, course-wide, one
@@ -26,8 +26,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from labs.core.course import ledger as _ledger
-from labs.core.course.classroom.lms import (CANVAS_ASSIGNMENT_IDS, DEADLINES,
-                                            LATE_PENALTY_PER_DAY, Student, synthetic_student)
+from labs.core.course.classroom.canvas_class import (
+    CANVAS_ASSIGNMENT_IDS, DEADLINES, LATE_PENALTY_PER_DAY, Student, synthetic_student)
 from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
 
 __all__ = [
