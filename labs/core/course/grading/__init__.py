@@ -92,14 +92,14 @@ dicts, already neutralised), :func:`write_csv`, :func:`csv_safe`, :func:`feedbac
 :data:`FLAG_HELP` (what each flag means and how to fix it).
 
 This module is the grader's public face (``from labs.core import grading``); the work is done in
-``grading.sources`` (finding submissions), ``grading.load`` (reading them), ``grading.ids``
-(how ids compare), ``grading.instructor_csvs`` (the instructor's roster, overrides and receipts
-CSVs), ``grading.config`` (the course TOML), ``grading.plan`` (the class-wide part: labs, owners, spelling, checks that compare
-students), ``grading.checks`` (student-level flags), ``grading.score`` (scoring a student),
-``grading.gradebook`` (the CSVs), ``grading.canvas_csv`` (``canvas.csv``, the Canvas file),
-``grading.feedback`` (the pages), ``grading.run`` (a class of any size: reading and grading in
-a pool of processes, a chunk at a time), ``grading.merge`` (shards joined),
-``grading.outdir`` (the output folder) and ``grading.cli`` (the command line).
+``grading.sources`` (finding submissions), ``grading.load`` (reading them), ``grading.ids`` (how
+ids compare), ``grading.instructor_csvs`` (the instructor's roster, overrides and receipts
+CSVs), ``grading.config`` (the course TOML), ``grading.plan`` (the class-wide part: labs,
+owners, spelling, checks that compare students), ``grading.checks`` (student-level flags),
+``grading.score`` (scoring a student), ``grading.gradebook`` (the CSVs), ``grading.canvas_csv``
+(``canvas.csv``, the Canvas file), ``grading.feedback`` (the pages), ``grading.run`` (a class of
+any size: reading and grading in a pool of processes, a chunk at a time), ``grading.merge``
+(shards joined), ``grading.outdir`` (the output folder) and ``grading.cli`` (the command line).
 """
 
 from __future__ import annotations

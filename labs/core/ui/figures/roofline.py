@@ -26,7 +26,8 @@ import plotly.graph_objects as go
 from labs.core.physics import hardware, roofline
 from labs.core.physics.units import rate_unit
 from labs.core.ui.figures import labelplace
-from labs.core.ui.figures.base import LEGEND, fast_figure, is_real, is_measured, short_number, ridge_label
+from labs.core.ui.figures.base import (LEGEND, fast_figure, is_measured, is_real, ridge_label,
+                                       short_number)
 from labs.core.ui.tokens import (
     COLORS,
     DEVICE_COLORS,
@@ -300,8 +301,8 @@ def _regime_legend(kind: str, pts: Sequence[Point], main: Roof) -> list:
 
 
 def _place_point_labels(data: list, n_roofs: int, frame: labelplace.Frame) -> None:
-    """Move each point label where it crosses no roof, ridge label, marker or other label
-    (see :mod:`labs.core.ui.labelplace`): sets the point traces' ``textposition`` lists."""
+    """Move each point label where it crosses no roof, ridge label, marker or other label (see
+    :mod:`labs.core.ui.figures.labelplace`): sets the point traces' ``textposition`` lists."""
     roofs = [t for t in data[:n_roofs]]
     lines = [frame.px(t["x"], t["y"]) for t in roofs]
     ridge_boxes = []
