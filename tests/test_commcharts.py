@@ -1,5 +1,5 @@
-"""Lab 6's figure builders (labs.core.ui.commcharts, via figures): valid plotly (rebuilt with
-validation on), every drawn number from core, the binding roof said in words, bad input."""
+"""Lab 6's figure builders (labs.core.ui.figures.collectives, via figures): valid plotly (rebuilt
+with validation on), every drawn number from core, the binding roof said in words, bad input."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import os
 
 from labs.core import classroom
 from labs.core import ledger
-from labs.core.course.classroom.lms import write_canvas_class
+from labs.core.course.classroom.canvas_class import write_canvas_class
 from grading_support import honest_session
 
 

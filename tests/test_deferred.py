@@ -16,7 +16,7 @@ def test_scalar_roofline_math_does_not_import_numpy():
     out = _run("""
         import sys
         from labs.core.physics import hardware, roofline
-        from labs.core.ui import figures, charts, labelplace  # they import numpy deferred
+        from labs.core.ui.figures import charts, labelplace  # they import numpy deferred
         h = hardware.get("h100-sxm")
         t = roofline.attainable_tflops(10.0, h, "bf16")
         r = roofline.rho(10.0, h, "bf16")

@@ -12,6 +12,7 @@ import pytest
 
 from labs.core import figures, hardware, roofline, tokens
 from labs.core.ui.figures import Point
+from labs.core.ui.figures.base import ridge_label
 
 H100 = hardware.get("h100-sxm")
 ORIN = hardware.get("jetson-orin-nx-16gb")
@@ -56,7 +57,7 @@ def test_ridge_label_names_precision_dense_and_unit():
     fig = figures.roofline_figure([(H100, "fp16")])
     (roof,) = _roof_traces(fig)
     assert "ridge (fp16, dense) = 295 FLOP/B" in roof.text
-    assert figures.ridge_label("bf16", 241.5) == "ridge (bf16, dense) = 242 FLOP/B"
+    assert ridge_label("bf16", 241.5) == "ridge (bf16, dense) = 242 FLOP/B"
 
 
 def test_axes_are_log_log_with_units():
@@ -408,22 +409,47 @@ def test_measured_points_above_the_roof_stay_on_the_chart():
     assert 10 ** fig.layout.yaxis.range[1] >= 5000.0
 
 
-def test_reexported_builders_load_on_first_use_and_are_the_modules_own():
+def test_builders_of_other_modules_load_on_first_use_and_are_the_modules_own():
     """figures is the one figure API, but a lab pays only for the figure modules it draws."""
     import importlib
     import subprocess
     import sys
 
-    for module, names in figures.REEXPORTS.items():
+    modules = sorted(f"labs.core.ui.figures.{module}" for module in figures.ON_FIRST_USE)
+    for module, names in figures.ON_FIRST_USE.items():
         for name in names:
-            assert getattr(figures, name) is getattr(importlib.import_module(module), name)
-            assert name in dir(figures)
+            own = importlib.import_module(f"labs.core.ui.figures.{module}")
+            assert getattr(figures, name) is getattr(own, name)
+            assert name in dir(figures) and name in figures.__all__
     with pytest.raises(AttributeError, match="no_such_builder"):
         figures.no_such_builder  # noqa: B018
     code = ("import sys; from labs.core import figures; figures.roofline_figure; "
-            "print(sorted(m for m in sys.modules if m in %r))" % (sorted(figures.REEXPORTS),))
+            "print(sorted(m for m in sys.modules if m in %r))" % (modules,))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_public_builder_of_the_figure_modules_is_reachable_from_the_face():
+    """The names labs called ``figures.<name>`` before the figures became a package still resolve,
+    to the same objects as the module that defines them."""
+    from labs.core.ui.figures import charts, collectives, hierarchy, profile
+    from labs.core.ui.figures import roofline as figures_roofline
+
+    expected = {
+        figures_roofline: ("AI_TITLE", "POINT_KINDS", "Point", "Roof", "VECTOR_STYLE", "Y_TITLE",
+                   "auto_ai_range", "hierarchical_roofline_figure", "resolve_roofs",
+                   "roofline_figure", "short_name"),
+        charts: ("bar_figure", "budget_summary", "grouped_bar_figure", "loglog_lines_figure",
+                 "memory_budget_figure"),
+        collectives: ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"),
+        hierarchy: ("cache_roofline_figure", "per_level_roofline_figure", "level_style",
+                    "sawtooth_figure", "tile_traffic_figure", "working_set_figure"),
+        profile: ("before_after_figure", "operator_roofline_figure", "plottable",
+                  "time_by_type_figure"),
+    }
+    for module, names in expected.items():
+        for name in names:
+            assert getattr(figures, name) is getattr(module, name), (module.__name__, name)
 
 
 # --- moved from tests/test_physics_review.py (filed by the module they test) ---------
@@ -441,7 +467,7 @@ def test_int8_roof_hover_reads_tops():
 # --- moved from tests/test_chart_polish.py (filed by the module they test) -----------
 import itertools  # noqa: E402
 
-from labs.core.ui import labelplace  # noqa: E402
+from labs.core.ui.figures import labelplace  # noqa: E402
 
 
 def _frame(fig: go.Figure) -> labelplace.Frame:
@@ -549,7 +575,7 @@ def test_a_bar_chart_legend_names_every_bar_colour():
 def test_two_level_roofline_labels_do_not_print_over_each_other():
     """Lab 4 Part 4: the on-chip point's label was fixed at "top left" and
     printed over the HBM point's label ("flash · on-chip AIHBM AI")."""
-    from labs.core.ui import labelplace
+    from labs.core.ui.figures import labelplace
 
     fig = figures.hierarchical_roofline_figure(
         ("h100-sxm", "fp16"), [figures.Point("unfused attention", 62),
@@ -578,7 +604,7 @@ def test_two_level_roofline_labels_do_not_print_over_each_other():
 ])
 def test_log_axis_labels_are_in_one_style(values, labels):
     """Plotly's SI labels mixed "100µ" with "0.001" and "10k" with "1000"."""
-    from labs.core.ui.charts import decade_ticks
+    from labs.core.ui.figures.charts import decade_ticks
 
     assert decade_ticks(values)["ticktext"] == labels
     fig = figures.loglog_lines_figure([("a", [values[0], values[1]], [values[0], values[1]],

@@ -15,7 +15,7 @@ import pytest
 
 from labs.core import catalogue
 from labs.core import grading
-from labs.core.course.classroom.lms import write_canvas_class
+from labs.core.course.classroom.canvas_class import write_canvas_class
 
 T1, T2 = catalogue.lab("lab01").title, catalogue.lab("lab02").title
 

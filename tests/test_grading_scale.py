@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from labs.core import grading
-from labs.core.course.classroom.lms import write_canvas_class
+from labs.core.course.classroom.canvas_class import write_canvas_class
 from labs.core.course.classroom.synth import write_synthetic_class
 from labs.core.course.grading import run as grading_run
 from labs.core.course.grading.load import Limits

@@ -1,4 +1,4 @@
-"""Lab 5's figures (``labs/core/ui/hierarchy_figures.py``): every number drawn equals labs.core,
+"""Lab 5's figures (``labs/core/ui/figures/hierarchy.py``): every number drawn equals labs.core,
 one roof per level with a bandwidth, the OS's cache sizes as vertical lines, the plateaus as
 bars, the tiles that fail to launch or thrash a cache shaded, readable log ticks, the plots
 named for what they are (the per-level plot is the hierarchical roofline), and bad input
@@ -15,7 +15,7 @@ import pytest
 from labs.core import figures
 from labs.core import hierarchy
 from labs.core import reference_machine
-from labs.core.ui.hierarchy_figures import nice_log_ticks
+from labs.core.ui.figures.hierarchy import nice_log_ticks
 
 KIB, MIB = 2**10, 2**20
 

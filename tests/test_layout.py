@@ -219,7 +219,7 @@ def test_no_module_imports_one_that_imports_it_back():
 
 
 #: Wings split into rooms (subpackages), each with a docstring map in its ``__init__``.
-ROOMED_WINGS = ("course", "measure")
+ROOMED_WINGS = ("course", "measure", "ui")
 
 
 def _room(module: str, wing: str = "course") -> str | None:
@@ -399,11 +399,11 @@ def private_imports(path: Path) -> list[tuple[int, str]]:
 
 def test_private_import_finder_sees_names_and_modules(tmp_path):
     sample = tmp_path / "sample.py"
-    sample.write_text("from labs.core.ui.plotbase import LEGEND, _hidden\n"
+    sample.write_text("from labs.core.ui.figures.base import LEGEND, _hidden\n"
                       "from labs.core.physics import _validate\n"
                       "from labs.core.physics._validate import culprit\n", encoding="utf-8")
     assert [name for _line, name in private_imports(sample)] == [
-        "labs.core.ui.plotbase._hidden", "labs.core.physics._validate"]
+        "labs.core.ui.figures.base._hidden", "labs.core.physics._validate"]
 
 
 def test_no_module_imports_another_modules_private_name():

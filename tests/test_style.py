@@ -413,7 +413,7 @@ def test_loglog_vline_labels_read_on_both_themes():
     """A vertical line's label (Lab 5/7's "HBM" marker) was drawn in the line's own
     colour, dark blue on the dark theme (3.4:1). The line keeps its colour; its label is text and
     uses the plot's text colour, readable on both backgrounds."""
-    from labs.core.ui import charts
+    from labs.core.ui.figures import charts
     from labs.core.ui.tokens import BACKGROUNDS, COLORS
 
     fig = charts.loglog_lines_figure(

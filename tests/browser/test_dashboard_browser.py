@@ -132,7 +132,7 @@ def test_dashboard_in_chromium(browser, dashboard, artifacts):
 def test_dashboard_opens_on_a_student_id_with_a_leading_zero(browser, tmp_path):
     """Marimo reads ``--student 02310259`` as the number 2310259; the dashboard
     still opens on that student (ids are text)."""
-    from labs.core.course.classroom.lms import write_canvas_class
+    from labs.core.course.classroom.canvas_class import write_canvas_class
 
     cls = write_canvas_class(tmp_path / "c", 16, seed=9)
     victim = cls.situation["victim"]

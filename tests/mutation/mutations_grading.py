@@ -268,7 +268,7 @@ OUTPUTS = [
     M("grading.items-csv-tolerance-source", G + "gradebook.py",
       "csv_safe(ig.tolerance_from or \"the item's own\")", "\"the item's own\"",
       GRADING_TESTS, "items.csv says an item's own tolerance where the course file set it"),
-    M("grading.canvas-points-fixed", G + "lms.py",
+    M("grading.canvas-points-fixed", G + "canvas_csv.py",
       "return round(lab.rubric.per_item * len(lab.items), 2)", "return 10.0", GRADING_TESTS,
       "Canvas's points possible a fixed 10"),
     M("grading.reveal-any-value", "labs/core/course/quiz/reveal.py",

@@ -12,10 +12,11 @@ room            what it holds                                                   
 ``catalogue``   every lab's prediction items in order, read from the notebooks       (none)
 ``quiz``        the prediction lock and forms a lab shows; ``quiz.reveal``, the      answers, ledger
                 instructor copy's reference answers
-``grading``     grading a class's ledgers: sources, load, ids, inputs, config,       answers, ledger,
-                checks, score, gradebook, lms, feedback, run, merge, cli             catalogue
+``grading``     grading a class's ledgers: sources, load, ids, instructor_csvs,      answers, ledger,
+                config, checks, score, gradebook, canvas_csv, feedback, run,         catalogue
+                merge, cli
 ``classroom``   the class dashboard's data and figures, and generated classes        answers, grading,
-                (``synth``; ``lms``: a class as an LMS hands it over)                ledger, catalogue
+                (``synth``; ``canvas_class``: a class as Canvas hands it over)       ledger, catalogue
 ``export``      publishing the labs as a site (index, lab, inspection, offline,      (none)
                 wasm, site)
 ``launcher``    the ``roofline-labs`` command (a module, not a room)                 ledger, export

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 import marimo as mo
 
-from labs.core.ui.charts import budget_summary  # noqa: F401  (re-exported)
+from labs.core.ui.figures.charts import budget_summary  # noqa: F401  (re-exported)
 from labs.core.ui.inputs import NumberBox, dropdown_on, input_messages  # noqa: F401  (re-exported)
 from labs.core.ui.tokens import (  # noqa: F401  (re-exported: the style API)
     BACKGROUNDS,

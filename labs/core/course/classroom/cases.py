@@ -1,18 +1,18 @@
 """A Canvas class with every case that makes grading hard, for a grader's tests and an
 instructor's dry run: :func:`write_every_case_class`.
 
-Built on :mod:`labs.core.course.classroom.lms` (Canvas bulk-download names, a roster with every
-identity column) and :mod:`labs.core.course.classroom.synth` (ledgers hashed with the ledger's
-own hashing). Besides ordinary students it holds one student per :data:`CASES` entry: late,
-very late and re-uploaded work (``_LATE``, ``-1``), extensions (per lab, course-wide, one
+Built on :mod:`labs.core.course.classroom.canvas_class` (Canvas bulk-download names, a roster
+with every identity column) and :mod:`labs.core.course.classroom.synth` (ledgers hashed with the
+ledger's own hashing). Besides ordinary students it holds one student per :data:`CASES` entry:
+late, very late and re-uploaded work (``_LATE``, ``-1``), extensions (per lab, course-wide, one
 dated before the deadline), overrides of an item and of a lab, revisits and re-measurements
 after the deadline, a classmate's id, a login, an e-mail and an id without its leading zero
-typed for the id, damaged files, an empty upload, a growing ledger handed in to two
-assignments, a predict without a value, an unlock before a predict, an explanation padded with
-whitespace, predictions exactly at and just beyond the tolerance, a dropped student (a Canvas
-account no longer on the roster), a year-old ledger; Canvas's test student and an auditor on
-the roster; a Blackboard receipt among the files. Correctness earns a point, so the tolerance's
-boundary moves grades. Deterministic for a seed; the ids, names and e-mails are made up.
+typed for the id, damaged files, an empty upload, a growing ledger handed in to two assignments,
+a predict without a value, an unlock before a predict, an explanation padded with whitespace,
+predictions exactly at and just beyond the tolerance, a dropped student (a Canvas account no
+longer on the roster), a year-old ledger; Canvas's test student and an auditor on the roster; a
+Blackboard receipt among the files. Correctness earns a point, so the tolerance's boundary moves
+grades. Deterministic for a seed; the ids, names and e-mails are made up.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from labs.core.course import ledger as _ledger
-from labs.core.course.classroom.lms import (CANVAS_ASSIGNMENT_IDS, DEADLINES,
-                                            LATE_PENALTY_PER_DAY, Student, synthetic_student)
+from labs.core.course.classroom.canvas_class import (
+    CANVAS_ASSIGNMENT_IDS, DEADLINES, LATE_PENALTY_PER_DAY, Student, synthetic_student)
 from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
 
 __all__ = [

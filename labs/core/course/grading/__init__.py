@@ -18,8 +18,8 @@ download gives them (nested zips too). OUTDIR (default ``grades``) receives:
   ``Total Points``, ``Max Points``, ``Flags``, ``Notes``);
 - ``canvas.csv``: the lab scores as Canvas's gradebook import takes them (``Title (id)``
   headers from ``canvas_assignment_id``; students not on the roster apart, in
-  ``canvas-left-out.csv``) (:mod:`~labs.core.course.grading.lms`). There is no Gradescope
-  file: Gradescope documents no CSV import of scores;
+  ``canvas-left-out.csv``) (:mod:`~labs.core.course.grading.canvas_csv`). There is no
+  Gradescope file: Gradescope documents no CSV import of scores;
 - ``items.csv``: one row per student and item: its points, the parts that earned them, the
   tolerance it was judged within and where that came from;
 - ``events.csv``: every event, one row each, with its source file, line and flags;
@@ -92,14 +92,14 @@ dicts, already neutralised), :func:`write_csv`, :func:`csv_safe`, :func:`feedbac
 :data:`FLAG_HELP` (what each flag means and how to fix it).
 
 This module is the grader's public face (``from labs.core import grading``); the work is done in
-``grading.sources`` (finding submissions), ``grading.load`` (reading them), ``grading.ids``
-(how ids compare), ``grading.inputs`` (roster, overrides, receipts), ``grading.config`` (the
-course TOML), ``grading.plan`` (the class-wide part: labs, owners, spelling, checks that compare
-students), ``grading.checks`` (student-level flags), ``grading.score`` (scoring a student),
-``grading.gradebook`` (the CSVs), ``grading.lms`` (the Canvas file),
-``grading.feedback`` (the pages), ``grading.run`` (a class of any size: reading and grading in
-a pool of processes, a chunk at a time), ``grading.merge`` (shards joined),
-``grading.outdir`` (the output folder) and ``grading.cli`` (the command line).
+``grading.sources`` (finding submissions), ``grading.load`` (reading them), ``grading.ids`` (how
+ids compare), ``grading.instructor_csvs`` (the instructor's roster, overrides and receipts
+CSVs), ``grading.config`` (the course TOML), ``grading.plan`` (the class-wide part: labs,
+owners, spelling, checks that compare students), ``grading.checks`` (student-level flags),
+``grading.score`` (scoring a student), ``grading.gradebook`` (the CSVs), ``grading.canvas_csv``
+(``canvas.csv``, the Canvas file), ``grading.feedback`` (the pages), ``grading.run`` (a class of
+any size: reading and grading in a pool of processes, a chunk at a time), ``grading.merge``
+(shards joined), ``grading.outdir`` (the output folder) and ``grading.cli`` (the command line).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ from labs.core.course.grading.feedback import (  # noqa: F401
     write_feedback,
 )
 from labs.core.course.grading.ids import id_from_name, norm_id  # noqa: F401
-from labs.core.course.grading.inputs import (  # noqa: F401
+from labs.core.course.grading.instructor_csvs import (  # noqa: F401
     ConfigError,
     Override,
     Roster,
@@ -144,7 +144,7 @@ from labs.core.course.grading.inputs import (  # noqa: F401
     load_roster,
     read_receipts,
 )
-from labs.core.course.grading.lms import canvas_header, canvas_rows  # noqa: F401
+from labs.core.course.grading.canvas_csv import canvas_header, canvas_rows  # noqa: F401
 from labs.core.course.grading.load import (  # noqa: F401
     LEDGER_SUFFIXES,
     Batch,

@@ -29,7 +29,7 @@ from typing import Any
 
 from labs.core.course.grading.ids import (close_ids, close_matches, norm_id, same_digits,
                                           same_owner)
-from labs.core.course.grading.inputs import ConfigError, Override
+from labs.core.course.grading.instructor_csvs import ConfigError, Override
 from labs.core.course.grading.sources import SIDE_FILE
 
 __all__ = [

@@ -25,8 +25,8 @@ from typing import Sequence
 
 from labs.core.course import ledger as _ledger
 from labs.core.course.grading.config import example_config, load_config
-from labs.core.course.grading.inputs import (ConfigError, load_overrides, load_roster,
-                                             read_receipts)
+from labs.core.course.grading.instructor_csvs import (ConfigError, load_overrides,
+                                                      load_roster, read_receipts)
 from labs.core.course.grading.load import Limits
 from labs.core.course.grading.outdir import (RUN_FILE, check_out, clean_stale, replace_with,
                                              staging)

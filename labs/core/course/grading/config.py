@@ -26,8 +26,8 @@ from typing import Any
 from labs.core.course import catalogue as _catalogue
 from labs.core.course import ledger as _ledger
 from labs.core.course.grading.ids import close_matches, norm_id
-from labs.core.course.grading.inputs import (ConfigError, Roster, load_roster,
-                                             parse_duration, roster_path)
+from labs.core.course.grading.instructor_csvs import (ConfigError, Roster, load_roster,
+                                                      parse_duration, roster_path)
 from labs.core.physics import misconceptions
 
 __all__ = [

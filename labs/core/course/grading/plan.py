@@ -36,7 +36,7 @@ from labs.core.course.grading.checks import (check_extensions, check_overrides, 
                                              unreadable_uploads)
 from labs.core.course.grading.config import LAB_ID_RE, CourseConfig, LabConfig
 from labs.core.course.grading.ids import closest, name_owner, norm_id
-from labs.core.course.grading.inputs import ConfigError, Override, load_overrides
+from labs.core.course.grading.instructor_csvs import ConfigError, Override, load_overrides
 from labs.core.course.grading.load import first_spellings, own_files
 from labs.core.course.grading.sources import FileReport
 

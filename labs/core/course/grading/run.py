@@ -43,8 +43,8 @@ from labs.core.course.grading.gradebook import (EVENT_COLUMNS, FILE_COLUMNS, ITE
                                                 gradebook_rows, item_table, write_csv,
                                                 write_table)
 from labs.core.course.grading.ids import norm_id
-from labs.core.course.grading.inputs import ConfigError
-from labs.core.course.grading.lms import canvas_header_rows, canvas_rows
+from labs.core.course.grading.instructor_csvs import ConfigError
+from labs.core.course.grading.canvas_csv import canvas_header_rows, canvas_rows
 from labs.core.course.grading.load import (Batch, EventRecord, Limits, merge_events,
                                            parse_source, share_summaries)
 from labs.core.course.grading.plan import ClassPlan, plan_class

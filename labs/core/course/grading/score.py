@@ -24,7 +24,7 @@ from typing import Any
 from labs.core.course.grading.checks import LINE_FLAGS, check_student, short_name, summarise
 from labs.core.course.grading.config import CourseConfig, LabConfig
 from labs.core.course.grading.ids import norm_id
-from labs.core.course.grading.inputs import Override
+from labs.core.course.grading.instructor_csvs import Override
 from labs.core.course.grading.load import Batch, EventRecord, merge_events
 from labs.core.course.answers import first_prediction, is_reasoned, within_factor
 

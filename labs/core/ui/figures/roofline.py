@@ -1,10 +1,7 @@
-"""Figure builders: the roofline (one or several devices, two-level), and the other charts.
+"""The roofline: one or several devices, and the two-level (HBM and on-chip) roofline.
 
-Plotly only (no marimo). The roofline lives here; bars, the memory budget and log-log line
-charts are in :mod:`labs.core.ui.charts`, collective times and the three roofs (Lab 6) in
-:mod:`labs.core.ui.commcharts`, Lab 5's in :mod:`labs.core.ui.hierarchy_figures`, Lab 7's in
-:mod:`labs.core.ui.opfigures`; all are re-exported (``REEXPORTS``, imported on first use), so
-labs call ``figures.<builder>``.
+Plotly only (no marimo). Part of :mod:`labs.core.ui.figures` (labs call ``figures.<builder>``);
+Lab 7's operator roofline (:mod:`labs.core.ui.figures.profile`) builds on :func:`roofline_parts`.
 
 Every number drawn comes from labs.core (roofline.attainable_tflops, roofline.ridge_point,
 hardware.Device), never recomputed here. Builders are fast enough for every slider move (a
@@ -19,7 +16,6 @@ measured points use a different marker shape than predicted ones.
 from __future__ import annotations
 
 import html
-import importlib
 import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -29,8 +25,9 @@ import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
 from labs.core.physics.units import rate_unit
-from labs.core.ui import labelplace
-from labs.core.ui.plotbase import LEGEND, fast_figure, is_real, is_measured, short_number, ridge_label
+from labs.core.ui.figures import labelplace
+from labs.core.ui.figures.base import (LEGEND, fast_figure, is_measured, is_real, ridge_label,
+                                       short_number)
 from labs.core.ui.tokens import (
     COLORS,
     DEVICE_COLORS,
@@ -43,8 +40,8 @@ from labs.core.ui.tokens import (
 )
 
 __all__ = [
-    "AI_TITLE", "POINT_KINDS", "Point", "REEXPORTS", "Roof", "VECTOR_STYLE", "Y_TITLE",
-    "auto_ai_range", "hierarchical_roofline_figure", "resolve_roofs", "roofline_figure",
+    "AI_TITLE", "POINT_KINDS", "Point", "Roof", "VECTOR_STYLE", "Y_TITLE", "auto_ai_range",
+    "hierarchical_roofline_figure", "resolve_roofs", "roofline_figure", "roofline_parts",
     "short_name"
 ]
 
@@ -304,8 +301,8 @@ def _regime_legend(kind: str, pts: Sequence[Point], main: Roof) -> list:
 
 
 def _place_point_labels(data: list, n_roofs: int, frame: labelplace.Frame) -> None:
-    """Move each point label where it crosses no roof, ridge label, marker or other label
-    (see :mod:`labs.core.ui.labelplace`): sets the point traces' ``textposition`` lists."""
+    """Move each point label where it crosses no roof, ridge label, marker or other label (see
+    :mod:`labs.core.ui.figures.labelplace`): sets the point traces' ``textposition`` lists."""
     roofs = [t for t in data[:n_roofs]]
     lines = [frame.px(t["x"], t["y"]) for t in roofs]
     ridge_boxes = []
@@ -380,13 +377,13 @@ def roofline_figure(roofs, points: Sequence[Point] = (), *, ai_range=None, title
     ``project_points`` marks each roof-placed point's AI on every other roof too ("same
     kernel, other devices"; default: when the roofs span several devices).
     """
-    return fast_figure(*_roofline_parts(
+    return fast_figure(*roofline_parts(
         roofs, points, ai_range=ai_range, title=title, shade_regimes=shade_regimes,
         height=height, label_points=label_points, project_points=project_points))
 
 
-def _roofline_parts(roofs, points, *, ai_range, title, shade_regimes, height, label_points,
-                    project_points) -> tuple[list, dict]:
+def roofline_parts(roofs, points, *, ai_range, title, shade_regimes, height, label_points,
+                   project_points) -> tuple[list, dict]:
     """(data, layout) of ``roofline_figure``, shared with the two-level roofline."""
     rs = resolve_roofs(roofs)
     pts = list(points)
@@ -445,7 +442,7 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
     memory roof (same compute peak, ``onchip_bandwidth_gbs``; roofline.attainable_tflops on a
     device differing only in bandwidth) and points placed by their on-chip AI."""
     (main,) = resolve_roofs([roof])
-    data, layout = _roofline_parts([roof], points, ai_range=ai_range, title=title, height=height,
+    data, layout = roofline_parts([roof], points, ai_range=ai_range, title=title, height=height,
                                    shade_regimes=True, label_points=None, project_points=False)
     lo, hi = (10 ** v for v in layout["xaxis"]["range"])
     onchip = hardware.custom(f"{main.device.name} on-chip", bandwidth_gbs=onchip_bandwidth_gbs,
@@ -470,32 +467,3 @@ def hierarchical_roofline_figure(roof, points: Sequence[Point] = (), *, onchip_b
             10 ** v for v in layout["yaxis"]["range"]), labelplace.plot_height_px(height)))
     return fast_figure(data + traces, layout)
 
-
-#: Builders beside this module, re-exported on first use (PEP 562): a lab pays only for the
-#: figure modules it draws (Lab 5's and 6's cost every other lab ~30 ms of its cold run).
-REEXPORTS = {
-    "labs.core.ui.charts": ("bar_figure", "budget_summary", "grouped_bar_figure",
-                            "loglog_lines_figure", "memory_budget_figure"),
-    "labs.core.ui.commcharts": ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure",
-                                "three_roof_figure"),
-    "labs.core.ui.hierarchy_figures": ("cache_roofline_figure", "per_level_roofline_figure",
-                                       "level_style", "sawtooth_figure",
-                                       "tile_traffic_figure", "working_set_figure"),
-    "labs.core.ui.opfigures": ("before_after_figure", "operator_roofline_figure", "plottable",
-                               "time_by_type_figure"),
-}
-_REEXPORTED = {name: module for module, names in REEXPORTS.items() for name in names}
-
-
-def __getattr__(name: str):
-    try:
-        module = _REEXPORTED[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_REEXPORTED))

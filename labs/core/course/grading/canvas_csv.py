@@ -33,7 +33,7 @@ import re
 from typing import Any
 
 from labs.core.course.grading.gradebook import csv_safe
-from labs.core.course.grading.inputs import ConfigError
+from labs.core.course.grading.instructor_csvs import ConfigError
 from labs.core.course.grading.score import UNREADABLE, Gradebook
 
 __all__ = [

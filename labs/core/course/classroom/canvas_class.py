@@ -246,21 +246,21 @@ def _write_config(cls: CanvasClass, labs: tuple[str, ...]) -> None:
 
 
 def main(argv=None) -> int:
-    """``python -m labs.core.course.classroom.lms FOLDER [N] [SEED]``: write a class to try
-    ``labs-grade`` on (see the module doc)."""
+    """``python -m labs.core.course.classroom.canvas_class FOLDER [N] [SEED]``: write a class
+    to try ``labs-grade`` on (see the module doc)."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or len(args) > 3:
-        print("usage: python -m labs.core.course.classroom.lms FOLDER [N_STUDENTS] [SEED]",
-              file=sys.stderr)
+        print("usage: python -m labs.core.course.classroom.canvas_class FOLDER [N_STUDENTS] "
+              "[SEED]", file=sys.stderr)
         return 2
     try:
         n = int(args[1]) if len(args) > 1 else 30
         seed = int(args[2]) if len(args) > 2 else 0
         cls = write_canvas_class(args[0], n, seed=seed)
     except ValueError as exc:
-        print(f"classroom_lms: {exc}", file=sys.stderr)
+        print(f"canvas_class: {exc}", file=sys.stderr)
         return 2
     print(f"Wrote {cls.submissions} ({len(list(cls.submissions.iterdir()))} files), "
           f"{cls.roster}, {cls.config}, {cls.overrides}.")

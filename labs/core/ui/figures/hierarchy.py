@@ -27,8 +27,8 @@ import plotly.graph_objects as go
 
 from labs.core.physics import hierarchy
 from labs.core.physics.units import format_bytes, format_value
-from labs.core.ui import labelplace
-from labs.core.ui.plotbase import LEGEND, fast_figure, short_number
+from labs.core.ui.figures import labelplace
+from labs.core.ui.figures.base import LEGEND, fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
 
 __all__ = [

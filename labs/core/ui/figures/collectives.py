@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
 from labs.core.physics.units import format_seconds
-from labs.core.ui.plotbase import LEGEND, fast_figure, short_number
+from labs.core.ui.figures.base import LEGEND, fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
 
 __all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"]

@@ -1,6 +1,6 @@
 """Figures other than the roofline: bars, the memory budget, log-log line charts. Plotly only.
 
-Each builder makes one go.Figure from plain dicts (see :mod:`labs.core.ui.plotbase`); the
+Each builder makes one go.Figure from plain dicts (see :mod:`labs.core.ui.figures.base`); the
 verdict of a chart (fits / out of memory, which term crosses) is written in words, not colour alone.
 """
 
@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 from labs.core.physics.deferred import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.ui.plotbase import LEGEND, fast_figure, is_real, short_number
+from labs.core.ui.figures.base import LEGEND, fast_figure, is_real, short_number
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS, format_bytes
 
 __all__ = [

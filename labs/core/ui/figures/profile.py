@@ -14,9 +14,9 @@ from typing import Mapping, Sequence
 import plotly.graph_objects as go
 
 from labs.core.physics import units
-from labs.core.ui import figures
-from labs.core.ui.charts import bar_figure, grouped_bar_figure
-from labs.core.ui.plotbase import fast_figure, short_number
+from labs.core.ui.figures.roofline import Point, roofline_parts
+from labs.core.ui.figures.charts import bar_figure, grouped_bar_figure
+from labs.core.ui.figures.base import fast_figure, short_number
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
 
 __all__ = ["before_after_figure", "operator_roofline_figure", "plottable", "time_by_type_figure"]
@@ -66,8 +66,8 @@ def operator_roofline_figure(rows: Sequence[Mapping], roof, precision: str, *,
     drawn, _left = plottable(rows, kind)
     key = "measured_s" if kind == "measured" else "bound_s"
     ys = [r["flops"] / r[key] / 1e12 for r in drawn]
-    anchors = [figures.Point("", r["ai"], y, kind=kind) for r, y in zip(drawn, ys)]
-    data, layout = figures._roofline_parts(
+    anchors = [Point("", r["ai"], y, kind=kind) for r, y in zip(drawn, ys)]
+    data, layout = roofline_parts(
         [(roof, precision)], anchors, ai_range=None, title=title, shade_regimes=True,
         height=height, label_points=False, project_points=False)
     data = [t for t in data if not str(t.get("name", "")).startswith(("measured", "predicted"))]
