@@ -45,8 +45,8 @@ def bandwidth_fraction(key: str) -> tuple[float, str, str]:
     """(fraction, full source, short label) of the spec bandwidth kernels reach on ``key``."""
     if key in BW_MEASURED:
         frac, what = BW_MEASURED[key]
-        return round(frac, 4), f"measured, {what}", "gpu-stream-like bandwidth measured"
-    return DEFAULT_BANDWIDTH_FRACTION, BW_DEFAULT, "bandwidth assumed (nothing published)"
+        return round(frac, 4), f"measured, {what}", "bandwidth: measured, gpu-stream-like"
+    return DEFAULT_BANDWIDTH_FRACTION, BW_DEFAULT, "bandwidth: nothing published, a stated assumption"
 
 
 #: Measured achievable matmul fractions (MAMF / dense spec), bf16 (fp8 where measured).

@@ -162,11 +162,11 @@ def achievable(hw) -> Derating:
         return Derating(round(frac, 4), bw,
                         f"compute: {_MAMF}, {what}; bandwidth: {bw_source}",
                         {k: round(v, 4) for k, v in per.items()},
-                        label=f"best matmul measured on a {d.name}, MAMF table; {bw_label}")
+                        label=f"compute: best matmul measured on a {d.name}, MAMF table; {bw_label}")
     src = _CLASS_SOURCE.get(d.device_class) or _UNMEASURED.format(cls=d.device_class)
-    label = ("median measured matmul of datacenter GPUs, MAMF table"
+    label = ("compute: median measured matmul of datacenter GPUs, MAMF table"
              if d.device_class in _CLASS_SOURCE else
-             f"assumed as for datacenter GPUs: nothing published for {d.device_class} devices")
+             f"compute: as on datacenter GPUs, nothing published for {d.device_class} devices")
     return Derating(CLASS_COMPUTE_FRACTION, bw, f"compute: {src}; bandwidth: {bw_source}",
                     label=f"{label}; {bw_label}")
 
