@@ -107,9 +107,9 @@ __all__ = [
     "BLOCK_REUSE", "COMPUTE", "DEFAULT_REGISTER_TILE", "FLOOR_RULE", "GEMM_BK", "GEMM_SCHEDULES",
     "GEMM_STAGES", "GPU_ARCH", "GemmSchedule", "Hierarchy", "HierarchyPoint", "KernelModel",
     "L1_SMEM", "L2_MEASURED_GBS", "LaunchError", "Level", "LevelUse", "MATRIX", "NAIVE_BLOCK",
-    "SMEM_NO_OPT_IN_BYTES", "UNDETERMINED", "UnknownRoof", "VECTOR", "WAVE_SLABS", "flash_kernel",
+    "SMEM_NO_OPT_IN_BYTES", "TileStatus", "UNDETERMINED", "UnknownRoof", "VECTOR", "WAVE_SLABS", "flash_kernel",
     "from_plateaus", "gemm_kernel", "gpu_hierarchy", "gpu_keys", "hierarchy",
-    "largest_fitting_tile", "launch_problem", "launchable_tiles", "level_roof_tflops",
+    "largest_fitting_tile", "launch_failure_status", "launch_problem", "launchable_tiles", "level_roof_tflops",
     "library_gemm_kernel", "measured_hierarchy", "place", "reduction_kernel", "staged_gemm_bytes",
     "stencil_kernel", "tile_misses_bytes", "tile_sweep", "tile_traffic_ratio",
     "wave_footprint_bytes", "wave_gemm_bytes", "wave_shape", "with_bandwidths"
@@ -887,6 +887,79 @@ class HierarchyPoint:
         on (what falls with the tile's edge). None when the home is main memory."""
         i = self.hierarchy.names.index(self.home)
         return self.uses[i + 1] if i + 1 < len(self.uses) else None
+
+    def tile_status(self, tile: int) -> TileStatus:
+        """What Lab 5 says under its tile panel for this tiled GEMM of ``tile`` x ``tile``
+        (the edge the student chose): the tile thrashes a cache ("danger"), or lives in a
+        level and a roof binds ("success"), or what binds is undetermined ("warn"). A tile
+        that fails to launch has no point: :func:`launch_failure_status`."""
+        t = positive_int("tile", tile)
+        if self.thrashes:
+            return TileStatus("danger", _thrash_text(self, t),
+                              "The tile no longer fits its cache: the cache thrashes.")
+        miss = self.tile_misses
+        fits = (f"✓ The tile ({_fmt_bytes(self.tile_bytes)}) lives in **{self.home}**"
+                + (f"; {miss.level.name} serves its misses, "
+                   f"{_units.format_bytes(miss.bytes)}" if miss is not None else "")
+                + f". Main memory serves {_units.format_bytes(self.uses[-1].bytes)}; ")
+        rate = _units.format_value(self.attainable_tflops)
+        if self.determined:
+            return TileStatus("success", fits + f"the {self.binding} roof binds at {rate} "
+                              "TFLOP/s." + _library_note(self.hierarchy))
+        return TileStatus(
+            "warn", fits + "**what binds is undetermined**: "
+            + "; ".join(r.describe() for r in self.undetermined_by)
+            + f". The known roofs allow at most {rate} TFLOP/s (the {self.known_binding} "
+            "roof); a missing figure is unknown, not unlimited. Pick a machine whose every "
+            "level has a figure (a registry GPU or the reference machine), or measure yours "
+            "again in Part 1 with a longer budget, to see which roof binds.")
+
+
+@dataclass(frozen=True)
+class TileStatus:
+    """What Lab 5 shows under its tile panel: ``kind`` is "danger" (the tile fails to launch
+    or thrashes a cache; ``title`` heads it), "success" (a roof binds) or "warn" (what binds
+    is undetermined); ``text`` is markdown."""
+
+    kind: str
+    text: str
+    title: str = ""
+
+
+def launch_failure_status(tile: int, error: LaunchError) -> TileStatus:
+    """What Lab 5 says when its ``tile`` x ``tile`` GEMM fails to launch (``error`` says why:
+    shared memory or registers), with the way back."""
+    t = positive_int("tile", tile)
+    error = instance("error", error, LaunchError, "a hierarchy.LaunchError")
+    return TileStatus("danger", f"{error}\n\nShrink the tile to back out.",
+                      f"The {t} × {t} tile does not fit on an SM (shared memory or registers): "
+                      "the kernel fails to launch.")
+
+
+def _thrash_text(point: HierarchyPoint, tile: int) -> str:
+    """The thrashing tile: its working set, the caches it overflows and the roof it falls to."""
+    over = ", ".join(point.thrashes)
+    room = ", ".join(f"{u.level.name} {_fmt_bytes(u.level.tile_capacity_bytes)}"
+                     for u in point.uses if u.level.name in point.thrashes)
+    rate = _units.format_value(point.attainable_tflops)
+    falls = (f"the {point.binding} roof at {rate} TFLOP/s" if point.determined else
+             f"at most {rate} TFLOP/s (what binds is {point.verdict})")
+    verb = "passes" if len(point.thrashes) == 1 else "pass"
+    return (f"The {tile} × {tile} tile's working set ({_fmt_bytes(point.kernel.working_set)}) "
+            f"does not fit in {over} (room for one tile: {room}). The cache thrashes: {over} "
+            f"now {verb} on everything the register tiles ask for, and the kernel falls to "
+            f"{falls}.\n\nShrink the tile to back out.")
+
+
+def _library_note(hier: Hierarchy) -> str:
+    """On a GPU whose library runs clustered tiles (Hopper), how that differs from Part 3's
+    one CTA per tile; "" elsewhere."""
+    lib = GEMM_SCHEDULES.get(hier.arch)
+    if lib is None or lib.cluster == 1:
+        return ""
+    return (f" (One CTA per T × T tile, no clusters. cuBLAS on this GPU runs {lib.tile_m} × "
+            f"{lib.tile_n} tiles in clusters of {lib.cluster} that share one operand through "
+            "TMA multicast, reading it from L2 once per cluster: Part 2's tiled GEMM.)")
 
 
 #: What a GPU's L1 keeps of a kernel that stages nothing (``KernelModel.l1_bytes``).
