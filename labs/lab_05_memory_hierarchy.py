@@ -1109,59 +1109,13 @@ def _(
     _t = gemm_tile_slider.value
     if machine is None:
         _status = machine_error
-    elif isinstance(tile_error, hierarchy.LaunchError):
-        _status = style.error_callout(
-            f"{tile_error}\n\nShrink the tile to back out.",
-            title=f"The {_t} × {_t} tile does not fit on an SM (shared memory or registers): "
-                  "the kernel fails to launch.")
-    elif tile_error is not None:
+    elif tile_error is not None and not isinstance(tile_error, hierarchy.LaunchError):
         _status = style.error_callout(tile_error)
-    elif tile_point.thrashes:
-        _over = ", ".join(tile_point.thrashes)
-        _status = style.error_callout(
-            f"The {_t} × {_t} tile's working set "
-            f"({style.format_bytes(tile_point.kernel.working_set, binary=True)}) does not fit "
-            f"in {_over} (room for one tile: "
-            + ", ".join(f"{u.level.name} {style.format_bytes(u.level.tile_capacity_bytes, binary=True)}"
-                        for u in tile_point.uses if u.level.name in tile_point.thrashes)
-            + f"). The cache thrashes: {_over} now pass{'es' if len(tile_point.thrashes) == 1 else ''}"
-            " on everything the register tiles ask for, and the kernel falls to "
-            + (f"the {tile_point.binding} roof at "
-               f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s"
-               if tile_point.determined else
-               f"at most {style.format_value(tile_point.attainable_tflops)} TFLOP/s (what "
-               f"binds is {tile_point.verdict})")
-            + ".\n\nShrink the tile to back out.",
-            title="The tile no longer fits its cache: the cache thrashes.")
-    else:
-        _miss = tile_point.tile_misses
-        _fits = (
-            f"✓ The tile ({style.format_bytes(tile_point.tile_bytes, binary=True)}) "
-            f"lives in **{tile_point.home}**"
-            + (f"; {_miss.level.name} serves its misses, "
-               f"{style.format_bytes(_miss.bytes)}" if _miss is not None else "")
-            + f". Main memory serves {style.format_bytes(tile_point.uses[-1].bytes)}; ")
-        _lib = hierarchy.GEMM_SCHEDULES.get(machine.arch)
-        _hopper = ("" if _lib is None or _lib.cluster == 1 else
-                   f" (One CTA per T × T tile, no clusters. cuBLAS on this GPU runs "
-                   f"{_lib.tile_m} × {_lib.tile_n} tiles in clusters of {_lib.cluster} that "
-                   "share one operand through TMA multicast, reading it from L2 once per "
-                   "cluster: Part 2's tiled GEMM.)")
-        if tile_point.determined:
-            _status = mo.callout(mo.md(
-                _fits + f"the {tile_point.binding} roof binds at "
-                f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s." + _hopper),
-                kind="success")
-        else:
-            _status = mo.callout(mo.md(
-                _fits + "**what binds is undetermined**: "
-                + "; ".join(r.describe() for r in tile_point.undetermined_by)
-                + f". The known roofs allow at most "
-                f"{style.format_value(tile_point.attainable_tflops)} TFLOP/s (the "
-                f"{tile_point.known_binding} roof); a missing figure is unknown, not "
-                "unlimited. Pick a machine whose every level has a figure (a registry GPU or "
-                "the reference machine), or measure yours again in Part 1 with a longer "
-                "budget, to see which roof binds."), kind="warn")
+    else:  # what the tile does (core's words): fails to launch, thrashes, or a roof binds
+        _said = (hierarchy.launch_failure_status(_t, tile_error) if tile_error is not None
+                 else tile_point.tile_status(_t))
+        _status = (style.error_callout(_said.text, title=_said.title)
+                   if _said.kind == "danger" else mo.callout(mo.md(_said.text), kind=_said.kind))
     tile_figure = figures.tile_traffic_figure(
         machine, tile_curve, current=_t, failed=tiles_failed,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "

@@ -257,9 +257,11 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
         lab, "lab06.allreduce_ms", float(f"{(_lat + _bw) * 1e3:.3g}"), units="ms",
         explanation=f"A ring all-reduce sends 2(n-1)/n × S per GPU one way: "
                     f"{_lk.name}'s {_lk.quoted} counts both directions, so B = "
-                    f"{_lk.one_way_gbs:g} GB/s. Bandwidth: 2 × {_n - 1}/{_n} × "
+                    f"{_lk.one_way_gbs:g} GB/s. Bandwidth: "
+                    f"{collectives.bus_factor_derivation('all-reduce', _n)} × "
                     f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s = "
-                    f"{_bw * 1e3:.3g} ms; latency: {2 * (_n - 1)} steps × α "
+                    f"{_bw * 1e3:.3g} ms; latency: "
+                    f"{collectives.latency_steps('all-reduce', _n)} steps × α "
                     f"({_lk.latency_us:g} µs, stated) = {_lat * 1e6:.3g} µs. Total "
                     f"{(_lat + _bw) * 1e3:.3g} ms at the ideal one-way rate, not 1 GB / "
                     f"{2 * _lk.one_way_gbs:g} GB/s. A ring in NCCL reaches about "
@@ -356,7 +358,8 @@ def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
         style.Metric("latency term", style.format_seconds(_lat),
                      f"2(n-1) × α, α = {_lk.latency_us:g} µs per step (stated)"),
         style.Metric("bandwidth term", style.format_seconds(_bw),
-                     f"{2 * (_n - 1) / _n:.3g} × 1 GB / {_p.node_gbs:g} GB/s"),
+                     f"{collectives.bus_factor('all-reduce', _n):.3g} × 1 GB / "
+                     f"{_p.node_gbs:g} GB/s"),
         style.Metric("latency dominates below",
                      style.format_bytes(_lat / _p.seconds_per_byte("all-reduce")),
                      "where the two terms are equal"),
@@ -383,8 +386,9 @@ def _(
         quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
                      lab=lab, actual_label=f"the question's ring: n = {_n} on "
                                            f"{_lk.short_name}, at the ideal one-way rate"),
-        mo.md(f"The model: 2 × {_n - 1}/{_n} × {ALLREDUCE_REF['nbytes'] / 1e9:g} GB / "
-              f"{_lk.one_way_gbs:g} GB/s one way, plus {2 * (_n - 1)} steps of α = "
+        mo.md(f"The model: {collectives.bus_factor_derivation('all-reduce', _n)} × "
+              f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s one way, plus "
+              f"{collectives.latency_steps('all-reduce', _n)} steps of α = "
               f"{_lk.latency_us:g} µs. In practice a ring in NCCL reaches about "
               f"{collectives.link_efficiency(_lk).fraction:.0%} of that one-way rate "
               f"(nccl-tests with NCCL_ALGO=Ring on 8 H100s: about 370 of 450 GB/s bus "
@@ -802,6 +806,7 @@ def _(SERVE_OPTIONS, SERVE_REF, collectives, get_serve, lab, reveal, sharding):
     _before = max((n for n in _fit if n < _ref), default=None) if _ref else None
     _top = max(_fit) if _fit else 2
     _boxes = max(1, _top // _lk.domain)
+    _between = collectives.latency_steps("all-reduce", _boxes) if _boxes > 1 else 0
 
     def _alpha(n):
         _a = sharding.alpha_where_collectives_equal_matmuls(
@@ -820,7 +825,8 @@ def _(SERVE_OPTIONS, SERVE_REF, collectives, get_serve, lab, reveal, sharding):
                     f"pays latency steps that grow with n: 2(n-1) × {_lk.latency_us:g} µs in "
                     f"one box; across M boxes NCCL's Ring still takes 2(n-1) steps, the "
                     f"2(M-1) that cross between boxes at {_nic.latency_us:g} µs "
-                    f"({2 * (_top - 1)} steps at {_top}-way, {2 * (_boxes - 1)} of them "
+                    f"({collectives.latency_steps('all-reduce', _top)} steps at {_top}-way, "
+                    f"{_between} of them "
                     f"between boxes). Per step: {_steps}.{_depends}")
     reveal.card(serve_prediction)
     return (serve_prediction,)

@@ -209,6 +209,16 @@ def test_bus_bandwidth_follows_nccl_tests_arithmetic():
     assert collectives.bus_factor("all-reduce", 8) == 1.75 and collectives.bus_factor("all-gather", 8) == 0.875
 
 
+def test_the_bus_factor_is_worked_out_in_the_open():
+    """What the ring sends per byte, as a student reads it: 2(n-1)/n = 2 × 7/8 on 8 GPUs, and
+    (n-1)/n = 3/4 for an all-gather on 4; bad input is refused with the argument's name."""
+    assert collectives.bus_factor_derivation("all-reduce", 8) == "2 × 7/8"
+    assert collectives.bus_factor_derivation("all-gather", 4) == "3/4"
+    assert collectives.bus_factor_derivation("reduce-scatter", 2) == "1/2"
+    with pytest.raises(ValueError, match="n"):
+        collectives.bus_factor_derivation("all-reduce", 0)
+
+
 @settings(max_examples=60, deadline=None)
 @given(op=st.sampled_from(collectives.OPS), n=st.integers(2, 512), gbs=st.floats(0.1, 2000),
        alpha=st.floats(1e-8, 1e-3))

@@ -52,7 +52,9 @@ def rendered_docstrings() -> dict[str, str]:
             module = importlib.import_module(name)
             docs = [inspect.getdoc(module) or ""]
             for attr, obj in vars(module).items():
-                if attr.startswith("_") or getattr(obj, "__module__", None) != name:
+                where = getattr(obj, "__module__", None) or ""
+                # a package face (hierarchy) renders what its private modules define
+                if attr.startswith("_") or not (where == name or where.startswith(name + ".")):
                     continue
                 docs.append(inspect.getdoc(obj) or "")
                 if inspect.isclass(obj):

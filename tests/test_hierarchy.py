@@ -639,3 +639,75 @@ def test_level_roof_is_min_of_peak_and_ai_times_bandwidth():
     lv = toy().level("DRAM")  # 10 GB/s
     ai = np.array([0.1, 1.0, 1000.0])
     assert hierarchy.level_roof_tflops(ai, lv, 1.0).tolist() == pytest.approx([1e-3, 1e-2, 1.0])
+
+
+# --- the tile status Lab 5 shows under its tile panel (core's words, tested without marimo) ---
+
+def test_a_tile_that_fits_says_where_it_lives_and_which_roof_binds():
+    """A100, 8192^3 bf16, T = 128, r = 64: the staged slabs, 3 x (128 + 128) x 32 x 2 B = 48
+    KiB, live in shared memory; L2 serves 2 B x 8192^2 x (2 x 64 + 1) = 17.3 GB; HBM the wave's
+    2 B x 8192^2 x (7 + 6 + 1) = 1.9 GB; the bf16 dense peak, 312 TFLOP/s, binds. Ampere runs
+    no clusters, so no word of them."""
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    said = hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=128,
+                                                 register_tile=64), h).tile_status(128)
+    assert said.kind == "success" and said.title == ""
+    assert said.text.startswith("✓ The tile (48 KiB) lives in **L1 / shared memory**; L2 serves "
+                                "its misses, 17.3 GB. Main memory serves 1.9 GB; ")
+    assert said.text.endswith("the compute roof binds at 312 TFLOP/s.")
+
+
+def test_on_hopper_the_status_says_what_the_library_runs_instead():
+    """H100, T = 64, r = 64: AI_L2 = 8192 / 257 FLOP/B x 6.65 TB/s = 212 TFLOP/s binds; cuBLAS
+    there runs 128 x 256 tiles in clusters of 2 sharing one operand by multicast."""
+    h = hierarchy.gpu_hierarchy("h100-sxm", "bf16")
+    said = hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=64,
+                                                 register_tile=64), h).tile_status(64)
+    assert said.kind == "success" and "the L2 roof binds at 212 TFLOP/s." in said.text
+    assert "cuBLAS on this GPU runs 128 × 256 tiles in clusters of 2" in said.text
+
+
+def test_a_tile_too_big_for_its_cache_thrashes_and_says_how_to_back_out():
+    """Toy L1 of 32 KiB; T = 64 fp32 needs 3 x 64^2 x 4 B = 48 KiB: L1 thrashes and passes on
+    what the 8 x 8 register tiles ask for; L2 then serves those bytes at 50 GB/s and binds."""
+    p = hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "fp32", tile=64,
+                                              register_tile=8), toy())
+    said = p.tile_status(64)
+    assert said.kind == "danger"
+    assert said.title == "The tile no longer fits its cache: the cache thrashes."
+    assert said.text.startswith("The 64 × 64 tile's working set (48 KiB) does not fit in L1 "
+                                "(room for one tile: L1 32 KiB). The cache thrashes: L1 now "
+                                "passes on everything the register tiles ask for, and the "
+                                "kernel falls to the L2 roof at ")
+    assert said.text.endswith(".\n\nShrink the tile to back out.")
+    # AI at L2: 2 x 8192 / (4 x (2 x 1024 + 1)) FLOP/B x 50 GB/s
+    assert p.attainable_tflops == pytest.approx(16384 / 8196 * 50 / 1e3)
+
+
+def test_a_level_without_a_figure_leaves_the_status_undetermined_never_compute():
+    """Toy without an L1 figure: the 16 x 16 fp32 tile lives in L1, whose loads come at AI 2048
+    / (4 x 257) ~ 2 FLOP/B; the known roofs allow L2's 3.97 x 50 GB/s = 0.2 TFLOP/s, which
+    needs 100 GB/s of L1, more than the 60 GB/s of DRAM (the fastest level below) that
+    crosses it: undetermined."""
+    p = hierarchy.place(hierarchy.gemm_kernel(1024, 1024, 1024, "fp32", tile=16,
+                                              register_tile=8), toy(bws=(None, 50.0, 60.0)))
+    said = p.tile_status(16)
+    assert said.kind == "warn" and p.binding == hierarchy.UNDETERMINED
+    assert "**what binds is undetermined**: L1 has no published or measured bandwidth" in said.text
+    assert "(the L2 roof); a missing figure is unknown, not unlimited." in said.text
+
+
+def test_a_tile_that_fails_to_launch_says_why_and_how_to_back_out():
+    """A100, T = 512 bf16 stages 3 x (512 + 512) x 32 x 2 B = 192 KiB > 163 KiB per block."""
+    h = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")
+    with pytest.raises(hierarchy.LaunchError) as failed:
+        hierarchy.place(hierarchy.gemm_kernel(8192, 8192, 8192, "bf16", tile=512,
+                                              register_tile=64), h)
+    said = hierarchy.launch_failure_status(512, failed.value)
+    assert said.kind == "danger"
+    assert said.title == ("The 512 × 512 tile does not fit on an SM (shared memory or "
+                          "registers): the kernel fails to launch.")
+    assert "192 KiB of shared memory per block" in said.text
+    assert said.text.endswith("\n\nShrink the tile to back out.")
+    with pytest.raises(ValueError, match="error must be a hierarchy.LaunchError"):
+        hierarchy.launch_failure_status(512, ValueError("not a launch failure"))

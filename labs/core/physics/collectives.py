@@ -85,7 +85,7 @@ __all__ = [
     "ACROSS_NODES_NOTE", "ALGORITHMS", "ALGORITHM_NAMES", "DEVICE_LINKS", "LATENCY_NOTE", "LINKS",
     "Link", "LinkEfficiency", "NIC_ACHIEVABLE", "NVLINK_ACHIEVABLE", "NVLS_H100", "OPS", "Path",
     "SCALE_OUT_LINK", "SEQUENTIAL", "SwitchAllReduce", "UnknownLinkError", "algbw_gbs",
-    "bandwidth_factor", "bus_factor", "busbw_gbs", "check_pair", "collective_path",
+    "bandwidth_factor", "bus_factor", "bus_factor_derivation", "busbw_gbs", "check_pair", "collective_path",
     "collective_time", "crossover_bytes", "custom_link", "device_link", "get_link",
     "latency_bandwidth_split", "latency_steps", "link_efficiency", "link_options", "link_time",
     "pair_problem", "ring_link"
@@ -605,6 +605,13 @@ def bus_factor(op, n) -> float:
     reduce-scatter. Also the bytes each participant sends per byte of ``nbytes`` in a ring."""
     o, k = _op(op), _n(n)
     return (2 if o == "all-reduce" else 1) * (k - 1) / k
+
+
+def bus_factor_derivation(op, n) -> str:
+    """:func:`bus_factor` as a student reads it worked out for ``n``: "2 × 7/8" (all-reduce,
+    n = 8), "7/8" (all-gather, reduce-scatter)."""
+    o, k = _op(op), _n(n)
+    return ("2 × " if o == "all-reduce" else "") + f"{k - 1}/{k}"
 
 
 def latency_steps(op, n, algorithm: str = "ring") -> int:
