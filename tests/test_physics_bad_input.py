@@ -156,6 +156,7 @@ VALID = {
                                 "precision": "fp32", "attention": "math"},
 }
 OVERRIDES = {
+    "deferred.is_ndarray": {"x": 1.0},  # any object: a float is not an array
     "formulas.elementwise": {"op": "gelu"},
     # the formulas' activations default to fp16: a stated compute must follow from them
     "formulas.gemm": {"compute": "fp16"}, "formulas.gemv": {"compute": "fp16"},
@@ -224,7 +225,9 @@ SKIP = {("units.format_value", "value"),  # formats anything: Any is its contrac
         # contract (a grader's comparison, like quiz.within_factor)
         ("misconceptions.Band.ratio", "value"),
         # any item id: one without a band (a course's own lab) is graded with the default
-        ("misconceptions.tolerance", "item_id")}
+        ("misconceptions.tolerance", "item_id"),
+        # a question about any object (is it a numpy array?) asked without importing numpy
+        ("deferred.is_ndarray", "x")}
 
 
 #: Parameters that take any non-empty text (labels, and the argument names messages use).
