@@ -317,3 +317,34 @@ def test_run_if_pressed_turns_failures_into_messages(monkeypatch):
     result, msg = live.run_if_pressed(SimpleNamespace(value=True), lambda p: 42, total=1,
                                       title="t")
     assert (result, msg) == (42, None)
+
+
+def test_a_running_measurement_says_to_keep_the_page_open(monkeypatch):
+    """A measurement lives in the page's session and is recorded when it ends: its progress
+    bar says a reload stops it, so a student does not lose it unawares."""
+    import marimo as mo
+
+    from labs.core import live
+
+    monkeypatch.setattr(measure, "detect", lambda device=None: SimpleNamespace(available=True))
+    titles = []
+
+    class Bar:
+        def __init__(self, **kw):
+            titles.append(kw["title"])
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, **kw):
+            pass
+
+    monkeypatch.setattr(mo.status, "progress_bar", Bar)
+    result, msg = live.run_if_pressed(SimpleNamespace(value=True), lambda progress: 7, total=1,
+                                      title="Timing the sweep")
+    assert result == 7 and msg is None
+    assert titles == ["Timing the sweep (keep this page open until it ends: a reload stops it, "
+                      "and nothing is recorded)"]

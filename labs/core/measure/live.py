@@ -28,7 +28,7 @@ from labs.core import measure
 from labs.core.ui import style
 
 __all__ = [
-    "IDLE_MESSAGE", "T", "csv_download", "device_card", "gated_run", "read_at_press",
+    "IDLE_MESSAGE", "KEEP_OPEN", "T", "csv_download", "device_card", "gated_run", "read_at_press",
     "results_table", "run_button", "run_if_pressed"
 ]
 
@@ -37,6 +37,9 @@ T = TypeVar("T")
 #: Shown in place of results until the run button is pressed.
 IDLE_MESSAGE = ("Nothing has been measured yet: press the button above to time real kernels "
                 "on this machine (it takes up to the time budget shown).")
+#: Said beside every running measurement: it lives in this page's session, and the ledger
+#: records it when it ends, so a reload or a closed tab throws it away.
+KEEP_OPEN = "keep this page open until it ends: a reload stops it, and nothing is recorded"
 
 
 def device_card(info: measure.DeviceInfo | None = None) -> mo.Html:
@@ -81,7 +84,7 @@ def gated_run(button, job: Callable[[measure.Progress], T], *, total: int, title
                                  kind="warn"))
     mo.stop(not getattr(button, "value", False), mo.callout(mo.md(idle_message), kind="neutral"))
     try:
-        with mo.status.progress_bar(total=max(int(total), 1), title=title,
+        with mo.status.progress_bar(total=max(int(total), 1), title=f"{title} ({KEEP_OPEN})",
                                     remove_on_exit=True) as bar:
             return job(_bar_progress(bar))
     except (measure.MeasureError, ValueError, KeyError) as e:
@@ -104,7 +107,7 @@ def run_if_pressed(button, job: Callable[[measure.Progress], T], *, total: int, 
         return None, mo.callout(mo.md(f"**Live measurement is off.** {info.message}"),
                                 kind="warn")
     try:
-        with mo.status.progress_bar(total=max(int(total), 1), title=title,
+        with mo.status.progress_bar(total=max(int(total), 1), title=f"{title} ({KEEP_OPEN})",
                                     remove_on_exit=True) as bar:
             return job(_bar_progress(bar)), None
     except (measure.MeasureError, ValueError, KeyError) as e:
