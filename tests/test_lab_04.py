@@ -14,6 +14,7 @@ from labs.core import formulas
 from labs.core import hardware
 from labs.core import quiz
 from labs.core import roofline
+from labs.core import units
 from labs.core import style
 from labs.lab_04_fusion import app
 from notebook_support import cell_cpu_seconds, cells_that_only_show, export_page
@@ -413,7 +414,7 @@ def test_the_roofline_of_each_level_is_the_same_at_any_batch_and_heads():
     assert one.attainable_tflops == pytest.approx(full.attainable_tflops)
     _, narrow = run()
     assert wide["hierarchy_figure"].to_dict() == narrow["hierarchy_figure"].to_dict()
-    assert style.format_bytes(full.hbm_bytes) in text(wide["tile_status"])
+    assert units.format_bytes(full.hbm_bytes) in text(wide["tile_status"])
 
 
 # --- the ledger -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from isolation_support import (CHROMIUM_ARGS, CHROMIUM_CANDIDATES, browser_requi
 
 from labs.core import ledger
 from labs.core import quiz
+from labs.core import units
 from labs.core.course.quiz import explain as quiz_explain
 from labs.core.course.quiz import lock as quiz_lock
 
@@ -338,7 +339,7 @@ def test_number_parsing_and_formatting():
         "300,000,000") / 1000 == 300000.0
     assert quiz.parse_number("inf") is None and quiz.parse_number("1e999") is None
     assert quiz.parse_number(True) is None and quiz.parse_number("") is None
-    assert [quiz.format_value(v) for v in (300000, 295.4, 0.01234, 1.5, 2e10, 0)] == [
+    assert [units.format_value(v) for v in (300000, 295.4, 0.01234, 1.5, 2e10, 0)] == [
         "300,000", "295", "0.0123", "1.5", "2e+10", "0"]
 
 

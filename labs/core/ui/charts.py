@@ -13,8 +13,9 @@ from typing import Mapping, Sequence
 from labs.core.physics.deferred import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.ui.plotbase import LEGEND, fast_figure, is_real, short_number
-from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS, format_bytes
+from labs.core.ui.plotbase import LEGEND, fast_figure, is_real
+from labs.core.physics.units import format_bytes, format_value
+from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS
 
 __all__ = [
     "NOTE_WRAP", "bar_figure", "budget_summary", "decade_ticks", "grouped_bar_figure",
@@ -48,7 +49,7 @@ def _check_values(vals: Sequence[float], log: bool) -> None:
 
 def _value_text(v: float) -> str:
     """A bar's value written above it: 3 significant figures, the sign kept."""
-    return short_number(abs(v)) if v >= 0 else "-" + short_number(-v)
+    return format_value(v)
 
 
 def _bar_layout(title, yaxis_title: str, log: bool, *, height: int, showlegend: bool) -> dict:

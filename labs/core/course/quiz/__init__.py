@@ -61,7 +61,6 @@ from labs.core.course.quiz.prediction import (  # noqa: F401
     Prediction,
     distinct_texts,
     first_prediction,
-    format_value,
     is_reasoned,
     parse_number,
     ratio_off,
@@ -79,7 +78,7 @@ from labs.core.course.quiz.session import (  # noqa: F401
 __all__ = [
     "choice_form", "compare", "CONFIDENCE_OPTIONS", "DIMENSIONS", "explain_form", "graded_reading",
     "recorded_comparison",
-    "first_prediction", "format_value", "gate_notice", "Instruments", "is_reasoned",
+    "first_prediction", "gate_notice", "Instruments", "is_reasoned",
     "LabSession", "ledger_settings", "lock_state", "locked_items", "log_steps", "numeric_form",
     "parse_number", "Prediction", "prediction_panel", "ratio_off", "ratio_verdict",
     "resolved_settings", "simulate_submit", "within_factor",

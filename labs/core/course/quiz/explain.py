@@ -14,11 +14,11 @@ import marimo as mo
 
 from labs.core.course import ledger as _ledger
 from labs.core.course.quiz.lock import gate_notice
+from labs.core.physics.units import format_value
 from labs.core.course.quiz.prediction import (
     Prediction,
     with_units,
     distinct_texts,
-    format_value,
     holds_value,
     parse_number,
     ratio_off,
