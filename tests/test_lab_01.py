@@ -456,7 +456,7 @@ def test_prediction_3_takes_each_wrong_models_own_answer_and_grades_it_wrong(env
     _, defs = app.run()
     reference = defs["crossover_prediction"].value  # the instructor copy's reference answer
     assert reference == round(roofline.gemm_crossover_n("h100-sxm", "bf16"))
-    handler = defs["crossover_form"].roofline_item["handler"]
+    handler = defs["crossover_form"].handler
     assert handler.steps is None  # a text box: no opening value to lock untouched
     band = misconceptions.band("lab01.crossover_n")
     monkeypatch.delenv("ROOFLINE_REVEAL")

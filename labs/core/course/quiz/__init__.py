@@ -44,6 +44,7 @@ from labs.core.course.quiz.instruments import (  # noqa: F401
 )
 from labs.core.course.quiz.lock import (  # noqa: F401
     LOCK_LABEL,
+    PredictionForm,
     choice_form,
     gate_notice,
     lock_state,
@@ -80,6 +81,6 @@ __all__ = [
     "recorded_comparison",
     "first_prediction", "gate_notice", "Instruments", "is_reasoned",
     "LabSession", "ledger_settings", "lock_state", "locked_items", "log_steps", "numeric_form",
-    "parse_number", "Prediction", "prediction_panel", "ratio_off", "ratio_verdict",
+    "parse_number", "Prediction", "PredictionForm", "prediction_panel", "ratio_off", "ratio_verdict",
     "resolved_settings", "simulate_submit", "within_factor",
 ]
