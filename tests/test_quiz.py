@@ -237,6 +237,7 @@ def test_a_prediction_form_is_typed_and_leaves_marimo_s_object_alone(lab):
     assert (form.item_id, form.question, form.handler.units) == ("locklab.x", "How fast?", "GB/s")
     assert isinstance(form.form, mo.ui.form) and not hasattr(form.form, "roofline_item")
     assert form._mime_() == form.form._mime_()  # shown in a cell, it draws as its form
+    assert form.text == form.form.text
 
     def private_update(value):
         raise AssertionError("simulate_submit called marimo's private form._update")

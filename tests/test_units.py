@@ -55,6 +55,9 @@ def test_a_card_and_a_hover_show_a_value_the_same_way():
     assert not any("0.012 " in str(h) for h in hovers)
     bars = charts.bar_figure(["a", "b"], [0.01234, -0.01234], yaxis_title="x")
     assert list(bars.data[0].text) == ["0.0123", "-0.0123"]
+    # the bar's hover shows the value as its label does (not plotly's own %{y:.4g})
+    assert list(bars.data[0].hovertext) == ["0.0123", "-0.0123"]
+    assert "%{hovertext}" in bars.data[0].hovertemplate and "%{y" not in bars.data[0].hovertemplate
     assert plotbase.ridge_label("fp16", 0.01234) == "ridge (fp16, dense) = 0.0123 FLOP/B"
 
 

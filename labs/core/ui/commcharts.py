@@ -220,7 +220,8 @@ def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_ti
                          name=html.escape(name), connectgaps=False,
                          line=dict(color=c, width=2.5, dash=dash or _DASHES[i % 6]),
                          marker=dict(size=8, color=c, symbol=_SYMBOLS[i % 6]),
-                         hovertemplate=f"{html.escape(name)}<br>%{{x}} GPUs → %{{y:,.4g}}"
+                         hovertext=["" if v is None else format_value(v) for v in vals],
+                         hovertemplate=f"{html.escape(name)}<br>%{{x}} GPUs → %{{hovertext}}"
                                        "<extra></extra>"))
     shapes, notes = [], []
     if oom_below is not None and oom_below > min(xs):
@@ -239,7 +240,8 @@ def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_ti
                          textposition="top center", showlegend=False, cliponaxis=False,
                          marker=dict(size=15, color=COLORS["danger"], symbol="diamond-open",
                                      line=dict(width=2.5, color=COLORS["danger"])),
-                         hovertemplate=f"{html.escape(label)}: %{{y:,.4g}}<extra></extra>"))
+                         hovertemplate=f"{html.escape(label)}: {format_value(float(cy))}"
+                                       "<extra></extra>"))
         ys.append(float(cy))
     top = max(ys) * 1.15 if ys else 1.0
     layout = dict(

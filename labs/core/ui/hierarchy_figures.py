@@ -453,13 +453,15 @@ def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
     data = [dict(type="scatter", x=n, y=list(map(float, predicted)), mode="lines",
                  name=html.escape(predicted_label),
                  line=dict(color=COLORS["compute"], width=2, dash="dash"),
-                 hovertemplate="N = %{x}: predicted %{y:.2f}<extra></extra>")]
+                 hovertext=[format_value(float(v)) for v in predicted],
+                 hovertemplate="N = %{x}: predicted %{hovertext}<extra></extra>")]
     if measured is not None:
         data.append(dict(type="scatter", x=n, y=list(map(float, measured)),
                          mode="lines+markers", name=html.escape(measured_label),
                          line=dict(color=COLORS["memory"], width=2),
                          marker=dict(size=7, color=COLORS["memory"]),
-                         hovertemplate="N = %{x}: measured %{y:.2f}<extra></extra>"))
+                         hovertext=[format_value(float(v)) for v in measured],
+                         hovertemplate="N = %{x}: measured %{hovertext}<extra></extra>"))
     t = int(tile)
     first = -(-min(n) // t) * t
     shapes = [dict(type="line", xref="x", yref="paper", x0=v, x1=v, y0=0, y1=1,

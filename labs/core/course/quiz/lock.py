@@ -86,6 +86,11 @@ class PredictionForm:
     def _mime_(self) -> tuple[str, str]:
         return self.form._mime_()
 
+    @property
+    def text(self) -> str:
+        """The form's HTML (as marimo's ``Html.text``): what a cell showing it renders."""
+        return self.form.text
+
     def submit(self, raw: Any) -> None:
         """Hand ``raw`` (what the browser sends) to the handler, as marimo's on_change does:
         the same conversion (:meth:`LockHandler.from_frontend`), the same handler."""
