@@ -10,6 +10,7 @@ def _():
 
     from labs.core import (figures, formulas, hardware, live, measure, quiz, reveal, roofline,
                            style)
+    from labs.core import units
 
     LAB_ID = "lab01"
     # The engineer's kernel in Parts 1 and 2: one decode step of a 16-request batch through an
@@ -106,6 +107,7 @@ def _():
         reveal,
         roofline,
         style,
+        units,
     )
 
 
@@ -181,6 +183,7 @@ def _(
     quiz,
     roofline,
     style,
+    units,
 ):
     # The chip's spec sheet answers no question by itself: it opens with the lab.
     _wait = INSTRUMENTS.gate("device")
@@ -190,11 +193,11 @@ def _(
     try:
         _cards = style.metric_cards([
             ("Memory", _d.memory_text, _d.memory_type),
-            ("Bandwidth β", f"{quiz.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
-            (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} {style.rate_unit(_p)}",
+            ("Bandwidth β", f"{units.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
+            (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} {units.rate_unit(_p)}",
              _d.note(_p) or "no 2:4 sparsity"),
             (f"Ridge ({_p}, dense)",
-             f"{quiz.format_value(roofline.ridge_point(_d, _p))} {style.intensity_unit(_p)}",
+             f"{units.format_value(roofline.ridge_point(_d, _p))} {units.intensity_unit(_p)}",
              "π / β"),
         ])
     except KeyError as _exc:
@@ -214,7 +217,7 @@ def _(mo):
 
 
 @app.cell
-def _(OPENING, SCENARIO, formulas, hardware, quiz, roofline, style):
+def _(OPENING, SCENARIO, formulas, hardware, quiz, roofline, style, units):
     _d = hardware.get(OPENING["device"])
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     # What the engineer measured: 90% of the best this shape can do (a stated assumption).
@@ -222,7 +225,7 @@ def _(OPENING, SCENARIO, formulas, hardware, quiz, roofline, style):
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         f"Our decode-step GEMM (M = {SCENARIO['m']} tokens, N = K = {SCENARIO['n']}, "
-        f"{SCENARIO['precision']}) runs at {quiz.format_value(100 * _measured)}% of the "
+        f"{SCENARIO['precision']}) runs at {units.format_value(100 * _measured)}% of the "
         f"{_d.name}'s {SCENARIO['precision']} peak. I have tried three tiling schemes and "
         "nothing moves it. Is the GPU throttling, or is the kernel hitting some roof?")
     return
@@ -327,11 +330,12 @@ def _(
     scenario_bounds,
     scenario_cost,
     style,
+    units,
 ):
-    _hover = {"time, lower bound": style.format_seconds(scenario_bounds.lower),
-              "no-overlap estimate": style.format_seconds(scenario_bounds.no_overlap),
-              "FLOPs": quiz.format_value(scenario_cost.flops),
-              "bytes": quiz.format_value(scenario_cost.bytes)}
+    _hover = {"time, lower bound": units.format_seconds(scenario_bounds.lower),
+              "no-overlap estimate": units.format_seconds(scenario_bounds.no_overlap),
+              "FLOPs": units.format_value(scenario_cost.flops),
+              "bytes": units.format_value(scenario_cost.bytes)}
     scenario_figure = figures.roofline_figure(
         [(device_picker.value, SCENARIO["precision"])],
         [figures.Point("Priya's GEMM", scenario_cost.ai, hover=_hover),
@@ -353,6 +357,7 @@ def _(
     scenario_bounds,
     scenario_cost,
     style,
+    units,
 ):
     _d, _p = device_picker.value, SCENARIO["precision"]
     scenario_regime = roofline.regime(scenario_cost.ai, _d, _p)
@@ -364,22 +369,22 @@ def _(
     mo.vstack([mo.hstack([mo.md("**Priya's GEMM is**"), style.regime_badge(scenario_regime)],
                          justify="start"),
                style.metric_cards([
-        ("Arithmetic intensity", f"{quiz.format_value(scenario_metrics['ai'])} FLOP/B",
+        ("Arithmetic intensity", f"{units.format_value(scenario_metrics['ai'])} FLOP/B",
          "2MNK / bytes of A, B, C"),
-        (f"Ridge ({_p}, dense)", f"{quiz.format_value(scenario_metrics['ridge'])} FLOP/B",
+        (f"Ridge ({_p}, dense)", f"{units.format_value(scenario_metrics['ridge'])} FLOP/B",
          "π / β"),
-        style.Metric("Attainable", f"{quiz.format_value(scenario_metrics['attainable'])} "
-                     f"{style.rate_unit(_p)}",
+        style.Metric("Attainable", f"{units.format_value(scenario_metrics['attainable'])} "
+                     f"{units.rate_unit(_p)}",
                      "min(π, AI · β)", scenario_regime),
-        ("Time, lower bound", style.format_seconds(scenario_bounds.lower),
-         f"max(Tc, Tm); Tc = {style.format_seconds(scenario_bounds.t_compute)}, "
-         f"Tm = {style.format_seconds(scenario_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
-         f"{style.format_seconds(scenario_bounds.no_overlap)}"),
+        ("Time, lower bound", units.format_seconds(scenario_bounds.lower),
+         f"max(Tc, Tm); Tc = {units.format_seconds(scenario_bounds.t_compute)}, "
+         f"Tm = {units.format_seconds(scenario_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
+         f"{units.format_seconds(scenario_bounds.no_overlap)}"),
         style.Metric("FLOP-utilisation bound",
-                     f"{quiz.format_value(100 * scenario_metrics['flop_util_bound'])}%",
+                     f"{units.format_value(100 * scenario_metrics['flop_util_bound'])}%",
                      "the best fraction of peak this shape can reach", scenario_regime),
-        ("Memory footprint", style.format_bytes(scenario_cost.bytes),
-         f"A, B and C: {quiz.format_value(100 * scenario_cost.bytes / hardware.get(_d).memory_bytes)}"
+        ("Memory footprint", units.format_bytes(scenario_cost.bytes),
+         f"A, B and C: {units.format_value(100 * scenario_cost.bytes / hardware.get(_d).memory_bytes)}"
          "% of the device"),
     ])])
     return
@@ -395,20 +400,21 @@ def _(
     quiz,
     roofline,
     style,
+    units,
 ):
     _d, _p = device_picker.value, SCENARIO["precision"]
     mo.vstack([
         mo.md(f"**Decode case.** Generating one token multiplies the same N × K weights by one "
               f"vector: a GEMV. Every weight is read once and used for one multiply-add."),
         style.metric_cards([
-            ("GEMV AI", f"{quiz.format_value(gemv_cost.ai)} FLOP/B", "2NK / (x + W + y bytes)"),
+            ("GEMV AI", f"{units.format_value(gemv_cost.ai)} FLOP/B", "2NK / (x + W + y bytes)"),
             style.Metric("GEMV attainable",
-                         f"{quiz.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} "
-                         f"{style.rate_unit(_p)}",
+                         f"{units.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} "
+                         f"{units.rate_unit(_p)}",
                          "AI · β", roofline.regime(gemv_cost.ai, _d, _p)),
-            ("GEMV time bound", style.format_seconds(gemv_bounds.lower), "≈ weight bytes / β"),
+            ("GEMV time bound", units.format_seconds(gemv_bounds.lower), "≈ weight bytes / β"),
             ("GEMV FLOP-utilisation bound",
-             f"{quiz.format_value(100 * roofline.flop_utilization_bound(gemv_cost.ai, _d, _p))}%",
+             f"{units.format_value(100 * roofline.flop_utilization_bound(gemv_cost.ai, _d, _p))}%",
              "no kernel trick changes this"),
         ])])
     return
@@ -427,6 +433,7 @@ def _(
     quiz,
     roofline,
     which_roof_prediction,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("priya_gemm", which_roof_prediction) is not None)
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
@@ -436,8 +443,8 @@ def _(
     quiz.compare(
         which_roof_prediction, _actual, lab=lab,
         actual_label=f"{_label} (Priya's GEMM on the {_d.name}: AI = "
-                     f"{quiz.format_value(_g.ai)} FLOP/B, ridge ({_p}, dense) = "
-                     f"{quiz.format_value(roofline.ridge_point(_d, _p))} FLOP/B)")
+                     f"{units.format_value(_g.ai)} FLOP/B, ridge ({_p}, dense) = "
+                     f"{units.format_value(roofline.ridge_point(_d, _p))} FLOP/B)")
     return
 
 
@@ -454,7 +461,7 @@ def _(INSTRUMENTS, OPENING, hardware, lab, mo, quiz, which_roof_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, SCENARIO, formulas, mo, quiz, style, which_roof_prediction):
+def _(INSTRUMENTS, SCENARIO, formulas, mo, quiz, style, units, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("priya_gemm", which_roof_prediction) is not None)
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     _v = formulas.gemv(SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
@@ -480,7 +487,7 @@ def _(INSTRUMENTS, SCENARIO, formulas, mo, quiz, style, which_roof_prediction):
     The GEMV ($M = 1$) has $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b}$.
     """ + f"""
     Priya's GEMM (M = {SCENARIO['m']}, N = K = {SCENARIO['n']}, {SCENARIO['precision']}):
-    AI = {quiz.format_value(_g.ai)} FLOP/B; its decode GEMV: AI = {quiz.format_value(_v.ai)} FLOP/B.
+    AI = {units.format_value(_g.ai)} FLOP/B; its decode GEMV: AI = {units.format_value(_v.ai)} FLOP/B.
     These count each matrix moved once, the least any kernel moves: a real tiled kernel
     re-reads some of it (Part 2 counts those bytes).
     """)
@@ -594,7 +601,7 @@ def _(
 
 
 @app.cell
-def _(SCENARIO, figures, formulas, levers, mo, quiz, tile_slider):
+def _(SCENARIO, figures, formulas, levers, mo, quiz, tile_slider, units):
     _best = max(levers[1:], key=lambda lv: lv.ai)
     _t = tile_slider.value
     _a_tile = f"{'an' if str(_t).startswith('8') else 'a'} {_t} × {_t}-tiled"  # an 8 × 8
@@ -602,14 +609,14 @@ def _(SCENARIO, figures, formulas, levers, mo, quiz, tile_slider):
     levers_figure = figures.bar_figure(
         [lv.name for lv in levers], [lv.rho for lv in levers],
         colors=["memory" if lv.rho < 1 else "compute" for lv in levers],
-        annotations=[f"AI {quiz.format_value(lv.ai)} · ridge {quiz.format_value(lv.ridge)}"
+        annotations=[f"AI {units.format_value(lv.ai)} · ridge {units.format_value(lv.ridge)}"
                      for lv in levers],
         yaxis_title="ρ = AI / ridge",
         title=f"Priya's GEMM {SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,} "
               f"({SCENARIO['precision']}, dense ridge), {_t} × {_t} tiles: each lever alone",
         note=f"AI here counts the bytes {_a_tile} kernel moves (A re-read once per "
-             f"tile column, B once per tile row): {quiz.format_value(levers[0].ai)} FLOP/B "
-             f"today. Part 1's {quiz.format_value(_ideal)} FLOP/B counts each matrix moved "
+             f"tile column, B once per tile row): {units.format_value(levers[0].ai)} FLOP/B "
+             f"today. Part 1's {units.format_value(_ideal)} FLOP/B counts each matrix moved "
              "once, the least any kernel can move.")
     mo.vstack([levers_figure, mo.md(
         f"Most AI for Priya's GEMM: **{_best.name}**. "
@@ -618,11 +625,11 @@ def _(SCENARIO, figures, formulas, levers, mo, quiz, tile_slider):
 
 
 @app.cell
-def _(levers, quiz, style):
+def _(levers, quiz, style, units):
     _base = levers[0]
     style.metric_cards([
-        (lv.name, f"AI × {quiz.format_value(lv.ai / _base.ai)}",
-         f"ρ × {quiz.format_value(lv.rho / _base.rho)} · {lv.why}") for lv in levers[1:]])
+        (lv.name, f"AI × {units.format_value(lv.ai / _base.ai)}",
+         f"ρ × {units.format_value(lv.rho / _base.rho)} · {lv.why}") for lv in levers[1:]])
     return
 
 
@@ -639,6 +646,7 @@ def _(
     quiz,
     roofline,
     which_roof_prediction,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
@@ -646,7 +654,7 @@ def _(
     _best = max(_levers[1:], key=lambda lv: lv.ai)
     quiz.compare(levers_prediction, _best.name, lab=lab, actual_label=(
         f"{next(k for k, v in LEVER_OPTIONS.items() if v == _best.name)}: AI "
-        f"{quiz.format_value(_levers[0].ai)} → {quiz.format_value(_best.ai)} FLOP/B for "
+        f"{units.format_value(_levers[0].ai)} → {units.format_value(_best.ai)} FLOP/B for "
         f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}) with "
         f"{LEVER_TILE} × {LEVER_TILE} tiles: the case the chart opens on"))
     return
@@ -810,22 +818,23 @@ def _(
     quiz,
     roofline,
     style,
+    units,
 ):
     mo.stop(crossover_error is not None)
     _p, _d = precision_picker.value, device_picker.value
     _cards = [
-        style.Metric(f"N* ({_p}, dense)", f"{quiz.format_value(round(crossover_n))}",
+        style.Metric(f"N* ({_p}, dense)", f"{units.format_value(round(crossover_n))}",
                      "square GEMMs above this are compute-bound", "compute-bound"),
         (f"Ridge ({_p}, dense)",
-         f"{quiz.format_value(roofline.ridge_point(_d, _p))} {style.intensity_unit(_p)}",
+         f"{units.format_value(roofline.ridge_point(_d, _p))} {units.intensity_unit(_p)}",
          "AI a GEMM must reach"),
-        ("AI of a square GEMM", f"2N / (3b) {style.intensity_unit(_p)}",
+        ("AI of a square GEMM", f"2N / (3b) {units.intensity_unit(_p)}",
          "grows linearly with N: bigger matrices reuse each byte more")]
     if crossover_prediction is not None:  # the student's own N*, on the instrument's roof
         _guess = max(1, round(float(crossover_prediction.value)))
         _gai = formulas.gemm(_guess, _guess, _guess, _p).ai
-        _cards.append(style.Metric(f"At your N* = {quiz.format_value(_guess)}",
-                                   f"AI {quiz.format_value(_gai)} {style.intensity_unit(_p)}",
+        _cards.append(style.Metric(f"At your N* = {units.format_value(_guess)}",
+                                   f"AI {units.format_value(_gai)} {units.intensity_unit(_p)}",
                                    f"{roofline.regime(_gai, _d, _p)} on this device",
                                    roofline.regime(_gai, _d, _p)))
     style.metric_cards(_cards)
@@ -855,7 +864,7 @@ def _(INSTRUMENTS, crossover_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, crossover_prediction, hardware, mo, quiz, roofline, style):
+def _(INSTRUMENTS, crossover_prediction, hardware, mo, quiz, roofline, style, units):
     mo.stop(INSTRUMENTS.gate("crossover", crossover_prediction) is not None)
     _h = hardware.get("h100-sxm")
     style.math_peek("the crossover N*", r"""
@@ -873,16 +882,16 @@ def _(INSTRUMENTS, crossover_prediction, hardware, mo, quiz, roofline, style):
     element of side that $2N^3 / 3N^2$ gives leaves $N^*$, a count of elements along one side.
     """ + f"""
     Example, {_h.name}: bf16 dense π = {_h.peak_tflops("bf16"):,.4g} TFLOP/s, β =
-    {_h.bandwidth_gbs:,.0f} GB/s, ridge = {quiz.format_value(roofline.ridge_point(_h, "bf16"))}
-    FLOP/B, N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "bf16")))}. In fp8 the
-    peak doubles and b halves: N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "fp8")))}.
-    In fp32 (CUDA cores, ridge {quiz.format_value(roofline.ridge_point(_h, "fp32"))} FLOP/B, b = 4):
-    N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "fp32")))}.
+    {_h.bandwidth_gbs:,.0f} GB/s, ridge = {units.format_value(roofline.ridge_point(_h, "bf16"))}
+    FLOP/B, N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16")))}. In fp8 the
+    peak doubles and b halves: N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "fp8")))}.
+    In fp32 (CUDA cores, ridge {units.format_value(roofline.ridge_point(_h, "fp32"))} FLOP/B, b = 4):
+    N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "fp32")))}.
 
     The usual slips, each a factor off: forgetting C's write (AI = N / b) gives
-    N* = {quiz.format_value(round(roofline.gemm_crossover_n(_h, "bf16", operands=2)))}; the
+    N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16", operands=2)))}; the
     2:4-sparse headline peak, or one FLOP per multiply-add, gives
-    {quiz.format_value(round(roofline.gemm_crossover_n(_h, "bf16", sparse=True)))}.
+    {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16", sparse=True)))}.
     """)
     return
 
@@ -1016,6 +1025,7 @@ def _(
     overlay_skipped,
     precision_picker,
     style,
+    units,
 ):
     mo.stop(not overlay_keys, style.error_callout(
         f"None of the chosen devices has {'an' if precision_picker.value[0] in 'fi' else 'a'} "
@@ -1026,7 +1036,7 @@ def _(
         [(k, precision_picker.value) for k in overlay_keys],
         [figures.Point(f"M = {overlay_m.value:,}", overlay_cost.ai)],
         title=f"One {_shape} {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} "
-              f"{style.intensity_unit(precision_picker.value)}) "
+              f"{units.intensity_unit(precision_picker.value)}) "
               "against several roofs")
     style.figure_with_note(overlay_figure, (
         f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")
@@ -1045,15 +1055,16 @@ def _(
     quiz,
     roofline,
     style,
+    units,
 ):
     mo.stop(not overlay_keys)
     _p = precision_picker.value
-    _u = style.intensity_unit(_p)
+    _u = units.intensity_unit(_p)
     style.metric_cards([
         style.Metric(figures.short_name(hardware.get(k)),
                      roofline.regime(overlay_cost.ai, k, _p),
-                     f"ridge ({_p}, dense) = {quiz.format_value(roofline.ridge_point(k, _p))} "
-                     f"{_u} · this GEMM: AI {quiz.format_value(overlay_cost.ai)} {_u}",
+                     f"ridge ({_p}, dense) = {units.format_value(roofline.ridge_point(k, _p))} "
+                     f"{_u} · this GEMM: AI {units.format_value(overlay_cost.ai)} {_u}",
                      roofline.regime(overlay_cost.ai, k, _p))
         for k in overlay_keys])
     return
@@ -1072,6 +1083,7 @@ def _(
     quiz,
     roofline,
     which_roof_prediction,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction) is not None)
@@ -1080,8 +1092,8 @@ def _(
     _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
     _actual = roofline.regime(_ai, _dc, _p)
     quiz.compare(other_device_prediction, _actual, lab=lab,
-                 actual_label=f"{_actual}: AI {quiz.format_value(_ai)} FLOP/B vs ridge ({_p}, "
-                              f"dense) = {quiz.format_value(roofline.ridge_point(_dc, _p))} "
+                 actual_label=f"{_actual}: AI {units.format_value(_ai)} FLOP/B vs ridge ({_p}, "
+                              f"dense) = {units.format_value(roofline.ridge_point(_dc, _p))} "
                               "FLOP/B")
     return
 
@@ -1122,6 +1134,7 @@ def _(
     roofline,
     style,
     which_roof_prediction,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction) is not None)
@@ -1129,7 +1142,7 @@ def _(
     _p = _o["precision"]
     _rows = [f"{hardware.get(k).name}: {_p} dense {hardware.get(k).peak_tflops(_p):,.4g} TFLOP/s, "
              f"{hardware.get(k).bandwidth_gbs:,.4g} GB/s, ridge "
-             f"{quiz.format_value(roofline.ridge_point(k, _p))} FLOP/B"
+             f"{units.format_value(roofline.ridge_point(k, _p))} FLOP/B"
              for k in (_o["datacenter"], _o["edge"])]
     style.math_peek("one AI, many ridges", r"""
     AI depends only on the operation: for $C_{M\times N} = A_{M\times K}B_{K\times N}$,
@@ -1144,7 +1157,7 @@ def _(
     """ + "\n\n".join(f"- {r}" for r in _rows) + f"""
 
     The {_o['m']} × {_o['n']:,} × {_o['k']:,} {_p} GEMM has AI =
-    {quiz.format_value(formulas.gemm(_o['m'], _o['n'], _o['k'], _p).ai)} FLOP/B: between the
+    {units.format_value(formulas.gemm(_o['m'], _o['n'], _o['k'], _p).ai)} FLOP/B: between the
     two ridges. It is also big enough for the roofline to be the right model on both: 34 GFLOP
     in 128 output tiles of 128 × 128, about one per SM of an H100 and tens of microseconds of
     work. (A 512³ GEMM would be 16 tiles and half a microsecond: launch overhead and idle SMs,
@@ -1296,6 +1309,7 @@ def _(
     style,
     yardstick,
     yardstick_error,
+    units,
 ):
     mo.stop(yardstick_error is not None, style.error_callout(yardstick_error))
     yardstick_figure = figures.roofline_figure(
@@ -1303,23 +1317,23 @@ def _(
         [figures.Point("the profiled kernel", yardstick["ai"], yardstick["tflops"],
                        kind="measured",
                        hover={"FLOP utilisation":
-                              f"{quiz.format_value(100 * yardstick['flop_util'])}%",
-                              "bandwidth": f"{quiz.format_value(100 * yardstick['bw_util'])}%"})],
+                              f"{units.format_value(100 * yardstick['flop_util'])}%",
+                              "bandwidth": f"{units.format_value(100 * yardstick['bw_util'])}%"})],
         title="Where the profiler's numbers put the kernel")
     yardstick_figure
     return
 
 
 @app.cell
-def _(mo, precision_picker, quiz, style, yardstick, yardstick_error):
+def _(mo, precision_picker, quiz, style, units, yardstick, yardstick_error):
     mo.stop(yardstick_error is not None)
-    _pct = lambda x: f"{quiz.format_value(100 * x)}%"  # noqa: E731
+    _pct = lambda x: f"{units.format_value(100 * x)}%"  # noqa: E731
     mo.vstack([
         mo.hstack([mo.md("**The kernel is**"), style.regime_badge(yardstick["regime"])],
                   justify="start"),
         style.metric_cards([
-            ("Implied AI", f"{quiz.format_value(yardstick['ai'])} "
-                           f"{style.intensity_unit(precision_picker.value)}",
+            ("Implied AI", f"{units.format_value(yardstick['ai'])} "
+                           f"{units.intensity_unit(precision_picker.value)}",
              "achieved FLOP/s ÷ achieved B/s"),
             ("FLOP utilisation", _pct(yardstick["flop_util"]), "achieved / peak FLOP/s"),
             ("Bandwidth utilisation", _pct(yardstick["bw_util"]), "achieved / peak B/s"),
@@ -1349,6 +1363,7 @@ def _(
     roofline,
     which_roof_prediction,
     yardstick_prediction,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
@@ -1359,8 +1374,8 @@ def _(
     _actual = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
     quiz.compare(yardstick_prediction, _actual, lab=lab, actual_label=(
         f"{next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)}: at "
-        f"{quiz.format_value(_ai)} FLOP/B ({_p}) the kernel reaches "
-        f"{quiz.format_value(100 * roofline.fraction_of_roof(_t, _ai, _d, _p))}% of its roof"))
+        f"{units.format_value(_ai)} FLOP/B ({_p}) the kernel reaches "
+        f"{units.format_value(100 * roofline.fraction_of_roof(_t, _ai, _d, _p))}% of its roof"))
     return
 
 
@@ -1408,6 +1423,7 @@ def _(
     style,
     which_roof_prediction,
     yardstick_prediction,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
@@ -1430,10 +1446,10 @@ def _(
     whole model's step, counting the model's FLOPs: keep that name for models.
     """ + f"""
     On the {_d.name} ({_p}): {PROFILER['flop_util']:.0%} FLOP utilisation at {PROFILER['bandwidth']:.0%} bandwidth
-    puts AI at {quiz.format_value(_ai)} FLOP/B, {quiz.format_value(float(roofline.rho(_ai, _d, _p)))}
+    puts AI at {units.format_value(_ai)} FLOP/B, {units.format_value(float(roofline.rho(_ai, _d, _p)))}
     × the ridge: {roofline.regime(_ai, _d, _p)}, at
-    {quiz.format_value(100 * roofline.fraction_of_roof(PROFILER['flop_util'] * _d.peak_tflops(_p), _ai, _d, _p))}%
-    of its roof, with a FLOP-utilisation bound of {quiz.format_value(100 * roofline.flop_utilization_bound(_ai, _d, _p))}%.
+    {units.format_value(100 * roofline.fraction_of_roof(PROFILER['flop_util'] * _d.peak_tflops(_p), _ai, _d, _p))}%
+    of its roof, with a FLOP-utilisation bound of {units.format_value(100 * roofline.flop_utilization_bound(_ai, _d, _p))}%.
     Only raising AI (Part 2) lifts that bound.
     """)
     return
@@ -1516,11 +1532,12 @@ def _(
     precision_picker,
     quiz,
     style,
+    units,
 ):
     mo.stop(gemm_error is not None, style.error_callout(gemm_error))
-    _hover = {"time, lower bound": style.format_seconds(gemm_bounds.lower),
-              "no-overlap estimate": style.format_seconds(gemm_bounds.no_overlap),
-              "FLOPs": quiz.format_value(gemm_cost.flops), "bytes": quiz.format_value(
+    _hover = {"time, lower bound": units.format_seconds(gemm_bounds.lower),
+              "no-overlap estimate": units.format_seconds(gemm_bounds.no_overlap),
+              "FLOPs": units.format_value(gemm_cost.flops), "bytes": units.format_value(
                   gemm_cost.bytes)}
     gemm_figure = figures.roofline_figure(
         [(device_picker.value, precision_picker.value)],
@@ -1542,11 +1559,12 @@ def _(
     quiz,
     roofline,
     style,
+    units,
 ):
     mo.stop(gemm_error is not None)
     _d, _p = device_picker.value, precision_picker.value
     gemm_regime = roofline.regime(gemm_cost.ai, _d, _p)
-    _u = style.intensity_unit(_p)
+    _u = units.intensity_unit(_p)
     gemm_metrics = {
         "ai": gemm_cost.ai, "ridge": roofline.ridge_point(_d, _p),
         "attainable": float(roofline.attainable_tflops(gemm_cost.ai, _d, _p)),
@@ -1555,21 +1573,21 @@ def _(
     mo.vstack([mo.hstack([mo.md("**Your GEMM is**"), style.regime_badge(gemm_regime)],
                          justify="start"),
                style.metric_cards([
-        ("Arithmetic intensity", f"{quiz.format_value(gemm_metrics['ai'])} {_u}",
+        ("Arithmetic intensity", f"{units.format_value(gemm_metrics['ai'])} {_u}",
          "2MNK / bytes of A, B, C"),
-        (f"Ridge ({_p}, dense)", f"{quiz.format_value(gemm_metrics['ridge'])} {_u}", "π / β"),
-        style.Metric("Attainable", f"{quiz.format_value(gemm_metrics['attainable'])} "
-                     f"{style.rate_unit(_p)}",
+        (f"Ridge ({_p}, dense)", f"{units.format_value(gemm_metrics['ridge'])} {_u}", "π / β"),
+        style.Metric("Attainable", f"{units.format_value(gemm_metrics['attainable'])} "
+                     f"{units.rate_unit(_p)}",
                      "min(π, AI · β)", gemm_regime),
-        ("Time, lower bound", style.format_seconds(gemm_bounds.lower),
-         f"max(Tc, Tm); Tc = {style.format_seconds(gemm_bounds.t_compute)}, "
-         f"Tm = {style.format_seconds(gemm_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
-         f"{style.format_seconds(gemm_bounds.no_overlap)}"),
+        ("Time, lower bound", units.format_seconds(gemm_bounds.lower),
+         f"max(Tc, Tm); Tc = {units.format_seconds(gemm_bounds.t_compute)}, "
+         f"Tm = {units.format_seconds(gemm_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
+         f"{units.format_seconds(gemm_bounds.no_overlap)}"),
         style.Metric("FLOP-utilisation bound",
-                     f"{quiz.format_value(100 * gemm_metrics['flop_util_bound'])}%",
+                     f"{units.format_value(100 * gemm_metrics['flop_util_bound'])}%",
                      "the best fraction of peak this shape can reach", gemm_regime),
-        ("Memory footprint", style.format_bytes(gemm_cost.bytes),
-         f"{quiz.format_value(100 * gemm_fraction)}% of the device"),
+        ("Memory footprint", units.format_bytes(gemm_cost.bytes),
+         f"{units.format_value(100 * gemm_fraction)}% of the device"),
     ])])
     return
 
@@ -1691,14 +1709,14 @@ def _(formulas, live_info, live_p, live_reference, live_rows, quiz, style):
                  <= _cache for r in live_ok}
     live_above = [r for r in live_ok if r["ratio"] is not None and r["ratio"] > 1]
     if live_reference is not None:
-        _roof = (f"this machine's measured roofline: {quiz.format_value(live_reference.bandwidth_gbs)}"
+        _roof = (f"this machine's measured roofline: {units.format_value(live_reference.bandwidth_gbs)}"
                  f" GB/s of bandwidth (STREAM, past the caches) and the best {live_p} GEMM rate "
                  "of a short run before the sweep")
     else:
         _roof = f"the spec sheet of the {live_info.spec().name}"
     _fit = [n for n, fits in live_fits.items() if fits]
     live_note = f"The roof is {_roof}." + (
-        f" A, B and C fit in this machine's {style.format_bytes(_cache, binary=True)} "
+        f" A, B and C fit in this machine's {units.format_bytes(_cache, binary=True)} "
         f"last-level cache for N ≤ {max(_fit):,} ({live_p}): those GEMMs re-read their "
         "operands from cache, not from memory, so the memory roof drawn from its bandwidth "
         "does not bind them (Lab 5 measures each level)." if _fit else "") + (
@@ -1723,6 +1741,7 @@ def _(
     mo,
     quiz,
     style,
+    units,
 ):
     mo.stop(not live_ok, style.error_callout("No size could be measured: " + "; ".join(
         f"N={r['n']}: {r['status']}" for r in live_rows[:3]) + ".\n\nPick another precision "
@@ -1732,9 +1751,9 @@ def _(
         live_figure = figures.roofline_figure(
             [(_roof, live_p)],
             [figures.Point(f"N={r['n']}", r["ai"], r["measured_tflops"], kind="measured",
-                           hover={"measured / predicted": quiz.format_value(r["ratio"]),
-                                  "median time": f"{quiz.format_value(r['median_ms'])} ms",
-                                  "A + B + C": style.format_bytes(
+                           hover={"measured / predicted": units.format_value(r["ratio"]),
+                                  "median time": f"{units.format_value(r['median_ms'])} ms",
+                                  "A + B + C": units.format_bytes(
                                       formulas.gemm(r["n"], r["n"], r["n"], live_p).bytes,
                                       binary=True) + (" (fits in the last-level cache)"
                                                       if live_fits[r["n"]] else "")})
@@ -1763,7 +1782,7 @@ def _(live, live_reference, live_rows, mo):
 
 
 @app.cell
-def _(lab, live_above, live_ok, mo, quiz):
+def _(lab, live_above, live_ok, mo, quiz, units):
     mo.stop(not live_ok)
     # The questions follow what this machine measured: a point above the roof is asked about
     # as such, never as one that "falls below" it.
@@ -1772,7 +1791,7 @@ def _(lab, live_above, live_ok, mo, quiz):
         _sizes = ", ".join(f"{r['n']:,}" for r in live_above)
         _explain = (
             f"N = {_sizes} ran above the predicted roof "
-            f"(up to {quiz.format_value(max(r['ratio'] for r in live_above))}×), yet a "
+            f"(up to {units.format_value(max(r['ratio'] for r in live_above))}×), yet a "
             "roofline is an upper bound. Which of its assumptions did they break? (Read the "
             "note under the figure: where do their A, B and C live, and how was the roof "
             "itself measured?)")
@@ -1805,6 +1824,7 @@ def _(
     style,
     which_roof_prediction,
     yardstick_prediction,
+    units,
 ):
     _gate = style.takeaways_gate((which_roof_prediction, levers_prediction,
                                   crossover_prediction, other_device_prediction,
@@ -1816,11 +1836,11 @@ def _(
         "data layout; the ridge point π/β is a property of the chip and one precision (dense).",
         "Below the ridge a kernel is memory-bound: its ceiling is AI × bandwidth, and no amount "
         "of FLOP tuning lifts it. A decode GEMV sits at AI ≈ 2 / (bytes per element): "
-        f"{quiz.format_value(formulas.gemv(8192, 8192, 'bf16').ai)} FLOP/B in bf16.",
+        f"{units.format_value(formulas.gemv(8192, 8192, 'bf16').ai)} FLOP/B in bf16.",
         "AI rises with reuse (tiling), batching and fewer bytes per element; clock speed and "
         "memory capacity do not raise it.",
         "A square GEMM crosses the ridge at N* = 1.5 · b · ridge: about "
-        f"{quiz.format_value(round(roofline.gemm_crossover_n(_h, 'bf16')))} in bf16 on the "
+        f"{units.format_value(round(roofline.gemm_crossover_n(_h, 'bf16')))} in bf16 on the "
         f"{_h.name}. A chip whose peak grew faster than its bandwidth pushes N* up; a "
         "precision whose peak and bytes scale together (fp8 against bf16) leaves it in place.",
         "The same kernel can be compute-bound on an edge device and memory-bound on a "

@@ -10,6 +10,7 @@ def _():
 
     from labs.core import (figures, hardware, models, precision, quiz, reveal, roofline,
                            serving, style)
+    from labs.core import units
     from labs.core import precision_study
 
     LAB_ID = "lab02"
@@ -26,6 +27,7 @@ def _():
         roofline,
         serving,
         style,
+        units,
     )
 
 
@@ -76,7 +78,7 @@ def _(quiz):
 
 
 @app.cell
-def _(figures, roofline, style):
+def _(figures, roofline, style, units):
     def op_roofline(ops, device, compute, title, *, show_bytes=True):
         """core's per-layer ops on the device's roofline, one point each (numbers in the
         hover), labelled on leader lines so that ops of similar AI stay legible. Two compute
@@ -86,10 +88,10 @@ def _(figures, roofline, style):
         points = [figures.Point(op.name, op.ai, tflops=float(
             roofline.attainable_tflops(op.ai, device, op.compute)), hover={
             "per layer": f"{op.flops:.3g} FLOP" + (
-                f", {style.format_bytes(op.bytes)} moved" if show_bytes else ""),
+                f", {units.format_bytes(op.bytes)} moved" if show_bytes else ""),
             "runs on": ("vector units (non-tensor)" if op.compute == roofline.VECTOR
                         else f"{op.compute} matmul units"),
-            "time bound per layer": style.format_seconds(roofline.cost_time(op, device).lower),
+            "time bound per layer": units.format_seconds(roofline.cost_time(op, device).lower),
             "kernels": op.kernels}) for op in ops]
         return figures.roofline_figure([(device, compute), (device, roofline.VECTOR)], points,
                                        title=title, height=430, label_points="leaders")
@@ -235,6 +237,7 @@ def _(
     quiz,
     roofline,
     style,
+    units,
 ):
     # Dana's case, fixed as the question states it (no widget moves it): one layer of the decode
     # step and of a 4k prefill on the Jetson's two roofs, and the step's time by group.
@@ -258,7 +261,7 @@ def _(
         title=f"Dana's decode step, all layers · {hardware.get(_hw).name}, batch "
               f"{_case['batch']}, {_case['seq_len']:,}-token context",
         yaxis_title="ms per step (roofline bound)",
-        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.0%}"
+        annotations=[f"{units.format_seconds(v)} · {v / sum(_t.values()):.0%}"
                      for v in _t.values()])
     mo.vstack([
         mo.md(f"Two compute ceilings on both charts: the bf16 matmul roof (GEMMs, attention) and "
@@ -711,6 +714,7 @@ def _(
     prefill_step,
     style,
     weight_only_note,
+    units,
 ):
     _hw = hardware.get(device)
     _fits = models.memory_budget(
@@ -719,17 +723,17 @@ def _(
         act_precision=design["activation_precision"]).fits
     _cards = style.metric_cards([
         style.Metric("Decode, per user", f"{1 / decode_step.seconds:,.1f} tokens/s",
-                     f"one step ≥ {style.format_seconds(decode_step.seconds)}: "
+                     f"one step ≥ {units.format_seconds(decode_step.seconds)}: "
                      f"{decode_step.bytes / 1e9:.2f} GB at {_hw.bandwidth_gbs:g} GB/s",
                      f"{decode_step.bound}-bound"),
         style.Metric("Decode, all users", f"{decode_step.tokens_per_s:,.0f} tokens/s",
                      f"batch {design['batch']} × one token per step; "
                      f"{decode_step.bound}-bound"),
         style.Metric(f"Prefill, one {design['seq_len']:,}-token prompt",
-                     style.format_seconds(prefill_step.seconds),
+                     units.format_seconds(prefill_step.seconds),
                      f"{prefill_step.flops:.3g} FLOP (causal attention) at "
                      f"{_hw.peak_tflops(prefill_step.compute):g} "
-                     f"{style.rate_unit(prefill_step.compute)} ({prefill_step.compute}, dense); "
+                     f"{units.rate_unit(prefill_step.compute)} ({prefill_step.compute}, dense); "
                      f"{prefill_step.bound}-bound",
                      f"{prefill_step.bound}-bound"),
     ])
@@ -774,7 +778,7 @@ def _(decode_step, device, mo, roofline):
 
 
 @app.cell
-def _(design, device, figures, models, step_kw, style):
+def _(design, device, figures, models, step_kw, style, units):
     _t = models.step_time_by_group(design["model"], device, "decode", **step_kw)
     _total = sum(_t.values())
     decode_time_bars = figures.bar_figure(
@@ -782,7 +786,7 @@ def _(design, device, figures, models, step_kw, style):
         title=f"One decode step, all layers · batch {design['batch']}, "
               f"{design['seq_len']:,}-token context",
         yaxis_title="ms per step (roofline bound)",
-        annotations=[f"{style.format_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
+        annotations=[f"{units.format_seconds(v)} · {v / _total:.0%}" for v in _t.values()])
     decode_time_bars
     return
 
@@ -811,20 +815,20 @@ def _(design, device, explorer_open, mo, models, style):
 
 
 @app.cell
-def _(budget, design, device, hardware, largest_batch, mo, models, style):
+def _(budget, design, device, hardware, largest_batch, mo, models, style, units):
     _m, _hw = models.get(design["model"]), hardware.get(device)
     _S = design["seq_len"]
     _kv_tok = _m.kv_bytes_per_token(design["kv_precision"])
     _cards = style.metric_cards([
-        style.Metric("Weights", style.format_bytes(budget.terms["weights"]),
+        style.Metric("Weights", units.format_bytes(budget.terms["weights"]),
                      f"{_m.params / 1e9:.2f} B parameters in {design['weight_precision']}"),
-        style.Metric("KV cache per sequence", style.format_bytes(_kv_tok * _S),
+        style.Metric("KV cache per sequence", units.format_bytes(_kv_tok * _S),
                      f"{_kv_tok:,.0f} B/token × {_S:,} tokens ({_m.kv_heads} KV heads, "
                      f"not {_m.heads} query heads)"),
         style.Metric("Largest batch that fits", f"{largest_batch:,} sequences",
                      f"batch {largest_batch + 1:,} runs out of memory",
                      "ok" if largest_batch >= design["batch"] else "danger"),
-        style.Metric("Usable memory", style.format_bytes(budget.capacity_bytes),
+        style.Metric("Usable memory", units.format_bytes(budget.capacity_bytes),
                      f"{budget.capacity_bytes / _hw.memory_bytes:.0%} of "
                      f"{_hw.memory_text} on the {_hw.name}"),
     ])

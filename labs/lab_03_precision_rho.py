@@ -15,11 +15,12 @@ def _():
     import marimo as mo
 
     from labs.core import figures, hardware, live, measure, quiz, reveal, roofline, style
+    from labs.core import units
     from labs.core import precision
     from labs.core import precision_study
 
     LAB_ID = "lab03"
-    fmt = quiz.format_value
+    fmt = units.format_value
     return (
         LAB_ID,
         precision_study,
@@ -34,6 +35,7 @@ def _():
         reveal,
         roofline,
         style,
+        units,
     )
 
 
@@ -518,15 +520,15 @@ def _(device_picker, hardware):
 
 
 @app.cell
-def _(INSTRUMENTS, device, fmt, mo, rho_ratio_prediction, roofline, style):
+def _(INSTRUMENTS, device, fmt, mo, rho_ratio_prediction, roofline, style, units):
     _wait = INSTRUMENTS.gate("device", rho_ratio_prediction)
     mo.stop(_wait is not None, _wait)
     device_card = style.metric_cards(
         [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
           f"{device.memory_text} {device.memory_type}")]
-        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {style.rate_unit(p)}",
+        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {units.rate_unit(p)}",
             f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} "
-            f"{style.intensity_unit(p)}")
+            f"{units.intensity_unit(p)}")
            for p in device.precisions])
     device_card
     return
@@ -575,6 +577,7 @@ def _(
     quant_rows,
     quant_table,
     style,
+    units,
 ):
     _pct = lambda v: "—" if v is None else f"{v:+.0f} %"  # noqa: E731
     _note = ("Measured columns: run Part 6 on a GPU from the registry and pick that device "
@@ -584,9 +587,9 @@ def _(
         [{"format": q.storage, "bits/weight": f"{precision.bits(q.storage):g}",
           "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
           "byte ratio": f"{fmt(q.byte_ratio)}×",
-          "roofline time (at least)": style.format_seconds(q.seconds),
+          "roofline time (at least)": units.format_seconds(q.seconds),
           "speedup of the roofline bounds (ideal)": f"{fmt(q.speedup)}×",
-          "measured time": style.format_seconds(m["measured_s"]) if m["measured_s"] else "—",
+          "measured time": units.format_seconds(m["measured_s"]) if m["measured_s"] else "—",
           "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
           "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
          for q, m in zip(quant_rows, quant_table)],
@@ -858,13 +861,13 @@ def _(device, explorer_error, explorer_rows, style):
 
 
 @app.cell
-def _(explorer_ok, fmt, precision, style):
+def _(explorer_ok, fmt, precision, style, units):
     style.value_table(
         [{"format": r.storage, "bits/element": f"{precision.bits(r.storage):g}",
-          "math (peak)": r.compute, "AI": f"{fmt(r.ai)} {style.intensity_unit(r.compute)}",
-          "ridge (dense)": f"{fmt(r.ridge)} {style.intensity_unit(r.compute)}", "ρ": fmt(r.rho), "regime": r.regime,
-          "time bound": style.format_seconds(r.seconds),
-          "attainable": f"{fmt(r.attainable_tflops)} {style.rate_unit(r.compute)}",
+          "math (peak)": r.compute, "AI": f"{fmt(r.ai)} {units.intensity_unit(r.compute)}",
+          "ridge (dense)": f"{fmt(r.ridge)} {units.intensity_unit(r.compute)}", "ρ": fmt(r.rho), "regime": r.regime,
+          "time bound": units.format_seconds(r.seconds),
+          "attainable": f"{fmt(r.attainable_tflops)} {units.rate_unit(r.compute)}",
           "I_bit": f"{fmt(r.i_bit)} op/bit", "how": r.reason} for r in explorer_ok],
         caption="One row per storage format on the chosen device") if explorer_ok else None
     return
@@ -1094,12 +1097,13 @@ def _(
     naive_iterations,
     naive_op,
     style,
+    units,
 ):
     mo.stop(not kai_open)
     try:
         naive = precision_study.naive_bandwidth(*naive_op.value, "fp16", device,
                                    iterations=naive_iterations.value)
-        _l2 = style.format_bytes(device.l2_bytes, binary=True) if device.l2_bytes else None
+        _l2 = units.format_bytes(device.l2_bytes, binary=True) if device.l2_bytes else None
         # a working set that fits in L2 is read from L2 after the first iteration: its
         # traffic is real, but it is not HBM traffic (the second trap of this part)
         if not naive.fits_in_l2:
@@ -1115,9 +1119,9 @@ def _(
             _used = (f"traffic ÷ time, timed at the HBM's {fmt(device.bandwidth_gbs)} GB/s: no "
                      f"L2 bandwidth is published for the {device.name}, so the cache gives more")
         _out = style.metric_cards([
-            style.Metric("allocator peak (each tensor once)", style.format_bytes(
+            style.Metric("allocator peak (each tensor once)", units.format_bytes(
                 naive.fvt.footprint_bytes), "what max_memory_allocated() shows, at most"),
-            style.Metric(f"traffic from {_where} (every read and write)", style.format_bytes(
+            style.Metric(f"traffic from {_where} (every read and write)", units.format_bytes(
                 naive.fvt.traffic_bytes), f"{naive.fvt.iterations} iterations, compulsory"),
             style.Metric("naive 'bandwidth'", f"{fmt(naive.naive_gbs)} GB/s",
                          "allocator peak ÷ time", kind="danger"),
@@ -1126,15 +1130,15 @@ def _(
         if naive.fits_in_l2:
             _kai = precision_study.footprint_vs_traffic("gemv", GEMV_KAI, "fp16").footprint_bytes
             _larger = (f"a working set larger than its {_l2} L2 (on this device even Kai's "
-                       f"{style.format_bytes(_kai)} fit)" if _kai <= device.l2_bytes else
+                       f"{units.format_bytes(_kai)} fit)" if _kai <= device.l2_bytes else
                        f"a working set larger than its {_l2} L2 (Kai's "
-                       f"{style.format_bytes(_kai)} is)")
+                       f"{units.format_bytes(_kai)} is)")
             _exceeds = (f"here {fmt(naive.traffic_gbs)} GB/s, above the HBM's "
                         f"{fmt(device.bandwidth_gbs)}" if naive.l2_gbs else
                         "a cache's bandwidth, which can exceed the HBM's (no published L2 "
                         "figure says by how much for this device)")
             _out = mo.vstack([_out, mo.callout(mo.md(
-                f"**A second trap:** these {style.format_bytes(naive.fvt.footprint_bytes)} fit "
+                f"**A second trap:** these {units.format_bytes(naive.fvt.footprint_bytes)} fit "
                 f"in the {device.name}'s {_l2} L2 cache, so after the first iteration every "
                 f"read hits L2, not HBM. Repeating a small kernel measures the cache: traffic ÷ "
                 f"time is {_exceeds}. Time {_larger}, or rotate through copies as Part 6 does."),
@@ -1183,7 +1187,7 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, precision_study, device, fmt, kai_open, mo, style):
+def _(GEMM_4096, device, fmt, kai_open, mo, precision_study, style, units):
     mo.stop(not kai_open)
     try:
         tf32 = precision_study.tf32_misreading("gemm", GEMM_4096, device)
@@ -1194,7 +1198,7 @@ def _(GEMM_4096, precision_study, device, fmt, kai_open, mo, style):
                          "FLOP/B", f"wrong: ×{fmt(tf32.ai_overstatement)} too high",
                          kind="danger"),
             style.Metric("TF32 attainable (4096³ GEMM)", f"{fmt(tf32.tf32_attainable)} "
-                         f"{style.rate_unit('tf32')}", f"= {fmt(tf32.apparent_fp32_fraction)}× the "
+                         f"{units.rate_unit('tf32')}", f"= {fmt(tf32.apparent_fp32_fraction)}× the "
                          f"FP32 peak ({fmt(tf32.fp32_peak)})", kind="compute")])
     except (KeyError, ValueError) as _err:
         _lacks = [p for p in ("tf32", "fp32") if not device.has(p)]
@@ -1223,7 +1227,7 @@ def _(kai_open, lab, mo, quiz):
 
 
 @app.cell
-def _(precision_study, SCENARIO_DEVICE, fmt, hardware, kai, style):
+def _(SCENARIO_DEVICE, fmt, hardware, kai, precision_study, style, units):
     _kai_l2 = hardware.get(SCENARIO_DEVICE).l2_bytes
     style.math_peek("memory held vs memory moved; TF32", rf"""
     An allocator's peak counts each tensor **once** while it is alive; HBM traffic counts
@@ -1233,17 +1237,17 @@ def _(precision_study, SCENARIO_DEVICE, fmt, hardware, kai, style):
     \text{{traffic}} = I \sum_{{\text{{kernels}}}} (\text{{bytes read}} +
     \text{{bytes written}})\ [\mathrm{{B}}]$$
 
-    Kai's run: footprint {style.format_bytes(kai.fvt.footprint_bytes)}, traffic
-    {style.format_bytes(kai.fvt.traffic_bytes)} over $I$ = {kai.fvt.iterations} iterations,
+    Kai's run: footprint {units.format_bytes(kai.fvt.footprint_bytes)}, traffic
+    {units.format_bytes(kai.fvt.traffic_bytes)} over $I$ = {kai.fvt.iterations} iterations,
     so footprint ÷ time = {fmt(kai.naive_gbs)} GB/s while traffic ÷ time =
     {fmt(kai.traffic_gbs)} GB/s. Even for one iteration the footprint is only a lower bound on
     traffic: a tiled kernel re-reads its inputs, and training re-reads weights and
     activations in the backward pass (try the MLP).
 
     **Where the traffic comes from.** Repeating a kernel whose working set fits in the L2
-    cache ({style.format_bytes(_kai_l2, binary=True)} on an H100) reads it from L2 after the
+    cache ({units.format_bytes(_kai_l2, binary=True)} on an H100) reads it from L2 after the
     first iteration: a 4096×4096 fp16 GEMV (34 MB) would time the cache, not HBM. Kai's
-    {style.format_bytes(kai.fvt.footprint_bytes)} do not fit, so his iterations do stream
+    {units.format_bytes(kai.fvt.footprint_bytes)} do not fit, so his iterations do stream
     from HBM; a benchmark of a small kernel must rotate through copies larger than the cache.
 
     **TF32** rounds FP32 inputs to 1 + 8 + 10 = {precision_study.TF32_MATH_BITS} bits *inside* the tensor core; tensors are
@@ -1408,11 +1412,11 @@ def _(precision_study, live_results, measure_open, mo):
 
 
 @app.cell
-def _(fmt, live_decode, live_results, mo, style):
+def _(fmt, live_decode, live_results, mo, style, units):
     _table = mo.ui.table(
         [{"format": r["storage"], "math": r["compute"],
-          "predicted": style.format_seconds(r["predicted_s"]),
-          "measured": style.format_seconds(r["measured_s"]) if r["measured_s"] else "—",
+          "predicted": units.format_seconds(r["predicted_s"]),
+          "measured": units.format_seconds(r["measured_s"]) if r["measured_s"] else "—",
           "error": "—" if r["error_pct"] is None else f"{r['error_pct']:+.0f} %",
           "speedup of the roofline bounds (ideal)": f"{fmt(r['predicted_speedup'])}×",
           "measured speedup": f"{fmt(r['measured_speedup'])}×" if r["measured_speedup"]

@@ -9,6 +9,7 @@ def _():
     import marimo as mo
 
     from labs.core import figures, hardware, hierarchy, quiz, reveal, style
+    from labs.core import units
     from labs.core import deferred
     from labs.core import formulas
     from labs.core import fusion
@@ -29,6 +30,7 @@ def _():
         quiz,
         reveal,
         style,
+        units,
     )
 
 
@@ -489,20 +491,20 @@ def _(
 
 
 @app.cell
-def _(roofline, chain_error, chain_now, chain_speedup, chain_unfused, device, style):
+def _(chain_error, chain_now, chain_speedup, chain_unfused, device, roofline, style, units):
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
     else:
         _tot, _unf = chain_now.chain.total, chain_unfused.chain.total
         _p = chain_now.chain.kernels_costs[0].compute  # elementwise: the vector ceiling
         fusion_metrics = style.metric_cards([
-            ("HBM traffic", style.format_bytes(_tot.bytes),
-             f"unfused: {style.format_bytes(_unf.bytes)}"),
+            ("HBM traffic", units.format_bytes(_tot.bytes),
+             f"unfused: {units.format_bytes(_unf.bytes)}"),
             ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
              f"ridge ({roofline.ceiling_label(_p)}) = {roofline.ridge_point(device, _p):,.1f} FLOP/B"),
-            ("Time (lower bound)", style.format_seconds(chain_now.seconds),
+            ("Time (lower bound)", units.format_seconds(chain_now.seconds),
              f"{chain_now.chain.kernels} kernel(s); unfused "
-             f"{style.format_seconds(chain_unfused.seconds)}"),
+             f"{units.format_seconds(chain_unfused.seconds)}"),
             ("Speedup vs unfused", f"{chain_speedup:.2f}×", "same chain, same size"),
             style.Metric("Regime", chain_now.regime, "where most of the time goes",
                          chain_now.regime),
@@ -512,7 +514,7 @@ def _(roofline, chain_error, chain_now, chain_speedup, chain_unfused, device, st
 
 
 @app.cell
-def _(fusion, roofline, chain_now, device, figures, mo, precision_picker, style):
+def _(chain_now, device, figures, fusion, mo, precision_picker, roofline, style, units):
     mo.stop(chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
@@ -526,7 +528,7 @@ def _(fusion, roofline, chain_now, device, figures, mo, precision_picker, style)
     fusion_roofline = figures.roofline_figure(
         _roofs,
         [figures.Point(", ".join(k for k, _, _ in ks), ai, tflops=tf, hover={
-            k: f"{c.name} · {style.format_seconds(t.lower)} · {t.regime}"
+            k: f"{c.name} · {units.format_seconds(t.lower)} · {t.regime}"
             for k, c, t in ks}) for (ai, tf), ks in _spots.items()],
         ai_range=(0.01, 1e4), height=400,
         title=f"Each kernel of the chain on the {device.name} roofline "
@@ -556,14 +558,14 @@ def _(roofline, chain_now, device, mo):
 
 
 @app.cell
-def _(chain_now, figures, mo, quiz):
+def _(chain_now, figures, mo, quiz, units):
     mo.stop(chain_now is None)
     _ops = [c.name for c in chain_now.chain.kernels_costs]
     fusion_bars = figures.bar_figure(
         [f"K{i + 1}" for i in range(len(_ops))],
         [t.lower * 1e6 for t in chain_now.kernel_times],
         colors=[t.regime for t in chain_now.kernel_times],
-        annotations=[f"{quiz.format_value(t.lower * 1e6)} µs · {t.regime}"
+        annotations=[f"{units.format_value(t.lower * 1e6)} µs · {t.regime}"
                      for t in chain_now.kernel_times],
         title="Time per kernel: " + " | ".join(f"K{i + 1} = {o}" for i, o in enumerate(_ops)),
         yaxis_title="time per kernel, lower bound (µs)")
@@ -710,6 +712,7 @@ def _(
     precision_picker,
     quiz,
     style,
+    units,
 ):
     if overhead_error is not None:
         overhead_metrics = style.error_callout(overhead_error)
@@ -720,14 +723,14 @@ def _(
         _fu = fusion.chain_timing(TINY_N, device, [list(range(len(chain_ops)))], **_kw)
         _x = overhead_crossovers["fused (1 kernel)"]
         overhead_metrics = style.metric_cards([
-            ("1,000 elements, unfused", style.format_seconds(_un.seconds),
+            ("1,000 elements, unfused", units.format_seconds(_un.seconds),
              f"{len(chain_ops)} launches"),
-            ("1,000 elements, fused", style.format_seconds(_fu.seconds), "1 launch"),
+            ("1,000 elements, fused", units.format_seconds(_fu.seconds), "1 launch"),
             ("Fusion speedup at 1,000",
              f"{fusion.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))], **_kw):.2f}×",
              f"{len(chain_ops)} launches → 1 when overhead-bound"),
             style.Metric("Regime at 1,000 (unfused)", _un.regime, "", _un.regime),
-            ("Crossover, fused kernel", f"{quiz.format_value(_x)} elements",
+            ("Crossover, fused kernel", f"{units.format_value(_x)} elements",
              "below it, launches set the time"),
         ])
     mo.vstack([mo.hstack([overhead_us, mo.md(
@@ -757,6 +760,7 @@ def _(
     quiz,
     size_slider,
     style,
+    units,
 ):
     mo.stop(overhead_error is not None)
     _kw = dict(ops=chain_ops, precision=precision_picker.value,
@@ -785,7 +789,7 @@ def _(
         title=f"Chain time vs tensor size on the {device.name} "
               f"(launch overhead {overhead_us.value:g} µs per kernel)",
         x_title="Tensor size (elements)", y_title="Chain time, lower bound (µs)",
-        vlines=[(x, f"{k.split(' (')[0]}: {quiz.format_value(x)}", c)
+        vlines=[(x, f"{k.split(' (')[0]}: {units.format_value(x)}", c)
                 for (k, x), c in zip(_crossovers.items(), _colors)],
         bands=[(1e2, _lo, "overhead-bound", style.COLORS["overhead"]),
                (_hi, 1e9, _big, style.COLORS["memory" if _big == "memory-bound" else "compute"])])
@@ -982,6 +986,7 @@ def _(
     seq_slider,
     student_error,
     style,
+    units,
 ):
     _wait = INSTRUMENTS.gate("attention", oom_prediction)
     mo.stop(_wait is not None, _wait)
@@ -1003,13 +1008,13 @@ def _(
     else:
         _scores = attn_unfused.detail["scores (S write, S read, P write, P read)"]
         attention_metrics = style.metric_cards([
-            ("HBM traffic, unfused", style.format_bytes(attn_unfused.bytes),
-             f"of which score matrix: {style.format_bytes(_scores)} (4 passes)"),
-            ("HBM traffic, fused", style.format_bytes(attn_fused.bytes), "Q, K, V, O once"),
+            ("HBM traffic, unfused", units.format_bytes(attn_unfused.bytes),
+             f"of which score matrix: {units.format_bytes(_scores)} (4 passes)"),
+            ("HBM traffic, fused", units.format_bytes(attn_fused.bytes), "Q, K, V, O once"),
             ("AI unfused → fused", f"{attn_unfused.ai:,.0f} → {attn_fused.ai:,.0f} FLOP/B",
-             f"FLOPs the same: {style.format_flops(attn_fused.flops)}"),
+             f"FLOPs the same: {units.format_flops(attn_fused.flops)}"),
             ("Time bound unfused → fused",
-             f"{style.format_seconds(attn_times['unfused'])} → {style.format_seconds(attn_times['fused'])}",
+             f"{units.format_seconds(attn_times['unfused'])} → {units.format_seconds(attn_times['fused'])}",
              "max(compute, memory), no launch overhead"),
         ])
     attention_metrics
@@ -1308,6 +1313,7 @@ def _(
     style,
     tile_error,
     tile_fit,
+    units,
 ):
     # The tiled kernel at Part 3's whole shape: its traffic grows with batch × heads.
     flash_point = None if tile_error is not None else fusion.flash_roof_point(
@@ -1326,13 +1332,13 @@ def _(
         tile_status = mo.vstack([
             mo.callout(mo.md(f"✓ {tile_fit.explain()}"), kind="success"),
             style.metric_cards([
-                ("L2 traffic", style.format_bytes(_fp.l2_bytes),
+                ("L2 traffic", units.format_bytes(_fp.l2_bytes),
                  "K and V re-read once per query tile"),
                 ("AI on L2", f"{_fp.ai_l2:,.0f} FLOP/B", "grows with Bq"),
-                ("HBM traffic", style.format_bytes(_fp.hbm_bytes), _hbm_note),
+                ("HBM traffic", units.format_bytes(_fp.hbm_bytes), _hbm_note),
                 ("AI on HBM", f"{_fp.ai_hbm:,.0f} FLOP/B", "grows with S"),
                 ("AI on chip", f"{_fp.ai_onchip:,.0f} FLOP/B", "shared-memory reads"),
-                ("Attainable", f"{quiz.format_value(_fp.attainable_tflops)} TFLOP/s",
+                ("Attainable", f"{units.format_value(_fp.attainable_tflops)} TFLOP/s",
                  f"bound by the {_fp.limit} roof" if _fp.determined else
                  "an upper bound: L2 has no bandwidth figure"),
             ])])
@@ -1405,6 +1411,7 @@ def _(
     reveal_references,
     style,
     tile_prediction,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)  # the answer, worked
     # The question's tiles on the opening device: the largest one that fits is Prediction 4's
@@ -1414,7 +1421,7 @@ def _(
     _fit, _big = (fusion.flash_tile(b, b, _d, _hw) for b in (_t, 2 * _t))
 
     def _kib(v):
-        return style.format_bytes(v, binary=True)
+        return units.format_bytes(v, binary=True)
     _pools = " and ".join(
         f"{_kib(v)} of {pool} ({'too much' if pool in _big.overflows else 'fits'})"
         for pool, v in (("shared memory", _big.smem_bytes), ("registers", _big.register_bytes)))

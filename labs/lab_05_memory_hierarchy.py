@@ -251,13 +251,21 @@ def _(live, mo):
 
 
 @app.cell
-def _(INSTRUMENTS, measure, mo, staircase_prediction, style, sweep_controls):
+def _(
+    INSTRUMENTS,
+    measure,
+    mo,
+    staircase_prediction,
+    style,
+    sweep_controls,
+    units,
+):
     _wait = INSTRUMENTS.gate("staircase", staircase_prediction)
     mo.stop(_wait is not None, _wait)
     staircase_open = True  # the cells below that read it open with this one
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
     _cards = [(c.name, units_text, f"{c.scope} · {c.source}") for c, units_text in
-              ((c, style.format_bytes(c.size_bytes, binary=True)) for c in _c.levels)]
+              ((c, units.format_bytes(c.size_bytes, binary=True)) for c in _c.levels)]
     mo.vstack([
         mo.md(f"**What your OS reports** ({_c.source}):" if _c.known else
               f"**Your OS reports no cache sizes** ({_c.note})."),
@@ -313,7 +321,7 @@ def _(
 
 
 @app.cell
-def _(hierarchy_run, lab, measure, mo, staircase_open, style):
+def _(hierarchy_run, lab, measure, mo, staircase_open, units):
     mo.stop(not staircase_open)
     mo.stop(hierarchy_run is None)
     _s, _levels = hierarchy_run["sweep"], hierarchy_run["levels"]
@@ -323,7 +331,7 @@ def _(hierarchy_run, lab, measure, mo, staircase_open, style):
                    "gbs": p.bandwidth_gbs, "spread": p.spread} for p in _levels],
         load_average=_s.load_average))
     mo.md(f"Measured {len(_s.measured)} of {len(_s.points)} sizes in "
-          f"{style.format_seconds(hierarchy_run['seconds'])} on **{_s.device}** "
+          f"{units.format_seconds(hierarchy_run['seconds'])} on **{_s.device}** "
           f"(load average {_s.load_average or 'unknown'}: other programs slow a shared "
           "machine down)." + (f" Skipped for time: {len(_s.skipped)}." if _s.skipped else ""))
     return
@@ -354,13 +362,13 @@ def _(figures, hierarchy_run, mo, reference_machine, staircase_open):
 
 
 @app.cell
-def _(hierarchy_run, mo, reference_machine, staircase_open, style):
+def _(hierarchy_run, mo, reference_machine, staircase_open, style, units):
     mo.stop(not staircase_open)
     _mine = hierarchy_run is not None and bool(hierarchy_run["levels"])
     _levels = hierarchy_run["levels"] if _mine else reference_machine.plateaus()
     _rows = [{"level": p.name,
-              "working sets": f"{style.format_bytes(p.lo_bytes, binary=True)} – "
-                              f"{style.format_bytes(p.hi_bytes, binary=True)}",
+              "working sets": f"{units.format_bytes(p.lo_bytes, binary=True)} – "
+                              f"{units.format_bytes(p.hi_bytes, binary=True)}",
               "bandwidth (GB/s)": f"{p.bandwidth_gbs:.1f}",
               "spread of its sizes": f"{p.spread:.0%}", "sizes": p.points} for p in _levels]
     mo.vstack([mo.md("**Plateaus found from the data** (" + (
@@ -739,6 +747,7 @@ def _(
     mo,
     roofline_open,
     style,
+    units,
 ):
     mo.stop(not roofline_open)
     if machine is None:
@@ -757,34 +766,34 @@ def _(
             if u.roof_tflops() is not None:
                 # a derived per-clock peak (L1 / shared memory) is an upper bound
                 _most = "at most " if u.level.bandwidth_basis == "derived" else ""
-                return f"roof {_most}{style.format_value(u.roof_tflops())} TFLOP/s"
+                return f"roof {_most}{units.format_value(u.roof_tflops())} TFLOP/s"
             _r = _unknown.get(u.level.name)
             if _r is None:
                 return "no bandwidth figure"
-            return (f"no bandwidth figure: needs ≥ {style.format_value(_r.needs_gbs / 1e3)} "
-                    f"TB/s for {style.format_value(_r.target_tflops)} TFLOP/s"
+            return (f"no bandwidth figure: needs ≥ {units.format_value(_r.needs_gbs / 1e3)} "
+                    f"TB/s for {units.format_value(_r.target_tflops)} TFLOP/s"
                     + ("" if _r.could_bind else f" (it carries {_r.floor_level}'s "
-                       f"{style.format_value(_r.floor_gbs / 1e3)} TB/s: cannot bind)"))
+                       f"{units.format_value(_r.floor_gbs / 1e3)} TB/s: cannot bind)"))
 
         _cards = [style.Metric(
-            u.level.name, f"AI {style.format_value(u.ai)} FLOP/B" if u.ai else "serves nothing",
-            f"{style.format_bytes(u.bytes)} · {_roof_text(u)} · holds: {u.holds}",
+            u.level.name, f"AI {units.format_value(u.ai)} FLOP/B" if u.ai else "serves nothing",
+            f"{units.format_bytes(u.bytes)} · {_roof_text(u)} · holds: {u.holds}",
             "danger" if u.level.name == _p.binding else "warn" if u.level.name in _open
             else None) for u in _p.uses]
         if _p.determined:
             _cards.append(style.Metric("Binds", _p.binding,
                                        "attainable "
                                        + ("at most " if _p.binds_at_derived_peak else "")
-                                       + f"{style.format_value(_p.attainable_tflops)} "
+                                       + f"{units.format_value(_p.attainable_tflops)} "
                                        f"TFLOP/s under the {_p.ceiling_name} of "
-                                       f"{style.format_value(_p.ceiling_tflops)}",
+                                       f"{units.format_value(_p.ceiling_tflops)}",
                                        "danger"))
         else:
             _cards.append(style.Metric(
                 "Binds", "? undetermined",
                 "; ".join(r.describe() for r in _p.undetermined_by)
                 + f". The known roofs allow at most "
-                f"{style.format_value(_p.attainable_tflops)} TFLOP/s (the {_p.known_binding} "
+                f"{units.format_value(_p.attainable_tflops)} TFLOP/s (the {_p.known_binding} "
                 "roof); the level without a figure can only lower that.", "warn"))
         level_cards = mo.vstack([mo.md(f"**{_p.kernel.name}** · {_p.kernel.what} · on "
                                        f"{machine.name}"), style.metric_cards(_cards)])
@@ -805,7 +814,7 @@ def _(all_points, figures, kernel_picker, machine, mo, roofline_open):
 
 
 @app.cell
-def _(all_points, machine, mo, roofline_open, style):
+def _(all_points, machine, mo, roofline_open, style, units):
     mo.stop(not roofline_open)
     mo.stop(machine is None)
     _rows = []
@@ -817,10 +826,10 @@ def _(all_points, machine, mo, roofline_open, style):
                       "binds": _p.binding if _p.determined else
                       "? undetermined (" + ", ".join(r.level.name for r in _p.undetermined_by)
                       + " has no bandwidth figure)",
-                      "attainable (TFLOP/s)": f"≤ {style.format_value(_p.attainable_tflops)}"
+                      "attainable (TFLOP/s)": f"≤ {units.format_value(_p.attainable_tflops)}"
                       if _p.binds_at_derived_peak or not _p.determined
-                      else style.format_value(_p.attainable_tflops),
-                      **{f"AI at {u.level.name}": style.format_value(u.ai) if u.ai else "—"
+                      else units.format_value(_p.attainable_tflops),
+                      **{f"AI at {u.level.name}": units.format_value(u.ai) if u.ai else "—"
                          for u in _p.uses}})
     mo.vstack([mo.md("**Every kernel at this size** (AI in FLOP per byte each level serves):"),
                style.value_table(_rows)])
@@ -1126,7 +1135,7 @@ def _(
 
 
 @app.cell
-def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open):
+def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open, units):
     # The GEMM as its library tiles it on the picked machine, at Part 3's N: the tile a real
     # kernel runs, beside the T x T tile above (on Hopper: 128 x 256 in clusters of two).
     mo.stop(not tiling_open)
@@ -1140,11 +1149,11 @@ def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open):
     else:
         _m = _p.tile_misses
         _verdict = (f"the {_p.binding} roof binds at "
-                    f"{style.format_value(_p.attainable_tflops)} TFLOP/s" if _p.determined
+                    f"{units.format_value(_p.attainable_tflops)} TFLOP/s" if _p.determined
                     else f"what binds is undetermined ({_p.verdict})")
         _text = (f"**What the library runs here** · {_lib.name}: {_lib.what}. "
-                 + (f"{_m.level.name} serves {style.format_bytes(_m.bytes)} (AI "
-                    f"{style.format_value(_m.ai)} FLOP/B); " if _m is not None and _m.ai
+                 + (f"{_m.level.name} serves {units.format_bytes(_m.bytes)} (AI "
+                    f"{units.format_value(_m.ai)} FLOP/B); " if _m is not None and _m.ai
                     else "") + _verdict + ".")
         _sch = hierarchy.GEMM_SCHEDULES.get(machine.arch)
         _t, _tn, _c = _lib.gemm[3], _lib.gemm[5], _lib.gemm[6]
@@ -1155,7 +1164,7 @@ def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open):
             _text += (f" The cluster's {_c} CTAs share their B tile, which TMA multicasts: "
                       f"L2 serves it once per cluster. Without that, the same tiles would be "
                       f"{_alone.binding}-bound at "
-                      f"{style.format_value(_alone.attainable_tflops)} TFLOP/s.")
+                      f"{units.format_value(_alone.attainable_tflops)} TFLOP/s.")
         _out = mo.callout(mo.md(_text), kind="info")
     _out
     return
@@ -1389,6 +1398,7 @@ def _(
     quantization,
     reference_machine,
     style,
+    units,
 ):
     mo.stop(not call_overhead_open)
     # Seconds on the axis, labelled in µs (hovers read 2.01µ): a time, in SI units.
@@ -1410,14 +1420,14 @@ def _(
     _yt = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # µs: the range spans about a decade
     overhead_figure = figures.loglog_lines_figure(
         _series, vlines=[(_cross, f"overhead = read time at "
-                                  f"{style.format_bytes(_cross, binary=True)}",
+                                  f"{units.format_bytes(_cross, binary=True)}",
                           style.COLORS["overhead"])],
         bands=[(_x[0], _cross, "overhead-bound", style.COLORS["overhead"])],
         title="Time per call vs bytes read once per call",
         x_title="Bytes read per call", y_title="Time per call (µs)",
         x_ticks=([4.0**k for k in range(4, 12)],
-                 [style.format_bytes(4.0**k, binary=True) for k in range(4, 12)]),
-        y_ticks=([v * 1e-6 for v in _yt], [style.format_value(v) for v in _yt]))
+                 [units.format_bytes(4.0**k, binary=True) for k in range(4, 12)]),
+        y_ticks=([v * 1e-6 for v in _yt], [units.format_value(v) for v in _yt]))
     overhead_figure
     return
 

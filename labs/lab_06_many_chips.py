@@ -10,6 +10,7 @@ def _():
 
     from labs.core import (collectives, figures, hardware, live, measure, models, quiz, reveal,
                            sharding, style)
+    from labs.core import units
     from labs.core import deferred
 
     np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
@@ -99,6 +100,7 @@ def _():
         reveal,
         sharding,
         style,
+        units,
     )
 
 
@@ -185,6 +187,7 @@ def _(
     link_picker,
     mo,
     style,
+    units,
 ):
     _wait = INSTRUMENTS.gate("datasheet")
     mo.stop(_wait is not None, _wait)
@@ -195,7 +198,7 @@ def _(
     _cards = [
         style.Metric(f"Peak π ({PRECISION}, dense)", f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
                      f"{_d.name}"),
-        style.Metric("HBM bandwidth", f"{style.format_value(_d.bandwidth_gbs)} GB/s",
+        style.Metric("HBM bandwidth", f"{units.format_value(_d.bandwidth_gbs)} GB/s",
                      f"{_d.memory_text} {_d.memory_type}"),
         style.Metric("Link, as quoted", _lk.quoted,
                      f"{_lk.short_name}: {_lk.source}")]
@@ -333,7 +336,15 @@ def _(
 
 
 @app.cell
-def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
+def _(
+    allreduce_open,
+    collectives,
+    link_picker,
+    mo,
+    style,
+    units,
+    workers_slider,
+):
     mo.stop(not allreduce_open)
     _n = int(workers_slider.value)
     try:
@@ -346,22 +357,22 @@ def _(allreduce_open, collectives, link_picker, mo, style, workers_slider):
     _eff = collectives.link_efficiency(_lk)
     _approx = "~" if _lk.approximate else ""
     style.metric_cards([
-        style.Metric("Link, one way", f"{_approx}{style.format_value(_lk.one_way_gbs)} GB/s",
+        style.Metric("Link, one way", f"{_approx}{units.format_value(_lk.one_way_gbs)} GB/s",
                      _lk.derivation),
-        style.Metric(f"1 GB on {_p.name}", style.format_seconds(_lat + _bw),
+        style.Metric(f"1 GB on {_p.name}", units.format_seconds(_lat + _bw),
                      f"n = {_n}, at the ideal one-way rate"),
-        style.Metric("achievable, ring", style.format_seconds(_real.time("all-reduce", 1e9)),
-                     f"{_approx}{style.format_value(_lk.one_way_gbs * _eff.fraction)} GB/s "
+        style.Metric("achievable, ring", units.format_seconds(_real.time("all-reduce", 1e9)),
+                     f"{_approx}{units.format_value(_lk.one_way_gbs * _eff.fraction)} GB/s "
                      f"({_eff.fraction:.0%}): " + (
                          "nccl-tests, NCCL_ALGO=Ring, 8xH100"
                          if _lk.key == "nvlink4" else _eff.source)),
-        style.Metric("latency term", style.format_seconds(_lat),
+        style.Metric("latency term", units.format_seconds(_lat),
                      f"2(n-1) × α, α = {_lk.latency_us:g} µs per step (stated)"),
-        style.Metric("bandwidth term", style.format_seconds(_bw),
+        style.Metric("bandwidth term", units.format_seconds(_bw),
                      f"{collectives.bus_factor('all-reduce', _n):.3g} × 1 GB / "
                      f"{_p.node_gbs:g} GB/s"),
         style.Metric("latency dominates below",
-                     style.format_bytes(_lat / _p.seconds_per_byte("all-reduce")),
+                     units.format_bytes(_lat / _p.seconds_per_byte("all-reduce")),
                      "where the two terms are equal"),
     ])
     return
@@ -548,7 +559,7 @@ def _(
 
 
 @app.cell
-def _(collectives, comm_run, figures, mo, np, style):
+def _(collectives, comm_run, figures, mo, np, style, units):
     _ok = [r for r in comm_run.rows if r["status"] == "ok"]
     mo.stop(not _ok, style.error_callout("No message size could be measured within the "
                                          "budget: raise the time budget and measure again."))
@@ -557,7 +568,7 @@ def _(collectives, comm_run, figures, mo, np, style):
     _points = [(f"{op} (measured)", [r["bytes"] for r in _ok if r["op"] == op],
                 [r["median_s"] for r in _ok if r["op"] == op], None)
                for op in collectives.OPS if any(r["op"] == op for r in _ok)]
-    _fits = [(f"{f.op} fit: α {style.format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
+    _fits = [(f"{f.op} fit: α {units.format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
               _sizes, [f.predict(s) for s in _sizes], None, "dash")
              for f in comm_run.fits.values()]
     _links = [(f"{collectives.get_link(k).short_name}, all-reduce model", _sizes,
@@ -571,12 +582,12 @@ def _(collectives, comm_run, figures, mo, np, style):
 
 
 @app.cell
-def _(comm_run, mo, style):
+def _(comm_run, mo, style, units):
     _cards = [style.Metric(
-        f"{f.op}: α and β", f"{style.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
+        f"{f.op}: α and β", f"{units.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
         f"residual {f.residual:.0%}; latency dominates below "
-        f"{style.format_bytes(f.crossover_bytes)}; α per ring step "
-        f"{style.format_seconds(f.alpha_step_s)}", "ok" if f.residual < 0.25 else "warn")
+        f"{units.format_bytes(f.crossover_bytes)}; α per ring step "
+        f"{units.format_seconds(f.alpha_step_s)}", "ok" if f.residual < 0.25 else "warn")
         for f in comm_run.fits.values()]
     _why = [mo.md(f"**{op}:** no fit ({why}).") for op, why in comm_run.fit_errors.items()]
     mo.vstack(([style.metric_cards(_cards)] if _cards else []) + _why)
@@ -959,6 +970,7 @@ def _(
     shard_now,
     sharding,
     style,
+    units,
 ):
     mo.stop(shard_error is not None)
     _crit = sharding.tp_critical_shard(device_picker.value, PRECISION, link_picker.value,
@@ -976,20 +988,20 @@ def _(
         mo.hstack([mo.md("**This block is**"), style.regime_badge(shard_now.regime),
                    mo.md(f"(the {shard_now.binding} roof binds)")], justify="start"),
         style.metric_cards([
-            style.Metric("compute", style.format_seconds(shard_now.t_compute),
-                         f"{style.format_flops(shard_mm.flops)} per GPU / π",
+            style.Metric("compute", units.format_seconds(shard_now.t_compute),
+                         f"{units.format_flops(shard_mm.flops)} per GPU / π",
                          "compute" if shard_now.binding == "compute" else None),
-            style.Metric("HBM", style.format_seconds(shard_now.t_hbm),
-                         f"{style.format_bytes(shard_mm.hbm_bytes)} per GPU / HBM bandwidth",
+            style.Metric("HBM", units.format_seconds(shard_now.t_hbm),
+                         f"{units.format_bytes(shard_mm.hbm_bytes)} per GPU / HBM bandwidth",
                          "memory" if shard_now.binding == "HBM" else None),
-            style.Metric("link (all-reduce)", style.format_seconds(shard_now.t_link),
-                         f"{style.format_bytes(shard_mm.link_bytes)} sent per GPU, plus "
+            style.Metric("link (all-reduce)", units.format_seconds(shard_now.t_link),
+                         f"{units.format_bytes(shard_mm.link_bytes)} sent per GPU, plus "
                          "latency", "communication-bound" if shard_now.binding == "link" else None),
-            style.Metric("link intensity", f"{style.format_value(shard_mm.ai_link)} FLOP/B",
-                         f"HBM intensity {style.format_value(shard_mm.ai_hbm)} FLOP/B"),
-            style.Metric(f"Link ridge ({PRECISION}, dense)", f"{style.format_value(_ridge)} FLOP/B",
+            style.Metric("link intensity", f"{units.format_value(shard_mm.ai_link)} FLOP/B",
+                         f"HBM intensity {units.format_value(shard_mm.ai_hbm)} FLOP/B"),
+            style.Metric(f"Link ridge ({PRECISION}, dense)", f"{units.format_value(_ridge)} FLOP/B",
                          "π / B: FLOPs per byte sent"),
-            style.Metric("critical F/n on this link", f"{style.format_value(_crit)}",
+            style.Metric("critical F/n on this link", f"{units.format_value(_crit)}",
                          f"n = {shard_mm.n}; the link binds for {_where}"),
         ])])
     return
@@ -1233,23 +1245,23 @@ def _(mo, serve_error, serve_link, serve_rows, serve_tp, sharding, style):
 
 
 @app.cell
-def _(mo, serve_error, serve_now, style):
+def _(mo, serve_error, serve_now, style, units):
     mo.stop(serve_error is not None)
     _s = serve_now
     style.metric_cards([
         style.Metric("Decode, tokens/s", f"{_s.tokens_per_s:,.1f}" + ("" if _s.fits else
                                                                      " (does not fit)"),
-                     f"batch {_s.batch} / {style.format_seconds(_s.t_step)} per decode step; "
+                     f"batch {_s.batch} / {units.format_seconds(_s.t_step)} per decode step; "
                      f"{_s.user_tokens_per_s:,.1f} per user",
                      "danger" if not _s.fits else _s.bound),
-        style.Metric("matmuls (compute | HBM)", style.format_seconds(max(_s.t_compute,
+        style.Metric("matmuls (compute | HBM)", units.format_seconds(max(_s.t_compute,
                                                                          _s.t_hbm)),
-                     f"compute {style.format_seconds(_s.t_compute)}, HBM "
-                     f"{style.format_seconds(_s.t_hbm)} "
-                     f"({style.format_bytes(_s.bytes)} per GPU per decode step)"),
-        style.Metric("collectives", style.format_seconds(_s.t_comm),
+                     f"compute {units.format_seconds(_s.t_compute)}, HBM "
+                     f"{units.format_seconds(_s.t_hbm)} "
+                     f"({units.format_bytes(_s.bytes)} per GPU per decode step)"),
+        style.Metric("collectives", units.format_seconds(_s.t_comm),
                      f"{_s.collectives} per decode step over {_s.link.name}; "
-                     f"{style.format_bytes(_s.comm_bytes)} sent per GPU",
+                     f"{units.format_bytes(_s.comm_bytes)} sent per GPU",
                      "communication-bound" if _s.bound == "communication-bound" else None),
         style.Metric("decode step is", _s.bound, "collectives after matmuls: max(compute, "
                      "HBM) + communication"),
@@ -1653,6 +1665,7 @@ def _(
     train_overlap,
     train_path,
     train_steps,
+    units,
 ):
     mo.stop(train_error is not None)
     train_now = train_steps[train_overlap.value]
@@ -1662,18 +1675,18 @@ def _(
             + ("node's link" if _p.binding_level("all-reduce", _a) == "link"
                else "NICs between nodes"))
     style.metric_cards([
-        style.Metric("forward + backward", style.format_seconds(_s.t_compute),
+        style.Metric("forward + backward", units.format_seconds(_s.t_compute),
                      f"6 × {_s.params / 1e9:.2f} B params × {_s.tokens_per_chip:,} tokens / π; "
-                     f"backward {style.format_seconds(_s.t_bwd)}"),
-        style.Metric("gradient all-reduce", style.format_seconds(_s.t_comm),
+                     f"backward {units.format_seconds(_s.t_bwd)}"),
+        style.Metric("gradient all-reduce", units.format_seconds(_s.t_comm),
                      f"{_s.n} GPUs: {_how}",
                      "communication-bound" if _s.comm_bound else None),
-        style.Metric("step", style.format_seconds(_s.t_step),
+        style.Metric("step", units.format_seconds(_s.t_step),
                      ("overlapped: fwd + max(bwd, all-reduce)" if _s.overlap
                       else "no overlap: the sum")
                      + f"; GPUs compute {_s.compute_fraction:.0%} of the time",
                      "danger" if _s.compute_fraction < 0.5 else "ok"),
-        style.Metric("waiting for the all-reduce", style.format_seconds(_s.t_exposed),
+        style.Metric("waiting for the all-reduce", units.format_seconds(_s.t_exposed),
                      "per step: " + ("max(0, all-reduce − backward)" if _s.overlap
                                      else "all of it (no overlap)"),
                      "communication-bound" if _s.t_exposed > 0 else None),

@@ -10,6 +10,7 @@ def _():
 
     from labs.core import (figures, hardware, live, measure, quiz, reveal, roofline, style,
                            tiny_models)
+    from labs.core import units
     from labs.core.physics import misconceptions
 
     LAB_ID = "lab07"
@@ -101,6 +102,7 @@ def _():
         roofline,
         style,
         tiny_models,
+        units,
     )
 
 
@@ -583,6 +585,7 @@ def _(
     memory_share_prediction,
     mo,
     style,
+    units,
 ):
     _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -592,7 +595,7 @@ def _(
     _t = decode_predicted[SCENARIO["small_batch"]]
     predicted_small_figure = figures.bar_figure(
         list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
-        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
+        annotations=[f"{units.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
         title=f"The roofline's answer: one decode step at batch {SCENARIO['small_batch']} on the "
               f"{hardware.get(device_picker.value).name}")
     mo.vstack([predicted_small_figure, mo.md(
@@ -682,6 +685,7 @@ def _(
     memory_share_prediction,
     mo,
     style,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -690,17 +694,17 @@ def _(
     _caveat = _p.op_time_caveat
     mo.vstack([
         style.metric_cards([
-            ("Measured step", style.format_seconds(_p.forward_s),
+            ("Measured step", units.format_seconds(_p.forward_s),
              f"median of the whole pass ({_p.threads} CPU thread(s))" if _p.threads else
              "median of the whole pass (GPU)"),
-            ("Sum of operators", style.format_seconds(_p.op_sum_s),
+            ("Sum of operators", units.format_seconds(_p.op_sum_s),
              f"{len(_p.rows)} aten calls ({_p.kernel_calls} not views), median of "
              f"{_p.reps} profiled passes"),
-            style.Metric("Overhead", style.format_seconds(_p.overhead_s),
+            style.Metric("Overhead", units.format_seconds(_p.overhead_s),
                          "cannot be told apart from the operators here (see the note)"
                          if _caveat else "the step minus its operators: Python, dispatch",
                          "overhead-bound"),
-            ("Roofline bound", style.format_seconds(_p.bound_s),
+            ("Roofline bound", units.format_seconds(_p.bound_s),
              f"sum of max(FLOPs/peak, bytes/BW) on {_p.roofline}"),
         ]),
         *([mo.callout(mo.md(_caveat), kind="warn")] if _caveat else []),
@@ -844,6 +848,7 @@ def _(
     memory_share_prediction,
     mo,
     style,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -852,7 +857,7 @@ def _(
     _t = decode_predicted[SCENARIO["large_batch"]]
     predicted_large_figure = figures.bar_figure(
         list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
-        annotations=[f"{style.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
+        annotations=[f"{units.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
         title=f"The roofline's answer: one decode step at batch {SCENARIO['large_batch']} on the "
               f"{hardware.get(device_picker.value).name}")
     predicted_large_figure
@@ -1286,6 +1291,7 @@ def _(
     mo,
     style,
     tiny_models,
+    units,
 ):
     _block, _phase = case_picker.value  # made behind the "operators" gate
     case_terms = tiny_models.memory_terms(
@@ -1293,7 +1299,7 @@ def _(
         precision=SCENARIO["precision"], attention=case_attention.value, block=_block)
     _free = measure.host_memory_bytes()  # this machine's RAM, read without torch
     _need = (f"**Memory this run needs**, before anything is allocated: "
-             f"{style.format_bytes(sum(case_terms.values()))} (weights, KV cache, activations). "
+             f"{units.format_bytes(sum(case_terms.values()))} (weights, KV cache, activations). "
              "The run button checks it against the free memory of the device it runs on (the "
              "GPU's, if torch sees one) and refuses what does not fit.")
     mo.vstack([mo.md(_need), figures.memory_budget_figure(
@@ -1425,15 +1431,16 @@ def _(
     memory_share_prediction,
     mo,
     style,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
                              best_predicted_prediction) is not None)
     _show = [{"operator": r["name"], "module": r["module"], "shapes": r["shapes"],
-              "predicted (bound)": style.format_seconds(r["bound_s"]) if r["bound_s"] else "—",
-              "measured": style.format_seconds(r["measured_s"]),
+              "predicted (bound)": units.format_seconds(r["bound_s"]) if r["bound_s"] else "—",
+              "measured": units.format_seconds(r["measured_s"]),
               "error %": round(r["error_pct"]) if r["error_pct"] is not None else "—",
-              "lost": style.format_seconds(r["lost_s"]), "regime": r["regime"]}
+              "lost": units.format_seconds(r["lost_s"]), "regime": r["regime"]}
              for r in case_profile.lost_time(25)]
     case_table = mo.ui.table(_show, selection=None, show_download=False,
                              label="The 25 operators that lose the most time (measured − bound)")
@@ -1789,6 +1796,7 @@ def _(
     mo,
     style,
     tiny_models,
+    units,
 ):
     mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1797,9 +1805,9 @@ def _(
     _pred = (change_predicted or {}).get(_c)
     _pred_launch = (change_with_launches or {}).get(_c)
     _cards = style.metric_cards([
-        ("Before", style.format_seconds(change_result["old_s"]),
+        ("Before", units.format_seconds(change_result["old_s"]),
          f"measured step, {change_result['threads'] or 'all'} CPU thread(s)"),
-        ("After", style.format_seconds(change_result["new_s"]), tiny_models.CHANGES[_c]),
+        ("After", units.format_seconds(change_result["new_s"]), tiny_models.CHANGES[_c]),
         ("Measured new / old", f"{change_result['ratio']:.3g}×",
          "this machine, both steps timed in alternation" + (
              f"; rounds agree within {change_result['spread']:.2f}×"
@@ -1808,7 +1816,7 @@ def _(
          "spec sheet picked above"),
         ("Roofline + launches", f"{_pred_launch:.3g}×" if _pred_launch else "not modelled",
          "5 µs per kernel added"),
-    ] + ([("Compile time", style.format_seconds(change_result["compile_s"]), "first call")]
+    ] + ([("Compile time", units.format_seconds(change_result["compile_s"]), "first call")]
          if _c == "compile" else []))
     _figs = []
     if change_result["profiles"]:

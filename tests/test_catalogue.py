@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.core import catalogue
+from labs.core import catalogue, quiz
 from notebook_support import load_app
 
 LAB_FILES = sorted(catalogue.LABS_DIR.glob(catalogue.LAB_GLOB))
@@ -34,13 +34,13 @@ def test_catalogue_equals_what_the_lab_shows(path, env):
     bounds and options. Holds for any lab, including ones added later."""
     _, defs = load_app(path, f"catalogue_{path.stem}").run()
     forms = sorted((v for v in defs.values()
-                    if "question" in (getattr(v, "roofline_item", None) or {})),
-                   key=lambda f: catalogue.item(f.roofline_item["item_id"]).position)
+                    if isinstance(v, quiz.PredictionForm) and v.question),
+                   key=lambda f: catalogue.item(f.item_id).position)
     entry = catalogue.lab(defs["LAB_ID"])
-    assert [f.roofline_item["item_id"] for f in forms] == entry.item_ids
+    assert [f.item_id for f in forms] == entry.item_ids
     for form, item in zip(forms, entry.items):
-        h = form.roofline_item["handler"]
-        assert form.roofline_item["question"] == item.question
+        h = form.handler
+        assert form.question == item.question
         assert (h.answer_type, h.units) == (item.kind, item.units)
         if item.kind == "numeric":
             assert (h.lo, h.hi, h.steps is not None) == (item.lo, item.hi, item.log_scale)

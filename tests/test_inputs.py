@@ -276,7 +276,7 @@ def _handler(env, **kwargs):
     locked: list = []
     form = quiz.numeric_form(lab, "lab99.x", question="q", locked=None, on_lock=locked.append,
                              **kwargs)
-    return form, form.roofline_item["handler"], locked
+    return form, form.handler, locked
 
 
 def _raw(answer):
@@ -347,7 +347,7 @@ def test_integer_prediction_forms_refuse_fractions(env):
     locked = []
     form = quiz.numeric_form(lab, "lab99.batch", question="q", units="sequences", lo=1,
                              hi=1000, integer=True, locked=None, on_lock=locked.append)
-    handler = form.roofline_item["handler"]
+    handler = form.handler
     assert isinstance(handler, LockHandler)
     raw = {"answer": "12.5", "confidence": "3", "reason": "r"}
     assert "not a whole number of sequences" in handler.validate(raw)
@@ -357,7 +357,7 @@ def test_integer_prediction_forms_refuse_fractions(env):
     assert [p.value for p in locked] == [52]
     free = quiz.numeric_form(lab, "lab99.ratio", question="q", units="×", lo=0.1, hi=10,
                              locked=None, on_lock=locked.append)
-    assert free.roofline_item["handler"].validate(
+    assert free.handler.validate(
         {"answer": "2.5", "confidence": "3", "reason": "r"}) is None
 
 

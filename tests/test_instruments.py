@@ -150,7 +150,7 @@ def _widgets(lab: LabUnderTest, defs: dict) -> dict:
     """Widgets a student moves (not the prediction and explain forms)."""
     out = {}
     for name, value in defs.items():
-        if getattr(value, "roofline_item", None) or name.startswith("_"):
+        if isinstance(value, quiz.PredictionForm) or name.startswith("_"):
             continue
         if sample_settings(value):
             out[name] = value
@@ -202,7 +202,7 @@ def _holds_state(lab: LabUnderTest, cid, defs: dict) -> bool:
 def _is_widget(value) -> bool:
     from marimo._plugins.ui._core.ui_element import UIElement
 
-    return isinstance(value, UIElement) and not getattr(value, "roofline_item", None)
+    return isinstance(value, UIElement)
 
 
 def test_locking_a_prediction_re_runs_no_measurement_it_does_not_answer(lab):

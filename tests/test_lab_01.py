@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import formulas, measure, quiz, roofline
+from labs.core import formulas, measure, quiz, roofline, units
 from labs.core.measure import live
 from notebook_support import choice, export_page, load_app, visible_text
 
@@ -143,7 +143,7 @@ def test_part_1_shows_priyas_gemm_whatever_the_sliders_and_precision(env, app):
         assert defs["scenario_cost"].ai == pytest.approx(formulas.gemm(16, 8192, 8192).ai)
         text = " ".join(visible_text(o) for o in outputs if o is not None)
         for ai in (batched, fp8):
-            assert f"{quiz.format_value(ai)} FLOP/B" not in text, (precision, ai)
+            assert f"{units.format_value(ai)} FLOP/B" not in text, (precision, ai)
         assert "gemm_cost" not in defs and "levers" not in defs
 
 
@@ -375,8 +375,8 @@ def test_lever_chart_opens_on_the_question_and_agrees_with_the_verdict(env, lab1
     (note,) = [a.text for a in defs["levers_figure"].layout.annotations
                if "Part 1" in (a.text or "")]
     note = html.unescape(note.replace("<br>", " "))
-    assert f"{quiz.format_value(defs['levers'][0].ai)} FLOP/B today" in note
-    assert f"Part 1's {quiz.format_value(formulas.gemm(16, 8192, 8192).ai)} FLOP/B" in note
+    assert f"{units.format_value(defs['levers'][0].ai)} FLOP/B today" in note
+    assert f"Part 1's {units.format_value(formulas.gemm(16, 8192, 8192).ai)} FLOP/B" in note
     results = {e["item_id"]: e["payload"] for e in defs["lab"].events(kind="result")}
     assert results["lab01.levers"]["actual"] == best.name  # chart and verdict: one answer
 
@@ -413,7 +413,7 @@ def test_the_answer_paths_new_students_found_stay_closed(env, app):
                    "h100-sxm"):
         text, defs = _shown(app, first_three, device_picker=device, m_slider=256,
                             n_slider=8192, k_slider=8192)
-        assert f"{quiz.format_value(ai)} FLOP/B" not in text, device
+        assert f"{units.format_value(ai)} FLOP/B" not in text, device
         assert "overlay_cost" not in defs and "gemm_cost" not in defs
     # what Prediction 1's reflection asks does not point at Prediction 2's lever (a slider)
     text, _ = _shown(app, {"which_roof_prediction": PREDICTIONS["which_roof_prediction"]})
@@ -456,7 +456,7 @@ def test_prediction_3_takes_each_wrong_models_own_answer_and_grades_it_wrong(env
     _, defs = app.run()
     reference = defs["crossover_prediction"].value  # the instructor copy's reference answer
     assert reference == round(roofline.gemm_crossover_n("h100-sxm", "bf16"))
-    handler = defs["crossover_form"].roofline_item["handler"]
+    handler = defs["crossover_form"].handler
     assert handler.steps is None  # a text box: no opening value to lock untouched
     band = misconceptions.band("lab01.crossover_n")
     monkeypatch.delenv("ROOFLINE_REVEAL")

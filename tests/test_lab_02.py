@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import models, quiz, serving, style
+from labs.core import models, quiz, serving, style, units
 from notebook_support import export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_02_design_challenge.py"
@@ -96,7 +96,7 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert defs["design_compute"] == "bf16"
     text = _texts(outputs)
     assert f"{1 / dec.seconds:,.1f} tokens/s" in text
-    assert style.format_seconds(pre.seconds) in text and "causal attention" in text
+    assert units.format_seconds(pre.seconds) in text and "causal attention" in text
     # one point per op of the layer, at core's AI; ridge named with its precision
     ops = models.roofline_ops("llama-3-8b", "decode", **kw)
     pts = next(t for t in defs["decode_roofline"].data if t.name == "predicted points")
@@ -449,7 +449,7 @@ def test_part_1_gives_no_kv_cache_bytes_until_prediction_2_is_locked(env, app):
     85.9 GB and the weights on Sam's card, Prediction 2 was one division away. The bytes join
     the hovers, and the KV cache's formula is shown, once Prediction 2 is locked."""
     kv_layer = models.get("llama-3-8b").kv_bytes_per_token("bf16") * 4096 / 32
-    assert style.format_bytes(kv_layer) == "16.8 MB"
+    assert units.format_bytes(kv_layer) == "16.8 MB"
     only_p1 = {"dominant_prediction": PREDICTIONS["dominant_prediction"], "oom_prediction": None}
     outputs, defs = app.run(defs=only_p1)
     text = _texts(outputs)

@@ -14,6 +14,7 @@ from labs.core import formulas
 from labs.core import hardware
 from labs.core import quiz
 from labs.core import roofline
+from labs.core import units
 from labs.core import style
 from labs.lab_04_fusion import app
 from notebook_support import cell_cpu_seconds, cells_that_only_show, export_page
@@ -284,10 +285,10 @@ def test_the_questions_ask_for_the_models_number():
     # what the byte count needs (the mask's byte, the skip: a tensor of its own, which a fused
     # kernel reads too; in a pre-LN reading it is the LayerNorm's input and costs nothing)
     _, defs = app.run()
-    p1 = defs["speedup_form"].roofline_item["question"]
+    p1 = defs["speedup_form"].question
     assert "ideal speedup" in p1 and "1-byte mask" in p1
     assert "skip (residual) tensor" in p1 and "a tensor of its own, not the LayerNorm's input" in p1
-    p3 = defs["oom_form"].roofline_item["question"]
+    p3 = defs["oom_form"].question
     assert "at most" in p3 and "softmax in place" in p3
 
 
@@ -413,7 +414,7 @@ def test_the_roofline_of_each_level_is_the_same_at_any_batch_and_heads():
     assert one.attainable_tflops == pytest.approx(full.attainable_tflops)
     _, narrow = run()
     assert wide["hierarchy_figure"].to_dict() == narrow["hierarchy_figure"].to_dict()
-    assert style.format_bytes(full.hbm_bytes) in text(wide["tile_status"])
+    assert units.format_bytes(full.hbm_bytes) in text(wide["tile_status"])
 
 
 # --- the ledger -----------------------------------------------------------------------------
@@ -573,7 +574,7 @@ def test_prediction_1_asks_two_figures_reads_a_fraction_and_grades_the_slips_wro
     question = _all_text(outputs).split("Prediction 1.")[1].split("Lock prediction")[0]
     assert "two significant figures" in question
     assert "recomputes everything else" in question
-    handler = defs["speedup_form"].roofline_item["handler"]
+    handler = defs["speedup_form"].handler
     band = misconceptions.band("lab04.fusion_speedup")
     for typed, right in [("19/7", True), ("2.7", True), ("3", False), ("4", False)]:
         locked, error = handler.check({"answer": typed, "confidence": 3, "reason": "bytes"})

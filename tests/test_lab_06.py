@@ -607,7 +607,7 @@ def test_no_doubled_parentheses_anywhere_in_the_lab(env, app):
 def test_a_fraction_typed_into_a_count_is_refused_as_typed(env, app, typed):
     # "1,235 is not a whole number" for 1234.5: the message must show what was typed
     _, defs = app.run()
-    handler = defs["shard_slow_form"].roofline_item["handler"]
+    handler = defs["shard_slow_form"].handler
     message = handler.validate({"answer": typed, "confidence": "3", "reason": "r"})
     assert message.startswith(f"{typed} is not a whole number of elements")
 

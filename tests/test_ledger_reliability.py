@@ -100,7 +100,7 @@ def test_the_folder_form_refuses_before_anything_changes(student):
     lab = _session(student / "a")
     lab.commit(_pred("x", 7))
     lab.status()
-    [folder_form] = [w for w in lab._widgets if "folder" in getattr(w, "element", {}).value]
+    [folder_form] = [w for w in lab.widgets if "folder" in getattr(w, "element", {}).value]
     message = folder_form.validate({"folder": str(student / "c")})
     assert message and "lab01.x: 7 here, 1 there" in message
     assert folder_form.validate({"folder": str(student / "empty")}) is None

@@ -23,9 +23,9 @@ def test_no_log_slider_opens_on_an_answer_graded_correct(lab_file, env, monkeypa
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     _, defs = load_app(lab_file, f"_{lab_file.stem}_forms").run()
     values = [defs[name] for name in defs]
-    starts = {v.roofline_item["item_id"]: v.roofline_item["handler"].start
-              for v in values if hasattr(v, "roofline_item")
-              and getattr(v.roofline_item["handler"], "start", None) is not None}
+    starts = {v.item_id: v.handler.start
+              for v in values if isinstance(v, quiz.PredictionForm)
+              and getattr(v.handler, "start", None) is not None}
     references = {v.item_id: v.value for v in values
                   if isinstance(v, quiz.Prediction) and v.reference}
     for item, start in starts.items():

@@ -8,12 +8,14 @@ import os
 import sys
 from pathlib import Path
 
+import marimo as mo
 import pytest
 from isolation_support import (CHROMIUM_ARGS, CHROMIUM_CANDIDATES, browser_required,
                                chromium_path)
 
 from labs.core import ledger
 from labs.core import quiz
+from labs.core import units
 from labs.core.course.quiz import explain as quiz_explain
 from labs.core.course.quiz import lock as quiz_lock
 
@@ -70,10 +72,10 @@ def test_lock_then_reload_restores_the_lock_from_the_ledger(env, app):
     restored = again["bw_prediction"]
     assert restored == locked  # same value, confidence, reason, timestamp
     assert again["measured_bw"] == 2000.0  # the gate opened
-    args = again["bw_form"]._args.args
+    args = again["bw_form"].form._args.args
     assert args["submit-button-disabled"] is True
     for name in ("answer", "confidence", "reason"):
-        assert again["bw_form"].element[name]._args.args["disabled"] is True
+        assert again["bw_form"].form.element[name]._args.args["disabled"] is True
     # the reveal recorded what the instrument showed, once
     results = again["lab"].events("locklab.bandwidth", "result")
     assert [r["payload"]["actual"] for r in results] == [2000.0]
@@ -118,7 +120,7 @@ def test_choice_lock_and_compare(env, app):
 def test_bad_submissions_give_a_message_and_record_nothing(env, app, values, message):
     _, defs = app.run()
     form = defs["bw_form"]
-    handler = form.roofline_item["handler"]
+    handler = form.handler
     raw = {"answer": values["answer"], "reason": values["reason"],
            "confidence": next((k for k, v in quiz.CONFIDENCE_OPTIONS.items()
                                if v == values["confidence"]), None)}
@@ -138,13 +140,13 @@ def test_defs_override_opens_and_closes_the_gate(env, app):
 def test_explain_form_records_observe_and_explain_and_prefills(env, app):
     _, defs = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
     form = defs["bw_explain"]
-    assert form.roofline_item["handler"].check({"observe": "", "explain": "x"})
+    assert form.handler.check({"observe": "", "explain": "x"})
     quiz.simulate_submit(form, observe="2000 GB/s", explain="copy is memory-bound <script>")
     evs = [e for e in defs["lab"].events("locklab.bandwidth") if e["kind"] != "result"]
     assert [e["kind"] for e in evs] == ["observe", "explain"]
     assert evs[1]["payload"]["text"] == "copy is memory-bound <script>"
     _, again = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
-    assert again["bw_explain"].element["explain"].value == "copy is memory-bound <script>"
+    assert again["bw_explain"].form.element["explain"].value == "copy is memory-bound <script>"
 
 
 # --- feedback on actions ----------------------------------------------
@@ -154,26 +156,26 @@ def test_saving_an_explanation_says_saved_with_the_time_at_once(env, app, monkey
     monkeypatch.setattr(quiz_explain.mo.output, "replace", shown.append)
     _, defs = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
     form = defs["bw_explain"]
-    assert "Saved" not in form._args.label  # nothing saved yet
+    assert "Saved" not in form.form._args.label  # nothing saved yet
     quiz.simulate_submit(form, observe="2000 GB/s", explain="the copy is memory-bound")
-    handler = form.roofline_item["handler"]
+    handler = form.handler
     saved = defs["lab"].events("locklab.bandwidth", "explain")[-1]
     hhmmss = saved["ts"][11:19]
     assert handler.feedback.startswith("Saved ✓ at " + hhmmss) and "in your ledger" in \
         handler.feedback
     # the form is replaced in place (no reload): pre-filled, labelled with what happened
     [view] = shown
-    assert hhmmss in view._args.label and view.element["explain"].value == (
+    assert hhmmss in view.form._args.label and view.form.element["explain"].value == (
         "the copy is memory-bound")
     # the same texts again: nothing new is written, and it says so
     n = len(defs["lab"].events())
     quiz.simulate_submit(view, observe="2000 GB/s", explain="the copy is memory-bound")
     assert len(defs["lab"].events()) == n
-    assert view.roofline_item["handler"].feedback.startswith("No change since your last save")
-    assert shown[-1]._args.label.startswith("No change")
+    assert view.handler.feedback.startswith("No change since your last save")
+    assert shown[-1].form._args.label.startswith("No change")
     # a reload shows when it was saved
     _, again = app.run(defs={"bw_prediction": quiz.Prediction("locklab.bandwidth", 1000)})
-    assert again["bw_explain"]._args.label.startswith("Saved ✓ at " + hhmmss)
+    assert again["bw_explain"].form._args.label.startswith("Saved ✓ at " + hhmmss)
 
 
 def test_saving_in_memory_mode_says_where_it_went(env, monkeypatch):
@@ -182,7 +184,7 @@ def test_saving_in_memory_mode_says_where_it_went(env, monkeypatch):
     lab = quiz.LabSession("locklab", str(LAB_FILE))
     form = quiz.explain_form(lab, "locklab.x", observe_label="o", explain_label="e")
     quiz.simulate_submit(form, observe="seen it", explain="because of bytes")
-    assert "in memory only: download your ledger" in form.roofline_item["handler"].feedback
+    assert "in memory only: download your ledger" in form.handler.feedback
     quiz.MEMORY_LEDGERS.clear()
 
 
@@ -215,13 +217,72 @@ def lab(env):
 def test_locked_card_escapes_student_text(lab):
     form = quiz.numeric_form(lab, "locklab.x", question="How fast?", units="GB/s", lo=1,
                              hi=10, locked=None, on_lock=lambda p: None)
-    assert quiz.prediction_panel(form, None) is form
+    assert quiz.prediction_panel(form, None) is form.form
     pred = quiz.Prediction("locklab.x", 3, units="GB/s", confidence=2,
                            reason='<img src=x onerror="alert(1)">', timestamp=ledger.utc_now())
     assert "marimo-callout" in _html(quiz.prediction_panel(form, pred))
     text = quiz.locked_card_html(pred)
     assert "<img" not in text and "&lt;img" in text and "3 GB/s" in text
     assert "confidence 2/5" in text and "Locked 20" in text
+
+
+def test_a_prediction_form_is_typed_and_leaves_marimo_s_object_alone(lab):
+    """The item, question and handler are fields of a PredictionForm, not attributes set on
+    marimo's form; a headless submission goes through the handler, never marimo's private
+    form._update."""
+    got = []
+    form = quiz.numeric_form(lab, "locklab.x", question="How fast?", units="GB/s", lo=1,
+                             hi=10, locked=None, on_lock=got.append)
+    assert isinstance(form, quiz.PredictionForm)
+    assert (form.item_id, form.question, form.handler.units) == ("locklab.x", "How fast?", "GB/s")
+    assert isinstance(form.form, mo.ui.form) and not hasattr(form.form, "roofline_item")
+    assert form._mime_() == form.form._mime_()  # shown in a cell, it draws as its form
+    assert form.text == form.form.text
+
+    def private_update(value):
+        raise AssertionError("simulate_submit called marimo's private form._update")
+
+    form.form._update = private_update
+    quiz.simulate_submit(form, answer=3, confidence=2, reason="HBM bound")
+    assert [p.value for p in got] == [3] and _kinds(lab, "locklab.x") == ["predict", "unlock"]
+    choice = quiz.choice_form(lab, "locklab.r", question="Which?", options={"a": 1, "b": 2},
+                              locked=None, on_lock=got.append)
+    assert (choice.item_id, choice.question, choice.handler.options) == (
+        "locklab.r", "Which?", {"a": 1, "b": 2})
+    with pytest.raises(ValueError, match="numeric_form or quiz.choice_form"):
+        quiz.prediction_panel(form.form, None)
+
+
+def test_no_core_code_calls_marimo_s_private_update():
+    root = Path(__file__).resolve().parents[1] / "labs" / "core"
+    callers = [str(p.relative_to(root)) for p in root.rglob("*.py") if "._update(" in p.read_text()]
+    assert callers == []
+
+
+def test_the_session_s_public_methods(lab):
+    assert lab.check_item("locklab.x") == "locklab.x"
+    with pytest.raises(ValueError, match="locklab.<item>"):
+        lab.check_item("other.x")
+    first = lab.record_result("locklab.x", {"actual": 3})
+    assert first is not None and first["kind"] == "result"
+    assert lab.record_result("locklab.x", {"actual": 3}) is None  # the same reading: once
+    assert lab.record_result("locklab.x", {"actual": 4}) is not None
+    again = quiz.LabSession("locklab", str(LAB_FILE))  # a reload reads the last one recorded
+    assert again.record_result("locklab.x", {"actual": 4}) is None
+    widget = mo.ui.text()
+    assert lab.keep_widget(widget) is widget and lab.widgets[-1] is widget
+    lab.forget_widgets()
+    assert lab.widgets == ()
+
+
+def test_events_before_a_student_id_are_counted(tmp_path, monkeypatch):
+    monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledger"))
+    monkeypatch.delenv(ledger.ENV_STUDENT_ID, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    lab = quiz.LabSession("locklab", str(LAB_FILE))
+    assert lab.student_id is None and lab.pending_count == 0
+    lab.record("observe", "locklab.x", {"text": "flat"})
+    assert lab.pending_count == 1
 
 
 @pytest.mark.parametrize("pred, actual, expect, kind", [
@@ -254,7 +315,7 @@ def test_the_lock_refuses_a_confidence_outside_one_to_five_however_it_arrives(la
     """The form offers 1-5; a value that arrives another way (0, 6, true) is refused too."""
     form = quiz.numeric_form(lab, "locklab.x", question="q", units="", lo=1, hi=1000,
                              locked=None, on_lock=lambda p: None)
-    handler = form.roofline_item["handler"]
+    handler = form.handler
     for conf in (0, 6, True, None, "3"):
         prediction, message = handler.check({"answer": "100", "confidence": conf, "reason": "r"})
         assert prediction is None and "confident" in message, conf
@@ -306,7 +367,7 @@ def test_log_scale_slider_locks_a_round_number(lab):
     got = []
     form = quiz.numeric_form(lab, "locklab.n", question="q", units="tokens", lo=1, hi=1e6,
                              locked=None, on_lock=got.append, log_scale=True)
-    steps = form.roofline_item["handler"].steps
+    steps = form.handler.steps
     assert steps[0] == 1 and steps[-1] == 1_000_000 and 300 in steps and 150_000 in steps
     quiz.simulate_submit(form, answer=300, confidence=3, reason="guess")
     assert got[0].value == 300 and lab.first_prediction("locklab.n").value == 300
@@ -319,7 +380,7 @@ def test_a_slider_form_reads_only_an_index_of_its_own_steps(lab, answer):
     got = []
     form = quiz.numeric_form(lab, "locklab.n", question="q", units="tokens", lo=1, hi=1e6,
                              locked=None, on_lock=got.append, log_scale=True)
-    handler = form.roofline_item["handler"]
+    handler = form.handler
     answer = len(handler.steps) if answer == "past the end" else answer
     raw = {"answer": answer, "confidence": "3", "reason": "r"}
     assert handler.validate(raw) == quiz_lock.MOVE_SLIDER
@@ -338,7 +399,7 @@ def test_number_parsing_and_formatting():
         "300,000,000") / 1000 == 300000.0
     assert quiz.parse_number("inf") is None and quiz.parse_number("1e999") is None
     assert quiz.parse_number(True) is None and quiz.parse_number("") is None
-    assert [quiz.format_value(v) for v in (300000, 295.4, 0.01234, 1.5, 2e10, 0)] == [
+    assert [units.format_value(v) for v in (300000, 295.4, 0.01234, 1.5, 2e10, 0)] == [
         "300,000", "295", "0.0123", "1.5", "2e+10", "0"]
 
 

@@ -78,7 +78,7 @@ def test_instructor_copy_form_and_comparison_name_the_reference(monkeypatch, env
     form = quiz.numeric_form(lab, "lab01.crossover_n", question="Above which N?", units="",
                              lo=10, hi=100_000, log_scale=True, locked=None,
                              on_lock=lambda p: None)
-    assert quiz.prediction_panel(form, None) is form  # a student copy: the form
+    assert quiz.prediction_panel(form, None) is form.form  # a student copy: the form
     monkeypatch.setenv("ROOFLINE_REVEAL", "1")
     panel = _text(quiz.prediction_panel(form, None))
     assert "Above which N?" in panel and "Instructor copy" in panel

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from labs.core import hardware, style, tokens
+from labs.core import hardware, style, tokens, units
 
 XSS = '<script>alert("x")</script> & <b>bold</b>'
 
@@ -169,10 +169,10 @@ def test_template_registered_and_default_and_transparent():
 
 
 def test_format_bytes_uses_decimal_units():
-    assert tokens.format_bytes(80e9) == "80.0 GB"
-    assert tokens.format_bytes(512e6) == "512 MB"
-    assert tokens.format_bytes(0) == "0 B"
-    assert tokens.format_bytes(1.5e12) == "1.5 TB"
+    assert units.format_bytes(80e9) == "80.0 GB"
+    assert units.format_bytes(512e6) == "512 MB"
+    assert units.format_bytes(0) == "0 B"
+    assert units.format_bytes(1.5e12) == "1.5 TB"
 
 
 # --- components: escaping -------------------------------------------------------------------

@@ -32,10 +32,55 @@ def test_error_message_drops_keyerror_quotes():
     assert units.error_message(ValueError()) == ""
 
 
-def test_one_implementation_reexported():
-    assert quiz.format_value is units.format_value
-    assert tokens.format_bytes is units.format_bytes is style.format_bytes
-    assert style.format_seconds is units.format_seconds
+def test_units_is_the_one_formatter():
+    """Numbers are written by physics.units alone: no second formatter, no re-export."""
+    from labs.core.ui.figures import base
+    for module in (quiz, style, tokens):
+        for name in ("format_value", "format_bytes", "format_seconds", "format_flops",
+                     "rate_unit", "intensity_unit"):
+            assert not hasattr(module, name), (module.__name__, name)
+    assert not hasattr(base, "short_number")
+
+
+def test_a_card_and_a_hover_show_a_value_the_same_way():
+    """0.01234 was "0.0123" on a card and "0.012" in a hover (a second formatter)."""
+    from labs.core import figures, hardware
+    from labs.core.ui.figures import base, charts
+    card = style.metric_cards([("AI", f"{units.format_value(0.01234)} FLOP/B", "")]).text
+    assert "0.0123 FLOP/B" in card
+    fig = figures.roofline_figure([(hardware.get("h100-sxm"), "fp16")],
+                                  [figures.Point("tiny", 0.01234)])
+    hovers = [t.hovertext for t in fig.data if t.hovertext is not None]
+    assert any("AI = 0.0123 FLOP/B" in str(h) for h in hovers), hovers
+    assert not any("0.012 " in str(h) for h in hovers)
+    bars = charts.bar_figure(["a", "b"], [0.01234, -0.01234], yaxis_title="x")
+    assert list(bars.data[0].text) == ["0.0123", "-0.0123"]
+    # the bar's hover shows the value as its label does (not plotly's own %{y:.4g})
+    assert list(bars.data[0].hovertext) == ["0.0123", "-0.0123"]
+    assert "%{hovertext}" in bars.data[0].hovertemplate and "%{y" not in bars.data[0].hovertemplate
+    assert base.ridge_label("fp16", 0.01234) == "ridge (fp16, dense) = 0.0123 FLOP/B"
+
+
+@pytest.mark.parametrize("value,text", [
+    (300000, "300,000"), (295.4, "295"), (0.01234, "0.0123"), (1.5, "1.5"), (12.0, "12"),
+    (-0.01234, "-0.0123"), (2e10, "2e+10"), (1.234e-5, "1.23e-05"), (0, "0"),
+])
+def test_format_value_three_significant_figures(value, text):
+    assert units.format_value(value) == text
+
+
+def test_format_value_takes_numpy_numbers():
+    np = pytest.importorskip("numpy")
+    assert units.format_value(np.float32(0.5)) == "0.5"
+    assert units.format_value(np.int64(1000)) == "1,000"
+
+
+def test_format_value_more_significant_figures_on_request():
+    assert units.format_value(0.795, significant=4) == "0.795"
+    assert units.format_value(1234.5678, significant=6) == "1,234.57"
+    assert units.format_value(1.23456e-5, significant=4) == "1.235e-05"
+    with pytest.raises(ValueError, match="significant"):
+        units.format_value(1.0, significant=0)
 
 
 def test_error_callout_takes_the_exception():

@@ -14,6 +14,7 @@ from labs.core.physics import hardware
 from labs.core.physics import models
 from labs.core.physics import precision
 from labs.core.physics import roofline
+from labs.core.physics import units
 from labs.core.physics import weight_only as _weight_only
 from labs.core.physics._validate import finite_results, non_negative, positive, positive_int
 
@@ -84,7 +85,7 @@ class DesignCheck:
     def _fmt(self, v) -> str:
         if isinstance(v, str):
             return v
-        text = f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+        text = units.format_value(v)
         unit = self.unit[:-1] if v == 1 and self.unit in ("sequences", "tokens") else self.unit
         return f"{text} {unit}".strip()
 

@@ -28,9 +28,14 @@ def _real(name: str, value) -> float:
         raise ValueError(f"{name} is too large to show, got {shown(value)}") from None
 
 
-def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> str:
+def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None, *,
+                 significant: int = 3) -> str:
     """A number to 3 significant figures with thousands separators (``300,000``, ``0.0123``).
 
+    The one way every number a student reads is written: a card, a table, a figure's label and
+    its hover show the same value the same way. Whole digits are never dropped (``300,000``);
+    below 1e-3 or from 1e9 on, scientific notation (``1.23e-05``). ``significant`` asks for
+    more figures where two numbers must read apart (``0.795`` against ``0.8``).
     ``fmt`` overrides: a format spec (``",.0f"``) or a callable.
     """
     if callable(fmt):
@@ -43,7 +48,9 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> s
     if fmt is not None:
         raise ValueError(f"fmt must be a format spec such as ',.0f', a function or None, got "
                          f"{shown(fmt)}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(significant, bool) or not isinstance(significant, int) or significant < 1:
+        raise ValueError(f"significant must be a whole number >= 1, got {shown(significant)}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return str(value)
     v = float(value)
     if not math.isfinite(v):
@@ -52,10 +59,10 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None) -> s
         return "0"
     a = abs(v)
     if 1e-3 <= a < 1e9:
-        digits = max(0, 2 - math.floor(math.log10(a)))
+        digits = max(0, significant - 1 - math.floor(math.log10(a)))
         text = f"{round(v, digits):,.{digits}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
-    return f"{v:.3g}"
+    return f"{v:.{significant}g}"
 
 
 def format_bytes(n: float, *, binary: bool = False) -> str:

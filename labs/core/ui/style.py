@@ -37,28 +37,19 @@ from labs.core.ui.tokens import (  # noqa: F401  (re-exported: the style API)
     PRECISION_SYMBOL,
     REGIME_COLOR_KEY,
     TEMPLATE_NAME,
-    format_bytes,
     register_template,
     template,
     term_colors,
 )
-from labs.core.physics import units as _units
-from labs.core.physics.units import (  # noqa: F401  (re-exported: the style API)
-    format_flops,
-    format_seconds,
-    format_value,
-    intensity_unit,
-    rate_unit,
-)
+from labs.core.physics import units
 
 __all__ = [
     "BACKGROUNDS", "BORDER", "CELL_CHARS", "COLORS", "DEVICE_COLORS", "FG", "MUTED_FG", "Metric",
     "NumberBox", "PRECISION_COLORS", "PRECISION_DASH", "PRECISION_SYMBOL", "PRELOAD_CLASS",
     "REGIME_COLOR_KEY", "TEMPLATE_NAME", "TEXT_CHARS", "budget_summary", "comparison_callout",
     "devices_with", "dropdown_on", "error_callout", "error_message", "figure_with_note",
-    "format_bytes", "format_flops", "format_seconds", "format_value", "gate_notice",
-    "input_messages", "intensity_unit", "lab_header", "ledger_status", "math_peek",
-    "memory_budget_bar", "metric_cards", "notice_list", "plotly_preload", "rate_unit",
+    "gate_notice", "input_messages", "lab_header", "ledger_status", "math_peek",
+    "memory_budget_bar", "metric_cards", "notice_list", "plotly_preload",
     "regime_badge", "register_template", "scenario_card", "takeaways", "takeaways_gate",
     "template", "term_colors", "text_block", "text_cell", "text_table", "value_table"
 ]
@@ -277,11 +268,11 @@ def memory_budget_bar(terms: dict[str, float], capacity_bytes: float, *,
     segs, legend = [], []
     for (k, v), c in zip(t.items(), colors):
         w = 100 * v / scale
-        segs.append(f'<div title="{_t(k)}: {format_bytes(v)}" style="width:{w:.3f}%;'
+        segs.append(f'<div title="{_t(k)}: {units.format_bytes(v)}" style="width:{w:.3f}%;'
                     f'background:{c};border-right:1px solid var(--background,#fff)"></div>')
         legend.append(f'<span style="white-space:nowrap"><span style="display:inline-block;'
                       f'width:.75em;height:.75em;border-radius:2px;background:{c};'
-                      f'margin-right:.3em"></span>{_t(k)} {format_bytes(v)}</span>')
+                      f'margin-right:.3em"></span>{_t(k)} {units.format_bytes(v)}</span>')
     cap = 100 * capacity_bytes / scale
     over = ""
     if not s["fits"]:  # hatched overflow region: a pattern, not only a colour
@@ -293,13 +284,13 @@ def memory_budget_bar(terms: dict[str, float], capacity_bytes: float, *,
                                                                         "capacity")
     if s["fits"]:
         status = (f'<strong style="color:{COLORS["ok"]}">✓ Fits</strong>: '
-                  f'{format_bytes(s["total"])} of {format_bytes(capacity_bytes)}'
+                  f'{units.format_bytes(s["total"])} of {units.format_bytes(capacity_bytes)}'
                   f'{" usable" if usable else ""} ({pct}), '
-                  f'{format_bytes(s["free"])} free')
+                  f'{units.format_bytes(s["free"])} free')
     else:
         status = (f'<strong style="color:{COLORS["danger"]}">✗ Out of memory</strong>: needs '
-                  f'{format_bytes(s["total"])}, {has} {format_bytes(capacity_bytes)}: '
-                  f'{format_bytes(s["over"])} over ({pct}). '
+                  f'{units.format_bytes(s["total"])}, {has} {units.format_bytes(capacity_bytes)}: '
+                  f'{units.format_bytes(s["over"])} over ({pct}). '
                   f'<strong>{_t(s["crossing"])}</strong> is the term that crosses '
                   f'{"the usable memory" if usable else "capacity"}.')
     return mo.Html(
@@ -311,7 +302,7 @@ def memory_budget_bar(terms: dict[str, float], capacity_bytes: float, *,
         f'border-left:2px dashed {FG}"></div></div>'
         f'<div style="display:flex;flex-wrap:wrap;gap:.2em 1em;font-size:.82rem;margin-top:.3em">'
         + "".join(legend)
-        + f'<span style="color:{MUTED_FG}">┆ {cap_name} {format_bytes(capacity_bytes)}</span>'
+        + f'<span style="color:{MUTED_FG}">┆ {cap_name} {units.format_bytes(capacity_bytes)}</span>'
           f"</div></div>")
 
 
@@ -338,7 +329,7 @@ def error_message(exc: BaseException | str) -> str:
     """What a core ValueError/KeyError says, in a student's words: KeyError's quotes dropped
     and argument names left out (core's "no rate for precision='fp16'" reads "no rate for
     fp16"). A lab adds the way out that fits its widgets."""
-    text = _units.error_message(exc) if isinstance(exc, BaseException) else str(exc)
+    text = units.error_message(exc) if isinstance(exc, BaseException) else str(exc)
     return _ARGUMENT_VALUE.sub(lambda m: m.group(2), text)
 
 

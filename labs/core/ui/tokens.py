@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import copy
 
-from labs.core.physics.units import format_bytes  # noqa: F401  (re-exported)
-
 __all__ = [
     "BACKGROUNDS", "COLORS", "DEVICE_COLORS", "FONT_FAMILY", "HOVER_BG", "HOVER_TEXT", "PLOT_GRID",
     "PLOT_TEXT", "PRECISION_COLORS", "PRECISION_DASH", "PRECISION_SYMBOL", "REGIME_COLOR_KEY",
-    "TEMPLATE", "TEMPLATE_NAME", "TERM_COLORS", "build_template", "format_bytes",
+    "TEMPLATE", "TEMPLATE_NAME", "TERM_COLORS", "build_template",
     "register_template", "template", "term_colors"
 ]
 

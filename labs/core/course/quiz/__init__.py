@@ -44,6 +44,7 @@ from labs.core.course.quiz.instruments import (  # noqa: F401
 )
 from labs.core.course.quiz.lock import (  # noqa: F401
     LOCK_LABEL,
+    PredictionForm,
     choice_form,
     gate_notice,
     lock_state,
@@ -61,7 +62,6 @@ from labs.core.course.quiz.prediction import (  # noqa: F401
     Prediction,
     distinct_texts,
     first_prediction,
-    format_value,
     is_reasoned,
     parse_number,
     ratio_off,
@@ -79,8 +79,8 @@ from labs.core.course.quiz.session import (  # noqa: F401
 __all__ = [
     "choice_form", "compare", "CONFIDENCE_OPTIONS", "DIMENSIONS", "explain_form", "graded_reading",
     "recorded_comparison",
-    "first_prediction", "format_value", "gate_notice", "Instruments", "is_reasoned",
+    "first_prediction", "gate_notice", "Instruments", "is_reasoned",
     "LabSession", "ledger_settings", "lock_state", "locked_items", "log_steps", "numeric_form",
-    "parse_number", "Prediction", "prediction_panel", "ratio_off", "ratio_verdict",
+    "parse_number", "Prediction", "PredictionForm", "prediction_panel", "ratio_off", "ratio_verdict",
     "resolved_settings", "simulate_submit", "within_factor",
 ]

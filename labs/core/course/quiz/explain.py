@@ -13,12 +13,12 @@ from typing import Any, Callable
 import marimo as mo
 
 from labs.core.course import ledger as _ledger
-from labs.core.course.quiz.lock import gate_notice
+from labs.core.course.quiz.lock import PredictionForm, gate_notice
+from labs.core.physics.units import format_value
 from labs.core.course.quiz.prediction import (
     Prediction,
     with_units,
     distinct_texts,
-    format_value,
     holds_value,
     parse_number,
     ratio_off,
@@ -79,12 +79,7 @@ def compare(prediction: Prediction | None, actual: Any, *, units: str = "",
         result = {"actual": a, "units": units, "ratio": r}
     if lab is not None:  # record what this student's instrument showed, once per value
         item = prediction.item_id
-        if item not in lab._last_result:  # a reload must not record the same value again
-            earlier = lab.events(item, "result")
-            lab._last_result[item] = earlier[-1].get("payload") if earlier else None
-        if lab._last_result[item] != result:
-            lab._last_result[item] = result
-            lab.record("result", item, result)
+        lab.record_result(item, result)
         first = graded_reading(lab, item)
         if first is not None and first["actual"] != result["actual"]:
             shown_first = (format_value(first["actual"], fmt) if prediction.answer_type != "choice"
@@ -174,7 +169,7 @@ class _ExplainHandler:
             event = lab.record("explain", item, {"text": explain})
             self.feedback = saved_label(lab, event)
         view = explain_form(lab, item, **self.labels, _status=self.feedback)
-        lab._explain_views[item] = view
+        lab.keep_explain_view(item, view)
         mo.output.replace(view)  # a no-op outside a running notebook (headless tests)
 
 
@@ -195,12 +190,12 @@ def saved_label(lab: LabSession, event: dict | None) -> str:
 
 
 def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_label: str,
-                 _status: str | None = None):
+                 _status: str | None = None) -> PredictionForm:
     """Observe and explain: two text boxes; "Save" records an ``observe`` and an ``explain``
     event and says so at once ("Saved ✓ at <time>", or "No change" when the texts are the ones
     already saved). Pre-filled with the last saved texts, so a reload shows them (with the time
     of that save); saving again appends new events (nothing is overwritten)."""
-    lab._check_item(item_id)
+    lab.check_item(item_id)
     handler = _ExplainHandler(lab, item_id, {"observe_label": observe_label,
                                              "explain_label": explain_label})
     saved = lab.events(item_id, "explain")
@@ -217,5 +212,4 @@ def explain_form(lab: LabSession, item_id: str, *, observe_label: str, explain_l
     # marimo frames a form amber until it is submitted on this page, even when it holds the
     # texts already saved (after a reload): a saved form is drawn without the frame, so it
     # does not say "unsaved" next to "Saved ✓"; an unsaved one keeps marimo's amber card.
-    form.roofline_item = {"item_id": item_id, "handler": handler}
-    return form
+    return PredictionForm(form=form, item_id=item_id, handler=handler)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import marimo as mo
@@ -27,8 +28,9 @@ from labs.core.ui import style
 from labs.core.ui.numbers import as_stored, check_number, comma_reading, examples, plain
 
 __all__ = [
-    "LOCK_LABEL", "LockHandler", "MOVE_SLIDER", "choice_form", "gate_notice", "lock_state",
-    "locked_card_html", "log_steps", "numeric_form", "prediction_panel", "simulate_submit"
+    "LOCK_LABEL", "LockHandler", "MOVE_SLIDER", "PredictionForm", "choice_form", "gate_notice",
+    "lock_state", "locked_card_html", "log_steps", "numeric_form", "prediction_panel",
+    "simulate_submit"
 ]
 
 LOCK_LABEL = "Lock prediction"
@@ -65,6 +67,35 @@ def log_steps(lo: float, hi: float) -> list[float]:
             if lo < v < hi:
                 steps.add(v)
     return sorted(int(v) if v == int(v) and abs(v) < 2**53 else v for v in steps)
+
+
+@dataclass(frozen=True, eq=False)
+class PredictionForm:
+    """A quiz form: marimo's form and what the quiz needs beside it, as typed fields (nothing
+    is set on marimo's object). Shown in a cell, it draws as its form.
+
+    ``handler`` is what a submission goes through (a :class:`LockHandler` for a prediction,
+    the explain form's handler for observe-and-explain); ``question`` is empty for an
+    explain form."""
+
+    form: Any  # the mo.ui.form the student submits
+    item_id: str
+    handler: Any
+    question: str = ""
+
+    def _mime_(self) -> tuple[str, str]:
+        return self.form._mime_()
+
+    @property
+    def text(self) -> str:
+        """The form's HTML (as marimo's ``Html.text``): what a cell showing it renders."""
+        return self.form.text
+
+    def submit(self, raw: Any) -> None:
+        """Hand ``raw`` (what the browser sends) to the handler, as marimo's on_change does:
+        the same conversion (:meth:`LockHandler.from_frontend`), the same handler."""
+        convert = getattr(self.handler, "from_frontend", None)
+        self.handler(convert(raw) if convert is not None else raw)
 
 
 _OFF_SLIDER = object()  # from_frontend's answer when a slider form sent no index of a step
@@ -196,7 +227,7 @@ class LockHandler:
 
 
 def _prediction_form(handler: LockHandler, answer_element, question: str,
-                     locked: Prediction | None):
+                     locked: Prediction | None) -> PredictionForm:
     disabled = locked is not None
     confidence = mo.ui.radio(
         CONFIDENCE_OPTIONS, inline=True, disabled=disabled, label="Confidence",
@@ -210,15 +241,14 @@ def _prediction_form(handler: LockHandler, answer_element, question: str,
         submit_button_disabled=disabled, validate=handler.validate, on_change=handler,
         submit_button_tooltip="Once locked, the prediction cannot be changed." if not disabled
         else "Locked.")
-    form.roofline_item = {"item_id": handler.item_id, "question": question,
-                          "handler": handler}
-    return form
+    return PredictionForm(form=form, item_id=handler.item_id, handler=handler,
+                          question=question)
 
 
 def numeric_form(lab: LabSession, item_id: str, *, question: str, units: str, lo: float,
                  hi: float, locked: Prediction | None,
                  on_lock: Callable[[Prediction], None], log_scale: bool = False,
-                 integer: bool = False):
+                 integer: bool = False) -> PredictionForm:
     """A bounded numeric prediction: answer, confidence 1-5, one-line reason, "Lock prediction".
 
     ``log_scale=False``: a text box (accepts 300, 3e5, 300k; no default to anchor on).
@@ -227,7 +257,7 @@ def numeric_form(lab: LabSession, item_id: str, *, question: str, units: str, lo
     Out-of-range, fractional (for counts) or missing answers show a message in the form.
     Disabled once ``locked``.
     """
-    lab._check_item(item_id)
+    lab.check_item(item_id)
     lo, hi = _check_bounds(lo, hi, log_scale)
     disabled = locked is not None
     steps = None
@@ -251,9 +281,10 @@ def numeric_form(lab: LabSession, item_id: str, *, question: str, units: str, lo
 
 
 def choice_form(lab: LabSession, item_id: str, *, question: str, options: Mapping[str, Any],
-                locked: Prediction | None, on_lock: Callable[[Prediction], None]):
+                locked: Prediction | None,
+                on_lock: Callable[[Prediction], None]) -> PredictionForm:
     """Multiple choice twin of :func:`numeric_form`: ``options`` maps label -> value."""
-    lab._check_item(item_id)
+    lab.check_item(item_id)
     if not isinstance(options, Mapping) or len(options) < 2 \
             or not all(isinstance(k, str) and k for k in options):
         raise ValueError(f"options must map at least two labels to values, got {options!r}")
@@ -273,7 +304,7 @@ def choice_form(lab: LabSession, item_id: str, *, question: str, options: Mappin
     return _prediction_form(handler, answer, question, locked)
 
 
-def prediction_panel(form, locked_prediction: Prediction | None):
+def prediction_panel(form: PredictionForm, locked_prediction: Prediction | None):
     """The form while unlocked; once locked, a card with the locked answer (text escaped).
     In the instructor copy (reveal mode) an unlocked item shows its question only: the
     prediction cell's :func:`reveal.card` shows the reference answer under it.
@@ -281,18 +312,17 @@ def prediction_panel(form, locked_prediction: Prediction | None):
     When this window's submission did not lock its own answer (the item was already locked,
     e.g. in another tab), the card says so and shows the answer that stands.
     """
-    info = getattr(form, "roofline_item", {}) or {}
-    question = info.get("question", "")
+    if not isinstance(form, PredictionForm):
+        raise ValueError("form must come from quiz.numeric_form or quiz.choice_form")
+    question = form.question
     if locked_prediction is None:
         if not _reveal.is_revealed():
-            return form
+            return form.form
         # instructor copy: no widget showing a value nobody chose; the reference card follows
         return mo.vstack([mo.md(question), mo.md(
             "*Instructor copy: students lock their own answer in a form here; the reference "
             "answer and its explanation follow.*")])
-    handler = info.get("handler")
-    notices = getattr(getattr(handler, "lab", None), "commit_notices", {}) or {}
-    notice = notices.get(locked_prediction.item_id)
+    notice = form.handler.lab.commit_notices.get(locked_prediction.item_id)
     card = mo.callout(mo.Html(locked_card_html(locked_prediction, notice=notice)),
                       kind="warn" if notice else "success")
     return mo.vstack([mo.md(question), card]) if question else card
@@ -323,16 +353,15 @@ def gate_notice(message: str):
     return style.gate_notice(message)
 
 
-def simulate_submit(form, **values: Any) -> None:
+def simulate_submit(form: PredictionForm, **values: Any) -> None:
     """Submit ``form`` as a browser would (headless tests): same conversion, same on_change.
 
     Prediction forms: ``answer=`` (number, or an option *value* or label for choices),
     ``confidence=`` (1-5), ``reason=``. Explain forms: ``observe=``, ``explain=``.
     """
-    info = getattr(form, "roofline_item", None)
-    if not info:
+    if not isinstance(form, PredictionForm):
         raise ValueError("form must come from quiz.numeric_form/choice_form/explain_form")
-    handler = info["handler"]
+    handler = form.handler
     if not isinstance(handler, LockHandler):  # an explain form
         raw = {"observe": str(values.get("observe", "")), "explain": str(values.get("explain", ""))}
     else:
@@ -348,4 +377,4 @@ def simulate_submit(form, **values: Any) -> None:
         conf = next((k for k, v in CONFIDENCE_OPTIONS.items()
                      if v == values.get("confidence")), None)
         raw = {"answer": answer, "confidence": conf, "reason": values.get("reason", "")}
-    form._update(raw)
+    form.submit(raw)

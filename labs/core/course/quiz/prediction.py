@@ -9,7 +9,6 @@ types (``300``, ``3e5``, ``300k``). No marimo here. Part of :mod:`labs.core.cour
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 from labs.core.course.answers import (  # noqa: F401  (re-exported for the labs)
@@ -47,21 +46,11 @@ def distinct_texts(predicted: float, actual: float,
     if p_text != a_text or r is None or r < SPOT_ON_RATIO:
         return p_text, a_text
     for sig in range(3, 10):
-        p_text, a_text = _sig(predicted, sig), _sig(actual, sig)
+        p_text = format_value(predicted, significant=sig)
+        a_text = format_value(actual, significant=sig)
         if p_text != a_text:
             break
     return p_text, a_text
-
-
-def _sig(v: float, sig: int) -> str:
-    v = float(v)
-    if v == 0:
-        return "0"
-    decimals = max(0, sig - 1 - math.floor(math.log10(abs(v))))
-    if abs(v) >= 1e9 or abs(v) < 1e-3:
-        return f"{v:.{sig}g}"
-    text = f"{v:,.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 # One reading rule for every number a student types (labs.core.ui.inputs).

@@ -253,7 +253,9 @@ class LabSession:
             self._on_settings(new)
 
     # -- events ----------------------------------------------------------------------------
-    def _check_item(self, item_id: str) -> str:
+    def check_item(self, item_id: str) -> str:
+        """``item_id`` if it names an item of this lab (``'<lab_id>.<item>'``), else ValueError
+        saying what it must look like."""
         if not isinstance(item_id, str) or not item_id.startswith(self.lab_id + "."):
             raise ValueError(f"item_id must look like '{self.lab_id}.<item>', got {item_id!r}")
         return item_id
@@ -262,7 +264,7 @@ class LabSession:
         """Append one event (``predict``, ``unlock``, ``observe``, ``explain``, ``decision``,
         ``result``, ``revise``) for ``item_id``; returns the event, or None while no student id
         is known (it is then kept and written once the id is given)."""
-        self._check_item(item_id)
+        self.check_item(item_id)
         if kind not in _ledger.KINDS:
             raise ValueError(f"kind must be one of {', '.join(_ledger.KINDS)}, got {kind!r}")
         if not isinstance(payload, dict):
@@ -286,9 +288,46 @@ class LabSession:
         return [e for e in evs if (item_id is None or e["item_id"] == item_id)
                 and (kind is None or e["kind"] == kind)]
 
+    def record_result(self, item_id: str, result: dict) -> dict | None:
+        """Record what this student's instrument showed for ``item_id`` (a ``result`` event),
+        only when it differs from the last reading recorded, in this window or before a reload
+        (a reload must not record the same value again). Returns the event, else None."""
+        self.check_item(item_id)
+        if item_id not in self._last_result:
+            earlier = self.events(item_id, "result")
+            self._last_result[item_id] = earlier[-1].get("payload") if earlier else None
+        if self._last_result[item_id] == result:
+            return None
+        self._last_result[item_id] = result
+        return self.record("result", item_id, result)
+
+    @property
+    def pending_count(self) -> int:
+        """How many events wait for a student id (written once it is given)."""
+        return len(self._pending)
+
+    # -- widgets the session keeps alive (marimo holds UI elements by weak reference) --------
+    def keep_widget(self, widget: Any) -> Any:
+        """Keep a status control (id entry, folder form, upload) alive; returns it."""
+        self._widgets.append(widget)
+        return widget
+
+    def forget_widgets(self) -> None:
+        """Drop the status controls kept so far (the status line is being drawn anew)."""
+        self._widgets = []
+
+    @property
+    def widgets(self) -> tuple:
+        """The status controls kept alive, oldest first."""
+        return tuple(self._widgets)
+
+    def keep_explain_view(self, item_id: str, view: Any) -> None:
+        """Keep the explain form re-made after a save alive (the newest per item)."""
+        self._explain_views[self.check_item(item_id)] = view
+
     def first_prediction(self, item_id: str) -> Prediction | None:
         """The first committed prediction of ``item_id`` (what the lock restores), or None."""
-        self._check_item(item_id)
+        self.check_item(item_id)
         event = first_prediction(self.events(item_id, "predict"))
         return Prediction.from_event(event) if event is not None else None
 
@@ -300,7 +339,7 @@ class LabSession:
         a different answer: a ``revise`` event; the first prediction stays the locked one, and
         :attr:`commit_notices` says so for the form to show.
         """
-        item = self._check_item(prediction.item_id)
+        item = self.check_item(prediction.item_id)
         payload = _plain(prediction.payload())
         if self.ledger is None:  # no student id yet: decide among the pending events
             first = self.first_prediction(item)

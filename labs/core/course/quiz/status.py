@@ -21,7 +21,7 @@ __all__ = ["stack_elements", "status_view"]
 def status_view(lab):
     """The ledger status line: where it writes, the student id, warnings, and controls
     (student id entry, download, upload in memory mode, change folder)."""
-    lab._widgets = []
+    lab.forget_widgets()
     if os.environ.get("ROOFLINE_STATIC_EXPORT") == "1":
         # A static page runs no Python: say so instead of showing the exporter's ledger.
         return mo.md("*Static preview: predictions are not recorded on this page. Open the "
@@ -31,7 +31,7 @@ def status_view(lab):
     if lab.student_id is None:
         parts.append(_student_id_form(lab))
     path = str(ledger.target_path) if ledger and ledger.target_path else None
-    events = len(ledger.events()) if ledger else len(lab._pending)
+    events = len(ledger.events()) if ledger else lab.pending_count
     warning = " ".join(lab.warnings) or None
     if lab.student_id is None and not warning:
         warning = ("Enter your student id to start recording; what you do before that is "
@@ -69,7 +69,7 @@ def _student_id_form(lab):
         placeholder="e.g. your university login", max_length=64, full_width=True,
         label="Your student id (asked once, remembered on this computer)")).form(
         submit_button_label="Save my id", validate=validate, on_change=submit)
-    lab._widgets.append(form)
+    lab.keep_widget(form)
     return form
 
 
@@ -86,7 +86,7 @@ def _folder_form(lab):
         value=str(lab.ledger_dir), full_width=True,
         label="Write the ledger to another folder")).form(
         submit_button_label="Use this folder", validate=validate, on_change=submit)
-    lab._widgets.append(form)
+    lab.keep_widget(form)
     return form
 
 
@@ -109,7 +109,7 @@ def _upload_widget(lab):
 
     widget = mo.ui.file(filetypes=[".jsonl", ".json", ".txt"], max_size=16_000_000,
                         label="Upload a ledger you downloaded before", on_change=loaded)
-    lab._widgets.append(widget)
+    lab.keep_widget(widget)
     return widget
 
 

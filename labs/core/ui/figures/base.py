@@ -1,4 +1,7 @@
-"""What every figure builder shares: one go.Figure from plain dicts, and number labels.
+"""What every figure builder shares: one go.Figure from plain dicts, and the ridge label.
+
+Numbers in figures are written by physics.units.format_value, as everywhere else: a hover
+and a card show the same value the same way.
 
 Plotly only (no marimo). Every figure gets the "roofline" template (tokens.TEMPLATE) as a
 plain dict; nothing is registered with plotly at import (see tokens.register_template).
@@ -11,9 +14,10 @@ import numbers
 import plotly.graph_objects as go
 
 from labs.core.physics import roofline
+from labs.core.physics.units import format_value
 from labs.core.ui.tokens import template
 
-__all__ = ["LEGEND", "fast_figure", "is_measured", "is_real", "ridge_label", "short_number"]
+__all__ = ["LEGEND", "fast_figure", "is_measured", "is_real", "ridge_label"]
 
 #: Legend below the plot, left-aligned (shared by every builder).
 LEGEND = dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top")
@@ -33,15 +37,6 @@ def is_real(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def short_number(x: float) -> str:
-    """3 significant figures, no exponent for the ranges the labs show."""
-    if x >= 100:
-        return f"{x:,.0f}"
-    if x >= 1:
-        return f"{x:.3g}"
-    return f"{x:.2g}"
-
-
 def is_measured(device) -> bool:
     """Whether ``device`` is a machine's measured roofline (``EmpiricalRoofline.as_device``):
     its peaks are what its GEMMs reached, not a spec sheet's dense peaks."""
@@ -55,4 +50,4 @@ def ridge_label(precision: str, ridge: float, *, measured: bool = False) -> str:
     label = roofline.ceiling_label(precision)
     if measured:
         label = label.replace(", dense", ", measured")
-    return f"ridge ({label}) = {short_number(ridge)} FLOP/B"
+    return f"ridge ({label}) = {format_value(ridge)} FLOP/B"

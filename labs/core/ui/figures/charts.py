@@ -13,8 +13,9 @@ from typing import Mapping, Sequence
 from labs.core.physics.deferred import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.ui.figures.base import LEGEND, fast_figure, is_real, short_number
-from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS, format_bytes
+from labs.core.ui.figures.base import LEGEND, fast_figure, is_real
+from labs.core.physics.units import format_bytes, format_value
+from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS
 
 __all__ = [
     "NOTE_WRAP", "bar_figure", "budget_summary", "decade_ticks", "grouped_bar_figure",
@@ -48,7 +49,7 @@ def _check_values(vals: Sequence[float], log: bool) -> None:
 
 def _value_text(v: float) -> str:
     """A bar's value written above it: 3 significant figures, the sign kept."""
-    return short_number(abs(v)) if v >= 0 else "-" + short_number(-v)
+    return format_value(v)
 
 
 def _bar_layout(title, yaxis_title: str, log: bool, *, height: int, showlegend: bool) -> dict:
@@ -94,7 +95,8 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, colors=None, t
         text = [_value_text(v) for v in vals]
     data = [dict(type="bar", x=labels, y=vals, marker=dict(color=cols, line=dict(width=0)),
                  text=[html.escape(t) for t in text], textposition="outside", showlegend=False,
-                 cliponaxis=False, hovertemplate="%{x}: %{y:.4g}<extra></extra>")]
+                 cliponaxis=False, hovertext=[format_value(v) for v in vals],
+                 hovertemplate="%{x}: %{hovertext}<extra></extra>")]
     data += _legend_entries(legend, cols)
     layout = _bar_layout(title, yaxis_title, log, height=360 + (40 if legend else 0),
                          showlegend=bool(legend))
@@ -151,7 +153,8 @@ def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
         data.append(dict(type="bar", name=html.escape(str(name)), x=labels, y=vals,
                          marker=dict(color=color, line=dict(width=0)),
                          text=[html.escape(str(t)) for t in text], textposition="outside",
-                         cliponaxis=False, hovertemplate=f"%{{x}}: %{{y:.4g}}{html.escape(unit)}"
+                         cliponaxis=False, hovertext=[format_value(v) for v in vals],
+                         hovertemplate=f"%{{x}}: %{{hovertext}}{html.escape(unit)}"
                                                          f"<extra>{html.escape(str(name))}</extra>"))
     return fast_figure(data, dict(_bar_layout(title, yaxis_title, log, height=380, showlegend=True),
                               barmode="group"))

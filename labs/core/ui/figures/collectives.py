@@ -17,8 +17,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
-from labs.core.physics.units import format_seconds
-from labs.core.ui.figures.base import LEGEND, fast_figure, short_number
+from labs.core.physics.units import format_seconds, format_value
+from labs.core.ui.figures.base import LEGEND, fast_figure
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
 
 __all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"]
@@ -136,17 +136,17 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
     lo = 10 ** math.floor(math.log10(min(ridges + [ai_hbm, ai_link]) / 10))
     hi = 10 ** math.ceil(math.log10(max(ridges + [ai_hbm, ai_link]) * 10))
     data = [dict(type="scatter", x=[lo, hi], y=[peak, peak], mode="lines",
-                 name=f"compute roof: {short_number(peak)} TFLOP/s ({precision}, dense)",
+                 name=f"compute roof: {format_value(peak)} TFLOP/s ({precision}, dense)",
                  line=dict(color=COLORS["compute"], width=2.5),
-                 hovertemplate=f"compute roof {short_number(peak)} TFLOP/s<extra></extra>")]
+                 hovertemplate=f"compute roof {format_value(peak)} TFLOP/s<extra></extra>")]
     for (name, dev, color, dash), ridge in zip(roofs, ridges):
         # ridges sit on one line (the compute roof): their labels go in the legend, where
         # they cannot collide, and in the hover
-        ridge_text = f"ridge ({precision}, dense) = {short_number(ridge)} FLOP/B"
+        ridge_text = f"ridge ({precision}, dense) = {format_value(ridge)} FLOP/B"
         x = [lo, min(ridge, hi)]
         y = roofline.attainable_tflops(np.asarray(x), dev, precision).tolist()
         data.append(dict(type="scatter", x=x, y=y, mode="lines+markers",
-                         name=f"{html.escape(name)} roof: {short_number(dev.bandwidth_gbs)} GB/s"
+                         name=f"{html.escape(name)} roof: {format_value(dev.bandwidth_gbs)} GB/s"
                               + (" one way" if name != "HBM" else "") + f" · {ridge_text}",
                          line=dict(color=color, width=2.5, dash=dash),
                          marker=dict(size=[0, 10], color=color, symbol="diamond"),
@@ -163,14 +163,14 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
             ("HBM intensity", ai_hbm, on_hbm, "memory", "circle"),
             ("link intensity", ai_link, on_link, LINK_COLOR_KEY, "square")):
         data.append(dict(type="scatter", x=[x], y=[y], mode="markers",
-                         name=f"this layer at its {label}: {short_number(x)} FLOP/B",
+                         name=f"this layer at its {label}: {format_value(x)} FLOP/B",
                          cliponaxis=False,
                          marker=dict(size=13, color=COLORS[key], symbol=symbol,
                                      line=dict(width=1.5, color=PLOT_TEXT)),
                          hovertemplate=f"this layer at its {label}<br>%{{x:.3s}} FLOP/B → "
                                        "%{y:.3s} TFLOP/s<extra></extra>"))
     data.append(dict(type="scatter", x=[lo, hi], y=[bound, bound], mode="lines",
-                     name=f"the layer's roof: {binding}, ≤ {short_number(bound)} TFLOP/s (latency "
+                     name=f"the layer's roof: {binding}, ≤ {format_value(bound)} TFLOP/s (latency "
                           "aside)",
                      line=dict(color=COLORS["danger"], width=1.5, dash="dash"),
                      hovertemplate="the layer's bound<extra></extra>"))
@@ -220,7 +220,8 @@ def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_ti
                          name=html.escape(name), connectgaps=False,
                          line=dict(color=c, width=2.5, dash=dash or _DASHES[i % 6]),
                          marker=dict(size=8, color=c, symbol=_SYMBOLS[i % 6]),
-                         hovertemplate=f"{html.escape(name)}<br>%{{x}} GPUs → %{{y:,.4g}}"
+                         hovertext=["" if v is None else format_value(v) for v in vals],
+                         hovertemplate=f"{html.escape(name)}<br>%{{x}} GPUs → %{{hovertext}}"
                                        "<extra></extra>"))
     shapes, notes = [], []
     if oom_below is not None and oom_below > min(xs):
@@ -239,7 +240,8 @@ def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_ti
                          textposition="top center", showlegend=False, cliponaxis=False,
                          marker=dict(size=15, color=COLORS["danger"], symbol="diamond-open",
                                      line=dict(width=2.5, color=COLORS["danger"])),
-                         hovertemplate=f"{html.escape(label)}: %{{y:,.4g}}<extra></extra>"))
+                         hovertemplate=f"{html.escape(label)}: {format_value(float(cy))}"
+                                       "<extra></extra>"))
         ys.append(float(cy))
     top = max(ys) * 1.15 if ys else 1.0
     layout = dict(

@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 from labs.core.physics import hierarchy
 from labs.core.physics.units import format_bytes, format_value
 from labs.core.ui.figures import labelplace
-from labs.core.ui.figures.base import LEGEND, fast_figure, short_number
+from labs.core.ui.figures.base import LEGEND, fast_figure
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
 
 __all__ = [
@@ -121,13 +121,13 @@ def working_set_figure(series, *, caches: Sequence[tuple[str, float]] = (),
             name="plateaus found in the data" if i == 0 else p.name, showlegend=i == 0,
             legendgroup="plateaus", cliponaxis=False,
             hovertemplate=(f"plateau {html.escape(p.name)}: {format_bytes(p.lo_bytes, binary=True)}"
-                           f" – {format_bytes(p.hi_bytes, binary=True)}<br>{short_number(p.bandwidth_gbs)}"
+                           f" – {format_bytes(p.hi_bytes, binary=True)}<br>{format_value(p.bandwidth_gbs)}"
                            f" GB/s (spread {p.spread:.0%})<extra></extra>")))
         # the label sits above the bar's middle, clear of the points that wobble around it
         plateau_notes.append(dict(
             xref="x", yref="y", x=math.log10(math.sqrt(p.lo_bytes * p.hi_bytes)),
             y=math.log10(p.bandwidth_gbs), yshift=22, showarrow=False,
-            text=f"<b>{html.escape(p.name)}</b> · {short_number(p.bandwidth_gbs)} GB/s",
+            text=f"<b>{html.escape(p.name)}</b> · {format_value(p.bandwidth_gbs)} GB/s",
             font=dict(color=color, size=12)))
     lo, hi = min(xs + [c[1] for c in caches]), max(xs + [c[1] for c in caches])
     shapes = [dict(type="line", xref="x", yref="paper", x0=b, x1=b, y0=0, y1=1,
@@ -175,19 +175,19 @@ def per_level_roofline_figure(hier: hierarchy.Hierarchy, points: Sequence[hierar
     peak_name = f"{hier.precision} tensor-core peak" if hier.kind == "gpu" else \
         f"compute roof ({hier.precision})"
     data = [dict(type="scatter", x=[lo, hi], y=[hier.peak_tflops] * 2, mode="lines",
-                 name=f"{peak_name}: {short_number(hier.peak_tflops)} TFLOP/s",
+                 name=f"{peak_name}: {format_value(hier.peak_tflops)} TFLOP/s",
                  line=dict(color=COLORS["compute"], width=2.5),
                  hovertemplate=f"{peak_name} %{{y:.3s}} TFLOP/s<extra></extra>")]
     if hier.vector_tflops and hier.vector_tflops < hier.peak_tflops:
         data.append(dict(type="scatter", x=[lo, hi], y=[hier.vector_tflops] * 2, mode="lines",
-                         name=f"vector (CUDA-core) ceiling: {short_number(hier.vector_tflops)} TFLOP/s"
+                         name=f"vector (CUDA-core) ceiling: {format_value(hier.vector_tflops)} TFLOP/s"
                               " (scalar kernels)",
                          line=dict(color=COLORS["compute"], width=1.5, dash="dot"),
                          hovertemplate="vector ceiling %{y:.3s} TFLOP/s<extra></extra>"))
     y_min = min(hier.peak_tflops, hier.vector_tflops or hier.peak_tflops)
     for i, lv in enumerate(hier.levels):
         color, dash, symbol = level_style(i, n)
-        tag = f"{html.escape(lv.name)} · {short_number(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
+        tag = f"{html.escape(lv.name)} · {format_value(lv.bandwidth_gbs)} GB/s" if lv.bandwidth_gbs \
             else f"{html.escape(lv.name)}: no bandwidth figure (not drawn)"
         if lv.bandwidth_gbs is None:
             data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=tag,
@@ -308,7 +308,7 @@ def _kernel_traces(p: hierarchy.HierarchyPoint, n: int, frame=None, lines=(),
         if u.level.name in open_:
             need = open_[u.level.name].needs_gbs
             label[i] = " = ".join([f"undetermined: {u.level.name} (needs ≥ "
-                                   f"{short_number(need / 1e3)} TB/s)"] + hidden)
+                                   f"{format_value(need / 1e3)} TB/s)"] + hidden)
         else:
             label[i] = f"binds: {name}" if u.level.name == p.binding else name
     place_text = {i: "top center" for i in label}
@@ -327,13 +327,13 @@ def _kernel_traces(p: hierarchy.HierarchyPoint, n: int, frame=None, lines=(),
         unknown = open_.get(u.level.name)
         roof = u.roof_tflops()
         hover = (f"<b>{html.escape(p.kernel.name)}</b> at {html.escape(u.level.name)}<br>"
-                 f"bytes served: {format_bytes(u.bytes)}<br>AI = {short_number(u.ai)} FLOP/B<br>"
-                 + (f"this level's roof: {short_number(roof)} TFLOP/s" if roof is not None else
+                 f"bytes served: {format_bytes(u.bytes)}<br>AI = {format_value(u.ai)} FLOP/B<br>"
+                 + (f"this level's roof: {format_value(roof)} TFLOP/s" if roof is not None else
                     "no bandwidth figure for this level")
                  + f"<br>the level holds: {u.holds}" + ("<br><b>binds</b>" if binds else "")
                  + (f"<br><b>undetermined</b>: {html.escape(unknown.describe())}"
                     if unknown is not None else "")
-                 + (f"<br>height: at most {short_number(y)} TFLOP/s (the known roofs' bound)"
+                 + (f"<br>height: at most {format_value(y)} TFLOP/s (the known roofs' bound)"
                     if open_ else ""))
         out.append(dict(
             type="scatter", x=[u.ai], y=[y], mode="markers+text",
@@ -453,13 +453,15 @@ def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
     data = [dict(type="scatter", x=n, y=list(map(float, predicted)), mode="lines",
                  name=html.escape(predicted_label),
                  line=dict(color=COLORS["compute"], width=2, dash="dash"),
-                 hovertemplate="N = %{x}: predicted %{y:.2f}<extra></extra>")]
+                 hovertext=[format_value(float(v)) for v in predicted],
+                 hovertemplate="N = %{x}: predicted %{hovertext}<extra></extra>")]
     if measured is not None:
         data.append(dict(type="scatter", x=n, y=list(map(float, measured)),
                          mode="lines+markers", name=html.escape(measured_label),
                          line=dict(color=COLORS["memory"], width=2),
                          marker=dict(size=7, color=COLORS["memory"]),
-                         hovertemplate="N = %{x}: measured %{y:.2f}<extra></extra>"))
+                         hovertext=[format_value(float(v)) for v in measured],
+                         hovertemplate="N = %{x}: measured %{hovertext}<extra></extra>"))
     t = int(tile)
     first = -(-min(n) // t) * t
     shapes = [dict(type="line", xref="x", yref="paper", x0=v, x1=v, y0=0, y1=1,

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from labs.core.physics import units
 from labs.core.ui.figures.roofline import Point, roofline_parts
 from labs.core.ui.figures.charts import bar_figure, grouped_bar_figure
-from labs.core.ui.figures.base import fast_figure, short_number
+from labs.core.ui.figures.base import fast_figure
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
 
 __all__ = ["before_after_figure", "operator_roofline_figure", "plottable", "time_by_type_figure"]
@@ -45,11 +45,11 @@ def _hover(r: Mapping, kind: str) -> str:
              f"{e('op_type')} · {e('regime')}",
              f"FLOPs {units.format_flops(r['flops'])}"
              + (" (estimate)" if r.get("flops_source") == "estimate" else ""),
-             f"bytes {units.format_bytes(r['bytes'])} · AI {short_number(r['ai'])} FLOP/B",
+             f"bytes {units.format_bytes(r['bytes'])} · AI {units.format_value(r['ai'])} FLOP/B",
              f"roofline bound {units.format_seconds(r['bound_s'])}"]
     if kind == "measured" and t:
         lines.append(f"measured {units.format_seconds(t)} "
-                     f"({short_number(t / r['bound_s'])}× the bound)" if r.get("bound_s") else
+                     f"({units.format_value(t / r['bound_s'])}× the bound)" if r.get("bound_s") else
                      f"measured {units.format_seconds(t)}")
     return "<br>".join(lines)
 

@@ -24,10 +24,9 @@ from labs.core.physics.deferred import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.physics import hardware, roofline
-from labs.core.physics.units import rate_unit
+from labs.core.physics.units import format_value, rate_unit
 from labs.core.ui.figures import labelplace
-from labs.core.ui.figures.base import (LEGEND, fast_figure, is_measured, is_real, ridge_label,
-                                       short_number)
+from labs.core.ui.figures.base import LEGEND, fast_figure, is_measured, is_real, ridge_label
 from labs.core.ui.tokens import (
     COLORS,
     DEVICE_COLORS,
@@ -184,14 +183,14 @@ def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool,
     text = [""] * len(x)
     size = [0] * len(x)
     unit = rate_unit(r.precision)
-    hover = [f"{html.escape(r.device.name)} · {r.precision}<br>AI {short_number(xi)} FLOP/B → "
-             f"{short_number(yi)} {unit}" for xi, yi in zip(x, y)]
+    hover = [f"{html.escape(r.device.name)} · {r.precision}<br>AI {format_value(xi)} FLOP/B → "
+             f"{format_value(yi)} {unit}" for xi, yi in zip(x, y)]
     if ridge_i is not None:
         who = f"{html.escape(short_name(r.device))}: " if many_devices else ""
         text[ridge_i] = f"{who}{r.ridge_label}"
         size[ridge_i] = 11
         hover[ridge_i] = (f"{html.escape(r.device.name)}<br>{r.ridge_label}<br>peak "
-                          f"{short_number(r.peak)} {unit} · {short_number(r.device.bandwidth_gbs)} GB/s")
+                          f"{format_value(r.peak)} {unit} · {format_value(r.device.bandwidth_gbs)} GB/s")
     vector = r.precision == roofline.VECTOR
     dash = "solid" if alone else _DASH_CYCLE[i % 6] if many_devices else \
         VECTOR_STYLE["dash"] if vector else PRECISION_DASH[r.precision]
@@ -210,14 +209,14 @@ def _roof_trace(r: Roof, i: int, lo: float, hi: float, many_devices: bool,
 def _point_hover(p: Point, roofs: Sequence[Roof]) -> str:
     """Tooltip of a point: label, AI, its own throughput if given, and the attainable
     throughput and regime on each roof (up to 4), so one hover answers "which roof?"."""
-    lines = [f"<b>{html.escape(p.label)}</b> ({p.kind})", f"AI = {short_number(p.ai)} FLOP/B"]
+    lines = [f"<b>{html.escape(p.label)}</b> ({p.kind})", f"AI = {format_value(p.ai)} FLOP/B"]
     if p.tflops is not None:
-        lines.append(f"{p.kind} = {short_number(p.tflops)} {rate_unit(roofs[0].precision)}")
+        lines.append(f"{p.kind} = {format_value(p.tflops)} {rate_unit(roofs[0].precision)}")
     for r in roofs[:4]:
         y = float(roofline.attainable_tflops(p.ai, r.device, r.precision))
         where = (f" on {html.escape(short_name(r.device))} · {r.precision}" if len(roofs) > 1
                  else f" ({r.precision})")
-        lines.append(f"attainable{where} = {short_number(y)} {rate_unit(r.precision)}, "
+        lines.append(f"attainable{where} = {format_value(y)} {rate_unit(r.precision)}, "
                      f"{roofline.regime(p.ai, r.device, r.precision)}")
     lines += [f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in p.hover.items()]
     return "<br>".join(lines)
@@ -239,8 +238,8 @@ def _projection_trace(points: Sequence[Point], roofs: Sequence[Roof]) -> dict | 
             # the first entry coincides with the point itself and may win the hover: same text
             hover.append(_point_hover(p, roofs) if j == 0 else (
                 f"<b>{html.escape(p.label)}</b> on {html.escape(short_name(r.device))}"
-                f" · {r.precision}<br>AI = {short_number(p.ai)} FLOP/B<br>attainable = "
-                f"{short_number(yv)} {rate_unit(r.precision)}, "
+                f" · {r.precision}<br>AI = {format_value(p.ai)} FLOP/B<br>attainable = "
+                f"{format_value(yv)} {rate_unit(r.precision)}, "
                 f"{roofline.regime(p.ai, r.device, r.precision)}"))
         xs.append(None)
         ys.append(None)
