@@ -11,8 +11,8 @@ they follow the labs without a hand-kept list (a new lab file is picked up as it
 How it reads a notebook: the source is parsed (``ast``), never run or imported. A question is
 often an f-string built from the lab's own constants (``f"On the {hardware.get(X).name} ..."``);
 ``catalogue.reader`` evaluates that small subset of Python itself: literals, f-strings,
-arithmetic, comprehensions, the notebook's module-level constants and the cell's own names, a
-few pure builtins, and attributes and functions of ``labs.core.physics`` (pure functions, so
+arithmetic, comprehensions, the notebook's constants (its setup cell's and cells' top-level
+names) and the cell's own names, a few pure builtins, and attributes and functions of ``labs.core.physics`` (pure functions, so
 reading them has no effect). Anything else (widget values, other wings, I/O) is not evaluated:
 the text shows ``…`` there and the item says ``resolved=False``. Errors in a notebook never
 raise here; they become :attr:`LabEntry.problems`.
@@ -28,12 +28,12 @@ from typing import Any
 
 import labs
 from labs.core.course.catalogue.reader import (UNRESOLVED, Reader, Unresolved, assignments,
-                                               cells)
+                                               cells, setup_cell, top_blocks)
 
 __all__ = [
     "CatalogueItem", "FORMS", "LABS_DIR", "LAB_GLOB", "LabEntry", "Reader", "UNRESOLVED",
     "Unresolved", "assignments", "catalogue", "cells", "item", "item_order", "items", "lab",
-    "read_lab"
+    "read_lab", "setup_cell", "top_blocks"
 ]
 
 #: Where the labs live: the folder of the ``labs`` package (``labs/lab_*.py``).
