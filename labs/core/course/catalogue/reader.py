@@ -2,7 +2,7 @@
 
 The safe subset of Python the catalogue evaluates itself (see :mod:`labs.core.course.catalogue`):
 literals, f-strings, arithmetic, comparisons, comprehensions, the notebook's constants (its setup
-cell's and cells' top-level names) and a cell's own names, a few pure builtins and methods of
+cell's, cells' and module's top-level names) and a cell's own names, a few pure builtins and methods of
 str/dict/list, and attributes and functions of ``labs.core.physics`` (pure, so reading them has
 no effect). Anything else raises :class:`Unresolved`; nothing of the notebook is run or
 imported. Part of :mod:`labs.core.course.catalogue` (import it through that name).
@@ -74,6 +74,10 @@ class Reader:
                 for name, value in assignments(stmt):
                     if not name.startswith("_"):
                         self.globals.setdefault(name, value)
+        for stmt in tree.body:  # a notebook's own module level (``app``; a script's constants)
+            for name, value in assignments(stmt):
+                if not name.startswith("_"):
+                    self.globals.setdefault(name, value)
 
     def value(self, node: ast.expr, local: dict[str, ast.expr]) -> Any:
         return self._eval(node, local, {})
