@@ -3,9 +3,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(width="medium", css_file="labs.css")
 
-
-@app.cell
-def _():
+with app.setup:
     import marimo as mo
 
     from labs.core import (figures, formulas, hardware, live, measure, quiz, reveal, roofline,
@@ -87,32 +85,10 @@ def _():
                         "time:measured", "ratio:measured", "bandwidth:measured",
                         "bytes:measured", "share:axis"],
         })
-    return (
-        INSTRUMENTS,
-        LAB_ID,
-        OPENING,
-        OVERLAY_SCENARIO,
-        PICK_PRECISION,
-        POW2,
-        PROFILER,
-        SCENARIO,
-        SHRINK_GEMM,
-        figures,
-        formulas,
-        hardware,
-        live,
-        measure,
-        mo,
-        quiz,
-        reveal,
-        roofline,
-        style,
-        units,
-    )
 
 
 @app.cell
-def _(style):
+def _():
     style.lab_header(
         "Lab 1 · The Memory Wall",
         "A kernel engineer's GEMM runs at a small fraction of peak. Find the roof it hits, "
@@ -143,13 +119,13 @@ def _(style):
 
 
 @app.cell
-def _(quiz):
+def _():
     get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
     return get_ledger_settings, set_ledger_settings
 
 
 @app.cell
-def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+def _(get_ledger_settings, set_ledger_settings):
     lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
                           on_settings=set_ledger_settings)
     lab.status()
@@ -157,7 +133,7 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(OPENING, hardware, style):
+def _():
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Device", searchable=True)
     device_picker
@@ -165,7 +141,7 @@ def _(OPENING, hardware, style):
 
 
 @app.cell
-def _(OPENING, hardware, mo):
+def _():
     precision_picker = mo.ui.dropdown(
         options=list(hardware.PRECISIONS), value=OPENING["precision"],
         label="Compute precision (also the storage format)")
@@ -174,17 +150,7 @@ def _(OPENING, hardware, mo):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    device_picker,
-    hardware,
-    mo,
-    precision_picker,
-    quiz,
-    roofline,
-    style,
-    units,
-):
+def _(device_picker, precision_picker):
     # The chip's spec sheet answers no question by itself: it opens with the lab.
     _wait = INSTRUMENTS.gate("device")
     mo.stop(_wait is not None, _wait)
@@ -209,7 +175,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 1 · Which roof does the GEMM hit?
     """)
@@ -217,7 +183,7 @@ def _(mo):
 
 
 @app.cell
-def _(OPENING, SCENARIO, formulas, hardware, quiz, roofline, style, units):
+def _():
     _d = hardware.get(OPENING["device"])
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     # What the engineer measured: 90% of the best this shape can do (a stated assumption).
@@ -232,13 +198,13 @@ def _(OPENING, SCENARIO, formulas, hardware, quiz, roofline, style, units):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_which_roof, set_which_roof = quiz.lock_state(lab, "lab01.which_roof")
     return get_which_roof, set_which_roof
 
 
 @app.cell
-def _(roofline):
+def _():
     WHICH_ROOF_OPTIONS = {
         "The memory roof: it waits for bytes from memory": roofline.MEMORY,
         "The compute roof: the tensor cores are saturated": roofline.COMPUTE,
@@ -248,15 +214,7 @@ def _(roofline):
 
 
 @app.cell
-def _(
-    OPENING,
-    WHICH_ROOF_OPTIONS,
-    get_which_roof,
-    hardware,
-    lab,
-    quiz,
-    set_which_roof,
-):
+def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, set_which_roof):
     which_roof_form = quiz.choice_form(
         lab, "lab01.which_roof",
         question=f"**Prediction 1.** Which roof limits Priya's GEMM on the "
@@ -267,17 +225,7 @@ def _(
 
 
 @app.cell
-def _(
-    OPENING,
-    SCENARIO,
-    WHICH_ROOF_OPTIONS,
-    formulas,
-    get_which_roof,
-    hardware,
-    lab,
-    reveal,
-    roofline,
-):
+def _(WHICH_ROOF_OPTIONS, get_which_roof, lab):
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p).ai
     _ref = roofline.regime(_ai, _d, _p)
@@ -296,15 +244,7 @@ def _(
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    SCENARIO,
-    device_picker,
-    formulas,
-    mo,
-    roofline,
-    which_roof_prediction,
-):
+def _(device_picker, which_roof_prediction):
     _wait = INSTRUMENTS.gate("priya_gemm", which_roof_prediction)
     mo.stop(_wait is not None, _wait)
     # Priya's GEMM as she runs it (its shape and bf16 stay fixed: only the device moves) and
@@ -320,18 +260,7 @@ def _(
 
 
 @app.cell
-def _(
-    SCENARIO,
-    device_picker,
-    figures,
-    gemv_cost,
-    hardware,
-    quiz,
-    scenario_bounds,
-    scenario_cost,
-    style,
-    units,
-):
+def _(device_picker, gemv_cost, scenario_bounds, scenario_cost):
     _hover = {"time, lower bound": units.format_seconds(scenario_bounds.lower),
               "no-overlap estimate": units.format_seconds(scenario_bounds.no_overlap),
               "FLOPs": units.format_value(scenario_cost.flops),
@@ -347,18 +276,7 @@ def _(
 
 
 @app.cell
-def _(
-    SCENARIO,
-    device_picker,
-    hardware,
-    mo,
-    quiz,
-    roofline,
-    scenario_bounds,
-    scenario_cost,
-    style,
-    units,
-):
+def _(device_picker, scenario_bounds, scenario_cost):
     _d, _p = device_picker.value, SCENARIO["precision"]
     scenario_regime = roofline.regime(scenario_cost.ai, _d, _p)
     scenario_metrics = {
@@ -391,17 +309,7 @@ def _(
 
 
 @app.cell
-def _(
-    SCENARIO,
-    device_picker,
-    gemv_bounds,
-    gemv_cost,
-    mo,
-    quiz,
-    roofline,
-    style,
-    units,
-):
+def _(device_picker, gemv_bounds, gemv_cost):
     _d, _p = device_picker.value, SCENARIO["precision"]
     mo.vstack([
         mo.md(f"**Decode case.** Generating one token multiplies the same N × K weights by one "
@@ -421,20 +329,7 @@ def _(
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    OPENING,
-    SCENARIO,
-    WHICH_ROOF_OPTIONS,
-    formulas,
-    hardware,
-    lab,
-    mo,
-    quiz,
-    roofline,
-    which_roof_prediction,
-    units,
-):
+def _(WHICH_ROOF_OPTIONS, lab, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("priya_gemm", which_roof_prediction) is not None)
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p)
@@ -449,7 +344,7 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, OPENING, hardware, lab, mo, quiz, which_roof_prediction):
+def _(lab, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("priya_gemm", which_roof_prediction) is not None)
     quiz.explain_form(
         lab, "lab01.which_roof",
@@ -461,7 +356,7 @@ def _(INSTRUMENTS, OPENING, hardware, lab, mo, quiz, which_roof_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, SCENARIO, formulas, mo, quiz, style, units, which_roof_prediction):
+def _(which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("priya_gemm", which_roof_prediction) is not None)
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     _v = formulas.gemv(SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
@@ -495,7 +390,7 @@ def _(INSTRUMENTS, SCENARIO, formulas, mo, quiz, style, units, which_roof_predic
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 2 · What actually raises AI?
     """)
@@ -503,7 +398,7 @@ def _(mo):
 
 
 @app.cell
-def _(LEVER_TILE, SCENARIO, roofline, style):
+def _(LEVER_TILE):
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         "Five proposals are on my desk for the decode GEMM (M = "
@@ -517,13 +412,13 @@ def _(LEVER_TILE, SCENARIO, roofline, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_levers, set_levers = quiz.lock_state(lab, "lab01.levers")
     return get_levers, set_levers
 
 
 @app.cell
-def _(roofline):
+def _():
     LEVER_TILE = 64  # Priya's tiles today
     # Option values are core's lever names (in ai_levers' order, after the baseline).
     LEVER_OPTIONS = dict(zip(
@@ -537,7 +432,7 @@ def _(roofline):
 
 
 @app.cell
-def _(LEVER_OPTIONS, get_levers, lab, quiz, set_levers):
+def _(LEVER_OPTIONS, get_levers, lab, set_levers):
     levers_form = quiz.choice_form(
         lab, "lab01.levers",
         question="**Prediction 2.** Which single change raises the AI of Priya's GEMM the most?",
@@ -547,16 +442,7 @@ def _(LEVER_OPTIONS, get_levers, lab, quiz, set_levers):
 
 
 @app.cell
-def _(
-    LEVER_OPTIONS,
-    LEVER_TILE,
-    OPENING,
-    SCENARIO,
-    get_levers,
-    lab,
-    reveal,
-    roofline,
-):
+def _(LEVER_OPTIONS, LEVER_TILE, get_levers, lab):
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
     _top = max(_levers[1:], key=lambda lv: lv.ai)
@@ -572,7 +458,7 @@ def _(
 
 
 @app.cell
-def _(LEVER_TILE, mo):
+def _(LEVER_TILE):
     tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
                                label="Output tile edge T of Priya's kernel today",
                                show_value=True, full_width=True)
@@ -581,16 +467,7 @@ def _(LEVER_TILE, mo):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    SCENARIO,
-    device_picker,
-    levers_prediction,
-    mo,
-    roofline,
-    tile_slider,
-    which_roof_prediction,
-):
+def _(device_picker, levers_prediction, tile_slider, which_roof_prediction):
     _wait = INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction)
     mo.stop(_wait is not None, _wait)
     # Priya's GEMM (her shape, bf16) with each lever alone, on the picked device's ridge
@@ -601,7 +478,7 @@ def _(
 
 
 @app.cell
-def _(SCENARIO, figures, formulas, levers, mo, quiz, tile_slider, units):
+def _(levers, tile_slider):
     _best = max(levers[1:], key=lambda lv: lv.ai)
     _t = tile_slider.value
     _a_tile = f"{'an' if str(_t).startswith('8') else 'a'} {_t} × {_t}-tiled"  # an 8 × 8
@@ -625,7 +502,7 @@ def _(SCENARIO, figures, formulas, levers, mo, quiz, tile_slider, units):
 
 
 @app.cell
-def _(levers, quiz, style, units):
+def _(levers):
     _base = levers[0]
     style.metric_cards([
         (lv.name, f"AI × {units.format_value(lv.ai / _base.ai)}",
@@ -635,18 +512,11 @@ def _(levers, quiz, style, units):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     LEVER_OPTIONS,
     LEVER_TILE,
-    OPENING,
-    SCENARIO,
     lab,
     levers_prediction,
-    mo,
-    quiz,
-    roofline,
     which_roof_prediction,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
@@ -661,7 +531,7 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, lab, levers_prediction, mo, quiz, which_roof_prediction):
+def _(lab, levers_prediction, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     quiz.explain_form(
         lab, "lab01.levers",
@@ -673,7 +543,7 @@ def _(INSTRUMENTS, lab, levers_prediction, mo, quiz, which_roof_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, levers_prediction, mo, style, which_roof_prediction):
+def _(levers_prediction, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     style.math_peek("bytes of a tiled GEMM", r"""
     A kernel computing $T\times T$ output tiles reads a $T\times K$ strip of A and a $K\times T$
@@ -703,7 +573,7 @@ def _(INSTRUMENTS, levers_prediction, mo, style, which_roof_prediction):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 3 · The crossover size N*
     """)
@@ -711,7 +581,7 @@ def _(mo):
 
 
 @app.cell
-def _(OPENING, hardware, style):
+def _():
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         "Next, our prefill GEMMs: they are big and "
@@ -722,13 +592,13 @@ def _(OPENING, hardware, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_crossover, set_crossover = quiz.lock_state(lab, "lab01.crossover_n")
     return get_crossover, set_crossover
 
 
 @app.cell
-def _(OPENING, get_crossover, hardware, lab, quiz, set_crossover):
+def _(get_crossover, lab, set_crossover):
     # 10 to 10,000 covers every device's N* in the registry. A text box, not a log slider: a
     # slider's round steps (500, 700, 1,000 ...) cannot take a wrong model's own answer (591,
     # forgetting C's write), and its nearest step can land inside the graded band.
@@ -745,7 +615,7 @@ def _(OPENING, get_crossover, hardware, lab, quiz, set_crossover):
 
 
 @app.cell
-def _(OPENING, get_crossover, hardware, lab, reveal, roofline):
+def _(get_crossover, lab):
     _ref = roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])
     _ridge = roofline.ridge_point(OPENING["device"], OPENING["precision"])
     crossover_prediction = get_crossover() or reveal.reference(
@@ -762,16 +632,7 @@ def _(OPENING, get_crossover, hardware, lab, reveal, roofline):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    PICK_PRECISION,
-    crossover_prediction,
-    device_picker,
-    mo,
-    precision_picker,
-    roofline,
-    style,
-):
+def _(crossover_prediction, device_picker, precision_picker):
     _wait = INSTRUMENTS.gate("crossover", crossover_prediction)
     mo.stop(_wait is not None, _wait)
     try:
@@ -784,16 +645,7 @@ def _(
 
 
 @app.cell
-def _(
-    crossover_error,
-    crossover_n,
-    device_picker,
-    figures,
-    formulas,
-    mo,
-    precision_picker,
-    style,
-):
+def _(crossover_error, crossover_n, device_picker, precision_picker):
     mo.stop(crossover_error is not None, style.error_callout(crossover_error))
     _p = precision_picker.value
     _pts = [figures.Point(f"N={_n}", formulas.gemm(_n, _n, _n, _p).ai)
@@ -812,13 +664,7 @@ def _(
     crossover_n,
     crossover_prediction,
     device_picker,
-    formulas,
-    mo,
     precision_picker,
-    quiz,
-    roofline,
-    style,
-    units,
 ):
     mo.stop(crossover_error is not None)
     _p, _d = precision_picker.value, device_picker.value
@@ -842,7 +688,7 @@ def _(
 
 
 @app.cell
-def _(OPENING, crossover_prediction, hardware, lab, mo, quiz, roofline):
+def _(crossover_prediction, lab):
     mo.stop(crossover_prediction is None)
     quiz.compare(crossover_prediction,
                  round(roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])),
@@ -852,7 +698,7 @@ def _(OPENING, crossover_prediction, hardware, lab, mo, quiz, roofline):
 
 
 @app.cell
-def _(INSTRUMENTS, crossover_prediction, lab, mo, quiz):
+def _(crossover_prediction, lab):
     mo.stop(INSTRUMENTS.gate("crossover", crossover_prediction) is not None)
     quiz.explain_form(
         lab, "lab01.crossover_n",
@@ -864,7 +710,7 @@ def _(INSTRUMENTS, crossover_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, crossover_prediction, hardware, mo, quiz, roofline, style, units):
+def _(crossover_prediction):
     mo.stop(INSTRUMENTS.gate("crossover", crossover_prediction) is not None)
     _h = hardware.get("h100-sxm")
     style.math_peek("the crossover N*", r"""
@@ -897,7 +743,7 @@ def _(INSTRUMENTS, crossover_prediction, hardware, mo, quiz, roofline, style, un
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 4 · Same kernel, other devices
     """)
@@ -905,7 +751,7 @@ def _(mo):
 
 
 @app.cell
-def _(OVERLAY_SCENARIO, hardware, style):
+def _():
     _edge = hardware.get(OVERLAY_SCENARIO["edge"]).name
     _dc = hardware.get(OVERLAY_SCENARIO["datacenter"]).name
     _o = OVERLAY_SCENARIO
@@ -920,20 +766,13 @@ def _(OVERLAY_SCENARIO, hardware, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_other_device, set_other_device = quiz.lock_state(lab, "lab01.other_device")
     return get_other_device, set_other_device
 
 
 @app.cell
-def _(
-    OVERLAY_SCENARIO,
-    get_other_device,
-    hardware,
-    lab,
-    quiz,
-    set_other_device,
-):
+def _(get_other_device, lab, set_other_device):
     _o = OVERLAY_SCENARIO
     other_device_form = quiz.choice_form(
         lab, "lab01.other_device",
@@ -947,15 +786,7 @@ def _(
 
 
 @app.cell
-def _(
-    OVERLAY_SCENARIO,
-    formulas,
-    get_other_device,
-    hardware,
-    lab,
-    reveal,
-    roofline,
-):
+def _(get_other_device, lab):
     _o = OVERLAY_SCENARIO
     _p = _o["precision"]
     _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
@@ -974,7 +805,7 @@ def _(
 
 
 @app.cell
-def _(OVERLAY_SCENARIO, hardware, mo):
+def _():
     _labels = {v: k for k, v in hardware.picker_options().items()}
     overlay_devices = mo.ui.multiselect(
         options=hardware.picker_options(),
@@ -989,14 +820,9 @@ def _(OVERLAY_SCENARIO, hardware, mo):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    OVERLAY_SCENARIO,
     crossover_prediction,
     device_picker,
-    formulas,
-    hardware,
     levers_prediction,
-    mo,
     other_device_prediction,
     overlay_devices,
     overlay_m,
@@ -1016,16 +842,11 @@ def _(
 
 @app.cell
 def _(
-    OVERLAY_SCENARIO,
-    figures,
-    mo,
     overlay_cost,
     overlay_keys,
     overlay_m,
     overlay_skipped,
     precision_picker,
-    style,
-    units,
 ):
     mo.stop(not overlay_keys, style.error_callout(
         f"None of the chosen devices has {'an' if precision_picker.value[0] in 'fi' else 'a'} "
@@ -1045,18 +866,7 @@ def _(
 
 
 @app.cell
-def _(
-    figures,
-    hardware,
-    mo,
-    overlay_cost,
-    overlay_keys,
-    precision_picker,
-    quiz,
-    roofline,
-    style,
-    units,
-):
+def _(overlay_cost, overlay_keys, precision_picker):
     mo.stop(not overlay_keys)
     _p = precision_picker.value
     _u = units.intensity_unit(_p)
@@ -1072,18 +882,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    OVERLAY_SCENARIO,
     crossover_prediction,
-    formulas,
     lab,
     levers_prediction,
-    mo,
     other_device_prediction,
-    quiz,
-    roofline,
     which_roof_prediction,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction) is not None)
@@ -1100,14 +903,10 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    OVERLAY_SCENARIO,
     crossover_prediction,
     lab,
     levers_prediction,
-    mo,
     other_device_prediction,
-    quiz,
     which_roof_prediction,
 ):
     mo.stop(INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
@@ -1122,19 +921,10 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    OVERLAY_SCENARIO,
     crossover_prediction,
-    formulas,
-    hardware,
     levers_prediction,
-    mo,
     other_device_prediction,
-    quiz,
-    roofline,
-    style,
     which_roof_prediction,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction) is not None)
@@ -1167,7 +957,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 5 · Which yardstick?
     """)
@@ -1175,7 +965,7 @@ def _(mo):
 
 
 @app.cell
-def _(OPENING, PROFILER, hardware, style):
+def _():
     style.scenario_card(
         "Dana Weiss", "engineering manager",
         f"The profiler says our decode kernel on the {hardware.get(OPENING['device']).name} "
@@ -1187,13 +977,13 @@ def _(OPENING, PROFILER, hardware, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_yardstick, set_yardstick = quiz.lock_state(lab, "lab01.yardstick")
     return get_yardstick, set_yardstick
 
 
 @app.cell
-def _(PROFILER):
+def _():
     YARDSTICK_OPTIONS = {
         f"FLOP utilisation ({PROFILER['flop_util']:.0%} of peak FLOP/s): there is "
         f"~{1 / PROFILER['flop_util']:.0f}x "
@@ -1206,7 +996,7 @@ def _(PROFILER):
 
 
 @app.cell
-def _(YARDSTICK_OPTIONS, get_yardstick, lab, quiz, set_yardstick):
+def _(YARDSTICK_OPTIONS, get_yardstick, lab, set_yardstick):
     yardstick_form = quiz.choice_form(
         lab, "lab01.yardstick",
         question="**Prediction 5.** Which number tells Dana how much faster this kernel can get?",
@@ -1216,17 +1006,7 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab, quiz, set_yardstick):
 
 
 @app.cell
-def _(
-    OPENING,
-    PROFILER,
-    SCENARIO,
-    YARDSTICK_OPTIONS,
-    get_yardstick,
-    hardware,
-    lab,
-    reveal,
-    roofline,
-):
+def _(YARDSTICK_OPTIONS, get_yardstick, lab):
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
                               PROFILER["bandwidth"] * _d.bandwidth_gbs)
@@ -1247,7 +1027,7 @@ def _(
 
 
 @app.cell
-def _(PROFILER, mo):
+def _():
     flop_util_slider = mo.ui.slider(0.5, 100, step=0.5, value=100 * PROFILER["flop_util"],
                               label="Achieved % of peak FLOP/s (FLOP utilisation)",
                               show_value=True,
@@ -1261,19 +1041,13 @@ def _(PROFILER, mo):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    PICK_PRECISION,
     bw_slider,
     crossover_prediction,
     device_picker,
     flop_util_slider,
-    hardware,
     levers_prediction,
-    mo,
     other_device_prediction,
     precision_picker,
-    roofline,
-    style,
     which_roof_prediction,
     yardstick_prediction,
 ):
@@ -1300,17 +1074,7 @@ def _(
 
 
 @app.cell
-def _(
-    device_picker,
-    figures,
-    mo,
-    precision_picker,
-    quiz,
-    style,
-    yardstick,
-    yardstick_error,
-    units,
-):
+def _(device_picker, precision_picker, yardstick, yardstick_error):
     mo.stop(yardstick_error is not None, style.error_callout(yardstick_error))
     yardstick_figure = figures.roofline_figure(
         [(device_picker.value, precision_picker.value)],
@@ -1325,7 +1089,7 @@ def _(
 
 
 @app.cell
-def _(mo, precision_picker, quiz, style, units, yardstick, yardstick_error):
+def _(precision_picker, yardstick, yardstick_error):
     mo.stop(yardstick_error is not None)
     _pct = lambda x: f"{units.format_value(100 * x)}%"  # noqa: E731
     mo.vstack([
@@ -1348,22 +1112,13 @@ def _(mo, precision_picker, quiz, style, units, yardstick, yardstick_error):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    OPENING,
-    PROFILER,
-    SCENARIO,
     YARDSTICK_OPTIONS,
     crossover_prediction,
-    hardware,
     lab,
     levers_prediction,
-    mo,
     other_device_prediction,
-    quiz,
-    roofline,
     which_roof_prediction,
     yardstick_prediction,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
@@ -1381,14 +1136,10 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    PROFILER,
     crossover_prediction,
     lab,
     levers_prediction,
-    mo,
     other_device_prediction,
-    quiz,
     which_roof_prediction,
     yardstick_prediction,
 ):
@@ -1409,21 +1160,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    OPENING,
-    PROFILER,
-    SCENARIO,
     crossover_prediction,
-    hardware,
     levers_prediction,
-    mo,
     other_device_prediction,
-    quiz,
-    roofline,
-    style,
     which_roof_prediction,
     yardstick_prediction,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
@@ -1456,7 +1197,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 6 · Explore any GEMM
 
@@ -1468,7 +1209,7 @@ def _(mo):
 
 
 @app.cell
-def _(POW2, SCENARIO, mo):
+def _():
     m_slider = mo.ui.slider(steps=POW2, value=SCENARIO["m"], label="M (rows: tokens)",
                             show_value=True, full_width=True)
     n_slider = mo.ui.slider(steps=POW2, value=SCENARIO["n"], label="N (output features)",
@@ -1482,21 +1223,14 @@ def _(POW2, SCENARIO, mo):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    PICK_PRECISION,
-    SHRINK_GEMM,
     crossover_prediction,
     device_picker,
-    formulas,
     k_slider,
     levers_prediction,
     m_slider,
-    mo,
     n_slider,
     other_device_prediction,
     precision_picker,
-    roofline,
-    style,
     which_roof_prediction,
     yardstick_prediction,
 ):
@@ -1521,19 +1255,7 @@ def _(
 
 
 @app.cell
-def _(
-    device_picker,
-    figures,
-    gemm_bounds,
-    gemm_cost,
-    gemm_error,
-    hardware,
-    mo,
-    precision_picker,
-    quiz,
-    style,
-    units,
-):
+def _(device_picker, gemm_bounds, gemm_cost, gemm_error, precision_picker):
     mo.stop(gemm_error is not None, style.error_callout(gemm_error))
     _hover = {"time, lower bound": units.format_seconds(gemm_bounds.lower),
               "no-overlap estimate": units.format_seconds(gemm_bounds.no_overlap),
@@ -1554,12 +1276,7 @@ def _(
     gemm_cost,
     gemm_error,
     gemm_fraction,
-    mo,
     precision_picker,
-    quiz,
-    roofline,
-    style,
-    units,
 ):
     mo.stop(gemm_error is not None)
     _d, _p = device_picker.value, precision_picker.value
@@ -1593,7 +1310,7 @@ def _(
 
 
 @app.cell
-def _(gemm_error, mo):
+def _(gemm_error):
     mo.stop(gemm_error is not None)
     mo.md("""
     **Try the failure state.** Push M, N and K towards 262,144 (or pick fp32, or a small edge
@@ -1604,7 +1321,7 @@ def _(gemm_error, mo):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 7 · Measure it on this machine
 
@@ -1619,14 +1336,14 @@ def _(mo):
 
 
 @app.cell
-def _(measure):
+def _():
     LIVE_SIZES = measure.SQUARE_SIZES  # N = 128 ... 8192; the sweep skips what will not fit
     LIVE_STREAM_MB = None  # None: measure sizes the bandwidth test well past the caches
     return LIVE_SIZES, LIVE_STREAM_MB
 
 
 @app.cell
-def _(live, measure, mo):
+def _():
     live_precision = mo.ui.dropdown(
         options={"auto: bf16 on a GPU, fp32 on a CPU": "auto",
                  **{p: p for p in measure.GEMM_PRECISIONS}},
@@ -1640,7 +1357,7 @@ def _(live, measure, mo):
 
 
 @app.cell
-def _(live):
+def _():
     live_button = live.run_button("Measure square GEMMs on this machine")
     live_button
     return (live_button,)
@@ -1648,16 +1365,12 @@ def _(live):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     LIVE_SIZES,
     LIVE_STREAM_MB,
     crossover_prediction,
     lab,
-    live,
     live_button,
     live_settings,
-    measure,
-    mo,
 ):
     # Square GEMMs timed against this machine's roofline bracket N* on a GPU: they wait for
     # the prediction that asks it, and nothing is recorded before.
@@ -1699,7 +1412,7 @@ def _(
 
 
 @app.cell
-def _(formulas, live_info, live_p, live_reference, live_rows, quiz, style):
+def _(live_info, live_p, live_reference, live_rows):
     # What the sweep found, said in the figure's note and the questions below: where the roof
     # came from, which sizes' A, B and C fit in the last-level cache, which points sit above
     # the roof (a roofline is an upper bound: such a point broke one of its assumptions).
@@ -1729,8 +1442,6 @@ def _(formulas, live_info, live_p, live_reference, live_rows, quiz, style):
 
 @app.cell
 def _(
-    figures,
-    formulas,
     live_fits,
     live_info,
     live_note,
@@ -1738,10 +1449,6 @@ def _(
     live_p,
     live_reference,
     live_rows,
-    mo,
-    quiz,
-    style,
-    units,
 ):
     mo.stop(not live_ok, style.error_callout("No size could be measured: " + "; ".join(
         f"N={r['n']}: {r['status']}" for r in live_rows[:3]) + ".\n\nPick another precision "
@@ -1767,7 +1474,7 @@ def _(
 
 
 @app.cell
-def _(live, live_reference, live_rows, mo):
+def _(live_reference, live_rows):
     # the status last: a skipped size's reason is the long entry, and it must not push the
     # timing columns off the page
     _table = live.results_table(
@@ -1782,7 +1489,7 @@ def _(live, live_reference, live_rows, mo):
 
 
 @app.cell
-def _(lab, live_above, live_ok, mo, quiz, units):
+def _(lab, live_above, live_ok):
     mo.stop(not live_ok)
     # The questions follow what this machine measured: a point above the roof is asked about
     # as such, never as one that "falls below" it.
@@ -1812,19 +1519,11 @@ def _(lab, live_above, live_ok, mo, quiz, units):
 
 @app.cell
 def _(
-    PROFILER,
     crossover_prediction,
-    formulas,
-    hardware,
     levers_prediction,
-    mo,
     other_device_prediction,
-    quiz,
-    roofline,
-    style,
     which_roof_prediction,
     yardstick_prediction,
-    units,
 ):
     _gate = style.takeaways_gate((which_roof_prediction, levers_prediction,
                                   crossover_prediction, other_device_prediction,

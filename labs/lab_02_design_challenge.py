@@ -3,9 +3,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(width="medium", css_file="labs.css")
 
-
-@app.cell
-def _():
+with app.setup:
     import marimo as mo
 
     from labs.core import (figures, hardware, models, precision, quiz, reveal, roofline,
@@ -14,25 +12,7 @@ def _():
     from labs.core import precision_study
 
     LAB_ID = "lab02"
-    return (
-        LAB_ID,
-        precision_study,
-        figures,
-        hardware,
-        mo,
-        models,
-        precision,
-        quiz,
-        reveal,
-        roofline,
-        serving,
-        style,
-        units,
-    )
 
-
-@app.cell
-def _(quiz):
     # The reference case of the OOM prediction (Part 2): fixed, so the answer does not move when
     # the student changes the pickers after locking.
     OOM_REF = {"model": "llama-3-8b", "hw": "h100-sxm", "seq_len": 8192,
@@ -74,33 +54,29 @@ def _(quiz):
             "challenge": ["time", "throughput", "bytes", "bandwidth", "count", "regime", "share",
                           "ratio:weight_only_measured"],
         })
-    return DOMINANT_REF, INSTRUMENTS, OOM_REF
+
+
+@app.function
+def op_roofline(ops, device, compute, title, *, show_bytes=True):
+    """core's per-layer ops on the device's roofline, one point each (numbers in the
+    hover), labelled on leader lines so that ops of similar AI stay legible. Two compute
+    ceilings: the matmul roof of ``compute`` and the vector (non-tensor) ceiling that
+    norms and softmax run at; each op sits on its own. ``show_bytes``: the bytes each op
+    moves in its hover (Part 1 leaves them out until the KV-cache question is locked)."""
+    points = [figures.Point(op.name, op.ai, tflops=float(
+        roofline.attainable_tflops(op.ai, device, op.compute)), hover={
+        "per layer": f"{op.flops:.3g} FLOP" + (
+            f", {units.format_bytes(op.bytes)} moved" if show_bytes else ""),
+        "runs on": ("vector units (non-tensor)" if op.compute == roofline.VECTOR
+                    else f"{op.compute} matmul units"),
+        "time bound per layer": units.format_seconds(roofline.cost_time(op, device).lower),
+        "kernels": op.kernels}) for op in ops]
+    return figures.roofline_figure([(device, compute), (device, roofline.VECTOR)], points,
+                                   title=title, height=430, label_points="leaders")
 
 
 @app.cell
-def _(figures, roofline, style, units):
-    def op_roofline(ops, device, compute, title, *, show_bytes=True):
-        """core's per-layer ops on the device's roofline, one point each (numbers in the
-        hover), labelled on leader lines so that ops of similar AI stay legible. Two compute
-        ceilings: the matmul roof of ``compute`` and the vector (non-tensor) ceiling that
-        norms and softmax run at; each op sits on its own. ``show_bytes``: the bytes each op
-        moves in its hover (Part 1 leaves them out until the KV-cache question is locked)."""
-        points = [figures.Point(op.name, op.ai, tflops=float(
-            roofline.attainable_tflops(op.ai, device, op.compute)), hover={
-            "per layer": f"{op.flops:.3g} FLOP" + (
-                f", {units.format_bytes(op.bytes)} moved" if show_bytes else ""),
-            "runs on": ("vector units (non-tensor)" if op.compute == roofline.VECTOR
-                        else f"{op.compute} matmul units"),
-            "time bound per layer": units.format_seconds(roofline.cost_time(op, device).lower),
-            "kernels": op.kernels}) for op in ops]
-        return figures.roofline_figure([(device, compute), (device, roofline.VECTOR)], points,
-                                       title=title, height=430, label_points="leaders")
-
-    return (op_roofline,)
-
-
-@app.cell
-def _(style):
+def _():
     style.lab_header(
         "Design Challenge: serving an LLM without running out of memory",
         "An ML-infrastructure lead must serve Llama-3 on an edge device and on a datacenter "
@@ -130,13 +106,13 @@ def _(style):
 
 
 @app.cell
-def _(quiz):
+def _():
     get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
     return get_ledger_settings, set_ledger_settings
 
 
 @app.cell
-def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+def _(get_ledger_settings, set_ledger_settings):
     lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
                           on_settings=set_ledger_settings)
     lab.status()
@@ -144,7 +120,7 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ## Part 1 · Where does a decode step's time go?
     """)
@@ -152,7 +128,7 @@ def _(mo):
 
 
 @app.cell
-def _(DOMINANT_REF, hardware, models, style):
+def _():
     _hw = hardware.get(DOMINANT_REF["hw"])
     _step = models.step_bound(phase="decode", **DOMINANT_REF)
     _peak = _hw.peak_tflops("bf16")
@@ -170,13 +146,13 @@ def _(DOMINANT_REF, hardware, models, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_dominant, set_dominant = quiz.lock_state(lab, "lab02.decode_dominant")
     return get_dominant, set_dominant
 
 
 @app.cell
-def _(DOMINANT_REF, get_dominant, hardware, lab, models, quiz, set_dominant):
+def _(get_dominant, lab, set_dominant):
     DOMINANT_OPTIONS = {
         "the weight-reading GEMMs (Q, K, V, O projections, MLP, LM head)": models.OP_GROUPS[0],
         "attention over the KV cache": models.OP_GROUPS[1],
@@ -195,15 +171,7 @@ def _(DOMINANT_REF, get_dominant, hardware, lab, models, quiz, set_dominant):
 
 
 @app.cell
-def _(
-    DOMINANT_OPTIONS,
-    DOMINANT_REF,
-    get_dominant,
-    hardware,
-    lab,
-    models,
-    reveal,
-):
+def _(DOMINANT_OPTIONS, get_dominant, lab):
     # Reference answer (instructor copy only). This cell uses no widget, so moving a slider
     # does not re-run the cells that depend on the prediction (forms keep what was typed).
     _ref = models.dominant_group(phase="decode", **DOMINANT_REF)
@@ -224,21 +192,7 @@ def _(
 
 
 @app.cell
-def _(
-    DOMINANT_REF,
-    INSTRUMENTS,
-    dominant_prediction,
-    figures,
-    hardware,
-    mo,
-    models,
-    oom_prediction,
-    op_roofline,
-    quiz,
-    roofline,
-    style,
-    units,
-):
+def _(dominant_prediction, oom_prediction):
     # Dana's case, fixed as the question states it (no widget moves it): one layer of the decode
     # step and of a 4k prefill on the Jetson's two roofs, and the step's time by group.
     _wait = INSTRUMENTS.gate("dana", dominant_prediction)
@@ -273,16 +227,7 @@ def _(
 
 
 @app.cell
-def _(
-    DOMINANT_OPTIONS,
-    DOMINANT_REF,
-    INSTRUMENTS,
-    dominant_prediction,
-    lab,
-    mo,
-    models,
-    quiz,
-):
+def _(DOMINANT_OPTIONS, dominant_prediction, lab):
     # The question's case, fixed (not the pickers): the comparison stays valid whatever the
     # student explores afterwards.
     mo.stop(INSTRUMENTS.gate("dana", dominant_prediction) is not None)
@@ -296,7 +241,7 @@ def _(
 
 
 @app.cell
-def _(dominant_actual, lab, quiz):
+def _(dominant_actual, lab):
     dominant_explain = quiz.explain_form(
         lab, "lab02.decode_dominant",
         observe_label="Read Dana's decode roofline and time bars: where do the "
@@ -309,16 +254,7 @@ def _(dominant_actual, lab, quiz):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    dominant_prediction,
-    hardware,
-    mo,
-    models,
-    roofline,
-    serving,
-    style,
-):
+def _(dominant_prediction):
     # the title and equations give the answer away; the KV cache's bytes per token (and the
     # heads they count) are Prediction 2's, in Part 2's peek
     mo.stop(INSTRUMENTS.gate("dana", dominant_prediction) is not None)
@@ -379,7 +315,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ## Part 2 · How many conversations fit before the memory runs out?
     """)
@@ -387,7 +323,7 @@ def _(mo):
 
 
 @app.cell
-def _(OOM_REF, hardware, models, style):
+def _():
     _hw = hardware.get(OOM_REF["hw"])
     _m = models.get(OOM_REF["model"])
     style.scenario_card(
@@ -402,13 +338,13 @@ def _(OOM_REF, hardware, models, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_oom, set_oom = quiz.lock_state(lab, "lab02.oom_batch")
     return get_oom, set_oom
 
 
 @app.cell
-def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
+def _(get_oom, lab, set_oom):
     _hw = hardware.get(OOM_REF["hw"])
     _usable = models.memory_budget(batch=1, **OOM_REF).capacity_bytes / _hw.memory_bytes
     # the activation assumption the reference counts, from core: one prompt's prefill at a
@@ -434,7 +370,7 @@ def _(OOM_REF, get_oom, hardware, lab, models, quiz, set_oom):
 
 
 @app.cell
-def _(OOM_REF, get_oom, hardware, lab, models, reveal):
+def _(get_oom, lab):
     _ref = models.oom_batch(**OOM_REF)
     _one, _two = (models.memory_budget(batch=b, **OOM_REF) for b in (1, 2))
     _per_seq = _two.used_bytes - _one.used_bytes
@@ -454,7 +390,7 @@ def _(OOM_REF, get_oom, hardware, lab, models, reveal):
 
 
 @app.cell
-def _(INSTRUMENTS, OOM_REF, hardware, mo, models, oom_prediction, style):
+def _(oom_prediction):
     _wait = INSTRUMENTS.gate("sam", oom_prediction)
     mo.stop(_wait is not None, _wait)
     # The instrument opens on Sam's case (fixed, as the question states it), at the first
@@ -471,7 +407,7 @@ def _(INSTRUMENTS, OOM_REF, hardware, mo, models, oom_prediction, style):
 
 
 @app.cell
-def _(INSTRUMENTS, OOM_REF, lab, mo, models, oom_prediction, quiz):
+def _(lab, oom_prediction):
     mo.stop(INSTRUMENTS.gate("sam", oom_prediction) is not None)
     oom_actual = models.oom_batch(**OOM_REF)
     mo.vstack([mo.md("**Prediction vs reality** · Sam's case: the first batch that runs out "
@@ -481,7 +417,7 @@ def _(INSTRUMENTS, OOM_REF, lab, mo, models, oom_prediction, quiz):
 
 
 @app.cell
-def _(lab, oom_actual, quiz):
+def _(lab, oom_actual):
     oom_explain = quiz.explain_form(
         lab, "lab02.oom_batch",
         observe_label=f"Sam's case runs out of memory at batch {oom_actual}. Read its budget "
@@ -495,7 +431,7 @@ def _(lab, oom_actual, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, OOM_REF, mo, models, oom_prediction, serving, style):
+def _(oom_prediction):
     mo.stop(INSTRUMENTS.gate("sam", oom_prediction) is not None)  # the formula for the answer
     _m = models.get(OOM_REF["model"])  # Sam's model, fixed
     _kv = _m.kv_bytes_per_token("bf16")
@@ -534,25 +470,22 @@ def _(INSTRUMENTS, OOM_REF, mo, models, oom_prediction, serving, style):
     return
 
 
-@app.cell
-def _(precision_study):
-    def weight_only_note(design, charged=False):
-        """What a weight-only design's decode bound leaves out (said wherever one is shown);
-        ``charged``: the live check, which charges the measured share of the byte ratio."""
-        head = (f"*{design['weight_precision']} weights with {design['activation_precision']} "
-                "activations are weight-only: every weight is dequantised before its multiply. ")
-        if charged:
-            return (head + "The bounds count the bytes that saves, not that work, so the check "
-                    "at achievable rates charges the decode what real kernels measured: "
-                    f"{precision_study.measured_weight_only_text()}.*")
-        return (head + "These bounds count the bytes that saves, not that work, so read the "
-                f"decode speed as the ideal, not a forecast: {precision_study.measured_weight_only_text()}.*")
-
-    return (weight_only_note,)
+@app.function
+def weight_only_note(design, charged=False):
+    """What a weight-only design's decode bound leaves out (said wherever one is shown);
+    ``charged``: the live check, which charges the measured share of the byte ratio."""
+    head = (f"*{design['weight_precision']} weights with {design['activation_precision']} "
+            "activations are weight-only: every weight is dequantised before its multiply. ")
+    if charged:
+        return (head + "The bounds count the bytes that saves, not that work, so the check "
+                "at achievable rates charges the decode what real kernels measured: "
+                f"{precision_study.measured_weight_only_text()}.*")
+    return (head + "These bounds count the bytes that saves, not that work, so read the "
+            f"decode speed as the ideal, not a forecast: {precision_study.measured_weight_only_text()}.*")
 
 
 @app.cell
-def _(mo, models):
+def _():
     MAX_CONTEXT = max(m.max_context for m in models.MODELS.values())
     mo.md(f"""
     ## Part 3 · Your deployment
@@ -573,7 +506,7 @@ def _(mo, models):
 
 
 @app.cell
-def _(hardware, style):
+def _():
     # Shown with each instrument (``controls``), not on its own: closed, nothing here moves.
     device_picker = style.dropdown_on(hardware.picker_options(), "jetson-agx-orin-64gb",
                                       label="Device")
@@ -581,7 +514,7 @@ def _(hardware, style):
 
 
 @app.cell
-def _(mo, models, precision):
+def _():
     def _formats(keys):
         return {precision.get(k).label: k for k in keys}
 
@@ -597,7 +530,7 @@ def _(mo, models, precision):
 
 
 @app.cell
-def _(MAX_CONTEXT, mo, style):
+def _(MAX_CONTEXT):
     # The batch is typed and checked: a whole number of sequences from 1 to 512, else a
     # message and the last good batch (a slider's own box rounded 12.5 to 12 and clamped 0 or
     # 1e9 to 1 without a word).
@@ -629,7 +562,7 @@ def _(
 
 
 @app.cell
-def _(design, device, hardware, mo, precision, style):
+def _(design, device):
     # The compute precision follows from the operands (core decides; an impossible pair or a
     # rate the device lacks is a message naming the way out, never a traceback).
     try:
@@ -656,9 +589,7 @@ def _(
     context_slider,
     device_picker,
     kv_picker,
-    mo,
     model_picker,
-    style,
     weight_picker,
 ):
     # The widgets, shown inside each instrument (marimo keeps the copies in sync).
@@ -672,7 +603,7 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, controls, dominant_prediction, mo, oom_prediction):
+def _(controls, dominant_prediction, oom_prediction):
     _wait = INSTRUMENTS.gate("explorer", dominant_prediction, oom_prediction)
     mo.stop(_wait is not None, _wait)
     explorer_open = True  # the explorer's other cells run only while it is open
@@ -681,7 +612,7 @@ def _(INSTRUMENTS, controls, dominant_prediction, mo, oom_prediction):
 
 
 @app.cell
-def _(compute_error, design, device, explorer_open, mo, models, style):
+def _(compute_error, design, device, explorer_open):
     # (a device without the compute precision: the controls above say so and name the way out)
     mo.stop(not explorer_open or compute_error is not None)
     # core's step functions take the activations' format as ``precision``
@@ -703,19 +634,7 @@ def _(compute_error, design, device, explorer_open, mo, models, style):
 
 
 @app.cell
-def _(
-    precision_study,
-    decode_step,
-    design,
-    device,
-    hardware,
-    mo,
-    models,
-    prefill_step,
-    style,
-    weight_only_note,
-    units,
-):
+def _(decode_step, design, device, prefill_step):
     _hw = hardware.get(device)
     _fits = models.memory_budget(
         design["model"], device, batch=design["batch"], seq_len=design["seq_len"],
@@ -748,7 +667,7 @@ def _(
 
 
 @app.cell
-def _(decode_step, design, device, models, op_roofline, step_kw):
+def _(decode_step, design, device, step_kw):
     decode_roofline = op_roofline(
         models.roofline_ops(design["model"], "decode", **step_kw), device, decode_step.compute,
         f"Decode · one layer · batch {design['batch']}, {design['seq_len']:,} cached tokens "
@@ -758,7 +677,7 @@ def _(decode_step, design, device, models, op_roofline, step_kw):
 
 
 @app.cell
-def _(decode_step, design, device, models, op_roofline, step_kw):
+def _(decode_step, design, device, step_kw):
     # one prompt, as the prefill card above and the target's time to first token
     prefill_roofline = op_roofline(
         models.roofline_ops(design["model"], "prefill", **{**step_kw, "batch": 1}), device,
@@ -768,7 +687,7 @@ def _(decode_step, design, device, models, op_roofline, step_kw):
 
 
 @app.cell
-def _(decode_step, device, mo, roofline):
+def _(decode_step, device):
     mo.md(
         f"Two compute ceilings on both charts: the {decode_step.compute} matmul roof (GEMMs, "
         "attention) and the lower vector ceiling of the general-purpose units "
@@ -778,7 +697,7 @@ def _(decode_step, device, mo, roofline):
 
 
 @app.cell
-def _(design, device, figures, models, step_kw, style, units):
+def _(design, device, step_kw):
     _t = models.step_time_by_group(design["model"], device, "decode", **step_kw)
     _total = sum(_t.values())
     decode_time_bars = figures.bar_figure(
@@ -792,7 +711,7 @@ def _(design, device, figures, models, step_kw, style, units):
 
 
 @app.cell
-def _(design, device, explorer_open, mo, models, style):
+def _(design, device, explorer_open):
     mo.stop(not explorer_open)
     _kw = {"batch": design["batch"], "seq_len": design["seq_len"],
            "weight_precision": design["weight_precision"],
@@ -815,7 +734,7 @@ def _(design, device, explorer_open, mo, models, style):
 
 
 @app.cell
-def _(budget, design, device, hardware, largest_batch, mo, models, style, units):
+def _(budget, design, device, largest_batch):
     _m, _hw = models.get(design["model"]), hardware.get(device)
     _S = design["seq_len"]
     _kv_tok = _m.kv_bytes_per_token(design["kv_precision"])
@@ -847,7 +766,7 @@ def _(budget, design, device, hardware, largest_batch, mo, models, style, units)
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ## Part 4 · The design challenge
     """)
@@ -855,7 +774,7 @@ def _(mo):
 
 
 @app.cell
-def _(serving, style):
+def _():
     _e, _d = serving.SERVING_TARGETS["edge"], serving.SERVING_TARGETS["datacenter"]
     style.scenario_card(
         "Dana Okafor", "ML-infrastructure lead",
@@ -870,7 +789,7 @@ def _(serving, style):
 
 
 @app.cell
-def _(mo, serving):
+def _():
     target_picker = mo.ui.radio({t.label: t.key for t in serving.SERVING_TARGETS.values()},
                                 value=serving.SERVING_TARGETS["edge"].label, inline=True,
                                 label="Target")
@@ -880,7 +799,7 @@ def _(mo, serving):
 
 
 @app.cell
-def _(device, lab, roofline):
+def _(device, lab):
     def _measured_derating(lab, device):
         """The fractions of spec this student's own Lab 3 measurement reached on this device
         (its last "lab03.live_peaks" result for the same registry entry), or None."""
@@ -908,20 +827,14 @@ def _(device, lab, roofline):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    precision_study,
     commit_button,
     controls,
     design,
     design_derating,
     device,
     dominant_prediction,
-    mo,
     oom_prediction,
-    serving,
-    style,
     target_picker,
-    weight_only_note,
 ):
     _wait = INSTRUMENTS.gate("challenge", dominant_prediction, oom_prediction)
     mo.stop(_wait is not None, _wait)
@@ -952,7 +865,7 @@ def _(
 
 
 @app.cell
-def _(commit_button, design, device, lab, live_verdict, mo, target_picker):
+def _(commit_button, design, device, lab, live_verdict, target_picker):
     # A click records the design as a decision, then the checker's verdict as a result.
     last_commit = None
     if commit_button.value:
@@ -970,7 +883,7 @@ def _(commit_button, design, device, lab, live_verdict, mo, target_picker):
 
 
 @app.cell
-def _(hardware, lab, last_commit, mo, serving, style):
+def _(lab, last_commit):
     # Refreshes after every commit (last_commit); reads the ledger so a reload keeps the status.
     _cards, _done = [], 0
     for _t in serving.SERVING_TARGETS.values():
@@ -999,7 +912,7 @@ def _(hardware, lab, last_commit, mo, serving, style):
 
 
 @app.cell
-def _(INSTRUMENTS, dominant_prediction, lab, mo, oom_prediction, quiz):
+def _(dominant_prediction, lab, oom_prediction):
     mo.stop(INSTRUMENTS.gate("challenge", dominant_prediction, oom_prediction) is not None)
     design_explain = quiz.explain_form(
         lab, "lab02.design",
@@ -1013,7 +926,7 @@ def _(INSTRUMENTS, dominant_prediction, lab, mo, oom_prediction, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, precision_study, dominant_prediction, mo, oom_prediction, style):
+def _(dominant_prediction, oom_prediction):
     # answers Parts 1 and 2
     mo.stop(INSTRUMENTS.gate("challenge", dominant_prediction, oom_prediction) is not None)
     _int8 = precision_study.WEIGHT_ONLY_MEASURED[0]
@@ -1059,7 +972,7 @@ def _(INSTRUMENTS, precision_study, dominant_prediction, mo, oom_prediction, sty
 
 
 @app.cell
-def _(dominant_prediction, mo, oom_prediction, style):
+def _(dominant_prediction, oom_prediction):
     _gate = style.takeaways_gate((dominant_prediction, oom_prediction))
     mo.stop(_gate is not None, _gate)
     style.takeaways([

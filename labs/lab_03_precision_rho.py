@@ -9,9 +9,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(width="medium", css_file="labs.css")
 
-
-@app.cell
-def _():
+with app.setup:
     import marimo as mo
 
     from labs.core import figures, hardware, live, measure, quiz, reveal, roofline, style
@@ -21,72 +19,7 @@ def _():
 
     LAB_ID = "lab03"
     fmt = units.format_value
-    return (
-        LAB_ID,
-        precision_study,
-        figures,
-        fmt,
-        precision,
-        hardware,
-        live,
-        measure,
-        mo,
-        quiz,
-        reveal,
-        roofline,
-        style,
-        units,
-    )
 
-
-@app.cell
-def _(style):
-    style.lab_header(
-        "Lab 3 · Precision and ρ",
-        "Does lower precision make a workload more compute-bound? Fewer bytes per element "
-        "raise the arithmetic intensity, and every precision has its own peak and ridge.",
-        goals=[
-            "Compute ρ = AI / ridge for one operation at several precisions and explain which "
-            "way FP32 → FP16 tensor cores moves a GEMM, and why.",
-            "Tell storage precision from compute precision, and what weight-only INT4 with "
-            "FP16 math does to ρ.",
-            "Count the bytes a quantized weight format saves in decode, the ideal speedup of "
-            "the roofline bounds for them, and why measured kernels gain less.",
-            "Spot two errors in a first benchmark: what was divided by the time, and what TF32 "
-            "really measures.",
-        ],
-        minutes=40,
-        reading=[
-            ("Williams, Waterman, Patterson: Roofline (CACM 2009)",
-             "https://doi.org/10.1145/1498765.1498785"),
-            ("H. He: Making Deep Learning Go Brrrr From First Principles",
-             "https://horace.io/brrr_intro.html"),
-            ("OCP Microscaling (MX) Formats v1.0",
-             "https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf"),
-            ("Dettmers et al.: QLoRA (NF4), 2023", "https://arxiv.org/abs/2305.14314"),
-            ("Frantar et al.: MARLIN, mixed-precision inference kernels (PPoPP 2025)",
-             "https://arxiv.org/abs/2408.11743"),
-        ],
-    )
-    return
-
-
-@app.cell
-def _(quiz):
-    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
-    return get_ledger_settings, set_ledger_settings
-
-
-@app.cell
-def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
-    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
-                          on_settings=set_ledger_settings)
-    lab.status()
-    return (lab,)
-
-
-@app.cell
-def _(quiz):
     # The scenarios' fixed cases (the questions name them); the instruments below use your picks.
     GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
     GEMV_4096 = {"n": 4096, "k": 4096}
@@ -156,22 +89,56 @@ def _(quiz):
             "measure": ["throughput", "bandwidth:measured", "time:gemv", "ratio:decode_bytes",
                         "share:measured", "choice:rho_direction"],
         })
-    return (
-        DIRECTION_OPTIONS,
-        GEMM_4096,
-        GEMV_4096,
-        GEMV_KAI,
-        INSTRUMENTS,
-        M_STEPS,
-        NAIVE_OPTIONS,
-        OPENING,
-        OP_NAMES,
-        SCENARIO_DEVICE,
-    )
 
 
 @app.cell
-def _(mo):
+def _():
+    style.lab_header(
+        "Lab 3 · Precision and ρ",
+        "Does lower precision make a workload more compute-bound? Fewer bytes per element "
+        "raise the arithmetic intensity, and every precision has its own peak and ridge.",
+        goals=[
+            "Compute ρ = AI / ridge for one operation at several precisions and explain which "
+            "way FP32 → FP16 tensor cores moves a GEMM, and why.",
+            "Tell storage precision from compute precision, and what weight-only INT4 with "
+            "FP16 math does to ρ.",
+            "Count the bytes a quantized weight format saves in decode, the ideal speedup of "
+            "the roofline bounds for them, and why measured kernels gain less.",
+            "Spot two errors in a first benchmark: what was divided by the time, and what TF32 "
+            "really measures.",
+        ],
+        minutes=40,
+        reading=[
+            ("Williams, Waterman, Patterson: Roofline (CACM 2009)",
+             "https://doi.org/10.1145/1498765.1498785"),
+            ("H. He: Making Deep Learning Go Brrrr From First Principles",
+             "https://horace.io/brrr_intro.html"),
+            ("OCP Microscaling (MX) Formats v1.0",
+             "https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf"),
+            ("Dettmers et al.: QLoRA (NF4), 2023", "https://arxiv.org/abs/2305.14314"),
+            ("Frantar et al.: MARLIN, mixed-precision inference kernels (PPoPP 2025)",
+             "https://arxiv.org/abs/2408.11743"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _():
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(get_ledger_settings, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _():
     mo.md("""
     ## Part 1 · The classic argument
 
@@ -183,7 +150,7 @@ def _(mo):
 
 
 @app.cell
-def _(SCENARIO_DEVICE, fmt, hardware, style):
+def _():
     _hw = hardware.get(SCENARIO_DEVICE)
     style.scenario_card(
         "Priya", "ML engineer",
@@ -196,13 +163,13 @@ def _(SCENARIO_DEVICE, fmt, hardware, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_rho_ratio, set_rho_ratio = quiz.lock_state(lab, "lab03.rho_ratio")
     return get_rho_ratio, set_rho_ratio
 
 
 @app.cell
-def _(get_rho_ratio, lab, quiz, set_rho_ratio):
+def _(get_rho_ratio, lab, set_rho_ratio):
     rho_ratio_form = quiz.numeric_form(
         lab, "lab03.rho_ratio",
         question="**Prediction 1.** "
@@ -216,7 +183,7 @@ def _(get_rho_ratio, lab, quiz, set_rho_ratio):
 
 
 @app.cell
-def _(GEMM_4096, precision_study, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
+def _(get_rho_ratio, lab):
     _c = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
     rho_ratio_prediction = get_rho_ratio() or reveal.reference(
         lab, "lab03.rho_ratio",
@@ -232,16 +199,7 @@ def _(GEMM_4096, precision_study, SCENARIO_DEVICE, get_rho_ratio, lab, reveal):
 
 
 @app.cell
-def _(
-    GEMM_4096,
-    INSTRUMENTS,
-    precision_study,
-    SCENARIO_DEVICE,
-    fmt,
-    mo,
-    rho_ratio_prediction,
-    style,
-):
+def _(rho_ratio_prediction):
     _wait = INSTRUMENTS.gate("classic", rho_ratio_prediction)
     mo.stop(_wait is not None, _wait)
     classic = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
@@ -259,7 +217,7 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, SCENARIO_DEVICE, classic, figures):
+def _(classic):
     classic_figure = figures.roofline_figure(
         [(SCENARIO_DEVICE, "fp16"), (SCENARIO_DEVICE, "fp32")],
         [figures.Point(f"{GEMM_4096['m']}³ GEMM in {r.storage}", r.ai, r.attainable_tflops,
@@ -270,13 +228,13 @@ def _(GEMM_4096, SCENARIO_DEVICE, classic, figures):
 
 
 @app.cell
-def _(classic, lab, quiz, rho_ratio_prediction):
+def _(classic, lab, rho_ratio_prediction):
     quiz.compare(rho_ratio_prediction, classic.rho_ratio, units="×", lab=lab)
     return
 
 
 @app.cell
-def _(classic, fmt, lab, quiz):
+def _(classic, lab):
     rho_ratio_explain = quiz.explain_form(
         lab, "lab03.rho_ratio",
         observe_label=f"What does the instrument show? (ρ falls ×{fmt(classic.rho_ratio)}: "
@@ -287,7 +245,7 @@ def _(classic, fmt, lab, quiz):
 
 
 @app.cell
-def _(GEMM_4096, classic, fmt, style):
+def _(classic):
     _m = GEMM_4096["m"]
     style.math_peek("ρ under a precision change", rf"""
     With $F$ FLOPs, $B$ compulsory bytes, peak $P_p$ (FLOP/s, dense, precision $p$) and
@@ -314,7 +272,7 @@ def _(GEMM_4096, classic, fmt, style):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 2 · Storage precision vs compute precision
 
@@ -325,7 +283,7 @@ def _(mo):
 
 
 @app.cell
-def _(style):
+def _():
     style.scenario_card(
         "Sam", "inference lead",
         "We quantized the weights of our 4096³ projection GEMM to INT4 (group 128, FP16 "
@@ -335,13 +293,13 @@ def _(style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_weight_only, set_weight_only = quiz.lock_state(lab, "lab03.weight_only_rho")
     return get_weight_only, set_weight_only
 
 
 @app.cell
-def _(DIRECTION_OPTIONS, get_weight_only, lab, quiz, set_weight_only):
+def _(get_weight_only, lab, set_weight_only):
     weight_only_form = quiz.choice_form(
         lab, "lab03.weight_only_rho",
         question="**Prediction 2.** "
@@ -353,15 +311,7 @@ def _(DIRECTION_OPTIONS, get_weight_only, lab, quiz, set_weight_only):
 
 
 @app.cell
-def _(
-    DIRECTION_OPTIONS,
-    GEMM_4096,
-    precision_study,
-    SCENARIO_DEVICE,
-    get_weight_only,
-    lab,
-    reveal,
-):
+def _(get_weight_only, lab):
     _parts = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
     weight_only_prediction = get_weight_only() or reveal.reference(
         lab, "lab03.weight_only_rho", _parts.direction,
@@ -377,20 +327,7 @@ def _(
 
 
 @app.cell
-def _(
-    DIRECTION_OPTIONS,
-    GEMM_4096,
-    INSTRUMENTS,
-    precision_study,
-    SCENARIO_DEVICE,
-    fmt,
-    lab,
-    mo,
-    quiz,
-    rho_ratio_prediction,
-    style,
-    weight_only_prediction,
-):
+def _(lab, rho_ratio_prediction, weight_only_prediction):
     _wait = INSTRUMENTS.gate("weight only", rho_ratio_prediction, weight_only_prediction)
     mo.stop(_wait is not None, _wait)
     weight_only = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
@@ -416,7 +353,7 @@ def _(
 
 
 @app.cell
-def _(lab, quiz, weight_only):
+def _(lab, weight_only):
     weight_only_explain = quiz.explain_form(
         lab, "lab03.weight_only_rho",
         observe_label=f"What does the instrument show? (ρ ×{weight_only.rho_ratio:.3g}: which "
@@ -427,7 +364,7 @@ def _(lab, quiz, weight_only):
 
 
 @app.cell
-def _(style, weight_only):
+def _(weight_only):
     style.math_peek("storage vs compute", rf"""
     Bytes follow the **storage** format, the peak follows the **compute** precision:
 
@@ -442,7 +379,7 @@ def _(style, weight_only):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 3 · Decode: quantized weights, bytes and speed
 
@@ -453,7 +390,7 @@ def _(mo):
 
 
 @app.cell
-def _(style):
+def _():
     style.scenario_card(
         "Lee", "serving engineer",
         "Batch-1 decode is all GEMVs. If we store the weights in NVFP4 instead of FP16, how "
@@ -463,13 +400,13 @@ def _(style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_nvfp4, set_nvfp4 = quiz.lock_state(lab, "lab03.nvfp4_byte_ratio")
     return get_nvfp4, set_nvfp4
 
 
 @app.cell
-def _(get_nvfp4, lab, quiz, set_nvfp4):
+def _(get_nvfp4, lab, set_nvfp4):
     # NVIDIA's own description of NVFP4's block scales (not a page that states the ratio)
     _spec = ("https://docs.nvidia.com/cuda/nvmath-python/latest/host-apis/linalg/generated/"
                   "nvmath.linalg.advanced.helpers.matmul.to_block_scale.html")
@@ -487,7 +424,7 @@ def _(get_nvfp4, lab, quiz, set_nvfp4):
 
 
 @app.cell
-def _(OPENING, precision_study, precision, get_nvfp4, lab, reveal):
+def _(get_nvfp4, lab):
     _rows = precision_study.decode_quant_table(
         *precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
     _fp16, _fp4 = (next(r for r in _rows if r.storage == s) for s in ("fp16", "nvfp4"))
@@ -506,7 +443,7 @@ def _(OPENING, precision_study, precision, get_nvfp4, lab, reveal):
 
 
 @app.cell
-def _(OPENING, hardware, style):
+def _():
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Device (used by Parts 3 to 5)", searchable=True)
     device_picker
@@ -514,13 +451,13 @@ def _(OPENING, hardware, style):
 
 
 @app.cell
-def _(device_picker, hardware):
+def _(device_picker):
     device = hardware.get(device_picker.value)
     return (device,)
 
 
 @app.cell
-def _(INSTRUMENTS, device, fmt, mo, rho_ratio_prediction, roofline, style, units):
+def _(device, rho_ratio_prediction):
     _wait = INSTRUMENTS.gate("device", rho_ratio_prediction)
     mo.stop(_wait is not None, _wait)
     device_card = style.metric_cards(
@@ -535,7 +472,7 @@ def _(INSTRUMENTS, device, fmt, mo, rho_ratio_prediction, roofline, style, units
 
 
 @app.cell
-def _(OPENING, precision_study, mo):
+def _():
     # Shown with the decode table (the cell below), not on its own: closed, nothing here moves.
     decode_matrix = mo.ui.dropdown(precision_study.decode_gemv_shapes("llama-3-8b"),
                                    value=OPENING["decode_matrix"],
@@ -545,12 +482,9 @@ def _(OPENING, precision_study, mo):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    precision_study,
     decode_matrix,
     device_picker,
     live_results,
-    mo,
     nvfp4_prediction,
     weight_only_prediction,
 ):
@@ -567,18 +501,7 @@ def _(
 
 
 @app.cell
-def _(
-    precision_study,
-    device,
-    fmt,
-    precision,
-    live_results,
-    mo,
-    quant_rows,
-    quant_table,
-    style,
-    units,
-):
+def _(device, live_results, quant_rows, quant_table):
     _pct = lambda v: "—" if v is None else f"{v:+.0f} %"  # noqa: E731
     _note = ("Measured columns: run Part 6 on a GPU from the registry and pick that device "
              "and matrix here." if not any(r["measured_s"] for r in quant_table) else
@@ -604,7 +527,7 @@ def _(
 
 
 @app.cell
-def _(device, figures, fmt, quant_rows):
+def _(device, quant_rows):
     _base = quant_rows[0].storage  # the baseline: fp16, or what the device computes in
     quant_figure = figures.bar_figure(
         [q.storage for q in quant_rows], [q.speedup for q in quant_rows],
@@ -619,7 +542,7 @@ def _(device, figures, fmt, quant_rows):
 
 
 @app.cell
-def _(INSTRUMENTS, OPENING, precision_study, lab, mo, nvfp4_prediction, quiz):
+def _(lab, nvfp4_prediction):
     # The question's case, fixed (the H100 and the Q projection), whatever is picked above.
     _wait = INSTRUMENTS.gate("lee", nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
@@ -632,7 +555,7 @@ def _(INSTRUMENTS, OPENING, precision_study, lab, mo, nvfp4_prediction, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, lab, mo, nvfp4_prediction, quiz, weight_only_prediction):
+def _(lab, nvfp4_prediction, weight_only_prediction):
     # The labels stay fixed: a form rebuilt on every device change would drop typed text. Its
     # question names the answer's reason (the scales) and asks about the table, so it opens
     # with the table.
@@ -648,17 +571,7 @@ def _(INSTRUMENTS, lab, mo, nvfp4_prediction, quiz, weight_only_prediction):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    OPENING,
-    precision_study,
-    fmt,
-    precision,
-    mo,
-    nvfp4_prediction,
-    style,
-    weight_only_prediction,
-):
+def _(nvfp4_prediction, weight_only_prediction):
     # the formula for the answer, and the math precision weight-only formats keep (Part 2's)
     mo.stop(INSTRUMENTS.gate("decode", weight_only_prediction, nvfp4_prediction) is not None)
     _n, _k = precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]]
@@ -693,7 +606,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 4 · Explore: any operation, any format, any device
 
@@ -707,13 +620,7 @@ def _(mo):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    mo,
-    nvfp4_prediction,
-    rho_ratio_prediction,
-    weight_only_prediction,
-):
+def _(nvfp4_prediction, rho_ratio_prediction, weight_only_prediction):
     _wait = INSTRUMENTS.gate("explorer", rho_ratio_prediction, weight_only_prediction,
                              nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
@@ -722,7 +629,7 @@ def _(
 
 
 @app.cell
-def _(explorer_open, mo):
+def _(explorer_open):
     mo.stop(not explorer_open)  # the explorer's widgets show with it
     op_picker = mo.ui.dropdown(
         {"GEMM · C[M,N] = A[M,K] · B[K,N]": "gemm",
@@ -734,7 +641,7 @@ def _(explorer_open, mo):
 
 
 @app.cell
-def _(M_STEPS, explorer_open, mo):
+def _(explorer_open):
     mo.stop(not explorer_open)
     size_m = mo.ui.slider(steps=M_STEPS, value=4096, show_value=True,
                           label="M · rows / tokens (a GEMV has M = 1)")
@@ -743,7 +650,7 @@ def _(M_STEPS, explorer_open, mo):
 
 
 @app.cell
-def _(explorer_open, mo):
+def _(explorer_open):
     mo.stop(not explorer_open)
     size_n = mo.ui.slider(steps=[2**i for i in range(6, 16)], value=4096, show_value=True,
                           label="N · output features (d_ff for the MLP)")
@@ -752,7 +659,7 @@ def _(explorer_open, mo):
 
 
 @app.cell
-def _(explorer_open, mo):
+def _(explorer_open):
     mo.stop(not explorer_open)
     size_k = mo.ui.slider(steps=[2**i for i in range(6, 16)], value=4096, show_value=True,
                           label="K · reduction (d_model for the MLP)")
@@ -761,7 +668,7 @@ def _(explorer_open, mo):
 
 
 @app.cell
-def _(explorer_open, precision, mo):
+def _(explorer_open):
     # its labels give each format's bits, block scales included: Prediction 3's, so it shows
     # only with the explorer
     mo.stop(not explorer_open)
@@ -776,7 +683,7 @@ def _(explorer_open, precision, mo):
 
 
 @app.cell
-def _(explorer_open, mo):
+def _(explorer_open):
     mo.stop(not explorer_open)
     weight_only_compute = mo.ui.dropdown(
         ["fp16", "bf16", "fp8", "fp32"], value="fp16",
@@ -786,7 +693,7 @@ def _(explorer_open, mo):
 
 
 @app.cell
-def _(explorer_open, precision, mo, style):
+def _(explorer_open):
     mo.stop(not explorer_open)
     # Text boxes, not mo.ui.number: a weight out of range is refused with a message (next
     # cell) and the last good one kept, instead of being clamped in the browser.
@@ -802,24 +709,21 @@ def _(explorer_open, precision, mo, style):
 
 
 @app.cell
-def _(circuit_weights, style):
+def _(circuit_weights):
     style.input_messages(circuit_weights)
     return
 
 
 @app.cell
 def _(
-    precision_study,
     circuit_weights,
     device_picker,
     explorer_open,
     format_picker,
-    mo,
     op_picker,
     size_k,
     size_m,
     size_n,
-    style,
     weight_only_compute,
 ):
     mo.stop(not explorer_open)
@@ -844,7 +748,7 @@ def _(
 
 
 @app.cell
-def _(device, explorer_error, explorer_rows, style):
+def _(device, explorer_error, explorer_rows):
     # The failure state: a precision the device has no rate for says so and names the way out.
     _missing = [r for r in explorer_rows if not r.supported]
     _msgs = [explorer_error] if explorer_error else []
@@ -861,7 +765,7 @@ def _(device, explorer_error, explorer_rows, style):
 
 
 @app.cell
-def _(explorer_ok, fmt, precision, style, units):
+def _(explorer_ok):
     style.value_table(
         [{"format": r.storage, "bits/element": f"{precision.bits(r.storage):g}",
           "math (peak)": r.compute, "AI": f"{fmt(r.ai)} {units.intensity_unit(r.compute)}",
@@ -874,7 +778,7 @@ def _(explorer_ok, fmt, precision, style, units):
 
 
 @app.cell
-def _(precision_study, explorer_ok, style):
+def _(explorer_ok):
     explorer_labels = [precision_study.row_label(r) for r in explorer_ok]
     # the bars' colour is the math precision; the legend says which is which
     explorer_colors = [style.PRECISION_COLORS[r.compute] for r in explorer_ok]
@@ -884,7 +788,7 @@ def _(precision_study, explorer_ok, style):
 
 
 @app.cell
-def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
+def _(explorer_colors, explorer_labels, explorer_ok, math_legend):
     ai_bars = figures.bar_figure(
         explorer_labels, [r.ai for r in explorer_ok], colors=explorer_colors,
         legend=math_legend, title="AI_std: FLOPs per byte moved",
@@ -894,7 +798,7 @@ def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
 
 
 @app.cell
-def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
+def _(explorer_colors, explorer_labels, explorer_ok, math_legend):
     ibit_bars = figures.bar_figure(
         explorer_labels, [r.i_bit for r in explorer_ok], colors=explorer_colors,
         legend=math_legend,
@@ -904,7 +808,7 @@ def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
 
 
 @app.cell
-def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
+def _(explorer_colors, explorer_labels, explorer_ok, math_legend):
     ridge_bars = figures.bar_figure(
         explorer_labels, [r.ridge for r in explorer_ok], colors=explorer_colors,
         legend=math_legend,
@@ -914,7 +818,7 @@ def _(explorer_colors, explorer_labels, explorer_ok, figures, math_legend):
 
 
 @app.cell
-def _(explorer_labels, explorer_ok, figures):
+def _(explorer_labels, explorer_ok):
     rho_bars = figures.bar_figure(
         explorer_labels, [r.rho for r in explorer_ok],
         colors=[r.regime for r in explorer_ok],
@@ -925,24 +829,14 @@ def _(explorer_labels, explorer_ok, figures):
 
 
 @app.cell
-def _(ai_bars, ibit_bars, mo, rho_bars, ridge_bars):
+def _(ai_bars, ibit_bars, rho_bars, ridge_bars):
     mo.vstack([mo.hstack([rho_bars, ai_bars], widths="equal"),
                mo.hstack([ridge_bars, ibit_bars], widths="equal")]) if rho_bars else None
     return
 
 
 @app.cell
-def _(
-    OP_NAMES,
-    precision_study,
-    device,
-    explorer_rows,
-    explorer_shape,
-    figures,
-    fmt,
-    op_picker,
-    style,
-):
+def _(device, explorer_rows, explorer_shape, op_picker):
     _view = precision_study.roofline_view(explorer_rows, device)
     explorer_roofline = figures.roofline_figure(
         [(device, p) for p in _view.roofs],
@@ -962,7 +856,7 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, precision_study, device, explorer_open, fmt, mo, style):
+def _(device, explorer_open):
     # Part 1's switch on the device picked (a TPU has no fp32 rate: a message, not a crash).
     mo.stop(not explorer_open)
     try:
@@ -983,7 +877,7 @@ def _(GEMM_4096, precision_study, device, explorer_open, fmt, mo, style):
 
 
 @app.cell
-def _(circuit_weights, explorer_open, mo, style):
+def _(circuit_weights, explorer_open):
     mo.stop(not explorer_open)
     _w = circuit_weights.value
     style.math_peek("bit-level intensity, I_bit", rf"""
@@ -1002,7 +896,7 @@ def _(circuit_weights, explorer_open, mo, style):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 5 · What the naive measurement gets wrong
     """)
@@ -1010,7 +904,7 @@ def _(mo):
 
 
 @app.cell
-def _(style):
+def _():
     style.scenario_card(
         "Kai", "student, first benchmark",
         "I ran a 14336×4096 FP16 GEMV (Llama-3-8B's gate projection, 117 MB of weights) 100 "
@@ -1021,13 +915,13 @@ def _(style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_naive, set_naive = quiz.lock_state(lab, "lab03.naive_bandwidth")
     return get_naive, set_naive
 
 
 @app.cell
-def _(NAIVE_OPTIONS, get_naive, lab, quiz, set_naive):
+def _(get_naive, lab, set_naive):
     naive_form = quiz.choice_form(
         lab, "lab03.naive_bandwidth",
         question="**Prediction 4.** "
@@ -1039,7 +933,7 @@ def _(NAIVE_OPTIONS, get_naive, lab, quiz, set_naive):
 
 
 @app.cell
-def _(GEMV_KAI, NAIVE_OPTIONS, precision_study, SCENARIO_DEVICE, get_naive, lab, reveal):
+def _(get_naive, lab):
     _kai = precision_study.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     naive_prediction = get_naive() or reveal.reference(
         lab, "lab03.naive_bandwidth", _kai.verdict,
@@ -1056,7 +950,7 @@ def _(GEMV_KAI, NAIVE_OPTIONS, precision_study, SCENARIO_DEVICE, get_naive, lab,
 
 
 @app.cell
-def _(INSTRUMENTS, mo, naive_prediction, rho_ratio_prediction):
+def _(naive_prediction, rho_ratio_prediction):
     _wait = INSTRUMENTS.gate("kai", rho_ratio_prediction, naive_prediction)
     mo.stop(_wait is not None, _wait)
     kai_open = True  # the benchmark's cells below run only while it is open
@@ -1064,7 +958,7 @@ def _(INSTRUMENTS, mo, naive_prediction, rho_ratio_prediction):
 
 
 @app.cell
-def _(GEMM_4096, GEMV_4096, GEMV_KAI, mo):
+def _():
     naive_op = mo.ui.dropdown(
         {"GEMV 14336×4096 (fp16, Kai's: 117 MB, larger than an H100's 50 MiB L2)":
              ("gemv", GEMV_KAI),
@@ -1079,7 +973,7 @@ def _(GEMM_4096, GEMV_4096, GEMV_KAI, mo):
 
 
 @app.cell
-def _(mo):
+def _():
     naive_iterations = mo.ui.slider(steps=[1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], value=100,
                                     show_value=True, label="Iterations timed")
     naive_iterations
@@ -1087,18 +981,7 @@ def _(mo):
 
 
 @app.cell
-def _(
-    GEMV_KAI,
-    precision_study,
-    device,
-    fmt,
-    kai_open,
-    mo,
-    naive_iterations,
-    naive_op,
-    style,
-    units,
-):
+def _(device, kai_open, naive_iterations, naive_op):
     mo.stop(not kai_open)
     try:
         naive = precision_study.naive_bandwidth(*naive_op.value, "fp16", device,
@@ -1153,7 +1036,7 @@ def _(
 
 
 @app.cell
-def _(figures, naive):
+def _(naive):
     naive_figure = figures.bar_figure(
         ["allocator peak", "L2 traffic" if naive and naive.fits_in_l2 else "HBM traffic"],
         [naive.fvt.footprint_bytes / 1e9, naive.fvt.traffic_bytes / 1e9], log=True,
@@ -1164,18 +1047,7 @@ def _(figures, naive):
 
 
 @app.cell
-def _(
-    GEMV_KAI,
-    INSTRUMENTS,
-    NAIVE_OPTIONS,
-    precision_study,
-    SCENARIO_DEVICE,
-    fmt,
-    lab,
-    mo,
-    naive_prediction,
-    quiz,
-):
+def _(lab, naive_prediction):
     _wait = INSTRUMENTS.gate("kai run", naive_prediction)
     mo.stop(_wait is not None, _wait)
     kai = precision_study.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
@@ -1187,7 +1059,7 @@ def _(
 
 
 @app.cell
-def _(GEMM_4096, device, fmt, kai_open, mo, precision_study, style, units):
+def _(device, kai_open):
     mo.stop(not kai_open)
     try:
         tf32 = precision_study.tf32_misreading("gemm", GEMM_4096, device)
@@ -1212,7 +1084,7 @@ def _(GEMM_4096, device, fmt, kai_open, mo, precision_study, style, units):
 
 
 @app.cell
-def _(kai_open, lab, mo, quiz):
+def _(kai_open, lab):
     # Fixed labels: moving the sliders above must not drop what the student typed. It asks
     # about the benchmark's cards, so it opens with them.
     mo.stop(not kai_open)
@@ -1227,7 +1099,7 @@ def _(kai_open, lab, mo, quiz):
 
 
 @app.cell
-def _(SCENARIO_DEVICE, fmt, hardware, kai, precision_study, style, units):
+def _(kai):
     _kai_l2 = hardware.get(SCENARIO_DEVICE).l2_bytes
     style.math_peek("memory held vs memory moved; TF32", rf"""
     An allocator's peak counts each tensor **once** while it is alive; HBM traffic counts
@@ -1260,7 +1132,7 @@ def _(SCENARIO_DEVICE, fmt, hardware, kai, precision_study, style, units):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 6 · Measure this machine (optional, needs torch)
 
@@ -1276,7 +1148,7 @@ def _(mo):
 
 
 @app.cell
-def _(precision_study, live, mo):
+def _():
     live_matrix = mo.ui.dropdown(
         precision_study.decode_gemv_shapes("llama-3-8b"), value="Q projection 4096×4096",
         label="Decode GEMV to time (Llama-3-8B matrix)")
@@ -1289,7 +1161,7 @@ def _(precision_study, live, mo):
 
 
 @app.cell
-def _(live):
+def _():
     # Shown by the measurement's gate (the cell below): pressed only once it is open.
     live_run = live.run_button("Measure this machine")
     return (live_run,)
@@ -1297,9 +1169,7 @@ def _(live):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     live_run,
-    mo,
     nvfp4_prediction,
     rho_ratio_prediction,
     weight_only_prediction,
@@ -1327,12 +1197,8 @@ def _(
     LIVE_PEAK_PRECISIONS,
     LIVE_PEAK_SIZES,
     LIVE_STREAM_MB,
-    precision_study,
     live_run,
     live_settings,
-    measure,
-    mo,
-    style,
 ):
     live_results = None  # always defined, so Part 3's table does not wait for a measurement
     if live_run.value:
@@ -1370,7 +1236,7 @@ def _(
 
 
 @app.cell
-def _(live, live_results, measure_open, mo, style):
+def _(live_results, measure_open):
     mo.stop(not measure_open)
     if live_results is None:
         _out = mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral")
@@ -1386,7 +1252,7 @@ def _(live, live_results, measure_open, mo, style):
 
 
 @app.cell
-def _(fmt, live_results, measure_open, mo):
+def _(live_results, measure_open):
     mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     live_peak_rows = live_results["emp"].rows()
     mo.ui.table(
@@ -1400,7 +1266,7 @@ def _(fmt, live_results, measure_open, mo):
 
 
 @app.cell
-def _(precision_study, live_results, measure_open, mo):
+def _(live_results, measure_open):
     mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     _n, _k = live_results["shape"]
     live_quant = precision_study.decode_quant_table(_n, _k, live_results["reference"])
@@ -1412,7 +1278,7 @@ def _(precision_study, live_results, measure_open, mo):
 
 
 @app.cell
-def _(fmt, live_decode, live_results, mo, style, units):
+def _(live_decode, live_results):
     _table = mo.ui.table(
         [{"format": r["storage"], "math": r["compute"],
           "predicted": units.format_seconds(r["predicted_s"]),
@@ -1437,7 +1303,7 @@ def _(fmt, live_decode, live_results, mo, style, units):
 
 
 @app.cell
-def _(precision_study, figures, live_results, measure, measure_open, mo, roofline, style):
+def _(live_results, measure_open):
     mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     _dev = live_results["emp"].as_device()
     _timed = [r for r in live_results["gemv"] if r["measured_us"]]
@@ -1464,7 +1330,7 @@ def _(precision_study, figures, live_results, measure, measure_open, mo, rooflin
 
 
 @app.cell
-def _(lab, live, live_decode, live_peak_rows, live_results, measure):
+def _(lab, live_decode, live_peak_rows, live_results):
     _info = live_results["info"]
     lab.record("result", "lab03.live_peaks", measure.ledger_payload(_info, live_peak_rows))
     lab.record("result", "lab03.live_gemv", measure.ledger_payload(_info, live_decode))
@@ -1476,17 +1342,9 @@ def _(lab, live, live_decode, live_peak_rows, live_results, measure):
 
 @app.cell
 def _(
-    GEMM_4096,
-    GEMV_4096,
-    precision_study,
-    SCENARIO_DEVICE,
-    fmt,
-    precision,
-    mo,
     naive_prediction,
     nvfp4_prediction,
     rho_ratio_prediction,
-    style,
     weight_only_prediction,
 ):
     _gate = style.takeaways_gate((rho_ratio_prediction, weight_only_prediction,

@@ -3,9 +3,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(width="medium", css_file="labs.css")
 
-
-@app.cell
-def _():
+with app.setup:
     import marimo as mo
 
     from labs.core import figures, hardware, hierarchy, quiz, reveal, style
@@ -17,68 +15,7 @@ def _():
 
     np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab04"
-    return (
-        formulas,
-        fusion,
-        LAB_ID,
-        roofline,
-        figures,
-        hardware,
-        hierarchy,
-        mo,
-        np,
-        quiz,
-        reveal,
-        style,
-        units,
-    )
 
-
-@app.cell
-def _(style):
-    style.lab_header(
-        "Lab 4 · Fusion and Overhead",
-        "Three regimes (compute, memory, overhead): what fusing kernels buys, and where it stops.",
-        goals=[
-            "Count the HBM bytes an elementwise chain moves per fusion grouping, and predict the "
-            "speedup of fusing it.",
-            "Find what sets a chain's time at every tensor size, from one token's hidden state "
-            "to a full activation, and what fusing it saves at each.",
-            "See why unfused attention's score matrix (∝ S²) costs traffic and memory, and what "
-            "flash attention keeps on chip instead.",
-            "Use a two-level (HBM + on-chip) roofline to explain why tiles help, and why on-chip "
-            "capacity bounds them.",
-        ],
-        minutes=40,
-        reading=[
-            ("H. He, Making Deep Learning Go Brrrr From First Principles (2022)",
-             "https://horace.io/brrr_intro.html"),
-            ("T. Dao et al., FlashAttention (2022)", "https://arxiv.org/abs/2205.14135"),
-            ("C. Yang et al., Hierarchical Roofline Analysis for GPUs (2020)",
-             "https://arxiv.org/abs/2009.02449"),
-            ("S. Williams et al., Roofline (CACM 2009)",
-             "https://doi.org/10.1145/1498765.1498785"),
-        ],
-    )
-    return
-
-
-@app.cell
-def _(quiz):
-    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
-    return get_ledger_settings, set_ledger_settings
-
-
-@app.cell
-def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
-    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
-                          on_settings=set_ledger_settings)
-    lab.status()
-    return (lab,)
-
-
-@app.cell
-def _(formulas, fusion, quiz):
     # Wiring constants: the questions' cases (from core, where the graded bands read them) and
     # the widget steps. The pickers' opening values: the instructor copy's reveal answers are
     # computed for these, so prediction cells never depend on later picks (LABS_SPEC §4.2b).
@@ -137,26 +74,53 @@ def _(formulas, fusion, quiz):
                       "bandwidth:l2", "bandwidth:device", "regime:flash", "ratio:bandwidths"],
             "tile_check": ["choice:tile"],
         })
-    return (
-        INSTRUMENTS,
-        LARGE_N,
-        NO_OP,
-        OPENING,
-        OP_OPTIONS,
-        QUESTION_HEADS,
-        QUESTION_HEAD_DIM,
-        SEQ_STEPS,
-        SIZE_STEPS,
-        STORAGE_PRECISIONS,
-        TILE_OPTIONS,
-        TILE_STEPS,
-        TINY_N,
-        TINY_OPTIONS,
-    )
 
 
 @app.cell
-def _(fusion, mo):
+def _():
+    style.lab_header(
+        "Lab 4 · Fusion and Overhead",
+        "Three regimes (compute, memory, overhead): what fusing kernels buys, and where it stops.",
+        goals=[
+            "Count the HBM bytes an elementwise chain moves per fusion grouping, and predict the "
+            "speedup of fusing it.",
+            "Find what sets a chain's time at every tensor size, from one token's hidden state "
+            "to a full activation, and what fusing it saves at each.",
+            "See why unfused attention's score matrix (∝ S²) costs traffic and memory, and what "
+            "flash attention keeps on chip instead.",
+            "Use a two-level (HBM + on-chip) roofline to explain why tiles help, and why on-chip "
+            "capacity bounds them.",
+        ],
+        minutes=40,
+        reading=[
+            ("H. He, Making Deep Learning Go Brrrr From First Principles (2022)",
+             "https://horace.io/brrr_intro.html"),
+            ("T. Dao et al., FlashAttention (2022)", "https://arxiv.org/abs/2205.14135"),
+            ("C. Yang et al., Hierarchical Roofline Analysis for GPUs (2020)",
+             "https://arxiv.org/abs/2009.02449"),
+            ("S. Williams et al., Roofline (CACM 2009)",
+             "https://doi.org/10.1145/1498765.1498785"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _():
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(get_ledger_settings, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _():
     mo.md(f"""
     ## Choose a device
     Every number below is for this device. Part 4 sizes flash-attention tiles from on-chip
@@ -168,7 +132,7 @@ def _(fusion, mo):
 
 
 @app.cell
-def _(OPENING, hardware, style):
+def _():
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Device")
     device_picker
@@ -176,7 +140,7 @@ def _(OPENING, hardware, style):
 
 
 @app.cell
-def _(STORAGE_PRECISIONS, mo):
+def _():
     precision_picker = mo.ui.dropdown(list(STORAGE_PRECISIONS), value="fp16",
                                       label="Storage precision of the tensors")
     precision_picker
@@ -184,13 +148,13 @@ def _(STORAGE_PRECISIONS, mo):
 
 
 @app.cell
-def _(device_picker, hardware):
+def _(device_picker):
     device = hardware.get(device_picker.value)
     return (device,)
 
 
 @app.cell
-def _(fusion, INSTRUMENTS, device, mo, style):
+def _(device):
     _wait = INSTRUMENTS.gate("device")  # the device's own figures: open from the start
     mo.stop(_wait is not None, _wait)
     try:
@@ -208,62 +172,56 @@ def _(fusion, INSTRUMENTS, device, mo, style):
     return
 
 
-@app.cell
-def _(style):
-    def student_error(exc):
-        """A core error as the student reads it: the cause, then the way out. A KeyError here
-        is a rate the device lacks for the storage precision picked at the top."""
-        if isinstance(exc, KeyError):
-            return (style.error_message(exc) + "\n\nSet the storage precision of the tensors "
-                    "(top of the lab) to one of those, or pick another device.")
-        return style.error_message(exc)
-
-    return (student_error,)
+@app.function
+def student_error(exc):
+    """A core error as the student reads it: the cause, then the way out. A KeyError here
+    is a rate the device lacks for the storage precision picked at the top."""
+    if isinstance(exc, KeyError):
+        return (style.error_message(exc) + "\n\nSet the storage precision of the tensors "
+                "(top of the lab) to one of those, or pick another device.")
+    return style.error_message(exc)
 
 
-@app.cell
-def _(fusion, LARGE_N, QUESTION_HEADS, QUESTION_HEAD_DIM, TINY_N):
-    def lab_references(device):
-        """Reference answers from labs.core for ``device``: the questions use 2-byte tensors
-        (fp16, or bf16 on devices without an fp16 rate, e.g. TPUs); None where the device
-        lacks what a question needs."""
-        precision = "fp16" if device.has("fp16") else "bf16"
+@app.function
+def lab_references(device):
+    """Reference answers from labs.core for ``device``: the questions use 2-byte tensors
+    (fp16, or bf16 on devices without an fp16 rate, e.g. TPUs); None where the device
+    lacks what a question needs."""
+    precision = "fp16" if device.has("fp16") else "bf16"
 
-        def _answer(compute):
-            try:
-                return compute()
-            except (KeyError, ValueError):
-                return None
+    def _answer(compute):
+        try:
+            return compute()
+        except (KeyError, ValueError):
+            return None
 
-        return precision, {
-            "fusion_speedup": _answer(lambda: fusion.fusion_speedup(
-                LARGE_N, device, None, [list(range(len(fusion.DEFAULT_CHAIN)))],
-                precision=precision)),
-            "tiny_tensor": _answer(lambda: fusion.fusion_benefit(TINY_N, device, precision=precision)),
-            "oom_seq_len": _answer(lambda: fusion.unfused_max_seq_len(
-                device, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16")),
-            "largest_tile": _answer(lambda: fusion.largest_square_tile(QUESTION_HEAD_DIM, device)),
-        }
-
-    return (lab_references,)
+    return precision, {
+        "fusion_speedup": _answer(lambda: fusion.fusion_speedup(
+            LARGE_N, device, None, [list(range(len(fusion.DEFAULT_CHAIN)))],
+            precision=precision)),
+        "tiny_tensor": _answer(lambda: fusion.fusion_benefit(TINY_N, device, precision=precision)),
+        "oom_seq_len": _answer(lambda: fusion.unfused_max_seq_len(
+            device, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16")),
+        "largest_tile": _answer(lambda: fusion.largest_square_tile(QUESTION_HEAD_DIM, device)),
+    }
 
 
 @app.cell
-def _(device, lab_references):
+def _(device):
     # What the instruments show for the chosen device (the prediction-vs-reality comparisons).
     reference_precision, references = lab_references(device)
     return reference_precision, references
 
 
 @app.cell
-def _(OPENING, hardware, lab_references):
+def _():
     # The instructor copy's filled-in answers: for the device the lab opens with.
     reveal_precision, reveal_references = lab_references(hardware.get(OPENING["device"]))
     return reveal_precision, reveal_references
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("## Part 1 · Fusing an elementwise chain\n\n"
               "Two predictions about one chain of kernels, at two tensor sizes, open this "
@@ -280,13 +238,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_speedup, set_speedup = quiz.lock_state(lab, "lab04.fusion_speedup")
     return get_speedup, set_speedup
 
 
 @app.cell
-def _(get_speedup, lab, quiz, set_speedup):
+def _(get_speedup, lab, set_speedup):
     speedup_form = quiz.numeric_form(
         lab, "lab04.fusion_speedup",
         question="**Prediction 1.** LayerNorm → GELU → dropout → residual add runs as 4 "
@@ -304,16 +262,7 @@ def _(get_speedup, lab, quiz, set_speedup):
 
 
 @app.cell
-def _(
-    fusion,
-    LARGE_N,
-    OPENING,
-    get_speedup,
-    lab,
-    reveal,
-    reveal_precision,
-    reveal_references,
-):
+def _(get_speedup, lab, reveal_precision, reveal_references):
     _p = reveal_precision
     _before, _after = (fusion.chain_timing(LARGE_N, OPENING["device"], g, precision=_p)
                        for g in (None, [list(range(len(fusion.DEFAULT_CHAIN)))]))
@@ -333,7 +282,7 @@ def _(
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("### The same chain on a tiny tensor"),
         style.scenario_card(
@@ -346,13 +295,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_tiny, set_tiny = quiz.lock_state(lab, "lab04.tiny_tensor")
     return get_tiny, set_tiny
 
 
 @app.cell
-def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
+def _(get_tiny, lab, set_tiny):
     tiny_form = quiz.choice_form(
         lab, "lab04.tiny_tensor",
         question="**Prediction 2.** "
@@ -364,17 +313,7 @@ def _(TINY_OPTIONS, get_tiny, lab, quiz, set_tiny):
 
 
 @app.cell
-def _(
-    fusion,
-    OPENING,
-    TINY_N,
-    TINY_OPTIONS,
-    get_tiny,
-    lab,
-    reveal,
-    reveal_precision,
-    reveal_references,
-):
+def _(get_tiny, lab, reveal_precision, reveal_references):
     _label = next((k for k, v in TINY_OPTIONS.items() if v == reveal_references["tiny_tensor"]), None)
     _p = reveal_precision
     _before, _after = (fusion.chain_timing(TINY_N, OPENING["device"], g, precision=_p)
@@ -396,7 +335,7 @@ def _(
 
 
 @app.cell
-def _(formulas, fusion, NO_OP, OP_OPTIONS, roofline, SIZE_STEPS, mo, style):
+def _():
     _defaults = [formulas.ELEMENTWISE[k].label for k in fusion.DEFAULT_CHAIN]
     _chain_label = "Chain, in order (pick — to leave a slot empty)"
     chain_slots = mo.ui.array(
@@ -433,13 +372,10 @@ def _(chain_slots):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     chain_controls,
-    mo,
     overhead_us,
     size_control,
     speedup_prediction,
-    style,
     tiny_prediction,
 ):
     # The explorer's controls, shown with it (the notice is the instrument's, in the cell below).
@@ -450,18 +386,13 @@ def _(
 
 @app.cell
 def _(
-    formulas,
-    fusion,
-    INSTRUMENTS,
     chain_ops,
     device,
     kernels_slider,
-    mo,
     overhead_us,
     precision_picker,
     size_slider,
     speedup_prediction,
-    student_error,
     tiny_prediction,
 ):
     _wait = INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction)
@@ -491,7 +422,7 @@ def _(
 
 
 @app.cell
-def _(chain_error, chain_now, chain_speedup, chain_unfused, device, roofline, style, units):
+def _(chain_error, chain_now, chain_speedup, chain_unfused, device):
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
     else:
@@ -514,7 +445,7 @@ def _(chain_error, chain_now, chain_speedup, chain_unfused, device, roofline, st
 
 
 @app.cell
-def _(chain_now, device, figures, fusion, mo, precision_picker, roofline, style, units):
+def _(chain_now, device, precision_picker):
     mo.stop(chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
@@ -538,7 +469,7 @@ def _(chain_now, device, figures, fusion, mo, precision_picker, roofline, style,
 
 
 @app.cell
-def _(roofline, chain_now, device, mo):
+def _(chain_now, device):
     # the note under the roofline: closed with it
     mo.stop(chain_now is None)
     mo.md(
@@ -558,7 +489,7 @@ def _(roofline, chain_now, device, mo):
 
 
 @app.cell
-def _(chain_now, figures, mo, quiz, units):
+def _(chain_now):
     mo.stop(chain_now is None)
     _ops = [c.name for c in chain_now.chain.kernels_costs]
     fusion_bars = figures.bar_figure(
@@ -575,10 +506,7 @@ def _(chain_now, figures, mo, quiz, units):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     lab,
-    mo,
-    quiz,
     reference_precision,
     references,
     speedup_prediction,
@@ -601,7 +529,7 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
+def _(lab, speedup_prediction, tiny_prediction):
     mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     speedup_explain = quiz.explain_form(
         lab, "lab04.fusion_speedup",
@@ -613,7 +541,7 @@ def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
 
 
 @app.cell
-def _(formulas, fusion, INSTRUMENTS, mo, speedup_prediction, style, tiny_prediction):
+def _(speedup_prediction, tiny_prediction):
     # the equations answer both predictions: the explorer's rule
     mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
@@ -650,7 +578,7 @@ def _(formulas, fusion, INSTRUMENTS, mo, speedup_prediction, style, tiny_predict
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 2 · The overhead regime
     Prediction 2's chain ran on one token's hidden state. Below, the same chain (Part 1's
@@ -661,15 +589,11 @@ def _(mo):
 
 @app.cell
 def _(
-    fusion,
-    INSTRUMENTS,
     chain_ops,
     device,
-    mo,
     overhead_us,
     precision_picker,
     speedup_prediction,
-    student_error,
     tiny_prediction,
 ):
     _wait = INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction)
@@ -700,19 +624,12 @@ def _(
 
 @app.cell
 def _(
-    fusion,
-    roofline,
-    TINY_N,
     chain_ops,
     device,
-    mo,
     overhead_crossovers,
     overhead_error,
     overhead_us,
     precision_picker,
-    quiz,
-    style,
-    units,
 ):
     if overhead_error is not None:
         overhead_metrics = style.error_callout(overhead_error)
@@ -743,24 +660,16 @@ def _(
 
 @app.cell
 def _(
-    fusion,
-    TINY_N,
     chain_groups,
     chain_ops,
     device,
-    figures,
-    mo,
-    np,
     overhead_crossovers,
     overhead_error,
     overhead_groupings,
     overhead_kernel_crossovers,
     overhead_us,
     precision_picker,
-    quiz,
     size_slider,
-    style,
-    units,
 ):
     mo.stop(overhead_error is not None)
     _kw = dict(ops=chain_ops, precision=precision_picker.value,
@@ -798,16 +707,7 @@ def _(
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    TINY_OPTIONS,
-    lab,
-    mo,
-    quiz,
-    references,
-    speedup_prediction,
-    tiny_prediction,
-):
+def _(lab, references, speedup_prediction, tiny_prediction):
     _wait = INSTRUMENTS.gate("tiny_check", speedup_prediction, tiny_prediction)
     mo.stop(_wait is not None, _wait)
     _label = next((k for k, v in TINY_OPTIONS.items() if v == references["tiny_tensor"]),
@@ -820,7 +720,7 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
+def _(lab, speedup_prediction, tiny_prediction):
     mo.stop(INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction) is not None)
     tiny_explain = quiz.explain_form(
         lab, "lab04.tiny_tensor",
@@ -831,18 +731,7 @@ def _(INSTRUMENTS, lab, mo, quiz, speedup_prediction, tiny_prediction):
 
 
 @app.cell
-def _(
-    formulas,
-    fusion,
-    INSTRUMENTS,
-    OPENING,
-    roofline,
-    hardware,
-    mo,
-    speedup_prediction,
-    style,
-    tiny_prediction,
-):
+def _(speedup_prediction, tiny_prediction):
     # the equations answer both predictions: the overhead instrument's rule
     mo.stop(INSTRUMENTS.gate("overhead", speedup_prediction, tiny_prediction) is not None)
     # The worked crossover on the opening device, from core (never typed).
@@ -872,7 +761,7 @@ def _(
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("## Part 3 · Attention: unfused vs fused"),
         style.scenario_card(
@@ -886,13 +775,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_oom, set_oom = quiz.lock_state(lab, "lab04.oom_seq_len")
     return get_oom, set_oom
 
 
 @app.cell
-def _(get_oom, lab, quiz, set_oom):
+def _(get_oom, lab, set_oom):
     oom_form = quiz.numeric_form(
         lab, "lab04.oom_seq_len",
         question="**Prediction 3.** "
@@ -906,17 +795,7 @@ def _(get_oom, lab, quiz, set_oom):
 
 
 @app.cell
-def _(
-    fusion,
-    OPENING,
-    QUESTION_HEADS,
-    QUESTION_HEAD_DIM,
-    get_oom,
-    hardware,
-    lab,
-    reveal,
-    reveal_references,
-):
+def _(get_oom, lab, reveal_references):
     _s = reveal_references["oom_seq_len"]
     _terms = fusion.attention_memory_terms(1, QUESTION_HEADS, _s or 1, QUESTION_HEAD_DIM, "fp16",
                                        fused=False)
@@ -941,7 +820,7 @@ def _(
 
 
 @app.cell
-def _(SEQ_STEPS, mo):
+def _():
     seq_slider = mo.ui.slider(steps=SEQ_STEPS, value=4096, show_value=True,
                               label="Sequence length S (tokens)")
     attn_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=1, show_value=True,
@@ -964,7 +843,7 @@ def _(SEQ_STEPS, mo):
 
 
 @app.cell
-def _(INSTRUMENTS, attention_controls, mo, oom_prediction):
+def _(attention_controls, oom_prediction):
     # the instrument's controls, shown with it (the notice is the instrument's, below)
     mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)
     attention_controls
@@ -973,20 +852,13 @@ def _(INSTRUMENTS, attention_controls, mo, oom_prediction):
 
 @app.cell
 def _(
-    formulas,
-    INSTRUMENTS,
-    roofline,
     attn_batch,
     attn_heads,
     device,
     head_dim_picker,
-    mo,
     oom_prediction,
     precision_picker,
     seq_slider,
-    student_error,
-    style,
-    units,
 ):
     _wait = INSTRUMENTS.gate("attention", oom_prediction)
     mo.stop(_wait is not None, _wait)
@@ -1023,19 +895,13 @@ def _(
 
 @app.cell
 def _(
-    formulas,
-    fusion,
-    SEQ_STEPS,
     attn_batch,
     attn_error,
     attn_heads,
     device,
-    figures,
     head_dim_picker,
-    mo,
     precision_picker,
     seq_slider,
-    style,
 ):
     mo.stop(attn_error is not None)
     _args = (attn_batch.value, attn_heads.value)
@@ -1061,16 +927,13 @@ def _(
 
 @app.cell
 def _(
-    fusion,
     attn_batch,
     attn_error,
     attn_heads,
     device,
     head_dim_picker,
-    mo,
     precision_picker,
     seq_slider,
-    style,
 ):
     mo.stop(attn_error is not None)
     _args = (attn_batch.value, attn_heads.value, seq_slider.value, head_dim_picker.value,
@@ -1092,7 +955,7 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, lab, mo, oom_prediction, quiz, references):
+def _(lab, oom_prediction, references):
     _wait = INSTRUMENTS.gate("oom_check", oom_prediction)
     mo.stop(_wait is not None, _wait)
     mo.vstack([mo.md("**Prediction vs reality** · batch 1, 32 heads, head_dim 128, fp16:"),
@@ -1102,7 +965,7 @@ def _(INSTRUMENTS, lab, mo, oom_prediction, quiz, references):
 
 
 @app.cell
-def _(INSTRUMENTS, lab, mo, oom_prediction, quiz):
+def _(lab, oom_prediction):
     mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)
     oom_explain = quiz.explain_form(
         lab, "lab04.oom_seq_len",
@@ -1113,18 +976,7 @@ def _(INSTRUMENTS, lab, mo, oom_prediction, quiz):
 
 
 @app.cell
-def _(
-    fusion,
-    INSTRUMENTS,
-    OPENING,
-    QUESTION_HEADS,
-    QUESTION_HEAD_DIM,
-    hardware,
-    mo,
-    oom_prediction,
-    reveal_references,
-    style,
-):
+def _(oom_prediction, reveal_references):
     mo.stop(INSTRUMENTS.gate("attention", oom_prediction) is not None)  # the answer, worked
     # The question's case on the opening device: the bound on S is Prediction 3's answer, the
     # instructor copy's reference (never typed); b from core's fp16 score bytes.
@@ -1160,7 +1012,7 @@ def _(
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("## Part 4 · The limit: what fits on chip"),
         style.scenario_card(
@@ -1177,13 +1029,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_tile, set_tile = quiz.lock_state(lab, "lab04.largest_tile")
     return get_tile, set_tile
 
 
 @app.cell
-def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
+def _(get_tile, lab, set_tile):
     tile_form = quiz.choice_form(
         lab, "lab04.largest_tile",
         question="**Prediction 4.** "
@@ -1196,16 +1048,7 @@ def _(TILE_OPTIONS, get_tile, lab, quiz, set_tile):
 
 
 @app.cell
-def _(
-    fusion,
-    OPENING,
-    QUESTION_HEAD_DIM,
-    TILE_OPTIONS,
-    get_tile,
-    lab,
-    reveal,
-    reveal_references,
-):
+def _(get_tile, lab, reveal_references):
     _b = reveal_references["largest_tile"]
     _label = next((k for k, v in TILE_OPTIONS.items() if v == _b), None)
     _fit, _big = (fusion.flash_tile(t, t, QUESTION_HEAD_DIM, OPENING["device"]) for t in (_b, 2 * _b))
@@ -1225,7 +1068,7 @@ def _(
 
 
 @app.cell
-def _(TILE_STEPS, mo):
+def _():
     block_q_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
                                   label="Query tile Bq (rows)")
     block_kv_slider = mo.ui.slider(steps=TILE_STEPS, value=128, show_value=True,
@@ -1238,17 +1081,12 @@ def _(TILE_STEPS, mo):
 
 @app.cell
 def _(
-    fusion,
-    INSTRUMENTS,
     block_kv_slider,
     block_q_slider,
     device,
     head_dim_picker,
-    hierarchy,
-    mo,
     precision_picker,
     seq_slider,
-    style,
     tile_prediction,
 ):
     _wait = INSTRUMENTS.gate("tiles", tile_prediction)
@@ -1276,11 +1114,8 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     head_dim_picker,
-    mo,
     oom_prediction,
-    quiz,
     seq_slider,
     tile_controls,
     tile_prediction,
@@ -1299,21 +1134,16 @@ def _(
 
 @app.cell
 def _(
-    fusion,
     attn_batch,
     attn_heads,
     block_kv_slider,
     block_q_slider,
     device,
     head_dim_picker,
-    mo,
     precision_picker,
-    quiz,
     seq_slider,
-    style,
     tile_error,
     tile_fit,
-    units,
 ):
     # The tiled kernel at Part 3's whole shape: its traffic grows with batch × heads.
     flash_point = None if tile_error is not None else fusion.flash_roof_point(
@@ -1347,7 +1177,7 @@ def _(
 
 
 @app.cell
-def _(device, figures, flash_one_head, mo, tile_fit):
+def _(device, flash_one_head, tile_fit):
     mo.stop(tile_fit is None or not tile_fit.fits)
     if flash_one_head is not None:
         hierarchy_figure = figures.per_level_roofline_figure(
@@ -1363,16 +1193,7 @@ def _(device, figures, flash_one_head, mo, tile_fit):
 
 
 @app.cell
-def _(
-    fusion,
-    INSTRUMENTS,
-    TILE_OPTIONS,
-    lab,
-    mo,
-    quiz,
-    references,
-    tile_prediction,
-):
+def _(lab, references, tile_prediction):
     _wait = INSTRUMENTS.gate("tile_check", tile_prediction)
     mo.stop(_wait is not None, _wait)
     if references["largest_tile"] is None:
@@ -1389,7 +1210,7 @@ def _(
 
 
 @app.cell
-def _(INSTRUMENTS, lab, mo, quiz, tile_prediction):
+def _(lab, tile_prediction):
     mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)
     tile_explain = quiz.explain_form(
         lab, "lab04.largest_tile",
@@ -1401,18 +1222,7 @@ def _(INSTRUMENTS, lab, mo, quiz, tile_prediction):
 
 
 @app.cell
-def _(
-    fusion,
-    INSTRUMENTS,
-    OPENING,
-    QUESTION_HEAD_DIM,
-    hardware,
-    mo,
-    reveal_references,
-    style,
-    tile_prediction,
-    units,
-):
+def _(reveal_references, tile_prediction):
     mo.stop(INSTRUMENTS.gate("tiles", tile_prediction) is not None)  # the answer, worked
     # The question's tiles on the opening device: the largest one that fits is Prediction 4's
     # answer, the instructor copy's reference (never typed).
@@ -1475,15 +1285,7 @@ def _(
 
 
 @app.cell
-def _(
-    fusion,
-    mo,
-    oom_prediction,
-    speedup_prediction,
-    style,
-    tile_prediction,
-    tiny_prediction,
-):
+def _(oom_prediction, speedup_prediction, tile_prediction, tiny_prediction):
     _gate = style.takeaways_gate((speedup_prediction, tiny_prediction, oom_prediction,
                                   tile_prediction))
     mo.stop(_gate is not None, _gate)

@@ -3,9 +3,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(width="medium", css_file="labs.css")
 
-
-@app.cell
-def _():
+with app.setup:
     import time
 
     import marimo as mo
@@ -16,76 +14,7 @@ def _():
     from labs.core.physics import misconceptions
 
     LAB_ID = "lab05"
-    return (
-        LAB_ID,
-        figures,
-        formulas,
-        fusion,
-        hardware,
-        hierarchy,
-        live,
-        measure,
-        misconceptions,
-        mo,
-        quantization,
-        quiz,
-        reference_machine,
-        reveal,
-        roofline,
-        staircase,
-        style,
-        time,
-        units,
-    )
 
-
-@app.cell
-def _(style):
-    style.lab_header(
-        "Lab 5 · The Memory Hierarchy",
-        "Your kernel beats the DRAM roof one day and falls off a cliff the next. Measure your "
-        "own machine's memory levels, then predict with one roof per level.",
-        goals=[
-            "Measure how bandwidth depends on the working set on your own machine, and find its "
-            "memory levels from the data.",
-            "Compute a kernel's arithmetic intensity at each level of the hierarchy and find the "
-            "level whose roof binds.",
-            "Change a kernel's tile and see which level it moves the traffic to, and what "
-            "happens when the tile no longer fits (shared memory refuses it; a cache thrashes).",
-            "Measure two effects a single roofline cannot show: the fixed cost of a call, and "
-            "the quantisation of tiles and waves.",
-        ],
-        minutes=45,
-        reading=[
-            ("A. Ilic, F. Pratas, L. Sousa: Cache-aware Roofline Model, Upgrading the Loft "
-             "(IEEE CAL 2014)", "https://doi.org/10.1109/L-CA.2013.6"),
-            ("G. Ofenbeck et al.: Applying the Roofline Model (ISPASS 2014)",
-             "https://spiral.ece.cmu.edu/pub-spiral/abstract.jsp?id=177"),
-            ("C. Yang, T. Kurth, S. Williams: Hierarchical Roofline Analysis for GPUs (2020)",
-             "https://arxiv.org/abs/2009.02449"),
-            ("U. Drepper: What Every Programmer Should Know About Memory (2007)",
-             "https://people.freebsd.org/~lstewart/articles/cpumemory.pdf"),
-        ],
-    )
-    return
-
-
-@app.cell
-def _(quiz):
-    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
-    return get_ledger_settings, set_ledger_settings
-
-
-@app.cell
-def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
-    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
-                          on_settings=set_ledger_settings)
-    lab.status()
-    return (lab,)
-
-
-@app.cell
-def _(quantization, quiz):
     # Wiring constants (no physics). The machine picker opens on OPENING["hierarchy"]: the
     # instructor copy's answers are computed for it (LABS_SPEC §4.2b).
     OPENING = {"hierarchy": "a100-sxm-80gb", "precision": "bf16"}
@@ -136,26 +65,55 @@ def _(quantization, quiz):
             # across tile boundaries beside it (about 12 s), and the peek at tiles and waves
             "sawtooth": ["ratio:wave", "share:wave", "throughput:sawtooth", "time:measurement"],
         })
-    return (
-        BINDING_OPTIONS,
-        FLASH,
-        INSTRUMENTS,
-        KERNELS,
-        MEASURED,
-        NAIVE_Q,
-        OPENING,
-        REFERENCE,
-        SHRINK_Q,
-        SIZE_STEPS,
-        STAIRCASE_Q,
-        TILE_Q,
-        TILE_STEPS,
-        WAVE_Q,
-    )
 
 
 @app.cell
-def _(mo):
+def _():
+    style.lab_header(
+        "Lab 5 · The Memory Hierarchy",
+        "Your kernel beats the DRAM roof one day and falls off a cliff the next. Measure your "
+        "own machine's memory levels, then predict with one roof per level.",
+        goals=[
+            "Measure how bandwidth depends on the working set on your own machine, and find its "
+            "memory levels from the data.",
+            "Compute a kernel's arithmetic intensity at each level of the hierarchy and find the "
+            "level whose roof binds.",
+            "Change a kernel's tile and see which level it moves the traffic to, and what "
+            "happens when the tile no longer fits (shared memory refuses it; a cache thrashes).",
+            "Measure two effects a single roofline cannot show: the fixed cost of a call, and "
+            "the quantisation of tiles and waves.",
+        ],
+        minutes=45,
+        reading=[
+            ("A. Ilic, F. Pratas, L. Sousa: Cache-aware Roofline Model, Upgrading the Loft "
+             "(IEEE CAL 2014)", "https://doi.org/10.1109/L-CA.2013.6"),
+            ("G. Ofenbeck et al.: Applying the Roofline Model (ISPASS 2014)",
+             "https://spiral.ece.cmu.edu/pub-spiral/abstract.jsp?id=177"),
+            ("C. Yang, T. Kurth, S. Williams: Hierarchical Roofline Analysis for GPUs (2020)",
+             "https://arxiv.org/abs/2009.02449"),
+            ("U. Drepper: What Every Programmer Should Know About Memory (2007)",
+             "https://people.freebsd.org/~lstewart/articles/cpumemory.pdf"),
+        ],
+    )
+    return
+
+
+@app.cell
+def _():
+    get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
+    return get_ledger_settings, set_ledger_settings
+
+
+@app.cell
+def _(get_ledger_settings, set_ledger_settings):
+    lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
+                          on_settings=set_ledger_settings)
+    lab.status()
+    return (lab,)
+
+
+@app.cell
+def _():
     mo.md("""
     ## Choose a machine
     Part 1 measures **your** machine. Parts 2 and 3 draw the memory levels of the machine you
@@ -170,7 +128,7 @@ def _(mo):
 
 
 @app.cell
-def _(MEASURED, OPENING, REFERENCE, hardware, reference_machine, style):
+def _():
     _options = {f"Reference machine: {reference_machine.MACHINE} (recorded CPU run)": REFERENCE,
                 "This machine (your Part 1 measurement)": MEASURED,
                 **hardware.picker_options()}
@@ -181,7 +139,7 @@ def _(MEASURED, OPENING, REFERENCE, hardware, reference_machine, style):
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("## Part 1 · The staircase, measured on your machine"),
         style.scenario_card(
@@ -195,13 +153,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_staircase, set_staircase = quiz.lock_state(lab, "lab05.staircase_ratio")
     return get_staircase, set_staircase
 
 
 @app.cell
-def _(get_staircase, lab, quiz, set_staircase):
+def _(get_staircase, lab, set_staircase):
     staircase_form = quiz.numeric_form(
         lab, "lab05.staircase_ratio",
         question="**Prediction 1.** Reading an array of W bytes over and over (one thread): "
@@ -217,7 +175,7 @@ def _(get_staircase, lab, quiz, set_staircase):
 
 
 @app.cell
-def _(STAIRCASE_Q, get_staircase, lab, reference_machine, reveal, staircase):
+def _(get_staircase, lab):
     _levels = {p.name: p for p in reference_machine.plateaus()}
     _up, _low = _levels[STAIRCASE_Q["upper"]], _levels[STAIRCASE_Q["lower"]]
     _ratio = staircase.plateau_ratio(reference_machine.plateaus(), STAIRCASE_Q["upper"],
@@ -239,7 +197,7 @@ def _(STAIRCASE_Q, get_staircase, lab, reference_machine, reveal, staircase):
 
 
 @app.cell
-def _(live, mo):
+def _():
     sweep_budget = mo.ui.slider(10, 60, step=5, value=25, show_value=True,
                                 label="Time budget for the whole measurement (s)")
     sweep_button = live.run_button("Measure the staircase on this machine")
@@ -251,15 +209,7 @@ def _(live, mo):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    measure,
-    mo,
-    staircase_prediction,
-    style,
-    sweep_controls,
-    units,
-):
+def _(staircase_prediction, sweep_controls):
     _wait = INSTRUMENTS.gate("staircase", staircase_prediction)
     mo.stop(_wait is not None, _wait)
     staircase_open = True  # the cells below that read it open with this one
@@ -282,16 +232,7 @@ def _(
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    live,
-    measure,
-    quiz,
-    staircase_prediction,
-    sweep_button,
-    sweep_settings,
-    time,
-):
+def _(staircase_prediction, sweep_button, sweep_settings):
     # The measurement: only after a press (never on open or export), and only while the
     # staircase instrument is open. It reads only the predictions that instrument waits for,
     # so locking a later one does not re-run it and throw the measurement away. Not stopped
@@ -321,7 +262,7 @@ def _(
 
 
 @app.cell
-def _(hierarchy_run, lab, measure, mo, staircase_open, units):
+def _(hierarchy_run, lab, staircase_open):
     mo.stop(not staircase_open)
     mo.stop(hierarchy_run is None)
     _s, _levels = hierarchy_run["sweep"], hierarchy_run["levels"]
@@ -338,7 +279,7 @@ def _(hierarchy_run, lab, measure, mo, staircase_open, units):
 
 
 @app.cell
-def _(figures, hierarchy_run, mo, reference_machine, staircase_open):
+def _(hierarchy_run, staircase_open):
     mo.stop(not staircase_open)
     _ref = reference_machine.SWEEP
     _series = [(f"reference machine ({reference_machine.MACHINE}, recorded "
@@ -362,7 +303,7 @@ def _(figures, hierarchy_run, mo, reference_machine, staircase_open):
 
 
 @app.cell
-def _(hierarchy_run, mo, reference_machine, staircase_open, style, units):
+def _(hierarchy_run, staircase_open):
     mo.stop(not staircase_open)
     _mine = hierarchy_run is not None and bool(hierarchy_run["levels"])
     _levels = hierarchy_run["levels"] if _mine else reference_machine.plateaus()
@@ -381,18 +322,11 @@ def _(hierarchy_run, mo, reference_machine, staircase_open, style, units):
 
 @app.cell
 def _(
-    STAIRCASE_Q,
     hierarchy_run,
     hierarchy_unavailable,
     lab,
-    misconceptions,
-    mo,
-    quiz,
-    reference_machine,
-    staircase,
     staircase_open,
     staircase_prediction,
-    style,
 ):
     # Graded against the student's own staircase (the result recorded here) where its other
     # plateaus sit far enough from L2's for the band to tell them apart; where they do not,
@@ -448,7 +382,7 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, staircase_prediction):
+def _(lab, staircase_prediction):
     mo.stop(staircase_prediction is None)
     staircase_explain = quiz.explain_form(
         lab, "lab05.staircase_ratio",
@@ -460,7 +394,7 @@ def _(lab, mo, quiz, staircase_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, mo, staircase_prediction, style):
+def _(staircase_prediction):
     # how plateaus are found (a merge threshold, the bytes per call): the staircase's method
     mo.stop(INSTRUMENTS.gate("staircase", staircase_prediction) is not None)
     style.math_peek("the staircase", r"""
@@ -488,7 +422,7 @@ def _(INSTRUMENTS, mo, staircase_prediction, style):
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("## Part 2 · One roof per level"),
         style.scenario_card(
@@ -502,25 +436,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_binding, set_binding = quiz.lock_state(lab, "lab05.binding_level")
     return get_binding, set_binding
 
 
 @app.cell
-def _(
-    BINDING_OPTIONS,
-    NAIVE_Q,
-    OPENING,
-    formulas,
-    get_binding,
-    hardware,
-    lab,
-    quiz,
-    roofline,
-    set_binding,
-    units,
-):
+def _(get_binding, lab, set_binding):
     binding_form = quiz.choice_form(
         lab, "lab05.binding_level",
         question=f"**Prediction 2.** A naive (untiled) {OPENING['precision']} GEMM, "
@@ -541,16 +463,7 @@ def _(
 
 
 @app.cell
-def _(
-    BINDING_OPTIONS,
-    NAIVE_Q,
-    OPENING,
-    get_binding,
-    hierarchy,
-    lab,
-    reveal,
-    units,
-):
+def _(get_binding, lab):
     _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
     _n = NAIVE_Q["n"]
     _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, OPENING["precision"], tile=1), _h)
@@ -582,7 +495,7 @@ def _(
 
 
 @app.cell
-def _(KERNELS, SIZE_STEPS, mo):
+def _():
     kernel_picker = mo.ui.dropdown(list(KERNELS), value=KERNELS[0], label="Kernel")
     size_slider = mo.ui.slider(steps=SIZE_STEPS, value=1024, show_value=True,
                                label="Size N (matrix side; stencil grid side; sequence length; "
@@ -601,7 +514,7 @@ def _(KERNELS, SIZE_STEPS, mo):
 
 
 @app.cell
-def _(hierarchy, machine, mo):
+def _(machine):
     def register_tile_picker():
         """Part 3's register-tile picker, re-made at the machine's default for each machine."""
         _default = hierarchy.DEFAULT_REGISTER_TILE[machine.kind] if machine is not None else 8
@@ -618,17 +531,7 @@ def _(lay_out_kernel_controls, machine_picker):
 
 
 @app.cell
-def _(
-    MEASURED,
-    REFERENCE,
-    hardware,
-    hierarchy,
-    hierarchy_run,
-    machine_picker,
-    mo,
-    reference_machine,
-    style,
-):
+def _(hierarchy_run, machine_picker):
     # The levels Parts 2 and 3 draw: the recorded CPU, this machine's plateaus, or a registry GPU.
     def _machine(choice):
         if choice == REFERENCE:
@@ -695,7 +598,7 @@ def tile_problem(n, tile, r, size="N"):
 
 
 @app.cell
-def _(FLASH, KERNELS, hierarchy, machine, size_slider):
+def _(machine, size_slider):
     def kernel_for(name, n, hier):
         """The kernel model the picker names, at size n, with the part's fixed tiles."""
         if name == KERNELS[0]:
@@ -724,13 +627,7 @@ def _(FLASH, KERNELS, hierarchy, machine, size_slider):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    binding_prediction,
-    kernel_controls,
-    mo,
-    staircase_prediction,
-):
+def _(binding_prediction, kernel_controls, staircase_prediction):
     _wait = INSTRUMENTS.gate("roofline", staircase_prediction, binding_prediction)
     mo.stop(_wait is not None, _wait)
     roofline_open = True  # the cells below that read it open with this one
@@ -739,16 +636,7 @@ def _(
 
 
 @app.cell
-def _(
-    all_points,
-    kernel_picker,
-    machine,
-    machine_error,
-    mo,
-    roofline_open,
-    style,
-    units,
-):
+def _(all_points, kernel_picker, machine, machine_error, roofline_open):
     mo.stop(not roofline_open)
     if machine is None:
         level_cards = machine_error
@@ -802,7 +690,7 @@ def _(
 
 
 @app.cell
-def _(all_points, figures, kernel_picker, machine, mo, roofline_open):
+def _(all_points, kernel_picker, machine, roofline_open):
     mo.stop(not roofline_open)
     mo.stop(machine is None or isinstance(all_points.get(kernel_picker.value), Exception))
     hierarchical_roofline = figures.per_level_roofline_figure(
@@ -814,7 +702,7 @@ def _(all_points, figures, kernel_picker, machine, mo, roofline_open):
 
 
 @app.cell
-def _(all_points, machine, mo, roofline_open, style, units):
+def _(all_points, machine, roofline_open):
     mo.stop(not roofline_open)
     mo.stop(machine is None)
     _rows = []
@@ -836,30 +724,18 @@ def _(all_points, machine, mo, roofline_open, style, units):
     return
 
 
-@app.cell
-def _(BINDING_OPTIONS, NAIVE_Q, hierarchy):
-    def naive_gemm_on(hier):
-        """Prediction 2's kernel on ``hier``: (its placement, the option or words naming what
-        binds it)."""
-        _n = NAIVE_Q["n"]
-        _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, hier.precision, tile=1), hier)
-        return _p, next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
-                        f"the {_p.binding} roof" if _p.determined else _p.verdict)
-
-    return (naive_gemm_on,)
+@app.function
+def naive_gemm_on(hier):
+    """Prediction 2's kernel on ``hier``: (its placement, the option or words naming what
+    binds it)."""
+    _n = NAIVE_Q["n"]
+    _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, hier.precision, tile=1), hier)
+    return _p, next((k for k, v in BINDING_OPTIONS.items() if v == _p.binding),
+                    f"the {_p.binding} roof" if _p.determined else _p.verdict)
 
 
 @app.cell
-def _(
-    NAIVE_Q,
-    OPENING,
-    binding_prediction,
-    hierarchy,
-    lab,
-    mo,
-    naive_gemm_on,
-    quiz,
-):
+def _(binding_prediction, lab):
     # Graded on the machine the question names, whatever the picker shows.
     mo.stop(binding_prediction is None)
     _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
@@ -871,7 +747,7 @@ def _(
 
 
 @app.cell
-def _(OPENING, machine, mo, naive_gemm_on, roofline_open):
+def _(machine, roofline_open):
     # Another machine's answer, shown beside the graded one, never recorded.
     mo.stop(not roofline_open)
     mo.stop(machine is None or machine.key == OPENING["hierarchy"])
@@ -885,7 +761,7 @@ def _(OPENING, machine, mo, naive_gemm_on, roofline_open):
 
 
 @app.cell
-def _(binding_prediction, lab, mo, quiz):
+def _(binding_prediction, lab):
     mo.stop(binding_prediction is None)
     binding_explain = quiz.explain_form(
         lab, "lab05.binding_level",
@@ -897,7 +773,7 @@ def _(binding_prediction, lab, mo, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, binding_prediction, mo, staircase_prediction, style):
+def _(binding_prediction, staircase_prediction):
     # one AI and one roof per level, with the GPUs' L2 bandwidths: what the explorer shows
     mo.stop(INSTRUMENTS.gate("roofline", staircase_prediction, binding_prediction) is not None)
     style.math_peek("one arithmetic intensity per level", r"""
@@ -939,7 +815,7 @@ def _(INSTRUMENTS, binding_prediction, mo, staircase_prediction, style):
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("## Part 3 · Tiling moves you between roofs"),
         style.scenario_card(
@@ -954,13 +830,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_tile, set_tile = quiz.lock_state(lab, "lab05.tile_traffic")
     return get_tile, set_tile
 
 
 @app.cell
-def _(OPENING, TILE_Q, get_tile, hardware, lab, quiz, set_tile):
+def _(get_tile, lab, set_tile):
     tile_form = quiz.numeric_form(
         lab, "lab05.tile_traffic",
         question=f"**Prediction 3.** A tiled {OPENING['precision']} GEMM, "
@@ -978,7 +854,7 @@ def _(OPENING, TILE_Q, get_tile, hardware, lab, quiz, set_tile):
 
 
 @app.cell
-def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
+def _(get_tile, lab):
     _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
     _a, _b = hierarchy.tile_sweep(TILE_Q["n"], OPENING["precision"],
                                   [TILE_Q["from"], TILE_Q["to"]], _h,
@@ -1027,7 +903,7 @@ def _(OPENING, TILE_Q, get_tile, hierarchy, lab, reveal, units):
 
 
 @app.cell
-def _(SIZE_STEPS, TILE_Q, TILE_STEPS, mo):
+def _():
     gemm_n_slider = mo.ui.slider(steps=SIZE_STEPS, value=TILE_Q["n"], show_value=True,
                                  label="GEMM size N (N × N × N)")
     gemm_tile_slider = mo.ui.slider(steps=TILE_STEPS, value=TILE_Q["from"], show_value=True,
@@ -1049,14 +925,7 @@ def _(lay_out_tile_controls, machine_picker, register_tile_picker):
 
 
 @app.cell
-def _(
-    TILE_STEPS,
-    gemm_n_slider,
-    gemm_register_picker,
-    gemm_tile_slider,
-    hierarchy,
-    machine,
-):
+def _(gemm_n_slider, gemm_register_picker, gemm_tile_slider, machine):
     # The tiled GEMM at the chosen N, T, r (Part 3 always draws the tiled kernel); the curve
     # runs over every cache tile from the register tile up to N that launches, and names the
     # ones too big for shared memory (they fail to launch: no traffic to draw).
@@ -1081,9 +950,7 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     binding_prediction,
-    mo,
     staircase_prediction,
     tile_controls,
     tile_prediction,
@@ -1097,15 +964,11 @@ def _(
 
 @app.cell
 def _(
-    figures,
     gemm_n_slider,
     gemm_register_picker,
     gemm_tile_slider,
-    hierarchy,
     machine,
     machine_error,
-    mo,
-    style,
     tile_curve,
     tile_error,
     tile_point,
@@ -1135,7 +998,7 @@ def _(
 
 
 @app.cell
-def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open, units):
+def _(gemm_n_slider, machine, tiling_open):
     # The GEMM as its library tiles it on the picked machine, at Part 3's N: the tile a real
     # kernel runs, beside the T x T tile above (on Hopper: 128 x 256 in clusters of two).
     mo.stop(not tiling_open)
@@ -1170,32 +1033,17 @@ def _(gemm_n_slider, hierarchy, machine, mo, style, tiling_open, units):
     return
 
 
-@app.cell
-def _(TILE_Q, hierarchy):
-    def tile_ratio_on(hier):
-        """Prediction 3's factor on ``hier``: the traffic the level below the tile's home
-        serves, T_from over T_to."""
-        return hierarchy.tile_traffic_ratio(TILE_Q["n"], hier.precision, TILE_Q["from"],
-                                            TILE_Q["to"], hier,
-                                            register_tile=TILE_Q["register_tile"])
-
-    return (tile_ratio_on,)
+@app.function
+def tile_ratio_on(hier):
+    """Prediction 3's factor on ``hier``: the traffic the level below the tile's home
+    serves, T_from over T_to."""
+    return hierarchy.tile_traffic_ratio(TILE_Q["n"], hier.precision, TILE_Q["from"],
+                                        TILE_Q["to"], hier,
+                                        register_tile=TILE_Q["register_tile"])
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    OPENING,
-    TILE_Q,
-    binding_prediction,
-    hierarchy,
-    lab,
-    mo,
-    quiz,
-    staircase_prediction,
-    tile_prediction,
-    tile_ratio_on,
-):
+def _(binding_prediction, lab, staircase_prediction, tile_prediction):
     # Graded on the machine the question names, whatever the picker shows; the factor is what
     # the tiling instrument shows, so it opens with it.
     mo.stop(INSTRUMENTS.gate("tiling", staircase_prediction, binding_prediction,
@@ -1210,7 +1058,7 @@ def _(
 
 
 @app.cell
-def _(OPENING, machine, mo, tile_ratio_on, tiling_open):
+def _(machine, tiling_open):
     # The picked machine's factor, beside the graded one, never recorded.
     mo.stop(not tiling_open)
     mo.stop(machine is None or machine.key == OPENING["hierarchy"])
@@ -1224,7 +1072,7 @@ def _(OPENING, machine, mo, tile_ratio_on, tiling_open):
 
 
 @app.cell
-def _(lab, mo, quiz, tile_prediction):
+def _(lab, tile_prediction):
     mo.stop(tile_prediction is None)
     tile_explain = quiz.explain_form(
         lab, "lab05.tile_traffic",
@@ -1237,14 +1085,7 @@ def _(lab, mo, quiz, tile_prediction):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    binding_prediction,
-    mo,
-    staircase_prediction,
-    style,
-    tile_prediction,
-):
+def _(binding_prediction, staircase_prediction, tile_prediction):
     # tiles, waves, regimes and the fit: what the tiling instrument shows
     mo.stop(INSTRUMENTS.gate("tiling", staircase_prediction, binding_prediction,
                              tile_prediction) is not None)
@@ -1295,7 +1136,7 @@ def _(
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("## Part 4 · What one roof can't tell you"),
         mo.md("Two effects the roofline's smooth curve does not have, measured on your "
@@ -1310,13 +1151,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_shrink, set_shrink = quiz.lock_state(lab, "lab05.shrink_speedup")
     return get_shrink, set_shrink
 
 
 @app.cell
-def _(SHRINK_Q, get_shrink, lab, quiz, set_shrink, units):
+def _(get_shrink, lab, set_shrink):
     shrink_form = quiz.numeric_form(
         lab, "lab05.shrink_speedup",
         question=f"**Prediction 4.** One call from Python reads an array once (torch.sum, "
@@ -1332,7 +1173,7 @@ def _(SHRINK_Q, get_shrink, lab, quiz, set_shrink, units):
 
 
 @app.cell
-def _(SHRINK_Q, get_shrink, lab, reference_machine, reveal, units):
+def _(get_shrink, lab):
     _t = dict(reference_machine.OVERHEAD_ROWS)
     _big, _small = _t[SHRINK_Q["big"]], _t[SHRINK_Q["small"]]
     shrink_prediction = get_shrink() or reveal.reference(
@@ -1353,13 +1194,13 @@ def _(SHRINK_Q, get_shrink, lab, reference_machine, reveal, units):
 
 
 @app.cell
-def _(live):
+def _():
     overhead_button = live.run_button("Measure the cost of a call on this machine")
     return (overhead_button,)
 
 
 @app.cell
-def _(INSTRUMENTS, mo, overhead_button, shrink_prediction):
+def _(overhead_button, shrink_prediction):
     _wait = INSTRUMENTS.gate("call_overhead", shrink_prediction)
     mo.stop(_wait is not None, _wait)
     call_overhead_open = True  # the cells below that read it open with this one
@@ -1371,7 +1212,7 @@ def _(INSTRUMENTS, mo, overhead_button, shrink_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, live, measure, overhead_button, quiz, shrink_prediction):
+def _(overhead_button, shrink_prediction):
     # Only while the per-call instrument is open; it reads only the predictions that
     # instrument waits for, so a later lock does not re-run it and lose the measurement.
     overhead_run, _message, overhead_unavailable = None, None, None
@@ -1390,16 +1231,7 @@ def _(INSTRUMENTS, live, measure, overhead_button, quiz, shrink_prediction):
 
 
 @app.cell
-def _(
-    call_overhead_open,
-    figures,
-    mo,
-    overhead_run,
-    quantization,
-    reference_machine,
-    style,
-    units,
-):
+def _(call_overhead_open, overhead_run):
     mo.stop(not call_overhead_open)
     # Seconds on the axis, labelled in µs (hovers read 2.01µ): a time, in SI units.
     _ref = reference_machine.OVERHEAD_ROWS
@@ -1434,14 +1266,10 @@ def _(
 
 @app.cell
 def _(
-    SHRINK_Q,
     call_overhead_open,
     lab,
-    mo,
     overhead_run,
     overhead_unavailable,
-    quiz,
-    reference_machine,
     shrink_prediction,
 ):
     # Graded against the student's own sweep (the result recorded here); where this machine
@@ -1473,7 +1301,7 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, shrink_prediction):
+def _(lab, shrink_prediction):
     mo.stop(shrink_prediction is None)
     shrink_explain = quiz.explain_form(
         lab, "lab05.shrink_speedup",
@@ -1485,7 +1313,7 @@ def _(lab, mo, quiz, shrink_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, mo, shrink_prediction, style):
+def _(shrink_prediction):
     # the fixed cost's equation and its overhead-bound range: what the per-call figure shows
     mo.stop(INSTRUMENTS.gate("call_overhead", shrink_prediction) is not None)
     style.math_peek("a fixed cost per call", r"""
@@ -1498,7 +1326,7 @@ def _(INSTRUMENTS, mo, shrink_prediction, style):
 
 
 @app.cell
-def _(mo, style):
+def _():
     mo.vstack([
         mo.md("Second, sizes that do not divide evenly."),
         style.scenario_card(
@@ -1511,23 +1339,13 @@ def _(mo, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_wave, set_wave = quiz.lock_state(lab, "lab05.wave_fraction")
     return get_wave, set_wave
 
 
 @app.cell
-def _(
-    OPENING,
-    WAVE_Q,
-    fusion,
-    get_wave,
-    hardware,
-    lab,
-    quantization,
-    quiz,
-    set_wave,
-):
+def _(get_wave, lab, set_wave):
     wave_form = quiz.numeric_form(
         lab, "lab05.wave_fraction",
         question=f"**Prediction 5.** A {OPENING['precision']} GEMM cut into "
@@ -1545,7 +1363,7 @@ def _(
 
 
 @app.cell
-def _(WAVE_Q, fusion, get_wave, lab, quantization, reveal):
+def _(get_wave, lab):
     _sms = fusion.onchip(WAVE_Q["device"]).sms
     _a, _b = (quantization.quantization(n, n, WAVE_Q["tile"], _sms)
               for n in (WAVE_Q["from"], WAVE_Q["to"]))
@@ -1565,16 +1383,7 @@ def _(WAVE_Q, fusion, get_wave, lab, quantization, reveal):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    WAVE_Q,
-    figures,
-    fusion,
-    hardware,
-    mo,
-    quantization,
-    wave_prediction,
-):
+def _(wave_prediction):
     # The model's curve for the question's own case: no widget moves it; the sawtooth
     # instrument's first view (its notice; the views below stop silently).
     _wait = INSTRUMENTS.gate("sawtooth", wave_prediction)
@@ -1593,13 +1402,13 @@ def _(
 
 
 @app.cell
-def _(live):
+def _():
     sawtooth_button = live.run_button("Measure the GEMM sawtooth on this machine")
     return (sawtooth_button,)
 
 
 @app.cell
-def _(INSTRUMENTS, mo, sawtooth_button, wave_prediction):
+def _(sawtooth_button, wave_prediction):
     mo.stop(INSTRUMENTS.gate("sawtooth", wave_prediction) is not None)  # one notice, above
     sawtooth_open = True  # the cells below that read it open with this one
     mo.vstack([mo.md("On your machine: the button times square GEMMs whose N crosses tile "
@@ -1611,7 +1420,7 @@ def _(INSTRUMENTS, mo, sawtooth_button, wave_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, live, measure, quiz, sawtooth_button, wave_prediction):
+def _(sawtooth_button, wave_prediction):
     # Only while the sawtooth instrument is open; it reads only the predictions that
     # instrument waits for, so a later lock does not re-run it and lose the measurement.
     sawtooth_run, _message = None, None
@@ -1627,14 +1436,7 @@ def _(INSTRUMENTS, live, measure, quiz, sawtooth_button, wave_prediction):
 
 
 @app.cell
-def _(
-    figures,
-    mo,
-    quantization,
-    reference_machine,
-    sawtooth_open,
-    sawtooth_run,
-):
+def _(sawtooth_open, sawtooth_run):
     mo.stop(not sawtooth_open)
     if sawtooth_run is not None and sawtooth_run.measured:
         _rows = sawtooth_run.measured
@@ -1667,7 +1469,7 @@ def _(
 
 
 @app.cell
-def _(WAVE_Q, fusion, lab, mo, quantization, quiz, wave_prediction):
+def _(lab, wave_prediction):
     mo.stop(wave_prediction is None)
     _sms = fusion.onchip(WAVE_Q["device"]).sms
     mo.vstack([mo.md(f"**Prediction vs the quantisation model** (graded) · {WAVE_Q['tile']} × "
@@ -1679,7 +1481,7 @@ def _(WAVE_Q, fusion, lab, mo, quantization, quiz, wave_prediction):
 
 
 @app.cell
-def _(lab, mo, quiz, wave_prediction):
+def _(lab, wave_prediction):
     mo.stop(wave_prediction is None)
     wave_explain = quiz.explain_form(
         lab, "lab05.wave_fraction",
@@ -1693,7 +1495,7 @@ def _(lab, mo, quiz, wave_prediction):
 
 
 @app.cell
-def _(INSTRUMENTS, mo, style, wave_prediction):
+def _(wave_prediction):
     # tiles and waves, the model's sawtooth: what the sawtooth instrument shows
     mo.stop(INSTRUMENTS.gate("sawtooth", wave_prediction) is not None)
     style.math_peek("tiles and waves", r"""
@@ -1716,10 +1518,8 @@ def _(INSTRUMENTS, mo, style, wave_prediction):
 @app.cell
 def _(
     binding_prediction,
-    mo,
     shrink_prediction,
     staircase_prediction,
-    style,
     tile_prediction,
     wave_prediction,
 ):

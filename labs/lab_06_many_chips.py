@@ -3,9 +3,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(width="medium", css_file="labs.css")
 
-
-@app.cell
-def _():
+with app.setup:
     import marimo as mo
 
     from labs.core import (collectives, figures, hardware, live, measure, models, quiz, reveal,
@@ -78,34 +76,10 @@ def _():
                          "count:critical", "time:step", "regime:dp", "ratio:overlap",
                          "share:compute", "bytes:gradients"],
         })
-    return (
-        ALLREDUCE_REF,
-        INSTRUMENTS,
-        LAB_ID,
-        OPENING,
-        PRECISION,
-        SERVE_REF,
-        SHARD_BLOCKS,
-        SHARD_REF,
-        TRAIN_REF,
-        collectives,
-        figures,
-        hardware,
-        live,
-        measure,
-        mo,
-        models,
-        np,
-        quiz,
-        reveal,
-        sharding,
-        style,
-        units,
-    )
 
 
 @app.cell
-def _(style):
+def _():
     style.lab_header(
         "Lab 6 · Many Chips: the communication roofline",
         "Llama-3-70B does not fit on one GPU, so it is sharded, and now every layer waits for "
@@ -139,13 +113,13 @@ def _(style):
 
 
 @app.cell
-def _(quiz):
+def _():
     get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
     return get_ledger_settings, set_ledger_settings
 
 
 @app.cell
-def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+def _(get_ledger_settings, set_ledger_settings):
     lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
                           on_settings=set_ledger_settings)
     lab.status()
@@ -153,7 +127,7 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(PRECISION, mo):
+def _():
     mo.md(f"""
     ## Your cluster
 
@@ -164,7 +138,7 @@ def _(PRECISION, mo):
 
 
 @app.cell
-def _(OPENING, collectives, hardware, mo, style):
+def _():
     device_picker = style.dropdown_on(hardware.picker_options(), OPENING["device"],
                                       label="Chip", searchable=True)
     link_picker = style.dropdown_on(collectives.link_options(), OPENING["link"],
@@ -178,17 +152,7 @@ def _(OPENING, collectives, hardware, mo, style):
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    PRECISION,
-    collectives,
-    device_picker,
-    hardware,
-    link_picker,
-    mo,
-    style,
-    units,
-):
+def _(device_picker, link_picker):
     _wait = INSTRUMENTS.gate("datasheet")
     mo.stop(_wait is not None, _wait)
     _d = hardware.get(device_picker.value)
@@ -211,7 +175,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ## Part 1 · What does one all-reduce cost?
     """)
@@ -219,7 +183,7 @@ def _(mo):
 
 
 @app.cell
-def _(ALLREDUCE_REF, collectives, style):
+def _():
     _lk = collectives.get_link(ALLREDUCE_REF["link"])
     style.scenario_card(
         "Mei Tan", "training-infrastructure engineer",
@@ -231,13 +195,13 @@ def _(ALLREDUCE_REF, collectives, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_allreduce, set_allreduce = quiz.lock_state(lab, "lab06.allreduce_ms")
     return get_allreduce, set_allreduce
 
 
 @app.cell
-def _(ALLREDUCE_REF, collectives, get_allreduce, lab, quiz, set_allreduce):
+def _(get_allreduce, lab, set_allreduce):
     allreduce_form = quiz.numeric_form(
         lab, "lab06.allreduce_ms",
         question=f"**Prediction 1.** A ring all-reduce of **{ALLREDUCE_REF['nbytes'] / 1e9:g} GB** "
@@ -252,7 +216,7 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, quiz, set_allreduce):
 
 
 @app.cell
-def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
+def _(get_allreduce, lab):
     _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
     _lat, _bw = collectives.latency_bandwidth_split("all-reduce", ALLREDUCE_REF["nbytes"], _n,
                                                      _lk.one_way_gbs, _lk.latency_s)
@@ -278,7 +242,7 @@ def _(ALLREDUCE_REF, collectives, get_allreduce, lab, reveal):
 
 
 @app.cell
-def _(mo):
+def _():
     # one ring of 2 to 8 chips: a link's own domain (what happens across nodes is Part 3's)
     workers_slider = mo.ui.slider(steps=[2, 4, 8], value=8, show_value=True,
                                   label="Participants n")
@@ -289,7 +253,7 @@ def _(mo):
 
 
 @app.cell
-def _(INSTRUMENTS, allreduce_prediction, link_picker, mo, workers_controls):
+def _(allreduce_prediction, link_picker, workers_controls):
     _wait = INSTRUMENTS.gate("allreduce", allreduce_prediction)
     mo.stop(_wait is not None, _wait)
     allreduce_open = True  # the cells below open with this one (one notice while closed)
@@ -298,18 +262,7 @@ def _(INSTRUMENTS, allreduce_prediction, link_picker, mo, workers_controls):
 
 
 @app.cell
-def _(
-    ALLREDUCE_REF,
-    allreduce_open,
-    allreduce_prediction,
-    collectives,
-    figures,
-    link_picker,
-    mo,
-    np,
-    style,
-    workers_slider,
-):
+def _(allreduce_open, allreduce_prediction, link_picker, workers_slider):
     mo.stop(not allreduce_open)
     _n = int(workers_slider.value)
     # the prediction, at the question's size (it was asked for n = 8 on NVLink 4)
@@ -336,15 +289,7 @@ def _(
 
 
 @app.cell
-def _(
-    allreduce_open,
-    collectives,
-    link_picker,
-    mo,
-    style,
-    units,
-    workers_slider,
-):
+def _(allreduce_open, link_picker, workers_slider):
     mo.stop(not allreduce_open)
     _n = int(workers_slider.value)
     try:
@@ -379,15 +324,7 @@ def _(
 
 
 @app.cell
-def _(
-    ALLREDUCE_REF,
-    INSTRUMENTS,
-    allreduce_prediction,
-    collectives,
-    lab,
-    mo,
-    quiz,
-):
+def _(allreduce_prediction, lab):
     # the ring's time and what NCCL reaches: what the all-reduce instrument shows
     mo.stop(INSTRUMENTS.gate("allreduce", allreduce_prediction) is not None)
     allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
@@ -416,7 +353,7 @@ def _(
 
 
 @app.cell
-def _(allreduce_actual_ms, lab, quiz):
+def _(allreduce_actual_ms, lab):
     quiz.explain_form(
         lab, "lab06.allreduce_ms",
         observe_label=f"The model gives {allreduce_actual_ms:.3g} ms. Which of the datasheet's "
@@ -427,7 +364,7 @@ def _(allreduce_actual_ms, lab, quiz):
 
 
 @app.cell
-def _(INSTRUMENTS, allreduce_prediction, mo, style):
+def _(allreduce_prediction):
     # the ring's equations and its measured bus bandwidth: what the all-reduce instrument shows
     mo.stop(INSTRUMENTS.gate("allreduce", allreduce_prediction) is not None)
     style.math_peek("the α-β model of a ring collective", r"""
@@ -459,7 +396,7 @@ def _(INSTRUMENTS, allreduce_prediction, mo, style):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ### Measure α and β on this machine
 
@@ -474,7 +411,7 @@ def _(mo):
 
 
 @app.cell
-def _(live, measure, mo):
+def _():
     # as many workers as this machine can run (gloo: one process per CPU), so the slider
     # offers no setting that a press would refuse
     comm_workers = mo.ui.slider(steps=list(range(2, measure.worker_limit() + 1)), value=2,
@@ -493,14 +430,14 @@ def _(live, measure, mo):
 
 
 @app.cell
-def _(live):
+def _():
     comm_button = live.run_button("Measure collectives on this machine")
     comm_button
     return (comm_button,)
 
 
 @app.cell
-def _(mo):
+def _():
     # The last measurement that succeeded: a press that is refused or fails says why above
     # it, and leaves it on the page.
     get_comm_last, set_comm_last = mo.state(None)
@@ -509,14 +446,11 @@ def _(mo):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     allreduce_prediction,
     comm_button,
     comm_settings,
     get_comm_last,
     lab,
-    live,
-    mo,
     set_comm_last,
 ):
     _wait = INSTRUMENTS.gate("measure", allreduce_prediction)
@@ -559,7 +493,7 @@ def _(
 
 
 @app.cell
-def _(collectives, comm_run, figures, mo, np, style, units):
+def _(comm_run):
     _ok = [r for r in comm_run.rows if r["status"] == "ok"]
     mo.stop(not _ok, style.error_callout("No message size could be measured within the "
                                          "budget: raise the time budget and measure again."))
@@ -582,7 +516,7 @@ def _(collectives, comm_run, figures, mo, np, style, units):
 
 
 @app.cell
-def _(comm_run, mo, style, units):
+def _(comm_run):
     _cards = [style.Metric(
         f"{f.op}: α and β", f"{units.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
         f"residual {f.residual:.0%}; latency dominates below "
@@ -595,7 +529,7 @@ def _(comm_run, mo, style, units):
 
 
 @app.cell
-def _(comm_run, live):
+def _(comm_run):
     live.results_table(comm_run.rows, filename="lab06_collectives.csv",
                        columns=["op", "bytes", "n", "backend", "status", "reps", "median_s",
                                 "p10_s", "p90_s", "busbw_gbs"])
@@ -603,7 +537,7 @@ def _(comm_run, live):
 
 
 @app.cell
-def _(comm_run, lab, mo, quiz):
+def _(comm_run, lab):
     mo.stop(not comm_run.rows)
     quiz.explain_form(
         lab, "lab06.measured_collectives",
@@ -615,7 +549,7 @@ def _(comm_run, lab, mo, quiz):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ## Part 2 · Tensor parallelism: three questions first
 
@@ -628,7 +562,7 @@ def _(mo):
 
 
 @app.cell
-def _(SHARD_REF, collectives, hardware, style):
+def _():
     _slow, _fast = SHARD_REF["slow"], SHARD_REF["fast"]
     style.scenario_card(
         "Ravi Iyer", "inference engineer",
@@ -647,26 +581,14 @@ def _(SHARD_REF, collectives, hardware, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_shard_slow, set_shard_slow = quiz.lock_state(lab, "lab06.tp_shard_pcie")
     get_shard_fast, set_shard_fast = quiz.lock_state(lab, "lab06.tp_shard_nvlink")
     return get_shard_fast, get_shard_slow, set_shard_fast, set_shard_slow
 
 
 @app.cell
-def _(
-    PRECISION,
-    SHARD_REF,
-    collectives,
-    get_shard_fast,
-    get_shard_slow,
-    hardware,
-    lab,
-    mo,
-    quiz,
-    set_shard_fast,
-    set_shard_slow,
-):
+def _(get_shard_fast, get_shard_slow, lab, set_shard_fast, set_shard_slow):
     # the rate the roofline uses is named with its number: one way, per direction
     _block = (": one GeLU MLP block, 2 matmuls and one ring all-reduce (NCCL_ALGO=Ring), "
               "at large batch. By the roofline (compute at the dense peak, the link at its "
@@ -696,18 +618,7 @@ def _(
 
 
 @app.cell
-def _(
-    PRECISION,
-    SHARD_REF,
-    collectives,
-    get_shard_fast,
-    get_shard_slow,
-    hardware,
-    lab,
-    mo,
-    reveal,
-    sharding,
-):
+def _(get_shard_fast, get_shard_slow, lab):
     def _reference(item, key):
         _dev, _link = SHARD_REF[key]
         _m, _n = SHARD_REF["matmuls"], SHARD_REF["n"]
@@ -734,7 +645,7 @@ def _(
 
 
 @app.cell
-def _(SERVE_REF, collectives, hardware, models, style):
+def _():
     _m, _d = models.get(SERVE_REF["model"]), hardware.get(SERVE_REF["device"])
     style.scenario_card(
         "Dana Okafor", "ML-infrastructure lead",
@@ -750,7 +661,7 @@ def _(SERVE_REF, collectives, hardware, models, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_serve, set_serve = quiz.lock_state(lab, "lab06.tp_comm_degree")
     return get_serve, set_serve
 
@@ -768,17 +679,7 @@ def _():
 
 
 @app.cell
-def _(
-    SERVE_OPTIONS,
-    SERVE_REF,
-    collectives,
-    get_serve,
-    hardware,
-    lab,
-    models,
-    quiz,
-    set_serve,
-):
+def _(SERVE_OPTIONS, get_serve, lab, set_serve):
     _lk = collectives.get_link(SERVE_REF["link"])
     _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
     serve_form = quiz.choice_form(
@@ -803,7 +704,7 @@ def _(
 
 
 @app.cell
-def _(SERVE_OPTIONS, SERVE_REF, collectives, get_serve, lab, reveal, sharding):
+def _(SERVE_OPTIONS, get_serve, lab):
     _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
     _rows = sharding.tp_scaling(SERVE_REF["model"], SERVE_REF["device"], SERVE_REF["link"],
                                 **_kw)
@@ -844,7 +745,7 @@ def _(SERVE_OPTIONS, SERVE_REF, collectives, get_serve, lab, reveal, sharding):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ### The third roof: the link
 
@@ -855,7 +756,7 @@ def _(mo):
 
 
 @app.cell
-def _(SHARD_BLOCKS, SHARD_REF, mo):
+def _():
     _pow2 = [2 ** i for i in range(7, 18)]  # 128 ... 131072
     shard_k_slider = mo.ui.slider(steps=_pow2, value=1024, show_value=True,
                                   label="F/n: per-GPU slice of the hidden dimension")
@@ -882,14 +783,9 @@ def _(SHARD_BLOCKS, SHARD_REF, mo):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    PRECISION,
-    SHARD_REF,
     allreduce_prediction,
-    collectives,
     device_picker,
     link_picker,
-    mo,
     serve_prediction,
     shard_block,
     shard_fast_prediction,
@@ -897,8 +793,6 @@ def _(
     shard_n_slider,
     shard_slow_prediction,
     shard_tokens_slider,
-    sharding,
-    style,
 ):
     _wait = INSTRUMENTS.gate("tp_block", allreduce_prediction, shard_slow_prediction,
                              shard_fast_prediction, serve_prediction)
@@ -920,7 +814,7 @@ def _(
 
 
 @app.cell
-def _(context_controls, mo, shard_controls, tp_block_open):
+def _(context_controls, shard_controls, tp_block_open):
     # opens with the instrument's cell above, and stays to back out with when it fails
     mo.stop(not tp_block_open)
     mo.vstack([context_controls, shard_controls])
@@ -928,18 +822,7 @@ def _(context_controls, mo, shard_controls, tp_block_open):
 
 
 @app.cell
-def _(
-    PRECISION,
-    collectives,
-    device_picker,
-    figures,
-    link_picker,
-    mo,
-    shard_error,
-    shard_mm,
-    shard_now,
-    style,
-):
+def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
     mo.stop(shard_error is not None, style.error_callout(shard_error))
     _lk = collectives.ring_link(link_picker.value, shard_mm.n)
     # other links drawn for comparison: those this chip can really be joined by
@@ -959,19 +842,7 @@ def _(
 
 
 @app.cell
-def _(
-    PRECISION,
-    SHARD_REF,
-    device_picker,
-    link_picker,
-    mo,
-    shard_error,
-    shard_mm,
-    shard_now,
-    sharding,
-    style,
-    units,
-):
+def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
     mo.stop(shard_error is not None)
     _crit = sharding.tp_critical_shard(device_picker.value, PRECISION, link_picker.value,
                                        shard_mm.n, matmuls=shard_mm.matmuls)
@@ -1008,19 +879,7 @@ def _(
 
 
 @app.cell
-def _(
-    PRECISION,
-    SHARD_REF,
-    device_picker,
-    figures,
-    link_picker,
-    mo,
-    np,
-    shard_error,
-    shard_mm,
-    sharding,
-    style,
-):
+def _(device_picker, link_picker, shard_error, shard_mm):
     mo.stop(shard_error is not None)
     _ts = np.unique(np.geomspace(1, 1 << 20, 41).round().astype(int))
     _times = [sharding.shard_times(sharding.sharded_matmul(int(t), shard_mm.k, SHARD_REF["n_out"],
@@ -1041,19 +900,7 @@ def _(
 
 
 @app.cell
-def _(
-    PRECISION,
-    SHARD_REF,
-    collectives,
-    hardware,
-    lab,
-    mo,
-    quiz,
-    shard_fast_prediction,
-    shard_slow_prediction,
-    sharding,
-    tp_block_open,
-):
+def _(lab, shard_fast_prediction, shard_slow_prediction, tp_block_open):
     # below the instrument it compares with, and open with it
     mo.stop(shard_slow_prediction is None or shard_fast_prediction is None
             or not tp_block_open)
@@ -1072,7 +919,7 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, shard_actual):
+def _(lab, shard_actual):
     _ratio = shard_actual["slow"] / shard_actual["fast"]
     mo.vstack([
         quiz.explain_form(
@@ -1096,13 +943,10 @@ def _(lab, mo, quiz, shard_actual):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     allreduce_prediction,
-    mo,
     serve_prediction,
     shard_fast_prediction,
     shard_slow_prediction,
-    style,
 ):
     # the block's equations: its link intensity, critical slice, regimes and the ring
     # all-reduce's bytes (Prediction 1's method), as the three-roof instrument shows them
@@ -1135,7 +979,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ### Sharding Llama-3-70B for serving
     """)
@@ -1143,7 +987,7 @@ def _(mo):
 
 
 @app.cell
-def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
+def _():
     # the serving cluster's own chip and link, opening on the question's case
     serve_device = style.dropdown_on(hardware.picker_options(), SERVE_REF["device"],
                                      label="Serving chip", searchable=True)
@@ -1180,11 +1024,7 @@ def _(SERVE_REF, collectives, hardware, mo, models, sharding, style):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    PRECISION,
     allreduce_prediction,
-    collectives,
-    mo,
     serve_batch,
     serve_context,
     serve_device,
@@ -1194,8 +1034,6 @@ def _(
     serve_weights,
     shard_fast_prediction,
     shard_slow_prediction,
-    sharding,
-    style,
 ):
     _wait = INSTRUMENTS.gate("serving", allreduce_prediction, shard_slow_prediction,
                              shard_fast_prediction, serve_prediction)
@@ -1221,7 +1059,7 @@ def _(
 
 
 @app.cell
-def _(mo, serve_controls, serving_open):
+def _(serve_controls, serving_open):
     # opens with the instrument's cell above, and stays to back out with when it fails
     mo.stop(not serving_open)
     serve_controls
@@ -1229,7 +1067,7 @@ def _(mo, serve_controls, serving_open):
 
 
 @app.cell
-def _(mo, serve_error, serve_link, serve_rows, serve_tp, sharding, style):
+def _(serve_error, serve_link, serve_rows, serve_tp):
     mo.stop(serve_error is not None, style.error_callout(serve_error))
     serve_now = next(s for s in serve_rows[serve_link.value] if s.n == serve_tp.value)
     serve_diagnosis = sharding.tp_diagnosis(serve_rows[serve_link.value], serve_now.n)
@@ -1245,7 +1083,7 @@ def _(mo, serve_error, serve_link, serve_rows, serve_tp, sharding, style):
 
 
 @app.cell
-def _(mo, serve_error, serve_now, style, units):
+def _(serve_error, serve_now):
     mo.stop(serve_error is not None)
     _s = serve_now
     style.metric_cards([
@@ -1270,16 +1108,7 @@ def _(mo, serve_error, serve_now, style, units):
 
 
 @app.cell
-def _(
-    collectives,
-    figures,
-    mo,
-    serve_error,
-    serve_link,
-    serve_now,
-    serve_rows,
-    sharding,
-):
+def _(serve_error, serve_link, serve_now, serve_rows):
     mo.stop(serve_error is not None)
     _mine = serve_rows[serve_link.value]
     _fits = [s.n for s in _mine if s.fits]
@@ -1313,16 +1142,7 @@ def _(
 
 
 @app.cell
-def _(
-    SERVE_OPTIONS,
-    SERVE_REF,
-    lab,
-    mo,
-    quiz,
-    serve_prediction,
-    serving_open,
-    sharding,
-):
+def _(SERVE_OPTIONS, lab, serve_prediction, serving_open):
     # below the instrument it compares with, and open with it
     mo.stop(serve_prediction is None or not serving_open)
     _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
@@ -1340,7 +1160,7 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, serve_actual):
+def _(lab, serve_actual):
     mo.stop(serve_actual is None)
     quiz.explain_form(
         lab, "lab06.tp_comm_degree",
@@ -1354,13 +1174,10 @@ def _(lab, mo, quiz, serve_actual):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     allreduce_prediction,
-    mo,
     serve_prediction,
     shard_fast_prediction,
     shard_slow_prediction,
-    style,
 ):
     # the decode step's equations, the ring all-reduce's time among them (Prediction 1's
     # method), as the serving instrument shows them
@@ -1390,7 +1207,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md(r"""
     ## Part 3 · Data-parallel training across nodes: when do gradients dominate?
     """)
@@ -1398,7 +1215,7 @@ def _(mo):
 
 
 @app.cell
-def _(TRAIN_REF, collectives, hardware, models, style):
+def _():
     _m, _d = models.get(TRAIN_REF["model"]), hardware.get(TRAIN_REF["device"])
     _lk, _nic = collectives.get_link(TRAIN_REF["link"]), collectives.get_link(TRAIN_REF["nic"])
     style.scenario_card(
@@ -1424,22 +1241,13 @@ def _(TRAIN_REF, collectives, hardware, models, style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_train, set_train = quiz.lock_state(lab, "lab06.dp_allreduce_ms")
     return get_train, set_train
 
 
 @app.cell
-def _(
-    TRAIN_REF,
-    collectives,
-    get_train,
-    hardware,
-    lab,
-    models,
-    quiz,
-    set_train,
-):
+def _(get_train, lab, set_train):
     _m = models.get(TRAIN_REF["model"])
     _lk, _nic = collectives.get_link(TRAIN_REF["link"]), collectives.get_link(TRAIN_REF["nic"])
     _rails = TRAIN_REF["nics_per_node"]
@@ -1465,7 +1273,7 @@ def _(
 
 
 @app.cell
-def _(TRAIN_REF, collectives, get_train, lab, models, reveal):
+def _(get_train, lab):
     _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
     _p = collectives.collective_path(TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
                                      nics_per_node=TRAIN_REF["nics_per_node"])
@@ -1504,7 +1312,7 @@ def _(TRAIN_REF, collectives, get_train, lab, models, reveal):
 
 
 @app.cell
-def _(TRAIN_REF, collectives, hardware, mo, models, style):
+def _():
     # the training cluster's own chip, links and algorithm, opening on the question's case
     train_device = style.dropdown_on(hardware.picker_options(), TRAIN_REF["device"],
                                      label="Training chip", searchable=True)
@@ -1551,16 +1359,9 @@ def _(TRAIN_REF, collectives, hardware, mo, models, style):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    PRECISION,
-    TRAIN_REF,
     allreduce_prediction,
-    collectives,
-    mo,
     shard_fast_prediction,
     shard_slow_prediction,
-    sharding,
-    style,
     train_algorithm,
     train_device,
     train_link,
@@ -1606,7 +1407,7 @@ def _(
 
 
 @app.cell
-def _(mo, train_controls, training_open):
+def _(train_controls, training_open):
     # opens with the instrument's cell above, and stays to back out with when it fails
     mo.stop(not training_open)
     train_controls
@@ -1615,11 +1416,6 @@ def _(mo, train_controls, training_open):
 
 @app.cell
 def _(
-    PRECISION,
-    figures,
-    mo,
-    sharding,
-    style,
     train_critical,
     train_device,
     train_error,
@@ -1655,17 +1451,12 @@ def _(
 
 @app.cell
 def _(
-    collectives,
-    mo,
-    sharding,
-    style,
     train_algorithm,
     train_critical,
     train_error,
     train_overlap,
     train_path,
     train_steps,
-    units,
 ):
     mo.stop(train_error is not None)
     train_now = train_steps[train_overlap.value]
@@ -1700,18 +1491,7 @@ def _(
 
 
 @app.cell
-def _(
-    PRECISION,
-    TRAIN_REF,
-    collectives,
-    lab,
-    mo,
-    models,
-    quiz,
-    sharding,
-    train_prediction,
-    training_open,
-):
+def _(lab, train_prediction, training_open):
     # below the instrument it compares with, and open with it
     mo.stop(train_prediction is None or not training_open)
     _case = dict(grad_bytes=TRAIN_REF["grad_bytes"], nic=TRAIN_REF["nic"],
@@ -1750,7 +1530,7 @@ def _(
 
 
 @app.cell
-def _(lab, mo, quiz, train_actual_ms):
+def _(lab, train_actual_ms):
     mo.stop(train_actual_ms is None)
     quiz.explain_form(
         lab, "lab06.dp_allreduce_ms",
@@ -1766,12 +1546,9 @@ def _(lab, mo, quiz, train_actual_ms):
 
 @app.cell
 def _(
-    INSTRUMENTS,
     allreduce_prediction,
-    mo,
     shard_fast_prediction,
     shard_slow_prediction,
-    style,
     train_prediction,
 ):
     # the Ring's seconds per byte across nodes, the critical batch and the overlap: what the
@@ -1821,11 +1598,9 @@ def _(
 @app.cell
 def _(
     allreduce_prediction,
-    mo,
     serve_prediction,
     shard_fast_prediction,
     shard_slow_prediction,
-    style,
     train_prediction,
 ):
     _gate = style.takeaways_gate((allreduce_prediction, shard_slow_prediction,

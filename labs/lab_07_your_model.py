@@ -3,9 +3,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(width="medium", css_file="labs.css")
 
-
-@app.cell
-def _():
+with app.setup:
     import marimo as mo
 
     from labs.core import (figures, hardware, live, measure, quiz, reveal, roofline, style,
@@ -81,33 +79,10 @@ def _():
     CASES = {"decoder, prefill": ("decoder", "prefill"), "decoder, decode step": ("decoder", "decode"),
              "MLP block alone, prefill": ("mlp", "prefill"),
              "attention block alone, prefill": ("attention", "prefill")}
-    return (
-        BEST_OPTIONS,
-        CASES,
-        INSTRUMENTS,
-        LAB_ID,
-        OPENING,
-        QUESTION_CASE_LABEL,
-        SCENARIO,
-        TYPE_NAMES,
-        TYPE_OPTIONS,
-        figures,
-        hardware,
-        live,
-        measure,
-        misconceptions,
-        mo,
-        quiz,
-        reveal,
-        roofline,
-        style,
-        tiny_models,
-        units,
-    )
 
 
 @app.cell
-def _(style):
+def _():
     style.lab_header(
         "Lab 7 · Your model on the roofline",
         "Every operator of a real PyTorch forward pass, placed on the roofline, predicted "
@@ -138,13 +113,13 @@ def _(style):
 
 
 @app.cell
-def _(quiz):
+def _():
     get_ledger_settings, set_ledger_settings = quiz.ledger_settings()
     return get_ledger_settings, set_ledger_settings
 
 
 @app.cell
-def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
+def _(get_ledger_settings, set_ledger_settings):
     lab = quiz.LabSession(LAB_ID, __file__, settings=get_ledger_settings(),
                           on_settings=set_ledger_settings)
     lab.status()
@@ -152,7 +127,7 @@ def _(LAB_ID, get_ledger_settings, quiz, set_ledger_settings):
 
 
 @app.cell
-def _(OPENING, hardware, style):
+def _():
     device_picker = style.dropdown_on(
         hardware.picker_options(), OPENING["device"],
         label="Roofline to predict with (spec sheet)", searchable=True)
@@ -160,30 +135,18 @@ def _(OPENING, hardware, style):
     return (device_picker,)
 
 
-@app.cell
-def _(SCENARIO, style):
-    def device_error(exc):
-        """A core error as the student reads it, then the way out: the model runs in one
-        precision on every device, so a KeyError is a device without a rate for it."""
-        _p = SCENARIO["precision"]
-        return (style.error_message(exc) + f"\n\nThe model runs in {_p}, so the predictions "
-                f"need a device with an {_p} rate: pick one in the picker at the top "
-                f"({style.devices_with(_p)}).")
-
-    return (device_error,)
+@app.function
+def device_error(exc):
+    """A core error as the student reads it, then the way out: the model runs in one
+    precision on every device, so a KeyError is a device without a rate for it."""
+    _p = SCENARIO["precision"]
+    return (style.error_message(exc) + f"\n\nThe model runs in {_p}, so the predictions "
+            f"need a device with an {_p} rate: pick one in the picker at the top "
+            f"({style.devices_with(_p)}).")
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    SCENARIO,
-    device_error,
-    device_picker,
-    hardware,
-    mo,
-    style,
-    tiny_models,
-):
+def _(device_picker):
     _wait = INSTRUMENTS.gate("model card")
     mo.stop(_wait is not None, _wait)
     _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
@@ -205,7 +168,7 @@ def _(
 
 
 @app.cell
-def _(live, mo):
+def _():
     run_threads = mo.ui.dropdown(
         options={"1 thread (steady timings on a shared or busy machine)": 1,
                  "torch's default thread count": 0},
@@ -222,34 +185,31 @@ def _(live, mo):
 
 
 @app.cell
-def _(SCENARIO):
+def _():
     # What the run buttons profile; tests shrink the context to run in seconds.
     LIVE = {"context": SCENARIO["context"], "roofline_budget_s": 3.0}
     return (LIVE,)
 
 
-@app.cell
-def _(live, mo):
-    def measured_on(info, threads, more=""):
-        """The device card as the run used it (its thread count, not torch's default) and one
-        sentence saying where that setting is."""
-        import dataclasses
+@app.function
+def measured_on(info, threads, more=""):
+    """The device card as the run used it (its thread count, not torch's default) and one
+    sentence saying where that setting is."""
+    import dataclasses
 
-        if info.kind == "cpu" and threads:
-            info = dataclasses.replace(info, threads=threads, message=info.message.replace(
-                f"{info.threads} torch thread(s)", f"{threads} torch thread(s)"))
-            said = (f"Profiled with {threads} torch thread{'s' if threads > 1 else ''} on "
-                    f"this machine's {info.cores} logical CPUs (the **CPU threads** setting "
-                    "under *Measuring on this machine*, at the top of the lab).")
-        else:
-            said = "Profiled on the GPU (the CPU threads setting does not apply)."
-        return mo.vstack([live.device_card(info), mo.md(f"{said} {more}".strip())])
-
-    return (measured_on,)
+    if info.kind == "cpu" and threads:
+        info = dataclasses.replace(info, threads=threads, message=info.message.replace(
+            f"{info.threads} torch thread(s)", f"{threads} torch thread(s)"))
+        said = (f"Profiled with {threads} torch thread{'s' if threads > 1 else ''} on "
+                f"this machine's {info.cores} logical CPUs (the **CPU threads** setting "
+                "under *Measuring on this machine*, at the top of the lab).")
+    else:
+        said = "Profiled on the GPU (the CPU threads setting does not apply)."
+    return mo.vstack([live.device_card(info), mo.md(f"{said} {more}".strip())])
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 1 · Where does a decode step's time go?
     """)
@@ -257,7 +217,7 @@ def _(mo):
 
 
 @app.cell
-def _(SCENARIO, style):
+def _():
     style.scenario_card(
         "Ravi Menon", "inference engineer",
         f"We serve this small decoder with {SCENARIO['context']:,}-token contexts, one user per "
@@ -269,7 +229,7 @@ def _(SCENARIO, style):
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     **Predict first.** Ravi asks four things about the same step, and the views below answer
     them together: lock all four predictions. Each view opens once every prediction it would
@@ -279,20 +239,13 @@ def _(mo):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_dominant_small, set_dominant_small = quiz.lock_state(lab, "lab07.dominant_b1")
     return get_dominant_small, set_dominant_small
 
 
 @app.cell
-def _(
-    SCENARIO,
-    TYPE_OPTIONS,
-    get_dominant_small,
-    lab,
-    quiz,
-    set_dominant_small,
-):
+def _(get_dominant_small, lab, set_dominant_small):
     dominant_small_form = quiz.choice_form(
         lab, "lab07.dominant_b1",
         question=f"**Prediction 1.** On the roofline picked at the top (each operator at its "
@@ -305,16 +258,7 @@ def _(
 
 
 @app.cell
-def _(
-    OPENING,
-    SCENARIO,
-    TYPE_OPTIONS,
-    get_dominant_small,
-    hardware,
-    lab,
-    reveal,
-    tiny_models,
-):
+def _(get_dominant_small, lab):
     _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     _t = tiny_models.time_by_group(OPENING["device"], **_case)
@@ -341,20 +285,13 @@ def _(
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_dominant_large, set_dominant_large = quiz.lock_state(lab, "lab07.dominant_b64")
     return get_dominant_large, set_dominant_large
 
 
 @app.cell
-def _(
-    SCENARIO,
-    TYPE_OPTIONS,
-    get_dominant_large,
-    lab,
-    quiz,
-    set_dominant_large,
-):
+def _(get_dominant_large, lab, set_dominant_large):
     dominant_large_form = quiz.choice_form(
         lab, "lab07.dominant_b64",
         question=f"**Prediction 2.** And at batch {SCENARIO['large_batch']} (same context, "
@@ -365,16 +302,7 @@ def _(
 
 
 @app.cell
-def _(
-    OPENING,
-    SCENARIO,
-    TYPE_OPTIONS,
-    get_dominant_large,
-    hardware,
-    lab,
-    reveal,
-    tiny_models,
-):
+def _(get_dominant_large, lab):
     _case = dict(phase="decode", batch=SCENARIO["large_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     _t = tiny_models.time_by_group(OPENING["device"], **_case)
@@ -399,23 +327,13 @@ def _(
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_memory_share, set_memory_share = quiz.lock_state(lab, "lab07.memory_share")
     return get_memory_share, set_memory_share
 
 
 @app.cell
-def _(
-    OPENING,
-    SCENARIO,
-    get_memory_share,
-    hardware,
-    lab,
-    quiz,
-    roofline,
-    set_memory_share,
-    tiny_models,
-):
+def _(get_memory_share, lab, set_memory_share):
     # the step's kernels (one per operator that is not a view) and its roofline bound on the
     # question's device: what the question gives
     _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
@@ -444,16 +362,7 @@ def _(
 
 
 @app.cell
-def _(
-    OPENING,
-    SCENARIO,
-    get_memory_share,
-    hardware,
-    lab,
-    reveal,
-    roofline,
-    tiny_models,
-):
+def _(get_memory_share, lab):
     _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     _share = tiny_models.memory_bound_share_with_launches(OPENING["device"], **_case)
@@ -488,13 +397,13 @@ def _(
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_bf16_ratio, set_bf16_ratio = quiz.lock_state(lab, "lab07.bf16_ratio")
     return get_bf16_ratio, set_bf16_ratio
 
 
 @app.cell
-def _(get_bf16_ratio, lab, quiz, set_bf16_ratio):
+def _(get_bf16_ratio, lab, set_bf16_ratio):
     bf16_ratio_form = quiz.numeric_form(
         lab, "lab07.bf16_ratio",
         question="**Prediction 4.** The same batch-1 decode step with the whole model in "
@@ -509,7 +418,7 @@ def _(get_bf16_ratio, lab, quiz, set_bf16_ratio):
 
 
 @app.cell
-def _(OPENING, SCENARIO, get_bf16_ratio, lab, reveal, tiny_models):
+def _(get_bf16_ratio, lab):
     _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     # graded against the measurement: the reference is the roofline plus the launch model
@@ -536,7 +445,7 @@ def _(OPENING, SCENARIO, get_bf16_ratio, lab, reveal, tiny_models):
 
 
 @app.cell
-def _(SCENARIO, device_error, device_picker, roofline, tiny_models):
+def _(device_picker):
     # The roofline's answer for both batches on the picked device (no torch: physics only).
     def _case(batch):
         return dict(phase="decode", batch=batch, context=SCENARIO["context"],
@@ -572,20 +481,13 @@ def _(SCENARIO, device_error, device_picker, roofline, tiny_models):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     decode_error,
     decode_predicted,
     device_picker,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
-    hardware,
     memory_share_prediction,
-    mo,
-    style,
-    units,
 ):
     _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -608,14 +510,10 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
-    live,
-    measure,
     memory_share_prediction,
-    mo,
 ):
     _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -628,17 +526,7 @@ def _(
 
 
 @app.cell
-def _(
-    LIVE,
-    SCENARIO,
-    decode_button,
-    lab,
-    live,
-    measure,
-    measured_on,
-    mo,
-    run_settings,
-):
+def _(LIVE, decode_button, lab, run_settings):
     mo.stop(not decode_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     live_info = measure.detect()  # imports torch: only after the button is pressed
     _settings = run_settings()
@@ -675,17 +563,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     decode_profiles,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
     memory_share_prediction,
-    mo,
-    style,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -716,17 +598,12 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
-    TYPE_OPTIONS,
     bf16_ratio_prediction,
     decode_predicted,
     dominant_large_prediction,
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -743,16 +620,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
-    TYPE_NAMES,
-    TYPE_OPTIONS,
     bf16_ratio_prediction,
     decode_profiles,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -770,14 +642,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -793,15 +662,10 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
-    style,
-    tiny_models,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -835,20 +699,13 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     decode_error,
     decode_predicted,
     device_picker,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
-    hardware,
     memory_share_prediction,
-    mo,
-    style,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -866,15 +723,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     decode_profiles,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -889,17 +742,12 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
-    TYPE_OPTIONS,
     bf16_ratio_prediction,
     decode_predicted,
     dominant_large_prediction,
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -916,16 +764,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
-    TYPE_NAMES,
-    TYPE_OPTIONS,
     bf16_ratio_prediction,
     decode_profiles,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -943,14 +786,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -966,15 +806,10 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
-    style,
-    tiny_models,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -1007,16 +842,12 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     decode_error,
     decode_launch_share,
     decode_measured_launch_shares,
     decode_memory_share,
     memory_share_prediction,
-    mo,
-    style,
 ):
     _wait = INSTRUMENTS.gate("memory share", memory_share_prediction, bf16_ratio_prediction)
     mo.stop(_wait is not None, _wait)
@@ -1035,15 +866,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     decode_profiles,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -1059,18 +886,7 @@ def _(
 
 
 @app.cell
-def _(
-    INSTRUMENTS,
-    OPENING,
-    SCENARIO,
-    bf16_ratio_prediction,
-    hardware,
-    lab,
-    memory_share_prediction,
-    mo,
-    quiz,
-    tiny_models,
-):
+def _(bf16_ratio_prediction, lab, memory_share_prediction):
     mo.stop(INSTRUMENTS.gate("memory share", memory_share_prediction,
                              bf16_ratio_prediction) is not None)
     # graded on the question's own case (its device), whatever the picker shows above
@@ -1087,14 +903,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     bf16_ratio_prediction,
     decode_profiles,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -1110,14 +923,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -1133,13 +943,10 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
-    style,
 ):
     mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
                              dominant_large_prediction, memory_share_prediction,
@@ -1171,7 +978,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 2 · Predicted vs measured, operator by operator
     """)
@@ -1179,7 +986,7 @@ def _(mo):
 
 
 @app.cell
-def _(style):
+def _():
     style.scenario_card(
         "Mei Lin", "performance lead",
         "Every roofline guide I find ends with a predicted-vs-measured table full of 'TBD'. "
@@ -1189,20 +996,13 @@ def _(style):
 
 
 @app.cell
-def _(lab, quiz):
+def _(lab):
     get_best_predicted, set_best_predicted = quiz.lock_state(lab, "lab07.best_predicted")
     return get_best_predicted, set_best_predicted
 
 
 @app.cell
-def _(
-    BEST_OPTIONS,
-    SCENARIO,
-    get_best_predicted,
-    lab,
-    quiz,
-    set_best_predicted,
-):
+def _(get_best_predicted, lab, set_best_predicted):
     best_predicted_form = quiz.choice_form(
         lab, "lab07.best_predicted",
         question=f"**Prediction 5.** Profiling a {SCENARIO['prefill_context']}-token prefill, "
@@ -1213,15 +1013,7 @@ def _(
 
 
 @app.cell
-def _(
-    BEST_OPTIONS,
-    OPENING,
-    SCENARIO,
-    get_best_predicted,
-    lab,
-    reveal,
-    tiny_models,
-):
+def _(get_best_predicted, lab):
     _case = dict(phase="prefill", batch=SCENARIO["small_batch"],
                  context=SCENARIO["prefill_context"], precision=SCENARIO["precision"],
                  attention=SCENARIO["attention"])
@@ -1244,16 +1036,11 @@ def _(
 
 @app.cell
 def _(
-    CASES,
-    INSTRUMENTS,
-    SCENARIO,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
-    live,
     memory_share_prediction,
-    mo,
 ):
     _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1280,19 +1067,7 @@ def _(
 
 
 @app.cell
-def _(
-    SCENARIO,
-    case_attention,
-    case_batch,
-    case_context,
-    case_picker,
-    figures,
-    measure,
-    mo,
-    style,
-    tiny_models,
-    units,
-):
+def _(case_attention, case_batch, case_context, case_picker):
     _block, _phase = case_picker.value  # made behind the "operators" gate
     case_terms = tiny_models.memory_terms(
         phase=_phase, batch=case_batch.value, context=case_context.value,
@@ -1310,23 +1085,15 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     best_predicted_prediction,
     bf16_ratio_prediction,
     case_attention,
     case_batch,
     case_context,
-    device_error,
     device_picker,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
-    hardware,
     memory_share_prediction,
-    mo,
-    style,
-    tiny_models,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1357,15 +1124,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
-    live,
-    measure,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1377,18 +1140,7 @@ def _(
 
 
 @app.cell
-def _(
-    LIVE,
-    SCENARIO,
-    case_button,
-    case_settings,
-    lab,
-    live,
-    measure,
-    measured_on,
-    mo,
-    run_settings,
-):
+def _(LIVE, case_button, case_settings, lab, run_settings):
     mo.stop(not case_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     case_info = measure.detect()
     _settings, _case = run_settings(), case_settings()
@@ -1421,17 +1173,12 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     case_profile,
     dominant_large_prediction,
     dominant_small_prediction,
-    live,
     memory_share_prediction,
-    mo,
-    style,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1452,16 +1199,12 @@ def _(
 
 @app.cell
 def _(
-    BEST_OPTIONS,
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     case_profile,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1483,16 +1226,12 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     best_predicted_prediction,
     bf16_ratio_prediction,
     decode_profiles,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1515,9 +1254,6 @@ def _(
 
 @app.cell
 def _(
-    BEST_OPTIONS,
-    INSTRUMENTS,
-    QUESTION_CASE_LABEL,
     best_predicted_prediction,
     bf16_ratio_prediction,
     case_profile,
@@ -1525,8 +1261,6 @@ def _(
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1550,15 +1284,12 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1574,14 +1305,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
-    style,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1604,13 +1332,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1624,7 +1350,7 @@ def _(
 
 
 @app.cell
-def _(mo):
+def _():
     mo.md("""
     ## Part 3 · Change one thing
     """)
@@ -1632,7 +1358,7 @@ def _(mo):
 
 
 @app.cell
-def _(style):
+def _():
     style.scenario_card(
         "Ravi Menon", "inference engineer",
         "Four proposals for the batch-1 decode step: batch more users, store the model in "
@@ -1642,7 +1368,7 @@ def _(style):
 
 
 @app.cell
-def _(mo, tiny_models):
+def _():
     change_picker = mo.ui.dropdown(
         options={v: k for k, v in tiny_models.CHANGES.items()}, value="fp32 → bf16",
         label="Change to measure (from the batch-1 fp32 decode step)")
@@ -1652,20 +1378,12 @@ def _(mo, tiny_models):
 
 @app.cell
 def _(
-    INSTRUMENTS,
-    SCENARIO,
     best_predicted_prediction,
     bf16_ratio_prediction,
-    device_error,
     device_picker,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
-    hardware,
     memory_share_prediction,
-    mo,
-    style,
-    tiny_models,
 ):
     _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1697,15 +1415,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
-    live,
-    measure,
     memory_share_prediction,
-    mo,
 ):
     mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1717,19 +1431,7 @@ def _(
 
 
 @app.cell
-def _(
-    LIVE,
-    SCENARIO,
-    change_button,
-    change_picker,
-    lab,
-    live,
-    measure,
-    measured_on,
-    mo,
-    run_settings,
-    tiny_models,
-):
+def _(LIVE, change_button, change_picker, lab, run_settings):
     mo.stop(not change_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     change_info = measure.detect()
     _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=LIVE["context"],
@@ -1783,7 +1485,6 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     change_predicted,
@@ -1791,12 +1492,7 @@ def _(
     change_with_launches,
     dominant_large_prediction,
     dominant_small_prediction,
-    figures,
     memory_share_prediction,
-    mo,
-    style,
-    tiny_models,
-    units,
 ):
     mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1831,7 +1527,6 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     change_result,
@@ -1839,9 +1534,6 @@ def _(
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    misconceptions,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1864,15 +1556,12 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     lab,
     memory_share_prediction,
-    mo,
-    quiz,
 ):
     mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1888,14 +1577,11 @@ def _(
 
 @app.cell
 def _(
-    INSTRUMENTS,
     best_predicted_prediction,
     bf16_ratio_prediction,
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
-    style,
 ):
     mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
                              memory_share_prediction, bf16_ratio_prediction,
@@ -1933,9 +1619,6 @@ def _(
     dominant_large_prediction,
     dominant_small_prediction,
     memory_share_prediction,
-    mo,
-    style,
-    tiny_models,
 ):
     _gate = style.takeaways_gate((dominant_small_prediction, dominant_large_prediction,
                                   memory_share_prediction, best_predicted_prediction,

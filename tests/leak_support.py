@@ -475,8 +475,12 @@ class DownstreamRuns:
         self._cells = {d.cell_id: d.cell for d in app._cell_manager.cell_data()}
 
     def _ran(self, cid) -> bool:
-        """The cell ran in the base run and defined all its names (not stopped)."""
-        return cid in self.outputs and all(n in self.defs for n in self._cells[cid].defs)
+        """The cell ran in the base run and defined all its names (not stopped). The setup
+        cell (``with app.setup:``) always runs first and has no output entry of its own."""
+        from marimo._ast.names import SETUP_CELL_NAME
+
+        return (cid in self.outputs or cid == SETUP_CELL_NAME) and all(
+            n in self.defs for n in self._cells[cid].defs)
 
     def run(self, changes: dict) -> tuple[dict, dict]:
         """(outputs by cell id, definitions) with ``changes`` (name -> value) made."""

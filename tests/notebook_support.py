@@ -79,7 +79,8 @@ def export_page(lab_file: Path, tmp_path_factory, *, reveal: bool = False) -> st
 
 def visible_text(obj) -> str:
     """Visible text of a marimo output: tags stripped, entities decoded, and the content that
-    nested components (stacks, callouts, accordions) keep in escaped ``data-*`` attributes."""
+    nested components (stacks, callouts, accordions) keep in escaped ``data-*`` attributes
+    (a widget's ``data-element-id``, which follows its cell's position, left out)."""
     import html
     import json
     import re
@@ -87,8 +88,10 @@ def visible_text(obj) -> str:
     parts = []
 
     def pull(markup: str) -> None:
-        for m in re.finditer(r"data-[\w-]+='([^']*)'", markup):
-            inner = html.unescape(m.group(1))
+        for m in re.finditer(r"data-([\w-]+)='([^']*)'", markup):
+            if m.group(1) == "element-id":  # marimo's widget id (from its cell id): not shown
+                continue
+            inner = html.unescape(m.group(2))
             try:
                 inner = json.loads(inner)
             except ValueError:

@@ -109,6 +109,21 @@ def test_reads_constants_fstrings_comprehensions_and_physics(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+def test_reads_the_setup_cell_where_a_lab_keeps_its_constants(tmp_path):
+    """A lab's imports, LAB_ID and constants live in ``with app.setup:`` (LABS_SPEC §4.1): the
+    catalogue reads them there as it reads a cell's, and no other ``with`` block."""
+    setup = LAB_X.replace("@app.cell\ndef _():\n    from", "with app.setup:\n    from", 1)
+    setup = setup.replace("    return\n\n@app.cell\ndef _(style)", "\n@app.cell\ndef _(style)", 1)
+    assert "with app.setup:" in setup and setup.count("def _(") == 2
+    entry = catalogue.read_lab(_write(tmp_path, "lab_09_x.py", setup))
+    assert (entry.lab_id, entry.title) == ("labx", "Lab X · 1,024")
+    assert entry.items[0].question == "**On the NVIDIA H100 SXM5** (80 GiB), N = 1024?"
+    assert entry.items[0].resolved
+    other = setup.replace("with app.setup:", "with open('x') as f:", 1)
+    assert "no LAB_ID" in " ".join(catalogue.read_lab(_write(tmp_path, "lab_09_x.py",
+                                                             other)).problems)
+
+
 @pytest.mark.parametrize("body, problem", [
     ("def broken(:\n", "cannot read"),
     ("import marimo\napp = marimo.App()\n", "no LAB_ID"),

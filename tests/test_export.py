@@ -124,6 +124,32 @@ def test_meta_resolves_names_and_lab_meta_wins(tmp_path):
     assert (meta.title, meta.minutes, meta.goals) == ("Meta title", 20, ["one", "two"])
 
 
+def test_meta_and_catalogue_read_one_header_from_the_setup_cell(tmp_path):
+    """The index page and the catalogue read a lab's header with one reader: constants of the
+    setup cell and an f-string of them give the same title in both."""
+    from labs.core.course import catalogue
+
+    src = '''
+    import marimo
+    app = marimo.App()
+
+    with app.setup:
+        LAB_ID = "labz"
+        N = 2 ** 10
+        GOALS = ["one", "two"]
+
+    @app.cell
+    def _(style):
+        style.lab_header(f"Lab Z · {N:,}", "sub", goals=GOALS, minutes=N // 32, reading=[])
+        return
+    '''
+    path = write_lab(tmp_path, "lab_13_setup.py", src)
+    meta = export.read_lab_meta(path)
+    assert (meta.title, meta.goals, meta.minutes, meta.warnings) == (
+        "Lab Z · 1,024", ["one", "two"], 32, [])
+    assert catalogue.read_lab(path).title == meta.title
+
+
 def test_meta_missing_pieces_are_warnings_not_crashes(tmp_path):
     meta = export.read_lab_meta(write_lab(tmp_path, "lab_12_bare.py", "x = compute()\n"))
     assert meta.title == "lab 12 bare" and meta.goals == [] and meta.minutes is None

@@ -435,3 +435,75 @@ def test_every_core_module_says_what_it_exports(name, path):
     assert exported is not None, f"{name} has no __all__"
     assert [n for n in exported if n.startswith("_")] == [], name
     assert [n for n in exported if not hasattr(module, n)] == [], name
+
+
+# --- the notebook budget: a lab reads as a story ---------------------------------------------
+LABS = sorted((REPO / "labs").glob("lab_*.py"))
+#: A cell at most this long (decorator to last line): one screen, one idea.
+MAX_CELL_LINES = 60
+#: A lab at most this long after its setup cell (marimo's largest example app is ~870 lines).
+MAX_LAB_LINES = 1_200
+#: Cells over the budget today, found by a phrase of theirs, at their current length so that
+#: they cannot grow. Each is one expression or one branch of outputs: no mechanical split.
+LONG_CELLS = {
+    # one math peek, one f-string of LaTeX (splitting it would split the derivation)
+    ("lab_04_fusion.py", "tiles and the roofline of each level"): 61,
+}
+#: Labs over the budget today, at their current length after the setup cell, so that they
+#: cannot grow: their cells are narration, widgets and wiring, and splitting them below 1,200
+#: lines means moving prose builders and figure wiring to core, not moving lines.
+LONG_LABS = {"lab_01_memory_wall.py": 1468, "lab_03_precision_rho.py": 1285,
+             "lab_04_fusion.py": 1235, "lab_05_memory_hierarchy.py": 1484,
+             "lab_06_many_chips.py": 1560, "lab_07_your_model.py": 1574}
+
+
+def _lab_blocks(path: Path):
+    from labs.core.course.catalogue import cells, setup_cell
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return path.read_text(encoding="utf-8").splitlines(), setup_cell(tree), cells(tree)
+
+
+@pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
+def test_every_lab_starts_with_its_setup_cell(path):
+    """Imports, LAB_ID and constants live in ``with app.setup:`` (LABS_SPEC §4.1), before
+    every cell, so no cell lists them as parameters."""
+    lines, setup, cells = _lab_blocks(path)
+    assert setup is not None, f"{path.name}: no `with app.setup:` cell"
+    assert cells and setup.lineno < cells[0].lineno, f"{path.name}: the setup cell comes first"
+    bound = {t.id for stmt in setup.body if isinstance(stmt, ast.Assign)
+             for t in stmt.targets if isinstance(t, ast.Name)}
+    assert "LAB_ID" in bound, f"{path.name}: LAB_ID belongs in the setup cell"
+    params = {a.arg for c in cells for a in c.args.args}
+    assert not params & {"mo", "quiz", "style", "LAB_ID", "OPENING", "INSTRUMENTS"}, path.name
+
+
+@pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
+def test_notebook_budget_cells_and_lab_length(path):
+    lines, setup, cells = _lab_blocks(path)
+    after_setup = len(lines) - (setup.end_lineno if setup is not None else 0)
+    cap = LONG_LABS.get(path.name, MAX_LAB_LINES)
+    assert after_setup <= cap, (
+        f"{path.name} is {after_setup} lines after its setup cell; the budget is "
+        f"{MAX_LAB_LINES}" + (f" (held at its size today, {cap})" if cap > MAX_LAB_LINES else ""))
+    for cell in cells:
+        start = min([d.lineno for d in cell.decorator_list] + [cell.lineno])
+        length = cell.end_lineno - start + 1
+        text = "\n".join(lines[start - 1:cell.end_lineno])
+        allowed = max([n for (name, phrase), n in LONG_CELLS.items()
+                       if name == path.name and phrase in text] + [MAX_CELL_LINES])
+        assert length <= allowed, (f"{path.name} line {cell.lineno}: a cell of {length} lines "
+                                   f"(at most {allowed}): move narration to its own markdown "
+                                   "cell, physics to labs.core")
+
+
+def test_held_labs_and_cells_are_still_over_the_budget():
+    """An exception is removed once its lab or cell fits: it must not sit there as slack."""
+    for name, cap in LONG_LABS.items():
+        lines, setup, _ = _lab_blocks(REPO / "labs" / name)
+        assert len(lines) - setup.end_lineno > MAX_LAB_LINES, f"{name} fits: drop it"
+    for (name, phrase), cap in LONG_CELLS.items():
+        lines, _, cells = _lab_blocks(REPO / "labs" / name)
+        found = [c for c in cells if phrase in "\n".join(lines[c.lineno - 1:c.end_lineno])]
+        assert found and any(c.end_lineno - c.lineno + 2 > MAX_CELL_LINES for c in found), (
+            f"{name}: the cell with {phrase!r} fits (or is gone): drop it")

@@ -1,7 +1,8 @@
 """The lab catalogue: every lab's prediction items, in lab order, read from the notebooks' source.
 
 For each ``labs/lab_*.py`` (file-name order): its ``LAB_ID``, its title (the first argument of
-``style.lab_header``) and, in the order a student meets them, its prediction items: every
+``style.lab_header``; :func:`read_header` reads the whole header, which ``labs-export``'s index
+page shows) and, in the order a student meets them, its prediction items: every
 ``quiz.numeric_form(lab, item_id, question=..., units=..., lo=..., hi=...)`` and
 ``quiz.choice_form(lab, item_id, question=..., options={...})`` call, with the item's kind,
 question text, units and bounds or options. The grader's ``--example-config``, the course
@@ -11,8 +12,8 @@ they follow the labs without a hand-kept list (a new lab file is picked up as it
 How it reads a notebook: the source is parsed (``ast``), never run or imported. A question is
 often an f-string built from the lab's own constants (``f"On the {hardware.get(X).name} ..."``);
 ``catalogue.reader`` evaluates that small subset of Python itself: literals, f-strings,
-arithmetic, comprehensions, the notebook's module-level constants and the cell's own names, a
-few pure builtins, and attributes and functions of ``labs.core.physics`` (pure functions, so
+arithmetic, comprehensions, the notebook's constants (its setup cell's, cells' and module's
+top-level names) and the cell's own names, a few pure builtins, and attributes and functions of ``labs.core.physics`` (pure functions, so
 reading them has no effect). Anything else (widget values, other wings, I/O) is not evaluated:
 the text shows ``…`` there and the item says ``resolved=False``. Errors in a notebook never
 raise here; they become :attr:`LabEntry.problems`.
@@ -28,12 +29,12 @@ from typing import Any
 
 import labs
 from labs.core.course.catalogue.reader import (UNRESOLVED, Reader, Unresolved, assignments,
-                                               cells)
+                                               cells, setup_cell, top_blocks)
 
 __all__ = [
     "CatalogueItem", "FORMS", "LABS_DIR", "LAB_GLOB", "LabEntry", "Reader", "UNRESOLVED",
-    "Unresolved", "assignments", "catalogue", "cells", "item", "item_order", "items", "lab",
-    "read_lab"
+    "HEADER_ARGS", "Unresolved", "assignments", "catalogue", "cells", "item", "item_order", "items",
+    "lab", "read_header", "read_lab", "setup_cell", "top_blocks"
 ]
 
 #: Where the labs live: the folder of the ``labs`` package (``labs/lab_*.py``).
@@ -148,6 +149,49 @@ def _item(reader: Reader, kind: str, call: ast.Call, local, lab_id: str, positio
                          resolved=ok, **fields)
 
 
+#: ``style.lab_header``'s positional arguments, in order (LABS_SPEC §3).
+HEADER_ARGS = ("title", "subtitle", "goals", "minutes", "reading")
+
+
+def _header_call(tree: ast.Module) -> tuple[ast.Call, dict[str, ast.expr]] | None:
+    """The lab's first ``style.lab_header(...)`` call and its block's own names."""
+    for block in ast.walk(tree):
+        if not isinstance(block, (ast.FunctionDef, ast.With)):
+            continue
+        for node in ast.walk(block):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(
+                    node.func, "id", "")) == "lab_header":
+                return node, {name: value for stmt in block.body
+                              for name, value in assignments(stmt)}
+    return None
+
+
+def read_header(tree: ast.Module, reader: Reader | None = None) -> dict[str, Any]:
+    """What a lab's header says, from its source: the arguments of its ``style.lab_header(title,
+    subtitle, goals=[...], minutes=N, reading=[...])`` call by :data:`HEADER_ARGS` name, those
+    the catalogue's reader can read (the others are absent). A ``LAB_META = {...}`` constant's
+    keys take precedence. Never raises."""
+    reader = reader or Reader(tree)
+    found: dict[str, Any] = {}
+    header = _header_call(tree)
+    if header is not None:
+        call, local = header
+        named = list(zip(HEADER_ARGS, call.args)) + [(k.arg, k.value) for k in call.keywords
+                                                    if k.arg]
+        for key, node in named:
+            try:
+                found[key] = reader.value(node, local)
+            except Unresolved:
+                found.pop(key, None)
+    try:
+        meta = reader.value(ast.Name("LAB_META"), {})
+    except Unresolved:
+        meta = None
+    if isinstance(meta, dict):
+        found.update({k: v for k, v in meta.items() if v is not None})
+    return found
+
+
 def read_lab(path: str | Path) -> LabEntry:
     """The catalogue entry of one lab file (never raises for a bad notebook: see ``problems``)."""
     path = Path(path)
@@ -164,15 +208,12 @@ def read_lab(path: str | Path) -> LabEntry:
     if not isinstance(lab_id, str):
         problems.append("no LAB_ID = \"...\" constant")
         lab_id = path.stem
-    title = lab_id
+    header = _header_call(tree)
+    title = reader.text(header[0].args[0], header[1])[0] if header and header[0].args else lab_id
     items: list[CatalogueItem] = []
     seen: set[str] = set()
     for cell in cells(tree):
         local = {name: value for stmt in cell.body for name, value in assignments(stmt)}
-        for node in ast.walk(cell):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "lab_header" \
-                    and node.args:
-                title = reader.text(node.args[0], local)[0]
         for kind, call in _form_calls(cell):
             item = _item(reader, kind, call, local, lab_id, len(items) + 1, problems)
             if item is None:

@@ -1,11 +1,11 @@
 """Reads the values a lab's prediction forms are built from, out of the notebook's source.
 
 The safe subset of Python the catalogue evaluates itself (see :mod:`labs.core.course.catalogue`):
-literals, f-strings, arithmetic, comparisons, comprehensions, the notebook's module-level
-constants and a cell's own names, a few pure builtins and methods of str/dict/list, and
-attributes and functions of ``labs.core.physics`` (pure, so reading them has no effect).
-Anything else raises :class:`Unresolved`; nothing of the notebook is run or imported. Part of
-:mod:`labs.core.course.catalogue` (import it through that name).
+literals, f-strings, arithmetic, comparisons, comprehensions, the notebook's constants (its setup
+cell's, cells' and module's top-level names) and a cell's own names, a few pure builtins and methods of
+str/dict/list, and attributes and functions of ``labs.core.physics`` (pure, so reading them has
+no effect). Anything else raises :class:`Unresolved`; nothing of the notebook is run or
+imported. Part of :mod:`labs.core.course.catalogue` (import it through that name).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import importlib
 import types
 from typing import Any
 
-__all__ = ["Reader", "UNRESOLVED", "Unresolved", "assignments", "cells"]
+__all__ = ["Reader", "UNRESOLVED", "Unresolved", "assignments", "cells", "setup_cell",
+           "top_blocks"]
 
 UNRESOLVED = "…"  # what a question shows where a value cannot be read
 _MAX_ITEMS = 10_000  # a comprehension or range the reader will build at most
@@ -62,7 +63,7 @@ class Reader:
         self.modules: dict[str, Any] = {}  # notebook name -> physics module
         self.cache: dict[str, Any] = {}
         self.busy: set[str] = set()
-        for cell in cells(tree):
+        for cell in top_blocks(tree):
             for node in ast.walk(cell):
                 if isinstance(node, ast.ImportFrom) and node.module == "labs.core":
                     for alias in node.names:
@@ -73,6 +74,10 @@ class Reader:
                 for name, value in assignments(stmt):
                     if not name.startswith("_"):
                         self.globals.setdefault(name, value)
+        for stmt in tree.body:  # a notebook's own module level (``app``; a script's constants)
+            for name, value in assignments(stmt):
+                if not name.startswith("_"):
+                    self.globals.setdefault(name, value)
 
     def value(self, node: ast.expr, local: dict[str, ast.expr]) -> Any:
         return self._eval(node, local, {})
@@ -306,6 +311,28 @@ def assignments(stmt: ast.stmt):
             for t, v in zip(target.elts, stmt.value.elts):
                 if isinstance(t, ast.Name):
                     yield t.id, v
+
+
+def setup_cell(tree: ast.Module) -> ast.With | None:
+    """The notebook's setup cell (``with app.setup:`` or ``with app.setup(...):``), if any.
+
+    A lab's imports, ``LAB_ID`` and constants live there: marimo runs it first and its names
+    are globals of every cell (LABS_SPEC §1).
+    """
+    for node in tree.body:
+        if isinstance(node, ast.With) and len(node.items) == 1:
+            expr = node.items[0].context_expr
+            expr = expr.func if isinstance(expr, ast.Call) else expr
+            if isinstance(expr, ast.Attribute) and expr.attr == "setup":
+                return node
+    return None
+
+
+def top_blocks(tree: ast.Module) -> list[ast.With | ast.FunctionDef]:
+    """The notebook's setup cell (if any), then its cells: every block whose top-level
+    assignments are the notebook's names."""
+    setup = setup_cell(tree)
+    return ([setup] if setup is not None else []) + cells(tree)
 
 
 def cells(tree: ast.Module) -> list[ast.FunctionDef]:

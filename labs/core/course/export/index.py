@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import labs
+from labs.core.course.catalogue import read_header
 
 __all__ = [
     "DEFAULT_LABS_DIR", "LAB_GLOB", "LAB_STYLE_SHEET", "LabMeta", "REPO_ROOT", "app_css_file",
@@ -63,30 +64,6 @@ def discover_labs(labs_dir: str | os.PathLike = DEFAULT_LABS_DIR,
     return found
 
 
-def _literal(node: ast.AST | None, names: dict[str, Any]) -> Any:
-    """The value of a literal expression, resolving bare names from simple assignments."""
-    if node is None:
-        return None
-    if isinstance(node, ast.Name) and node.id in names:
-        return names[node.id]
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
-def _simple_assignments(tree: ast.AST) -> dict[str, Any]:
-    """``NAME = <literal>`` anywhere in the file (module level or inside a cell)."""
-    names: dict[str, Any] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                node.targets[0], ast.Name):
-            value = _literal(node.value, {})
-            if value is not None:
-                names[node.targets[0].id] = value
-    return names
-
-
 def app_css_file(notebook: str | os.PathLike | ast.Module) -> str | None:
     """The ``css_file`` that ``app = marimo.App(...)`` names in ``notebook`` (a path or its
     parsed source), if a literal."""
@@ -115,31 +92,15 @@ def read_lab_meta(path: str | os.PathLike) -> LabMeta:
     """Title, subtitle, goals and minutes of a lab, from its source.
 
     The lab contract (LABS_SPEC §3) puts them in the header call
-    ``style.lab_header(title, subtitle, goals=[...], minutes=N, reading=[...])``; arguments that
-    are literals (or names bound to literals) are read. A ``LAB_META = {"title": ..., "goals":
-    [...], "minutes": N}`` literal, if present, takes precedence. Missing pieces become warnings
-    (the export goes on; the index shows what it has).
+    ``style.lab_header(title, subtitle, goals=[...], minutes=N, reading=[...])``, read by the
+    catalogue's reader (:func:`labs.core.course.catalogue.read_header`: literals, the lab's
+    constants, f-strings of them). A ``LAB_META = {"title": ..., "goals": [...], "minutes": N}``
+    constant, if present, takes precedence. Missing pieces become warnings (the export goes on;
+    the index shows what it has).
     """
     path = Path(path)
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
-    names = _simple_assignments(tree)
-    found: dict[str, Any] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if fname == "lab_header":
-                order = ("title", "subtitle", "goals", "minutes", "reading")
-                for key, arg in zip(order, node.args):
-                    found[key] = _literal(arg, names)
-                for kw in node.keywords:
-                    if kw.arg:
-                        found[kw.arg] = _literal(kw.value, names)
-                break
-    meta_literal = names.get("LAB_META")
-    if isinstance(meta_literal, dict):
-        found.update({k: v for k, v in meta_literal.items() if v is not None})
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = read_header(tree)
 
     warnings = []
     title = found.get("title")
