@@ -93,6 +93,7 @@ CALLABLES = _callables()
 
 _SHAPE = {"m": 64, "n": 64, "k": 64}
 VALID = {
+    "significant": 3,  # figures a number is written to (units.format_value)
     "m": 64, "n": 64, "k": 64, "tokens": 16, "in_features": 64, "out_features": 32,
     "batch": 2, "heads": 8, "seq_q": 16, "seq_kv": 32, "head_dim": 64, "kv_heads": 2,
     "d_model": 64, "d_ff": 128, "rows": 8, "cols": 16, "n_elements": 1024, "n_ops": 4,

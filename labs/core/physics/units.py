@@ -13,7 +13,7 @@ from typing import Any, Callable
 from labs.core.physics._validate import flag, shown, text
 
 __all__ = [
-    "error_message", "format_bytes", "format_flops", "format_seconds", "format_value",
+    "MAX_SIGNIFICANT", "error_message", "format_bytes", "format_flops", "format_seconds", "format_value",
     "intensity_unit", "rate_unit"
 ]
 
@@ -26,6 +26,10 @@ def _real(name: str, value) -> float:
         return float(value)
     except (OverflowError, ValueError, TypeError):
         raise ValueError(f"{name} is too large to show, got {shown(value)}") from None
+
+
+#: The most significant figures a float holds (a double's 17 decimal digits).
+MAX_SIGNIFICANT = 17
 
 
 def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None, *,
@@ -48,8 +52,10 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None, *,
     if fmt is not None:
         raise ValueError(f"fmt must be a format spec such as ',.0f', a function or None, got "
                          f"{shown(fmt)}")
-    if isinstance(significant, bool) or not isinstance(significant, int) or significant < 1:
-        raise ValueError(f"significant must be a whole number >= 1, got {shown(significant)}")
+    if isinstance(significant, bool) or not isinstance(significant, int) or not (
+            1 <= significant <= MAX_SIGNIFICANT):
+        raise ValueError(f"significant must be a whole number from 1 to {MAX_SIGNIFICANT}, "
+                         f"got {shown(significant)}")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return str(value)
     v = float(value)
