@@ -35,10 +35,11 @@ with app.setup:
         instruments={
             # Part 1, Dana's decode step (fixed, as the question states it): the layer rooflines
             # (AI, ridges, regimes, the device's roofs), the step's time by group and its share,
-            # the comparison, the reflection and the math peek. The bytes a layer moves (the
-            # KV cache's among them) join its hovers once Prediction 2 is locked ("sam").
+            # the comparison, the reflection and the math peek. A memory-bound op's time is
+            # its bytes over the bandwidth, and its FLOPs over its AI are its bytes too: the
+            # attention bar and hover give the KV cache's bytes per token, Prediction 2's.
             "dana": ["choice:decode_dominant", "time:decode", "share:decode", "regime",
-                     "intensity", "throughput", "bandwidth"],
+                     "intensity", "throughput", "bandwidth", "bytes:kv_cache"],
             # Part 2, Sam's case (fixed): its budget bar at the first batch that runs out (and
             # its share of the usable memory), the comparison, the reflection and the math peek
             # (the KV cache's bytes per token; query heads count it 4x too high; why decode
@@ -192,129 +193,6 @@ def _(DOMINANT_OPTIONS, get_dominant, lab):
 
 
 @app.cell
-def _(dominant_prediction, oom_prediction):
-    # Dana's case, fixed as the question states it (no widget moves it): one layer of the decode
-    # step and of a 4k prefill on the Jetson's two roofs, and the step's time by group.
-    _wait = INSTRUMENTS.gate("dana", dominant_prediction)
-    mo.stop(_wait is not None, _wait)
-    # the bytes each op moves give the KV cache's size per sequence: Prediction 2 asks it
-    _bytes = INSTRUMENTS.is_open("sam", quiz.locked_items(oom_prediction))
-    _case = {"batch": DOMINANT_REF["batch"], "seq_len": DOMINANT_REF["seq_len"]}
-    _model, _hw = DOMINANT_REF["model"], DOMINANT_REF["hw"]
-    dana_decode_roofline = op_roofline(
-        models.roofline_ops(_model, "decode", **_case), _hw, "bf16",
-        f"Dana's decode step · one layer · batch {_case['batch']}, {_case['seq_len']:,} cached "
-        "tokens", show_bytes=_bytes)
-    dana_prefill_roofline = op_roofline(
-        models.roofline_ops(_model, "prefill", **_case), _hw, "bf16",
-        f"Dana's prefill · one layer · one {_case['seq_len']:,}-token prompt",
-        show_bytes=_bytes)
-    _t = models.step_time_by_group(_model, _hw, "decode", **_case)
-    dana_time_bars = figures.bar_figure(
-        list(_t), [v * 1e3 for v in _t.values()], colors=["accent", "memory", "muted"],
-        title=f"Dana's decode step, all layers · {hardware.get(_hw).name}, batch "
-              f"{_case['batch']}, {_case['seq_len']:,}-token context",
-        yaxis_title="ms per step (roofline bound)",
-        annotations=[f"{units.format_seconds(v)} · {v / sum(_t.values()):.0%}"
-                     for v in _t.values()])
-    mo.vstack([
-        mo.md(f"Two compute ceilings on both charts: the bf16 matmul roof (GEMMs, attention) and "
-              "the lower vector ceiling of the general-purpose units "
-              f"({roofline.peak_tflops(_hw, roofline.VECTOR):,.4g} TFLOP/s) that RMSNorm and the "
-              "softmax run at. Prefill attention is causal: about half the score matrix."),
-        dana_decode_roofline, dana_prefill_roofline, dana_time_bars])
-    return
-
-
-@app.cell
-def _(DOMINANT_OPTIONS, dominant_prediction, lab):
-    # The question's case, fixed (not the pickers): the comparison stays valid whatever the
-    # student explores afterwards.
-    mo.stop(INSTRUMENTS.gate("dana", dominant_prediction) is not None)
-    _t = models.step_time_by_group(phase="decode", **DOMINANT_REF)
-    dominant_actual = models.dominant_group(phase="decode", **DOMINANT_REF)
-    _label = next(k for k, v in DOMINANT_OPTIONS.items() if v == dominant_actual)
-    quiz.compare(dominant_prediction, dominant_actual, lab=lab,
-                 actual_label=f"{_label}: {_t[dominant_actual] / sum(_t.values()):.0%} of "
-                              f"the step at batch 1")
-    return (dominant_actual,)
-
-
-@app.cell
-def _(dominant_actual, lab):
-    dominant_explain = quiz.explain_form(
-        lab, "lab02.decode_dominant",
-        observe_label="Read Dana's decode roofline and time bars: where do the "
-                      f"{dominant_actual} sit at batch 1, how far below the ridge, and what share "
-                      "of the step do they take?",
-        explain_label="Why is a decode step memory-bound at batch 1 although the device has "
-                      "TFLOP/s to spare, and why does prefill land on the other roof?")
-    dominant_explain
-    return
-
-
-@app.cell
-def _(dominant_prediction):
-    # the title and equations give the answer away; the KV cache's bytes per token (and the
-    # heads they count) are Prediction 2's, in Part 2's peek
-    mo.stop(INSTRUMENTS.gate("dana", dominant_prediction) is not None)
-    _m = models.get("llama-3-8b")
-    _crit = {k: serving.critical_decode_batch(_m, k) for k in ("jetson-agx-orin-64gb", "h100-sxm")}
-    _crit_lines = "; ".join(
-        f"{hardware.get(k).name}: ridge (bf16, dense) {roofline.ridge_point(k, 'bf16'):.0f} "
-        f"FLOP/B, **B\\* = {b}**" for k, b in _crit.items())
-    style.math_peek("decode is bounded by bytes, prefill by FLOPs", r"""
-    One step runs every layer once. A roofline lower bound on its time, with $F$ FLOPs and
-    $Q$ bytes moved, peak $\pi$ (FLOP/s, dense, at the compute precision) and bandwidth
-    $\beta$ (B/s):
-
-    $$t_{\text{step}} \;\ge\; \max\!\left(\frac{F}{\pi},\ \frac{Q}{\beta}\right)
-    \qquad [\text{s}] = \left[\tfrac{\text{FLOP}}{\text{FLOP/s}}\right],\
-    \left[\tfrac{\text{B}}{\text{B/s}}\right]$$
-
-    (Norms, SiLU and residual adds run on the vector units, not the tensor cores: their FLOPs
-    count against the vector ceiling, a second, lower compute roof on the chart.)
-
-    **Decode** (batch $B$, one new token per sequence, $S$ cached tokens): every weight is
-    read once per step and every sequence's KV cache once,
-
-    $$Q_{\text{dec}} \approx P\,b_w + B\,S\,\kappa_{kv}$$
-
-    ($P$ parameters, $b_w$ bytes per weight, $\kappa_{kv}$ bytes of KV cache per cached
-    token: Part 2 counts them). A weight GEMM on $B$ tokens does
-    $2B$ FLOPs per weight it reads: $\text{AI} \approx 2B/b_w$ FLOP/B, about $B$ at bf16,
-    far below a ridge of hundreds. So
-
-    $$\text{tokens/s per user} \le \frac{\beta}{Q_{\text{dec}}}, \qquad
-    \text{tokens/s in total} \le \frac{B\,\beta}{Q_{\text{dec}}}.$$
-
-    **The critical decode batch.** The weight GEMMs cross the ridge of their compute
-    precision where $2B/b_w \approx \text{ridge}$:
-
-    $$B^* \approx \frac{\text{ridge}_p \cdot b_w}{2}\quad[\text{sequences}]$$
-
-    (exactly: the first batch whose GEMMs, activations included, reach the ridge). Llama-3-8B
-    in bf16: """ + _crit_lines + r""". Below $B^*$ more users come almost free (the same weight
-    read serves them all); above it the GEMMs turn compute-bound.
-
-    **Attention never crosses.** Each sequence reads its *own* KV cache, so attention's bytes
-    grow with $B$ exactly as its FLOPs do: its AI is a few FLOP/B at batch 1 or 1,000 (its
-    point on the chart), memory-bound on every device here. Part 2's peek says why.
-
-    **Prefill** ($T$ prompt tokens at once): the GEMMs see $T$ rows, AI $\approx 2T/b_w$ is far
-    above the ridge, and attention is causal (token $i$ attends to tokens $\le i$: $T(T+1)/2$
-    pairs, about half the score matrix), so
-
-    $$t_{\text{prefill}} \ge \frac{F}{\pi} \approx \frac{2\,P\,T + 2\,L\,H\,d_h\,T(T+1)}{\pi}
-    \ [\text{s}].$$
-
-    Unfused attention also writes and reads the computed scores four times (S write, S read,
-    P write, P read): that traffic keeps it memory-bound where the fused (flash) kernel is not.
-    """)
-    return
-
-
-@app.cell
 def _():
     mo.md(r"""
     ## Part 2 · How many conversations fit before the memory runs out?
@@ -387,6 +265,139 @@ def _(get_oom, lab):
                     f"So {_ref - 1} sequences fit and batch {_ref} is the first that runs out.")
     reveal.card(oom_prediction)
     return (oom_prediction,)
+
+
+@app.cell
+def _():
+    mo.md(r"""
+    ## Parts 1 and 2 · Your predictions against the roofline
+
+    Dana's decode step is on its two roofs below, then Sam's memory budget. Dana's
+    charts open once both predictions are locked: a memory-bound step's time is its
+    bytes over the bandwidth, so its attention bar would give away the KV cache Sam's
+    question counts.
+    """)
+    return
+
+
+@app.cell
+def _(dominant_prediction, oom_prediction):
+    # Dana's case, fixed as the question states it (no widget moves it): one layer of the decode
+    # step and of a 4k prefill on the Jetson's two roofs, and the step's time by group.
+    _wait = INSTRUMENTS.gate("dana", dominant_prediction, oom_prediction)
+    mo.stop(_wait is not None, _wait)
+    _case = {"batch": DOMINANT_REF["batch"], "seq_len": DOMINANT_REF["seq_len"]}
+    _model, _hw = DOMINANT_REF["model"], DOMINANT_REF["hw"]
+    dana_decode_roofline = op_roofline(
+        models.roofline_ops(_model, "decode", **_case), _hw, "bf16",
+        f"Dana's decode step · one layer · batch {_case['batch']}, {_case['seq_len']:,} cached "
+        "tokens")
+    dana_prefill_roofline = op_roofline(
+        models.roofline_ops(_model, "prefill", **_case), _hw, "bf16",
+        f"Dana's prefill · one layer · one {_case['seq_len']:,}-token prompt")
+    _t = models.step_time_by_group(_model, _hw, "decode", **_case)
+    dana_time_bars = figures.bar_figure(
+        list(_t), [v * 1e3 for v in _t.values()], colors=["accent", "memory", "muted"],
+        title=f"Dana's decode step, all layers · {hardware.get(_hw).name}, batch "
+              f"{_case['batch']}, {_case['seq_len']:,}-token context",
+        yaxis_title="ms per step (roofline bound)",
+        annotations=[f"{units.format_seconds(v)} · {v / sum(_t.values()):.0%}"
+                     for v in _t.values()])
+    mo.vstack([
+        mo.md(f"Two compute ceilings on both charts: the bf16 matmul roof (GEMMs, attention) and "
+              "the lower vector ceiling of the general-purpose units "
+              f"({roofline.peak_tflops(_hw, roofline.VECTOR):,.4g} TFLOP/s) that RMSNorm and the "
+              "softmax run at. Prefill attention is causal: about half the score matrix."),
+        dana_decode_roofline, dana_prefill_roofline, dana_time_bars])
+    return
+
+
+@app.cell
+def _(DOMINANT_OPTIONS, dominant_prediction, lab, oom_prediction):
+    # The question's case, fixed (not the pickers): the comparison stays valid whatever the
+    # student explores afterwards.
+    mo.stop(INSTRUMENTS.gate("dana", dominant_prediction, oom_prediction) is not None)
+    _t = models.step_time_by_group(phase="decode", **DOMINANT_REF)
+    dominant_actual = models.dominant_group(phase="decode", **DOMINANT_REF)
+    _label = next(k for k, v in DOMINANT_OPTIONS.items() if v == dominant_actual)
+    quiz.compare(dominant_prediction, dominant_actual, lab=lab,
+                 actual_label=f"{_label}: {_t[dominant_actual] / sum(_t.values()):.0%} of "
+                              f"the step at batch 1")
+    return (dominant_actual,)
+
+
+@app.cell
+def _(dominant_actual, lab):
+    dominant_explain = quiz.explain_form(
+        lab, "lab02.decode_dominant",
+        observe_label="Read Dana's decode roofline and time bars: where do the "
+                      f"{dominant_actual} sit at batch 1, how far below the ridge, and what share "
+                      "of the step do they take?",
+        explain_label="Why is a decode step memory-bound at batch 1 although the device has "
+                      "TFLOP/s to spare, and why does prefill land on the other roof?")
+    dominant_explain
+    return
+
+
+@app.cell
+def _(dominant_prediction, oom_prediction):
+    # the title and equations give the answer away; the KV cache's bytes per token (and the
+    # heads they count) are Prediction 2's, in Part 2's peek
+    mo.stop(INSTRUMENTS.gate("dana", dominant_prediction, oom_prediction) is not None)
+    _m = models.get("llama-3-8b")
+    _crit = {k: serving.critical_decode_batch(_m, k) for k in ("jetson-agx-orin-64gb", "h100-sxm")}
+    _crit_lines = "; ".join(
+        f"{hardware.get(k).name}: ridge (bf16, dense) {roofline.ridge_point(k, 'bf16'):.0f} "
+        f"FLOP/B, **B\\* = {b}**" for k, b in _crit.items())
+    style.math_peek("decode is bounded by bytes, prefill by FLOPs", r"""
+    One step runs every layer once. A roofline lower bound on its time, with $F$ FLOPs and
+    $Q$ bytes moved, peak $\pi$ (FLOP/s, dense, at the compute precision) and bandwidth
+    $\beta$ (B/s):
+
+    $$t_{\text{step}} \;\ge\; \max\!\left(\frac{F}{\pi},\ \frac{Q}{\beta}\right)
+    \qquad [\text{s}] = \left[\tfrac{\text{FLOP}}{\text{FLOP/s}}\right],\
+    \left[\tfrac{\text{B}}{\text{B/s}}\right]$$
+
+    (Norms, SiLU and residual adds run on the vector units, not the tensor cores: their FLOPs
+    count against the vector ceiling, a second, lower compute roof on the chart.)
+
+    **Decode** (batch $B$, one new token per sequence, $S$ cached tokens): every weight is
+    read once per step and every sequence's KV cache once,
+
+    $$Q_{\text{dec}} \approx P\,b_w + B\,S\,\kappa_{kv}$$
+
+    ($P$ parameters, $b_w$ bytes per weight, $\kappa_{kv}$ bytes of KV cache per cached
+    token: Part 2 counts them). A weight GEMM on $B$ tokens does
+    $2B$ FLOPs per weight it reads: $\text{AI} \approx 2B/b_w$ FLOP/B, about $B$ at bf16,
+    far below a ridge of hundreds. So
+
+    $$\text{tokens/s per user} \le \frac{\beta}{Q_{\text{dec}}}, \qquad
+    \text{tokens/s in total} \le \frac{B\,\beta}{Q_{\text{dec}}}.$$
+
+    **The critical decode batch.** The weight GEMMs cross the ridge of their compute
+    precision where $2B/b_w \approx \text{ridge}$:
+
+    $$B^* \approx \frac{\text{ridge}_p \cdot b_w}{2}\quad[\text{sequences}]$$
+
+    (exactly: the first batch whose GEMMs, activations included, reach the ridge). Llama-3-8B
+    in bf16: """ + _crit_lines + r""". Below $B^*$ more users come almost free (the same weight
+    read serves them all); above it the GEMMs turn compute-bound.
+
+    **Attention never crosses.** Each sequence reads its *own* KV cache, so attention's bytes
+    grow with $B$ exactly as its FLOPs do: its AI is a few FLOP/B at batch 1 or 1,000 (its
+    point on the chart), memory-bound on every device here. Part 2's peek says why.
+
+    **Prefill** ($T$ prompt tokens at once): the GEMMs see $T$ rows, AI $\approx 2T/b_w$ is far
+    above the ridge, and attention is causal (token $i$ attends to tokens $\le i$: $T(T+1)/2$
+    pairs, about half the score matrix), so
+
+    $$t_{\text{prefill}} \ge \frac{F}{\pi} \approx \frac{2\,P\,T + 2\,L\,H\,d_h\,T(T+1)}{\pi}
+    \ [\text{s}].$$
+
+    Unfused attention also writes and reads the computed scores four times (S write, S read,
+    P write, P read): that traffic keeps it memory-bound where the fused (flash) kernel is not.
+    """)
+    return
 
 
 @app.cell

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import models, quiz, serving, style, units
+from labs.core import hardware, models, quiz, serving, style, units
 from notebook_support import export_page, load_app
 
 LAB_FILE = Path(__file__).resolve().parents[1] / "labs" / "lab_02_design_challenge.py"
@@ -68,15 +68,14 @@ def test_locked_run_hides_every_instrument(env, app):
         assert name not in defs, name
     text = _texts(outputs)
     rule = defs["INSTRUMENTS"]
-    # Part 1 (Dana's case) waits for Prediction 1, Part 2 (Sam's) for Prediction 2 ...
-    assert rule.notice_text("dana", set()).startswith("Lock Prediction 1 first")
+    # Sam's case waits for Prediction 2; Dana's charts (whose attention time gives the KV
+    # cache's bytes), your design and the challenge for both, and say so
     assert rule.notice_text("sam", set()).startswith("Lock Prediction 2 first")
-    for name in ("dana", "sam"):
-        assert text.count(rule.notice_text(name, set())) == 1, name
-    # ... Parts 3 and 4 (your design, the challenge) for both, and say so
+    assert text.count(rule.notice_text("sam", set())) == 1
     notice = rule.notice_text("explorer", set())
-    assert "Prediction" in notice and "1" in notice and "2" in notice
-    assert text.count(notice) == 2
+    assert notice.startswith("Lock Predictions 1 and 2 first")
+    assert rule.notice_text("dana", set()) == notice
+    assert text.count(notice) == 3
     assert "Traceback" not in text
     assert defs["lab"].events() == []
 
@@ -262,7 +261,7 @@ def test_reveal_mode_fills_predictions_from_core(env, app, monkeypatch):
 @pytest.mark.slow
 def test_export_html_student_and_instructor_copies(tmp_path_factory):
     student = export_page(LAB_FILE, tmp_path_factory)
-    assert "Lock Prediction 1 first" in student and "Lock Prediction 2 first" in student
+    assert "Lock Predictions 1 and 2 first" in student and "Lock Prediction 2 first" in student
     assert "ridge (bf16, dense) = 208 FLOP/B" not in student
     teacher = export_page(LAB_FILE, tmp_path_factory, reveal=True)
     assert "ridge (bf16, dense) = 208 FLOP/B" in teacher  # the layer rooflines are in the page
@@ -369,7 +368,7 @@ def test_your_design_waits_for_both_predictions_in_any_order(env, app):
     at half the context or an 8-bit KV cache), and its time bars answer Prediction 1. So
     Part 3 (your design) and Part 4 (the challenge) wait for both, whichever is locked
     first, on every setting, and each notice names the prediction still open (as does the
-    notice of the other part's fixed case: Dana's waits for 1, Sam's for 2)."""
+    notice of the fixed cases: Dana's waits for both, Sam's for 2)."""
     answer = models.oom_batch(**OOM_CASE)
     usable = models.memory_budget(batch=1, **OOM_CASE).capacity_bytes
     same_memory = [k for k in hardware.keys() if models.memory_budget(
@@ -393,7 +392,9 @@ def test_your_design_waits_for_both_predictions_in_any_order(env, app):
                 assert "Out of memory" not in text
             notice = defs["INSTRUMENTS"].notice_text(
                 "explorer", {p.item_id for p in locked.values() if p is not None})
-            assert waiting[-1] in notice and text.count(notice) == 3, (waiting, device)
+            # waiting for 2: Dana's, Sam's, yours and the challenge; for 1: all but Sam's
+            assert waiting[-1] in notice and text.count(notice) == (
+                4 if waiting == "2" else 3), (waiting, device)
             if locked is only_p1 and batch != answer:  # nor states Prediction 2's answer
                 assert not re.search(rf"(?<![\w.,]){answer}(?![\w]|[.,]\d)", text), batch
     # both locked: Sam's case reaches its answer, and Part 3 flags a design that overflows
@@ -443,22 +444,36 @@ def test_the_style_gallery_shows_no_lab_2_memory_case(env):
 
 
 def test_part_1_gives_no_kv_cache_bytes_until_prediction_2_is_locked(env, app):
-    """Part 1 opens on Prediction 1 alone. Its roofline hovers gave every op's bytes per
-    layer (attention's 16.8 MB: one 4k sequence's KV cache in one layer) and its math peek
-    defined kappa_kv = 2 L H_kv d_h b_kv, stressing the KV heads: with the question's 90% of
-    85.9 GB and the weights on Sam's card, Prediction 2 was one division away. The bytes join
-    the hovers, and the KV cache's formula is shown, once Prediction 2 is locked."""
+    """A memory-bound op's time is its bytes over the bandwidth, and its FLOPs over its AI are
+    its bytes: Dana's attention bar (2.62 ms at 205 GB/s) and hover (67 MFLOP at AI 4) each
+    gave one 4k sequence's KV cache per layer (16.8 MB), Prediction 2 one division away. So
+    Dana's charts wait for both predictions, asked first, in either order."""
     kv_layer = models.get("llama-3-8b").kv_bytes_per_token("bf16") * 4096 / 32
     assert units.format_bytes(kv_layer) == "16.8 MB"
-    only_p1 = {"dominant_prediction": PREDICTIONS["dominant_prediction"], "oom_prediction": None}
-    outputs, defs = app.run(defs=only_p1)
-    text = _texts(outputs)
-    for name in ("dana_decode_roofline", "dana_prefill_roofline"):
-        assert "moved" not in defs[name].to_json(), name
-    assert "16.8 MB" not in text and "H_{kv}" not in text and "KV heads" not in text
+    t = models.step_time_by_group("llama-3-8b", "jetson-agx-orin-64gb", "decode", batch=1,
+                                  seq_len=4096)
+    bandwidth = hardware.get("jetson-agx-orin-64gb").bandwidth_gbs * 1e9
+    assert t[models.OP_GROUPS[1]] * bandwidth == pytest.approx(32 * kv_layer, rel=0.05)
+    for locked in ("dominant_prediction", "oom_prediction"):
+        one = {"dominant_prediction": None, "oom_prediction": None,
+               locked: PREDICTIONS[locked]}
+        outputs, defs = app.run(defs=one)
+        text = _texts(outputs)
+        for name in ("dana_decode_roofline", "dana_prefill_roofline", "dana_time_bars"):
+            assert name not in defs, (locked, name)
+        assert "Lock Prediction" in text
+        if locked == "dominant_prediction":
+            assert "16.8 MB" not in text and "H_{kv}" not in text and "KV heads" not in text
     outputs, defs = app.run(defs=PREDICTIONS)
     assert "16.8 MB moved" in defs["dana_decode_roofline"].to_json()
     assert "H_{kv}" in _texts(outputs)  # Part 2's peek
+
+
+def test_both_questions_come_before_dana_s_charts():
+    """Prediction 2's question is on the page before the charts that answer it."""
+    source = (Path(__file__).resolve().parents[1] / "labs" / "lab_02_design_challenge.py"
+              ).read_text(encoding="utf-8")
+    assert source.index('"lab02.oom_batch"') < source.index('INSTRUMENTS.gate("dana"')
 
 
 def test_sam_s_budget_is_called_usable_and_the_prefill_chart_is_one_prompt(env, app):
