@@ -195,7 +195,7 @@ def test_plotly_react_benchmark_times_every_figure_of_a_notebook(browser):
         "bench_plotly_react", BENCH.parent / "bench_plotly_react.py")
     P = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(P)
-    figures = P.notebook_figures(P.bb.FLOOR_NOTEBOOK)
+    figures = P.notebook_figures(P.bench_browser.FLOOR_NOTEBOOK)
     assert len(figures) == 5  # the floor's one-figure cell and its four cells of four figures
     page = P.plotly_page(browser)
     try:
