@@ -211,9 +211,8 @@ def _(rho_ratio_prediction):
                      f"{fmt(_b.ridge)} → {fmt(_a.ridge)} FLOP/B",
                      f"×{fmt(classic.ridge_ratio)}: CUDA cores → tensor cores"),
         style.Metric("ρ = AI / ridge · fp32 → fp16", f"{fmt(_b.rho)} → {fmt(_a.rho)}",
-                     f"×{fmt(classic.rho_ratio)}: "
-                     + (f"still {_a.regime}" if _a.regime == _b.regime
-                        else f"{_b.regime} → {_a.regime}"), kind=_a.regime),
+                     f"×{fmt(classic.rho_ratio)}: {precision_study.regime_change(_b.regime, _a.regime)}",
+                     kind=_a.regime),
     ])
     return (classic,)
 

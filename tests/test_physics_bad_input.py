@@ -158,6 +158,7 @@ VALID = {
 }
 OVERRIDES = {
     "deferred.is_ndarray": {"x": 1.0},  # any object: a float is not an array
+    "precision_study.regime_change": {"before": "compute-bound", "after": "memory-bound"},
     "formulas.elementwise": {"op": "gelu"},
     # the formulas' activations default to fp16: a stated compute must follow from them
     "formulas.gemm": {"compute": "fp16"}, "formulas.gemv": {"compute": "fp16"},

@@ -430,3 +430,13 @@ def test_each_labs_launch_overhead_rule_is_the_one_labs_spec_states():
     bound = sum(v for k, v in t.items() if k != tiny_models.LAUNCHES)
     assert tiny_models.memory_bound_share_with_launches("a100-sxm-80gb") == pytest.approx(
         tiny_models.memory_bound_share("a100-sxm-80gb") * bound / (bound + 172 * 5e-6))
+
+
+def test_a_regime_change_reads_as_words():
+    """A card read "compute-bound → compute-bound" where nothing changed."""
+    from labs.core.physics import precision_study
+
+    assert precision_study.regime_change("compute-bound", "compute-bound") == \
+        "still compute-bound"
+    assert precision_study.regime_change("compute-bound", "memory-bound") == \
+        "compute-bound → memory-bound"

@@ -49,7 +49,7 @@ __all__ = [
     "SHAPE_KEYS", "TF32Misreading", "TF32_MATH_BITS", "WEIGHT_ONLY_MEASURED", "decode_gemv_shapes",
     "decode_quant_table", "dequant_target", "distinct_roofs", "footprint_vs_traffic",
     "is_weight_only", "measured_weight_only_text", "merge_measured", "naive_bandwidth", "op_cost",
-    "percent_error", "rho_change", "rho_change_parts", "roof_precisions", "roofline_view",
+    "percent_error", "regime_change", "rho_change", "rho_change_parts", "roof_precisions", "roofline_view",
     "row_label", "study", "tensor_footprint", "tf32_misreading"
 ]
 
@@ -438,3 +438,11 @@ def distinct_roofs(hw, precisions: Sequence[str], *, within_factor: float = 1.0
         else:
             same[p] = twin
     return kept, same
+
+
+def regime_change(before: str, after: str) -> str:
+    """How a kernel's regime moves with its precision, in words a card shows: "still
+    compute-bound" where it stays, "compute-bound → memory-bound" where it changes."""
+    regimes = (roofline.MEMORY, roofline.COMPUTE, roofline.OVERHEAD)
+    before, after = one_of("before", before, regimes), one_of("after", after, regimes)
+    return f"still {after}" if before == after else f"{before} → {after}"
