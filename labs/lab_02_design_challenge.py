@@ -58,16 +58,15 @@ with app.setup:
 
 
 @app.function
-def op_roofline(ops, device, compute, title, *, show_bytes=True):
+def op_roofline(ops, device, compute, title):
     """core's per-layer ops on the device's roofline, one point each (numbers in the
     hover), labelled on leader lines so that ops of similar AI stay legible. Two compute
     ceilings: the matmul roof of ``compute`` and the vector (non-tensor) ceiling that
-    norms and softmax run at; each op sits on its own. ``show_bytes``: the bytes each op
-    moves in its hover (Part 1 leaves them out until the KV-cache question is locked)."""
+    norms and softmax run at; each op sits on its own. The hover gives each op's bytes, the
+    KV cache's among them: every chart drawn with it waits for Prediction 2."""
     points = [figures.Point(op.name, op.ai, tflops=float(
         roofline.attainable_tflops(op.ai, device, op.compute)), hover={
-        "per layer": f"{op.flops:.3g} FLOP" + (
-            f", {units.format_bytes(op.bytes)} moved" if show_bytes else ""),
+        "per layer": f"{op.flops:.3g} FLOP, {units.format_bytes(op.bytes)} moved",
         "runs on": ("vector units (non-tensor)" if op.compute == roofline.VECTOR
                     else f"{op.compute} matmul units"),
         "time bound per layer": units.format_seconds(roofline.cost_time(op, device).lower),

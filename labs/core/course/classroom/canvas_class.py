@@ -31,8 +31,9 @@ from labs.core.course import ledger as _ledger
 from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
 
 __all__ = [
-    "CANVAS_ASSIGNMENT_IDS", "CanvasClass", "DEADLINES", "LATE_PENALTY_PER_DAY", "SITUATIONS",
-    "Student", "main", "synthetic_student", "write_canvas_class"
+    "CANVAS_ASSIGNMENT_IDS", "CanvasClass", "DEADLINES", "GeneratedClass", "LATE_PENALTY_PER_DAY",
+    "SITUATIONS", "Student", "main", "roster_row", "synthetic_student", "write_canvas_class",
+    "write_roster"
 ]
 
 DEADLINES = {"lab01": datetime(2025, 3, 7, 23, 59, tzinfo=timezone.utc),
@@ -80,18 +81,24 @@ class Student:
 
 
 @dataclass
-class CanvasClass:
+class GeneratedClass:
+    """A generated class as Canvas hands it over: where each file was written, and who is who."""
+
     folder: Path
     submissions: Path
     roster: Path
     config: Path
     overrides: Path
     students: list[Student]
-    situation: dict[str, Student] = field(default_factory=dict)  # situation -> student
     typed: dict[str, str] = field(default_factory=dict)  # SIS id -> id typed in the lab
 
     def by_sis(self, sis_id: str) -> Student:
         return next(s for s in self.students if s.sis_id == sis_id)
+
+
+@dataclass
+class CanvasClass(GeneratedClass):
+    situation: dict[str, Student] = field(default_factory=dict)  # situation -> student
 
 
 def synthetic_student(n: int, rng: random.Random) -> Student:
@@ -208,20 +215,27 @@ def write_canvas_class(folder: str | os.PathLike, n_students: int = 30, *, seed:
     _lab_session(w, labs[0], course[labs[0]], rng)
     (sub / f"studenttest_{999_000 + n_students}_{submission_id + 7}_"
            f"{_ledger.ledger_filename('teststudent')}").write_bytes(b"".join(w.lines))
-    _write_roster(cls)
+    write_roster(cls.roster, [roster_row(s) for s in cls.students])
     _write_config(cls, labs)
     return cls
 
 
-def _write_roster(cls: CanvasClass) -> None:
-    with open(cls.roster, "w", newline="", encoding="utf-8") as f:
+def roster_row(s: Student, *, sis_id: str | None = None) -> list[str]:
+    """A student's row of Canvas's gradebook export ("Last, First", Canvas id, SIS id, ...);
+    ``sis_id`` overrides theirs (an auditor's is blank)."""
+    first, last = s.name.split(" ", 1)
+    return [f"{last}, {first}", s.canvas_id, s.sis_id if sis_id is None else sis_id, s.login,
+            s.section, s.email]
+
+
+def write_roster(path: Path, rows: list[list[str]]) -> None:
+    """Canvas's gradebook export as a roster: its header, its "Points Possible" row, then
+    ``rows`` (:func:`roster_row`)."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
         out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Email"])
         out.writerow(["    Points Possible", "", "", "", "", ""])
-        for s in cls.students:
-            last, first = s.name.split(" ", 1)[1], s.name.split(" ", 1)[0]
-            out.writerow([f"{last}, {first}", s.canvas_id, s.sis_id, s.login, s.section,
-                          s.email])
+        out.writerows(rows)
 
 
 def _write_config(cls: CanvasClass, labs: tuple[str, ...]) -> None:

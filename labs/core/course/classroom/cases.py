@@ -27,7 +27,8 @@ from pathlib import Path
 
 from labs.core.course import ledger as _ledger
 from labs.core.course.classroom.canvas_class import (
-    CANVAS_ASSIGNMENT_IDS, DEADLINES, LATE_PENALTY_PER_DAY, Student, synthetic_student)
+    CANVAS_ASSIGNMENT_IDS, DEADLINES, LATE_PENALTY_PER_DAY, GeneratedClass, Student, roster_row,
+    synthetic_student, write_roster)
 from labs.core.course.classroom.synth import SynthItem, LedgerWriter, catalogue_course
 
 __all__ = [
@@ -73,15 +74,8 @@ EXPLAIN = "intensity is below the ridge, so bandwidth sets the time"
 
 
 @dataclass
-class EveryCaseClass:
-    folder: Path
-    submissions: Path
-    roster: Path
-    config: Path
-    overrides: Path
-    students: list[Student]
+class EveryCaseClass(GeneratedClass):
     case: dict[str, Student] = field(default_factory=dict)  # case -> student
-    typed: dict[str, str] = field(default_factory=dict)  # SIS id -> id typed in the lab
     auditor: Student | None = None  # on the roster without a SIS User ID
     test_student_lms_id: str = ""
 
@@ -220,17 +214,11 @@ def write_every_case_class(folder: str | os.PathLike, n_students: int = 60, *,
 
 
 def _write_roster(cls: EveryCaseClass, test_uid: str) -> None:
-    with open(cls.roster, "w", newline="", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Email"])
-        out.writerow(["    Points Possible", "", "", "", "", ""])
-        for s in cls.students:
-            if s is cls.case["dropped"]:
-                continue  # dropped the course: no longer on the roster
-            last, first = s.name.split(" ", 1)[1], s.name.split(" ", 1)[0]
-            sis = "" if s is cls.auditor else s.sis_id
-            out.writerow([f"{last}, {first}", s.canvas_id, sis, s.login, s.section, s.email])
-        out.writerow(["Student, Test", test_uid, "", "", "Section 1", ""])
+    # the dropped student is no longer on the roster; the auditor has no SIS id; Canvas adds
+    # its test student
+    rows = [roster_row(s, sis_id="" if s is cls.auditor else None) for s in cls.students
+            if s is not cls.case["dropped"]]
+    write_roster(cls.roster, rows + [["Student, Test", test_uid, "", "", "Section 1", ""]])
 
 
 def _write_config(cls: EveryCaseClass) -> None:
