@@ -3,6 +3,7 @@
     python benchmarks/compare_pages.py snapshot before/       # on the old tree
     python benchmarks/compare_pages.py snapshot after/        # on the new tree
     python benchmarks/compare_pages.py diff before/ after/    # exit 1 on any difference
+    python benchmarks/compare_pages.py snapshot --lab lab_06 before/   # one lab's two pages
 
 ``snapshot`` exports every lab as ``labs-export`` does, the student copy and the instructor
 copy (``--reveal``), each with a throwaway ledger, and keeps what a reader sees, in page order:
@@ -82,12 +83,16 @@ def page_view(page: str) -> dict:
             "figures": [f for o in outputs for f in figures_in(o)]}
 
 
-def snapshot(folder: Path) -> None:
+def snapshot(folder: Path, only: str = "") -> None:
+    """Export every lab whose file name contains ``only`` (all of them by default)."""
     from labs.core import export
 
+    labs = [p for p in sorted((ROOT / "labs").glob("lab_*.py")) if only in p.name]
+    if not labs:
+        raise SystemExit(f"no lab's file name contains {only!r}")
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for lab in sorted((ROOT / "labs").glob("lab_*.py")):
+        for lab in labs:
             for copy, reveal in (("student", False), ("instructor", True)):
                 page = Path(tmp) / f"{lab.stem}-{copy}.html"
                 problems = export.export_lab(lab, page, reveal=reveal)[2]
@@ -136,13 +141,16 @@ def diff(before: Path, after: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("snapshot").add_argument("folder", type=Path)
+    s = sub.add_parser("snapshot")
+    s.add_argument("folder", type=Path)
+    s.add_argument("--lab", default="", help="only the labs whose file name contains this "
+                   "(lab_06): a refactor of one lab checks its own two pages")
     d = sub.add_parser("diff")
     d.add_argument("before", type=Path)
     d.add_argument("after", type=Path)
     args = parser.parse_args(argv)
     if args.command == "snapshot":
-        snapshot(args.folder)
+        snapshot(args.folder, args.lab)
         return 0
     return diff(args.before, args.after)
 
