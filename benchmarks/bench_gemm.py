@@ -8,12 +8,12 @@ detected and the load; the STREAM line; the GEMM table with each figure's range 
 attempts, the reference timer's figure and the timer check's verdict at 5%; the decode GEMV
 table) and writes it all as JSON (default benchmarks/results/<host>-<date>.json). On an
 H100/H200 it also checks that a bf16 8192^3 GEMM reaches 70% of the dense spec peak, and says
-so when it does not. All of it lives in labs.core.measure.cli.main.
+so when it does not. All of it lives in labs.core.measure.bench_gemm.main.
 """
 
 import sys
 
-from labs.core.measure.cli import main
+from labs.core.measure.bench_gemm import main
 
 if __name__ == "__main__":
     sys.exit(main())

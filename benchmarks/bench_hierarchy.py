@@ -77,7 +77,7 @@ def record(budget: float) -> dict:
 
 def table(runs: list[dict]) -> str:
     """The README's tables: working sets as min–max over the runs, each run's plateaus."""
-    from labs.core.measure.cli import md_table, value_range
+    from labs.core.measure.tables import md_table, value_range
 
     r = runs[0]
     lines = [f"**{r['cpu']}**, {r['date']}, torch {r['torch']}, {r['threads']} thread, "

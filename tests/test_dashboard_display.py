@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from labs.core import classroom, grading
 from labs.core.course import catalogue
-from labs.core.course.classroom import figures
+from labs.core.course.classroom import dashboard_figures
 from labs.core.course.classroom.synth import HOSTILE_IDS, HOSTILE_TEXTS
 
 
@@ -229,11 +229,11 @@ def _figure_strings(fig) -> list[str]:
 def test_figures_show_student_text_literally(hostile):
     shown = []
     for item in hostile.items.values():
-        shown.append(figures.distribution_figure(item))
-        shown.append(figures.calibration_figure(hostile.calibration([item.item_id]),
+        shown.append(dashboard_figures.distribution_figure(item))
+        shown.append(dashboard_figures.calibration_figure(hostile.calibration([item.item_id]),
                                              f"Calibration on {item.item_id}"))
     for sid in HOSTILE_IDS + ("tamper01",):
-        shown.append(figures.timeline_figure(hostile.timeline(sid), sid))
+        shown.append(dashboard_figures.timeline_figure(hostile.timeline(sid), sid))
     seen = " ".join(html.unescape(s) for fig in shown for s in _figure_strings(fig))
     for fig in shown:
         for s in _figure_strings(fig):
@@ -254,17 +254,17 @@ def test_long_text_is_wrapped_not_cut(hostile):
                  for v in ("a", "a", "b")]
     item.rows = [classroom.PredictionRow(r.student_id, r.item_id, r.answer_type, r.value,
                                          item.show(r.value), "", 3, "", None) for r in item.rows]
-    fig = figures.distribution_figure(item)
+    fig = dashboard_figures.distribution_figure(item)
     for label in fig.data[0].y:
         lines = label.split("<br>")
-        assert len(lines) <= figures._LABEL_LINES
-        assert all(len(html.unescape(line)) <= figures._LABEL_CHARS + 1 for line in lines)
+        assert len(lines) <= dashboard_figures._LABEL_LINES
+        assert all(len(html.unescape(line)) <= dashboard_figures._LABEL_CHARS + 1 for line in lines)
     title_lines = re.sub(r"<span[^>]*>|</span>", "", fig.layout.title.text).split("<br>")
-    assert all(len(html.unescape(line)) <= figures._TITLE_CHARS + 13 for line in title_lines)
+    assert all(len(html.unescape(line)) <= dashboard_figures._TITLE_CHARS + 13 for line in title_lines)
     # the title starts below the toolbar and the top margin holds every line
-    assert fig.layout.title.pad.t - 15 >= figures._TOOLBAR_PX  # 15 px glyphs above the baseline
+    assert fig.layout.title.pad.t - 15 >= dashboard_figures._TOOLBAR_PX  # 15 px glyphs above the baseline
     assert fig.layout.title.yref == "container"
-    assert fig.layout.margin.t >= fig.layout.title.pad.t + figures._TITLE_LINE_PX * (
+    assert fig.layout.margin.t >= fig.layout.title.pad.t + dashboard_figures._TITLE_LINE_PX * (
         len(title_lines) - 1) + 5  # the last line's descent
     # the whole label is in the hover
     assert html.unescape(fig.data[0].customdata[0][0]).startswith(long.strip()[:60])
@@ -281,19 +281,19 @@ def test_timeline_markers_of_the_same_second_are_apart():
             ev("a", "predict", 0.5), ev("a", "explain", 600), ev("b", "predict", 30),
             ev("b", "unlock", 30), ev("c", "predict", 0, lab="lab02"),
             ev("c", "result", 0, lab="lab02")]
-    pts = figures.timeline_points(rows)
+    pts = dashboard_figures.timeline_points(rows)
     assert len(pts) == len(rows)
     span = max(p["minutes"] for p in pts) - min(p["minutes"] for p in pts)
     for y in {p["y"] for p in pts}:
         row = sorted((p for p in pts if p["y"] == y), key=lambda p: p["n"])
         xs = [p["x"] for p in row]
         assert xs == sorted(xs), "drawn in the order they were written"
-        assert all(b - a >= figures.TIMELINE_GAP * span * 0.999 for a, b in zip(xs, xs[1:]))
+        assert all(b - a >= dashboard_figures.TIMELINE_GAP * span * 0.999 for a, b in zip(xs, xs[1:]))
         assert all(p["x"] >= p["minutes"] for p in row)
     far = next(p for p in pts if p["kind"] == "explain")
     assert far["x"] == far["minutes"]  # events far apart keep their true time
     assert {p["y"] for p in pts if p["item"] == "a"} != {p["y"] for p in pts if p["item"] == "b"}
-    fig = figures.timeline_figure(rows, "s1")
+    fig = dashboard_figures.timeline_figure(rows, "s1")
     xy = [(x, y) for tr in fig.data for x, y in zip(tr.x, tr.y)]
     assert len(set(xy)) == len(rows)
 

@@ -91,15 +91,15 @@ def test_one_hostile_file_never_stops_the_class(good_class, tmp_path, capsys, ca
 def _dashboard_shows_everything(cls) -> None:
     """What the dashboard draws from a class: every item's answers, its distribution and
     calibration, every student's timeline (a 400-digit answer must not crash the page)."""
-    from labs.core.course.classroom import figures
+    from labs.core.course.classroom import dashboard_figures
 
     for item in cls.items_of():
         assert all(isinstance(row.shown, str) for row in item.rows)
         item.reference_text, item.choice_counts(), item.title  # noqa: B018
-        figures.distribution_figure(item)
-    figures.calibration_figure(cls.calibration())
+        dashboard_figures.distribution_figure(item)
+    dashboard_figures.calibration_figure(cls.calibration())
     for sid in cls.students:
-        figures.timeline_figure(cls.timeline(sid), sid)
+        dashboard_figures.timeline_figure(cls.timeline(sid), sid)
 
 
 def test_parse_ts_out_of_range_is_none():

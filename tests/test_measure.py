@@ -24,7 +24,7 @@ import pytest
 from labs.core import hardware, roofline
 from labs.core import precision as _precision
 from labs.core import measure
-from labs.core.measure import cases, cli, device, reference, timer
+from labs.core.measure import bench_gemm, cases, device, reference, timer
 
 try:
     import torch
@@ -669,7 +669,7 @@ def test_benchmark_cli_prints_the_readme_tables_and_writes_json(tmp_path, capsys
     argv = ["--device", "cpu", "--sizes", "64", "--precisions", "fp32", "--rounds", "1",
             "--budget-s", "0.01", "--gemv", "128x256", "--gemv-budget-s", "0.2",
             "--stream-mb", "4", "--attempts", "3", "--out", str(out)]
-    assert cli.main(argv) == 0
+    assert bench_gemm.main(argv) == 0
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["markdown"] in text  # what it prints is what it wrote, ready for the README
@@ -716,8 +716,8 @@ def test_benchmark_cli_says_when_the_timer_criterion_is_missed(monkeypatch, tmp_
     def skewed(*a, **k):  # a timer check that disagrees by +30%, resolvably
         c = real(*a, **k)
         return dataclasses.replace(c, ours_s=c.reference_s * 1.3, resolution=0.01)
-    monkeypatch.setattr(cli, "compare_with_reference", skewed)
-    assert cli.main(["--device", "cpu", "--sizes", "48", "--precisions", "fp32", "--rounds",
+    monkeypatch.setattr(bench_gemm, "compare_with_reference", skewed)
+    assert bench_gemm.main(["--device", "cpu", "--sizes", "48", "--precisions", "fp32", "--rounds",
                      "1", "--budget-s", "0.01", "--gemv", "", "--stream-mb", "4",
                      "--attempts", "1", "--out", str(tmp_path / "r.json")]) == 0
     text = capsys.readouterr().out
@@ -726,7 +726,7 @@ def test_benchmark_cli_says_when_the_timer_criterion_is_missed(monkeypatch, tmp_
 
 @pytest.mark.torch
 def test_benchmark_cli_skips_a_size_too_slow_for_its_budget_and_says_so(tmp_path, capsys):
-    assert cli.main(["--device", "cpu", "--sizes", "1024,32", "--precisions", "fp32",
+    assert bench_gemm.main(["--device", "cpu", "--sizes", "1024,32", "--precisions", "fp32",
                      "--rounds", "1", "--budget-s", "0.01", "--gemv", "", "--stream-mb", "4",
                      "--attempts", "1", "--row-budget-s", "0.001",
                      "--out", str(tmp_path / "r.json")]) == 0

@@ -97,3 +97,15 @@ def test_an_integer_ridge_is_in_operations_per_byte_next_to_tops():
 def test_rate_unit_counts_integer_math_in_tops():
     assert units.rate_unit("int8") == "TOPS"
     assert [units.rate_unit(p) for p in ("fp32", "bf16", "fp8", "fp4")] == ["TFLOP/s"] * 4
+
+
+@pytest.mark.parametrize("gbs,text", [(605.4, "605 GB/s"), (3350, "3.35 TB/s"),
+                                      (10_500, "10.5 TB/s"), (999.4, "999 GB/s"),
+                                      (1000, "1 TB/s"), (12.0, "12 GB/s")])
+def test_format_bandwidth_three_figures_and_tb_from_a_thousand(gbs, text):
+    assert units.format_bandwidth(gbs) == text
+
+
+def test_format_bandwidth_refuses_what_is_not_a_number():
+    with pytest.raises(ValueError, match="bandwidth must be a number"):
+        units.format_bandwidth("fast")

@@ -18,7 +18,8 @@ What lives here (each module one job; this file is only the public face)::
     caches     cache_sizes(): what the OS reports per cache level (sysfs, sysctl); never raises
     working_set  working_set_sweep (bandwidth vs working set), hierarchy_levels (plateaus)
     effects    call_overhead_sweep (fixed cost per call), gemm_sawtooth (quantisation)
-    cli        labs-bench-gemm (``main``): the benchmark tables the README quotes
+    bench_gemm labs-bench-gemm (``main``): the benchmark tables the README quotes
+    tables     the Markdown tables the benchmark commands print (``md_table``, ``value_range``)
 
 Two rooms, each a folder whose ``__init__`` maps it::
 

@@ -13,8 +13,8 @@ from typing import Any, Callable
 from labs.core.physics._validate import flag, shown, text
 
 __all__ = [
-    "MAX_SIGNIFICANT", "error_message", "format_bytes", "format_flops", "format_seconds", "format_value",
-    "intensity_unit", "rate_unit"
+    "MAX_SIGNIFICANT", "error_message", "format_bandwidth", "format_bytes", "format_flops",
+    "format_seconds", "format_value", "intensity_unit", "rate_unit"
 ]
 
 
@@ -69,6 +69,13 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None, *,
         text = f"{round(v, digits):,.{digits}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
     return f"{v:.{significant}g}"
+
+
+def format_bandwidth(gbs: float) -> str:
+    """A bandwidth given in GB/s, to 3 significant figures: '605 GB/s', from 1,000 GB/s in
+    TB/s ('10.5 TB/s'), decimal units as everywhere in the labs."""
+    v = _real("bandwidth", gbs)
+    return f"{format_value(v / 1e3)} TB/s" if abs(v) >= 1e3 else f"{format_value(v)} GB/s"
 
 
 def format_bytes(n: float, *, binary: bool = False) -> str:

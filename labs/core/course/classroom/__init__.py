@@ -23,7 +23,7 @@ CSVs (:func:`uncsv` undoes it for text read back from them).
 
 This module is the dashboard's public face (``from labs.core import classroom``); the work is
 done in ``classroom.data`` (loading and the summaries), ``classroom.synth`` (the synthetic
-class) and ``classroom.figures`` (the figures).
+class) and ``classroom.dashboard_figures`` (the dashboard's figures).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from labs.core.course.classroom.data import (  # noqa: F401  (the public API, re
     summarise_items,
     uncsv,
 )
-from labs.core.course.classroom.figures import (  # noqa: F401
+from labs.core.course.classroom.dashboard_figures import (  # noqa: F401
     KIND_ORDER,
     calibration_figure,
     distribution_figure,

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     β per collective, print the tables and write JSON (like labs-bench-gemm)."""
     import argparse
 
-    from labs.core.measure.cli import format_or_dash, md_table  # labs-bench-gemm's Markdown tables
+    from labs.core.measure.tables import format_or_dash, md_table  # the benchmarks' tables
 
     ap = argparse.ArgumentParser(prog="labs-bench-comm", description=main.__doc__)
     ap.add_argument("--world-size", type=int, default=2, help="worker processes (default 2)")

@@ -121,27 +121,20 @@ class UnknownRoof:
 
     def describe(self) -> str:
         """One sentence: what the level would need, and what is known of it."""
+        tflops = _units.format_value(self.target_tflops,
+                                     ",.1f" if self.target_tflops >= 100 else None)
         if not self.could_bind:
             return (f"{self.level.name} has no published or measured bandwidth, but the "
-                    f"{_fmt_tflops(self.target_tflops)} TFLOP/s bound needs only "
-                    f"{_fmt_gbs(self.needs_gbs)} of it, no more than the "
-                    f"{_fmt_gbs(self.floor_gbs)} of {self.floor_level} that crosses it: it "
-                    "cannot bind")
+                    f"{tflops} TFLOP/s bound needs only "
+                    f"{_units.format_bandwidth(self.needs_gbs)} of it, no more than the "
+                    f"{_units.format_bandwidth(self.floor_gbs)} of {self.floor_level} that "
+                    "crosses it: it cannot bind")
         floor = ("" if self.floor_gbs is None else
                  f" (all that is known: it carries {self.floor_level}'s "
-                 f"{_fmt_gbs(self.floor_gbs)})")
+                 f"{_units.format_bandwidth(self.floor_gbs)})")
         return (f"{self.level.name} has no published or measured bandwidth; to reach "
-                f"{_fmt_tflops(self.target_tflops)} TFLOP/s it needs ≥ "
-                f"{_fmt_gbs(self.needs_gbs)}{floor}")
-
-
-def _fmt_gbs(gbs: float) -> str:
-    """1.05e4 GB/s -> '10.5 TB/s'; 605 -> '605 GB/s' (3 significant figures)."""
-    return f"{gbs / 1e3:.3g} TB/s" if gbs >= 1e3 else f"{gbs:.3g} GB/s"
-
-
-def _fmt_tflops(tflops: float) -> str:
-    return f"{tflops:,.1f}" if tflops >= 100 else f"{tflops:.3g}"
+                f"{tflops} TFLOP/s it needs ≥ "
+                f"{_units.format_bandwidth(self.needs_gbs)}{floor}")
 
 
 @dataclass(frozen=True)

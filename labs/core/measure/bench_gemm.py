@@ -9,6 +9,7 @@ command), the STREAM line, the GEMM table and the decode-GEMV table. Every figur
 median with the min-max range over the attempts. The timer check is
 ``compare_with_reference``: its verdict at 5% is printed for every row, and a missed
 criterion says so next to the figure. Everything is also written as JSON (with the Markdown).
+The tables are ``measure.tables``'.
 """
 
 from __future__ import annotations
@@ -30,56 +31,17 @@ from labs.core.measure.device import (gpu_clock_mhz, import_torch, detect, load_
 from labs.core.measure.errors import MeasureError
 from labs.core.measure.reference import TimerCheck, compare_with_reference
 from labs.core.measure.sweeps import predict_bound, stream_bandwidth, sweep_gemv
+from labs.core.measure.tables import (format_or_dash, md_table, signed_percent, table_number,
+                                      value_range, with_range)
 from labs.core.physics import hardware
 from labs.core.physics._validate import positive_int
 
-__all__ = [
-    "GPU_PEAK_FRACTION", "TIMER_TOLERANCE", "format_or_dash", "main", "md_table", "value_range"
-]
+__all__ = ["GPU_PEAK_FRACTION", "TIMER_TOLERANCE", "main"]
 
 #: The timer check's criterion: this timer and the reference agree within 5%.
 TIMER_TOLERANCE = 0.05
 #: H100/H200 criterion: a bf16 8192^3 GEMM reaches 70% of the dense spec peak.
 GPU_PEAK_FRACTION = 0.70
-
-
-def format_or_dash(v, spec=".3g", none="—"):
-    return none if v is None else format(v, spec)
-
-
-def value_range(values: Sequence[float], spec: str) -> str:
-    """'lo–hi' over attempts ('x' when they agree to the digits shown)."""
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return "—"
-    lo, hi = format(min(vals), spec), format(max(vals), spec)
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
-def _num(v) -> str:
-    """A time or rate for the table: 4 significant digits, thousands with separators."""
-    if v is None:
-        return "—"
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
-
-
-def _with_range(v, per_attempt) -> str:
-    """'median (lo–hi)' over the attempts that measured something, else '—'."""
-    vals = [x for x in per_attempt if x is not None]
-    if v is None or not vals:
-        return "—"
-    lo, hi = _num(min(vals)), _num(max(vals))
-    return f"{_num(v)} ({lo if lo == hi else f'{lo}–{hi}'})"
-
-
-def _pct(v: float) -> str:
-    return f"{v * 100:+.1f}%".replace("-", "−")
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -280,8 +242,8 @@ def _markdown(res: dict, info, spec) -> str:
           f"{r['measured_tflops']:.3g} ({value_range(r['measured_tflops_per_attempt'], '.3g')})",
           f"{format_or_dash(r['predicted_tflops'], '.3g')} ({(r['bound'] or '?').split()[0]})",
           format_or_dash(r["ratio"], ".2f"), f"{r['reference_tflops']:.3g}",
-          f"{_pct(r['timer_diff_pct'] / 100)} ±{format_or_dash(r['timer_resolution_pct'], '.1f', '?')}% "
-          f"({', '.join(_pct(x / 100) for x in r['timer_diff_pct_per_attempt'])})",
+          f"{signed_percent(r['timer_diff_pct'] / 100)} ±{format_or_dash(r['timer_resolution_pct'], '.1f', '?')}% "
+          f"({', '.join(signed_percent(x / 100) for x in r['timer_diff_pct_per_attempt'])})",
           {"agree": "yes", "disagree": "**no: missed**",
            "unresolved": "cannot tell (noise > 5%)"}[r["timer_verdict"]]] for r in gemm])
     counts = {v: sum(r["timer_verdict"] == v for r in gemm)
@@ -311,9 +273,9 @@ def _markdown(res: dict, info, spec) -> str:
             ["decode GEMV N×K", "precision", "measured µs (range)", "predicted µs",
              "measured vs predicted", "GB/s", "status"],
             [[r["name"], r["precision"],
-              _with_range(r["measured_us"], r["measured_us_per_attempt"]),
-              _num(r["predicted_us"]),
-              _pct(r["error_pct"] / 100) if r["error_pct"] is not None else "—",
+              with_range(r["measured_us"], r["measured_us_per_attempt"]),
+              table_number(r["predicted_us"]),
+              signed_percent(r["error_pct"] / 100) if r["error_pct"] is not None else "—",
               format_or_dash(r["measured_gbs"], ".3g"), r["status"]] for r in res["gemv"]])]
     return "\n".join(lines)
 
