@@ -16,9 +16,9 @@ with app.setup:
     from labs.core import units
     from labs.core import precision
     from labs.core import precision_study
+    from labs.core.course.lessons import precision_rho
 
     LAB_ID = "lab03"
-    fmt = units.format_value
 
     # The scenarios' fixed cases (the questions name them); the instruments below use your picks.
     GEMM_4096 = {"m": 4096, "n": 4096, "k": 4096}
@@ -154,9 +154,10 @@ def _():
     _hw = hardware.get(SCENARIO_DEVICE)
     style.scenario_card(
         "Priya", "ML engineer",
-        f"Our 4096×4096×4096 GEMM runs in FP32 on an H100 SXM: {fmt(_hw.peak_tflops('fp32'))} "
-        f"TFLOP/s on the CUDA cores, {fmt(_hw.bandwidth_gbs)} GB/s of HBM. If we switch to FP16 "
-        f"on the tensor cores ({fmt(_hw.peak_tflops('fp16'))} TFLOP/s, dense), every element is "
+        "Our 4096×4096×4096 GEMM runs in FP32 on an H100 SXM: "
+        f"{units.format_value(_hw.peak_tflops('fp32'))} TFLOP/s on the CUDA cores, "
+        f"{units.format_value(_hw.bandwidth_gbs)} GB/s of HBM. If we switch to FP16 on the tensor "
+        f"cores ({units.format_value(_hw.peak_tflops('fp16'))} TFLOP/s, dense), every element is "
         "half the bytes, so the arithmetic intensity doubles and the GEMM becomes twice as "
         "compute-bound. Right?")
     return
@@ -188,12 +189,7 @@ def _(get_rho_ratio, lab):
     rho_ratio_prediction = get_rho_ratio() or reveal.reference(
         lab, "lab03.rho_ratio",
         precision_study.rho_change("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16"), "×",
-        explanation=f"FP16 halves the bytes, so AI rises {_c.ai_ratio:.1f}× ({_c.before.ai:.0f} "
-                    f"→ {_c.after.ai:.0f} FLOP/B); but the tensor cores raise the roof "
-                    f"{_c.ridge_ratio:.1f}× ({_c.before.attainable_tflops:.0f} → "
-                    f"{_c.after.attainable_tflops:.0f} TFLOP/s), so the ridge moves "
-                    f"{_c.before.ridge:.0f} → {_c.after.ridge:.0f} FLOP/B. ρ = AI / ridge goes "
-                    f"{_c.before.rho:.1f} → {_c.after.rho:.2f}: ×{_c.rho_ratio:.3f}, not 2.")
+        explanation=precision_rho.rho_change_explanation(_c))
     reveal.card(rho_ratio_prediction)
     return (rho_ratio_prediction,)
 
@@ -203,17 +199,7 @@ def _(rho_ratio_prediction):
     _wait = INSTRUMENTS.gate("classic", rho_ratio_prediction)
     mo.stop(_wait is not None, _wait)
     classic = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
-    _b, _a = classic.before, classic.after
-    style.metric_cards([
-        style.Metric("AI · fp32 → fp16", f"{fmt(_b.ai)} → {fmt(_a.ai)} FLOP/B",
-                     f"×{fmt(classic.ai_ratio)}: half the bytes per element"),
-        style.Metric("ridge (dense) · fp32 → fp16",
-                     f"{fmt(_b.ridge)} → {fmt(_a.ridge)} FLOP/B",
-                     f"×{fmt(classic.ridge_ratio)}: CUDA cores → tensor cores"),
-        style.Metric("ρ = AI / ridge · fp32 → fp16", f"{fmt(_b.rho)} → {fmt(_a.rho)}",
-                     f"×{fmt(classic.rho_ratio)}: {precision_study.regime_change(_b.regime, _a.regime)}",
-                     kind=_a.regime),
-    ])
+    style.metric_cards(precision_rho.rho_change_cards(classic))
     return (classic,)
 
 
@@ -238,8 +224,9 @@ def _(classic, lab, rho_ratio_prediction):
 def _(classic, lab):
     rho_ratio_explain = quiz.explain_form(
         lab, "lab03.rho_ratio",
-        observe_label=f"What does the instrument show? (ρ falls ×{fmt(classic.rho_ratio)}: "
-                      "which factor wins, AI or ridge?)",
+        observe_label="What does the instrument show? (ρ falls "
+                      f"×{units.format_value(classic.rho_ratio)}: which factor wins, AI or "
+                      "ridge?)",
         explain_label="Why was Priya's argument wrong (or right), in your own words?")
     rho_ratio_explain
     return
@@ -257,17 +244,17 @@ def _(classic):
     \rho_p = \frac{{AI}}{{\mathrm{{ridge}}_p}}\ [\text{{dimensionless}}]$$
 
     For an $M{{\times}}N{{\times}}K$ GEMM, $F = 2MNK$ and $B = (MK + KN + MN)\,b$ with $b$
-    bytes per element: $F$ = {fmt(classic.after.flops)} FLOP for $M=N=K={_m}$. Going
-    fp32 → fp16 changes $b$ (4 → 2 B) *and* $P_p$; $BW$ is the same memory:
+    bytes per element: $F$ = {units.format_value(classic.after.flops)} FLOP for
+    $M=N=K={_m}$. Going fp32 → fp16 changes $b$ (4 → 2 B) *and* $P_p$; $BW$ is the same memory:
 
     $$\frac{{\rho_{{16}}}}{{\rho_{{32}}}} = \frac{{AI_{{16}}/AI_{{32}}}}{{P_{{16}}/P_{{32}}}}
-    = \frac{{{fmt(classic.ai_ratio)}}}{{{fmt(classic.ridge_ratio)}}}
-    = {fmt(classic.rho_ratio)}$$
+    = \frac{{{units.format_value(classic.ai_ratio)}}}{{{units.format_value(classic.ridge_ratio)}}}
+    = {units.format_value(classic.rho_ratio)}$$
 
-    AI doubles, but the ridge moves ×{fmt(classic.ridge_ratio)} (CUDA cores → tensor cores),
-    so the GEMM ends up *closer* to the memory roof. It is still compute-bound here
-    (ρ = {fmt(classic.after.rho)}), but a smaller GEMM that was comfortably compute-bound in
-    fp32 can become memory-bound in fp16.
+    AI doubles, but the ridge moves ×{units.format_value(classic.ridge_ratio)} (CUDA cores →
+    tensor cores), so the GEMM ends up *closer* to the memory roof. It is still compute-bound
+    here (ρ = {units.format_value(classic.after.rho)}), but a smaller GEMM that was comfortably
+    compute-bound in fp32 can become memory-bound in fp16.
     """)
     return
 
@@ -313,16 +300,12 @@ def _(get_weight_only, lab, set_weight_only):
 
 @app.cell
 def _(get_weight_only, lab):
-    _parts = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
+    _parts = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16",
+                                              "int4-g128")
     weight_only_prediction = get_weight_only() or reveal.reference(
         lab, "lab03.weight_only_rho", _parts.direction,
         label=next(k for k, v in DIRECTION_OPTIONS.items() if v == _parts.direction),
-        explanation=f"The math stays FP16, so the ridge stays {_parts.after.ridge:.0f} FLOP/B. "
-                    f"INT4 weights cut the bytes moved from {_parts.before.bytes / 1e6:.0f} MB "
-                    f"to {_parts.after.bytes / 1e6:.0f} MB for the same FLOPs, so AI and ρ "
-                    f"change ×{_parts.rho_ratio:.2f} ({_parts.before.rho:.2f} → "
-                    f"{_parts.after.rho:.2f}). Fewer bytes per FLOP at the same roof can only "
-                    "move a kernel towards the compute roof.")
+        explanation=precision_rho.weight_only_explanation(_parts))
     reveal.card(weight_only_prediction)
     return (weight_only_prediction,)
 
@@ -331,7 +314,8 @@ def _(get_weight_only, lab):
 def _(lab, rho_ratio_prediction, weight_only_prediction):
     _wait = INSTRUMENTS.gate("weight only", rho_ratio_prediction, weight_only_prediction)
     mo.stop(_wait is not None, _wait)
-    weight_only = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16", "int4-g128")
+    weight_only = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp16",
+                                                   "int4-g128")
     mo.vstack([
         mo.md("A *storage* format decides the bytes moved; a *compute* precision decides which "
               "peak applies. Formats with their own tensor-core rate (fp8, int8, mxfp8, nvfp4, "
@@ -339,13 +323,7 @@ def _(lab, rho_ratio_prediction, weight_only_prediction):
               "(nf4, int4 group-scaled) hold only the weights; activations and math stay in a "
               "compute precision such as FP16 (weight-only quantization: the weights are "
               "dequantized on the fly)."),
-        style.metric_cards([
-            style.Metric("AI · fp16 → int4 weights", f"{fmt(weight_only.before.ai)} → "
-                         f"{fmt(weight_only.after.ai)} FLOP/B", f"×{fmt(weight_only.ai_ratio)}"),
-            style.Metric("ridge (fp16, dense)", f"{fmt(weight_only.after.ridge)} FLOP/B",
-                         f"×{fmt(weight_only.ridge_ratio)}: the math is still fp16"),
-            style.Metric("ρ", f"{fmt(weight_only.before.rho)} → {fmt(weight_only.after.rho)}",
-                         f"×{fmt(weight_only.rho_ratio)}", kind=weight_only.after.regime)]),
+        style.metric_cards(precision_rho.weight_only_cards(weight_only)),
         quiz.compare(weight_only_prediction, weight_only.direction, lab=lab,
                      actual_label=next(k for k, v in DIRECTION_OPTIONS.items()
                                        if v == weight_only.direction)),
@@ -427,18 +405,12 @@ def _(get_nvfp4, lab, set_nvfp4):
 @app.cell
 def _(get_nvfp4, lab):
     _rows = precision_study.decode_quant_table(
-        *precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+        *precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]],
+        OPENING["device"])
     _fp16, _fp4 = (next(r for r in _rows if r.storage == s) for s in ("fp16", "nvfp4"))
     nvfp4_prediction = get_nvfp4() or reveal.reference(
         lab, "lab03.nvfp4_byte_ratio", _fp4.byte_ratio, "×",
-        explanation=f"FP16 weights: {_fp16.bytes / 1e6:.1f} MB; NVFP4: {_fp4.bytes / 1e6:.1f} MB "
-                    f"({precision.bits('nvfp4'):g} bits a weight: 4-bit values plus an 8-bit scale "
-                    f"per 16, where MXFP4 has one per 32, {precision.bits('mxfp4'):g} bits; the "
-                    "FP16 input and output vectors stay), so "
-                    f"{_fp4.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
-                    f"{_fp16.regime}, so the speedup of the roofline bounds (the ideal) is "
-                    f"{_fp4.speedup:.2f}×; a real kernel also dequantises every weight, and gets "
-                    "less.")
+        explanation=precision_rho.nvfp4_explanation(_fp16, _fp4))
     reveal.card(nvfp4_prediction)
     return (nvfp4_prediction,)
 
@@ -461,13 +433,7 @@ def _(device_picker):
 def _(device, rho_ratio_prediction):
     _wait = INSTRUMENTS.gate("device", rho_ratio_prediction)
     mo.stop(_wait is not None, _wait)
-    device_card = style.metric_cards(
-        [(f"{device.name} · memory", f"{fmt(device.bandwidth_gbs)} GB/s",
-          f"{device.memory_text} {device.memory_type}")]
-        + [(f"{p} peak (dense)", f"{fmt(device.peak_tflops(p))} {units.rate_unit(p)}",
-            f"ridge ({p}, dense) = {fmt(roofline.ridge_point(device, p))} "
-            f"{units.intensity_unit(p)}")
-           for p in device.precisions])
+    device_card = style.metric_cards(precision_rho.device_spec_cards(device))
     device_card
     return
 
@@ -496,27 +462,18 @@ def _(
     _live = live_results or {}
     _same = (_live.get("registry_key") == device_picker.value
              and _live.get("shape") == tuple(decode_matrix.value))
-    quant_table = precision_study.merge_measured(quant_rows, _live.get("measured_s", {}) if _same else {})
+    quant_table = precision_study.merge_measured(quant_rows,
+                                                 _live.get("measured_s", {}) if _same else {})
     decode_matrix
     return quant_rows, quant_table
 
 
 @app.cell
 def _(device, live_results, quant_rows, quant_table):
-    _pct = lambda v: "—" if v is None else f"{v:+.0f} %"  # noqa: E731
-    _note = ("Measured columns: run Part 6 on a GPU from the registry and pick that device "
-             "and matrix here." if not any(r["measured_s"] for r in quant_table) else
-             f"Measured on {live_results['device']}.")
+    _note = precision_rho.decode_measured_note(quant_table,
+                                               live_results and live_results["device"])
     mo.vstack([style.value_table(
-        [{"format": q.storage, "bits/weight": f"{precision.bits(q.storage):g}",
-          "math": q.compute, "bytes moved": f"{fmt(q.bytes / 1e6)} MB",
-          "byte ratio": f"{fmt(q.byte_ratio)}×",
-          "roofline time (at least)": units.format_seconds(q.seconds),
-          "speedup of the roofline bounds (ideal)": f"{fmt(q.speedup)}×",
-          "measured time": units.format_seconds(m["measured_s"]) if m["measured_s"] else "—",
-          "measured speedup": f"{fmt(m['measured_speedup'])}×" if m["measured_speedup"] else "—",
-          "error": _pct(m["error_pct"]), "regime": q.regime, "note": q.note}
-         for q, m in zip(quant_rows, quant_table)],
+        precision_rho.decode_table_rows(quant_rows, quant_table),
         caption=f"Decode GEMV on {device.name}: the roofline's bounds and what was measured"),
         mo.md(f"_{_note}_"),
         mo.md("**The speedup of the roofline bounds is the ideal, not a forecast.** It is the "
@@ -533,8 +490,8 @@ def _(device, quant_rows):
     quant_figure = figures.bar_figure(
         [q.storage for q in quant_rows], [q.speedup for q in quant_rows],
         colors=[q.regime for q in quant_rows],
-        annotations=[f"ideal {fmt(q.speedup)}× (bytes ÷{fmt(q.byte_ratio)})"
-                     for q in quant_rows],
+        annotations=[f"ideal {units.format_value(q.speedup)}× "
+                     f"(bytes ÷{units.format_value(q.byte_ratio)})" for q in quant_rows],
         title=f"Decode GEMV on {device.name}: the speedup of the roofline bounds over {_base} "
               "(ideal)",
         yaxis_title=f"speedup over {_base}, ideal (×)")
@@ -548,7 +505,8 @@ def _(lab, nvfp4_prediction):
     _wait = INSTRUMENTS.gate("lee", nvfp4_prediction)
     mo.stop(_wait is not None, _wait)
     _rows = precision_study.decode_quant_table(
-        *precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]], OPENING["device"])
+        *precision_study.decode_gemv_shapes("llama-3-8b")[OPENING["decode_matrix"]],
+        OPENING["device"])
     nvfp4_row = next(q for q in _rows if q.storage == "nvfp4")
     mo.vstack([mo.md("**Prediction vs reality** · Lee's case: the Q projection on the H100 SXM"),
                quiz.compare(nvfp4_prediction, nvfp4_row.byte_ratio, units="×", lab=lab)])
@@ -587,8 +545,8 @@ def _(nvfp4_prediction, weight_only_prediction):
     {precision.bits("nf4"):g} bits. So
 
     $$\frac{{B_{{16}}}}{{B_q}} \approx \frac{{16}}{{\text{{bits}}_q}}
-    = \frac{{16}}{{{precision.bits("nvfp4"):g}}} = {fmt(_rows["nvfp4"].byte_ratio)}
-    \ \text{{for NVFP4, not 4}}.$$
+    = \frac{{16}}{{{precision.bits("nvfp4"):g}}}
+    = {units.format_value(_rows["nvfp4"].byte_ratio)} \ \text{{for NVFP4, not 4}}.$$
 
     $AI \approx 2 \cdot 8 / \text{{bits}}_W$ FLOP/B (1 at fp16): far below any ridge, so the
     roofline bounds the time by the bytes and the speedup by their ratio:
@@ -600,8 +558,9 @@ def _(nvfp4_prediction, weight_only_prediction):
     That is the ideal: a ratio of two lower bounds, not a bound on what a kernel measures. A
     weight-only kernel also dequantises every weight (unpack, scale,
     convert) before its multiply, work this bound does not charge, and a
-    {fmt(_rows["fp16"].bytes / 1e6)} MB GEMV is small enough to miss peak bandwidth. Measured:
-    {precision_study.measured_weight_only_text()}. The device's FP4 rate changes the ridge, not this time.
+    {units.format_value(_rows["fp16"].bytes / 1e6)} MB GEMV is small enough to miss peak
+    bandwidth. Measured: {precision_study.measured_weight_only_text()}. The device's FP4 rate
+    changes the ridge, not this time.
     """)
     return
 
@@ -754,27 +713,16 @@ def _(device, explorer_error, explorer_rows):
     _missing = [r for r in explorer_rows if not r.supported]
     _msgs = [explorer_error] if explorer_error else []
     if _missing:
-        _lacks = ", ".join(dict.fromkeys(r.compute for r in _missing))
-        _msgs.append(
-            f"{device.name} has no {_lacks} rate in the registry, so these formats cannot run "
-            "here: " + ", ".join(f"{r.storage} (math in {r.compute})" for r in _missing)
-            + f". It has rates for: {', '.join(device.precisions)}. Deselect those formats, "
-            "pick another compute precision for weight-only formats, or choose a device with "
-            "that rate (FP4 needs e.g. a B200 or an RTX 5090).")
+        _msgs.append(precision_rho.missing_rate_message(device, _missing))
     style.error_callout("\n\n".join(_msgs)) if _msgs else None
     return
 
 
 @app.cell
 def _(explorer_ok):
-    style.value_table(
-        [{"format": r.storage, "bits/element": f"{precision.bits(r.storage):g}",
-          "math (peak)": r.compute, "AI": f"{fmt(r.ai)} {units.intensity_unit(r.compute)}",
-          "ridge (dense)": f"{fmt(r.ridge)} {units.intensity_unit(r.compute)}", "ρ": fmt(r.rho), "regime": r.regime,
-          "time bound": units.format_seconds(r.seconds),
-          "attainable": f"{fmt(r.attainable_tflops)} {units.rate_unit(r.compute)}",
-          "I_bit": f"{fmt(r.i_bit)} op/bit", "how": r.reason} for r in explorer_ok],
-        caption="One row per storage format on the chosen device") if explorer_ok else None
+    style.value_table(precision_rho.explorer_table_rows(explorer_ok),
+                      caption="One row per storage format on the chosen device"
+                      ) if explorer_ok else None
     return
 
 
@@ -842,7 +790,8 @@ def _(device, explorer_rows, explorer_shape, op_picker):
     explorer_roofline = figures.roofline_figure(
         [(device, p) for p in _view.roofs],
         [figures.Point(label, ai, tflops, hover={
-            precision_study.row_label(r): f"ρ {fmt(r.rho)}, math {r.compute}" for r in rows})
+            precision_study.row_label(r): f"ρ {units.format_value(r.rho)}, math {r.compute}"
+            for r in rows})
          for label, ai, tflops, rows in _view.points],
         title=f"{OP_NAMES[op_picker.value]} "
               f"{'×'.join(str(v) for v in explorer_shape.values())} on {device.name}: "
@@ -862,17 +811,9 @@ def _(device, explorer_open):
     mo.stop(not explorer_open)
     try:
         _mine = precision_study.rho_change_parts("gemm", GEMM_4096, device, "fp32", "fp16")
-        _on_mine = style.metric_cards([style.Metric(
-            f"Part 1's switch (4096³ GEMM, fp32 → fp16) on {device.name}",
-            f"ρ ×{fmt(_mine.rho_ratio)}",
-            f"AI ×{fmt(_mine.ai_ratio)} ÷ ridge ×{fmt(_mine.ridge_ratio)}")])
+        _on_mine = style.metric_cards(precision_rho.switch_cards(device, _mine))
     except (KeyError, ValueError) as _err:
-        _lacks = [p for p in ("fp32", "fp16") if not device.has(p)]
-        _on_mine = mo.md(
-            f"_{device.name} has no {' or '.join(_lacks)} rate in the registry, so Part 1's "
-            f"fp32 → fp16 switch does not exist there: pick a device with both in Part 3 "
-            f"({style.devices_with('fp32', 'fp16')}) to see it._" if _lacks else
-            f"_{style.error_message(_err)}_")
+        _on_mine = mo.md(precision_rho.switch_unavailable_note(device, _err))
     _on_mine
     return
 
@@ -935,17 +876,12 @@ def _(get_naive, lab, set_naive):
 
 @app.cell
 def _(get_naive, lab):
-    _kai = precision_study.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
+    _kai = precision_study.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE,
+                                           iterations=100)
     naive_prediction = get_naive() or reveal.reference(
         lab, "lab03.naive_bandwidth", _kai.verdict,
         label=next(k for k, v in NAIVE_OPTIONS.items() if v == _kai.verdict),
-        explanation=f"The allocator peak is the footprint, {_kai.fvt.footprint_bytes / 1e6:.1f} "
-                    f"MB, counted once; but {_kai.fvt.iterations} GEMVs read the weights "
-                    f"{_kai.fvt.iterations} times: {_kai.fvt.traffic_bytes / 1e9:.2f} GB of "
-                    f"traffic. Footprint ÷ time gives {_kai.naive_gbs:,.1f} GB/s; traffic ÷ "
-                    f"time gives {_kai.traffic_gbs:,.0f} GB/s, "
-                    f"{_kai.traffic_gbs / _kai.naive_gbs:.0f}× more: the memory is not slow, "
-                    "the metric counts each byte once.")
+        explanation=precision_rho.naive_explanation(_kai))
     reveal.card(naive_prediction)
     return (naive_prediction,)
 
@@ -987,46 +923,11 @@ def _(device, kai_open, naive_iterations, naive_op):
     try:
         naive = precision_study.naive_bandwidth(*naive_op.value, "fp16", device,
                                    iterations=naive_iterations.value)
-        _l2 = units.format_bytes(device.l2_bytes, binary=True) if device.l2_bytes else None
-        # a working set that fits in L2 is read from L2 after the first iteration: its
-        # traffic is real, but it is not HBM traffic (the second trap of this part)
-        if not naive.fits_in_l2:
-            _where = "HBM"
-            _used = (f"traffic ÷ time; {device.name} has {fmt(device.bandwidth_gbs)} GB/s of "
-                     "HBM")
-        elif naive.l2_gbs:
-            _where = "L2 after the 1st iteration"
-            _used = (f"traffic ÷ time: the 1st iteration from HBM ({fmt(device.bandwidth_gbs)} "
-                     f"GB/s), the others from L2 at {fmt(naive.l2_gbs)} GB/s (measured)")
-        else:
-            _where = "L2 after the 1st iteration"
-            _used = (f"traffic ÷ time, timed at the HBM's {fmt(device.bandwidth_gbs)} GB/s: no "
-                     f"L2 bandwidth is published for the {device.name}, so the cache gives more")
-        _out = style.metric_cards([
-            style.Metric("allocator peak (each tensor once)", units.format_bytes(
-                naive.fvt.footprint_bytes), "what max_memory_allocated() shows, at most"),
-            style.Metric(f"traffic from {_where} (every read and write)", units.format_bytes(
-                naive.fvt.traffic_bytes), f"{naive.fvt.iterations} iterations, compulsory"),
-            style.Metric("naive 'bandwidth'", f"{fmt(naive.naive_gbs)} GB/s",
-                         "allocator peak ÷ time", kind="danger"),
-            style.Metric("bandwidth really used", f"{fmt(naive.traffic_gbs)} GB/s", _used,
-                         kind="warn" if naive.fits_in_l2 else "ok")])
+        _out = style.metric_cards(precision_rho.naive_bandwidth_cards(naive, device))
         if naive.fits_in_l2:
             _kai = precision_study.footprint_vs_traffic("gemv", GEMV_KAI, "fp16").footprint_bytes
-            _larger = (f"a working set larger than its {_l2} L2 (on this device even Kai's "
-                       f"{units.format_bytes(_kai)} fit)" if _kai <= device.l2_bytes else
-                       f"a working set larger than its {_l2} L2 (Kai's "
-                       f"{units.format_bytes(_kai)} is)")
-            _exceeds = (f"here {fmt(naive.traffic_gbs)} GB/s, above the HBM's "
-                        f"{fmt(device.bandwidth_gbs)}" if naive.l2_gbs else
-                        "a cache's bandwidth, which can exceed the HBM's (no published L2 "
-                        "figure says by how much for this device)")
-            _out = mo.vstack([_out, mo.callout(mo.md(
-                f"**A second trap:** these {units.format_bytes(naive.fvt.footprint_bytes)} fit "
-                f"in the {device.name}'s {_l2} L2 cache, so after the first iteration every "
-                f"read hits L2, not HBM. Repeating a small kernel measures the cache: traffic ÷ "
-                f"time is {_exceeds}. Time {_larger}, or rotate through copies as Part 6 does."),
-                kind="warn")])
+            _out = mo.vstack([_out, mo.callout(
+                mo.md(precision_rho.l2_trap_text(naive, device, _kai)), kind="warn")])
     except (KeyError, ValueError) as _err:
         naive, _out = None, style.error_callout(
             f"{device.name} has no fp16 rate in the registry, and what Kai timed is fp16: pick "
@@ -1054,8 +955,9 @@ def _(lab, naive_prediction):
     kai = precision_study.naive_bandwidth("gemv", GEMV_KAI, "fp16", SCENARIO_DEVICE, iterations=100)
     _label = next(k for k, v in NAIVE_OPTIONS.items() if v == kai.verdict)
     quiz.compare(naive_prediction, kai.verdict, lab=lab,
-                 actual_label=f"{_label}: Kai's {fmt(kai.naive_gbs)} GB/s against "
-                              f"{fmt(kai.traffic_gbs)} GB/s really used (×{fmt(kai.fvt.ratio)})")
+                 actual_label=f"{_label}: Kai's {units.format_value(kai.naive_gbs)} GB/s "
+                              f"against {units.format_value(kai.traffic_gbs)} GB/s really used "
+                              f"(×{units.format_value(kai.fvt.ratio)})")
     return (kai,)
 
 
@@ -1064,15 +966,7 @@ def _(device, kai_open):
     mo.stop(not kai_open)
     try:
         tf32 = precision_study.tf32_misreading("gemm", GEMM_4096, device)
-        _out = style.metric_cards([
-            style.Metric("AI, TF32 stored as 32-bit", f"{fmt(tf32.ai)} FLOP/B",
-                         "right: tensors stay FP32 in memory", kind="ok"),
-            style.Metric("AI if TF32 were 19-bit storage", f"{fmt(tf32.ai_if_19_bit_storage)} "
-                         "FLOP/B", f"wrong: ×{fmt(tf32.ai_overstatement)} too high",
-                         kind="danger"),
-            style.Metric("TF32 attainable (4096³ GEMM)", f"{fmt(tf32.tf32_attainable)} "
-                         f"{units.rate_unit('tf32')}", f"= {fmt(tf32.apparent_fp32_fraction)}× the "
-                         f"FP32 peak ({fmt(tf32.fp32_peak)})", kind="compute")])
+        _out = style.metric_cards(precision_rho.tf32_cards(tf32))
     except (KeyError, ValueError) as _err:
         _lacks = [p for p in ("tf32", "fp32") if not device.has(p)]
         tf32, _out = None, style.error_callout(
@@ -1112,9 +1006,9 @@ def _(kai):
 
     Kai's run: footprint {units.format_bytes(kai.fvt.footprint_bytes)}, traffic
     {units.format_bytes(kai.fvt.traffic_bytes)} over $I$ = {kai.fvt.iterations} iterations,
-    so footprint ÷ time = {fmt(kai.naive_gbs)} GB/s while traffic ÷ time =
-    {fmt(kai.traffic_gbs)} GB/s. Even for one iteration the footprint is only a lower bound on
-    traffic: a tiled kernel re-reads its inputs, and training re-reads weights and
+    so footprint ÷ time = {units.format_value(kai.naive_gbs)} GB/s while traffic ÷ time =
+    {units.format_value(kai.traffic_gbs)} GB/s. Even for one iteration the footprint is only a
+    lower bound on traffic: a tiled kernel re-reads its inputs, and training re-reads weights and
     activations in the backward pass (try the MLP).
 
     **Where the traffic comes from.** Repeating a kernel whose working set fits in the L2
@@ -1123,9 +1017,10 @@ def _(kai):
     {units.format_bytes(kai.fvt.footprint_bytes)} do not fit, so his iterations do stream
     from HBM; a benchmark of a small kernel must rotate through copies larger than the cache.
 
-    **TF32** rounds FP32 inputs to 1 + 8 + 10 = {precision_study.TF32_MATH_BITS} bits *inside* the tensor core; tensors are
-    stored as 32-bit FP32, so $b$ = 4 B and the AI is FP32's. The peak is TF32's, which is why
-    a "FP32" matmul with TF32 allowed can run several times above the FP32 (CUDA-core) peak.
+    **TF32** rounds FP32 inputs to 1 + 8 + 10 = {precision_study.TF32_MATH_BITS} bits *inside*
+    the tensor core; tensors are stored as 32-bit FP32, so $b$ = 4 B and the AI is FP32's. The
+    peak is TF32's, which is why a "FP32" matmul with TF32 allowed can run several times above
+    the FP32 (CUDA-core) peak.
     In PyTorch set `torch.backends.cuda.matmul.allow_tf32` (or
     `torch.set_float32_matmul_precision`) explicitly and say which roof you compare against.
     """)
@@ -1225,7 +1120,8 @@ def _(
                     # the baseline is what weight-only formats dequantise to here: fp16 on a
                     # GPU, bf16 or fp32 on a CPU (whose fp16 matmul torch emulates)
                     _gemv = measure.sweep_gemv(
-                        {"decode": _settings.matrix}, (precision_study.dequant_target(_ref), "fp8", "int8"),
+                        {"decode": _settings.matrix},
+                        (precision_study.dequant_target(_ref), "fp8", "int8"),
                         device=_info,
                         budget_s=0.4 * _budget, reference=_ref, progress=_tick)
                     live_results.update(emp=_emp, reference=_ref, gemv=_gemv, measured_s={
@@ -1257,10 +1153,7 @@ def _(live_results, measure_open):
     mo.stop(not measure_open or not live_results or bool(live_results["error"]))
     live_peak_rows = live_results["emp"].rows()
     mo.ui.table(
-        [{"what": r["what"], "measured": "—" if r["measured"] is None else fmt(r["measured"]),
-          "spec (dense)": "—" if r["spec"] is None else fmt(r["spec"]),
-          "measured / spec": "—" if r["ratio"] is None else f"{r['ratio']:.0%}",
-          "detail": r["detail"]} for r in live_peak_rows],
+        precision_rho.live_peak_rows(live_peak_rows),
         selection=None, pagination=False, show_column_summaries=False,
         label="Achievable peak per precision and memory bandwidth on this machine")
     return (live_peak_rows,)
@@ -1281,25 +1174,13 @@ def _(live_results, measure_open):
 @app.cell
 def _(live_decode, live_results):
     _table = mo.ui.table(
-        [{"format": r["storage"], "math": r["compute"],
-          "predicted": units.format_seconds(r["predicted_s"]),
-          "measured": units.format_seconds(r["measured_s"]) if r["measured_s"] else "—",
-          "error": "—" if r["error_pct"] is None else f"{r['error_pct']:+.0f} %",
-          "speedup of the roofline bounds (ideal)": f"{fmt(r['predicted_speedup'])}×",
-          "measured speedup": f"{fmt(r['measured_speedup'])}×" if r["measured_speedup"]
-          else "—", "status": r["status"] + (" · faster than its own bound" if
-                                              r["below_bound"] else "")}
-         for r in live_decode],
+        precision_rho.live_decode_rows(live_decode),
         selection=None, pagination=False, show_column_summaries=False,
         label=f"Decode GEMV {live_results['shape'][0]}×{live_results['shape'][1]} on "
               f"{live_results['device']}: measured next to predicted")
     _fast = [r["storage"] for r in live_decode if r["below_bound"]]
-    mo.vstack([_table] + ([mo.callout(mo.md(
-        f"**Faster than its own bound: {', '.join(_fast)}.** A bound is a floor on time, so a "
-        "measurement below it means the bound's inputs understate this case: the peak of its "
-        "math precision was measured on square GEMMs (a GEMV may take a faster kernel path), "
-        "the bandwidth by STREAM (the weights may partly stay in a cache). Read those rows' "
-        "error and speedup with that in mind."), kind="warn")] if _fast else []))
+    mo.vstack([_table] + ([mo.callout(mo.md(precision_rho.faster_than_bound_text(_fast)),
+                                      kind="warn")] if _fast else []))
     return
 
 
@@ -1352,21 +1233,23 @@ def _(
                                   nvfp4_prediction, naive_prediction))
     mo.stop(_gate is not None, _gate)
     _c = precision_study.rho_change_parts("gemm", GEMM_4096, SCENARIO_DEVICE, "fp32", "fp16")
-    _q = {q.storage: q for q in precision_study.decode_quant_table(GEMV_4096["n"], GEMV_4096["k"],
-                                                      SCENARIO_DEVICE)}
+    _q = {q.storage: q for q in precision_study.decode_quant_table(
+        GEMV_4096["n"], GEMV_4096["k"], SCENARIO_DEVICE)}
     style.takeaways([
         "ρ = AI / ridge, and the ridge belongs to a precision: lowering precision raises AI "
         "by the byte ratio but moves the ridge by the peak ratio.",
-        f"FP32 → FP16 tensor cores on an H100: AI ×{fmt(_c.ai_ratio)}, ridge "
-        f"×{fmt(_c.ridge_ratio)}, so ρ changes ×{fmt(_c.rho_ratio)}. Lower precision often "
-        "makes a workload more memory-bound.",
+        f"FP32 → FP16 tensor cores on an H100: AI ×{units.format_value(_c.ai_ratio)}, ridge "
+        f"×{units.format_value(_c.ridge_ratio)}, so ρ changes "
+        f"×{units.format_value(_c.rho_ratio)}. Lower precision often makes a workload more "
+        "memory-bound.",
         "Storage and compute are separate choices: weight-only INT4 with FP16 math moves "
         "fewer bytes at the same peak, so ρ rises.",
         "Decode GEMVs are memory-bound at every precision: the speedup of the roofline bounds "
         "for a weight format is its byte ratio, the ideal (NVFP4, "
-        f"{precision.bits('nvfp4'):g} bits with its block scales: {fmt(_q['nvfp4'].byte_ratio)}× "
-        "fewer bytes than FP16, not 4×). Real kernels gain less: a weight-only kernel also "
-        "dequantises every weight, which the roofline does not charge.",
+        f"{precision.bits('nvfp4'):g} bits with its block scales: "
+        f"{units.format_value(_q['nvfp4'].byte_ratio)}× fewer bytes than FP16, not 4×). Real "
+        "kernels gain less: a weight-only kernel also dequantises every weight, which the "
+        "roofline does not charge.",
         "Measure traffic, not footprint: allocator peak ÷ time is not bandwidth. TF32 is a "
         "compute mode; its tensors are 32-bit in memory.",
     ])

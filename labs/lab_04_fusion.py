@@ -12,6 +12,7 @@ with app.setup:
     from labs.core import formulas
     from labs.core import fusion
     from labs.core import roofline
+    from labs.core.course.lessons import kernel_fusion
 
     np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab04"
@@ -268,14 +269,8 @@ def _(get_speedup, lab, reveal_precision, reveal_references):
                        for g in (None, [list(range(len(fusion.DEFAULT_CHAIN)))]))
     speedup_prediction = get_speedup() or (reveal.reference(
         lab, "lab04.fusion_speedup", reveal_references["fusion_speedup"], "×",
-        explanation=f"Every kernel of the chain does a few FLOPs per byte: {_before.regime}. "
-                    f"Unfused, each reads and writes the whole {LARGE_N / 1e6:.0f} M-element "
-                    f"{_p} tensor: {_before.chain.total.bytes / 1e9:.1f} GB of HBM traffic in "
-                    f"{_before.seconds * 1e6:.0f} µs. Fused, the two inputs (LayerNorm's and "
-                    f"the skip, a tensor of its own), the output and the dropout mask cross HBM "
-                    f"once: {_after.chain.total.bytes / 1e9:.1f} GB in "
-                    f"{_after.seconds * 1e6:.0f} µs. Time follows bytes: "
-                    f"{reveal_references['fusion_speedup']:.2f}×, not 4×.")
+        explanation=kernel_fusion.fusion_speedup_explanation(
+            _before, _after, LARGE_N, _p, reveal_references["fusion_speedup"]))
         if reveal_references["fusion_speedup"] is not None else None)
     reveal.card(speedup_prediction)
     return (speedup_prediction,)
@@ -314,21 +309,14 @@ def _(get_tiny, lab, set_tiny):
 
 @app.cell
 def _(get_tiny, lab, reveal_precision, reveal_references):
-    _label = next((k for k, v in TINY_OPTIONS.items() if v == reveal_references["tiny_tensor"]), None)
+    _label = next((k for k, v in TINY_OPTIONS.items() if v == reveal_references["tiny_tensor"]),
+                  None)
     _p = reveal_precision
     _before, _after = (fusion.chain_timing(TINY_N, OPENING["device"], g, precision=_p)
                        for g in (None, [list(range(len(fusion.DEFAULT_CHAIN)))]))
-    _first = _before.kernel_times[0]
     tiny_prediction = get_tiny() or (reveal.reference(
         lab, "lab04.tiny_tensor", reveal_references["tiny_tensor"], label=_label,
-        explanation=f"On {TINY_N:,} {_p} elements the first kernel moves "
-                    f"{_before.chain.kernels_costs[0].bytes / 1e3:.0f} kB: "
-                    f"{_first.t_memory * 1e9:.1f} ns at full bandwidth, far less "
-                    f"than the {_first.t_overhead * 1e6:.0f} µs launch overhead, so the chain is "
-                    f"{_before.regime}: {len(_before.kernel_times)} launches = "
-                    f"{_before.seconds * 1e6:.0f} µs. Fused, one launch: "
-                    f"{_after.seconds * 1e6:.0f} µs, {_before.seconds / _after.seconds:.1f}× "
-                    "faster, by cutting launches, not bytes.")
+        explanation=kernel_fusion.tiny_tensor_explanation(_before, _after, TINY_N, _p))
         if _label is not None else None)
     reveal.card(tiny_prediction)
     return (tiny_prediction,)
@@ -426,20 +414,8 @@ def _(chain_error, chain_now, chain_speedup, chain_unfused, device):
     if chain_error is not None:
         fusion_metrics = style.error_callout(chain_error)
     else:
-        _tot, _unf = chain_now.chain.total, chain_unfused.chain.total
-        _p = chain_now.chain.kernels_costs[0].compute  # elementwise: the vector ceiling
-        fusion_metrics = style.metric_cards([
-            ("HBM traffic", units.format_bytes(_tot.bytes),
-             f"unfused: {units.format_bytes(_unf.bytes)}"),
-            ("Arithmetic intensity", f"{_tot.ai:.2f} FLOP/B",
-             f"ridge ({roofline.ceiling_label(_p)}) = {roofline.ridge_point(device, _p):,.1f} FLOP/B"),
-            ("Time (lower bound)", units.format_seconds(chain_now.seconds),
-             f"{chain_now.chain.kernels} kernel(s); unfused "
-             f"{units.format_seconds(chain_unfused.seconds)}"),
-            ("Speedup vs unfused", f"{chain_speedup:.2f}×", "same chain, same size"),
-            style.Metric("Regime", chain_now.regime, "where most of the time goes",
-                         chain_now.regime),
-        ])
+        fusion_metrics = style.metric_cards(
+            kernel_fusion.chain_cards(chain_now, chain_unfused, chain_speedup, device))
     fusion_metrics
     return
 
@@ -449,8 +425,8 @@ def _(chain_now, device, precision_picker):
     mo.stop(chain_now is None)
     # Kernels at the same (AI, throughput) share one labelled point ("K1, K2").
     _spots = {}
-    for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs,
-                                           chain_now.kernel_times, fusion.kernel_tflops(chain_now))):
+    for _i, (_c, _t, _tf) in enumerate(zip(chain_now.chain.kernels_costs, chain_now.kernel_times,
+                                           fusion.kernel_tflops(chain_now))):
         _spots.setdefault((round(_c.ai, 9), round(_tf, 9)), []).append((f"K{_i + 1}", _c, _t))
     # Two compute ceilings: elementwise kernels run on the vector units (their own, lower
     # ceiling); the tensor-core roof of the storage precision is drawn for comparison.
@@ -472,19 +448,7 @@ def _(chain_now, device, precision_picker):
 def _(chain_now, device):
     # the note under the roofline: closed with it
     mo.stop(chain_now is None)
-    mo.md(
-        "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
-        "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
-        f"vector ceiling ({roofline.peak_tflops(device, roofline.VECTOR):,.4g} TFLOP/s here), far below the "
-        "tensor-core roof that matrix multiplies reach. A real chip has several ceilings (per "
-        "precision, per unit); which one applies depends on the operation. That is a lesson "
-        "in itself: a roofline with one roof can hide the one that binds. The vector ceiling "
-        "is the fp32 FMA rate; packed 16-bit arithmetic (two fp16 operations per instruction) "
-        "reaches about twice it, which changes no verdict here: at about 1 FLOP/B these "
-        "kernels sit far left of either ridge."
-        + ("" if device.vector_tflops is not None else
-           f" (The registry has no vector rate for the {device.name}: its matrix peak stands "
-           "in, so times here are optimistic lower bounds.)"))
+    mo.md(kernel_fusion.vector_ceiling_note(device))
     return
 
 
@@ -546,9 +510,11 @@ def _(speedup_prediction, tiny_prediction):
     mo.stop(INSTRUMENTS.gate("fusion_explorer", speedup_prediction, tiny_prediction) is not None)
     # Bytes per element of the default chain at fp16, from core: their ratio is Prediction 1's
     # answer, so it is computed here, never typed.
-    _k = [c.bytes for c in formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, None, "fp16").kernels_costs]
-    _fused = formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, [list(range(len(fusion.DEFAULT_CHAIN)))],
-                                 "fp16").total.bytes
+    _k = [c.bytes for c in
+          formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN, None, "fp16").kernels_costs]
+    _fused = formulas.elementwise_chain(1, fusion.DEFAULT_CHAIN,
+                                        [list(range(len(fusion.DEFAULT_CHAIN)))],
+                                        "fp16").total.bytes
     _frac = rf"\frac{{{sum(_k):g}\,n\ \text{{B}}}}{{{_fused:g}\,n\ \text{{B}}}}"
     _ratio = sum(_k) / _fused
     style.math_peek("fusing a memory-bound chain", rf"""
@@ -638,18 +604,10 @@ def _(
                    launch_overhead_us=overhead_us.value)
         _un = fusion.chain_timing(TINY_N, device, None, **_kw)
         _fu = fusion.chain_timing(TINY_N, device, [list(range(len(chain_ops)))], **_kw)
-        _x = overhead_crossovers["fused (1 kernel)"]
-        overhead_metrics = style.metric_cards([
-            ("1,000 elements, unfused", units.format_seconds(_un.seconds),
-             f"{len(chain_ops)} launches"),
-            ("1,000 elements, fused", units.format_seconds(_fu.seconds), "1 launch"),
-            ("Fusion speedup at 1,000",
-             f"{fusion.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))], **_kw):.2f}×",
-             f"{len(chain_ops)} launches → 1 when overhead-bound"),
-            style.Metric("Regime at 1,000 (unfused)", _un.regime, "", _un.regime),
-            ("Crossover, fused kernel", f"{units.format_value(_x)} elements",
-             "below it, launches set the time"),
-        ])
+        _speedup = fusion.fusion_speedup(TINY_N, device, None, [list(range(len(chain_ops)))],
+                                         **_kw)
+        overhead_metrics = style.metric_cards(kernel_fusion.overhead_cards(
+            _un, _fu, _speedup, overhead_crossovers["fused (1 kernel)"], len(chain_ops)))
     mo.vstack([mo.hstack([overhead_us, mo.md(
         f"{roofline.DEFAULT_LAUNCH_OVERHEAD_US:g} µs per kernel is a model's choice (a bare "
         "back-to-back CUDA launch measures less, an op in eager PyTorch more): type another "
@@ -799,21 +757,13 @@ def _(get_oom, lab, reveal_references):
     _s = reveal_references["oom_seq_len"]
     _terms = fusion.attention_memory_terms(1, QUESTION_HEADS, _s or 1, QUESTION_HEAD_DIM, "fp16",
                                        fused=False)
-    _scores = next(v for k, v in _terms.items() if k.startswith("score"))
     _hw = hardware.get(OPENING["device"])
     # PyTorch's math path holds the scores and the probabilities at once: 2 S×S buffers
     _math_path = fusion.unfused_max_seq_len(_hw, 1, QUESTION_HEADS, QUESTION_HEAD_DIM, "fp16",
                                         score_copies=2)
     oom_prediction = get_oom() or (reveal.reference(
         lab, "lab04.oom_seq_len", _s, "tokens",
-        explanation=f"The score matrix holds B×H×S² fp16 values: at S = {_s:,} that is "
-                    f"{_scores / 1e9:.1f} GB, plus {(sum(_terms.values()) - _scores) / 1e9:.2f} "
-                    f"GB for Q, K, V, O: {sum(_terms.values()) / 1e9:.1f} GB of the {_hw.name}'s "
-                    f"{_hw.memory_text}. It grows with S², so twice the context needs four "
-                    "times the memory; flash attention never stores it. This is the bound: "
-                    "PyTorch's unfused math path holds the scores and the probabilities at once "
-                    f"(two S×S buffers), which by the same count runs out near S = "
-                    f"{_math_path:,}, a factor √2 shorter.")
+        explanation=kernel_fusion.oom_explanation(_s, _terms, _hw, _math_path))
         if _s is not None else None)
     reveal.card(oom_prediction)
     return (oom_prediction,)
@@ -878,17 +828,8 @@ def _(
     if attn_error is not None:
         attention_metrics = style.error_callout(attn_error)
     else:
-        _scores = attn_unfused.detail["scores (S write, S read, P write, P read)"]
-        attention_metrics = style.metric_cards([
-            ("HBM traffic, unfused", units.format_bytes(attn_unfused.bytes),
-             f"of which score matrix: {units.format_bytes(_scores)} (4 passes)"),
-            ("HBM traffic, fused", units.format_bytes(attn_fused.bytes), "Q, K, V, O once"),
-            ("AI unfused → fused", f"{attn_unfused.ai:,.0f} → {attn_fused.ai:,.0f} FLOP/B",
-             f"FLOPs the same: {units.format_flops(attn_fused.flops)}"),
-            ("Time bound unfused → fused",
-             f"{units.format_seconds(attn_times['unfused'])} → {units.format_seconds(attn_times['fused'])}",
-             "max(compute, memory), no launch overhead"),
-        ])
+        attention_metrics = style.metric_cards(
+            kernel_fusion.attention_cards(attn_unfused, attn_fused, attn_times))
     attention_metrics
     return (attn_error,)
 
@@ -1051,17 +992,11 @@ def _(get_tile, lab, set_tile):
 def _(get_tile, lab, reveal_references):
     _b = reveal_references["largest_tile"]
     _label = next((k for k, v in TILE_OPTIONS.items() if v == _b), None)
-    _fit, _big = (fusion.flash_tile(t, t, QUESTION_HEAD_DIM, OPENING["device"]) for t in (_b, 2 * _b))
+    _fit, _big = (fusion.flash_tile(t, t, QUESTION_HEAD_DIM, OPENING["device"])
+                  for t in (_b, 2 * _b))
     tile_prediction = get_tile() or (reveal.reference(
         lab, "lab04.largest_tile", _b, label=_label,
-        explanation=f"A {_b}×{_b} tile at head_dim {QUESTION_HEAD_DIM}: the fp16 Q, K, V tiles "
-                    f"need {_fit.smem_bytes / 1024:.0f} KiB of the "
-                    f"{_fit.smem_capacity_bytes / 1024:.0f} KiB of shared memory a block may "
-                    f"use, the fp32 S and O accumulators {_fit.register_bytes / 1024:.0f} KiB of "
-                    f"the {_fit.register_capacity_bytes / 1024:.0f} KiB register file: both fit. "
-                    f"{2 * _b}×{2 * _b} would need {_big.smem_bytes / 1024:.0f} KiB and "
-                    f"{_big.register_bytes / 1024:.0f} KiB ({' and '.join(_big.overflows)} too "
-                    "small): the S tile grows with the square of the block.")
+        explanation=kernel_fusion.largest_tile_explanation(_b, QUESTION_HEAD_DIM, _fit, _big))
         if _label is not None else None)
     reveal.card(tile_prediction)
     return (tile_prediction,)
@@ -1156,22 +1091,9 @@ def _(
             tile_fit.explain() + "\n\nThe kernel cannot launch with this tile. Make Bq or Bkv "
             "smaller (or head_dim) to back out.")
     else:
-        _fp = flash_point
-        _hbm_note = ("every re-read counted here: the registry has no L2 size for this device"
-                     if device.l2_bytes is None else "what L2 misses: Q, K, V and O about once")
         tile_status = mo.vstack([
             mo.callout(mo.md(f"✓ {tile_fit.explain()}"), kind="success"),
-            style.metric_cards([
-                ("L2 traffic", units.format_bytes(_fp.l2_bytes),
-                 "K and V re-read once per query tile"),
-                ("AI on L2", f"{_fp.ai_l2:,.0f} FLOP/B", "grows with Bq"),
-                ("HBM traffic", units.format_bytes(_fp.hbm_bytes), _hbm_note),
-                ("AI on HBM", f"{_fp.ai_hbm:,.0f} FLOP/B", "grows with S"),
-                ("AI on chip", f"{_fp.ai_onchip:,.0f} FLOP/B", "shared-memory reads"),
-                ("Attainable", f"{units.format_value(_fp.attainable_tflops)} TFLOP/s",
-                 f"bound by the {_fp.limit} roof" if _fp.determined else
-                 "an upper bound: L2 has no bandwidth figure"),
-            ])])
+            style.metric_cards(kernel_fusion.flash_tile_cards(flash_point, device))])
     tile_status
     return
 
@@ -1228,13 +1150,6 @@ def _(reveal_references, tile_prediction):
     # answer, the instructor copy's reference (never typed).
     _hw, _d = hardware.get(OPENING["device"]), QUESTION_HEAD_DIM
     _t = reveal_references["largest_tile"]
-    _fit, _big = (fusion.flash_tile(b, b, _d, _hw) for b in (_t, 2 * _t))
-
-    def _kib(v):
-        return units.format_bytes(v, binary=True)
-    _pools = " and ".join(
-        f"{_kib(v)} of {pool} ({'too much' if pool in _big.overflows else 'fits'})"
-        for pool, v in (("shared memory", _big.smem_bytes), ("registers", _big.register_bytes)))
     # the question's tile at Part 3's opening shape, against the published measurement
     _s, _heads = 4096, fusion.QUESTION_HEADS
     _pt = fusion.flash_roof_point(1, _heads, _s, _d, _t, _t, _hw)
@@ -1250,19 +1165,15 @@ def _(reveal_references, tile_prediction):
     \underbrace{{(B_q B_{{kv}} + B_q d)\cdot 4}}_{{\text{{S tile, O accumulator}}}} \le
     \text{{register file}}$$
 
-    {_hw.name}, $d = {_d}$, fp16 ({_kib(_fit.smem_capacity_bytes)} of shared memory per block, a
-    {_kib(_fit.register_capacity_bytes)} register file): ${_t}\times{_t}$ needs
-    {_kib(_fit.smem_bytes)} and {_kib(_fit.register_bytes)}: both fit.
-    ${2 * _t}\times{2 * _t}$ needs {_pools}, so it does not fit. Room left in one pool does not
-    help the other.
+    {kernel_fusion.tile_fit_text(_hw, _d, _t)} Room left in one pool does not help the other.
 
     **L2 and HBM traffic**: every one of the $\lceil S/B_q\rceil$ query tiles streams all of K
     and V through shared memory:
     $\text{{bytes}}_\text{{L2}} = 2BHSd\,b + \lceil S/B_q\rceil\, 2BHSd\,b$, so
     $AI_\text{{L2}} = 4BHS^2d / \text{{bytes}}_\text{{L2}} \approx B_q$ FLOP/B at fp16. Those
     re-reads hit L2: one CTA per query tile, one per SM at a time, so a wave works on a few
-    heads, whose K and V ({_kib(_kv_head)} per head at $S$ = {_s:,}) L2 keeps. HBM sees Q, K, V
-    and O about once: $\text{{bytes}}_\text{{HBM}} \approx 4BHSd\,b$,
+    heads, whose K and V ({units.format_bytes(_kv_head, binary=True)} per head at $S$ = {_s:,})
+    L2 keeps. HBM sees Q, K, V and O about once: $\text{{bytes}}_\text{{HBM}} \approx 4BHSd\,b$,
     $AI_\text{{HBM}} \approx S/2$. The re-reads cost L2 bandwidth, not HBM's.
 
     **On-chip traffic**: per (query tile, KV tile) pair the matmuls read Q, K, V tiles from shared
@@ -1270,9 +1181,9 @@ def _(reveal_references, tile_prediction):
 
     **Roofline of each level**: attainable $= \min(P,\ AI_\text{{HBM}}\,\beta_\text{{HBM}},\
     AI_\text{{L2}}\,\beta_\text{{L2}},\ AI_\text{{chip}}\,\beta_\text{{chip}})$, with
-    $\beta_\text{{L2}}$ measured ({_l2 / 1e3:.3g} TB/s on the {_hw.name}, {_l2 / _hw.bandwidth_gbs:.1f}×
-    HBM) and $\beta_\text{{chip}} \approx$ SMs × 128 B/clock × clock
-    ({_chip / 1e3:.0f} TB/s, {_chip / _hw.bandwidth_gbs:.0f}× HBM). At $S$ = {_s:,},
+    $\beta_\text{{L2}}$ measured ({_l2 / 1e3:.3g} TB/s on the {_hw.name},
+    {_l2 / _hw.bandwidth_gbs:.1f}× HBM) and $\beta_\text{{chip}} \approx$ SMs × 128 B/clock ×
+    clock ({_chip / 1e3:.0f} TB/s, {_chip / _hw.bandwidth_gbs:.0f}× HBM). At $S$ = {_s:,},
     {_heads} heads, ${_t}\times{_t}$ tiles: $AI_\text{{L2}}$ = {_pt.ai_l2:.0f} FLOP/B, bound by
     the {_pt.limit} roof at {_pt.attainable_tflops:.0f} TFLOP/s; FlashAttention-3 measures
     {_measured:.0f} TFLOP/s for this case (the bound is {_pt.attainable_tflops / _measured:.2f}×
