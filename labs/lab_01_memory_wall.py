@@ -9,6 +9,7 @@ with app.setup:
     from labs.core import (figures, formulas, hardware, live, measure, quiz, reveal, roofline,
                            style)
     from labs.core import units
+    from labs.core.course.lessons import memory_wall
 
     LAB_ID = "lab01"
     # The engineer's kernel in Parts 1 and 2: one decode step of a 16-request batch through an
@@ -155,17 +156,8 @@ def _(device_picker, precision_picker):
     _wait = INSTRUMENTS.gate("device")
     mo.stop(_wait is not None, _wait)
     _d = hardware.get(device_picker.value)
-    _p = precision_picker.value
     try:
-        _cards = style.metric_cards([
-            ("Memory", _d.memory_text, _d.memory_type),
-            ("Bandwidth β", f"{units.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
-            (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} {units.rate_unit(_p)}",
-             _d.note(_p) or "no 2:4 sparsity"),
-            (f"Ridge ({_p}, dense)",
-             f"{units.format_value(roofline.ridge_point(_d, _p))} {units.intensity_unit(_p)}",
-             "π / β"),
-        ])
+        _cards = style.metric_cards(memory_wall.device_cards(_d, precision_picker.value))
     except KeyError as _exc:
         _cards = style.error_callout(
             style.error_message(_exc) + "\n\nThe instruments below need a precision this device has: "
@@ -232,13 +224,7 @@ def _(WHICH_ROOF_OPTIONS, get_which_roof, lab):
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _ref)
     which_roof_prediction = get_which_roof() or reveal.reference(
         lab, "lab01.which_roof", _ref, label=_label,
-        explanation=f"With M = {SCENARIO['m']} rows, every weight byte read serves only "
-                    f"{SCENARIO['m']} rows: AI = {_ai:.1f} FLOP/B against the {_d.name}'s "
-                    f"{_p} ridge of {roofline.ridge_point(_d, _p):.0f} FLOP/B, so it is "
-                    f"{_ref}. The roofline caps it at {roofline.flop_utilization_bound(_ai, _d, _p):.1%} "
-                    "of peak whatever the tiling"
-                    + (": the GPU is not throttling, it waits for bytes." if _ref == roofline.MEMORY
-                       else "."))
+        explanation=memory_wall.which_roof_explanation(SCENARIO["m"], _ai, _d, _p))
     reveal.card(which_roof_prediction)
     return (which_roof_prediction,)
 
@@ -279,32 +265,11 @@ def _(device_picker, gemv_cost, scenario_bounds, scenario_cost):
 def _(device_picker, scenario_bounds, scenario_cost):
     _d, _p = device_picker.value, SCENARIO["precision"]
     scenario_regime = roofline.regime(scenario_cost.ai, _d, _p)
-    scenario_metrics = {
-        "ai": scenario_cost.ai, "ridge": roofline.ridge_point(_d, _p),
-        "attainable": float(roofline.attainable_tflops(scenario_cost.ai, _d, _p)),
-        "lower": scenario_bounds.lower, "no_overlap": scenario_bounds.no_overlap,
-        "flop_util_bound": roofline.flop_utilization_bound(scenario_cost.ai, _d, _p)}
-    mo.vstack([mo.hstack([mo.md("**Priya's GEMM is**"), style.regime_badge(scenario_regime)],
-                         justify="start"),
-               style.metric_cards([
-        ("Arithmetic intensity", f"{units.format_value(scenario_metrics['ai'])} FLOP/B",
-         "2MNK / bytes of A, B, C"),
-        (f"Ridge ({_p}, dense)", f"{units.format_value(scenario_metrics['ridge'])} FLOP/B",
-         "π / β"),
-        style.Metric("Attainable", f"{units.format_value(scenario_metrics['attainable'])} "
-                     f"{units.rate_unit(_p)}",
-                     "min(π, AI · β)", scenario_regime),
-        ("Time, lower bound", units.format_seconds(scenario_bounds.lower),
-         f"max(Tc, Tm); Tc = {units.format_seconds(scenario_bounds.t_compute)}, "
-         f"Tm = {units.format_seconds(scenario_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
-         f"{units.format_seconds(scenario_bounds.no_overlap)}"),
-        style.Metric("FLOP-utilisation bound",
-                     f"{units.format_value(100 * scenario_metrics['flop_util_bound'])}%",
-                     "the best fraction of peak this shape can reach", scenario_regime),
-        ("Memory footprint", units.format_bytes(scenario_cost.bytes),
-         f"A, B and C: {units.format_value(100 * scenario_cost.bytes / hardware.get(_d).memory_bytes)}"
-         "% of the device"),
-    ])])
+    scenario_metrics = memory_wall.gemm_numbers(scenario_cost, scenario_bounds, _d, _p)
+    _footprint = scenario_cost.bytes / hardware.get(_d).memory_bytes
+    memory_wall.regime_verdict("Priya's GEMM", scenario_regime, memory_wall.gemm_cards(
+        scenario_metrics, scenario_bounds, _p, scenario_regime, scenario_cost.bytes,
+        f"A, B and C: {units.format_value(100 * _footprint)}% of the device"))
     return
 
 
@@ -314,17 +279,7 @@ def _(device_picker, gemv_bounds, gemv_cost):
     mo.vstack([
         mo.md(f"**Decode case.** Generating one token multiplies the same N × K weights by one "
               f"vector: a GEMV. Every weight is read once and used for one multiply-add."),
-        style.metric_cards([
-            ("GEMV AI", f"{units.format_value(gemv_cost.ai)} FLOP/B", "2NK / (x + W + y bytes)"),
-            style.Metric("GEMV attainable",
-                         f"{units.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} "
-                         f"{units.rate_unit(_p)}",
-                         "AI · β", roofline.regime(gemv_cost.ai, _d, _p)),
-            ("GEMV time bound", units.format_seconds(gemv_bounds.lower), "≈ weight bytes / β"),
-            ("GEMV FLOP-utilisation bound",
-             f"{units.format_value(100 * roofline.flop_utilization_bound(gemv_cost.ai, _d, _p))}%",
-             "no kernel trick changes this"),
-        ])])
+        style.metric_cards(memory_wall.gemv_cards(gemv_cost, gemv_bounds, _d, _p))])
     return
 
 
@@ -335,11 +290,8 @@ def _(WHICH_ROOF_OPTIONS, lab, which_roof_prediction):
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p)
     _actual = roofline.regime(_g.ai, _d, _p)
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _actual)
-    quiz.compare(
-        which_roof_prediction, _actual, lab=lab,
-        actual_label=f"{_label} (Priya's GEMM on the {_d.name}: AI = "
-                     f"{units.format_value(_g.ai)} FLOP/B, ridge ({_p}, dense) = "
-                     f"{units.format_value(roofline.ridge_point(_d, _p))} FLOP/B)")
+    quiz.compare(which_roof_prediction, _actual, lab=lab,
+                 actual_label=memory_wall.which_roof_actual(_label, _g.ai, _d, _p))
     return
 
 
@@ -380,12 +332,7 @@ def _(which_roof_prediction):
     \text{FLOP-utilisation bound} = \min\!\left(1, \frac{\text{AI}}{\text{ridge}_p}\right)$$
 
     The GEMV ($M = 1$) has $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b}$.
-    """ + f"""
-    Priya's GEMM (M = {SCENARIO['m']}, N = K = {SCENARIO['n']}, {SCENARIO['precision']}):
-    AI = {units.format_value(_g.ai)} FLOP/B; its decode GEMV: AI = {units.format_value(_v.ai)} FLOP/B.
-    These count each matrix moved once, the least any kernel moves: a real tiled kernel
-    re-reads some of it (Part 2 counts those bytes).
-    """)
+    """ + memory_wall.decode_ai_note(SCENARIO, _g.ai, _v.ai))
     return
 
 
@@ -445,14 +392,10 @@ def _(LEVER_OPTIONS, get_levers, lab, set_levers):
 def _(LEVER_OPTIONS, LEVER_TILE, get_levers, lab):
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
-    _top = max(_levers[1:], key=lambda lv: lv.ai)
-    _best = _top.name
+    _best = max(_levers[1:], key=lambda lv: lv.ai).name
     levers_prediction = get_levers() or reveal.reference(
         lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best),
-        explanation=f"From AI {_levers[0].ai:.1f} FLOP/B ({_levers[0].why}): "
-                    + "; ".join(f"{lv.name} → {lv.ai:.1f}" for lv in _levers[1:])
-                    + f" FLOP/B. {_best} wins: {_top.why}. A faster clock raises the ridge, not "
-                    "the AI, and capacity does not change bytes per FLOP.")
+        explanation=memory_wall.levers_explanation(_levers))
     reveal.card(levers_prediction)
     return (levers_prediction,)
 
@@ -481,7 +424,6 @@ def _(device_picker, levers_prediction, tile_slider, which_roof_prediction):
 def _(levers, tile_slider):
     _best = max(levers[1:], key=lambda lv: lv.ai)
     _t = tile_slider.value
-    _a_tile = f"{'an' if str(_t).startswith('8') else 'a'} {_t} × {_t}-tiled"  # an 8 × 8
     _ideal = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
     levers_figure = figures.bar_figure(
         [lv.name for lv in levers], [lv.rho for lv in levers],
@@ -491,10 +433,7 @@ def _(levers, tile_slider):
         yaxis_title="ρ = AI / ridge",
         title=f"Priya's GEMM {SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,} "
               f"({SCENARIO['precision']}, dense ridge), {_t} × {_t} tiles: each lever alone",
-        note=f"AI here counts the bytes {_a_tile} kernel moves (A re-read once per "
-             f"tile column, B once per tile row): {units.format_value(levers[0].ai)} FLOP/B "
-             f"today. Part 1's {units.format_value(_ideal)} FLOP/B counts each matrix moved "
-             "once, the least any kernel can move.")
+        note=memory_wall.levers_note(_t, levers[0].ai, _ideal))
     mo.vstack([levers_figure, mo.md(
         f"Most AI for Priya's GEMM: **{_best.name}**. "
         "ρ = AI / ridge: below 1 (blue bars) memory-bound, 1 or more (orange) compute-bound.")])
@@ -503,10 +442,7 @@ def _(levers, tile_slider):
 
 @app.cell
 def _(levers):
-    _base = levers[0]
-    style.metric_cards([
-        (lv.name, f"AI × {units.format_value(lv.ai / _base.ai)}",
-         f"ρ × {units.format_value(lv.rho / _base.rho)} · {lv.why}") for lv in levers[1:]])
+    style.metric_cards(memory_wall.lever_cards(levers))
     return
 
 
@@ -521,12 +457,10 @@ def _(
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
-    _best = max(_levers[1:], key=lambda lv: lv.ai)
-    quiz.compare(levers_prediction, _best.name, lab=lab, actual_label=(
-        f"{next(k for k, v in LEVER_OPTIONS.items() if v == _best.name)}: AI "
-        f"{units.format_value(_levers[0].ai)} → {units.format_value(_best.ai)} FLOP/B for "
-        f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}) with "
-        f"{LEVER_TILE} × {LEVER_TILE} tiles: the case the chart opens on"))
+    _best = max(_levers[1:], key=lambda lv: lv.ai).name
+    _label = next(k for k, v in LEVER_OPTIONS.items() if v == _best)
+    quiz.compare(levers_prediction, _best, lab=lab,
+                 actual_label=memory_wall.levers_actual(_label, _levers, SCENARIO, LEVER_TILE))
     return
 
 
@@ -617,16 +551,9 @@ def _(get_crossover, lab, set_crossover):
 @app.cell
 def _(get_crossover, lab):
     _ref = roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])
-    _ridge = roofline.ridge_point(OPENING["device"], OPENING["precision"])
     crossover_prediction = get_crossover() or reveal.reference(
         lab, "lab01.crossover_n", round(_ref),
-        explanation=f"A square N³ GEMM does 2N³ FLOPs on 3N² elements, so its AI grows with "
-                    f"N: AI = N / {_ref / _ridge:g} FLOP/B in {OPENING['precision']}. It meets "
-                    f"the {hardware.get(OPENING['device']).name}'s ridge of {_ridge:.0f} FLOP/B "
-                    f"at N* = {_ref / _ridge:g} × {_ridge:.0f} ≈ {_ref:,.0f}; smaller squares "
-                    "are memory-bound. This is the roofline's N*: measured cuBLAS throughput "
-                    "levels off around it, blurred by tile shapes, launch overhead and L2 "
-                    "reuse.")
+        explanation=memory_wall.crossover_explanation(OPENING["device"], OPENING["precision"]))
     reveal.card(crossover_prediction)
     return (crossover_prediction,)
 
@@ -667,23 +594,11 @@ def _(
     precision_picker,
 ):
     mo.stop(crossover_error is not None)
-    _p, _d = precision_picker.value, device_picker.value
-    _cards = [
-        style.Metric(f"N* ({_p}, dense)", f"{units.format_value(round(crossover_n))}",
-                     "square GEMMs above this are compute-bound", "compute-bound"),
-        (f"Ridge ({_p}, dense)",
-         f"{units.format_value(roofline.ridge_point(_d, _p))} {units.intensity_unit(_p)}",
-         "AI a GEMM must reach"),
-        ("AI of a square GEMM", f"2N / (3b) {units.intensity_unit(_p)}",
-         "grows linearly with N: bigger matrices reuse each byte more")]
-    if crossover_prediction is not None:  # the student's own N*, on the instrument's roof
-        _guess = max(1, round(float(crossover_prediction.value)))
-        _gai = formulas.gemm(_guess, _guess, _guess, _p).ai
-        _cards.append(style.Metric(f"At your N* = {units.format_value(_guess)}",
-                                   f"AI {units.format_value(_gai)} {units.intensity_unit(_p)}",
-                                   f"{roofline.regime(_gai, _d, _p)} on this device",
-                                   roofline.regime(_gai, _d, _p)))
-    style.metric_cards(_cards)
+    # the student's own N*, on the instrument's roof
+    _guess = (None if crossover_prediction is None
+              else max(1, round(float(crossover_prediction.value))))
+    style.metric_cards(memory_wall.crossover_cards(
+        crossover_n, device_picker.value, precision_picker.value, guess=_guess))
     return
 
 
@@ -712,7 +627,6 @@ def _(crossover_prediction, lab):
 @app.cell
 def _(crossover_prediction):
     mo.stop(INSTRUMENTS.gate("crossover", crossover_prediction) is not None)
-    _h = hardware.get("h100-sxm")
     style.math_peek("the crossover N*", r"""
     A square GEMM ($M = N = K$) does $2N^3$ FLOPs and moves $3N^2 b$ bytes (A, B, C):
 
@@ -726,19 +640,7 @@ def _(crossover_prediction):
 
     Units: $b$ [B/element] × ridge [FLOP/B] = FLOP per element; dividing by the $2/3$ FLOP per
     element of side that $2N^3 / 3N^2$ gives leaves $N^*$, a count of elements along one side.
-    """ + f"""
-    Example, {_h.name}: bf16 dense π = {_h.peak_tflops("bf16"):,.4g} TFLOP/s, β =
-    {_h.bandwidth_gbs:,.0f} GB/s, ridge = {units.format_value(roofline.ridge_point(_h, "bf16"))}
-    FLOP/B, N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16")))}. In fp8 the
-    peak doubles and b halves: N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "fp8")))}.
-    In fp32 (CUDA cores, ridge {units.format_value(roofline.ridge_point(_h, "fp32"))} FLOP/B, b = 4):
-    N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "fp32")))}.
-
-    The usual slips, each a factor off: forgetting C's write (AI = N / b) gives
-    N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16", operands=2)))}; the
-    2:4-sparse headline peak, or one FLOP per multiply-add, gives
-    {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16", sparse=True)))}.
-    """)
+    """ + memory_wall.crossover_examples("h100-sxm"))
     return
 
 
