@@ -692,16 +692,11 @@ def _(get_other_device, lab):
     _o = OVERLAY_SCENARIO
     _p = _o["precision"]
     _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
-    _edge, _dc = (hardware.get(_o[k]) for k in ("edge", "datacenter"))
-    _ref = roofline.regime(_ai, _dc, _p)
+    _ref = roofline.regime(_ai, _o["datacenter"], _p)
     other_device_prediction = get_other_device() or reveal.reference(
         lab, "lab01.other_device", _ref,
         label="memory-bound" if _ref == "memory-bound" else "compute-bound, like on the edge device",
-        explanation=f"The GEMM's AI is {_ai:.0f} FLOP/B on any device. The {_edge.name}'s {_p} "
-                    f"ridge is {roofline.ridge_point(_edge, _p):.0f} FLOP/B "
-                    f"({roofline.regime(_ai, _edge, _p)} there); the {_dc.name}'s is "
-                    f"{roofline.ridge_point(_dc, _p):.0f} FLOP/B: {_ref}. A faster chip needs "
-                    "more reuse per byte to stay busy.")
+        explanation=memory_wall.other_device_explanation(_ai, _o["edge"], _o["datacenter"], _p))
     reveal.card(other_device_prediction)
     return (other_device_prediction,)
 
@@ -770,15 +765,8 @@ def _(
 @app.cell
 def _(overlay_cost, overlay_keys, precision_picker):
     mo.stop(not overlay_keys)
-    _p = precision_picker.value
-    _u = units.intensity_unit(_p)
-    style.metric_cards([
-        style.Metric(figures.short_name(hardware.get(k)),
-                     roofline.regime(overlay_cost.ai, k, _p),
-                     f"ridge ({_p}, dense) = {units.format_value(roofline.ridge_point(k, _p))} "
-                     f"{_u} · this GEMM: AI {units.format_value(overlay_cost.ai)} {_u}",
-                     roofline.regime(overlay_cost.ai, k, _p))
-        for k in overlay_keys])
+    style.metric_cards(memory_wall.overlay_cards(overlay_cost.ai, overlay_keys,
+                                                 precision_picker.value))
     return
 
 
@@ -832,10 +820,6 @@ def _(
                              crossover_prediction, other_device_prediction) is not None)
     _o = OVERLAY_SCENARIO
     _p = _o["precision"]
-    _rows = [f"{hardware.get(k).name}: {_p} dense {hardware.get(k).peak_tflops(_p):,.4g} TFLOP/s, "
-             f"{hardware.get(k).bandwidth_gbs:,.4g} GB/s, ridge "
-             f"{units.format_value(roofline.ridge_point(k, _p))} FLOP/B"
-             for k in (_o["datacenter"], _o["edge"])]
     style.math_peek("one AI, many ridges", r"""
     AI depends only on the operation: for $C_{M\times N} = A_{M\times K}B_{K\times N}$,
     $\text{AI} = \frac{2MNK}{(MK + KN + MN)\,b}$, the same on every chip ($\approx 2M/b$ while
@@ -846,7 +830,7 @@ def _(
     {\beta\ \text{[B/s]}}$$
 
     A chip whose peak grew faster than its bandwidth has its ridge further right.
-    """ + "\n\n".join(f"- {r}" for r in _rows) + f"""
+    """ + memory_wall.ridge_rows((_o["datacenter"], _o["edge"]), _p) + f"""
 
     The {_o['m']} × {_o['n']:,} × {_o['k']:,} {_p} GEMM has AI =
     {units.format_value(formulas.gemm(_o['m'], _o['n'], _o['k'], _p).ai)} FLOP/B: between the
@@ -909,21 +893,13 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab, set_yardstick):
 
 @app.cell
 def _(YARDSTICK_OPTIONS, get_yardstick, lab):
-    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
-    _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
-                              PROFILER["bandwidth"] * _d.bandwidth_gbs)
-    _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
-    _cap = roofline.flop_utilization_bound(_ai, _d, _p)
+    _d, _p = OPENING["device"], SCENARIO["precision"]
+    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
+    _ref = "bandwidth" if _read["regime"] == roofline.MEMORY else "flop_util"
     yardstick_prediction = get_yardstick() or reveal.reference(
         lab, "lab01.yardstick", _ref,
         label=next(k for k, v in YARDSTICK_OPTIONS.items() if v == _ref),
-        explanation=f"Achieved FLOP/s ÷ achieved bytes/s gives the kernel's AI: {_ai:.1f} "
-                    f"FLOP/B, {'below' if _ref == 'bandwidth' else 'above'} the {_p} ridge of "
-                    f"{roofline.ridge_point(_d, _p):.0f}: "
-                    f"{roofline.regime(_ai, _d, _p)}. At that AI the roof allows only "
-                    f"{_cap:.1%} of peak FLOP/s, so {PROFILER['flop_util']:.0%} FLOP utilisation "
-                    f"is already {PROFILER['flop_util'] / _cap:.0%} of what is possible; the "
-                    "bandwidth figure is the one that measures the distance to the roof.")
+        explanation=memory_wall.yardstick_explanation(_read, PROFILER["flop_util"], _d, _p))
     reveal.card(yardstick_prediction)
     return (yardstick_prediction,)
 
@@ -956,18 +932,10 @@ def _(
     _wait = INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction, yardstick_prediction)
     mo.stop(_wait is not None, _wait)
-    _d, _p = hardware.get(device_picker.value), precision_picker.value
     try:
-        _tflops = flop_util_slider.value / 100 * _d.peak_tflops(_p)
-        _gbs = bw_slider.value / 100 * _d.bandwidth_gbs
-        _ai = roofline.implied_ai(_tflops, _gbs)
-        yardstick = {
-            "tflops": _tflops, "gbs": _gbs, "ai": _ai,
-            "regime": roofline.regime(_ai, _d, _p),
-            "flop_util": roofline.flop_utilization(_tflops, _d, _p),
-            "bw_util": roofline.bandwidth_utilization(_gbs, _d),
-            "of_roof": roofline.fraction_of_roof(_tflops, _ai, _d, _p),
-            "flop_util_bound": roofline.flop_utilization_bound(_ai, _d, _p)}
+        yardstick = memory_wall.profiler_reading(flop_util_slider.value / 100,
+                                                 bw_slider.value / 100, device_picker.value,
+                                                 precision_picker.value)
         yardstick_error = None
     except (KeyError, ValueError) as _exc:
         yardstick = None
@@ -993,22 +961,8 @@ def _(device_picker, precision_picker, yardstick, yardstick_error):
 @app.cell
 def _(precision_picker, yardstick, yardstick_error):
     mo.stop(yardstick_error is not None)
-    _pct = lambda x: f"{units.format_value(100 * x)}%"  # noqa: E731
-    mo.vstack([
-        mo.hstack([mo.md("**The kernel is**"), style.regime_badge(yardstick["regime"])],
-                  justify="start"),
-        style.metric_cards([
-            ("Implied AI", f"{units.format_value(yardstick['ai'])} "
-                           f"{units.intensity_unit(precision_picker.value)}",
-             "achieved FLOP/s ÷ achieved B/s"),
-            ("FLOP utilisation", _pct(yardstick["flop_util"]), "achieved / peak FLOP/s"),
-            ("Bandwidth utilisation", _pct(yardstick["bw_util"]), "achieved / peak B/s"),
-            style.Metric("Fraction of its roof", _pct(yardstick["of_roof"]),
-                         "achieved / attainable at this AI: the headroom left",
-                         yardstick["regime"]),
-            ("FLOP-utilisation bound", _pct(yardstick["flop_util_bound"]),
-             "the best FLOP utilisation this AI allows"),
-        ])])
+    memory_wall.regime_verdict("The kernel", yardstick["regime"],
+                               memory_wall.yardstick_cards(yardstick, precision_picker.value))
     return
 
 
@@ -1025,14 +979,13 @@ def _(
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
                              yardstick_prediction) is not None)
-    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
-    _t = PROFILER["flop_util"] * _d.peak_tflops(_p)
-    _ai = roofline.implied_ai(_t, PROFILER["bandwidth"] * _d.bandwidth_gbs)
-    _actual = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
-    quiz.compare(yardstick_prediction, _actual, lab=lab, actual_label=(
-        f"{next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)}: at "
-        f"{units.format_value(_ai)} FLOP/B ({_p}) the kernel reaches "
-        f"{units.format_value(100 * roofline.fraction_of_roof(_t, _ai, _d, _p))}% of its roof"))
+    _p = SCENARIO["precision"]
+    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"],
+                                         OPENING["device"], _p)
+    _actual = "bandwidth" if _read["regime"] == roofline.MEMORY else "flop_util"
+    _label = next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)
+    quiz.compare(yardstick_prediction, _actual, lab=lab,
+                 actual_label=memory_wall.yardstick_actual(_label, _read, _p))
     return
 
 
@@ -1071,9 +1024,8 @@ def _(
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
                              yardstick_prediction) is not None)
-    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
-    _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
-                              PROFILER["bandwidth"] * _d.bandwidth_gbs)
+    _d, _p = OPENING["device"], SCENARIO["precision"]
+    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
     style.math_peek("two yardsticks and the roof", r"""
     From the profiler: achieved $P$ [FLOP/s] and achieved $B$ [B/s]. Then
 
@@ -1087,14 +1039,8 @@ def _(
 
     FU is the kernel's FLOP utilisation. MFU (model FLOP utilisation) is the same ratio for a
     whole model's step, counting the model's FLOPs: keep that name for models.
-    """ + f"""
-    On the {_d.name} ({_p}): {PROFILER['flop_util']:.0%} FLOP utilisation at {PROFILER['bandwidth']:.0%} bandwidth
-    puts AI at {units.format_value(_ai)} FLOP/B, {units.format_value(float(roofline.rho(_ai, _d, _p)))}
-    × the ridge: {roofline.regime(_ai, _d, _p)}, at
-    {units.format_value(100 * roofline.fraction_of_roof(PROFILER['flop_util'] * _d.peak_tflops(_p), _ai, _d, _p))}%
-    of its roof, with a FLOP-utilisation bound of {units.format_value(100 * roofline.flop_utilization_bound(_ai, _d, _p))}%.
-    Only raising AI (Part 2) lifts that bound.
-    """)
+    """ + memory_wall.yardstick_worked_example(_read, PROFILER["flop_util"],
+                                               PROFILER["bandwidth"], _d, _p))
     return
 
 
@@ -1183,31 +1129,10 @@ def _(
     mo.stop(gemm_error is not None)
     _d, _p = device_picker.value, precision_picker.value
     gemm_regime = roofline.regime(gemm_cost.ai, _d, _p)
-    _u = units.intensity_unit(_p)
-    gemm_metrics = {
-        "ai": gemm_cost.ai, "ridge": roofline.ridge_point(_d, _p),
-        "attainable": float(roofline.attainable_tflops(gemm_cost.ai, _d, _p)),
-        "lower": gemm_bounds.lower, "no_overlap": gemm_bounds.no_overlap,
-        "flop_util_bound": roofline.flop_utilization_bound(gemm_cost.ai, _d, _p)}
-    mo.vstack([mo.hstack([mo.md("**Your GEMM is**"), style.regime_badge(gemm_regime)],
-                         justify="start"),
-               style.metric_cards([
-        ("Arithmetic intensity", f"{units.format_value(gemm_metrics['ai'])} {_u}",
-         "2MNK / bytes of A, B, C"),
-        (f"Ridge ({_p}, dense)", f"{units.format_value(gemm_metrics['ridge'])} {_u}", "π / β"),
-        style.Metric("Attainable", f"{units.format_value(gemm_metrics['attainable'])} "
-                     f"{units.rate_unit(_p)}",
-                     "min(π, AI · β)", gemm_regime),
-        ("Time, lower bound", units.format_seconds(gemm_bounds.lower),
-         f"max(Tc, Tm); Tc = {units.format_seconds(gemm_bounds.t_compute)}, "
-         f"Tm = {units.format_seconds(gemm_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
-         f"{units.format_seconds(gemm_bounds.no_overlap)}"),
-        style.Metric("FLOP-utilisation bound",
-                     f"{units.format_value(100 * gemm_metrics['flop_util_bound'])}%",
-                     "the best fraction of peak this shape can reach", gemm_regime),
-        ("Memory footprint", units.format_bytes(gemm_cost.bytes),
-         f"{units.format_value(100 * gemm_fraction)}% of the device"),
-    ])])
+    gemm_metrics = memory_wall.gemm_numbers(gemm_cost, gemm_bounds, _d, _p)
+    memory_wall.regime_verdict("Your GEMM", gemm_regime, memory_wall.gemm_cards(
+        gemm_metrics, gemm_bounds, _p, gemm_regime, gemm_cost.bytes,
+        f"{units.format_value(100 * gemm_fraction)}% of the device"))
     return
 
 
@@ -1323,22 +1248,12 @@ def _(live_info, live_p, live_reference, live_rows):
     live_fits = {r["n"]: _cache is not None and formulas.gemm(r["n"], r["n"], r["n"], live_p).bytes
                  <= _cache for r in live_ok}
     live_above = [r for r in live_ok if r["ratio"] is not None and r["ratio"] > 1]
-    if live_reference is not None:
-        _roof = (f"this machine's measured roofline: {units.format_value(live_reference.bandwidth_gbs)}"
-                 f" GB/s of bandwidth (STREAM, past the caches) and the best {live_p} GEMM rate "
-                 "of a short run before the sweep")
-    else:
-        _roof = f"the spec sheet of the {live_info.spec().name}"
-    _fit = [n for n, fits in live_fits.items() if fits]
-    live_note = f"The roof is {_roof}." + (
-        f" A, B and C fit in this machine's {units.format_bytes(_cache, binary=True)} "
-        f"last-level cache for N ≤ {max(_fit):,} ({live_p}): those GEMMs re-read their "
-        "operands from cache, not from memory, so the memory roof drawn from its bandwidth "
-        "does not bind them (Lab 5 measures each level)." if _fit else "") + (
-        " A point above the flat compute roof says the short run that measured the roof was "
-        "slowed (other programs, clocks): a measured roof is only as good as its run."
-        if live_reference is not None and any(r["bound"] == "compute" for r in live_above)
-        else "")
+    _measured = live_reference is not None
+    live_note = memory_wall.sweep_note(
+        live_p, measured_gbs=live_reference.bandwidth_gbs if _measured else None,
+        spec_name=None if _measured else live_info.spec().name, cache_bytes=_cache,
+        largest_fit=max((n for n, fits in live_fits.items() if fits), default=None),
+        roof_run_slowed=_measured and any(r["bound"] == "compute" for r in live_above))
     return live_above, live_fits, live_note, live_ok
 
 
@@ -1395,27 +1310,12 @@ def _(lab, live_above, live_ok):
     mo.stop(not live_ok)
     # The questions follow what this machine measured: a point above the roof is asked about
     # as such, never as one that "falls below" it.
-    _worst = min(live_ok, key=lambda r: r["ratio"] or float("inf"))
-    if live_above:
-        _sizes = ", ".join(f"{r['n']:,}" for r in live_above)
-        _explain = (
-            f"N = {_sizes} ran above the predicted roof "
-            f"(up to {units.format_value(max(r['ratio'] for r in live_above))}×), yet a "
-            "roofline is an upper bound. Which of its assumptions did they break? (Read the "
-            "note under the figure: where do their A, B and C live, and how was the roof "
-            "itself measured?)")
-    elif _worst is live_ok[0]:
-        _explain = ("Why do small GEMMs fall furthest below the roof, even where the roof "
-                    "itself is low? (Think: launch and loop overhead, caches, tiles.)")
-    else:
-        _explain = (f"Why is the gap below the roof largest at N = {_worst['n']:,}? (Think: "
-                    "launch and loop overhead, caches, tiles, what else ran on this machine.)")
     quiz.explain_form(
         lab, "lab01.measured_sweep",
         observe_label="How close do the measured points come to the predicted roof "
                       "(measured / predicted)? Which N sit above it, and at which N is the "
                       "gap below it largest?",
-        explain_label=_explain)
+        explain_label=memory_wall.sweep_question(live_ok, live_above))
     return
 
 
