@@ -23,6 +23,28 @@ with app.setup:
     OVERLAY_SCENARIO = {"m": 256, "n": 8192, "k": 8192, "precision": "bf16",
                         "edge": "jetson-orin-nx-16gb", "datacenter": "h100-sxm"}
     PROFILER = {"flop_util": 0.03, "bandwidth": 0.90}
+    LEVER_TILE = 64  # Priya's tiles today (Part 2)
+    # The choices of Predictions 1, 2 and 5: the label a student reads -> the value recorded.
+    WHICH_ROOF_OPTIONS = {
+        "The memory roof: it waits for bytes from memory": roofline.MEMORY,
+        "The compute roof: the tensor cores are saturated": roofline.COMPUTE,
+        "Neither: a good kernel reaches peak, this one is badly written": "broken",
+    }
+    # Prediction 2's values are core's lever names (in ai_levers' order, after the baseline).
+    LEVER_OPTIONS = dict(zip(
+        [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
+         f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
+         "fp8 weights: half the weight bytes, same bf16 math",
+         f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
+         f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
+        [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
+    YARDSTICK_OPTIONS = {
+        f"FLOP utilisation ({PROFILER['flop_util']:.0%} of peak FLOP/s): there is "
+        f"~{1 / PROFILER['flop_util']:.0f}x headroom": "flop_util",
+        f"Bandwidth utilisation ({PROFILER['bandwidth']:.0%}): the kernel is close to its "
+        "roof": "bandwidth",
+        "Both equally: average the two": "both",
+    }
     # The device and precision every question names, and the pickers' opening values: the
     # instructor copy's reveal answers are computed for these (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "precision": "bf16"}
@@ -196,17 +218,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    WHICH_ROOF_OPTIONS = {
-        "The memory roof: it waits for bytes from memory": roofline.MEMORY,
-        "The compute roof: the tensor cores are saturated": roofline.COMPUTE,
-        "Neither: a good kernel reaches peak, this one is badly written": "broken",
-    }
-    return (WHICH_ROOF_OPTIONS,)
-
-
-@app.cell
-def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, set_which_roof):
+def _(get_which_roof, lab, set_which_roof):
     which_roof_form = quiz.choice_form(
         lab, "lab01.which_roof",
         question=f"**Prediction 1.** Which roof limits Priya's GEMM on the "
@@ -217,7 +229,7 @@ def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, set_which_roof):
 
 
 @app.cell
-def _(WHICH_ROOF_OPTIONS, get_which_roof, lab):
+def _(get_which_roof, lab):
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p).ai
     _ref = roofline.regime(_ai, _d, _p)
@@ -247,10 +259,7 @@ def _(device_picker, which_roof_prediction):
 
 @app.cell
 def _(device_picker, gemv_cost, scenario_bounds, scenario_cost):
-    _hover = {"time, lower bound": units.format_seconds(scenario_bounds.lower),
-              "no-overlap estimate": units.format_seconds(scenario_bounds.no_overlap),
-              "FLOPs": units.format_value(scenario_cost.flops),
-              "bytes": units.format_value(scenario_cost.bytes)}
+    _hover = memory_wall.gemm_hover(scenario_cost, scenario_bounds)
     scenario_figure = figures.roofline_figure(
         [(device_picker.value, SCENARIO["precision"])],
         [figures.Point("Priya's GEMM", scenario_cost.ai, hover=_hover),
@@ -266,10 +275,9 @@ def _(device_picker, scenario_bounds, scenario_cost):
     _d, _p = device_picker.value, SCENARIO["precision"]
     scenario_regime = roofline.regime(scenario_cost.ai, _d, _p)
     scenario_metrics = memory_wall.gemm_numbers(scenario_cost, scenario_bounds, _d, _p)
-    _footprint = scenario_cost.bytes / hardware.get(_d).memory_bytes
     memory_wall.regime_verdict("Priya's GEMM", scenario_regime, memory_wall.gemm_cards(
-        scenario_metrics, scenario_bounds, _p, scenario_regime, scenario_cost.bytes,
-        f"A, B and C: {units.format_value(100 * _footprint)}% of the device"))
+        scenario_metrics, scenario_cost, scenario_bounds, _d, _p, scenario_regime,
+        footprint_of="A, B and C: "))
     return
 
 
@@ -284,7 +292,7 @@ def _(device_picker, gemv_bounds, gemv_cost):
 
 
 @app.cell
-def _(WHICH_ROOF_OPTIONS, lab, which_roof_prediction):
+def _(lab, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("priya_gemm", which_roof_prediction) is not None)
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p)
@@ -345,7 +353,7 @@ def _():
 
 
 @app.cell
-def _(LEVER_TILE):
+def _():
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         "Five proposals are on my desk for the decode GEMM (M = "
@@ -365,21 +373,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    LEVER_TILE = 64  # Priya's tiles today
-    # Option values are core's lever names (in ai_levers' order, after the baseline).
-    LEVER_OPTIONS = dict(zip(
-        [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
-         f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
-         "fp8 weights: half the weight bytes, same bf16 math",
-         f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
-         f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
-        [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
-    return LEVER_OPTIONS, LEVER_TILE
-
-
-@app.cell
-def _(LEVER_OPTIONS, get_levers, lab, set_levers):
+def _(get_levers, lab, set_levers):
     levers_form = quiz.choice_form(
         lab, "lab01.levers",
         question="**Prediction 2.** Which single change raises the AI of Priya's GEMM the most?",
@@ -389,7 +383,7 @@ def _(LEVER_OPTIONS, get_levers, lab, set_levers):
 
 
 @app.cell
-def _(LEVER_OPTIONS, LEVER_TILE, get_levers, lab):
+def _(get_levers, lab):
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
     _best = max(_levers[1:], key=lambda lv: lv.ai).name
@@ -401,7 +395,7 @@ def _(LEVER_OPTIONS, LEVER_TILE, get_levers, lab):
 
 
 @app.cell
-def _(LEVER_TILE):
+def _():
     tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
                                label="Output tile edge T of Priya's kernel today",
                                show_value=True, full_width=True)
@@ -447,13 +441,7 @@ def _(levers):
 
 
 @app.cell
-def _(
-    LEVER_OPTIONS,
-    LEVER_TILE,
-    lab,
-    levers_prediction,
-    which_roof_prediction,
-):
+def _(lab, levers_prediction, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
@@ -745,20 +733,14 @@ def _(
     overlay_skipped,
     precision_picker,
 ):
-    mo.stop(not overlay_keys, style.error_callout(
-        f"None of the chosen devices has {'an' if precision_picker.value[0] in 'fi' else 'a'} "
-        f"{precision_picker.value} rate in the registry "
-        f"({', '.join(overlay_skipped)}). Pick another precision."))
-    _shape = f"{overlay_m.value:,} × {OVERLAY_SCENARIO['n']:,} × {OVERLAY_SCENARIO['k']:,}"
+    _p = precision_picker.value
+    mo.stop(not overlay_keys,
+            style.error_callout(memory_wall.no_rate_message(_p, overlay_skipped)))
     overlay_figure = figures.roofline_figure(
-        [(k, precision_picker.value) for k in overlay_keys],
+        [(k, _p) for k in overlay_keys],
         [figures.Point(f"M = {overlay_m.value:,}", overlay_cost.ai)],
-        title=f"One {_shape} {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} "
-              f"{units.intensity_unit(precision_picker.value)}) "
-              "against several roofs")
-    style.figure_with_note(overlay_figure, (
-        f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")
-        if overlay_skipped else None)
+        title=memory_wall.overlay_title(overlay_m.value, OVERLAY_SCENARIO, _p, overlay_cost.ai))
+    style.figure_with_note(overlay_figure, memory_wall.not_drawn_note(_p, overlay_skipped))
     return
 
 
@@ -785,9 +767,7 @@ def _(
     _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
     _actual = roofline.regime(_ai, _dc, _p)
     quiz.compare(other_device_prediction, _actual, lab=lab,
-                 actual_label=f"{_actual}: AI {units.format_value(_ai)} FLOP/B vs ridge ({_p}, "
-                              f"dense) = {units.format_value(roofline.ridge_point(_dc, _p))} "
-                              "FLOP/B")
+                 actual_label=memory_wall.regime_against_ridge(_actual, _ai, _dc, _p))
     return
 
 
@@ -818,8 +798,6 @@ def _(
 ):
     mo.stop(INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction) is not None)
-    _o = OVERLAY_SCENARIO
-    _p = _o["precision"]
     style.math_peek("one AI, many ridges", r"""
     AI depends only on the operation: for $C_{M\times N} = A_{M\times K}B_{K\times N}$,
     $\text{AI} = \frac{2MNK}{(MK + KN + MN)\,b}$, the same on every chip ($\approx 2M/b$ while
@@ -830,15 +808,7 @@ def _(
     {\beta\ \text{[B/s]}}$$
 
     A chip whose peak grew faster than its bandwidth has its ridge further right.
-    """ + memory_wall.ridge_rows((_o["datacenter"], _o["edge"]), _p) + f"""
-
-    The {_o['m']} × {_o['n']:,} × {_o['k']:,} {_p} GEMM has AI =
-    {units.format_value(formulas.gemm(_o['m'], _o['n'], _o['k'], _p).ai)} FLOP/B: between the
-    two ridges. It is also big enough for the roofline to be the right model on both: 34 GFLOP
-    in 128 output tiles of 128 × 128, about one per SM of an H100 and tens of microseconds of
-    work. (A 512³ GEMM would be 16 tiles and half a microsecond: launch overhead and idle SMs,
-    not either roof, would set its time.)
-    """)
+    """ + memory_wall.ridges_example(OVERLAY_SCENARIO))
     return
 
 
@@ -869,20 +839,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    YARDSTICK_OPTIONS = {
-        f"FLOP utilisation ({PROFILER['flop_util']:.0%} of peak FLOP/s): there is "
-        f"~{1 / PROFILER['flop_util']:.0f}x "
-        "headroom": "flop_util",
-        f"Bandwidth utilisation ({PROFILER['bandwidth']:.0%}): the kernel is close to its "
-        "roof": "bandwidth",
-        "Both equally: average the two": "both",
-    }
-    return (YARDSTICK_OPTIONS,)
-
-
-@app.cell
-def _(YARDSTICK_OPTIONS, get_yardstick, lab, set_yardstick):
+def _(get_yardstick, lab, set_yardstick):
     yardstick_form = quiz.choice_form(
         lab, "lab01.yardstick",
         question="**Prediction 5.** Which number tells Dana how much faster this kernel can get?",
@@ -892,7 +849,7 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab, set_yardstick):
 
 
 @app.cell
-def _(YARDSTICK_OPTIONS, get_yardstick, lab):
+def _(get_yardstick, lab):
     _d, _p = OPENING["device"], SCENARIO["precision"]
     _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
     _ref = "bandwidth" if _read["regime"] == roofline.MEMORY else "flop_util"
@@ -907,9 +864,8 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab):
 @app.cell
 def _():
     flop_util_slider = mo.ui.slider(0.5, 100, step=0.5, value=100 * PROFILER["flop_util"],
-                              label="Achieved % of peak FLOP/s (FLOP utilisation)",
-                              show_value=True,
-                              full_width=True)
+                                    label="Achieved % of peak FLOP/s (FLOP utilisation)",
+                                    show_value=True, full_width=True)
     bw_slider = mo.ui.slider(1, 100, step=1, value=100 * PROFILER["bandwidth"],
                              label="Achieved % of peak bandwidth", show_value=True,
                              full_width=True)
@@ -947,12 +903,7 @@ def _(
 def _(device_picker, precision_picker, yardstick, yardstick_error):
     mo.stop(yardstick_error is not None, style.error_callout(yardstick_error))
     yardstick_figure = figures.roofline_figure(
-        [(device_picker.value, precision_picker.value)],
-        [figures.Point("the profiled kernel", yardstick["ai"], yardstick["tflops"],
-                       kind="measured",
-                       hover={"FLOP utilisation":
-                              f"{units.format_value(100 * yardstick['flop_util'])}%",
-                              "bandwidth": f"{units.format_value(100 * yardstick['bw_util'])}%"})],
+        [(device_picker.value, precision_picker.value)], [memory_wall.profiled_point(yardstick)],
         title="Where the profiler's numbers put the kernel")
     yardstick_figure
     return
@@ -968,7 +919,6 @@ def _(precision_picker, yardstick, yardstick_error):
 
 @app.cell
 def _(
-    YARDSTICK_OPTIONS,
     crossover_prediction,
     lab,
     levers_prediction,
@@ -1004,12 +954,10 @@ def _(
     quiz.explain_form(
         lab, "lab01.yardstick",
         observe_label=f"Set FLOP utilisation {PROFILER['flop_util']:.0%} and bandwidth "
-                      f"{PROFILER['bandwidth']:.0%}: "
-                      "what fraction of its roof does the kernel "
+                      f"{PROFILER['bandwidth']:.0%}: what fraction of its roof does the kernel "
                       "reach, and what is its FLOP-utilisation bound?",
         explain_label="What should Dana's engineers do instead of tuning FLOPs? When would "
-                      "FLOP utilisation "
-                      "be the right yardstick?")
+                      "FLOP utilisation be the right yardstick?")
     return
 
 
@@ -1088,51 +1036,40 @@ def _(
     _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
     try:
         gemm_cost = formulas.gemm(_m, _n, _k, _p)
-        gemm_fraction = roofline.require_fits(
-            gemm_cost.bytes, device_picker.value,
-            what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
+        # a GEMM that does not fit in the device's memory is the explorer's failure state
+        roofline.require_fits(gemm_cost.bytes, device_picker.value,
+                              what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
         gemm_bounds = roofline.time_bounds(gemm_cost.flops, gemm_cost.bytes,
                                            device_picker.value, _p)
         gemm_error = None
     except (KeyError, ValueError) as _exc:
-        gemm_cost = gemm_bounds = gemm_fraction = None
+        gemm_cost = gemm_bounds = None
         # a ValueError here is "does not fit in memory"; a KeyError, a rate the device lacks
         gemm_error = style.error_message(_exc) + "\n\n" + (
             SHRINK_GEMM if isinstance(_exc, ValueError) else PICK_PRECISION)
-    return gemm_bounds, gemm_cost, gemm_error, gemm_fraction
+    return gemm_bounds, gemm_cost, gemm_error
 
 
 @app.cell
 def _(device_picker, gemm_bounds, gemm_cost, gemm_error, precision_picker):
     mo.stop(gemm_error is not None, style.error_callout(gemm_error))
-    _hover = {"time, lower bound": units.format_seconds(gemm_bounds.lower),
-              "no-overlap estimate": units.format_seconds(gemm_bounds.no_overlap),
-              "FLOPs": units.format_value(gemm_cost.flops), "bytes": units.format_value(
-                  gemm_cost.bytes)}
     gemm_figure = figures.roofline_figure(
         [(device_picker.value, precision_picker.value)],
-        [figures.Point("your GEMM", gemm_cost.ai, hover=_hover)],
+        [figures.Point("your GEMM", gemm_cost.ai,
+                       hover=memory_wall.gemm_hover(gemm_cost, gemm_bounds))],
         title=f"Your GEMM on the {hardware.get(device_picker.value).name}")
     gemm_figure
     return
 
 
 @app.cell
-def _(
-    device_picker,
-    gemm_bounds,
-    gemm_cost,
-    gemm_error,
-    gemm_fraction,
-    precision_picker,
-):
+def _(device_picker, gemm_bounds, gemm_cost, gemm_error, precision_picker):
     mo.stop(gemm_error is not None)
     _d, _p = device_picker.value, precision_picker.value
     gemm_regime = roofline.regime(gemm_cost.ai, _d, _p)
     gemm_metrics = memory_wall.gemm_numbers(gemm_cost, gemm_bounds, _d, _p)
     memory_wall.regime_verdict("Your GEMM", gemm_regime, memory_wall.gemm_cards(
-        gemm_metrics, gemm_bounds, _p, gemm_regime, gemm_cost.bytes,
-        f"{units.format_value(100 * gemm_fraction)}% of the device"))
+        gemm_metrics, gemm_cost, gemm_bounds, _d, _p, gemm_regime))
     return
 
 
@@ -1267,21 +1204,11 @@ def _(
     live_reference,
     live_rows,
 ):
-    mo.stop(not live_ok, style.error_callout("No size could be measured: " + "; ".join(
-        f"N={r['n']}: {r['status']}" for r in live_rows[:3]) + ".\n\nPick another precision "
-        "to measure, or a longer time budget, and press the button again."))
+    mo.stop(not live_ok, style.error_callout(memory_wall.nothing_measured_message(live_rows)))
     _roof = live_reference.as_device() if live_reference is not None else live_info.spec()
     try:
         live_figure = figures.roofline_figure(
-            [(_roof, live_p)],
-            [figures.Point(f"N={r['n']}", r["ai"], r["measured_tflops"], kind="measured",
-                           hover={"measured / predicted": units.format_value(r["ratio"]),
-                                  "median time": f"{units.format_value(r['median_ms'])} ms",
-                                  "A + B + C": units.format_bytes(
-                                      formulas.gemm(r["n"], r["n"], r["n"], live_p).bytes,
-                                      binary=True) + (" (fits in the last-level cache)"
-                                                      if live_fits[r["n"]] else "")})
-             for r in live_ok],
+            [(_roof, live_p)], memory_wall.measured_points(live_ok, live_p, live_fits),
             title=f"Measured {live_p} square GEMMs against the predicted roofline of this machine")
         live_view = style.figure_with_note(live_figure, live_note)
     except (KeyError, ValueError) as _exc:

@@ -15,11 +15,14 @@ from labs.core.ui import figures, style
 
 __all__ = [
     "crossover_cards", "crossover_examples", "crossover_explanation", "decode_ai_note",
-    "device_cards", "gemm_cards", "gemm_numbers", "gemv_cards", "lever_cards",
-    "levers_actual", "levers_explanation", "levers_note", "other_device_explanation",
-    "overlay_cards", "profiler_reading", "regime_verdict", "ridge_rows", "sweep_note",
-    "sweep_question", "which_roof_actual", "which_roof_explanation", "yardstick_actual",
-    "yardstick_cards", "yardstick_explanation", "yardstick_worked_example",
+    "device_cards", "gemm_cards", "gemm_hover", "gemm_numbers", "gemv_cards", "lever_cards",
+    "levers_actual", "levers_explanation", "levers_note", "measured_points", "no_rate_message",
+    "nothing_measured_message",
+    "not_drawn_note", "other_device_explanation", "overlay_cards", "overlay_title",
+    "profiled_point", "profiler_reading", "regime_against_ridge", "regime_verdict",
+    "ridges_example", "sweep_note", "sweep_question", "which_roof_actual",
+    "which_roof_explanation", "yardstick_actual", "yardstick_cards", "yardstick_explanation",
+    "yardstick_worked_example",
 ]
 
 
@@ -94,11 +97,21 @@ def gemm_numbers(cost, bounds, device, precision: str) -> dict[str, float]:
         "flop_util_bound": roofline.flop_utilization_bound(cost.ai, device, precision)}
 
 
-def gemm_cards(numbers: dict, bounds, precision: str, regime: str, footprint_bytes: float,
-               footprint_caption: str) -> list[style.Metric]:
+def gemm_hover(cost, bounds) -> dict[str, str]:
+    """A GEMM point's hover on the roofline: its time bound, no-overlap estimate, FLOPs and
+    bytes."""
+    return {"time, lower bound": units.format_seconds(bounds.lower),
+            "no-overlap estimate": units.format_seconds(bounds.no_overlap),
+            "FLOPs": units.format_value(cost.flops), "bytes": units.format_value(cost.bytes)}
+
+
+def gemm_cards(numbers: dict, cost, bounds, device, precision: str, regime: str, *,
+               footprint_of: str = "") -> list[style.Metric]:
     """A GEMM on the roofline, in six cards: AI, ridge, attainable rate (coloured by
-    ``regime``), time bound with both roofs' times, FLOP-utilisation bound, memory footprint."""
+    ``regime``), time bound with both roofs' times, FLOP-utilisation bound, and the memory
+    footprint as a share of the device's (``footprint_of`` names what it counts)."""
     unit = units.intensity_unit(precision)
+    share = cost.bytes / hardware.get(device).memory_bytes
     return [
         style.Metric("Arithmetic intensity", f"{units.format_value(numbers['ai'])} {unit}",
                      "2MNK / bytes of A, B, C"),
@@ -112,7 +125,8 @@ def gemm_cards(numbers: dict, bounds, precision: str, regime: str, footprint_byt
                      f"Tc + Tm = {units.format_seconds(bounds.no_overlap)}"),
         style.Metric("FLOP-utilisation bound", _percent(numbers["flop_util_bound"]),
                      "the best fraction of peak this shape can reach", regime),
-        style.Metric("Memory footprint", units.format_bytes(footprint_bytes), footprint_caption),
+        style.Metric("Memory footprint", units.format_bytes(cost.bytes),
+                     f"{footprint_of}{units.format_value(100 * share)}% of the device"),
     ]
 
 
@@ -271,15 +285,51 @@ def overlay_cards(ai: float, devices, precision: str) -> list[style.Metric]:
         roofline.regime(ai, k, precision)) for k in devices]
 
 
-def ridge_rows(devices, precision: str) -> str:
-    """A markdown list: each chip's dense peak, bandwidth and ridge in one precision."""
+def no_rate_message(precision: str, skipped: list[str]) -> str:
+    """Why the overlay is empty: none of the chosen chips (``skipped``, by name) has a rate
+    in this precision, and the way out."""
+    article = "an" if precision[0] in "fi" else "a"
+    return (f"None of the chosen devices has {article} {precision} rate in the registry "
+            f"({', '.join(skipped)}). Pick another precision.")
+
+
+def not_drawn_note(precision: str, skipped: list[str]) -> str | None:
+    """The note under the overlay naming the chips left out (no rate in this precision)."""
+    return f"Not drawn (no {precision} rate): {', '.join(skipped)}." if skipped else None
+
+
+def overlay_title(m: int, scenario: dict, precision: str, ai: float) -> str:
+    """The overlay's title: an M x N x K GEMM (N, K from ``scenario``) and its AI."""
+    return (f"One {m:,} × {scenario['n']:,} × {scenario['k']:,} {precision} GEMM "
+            f"(AI {ai:,.0f} {units.intensity_unit(precision)}) against several roofs")
+
+
+def regime_against_ridge(regime: str, ai: float, device, precision: str) -> str:
+    """"<regime>: AI x FLOP/B vs ridge (p, dense) = y FLOP/B" on one chip."""
+    return (f"{regime}: AI {units.format_value(ai)} FLOP/B vs ridge ({precision}, dense) = "
+            f"{units.format_value(roofline.ridge_point(device, precision))} FLOP/B")
+
+
+def ridges_example(scenario: dict) -> str:
+    """The "one AI, many ridges" peek's worked example: the datacenter and edge chips'
+    peaks, bandwidths and ridges (``scenario``: m, n, k, precision, edge, datacenter), and
+    the prefill GEMM's AI between them."""
+    p = scenario["precision"]
     rows = []
-    for k in devices:
+    for k in (scenario["datacenter"], scenario["edge"]):
         d = hardware.get(k)
-        rows.append(f"{d.name}: {precision} dense {d.peak_tflops(precision):,.4g} TFLOP/s, "
+        rows.append(f"- {d.name}: {p} dense {d.peak_tflops(p):,.4g} TFLOP/s, "
                     f"{d.bandwidth_gbs:,.4g} GB/s, ridge "
-                    f"{units.format_value(roofline.ridge_point(k, precision))} FLOP/B")
-    return "\n\n".join(f"- {r}" for r in rows)
+                    f"{units.format_value(roofline.ridge_point(k, p))} FLOP/B")
+    ai = formulas.gemm(scenario["m"], scenario["n"], scenario["k"], p).ai
+    return _peek_tail(
+        "\n\n".join(rows) + "\n\n"
+        f"The {scenario['m']} × {scenario['n']:,} × {scenario['k']:,} {p} GEMM has AI =\n"
+        f"{units.format_value(ai)} FLOP/B: between the\n"
+        "two ridges. It is also big enough for the roofline to be the right model on both: 34 "
+        "GFLOP\nin 128 output tiles of 128 × 128, about one per SM of an H100 and tens of "
+        "microseconds of\nwork. (A 512³ GEMM would be 16 tiles and half a microsecond: launch "
+        "overhead and idle SMs,\nnot either roof, would set its time.)")
 
 
 # --- Part 5: which yardstick -----------------------------------------------------------------
@@ -315,6 +365,15 @@ def yardstick_explanation(reading: dict, flop_util: float, device, precision: st
             f"{cap:.1%} of peak FLOP/s, so {flop_util:.0%} FLOP utilisation "
             f"is already {flop_util / cap:.0%} of what is possible; the "
             "bandwidth figure is the one that measures the distance to the roof.")
+
+
+def profiled_point(reading: dict) -> figures.Point:
+    """The profiled kernel on the roofline, where a ``profiler_reading`` puts it, with both
+    utilisations in its hover."""
+    return figures.Point("the profiled kernel", reading["ai"], reading["tflops"],
+                         kind="measured",
+                         hover={"FLOP utilisation": _percent(reading["flop_util"]),
+                                "bandwidth": _percent(reading["bw_util"])})
 
 
 def yardstick_cards(reading: dict, precision: str) -> list[style.Metric]:
@@ -382,6 +441,31 @@ def sweep_note(precision: str, *, measured_gbs: float | None, spec_name: str | N
         " A point above the flat compute roof says the short run that measured the roof was "
         "slowed (other programs, clocks): a measured roof is only as good as its run."
         if roof_run_slowed else "")
+
+
+def measured_points(rows: list[dict], precision: str,
+                    fits_in_cache: dict[int, bool]) -> list[figures.Point]:
+    """The measured square GEMMs (rows with ``n``, ``ai``, ``measured_tflops``, ``ratio``,
+    ``median_ms``) as points, each hover saying measured / predicted, the median time and
+    whether A + B + C fit in the last-level cache."""
+    points = []
+    for r in rows:
+        footprint = units.format_bytes(formulas.gemm(r["n"], r["n"], r["n"], precision).bytes,
+                                       binary=True)
+        points.append(figures.Point(
+            f"N={r['n']}", r["ai"], r["measured_tflops"], kind="measured",
+            hover={"measured / predicted": units.format_value(r["ratio"]),
+                   "median time": f"{units.format_value(r['median_ms'])} ms",
+                   "A + B + C": footprint + (" (fits in the last-level cache)"
+                                             if fits_in_cache[r["n"]] else "")}))
+    return points
+
+
+def nothing_measured_message(rows: list[dict]) -> str:
+    """Why the sweep drew nothing: the first sizes' statuses, and the way out."""
+    return ("No size could be measured: " + "; ".join(
+        f"N={r['n']}: {r['status']}" for r in rows[:3]) + ".\n\nPick another precision "
+        "to measure, or a longer time budget, and press the button again.")
 
 
 def sweep_question(measured: list[dict], above_roof: list[dict]) -> str:
