@@ -9,6 +9,7 @@ with app.setup:
     from labs.core import (figures, formulas, hardware, live, measure, quiz, reveal, roofline,
                            style)
     from labs.core import units
+    from labs.core.course.lessons import memory_wall
 
     LAB_ID = "lab01"
     # The engineer's kernel in Parts 1 and 2: one decode step of a 16-request batch through an
@@ -22,6 +23,28 @@ with app.setup:
     OVERLAY_SCENARIO = {"m": 256, "n": 8192, "k": 8192, "precision": "bf16",
                         "edge": "jetson-orin-nx-16gb", "datacenter": "h100-sxm"}
     PROFILER = {"flop_util": 0.03, "bandwidth": 0.90}
+    LEVER_TILE = 64  # Priya's tiles today (Part 2)
+    # The choices of Predictions 1, 2 and 5: the label a student reads -> the value recorded.
+    WHICH_ROOF_OPTIONS = {
+        "The memory roof: it waits for bytes from memory": roofline.MEMORY,
+        "The compute roof: the tensor cores are saturated": roofline.COMPUTE,
+        "Neither: a good kernel reaches peak, this one is badly written": "broken",
+    }
+    # Prediction 2's values are core's lever names (in ai_levers' order, after the baseline).
+    LEVER_OPTIONS = dict(zip(
+        [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
+         f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
+         "fp8 weights: half the weight bytes, same bf16 math",
+         f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
+         f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
+        [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
+    YARDSTICK_OPTIONS = {
+        f"FLOP utilisation ({PROFILER['flop_util']:.0%} of peak FLOP/s): there is "
+        f"~{1 / PROFILER['flop_util']:.0f}x headroom": "flop_util",
+        f"Bandwidth utilisation ({PROFILER['bandwidth']:.0%}): the kernel is close to its "
+        "roof": "bandwidth",
+        "Both equally: average the two": "both",
+    }
     # The device and precision every question names, and the pickers' opening values: the
     # instructor copy's reveal answers are computed for these (LABS_SPEC §4.2b).
     OPENING = {"device": "h100-sxm", "precision": "bf16"}
@@ -155,17 +178,8 @@ def _(device_picker, precision_picker):
     _wait = INSTRUMENTS.gate("device")
     mo.stop(_wait is not None, _wait)
     _d = hardware.get(device_picker.value)
-    _p = precision_picker.value
     try:
-        _cards = style.metric_cards([
-            ("Memory", _d.memory_text, _d.memory_type),
-            ("Bandwidth β", f"{units.format_value(_d.bandwidth_gbs)} GB/s", "to main memory"),
-            (f"Peak π ({_p}, dense)", f"{_d.peak_tflops(_p):,.4g} {units.rate_unit(_p)}",
-             _d.note(_p) or "no 2:4 sparsity"),
-            (f"Ridge ({_p}, dense)",
-             f"{units.format_value(roofline.ridge_point(_d, _p))} {units.intensity_unit(_p)}",
-             "π / β"),
-        ])
+        _cards = style.metric_cards(memory_wall.device_cards(_d, precision_picker.value))
     except KeyError as _exc:
         _cards = style.error_callout(
             style.error_message(_exc) + "\n\nThe instruments below need a precision this device has: "
@@ -204,17 +218,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    WHICH_ROOF_OPTIONS = {
-        "The memory roof: it waits for bytes from memory": roofline.MEMORY,
-        "The compute roof: the tensor cores are saturated": roofline.COMPUTE,
-        "Neither: a good kernel reaches peak, this one is badly written": "broken",
-    }
-    return (WHICH_ROOF_OPTIONS,)
-
-
-@app.cell
-def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, set_which_roof):
+def _(get_which_roof, lab, set_which_roof):
     which_roof_form = quiz.choice_form(
         lab, "lab01.which_roof",
         question=f"**Prediction 1.** Which roof limits Priya's GEMM on the "
@@ -225,20 +229,14 @@ def _(WHICH_ROOF_OPTIONS, get_which_roof, lab, set_which_roof):
 
 
 @app.cell
-def _(WHICH_ROOF_OPTIONS, get_which_roof, lab):
+def _(get_which_roof, lab):
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _ai = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p).ai
     _ref = roofline.regime(_ai, _d, _p)
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _ref)
     which_roof_prediction = get_which_roof() or reveal.reference(
         lab, "lab01.which_roof", _ref, label=_label,
-        explanation=f"With M = {SCENARIO['m']} rows, every weight byte read serves only "
-                    f"{SCENARIO['m']} rows: AI = {_ai:.1f} FLOP/B against the {_d.name}'s "
-                    f"{_p} ridge of {roofline.ridge_point(_d, _p):.0f} FLOP/B, so it is "
-                    f"{_ref}. The roofline caps it at {roofline.flop_utilization_bound(_ai, _d, _p):.1%} "
-                    "of peak whatever the tiling"
-                    + (": the GPU is not throttling, it waits for bytes." if _ref == roofline.MEMORY
-                       else "."))
+        explanation=memory_wall.which_roof_explanation(SCENARIO["m"], _ai, _d, _p))
     reveal.card(which_roof_prediction)
     return (which_roof_prediction,)
 
@@ -261,10 +259,7 @@ def _(device_picker, which_roof_prediction):
 
 @app.cell
 def _(device_picker, gemv_cost, scenario_bounds, scenario_cost):
-    _hover = {"time, lower bound": units.format_seconds(scenario_bounds.lower),
-              "no-overlap estimate": units.format_seconds(scenario_bounds.no_overlap),
-              "FLOPs": units.format_value(scenario_cost.flops),
-              "bytes": units.format_value(scenario_cost.bytes)}
+    _hover = memory_wall.gemm_hover(scenario_cost, scenario_bounds)
     scenario_figure = figures.roofline_figure(
         [(device_picker.value, SCENARIO["precision"])],
         [figures.Point("Priya's GEMM", scenario_cost.ai, hover=_hover),
@@ -279,32 +274,10 @@ def _(device_picker, gemv_cost, scenario_bounds, scenario_cost):
 def _(device_picker, scenario_bounds, scenario_cost):
     _d, _p = device_picker.value, SCENARIO["precision"]
     scenario_regime = roofline.regime(scenario_cost.ai, _d, _p)
-    scenario_metrics = {
-        "ai": scenario_cost.ai, "ridge": roofline.ridge_point(_d, _p),
-        "attainable": float(roofline.attainable_tflops(scenario_cost.ai, _d, _p)),
-        "lower": scenario_bounds.lower, "no_overlap": scenario_bounds.no_overlap,
-        "flop_util_bound": roofline.flop_utilization_bound(scenario_cost.ai, _d, _p)}
-    mo.vstack([mo.hstack([mo.md("**Priya's GEMM is**"), style.regime_badge(scenario_regime)],
-                         justify="start"),
-               style.metric_cards([
-        ("Arithmetic intensity", f"{units.format_value(scenario_metrics['ai'])} FLOP/B",
-         "2MNK / bytes of A, B, C"),
-        (f"Ridge ({_p}, dense)", f"{units.format_value(scenario_metrics['ridge'])} FLOP/B",
-         "π / β"),
-        style.Metric("Attainable", f"{units.format_value(scenario_metrics['attainable'])} "
-                     f"{units.rate_unit(_p)}",
-                     "min(π, AI · β)", scenario_regime),
-        ("Time, lower bound", units.format_seconds(scenario_bounds.lower),
-         f"max(Tc, Tm); Tc = {units.format_seconds(scenario_bounds.t_compute)}, "
-         f"Tm = {units.format_seconds(scenario_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
-         f"{units.format_seconds(scenario_bounds.no_overlap)}"),
-        style.Metric("FLOP-utilisation bound",
-                     f"{units.format_value(100 * scenario_metrics['flop_util_bound'])}%",
-                     "the best fraction of peak this shape can reach", scenario_regime),
-        ("Memory footprint", units.format_bytes(scenario_cost.bytes),
-         f"A, B and C: {units.format_value(100 * scenario_cost.bytes / hardware.get(_d).memory_bytes)}"
-         "% of the device"),
-    ])])
+    scenario_metrics = memory_wall.gemm_numbers(scenario_cost, scenario_bounds, _d, _p)
+    memory_wall.regime_verdict("Priya's GEMM", scenario_regime, memory_wall.gemm_cards(
+        scenario_metrics, scenario_cost, scenario_bounds, _d, _p, scenario_regime,
+        footprint_of="A, B and C: "))
     return
 
 
@@ -314,32 +287,19 @@ def _(device_picker, gemv_bounds, gemv_cost):
     mo.vstack([
         mo.md(f"**Decode case.** Generating one token multiplies the same N × K weights by one "
               f"vector: a GEMV. Every weight is read once and used for one multiply-add."),
-        style.metric_cards([
-            ("GEMV AI", f"{units.format_value(gemv_cost.ai)} FLOP/B", "2NK / (x + W + y bytes)"),
-            style.Metric("GEMV attainable",
-                         f"{units.format_value(float(roofline.attainable_tflops(gemv_cost.ai, _d, _p)))} "
-                         f"{units.rate_unit(_p)}",
-                         "AI · β", roofline.regime(gemv_cost.ai, _d, _p)),
-            ("GEMV time bound", units.format_seconds(gemv_bounds.lower), "≈ weight bytes / β"),
-            ("GEMV FLOP-utilisation bound",
-             f"{units.format_value(100 * roofline.flop_utilization_bound(gemv_cost.ai, _d, _p))}%",
-             "no kernel trick changes this"),
-        ])])
+        style.metric_cards(memory_wall.gemv_cards(gemv_cost, gemv_bounds, _d, _p))])
     return
 
 
 @app.cell
-def _(WHICH_ROOF_OPTIONS, lab, which_roof_prediction):
+def _(lab, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("priya_gemm", which_roof_prediction) is not None)
     _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], _p)
     _actual = roofline.regime(_g.ai, _d, _p)
     _label = next(k for k, v in WHICH_ROOF_OPTIONS.items() if v == _actual)
-    quiz.compare(
-        which_roof_prediction, _actual, lab=lab,
-        actual_label=f"{_label} (Priya's GEMM on the {_d.name}: AI = "
-                     f"{units.format_value(_g.ai)} FLOP/B, ridge ({_p}, dense) = "
-                     f"{units.format_value(roofline.ridge_point(_d, _p))} FLOP/B)")
+    quiz.compare(which_roof_prediction, _actual, lab=lab,
+                 actual_label=memory_wall.which_roof_actual(_label, _g.ai, _d, _p))
     return
 
 
@@ -380,12 +340,7 @@ def _(which_roof_prediction):
     \text{FLOP-utilisation bound} = \min\!\left(1, \frac{\text{AI}}{\text{ridge}_p}\right)$$
 
     The GEMV ($M = 1$) has $\text{AI} = \frac{2NK}{(K + NK + N)b} \approx \frac{2}{b}$.
-    """ + f"""
-    Priya's GEMM (M = {SCENARIO['m']}, N = K = {SCENARIO['n']}, {SCENARIO['precision']}):
-    AI = {units.format_value(_g.ai)} FLOP/B; its decode GEMV: AI = {units.format_value(_v.ai)} FLOP/B.
-    These count each matrix moved once, the least any kernel moves: a real tiled kernel
-    re-reads some of it (Part 2 counts those bytes).
-    """)
+    """ + memory_wall.decode_ai_note(SCENARIO, _g.ai, _v.ai))
     return
 
 
@@ -398,7 +353,7 @@ def _():
 
 
 @app.cell
-def _(LEVER_TILE):
+def _():
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         "Five proposals are on my desk for the decode GEMM (M = "
@@ -418,21 +373,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    LEVER_TILE = 64  # Priya's tiles today
-    # Option values are core's lever names (in ai_levers' order, after the baseline).
-    LEVER_OPTIONS = dict(zip(
-        [f"{roofline.LEVER_TILE_FACTOR}x larger tiles (more reuse per byte)",
-         f"{roofline.LEVER_BATCH_FACTOR}x batch: more requests share each weight read",
-         "fp8 weights: half the weight bytes, same bf16 math",
-         f"+{roofline.LEVER_CLOCK_FACTOR - 1:.0%} core clock",
-         f"{roofline.LEVER_CAPACITY_FACTOR}x memory capacity"],
-        [lv.name for lv in roofline.ai_levers(1, 1, 1, "h100-sxm", "bf16")[1:]]))
-    return LEVER_OPTIONS, LEVER_TILE
-
-
-@app.cell
-def _(LEVER_OPTIONS, get_levers, lab, set_levers):
+def _(get_levers, lab, set_levers):
     levers_form = quiz.choice_form(
         lab, "lab01.levers",
         question="**Prediction 2.** Which single change raises the AI of Priya's GEMM the most?",
@@ -442,23 +383,19 @@ def _(LEVER_OPTIONS, get_levers, lab, set_levers):
 
 
 @app.cell
-def _(LEVER_OPTIONS, LEVER_TILE, get_levers, lab):
+def _(get_levers, lab):
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
-    _top = max(_levers[1:], key=lambda lv: lv.ai)
-    _best = _top.name
+    _best = max(_levers[1:], key=lambda lv: lv.ai).name
     levers_prediction = get_levers() or reveal.reference(
         lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best),
-        explanation=f"From AI {_levers[0].ai:.1f} FLOP/B ({_levers[0].why}): "
-                    + "; ".join(f"{lv.name} → {lv.ai:.1f}" for lv in _levers[1:])
-                    + f" FLOP/B. {_best} wins: {_top.why}. A faster clock raises the ridge, not "
-                    "the AI, and capacity does not change bytes per FLOP.")
+        explanation=memory_wall.levers_explanation(_levers))
     reveal.card(levers_prediction)
     return (levers_prediction,)
 
 
 @app.cell
-def _(LEVER_TILE):
+def _():
     tile_slider = mo.ui.slider(steps=[8, 16, 32, 64, 128, 256], value=LEVER_TILE,
                                label="Output tile edge T of Priya's kernel today",
                                show_value=True, full_width=True)
@@ -481,7 +418,6 @@ def _(device_picker, levers_prediction, tile_slider, which_roof_prediction):
 def _(levers, tile_slider):
     _best = max(levers[1:], key=lambda lv: lv.ai)
     _t = tile_slider.value
-    _a_tile = f"{'an' if str(_t).startswith('8') else 'a'} {_t} × {_t}-tiled"  # an 8 × 8
     _ideal = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
     levers_figure = figures.bar_figure(
         [lv.name for lv in levers], [lv.rho for lv in levers],
@@ -491,10 +427,7 @@ def _(levers, tile_slider):
         yaxis_title="ρ = AI / ridge",
         title=f"Priya's GEMM {SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,} "
               f"({SCENARIO['precision']}, dense ridge), {_t} × {_t} tiles: each lever alone",
-        note=f"AI here counts the bytes {_a_tile} kernel moves (A re-read once per "
-             f"tile column, B once per tile row): {units.format_value(levers[0].ai)} FLOP/B "
-             f"today. Part 1's {units.format_value(_ideal)} FLOP/B counts each matrix moved "
-             "once, the least any kernel can move.")
+        note=memory_wall.levers_note(_t, levers[0].ai, _ideal))
     mo.vstack([levers_figure, mo.md(
         f"Most AI for Priya's GEMM: **{_best.name}**. "
         "ρ = AI / ridge: below 1 (blue bars) memory-bound, 1 or more (orange) compute-bound.")])
@@ -503,30 +436,19 @@ def _(levers, tile_slider):
 
 @app.cell
 def _(levers):
-    _base = levers[0]
-    style.metric_cards([
-        (lv.name, f"AI × {units.format_value(lv.ai / _base.ai)}",
-         f"ρ × {units.format_value(lv.rho / _base.rho)} · {lv.why}") for lv in levers[1:]])
+    style.metric_cards(memory_wall.lever_cards(levers))
     return
 
 
 @app.cell
-def _(
-    LEVER_OPTIONS,
-    LEVER_TILE,
-    lab,
-    levers_prediction,
-    which_roof_prediction,
-):
+def _(lab, levers_prediction, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
-    _best = max(_levers[1:], key=lambda lv: lv.ai)
-    quiz.compare(levers_prediction, _best.name, lab=lab, actual_label=(
-        f"{next(k for k, v in LEVER_OPTIONS.items() if v == _best.name)}: AI "
-        f"{units.format_value(_levers[0].ai)} → {units.format_value(_best.ai)} FLOP/B for "
-        f"Priya's GEMM ({SCENARIO['m']} × {SCENARIO['n']:,} × {SCENARIO['k']:,}) with "
-        f"{LEVER_TILE} × {LEVER_TILE} tiles: the case the chart opens on"))
+    _best = max(_levers[1:], key=lambda lv: lv.ai).name
+    _label = next(k for k, v in LEVER_OPTIONS.items() if v == _best)
+    quiz.compare(levers_prediction, _best, lab=lab,
+                 actual_label=memory_wall.levers_actual(_label, _levers, SCENARIO, LEVER_TILE))
     return
 
 
@@ -617,16 +539,9 @@ def _(get_crossover, lab, set_crossover):
 @app.cell
 def _(get_crossover, lab):
     _ref = roofline.gemm_crossover_n(OPENING["device"], OPENING["precision"])
-    _ridge = roofline.ridge_point(OPENING["device"], OPENING["precision"])
     crossover_prediction = get_crossover() or reveal.reference(
         lab, "lab01.crossover_n", round(_ref),
-        explanation=f"A square N³ GEMM does 2N³ FLOPs on 3N² elements, so its AI grows with "
-                    f"N: AI = N / {_ref / _ridge:g} FLOP/B in {OPENING['precision']}. It meets "
-                    f"the {hardware.get(OPENING['device']).name}'s ridge of {_ridge:.0f} FLOP/B "
-                    f"at N* = {_ref / _ridge:g} × {_ridge:.0f} ≈ {_ref:,.0f}; smaller squares "
-                    "are memory-bound. This is the roofline's N*: measured cuBLAS throughput "
-                    "levels off around it, blurred by tile shapes, launch overhead and L2 "
-                    "reuse.")
+        explanation=memory_wall.crossover_explanation(OPENING["device"], OPENING["precision"]))
     reveal.card(crossover_prediction)
     return (crossover_prediction,)
 
@@ -667,23 +582,11 @@ def _(
     precision_picker,
 ):
     mo.stop(crossover_error is not None)
-    _p, _d = precision_picker.value, device_picker.value
-    _cards = [
-        style.Metric(f"N* ({_p}, dense)", f"{units.format_value(round(crossover_n))}",
-                     "square GEMMs above this are compute-bound", "compute-bound"),
-        (f"Ridge ({_p}, dense)",
-         f"{units.format_value(roofline.ridge_point(_d, _p))} {units.intensity_unit(_p)}",
-         "AI a GEMM must reach"),
-        ("AI of a square GEMM", f"2N / (3b) {units.intensity_unit(_p)}",
-         "grows linearly with N: bigger matrices reuse each byte more")]
-    if crossover_prediction is not None:  # the student's own N*, on the instrument's roof
-        _guess = max(1, round(float(crossover_prediction.value)))
-        _gai = formulas.gemm(_guess, _guess, _guess, _p).ai
-        _cards.append(style.Metric(f"At your N* = {units.format_value(_guess)}",
-                                   f"AI {units.format_value(_gai)} {units.intensity_unit(_p)}",
-                                   f"{roofline.regime(_gai, _d, _p)} on this device",
-                                   roofline.regime(_gai, _d, _p)))
-    style.metric_cards(_cards)
+    # the student's own N*, on the instrument's roof
+    _guess = (None if crossover_prediction is None
+              else max(1, round(float(crossover_prediction.value))))
+    style.metric_cards(memory_wall.crossover_cards(
+        crossover_n, device_picker.value, precision_picker.value, guess=_guess))
     return
 
 
@@ -712,7 +615,6 @@ def _(crossover_prediction, lab):
 @app.cell
 def _(crossover_prediction):
     mo.stop(INSTRUMENTS.gate("crossover", crossover_prediction) is not None)
-    _h = hardware.get("h100-sxm")
     style.math_peek("the crossover N*", r"""
     A square GEMM ($M = N = K$) does $2N^3$ FLOPs and moves $3N^2 b$ bytes (A, B, C):
 
@@ -726,19 +628,7 @@ def _(crossover_prediction):
 
     Units: $b$ [B/element] × ridge [FLOP/B] = FLOP per element; dividing by the $2/3$ FLOP per
     element of side that $2N^3 / 3N^2$ gives leaves $N^*$, a count of elements along one side.
-    """ + f"""
-    Example, {_h.name}: bf16 dense π = {_h.peak_tflops("bf16"):,.4g} TFLOP/s, β =
-    {_h.bandwidth_gbs:,.0f} GB/s, ridge = {units.format_value(roofline.ridge_point(_h, "bf16"))}
-    FLOP/B, N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16")))}. In fp8 the
-    peak doubles and b halves: N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "fp8")))}.
-    In fp32 (CUDA cores, ridge {units.format_value(roofline.ridge_point(_h, "fp32"))} FLOP/B, b = 4):
-    N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "fp32")))}.
-
-    The usual slips, each a factor off: forgetting C's write (AI = N / b) gives
-    N* = {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16", operands=2)))}; the
-    2:4-sparse headline peak, or one FLOP per multiply-add, gives
-    {units.format_value(round(roofline.gemm_crossover_n(_h, "bf16", sparse=True)))}.
-    """)
+    """ + memory_wall.crossover_examples("h100-sxm"))
     return
 
 
@@ -790,16 +680,11 @@ def _(get_other_device, lab):
     _o = OVERLAY_SCENARIO
     _p = _o["precision"]
     _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
-    _edge, _dc = (hardware.get(_o[k]) for k in ("edge", "datacenter"))
-    _ref = roofline.regime(_ai, _dc, _p)
+    _ref = roofline.regime(_ai, _o["datacenter"], _p)
     other_device_prediction = get_other_device() or reveal.reference(
         lab, "lab01.other_device", _ref,
         label="memory-bound" if _ref == "memory-bound" else "compute-bound, like on the edge device",
-        explanation=f"The GEMM's AI is {_ai:.0f} FLOP/B on any device. The {_edge.name}'s {_p} "
-                    f"ridge is {roofline.ridge_point(_edge, _p):.0f} FLOP/B "
-                    f"({roofline.regime(_ai, _edge, _p)} there); the {_dc.name}'s is "
-                    f"{roofline.ridge_point(_dc, _p):.0f} FLOP/B: {_ref}. A faster chip needs "
-                    "more reuse per byte to stay busy.")
+        explanation=memory_wall.other_device_explanation(_ai, _o["edge"], _o["datacenter"], _p))
     reveal.card(other_device_prediction)
     return (other_device_prediction,)
 
@@ -848,35 +733,22 @@ def _(
     overlay_skipped,
     precision_picker,
 ):
-    mo.stop(not overlay_keys, style.error_callout(
-        f"None of the chosen devices has {'an' if precision_picker.value[0] in 'fi' else 'a'} "
-        f"{precision_picker.value} rate in the registry "
-        f"({', '.join(overlay_skipped)}). Pick another precision."))
-    _shape = f"{overlay_m.value:,} × {OVERLAY_SCENARIO['n']:,} × {OVERLAY_SCENARIO['k']:,}"
+    _p = precision_picker.value
+    mo.stop(not overlay_keys,
+            style.error_callout(memory_wall.no_rate_message(_p, overlay_skipped)))
     overlay_figure = figures.roofline_figure(
-        [(k, precision_picker.value) for k in overlay_keys],
+        [(k, _p) for k in overlay_keys],
         [figures.Point(f"M = {overlay_m.value:,}", overlay_cost.ai)],
-        title=f"One {_shape} {precision_picker.value} GEMM (AI {overlay_cost.ai:,.0f} "
-              f"{units.intensity_unit(precision_picker.value)}) "
-              "against several roofs")
-    style.figure_with_note(overlay_figure, (
-        f"Not drawn (no {precision_picker.value} rate): {', '.join(overlay_skipped)}.")
-        if overlay_skipped else None)
+        title=memory_wall.overlay_title(overlay_m.value, OVERLAY_SCENARIO, _p, overlay_cost.ai))
+    style.figure_with_note(overlay_figure, memory_wall.not_drawn_note(_p, overlay_skipped))
     return
 
 
 @app.cell
 def _(overlay_cost, overlay_keys, precision_picker):
     mo.stop(not overlay_keys)
-    _p = precision_picker.value
-    _u = units.intensity_unit(_p)
-    style.metric_cards([
-        style.Metric(figures.short_name(hardware.get(k)),
-                     roofline.regime(overlay_cost.ai, k, _p),
-                     f"ridge ({_p}, dense) = {units.format_value(roofline.ridge_point(k, _p))} "
-                     f"{_u} · this GEMM: AI {units.format_value(overlay_cost.ai)} {_u}",
-                     roofline.regime(overlay_cost.ai, k, _p))
-        for k in overlay_keys])
+    style.metric_cards(memory_wall.overlay_cards(overlay_cost.ai, overlay_keys,
+                                                 precision_picker.value))
     return
 
 
@@ -895,9 +767,7 @@ def _(
     _ai = formulas.gemm(_o["m"], _o["n"], _o["k"], _p).ai
     _actual = roofline.regime(_ai, _dc, _p)
     quiz.compare(other_device_prediction, _actual, lab=lab,
-                 actual_label=f"{_actual}: AI {units.format_value(_ai)} FLOP/B vs ridge ({_p}, "
-                              f"dense) = {units.format_value(roofline.ridge_point(_dc, _p))} "
-                              "FLOP/B")
+                 actual_label=memory_wall.regime_against_ridge(_actual, _ai, _dc, _p))
     return
 
 
@@ -928,12 +798,6 @@ def _(
 ):
     mo.stop(INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction) is not None)
-    _o = OVERLAY_SCENARIO
-    _p = _o["precision"]
-    _rows = [f"{hardware.get(k).name}: {_p} dense {hardware.get(k).peak_tflops(_p):,.4g} TFLOP/s, "
-             f"{hardware.get(k).bandwidth_gbs:,.4g} GB/s, ridge "
-             f"{units.format_value(roofline.ridge_point(k, _p))} FLOP/B"
-             for k in (_o["datacenter"], _o["edge"])]
     style.math_peek("one AI, many ridges", r"""
     AI depends only on the operation: for $C_{M\times N} = A_{M\times K}B_{K\times N}$,
     $\text{AI} = \frac{2MNK}{(MK + KN + MN)\,b}$, the same on every chip ($\approx 2M/b$ while
@@ -944,15 +808,7 @@ def _(
     {\beta\ \text{[B/s]}}$$
 
     A chip whose peak grew faster than its bandwidth has its ridge further right.
-    """ + "\n\n".join(f"- {r}" for r in _rows) + f"""
-
-    The {_o['m']} × {_o['n']:,} × {_o['k']:,} {_p} GEMM has AI =
-    {units.format_value(formulas.gemm(_o['m'], _o['n'], _o['k'], _p).ai)} FLOP/B: between the
-    two ridges. It is also big enough for the roofline to be the right model on both: 34 GFLOP
-    in 128 output tiles of 128 × 128, about one per SM of an H100 and tens of microseconds of
-    work. (A 512³ GEMM would be 16 tiles and half a microsecond: launch overhead and idle SMs,
-    not either roof, would set its time.)
-    """)
+    """ + memory_wall.ridges_example(OVERLAY_SCENARIO))
     return
 
 
@@ -983,20 +839,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    YARDSTICK_OPTIONS = {
-        f"FLOP utilisation ({PROFILER['flop_util']:.0%} of peak FLOP/s): there is "
-        f"~{1 / PROFILER['flop_util']:.0f}x "
-        "headroom": "flop_util",
-        f"Bandwidth utilisation ({PROFILER['bandwidth']:.0%}): the kernel is close to its "
-        "roof": "bandwidth",
-        "Both equally: average the two": "both",
-    }
-    return (YARDSTICK_OPTIONS,)
-
-
-@app.cell
-def _(YARDSTICK_OPTIONS, get_yardstick, lab, set_yardstick):
+def _(get_yardstick, lab, set_yardstick):
     yardstick_form = quiz.choice_form(
         lab, "lab01.yardstick",
         question="**Prediction 5.** Which number tells Dana how much faster this kernel can get?",
@@ -1006,22 +849,14 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab, set_yardstick):
 
 
 @app.cell
-def _(YARDSTICK_OPTIONS, get_yardstick, lab):
-    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
-    _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
-                              PROFILER["bandwidth"] * _d.bandwidth_gbs)
-    _ref = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
-    _cap = roofline.flop_utilization_bound(_ai, _d, _p)
+def _(get_yardstick, lab):
+    _d, _p = OPENING["device"], SCENARIO["precision"]
+    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
+    _ref = "bandwidth" if _read["regime"] == roofline.MEMORY else "flop_util"
     yardstick_prediction = get_yardstick() or reveal.reference(
         lab, "lab01.yardstick", _ref,
         label=next(k for k, v in YARDSTICK_OPTIONS.items() if v == _ref),
-        explanation=f"Achieved FLOP/s ÷ achieved bytes/s gives the kernel's AI: {_ai:.1f} "
-                    f"FLOP/B, {'below' if _ref == 'bandwidth' else 'above'} the {_p} ridge of "
-                    f"{roofline.ridge_point(_d, _p):.0f}: "
-                    f"{roofline.regime(_ai, _d, _p)}. At that AI the roof allows only "
-                    f"{_cap:.1%} of peak FLOP/s, so {PROFILER['flop_util']:.0%} FLOP utilisation "
-                    f"is already {PROFILER['flop_util'] / _cap:.0%} of what is possible; the "
-                    "bandwidth figure is the one that measures the distance to the roof.")
+        explanation=memory_wall.yardstick_explanation(_read, PROFILER["flop_util"], _d, _p))
     reveal.card(yardstick_prediction)
     return (yardstick_prediction,)
 
@@ -1029,9 +864,8 @@ def _(YARDSTICK_OPTIONS, get_yardstick, lab):
 @app.cell
 def _():
     flop_util_slider = mo.ui.slider(0.5, 100, step=0.5, value=100 * PROFILER["flop_util"],
-                              label="Achieved % of peak FLOP/s (FLOP utilisation)",
-                              show_value=True,
-                              full_width=True)
+                                    label="Achieved % of peak FLOP/s (FLOP utilisation)",
+                                    show_value=True, full_width=True)
     bw_slider = mo.ui.slider(1, 100, step=1, value=100 * PROFILER["bandwidth"],
                              label="Achieved % of peak bandwidth", show_value=True,
                              full_width=True)
@@ -1054,18 +888,10 @@ def _(
     _wait = INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction, yardstick_prediction)
     mo.stop(_wait is not None, _wait)
-    _d, _p = hardware.get(device_picker.value), precision_picker.value
     try:
-        _tflops = flop_util_slider.value / 100 * _d.peak_tflops(_p)
-        _gbs = bw_slider.value / 100 * _d.bandwidth_gbs
-        _ai = roofline.implied_ai(_tflops, _gbs)
-        yardstick = {
-            "tflops": _tflops, "gbs": _gbs, "ai": _ai,
-            "regime": roofline.regime(_ai, _d, _p),
-            "flop_util": roofline.flop_utilization(_tflops, _d, _p),
-            "bw_util": roofline.bandwidth_utilization(_gbs, _d),
-            "of_roof": roofline.fraction_of_roof(_tflops, _ai, _d, _p),
-            "flop_util_bound": roofline.flop_utilization_bound(_ai, _d, _p)}
+        yardstick = memory_wall.profiler_reading(flop_util_slider.value / 100,
+                                                 bw_slider.value / 100, device_picker.value,
+                                                 precision_picker.value)
         yardstick_error = None
     except (KeyError, ValueError) as _exc:
         yardstick = None
@@ -1077,12 +903,7 @@ def _(
 def _(device_picker, precision_picker, yardstick, yardstick_error):
     mo.stop(yardstick_error is not None, style.error_callout(yardstick_error))
     yardstick_figure = figures.roofline_figure(
-        [(device_picker.value, precision_picker.value)],
-        [figures.Point("the profiled kernel", yardstick["ai"], yardstick["tflops"],
-                       kind="measured",
-                       hover={"FLOP utilisation":
-                              f"{units.format_value(100 * yardstick['flop_util'])}%",
-                              "bandwidth": f"{units.format_value(100 * yardstick['bw_util'])}%"})],
+        [(device_picker.value, precision_picker.value)], [memory_wall.profiled_point(yardstick)],
         title="Where the profiler's numbers put the kernel")
     yardstick_figure
     return
@@ -1091,28 +912,13 @@ def _(device_picker, precision_picker, yardstick, yardstick_error):
 @app.cell
 def _(precision_picker, yardstick, yardstick_error):
     mo.stop(yardstick_error is not None)
-    _pct = lambda x: f"{units.format_value(100 * x)}%"  # noqa: E731
-    mo.vstack([
-        mo.hstack([mo.md("**The kernel is**"), style.regime_badge(yardstick["regime"])],
-                  justify="start"),
-        style.metric_cards([
-            ("Implied AI", f"{units.format_value(yardstick['ai'])} "
-                           f"{units.intensity_unit(precision_picker.value)}",
-             "achieved FLOP/s ÷ achieved B/s"),
-            ("FLOP utilisation", _pct(yardstick["flop_util"]), "achieved / peak FLOP/s"),
-            ("Bandwidth utilisation", _pct(yardstick["bw_util"]), "achieved / peak B/s"),
-            style.Metric("Fraction of its roof", _pct(yardstick["of_roof"]),
-                         "achieved / attainable at this AI: the headroom left",
-                         yardstick["regime"]),
-            ("FLOP-utilisation bound", _pct(yardstick["flop_util_bound"]),
-             "the best FLOP utilisation this AI allows"),
-        ])])
+    memory_wall.regime_verdict("The kernel", yardstick["regime"],
+                               memory_wall.yardstick_cards(yardstick, precision_picker.value))
     return
 
 
 @app.cell
 def _(
-    YARDSTICK_OPTIONS,
     crossover_prediction,
     lab,
     levers_prediction,
@@ -1123,14 +929,13 @@ def _(
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
                              yardstick_prediction) is not None)
-    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
-    _t = PROFILER["flop_util"] * _d.peak_tflops(_p)
-    _ai = roofline.implied_ai(_t, PROFILER["bandwidth"] * _d.bandwidth_gbs)
-    _actual = "bandwidth" if roofline.regime(_ai, _d, _p) == roofline.MEMORY else "flop_util"
-    quiz.compare(yardstick_prediction, _actual, lab=lab, actual_label=(
-        f"{next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)}: at "
-        f"{units.format_value(_ai)} FLOP/B ({_p}) the kernel reaches "
-        f"{units.format_value(100 * roofline.fraction_of_roof(_t, _ai, _d, _p))}% of its roof"))
+    _p = SCENARIO["precision"]
+    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"],
+                                         OPENING["device"], _p)
+    _actual = "bandwidth" if _read["regime"] == roofline.MEMORY else "flop_util"
+    _label = next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)
+    quiz.compare(yardstick_prediction, _actual, lab=lab,
+                 actual_label=memory_wall.yardstick_actual(_label, _read, _p))
     return
 
 
@@ -1149,12 +954,10 @@ def _(
     quiz.explain_form(
         lab, "lab01.yardstick",
         observe_label=f"Set FLOP utilisation {PROFILER['flop_util']:.0%} and bandwidth "
-                      f"{PROFILER['bandwidth']:.0%}: "
-                      "what fraction of its roof does the kernel "
+                      f"{PROFILER['bandwidth']:.0%}: what fraction of its roof does the kernel "
                       "reach, and what is its FLOP-utilisation bound?",
         explain_label="What should Dana's engineers do instead of tuning FLOPs? When would "
-                      "FLOP utilisation "
-                      "be the right yardstick?")
+                      "FLOP utilisation be the right yardstick?")
     return
 
 
@@ -1169,9 +972,8 @@ def _(
     mo.stop(INSTRUMENTS.gate("yardstick", which_roof_prediction, levers_prediction,
                              crossover_prediction, other_device_prediction,
                              yardstick_prediction) is not None)
-    _d, _p = hardware.get(OPENING["device"]), SCENARIO["precision"]
-    _ai = roofline.implied_ai(PROFILER["flop_util"] * _d.peak_tflops(_p),
-                              PROFILER["bandwidth"] * _d.bandwidth_gbs)
+    _d, _p = OPENING["device"], SCENARIO["precision"]
+    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
     style.math_peek("two yardsticks and the roof", r"""
     From the profiler: achieved $P$ [FLOP/s] and achieved $B$ [B/s]. Then
 
@@ -1185,14 +987,8 @@ def _(
 
     FU is the kernel's FLOP utilisation. MFU (model FLOP utilisation) is the same ratio for a
     whole model's step, counting the model's FLOPs: keep that name for models.
-    """ + f"""
-    On the {_d.name} ({_p}): {PROFILER['flop_util']:.0%} FLOP utilisation at {PROFILER['bandwidth']:.0%} bandwidth
-    puts AI at {units.format_value(_ai)} FLOP/B, {units.format_value(float(roofline.rho(_ai, _d, _p)))}
-    × the ridge: {roofline.regime(_ai, _d, _p)}, at
-    {units.format_value(100 * roofline.fraction_of_roof(PROFILER['flop_util'] * _d.peak_tflops(_p), _ai, _d, _p))}%
-    of its roof, with a FLOP-utilisation bound of {units.format_value(100 * roofline.flop_utilization_bound(_ai, _d, _p))}%.
-    Only raising AI (Part 2) lifts that bound.
-    """)
+    """ + memory_wall.yardstick_worked_example(_read, PROFILER["flop_util"],
+                                               PROFILER["bandwidth"], _d, _p))
     return
 
 
@@ -1240,72 +1036,40 @@ def _(
     _m, _n, _k, _p = m_slider.value, n_slider.value, k_slider.value, precision_picker.value
     try:
         gemm_cost = formulas.gemm(_m, _n, _k, _p)
-        gemm_fraction = roofline.require_fits(
-            gemm_cost.bytes, device_picker.value,
-            what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
+        # a GEMM that does not fit in the device's memory is the explorer's failure state
+        roofline.require_fits(gemm_cost.bytes, device_picker.value,
+                              what=f"This GEMM ({_m:,} x {_n:,} x {_k:,}, {_p}: A + B + C)")
         gemm_bounds = roofline.time_bounds(gemm_cost.flops, gemm_cost.bytes,
                                            device_picker.value, _p)
         gemm_error = None
     except (KeyError, ValueError) as _exc:
-        gemm_cost = gemm_bounds = gemm_fraction = None
+        gemm_cost = gemm_bounds = None
         # a ValueError here is "does not fit in memory"; a KeyError, a rate the device lacks
         gemm_error = style.error_message(_exc) + "\n\n" + (
             SHRINK_GEMM if isinstance(_exc, ValueError) else PICK_PRECISION)
-    return gemm_bounds, gemm_cost, gemm_error, gemm_fraction
+    return gemm_bounds, gemm_cost, gemm_error
 
 
 @app.cell
 def _(device_picker, gemm_bounds, gemm_cost, gemm_error, precision_picker):
     mo.stop(gemm_error is not None, style.error_callout(gemm_error))
-    _hover = {"time, lower bound": units.format_seconds(gemm_bounds.lower),
-              "no-overlap estimate": units.format_seconds(gemm_bounds.no_overlap),
-              "FLOPs": units.format_value(gemm_cost.flops), "bytes": units.format_value(
-                  gemm_cost.bytes)}
     gemm_figure = figures.roofline_figure(
         [(device_picker.value, precision_picker.value)],
-        [figures.Point("your GEMM", gemm_cost.ai, hover=_hover)],
+        [figures.Point("your GEMM", gemm_cost.ai,
+                       hover=memory_wall.gemm_hover(gemm_cost, gemm_bounds))],
         title=f"Your GEMM on the {hardware.get(device_picker.value).name}")
     gemm_figure
     return
 
 
 @app.cell
-def _(
-    device_picker,
-    gemm_bounds,
-    gemm_cost,
-    gemm_error,
-    gemm_fraction,
-    precision_picker,
-):
+def _(device_picker, gemm_bounds, gemm_cost, gemm_error, precision_picker):
     mo.stop(gemm_error is not None)
     _d, _p = device_picker.value, precision_picker.value
     gemm_regime = roofline.regime(gemm_cost.ai, _d, _p)
-    _u = units.intensity_unit(_p)
-    gemm_metrics = {
-        "ai": gemm_cost.ai, "ridge": roofline.ridge_point(_d, _p),
-        "attainable": float(roofline.attainable_tflops(gemm_cost.ai, _d, _p)),
-        "lower": gemm_bounds.lower, "no_overlap": gemm_bounds.no_overlap,
-        "flop_util_bound": roofline.flop_utilization_bound(gemm_cost.ai, _d, _p)}
-    mo.vstack([mo.hstack([mo.md("**Your GEMM is**"), style.regime_badge(gemm_regime)],
-                         justify="start"),
-               style.metric_cards([
-        ("Arithmetic intensity", f"{units.format_value(gemm_metrics['ai'])} {_u}",
-         "2MNK / bytes of A, B, C"),
-        (f"Ridge ({_p}, dense)", f"{units.format_value(gemm_metrics['ridge'])} {_u}", "π / β"),
-        style.Metric("Attainable", f"{units.format_value(gemm_metrics['attainable'])} "
-                     f"{units.rate_unit(_p)}",
-                     "min(π, AI · β)", gemm_regime),
-        ("Time, lower bound", units.format_seconds(gemm_bounds.lower),
-         f"max(Tc, Tm); Tc = {units.format_seconds(gemm_bounds.t_compute)}, "
-         f"Tm = {units.format_seconds(gemm_bounds.t_memory)}; no-overlap estimate Tc + Tm = "
-         f"{units.format_seconds(gemm_bounds.no_overlap)}"),
-        style.Metric("FLOP-utilisation bound",
-                     f"{units.format_value(100 * gemm_metrics['flop_util_bound'])}%",
-                     "the best fraction of peak this shape can reach", gemm_regime),
-        ("Memory footprint", units.format_bytes(gemm_cost.bytes),
-         f"{units.format_value(100 * gemm_fraction)}% of the device"),
-    ])])
+    gemm_metrics = memory_wall.gemm_numbers(gemm_cost, gemm_bounds, _d, _p)
+    memory_wall.regime_verdict("Your GEMM", gemm_regime, memory_wall.gemm_cards(
+        gemm_metrics, gemm_cost, gemm_bounds, _d, _p, gemm_regime))
     return
 
 
@@ -1421,22 +1185,12 @@ def _(live_info, live_p, live_reference, live_rows):
     live_fits = {r["n"]: _cache is not None and formulas.gemm(r["n"], r["n"], r["n"], live_p).bytes
                  <= _cache for r in live_ok}
     live_above = [r for r in live_ok if r["ratio"] is not None and r["ratio"] > 1]
-    if live_reference is not None:
-        _roof = (f"this machine's measured roofline: {units.format_value(live_reference.bandwidth_gbs)}"
-                 f" GB/s of bandwidth (STREAM, past the caches) and the best {live_p} GEMM rate "
-                 "of a short run before the sweep")
-    else:
-        _roof = f"the spec sheet of the {live_info.spec().name}"
-    _fit = [n for n, fits in live_fits.items() if fits]
-    live_note = f"The roof is {_roof}." + (
-        f" A, B and C fit in this machine's {units.format_bytes(_cache, binary=True)} "
-        f"last-level cache for N ≤ {max(_fit):,} ({live_p}): those GEMMs re-read their "
-        "operands from cache, not from memory, so the memory roof drawn from its bandwidth "
-        "does not bind them (Lab 5 measures each level)." if _fit else "") + (
-        " A point above the flat compute roof says the short run that measured the roof was "
-        "slowed (other programs, clocks): a measured roof is only as good as its run."
-        if live_reference is not None and any(r["bound"] == "compute" for r in live_above)
-        else "")
+    _measured = live_reference is not None
+    live_note = memory_wall.sweep_note(
+        live_p, measured_gbs=live_reference.bandwidth_gbs if _measured else None,
+        spec_name=None if _measured else live_info.spec().name, cache_bytes=_cache,
+        largest_fit=max((n for n, fits in live_fits.items() if fits), default=None),
+        roof_run_slowed=_measured and any(r["bound"] == "compute" for r in live_above))
     return live_above, live_fits, live_note, live_ok
 
 
@@ -1450,21 +1204,11 @@ def _(
     live_reference,
     live_rows,
 ):
-    mo.stop(not live_ok, style.error_callout("No size could be measured: " + "; ".join(
-        f"N={r['n']}: {r['status']}" for r in live_rows[:3]) + ".\n\nPick another precision "
-        "to measure, or a longer time budget, and press the button again."))
+    mo.stop(not live_ok, style.error_callout(memory_wall.nothing_measured_message(live_rows)))
     _roof = live_reference.as_device() if live_reference is not None else live_info.spec()
     try:
         live_figure = figures.roofline_figure(
-            [(_roof, live_p)],
-            [figures.Point(f"N={r['n']}", r["ai"], r["measured_tflops"], kind="measured",
-                           hover={"measured / predicted": units.format_value(r["ratio"]),
-                                  "median time": f"{units.format_value(r['median_ms'])} ms",
-                                  "A + B + C": units.format_bytes(
-                                      formulas.gemm(r["n"], r["n"], r["n"], live_p).bytes,
-                                      binary=True) + (" (fits in the last-level cache)"
-                                                      if live_fits[r["n"]] else "")})
-             for r in live_ok],
+            [(_roof, live_p)], memory_wall.measured_points(live_ok, live_p, live_fits),
             title=f"Measured {live_p} square GEMMs against the predicted roofline of this machine")
         live_view = style.figure_with_note(live_figure, live_note)
     except (KeyError, ValueError) as _exc:
@@ -1493,27 +1237,12 @@ def _(lab, live_above, live_ok):
     mo.stop(not live_ok)
     # The questions follow what this machine measured: a point above the roof is asked about
     # as such, never as one that "falls below" it.
-    _worst = min(live_ok, key=lambda r: r["ratio"] or float("inf"))
-    if live_above:
-        _sizes = ", ".join(f"{r['n']:,}" for r in live_above)
-        _explain = (
-            f"N = {_sizes} ran above the predicted roof "
-            f"(up to {units.format_value(max(r['ratio'] for r in live_above))}×), yet a "
-            "roofline is an upper bound. Which of its assumptions did they break? (Read the "
-            "note under the figure: where do their A, B and C live, and how was the roof "
-            "itself measured?)")
-    elif _worst is live_ok[0]:
-        _explain = ("Why do small GEMMs fall furthest below the roof, even where the roof "
-                    "itself is low? (Think: launch and loop overhead, caches, tiles.)")
-    else:
-        _explain = (f"Why is the gap below the roof largest at N = {_worst['n']:,}? (Think: "
-                    "launch and loop overhead, caches, tiles, what else ran on this machine.)")
     quiz.explain_form(
         lab, "lab01.measured_sweep",
         observe_label="How close do the measured points come to the predicted roof "
                       "(measured / predicted)? Which N sit above it, and at which N is the "
                       "gap below it largest?",
-        explain_label=_explain)
+        explain_label=memory_wall.sweep_question(live_ok, live_above))
     return
 
 
