@@ -8,7 +8,7 @@ with app.setup:
 
     from labs.core import (figures, formulas, hardware, live, measure, quiz, reveal, roofline,
                            style)
-    from labs.core import units
+    from labs.core import units, utilization
     from labs.core.course.lessons import memory_wall
 
     LAB_ID = "lab01"
@@ -201,7 +201,7 @@ def _():
     _d = hardware.get(OPENING["device"])
     _g = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"])
     # What the engineer measured: 90% of the best this shape can do (a stated assumption).
-    _measured = 0.9 * roofline.flop_utilization_bound(_g.ai, _d, SCENARIO["precision"])
+    _measured = 0.9 * utilization.flop_utilization_bound(_g.ai, _d, SCENARIO["precision"])
     style.scenario_card(
         "Priya Raman", "kernel engineer",
         f"Our decode-step GEMM (M = {SCENARIO['m']} tokens, N = K = {SCENARIO['n']}, "
@@ -851,7 +851,7 @@ def _(get_yardstick, lab, set_yardstick):
 @app.cell
 def _(get_yardstick, lab):
     _d, _p = OPENING["device"], SCENARIO["precision"]
-    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
+    _read = utilization.reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
     _ref = "bandwidth" if _read["regime"] == roofline.MEMORY else "flop_util"
     yardstick_prediction = get_yardstick() or reveal.reference(
         lab, "lab01.yardstick", _ref,
@@ -889,7 +889,7 @@ def _(
                              crossover_prediction, other_device_prediction, yardstick_prediction)
     mo.stop(_wait is not None, _wait)
     try:
-        yardstick = memory_wall.profiler_reading(flop_util_slider.value / 100,
+        yardstick = utilization.reading(flop_util_slider.value / 100,
                                                  bw_slider.value / 100, device_picker.value,
                                                  precision_picker.value)
         yardstick_error = None
@@ -930,7 +930,7 @@ def _(
                              crossover_prediction, other_device_prediction,
                              yardstick_prediction) is not None)
     _p = SCENARIO["precision"]
-    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"],
+    _read = utilization.reading(PROFILER["flop_util"], PROFILER["bandwidth"],
                                          OPENING["device"], _p)
     _actual = "bandwidth" if _read["regime"] == roofline.MEMORY else "flop_util"
     _label = next(k for k, v in YARDSTICK_OPTIONS.items() if v == _actual)
@@ -973,7 +973,7 @@ def _(
                              crossover_prediction, other_device_prediction,
                              yardstick_prediction) is not None)
     _d, _p = OPENING["device"], SCENARIO["precision"]
-    _read = memory_wall.profiler_reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
+    _read = utilization.reading(PROFILER["flop_util"], PROFILER["bandwidth"], _d, _p)
     style.math_peek("two yardsticks and the roof", r"""
     From the profiler: achieved $P$ [FLOP/s] and achieved $B$ [B/s]. Then
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from labs.core import formulas, measure, quiz, roofline, units
+from labs.core import formulas, measure, quiz, roofline, units, utilization
 from labs.core.measure import live
 from notebook_support import choice, export_page, load_app, visible_text
 
@@ -74,7 +74,7 @@ def test_unlocked_run_shows_figures_with_core_numbers(env, app):
     assert met["attainable"] == pytest.approx(g.ai * 3.35)  # AI x 3.35 TB/s
     assert (met["lower"], met["no_overlap"]) == pytest.approx((tb.lower, tb.no_overlap))
     assert met["flop_util_bound"] == pytest.approx(
-        roofline.flop_utilization_bound(g.ai, "h100-sxm", "bf16"))
+        utilization.flop_utilization_bound(g.ai, "h100-sxm", "bf16"))
     assert defs["scenario_regime"] == roofline.MEMORY
     assert defs["gemv_cost"].ai == pytest.approx(1.0, rel=0.01)  # decode GEMV: AI ~ 1
     # Part 6's explorer opens on Priya's shape in the picked precision

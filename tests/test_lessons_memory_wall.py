@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs.core import formulas, roofline
+from labs.core import formulas, roofline, utilization
 from labs.core.course.lessons import memory_wall
 
 H100, JETSON = "h100-sxm", "jetson-orin-nx-16gb"
@@ -166,7 +166,7 @@ def test_overlay_messages_name_the_skipped_devices():
 
 
 def test_profiler_reading_of_three_percent_at_ninety_percent_bandwidth():
-    reading = memory_wall.profiler_reading(0.03, 0.90, H100, "bf16")
+    reading = utilization.reading(0.03, 0.90, H100, "bf16")
     assert reading["tflops"] == pytest.approx(0.03 * 989.5)
     assert reading["gbs"] == pytest.approx(0.9 * 3350)
     assert reading["ai"] == pytest.approx(RIDGE * 0.03 / 0.9)  # ridge x FU / BWU = 9.85
@@ -176,7 +176,7 @@ def test_profiler_reading_of_three_percent_at_ninety_percent_bandwidth():
 
 
 def test_yardstick_texts_and_cards():
-    reading = memory_wall.profiler_reading(0.03, 0.90, H100, "bf16")
+    reading = utilization.reading(0.03, 0.90, H100, "bf16")
     text = memory_wall.yardstick_explanation(reading, 0.03, H100, "bf16")
     assert "AI: 9.8 FLOP/B, below the bf16 ridge of 295: memory-bound" in text
     assert "only 3.3% of peak" in text and "already 90% of what is possible" in text  # 3 / 3.33

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labs.core import formulas
-from labs.core import hardware, precision, roofline
+from labs.core import hardware, precision, roofline, utilization
 
 H100 = hardware.get("h100-sxm")
 
@@ -115,12 +115,12 @@ def test_a_tpus_vector_ceiling_stands_in_with_its_floating_point_peak():
 
 
 def test_flop_utilisation_bandwidth_utilisation_and_bound():
-    assert roofline.flop_utilization(494.75, H100, "fp16") == pytest.approx(0.5)
-    assert roofline.mfu(494.75, H100, "fp16") == pytest.approx(0.5)  # the same ratio, for models
-    assert roofline.bandwidth_utilization(3015, H100) == pytest.approx(0.9)
+    assert utilization.flop_utilization(494.75, H100, "fp16") == pytest.approx(0.5)
+    assert utilization.mfu(494.75, H100, "fp16") == pytest.approx(0.5)  # the same ratio, for models
+    assert utilization.bandwidth_utilization(3015, H100) == pytest.approx(0.9)
     # the 3%-of-peak kernel that is at 90% of bandwidth: AI = 0.9 x 3.35 / ... (Lab 1 misconception)
     ai = 0.03 * 989.5 / 3.35 / 0.9
-    assert roofline.flop_utilization_bound(ai, H100, "fp16") == pytest.approx(ai * 3.35 / 989.5)
+    assert utilization.flop_utilization_bound(ai, H100, "fp16") == pytest.approx(ai * 3.35 / 989.5)
 
 
 def test_rho_and_crossover():
@@ -261,17 +261,17 @@ def test_require_fits_names_needed_and_available_memory():
 
 def test_yardsticks_for_3pct_mfu_at_90pct_bandwidth():
     tflops, gbs = 0.03 * 989.5, 0.9 * 3350  # 29.685 TFLOP/s, 3015 GB/s
-    ai = roofline.implied_ai(tflops, gbs)
+    ai = utilization.implied_ai(tflops, gbs)
     assert ai == pytest.approx(29.685e12 / 3015e9)  # 9.846 FLOP/B
     assert ai == pytest.approx(roofline.ridge_point(H100, "fp16") * 0.03 / 0.9)
     assert roofline.regime(ai, H100, "fp16") == roofline.MEMORY
     # attainable 9.846 x 3.35 = 32.98 TFLOP/s: the kernel is at 90% of its own roof
-    assert roofline.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(0.9)
-    assert roofline.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(
-        roofline.bandwidth_utilization(gbs, H100))
-    assert roofline.mfu(tflops, H100, "fp16") == pytest.approx(0.03)
+    assert utilization.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(0.9)
+    assert utilization.fraction_of_roof(tflops, ai, H100, "fp16") == pytest.approx(
+        utilization.bandwidth_utilization(gbs, H100))
+    assert utilization.mfu(tflops, H100, "fp16") == pytest.approx(0.03)
     with pytest.raises(ValueError, match="achieved_gbs"):
-        roofline.implied_ai(1.0, 0)
+        utilization.implied_ai(1.0, 0)
 
 
 def test_tiled_gemm_bytes_from_naive_to_compulsory():
@@ -401,8 +401,8 @@ def test_time_bounds_name_the_no_overlap_estimate():
 def test_flop_utilisation_for_a_kernel():
     """(The physics review, also: FLOP utilisation for kernels, the
     no-overlap estimate, the critical decode batch.)"""
-    assert roofline.flop_utilization(494.75, "h100-sxm", "fp16") == pytest.approx(0.5)
-    assert roofline.flop_utilization_bound(1.0, "h100-sxm", "fp16") == pytest.approx(3.35 / 989.5)
+    assert utilization.flop_utilization(494.75, "h100-sxm", "fp16") == pytest.approx(0.5)
+    assert utilization.flop_utilization_bound(1.0, "h100-sxm", "fp16") == pytest.approx(3.35 / 989.5)
     assert not hasattr(roofline, "mfu_bound")
 
 

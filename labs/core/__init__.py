@@ -41,6 +41,7 @@ SHORT_NAMES = {
     "quantization": "labs.core.physics.quantization",
     "reference_machine": "labs.core.physics.reference_machine",
     "deferred": "labs.core.physics.deferred",
+    "utilization": "labs.core.physics.utilization",
     # ui
     "tokens": "labs.core.ui.tokens",
     "style": "labs.core.ui.style",

@@ -54,10 +54,8 @@ __all__ = [
     "LAUNCH_BACK_TO_BACK_US", "LAUNCH_CUDA_GRAPH_US", "LEVER_BATCH_FACTOR",
     "LEVER_CAPACITY_FACTOR", "LEVER_CLOCK_FACTOR", "LEVER_TILE_FACTOR", "Lever",
     "MEASURED_KERNEL_COSTS_US", "MEMORY", "OVERHEAD", "RIDGE_DIGITS", "SPEC", "TimeBounds",
-    "VECTOR", "achievable", "ai_levers", "attainable_tflops", "bandwidth_utilization",
-    "ceiling_label", "cost_time", "derating_from_measurement", "flop_utilization",
-    "flop_utilization_bound", "fraction_of_roof", "gemm_crossover_n", "implied_ai", "kernels_time",
-    "mfu", "overhead_crossover_elements", "peak_tflops", "regime", "require_fits", "rho",
+    "VECTOR", "achievable", "ai_levers", "attainable_tflops", "ceiling_label", "cost_time", "derating_from_measurement", "gemm_crossover_n", "kernels_time",
+    "overhead_crossover_elements", "peak_tflops", "regime", "require_fits", "rho",
     "ridge_point", "sparse_ridge_point", "tiled_gemm_bytes", "time_bounds"
 ]
 
@@ -339,29 +337,6 @@ def overhead_crossover_elements(bytes_per_element: float, hw, *,
         bytes_per_element)
 
 
-def flop_utilization(achieved_tflops, hw, precision: str) -> float:
-    """FLOP utilisation of one kernel: achieved / dense peak for that precision. (For a whole
-    model's training or serving step the same ratio of *model* FLOPs is MFU: :func:`mfu`.)"""
-    return non_negative("achieved_tflops", achieved_tflops) / peak_tflops(hw, precision)
-
-
-def mfu(achieved_tflops, hw, precision: str) -> float:
-    """Model FLOP utilisation of a whole model's step: the model's FLOPs per second achieved
-    / the dense peak. Reserve the name for models; for one kernel use
-    :func:`flop_utilization` (the same ratio, not the same claim)."""
-    return flop_utilization(achieved_tflops, hw, precision)
-
-
-def bandwidth_utilization(achieved_gbs, hw) -> float:
-    return non_negative("achieved_gbs", achieved_gbs) / _device(hw).bandwidth_gbs
-
-
-def flop_utilization_bound(ai, hw, precision: str) -> float:
-    """Best FLOP utilisation a kernel of this AI can reach: attainable / peak."""
-    return float(attainable_tflops(_ai(ai, array=False), hw, precision)) / peak_tflops(
-        hw, precision)
-
-
 def gemm_crossover_n(hw, precision: str, bytes_per_element: float | None = None, *,
                      operands: int = 3, flops_per_mac: int = 2, sparse: bool = False) -> float:
     """N* where a square N^3 GEMM's AI = 2N^3 / (3N^2 b) = 2N/(3b) meets the ridge:
@@ -411,21 +386,6 @@ def require_fits(footprint_bytes, hw, *, what: str = "this operation") -> float:
         raise ValueError(f"{what} needs {b / 1e9:,.1f} GB, the {d.name} has {d.memory_text} "
                          f"of memory ({b / cap:.1f}x too much).")
     return b / cap
-
-
-def implied_ai(achieved_tflops, achieved_gbs) -> float:
-    """AI a kernel must have to run at ``achieved_tflops`` while moving ``achieved_gbs``:
-    FLOP/s / (B/s) = TFLOP/s x 1e12 / (GB/s x 1e9), in FLOP/byte."""
-    return positive("achieved_tflops", achieved_tflops) * 1e3 / positive("achieved_gbs",
-                                                                         achieved_gbs)
-
-
-def fraction_of_roof(achieved_tflops, ai, hw, precision: str) -> float:
-    """The right yardstick: achieved / attainable at the kernel's own AI (1 = on the roof).
-    For a memory-bound kernel this equals bandwidth utilisation; for a compute-bound one,
-    FLOP utilisation."""
-    return non_negative("achieved_tflops", achieved_tflops) / float(
-        attainable_tflops(_ai(ai, array=False), hw, precision))
 
 
 @finite_results

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import marimo as mo
 
-from labs.core.physics import formulas, hardware, roofline, units
+from labs.core.physics import formulas, hardware, roofline, units, utilization
 from labs.core.ui import figures, style
 
 __all__ = [
@@ -19,7 +19,7 @@ __all__ = [
     "levers_actual", "levers_explanation", "levers_note", "measured_points", "no_rate_message",
     "nothing_measured_message",
     "not_drawn_note", "other_device_explanation", "overlay_cards", "overlay_title",
-    "profiled_point", "profiler_reading", "regime_against_ridge", "regime_verdict",
+    "profiled_point", "regime_against_ridge", "regime_verdict",
     "ridges_example", "sweep_note", "sweep_question", "which_roof_actual",
     "which_roof_explanation", "yardstick_actual", "yardstick_cards", "yardstick_explanation",
     "yardstick_worked_example",
@@ -71,7 +71,7 @@ def which_roof_explanation(m: int, ai: float, device, precision: str) -> str:
     return (f"With M = {m} rows, every weight byte read serves only {m} rows: AI = {ai:.1f} "
             f"FLOP/B against the {d.name}'s {precision} ridge of "
             f"{roofline.ridge_point(d, precision):.0f} FLOP/B, so it is {regime}. The roofline "
-            f"caps it at {roofline.flop_utilization_bound(ai, d, precision):.1%} of peak "
+            f"caps it at {utilization.flop_utilization_bound(ai, d, precision):.1%} of peak "
             "whatever the tiling"
             + (": the GPU is not throttling, it waits for bytes." if regime == roofline.MEMORY
                else "."))
@@ -94,7 +94,7 @@ def gemm_numbers(cost, bounds, device, precision: str) -> dict[str, float]:
         "ai": cost.ai, "ridge": roofline.ridge_point(device, precision),
         "attainable": float(roofline.attainable_tflops(cost.ai, device, precision)),
         "lower": bounds.lower, "no_overlap": bounds.no_overlap,
-        "flop_util_bound": roofline.flop_utilization_bound(cost.ai, device, precision)}
+        "flop_util_bound": utilization.flop_utilization_bound(cost.ai, device, precision)}
 
 
 def gemm_hover(cost, bounds) -> dict[str, str]:
@@ -143,7 +143,7 @@ def gemv_cards(cost, bounds, device, precision: str) -> list[style.Metric]:
         style.Metric("GEMV time bound", units.format_seconds(bounds.lower),
                      "≈ weight bytes / β"),
         style.Metric("GEMV FLOP-utilisation bound",
-                     _percent(roofline.flop_utilization_bound(cost.ai, device, precision)),
+                     _percent(utilization.flop_utilization_bound(cost.ai, device, precision)),
                      "no kernel trick changes this"),
     ]
 
@@ -334,26 +334,9 @@ def ridges_example(scenario: dict) -> str:
 
 # --- Part 5: which yardstick -----------------------------------------------------------------
 
-def profiler_reading(flop_util: float, bandwidth_util: float, device,
-                     precision: str) -> dict:
-    """What a profiler's two utilisations (fractions of dense peak and of bandwidth) imply on
-    a chip: achieved rates, implied AI = FLOP/s ÷ B/s, regime, both utilisations, fraction
-    of the roof at that AI, and the FLOP-utilisation bound."""
-    d = hardware.get(device)
-    tflops = flop_util * d.peak_tflops(precision)
-    gbs = bandwidth_util * d.bandwidth_gbs
-    ai = roofline.implied_ai(tflops, gbs)
-    return {"tflops": tflops, "gbs": gbs, "ai": ai,
-            "regime": roofline.regime(ai, d, precision),
-            "flop_util": roofline.flop_utilization(tflops, d, precision),
-            "bw_util": roofline.bandwidth_utilization(gbs, d),
-            "of_roof": roofline.fraction_of_roof(tflops, ai, d, precision),
-            "flop_util_bound": roofline.flop_utilization_bound(ai, d, precision)}
-
-
 def yardstick_explanation(reading: dict, flop_util: float, device, precision: str) -> str:
     """Why the bandwidth figure (or FLOP utilisation, above the ridge) measures the distance
-    to the roof, from a ``profiler_reading`` of ``flop_util``: the reference answer's
+    to the roof, from a ``utilization.reading`` of ``flop_util``: the reference answer's
     explanation."""
     d = hardware.get(device)
     cap = reading["flop_util_bound"]
@@ -368,7 +351,7 @@ def yardstick_explanation(reading: dict, flop_util: float, device, precision: st
 
 
 def profiled_point(reading: dict) -> figures.Point:
-    """The profiled kernel on the roofline, where a ``profiler_reading`` puts it, with both
+    """The profiled kernel on the roofline, where a ``utilization.reading`` puts it, with both
     utilisations in its hover."""
     return figures.Point("the profiled kernel", reading["ai"], reading["tflops"],
                          kind="measured",
@@ -377,7 +360,7 @@ def profiled_point(reading: dict) -> figures.Point:
 
 
 def yardstick_cards(reading: dict, precision: str) -> list[style.Metric]:
-    """A ``profiler_reading`` in five cards: implied AI, both utilisations, the fraction of
+    """A ``utilization.reading`` in five cards: implied AI, both utilisations, the fraction of
     its roof (the headroom left, coloured by regime) and the FLOP-utilisation bound."""
     return [
         style.Metric("Implied AI", f"{units.format_value(reading['ai'])} "
