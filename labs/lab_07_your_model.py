@@ -445,6 +445,19 @@ def _(get_bf16_ratio, lab):
 
 
 @app.cell
+def _(
+    bf16_ratio_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+):
+    # Part 1's four predictions, in the order asked: what the decode step's views wait for
+    decode_predictions = (dominant_small_prediction, dominant_large_prediction,
+                          memory_share_prediction, bf16_ratio_prediction)
+    return (decode_predictions,)
+
+
+@app.cell
 def _(device_picker):
     # The roofline's answer for both batches on the picked device (no torch: physics only).
     def _case(batch):
@@ -480,18 +493,8 @@ def _(device_picker):
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_error,
-    decode_predicted,
-    device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction)
+def _(decode_error, decode_predicted, decode_predictions, device_picker):
+    _wait = INSTRUMENTS.gate("decode roofline", *decode_predictions)
     mo.stop(_wait is not None, _wait)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
     _t = decode_predicted[SCENARIO["small_batch"]]
@@ -509,15 +512,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction)
+def _(decode_predictions):
+    _wait = INSTRUMENTS.gate("decode profile", *decode_predictions)
     mo.stop(_wait is not None, _wait)
     decode_button = live.run_button("Profile decode steps on this machine (batch 1 and 64)")
     _why = measure.measurement_unavailable("The measured side of Predictions 1 to 3")
@@ -562,16 +558,8 @@ def _(LIVE, decode_button, lab, run_settings):
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     _caveat = _p.op_time_caveat
     mo.vstack([
@@ -597,17 +585,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_predicted,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predicted, decode_predictions, dominant_small_prediction, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["small_batch"]]
     _ref = max(_t, key=_t.get)
@@ -619,16 +598,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     # among the question's options (the overhead row is none of them), and not graded: the
     # question asks for the roofline's answer
@@ -641,16 +612,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.dominant_b1",
         observe_label="Which operator types sit highest on the measured time bars, and on the "
@@ -661,15 +624,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     _c, _p = tiny_models.TINY_DECODER, SCENARIO["precision"]
     _table = _c.vocab * _c.d_model * 4  # the fp32 embedding table
     style.math_peek("one operator on the roofline, and what a step reads", r"""
@@ -698,18 +654,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_error,
-    decode_predicted,
-    device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_error, decode_predicted, decode_predictions, device_picker):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
     _t = decode_predicted[SCENARIO["large_batch"]]
     predicted_large_figure = figures.bar_figure(
@@ -722,16 +668,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["large_batch"]]
     mo.vstack([*([mo.callout(mo.md(_p.op_time_caveat), kind="warn")] if _p.op_time_caveat
                  else []),
@@ -741,17 +679,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_predicted,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predicted, decode_predictions, dominant_large_prediction, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["large_batch"]]
     _ref = max(_t, key=_t.get)
@@ -763,16 +692,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["large_batch"]]
     # among the question's options (the overhead row is none of them), and not graded: the
     # question asks for the roofline's answer
@@ -785,16 +706,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.dominant_b64",
         observe_label="How did the weight GEMMs' time change from batch 1 to 64, and the "
@@ -805,15 +718,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     _c = tiny_models.TINY_DECODER
     _kv = tiny_models.memory_terms(phase="decode", batch=SCENARIO["large_batch"],
                                    context=SCENARIO["context"])["KV cache"]
@@ -865,16 +771,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     regime_figure = figures.time_by_type_figure(
         _p.by_regime(), key="regime",
@@ -902,16 +800,8 @@ def _(bf16_ratio_prediction, lab, memory_share_prediction):
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     mo.callout(mo.md(f"**Measured on {_p.device}** (not graded: the question asks for the "
                      f"model's share): {100 * _p.share('memory-bound'):.1f}% of the measured "
@@ -922,16 +812,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.memory_share",
         observe_label="What share does the roofline alone give, what share with 5 µs per "
@@ -942,15 +824,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     style.math_peek("the shares", r"""
     With $T_i$ the measured time of operator $i$ and $T$ the whole step (measured without the
     profiler):
@@ -1035,16 +910,15 @@ def _(get_best_predicted, lab):
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction)
+def _(best_predicted_prediction, decode_predictions):
+    # every prediction of the lab: what Parts 2 and 3 and the takeaways wait for
+    all_predictions = (*decode_predictions, best_predicted_prediction)
+    return (all_predictions,)
+
+
+@app.cell
+def _(all_predictions):
+    _wait = INSTRUMENTS.gate("operators", *all_predictions)
     mo.stop(_wait is not None, _wait)
     case_picker = mo.ui.dropdown(options=CASES, value="decoder, prefill", label="Model")
     case_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=1,
@@ -1085,19 +959,13 @@ def _(case_attention, case_batch, case_context, case_picker):
 
 @app.cell
 def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
+    all_predictions,
     case_attention,
     case_batch,
     case_context,
     device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
 ):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     # Both phases side by side, whatever model is picked: the contrast is the lesson, and a
     # Model step then redraws only the memory figure above.
     try:
@@ -1123,16 +991,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     case_button = live.run_button("Profile this model on this machine")
     _why = measure.measurement_unavailable("The comparison of Prediction 4")
     mo.vstack([case_button, *([mo.callout(mo.md(_why), kind="warn")] if _why else [])])
@@ -1172,17 +1032,8 @@ def _(LIVE, case_button, case_settings, lab, run_settings):
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    case_profile,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, case_profile):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     _show = [{"operator": r["name"], "module": r["module"], "shapes": r["shapes"],
               "predicted (bound)": units.format_seconds(r["bound_s"]) if r["bound_s"] else "—",
               "measured": units.format_seconds(r["measured_s"]),
@@ -1198,17 +1049,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    case_profile,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, case_profile):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     case_figure = figures.operator_roofline_figure(
         case_profile.rows, case_profile.roof, case_profile.main_precision,
         title=f"{case_profile.label}: every operator, measured")
@@ -1225,17 +1067,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     decode_small_figure, decode_large_figure = (figures.operator_roofline_figure(
         decode_profiles[_b].rows, decode_profiles[_b].roof, decode_profiles[_b].main_precision,
@@ -1253,18 +1086,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    case_profile,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, best_predicted_prediction, case_profile, lab):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     _errors = [g for g in case_profile.error_by_type() if g["op_type"] in BEST_OPTIONS.values()]
     mo.stop(not _errors)
     _best = _errors[0]
@@ -1283,17 +1106,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.best_predicted",
         observe_label="Which operators have error % near 0, which in the hundreds or more? "
@@ -1304,16 +1118,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     style.math_peek("error % and lost time", r"""
     For each operator $i$, with its roofline bound $\hat T_i$ and measured median $T_i$:
 
@@ -1331,16 +1137,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     mo.md("""
     **Try the failure state.** Pick the decoder's decode step, batch 256 and context 32,768,
     and press the button: the KV cache alone needs tens of GB. The profiler refuses before
@@ -1377,17 +1175,8 @@ def _():
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction)
+def _(all_predictions, device_picker):
+    _wait = INSTRUMENTS.gate("change", *all_predictions)
     mo.stop(_wait is not None, _wait)
     _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
@@ -1414,16 +1203,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     change_button = live.run_button("Measure the change on this machine")
     _why = measure.measurement_unavailable("The comparison of Prediction 5")
     mo.vstack([change_button, *([mo.callout(mo.md(_why), kind="warn")] if _why else [])])
@@ -1484,19 +1265,8 @@ def _(LIVE, change_button, change_picker, lab, run_settings):
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    change_predicted,
-    change_result,
-    change_with_launches,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, change_predicted, change_result, change_with_launches):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     _c = change_result["change"]
     _pred = (change_predicted or {}).get(_c)
     _pred_launch = (change_with_launches or {}).get(_c)
@@ -1526,18 +1296,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    change_result,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, bf16_ratio_prediction, change_result, lab):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     mo.stop(change_result["change"] != "precision", mo.md(
         "Your prediction was for fp32 → bf16: pick that change and measure to compare."))
     # recorded for grading only when the rounds agree within the item's band
@@ -1555,17 +1315,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.bf16_ratio",
         observe_label="What did bf16 do to the weight GEMMs and to the elementwise ops? Try "
@@ -1576,16 +1327,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     style.math_peek("the roofline's ratio for one change", r"""
     The roofline predicts a step as the sum of its operators' bounds,
     $\hat T = \sum_i \max(F_i/\pi_p,\ B_i/\beta)$. A change moves $F_i$, $B_i$ or $\pi_p$:
@@ -1613,16 +1356,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _gate = style.takeaways_gate((dominant_small_prediction, dominant_large_prediction,
-                                  memory_share_prediction, best_predicted_prediction,
-                                  bf16_ratio_prediction))
+def _(all_predictions):
+    _gate = style.takeaways_gate(all_predictions)
     mo.stop(_gate is not None, _gate)
     _c = tiny_models.TINY_DECODER
     style.takeaways([
