@@ -307,8 +307,10 @@ def _(lab):
 @app.cell
 def _(get_memory_share, lab, set_memory_share):
     # the step's kernels (one per operator that is not a view) and its roofline bound on the
-    # question's device: what the question gives
-    _case = decode_case(SCENARIO["small_batch"])
+    # question's device: what the question gives (a literal case: the catalogue reads the
+    # question from the source)
+    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
+                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     _kernels = tiny_models.step_kernels(**_case)
     _bound_us = sum(tiny_models.time_by_group(OPENING["device"], **_case).values()) * 1e6
     memory_share_form = quiz.numeric_form(
