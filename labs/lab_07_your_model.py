@@ -9,6 +9,7 @@ with app.setup:
     from labs.core import (figures, hardware, live, measure, quiz, reveal, roofline, style,
                            tiny_models)
     from labs.core import units
+    from labs.core.course.lessons import your_model
     from labs.core.physics import misconceptions
 
     LAB_ID = "lab07"
@@ -136,6 +137,14 @@ def _():
 
 
 @app.function
+def decode_case(batch):
+    """The decode step the lab asks about, at ``batch`` sequences: ``tiny_models``' keyword
+    arguments (the scenario's context, precision and attention)."""
+    return dict(phase="decode", batch=batch, context=SCENARIO["context"],
+                precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+
+
+@app.function
 def device_error(exc):
     """A core error as the student reads it, then the way out: the model runs in one
     precision on every device, so a KeyError is a device without a rate for it."""
@@ -150,20 +159,13 @@ def _(device_picker):
     _wait = INSTRUMENTS.gate("model card")
     mo.stop(_wait is not None, _wait)
     _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
-    _c = tiny_models.TINY_DECODER
     try:
         _ridge = f"{_d.peak_tflops(_p) * 1e3 / _d.bandwidth_gbs:,.3g} FLOP/B"
         _note = None
     except KeyError as _exc:
         _ridge, _note = "—", style.error_callout(device_error(_exc))
-    mo.vstack([mo.md(
-        f"**The model.** {_c.name}: {_c.layers} layers, d_model {_c.d_model}, {_c.heads} "
-        f"query heads sharing {_c.kv_heads} KV heads of {_c.head_dim}, SwiGLU MLP of "
-        f"{_c.d_ff}, vocabulary {_c.vocab:,}; {_c.params / 1e6:.1f} M parameters with random "
-        f"weights (Llama-3-8B's proportions, scaled down; nothing to download). It runs in "
-        f"{_p}. **Predictions** use the {_d.name} spec sheet (ridge ({_p}, dense) = {_ridge}); "
-        "**measurements** run on this machine, against its own roofline measured once per "
-        "session (memory bandwidth and the best GEMM rate)."), *([_note] if _note else [])])
+    mo.vstack([mo.md(your_model.model_card(tiny_models.TINY_DECODER, _d.name, _p, _ridge)),
+               *([_note] if _note else [])])
     return
 
 
@@ -259,27 +261,11 @@ def _(get_dominant_small, lab, set_dominant_small):
 
 @app.cell
 def _(get_dominant_small, lab):
-    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
-                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
-    _t = tiny_models.time_by_group(OPENING["device"], **_case)
-    _ref = max(_t, key=_t.get)
-    _terms = tiny_models.memory_terms(**_case)
-    _read = tiny_models.TINY_DECODER.weight_bytes_read(SCENARIO["precision"],
-                                                       tokens=SCENARIO["small_batch"])
+    _case = decode_case(SCENARIO["small_batch"])
+    _ref = tiny_models.dominant_group(OPENING["device"], **_case)
     dominant_small_prediction = get_dominant_small() or reveal.reference(
-        lab, "lab07.dominant_b1", _ref,
-        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
-        explanation=f"A batch-{SCENARIO['small_batch']} decode step reads every layer's weights "
-                    f"and the LM head once ({_read / 1e6:.0f} MB in {SCENARIO['precision']}; of "
-                    "the embedding table only the token's row) to make one "
-                    f"token, but only {_terms['KV cache'] / 1e6:.1f} MB of KV cache: on the "
-                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
-                    f"{_t[_ref] * 1e6:.1f} µs of the {sum(_t.values()) * 1e6:.1f} µs bound "
-                    f"({_t[_ref] / sum(_t.values()):.1%}). That is the roofline's answer, not "
-                    "a GPU's: in eager mode every kernel of the step also pays a launch of a "
-                    "few µs, which the roofline has no term for and which does not shrink with "
-                    "the bytes. Prediction 3 asks what that does to the step; the profile "
-                    "below shows what this machine adds.")
+        lab, "lab07.dominant_b1", _ref, label=your_model.option_label(TYPE_OPTIONS, _ref),
+        explanation=your_model.dominant_small_explanation(OPENING["device"], _case))
     reveal.card(dominant_small_prediction)
     return (dominant_small_prediction,)
 
@@ -303,25 +289,11 @@ def _(get_dominant_large, lab, set_dominant_large):
 
 @app.cell
 def _(get_dominant_large, lab):
-    _case = dict(phase="decode", batch=SCENARIO["large_batch"], context=SCENARIO["context"],
-                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
-    _t = tiny_models.time_by_group(OPENING["device"], **_case)
-    _ref = max(_t, key=_t.get)
-    _terms = tiny_models.memory_terms(**_case)
-    _read = tiny_models.TINY_DECODER.weight_bytes_read(SCENARIO["precision"],
-                                                       tokens=SCENARIO["large_batch"])
-    _copies = sum(o.detail.get("K, V repeated to the query heads (write + read)", 0.0)
-                  for o in tiny_models.step_ops(**_case))
+    _case = decode_case(SCENARIO["large_batch"])
+    _ref = tiny_models.dominant_group(OPENING["device"], **_case)
     dominant_large_prediction = get_dominant_large() or reveal.reference(
-        lab, "lab07.dominant_b64", _ref,
-        label=next(k for k, v in TYPE_OPTIONS.items() if v == _ref),
-        explanation=f"The weights are still read once per step ({_read / 1e6:.0f} MB), but "
-                    f"every one of the {SCENARIO['large_batch']} sequences reads its own "
-                    f"KV cache: {_terms['KV cache'] / 1e6:.0f} MB in all, and the math "
-                    "attention copies it to every query head before QKᵀ and PV "
-                    f"({_copies / 1e9:.2f} GB written and read again). On the "
-                    f"{hardware.get(OPENING['device']).name} the {_ref} take "
-                    f"{_t[_ref] / sum(_t.values()):.1%} of the step's bound.")
+        lab, "lab07.dominant_b64", _ref, label=your_model.option_label(TYPE_OPTIONS, _ref),
+        explanation=your_model.dominant_large_explanation(OPENING["device"], _case))
     reveal.card(dominant_large_prediction)
     return (dominant_large_prediction,)
 
@@ -335,7 +307,8 @@ def _(lab):
 @app.cell
 def _(get_memory_share, lab, set_memory_share):
     # the step's kernels (one per operator that is not a view) and its roofline bound on the
-    # question's device: what the question gives
+    # question's device: what the question gives (a literal case: the catalogue reads the
+    # question from the source)
     _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
                  precision=SCENARIO["precision"], attention=SCENARIO["attention"])
     _kernels = tiny_models.step_kernels(**_case)
@@ -363,35 +336,11 @@ def _(get_memory_share, lab, set_memory_share):
 
 @app.cell
 def _(get_memory_share, lab):
-    _case = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
-                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _case = decode_case(SCENARIO["small_batch"])
     _share = tiny_models.memory_bound_share_with_launches(OPENING["device"], **_case)
-    _t = tiny_models.time_with_launches(OPENING["device"], **_case)
-    _launch = _t.pop(tiny_models.LAUNCHES)
-    _kernels = tiny_models.step_kernels(**_case)
-    _ai = max(o.ai for o in tiny_models.step_ops(**_case))
-    _d = hardware.get(OPENING["device"])
-
-    def _at(us):
-        return tiny_models.memory_bound_share_with_launches(OPENING["device"],
-                                                            launch_overhead_us=us, **_case)
     memory_share_prediction = get_memory_share() or reveal.reference(
         lab, "lab07.memory_share", round(100 * _share, 1), units="%",
-        explanation=f"No operator of a batch-{SCENARIO['small_batch']} decode step reaches the "
-                    f"ridge (highest AI {_ai:.2f} FLOP/B against the {_d.name}'s fp32 ridge of "
-                    f"{_d.peak_tflops('fp32') * 1e3 / _d.bandwidth_gbs:.0f} FLOP/B), so all "
-                    f"{sum(_t.values()) * 1e6:.1f} µs of the bound are memory-bound: the "
-                    "roofline alone says 100%. But the step's "
-                    f"{_kernels} kernels × 5 µs = {_launch * 1e6:.0f} µs of launches are in "
-                    "no operator: memory-bound time is "
-                    f"{sum(_t.values()) * 1e6:.1f} / {(sum(_t.values()) + _launch) * 1e6:.0f} µs"
-                    f" = {100 * _share:.1f}% of the step. That is the model's number: the 5 µs is "
-                    "a chosen figure, not what a GPU does. A bare launch costs about "
-                    f"{roofline.LAUNCH_BACK_TO_BACK_US:g} µs (share "
-                    f"{100 * _at(roofline.LAUNCH_BACK_TO_BACK_US):.1f}%) and a kernel of eager "
-                    f"PyTorch about {roofline.EAGER_KERNEL_US:.0f} µs (share "
-                    f"{100 * _at(roofline.EAGER_KERNEL_US):.1f}%, what an eager step on a GPU "
-                    "measures).")
+        explanation=your_model.memory_share_explanation(OPENING["device"], _case))
     reveal.card(memory_share_prediction)
     return (memory_share_prediction,)
 
@@ -419,50 +368,45 @@ def _(get_bf16_ratio, lab, set_bf16_ratio):
 
 @app.cell
 def _(get_bf16_ratio, lab):
-    _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
-                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _base = decode_case(SCENARIO["small_batch"])
     # graded against the measurement: the reference is the roofline plus the launch model
     # (the pure roofline's 0.5 holds only where the bytes set the step's time)
-    _roof = tiny_models.predicted_ratio("precision", OPENING["device"], _base)
     _ratio = tiny_models.predicted_ratio_with_launches("precision", OPENING["device"], _base)
-    _old = tiny_models.time_with_launches(OPENING["device"], **_base)
-    _launch = _old.pop(tiny_models.LAUNCHES)
     bf16_ratio_prediction = get_bf16_ratio() or reveal.reference(
         lab, "lab07.bf16_ratio", round(_ratio, 3), units="×",
-        explanation=f"The roofline alone says {_roof:.2f}×: every operator is memory-bound, "
-                    "and bf16 halves every byte. But the step's bound is "
-                    f"{sum(_old.values()) * 1e6:.0f} µs and its kernels' launches (5 µs each) "
-                    f"{_launch * 1e6:.0f} µs, which do not shrink with the bytes: "
-                    f"(bound/2 + launches) / (bound + launches) = {_ratio:.3f}×, on a GPU in "
-                    "eager mode (measured on an NVIDIA H200, torch 2.11, 2026-11-26: 1.035×). "
-                    "Halving the bytes halves a step only where the bytes set its time: a GPU "
-                    "at large batch, under CUDA graphs or compiled, or a CPU whose step streams "
-                    "its weights from DRAM and computes bf16 natively (there it can come close "
-                    "to 0.5); a CPU without native bf16 math may get slower. The student's "
-                    "prediction is graded against their own measurement.")
+        explanation=your_model.bf16_ratio_explanation(OPENING["device"], _base))
     reveal.card(bf16_ratio_prediction)
     return (bf16_ratio_prediction,)
 
 
 @app.cell
+def _(
+    bf16_ratio_prediction,
+    dominant_large_prediction,
+    dominant_small_prediction,
+    memory_share_prediction,
+):
+    # Part 1's four predictions, in the order asked: what the decode step's views wait for
+    decode_predictions = (dominant_small_prediction, dominant_large_prediction,
+                          memory_share_prediction, bf16_ratio_prediction)
+    return (decode_predictions,)
+
+
+@app.cell
 def _(device_picker):
     # The roofline's answer for both batches on the picked device (no torch: physics only).
-    def _case(batch):
-        return dict(phase="decode", batch=batch, context=SCENARIO["context"],
-                    precision=SCENARIO["precision"], attention=SCENARIO["attention"])
-
+    _small = decode_case(SCENARIO["small_batch"])
     try:
-        decode_predicted = {b: tiny_models.time_by_group(device_picker.value, **_case(b))
+        decode_predicted = {b: tiny_models.time_by_group(device_picker.value, **decode_case(b))
                             for b in (SCENARIO["small_batch"], SCENARIO["large_batch"])}
-        decode_memory_share = tiny_models.memory_bound_share(
-            device_picker.value, **_case(SCENARIO["small_batch"]))
+        decode_memory_share = tiny_models.memory_bound_share(device_picker.value, **_small)
         # Prediction 3 is graded against the roofline plus the launch model
-        decode_launch_share = tiny_models.memory_bound_share_with_launches(
-            device_picker.value, **_case(SCENARIO["small_batch"]))
+        decode_launch_share = tiny_models.memory_bound_share_with_launches(device_picker.value,
+                                                                           **_small)
         # the same share at the measured per-kernel costs the 5 µs stands between
         decode_measured_launch_shares = [
             (_what.split(",")[0], _us, tiny_models.memory_bound_share_with_launches(
-                device_picker.value, launch_overhead_us=_us, **_case(SCENARIO["small_batch"])))
+                device_picker.value, launch_overhead_us=_us, **_small))
             for _what, _us, _src in roofline.MEASURED_KERNEL_COSTS_US
             if _us in (roofline.LAUNCH_BACK_TO_BACK_US, roofline.EAGER_KERNEL_US)]
         decode_error = None
@@ -480,24 +424,12 @@ def _(device_picker):
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_error,
-    decode_predicted,
-    device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction)
+def _(decode_error, decode_predicted, decode_predictions, device_picker):
+    _wait = INSTRUMENTS.gate("decode roofline", *decode_predictions)
     mo.stop(_wait is not None, _wait)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
-    _t = decode_predicted[SCENARIO["small_batch"]]
-    predicted_small_figure = figures.bar_figure(
-        list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
-        annotations=[f"{units.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
+    predicted_small_figure = figures.step_bound_figure(
+        decode_predicted[SCENARIO["small_batch"]],
         title=f"The roofline's answer: one decode step at batch {SCENARIO['small_batch']} on the "
               f"{hardware.get(device_picker.value).name}")
     mo.vstack([predicted_small_figure, mo.md(
@@ -509,15 +441,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction)
+def _(decode_predictions):
+    _wait = INSTRUMENTS.gate("decode profile", *decode_predictions)
     mo.stop(_wait is not None, _wait)
     decode_button = live.run_button("Profile decode steps on this machine (batch 1 and 64)")
     _why = measure.measurement_unavailable("The measured side of Predictions 1 to 3")
@@ -562,33 +487,12 @@ def _(LIVE, decode_button, lab, run_settings):
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     _caveat = _p.op_time_caveat
     mo.vstack([
-        style.metric_cards([
-            ("Measured step", units.format_seconds(_p.forward_s),
-             f"median of the whole pass ({_p.threads} CPU thread(s))" if _p.threads else
-             "median of the whole pass (GPU)"),
-            ("Sum of operators", units.format_seconds(_p.op_sum_s),
-             f"{len(_p.rows)} aten calls ({_p.kernel_calls} not views), median of "
-             f"{_p.reps} profiled passes"),
-            style.Metric("Overhead", units.format_seconds(_p.overhead_s),
-                         "cannot be told apart from the operators here (see the note)"
-                         if _caveat else "the step minus its operators: Python, dispatch",
-                         "overhead-bound"),
-            ("Roofline bound", units.format_seconds(_p.bound_s),
-             f"sum of max(FLOPs/peak, bytes/BW) on {_p.roofline}"),
-        ]),
+        style.metric_cards(your_model.decode_step_cards(_p)),
         *([mo.callout(mo.md(_caveat), kind="warn")] if _caveat else []),
         figures.time_by_type_figure(_p.by_op_type(), title=f"Measured time per operator "
                                     f"type, batch {SCENARIO['small_batch']}"),
@@ -597,60 +501,27 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_predicted,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predicted, decode_predictions, dominant_small_prediction, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["small_batch"]]
-    _ref = max(_t, key=_t.get)
-    _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
-    quiz.compare(dominant_small_prediction, _ref, lab=lab,
-                 actual_label=f"the roofline (spec sheet) says {_label[_ref]} "
-                              f"({_t[_ref] / sum(_t.values()):.1%} of the bound)")
+    quiz.compare(dominant_small_prediction, max(_t, key=_t.get), lab=lab,
+                 actual_label=your_model.roofline_leader_label(_t, TYPE_NAMES))
     return
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
-    # among the question's options (the overhead row is none of them), and not graded: the
-    # question asks for the roofline's answer
-    _top = next(g for g in _p.by_op_type() if g["op_type"] in TYPE_OPTIONS.values())
-    mo.callout(mo.md(f"**Measured on {_p.device}** (not graded: the question asks for the "
-                     f"roofline's answer): of the three types, "
-                     f"**{TYPE_NAMES[_top['op_type']]}** take the most time, "
-                     f"{_top['share']:.0%} of the step."), kind="neutral")
+    mo.callout(mo.md(your_model.measured_leader_note(_p, TYPE_NAMES, TYPE_OPTIONS.values())),
+               kind="neutral")
     return
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.dominant_b1",
         observe_label="Which operator types sit highest on the measured time bars, and on the "
@@ -661,17 +532,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
-    _c, _p = tiny_models.TINY_DECODER, SCENARIO["precision"]
-    _table = _c.vocab * _c.d_model * 4  # the fp32 embedding table
+def _(decode_predictions):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     style.math_peek("one operator on the roofline, and what a step reads", r"""
     Every aten call the forward pass makes is one row. Its FLOPs come from
     `torch.utils.flop_counter` (what `FlopCounterMode` counts: $2MNK$ for a GEMM) and its
@@ -685,36 +547,17 @@ def _(
     A decode step's linear layer with $B$ tokens, $K$ inputs, $N$ outputs:
     $\text{FLOPs} = 2BNK$, $\text{bytes} = (BK + KN + BN)\,b$: its weight matrix ($KN$)
     is read whole whatever $B$.
-    """ + f"""
-    **What one decode step reads.** The model allocates {_c.params / 1e6:.1f} M parameters =
-    {_c.weight_bytes(_p) / 1e6:.0f} MB in {_p}, but a step reads
-    {_c.weight_bytes_read(_p, tokens=SCENARIO["small_batch"]) / 1e6:.0f} MB of them: every
-    layer's weights and the LM head whole, and of the {_table / 1e6:.1f} MB embedding table
-    only the row of each token ({_c.d_model * 4 / 1e3:.0f} KB). A model with a *tied*
-    embedding (the LM head is the embedding table, as in GPT-2) reads that table whole in the
-    LM head, so there a step reads every parameter.
-    """)
+    """ + your_model.weights_read_text(tiny_models.TINY_DECODER, SCENARIO["precision"],
+                                       SCENARIO["small_batch"]))
     return
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_error,
-    decode_predicted,
-    device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_error, decode_predicted, decode_predictions, device_picker):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
-    _t = decode_predicted[SCENARIO["large_batch"]]
-    predicted_large_figure = figures.bar_figure(
-        list(_t), [v * 1e6 for v in _t.values()], yaxis_title="roofline bound (µs)",
-        annotations=[f"{units.format_seconds(v)} · {v / sum(_t.values()):.1%}" for v in _t.values()],
+    predicted_large_figure = figures.step_bound_figure(
+        decode_predicted[SCENARIO["large_batch"]],
         title=f"The roofline's answer: one decode step at batch {SCENARIO['large_batch']} on the "
               f"{hardware.get(device_picker.value).name}")
     predicted_large_figure
@@ -722,16 +565,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["large_batch"]]
     mo.vstack([*([mo.callout(mo.md(_p.op_time_caveat), kind="warn")] if _p.op_time_caveat
                  else []),
@@ -741,60 +576,27 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_predicted,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predicted, decode_predictions, dominant_large_prediction, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["large_batch"]]
-    _ref = max(_t, key=_t.get)
-    _label = {v: k.split(":")[0] for k, v in TYPE_OPTIONS.items()}
-    quiz.compare(dominant_large_prediction, _ref, lab=lab,
-                 actual_label=f"the roofline (spec sheet) says {_label[_ref]} "
-                              f"({_t[_ref] / sum(_t.values()):.1%} of the bound)")
+    quiz.compare(dominant_large_prediction, max(_t, key=_t.get), lab=lab,
+                 actual_label=your_model.roofline_leader_label(_t, TYPE_NAMES))
     return
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["large_batch"]]
-    # among the question's options (the overhead row is none of them), and not graded: the
-    # question asks for the roofline's answer
-    _top = next(g for g in _p.by_op_type() if g["op_type"] in TYPE_OPTIONS.values())
-    mo.callout(mo.md(f"**Measured on {_p.device}** (not graded: the question asks for the "
-                     f"roofline's answer): of the three types, "
-                     f"**{TYPE_NAMES[_top['op_type']]}** take the most time, "
-                     f"{_top['share']:.0%} of the step."), kind="neutral")
+    mo.callout(mo.md(your_model.measured_leader_note(_p, TYPE_NAMES, TYPE_OPTIONS.values())),
+               kind="neutral")
     return
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.dominant_b64",
         observe_label="How did the weight GEMMs' time change from batch 1 to 64, and the "
@@ -805,18 +607,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
-    _c = tiny_models.TINY_DECODER
-    _kv = tiny_models.memory_terms(phase="decode", batch=SCENARIO["large_batch"],
-                                   context=SCENARIO["context"])["KV cache"]
+def _(decode_predictions):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     style.math_peek("what grows with the batch", r"""
     Per decode step, the weights are read once whatever the batch $B$ ($P_\text{read}$: every
     layer's and the LM head's, and one embedding row per token); the KV cache is read once per
@@ -830,13 +622,8 @@ def _(
     layer it does $4\,H\,S\,d_h$ FLOPs ($QK^\top$ and $PV$) over the $2\,H_\text{kv}\,S\,d_h$
     K and V elements it reads, about $2H/H_\text{kv}$ FLOP per element ($2H/(H_\text{kv}\,b)$
     FLOP/B) whatever $B$, because every sequence has its own cache.
-    """ + f"""
-    Here: weights read {_c.weight_bytes_read("fp32", tokens=SCENARIO["large_batch"]) / 1e6:.0f}
-    MB per step (of {_c.weight_bytes("fp32") / 1e6:.0f} MB allocated), KV cache at batch
-    {SCENARIO['large_batch']} and context {SCENARIO['context']:,}: {_kv / 1e6:.0f} MB (fp32,
-    {_c.kv_heads} KV heads). The "math" attention also copies K and V to all {_c.heads} query
-    heads before QKᵀ (Llama's `repeat_kv`): {_c.heads // _c.kv_heads}× more bytes written and read.
-    """)
+    """ + your_model.batch_growth_text(tiny_models.TINY_DECODER, SCENARIO["large_batch"],
+                                       SCENARIO["context"]))
     return
 
 
@@ -852,29 +639,15 @@ def _(
     _wait = INSTRUMENTS.gate("memory share", memory_share_prediction, bf16_ratio_prediction)
     mo.stop(_wait is not None, _wait)
     mo.stop(decode_error is not None, style.error_callout(decode_error))
-    style.metric_cards([
-        style.Metric("The roofline alone", f"{100 * decode_memory_share:.1f}%",
-                     f"of the bound of a batch-{SCENARIO['small_batch']} decode step (no "
-                     "overhead term)", "memory-bound"),
-        style.Metric("Roofline + 5 µs per kernel", f"{100 * decode_launch_share:.1f}%",
-                     "of the step once every kernel pays a launch (the answer graded)",
-                     "memory-bound")] + [
-        style.Metric(f"At {_us:g} µs per kernel", f"{100 * _share:.1f}%", _what, "memory-bound")
-        for _what, _us, _share in decode_measured_launch_shares])
+    style.metric_cards(your_model.memory_share_cards(
+        decode_memory_share, decode_launch_share, decode_measured_launch_shares,
+        SCENARIO["small_batch"]))
     return
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     regime_figure = figures.time_by_type_figure(
         _p.by_regime(), key="regime",
@@ -890,10 +663,8 @@ def _(bf16_ratio_prediction, lab, memory_share_prediction):
     mo.stop(INSTRUMENTS.gate("memory share", memory_share_prediction,
                              bf16_ratio_prediction) is not None)
     # graded on the question's own case (its device), whatever the picker shows above
-    _share = tiny_models.memory_bound_share_with_launches(
-        OPENING["device"], phase="decode", batch=SCENARIO["small_batch"],
-        context=SCENARIO["context"], precision=SCENARIO["precision"],
-        attention=SCENARIO["attention"])
+    _share = tiny_models.memory_bound_share_with_launches(OPENING["device"],
+                                                          **decode_case(SCENARIO["small_batch"]))
     mo.vstack([mo.md("**Against the roofline plus 5 µs per kernel** on the question's "
                      f"{hardware.get(OPENING['device']).name}:"),
                quiz.compare(memory_share_prediction, round(100 * _share, 1), units="%",
@@ -902,36 +673,16 @@ def _(bf16_ratio_prediction, lab, memory_share_prediction):
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode profile", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("decode profile", *decode_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
-    mo.callout(mo.md(f"**Measured on {_p.device}** (not graded: the question asks for the "
-                     f"model's share): {100 * _p.share('memory-bound'):.1f}% of the measured "
-                     "step is in memory-bound operators. The rest is the overhead row (launch "
-                     "and dispatch on the host) and operators too small to reach any roof."),
-               kind="neutral")
+    mo.callout(mo.md(your_model.measured_memory_share_note(_p)), kind="neutral")
     return
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.memory_share",
         observe_label="What share does the roofline alone give, what share with 5 µs per "
@@ -942,15 +693,8 @@ def _(
 
 
 @app.cell
-def _(
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("decode roofline", dominant_small_prediction,
-                             dominant_large_prediction, memory_share_prediction,
-                             bf16_ratio_prediction) is not None)
+def _(decode_predictions):
+    mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     style.math_peek("the shares", r"""
     With $T_i$ the measured time of operator $i$ and $T$ the whole step (measured without the
     profiler):
@@ -1020,31 +764,22 @@ def _(get_best_predicted, lab):
     _r = tiny_models.overhead_ratio_by_group(OPENING["device"], **_case)
     _ref = min(_r, key=_r.get)
     best_predicted_prediction = get_best_predicted() or reveal.reference(
-        lab, "lab07.best_predicted", _ref,
-        label=next(k for k, v in BEST_OPTIONS.items() if v == _ref),
-        explanation="A large operator's bound is long next to anything fixed per kernel; a "
-                    "small one's is not, and small operators miss it in both directions: on a "
-                    "CPU their operands still sit in cache, so they can run below the DRAM "
-                    "bound; on a GPU no kernel takes less than a few µs. (Launch and dispatch "
-                    "themselves land in the overhead row, not in the operators' times.) If every "
-                    f"kernel paid 5 µs, a {SCENARIO['prefill_context']}-token prefill's {_ref} "
-                    f"would run {_r[_ref]:.2f}× their bound, its norms and elementwise ops "
-                    f"{_r['norms & elementwise']:.1f}×.")
+        lab, "lab07.best_predicted", _ref, label=your_model.option_label(BEST_OPTIONS, _ref),
+        explanation=your_model.best_predicted_explanation(_r, SCENARIO["prefill_context"]))
     reveal.card(best_predicted_prediction)
     return (best_predicted_prediction,)
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction)
+def _(best_predicted_prediction, decode_predictions):
+    # every prediction of the lab: what Parts 2 and 3 and the takeaways wait for
+    all_predictions = (*decode_predictions, best_predicted_prediction)
+    return (all_predictions,)
+
+
+@app.cell
+def _(all_predictions):
+    _wait = INSTRUMENTS.gate("operators", *all_predictions)
     mo.stop(_wait is not None, _wait)
     case_picker = mo.ui.dropdown(options=CASES, value="decoder, prefill", label="Model")
     case_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=1,
@@ -1085,19 +820,13 @@ def _(case_attention, case_batch, case_context, case_picker):
 
 @app.cell
 def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
+    all_predictions,
     case_attention,
     case_batch,
     case_context,
     device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
 ):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     # Both phases side by side, whatever model is picked: the contrast is the lesson, and a
     # Model step then redraws only the memory figure above.
     try:
@@ -1123,16 +852,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     case_button = live.run_button("Profile this model on this machine")
     _why = measure.measurement_unavailable("The comparison of Prediction 4")
     mo.vstack([case_button, *([mo.callout(mo.md(_why), kind="warn")] if _why else [])])
@@ -1172,23 +893,9 @@ def _(LIVE, case_button, case_settings, lab, run_settings):
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    case_profile,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
-    _show = [{"operator": r["name"], "module": r["module"], "shapes": r["shapes"],
-              "predicted (bound)": units.format_seconds(r["bound_s"]) if r["bound_s"] else "—",
-              "measured": units.format_seconds(r["measured_s"]),
-              "error %": round(r["error_pct"]) if r["error_pct"] is not None else "—",
-              "lost": units.format_seconds(r["lost_s"]), "regime": r["regime"]}
-             for r in case_profile.lost_time(25)]
+def _(all_predictions, case_profile):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
+    _show = your_model.operator_table_rows(case_profile.lost_time(25))
     case_table = mo.ui.table(_show, selection=None, show_download=False,
                              label="The 25 operators that lose the most time (measured − bound)")
     mo.vstack([case_table, live.csv_download(case_profile.all_rows(), "lab07_operators.csv"),
@@ -1198,17 +905,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    case_profile,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, case_profile):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     case_figure = figures.operator_roofline_figure(
         case_profile.rows, case_profile.roof, case_profile.main_precision,
         title=f"{case_profile.label}: every operator, measured")
@@ -1225,17 +923,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    decode_profiles,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, decode_profiles):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     _p = decode_profiles[SCENARIO["small_batch"]]
     decode_small_figure, decode_large_figure = (figures.operator_roofline_figure(
         decode_profiles[_b].rows, decode_profiles[_b].roof, decode_profiles[_b].main_precision,
@@ -1253,18 +942,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    case_profile,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, best_predicted_prediction, case_profile, lab):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     _errors = [g for g in case_profile.error_by_type() if g["op_type"] in BEST_OPTIONS.values()]
     mo.stop(not _errors)
     _best = _errors[0]
@@ -1275,7 +954,7 @@ def _(
         f"({QUESTION_CASE_LABEL}): pick that case and press the button to be graded on it.")
     mo.vstack([quiz.compare(best_predicted_prediction, _best["op_type"],
                             lab=None if _why_not else lab, actual_label=(
-        f"{next(k for k, v in BEST_OPTIONS.items() if v == _best['op_type'])}: a median "
+        f"{your_model.option_label(BEST_OPTIONS, _best['op_type'])}: a median "
         f"{_best['median_factor_off']:.2g}× off the bound ({case_profile.label})")),
         *([mo.callout(mo.md(f"Not recorded for grading: {_why_not}"), kind="warn")]
           if _why_not else [])])
@@ -1283,17 +962,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.best_predicted",
         observe_label="Which operators have error % near 0, which in the hundreds or more? "
@@ -1304,16 +974,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     style.math_peek("error % and lost time", r"""
     For each operator $i$, with its roofline bound $\hat T_i$ and measured median $T_i$:
 
@@ -1331,16 +993,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("operators", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     mo.md("""
     **Try the failure state.** Pick the decoder's decode step, batch 256 and context 32,768,
     and press the button: the KV cache alone needs tens of GB. The profiler refuses before
@@ -1377,20 +1031,10 @@ def _():
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    device_picker,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _wait = INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction)
+def _(all_predictions, device_picker):
+    _wait = INSTRUMENTS.gate("change", *all_predictions)
     mo.stop(_wait is not None, _wait)
-    _base = dict(phase="decode", batch=SCENARIO["small_batch"], context=SCENARIO["context"],
-                 precision=SCENARIO["precision"], attention=SCENARIO["attention"])
+    _base = decode_case(SCENARIO["small_batch"])
     try:
         change_predicted = {c: tiny_models.predicted_ratio(c, device_picker.value, _base)
                             for c in tiny_models.CHANGES}
@@ -1414,16 +1058,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     change_button = live.run_button("Measure the change on this machine")
     _why = measure.measurement_unavailable("The comparison of Prediction 5")
     mo.vstack([change_button, *([mo.callout(mo.md(_why), kind="warn")] if _why else [])])
@@ -1484,36 +1120,12 @@ def _(LIVE, change_button, change_picker, lab, run_settings):
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    change_predicted,
-    change_result,
-    change_with_launches,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, change_predicted, change_result, change_with_launches):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     _c = change_result["change"]
-    _pred = (change_predicted or {}).get(_c)
-    _pred_launch = (change_with_launches or {}).get(_c)
-    _cards = style.metric_cards([
-        ("Before", units.format_seconds(change_result["old_s"]),
-         f"measured step, {change_result['threads'] or 'all'} CPU thread(s)"),
-        ("After", units.format_seconds(change_result["new_s"]), tiny_models.CHANGES[_c]),
-        ("Measured new / old", f"{change_result['ratio']:.3g}×",
-         "this machine, both steps timed in alternation" + (
-             f"; rounds agree within {change_result['spread']:.2f}×"
-             if "spread" in change_result else "")),
-        ("Roofline's new / old", f"{_pred:.3g}×" if _pred else "not modelled",
-         "spec sheet picked above"),
-        ("Roofline + launches", f"{_pred_launch:.3g}×" if _pred_launch else "not modelled",
-         "5 µs per kernel added"),
-    ] + ([("Compile time", units.format_seconds(change_result["compile_s"]), "first call")]
-         if _c == "compile" else []))
+    _cards = style.metric_cards(your_model.change_cards(
+        change_result, tiny_models.CHANGES[_c], (change_predicted or {}).get(_c),
+        (change_with_launches or {}).get(_c)))
     _figs = []
     if change_result["profiles"]:
         _old, _new = change_result["profiles"]
@@ -1526,18 +1138,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    change_result,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, bf16_ratio_prediction, change_result, lab):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     mo.stop(change_result["change"] != "precision", mo.md(
         "Your prediction was for fp32 → bf16: pick that change and measure to compare."))
     # recorded for grading only when the rounds agree within the item's band
@@ -1555,17 +1157,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    lab,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions, lab):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.bf16_ratio",
         observe_label="What did bf16 do to the weight GEMMs and to the elementwise ops? Try "
@@ -1576,16 +1169,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    mo.stop(INSTRUMENTS.gate("change", dominant_small_prediction, dominant_large_prediction,
-                             memory_share_prediction, bf16_ratio_prediction,
-                             best_predicted_prediction) is not None)
+def _(all_predictions):
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     style.math_peek("the roofline's ratio for one change", r"""
     The roofline predicts a step as the sum of its operators' bounds,
     $\hat T = \sum_i \max(F_i/\pi_p,\ B_i/\beta)$. A change moves $F_i$, $B_i$ or $\pi_p$:
@@ -1613,16 +1198,8 @@ def _(
 
 
 @app.cell
-def _(
-    best_predicted_prediction,
-    bf16_ratio_prediction,
-    dominant_large_prediction,
-    dominant_small_prediction,
-    memory_share_prediction,
-):
-    _gate = style.takeaways_gate((dominant_small_prediction, dominant_large_prediction,
-                                  memory_share_prediction, best_predicted_prediction,
-                                  bf16_ratio_prediction))
+def _(all_predictions):
+    _gate = style.takeaways_gate(all_predictions)
     mo.stop(_gate is not None, _gate)
     _c = tiny_models.TINY_DECODER
     style.takeaways([

@@ -48,7 +48,7 @@ ON_FIRST_USE = {
     "hierarchy": ("cache_roofline_figure", "level_style", "per_level_roofline_figure",
                   "sawtooth_figure", "tile_traffic_figure", "working_set_figure"),
     "profile": ("before_after_figure", "operator_roofline_figure", "plottable",
-                "time_by_type_figure"),
+                "step_bound_figure", "time_by_type_figure"),
 }
 _MODULE_OF = {name: f"{__name__}.{module}" for module, names in ON_FIRST_USE.items()
               for name in names}

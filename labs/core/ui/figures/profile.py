@@ -19,7 +19,8 @@ from labs.core.ui.figures.charts import bar_figure, grouped_bar_figure
 from labs.core.ui.figures.base import fast_figure
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY
 
-__all__ = ["before_after_figure", "operator_roofline_figure", "plottable", "time_by_type_figure"]
+__all__ = ["before_after_figure", "operator_roofline_figure", "plottable", "step_bound_figure",
+           "time_by_type_figure"]
 
 _SYMBOL = {"measured": "x-thin-open", "predicted": "circle"}
 #: Legend order and the words each regime's trace carries (colour is never the only cue).
@@ -88,6 +89,16 @@ def operator_roofline_figure(rows: Sequence[Mapping], roof, precision: str, *,
             hovertext=[_hover(r, kind) for r, _y in pts],
             hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False))
     return fast_figure(data, layout)
+
+
+def step_bound_figure(times: Mapping[str, float], *, title: str) -> go.Figure:
+    """The roofline's step: bars of seconds per operator type (``tiny_models.time_by_group``),
+    shown in µs with each bar's time and share of the step's bound written above it."""
+    total = sum(times.values())
+    return bar_figure(list(times), [v * 1e6 for v in times.values()],
+                      yaxis_title="roofline bound (µs)", title=title,
+                      annotations=[f"{units.format_seconds(v)} · {v / total:.1%}"
+                                   for v in times.values()])
 
 
 def time_by_type_figure(groups: Sequence[Mapping], *, title: str, key: str = "op_type",
