@@ -11,6 +11,7 @@ with app.setup:
     from labs.core import (figures, formulas, fusion, hardware, hierarchy, live, measure,
                            quantization, quiz, reference_machine, reveal, roofline, staircase,
                            style, units)
+    from labs.core.course.lessons import memory_hierarchy
     from labs.core.physics import misconceptions
 
     LAB_ID = "lab05"
@@ -182,16 +183,7 @@ def _(get_staircase, lab):
                                      STAIRCASE_Q["lower"])
     staircase_prediction = get_staircase() or reveal.reference(
         lab, "lab05.staircase_ratio", round(_ratio, 2), "×",
-        explanation=f"On the course's reference machine ({reference_machine.MACHINE}, recorded "
-                    f"{reference_machine.DATE}, one thread) the L2 plateau reads "
-                    f"{_up.bandwidth_gbs:.1f} GB/s and the DRAM plateau "
-                    f"{_low.bandwidth_gbs:.1f} GB/s: {_ratio:.1f}×. A cache sits next to the "
-                    "core and answers in a few cycles; DRAM is off chip and shared. Every "
-                    "student's machine differs: a student is graded against their own "
-                    "measurement (the result their lab records from their staircase) where its "
-                    "other plateaus sit far enough from L2's for the band to tell them apart, "
-                    "or against this reference machine where they do not or theirs cannot be "
-                    "measured.")
+        explanation=memory_hierarchy.staircase_explanation(_up, _low, _ratio))
     reveal.card(staircase_prediction)
     return (staircase_prediction,)
 
@@ -214,8 +206,7 @@ def _(staircase_prediction, sweep_controls):
     mo.stop(_wait is not None, _wait)
     staircase_open = True  # the cells below that read it open with this one
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
-    _cards = [(c.name, units_text, f"{c.scope} · {c.source}") for c, units_text in
-              ((c, units.format_bytes(c.size_bytes, binary=True)) for c in _c.levels)]
+    _cards = memory_hierarchy.cache_cards(_c.levels)
     mo.vstack([
         mo.md(f"**What your OS reports** ({_c.source}):" if _c.known else
               f"**Your OS reports no cache sizes** ({_c.note})."),
@@ -271,10 +262,9 @@ def _(hierarchy_run, lab, staircase_open):
         plateaus=[{"name": p.name, "lo_bytes": p.lo_bytes, "hi_bytes": p.hi_bytes,
                    "gbs": p.bandwidth_gbs, "spread": p.spread} for p in _levels],
         load_average=_s.load_average))
-    mo.md(f"Measured {len(_s.measured)} of {len(_s.points)} sizes in "
-          f"{units.format_seconds(hierarchy_run['seconds'])} on **{_s.device}** "
-          f"(load average {_s.load_average or 'unknown'}: other programs slow a shared "
-          "machine down)." + (f" Skipped for time: {len(_s.skipped)}." if _s.skipped else ""))
+    mo.md(memory_hierarchy.sweep_summary(len(_s.measured), len(_s.points), len(_s.skipped),
+                                         hierarchy_run["seconds"], _s.device,
+                                         _s.load_average))
     return
 
 
@@ -307,11 +297,7 @@ def _(hierarchy_run, staircase_open):
     mo.stop(not staircase_open)
     _mine = hierarchy_run is not None and bool(hierarchy_run["levels"])
     _levels = hierarchy_run["levels"] if _mine else reference_machine.plateaus()
-    _rows = [{"level": p.name,
-              "working sets": f"{units.format_bytes(p.lo_bytes, binary=True)} – "
-                              f"{units.format_bytes(p.hi_bytes, binary=True)}",
-              "bandwidth (GB/s)": f"{p.bandwidth_gbs:.1f}",
-              "spread of its sizes": f"{p.spread:.0%}", "sizes": p.points} for p in _levels]
+    _rows = memory_hierarchy.plateau_rows(_levels)
     mo.vstack([mo.md("**Plateaus found from the data** (" + (
         "your measurement" if _mine else "the reference machine: press the button for yours")
         + "), named by the nearest reported cache size; main memory's only from sizes past "
@@ -353,30 +339,13 @@ def _(
                                   quiz.compare(staircase_prediction, _sep.ratio, units="×",
                                                fmt=".1f", lab=lab)])
             else:
-                _near = ("one memory roof (a ratio of 1)" if _sep.nearest == staircase.ONE_ROOF
-                         else f"its {_sep.nearest} plateau ({_sep.nearest_ratio:.1f}× "
-                              f"{_mem}'s)")
-                _out = mo.vstack([
-                    mo.md(f"**Prediction vs the reference machine** (graded). Your machine's "
-                          f"L2 plateau is {_sep.ratio:.1f}× its {_mem} plateau, but {_near} "
-                          f"sits only {_sep.factor:.2f}× from that: a {_tol:g}× band cannot "
-                          "tell L2 from its neighbour on this machine, so your prediction is "
-                          "graded against the reference machine's ratio:"),
-                    quiz.compare(staircase_prediction, _reference, units="×", fmt=".1f",
-                                 lab=lab)])
-    elif hierarchy_unavailable is not None:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
-                                "cannot be measured here):"),
-                          quiz.compare(staircase_prediction, _reference, units="×", fmt=".1f",
-                                       lab=lab)])
-    elif quiz.graded_reading(lab, "lab05.staircase_ratio") is not None:
-        _out = quiz.recorded_comparison(lab, staircase_prediction, units="×", fmt=".1f")
-    else:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
-                                "your grade uses your own staircase, so press the button "
-                                "above):"),
-                          quiz.compare(staircase_prediction, _reference, units="×",
-                                       fmt=".1f")])
+                _out = mo.vstack([mo.md(memory_hierarchy.separation_note(_sep, _mem, _tol)),
+                                  quiz.compare(staircase_prediction, _reference, units="×",
+                                               fmt=".1f", lab=lab)])
+    else:  # not measured here: the reference machine, graded where this one cannot be
+        _out = memory_hierarchy.unmeasured_comparison(
+            lab, staircase_prediction, _reference,
+            unavailable=hierarchy_unavailable is not None, measurement="staircase")
     _out
     return
 
@@ -464,32 +433,11 @@ def _(get_binding, lab, set_binding):
 
 @app.cell
 def _(get_binding, lab):
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
-    _n = NAIVE_Q["n"]
-    _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, OPENING["precision"], tile=1), _h)
-    _label = next(k for k, v in BINDING_OPTIONS.items() if v == _p.binding)
-    _l1, _l2, _hbm = _p.use(hierarchy.L1_SMEM), _p.use("L2"), _p.use("HBM")
+    _p, _label = naive_gemm_on(hierarchy.gpu_hierarchy(OPENING["hierarchy"],
+                                                       OPENING["precision"]))
     binding_prediction = get_binding() or reveal.reference(
         lab, "lab05.binding_level", _p.binding, label=_label,
-        explanation=f"Without tiles every multiply-add loads both operands: the SMs' loads, "
-                    f"{units.format_bytes(_l1.bytes)} for {_p.kernel.flops / 1e9:.1f} GFLOP, "
-                    f"go through L1 at an AI of {_l1.ai:.2f} FLOP/B, so its roof is at most "
-                    f"{_l1.roof_tflops():.1f} TFLOP/s (an upper bound: L1's bandwidth is the SMs' "
-                    "128 B per clock at the boost clock, a peak that a kernel's loads do not "
-                    "reach). L1 keeps what a block's warps share (a "
-                    f"warp's A load is one broadcast; the row of B it loads is re-read by the "
-                    f"block's other 31 warps): L2 serves only "
-                    f"{units.format_bytes(_l2.bytes)} (AI {_l2.ai:.1f}, roof "
-                    f"{_l2.roof_tflops():.0f} TFLOP/s at its measured "
-                    f"{_l2.level.bandwidth_gbs / 1e3:.1f} TB/s), HBM the compulsory "
-                    f"{units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}, roof "
-                    f"{_hbm.roof_tflops():.0f} TFLOP/s). The lowest roof binds: "
-                    f"{_p.binding}, at most {_p.attainable_tflops:.1f} TFLOP/s, "
-                    f"{_p.attainable_tflops / _h.peak_tflops:.0%} of the tensor-core peak: a "
-                    f"profiler (Nsight Compute) reports such a kernel L1/load-store-bound. A "
-                    f"scalar GEMM cannot use tensor cores, so its ceiling is the "
-                    f"{_p.ceiling_name} ({_p.ceiling_tflops:g} TFLOP/s), not the "
-                    f"{_h.peak_tflops:g} TFLOP/s tensor-core peak; L1's roof is lower still.")
+        explanation=memory_hierarchy.binding_explanation(_p))
     reveal.card(binding_prediction)
     return (binding_prediction,)
 
@@ -552,30 +500,12 @@ def _(hierarchy_run, machine_picker):
                 kind="gpu" if _r["info"].kind == "cuda" else "cpu")
         return hierarchy.gpu_hierarchy(choice, "bf16")
 
-    def _drawable(limit=3):
-        """Registry GPUs whose hierarchy can be drawn: the way out named in the message."""
-        names = []
-        for _k in hardware.keys():
-            try:
-                hierarchy.gpu_hierarchy(_k, "bf16")
-            except (KeyError, ValueError):
-                continue
-            names.append(hardware.get(_k).name)
-        return ", ".join(names[:limit])
-
     try:
         machine, machine_error = _machine(machine_picker.value), None
     except KeyError:  # the registry lacks this device's L2 size or on-chip figures
-        _dev = hardware.get(machine_picker.value)
-        _missing = ("its L2 size and its on-chip figures (shared memory or LDS per SM or "
-                    "CU, register file)" if _dev.l2_bytes is None else
-                    "its on-chip figures (shared memory or LDS per SM or CU, register file; "
-                    "its L2 size is known)")
         machine, machine_error = None, style.error_callout(
-            f"The registry has no cache sizes for the {_dev.name}: it lacks {_missing}, so "
-            "its hierarchy cannot be drawn.\n\nPick a machine "
-            f"whose cache sizes it has ({_drawable()}, or the reference machine), or measure "
-            "this one in Part 1.", title="No cache sizes for this machine.")
+            memory_hierarchy.missing_cache_sizes(hardware.get(machine_picker.value)),
+            title="No cache sizes for this machine.")
     except ValueError as _e:  # "This machine" before Part 1 has measured it
         machine, machine_error = None, mo.callout(mo.md(
             f"**Nothing measured yet.** {_e}"), kind="warn")
@@ -646,45 +576,9 @@ def _(all_points, kernel_picker, machine, machine_error, roofline_open):
             "or pick another kernel.")
     else:
         _p = all_points[kernel_picker.value]
-        _unknown = {r.level.name: r for r in _p.unknown_roofs}
-        _open = {r.level.name for r in _p.undetermined_by}
-
-        def _roof_text(u):
-            """A level's roof, or for a level without a bandwidth what it would need."""
-            if u.roof_tflops() is not None:
-                # a derived per-clock peak (L1 / shared memory) is an upper bound
-                _most = "at most " if u.level.bandwidth_basis == "derived" else ""
-                return f"roof {_most}{units.format_value(u.roof_tflops())} TFLOP/s"
-            _r = _unknown.get(u.level.name)
-            if _r is None:
-                return "no bandwidth figure"
-            return (f"no bandwidth figure: needs ≥ {units.format_value(_r.needs_gbs / 1e3)} "
-                    f"TB/s for {units.format_value(_r.target_tflops)} TFLOP/s"
-                    + ("" if _r.could_bind else f" (it carries {_r.floor_level}'s "
-                       f"{units.format_value(_r.floor_gbs / 1e3)} TB/s: cannot bind)"))
-
-        _cards = [style.Metric(
-            u.level.name, f"AI {units.format_value(u.ai)} FLOP/B" if u.ai else "serves nothing",
-            f"{units.format_bytes(u.bytes)} · {_roof_text(u)} · holds: {u.holds}",
-            "danger" if u.level.name == _p.binding else "warn" if u.level.name in _open
-            else None) for u in _p.uses]
-        if _p.determined:
-            _cards.append(style.Metric("Binds", _p.binding,
-                                       "attainable "
-                                       + ("at most " if _p.binds_at_derived_peak else "")
-                                       + f"{units.format_value(_p.attainable_tflops)} "
-                                       f"TFLOP/s under the {_p.ceiling_name} of "
-                                       f"{units.format_value(_p.ceiling_tflops)}",
-                                       "danger"))
-        else:
-            _cards.append(style.Metric(
-                "Binds", "? undetermined",
-                "; ".join(r.describe() for r in _p.undetermined_by)
-                + f". The known roofs allow at most "
-                f"{units.format_value(_p.attainable_tflops)} TFLOP/s (the {_p.known_binding} "
-                "roof); the level without a figure can only lower that.", "warn"))
         level_cards = mo.vstack([mo.md(f"**{_p.kernel.name}** · {_p.kernel.what} · on "
-                                       f"{machine.name}"), style.metric_cards(_cards)])
+                                       f"{machine.name}"),
+                                 style.metric_cards(memory_hierarchy.level_cards(_p))])
     level_cards
     return
 
@@ -705,20 +599,7 @@ def _(all_points, kernel_picker, machine, roofline_open):
 def _(all_points, machine, roofline_open):
     mo.stop(not roofline_open)
     mo.stop(machine is None)
-    _rows = []
-    for _name, _p in all_points.items():
-        if isinstance(_p, Exception):
-            _rows.append({"kernel": _name, "binds": "—", "note": style.error_message(_p)})
-            continue
-        _rows.append({"kernel": _name,
-                      "binds": _p.binding if _p.determined else
-                      "? undetermined (" + ", ".join(r.level.name for r in _p.undetermined_by)
-                      + " has no bandwidth figure)",
-                      "attainable (TFLOP/s)": f"≤ {units.format_value(_p.attainable_tflops)}"
-                      if _p.binds_at_derived_peak or not _p.determined
-                      else units.format_value(_p.attainable_tflops),
-                      **{f"AI at {u.level.name}": units.format_value(u.ai) if u.ai else "—"
-                         for u in _p.uses}})
+    _rows = memory_hierarchy.kernel_rows(all_points)
     mo.vstack([mo.md("**Every kernel at this size** (AI in FLOP per byte each level serves):"),
                style.value_table(_rows)])
     return
@@ -752,11 +633,7 @@ def _(machine, roofline_open):
     mo.stop(not roofline_open)
     mo.stop(machine is None or machine.key == OPENING["hierarchy"])
     _q, _other = naive_gemm_on(machine)
-    mo.md(f"On **{machine.name}** (your pick, not graded) the same kernel binds at: {_other} "
-          f"({'at most ' if _q.binds_at_derived_peak else ''}{_q.attainable_tflops:.3g} "
-          "TFLOP/s)." if _q.determined else
-          f"On **{machine.name}** (your pick, not graded) what binds the same kernel is "
-          f"{_other} (at most {_q.attainable_tflops:.3g} TFLOP/s).")
+    mo.md(memory_hierarchy.other_machine_binding(_q, _other))
     return
 
 
@@ -861,43 +738,12 @@ def _(get_tile, lab):
                                   register_tile=TILE_Q["register_tile"])
     _ratio = hierarchy.tile_traffic_ratio(TILE_Q["n"], OPENING["precision"], TILE_Q["from"],
                                           TILE_Q["to"], _h, register_tile=TILE_Q["register_tile"])
-    _smem, _l2 = _h.level(hierarchy.L1_SMEM), _h.level("L2")
-    _next = 2 * TILE_Q["to"]
     _big = hierarchy.gemm_kernel(TILE_Q["n"], TILE_Q["n"], TILE_Q["n"], OPENING["precision"],
-                                 tile=_next, register_tile=TILE_Q["register_tile"])
+                                 tile=2 * TILE_Q["to"], register_tile=TILE_Q["register_tile"])
     tile_prediction = get_tile() or reveal.reference(
         lab, "lab05.tile_traffic", round(_ratio, 2), "×",
-        explanation=f"Each of A and B is re-read once per tile column or row, so the traffic "
-                    f"the tile passes on to L2 ∝ 1/T. At T = {TILE_Q['from']}: "
-                    f"{units.format_bytes(_a.use('L2').bytes)}; at T = {TILE_Q['to']}: "
-                    f"{units.format_bytes(_b.use('L2').bytes)}, {_ratio:.2f}× less (not 4×: "
-                    f"the tile's area grows 4×, its edge 2×). HBM traffic is smaller still "
-                    f"({units.format_bytes(_a.use('HBM').bytes)} → "
-                    f"{units.format_bytes(_b.use('HBM').bytes)}): L2 is shared by all "
-                    f"{_l2.sharers} SMs, and the tiles running at once (a wave) share the A "
-                    f"and B panels they read there. The kernel moves from the "
-                    f"{_a.binding} roof ({_a.attainable_tflops:.0f} TFLOP/s) to the "
-                    f"{_b.binding} roof ({_b.attainable_tflops:.0f} TFLOP/s; L2's roof uses its "
-                    f"measured {_l2.bandwidth_gbs / 1e3:.1f} TB/s: NVIDIA's bytes per clock "
-                    "give a peak a third higher that microbenchmarks do not reach). The kernel "
-                    "stages thin K-slabs in shared memory, "
-                    f"{hierarchy.GEMM_STAGES} stages × (T + T) × {hierarchy.GEMM_BK} × 2 B "
-                    f"(CUTLASS's defaults): "
-                    f"{units.format_bytes(_b.kernel.staged_bytes, binary=True)} at "
-                    f"{TILE_Q['to']} × {TILE_Q['to']}, within the "
-                    f"{units.format_bytes(_smem.tile_capacity_bytes, binary=True)} a block may "
-                    "use (above 48 KB only with the kernel's opt-in, "
-                    "cudaFuncAttributeMaxDynamicSharedMemorySize); C stays in registers as "
-                    f"fp32 accumulators, {units.format_bytes(_b.kernel.accumulator_bytes, binary=True)}"
-                    f" per block. At {_next} × {_next} the slabs would still fit "
-                    f"({units.format_bytes(_big.staged_bytes, binary=True)}), but the "
-                    f"{_next * _next:,} accumulators "
-                    f"({units.format_bytes(_big.accumulator_bytes, binary=True)}) fill the "
-                    f"SM's whole register file "
-                    f"({units.format_bytes(_h.register_file_bytes, binary=True)}): that tile "
-                    "cannot launch (CUTLASS's largest is 256 × 128). Shared memory is a "
-                    "scratchpad, not a cache: a tile too big for it fails to launch rather "
-                    "than spill.")
+        explanation=memory_hierarchy.tile_explanation(
+            _a, _b, _big, _ratio, tiles=(TILE_Q["from"], TILE_Q["to"])))
     reveal.card(tile_prediction)
     return (tile_prediction,)
 
@@ -1010,24 +856,13 @@ def _(gemm_n_slider, machine, tiling_open):
     except ValueError as _e:
         _out = style.error_callout(f"{style.error_message(_e)}\n\nMove N up.")
     else:
-        _m = _p.tile_misses
-        _verdict = (f"the {_p.binding} roof binds at "
-                    f"{units.format_value(_p.attainable_tflops)} TFLOP/s" if _p.determined
-                    else f"what binds is undetermined ({_p.verdict})")
-        _text = (f"**What the library runs here** · {_lib.name}: {_lib.what}. "
-                 + (f"{_m.level.name} serves {units.format_bytes(_m.bytes)} (AI "
-                    f"{units.format_value(_m.ai)} FLOP/B); " if _m is not None and _m.ai
-                    else "") + _verdict + ".")
-        _sch = hierarchy.GEMM_SCHEDULES.get(machine.arch)
         _t, _tn, _c = _lib.gemm[3], _lib.gemm[5], _lib.gemm[6]
+        _unshared = None
         if _c > 1:  # the cluster's multicast: what L2 would see without it
-            _alone = hierarchy.place(hierarchy.gemm_kernel(
+            _unshared = hierarchy.place(hierarchy.gemm_kernel(
                 _n, _n, _n, machine.precision, tile=_t, tile_n=_tn,
-                register_tile=_sch.register_tile), machine)
-            _text += (f" The cluster's {_c} CTAs share their B tile, which TMA multicasts: "
-                      f"L2 serves it once per cluster. Without that, the same tiles would be "
-                      f"{_alone.binding}-bound at "
-                      f"{units.format_value(_alone.attainable_tflops)} TFLOP/s.")
+                register_tile=hierarchy.GEMM_SCHEDULES[machine.arch].register_tile), machine)
+        _text = memory_hierarchy.library_gemm_note(_p, _unshared)
         _out = mo.callout(mo.md(_text), kind="info")
     _out
     return
@@ -1178,17 +1013,8 @@ def _(get_shrink, lab):
     _big, _small = _t[SHRINK_Q["big"]], _t[SHRINK_Q["small"]]
     shrink_prediction = get_shrink() or reveal.reference(
         lab, "lab05.shrink_speedup", round(_big / _small, 2), "×",
-        explanation=f"On the reference machine ({reference_machine.MACHINE}, recorded) a call "
-                    f"reading {units.format_bytes(SHRINK_Q['big'], binary=True)} took "
-                    f"{_big * 1e6:.1f} µs and one reading "
-                    f"{units.format_bytes(SHRINK_Q['small'], binary=True)} "
-                    f"{_small * 1e6:.2f} µs: {_big / _small:.1f}×, not "
-                    f"{SHRINK_Q['big'] // SHRINK_Q['small']:,}×. Every call pays a fixed "
-                    f"~{reference_machine.CALL_OVERHEAD_S * 1e6:.1f} µs (Python, torch's "
-                    "dispatch) before a byte moves; below a few tens of KiB that cost is "
-                    "the whole time. A student is graded against their own machine's "
-                    "measurement (the result their lab records), or this one where theirs "
-                    "cannot be measured.")
+        explanation=memory_hierarchy.shrink_explanation(SHRINK_Q["big"], SHRINK_Q["small"],
+                                                        _big, _small))
     reveal.card(shrink_prediction)
     return (shrink_prediction,)
 
@@ -1284,18 +1110,10 @@ def _(
                           quiz.compare(shrink_prediction, _t[SHRINK_Q["big"]]
                                        / _t[SHRINK_Q["small"]], units="×", fmt=".1f",
                                        lab=lab)])
-    elif overhead_unavailable is not None:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
-                                "cannot be measured here):"),
-                          quiz.compare(shrink_prediction, _ref_ratio, units="×", fmt=".1f",
-                                       lab=lab)])
-    elif quiz.graded_reading(lab, "lab05.shrink_speedup") is not None:
-        _out = quiz.recorded_comparison(lab, shrink_prediction, units="×", fmt=".1f")
-    else:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
-                                "your grade uses your own measurement, so press the button "
-                                "above):"),
-                          quiz.compare(shrink_prediction, _ref_ratio, units="×", fmt=".1f")])
+    else:  # not measured here: the reference machine, graded where this one cannot be
+        _out = memory_hierarchy.unmeasured_comparison(
+            lab, shrink_prediction, _ref_ratio,
+            unavailable=overhead_unavailable is not None, measurement="measurement")
     _out
     return
 
@@ -1370,14 +1188,8 @@ def _(get_wave, lab):
     _frac = quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], _sms)
     wave_prediction = get_wave() or reveal.reference(
         lab, "lab05.wave_fraction", round(_frac, 3),
-        explanation=f"N = {WAVE_Q['from']:,}: {_a.tiles} tiles in {_a.waves} wave on {_sms} "
-                    f"SMs ({_a.wave_efficiency:.0%} busy). N = {WAVE_Q['to']:,}: {_b.tiles} "
-                    f"tiles need {_b.waves} waves, the second with {_b.tiles - _sms} tiles on "
-                    f"{_sms} SMs: {_b.wave_efficiency:.0%} busy over the run. Throughput "
-                    f"follows the busy fraction: {_frac:.2f} of N = {WAVE_Q['from']:,}'s, for "
-                    "an AI that went up. Libraries avoid much of this with other tile shapes "
-                    "and stream-K or split-K schedules, and a GEMM this small is dominated by "
-                    "launch and ramp-up: a measured dip is shallower.")
+        explanation=memory_hierarchy.wave_explanation((WAVE_Q["from"], WAVE_Q["to"]), _a, _b,
+                                                      _sms, _frac))
     reveal.card(wave_prediction)
     return (wave_prediction,)
 
