@@ -512,21 +512,6 @@ def _(hierarchy_run, machine_picker):
     return machine, machine_error
 
 
-@app.function
-def tile_problem(n, tile, r, size="N"):
-    """Why a tiled GEMM of side n cannot use cache tile ``tile`` and register tile ``r``,
-    with the way out in the sliders' words (None when it can). Core refuses the same
-    cases, in its argument names."""
-    if r > tile:
-        return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
-                f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
-                "a smaller register tile r.")
-    if tile > n:
-        return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
-                f"move T down to {n} or less, or raise {size}.")
-    return None
-
-
 @app.cell
 def _(machine, size_slider):
     def kernel_for(name, n, hier):
@@ -736,8 +721,7 @@ def _(get_tile, lab):
     _a, _b = hierarchy.tile_sweep(TILE_Q["n"], OPENING["precision"],
                                   [TILE_Q["from"], TILE_Q["to"]], _h,
                                   register_tile=TILE_Q["register_tile"])
-    _ratio = hierarchy.tile_traffic_ratio(TILE_Q["n"], OPENING["precision"], TILE_Q["from"],
-                                          TILE_Q["to"], _h, register_tile=TILE_Q["register_tile"])
+    _ratio = tile_ratio_on(_h)
     _big = hierarchy.gemm_kernel(TILE_Q["n"], TILE_Q["n"], TILE_Q["n"], OPENING["precision"],
                                  tile=2 * TILE_Q["to"], register_tile=TILE_Q["register_tile"])
     tile_prediction = get_tile() or reveal.reference(
@@ -780,8 +764,8 @@ def _(gemm_n_slider, gemm_register_picker, gemm_tile_slider, machine):
     if machine is not None:
         _n, _t, _r = gemm_n_slider.value, gemm_tile_slider.value, gemm_register_picker.value
         try:
-            if tile_problem(_n, _t, _r):
-                raise ValueError(tile_problem(_n, _t, _r))
+            if memory_hierarchy.tile_problem(_n, _t, _r):
+                raise ValueError(memory_hierarchy.tile_problem(_n, _t, _r))
             _ok, tiles_failed = hierarchy.launchable_tiles(
                 _n, machine.precision, [t for t in TILE_STEPS if _r <= t <= _n], machine,
                 register_tile=_r)
@@ -1059,33 +1043,12 @@ def _(overhead_button, shrink_prediction):
 @app.cell
 def _(call_overhead_open, overhead_run):
     mo.stop(not call_overhead_open)
-    # Seconds on the axis, labelled in µs (hovers read 2.01µ): a time, in SI units.
-    _ref = reference_machine.OVERHEAD_ROWS
-    _series = [("reference machine (recorded)", [r[0] for r in _ref],
-                [r[1] for r in _ref], style.COLORS["muted"], "dot")]
-    _o, _bw = reference_machine.CALL_OVERHEAD_S, reference_machine.OVERHEAD_BANDWIDTH_GBS
-    if overhead_run is not None:
-        _series.insert(0, ("this machine (median per call)",
-                           [r["bytes"] for r in overhead_run.rows],
-                           [r["median_s"] for r in overhead_run.rows],
-                           style.COLORS["memory"], "solid"))
-        _o, _bw = overhead_run.overhead_s, overhead_run.bandwidth_gbs
-    _x = [2.0**k for k in range(8, 23)]
-    _series.append((f"model fitted to the curve: {_o * 1e6:.2g} µs + bytes / {_bw:.0f} GB/s",
-                    _x, [quantization.call_time(x, _bw, _o) for x in _x],
-                    style.COLORS["compute"], "dash"))
-    _cross = quantization.overhead_crossover_bytes(_bw, _o)
-    _yt = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # µs: the range spans about a decade
-    overhead_figure = figures.loglog_lines_figure(
-        _series, vlines=[(_cross, f"overhead = read time at "
-                                  f"{units.format_bytes(_cross, binary=True)}",
-                          style.COLORS["overhead"])],
-        bands=[(_x[0], _cross, "overhead-bound", style.COLORS["overhead"])],
-        title="Time per call vs bytes read once per call",
-        x_title="Bytes read per call", y_title="Time per call (µs)",
-        x_ticks=([4.0**k for k in range(4, 12)],
-                 [units.format_bytes(4.0**k, binary=True) for k in range(4, 12)]),
-        y_ticks=([v * 1e-6 for v in _yt], [units.format_value(v) for v in _yt]))
+    _mine, _fit = None, (reference_machine.CALL_OVERHEAD_S,
+                         reference_machine.OVERHEAD_BANDWIDTH_GBS)
+    if overhead_run is not None:  # this machine's run, and the model fitted to it
+        _mine = [(r["bytes"], r["median_s"]) for r in overhead_run.rows]
+        _fit = (overhead_run.overhead_s, overhead_run.bandwidth_gbs)
+    overhead_figure = figures.call_time_figure(reference_machine.OVERHEAD_ROWS, _mine, *_fit)
     overhead_figure
     return
 

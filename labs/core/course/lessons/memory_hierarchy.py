@@ -20,7 +20,7 @@ __all__ = [
     "binding_explanation", "cache_cards", "kernel_rows", "level_cards", "library_gemm_note",
     "missing_cache_sizes", "other_machine_binding", "plateau_rows", "separation_note",
     "shrink_explanation", "staircase_explanation", "sweep_summary", "tile_explanation",
-    "unmeasured_comparison", "wave_explanation",
+    "tile_problem", "unmeasured_comparison", "wave_explanation",
 ]
 
 
@@ -256,6 +256,20 @@ def tile_explanation(small: hierarchy.HierarchyPoint, large: hierarchy.Hierarchy
             "cannot launch (CUTLASS's largest is 256 × 128). Shared memory is a "
             "scratchpad, not a cache: a tile too big for it fails to launch rather "
             "than spill.")
+
+
+def tile_problem(n: int, tile: int, r: int, size: str = "N") -> str | None:
+    """Why a tiled GEMM of side ``n`` cannot use cache tile ``tile`` and register tile ``r``,
+    with the way out in the sliders' words (None when it can). Core refuses the same cases,
+    in its argument names."""
+    if r > tile:
+        return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
+                f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
+                "a smaller register tile r.")
+    if tile > n:
+        return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
+                f"move T down to {n} or less, or raise {size}.")
+    return None
 
 
 def library_gemm_note(library: hierarchy.HierarchyPoint,
