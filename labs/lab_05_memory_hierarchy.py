@@ -271,22 +271,12 @@ def _(hierarchy_run, lab, staircase_open):
 @app.cell
 def _(hierarchy_run, staircase_open):
     mo.stop(not staircase_open)
-    _ref = reference_machine.SWEEP
-    _series = [(f"reference machine ({reference_machine.MACHINE}, recorded "
-                f"{reference_machine.DATE})", [p[0] for p in _ref], [p[1] for p in _ref],
-                "recorded")]
-    _caches = [(f"{k} (reference)", v) for k, v in reference_machine.CACHES.items()]
-    _plateaus = reference_machine.plateaus()
-    if hierarchy_run is not None and hierarchy_run["sweep"].measured:
-        _s = hierarchy_run["sweep"]
-        _series.insert(0, (f"this machine ({_s.device})", [p.bytes for p in _s.measured],
-                           [p.gbs for p in _s.measured], "measured"))
-        _who = {"cpu": "your OS"}.get(_s.kind)  # a GPU's come from the driver and registry
-        _caches = [(f"{c.name} ({_who or c.source.split(':')[0].split(' (')[0]})",
-                    c.size_bytes) for c in _s.caches.levels]
-        _plateaus = hierarchy_run["levels"]
+    _mine = hierarchy_run is not None and bool(hierarchy_run["sweep"].measured)
+    _series, _caches = memory_hierarchy.staircase_curves(
+        hierarchy_run["sweep"] if _mine else None)
     staircase_figure = figures.working_set_figure(
-        _series, caches=_caches, plateaus=_plateaus,
+        _series, caches=_caches,
+        plateaus=hierarchy_run["levels"] if _mine else reference_machine.plateaus(),
         title="Bandwidth of re-reading W bytes (best of each size's repetitions)")
     staircase_figure
     return
@@ -840,12 +830,8 @@ def _(gemm_n_slider, machine, tiling_open):
     except ValueError as _e:
         _out = style.error_callout(f"{style.error_message(_e)}\n\nMove N up.")
     else:
-        _t, _tn, _c = _lib.gemm[3], _lib.gemm[5], _lib.gemm[6]
-        _unshared = None
-        if _c > 1:  # the cluster's multicast: what L2 would see without it
-            _unshared = hierarchy.place(hierarchy.gemm_kernel(
-                _n, _n, _n, machine.precision, tile=_t, tile_n=_tn,
-                register_tile=hierarchy.GEMM_SCHEDULES[machine.arch].register_tile), machine)
+        _unshared = None if _lib.gemm[6] == 1 else hierarchy.place(  # without the multicast
+            hierarchy.library_gemm_kernel(machine, _n, _n, _n, multicast=False), machine)
         _text = memory_hierarchy.library_gemm_note(_p, _unshared)
         _out = mo.callout(mo.md(_text), kind="info")
     _out
@@ -1227,19 +1213,13 @@ def _(sawtooth_open, sawtooth_run):
         _who, _note = (f"reference machine ({reference_machine.MACHINE}, recorded)",
                        f"assumed micro-kernel width {_tile}; one thread")
     # a short title (the plotly modebar sits at its right end); what was assumed goes below
+    _per_tile = sawtooth_run is None or sawtooth_run.kind != "cuda"
     sawtooth_figure = figures.sawtooth_figure(
         _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
-        y_title=("Throughput ÷ the best N's" if sawtooth_run is not None
-                 and sawtooth_run.kind == "cuda" else
-                 "Throughput ÷ that at the tile multiple ≤ N"),
+        y_title=("Throughput ÷ that at the tile multiple ≤ N" if _per_tile else
+                 "Throughput ÷ the best N's"),
         title="GEMM throughput vs N, measured and modelled")
-    _note = _note[:1].upper() + _note[1:]
-    mo.vstack([sawtooth_figure, mo.md(f"*{_note}. Each N is compared with the largest "
-                                      "multiple of the tile at or below it, measured and "
-                                      "modelled alike (that takes out the slow rise of small "
-                                      "GEMMs, a fixed cost per call).*"
-                                      if sawtooth_run is None or sawtooth_run.kind != "cuda"
-                                      else f"*{_note}.*")])
+    mo.vstack([sawtooth_figure, mo.md(memory_hierarchy.sawtooth_caption(_note, _per_tile))])
     return
 
 

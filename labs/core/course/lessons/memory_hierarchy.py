@@ -18,8 +18,8 @@ from labs.core.ui import style
 
 __all__ = [
     "binding_explanation", "cache_cards", "kernel_rows", "level_cards", "library_gemm_note",
-    "missing_cache_sizes", "other_machine_binding", "plateau_rows", "separation_note",
-    "shrink_explanation", "staircase_explanation", "sweep_summary", "tile_explanation",
+    "missing_cache_sizes", "other_machine_binding", "plateau_rows", "sawtooth_caption",
+    "separation_note", "shrink_explanation", "staircase_curves", "staircase_explanation", "sweep_summary", "tile_explanation",
     "tile_problem", "unmeasured_comparison", "wave_explanation",
 ]
 
@@ -49,6 +49,24 @@ def staircase_explanation(upper: staircase.Plateau, lower: staircase.Plateau,
 def cache_cards(levels: Sequence) -> list[tuple[str, str, str]]:
     """One card per cache level the OS reports (name, size, scope · source)."""
     return [(c.name, _binary(c.size_bytes), f"{c.scope} · {c.source}") for c in levels]
+
+
+def staircase_curves(sweep=None) -> tuple[list[tuple], list[tuple[str, float]]]:
+    """The staircase figure's curves and cache marks: the reference machine's recorded run and
+    its cache sizes; with ``sweep`` (a measured working-set sweep), this machine's run first
+    and its cache sizes instead, named by who reported them (your OS, or a GPU's driver and
+    the registry)."""
+    ref = reference_machine.SWEEP
+    series = [(f"reference machine ({reference_machine.MACHINE}, recorded "
+               f"{reference_machine.DATE})", [p[0] for p in ref], [p[1] for p in ref],
+               "recorded")]
+    if sweep is None:
+        return series, [(f"{k} (reference)", v) for k, v in reference_machine.CACHES.items()]
+    who = {"cpu": "your OS"}.get(sweep.kind)  # a GPU's come from the driver and registry
+    mine = (f"this machine ({sweep.device})", [p.bytes for p in sweep.measured],
+            [p.gbs for p in sweep.measured], "measured")
+    return [mine, *series], [(f"{c.name} ({who or c.source.split(':')[0].split(' (')[0]})",
+                              c.size_bytes) for c in sweep.caches.levels]
 
 
 def sweep_summary(measured: int, sizes: int, skipped: int, seconds: float, device: str,
@@ -321,3 +339,14 @@ def wave_explanation(sizes: Sequence[int], before, after, sms: int, fraction: fl
             "an AI that went up. Libraries avoid much of this with other tile shapes "
             "and stream-K or split-K schedules, and a GEMM this small is dominated by "
             "launch and ramp-up: a measured dip is shallower.")
+
+
+def sawtooth_caption(note: str, per_tile: bool) -> str:
+    """The line under the sawtooth figure: what was assumed (``note``, capitalised), and with
+    ``per_tile`` (each N against the tile multiple at or below it) why that comparison."""
+    note = note[:1].upper() + note[1:]
+    if not per_tile:
+        return f"*{note}.*"
+    return (f"*{note}. Each N is compared with the largest multiple of the tile at or below "
+            "it, measured and modelled alike (that takes out the slow rise of small GEMMs, a "
+            "fixed cost per call).*")

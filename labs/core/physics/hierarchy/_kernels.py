@@ -290,17 +290,20 @@ def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 1
     return t
 
 
-def library_gemm_kernel(hier: Hierarchy, m, n, k) -> KernelModel:
+def library_gemm_kernel(hier: Hierarchy, m, n, k, *, multicast: bool = True) -> KernelModel:
     """The GEMM as a library tiles it on ``hier`` (the hierarchy's precision): on a GPU its
     architecture's :data:`GEMM_SCHEDULES` entry (Hopper: 128 x 256 tiles in 2-CTA clusters
     with multicast; Ampere: 128 x 128); on a CPU (stated) the largest power-of-two square
     tile whose working set fits the first level, with ``DEFAULT_REGISTER_TILE`` register
-    tiles, as a BLAS keeps its micro-panels in L1. Tiles are capped by the matrix."""
+    tiles, as a BLAS keeps its micro-panels in L1. Tiles are capped by the matrix.
+    ``multicast=False``: the same tiles without clusters (each CTA reads its own B tile from
+    L2), what the cluster's shared tile saves."""
     hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     if hier.kind == "gpu":
         sch = GEMM_SCHEDULES[hier.arch or "ampere"]
-        tm, tn, cluster, r = sch.tile_m, sch.tile_n, sch.cluster, sch.register_tile
+        tm, tn, r = sch.tile_m, sch.tile_n, sch.register_tile
+        cluster = sch.cluster if multicast else 1
     else:
         tm = tn = max(largest_fitting_tile(hier.levels[0], hier.precision), 1)
         cluster, r = 1, DEFAULT_REGISTER_TILE["cpu"]
