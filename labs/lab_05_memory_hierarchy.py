@@ -26,6 +26,10 @@ with app.setup:
     SHRINK_Q = {"big": 2**20, "small": 2**10}
     WAVE_Q = {"device": "h100-sxm", "tile": quantization.GPU_GEMM_TILE, "from": 1280,
               "to": 1536}
+    # The machines the questions name: Predictions 2 and 3 are graded on the opening GPU,
+    # whatever the picker shows; Prediction 5's device runs one tile per SM at a time.
+    QUESTION_MACHINE = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    WAVE_SMS = fusion.onchip(WAVE_Q["device"]).sms
     BINDING_OPTIONS = {"The compute roof": "compute", "The HBM roof": "HBM",
                        "The L2 roof": "L2", "The L1 / shared-memory roof": "L1 / shared memory"}
     # Part 2's kernels: no cache tile, or a fixed one (a flash-attention tile of
@@ -323,15 +327,10 @@ def _(
                 "sizes inside L2 and several past your last-level cache.",
                 title="Your sweep did not find both plateaus.")
         else:
-            if _sep.separates:
-                _out = mo.vstack([mo.md(f"**Prediction vs reality** · your machine's L2 "
-                                        f"plateau over its {_mem} plateau (graded):"),
-                                  quiz.compare(staircase_prediction, _sep.ratio, units="×",
-                                               fmt=".1f", lab=lab)])
-            else:
-                _out = mo.vstack([mo.md(memory_hierarchy.separation_note(_sep, _mem, _tol)),
-                                  quiz.compare(staircase_prediction, _reference, units="×",
-                                               fmt=".1f", lab=lab)])
+            _out = mo.vstack([mo.md(memory_hierarchy.staircase_grading(_sep, _mem, _tol)),
+                              quiz.compare(staircase_prediction,
+                                           _sep.ratio if _sep.separates else _reference,
+                                           units="×", fmt=".1f", lab=lab)])
     else:  # not measured here: the reference machine, graded where this one cannot be
         _out = memory_hierarchy.unmeasured_comparison(
             lab, staircase_prediction, _reference,
@@ -423,8 +422,7 @@ def _(get_binding, lab, set_binding):
 
 @app.cell
 def _(get_binding, lab):
-    _p, _label = naive_gemm_on(hierarchy.gpu_hierarchy(OPENING["hierarchy"],
-                                                       OPENING["precision"]))
+    _p, _label = naive_gemm_on(QUESTION_MACHINE)
     binding_prediction = get_binding() or reveal.reference(
         lab, "lab05.binding_level", _p.binding, label=_label,
         explanation=memory_hierarchy.binding_explanation(_p))
@@ -594,7 +592,7 @@ def naive_gemm_on(hier):
 def _(binding_prediction, lab):
     # Graded on the machine the question names, whatever the picker shows.
     mo.stop(binding_prediction is None)
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    _h = QUESTION_MACHINE
     _p, _label = naive_gemm_on(_h)
     mo.vstack([mo.md(f"**Prediction vs reality** · naive {_h.precision} GEMM, "
                      f"N = {NAIVE_Q['n']:,}, on the {_h.name} (the question's machine):"),
@@ -707,7 +705,7 @@ def _(get_tile, lab, set_tile):
 
 @app.cell
 def _(get_tile, lab):
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    _h = QUESTION_MACHINE
     _a, _b = hierarchy.tile_sweep(TILE_Q["n"], OPENING["precision"],
                                   [TILE_Q["from"], TILE_Q["to"]], _h,
                                   register_tile=TILE_Q["register_tile"])
@@ -853,12 +851,12 @@ def _(binding_prediction, lab, staircase_prediction, tile_prediction):
     # the tiling instrument shows, so it opens with it.
     mo.stop(INSTRUMENTS.gate("tiling", staircase_prediction, binding_prediction,
                              tile_prediction) is not None)
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
     mo.vstack([mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register tile "
                      f"{TILE_Q['register_tile']}, T {TILE_Q['from']} → {TILE_Q['to']}, on the "
-                     f"{_h.name} (the question's machine): the traffic L2 serves falls by"),
-               quiz.compare(tile_prediction, tile_ratio_on(_h), units="×", fmt=".2f",
-                            lab=lab)])
+                     f"{QUESTION_MACHINE.name} (the question's machine): the traffic L2 "
+                     "serves falls by"),
+               quiz.compare(tile_prediction, tile_ratio_on(QUESTION_MACHINE), units="×",
+                            fmt=".2f", lab=lab)])
     return
 
 
@@ -1118,9 +1116,8 @@ def _(get_wave, lab, set_wave):
         question=f"**Prediction 5.** A {OPENING['precision']} GEMM cut into "
                  f"{WAVE_Q['tile']} × {WAVE_Q['tile']} "
                  f"output tiles on the {hardware.get(WAVE_Q['device']).name} "
-                 f"({fusion.onchip(WAVE_Q['device']).sms} SMs, one tile per SM at a time). "
-                 f"N = {WAVE_Q['from']:,} makes "
-                 f"{quantization.quantization(WAVE_Q['from'], WAVE_Q['from'], WAVE_Q['tile'], fusion.onchip(WAVE_Q['device']).sms).tiles}"
+                 f"({WAVE_SMS} SMs, one tile per SM at a time). N = {WAVE_Q['from']:,} makes "
+                 f"{quantization.quantization(WAVE_Q['from'], WAVE_Q['from'], WAVE_Q['tile'], WAVE_SMS).tiles}"
                  f" tiles. At N = {WAVE_Q['to']:,}, by the model's count of tiles and waves, "
                  f"what fraction of N = {WAVE_Q['from']:,}'s throughput does the GEMM reach "
                  "(1 = the same)?",
@@ -1131,14 +1128,14 @@ def _(get_wave, lab, set_wave):
 
 @app.cell
 def _(get_wave, lab):
-    _sms = fusion.onchip(WAVE_Q["device"]).sms
-    _a, _b = (quantization.quantization(n, n, WAVE_Q["tile"], _sms)
+    _a, _b = (quantization.quantization(n, n, WAVE_Q["tile"], WAVE_SMS)
               for n in (WAVE_Q["from"], WAVE_Q["to"]))
-    _frac = quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], _sms)
+    _frac = quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"],
+                                             WAVE_SMS)
     wave_prediction = get_wave() or reveal.reference(
         lab, "lab05.wave_fraction", round(_frac, 3),
         explanation=memory_hierarchy.wave_explanation((WAVE_Q["from"], WAVE_Q["to"]), _a, _b,
-                                                      _sms, _frac))
+                                                      WAVE_SMS, _frac))
     reveal.card(wave_prediction)
     return (wave_prediction,)
 
@@ -1149,15 +1146,14 @@ def _(wave_prediction):
     # instrument's first view (its notice; the views below stop silently).
     _wait = INSTRUMENTS.gate("sawtooth", wave_prediction)
     mo.stop(_wait is not None, _wait)
-    _sms = fusion.onchip(WAVE_Q["device"]).sms
     _ns = list(range(512, 4097, 32))
     wave_figure = figures.sawtooth_figure(
-        _ns, quantization.efficiency_curve(_ns, WAVE_Q["tile"], _sms), tile=WAVE_Q["tile"],
+        _ns, quantization.efficiency_curve(_ns, WAVE_Q["tile"], WAVE_SMS), tile=WAVE_Q["tile"],
         y_title="Fraction of the peak the tiles can use",
         predicted_label="tile × wave quantisation (model)",
         marks=[(WAVE_Q["from"], f"N = {WAVE_Q['from']:,}"), (WAVE_Q["to"], f"N = {WAVE_Q['to']:,}")],
         title=f"Quantisation model: {WAVE_Q['tile']} × {WAVE_Q['tile']} tiles in waves of "
-              f"{_sms} on the {hardware.get(WAVE_Q['device']).name}")
+              f"{WAVE_SMS} on the {hardware.get(WAVE_Q['device']).name}")
     wave_figure
     return
 
@@ -1199,19 +1195,9 @@ def _(sawtooth_button, wave_prediction):
 @app.cell
 def _(sawtooth_open, sawtooth_run):
     mo.stop(not sawtooth_open)
-    if sawtooth_run is not None and sawtooth_run.measured:
-        _rows = sawtooth_run.measured
-        _ns = [r["n"] for r in _rows]
-        _meas, _pred = [r["relative"] for r in _rows], [r["predicted"] for r in _rows]
-        _tile, _who = sawtooth_run.tile, f"this machine ({sawtooth_run.device})"
-        _note = sawtooth_run.tile_note
-    else:
-        _ns = [r[0] for r in reference_machine.SAWTOOTH]
-        _tile = reference_machine.SAWTOOTH_TILE
-        _meas, _pred = quantization.sawtooth_relative(
-            _ns, [r[1] for r in reference_machine.SAWTOOTH], _tile, 1, per_tile=True)
-        _who, _note = (f"reference machine ({reference_machine.MACHINE}, recorded)",
-                       f"assumed micro-kernel width {_tile}; one thread")
+    _mine = sawtooth_run is not None and bool(sawtooth_run.measured)
+    _ns, _meas, _pred, _tile, _who, _note = memory_hierarchy.sawtooth_curves(
+        sawtooth_run if _mine else None)
     # a short title (the plotly modebar sits at its right end); what was assumed goes below
     _per_tile = sawtooth_run is None or sawtooth_run.kind != "cuda"
     sawtooth_figure = figures.sawtooth_figure(
@@ -1226,12 +1212,11 @@ def _(sawtooth_open, sawtooth_run):
 @app.cell
 def _(lab, wave_prediction):
     mo.stop(wave_prediction is None)
-    _sms = fusion.onchip(WAVE_Q["device"]).sms
     mo.vstack([mo.md(f"**Prediction vs the quantisation model** (graded) · {WAVE_Q['tile']} × "
-                     f"{WAVE_Q['tile']} tiles, {_sms} SMs, N {WAVE_Q['from']:,} → "
+                     f"{WAVE_Q['tile']} tiles, {WAVE_SMS} SMs, N {WAVE_Q['from']:,} → "
                      f"{WAVE_Q['to']:,}:"),
                quiz.compare(wave_prediction, quantization.relative_throughput(
-                   WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], _sms), fmt=".2f", lab=lab)])
+                   WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], WAVE_SMS), fmt=".2f", lab=lab)])
     return
 
 

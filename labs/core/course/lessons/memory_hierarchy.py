@@ -13,14 +13,16 @@ from collections.abc import Mapping, Sequence
 import marimo as mo
 
 from labs.core.course import quiz
-from labs.core.physics import hardware, hierarchy, reference_machine, staircase, units
+from labs.core.physics import (hardware, hierarchy, quantization, reference_machine,
+                                staircase, units)
 from labs.core.ui import style
 
 __all__ = [
     "binding_explanation", "cache_cards", "kernel_rows", "level_cards", "library_gemm_note",
     "missing_cache_sizes", "other_machine_binding", "plateau_rows", "sawtooth_caption",
-    "separation_note", "shrink_explanation", "staircase_curves", "staircase_explanation", "sweep_summary", "tile_explanation",
-    "tile_problem", "unmeasured_comparison", "wave_explanation",
+    "sawtooth_curves", "shrink_explanation", "staircase_curves", "staircase_explanation",
+    "staircase_grading", "sweep_summary", "tile_explanation", "tile_problem",
+    "unmeasured_comparison", "wave_explanation",
 ]
 
 
@@ -86,10 +88,14 @@ def plateau_rows(plateaus: Sequence[staircase.Plateau]) -> list[dict]:
              "spread of its sizes": f"{p.spread:.0%}", "sizes": p.points} for p in plateaus]
 
 
-def separation_note(separation: staircase.RatioSeparation, memory: str,
-                    tolerance: float) -> str:
-    """Why a staircase whose L2 plateau sits too close to a neighbour is graded against the
-    reference machine: the ratio, the neighbour, and the band that cannot tell them apart."""
+def staircase_grading(separation: staircase.RatioSeparation, memory: str,
+                      tolerance: float) -> str:
+    """The heading of Prediction 1's measured comparison: graded against this machine's ratio
+    where its L2 plateau stands clear of its neighbours; else why the reference machine
+    grades it (the ratio, the neighbour, and the band that cannot tell them apart)."""
+    if separation.separates:
+        return (f"**Prediction vs reality** · your machine's L2 plateau over its {memory} "
+                "plateau (graded):")
     near = ("one memory roof (a ratio of 1)" if separation.nearest == staircase.ONE_ROOF
             else f"its {separation.nearest} plateau ({separation.nearest_ratio:.1f}× "
                  f"{memory}'s)")
@@ -339,6 +345,24 @@ def wave_explanation(sizes: Sequence[int], before, after, sms: int, fraction: fl
             "an AI that went up. Libraries avoid much of this with other tile shapes "
             "and stream-K or split-K schedules, and a GEMM this small is dominated by "
             "launch and ramp-up: a measured dip is shallower.")
+
+
+def sawtooth_curves(run=None) -> tuple[list, list, list, int, str, str]:
+    """The sawtooth figure's data: sizes, measured and modelled throughput (relative), the
+    tile, whose run, and what was assumed; from ``run`` (a measured GEMM sawtooth), else
+    from the reference machine's recorded run (one thread, each N against the tile multiple
+    at or below it)."""
+    if run is not None:
+        rows = run.measured
+        return ([r["n"] for r in rows], [r["relative"] for r in rows],
+                [r["predicted"] for r in rows], run.tile, f"this machine ({run.device})",
+                run.tile_note)
+    sizes, tile = [r[0] for r in reference_machine.SAWTOOTH], reference_machine.SAWTOOTH_TILE
+    measured, modelled = quantization.sawtooth_relative(
+        sizes, [r[1] for r in reference_machine.SAWTOOTH], tile, 1, per_tile=True)
+    return (sizes, measured, modelled, tile,
+            f"reference machine ({reference_machine.MACHINE}, recorded)",
+            f"assumed micro-kernel width {tile}; one thread")
 
 
 def sawtooth_caption(note: str, per_tile: bool) -> str:
