@@ -34,8 +34,7 @@ with app.setup:
                        "The L2 roof": "L2", "The L1 / shared-memory roof": "L1 / shared memory"}
     # Part 2's kernels: no cache tile, or a fixed one (a flash-attention tile of
     # FLASH["block"]); a GEMM's cache tile, and the library's, are Part 3's.
-    KERNELS = ("naive GEMM", "5-point stencil", "sum reduction (re-read)",
-               "flash-attention tile (Lab 4)")
+    KERNELS = hierarchy.SIZED_KERNELS
     SIZE_STEPS = [2**k for k in range(6, 15)]  # N = 64 ... 16,384
     TILE_STEPS = [2**k for k in range(0, 11)]  # 1 ... 1,024
     FLASH = {"batch": 1, "heads": 32, "head_dim": 128, "block": 128}
@@ -477,15 +476,11 @@ def _(hierarchy_run, machine_picker):
                 raise ValueError("This machine has not been measured yet: press the button in "
                                  "Part 1 (it needs torch), or pick another machine.")
             _r, _s = hierarchy_run, hierarchy_run["sweep"]
-            if _r["info"].kind == "cuda" and _r["info"].registry_key:
-                return hierarchy.with_bandwidths(
-                    hierarchy.gpu_hierarchy(_r["info"].registry_key, _r["precision"]),
-                    {p.name: p.bandwidth_gbs for p in _r["levels"]})
-            return hierarchy.from_plateaus(
-                f"This machine ({_s.device})", _s.caches.as_mapping(), _r["levels"],
-                (_r["info"].memory_gb or 16) * 1e9, _r["peak_tflops"],
-                precision=_r["precision"], memory_name=_s.memory_name,
-                kind="gpu" if _r["info"].kind == "cuda" else "cpu")
+            return hierarchy.measured_machine(
+                _s.device, _s.caches.as_mapping(), _r["levels"],
+                (_r["info"].memory_gb or 16) * 1e9, _r["peak_tflops"], precision=_r["precision"],
+                memory_name=_s.memory_name, gpu=_r["info"].kind == "cuda",
+                registry_key=_r["info"].registry_key)
         return hierarchy.gpu_hierarchy(choice, "bf16")
 
     try:
@@ -502,30 +497,15 @@ def _(hierarchy_run, machine_picker):
 
 @app.cell
 def _(machine, size_slider):
-    def kernel_for(name, n, hier):
-        """The kernel model the picker names, at size n, with the part's fixed tiles."""
-        if name == KERNELS[0]:
-            return hierarchy.gemm_kernel(n, n, n, hier.precision, tile=1)
-        if name == KERNELS[1]:
-            return hierarchy.stencil_kernel(n, hier.precision)
-        if name == KERNELS[2]:
-            return hierarchy.reduction_kernel(n * n, hier.precision)
-        _block = min(FLASH["block"], n)
-        return hierarchy.flash_kernel(FLASH["batch"], FLASH["heads"], n, FLASH["head_dim"],
-                                      _block, _block, hier.precision)
+    def _placed(name):
+        """A Part 2 kernel at the slider's size on the current machine, or why it cannot be."""
+        try:
+            return hierarchy.place(hierarchy.kernel_at_size(
+                name, size_slider.value, machine.precision, **FLASH), machine)
+        except (KeyError, ValueError) as _e:
+            return _e
 
-    def kernel_points(n):
-        """Every kernel the picker offers, placed on the current machine: {name:
-        HierarchyPoint or the error}."""
-        out = {}
-        for _k in KERNELS:
-            try:
-                out[_k] = hierarchy.place(kernel_for(_k, n, machine), machine)
-            except (KeyError, ValueError) as _e:
-                out[_k] = _e
-        return out
-
-    all_points = kernel_points(size_slider.value) if machine is not None else {}
+    all_points = {k: _placed(k) for k in KERNELS} if machine is not None else {}
     return (all_points,)
 
 
@@ -637,19 +617,18 @@ def _(binding_prediction, staircase_prediction):
     The level with the lowest $AI_\ell\,\beta_\ell$ binds. NVIDIA publishes no L2 bandwidth;
     the lab's L2 roofs are microbenchmark measurements (A100 5.3, H100 6.65, H200 9.78 TB/s),
     not the per-clock peak. A level with no figure at all has an unknown roof, not an infinite
-    one: the
-    known roofs give an upper bound $\hat P$, and that level would need
+    one: the known roofs give an upper bound $\hat P$, and that level would need
     $\beta_\ell \ge \hat P / AI_\ell$. Unless a slower level whose bytes cross it (HBM, for
-    L2) already runs that fast, the verdict is **undetermined**. Drawn with one point per level at
-    its own $AI_\ell$, this is the **hierarchical roofline** (Yang, Kurth, Williams 2020);
+    L2) already runs that fast, the verdict is **undetermined**. Drawn with one point per level
+    at its own $AI_\ell$, this is the **hierarchical roofline** (Yang, Kurth, Williams 2020);
     Ilic et al.'s **cache-aware roofline** (2014) draws the same roofs against one
     core-side intensity instead. **Naive GEMM** ($C = AB$, $N^3$ multiply-adds,
     $b$ bytes per element): every multiply-add loads an element of $A$ and one of $B$, so
     the first level, L1, serves $Q_0 \approx 2N^3 b$ and $AI_0 = 1/b$. L1 is a cache: the
     $32 \times 32$ threads of a block share what they load (a warp's $A$ element is one
     broadcast, the row of $B$ it loads is re-read by the block's other warps), so L2 sees
-    far fewer bytes than the SMs load. A level that holds
-    all of $A$, $B$, $C$ passes on only the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it.
+    far fewer bytes than the SMs load. A level that holds all of $A$, $B$, $C$ passes on only
+    the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it.
     Scalar code cannot use tensor cores: its ceiling is the vector (CUDA-core) rate (A100:
     19.5 TFLOP/s with fp32 FMAs; packed bf16x2 FMAs would give ~39), not the tensor-core
     peak.
@@ -705,11 +684,10 @@ def _(get_tile, lab, set_tile):
 
 @app.cell
 def _(get_tile, lab):
-    _h = QUESTION_MACHINE
     _a, _b = hierarchy.tile_sweep(TILE_Q["n"], OPENING["precision"],
-                                  [TILE_Q["from"], TILE_Q["to"]], _h,
+                                  [TILE_Q["from"], TILE_Q["to"]], QUESTION_MACHINE,
                                   register_tile=TILE_Q["register_tile"])
-    _ratio = tile_ratio_on(_h)
+    _ratio = tile_ratio_on(QUESTION_MACHINE)
     _big = hierarchy.gemm_kernel(TILE_Q["n"], TILE_Q["n"], TILE_Q["n"], OPENING["precision"],
                                  tile=2 * TILE_Q["to"], register_tile=TILE_Q["register_tile"])
     tile_prediction = get_tile() or reveal.reference(
@@ -797,15 +775,8 @@ def _(
     # so a step of N, T or r costs the browser one output update, not two.
     mo.stop(not tiling_open)
     _t = gemm_tile_slider.value
-    if machine is None:
-        _status = machine_error
-    elif tile_error is not None and not isinstance(tile_error, hierarchy.LaunchError):
-        _status = style.error_callout(tile_error)
-    else:  # what the tile does (core's words): fails to launch, thrashes, or a roof binds
-        _said = (hierarchy.launch_failure_status(_t, tile_error) if tile_error is not None
-                 else tile_point.tile_status(_t))
-        _status = (style.error_callout(_said.text, title=_said.title)
-                   if _said.kind == "danger" else mo.callout(mo.md(_said.text), kind=_said.kind))
+    _status = (machine_error if machine is None else
+               memory_hierarchy.tile_status_callout(_t, tile_point, tile_error))
     tile_figure = figures.tile_traffic_figure(
         machine, tile_curve, current=_t, failed=tiles_failed,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
@@ -930,9 +901,8 @@ def _(binding_prediction, staircase_prediction, tile_prediction):
     memory is a **scratchpad** the kernel allocates itself: a tile over the per-block limit
     **fails to launch**; it does not spill. A cache tile's working set is modelled as the $C$
     tile and the blocks of $A$ and $B$ it multiplies, $W(T) = 3\,T^2 b$. A **cache** (a
-    CPU's L1 or L2) that is too
-    small **thrashes**: it passes on everything the register tiles ask for,
-    $Q_0 \approx 2N^3 b / r$, and the level below binds at $AI = r/b$. Only registers spill.
+    CPU's L1 or L2) that is too small **thrashes**: it passes on everything the register tiles
+    ask for, $Q_0 \approx 2N^3 b / r$, and the level below binds at $AI = r/b$. Only registers spill.
     Bigger is better only up to the largest tile that fits.
     """)
     return

@@ -22,7 +22,7 @@ __all__ = [
     "missing_cache_sizes", "other_machine_binding", "plateau_rows", "sawtooth_caption",
     "sawtooth_curves", "shrink_explanation", "staircase_curves", "staircase_explanation",
     "staircase_grading", "sweep_summary", "tile_explanation", "tile_problem",
-    "unmeasured_comparison", "wave_explanation",
+    "tile_status_callout", "unmeasured_comparison", "wave_explanation",
 ]
 
 
@@ -280,6 +280,20 @@ def tile_explanation(small: hierarchy.HierarchyPoint, large: hierarchy.Hierarchy
             "cannot launch (CUTLASS's largest is 256 × 128). Shared memory is a "
             "scratchpad, not a cache: a tile too big for it fails to launch rather "
             "than spill.")
+
+
+def tile_status_callout(tile: int, point: hierarchy.HierarchyPoint | None,
+                        error: Exception | None):
+    """What the tile panel says of the ``tile`` x ``tile`` GEMM (core's words): a bad
+    combination's ``error``, a tile that fails to launch, one that thrashes a cache, or the
+    roof that binds ``point``."""
+    if error is not None and not isinstance(error, hierarchy.LaunchError):
+        return style.error_callout(error)
+    said = (hierarchy.launch_failure_status(tile, error) if error is not None
+            else point.tile_status(tile))
+    if said.kind == "danger":
+        return style.error_callout(said.text, title=said.title)
+    return mo.callout(mo.md(said.text), kind=said.kind)
 
 
 def tile_problem(n: int, tile: int, r: int, size: str = "N") -> str | None:

@@ -32,9 +32,10 @@ from labs.core.physics.hierarchy._levels import (
 )
 
 __all__ = [
-    "DEFAULT_REGISTER_TILE", "GEMM_BK", "GEMM_STAGES", "KernelModel", "NAIVE_BLOCK", "WAVE_SLABS",
-    "flash_kernel", "gemm_kernel", "largest_fitting_tile", "library_gemm_kernel",
-    "reduction_kernel", "staged_gemm_bytes", "stencil_kernel", "tile_misses_bytes",
+    "DEFAULT_REGISTER_TILE", "GEMM_BK", "GEMM_STAGES", "KernelModel", "NAIVE_BLOCK",
+    "SIZED_KERNELS", "WAVE_SLABS", "flash_kernel", "gemm_kernel", "kernel_at_size",
+    "largest_fitting_tile", "library_gemm_kernel", "reduction_kernel", "staged_gemm_bytes",
+    "stencil_kernel", "tile_misses_bytes",
     "wave_footprint_bytes", "wave_gemm_bytes", "wave_shape",
 ]
 
@@ -217,6 +218,30 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
                        f"B={batch}, H={heads}, S={s}, d={d}, tile {bq}×{bkv}, {precision}",
                        MATRIX, True, staged_bytes=(bq * d + 2 * bkv * d) * b,
                        flash=(batch, heads, s, d, bq, precision))
+
+
+#: The kernels with no cache tile, or a fixed one, that one size N describes
+#: (:func:`kernel_at_size`): Lab 5's Part 2 compares them.
+SIZED_KERNELS = ("naive GEMM", "5-point stencil", "sum reduction (re-read)",
+                 "flash-attention tile (Lab 4)")
+
+
+def kernel_at_size(name: str, n, precision: str, *, batch=1, heads=32, head_dim=128,
+                   block=128) -> KernelModel:
+    """The kernel of :data:`SIZED_KERNELS` called ``name`` at size ``n``: a naive n x n x n
+    GEMM (``gemm_kernel(tile=1)``), a 5-point stencil on an n x n grid, a sum re-reading n^2
+    elements, or a flash-attention tile over sequence length n (``batch``, ``heads``,
+    ``head_dim``) in ``block`` x ``block`` tiles, capped by n. KeyError for another name."""
+    if name == SIZED_KERNELS[0]:
+        return gemm_kernel(n, n, n, precision, tile=1)
+    if name == SIZED_KERNELS[1]:
+        return stencil_kernel(n, precision)
+    if name == SIZED_KERNELS[2]:
+        return reduction_kernel(n * n, precision)
+    if name == SIZED_KERNELS[3]:
+        tile = min(block, n)
+        return flash_kernel(batch, heads, n, head_dim, tile, tile, precision)
+    raise KeyError(f"unknown kernel {name!r}: one of {', '.join(SIZED_KERNELS)}")
 
 
 # --- a wave of tiles sharing L2 ---------------------------------------------------------------
