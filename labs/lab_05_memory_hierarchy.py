@@ -11,6 +11,7 @@ with app.setup:
     from labs.core import (figures, formulas, fusion, hardware, hierarchy, live, measure,
                            quantization, quiz, reference_machine, reveal, roofline, staircase,
                            style, units)
+    from labs.core.course.lessons import memory_hierarchy
     from labs.core.physics import misconceptions
 
     LAB_ID = "lab05"
@@ -25,12 +26,15 @@ with app.setup:
     SHRINK_Q = {"big": 2**20, "small": 2**10}
     WAVE_Q = {"device": "h100-sxm", "tile": quantization.GPU_GEMM_TILE, "from": 1280,
               "to": 1536}
+    # The machines the questions name: Predictions 2 and 3 are graded on the opening GPU,
+    # whatever the picker shows; Prediction 5's device runs one tile per SM at a time.
+    QUESTION_MACHINE = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    WAVE_SMS = fusion.onchip(WAVE_Q["device"]).sms
     BINDING_OPTIONS = {"The compute roof": "compute", "The HBM roof": "HBM",
                        "The L2 roof": "L2", "The L1 / shared-memory roof": "L1 / shared memory"}
     # Part 2's kernels: no cache tile, or a fixed one (a flash-attention tile of
     # FLASH["block"]); a GEMM's cache tile, and the library's, are Part 3's.
-    KERNELS = ("naive GEMM", "5-point stencil", "sum reduction (re-read)",
-               "flash-attention tile (Lab 4)")
+    KERNELS = hierarchy.SIZED_KERNELS
     SIZE_STEPS = [2**k for k in range(6, 15)]  # N = 64 ... 16,384
     TILE_STEPS = [2**k for k in range(0, 11)]  # 1 ... 1,024
     FLASH = {"batch": 1, "heads": 32, "head_dim": 128, "block": 128}
@@ -182,16 +186,7 @@ def _(get_staircase, lab):
                                      STAIRCASE_Q["lower"])
     staircase_prediction = get_staircase() or reveal.reference(
         lab, "lab05.staircase_ratio", round(_ratio, 2), "×",
-        explanation=f"On the course's reference machine ({reference_machine.MACHINE}, recorded "
-                    f"{reference_machine.DATE}, one thread) the L2 plateau reads "
-                    f"{_up.bandwidth_gbs:.1f} GB/s and the DRAM plateau "
-                    f"{_low.bandwidth_gbs:.1f} GB/s: {_ratio:.1f}×. A cache sits next to the "
-                    "core and answers in a few cycles; DRAM is off chip and shared. Every "
-                    "student's machine differs: a student is graded against their own "
-                    "measurement (the result their lab records from their staircase) where its "
-                    "other plateaus sit far enough from L2's for the band to tell them apart, "
-                    "or against this reference machine where they do not or theirs cannot be "
-                    "measured.")
+        explanation=memory_hierarchy.staircase_explanation(_up, _low, _ratio))
     reveal.card(staircase_prediction)
     return (staircase_prediction,)
 
@@ -214,8 +209,7 @@ def _(staircase_prediction, sweep_controls):
     mo.stop(_wait is not None, _wait)
     staircase_open = True  # the cells below that read it open with this one
     _c = measure.cache_sizes()  # what the OS reports; never raises, measures nothing
-    _cards = [(c.name, units_text, f"{c.scope} · {c.source}") for c, units_text in
-              ((c, units.format_bytes(c.size_bytes, binary=True)) for c in _c.levels)]
+    _cards = memory_hierarchy.cache_cards(_c.levels)
     mo.vstack([
         mo.md(f"**What your OS reports** ({_c.source}):" if _c.known else
               f"**Your OS reports no cache sizes** ({_c.note})."),
@@ -271,32 +265,21 @@ def _(hierarchy_run, lab, staircase_open):
         plateaus=[{"name": p.name, "lo_bytes": p.lo_bytes, "hi_bytes": p.hi_bytes,
                    "gbs": p.bandwidth_gbs, "spread": p.spread} for p in _levels],
         load_average=_s.load_average))
-    mo.md(f"Measured {len(_s.measured)} of {len(_s.points)} sizes in "
-          f"{units.format_seconds(hierarchy_run['seconds'])} on **{_s.device}** "
-          f"(load average {_s.load_average or 'unknown'}: other programs slow a shared "
-          "machine down)." + (f" Skipped for time: {len(_s.skipped)}." if _s.skipped else ""))
+    mo.md(memory_hierarchy.sweep_summary(len(_s.measured), len(_s.points), len(_s.skipped),
+                                         hierarchy_run["seconds"], _s.device,
+                                         _s.load_average))
     return
 
 
 @app.cell
 def _(hierarchy_run, staircase_open):
     mo.stop(not staircase_open)
-    _ref = reference_machine.SWEEP
-    _series = [(f"reference machine ({reference_machine.MACHINE}, recorded "
-                f"{reference_machine.DATE})", [p[0] for p in _ref], [p[1] for p in _ref],
-                "recorded")]
-    _caches = [(f"{k} (reference)", v) for k, v in reference_machine.CACHES.items()]
-    _plateaus = reference_machine.plateaus()
-    if hierarchy_run is not None and hierarchy_run["sweep"].measured:
-        _s = hierarchy_run["sweep"]
-        _series.insert(0, (f"this machine ({_s.device})", [p.bytes for p in _s.measured],
-                           [p.gbs for p in _s.measured], "measured"))
-        _who = {"cpu": "your OS"}.get(_s.kind)  # a GPU's come from the driver and registry
-        _caches = [(f"{c.name} ({_who or c.source.split(':')[0].split(' (')[0]})",
-                    c.size_bytes) for c in _s.caches.levels]
-        _plateaus = hierarchy_run["levels"]
+    _mine = hierarchy_run is not None and bool(hierarchy_run["sweep"].measured)
+    _series, _caches = memory_hierarchy.staircase_curves(
+        hierarchy_run["sweep"] if _mine else None)
     staircase_figure = figures.working_set_figure(
-        _series, caches=_caches, plateaus=_plateaus,
+        _series, caches=_caches,
+        plateaus=hierarchy_run["levels"] if _mine else reference_machine.plateaus(),
         title="Bandwidth of re-reading W bytes (best of each size's repetitions)")
     staircase_figure
     return
@@ -307,11 +290,7 @@ def _(hierarchy_run, staircase_open):
     mo.stop(not staircase_open)
     _mine = hierarchy_run is not None and bool(hierarchy_run["levels"])
     _levels = hierarchy_run["levels"] if _mine else reference_machine.plateaus()
-    _rows = [{"level": p.name,
-              "working sets": f"{units.format_bytes(p.lo_bytes, binary=True)} – "
-                              f"{units.format_bytes(p.hi_bytes, binary=True)}",
-              "bandwidth (GB/s)": f"{p.bandwidth_gbs:.1f}",
-              "spread of its sizes": f"{p.spread:.0%}", "sizes": p.points} for p in _levels]
+    _rows = memory_hierarchy.plateau_rows(_levels)
     mo.vstack([mo.md("**Plateaus found from the data** (" + (
         "your measurement" if _mine else "the reference machine: press the button for yours")
         + "), named by the nearest reported cache size; main memory's only from sizes past "
@@ -347,36 +326,14 @@ def _(
                 "sizes inside L2 and several past your last-level cache.",
                 title="Your sweep did not find both plateaus.")
         else:
-            if _sep.separates:
-                _out = mo.vstack([mo.md(f"**Prediction vs reality** · your machine's L2 "
-                                        f"plateau over its {_mem} plateau (graded):"),
-                                  quiz.compare(staircase_prediction, _sep.ratio, units="×",
-                                               fmt=".1f", lab=lab)])
-            else:
-                _near = ("one memory roof (a ratio of 1)" if _sep.nearest == staircase.ONE_ROOF
-                         else f"its {_sep.nearest} plateau ({_sep.nearest_ratio:.1f}× "
-                              f"{_mem}'s)")
-                _out = mo.vstack([
-                    mo.md(f"**Prediction vs the reference machine** (graded). Your machine's "
-                          f"L2 plateau is {_sep.ratio:.1f}× its {_mem} plateau, but {_near} "
-                          f"sits only {_sep.factor:.2f}× from that: a {_tol:g}× band cannot "
-                          "tell L2 from its neighbour on this machine, so your prediction is "
-                          "graded against the reference machine's ratio:"),
-                    quiz.compare(staircase_prediction, _reference, units="×", fmt=".1f",
-                                 lab=lab)])
-    elif hierarchy_unavailable is not None:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
-                                "cannot be measured here):"),
-                          quiz.compare(staircase_prediction, _reference, units="×", fmt=".1f",
-                                       lab=lab)])
-    elif quiz.graded_reading(lab, "lab05.staircase_ratio") is not None:
-        _out = quiz.recorded_comparison(lab, staircase_prediction, units="×", fmt=".1f")
-    else:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
-                                "your grade uses your own staircase, so press the button "
-                                "above):"),
-                          quiz.compare(staircase_prediction, _reference, units="×",
-                                       fmt=".1f")])
+            _out = mo.vstack([mo.md(memory_hierarchy.staircase_grading(_sep, _mem, _tol)),
+                              quiz.compare(staircase_prediction,
+                                           _sep.ratio if _sep.separates else _reference,
+                                           units="×", fmt=".1f", lab=lab)])
+    else:  # not measured here: the reference machine, graded where this one cannot be
+        _out = memory_hierarchy.unmeasured_comparison(
+            lab, staircase_prediction, _reference,
+            unavailable=hierarchy_unavailable is not None, measurement="staircase")
     _out
     return
 
@@ -464,32 +421,10 @@ def _(get_binding, lab, set_binding):
 
 @app.cell
 def _(get_binding, lab):
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
-    _n = NAIVE_Q["n"]
-    _p = hierarchy.place(hierarchy.gemm_kernel(_n, _n, _n, OPENING["precision"], tile=1), _h)
-    _label = next(k for k, v in BINDING_OPTIONS.items() if v == _p.binding)
-    _l1, _l2, _hbm = _p.use(hierarchy.L1_SMEM), _p.use("L2"), _p.use("HBM")
+    _p, _label = naive_gemm_on(QUESTION_MACHINE)
     binding_prediction = get_binding() or reveal.reference(
         lab, "lab05.binding_level", _p.binding, label=_label,
-        explanation=f"Without tiles every multiply-add loads both operands: the SMs' loads, "
-                    f"{units.format_bytes(_l1.bytes)} for {_p.kernel.flops / 1e9:.1f} GFLOP, "
-                    f"go through L1 at an AI of {_l1.ai:.2f} FLOP/B, so its roof is at most "
-                    f"{_l1.roof_tflops():.1f} TFLOP/s (an upper bound: L1's bandwidth is the SMs' "
-                    "128 B per clock at the boost clock, a peak that a kernel's loads do not "
-                    "reach). L1 keeps what a block's warps share (a "
-                    f"warp's A load is one broadcast; the row of B it loads is re-read by the "
-                    f"block's other 31 warps): L2 serves only "
-                    f"{units.format_bytes(_l2.bytes)} (AI {_l2.ai:.1f}, roof "
-                    f"{_l2.roof_tflops():.0f} TFLOP/s at its measured "
-                    f"{_l2.level.bandwidth_gbs / 1e3:.1f} TB/s), HBM the compulsory "
-                    f"{units.format_bytes(_hbm.bytes)} (AI {_hbm.ai:.0f}, roof "
-                    f"{_hbm.roof_tflops():.0f} TFLOP/s). The lowest roof binds: "
-                    f"{_p.binding}, at most {_p.attainable_tflops:.1f} TFLOP/s, "
-                    f"{_p.attainable_tflops / _h.peak_tflops:.0%} of the tensor-core peak: a "
-                    f"profiler (Nsight Compute) reports such a kernel L1/load-store-bound. A "
-                    f"scalar GEMM cannot use tensor cores, so its ceiling is the "
-                    f"{_p.ceiling_name} ({_p.ceiling_tflops:g} TFLOP/s), not the "
-                    f"{_h.peak_tflops:g} TFLOP/s tensor-core peak; L1's roof is lower still.")
+        explanation=memory_hierarchy.binding_explanation(_p))
     reveal.card(binding_prediction)
     return (binding_prediction,)
 
@@ -541,88 +476,36 @@ def _(hierarchy_run, machine_picker):
                 raise ValueError("This machine has not been measured yet: press the button in "
                                  "Part 1 (it needs torch), or pick another machine.")
             _r, _s = hierarchy_run, hierarchy_run["sweep"]
-            if _r["info"].kind == "cuda" and _r["info"].registry_key:
-                return hierarchy.with_bandwidths(
-                    hierarchy.gpu_hierarchy(_r["info"].registry_key, _r["precision"]),
-                    {p.name: p.bandwidth_gbs for p in _r["levels"]})
-            return hierarchy.from_plateaus(
-                f"This machine ({_s.device})", _s.caches.as_mapping(), _r["levels"],
-                (_r["info"].memory_gb or 16) * 1e9, _r["peak_tflops"],
-                precision=_r["precision"], memory_name=_s.memory_name,
-                kind="gpu" if _r["info"].kind == "cuda" else "cpu")
+            return hierarchy.measured_machine(
+                _s.device, _s.caches.as_mapping(), _r["levels"],
+                (_r["info"].memory_gb or 16) * 1e9, _r["peak_tflops"], precision=_r["precision"],
+                memory_name=_s.memory_name, gpu=_r["info"].kind == "cuda",
+                registry_key=_r["info"].registry_key)
         return hierarchy.gpu_hierarchy(choice, "bf16")
-
-    def _drawable(limit=3):
-        """Registry GPUs whose hierarchy can be drawn: the way out named in the message."""
-        names = []
-        for _k in hardware.keys():
-            try:
-                hierarchy.gpu_hierarchy(_k, "bf16")
-            except (KeyError, ValueError):
-                continue
-            names.append(hardware.get(_k).name)
-        return ", ".join(names[:limit])
 
     try:
         machine, machine_error = _machine(machine_picker.value), None
     except KeyError:  # the registry lacks this device's L2 size or on-chip figures
-        _dev = hardware.get(machine_picker.value)
-        _missing = ("its L2 size and its on-chip figures (shared memory or LDS per SM or "
-                    "CU, register file)" if _dev.l2_bytes is None else
-                    "its on-chip figures (shared memory or LDS per SM or CU, register file; "
-                    "its L2 size is known)")
         machine, machine_error = None, style.error_callout(
-            f"The registry has no cache sizes for the {_dev.name}: it lacks {_missing}, so "
-            "its hierarchy cannot be drawn.\n\nPick a machine "
-            f"whose cache sizes it has ({_drawable()}, or the reference machine), or measure "
-            "this one in Part 1.", title="No cache sizes for this machine.")
+            memory_hierarchy.missing_cache_sizes(hardware.get(machine_picker.value)),
+            title="No cache sizes for this machine.")
     except ValueError as _e:  # "This machine" before Part 1 has measured it
         machine, machine_error = None, mo.callout(mo.md(
             f"**Nothing measured yet.** {_e}"), kind="warn")
     return machine, machine_error
 
 
-@app.function
-def tile_problem(n, tile, r, size="N"):
-    """Why a tiled GEMM of side n cannot use cache tile ``tile`` and register tile ``r``,
-    with the way out in the sliders' words (None when it can). Core refuses the same
-    cases, in its argument names."""
-    if r > tile:
-        return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
-                f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
-                "a smaller register tile r.")
-    if tile > n:
-        return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
-                f"move T down to {n} or less, or raise {size}.")
-    return None
-
-
 @app.cell
 def _(machine, size_slider):
-    def kernel_for(name, n, hier):
-        """The kernel model the picker names, at size n, with the part's fixed tiles."""
-        if name == KERNELS[0]:
-            return hierarchy.gemm_kernel(n, n, n, hier.precision, tile=1)
-        if name == KERNELS[1]:
-            return hierarchy.stencil_kernel(n, hier.precision)
-        if name == KERNELS[2]:
-            return hierarchy.reduction_kernel(n * n, hier.precision)
-        _block = min(FLASH["block"], n)
-        return hierarchy.flash_kernel(FLASH["batch"], FLASH["heads"], n, FLASH["head_dim"],
-                                      _block, _block, hier.precision)
+    def _placed(name):
+        """A Part 2 kernel at the slider's size on the current machine, or why it cannot be."""
+        try:
+            return hierarchy.place(hierarchy.kernel_at_size(
+                name, size_slider.value, machine.precision, **FLASH), machine)
+        except (KeyError, ValueError) as _e:
+            return _e
 
-    def kernel_points(n):
-        """Every kernel the picker offers, placed on the current machine: {name:
-        HierarchyPoint or the error}."""
-        out = {}
-        for _k in KERNELS:
-            try:
-                out[_k] = hierarchy.place(kernel_for(_k, n, machine), machine)
-            except (KeyError, ValueError) as _e:
-                out[_k] = _e
-        return out
-
-    all_points = kernel_points(size_slider.value) if machine is not None else {}
+    all_points = {k: _placed(k) for k in KERNELS} if machine is not None else {}
     return (all_points,)
 
 
@@ -646,45 +529,9 @@ def _(all_points, kernel_picker, machine, machine_error, roofline_open):
             "or pick another kernel.")
     else:
         _p = all_points[kernel_picker.value]
-        _unknown = {r.level.name: r for r in _p.unknown_roofs}
-        _open = {r.level.name for r in _p.undetermined_by}
-
-        def _roof_text(u):
-            """A level's roof, or for a level without a bandwidth what it would need."""
-            if u.roof_tflops() is not None:
-                # a derived per-clock peak (L1 / shared memory) is an upper bound
-                _most = "at most " if u.level.bandwidth_basis == "derived" else ""
-                return f"roof {_most}{units.format_value(u.roof_tflops())} TFLOP/s"
-            _r = _unknown.get(u.level.name)
-            if _r is None:
-                return "no bandwidth figure"
-            return (f"no bandwidth figure: needs ≥ {units.format_value(_r.needs_gbs / 1e3)} "
-                    f"TB/s for {units.format_value(_r.target_tflops)} TFLOP/s"
-                    + ("" if _r.could_bind else f" (it carries {_r.floor_level}'s "
-                       f"{units.format_value(_r.floor_gbs / 1e3)} TB/s: cannot bind)"))
-
-        _cards = [style.Metric(
-            u.level.name, f"AI {units.format_value(u.ai)} FLOP/B" if u.ai else "serves nothing",
-            f"{units.format_bytes(u.bytes)} · {_roof_text(u)} · holds: {u.holds}",
-            "danger" if u.level.name == _p.binding else "warn" if u.level.name in _open
-            else None) for u in _p.uses]
-        if _p.determined:
-            _cards.append(style.Metric("Binds", _p.binding,
-                                       "attainable "
-                                       + ("at most " if _p.binds_at_derived_peak else "")
-                                       + f"{units.format_value(_p.attainable_tflops)} "
-                                       f"TFLOP/s under the {_p.ceiling_name} of "
-                                       f"{units.format_value(_p.ceiling_tflops)}",
-                                       "danger"))
-        else:
-            _cards.append(style.Metric(
-                "Binds", "? undetermined",
-                "; ".join(r.describe() for r in _p.undetermined_by)
-                + f". The known roofs allow at most "
-                f"{units.format_value(_p.attainable_tflops)} TFLOP/s (the {_p.known_binding} "
-                "roof); the level without a figure can only lower that.", "warn"))
         level_cards = mo.vstack([mo.md(f"**{_p.kernel.name}** · {_p.kernel.what} · on "
-                                       f"{machine.name}"), style.metric_cards(_cards)])
+                                       f"{machine.name}"),
+                                 style.metric_cards(memory_hierarchy.level_cards(_p))])
     level_cards
     return
 
@@ -705,20 +552,7 @@ def _(all_points, kernel_picker, machine, roofline_open):
 def _(all_points, machine, roofline_open):
     mo.stop(not roofline_open)
     mo.stop(machine is None)
-    _rows = []
-    for _name, _p in all_points.items():
-        if isinstance(_p, Exception):
-            _rows.append({"kernel": _name, "binds": "—", "note": style.error_message(_p)})
-            continue
-        _rows.append({"kernel": _name,
-                      "binds": _p.binding if _p.determined else
-                      "? undetermined (" + ", ".join(r.level.name for r in _p.undetermined_by)
-                      + " has no bandwidth figure)",
-                      "attainable (TFLOP/s)": f"≤ {units.format_value(_p.attainable_tflops)}"
-                      if _p.binds_at_derived_peak or not _p.determined
-                      else units.format_value(_p.attainable_tflops),
-                      **{f"AI at {u.level.name}": units.format_value(u.ai) if u.ai else "—"
-                         for u in _p.uses}})
+    _rows = memory_hierarchy.kernel_rows(all_points)
     mo.vstack([mo.md("**Every kernel at this size** (AI in FLOP per byte each level serves):"),
                style.value_table(_rows)])
     return
@@ -738,7 +572,7 @@ def naive_gemm_on(hier):
 def _(binding_prediction, lab):
     # Graded on the machine the question names, whatever the picker shows.
     mo.stop(binding_prediction is None)
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
+    _h = QUESTION_MACHINE
     _p, _label = naive_gemm_on(_h)
     mo.vstack([mo.md(f"**Prediction vs reality** · naive {_h.precision} GEMM, "
                      f"N = {NAIVE_Q['n']:,}, on the {_h.name} (the question's machine):"),
@@ -752,11 +586,7 @@ def _(machine, roofline_open):
     mo.stop(not roofline_open)
     mo.stop(machine is None or machine.key == OPENING["hierarchy"])
     _q, _other = naive_gemm_on(machine)
-    mo.md(f"On **{machine.name}** (your pick, not graded) the same kernel binds at: {_other} "
-          f"({'at most ' if _q.binds_at_derived_peak else ''}{_q.attainable_tflops:.3g} "
-          "TFLOP/s)." if _q.determined else
-          f"On **{machine.name}** (your pick, not graded) what binds the same kernel is "
-          f"{_other} (at most {_q.attainable_tflops:.3g} TFLOP/s).")
+    mo.md(memory_hierarchy.other_machine_binding(_q, _other))
     return
 
 
@@ -787,19 +617,18 @@ def _(binding_prediction, staircase_prediction):
     The level with the lowest $AI_\ell\,\beta_\ell$ binds. NVIDIA publishes no L2 bandwidth;
     the lab's L2 roofs are microbenchmark measurements (A100 5.3, H100 6.65, H200 9.78 TB/s),
     not the per-clock peak. A level with no figure at all has an unknown roof, not an infinite
-    one: the
-    known roofs give an upper bound $\hat P$, and that level would need
+    one: the known roofs give an upper bound $\hat P$, and that level would need
     $\beta_\ell \ge \hat P / AI_\ell$. Unless a slower level whose bytes cross it (HBM, for
-    L2) already runs that fast, the verdict is **undetermined**. Drawn with one point per level at
-    its own $AI_\ell$, this is the **hierarchical roofline** (Yang, Kurth, Williams 2020);
+    L2) already runs that fast, the verdict is **undetermined**. Drawn with one point per level
+    at its own $AI_\ell$, this is the **hierarchical roofline** (Yang, Kurth, Williams 2020);
     Ilic et al.'s **cache-aware roofline** (2014) draws the same roofs against one
     core-side intensity instead. **Naive GEMM** ($C = AB$, $N^3$ multiply-adds,
     $b$ bytes per element): every multiply-add loads an element of $A$ and one of $B$, so
     the first level, L1, serves $Q_0 \approx 2N^3 b$ and $AI_0 = 1/b$. L1 is a cache: the
     $32 \times 32$ threads of a block share what they load (a warp's $A$ element is one
     broadcast, the row of $B$ it loads is re-read by the block's other warps), so L2 sees
-    far fewer bytes than the SMs load. A level that holds
-    all of $A$, $B$, $C$ passes on only the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it.
+    far fewer bytes than the SMs load. A level that holds all of $A$, $B$, $C$ passes on only
+    the compulsory $3N^2 b$: $AI = 2N/(3b)$ below it.
     Scalar code cannot use tensor cores: its ceiling is the vector (CUDA-core) rate (A100:
     19.5 TFLOP/s with fp32 FMAs; packed bf16x2 FMAs would give ~39), not the tensor-core
     peak.
@@ -855,49 +684,16 @@ def _(get_tile, lab, set_tile):
 
 @app.cell
 def _(get_tile, lab):
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
     _a, _b = hierarchy.tile_sweep(TILE_Q["n"], OPENING["precision"],
-                                  [TILE_Q["from"], TILE_Q["to"]], _h,
+                                  [TILE_Q["from"], TILE_Q["to"]], QUESTION_MACHINE,
                                   register_tile=TILE_Q["register_tile"])
-    _ratio = hierarchy.tile_traffic_ratio(TILE_Q["n"], OPENING["precision"], TILE_Q["from"],
-                                          TILE_Q["to"], _h, register_tile=TILE_Q["register_tile"])
-    _smem, _l2 = _h.level(hierarchy.L1_SMEM), _h.level("L2")
-    _next = 2 * TILE_Q["to"]
+    _ratio = tile_ratio_on(QUESTION_MACHINE)
     _big = hierarchy.gemm_kernel(TILE_Q["n"], TILE_Q["n"], TILE_Q["n"], OPENING["precision"],
-                                 tile=_next, register_tile=TILE_Q["register_tile"])
+                                 tile=2 * TILE_Q["to"], register_tile=TILE_Q["register_tile"])
     tile_prediction = get_tile() or reveal.reference(
         lab, "lab05.tile_traffic", round(_ratio, 2), "×",
-        explanation=f"Each of A and B is re-read once per tile column or row, so the traffic "
-                    f"the tile passes on to L2 ∝ 1/T. At T = {TILE_Q['from']}: "
-                    f"{units.format_bytes(_a.use('L2').bytes)}; at T = {TILE_Q['to']}: "
-                    f"{units.format_bytes(_b.use('L2').bytes)}, {_ratio:.2f}× less (not 4×: "
-                    f"the tile's area grows 4×, its edge 2×). HBM traffic is smaller still "
-                    f"({units.format_bytes(_a.use('HBM').bytes)} → "
-                    f"{units.format_bytes(_b.use('HBM').bytes)}): L2 is shared by all "
-                    f"{_l2.sharers} SMs, and the tiles running at once (a wave) share the A "
-                    f"and B panels they read there. The kernel moves from the "
-                    f"{_a.binding} roof ({_a.attainable_tflops:.0f} TFLOP/s) to the "
-                    f"{_b.binding} roof ({_b.attainable_tflops:.0f} TFLOP/s; L2's roof uses its "
-                    f"measured {_l2.bandwidth_gbs / 1e3:.1f} TB/s: NVIDIA's bytes per clock "
-                    "give a peak a third higher that microbenchmarks do not reach). The kernel "
-                    "stages thin K-slabs in shared memory, "
-                    f"{hierarchy.GEMM_STAGES} stages × (T + T) × {hierarchy.GEMM_BK} × 2 B "
-                    f"(CUTLASS's defaults): "
-                    f"{units.format_bytes(_b.kernel.staged_bytes, binary=True)} at "
-                    f"{TILE_Q['to']} × {TILE_Q['to']}, within the "
-                    f"{units.format_bytes(_smem.tile_capacity_bytes, binary=True)} a block may "
-                    "use (above 48 KB only with the kernel's opt-in, "
-                    "cudaFuncAttributeMaxDynamicSharedMemorySize); C stays in registers as "
-                    f"fp32 accumulators, {units.format_bytes(_b.kernel.accumulator_bytes, binary=True)}"
-                    f" per block. At {_next} × {_next} the slabs would still fit "
-                    f"({units.format_bytes(_big.staged_bytes, binary=True)}), but the "
-                    f"{_next * _next:,} accumulators "
-                    f"({units.format_bytes(_big.accumulator_bytes, binary=True)}) fill the "
-                    f"SM's whole register file "
-                    f"({units.format_bytes(_h.register_file_bytes, binary=True)}): that tile "
-                    "cannot launch (CUTLASS's largest is 256 × 128). Shared memory is a "
-                    "scratchpad, not a cache: a tile too big for it fails to launch rather "
-                    "than spill.")
+        explanation=memory_hierarchy.tile_explanation(
+            _a, _b, _big, _ratio, tiles=(TILE_Q["from"], TILE_Q["to"])))
     reveal.card(tile_prediction)
     return (tile_prediction,)
 
@@ -934,8 +730,8 @@ def _(gemm_n_slider, gemm_register_picker, gemm_tile_slider, machine):
     if machine is not None:
         _n, _t, _r = gemm_n_slider.value, gemm_tile_slider.value, gemm_register_picker.value
         try:
-            if tile_problem(_n, _t, _r):
-                raise ValueError(tile_problem(_n, _t, _r))
+            if memory_hierarchy.tile_problem(_n, _t, _r):
+                raise ValueError(memory_hierarchy.tile_problem(_n, _t, _r))
             _ok, tiles_failed = hierarchy.launchable_tiles(
                 _n, machine.precision, [t for t in TILE_STEPS if _r <= t <= _n], machine,
                 register_tile=_r)
@@ -979,15 +775,8 @@ def _(
     # so a step of N, T or r costs the browser one output update, not two.
     mo.stop(not tiling_open)
     _t = gemm_tile_slider.value
-    if machine is None:
-        _status = machine_error
-    elif tile_error is not None and not isinstance(tile_error, hierarchy.LaunchError):
-        _status = style.error_callout(tile_error)
-    else:  # what the tile does (core's words): fails to launch, thrashes, or a roof binds
-        _said = (hierarchy.launch_failure_status(_t, tile_error) if tile_error is not None
-                 else tile_point.tile_status(_t))
-        _status = (style.error_callout(_said.text, title=_said.title)
-                   if _said.kind == "danger" else mo.callout(mo.md(_said.text), kind=_said.kind))
+    _status = (machine_error if machine is None else
+               memory_hierarchy.tile_status_callout(_t, tile_point, tile_error))
     tile_figure = figures.tile_traffic_figure(
         machine, tile_curve, current=_t, failed=tiles_failed,
         title=f"Bytes each level serves vs the cache tile, N = {gemm_n_slider.value:,}, "
@@ -1010,24 +799,9 @@ def _(gemm_n_slider, machine, tiling_open):
     except ValueError as _e:
         _out = style.error_callout(f"{style.error_message(_e)}\n\nMove N up.")
     else:
-        _m = _p.tile_misses
-        _verdict = (f"the {_p.binding} roof binds at "
-                    f"{units.format_value(_p.attainable_tflops)} TFLOP/s" if _p.determined
-                    else f"what binds is undetermined ({_p.verdict})")
-        _text = (f"**What the library runs here** · {_lib.name}: {_lib.what}. "
-                 + (f"{_m.level.name} serves {units.format_bytes(_m.bytes)} (AI "
-                    f"{units.format_value(_m.ai)} FLOP/B); " if _m is not None and _m.ai
-                    else "") + _verdict + ".")
-        _sch = hierarchy.GEMM_SCHEDULES.get(machine.arch)
-        _t, _tn, _c = _lib.gemm[3], _lib.gemm[5], _lib.gemm[6]
-        if _c > 1:  # the cluster's multicast: what L2 would see without it
-            _alone = hierarchy.place(hierarchy.gemm_kernel(
-                _n, _n, _n, machine.precision, tile=_t, tile_n=_tn,
-                register_tile=_sch.register_tile), machine)
-            _text += (f" The cluster's {_c} CTAs share their B tile, which TMA multicasts: "
-                      f"L2 serves it once per cluster. Without that, the same tiles would be "
-                      f"{_alone.binding}-bound at "
-                      f"{units.format_value(_alone.attainable_tflops)} TFLOP/s.")
+        _unshared = None if _lib.gemm[6] == 1 else hierarchy.place(  # without the multicast
+            hierarchy.library_gemm_kernel(machine, _n, _n, _n, multicast=False), machine)
+        _text = memory_hierarchy.library_gemm_note(_p, _unshared)
         _out = mo.callout(mo.md(_text), kind="info")
     _out
     return
@@ -1048,12 +822,12 @@ def _(binding_prediction, lab, staircase_prediction, tile_prediction):
     # the tiling instrument shows, so it opens with it.
     mo.stop(INSTRUMENTS.gate("tiling", staircase_prediction, binding_prediction,
                              tile_prediction) is not None)
-    _h = hierarchy.gpu_hierarchy(OPENING["hierarchy"], OPENING["precision"])
     mo.vstack([mo.md(f"**Prediction vs reality** · N = {TILE_Q['n']:,}, register tile "
                      f"{TILE_Q['register_tile']}, T {TILE_Q['from']} → {TILE_Q['to']}, on the "
-                     f"{_h.name} (the question's machine): the traffic L2 serves falls by"),
-               quiz.compare(tile_prediction, tile_ratio_on(_h), units="×", fmt=".2f",
-                            lab=lab)])
+                     f"{QUESTION_MACHINE.name} (the question's machine): the traffic L2 "
+                     "serves falls by"),
+               quiz.compare(tile_prediction, tile_ratio_on(QUESTION_MACHINE), units="×",
+                            fmt=".2f", lab=lab)])
     return
 
 
@@ -1127,9 +901,8 @@ def _(binding_prediction, staircase_prediction, tile_prediction):
     memory is a **scratchpad** the kernel allocates itself: a tile over the per-block limit
     **fails to launch**; it does not spill. A cache tile's working set is modelled as the $C$
     tile and the blocks of $A$ and $B$ it multiplies, $W(T) = 3\,T^2 b$. A **cache** (a
-    CPU's L1 or L2) that is too
-    small **thrashes**: it passes on everything the register tiles ask for,
-    $Q_0 \approx 2N^3 b / r$, and the level below binds at $AI = r/b$. Only registers spill.
+    CPU's L1 or L2) that is too small **thrashes**: it passes on everything the register tiles
+    ask for, $Q_0 \approx 2N^3 b / r$, and the level below binds at $AI = r/b$. Only registers spill.
     Bigger is better only up to the largest tile that fits.
     """)
     return
@@ -1178,17 +951,8 @@ def _(get_shrink, lab):
     _big, _small = _t[SHRINK_Q["big"]], _t[SHRINK_Q["small"]]
     shrink_prediction = get_shrink() or reveal.reference(
         lab, "lab05.shrink_speedup", round(_big / _small, 2), "×",
-        explanation=f"On the reference machine ({reference_machine.MACHINE}, recorded) a call "
-                    f"reading {units.format_bytes(SHRINK_Q['big'], binary=True)} took "
-                    f"{_big * 1e6:.1f} µs and one reading "
-                    f"{units.format_bytes(SHRINK_Q['small'], binary=True)} "
-                    f"{_small * 1e6:.2f} µs: {_big / _small:.1f}×, not "
-                    f"{SHRINK_Q['big'] // SHRINK_Q['small']:,}×. Every call pays a fixed "
-                    f"~{reference_machine.CALL_OVERHEAD_S * 1e6:.1f} µs (Python, torch's "
-                    "dispatch) before a byte moves; below a few tens of KiB that cost is "
-                    "the whole time. A student is graded against their own machine's "
-                    "measurement (the result their lab records), or this one where theirs "
-                    "cannot be measured.")
+        explanation=memory_hierarchy.shrink_explanation(SHRINK_Q["big"], SHRINK_Q["small"],
+                                                        _big, _small))
     reveal.card(shrink_prediction)
     return (shrink_prediction,)
 
@@ -1233,33 +997,12 @@ def _(overhead_button, shrink_prediction):
 @app.cell
 def _(call_overhead_open, overhead_run):
     mo.stop(not call_overhead_open)
-    # Seconds on the axis, labelled in µs (hovers read 2.01µ): a time, in SI units.
-    _ref = reference_machine.OVERHEAD_ROWS
-    _series = [("reference machine (recorded)", [r[0] for r in _ref],
-                [r[1] for r in _ref], style.COLORS["muted"], "dot")]
-    _o, _bw = reference_machine.CALL_OVERHEAD_S, reference_machine.OVERHEAD_BANDWIDTH_GBS
-    if overhead_run is not None:
-        _series.insert(0, ("this machine (median per call)",
-                           [r["bytes"] for r in overhead_run.rows],
-                           [r["median_s"] for r in overhead_run.rows],
-                           style.COLORS["memory"], "solid"))
-        _o, _bw = overhead_run.overhead_s, overhead_run.bandwidth_gbs
-    _x = [2.0**k for k in range(8, 23)]
-    _series.append((f"model fitted to the curve: {_o * 1e6:.2g} µs + bytes / {_bw:.0f} GB/s",
-                    _x, [quantization.call_time(x, _bw, _o) for x in _x],
-                    style.COLORS["compute"], "dash"))
-    _cross = quantization.overhead_crossover_bytes(_bw, _o)
-    _yt = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # µs: the range spans about a decade
-    overhead_figure = figures.loglog_lines_figure(
-        _series, vlines=[(_cross, f"overhead = read time at "
-                                  f"{units.format_bytes(_cross, binary=True)}",
-                          style.COLORS["overhead"])],
-        bands=[(_x[0], _cross, "overhead-bound", style.COLORS["overhead"])],
-        title="Time per call vs bytes read once per call",
-        x_title="Bytes read per call", y_title="Time per call (µs)",
-        x_ticks=([4.0**k for k in range(4, 12)],
-                 [units.format_bytes(4.0**k, binary=True) for k in range(4, 12)]),
-        y_ticks=([v * 1e-6 for v in _yt], [units.format_value(v) for v in _yt]))
+    _mine, _fit = None, (reference_machine.CALL_OVERHEAD_S,
+                         reference_machine.OVERHEAD_BANDWIDTH_GBS)
+    if overhead_run is not None:  # this machine's run, and the model fitted to it
+        _mine = [(r["bytes"], r["median_s"]) for r in overhead_run.rows]
+        _fit = (overhead_run.overhead_s, overhead_run.bandwidth_gbs)
+    overhead_figure = figures.call_time_figure(reference_machine.OVERHEAD_ROWS, _mine, *_fit)
     overhead_figure
     return
 
@@ -1284,18 +1027,10 @@ def _(
                           quiz.compare(shrink_prediction, _t[SHRINK_Q["big"]]
                                        / _t[SHRINK_Q["small"]], units="×", fmt=".1f",
                                        lab=lab)])
-    elif overhead_unavailable is not None:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
-                                "cannot be measured here):"),
-                          quiz.compare(shrink_prediction, _ref_ratio, units="×", fmt=".1f",
-                                       lab=lab)])
-    elif quiz.graded_reading(lab, "lab05.shrink_speedup") is not None:
-        _out = quiz.recorded_comparison(lab, shrink_prediction, units="×", fmt=".1f")
-    else:
-        _out = mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: "
-                                "your grade uses your own measurement, so press the button "
-                                "above):"),
-                          quiz.compare(shrink_prediction, _ref_ratio, units="×", fmt=".1f")])
+    else:  # not measured here: the reference machine, graded where this one cannot be
+        _out = memory_hierarchy.unmeasured_comparison(
+            lab, shrink_prediction, _ref_ratio,
+            unavailable=overhead_unavailable is not None, measurement="measurement")
     _out
     return
 
@@ -1351,9 +1086,8 @@ def _(get_wave, lab, set_wave):
         question=f"**Prediction 5.** A {OPENING['precision']} GEMM cut into "
                  f"{WAVE_Q['tile']} × {WAVE_Q['tile']} "
                  f"output tiles on the {hardware.get(WAVE_Q['device']).name} "
-                 f"({fusion.onchip(WAVE_Q['device']).sms} SMs, one tile per SM at a time). "
-                 f"N = {WAVE_Q['from']:,} makes "
-                 f"{quantization.quantization(WAVE_Q['from'], WAVE_Q['from'], WAVE_Q['tile'], fusion.onchip(WAVE_Q['device']).sms).tiles}"
+                 f"({WAVE_SMS} SMs, one tile per SM at a time). N = {WAVE_Q['from']:,} makes "
+                 f"{quantization.quantization(WAVE_Q['from'], WAVE_Q['from'], WAVE_Q['tile'], WAVE_SMS).tiles}"
                  f" tiles. At N = {WAVE_Q['to']:,}, by the model's count of tiles and waves, "
                  f"what fraction of N = {WAVE_Q['from']:,}'s throughput does the GEMM reach "
                  "(1 = the same)?",
@@ -1364,20 +1098,14 @@ def _(get_wave, lab, set_wave):
 
 @app.cell
 def _(get_wave, lab):
-    _sms = fusion.onchip(WAVE_Q["device"]).sms
-    _a, _b = (quantization.quantization(n, n, WAVE_Q["tile"], _sms)
+    _a, _b = (quantization.quantization(n, n, WAVE_Q["tile"], WAVE_SMS)
               for n in (WAVE_Q["from"], WAVE_Q["to"]))
-    _frac = quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], _sms)
+    _frac = quantization.relative_throughput(WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"],
+                                             WAVE_SMS)
     wave_prediction = get_wave() or reveal.reference(
         lab, "lab05.wave_fraction", round(_frac, 3),
-        explanation=f"N = {WAVE_Q['from']:,}: {_a.tiles} tiles in {_a.waves} wave on {_sms} "
-                    f"SMs ({_a.wave_efficiency:.0%} busy). N = {WAVE_Q['to']:,}: {_b.tiles} "
-                    f"tiles need {_b.waves} waves, the second with {_b.tiles - _sms} tiles on "
-                    f"{_sms} SMs: {_b.wave_efficiency:.0%} busy over the run. Throughput "
-                    f"follows the busy fraction: {_frac:.2f} of N = {WAVE_Q['from']:,}'s, for "
-                    "an AI that went up. Libraries avoid much of this with other tile shapes "
-                    "and stream-K or split-K schedules, and a GEMM this small is dominated by "
-                    "launch and ramp-up: a measured dip is shallower.")
+        explanation=memory_hierarchy.wave_explanation((WAVE_Q["from"], WAVE_Q["to"]), _a, _b,
+                                                      WAVE_SMS, _frac))
     reveal.card(wave_prediction)
     return (wave_prediction,)
 
@@ -1388,15 +1116,14 @@ def _(wave_prediction):
     # instrument's first view (its notice; the views below stop silently).
     _wait = INSTRUMENTS.gate("sawtooth", wave_prediction)
     mo.stop(_wait is not None, _wait)
-    _sms = fusion.onchip(WAVE_Q["device"]).sms
     _ns = list(range(512, 4097, 32))
     wave_figure = figures.sawtooth_figure(
-        _ns, quantization.efficiency_curve(_ns, WAVE_Q["tile"], _sms), tile=WAVE_Q["tile"],
+        _ns, quantization.efficiency_curve(_ns, WAVE_Q["tile"], WAVE_SMS), tile=WAVE_Q["tile"],
         y_title="Fraction of the peak the tiles can use",
         predicted_label="tile × wave quantisation (model)",
         marks=[(WAVE_Q["from"], f"N = {WAVE_Q['from']:,}"), (WAVE_Q["to"], f"N = {WAVE_Q['to']:,}")],
         title=f"Quantisation model: {WAVE_Q['tile']} × {WAVE_Q['tile']} tiles in waves of "
-              f"{_sms} on the {hardware.get(WAVE_Q['device']).name}")
+              f"{WAVE_SMS} on the {hardware.get(WAVE_Q['device']).name}")
     wave_figure
     return
 
@@ -1438,45 +1165,28 @@ def _(sawtooth_button, wave_prediction):
 @app.cell
 def _(sawtooth_open, sawtooth_run):
     mo.stop(not sawtooth_open)
-    if sawtooth_run is not None and sawtooth_run.measured:
-        _rows = sawtooth_run.measured
-        _ns = [r["n"] for r in _rows]
-        _meas, _pred = [r["relative"] for r in _rows], [r["predicted"] for r in _rows]
-        _tile, _who = sawtooth_run.tile, f"this machine ({sawtooth_run.device})"
-        _note = sawtooth_run.tile_note
-    else:
-        _ns = [r[0] for r in reference_machine.SAWTOOTH]
-        _tile = reference_machine.SAWTOOTH_TILE
-        _meas, _pred = quantization.sawtooth_relative(
-            _ns, [r[1] for r in reference_machine.SAWTOOTH], _tile, 1, per_tile=True)
-        _who, _note = (f"reference machine ({reference_machine.MACHINE}, recorded)",
-                       f"assumed micro-kernel width {_tile}; one thread")
+    _mine = sawtooth_run is not None and bool(sawtooth_run.measured)
+    _ns, _meas, _pred, _tile, _who, _note = memory_hierarchy.sawtooth_curves(
+        sawtooth_run if _mine else None)
     # a short title (the plotly modebar sits at its right end); what was assumed goes below
+    _per_tile = sawtooth_run is None or sawtooth_run.kind != "cuda"
     sawtooth_figure = figures.sawtooth_figure(
         _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
-        y_title=("Throughput ÷ the best N's" if sawtooth_run is not None
-                 and sawtooth_run.kind == "cuda" else
-                 "Throughput ÷ that at the tile multiple ≤ N"),
+        y_title=("Throughput ÷ that at the tile multiple ≤ N" if _per_tile else
+                 "Throughput ÷ the best N's"),
         title="GEMM throughput vs N, measured and modelled")
-    _note = _note[:1].upper() + _note[1:]
-    mo.vstack([sawtooth_figure, mo.md(f"*{_note}. Each N is compared with the largest "
-                                      "multiple of the tile at or below it, measured and "
-                                      "modelled alike (that takes out the slow rise of small "
-                                      "GEMMs, a fixed cost per call).*"
-                                      if sawtooth_run is None or sawtooth_run.kind != "cuda"
-                                      else f"*{_note}.*")])
+    mo.vstack([sawtooth_figure, mo.md(memory_hierarchy.sawtooth_caption(_note, _per_tile))])
     return
 
 
 @app.cell
 def _(lab, wave_prediction):
     mo.stop(wave_prediction is None)
-    _sms = fusion.onchip(WAVE_Q["device"]).sms
     mo.vstack([mo.md(f"**Prediction vs the quantisation model** (graded) · {WAVE_Q['tile']} × "
-                     f"{WAVE_Q['tile']} tiles, {_sms} SMs, N {WAVE_Q['from']:,} → "
+                     f"{WAVE_Q['tile']} tiles, {WAVE_SMS} SMs, N {WAVE_Q['from']:,} → "
                      f"{WAVE_Q['to']:,}:"),
                quiz.compare(wave_prediction, quantization.relative_throughput(
-                   WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], _sms), fmt=".2f", lab=lab)])
+                   WAVE_Q["from"], WAVE_Q["to"], WAVE_Q["tile"], WAVE_SMS), fmt=".2f", lab=lab)])
     return
 
 

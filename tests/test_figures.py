@@ -389,6 +389,24 @@ def test_loglog_lines_figure_is_valid_and_labelled():
     assert any(a.text == "crossover" for a in fig.layout.annotations)
 
 
+def test_call_time_figure_draws_the_fitted_line_and_its_overhead_bound_band():
+    """t(W) = t0 + W / beta with t0 = 2 µs and beta = 10 GB/s: at W = 256 B, 2.0256 µs; the
+    read costs as long as the fixed cost at W* = t0 x beta = 20,000 B."""
+    reference = ((256, 2.0e-6), (4 * 2**20, 4.4e-4))
+    fig = figures.call_time_figure(reference, [(256, 3.0e-6)], 2e-6, 10.0).to_dict()
+    names = [t["name"] for t in fig["data"]]
+    assert names == ["this machine (median per call)", "reference machine (recorded)",
+                     "model fitted to the curve: 2 µs + bytes / 10 GB/s"]
+    model = fig["data"][2]
+    assert model["x"][0] == 256 and model["y"][0] == pytest.approx(2.0256e-6)
+    line, band = fig["layout"]["shapes"]
+    assert line["x0"] == pytest.approx(20_000) and band["x1"] == pytest.approx(20_000)
+    assert any("19.5 KiB" in a["text"] for a in fig["layout"]["annotations"])
+    assert fig["layout"]["yaxis"]["ticktext"][0] == "1"  # seconds, labelled in µs
+    alone = figures.call_time_figure(reference, None, 2e-6, 10.0).to_dict()
+    assert [t["name"] for t in alone["data"]][0] == "reference machine (recorded)"
+
+
 def test_hierarchical_roofline_adds_an_onchip_roof_computed_by_core():
     import plotly.graph_objects as go
 
@@ -439,8 +457,8 @@ def test_every_public_builder_of_the_figure_modules_is_reachable_from_the_face()
         figures_roofline: ("AI_TITLE", "POINT_KINDS", "Point", "Roof", "VECTOR_STYLE", "Y_TITLE",
                    "auto_ai_range", "hierarchical_roofline_figure", "resolve_roofs",
                    "roofline_figure", "short_name"),
-        charts: ("bar_figure", "budget_summary", "grouped_bar_figure", "loglog_lines_figure",
-                 "memory_budget_figure"),
+        charts: ("bar_figure", "budget_summary", "call_time_figure", "grouped_bar_figure",
+                 "loglog_lines_figure", "memory_budget_figure"),
         collectives: ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"),
         hierarchy: ("cache_roofline_figure", "per_level_roofline_figure", "level_style",
                     "sawtooth_figure", "tile_traffic_figure", "working_set_figure"),

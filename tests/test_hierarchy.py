@@ -229,6 +229,34 @@ def test_the_library_gemm_on_each_gpu_by_hand(device, gbs, binding, tflops):
     assert p.attainable_tflops == pytest.approx(tflops)
 
 
+def test_without_the_multicast_each_cta_reads_its_own_b_tile_by_hand():
+    """The H100's 128 x 256 tiles without clusters: B is read once per tile row, 8192 / 128 =
+    64 times, so L2 serves 2 B x 8192^2 x (32 + 64 + 1): AI_L2 = 8192 / 97 = 84.5 FLOP/B, and
+    its roof, 84.5 x 6.65 TB/s = 562 TFLOP/s, binds below the 838 of the clusters."""
+    h = hierarchy.gpu_hierarchy("h100-sxm", "bf16")
+    alone = hierarchy.library_gemm_kernel(h, 8192, 8192, 8192, multicast=False)
+    assert alone.gemm[3] == 128 and alone.gemm[5] == 256 and alone.gemm[6] == 1
+    assert alone.reuse_bytes == 2 * 8192**2 * 97
+    p = hierarchy.place(alone, h)
+    assert p.binding == "L2" and p.attainable_tflops == pytest.approx(8192 / 97 * 6.65)
+    a100 = hierarchy.gpu_hierarchy("a100-sxm-80gb", "bf16")  # no clusters: nothing changes
+    assert hierarchy.library_gemm_kernel(a100, 8192, 8192, 8192, multicast=False) == \
+        hierarchy.library_gemm_kernel(a100, 8192, 8192, 8192)
+
+
+def test_the_kernels_one_size_describes_by_hand():
+    n = 1024
+    gemm, stencil, total, flash = (hierarchy.kernel_at_size(k, n, "bf16")
+                                   for k in hierarchy.SIZED_KERNELS)
+    assert gemm.name == "naive GEMM" and gemm.flops == 2 * n**3  # N^3 multiply-adds
+    assert stencil.flops == 5 * n * n  # 5 FLOPs per point of an N x N grid
+    assert total.flops == n * n and total.name == "sum reduction (re-read)"  # N^2 elements
+    assert "tile 128×128" in flash.what and "S=1024" in flash.what
+    assert "tile 64×64" in hierarchy.kernel_at_size(hierarchy.SIZED_KERNELS[3], 64, "bf16").what
+    with pytest.raises(KeyError, match="unknown kernel 'tiled GEMM'"):
+        hierarchy.kernel_at_size("tiled GEMM", n, "bf16")
+
+
 def test_a_cpu_library_gemm_keeps_its_tile_in_the_first_level():
     """The reference machine's 32 KiB L1d, fp32: 3 T^2 x 4 B fits for T = 32 (12 KiB), not 64
     (48 KiB); register tile 8."""
@@ -623,6 +651,26 @@ def test_with_bandwidths_replaces_only_the_measured_levels():
     h = hierarchy.with_bandwidths(hierarchy.gpu_hierarchy("h100-sxm"), {"L2": 9000.0, "HBM": 3000.0})
     assert [lv.bandwidth_gbs for lv in h.levels][1:] == [9000.0, 3000.0]
     assert h.level("L1 / shared memory").bandwidth_gbs == fusion.onchip("h100-sxm").smem_bandwidth_gbs
+
+
+def test_a_measured_machine_is_its_registry_gpu_or_its_own_caches():
+    from labs.core.physics.staircase import Plateau
+
+    ps = [Plateau(16e3, 32e3, 120.0, 0.1, 3, "L1d"), Plateau(1e8, 2e8, 9.0, 0.1, 4, "DRAM")]
+    cpu = hierarchy.measured_machine("Test CPU", {"L1d": 32 * KIB}, ps, 16e9, 0.05,
+                                     precision="fp32")
+    assert cpu.name == "This machine (Test CPU)" and cpu.kind == "cpu"
+    assert [lv.bandwidth_gbs for lv in cpu.levels] == [120.0, 9.0]
+    assert cpu.level("DRAM").capacity_bytes == 16e9
+    gpu_ps = [Plateau(1e6, 4e7, 9000.0, 0.1, 5, "L2"), Plateau(1e9, 4e9, 3000.0, 0.1, 4, "HBM")]
+    gpu = hierarchy.measured_machine("H100", {"L2": 50 * MIB}, gpu_ps, 80e9, 700.0,
+                                     precision="bf16", memory_name="HBM", gpu=True,
+                                     registry_key="h100-sxm")
+    assert gpu.arch == "hopper" and gpu.peak_tflops == pytest.approx(989.5)  # the registry's
+    assert [lv.bandwidth_gbs for lv in gpu.levels][1:] == [9000.0, 3000.0]
+    unknown = hierarchy.measured_machine("GPU", {"L2": 50 * MIB}, gpu_ps, 80e9, 700.0,
+                                         precision="bf16", memory_name="HBM", gpu=True)
+    assert unknown.kind == "gpu" and unknown.name == "This machine (GPU)"
 
 
 def test_reference_machine_is_a_measured_cpu_hierarchy():

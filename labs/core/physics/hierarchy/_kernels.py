@@ -32,9 +32,10 @@ from labs.core.physics.hierarchy._levels import (
 )
 
 __all__ = [
-    "DEFAULT_REGISTER_TILE", "GEMM_BK", "GEMM_STAGES", "KernelModel", "NAIVE_BLOCK", "WAVE_SLABS",
-    "flash_kernel", "gemm_kernel", "largest_fitting_tile", "library_gemm_kernel",
-    "reduction_kernel", "staged_gemm_bytes", "stencil_kernel", "tile_misses_bytes",
+    "DEFAULT_REGISTER_TILE", "GEMM_BK", "GEMM_STAGES", "KernelModel", "NAIVE_BLOCK",
+    "SIZED_KERNELS", "WAVE_SLABS", "flash_kernel", "gemm_kernel", "kernel_at_size",
+    "largest_fitting_tile", "library_gemm_kernel", "reduction_kernel", "staged_gemm_bytes",
+    "stencil_kernel", "tile_misses_bytes",
     "wave_footprint_bytes", "wave_gemm_bytes", "wave_shape",
 ]
 
@@ -219,6 +220,30 @@ def flash_kernel(batch, heads, seq_len, head_dim, block_q, block_kv,
                        flash=(batch, heads, s, d, bq, precision))
 
 
+#: The kernels with no cache tile, or a fixed one, that one size N describes
+#: (:func:`kernel_at_size`): Lab 5's Part 2 compares them.
+SIZED_KERNELS = ("naive GEMM", "5-point stencil", "sum reduction (re-read)",
+                 "flash-attention tile (Lab 4)")
+
+
+def kernel_at_size(name: str, n, precision: str, *, batch=1, heads=32, head_dim=128,
+                   block=128) -> KernelModel:
+    """The kernel of :data:`SIZED_KERNELS` called ``name`` at size ``n``: a naive n x n x n
+    GEMM (``gemm_kernel(tile=1)``), a 5-point stencil on an n x n grid, a sum re-reading n^2
+    elements, or a flash-attention tile over sequence length n (``batch``, ``heads``,
+    ``head_dim``) in ``block`` x ``block`` tiles, capped by n. KeyError for another name."""
+    if name == SIZED_KERNELS[0]:
+        return gemm_kernel(n, n, n, precision, tile=1)
+    if name == SIZED_KERNELS[1]:
+        return stencil_kernel(n, precision)
+    if name == SIZED_KERNELS[2]:
+        return reduction_kernel(n * n, precision)
+    if name == SIZED_KERNELS[3]:
+        tile = min(block, n)
+        return flash_kernel(batch, heads, n, head_dim, tile, tile, precision)
+    raise KeyError(f"unknown kernel {name!r}: one of {', '.join(SIZED_KERNELS)}")
+
+
 # --- a wave of tiles sharing L2 ---------------------------------------------------------------
 
 #: K-steps of the wave's A and B slabs that L2 must keep at once (stated assumption): the
@@ -290,17 +315,20 @@ def largest_fitting_tile(level: Level, precision: str, *, max_tile: int = 1 << 1
     return t
 
 
-def library_gemm_kernel(hier: Hierarchy, m, n, k) -> KernelModel:
+def library_gemm_kernel(hier: Hierarchy, m, n, k, *, multicast: bool = True) -> KernelModel:
     """The GEMM as a library tiles it on ``hier`` (the hierarchy's precision): on a GPU its
     architecture's :data:`GEMM_SCHEDULES` entry (Hopper: 128 x 256 tiles in 2-CTA clusters
     with multicast; Ampere: 128 x 128); on a CPU (stated) the largest power-of-two square
     tile whose working set fits the first level, with ``DEFAULT_REGISTER_TILE`` register
-    tiles, as a BLAS keeps its micro-panels in L1. Tiles are capped by the matrix."""
+    tiles, as a BLAS keeps its micro-panels in L1. Tiles are capped by the matrix.
+    ``multicast=False``: the same tiles without clusters (each CTA reads its own B tile from
+    L2), what the cluster's shared tile saves."""
     hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     if hier.kind == "gpu":
         sch = GEMM_SCHEDULES[hier.arch or "ampere"]
-        tm, tn, cluster, r = sch.tile_m, sch.tile_n, sch.cluster, sch.register_tile
+        tm, tn, r = sch.tile_m, sch.tile_n, sch.register_tile
+        cluster = sch.cluster if multicast else 1
     else:
         tm = tn = max(largest_fitting_tile(hier.levels[0], hier.precision), 1)
         cluster, r = 1, DEFAULT_REGISTER_TILE["cpu"]

@@ -31,7 +31,7 @@ from labs.core.physics._validate import (
 __all__ = [
     "GEMM_SCHEDULES", "GPU_ARCH", "GemmSchedule", "Hierarchy", "L1_SMEM", "L2_MEASURED_GBS",
     "Level", "MATRIX", "VECTOR", "from_plateaus", "gpu_hierarchy", "gpu_keys", "hierarchy",
-    "measured_hierarchy", "with_bandwidths",
+    "measured_hierarchy", "measured_machine", "with_bandwidths",
 ]
 
 
@@ -316,3 +316,19 @@ def from_plateaus(name: str, caches: Mapping[str, float], plateaus: Sequence,
     levels[memory_name] = (positive("memory_bytes", memory_bytes), by.get(memory_name))
     return measured_hierarchy(name, levels, peak_tflops, precision=precision, source=source,
                               key=key, kind=kind)
+
+
+def measured_machine(device: str, caches: Mapping[str, float], plateaus: Sequence,
+                     memory_bytes: float, peak_tflops: float, *, precision: str,
+                     memory_name: str = "DRAM", gpu: bool = False,
+                     registry_key: str | None = None) -> Hierarchy:
+    """This machine's hierarchy from its measured staircase: a GPU the registry knows
+    (``registry_key``) keeps the registry's levels with the measured plateaus' bandwidths
+    (:func:`with_bandwidths`); any other machine is built from its reported ``caches`` and
+    ``plateaus`` (:func:`from_plateaus`), named "This machine (``device``)"."""
+    if gpu and registry_key:
+        return with_bandwidths(gpu_hierarchy(registry_key, precision),
+                               {p.name: p.bandwidth_gbs for p in plateaus})
+    return from_plateaus(f"This machine ({device})", caches, plateaus, memory_bytes,
+                         peak_tflops, precision=precision, memory_name=memory_name,
+                         kind="gpu" if gpu else "cpu")

@@ -41,8 +41,8 @@ from labs.core.ui.figures.roofline import (
 
 #: Module of this package -> the builders this face exports from it, imported on first use.
 ON_FIRST_USE = {
-    "charts": ("bar_figure", "budget_summary", "grouped_bar_figure", "loglog_lines_figure",
-               "memory_budget_figure"),
+    "charts": ("bar_figure", "budget_summary", "call_time_figure", "grouped_bar_figure",
+               "loglog_lines_figure", "memory_budget_figure"),
     "collectives": ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure",
                     "three_roof_figure"),
     "hierarchy": ("cache_roofline_figure", "level_style", "per_level_roofline_figure",

@@ -14,12 +14,13 @@ from labs.core.physics.deferred import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.ui.figures.base import LEGEND, fast_figure, is_real
+from labs.core.physics import quantization
 from labs.core.physics.units import format_bytes, format_value
 from labs.core.ui.tokens import COLORS, PLOT_TEXT, REGIME_COLOR_KEY, TERM_COLORS
 
 __all__ = [
-    "NOTE_WRAP", "bar_figure", "budget_summary", "decade_ticks", "grouped_bar_figure",
-    "loglog_lines_figure", "memory_budget_figure"
+    "NOTE_WRAP", "bar_figure", "budget_summary", "call_time_figure", "decade_ticks",
+    "grouped_bar_figure", "loglog_lines_figure", "memory_budget_figure"
 ]
 
 
@@ -301,3 +302,32 @@ def loglog_lines_figure(series, *, title, x_title, y_title, vlines=(), markers=(
         shapes=shapes, annotations=notes, hovermode="closest",
         legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"),
         margin=dict(l=70, r=30, t=60 + 18 * len(vlines), b=40)))
+
+
+def call_time_figure(reference, measured, overhead_s: float, bandwidth_gbs: float):
+    """Time per call against the bytes one call reads once (Lab 5, Part 4): the reference
+    machine's recorded run and this machine's (``reference``, ``measured``: (bytes, seconds)
+    rows; ``measured`` None before a press), the model t0 + W/beta fitted to the curve
+    (``overhead_s``, ``bandwidth_gbs``), and its overhead-bound band below W* = t0 x beta.
+    Seconds on the axis, labelled in µs (hovers read 2.01µ): a time, in SI units."""
+    series = [("reference machine (recorded)", [r[0] for r in reference],
+               [r[1] for r in reference], COLORS["muted"], "dot")]
+    if measured is not None:
+        series.insert(0, ("this machine (median per call)", [r[0] for r in measured],
+                          [r[1] for r in measured], COLORS["memory"], "solid"))
+    x = [2.0**k for k in range(8, 23)]
+    series.append((f"model fitted to the curve: {overhead_s * 1e6:.2g} µs + bytes / "
+                   f"{bandwidth_gbs:.0f} GB/s", x,
+                   [quantization.call_time(v, bandwidth_gbs, overhead_s) for v in x],
+                   COLORS["compute"], "dash"))
+    cross = quantization.overhead_crossover_bytes(bandwidth_gbs, overhead_s)
+    y_us = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # the range spans about a decade
+    return loglog_lines_figure(
+        series, vlines=[(cross, f"overhead = read time at {format_bytes(cross, binary=True)}",
+                         COLORS["overhead"])],
+        bands=[(x[0], cross, "overhead-bound", COLORS["overhead"])],
+        title="Time per call vs bytes read once per call",
+        x_title="Bytes read per call", y_title="Time per call (µs)",
+        x_ticks=([4.0**k for k in range(4, 12)],
+                 [format_bytes(4.0**k, binary=True) for k in range(4, 12)]),
+        y_ticks=([v * 1e-6 for v in y_us], [format_value(v) for v in y_us]))
