@@ -10,6 +10,7 @@ with app.setup:
                            sharding, style)
     from labs.core import units
     from labs.core import deferred
+    from labs.core.course.lessons import many_chips
 
     np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab06"
@@ -155,20 +156,9 @@ def _():
 def _(device_picker, link_picker):
     _wait = INSTRUMENTS.gate("datasheet")
     mo.stop(_wait is not None, _wait)
-    _d = hardware.get(device_picker.value)
-    _lk = collectives.get_link(link_picker.value)
-    _own = collectives.device_link(_d)
-    _problem = collectives.pair_problem(_d, _lk)
-    _cards = [
-        style.Metric(f"Peak π ({PRECISION}, dense)", f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
-                     f"{_d.name}"),
-        style.Metric("HBM bandwidth", f"{units.format_value(_d.bandwidth_gbs)} GB/s",
-                     f"{_d.memory_text} {_d.memory_type}"),
-        style.Metric("Link, as quoted", _lk.quoted,
-                     f"{_lk.short_name}: {_lk.source}")]
-    _native = (f"The {_d.name}'s own chip-to-chip link: **{_own.name}**." if _own else
-               f"No chip-to-chip link is sourced for the {_d.name}: pick a network link.")
-    mo.vstack([style.metric_cards(_cards), mo.md(_native)]
+    _problem = collectives.pair_problem(device_picker.value, link_picker.value)
+    _cards = many_chips.datasheet_cards(device_picker.value, link_picker.value, PRECISION)
+    mo.vstack([style.metric_cards(_cards), mo.md(many_chips.native_link_note(device_picker.value))]
               + ([style.error_callout(_problem, title="This chip and this link do not go together.")]
                  if _problem else []))
     return
@@ -222,21 +212,7 @@ def _(get_allreduce, lab):
                                                      _lk.one_way_gbs, _lk.latency_s)
     allreduce_prediction = get_allreduce() or reveal.reference(
         lab, "lab06.allreduce_ms", float(f"{(_lat + _bw) * 1e3:.3g}"), units="ms",
-        explanation=f"A ring all-reduce sends 2(n-1)/n × S per GPU one way: "
-                    f"{_lk.name}'s {_lk.quoted} counts both directions, so B = "
-                    f"{_lk.one_way_gbs:g} GB/s. Bandwidth: "
-                    f"{collectives.bus_factor_derivation('all-reduce', _n)} × "
-                    f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s = "
-                    f"{_bw * 1e3:.3g} ms; latency: "
-                    f"{collectives.latency_steps('all-reduce', _n)} steps × α "
-                    f"({_lk.latency_us:g} µs, stated) = {_lat * 1e6:.3g} µs. Total "
-                    f"{(_lat + _bw) * 1e3:.3g} ms at the ideal one-way rate, not 1 GB / "
-                    f"{2 * _lk.one_way_gbs:g} GB/s. A ring in NCCL reaches about "
-                    f"{collectives.link_efficiency(_lk).fraction:.0%} of it, about "
-                    f"{collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3:.2g} ms; "
-                    f"NCCL's default on an NVSwitch node, NVLink SHARP, reduces in the switch "
-                    f"and is faster than any ring: about "
-                    f"{collectives.NVLS_H100.time(ALLREDUCE_REF['nbytes']) * 1e3:.2g} ms.")
+        explanation=many_chips.allreduce_derivation(ALLREDUCE_REF))
     reveal.card(allreduce_prediction)
     return (allreduce_prediction,)
 
@@ -272,16 +248,8 @@ def _(allreduce_open, allreduce_prediction, link_picker, workers_slider):
     _sizes = np.geomspace(1e3, 1e10, 57)
     _keys = list(dict.fromkeys([link_picker.value, "nvlink4", "pcie5-x16", "ib-ndr"]))
     try:
-        _lines = [(collectives.collective_path(k, _n).name, _sizes,
-                   [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], None, None)
-                  for k in _keys]
-        _mine = collectives.collective_path(link_picker.value, _n, achievable=True)
-        _lines.insert(1, (f"{_mine.link.short_name} at {_mine.efficiency:.0%}: achievable "
-                          "ring, nccl-tests",
-                          _sizes, [_mine.time("all-reduce", s) for s in _sizes], "muted",
-                          "longdash"))
-        allreduce_figure = figures.alpha_beta_figure(
-            _lines, marks=[_mark], title=f"Ring all-reduce, n = {_n}: α-β model on each link")
+        allreduce_figure = figures.ring_allreduce_figure(
+            _keys, _n, _sizes, achievable_link=link_picker.value, marks=[_mark])
     except (KeyError, ValueError) as _exc:
         allreduce_figure = style.error_callout(_exc)
     allreduce_figure  # the figure alone: a stack would serialise it on every update (slow)
@@ -291,35 +259,11 @@ def _(allreduce_open, allreduce_prediction, link_picker, workers_slider):
 @app.cell
 def _(allreduce_open, link_picker, workers_slider):
     mo.stop(not allreduce_open)
-    _n = int(workers_slider.value)
     try:
-        _p = collectives.collective_path(link_picker.value, _n)
+        _cards = many_chips.ring_cards(link_picker.value, int(workers_slider.value))
     except ValueError as _exc:
         mo.stop(True, style.error_callout(_exc))
-    _lk = _p.link
-    _lat, _bw = _p.latency("all-reduce"), _p.seconds_per_byte("all-reduce") * 1e9
-    _real = collectives.collective_path(link_picker.value, _n, achievable=True)
-    _eff = collectives.link_efficiency(_lk)
-    _approx = "~" if _lk.approximate else ""
-    style.metric_cards([
-        style.Metric("Link, one way", f"{_approx}{units.format_value(_lk.one_way_gbs)} GB/s",
-                     _lk.derivation),
-        style.Metric(f"1 GB on {_p.name}", units.format_seconds(_lat + _bw),
-                     f"n = {_n}, at the ideal one-way rate"),
-        style.Metric("achievable, ring", units.format_seconds(_real.time("all-reduce", 1e9)),
-                     f"{_approx}{units.format_value(_lk.one_way_gbs * _eff.fraction)} GB/s "
-                     f"({_eff.fraction:.0%}): " + (
-                         "nccl-tests, NCCL_ALGO=Ring, 8xH100"
-                         if _lk.key == "nvlink4" else _eff.source)),
-        style.Metric("latency term", units.format_seconds(_lat),
-                     f"2(n-1) × α, α = {_lk.latency_us:g} µs per step (stated)"),
-        style.Metric("bandwidth term", units.format_seconds(_bw),
-                     f"{collectives.bus_factor('all-reduce', _n):.3g} × 1 GB / "
-                     f"{_p.node_gbs:g} GB/s"),
-        style.Metric("latency dominates below",
-                     units.format_bytes(_lat / _p.seconds_per_byte("all-reduce")),
-                     "where the two terms are equal"),
-    ])
+    style.metric_cards(_cards)
     return
 
 
@@ -329,26 +273,11 @@ def _(allreduce_prediction, lab):
     mo.stop(INSTRUMENTS.gate("allreduce", allreduce_prediction) is not None)
     allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
     _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
-    _real_ms = collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3
     mo.vstack([
         quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
                      lab=lab, actual_label=f"the question's ring: n = {_n} on "
                                            f"{_lk.short_name}, at the ideal one-way rate"),
-        mo.md(f"The model: {collectives.bus_factor_derivation('all-reduce', _n)} × "
-              f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s one way, plus "
-              f"{collectives.latency_steps('all-reduce', _n)} steps of α = "
-              f"{_lk.latency_us:g} µs. In practice a ring in NCCL reaches about "
-              f"{collectives.link_efficiency(_lk).fraction:.0%} of that one-way rate "
-              f"(nccl-tests with NCCL_ALGO=Ring on 8 H100s: about 370 of 450 GB/s bus "
-              f"bandwidth), so a ring all-reduce takes about {_real_ms:.2g} ms. On a real "
-              f"NVSwitch node NCCL's **default** all-reduce is not a ring: NVLink SHARP sums "
-              f"the data inside the switch, so each GPU sends its bytes about once instead of "
-              f"2(n-1)/n times. nccl-tests then reports about "
-              f"{collectives.NVLS_H100.busbw_gbs:g} GB/s bus bandwidth (algbw about "
-              f"{collectives.NVLS_H100.algbw_gbs:g} GB/s): about "
-              f"{collectives.NVLS_H100.time(ALLREDUCE_REF['nbytes']) * 1e3:.2g} ms, faster "
-              f"than the ring model even at the ideal one-way rate. Every other collective "
-              f"runs at the ring's figure.")])
+        mo.md(many_chips.allreduce_model_note(ALLREDUCE_REF))])
     return (allreduce_actual_ms,)
 
 
