@@ -552,19 +552,9 @@ def _(get_shard_fast, get_shard_slow, lab):
         _dev, _link = SHARD_REF[key]
         _m, _n = SHARD_REF["matmuls"], SHARD_REF["n"]
         _k = sharding.tp_critical_shard(_dev, PRECISION, _link, _n, matmuls=_m)
-        _lk = collectives.get_link(_link)
-        _ridge = sharding.link_ridge(_dev, PRECISION, _lk, _n)
         return reveal.reference(
             lab, item, round(_k), units="elements",
-            explanation=f"Per GPU the block does {_m} × 2 T (F/n) N FLOPs ({_m} matmuls) and "
-                        f"sends 2(n-1)/n × T N b bytes (one ring all-reduce of its partial "
-                        f"output), so its link intensity is {_m} (F/n) / ((n-1)/n × b): T and N "
-                        f"cancel. It meets the link ridge π / B = {_ridge:,.0f} FLOP/B "
-                        f"({PRECISION}, dense, {hardware.get(_dev).name}; "
-                        f"{_lk.short_name} {_lk.one_way_gbs:g} GB/s one way) at "
-                        f"F/n = {_n - 1}/{_n} × 2 B × {_ridge:,.0f} / {_m} = {_k:,.0f}. One "
-                        f"matmul per all-reduce would need {_m}× that slice; a SwiGLU MLP (3 "
-                        f"matmuls) needs 2/3 of it; the headline (both directions) as B, half.")
+            explanation=many_chips.tp_shard_derivation(_dev, _link, _n, _m, PRECISION))
 
     shard_slow_prediction = get_shard_slow() or _reference("lab06.tp_shard_pcie", "slow")
     shard_fast_prediction = get_shard_fast() or _reference("lab06.tp_shard_nvlink", "fast")
@@ -634,41 +624,13 @@ def _(SERVE_OPTIONS, get_serve, lab, set_serve):
 
 @app.cell
 def _(SERVE_OPTIONS, get_serve, lab):
-    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
-    _rows = sharding.tp_scaling(SERVE_REF["model"], SERVE_REF["device"], SERVE_REF["link"],
-                                **_kw)
     _ref = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
-                                            SERVE_REF["link"], **_kw)
-    _steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
-                       f"{max(r.t_compute, r.t_hbm) * 1e3:.2f} ms" for r in _rows if r.fits)
-    _lk = collectives.get_link(SERVE_REF["link"])
-    _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
-    _fit = [r.n for r in _rows if r.fits and r.n > 1]
-    _before = max((n for n in _fit if n < _ref), default=None) if _ref else None
-    _top = max(_fit) if _fit else 2
-    _boxes = max(1, _top // _lk.domain)
-    _between = collectives.latency_steps("all-reduce", _boxes) if _boxes > 1 else 0
-
-    def _alpha(n):
-        _a = sharding.alpha_where_collectives_equal_matmuls(
-            SERVE_REF["model"], SERVE_REF["device"], _lk, n, **_kw)
-        return None if _a is None else _a * 1e6
-
-    _lo, _hi = (_alpha(_ref), _alpha(_before)) if _ref and _before else (None, None)
-    _depends = (f" The answer rests on the stated α: it is {_ref}-way for α between "
-                f"{_lo:.2g} and {_hi:.2g} µs per PCIe step; above about {_hi:.2g} µs it "
-                f"would be {_before}-way." if _lo is not None and _hi is not None else "")
+                                            SERVE_REF["link"], batch=SERVE_REF["batch"],
+                                            seq_len=SERVE_REF["seq_len"])
     serve_prediction = get_serve() or reveal.reference(
         lab, "lab06.tp_comm_degree", _ref,
         label=next(k for k, v in SERVE_OPTIONS.items() if v == _ref),
-        explanation=f"The matmuls read the weights (and KV cache) split n ways, so their time "
-                    f"falls as 1/n; each of the {_rows[-1].collectives} collectives per step "
-                    f"pays latency steps that grow with n: 2(n-1) × {_lk.latency_us:g} µs in "
-                    f"one box; across M boxes NCCL's Ring still takes 2(n-1) steps, the "
-                    f"2(M-1) that cross between boxes at {_nic.latency_us:g} µs "
-                    f"({collectives.latency_steps('all-reduce', _top)} steps at {_top}-way, "
-                    f"{_between} of them "
-                    f"between boxes). Per step: {_steps}.{_depends}")
+        explanation=many_chips.serving_derivation(SERVE_REF))
     reveal.card(serve_prediction)
     return (serve_prediction,)
 
@@ -773,37 +735,11 @@ def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
 @app.cell
 def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
     mo.stop(shard_error is not None)
-    _crit = sharding.tp_critical_shard(device_picker.value, PRECISION, link_picker.value,
-                                       shard_mm.n, matmuls=shard_mm.matmuls)
-    _range = sharding.comm_bound_tokens(shard_mm.k, SHARD_REF["n_out"], shard_mm.n,
-                                        device_picker.value, link_picker.value, PRECISION,
-                                        matmuls=shard_mm.matmuls)
-    _where = ("no batch" if _range is None else
-              "every batch" if _range[0] <= 1 and _range[1] == float("inf") else
-              f"batches from {_range[0]:,.0f} tokens up" if _range[1] == float("inf") else
-              f"batches up to {_range[1]:,.0f} tokens" if _range[0] <= 1 else
-              f"batches of {_range[0]:,.0f} to {_range[1]:,.0f} tokens")
-    _ridge = sharding.link_ridge(device_picker.value, PRECISION, link_picker.value, shard_mm.n)
     mo.vstack([
         mo.hstack([mo.md("**This block is**"), style.regime_badge(shard_now.regime),
                    mo.md(f"(the {shard_now.binding} roof binds)")], justify="start"),
-        style.metric_cards([
-            style.Metric("compute", units.format_seconds(shard_now.t_compute),
-                         f"{units.format_flops(shard_mm.flops)} per GPU / π",
-                         "compute" if shard_now.binding == "compute" else None),
-            style.Metric("HBM", units.format_seconds(shard_now.t_hbm),
-                         f"{units.format_bytes(shard_mm.hbm_bytes)} per GPU / HBM bandwidth",
-                         "memory" if shard_now.binding == "HBM" else None),
-            style.Metric("link (all-reduce)", units.format_seconds(shard_now.t_link),
-                         f"{units.format_bytes(shard_mm.link_bytes)} sent per GPU, plus "
-                         "latency", "communication-bound" if shard_now.binding == "link" else None),
-            style.Metric("link intensity", f"{units.format_value(shard_mm.ai_link)} FLOP/B",
-                         f"HBM intensity {units.format_value(shard_mm.ai_hbm)} FLOP/B"),
-            style.Metric(f"Link ridge ({PRECISION}, dense)", f"{units.format_value(_ridge)} FLOP/B",
-                         "π / B: FLOPs per byte sent"),
-            style.Metric("critical F/n on this link", f"{units.format_value(_crit)}",
-                         f"n = {shard_mm.n}; the link binds for {_where}"),
-        ])])
+        style.metric_cards(many_chips.tp_block_cards(shard_mm, shard_now, device_picker.value,
+                                                     link_picker.value, PRECISION))])
     return
 
 
@@ -815,15 +751,8 @@ def _(device_picker, link_picker, shard_error, shard_mm):
                                                            shard_mm.n, PRECISION,
                                                            matmuls=shard_mm.matmuls),
                                    device_picker.value, link_picker.value) for t in _ts]
-    shard_time_figure = figures.loglog_lines_figure(
-        [("compute", _ts, [t.t_compute for t in _times], style.COLORS["compute"], "solid"),
-         ("HBM", _ts, [t.t_hbm for t in _times], style.COLORS["memory"], "dash"),
-         ("link (all-reduce)", _ts, [t.t_link for t in _times],
-          style.COLORS[figures.LINK_COLOR_KEY],
-          "dot")],
-        title=f"Per-GPU time of this block against the batch (F/n = {shard_mm.k_shard:,.0f})",
-        x_title="Batch T (tokens)", y_title="Time per GPU (s)",
-        vlines=[(shard_mm.tokens, "your batch", style.COLORS["muted"])], height=380)
+    shard_time_figure = figures.block_batch_figure(_ts, _times, k_shard=shard_mm.k_shard,
+                                                   your_batch=shard_mm.tokens)
     shard_time_figure
     return
 
@@ -1014,58 +943,20 @@ def _(serve_error, serve_link, serve_rows, serve_tp):
 @app.cell
 def _(serve_error, serve_now):
     mo.stop(serve_error is not None)
-    _s = serve_now
-    style.metric_cards([
-        style.Metric("Decode, tokens/s", f"{_s.tokens_per_s:,.1f}" + ("" if _s.fits else
-                                                                     " (does not fit)"),
-                     f"batch {_s.batch} / {units.format_seconds(_s.t_step)} per decode step; "
-                     f"{_s.user_tokens_per_s:,.1f} per user",
-                     "danger" if not _s.fits else _s.bound),
-        style.Metric("matmuls (compute | HBM)", units.format_seconds(max(_s.t_compute,
-                                                                         _s.t_hbm)),
-                     f"compute {units.format_seconds(_s.t_compute)}, HBM "
-                     f"{units.format_seconds(_s.t_hbm)} "
-                     f"({units.format_bytes(_s.bytes)} per GPU per decode step)"),
-        style.Metric("collectives", units.format_seconds(_s.t_comm),
-                     f"{_s.collectives} per decode step over {_s.link.name}; "
-                     f"{units.format_bytes(_s.comm_bytes)} sent per GPU",
-                     "communication-bound" if _s.bound == "communication-bound" else None),
-        style.Metric("decode step is", _s.bound, "collectives after matmuls: max(compute, "
-                     "HBM) + communication"),
-    ])
+    style.metric_cards(many_chips.serving_cards(serve_now))
     return
 
 
 @app.cell
 def _(serve_error, serve_link, serve_now, serve_rows):
     mo.stop(serve_error is not None)
-    _mine = serve_rows[serve_link.value]
-    _fits = [s.n for s in _mine if s.fits]
-    _oom = min(_fits) if _fits else max(sharding.TP_DEGREES) * 1.3
     # where the step's time goes on the chosen chip and link: the two times Prediction 4 compares
-    serve_time_figure = figures.scaling_figure(
-        [("matmuls: max(compute, HBM)", [max(s.t_compute, s.t_hbm) * 1e3 if s.fits else None
-                                         for s in _mine], "memory", "solid"),
-         ("collectives", [s.t_comm * 1e3 if s.fits else None for s in _mine],
-          figures.LINK_COLOR_KEY, "dash")],
-        sharding.TP_DEGREES,
-        title=f"Time per decode step on {collectives.get_link(serve_link.value).short_name}"
-              ": matmuls against collectives",
-        y_title="ms per decode step", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
-        oom_below=_oom)
-    _series = []
-    for _i, (_key, _rows) in enumerate(serve_rows.items()):
-        _name = collectives.get_link(_key).short_name
-        _series.append((("your link: " if _key == serve_link.value else "") + _name,
-                        [s.tokens_per_s if s.fits else None for s in _rows],
-                        (figures.LINK_COLOR_KEY, "ok", "muted")[_i % 3],
-                        ("solid", "dash", "dot")[_i % 3]))
-    serve_figure = figures.scaling_figure(
-        _series, sharding.TP_DEGREES,
-        title="Decode tokens/s (all users) against the tensor-parallel degree",
-        y_title="tokens/s", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
+    serve_time_figure = figures.decode_time_figure(
+        serve_rows[serve_link.value], collectives.get_link(serve_link.value).short_name)
+    serve_figure = figures.decode_throughput_figure(
+        serve_rows, serve_link.value,
         chosen=(f"{serve_now.n}-way", serve_now.n, serve_now.tokens_per_s)
-        if serve_now.fits else None, oom_below=_oom)
+        if serve_now.fits else None)
     mo.vstack([serve_time_figure, serve_figure])
     return
 
@@ -1074,17 +965,13 @@ def _(serve_error, serve_link, serve_now, serve_rows):
 def _(SERVE_OPTIONS, lab, serve_prediction, serving_open):
     # below the instrument it compares with, and open with it
     mo.stop(serve_prediction is None or not serving_open)
-    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
     serve_actual = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
-                                                    SERVE_REF["link"], **_kw)
-    _rows = {s.n: s for s in sharding.tp_scaling(SERVE_REF["model"], SERVE_REF["device"],
-                                                 SERVE_REF["link"], **_kw)}
+                                                    SERVE_REF["link"], batch=SERVE_REF["batch"],
+                                                    seq_len=SERVE_REF["seq_len"])
     _label = next(k for k, v in SERVE_OPTIONS.items() if v == serve_actual)
-    _detail = (f": collectives {_rows[serve_actual].t_comm * 1e3:.2f} ms vs matmuls "
-               f"{max(_rows[serve_actual].t_compute, _rows[serve_actual].t_hbm) * 1e3:.2f} ms "
-               "per decode step (the time figure above, on the opening chip and link)"
-               if serve_actual else "")
-    quiz.compare(serve_prediction, serve_actual, lab=lab, actual_label=_label + _detail)
+    quiz.compare(serve_prediction, serve_actual, lab=lab,
+                 actual_label=many_chips.serving_comparison_label(_label, SERVE_REF,
+                                                                  serve_actual))
     return (serve_actual,)
 
 
