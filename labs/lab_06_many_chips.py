@@ -1091,38 +1091,12 @@ def _(get_train, lab, set_train):
 @app.cell
 def _(get_train, lab):
     _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
-    _p = collectives.collective_path(TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
-                                     nics_per_node=TRAIN_REF["nics_per_node"])
-    _t = _p.time("all-reduce", _nbytes, TRAIN_REF["algorithm"])
-    _hier = _p.time("all-reduce", _nbytes, "hierarchical")
-    _seq = _p.time("all-reduce", _nbytes, collectives.SEQUENTIAL)
-    _real = collectives.collective_path(
-        TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
-        nics_per_node=TRAIN_REF["nics_per_node"], achievable=True).time("all-reduce", _nbytes)
-    _f = collectives.bus_factor("all-reduce", _p.n)
-    _inter = collectives.latency_steps("all-reduce", _p.nodes)
-    _steps = collectives.latency_steps("all-reduce", _p.n)
+    _t = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
+                               TRAIN_REF["algorithm"], nic=TRAIN_REF["nic"],
+                               nics_per_node=TRAIN_REF["nics_per_node"])
     train_prediction = get_train() or reveal.reference(
         lab, "lab06.dp_allreduce_ms", float(f"{_t * 1e3:.3g}"), units="ms",
-        explanation=f"NCCL's Ring is flat: each of the {_p.nics} rings runs through all "
-                    f"{_p.n} GPUs, so every GPU's {_p.link.short_name} and every NIC carries "
-                    f"2(n-1)/n = {_f:.4g}× its ring's share. Inside a node each GPU sends "
-                    f"{_p.node_gbs:g} GB/s one way; out of a node its {_p.nics} NICs carry "
-                    f"{_p.nics} × {_p.nic.one_way_gbs:g} = {_p.egress_gbs:g} GB/s together "
-                    f"({_p.nic.derivation.split(' (')[0]}). The slower, {_p.bus_gbs():,.0f} GB/s, "
-                    f"is the ring's bus bandwidth: {_f:.4g} × {_nbytes / 1e9:.2f} GB / "
-                    f"{_p.bus_gbs():,.0f} GB/s = {_p.seconds_per_byte('all-reduce') * _nbytes * 1e3:.4g}"
-                    f" ms, plus {_steps} steps of latency, the {_inter} between nodes at "
-                    f"{_p.nic.latency_us:g} µs and {_steps - _inter} at "
-                    f"{_p.link.latency_us:g} µs = {_p.latency('all-reduce') * 1e6:.3g} µs: "
-                    f"{_t * 1e3:.3g} ms. Not one ring through a single "
-                    f"{_p.nic.one_way_gbs:g} GB/s NIC, and not NVLink alone. A hierarchical "
-                    f"all-reduce (its NICs carry only 2(M-1)/M of a 1/{_p.g} share) would take "
-                    f"{_hier * 1e3:.3g} ms with its two levels pipelined, "
-                    f"{_seq * 1e3:.3g} ms run one level after the other; at what nccl-tests "
-                    "reaches per NIC "
-                    f"({collectives.link_efficiency(_p.nic).fraction:.0%}) the Ring takes about "
-                    f"{_real * 1e3:.3g} ms.")
+        explanation=many_chips.training_derivation(TRAIN_REF))
     reveal.card(train_prediction)
     return (train_prediction,)
 
@@ -1246,21 +1220,8 @@ def _(
     _steps = [sharding.dp_step(train_model.value, _now.n, t, train_device.value, PRECISION,
                                train_link.value, **train_how)
               for t in _ts]
-    train_figure = figures.loglog_lines_figure(
-        [("backward pass (4PT / π)", _ts, [s.t_bwd for s in _steps],
-          style.COLORS["compute"], "solid"),
-         ("gradient all-reduce", _ts, [s.t_comm for s in _steps],
-          style.COLORS[figures.LINK_COLOR_KEY],
-          "dash"),
-         ("step, no overlap: fwd + bwd + all-reduce", _ts,
-          [s.t_fwd + s.t_bwd + s.t_comm for s in _steps], style.COLORS["danger"], "dot"),
-         ("step, overlapped: fwd + max(bwd, all-reduce)", _ts,
-          [s.t_fwd + max(s.t_bwd, s.t_comm) for s in _steps], style.COLORS["ok"], "dashdot")],
-        title=f"One data-parallel step on {_now.n} GPUs against the batch per GPU",
-        x_title="Tokens per GPU per step", y_title="Time per step (s)",
-        vlines=[(train_critical, "critical batch", style.COLORS["muted"]),
-                (_now.tokens_per_chip, "your batch", style.COLORS["danger"])],
-        height=400)
+    train_figure = figures.dp_step_figure(_ts, _steps, critical=train_critical,
+                                          your_batch=_now.tokens_per_chip)
     train_figure  # the figure alone: a stack would serialise it on every update (slow)
     return
 
@@ -1276,33 +1237,8 @@ def _(
 ):
     mo.stop(train_error is not None)
     train_now = train_steps[train_overlap.value]
-    _s, _p, _a = train_now, train_path, train_algorithm.value
-    _how = (f"{_p.name}, {collectives.ALGORITHM_NAMES[_a].split(' (')[0]}: bus "
-            f"{_p.bus_gbs('all-reduce', _a):,.0f} GB/s, set by the "
-            + ("node's link" if _p.binding_level("all-reduce", _a) == "link"
-               else "NICs between nodes"))
-    style.metric_cards([
-        style.Metric("forward + backward", units.format_seconds(_s.t_compute),
-                     f"6 × {_s.params / 1e9:.2f} B params × {_s.tokens_per_chip:,} tokens / π; "
-                     f"backward {units.format_seconds(_s.t_bwd)}"),
-        style.Metric("gradient all-reduce", units.format_seconds(_s.t_comm),
-                     f"{_s.n} GPUs: {_how}",
-                     "communication-bound" if _s.comm_bound else None),
-        style.Metric("step", units.format_seconds(_s.t_step),
-                     ("overlapped: fwd + max(bwd, all-reduce)" if _s.overlap
-                      else "no overlap: the sum")
-                     + f"; GPUs compute {_s.compute_fraction:.0%} of the time",
-                     "danger" if _s.compute_fraction < 0.5 else "ok"),
-        style.Metric("waiting for the all-reduce", units.format_seconds(_s.t_exposed),
-                     "per step: " + ("max(0, all-reduce − backward)" if _s.overlap
-                                     else "all of it (no overlap)"),
-                     "communication-bound" if _s.t_exposed > 0 else None),
-        style.Metric("critical batch", f"{train_critical:,.0f} tokens",
-                     "per GPU, where the backward pass = all-reduce (bandwidth term)"),
-        style.Metric("overlap buys", f"{_s.overlap_gain:.2f}×",
-                     f"at most {sharding.MAX_OVERLAP_GAIN:.2f}× (when the all-reduce equals "
-                     "the backward pass): the forward pass never hides it"),
-    ])
+    style.metric_cards(many_chips.training_cards(train_now, train_path, train_algorithm.value,
+                                                 train_critical))
     return
 
 
@@ -1315,33 +1251,12 @@ def _(lab, train_prediction, training_open):
     _s = sharding.dp_step(TRAIN_REF["model"], TRAIN_REF["n"], TRAIN_REF["tokens_per_gpu"],
                           TRAIN_REF["device"], PRECISION, TRAIN_REF["link"], overlap=True,
                           **_case)
-    _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
-    _path = dict(nic=TRAIN_REF["nic"], nics_per_node=TRAIN_REF["nics_per_node"])
-    _hier, _seq = (collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"],
-                                         TRAIN_REF["link"], _a, **_path)
-                   for _a in ("hierarchical", collectives.SEQUENTIAL))
-    _real = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
-                                  achievable=True, **_path)
     train_actual_ms = float(f"{_s.t_comm * 1e3:.3g}")
-    _whole = max(0.0, _s.t_comm - _s.t_compute)
     mo.vstack([
         quiz.compare(train_prediction, train_actual_ms, units="ms", lab=lab,
                      actual_label=f"the question's case: NCCL's Ring over {TRAIN_REF['n']} "
                                   "GPUs, links at their ideal one-way rates"),
-        mo.md(f"**Can the GPUs hide it?** Only behind the backward pass: the gradients are "
-              f"all-reduced in buckets as it produces them, and the forward pass needs the "
-              f"updated weights. At {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU the "
-              f"backward pass takes 4 P T / π = {_s.t_bwd * 1e3:.3g} ms, so with overlap each "
-              f"GPU still waits {_s.t_comm * 1e3:.3g} − {_s.t_bwd * 1e3:.3g} = "
-              f"**{_s.t_exposed * 1e3:.3g} ms per step**; without overlap, all "
-              f"{_s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would leave "
-              f"{_whole * 1e3:.3g} ms.) A hierarchical all-reduce would take "
-              f"{_hier * 1e3:.3g} ms with its two levels pipelined (tree-like algorithms "
-              f"approach that at a few nodes), {_seq * 1e3:.3g} ms run one level after the "
-              f"other; at what nccl-tests reaches per NIC "
-              f"({collectives.link_efficiency(TRAIN_REF['nic']).fraction:.0%}) the Ring "
-              f"takes about {_real * 1e3:.3g} ms. "
-              "The training instrument above opens on this case: turn overlap on.")])
+        mo.md(many_chips.training_wait_note(_s, TRAIN_REF))])
     return (train_actual_ms,)
 
 
