@@ -33,6 +33,14 @@ with app.setup:
     # on PCIe Gen5.
     SERVE_REF = {"model": "llama-3-70b", "device": "h100-pcie", "link": "pcie5-x16",
                  "batch": 1, "seq_len": 8192}
+    # Prediction 4's choices: tensor-parallel degrees, 0 for none of them
+    SERVE_OPTIONS = {
+        "2-way": 2,
+        "4-way": 4,
+        "8-way": 8,
+        "16-way": 16,
+        "none of these: the collectives never take longer than the matmuls": 0,
+    }
     # Part 3: data-parallel training on 4 DGX A100 nodes: NVLink 3 inside each node, 8
     # InfiniBand HDR NICs per node (one per GPU, as in NVIDIA/nccl issue 812's measured
     # cluster), bf16 gradients, NCCL's Ring. With 8 NICs the node's egress sits near NVLink
@@ -426,32 +434,15 @@ def _(comm_run):
     _ok = [r for r in comm_run.rows if r["status"] == "ok"]
     mo.stop(not _ok, style.error_callout("No message size could be measured within the "
                                          "budget: raise the time budget and measure again."))
-    _n = comm_run.world_size
-    _sizes = np.geomspace(min(r["bytes"] for r in _ok) / 2, 1e9, 41)
-    _points = [(f"{op} (measured)", [r["bytes"] for r in _ok if r["op"] == op],
-                [r["median_s"] for r in _ok if r["op"] == op], None)
-               for op in collectives.OPS if any(r["op"] == op for r in _ok)]
-    _fits = [(f"{f.op} fit: α {units.format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
-              _sizes, [f.predict(s) for s in _sizes], None, "dash")
-             for f in comm_run.fits.values()]
-    _links = [(f"{collectives.get_link(k).short_name}, all-reduce model", _sizes,
-               [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], "muted", "dot")
-              for k in ("nvlink4", "pcie5-x16")]
-    comm_figure = figures.alpha_beta_figure(
-        _fits + _links, _points,
-        title=f"This machine ({comm_run.backend}, {_n} workers) next to NVLink and PCIe")
+    comm_figure = figures.measured_collectives_figure(
+        _ok, comm_run.fits.values(), backend=comm_run.backend, n=comm_run.world_size)
     comm_figure
     return
 
 
 @app.cell
 def _(comm_run):
-    _cards = [style.Metric(
-        f"{f.op}: α and β", f"{units.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
-        f"residual {f.residual:.0%}; latency dominates below "
-        f"{units.format_bytes(f.crossover_bytes)}; α per ring step "
-        f"{units.format_seconds(f.alpha_step_s)}", "ok" if f.residual < 0.25 else "warn")
-        for f in comm_run.fits.values()]
+    _cards = many_chips.fit_cards(comm_run.fits.values())
     _why = [mo.md(f"**{op}:** no fit ({why}).") for op, why in comm_run.fit_errors.items()]
     mo.vstack(([style.metric_cards(_cards)] if _cards else []) + _why)
     return
@@ -586,19 +577,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    SERVE_OPTIONS = {
-        "2-way": 2,
-        "4-way": 4,
-        "8-way": 8,
-        "16-way": 16,
-        "none of these: the collectives never take longer than the matmuls": 0,
-    }
-    return (SERVE_OPTIONS,)
-
-
-@app.cell
-def _(SERVE_OPTIONS, get_serve, lab, set_serve):
+def _(get_serve, lab, set_serve):
     _lk = collectives.get_link(SERVE_REF["link"])
     _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
     serve_form = quiz.choice_form(
@@ -623,7 +602,7 @@ def _(SERVE_OPTIONS, get_serve, lab, set_serve):
 
 
 @app.cell
-def _(SERVE_OPTIONS, get_serve, lab):
+def _(get_serve, lab):
     _ref = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
                                             SERVE_REF["link"], batch=SERVE_REF["batch"],
                                             seq_len=SERVE_REF["seq_len"])
@@ -698,9 +677,7 @@ def _(
         shard_error = None
     except (KeyError, ValueError) as _exc:
         shard_mm = shard_now = None
-        _why = collectives.pair_problem(device_picker.value, link_picker.value)
-        shard_error = (f"{_why} Then pick a chip and a link that go together above." if _why
-                       else style.error_message(_exc))
+        shard_error = many_chips.pair_error(device_picker.value, link_picker.value, _exc)
     return shard_error, shard_mm, shard_now, tp_block_open
 
 
@@ -715,19 +692,9 @@ def _(context_controls, shard_controls, tp_block_open):
 @app.cell
 def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
     mo.stop(shard_error is not None, style.error_callout(shard_error))
-    _lk = collectives.ring_link(link_picker.value, shard_mm.n)
-    # other links drawn for comparison: those this chip can really be joined by
-    _others = [(collectives.get_link(k).short_name, collectives.get_link(k).one_way_gbs)
-               for k in ("nvlink4", "pcie5-x16", "pcie4-x16", "ib-ndr")
-               if k != _lk.key and collectives.pair_problem(device_picker.value, k) is None]
-    three_roofs = figures.three_roof_figure(
-        device_picker.value, PRECISION,
-        [(_lk.short_name, _lk.one_way_gbs)] + _others[:2],
-        ai_hbm=shard_mm.ai_hbm, ai_link=shard_mm.ai_link,
-        attained_tflops=shard_mm.flops / shard_now.lower / 1e12,
-        title=f"One block of {shard_mm.matmuls} matmul{'s' if shard_mm.matmuls > 1 else ''} "
-              f"per all-reduce: T = {shard_mm.tokens:,}, F/n = {shard_mm.k_shard:,.0f}, "
-              f"n = {shard_mm.n}")
+    # the link's roof, and other links this chip can really be joined by for comparison
+    three_roofs = figures.block_roofs_figure(device_picker.value, PRECISION, link_picker.value,
+                                             shard_mm, shard_now)
     three_roofs  # the figure alone: a stack would serialise it on every update (slow)
     return
 
@@ -909,10 +876,9 @@ def _(
                       for k in dict.fromkeys(_keys)}
         serve_error = None
     except (KeyError, ValueError) as _exc:
-        _why = collectives.pair_problem(serve_device.value, serve_link.value)
         serve_rows = None
-        serve_error = (f"{_why} Then pick a chip and a link that go together in the serving "
-                       "pickers above." if _why else style.error_message(_exc))
+        serve_error = many_chips.pair_error(serve_device.value, serve_link.value, _exc,
+                                            "in the serving pickers above")
     return serve_error, serve_rows, serving_open
 
 
@@ -962,7 +928,7 @@ def _(serve_error, serve_link, serve_now, serve_rows):
 
 
 @app.cell
-def _(SERVE_OPTIONS, lab, serve_prediction, serving_open):
+def _(lab, serve_prediction, serving_open):
     # below the instrument it compares with, and open with it
     mo.stop(serve_prediction is None or not serving_open)
     serve_actual = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
@@ -1183,9 +1149,8 @@ def _(
         train_error = None
     except (KeyError, ValueError) as _exc:
         train_steps = train_critical = train_path = None
-        _why = collectives.pair_problem(train_device.value, train_link.value)
-        train_error = (f"{_why} Then pick a chip and a link that go together in the training "
-                       "pickers above." if _why else style.error_message(_exc))
+        train_error = many_chips.pair_error(train_device.value, train_link.value, _exc,
+                                            "in the training pickers above")
     return (
         train_critical,
         train_error,

@@ -15,7 +15,8 @@ from labs.core.ui import style
 
 __all__ = [
     "allreduce_derivation", "allreduce_model_note", "batch_range_text", "datasheet_cards",
-    "native_link_note", "ring_cards", "serving_cards", "serving_comparison_label",
+    "fit_cards", "native_link_note", "pair_error", "ring_cards", "serving_cards",
+    "serving_comparison_label",
     "serving_derivation", "tp_block_cards", "tp_shard_derivation", "training_cards",
     "training_derivation", "training_wait_note",
 ]
@@ -41,6 +42,14 @@ def native_link_note(device) -> str:
     own = collectives.device_link(d)
     return (f"The {d.name}'s own chip-to-chip link: **{own.name}**." if own else
             f"No chip-to-chip link is sourced for the {d.name}: pick a network link.")
+
+
+def pair_error(device, link, error: BaseException, where: str = "above") -> str:
+    """Why an instrument cannot run: the chip and the link that do not go together, and where
+    to pick others, or else the model's own message for ``error``."""
+    why = collectives.pair_problem(device, link)
+    return (f"{why} Then pick a chip and a link that go together {where}." if why
+            else style.error_message(error))
 
 
 # --- Part 1: one all-reduce -------------------------------------------------------------------
@@ -98,6 +107,18 @@ def ring_cards(link, n: int) -> list[style.Metric]:
                      units.format_bytes(lat / p.seconds_per_byte("all-reduce")),
                      "where the two terms are equal"),
     ]
+
+
+def fit_cards(fits) -> list[style.Metric]:
+    """One card per measured collective: its fitted α and bus bandwidth β, the residual, the
+    size below which latency dominates and α per ring step. ``fits``: the comm benchmark's
+    α-β fits (each with op, alpha_s, busbw_gbs, residual, crossover_bytes, alpha_step_s)."""
+    return [style.Metric(
+        f"{f.op}: α and β", f"{units.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
+        f"residual {f.residual:.0%}; latency dominates below "
+        f"{units.format_bytes(f.crossover_bytes)}; α per ring step "
+        f"{units.format_seconds(f.alpha_step_s)}", "ok" if f.residual < 0.25 else "warn")
+        for f in fits]
 
 
 def allreduce_model_note(case: dict) -> str:

@@ -22,9 +22,10 @@ from labs.core.ui.figures.base import LEGEND, fast_figure
 from labs.core.ui.figures.charts import loglog_lines_figure
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
 
-__all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "block_batch_figure", "decode_time_figure",
-           "decode_throughput_figure", "dp_step_figure", "ring_allreduce_figure",
-           "scaling_figure", "three_roof_figure"]
+__all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "block_batch_figure", "block_roofs_figure",
+           "decode_time_figure", "decode_throughput_figure", "dp_step_figure",
+           "measured_collectives_figure", "ring_allreduce_figure", "scaling_figure",
+           "three_roof_figure"]
 
 #: The link's colour (purple: distinct from HBM blue and compute orange for every colour
 #: vision, as tested for the regime trio); communication-bound uses it too (tokens).
@@ -124,6 +125,24 @@ def ring_allreduce_figure(links: Sequence[str], n: int, sizes, *, achievable_lin
                              title=f"Ring all-reduce, n = {n}: α-β model on each link")
 
 
+def measured_collectives_figure(rows: Sequence[dict], fits: Sequence, *, backend: str,
+                                n: int) -> go.Figure:
+    """This machine's measured collectives next to NVLink's and PCIe's all-reduce model.
+    ``rows``: the benchmark's measured rows (dicts with op, bytes, median_s; status "ok");
+    ``fits``: its α-β fits (each with op, alpha_s, busbw_gbs and predict(nbytes))."""
+    sizes = np.geomspace(min(r["bytes"] for r in rows) / 2, 1e9, 41)
+    points = [(f"{op} (measured)", [r["bytes"] for r in rows if r["op"] == op],
+               [r["median_s"] for r in rows if r["op"] == op], None)
+              for op in collectives.OPS if any(r["op"] == op for r in rows)]
+    lines = [(f"{f.op} fit: α {format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
+              sizes, [f.predict(s) for s in sizes], None, "dash") for f in fits]
+    lines += [(f"{collectives.get_link(k).short_name}, all-reduce model", sizes,
+               [collectives.link_time("all-reduce", s, n, k) for s in sizes], "muted", "dot")
+              for k in ("nvlink4", "pcie5-x16")]
+    return alpha_beta_figure(
+        lines, points, title=f"This machine ({backend}, {n} workers) next to NVLink and PCIe")
+
+
 def _roof_device(device: hardware.Device, precision: str, name: str, gbs: float):
     """The device with another bandwidth: a link's roof is a roofline whose slope is the link."""
     return hardware.custom(name, bandwidth_gbs=gbs, peaks={precision: device.peak_tflops(
@@ -218,6 +237,22 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
                    range=[math.log10(min(ys) / 3), math.log10(peak * 4)]),
         margin=dict(l=70, r=30, t=50, b=40))
     return fast_figure(data, layout)
+
+
+def block_roofs_figure(device, precision: str, link, mm, times) -> go.Figure:
+    """A sharded block (``mm``, a :class:`labs.core.physics.sharding.ShardedMatmul`, at
+    ``times``, its :class:`~labs.core.physics.sharding.ShardTimes`) under the three roofs: the
+    link its ring runs on, and for comparison up to two other links this chip can really be
+    joined by."""
+    lk = collectives.ring_link(link, mm.n)
+    others = [(collectives.get_link(k).short_name, collectives.get_link(k).one_way_gbs)
+              for k in ("nvlink4", "pcie5-x16", "pcie4-x16", "ib-ndr")
+              if k != lk.key and collectives.pair_problem(device, k) is None]
+    return three_roof_figure(
+        device, precision, [(lk.short_name, lk.one_way_gbs)] + others[:2],
+        ai_hbm=mm.ai_hbm, ai_link=mm.ai_link, attained_tflops=mm.flops / times.lower / 1e12,
+        title=f"One block of {mm.matmuls} matmul{'s' if mm.matmuls > 1 else ''} "
+              f"per all-reduce: T = {mm.tokens:,}, F/n = {mm.k_shard:,.0f}, n = {mm.n}")
 
 
 def block_batch_figure(tokens: Sequence[int], times: Sequence, *, k_shard: float,
