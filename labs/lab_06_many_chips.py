@@ -215,11 +215,9 @@ def _(get_allreduce, lab, set_allreduce):
 
 @app.cell
 def _(get_allreduce, lab):
-    _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
-    _lat, _bw = collectives.latency_bandwidth_split("all-reduce", ALLREDUCE_REF["nbytes"], _n,
-                                                     _lk.one_way_gbs, _lk.latency_s)
+    _ideal_s = collectives.link_time(**ALLREDUCE_REF)  # the ring at the ideal one-way rate
     allreduce_prediction = get_allreduce() or reveal.reference(
-        lab, "lab06.allreduce_ms", float(f"{(_lat + _bw) * 1e3:.3g}"), units="ms",
+        lab, "lab06.allreduce_ms", float(f"{_ideal_s * 1e3:.3g}"), units="ms",
         explanation=many_chips.allreduce_derivation(ALLREDUCE_REF))
     reveal.card(allreduce_prediction)
     return (allreduce_prediction,)
@@ -734,9 +732,7 @@ def _(lab, shard_fast_prediction, shard_slow_prediction, tp_block_open):
                                                     matmuls=SHARD_REF["matmuls"])
                     for key in ("slow", "fast")}
     mo.vstack([mo.vstack([
-        mo.md(f"**{hardware.get(SHARD_REF[_key][0]).name} on "
-              f"{collectives.get_link(SHARD_REF[_key][1]).short_name}** "
-              f"(n = {SHARD_REF['n']}):"),
+        mo.md(many_chips.tp_case_heading(*SHARD_REF[_key], SHARD_REF["n"])),
         quiz.compare(_p, round(shard_actual[_key]), units="elements", lab=lab,
                      actual_label="the question's GeLU block, by the roofline")])
         for _p, _key in ((shard_slow_prediction, "slow"), (shard_fast_prediction, "fast"))])
@@ -867,13 +863,9 @@ def _(
     _kw = dict(batch=int(serve_batch.value), seq_len=int(serve_context.value),
                weight_precision=serve_weights.value, compute=PRECISION)
     try:
-        # the chosen link first, then for comparison the chip's own link and a network link
-        # (one GPU per machine), where they differ from it
-        _own = collectives.device_link(serve_device.value)
-        _keys = [serve_link.value] + [k for k in ((_own.key if _own else None), "ib-ndr")
-                                      if k and k != serve_link.value]
+        # the chosen link, and for comparison the chip's own link and a network link
         serve_rows = {k: sharding.tp_scaling(serve_model.value, serve_device.value, k, **_kw)
-                      for k in dict.fromkeys(_keys)}
+                      for k in many_chips.serving_links(serve_device.value, serve_link.value)}
         serve_error = None
     except (KeyError, ValueError) as _exc:
         serve_rows = None
@@ -895,14 +887,10 @@ def _(serve_error, serve_link, serve_rows, serve_tp):
     mo.stop(serve_error is not None, style.error_callout(serve_error))
     serve_now = next(s for s in serve_rows[serve_link.value] if s.n == serve_tp.value)
     serve_diagnosis = sharding.tp_diagnosis(serve_rows[serve_link.value], serve_now.n)
-    _parts = [mo.md(f"**Memory per GPU** at {serve_now.n}-way:"),
-              style.memory_budget_bar(serve_now.budget.terms, serve_now.budget.capacity_bytes)]
-    if serve_diagnosis.kind == "oom":
-        _parts.append(style.error_callout(serve_diagnosis.message))
-    elif serve_diagnosis.kind == "comm":
-        _parts.append(mo.callout(mo.md(f"**✗ More GPUs, fewer tokens/s.** "
-                                       f"{serve_diagnosis.message}"), kind="warn"))
-    mo.vstack(_parts)
+    _warning = many_chips.serving_warning(serve_diagnosis)
+    mo.vstack([mo.md(f"**Memory per GPU** at {serve_now.n}-way:"),
+               style.memory_budget_bar(serve_now.budget.terms, serve_now.budget.capacity_bytes)]
+              + ([_warning] if _warning is not None else []))
     return (serve_now,)
 
 

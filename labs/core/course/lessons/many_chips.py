@@ -10,13 +10,15 @@ static story. Every number comes from :mod:`labs.core.physics`; nothing is model
 
 from __future__ import annotations
 
+import marimo as mo
+
 from labs.core.physics import collectives, hardware, models, sharding, units
 from labs.core.ui import style
 
 __all__ = [
     "allreduce_derivation", "allreduce_model_note", "batch_range_text", "datasheet_cards",
     "fit_cards", "native_link_note", "pair_error", "ring_cards", "serving_cards",
-    "serving_comparison_label",
+    "serving_comparison_label", "serving_links", "serving_warning", "tp_case_heading",
     "serving_derivation", "tp_block_cards", "tp_shard_derivation", "training_cards",
     "training_derivation", "training_wait_note",
 ]
@@ -200,6 +202,12 @@ def serving_derivation(case: dict) -> str:
             f"between boxes). Per step: {steps}.{depends}")
 
 
+def tp_case_heading(device, link, n: int) -> str:
+    """The heading of one of Predictions 2 and 3's comparisons: the chip, the link and n."""
+    return (f"**{hardware.get(device).name} on {collectives.get_link(link).short_name}** "
+            f"(n = {n}):")
+
+
 def batch_range_text(tokens_range: tuple[float, float] | None) -> str:
     """The batches over which the link binds, from :func:`sharding.comm_bound_tokens`:
     "no batch", "every batch", "batches from 512 tokens up", ..."""
@@ -241,6 +249,25 @@ def tp_block_cards(mm: sharding.ShardedMatmul, times: sharding.ShardTimes, devic
         style.Metric("critical F/n on this link", f"{units.format_value(crit)}",
                      f"n = {mm.n}; the link binds for {where}"),
     ]
+
+
+def serving_links(device, link) -> list[str]:
+    """The links the serving instrument draws: the chosen one first, then for comparison the
+    chip's own link and a network link (one GPU per machine), where they differ from it."""
+    own = collectives.device_link(device)
+    keys = [link] + [k for k in ((own.key if own else None), "ib-ndr") if k and k != link]
+    return list(dict.fromkeys(keys))
+
+
+def serving_warning(diagnosis: sharding.Diagnosis):
+    """The callout under the memory bar for a failing serving design (out of memory, or more
+    GPUs giving fewer tokens/s); None for a design that works."""
+    if diagnosis.kind == "oom":
+        return style.error_callout(diagnosis.message)
+    if diagnosis.kind == "comm":
+        return mo.callout(mo.md(f"**✗ More GPUs, fewer tokens/s.** {diagnosis.message}"),
+                          kind="warn")
+    return None
 
 
 def serving_cards(step: sharding.TPServing) -> list[style.Metric]:
