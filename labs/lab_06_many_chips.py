@@ -1131,22 +1131,12 @@ def _(
                                              **train_how)
                        for _ov in (False, True)}
         train_critical = sharding.dp_critical_batch(*_on, int(train_n.value), **train_how)
-        train_path = collectives.collective_path(train_link.value, int(train_n.value),
-                                                 nic=train_nic.value,
-                                                 nics_per_node=int(train_nics.value))
         train_error = None
     except (KeyError, ValueError) as _exc:
-        train_steps = train_critical = train_path = None
+        train_steps = train_critical = None
         train_error = many_chips.pair_error(train_device.value, train_link.value, _exc,
                                             "in the training pickers above")
-    return (
-        train_critical,
-        train_error,
-        train_how,
-        train_path,
-        train_steps,
-        training_open,
-    )
+    return train_critical, train_error, train_how, train_steps, training_open
 
 
 @app.cell
@@ -1181,16 +1171,16 @@ def _(
 
 @app.cell
 def _(
-    train_algorithm,
     train_critical,
     train_error,
+    train_how,
+    train_link,
     train_overlap,
-    train_path,
     train_steps,
 ):
     mo.stop(train_error is not None)
     train_now = train_steps[train_overlap.value]
-    style.metric_cards(many_chips.training_cards(train_now, train_path, train_algorithm.value,
+    style.metric_cards(many_chips.training_cards(train_now, train_link.value, train_how,
                                                  train_critical))
     return
 

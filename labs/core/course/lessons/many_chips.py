@@ -349,11 +349,13 @@ def training_derivation(case: dict) -> str:
             f"{real * 1e3:.3g} ms.")
 
 
-def training_cards(step: sharding.DPStep, path: collectives.Path, algorithm: str,
-                   critical: float) -> list[style.Metric]:
+def training_cards(step: sharding.DPStep, link, how: dict, critical: float) -> list[style.Metric]:
     """The training instrument's cards: compute, the gradient all-reduce and which level sets
-    its bus bandwidth, the step, the wait, the critical batch and what overlap buys."""
-    s, p, a = step, path, algorithm
+    its bus bandwidth, the step, the wait, the critical batch and what overlap buys. ``how``:
+    the all-reduce's nic, nics_per_node and algorithm (as :func:`sharding.dp_step` takes
+    them) on ``link``."""
+    s, a = step, how["algorithm"]
+    p = collectives.collective_path(link, s.n, nic=how["nic"], nics_per_node=how["nics_per_node"])
     how = (f"{p.name}, {collectives.ALGORITHM_NAMES[a].split(' (')[0]}: bus "
            f"{p.bus_gbs('all-reduce', a):,.0f} GB/s, set by the "
            + ("node's link" if p.binding_level("all-reduce", a) == "link"
