@@ -1,9 +1,11 @@
-"""Figures of Lab 6 (many chips): collective time against message size, and the three roofs.
+"""Figures of Lab 6 (many chips): collective time against message size (the model and this
+machine's measurements), the three roofs, a sharded block's times against the batch, a decode
+step against the tensor-parallel degree and a data-parallel step against the batch per chip.
 Plotly only; re-exported by :mod:`labs.core.ui.figures`, so labs call ``figures.<builder>``.
 
 Every number drawn comes from labs.core (``roofline.attainable_tflops`` on the device and on a
 device that differs from it only in bandwidth, for a link; times from
-``physics.collectives``); nothing is recomputed here. Colour is never the only cue: lines
+``physics.collectives`` and the results of ``physics.sharding``); nothing is recomputed here. Colour is never the only cue: lines
 differ by dash, measured points by symbol, and every roof and point is named in text.
 """
 
