@@ -10,6 +10,7 @@ with app.setup:
                            sharding, style)
     from labs.core import units
     from labs.core import deferred
+    from labs.core.course.lessons import many_chips
 
     np = deferred.numpy  # numpy is loaded on first use, past a prediction gate
     LAB_ID = "lab06"
@@ -32,6 +33,14 @@ with app.setup:
     # on PCIe Gen5.
     SERVE_REF = {"model": "llama-3-70b", "device": "h100-pcie", "link": "pcie5-x16",
                  "batch": 1, "seq_len": 8192}
+    # Prediction 4's choices: tensor-parallel degrees, 0 for none of them
+    SERVE_OPTIONS = {
+        "2-way": 2,
+        "4-way": 4,
+        "8-way": 8,
+        "16-way": 16,
+        "none of these: the collectives never take longer than the matmuls": 0,
+    }
     # Part 3: data-parallel training on 4 DGX A100 nodes: NVLink 3 inside each node, 8
     # InfiniBand HDR NICs per node (one per GPU, as in NVIDIA/nccl issue 812's measured
     # cluster), bf16 gradients, NCCL's Ring. With 8 NICs the node's egress sits near NVLink
@@ -155,20 +164,9 @@ def _():
 def _(device_picker, link_picker):
     _wait = INSTRUMENTS.gate("datasheet")
     mo.stop(_wait is not None, _wait)
-    _d = hardware.get(device_picker.value)
-    _lk = collectives.get_link(link_picker.value)
-    _own = collectives.device_link(_d)
-    _problem = collectives.pair_problem(_d, _lk)
-    _cards = [
-        style.Metric(f"Peak π ({PRECISION}, dense)", f"{_d.peak_tflops(PRECISION):,.4g} TFLOP/s",
-                     f"{_d.name}"),
-        style.Metric("HBM bandwidth", f"{units.format_value(_d.bandwidth_gbs)} GB/s",
-                     f"{_d.memory_text} {_d.memory_type}"),
-        style.Metric("Link, as quoted", _lk.quoted,
-                     f"{_lk.short_name}: {_lk.source}")]
-    _native = (f"The {_d.name}'s own chip-to-chip link: **{_own.name}**." if _own else
-               f"No chip-to-chip link is sourced for the {_d.name}: pick a network link.")
-    mo.vstack([style.metric_cards(_cards), mo.md(_native)]
+    _problem = collectives.pair_problem(device_picker.value, link_picker.value)
+    _cards = many_chips.datasheet_cards(device_picker.value, link_picker.value, PRECISION)
+    mo.vstack([style.metric_cards(_cards), mo.md(many_chips.native_link_note(device_picker.value))]
               + ([style.error_callout(_problem, title="This chip and this link do not go together.")]
                  if _problem else []))
     return
@@ -217,26 +215,10 @@ def _(get_allreduce, lab, set_allreduce):
 
 @app.cell
 def _(get_allreduce, lab):
-    _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
-    _lat, _bw = collectives.latency_bandwidth_split("all-reduce", ALLREDUCE_REF["nbytes"], _n,
-                                                     _lk.one_way_gbs, _lk.latency_s)
+    _ideal_s = collectives.link_time(**ALLREDUCE_REF)  # the ring at the ideal one-way rate
     allreduce_prediction = get_allreduce() or reveal.reference(
-        lab, "lab06.allreduce_ms", float(f"{(_lat + _bw) * 1e3:.3g}"), units="ms",
-        explanation=f"A ring all-reduce sends 2(n-1)/n × S per GPU one way: "
-                    f"{_lk.name}'s {_lk.quoted} counts both directions, so B = "
-                    f"{_lk.one_way_gbs:g} GB/s. Bandwidth: "
-                    f"{collectives.bus_factor_derivation('all-reduce', _n)} × "
-                    f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s = "
-                    f"{_bw * 1e3:.3g} ms; latency: "
-                    f"{collectives.latency_steps('all-reduce', _n)} steps × α "
-                    f"({_lk.latency_us:g} µs, stated) = {_lat * 1e6:.3g} µs. Total "
-                    f"{(_lat + _bw) * 1e3:.3g} ms at the ideal one-way rate, not 1 GB / "
-                    f"{2 * _lk.one_way_gbs:g} GB/s. A ring in NCCL reaches about "
-                    f"{collectives.link_efficiency(_lk).fraction:.0%} of it, about "
-                    f"{collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3:.2g} ms; "
-                    f"NCCL's default on an NVSwitch node, NVLink SHARP, reduces in the switch "
-                    f"and is faster than any ring: about "
-                    f"{collectives.NVLS_H100.time(ALLREDUCE_REF['nbytes']) * 1e3:.2g} ms.")
+        lab, "lab06.allreduce_ms", float(f"{_ideal_s * 1e3:.3g}"), units="ms",
+        explanation=many_chips.allreduce_derivation(ALLREDUCE_REF))
     reveal.card(allreduce_prediction)
     return (allreduce_prediction,)
 
@@ -272,16 +254,8 @@ def _(allreduce_open, allreduce_prediction, link_picker, workers_slider):
     _sizes = np.geomspace(1e3, 1e10, 57)
     _keys = list(dict.fromkeys([link_picker.value, "nvlink4", "pcie5-x16", "ib-ndr"]))
     try:
-        _lines = [(collectives.collective_path(k, _n).name, _sizes,
-                   [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], None, None)
-                  for k in _keys]
-        _mine = collectives.collective_path(link_picker.value, _n, achievable=True)
-        _lines.insert(1, (f"{_mine.link.short_name} at {_mine.efficiency:.0%}: achievable "
-                          "ring, nccl-tests",
-                          _sizes, [_mine.time("all-reduce", s) for s in _sizes], "muted",
-                          "longdash"))
-        allreduce_figure = figures.alpha_beta_figure(
-            _lines, marks=[_mark], title=f"Ring all-reduce, n = {_n}: α-β model on each link")
+        allreduce_figure = figures.ring_allreduce_figure(
+            _keys, _n, _sizes, achievable_link=link_picker.value, marks=[_mark])
     except (KeyError, ValueError) as _exc:
         allreduce_figure = style.error_callout(_exc)
     allreduce_figure  # the figure alone: a stack would serialise it on every update (slow)
@@ -291,35 +265,11 @@ def _(allreduce_open, allreduce_prediction, link_picker, workers_slider):
 @app.cell
 def _(allreduce_open, link_picker, workers_slider):
     mo.stop(not allreduce_open)
-    _n = int(workers_slider.value)
     try:
-        _p = collectives.collective_path(link_picker.value, _n)
+        _cards = many_chips.ring_cards(link_picker.value, int(workers_slider.value))
     except ValueError as _exc:
         mo.stop(True, style.error_callout(_exc))
-    _lk = _p.link
-    _lat, _bw = _p.latency("all-reduce"), _p.seconds_per_byte("all-reduce") * 1e9
-    _real = collectives.collective_path(link_picker.value, _n, achievable=True)
-    _eff = collectives.link_efficiency(_lk)
-    _approx = "~" if _lk.approximate else ""
-    style.metric_cards([
-        style.Metric("Link, one way", f"{_approx}{units.format_value(_lk.one_way_gbs)} GB/s",
-                     _lk.derivation),
-        style.Metric(f"1 GB on {_p.name}", units.format_seconds(_lat + _bw),
-                     f"n = {_n}, at the ideal one-way rate"),
-        style.Metric("achievable, ring", units.format_seconds(_real.time("all-reduce", 1e9)),
-                     f"{_approx}{units.format_value(_lk.one_way_gbs * _eff.fraction)} GB/s "
-                     f"({_eff.fraction:.0%}): " + (
-                         "nccl-tests, NCCL_ALGO=Ring, 8xH100"
-                         if _lk.key == "nvlink4" else _eff.source)),
-        style.Metric("latency term", units.format_seconds(_lat),
-                     f"2(n-1) × α, α = {_lk.latency_us:g} µs per step (stated)"),
-        style.Metric("bandwidth term", units.format_seconds(_bw),
-                     f"{collectives.bus_factor('all-reduce', _n):.3g} × 1 GB / "
-                     f"{_p.node_gbs:g} GB/s"),
-        style.Metric("latency dominates below",
-                     units.format_bytes(_lat / _p.seconds_per_byte("all-reduce")),
-                     "where the two terms are equal"),
-    ])
+    style.metric_cards(_cards)
     return
 
 
@@ -329,26 +279,11 @@ def _(allreduce_prediction, lab):
     mo.stop(INSTRUMENTS.gate("allreduce", allreduce_prediction) is not None)
     allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
     _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
-    _real_ms = collectives.link_time(**ALLREDUCE_REF, achievable=True) * 1e3
     mo.vstack([
         quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
                      lab=lab, actual_label=f"the question's ring: n = {_n} on "
                                            f"{_lk.short_name}, at the ideal one-way rate"),
-        mo.md(f"The model: {collectives.bus_factor_derivation('all-reduce', _n)} × "
-              f"{ALLREDUCE_REF['nbytes'] / 1e9:g} GB / {_lk.one_way_gbs:g} GB/s one way, plus "
-              f"{collectives.latency_steps('all-reduce', _n)} steps of α = "
-              f"{_lk.latency_us:g} µs. In practice a ring in NCCL reaches about "
-              f"{collectives.link_efficiency(_lk).fraction:.0%} of that one-way rate "
-              f"(nccl-tests with NCCL_ALGO=Ring on 8 H100s: about 370 of 450 GB/s bus "
-              f"bandwidth), so a ring all-reduce takes about {_real_ms:.2g} ms. On a real "
-              f"NVSwitch node NCCL's **default** all-reduce is not a ring: NVLink SHARP sums "
-              f"the data inside the switch, so each GPU sends its bytes about once instead of "
-              f"2(n-1)/n times. nccl-tests then reports about "
-              f"{collectives.NVLS_H100.busbw_gbs:g} GB/s bus bandwidth (algbw about "
-              f"{collectives.NVLS_H100.algbw_gbs:g} GB/s): about "
-              f"{collectives.NVLS_H100.time(ALLREDUCE_REF['nbytes']) * 1e3:.2g} ms, faster "
-              f"than the ring model even at the ideal one-way rate. Every other collective "
-              f"runs at the ring's figure.")])
+        mo.md(many_chips.allreduce_model_note(ALLREDUCE_REF))])
     return (allreduce_actual_ms,)
 
 
@@ -497,32 +432,15 @@ def _(comm_run):
     _ok = [r for r in comm_run.rows if r["status"] == "ok"]
     mo.stop(not _ok, style.error_callout("No message size could be measured within the "
                                          "budget: raise the time budget and measure again."))
-    _n = comm_run.world_size
-    _sizes = np.geomspace(min(r["bytes"] for r in _ok) / 2, 1e9, 41)
-    _points = [(f"{op} (measured)", [r["bytes"] for r in _ok if r["op"] == op],
-                [r["median_s"] for r in _ok if r["op"] == op], None)
-               for op in collectives.OPS if any(r["op"] == op for r in _ok)]
-    _fits = [(f"{f.op} fit: α {units.format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
-              _sizes, [f.predict(s) for s in _sizes], None, "dash")
-             for f in comm_run.fits.values()]
-    _links = [(f"{collectives.get_link(k).short_name}, all-reduce model", _sizes,
-               [collectives.link_time("all-reduce", s, _n, k) for s in _sizes], "muted", "dot")
-              for k in ("nvlink4", "pcie5-x16")]
-    comm_figure = figures.alpha_beta_figure(
-        _fits + _links, _points,
-        title=f"This machine ({comm_run.backend}, {_n} workers) next to NVLink and PCIe")
+    comm_figure = figures.measured_collectives_figure(
+        _ok, comm_run.fits.values(), backend=comm_run.backend, n=comm_run.world_size)
     comm_figure
     return
 
 
 @app.cell
 def _(comm_run):
-    _cards = [style.Metric(
-        f"{f.op}: α and β", f"{units.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
-        f"residual {f.residual:.0%}; latency dominates below "
-        f"{units.format_bytes(f.crossover_bytes)}; α per ring step "
-        f"{units.format_seconds(f.alpha_step_s)}", "ok" if f.residual < 0.25 else "warn")
-        for f in comm_run.fits.values()]
+    _cards = many_chips.fit_cards(comm_run.fits.values())
     _why = [mo.md(f"**{op}:** no fit ({why}).") for op, why in comm_run.fit_errors.items()]
     mo.vstack(([style.metric_cards(_cards)] if _cards else []) + _why)
     return
@@ -623,19 +541,9 @@ def _(get_shard_fast, get_shard_slow, lab):
         _dev, _link = SHARD_REF[key]
         _m, _n = SHARD_REF["matmuls"], SHARD_REF["n"]
         _k = sharding.tp_critical_shard(_dev, PRECISION, _link, _n, matmuls=_m)
-        _lk = collectives.get_link(_link)
-        _ridge = sharding.link_ridge(_dev, PRECISION, _lk, _n)
         return reveal.reference(
             lab, item, round(_k), units="elements",
-            explanation=f"Per GPU the block does {_m} × 2 T (F/n) N FLOPs ({_m} matmuls) and "
-                        f"sends 2(n-1)/n × T N b bytes (one ring all-reduce of its partial "
-                        f"output), so its link intensity is {_m} (F/n) / ((n-1)/n × b): T and N "
-                        f"cancel. It meets the link ridge π / B = {_ridge:,.0f} FLOP/B "
-                        f"({PRECISION}, dense, {hardware.get(_dev).name}; "
-                        f"{_lk.short_name} {_lk.one_way_gbs:g} GB/s one way) at "
-                        f"F/n = {_n - 1}/{_n} × 2 B × {_ridge:,.0f} / {_m} = {_k:,.0f}. One "
-                        f"matmul per all-reduce would need {_m}× that slice; a SwiGLU MLP (3 "
-                        f"matmuls) needs 2/3 of it; the headline (both directions) as B, half.")
+            explanation=many_chips.tp_shard_derivation(_dev, _link, _n, _m, PRECISION))
 
     shard_slow_prediction = get_shard_slow() or _reference("lab06.tp_shard_pcie", "slow")
     shard_fast_prediction = get_shard_fast() or _reference("lab06.tp_shard_nvlink", "fast")
@@ -667,19 +575,7 @@ def _(lab):
 
 
 @app.cell
-def _():
-    SERVE_OPTIONS = {
-        "2-way": 2,
-        "4-way": 4,
-        "8-way": 8,
-        "16-way": 16,
-        "none of these: the collectives never take longer than the matmuls": 0,
-    }
-    return (SERVE_OPTIONS,)
-
-
-@app.cell
-def _(SERVE_OPTIONS, get_serve, lab, set_serve):
+def _(get_serve, lab, set_serve):
     _lk = collectives.get_link(SERVE_REF["link"])
     _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
     serve_form = quiz.choice_form(
@@ -704,42 +600,14 @@ def _(SERVE_OPTIONS, get_serve, lab, set_serve):
 
 
 @app.cell
-def _(SERVE_OPTIONS, get_serve, lab):
-    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
-    _rows = sharding.tp_scaling(SERVE_REF["model"], SERVE_REF["device"], SERVE_REF["link"],
-                                **_kw)
+def _(get_serve, lab):
     _ref = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
-                                            SERVE_REF["link"], **_kw)
-    _steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
-                       f"{max(r.t_compute, r.t_hbm) * 1e3:.2f} ms" for r in _rows if r.fits)
-    _lk = collectives.get_link(SERVE_REF["link"])
-    _nic = collectives.get_link(collectives.SCALE_OUT_LINK)
-    _fit = [r.n for r in _rows if r.fits and r.n > 1]
-    _before = max((n for n in _fit if n < _ref), default=None) if _ref else None
-    _top = max(_fit) if _fit else 2
-    _boxes = max(1, _top // _lk.domain)
-    _between = collectives.latency_steps("all-reduce", _boxes) if _boxes > 1 else 0
-
-    def _alpha(n):
-        _a = sharding.alpha_where_collectives_equal_matmuls(
-            SERVE_REF["model"], SERVE_REF["device"], _lk, n, **_kw)
-        return None if _a is None else _a * 1e6
-
-    _lo, _hi = (_alpha(_ref), _alpha(_before)) if _ref and _before else (None, None)
-    _depends = (f" The answer rests on the stated α: it is {_ref}-way for α between "
-                f"{_lo:.2g} and {_hi:.2g} µs per PCIe step; above about {_hi:.2g} µs it "
-                f"would be {_before}-way." if _lo is not None and _hi is not None else "")
+                                            SERVE_REF["link"], batch=SERVE_REF["batch"],
+                                            seq_len=SERVE_REF["seq_len"])
     serve_prediction = get_serve() or reveal.reference(
         lab, "lab06.tp_comm_degree", _ref,
         label=next(k for k, v in SERVE_OPTIONS.items() if v == _ref),
-        explanation=f"The matmuls read the weights (and KV cache) split n ways, so their time "
-                    f"falls as 1/n; each of the {_rows[-1].collectives} collectives per step "
-                    f"pays latency steps that grow with n: 2(n-1) × {_lk.latency_us:g} µs in "
-                    f"one box; across M boxes NCCL's Ring still takes 2(n-1) steps, the "
-                    f"2(M-1) that cross between boxes at {_nic.latency_us:g} µs "
-                    f"({collectives.latency_steps('all-reduce', _top)} steps at {_top}-way, "
-                    f"{_between} of them "
-                    f"between boxes). Per step: {_steps}.{_depends}")
+        explanation=many_chips.serving_derivation(SERVE_REF))
     reveal.card(serve_prediction)
     return (serve_prediction,)
 
@@ -807,9 +675,7 @@ def _(
         shard_error = None
     except (KeyError, ValueError) as _exc:
         shard_mm = shard_now = None
-        _why = collectives.pair_problem(device_picker.value, link_picker.value)
-        shard_error = (f"{_why} Then pick a chip and a link that go together above." if _why
-                       else style.error_message(_exc))
+        shard_error = many_chips.pair_error(device_picker.value, link_picker.value, _exc)
     return shard_error, shard_mm, shard_now, tp_block_open
 
 
@@ -824,19 +690,9 @@ def _(context_controls, shard_controls, tp_block_open):
 @app.cell
 def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
     mo.stop(shard_error is not None, style.error_callout(shard_error))
-    _lk = collectives.ring_link(link_picker.value, shard_mm.n)
-    # other links drawn for comparison: those this chip can really be joined by
-    _others = [(collectives.get_link(k).short_name, collectives.get_link(k).one_way_gbs)
-               for k in ("nvlink4", "pcie5-x16", "pcie4-x16", "ib-ndr")
-               if k != _lk.key and collectives.pair_problem(device_picker.value, k) is None]
-    three_roofs = figures.three_roof_figure(
-        device_picker.value, PRECISION,
-        [(_lk.short_name, _lk.one_way_gbs)] + _others[:2],
-        ai_hbm=shard_mm.ai_hbm, ai_link=shard_mm.ai_link,
-        attained_tflops=shard_mm.flops / shard_now.lower / 1e12,
-        title=f"One block of {shard_mm.matmuls} matmul{'s' if shard_mm.matmuls > 1 else ''} "
-              f"per all-reduce: T = {shard_mm.tokens:,}, F/n = {shard_mm.k_shard:,.0f}, "
-              f"n = {shard_mm.n}")
+    # the link's roof, and other links this chip can really be joined by for comparison
+    three_roofs = figures.block_roofs_figure(device_picker.value, PRECISION, link_picker.value,
+                                             shard_mm, shard_now)
     three_roofs  # the figure alone: a stack would serialise it on every update (slow)
     return
 
@@ -844,37 +700,11 @@ def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
 @app.cell
 def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
     mo.stop(shard_error is not None)
-    _crit = sharding.tp_critical_shard(device_picker.value, PRECISION, link_picker.value,
-                                       shard_mm.n, matmuls=shard_mm.matmuls)
-    _range = sharding.comm_bound_tokens(shard_mm.k, SHARD_REF["n_out"], shard_mm.n,
-                                        device_picker.value, link_picker.value, PRECISION,
-                                        matmuls=shard_mm.matmuls)
-    _where = ("no batch" if _range is None else
-              "every batch" if _range[0] <= 1 and _range[1] == float("inf") else
-              f"batches from {_range[0]:,.0f} tokens up" if _range[1] == float("inf") else
-              f"batches up to {_range[1]:,.0f} tokens" if _range[0] <= 1 else
-              f"batches of {_range[0]:,.0f} to {_range[1]:,.0f} tokens")
-    _ridge = sharding.link_ridge(device_picker.value, PRECISION, link_picker.value, shard_mm.n)
     mo.vstack([
         mo.hstack([mo.md("**This block is**"), style.regime_badge(shard_now.regime),
                    mo.md(f"(the {shard_now.binding} roof binds)")], justify="start"),
-        style.metric_cards([
-            style.Metric("compute", units.format_seconds(shard_now.t_compute),
-                         f"{units.format_flops(shard_mm.flops)} per GPU / π",
-                         "compute" if shard_now.binding == "compute" else None),
-            style.Metric("HBM", units.format_seconds(shard_now.t_hbm),
-                         f"{units.format_bytes(shard_mm.hbm_bytes)} per GPU / HBM bandwidth",
-                         "memory" if shard_now.binding == "HBM" else None),
-            style.Metric("link (all-reduce)", units.format_seconds(shard_now.t_link),
-                         f"{units.format_bytes(shard_mm.link_bytes)} sent per GPU, plus "
-                         "latency", "communication-bound" if shard_now.binding == "link" else None),
-            style.Metric("link intensity", f"{units.format_value(shard_mm.ai_link)} FLOP/B",
-                         f"HBM intensity {units.format_value(shard_mm.ai_hbm)} FLOP/B"),
-            style.Metric(f"Link ridge ({PRECISION}, dense)", f"{units.format_value(_ridge)} FLOP/B",
-                         "π / B: FLOPs per byte sent"),
-            style.Metric("critical F/n on this link", f"{units.format_value(_crit)}",
-                         f"n = {shard_mm.n}; the link binds for {_where}"),
-        ])])
+        style.metric_cards(many_chips.tp_block_cards(shard_mm, shard_now, device_picker.value,
+                                                     link_picker.value, PRECISION))])
     return
 
 
@@ -886,15 +716,8 @@ def _(device_picker, link_picker, shard_error, shard_mm):
                                                            shard_mm.n, PRECISION,
                                                            matmuls=shard_mm.matmuls),
                                    device_picker.value, link_picker.value) for t in _ts]
-    shard_time_figure = figures.loglog_lines_figure(
-        [("compute", _ts, [t.t_compute for t in _times], style.COLORS["compute"], "solid"),
-         ("HBM", _ts, [t.t_hbm for t in _times], style.COLORS["memory"], "dash"),
-         ("link (all-reduce)", _ts, [t.t_link for t in _times],
-          style.COLORS[figures.LINK_COLOR_KEY],
-          "dot")],
-        title=f"Per-GPU time of this block against the batch (F/n = {shard_mm.k_shard:,.0f})",
-        x_title="Batch T (tokens)", y_title="Time per GPU (s)",
-        vlines=[(shard_mm.tokens, "your batch", style.COLORS["muted"])], height=380)
+    shard_time_figure = figures.block_batch_figure(_ts, _times, k_shard=shard_mm.k_shard,
+                                                   your_batch=shard_mm.tokens)
     shard_time_figure
     return
 
@@ -909,9 +732,7 @@ def _(lab, shard_fast_prediction, shard_slow_prediction, tp_block_open):
                                                     matmuls=SHARD_REF["matmuls"])
                     for key in ("slow", "fast")}
     mo.vstack([mo.vstack([
-        mo.md(f"**{hardware.get(SHARD_REF[_key][0]).name} on "
-              f"{collectives.get_link(SHARD_REF[_key][1]).short_name}** "
-              f"(n = {SHARD_REF['n']}):"),
+        mo.md(many_chips.tp_case_heading(*SHARD_REF[_key], SHARD_REF["n"])),
         quiz.compare(_p, round(shard_actual[_key]), units="elements", lab=lab,
                      actual_label="the question's GeLU block, by the roofline")])
         for _p, _key in ((shard_slow_prediction, "slow"), (shard_fast_prediction, "fast"))])
@@ -1042,19 +863,14 @@ def _(
     _kw = dict(batch=int(serve_batch.value), seq_len=int(serve_context.value),
                weight_precision=serve_weights.value, compute=PRECISION)
     try:
-        # the chosen link first, then for comparison the chip's own link and a network link
-        # (one GPU per machine), where they differ from it
-        _own = collectives.device_link(serve_device.value)
-        _keys = [serve_link.value] + [k for k in ((_own.key if _own else None), "ib-ndr")
-                                      if k and k != serve_link.value]
+        # the chosen link, and for comparison the chip's own link and a network link
         serve_rows = {k: sharding.tp_scaling(serve_model.value, serve_device.value, k, **_kw)
-                      for k in dict.fromkeys(_keys)}
+                      for k in many_chips.serving_links(serve_device.value, serve_link.value)}
         serve_error = None
     except (KeyError, ValueError) as _exc:
-        _why = collectives.pair_problem(serve_device.value, serve_link.value)
         serve_rows = None
-        serve_error = (f"{_why} Then pick a chip and a link that go together in the serving "
-                       "pickers above." if _why else style.error_message(_exc))
+        serve_error = many_chips.pair_error(serve_device.value, serve_link.value, _exc,
+                                            "in the serving pickers above")
     return serve_error, serve_rows, serving_open
 
 
@@ -1071,91 +887,45 @@ def _(serve_error, serve_link, serve_rows, serve_tp):
     mo.stop(serve_error is not None, style.error_callout(serve_error))
     serve_now = next(s for s in serve_rows[serve_link.value] if s.n == serve_tp.value)
     serve_diagnosis = sharding.tp_diagnosis(serve_rows[serve_link.value], serve_now.n)
-    _parts = [mo.md(f"**Memory per GPU** at {serve_now.n}-way:"),
-              style.memory_budget_bar(serve_now.budget.terms, serve_now.budget.capacity_bytes)]
-    if serve_diagnosis.kind == "oom":
-        _parts.append(style.error_callout(serve_diagnosis.message))
-    elif serve_diagnosis.kind == "comm":
-        _parts.append(mo.callout(mo.md(f"**✗ More GPUs, fewer tokens/s.** "
-                                       f"{serve_diagnosis.message}"), kind="warn"))
-    mo.vstack(_parts)
+    _warning = many_chips.serving_warning(serve_diagnosis)
+    mo.vstack([mo.md(f"**Memory per GPU** at {serve_now.n}-way:"),
+               style.memory_budget_bar(serve_now.budget.terms, serve_now.budget.capacity_bytes)]
+              + ([_warning] if _warning is not None else []))
     return (serve_now,)
 
 
 @app.cell
 def _(serve_error, serve_now):
     mo.stop(serve_error is not None)
-    _s = serve_now
-    style.metric_cards([
-        style.Metric("Decode, tokens/s", f"{_s.tokens_per_s:,.1f}" + ("" if _s.fits else
-                                                                     " (does not fit)"),
-                     f"batch {_s.batch} / {units.format_seconds(_s.t_step)} per decode step; "
-                     f"{_s.user_tokens_per_s:,.1f} per user",
-                     "danger" if not _s.fits else _s.bound),
-        style.Metric("matmuls (compute | HBM)", units.format_seconds(max(_s.t_compute,
-                                                                         _s.t_hbm)),
-                     f"compute {units.format_seconds(_s.t_compute)}, HBM "
-                     f"{units.format_seconds(_s.t_hbm)} "
-                     f"({units.format_bytes(_s.bytes)} per GPU per decode step)"),
-        style.Metric("collectives", units.format_seconds(_s.t_comm),
-                     f"{_s.collectives} per decode step over {_s.link.name}; "
-                     f"{units.format_bytes(_s.comm_bytes)} sent per GPU",
-                     "communication-bound" if _s.bound == "communication-bound" else None),
-        style.Metric("decode step is", _s.bound, "collectives after matmuls: max(compute, "
-                     "HBM) + communication"),
-    ])
+    style.metric_cards(many_chips.serving_cards(serve_now))
     return
 
 
 @app.cell
 def _(serve_error, serve_link, serve_now, serve_rows):
     mo.stop(serve_error is not None)
-    _mine = serve_rows[serve_link.value]
-    _fits = [s.n for s in _mine if s.fits]
-    _oom = min(_fits) if _fits else max(sharding.TP_DEGREES) * 1.3
     # where the step's time goes on the chosen chip and link: the two times Prediction 4 compares
-    serve_time_figure = figures.scaling_figure(
-        [("matmuls: max(compute, HBM)", [max(s.t_compute, s.t_hbm) * 1e3 if s.fits else None
-                                         for s in _mine], "memory", "solid"),
-         ("collectives", [s.t_comm * 1e3 if s.fits else None for s in _mine],
-          figures.LINK_COLOR_KEY, "dash")],
-        sharding.TP_DEGREES,
-        title=f"Time per decode step on {collectives.get_link(serve_link.value).short_name}"
-              ": matmuls against collectives",
-        y_title="ms per decode step", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
-        oom_below=_oom)
-    _series = []
-    for _i, (_key, _rows) in enumerate(serve_rows.items()):
-        _name = collectives.get_link(_key).short_name
-        _series.append((("your link: " if _key == serve_link.value else "") + _name,
-                        [s.tokens_per_s if s.fits else None for s in _rows],
-                        (figures.LINK_COLOR_KEY, "ok", "muted")[_i % 3],
-                        ("solid", "dash", "dot")[_i % 3]))
-    serve_figure = figures.scaling_figure(
-        _series, sharding.TP_DEGREES,
-        title="Decode tokens/s (all users) against the tensor-parallel degree",
-        y_title="tokens/s", x_title="GPUs (tensor-parallel degree; gaps: does not fit)",
+    serve_time_figure = figures.decode_time_figure(
+        serve_rows[serve_link.value], collectives.get_link(serve_link.value).short_name)
+    serve_figure = figures.decode_throughput_figure(
+        serve_rows, serve_link.value,
         chosen=(f"{serve_now.n}-way", serve_now.n, serve_now.tokens_per_s)
-        if serve_now.fits else None, oom_below=_oom)
+        if serve_now.fits else None)
     mo.vstack([serve_time_figure, serve_figure])
     return
 
 
 @app.cell
-def _(SERVE_OPTIONS, lab, serve_prediction, serving_open):
+def _(lab, serve_prediction, serving_open):
     # below the instrument it compares with, and open with it
     mo.stop(serve_prediction is None or not serving_open)
-    _kw = dict(batch=SERVE_REF["batch"], seq_len=SERVE_REF["seq_len"])
     serve_actual = sharding.first_comm_bound_degree(SERVE_REF["model"], SERVE_REF["device"],
-                                                    SERVE_REF["link"], **_kw)
-    _rows = {s.n: s for s in sharding.tp_scaling(SERVE_REF["model"], SERVE_REF["device"],
-                                                 SERVE_REF["link"], **_kw)}
+                                                    SERVE_REF["link"], batch=SERVE_REF["batch"],
+                                                    seq_len=SERVE_REF["seq_len"])
     _label = next(k for k, v in SERVE_OPTIONS.items() if v == serve_actual)
-    _detail = (f": collectives {_rows[serve_actual].t_comm * 1e3:.2f} ms vs matmuls "
-               f"{max(_rows[serve_actual].t_compute, _rows[serve_actual].t_hbm) * 1e3:.2f} ms "
-               "per decode step (the time figure above, on the opening chip and link)"
-               if serve_actual else "")
-    quiz.compare(serve_prediction, serve_actual, lab=lab, actual_label=_label + _detail)
+    quiz.compare(serve_prediction, serve_actual, lab=lab,
+                 actual_label=many_chips.serving_comparison_label(_label, SERVE_REF,
+                                                                  serve_actual))
     return (serve_actual,)
 
 
@@ -1275,38 +1045,12 @@ def _(get_train, lab, set_train):
 @app.cell
 def _(get_train, lab):
     _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
-    _p = collectives.collective_path(TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
-                                     nics_per_node=TRAIN_REF["nics_per_node"])
-    _t = _p.time("all-reduce", _nbytes, TRAIN_REF["algorithm"])
-    _hier = _p.time("all-reduce", _nbytes, "hierarchical")
-    _seq = _p.time("all-reduce", _nbytes, collectives.SEQUENTIAL)
-    _real = collectives.collective_path(
-        TRAIN_REF["link"], TRAIN_REF["n"], nic=TRAIN_REF["nic"],
-        nics_per_node=TRAIN_REF["nics_per_node"], achievable=True).time("all-reduce", _nbytes)
-    _f = collectives.bus_factor("all-reduce", _p.n)
-    _inter = collectives.latency_steps("all-reduce", _p.nodes)
-    _steps = collectives.latency_steps("all-reduce", _p.n)
+    _t = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
+                               TRAIN_REF["algorithm"], nic=TRAIN_REF["nic"],
+                               nics_per_node=TRAIN_REF["nics_per_node"])
     train_prediction = get_train() or reveal.reference(
         lab, "lab06.dp_allreduce_ms", float(f"{_t * 1e3:.3g}"), units="ms",
-        explanation=f"NCCL's Ring is flat: each of the {_p.nics} rings runs through all "
-                    f"{_p.n} GPUs, so every GPU's {_p.link.short_name} and every NIC carries "
-                    f"2(n-1)/n = {_f:.4g}× its ring's share. Inside a node each GPU sends "
-                    f"{_p.node_gbs:g} GB/s one way; out of a node its {_p.nics} NICs carry "
-                    f"{_p.nics} × {_p.nic.one_way_gbs:g} = {_p.egress_gbs:g} GB/s together "
-                    f"({_p.nic.derivation.split(' (')[0]}). The slower, {_p.bus_gbs():,.0f} GB/s, "
-                    f"is the ring's bus bandwidth: {_f:.4g} × {_nbytes / 1e9:.2f} GB / "
-                    f"{_p.bus_gbs():,.0f} GB/s = {_p.seconds_per_byte('all-reduce') * _nbytes * 1e3:.4g}"
-                    f" ms, plus {_steps} steps of latency, the {_inter} between nodes at "
-                    f"{_p.nic.latency_us:g} µs and {_steps - _inter} at "
-                    f"{_p.link.latency_us:g} µs = {_p.latency('all-reduce') * 1e6:.3g} µs: "
-                    f"{_t * 1e3:.3g} ms. Not one ring through a single "
-                    f"{_p.nic.one_way_gbs:g} GB/s NIC, and not NVLink alone. A hierarchical "
-                    f"all-reduce (its NICs carry only 2(M-1)/M of a 1/{_p.g} share) would take "
-                    f"{_hier * 1e3:.3g} ms with its two levels pipelined, "
-                    f"{_seq * 1e3:.3g} ms run one level after the other; at what nccl-tests "
-                    "reaches per NIC "
-                    f"({collectives.link_efficiency(_p.nic).fraction:.0%}) the Ring takes about "
-                    f"{_real * 1e3:.3g} ms.")
+        explanation=many_chips.training_derivation(TRAIN_REF))
     reveal.card(train_prediction)
     return (train_prediction,)
 
@@ -1387,23 +1131,12 @@ def _(
                                              **train_how)
                        for _ov in (False, True)}
         train_critical = sharding.dp_critical_batch(*_on, int(train_n.value), **train_how)
-        train_path = collectives.collective_path(train_link.value, int(train_n.value),
-                                                 nic=train_nic.value,
-                                                 nics_per_node=int(train_nics.value))
         train_error = None
     except (KeyError, ValueError) as _exc:
-        train_steps = train_critical = train_path = None
-        _why = collectives.pair_problem(train_device.value, train_link.value)
-        train_error = (f"{_why} Then pick a chip and a link that go together in the training "
-                       "pickers above." if _why else style.error_message(_exc))
-    return (
-        train_critical,
-        train_error,
-        train_how,
-        train_path,
-        train_steps,
-        training_open,
-    )
+        train_steps = train_critical = None
+        train_error = many_chips.pair_error(train_device.value, train_link.value, _exc,
+                                            "in the training pickers above")
+    return train_critical, train_error, train_how, train_steps, training_open
 
 
 @app.cell
@@ -1430,63 +1163,25 @@ def _(
     _steps = [sharding.dp_step(train_model.value, _now.n, t, train_device.value, PRECISION,
                                train_link.value, **train_how)
               for t in _ts]
-    train_figure = figures.loglog_lines_figure(
-        [("backward pass (4PT / π)", _ts, [s.t_bwd for s in _steps],
-          style.COLORS["compute"], "solid"),
-         ("gradient all-reduce", _ts, [s.t_comm for s in _steps],
-          style.COLORS[figures.LINK_COLOR_KEY],
-          "dash"),
-         ("step, no overlap: fwd + bwd + all-reduce", _ts,
-          [s.t_fwd + s.t_bwd + s.t_comm for s in _steps], style.COLORS["danger"], "dot"),
-         ("step, overlapped: fwd + max(bwd, all-reduce)", _ts,
-          [s.t_fwd + max(s.t_bwd, s.t_comm) for s in _steps], style.COLORS["ok"], "dashdot")],
-        title=f"One data-parallel step on {_now.n} GPUs against the batch per GPU",
-        x_title="Tokens per GPU per step", y_title="Time per step (s)",
-        vlines=[(train_critical, "critical batch", style.COLORS["muted"]),
-                (_now.tokens_per_chip, "your batch", style.COLORS["danger"])],
-        height=400)
+    train_figure = figures.dp_step_figure(_ts, _steps, critical=train_critical,
+                                          your_batch=_now.tokens_per_chip)
     train_figure  # the figure alone: a stack would serialise it on every update (slow)
     return
 
 
 @app.cell
 def _(
-    train_algorithm,
     train_critical,
     train_error,
+    train_how,
+    train_link,
     train_overlap,
-    train_path,
     train_steps,
 ):
     mo.stop(train_error is not None)
     train_now = train_steps[train_overlap.value]
-    _s, _p, _a = train_now, train_path, train_algorithm.value
-    _how = (f"{_p.name}, {collectives.ALGORITHM_NAMES[_a].split(' (')[0]}: bus "
-            f"{_p.bus_gbs('all-reduce', _a):,.0f} GB/s, set by the "
-            + ("node's link" if _p.binding_level("all-reduce", _a) == "link"
-               else "NICs between nodes"))
-    style.metric_cards([
-        style.Metric("forward + backward", units.format_seconds(_s.t_compute),
-                     f"6 × {_s.params / 1e9:.2f} B params × {_s.tokens_per_chip:,} tokens / π; "
-                     f"backward {units.format_seconds(_s.t_bwd)}"),
-        style.Metric("gradient all-reduce", units.format_seconds(_s.t_comm),
-                     f"{_s.n} GPUs: {_how}",
-                     "communication-bound" if _s.comm_bound else None),
-        style.Metric("step", units.format_seconds(_s.t_step),
-                     ("overlapped: fwd + max(bwd, all-reduce)" if _s.overlap
-                      else "no overlap: the sum")
-                     + f"; GPUs compute {_s.compute_fraction:.0%} of the time",
-                     "danger" if _s.compute_fraction < 0.5 else "ok"),
-        style.Metric("waiting for the all-reduce", units.format_seconds(_s.t_exposed),
-                     "per step: " + ("max(0, all-reduce − backward)" if _s.overlap
-                                     else "all of it (no overlap)"),
-                     "communication-bound" if _s.t_exposed > 0 else None),
-        style.Metric("critical batch", f"{train_critical:,.0f} tokens",
-                     "per GPU, where the backward pass = all-reduce (bandwidth term)"),
-        style.Metric("overlap buys", f"{_s.overlap_gain:.2f}×",
-                     f"at most {sharding.MAX_OVERLAP_GAIN:.2f}× (when the all-reduce equals "
-                     "the backward pass): the forward pass never hides it"),
-    ])
+    style.metric_cards(many_chips.training_cards(train_now, train_link.value, train_how,
+                                                 train_critical))
     return
 
 
@@ -1499,33 +1194,12 @@ def _(lab, train_prediction, training_open):
     _s = sharding.dp_step(TRAIN_REF["model"], TRAIN_REF["n"], TRAIN_REF["tokens_per_gpu"],
                           TRAIN_REF["device"], PRECISION, TRAIN_REF["link"], overlap=True,
                           **_case)
-    _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
-    _path = dict(nic=TRAIN_REF["nic"], nics_per_node=TRAIN_REF["nics_per_node"])
-    _hier, _seq = (collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"],
-                                         TRAIN_REF["link"], _a, **_path)
-                   for _a in ("hierarchical", collectives.SEQUENTIAL))
-    _real = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
-                                  achievable=True, **_path)
     train_actual_ms = float(f"{_s.t_comm * 1e3:.3g}")
-    _whole = max(0.0, _s.t_comm - _s.t_compute)
     mo.vstack([
         quiz.compare(train_prediction, train_actual_ms, units="ms", lab=lab,
                      actual_label=f"the question's case: NCCL's Ring over {TRAIN_REF['n']} "
                                   "GPUs, links at their ideal one-way rates"),
-        mo.md(f"**Can the GPUs hide it?** Only behind the backward pass: the gradients are "
-              f"all-reduced in buckets as it produces them, and the forward pass needs the "
-              f"updated weights. At {TRAIN_REF['tokens_per_gpu']:,} tokens per GPU the "
-              f"backward pass takes 4 P T / π = {_s.t_bwd * 1e3:.3g} ms, so with overlap each "
-              f"GPU still waits {_s.t_comm * 1e3:.3g} − {_s.t_bwd * 1e3:.3g} = "
-              f"**{_s.t_exposed * 1e3:.3g} ms per step**; without overlap, all "
-              f"{_s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would leave "
-              f"{_whole * 1e3:.3g} ms.) A hierarchical all-reduce would take "
-              f"{_hier * 1e3:.3g} ms with its two levels pipelined (tree-like algorithms "
-              f"approach that at a few nodes), {_seq * 1e3:.3g} ms run one level after the "
-              f"other; at what nccl-tests reaches per NIC "
-              f"({collectives.link_efficiency(TRAIN_REF['nic']).fraction:.0%}) the Ring "
-              f"takes about {_real * 1e3:.3g} ms. "
-              "The training instrument above opens on this case: turn overlap on.")])
+        mo.md(many_chips.training_wait_note(_s, TRAIN_REF))])
     return (train_actual_ms,)
 
 

@@ -3,6 +3,8 @@ with validation on), every drawn number from core, the binding roof said in word
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -104,3 +106,78 @@ def test_three_roof_points_are_named_in_the_legend_not_by_labels_on_the_plot():
     names = [t.name for t in fig.data if t.showlegend is not False]
     assert "this layer at its link intensity: 1,755 FLOP/B" in names
     assert "with the collective's latency α" in names
+
+
+def test_ring_allreduce_figure_draws_each_link_and_the_achievable_ring():
+    sizes = [1e6, 1e9]
+    fig = _valid(figures.ring_allreduce_figure(["nvlink4", "pcie5-x16"], 8, sizes,
+                                               achievable_link="nvlink4"))
+    names = [t.name for t in fig.data]
+    assert names[1] == "NVLink 4 at 82%: achievable ring, nccl-tests"  # 370 of 450 GB/s
+    # 1 GB on NVLink 4: 14 x 1 µs + 2 x 7/8 x 1 GB / 450 GB/s; achievable at 370 GB/s
+    assert fig.data[0].y[-1] == pytest.approx(14e-6 + 1.75e9 / 450e9)
+    assert fig.data[1].y[-1] == pytest.approx(14e-6 + 1.75e9 / 370e9)
+    # PCIe Gen5: 14 x 3 µs + 1.75 x 1 GB / 63 GB/s
+    assert fig.data[2].y[-1] == pytest.approx(42e-6 + 1.75e9 / 63e9)
+    assert fig.layout.title.text == "Ring all-reduce, n = 8: α-β model on each link"
+    with pytest.raises(ValueError):
+        figures.ring_allreduce_figure(["nvlink4"], 12, sizes, achievable_link="nvlink4")
+
+
+def test_measured_collectives_figure_draws_the_points_the_fits_and_the_links():
+    rows = [{"op": "all-reduce", "bytes": 4096, "median_s": 1e-4},
+            {"op": "all-reduce", "bytes": 65536, "median_s": 2e-4}]
+    fit = SimpleNamespace(op="all-reduce", alpha_s=1e-4, busbw_gbs=2.0,
+                          predict=lambda s: 1e-4 + s / 2e9)
+    fig = _valid(figures.measured_collectives_figure(rows, [fit], backend="gloo", n=2))
+    points = _trace(fig, "all-reduce (measured)")
+    assert list(points.x) == [4096, 65536] and list(points.y) == [1e-4, 2e-4]
+    line = _trace(fig, "all-reduce fit: α 100 µs, β 2 GB/s")
+    assert line.y[-1] == pytest.approx(1e-4 + 1e9 / 2e9)  # the fit's own prediction at 1 GB
+    # NVLink 4 with 2 chips: 2 x 1 µs + 2 x 1/2 x 1 GB / 450 GB/s
+    assert _trace(fig, "NVLink 4, all-reduce model").y[-1] == pytest.approx(2e-6 + 1e9 / 450e9)
+    assert fig.layout.title.text == "This machine (gloo, 2 workers) next to NVLink and PCIe"
+
+
+def test_block_figures_draw_the_blocks_roofs_and_its_times_against_the_batch():
+    mm = sharding.sharded_matmul(4096, 1024 * 8, 8192, 8, matmuls=2)
+    now = sharding.shard_times(mm, "h100-sxm", "nvlink4")
+    roofs = _valid(figures.block_roofs_figure("h100-sxm", "bf16", "nvlink4", mm, now))
+    names = [t.name for t in roofs.data]
+    assert any(n.startswith("NVLink 4") for n in names)
+    assert not any("PCIe Gen4" in n for n in names)  # at most two other links, then stop
+    assert roofs.layout.title.text == ("One block of 2 matmuls per all-reduce: T = 4,096, "
+                                       "F/n = 1,024, n = 8")
+    times = [SimpleNamespace(t_compute=1.0, t_hbm=2.0, t_link=3.0),
+             SimpleNamespace(t_compute=2.0, t_hbm=2.5, t_link=3.5)]
+    fig = _valid(figures.block_batch_figure([1, 2], times, k_shard=1024, your_batch=2))
+    assert [list(t.y) for t in fig.data[:3]] == [[1.0, 2.0], [2.0, 2.5], [3.0, 3.5]]
+    assert [t.name for t in fig.data[:3]] == ["compute", "HBM", "link (all-reduce)"]
+    assert fig.layout.shapes[0].x0 == 2  # your batch
+
+
+def test_decode_figures_leave_gaps_where_a_degree_does_not_fit():
+    rows = sharding.tp_scaling("llama-3-70b", "h100-pcie", "pcie5-x16", batch=1, seq_len=8192)
+    time_fig = _valid(figures.decode_time_figure(rows, "PCIe Gen5"))
+    matmuls = _trace(time_fig, "matmuls: max(compute, HBM)")
+    assert matmuls.y[0] is None  # 141 GB of bf16 weights do not fit one 80 GB card
+    assert matmuls.y[1] == pytest.approx(max(rows[1].t_compute, rows[1].t_hbm) * 1e3)
+    assert time_fig.layout.annotations[0].text == "<b>out of memory</b>"
+    by_link = {"pcie5-x16": rows,
+               "ib-ndr": sharding.tp_scaling("llama-3-70b", "h100-pcie", "ib-ndr", batch=1,
+                                             seq_len=8192)}
+    fig = _valid(figures.decode_throughput_figure(by_link, "pcie5-x16",
+                                                  chosen=("2-way", 2, rows[1].tokens_per_s)))
+    assert [t.name for t in fig.data[:2]] == ["your link: PCIe Gen5 x16", "InfiniBand NDR"]
+    assert [t.line.dash for t in fig.data[:2]] == ["solid", "dash"]
+    assert list(fig.data[0].x) == [1, 2, 4, 8, 16]
+
+
+def test_dp_step_figure_adds_the_step_both_ways():
+    steps = [sharding.DPStep(1e9, 8, t, t_fwd=1.0, t_bwd=2.0, t_comm=3.0, overlap=True)
+             for t in (256, 512)]
+    fig = _valid(figures.dp_step_figure([256, 512], steps, critical=300, your_batch=512))
+    assert _trace(fig, "step, no overlap").y[0] == 6.0  # 1 + 2 + 3
+    assert _trace(fig, "step, overlapped").y[0] == 4.0  # 1 + max(2, 3)
+    assert fig.layout.title.text == "One data-parallel step on 8 GPUs against the batch per GPU"
+    assert [s.x0 for s in fig.layout.shapes] == [300, 512]

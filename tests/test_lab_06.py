@@ -491,7 +491,7 @@ def test_each_panel_shows_its_widgets_past_its_gate_above_what_it_drives(env, ap
     outputs, defs = app.run(defs={
         **PREDICTIONS, "shard_mm": None, "shard_now": None, "tp_block_open": True,
         "shard_error": "No layer: the shard error.", "train_steps": None,
-        "train_critical": None, "train_path": None, "train_how": None, "training_open": True,
+        "train_critical": None, "train_how": None, "training_open": True,
         "train_error": "No step: the training error."})
     texts = [getattr(o, "text", "") or "" for o in outputs if o is not None]
     shown = [next(i for i, t in enumerate(texts) if all(lb in t for lb in labels))

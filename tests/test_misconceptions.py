@@ -201,6 +201,7 @@ def test_lab06_states_one_infiniband_nic_fraction_everywhere():
     band = misconceptions.band("lab06.dp_allreduce_ms")
     texts = [band.why, *(m.source for m in band.measured),
              (ROOT / "labs" / "lab_06_many_chips.py").read_text(encoding="utf-8"),
+             (ROOT / "labs/core/course/lessons/many_chips.py").read_text(encoding="utf-8"),
              (ROOT / "labs/core/physics/misconceptions/lab06.py").read_text(encoding="utf-8"),
              (ROOT / "LABS_SPEC.md").read_text(encoding="utf-8"),
              *(p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md"))]

@@ -43,8 +43,10 @@ from labs.core.ui.figures.roofline import (
 ON_FIRST_USE = {
     "charts": ("bar_figure", "budget_summary", "call_time_figure", "grouped_bar_figure",
                "loglog_lines_figure", "memory_budget_figure"),
-    "collectives": ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure",
-                    "three_roof_figure"),
+    "collectives": ("LINK_COLOR_KEY", "alpha_beta_figure", "block_batch_figure",
+                    "block_roofs_figure", "decode_throughput_figure", "decode_time_figure",
+                    "dp_step_figure", "measured_collectives_figure", "ring_allreduce_figure",
+                    "scaling_figure", "three_roof_figure"),
     "hierarchy": ("cache_roofline_figure", "level_style", "per_level_roofline_figure",
                   "sawtooth_figure", "tile_traffic_figure", "working_set_figure"),
     "profile": ("before_after_figure", "operator_roofline_figure", "plottable",

@@ -1,9 +1,11 @@
-"""Figures of Lab 6 (many chips): collective time against message size, and the three roofs.
+"""Figures of Lab 6 (many chips): collective time against message size (the model and this
+machine's measurements), the three roofs, a sharded block's times against the batch, a decode
+step against the tensor-parallel degree and a data-parallel step against the batch per chip.
 Plotly only; re-exported by :mod:`labs.core.ui.figures`, so labs call ``figures.<builder>``.
 
 Every number drawn comes from labs.core (``roofline.attainable_tflops`` on the device and on a
 device that differs from it only in bandwidth, for a link; times from
-``physics.collectives``); nothing is recomputed here. Colour is never the only cue: lines
+``physics.collectives`` and the results of ``physics.sharding``); nothing is recomputed here. Colour is never the only cue: lines
 differ by dash, measured points by symbol, and every roof and point is named in text.
 """
 
@@ -16,12 +18,16 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.physics import hardware, roofline
+from labs.core.physics import collectives, hardware, roofline
 from labs.core.physics.units import format_seconds, format_value
 from labs.core.ui.figures.base import LEGEND, fast_figure
+from labs.core.ui.figures.charts import loglog_lines_figure
 from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT, TERM_COLORS
 
-__all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"]
+__all__ = ["LINK_COLOR_KEY", "alpha_beta_figure", "block_batch_figure", "block_roofs_figure",
+           "decode_time_figure", "decode_throughput_figure", "dp_step_figure",
+           "measured_collectives_figure", "ring_allreduce_figure", "scaling_figure",
+           "three_roof_figure"]
 
 #: The link's colour (purple: distinct from HBM blue and compute orange for every colour
 #: vision, as tested for the regime trio); communication-bound uses it too (tokens).
@@ -101,6 +107,42 @@ def alpha_beta_figure(lines: Sequence = (), points: Sequence = (), *, marks: Seq
                   yaxis=_seconds_axis("Time per collective", ys),
                   legend=LEGEND, showlegend=True, margin=dict(l=70, r=30, t=50, b=40))
     return fast_figure(data, layout)
+
+
+def ring_allreduce_figure(links: Sequence[str], n: int, sizes, *, achievable_link: str,
+                          marks: Sequence = ()) -> go.Figure:
+    """A ring all-reduce of ``n`` chips against message size on each of ``links`` (α-β
+    model at the ideal one-way rate), with ``achievable_link`` drawn again at what nccl-tests
+    reaches on it; ``marks`` as :func:`alpha_beta_figure`'s. Raises ValueError where a link
+    cannot join ``n`` chips."""
+    lines = [(collectives.collective_path(k, n).name, sizes,
+              [collectives.link_time("all-reduce", s, n, k) for s in sizes], None, None)
+             for k in links]
+    mine = collectives.collective_path(achievable_link, n, achievable=True)
+    lines.insert(1, (f"{mine.link.short_name} at {mine.efficiency:.0%}: achievable "
+                     "ring, nccl-tests",
+                     sizes, [mine.time("all-reduce", s) for s in sizes], "muted",
+                     "longdash"))
+    return alpha_beta_figure(lines, marks=marks,
+                             title=f"Ring all-reduce, n = {n}: α-β model on each link")
+
+
+def measured_collectives_figure(rows: Sequence[dict], fits: Sequence, *, backend: str,
+                                n: int) -> go.Figure:
+    """This machine's measured collectives next to NVLink's and PCIe's all-reduce model.
+    ``rows``: the benchmark's measured rows (dicts with op, bytes, median_s; status "ok");
+    ``fits``: its α-β fits (each with op, alpha_s, busbw_gbs and predict(nbytes))."""
+    sizes = np.geomspace(min(r["bytes"] for r in rows) / 2, 1e9, 41)
+    points = [(f"{op} (measured)", [r["bytes"] for r in rows if r["op"] == op],
+               [r["median_s"] for r in rows if r["op"] == op], None)
+              for op in collectives.OPS if any(r["op"] == op for r in rows)]
+    lines = [(f"{f.op} fit: α {format_seconds(f.alpha_s)}, β {f.busbw_gbs:.3g} GB/s",
+              sizes, [f.predict(s) for s in sizes], None, "dash") for f in fits]
+    lines += [(f"{collectives.get_link(k).short_name}, all-reduce model", sizes,
+               [collectives.link_time("all-reduce", s, n, k) for s in sizes], "muted", "dot")
+              for k in ("nvlink4", "pcie5-x16")]
+    return alpha_beta_figure(
+        lines, points, title=f"This machine ({backend}, {n} workers) next to NVLink and PCIe")
 
 
 def _roof_device(device: hardware.Device, precision: str, name: str, gbs: float):
@@ -199,6 +241,37 @@ def three_roof_figure(device, precision: str, links: Sequence, *, ai_hbm: float,
     return fast_figure(data, layout)
 
 
+def block_roofs_figure(device, precision: str, link, mm, times) -> go.Figure:
+    """A sharded block (``mm``, a :class:`labs.core.physics.sharding.ShardedMatmul`, at
+    ``times``, its :class:`~labs.core.physics.sharding.ShardTimes`) under the three roofs: the
+    link its ring runs on, and for comparison up to two other links this chip can really be
+    joined by."""
+    lk = collectives.ring_link(link, mm.n)
+    others = [(collectives.get_link(k).short_name, collectives.get_link(k).one_way_gbs)
+              for k in ("nvlink4", "pcie5-x16", "pcie4-x16", "ib-ndr")
+              if k != lk.key and collectives.pair_problem(device, k) is None]
+    return three_roof_figure(
+        device, precision, [(lk.short_name, lk.one_way_gbs)] + others[:2],
+        ai_hbm=mm.ai_hbm, ai_link=mm.ai_link, attained_tflops=mm.flops / times.lower / 1e12,
+        title=f"One block of {mm.matmuls} matmul{'s' if mm.matmuls > 1 else ''} "
+              f"per all-reduce: T = {mm.tokens:,}, F/n = {mm.k_shard:,.0f}, n = {mm.n}")
+
+
+def block_batch_figure(tokens: Sequence[int], times: Sequence, *, k_shard: float,
+                       your_batch: int) -> go.Figure:
+    """A sharded block's per-chip time on each roof (compute, HBM, link) against the batch:
+    ``times`` holds one :class:`labs.core.physics.sharding.ShardTimes` per entry of
+    ``tokens``; ``your_batch`` is marked."""
+    return loglog_lines_figure(
+        [("compute", tokens, [t.t_compute for t in times], COLORS["compute"], "solid"),
+         ("HBM", tokens, [t.t_hbm for t in times], COLORS["memory"], "dash"),
+         ("link (all-reduce)", tokens, [t.t_link for t in times], COLORS[LINK_COLOR_KEY],
+          "dot")],
+        title=f"Per-GPU time of this block against the batch (F/n = {k_shard:,.0f})",
+        x_title="Batch T (tokens)", y_title="Time per GPU (s)",
+        vlines=[(your_batch, "your batch", COLORS["muted"])], height=380)
+
+
 def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_title: str,
                    x_title: str = "GPUs", chosen=None, oom_below: float | None = None,
                    height: int = 400) -> go.Figure:
@@ -253,3 +326,66 @@ def scaling_figure(series: Sequence, degrees: Sequence[int], *, title: str, y_ti
         shapes=shapes, annotations=notes, legend=LEGEND, showlegend=True,
         margin=dict(l=70, r=30, t=50, b=40))
     return fast_figure(data, layout)
+
+
+_DEGREES_TITLE = "GPUs (tensor-parallel degree; gaps: does not fit)"
+
+
+def _out_of_memory_below(rows: Sequence) -> float:
+    """The smallest degree that fits among serving ``rows`` (past the last when none does)."""
+    fits = [s.n for s in rows if s.fits]
+    return min(fits) if fits else max(s.n for s in rows) * 1.3
+
+
+def decode_time_figure(rows: Sequence, link_name: str) -> go.Figure:
+    """Where a decode step's time goes at each tensor-parallel degree: the matmuls (the slower
+    of compute and HBM) against the collectives. ``rows``: one
+    :func:`labs.core.physics.sharding.tp_scaling` on the link named ``link_name``."""
+    return scaling_figure(
+        [("matmuls: max(compute, HBM)", [max(s.t_compute, s.t_hbm) * 1e3 if s.fits else None
+                                         for s in rows], "memory", "solid"),
+         ("collectives", [s.t_comm * 1e3 if s.fits else None for s in rows],
+          LINK_COLOR_KEY, "dash")],
+        [s.n for s in rows],
+        title=f"Time per decode step on {link_name}: matmuls against collectives",
+        y_title="ms per decode step", x_title=_DEGREES_TITLE,
+        oom_below=_out_of_memory_below(rows))
+
+
+def decode_throughput_figure(rows_by_link: dict, your_link: str, chosen=None) -> go.Figure:
+    """Decode tokens/s (all users) against the tensor-parallel degree on each link of
+    ``rows_by_link`` ({link key: :func:`labs.core.physics.sharding.tp_scaling` rows}), the
+    student's ``your_link`` named so; ``chosen``: (label, degree, tokens/s) marked."""
+    series = []
+    for i, (key, rows) in enumerate(rows_by_link.items()):
+        name = collectives.get_link(key).short_name
+        series.append((("your link: " if key == your_link else "") + name,
+                       [s.tokens_per_s if s.fits else None for s in rows],
+                       (LINK_COLOR_KEY, "ok", "muted")[i % 3], ("solid", "dash", "dot")[i % 3]))
+    return scaling_figure(
+        series, [s.n for s in rows_by_link[your_link]],
+        title="Decode tokens/s (all users) against the tensor-parallel degree",
+        y_title="tokens/s", x_title=_DEGREES_TITLE, chosen=chosen,
+        oom_below=_out_of_memory_below(rows_by_link[your_link]))
+
+
+def dp_step_figure(tokens: Sequence[int], steps: Sequence, *, critical: float,
+                   your_batch: int) -> go.Figure:
+    """A data-parallel step against the batch per chip: the backward pass, the gradient
+    all-reduce, and the step without and with overlap. ``steps``: one
+    :class:`labs.core.physics.sharding.DPStep` per entry of ``tokens``, all on the same
+    chips; the critical batch and ``your_batch`` are marked."""
+    return loglog_lines_figure(
+        [("backward pass (4PT / π)", tokens, [s.t_bwd for s in steps],
+          COLORS["compute"], "solid"),
+         ("gradient all-reduce", tokens, [s.t_comm for s in steps], COLORS[LINK_COLOR_KEY],
+          "dash"),
+         ("step, no overlap: fwd + bwd + all-reduce", tokens,
+          [s.t_fwd + s.t_bwd + s.t_comm for s in steps], COLORS["danger"], "dot"),
+         ("step, overlapped: fwd + max(bwd, all-reduce)", tokens,
+          [s.t_fwd + max(s.t_bwd, s.t_comm) for s in steps], COLORS["ok"], "dashdot")],
+        title=f"One data-parallel step on {steps[0].n} GPUs against the batch per GPU",
+        x_title="Tokens per GPU per step", y_title="Time per step (s)",
+        vlines=[(critical, "critical batch", COLORS["muted"]),
+                (your_batch, "your batch", COLORS["danger"])],
+        height=400)
