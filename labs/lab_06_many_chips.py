@@ -228,8 +228,7 @@ def _():
     # one ring of 2 to 8 chips: a link's own domain (what happens across nodes is Part 3's)
     workers_slider = mo.ui.slider(steps=[2, 4, 8], value=8, show_value=True,
                                   label="Participants n")
-    # Laid out here: the panel below names no widget of its own, so an n step does not re-run
-    # it.
+    # Laid out here: the panel below names no widget, so an n step does not re-run it.
     workers_controls = mo.hstack([workers_slider], justify="start")
     return workers_controls, workers_slider
 
@@ -393,35 +392,27 @@ def _(
     mo.stop(not comm_button.value, mo.callout(mo.md(live.IDLE_MESSAGE), kind="neutral"))
     from labs.core import comm_bench as _comm_bench  # once pressed: a closed gate need not load it
 
-    _settings = comm_settings()
-    _workers, _budget, _backend = _settings.workers, _settings.budget, _settings.backend
-    comm_status = _comm_bench.comm_backend(_backend)  # imports torch: now
+    _s = comm_settings()  # workers, budget, backend
+    comm_status = _comm_bench.comm_backend(_s.backend)  # imports torch: now
     if comm_status.available:
         _run, _problem = live.run_if_pressed(
             comm_button, lambda progress: _comm_bench.measure_collectives(
-                _workers, _comm_bench.COMM_SIZES, _backend, budget_s=_budget, progress=progress),
+                _s.workers, _comm_bench.COMM_SIZES, _s.backend, budget_s=_s.budget,
+                progress=progress),
             total=1 + 3 * len(_comm_bench.COMM_SIZES),
-            title=f"Timing collectives across {_workers} workers")
+            title=f"Timing collectives across {_s.workers} workers")
     else:
         _run, _problem = None, mo.callout(
             mo.md(f"**No collective can run here.** {comm_status.message}"), kind="warn")
     if _run is not None:
         set_comm_last(_run)
-        lab.record("result", "lab06.measured_collectives", {
-            "backend": _run.backend, "world_size": _run.world_size,
-            "device": _run.device, "torch": _run.torch_version,
-            "fits": [{k: float(f"{v:.4g}") if isinstance(v, float) else v
-                      for k, v in r.items()} for r in _run.fit_rows()],
-            "fit_errors": _run.fit_errors})
-        _note = mo.callout(mo.md(f"{comm_status.message} Measured in "
-                                 f"{_run.elapsed_s:.0f} s ({_run.device}, torch "
-                                 f"{_run.torch_version})."), kind="info")
+        lab.record("result", "lab06.measured_collectives", _run.ledger_payload())
+        _note = mo.callout(mo.md(many_chips.measured_note(comm_status.message, _run)),
+                           kind="info")
     else:
         _run = get_comm_last()  # the last good measurement, if any, stays below
         mo.stop(_run is None, _problem)
-        _note = mo.vstack([_problem, mo.md(
-            f"*Below: your last measurement ({_run.backend}, {_run.world_size} workers, "
-            f"{_run.device}).*")])
+        _note = mo.vstack([_problem, mo.md(many_chips.last_measurement_note(_run))])
     comm_run = _run
     _note
     return (comm_run,)
@@ -613,6 +604,19 @@ def _(get_serve, lab):
 
 
 @app.cell
+def _(
+    allreduce_prediction,
+    serve_prediction,
+    shard_fast_prediction,
+    shard_slow_prediction,
+):
+    # what Part 2's instruments wait for: Predictions 1 to 4, in the order asked
+    tp_predictions = (allreduce_prediction, shard_slow_prediction, shard_fast_prediction,
+                      serve_prediction)
+    return (tp_predictions,)
+
+
+@app.cell
 def _():
     mo.md(r"""
     ### The third roof: the link
@@ -651,19 +655,15 @@ def _():
 
 @app.cell
 def _(
-    allreduce_prediction,
     device_picker,
     link_picker,
-    serve_prediction,
     shard_block,
-    shard_fast_prediction,
     shard_k_slider,
     shard_n_slider,
-    shard_slow_prediction,
     shard_tokens_slider,
+    tp_predictions,
 ):
-    _wait = INSTRUMENTS.gate("tp_block", allreduce_prediction, shard_slow_prediction,
-                             shard_fast_prediction, serve_prediction)
+    _wait = INSTRUMENTS.gate("tp_block", *tp_predictions)
     mo.stop(_wait is not None, _wait)
     tp_block_open = True  # the panel below opens with this cell (one notice while closed)
     _n = int(shard_n_slider.value)
@@ -712,10 +712,8 @@ def _(device_picker, link_picker, shard_error, shard_mm, shard_now):
 def _(device_picker, link_picker, shard_error, shard_mm):
     mo.stop(shard_error is not None)
     _ts = np.unique(np.geomspace(1, 1 << 20, 41).round().astype(int))
-    _times = [sharding.shard_times(sharding.sharded_matmul(int(t), shard_mm.k, SHARD_REF["n_out"],
-                                                           shard_mm.n, PRECISION,
-                                                           matmuls=shard_mm.matmuls),
-                                   device_picker.value, link_picker.value) for t in _ts]
+    _times = [sharding.shard_times(shard_mm.at_tokens(int(t)), device_picker.value,
+                                   link_picker.value) for t in _ts]
     shard_time_figure = figures.block_batch_figure(_ts, _times, k_shard=shard_mm.k_shard,
                                                    your_batch=shard_mm.tokens)
     shard_time_figure
@@ -763,16 +761,10 @@ def _(lab, shard_actual):
 
 
 @app.cell
-def _(
-    allreduce_prediction,
-    serve_prediction,
-    shard_fast_prediction,
-    shard_slow_prediction,
-):
+def _(tp_predictions):
     # the block's equations: its link intensity, critical slice, regimes and the ring
     # all-reduce's bytes (Prediction 1's method), as the three-roof instrument shows them
-    mo.stop(INSTRUMENTS.gate("tp_block", allreduce_prediction, shard_slow_prediction,
-                             shard_fast_prediction, serve_prediction) is not None)
+    mo.stop(INSTRUMENTS.gate("tp_block", *tp_predictions) is not None)
     style.math_peek("the link roof of a Megatron MLP block", r"""
     A GeLU MLP $y = \text{gelu}(xW_u)\,W_d$ with $x: T \times N$, hidden size $F$, split over
     $n$ chips: $W_u$ by columns (each chip its $F/n$ slice, no communication), $W_d$ by rows
@@ -825,8 +817,7 @@ def _():
                                label="Batch (sequences)")
     serve_context = mo.ui.slider(steps=[1024, 2048, 4096, 8192], value=8192, show_value=True,
                                  label="Context (tokens)")
-    # Laid out here, where the widgets are made: a cell that shows this names no widget, so a
-    # step re-runs only the cells that read a value.
+    # laid out where made, as Part 2's sliders are
     serve_controls = mo.vstack([
         mo.hstack([serve_device, serve_link], justify="start", wrap=True),
         mo.hstack([serve_model, serve_weights, serve_tp], justify="start", wrap=True),
@@ -845,19 +836,15 @@ def _():
 
 @app.cell
 def _(
-    allreduce_prediction,
     serve_batch,
     serve_context,
     serve_device,
     serve_link,
     serve_model,
-    serve_prediction,
     serve_weights,
-    shard_fast_prediction,
-    shard_slow_prediction,
+    tp_predictions,
 ):
-    _wait = INSTRUMENTS.gate("serving", allreduce_prediction, shard_slow_prediction,
-                             shard_fast_prediction, serve_prediction)
+    _wait = INSTRUMENTS.gate("serving", *tp_predictions)
     mo.stop(_wait is not None, _wait)
     serving_open = True  # the panel below opens with this cell (one notice while closed)
     _kw = dict(batch=int(serve_batch.value), seq_len=int(serve_context.value),
@@ -905,12 +892,8 @@ def _(serve_error, serve_now):
 def _(serve_error, serve_link, serve_now, serve_rows):
     mo.stop(serve_error is not None)
     # where the step's time goes on the chosen chip and link: the two times Prediction 4 compares
-    serve_time_figure = figures.decode_time_figure(
-        serve_rows[serve_link.value], collectives.get_link(serve_link.value).short_name)
-    serve_figure = figures.decode_throughput_figure(
-        serve_rows, serve_link.value,
-        chosen=(f"{serve_now.n}-way", serve_now.n, serve_now.tokens_per_s)
-        if serve_now.fits else None)
+    serve_time_figure = figures.decode_time_figure(serve_rows[serve_link.value], serve_link.value)
+    serve_figure = figures.decode_throughput_figure(serve_rows, serve_link.value, serve_now)
     mo.vstack([serve_time_figure, serve_figure])
     return
 
@@ -943,16 +926,10 @@ def _(lab, serve_actual):
 
 
 @app.cell
-def _(
-    allreduce_prediction,
-    serve_prediction,
-    shard_fast_prediction,
-    shard_slow_prediction,
-):
+def _(tp_predictions):
     # the decode step's equations, the ring all-reduce's time among them (Prediction 1's
     # method), as the serving instrument shows them
-    mo.stop(INSTRUMENTS.gate("serving", allreduce_prediction, shard_slow_prediction,
-                             shard_fast_prediction, serve_prediction) is not None)
+    mo.stop(INSTRUMENTS.gate("serving", *tp_predictions) is not None)
     style.math_peek("a decode step sharded n ways", r"""
     Per GPU, with weights $W$, KV cache $K_v$ and $H_{kv}$ KV heads:
 
@@ -1056,6 +1033,19 @@ def _(get_train, lab):
 
 
 @app.cell
+def _(
+    allreduce_prediction,
+    shard_fast_prediction,
+    shard_slow_prediction,
+    train_prediction,
+):
+    # what Part 3's instruments wait for: Predictions 1 to 3 and 5, in the order asked
+    dp_predictions = (allreduce_prediction, shard_slow_prediction, shard_fast_prediction,
+                      train_prediction)
+    return (dp_predictions,)
+
+
+@app.cell
 def _():
     # the training cluster's own chip, links and algorithm, opening on the question's case
     train_device = style.dropdown_on(hardware.picker_options(), TRAIN_REF["device"],
@@ -1080,8 +1070,7 @@ def _():
                                                     "pass")
     train_nics = mo.ui.slider(steps=[1, 2, 4, 8], value=TRAIN_REF["nics_per_node"],
                               show_value=True, label="NICs per node (rails)")
-    # Laid out here, where the widgets are made: the panel that shows this names none, so a
-    # step re-runs only the cells that read a value.
+    # laid out where made, as Part 2's sliders are
     train_controls = mo.vstack([
         mo.hstack([train_device, train_link, train_nic, train_algorithm], justify="start",
                   wrap=True),
@@ -1103,9 +1092,7 @@ def _():
 
 @app.cell
 def _(
-    allreduce_prediction,
-    shard_fast_prediction,
-    shard_slow_prediction,
+    dp_predictions,
     train_algorithm,
     train_device,
     train_link,
@@ -1113,11 +1100,9 @@ def _(
     train_n,
     train_nic,
     train_nics,
-    train_prediction,
     train_tokens,
 ):
-    _wait = INSTRUMENTS.gate("training", allreduce_prediction, shard_slow_prediction,
-                             shard_fast_prediction, train_prediction)
+    _wait = INSTRUMENTS.gate("training", *dp_predictions)
     mo.stop(_wait is not None, _wait)
     training_open = True  # the panel below opens with this cell (one notice while closed)
     # The step both ways ({overlap: step}): the overlap switch is read only by the cards
@@ -1219,16 +1204,10 @@ def _(lab, train_actual_ms):
 
 
 @app.cell
-def _(
-    allreduce_prediction,
-    shard_fast_prediction,
-    shard_slow_prediction,
-    train_prediction,
-):
+def _(dp_predictions):
     # the Ring's seconds per byte across nodes, the critical batch and the overlap: what the
     # training instrument shows
-    mo.stop(INSTRUMENTS.gate("training", allreduce_prediction, shard_slow_prediction,
-                             shard_fast_prediction, train_prediction) is not None)
+    mo.stop(INSTRUMENTS.gate("training", *dp_predictions) is not None)
     style.math_peek("data parallelism across nodes: the all-reduce against the backward pass",
                     r"""
     Each of $n$ chips runs forward ($2PT$ FLOPs for $P$ parameters and $T$ tokens) and backward
@@ -1270,15 +1249,8 @@ def _(
 
 
 @app.cell
-def _(
-    allreduce_prediction,
-    serve_prediction,
-    shard_fast_prediction,
-    shard_slow_prediction,
-    train_prediction,
-):
-    _gate = style.takeaways_gate((allreduce_prediction, shard_slow_prediction,
-                                  shard_fast_prediction, serve_prediction, train_prediction))
+def _(tp_predictions, train_prediction):
+    _gate = style.takeaways_gate((*tp_predictions, train_prediction))
     mo.stop(_gate is not None, _gate)
     style.takeaways([
         "A ring collective costs steps × α plus bytes over the one-way bandwidth: an "

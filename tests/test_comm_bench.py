@@ -295,3 +295,24 @@ def test_cli_writes_json(tmp_path, no_leftovers, capsys):
     assert data["world_size"] == 2 and data["rows"] and "load_average_1min_at_start" in data
     printed = capsys.readouterr().out
     assert "bus bandwidth" in printed or "no fit" in printed
+
+
+def test_a_runs_ledger_payload_keeps_how_it_ran_and_each_fit_to_four_figures():
+    # all-reduce, n = 2: 2 ring steps, bus factor 2(n-1)/n = 1; alpha 12.3456 µs, 1.23456 GB/s
+    fit = comm_bench.AlphaBetaFit("all-reduce", 2, 12.3456e-6, 1.23456, 0.0123456,
+                                  sizes=(1e3, 1e4, 1e5), times=(1e-5, 2e-5, 1e-4))
+    run = comm_bench.CollectiveRun("gloo", 2, "cpu", "2.13.0", rows=[{"op": "all-reduce"}],
+                                   fits={"all-reduce": fit},
+                                   fit_errors={"all-gather": "too few sizes"},
+                                   elapsed_s=3.0, budget_s=8.0)
+    payload = run.ledger_payload()
+    assert payload["backend"] == "gloo" and payload["world_size"] == 2
+    assert payload["device"] == "cpu" and payload["torch"] == "2.13.0"
+    assert payload["fit_errors"] == {"all-gather": "too few sizes"}
+    (row,) = payload["fits"]
+    assert row["op"] == "all-reduce" and row["n"] == 2 and row["points"] == 3
+    assert row["alpha_us"] == 12.35 and row["alpha_step_us"] == 6.173
+    assert row["busbw_gbs"] == 1.235 and row["residual_pct"] == 1.235
+    # crossover = alpha / (1 / beta) = 12.3456e-6 s x 1.23456e9 B/s = 15,241 B
+    assert row["crossover_bytes"] == 15240.0
+    assert "rows" not in payload  # the rows stay in the download

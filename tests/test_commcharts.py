@@ -158,7 +158,8 @@ def test_block_figures_draw_the_blocks_roofs_and_its_times_against_the_batch():
 
 def test_decode_figures_leave_gaps_where_a_degree_does_not_fit():
     rows = sharding.tp_scaling("llama-3-70b", "h100-pcie", "pcie5-x16", batch=1, seq_len=8192)
-    time_fig = _valid(figures.decode_time_figure(rows, "PCIe Gen5"))
+    time_fig = _valid(figures.decode_time_figure(rows, "pcie5-x16"))
+    assert time_fig.layout.title.text.startswith("Time per decode step on PCIe Gen5 x16:")
     matmuls = _trace(time_fig, "matmuls: max(compute, HBM)")
     assert matmuls.y[0] is None  # 141 GB of bf16 weights do not fit one 80 GB card
     assert matmuls.y[1] == pytest.approx(max(rows[1].t_compute, rows[1].t_hbm) * 1e3)
@@ -166,11 +167,15 @@ def test_decode_figures_leave_gaps_where_a_degree_does_not_fit():
     by_link = {"pcie5-x16": rows,
                "ib-ndr": sharding.tp_scaling("llama-3-70b", "h100-pcie", "ib-ndr", batch=1,
                                              seq_len=8192)}
-    fig = _valid(figures.decode_throughput_figure(by_link, "pcie5-x16",
-                                                  chosen=("2-way", 2, rows[1].tokens_per_s)))
+    fig = _valid(figures.decode_throughput_figure(by_link, "pcie5-x16", rows[1]))
     assert [t.name for t in fig.data[:2]] == ["your link: PCIe Gen5 x16", "InfiniBand NDR"]
     assert [t.line.dash for t in fig.data[:2]] == ["solid", "dash"]
     assert list(fig.data[0].x) == [1, 2, 4, 8, 16]
+    marked = [d for d in fig.data if d.name == "2-way"]
+    assert len(marked) == 1 and list(marked[0].y) == [pytest.approx(rows[1].tokens_per_s)]
+    # a degree that does not fit (one 80 GB card for 141 GB of weights) is not marked
+    unfit = _valid(figures.decode_throughput_figure(by_link, "pcie5-x16", rows[0]))
+    assert len(unfit.data) == len(fig.data) - 1
 
 
 def test_dp_step_figure_adds_the_step_both_ways():

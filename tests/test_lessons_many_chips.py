@@ -206,3 +206,13 @@ def test_fit_cards_flag_a_poor_fit():
     good, bad = many_chips.fit_cards([fit, SimpleNamespace(**{**vars(fit), "residual": 0.3})])
     assert good.value == "20 µs · 12.3 GB/s" and good.kind == "ok"
     assert "residual 10%" in good.caption and bad.kind == "warn"
+
+
+def test_a_measurement_says_how_it_ran_and_which_run_stays_below():
+    from types import SimpleNamespace
+    run = SimpleNamespace(elapsed_s=7.6, device="cpu", torch_version="2.13.0", backend="gloo",
+                          world_size=4)
+    assert many_chips.measured_note("gloo between worker processes.", run) == (
+        "gloo between worker processes. Measured in 8 s (cpu, torch 2.13.0).")
+    assert many_chips.last_measurement_note(run) == (
+        "*Below: your last measurement (gloo, 4 workers, cpu).*")

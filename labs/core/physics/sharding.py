@@ -92,6 +92,10 @@ class ShardedMatmul:
     op: str  # the collective: "all-reduce" or "reduce-scatter"
     matmuls: int = 1  # matmuls per collective (1: one row-parallel matmul; see the docstring)
 
+    def at_tokens(self, tokens) -> "ShardedMatmul":
+        """The same sharded block at another batch of ``tokens`` (a batch sweep)."""
+        return _replace(self, tokens=positive_int("tokens", tokens))
+
     @property
     def bytes_per_element(self) -> float:
         return _precision.bytes_per_element(self.storage)

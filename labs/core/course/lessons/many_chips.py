@@ -17,7 +17,8 @@ from labs.core.ui import style
 
 __all__ = [
     "allreduce_derivation", "allreduce_model_note", "batch_range_text", "datasheet_cards",
-    "fit_cards", "native_link_note", "pair_error", "ring_cards", "serving_cards",
+    "fit_cards", "last_measurement_note", "measured_note", "native_link_note", "pair_error",
+    "ring_cards", "serving_cards",
     "serving_comparison_label", "serving_links", "serving_warning", "tp_case_heading",
     "serving_derivation", "tp_block_cards", "tp_shard_derivation", "training_cards",
     "training_derivation", "training_wait_note",
@@ -109,6 +110,19 @@ def ring_cards(link, n: int) -> list[style.Metric]:
                      units.format_bytes(lat / p.seconds_per_byte("all-reduce")),
                      "where the two terms are equal"),
     ]
+
+
+def measured_note(backend_message: str, run) -> str:
+    """How a collectives run went: its backend's message, the seconds it took, the device and
+    torch (``run``: a measured ``CollectiveRun``)."""
+    return (f"{backend_message} Measured in {run.elapsed_s:.0f} s ({run.device}, torch "
+            f"{run.torch_version}).")
+
+
+def last_measurement_note(run) -> str:
+    """Under a refused or failed press: the last good run stays below, and which it was."""
+    return (f"*Below: your last measurement ({run.backend}, {run.world_size} workers, "
+            f"{run.device}).*")
 
 
 def fit_cards(fits) -> list[style.Metric]:

@@ -222,6 +222,15 @@ class CollectiveRun:
     def fit_rows(self) -> list[dict]:
         return [f.as_row() for f in self.fits.values()]
 
+    def ledger_payload(self) -> dict:
+        """What the ledger keeps of a run: how it ran and each fit, floats to 4 significant
+        figures (the rows stay in the download)."""
+        return {"backend": self.backend, "world_size": self.world_size, "device": self.device,
+                "torch": self.torch_version,
+                "fits": [{k: float(f"{v:.4g}") if isinstance(v, float) else v
+                          for k, v in r.items()} for r in self.fit_rows()],
+                "fit_errors": self.fit_errors}
+
     def as_dict(self) -> dict:
         return {"backend": self.backend, "world_size": self.world_size, "device": self.device,
                 "torch": self.torch_version, "elapsed_s": self.elapsed_s,

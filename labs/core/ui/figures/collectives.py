@@ -337,10 +337,11 @@ def _out_of_memory_below(rows: Sequence) -> float:
     return min(fits) if fits else max(s.n for s in rows) * 1.3
 
 
-def decode_time_figure(rows: Sequence, link_name: str) -> go.Figure:
+def decode_time_figure(rows: Sequence, link) -> go.Figure:
     """Where a decode step's time goes at each tensor-parallel degree: the matmuls (the slower
     of compute and HBM) against the collectives. ``rows``: one
-    :func:`labs.core.physics.sharding.tp_scaling` on the link named ``link_name``."""
+    :func:`labs.core.physics.sharding.tp_scaling` on ``link`` (a link's key)."""
+    link_name = collectives.get_link(link).short_name
     return scaling_figure(
         [("matmuls: max(compute, HBM)", [max(s.t_compute, s.t_hbm) * 1e3 if s.fits else None
                                          for s in rows], "memory", "solid"),
@@ -352,10 +353,13 @@ def decode_time_figure(rows: Sequence, link_name: str) -> go.Figure:
         oom_below=_out_of_memory_below(rows))
 
 
-def decode_throughput_figure(rows_by_link: dict, your_link: str, chosen=None) -> go.Figure:
+def decode_throughput_figure(rows_by_link: dict, your_link: str, your_step=None) -> go.Figure:
     """Decode tokens/s (all users) against the tensor-parallel degree on each link of
     ``rows_by_link`` ({link key: :func:`labs.core.physics.sharding.tp_scaling` rows}), the
-    student's ``your_link`` named so; ``chosen``: (label, degree, tokens/s) marked."""
+    student's ``your_link`` named so; ``your_step`` (one of its rows), where it fits, marked
+    "<n>-way"."""
+    chosen = (f"{your_step.n}-way", your_step.n, your_step.tokens_per_s) if (
+        your_step is not None and your_step.fits) else None
     series = []
     for i, (key, rows) in enumerate(rows_by_link.items()):
         name = collectives.get_link(key).short_name
