@@ -245,6 +245,15 @@ def test_rooms_import_downward_only(wing):
     assert _cycles(rooms) == [], rooms
 
 
+def test_only_the_labs_import_the_lessons():
+    """A lesson module is one lab's prose (LABS_SPEC §1): no module of labs.core imports one,
+    so a lab's text never becomes another room's dependency."""
+    bad = [f"{name} line {line}: {imported}" for name, path in _modules()
+           if not name.startswith("labs.core.course.lessons")
+           for imported, line in _imports(path) if imported.startswith("labs.core.course.lessons")]
+    assert bad == [], bad
+
+
 @pytest.mark.parametrize("wing", ROOMED_WINGS)
 def test_wings_have_rooms_not_prefix_families(wing):
     """Modules of one concern live in a folder, not in a flat family of ``prefix_*.py`` files."""
