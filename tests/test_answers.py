@@ -162,3 +162,35 @@ def test_grading_imports_and_runs_without_marimo(tmp_path):
     assert out.returncode in (0, 1), out.stderr
     assert (tmp_path / "out" / "gradebook.csv").exists()
     assert (tmp_path / "out" / "feedback" / "ada.html").exists()
+
+
+# --- which reading grades: one rule for labs-grade and the lab's page --------------------------
+
+def _event(kind, payload, order=0):
+    return {"kind": kind, "payload": payload, "order": order}
+
+
+def test_a_number_is_graded_against_the_first_finite_reading():
+    first = _event("predict", {"value": 3.0})
+    later = [_event("observe", {"text": "x"}), _event("result", {"actual": None}),
+             _event("result", {"actual": "inf"}), _event("result", {"actual": float("nan")}),
+             _event("result", {"actual": True}), _event("result", {"actual": 2.0}, order=6),
+             _event("result", {"actual": 9.0})]
+    assert answers.graded_result(first, later)["order"] == 6
+    assert answers.graded_result(first, later[:5]) is None
+
+
+def test_a_choice_is_graded_against_the_first_reading_that_states_it():
+    first = _event("predict", {"value": "memory", "answer_type": "choice"})
+    later = [_event("result", {"note": "no reading"}), _event("result", {"correct": "yes"}),
+             _event("result", {"correct": False}, order=3), _event("result", {"actual": "x"})]
+    assert answers.graded_result(first, later)["order"] == 3
+    assert answers.graded_result(first, [_event("result", {"actual": None}, order=1)])[
+        "order"] == 1  # an actual stated, even null, judges a choice (it is not the value)
+
+
+@pytest.mark.parametrize("value, number", [(2, 2.0), (0.5, 0.5), (True, None), ("2", None),
+                                           (float("inf"), None), (10 ** 400, None),
+                                           (None, None)])
+def test_finite_number_keeps_only_what_a_ratio_can_use(value, number):
+    assert answers.finite_number(value) == number

@@ -666,6 +666,23 @@ def test_within_factor_is_false_where_no_ratio_exists(a, b, factor, inside):
     assert quiz.within_factor(a, b, factor) is inside
 
 
+def test_a_reading_no_ratio_can_use_is_skipped_by_the_page_as_by_the_grader(lab, env):
+    """A first reading that is not a finite number (an instrument that showed inf) cannot
+    grade: labs-grade judges the next one, and the page names that same reading."""
+    from labs.core import grading
+
+    lab.commit(quiz.Prediction("locklab.x", 3.0, units="×", confidence=3, reason="r",
+                               timestamp=ledger.utc_now()))
+    lab.record("result", "locklab.x", {"actual": "inf"})
+    lab.record("result", "locklab.x", {"actual": 2.0})
+    assert quiz.graded_reading(lab, "locklab.x")["actual"] == 2.0
+    config = grading.CourseConfig(configured=True, labs={
+        "locklab": grading.LabConfig("locklab", "locklab", items=["locklab.x"])})
+    book = grading.grade(grading.load_ledgers([env]), config)
+    item = next(i for i in book.grades[("ada", "locklab")].items if i.item_id == "locklab.x")
+    assert item.graded_actual == 2.0 and item.correct is True
+
+
 def test_a_later_reading_says_the_grade_uses_the_first_and_the_grader_agrees(lab, env):
     """The page never contradicts the grade: after a second, different reading the comparison
     says the grade uses the first one, and labs-grade judges the same first reading; a page

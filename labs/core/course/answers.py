@@ -25,6 +25,7 @@ Part of :mod:`labs.core.course` (``quiz`` re-exports these names for the labs).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -33,9 +34,9 @@ from typing import Any, Callable, Iterable
 from labs.core.physics import misconceptions
 from labs.core.physics.units import format_value
 
-__all__ = ["CONFIDENCE_LEVELS", "GRADE_TOLERANCE", "SPOT_ON_RATIO", "Prediction",
-           "first_prediction", "holds_value", "is_reasoned", "ratio_off", "ratio_verdict",
-           "verdict_kind", "within_factor", "with_units"]
+__all__ = ["CONFIDENCE_LEVELS", "GRADE_TOLERANCE", "SPOT_ON_RATIO", "finite_number",
+           "first_prediction", "graded_result", "holds_value", "is_reasoned", "Prediction",
+           "ratio_off", "ratio_verdict", "verdict_kind", "with_units", "within_factor"]
 
 #: The confidence a student may state, 1 (a guess) to 5 (sure).
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
@@ -136,6 +137,39 @@ def first_prediction(events: Iterable[Any], item_id: str | None = None) -> Any:
     for e in events:
         if _field(e, "kind") == "predict" and holds_value(_field(e, "payload")) and (
                 item_id is None or _field(e, "item_id") == item_id):
+            return e
+    return None
+
+
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite float, or None for what no ratio can use: a bool, text, None,
+    inf, nan, or an integer too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        v = float(value)
+    except OverflowError:  # an integer of hundreds of digits: no ratio means anything
+        return None
+    return v if math.isfinite(v) else None
+
+
+def graded_result(first: Any, later: Iterable[Any]) -> Any:
+    """The reading the prediction ``first`` is graded against: the first ``result`` event of
+    ``later`` (the events after it, in order) that can judge it. For a choice, one stating
+    ``correct`` (a bool) or an ``actual``; for a number, one whose ``actual`` is a finite
+    number. Later readings (a re-measurement) change nothing; None where none can judge.
+
+    The one rule: labs-grade grades against this event, and the lab's comparison says which
+    reading is graded with it (``quiz.graded_reading``)."""
+    choice = (_field(first, "payload") or {}).get("answer_type") == "choice"
+    for e in later:
+        if _field(e, "kind") != "result":
+            continue
+        payload = _field(e, "payload") or {}
+        if choice:
+            if isinstance(payload.get("correct"), bool) or "actual" in payload:
+                return e
+        elif finite_number(payload.get("actual")) is not None:
             return e
     return None
 

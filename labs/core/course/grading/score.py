@@ -26,7 +26,8 @@ from labs.core.course.grading.config import CourseConfig, LabConfig
 from labs.core.course.grading.ids import norm_id
 from labs.core.course.grading.instructor_csvs import Override
 from labs.core.course.grading.load import Batch, EventRecord, merge_events
-from labs.core.course.answers import first_prediction, is_reasoned, within_factor
+from labs.core.course.answers import (finite_number, first_prediction, graded_result,
+                                      is_reasoned, within_factor)
 
 __all__ = [
     "Gradebook", "ItemGrade", "LabGrade", "STALE_AFTER", "UNREADABLE", "answer_text", "empty_book",
@@ -134,44 +135,30 @@ def _is_correct(first: EventRecord, later: list[EventRecord], lab: LabConfig,
         ig.graded_actual, ig.graded_from = right, "answer"
         if choice or isinstance(right, str) or isinstance(value, (str, bool)):
             return value == right
-        p, a = _finite(value), _finite(right)
+        p, a = finite_number(value), finite_number(right)
         if p is None or a is None:
             return None
         return within_factor(p, a, tolerance)
-    for e in later:
-        if e.kind != "result":
-            continue
-        if choice:
-            if isinstance(e.payload.get("correct"), bool):
-                ig.graded_actual, ig.graded_from = e.payload.get("actual"), "result"
-                ig.graded_order = e.order
-                return e.payload["correct"]
-            if "actual" in e.payload:
-                ig.graded_actual, ig.graded_from = e.payload["actual"], "result"
-                ig.graded_order = e.order
-                return e.payload["actual"] == value
-            continue
-        p, a = _finite(value), _finite(e.payload.get("actual"))
-        if p is not None and a is not None:
-            ig.graded_actual, ig.graded_from, ig.graded_order = a, "result", e.order
-            return within_factor(p, a, tolerance)
-    return None
+    if not choice and finite_number(value) is None:
+        return None  # no number to compare: no reading judges it
+    e = graded_result(first, later)
+    if e is None:
+        return None
+    ig.graded_from, ig.graded_order = "result", e.order
+    if choice:
+        if isinstance(e.payload.get("correct"), bool):
+            ig.graded_actual = e.payload.get("actual")
+            return e.payload["correct"]
+        ig.graded_actual = e.payload["actual"]
+        return e.payload["actual"] == value
+    ig.graded_actual = a = finite_number(e.payload.get("actual"))
+    return within_factor(finite_number(value), a, tolerance)
 
 
 def explanation_length(text: str) -> int:
     """An explanation's length for ``min_explain_chars``: its characters that are not
     whitespace (padding with spaces or blank lines earns nothing)."""
     return len("".join(text.split()))  # split() drops exactly what str.isspace() calls space
-
-
-def _finite(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        v = float(v)
-    except OverflowError:  # an integer of hundreds of digits: no ratio means anything
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _order_problems(events: list[EventRecord]) -> list[str]:

@@ -13,13 +13,13 @@ from typing import Any, Callable
 import marimo as mo
 
 from labs.core.course import ledger as _ledger
+from labs.core.course.answers import first_prediction, graded_result
 from labs.core.course.quiz.lock import PredictionForm, gate_notice
 from labs.core.physics.units import format_value
 from labs.core.course.quiz.prediction import (
     Prediction,
     with_units,
     distinct_texts,
-    holds_value,
     parse_number,
     ratio_off,
     ratio_verdict,
@@ -106,20 +106,18 @@ def recorded_comparison(lab: LabSession, prediction: Prediction, *, units: str =
 
 
 def graded_reading(lab: LabSession, item_id: str) -> dict | None:
-    """The reading of ``item_id``'s instrument the grader judges the prediction against: the
-    first ``result`` event after the first prediction that holds an actual value, as
-    ``{"actual": ..., "ts": ...}``; None before there is one (labs-grade's rule, in
-    :mod:`labs.core.course.grading.score`)."""
-    seen_prediction = False
-    for event in lab.events(item_id):
-        kind = event.get("kind")
-        if kind == "predict" and holds_value(event.get("payload")):
-            seen_prediction = True
-        elif kind == "result" and seen_prediction:
-            payload = event.get("payload") or {}
-            if payload.get("actual") is not None:
-                return {"actual": payload["actual"], "ts": str(event.get("ts", ""))}
-    return None
+    """The reading of ``item_id``'s instrument the grader judges the prediction against
+    (``answers.graded_result``, labs-grade's one rule), as ``{"actual": ..., "ts": ...}``;
+    None before there is one."""
+    events = lab.events(item_id)
+    first = first_prediction(events)
+    if first is None:
+        return None
+    result = graded_result(first, events[events.index(first) + 1:])
+    if result is None:
+        return None
+    return {"actual": result["payload"]["actual"] if "actual" in result["payload"] else None,
+            "ts": str(result.get("ts", ""))}
 
 
 def _jsonable(value: Any) -> Any:
