@@ -245,6 +245,47 @@ def test_rooms_import_downward_only(wing):
     assert _cycles(rooms) == [], rooms
 
 
+def _course_room_table() -> dict[str, set[str]]:
+    """The course wing's map (``labs/core/course/__init__.py``): room -> the rooms its last
+    column says it imports, rows in the table's order."""
+    import labs.core.course as course
+
+    lines = course.__doc__.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("=====")]
+    last_column = lines[rules[0]].rindex(" ") + 1
+    table: dict[str, set[str]] = {}
+    room = None
+    for line in lines[rules[1] + 1:rules[2]]:
+        if line.startswith("``"):
+            room = line.split("``")[1]
+            table[room] = set()
+        cell = line[last_column:].strip()
+        if room and cell and cell != "(none)":
+            table[room] |= {name.strip() for name in cell.split(",") if name.strip()}
+    return table
+
+
+def test_the_course_map_lists_what_each_room_imports_in_order():
+    """The course wing's table is true: each room imports exactly the rooms its row names, and
+    only rooms above it (read a room's row and you know what it may touch)."""
+    table = _course_room_table()
+    actual: dict[str, set[str]] = {}
+    for module, targets in _core_graph().items():
+        src = _room(module, "course")
+        if src is not None:
+            actual.setdefault(src, set()).update(
+                d for d in (_room(t, "course") for t in targets) if d and d != src)
+    assert set(table) == set(actual), ("rooms missing from the map or gone from the code: "
+                                       f"{sorted(set(table) ^ set(actual))}")
+    wrong = {room: (sorted(table[room]), sorted(actual[room])) for room in table
+             if table[room] != actual[room]}
+    assert not wrong, f"room: (the map says, the code imports): {wrong}"
+    order = list(table)
+    upward = [(room, dep) for room in order for dep in table[room]
+              if order.index(dep) > order.index(room)]
+    assert not upward, f"a room imports one below it in the map: {upward}"
+
+
 def test_only_the_labs_import_the_lessons():
     """A lesson module is one lab's prose (LABS_SPEC §1): no module of labs.core imports one,
     so a lab's text never becomes another room's dependency."""

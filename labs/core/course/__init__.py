@@ -17,9 +17,15 @@ room            what it holds                                                   
                 merge, cli
 ``classroom``   the class dashboard's data and figures, and generated classes        answers, grading,
                 (``synth``; ``canvas_class``: a class as Canvas hands it over)       ledger, catalogue
-``export``      publishing the labs as a site (index, lab, inspection, offline,      (none)
+``export``      publishing the labs as a site (index, lab, inspection, offline,      catalogue
                 wasm, site)
-``launcher``    the ``roofline-labs`` command (a module, not a room)                 ledger, export
+``lessons``     each lab's prose builders: text, derivations, cards and tables       quiz
+                assembled from computed numbers (one module per lab; only the
+                labs import them)
+``install``     the commands that install the live extra (torch) for this machine    (none)
+                (a module, not a room)
+``launcher``    the ``roofline-labs`` command (a module, not a room)                 export, install,
+                                                                                     ledger
 ==============  ===================================================================  ==============
 
 Imports go down this table only: a room never imports one that imports it back

@@ -9,7 +9,8 @@ reads ``_cards = many_chips.datasheet_cards(device, link)`` instead of thirty li
 f-strings. Physics stays in ``labs.core.physics`` (a derivation is a physics function returning
 the value and the arithmetic that gives it); a component two labs use lives in ``ui``.
 
-One module per lab, named by its topic, imported by its full name from the lab's setup cell
+One module per lab that has such text (Lab 2, short enough, has none), named by its topic,
+imported by its full name from the lab's setup cell
 (``from labs.core.course.lessons import many_chips``):
 
 * ``memory_wall`` (Lab 1), ``precision_rho`` (Lab 3), ``kernel_fusion`` (Lab 4),
