@@ -314,13 +314,15 @@ def test_every_notebook_names_the_labs_style_sheet_beside_it():
     # the sheet makes the forms' messages readable in both themes (tests/browser/
     # test_inputs_browser.py measures it); the launcher and the WebAssembly export take it
     # along with a lab (export.index.LAB_STYLE_SHEET)
-    from labs.core.course.export.index import DEFAULT_LABS_DIR, LAB_STYLE_SHEET, app_css_file
+    from labs.core import catalogue
+    from labs.core.course.export.index import DEFAULT_LABS_DIR, LAB_STYLE_SHEET
 
     notebooks = [p for p in sorted(DEFAULT_LABS_DIR.glob("*.py"))
                  if "marimo.App(" in p.read_text(encoding="utf-8")]  # labs, dashboard, gallery
     assert len(notebooks) >= 9
     for notebook in notebooks:
-        assert app_css_file(notebook) == LAB_STYLE_SHEET, notebook.name
+        tree = ast.parse(notebook.read_text(encoding="utf-8"))
+        assert catalogue.read_header(tree).get("css_file") == LAB_STYLE_SHEET, notebook.name
     assert ".text-error" in (DEFAULT_LABS_DIR / LAB_STYLE_SHEET).read_text(encoding="utf-8")
 
 

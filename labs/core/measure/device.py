@@ -135,7 +135,7 @@ class DeviceInfo:
 
 def torch_commands(python: str | None = None) -> dict[str, str]:
     """The commands that install PyTorch into ``python`` (default: this one), by what they
-    fetch; the same as ``launcher.torch_commands`` (measure may not import course; a test
+    fetch; the same as ``course.install.torch_commands`` (measure may not import course; a test
     checks that the two agree):
 
     * ``"cpu"``: PyTorch's CPU build (about 200 MB) from PyTorch's own package index, through

@@ -170,7 +170,8 @@ def read_header(tree: ast.Module, reader: Reader | None = None) -> dict[str, Any
     """What a lab's header says, from its source: the arguments of its ``style.lab_header(title,
     subtitle, goals=[...], minutes=N, reading=[...])`` call by :data:`HEADER_ARGS` name, those
     the catalogue's reader can read (the others are absent). A ``LAB_META = {...}`` constant's
-    keys take precedence. Never raises."""
+    keys take precedence. ``css_file``: the style sheet ``marimo.App(css_file=...)`` names.
+    Never raises."""
     reader = reader or Reader(tree)
     found: dict[str, Any] = {}
     header = _header_call(tree)
@@ -189,7 +190,21 @@ def read_header(tree: ast.Module, reader: Reader | None = None) -> dict[str, Any
         meta = None
     if isinstance(meta, dict):
         found.update({k: v for k, v in meta.items() if v is not None})
+    css_file = _app_css_file(tree)
+    if css_file is not None:
+        found["css_file"] = css_file
     return found
+
+
+def _app_css_file(tree: ast.Module) -> str | None:
+    """The ``css_file`` that ``app = marimo.App(...)`` names, if a literal."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func) == "marimo.App"):
+            for kw in node.value.keywords:
+                if kw.arg == "css_file" and isinstance(kw.value, ast.Constant):
+                    return str(kw.value.value)
+    return None
 
 
 def read_lab(path: str | Path) -> LabEntry:

@@ -20,7 +20,7 @@ import labs
 from labs.core.course.catalogue import read_header
 
 __all__ = [
-    "DEFAULT_LABS_DIR", "LAB_GLOB", "LAB_STYLE_SHEET", "LabMeta", "REPO_ROOT", "app_css_file",
+    "DEFAULT_LABS_DIR", "LAB_GLOB", "LAB_STYLE_SHEET", "LabMeta", "REPO_ROOT",
     "copy_style_sheet", "discover_labs", "read_lab_meta", "render_index"
 ]
 
@@ -64,20 +64,6 @@ def discover_labs(labs_dir: str | os.PathLike = DEFAULT_LABS_DIR,
     return found
 
 
-def app_css_file(notebook: str | os.PathLike | ast.Module) -> str | None:
-    """The ``css_file`` that ``app = marimo.App(...)`` names in ``notebook`` (a path or its
-    parsed source), if a literal."""
-    tree = notebook if isinstance(notebook, ast.Module) else ast.parse(
-        Path(notebook).read_text(encoding="utf-8"))
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and ast.unparse(node.value.func) == "marimo.App"):
-            for kw in node.value.keywords:
-                if kw.arg == "css_file" and isinstance(kw.value, ast.Constant):
-                    return str(kw.value.value)
-    return None
-
-
 def copy_style_sheet(labs_dir: Path, folder: Path) -> bool:
     """Copy the labs' style sheet (:data:`LAB_STYLE_SHEET`) from ``labs_dir`` into ``folder``,
     where copies of the labs go; False when ``labs_dir`` has none."""
@@ -116,7 +102,7 @@ def read_lab_meta(path: str | os.PathLike) -> LabMeta:
     if not (isinstance(minutes, (int, float)) and not isinstance(minutes, bool) and minutes > 0):
         minutes = None
         warnings.append("no literal estimated minutes in style.lab_header(minutes=N)")
-    sheet = app_css_file(tree)
+    sheet = found.get("css_file")
     if sheet and not (path.parent / sheet).is_file():
         warnings.append(f"its style sheet {sheet} (css_file) is not beside it: the page is "
                         "drawn without it (form messages hard to read in the dark theme)")
