@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Sequence
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-AREAS = ("physics", "quiz", "export", "grading")
+AREAS = ("physics", "quiz", "export", "grading", "lessons")
 #: What the copy leaves out: version control, caches, build and test outputs.
 IGNORED = (".git", "__pycache__", ".pytest_cache", ".hypothesis", "artifacts", "site",
            "*.egg-info", "__marimo__", ".venv", "venv", "build", "dist")
