@@ -293,6 +293,20 @@ def test_link_intensity_crosses_the_link_ridge_at_the_critical_shard(n, k_shard,
         assert (tt.t_link > tt.t_compute) == (k_shard < crit)
 
 
+def test_a_batch_sweep_moves_the_tokens_and_nothing_else():
+    mm = sharding.sharded_matmul(16, 8192, 8192, 8, "bf16")
+    big = mm.at_tokens(64)
+    # 64 tokens: 2 x 64 x 8192 x 8192 / 8 FLOPs per GPU, a 64 x 8192 x 2 B partial output,
+    # x 64 x 1024 and y 64 x 8192 elements around the same 1024 x 8192 weight slice
+    assert big.tokens == 64 and big.flops == 2 * 64 * 8192 * 8192 / 8
+    assert big.message_bytes == 64 * 8192 * 2
+    assert big.hbm_bytes == 2 * (64 * 1024 + 1024 * 8192 + 64 * 8192)
+    assert (big.k, big.n_out, big.n, big.storage, big.op) == (8192, 8192, 8, "bf16", "all-reduce")
+    assert mm.tokens == 16  # the block swept from is unchanged
+    with pytest.raises(ValueError, match="tokens"):
+        mm.at_tokens(0)
+
+
 def test_sharded_matmul_counts_per_chip_flops_and_bytes():
     mm = sharding.sharded_matmul(16, 8192, 8192, 8, "bf16")
     assert mm.flops == 2 * 16 * 8192 * 8192 / 8

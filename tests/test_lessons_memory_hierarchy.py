@@ -100,6 +100,9 @@ def test_binding_explanation_of_the_naive_a100_gemm_states_the_hand_derived_numb
     # scalar code: the fp32 FMA vector ceiling, 19.5 TFLOP/s on the A100 (datasheet)
     assert "(19.5 TFLOP/s), not the 312 TFLOP/s tensor-core peak" in text
     assert "The lowest roof binds: L1 / shared memory" in text
+    # L1: 128 B per clock x 108 SMs x 1.41 GHz = 19.5 TB/s; its roof 0.5 x 19.5 = 9.7 TFLOP/s,
+    # 9.75 / 312 = 3% of the tensor-core peak (of the 19.5 TFLOP/s vector ceiling it is 50%)
+    assert "at most 9.7 TFLOP/s, 3% of the tensor-core peak" in text
 
 
 def test_level_cards_colour_the_binding_level_and_end_with_what_binds():

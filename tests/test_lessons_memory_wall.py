@@ -128,6 +128,8 @@ def test_crossover_texts_give_n_star_as_one_and_a_half_b_times_the_ridge():
 
 def test_crossover_examples_give_each_precision_and_slip():
     text = memory_wall.crossover_examples(H100)
+    # the bf16 line states the bf16 ridge: 989.5e12 / 3.35e12 = 295.4 (fp8's would be 591)
+    assert "bf16 dense π = 989.5 TFLOP/s, β =\n3,350 GB/s, ridge = 295\nFLOP/B, N* = 886." in text
     assert "N* = 886. In fp8" in text and "b halves: N* = 886." in text  # 1.5 x 1 x 590.7
     assert "ridge 20 FLOP/B, b = 4):\nN* = 120." in text  # 1.5 x 4 x 67 / 3.35
     assert "N* = 591; the" in text  # C forgotten: 2 x 2 x 295.4 / 2

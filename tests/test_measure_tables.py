@@ -16,6 +16,9 @@ def test_a_range_collapses_when_attempts_agree_to_the_digits_shown():
     assert tables.value_range([1.001, 1.002], ".3g") == "1"
     assert tables.value_range([1.0, 2.5, None, float("nan")], ".3g") == "1–2.5"
     assert tables.value_range([None], ".3g") == "—"
+    # a failed attempt (NaN, inf) is no figure, wherever it comes in the attempts
+    assert tables.value_range([float("nan"), 1.0, 2.5], ".3g") == "1–2.5"
+    assert tables.value_range([float("inf"), float("nan")], ".3g") == "—"
 
 
 def test_table_numbers_keep_four_figures_and_separate_thousands():

@@ -259,6 +259,18 @@ def test_require_fits_names_needed_and_available_memory():
         roofline.require_fits(0, H100)
 
 
+def test_a_reading_is_judged_against_its_own_precisions_ridge():
+    # 30% of the bf16 peak at 90% of the bandwidth: 296.85 TFLOP/s over 3,015 GB/s = 98.5
+    # FLOP/B, below the bf16 ridge of 989.5 / 3.35 = 295.4 (above fp32's 67 / 3.35 = 20)
+    reading = utilization.reading(0.3, 0.9, H100, "bf16")
+    assert reading["ai"] == pytest.approx(296.85e12 / 3015e9)
+    assert reading["regime"] == roofline.MEMORY
+    assert reading["of_roof"] == pytest.approx(0.9)  # memory-bound: its bandwidth utilisation
+    assert reading["flop_util_bound"] == pytest.approx(296.85e12 / 3015e9 * 3.35 / 989.5)
+    # 90% of the bandwidth at 90% of the bf16 peak: AI 295.4 x 0.9 / 0.9, at the ridge
+    assert utilization.reading(0.9, 0.9, H100, "bf16")["regime"] == roofline.COMPUTE
+
+
 def test_yardsticks_for_3pct_mfu_at_90pct_bandwidth():
     tflops, gbs = 0.03 * 989.5, 0.9 * 3350  # 29.685 TFLOP/s, 3015 GB/s
     ai = utilization.implied_ai(tflops, gbs)

@@ -1,4 +1,5 @@
-"""Hand-written mutations for the physics, quiz and export areas (run_mutations.py runs them).
+"""Hand-written mutations for the physics, quiz, export and lessons areas (run_mutations.py runs
+them).
 
 Each is a plausible mistake someone could make while editing the code: a factor of 2 in bytes,
 K for N, ``<=`` for ``<``, the sparse peak, a dropped term, a missing escape, reveal parsed too
@@ -6,6 +7,13 @@ loosely. ``original`` must occur exactly once in ``file``; when the code moves o
 snippet (``--list`` names the stale ones). ``tests`` are the pytest arguments that should
 catch the mistake: the module's own tests, kept small enough to run in seconds.
 Grading's mutations are in mutations_grading.py.
+
+The physics area also holds the measurement tables' and the figure builders' mistakes
+(``measure/tables.py``, ``CollectiveRun.ledger_payload``, ``ui/figures``): each is a number
+computed from physics and checked by a fast module test, as physics' are, and too few for an
+area of their own (an area holds at least 15). The lessons area is the course wing's lesson
+modules (``labs/core/course/lessons/``): the sentences, cards and rows a lab assembles from
+computed numbers, each checked by its ``tests/test_lessons_<topic>.py``.
 """
 
 from run_mutations import Mutation as M
@@ -94,6 +102,74 @@ PHYSICS = [
       'return (2 if o == "all-reduce" else 1) * (k - 1) / k',
       "return (k - 1) / k", "tests/test_collectives.py",
       "an all-reduce's ring traffic counted as 1 pass instead of 2 (reduce-scatter + all-gather)"),
+    # utilization.py: what a profiler's utilisations say
+    M("physics.bandwidth-utilization-inverted", "labs/core/physics/utilization.py",
+      'return non_negative("achieved_gbs", achieved_gbs) / hardware.get(hw).bandwidth_gbs',
+      'return hardware.get(hw).bandwidth_gbs / non_negative("achieved_gbs", achieved_gbs)',
+      "tests/test_roofline.py", "bandwidth utilisation computed spec / achieved, not achieved / spec"),
+    M("physics.implied-ai-no-unit-conversion", "labs/core/physics/utilization.py",
+      'return positive("achieved_tflops", achieved_tflops) * 1e3 / positive(',
+      'return positive("achieved_tflops", achieved_tflops) / positive(',
+      "tests/test_roofline.py", "implied AI = TFLOP/s / GB/s without the 1e3 between the units"),
+    M("physics.fraction-of-roof-against-peak", "labs/core/physics/utilization.py",
+      'achieved_tflops) / float(\n        roofline.attainable_tflops(positive("ai", ai), hw, precision))',
+      "achieved_tflops) / float(\n        roofline.peak_tflops(hw, precision))", "tests/test_roofline.py",
+      "the fraction of the roof held against the flat peak, not the roof at the kernel's AI"),
+    M("physics.reading-regime-fp32-ridge", "labs/core/physics/utilization.py",
+      '"regime": roofline.regime(ai, d, precision),', '"regime": roofline.regime(ai, d, "fp32"),',
+      "tests/test_roofline.py tests/test_lessons_memory_wall.py",
+      "a profiler's reading judged against the fp32 ridge whatever precision it ran in"),
+    # units, sharding, hierarchy
+    M("physics.format-bandwidth-binary-tb", "labs/core/physics/units.py",
+      'return f"{format_value(v / 1e3)} TB/s" if abs(v) >= 1e3',
+      'return f"{format_value(v / 1024)} TB/s" if abs(v) >= 1e3', "tests/test_units.py",
+      "a bandwidth in GB/s turned into TB/s by 1,024 (a binary TB), not 1,000"),
+    M("physics.at-tokens-keeps-the-old-batch", "labs/core/physics/sharding.py",
+      'return _replace(self, tokens=positive_int("tokens", tokens))',
+      'return _replace(self, tokens=positive_int("tokens", self.tokens))',
+      "tests/test_collectives.py",
+      "a batch sweep's sharded block keeps its first batch at every point (at_tokens)"),
+    M("physics.sized-flash-tile-not-capped", "labs/core/physics/hierarchy/_kernels.py",
+      "        tile = min(block, n)\n", "        tile = block\n", "tests/test_hierarchy.py",
+      "a flash-attention tile larger than the sequence it tiles (kernel_at_size)"),
+    M("physics.library-gemm-multicast-ignored", "labs/core/physics/hierarchy/_kernels.py",
+      "cluster = sch.cluster if multicast else 1", "cluster = sch.cluster",
+      "tests/test_hierarchy.py", "library_gemm_kernel(multicast=False) still shares B in clusters"),
+    M("physics.measured-machine-bandwidths-ignored", "labs/core/physics/hierarchy/_levels.py",
+      "        return with_bandwidths(gpu_hierarchy(registry_key, precision),\n"
+      "                               {p.name: p.bandwidth_gbs for p in plateaus})",
+      "        return gpu_hierarchy(registry_key, precision)", "tests/test_hierarchy.py",
+      "a registry GPU's measured staircase dropped: its spec-sheet levels shown as measured"),
+    # the measurement tables and a comm run's ledger record
+    M("physics.table-range-never-collapses", "labs/core/measure/tables.py",
+      "    return lo if lo == hi else f\"{lo}–{hi}\"\n", "    return f\"{lo}–{hi}\"\n",
+      "tests/test_measure_tables.py",
+      "attempts that agree to the digits shown still printed as a range '1–1'"),
+    M("physics.table-range-keeps-nan", "labs/core/measure/tables.py",
+      "vals = [v for v in values if v is not None and math.isfinite(v)]",
+      "vals = [v for v in values if v is not None]", "tests/test_measure_tables.py",
+      "a failed attempt's NaN kept in a table's min-max range"),
+    M("physics.signed-percent-a-fraction", "labs/core/measure/tables.py",
+      'units.format_value(fraction * 100, "+.1f")', 'units.format_value(fraction, "+.1f")',
+      "tests/test_measure_tables.py", "a signed percent written as the fraction ('+0.0%')"),
+    M("physics.ledger-fits-four-decimals", "labs/core/measure/comm/bench.py",
+      '"fits": [{k: float(f"{v:.4g}") if isinstance(v, float) else v',
+      '"fits": [{k: round(v, 4) if isinstance(v, float) else v',
+      "tests/test_comm_bench.py -k ledger_payload",
+      "a comm run's fits kept to 4 decimals in the ledger, not 4 significant figures"),
+    # figure builders
+    M("physics.dp-step-overlap-adds-everything", "labs/core/ui/figures/collectives.py",
+      "[s.t_fwd + max(s.t_bwd, s.t_comm) for s in steps]",
+      "[s.t_fwd + s.t_bwd + s.t_comm for s in steps]", "tests/test_commcharts.py",
+      "the overlapped data-parallel step drawn as the sum, no overlap"),
+    M("physics.decode-time-faster-roof", "labs/core/ui/figures/collectives.py",
+      "[max(s.t_compute, s.t_hbm) * 1e3 if s.fits else None",
+      "[min(s.t_compute, s.t_hbm) * 1e3 if s.fits else None", "tests/test_commcharts.py",
+      "a decode step's matmuls drawn at the faster of compute and HBM"),
+    M("physics.ring-figure-achievable-at-ideal", "labs/core/ui/figures/collectives.py",
+      "mine = collectives.collective_path(achievable_link, n, achievable=True)",
+      "mine = collectives.collective_path(achievable_link, n)", "tests/test_commcharts.py",
+      "the ring figure's achievable line drawn at the ideal one-way rate"),
 ]
 
 ANSWERS = "labs/core/course/answers.py"  # the answer rules (lock, ledger, grader share them)
@@ -271,4 +347,84 @@ EXPORT = [
       "the WebAssembly copy imports short names the bundler cannot follow"),
 ]
 
-MUTATIONS = [*PHYSICS, *QUIZ, *EXPORT]
+L = "labs/core/course/lessons/"
+WALL = "tests/test_lessons_memory_wall.py"
+RHO = "tests/test_lessons_precision_rho.py"
+FUSION = "tests/test_lessons_kernel_fusion.py"
+HIER = "tests/test_lessons_memory_hierarchy.py"
+CHIPS = "tests/test_lessons_many_chips.py"
+MODEL = "tests/test_lessons_your_model.py"
+
+LESSONS = [
+    # Lab 1, memory_wall
+    M("lessons.yardstick-side-swapped", L + "memory_wall.py",
+      'side = "below" if reading["regime"] == roofline.MEMORY else "above"',
+      'side = "above" if reading["regime"] == roofline.MEMORY else "below"', WALL,
+      "a memory-bound kernel's AI said to sit above the ridge"),
+    M("lessons.footprint-gib-read-as-gb", L + "memory_wall.py",
+      "share = cost.bytes / hardware.get(device).memory_bytes",
+      "share = cost.bytes / (hardware.get(device).memory_nominal * 1e9)", WALL,
+      "a GEMM's footprint held against 80 GiB read as 80 GB"),
+    M("lessons.flop-util-bound-as-fraction", L + "memory_wall.py",
+      'style.Metric("FLOP-utilisation bound", _percent(numbers["flop_util_bound"]),',
+      'style.Metric("FLOP-utilisation bound", f"{units.format_value(numbers[\'flop_util_bound\'])}%",',
+      WALL, "the FLOP-utilisation bound's fraction shown with a % sign (0.054%)"),
+    M("lessons.crossover-example-fp8-ridge", L + "memory_wall.py",
+      'f"{units.format_value(roofline.ridge_point(d, \'bf16\'))}\\n"',
+      'f"{units.format_value(roofline.ridge_point(d, \'fp8\'))}\\n"', WALL,
+      "the N* worked example's bf16 line states the fp8 ridge"),
+    # Lab 2, precision_rho
+    M("lessons.error-sign-flipped", L + "precision_rho.py",
+      'return "—" if value is None else f"{value:+.0f} %"',
+      'return "—" if value is None else f"{-value:+.0f} %"', RHO,
+      "a measured time above its prediction shown as a negative error"),
+    M("lessons.naive-ratio-inverted", L + "precision_rho.py",
+      "f\"{kai.traffic_gbs / kai.naive_gbs:.0f}× more",
+      "f\"{kai.naive_gbs / kai.traffic_gbs:.0f}× more", RHO,
+      "the naive bandwidth's shortfall stated the wrong way up (0× more)"),
+    M("lessons.bits-of-the-math-not-storage", L + "precision_rho.py",
+      '"bits/weight": f"{precision.bits(q.storage):g}"',
+      '"bits/weight": f"{precision.bits(q.compute):g}"', RHO,
+      "a format's bits per weight taken from its math precision (NVFP4's scales lost)"),
+    # Lab 4, kernel_fusion
+    M("lessons.tiny-speedup-inverted", L + "kernel_fusion.py",
+      "{unfused.seconds / fused.seconds:.1f}× ", "{fused.seconds / unfused.seconds:.1f}× ", FUSION,
+      "fusion's speedup on a tiny tensor written fused / unfused (0.2× faster)"),
+    M("lessons.oom-scores-in-gib", L + "kernel_fusion.py",
+      "f\"{scores / 1e9:.1f} GB, plus", "f\"{scores / 2**30:.1f} GB, plus", FUSION,
+      "the score matrix's bytes divided by 2^30 and called GB"),
+    # Lab 5, memory_hierarchy
+    M("lessons.shrink-ratio-inverted", L + "memory_hierarchy.py",
+      "{big_s / small_s:.1f}×, not", "{small_s / big_s:.1f}×, not", HIER,
+      "the time ratio of the two calls stated small / big"),
+    M("lessons.cache-sizes-decimal", L + "memory_hierarchy.py",
+      "    return units.format_bytes(n_bytes, binary=True)\n",
+      "    return units.format_bytes(n_bytes)\n", HIER,
+      "a power-of-two working set written in decimal units (1 MiB as 1.05 MB)"),
+    M("lessons.binding-share-of-vector-ceiling", L + "memory_hierarchy.py",
+      "{point.attainable_tflops / h.peak_tflops:.0%} of the tensor-core peak",
+      "{point.attainable_tflops / point.ceiling_tflops:.0%} of the tensor-core peak", HIER,
+      "the naive GEMM's share 'of the tensor-core peak' taken of the vector ceiling"),
+    # Lab 6, many_chips
+    M("lessons.ring-card-both-directions", L + "many_chips.py",
+      'style.Metric("Link, one way", f"{approx}{units.format_value(lk.one_way_gbs)} GB/s",',
+      'style.Metric("Link, one way", f"{approx}{units.format_value(2 * lk.one_way_gbs)} GB/s",',
+      CHIPS, "the link's one-way card shows the headline of both directions"),
+    M("lessons.critical-slice-n-for-n-minus-1", L + "many_chips.py",
+      'f"F/n = {n - 1}/{n} × 2 B', 'f"F/n = {n}/{n} × 2 B', CHIPS,
+      "the critical slice's ring factor written n/n for (n-1)/n"),
+    # Lab 7, your_model
+    M("lessons.memory-share-bf16-ridge", L + "your_model.py",
+      "{d.peak_tflops('fp32') * 1e3 / d.bandwidth_gbs:.0f} FLOP/B), so all",
+      "{d.peak_tflops('bf16') * 1e3 / d.bandwidth_gbs:.0f} FLOP/B), so all", MODEL,
+      "the fp32 decode step held against the bf16 ridge"),
+    M("lessons.best-predicted-is-the-worst", L + "your_model.py",
+      "    ref = min(ratios, key=ratios.get)\n", "    ref = max(ratios, key=ratios.get)\n",
+      MODEL, "the type closest to its bound named from the largest ratio, not the smallest"),
+    M("lessons.embedding-table-bits", L + "your_model.py",
+      "table = c.vocab * c.d_model * 4  # the fp32 embedding table",
+      "table = c.vocab * c.d_model * 32  # the fp32 embedding table", MODEL,
+      "the fp32 embedding table counted at 32 bytes an element (bits for bytes)"),
+]
+
+MUTATIONS = [*PHYSICS, *QUIZ, *EXPORT, *LESSONS]

@@ -2,8 +2,8 @@
 
 Each mutation (``mutations.py``; grading's in ``mutations_grading.py``) is one hand-written,
 plausible mistake: a file, an exact snippet of it, the snippet as the mistake would leave it,
-the area it belongs to (physics, quiz, export, grading) and the tests that should catch it.
-For each, this script writes the mistake into a *temporary copy* of the repository, runs the
+the area it belongs to (physics, quiz, export, grading, lessons: the course's lesson modules)
+and the tests that should catch it. For each, this script writes the mistake into a *temporary copy* of the repository, runs the
 listed tests there (``python -m pytest -x``, one process), and records:
 
 * ``killed``: the tests failed (or errored, or hung past ``--timeout``) with the mistake in;
@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Sequence
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-AREAS = ("physics", "quiz", "export", "grading")
+AREAS = ("physics", "quiz", "export", "grading", "lessons")
 #: What the copy leaves out: version control, caches, build and test outputs.
 IGNORED = (".git", "__pycache__", ".pytest_cache", ".hypothesis", "artifacts", "site",
            "*.egg-info", "__marimo__", ".venv", "venv", "build", "dist")
