@@ -424,6 +424,76 @@ def test_no_module_imports_another_modules_private_name():
     assert bad == [], "make the name public (drop its underscore) or the module private:\n" + "\n".join(bad)
 
 
+def labs_module_names(tree: ast.Module) -> dict[str, str]:
+    """{name: labs module} for each name an import in ``tree`` binds to a labs module or package:
+    ``import labs.core.physics.roofline`` binds ``labs``; ``from labs.core import roofline`` and
+    ``from labs.core.physics import units as _units`` bind the last name (or the alias)."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "labs":
+                    bound[a.asname or "labs"] = a.name if a.asname else "labs"
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                if _is_labs_module(f"{node.module}.{a.name}"):
+                    bound[a.asname or a.name] = f"{node.module}.{a.name}"
+    return bound
+
+
+def private_attribute_uses(path: Path) -> list[tuple[int, str]]:
+    """(line, ``name._x``) for each private attribute read through a name bound to a labs module:
+    ``roofline._ai`` after ``from labs.core import roofline``, ``labs.core.physics.roofline._ai``
+    after ``import labs.core.physics.roofline``. The same boundary as ``from ... import _x``,
+    crossed the other way."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = labs_module_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            continue
+        chain, root = [node.attr], node.value
+        while isinstance(root, ast.Attribute):
+            chain.insert(0, root.attr)
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in modules:
+            found.append((node.lineno, ".".join([root.id, *chain])))
+    return sorted(found)
+
+
+def test_private_attribute_finder_sees_each_way_a_module_is_bound(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import labs.core.physics.roofline\n"
+                      "import labs.core.physics.units as units\n"
+                      "from labs.core import hardware\n"
+                      "from labs.core.physics import collectives as _collectives\n"
+                      "from labs.core.physics.roofline import Derating\n"
+                      "import numpy\n"
+                      "labs.core.physics.roofline._ai(1)\n"
+                      "units._scale(1)\n"
+                      "hardware._REGISTRY\n"
+                      "_collectives._op('all-reduce')\n"
+                      "Derating._fields, numpy._core, hardware.get, self._x, hardware.__name__\n",
+                      encoding="utf-8")
+    assert [name for _line, name in private_attribute_uses(sample)] == [
+        "labs.core.physics.roofline._ai", "units._scale", "hardware._REGISTRY",
+        "_collectives._op"]
+
+
+def test_no_module_reads_another_modules_private_attribute():
+    """``module._x`` on an imported labs module crosses the module boundary as ``from module
+    import _x`` does (httpx's convention, LABS_SPEC §1): in the labs, their core and the
+    benchmarks, a name read from another module is public. Tests are exempt: a test may read
+    the privates of the module it tests (its constants, its helpers), which no reader of the
+    labs meets."""
+    files = [p for top in ("labs", "benchmarks") for p in (REPO / top).rglob("*.py")]
+    bad = [f"{p.relative_to(REPO)}:{line}: {name}" for p in sorted(files)
+           for line, name in private_attribute_uses(p)]
+    assert bad == [], ("make the name public under a name that says what it is, and add it to "
+                       "the module's __all__:\n" + "\n".join(bad))
+
+
 def test_package_faces_export_no_private_names():
     """A package's ``__init__`` re-exports public names only."""
     for face in sorted(CORE.rglob("__init__.py")):
