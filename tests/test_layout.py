@@ -336,12 +336,13 @@ def test_no_code_doc_or_test_cites_a_tracker_number():
 
 # --- each module under one name -----------------------------------------------------------------
 
-#: Aliases every reader knows; any other module is imported under its own last name, or that name
-#: with a prefix that keeps it private or says whose it is (``_ledger``, ``ledger_store``).
+#: Aliases every reader knows (a leading underscore may keep one private: ``_np``).
 WELL_KNOWN_ALIASES = {"numpy": "np", "pandas": "pd", "marimo": "mo", "matplotlib.pyplot": "plt",
                       "plotly.graph_objects": "go", "plotly.express": "px", "plotly.io": "pio",
                       "hypothesis.strategies": "st", "torch.nn.functional": "F",
-                      "torch.distributed": "dist", "tomli": "tomllib"}
+                      "torch.distributed": "dist", "tomli": "tomllib",
+                      # numpy imported on first use: it reads as numpy
+                      "labs.core.physics.deferred.numpy": "np"}
 
 
 def _is_labs_module(name: str) -> bool:
@@ -352,42 +353,95 @@ def _is_labs_module(name: str) -> bool:
     return parts[0] == "labs" and (path.with_suffix(".py").exists() or (path / "__init__.py").exists())
 
 
-def module_aliases(path: Path) -> list[tuple[int, str, str]]:
-    """(line, module, alias) for each module ``path`` imports under another name. A ``from``
-    import is a module's when it names a labs module (third-party names are not looked up)."""
+def module_aliases(path: Path) -> list[tuple[int, str, str, bool]]:
+    """(line, dotted name, alias, whether it is a module) for each import in ``path`` that binds
+    a module, or a name of a labs module, under another name. A ``from`` import names a module
+    when it names a labs module (third-party names are not looked up: ``from types import
+    SimpleNamespace as NS`` is outside the labs' vocabulary and left alone; ``from hypothesis
+    import strategies as st`` counts as a module through :data:`WELL_KNOWN_ALIASES`)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name, a.asname) for a in node.names if a.asname]
+            found += [(node.lineno, a.name, a.asname, True) for a in node.names
+                      if a.asname and a.asname != a.name]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found += [(node.lineno, f"{node.module}.{a.name}", a.asname) for a in node.names
-                      if a.asname and _is_labs_module(f"{node.module}.{a.name}")]
-    return found
+            for a in node.names:
+                dotted = f"{node.module}.{a.name}"
+                if not a.asname or a.asname == a.name:
+                    continue
+                if _is_labs_module(dotted) or dotted in WELL_KNOWN_ALIASES:
+                    found.append((node.lineno, dotted, a.asname, True))
+                elif node.module.split(".")[0] == "labs":
+                    found.append((node.lineno, dotted, a.asname, False))
+    return sorted(found)
 
 
-def alias_reads_as_the_module(module: str, alias: str) -> bool:
-    own = module.split(".")[-1]
-    return (alias == own or alias.endswith("_" + own)
-            or WELL_KNOWN_ALIASES.get(module) == alias)
+def alias_reads_as_the_module(module: str, alias: str, is_module: bool = True) -> bool:
+    """The rule: less one leading underscore (a binding private to the importing file, such as
+    ``_units`` or ``_ledger``, still reads as the module), the alias is
+
+    - the module's own last name (``roofline``);
+    - or that name after the name of a package it sits in, to say whose it is
+      (``ledger_store`` for ``course.ledger.store``, ``profile_cli``, ``marimo_md``);
+    - or the alias every reader knows for it (``np``, ``mo``, ``go``: :data:`WELL_KNOWN_ALIASES`).
+
+    A name (not a module) imported from a labs module keeps its own name, perhaps with a
+    leading underscore (``_non_negative``): never ``format_value as fmt``. Any other prefix
+    (``my_units``), an abbreviation (``R``, ``_fmt``, ``_m``) or a second name is a nickname."""
+    bare = alias[1:] if alias.startswith("_") and not alias.startswith("__") else alias
+    parts = module.split(".")
+    own = parts[-1]
+    if not is_module:
+        return bare == own
+    packages = {p.lstrip("_") for p in parts[:-1]} - {""}
+    return (bare == own
+            or any(bare == f"{package}_{own}" for package in packages)
+            or WELL_KNOWN_ALIASES.get(module) == bare)
 
 
 def test_alias_rule_tells_a_name_from_a_nickname():
     assert alias_reads_as_the_module("labs.core.roofline", "roofline")
     assert alias_reads_as_the_module("labs.core.course.ledger", "_ledger")
     assert alias_reads_as_the_module("labs.core.course.ledger.store", "ledger_store")
+    assert alias_reads_as_the_module("labs.core.course.ledger.events", "_ledger_events")
     assert alias_reads_as_the_module("numpy", "np")
+    assert alias_reads_as_the_module("labs.core.physics.deferred.numpy", "_np")
+    assert alias_reads_as_the_module("labs.core.physics._validate.non_negative", "_non_negative",
+                                     is_module=False)
     for module, alias in [("labs.core.roofline", "R"), ("labs.core.physics.precision", "_fmt"),
                           ("labs.core.physics.models", "_m"), ("labs.core.measure", "_m"),
-                          ("labs.core.ui.style", "st"), ("datetime", "dt")]:
+                          ("labs.core.ui.style", "st"), ("datetime", "dt"),
+                          ("labs.core.physics.units", "my_units"),
+                          ("labs.core.physics.units", "__units"),
+                          ("labs.core.course.ledger.store", "shop_store")]:
         assert not alias_reads_as_the_module(module, alias), (module, alias)
+    for name, alias in [("labs.core.physics.units.format_value", "fmt"),
+                        ("labs.core.physics._measured.MATMUL_MEASURED", "_MEASURED"),
+                        ("labs.core.physics.units.format_value", "units_format_value")]:
+        assert not alias_reads_as_the_module(name, alias, is_module=False), (name, alias)
+
+
+def test_alias_finder_sees_modules_and_labs_names(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import labs.core.physics.units as u\n"
+                      "from labs.core.physics import roofline as R\n"
+                      "from labs.core.physics.units import format_value as fmt\n"
+                      "from types import SimpleNamespace as NS\n"
+                      "from hypothesis import strategies as st\n", encoding="utf-8")
+    assert module_aliases(sample) == [
+        (1, "labs.core.physics.units", "u", True), (2, "labs.core.physics.roofline", "R", True),
+        (3, "labs.core.physics.units.format_value", "fmt", False),
+        (5, "hypothesis.strategies", "st", True)]
 
 
 def test_every_module_is_imported_under_its_own_name():
-    """No one-letter or cryptic module aliases (``R``, ``_fmt``, ``_m``): a reader meets each
-    module under one name everywhere."""
+    """No one-letter or cryptic module aliases (``R``, ``_fmt``, ``_m``), no labs name imported
+    under a second name: a reader meets each module, and each name of the labs, under one name
+    everywhere (the rule: :func:`alias_reads_as_the_module`)."""
     files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")]
     bad = [f"{p.relative_to(REPO)}:{line}: {module} as {alias}" for p in sorted(files)
-           for line, module, alias in module_aliases(p) if not alias_reads_as_the_module(module, alias)]
+           for line, module, alias, is_module in module_aliases(p)
+           if not alias_reads_as_the_module(module, alias, is_module)]
     assert bad == [], "import each module under its own name:\n" + "\n".join(bad)
 
 

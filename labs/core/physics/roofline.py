@@ -29,7 +29,7 @@ from labs.core.physics._measured import (  # the published tables, with their so
 )
 from labs.core.physics._measured import CLASS_SOURCE as _CLASS_SOURCE
 from labs.core.physics._measured import MAMF as _MAMF
-from labs.core.physics._measured import MATMUL_MEASURED as _MEASURED
+from labs.core.physics._measured import MATMUL_MEASURED as _MATMUL_MEASURED
 from labs.core.physics._measured import UNMEASURED as _UNMEASURED
 from labs.core.physics._measured import bandwidth_fraction as _bandwidth_fraction
 from labs.core.physics._validate import (
@@ -156,8 +156,8 @@ def achievable(hw) -> Derating:
     :data:`DEFAULT_BANDWIDTH_FRACTION` (a stated assumption)."""
     d = _device(hw)
     bw, bw_source, bw_label = _bandwidth_fraction(d.key)
-    if d.key in _MEASURED:
-        frac, per, what = _MEASURED[d.key]
+    if d.key in _MATMUL_MEASURED:
+        frac, per, what = _MATMUL_MEASURED[d.key]
         return Derating(round(frac, 4), bw,
                         f"compute: {_MAMF}, {what}; bandwidth: {bw_source}",
                         {k: round(v, 4) for k, v in per.items()},
