@@ -593,8 +593,12 @@ def test_every_core_module_says_what_it_exports(name, path):
 LABS = sorted((REPO / "labs").glob("lab_*.py"))
 #: A cell at most this long (decorator to last line): one screen, one idea.
 MAX_CELL_LINES = 60
-#: A lab at most this long after its setup cell (marimo's largest example app is ~870 lines).
+#: A lab at most this long after its setup cell, every line counted: cells, ``@app.function``
+#: blocks, blank lines (marimo's largest example app is ~870 lines).
 MAX_LAB_LINES = 1_200
+#: The setup cell at most this long (the longest today, Lab 1's, is 105 lines): imports, LAB_ID,
+#: the scenario and opening values, so that it cannot absorb what belongs in cells.
+MAX_SETUP_LINES = 110
 #: Exceptions, held at their size so that they cannot grow: none today. A cell goes here only
 #: when it is one expression that splitting would break (found by a phrase of it); a lab only
 #: while its prose builders and figure wiring are on their way to labs.core.
@@ -603,36 +607,97 @@ LONG_LABS: dict[str, int] = {}
 
 
 def _lab_blocks(path: Path):
+    """(lines, setup cell, blocks): the blocks are every ``@app.cell`` and ``@app.function``, in
+    file order; each is held to the same cap."""
     from labs.core.course.catalogue import cells, setup_cell
 
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return path.read_text(encoding="utf-8").splitlines(), setup_cell(tree), cells(tree)
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and any(isinstance(d, ast.Attribute) and d.attr == "function"
+                         for d in node.decorator_list)]
+    blocks = sorted(cells(tree) + functions, key=lambda node: node.lineno)
+    return path.read_text(encoding="utf-8").splitlines(), setup_cell(tree), blocks
+
+
+def _block_start(block) -> int:
+    return min([d.lineno for d in block.decorator_list] + [block.lineno])
+
+
+def names_bound_by(statements: list[ast.stmt]) -> set[str]:
+    """The global names ``statements`` bind: assignments (unpacking too), imports, ``def`` and
+    ``class``, loop and ``with`` targets, inside ``if``/``try``/``for``; not the names local to a
+    function, class or comprehension defined there."""
+    bound: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            return
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name.split(".")[0]) for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.NamedExpr):
+            bound.add(node.target.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for statement in statements:
+        visit(statement)
+    return bound
+
+
+def test_setup_names_finder_sees_every_binding():
+    tree = ast.parse("import marimo as mo\nimport labs.core.physics.units\n"
+                     "from labs.core import quiz, roofline as _roofline\n"
+                     "LAB_ID, (A, B) = 'lab', (1, 2)\nC: int = 3\nD += 1\n"
+                     "for E in []: pass\nwith open('x') as F: pass\n"
+                     "try:\n    import tomllib\nexcept ImportError:\n    tomllib = None\n"
+                     "def helper(local):\n    inner = 1\nclass Scenario: field = 1\n"
+                     "SQUARES = [x * x for x in range(3)]\n")
+    assert names_bound_by(tree.body) == {
+        "mo", "labs", "quiz", "_roofline", "LAB_ID", "A", "B", "C", "D", "E", "F", "tomllib",
+        "helper", "Scenario", "SQUARES"}
 
 
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
 def test_every_lab_starts_with_its_setup_cell(path):
     """Imports, LAB_ID and constants live in ``with app.setup:`` (LABS_SPEC §4.1), before
-    every cell, so no cell lists them as parameters."""
-    lines, setup, cells = _lab_blocks(path)
+    every cell and ``@app.function``, so no cell lists any name the setup cell binds as a
+    parameter."""
+    lines, setup, blocks = _lab_blocks(path)
     assert setup is not None, f"{path.name}: no `with app.setup:` cell"
-    assert cells and setup.lineno < cells[0].lineno, f"{path.name}: the setup cell comes first"
-    bound = {t.id for stmt in setup.body if isinstance(stmt, ast.Assign)
-             for t in stmt.targets if isinstance(t, ast.Name)}
+    assert blocks and setup.lineno < _block_start(blocks[0]), (
+        f"{path.name}: the setup cell comes before every cell and @app.function")
+    bound = names_bound_by(setup.body)
     assert "LAB_ID" in bound, f"{path.name}: LAB_ID belongs in the setup cell"
-    params = {a.arg for c in cells for a in c.args.args}
-    assert not params & {"mo", "quiz", "style", "LAB_ID", "OPENING", "INSTRUMENTS"}, path.name
+    taken = sorted({f"line {c.lineno}: {a.arg}" for c in blocks
+                    for a in c.args.args + c.args.kwonlyargs if a.arg in bound})
+    assert taken == [], (f"{path.name}: cells take names the setup cell binds as parameters "
+                         "(they are globals; `marimo check --fix` drops them): " + ", ".join(taken))
 
 
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
 def test_notebook_budget_cells_and_lab_length(path):
+    """Every line after the setup cell counts toward the lab's budget (the setup cell comes
+    before every block: test_every_lab_starts_with_its_setup_cell), an ``@app.function`` is held
+    to a cell's cap, and the setup cell to its own, so that moving code into either dodges
+    nothing."""
     lines, setup, cells = _lab_blocks(path)
-    after_setup = len(lines) - (setup.end_lineno if setup is not None else 0)
+    setup_length = setup.end_lineno - setup.lineno + 1
+    assert setup_length <= MAX_SETUP_LINES, (
+        f"{path.name}: a setup cell of {setup_length} lines (at most {MAX_SETUP_LINES}): it holds "
+        "imports, LAB_ID, the scenario and opening values; the rest goes to cells or labs.core")
+    after_setup = len(lines) - setup.end_lineno
     cap = LONG_LABS.get(path.name, MAX_LAB_LINES)
     assert after_setup <= cap, (
         f"{path.name} is {after_setup} lines after its setup cell; the budget is "
         f"{MAX_LAB_LINES}" + (f" (held at its size today, {cap})" if cap > MAX_LAB_LINES else ""))
     for cell in cells:
-        start = min([d.lineno for d in cell.decorator_list] + [cell.lineno])
+        start = _block_start(cell)
         length = cell.end_lineno - start + 1
         text = "\n".join(lines[start - 1:cell.end_lineno])
         allowed = max([n for (name, phrase), n in LONG_CELLS.items()
