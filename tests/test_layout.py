@@ -305,10 +305,18 @@ def test_every_notebook_names_the_labs_style_sheet_beside_it():
 # --- no tracker numbers: a reader has no tracker to look them up in -----------------------------
 
 REPO = CORE.parent.parent
-#: A tracker number: "issue" or "review" (or their plurals), perhaps "item", "finding" or "point",
-#: then a number, perhaps after "#" or a letter ("T-4", "F8").
+#: A tracker number: "issue", "review", "pull request" or "ticket" (or their plurals), perhaps
+#: "item", "finding" or "point", then a number, perhaps after "#" or a letter ("T-4", "F8");
+#: "PR" then a number, perhaps after "#"; or a bare "#" then one to five digits (not part of a
+#: word or a path).
 TRACKER_REFERENCE = re.compile(
-    r"(?i:\b(?:issues?|reviews?)(?: (?:findings?|items?|points?))?) ?#?(?:[A-Z]-?)?\d+")
+    r"(?i:\b(?:issues?|reviews?|pull requests?|tickets?)(?: (?:findings?|items?|points?))?)"
+    r" ?#?(?:[A-Z]-?)?\d+"
+    r"|\bPRs? ?#?\d+"
+    r"|(?<![\w&#/])#\d{1,5}(?![\w-])")
+#: A colour literal is no tracker number: "#000" or "#999" right after a colon or a quote
+#: (CSS ``color:#000``, a string ``"#999"``); six and eight digits are past the bare form anyway.
+COLOUR_LITERAL = re.compile(r"""[:"']#(?:\d{3}|\d{4})$""")
 #: An issue in a named public repository ("NVIDIA/nccl issue 812", "nccl-tests issue 119") is a
 #: citation a reader can follow, not a tracker number; a line break or a string's quotes may
 #: stand between the repository and the word "issue".
@@ -319,6 +327,8 @@ def tracker_references(text: str) -> list[str]:
     """The project-tracker references in ``text``, each with its line number."""
     found = []
     for match in TRACKER_REFERENCE.finditer(text):
+        if COLOUR_LITERAL.search(text[max(0, match.start() - 1):match.end()]):
+            continue
         before = text[max(0, match.start() - 80):match.start()].rstrip(" \t\n#:\"'")
         if PUBLIC_REPOSITORY.search(before):
             continue
@@ -336,11 +346,16 @@ def test_tracker_reference_finder_tells_a_tracker_from_a_citation():
     number = "1" + "5"  # built, so that this file holds no reference itself
     for text in (f"re-runs no cell (issue {number})", f"Issue {number}, the review, item 3",
                  f"(never typed, review T-{number})", f"review finding {number}",
-                 f"issues {number} and 17 found", f"issue #{number}"):
+                 f"issues {number} and 17 found", f"issue #{number}", f"fixed in #{number}",
+                 f"(#{number})", f"PR {number}", f"PR #{number}", f"PRs {number} and 16",
+                 f"pull request {number}", f"ticket {number}", f"# see #{number}"):
         assert tracker_references(text), text
     for text in (f"NVIDIA/nccl issue {number}", f"nccl-tests issue {number}",
                  f'"(NVIDIA/nccl "\n    "issue {number})"', f"#:  NVIDIA/nccl-tests\n#: issue {number}",
-                 f"the issue's {number} examples", f"a review of {number} labs", "issued 3 ids"):
+                 f"the issue's {number} examples", f"a review of {number} labs", "issued 3 ids",
+                 f"pytorch/ao PR {number}", f"NVIDIA/nccl#{number}", 'style="color:#000"',
+                 '"#999"', "#72232d on #191111", '"#000000"', "a PRNG 3 draws", "SPR 4",
+                 f"lab_{number}#{number}", f"docs/x.md#{number}"):
         assert not tracker_references(text), text
 
 
