@@ -44,7 +44,7 @@ def _write_range(folder: str, first: int, last: int) -> int:
     events = 0
     for i in range(first, last + 1):
         sid = f"s{i:06d}"
-        lines = synth._synth_student(sid, random.Random(SEED * 1_000_003 + i), start, course)
+        lines = synth.synth_student(sid, random.Random(SEED * 1_000_003 + i), start, course)
         (Path(folder) / ledger.ledger_filename(sid)).write_bytes(b"".join(lines))
         events += len(lines)
     return events

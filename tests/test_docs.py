@@ -291,18 +291,33 @@ def _run_page(page: str, blocks, seen: list | None = None) -> list[str]:
     return wrong
 
 
+@pytest.fixture
+def device_registry_kept():
+    """The device registry as it was before the test, after it: an example that registers or
+    replaces a device leaves no trace (the public register/unregister, not the module's dict)."""
+    from labs.core import hardware
+
+    before = hardware.all_devices()
+    yield
+    for key in set(hardware.keys()) - {d.key for d in before}:
+        hardware.unregister(key)
+    for device in before:  # a built-in cannot be replaced, so only custom ones differ
+        if hardware.get(device.key) is not device:
+            hardware.register(device, replace=True)
+
+
 @pytest.mark.parametrize("page,blocks", docs_examples(), ids=lambda v: v if isinstance(v, str) else "")
-def test_docs_examples_run_and_return_what_the_page_says(page, blocks, tmp_path, monkeypatch):
+def test_docs_examples_run_and_return_what_the_page_says(page, blocks, tmp_path, monkeypatch,
+                                                         device_registry_kept):
     """Every ```python block in docs/ runs (in a temporary folder, with a temporary ledger
-    folder and a copy of the device registry), and each result a comment states is what the
+    folder; the device registry is restored afterwards), and each result a comment states is what the
     code returns now, so an example made stale by a change fails here."""
-    from labs.core import hardware, ledger
+    from labs.core import ledger
 
     if any(re.search(r"^\s*import torch", code, re.M) for code, why in blocks if why is None):
         pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledgers"))
-    monkeypatch.setattr(hardware, "_REGISTRY", dict(hardware._REGISTRY))
     wrong = _run_page(page, blocks)
     assert not wrong, "stale examples in docs/:\n" + "\n".join(wrong)
 
@@ -444,15 +459,15 @@ def example_answers(references: list[Reference], pages) -> list[str]:
     return sorted(set(found))
 
 
-def test_no_docs_example_computes_a_reference_answer(references, tmp_path, monkeypatch):
+def test_no_docs_example_computes_a_reference_answer(references, tmp_path, monkeypatch,
+                                                     device_registry_kept):
     """Run every ```python example in docs/ and compare what each expression returns, and every
     name the examples bind, with the labs' numeric reference answers: an example whose
     arguments are a graded case gives its answer whether or not the page prints it."""
-    from labs.core import hardware, ledger
+    from labs.core import ledger
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(ledger.ENV_LEDGER_DIR, str(tmp_path / "ledgers"))
-    monkeypatch.setattr(hardware, "_REGISTRY", dict(hardware._REGISTRY))
     pages = [(page, blocks) for page, blocks in docs_examples()  # torch ones time this machine
              if not any(re.search(r"^\s*import torch", c, re.M) for c, why in blocks
                         if why is None)]

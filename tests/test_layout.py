@@ -35,6 +35,10 @@ NOTEBOOK_FACES = {"labs.core.measure.live": {"ui"},
 #: Third-party packages a wing must not import (physics stays importable without them).
 FORBIDDEN_PACKAGES = {"physics": {"marimo", "plotly", "torch"}, "measure": {"marimo", "plotly"}}
 MAX_LINES = 500
+#: The phrase a module's docstring uses to claim the exemption from MAX_LINES, followed by why
+#: ("The module is kept as one piece (past 500 lines): ..."). Exact, so that a docstring that
+#: merely talks about pieces ("each function states one piece of the lab") claims nothing.
+ONE_PIECE = "kept as one piece"
 
 
 def _modules():
@@ -107,18 +111,20 @@ def test_unknown_short_name_is_an_attribute_error():
 
 @pytest.mark.parametrize("name,path", list(_modules()), ids=lambda v: str(v))
 def test_modules_are_readable_in_one_sitting(name, path):
-    """No module over ~500 lines, unless its docstring says why it is one piece. Its ``__all__``
-    is not counted: an index of names is looked up, not read through."""
+    """No module over ~500 lines, unless its docstring says it is kept as one piece
+    (:data:`ONE_PIECE`, line breaks aside) and why. Its ``__all__`` is not counted: an index of
+    names is looked up, not read through."""
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text)
     index = sum(node.end_lineno - node.lineno + 1 for node in tree.body
                 if isinstance(node, ast.Assign)
                 and any(getattr(t, "id", None) == "__all__" for t in node.targets))
     lines = text.count("\n") - index
-    doc = ast.get_docstring(tree) or ""
+    doc = " ".join((ast.get_docstring(tree) or "").split())
     if lines > MAX_LINES:
-        assert "one piece" in doc, (f"{name} has {lines} lines (> {MAX_LINES}); split it by "
-                                    "responsibility or say in its docstring why it is one piece")
+        assert ONE_PIECE in doc, (f"{name} has {lines} lines (> {MAX_LINES}); split it by "
+                                  f"responsibility or say in its docstring that it is "
+                                  f"{ONE_PIECE!r} and why")
 
 
 def test_physics_imports_without_marimo_or_plotly():
@@ -219,7 +225,15 @@ def test_no_module_imports_one_that_imports_it_back():
 
 
 #: Wings split into rooms (subpackages), each with a docstring map in its ``__init__``.
-ROOMED_WINGS = ("course", "measure", "ui")
+ROOMED_WINGS = ("physics", "course", "measure", "ui")
+#: Flat prefix families a wing keeps, with the reason (checked to still exist, so none is slack).
+PREFIX_FAMILIES_KEPT = {
+    # ``precision`` is the table of number formats every lab reads; ``precision_study`` is Lab 3's
+    # physics built on it (how AI, the ridge and rho move with the format). A ``precision/``
+    # room would file every lab's format lookup under one lab's study, and the labs, docs and
+    # graded references name both modules by these short names.
+    ("physics", "precision"): "the format table and Lab 3's study of it",
+}
 
 
 def _room(module: str, wing: str = "course") -> str | None:
@@ -297,11 +311,16 @@ def test_only_the_labs_import_the_lessons():
 
 @pytest.mark.parametrize("wing", ROOMED_WINGS)
 def test_wings_have_rooms_not_prefix_families(wing):
-    """Modules of one concern live in a folder, not in a flat family of ``prefix_*.py`` files."""
+    """Modules of one concern live in a folder, not in a flat family of ``prefix_*.py`` files
+    (a private module's leading underscore is not a prefix: ``_validate``, ``_measured``); the
+    families a wing keeps are listed with their reason in :data:`PREFIX_FAMILIES_KEPT`."""
     folder = CORE / wing
-    flat = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
+    flat = [p.stem.lstrip("_") for p in folder.glob("*.py") if p.stem != "__init__"]
     prefixes = [name.split("_")[0] for name in flat if "_" in name]
     families = sorted({p for p in prefixes if prefixes.count(p) + flat.count(p) > 1})
+    kept = sorted(prefix for w, prefix in PREFIX_FAMILIES_KEPT if w == wing)
+    assert [f for f in kept if f not in families] == [], "a kept family is gone: drop it"
+    families = [f for f in families if f not in kept]
     assert families == [], f"flat prefix families in labs/core/{wing}/: {families}; move each into a subpackage"
     for room in [p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists()]:
         doc = ast.get_docstring(ast.parse((room / "__init__.py").read_text(encoding="utf-8"))) or ""
@@ -329,10 +348,18 @@ def test_every_notebook_names_the_labs_style_sheet_beside_it():
 # --- no tracker numbers: a reader has no tracker to look them up in -----------------------------
 
 REPO = CORE.parent.parent
-#: A tracker number: "issue" or "review" (or their plurals), perhaps "item", "finding" or "point",
-#: then a number, perhaps after "#" or a letter ("T-4", "F8").
+#: A tracker number: "issue", "review", "pull request" or "ticket" (or their plurals), perhaps
+#: "item", "finding" or "point", then a number, perhaps after "#" or a letter ("T-4", "F8");
+#: "PR" then a number, perhaps after "#"; or a bare "#" then one to five digits (not part of a
+#: word or a path).
 TRACKER_REFERENCE = re.compile(
-    r"(?i:\b(?:issues?|reviews?)(?: (?:findings?|items?|points?))?) ?#?(?:[A-Z]-?)?\d+")
+    r"(?i:\b(?:issues?|reviews?|pull requests?|tickets?)(?: (?:findings?|items?|points?))?)"
+    r" ?#?(?:[A-Z]-?)?\d+"
+    r"|\bPRs? ?#?\d+"
+    r"|(?<![\w&#/])#\d{1,5}(?![\w-])")
+#: A colour literal is no tracker number: "#000" or "#999" right after a colon or a quote
+#: (CSS ``color:#000``, a string ``"#999"``); six and eight digits are past the bare form anyway.
+COLOUR_LITERAL = re.compile(r"""[:"']#(?:\d{3}|\d{4})$""")
 #: An issue in a named public repository ("NVIDIA/nccl issue 812", "nccl-tests issue 119") is a
 #: citation a reader can follow, not a tracker number; a line break or a string's quotes may
 #: stand between the repository and the word "issue".
@@ -343,6 +370,8 @@ def tracker_references(text: str) -> list[str]:
     """The project-tracker references in ``text``, each with its line number."""
     found = []
     for match in TRACKER_REFERENCE.finditer(text):
+        if COLOUR_LITERAL.search(text[max(0, match.start() - 1):match.end()]):
+            continue
         before = text[max(0, match.start() - 80):match.start()].rstrip(" \t\n#:\"'")
         if PUBLIC_REPOSITORY.search(before):
             continue
@@ -360,11 +389,16 @@ def test_tracker_reference_finder_tells_a_tracker_from_a_citation():
     number = "1" + "5"  # built, so that this file holds no reference itself
     for text in (f"re-runs no cell (issue {number})", f"Issue {number}, the review, item 3",
                  f"(never typed, review T-{number})", f"review finding {number}",
-                 f"issues {number} and 17 found", f"issue #{number}"):
+                 f"issues {number} and 17 found", f"issue #{number}", f"fixed in #{number}",
+                 f"(#{number})", f"PR {number}", f"PR #{number}", f"PRs {number} and 16",
+                 f"pull request {number}", f"ticket {number}", f"# see #{number}"):
         assert tracker_references(text), text
     for text in (f"NVIDIA/nccl issue {number}", f"nccl-tests issue {number}",
                  f'"(NVIDIA/nccl "\n    "issue {number})"', f"#:  NVIDIA/nccl-tests\n#: issue {number}",
-                 f"the issue's {number} examples", f"a review of {number} labs", "issued 3 ids"):
+                 f"the issue's {number} examples", f"a review of {number} labs", "issued 3 ids",
+                 f"pytorch/ao PR {number}", f"NVIDIA/nccl#{number}", 'style="color:#000"',
+                 '"#999"', "#72232d on #191111", '"#000000"', "a PRNG 3 draws", "SPR 4",
+                 f"lab_{number}#{number}", f"docs/x.md#{number}"):
         assert not tracker_references(text), text
 
 
@@ -379,12 +413,13 @@ def test_no_code_doc_or_test_cites_a_tracker_number():
 
 # --- each module under one name -----------------------------------------------------------------
 
-#: Aliases every reader knows; any other module is imported under its own last name, or that name
-#: with a prefix that keeps it private or says whose it is (``_ledger``, ``ledger_store``).
+#: Aliases every reader knows (a leading underscore may keep one private: ``_np``).
 WELL_KNOWN_ALIASES = {"numpy": "np", "pandas": "pd", "marimo": "mo", "matplotlib.pyplot": "plt",
                       "plotly.graph_objects": "go", "plotly.express": "px", "plotly.io": "pio",
                       "hypothesis.strategies": "st", "torch.nn.functional": "F",
-                      "torch.distributed": "dist", "tomli": "tomllib"}
+                      "torch.distributed": "dist", "tomli": "tomllib",
+                      # numpy imported on first use: it reads as numpy
+                      "labs.core.physics.deferred.numpy": "np"}
 
 
 def _is_labs_module(name: str) -> bool:
@@ -395,42 +430,95 @@ def _is_labs_module(name: str) -> bool:
     return parts[0] == "labs" and (path.with_suffix(".py").exists() or (path / "__init__.py").exists())
 
 
-def module_aliases(path: Path) -> list[tuple[int, str, str]]:
-    """(line, module, alias) for each module ``path`` imports under another name. A ``from``
-    import is a module's when it names a labs module (third-party names are not looked up)."""
+def module_aliases(path: Path) -> list[tuple[int, str, str, bool]]:
+    """(line, dotted name, alias, whether it is a module) for each import in ``path`` that binds
+    a module, or a name of a labs module, under another name. A ``from`` import names a module
+    when it names a labs module (third-party names are not looked up: ``from types import
+    SimpleNamespace as NS`` is outside the labs' vocabulary and left alone; ``from hypothesis
+    import strategies as st`` counts as a module through :data:`WELL_KNOWN_ALIASES`)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name, a.asname) for a in node.names if a.asname]
+            found += [(node.lineno, a.name, a.asname, True) for a in node.names
+                      if a.asname and a.asname != a.name]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found += [(node.lineno, f"{node.module}.{a.name}", a.asname) for a in node.names
-                      if a.asname and _is_labs_module(f"{node.module}.{a.name}")]
-    return found
+            for a in node.names:
+                dotted = f"{node.module}.{a.name}"
+                if not a.asname or a.asname == a.name:
+                    continue
+                if _is_labs_module(dotted) or dotted in WELL_KNOWN_ALIASES:
+                    found.append((node.lineno, dotted, a.asname, True))
+                elif node.module.split(".")[0] == "labs":
+                    found.append((node.lineno, dotted, a.asname, False))
+    return sorted(found)
 
 
-def alias_reads_as_the_module(module: str, alias: str) -> bool:
-    own = module.split(".")[-1]
-    return (alias == own or alias.endswith("_" + own)
-            or WELL_KNOWN_ALIASES.get(module) == alias)
+def alias_reads_as_the_module(module: str, alias: str, is_module: bool = True) -> bool:
+    """The rule: less one leading underscore (a binding private to the importing file, such as
+    ``_units`` or ``_ledger``, still reads as the module), the alias is
+
+    - the module's own last name (``roofline``);
+    - or that name after the name of a package it sits in, to say whose it is
+      (``ledger_store`` for ``course.ledger.store``, ``profile_cli``, ``marimo_md``);
+    - or the alias every reader knows for it (``np``, ``mo``, ``go``: :data:`WELL_KNOWN_ALIASES`).
+
+    A name (not a module) imported from a labs module keeps its own name, perhaps with a
+    leading underscore (``_non_negative``): never ``format_value as fmt``. Any other prefix
+    (``my_units``), an abbreviation (``R``, ``_fmt``, ``_m``) or a second name is a nickname."""
+    bare = alias[1:] if alias.startswith("_") and not alias.startswith("__") else alias
+    parts = module.split(".")
+    own = parts[-1]
+    if not is_module:
+        return bare == own
+    packages = {p.lstrip("_") for p in parts[:-1]} - {""}
+    return (bare == own
+            or any(bare == f"{package}_{own}" for package in packages)
+            or WELL_KNOWN_ALIASES.get(module) == bare)
 
 
 def test_alias_rule_tells_a_name_from_a_nickname():
     assert alias_reads_as_the_module("labs.core.roofline", "roofline")
     assert alias_reads_as_the_module("labs.core.course.ledger", "_ledger")
     assert alias_reads_as_the_module("labs.core.course.ledger.store", "ledger_store")
+    assert alias_reads_as_the_module("labs.core.course.ledger.events", "_ledger_events")
     assert alias_reads_as_the_module("numpy", "np")
+    assert alias_reads_as_the_module("labs.core.physics.deferred.numpy", "_np")
+    assert alias_reads_as_the_module("labs.core.physics._validate.non_negative", "_non_negative",
+                                     is_module=False)
     for module, alias in [("labs.core.roofline", "R"), ("labs.core.physics.precision", "_fmt"),
                           ("labs.core.physics.models", "_m"), ("labs.core.measure", "_m"),
-                          ("labs.core.ui.style", "st"), ("datetime", "dt")]:
+                          ("labs.core.ui.style", "st"), ("datetime", "dt"),
+                          ("labs.core.physics.units", "my_units"),
+                          ("labs.core.physics.units", "__units"),
+                          ("labs.core.course.ledger.store", "shop_store")]:
         assert not alias_reads_as_the_module(module, alias), (module, alias)
+    for name, alias in [("labs.core.physics.units.format_value", "fmt"),
+                        ("labs.core.physics._measured.MATMUL_MEASURED", "_MEASURED"),
+                        ("labs.core.physics.units.format_value", "units_format_value")]:
+        assert not alias_reads_as_the_module(name, alias, is_module=False), (name, alias)
+
+
+def test_alias_finder_sees_modules_and_labs_names(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import labs.core.physics.units as u\n"
+                      "from labs.core.physics import roofline as R\n"
+                      "from labs.core.physics.units import format_value as fmt\n"
+                      "from types import SimpleNamespace as NS\n"
+                      "from hypothesis import strategies as st\n", encoding="utf-8")
+    assert module_aliases(sample) == [
+        (1, "labs.core.physics.units", "u", True), (2, "labs.core.physics.roofline", "R", True),
+        (3, "labs.core.physics.units.format_value", "fmt", False),
+        (5, "hypothesis.strategies", "st", True)]
 
 
 def test_every_module_is_imported_under_its_own_name():
-    """No one-letter or cryptic module aliases (``R``, ``_fmt``, ``_m``): a reader meets each
-    module under one name everywhere."""
+    """No one-letter or cryptic module aliases (``R``, ``_fmt``, ``_m``), no labs name imported
+    under a second name: a reader meets each module, and each name of the labs, under one name
+    everywhere (the rule: :func:`alias_reads_as_the_module`)."""
     files = [p for top in ("labs", "tests", "benchmarks") for p in (REPO / top).rglob("*.py")]
     bad = [f"{p.relative_to(REPO)}:{line}: {module} as {alias}" for p in sorted(files)
-           for line, module, alias in module_aliases(p) if not alias_reads_as_the_module(module, alias)]
+           for line, module, alias, is_module in module_aliases(p)
+           if not alias_reads_as_the_module(module, alias, is_module)]
     assert bad == [], "import each module under its own name:\n" + "\n".join(bad)
 
 
@@ -467,6 +555,76 @@ def test_no_module_imports_another_modules_private_name():
     assert bad == [], "make the name public (drop its underscore) or the module private:\n" + "\n".join(bad)
 
 
+def labs_module_names(tree: ast.Module) -> dict[str, str]:
+    """{name: labs module} for each name an import in ``tree`` binds to a labs module or package:
+    ``import labs.core.physics.roofline`` binds ``labs``; ``from labs.core import roofline`` and
+    ``from labs.core.physics import units as _units`` bind the last name (or the alias)."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "labs":
+                    bound[a.asname or "labs"] = a.name if a.asname else "labs"
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                if _is_labs_module(f"{node.module}.{a.name}"):
+                    bound[a.asname or a.name] = f"{node.module}.{a.name}"
+    return bound
+
+
+def private_attribute_uses(path: Path) -> list[tuple[int, str]]:
+    """(line, ``name._x``) for each private attribute read through a name bound to a labs module:
+    ``roofline._ai`` after ``from labs.core import roofline``, ``labs.core.physics.roofline._ai``
+    after ``import labs.core.physics.roofline``. The same boundary as ``from ... import _x``,
+    crossed the other way."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = labs_module_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            continue
+        chain, root = [node.attr], node.value
+        while isinstance(root, ast.Attribute):
+            chain.insert(0, root.attr)
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in modules:
+            found.append((node.lineno, ".".join([root.id, *chain])))
+    return sorted(found)
+
+
+def test_private_attribute_finder_sees_each_way_a_module_is_bound(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import labs.core.physics.roofline\n"
+                      "import labs.core.physics.units as units\n"
+                      "from labs.core import hardware\n"
+                      "from labs.core.physics import collectives as _collectives\n"
+                      "from labs.core.physics.roofline import Derating\n"
+                      "import numpy\n"
+                      "labs.core.physics.roofline._ai(1)\n"
+                      "units._scale(1)\n"
+                      "hardware._REGISTRY\n"
+                      "_collectives._op('all-reduce')\n"
+                      "Derating._fields, numpy._core, hardware.get, self._x, hardware.__name__\n",
+                      encoding="utf-8")
+    assert [name for _line, name in private_attribute_uses(sample)] == [
+        "labs.core.physics.roofline._ai", "units._scale", "hardware._REGISTRY",
+        "_collectives._op"]
+
+
+def test_no_module_reads_another_modules_private_attribute():
+    """``module._x`` on an imported labs module crosses the module boundary as ``from module
+    import _x`` does (httpx's convention, LABS_SPEC §1): in the labs, their core and the
+    benchmarks, a name read from another module is public. Tests are exempt: a test may read
+    the privates of the module it tests (its constants, its helpers), which no reader of the
+    labs meets."""
+    files = [p for top in ("labs", "benchmarks") for p in (REPO / top).rglob("*.py")]
+    bad = [f"{p.relative_to(REPO)}:{line}: {name}" for p in sorted(files)
+           for line, name in private_attribute_uses(p)]
+    assert bad == [], ("make the name public under a name that says what it is, and add it to "
+                       "the module's __all__:\n" + "\n".join(bad))
+
+
 def test_package_faces_export_no_private_names():
     """A package's ``__init__`` re-exports public names only."""
     for face in sorted(CORE.rglob("__init__.py")):
@@ -493,8 +651,12 @@ def test_every_core_module_says_what_it_exports(name, path):
 LABS = sorted((REPO / "labs").glob("lab_*.py"))
 #: A cell at most this long (decorator to last line): one screen, one idea.
 MAX_CELL_LINES = 60
-#: A lab at most this long after its setup cell (marimo's largest example app is ~870 lines).
+#: A lab at most this long after its setup cell, every line counted: cells, ``@app.function``
+#: blocks, blank lines (marimo's largest example app is ~870 lines).
 MAX_LAB_LINES = 1_200
+#: The setup cell at most this long (the longest today, Lab 1's, is 105 lines): imports, LAB_ID,
+#: the scenario and opening values, so that it cannot absorb what belongs in cells.
+MAX_SETUP_LINES = 110
 #: Exceptions, held at their size so that they cannot grow: none today. A cell goes here only
 #: when it is one expression that splitting would break (found by a phrase of it); a lab only
 #: while its prose builders and figure wiring are on their way to labs.core.
@@ -503,36 +665,97 @@ LONG_LABS: dict[str, int] = {}
 
 
 def _lab_blocks(path: Path):
+    """(lines, setup cell, blocks): the blocks are every ``@app.cell`` and ``@app.function``, in
+    file order; each is held to the same cap."""
     from labs.core.course.catalogue import cells, setup_cell
 
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return path.read_text(encoding="utf-8").splitlines(), setup_cell(tree), cells(tree)
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and any(isinstance(d, ast.Attribute) and d.attr == "function"
+                         for d in node.decorator_list)]
+    blocks = sorted(cells(tree) + functions, key=lambda node: node.lineno)
+    return path.read_text(encoding="utf-8").splitlines(), setup_cell(tree), blocks
+
+
+def _block_start(block) -> int:
+    return min([d.lineno for d in block.decorator_list] + [block.lineno])
+
+
+def names_bound_by(statements: list[ast.stmt]) -> set[str]:
+    """The global names ``statements`` bind: assignments (unpacking too), imports, ``def`` and
+    ``class``, loop and ``with`` targets, inside ``if``/``try``/``for``; not the names local to a
+    function, class or comprehension defined there."""
+    bound: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            return
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name.split(".")[0]) for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.NamedExpr):
+            bound.add(node.target.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for statement in statements:
+        visit(statement)
+    return bound
+
+
+def test_setup_names_finder_sees_every_binding():
+    tree = ast.parse("import marimo as mo\nimport labs.core.physics.units\n"
+                     "from labs.core import quiz, roofline as _roofline\n"
+                     "LAB_ID, (A, B) = 'lab', (1, 2)\nC: int = 3\nD += 1\n"
+                     "for E in []: pass\nwith open('x') as F: pass\n"
+                     "try:\n    import tomllib\nexcept ImportError:\n    tomllib = None\n"
+                     "def helper(local):\n    inner = 1\nclass Scenario: field = 1\n"
+                     "SQUARES = [x * x for x in range(3)]\n")
+    assert names_bound_by(tree.body) == {
+        "mo", "labs", "quiz", "_roofline", "LAB_ID", "A", "B", "C", "D", "E", "F", "tomllib",
+        "helper", "Scenario", "SQUARES"}
 
 
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
 def test_every_lab_starts_with_its_setup_cell(path):
     """Imports, LAB_ID and constants live in ``with app.setup:`` (LABS_SPEC §4.1), before
-    every cell, so no cell lists them as parameters."""
-    lines, setup, cells = _lab_blocks(path)
+    every cell and ``@app.function``, so no cell lists any name the setup cell binds as a
+    parameter."""
+    lines, setup, blocks = _lab_blocks(path)
     assert setup is not None, f"{path.name}: no `with app.setup:` cell"
-    assert cells and setup.lineno < cells[0].lineno, f"{path.name}: the setup cell comes first"
-    bound = {t.id for stmt in setup.body if isinstance(stmt, ast.Assign)
-             for t in stmt.targets if isinstance(t, ast.Name)}
+    assert blocks and setup.lineno < _block_start(blocks[0]), (
+        f"{path.name}: the setup cell comes before every cell and @app.function")
+    bound = names_bound_by(setup.body)
     assert "LAB_ID" in bound, f"{path.name}: LAB_ID belongs in the setup cell"
-    params = {a.arg for c in cells for a in c.args.args}
-    assert not params & {"mo", "quiz", "style", "LAB_ID", "OPENING", "INSTRUMENTS"}, path.name
+    taken = sorted({f"line {c.lineno}: {a.arg}" for c in blocks
+                    for a in c.args.args + c.args.kwonlyargs if a.arg in bound})
+    assert taken == [], (f"{path.name}: cells take names the setup cell binds as parameters "
+                         "(they are globals; `marimo check --fix` drops them): " + ", ".join(taken))
 
 
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
 def test_notebook_budget_cells_and_lab_length(path):
+    """Every line after the setup cell counts toward the lab's budget (the setup cell comes
+    before every block: test_every_lab_starts_with_its_setup_cell), an ``@app.function`` is held
+    to a cell's cap, and the setup cell to its own, so that moving code into either dodges
+    nothing."""
     lines, setup, cells = _lab_blocks(path)
-    after_setup = len(lines) - (setup.end_lineno if setup is not None else 0)
+    setup_length = setup.end_lineno - setup.lineno + 1
+    assert setup_length <= MAX_SETUP_LINES, (
+        f"{path.name}: a setup cell of {setup_length} lines (at most {MAX_SETUP_LINES}): it holds "
+        "imports, LAB_ID, the scenario and opening values; the rest goes to cells or labs.core")
+    after_setup = len(lines) - setup.end_lineno
     cap = LONG_LABS.get(path.name, MAX_LAB_LINES)
     assert after_setup <= cap, (
         f"{path.name} is {after_setup} lines after its setup cell; the budget is "
         f"{MAX_LAB_LINES}" + (f" (held at its size today, {cap})" if cap > MAX_LAB_LINES else ""))
     for cell in cells:
-        start = min([d.lineno for d in cell.decorator_list] + [cell.lineno])
+        start = _block_start(cell)
         length = cell.end_lineno - start + 1
         text = "\n".join(lines[start - 1:cell.end_lineno])
         allowed = max([n for (name, phrase), n in LONG_CELLS.items()

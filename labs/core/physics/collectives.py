@@ -85,10 +85,10 @@ __all__ = [
     "ACROSS_NODES_NOTE", "ALGORITHMS", "ALGORITHM_NAMES", "DEVICE_LINKS", "LATENCY_NOTE", "LINKS",
     "Link", "LinkEfficiency", "NIC_ACHIEVABLE", "NVLINK_ACHIEVABLE", "NVLS_H100", "OPS", "Path",
     "SCALE_OUT_LINK", "SEQUENTIAL", "SwitchAllReduce", "UnknownLinkError", "algbw_gbs",
-    "bandwidth_factor", "bus_factor", "bus_factor_derivation", "busbw_gbs", "check_pair", "collective_path",
-    "collective_time", "crossover_bytes", "custom_link", "device_link", "get_link",
-    "latency_bandwidth_split", "latency_steps", "link_efficiency", "link_options", "link_time",
-    "pair_problem", "ring_link"
+    "algorithm_name", "bandwidth_factor", "bus_factor", "bus_factor_derivation", "busbw_gbs",
+    "check_pair", "collective_path", "collective_time", "crossover_bytes", "custom_link",
+    "device_link", "get_link", "latency_bandwidth_split", "latency_steps", "link_efficiency",
+    "link_options", "link_time", "op_name", "pair_problem", "participant_count", "ring_link"
 ]
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
@@ -452,8 +452,8 @@ class Path:
         flat Ring pays 2(n-1) steps (all-reduce; n-1 otherwise), the 2(M-1) (M-1) that cross
         between nodes at the NIC's α and the rest at the link's (NCCL's tuning model);
         hierarchical and tree pay each level's steps, added."""
-        o = _op(op)
-        a = _algorithm(o, algorithm)
+        o = op_name(op)
+        a = algorithm_name(o, algorithm)
         if not self.hierarchical:
             return latency_steps(o, self.n, a) * self.link.latency_s
         if a == "ring":
@@ -469,8 +469,8 @@ class Path:
         its ring's share 2(n-1)/n times); hierarchical and tree: the slower of the pipelined
         levels, factor(g) / B_node and factor(M) / g / B_rail; hierarchical-sequential: the
         two added (one level after the other)."""
-        o = _op(op)
-        a = _algorithm(o, algorithm)
+        o = op_name(op)
+        a = algorithm_name(o, algorithm)
         if not self.hierarchical:
             return bandwidth_factor(o, self.n, a) / (self.node_gbs * 1e9)
         if a == "ring":
@@ -490,8 +490,8 @@ class Path:
 
     def binding_level(self, op: str = "all-reduce", algorithm: str = "ring") -> str:
         """Which sets the bandwidth time: "link" (inside the node) or "NICs" (between nodes)."""
-        o = _op(op)
-        a = _algorithm(o, algorithm)
+        o = op_name(op)
+        a = algorithm_name(o, algorithm)
         if not self.hierarchical:
             return "link"
         if a == "ring":
@@ -524,7 +524,7 @@ def collective_path(link, n, *, nics_per_node: int | None = None, nic=None,
     ``domain`` (or on a link without one): one ring. Beyond it: ``n / domain`` nodes joined by
     ``nic`` (default :data:`SCALE_OUT_LINK`) with ``nics_per_node`` NICs each (default one per
     chip, as in HGX nodes). ``achievable``: bandwidths at :func:`link_efficiency`."""
-    lk, nn = get_link(link), _n(n)
+    lk, nn = get_link(link), participant_count(n)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {shown(achievable)}")
     eff = link_efficiency(lk).fraction if achievable else 1.0
@@ -574,7 +574,9 @@ def ring_link(link, n: int) -> Link:
 
 # --- the α-β model -----------------------------------------------------------------------------
 
-def _op(op, arg: str = "op") -> str:
+def op_name(op, arg: str = "op") -> str:
+    """The collective's canonical name (``"all-reduce"``...) from any spelling; a clear
+    ValueError names ``arg`` otherwise."""
     o = text(arg, op).lower().replace("_", "-").replace(" ", "-")
     o = {"allreduce": "all-reduce", "allgather": "all-gather",
          "reducescatter": "reduce-scatter"}.get(o, o)
@@ -583,14 +585,16 @@ def _op(op, arg: str = "op") -> str:
     return o
 
 
-def _n(n, arg: str = "n") -> int:
+def participant_count(n, arg: str = "n") -> int:
+    """``n`` as a participant count: an int of at least 2 (one chip has nothing to exchange)."""
     v = positive_int(arg, n)
     if v < 2:
         raise ValueError(f"{arg} must be >= 2 participants for a collective, got {shown(n)}")
     return v
 
 
-def _algorithm(op: str, algorithm) -> str:
+def algorithm_name(op: str, algorithm) -> str:
+    """``algorithm`` as one of :data:`ALGORITHMS`, checked against the (canonical) ``op``."""
     a = text("algorithm", algorithm).lower()
     if a not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, "
@@ -603,22 +607,22 @@ def _algorithm(op: str, algorithm) -> str:
 def bus_factor(op, n) -> float:
     """nccl-tests' busbw / algbw: 2(n-1)/n for all-reduce, (n-1)/n for all-gather and
     reduce-scatter. Also the bytes each participant sends per byte of ``nbytes`` in a ring."""
-    o, k = _op(op), _n(n)
+    o, k = op_name(op), participant_count(n)
     return (2 if o == "all-reduce" else 1) * (k - 1) / k
 
 
 def bus_factor_derivation(op, n) -> str:
     """:func:`bus_factor` as a student reads it worked out for ``n``: "2 × 7/8" (all-reduce,
     n = 8), "7/8" (all-gather, reduce-scatter)."""
-    o, k = _op(op), _n(n)
+    o, k = op_name(op), participant_count(n)
     return ("2 × " if o == "all-reduce" else "") + f"{k - 1}/{k}"
 
 
 def latency_steps(op, n, algorithm: str = "ring") -> int:
     """How many α a collective over one level pays: ring (and hierarchical, which is a ring
     inside one level) 2(n-1) (all-reduce) or n-1; tree 2⌈log2 n⌉."""
-    o, k = _op(op), _n(n)
-    if _algorithm(o, algorithm) == "tree":
+    o, k = op_name(op), participant_count(n)
+    if algorithm_name(o, algorithm) == "tree":
         return 2 * math.ceil(math.log2(k))
     return (2 if o == "all-reduce" else 1) * (k - 1)
 
@@ -626,15 +630,15 @@ def latency_steps(op, n, algorithm: str = "ring") -> int:
 def bandwidth_factor(op, n, algorithm: str = "ring") -> float:
     """The multiple of S / B a collective over one level pays: the ring's bus factor (also
     the hierarchical one's, a ring inside one level), or 2 for the tree."""
-    o, k = _op(op), _n(n)
-    return 2.0 if _algorithm(o, algorithm) == "tree" else bus_factor(o, k)
+    o, k = op_name(op), participant_count(n)
+    return 2.0 if algorithm_name(o, algorithm) == "tree" else bus_factor(o, k)
 
 
 def collective_time(op, nbytes, n, link_gbs, latency_s, algorithm: str = "ring") -> float:
     """Seconds for one collective of ``nbytes`` (nccl-tests convention, module docstring)
     across ``n`` participants on a link of ``link_gbs`` GB/s one way and per-step latency
     ``latency_s``: steps × α + factor × S / B."""
-    o, k = _op(op), _n(n)
+    o, k = op_name(op), participant_count(n)
     s = positive("nbytes", nbytes)
     b = positive("link_gbs", link_gbs) * 1e9
     a = non_negative("latency_s", latency_s)
@@ -648,8 +652,8 @@ def link_time(op, nbytes, n, link, algorithm: str = "ring", *,
     ``algorithm`` says how (NCCL's flat Ring by default, or ``"hierarchical"``: see
     :data:`ACROSS_NODES_NOTE`). ``achievable``: at :func:`link_efficiency` of the spec (what
     nccl-tests reaches), else at the spec."""
-    o = _op(op)
-    _algorithm(o, algorithm)
+    o = op_name(op)
+    algorithm_name(o, algorithm)
     p = collective_path(link, n, nics_per_node=nics_per_node, nic=nic, achievable=achievable)
     return p.time(o, nbytes, algorithm)
 
@@ -665,7 +669,7 @@ def latency_bandwidth_split(op, nbytes, n, link_gbs, latency_s,
 def crossover_bytes(op, n, link_gbs, latency_s, algorithm: str = "ring") -> float:
     """Message size where the bandwidth term equals the latency term: below it latency
     dominates, above it bandwidth does. S* = steps × α × B / factor."""
-    o, k = _op(op), _n(n)
+    o, k = op_name(op), participant_count(n)
     a = non_negative("latency_s", latency_s)
     b = positive("link_gbs", link_gbs) * 1e9
     return latency_steps(o, k, algorithm) * a * b / bandwidth_factor(o, k, algorithm)

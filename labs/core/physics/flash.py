@@ -300,7 +300,7 @@ def hierarchical_attainable(ai_hbm, ai_onchip, hw, precision: str) -> float:
 def onchip_roof_tflops(ai, hw, precision: str):
     """The on-chip roof: min(peak, AI_onchip x on-chip bandwidth) in TFLOP/s (array ok)."""
     d = hardware.get(hw, arg="hw")
-    a = roofline._ai(ai)
+    a = roofline.check_ai(ai)
     return _np.minimum(roofline.peak_tflops(d, precision), a * onchip(d).smem_bandwidth_gbs / 1e3)
 
 

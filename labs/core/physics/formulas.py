@@ -38,8 +38,8 @@ from labs.core.physics.hardware import VECTOR
 
 __all__ = [
     "ChainCost", "Cost", "ELEMENTWISE", "Elementwise", "attention", "causal_pairs", "chain_groups",
-    "contiguous_groups", "elementwise", "elementwise_chain", "gemm", "gemv", "layernorm", "linear",
-    "mlp", "rmsnorm", "score_elements", "softmax", "total"
+    "contiguous_groups", "elementwise", "elementwise_chain", "elementwise_op", "gemm", "gemv",
+    "layernorm", "linear", "mlp", "rmsnorm", "score_elements", "softmax", "total"
 ]
 
 
@@ -281,7 +281,9 @@ ELEMENTWISE: dict[str, Elementwise] = {e.key: e for e in [
 ]}
 
 
-def _elementwise_op(key: str, arg: str = "op") -> Elementwise:
+def elementwise_op(key: str, arg: str = "op") -> Elementwise:
+    """The :data:`ELEMENTWISE` op named ``key`` (any case); an unknown name is a KeyError that
+    lists the known ones."""
     k = text(arg, key).lower()
     if k not in ELEMENTWISE:
         raise KeyError(f"unknown elementwise op {arg}={key!r}." + close_matches(
@@ -292,7 +294,7 @@ def _elementwise_op(key: str, arg: str = "op") -> Elementwise:
 @finite_results
 def elementwise(op: str, n_elements, precision: str = "fp16") -> Cost:
     """One elementwise op as its own kernel: read inputs, write output (+ mask)."""
-    _elementwise_op(op)  # named "op" in any message
+    elementwise_op(op)  # named "op" in any message
     return elementwise_chain(n_elements, [op], precision=precision).kernels_costs[0]
 
 
@@ -384,7 +386,7 @@ def elementwise_chain(n_elements, ops: Sequence[str], groups: Sequence[Sequence[
     n = positive_int("n_elements", n_elements)
     if isinstance(ops, (list, tuple)) and not ops:
         raise ValueError("ops must name at least one elementwise op")
-    specs = [_elementwise_op(o, "ops") for o in sequence("ops", ops)]
+    specs = [elementwise_op(o, "ops") for o in sequence("ops", ops)]
     groups = chain_groups(groups, len(specs))
     a = _b(precision)
     kernels = []

@@ -112,7 +112,7 @@ def chain_timing(n_elements, hw, groups=None, ops: Sequence[str] = DEFAULT_CHAIN
 
 def _ops(ops) -> list[str]:
     """The chain's op keys, each known (KeyError naming ``ops`` otherwise)."""
-    return [formulas._elementwise_op(o, "ops").key for o in sequence("ops", ops)]
+    return [formulas.elementwise_op(o, "ops").key for o in sequence("ops", ops)]
 
 
 @finite_results

@@ -33,7 +33,7 @@ from labs.core.physics._validate import (
 
 __all__ = [
     "DEVICE_CLASSES", "Device", "PRECISIONS", "VECTOR", "all_devices", "by_class", "custom", "get",
-    "keys", "picker_options", "register", "unregister"
+    "keys", "picker_options", "precision_key", "register", "unregister"
 ]
 
 #: Compute precisions a device can have a hardware rate for.
@@ -92,7 +92,7 @@ class Device:
     def peak_tflops(self, precision: str, *, arg: str = "precision") -> float:
         """Dense peak for ``precision``; KeyError (with what the device has) if it has none.
         ``arg`` names the caller's argument in messages."""
-        p = _precision_key(precision, text("arg", arg))
+        p = precision_key(precision, text("arg", arg))
         if p not in self.peaks:
             have = ", ".join(self.precisions) or "none"
             raise KeyError(
@@ -106,7 +106,7 @@ class Device:
         return tuple(p for p in PRECISIONS if p in self.peaks)
 
     def has(self, precision: str) -> bool:
-        return _precision_key(precision) in self.peaks
+        return precision_key(precision) in self.peaks
 
     def _field(self, what) -> str:
         """A field or precision name the registry can hold a number for, else KeyError."""
@@ -136,7 +136,9 @@ class Device:
         return self.bandwidth_gbs * 1e9
 
 
-def _precision_key(precision: str, arg: str = "precision") -> str:
+def precision_key(precision: str, arg: str = "precision") -> str:
+    """A compute precision's key in :data:`PRECISIONS` (trimmed, lower case); unknown names
+    are a KeyError that lists the known ones."""
     if not isinstance(precision, str) or not precision.strip():
         raise ValueError(f"{arg} must be a precision name such as 'fp16', got {shown(precision)}")
     p = precision.strip().lower()
@@ -391,7 +393,7 @@ def custom(name: str, *, bandwidth_gbs: float, peaks: Mapping[str, float], memor
                          f"{shown(peaks)}")
     clean = {}
     for p, v in peaks.items():
-        clean[_precision_key(p, f"peaks[{p!r}]")] = positive(f"peaks[{p!r}]", v)
+        clean[precision_key(p, f"peaks[{p!r}]")] = positive(f"peaks[{p!r}]", v)
     device_class = one_of("device_class", device_class, DEVICE_CLASSES)
     memory_type, source = text("memory_type", memory_type), text("source", source)
     vec = "fp32" if vector_tflops is None else positive("vector_tflops", vector_tflops)

@@ -303,7 +303,7 @@ class StepBound:
     @property
     def bound(self) -> str:
         # at the ridge (equal times, to rounding) compute-bound, as roofline.regime says
-        return "memory" if roofline._below_ridge(self.t_compute / self.t_memory) else "compute"
+        return "memory" if roofline.below_ridge(self.t_compute / self.t_memory) else "compute"
 
 
 @finite_results
@@ -316,7 +316,7 @@ def step_bound(model, hw, phase: str, *, batch: int, seq_len: int, precision: st
     ``precision`` is the activations' format; the GEMMs' compute precision follows from
     weights and activations (``compute``, if given, must agree)."""
     d = hardware.get(hw, arg="hw")
-    der = roofline.SPEC if derating is None else roofline._derating(derating)
+    der = roofline.SPEC if derating is None else roofline.check_derating(derating)
     ops = step_ops(model, phase, batch, seq_len, precision, weight_precision=weight_precision,
                    kv_precision=kv_precision, fused_attention=fused_attention, compute=compute)
     comp = next(o.compute for o in ops if o.name == "LM head")

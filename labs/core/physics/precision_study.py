@@ -73,7 +73,7 @@ class PrecisionRow:
 
     @property
     def regime(self) -> str:
-        return roofline.MEMORY if roofline._below_ridge(self.rho) else roofline.COMPUTE  # on the ridge: compute
+        return roofline.MEMORY if roofline.below_ridge(self.rho) else roofline.COMPUTE  # on the ridge: compute
 
 
 #: The dimensions each operation's ``shape`` needs.

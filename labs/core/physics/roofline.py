@@ -29,7 +29,7 @@ from labs.core.physics._measured import (  # the published tables, with their so
 )
 from labs.core.physics._measured import CLASS_SOURCE as _CLASS_SOURCE
 from labs.core.physics._measured import MAMF as _MAMF
-from labs.core.physics._measured import MATMUL_MEASURED as _MEASURED
+from labs.core.physics._measured import MATMUL_MEASURED as _MATMUL_MEASURED
 from labs.core.physics._measured import UNMEASURED as _UNMEASURED
 from labs.core.physics._measured import bandwidth_fraction as _bandwidth_fraction
 from labs.core.physics._validate import (
@@ -51,12 +51,13 @@ from labs.core.physics.formulas import Cost
 
 __all__ = [
     "COMPUTE", "DEFAULT_LAUNCH_OVERHEAD_US", "Derating", "EAGER_KERNEL_US",
-    "LAUNCH_BACK_TO_BACK_US", "LAUNCH_CUDA_GRAPH_US", "LEVER_BATCH_FACTOR",
-    "LEVER_CAPACITY_FACTOR", "LEVER_CLOCK_FACTOR", "LEVER_TILE_FACTOR", "Lever",
-    "MEASURED_KERNEL_COSTS_US", "MEMORY", "OVERHEAD", "RIDGE_DIGITS", "SPEC", "TimeBounds",
-    "VECTOR", "achievable", "ai_levers", "attainable_tflops", "ceiling_label", "cost_time", "derating_from_measurement", "gemm_crossover_n", "kernels_time",
-    "overhead_crossover_elements", "peak_tflops", "regime", "require_fits", "rho",
-    "ridge_point", "sparse_ridge_point", "tiled_gemm_bytes", "time_bounds"
+    "LAUNCH_BACK_TO_BACK_US", "LAUNCH_CUDA_GRAPH_US", "LEVER_BATCH_FACTOR", "LEVER_CAPACITY_FACTOR",
+    "LEVER_CLOCK_FACTOR", "LEVER_TILE_FACTOR", "Lever", "MEASURED_KERNEL_COSTS_US", "MEMORY",
+    "OVERHEAD", "RIDGE_DIGITS", "SPEC", "TimeBounds", "VECTOR", "achievable", "ai_levers",
+    "attainable_tflops", "below_ridge", "ceiling_label", "check_ai", "check_derating", "cost_time",
+    "derating_from_measurement", "gemm_crossover_n", "kernels_time", "overhead_crossover_elements",
+    "peak_tflops", "regime", "require_fits", "rho", "ridge_point", "sparse_ridge_point",
+    "tiled_gemm_bytes", "time_bounds"
 ]
 
 #: A stated, editable figure: per-kernel launch overhead of a framework on a GPU, in µs, used
@@ -121,7 +122,7 @@ class Derating:
         fraction("compute", self.compute)
         fraction("bandwidth", self.bandwidth)
         for k, x in mapping("per_precision", self.per_precision, allow_empty=True).items():
-            hardware._precision_key(k, "per_precision")
+            hardware.precision_key(k, "per_precision")
             fraction(f"per_precision[{k!r}]", x)
         text("source", self.source)
         if not isinstance(self.label, str):
@@ -155,8 +156,8 @@ def achievable(hw) -> Derating:
     :data:`DEFAULT_BANDWIDTH_FRACTION` (a stated assumption)."""
     d = _device(hw)
     bw, bw_source, bw_label = _bandwidth_fraction(d.key)
-    if d.key in _MEASURED:
-        frac, per, what = _MEASURED[d.key]
+    if d.key in _MATMUL_MEASURED:
+        frac, per, what = _MATMUL_MEASURED[d.key]
         return Derating(round(frac, 4), bw,
                         f"compute: {_MAMF}, {what}; bandwidth: {bw_source}",
                         {k: round(v, 4) for k, v in per.items()},
@@ -178,7 +179,7 @@ def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_
     source = text("source", source)
     per = {}
     for p, v in mapping("measured_peaks", measured_peaks).items():
-        key = hardware._precision_key(p, "measured_peaks")
+        key = hardware.precision_key(p, "measured_peaks")
         per[key] = min(1.0, positive(f"measured_peaks[{p!r}]", v)
                        / d.peak_tflops(key, arg="measured_peaks"))
     bw = min(1.0, positive("measured_bandwidth_gbs", measured_bandwidth_gbs) / d.bandwidth_gbs)
@@ -186,7 +187,7 @@ def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_
     return Derating(per[fastest], bw, f"{source} on the {d.name}", per, label=source)
 
 
-def _ai(ai, *, array: bool = True, arg: str = "ai"):
+def check_ai(ai, *, array: bool = True, arg: str = "ai"):
     """Validate AI: a positive finite number, or (``array``) a list/array of them."""
     if isinstance(ai, (list, tuple)) or is_ndarray(ai):
         if not array:
@@ -212,7 +213,7 @@ def ridge_point(hw, precision: str) -> float:
 def attainable_tflops(ai, hw, precision: str):
     """min(peak, AI x bandwidth) in TFLOP/s; ``ai`` may be an array."""
     d = _device(hw)
-    a = _ai(ai)
+    a = check_ai(ai)
     if isinstance(a, float):  # one AI: plain floats, no numpy (a closed gate never loads it)
         return min(peak_tflops(d, precision), a * d.bandwidth_gbs / 1e3)
     return np.minimum(peak_tflops(d, precision), a * d.bandwidth_gbs / 1e3)
@@ -221,7 +222,7 @@ def attainable_tflops(ai, hw, precision: str):
 def rho(ai, hw, precision: str):
     """rho = AI / ridge(precision): < 1 memory-bound, >= 1 compute-bound (``ai`` may be an
     array)."""
-    return _ai(ai) / ridge_point(hw, precision)
+    return check_ai(ai) / ridge_point(hw, precision)
 
 
 #: Decimal places a ratio to the ridge is rounded to before it is compared with 1, so an AI
@@ -230,7 +231,7 @@ def rho(ai, hw, precision: str):
 RIDGE_DIGITS = 9
 
 
-def _below_ridge(ratio: float) -> bool:
+def below_ridge(ratio: float) -> bool:
     """Whether ``ratio`` (AI / ridge, or compute time / memory time) puts a kernel on the
     memory side: strictly below 1 after rounding to :data:`RIDGE_DIGITS` decimals. On the
     ridge itself a kernel is compute-bound (LABS_SPEC §2)."""
@@ -243,8 +244,8 @@ def regime(ai, hw, precision: str) -> str:
     Below the ridge a kernel is memory-bound; at the ridge and above it is compute-bound (at
     the ridge both roofs give the same time, and the label must not flip with float rounding:
     an AI within a billionth of the ridge counts as on it)."""
-    a = _ai(ai, array=False)
-    return MEMORY if _below_ridge(a / ridge_point(hw, precision)) else COMPUTE
+    a = check_ai(ai, array=False)
+    return MEMORY if below_ridge(a / ridge_point(hw, precision)) else COMPUTE
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,7 @@ class TimeBounds:
             return OVERHEAD
         if self.t_memory == 0:
             return COMPUTE
-        return MEMORY if _below_ridge(self.t_compute / self.t_memory) else COMPUTE
+        return MEMORY if below_ridge(self.t_compute / self.t_memory) else COMPUTE
 
     @property
     def bound_name(self) -> str:
@@ -297,13 +298,14 @@ def time_bounds(flops, bytes_, hw, precision: str, *, launches: int = 0,
     b = positive("bytes_", bytes_)
     n = non_negative("launches", launches)
     ov = non_negative("launch_overhead_us", launch_overhead_us)
-    der = SPEC if derating is None else _derating(derating)
+    der = SPEC if derating is None else check_derating(derating)
     peak = peak_tflops(d, precision) * der.compute_for(precision)
     return TimeBounds(f / (peak * 1e12), b / (d.bandwidth_gbs * der.bandwidth * 1e9),
                       n * ov * 1e-6)
 
 
-def _derating(derating) -> Derating:
+def check_derating(derating) -> Derating:
+    """``derating`` itself when it is a :class:`Derating`; a clear ValueError otherwise."""
     if not isinstance(derating, Derating):
         raise ValueError(f"derating must be a roofline.Derating (e.g. roofline.achievable(hw) "
                          f"or roofline.SPEC), got {derating!r}")

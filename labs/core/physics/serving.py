@@ -206,7 +206,7 @@ def check_design(target, hw, *, model, batch: int, seq_len: int,
     compute_used = (precision.matmul_compute(weight_precision, activation_precision, **names)
                     if compute is None else
                     precision.explain_compute(weight_precision, activation_precision, compute, **names))
-    der = roofline.achievable(d) if derating is None else roofline._derating(derating)
+    der = roofline.achievable(d) if derating is None else roofline.check_derating(derating)
     measured = (_weight_only.measured_for(weight_precision)
                 if _weight_only.is_weight_only(weight_precision, activation_precision) else None)
     kw = dict(precision=activation_precision, weight_precision=weight_precision,

@@ -151,11 +151,11 @@ def sharded_matmul(tokens, k, n_out, n, storage: str = "bf16", *, op: str = "all
                    compute: str | None = None, matmuls: int = 1) -> ShardedMatmul:
     """A row-parallel matmul over ``n`` >= 2 chips, or with ``matmuls`` = 2 or 3 the Megatron
     block that ends in it (see :class:`ShardedMatmul`)."""
-    o = _collectives._op(op)
+    o = _collectives.op_name(op)
     if o == "all-gather":
         raise ValueError("op must be 'all-reduce' or 'reduce-scatter' for a row-parallel "
                          "matmul (its partial outputs are summed), got 'all-gather'")
-    nn = _collectives._n(n)
+    nn = _collectives.participant_count(n)
     k, n_out = positive_int("k", k), positive_int("n_out", n_out)
     if k % nn:
         raise ValueError(f"k={k} does not split evenly over n={nn} chips")
@@ -215,7 +215,7 @@ def tp_critical_shard(hw, precision: str, link, n, *, op: str = "all-reduce",
     all-reduce in one node, with m = ``matmuls`` per collective (1: one row-parallel matmul;
     2: a Megatron column + row pair; 3: a SwiGLU MLP, where K/n is the hidden slice F/n).
     Beyond a node, factor / B is NCCL's flat Ring's time per byte on the path."""
-    nn = _collectives._n(n)
+    nn = _collectives.participant_count(n)
     m = _matmuls(matmuls)
     b = (_precision.bytes_per_element(precision, arg="precision") if storage is None
          else _precision.bytes_per_element(storage, arg="storage"))
@@ -237,7 +237,7 @@ def comm_bound_tokens(k, n_out, n, hw, link, storage: str = "bf16", *, op: str =
     two = sharded_matmul(2, k, n_out, n, storage, op=op, compute=compute, matmuls=matmuls)
     d = hardware.get(hw, arg="hw")
     _collectives.check_pair(d, link)
-    _collectives._algorithm(probe.op, algorithm)
+    _collectives.algorithm_name(probe.op, algorithm)
     path = _collectives.collective_path(link, probe.n)
     bw = d.bandwidth_gbs * 1e9
     f = probe.flops / _peak(d, probe.compute)
@@ -317,7 +317,7 @@ def tp_serving(model, hw, link, n, *, batch, seq_len, weight_precision: str = "b
     m, d = _models.get(model, arg="model"), hardware.get(hw, arg="hw")
     n = positive_int("n", n)
     batch, seq_len = positive_int("batch", batch), positive_int("seq_len", seq_len)
-    _collectives._algorithm("all-reduce", algorithm)  # checked even where n = 1 sends nothing
+    _collectives.algorithm_name("all-reduce", algorithm)  # checked even where n = 1 sends nothing
     _collectives.check_pair(d, link)
     lk = _collectives.ring_link(link, max(n, 2))
     full = _models.memory_budget(m, d, batch=batch, seq_len=seq_len,
@@ -507,7 +507,7 @@ def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
     with ``algorithm`` (beyond a node NCCL's flat Ring by default, or ``"hierarchical"``;
     ``nics_per_node`` NICs of ``nic`` per node, default one InfiniBand NDR NIC per chip)."""
     p = _params(model_or_params)
-    nn = _collectives._n(n)
+    nn = _collectives.participant_count(n)
     t = positive_int("tokens_per_chip", tokens_per_chip)
     g = positive("grad_bytes", grad_bytes)
     ov = flag("overlap", overlap)
@@ -529,7 +529,7 @@ def dp_critical_batch(hw, precision: str, link, n, *, grad_bytes: float = 2,
     i.e. (n-1)/n × g/2 × π/B in a node. P cancels; below T* the step waits for the gradients
     even with perfect overlap (jax-ml/scaling-book ch. 5 and 'How to Think About GPUs':
     per-GPU batch > C / W_collective, ~2,475 tokens across H100 nodes)."""
-    nn = _collectives._n(n)
+    nn = _collectives.participant_count(n)
     g = positive("grad_bytes", grad_bytes)
     _collectives.check_pair(hardware.get(hw, arg="hw"), link)
     spb = _collectives.collective_path(link, nn, nics_per_node=nics_per_node, nic=nic).seconds_per_byte(

@@ -44,8 +44,8 @@ from labs.core.physics._validate import (
 )
 
 __all__ = [
-    "ONE_ROOF", "Plateau", "RatioSeparation", "find_plateaus", "levels", "name_plateaus",
-    "noise_level", "plateau_ratio", "ratio_separation"
+    "ONE_ROOF", "Plateau", "RatioSeparation", "check_caches", "check_plateaus", "find_plateaus",
+    "levels", "name_plateaus", "noise_level", "plateau_ratio", "ratio_separation"
 ]
 
 
@@ -86,14 +86,15 @@ def _check_curve(sizes, gbs, spreads):
     return x, y, s
 
 
-def _check_caches(caches) -> dict[str, float]:
+def check_caches(caches) -> dict[str, float]:
     """{cache name: bytes}: any non-empty names (the OS names its caches), sizes > 0; may be
     empty (nothing reported)."""
     return {text("caches", k): positive(f"caches[{k!r}]", v)
             for k, v in mapping("caches", caches, allow_empty=True).items()}
 
 
-def _check_plateaus(plateaus) -> list[Plateau]:
+def check_plateaus(plateaus) -> list[Plateau]:
+    """``plateaus`` as a list of :class:`Plateau`; anything else is a clear ValueError."""
     return [instance("plateaus", p, Plateau, "a list of staircase.Plateau")
             for p in sequence("plateaus", plateaus)]
 
@@ -196,8 +197,8 @@ def name_plateaus(plateaus: Sequence[Plateau], caches: Mapping[str, float], *,
     largest cache, else the next cache in order. Neighbours given the same name are merged
     (bytes joined, bandwidth the points-weighted mean). Without caches: "level 1", "level 2",
     ..., the last past every measured drop called ``memory_name``."""
-    ps = _check_plateaus(plateaus)
-    order = sorted((v, k) for k, v in _check_caches(caches).items())
+    ps = check_plateaus(plateaus)
+    order = sorted((v, k) for k, v in check_caches(caches).items())
     memory_name = text("memory_name", memory_name)
     names: list[str] = []
     nxt = 0  # index of the first cache still free
@@ -246,7 +247,7 @@ def levels(sizes: Sequence[float], gbs: Sequence[float], caches: Mapping[str, fl
     named = name_plateaus(find_plateaus(x.tolist(), y.tolist(),
                                         None if s is None else s.tolist(), **options),
                           caches, memory_name=memory_name)
-    known = _check_caches(caches)
+    known = check_caches(caches)
     if not known or not named or named[-1].name != memory_name:
         return named
     llc, last = max(known.values()), named[-1]
@@ -261,7 +262,7 @@ def levels(sizes: Sequence[float], gbs: Sequence[float], caches: Mapping[str, fl
 def plateau_ratio(plateaus: Sequence[Plateau], upper: str, lower: str) -> float:
     """Bandwidth of the plateau named ``upper`` over the one named ``lower`` (KeyError naming
     the missing level and those found)."""
-    by = {p.name: p for p in _check_plateaus(plateaus)}
+    by = {p.name: p for p in check_plateaus(plateaus)}
     for arg, nm in (("upper", upper), ("lower", lower)):
         if text(arg, nm) not in by:
             raise KeyError(f"{arg}={nm!r}: no plateau of that name was found (found: "
@@ -302,7 +303,7 @@ def ratio_separation(plateaus: Sequence[Plateau], upper: str, lower: str, tolera
     need = tol * positive("margin", margin)
     if tol < 1:
         raise ValueError(f"tolerance must be a factor of at least 1, got {shown(tolerance)}")
-    by = {p.name: p.bandwidth_gbs for p in _check_plateaus(plateaus)}
+    by = {p.name: p.bandwidth_gbs for p in check_plateaus(plateaus)}
     others = {nm: bw / by[lower] for nm, bw in by.items() if nm not in (upper, lower)}
     others[ONE_ROOF] = 1.0
     apart = {nm: max(r / ratio, ratio / r) for nm, r in others.items()}

@@ -21,8 +21,8 @@ from labs.core.course import ledger as _ledger
 from labs.core.course.answers import ratio_off
 
 __all__ = [
-    "HOSTILE_IDS", "HOSTILE_TEXTS", "LedgerWriter", "SYNTH_COURSE", "SynthItem",
-    "catalogue_course", "write_hostile_ledgers", "write_synthetic_class"
+    "HOSTILE_IDS", "HOSTILE_TEXTS", "LedgerWriter", "SYNTH_COURSE", "SynthItem", "catalogue_course",
+    "synth_student", "write_hostile_ledgers", "write_synthetic_class"
 ]
 
 
@@ -119,8 +119,10 @@ class LedgerWriter:
         return event
 
 
-def _synth_student(sid: str, rng: random.Random, start: datetime,
+def synth_student(sid: str, rng: random.Random, start: datetime,
                    course: dict[str, tuple[SynthItem, ...]]) -> list[bytes]:
+    """One synthetic student's ledger lines for ``course``, drawn from ``rng`` (seeded, so a
+    class is the same each run)."""
     w = LedgerWriter(sid, start, rng)
     skill = rng.gauss(0, 1)  # better students predict closer and are better calibrated
     for lab_id, items in course.items():
@@ -190,7 +192,7 @@ def write_synthetic_class(folder: str | os.PathLike, n_students: int = 500, *, s
     paths = []
     for i in range(1, n_students + 1):
         sid = f"s{i:04d}"
-        lines = _synth_student(sid, random.Random(rng.getrandbits(64)), start, course)
+        lines = synth_student(sid, random.Random(rng.getrandbits(64)), start, course)
         path = folder / _ledger.ledger_filename(sid)
         path.write_bytes(b"".join(lines))
         paths.append(path)

@@ -173,7 +173,7 @@ def fit_alpha_beta(sizes: Sequence[float], times: Sequence[float], *, op: str = 
     negative); a fit whose time does not grow with size raises ValueError."""
     import numpy as np
 
-    o, nn = collectives._op(op), collectives._n(n)
+    o, nn = collectives.op_name(op), collectives.participant_count(n)
     try:
         s = np.asarray(sizes, dtype=float)
         t = np.asarray(times, dtype=float)
@@ -405,7 +405,7 @@ def measure_collectives(world_size: int = 2, sizes: Sequence[int] = COMM_SIZES,
     status = comm_backend(backend)
     ws = _check_world(world_size, status)
     szs = _check_sizes(sizes)
-    op_list = tuple(dict.fromkeys(collectives._op(o) for o in ops))
+    op_list = tuple(dict.fromkeys(collectives.op_name(o) for o in ops))
     if not op_list:
         raise ValueError("ops must name at least one collective")
     budget = positive("budget_s", budget_s)

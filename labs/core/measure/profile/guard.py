@@ -86,7 +86,7 @@ def first_pass(run, info, model, args, kwargs):
             "model (their shapes or dtypes are not what it expects) or the model's own code "
             "fails there: call model(*example_inputs) without the profiler to see the whole "
             "traceback.")
-    return recorder._run_or_explain(run, explain)
+    return recorder.run_or_explain(run, explain)
 
 
 def call_cost(dev, *, calls: int = 100, rounds: int = 5) -> float:

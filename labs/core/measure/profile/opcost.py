@@ -48,7 +48,7 @@ __all__ = [
     "FLOP_COUNTER", "FUSED_ATTENTION", "GEMMS", "NONE", "OP_TYPES", "OTHER", "OTHER_GEMMS",
     "OVERHEAD", "UNKNOWN", "VIEWS", "VIEW_LIKE", "WEIGHT_GEMMS", "base_name", "causal_fraction",
     "compulsory_bytes", "counter_flops", "data_dtype", "flops", "is_view", "on_vector_units",
-    "op_type", "precision_of", "shapes"
+    "op_type", "precision_of", "shapes", "tensors_in"
 ]
 
 #: Operator types a profile aggregates by. The first three are ``models.OP_GROUPS``, so the
@@ -124,7 +124,8 @@ def base_name(func) -> str:
     return str(func._overloadpacket).split(".")[-1]
 
 
-def _tensors(obj) -> list:
+def tensors_in(obj) -> list:
+    """Every torch tensor inside ``obj`` (nested tuples, lists and dicts flattened)."""
     import torch
     from torch.utils._pytree import tree_flatten
 
@@ -183,11 +184,11 @@ def compulsory_bytes(func, args, kwargs, out) -> tuple[int, int]:
     if is_view(func):
         return 0, 0
     reads, writes = {}, {}
-    out_elems = _tensors(out)
+    out_elems = tensors_in(out)
     gathered = sum(_nbytes(t) for t in out_elems)
     write_only = _WRITE_ONLY.get(name, ())
     for arg, value in _arguments(func, args, kwargs):
-        ts = _tensors(value)
+        ts = tensors_in(value)
         if not ts:
             continue
         alias = arg.alias_info
@@ -195,7 +196,7 @@ def compulsory_bytes(func, args, kwargs, out) -> tuple[int, int]:
         is_out = mutated and arg.kwarg_only and arg.name.startswith("out")
         if name in _SCATTERS and mutated:
             src = dict((a.name, v) for a, v in _arguments(func, args, kwargs)).get(_SCATTERS[name])
-            size = sum(_nbytes(t) for t in _tensors(src)) if src is not None else 0
+            size = sum(_nbytes(t) for t in tensors_in(src)) if src is not None else 0
             writes[("scatter", id(value))] = size
             continue
         for t in ts:
@@ -213,7 +214,7 @@ def compulsory_bytes(func, args, kwargs, out) -> tuple[int, int]:
         aliased = i < len(returns) and returns[i].alias_info is not None
         if aliased:
             continue  # in-place / out= result: already counted as the mutated argument
-        for t in _tensors(value):
+        for t in tensors_in(value):
             writes.setdefault(_key(t), _nbytes(t))
     return sum(reads.values()), sum(writes.values())
 
@@ -244,15 +245,15 @@ def flops(func, args, kwargs, out, registry) -> tuple[float | None, str]:
             return full * causal_fraction(qs[-2], ks[-2]), ESTIMATE
         return full, ESTIMATE
     if name in ("mv", "addmv", "dot", "vdot"):  # the counter registers no formula for these
-        mats = [t for t in _tensors(args) if t.dim() >= 1]
+        mats = [t for t in tensors_in(args) if t.dim() >= 1]
         big = max(mats, key=lambda t: t.numel()) if mats else None
         return (float(2 * big.numel()), ESTIMATE) if big is not None else (None, UNKNOWN)
     if name in _PER_ELEMENT or name in _ONE_PER_ELEMENT:
-        outs = _tensors(out)
+        outs = tensors_in(out)
         n = outs[0].numel() if outs else 0
         return float(_PER_ELEMENT.get(name, 1) * n), ESTIMATE
     if name in _REDUCTIONS:
-        ins = _tensors(args[:1])
+        ins = tensors_in(args[:1])
         return float(ins[0].numel() if ins else 0), ESTIMATE
     if is_view(func) or name in _DATA_MOVEMENT:
         return 0.0, NONE
@@ -347,7 +348,7 @@ _DTYPE_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
 
 def data_dtype(args, out):
     """The dtype the operator computes in: its first floating-point input, else its output's."""
-    ts = _tensors(args) + _tensors(out)
+    ts = tensors_in(args) + tensors_in(out)
     for t in ts:
         if t.is_floating_point():
             return t.dtype
@@ -364,4 +365,4 @@ def precision_of(dtype, *, tf32: bool = False) -> str | None:
 
 def shapes(args) -> str:
     """'1×512, 512×1792': the shapes of the tensor arguments, in order."""
-    return ", ".join("×".join(str(s) for s in t.shape) or "scalar" for t in _tensors(args))
+    return ", ".join("×".join(str(s) for s in t.shape) or "scalar" for t in tensors_in(args))

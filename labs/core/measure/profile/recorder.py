@@ -18,7 +18,7 @@ from labs.core.measure.timer import gpu_spacer
 
 __all__ = [
     "Clock", "Context", "OP_SPACER_US", "Phase", "again", "loss_of", "one_pass", "recorded",
-    "recorder_type", "trial"
+    "recorder_type", "run_or_explain", "trial"
 ]
 
 _RECORDER = None
@@ -34,7 +34,7 @@ def loss_of(out):
     """A scalar to call backward on: the sum of every floating-point output."""
     import torch
 
-    ts = [t for t in opcost._tensors(out) if t.is_floating_point() and t.requires_grad]
+    ts = [t for t in opcost.tensors_in(out) if t.is_floating_point() and t.requires_grad]
     if not ts:
         raise ValueError("backward=True needs an output that requires grad; this model's "
                          "outputs do not (are its parameters frozen?)")
@@ -82,7 +82,7 @@ class Context:
                     "note": f"could not read this operator's arguments ({type(e).__name__})"}
 
     def describe(self, func, args, kwargs, out) -> dict:
-        ts = opcost._tensors((args, kwargs))
+        ts = opcost.tensors_in((args, kwargs))
         uses_weights = False
         for t in ts:
             try:
@@ -225,7 +225,7 @@ def one_pass(model, args, kwargs, backward: bool, phase: Phase) -> Callable[[], 
 _MODEL_ERRORS = (TypeError, RuntimeError, ValueError, IndexError, KeyError, AttributeError)
 
 
-def _run_or_explain(run, explain):
+def run_or_explain(run, explain):
     """``run()``; a model's own error (not out of memory) becomes ``explain(e, first_line)``."""
     try:
         return run()
@@ -241,7 +241,7 @@ def _run_or_explain(run, explain):
 def trial(run, info):
     """The first pass (``run()``, returned): inputs that do not fit the model become a
     ValueError naming them."""
-    return _run_or_explain(run, lambda e, first: ValueError(
+    return run_or_explain(run, lambda e, first: ValueError(
         f"example_inputs do not fit the model: model(*example_inputs) failed on {info.name} "
         f"with {type(e).__name__}: {first}. Check their number, shapes, dtypes and order "
         "against the model's forward."))
@@ -249,7 +249,7 @@ def trial(run, info):
 
 def again(run):
     """A pass after the first: a model that fails now changed its own state in the first."""
-    return _run_or_explain(run, lambda e, first: _errors.Unsupported(
+    return run_or_explain(run, lambda e, first: _errors.Unsupported(
         "The model ran once but failed when run again with the same inputs "
         f"({type(e).__name__}: {first}). Profiling runs it several times; a model that "
         "changes its own state between calls (e.g. a KV cache written in place while "

@@ -304,8 +304,8 @@ def from_plateaus(name: str, caches: Mapping[str, float], plateaus: Sequence,
     the plateau carrying its name, or None (no roof) when no plateau was found for it."""
     from labs.core.physics import staircase
 
-    by = {p.name: p.bandwidth_gbs for p in staircase._check_plateaus(plateaus)}
-    caches = staircase._check_caches(caches)
+    by = {p.name: p.bandwidth_gbs for p in staircase.check_plateaus(plateaus)}
+    caches = staircase.check_caches(caches)
     if not caches:
         raise ValueError("caches must name at least one cache (the OS reported none: draw the "
                          "measured staircase without levels)")

@@ -427,7 +427,7 @@ def level_roof_tflops(ai, level: Level, peak_tflops: float):
     level = instance("level", level, Level, "a hierarchy.Level")
     if level.bandwidth_gbs is None:
         raise ValueError(f"level {level.name!r} has no bandwidth figure, so it has no roof")
-    return np.minimum(positive("peak_tflops", peak_tflops), roofline._ai(ai) * level.bandwidth_gbs / 1e3)
+    return np.minimum(positive("peak_tflops", peak_tflops), roofline.check_ai(ai) * level.bandwidth_gbs / 1e3)
 
 
 def tile_sweep(n, precision: str, tiles: Sequence[int], hier: Hierarchy, *,
