@@ -253,7 +253,7 @@ def test_the_kernels_one_size_describes_by_hand():
     assert total.flops == n * n and total.name == "sum reduction (re-read)"  # N^2 elements
     assert "tile 128×128" in flash.what and "S=1024" in flash.what
     assert "tile 64×64" in hierarchy.kernel_at_size(hierarchy.SIZED_KERNELS[3], 64, "bf16").what
-    with pytest.raises(KeyError, match="unknown kernel 'tiled GEMM'"):
+    with pytest.raises(KeyError, match="unknown kernel name='tiled GEMM'"):
         hierarchy.kernel_at_size("tiled GEMM", n, "bf16")
 
 

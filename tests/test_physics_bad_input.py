@@ -52,6 +52,7 @@ def _samples() -> dict:
         misconceptions.Band: misconceptions.Band("lab99.sample", 2.0, 1.5, (misconceptions.WrongModel("a slip", 4.0),)),
         models.ModelConfig: models.get("llama-3-8b"),
         roofline.Derating: roofline.achievable("h100-sxm"),
+        sharding.ShardedMatmul: sharding.sharded_matmul(16, 64, 64, 8),
         collectives.Path: collectives.collective_path("nvlink4", 16), collectives.SwitchAllReduce: collectives.NVLS_H100,
         hierarchy.Hierarchy: _HIER, hierarchy.HierarchyPoint: hierarchy.place(hierarchy.gemm_kernel(64, 64, 64, "bf16",
                                                                         tile=16), _HIER),
@@ -145,6 +146,9 @@ VALID = {
     "model_or_params": "llama-3-8b", "tokens_per_chip": 1024, "grad_bytes": 2.0,
     "overlap": True, "degrees": [1, 2], "nics_per_node": 8, "nic": "ib-ndr",
     "achievable": False, "matmuls": 1,
+    # Lab 1 (a profiler's reading), Lab 5 (the library's GEMM, this machine's hierarchy)
+    "flop_util": 0.3, "bandwidth_util": 0.9, "ratio": 0.5, "multicast": True, "gpu": False,
+    "registry_key": None, "array": True,
     # Lab 1 (the crossover's stated assumptions)
     "operands": 3, "flops_per_mac": 2, "sparse": False,
     # Lab 2 (serving)
@@ -201,6 +205,14 @@ OVERRIDES = {
     "hierarchy.launch_failure_status": {"error": hierarchy.LaunchError("too big a tile")},
     "hierarchy.Hierarchy.ceiling_tflops": {"compute": "vector"},
     "staircase.plateau_ratio": {"upper": "L2"},
+    "collectives.op_name": {"op": "all-reduce", "arg": "op"},
+    "collectives.algorithm_name": {"op": "all-reduce"},
+    "formulas.elementwise_op": {"op": "gelu"},
+    "hierarchy.kernel_at_size": {"name": hierarchy.SIZED_KERNELS[0], "n": 64, "block": 64},
+    "hierarchy.measured_machine": {"device": "this CPU", "memory_bytes": 1e9,
+                                   "peak_tflops": 1.0, "memory_name": "DRAM"},
+    "units.format_bandwidth": {"gbs": 605.0},
+    "utilization.reading": {"device": "h100-sxm"},
     "staircase.ratio_separation": {"upper": "L2", "tolerance": 1.5, "margin": 1.05},
     # a collective, not a kernel, is the op of Lab 6's functions
     **{f"collectives.{f}": {"op": "all-reduce"} for f in (
@@ -219,6 +231,7 @@ EXTRA = {"models.dominant_group": {"batch": 1, "seq_len": 64},
 
 #: (function, parameter) pairs where any real number is valid input (formatters show it).
 ANY_NUMBER = {("units.format_bytes", "n"), ("units.format_seconds", "seconds"),
+              ("units.format_bandwidth", "gbs"),
               ("units.format_seconds", "upper"), ("units.format_flops", "flops")}
 #: Parameters not fed here, and why.
 SKIP = {("units.format_value", "value"),  # formats anything: Any is its contract
@@ -236,9 +249,11 @@ SKIP = {("units.format_value", "value"),  # formats anything: Any is its contrac
 FREE_TEXT = ("name", "source", "memory_type", "arg", "compute_arg", "weight_arg",
              "activation_arg", ("hardware.custom", "key"), ("hardware.unregister", "key"),
              ("roofline.require_fits", "what"), "memory_name", ("hierarchy.hierarchy", "key"),
-             ("hierarchy.measured_hierarchy", "key"), ("hierarchy.from_plateaus", "key"))
+             ("hierarchy.measured_hierarchy", "key"), ("hierarchy.from_plateaus", "key"),
+             ("hierarchy.measured_machine", "device"))
 #: Parameters that take a list of numbers (vectorised), where [1] is valid.
 LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai"),
+                    ("roofline.check_ai", "ai"),
                     ("flash.onchip_roof_tflops", "ai"), ("fusion.chain_time_curve", "sizes"),
                     ("flash.largest_square_tile", "candidates"),
                     ("hierarchy.level_roof_tflops", "ai"), ("hierarchy.tile_sweep", "tiles"),
@@ -250,7 +265,8 @@ LISTS_OF_NUMBERS = {("roofline.attainable_tflops", "ai"), ("roofline.rho", "ai")
 #: Mappings of free names to sizes, where any non-empty names with sizes > 0 are valid input,
 #: and so is an empty one (the OS names its caches, or reports none).
 FREE_SIZE_MAPPINGS = {("staircase.name_plateaus", "caches"), ("staircase.levels", "caches"),
-                      ("hierarchy.from_plateaus", "caches")}
+                      ("hierarchy.from_plateaus", "caches"),
+                      ("hierarchy.measured_machine", "caches"), ("staircase.check_caches", "caches")}
 #: None is meaningful here (one kernel per op) although the argument has no default.
 NONE_OK = {("fusion.fusion_speedup", "groups_after"),
            ("fusion.launch_saving_speedup", "groups_after")}
@@ -297,6 +313,7 @@ def _index(fn, name):
 #: What the callables without a return annotation return: a float for one AI, an array for
 #: an array of them (vectorised).
 RETURNS = {q: float | np.ndarray for q in ("roofline.attainable_tflops", "roofline.rho",
+                                          "roofline.check_ai",
                                           "flash.onchip_roof_tflops",
                                           "hierarchy.level_roof_tflops")}
 

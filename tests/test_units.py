@@ -107,5 +107,5 @@ def test_format_bandwidth_three_figures_and_tb_from_a_thousand(gbs, text):
 
 
 def test_format_bandwidth_refuses_what_is_not_a_number():
-    with pytest.raises(ValueError, match="bandwidth must be a number"):
+    with pytest.raises(ValueError, match="gbs must be a number"):
         units.format_bandwidth("fast")

@@ -577,6 +577,7 @@ def ring_link(link, n: int) -> Link:
 def op_name(op, arg: str = "op") -> str:
     """The collective's canonical name (``"all-reduce"``...) from any spelling; a clear
     ValueError names ``arg`` otherwise."""
+    arg = text("arg", arg)
     o = text(arg, op).lower().replace("_", "-").replace(" ", "-")
     o = {"allreduce": "all-reduce", "allgather": "all-gather",
          "reducescatter": "reduce-scatter"}.get(o, o)
@@ -587,14 +588,15 @@ def op_name(op, arg: str = "op") -> str:
 
 def participant_count(n, arg: str = "n") -> int:
     """``n`` as a participant count: an int of at least 2 (one chip has nothing to exchange)."""
-    v = positive_int(arg, n)
+    v = positive_int(text("arg", arg), n)
     if v < 2:
         raise ValueError(f"{arg} must be >= 2 participants for a collective, got {shown(n)}")
     return v
 
 
 def algorithm_name(op: str, algorithm) -> str:
-    """``algorithm`` as one of :data:`ALGORITHMS`, checked against the (canonical) ``op``."""
+    """``algorithm`` as one of :data:`ALGORITHMS`, checked against the collective ``op``."""
+    op = op_name(op)
     a = text("algorithm", algorithm).lower()
     if a not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, "

@@ -281,12 +281,12 @@ ELEMENTWISE: dict[str, Elementwise] = {e.key: e for e in [
 ]}
 
 
-def elementwise_op(key: str, arg: str = "op") -> Elementwise:
-    """The :data:`ELEMENTWISE` op named ``key`` (any case); an unknown name is a KeyError that
-    lists the known ones."""
-    k = text(arg, key).lower()
+def elementwise_op(op: str, arg: str = "op") -> Elementwise:
+    """The :data:`ELEMENTWISE` op named ``op`` (any case); an unknown name is a KeyError that
+    lists the known ones. Messages name ``arg``."""
+    k = text(text("arg", arg), op).lower()
     if k not in ELEMENTWISE:
-        raise KeyError(f"unknown elementwise op {arg}={key!r}." + close_matches(
+        raise KeyError(f"unknown elementwise op {arg}={op!r}." + close_matches(
             k, ELEMENTWISE, always_list=True))
     return ELEMENTWISE[k]
 

@@ -138,7 +138,8 @@ class Device:
 
 def precision_key(precision: str, arg: str = "precision") -> str:
     """A compute precision's key in :data:`PRECISIONS` (trimmed, lower case); unknown names
-    are a KeyError that lists the known ones."""
+    are a KeyError that lists the known ones. Messages name ``arg``."""
+    arg = text("arg", arg)
     if not isinstance(precision, str) or not precision.strip():
         raise ValueError(f"{arg} must be a precision name such as 'fp16', got {shown(precision)}")
     p = precision.strip().lower()

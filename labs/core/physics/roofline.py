@@ -188,7 +188,9 @@ def derating_from_measurement(hw, measured_peaks: Mapping[str, float], measured_
 
 
 def check_ai(ai, *, array: bool = True, arg: str = "ai"):
-    """Validate AI: a positive finite number, or (``array``) a list/array of them."""
+    """Validate AI: a positive finite number, or (``array``) a list/array of them. Messages
+    name ``arg``."""
+    arg, array = text("arg", arg), flag("array", array)
     if isinstance(ai, (list, tuple)) or is_ndarray(ai):
         if not array:
             raise ValueError(f"{arg} must be one number (FLOP/byte), got {shown(ai)}")
@@ -235,7 +237,7 @@ def below_ridge(ratio: float) -> bool:
     """Whether ``ratio`` (AI / ridge, or compute time / memory time) puts a kernel on the
     memory side: strictly below 1 after rounding to :data:`RIDGE_DIGITS` decimals. On the
     ridge itself a kernel is compute-bound (LABS_SPEC §2)."""
-    return round(ratio, RIDGE_DIGITS) < 1
+    return round(non_negative("ratio", ratio), RIDGE_DIGITS) < 1
 
 
 def regime(ai, hw, precision: str) -> str:

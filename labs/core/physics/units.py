@@ -74,7 +74,7 @@ def format_value(value: Any, fmt: Callable[[Any], str] | str | None = None, *,
 def format_bandwidth(gbs: float) -> str:
     """A bandwidth given in GB/s, to 3 significant figures: '605 GB/s', from 1,000 GB/s in
     TB/s ('10.5 TB/s'), decimal units as everywhere in the labs."""
-    v = _real("bandwidth", gbs)
+    v = _real("gbs", gbs)
     return f"{format_value(v / 1e3)} TB/s" if abs(v) >= 1e3 else f"{format_value(v)} GB/s"
 
 

@@ -31,7 +31,7 @@ def mfu(achieved_tflops, hw, precision: str) -> float:
 
 def bandwidth_utilization(achieved_gbs, hw) -> float:
     """Achieved bandwidth / the device's spec bandwidth."""
-    return non_negative("achieved_gbs", achieved_gbs) / hardware.get(hw).bandwidth_gbs
+    return non_negative("achieved_gbs", achieved_gbs) / hardware.get(hw, arg="hw").bandwidth_gbs
 
 
 def flop_utilization_bound(ai, hw, precision: str) -> float:
@@ -59,9 +59,9 @@ def reading(flop_util: float, bandwidth_util: float, device, precision: str) -> 
     """What a profiler's two utilisations (fractions of dense peak and of bandwidth) imply on
     a chip: achieved rates, implied AI = FLOP/s ÷ B/s, regime, both utilisations, fraction
     of the roof at that AI, and the FLOP-utilisation bound."""
-    d = hardware.get(device)
-    tflops = flop_util * d.peak_tflops(precision)
-    gbs = bandwidth_util * d.bandwidth_gbs
+    d = hardware.get(device, arg="device")
+    tflops = positive("flop_util", flop_util) * d.peak_tflops(precision)
+    gbs = positive("bandwidth_util", bandwidth_util) * d.bandwidth_gbs
     ai = implied_ai(tflops, gbs)
     return {"tflops": tflops, "gbs": gbs, "ai": ai,
             "regime": roofline.regime(ai, d, precision),

@@ -19,9 +19,11 @@ from labs.core.physics import precision as _precision
 from labs.core.physics import roofline
 from labs.core.physics import units as _units
 from labs.core.physics._validate import (
+    flag,
     instance,
     positive,
     positive_int,
+    text,
 )
 from labs.core.physics.hierarchy._levels import (
     GEMM_SCHEDULES,
@@ -232,16 +234,19 @@ def kernel_at_size(name: str, n, precision: str, *, batch=1, heads=32, head_dim=
     GEMM (``gemm_kernel(tile=1)``), a 5-point stencil on an n x n grid, a sum re-reading n^2
     elements, or a flash-attention tile over sequence length n (``batch``, ``heads``,
     ``head_dim``) in ``block`` x ``block`` tiles, capped by n. KeyError for another name."""
+    if text("name", name) not in SIZED_KERNELS:
+        raise KeyError(f"unknown kernel name={name!r}: one of {', '.join(SIZED_KERNELS)}")
+    n, block = positive_int("n", n), positive_int("block", block)
+    batch, heads = positive_int("batch", batch), positive_int("heads", heads)
+    head_dim = positive_int("head_dim", head_dim)
     if name == SIZED_KERNELS[0]:
         return gemm_kernel(n, n, n, precision, tile=1)
     if name == SIZED_KERNELS[1]:
         return stencil_kernel(n, precision)
     if name == SIZED_KERNELS[2]:
         return reduction_kernel(n * n, precision)
-    if name == SIZED_KERNELS[3]:
-        tile = min(block, n)
-        return flash_kernel(batch, heads, n, head_dim, tile, tile, precision)
-    raise KeyError(f"unknown kernel {name!r}: one of {', '.join(SIZED_KERNELS)}")
+    tile = min(block, n)
+    return flash_kernel(batch, heads, n, head_dim, tile, tile, precision)
 
 
 # --- a wave of tiles sharing L2 ---------------------------------------------------------------
@@ -325,6 +330,7 @@ def library_gemm_kernel(hier: Hierarchy, m, n, k, *, multicast: bool = True) -> 
     L2), what the cluster's shared tile saves."""
     hier = instance("hier", hier, Hierarchy, "a hierarchy.Hierarchy")
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    multicast = flag("multicast", multicast)
     if hier.kind == "gpu":
         sch = GEMM_SCHEDULES[hier.arch or "ampere"]
         tm, tn, r = sch.tile_m, sch.tile_n, sch.register_tile

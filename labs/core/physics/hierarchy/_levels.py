@@ -18,6 +18,7 @@ from labs.core.physics import roofline
 from labs.core.physics.flash import L2_MEASURED_GBS
 from labs.core.physics._validate import (
     close_matches,
+    flag,
     instance,
     mapping,
     one_of,
@@ -326,7 +327,10 @@ def measured_machine(device: str, caches: Mapping[str, float], plateaus: Sequenc
     (``registry_key``) keeps the registry's levels with the measured plateaus' bandwidths
     (:func:`with_bandwidths`); any other machine is built from its reported ``caches`` and
     ``plateaus`` (:func:`from_plateaus`), named "This machine (``device``)"."""
-    if gpu and registry_key:
+    device = text("device", device)
+    if registry_key is not None:
+        registry_key = hardware.get(registry_key, arg="registry_key").key
+    if flag("gpu", gpu) and registry_key:
         return with_bandwidths(gpu_hierarchy(registry_key, precision),
                                {p.name: p.bandwidth_gbs for p in plateaus})
     return from_plateaus(f"This machine ({device})", caches, plateaus, memory_bytes,
