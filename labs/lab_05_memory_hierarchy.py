@@ -1165,17 +1165,10 @@ def _(sawtooth_button, wave_prediction):
 @app.cell
 def _(sawtooth_open, sawtooth_run):
     mo.stop(not sawtooth_open)
-    _mine = sawtooth_run is not None and bool(sawtooth_run.measured)
-    _ns, _meas, _pred, _tile, _who, _note = memory_hierarchy.sawtooth_curves(
-        sawtooth_run if _mine else None)
-    # a short title (the plotly modebar sits at its right end); what was assumed goes below
+    _run = sawtooth_run if sawtooth_run is not None and sawtooth_run.measured else None
     _per_tile = sawtooth_run is None or sawtooth_run.kind != "cuda"
-    sawtooth_figure = figures.sawtooth_figure(
-        _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
-        y_title=("Throughput ÷ that at the tile multiple ≤ N" if _per_tile else
-                 "Throughput ÷ the best N's"),
-        title="GEMM throughput vs N, measured and modelled")
-    mo.vstack([sawtooth_figure, mo.md(memory_hierarchy.sawtooth_caption(_note, _per_tile))])
+    sawtooth_figure = figures.gemm_sawtooth_figure(_run, per_tile=_per_tile)
+    mo.vstack([sawtooth_figure, mo.md(memory_hierarchy.sawtooth_caption(_run, _per_tile))])
     return
 
 

@@ -282,10 +282,15 @@ class TPServing:
         return self.budget.fits
 
     @property
+    def t_matmuls(self) -> float:
+        """The matmuls' time per decode step: their roofline bound, max(compute, HBM)."""
+        return max(self.t_compute, self.t_hbm)
+
+    @property
     def t_step(self) -> float:
         """Matmuls, then their all-reduce: the next layer needs its result, so a decode step
         cannot hide the communication (max of compute and HBM, plus communication)."""
-        return max(self.t_compute, self.t_hbm) + self.t_comm
+        return self.t_matmuls + self.t_comm
 
     @property
     def tokens_per_s(self) -> float:
@@ -297,7 +302,7 @@ class TPServing:
 
     @property
     def bound(self) -> str:
-        if self.t_comm > max(self.t_compute, self.t_hbm):
+        if self.t_comm > self.t_matmuls:
             return COMMUNICATION
         return "compute-bound" if self.t_compute >= self.t_hbm else "memory-bound"
 
@@ -475,6 +480,13 @@ class DPStep:
         updated weights); without overlap, all of t_comm. A model that hides the all-reduce
         behind the whole step would say max(0, t_comm - t_fwd - t_bwd): too little."""
         return self.t_step - self.t_compute
+
+    @property
+    def t_exposed_behind_whole_step(self) -> float:
+        """The wait a model that hides the all-reduce behind the whole step (forward and
+        backward) would say: max(0, t_comm - t_fwd - t_bwd). Too little (the forward pass needs
+        the updated weights); a lesson sets it beside :attr:`t_exposed`."""
+        return max(0.0, self.t_comm - self.t_compute)
 
     @property
     def comm_bound(self) -> bool:

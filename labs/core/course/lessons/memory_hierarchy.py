@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 import marimo as mo
 
 from labs.core.course import quiz
-from labs.core.physics import (hardware, hierarchy, quantization, reference_machine,
+from labs.core.physics import (hardware, hierarchy, reference_machine,
                                 staircase, units)
 from labs.core.ui import style
 
 __all__ = [
     "binding_explanation", "cache_cards", "kernel_rows", "level_cards", "library_gemm_note",
     "missing_cache_sizes", "other_machine_binding", "plateau_rows", "sawtooth_caption",
-    "sawtooth_curves", "shrink_explanation", "staircase_curves", "staircase_explanation",
+    "shrink_explanation", "staircase_curves", "staircase_explanation",
     "staircase_grading", "sweep_summary", "tile_explanation", "tile_problem",
     "tile_status_callout", "unmeasured_comparison", "wave_explanation",
 ]
@@ -297,14 +297,15 @@ def tile_status_callout(tile: int, point: hierarchy.HierarchyPoint | None,
 
 
 def tile_problem(n: int, tile: int, r: int, size: str = "N") -> str | None:
-    """Why a tiled GEMM of side ``n`` cannot use cache tile ``tile`` and register tile ``r``,
-    with the way out in the sliders' words (None when it can). Core refuses the same cases,
-    in its argument names."""
-    if r > tile:
+    """Why a tiled GEMM of side ``n`` cannot use cache tile ``tile`` and register tile ``r``
+    (core's check, :func:`hierarchy.gemm_tile_problems`), with the way out in the sliders'
+    words (None when it can)."""
+    problems = hierarchy.gemm_tile_problems(n, n, tile, r)
+    if hierarchy.REGISTER_TILE_LARGER_THAN_TILE in problems:
         return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
                 f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
                 "a smaller register tile r.")
-    if tile > n:
+    if hierarchy.TILE_LARGER_THAN_MATRIX in problems:
         return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
                 f"move T down to {n} or less, or raise {size}.")
     return None
@@ -361,27 +362,12 @@ def wave_explanation(sizes: Sequence[int], before, after, sms: int, fraction: fl
             "launch and ramp-up: a measured dip is shallower.")
 
 
-def sawtooth_curves(run=None) -> tuple[list, list, list, int, str, str]:
-    """The sawtooth figure's data: sizes, measured and modelled throughput (relative), the
-    tile, whose run, and what was assumed; from ``run`` (a measured GEMM sawtooth), else
-    from the reference machine's recorded run (one thread, each N against the tile multiple
-    at or below it)."""
-    if run is not None:
-        rows = run.measured
-        return ([r["n"] for r in rows], [r["relative"] for r in rows],
-                [r["predicted"] for r in rows], run.tile, f"this machine ({run.device})",
-                run.tile_note)
-    sizes, tile = [r[0] for r in reference_machine.SAWTOOTH], reference_machine.SAWTOOTH_TILE
-    measured, modelled = quantization.sawtooth_relative(
-        sizes, [r[1] for r in reference_machine.SAWTOOTH], tile, 1, per_tile=True)
-    return (sizes, measured, modelled, tile,
-            f"reference machine ({reference_machine.MACHINE}, recorded)",
-            f"assumed micro-kernel width {tile}; one thread")
-
-
-def sawtooth_caption(note: str, per_tile: bool) -> str:
-    """The line under the sawtooth figure: what was assumed (``note``, capitalised), and with
-    ``per_tile`` (each N against the tile multiple at or below it) why that comparison."""
+def sawtooth_caption(run, per_tile: bool) -> str:
+    """The line under the sawtooth figure: what was assumed (``run``'s tile note, or the
+    reference machine's recorded run's without one), and with ``per_tile`` (each N against
+    the tile multiple at or below it) why that comparison."""
+    note = (run.tile_note if run is not None else
+            f"assumed micro-kernel width {reference_machine.SAWTOOTH_TILE}; one thread")
     note = note[:1].upper() + note[1:]
     if not per_tile:
         return f"*{note}.*"

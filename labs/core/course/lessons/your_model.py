@@ -16,6 +16,7 @@ import textwrap
 from collections.abc import Iterable, Mapping
 
 from labs.core.physics import hardware, roofline, tiny_models, units
+from labs.core.physics.precision import bytes_per_element
 from labs.core.ui import style
 
 __all__ = [
@@ -118,8 +119,8 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
         return tiny_models.memory_bound_share_with_launches(device, launch_overhead_us=us,
                                                             **case)
     return (f"No operator of a batch-{case['batch']} decode step reaches the "
-            f"ridge (highest AI {ai:.2f} FLOP/B against the {d.name}'s fp32 ridge of "
-            f"{d.peak_tflops('fp32') * 1e3 / d.bandwidth_gbs:.0f} FLOP/B), so all "
+            f"ridge (highest AI {ai:.2f} FLOP/B against the {d.name}'s {case['precision']} "
+            f"ridge of {roofline.ridge_point(d, case['precision']):.0f} FLOP/B), so all "
             f"{sum(t.values()) * 1e6:.1f} µs of the bound are memory-bound: the "
             "roofline alone says 100%. But the step's "
             f"{kernels} kernels × 5 µs = {launch * 1e6:.0f} µs of launches are in "
@@ -197,13 +198,14 @@ def weights_read_text(config, precision: str, tokens: int) -> str:
     """What one decode step reads of the weights: every layer's and the LM head whole, of the
     (untied) embedding table only each token's row (markdown, a math peek's last paragraph)."""
     c = config
-    table = c.vocab * c.d_model * 4  # the fp32 embedding table
+    element = bytes_per_element(precision, arg="precision")
+    table = c.vocab * c.d_model * element  # the (untied) embedding table
     return textwrap.dedent(f"""
     **What one decode step reads.** The model allocates {c.params / 1e6:.1f} M parameters =
     {c.weight_bytes(precision) / 1e6:.0f} MB in {precision}, but a step reads
     {c.weight_bytes_read(precision, tokens=tokens) / 1e6:.0f} MB of them: every
     layer's weights and the LM head whole, and of the {table / 1e6:.1f} MB embedding table
-    only the row of each token ({c.d_model * 4 / 1e3:.0f} KB). A model with a *tied*
+    only the row of each token ({c.d_model * element / 1e3:.0f} KB). A model with a *tied*
     embedding (the LM head is the embedding table, as in GPT-2) reads that table whole in the
     LM head, so there a step reads every parameter.
     """)
