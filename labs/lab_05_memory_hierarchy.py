@@ -299,6 +299,18 @@ def _(hierarchy_run, staircase_open):
     return
 
 
+@app.function
+def reference_comparison(lab, prediction, reference, *, unavailable, measurement):
+    """A measured prediction's comparison while this machine's reading is missing: graded
+    against the reference machine where this machine cannot be measured; the reading in the
+    ledger where a page was reloaded; else the reference, not graded until a press."""
+    if not unavailable and quiz.graded_reading(lab, prediction.item_id) is not None:
+        return quiz.recorded_comparison(lab, prediction, units="×", fmt=".1f")
+    return mo.vstack([mo.md(memory_hierarchy.unmeasured_heading(unavailable, measurement)),
+                      quiz.compare(prediction, reference, units="×", fmt=".1f",
+                                   lab=lab if unavailable else None)])
+
+
 @app.cell
 def _(
     hierarchy_run,
@@ -331,7 +343,7 @@ def _(
                                            _sep.ratio if _sep.separates else _reference,
                                            units="×", fmt=".1f", lab=lab)])
     else:  # not measured here: the reference machine, graded where this one cannot be
-        _out = memory_hierarchy.unmeasured_comparison(
+        _out = reference_comparison(
             lab, staircase_prediction, _reference,
             unavailable=hierarchy_unavailable is not None, measurement="staircase")
     _out
@@ -1028,7 +1040,7 @@ def _(
                                        / _t[SHRINK_Q["small"]], units="×", fmt=".1f",
                                        lab=lab)])
     else:  # not measured here: the reference machine, graded where this one cannot be
-        _out = memory_hierarchy.unmeasured_comparison(
+        _out = reference_comparison(
             lab, shrink_prediction, _ref_ratio,
             unavailable=overhead_unavailable is not None, measurement="measurement")
     _out

@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from labs.core import hierarchy, quantization, quiz, reference_machine, staircase, style
+from labs.core import hierarchy, quantization, reference_machine, staircase, style
 from labs.core.course.lessons import memory_hierarchy
 from labs.core.physics import hardware
 from notebook_support import visible_text
@@ -75,18 +75,11 @@ def test_staircase_grading_names_whose_ratio_grades_and_why():
     assert "one memory roof (a ratio of 1)" in memory_hierarchy.staircase_grading(flat, "HBM", 1.5)
 
 
-def test_unmeasured_comparison_grades_the_reference_only_where_nothing_can_be_measured(
-        tmp_path, monkeypatch):
-    monkeypatch.setenv("ROOFLINE_LEDGER_DIR", str(tmp_path))
-    monkeypatch.setenv("ROOFLINE_STUDENT_ID", "tester")
-    lab = quiz.LabSession("lab05", __file__)
-    guess = quiz.Prediction("lab05.shrink_speedup", 10.0, "×")
-    graded = visible_text(memory_hierarchy.unmeasured_comparison(
-        lab, guess, 11.0, unavailable=True, measurement="measurement"))
-    assert "(graded: this machine cannot be measured here)" in graded and "11.0" in graded
-    waiting = visible_text(memory_hierarchy.unmeasured_comparison(
-        lab, guess, 11.0, unavailable=False, measurement="staircase"))
-    assert "not graded yet: your grade uses your own staircase" in waiting
+def test_unmeasured_heading_says_whether_the_reference_grades():
+    assert "(graded: this machine cannot be measured here)" in \
+        memory_hierarchy.unmeasured_heading(True, "measurement")
+    assert "not graded yet: your grade uses your own staircase, so press the button above" in \
+        memory_hierarchy.unmeasured_heading(False, "staircase")
 
 
 # --- Part 2 ---------------------------------------------------------------------------------

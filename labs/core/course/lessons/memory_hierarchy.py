@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 
 import marimo as mo
 
-from labs.core.course import quiz
 from labs.core.physics import (hardware, hierarchy, reference_machine,
                                 staircase, units)
 from labs.core.ui import style
@@ -22,7 +21,7 @@ __all__ = [
     "missing_cache_sizes", "other_machine_binding", "plateau_rows", "sawtooth_caption",
     "shrink_explanation", "staircase_curves", "staircase_explanation",
     "staircase_grading", "sweep_summary", "tile_explanation", "tile_problem",
-    "tile_status_callout", "unmeasured_comparison", "wave_explanation",
+    "tile_status_callout", "unmeasured_heading", "wave_explanation",
 ]
 
 
@@ -106,21 +105,15 @@ def staircase_grading(separation: staircase.RatioSeparation, memory: str,
             "machine's ratio:")
 
 
-def unmeasured_comparison(lab, prediction, reference: float, *, unavailable: bool,
-                          measurement: str):
-    """A measured prediction's comparison while this machine's own reading is missing: against
-    the reference machine and graded where the machine cannot be measured; the reading in the
-    ledger where a page was reloaded; else the reference, not graded, asking for a press
-    (``measurement`` names what grades it: "staircase", "measurement")."""
-    if unavailable:
-        return mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
-                                "cannot be measured here):"),
-                          quiz.compare(prediction, reference, units="×", fmt=".1f", lab=lab)])
-    if quiz.graded_reading(lab, prediction.item_id) is not None:
-        return quiz.recorded_comparison(lab, prediction, units="×", fmt=".1f")
-    return mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: your "
-                            f"grade uses your own {measurement}, so press the button above):"),
-                      quiz.compare(prediction, reference, units="×", fmt=".1f")])
+def unmeasured_heading(graded: bool, measurement: str) -> str:
+    """The line above a measured prediction's comparison with the reference machine while this
+    machine's own reading is missing: graded (this machine cannot be measured) or not yet,
+    asking for a press (``measurement`` names what grades it: "staircase", "measurement")."""
+    if graded:
+        return ("**Prediction vs the reference machine** (graded: this machine cannot be "
+                "measured here):")
+    return ("**Prediction vs the reference machine** (not graded yet: your grade uses your "
+            f"own {measurement}, so press the button above):")
 
 
 # --- Part 2: one roof per level -------------------------------------------------------------
