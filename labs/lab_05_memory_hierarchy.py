@@ -962,7 +962,8 @@ def _(get_shrink, lab):
     _t = dict(reference_machine.OVERHEAD_ROWS)
     _big, _small = _t[SHRINK_Q["big"]], _t[SHRINK_Q["small"]]
     shrink_prediction = get_shrink() or reveal.reference(
-        lab, "lab05.shrink_speedup", round(_big / _small, 2), "×",
+        lab, "lab05.shrink_speedup",
+        round(reference_machine.call_time_ratio(SHRINK_Q["big"], SHRINK_Q["small"]), 2), "×",
         explanation=memory_hierarchy.shrink_explanation(SHRINK_Q["big"], SHRINK_Q["small"],
                                                         _big, _small))
     reveal.card(shrink_prediction)
@@ -1030,8 +1031,7 @@ def _(
     # Graded against the student's own sweep (the result recorded here); where this machine
     # cannot be measured (no torch, a browser build), against the reference machine.
     mo.stop(not call_overhead_open)
-    _ref = dict(reference_machine.OVERHEAD_ROWS)
-    _ref_ratio = _ref[SHRINK_Q["big"]] / _ref[SHRINK_Q["small"]]
+    _ref_ratio = reference_machine.call_time_ratio(SHRINK_Q["big"], SHRINK_Q["small"])
     if overhead_run is not None:
         _t = {r["bytes"]: r["median_s"] for r in overhead_run.rows}
         _out = mo.vstack([mo.md("**Prediction vs reality** · your machine, median time per "

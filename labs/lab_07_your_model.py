@@ -334,12 +334,20 @@ def _(get_memory_share, lab, set_memory_share):
     return
 
 
+@app.function
+def memory_share_answer():
+    """Prediction 3's answer, as the reference reveals it and the comparison shows it: the
+    question's step's memory-bound share on its device, roofline plus launches (%, 0.1)."""
+    _share = tiny_models.memory_bound_share_with_launches(
+        OPENING["device"], **decode_case(SCENARIO["small_batch"]))
+    return round(100 * _share, 1)
+
+
 @app.cell
 def _(get_memory_share, lab):
     _case = decode_case(SCENARIO["small_batch"])
-    _share = tiny_models.memory_bound_share_with_launches(OPENING["device"], **_case)
     memory_share_prediction = get_memory_share() or reveal.reference(
-        lab, "lab07.memory_share", round(100 * _share, 1), units="%",
+        lab, "lab07.memory_share", memory_share_answer(), units="%",
         explanation=your_model.memory_share_explanation(OPENING["device"], _case))
     reveal.card(memory_share_prediction)
     return (memory_share_prediction,)
@@ -501,11 +509,19 @@ def _(decode_predictions, decode_profiles):
 
 
 @app.cell
-def _(decode_predicted, decode_predictions, dominant_small_prediction, lab):
+def _(
+    decode_predicted,
+    decode_predictions,
+    device_picker,
+    dominant_small_prediction,
+    lab,
+):
     mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["small_batch"]]
-    quiz.compare(dominant_small_prediction, max(_t, key=_t.get), lab=lab,
+    _leader = tiny_models.dominant_group(device_picker.value,
+                                         **decode_case(SCENARIO["small_batch"]))
+    quiz.compare(dominant_small_prediction, _leader, lab=lab,
                  actual_label=your_model.roofline_leader_label(_t, TYPE_NAMES))
     return
 
@@ -576,11 +592,19 @@ def _(decode_predictions, decode_profiles):
 
 
 @app.cell
-def _(decode_predicted, decode_predictions, dominant_large_prediction, lab):
+def _(
+    decode_predicted,
+    decode_predictions,
+    device_picker,
+    dominant_large_prediction,
+    lab,
+):
     mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["large_batch"]]
-    quiz.compare(dominant_large_prediction, max(_t, key=_t.get), lab=lab,
+    _leader = tiny_models.dominant_group(device_picker.value,
+                                         **decode_case(SCENARIO["large_batch"]))
+    quiz.compare(dominant_large_prediction, _leader, lab=lab,
                  actual_label=your_model.roofline_leader_label(_t, TYPE_NAMES))
     return
 
@@ -663,11 +687,9 @@ def _(bf16_ratio_prediction, lab, memory_share_prediction):
     mo.stop(INSTRUMENTS.gate("memory share", memory_share_prediction,
                              bf16_ratio_prediction) is not None)
     # graded on the question's own case (its device), whatever the picker shows above
-    _share = tiny_models.memory_bound_share_with_launches(OPENING["device"],
-                                                          **decode_case(SCENARIO["small_batch"]))
     mo.vstack([mo.md("**Against the roofline plus 5 µs per kernel** on the question's "
                      f"{hardware.get(OPENING['device']).name}:"),
-               quiz.compare(memory_share_prediction, round(100 * _share, 1), units="%",
+               quiz.compare(memory_share_prediction, memory_share_answer(), units="%",
                             lab=lab)])
     return
 
@@ -762,7 +784,7 @@ def _(get_best_predicted, lab):
                  context=SCENARIO["prefill_context"], precision=SCENARIO["precision"],
                  attention=SCENARIO["attention"])
     _r = tiny_models.overhead_ratio_by_group(OPENING["device"], **_case)
-    _ref = min(_r, key=_r.get)
+    _ref = tiny_models.best_predicted_group(OPENING["device"], **_case)
     best_predicted_prediction = get_best_predicted() or reveal.reference(
         lab, "lab07.best_predicted", _ref, label=your_model.option_label(BEST_OPTIONS, _ref),
         explanation=your_model.best_predicted_explanation(_r, SCENARIO["prefill_context"]))

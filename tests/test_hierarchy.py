@@ -712,6 +712,12 @@ def test_reference_machines_sawtooth_is_each_n_against_its_tile_multiple():
     assert measured[-1] == pytest.approx(1.0) and modelled[-1] == pytest.approx(1.0)  # 192
 
 
+def test_reference_machines_call_time_ratio_is_its_recorded_rows():
+    # recorded: 4 MiB in 57.834 µs per call, 1 MiB in 21.891 µs: 2.642x; 256 B in 2.014 µs
+    assert reference_machine.call_time_ratio(4194304, 1048576) == pytest.approx(57.834 / 21.891)
+    assert reference_machine.call_time_ratio(4194304, 256) == pytest.approx(57.834 / 2.014)
+
+
 def test_level_roof_is_min_of_peak_and_ai_times_bandwidth():
     lv = toy().level("DRAM")  # 10 GB/s
     ai = np.array([0.1, 1.0, 1000.0])

@@ -26,7 +26,7 @@ from labs.core.physics import staircase as _staircase
 __all__ = [
     "CACHES", "CACHE_SCOPES", "CACHE_SOURCE", "CALL_OVERHEAD_S", "DATE", "GEMM_FP32_GFLOPS",
     "LOAD_AVERAGE", "MACHINE", "MEMORY_BYTES", "OVERHEAD_BANDWIDTH_GBS", "OVERHEAD_ROWS",
-    "SAWTOOTH", "SAWTOOTH_TILE", "SWEEP", "TORCH", "as_hierarchy", "plateaus",
+    "SAWTOOTH", "SAWTOOTH_TILE", "SWEEP", "TORCH", "as_hierarchy", "call_time_ratio", "plateaus",
     "sawtooth_relative", "source"
 ]
 
@@ -81,6 +81,13 @@ def as_hierarchy() -> _hierarchy.Hierarchy:
     return _hierarchy.from_plateaus(f"Reference machine ({MACHINE})", CACHES, plateaus(),
                                     MEMORY_BYTES, GEMM_FP32_GFLOPS / 1e3, source=source(),
                                     key="reference")
+
+
+def call_time_ratio(big_bytes: int, small_bytes: int) -> float:
+    """The recorded time per call of a tensor of ``big_bytes`` over that of ``small_bytes``
+    (both sizes of ``OVERHEAD_ROWS``): how much faster the smaller call ran."""
+    rows = dict(OVERHEAD_ROWS)
+    return rows[big_bytes] / rows[small_bytes]
 
 
 def sawtooth_relative() -> tuple[list[int], list[float], list[float]]:

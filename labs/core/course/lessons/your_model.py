@@ -70,7 +70,7 @@ def dominant_small_explanation(device: str, case: Mapping) -> str:
     and little KV cache, so the weight GEMMs lead the roofline's step (``case``:
     ``tiny_models``' keyword arguments of a decode step)."""
     t = tiny_models.time_by_group(device, **case)
-    ref = max(t, key=t.get)
+    ref = tiny_models.leading_group(t)
     kv = tiny_models.memory_terms(**case)["KV cache"]
     read = tiny_models.TINY_DECODER.weight_bytes_read(case["precision"], tokens=case["batch"])
     return (f"A batch-{case['batch']} decode step reads every layer's weights "
@@ -90,7 +90,7 @@ def dominant_large_explanation(device: str, case: Mapping) -> str:
     """Prediction 2's reveal: at a large batch every sequence reads its own KV cache (and the
     math attention copies it to every query head), while the weights are read once."""
     t = tiny_models.time_by_group(device, **case)
-    ref = max(t, key=t.get)
+    ref = tiny_models.leading_group(t)
     kv = tiny_models.memory_terms(**case)["KV cache"]
     read = tiny_models.TINY_DECODER.weight_bytes_read(case["precision"], tokens=case["batch"])
     copies = sum(o.detail.get("K, V repeated to the query heads (write + read)", 0.0)
@@ -158,7 +158,7 @@ def bf16_ratio_explanation(device: str, case: Mapping) -> str:
 def roofline_leader_label(times: Mapping[str, float], names: Mapping[str, str]) -> str:
     """What the roofline's step says leads, for a comparison: the type (``names``: its words)
     and its share of the bound."""
-    ref = max(times, key=times.get)
+    ref = tiny_models.leading_group(times)
     return (f"the roofline (spec sheet) says {names[ref]} "
             f"({times[ref] / sum(times.values()):.1%} of the bound)")
 
