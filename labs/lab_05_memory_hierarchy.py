@@ -412,6 +412,7 @@ def _(lab):
 
 @app.cell
 def _(get_binding, lab, set_binding):
+    _gemm = formulas.gemm(NAIVE_Q["n"], NAIVE_Q["n"], NAIVE_Q["n"], OPENING["precision"])
     binding_form = quiz.choice_form(
         lab, "lab05.binding_level",
         question=f"**Prediction 2.** A naive (untiled) {OPENING['precision']} GEMM, "
@@ -420,9 +421,8 @@ def _(get_binding, lab, set_binding):
                  "choice): one thread per element of C, in 32 × 32-thread blocks (each warp "
                  "one row of the block), no shared memory. L1 and shared memory are one "
                  f"on-chip SRAM per SM. Its A, B and C ("
-                 f"{units.format_bytes(3 * NAIVE_Q['n'] ** 2 * 2, binary=True)}) fit in the "
-                 f"L2 cache, and counted by HBM traffic alone its AI is "
-                 f"{formulas.gemm(NAIVE_Q['n'], NAIVE_Q['n'], NAIVE_Q['n'], OPENING['precision']).ai:.0f}"
+                 f"{units.format_bytes(_gemm.bytes, binary=True)}) fit in the "
+                 f"L2 cache, and counted by HBM traffic alone its AI is {_gemm.ai:.0f}"
                  f" FLOP/B, past the dense {OPENING['precision']} ridge of "
                  f"{roofline.ridge_point(OPENING['hierarchy'], OPENING['precision']):.0f} FLOP/B. "
                  "Which level's roof binds it?",

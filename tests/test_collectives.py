@@ -532,3 +532,8 @@ def test_module_docstrings_name_their_sources():
     assert "nccl-tests" in collectives.__doc__ and "Thakur" in collectives.__doc__
     assert "scaling-book" in sharding.__doc__ and "Megatron" in sharding.__doc__
     assert math.isclose(sharding.TRAIN_FLOPS_PER_PARAM_TOKEN, 6)
+
+
+def test_mixed_precision_adam_keeps_16_bytes_a_parameter():
+    # bf16 weights 2 B + bf16 gradients 2 B + fp32 master weights 4 B + two fp32 moments 8 B
+    assert sharding.ADAM_MIXED_PRECISION_BYTES_PER_PARAM == 2 + 2 + 4 + 4 + 4
