@@ -487,10 +487,10 @@ def _(hierarchy_run, machine_picker):
             if hierarchy_run is None or not hierarchy_run["levels"]:
                 raise ValueError("This machine has not been measured yet: press the button in "
                                  "Part 1 (it needs torch), or pick another machine.")
-            _r, _s = hierarchy_run, hierarchy_run["sweep"]
+            _r, _s, _gb = hierarchy_run, hierarchy_run["sweep"], hierarchy_run["info"].memory_gb
             return hierarchy.measured_machine(
-                _s.device, _s.caches.as_mapping(), _r["levels"],
-                (_r["info"].memory_gb or 16) * 1e9, _r["peak_tflops"], precision=_r["precision"],
+                _s.device, _s.caches.as_mapping(), _r["levels"], _gb * 1e9 if _gb else None,
+                _r["peak_tflops"], precision=_r["precision"],
                 memory_name=_s.memory_name, gpu=_r["info"].kind == "cuda",
                 registry_key=_r["info"].registry_key)
         return hierarchy.gpu_hierarchy(choice, "bf16")

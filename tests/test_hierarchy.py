@@ -691,6 +691,22 @@ def test_a_measured_machine_is_its_registry_gpu_or_its_own_caches():
     assert unknown.kind == "gpu" and unknown.name == "This machine (GPU)"
 
 
+def test_a_machine_that_reports_no_memory_size_places_kernels_as_any_other():
+    # main memory is the last level: its size decides no placement, so a placeholder (16 GB)
+    # where the machine reports none gives the same bytes per level as 64 GB
+    from labs.core.physics.staircase import Plateau
+
+    ps = [Plateau(16e3, 32e3, 120.0, 0.1, 3, "L1d"), Plateau(1e8, 2e8, 9.0, 0.1, 4, "DRAM")]
+    unknown, known = (hierarchy.measured_machine("Test CPU", {"L1d": 32 * KIB}, ps, memory, 0.05,
+                                                 precision="fp32") for memory in (None, 64e9))
+    assert unknown.level("DRAM").capacity_bytes == hierarchy.UNREPORTED_MEMORY_BYTES == 16e9
+    for kernel in (hierarchy.gemm_kernel(1024, 1024, 1024, "fp32", tile=1),
+                   hierarchy.reduction_kernel(2**28, "fp32")):
+        a, b = hierarchy.place(kernel, unknown), hierarchy.place(kernel, known)
+        assert [u.bytes for u in a.uses] == [u.bytes for u in b.uses]
+        assert a.binding == b.binding
+
+
 def test_reference_machine_is_a_measured_cpu_hierarchy():
     h = reference_machine.as_hierarchy()
     assert h.kind == "cpu" and h.precision == "fp32" and h.names[-1] == "DRAM"
