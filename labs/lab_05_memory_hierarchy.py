@@ -299,6 +299,18 @@ def _(hierarchy_run, staircase_open):
     return
 
 
+@app.function
+def reference_comparison(lab, prediction, reference, *, unavailable, measurement):
+    """A measured prediction's comparison while this machine's reading is missing: graded
+    against the reference machine where this machine cannot be measured; the reading in the
+    ledger where a page was reloaded; else the reference, not graded until a press."""
+    if not unavailable and quiz.graded_reading(lab, prediction.item_id) is not None:
+        return quiz.recorded_comparison(lab, prediction, units="×", fmt=".1f")
+    return mo.vstack([mo.md(memory_hierarchy.unmeasured_heading(unavailable, measurement)),
+                      quiz.compare(prediction, reference, units="×", fmt=".1f",
+                                   lab=lab if unavailable else None)])
+
+
 @app.cell
 def _(
     hierarchy_run,
@@ -331,7 +343,7 @@ def _(
                                            _sep.ratio if _sep.separates else _reference,
                                            units="×", fmt=".1f", lab=lab)])
     else:  # not measured here: the reference machine, graded where this one cannot be
-        _out = memory_hierarchy.unmeasured_comparison(
+        _out = reference_comparison(
             lab, staircase_prediction, _reference,
             unavailable=hierarchy_unavailable is not None, measurement="staircase")
     _out
@@ -400,6 +412,7 @@ def _(lab):
 
 @app.cell
 def _(get_binding, lab, set_binding):
+    _gemm = formulas.gemm(NAIVE_Q["n"], NAIVE_Q["n"], NAIVE_Q["n"], OPENING["precision"])
     binding_form = quiz.choice_form(
         lab, "lab05.binding_level",
         question=f"**Prediction 2.** A naive (untiled) {OPENING['precision']} GEMM, "
@@ -408,9 +421,8 @@ def _(get_binding, lab, set_binding):
                  "choice): one thread per element of C, in 32 × 32-thread blocks (each warp "
                  "one row of the block), no shared memory. L1 and shared memory are one "
                  f"on-chip SRAM per SM. Its A, B and C ("
-                 f"{units.format_bytes(3 * NAIVE_Q['n'] ** 2 * 2, binary=True)}) fit in the "
-                 f"L2 cache, and counted by HBM traffic alone its AI is "
-                 f"{formulas.gemm(NAIVE_Q['n'], NAIVE_Q['n'], NAIVE_Q['n'], OPENING['precision']).ai:.0f}"
+                 f"{units.format_bytes(_gemm.bytes, binary=True)}) fit in the "
+                 f"L2 cache, and counted by HBM traffic alone its AI is {_gemm.ai:.0f}"
                  f" FLOP/B, past the dense {OPENING['precision']} ridge of "
                  f"{roofline.ridge_point(OPENING['hierarchy'], OPENING['precision']):.0f} FLOP/B. "
                  "Which level's roof binds it?",
@@ -475,10 +487,10 @@ def _(hierarchy_run, machine_picker):
             if hierarchy_run is None or not hierarchy_run["levels"]:
                 raise ValueError("This machine has not been measured yet: press the button in "
                                  "Part 1 (it needs torch), or pick another machine.")
-            _r, _s = hierarchy_run, hierarchy_run["sweep"]
+            _r, _s, _gb = hierarchy_run, hierarchy_run["sweep"], hierarchy_run["info"].memory_gb
             return hierarchy.measured_machine(
-                _s.device, _s.caches.as_mapping(), _r["levels"],
-                (_r["info"].memory_gb or 16) * 1e9, _r["peak_tflops"], precision=_r["precision"],
+                _s.device, _s.caches.as_mapping(), _r["levels"], _gb * 1e9 if _gb else None,
+                _r["peak_tflops"], precision=_r["precision"],
                 memory_name=_s.memory_name, gpu=_r["info"].kind == "cuda",
                 registry_key=_r["info"].registry_key)
         return hierarchy.gpu_hierarchy(choice, "bf16")
@@ -950,7 +962,8 @@ def _(get_shrink, lab):
     _t = dict(reference_machine.OVERHEAD_ROWS)
     _big, _small = _t[SHRINK_Q["big"]], _t[SHRINK_Q["small"]]
     shrink_prediction = get_shrink() or reveal.reference(
-        lab, "lab05.shrink_speedup", round(_big / _small, 2), "×",
+        lab, "lab05.shrink_speedup",
+        round(reference_machine.call_time_ratio(SHRINK_Q["big"], SHRINK_Q["small"]), 2), "×",
         explanation=memory_hierarchy.shrink_explanation(SHRINK_Q["big"], SHRINK_Q["small"],
                                                         _big, _small))
     reveal.card(shrink_prediction)
@@ -1018,8 +1031,7 @@ def _(
     # Graded against the student's own sweep (the result recorded here); where this machine
     # cannot be measured (no torch, a browser build), against the reference machine.
     mo.stop(not call_overhead_open)
-    _ref = dict(reference_machine.OVERHEAD_ROWS)
-    _ref_ratio = _ref[SHRINK_Q["big"]] / _ref[SHRINK_Q["small"]]
+    _ref_ratio = reference_machine.call_time_ratio(SHRINK_Q["big"], SHRINK_Q["small"])
     if overhead_run is not None:
         _t = {r["bytes"]: r["median_s"] for r in overhead_run.rows}
         _out = mo.vstack([mo.md("**Prediction vs reality** · your machine, median time per "
@@ -1028,7 +1040,7 @@ def _(
                                        / _t[SHRINK_Q["small"]], units="×", fmt=".1f",
                                        lab=lab)])
     else:  # not measured here: the reference machine, graded where this one cannot be
-        _out = memory_hierarchy.unmeasured_comparison(
+        _out = reference_comparison(
             lab, shrink_prediction, _ref_ratio,
             unavailable=overhead_unavailable is not None, measurement="measurement")
     _out
@@ -1165,17 +1177,10 @@ def _(sawtooth_button, wave_prediction):
 @app.cell
 def _(sawtooth_open, sawtooth_run):
     mo.stop(not sawtooth_open)
-    _mine = sawtooth_run is not None and bool(sawtooth_run.measured)
-    _ns, _meas, _pred, _tile, _who, _note = memory_hierarchy.sawtooth_curves(
-        sawtooth_run if _mine else None)
-    # a short title (the plotly modebar sits at its right end); what was assumed goes below
+    _run = sawtooth_run if sawtooth_run is not None and sawtooth_run.measured else None
     _per_tile = sawtooth_run is None or sawtooth_run.kind != "cuda"
-    sawtooth_figure = figures.sawtooth_figure(
-        _ns, _pred, _meas, tile=_tile, measured_label=f"measured: {_who}",
-        y_title=("Throughput ÷ that at the tile multiple ≤ N" if _per_tile else
-                 "Throughput ÷ the best N's"),
-        title="GEMM throughput vs N, measured and modelled")
-    mo.vstack([sawtooth_figure, mo.md(memory_hierarchy.sawtooth_caption(_note, _per_tile))])
+    sawtooth_figure = figures.gemm_sawtooth_figure(_run, per_tile=_per_tile)
+    mo.vstack([sawtooth_figure, mo.md(memory_hierarchy.sawtooth_caption(_run, _per_tile))])
     return
 
 

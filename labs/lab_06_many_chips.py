@@ -314,14 +314,7 @@ def _(allreduce_prediction):
     all-reduce pays $2\lceil\log_2 n\rceil\,\alpha$ for about $2S/B$: fewer steps, so NCCL
     prefers trees for small messages on many GPUs.
 
-    **Bus bandwidth** (nccl-tests): the algorithm bandwidth $S/t$ times $2(n-1)/n$ (all-reduce)
-    or $(n-1)/n$ (all-gather, reduce-scatter). A perfect ring's bus bandwidth equals $B$
-    whatever $n$, which is why nccl-tests reports it: compare it with the link's **one-way**
-    figure, never with the "both directions" headline. Measured with the ring algorithm, 8
-    H100s reach about 370 of 450 GB/s: real links, like real matmuls, run below their
-    datasheet. NCCL's default all-reduce on an NVSwitch H100 node, NVLink SHARP, is not a
-    ring: the switch sums the data, each GPU sends it about once, and nccl-tests reports about
-    480 GB/s "bus bandwidth", above the link's one-way figure.
+    """ + many_chips.bus_bandwidth_text() + """
 
     Across nodes, where a second kind of link joins the nodes, the algorithm matters again:
     Part 3.
@@ -965,6 +958,7 @@ def _():
 def _():
     _m, _d = models.get(TRAIN_REF["model"]), hardware.get(TRAIN_REF["device"])
     _lk, _nic = collectives.get_link(TRAIN_REF["link"]), collectives.get_link(TRAIN_REF["nic"])
+    _adam = sharding.ADAM_MIXED_PRECISION_BYTES_PER_PARAM
     style.scenario_card(
         "Mei Tan", "training-infrastructure engineer",
         f"Next we pre-train {_m.name} data-parallel on our older cluster: {TRAIN_REF['n']} "
@@ -977,8 +971,8 @@ def _():
         "copy of the model and its own share of the batch, and every step all-reduces the "
         f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB). Adam's fp32 "
         "states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients plus fp32 "
-        f"master weights and two moments, 16 bytes a parameter, would be "
-        f"{_m.params * 16 / 1e9:.0f} GB on each GPU, more than its {_d.memory_text}. The "
+        f"master weights and two moments, {_adam:g} bytes a parameter, would be "
+        f"{_m.params * _adam / 1e9:.0f} GB on each GPU, more than its {_d.memory_text}. The "
         "sharded update turns the all-reduce into a reduce-scatter and an all-gather that "
         "move the same bytes (ZeRO, Rajbhandari et al. 2020); the model below charges them "
         "as one all-reduce. For a message this large NCCL runs its Ring algorithm. Finance "
@@ -1019,14 +1013,22 @@ def _(get_train, lab, set_train):
     return
 
 
+@app.function
+def training_step():
+    """Prediction 5's case as the training instrument opens on it: the question's
+    data-parallel step, overlapped. Its all-reduce, ``t_comm`` in ms to 3 significant
+    digits, is the answer the reference reveals and the comparison shows."""
+    return sharding.dp_step(
+        TRAIN_REF["model"], TRAIN_REF["n"], TRAIN_REF["tokens_per_gpu"], TRAIN_REF["device"],
+        PRECISION, TRAIN_REF["link"], overlap=True, grad_bytes=TRAIN_REF["grad_bytes"],
+        nic=TRAIN_REF["nic"], nics_per_node=TRAIN_REF["nics_per_node"],
+        algorithm=TRAIN_REF["algorithm"])
+
+
 @app.cell
 def _(get_train, lab):
-    _nbytes = models.get(TRAIN_REF["model"]).params * TRAIN_REF["grad_bytes"]
-    _t = collectives.link_time("all-reduce", _nbytes, TRAIN_REF["n"], TRAIN_REF["link"],
-                               TRAIN_REF["algorithm"], nic=TRAIN_REF["nic"],
-                               nics_per_node=TRAIN_REF["nics_per_node"])
     train_prediction = get_train() or reveal.reference(
-        lab, "lab06.dp_allreduce_ms", float(f"{_t * 1e3:.3g}"), units="ms",
+        lab, "lab06.dp_allreduce_ms", float(f"{training_step().t_comm * 1e3:.3g}"), units="ms",
         explanation=many_chips.training_derivation(TRAIN_REF))
     reveal.card(train_prediction)
     return (train_prediction,)
@@ -1174,11 +1176,7 @@ def _(
 def _(lab, train_prediction, training_open):
     # below the instrument it compares with, and open with it
     mo.stop(train_prediction is None or not training_open)
-    _case = dict(grad_bytes=TRAIN_REF["grad_bytes"], nic=TRAIN_REF["nic"],
-                 nics_per_node=TRAIN_REF["nics_per_node"], algorithm=TRAIN_REF["algorithm"])
-    _s = sharding.dp_step(TRAIN_REF["model"], TRAIN_REF["n"], TRAIN_REF["tokens_per_gpu"],
-                          TRAIN_REF["device"], PRECISION, TRAIN_REF["link"], overlap=True,
-                          **_case)
+    _s = training_step()
     train_actual_ms = float(f"{_s.t_comm * 1e3:.3g}")
     mo.vstack([
         quiz.compare(train_prediction, train_actual_ms, units="ms", lab=lab,
@@ -1256,9 +1254,9 @@ def _(tp_predictions, train_prediction):
         "A ring collective costs steps × α plus bytes over the one-way bandwidth: an "
         "all-reduce moves about 2 × S per chip whatever n. Small messages pay α, large ones "
         "pay bandwidth; nccl-tests' bus bandwidth compares with the link's one-way figure, and "
-        "a ring reaches about 82% of it on 8 H100s. NCCL's default all-reduce on an NVSwitch "
-        "node (NVLink SHARP) is not a ring: the switch sums the data, ~480 GB/s bus "
-        "bandwidth.",
+        f"a ring reaches about {collectives.NVLINK_ACHIEVABLE.fraction:.0%} of it on 8 H100s. "
+        "NCCL's default all-reduce on an NVSwitch node (NVLink SHARP) is not a ring: the "
+        f"switch sums the data, ~{collectives.NVLS_H100.busbw_gbs:g} GB/s bus bandwidth.",
         "Datasheets quote NVLink and PCIe in both directions: halve them for a ring step.",
         "A chip that exchanges data has a third roof: link intensity (FLOPs per byte sent) "
         "against the link ridge π / B. A Megatron block's link intensity depends on its "

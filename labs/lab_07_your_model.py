@@ -20,6 +20,9 @@ with app.setup:
     # The context picker's opening value (LABS_SPEC §4.2b): the roofline the predictions are
     # checked against before anything is measured; the instructor copy's answers use it.
     OPENING = {"device": "h100-sxm"}
+    # The launch model's cost per kernel (µs), a chosen figure between a bare launch and an
+    # eager PyTorch kernel: what every "+ launches" of this lab adds.
+    LAUNCH_US = roofline.DEFAULT_LAUNCH_OVERHEAD_US
     # Prediction 1 and 2 options: the operator types the roofline adds time up by (the values
     # are the profiler's type names, labs.core.measure.profile.opcost). The questions ask for the
     # roofline's answer, which has no overhead term, so overhead is not an option there; the
@@ -160,7 +163,7 @@ def _(device_picker):
     mo.stop(_wait is not None, _wait)
     _d, _p = hardware.get(device_picker.value), SCENARIO["precision"]
     try:
-        _ridge = f"{_d.peak_tflops(_p) * 1e3 / _d.bandwidth_gbs:,.3g} FLOP/B"
+        _ridge = f"{units.format_value(roofline.ridge_point(_d, _p))} FLOP/B"
         _note = None
     except KeyError as _exc:
         _ridge, _note = "—", style.error_callout(device_error(_exc))
@@ -334,12 +337,20 @@ def _(get_memory_share, lab, set_memory_share):
     return
 
 
+@app.function
+def memory_share_answer():
+    """Prediction 3's answer, as the reference reveals it and the comparison shows it: the
+    question's step's memory-bound share on its device, roofline plus launches (%, 0.1)."""
+    _share = tiny_models.memory_bound_share_with_launches(
+        OPENING["device"], **decode_case(SCENARIO["small_batch"]))
+    return round(100 * _share, 1)
+
+
 @app.cell
 def _(get_memory_share, lab):
     _case = decode_case(SCENARIO["small_batch"])
-    _share = tiny_models.memory_bound_share_with_launches(OPENING["device"], **_case)
     memory_share_prediction = get_memory_share() or reveal.reference(
-        lab, "lab07.memory_share", round(100 * _share, 1), units="%",
+        lab, "lab07.memory_share", memory_share_answer(), units="%",
         explanation=your_model.memory_share_explanation(OPENING["device"], _case))
     reveal.card(memory_share_prediction)
     return (memory_share_prediction,)
@@ -403,7 +414,7 @@ def _(device_picker):
         # Prediction 3 is graded against the roofline plus the launch model
         decode_launch_share = tiny_models.memory_bound_share_with_launches(device_picker.value,
                                                                            **_small)
-        # the same share at the measured per-kernel costs the 5 µs stands between
+        # the same share at the measured per-kernel costs LAUNCH_US stands between
         decode_measured_launch_shares = [
             (_what.split(",")[0], _us, tiny_models.memory_bound_share_with_launches(
                 device_picker.value, launch_overhead_us=_us, **_small))
@@ -501,11 +512,19 @@ def _(decode_predictions, decode_profiles):
 
 
 @app.cell
-def _(decode_predicted, decode_predictions, dominant_small_prediction, lab):
+def _(
+    decode_predicted,
+    decode_predictions,
+    device_picker,
+    dominant_small_prediction,
+    lab,
+):
     mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["small_batch"]]
-    quiz.compare(dominant_small_prediction, max(_t, key=_t.get), lab=lab,
+    _leader = tiny_models.dominant_group(device_picker.value,
+                                         **decode_case(SCENARIO["small_batch"]))
+    quiz.compare(dominant_small_prediction, _leader, lab=lab,
                  actual_label=your_model.roofline_leader_label(_t, TYPE_NAMES))
     return
 
@@ -576,11 +595,19 @@ def _(decode_predictions, decode_profiles):
 
 
 @app.cell
-def _(decode_predicted, decode_predictions, dominant_large_prediction, lab):
+def _(
+    decode_predicted,
+    decode_predictions,
+    device_picker,
+    dominant_large_prediction,
+    lab,
+):
     mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     mo.stop(decode_predicted is None)
     _t = decode_predicted[SCENARIO["large_batch"]]
-    quiz.compare(dominant_large_prediction, max(_t, key=_t.get), lab=lab,
+    _leader = tiny_models.dominant_group(device_picker.value,
+                                         **decode_case(SCENARIO["large_batch"]))
+    quiz.compare(dominant_large_prediction, _leader, lab=lab,
                  actual_label=your_model.roofline_leader_label(_t, TYPE_NAMES))
     return
 
@@ -663,11 +690,9 @@ def _(bf16_ratio_prediction, lab, memory_share_prediction):
     mo.stop(INSTRUMENTS.gate("memory share", memory_share_prediction,
                              bf16_ratio_prediction) is not None)
     # graded on the question's own case (its device), whatever the picker shows above
-    _share = tiny_models.memory_bound_share_with_launches(OPENING["device"],
-                                                          **decode_case(SCENARIO["small_batch"]))
-    mo.vstack([mo.md("**Against the roofline plus 5 µs per kernel** on the question's "
-                     f"{hardware.get(OPENING['device']).name}:"),
-               quiz.compare(memory_share_prediction, round(100 * _share, 1), units="%",
+    mo.vstack([mo.md(f"**Against the roofline plus {LAUNCH_US:g} µs per kernel** on the "
+                     f"question's {hardware.get(OPENING['device']).name}:"),
+               quiz.compare(memory_share_prediction, memory_share_answer(), units="%",
                             lab=lab)])
     return
 
@@ -685,8 +710,8 @@ def _(decode_predictions, lab):
     mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.memory_share",
-        observe_label="What share does the roofline alone give, what share with 5 µs per "
-                      "kernel, and what share did you measure? Where does the rest go?",
+        observe_label=f"What share does the roofline alone give, what share with {LAUNCH_US:g} "
+                      "µs per kernel, and what share did you measure? Where does the rest go?",
         explain_label="Why can no operator of a batch-1 decode step be compute-bound? What "
                       "would it take to move time into compute-bound operators?")
     return
@@ -706,7 +731,7 @@ def _(decode_predictions):
     $\text{AI} < \text{ridge}_p = \pi_p/\beta$. The roofline's own share divides bounds
     $\hat T_i$, not measured times, and has no overhead term: for a step whose operators all
     sit below the ridge it is 100% by construction. The launch model adds one: with $k$
-    kernels at $c$ = 5 µs each,
+    kernels at $c$ = """ + f"{LAUNCH_US:g}" + r""" µs each,
 
     $$\text{share}_\text{memory} \approx
     \frac{\sum_{i\,\in\,\text{memory-bound}} \hat T_i}{\sum_i \hat T_i + k\,c}$$
@@ -762,7 +787,7 @@ def _(get_best_predicted, lab):
                  context=SCENARIO["prefill_context"], precision=SCENARIO["precision"],
                  attention=SCENARIO["attention"])
     _r = tiny_models.overhead_ratio_by_group(OPENING["device"], **_case)
-    _ref = min(_r, key=_r.get)
+    _ref = tiny_models.best_predicted_group(OPENING["device"], **_case)
     best_predicted_prediction = get_best_predicted() or reveal.reference(
         lab, "lab07.best_predicted", _ref, label=your_model.option_label(BEST_OPTIONS, _ref),
         explanation=your_model.best_predicted_explanation(_r, SCENARIO["prefill_context"]))
@@ -837,12 +862,13 @@ def _(
               for _name, _phase in (("prefill", "prefill"), ("decode step", "decode"))}
         overhead_figure = figures.grouped_bar_figure(
             list(_r["prefill"]), {_k: list(_g.values()) for _k, _g in _r.items()}, log="auto",
-            yaxis_title="(bound + launches × 5 µs) / bound",
-            title=f"If every kernel paid a 5 µs launch: the decoder at batch "
+            yaxis_title=f"(bound + launches × {LAUNCH_US:g} µs) / bound",
+            title=f"If every kernel paid a {LAUNCH_US:g} µs launch: the decoder at batch "
                   f"{case_batch.value}, context {case_context.value:,}, "
                   f"{hardware.get(device_picker.value).name}")
         _out = mo.vstack([overhead_figure, mo.md(
-            "The launch model on the roofline's numbers (each kernel's bound plus 5 µs, added), "
+            f"The launch model on the roofline's numbers (each kernel's bound plus {LAUNCH_US:g} "
+            "µs, added), "
             "for the whole decoder's ops in both phases (whatever model is picked): near 1, the bound is the time; far above, "
             "the launch decides it. Now measure the real table on this machine.")])
     except KeyError as _exc:
@@ -1045,7 +1071,7 @@ def _(all_predictions, device_picker):
         _out = mo.vstack([figures.grouped_bar_figure(
             [tiny_models.CHANGES[c] for c in _shown],
             {"roofline alone": [change_predicted[c] for c in _shown],
-             "roofline + 5 µs per kernel": [change_with_launches[c] for c in _shown]},
+             f"roofline + {LAUNCH_US:g} µs per kernel": [change_with_launches[c] for c in _shown]},
             yaxis_title="new step time / old (predicted)", log="auto",
             title=f"The roofline's answer for each change, {hardware.get(device_picker.value).name}"),
             mo.md("torch.compile is not on the chart: what it saves depends on what the "
@@ -1189,7 +1215,8 @@ def _(all_predictions):
 
     The measured ratio adds what the bound leaves out: a CPU without native bf16 math converts
     every element, and the overhead per operator does not shrink with the bytes. With $k$
-    kernels at $c$ = 5 µs each, $(\hat T_\text{new} + k\,c) / (\hat T_\text{old} + k\,c)$:
+    kernels at $c$ = """ + f"{LAUNCH_US:g}" + r""" µs each,
+    $(\hat T_\text{new} + k\,c) / (\hat T_\text{old} + k\,c)$:
     close to 1 when $k\,c \gg \hat T$, as for a batch-1 step on a GPU in eager mode. A CPU
     pays no kernel launch: where its step streams the weights from DRAM and it computes bf16
     natively, the bytes set the time and the ratio moves toward 1/2.

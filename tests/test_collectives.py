@@ -7,6 +7,7 @@ The live measurement (worker processes, cleanup, the α-β fit) is in tests/test
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -404,6 +405,22 @@ def test_lab6_p4_collectives_against_matmuls_hand_derived():
     assert s.t_comm == pytest.approx((2 * m.layers + 1) * ar + ag, rel=1e-3)
 
 
+def test_serving_matmul_time_is_the_larger_of_compute_and_hbm():
+    # A decode step's matmuls take their roofline bound: 1 ms of compute against 3 ms of HBM
+    # reads is 3 ms, and the step adds 2 ms of collectives after them: 5 ms, link-bound
+    # only when the collectives outlast the matmuls.
+    budget = models.memory_budget("llama-3-8b", "h100-sxm", batch=1, seq_len=1)
+    step = sharding.TPServing("llama-3-8b", "h100-sxm", collectives.get_link("nvlink4"), 2,
+                              1, 1, budget, 0.0, 0.0, 1, 0.0, t_compute=1e-3, t_hbm=3e-3,
+                              t_comm=2e-3)
+    assert step.t_matmuls == 3e-3
+    assert step.t_step == pytest.approx(5e-3)
+    assert step.bound == "memory-bound"
+    compute_bound = dataclasses.replace(step, t_compute=4e-3)
+    assert compute_bound.t_matmuls == 4e-3 and compute_bound.bound == "compute-bound"
+    assert dataclasses.replace(step, t_comm=3.5e-3).bound == sharding.COMMUNICATION
+
+
 # --- data-parallel training -------------------------------------------------------------------
 
 def test_dp_critical_batch_hand_derived_and_independent_of_the_model():
@@ -467,6 +484,16 @@ def test_the_wait_per_step_is_the_all_reduce_the_backward_pass_does_not_hide():
     assert big.t_exposed == 0
 
 
+def test_the_wait_if_the_whole_step_hid_the_all_reduce():
+    # forward 2 s, backward 4 s: an all-reduce of 7 s waits 7 - 6 = 1 s behind the whole step
+    # (the backward pass alone leaves 7 - 4 = 3 s); one of 5 s, none.
+    step = sharding.DPStep(1e9, 8, 1024, t_fwd=2.0, t_bwd=4.0, t_comm=7.0, overlap=True)
+    assert step.t_exposed_behind_whole_step == 1.0
+    assert step.t_exposed == 3.0
+    short = sharding.DPStep(1e9, 8, 1024, t_fwd=2.0, t_bwd=4.0, t_comm=5.0, overlap=True)
+    assert short.t_exposed_behind_whole_step == 0.0
+
+
 def test_alpha_where_collectives_equal_matmuls_hand_derived():
     # Lab 6 P4 at 8-way (F12): the HBM time reads the weights but the input embedding table
     # (70.55e9 - 128,256 x 8,192 params x 2 B) plus the 8k KV cache (80 layers x 8 KV heads x
@@ -519,3 +546,8 @@ def test_module_docstrings_name_their_sources():
     assert "nccl-tests" in collectives.__doc__ and "Thakur" in collectives.__doc__
     assert "scaling-book" in sharding.__doc__ and "Megatron" in sharding.__doc__
     assert math.isclose(sharding.TRAIN_FLOPS_PER_PARAM_TOKEN, 6)
+
+
+def test_mixed_precision_adam_keeps_16_bytes_a_parameter():
+    # bf16 weights 2 B + bf16 gradients 2 B + fp32 master weights 4 B + two fp32 moments 8 B
+    assert sharding.ADAM_MIXED_PRECISION_BYTES_PER_PARAM == 2 + 2 + 4 + 4 + 4

@@ -450,7 +450,7 @@ def test_builders_of_other_modules_load_on_first_use_and_are_the_modules_own():
 def test_every_public_builder_of_the_figure_modules_is_reachable_from_the_face():
     """The names labs called ``figures.<name>`` before the figures became a package still resolve,
     to the same objects as the module that defines them."""
-    from labs.core.ui.figures import charts, collectives, hierarchy, profile
+    from labs.core.ui.figures import charts, collectives, hierarchy, profile, sawtooth
     from labs.core.ui.figures import roofline as figures_roofline
 
     expected = {
@@ -461,7 +461,8 @@ def test_every_public_builder_of_the_figure_modules_is_reachable_from_the_face()
                  "loglog_lines_figure", "memory_budget_figure"),
         collectives: ("LINK_COLOR_KEY", "alpha_beta_figure", "scaling_figure", "three_roof_figure"),
         hierarchy: ("cache_roofline_figure", "per_level_roofline_figure", "level_style",
-                    "sawtooth_figure", "tile_traffic_figure", "working_set_figure"),
+                    "tile_traffic_figure", "working_set_figure"),
+        sawtooth: ("gemm_sawtooth_figure", "sawtooth_figure"),
         profile: ("before_after_figure", "operator_roofline_figure", "plottable",
                   "time_by_type_figure"),
     }

@@ -627,6 +627,24 @@ def test_bad_kernel_arguments_raise_naming_the_argument(call, name):
         call()
 
 
+def test_gemm_tile_problems_names_each_tile_that_cannot_be_used():
+    # a 1024 x 1024 output: T = 128 with r = 64 fits; r = 64 in T = 32 does not (a cache
+    # tile holds whole register tiles); T = 2048 is wider than the matrix; a 64 x 64 output
+    # with T = 128 and r = 256 fails both
+    ok, register, matrix, both = (hierarchy.gemm_tile_problems(*args) for args in (
+        (1024, 1024, 128, 64), (1024, 1024, 32, 64), (1024, 1024, 2048, 8), (64, 64, 128, 256)))
+    assert ok == ()
+    assert register == (hierarchy.REGISTER_TILE_LARGER_THAN_TILE,)
+    assert matrix == (hierarchy.TILE_LARGER_THAN_MATRIX,)
+    assert set(both) == {hierarchy.TILE_LARGER_THAN_MATRIX,
+                         hierarchy.REGISTER_TILE_LARGER_THAN_TILE}
+    # a 128 x 32 tile: the register tile is checked against its shorter side, 32
+    assert hierarchy.gemm_tile_problems(1024, 1024, 128, 64, tile_n=32) == (
+        hierarchy.REGISTER_TILE_LARGER_THAN_TILE,)
+    with pytest.raises(ValueError, match="register_tile"):
+        hierarchy.gemm_tile_problems(1024, 1024, 128, 0)
+
+
 def test_place_refuses_other_objects():
     with pytest.raises(ValueError, match=r"\bkernel\b.*KernelModel"):
         hierarchy.place("gemm", toy())
@@ -673,6 +691,22 @@ def test_a_measured_machine_is_its_registry_gpu_or_its_own_caches():
     assert unknown.kind == "gpu" and unknown.name == "This machine (GPU)"
 
 
+def test_a_machine_that_reports_no_memory_size_places_kernels_as_any_other():
+    # main memory is the last level: its size decides no placement, so a placeholder (16 GB)
+    # where the machine reports none gives the same bytes per level as 64 GB
+    from labs.core.physics.staircase import Plateau
+
+    ps = [Plateau(16e3, 32e3, 120.0, 0.1, 3, "L1d"), Plateau(1e8, 2e8, 9.0, 0.1, 4, "DRAM")]
+    unknown, known = (hierarchy.measured_machine("Test CPU", {"L1d": 32 * KIB}, ps, memory, 0.05,
+                                                 precision="fp32") for memory in (None, 64e9))
+    assert unknown.level("DRAM").capacity_bytes == hierarchy.UNREPORTED_MEMORY_BYTES == 16e9
+    for kernel in (hierarchy.gemm_kernel(1024, 1024, 1024, "fp32", tile=1),
+                   hierarchy.reduction_kernel(2**28, "fp32")):
+        a, b = hierarchy.place(kernel, unknown), hierarchy.place(kernel, known)
+        assert [u.bytes for u in a.uses] == [u.bytes for u in b.uses]
+        assert a.binding == b.binding
+
+
 def test_reference_machine_is_a_measured_cpu_hierarchy():
     h = reference_machine.as_hierarchy()
     assert h.kind == "cpu" and h.precision == "fp32" and h.names[-1] == "DRAM"
@@ -681,6 +715,23 @@ def test_reference_machine_is_a_measured_cpu_hierarchy():
     bw = [lv.bandwidth_gbs for lv in h.levels if lv.bandwidth_gbs]
     assert len(bw) >= 2 and bw[0] > bw[-1]  # caches faster than DRAM
     assert all(math.isfinite(x) and x > 0 for x in bw)
+
+
+def test_reference_machines_sawtooth_is_each_n_against_its_tile_multiple():
+    # the recorded run: N = 64 reads 68.14 GFLOP/s, 68 reads 63.02, 72 reads 68.61 (tile 16).
+    # N = 68 against 64: 63.02 / 68.14 = 0.9249 measured; the model's 68 x 68 output pays for
+    # 5 x 5 tiles of 16 = 80 x 80, (68/80)^2 = 0.7225 of them used, against 64's 1.
+    sizes, measured, modelled = reference_machine.sawtooth_relative()
+    assert sizes[:3] == [64, 68, 72] and len(sizes) == len(measured) == len(modelled) == 33
+    assert measured[:3] == pytest.approx([1.0, 63.02 / 68.14, 68.61 / 68.14])
+    assert modelled[:3] == pytest.approx([1.0, (68 / 80) ** 2, (72 / 80) ** 2])
+    assert measured[-1] == pytest.approx(1.0) and modelled[-1] == pytest.approx(1.0)  # 192
+
+
+def test_reference_machines_call_time_ratio_is_its_recorded_rows():
+    # recorded: 4 MiB in 57.834 µs per call, 1 MiB in 21.891 µs: 2.642x; 256 B in 2.014 µs
+    assert reference_machine.call_time_ratio(4194304, 1048576) == pytest.approx(57.834 / 21.891)
+    assert reference_machine.call_time_ratio(4194304, 256) == pytest.approx(57.834 / 2.014)
 
 
 def test_level_roof_is_min_of_peak_and_ai_times_bandwidth():

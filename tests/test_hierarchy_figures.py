@@ -6,6 +6,8 @@ refused."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import math
 
 import numpy as np
@@ -195,6 +197,24 @@ def test_sawtooth_figure_marks_every_tile_multiple():
     assert dotted == [64, 80, 96, 112, 128]
     with pytest.raises(ValueError, match="same length"):
         figures.sawtooth_figure(ns, [1.0], tile=16, title="t")
+
+
+def test_gemm_sawtooth_figure_draws_a_run_or_the_reference_machines():
+    # the reference machine's recorded run: N = 68 against 64, 63.02 / 68.14 measured and
+    # (68/80)^2 = 0.7225 modelled; tile 16
+    fig = _validated(figures.gemm_sawtooth_figure(per_tile=True))
+    modelled, measured = fig.data
+    assert list(measured.x[:2]) == [64, 68]
+    assert measured.y[1] == pytest.approx(63.02 / 68.14) and modelled.y[1] == pytest.approx(0.7225)
+    assert "reference machine" in measured.name and "recorded" in measured.name
+    assert fig.layout.yaxis.title.text == "Throughput ÷ that at the tile multiple ≤ N"
+    run = SimpleNamespace(measured=[{"n": 128, "relative": 1.0, "predicted": 1.0},
+                                    {"n": 160, "relative": 0.5, "predicted": 0.625}],
+                          tile=128, device="a GPU")
+    fig = _validated(figures.gemm_sawtooth_figure(run, per_tile=False))
+    assert fig.data[1].name == "measured: this machine (a GPU)"
+    assert list(fig.data[0].y) == [1.0, 0.625] and list(fig.data[1].y) == [1.0, 0.5]
+    assert fig.layout.yaxis.title.text == "Throughput ÷ the best N&#x27;s"  # escaped
 
 
 def test_loglog_lines_figure_takes_y_ticks():

@@ -875,3 +875,26 @@ def test_a_reloaded_page_shows_the_recorded_reading_as_the_graded_one(item, meas
     assert "Prediction vs your recorded reading" in text
     assert "not graded yet: your grade uses your own " + (
         "staircase" if item == "lab05.staircase_ratio" else "measurement") not in text
+
+
+def test_the_reference_grades_a_measured_prediction_only_where_nothing_can_be_measured(
+        tmp_path, monkeypatch):
+    """The notebook chooses what grades a measured prediction while its reading is missing:
+    the reference machine's ratio, recorded as the result, only where this machine cannot be
+    measured; otherwise the reference is shown, not recorded, until the student measures."""
+    from labs.lab_05_memory_hierarchy import reference_comparison
+    monkeypatch.setenv("ROOFLINE_LEDGER_DIR", str(tmp_path))
+    monkeypatch.setenv("ROOFLINE_STUDENT_ID", "tester")
+    lab = quiz.LabSession("lab05", str(LAB))
+    guess = quiz.Prediction("lab05.shrink_speedup", 10.0, "×")
+
+    def results():
+        return [e for e in lab.events(guess.item_id) if e.get("kind") == "result"]
+    waiting = visible_text(reference_comparison(lab, guess, 11.0, unavailable=False,
+                                                measurement="staircase"))
+    assert "not graded yet: your grade uses your own staircase" in waiting and "11.0" in waiting
+    assert results() == []
+    graded = visible_text(reference_comparison(lab, guess, 11.0, unavailable=True,
+                                               measurement="measurement"))
+    assert "(graded: this machine cannot be measured here)" in graded and "11.0" in graded
+    assert len(results()) == 1

@@ -90,6 +90,22 @@ def test_tp_shard_derivation_meets_the_link_ridge_at_the_critical_slice():
     assert "(bf16, dense, NVIDIA H100 PCIe; PCIe Gen5 x16 63 GB/s one way)" in text
 
 
+def test_tp_shard_derivation_uses_the_element_size_and_matmuls_asked():
+    # fp32 sends 4 B per element; with one matmul per all-reduce a SwiGLU MLP (3) needs 1/3
+    text = many_chips.tp_shard_derivation("h100-pcie", "pcie5-x16", 8, 1, "fp32")
+    assert "F/n = 7/8 × 4 B × " in text and " / 1 = " in text
+    assert "a SwiGLU MLP (3 matmuls) needs 1/3 of it" in text
+    assert "a SwiGLU MLP (3 matmuls) needs 2/3 of it" in many_chips.tp_shard_derivation(
+        "h100-pcie", "pcie5-x16", 8, 2, "bf16")
+
+
+def test_bus_bandwidth_text_states_the_ring_and_nvlink_sharp_measurements():
+    # nccl-tests on 8 H100s: Ring ~370 of 450 GB/s bus bandwidth; NVLink SHARP ~480 GB/s
+    text = many_chips.bus_bandwidth_text()
+    assert "8 H100s reach about 370 of 450 GB/s" in text
+    assert 'nccl-tests reports about 480 GB/s "bus bandwidth"' in text
+
+
 def test_serving_derivation_counts_the_rings_steps_between_boxes():
     text = many_chips.serving_derivation(SERVE)
     # Llama-3-70B: 80 layers, 2 all-reduces each + the embedding's + the logits' all-gather

@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from labs.core import hierarchy, quantization, quiz, reference_machine, staircase, style
+from labs.core import hierarchy, quantization, reference_machine, staircase, style
 from labs.core.course.lessons import memory_hierarchy
 from labs.core.physics import hardware
 from notebook_support import visible_text
@@ -75,18 +75,11 @@ def test_staircase_grading_names_whose_ratio_grades_and_why():
     assert "one memory roof (a ratio of 1)" in memory_hierarchy.staircase_grading(flat, "HBM", 1.5)
 
 
-def test_unmeasured_comparison_grades_the_reference_only_where_nothing_can_be_measured(
-        tmp_path, monkeypatch):
-    monkeypatch.setenv("ROOFLINE_LEDGER_DIR", str(tmp_path))
-    monkeypatch.setenv("ROOFLINE_STUDENT_ID", "tester")
-    lab = quiz.LabSession("lab05", __file__)
-    guess = quiz.Prediction("lab05.shrink_speedup", 10.0, "×")
-    graded = visible_text(memory_hierarchy.unmeasured_comparison(
-        lab, guess, 11.0, unavailable=True, measurement="measurement"))
-    assert "(graded: this machine cannot be measured here)" in graded and "11.0" in graded
-    waiting = visible_text(memory_hierarchy.unmeasured_comparison(
-        lab, guess, 11.0, unavailable=False, measurement="staircase"))
-    assert "not graded yet: your grade uses your own staircase" in waiting
+def test_unmeasured_heading_says_whether_the_reference_grades():
+    assert "(graded: this machine cannot be measured here)" in \
+        memory_hierarchy.unmeasured_heading(True, "measurement")
+    assert "not graded yet: your grade uses your own staircase, so press the button above" in \
+        memory_hierarchy.unmeasured_heading(False, "staircase")
 
 
 # --- Part 2 ---------------------------------------------------------------------------------
@@ -213,15 +206,11 @@ def test_wave_explanation_counts_tiles_and_waves_by_hand():
     assert "0.72 of N = 1,280's" in text
 
 
-def test_sawtooth_curves_and_caption_of_the_reference_run():
-    sizes, measured, modelled, tile, who, note = memory_hierarchy.sawtooth_curves()
-    assert sizes[0] == 64 and tile == 16 and "recorded" in who
-    assert measured[0] == pytest.approx(1.0) and modelled[0] == pytest.approx(1.0)  # 4 x 16
-    # an N x N output of N = 68 = 4 x 16 + 4 pays for 5 x 5 tiles of 16: (68/80)^2 of them used
-    assert modelled[1] == pytest.approx((68 / 80) ** 2)
-    assert memory_hierarchy.sawtooth_caption(note, True).startswith(
+def test_sawtooth_caption_says_what_was_assumed():
+    assert memory_hierarchy.sawtooth_caption(None, True).startswith(
         "*Assumed micro-kernel width 16; one thread. Each N is compared")
-    assert memory_hierarchy.sawtooth_caption("tiles of 128", False) == "*Tiles of 128.*"
+    assert memory_hierarchy.sawtooth_caption(NS(tile_note="tiles of 128"), False) == \
+        "*Tiles of 128.*"
 
 
 def test_every_builder_is_exported():

@@ -59,6 +59,18 @@ def test_prediction_3_derives_the_share_from_the_launches():
     assert "about 2.5 µs (share 8.1%)" in text
 
 
+def test_prediction_3_states_the_ridge_of_the_steps_precision():
+    # a bf16 step: H100 SXM's bf16 ridge 989.5e12 / 3,350e9 = 295 FLOP/B, not the fp32 one
+    text = your_model.memory_share_explanation("h100-sxm", dict(DECODE_B1, precision="bf16"))
+    assert "the NVIDIA H100 SXM5's bf16 ridge of 295 FLOP/B" in text
+
+
+def test_the_weights_read_use_the_precisions_element_size():
+    # bf16: the table 16,384 x 512 x 2 B = 16.8 MB, one row 512 x 2 B = 1 KB
+    reads = your_model.weights_read_text(C, "bf16", 1)
+    assert "16.8 MB embedding table" in reads and "(1 KB)" in reads
+
+
 def test_prediction_4_derives_the_ratio_the_launches_keep_near_1():
     text = your_model.bf16_ratio_explanation("h100-sxm", DECODE_B1)
     # (T/2 + 860 µs) / (T + 860 µs) with T = 37.8 µs: 878.9 / 897.8 = 0.979

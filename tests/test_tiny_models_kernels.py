@@ -170,3 +170,10 @@ def test_the_count_follows_the_module_s_shape(shape, phase, batch):
     calls, types = _measured(model, inputs)
     assert calls == tiny_models.step_kernels(config, **case)
     assert types == _expected_types(config=config, **case)
+
+
+def test_leading_group_is_the_group_with_the_most_time():
+    times = {"weight GEMMs": 3e-6, "attention (KV cache)": 5e-6, "norms & elementwise": 1e-6}
+    assert tiny_models.leading_group(times) == "attention (KV cache)"
+    with pytest.raises(ValueError, match="times"):
+        tiny_models.leading_group({})

@@ -20,12 +20,14 @@ Units: bytes, GB/s (1e9 B/s), seconds, GFLOP/s.
 from __future__ import annotations
 
 from labs.core.physics import hierarchy as _hierarchy
+from labs.core.physics import quantization as _quantization
 from labs.core.physics import staircase as _staircase
 
 __all__ = [
     "CACHES", "CACHE_SCOPES", "CACHE_SOURCE", "CALL_OVERHEAD_S", "DATE", "GEMM_FP32_GFLOPS",
     "LOAD_AVERAGE", "MACHINE", "MEMORY_BYTES", "OVERHEAD_BANDWIDTH_GBS", "OVERHEAD_ROWS",
-    "SAWTOOTH", "SAWTOOTH_TILE", "SWEEP", "TORCH", "as_hierarchy", "plateaus", "source"
+    "SAWTOOTH", "SAWTOOTH_TILE", "SWEEP", "TORCH", "as_hierarchy", "call_time_ratio", "plateaus",
+    "sawtooth_relative", "source"
 ]
 
 MACHINE = 'AMD EPYC'
@@ -79,3 +81,20 @@ def as_hierarchy() -> _hierarchy.Hierarchy:
     return _hierarchy.from_plateaus(f"Reference machine ({MACHINE})", CACHES, plateaus(),
                                     MEMORY_BYTES, GEMM_FP32_GFLOPS / 1e3, source=source(),
                                     key="reference")
+
+
+def call_time_ratio(big_bytes: int, small_bytes: int) -> float:
+    """The recorded time per call of a tensor of ``big_bytes`` over that of ``small_bytes``
+    (both sizes of ``OVERHEAD_ROWS``): how much faster the smaller call ran."""
+    rows = dict(OVERHEAD_ROWS)
+    return rows[big_bytes] / rows[small_bytes]
+
+
+def sawtooth_relative() -> tuple[list[int], list[float], list[float]]:
+    """The recorded GEMM sawtooth as sizes N and the measured and modelled throughput of each
+    N relative to the tile multiple at or below it (one thread: ``SAWTOOTH_TILE`` wide
+    micro-kernels, :func:`quantization.sawtooth_relative` with ``per_tile``)."""
+    sizes = [n for n, _ in SAWTOOTH]
+    measured, modelled = _quantization.sawtooth_relative(
+        sizes, [gflops for _, gflops in SAWTOOTH], SAWTOOTH_TILE, 1, per_tile=True)
+    return sizes, measured, modelled

@@ -28,7 +28,7 @@ from labs.core.physics import precision as _precision
 from labs.core.physics._validate import flag, instance, positive, positive_int, sequence
 
 __all__ = [
-    "BACKWARD_FLOPS_PER_PARAM_TOKEN", "COMMUNICATION", "DPStep", "Diagnosis",
+    "ADAM_MIXED_PRECISION_BYTES_PER_PARAM", "BACKWARD_FLOPS_PER_PARAM_TOKEN", "COMMUNICATION", "DPStep", "Diagnosis",
     "FORWARD_FLOPS_PER_PARAM_TOKEN", "MAX_OVERLAP_GAIN", "MEGATRON_PAIR", "RESOURCES",
     "SWIGLU_MLP", "ShardTimes", "ShardedMatmul", "TPServing", "TP_DEGREES",
     "TRAIN_FLOPS_PER_PARAM_TOKEN", "alpha_where_collectives_equal_matmuls", "best_tp_degree",
@@ -46,6 +46,11 @@ TP_DEGREES = (1, 2, 4, 8, 16)
 TRAIN_FLOPS_PER_PARAM_TOKEN = 6
 FORWARD_FLOPS_PER_PARAM_TOKEN = 2
 BACKWARD_FLOPS_PER_PARAM_TOKEN = 4  # the only pass a gradient all-reduce can hide behind
+#: Bytes per parameter of mixed-precision training with Adam, unsharded: bf16 weights (2) and
+#: gradients (2), fp32 master weights (4) and Adam's two fp32 moments (4 + 4): "2Ψ + 2Ψ + KΨ"
+#: with K = 12 (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
+#: Parameter Models", SC 2020, section 3.1).
+ADAM_MIXED_PRECISION_BYTES_PER_PARAM = 16
 #: Matmuls per all-reduce in a Megatron block: a column-parallel matmul feeds a row-parallel
 #: one, and only the second's partial outputs are summed (Shoeybi et al. 2019). A GeLU MLP or
 #: attention's QKV (fused) and O projections: 2; Llama's SwiGLU MLP (gate, up; down): 3.
@@ -282,10 +287,15 @@ class TPServing:
         return self.budget.fits
 
     @property
+    def t_matmuls(self) -> float:
+        """The matmuls' time per decode step: their roofline bound, max(compute, HBM)."""
+        return max(self.t_compute, self.t_hbm)
+
+    @property
     def t_step(self) -> float:
         """Matmuls, then their all-reduce: the next layer needs its result, so a decode step
         cannot hide the communication (max of compute and HBM, plus communication)."""
-        return max(self.t_compute, self.t_hbm) + self.t_comm
+        return self.t_matmuls + self.t_comm
 
     @property
     def tokens_per_s(self) -> float:
@@ -297,7 +307,7 @@ class TPServing:
 
     @property
     def bound(self) -> str:
-        if self.t_comm > max(self.t_compute, self.t_hbm):
+        if self.t_comm > self.t_matmuls:
             return COMMUNICATION
         return "compute-bound" if self.t_compute >= self.t_hbm else "memory-bound"
 
@@ -475,6 +485,13 @@ class DPStep:
         updated weights); without overlap, all of t_comm. A model that hides the all-reduce
         behind the whole step would say max(0, t_comm - t_fwd - t_bwd): too little."""
         return self.t_step - self.t_compute
+
+    @property
+    def t_exposed_behind_whole_step(self) -> float:
+        """The wait a model that hides the all-reduce behind the whole step (forward and
+        backward) would say: max(0, t_comm - t_fwd - t_bwd). Too little (the forward pass needs
+        the updated weights); a lesson sets it beside :attr:`t_exposed`."""
+        return max(0.0, self.t_comm - self.t_compute)
 
     @property
     def comm_bound(self) -> bool:

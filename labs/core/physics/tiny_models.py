@@ -32,7 +32,8 @@ from labs.core.physics._validate import (
 
 __all__ = [
     "ATTENTION", "BLOCKS", "CHANGES", "LAUNCHES", "LOOKUP", "MODEL_PRECISIONS", "PHASES",
-    "TINY_DECODER", "best_predicted_group", "changed", "dominant_group", "memory_bound_share",
+    "TINY_DECODER", "best_predicted_group", "changed", "dominant_group", "leading_group",
+    "memory_bound_share",
     "memory_bound_share_with_launches", "memory_bytes", "memory_terms", "overhead_ratio_by_group",
     "predicted_ratio", "predicted_ratio_with_launches", "step_kernel_list", "step_kernels",
     "step_kernels_by_group", "step_ops", "step_seconds", "storage", "time_by_group",
@@ -162,10 +163,17 @@ def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int 
                                       repeat_kv=attention == "math")
 
 
+def leading_group(times) -> str:
+    """The group that takes the most time of ``times`` (seconds per group, as
+    :func:`time_by_group` gives them)."""
+    if not times:
+        raise ValueError("times is empty: no group to name")
+    return max(times, key=times.get)
+
+
 def dominant_group(hw, config=TINY_DECODER, **kwargs) -> str:
     """The group of ``models.OP_GROUPS`` the roofline says takes the most time."""
-    t = time_by_group(hw, config, **kwargs)
-    return max(t, key=t.get)
+    return leading_group(time_by_group(hw, config, **kwargs))
 
 
 @finite_results

@@ -10,13 +10,17 @@ static story. Every number comes from :mod:`labs.core.physics`; nothing is model
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import marimo as mo
 
 from labs.core.physics import collectives, hardware, models, sharding, units
+from labs.core.physics.precision import bytes_per_element
 from labs.core.ui import style
 
 __all__ = [
-    "allreduce_derivation", "allreduce_model_note", "batch_range_text", "datasheet_cards",
+    "allreduce_derivation", "allreduce_model_note", "batch_range_text", "bus_bandwidth_text",
+    "datasheet_cards",
     "fit_cards", "last_measurement_note", "measured_note", "native_link_note", "pair_error",
     "ring_cards", "serving_cards",
     "serving_comparison_label", "serving_links", "serving_warning", "tp_case_heading",
@@ -137,6 +141,30 @@ def fit_cards(fits) -> list[style.Metric]:
         for f in fits]
 
 
+def _nvlink_ring_busbw() -> str:
+    """The NVLink 4 ring measurement the achievable fraction comes from: "about 370 of 450
+    GB/s"."""
+    nvlink = collectives.get_link("nvlink4")
+    reached = collectives.NVLINK_ACHIEVABLE.fraction * nvlink.one_way_gbs
+    return f"about {reached:.0f} of {nvlink.one_way_gbs:g} GB/s"
+
+
+def bus_bandwidth_text() -> str:
+    """The α-β math peek's paragraph on nccl-tests' bus bandwidth: what it is, what a ring
+    reaches on 8 H100s and what NVLink SHARP reports (markdown)."""
+    return (
+        "**Bus bandwidth** (nccl-tests): the algorithm bandwidth $S/t$ times $2(n-1)/n$ "
+        "(all-reduce) or $(n-1)/n$ (all-gather, reduce-scatter). A perfect ring's bus "
+        "bandwidth equals $B$ whatever $n$, which is why nccl-tests reports it: compare it "
+        "with the link's **one-way** figure, never with the \"both directions\" headline. "
+        f"Measured with the ring algorithm, 8 H100s reach {_nvlink_ring_busbw()}: real "
+        "links, like real matmuls, run below their datasheet. NCCL's default all-reduce on an "
+        "NVSwitch H100 node, NVLink SHARP, is not a ring: the switch sums the data, each GPU "
+        f"sends it about once, and nccl-tests reports about "
+        f"{collectives.NVLS_H100.busbw_gbs:g} GB/s \"bus bandwidth\", above the link's "
+        "one-way figure.")
+
+
 def allreduce_model_note(case: dict) -> str:
     """Under Prediction 1's comparison: the model's terms, what a ring in NCCL reaches, and
     why NCCL's default on an NVSwitch node (NVLink SHARP) is faster than any ring."""
@@ -147,7 +175,7 @@ def allreduce_model_note(case: dict) -> str:
             f"{collectives.latency_steps('all-reduce', n)} steps of α = "
             f"{lk.latency_us:g} µs. In practice a ring in NCCL reaches about "
             f"{collectives.link_efficiency(lk).fraction:.0%} of that one-way rate "
-            f"(nccl-tests with NCCL_ALGO=Ring on 8 H100s: about 370 of 450 GB/s bus "
+            f"(nccl-tests with NCCL_ALGO=Ring on 8 H100s: {_nvlink_ring_busbw()} bus "
             f"bandwidth), so a ring all-reduce takes about {real_ms:.2g} ms. On a real "
             f"NVSwitch node NCCL's **default** all-reduce is not a ring: NVLink SHARP sums "
             f"the data inside the switch, so each GPU sends its bytes about once instead of "
@@ -167,16 +195,17 @@ def tp_shard_derivation(device, link, n: int, matmuls: int, precision: str) -> s
     k = sharding.tp_critical_shard(device, precision, link, n, matmuls=matmuls)
     lk = collectives.get_link(link)
     ridge = sharding.link_ridge(device, precision, lk, n)
-    m = matmuls
+    m, b = matmuls, bytes_per_element(precision, arg="precision")
     return (f"Per GPU the block does {m} × 2 T (F/n) N FLOPs ({m} matmuls) and "
             f"sends 2(n-1)/n × T N b bytes (one ring all-reduce of its partial "
             f"output), so its link intensity is {m} (F/n) / ((n-1)/n × b): T and N "
             f"cancel. It meets the link ridge π / B = {ridge:,.0f} FLOP/B "
             f"({precision}, dense, {hardware.get(device).name}; "
             f"{lk.short_name} {lk.one_way_gbs:g} GB/s one way) at "
-            f"F/n = {n - 1}/{n} × 2 B × {ridge:,.0f} / {m} = {k:,.0f}. One "
-            f"matmul per all-reduce would need {m}× that slice; a SwiGLU MLP (3 "
-            f"matmuls) needs 2/3 of it; the headline (both directions) as B, half.")
+            f"F/n = {n - 1}/{n} × {b:g} B × {ridge:,.0f} / {m} = {k:,.0f}. One "
+            f"matmul per all-reduce would need {m}× that slice; a SwiGLU MLP "
+            f"({sharding.SWIGLU_MLP} matmuls) needs {Fraction(m, sharding.SWIGLU_MLP)} of it; "
+            "the headline (both directions) as B, half.")
 
 
 def serving_derivation(case: dict) -> str:
@@ -187,7 +216,7 @@ def serving_derivation(case: dict) -> str:
     rows = sharding.tp_scaling(case["model"], case["device"], case["link"], **kw)
     ref = sharding.first_comm_bound_degree(case["model"], case["device"], case["link"], **kw)
     steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
-                      f"{max(r.t_compute, r.t_hbm) * 1e3:.2f} ms" for r in rows if r.fits)
+                      f"{r.t_matmuls * 1e3:.2f} ms" for r in rows if r.fits)
     lk = collectives.get_link(case["link"])
     nic = collectives.get_link(collectives.SCALE_OUT_LINK)
     fit = [r.n for r in rows if r.fits and r.n > 1]
@@ -294,8 +323,7 @@ def serving_cards(step: sharding.TPServing) -> list[style.Metric]:
                      f"batch {s.batch} / {units.format_seconds(s.t_step)} per decode step; "
                      f"{s.user_tokens_per_s:,.1f} per user",
                      "danger" if not s.fits else s.bound),
-        style.Metric("matmuls (compute | HBM)", units.format_seconds(max(s.t_compute,
-                                                                        s.t_hbm)),
+        style.Metric("matmuls (compute | HBM)", units.format_seconds(s.t_matmuls),
                      f"compute {units.format_seconds(s.t_compute)}, HBM "
                      f"{units.format_seconds(s.t_hbm)} "
                      f"({units.format_bytes(s.bytes)} per GPU per decode step)"),
@@ -317,7 +345,7 @@ def serving_comparison_label(option: str, case: dict, degree: int) -> str:
                                                 batch=case["batch"], seq_len=case["seq_len"])}
     s = rows[degree]
     return (option + f": collectives {s.t_comm * 1e3:.2f} ms vs matmuls "
-            f"{max(s.t_compute, s.t_hbm) * 1e3:.2f} ms "
+            f"{s.t_matmuls * 1e3:.2f} ms "
             "per decode step (the time figure above, on the opening chip and link)")
 
 
@@ -409,7 +437,6 @@ def training_wait_note(step: sharding.DPStep, case: dict) -> str:
                  for a in ("hierarchical", collectives.SEQUENTIAL))
     real = collectives.link_time("all-reduce", nbytes, case["n"], case["link"],
                                  achievable=True, **path)
-    whole = max(0.0, s.t_comm - s.t_compute)
     return (f"**Can the GPUs hide it?** Only behind the backward pass: the gradients are "
             f"all-reduced in buckets as it produces them, and the forward pass needs the "
             f"updated weights. At {case['tokens_per_gpu']:,} tokens per GPU the "
@@ -417,7 +444,7 @@ def training_wait_note(step: sharding.DPStep, case: dict) -> str:
             f"GPU still waits {s.t_comm * 1e3:.3g} − {s.t_bwd * 1e3:.3g} = "
             f"**{s.t_exposed * 1e3:.3g} ms per step**; without overlap, all "
             f"{s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would leave "
-            f"{whole * 1e3:.3g} ms.) A hierarchical all-reduce would take "
+            f"{s.t_exposed_behind_whole_step * 1e3:.3g} ms.) A hierarchical all-reduce would take "
             f"{hier * 1e3:.3g} ms with its two levels pipelined (tree-like algorithms "
             f"approach that at a few nodes), {seq * 1e3:.3g} ms run one level after the "
             f"other; at what nccl-tests reaches per NIC "

@@ -12,17 +12,16 @@ from collections.abc import Mapping, Sequence
 
 import marimo as mo
 
-from labs.core.course import quiz
-from labs.core.physics import (hardware, hierarchy, quantization, reference_machine,
+from labs.core.physics import (hardware, hierarchy, reference_machine,
                                 staircase, units)
 from labs.core.ui import style
 
 __all__ = [
     "binding_explanation", "cache_cards", "kernel_rows", "level_cards", "library_gemm_note",
     "missing_cache_sizes", "other_machine_binding", "plateau_rows", "sawtooth_caption",
-    "sawtooth_curves", "shrink_explanation", "staircase_curves", "staircase_explanation",
+    "shrink_explanation", "staircase_curves", "staircase_explanation",
     "staircase_grading", "sweep_summary", "tile_explanation", "tile_problem",
-    "tile_status_callout", "unmeasured_comparison", "wave_explanation",
+    "tile_status_callout", "unmeasured_heading", "wave_explanation",
 ]
 
 
@@ -106,21 +105,15 @@ def staircase_grading(separation: staircase.RatioSeparation, memory: str,
             "machine's ratio:")
 
 
-def unmeasured_comparison(lab, prediction, reference: float, *, unavailable: bool,
-                          measurement: str):
-    """A measured prediction's comparison while this machine's own reading is missing: against
-    the reference machine and graded where the machine cannot be measured; the reading in the
-    ledger where a page was reloaded; else the reference, not graded, asking for a press
-    (``measurement`` names what grades it: "staircase", "measurement")."""
-    if unavailable:
-        return mo.vstack([mo.md("**Prediction vs the reference machine** (graded: this machine "
-                                "cannot be measured here):"),
-                          quiz.compare(prediction, reference, units="×", fmt=".1f", lab=lab)])
-    if quiz.graded_reading(lab, prediction.item_id) is not None:
-        return quiz.recorded_comparison(lab, prediction, units="×", fmt=".1f")
-    return mo.vstack([mo.md("**Prediction vs the reference machine** (not graded yet: your "
-                            f"grade uses your own {measurement}, so press the button above):"),
-                      quiz.compare(prediction, reference, units="×", fmt=".1f")])
+def unmeasured_heading(graded: bool, measurement: str) -> str:
+    """The line above a measured prediction's comparison with the reference machine while this
+    machine's own reading is missing: graded (this machine cannot be measured) or not yet,
+    asking for a press (``measurement`` names what grades it: "staircase", "measurement")."""
+    if graded:
+        return ("**Prediction vs the reference machine** (graded: this machine cannot be "
+                "measured here):")
+    return ("**Prediction vs the reference machine** (not graded yet: your grade uses your "
+            f"own {measurement}, so press the button above):")
 
 
 # --- Part 2: one roof per level -------------------------------------------------------------
@@ -297,14 +290,15 @@ def tile_status_callout(tile: int, point: hierarchy.HierarchyPoint | None,
 
 
 def tile_problem(n: int, tile: int, r: int, size: str = "N") -> str | None:
-    """Why a tiled GEMM of side ``n`` cannot use cache tile ``tile`` and register tile ``r``,
-    with the way out in the sliders' words (None when it can). Core refuses the same cases,
-    in its argument names."""
-    if r > tile:
+    """Why a tiled GEMM of side ``n`` cannot use cache tile ``tile`` and register tile ``r``
+    (core's check, :func:`hierarchy.gemm_tile_problems`), with the way out in the sliders'
+    words (None when it can)."""
+    problems = hierarchy.gemm_tile_problems(n, n, tile, r)
+    if hierarchy.REGISTER_TILE_LARGER_THAN_TILE in problems:
         return (f"The register tile r ({r}) is larger than the cache tile T ({tile}): a "
                 f"cache tile holds whole register tiles. Raise T to {r} or more, or pick "
                 "a smaller register tile r.")
-    if tile > n:
+    if hierarchy.TILE_LARGER_THAN_MATRIX in problems:
         return (f"The cache tile T ({tile}) is larger than the matrix ({size} = {n}): "
                 f"move T down to {n} or less, or raise {size}.")
     return None
@@ -361,27 +355,12 @@ def wave_explanation(sizes: Sequence[int], before, after, sms: int, fraction: fl
             "launch and ramp-up: a measured dip is shallower.")
 
 
-def sawtooth_curves(run=None) -> tuple[list, list, list, int, str, str]:
-    """The sawtooth figure's data: sizes, measured and modelled throughput (relative), the
-    tile, whose run, and what was assumed; from ``run`` (a measured GEMM sawtooth), else
-    from the reference machine's recorded run (one thread, each N against the tile multiple
-    at or below it)."""
-    if run is not None:
-        rows = run.measured
-        return ([r["n"] for r in rows], [r["relative"] for r in rows],
-                [r["predicted"] for r in rows], run.tile, f"this machine ({run.device})",
-                run.tile_note)
-    sizes, tile = [r[0] for r in reference_machine.SAWTOOTH], reference_machine.SAWTOOTH_TILE
-    measured, modelled = quantization.sawtooth_relative(
-        sizes, [r[1] for r in reference_machine.SAWTOOTH], tile, 1, per_tile=True)
-    return (sizes, measured, modelled, tile,
-            f"reference machine ({reference_machine.MACHINE}, recorded)",
-            f"assumed micro-kernel width {tile}; one thread")
-
-
-def sawtooth_caption(note: str, per_tile: bool) -> str:
-    """The line under the sawtooth figure: what was assumed (``note``, capitalised), and with
-    ``per_tile`` (each N against the tile multiple at or below it) why that comparison."""
+def sawtooth_caption(run, per_tile: bool) -> str:
+    """The line under the sawtooth figure: what was assumed (``run``'s tile note, or the
+    reference machine's recorded run's without one), and with ``per_tile`` (each N against
+    the tile multiple at or below it) why that comparison."""
+    note = (run.tile_note if run is not None else
+            f"assumed micro-kernel width {reference_machine.SAWTOOTH_TILE}; one thread")
     note = note[:1].upper() + note[1:]
     if not per_tile:
         return f"*{note}.*"

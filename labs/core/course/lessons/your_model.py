@@ -16,6 +16,10 @@ import textwrap
 from collections.abc import Iterable, Mapping
 
 from labs.core.physics import hardware, roofline, tiny_models, units
+from labs.core.physics.precision import bytes_per_element
+
+#: The launch model's cost per kernel, µs: a chosen figure (``roofline``'s default).
+_LAUNCH_US = roofline.DEFAULT_LAUNCH_OVERHEAD_US
 from labs.core.ui import style
 
 __all__ = [
@@ -69,7 +73,7 @@ def dominant_small_explanation(device: str, case: Mapping) -> str:
     and little KV cache, so the weight GEMMs lead the roofline's step (``case``:
     ``tiny_models``' keyword arguments of a decode step)."""
     t = tiny_models.time_by_group(device, **case)
-    ref = max(t, key=t.get)
+    ref = tiny_models.leading_group(t)
     kv = tiny_models.memory_terms(**case)["KV cache"]
     read = tiny_models.TINY_DECODER.weight_bytes_read(case["precision"], tokens=case["batch"])
     return (f"A batch-{case['batch']} decode step reads every layer's weights "
@@ -89,7 +93,7 @@ def dominant_large_explanation(device: str, case: Mapping) -> str:
     """Prediction 2's reveal: at a large batch every sequence reads its own KV cache (and the
     math attention copies it to every query head), while the weights are read once."""
     t = tiny_models.time_by_group(device, **case)
-    ref = max(t, key=t.get)
+    ref = tiny_models.leading_group(t)
     kv = tiny_models.memory_terms(**case)["KV cache"]
     read = tiny_models.TINY_DECODER.weight_bytes_read(case["precision"], tokens=case["batch"])
     copies = sum(o.detail.get("K, V repeated to the query heads (write + read)", 0.0)
@@ -118,15 +122,15 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
         return tiny_models.memory_bound_share_with_launches(device, launch_overhead_us=us,
                                                             **case)
     return (f"No operator of a batch-{case['batch']} decode step reaches the "
-            f"ridge (highest AI {ai:.2f} FLOP/B against the {d.name}'s fp32 ridge of "
-            f"{d.peak_tflops('fp32') * 1e3 / d.bandwidth_gbs:.0f} FLOP/B), so all "
+            f"ridge (highest AI {ai:.2f} FLOP/B against the {d.name}'s {case['precision']} "
+            f"ridge of {roofline.ridge_point(d, case['precision']):.0f} FLOP/B), so all "
             f"{sum(t.values()) * 1e6:.1f} µs of the bound are memory-bound: the "
             "roofline alone says 100%. But the step's "
-            f"{kernels} kernels × 5 µs = {launch * 1e6:.0f} µs of launches are in "
-            "no operator: memory-bound time is "
+            f"{kernels} kernels × {_LAUNCH_US:g} µs = {launch * 1e6:.0f} µs of launches are "
+            "in no operator: memory-bound time is "
             f"{sum(t.values()) * 1e6:.1f} / {(sum(t.values()) + launch) * 1e6:.0f} µs"
-            f" = {100 * share:.1f}% of the step. That is the model's number: the 5 µs is "
-            "a chosen figure, not what a GPU does. A bare launch costs about "
+            f" = {100 * share:.1f}% of the step. That is the model's number: the "
+            f"{_LAUNCH_US:g} µs is a chosen figure, not what a GPU does. A bare launch costs about "
             f"{roofline.LAUNCH_BACK_TO_BACK_US:g} µs (share "
             f"{100 * at(roofline.LAUNCH_BACK_TO_BACK_US):.1f}%) and a kernel of eager "
             f"PyTorch about {roofline.EAGER_KERNEL_US:.0f} µs (share "
@@ -143,7 +147,7 @@ def bf16_ratio_explanation(device: str, case: Mapping) -> str:
     launch = old.pop(tiny_models.LAUNCHES)
     return (f"The roofline alone says {roof:.2f}×: every operator is memory-bound, "
             "and bf16 halves every byte. But the step's bound is "
-            f"{sum(old.values()) * 1e6:.0f} µs and its kernels' launches (5 µs each) "
+            f"{sum(old.values()) * 1e6:.0f} µs and its kernels' launches ({_LAUNCH_US:g} µs each) "
             f"{launch * 1e6:.0f} µs, which do not shrink with the bytes: "
             f"(bound/2 + launches) / (bound + launches) = {ratio:.3f}×, on a GPU in "
             "eager mode (measured on an NVIDIA H200, torch 2.11, 2026-11-26: 1.035×). "
@@ -157,7 +161,7 @@ def bf16_ratio_explanation(device: str, case: Mapping) -> str:
 def roofline_leader_label(times: Mapping[str, float], names: Mapping[str, str]) -> str:
     """What the roofline's step says leads, for a comparison: the type (``names``: its words)
     and its share of the bound."""
-    ref = max(times, key=times.get)
+    ref = tiny_models.leading_group(times)
     return (f"the roofline (spec sheet) says {names[ref]} "
             f"({times[ref] / sum(times.values()):.1%} of the bound)")
 
@@ -197,13 +201,14 @@ def weights_read_text(config, precision: str, tokens: int) -> str:
     """What one decode step reads of the weights: every layer's and the LM head whole, of the
     (untied) embedding table only each token's row (markdown, a math peek's last paragraph)."""
     c = config
-    table = c.vocab * c.d_model * 4  # the fp32 embedding table
+    element = bytes_per_element(precision, arg="precision")
+    table = c.vocab * c.d_model * element  # the (untied) embedding table
     return textwrap.dedent(f"""
     **What one decode step reads.** The model allocates {c.params / 1e6:.1f} M parameters =
     {c.weight_bytes(precision) / 1e6:.0f} MB in {precision}, but a step reads
     {c.weight_bytes_read(precision, tokens=tokens) / 1e6:.0f} MB of them: every
     layer's weights and the LM head whole, and of the {table / 1e6:.1f} MB embedding table
-    only the row of each token ({c.d_model * 4 / 1e3:.0f} KB). A model with a *tied*
+    only the row of each token ({c.d_model * element / 1e3:.0f} KB). A model with a *tied*
     embedding (the LM head is the embedding table, as in GPT-2) reads that table whole in the
     LM head, so there a step reads every parameter.
     """)
@@ -231,7 +236,7 @@ def memory_share_cards(roofline_share: float, launch_share: float,
         style.Metric("The roofline alone", f"{100 * roofline_share:.1f}%",
                      f"of the bound of a batch-{batch} decode step (no "
                      "overhead term)", "memory-bound"),
-        style.Metric("Roofline + 5 µs per kernel", f"{100 * launch_share:.1f}%",
+        style.Metric(f"Roofline + {_LAUNCH_US:g} µs per kernel", f"{100 * launch_share:.1f}%",
                      "of the step once every kernel pays a launch (the answer graded)",
                      "memory-bound")] + [
         style.Metric(f"At {us:g} µs per kernel", f"{100 * share:.1f}%", what, "memory-bound")
@@ -258,7 +263,7 @@ def best_predicted_explanation(ratios: Mapping[str, float], context: int) -> str
             "CPU their operands still sit in cache, so they can run below the DRAM "
             "bound; on a GPU no kernel takes less than a few µs. (Launch and dispatch "
             "themselves land in the overhead row, not in the operators' times.) If every "
-            f"kernel paid 5 µs, a {context}-token prefill's {ref} "
+            f"kernel paid {_LAUNCH_US:g} µs, a {context}-token prefill's {ref} "
             f"would run {ratios[ref]:.2f}× their bound, its norms and elementwise ops "
             f"{ratios['norms & elementwise']:.1f}×.")
 
@@ -292,6 +297,6 @@ def change_cards(result: Mapping, change_name: str, predicted: float | None,
         ("Roofline's new / old", f"{predicted:.3g}×" if predicted else "not modelled",
          "spec sheet picked above"),
         ("Roofline + launches", f"{with_launches:.3g}×" if with_launches else "not modelled",
-         "5 µs per kernel added"),
+         f"{_LAUNCH_US:g} µs per kernel added"),
     ] + ([("Compile time", units.format_seconds(result["compile_s"]), "first call")]
          if result["change"] == "compile" else [])

@@ -35,7 +35,8 @@ from labs.core.physics.hierarchy._levels import (
 
 __all__ = [
     "DEFAULT_REGISTER_TILE", "GEMM_BK", "GEMM_STAGES", "KernelModel", "NAIVE_BLOCK",
-    "SIZED_KERNELS", "WAVE_SLABS", "flash_kernel", "gemm_kernel", "kernel_at_size",
+    "REGISTER_TILE_LARGER_THAN_TILE", "SIZED_KERNELS", "TILE_LARGER_THAN_MATRIX", "WAVE_SLABS",
+    "flash_kernel", "gemm_kernel", "gemm_tile_problems", "kernel_at_size",
     "largest_fitting_tile", "library_gemm_kernel", "reduction_kernel", "staged_gemm_bytes",
     "stencil_kernel", "tile_misses_bytes",
     "wave_footprint_bytes", "wave_gemm_bytes", "wave_shape",
@@ -101,6 +102,26 @@ def staged_gemm_bytes(tile_m, tile_n, k, bytes_per_element, *, bk: int = GEMM_BK
                  * positive("bytes_per_element", bytes_per_element))
 
 
+#: What :func:`gemm_tile_problems` names: a cache tile larger than the output matrix, and a
+#: register tile larger than the cache tile that holds it.
+TILE_LARGER_THAN_MATRIX = "cache tile larger than the matrix"
+REGISTER_TILE_LARGER_THAN_TILE = "register tile larger than the cache tile"
+
+
+def gemm_tile_problems(m, n, tile: int, register_tile: int = 1, *,
+                       tile_n: int | None = None) -> tuple[str, ...]:
+    """Why an M x N output cannot be tiled with ``tile`` (x ``tile_n``) cache tiles and
+    ``register_tile`` register tiles: :data:`TILE_LARGER_THAN_MATRIX` where a cache tile
+    exceeds both sides, :data:`REGISTER_TILE_LARGER_THAN_TILE` where the register tile exceeds
+    the cache tile's shorter side (a cache tile holds whole register tiles); () when it can."""
+    m, n = positive_int("m", m), positive_int("n", n)
+    t, r = positive_int("tile", tile), positive_int("register_tile", register_tile)
+    tn = t if tile_n is None else positive_int("tile_n", tile_n)
+    return tuple(problem for problem, found in (
+        (TILE_LARGER_THAN_MATRIX, max(t, tn) > max(m, n)),
+        (REGISTER_TILE_LARGER_THAN_TILE, r > min(t, tn))) if found)
+
+
 def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1,
                 tile_n: int | None = None, cluster: int = 1) -> KernelModel:
     """C[M,N] = A[M,K] B[K,N] with T x T cache tiles and r x r register tiles (SIMPLIFIED).
@@ -132,9 +153,10 @@ def gemm_kernel(m, n, k, precision: str, *, tile: int, register_tile: int = 1,
     t, r = positive_int("tile", tile), positive_int("register_tile", register_tile)
     tn = t if tile_n is None else positive_int("tile_n", tile_n)
     c = positive_int("cluster", cluster)
-    if max(t, tn) > max(m, n):
+    problems = gemm_tile_problems(m, n, t, r, tile_n=tn)
+    if TILE_LARGER_THAN_MATRIX in problems:
         raise ValueError(f"tile={max(t, tn)} is larger than the matrix (M={m}, N={n})")
-    if r > min(t, tn):
+    if REGISTER_TILE_LARGER_THAN_TILE in problems:
         raise ValueError(f"register_tile={r} is larger than the cache tile (tile="
                          f"{min(t, tn)})")
     naive = t == 1 and tn == 1

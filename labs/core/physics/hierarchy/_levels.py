@@ -31,8 +31,8 @@ from labs.core.physics._validate import (
 
 __all__ = [
     "GEMM_SCHEDULES", "GPU_ARCH", "GemmSchedule", "Hierarchy", "L1_SMEM", "L2_MEASURED_GBS",
-    "Level", "MATRIX", "VECTOR", "from_plateaus", "gpu_hierarchy", "gpu_keys", "hierarchy",
-    "measured_hierarchy", "measured_machine", "with_bandwidths",
+    "Level", "MATRIX", "UNREPORTED_MEMORY_BYTES", "VECTOR", "from_plateaus", "gpu_hierarchy",
+    "gpu_keys", "hierarchy", "measured_hierarchy", "measured_machine", "with_bandwidths",
 ]
 
 
@@ -319,20 +319,31 @@ def from_plateaus(name: str, caches: Mapping[str, float], plateaus: Sequence,
                               key=key, kind=kind)
 
 
+#: Main memory's size where the machine does not report it (``measured_machine``'s
+#: ``memory_bytes=None``): a stated placeholder, not a measurement. Main memory is the last
+#: level, which serves whatever the caches above it miss, so :func:`place` never asks whether
+#: a problem fits in it: this size decides no placement and no time, it only names the level.
+UNREPORTED_MEMORY_BYTES = 16e9
+
+
 def measured_machine(device: str, caches: Mapping[str, float], plateaus: Sequence,
-                     memory_bytes: float, peak_tflops: float, *, precision: str,
+                     memory_bytes: float | None, peak_tflops: float, *, precision: str,
                      memory_name: str = "DRAM", gpu: bool = False,
                      registry_key: str | None = None) -> Hierarchy:
     """This machine's hierarchy from its measured staircase: a GPU the registry knows
     (``registry_key``) keeps the registry's levels with the measured plateaus' bandwidths
     (:func:`with_bandwidths`); any other machine is built from its reported ``caches`` and
-    ``plateaus`` (:func:`from_plateaus`), named "This machine (``device``)"."""
+    ``plateaus`` (:func:`from_plateaus`), named "This machine (``device``)", with main memory
+    of ``memory_bytes`` (None where the machine does not report it:
+    :data:`UNREPORTED_MEMORY_BYTES`)."""
     device = text("device", device)
     if registry_key is not None:
         registry_key = hardware.get(registry_key, arg="registry_key").key
     if flag("gpu", gpu) and registry_key:
         return with_bandwidths(gpu_hierarchy(registry_key, precision),
                                {p.name: p.bandwidth_gbs for p in plateaus})
+    if memory_bytes is None:
+        memory_bytes = UNREPORTED_MEMORY_BYTES
     return from_plateaus(f"This machine ({device})", caches, plateaus, memory_bytes,
                          peak_tflops, precision=precision, memory_name=memory_name,
                          kind="gpu" if gpu else "cpu")

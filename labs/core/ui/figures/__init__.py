@@ -8,8 +8,8 @@ module           what it draws
                  roofline; ``Point`` and ``Roof``
 ``charts``       bars, grouped bars, the memory budget, log-log line charts
 ``collectives``  Lab 6: collective time against message size, scaling, the three roofs
-``hierarchy``    Lab 5: the working-set staircase, the per-level roofline, tile traffic, the
-                 GEMM sawtooth
+``hierarchy``    Lab 5: the working-set staircase, the per-level roofline, tile traffic
+``sawtooth``     Lab 5: the GEMM sawtooth, measured against the quantisation model
 ``profile``      Lab 7: a model profile's operators on the roofline, time per operator type
 ``base``         what every builder shares: one go.Figure from plain dicts, number labels
 ``labelplace``   where a point's text label goes so it crosses no line or other label
@@ -48,7 +48,8 @@ ON_FIRST_USE = {
                     "dp_step_figure", "measured_collectives_figure", "ring_allreduce_figure",
                     "scaling_figure", "three_roof_figure"),
     "hierarchy": ("cache_roofline_figure", "level_style", "per_level_roofline_figure",
-                  "sawtooth_figure", "tile_traffic_figure", "working_set_figure"),
+                  "tile_traffic_figure", "working_set_figure"),
+    "sawtooth": ("gemm_sawtooth_figure", "sawtooth_figure"),
     "profile": ("before_after_figure", "operator_roofline_figure", "plottable",
                 "step_bound_figure", "time_by_type_figure"),
 }

@@ -1,7 +1,8 @@
 """Lab 5's figures: the working-set staircase, the hierarchical roofline (one roof per memory
 level, each kernel drawn once per level at that level's intensity: Yang, Kurth, Williams,
-"Hierarchical Roofline Analysis for GPUs", 2020), the bytes each level serves vs the tile,
-and the GEMM sawtooth. Plotly only; re-exported by :mod:`labs.core.ui.figures`.
+"Hierarchical Roofline Analysis for GPUs", 2020) and the bytes each level serves vs the tile
+(the GEMM sawtooth: :mod:`labs.core.ui.figures.sawtooth`). Plotly only; re-exported by
+:mod:`labs.core.ui.figures`.
 
 Naming: the per-level-intensity plot is the *hierarchical* roofline. Ilic, Pratas and Sousa's
 *cache-aware* roofline (IEEE CAL 2014) is a different plot, one core-side intensity under
@@ -33,7 +34,7 @@ from labs.core.ui.tokens import COLORS, PLOT_GRID, PLOT_TEXT
 
 __all__ = [
     "cache_roofline_figure", "level_style", "nice_log_ticks", "per_level_roofline_figure",
-    "sawtooth_figure", "tile_traffic_figure", "working_set_figure"
+    "tile_traffic_figure", "working_set_figure"
 ]
 
 #: Cache levels fastest first (colour key, dash, symbol); main memory has its own style.
@@ -436,49 +437,6 @@ def tile_traffic_figure(hier: hierarchy.Hierarchy, curve: Sequence[tuple[int, hi
         # room above the plot for the slanted "binds" names ("undetermined", "L1 / shared
         # memory") below the title
         margin=dict(l=70, r=30, t=110, b=40)))
-
-
-def sawtooth_figure(sizes: Sequence[int], predicted: Sequence[float],
-                    measured: Sequence[float] | None = None, *, tile: int, title: str,
-                    y_title: str = "Throughput relative to the best (1 = best)",
-                    predicted_label: str = "predicted (quantisation model)",
-                    measured_label: str = "measured on this machine",
-                    marks: Sequence[tuple[int, str]] = (), height: int = 400) -> go.Figure:
-    """Throughput vs N on linear axes: the quantisation model (dashed) and, when given, a
-    measurement (markers and line), with a faint vertical line at every multiple of ``tile``
-    and a labelled marker line at each (N, label) in ``marks``."""
-    n = [int(v) for v in sizes]
-    if not n or len(n) != len(predicted) or (measured is not None and len(n) != len(measured)):
-        raise ValueError("sizes, predicted (and measured) must be non-empty and the same length")
-    data = [dict(type="scatter", x=n, y=list(map(float, predicted)), mode="lines",
-                 name=html.escape(predicted_label),
-                 line=dict(color=COLORS["compute"], width=2, dash="dash"),
-                 hovertext=[format_value(float(v)) for v in predicted],
-                 hovertemplate="N = %{x}: predicted %{hovertext}<extra></extra>")]
-    if measured is not None:
-        data.append(dict(type="scatter", x=n, y=list(map(float, measured)),
-                         mode="lines+markers", name=html.escape(measured_label),
-                         line=dict(color=COLORS["memory"], width=2),
-                         marker=dict(size=7, color=COLORS["memory"]),
-                         hovertext=[format_value(float(v)) for v in measured],
-                         hovertemplate="N = %{x}: measured %{hovertext}<extra></extra>"))
-    t = int(tile)
-    first = -(-min(n) // t) * t
-    shapes = [dict(type="line", xref="x", yref="paper", x0=v, x1=v, y0=0, y1=1,
-                   line=dict(color=PLOT_GRID, width=1, dash="dot"))
-              for v in range(first, max(n) + 1, t)]
-    shapes += [dict(type="line", xref="x", yref="paper", x0=v, x1=v, y0=0, y1=1,
-                    line=dict(color=COLORS["danger"], width=1.5, dash="dash")) for v, _ in marks]
-    notes = [dict(xref="x", yref="paper", x=v, y=1.0 + 0.07 * (i % 2), yanchor="bottom",
-                  text=html.escape(lbl), showarrow=False, font=dict(color=PLOT_TEXT, size=11))
-             for i, (v, lbl) in enumerate(marks)]
-    return fast_figure(data, dict(
-        title=dict(text=html.escape(title)), height=int(height), hovermode="closest",
-        xaxis=dict(title=dict(text=f"N (square GEMM; dotted lines every {t})")),
-        yaxis=dict(title=dict(text=html.escape(y_title)),
-                   range=[0, max([1.1] + [1.1 * float(v) for v in (measured or ())])]),
-        shapes=shapes, annotations=notes, legend=LEGEND,
-        margin=dict(l=70, r=30, t=60 + 16 * bool(marks), b=40)))
 
 
 def _index(p: hierarchy.HierarchyPoint, use: hierarchy.LevelUse) -> int:
