@@ -810,3 +810,27 @@ def test_a_tile_that_fails_to_launch_says_why_and_how_to_back_out():
     assert said.text.endswith("\n\nShrink the tile to back out.")
     with pytest.raises(ValueError, match="error must be a hierarchy.LaunchError"):
         hierarchy.launch_failure_status(512, ValueError("not a launch failure"))
+
+
+def test_the_reference_machine_module_is_its_template_with_the_recorded_values():
+    """``bench_hierarchy.py --write-reference`` regenerates the module from its template: any
+    code, docstring or ``__all__`` written into the module alone would be lost on the next
+    recording, so everything but the recorded values is the template's."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    template = (root / "benchmarks" / "reference_machine.py.in").read_text(encoding="utf-8")
+    module = Path(reference_machine.__file__).read_text(encoding="utf-8")
+    before, after = template.split("# @VALUES@\n")
+    assert module.startswith(before) and module.endswith(after)
+
+
+def test_a_call_time_ratio_takes_recorded_sizes_only():
+    sizes = [size for size, _ in reference_machine.OVERHEAD_ROWS]
+    rows = dict(reference_machine.OVERHEAD_ROWS)
+    assert reference_machine.call_time_ratio(sizes[-1], sizes[0]) == pytest.approx(
+        rows[sizes[-1]] / rows[sizes[0]])
+    with pytest.raises(KeyError, match="big_bytes=12345 is not a recorded size"):
+        reference_machine.call_time_ratio(12345, sizes[0])
+    with pytest.raises(KeyError, match="small_bytes=True"):
+        reference_machine.call_time_ratio(sizes[-1], True)

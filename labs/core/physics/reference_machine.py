@@ -87,6 +87,10 @@ def call_time_ratio(big_bytes: int, small_bytes: int) -> float:
     """The recorded time per call of a tensor of ``big_bytes`` over that of ``small_bytes``
     (both sizes of ``OVERHEAD_ROWS``): how much faster the smaller call ran."""
     rows = dict(OVERHEAD_ROWS)
+    for name, size in (("big_bytes", big_bytes), ("small_bytes", small_bytes)):
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or size not in rows:
+            raise KeyError(f"{name}={size!r} is not a recorded size: one of "
+                           f"{', '.join(f'{s:g}' for s in rows)}")
     return rows[big_bytes] / rows[small_bytes]
 
 

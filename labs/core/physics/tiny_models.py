@@ -166,9 +166,9 @@ def time_by_group(hw, config=TINY_DECODER, *, phase: str = "decode", batch: int 
 def leading_group(times) -> str:
     """The group that takes the most time of ``times`` (seconds per group, as
     :func:`time_by_group` gives them)."""
-    if not times:
-        raise ValueError("times is empty: no group to name")
-    return max(times, key=times.get)
+    seconds = {name: non_negative(f"times[{name!r}]", v)
+               for name, v in mapping("times", times).items()}
+    return max(seconds, key=seconds.get)
 
 
 def dominant_group(hw, config=TINY_DECODER, **kwargs) -> str:
