@@ -19,7 +19,7 @@ room            what it holds                                                   
                 (``synth``; ``canvas_class``: a class as Canvas hands it over)       ledger, catalogue
 ``export``      publishing the labs as a site (index, lab, inspection, offline,      catalogue
                 wasm, site)
-``lessons``     each lab's prose builders: text, derivations, cards and tables       quiz
+``lessons``     each lab's prose builders: text, derivations, cards and tables       (none)
                 assembled from computed numbers (one module per lab; only the
                 labs import them)
 ``install``     the commands that install the live extra (torch) for this machine    (none)
