@@ -35,8 +35,10 @@ def fusion_speedup_explanation(unfused, fused, n_elements: int, precision: str,
                                speedup: float) -> str:
     """Prediction 1's reveal: unfused and fused traffic and time; time follows the bytes."""
     return (f"Every kernel of the chain does a few FLOPs per byte: {unfused.regime}. "
-            f"Unfused, each reads and writes the whole {units.format_value(n_elements / 1e6)} M-element "
-            f"{precision} tensor: {units.format_bytes(unfused.chain.total.bytes)} of HBM traffic in "
+            f"Unfused, each reads and writes the whole {units.format_value(n_elements / 1e6)} "
+            f"M-element "
+            f"{precision} tensor: {units.format_bytes(unfused.chain.total.bytes)} of HBM traffic "
+            f"in "
             f"{units.format_seconds(unfused.seconds)}. Fused, the two inputs (LayerNorm's and "
             f"the skip, a tensor of its own), the output and the dropout mask cross HBM "
             f"once: {units.format_bytes(fused.chain.total.bytes)} in "
@@ -82,7 +84,9 @@ def vector_ceiling_note(device) -> str:
     return (
         "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
         "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
-        f"vector ceiling ({units.format_value(roofline.peak_tflops(device, roofline.VECTOR), significant=4)} TFLOP/s here), "
+        f"vector ceiling "
+        f"({units.format_value(roofline.peak_tflops(device, roofline.VECTOR), significant=4)} "
+        f"TFLOP/s here), "
         "far below the tensor-core roof that matrix multiplies reach. A real chip has several "
         "ceilings (per precision, per unit); which one applies depends on the operation. That "
         "is a lesson in itself: a roofline with one roof can hide the one that binds. The "
@@ -119,7 +123,8 @@ def oom_explanation(seq_len: int, terms: dict, device, math_path_seq_len: int) -
     shorter S of a path that holds two S×S buffers."""
     scores = next(v for k, v in terms.items() if k.startswith("score"))
     total = sum(terms.values())
-    return (f"The score matrix holds B×H×S² fp16 values: at S = {units.format_value(seq_len)} that is "
+    return (f"The score matrix holds B×H×S² fp16 values: at S = {units.format_value(seq_len)} "
+            f"that is "
             f"{units.format_bytes(scores)}, plus {units.format_bytes(total - scores)} "
             f"for Q, K, V, O: {units.format_bytes(total)} of the {device.name}'s "
             f"{device.memory_text}. It grows with S², so twice the context needs four "
@@ -136,7 +141,8 @@ def attention_cards(unfused, fused, times: dict) -> list:
         ("HBM traffic, unfused", units.format_bytes(unfused.bytes),
          f"of which score matrix: {units.format_bytes(scores)} (4 passes)"),
         ("HBM traffic, fused", units.format_bytes(fused.bytes), "Q, K, V, O once"),
-        ("AI unfused → fused", f"{units.format_value(unfused.ai)} → {units.format_value(fused.ai)} FLOP/B",
+        ("AI unfused → fused", f"{units.format_value(unfused.ai)} → "
+                               f"{units.format_value(fused.ai)} FLOP/B",
          f"FLOPs the same: {units.format_flops(fused.flops)}"),
         ("Time bound unfused → fused",
          f"{units.format_seconds(times['unfused'])} → {units.format_seconds(times['fused'])}",
@@ -151,11 +157,16 @@ def largest_tile_explanation(tile: int, head_dim: int, fit, bigger) -> str:
     """Prediction 4's reveal: the largest square tile fits both pools, twice it does not."""
     return (f"A {tile}×{tile} tile at head_dim {head_dim}: the fp16 Q, K, V tiles "
             f"need {units.format_bytes(fit.smem_bytes, binary=True)} of the "
-            f"{units.format_bytes(fit.smem_capacity_bytes, binary=True)} of shared memory a block may "
-            f"use, the fp32 S and O accumulators {units.format_bytes(fit.register_bytes, binary=True)} of "
-            f"the {units.format_bytes(fit.register_capacity_bytes, binary=True)} register file: both fit. "
-            f"{2 * tile}×{2 * tile} would need {units.format_bytes(bigger.smem_bytes, binary=True)} and "
-            f"{units.format_bytes(bigger.register_bytes, binary=True)} ({' and '.join(bigger.overflows)} too "
+            f"{units.format_bytes(fit.smem_capacity_bytes, binary=True)} of shared memory a block "
+            f"may "
+            f"use, the fp32 S and O accumulators "
+            f"{units.format_bytes(fit.register_bytes, binary=True)} of "
+            f"the {units.format_bytes(fit.register_capacity_bytes, binary=True)} register file: "
+            f"both fit. "
+            f"{2 * tile}×{2 * tile} would need "
+            f"{units.format_bytes(bigger.smem_bytes, binary=True)} and "
+            f"{units.format_bytes(bigger.register_bytes, binary=True)} "
+            f"({' and '.join(bigger.overflows)} too "
             "small): the S tile grows with the square of the block.")
 
 

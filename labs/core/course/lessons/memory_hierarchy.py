@@ -42,7 +42,8 @@ def staircase_explanation(upper: staircase.Plateau, lower: staircase.Plateau,
     return (f"On the course's reference machine ({reference_machine.MACHINE}, recorded "
             f"{reference_machine.DATE}, one thread) the L2 plateau reads "
             f"{units.format_value(upper.bandwidth_gbs)} GB/s and the DRAM plateau "
-            f"{units.format_value(lower.bandwidth_gbs)} GB/s: {ratio:.1f}×. A cache sits next to the "
+            f"{units.format_value(lower.bandwidth_gbs)} GB/s: {ratio:.1f}×. A cache sits next to "
+            f"the "
             "core and answers in a few cycles; DRAM is off chip and shared. Every "
             "student's machine differs: a student is graded against their own "
             "measurement (the result their lab records from their staircase) where its "
@@ -104,7 +105,8 @@ def staircase_grading(separation: staircase.RatioSeparation, memory: str,
                  f"{memory}'s)")
     return (f"**Prediction vs the reference machine** (graded). Your machine's L2 plateau is "
             f"{separation.ratio:.1f}× its {memory} plateau, but {near} sits only "
-            f"{separation.factor:.2f}× from that: a {units.format_value(tolerance)}× band cannot tell L2 from its "
+            f"{separation.factor:.2f}× from that: a {units.format_value(tolerance)}× band cannot "
+            f"tell L2 from its "
             "neighbour on this machine, so your prediction is graded against the reference "
             "machine's ratio:")
 
@@ -130,7 +132,8 @@ def binding_explanation(point: hierarchy.HierarchyPoint) -> str:
     return (f"Without tiles every multiply-add loads both operands: the SMs' loads, "
             f"{units.format_bytes(l1.bytes)} for {units.format_flops(point.kernel.flops)}, "
             f"go through L1 at an AI of {units.format_value(l1.ai)} FLOP/B, so its roof is at most "
-            f"{units.format_value(l1.roof_tflops())} TFLOP/s (an upper bound: L1's bandwidth is the SMs' "
+            f"{units.format_value(l1.roof_tflops())} TFLOP/s (an upper bound: L1's bandwidth is "
+            f"the SMs' "
             "128 B per clock at the boost clock, a peak that a kernel's loads do not "
             "reach). L1 keeps what a block's warps share (a warp's A load is one broadcast; "
             "the row of B it loads is re-read by the block's other 31 warps): L2 serves only "
@@ -143,8 +146,10 @@ def binding_explanation(point: hierarchy.HierarchyPoint) -> str:
             f"{point.attainable_tflops / h.peak_tflops:.0%} of the tensor-core peak: a "
             "profiler (Nsight Compute) reports such a kernel L1/load-store-bound. A "
             "scalar GEMM cannot use tensor cores, so its ceiling is the "
-            f"{point.ceiling_name} ({units.format_value(point.ceiling_tflops, significant=4)} TFLOP/s), not the "
-            f"{units.format_value(h.peak_tflops, significant=4)} TFLOP/s tensor-core peak; L1's roof is lower still.")
+            f"{point.ceiling_name} ({units.format_value(point.ceiling_tflops, significant=4)} "
+            f"TFLOP/s), not the "
+            f"{units.format_value(h.peak_tflops, significant=4)} TFLOP/s tensor-core peak; L1's "
+            f"roof is lower still.")
 
 
 def missing_cache_sizes(device: hardware.Device, *, limit: int = 3) -> str:
@@ -261,7 +266,8 @@ def tile_explanation(small: hierarchy.HierarchyPoint, large: hierarchy.Hierarchy
             f"{l2.sharers} SMs, and the tiles running at once (a wave) share the A "
             f"and B panels they read there. The kernel moves from the "
             f"{small.binding} roof ({units.format_value(small.attainable_tflops)} TFLOP/s) to the "
-            f"{large.binding} roof ({units.format_value(large.attainable_tflops)} TFLOP/s; L2's roof uses its "
+            f"{large.binding} roof ({units.format_value(large.attainable_tflops)} TFLOP/s; L2's "
+            f"roof uses its "
             f"measured {units.format_bandwidth(l2.bandwidth_gbs)}: NVIDIA's bytes per clock "
             "give a peak a third higher that microbenchmarks do not reach). The kernel "
             "stages thin K-slabs in shared memory, "
@@ -272,7 +278,8 @@ def tile_explanation(small: hierarchy.HierarchyPoint, large: hierarchy.Hierarchy
             "cudaFuncAttributeMaxDynamicSharedMemorySize); C stays in registers as "
             f"fp32 accumulators, {_binary(large.kernel.accumulator_bytes)} per block. At "
             f"{t_next} × {t_next} the slabs would still fit ({_binary(bigger.staged_bytes)}), "
-            f"but the {units.format_value(t_next * t_next)} accumulators ({_binary(bigger.accumulator_bytes)}) "
+            f"but the {units.format_value(t_next * t_next)} accumulators "
+            f"({_binary(bigger.accumulator_bytes)}) "
             f"fill the SM's whole register file ({_binary(h.register_file_bytes)}): that tile "
             "cannot launch (CUTLASS's largest is 256 × 128). Shared memory is a "
             "scratchpad, not a cache: a tile too big for it fails to launch rather "
@@ -349,11 +356,14 @@ def wave_explanation(sizes: Sequence[int], before, after, sms: int, fraction: fl
     """Prediction 5's reference answer in words: tiles, waves and busy fraction at the two
     sizes (``before``, ``after``: ``quantization.quantization`` results) on ``sms`` SMs."""
     n_from, n_to = sizes
-    return (f"N = {units.format_value(n_from)}: {before.tiles} tiles in {before.waves} wave on {sms} "
-            f"SMs ({before.wave_efficiency:.0%} busy). N = {units.format_value(n_to)}: {after.tiles} "
+    return (f"N = {units.format_value(n_from)}: {before.tiles} tiles in {before.waves} wave on "
+            f"{sms} "
+            f"SMs ({before.wave_efficiency:.0%} busy). N = {units.format_value(n_to)}: "
+            f"{after.tiles} "
             f"tiles need {after.waves} waves, the second with {after.tiles - sms} tiles on "
             f"{sms} SMs: {after.wave_efficiency:.0%} busy over the run. Throughput "
-            f"follows the busy fraction: {units.format_value(fraction)} of N = {units.format_value(n_from)}'s, for "
+            f"follows the busy fraction: {units.format_value(fraction)} of N = "
+            f"{units.format_value(n_from)}'s, for "
             "an AI that went up. Libraries avoid much of this with other tile shapes "
             "and stream-K or split-K schedules, and a GEMM this small is dominated by "
             "launch and ramp-up: a measured dip is shallower.")

@@ -56,7 +56,8 @@ def device_cards(device, precision: str) -> list[style.Metric]:
         style.Metric("Bandwidth β", f"{units.format_value(d.bandwidth_gbs)} GB/s",
                      "to main memory"),
         style.Metric(f"Peak π ({precision}, dense)",
-                     f"{units.format_value(d.peak_tflops(precision), significant=4)} {units.rate_unit(precision)}",
+                     f"{units.format_value(d.peak_tflops(precision), significant=4)} "
+                     f"{units.rate_unit(precision)}",
                      d.note(precision) or "no 2:4 sparsity"),
         style.Metric(f"Ridge ({precision}, dense)",
                      f"{units.format_value(roofline.ridge_point(d, precision))} "
@@ -71,9 +72,11 @@ def which_roof_explanation(m: int, ai: float, device, precision: str) -> str:
     answer's explanation)."""
     d = hardware.get(device)
     regime = roofline.regime(ai, d, precision)
-    return (f"With M = {m} rows, every weight byte read serves only {m} rows: AI = {units.format_value(ai)} "
+    return (f"With M = {m} rows, every weight byte read serves only {m} rows: AI = "
+            f"{units.format_value(ai)} "
             f"FLOP/B against the {d.name}'s {precision} ridge of "
-            f"{units.format_value(roofline.ridge_point(d, precision))} FLOP/B, so it is {regime}. The roofline "
+            f"{units.format_value(roofline.ridge_point(d, precision))} FLOP/B, so it is {regime}. "
+            f"The roofline "
             f"caps it at {utilization.flop_utilization_bound(ai, d, precision):.1%} of peak "
             "whatever the tiling"
             + (": the GPU is not throttling, it waits for bytes." if regime == roofline.MEMORY
@@ -199,7 +202,8 @@ def levers_actual(label: str, levers: list[roofline.Lever], scenario: dict, tile
     best = max(levers[1:], key=lambda lv: lv.ai)
     return (f"{label}: AI {units.format_value(levers[0].ai)} → {units.format_value(best.ai)} "
             f"FLOP/B for Priya's GEMM ({scenario['m']} × {units.format_value(scenario['n'])} × "
-            f"{units.format_value(scenario['k'])}) with {tile} × {tile} tiles: the case the chart opens on")
+            f"{units.format_value(scenario['k'])}) with {tile} × {tile} tiles: the case the chart "
+            f"opens on")
 
 
 # --- Part 3: the crossover N* ----------------------------------------------------------------
@@ -213,7 +217,8 @@ def crossover_explanation(device, precision: str) -> str:
     return (f"A square N³ GEMM does 2N³ FLOPs on 3N² elements, so its AI grows with "
             f"N: AI = N / {units.format_value(n_star / ridge)} FLOP/B in {precision}. It meets "
             f"the {d.name}'s ridge of {units.format_value(ridge)} FLOP/B "
-            f"at N* = {units.format_value(n_star / ridge)} × {units.format_value(ridge, significant=4)} "
+            f"at N* = {units.format_value(n_star / ridge)} × "
+            f"{units.format_value(ridge, significant=4)} "
             f"≈ {units.format_value(round(n_star))}; smaller squares "
             "are memory-bound. This is the roofline's N*: measured cuBLAS throughput "
             "levels off around it, blurred by tile shapes, launch overhead and L2 "
@@ -251,7 +256,8 @@ def crossover_examples(device) -> str:
         return units.format_value(round(roofline.gemm_crossover_n(d, precision, **slip)))
 
     return _peek_tail(
-        f"Example, {d.name}: bf16 dense π = {units.format_value(d.peak_tflops('bf16'), significant=4)} TFLOP/s, β =\n"
+        f"Example, {d.name}: bf16 dense π = "
+        f"{units.format_value(d.peak_tflops('bf16'), significant=4)} TFLOP/s, β =\n"
         f"{units.format_value(d.bandwidth_gbs)} GB/s, ridge = "
         f"{units.format_value(roofline.ridge_point(d, 'bf16'))}\n"
         f"FLOP/B, N* = {n_star('bf16')}. In fp8 the\n"
@@ -271,7 +277,8 @@ def other_device_explanation(ai: float, edge, datacenter, precision: str) -> str
     """One GEMM's AI against the edge chip's ridge and the datacenter chip's: the reference
     answer's explanation."""
     e, dc = hardware.get(edge), hardware.get(datacenter)
-    return (f"The GEMM's AI is {units.format_value(ai)} FLOP/B on any device. The {e.name}'s {precision} "
+    return (f"The GEMM's AI is {units.format_value(ai)} FLOP/B on any device. The {e.name}'s "
+            f"{precision} "
             f"ridge is {units.format_value(roofline.ridge_point(e, precision))} FLOP/B "
             f"({roofline.regime(ai, e, precision)} there); the {dc.name}'s is "
             f"{units.format_value(roofline.ridge_point(dc, precision))} FLOP/B: "
@@ -304,8 +311,10 @@ def not_drawn_note(precision: str, skipped: list[str]) -> str | None:
 
 def overlay_title(m: int, scenario: dict, precision: str, ai: float) -> str:
     """The overlay's title: an M x N x K GEMM (N, K from ``scenario``) and its AI."""
-    return (f"One {units.format_value(m)} × {units.format_value(scenario['n'])} × {units.format_value(scenario['k'])} {precision} GEMM "
-            f"(AI {units.format_value(ai)} {units.intensity_unit(precision)}) against several roofs")
+    return (f"One {units.format_value(m)} × {units.format_value(scenario['n'])} × "
+            f"{units.format_value(scenario['k'])} {precision} GEMM "
+            f"(AI {units.format_value(ai)} {units.intensity_unit(precision)}) against several "
+            f"roofs")
 
 
 def regime_against_ridge(regime: str, ai: float, device, precision: str) -> str:
@@ -322,13 +331,15 @@ def ridges_example(scenario: dict) -> str:
     rows = []
     for k in (scenario["datacenter"], scenario["edge"]):
         d = hardware.get(k)
-        rows.append(f"- {d.name}: {p} dense {units.format_value(d.peak_tflops(p), significant=4)} TFLOP/s, "
+        rows.append(f"- {d.name}: {p} dense {units.format_value(d.peak_tflops(p), significant=4)} "
+                    f"TFLOP/s, "
                     f"{units.format_value(d.bandwidth_gbs)} GB/s, ridge "
                     f"{units.format_value(roofline.ridge_point(k, p))} FLOP/B")
     ai = formulas.gemm(scenario["m"], scenario["n"], scenario["k"], p).ai
     return _peek_tail(
         "\n\n".join(rows) + "\n\n"
-        f"The {scenario['m']} × {units.format_value(scenario['n'])} × {units.format_value(scenario['k'])} {p} GEMM has AI =\n"
+        f"The {scenario['m']} × {units.format_value(scenario['n'])} × "
+        f"{units.format_value(scenario['k'])} {p} GEMM has AI =\n"
         f"{units.format_value(ai)} FLOP/B: between the\n"
         "two ridges. It is also big enough for the roofline to be the right model on both: 34 "
         "GFLOP\nin 128 output tiles of 128 × 128, about one per SM of an H100 and tens of "
@@ -345,7 +356,8 @@ def yardstick_explanation(reading: dict, flop_util: float, device, precision: st
     d = hardware.get(device)
     cap = reading["flop_util_bound"]
     side = "below" if reading["regime"] == roofline.MEMORY else "above"
-    return (f"Achieved FLOP/s ÷ achieved bytes/s gives the kernel's AI: {units.format_value(reading['ai'])} "
+    return (f"Achieved FLOP/s ÷ achieved bytes/s gives the kernel's AI: "
+            f"{units.format_value(reading['ai'])} "
             f"FLOP/B, {side} the {precision} ridge of "
             f"{units.format_value(roofline.ridge_point(d, precision))}: "
             f"{reading['regime']}. At that AI the roof allows only "
@@ -422,7 +434,8 @@ def sweep_note(precision: str, *, measured_gbs: float | None, spec_name: str | N
         roof = f"the spec sheet of the {spec_name}"
     return f"The roof is {roof}." + (
         f" A, B and C fit in this machine's {units.format_bytes(cache_bytes, binary=True)} "
-        f"last-level cache for N ≤ {units.format_value(largest_fit)} ({precision}): those GEMMs re-read their "
+        f"last-level cache for N ≤ {units.format_value(largest_fit)} ({precision}): those GEMMs "
+        f"re-read their "
         "operands from cache, not from memory, so the memory roof drawn from its bandwidth "
         "does not bind them (Lab 5 measures each level)." if largest_fit is not None else "") + (
         " A point above the flat compute roof says the short run that measured the roof was "
@@ -470,5 +483,6 @@ def sweep_question(measured: list[dict], above_roof: list[dict]) -> str:
     if worst is measured[0]:
         return ("Why do small GEMMs fall furthest below the roof, even where the roof "
                 "itself is low? (Think: launch and loop overhead, caches, tiles.)")
-    return (f"Why is the gap below the roof largest at N = {units.format_value(worst['n'])}? (Think: "
+    return (f"Why is the gap below the roof largest at N = {units.format_value(worst['n'])}? "
+            f"(Think: "
             "launch and loop overhead, caches, tiles, what else ran on this machine.)")

@@ -105,9 +105,12 @@ def weight_only_cards(parts) -> list[style.Metric]:
 
 def nvfp4_explanation(fp16_row, nvfp4_row) -> str:
     """Prediction 3's reveal: NVFP4's block scales make the byte ratio less than 16 / 4."""
-    return (f"FP16 weights: {format_value(fp16_row.bytes / 1e6)} MB; NVFP4: {format_value(nvfp4_row.bytes / 1e6)} MB "
-            f"({format_value(precision.bits('nvfp4'))} bits a weight: 4-bit values plus an 8-bit scale "
-            f"per 16, where MXFP4 has one per 32, {format_value(precision.bits('mxfp4'))} bits; the "
+    return (f"FP16 weights: {format_value(fp16_row.bytes / 1e6)} MB; NVFP4: "
+            f"{format_value(nvfp4_row.bytes / 1e6)} MB "
+            f"({format_value(precision.bits('nvfp4'))} bits a weight: 4-bit values plus an 8-bit "
+            f"scale "
+            f"per 16, where MXFP4 has one per 32, {format_value(precision.bits('mxfp4'))} bits; "
+            f"the "
             "FP16 input and output vectors stay), so "
             f"{nvfp4_row.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
             f"{fp16_row.regime}, so the speedup of the roofline bounds (the ideal) is "

@@ -61,7 +61,8 @@ def model_card(config, device_name: str, precision: str, ridge: str) -> str:
     return (
         f"**The model.** {c.name}: {c.layers} layers, d_model {c.d_model}, {c.heads} "
         f"query heads sharing {c.kv_heads} KV heads of {c.head_dim}, SwiGLU MLP of "
-        f"{c.d_ff}, vocabulary {units.format_value(c.vocab)}; {units.format_value(c.params / 1e6)} M parameters with random "
+        f"{c.d_ff}, vocabulary {units.format_value(c.vocab)}; "
+        f"{units.format_value(c.params / 1e6)} M parameters with random "
         f"weights (Llama-3-8B's proportions, scaled down; nothing to download). It runs in "
         f"{precision}. **Predictions** use the {device_name} spec sheet (ridge ({precision}, "
         f"dense) = {ridge}); "
@@ -126,8 +127,10 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
         return tiny_models.memory_bound_share_with_launches(device, launch_overhead_us=us,
                                                             **case)
     return (f"No operator of a batch-{case['batch']} decode step reaches the "
-            f"ridge (highest AI {units.format_value(ai)} FLOP/B against the {d.name}'s {case['precision']} "
-            f"ridge of {units.format_value(roofline.ridge_point(d, case['precision']))} FLOP/B), so all "
+            f"ridge (highest AI {units.format_value(ai)} FLOP/B against the {d.name}'s "
+            f"{case['precision']} "
+            f"ridge of {units.format_value(roofline.ridge_point(d, case['precision']))} FLOP/B), "
+            f"so all "
             f"{units.format_seconds(sum(t.values()))} of the bound are memory-bound: the "
             "roofline alone says 100%. But the step's "
             f"{kernels} kernels × {units.format_value(_LAUNCH_US)} µs = "
@@ -136,7 +139,8 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
             f"{units.format_value(sum(t.values()) * 1e6, significant=4)} / "
             f"{units.format_value((sum(t.values()) + launch) * 1e6, significant=4)} µs"
             f" = {100 * share:.1f}% of the step. That is the model's number: the "
-            f"{units.format_value(_LAUNCH_US)} µs is a chosen figure, not what a GPU does. A bare launch costs about "
+            f"{units.format_value(_LAUNCH_US)} µs is a chosen figure, not what a GPU does. A bare "
+            f"launch costs about "
             f"{units.format_value(roofline.LAUNCH_BACK_TO_BACK_US)} µs (share "
             f"{100 * at(roofline.LAUNCH_BACK_TO_BACK_US):.1f}%) and a kernel of eager "
             f"PyTorch about {units.format_value(roofline.EAGER_KERNEL_US)} µs (share "
@@ -153,9 +157,11 @@ def bf16_ratio_explanation(device: str, case: Mapping) -> str:
     launch = old.pop(tiny_models.LAUNCHES)
     return (f"The roofline alone says {roof:.2f}×: every operator is memory-bound, "
             "and bf16 halves every byte. But the step's bound is "
-            f"{units.format_value(sum(old.values()) * 1e6, significant=4)} µs and its kernels' launches "
+            f"{units.format_value(sum(old.values()) * 1e6, significant=4)} µs and its kernels' "
+            f"launches "
             f"({units.format_value(_LAUNCH_US)} µs each) "
-            f"{units.format_value(launch * 1e6, significant=4)} µs, which do not shrink with the bytes: "
+            f"{units.format_value(launch * 1e6, significant=4)} µs, which do not shrink with the "
+            f"bytes: "
             f"(bound/2 + launches) / (bound + launches) = {ratio:.3f}×, on a GPU in "
             "eager mode (measured on an NVIDIA H200, torch 2.11, 2026-11-26: 1.035×). "
             "Halving the bytes halves a step only where the bytes set its time: a GPU "
@@ -210,8 +216,9 @@ def weights_read_text(config, precision: str, tokens: int) -> str:
     c = config
     element = bytes_per_element(precision, arg="precision")
     table = c.vocab * c.d_model * element  # the (untied) embedding table
+    params = units.format_value(c.params / 1e6)
     return textwrap.dedent(f"""
-    **What one decode step reads.** The model allocates {units.format_value(c.params / 1e6)} M parameters =
+    **What one decode step reads.** The model allocates {params} M parameters =
     {units.format_bytes(c.weight_bytes(precision))} in {precision}, but a step reads
     {units.format_bytes(c.weight_bytes_read(precision, tokens=tokens))} of them: every
     layer's weights and the LM head whole, and of the {units.format_bytes(table)} embedding table
@@ -243,10 +250,12 @@ def memory_share_cards(roofline_share: float, launch_share: float,
         style.Metric("The roofline alone", f"{100 * roofline_share:.1f}%",
                      f"of the bound of a batch-{batch} decode step (no "
                      "overhead term)", "memory-bound"),
-        style.Metric(f"Roofline + {units.format_value(_LAUNCH_US)} µs per kernel", f"{100 * launch_share:.1f}%",
+        style.Metric(f"Roofline + {units.format_value(_LAUNCH_US)} µs per kernel",
+                     f"{100 * launch_share:.1f}%",
                      "of the step once every kernel pays a launch (the answer graded)",
                      "memory-bound")] + [
-        style.Metric(f"At {units.format_value(us)} µs per kernel", f"{100 * share:.1f}%", what, "memory-bound")
+        style.Metric(f"At {units.format_value(us)} µs per kernel", f"{100 * share:.1f}%", what,
+                     "memory-bound")
         for what, us, share in measured_cost_shares]
 
 
@@ -300,10 +309,13 @@ def change_cards(result: Mapping, change_name: str, predicted: float | None,
         ("After", units.format_seconds(result["new_s"]), change_name),
         ("Measured new / old", f"{units.format_value(result['ratio'])}×",
          "this machine, both steps timed in alternation" + (
-             f"; rounds agree within {units.format_value(result['spread'])}×" if "spread" in result else "")),
-        ("Roofline's new / old", f"{units.format_value(predicted)}×" if predicted else "not modelled",
+             f"; rounds agree within {units.format_value(result['spread'])}×"
+             if "spread" in result else "")),
+        ("Roofline's new / old",
+         f"{units.format_value(predicted)}×" if predicted else "not modelled",
          "spec sheet picked above"),
-        ("Roofline + launches", f"{units.format_value(with_launches)}×" if with_launches else "not modelled",
+        ("Roofline + launches",
+         f"{units.format_value(with_launches)}×" if with_launches else "not modelled",
          f"{units.format_value(_LAUNCH_US)} µs per kernel added"),
     ] + ([("Compile time", units.format_seconds(result["compile_s"]), "first call")]
          if result["change"] == "compile" else [])
