@@ -75,6 +75,8 @@ def test_decode_table_rows_and_the_measured_note():
     table = {r["format"]: r for r in precision_rho.decode_table_rows(rows, unmeasured)}
     assert table["nvfp4"]["bits/weight"] == "4.5" and table["nvfp4"]["byte ratio"] == "3.55×"
     assert table["fp16"]["bytes moved"] == "33.6 MB"
+    # int4 with an fp16 scale per 128 weights: 4 + 16/128 = 4.125 bits, exact (not "4.12")
+    assert table["int4-g128"]["bits/weight"] == "4.125"
     assert table["nvfp4"]["measured time"] == table["nvfp4"]["error"] == "—"
     assert precision_rho.decode_measured_note(unmeasured, None).startswith("Measured columns")
     # fp16 measured at twice its bound (10.02 µs = 33.57 MB / 3.35 TB/s): error +100 %

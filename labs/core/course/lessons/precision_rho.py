@@ -39,6 +39,11 @@ __all__ = [
 ]
 
 
+def _bits(storage: str) -> str:
+    """A format's bits per element, exact (int4 with a scale per 128 is 4.125 bits, not 4.12)."""
+    return format_value(precision.bits(storage), significant=4)
+
+
 def _percent(value) -> str:
     """A signed error in percent, or a dash where nothing was measured."""
     return "—" if value is None else f"{value:+.0f} %"
@@ -107,9 +112,9 @@ def nvfp4_explanation(fp16_row, nvfp4_row) -> str:
     """Prediction 3's reveal: NVFP4's block scales make the byte ratio less than 16 / 4."""
     return (f"FP16 weights: {format_value(fp16_row.bytes / 1e6)} MB; NVFP4: "
             f"{format_value(nvfp4_row.bytes / 1e6)} MB "
-            f"({format_value(precision.bits('nvfp4'))} bits a weight: 4-bit values plus an 8-bit "
+            f"({_bits('nvfp4')} bits a weight: 4-bit values plus an 8-bit "
             f"scale "
-            f"per 16, where MXFP4 has one per 32, {format_value(precision.bits('mxfp4'))} bits; "
+            f"per 16, where MXFP4 has one per 32, {_bits('mxfp4')} bits; "
             f"the "
             "FP16 input and output vectors stay), so "
             f"{nvfp4_row.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
@@ -130,7 +135,7 @@ def device_spec_cards(device) -> list[tuple[str, str, str]]:
 
 def decode_table_rows(quant_rows, quant_table) -> list[dict]:
     """The decode table: each format's bytes and roofline bounds, and what was measured."""
-    return [{"format": q.storage, "bits/weight": format_value(precision.bits(q.storage)),
+    return [{"format": q.storage, "bits/weight": _bits(q.storage),
              "math": q.compute, "bytes moved": f"{format_value(q.bytes / 1e6)} MB",
              "byte ratio": f"{format_value(q.byte_ratio)}×",
              "roofline time (at least)": units.format_seconds(q.seconds),
@@ -165,7 +170,7 @@ def missing_rate_message(device, missing_rows) -> str:
 
 def explorer_table_rows(rows) -> list[dict]:
     """The explorer's table: one row per storage format on the chosen device."""
-    return [{"format": r.storage, "bits/element": format_value(precision.bits(r.storage)),
+    return [{"format": r.storage, "bits/element": _bits(r.storage),
              "math (peak)": r.compute,
              "AI": f"{format_value(r.ai)} {units.intensity_unit(r.compute)}",
              "ridge (dense)": f"{format_value(r.ridge)} {units.intensity_unit(r.compute)}",
