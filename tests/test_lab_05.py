@@ -205,11 +205,12 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
         assert name in defs
     text = shown(outputs)
     assert "Reference answer (instructor copy)" in text
-    # the reveal shows the L1 roof, 0.5 FLOP/B x 19.49 TB/s = 9.7 TFLOP/s, 3% of 312;
+    # the reveal shows the L1 roof, 0.49976 FLOP/B (C's write counted: 2·1024³ /
+    # (2·1024³·2 + 1024²·2)) x 19.49 TB/s = 9.74 TFLOP/s, 3% of 312;
     # L1's bandwidth is a per-clock peak (108 SMs x 128 B x 1.41 GHz), so that roof is an upper
     # bound and the text says "at most" wherever it shows it
-    assert "at most 9.7 TFLOP/s, 3% of the tensor-core peak" in text
-    assert "so its roof is at most 9.7 TFLOP/s (an upper bound" in text
+    assert "at most 9.74 TFLOP/s, 3% of the tensor-core peak" in text
+    assert "so its roof is at most 9.74 TFLOP/s (an upper bound" in text
     assert "L1/load-store-bound" in text and "vector (CUDA-core, fp32 FMA) ceiling" in text
     # staged K-slabs (3 x 256 x 32 x 2 B = 48 KiB), the >48 KB opt-in, the
     # register file ruling out 256 x 256 (65,536 x 4 B = 256 KiB)
@@ -218,7 +219,8 @@ def test_reveal_mode_opens_every_gate_with_core_references(monkeypatch):
     # L2's roof is its measured 5.3 TB/s (not the per-clock peak); libraries make the wave dip
     # shallower
     assert "L2's roof uses its measured 5.3 TB/s" in text and "stream-K" in text
-    assert "roof 83 TFLOP/s at its measured 5.3 TB/s" in text  # P2: 1024 / 65 x 5.3
+    # P2: 1024 / 65 x 5.3 = 83.495, to 3 figures
+    assert "roof 83.5 TFLOP/s at its measured 5.3 TB/s" in text
 
 
 # --- the failure state: a tile too big for shared memory, and backing out ---------------------

@@ -29,10 +29,10 @@ def tiny():
 
 def test_fusion_speedup_explanation_is_the_byte_ratio(large):
     # unfused 4 + 4 + 5 + 6 = 19 B per element: 1.9 GB in 1.9e9 / 3.35e12 = 567 µs; fused
-    # 3·2 + 1 = 7 B: 0.7 GB in 209 µs; 19/7 = 2.71
+    # 3·2 + 1 = 7 B: 700 MB in 209 µs; 19/7 = 2.71
     text = kernel_fusion.fusion_speedup_explanation(*large, LARGE, "fp16", 19 / 7)
     for part in ("memory-bound", "100 M-element fp16 tensor: 1.9 GB of HBM traffic in 567 µs",
-                 "once: 0.7 GB in 209 µs", "Time follows bytes: 2.71×, not 4×."):
+                 "once: 700 MB in 209 µs", "Time follows bytes: 2.71×, not 4×."):
         assert part in text, part
 
 
@@ -41,16 +41,16 @@ def test_chain_cards_compare_the_grouping_with_the_unfused_chain(large):
     traffic, intensity, time, speedup, regime = kernel_fusion.chain_cards(
         fused, unfused, 19 / 7, H100)
     assert traffic == ("HBM traffic", "700 MB", "unfused: 1.9 GB")
-    assert intensity[2].endswith("= 20.0 FLOP/B")  # vector ceiling 67 TFLOP/s / 3.35 TB/s
+    assert intensity[2].endswith("= 20 FLOP/B")  # vector ceiling 67 TFLOP/s / 3.35 TB/s
     assert time == ("Time (lower bound)", "209 µs", "1 kernel(s); unfused 567 µs")
     assert speedup[1] == "2.71×" and regime.value == regime.kind == roofline.MEMORY
 
 
 def test_tiny_tensor_explanation_says_launches_not_bytes(tiny):
-    # 1,000 × (2 + 2) B = 4 kB: 4e3 / 3.35e12 = 1.2 ns, far under a 5 µs launch; 4 launches
+    # 1,000 × (2 + 2) B = 4.0 kB: 4e3 / 3.35e12 = 1.19 ns, far under a 5 µs launch; 4 launches
     # = 20 µs, fused 5 µs: 4.0×
     text = kernel_fusion.tiny_tensor_explanation(*tiny, TINY, "fp16")
-    for part in ("On 1,000 fp16 elements the first kernel moves 4 kB: 1.2 ns",
+    for part in ("On 1,000 fp16 elements the first kernel moves 4.0 kB: 1.19 ns",
                  "the 5 µs launch overhead", "overhead-bound: 4 launches = 20 µs",
                  "one launch: 5 µs, 4.0× faster"):
         assert part in text, part
@@ -77,13 +77,13 @@ def test_vector_ceiling_note_names_the_ceiling_or_what_stands_in():
 
 def test_oom_explanation_at_the_longest_sequence():
     # 32 heads, d 128, fp16: 64 S² + 4·32·128·2 S <= 80 GiB = 85,899,345,920 B gives S = 36,380
-    # (36,381 overflows); two S×S buffers: 128 S² + 32,768 S <= 80 GiB gives S = 25,777
+    # (36,381 overflows); Q, K, V, O 32,768 × 36,380 B = 1.19e9 B reads "1.2 GB"; two S×S buffers: 128 S² + 32,768 S <= 80 GiB gives S = 25,777
     cap = 80 * 2**30
     assert 64 * 36380**2 + 32768 * 36380 <= cap < 64 * 36381**2 + 32768 * 36381
     assert 128 * 25777**2 + 32768 * 25777 <= cap < 128 * 25778**2 + 32768 * 25778
     terms = {"score matrix (B×H×S×S)": 64 * 36380**2, "Q, K, V, O": 32768 * 36380}
     text = kernel_fusion.oom_explanation(36380, terms, H100, 25777)
-    for part in ("at S = 36,380 that is 84.7 GB, plus 1.19 GB for Q, K, V, O: 85.9 GB of the "
+    for part in ("at S = 36,380 that is 84.7 GB, plus 1.2 GB for Q, K, V, O: 85.9 GB of the "
                  "NVIDIA H100 SXM5's 80 GiB (85.9 GB)", "runs out near S = 25,777"):
         assert part in text, part
 
@@ -92,14 +92,14 @@ def test_attention_cards_at_4k_tokens():
     unfused = formulas.attention(1, 32, 4096, 4096, 128, "fp16", fused=False)
     fused = formulas.attention(1, 32, 4096, 4096, 128, "fp16", fused=True)
     # Q, K, V, O: 4·32·4096·128·2 = 134 MB; scores 4 passes of 32·4096²·2 = 4.29 GB;
-    # FLOPs 4·32·4096²·128 = 275 GFLOP; AI 275e9/4.43e9 = 62 and 275e9/134e6 = 2,048;
+    # FLOPs 4·32·4096²·128 = 275 GFLOP; AI 274,877,906,944/4,429,185,024 = 62.06 (62.1) and 275e9/134e6 = 2,048;
     # time: 4.43 GB / 3.35 TB/s = 1.32 ms unfused, 275 GFLOP / 989.5 TFLOP/s = 278 µs fused
     times = {"unfused": 4_429_185_024 / 3350e9, "fused": 274_877_906_944 / 989.5e12}
     traffic_unfused, traffic_fused, ai, time = kernel_fusion.attention_cards(
         unfused, fused, times)
     assert traffic_unfused[1:] == ("4.4 GB", "of which score matrix: 4.3 GB (4 passes)")
     assert traffic_fused[1] == "134 MB"
-    assert ai[1:] == ("62 → 2,048 FLOP/B", "FLOPs the same: 275 GFLOP")
+    assert ai[1:] == ("62.1 → 2,048 FLOP/B", "FLOPs the same: 275 GFLOP")
     assert time[1] == "1.32 ms → 278 µs"
 
 
@@ -125,7 +125,7 @@ def test_flash_tile_cards_say_which_roof_binds_or_that_none_is_known():
                             determined=True)
     l2, ai_l2, hbm, ai_hbm, ai_chip, attainable = kernel_fusion.flash_tile_cards(point, H100)
     assert (l2[1], ai_l2[1], hbm[1], ai_hbm[1], ai_chip[1]) == (
-        "2.2 GB", "124 FLOP/B", "134 MB", "2,048 FLOP/B", "85 FLOP/B")
+        "2.2 GB", "124 FLOP/B", "134 MB", "2,048 FLOP/B", "85.3 FLOP/B")
     assert hbm[2] == "what L2 misses: Q, K, V and O about once"
     assert attainable[1:] == ("825 TFLOP/s", "bound by the L2 bandwidth roof")
     unknown = SimpleNamespace(**{**vars(point), "determined": False})

@@ -57,7 +57,7 @@ def test_allreduce_derivation_halves_the_headline_and_adds_fourteen_steps():
     assert "14 steps × α (1 µs, stated) = 14 µs" in text
     assert "Total 3.9 ms" in text and "not 1 GB / 900 GB/s" in text
     # a ring in NCCL: 370 of 450 GB/s, so 3.889 / (370/450) + 0.014 = 4.74 ms
-    assert "about 82% of it, about 4.7 ms" in text
+    assert "about 82% of it, about 4.74 ms" in text
 
 
 def test_ring_cards_split_the_time_into_latency_and_bandwidth():
@@ -77,9 +77,9 @@ def test_ring_cards_split_the_time_into_latency_and_bandwidth():
 def test_allreduce_model_note_states_nccls_ring_and_nvlink_sharp():
     text = many_chips.allreduce_model_note(ALLREDUCE)
     assert "2 × 7/8 × 1 GB / 450 GB/s one way, plus 14 steps of α = 1 µs" in text
-    assert "about 370 of 450 GB/s bus bandwidth" in text and "about 4.7 ms" in text
-    # NVLink SHARP: algbw ~275 GB/s, so 1 GB takes 1 / 275 s = 3.6 ms
-    assert "about 480 GB/s bus bandwidth (algbw about 275 GB/s): about 3.6 ms" in text
+    assert "about 370 of 450 GB/s bus bandwidth" in text and "about 4.74 ms" in text
+    # NVLink SHARP: 1 GB x 2 x 7/8 / 480 GB/s bus bandwidth = 3.65 ms (algbw ~275 GB/s: 3.6 ms)
+    assert "about 480 GB/s bus bandwidth (algbw about 275 GB/s): about 3.65 ms" in text
 
 
 def test_tp_shard_derivation_meets_the_link_ridge_at_the_critical_slice():
@@ -210,7 +210,9 @@ def test_training_wait_note_subtracts_the_backward_pass():
                             overlap=True, grad_bytes=2, nic="ib-hdr", nics_per_node=8)
     text = many_chips.training_wait_note(step, TRAIN)
     assert f"4 P T / π = {P5_BWD * 1e3:.3g} ms" in text  # 105 ms
-    assert f"waits {P5_COMM * 1e3:.3g} − {P5_BWD * 1e3:.3g}" in text
+    # to 4 figures, a difference shown with its terms: 155.585 + 0.086 = 155.7 ms of all-reduce,
+    # 4 x 8,030,261,248 x 1024 / 312e12 = 105.4 ms of backward pass, 50.25 ms left
+    assert "waits 155.7 − 105.4 = **50.25 ms per step**" in text
     # the whole step (2 + 4) P T / π = 158 ms outlasts the all-reduce: nothing left
     assert "would leave 0 ms" in text
     assert "per NIC (94%)" in text  # 47 of 50 GB/s
@@ -229,6 +231,6 @@ def test_a_measurement_says_how_it_ran_and_which_run_stays_below():
     run = SimpleNamespace(elapsed_s=7.6, device="cpu", torch_version="2.13.0", backend="gloo",
                           world_size=4)
     assert many_chips.measured_note("gloo between worker processes.", run) == (
-        "gloo between worker processes. Measured in 8 s (cpu, torch 2.13.0).")
+        "gloo between worker processes. Measured in 7.6 s (cpu, torch 2.13.0).")
     assert many_chips.last_measurement_note(run) == (
         "*Below: your last measurement (gloo, 4 workers, cpu).*")

@@ -29,7 +29,7 @@ def test_fp32_to_fp16_explanation_and_cards_state_both_factors(classic):
     # AI = 2·4096³ / (3·4096²·b): 8192/12 = 683 at 4 B, 1365 at 2 B; ridge = peak / 3.35 TB/s:
     # 67/3.35 = 20 and 989.5/3.35 = 295; ρ = 34.1 → 4.62, ×(2 · 67/989.5) = ×0.135
     text = precision_rho.rho_change_explanation(classic)
-    for part in ("AI rises 2.0× (683 → 1365 FLOP/B)", "14.8× (67 → 990 TFLOP/s)",
+    for part in ("AI rises 2.0× (683 → 1,365 FLOP/B)", "14.8× (67 → 990 TFLOP/s)",
                  "20 → 295 FLOP/B", "34.1 → 4.62: ×0.135, not 2."):
         assert part in text, part
     ai, ridge, rho = precision_rho.rho_change_cards(classic)
@@ -43,7 +43,7 @@ def test_weight_only_int4_keeps_the_ridge_and_raises_rho(weight_only):
     # fp16: 3·4096²·2 B = 101 MB; int4-g128 weights at 4 + 16/128 = 4.125 bits:
     # 4096²·(2 + 4.125/8 + 2) B = 75.8 MB; ρ ×101/75.8 = ×1.33, 4.62 → 6.14
     text = precision_rho.weight_only_explanation(weight_only)
-    for part in ("ridge stays 295 FLOP/B", "from 101 MB to 76 MB", "×1.33 (4.62 → 6.14)"):
+    for part in ("ridge stays 295 FLOP/B", "from 101 MB to 75.8 MB", "×1.33 (4.62 → 6.14)"):
         assert part in text, part
     ai, ridge, rho = precision_rho.weight_only_cards(weight_only)
     assert ai.value == "1,365 → 1,814 FLOP/B" and ai.caption == "×1.33"
@@ -56,7 +56,7 @@ def test_nvfp4_explanation_counts_the_block_scales():
     text = precision_rho.nvfp4_explanation(rows["fp16"], rows["nvfp4"])
     # 4096²·2 + 2·4096·2 = 33.57 MB; at 4 + 8/16 = 4.5 bits: 4096²·4.5/8 + 16,384 = 9.45 MB;
     # 33,570,816 / 9,453,568 = 3.55
-    for part in ("FP16 weights: 33.6 MB; NVFP4: 9.5 MB", "(4.5 bits a weight",
+    for part in ("FP16 weights: 33.6 MB; NVFP4: 9.45 MB", "(4.5 bits a weight",
                  "one per 32, 4.25 bits", "3.55× fewer bytes, not 16 / 4 = 4×",
                  "memory-bound, so the speedup of the roofline bounds (the ideal) is 3.55×"):
         assert part in text, part
@@ -75,6 +75,8 @@ def test_decode_table_rows_and_the_measured_note():
     table = {r["format"]: r for r in precision_rho.decode_table_rows(rows, unmeasured)}
     assert table["nvfp4"]["bits/weight"] == "4.5" and table["nvfp4"]["byte ratio"] == "3.55×"
     assert table["fp16"]["bytes moved"] == "33.6 MB"
+    # int4 with an fp16 scale per 128 weights: 4 + 16/128 = 4.125 bits, exact (not "4.12")
+    assert table["int4-g128"]["bits/weight"] == "4.125"
     assert table["nvfp4"]["measured time"] == table["nvfp4"]["error"] == "—"
     assert precision_rho.decode_measured_note(unmeasured, None).startswith("Measured columns")
     # fp16 measured at twice its bound (10.02 µs = 33.57 MB / 3.35 TB/s): error +100 %
@@ -109,9 +111,9 @@ def test_kai_explanation_and_cards_footprint_against_traffic():
     kai = precision_study.naive_bandwidth("gemv", {"n": 14336, "k": 4096}, "fp16", "h100-sxm",
                                           iterations=100)
     # footprint 14336·4096·2 + (4096 + 14336)·2 = 117,477,376 B; 100 reads: 11.75 GB at the
-    # HBM's 3,350 GB/s; footprint ÷ the same time = 33.5 GB/s, 100× less
+    # HBM's 3,350 GB/s (to 3 figures, as the cards: 117 MB, 11.7 GB); footprint ÷ the same time = 33.5 GB/s, 100× less
     text = precision_rho.naive_explanation(kai)
-    for part in ("footprint, 117.5 MB", "11.75 GB of traffic", "gives 33.5 GB/s",
+    for part in ("footprint, 117 MB", "11.7 GB of traffic", "gives 33.5 GB/s",
                  "gives 3,350 GB/s, 100× more"):
         assert part in text, part
     peak, traffic, naive, used = precision_rho.naive_bandwidth_cards(kai, H100)

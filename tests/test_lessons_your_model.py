@@ -36,16 +36,17 @@ def test_prediction_1_explains_the_weights_read_against_the_kv_cache():
     text = your_model.dominant_small_explanation("h100-sxm", DECODE_B1)
     # weights read: 30,413,312 - 16,384 x 512 + 512 (one embedding row) = 22,025,216 x 4 B
     # = 88.1 MB; KV cache 2 x 4 layers x 2 heads x 64 x 1,024 x 4 B = 4.19 MB
-    assert "(88 MB in fp32;" in text and "only 4.2 MB of KV cache" in text
+    assert "(88.1 MB in fp32;" in text and "only 4.2 MB of KV cache" in text
     assert text.startswith("A batch-1 decode step") and "NVIDIA H100 SXM5 the weight GEMMs" in text
 
 
 def test_prediction_2_explains_the_kv_cache_and_its_copies():
     text = your_model.dominant_large_explanation("h100-sxm", DECODE_B64)
     # KV cache x 64 sequences = 268 MB; the math attention's copies to 8 query heads:
-    # 2 x 8 x 1,024 x 64 x 64 x 4 B x 4 layers = 1.07 GB, written then read: 2.15 GB
+    # 2 x 8 x 1,024 x 64 x 64 x 4 B x 4 layers = 1.07 GB, written then read: 2.15e9 B, "2.1 GB"
+    # (format_bytes: one decimal below 100 GB)
     assert "every one of the 64 sequences" in text and "KV cache: 268 MB in all" in text
-    assert "(2.15 GB written and read again)" in text
+    assert "(2.1 GB written and read again)" in text
     assert "the attention (KV cache) take" in text
 
 
@@ -54,7 +55,8 @@ def test_prediction_3_derives_the_share_from_the_launches():
     # fp32 ridge 67e12 / 3,350e9 = 20 FLOP/B; a GEMV's AI 2NK / ((K + NK + N) 4 B) = 0.50;
     # 172 kernels x 5 µs = 860 µs; bound T = 37.8 µs: share T / (T + 860 µs) = 4.2%; a bare
     # launch, 172 x 2.5 = 430 µs: 37.8 / 467.8 = 8.1%
-    assert "highest AI 0.50 FLOP/B against the NVIDIA H100 SXM5's fp32 ridge of 20 FLOP/B" in text
+    # highest AI: the LM head at batch 1, 2·16,384·512 / (4·(16,384·512 + 512 + 16,384)) = 0.499
+    assert "highest AI 0.499 FLOP/B against the NVIDIA H100 SXM5's fp32 ridge of 20 FLOP/B" in text
     assert "172 kernels × 5 µs = 860 µs" in text and "= 4.2% of the step" in text
     assert "about 2.5 µs (share 8.1%)" in text
 
@@ -66,9 +68,9 @@ def test_prediction_3_states_the_ridge_of_the_steps_precision():
 
 
 def test_the_weights_read_use_the_precisions_element_size():
-    # bf16: the table 16,384 x 512 x 2 B = 16.8 MB, one row 512 x 2 B = 1 KB
+    # bf16: the table 16,384 x 512 x 2 B = 16.8 MB, one row 512 x 2 B = 1,024 B, "1.0 kB"
     reads = your_model.weights_read_text(C, "bf16", 1)
-    assert "16.8 MB embedding table" in reads and "(1 KB)" in reads
+    assert "16.8 MB embedding table" in reads and "(1.0 kB)" in reads
 
 
 def test_prediction_4_derives_the_ratio_the_launches_keep_near_1():
@@ -137,13 +139,13 @@ def test_the_memory_share_cards_and_the_measured_share():
 
 def test_the_math_peeks_paragraphs_are_flush_markdown_with_hand_numbers():
     reads = your_model.weights_read_text(C, "fp32", 1)
-    # allocated 30,413,312 x 4 B = 122 MB; read 88 MB; the table 16,384 x 512 x 4 B = 33.6 MB,
-    # one row 512 x 4 B = 2 KB
-    assert "122 MB in fp32" in reads and "88 MB of them" in reads
-    assert "33.6 MB embedding table" in reads and "(2 KB)" in reads
+    # allocated 30,413,312 x 4 B = 122 MB; read 22,025,216 x 4 B = 88.1 MB; the table 16,384 x 512 x 4 B = 33.6 MB,
+    # one row 512 x 4 B = 2,048 B, "2.0 kB"
+    assert "122 MB in fp32" in reads and "88.1 MB of them" in reads
+    assert "33.6 MB embedding table" in reads and "(2.0 kB)" in reads
     grows = your_model.batch_growth_text(C, 64, 1024)
-    # 64 tokens read 64 embedding rows: 22,025,216 - 512 + 64 x 512 = 22,057,472 x 4 B = 88 MB
-    assert "weights read 88\nMB per step (of 122 MB allocated)" in grows
+    # 64 tokens read 64 embedding rows: 22,025,216 - 512 + 64 x 512 = 22,057,472 x 4 B = 88.2 MB
+    assert "weights read 88.2 MB\nper step (of 122 MB allocated)" in grows
     assert "batch\n64 and context 1,024: 268 MB" in grows and "4× more bytes" in grows
     for text in (reads, grows):  # appended to a cell's dedented markdown: no indent, no code
         assert not [line for line in text.splitlines() if line.startswith(" ")], text

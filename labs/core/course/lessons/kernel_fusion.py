@@ -11,6 +11,9 @@ from __future__ import annotations
 from labs.core.physics import fusion, roofline, units
 from labs.core.ui import style
 
+# Numbers are written by labs.core.physics.units, as the cards write them (LABS_SPEC §6). Kept
+# inline: speedups, × factors with fixed decimals that the text compares ("2.71×, not 4×").
+
 __all__ = [
     "attention_cards",
     "chain_cards",
@@ -32,25 +35,27 @@ def fusion_speedup_explanation(unfused, fused, n_elements: int, precision: str,
                                speedup: float) -> str:
     """Prediction 1's reveal: unfused and fused traffic and time; time follows the bytes."""
     return (f"Every kernel of the chain does a few FLOPs per byte: {unfused.regime}. "
-            f"Unfused, each reads and writes the whole {n_elements / 1e6:.0f} M-element "
-            f"{precision} tensor: {unfused.chain.total.bytes / 1e9:.1f} GB of HBM traffic in "
-            f"{unfused.seconds * 1e6:.0f} µs. Fused, the two inputs (LayerNorm's and "
+            f"Unfused, each reads and writes the whole {units.format_value(n_elements / 1e6)} "
+            f"M-element "
+            f"{precision} tensor: {units.format_bytes(unfused.chain.total.bytes)} of HBM traffic "
+            f"in "
+            f"{units.format_seconds(unfused.seconds)}. Fused, the two inputs (LayerNorm's and "
             f"the skip, a tensor of its own), the output and the dropout mask cross HBM "
-            f"once: {fused.chain.total.bytes / 1e9:.1f} GB in "
-            f"{fused.seconds * 1e6:.0f} µs. Time follows bytes: "
+            f"once: {units.format_bytes(fused.chain.total.bytes)} in "
+            f"{units.format_seconds(fused.seconds)}. Time follows bytes: "
             f"{speedup:.2f}×, not 4×.")
 
 
 def tiny_tensor_explanation(unfused, fused, n_elements: int, precision: str) -> str:
     """Prediction 2's reveal: on a tiny tensor the launches, not the bytes, set the time."""
     first = unfused.kernel_times[0]
-    return (f"On {n_elements:,} {precision} elements the first kernel moves "
-            f"{unfused.chain.kernels_costs[0].bytes / 1e3:.0f} kB: "
-            f"{first.t_memory * 1e9:.1f} ns at full bandwidth, far less "
-            f"than the {first.t_overhead * 1e6:.0f} µs launch overhead, so the chain is "
+    return (f"On {units.format_value(n_elements)} {precision} elements the first kernel moves "
+            f"{units.format_bytes(unfused.chain.kernels_costs[0].bytes)}: "
+            f"{units.format_seconds(first.t_memory)} at full bandwidth, far less "
+            f"than the {units.format_seconds(first.t_overhead)} launch overhead, so the chain is "
             f"{unfused.regime}: {len(unfused.kernel_times)} launches = "
-            f"{unfused.seconds * 1e6:.0f} µs. Fused, one launch: "
-            f"{fused.seconds * 1e6:.0f} µs, {unfused.seconds / fused.seconds:.1f}× "
+            f"{units.format_seconds(unfused.seconds)}. Fused, one launch: "
+            f"{units.format_seconds(fused.seconds)}, {unfused.seconds / fused.seconds:.1f}× "
             "faster, by cutting launches, not bytes.")
 
 
@@ -62,9 +67,9 @@ def chain_cards(timing, unfused, speedup: float, device) -> list:
     return [
         ("HBM traffic", units.format_bytes(total.bytes),
          f"unfused: {units.format_bytes(unfused_total.bytes)}"),
-        ("Arithmetic intensity", f"{total.ai:.2f} FLOP/B",
+        ("Arithmetic intensity", f"{units.format_value(total.ai)} FLOP/B",
          f"ridge ({roofline.ceiling_label(ceiling)}) = "
-         f"{roofline.ridge_point(device, ceiling):,.1f} FLOP/B"),
+         f"{units.format_value(roofline.ridge_point(device, ceiling))} FLOP/B"),
         ("Time (lower bound)", units.format_seconds(timing.seconds),
          f"{timing.chain.kernels} kernel(s); unfused "
          f"{units.format_seconds(unfused.seconds)}"),
@@ -79,7 +84,9 @@ def vector_ceiling_note(device) -> str:
     return (
         "**Two compute ceilings, not one.** Elementwise kernels run on the general-purpose "
         "vector units (CUDA cores; `exp` on the special-function units), so their roof is the "
-        f"vector ceiling ({roofline.peak_tflops(device, roofline.VECTOR):,.4g} TFLOP/s here), "
+        f"vector ceiling "
+        f"({units.format_value(roofline.peak_tflops(device, roofline.VECTOR), significant=4)} "
+        f"TFLOP/s here), "
         "far below the tensor-core roof that matrix multiplies reach. A real chip has several "
         "ceilings (per precision, per unit); which one applies depends on the operation. That "
         "is a lesson in itself: a roofline with one roof can hide the one that binds. The "
@@ -116,14 +123,15 @@ def oom_explanation(seq_len: int, terms: dict, device, math_path_seq_len: int) -
     shorter S of a path that holds two S×S buffers."""
     scores = next(v for k, v in terms.items() if k.startswith("score"))
     total = sum(terms.values())
-    return (f"The score matrix holds B×H×S² fp16 values: at S = {seq_len:,} that is "
-            f"{scores / 1e9:.1f} GB, plus {(total - scores) / 1e9:.2f} "
-            f"GB for Q, K, V, O: {total / 1e9:.1f} GB of the {device.name}'s "
+    return (f"The score matrix holds B×H×S² fp16 values: at S = {units.format_value(seq_len)} "
+            f"that is "
+            f"{units.format_bytes(scores)}, plus {units.format_bytes(total - scores)} "
+            f"for Q, K, V, O: {units.format_bytes(total)} of the {device.name}'s "
             f"{device.memory_text}. It grows with S², so twice the context needs four "
             "times the memory; flash attention never stores it. This is the bound: "
             "PyTorch's unfused math path holds the scores and the probabilities at once "
             f"(two S×S buffers), which by the same count runs out near S = "
-            f"{math_path_seq_len:,}, a factor √2 shorter.")
+            f"{units.format_value(math_path_seq_len)}, a factor √2 shorter.")
 
 
 def attention_cards(unfused, fused, times: dict) -> list:
@@ -133,7 +141,8 @@ def attention_cards(unfused, fused, times: dict) -> list:
         ("HBM traffic, unfused", units.format_bytes(unfused.bytes),
          f"of which score matrix: {units.format_bytes(scores)} (4 passes)"),
         ("HBM traffic, fused", units.format_bytes(fused.bytes), "Q, K, V, O once"),
-        ("AI unfused → fused", f"{unfused.ai:,.0f} → {fused.ai:,.0f} FLOP/B",
+        ("AI unfused → fused", f"{units.format_value(unfused.ai)} → "
+                               f"{units.format_value(fused.ai)} FLOP/B",
          f"FLOPs the same: {units.format_flops(fused.flops)}"),
         ("Time bound unfused → fused",
          f"{units.format_seconds(times['unfused'])} → {units.format_seconds(times['fused'])}",
@@ -147,12 +156,17 @@ def attention_cards(unfused, fused, times: dict) -> list:
 def largest_tile_explanation(tile: int, head_dim: int, fit, bigger) -> str:
     """Prediction 4's reveal: the largest square tile fits both pools, twice it does not."""
     return (f"A {tile}×{tile} tile at head_dim {head_dim}: the fp16 Q, K, V tiles "
-            f"need {fit.smem_bytes / 1024:.0f} KiB of the "
-            f"{fit.smem_capacity_bytes / 1024:.0f} KiB of shared memory a block may "
-            f"use, the fp32 S and O accumulators {fit.register_bytes / 1024:.0f} KiB of "
-            f"the {fit.register_capacity_bytes / 1024:.0f} KiB register file: both fit. "
-            f"{2 * tile}×{2 * tile} would need {bigger.smem_bytes / 1024:.0f} KiB and "
-            f"{bigger.register_bytes / 1024:.0f} KiB ({' and '.join(bigger.overflows)} too "
+            f"need {units.format_bytes(fit.smem_bytes, binary=True)} of the "
+            f"{units.format_bytes(fit.smem_capacity_bytes, binary=True)} of shared memory a block "
+            f"may "
+            f"use, the fp32 S and O accumulators "
+            f"{units.format_bytes(fit.register_bytes, binary=True)} of "
+            f"the {units.format_bytes(fit.register_capacity_bytes, binary=True)} register file: "
+            f"both fit. "
+            f"{2 * tile}×{2 * tile} would need "
+            f"{units.format_bytes(bigger.smem_bytes, binary=True)} and "
+            f"{units.format_bytes(bigger.register_bytes, binary=True)} "
+            f"({' and '.join(bigger.overflows)} too "
             "small): the S tile grows with the square of the block.")
 
 
@@ -162,10 +176,10 @@ def flash_tile_cards(point, device) -> list:
                 if device.l2_bytes is None else "what L2 misses: Q, K, V and O about once")
     return [
         ("L2 traffic", units.format_bytes(point.l2_bytes), "K and V re-read once per query tile"),
-        ("AI on L2", f"{point.ai_l2:,.0f} FLOP/B", "grows with Bq"),
+        ("AI on L2", f"{units.format_value(point.ai_l2)} FLOP/B", "grows with Bq"),
         ("HBM traffic", units.format_bytes(point.hbm_bytes), hbm_note),
-        ("AI on HBM", f"{point.ai_hbm:,.0f} FLOP/B", "grows with S"),
-        ("AI on chip", f"{point.ai_onchip:,.0f} FLOP/B", "shared-memory reads"),
+        ("AI on HBM", f"{units.format_value(point.ai_hbm)} FLOP/B", "grows with S"),
+        ("AI on chip", f"{units.format_value(point.ai_onchip)} FLOP/B", "shared-memory reads"),
         ("Attainable", f"{units.format_value(point.attainable_tflops)} TFLOP/s",
          f"bound by the {point.limit} roof" if point.determined else
          "an upper bound: L2 has no bandwidth figure"),

@@ -18,6 +18,11 @@ from labs.core.physics import collectives, hardware, models, sharding, units
 from labs.core.physics.precision import bytes_per_element
 from labs.core.ui import style
 
+# Numbers are written by labs.core.physics.units, as the cards write them (LABS_SPEC §6); a
+# derivation's terms (a product or difference shown with its factors) to 4 figures. Kept
+# inline: percentages (link efficiency, compute fraction) and the overlap gain, a × factor
+# with fixed decimals that the text compares ("1.42×, at most 1.50×").
+
 __all__ = [
     "allreduce_derivation", "allreduce_model_note", "batch_range_text", "bus_bandwidth_text",
     "datasheet_cards",
@@ -36,7 +41,8 @@ def datasheet_cards(device, link, precision: str) -> list[style.Metric]:
     them."""
     d, lk = hardware.get(device), collectives.get_link(link)
     return [
-        style.Metric(f"Peak π ({precision}, dense)", f"{d.peak_tflops(precision):,.4g} TFLOP/s",
+        style.Metric(f"Peak π ({precision}, dense)",
+                     f"{units.format_value(d.peak_tflops(precision), significant=4)} TFLOP/s",
                      f"{d.name}"),
         style.Metric("HBM bandwidth", f"{units.format_value(d.bandwidth_gbs)} GB/s",
                      f"{d.memory_text} {d.memory_type}"),
@@ -70,19 +76,20 @@ def allreduce_derivation(case: dict) -> str:
                                                   lk.latency_s)
     return (f"A ring all-reduce sends 2(n-1)/n × S per GPU one way: "
             f"{lk.name}'s {lk.quoted} counts both directions, so B = "
-            f"{lk.one_way_gbs:g} GB/s. Bandwidth: "
+            f"{units.format_value(lk.one_way_gbs)} GB/s. Bandwidth: "
             f"{collectives.bus_factor_derivation('all-reduce', n)} × "
-            f"{nbytes / 1e9:g} GB / {lk.one_way_gbs:g} GB/s = "
-            f"{bw * 1e3:.3g} ms; latency: "
+            f"{units.format_value(nbytes / 1e9)} GB / {units.format_value(lk.one_way_gbs)} GB/s = "
+            f"{units.format_seconds(bw)}; latency: "
             f"{collectives.latency_steps('all-reduce', n)} steps × α "
-            f"({lk.latency_us:g} µs, stated) = {lat * 1e6:.3g} µs. Total "
-            f"{(lat + bw) * 1e3:.3g} ms at the ideal one-way rate, not 1 GB / "
-            f"{2 * lk.one_way_gbs:g} GB/s. A ring in NCCL reaches about "
+            f"({units.format_value(lk.latency_us)} µs, stated) = {units.format_seconds(lat)}. "
+            f"Total "
+            f"{units.format_seconds(lat + bw)} at the ideal one-way rate, not 1 GB / "
+            f"{units.format_value(2 * lk.one_way_gbs)} GB/s. A ring in NCCL reaches about "
             f"{collectives.link_efficiency(lk).fraction:.0%} of it, about "
-            f"{collectives.link_time(**case, achievable=True) * 1e3:.2g} ms; "
+            f"{units.format_seconds(collectives.link_time(**case, achievable=True))}; "
             f"NCCL's default on an NVSwitch node, NVLink SHARP, reduces in the switch "
             f"and is faster than any ring: about "
-            f"{collectives.NVLS_H100.time(nbytes) * 1e3:.2g} ms.")
+            f"{units.format_seconds(collectives.NVLS_H100.time(nbytes))}.")
 
 
 def ring_cards(link, n: int) -> list[style.Metric]:
@@ -106,10 +113,11 @@ def ring_cards(link, n: int) -> list[style.Metric]:
                          "nccl-tests, NCCL_ALGO=Ring, 8xH100"
                          if lk.key == "nvlink4" else eff.source)),
         style.Metric("latency term", units.format_seconds(lat),
-                     f"2(n-1) × α, α = {lk.latency_us:g} µs per step (stated)"),
+                     f"2(n-1) × α, α = {units.format_value(lk.latency_us)} µs per step "
+                     "(stated)"),
         style.Metric("bandwidth term", units.format_seconds(bw),
-                     f"{collectives.bus_factor('all-reduce', n):.3g} × 1 GB / "
-                     f"{p.node_gbs:g} GB/s"),
+                     f"{units.format_value(collectives.bus_factor('all-reduce', n))} × 1 GB / "
+                     f"{units.format_value(p.node_gbs)} GB/s"),
         style.Metric("latency dominates below",
                      units.format_bytes(lat / p.seconds_per_byte("all-reduce")),
                      "where the two terms are equal"),
@@ -119,7 +127,8 @@ def ring_cards(link, n: int) -> list[style.Metric]:
 def measured_note(backend_message: str, run) -> str:
     """How a collectives run went: its backend's message, the seconds it took, the device and
     torch (``run``: a measured ``CollectiveRun``)."""
-    return (f"{backend_message} Measured in {run.elapsed_s:.0f} s ({run.device}, torch "
+    return (f"{backend_message} Measured in {units.format_seconds(run.elapsed_s)} ({run.device}, "
+            f"torch "
             f"{run.torch_version}).")
 
 
@@ -134,7 +143,8 @@ def fit_cards(fits) -> list[style.Metric]:
     size below which latency dominates and α per ring step. ``fits``: the comm benchmark's
     α-β fits (each with op, alpha_s, busbw_gbs, residual, crossover_bytes, alpha_step_s)."""
     return [style.Metric(
-        f"{f.op}: α and β", f"{units.format_seconds(f.alpha_s)} · {f.busbw_gbs:.3g} GB/s",
+        f"{f.op}: α and β",
+        f"{units.format_seconds(f.alpha_s)} · {units.format_value(f.busbw_gbs)} GB/s",
         f"residual {f.residual:.0%}; latency dominates below "
         f"{units.format_bytes(f.crossover_bytes)}; α per ring step "
         f"{units.format_seconds(f.alpha_step_s)}", "ok" if f.residual < 0.25 else "warn")
@@ -146,7 +156,7 @@ def _nvlink_ring_busbw() -> str:
     GB/s"."""
     nvlink = collectives.get_link("nvlink4")
     reached = collectives.NVLINK_ACHIEVABLE.fraction * nvlink.one_way_gbs
-    return f"about {reached:.0f} of {nvlink.one_way_gbs:g} GB/s"
+    return f"about {units.format_value(reached)} of {units.format_value(nvlink.one_way_gbs)} GB/s"
 
 
 def bus_bandwidth_text() -> str:
@@ -161,7 +171,8 @@ def bus_bandwidth_text() -> str:
         "links, like real matmuls, run below their datasheet. NCCL's default all-reduce on an "
         "NVSwitch H100 node, NVLink SHARP, is not a ring: the switch sums the data, each GPU "
         f"sends it about once, and nccl-tests reports about "
-        f"{collectives.NVLS_H100.busbw_gbs:g} GB/s \"bus bandwidth\", above the link's "
+        f"{units.format_value(collectives.NVLS_H100.busbw_gbs)} GB/s \"bus bandwidth\", "
+        "above the link's "
         "one-way figure.")
 
 
@@ -171,18 +182,21 @@ def allreduce_model_note(case: dict) -> str:
     lk, n, nbytes = collectives.get_link(case["link"]), case["n"], case["nbytes"]
     real_ms = collectives.link_time(**case, achievable=True) * 1e3
     return (f"The model: {collectives.bus_factor_derivation('all-reduce', n)} × "
-            f"{nbytes / 1e9:g} GB / {lk.one_way_gbs:g} GB/s one way, plus "
+            f"{units.format_value(nbytes / 1e9)} GB / {units.format_value(lk.one_way_gbs)} GB/s "
+            f"one way, plus "
             f"{collectives.latency_steps('all-reduce', n)} steps of α = "
-            f"{lk.latency_us:g} µs. In practice a ring in NCCL reaches about "
+            f"{units.format_value(lk.latency_us)} µs. In practice a ring in NCCL reaches about "
             f"{collectives.link_efficiency(lk).fraction:.0%} of that one-way rate "
             f"(nccl-tests with NCCL_ALGO=Ring on 8 H100s: {_nvlink_ring_busbw()} bus "
-            f"bandwidth), so a ring all-reduce takes about {real_ms:.2g} ms. On a real "
+            f"bandwidth), so a ring all-reduce takes about {units.format_seconds(real_ms / 1e3)}. "
+            f"On a real "
             f"NVSwitch node NCCL's **default** all-reduce is not a ring: NVLink SHARP sums "
             f"the data inside the switch, so each GPU sends its bytes about once instead of "
             f"2(n-1)/n times. nccl-tests then reports about "
-            f"{collectives.NVLS_H100.busbw_gbs:g} GB/s bus bandwidth (algbw about "
-            f"{collectives.NVLS_H100.algbw_gbs:g} GB/s): about "
-            f"{collectives.NVLS_H100.time(nbytes) * 1e3:.2g} ms, faster "
+            f"{units.format_value(collectives.NVLS_H100.busbw_gbs)} GB/s bus bandwidth (algbw "
+            f"about "
+            f"{units.format_value(collectives.NVLS_H100.algbw_gbs)} GB/s): about "
+            f"{units.format_seconds(collectives.NVLS_H100.time(nbytes))}, faster "
             f"than the ring model even at the ideal one-way rate. Every other collective "
             f"runs at the ring's figure.")
 
@@ -199,10 +213,11 @@ def tp_shard_derivation(device, link, n: int, matmuls: int, precision: str) -> s
     return (f"Per GPU the block does {m} × 2 T (F/n) N FLOPs ({m} matmuls) and "
             f"sends 2(n-1)/n × T N b bytes (one ring all-reduce of its partial "
             f"output), so its link intensity is {m} (F/n) / ((n-1)/n × b): T and N "
-            f"cancel. It meets the link ridge π / B = {ridge:,.0f} FLOP/B "
+            f"cancel. It meets the link ridge π / B = {units.format_value(ridge)} FLOP/B "
             f"({precision}, dense, {hardware.get(device).name}; "
-            f"{lk.short_name} {lk.one_way_gbs:g} GB/s one way) at "
-            f"F/n = {n - 1}/{n} × {b:g} B × {ridge:,.0f} / {m} = {k:,.0f}. One "
+            f"{lk.short_name} {units.format_value(lk.one_way_gbs)} GB/s one way) at "
+            f"F/n = {n - 1}/{n} × {units.format_value(b)} B × "
+            f"{units.format_value(ridge, significant=4)} / {m} = {units.format_value(k)}. One "
             f"matmul per all-reduce would need {m}× that slice; a SwiGLU MLP "
             f"({sharding.SWIGLU_MLP} matmuls) needs {Fraction(m, sharding.SWIGLU_MLP)} of it; "
             "the headline (both directions) as B, half.")
@@ -215,8 +230,8 @@ def serving_derivation(case: dict) -> str:
     kw = dict(batch=case["batch"], seq_len=case["seq_len"])
     rows = sharding.tp_scaling(case["model"], case["device"], case["link"], **kw)
     ref = sharding.first_comm_bound_degree(case["model"], case["device"], case["link"], **kw)
-    steps = "; ".join(f"{r.n}-way: collectives {r.t_comm * 1e3:.2f} ms vs matmuls "
-                      f"{r.t_matmuls * 1e3:.2f} ms" for r in rows if r.fits)
+    steps = "; ".join(f"{r.n}-way: collectives {units.format_seconds(r.t_comm)} vs matmuls "
+                      f"{units.format_seconds(r.t_matmuls)}" for r in rows if r.fits)
     lk = collectives.get_link(case["link"])
     nic = collectives.get_link(collectives.SCALE_OUT_LINK)
     fit = [r.n for r in rows if r.fits and r.n > 1]
@@ -233,13 +248,15 @@ def serving_derivation(case: dict) -> str:
 
     lo, hi = (alpha_us(ref), alpha_us(before)) if ref and before else (None, None)
     depends = (f" The answer rests on the stated α: it is {ref}-way for α between "
-               f"{lo:.2g} and {hi:.2g} µs per PCIe step; above about {hi:.2g} µs it "
+               f"{units.format_value(lo)} and {units.format_value(hi)} µs per PCIe step; above "
+               f"about {units.format_value(hi)} µs it "
                f"would be {before}-way." if lo is not None and hi is not None else "")
     return (f"The matmuls read the weights (and KV cache) split n ways, so their time "
             f"falls as 1/n; each of the {rows[-1].collectives} collectives per step "
-            f"pays latency steps that grow with n: 2(n-1) × {lk.latency_us:g} µs in "
+            f"pays latency steps that grow with n: 2(n-1) × {units.format_value(lk.latency_us)} "
+            f"µs in "
             f"one box; across M boxes NCCL's Ring still takes 2(n-1) steps, the "
-            f"2(M-1) that cross between boxes at {nic.latency_us:g} µs "
+            f"2(M-1) that cross between boxes at {units.format_value(nic.latency_us)} µs "
             f"({collectives.latency_steps('all-reduce', top)} steps at {top}-way, "
             f"{between} of them "
             f"between boxes). Per step: {steps}.{depends}")
@@ -260,10 +277,10 @@ def batch_range_text(tokens_range: tuple[float, float] | None) -> str:
     if lo <= 1 and hi == float("inf"):
         return "every batch"
     if hi == float("inf"):
-        return f"batches from {lo:,.0f} tokens up"
+        return f"batches from {units.format_value(lo)} tokens up"
     if lo <= 1:
-        return f"batches up to {hi:,.0f} tokens"
-    return f"batches of {lo:,.0f} to {hi:,.0f} tokens"
+        return f"batches up to {units.format_value(hi)} tokens"
+    return f"batches of {units.format_value(lo)} to {units.format_value(hi)} tokens"
 
 
 def tp_block_cards(mm: sharding.ShardedMatmul, times: sharding.ShardTimes, device, link,
@@ -289,7 +306,7 @@ def tp_block_cards(mm: sharding.ShardedMatmul, times: sharding.ShardTimes, devic
                      f"HBM intensity {units.format_value(mm.ai_hbm)} FLOP/B"),
         style.Metric(f"Link ridge ({precision}, dense)", f"{units.format_value(ridge)} FLOP/B",
                      "π / B: FLOPs per byte sent"),
-        style.Metric("critical F/n on this link", f"{units.format_value(crit)}",
+        style.Metric("critical F/n on this link", units.format_value(crit),
                      f"n = {mm.n}; the link binds for {where}"),
     ]
 
@@ -318,10 +335,10 @@ def serving_cards(step: sharding.TPServing) -> list[style.Metric]:
     collectives' times per decode step, and which bounds it."""
     s = step
     return [
-        style.Metric("Decode, tokens/s", f"{s.tokens_per_s:,.1f}" + ("" if s.fits else
+        style.Metric("Decode, tokens/s", units.format_value(s.tokens_per_s) + ("" if s.fits else
                                                                     " (does not fit)"),
                      f"batch {s.batch} / {units.format_seconds(s.t_step)} per decode step; "
-                     f"{s.user_tokens_per_s:,.1f} per user",
+                     f"{units.format_value(s.user_tokens_per_s)} per user",
                      "danger" if not s.fits else s.bound),
         style.Metric("matmuls (compute | HBM)", units.format_seconds(s.t_matmuls),
                      f"compute {units.format_seconds(s.t_compute)}, HBM "
@@ -344,8 +361,8 @@ def serving_comparison_label(option: str, case: dict, degree: int) -> str:
     rows = {s.n: s for s in sharding.tp_scaling(case["model"], case["device"], case["link"],
                                                 batch=case["batch"], seq_len=case["seq_len"])}
     s = rows[degree]
-    return (option + f": collectives {s.t_comm * 1e3:.2f} ms vs matmuls "
-            f"{s.t_matmuls * 1e3:.2f} ms "
+    return (option + f": collectives {units.format_seconds(s.t_comm)} vs matmuls "
+            f"{units.format_seconds(s.t_matmuls)} "
             "per decode step (the time figure above, on the opening chip and link)")
 
 
@@ -372,23 +389,30 @@ def training_derivation(case: dict) -> str:
     steps = collectives.latency_steps("all-reduce", p.n)
     return (f"NCCL's Ring is flat: each of the {p.nics} rings runs through all "
             f"{p.n} GPUs, so every GPU's {p.link.short_name} and every NIC carries "
-            f"2(n-1)/n = {f:.4g}× its ring's share. Inside a node each GPU sends "
-            f"{p.node_gbs:g} GB/s one way; out of a node its {p.nics} NICs carry "
-            f"{p.nics} × {p.nic.one_way_gbs:g} = {p.egress_gbs:g} GB/s together "
-            f"({p.nic.derivation.split(' (')[0]}). The slower, {p.bus_gbs():,.0f} GB/s, "
-            f"is the ring's bus bandwidth: {f:.4g} × {nbytes / 1e9:.2f} GB / "
-            f"{p.bus_gbs():,.0f} GB/s = {p.seconds_per_byte('all-reduce') * nbytes * 1e3:.4g}"
+            f"2(n-1)/n = {units.format_value(f, significant=4)}× its ring's share. Inside a node "
+            f"each GPU sends "
+            f"{units.format_value(p.node_gbs)} GB/s one way; out of a node its {p.nics} NICs carry "
+            f"{p.nics} × {units.format_value(p.nic.one_way_gbs)} = "
+            f"{units.format_value(p.egress_gbs)} GB/s together "
+            f"({p.nic.derivation.split(' (')[0]}). The slower, {units.format_value(p.bus_gbs())} "
+            f"GB/s, "
+            f"is the ring's bus bandwidth: {units.format_value(f, significant=4)} × "
+            f"{units.format_value(nbytes / 1e9, significant=4)} GB / "
+            f"{units.format_value(p.bus_gbs())} GB/s = "
+            f"{units.format_value(p.seconds_per_byte('all-reduce') * nbytes * 1e3, significant=4)}"
             f" ms, plus {steps} steps of latency, the {inter} between nodes at "
-            f"{p.nic.latency_us:g} µs and {steps - inter} at "
-            f"{p.link.latency_us:g} µs = {p.latency('all-reduce') * 1e6:.3g} µs: "
-            f"{t * 1e3:.3g} ms. Not one ring through a single "
-            f"{p.nic.one_way_gbs:g} GB/s NIC, and not NVLink alone. A hierarchical "
+            f"{units.format_value(p.nic.latency_us)} µs and {steps - inter} at "
+            f"{units.format_value(p.link.latency_us)} µs = "
+            f"{units.format_seconds(p.latency('all-reduce'))}: "
+            f"{units.format_seconds(t)}. Not one ring through a single "
+            f"{units.format_value(p.nic.one_way_gbs)} GB/s NIC, and not NVLink alone. A "
+            f"hierarchical "
             f"all-reduce (its NICs carry only 2(M-1)/M of a 1/{p.g} share) would take "
-            f"{hier * 1e3:.3g} ms with its two levels pipelined, "
-            f"{seq * 1e3:.3g} ms run one level after the other; at what nccl-tests "
+            f"{units.format_seconds(hier)} with its two levels pipelined, "
+            f"{units.format_seconds(seq)} run one level after the other; at what nccl-tests "
             "reaches per NIC "
             f"({collectives.link_efficiency(p.nic).fraction:.0%}) the Ring takes about "
-            f"{real * 1e3:.3g} ms.")
+            f"{units.format_seconds(real)}.")
 
 
 def training_cards(step: sharding.DPStep, link, how: dict, critical: float) -> list[style.Metric]:
@@ -399,12 +423,13 @@ def training_cards(step: sharding.DPStep, link, how: dict, critical: float) -> l
     s, a = step, how["algorithm"]
     p = collectives.collective_path(link, s.n, nic=how["nic"], nics_per_node=how["nics_per_node"])
     how = (f"{p.name}, {collectives.ALGORITHM_NAMES[a].split(' (')[0]}: bus "
-           f"{p.bus_gbs('all-reduce', a):,.0f} GB/s, set by the "
+           f"{units.format_value(p.bus_gbs('all-reduce', a))} GB/s, set by the "
            + ("node's link" if p.binding_level("all-reduce", a) == "link"
               else "NICs between nodes"))
     return [
         style.Metric("forward + backward", units.format_seconds(s.t_compute),
-                     f"6 × {s.params / 1e9:.2f} B params × {s.tokens_per_chip:,} tokens / π; "
+                     f"6 × {units.format_value(s.params / 1e9)} B params × "
+                     f"{units.format_value(s.tokens_per_chip)} tokens / π; "
                      f"backward {units.format_seconds(s.t_bwd)}"),
         style.Metric("gradient all-reduce", units.format_seconds(s.t_comm),
                      f"{s.n} GPUs: {how}",
@@ -418,7 +443,7 @@ def training_cards(step: sharding.DPStep, link, how: dict, critical: float) -> l
                      "per step: " + ("max(0, all-reduce − backward)" if s.overlap
                                      else "all of it (no overlap)"),
                      "communication-bound" if s.t_exposed > 0 else None),
-        style.Metric("critical batch", f"{critical:,.0f} tokens",
+        style.Metric("critical batch", f"{units.format_value(critical)} tokens",
                      "per GPU, where the backward pass = all-reduce (bandwidth term)"),
         style.Metric("overlap buys", f"{s.overlap_gain:.2f}×",
                      f"at most {sharding.MAX_OVERLAP_GAIN:.2f}× (when the all-reduce equals "
@@ -439,15 +464,19 @@ def training_wait_note(step: sharding.DPStep, case: dict) -> str:
                                  achievable=True, **path)
     return (f"**Can the GPUs hide it?** Only behind the backward pass: the gradients are "
             f"all-reduced in buckets as it produces them, and the forward pass needs the "
-            f"updated weights. At {case['tokens_per_gpu']:,} tokens per GPU the "
-            f"backward pass takes 4 P T / π = {s.t_bwd * 1e3:.3g} ms, so with overlap each "
-            f"GPU still waits {s.t_comm * 1e3:.3g} − {s.t_bwd * 1e3:.3g} = "
-            f"**{s.t_exposed * 1e3:.3g} ms per step**; without overlap, all "
-            f"{s.t_comm * 1e3:.3g} ms. (Hiding it behind the whole step would leave "
-            f"{s.t_exposed_behind_whole_step * 1e3:.3g} ms.) A hierarchical all-reduce would take "
-            f"{hier * 1e3:.3g} ms with its two levels pipelined (tree-like algorithms "
-            f"approach that at a few nodes), {seq * 1e3:.3g} ms run one level after the "
+            f"updated weights. At {units.format_value(case['tokens_per_gpu'])} tokens per GPU the "
+            f"backward pass takes 4 P T / π = {units.format_seconds(s.t_bwd)}, so with overlap "
+            f"each "
+            f"GPU still waits {units.format_value(s.t_comm * 1e3, significant=4)} − "
+            f"{units.format_value(s.t_bwd * 1e3, significant=4)} = "
+            f"**{units.format_value(s.t_exposed * 1e3, significant=4)} ms per step**; without "
+            f"overlap, all "
+            f"{units.format_seconds(s.t_comm)}. (Hiding it behind the whole step would leave "
+            f"{units.format_value(s.t_exposed_behind_whole_step * 1e3)} ms.) A hierarchical "
+            f"all-reduce would take "
+            f"{units.format_seconds(hier)} with its two levels pipelined (tree-like algorithms "
+            f"approach that at a few nodes), {units.format_seconds(seq)} run one level after the "
             f"other; at what nccl-tests reaches per NIC "
             f"({collectives.link_efficiency(case['nic']).fraction:.0%}) the Ring "
-            f"takes about {real * 1e3:.3g} ms. "
+            f"takes about {units.format_seconds(real)}. "
             "The training instrument above opens on this case: turn overlap on.")

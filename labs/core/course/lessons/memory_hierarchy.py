@@ -16,6 +16,10 @@ from labs.core.physics import (hardware, hierarchy, reference_machine,
                                 staircase, units)
 from labs.core.ui import style
 
+# Numbers are written by labs.core.physics.units, as the cards write them (LABS_SPEC §6). Kept
+# inline: percentages (busy fractions, spreads, share of peak) and × factors with fixed
+# decimals that the text compares (plateau ratios, "1.98× less (not 4×)").
+
 __all__ = [
     "binding_explanation", "cache_cards", "kernel_rows", "level_cards", "library_gemm_note",
     "missing_cache_sizes", "other_machine_binding", "plateau_rows", "sawtooth_caption",
@@ -37,8 +41,9 @@ def staircase_explanation(upper: staircase.Plateau, lower: staircase.Plateau,
     (``upper``, ``lower``), their ``ratio``, and whose staircase grades a student."""
     return (f"On the course's reference machine ({reference_machine.MACHINE}, recorded "
             f"{reference_machine.DATE}, one thread) the L2 plateau reads "
-            f"{upper.bandwidth_gbs:.1f} GB/s and the DRAM plateau "
-            f"{lower.bandwidth_gbs:.1f} GB/s: {ratio:.1f}×. A cache sits next to the "
+            f"{units.format_value(upper.bandwidth_gbs)} GB/s and the DRAM plateau "
+            f"{units.format_value(lower.bandwidth_gbs)} GB/s: {ratio:.1f}×. A cache sits next to "
+            f"the "
             "core and answers in a few cycles; DRAM is off chip and shared. Every "
             "student's machine differs: a student is graded against their own "
             "measurement (the result their lab records from their staircase) where its "
@@ -83,7 +88,7 @@ def plateau_rows(plateaus: Sequence[staircase.Plateau]) -> list[dict]:
     """The table of plateaus found in a staircase: level, working sets, bandwidth, spread."""
     return [{"level": p.name,
              "working sets": f"{_binary(p.lo_bytes)} – {_binary(p.hi_bytes)}",
-             "bandwidth (GB/s)": f"{p.bandwidth_gbs:.1f}",
+             "bandwidth (GB/s)": units.format_value(p.bandwidth_gbs),
              "spread of its sizes": f"{p.spread:.0%}", "sizes": p.points} for p in plateaus]
 
 
@@ -100,7 +105,8 @@ def staircase_grading(separation: staircase.RatioSeparation, memory: str,
                  f"{memory}'s)")
     return (f"**Prediction vs the reference machine** (graded). Your machine's L2 plateau is "
             f"{separation.ratio:.1f}× its {memory} plateau, but {near} sits only "
-            f"{separation.factor:.2f}× from that: a {tolerance:g}× band cannot tell L2 from its "
+            f"{separation.factor:.2f}× from that: a {units.format_value(tolerance)}× band cannot "
+            f"tell L2 from its "
             "neighbour on this machine, so your prediction is graded against the reference "
             "machine's ratio:")
 
@@ -124,23 +130,26 @@ def binding_explanation(point: hierarchy.HierarchyPoint) -> str:
     h = point.hierarchy
     l1, l2, hbm = point.use(hierarchy.L1_SMEM), point.use("L2"), point.use("HBM")
     return (f"Without tiles every multiply-add loads both operands: the SMs' loads, "
-            f"{units.format_bytes(l1.bytes)} for {point.kernel.flops / 1e9:.1f} GFLOP, "
-            f"go through L1 at an AI of {l1.ai:.2f} FLOP/B, so its roof is at most "
-            f"{l1.roof_tflops():.1f} TFLOP/s (an upper bound: L1's bandwidth is the SMs' "
+            f"{units.format_bytes(l1.bytes)} for {units.format_flops(point.kernel.flops)}, "
+            f"go through L1 at an AI of {units.format_value(l1.ai)} FLOP/B, so its roof is at most "
+            f"{units.format_value(l1.roof_tflops())} TFLOP/s (an upper bound: L1's bandwidth is "
+            f"the SMs' "
             "128 B per clock at the boost clock, a peak that a kernel's loads do not "
             "reach). L1 keeps what a block's warps share (a warp's A load is one broadcast; "
             "the row of B it loads is re-read by the block's other 31 warps): L2 serves only "
-            f"{units.format_bytes(l2.bytes)} (AI {l2.ai:.1f}, roof "
-            f"{l2.roof_tflops():.0f} TFLOP/s at its measured "
-            f"{l2.level.bandwidth_gbs / 1e3:.1f} TB/s), HBM the compulsory "
-            f"{units.format_bytes(hbm.bytes)} (AI {hbm.ai:.0f}, roof "
-            f"{hbm.roof_tflops():.0f} TFLOP/s). The lowest roof binds: "
-            f"{point.binding}, at most {point.attainable_tflops:.1f} TFLOP/s, "
+            f"{units.format_bytes(l2.bytes)} (AI {units.format_value(l2.ai)}, roof "
+            f"{units.format_value(l2.roof_tflops())} TFLOP/s at its measured "
+            f"{units.format_bandwidth(l2.level.bandwidth_gbs)}), HBM the compulsory "
+            f"{units.format_bytes(hbm.bytes)} (AI {units.format_value(hbm.ai)}, roof "
+            f"{units.format_value(hbm.roof_tflops())} TFLOP/s). The lowest roof binds: "
+            f"{point.binding}, at most {units.format_value(point.attainable_tflops)} TFLOP/s, "
             f"{point.attainable_tflops / h.peak_tflops:.0%} of the tensor-core peak: a "
             "profiler (Nsight Compute) reports such a kernel L1/load-store-bound. A "
             "scalar GEMM cannot use tensor cores, so its ceiling is the "
-            f"{point.ceiling_name} ({point.ceiling_tflops:g} TFLOP/s), not the "
-            f"{h.peak_tflops:g} TFLOP/s tensor-core peak; L1's roof is lower still.")
+            f"{point.ceiling_name} ({units.format_value(point.ceiling_tflops, significant=4)} "
+            f"TFLOP/s), not the "
+            f"{units.format_value(h.peak_tflops, significant=4)} TFLOP/s tensor-core peak; L1's "
+            f"roof is lower still.")
 
 
 def missing_cache_sizes(device: hardware.Device, *, limit: int = 3) -> str:
@@ -228,7 +237,7 @@ def kernel_rows(points: Mapping[str, hierarchy.HierarchyPoint | Exception]) -> l
 def other_machine_binding(point: hierarchy.HierarchyPoint, label: str) -> str:
     """Prediction 2's kernel on the machine the student picked (not graded): what binds it,
     said as ``label`` (an option's words, or the verdict), and at what rate."""
-    name, rate = point.hierarchy.name, f"{point.attainable_tflops:.3g}"
+    name, rate = point.hierarchy.name, units.format_value(point.attainable_tflops)
     if point.determined:
         return (f"On **{name}** (your pick, not graded) the same kernel binds at: {label} "
                 f"({'at most ' if point.binds_at_derived_peak else ''}{rate} TFLOP/s).")
@@ -256,9 +265,10 @@ def tile_explanation(small: hierarchy.HierarchyPoint, large: hierarchy.Hierarchy
             f"{units.format_bytes(large.use('HBM').bytes)}): L2 is shared by all "
             f"{l2.sharers} SMs, and the tiles running at once (a wave) share the A "
             f"and B panels they read there. The kernel moves from the "
-            f"{small.binding} roof ({small.attainable_tflops:.0f} TFLOP/s) to the "
-            f"{large.binding} roof ({large.attainable_tflops:.0f} TFLOP/s; L2's roof uses its "
-            f"measured {l2.bandwidth_gbs / 1e3:.1f} TB/s: NVIDIA's bytes per clock "
+            f"{small.binding} roof ({units.format_value(small.attainable_tflops)} TFLOP/s) to the "
+            f"{large.binding} roof ({units.format_value(large.attainable_tflops)} TFLOP/s; L2's "
+            f"roof uses its "
+            f"measured {units.format_bandwidth(l2.bandwidth_gbs)}: NVIDIA's bytes per clock "
             "give a peak a third higher that microbenchmarks do not reach). The kernel "
             "stages thin K-slabs in shared memory, "
             f"{hierarchy.GEMM_STAGES} stages × (T + T) × {hierarchy.GEMM_BK} × 2 B "
@@ -268,7 +278,8 @@ def tile_explanation(small: hierarchy.HierarchyPoint, large: hierarchy.Hierarchy
             "cudaFuncAttributeMaxDynamicSharedMemorySize); C stays in registers as "
             f"fp32 accumulators, {_binary(large.kernel.accumulator_bytes)} per block. At "
             f"{t_next} × {t_next} the slabs would still fit ({_binary(bigger.staged_bytes)}), "
-            f"but the {t_next * t_next:,} accumulators ({_binary(bigger.accumulator_bytes)}) "
+            f"but the {units.format_value(t_next * t_next)} accumulators "
+            f"({_binary(bigger.accumulator_bytes)}) "
             f"fill the SM's whole register file ({_binary(h.register_file_bytes)}): that tile "
             "cannot launch (CUTLASS's largest is 256 × 128). Shared memory is a "
             "scratchpad, not a cache: a tile too big for it fails to launch rather "
@@ -331,10 +342,10 @@ def shrink_explanation(big_bytes: int, small_bytes: int, big_s: float, small_s: 
     """Prediction 4's reference answer in words: the reference machine's time per call at the
     two sizes, their ratio against the ratio of bytes, and the fixed cost that sets it."""
     return (f"On the reference machine ({reference_machine.MACHINE}, recorded) a call "
-            f"reading {_binary(big_bytes)} took {big_s * 1e6:.1f} µs and one reading "
-            f"{_binary(small_bytes)} {small_s * 1e6:.2f} µs: {big_s / small_s:.1f}×, not "
-            f"{big_bytes // small_bytes:,}×. Every call pays a fixed "
-            f"~{reference_machine.CALL_OVERHEAD_S * 1e6:.1f} µs (Python, torch's "
+            f"reading {_binary(big_bytes)} took {units.format_seconds(big_s)} and one reading "
+            f"{_binary(small_bytes)} {units.format_seconds(small_s)}: {big_s / small_s:.1f}×, not "
+            f"{units.format_value(big_bytes // small_bytes)}×. Every call pays a fixed "
+            f"~{units.format_seconds(reference_machine.CALL_OVERHEAD_S)} (Python, torch's "
             "dispatch) before a byte moves; below a few tens of KiB that cost is "
             "the whole time. A student is graded against their own machine's "
             "measurement (the result their lab records), or this one where theirs "
@@ -345,11 +356,14 @@ def wave_explanation(sizes: Sequence[int], before, after, sms: int, fraction: fl
     """Prediction 5's reference answer in words: tiles, waves and busy fraction at the two
     sizes (``before``, ``after``: ``quantization.quantization`` results) on ``sms`` SMs."""
     n_from, n_to = sizes
-    return (f"N = {n_from:,}: {before.tiles} tiles in {before.waves} wave on {sms} "
-            f"SMs ({before.wave_efficiency:.0%} busy). N = {n_to:,}: {after.tiles} "
+    return (f"N = {units.format_value(n_from)}: {before.tiles} tiles in {before.waves} wave on "
+            f"{sms} "
+            f"SMs ({before.wave_efficiency:.0%} busy). N = {units.format_value(n_to)}: "
+            f"{after.tiles} "
             f"tiles need {after.waves} waves, the second with {after.tiles - sms} tiles on "
             f"{sms} SMs: {after.wave_efficiency:.0%} busy over the run. Throughput "
-            f"follows the busy fraction: {fraction:.2f} of N = {n_from:,}'s, for "
+            f"follows the busy fraction: {units.format_value(fraction)} of N = "
+            f"{units.format_value(n_from)}'s, for "
             "an AI that went up. Libraries avoid much of this with other tile shapes "
             "and stream-K or split-K schedules, and a GEMM this small is dominated by "
             "launch and ramp-up: a measured dip is shallower.")

@@ -13,6 +13,9 @@ import marimo as mo
 from labs.core.physics import formulas, hardware, roofline, units, utilization
 from labs.core.ui import figures, style
 
+# Numbers are written by labs.core.physics.units, as the cards write them (LABS_SPEC §6). Kept
+# inline: percentages with fixed decimals (utilisations, the FLOP-utilisation bound).
+
 __all__ = [
     "crossover_cards", "crossover_examples", "crossover_explanation", "decode_ai_note",
     "device_cards", "gemm_cards", "gemm_hover", "gemm_numbers", "gemv_cards", "lever_cards",
@@ -53,7 +56,8 @@ def device_cards(device, precision: str) -> list[style.Metric]:
         style.Metric("Bandwidth β", f"{units.format_value(d.bandwidth_gbs)} GB/s",
                      "to main memory"),
         style.Metric(f"Peak π ({precision}, dense)",
-                     f"{d.peak_tflops(precision):,.4g} {units.rate_unit(precision)}",
+                     f"{units.format_value(d.peak_tflops(precision), significant=4)} "
+                     f"{units.rate_unit(precision)}",
                      d.note(precision) or "no 2:4 sparsity"),
         style.Metric(f"Ridge ({precision}, dense)",
                      f"{units.format_value(roofline.ridge_point(d, precision))} "
@@ -68,9 +72,11 @@ def which_roof_explanation(m: int, ai: float, device, precision: str) -> str:
     answer's explanation)."""
     d = hardware.get(device)
     regime = roofline.regime(ai, d, precision)
-    return (f"With M = {m} rows, every weight byte read serves only {m} rows: AI = {ai:.1f} "
+    return (f"With M = {m} rows, every weight byte read serves only {m} rows: AI = "
+            f"{units.format_value(ai)} "
             f"FLOP/B against the {d.name}'s {precision} ridge of "
-            f"{roofline.ridge_point(d, precision):.0f} FLOP/B, so it is {regime}. The roofline "
+            f"{units.format_value(roofline.ridge_point(d, precision))} FLOP/B, so it is {regime}. "
+            f"The roofline "
             f"caps it at {utilization.flop_utilization_bound(ai, d, precision):.1%} of peak "
             "whatever the tiling"
             + (": the GPU is not throttling, it waits for bytes." if regime == roofline.MEMORY
@@ -166,8 +172,8 @@ def levers_explanation(levers: list[roofline.Lever]) -> str:
     """Each lever's AI from the baseline (``roofline.ai_levers``), and why the best one
     wins: the reference answer's explanation."""
     base, top = levers[0], max(levers[1:], key=lambda lv: lv.ai)
-    return (f"From AI {base.ai:.1f} FLOP/B ({base.why}): "
-            + "; ".join(f"{lv.name} → {lv.ai:.1f}" for lv in levers[1:])
+    return (f"From AI {units.format_value(base.ai)} FLOP/B ({base.why}): "
+            + "; ".join(f"{lv.name} → {units.format_value(lv.ai)}" for lv in levers[1:])
             + f" FLOP/B. {top.name} wins: {top.why}. A faster clock raises the ridge, not "
             "the AI, and capacity does not change bytes per FLOP.")
 
@@ -195,8 +201,9 @@ def levers_actual(label: str, levers: list[roofline.Lever], scenario: dict, tile
     moves Priya's GEMM (``scenario``: m, n, k) from and to."""
     best = max(levers[1:], key=lambda lv: lv.ai)
     return (f"{label}: AI {units.format_value(levers[0].ai)} → {units.format_value(best.ai)} "
-            f"FLOP/B for Priya's GEMM ({scenario['m']} × {scenario['n']:,} × "
-            f"{scenario['k']:,}) with {tile} × {tile} tiles: the case the chart opens on")
+            f"FLOP/B for Priya's GEMM ({scenario['m']} × {units.format_value(scenario['n'])} × "
+            f"{units.format_value(scenario['k'])}) with {tile} × {tile} tiles: the case the chart "
+            f"opens on")
 
 
 # --- Part 3: the crossover N* ----------------------------------------------------------------
@@ -208,9 +215,11 @@ def crossover_explanation(device, precision: str) -> str:
     n_star = roofline.gemm_crossover_n(d, precision)
     ridge = roofline.ridge_point(d, precision)
     return (f"A square N³ GEMM does 2N³ FLOPs on 3N² elements, so its AI grows with "
-            f"N: AI = N / {n_star / ridge:g} FLOP/B in {precision}. It meets "
-            f"the {d.name}'s ridge of {ridge:.0f} FLOP/B "
-            f"at N* = {n_star / ridge:g} × {ridge:.0f} ≈ {n_star:,.0f}; smaller squares "
+            f"N: AI = N / {units.format_value(n_star / ridge)} FLOP/B in {precision}. It meets "
+            f"the {d.name}'s ridge of {units.format_value(ridge)} FLOP/B "
+            f"at N* = {units.format_value(n_star / ridge)} × "
+            f"{units.format_value(ridge, significant=4)} "
+            f"≈ {units.format_value(round(n_star))}; smaller squares "
             "are memory-bound. This is the roofline's N*: measured cuBLAS throughput "
             "levels off around it, blurred by tile shapes, launch overhead and L2 "
             "reuse.")
@@ -247,8 +256,9 @@ def crossover_examples(device) -> str:
         return units.format_value(round(roofline.gemm_crossover_n(d, precision, **slip)))
 
     return _peek_tail(
-        f"Example, {d.name}: bf16 dense π = {d.peak_tflops('bf16'):,.4g} TFLOP/s, β =\n"
-        f"{d.bandwidth_gbs:,.0f} GB/s, ridge = "
+        f"Example, {d.name}: bf16 dense π = "
+        f"{units.format_value(d.peak_tflops('bf16'), significant=4)} TFLOP/s, β =\n"
+        f"{units.format_value(d.bandwidth_gbs)} GB/s, ridge = "
         f"{units.format_value(roofline.ridge_point(d, 'bf16'))}\n"
         f"FLOP/B, N* = {n_star('bf16')}. In fp8 the\n"
         f"peak doubles and b halves: N* = {n_star('fp8')}.\n"
@@ -267,10 +277,11 @@ def other_device_explanation(ai: float, edge, datacenter, precision: str) -> str
     """One GEMM's AI against the edge chip's ridge and the datacenter chip's: the reference
     answer's explanation."""
     e, dc = hardware.get(edge), hardware.get(datacenter)
-    return (f"The GEMM's AI is {ai:.0f} FLOP/B on any device. The {e.name}'s {precision} "
-            f"ridge is {roofline.ridge_point(e, precision):.0f} FLOP/B "
+    return (f"The GEMM's AI is {units.format_value(ai)} FLOP/B on any device. The {e.name}'s "
+            f"{precision} "
+            f"ridge is {units.format_value(roofline.ridge_point(e, precision))} FLOP/B "
             f"({roofline.regime(ai, e, precision)} there); the {dc.name}'s is "
-            f"{roofline.ridge_point(dc, precision):.0f} FLOP/B: "
+            f"{units.format_value(roofline.ridge_point(dc, precision))} FLOP/B: "
             f"{roofline.regime(ai, dc, precision)}. A faster chip needs "
             "more reuse per byte to stay busy.")
 
@@ -300,8 +311,10 @@ def not_drawn_note(precision: str, skipped: list[str]) -> str | None:
 
 def overlay_title(m: int, scenario: dict, precision: str, ai: float) -> str:
     """The overlay's title: an M x N x K GEMM (N, K from ``scenario``) and its AI."""
-    return (f"One {m:,} × {scenario['n']:,} × {scenario['k']:,} {precision} GEMM "
-            f"(AI {ai:,.0f} {units.intensity_unit(precision)}) against several roofs")
+    return (f"One {units.format_value(m)} × {units.format_value(scenario['n'])} × "
+            f"{units.format_value(scenario['k'])} {precision} GEMM "
+            f"(AI {units.format_value(ai)} {units.intensity_unit(precision)}) against several "
+            f"roofs")
 
 
 def regime_against_ridge(regime: str, ai: float, device, precision: str) -> str:
@@ -318,13 +331,15 @@ def ridges_example(scenario: dict) -> str:
     rows = []
     for k in (scenario["datacenter"], scenario["edge"]):
         d = hardware.get(k)
-        rows.append(f"- {d.name}: {p} dense {d.peak_tflops(p):,.4g} TFLOP/s, "
-                    f"{d.bandwidth_gbs:,.4g} GB/s, ridge "
+        rows.append(f"- {d.name}: {p} dense {units.format_value(d.peak_tflops(p), significant=4)} "
+                    f"TFLOP/s, "
+                    f"{units.format_value(d.bandwidth_gbs)} GB/s, ridge "
                     f"{units.format_value(roofline.ridge_point(k, p))} FLOP/B")
     ai = formulas.gemm(scenario["m"], scenario["n"], scenario["k"], p).ai
     return _peek_tail(
         "\n\n".join(rows) + "\n\n"
-        f"The {scenario['m']} × {scenario['n']:,} × {scenario['k']:,} {p} GEMM has AI =\n"
+        f"The {scenario['m']} × {units.format_value(scenario['n'])} × "
+        f"{units.format_value(scenario['k'])} {p} GEMM has AI =\n"
         f"{units.format_value(ai)} FLOP/B: between the\n"
         "two ridges. It is also big enough for the roofline to be the right model on both: 34 "
         "GFLOP\nin 128 output tiles of 128 × 128, about one per SM of an H100 and tens of "
@@ -341,9 +356,10 @@ def yardstick_explanation(reading: dict, flop_util: float, device, precision: st
     d = hardware.get(device)
     cap = reading["flop_util_bound"]
     side = "below" if reading["regime"] == roofline.MEMORY else "above"
-    return (f"Achieved FLOP/s ÷ achieved bytes/s gives the kernel's AI: {reading['ai']:.1f} "
+    return (f"Achieved FLOP/s ÷ achieved bytes/s gives the kernel's AI: "
+            f"{units.format_value(reading['ai'])} "
             f"FLOP/B, {side} the {precision} ridge of "
-            f"{roofline.ridge_point(d, precision):.0f}: "
+            f"{units.format_value(roofline.ridge_point(d, precision))}: "
             f"{reading['regime']}. At that AI the roof allows only "
             f"{cap:.1%} of peak FLOP/s, so {flop_util:.0%} FLOP utilisation "
             f"is already {flop_util / cap:.0%} of what is possible; the "
@@ -418,7 +434,8 @@ def sweep_note(precision: str, *, measured_gbs: float | None, spec_name: str | N
         roof = f"the spec sheet of the {spec_name}"
     return f"The roof is {roof}." + (
         f" A, B and C fit in this machine's {units.format_bytes(cache_bytes, binary=True)} "
-        f"last-level cache for N ≤ {largest_fit:,} ({precision}): those GEMMs re-read their "
+        f"last-level cache for N ≤ {units.format_value(largest_fit)} ({precision}): those GEMMs "
+        f"re-read their "
         "operands from cache, not from memory, so the memory roof drawn from its bandwidth "
         "does not bind them (Lab 5 measures each level)." if largest_fit is not None else "") + (
         " A point above the flat compute roof says the short run that measured the roof was "
@@ -457,7 +474,7 @@ def sweep_question(measured: list[dict], above_roof: list[dict]) -> str:
     never as one that "falls below" it."""
     worst = min(measured, key=lambda r: r["ratio"] or float("inf"))
     if above_roof:
-        sizes = ", ".join(f"{r['n']:,}" for r in above_roof)
+        sizes = ", ".join(units.format_value(r['n']) for r in above_roof)
         return (f"N = {sizes} ran above the predicted roof "
                 f"(up to {units.format_value(max(r['ratio'] for r in above_roof))}×), yet a "
                 "roofline is an upper bound. Which of its assumptions did they break? (Read "
@@ -466,5 +483,6 @@ def sweep_question(measured: list[dict], above_roof: list[dict]) -> str:
     if worst is measured[0]:
         return ("Why do small GEMMs fall furthest below the roof, even where the roof "
                 "itself is low? (Think: launch and loop overhead, caches, tiles.)")
-    return (f"Why is the gap below the roof largest at N = {worst['n']:,}? (Think: "
+    return (f"Why is the gap below the roof largest at N = {units.format_value(worst['n'])}? "
+            f"(Think: "
             "launch and loop overhead, caches, tiles, what else ran on this machine.)")

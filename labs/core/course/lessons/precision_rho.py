@@ -12,6 +12,10 @@ from labs.core.physics import precision, precision_study, roofline, units
 from labs.core.physics.units import format_value
 from labs.core.ui import style
 
+# Numbers are written by labs.core.physics.units, as the cards write them (LABS_SPEC §6). Kept
+# inline: percentages (signed errors, measured / spec) and × factors with fixed decimals that
+# the text compares ("×0.625, not 2", "3.56× fewer bytes, not 16 / 4 = 4×").
+
 __all__ = [
     "decode_measured_note",
     "decode_table_rows",
@@ -35,6 +39,11 @@ __all__ = [
 ]
 
 
+def _bits(storage: str) -> str:
+    """A format's bits per element, exact (int4 with a scale per 128 is 4.125 bits, not 4.12)."""
+    return format_value(precision.bits(storage), significant=4)
+
+
 def _percent(value) -> str:
     """A signed error in percent, or a dash where nothing was measured."""
     return "—" if value is None else f"{value:+.0f} %"
@@ -46,12 +55,12 @@ def _percent(value) -> str:
 def rho_change_explanation(parts) -> str:
     """Prediction 1's reveal: AI rises by the byte ratio, the ridge by the peak ratio."""
     b, a = parts.before, parts.after
-    return (f"FP16 halves the bytes, so AI rises {parts.ai_ratio:.1f}× ({b.ai:.0f} "
-            f"→ {a.ai:.0f} FLOP/B); but the tensor cores raise the roof "
-            f"{parts.ridge_ratio:.1f}× ({b.attainable_tflops:.0f} → "
-            f"{a.attainable_tflops:.0f} TFLOP/s), so the ridge moves "
-            f"{b.ridge:.0f} → {a.ridge:.0f} FLOP/B. ρ = AI / ridge goes "
-            f"{b.rho:.1f} → {a.rho:.2f}: ×{parts.rho_ratio:.3f}, not 2.")
+    return (f"FP16 halves the bytes, so AI rises {parts.ai_ratio:.1f}× ({format_value(b.ai)} "
+            f"→ {format_value(a.ai)} FLOP/B); but the tensor cores raise the roof "
+            f"{parts.ridge_ratio:.1f}× ({format_value(b.attainable_tflops)} → "
+            f"{format_value(a.attainable_tflops)} TFLOP/s), so the ridge moves "
+            f"{format_value(b.ridge)} → {format_value(a.ridge)} FLOP/B. ρ = AI / ridge goes "
+            f"{format_value(b.rho)} → {format_value(a.rho)}: ×{parts.rho_ratio:.3f}, not 2.")
 
 
 def rho_change_cards(parts) -> list[style.Metric]:
@@ -76,11 +85,11 @@ def rho_change_cards(parts) -> list[style.Metric]:
 def weight_only_explanation(parts) -> str:
     """Prediction 2's reveal: the ridge stays (FP16 math), the bytes shrink, ρ rises."""
     b, a = parts.before, parts.after
-    return (f"The math stays FP16, so the ridge stays {a.ridge:.0f} FLOP/B. "
-            f"INT4 weights cut the bytes moved from {b.bytes / 1e6:.0f} MB "
-            f"to {a.bytes / 1e6:.0f} MB for the same FLOPs, so AI and ρ "
-            f"change ×{parts.rho_ratio:.2f} ({b.rho:.2f} → "
-            f"{a.rho:.2f}). Fewer bytes per FLOP at the same roof can only "
+    return (f"The math stays FP16, so the ridge stays {format_value(a.ridge)} FLOP/B. "
+            f"INT4 weights cut the bytes moved from {units.format_bytes(b.bytes)} "
+            f"to {units.format_bytes(a.bytes)} for the same FLOPs, so AI and ρ "
+            f"change ×{parts.rho_ratio:.2f} ({format_value(b.rho)} → "
+            f"{format_value(a.rho)}). Fewer bytes per FLOP at the same roof can only "
             "move a kernel towards the compute roof.")
 
 
@@ -101,9 +110,12 @@ def weight_only_cards(parts) -> list[style.Metric]:
 
 def nvfp4_explanation(fp16_row, nvfp4_row) -> str:
     """Prediction 3's reveal: NVFP4's block scales make the byte ratio less than 16 / 4."""
-    return (f"FP16 weights: {fp16_row.bytes / 1e6:.1f} MB; NVFP4: {nvfp4_row.bytes / 1e6:.1f} MB "
-            f"({precision.bits('nvfp4'):g} bits a weight: 4-bit values plus an 8-bit scale "
-            f"per 16, where MXFP4 has one per 32, {precision.bits('mxfp4'):g} bits; the "
+    return (f"FP16 weights: {format_value(fp16_row.bytes / 1e6)} MB; NVFP4: "
+            f"{format_value(nvfp4_row.bytes / 1e6)} MB "
+            f"({_bits('nvfp4')} bits a weight: 4-bit values plus an 8-bit "
+            f"scale "
+            f"per 16, where MXFP4 has one per 32, {_bits('mxfp4')} bits; "
+            f"the "
             "FP16 input and output vectors stay), so "
             f"{nvfp4_row.byte_ratio:.2f}× fewer bytes, not 16 / 4 = 4×. The GEMV is "
             f"{fp16_row.regime}, so the speedup of the roofline bounds (the ideal) is "
@@ -123,7 +135,7 @@ def device_spec_cards(device) -> list[tuple[str, str, str]]:
 
 def decode_table_rows(quant_rows, quant_table) -> list[dict]:
     """The decode table: each format's bytes and roofline bounds, and what was measured."""
-    return [{"format": q.storage, "bits/weight": f"{precision.bits(q.storage):g}",
+    return [{"format": q.storage, "bits/weight": _bits(q.storage),
              "math": q.compute, "bytes moved": f"{format_value(q.bytes / 1e6)} MB",
              "byte ratio": f"{format_value(q.byte_ratio)}×",
              "roofline time (at least)": units.format_seconds(q.seconds),
@@ -158,7 +170,7 @@ def missing_rate_message(device, missing_rows) -> str:
 
 def explorer_table_rows(rows) -> list[dict]:
     """The explorer's table: one row per storage format on the chosen device."""
-    return [{"format": r.storage, "bits/element": f"{precision.bits(r.storage):g}",
+    return [{"format": r.storage, "bits/element": _bits(r.storage),
              "math (peak)": r.compute,
              "AI": f"{format_value(r.ai)} {units.intensity_unit(r.compute)}",
              "ridge (dense)": f"{format_value(r.ridge)} {units.intensity_unit(r.compute)}",
@@ -191,11 +203,11 @@ def switch_unavailable_note(device, error) -> str:
 def naive_explanation(kai) -> str:
     """Prediction 4's reveal: the allocator peak counts each byte once, the GEMVs read it often."""
     fvt = kai.fvt
-    return (f"The allocator peak is the footprint, {fvt.footprint_bytes / 1e6:.1f} "
-            f"MB, counted once; but {fvt.iterations} GEMVs read the weights "
-            f"{fvt.iterations} times: {fvt.traffic_bytes / 1e9:.2f} GB of "
-            f"traffic. Footprint ÷ time gives {kai.naive_gbs:,.1f} GB/s; traffic ÷ "
-            f"time gives {kai.traffic_gbs:,.0f} GB/s, "
+    return (f"The allocator peak is the footprint, {units.format_bytes(fvt.footprint_bytes)}"
+            f", counted once; but {fvt.iterations} GEMVs read the weights "
+            f"{fvt.iterations} times: {units.format_bytes(fvt.traffic_bytes)} of "
+            f"traffic. Footprint ÷ time gives {format_value(kai.naive_gbs)} GB/s; traffic ÷ "
+            f"time gives {format_value(kai.traffic_gbs)} GB/s, "
             f"{kai.traffic_gbs / kai.naive_gbs:.0f}× more: the memory is not slow, "
             "the metric counts each byte once.")
 

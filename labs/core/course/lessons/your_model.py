@@ -22,6 +22,10 @@ from labs.core.physics.precision import bytes_per_element
 _LAUNCH_US = roofline.DEFAULT_LAUNCH_OVERHEAD_US
 from labs.core.ui import style
 
+# Numbers are written by labs.core.physics.units, as the cards write them (LABS_SPEC §6). Kept
+# inline: percentages and shares with fixed decimals ("91.3%") and × factors with fixed
+# decimals that the text compares ("0.50×", "1.035×").
+
 __all__ = [
     "batch_growth_text",
     "best_predicted_explanation",
@@ -57,7 +61,8 @@ def model_card(config, device_name: str, precision: str, ridge: str) -> str:
     return (
         f"**The model.** {c.name}: {c.layers} layers, d_model {c.d_model}, {c.heads} "
         f"query heads sharing {c.kv_heads} KV heads of {c.head_dim}, SwiGLU MLP of "
-        f"{c.d_ff}, vocabulary {c.vocab:,}; {c.params / 1e6:.1f} M parameters with random "
+        f"{c.d_ff}, vocabulary {units.format_value(c.vocab)}; "
+        f"{units.format_value(c.params / 1e6)} M parameters with random "
         f"weights (Llama-3-8B's proportions, scaled down; nothing to download). It runs in "
         f"{precision}. **Predictions** use the {device_name} spec sheet (ridge ({precision}, "
         f"dense) = {ridge}); "
@@ -77,11 +82,11 @@ def dominant_small_explanation(device: str, case: Mapping) -> str:
     kv = tiny_models.memory_terms(**case)["KV cache"]
     read = tiny_models.TINY_DECODER.weight_bytes_read(case["precision"], tokens=case["batch"])
     return (f"A batch-{case['batch']} decode step reads every layer's weights "
-            f"and the LM head once ({read / 1e6:.0f} MB in {case['precision']}; of "
+            f"and the LM head once ({units.format_bytes(read)} in {case['precision']}; of "
             "the embedding table only the token's row) to make one "
-            f"token, but only {kv / 1e6:.1f} MB of KV cache: on the "
+            f"token, but only {units.format_bytes(kv)} of KV cache: on the "
             f"{hardware.get(device).name} the {ref} take "
-            f"{t[ref] * 1e6:.1f} µs of the {sum(t.values()) * 1e6:.1f} µs bound "
+            f"{units.format_seconds(t[ref])} of the {units.format_seconds(sum(t.values()))} bound "
             f"({t[ref] / sum(t.values()):.1%}). That is the roofline's answer, not "
             "a GPU's: in eager mode every kernel of the step also pays a launch of a "
             "few µs, which the roofline has no term for and which does not shrink with "
@@ -98,11 +103,11 @@ def dominant_large_explanation(device: str, case: Mapping) -> str:
     read = tiny_models.TINY_DECODER.weight_bytes_read(case["precision"], tokens=case["batch"])
     copies = sum(o.detail.get("K, V repeated to the query heads (write + read)", 0.0)
                  for o in tiny_models.step_ops(**case))
-    return (f"The weights are still read once per step ({read / 1e6:.0f} MB), but "
+    return (f"The weights are still read once per step ({units.format_bytes(read)}), but "
             f"every one of the {case['batch']} sequences reads its own "
-            f"KV cache: {kv / 1e6:.0f} MB in all, and the math "
+            f"KV cache: {units.format_bytes(kv)} in all, and the math "
             "attention copies it to every query head before QKᵀ and PV "
-            f"({copies / 1e9:.2f} GB written and read again). On the "
+            f"({units.format_bytes(copies)} written and read again). On the "
             f"{hardware.get(device).name} the {ref} take "
             f"{t[ref] / sum(t.values()):.1%} of the step's bound.")
 
@@ -122,18 +127,23 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
         return tiny_models.memory_bound_share_with_launches(device, launch_overhead_us=us,
                                                             **case)
     return (f"No operator of a batch-{case['batch']} decode step reaches the "
-            f"ridge (highest AI {ai:.2f} FLOP/B against the {d.name}'s {case['precision']} "
-            f"ridge of {roofline.ridge_point(d, case['precision']):.0f} FLOP/B), so all "
-            f"{sum(t.values()) * 1e6:.1f} µs of the bound are memory-bound: the "
+            f"ridge (highest AI {units.format_value(ai)} FLOP/B against the {d.name}'s "
+            f"{case['precision']} "
+            f"ridge of {units.format_value(roofline.ridge_point(d, case['precision']))} FLOP/B), "
+            f"so all "
+            f"{units.format_seconds(sum(t.values()))} of the bound are memory-bound: the "
             "roofline alone says 100%. But the step's "
-            f"{kernels} kernels × {_LAUNCH_US:g} µs = {launch * 1e6:.0f} µs of launches are "
+            f"{kernels} kernels × {units.format_value(_LAUNCH_US)} µs = "
+            f"{units.format_value(launch * 1e6, significant=4)} µs of launches are "
             "in no operator: memory-bound time is "
-            f"{sum(t.values()) * 1e6:.1f} / {(sum(t.values()) + launch) * 1e6:.0f} µs"
+            f"{units.format_value(sum(t.values()) * 1e6, significant=4)} / "
+            f"{units.format_value((sum(t.values()) + launch) * 1e6, significant=4)} µs"
             f" = {100 * share:.1f}% of the step. That is the model's number: the "
-            f"{_LAUNCH_US:g} µs is a chosen figure, not what a GPU does. A bare launch costs about "
-            f"{roofline.LAUNCH_BACK_TO_BACK_US:g} µs (share "
+            f"{units.format_value(_LAUNCH_US)} µs is a chosen figure, not what a GPU does. A bare "
+            f"launch costs about "
+            f"{units.format_value(roofline.LAUNCH_BACK_TO_BACK_US)} µs (share "
             f"{100 * at(roofline.LAUNCH_BACK_TO_BACK_US):.1f}%) and a kernel of eager "
-            f"PyTorch about {roofline.EAGER_KERNEL_US:.0f} µs (share "
+            f"PyTorch about {units.format_value(roofline.EAGER_KERNEL_US)} µs (share "
             f"{100 * at(roofline.EAGER_KERNEL_US):.1f}%, what an eager step on a GPU "
             "measures).")
 
@@ -147,8 +157,11 @@ def bf16_ratio_explanation(device: str, case: Mapping) -> str:
     launch = old.pop(tiny_models.LAUNCHES)
     return (f"The roofline alone says {roof:.2f}×: every operator is memory-bound, "
             "and bf16 halves every byte. But the step's bound is "
-            f"{sum(old.values()) * 1e6:.0f} µs and its kernels' launches ({_LAUNCH_US:g} µs each) "
-            f"{launch * 1e6:.0f} µs, which do not shrink with the bytes: "
+            f"{units.format_value(sum(old.values()) * 1e6, significant=4)} µs and its kernels' "
+            f"launches "
+            f"({units.format_value(_LAUNCH_US)} µs each) "
+            f"{units.format_value(launch * 1e6, significant=4)} µs, which do not shrink with the "
+            f"bytes: "
             f"(bound/2 + launches) / (bound + launches) = {ratio:.3f}×, on a GPU in "
             "eager mode (measured on an NVIDIA H200, torch 2.11, 2026-11-26: 1.035×). "
             "Halving the bytes halves a step only where the bytes set its time: a GPU "
@@ -203,12 +216,13 @@ def weights_read_text(config, precision: str, tokens: int) -> str:
     c = config
     element = bytes_per_element(precision, arg="precision")
     table = c.vocab * c.d_model * element  # the (untied) embedding table
+    params = units.format_value(c.params / 1e6)
     return textwrap.dedent(f"""
-    **What one decode step reads.** The model allocates {c.params / 1e6:.1f} M parameters =
-    {c.weight_bytes(precision) / 1e6:.0f} MB in {precision}, but a step reads
-    {c.weight_bytes_read(precision, tokens=tokens) / 1e6:.0f} MB of them: every
-    layer's weights and the LM head whole, and of the {table / 1e6:.1f} MB embedding table
-    only the row of each token ({c.d_model * element / 1e3:.0f} KB). A model with a *tied*
+    **What one decode step reads.** The model allocates {params} M parameters =
+    {units.format_bytes(c.weight_bytes(precision))} in {precision}, but a step reads
+    {units.format_bytes(c.weight_bytes_read(precision, tokens=tokens))} of them: every
+    layer's weights and the LM head whole, and of the {units.format_bytes(table)} embedding table
+    only the row of each token ({units.format_bytes(c.d_model * element)}). A model with a *tied*
     embedding (the LM head is the embedding table, as in GPT-2) reads that table whole in the
     LM head, so there a step reads every parameter.
     """)
@@ -220,9 +234,9 @@ def batch_growth_text(config, batch: int, context: int) -> str:
     c = config
     kv = tiny_models.memory_terms(phase="decode", batch=batch, context=context)["KV cache"]
     return textwrap.dedent(f"""
-    Here: weights read {c.weight_bytes_read("fp32", tokens=batch) / 1e6:.0f}
-    MB per step (of {c.weight_bytes("fp32") / 1e6:.0f} MB allocated), KV cache at batch
-    {batch} and context {context:,}: {kv / 1e6:.0f} MB (fp32,
+    Here: weights read {units.format_bytes(c.weight_bytes_read("fp32", tokens=batch))}
+    per step (of {units.format_bytes(c.weight_bytes("fp32"))} allocated), KV cache at batch
+    {batch} and context {units.format_value(context)}: {units.format_bytes(kv)} (fp32,
     {c.kv_heads} KV heads). The "math" attention also copies K and V to all {c.heads} query
     heads before QKᵀ (Llama's `repeat_kv`): {c.heads // c.kv_heads}× more bytes written and read.
     """)
@@ -236,10 +250,12 @@ def memory_share_cards(roofline_share: float, launch_share: float,
         style.Metric("The roofline alone", f"{100 * roofline_share:.1f}%",
                      f"of the bound of a batch-{batch} decode step (no "
                      "overhead term)", "memory-bound"),
-        style.Metric(f"Roofline + {_LAUNCH_US:g} µs per kernel", f"{100 * launch_share:.1f}%",
+        style.Metric(f"Roofline + {units.format_value(_LAUNCH_US)} µs per kernel",
+                     f"{100 * launch_share:.1f}%",
                      "of the step once every kernel pays a launch (the answer graded)",
                      "memory-bound")] + [
-        style.Metric(f"At {us:g} µs per kernel", f"{100 * share:.1f}%", what, "memory-bound")
+        style.Metric(f"At {units.format_value(us)} µs per kernel", f"{100 * share:.1f}%", what,
+                     "memory-bound")
         for what, us, share in measured_cost_shares]
 
 
@@ -263,7 +279,7 @@ def best_predicted_explanation(ratios: Mapping[str, float], context: int) -> str
             "CPU their operands still sit in cache, so they can run below the DRAM "
             "bound; on a GPU no kernel takes less than a few µs. (Launch and dispatch "
             "themselves land in the overhead row, not in the operators' times.) If every "
-            f"kernel paid {_LAUNCH_US:g} µs, a {context}-token prefill's {ref} "
+            f"kernel paid {units.format_value(_LAUNCH_US)} µs, a {context}-token prefill's {ref} "
             f"would run {ratios[ref]:.2f}× their bound, its norms and elementwise ops "
             f"{ratios['norms & elementwise']:.1f}×.")
 
@@ -291,12 +307,15 @@ def change_cards(result: Mapping, change_name: str, predicted: float | None,
         ("Before", units.format_seconds(result["old_s"]),
          f"measured step, {result['threads'] or 'all'} CPU thread(s)"),
         ("After", units.format_seconds(result["new_s"]), change_name),
-        ("Measured new / old", f"{result['ratio']:.3g}×",
+        ("Measured new / old", f"{units.format_value(result['ratio'])}×",
          "this machine, both steps timed in alternation" + (
-             f"; rounds agree within {result['spread']:.2f}×" if "spread" in result else "")),
-        ("Roofline's new / old", f"{predicted:.3g}×" if predicted else "not modelled",
+             f"; rounds agree within {units.format_value(result['spread'])}×"
+             if "spread" in result else "")),
+        ("Roofline's new / old",
+         f"{units.format_value(predicted)}×" if predicted else "not modelled",
          "spec sheet picked above"),
-        ("Roofline + launches", f"{with_launches:.3g}×" if with_launches else "not modelled",
-         f"{_LAUNCH_US:g} µs per kernel added"),
+        ("Roofline + launches",
+         f"{units.format_value(with_launches)}×" if with_launches else "not modelled",
+         f"{units.format_value(_LAUNCH_US)} µs per kernel added"),
     ] + ([("Compile time", units.format_seconds(result["compile_s"]), "first call")]
          if result["change"] == "compile" else [])
