@@ -11,7 +11,7 @@ import pytest
 from labs.core import formulas
 from labs.core import hardware, models, roofline, tiny_models
 from labs.core.physics import fusion, serving
-from labs.core.physics._validate import culprit
+from labs.core.physics.validate import culprit
 
 
 def _numbers(value, depth=0):

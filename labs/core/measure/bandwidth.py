@@ -14,7 +14,7 @@ from labs.core.measure.cases import (DTYPES, ELEMENT_BYTES, Case, measure_case, 
                                      estimate_bytes)
 from labs.core.measure.device import DeviceInfo, llc_bytes, check_fits
 from labs.core.measure.timer import Measurement, resolve_device
-from labs.core.physics._validate import positive
+from labs.core.physics.validate import positive
 
 __all__ = ["Bandwidth", "stream_bandwidth"]
 

@@ -34,7 +34,7 @@ from labs.core.measure.sweeps import predict_bound, stream_bandwidth, sweep_gemv
 from labs.core.measure.tables import (format_or_dash, md_table, signed_percent, table_number,
                                       value_range, with_range)
 from labs.core.physics import hardware
-from labs.core.physics._validate import positive_int
+from labs.core.physics.validate import positive_int
 
 __all__ = ["GPU_PEAK_FRACTION", "TIMER_TOLERANCE", "main"]
 

@@ -29,7 +29,7 @@ from labs.core.measure.errors import Unsupported
 from labs.core.measure.timer import (Measurement, check_timing_args, TimingDevice, flush_bytes,
                                      l2_flusher, resolve_device, torch_threads, timed_measurement)
 from labs.core.physics import formulas as _formulas
-from labs.core.physics._validate import positive_int
+from labs.core.physics.validate import positive_int
 
 __all__ = [
     "Case", "DTYPES", "ELEMENT_BYTES", "check_precision_supported", "checked_precision",

@@ -27,7 +27,7 @@ from labs.core.measure.errors import Unavailable
 from labs.core.measure.timer import time_callable
 from labs.core.physics import fusion
 from labs.core.physics import quantization
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics.validate import positive, positive_int
 
 __all__ = [
     "OVERHEAD_SIZES", "OverheadSweep", "Progress", "Sawtooth", "call_overhead_sweep",

@@ -22,7 +22,7 @@ from labs.core.measure.choices import GEMM_PRECISIONS
 from labs.core.measure.device import DeviceInfo, guarded, check_fits
 from labs.core.measure.timer import (Measurement, TimingDevice, l2_flusher, resolve_device, sample_stats, torch_threads,
                                      time_fn, timed_reps, warm_up)
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics.validate import positive, positive_int
 
 __all__ = ["TimerAttempt", "TimerCheck", "compare_with_reference"]
 

@@ -29,7 +29,7 @@ from labs.core.measure.timer import Measurement, resolve_device
 from labs.core.physics import formulas as _formulas
 from labs.core.physics import hardware
 from labs.core.physics import units as _units
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics.validate import positive, positive_int
 
 __all__ = [
     "EmpiricalRoofline", "Progress", "empirical_roofline", "ledger_payload", "predict_bound",

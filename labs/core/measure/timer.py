@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 from labs.core.measure.device import DeviceInfo, guarded, llc_bytes, import_torch, detect
 from labs.core.measure.errors import Unavailable
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics.validate import positive, positive_int
 
 __all__ = [
     "Measurement", "PairedRatio", "TimingDevice", "check_timing_args", "flush_bytes", "gpu_spacer",

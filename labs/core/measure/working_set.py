@@ -52,7 +52,7 @@ from labs.core.measure.device import DeviceInfo, guarded, import_torch, check_fi
 from labs.core.measure.errors import Unavailable
 from labs.core.measure.timer import time_callable
 from labs.core.physics import staircase
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics.validate import positive, positive_int
 from labs.core.physics.units import format_bytes
 
 __all__ = [

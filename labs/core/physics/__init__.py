@@ -7,7 +7,7 @@ models), the lab-specific physics of precision (``precision_study``) and fusion
 (``fusion``; flash attention's tiles and the bytes each memory level serves in ``flash``),
 and many chips (Lab 6): links and collective costs (``collectives``), sharded
 matmuls, tensor-parallel serving and data-parallel training (``sharding``); ``units`` formats
-numbers for people and ``_validate`` checks arguments.
+numbers for people and ``validate`` checks arguments (measure uses it too).
 
 May import: nothing else of ``labs.core`` (and never marimo or plotly; numpy only). Everything
 here is unit-tested against hand-derived values.

@@ -78,7 +78,7 @@ import math
 from dataclasses import dataclass, field
 
 from labs.core.physics import hardware
-from labs.core.physics._validate import (close_matches, non_negative, positive,
+from labs.core.physics.validate import (close_matches, non_negative, positive,
                                           positive_int, shown, text)
 
 __all__ = [

@@ -29,7 +29,7 @@ from labs.core.physics import hardware
 from labs.core.physics import precision as _precision
 from labs.core.physics import roofline
 from labs.core.physics.deferred import numpy as _np
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     finite_results,
     one_of,
     positive,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from labs.core.physics import precision as _precision
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     at_most,
     close_matches,
     finite_results,

@@ -18,7 +18,7 @@ from labs.core.physics import hardware
 from labs.core.physics import precision as _precision
 from labs.core.physics import roofline
 from labs.core.physics.deferred import numpy as _np
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     finite_results,
     close_matches,
     flag,
@@ -191,7 +191,7 @@ def unfused_score_bytes(batch, heads, seq_q, seq_kv, precision: str = "fp16") ->
 
 # --- Lab 4 instruments: curves, verdicts, attention memory, flash on the two-level roofline ---
 
-from labs.core.physics._validate import non_negative as _non_negative  # noqa: E402
+from labs.core.physics.validate import non_negative as _non_negative  # noqa: E402
 
 #: Verdicts of :func:`fusion_benefit`: why (or whether) fusing a chain helps.
 BENEFIT_LAUNCHES, BENEFIT_BYTES, BENEFIT_NONE = "launches", "bytes", "none"

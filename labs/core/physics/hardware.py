@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     close_matches,
     flag,
     instance,

@@ -13,7 +13,7 @@ from labs.core.physics import formulas
 from labs.core.physics import hardware
 from labs.core.physics import precision as _precision
 from labs.core.physics import roofline
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     close_matches,
     finite_results,
     flag,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from labs.core.physics import hardware
-from labs.core.physics._validate import (close_matches, mapping, non_negative, one_of, positive,
+from labs.core.physics.validate import (close_matches, mapping, non_negative, one_of, positive,
                                          shown, text)
 
 __all__ = [

@@ -16,7 +16,7 @@ from labs.core.physics import formulas
 from labs.core.physics import hardware
 from labs.core.physics import precision
 from labs.core.physics import roofline
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     instance,
     mapping,
     one_of,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     flag,
     non_negative,
     positive,

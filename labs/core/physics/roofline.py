@@ -32,7 +32,7 @@ from labs.core.physics._measured import MAMF as _MAMF
 from labs.core.physics._measured import MATMUL_MEASURED as _MATMUL_MEASURED
 from labs.core.physics._measured import UNMEASURED as _UNMEASURED
 from labs.core.physics._measured import bandwidth_fraction as _bandwidth_fraction
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     finite_results,
     flag,
     fraction,

@@ -16,7 +16,7 @@ from labs.core.physics import precision
 from labs.core.physics import roofline
 from labs.core.physics import units
 from labs.core.physics import weight_only as _weight_only
-from labs.core.physics._validate import finite_results, non_negative, positive, positive_int
+from labs.core.physics.validate import finite_results, non_negative, positive, positive_int
 
 __all__ = [
     "DesignCheck", "DesignVerdict", "OP_GROUPS", "SERVING_TARGETS", "ServingTarget",

@@ -25,7 +25,7 @@ from labs.core.physics import collectives as _collectives
 from labs.core.physics import hardware
 from labs.core.physics import models as _models
 from labs.core.physics import precision as _precision
-from labs.core.physics._validate import flag, instance, positive, positive_int, sequence
+from labs.core.physics.validate import flag, instance, positive, positive_int, sequence
 
 __all__ = [
     "ADAM_MIXED_PRECISION_BYTES_PER_PARAM", "BACKWARD_FLOPS_PER_PARAM_TOKEN", "COMMUNICATION", "DPStep", "Diagnosis",

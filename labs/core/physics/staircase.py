@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from labs.core.physics.deferred import numpy as np
 
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     instance,
     mapping,
     non_negative,

@@ -20,7 +20,7 @@ from labs.core.physics import hardware
 from labs.core.physics import models as _models
 from labs.core.physics import precision as _precision
 from labs.core.physics import roofline
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     finite_results,
     mapping,
     non_negative,

@@ -10,7 +10,7 @@ import math
 import numbers
 from typing import Any, Callable
 
-from labs.core.physics._validate import flag, shown, text
+from labs.core.physics.validate import flag, shown, text
 
 __all__ = [
     "MAX_SIGNIFICANT", "error_message", "format_bandwidth", "format_bytes", "format_flops",

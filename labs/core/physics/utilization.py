@@ -10,7 +10,7 @@ fraction of peak, so the yardstick is the fraction of the roof at that AI
 from __future__ import annotations
 
 from labs.core.physics import hardware, roofline
-from labs.core.physics._validate import non_negative, positive
+from labs.core.physics.validate import non_negative, positive
 
 __all__ = ["bandwidth_utilization", "flop_utilization", "flop_utilization_bound",
            "fraction_of_roof", "implied_ai", "mfu", "reading"]

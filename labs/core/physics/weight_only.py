@@ -19,7 +19,7 @@ from labs.core.physics import formulas
 from labs.core.physics import hardware
 from labs.core.physics import precision
 from labs.core.physics import roofline
-from labs.core.physics._validate import instance, mapping, positive, positive_int, sequence
+from labs.core.physics.validate import instance, mapping, positive, positive_int, sequence
 
 __all__ = ["GPT_FAST_SOURCE", "MARLIN_SOURCE", "MARLIN_NEAR_IDEAL_UP_TO_BATCH",
            "MeasuredWeightOnly", "QuantRow", "WEIGHT_ONLY_MEASURED", "decode_quant_table",

@@ -339,7 +339,7 @@ def cells(tree: ast.Module) -> list[ast.FunctionDef]:
     """The notebook's cell functions (``@app.cell``), in file order."""
     out = []
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any(
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                 isinstance(d, (ast.Attribute, ast.Call)) and "cell" in ast.dump(d)
                 for d in node.decorator_list):
             out.append(node)

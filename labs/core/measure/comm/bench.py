@@ -53,7 +53,7 @@ from labs.core.measure.device import detect
 from labs.core.measure.errors import MeasureError, Unavailable
 from labs.core.measure.timer import sample_stats
 from labs.core.physics import collectives
-from labs.core.physics._validate import positive, positive_int
+from labs.core.physics.validate import positive, positive_int
 
 __all__ = [
     "AlphaBetaFit", "COMM_SIZES", "CollectiveRun", "CommBackend", "DEFAULT_BUDGET_S", "GRACE_S",

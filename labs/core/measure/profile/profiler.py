@@ -61,7 +61,7 @@ from labs.core.measure.timer import resolve_device, sample_stats, torch_threads
 from labs.core.physics import hardware
 from labs.core.physics import roofline as _roofline
 from labs.core.physics import tiny_models
-from labs.core.physics._validate import positive
+from labs.core.physics.validate import positive
 
 __all__ = [
     "MAX_PASSES", "MIN_PASSES", "THIS_MACHINE", "builtin_case", "call_cost",

@@ -18,7 +18,7 @@ from labs.core.physics import formulas
 from labs.core.physics import precision as _precision
 from labs.core.physics import roofline
 from labs.core.physics import units as _units
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     flag,
     instance,
     positive,

@@ -16,7 +16,7 @@ from labs.core.physics import hardware
 from labs.core.physics import precision as _precision
 from labs.core.physics import roofline
 from labs.core.physics.flash import L2_MEASURED_GBS
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     close_matches,
     flag,
     instance,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from labs.core.physics import flash as _flash
 from labs.core.physics import roofline
 from labs.core.physics import units as _units
-from labs.core.physics._validate import (
+from labs.core.physics.validate import (
     instance,
     positive,
     positive_int,
