@@ -1029,7 +1029,7 @@ def training_step():
 def _(get_train, lab):
     train_prediction = get_train() or reveal.reference(
         lab, "lab06.dp_allreduce_ms", float(f"{training_step().t_comm * 1e3:.3g}"), units="ms",
-        explanation=many_chips.training_derivation(TRAIN_REF))
+        explanation=many_chips.training_derivation(TRAIN_REF, training_step()))
     reveal.card(train_prediction)
     return (train_prediction,)
 

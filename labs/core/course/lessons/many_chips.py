@@ -374,13 +374,14 @@ def _training_path(case: dict, achievable: bool = False) -> collectives.Path:
                                        achievable=achievable)
 
 
-def training_derivation(case: dict) -> str:
+def training_derivation(case: dict, step: sharding.DPStep) -> str:
     """Prediction 5's reference worked out: NCCL's flat Ring across nodes, its bus bandwidth
     set by the slower of the node's link and its NICs together, its latency steps, and what a
-    hierarchical all-reduce and an achievable NIC would give. ``case``: as ``TRAIN_REF``."""
+    hierarchical all-reduce and an achievable NIC would give. ``case``: as ``TRAIN_REF``;
+    ``step``: its :func:`sharding.dp_step`, whose all-reduce (``t_comm``) is the time stated,
+    the number the reference holds."""
     nbytes = models.get(case["model"]).params * case["grad_bytes"]
     p = _training_path(case)
-    t = p.time("all-reduce", nbytes, case["algorithm"])
     hier = p.time("all-reduce", nbytes, "hierarchical")
     seq = p.time("all-reduce", nbytes, collectives.SEQUENTIAL)
     real = _training_path(case, achievable=True).time("all-reduce", nbytes)
@@ -404,7 +405,7 @@ def training_derivation(case: dict) -> str:
             f"{units.format_value(p.nic.latency_us)} µs and {steps - inter} at "
             f"{units.format_value(p.link.latency_us)} µs = "
             f"{units.format_seconds(p.latency('all-reduce'))}: "
-            f"{units.format_seconds(t)}. Not one ring through a single "
+            f"{units.format_seconds(step.t_comm)}. Not one ring through a single "
             f"{units.format_value(p.nic.one_way_gbs)} GB/s NIC, and not NVLink alone. A "
             f"hierarchical "
             f"all-reduce (its NICs carry only 2(M-1)/M of a 1/{p.g} share) would take "
