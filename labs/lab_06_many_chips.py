@@ -217,7 +217,7 @@ def _(get_allreduce, lab, set_allreduce):
 def _(get_allreduce, lab):
     _ideal_s = collectives.link_time(**ALLREDUCE_REF)  # the ring at the ideal one-way rate
     allreduce_prediction = get_allreduce() or reveal.reference(
-        lab, "lab06.allreduce_ms", float(f"{_ideal_s * 1e3:.3g}"), units="ms",
+        lab, "lab06.allreduce_ms", quiz.reference_value(_ideal_s * 1e3), units="ms",
         explanation=many_chips.allreduce_derivation(ALLREDUCE_REF))
     reveal.card(allreduce_prediction)
     return (allreduce_prediction,)
@@ -279,7 +279,7 @@ def _(allreduce_prediction, lab):
     allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
     _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
     mo.vstack([
-        quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
+        quiz.compare(allreduce_prediction, quiz.reference_value(allreduce_actual_ms), units="ms",
                      lab=lab, actual_label=f"the question's ring: n = {_n} on "
                                            f"{_lk.short_name}, at the ideal one-way rate"),
         mo.md(many_chips.allreduce_model_note(ALLREDUCE_REF))])
@@ -1028,8 +1028,8 @@ def training_step():
 @app.cell
 def _(get_train, lab):
     train_prediction = get_train() or reveal.reference(
-        lab, "lab06.dp_allreduce_ms", float(f"{training_step().t_comm * 1e3:.3g}"), units="ms",
-        explanation=many_chips.training_derivation(TRAIN_REF, training_step()))
+        lab, "lab06.dp_allreduce_ms", quiz.reference_value(training_step().t_comm * 1e3),
+        units="ms", explanation=many_chips.training_derivation(TRAIN_REF, training_step()))
     reveal.card(train_prediction)
     return (train_prediction,)
 
@@ -1177,7 +1177,7 @@ def _(lab, train_prediction, training_open):
     # below the instrument it compares with, and open with it
     mo.stop(train_prediction is None or not training_open)
     _s = training_step()
-    train_actual_ms = float(f"{_s.t_comm * 1e3:.3g}")
+    train_actual_ms = quiz.reference_value(_s.t_comm * 1e3)
     mo.vstack([
         quiz.compare(train_prediction, train_actual_ms, units="ms", lab=lab,
                      actual_label=f"the question's case: NCCL's Ring over {TRAIN_REF['n']} "
