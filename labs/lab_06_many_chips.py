@@ -969,9 +969,9 @@ def _():
            f"one per {_lk.domain // TRAIN_REF['nics_per_node']} GPUs")
         + "). Each GPU has its own "
         "copy of the model and its own share of the batch, and every step all-reduces the "
-        f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB). Adam's fp32 "
-        "states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients plus fp32 "
-        f"master weights and two moments, {_adam:g} bytes a parameter, would be "
+        f"bf16 gradients ({sharding.gradient_bytes(_m, TRAIN_REF['grad_bytes']) / 1e9:.2f} GB). "
+        "Adam's fp32 states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients "
+        f"plus fp32 master weights and two moments, {_adam:g} bytes a parameter, would be "
         f"{_m.params * _adam / 1e9:.0f} GB on each GPU, more than its {_d.memory_text}. The "
         "sharded update turns the all-reduce into a reduce-scatter and an all-gather that "
         "move the same bytes (ZeRO, Rajbhandari et al. 2020); the model below charges them "
@@ -1002,8 +1002,8 @@ def _(get_train, lab, set_train):
                  f"of {_lk.domain}: **{_lk.short_name}** inside a node; between nodes "
                  f"**{_rails} {_nic.short_name} NICs per node** ("
                  + ("one per GPU" if _per == 1 else f"one per {_per} GPUs")
-                 + f", {_nic.quoted}). Each step all-reduces the "
-                 f"**bf16 gradients** ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB) "
+                 + f", {_nic.quoted}). Each step all-reduces the **bf16 gradients** "
+                 f"({sharding.gradient_bytes(_m, TRAIN_REF['grad_bytes']) / 1e9:.2f} GB) "
                  "with **NCCL's Ring algorithm** (NCCL_ALGO=Ring). Links at their ideal rates, "
                  f"per direction: {_lk.short_name} {_lk.one_way_text} per GPU each way, each "
                  f"NIC {_nic.one_way_text} each way. How many **milliseconds** does that "

@@ -16,7 +16,6 @@ import textwrap
 from collections.abc import Iterable, Mapping
 
 from labs.core.physics import hardware, roofline, tiny_models, units
-from labs.core.physics.precision import bytes_per_element
 
 #: The launch model's cost per kernel, µs: a chosen figure (``roofline``'s default).
 _LAUNCH_US = roofline.DEFAULT_LAUNCH_OVERHEAD_US
@@ -214,15 +213,15 @@ def weights_read_text(config, precision: str, tokens: int) -> str:
     """What one decode step reads of the weights: every layer's and the LM head whole, of the
     (untied) embedding table only each token's row (markdown, a math peek's last paragraph)."""
     c = config
-    element = bytes_per_element(precision, arg="precision")
-    table = c.vocab * c.d_model * element  # the (untied) embedding table
+    table = c.embedding_bytes(precision)  # the (untied) embedding table
+    row = c.embedding_bytes(precision, rows=1)  # what each token gathers of it
     params = units.format_value(c.params / 1e6)
     return textwrap.dedent(f"""
     **What one decode step reads.** The model allocates {params} M parameters =
     {units.format_bytes(c.weight_bytes(precision))} in {precision}, but a step reads
     {units.format_bytes(c.weight_bytes_read(precision, tokens=tokens))} of them: every
     layer's weights and the LM head whole, and of the {units.format_bytes(table)} embedding table
-    only the row of each token ({units.format_bytes(c.d_model * element)}). A model with a *tied*
+    only the row of each token ({units.format_bytes(row)}). A model with a *tied*
     embedding (the LM head is the embedding table, as in GPT-2) reads that table whole in the
     LM head, so there a step reads every parameter.
     """)
