@@ -474,7 +474,10 @@ def best_lever(levers: list[Lever]) -> Lever:
     """The lever that raises AI the most: the highest AI among the changes (``levers[1:]``,
     ``levers[0]`` being the baseline, as :func:`ai_levers` lists them); on a tie the first
     listed wins. Lab 1's reference answer, its figure and its graded comparison all ask this."""
-    if len(levers) < 2:
-        raise ValueError("best_lever needs the baseline and at least one lever "
-                         f"(got {len(levers)} levers)")
-    return max(levers[1:], key=lambda lv: lv.ai)
+    given = sequence("levers", levers)
+    for lever in given:
+        instance("levers", lever, Lever, "a list of Lever (as ai_levers returns)")
+    if len(given) < 2:
+        raise ValueError("levers must hold the baseline and at least one lever "
+                         f"(got {len(given)})")
+    return max(given[1:], key=lambda lv: lv.ai)
