@@ -386,7 +386,7 @@ def _(get_levers, lab, set_levers):
 def _(get_levers, lab):
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
-    _best = max(_levers[1:], key=lambda lv: lv.ai).name
+    _best = roofline.best_lever(_levers).name
     levers_prediction = get_levers() or reveal.reference(
         lab, "lab01.levers", _best, label=next(k for k, v in LEVER_OPTIONS.items() if v == _best),
         explanation=memory_wall.levers_explanation(_levers))
@@ -416,7 +416,7 @@ def _(device_picker, levers_prediction, tile_slider, which_roof_prediction):
 
 @app.cell
 def _(levers, tile_slider):
-    _best = max(levers[1:], key=lambda lv: lv.ai)
+    _best = roofline.best_lever(levers)
     _t = tile_slider.value
     _ideal = formulas.gemm(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], SCENARIO["precision"]).ai
     levers_figure = figures.bar_figure(
@@ -445,7 +445,7 @@ def _(lab, levers_prediction, which_roof_prediction):
     mo.stop(INSTRUMENTS.gate("levers", which_roof_prediction, levers_prediction) is not None)
     _levers = roofline.ai_levers(SCENARIO["m"], SCENARIO["n"], SCENARIO["k"], OPENING["device"],
                                  SCENARIO["precision"], tile=LEVER_TILE)
-    _best = max(_levers[1:], key=lambda lv: lv.ai).name
+    _best = roofline.best_lever(_levers).name
     _label = next(k for k, v in LEVER_OPTIONS.items() if v == _best)
     quiz.compare(levers_prediction, _best, lab=lab,
                  actual_label=memory_wall.levers_actual(_label, _levers, SCENARIO, LEVER_TILE))

@@ -217,7 +217,7 @@ def _(get_allreduce, lab, set_allreduce):
 def _(get_allreduce, lab):
     _ideal_s = collectives.link_time(**ALLREDUCE_REF)  # the ring at the ideal one-way rate
     allreduce_prediction = get_allreduce() or reveal.reference(
-        lab, "lab06.allreduce_ms", float(f"{_ideal_s * 1e3:.3g}"), units="ms",
+        lab, "lab06.allreduce_ms", quiz.reference_value(_ideal_s * 1e3), units="ms",
         explanation=many_chips.allreduce_derivation(ALLREDUCE_REF))
     reveal.card(allreduce_prediction)
     return (allreduce_prediction,)
@@ -279,7 +279,7 @@ def _(allreduce_prediction, lab):
     allreduce_actual_ms = collectives.link_time(**ALLREDUCE_REF) * 1e3
     _lk, _n = collectives.get_link(ALLREDUCE_REF["link"]), ALLREDUCE_REF["n"]
     mo.vstack([
-        quiz.compare(allreduce_prediction, float(f"{allreduce_actual_ms:.3g}"), units="ms",
+        quiz.compare(allreduce_prediction, quiz.reference_value(allreduce_actual_ms), units="ms",
                      lab=lab, actual_label=f"the question's ring: n = {_n} on "
                                            f"{_lk.short_name}, at the ideal one-way rate"),
         mo.md(many_chips.allreduce_model_note(ALLREDUCE_REF))])
@@ -969,9 +969,9 @@ def _():
            f"one per {_lk.domain // TRAIN_REF['nics_per_node']} GPUs")
         + "). Each GPU has its own "
         "copy of the model and its own share of the batch, and every step all-reduces the "
-        f"bf16 gradients ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB). Adam's fp32 "
-        "states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients plus fp32 "
-        f"master weights and two moments, {_adam:g} bytes a parameter, would be "
+        f"bf16 gradients ({sharding.gradient_bytes(_m, TRAIN_REF['grad_bytes']) / 1e9:.2f} GB). "
+        "Adam's fp32 states are sharded across the GPUs (ZeRO-1): bf16 weights and gradients "
+        f"plus fp32 master weights and two moments, {_adam:g} bytes a parameter, would be "
         f"{_m.params * _adam / 1e9:.0f} GB on each GPU, more than its {_d.memory_text}. The "
         "sharded update turns the all-reduce into a reduce-scatter and an all-gather that "
         "move the same bytes (ZeRO, Rajbhandari et al. 2020); the model below charges them "
@@ -1002,8 +1002,8 @@ def _(get_train, lab, set_train):
                  f"of {_lk.domain}: **{_lk.short_name}** inside a node; between nodes "
                  f"**{_rails} {_nic.short_name} NICs per node** ("
                  + ("one per GPU" if _per == 1 else f"one per {_per} GPUs")
-                 + f", {_nic.quoted}). Each step all-reduces the "
-                 f"**bf16 gradients** ({_m.params * TRAIN_REF['grad_bytes'] / 1e9:.2f} GB) "
+                 + f", {_nic.quoted}). Each step all-reduces the **bf16 gradients** "
+                 f"({sharding.gradient_bytes(_m, TRAIN_REF['grad_bytes']) / 1e9:.2f} GB) "
                  "with **NCCL's Ring algorithm** (NCCL_ALGO=Ring). Links at their ideal rates, "
                  f"per direction: {_lk.short_name} {_lk.one_way_text} per GPU each way, each "
                  f"NIC {_nic.one_way_text} each way. How many **milliseconds** does that "
@@ -1028,8 +1028,8 @@ def training_step():
 @app.cell
 def _(get_train, lab):
     train_prediction = get_train() or reveal.reference(
-        lab, "lab06.dp_allreduce_ms", float(f"{training_step().t_comm * 1e3:.3g}"), units="ms",
-        explanation=many_chips.training_derivation(TRAIN_REF))
+        lab, "lab06.dp_allreduce_ms", quiz.reference_value(training_step().t_comm * 1e3),
+        units="ms", explanation=many_chips.training_derivation(TRAIN_REF, training_step()))
     reveal.card(train_prediction)
     return (train_prediction,)
 
@@ -1177,7 +1177,7 @@ def _(lab, train_prediction, training_open):
     # below the instrument it compares with, and open with it
     mo.stop(train_prediction is None or not training_open)
     _s = training_step()
-    train_actual_ms = float(f"{_s.t_comm * 1e3:.3g}")
+    train_actual_ms = quiz.reference_value(_s.t_comm * 1e3)
     mo.vstack([
         quiz.compare(train_prediction, train_actual_ms, units="ms", lab=lab,
                      actual_label=f"the question's case: NCCL's Ring over {TRAIN_REF['n']} "

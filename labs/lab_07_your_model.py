@@ -20,9 +20,6 @@ with app.setup:
     # The context picker's opening value (LABS_SPEC §4.2b): the roofline the predictions are
     # checked against before anything is measured; the instructor copy's answers use it.
     OPENING = {"device": "h100-sxm"}
-    # The launch model's cost per kernel (µs), a chosen figure between a bare launch and an
-    # eager PyTorch kernel: what every "+ launches" of this lab adds.
-    LAUNCH_US = roofline.DEFAULT_LAUNCH_OVERHEAD_US
     # Prediction 1 and 2 options: the operator types the roofline adds time up by (the values
     # are the profiler's type names, labs.core.measure.profile.opcost). The questions ask for the
     # roofline's answer, which has no overhead term, so overhead is not an option there; the
@@ -309,6 +306,7 @@ def _(lab):
 
 @app.cell
 def _(get_memory_share, lab, set_memory_share):
+    _launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     # the step's kernels (one per operator that is not a view) and its roofline bound on the
     # question's device: what the question gives (a literal case: the catalogue reads the
     # question from the source)
@@ -319,7 +317,7 @@ def _(get_memory_share, lab, set_memory_share):
     memory_share_form = quiz.numeric_form(
         lab, "lab07.memory_share",
         question=f"**Prediction 3.** Now add the lab's launch model: every kernel pays a fixed "
-                 f"{roofline.DEFAULT_LAUNCH_OVERHEAD_US:g} µs, a model's figure between a bare "
+                 f"{_launch_us} µs, a model's figure between a bare "
                  f"CUDA launch (about {roofline.LAUNCH_BACK_TO_BACK_US:g} µs measured) and a "
                  "kernel of eager PyTorch with its host dispatch (about "
                  f"{roofline.EAGER_KERNEL_US:.0f} µs measured). A "
@@ -329,7 +327,7 @@ def _(get_memory_share, lab, set_memory_share):
                  f"{hardware.get(OPENING['device']).name} the step's operators take "
                  f"{_bound_us:.1f} µs at their roofline bounds (the math attention's copies of K "
                  "and V to every query head included). In the model's terms (the step = every "
-                 f"operator at its bound, plus kernels × {roofline.DEFAULT_LAUNCH_OVERHEAD_US:g} "
+                 f"operator at its bound, plus kernels × {_launch_us} "
                  "µs of launches added outside every operator, as the profiler's overhead row), "
                  "what share of the step's time is spent in memory-bound operators?",
         units="%", lo=0, hi=100, locked=get_memory_share(), on_lock=set_memory_share)
@@ -414,7 +412,7 @@ def _(device_picker):
         # Prediction 3 is graded against the roofline plus the launch model
         decode_launch_share = tiny_models.memory_bound_share_with_launches(device_picker.value,
                                                                            **_small)
-        # the same share at the measured per-kernel costs LAUNCH_US stands between
+        # the same share at the measured per-kernel costs the launch model stands between
         decode_measured_launch_shares = [
             (_what.split(",")[0], _us, tiny_models.memory_bound_share_with_launches(
                 device_picker.value, launch_overhead_us=_us, **_small))
@@ -687,10 +685,11 @@ def _(decode_predictions, decode_profiles):
 
 @app.cell
 def _(bf16_ratio_prediction, lab, memory_share_prediction):
+    _launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     mo.stop(INSTRUMENTS.gate("memory share", memory_share_prediction,
                              bf16_ratio_prediction) is not None)
     # graded on the question's own case (its device), whatever the picker shows above
-    mo.vstack([mo.md(f"**Against the roofline plus {LAUNCH_US:g} µs per kernel** on the "
+    mo.vstack([mo.md(f"**Against the roofline plus {_launch_us} µs per kernel** on the "
                      f"question's {hardware.get(OPENING['device']).name}:"),
                quiz.compare(memory_share_prediction, memory_share_answer(), units="%",
                             lab=lab)])
@@ -707,10 +706,11 @@ def _(decode_predictions, decode_profiles):
 
 @app.cell
 def _(decode_predictions, lab):
+    _launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     quiz.explain_form(
         lab, "lab07.memory_share",
-        observe_label=f"What share does the roofline alone give, what share with {LAUNCH_US:g} "
+        observe_label=f"What share does the roofline alone give, what share with {_launch_us} "
                       "µs per kernel, and what share did you measure? Where does the rest go?",
         explain_label="Why can no operator of a batch-1 decode step be compute-bound? What "
                       "would it take to move time into compute-bound operators?")
@@ -719,6 +719,7 @@ def _(decode_predictions, lab):
 
 @app.cell
 def _(decode_predictions):
+    _launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     mo.stop(INSTRUMENTS.gate("decode roofline", *decode_predictions) is not None)
     style.math_peek("the shares", r"""
     With $T_i$ the measured time of operator $i$ and $T$ the whole step (measured without the
@@ -731,7 +732,7 @@ def _(decode_predictions):
     $\text{AI} < \text{ridge}_p = \pi_p/\beta$. The roofline's own share divides bounds
     $\hat T_i$, not measured times, and has no overhead term: for a step whose operators all
     sit below the ridge it is 100% by construction. The launch model adds one: with $k$
-    kernels at $c$ = """ + f"{LAUNCH_US:g}" + r""" µs each,
+    kernels at $c$ = """ + _launch_us + r""" µs each,
 
     $$\text{share}_\text{memory} \approx
     \frac{\sum_{i\,\in\,\text{memory-bound}} \hat T_i}{\sum_i \hat T_i + k\,c}$$
@@ -851,6 +852,7 @@ def _(
     case_context,
     device_picker,
 ):
+    _launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     mo.stop(INSTRUMENTS.gate("operators", *all_predictions) is not None)
     # Both phases side by side, whatever model is picked: the contrast is the lesson, and a
     # Model step then redraws only the memory figure above.
@@ -862,12 +864,12 @@ def _(
               for _name, _phase in (("prefill", "prefill"), ("decode step", "decode"))}
         overhead_figure = figures.grouped_bar_figure(
             list(_r["prefill"]), {_k: list(_g.values()) for _k, _g in _r.items()}, log="auto",
-            yaxis_title=f"(bound + launches × {LAUNCH_US:g} µs) / bound",
-            title=f"If every kernel paid a {LAUNCH_US:g} µs launch: the decoder at batch "
+            yaxis_title=f"(bound + launches × {_launch_us} µs) / bound",
+            title=f"If every kernel paid a {_launch_us} µs launch: the decoder at batch "
                   f"{case_batch.value}, context {case_context.value:,}, "
                   f"{hardware.get(device_picker.value).name}")
         _out = mo.vstack([overhead_figure, mo.md(
-            f"The launch model on the roofline's numbers (each kernel's bound plus {LAUNCH_US:g} "
+            f"The launch model on the roofline's numbers (each kernel's bound plus {_launch_us} "
             "µs, added), "
             "for the whole decoder's ops in both phases (whatever model is picked): near 1, the bound is the time; far above, "
             "the launch decides it. Now measure the real table on this machine.")])
@@ -1058,6 +1060,7 @@ def _():
 
 @app.cell
 def _(all_predictions, device_picker):
+    _launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     _wait = INSTRUMENTS.gate("change", *all_predictions)
     mo.stop(_wait is not None, _wait)
     _base = decode_case(SCENARIO["small_batch"])
@@ -1071,7 +1074,7 @@ def _(all_predictions, device_picker):
         _out = mo.vstack([figures.grouped_bar_figure(
             [tiny_models.CHANGES[c] for c in _shown],
             {"roofline alone": [change_predicted[c] for c in _shown],
-             f"roofline + {LAUNCH_US:g} µs per kernel": [change_with_launches[c] for c in _shown]},
+             f"roofline + {_launch_us} µs per kernel": [change_with_launches[c] for c in _shown]},
             yaxis_title="new step time / old (predicted)", log="auto",
             title=f"The roofline's answer for each change, {hardware.get(device_picker.value).name}"),
             mo.md("torch.compile is not on the chart: what it saves depends on what the "
@@ -1196,6 +1199,7 @@ def _(all_predictions, lab):
 
 @app.cell
 def _(all_predictions):
+    _launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     style.math_peek("the roofline's ratio for one change", r"""
     The roofline predicts a step as the sum of its operators' bounds,
@@ -1215,7 +1219,7 @@ def _(all_predictions):
 
     The measured ratio adds what the bound leaves out: a CPU without native bf16 math converts
     every element, and the overhead per operator does not shrink with the bytes. With $k$
-    kernels at $c$ = """ + f"{LAUNCH_US:g}" + r""" µs each,
+    kernels at $c$ = """ + _launch_us + r""" µs each,
     $(\hat T_\text{new} + k\,c) / (\hat T_\text{old} + k\,c)$:
     close to 1 when $k\,c \gg \hat T$, as for a batch-1 step on a GPU in eager mode. A CPU
     pays no kernel launch: where its step streams the weights from DRAM and it computes bf16

@@ -194,3 +194,17 @@ def test_a_choice_is_graded_against_the_first_reading_that_states_it():
                                            (None, None)])
 def test_finite_number_keeps_only_what_a_ratio_can_use(value, number):
     assert answers.finite_number(value) == number
+
+
+def test_a_computed_reference_is_graded_to_three_significant_figures():
+    """A reference and its comparison round through one function, to the digits shown."""
+    reference_value = answers.reference_value
+    assert answers.REFERENCE_FIGURES == 3 and quiz.reference_value is reference_value
+    assert reference_value(156.38) == 156.0  # Lab 6's training all-reduce, by hand
+    assert reference_value(0.0123456) == 0.0123
+    assert reference_value(1234.5) == 1230.0
+    assert reference_value(-2.71828) == -2.72
+    assert reference_value(7) == 7.0 and isinstance(reference_value(7), float)
+    for bad in (float("nan"), float("inf"), "156", None, True):
+        with pytest.raises(ValueError, match="finite number"):
+            reference_value(bad)

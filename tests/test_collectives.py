@@ -551,3 +551,35 @@ def test_module_docstrings_name_their_sources():
 def test_mixed_precision_adam_keeps_16_bytes_a_parameter():
     # bf16 weights 2 B + bf16 gradients 2 B + fp32 master weights 4 B + two fp32 moments 8 B
     assert sharding.ADAM_MIXED_PRECISION_BYTES_PER_PARAM == 2 + 2 + 4 + 4 + 4
+
+
+def test_gradient_bytes_are_parameters_times_bytes_per_gradient():
+    """Llama-3-8B's 8,030,261,248 parameters (meta-llama config) in bf16: 16.06 GB; fp32 4 B."""
+    assert sharding.gradient_bytes("llama-3-8b") == 2 * 8_030_261_248
+    assert sharding.gradient_bytes(models.get("llama-3-8b"), 4) == 4 * 8_030_261_248
+    assert sharding.gradient_bytes(1e9, 2) == 2e9
+    with pytest.raises(ValueError, match="grad_bytes"):
+        sharding.gradient_bytes("llama-3-8b", 0)
+    # the step all-reduces exactly these bytes: 2 x 31/32 x 2P / 200 GB/s + 86 µs (hand)
+    step = sharding.dp_step("llama-3-8b", 32, 1024, "a100-sxm-80gb", "bf16", "nvlink3",
+                            nic="ib-hdr", nics_per_node=8)
+    assert step.t_comm == pytest.approx(2 * 31 / 32 * 2 * 8_030_261_248 / 200e9 + 86e-6)
+
+
+def test_a_paths_bandwidth_term_and_crossover_by_hand():
+    """One ring of 8 on NVLink 4 (450 GB/s one way, α 1 µs): 1 GB's bandwidth term is
+    2 x 7/8 x 1e9 / 450e9 = 3.889 ms; 14 steps x 1 µs equal it at 14e-6 x 450e9 / 1.75 = 3.6 MB,
+    as the one-ring crossover_bytes says. Achievable: 370 GB/s (nccl-tests). Across 4 DGX A100
+    nodes (NVLink 3 300 GB/s, 8 HDR NICs of 25 GB/s): 62 steps, 86 µs, over 2 x 31/32 / 200e9."""
+    p = collectives.collective_path("nvlink4", 8)
+    assert p.bandwidth_time("all-reduce", 1e9) == pytest.approx(1.75e9 / 450e9)
+    assert p.time("all-reduce", 1e9) == pytest.approx(1.75e9 / 450e9 + 14e-6)
+    assert p.crossover_bytes("all-reduce") == pytest.approx(14e-6 * 450e9 / 1.75)
+    assert p.crossover_bytes("all-reduce") == pytest.approx(
+        collectives.crossover_bytes("all-reduce", 8, 450, 1e-6))
+    assert collectives.collective_path("nvlink4", 8, achievable=True).node_gbs == \
+        pytest.approx(370)
+    across = collectives.collective_path("nvlink3", 32, nic="ib-hdr", nics_per_node=8)
+    assert across.crossover_bytes("all-reduce") == pytest.approx(86e-6 / (2 * 31 / 32 / 200e9))
+    with pytest.raises(ValueError, match="nbytes"):
+        p.bandwidth_time("all-reduce", 0)

@@ -178,8 +178,14 @@ def test_serving_cards_say_a_design_that_does_not_fit():
     assert matmuls.label == "matmuls (compute | HBM)" and bound.label == "decode step is"
 
 
+def _train_step(**override):
+    how = {k: TRAIN[k] for k in ("grad_bytes", "nic", "nics_per_node", "algorithm")}
+    return sharding.dp_step(TRAIN["model"], TRAIN["n"], TRAIN["tokens_per_gpu"], TRAIN["device"],
+                            "bf16", TRAIN["link"], overlap=True, **{**how, **override})
+
+
 def test_training_derivation_reads_the_rings_bus_bandwidth_off_the_nics():
-    text = many_chips.training_derivation(TRAIN)
+    text = many_chips.training_derivation(TRAIN, _train_step())
     assert "each of the 8 rings runs through all 32 GPUs" in text
     assert "2(n-1)/n = 1.938×" in text  # 2 x 31/32
     assert "its 8 NICs carry 8 × 25 = 200 GB/s together" in text
@@ -189,6 +195,18 @@ def test_training_derivation_reads_the_rings_bus_bandwidth_off_the_nics():
     node, cross = 2 * 7 / 8 / 300e9, 2 * 3 / 4 / 8 / 25e9
     assert f"{(2 * P_8B * max(node, cross) + 44e-6) * 1e3:.3g} ms with its two levels" in text
     assert f"{(2 * P_8B * (node + cross) + 44e-6) * 1e3:.3g} ms run one level" in text
+
+
+def test_training_derivation_states_the_time_the_reference_holds():
+    """The explanation's stated all-reduce is the step's ``t_comm`` (the reference's number),
+    not a second computation: a step with another time is the time it states."""
+    text = many_chips.training_derivation(TRAIN, _train_step())
+    stated = text.split(" ms. Not one ring")[0].rsplit(": ", 1)[1]
+    assert float(stated) == float(f"{P5_COMM * 1e3:.3g}") == 156  # the reference, ms
+    hierarchical = _train_step(algorithm="hierarchical")  # another t_comm, same case
+    text = many_chips.training_derivation(TRAIN, hierarchical)
+    assert f"{units.format_seconds(hierarchical.t_comm)}. Not one ring" in text
+    assert units.format_seconds(hierarchical.t_comm) != units.format_seconds(P5_COMM)
 
 
 def test_training_cards_name_the_nics_and_the_critical_batch():

@@ -476,6 +476,20 @@ def test_a_decode_step_reads_less_weight_than_it_allocates():
         (layers + 16384 * 512 + 512) * 4
 
 
+def test_the_embedding_table_and_a_row_of_it_in_bytes():
+    """The tiny decoder's 16384 x 512 table: 33,554,432 B in fp32, one row 512 x 4 = 2,048 B;
+    Llama-3-8B's 128256 x 4096 in bf16: 1,050,673,152 B."""
+    from labs.core import tiny_models
+
+    c = tiny_models.TINY_DECODER
+    assert c.embedding_bytes("fp32") == 33_554_432
+    assert c.embedding_bytes("fp32", rows=1) == 2_048
+    assert c.embedding_bytes("fp32", rows=64) == 64 * 2_048
+    assert models.get("llama-3-8b").embedding_bytes("bf16") == 1_050_673_152
+    with pytest.raises(ValueError, match="rows"):
+        c.embedding_bytes("fp32", rows=0)
+
+
 def test_the_tiny_decoder_s_math_step_counts_the_kv_copies_it_runs():
     """Lab 7: the tiny decoder's math attention copies K and V to the 8 query heads
     (tiny_modules.Attention._math). A batch-1 fp32 decode step at context 1,024 then reads:

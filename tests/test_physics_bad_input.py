@@ -133,6 +133,7 @@ VALID = {
     "device_classes": ("datacenter",), "costs": [formulas.gemm(8, 8, 8)], "cost": formulas.gemm(8, 8, 8),
     "weights": None, "derating": roofline.SPEC, "value": 3.0, "fmt": None, "seconds": 1e-3,
     "upper": None, "exc": ValueError("x"), "timing": fusion.chain_timing(1000, "h100-sxm"),
+    "levers": roofline.ai_levers(16, 8192, 8192, "h100-sxm", "bf16"),
     "device": hardware.custom("probe", bandwidth_gbs=10, peaks={"fp32": 1}, memory_gb=1),
     # Lab 5 (hierarchy, staircase, quantization)
     "kind": "gpu", "levels": _HIER.levels, "peak_tflops": 10.0, "hier": _HIER,
@@ -224,7 +225,8 @@ OVERRIDES = {
     **{f"collectives.{f}": {"op": "all-reduce"} for f in (
         "bus_factor", "bus_factor_derivation", "latency_steps", "bandwidth_factor", "collective_time", "link_time",
         "latency_bandwidth_split", "crossover_bytes", "busbw_gbs", "Path.latency",
-        "Path.seconds_per_byte", "Path.time", "Path.bus_gbs", "Path.binding_level")},
+        "Path.seconds_per_byte", "Path.time", "Path.bus_gbs", "Path.binding_level",
+        "Path.bandwidth_time", "Path.crossover_bytes")},
     **{f"sharding.{f}": {"op": "all-reduce"} for f in (
         "sharded_matmul", "tp_critical_shard", "comm_bound_tokens")},
     "sharding.tp_diagnosis": {"rows": sharding.tp_scaling("llama-3-8b", "h100-sxm", "nvlink4", [1, 2],

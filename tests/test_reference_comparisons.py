@@ -1,4 +1,4 @@
-"""The instructor copy's reference answer is the number its comparison shows (Labs 5 to 7).
+"""The instructor copy's reference answer is the number its comparison shows (Labs 1 to 7).
 
 A student who reads a reference after the lab and compares it with their comparison must see
 the same number: each reference and its comparison come from one function (a lab's
@@ -21,6 +21,10 @@ from leak_support import collect_references
 ROOT = Path(__file__).resolve().parents[1]
 #: lab -> the items graded only against the student's own measurement (no comparison here)
 LABS = {
+    "lab_01_memory_wall": set(),
+    "lab_02_design_challenge": set(),
+    "lab_03_precision_rho": set(),
+    "lab_04_fusion": set(),
     "lab_05_memory_hierarchy": set(),
     "lab_06_many_chips": set(),
     "lab_07_your_model": {"lab07.bf16_ratio", "lab07.best_predicted"},

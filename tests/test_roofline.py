@@ -452,3 +452,19 @@ def test_a_regime_change_reads_as_words():
         "still compute-bound"
     assert precision_study.regime_change("compute-bound", "memory-bound") == \
         "compute-bound → memory-bound"
+
+
+def test_best_lever_is_the_highest_ai_change_not_the_baseline():
+    """Lab 1's answer rule, one function: the change (never the baseline) with the most AI."""
+    lv = roofline.ai_levers(16, 8192, 8192, "h100-sxm", "bf16", tile=64)
+    # by hand, bf16, T = 64, bytes in units of K x 2 B: AI = M N / (M ceil(N/T) + N + M N/K)
+    # batch x4: 64 x 8192 / (64 x 128 + 8192 + 64) = 31.9; tiles x2: 16 x 8192 /
+    # (16 x 64 + 8192 + 16) = 14.2; half-byte weights: 16 x 8192 / (16 x 128 + 4096 + 16) = 21.3
+    assert roofline.best_lever(lv).name == "4x batch (M)"
+    assert roofline.best_lever(lv).ai == pytest.approx(64 * 8192 / (64 * 128 + 8192 + 64))
+    base = roofline.Lever("baseline", 100.0, 50.0, "")
+    worse = roofline.Lever("worse", 10.0, 50.0, "")
+    same = roofline.Lever("same", 10.0, 60.0, "")
+    assert roofline.best_lever([base, worse, same]) is worse  # the baseline never wins; tie: first
+    with pytest.raises(ValueError, match="at least one lever"):
+        roofline.best_lever([base])

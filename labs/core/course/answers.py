@@ -18,6 +18,9 @@ page and the class dashboard share. No marimo here: ``labs-grade`` imports it.
   quotient is 1.5000000000000002. The boundary itself is inside (``<=``).
 - :func:`ratio_off`, :func:`ratio_verdict` and :func:`verdict_kind`: how many times off, in
   the words a lab's comparison and a feedback page both show.
+- **A computed reference** (:func:`reference_value`): a number a model computes is graded
+  as :data:`REFERENCE_FIGURES` (3) significant figures, the reference a reveal holds and the
+  actual its comparison grades against rounded by this one function, so the two agree.
 
 Part of :mod:`labs.core.course` (``quiz`` re-exports these names for the labs).
 """
@@ -34,9 +37,10 @@ from typing import Any, Callable, Iterable
 from labs.core.physics import misconceptions
 from labs.core.physics.units import format_value
 
-__all__ = ["CONFIDENCE_LEVELS", "GRADE_TOLERANCE", "SPOT_ON_RATIO", "finite_number",
-           "first_prediction", "graded_result", "holds_value", "is_reasoned", "Prediction",
-           "ratio_off", "ratio_verdict", "verdict_kind", "with_units", "within_factor"]
+__all__ = ["CONFIDENCE_LEVELS", "GRADE_TOLERANCE", "REFERENCE_FIGURES", "SPOT_ON_RATIO",
+           "finite_number", "first_prediction", "graded_result", "holds_value", "is_reasoned",
+           "Prediction", "ratio_off", "ratio_verdict", "reference_value", "verdict_kind",
+           "with_units", "within_factor"]
 
 #: The confidence a student may state, 1 (a guess) to 5 (sure).
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
@@ -45,6 +49,8 @@ SPOT_ON_RATIO = 1.005
 #: The tolerance of an item without one of its own (each lab's items have their own:
 #: :func:`labs.core.physics.misconceptions.tolerance`).
 GRADE_TOLERANCE = misconceptions.DEFAULT_TOLERANCE
+#: The significant figures of a computed reference answer (:func:`reference_value`).
+REFERENCE_FIGURES = 3
 
 
 @dataclass(frozen=True)
@@ -214,6 +220,17 @@ def _decimal(x: Any) -> Fraction:
     if isinstance(x, int):
         return Fraction(x)
     return Fraction(repr(float(x)))
+
+
+def reference_value(value: Any) -> float:
+    """A computed answer as it is graded: rounded to :data:`REFERENCE_FIGURES` significant
+    figures (``0.15638`` -> ``0.156``, ``1234.5`` -> ``1230.0``), the digits the page prints.
+    A lab's reference answer and the actual its comparison grades against both come through
+    here, so they are the same number. ValueError for anything but a finite number."""
+    v = finite_number(value)
+    if v is None:
+        raise ValueError(f"a reference answer must be a finite number, got {value!r}")
+    return float(f"{v:.{REFERENCE_FIGURES}g}")
 
 
 def within_factor(a: Any, b: Any, factor: float) -> bool:

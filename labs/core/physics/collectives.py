@@ -480,9 +480,19 @@ class Path:
                 else 0.0)
         return node + cross if a == SEQUENTIAL else max(node, cross)
 
+    def bandwidth_time(self, op, nbytes, algorithm: str = "ring") -> float:
+        """Seconds of the bandwidth term for ``nbytes``: :meth:`seconds_per_byte` x nbytes."""
+        return self.seconds_per_byte(op, algorithm) * positive("nbytes", nbytes)
+
     def time(self, op, nbytes, algorithm: str = "ring") -> float:
-        s = positive("nbytes", nbytes)
-        return self.latency(op, algorithm) + self.seconds_per_byte(op, algorithm) * s
+        """Seconds for one collective of ``nbytes``: :meth:`latency` + :meth:`bandwidth_time`."""
+        return self.latency(op, algorithm) + self.bandwidth_time(op, nbytes, algorithm)
+
+    def crossover_bytes(self, op, algorithm: str = "ring") -> float:
+        """Message size where this path's latency and bandwidth terms are equal (below it
+        latency dominates): :meth:`latency` / :meth:`seconds_per_byte`; within one ring the
+        same as the module's :func:`crossover_bytes` at the link's rate and α."""
+        return self.latency(op, algorithm) / self.seconds_per_byte(op, algorithm)
 
     def bus_gbs(self, op: str = "all-reduce", algorithm: str = "ring") -> float:
         """nccl-tests bus bandwidth of a large collective on this path (latency aside)."""

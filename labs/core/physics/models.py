@@ -71,6 +71,13 @@ class ModelConfig:
         return self.params * _precision.bytes_per_element(precision, arg="precision")
 
     @finite_results
+    def embedding_bytes(self, precision: str = "bf16", *, rows: int | None = None) -> float:
+        """Bytes of the embedding table (``vocab`` rows of ``d_model``), or of ``rows`` of its
+        rows (a decode step gathers one per token)."""
+        n = self.vocab if rows is None else positive_int("rows", rows)
+        return n * self.d_model * _precision.bytes_per_element(precision, arg="precision")
+
+    @finite_results
     def weight_bytes_read(self, precision: str = "bf16", *, tokens: int = 1) -> float:
         """Weight bytes one forward step READS for ``tokens`` tokens (``batch`` in decode,
         ``batch x seq_len`` in prefill): every layer's weights, the final norm and the LM head

@@ -54,7 +54,8 @@ __all__ = [
     "LAUNCH_BACK_TO_BACK_US", "LAUNCH_CUDA_GRAPH_US", "LEVER_BATCH_FACTOR", "LEVER_CAPACITY_FACTOR",
     "LEVER_CLOCK_FACTOR", "LEVER_TILE_FACTOR", "Lever", "MEASURED_KERNEL_COSTS_US", "MEMORY",
     "OVERHEAD", "RIDGE_DIGITS", "SPEC", "TimeBounds", "VECTOR", "achievable", "ai_levers",
-    "attainable_tflops", "below_ridge", "ceiling_label", "check_ai", "check_derating", "cost_time",
+    "attainable_tflops", "below_ridge", "best_lever", "ceiling_label", "check_ai",
+    "check_derating", "cost_time",
     "derating_from_measurement", "gemm_crossover_n", "kernels_time", "overhead_crossover_elements",
     "peak_tflops", "regime", "require_fits", "rho", "ridge_point", "sparse_ridge_point",
     "tiled_gemm_bytes", "time_bounds"
@@ -467,3 +468,16 @@ def ai_levers(m, n, k, hw, precision: str, *, tile: int = 64,
         Lever(f"{LEVER_CAPACITY_FACTOR}x memory capacity", base, ridge,
               "capacity decides what fits, not how fast bytes arrive"),
     ]
+
+
+def best_lever(levers: list[Lever]) -> Lever:
+    """The lever that raises AI the most: the highest AI among the changes (``levers[1:]``,
+    ``levers[0]`` being the baseline, as :func:`ai_levers` lists them); on a tie the first
+    listed wins. Lab 1's reference answer, its figure and its graded comparison all ask this."""
+    given = sequence("levers", levers)
+    for lever in given:
+        instance("levers", lever, Lever, "a list of Lever (as ai_levers returns)")
+    if len(given) < 2:
+        raise ValueError("levers must hold the baseline and at least one lever "
+                         f"(got {len(given)})")
+    return max(given[1:], key=lambda lv: lv.ai)

@@ -32,7 +32,8 @@ __all__ = [
     "FORWARD_FLOPS_PER_PARAM_TOKEN", "MAX_OVERLAP_GAIN", "MEGATRON_PAIR", "RESOURCES",
     "SWIGLU_MLP", "ShardTimes", "ShardedMatmul", "TPServing", "TP_DEGREES",
     "TRAIN_FLOPS_PER_PARAM_TOKEN", "alpha_where_collectives_equal_matmuls", "best_tp_degree",
-    "comm_bound_tokens", "dp_critical_batch", "dp_step", "first_comm_bound_degree", "link_ridge",
+    "comm_bound_tokens", "dp_critical_batch", "dp_step", "first_comm_bound_degree",
+    "gradient_bytes", "link_ridge",
     "shard_times", "sharded_matmul", "tp_critical_shard", "tp_diagnosis", "tp_scaling",
     "tp_serving"
 ]
@@ -515,6 +516,12 @@ def _params(model_or_params) -> float:
     return positive("model_or_params", model_or_params)
 
 
+def gradient_bytes(model_or_params, grad_bytes: float = 2) -> float:
+    """Bytes of a model's gradients (a key of models.MODELS, a config or a parameter count),
+    ``grad_bytes`` bytes per parameter (2: bf16): what a data-parallel step all-reduces."""
+    return _params(model_or_params) * positive("grad_bytes", grad_bytes)
+
+
 def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
             grad_bytes: float = 2, overlap: bool = True, algorithm: str = "ring",
             nics_per_node: int | None = None, nic=None) -> DPStep:
@@ -526,13 +533,13 @@ def dp_step(model_or_params, n, tokens_per_chip, hw, precision: str, link, *,
     p = _params(model_or_params)
     nn = _collectives.participant_count(n)
     t = positive_int("tokens_per_chip", tokens_per_chip)
-    g = positive("grad_bytes", grad_bytes)
+    nbytes = gradient_bytes(p, grad_bytes)
     ov = flag("overlap", overlap)
     _collectives.check_pair(hardware.get(hw, arg="hw"), link)
     peak = _peak(hw, precision)
     return DPStep(p, nn, t, FORWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
                   BACKWARD_FLOPS_PER_PARAM_TOKEN * p * t / peak,
-                  _collectives.link_time("all-reduce", p * g, nn, link, algorithm,
+                  _collectives.link_time("all-reduce", nbytes, nn, link, algorithm,
                               nics_per_node=nics_per_node, nic=nic), ov)
 
 

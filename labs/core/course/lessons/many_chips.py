@@ -98,7 +98,7 @@ def ring_cards(link, n: int) -> list[style.Metric]:
     ValueError where the link cannot join ``n`` chips in one ring."""
     p = collectives.collective_path(link, n)
     lk = p.link
-    lat, bw = p.latency("all-reduce"), p.seconds_per_byte("all-reduce") * 1e9
+    lat, bw = p.latency("all-reduce"), p.bandwidth_time("all-reduce", 1e9)
     real = collectives.collective_path(link, n, achievable=True)
     eff = collectives.link_efficiency(lk)
     approx = "~" if lk.approximate else ""
@@ -108,7 +108,7 @@ def ring_cards(link, n: int) -> list[style.Metric]:
         style.Metric(f"1 GB on {p.name}", units.format_seconds(lat + bw),
                      f"n = {n}, at the ideal one-way rate"),
         style.Metric("achievable, ring", units.format_seconds(real.time("all-reduce", 1e9)),
-                     f"{approx}{units.format_value(lk.one_way_gbs * eff.fraction)} GB/s "
+                     f"{approx}{units.format_value(real.node_gbs)} GB/s "
                      f"({eff.fraction:.0%}): " + (
                          "nccl-tests, NCCL_ALGO=Ring, 8xH100"
                          if lk.key == "nvlink4" else eff.source)),
@@ -119,7 +119,7 @@ def ring_cards(link, n: int) -> list[style.Metric]:
                      f"{units.format_value(collectives.bus_factor('all-reduce', n))} × 1 GB / "
                      f"{units.format_value(p.node_gbs)} GB/s"),
         style.Metric("latency dominates below",
-                     units.format_bytes(lat / p.seconds_per_byte("all-reduce")),
+                     units.format_bytes(p.crossover_bytes("all-reduce")),
                      "where the two terms are equal"),
     ]
 
@@ -155,7 +155,7 @@ def _nvlink_ring_busbw() -> str:
     """The NVLink 4 ring measurement the achievable fraction comes from: "about 370 of 450
     GB/s"."""
     nvlink = collectives.get_link("nvlink4")
-    reached = collectives.NVLINK_ACHIEVABLE.fraction * nvlink.one_way_gbs
+    reached = collectives.collective_path(nvlink, nvlink.domain, achievable=True).node_gbs
     return f"about {units.format_value(reached)} of {units.format_value(nvlink.one_way_gbs)} GB/s"
 
 
@@ -374,13 +374,14 @@ def _training_path(case: dict, achievable: bool = False) -> collectives.Path:
                                        achievable=achievable)
 
 
-def training_derivation(case: dict) -> str:
+def training_derivation(case: dict, step: sharding.DPStep) -> str:
     """Prediction 5's reference worked out: NCCL's flat Ring across nodes, its bus bandwidth
     set by the slower of the node's link and its NICs together, its latency steps, and what a
-    hierarchical all-reduce and an achievable NIC would give. ``case``: as ``TRAIN_REF``."""
-    nbytes = models.get(case["model"]).params * case["grad_bytes"]
+    hierarchical all-reduce and an achievable NIC would give. ``case``: as ``TRAIN_REF``;
+    ``step``: its :func:`sharding.dp_step`, whose all-reduce (``t_comm``) is the time stated,
+    the number the reference holds."""
+    nbytes = sharding.gradient_bytes(case["model"], case["grad_bytes"])
     p = _training_path(case)
-    t = p.time("all-reduce", nbytes, case["algorithm"])
     hier = p.time("all-reduce", nbytes, "hierarchical")
     seq = p.time("all-reduce", nbytes, collectives.SEQUENTIAL)
     real = _training_path(case, achievable=True).time("all-reduce", nbytes)
@@ -399,12 +400,12 @@ def training_derivation(case: dict) -> str:
             f"is the ring's bus bandwidth: {units.format_value(f, significant=4)} × "
             f"{units.format_value(nbytes / 1e9, significant=4)} GB / "
             f"{units.format_value(p.bus_gbs())} GB/s = "
-            f"{units.format_value(p.seconds_per_byte('all-reduce') * nbytes * 1e3, significant=4)}"
+            f"{units.format_value(p.bandwidth_time('all-reduce', nbytes) * 1e3, significant=4)}"
             f" ms, plus {steps} steps of latency, the {inter} between nodes at "
             f"{units.format_value(p.nic.latency_us)} µs and {steps - inter} at "
             f"{units.format_value(p.link.latency_us)} µs = "
             f"{units.format_seconds(p.latency('all-reduce'))}: "
-            f"{units.format_seconds(t)}. Not one ring through a single "
+            f"{units.format_seconds(step.t_comm)}. Not one ring through a single "
             f"{units.format_value(p.nic.one_way_gbs)} GB/s NIC, and not NVLink alone. A "
             f"hierarchical "
             f"all-reduce (its NICs carry only 2(M-1)/M of a 1/{p.g} share) would take "
@@ -456,7 +457,7 @@ def training_wait_note(step: sharding.DPStep, case: dict) -> str:
     (``step``, overlapped, on the question's case), and the hierarchical and achievable
     times beside it."""
     s = step
-    nbytes = models.get(case["model"]).params * case["grad_bytes"]
+    nbytes = sharding.gradient_bytes(case["model"], case["grad_bytes"])
     path = dict(nic=case["nic"], nics_per_node=case["nics_per_node"])
     hier, seq = (collectives.link_time("all-reduce", nbytes, case["n"], case["link"], a, **path)
                  for a in ("hierarchical", collectives.SEQUENTIAL))

@@ -171,7 +171,7 @@ def decode_ai_note(scenario: dict, gemm_ai: float, gemv_ai: float) -> str:
 def levers_explanation(levers: list[roofline.Lever]) -> str:
     """Each lever's AI from the baseline (``roofline.ai_levers``), and why the best one
     wins: the reference answer's explanation."""
-    base, top = levers[0], max(levers[1:], key=lambda lv: lv.ai)
+    base, top = levers[0], roofline.best_lever(levers)
     return (f"From AI {units.format_value(base.ai)} FLOP/B ({base.why}): "
             + "; ".join(f"{lv.name} → {units.format_value(lv.ai)}" for lv in levers[1:])
             + f" FLOP/B. {top.name} wins: {top.why}. A faster clock raises the ridge, not "
@@ -199,7 +199,7 @@ def lever_cards(levers: list[roofline.Lever]) -> list[style.Metric]:
 def levers_actual(label: str, levers: list[roofline.Lever], scenario: dict, tile: int) -> str:
     """What the instrument shows for Prediction 2: the best lever's option and the AI it
     moves Priya's GEMM (``scenario``: m, n, k) from and to."""
-    best = max(levers[1:], key=lambda lv: lv.ai)
+    best = roofline.best_lever(levers)
     return (f"{label}: AI {units.format_value(levers[0].ai)} → {units.format_value(best.ai)} "
             f"FLOP/B for Priya's GEMM ({scenario['m']} × {units.format_value(scenario['n'])} × "
             f"{units.format_value(scenario['k'])}) with {tile} × {tile} tiles: the case the chart "

@@ -16,10 +16,6 @@ import textwrap
 from collections.abc import Iterable, Mapping
 
 from labs.core.physics import hardware, roofline, tiny_models, units
-from labs.core.physics.precision import bytes_per_element
-
-#: The launch model's cost per kernel, µs: a chosen figure (``roofline``'s default).
-_LAUNCH_US = roofline.DEFAULT_LAUNCH_OVERHEAD_US
 from labs.core.ui import style
 
 # Numbers are written by labs.core.physics.units, as the cards write them (LABS_SPEC §6). Kept
@@ -116,6 +112,7 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
     """Prediction 3's reveal: the roofline alone says 100% memory-bound; the launch model's
     kernels x 5 µs outside every operator bring the share down, and the share at the measured
     per-kernel costs the 5 µs stands between."""
+    launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     share = tiny_models.memory_bound_share_with_launches(device, **case)
     t = tiny_models.time_with_launches(device, **case)
     launch = t.pop(tiny_models.LAUNCHES)
@@ -133,13 +130,13 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
             f"so all "
             f"{units.format_seconds(sum(t.values()))} of the bound are memory-bound: the "
             "roofline alone says 100%. But the step's "
-            f"{kernels} kernels × {units.format_value(_LAUNCH_US)} µs = "
+            f"{kernels} kernels × {launch_us} µs = "
             f"{units.format_value(launch * 1e6, significant=4)} µs of launches are "
             "in no operator: memory-bound time is "
             f"{units.format_value(sum(t.values()) * 1e6, significant=4)} / "
             f"{units.format_value((sum(t.values()) + launch) * 1e6, significant=4)} µs"
             f" = {100 * share:.1f}% of the step. That is the model's number: the "
-            f"{units.format_value(_LAUNCH_US)} µs is a chosen figure, not what a GPU does. A bare "
+            f"{launch_us} µs is a chosen figure, not what a GPU does. A bare "
             f"launch costs about "
             f"{units.format_value(roofline.LAUNCH_BACK_TO_BACK_US)} µs (share "
             f"{100 * at(roofline.LAUNCH_BACK_TO_BACK_US):.1f}%) and a kernel of eager "
@@ -151,6 +148,7 @@ def memory_share_explanation(device: str, case: Mapping) -> str:
 def bf16_ratio_explanation(device: str, case: Mapping) -> str:
     """Prediction 4's reveal: the roofline halves a memory-bound step, the launches do not
     shrink, so (bound/2 + launches) / (bound + launches), and where halving can hold."""
+    launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     roof = tiny_models.predicted_ratio("precision", device, case)
     ratio = tiny_models.predicted_ratio_with_launches("precision", device, case)
     old = tiny_models.time_with_launches(device, **case)
@@ -159,7 +157,7 @@ def bf16_ratio_explanation(device: str, case: Mapping) -> str:
             "and bf16 halves every byte. But the step's bound is "
             f"{units.format_value(sum(old.values()) * 1e6, significant=4)} µs and its kernels' "
             f"launches "
-            f"({units.format_value(_LAUNCH_US)} µs each) "
+            f"({launch_us} µs each) "
             f"{units.format_value(launch * 1e6, significant=4)} µs, which do not shrink with the "
             f"bytes: "
             f"(bound/2 + launches) / (bound + launches) = {ratio:.3f}×, on a GPU in "
@@ -214,15 +212,15 @@ def weights_read_text(config, precision: str, tokens: int) -> str:
     """What one decode step reads of the weights: every layer's and the LM head whole, of the
     (untied) embedding table only each token's row (markdown, a math peek's last paragraph)."""
     c = config
-    element = bytes_per_element(precision, arg="precision")
-    table = c.vocab * c.d_model * element  # the (untied) embedding table
+    table = c.embedding_bytes(precision)  # the (untied) embedding table
+    row = c.embedding_bytes(precision, rows=1)  # what each token gathers of it
     params = units.format_value(c.params / 1e6)
     return textwrap.dedent(f"""
     **What one decode step reads.** The model allocates {params} M parameters =
     {units.format_bytes(c.weight_bytes(precision))} in {precision}, but a step reads
     {units.format_bytes(c.weight_bytes_read(precision, tokens=tokens))} of them: every
     layer's weights and the LM head whole, and of the {units.format_bytes(table)} embedding table
-    only the row of each token ({units.format_bytes(c.d_model * element)}). A model with a *tied*
+    only the row of each token ({units.format_bytes(row)}). A model with a *tied*
     embedding (the LM head is the embedding table, as in GPT-2) reads that table whole in the
     LM head, so there a step reads every parameter.
     """)
@@ -246,11 +244,12 @@ def memory_share_cards(roofline_share: float, launch_share: float,
                        measured_cost_shares: Iterable, batch: int) -> list[style.Metric]:
     """The memory-bound share of a decode step: the roofline alone, with 5 µs per kernel (the
     answer graded), and at each measured per-kernel cost ``(what, µs, share)``."""
+    launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     return [
         style.Metric("The roofline alone", f"{100 * roofline_share:.1f}%",
                      f"of the bound of a batch-{batch} decode step (no "
                      "overhead term)", "memory-bound"),
-        style.Metric(f"Roofline + {units.format_value(_LAUNCH_US)} µs per kernel",
+        style.Metric(f"Roofline + {launch_us} µs per kernel",
                      f"{100 * launch_share:.1f}%",
                      "of the step once every kernel pays a launch (the answer graded)",
                      "memory-bound")] + [
@@ -273,13 +272,14 @@ def measured_memory_share_note(profile) -> str:
 def best_predicted_explanation(ratios: Mapping[str, float], context: int) -> str:
     """Prediction 5's reveal: a fixed cost per kernel is small next to a large operator's
     bound; ``ratios``: (bound + launches) / bound per type of a ``context``-token prefill."""
+    launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     ref = min(ratios, key=ratios.get)
     return ("A large operator's bound is long next to anything fixed per kernel; a "
             "small one's is not, and small operators miss it in both directions: on a "
             "CPU their operands still sit in cache, so they can run below the DRAM "
             "bound; on a GPU no kernel takes less than a few µs. (Launch and dispatch "
             "themselves land in the overhead row, not in the operators' times.) If every "
-            f"kernel paid {units.format_value(_LAUNCH_US)} µs, a {context}-token prefill's {ref} "
+            f"kernel paid {launch_us} µs, a {context}-token prefill's {ref} "
             f"would run {ratios[ref]:.2f}× their bound, its norms and elementwise ops "
             f"{ratios['norms & elementwise']:.1f}×.")
 
@@ -303,6 +303,7 @@ def change_cards(result: Mapping, change_name: str, predicted: float | None,
     """A measured change against the roofline's ratio and the launch model's: before, after,
     the measured ratio (with how far its rounds agree) and, for torch.compile, its compile
     time. ``predicted`` / ``with_launches``: None where not modelled."""
+    launch_us = units.format_value(roofline.DEFAULT_LAUNCH_OVERHEAD_US)
     return [
         ("Before", units.format_seconds(result["old_s"]),
          f"measured step, {result['threads'] or 'all'} CPU thread(s)"),
@@ -316,6 +317,6 @@ def change_cards(result: Mapping, change_name: str, predicted: float | None,
          "spec sheet picked above"),
         ("Roofline + launches",
          f"{units.format_value(with_launches)}×" if with_launches else "not modelled",
-         f"{units.format_value(_LAUNCH_US)} µs per kernel added"),
+         f"{launch_us} µs per kernel added"),
     ] + ([("Compile time", units.format_seconds(result["compile_s"]), "first call")]
          if result["change"] == "compile" else [])

@@ -66,6 +66,7 @@ from labs.core.course.quiz.prediction import (  # noqa: F401
     parse_number,
     ratio_off,
     ratio_verdict,
+    reference_value,
     verdict_kind,
     within_factor,
 )
@@ -82,5 +83,5 @@ __all__ = [
     "first_prediction", "gate_notice", "Instruments", "is_reasoned",
     "LabSession", "ledger_settings", "lock_state", "locked_items", "log_steps", "numeric_form",
     "parse_number", "Prediction", "PredictionForm", "prediction_panel", "ratio_off", "ratio_verdict",
-    "resolved_settings", "simulate_submit", "within_factor",
+    "reference_value", "resolved_settings", "simulate_submit", "within_factor",
 ]

@@ -21,6 +21,7 @@ from labs.core.course.answers import (  # noqa: F401  (re-exported for the labs)
     is_reasoned,
     ratio_off,
     ratio_verdict,
+    reference_value,
     verdict_kind,
     with_units as with_units,
     within_factor,
@@ -30,7 +31,7 @@ from labs.core.physics.units import format_value
 __all__ = [
     "CONFIDENCE_LEVELS", "CONFIDENCE_OPTIONS", "GRADE_TOLERANCE", "MAX_REASON_CHARS", "Prediction",
     "SPOT_ON_RATIO", "distinct_texts", "first_prediction", "holds_value", "is_reasoned",
-    "ratio_off", "ratio_verdict", "verdict_kind", "with_units", "within_factor"
+    "ratio_off", "ratio_verdict", "reference_value", "verdict_kind", "with_units", "within_factor"
 ]
 
 MAX_REASON_CHARS = 200

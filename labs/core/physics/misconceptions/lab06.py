@@ -54,7 +54,8 @@ def _allreduce_band() -> Band:
     alpha = lk.latency_s
     ms = 1e3
     headline = 2 * lk.one_way_gbs  # the datasheet's "900 GB/s total" counts both directions
-    measured_ring = collectives.NVLINK_ACHIEVABLE.fraction * lk.one_way_gbs  # nccl-tests Ring busbw
+    # nccl-tests' Ring bus bandwidth (collectives.NVLINK_ACHIEVABLE of the one-way rate)
+    measured_ring = collectives.collective_path(lk, n, achievable=True).node_gbs
     return Band(
         "lab06.allreduce_ms", collectives.link_time("all-reduce", s, n, lk) * ms,
         TOLERANCES["lab06.allreduce_ms"],
@@ -101,7 +102,7 @@ def _shard_band(item_id: str) -> Band:
 
 def _train_band() -> Band:
     case = TRAIN_CASE
-    nbytes = _models.get(case["model"]).params * case["grad_bytes"]
+    nbytes = sharding.gradient_bytes(case["model"], case["grad_bytes"])
     n = case["n"]
     path = collectives.collective_path(case["link"], n, nic=case["nic"],
                              nics_per_node=case["nics_per_node"])
