@@ -425,9 +425,9 @@ LESSONS = [
       "    ref = min(ratios, key=ratios.get)\n", "    ref = max(ratios, key=ratios.get)\n",
       MODEL, "the type closest to its bound named from the largest ratio, not the smallest"),
     M("lessons.embedding-table-bits", L + "your_model.py",
-      "table = c.vocab * c.d_model * element  # the (untied) embedding table",
-      "table = c.vocab * c.d_model * element * 8  # the (untied) embedding table", MODEL,
-      "the fp32 embedding table counted at 32 bytes an element (bits for bytes)"),
+      "table = c.embedding_bytes(precision)  # the (untied) embedding table",
+      'table = c.embedding_bytes("fp32")  # the (untied) embedding table', MODEL,
+      "the embedding table counted at fp32 whatever precision the step runs in"),
 ]
 
 MUTATIONS = [*PHYSICS, *QUIZ, *EXPORT, *LESSONS]
