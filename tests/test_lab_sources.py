@@ -29,11 +29,6 @@ from notebook_support import load_app
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted((ROOT / "labs").glob("lab_*.py"))
 
-#: Graded answers other labs' sources state today, per lab (the file's stem) and item, each with
-#: where and why; those labs are being edited by others at the same time. Each entry is checked
-#: by ``test_known_source_literal_is_still_there`` (an xfail that is not strict: it passes, as
-#: XPASS, once the lab is fixed; then remove the entry).
-KNOWN_SOURCE_LITERALS: dict[str, dict[str, str]] = {}
 
 
 def collect_references(lab_file: Path, ledger_dir: Path) -> list[tuple[str, float, str]]:
@@ -138,18 +133,9 @@ def _literals(lab_file: Path, references) -> dict[str, list[tuple[int, str]]]:
 
 @pytest.mark.parametrize("lab_file", LABS, ids=[p.stem for p in LABS])
 def test_no_lab_source_states_a_graded_answer(lab_file, references):
-    known = KNOWN_SOURCE_LITERALS.get(lab_file.stem, {})
-    found = {i: h for i, h in _literals(lab_file, references).items() if i not in known}
+    found = _literals(lab_file, references)
     assert not found, f"{lab_file.name} states graded answers as literals:\n" + "\n".join(
         f"  - {item}: line {n}: {line}" for item, hits in found.items() for n, line in hits)
-
-
-@pytest.mark.parametrize("lab, item", [
-    pytest.param(lab, item, marks=pytest.mark.xfail(strict=False, reason=why))
-    for lab, items in KNOWN_SOURCE_LITERALS.items() for item, why in items.items()])
-def test_known_source_literal_is_still_there(lab, item, references):
-    # xfail while the literal is there; XPASS (passes) once it is gone: then drop the entry
-    assert item not in _literals(ROOT / "labs" / f"{lab}.py", references)
 
 
 # --- the rule itself, on made-up sources ------------------------------------------------------
