@@ -690,7 +690,16 @@ def _(get_other_device, lab):
 
 
 @app.cell
-def _():
+def _(
+    crossover_prediction,
+    levers_prediction,
+    other_device_prediction,
+    which_roof_prediction,
+):
+    # shown with the instrument they drive: controls above a closed gate would drive nothing
+    _wait = INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
+                             crossover_prediction, other_device_prediction)
+    mo.stop(_wait is not None, _wait)
     _labels = {v: k for k, v in hardware.picker_options().items()}
     overlay_devices = mo.ui.multiselect(
         options=hardware.picker_options(),

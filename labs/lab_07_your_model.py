@@ -1050,7 +1050,9 @@ def _():
 
 
 @app.cell
-def _():
+def _(all_predictions):
+    # shown with the instrument it drives: a picker above a closed gate would drive nothing
+    mo.stop(INSTRUMENTS.gate("change", *all_predictions) is not None)
     change_picker = mo.ui.dropdown(
         options={v: k for k, v in tiny_models.CHANGES.items()}, value="fp32 → bf16",
         label="Change to measure (from the batch-1 fp32 decode step)")
