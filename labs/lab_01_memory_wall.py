@@ -713,19 +713,8 @@ def _(
 
 
 @app.cell
-def _(
-    crossover_prediction,
-    device_picker,
-    levers_prediction,
-    other_device_prediction,
-    overlay_devices,
-    overlay_m,
-    precision_picker,
-    which_roof_prediction,
-):
-    _wait = INSTRUMENTS.gate("overlay", which_roof_prediction, levers_prediction,
-                             crossover_prediction, other_device_prediction)
-    mo.stop(_wait is not None, _wait)
+def _(device_picker, overlay_devices, overlay_m, precision_picker):
+    # behind the overlay's gate: it reads the controls that open with it
     _p = precision_picker.value
     _keys = list(dict.fromkeys([device_picker.value, *overlay_devices.value]))
     overlay_keys = [k for k in _keys if hardware.get(k).has(_p)]
