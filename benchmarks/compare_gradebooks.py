@@ -33,11 +33,11 @@ def _python(tree: Path, args: list[str], cwd: Path) -> subprocess.CompletedProce
 
 def generate(tree: Path, folder: Path) -> dict[str, Path]:
     """The two generated classes, written by ``tree``'s generators into ``folder``."""
-    classes = {"canvas": folder / "canvas", "cases": folder / "cases"}
-    for module, args in (("labs.core.course.classroom.canvas_class", ["60", "7"]),
-                         ("labs.core.course.classroom.cases", [])):
-        target = classes["canvas" if module.endswith("canvas_class") else "cases"]
-        done = _python(tree, ["-m", module, str(target), *args], cwd=folder)
+    classes = {}
+    for name, module, args in (("canvas", "labs.core.course.classroom.canvas_class", ["60", "7"]),
+                               ("cases", "labs.core.course.classroom.cases", [])):
+        classes[name] = folder / name
+        done = _python(tree, ["-m", module, str(classes[name]), *args], cwd=folder)
         if done.returncode != 0:
             raise SystemExit(f"{module} failed in {tree}:\n{done.stderr[-1500:]}")
     return classes

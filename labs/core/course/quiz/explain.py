@@ -116,8 +116,7 @@ def graded_reading(lab: LabSession, item_id: str) -> dict | None:
     result = graded_result(first, events[events.index(first) + 1:])
     if result is None:
         return None
-    return {"actual": result["payload"]["actual"] if "actual" in result["payload"] else None,
-            "ts": str(result.get("ts", ""))}
+    return {"actual": result["payload"].get("actual"), "ts": str(result.get("ts", ""))}
 
 
 def _jsonable(value: Any) -> Any:
